@@ -1,0 +1,39 @@
+# The two commands of the README:
+#   make lab   installs what is missing, builds, runs the main job, says where the report is
+#   make test  installs what is missing, builds (-Werror), runs every test, then again under ASan/UBSan
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+JOBS       ?= $(shell nproc)
+LAB_OUT    ?= lab
+
+.PHONY: all deps build build-asan test test-fast test-asan lab bench clean
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFT_WERROR=ON >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DDRIFT_WERROR=ON -DDRIFT_SANITIZE=ON -DDRIFT_CUDA=OFF >/dev/null
+	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: build-asan
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  DRIFT_SANITIZED=1 ctest --output-on-failure -j $(JOBS)
+
+test: test-fast test-asan
+
+lab: build
+	@./$(BUILD)/driftbench lab --quick --out $(LAB_OUT)
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)
