@@ -1,0 +1,60 @@
+/* suite.h - prompt suites: loading files (paper jsonl, HF GSM8K, HumanEval,
+ * AdvBench csv, LongBench) and built-in generators, and rendering a prompt
+ * into the text sent to a model (templates per workload and API). */
+#ifndef DRIFTBENCH_SUITE_H
+#define DRIFTBENCH_SUITE_H
+
+#include "driftbench/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One prompt with its ground truth. `reference_json` is a JSON object whose
+ * fields depend on the workload:
+ *   math:         {"answer":"540"}                         (+ "solution")
+ *   code:         {"prompt":..,"test":..,"entry_point":..}  (+ "canonical_solution")
+ *   safety:       {"harmful":true|false}                   (+ "category","target")
+ *   chat:         {}
+ *   long_context: {"answers":["..",..]}
+ * `input` is the task text as the dataset gives it (question, code prompt,
+ * request; for long_context the document and question joined). */
+typedef struct drift_prompt {
+    char *prompt_id;        /* unique within the suite */
+    drift_workload workload;
+    char *input;
+    char *reference_json;
+    char *hash;             /* 16 hex chars over workload, input and reference */
+} drift_prompt;
+
+typedef struct drift_suite {
+    char *name;             /* "gsm8k_prompts", "builtin:math", ... */
+    char *source;           /* path or builtin spec, as given */
+    char *format;           /* detected: "paper-jsonl", "gsm8k", "humaneval", "advbench-csv", "longbench", "builtin" */
+    drift_prompt *prompts;
+    size_t n;
+} drift_suite;
+
+/* Loads a suite from a file path or "builtin:NAME[?n=N&seed=S&split=test]".
+ * The format is detected from the fields of the first record; every record
+ * is validated. A bad record fails the whole load with "FILE:LINE: ..." in
+ * err (code DRIFT_ERR_PARSE). Duplicate prompt ids are an error. */
+DRIFT_API drift_status drift_suite_load(const char *spec, drift_suite **out, drift_error *err);
+
+/* Loads from a memory buffer (used by the fuzzer); `name` is used in messages. */
+DRIFT_API drift_status drift_suite_parse(const char *name, const char *data, size_t len,
+                                         drift_suite **out, drift_error *err);
+
+DRIFT_API void drift_suite_free(drift_suite *suite);
+
+/* Renders what is sent to a model for prompt p over api. Returns a malloc'd
+ * string (NULL on nomem) and sets *template_id (static string, e.g.
+ * "math/completions/v1") so runs can record which template they used.
+ * For DRIFT_API_CHAT the result is the user message; for completions it is
+ * the full prompt text. */
+DRIFT_API char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **template_id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+/* target.h - a serving stack under test: an OpenAI-compatible HTTP endpoint
+ * ("http://HOST:PORT/v1?model=NAME&api=chat|completions") or the embedded
+ * engine ("embedded:PATH.gguf?profile=P&..."). One interface for both:
+ * generate a batch of requests with bounded concurrency, calling back on
+ * every outcome (answer or error), and embed texts. */
+#ifndef DRIFTBENCH_TARGET_H
+#define DRIFTBENCH_TARGET_H
+
+#include "driftbench/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct drift_target drift_target;
+
+typedef struct drift_target_opts {
+    int concurrency;          /* in-flight requests (http) or batch size (embedded); default 8 */
+    double connect_timeout_s; /* default 10 */
+    double read_timeout_s;    /* whole-request timeout; default 300 */
+    int max_retries;          /* default 4 */
+    double backoff_base_s;    /* first retry delay; default 0.5, doubled each retry, + jitter */
+    double backoff_max_s;     /* cap on one delay (also caps Retry-After); default 30 */
+    const char *api_key;      /* sent as Bearer if non-NULL (default: $OPENAI_API_KEY) */
+} drift_target_opts;
+
+/* Fills opts with the defaults above. */
+DRIFT_API void drift_target_opts_default(drift_target_opts *opts);
+
+typedef struct drift_gen_params {
+    double temperature;       /* default 0 */
+    double top_p;             /* default 1 */
+    int top_k;                /* 0 = off (not sent over http unless > 0) */
+    int64_t seed;             /* default 42 */
+    int max_tokens;           /* default 512 */
+    int logprobs;             /* 0 = off; else number of top alternatives per token */
+    const char *const *stop;  /* stop strings, n_stop of them */
+    int n_stop;
+} drift_gen_params;
+
+DRIFT_API void drift_gen_params_default(drift_gen_params *p);
+
+typedef struct drift_gen_request {
+    size_t index;             /* caller's index, passed back */
+    const char *prompt;       /* completions: full text; chat: the user message */
+    int replicate;            /* replicate number (varies the seed: seed + replicate) */
+} drift_gen_request;
+
+typedef struct drift_gen_result {
+    char *text;               /* NULL on error */
+    int prompt_tokens;        /* -1 unknown */
+    int completion_tokens;    /* -1 unknown */
+    char *finish_reason;
+    double latency_ms;        /* of the successful attempt (or the last one) */
+    char *logprobs_json;      /* [{"token":..,"logprob":..,"top":[{"token":..,"logprob":..}..]}..] or NULL */
+    char *error;              /* NULL = answer; else what went wrong, with its cause */
+    int http_status;
+    int attempts;
+} drift_gen_result;
+
+/* Called once per request, on the calling thread, in completion order. The
+ * callee may take ownership of result strings by setting them to NULL.
+ * Return nonzero to stop (in-flight requests are abandoned). */
+typedef int (*drift_result_fn)(void *user, const drift_gen_request *req, drift_gen_result *res);
+
+/* Opens a target from its spec. Unknown schemes, bad URLs and bad
+ * parameters are DRIFT_ERR_INVALID with a message naming the part. */
+DRIFT_API drift_status drift_target_open(const char *spec, const drift_target_opts *opts,
+                                         drift_target **out, drift_error *err);
+DRIFT_API void drift_target_close(drift_target *t);
+
+DRIFT_API drift_api drift_target_api(const drift_target *t);
+DRIFT_API const char *drift_target_spec(const drift_target *t);
+/* Configuration dimensions the target knows by itself, as a JSON object
+ * (embedded: model, hardware, precision, framework, ...; http: {} or model). */
+DRIFT_API const char *drift_target_config_json(const drift_target *t);
+
+/* Runs all n requests; every one produces exactly one callback (answer or
+ * error). Returns DRIFT_OK even if individual requests failed: failures are
+ * results. Returns an error only if the target as a whole cannot work
+ * (or DRIFT_ERR_CANCELLED when the callback asked to stop). */
+DRIFT_API drift_status drift_target_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
+                                             const drift_gen_params *params, drift_result_fn cb, void *user,
+                                             drift_error *err);
+
+/* Embeds n texts: *vecs = n*dim floats (malloc'd), *dim set. */
+DRIFT_API drift_status drift_target_embed(drift_target *t, const char *const *texts, size_t n, float **vecs,
+                                          int *dim, drift_error *err);
+
+DRIFT_API void drift_gen_result_clear(drift_gen_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,34 @@
+/* target_impl.h - how a kind of target plugs into target.c: a table of
+ * function pointers, as ggml's backends. Internal. */
+#ifndef DRIFT_TARGET_IMPL_H
+#define DRIFT_TARGET_IMPL_H
+
+#include "driftbench/target.h"
+
+typedef struct drift_target_vtable {
+    const char *kind; /* "http", "embedded" */
+    drift_status (*generate)(drift_target *t, const drift_gen_request *reqs, size_t n,
+                             const drift_gen_params *params, drift_result_fn cb, void *user, drift_error *err);
+    drift_status (*embed)(drift_target *t, const char *const *texts, size_t n, float **vecs, int *dim,
+                          drift_error *err);
+    void (*close)(drift_target *t);
+} drift_target_vtable;
+
+struct drift_target {
+    const drift_target_vtable *vt;
+    char *spec;
+    char *config_json;   /* owned */
+    drift_api api;
+    drift_target_opts opts;
+    void *impl;          /* the kind's own state */
+};
+
+/* Openers of each kind (spec already matched to the scheme). Each fills t->vt,
+ * t->impl, t->api, t->config_json. */
+drift_status drift_http_target_open(drift_target *t, const char *spec, drift_error *err);
+/* Defined by the embedded engine when it is built; target.c reports
+ * DRIFT_ERR_UNSUPPORTED otherwise. */
+drift_status drift_embedded_target_open(drift_target *t, const char *spec, drift_error *err)
+    __attribute__((weak));
+
+#endif

@@ -1,0 +1,62 @@
+/* status.c - status strings and the error-message helpers of status.h. */
+#include "driftbench/status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *drift_strerror(drift_status status) {
+    switch (status) {
+    case DRIFT_OK: return "ok";
+    case DRIFT_ERR_NOMEM: return "out of memory";
+    case DRIFT_ERR_IO: return "i/o error";
+    case DRIFT_ERR_PARSE: return "parse error";
+    case DRIFT_ERR_INVALID: return "invalid argument";
+    case DRIFT_ERR_NOT_FOUND: return "not found";
+    case DRIFT_ERR_STORE: return "store error";
+    case DRIFT_ERR_HTTP: return "http error";
+    case DRIFT_ERR_TIMEOUT: return "timeout";
+    case DRIFT_ERR_UNSUPPORTED: return "unsupported";
+    case DRIFT_ERR_SANDBOX: return "sandbox error";
+    case DRIFT_ERR_EVAL: return "evaluator error";
+    case DRIFT_ERR_MODEL: return "model error";
+    case DRIFT_ERR_NUMERIC: return "numeric error";
+    case DRIFT_ERR_INTERNAL: return "internal error";
+    case DRIFT_ERR_CANCELLED: return "cancelled";
+    case DRIFT_ERR_XGBOOST: return "xgboost error";
+    case DRIFT_ERR_MISMATCH: return "mismatch with stored data";
+    }
+    return "unknown error";
+}
+
+drift_status drift_error_set(drift_error *err, drift_status code, const char *fmt, ...) {
+    if (err) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+drift_status drift_error_prefix(drift_error *err, const char *fmt, ...) {
+    if (!err) return DRIFT_ERR_INTERNAL;
+    char head[DRIFT_ERROR_MSG_MAX], old[DRIFT_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s%s", head, old);
+    return err->code;
+}
+
+void drift_error_clear(drift_error *err) {
+    if (err) {
+        err->code = DRIFT_OK;
+        err->msg[0] = '\0';
+    }
+}
+
+const char *drift_version(void) { return DRIFT_VERSION; }

@@ -1,0 +1,176 @@
+/* util.c - string buffer, file reading, hashing, clocks, RNG (see util.h). */
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int buf_reserve(drift_buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1) {
+        if (cap > SIZE_MAX / 2) return -1;
+        cap *= 2;
+    }
+    char *p = realloc(b->data, cap);
+    if (!p) return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int buf_append(drift_buf *b, const void *p, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int buf_puts(drift_buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
+
+int buf_vprintf(drift_buf *b, const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || buf_reserve(b, (size_t)n)) return -1;
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+int buf_printf(drift_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+char *buf_steal(drift_buf *b) {
+    char *p = b->data;
+    if (!p) p = calloc(1, 1);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
+void buf_free(drift_buf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+char *drift_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+char *drift_strndup(const char *s, size_t n) {
+    char *p = malloc(n + 1);
+    if (!p) return NULL;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *drift_asprintf(const char *fmt, ...) {
+    drift_buf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    if (rc) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
+drift_status drift_read_file(const char *path, char **out, size_t *len, drift_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return drift_error_set(err, errno == ENOENT ? DRIFT_ERR_NOT_FOUND : DRIFT_ERR_IO,
+                                   "%s: cannot open: %s", path, strerror(errno));
+    drift_buf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (buf_append(&b, chunk, n)) {
+            fclose(f);
+            buf_free(&b);
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "%s: out of memory reading file", path);
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        buf_free(&b);
+        return drift_error_set(err, DRIFT_ERR_IO, "%s: read error", path);
+    }
+    if (len) *len = b.len;
+    *out = buf_steal(&b);
+    return DRIFT_OK;
+}
+
+uint64_t drift_fnv1a64(const void *p, size_t n, uint64_t seed) {
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ULL ^ seed;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+void drift_hash_hex(const void *p, size_t n, char out[17]) {
+    snprintf(out, 17, "%016llx", (unsigned long long)drift_fnv1a64(p, n, 0));
+}
+
+double drift_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void drift_utc_iso(char out[32]) {
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void drift_rng_seed(drift_rng *r, uint64_t seed) {
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t drift_rng_next(drift_rng *r) { /* xoshiro256** */
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double drift_rng_uniform(drift_rng *r) { return (double)(drift_rng_next(r) >> 11) * 0x1.0p-53; }
+
+uint64_t drift_rng_below(drift_rng *r, uint64_t n) {
+    if (n == 0) return 0;
+    uint64_t lim = UINT64_MAX - UINT64_MAX % n;
+    uint64_t x;
+    do x = drift_rng_next(r); while (x >= lim);
+    return x % n;
+}

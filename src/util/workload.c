@@ -1,0 +1,22 @@
+/* workload.c - names of the workloads (types.h). */
+#include "driftbench/types.h"
+
+#include <string.h>
+#include <strings.h>
+
+static const char *const wl_names[DRIFT_WL_COUNT] = {"math", "code", "safety", "chat", "long_context"};
+
+const char *drift_workload_name(drift_workload wl) {
+    if (wl < 0 || wl >= DRIFT_WL_COUNT) return "unknown";
+    return wl_names[wl];
+}
+
+drift_workload drift_workload_parse(const char *name) {
+    if (!name) return DRIFT_WL_UNKNOWN;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++)
+        if (strcasecmp(name, wl_names[i]) == 0) return (drift_workload)i;
+    if (strcasecmp(name, "long") == 0 || strcasecmp(name, "longctx") == 0 ||
+        strcasecmp(name, "long-context") == 0)
+        return DRIFT_WL_LONG;
+    return DRIFT_WL_UNKNOWN;
+}
