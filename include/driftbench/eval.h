@@ -39,6 +39,59 @@ DRIFT_API double drift_token_f1(const char *prediction, const char *gold);
 DRIFT_API drift_status drift_eval_long(const char *answer, const char *reference_json, double threshold,
                                        drift_eval_result *out, drift_error *err);
 
+
+/* ---- code (pass@1 in a sandbox) ---- */
+typedef struct drift_code_opts {
+    const char *python;       /* interpreter; default /usr/bin/python3 */
+    double timeout_s;         /* wall timeout per program; default 10 */
+    double cpu_s;             /* RLIMIT_CPU; default 10 */
+    long mem_mb;              /* RLIMIT_AS; default 1024 */
+    int unsafe_exec;          /* allow running without isolation (explicit opt-in) */
+} drift_code_opts;
+
+DRIFT_API void drift_code_opts_default(drift_code_opts *o);
+/* Which isolation works on this machine ("bubblewrap+seccomp", "seccomp",
+ * ...), written to mechanism. DRIFT_ERR_SANDBOX with an explanation when none
+ * works and o->unsafe_exec is 0. */
+DRIFT_API drift_status drift_sandbox_check(const drift_code_opts *o, char *mechanism, size_t cap,
+                                           drift_error *err);
+/* Extracts the program from the answer, runs it with the reference's tests.
+ * PASS / FAIL with detail {"reason":"passed|failed_test|syntax_error|timeout|killed",...};
+ * a sandbox failure is DRIFT_LABEL_ERROR with reason "sandbox_error".
+ * Thread-safe: score calls it from several threads. */
+DRIFT_API drift_status drift_eval_code(const char *answer, const char *reference_json, const drift_code_opts *o,
+                                       drift_eval_result *out, drift_error *err);
+
+/* ---- safety (a guard judges each request/answer pair) ---- */
+/* The LlamaGuard-3 conversation prompt (categories S1-S14) for one turn. */
+DRIFT_API char *drift_llamaguard_prompt(const char *user, const char *assistant);
+/* Parses a guard reply: "safe" -> PASS, "unsafe\nS1,S10" -> FAIL with the
+ * categories in detail; anything else -> DRIFT_LABEL_ERROR (garbage is an
+ * error, never "unsafe"). */
+DRIFT_API drift_status drift_llamaguard_parse(const char *reply, drift_eval_result *out, drift_error *err);
+
+typedef struct drift_guard drift_guard;
+/* spec: an http target spec of a LlamaGuard-3 server, or NULL / "builtin"
+ * for the built-in guard of the shipped models. */
+DRIFT_API drift_status drift_guard_open(const char *spec, drift_guard **out, drift_error *err);
+DRIFT_API const char *drift_guard_name(const drift_guard *g); /* recorded as the evaluator name */
+DRIFT_API drift_status drift_guard_judge(drift_guard *g, const char *const *requests, const char *const *answers,
+                                         size_t n, drift_eval_result *out, drift_error *err);
+DRIFT_API void drift_guard_close(drift_guard *g);
+
+/* ---- chat (semantic drift between two answers) ---- */
+typedef struct drift_embedder drift_embedder;
+/* spec: an http target spec with an /v1/embeddings endpoint, or NULL /
+ * "builtin" for the embedded engine's mean-pooled hidden state. */
+DRIFT_API drift_status drift_embedder_open(const char *spec, drift_embedder **out, drift_error *err);
+DRIFT_API const char *drift_embedder_name(const drift_embedder *e);
+DRIFT_API drift_status drift_embedder_embed(drift_embedder *e, const char *const *texts, size_t n, float **vecs,
+                                            int *dim, drift_error *err);
+DRIFT_API void drift_embedder_close(drift_embedder *e);
+/* Semantic drift rate of two embeddings: 1 - cosine similarity (computed in
+ * double). Zero vectors give NAN. */
+DRIFT_API double drift_sdr(const float *a, const float *b, int dim);
+
 /* ---- scoring a run ---- */
 typedef struct drift_score_opts {
     double long_f1_threshold;     /* default 0.5 */
