@@ -47,6 +47,10 @@ DRIFT_API drift_status drift_suite_parse(const char *name, const char *data, siz
 
 DRIFT_API void drift_suite_free(drift_suite *suite);
 
+/* Generates a built-in suite from "builtin:NAME[?n=N&seed=S&split=test]"
+ * (src/suite/builtin.c). drift_suite_load calls it for "builtin:" specs. */
+DRIFT_API drift_status drift_suite_builtin(const char *spec, drift_suite **out, drift_error *err);
+
 /* Renders what is sent to a model for prompt p over api. Returns a malloc'd
  * string (NULL on nomem) and sets *template_id (static string, e.g.
  * "math/completions/v1") so runs can record which template they used.
