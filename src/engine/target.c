@@ -1,0 +1,168 @@
+/* target.c - the target interface of target.h: picks the kind of target from
+ * the spec's scheme and forwards every call through the kind's vtable
+ * (target_impl.h).
+ *
+ *   "http://..." / "https://..."  -> http.c      (OpenAI-compatible endpoint)
+ *   "embedded:..."                -> embedded.c  (in-process engine; optional)
+ *
+ * The embedded opener is a weak symbol: when the engine is not linked in, its
+ * address is NULL and opening an embedded target reports DRIFT_ERR_UNSUPPORTED
+ * instead of failing to link. */
+#include "engine/target_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+void drift_target_opts_default(drift_target_opts *opts) {
+    if (!opts) return;
+    memset(opts, 0, sizeof *opts);
+    opts->concurrency = 8;
+    opts->connect_timeout_s = 10.0;
+    opts->read_timeout_s = 300.0;
+    opts->max_retries = 4;
+    opts->backoff_base_s = 0.5;
+    opts->backoff_max_s = 30.0;
+    const char *key = getenv("OPENAI_API_KEY");
+    opts->api_key = (key && *key) ? key : NULL;
+}
+
+void drift_gen_params_default(drift_gen_params *p) {
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    p->temperature = 0.0;
+    p->top_p = 1.0;
+    p->top_k = 0;
+    p->seed = 42;
+    p->max_tokens = 512;
+    p->logprobs = 0;
+    p->stop = NULL;
+    p->n_stop = 0;
+}
+
+void drift_gen_result_clear(drift_gen_result *r) {
+    if (!r) return;
+    free(r->text);
+    free(r->finish_reason);
+    free(r->logprobs_json);
+    free(r->error);
+    memset(r, 0, sizeof *r);
+    r->prompt_tokens = -1;
+    r->completion_tokens = -1;
+}
+
+static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+/* Checks an options struct for values no target can work with. */
+static drift_status check_opts(const drift_target_opts *o, drift_error *err) {
+    if (o->concurrency < 1 || o->concurrency > 4096)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "target option concurrency=%d: must be 1..4096",
+                               o->concurrency);
+    if (!(o->connect_timeout_s > 0) || !(o->read_timeout_s > 0))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "target timeouts must be > 0 (connect %.3g s, read %.3g s)",
+                               o->connect_timeout_s, o->read_timeout_s);
+    if (o->max_retries < 0 || o->max_retries > 100)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "target option max_retries=%d: must be 0..100",
+                               o->max_retries);
+    if (!(o->backoff_base_s >= 0) || !(o->backoff_max_s >= 0))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "target backoff delays must be >= 0");
+    return DRIFT_OK;
+}
+
+/* Opens a target: see target.h. On failure *out is NULL and err names the
+ * part of the spec that is wrong. */
+drift_status drift_target_open(const char *spec, const drift_target_opts *opts, drift_target **out,
+                               drift_error *err) {
+    if (out) *out = NULL;
+    if (!spec || !*spec || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "target spec is empty");
+    drift_target_opts o;
+    if (opts)
+        o = *opts;
+    else
+        drift_target_opts_default(&o);
+    drift_status st = check_opts(&o, err);
+    if (st) return st;
+
+    drift_target *t = calloc(1, sizeof *t);
+    if (!t) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening target");
+    t->opts = o;
+    t->spec = drift_strdup(spec);
+    if (!t->spec) {
+        free(t);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening target");
+    }
+
+    if (has_prefix(spec, "http://") || has_prefix(spec, "https://")) {
+        st = drift_http_target_open(t, spec, err);
+    } else if (has_prefix(spec, "embedded:")) {
+        if (drift_embedded_target_open)
+            st = drift_embedded_target_open(t, spec, err);
+        else
+            st = drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                                 "target '%s': the embedded engine is not built yet", spec);
+    } else {
+        st = drift_error_set(err, DRIFT_ERR_INVALID,
+                             "target '%s': unknown scheme (expected http://, https:// or embedded:)", spec);
+    }
+    if (st) {
+        /* openers clean up their own state on failure */
+        free(t->config_json);
+        free(t->spec);
+        free(t);
+        return st;
+    }
+    if (!t->config_json) t->config_json = drift_strdup("{}");
+    *out = t;
+    return DRIFT_OK;
+}
+
+void drift_target_close(drift_target *t) {
+    if (!t) return;
+    if (t->vt && t->vt->close) t->vt->close(t);
+    free(t->config_json);
+    free(t->spec);
+    free(t);
+}
+
+drift_api drift_target_api(const drift_target *t) { return t ? t->api : DRIFT_API_COMPLETIONS; }
+
+const char *drift_target_spec(const drift_target *t) { return t ? t->spec : NULL; }
+
+const char *drift_target_config_json(const drift_target *t) {
+    return (t && t->config_json) ? t->config_json : "{}";
+}
+
+drift_status drift_target_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
+                                   const drift_gen_params *params, drift_result_fn cb, void *user,
+                                   drift_error *err) {
+    if (!t || !t->vt || !t->vt->generate)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "generate: target is not open");
+    if (n && (!reqs || !cb)) return drift_error_set(err, DRIFT_ERR_INVALID, "generate: requests or callback missing");
+    drift_gen_params def;
+    if (!params) {
+        drift_gen_params_default(&def);
+        params = &def;
+    }
+    if (params->n_stop < 0 || (params->n_stop > 0 && !params->stop))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "generate: n_stop=%d but no stop strings", params->n_stop);
+    if (params->max_tokens < 1)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "generate: max_tokens=%d must be >= 1", params->max_tokens);
+    if (params->logprobs < 0)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "generate: logprobs=%d must be >= 0", params->logprobs);
+    for (size_t i = 0; i < n; i++)
+        if (!reqs[i].prompt)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "generate: request %zu has no prompt", i);
+    return t->vt->generate(t, reqs, n, params, cb, user, err);
+}
+
+drift_status drift_target_embed(drift_target *t, const char *const *texts, size_t n, float **vecs, int *dim,
+                                drift_error *err) {
+    if (vecs) *vecs = NULL;
+    if (dim) *dim = 0;
+    if (!t || !t->vt) return drift_error_set(err, DRIFT_ERR_INVALID, "embed: target is not open");
+    if (!vecs || !dim || (n && !texts)) return drift_error_set(err, DRIFT_ERR_INVALID, "embed: bad arguments");
+    if (!t->vt->embed)
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "embed: target kind '%s' cannot embed", t->vt->kind);
+    return t->vt->embed(t, texts, n, vecs, dim, err);
+}
