@@ -1,23 +1,720 @@
-/* http.c - OpenAI-compatible HTTP target (skeleton; full client follows). */
+/* http.c - the OpenAI-compatible HTTP target.
+ *
+ * Spec: http[s]://HOST:PORT/PATH?model=NAME[&api=chat|completions][&embed_model=NAME]
+ * (PATH defaults to /v1; api defaults to completions). Requests go to
+ * PATH/completions or PATH/chat/completions; embeddings to PATH/embeddings.
+ *
+ * One libcurl multi handle per target and a pool of easy handles ("slots"),
+ * one per request in flight, kept across generate() calls so connections
+ * stay alive and buffers are reused: the per-request cost is one JSON render,
+ * one transfer and one JSON parse. A slot owns its request from the first
+ * attempt to the final outcome:
+ *
+ *     IDLE --take next request--> ACTIVE --reply ok--> callback --> IDLE
+ *                                   |   \--permanent failure--> callback --> IDLE
+ *                                   \--retryable failure--> WAITING --due--> ACTIVE
+ *
+ * Retryable: transport failures (refused, reset, timeout), HTTP 429, 500, 502,
+ * 503, 504, and empty / malformed / choice-less replies. The delay before retry
+ * k (1-based) is "full jitter": uniform in [0, min(backoff_max, base * 2^(k-1))],
+ * except that a Retry-After header on 429/503 (seconds or HTTP date) sets the
+ * delay to its value, capped by backoff_max. Other non-2xx statuses and a
+ * non-JSON content type fail at once. Everything runs on the calling thread,
+ * callbacks included; a target is not safe to share between threads. */
+#include <curl/curl.h>
+#include <ctype.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "engine/http_internal.h"
 #include "engine/target_impl.h"
-#include "util/util.h"
+
+enum slot_state { SLOT_IDLE = 0, SLOT_ACTIVE, SLOT_WAITING };
+
+typedef struct http_slot {
+    CURL *easy;
+    drift_buf body;          /* reply body of the current attempt */
+    drift_buf req;           /* request JSON of the current request */
+    int too_big;             /* reply passed DRIFT_HTTP_MAX_BODY_BYTES */
+    enum slot_state state;
+    size_t ri;               /* index into the reqs[] of the current generate() */
+    int attempts;            /* attempts made so far for this request */
+    double started_ms;       /* start of the current attempt */
+    double due_ms;           /* WAITING: when to start the next attempt */
+    char errbuf[CURL_ERROR_SIZE];
+} http_slot;
+
+typedef struct http_impl {
+    char *url_gen;           /* .../completions or .../chat/completions */
+    char *url_embed;         /* .../embeddings */
+    char *model;
+    char *embed_model;
+    CURLM *multi;
+    struct curl_slist *headers;
+    http_slot *slots;
+    int n_slots;
+    drift_rng rng;           /* backoff jitter */
+} http_impl;
+
+/* ---------- spec parsing ---------- */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc = CURLE_OK;
+static void curl_init_once(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    c = tolower(c);
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..n) ('+' is a space); NULL on a bad escape or NUL byte. */
+static char *url_decode(const char *s, size_t n) {
+    char *out = malloc(n + 1), *o = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%') {
+            int a = i + 1 < n ? hexval((unsigned char)s[i + 1]) : -1;
+            int b = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
+            if (a < 0 || b < 0 || (a == 0 && b == 0)) {
+                free(out);
+                return NULL;
+            }
+            *o++ = (char)(a * 16 + b);
+            i += 2;
+        } else {
+            *o++ = s[i] == '+' ? ' ' : s[i];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static void impl_free(http_impl *h) {
+    if (!h) return;
+    for (int i = 0; i < h->n_slots; i++) {
+        if (h->slots[i].easy) {
+            if (h->multi && h->slots[i].state == SLOT_ACTIVE) curl_multi_remove_handle(h->multi, h->slots[i].easy);
+            curl_easy_cleanup(h->slots[i].easy);
+        }
+        buf_free(&h->slots[i].body);
+        buf_free(&h->slots[i].req);
+    }
+    free(h->slots);
+    if (h->multi) curl_multi_cleanup(h->multi);
+    curl_slist_free_all(h->headers);
+    free(h->url_gen);
+    free(h->url_embed);
+    free(h->model);
+    free(h->embed_model);
+    free(h);
+}
+
+/* Parses the query string into h and t->api. */
+static drift_status parse_query(drift_target *t, http_impl *h, const char *spec, const char *q, drift_error *err) {
+    int have_api = 0;
+    while (q && *q) {
+        const char *amp = strchr(q, '&');
+        size_t len = amp ? (size_t)(amp - q) : strlen(q);
+        const char *eq = memchr(q, '=', len);
+        if (len == 0) {
+            q = amp ? amp + 1 : NULL;
+            continue;
+        }
+        if (!eq)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': parameter '%.*s' has no value", spec,
+                                   (int)len, q);
+        size_t klen = (size_t)(eq - q);
+        char *val = url_decode(eq + 1, len - klen - 1);
+        if (!val)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': parameter '%.*s' has a bad %%-escape",
+                                   spec, (int)klen, q);
+        char **dst = NULL;
+        if (klen == 5 && !memcmp(q, "model", 5)) {
+            dst = &h->model;
+        } else if (klen == 11 && !memcmp(q, "embed_model", 11)) {
+            dst = &h->embed_model;
+        } else if (klen == 3 && !memcmp(q, "api", 3)) {
+            if (have_api) {
+                free(val);
+                return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': parameter 'api' given twice", spec);
+            }
+            have_api = 1;
+            if (!strcmp(val, "chat")) {
+                t->api = DRIFT_API_CHAT;
+            } else if (!strcmp(val, "completions") || !strcmp(val, "completion")) {
+                t->api = DRIFT_API_COMPLETIONS;
+            } else {
+                drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': api=%s: expected chat or completions", spec, val);
+                free(val);
+                return DRIFT_ERR_INVALID;
+            }
+            free(val);
+        } else {
+            free(val);
+            return drift_error_set(err, DRIFT_ERR_INVALID,
+                                   "target '%s': unknown parameter '%.*s' (known: model, api, embed_model)", spec,
+                                   (int)klen, q);
+        }
+        if (dst) {
+            if (*dst) {
+                free(val);
+                return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': parameter '%.*s' given twice", spec,
+                                       (int)klen, q);
+            }
+            *dst = val;
+        }
+        q = amp ? amp + 1 : NULL;
+    }
+    if (!h->model || !*h->model)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': no model (add ?model=NAME)", spec);
+    if (h->embed_model && !*h->embed_model)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': embed_model is empty", spec);
+    return DRIFT_OK;
+}
+
+/* Validates the URL part with libcurl's parser and builds the endpoint URLs. */
+static drift_status parse_base(http_impl *h, const char *spec, const char *base, drift_error *err) {
+    drift_status st = DRIFT_OK;
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL, *path = NULL, *full = NULL;
+    if (!u) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    CURLUcode uc = curl_url_set(u, CURLUPART_URL, base, 0);
+    if (uc) {
+        st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': bad URL: %s", spec, curl_url_strerror(uc));
+        goto done;
+    }
+    if (curl_url_get(u, CURLUPART_HOST, &host, 0) || !host || !*host) {
+        st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': URL has no host", spec);
+        goto done;
+    }
+    if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK && port) {
+        char *end;
+        long p = strtol(port, &end, 10);
+        if (*end || p < 1 || p > 65535) {
+            st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': bad port '%s'", spec, port);
+            goto done;
+        }
+    }
+    char *frag = NULL;
+    if (curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK && frag) {
+        curl_free(frag);
+        st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': URL has a #fragment", spec);
+        goto done;
+    }
+    if (curl_url_get(u, CURLUPART_PATH, &path, 0) || !path) {
+        st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': URL has no path", spec);
+        goto done;
+    }
+    size_t pl = strlen(path);
+    while (pl > 0 && path[pl - 1] == '/') path[--pl] = '\0';
+    if (curl_url_set(u, CURLUPART_PATH, pl ? path : "/v1", 0) || curl_url_get(u, CURLUPART_URL, &full, 0)) {
+        st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': cannot rebuild URL", spec);
+        goto done;
+    }
+    h->url_gen = NULL;
+    h->url_embed = drift_asprintf("%s/embeddings", full);
+    if (!h->url_embed) st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    else {
+        /* the generation URL depends on api, set by the caller afterwards */
+        h->url_gen = drift_strdup(full);
+        if (!h->url_gen) st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+done:
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_free(full);
+    curl_url_cleanup(u);
+    return st;
+}
+
+/* ---------- transfers ---------- */
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *user) {
+    http_slot *s = user;
+    size_t n = size * nmemb;
+    if (s->body.len + n > DRIFT_HTTP_MAX_BODY_BYTES) {
+        s->too_big = 1;
+        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+    }
+    if (buf_append(&s->body, p, n)) return 0;
+    return n;
+}
+
+/* Sets the options of an easy handle that do not change between requests. */
+static int easy_setup(drift_target *t, http_impl *h, http_slot *s) {
+    if (!s->easy) s->easy = curl_easy_init();
+    CURL *e = s->easy;
+    if (!e) return -1;
+    const drift_target_opts *o = &t->opts;
+    int bad = 0;
+    bad |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_WRITEDATA, s) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_PRIVATE, s) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->headers) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->errbuf) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)ceil(o->connect_timeout_s * 1000.0)) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)ceil(o->read_timeout_s * 1000.0)) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_POST, 1L) != CURLE_OK;
+    bad |= curl_easy_setopt(e, CURLOPT_USERAGENT, "driftbench/" DRIFT_VERSION) != CURLE_OK;
+    return bad ? -1 : 0;
+}
+
+/* Makes sure at least n slots exist, each with a configured easy handle. */
+static int ensure_slots(drift_target *t, http_impl *h, int n) {
+    if (n <= h->n_slots) return 0;
+    http_slot *ns = realloc(h->slots, (size_t)n * sizeof *ns);
+    if (!ns) return -1;
+    h->slots = ns;
+    for (int i = h->n_slots; i < n; i++) {
+        memset(&ns[i], 0, sizeof ns[i]);
+        /* slots moved in memory: re-point every handle at its slot */
+    }
+    int old = h->n_slots;
+    h->n_slots = n;
+    for (int i = 0; i < n; i++) {
+        if (i < old) {
+            curl_easy_setopt(ns[i].easy, CURLOPT_WRITEDATA, &ns[i]);
+            curl_easy_setopt(ns[i].easy, CURLOPT_PRIVATE, &ns[i]);
+            curl_easy_setopt(ns[i].easy, CURLOPT_ERRORBUFFER, ns[i].errbuf);
+        } else if (easy_setup(t, h, &ns[i])) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Outcome of one attempt. */
+typedef struct attempt_outcome {
+    int ok;                  /* 2xx with a JSON-looking body: ready to parse */
+    int retryable;
+    double retry_after_s;    /* from Retry-After on 429/503; < 0 if none */
+    long status;             /* HTTP status, 0 when no reply */
+    char head[160];          /* "HTTP 500", "timeout after 300.0 s", ... */
+    char tail[256];          /* ": <body excerpt>" or "" */
+} attempt_outcome;
+
+static int retryable_curl(CURLcode rc) {
+    switch (rc) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_OUT_OF_MEMORY:
+    case CURLE_BAD_FUNCTION_ARGUMENT:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_NOT_BUILT_IN:
+    case CURLE_WRITE_ERROR: /* our own abort: reply too big */
+        return 0;
+    default: return 1;
+    }
+}
+
+static int retryable_status(long st) { return st == 429 || st == 500 || st == 502 || st == 503 || st == 504; }
+
+/* Classifies a finished transfer (transport result + status + headers). */
+static void classify(drift_target *t, http_slot *s, CURLcode rc, attempt_outcome *o) {
+    memset(o, 0, sizeof *o);
+    o->retry_after_s = -1;
+    if (rc != CURLE_OK) {
+        o->retryable = retryable_curl(rc);
+        if (s->too_big) {
+            snprintf(o->head, sizeof o->head, "reply larger than %zu MiB", DRIFT_HTTP_MAX_BODY_BYTES >> 20);
+            o->retryable = 0;
+        } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+            curl_off_t connect_us = 0;
+            curl_easy_getinfo(s->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+            if (connect_us == 0)
+                snprintf(o->head, sizeof o->head, "connect timeout after %.1f s", t->opts.connect_timeout_s);
+            else
+                snprintf(o->head, sizeof o->head, "timeout after %.1f s", t->opts.read_timeout_s);
+        } else {
+            snprintf(o->head, sizeof o->head, "%s: %s", rc == CURLE_COULDNT_CONNECT ? "connection failed" : "transfer failed",
+                     s->errbuf[0] ? s->errbuf : curl_easy_strerror(rc));
+        }
+        return;
+    }
+    curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &o->status);
+    if (o->status < 200 || o->status > 299) {
+        char msg[220];
+        o->retryable = retryable_status(o->status);
+        snprintf(o->head, sizeof o->head, "HTTP %ld", o->status);
+        if (o->retryable) {
+            /* the first 200 bytes of the body, as is (made printable) */
+            size_t n = s->body.len < 200 ? s->body.len : 200;
+            size_t k = 0;
+            for (size_t i = 0; i < n && k + 1 < sizeof msg; i++) {
+                unsigned char ch = (unsigned char)s->body.data[i];
+                msg[k++] = (ch < 0x20 || ch == 0x7f) ? ' ' : (char)ch;
+            }
+            msg[k] = '\0';
+            if (n == 0) snprintf(msg, sizeof msg, "(empty body)");
+            if (o->status == 429 || o->status == 503) {
+                curl_off_t ra = -1;
+                if (curl_easy_getinfo(s->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+                    o->retry_after_s = (double)ra;
+            }
+        } else {
+            drift_http_error_message(s->body.data, s->body.len, msg, sizeof msg);
+        }
+        snprintf(o->tail, sizeof o->tail, ": %s", msg);
+        return;
+    }
+    char *ctype = NULL;
+    curl_easy_getinfo(s->easy, CURLINFO_CONTENT_TYPE, &ctype);
+    if (ctype && !strcasestr(ctype, "json")) {
+        snprintf(o->head, sizeof o->head, "unexpected content-type %.100s", ctype);
+        return;
+    }
+    o->ok = 1;
+}
+
+/* Full-jitter backoff before retry number `attempt` (1 = first retry). */
+static double backoff_s(drift_target *t, http_impl *h, int attempt, double retry_after_s) {
+    const drift_target_opts *o = &t->opts;
+    if (retry_after_s >= 0) return retry_after_s < o->backoff_max_s ? retry_after_s : o->backoff_max_s;
+    double cap = o->backoff_base_s * ldexp(1.0, attempt - 1 < 60 ? attempt - 1 : 60);
+    if (cap > o->backoff_max_s) cap = o->backoff_max_s;
+    return drift_rng_uniform(&h->rng) * cap;
+}
+
+/* Composes the final error: "HTTP 500 after 5 attempts: body", "timeout after 2.0 s (3 attempts)". */
+static char *final_error(const attempt_outcome *o, int attempts) {
+    if (attempts <= 1) return drift_asprintf("%s%s", o->head, o->tail);
+    if (o->tail[0]) return drift_asprintf("%s after %d attempts%s", o->head, attempts, o->tail);
+    return drift_asprintf("%s (%d attempts)", o->head, attempts);
+}
+
+/* ---------- generate ---------- */
+
+static drift_status start_attempt(http_impl *h, http_slot *s) {
+    s->body.len = 0;
+    if (s->body.data) s->body.data[0] = '\0';
+    s->too_big = 0;
+    s->errbuf[0] = '\0';
+    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->req.data);
+    curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->req.len);
+    s->started_ms = drift_now_ms();
+    s->state = SLOT_ACTIVE;
+    s->attempts++;
+    if (curl_multi_add_handle(h->multi, s->easy) != CURLM_OK) return DRIFT_ERR_HTTP;
+    return DRIFT_OK;
+}
+
+static void abandon_all(http_impl *h) {
+    for (int i = 0; i < h->n_slots; i++) {
+        if (h->slots[i].state == SLOT_ACTIVE) curl_multi_remove_handle(h->multi, h->slots[i].easy);
+        h->slots[i].state = SLOT_IDLE;
+    }
+}
 
 static drift_status http_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
                                   const drift_gen_params *params, drift_result_fn cb, void *user,
                                   drift_error *err) {
-    return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "http target: not implemented yet");
+    http_impl *h = t->impl;
+    if (n == 0) return DRIFT_OK;
+    int ns = t->opts.concurrency;
+    if ((size_t)ns > n) ns = (int)n;
+    if (ensure_slots(t, h, ns)) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory for %d connections", ns);
+    for (int i = 0; i < h->n_slots; i++) {
+        h->slots[i].state = SLOT_IDLE;
+        curl_easy_setopt(h->slots[i].easy, CURLOPT_URL, h->url_gen);
+    }
+    json_t *tmpl = drift_http_request_template(t->api, h->model, params);
+    if (!tmpl) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory building the request template");
+
+    drift_status st = DRIFT_OK;
+    size_t next = 0, done = 0;
+    drift_gen_result res;
+    while (done < n) {
+        /* 1. give idle slots new requests; restart waiting slots that are due */
+        double now = drift_now_ms();
+        for (int i = 0; i < ns; i++) {
+            http_slot *s = &h->slots[i];
+            if (s->state == SLOT_WAITING && s->due_ms <= now) {
+                if (start_attempt(h, s)) {
+                    st = drift_error_set(err, DRIFT_ERR_HTTP, "libcurl refused a transfer");
+                    goto out;
+                }
+            }
+            while (s->state == SLOT_IDLE && next < n) {
+                const drift_gen_request *r = &reqs[next];
+                s->ri = next++;
+                s->attempts = 0;
+                drift_error rerr = {0};
+                if (drift_http_request_render(tmpl, t->api, r->prompt, params->seed + r->replicate, &s->req, &rerr)) {
+                    /* this request cannot be sent: its outcome is an error */
+                    memset(&res, 0, sizeof res);
+                    drift_gen_result_clear(&res);
+                    res.error = drift_asprintf("request not sent: %s", rerr.msg);
+                    int stop = cb(user, r, &res);
+                    drift_gen_result_clear(&res);
+                    done++;
+                    if (stop) {
+                        st = drift_error_set(err, DRIFT_ERR_CANCELLED, "generate stopped by the caller");
+                        goto out;
+                    }
+                    continue;
+                }
+                if (start_attempt(h, s)) {
+                    st = drift_error_set(err, DRIFT_ERR_HTTP, "libcurl refused a transfer");
+                    goto out;
+                }
+            }
+        }
+        if (done >= n) break;
+
+        /* 2. move the transfers along */
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(h->multi, &running);
+        if (mc != CURLM_OK) {
+            st = drift_error_set(err, DRIFT_ERR_HTTP, "libcurl: %s", curl_multi_strerror(mc));
+            goto out;
+        }
+
+        /* 3. finished transfers -> outcome, retry or callback */
+        int finished = 0;
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(h->multi, &left))) {
+            if (msg->msg != CURLMSG_DONE) continue;
+            CURL *e = msg->easy_handle;
+            CURLcode rc = msg->data.result;
+            http_slot *s = NULL;
+            curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s);
+            curl_multi_remove_handle(h->multi, e);
+            finished++;
+            double end = drift_now_ms();
+            attempt_outcome o;
+            classify(t, s, rc, &o);
+            memset(&res, 0, sizeof res);
+            drift_gen_result_clear(&res);
+            if (o.ok) {
+                drift_error perr = {0};
+                if (drift_http_parse_reply(t->api, s->body.data, s->body.len, &res, &perr) == DRIFT_OK) {
+                    /* answer */
+                } else {
+                    o.ok = 0;
+                    o.retryable = perr.code != DRIFT_ERR_NOMEM;
+                    snprintf(o.head, sizeof o.head, "%.159s", perr.msg);
+                }
+            }
+            if (!o.ok && o.retryable && s->attempts <= t->opts.max_retries) {
+                s->state = SLOT_WAITING;
+                s->due_ms = end + 1000.0 * backoff_s(t, h, s->attempts, o.retry_after_s);
+                continue;
+            }
+            if (!o.ok) res.error = final_error(&o, s->attempts);
+            res.latency_ms = end - s->started_ms;
+            res.http_status = (int)o.status;
+            res.attempts = s->attempts;
+            s->state = SLOT_IDLE;
+            done++;
+            int stop = cb(user, &reqs[s->ri], &res);
+            drift_gen_result_clear(&res);
+            if (stop) {
+                st = drift_error_set(err, DRIFT_ERR_CANCELLED, "generate stopped by the caller");
+                goto out;
+            }
+        }
+        if (finished) continue;
+
+        /* 4. wait for network activity or the next retry due time */
+        double wait_ms = 1000.0;
+        now = drift_now_ms();
+        for (int i = 0; i < ns; i++)
+            if (h->slots[i].state == SLOT_WAITING && h->slots[i].due_ms - now < wait_ms)
+                wait_ms = h->slots[i].due_ms - now;
+        if (wait_ms < 0) wait_ms = 0;
+        if (running > 0 || wait_ms > 0) {
+            mc = curl_multi_poll(h->multi, NULL, 0, (int)ceil(wait_ms), NULL);
+            if (mc != CURLM_OK) {
+                st = drift_error_set(err, DRIFT_ERR_HTTP, "libcurl: %s", curl_multi_strerror(mc));
+                goto out;
+            }
+        }
+    }
+out:
+    if (st) abandon_all(h);
+    json_decref(tmpl);
+    return st;
 }
 
-static void http_close(drift_target *t) { (void)t; }
+/* ---------- embed ---------- */
 
-static const drift_target_vtable http_vt = {"http", http_generate, NULL, http_close};
+#define EMBED_BATCH 64
 
-drift_status drift_http_target_open(drift_target *t, const char *spec, drift_error *err) {
-    if (!strstr(spec, "model=")) return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': no model= parameter", spec);
-    t->vt = &http_vt;
-    t->api = strstr(spec, "api=chat") ? DRIFT_API_CHAT : DRIFT_API_COMPLETIONS;
+static drift_status http_embed(drift_target *t, const char *const *texts, size_t n, float **vecs, int *dim,
+                               drift_error *err) {
+    http_impl *h = t->impl;
+    if (n == 0) return DRIFT_OK;
+    if (ensure_slots(t, h, 1)) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    http_slot *s = &h->slots[0];
+    CURL *e = s->easy;
+    curl_easy_setopt(e, CURLOPT_URL, h->url_embed);
+    float *all = NULL;
+    int d = 0;
+    drift_status st = DRIFT_OK;
+    for (size_t from = 0; from < n && !st; from += EMBED_BATCH) {
+        size_t cnt = n - from < EMBED_BATCH ? n - from : EMBED_BATCH;
+        json_t *input = json_array();
+        json_t *body = json_pack("{s:s, s:o}", "model", h->embed_model ? h->embed_model : h->model, "input", input);
+        for (size_t i = 0; i < cnt && body; i++) {
+            json_t *str = json_string(texts[from + i] ? texts[from + i] : "");
+            if (!str) {
+                json_decref(body);
+                free(all);
+                return drift_error_set(err, DRIFT_ERR_INVALID, "embed: text %zu is not valid UTF-8", from + i);
+            }
+            json_array_append_new(input, str);
+        }
+        char *js = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        if (!js) {
+            free(all);
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+        buf_free(&s->req);
+        s->req.data = js;
+        s->req.len = s->req.cap = strlen(js);
+        s->req.cap++;
+        s->attempts = 0;
+        for (;;) {
+            s->body.len = 0;
+            s->too_big = 0;
+            s->errbuf[0] = '\0';
+            curl_easy_setopt(e, CURLOPT_POSTFIELDS, s->req.data);
+            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->req.len);
+            s->attempts++;
+            CURLcode rc = curl_easy_perform(e);
+            attempt_outcome o;
+            classify(t, s, rc, &o);
+            if (o.ok) {
+                drift_error perr = {0};
+                float *dst = all ? all + from * (size_t)d : NULL;
+                float *got = dst;
+                int gd = d;
+                if (drift_http_parse_embeddings(s->body.data, s->body.len, cnt, &got, &gd, &perr) == DRIFT_OK) {
+                    if (!all) {
+                        /* first batch: the dimension is now known; make room for all */
+                        d = gd;
+                        all = malloc(n * (size_t)d * sizeof *all);
+                        if (!all) {
+                            free(got);
+                            st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory for %zu embeddings", n);
+                            break;
+                        }
+                        memcpy(all, got, cnt * (size_t)d * sizeof *all);
+                        free(got);
+                    }
+                    break;
+                }
+                o.ok = 0;
+                o.retryable = perr.code != DRIFT_ERR_NOMEM;
+                snprintf(o.head, sizeof o.head, "%.159s", perr.msg);
+            }
+            if (o.retryable && s->attempts <= t->opts.max_retries) {
+                double wait = backoff_s(t, h, s->attempts, o.retry_after_s);
+                usleep((useconds_t)(wait * 1e6));
+                continue;
+            }
+            char *m = final_error(&o, s->attempts);
+            st = drift_error_set(err, DRIFT_ERR_HTTP, "embed %s: %s", h->url_embed, m ? m : o.head);
+            free(m);
+            break;
+        }
+    }
+    /* the generate path sets its own URL on each call; leave the request
+     * buffer empty so a later generate() renders afresh */
+    s->req.len = 0;
+    if (st) {
+        free(all);
+        return st;
+    }
+    *vecs = all;
+    *dim = d;
     return DRIFT_OK;
+}
+
+/* ---------- open / close ---------- */
+
+static void http_close(drift_target *t) {
+    impl_free(t->impl);
+    t->impl = NULL;
+}
+
+static const drift_target_vtable http_vt = {"http", http_generate, http_embed, http_close};
+
+/* Opens an http(s) target: parses and checks the spec, prepares the multi
+ * handle and the headers. No connection is made until the first request. */
+drift_status drift_http_target_open(drift_target *t, const char *spec, drift_error *err) {
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK)
+        return drift_error_set(err, DRIFT_ERR_HTTP, "libcurl init failed: %s", curl_easy_strerror(curl_init_rc));
+    http_impl *h = calloc(1, sizeof *h);
+    if (!h) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_status st = DRIFT_OK;
+    const char *q = strchr(spec, '?');
+    char *base = q ? drift_strndup(spec, (size_t)(q - spec)) : drift_strdup(spec);
+    if (!base) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    t->api = DRIFT_API_COMPLETIONS;
+    st = parse_base(h, spec, base, err);
+    free(base);
+    if (st) goto fail;
+    st = parse_query(t, h, spec, q ? q + 1 : NULL, err);
+    if (st) goto fail;
+    char *gen = drift_asprintf("%s%s", h->url_gen, t->api == DRIFT_API_CHAT ? "/chat/completions" : "/completions");
+    if (!gen) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    free(h->url_gen);
+    h->url_gen = gen;
+
+    h->headers = curl_slist_append(NULL, "Content-Type: application/json");
+    if (h->headers) h->headers = curl_slist_append(h->headers, "Accept: application/json");
+    if (h->headers) h->headers = curl_slist_append(h->headers, "Expect:"); /* no 100-continue round trip */
+    if (h->headers && t->opts.api_key) {
+        char *auth = drift_asprintf("Authorization: Bearer %s", t->opts.api_key);
+        struct curl_slist *nh = auth ? curl_slist_append(h->headers, auth) : NULL;
+        free(auth);
+        if (!nh) {
+            curl_slist_free_all(h->headers);
+            h->headers = NULL;
+        } else {
+            h->headers = nh;
+        }
+    }
+    t->opts.api_key = NULL; /* copied into the headers; the caller's pointer may go away */
+    h->multi = curl_multi_init();
+    if (!h->headers || !h->multi) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory setting up libcurl");
+        goto fail;
+    }
+    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)t->opts.concurrency + 4);
+    drift_rng_seed(&h->rng, drift_fnv1a64(spec, strlen(spec), (uint64_t)getpid()));
+
+    json_t *cfg = json_pack("{s:s}", "model", h->model);
+    t->config_json = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+    json_decref(cfg);
+    if (!t->config_json) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    t->vt = &http_vt;
+    t->impl = h;
+    return DRIFT_OK;
+fail:
+    impl_free(h);
+    return st;
 }
