@@ -1,0 +1,578 @@
+/* test_store.c - the SQLite store: round trips, resume semantics, schema
+ * identity and migration, refusal of foreign files (left byte-identical),
+ * and crash safety with a real fork + SIGKILL mid-way through writing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "driftbench/store.h"
+#include "util/util.h"
+
+static char tmpdir[256];
+
+static char *tpath(const char *name) {
+    static char buf[8][512];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+static int setup_dir(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_store.XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state) {
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A suite of n math prompts "q0".."q{n-1}" built in memory. */
+static drift_suite *make_suite(const char *name, size_t n) {
+    drift_suite *s = calloc(1, sizeof *s);
+    s->name = drift_strdup(name);
+    s->source = drift_strdup(name);
+    s->format = drift_strdup("test");
+    s->prompts = calloc(n, sizeof *s->prompts);
+    s->n = n;
+    for (size_t i = 0; i < n; i++) {
+        drift_prompt *p = &s->prompts[i];
+        p->prompt_id = drift_asprintf("q%zu", i);
+        p->workload = i % 2 ? DRIFT_WL_LONG : DRIFT_WL_MATH;
+        p->input = drift_asprintf("What is %zu + %zu?", i, i);
+        p->reference_json = drift_asprintf("{\"answer\":\"%zu\"}", 2 * i);
+        char h[17];
+        drift_hash_hex(p->input, strlen(p->input), h);
+        p->hash = drift_strdup(h);
+    }
+    return s;
+}
+
+static void free_suite(drift_suite *s) { drift_suite_free(s); }
+
+static drift_store *open_ok(const char *path) {
+    drift_store *st = NULL;
+    drift_error err = {0};
+    drift_status rc = drift_store_open(path, &st, &err);
+    if (rc) fprintf(stderr, "open: %s\n", err.msg);
+    assert_int_equal(rc, DRIFT_OK);
+    return st;
+}
+
+static drift_run_info run_info(const char *label, const char *target, const char *dec) {
+    drift_run_info ri = {0};
+    ri.label = (char *)label;
+    ri.target = (char *)target;
+    ri.config_json = (char *)"{\"model\":\"m\",\"hardware\":\"h100\"}";
+    ri.decoding_json = (char *)dec;
+    ri.templates_json = (char *)"{\"math\":\"math/completions/v1\"}";
+    ri.suites_json = (char *)"[\"s\"]";
+    return ri;
+}
+
+static int64_t count_rows(drift_store *st, const char *sql) {
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_prepare_v2(drift_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+static void test_open_new_and_reopen(void **state) {
+    (void)state;
+    const char *path = tpath("new.db");
+    drift_store *st = open_ok(path);
+    assert_int_equal(count_rows(st, "PRAGMA user_version"), DRIFT_STORE_SCHEMA_VERSION);
+    assert_int_equal(count_rows(st, "PRAGMA application_id"), 0x44524654);
+    sqlite3_stmt *s;
+    sqlite3_prepare_v2(drift_store_db(st), "PRAGMA journal_mode", -1, &s, NULL);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+    sqlite3_finalize(s);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+                                    "('prompts','runs','responses','scores','embeddings')"),
+                     5);
+    drift_store_close(st);
+    st = open_ok(path); /* reopening an existing store migrates nothing and works */
+    assert_int_equal(count_rows(st, "PRAGMA user_version"), DRIFT_STORE_SCHEMA_VERSION);
+    drift_store_close(st);
+}
+
+static void test_migrate_empty_file(void **state) {
+    (void)state;
+    const char *path = tpath("empty.db");
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    drift_store *st = open_ok(path);
+    assert_int_equal(count_rows(st, "PRAGMA user_version"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM runs"), 0);
+    drift_store_close(st);
+}
+
+static char *slurp(const char *path, size_t *len) {
+    char *d = NULL;
+    assert_int_equal(drift_read_file(path, &d, len, NULL), DRIFT_OK);
+    return d;
+}
+
+static void test_refuse_text_file(void **state) {
+    (void)state;
+    const char *path = tpath("notes.txt");
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 200; i++) fprintf(f, "line %d of some notes that are not a database\n", i);
+    fclose(f);
+    size_t l0, l1;
+    char *before = slurp(path, &l0);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_ERR_STORE);
+    assert_null(st);
+    assert_non_null(strstr(err.msg, "not a DriftBench store"));
+    assert_non_null(strstr(err.msg, "notes.txt"));
+    char *after = slurp(path, &l1);
+    assert_int_equal(l0, l1);
+    assert_memory_equal(before, after, l0);
+    free(before);
+    free(after);
+    char wal[600];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    assert_int_not_equal(access(wal, F_OK), 0);
+}
+
+static void test_refuse_foreign_sqlite(void **state) {
+    (void)state;
+    const char *path = tpath("other.sqlite");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE customers(id INTEGER, name TEXT);"
+                                      "INSERT INTO customers VALUES(1,'ann');",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    size_t l0, l1;
+    char *before = slurp(path, &l0);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_ERR_STORE);
+    assert_non_null(strstr(err.msg, "not a DriftBench store"));
+    assert_non_null(strstr(err.msg, "customers"));
+    char *after = slurp(path, &l1);
+    assert_int_equal(l0, l1);
+    assert_memory_equal(before, after, l0);
+    free(before);
+    free(after);
+    char wal[600];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    assert_int_not_equal(access(wal, F_OK), 0);
+}
+
+static void test_refuse_newer_schema(void **state) {
+    (void)state;
+    const char *path = tpath("future.db");
+    drift_store *st = open_ok(path);
+    assert_int_equal(sqlite3_exec(drift_store_db(st), "PRAGMA user_version=7", NULL, NULL, NULL), SQLITE_OK);
+    drift_store_close(st);
+    drift_error err = {0};
+    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_ERR_STORE);
+    assert_non_null(strstr(err.msg, "schema version 7 is newer"));
+}
+
+static void test_round_trip(void **state) {
+    (void)state;
+    drift_store *st = open_ok(tpath("rt.db"));
+    drift_error err = {0};
+    drift_suite *su = make_suite("s", 4);
+    int64_t ids[4], ids2[4];
+    assert_int_equal(drift_store_put_prompts(st, su, ids, &err), DRIFT_OK);
+    assert_int_equal(drift_store_put_prompts(st, su, ids2, &err), DRIFT_OK); /* idempotent */
+    assert_memory_equal(ids, ids2, sizeof ids);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM prompts"), 4);
+
+    drift_run_info ri = run_info("base", "http://x/v1?model=m", "{\"temperature\":0,\"seed\":42}");
+    int64_t run = 0;
+    int resumed = -1;
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_OK);
+    assert_int_equal(resumed, 0);
+
+    const char *lp = "{\"tokens\":[\"4\"],\"logprobs\":[-0.0123456789012345]}";
+    drift_response r[4] = {
+        {.prompt_rowid = ids[0], .replicate = 0, .text = "The answer is 0", .prompt_tokens = 10,
+         .completion_tokens = 5, .finish_reason = "stop", .latency_ms = 12.5, .logprobs_json = (char *)lp,
+         .http_status = 200, .attempts = 1},
+        {.prompt_rowid = ids[1], .replicate = 0, .text = "two", .prompt_tokens = -1, .completion_tokens = -1,
+         .http_status = 200, .attempts = 1},
+        {.prompt_rowid = ids[2], .replicate = 0, .error = "HTTP 500: boom", .prompt_tokens = -1,
+         .completion_tokens = -1, .http_status = 500, .attempts = 3},
+        {.prompt_rowid = ids[3], .replicate = 0, .text = "six", .prompt_tokens = 3, .completion_tokens = 1,
+         .http_status = 200, .attempts = 1},
+    };
+    assert_int_equal(drift_store_put_responses(st, run, r, 4, &err), DRIFT_OK);
+
+    /* logprobs are compressed on disk and come back identical */
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses WHERE logprobs IS NOT NULL AND "
+                                    "substr(hex(logprobs),1,8)='28B52FFD'"),
+                     1);
+    drift_scored_set set = {0};
+    assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
+    assert_int_equal(set.n, 4);
+    drift_response got;
+    drift_prompt gp;
+    assert_int_equal(drift_store_response_get(st, set.rows[0].response_id, &got, &gp, &err), DRIFT_OK);
+    assert_string_equal(got.text, "The answer is 0");
+    assert_string_equal(got.logprobs_json, lp);
+    assert_string_equal(got.finish_reason, "stop");
+    assert_int_equal(got.prompt_tokens, 10);
+    assert_int_equal(got.completion_tokens, 5);
+    assert_true(got.latency_ms == 12.5);
+    assert_null(got.error);
+    assert_string_equal(gp.prompt_id, "q0");
+    assert_int_equal(gp.workload, DRIFT_WL_MATH);
+    assert_string_equal(gp.input, "What is 0 + 0?");
+    assert_string_equal(gp.reference_json, "{\"answer\":\"0\"}");
+    assert_string_equal(gp.hash, su->prompts[0].hash);
+    drift_response_free(&got);
+    drift_prompt_free(&gp);
+    assert_int_equal(drift_store_response_get(st, set.rows[2].response_id, &got, NULL, &err), DRIFT_OK);
+    assert_null(got.text);
+    assert_string_equal(got.error, "HTTP 500: boom");
+    assert_int_equal(got.attempts, 3);
+    assert_int_equal(got.http_status, 500);
+    assert_int_equal(got.prompt_tokens, -1);
+    drift_response_free(&got);
+    assert_int_equal(drift_store_response_get(st, 999999, &got, NULL, &err), DRIFT_ERR_NOT_FOUND);
+
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(set.rows[i].prompt_rowid, ids[i]);
+        assert_int_equal(set.rows[i].label, DRIFT_LABEL_NONE);
+        assert_null(set.rows[i].evaluator);
+        assert_true(isnan(set.rows[i].value));
+        assert_string_equal(set.rows[i].suite, "s");
+    }
+    assert_string_equal(set.rows[1].prompt_id, "q1");
+    assert_int_equal(set.rows[1].workload, DRIFT_WL_LONG);
+    assert_int_equal(set.rows[2].is_error, 1);
+    assert_int_equal(set.rows[0].is_error, 0);
+    int64_t rid[4];
+    for (int i = 0; i < 4; i++) rid[i] = set.rows[i].response_id;
+    drift_scored_set_free(&set);
+
+    /* unscored: answers only, never the error */
+    drift_response *ur;
+    drift_prompt *up;
+    size_t un;
+    assert_int_equal(drift_store_unscored(st, run, NULL, 0, &ur, &up, &un, &err), DRIFT_OK);
+    assert_int_equal(un, 3);
+    assert_string_equal(up[2].prompt_id, "q3");
+    assert_string_equal(ur[2].text, "six");
+    for (size_t i = 0; i < un; i++) {
+        drift_response_free(&ur[i]);
+        drift_prompt_free(&up[i]);
+    }
+    free(ur);
+    free(up);
+    assert_int_equal(drift_store_unscored(st, run, "math", 2, &ur, &up, &un, &err), DRIFT_OK);
+    assert_int_equal(un, 2);
+    for (size_t i = 0; i < un; i++) {
+        drift_response_free(&ur[i]);
+        drift_prompt_free(&up[i]);
+    }
+    free(ur);
+    free(up);
+
+    /* scores: the most recently written one is "the" score */
+    drift_score sc[3] = {
+        {rid[0], "math", DRIFT_LABEL_PASS, 1.0, "{\"extracted\":\"0\"}"},
+        {rid[1], "longctx-f1", DRIFT_LABEL_FAIL, 0.25, NULL},
+        {rid[3], "math", DRIFT_LABEL_FAIL, NAN, NULL},
+    };
+    assert_int_equal(drift_store_put_scores(st, sc, 3, &err), DRIFT_OK);
+    drift_score later = {rid[0], "other", DRIFT_LABEL_FAIL, 0.5, NULL};
+    assert_int_equal(drift_store_put_scores(st, &later, 1, &err), DRIFT_OK);
+    assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
+    assert_int_equal(set.rows[0].label, DRIFT_LABEL_FAIL);
+    assert_string_equal(set.rows[0].evaluator, "other");
+    assert_true(set.rows[1].value == 0.25);
+    assert_string_equal(set.rows[1].evaluator, "longctx-f1");
+    assert_int_equal(set.rows[2].label, DRIFT_LABEL_NONE);
+    assert_true(isnan(set.rows[3].value));
+    drift_scored_set_free(&set);
+    /* re-scoring with the first evaluator makes it the latest again */
+    assert_int_equal(drift_store_put_scores(st, &sc[0], 1, &err), DRIFT_OK);
+    assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
+    assert_int_equal(set.rows[0].label, DRIFT_LABEL_PASS);
+    assert_string_equal(set.rows[0].evaluator, "math");
+    drift_scored_set_free(&set);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM scores"), 4);
+    assert_int_equal(drift_store_unscored(st, run, "math", 0, &ur, &up, &un, &err), DRIFT_OK);
+    assert_int_equal(un, 1); /* q1 has only longctx-f1 */
+    assert_string_equal(up[0].prompt_id, "q1");
+    drift_response_free(&ur[0]);
+    drift_prompt_free(&up[0]);
+    free(ur);
+    free(up);
+
+    /* embeddings */
+    float v[3] = {0.5f, -1.25f, 3.0f}, *gv;
+    int dim;
+    assert_int_equal(drift_store_put_embedding(st, rid[0], "mpnet", v, 3, &err), DRIFT_OK);
+    assert_int_equal(drift_store_get_embedding(st, rid[0], "mpnet", &gv, &dim, &err), DRIFT_OK);
+    assert_int_equal(dim, 3);
+    assert_memory_equal(gv, v, sizeof v);
+    free(gv);
+    assert_int_equal(drift_store_get_embedding(st, rid[1], "mpnet", &gv, &dim, &err), DRIFT_ERR_NOT_FOUND);
+
+    /* runs */
+    assert_int_equal(drift_store_run_finish(st, run, &err), DRIFT_OK);
+    drift_run_info back;
+    assert_int_equal(drift_store_run_get(st, "base", &back, &err), DRIFT_OK);
+    assert_int_equal(back.id, run);
+    assert_string_equal(back.target, "http://x/v1?model=m");
+    assert_string_equal(back.templates_json, "{\"math\":\"math/completions/v1\"}");
+    assert_non_null(back.finished_at);
+    assert_non_null(back.tool_version);
+    drift_run_info_free(&back);
+    ri.label = (char *)"second";
+    int64_t run2;
+    assert_int_equal(drift_store_run_begin(st, &ri, &run2, &resumed, &err), DRIFT_OK);
+    assert_int_not_equal(run2, run);
+    assert_int_equal(drift_store_run_get(st, "nope", &back, &err), DRIFT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "'nope'"));
+    assert_non_null(strstr(err.msg, "base, second"));
+    drift_run_info *list;
+    size_t nl;
+    assert_int_equal(drift_store_run_list(st, &list, &nl, &err), DRIFT_OK);
+    assert_int_equal(nl, 2);
+    assert_string_equal(list[0].label, "base");
+    assert_string_equal(list[1].label, "second");
+    drift_run_info_array_free(list, nl);
+
+    /* the same prompt id with another text is refused, nothing written */
+    free(su->prompts[1].hash);
+    su->prompts[1].hash = drift_strdup("0000000000000000");
+    assert_int_equal(drift_store_put_prompts(st, su, ids2, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "q1"));
+    free_suite(su);
+    drift_store_close(st);
+}
+
+static void test_resume_semantics(void **state) {
+    (void)state;
+    drift_store *st = open_ok(tpath("resume.db"));
+    drift_error err = {0};
+    drift_suite *su = make_suite("s", 3);
+    int64_t ids[3];
+    assert_int_equal(drift_store_put_prompts(st, su, ids, &err), DRIFT_OK);
+    drift_run_info ri = run_info("r", "http://a/v1?model=m", "{\"temperature\":0,\"seed\":42}");
+    int64_t run;
+    int resumed;
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_OK);
+
+    /* replicates 2: nothing stored yet -> all 6 pending */
+    int64_t *pp;
+    int *pr;
+    size_t np;
+    assert_int_equal(drift_store_pending(st, run, ids, 3, 2, &pp, &pr, &np, &err), DRIFT_OK);
+    assert_int_equal(np, 6);
+    free(pp);
+    free(pr);
+
+    drift_response r[3] = {
+        {.prompt_rowid = ids[0], .replicate = 0, .text = "first", .prompt_tokens = -1, .completion_tokens = -1},
+        {.prompt_rowid = ids[1], .replicate = 1, .error = "timeout", .prompt_tokens = -1, .completion_tokens = -1},
+        {.prompt_rowid = ids[2], .replicate = 0, .text = "x", .prompt_tokens = -1, .completion_tokens = -1},
+    };
+    assert_int_equal(drift_store_put_responses(st, run, r, 3, &err), DRIFT_OK);
+    assert_int_equal(drift_store_pending(st, run, ids, 3, 2, &pp, &pr, &np, &err), DRIFT_OK);
+    /* done: (0,0), (2,0); error (1,1) still pending */
+    assert_int_equal(np, 4);
+    assert_int_equal(pp[0], ids[0]);
+    assert_int_equal(pr[0], 1);
+    assert_int_equal(pp[1], ids[1]);
+    assert_int_equal(pr[1], 0);
+    assert_int_equal(pp[2], ids[1]);
+    assert_int_equal(pr[2], 1);
+    assert_int_equal(pp[3], ids[2]);
+    assert_int_equal(pr[3], 1);
+    free(pp);
+    free(pr);
+
+    /* an answer is never overwritten, by an answer or by an error */
+    drift_response again[2] = {
+        {.prompt_rowid = ids[0], .replicate = 0, .text = "second", .prompt_tokens = -1, .completion_tokens = -1},
+        {.prompt_rowid = ids[2], .replicate = 0, .error = "HTTP 503", .prompt_tokens = -1, .completion_tokens = -1},
+    };
+    assert_int_equal(drift_store_put_responses(st, run, again, 2, &err), DRIFT_OK);
+    /* an error is replaced by a later error, then by an answer; the row id stays */
+    int64_t err_id = count_rows(st, "SELECT id FROM responses WHERE error='timeout'");
+    drift_response fix = {.prompt_rowid = ids[1], .replicate = 1, .error = "HTTP 429", .attempts = 5,
+                          .prompt_tokens = -1, .completion_tokens = -1};
+    assert_int_equal(drift_store_put_responses(st, run, &fix, 1, &err), DRIFT_OK);
+    assert_int_equal(count_rows(st, "SELECT attempts FROM responses WHERE error='HTTP 429'"), 5);
+    fix.error = NULL;
+    fix.text = "recovered";
+    fix.attempts = 1;
+    assert_int_equal(drift_store_put_responses(st, run, &fix, 1, &err), DRIFT_OK);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), 3);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses WHERE error IS NOT NULL"), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses WHERE text='first'"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses WHERE text='x'"), 1);
+    assert_int_equal(count_rows(st, "SELECT id FROM responses WHERE text='recovered'"), err_id);
+
+    /* resume with the same settings (key order and spacing do not matter) */
+    drift_run_info same = run_info("r", "http://a/v1?model=m", "{ \"seed\": 42, \"temperature\": 0 }");
+    int64_t run_again;
+    assert_int_equal(drift_store_run_begin(st, &same, &run_again, &resumed, &err), DRIFT_OK);
+    assert_int_equal(resumed, 1);
+    assert_int_equal(run_again, run);
+
+    /* mismatches name the field and both values */
+    drift_run_info other = run_info("r", "http://b/v1?model=m", "{\"temperature\":0,\"seed\":42}");
+    assert_int_equal(drift_store_run_begin(st, &other, &run_again, &resumed, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "target"));
+    assert_non_null(strstr(err.msg, "http://a/v1?model=m"));
+    assert_non_null(strstr(err.msg, "http://b/v1?model=m"));
+    other = run_info("r", "http://a/v1?model=m", "{\"temperature\":0.7,\"seed\":42}");
+    assert_int_equal(drift_store_run_begin(st, &other, &run_again, &resumed, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "decoding.temperature: stored 0, requested 0.7"));
+    other = run_info("r", "http://a/v1?model=m", "{\"temperature\":0,\"seed\":42}");
+    other.config_json = (char *)"{\"model\":\"m\",\"hardware\":\"b200\"}";
+    assert_int_equal(drift_store_run_begin(st, &other, &run_again, &resumed, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "config.hardware: stored \"h100\", requested \"b200\""));
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM runs"), 1);
+    free_suite(su);
+    drift_store_close(st);
+}
+
+/* ---- crash safety: a child writes batches, the parent SIGKILLs it ---- */
+
+#define KILL_PROMPTS 4000
+#define KILL_BATCH 100
+
+static void child_writer(const char *path, const int64_t *ids) {
+    drift_store *st = NULL;
+    drift_error err = {0};
+    if (drift_store_open(path, &st, &err)) _exit(3);
+    drift_run_info ri = run_info("crash", "http://a/v1?model=m", "{\"temperature\":0}");
+    int64_t run;
+    int resumed;
+    if (drift_store_run_begin(st, &ri, &run, &resumed, &err)) _exit(4);
+    static drift_response batch[KILL_BATCH];
+    static char texts[KILL_BATCH][64];
+    /* write forever-ish: the parent kills us part way through */
+    for (int b = 0; b < KILL_PROMPTS / KILL_BATCH; b++) {
+        for (int i = 0; i < KILL_BATCH; i++) {
+            int k = b * KILL_BATCH + i;
+            snprintf(texts[i], sizeof texts[i], "answer %d", k);
+            batch[i] = (drift_response){.prompt_rowid = ids[k], .text = texts[i], .prompt_tokens = -1,
+                                        .completion_tokens = -1, .logprobs_json = (char *)"[-0.5,-0.25]"};
+        }
+        if (drift_store_put_responses(st, run, batch, KILL_BATCH, &err)) _exit(5);
+        usleep(2000);
+    }
+    drift_store_close(st);
+    _exit(0);
+}
+
+static void test_kill_safety(void **state) {
+    (void)state;
+    const char *path = tpath("crash.db");
+    drift_store *st = open_ok(path);
+    drift_error err = {0};
+    drift_suite *su = make_suite("crash", KILL_PROMPTS);
+    int64_t *ids = calloc(KILL_PROMPTS, sizeof *ids);
+    assert_int_equal(drift_store_put_prompts(st, su, ids, &err), DRIFT_OK);
+
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) child_writer(path, ids);
+    /* wait until a few batches are committed, then kill mid-way */
+    int64_t seen = 0;
+    for (int i = 0; i < 2000 && seen < 5 * KILL_BATCH; i++) {
+        usleep(2000);
+        seen = count_rows(st, "SELECT count(*) FROM responses");
+    }
+    usleep(3000);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    drift_store_close(st);
+
+    st = open_ok(path);
+    sqlite3_stmt *s;
+    sqlite3_prepare_v2(drift_store_db(st), "PRAGMA integrity_check", -1, &s, NULL);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(s, 0), "ok");
+    sqlite3_finalize(s);
+    int64_t n = count_rows(st, "SELECT count(*) FROM responses");
+    fprintf(stderr, "kill test: %lld responses committed before SIGKILL\n", (long long)n);
+    assert_true(n >= 5 * KILL_BATCH);
+    assert_true(n < KILL_PROMPTS);        /* it really was killed mid-way */
+    assert_int_equal(n % KILL_BATCH, 0); /* no partial batch */
+    /* the committed rows are exactly the first n prompts, each once */
+    assert_int_equal(count_rows(st, "SELECT count(DISTINCT prompt_rowid) FROM responses"), n);
+    int64_t maxk = count_rows(st, "SELECT max(p.id) - min(p.id) + 1 FROM responses r JOIN prompts p ON "
+                                  "p.id=r.prompt_rowid");
+    assert_int_equal(maxk, n);
+
+    /* resume: the same label resumes, pending gives exactly the rest */
+    drift_run_info ri = run_info("crash", "http://a/v1?model=m", "{\"temperature\":0}");
+    int64_t run;
+    int resumed;
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_OK);
+    assert_int_equal(resumed, 1);
+    int64_t *pp;
+    int *pr;
+    size_t np;
+    assert_int_equal(drift_store_pending(st, run, ids, KILL_PROMPTS, 1, &pp, &pr, &np, &err), DRIFT_OK);
+    assert_int_equal((int64_t)np, KILL_PROMPTS - n);
+    drift_response *rest = calloc(np, sizeof *rest);
+    for (size_t i = 0; i < np; i++)
+        rest[i] = (drift_response){.prompt_rowid = pp[i], .replicate = pr[i], .text = "late",
+                                   .prompt_tokens = -1, .completion_tokens = -1};
+    assert_int_equal(drift_store_put_responses(st, run, rest, np, &err), DRIFT_OK);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), KILL_PROMPTS);
+    assert_int_equal(count_rows(st, "SELECT count(DISTINCT prompt_rowid) FROM responses"), KILL_PROMPTS);
+    free(rest);
+    free(pp);
+    free(pr);
+    drift_scored_set set;
+    assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
+    assert_int_equal(set.n, KILL_PROMPTS);
+    drift_scored_set_free(&set);
+    free(ids);
+    free_suite(su);
+    drift_store_close(st);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_new_and_reopen),
+        cmocka_unit_test(test_migrate_empty_file),
+        cmocka_unit_test(test_refuse_text_file),
+        cmocka_unit_test(test_refuse_foreign_sqlite),
+        cmocka_unit_test(test_refuse_newer_schema),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_resume_semantics),
+        cmocka_unit_test(test_kill_safety),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
