@@ -1,0 +1,236 @@
+/* test_monitor.c - the Evidently-style embedding-drift detectors against
+ * hand-computed values and synthetic data whose answer is known: identical
+ * sets raise no alarm, a shifted mean raises all four, one shifted component
+ * is seen by the per-component test but not by the 20% share, separable
+ * data gives ROC AUC ~ 1. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "driftbench/monitor.h"
+#include "util/util.h"
+
+static double gauss(drift_rng *r) {
+    double u1 = drift_rng_uniform(r), u2 = drift_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* n x dim standard normal rows, plus shift[k] on component k (shift may be NULL). */
+static float *make_rows(size_t n, int dim, uint64_t seed, const double *shift) {
+    float *v = malloc(n * (size_t)dim * sizeof *v);
+    assert_non_null(v);
+    drift_rng r;
+    drift_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < dim; k++) v[i * (size_t)dim + k] = (float)(gauss(&r) + (shift ? shift[k] : 0.0));
+    return v;
+}
+
+static void test_roc_auc_known(void **state) {
+    (void)state;
+    /* The classic example: AUC 0.75. */
+    double s[] = {0.1, 0.4, 0.35, 0.8};
+    int y[] = {0, 0, 1, 1};
+    assert_true(fabs(drift_roc_auc(s, y, 4) - 0.75) < 1e-12);
+    /* All tied: 0.5. Perfect: 1. Reversed: 0. One class: NAN. */
+    double t[] = {1, 1, 1, 1};
+    assert_true(fabs(drift_roc_auc(t, y, 4) - 0.5) < 1e-12);
+    double p[] = {0, 0.1, 0.9, 1};
+    assert_true(fabs(drift_roc_auc(p, y, 4) - 1.0) < 1e-12);
+    int yr[] = {1, 1, 0, 0};
+    assert_true(fabs(drift_roc_auc(p, yr, 4) - 0.0) < 1e-12);
+    int one[] = {1, 1, 1, 1};
+    assert_true(isnan(drift_roc_auc(p, one, 4)));
+    /* A tie across classes counts half: scores {1,1} labels {0,1} -> 0.5. */
+    double q[] = {0.2, 0.5, 0.5, 0.9};
+    int yq[] = {0, 0, 1, 1};
+    /* positives 0.5, 0.9 vs negatives 0.2, 0.5: pairs won 1+0.5+1+1 = 3.5 of 4. */
+    assert_true(fabs(drift_roc_auc(q, yq, 4) - 0.875) < 1e-12);
+}
+
+static void test_wasserstein_known(void **state) {
+    (void)state;
+    double a[] = {0, 1, 3}, b[] = {5, 6, 8};
+    assert_true(fabs(drift_wasserstein1(a, 3, b, 3) - 5.0) < 1e-12);
+    assert_true(fabs(drift_wasserstein1(a, 3, a, 3)) < 1e-12);
+    /* Unequal sizes: F_a = 1 from 0; F_b = 0.5 on [0,2): integral 0.5 * 2 = 1. */
+    double c[] = {0}, d[] = {2, 0};
+    assert_true(fabs(drift_wasserstein1(c, 1, d, 2) - 1.0) < 1e-12);
+    /* Order does not matter; a point mass moved by 0.25 costs 0.25. */
+    double e[] = {3, 1, 2}, f[] = {1.25, 2.25, 3.25};
+    assert_true(fabs(drift_wasserstein1(e, 3, f, 3) - 0.25) < 1e-12);
+    assert_true(isnan(drift_wasserstein1(a, 0, b, 3)));
+}
+
+static void test_mmd_known(void **state) {
+    (void)state;
+    /* x = {0, 1}, y = {0, 2} (1-D), gamma 1:
+     * Kx = e^-1, Ky = e^-4, Kxy mean = (1 + e^-4 + 2 e^-1) / 4
+     * MMD^2_u = e^-1 + e^-4 - 2 (1 + e^-4 + 2e^-1)/4 = e^-4/2 - 1/2. */
+    float x[] = {0, 1}, y[] = {0, 2};
+    double want = exp(-4.0) / 2.0 - 0.5;
+    assert_true(fabs(drift_mmd2u_rbf(x, 2, y, 2, 1, 1.0) - want) < 1e-12);
+    /* Two-dimensional, identical sets of 3 points: never positive. */
+    float z[] = {0, 0, 1, 0, 0, 1};
+    assert_true(drift_mmd2u_rbf(z, 3, z, 3, 2, 0.5) <= 1e-15);
+}
+
+static void test_identical_sets_no_drift(void **state) {
+    (void)state;
+    size_t n = 200;
+    int dim = 16;
+    float *ref = make_rows(n, dim, 1, NULL);
+    drift_monitor_opts o;
+    drift_monitor_opts_default(&o);
+    drift_monitor_report rep;
+    drift_error err = {0};
+    assert_int_equal(drift_monitor_run(ref, n, ref, n, dim, &o, &rep, &err), DRIFT_OK);
+    assert_int_equal(rep.alarms, 0);
+    for (int m = 0; m < DRIFT_MON_COUNT; m++) assert_false(rep.r[m].drift);
+    assert_true(rep.r[DRIFT_MON_DISTANCE].score < 1e-12);
+    assert_true(rep.r[DRIFT_MON_RATIO].score == 0.0);
+    assert_true(rep.r[DRIFT_MON_MMD].score == 0.0);
+    assert_true(rep.r[DRIFT_MON_MODEL].score <= 0.55);
+    /* n_ref < 1000: Evidently's default decides the model method by bootstrap. */
+    assert_non_null(strstr(rep.r[DRIFT_MON_MODEL].rule, "bootstrap"));
+    assert_true(rep.model_random_auc_q > 0.5 && rep.model_random_auc_q < 0.7);
+    free(ref);
+}
+
+/* Two samples of one distribution. Evidently's fixed thresholds are scale
+ * dependent: with n = 300 standard-normal rows the noise alone moves the
+ * mean by ~sqrt(2 dim / n) and the normed W1 of a component by ~0.09, so the
+ * distance and ratio methods alarm on pure noise (measured: 5 of 5 seeds at
+ * n = 300, dim = 8). With 1200 rows they stay quiet. */
+static void test_same_distribution_no_drift(void **state) {
+    (void)state;
+    size_t n = 1200;
+    int dim = 4;
+    float *ref = make_rows(n, dim, 2, NULL);
+    float *cur = make_rows(n, dim, 3, NULL);
+    drift_monitor_report rep;
+    drift_error err = {0};
+    assert_int_equal(drift_monitor_run(ref, n, cur, n, dim, NULL, &rep, &err), DRIFT_OK);
+    assert_int_equal(rep.alarms, 0);
+    assert_true(fabs(rep.r[DRIFT_MON_MODEL].score - 0.5) < 0.1);
+    assert_true(rep.r[DRIFT_MON_DISTANCE].score < 0.2);
+    assert_true(rep.r[DRIFT_MON_MMD].score < 0.015);
+    free(ref);
+    free(cur);
+}
+
+static void test_shifted_mean_drifts_everywhere(void **state) {
+    (void)state;
+    size_t n = 200;
+    int dim = 16;
+    double shift[16];
+    for (int k = 0; k < dim; k++) shift[k] = 1.0;
+    float *ref = make_rows(n, dim, 4, NULL);
+    float *cur = make_rows(n, dim, 5, shift);
+    drift_monitor_opts o;
+    drift_monitor_opts_default(&o);
+    o.model_bootstrap = 0; /* the fixed 0.55 threshold */
+    drift_monitor_report rep;
+    drift_error err = {0};
+    assert_int_equal(drift_monitor_run(ref, n, cur, n, dim, &o, &rep, &err), DRIFT_OK);
+    assert_int_equal(rep.alarms, 4);
+    assert_true(rep.r[DRIFT_MON_MODEL].score > 0.95);
+    assert_true(fabs(rep.r[DRIFT_MON_MODEL].threshold - 0.55) < 1e-12);
+    /* Mean distance ~ sqrt(16) = 4. */
+    assert_true(fabs(rep.r[DRIFT_MON_DISTANCE].score - 4.0) < 0.4);
+    assert_true(rep.r[DRIFT_MON_RATIO].score == 1.0);
+    assert_int_equal(rep.ratio_drifted, 16);
+    assert_true(rep.r[DRIFT_MON_MMD].score > 0.015);
+    free(ref);
+    free(cur);
+}
+
+static void test_one_component_shifted(void **state) {
+    (void)state;
+    size_t n = 1200;
+    int dim = 10;
+    double shift[10] = {0};
+    shift[3] = 3.0;
+    float *ref = make_rows(n, dim, 6, NULL);
+    float *cur = make_rows(n, dim, 7, shift);
+    drift_monitor_report rep;
+    drift_error err = {0};
+    assert_int_equal(drift_monitor_run(ref, n, cur, n, dim, NULL, &rep, &err), DRIFT_OK);
+    /* The per-component test sees component 3 only; 1/10 is not > 20%. */
+    assert_int_equal(rep.ratio_drifted, 1);
+    assert_true(fabs(rep.r[DRIFT_MON_RATIO].score - 0.1) < 1e-12);
+    assert_false(rep.r[DRIFT_MON_RATIO].drift);
+    /* The mean moved by 3 along one axis. */
+    assert_true(fabs(rep.r[DRIFT_MON_DISTANCE].score - 3.0) < 0.3);
+    assert_true(rep.r[DRIFT_MON_DISTANCE].drift);
+    assert_true(rep.r[DRIFT_MON_MODEL].drift);
+    free(ref);
+    free(cur);
+}
+
+static void test_separable_auc_one(void **state) {
+    (void)state;
+    size_t n = 100;
+    int dim = 4;
+    double up[4] = {4, 0, 0, 0}, down[4] = {-4, 0, 0, 0};
+    float *ref = make_rows(n, dim, 8, up);
+    float *cur = make_rows(n, dim, 9, down);
+    drift_monitor_report rep;
+    drift_error err = {0};
+    assert_int_equal(drift_monitor_run(ref, n, cur, n, dim, NULL, &rep, &err), DRIFT_OK);
+    assert_true(rep.r[DRIFT_MON_MODEL].score > 0.999);
+    assert_true(rep.r[DRIFT_MON_MODEL].drift);
+    free(ref);
+    free(cur);
+}
+
+static void test_cosine_distance_option(void **state) {
+    (void)state;
+    /* Means (1,0) and (0,1): cosine distance 1, Euclidean sqrt(2). */
+    float ref[] = {1, 0, 1, 0, 1, 0};
+    float cur[] = {0, 1, 0, 1, 0, 1};
+    drift_monitor_opts o;
+    drift_monitor_opts_default(&o);
+    drift_monitor_report rep;
+    assert_int_equal(drift_monitor_run(ref, 3, cur, 3, 2, &o, &rep, NULL), DRIFT_OK);
+    assert_true(fabs(rep.r[DRIFT_MON_DISTANCE].score - sqrt(2.0)) < 1e-12);
+    o.distance_cosine = 1;
+    assert_int_equal(drift_monitor_run(ref, 3, cur, 3, 2, &o, &rep, NULL), DRIFT_OK);
+    assert_true(fabs(rep.r[DRIFT_MON_DISTANCE].score - 1.0) < 1e-12);
+}
+
+static void test_bad_input(void **state) {
+    (void)state;
+    float v[] = {1, 2, 3, 4};
+    drift_monitor_report rep;
+    drift_error err = {0};
+    assert_int_equal(drift_monitor_run(v, 1, v, 2, 2, NULL, &rep, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "at least 2"));
+    float bad[] = {1, 2, NAN, 4};
+    assert_int_equal(drift_monitor_run(v, 2, bad, 2, 2, NULL, &rep, &err), DRIFT_ERR_NUMERIC);
+    assert_non_null(strstr(err.msg, "current row 1"));
+    assert_int_equal(drift_monitor_run(v, 2, v, 2, 0, NULL, &rep, &err), DRIFT_ERR_INVALID);
+    assert_string_equal(drift_monitor_method_name(DRIFT_MON_MMD), "mmd");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roc_auc_known),
+        cmocka_unit_test(test_wasserstein_known),
+        cmocka_unit_test(test_mmd_known),
+        cmocka_unit_test(test_identical_sets_no_drift),
+        cmocka_unit_test(test_same_distribution_no_drift),
+        cmocka_unit_test(test_shifted_mean_drifts_everywhere),
+        cmocka_unit_test(test_one_component_shifted),
+        cmocka_unit_test(test_separable_auc_one),
+        cmocka_unit_test(test_cosine_distance_option),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
