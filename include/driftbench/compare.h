@@ -18,6 +18,9 @@ DRIFT_API void drift_wilson(long k, long n, double z, double *lo, double *hi);
 /* Exact two-sided McNemar p-value for discordant counts b and c
  * (binomial test of min(b,c) under p=0.5; 1.0 when b+c == 0). */
 DRIFT_API double drift_mcnemar_exact(long b, long c);
+/* Clopper-Pearson exact interval for k successes in n trials at confidence
+ * conf (0.95). n == 0 gives [0,1]. */
+DRIFT_API void drift_clopper_pearson(long k, long n, double conf, double *lo, double *hi);
 
 /* ---- comparison ---- */
 typedef struct drift_flip {

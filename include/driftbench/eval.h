@@ -30,6 +30,12 @@ DRIFT_API const char *drift_math_extract(const char *answer, char *out, size_t c
 /* Compares an extraction with the reference numerically. */
 DRIFT_API drift_status drift_eval_math(const char *answer, const char *reference_json, drift_eval_result *out,
                                        drift_error *err);
+/* drift_math_extract that also copies the matched text, before
+ * normalisation, into raw (e.g. "$1,200.50" for "1200.5"). */
+DRIFT_API const char *drift_math_extract_ex(const char *answer, char *out, size_t cap, char *raw, size_t rawcap);
+/* 1 when two normalised numbers are equal: integers exactly (any length),
+ * decimals and fractions "a/b" within a 1e-9 relative tolerance. */
+DRIFT_API int drift_math_equal(const char *a, const char *b);
 
 /* ---- long-context QA ---- */
 /* SQuAD-style token F1: lower-case, strip punctuation and articles (a, an,
@@ -38,6 +44,12 @@ DRIFT_API double drift_token_f1(const char *prediction, const char *gold);
 /* Max F1 over the reference answers; PASS when F1 >= threshold (default 0.5). */
 DRIFT_API drift_status drift_eval_long(const char *answer, const char *reference_json, double threshold,
                                        drift_eval_result *out, drift_error *err);
+/* The reference answer the paper's long_qa_prompts.jsonl carries instead of
+ * a real one; drift_eval_long labels it DRIFT_LABEL_NONE (no ground truth). */
+#define DRIFT_LONG_NO_GROUND_TRUTH "Ground truth is not established in the paper"
+/* SQuAD normalisation of s (lower-case, punctuation and articles removed,
+ * blanks collapsed); malloc'd. */
+DRIFT_API char *drift_squad_normalize(const char *s);
 
 
 /* ---- code (pass@1 in a sandbox) ---- */
