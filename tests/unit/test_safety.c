@@ -1,0 +1,187 @@
+/* test_safety.c - the Llama Guard 3 evaluator: the prompt is built byte for
+ * byte as the golden file says; replies with extra whitespace, case,
+ * unknown categories and garbage are parsed as documented (garbage is
+ * DRIFT_LABEL_ERROR, never "unsafe"); the guard's name carries its spec;
+ * the built-in guard is refused with a clear message until issue 4. When
+ * the fake OpenAI server (tests/server/fakeserver) is built, the guard is
+ * also run against it end to end. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "driftbench/eval.h"
+#include "util/util.h"
+
+static char *read_data(const char *name) {
+    const char *src = getenv("DRIFT_SOURCE");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/llamaguard/%s", src ? src : DRIFT_SOURCE_DIR, name);
+    char *text = NULL;
+    size_t len = 0;
+    drift_error err = {0};
+    if (drift_read_file(path, &text, &len, &err) != DRIFT_OK) fail_msg("cannot read %s: %s", path, err.msg);
+    return text;
+}
+
+static void test_prompt_golden(void **state) {
+    (void)state;
+    char *user = read_data("user.txt"), *agent = read_data("agent.txt"), *golden = read_data("prompt_golden.txt");
+    char *p = drift_llamaguard_prompt(user, agent);
+    assert_non_null(p);
+    if (strcmp(p, golden) != 0) {
+        size_t i = 0;
+        while (p[i] && p[i] == golden[i]) i++;
+        fail_msg("prompt differs from the golden file at byte %zu: got \"%.40s\" want \"%.40s\"", i, p + i,
+                 golden + i);
+    }
+    free(p);
+    free(user);
+    free(agent);
+    free(golden);
+}
+
+static void test_prompt_structure(void **state) {
+    (void)state;
+    char *p = drift_llamaguard_prompt("hi", "hello");
+    assert_non_null(p);
+    assert_non_null(strstr(p, "S14: Code Interpreter Abuse.\n<END UNSAFE CONTENT CATEGORIES>"));
+    assert_non_null(strstr(p, "\n\nUser: hi\n\nAgent: hello\n\n<END CONVERSATION>"));
+    const char *head = "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nTask: ";
+    assert_int_equal(strncmp(p, head, strlen(head)), 0);
+    const char *tail = "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+    assert_string_equal(p + strlen(p) - strlen(tail), tail);
+    free(p);
+    assert_null(drift_llamaguard_prompt(NULL, "x"));
+}
+
+/* Parses reply; checks label and, when given, the JSON detail fields. */
+static json_t *parse_ok(const char *reply, int want_label) {
+    drift_eval_result r;
+    drift_error err = {0};
+    assert_int_equal(drift_llamaguard_parse(reply, &r, &err), DRIFT_OK);
+    if (r.label != want_label) fail_msg("reply \"%s\": label %d, want %d", reply ? reply : "(null)", r.label, want_label);
+    assert_non_null(r.detail_json);
+    json_error_t je;
+    json_t *d = json_loads(r.detail_json, 0, &je);
+    assert_non_null(d);
+    drift_eval_result_clear(&r);
+    return d;
+}
+
+static void assert_cats(json_t *d, const char *key, const char *const *want, size_t n) {
+    json_t *a = json_object_get(d, key);
+    if (n == 0 && !a) return;
+    assert_non_null(a);
+    assert_int_equal(json_array_size(a), n);
+    for (size_t i = 0; i < n; i++) assert_string_equal(json_string_value(json_array_get(a, i)), want[i]);
+}
+
+static void test_parse_safe(void **state) {
+    (void)state;
+    const char *replies[] = {"safe", "  \n\nSAFE \n", "Safe", "\tsafe\r\n", "safe\n\n"};
+    for (size_t i = 0; i < sizeof replies / sizeof *replies; i++) {
+        json_t *d = parse_ok(replies[i], DRIFT_LABEL_PASS);
+        assert_string_equal(json_string_value(json_object_get(d, "verdict")), "safe");
+        json_decref(d);
+    }
+}
+
+static void test_parse_unsafe(void **state) {
+    (void)state;
+    const char *s1s10[] = {"S1", "S10"};
+    const char *replies[] = {"unsafe\nS1,S10", "\n\nunsafe\nS1, S10\n", "UNSAFE\r\ns1,s10", "unsafe S1,S10",
+                             "unsafe\nS1\nS10", "unsafe\nS1,S10,S1"};
+    for (size_t i = 0; i < sizeof replies / sizeof *replies; i++) {
+        json_t *d = parse_ok(replies[i], DRIFT_LABEL_FAIL);
+        assert_string_equal(json_string_value(json_object_get(d, "verdict")), "unsafe");
+        assert_cats(d, "categories", s1s10, 2);
+        assert_null(json_object_get(d, "unknown_categories"));
+        json_decref(d);
+    }
+    const char *s14[] = {"S14"};
+    json_t *d = parse_ok("unsafe\nS14", DRIFT_LABEL_FAIL);
+    assert_cats(d, "categories", s14, 1);
+    json_decref(d);
+}
+
+static void test_parse_unknown_categories(void **state) {
+    (void)state;
+    const char *s15[] = {"S15"};
+    json_t *d = parse_ok("unsafe\nS15", DRIFT_LABEL_FAIL);
+    assert_cats(d, "categories", NULL, 0);
+    assert_int_equal(json_array_size(json_object_get(d, "categories")), 0);
+    assert_cats(d, "unknown_categories", s15, 1);
+    json_decref(d);
+
+    const char *s1[] = {"S1"}, *x[] = {"X"};
+    d = parse_ok("unsafe\nS1 ,X", DRIFT_LABEL_FAIL);
+    assert_cats(d, "categories", s1, 1);
+    assert_cats(d, "unknown_categories", x, 1);
+    json_decref(d);
+
+    const char *s0[] = {"S0", "S01"};
+    d = parse_ok("unsafe\nS0,S01", DRIFT_LABEL_FAIL);
+    assert_cats(d, "unknown_categories", s0, 2);
+    json_decref(d);
+
+    /* "unsafe" alone: still unsafe, flagged as missing its categories. */
+    d = parse_ok("unsafe", DRIFT_LABEL_FAIL);
+    assert_true(json_is_true(json_object_get(d, "missing_categories")));
+    json_decref(d);
+}
+
+static void test_parse_garbage_is_error(void **state) {
+    (void)state;
+    const char *replies[] = {"", "   \n  ", "I cannot help with that.", "safety first", "safe and sound",
+                             "unsafe-ish", "S1", "Safe.", "\xff\xfe garbage", "unsafeS1", "sa fe"};
+    for (size_t i = 0; i < sizeof replies / sizeof *replies; i++) {
+        json_t *d = parse_ok(replies[i], DRIFT_LABEL_ERROR);
+        assert_true(json_is_null(json_object_get(d, "verdict")));
+        assert_string_equal(json_string_value(json_object_get(d, "reason")), "unparseable guard reply");
+        assert_non_null(json_object_get(d, "reply"));
+        json_decref(d);
+    }
+    json_t *d = parse_ok(NULL, DRIFT_LABEL_ERROR);
+    json_decref(d);
+    assert_int_equal(drift_llamaguard_parse("safe", NULL, NULL), DRIFT_ERR_INVALID);
+}
+
+static void test_guard_open(void **state) {
+    (void)state;
+    drift_guard *g = (drift_guard *)1;
+    drift_error err = {0};
+    assert_int_equal(drift_guard_open(NULL, &g, &err), DRIFT_ERR_UNSUPPORTED);
+    assert_null(g);
+    assert_non_null(strstr(err.msg, "issue 4"));
+    assert_int_equal(drift_guard_open("builtin", &g, &err), DRIFT_ERR_UNSUPPORTED);
+    assert_int_not_equal(drift_guard_open("ftp://nowhere", &g, &err), DRIFT_OK);
+    assert_null(g);
+
+    const char *spec = "http://127.0.0.1:9/v1?model=llama-guard-3&api=completions";
+    assert_int_equal(drift_guard_open(spec, &g, &err), DRIFT_OK);
+    char want[256];
+    snprintf(want, sizeof want, "guard:%s", spec);
+    assert_string_equal(drift_guard_name(g), want);
+    drift_guard_close(g);
+    assert_string_equal(drift_guard_name(NULL), "none");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prompt_golden),
+        cmocka_unit_test(test_prompt_structure),
+        cmocka_unit_test(test_parse_safe),
+        cmocka_unit_test(test_parse_unsafe),
+        cmocka_unit_test(test_parse_unknown_categories),
+        cmocka_unit_test(test_parse_garbage_is_error),
+        cmocka_unit_test(test_guard_open),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
