@@ -1,0 +1,246 @@
+/* analysis.h - the matrix-level analysis: flip table, ANOVA, PRI.
+ *
+ * A flip table has one row per configuration x workload: the paper's columns
+ * (experiment_id, model, hardware, precision, framework, workload, flip_rate
+ * in percent, num_flips, num_comparisons), optionally ci_low / ci_high
+ * (percent) and any number of extra dimension columns (strings).
+ *
+ * ANOVA: ordinary least squares on categorical factors (treatment coding,
+ * levels sorted as patsy sorts them, the first level is the reference) with
+ * two-way interactions, Type I / II / III sums of squares, F, p,
+ * eta^2 = SS / (sum of the table's SS column, residual included: the
+ * artifact's definition) and Benjamini-Hochberg adjusted p-values.
+ * Rank-deficient designs (empty interaction cells) are handled as
+ * statsmodels does where statsmodels is numerically stable (see anova.c).
+ *
+ * PRI (Portability Risk Index): an XGBoost regressor of flip rate from the
+ * one-hot configuration + the paper's pairwise interactions, with honest
+ * evaluations (random split, k-fold, held-out dimension level, ablations)
+ * and calibrated prediction intervals. */
+#ifndef DRIFTBENCH_ANALYSIS_H
+#define DRIFTBENCH_ANALYSIS_H
+
+#include <stddef.h>
+#include "driftbench/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ table */
+
+/* The five fixed dimensions, in this order, are dims[0..4] of every row;
+ * extra dimension columns follow. */
+#define DRIFT_TABLE_FIXED_DIMS 5
+
+typedef struct drift_table_row {
+    char *experiment_id;
+    char **dims;            /* (n_dims,) level of each dimension */
+    double flip_rate;       /* percent, 0..100 */
+    long num_flips;
+    long num_comparisons;
+    double ci_low, ci_high; /* percent; NAN when the table has no CI columns */
+} drift_table_row;
+
+typedef struct drift_table {
+    size_t n_dims;          /* >= 5 */
+    char **dim_names;       /* (n_dims,) "model","hardware","precision","framework","workload",extras */
+    int has_ci;             /* ci_low/ci_high columns present */
+    size_t n_rows, cap_rows;
+    drift_table_row *rows;  /* (n_rows,) in file order */
+} drift_table;
+
+/* Creates an empty table with the five fixed dimensions plus n_extra extra
+ * dimension names (copied). has_ci says whether rows carry CIs. */
+DRIFT_API drift_status drift_table_create(const char *const *extra_dims, size_t n_extra, int has_ci,
+                                          drift_table **out, drift_error *err);
+
+/* Appends a row; dims has t->n_dims strings (copied). flip_rate in percent. */
+DRIFT_API drift_status drift_table_append(drift_table *t, const char *experiment_id,
+                                          const char *const *dims, double flip_rate,
+                                          long num_flips, long num_comparisons,
+                                          double ci_low, double ci_high, drift_error *err);
+
+/* Parses CSV text (RFC 4180 quoting, header line required, columns in any
+ * order; the nine paper columns are required, ci_low/ci_high optional, every
+ * other column is an extra dimension). `name` is used in messages:
+ * "NAME:LINE: field X: ...". Bad rows -> DRIFT_ERR_PARSE. The header
+ * "flip_rate(percent)" is accepted for flip_rate. */
+DRIFT_API drift_status drift_table_parse_csv(const char *text, size_t len, const char *name,
+                                             drift_table **out, drift_error *err);
+
+/* Reads a file with drift_table_parse_csv. */
+DRIFT_API drift_status drift_table_read_csv(const char *path, drift_table **out, drift_error *err);
+
+/* Formats the table as CSV (paper's columns, then ci_low,ci_high when
+ * present, then extra dimensions); *out is malloc'd. Doubles keep 17
+ * significant digits so a read of the output gives back the same table. */
+DRIFT_API drift_status drift_table_format_csv(const drift_table *t, char **out, drift_error *err);
+
+/* Writes drift_table_format_csv to path. */
+DRIFT_API drift_status drift_table_write_csv(const drift_table *t, const char *path, drift_error *err);
+
+/* Index of a dimension by name, -1 when absent. */
+DRIFT_API int drift_table_dim_index(const drift_table *t, const char *name);
+
+/* Distinct levels of dimension `dim`, sorted with strcmp (patsy's order).
+ * *levels is a malloc'd array of pointers into the table (do not free the
+ * strings, free the array). */
+DRIFT_API drift_status drift_table_levels(const drift_table *t, size_t dim, const char ***levels,
+                                          size_t *n_levels, drift_error *err);
+
+DRIFT_API void drift_table_free(drift_table *t);
+
+/* ------------------------------------------------------------------ anova */
+
+/* One row of an ANOVA table. The last row of a table is "Residual". */
+typedef struct drift_anova_row {
+    char *term;      /* "C(hardware)", "C(hardware):C(precision)", "Intercept", "Residual" */
+    double df;       /* numerator degrees of freedom = rank the term adds (rank of its test) */
+    int n_columns;   /* design columns of the term (statsmodels prints this as df) */
+    double sum_sq;   /* = F * df * MSE, so rows add up for type 1 */
+    double mean_sq;
+    double F, p;     /* NAN on the Residual row */
+    double p_bh;     /* Benjamini-Hochberg over the table's term rows */
+    double eta_sq;   /* sum_sq / sum of the sum_sq column (residual included) */
+} drift_anova_row;
+
+typedef struct drift_anova_table {
+    int type;                /* 1, 2 or 3 */
+    char *formula;
+    char *stratum;           /* "workload=math" for stratified tables, NULL otherwise */
+    size_t nobs;
+    size_t n_columns, rank;  /* design matrix columns and rank */
+    double ssr, df_resid, mse, ss_total; /* ss_total about the mean */
+    size_t n_rows;
+    drift_anova_row *rows;
+} drift_anova_table;
+
+/* Fits `formula` (response ~ terms; terms C(x), x, C(x):C(y), x:y, joined by
+ * '+'; the response is flip_rate, num_flips, num_comparisons, ci_low or
+ * ci_high) on the table and returns the ANOVA table of the given type.
+ * Type 3 has an Intercept row. Rows whose formula dimensions are missing are
+ * an error. NULL formula = the paper's. */
+DRIFT_API drift_status drift_anova_run(const drift_table *t, const char *formula, int type,
+                                       drift_anova_table **out, drift_error *err);
+
+/* Runs the ANOVA within each level of dimension `strata` (sorted), with the
+ * terms that mention `strata` dropped from the formula. A stratum whose
+ * fit has no residual degrees of freedom is skipped. *out is a malloc'd
+ * array of *n_out tables. */
+DRIFT_API drift_status drift_anova_stratified(const drift_table *t, const char *formula, int type,
+                                              const char *strata, drift_anova_table ***out,
+                                              size_t *n_out, drift_error *err);
+
+DRIFT_API void drift_anova_free(drift_anova_table *a);
+
+/* The paper's formula. */
+DRIFT_API const char *drift_anova_default_formula(void);
+
+/* Benjamini-Hochberg step-up adjusted p-values (NAN entries are skipped and
+ * stay NAN); out may alias p. */
+DRIFT_API void drift_bh_adjust(const double *p, size_t n, double *out);
+
+/* -------------------------------------------------------------------- pri */
+
+typedef struct drift_pri drift_pri;   /* a fitted PRI model (opaque) */
+
+typedef struct drift_pri_options {
+    int nthread;          /* xgboost threads; 0 = 1 */
+    unsigned seed;        /* 42 */
+    int cv_folds;         /* inner folds for hyper-parameter choice; 3 */
+    int descriptors;      /* add descriptor features (format bits, hw generation, model size, MoE) */
+    int interactions;     /* add the paper's 36 interaction features (1 by default) */
+    int tune;             /* choose hyper-parameters by inner CV (1); 0 = fixed defaults */
+} drift_pri_options;
+
+/* Defaults: nthread 1, seed 42, cv_folds 3, descriptors 0, interactions 1, tune 1. */
+DRIFT_API void drift_pri_options_init(drift_pri_options *o);
+
+/* Feature names the table would give (for tests): *names malloc'd array of
+ * malloc'd strings; free with drift_pri_names_free. */
+DRIFT_API drift_status drift_pri_feature_names(const drift_table *t, const drift_pri_options *o,
+                                               char ***names, size_t *n, drift_error *err);
+DRIFT_API void drift_pri_names_free(char **names, size_t n);
+
+/* Fits on every row of the table: hyper-parameters by inner k-fold CV, then
+ * out-of-fold residuals (5-fold) for the prediction interval, then the
+ * final model on all rows. Baseline (for advice) = h100/fp16/vllm when those
+ * levels exist, else the most common level of each dimension. */
+DRIFT_API drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *o,
+                                     drift_pri **out, drift_error *err);
+
+/* Saves / loads the model as JSON (xgboost model base64 inside, feature
+ * names, levels, hyper-parameters, residual quantiles, baseline). */
+DRIFT_API drift_status drift_pri_save(const drift_pri *p, const char *path, drift_error *err);
+DRIFT_API drift_status drift_pri_load(const char *path, drift_pri **out, drift_error *err);
+
+typedef struct drift_pri_query {
+    const char *model, *hardware, *precision, *framework, *workload;
+} drift_pri_query;
+
+typedef struct drift_pri_prediction {
+    double flip_rate;          /* percent, clipped at 0 */
+    double lo, hi;             /* interval, percent */
+    double coverage;           /* nominal coverage of [lo, hi], 0.95 */
+    const char *risk;          /* "low" (< 1%), "medium" (1..5%), "high" (>= 5%) on flip_rate */
+    const char *change;        /* "none", "systematic", "idiosyncratic", "combined" */
+    const char *advice;        /* one sentence */
+    char differs[128];         /* dimensions that differ from the baseline, comma separated */
+} drift_pri_prediction;
+
+/* Predicts one configuration. Unknown level -> DRIFT_ERR_NOT_FOUND with a
+ * message listing the known levels. baseline may be NULL (the stored one);
+ * NULL fields of baseline fall back to the stored ones. */
+DRIFT_API drift_status drift_pri_predict(const drift_pri *p, const drift_pri_query *q,
+                                         const drift_pri_query *baseline,
+                                         drift_pri_prediction *out, drift_error *err);
+
+/* Levels known to the model for a fixed dimension (0..4); pointers owned by p. */
+DRIFT_API size_t drift_pri_levels(const drift_pri *p, int dim, const char *const **levels);
+DRIFT_API const char *drift_pri_baseline(const drift_pri *p, int dim);
+
+DRIFT_API void drift_pri_free(drift_pri *p);
+
+/* One held-out evaluation. */
+typedef struct drift_pri_holdout {
+    char name[96];        /* "hardware=b200" */
+    size_t n_train, n_test;
+    double train_r2, test_r2, test_mae;
+    double paper_r2;      /* the paper's figure for its four cases, NAN otherwise */
+    int depth, rounds, min_child_weight;
+    double eta;           /* chosen hyper-parameters */
+} drift_pri_holdout;
+
+typedef struct drift_pri_importance {
+    char name[96];
+    double gain_share;    /* total gain share, 0..1 */
+} drift_pri_importance;
+
+typedef struct drift_pri_eval {
+    drift_pri_holdout random_split;      /* 80/20, seed */
+    double cv_r2_mean, cv_r2_sd;         /* 5-fold */
+    double cv_fold_r2[5];
+    size_t n_paper, n_levels;
+    drift_pri_holdout paper[4];          /* the paper's four held-out cases present in the table */
+    drift_pri_holdout *levels;           /* (n_levels,) every level of every fixed dimension */
+    /* ablations on the random split's test rows */
+    double abl_hardware_only, abl_linear, abl_no_interactions, abl_full;
+    size_t n_importance;
+    drift_pri_importance *importance;    /* full model on all rows, by gain, descending */
+    size_t n_features;
+} drift_pri_eval;
+
+/* Runs every evaluation; every model's hyper-parameters are tuned inside
+ * its own training rows. */
+DRIFT_API drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o,
+                                          drift_pri_eval **out, drift_error *err);
+DRIFT_API void drift_pri_eval_free(drift_pri_eval *e);
+
+/* R^2 = 1 - SS_res / SS_tot (around the mean of y); NAN when n < 2 or y constant. */
+DRIFT_API double drift_r2(const double *y, const double *pred, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

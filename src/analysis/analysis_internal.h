@@ -1,0 +1,32 @@
+/* analysis_internal.h - helpers shared by anova.c and pri.c (not public).
+ * Matrices are column-major: X[j * n + i] is row i, column j. */
+#ifndef DRIFT_ANALYSIS_INTERNAL_H
+#define DRIFT_ANALYSIS_INTERNAL_H
+
+#include <stddef.h>
+#include "driftbench/status.h"
+
+/* Sequential (Type I) least squares by Householder QR without pivoting,
+ * skipping columns that the earlier ones already span: a column is
+ * dependent when the part of it left after the earlier reflections has
+ * norm <= 1e-9 * its own norm (zero columns are always dependent).
+ * X (n, p), y (n). Outputs: indep (p) 1/0, eff2 (p) squared effect of each
+ * column (0 for dependent ones; the Type I SS of a column given the earlier
+ * ones), *rank, *ssr (residual sum of squares). Any output may be NULL. */
+drift_status anl_qr_sequential(const double *X, size_t n, size_t p, const double *y, int *indep,
+                               double *eff2, size_t *rank, double *ssr, drift_error *err);
+
+/* Minimum-norm least squares by SVD, as statsmodels' OLS (pinv):
+ * beta (p) = pinv(X) y; covu (p, p) = pinv(X'X) (may be NULL);
+ * *rank = numpy.linalg.matrix_rank's count (s > s_max * max(n,p) * eps).
+ * Singular values below 1e-15 * s_max are treated as zero (statsmodels'
+ * pinv_extended cut-off). */
+drift_status anl_pinv_fit(const double *X, size_t n, size_t p, const double *y, double *beta,
+                          double *covu, size_t *rank, drift_error *err);
+
+/* Wald statistic for H0: beta[cols] = 0 with covariance cov (p, p):
+ * *W = b' pinv(C) b, C = cov[cols, cols]; *J = matrix_rank(C). */
+drift_status anl_wald(const double *beta, const double *cov, size_t p, const size_t *cols, size_t k,
+                      double *W, size_t *J, drift_error *err);
+
+#endif
