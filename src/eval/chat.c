@@ -1,20 +1,93 @@
-/* chat.c - placeholder until the chat embedder lands (issue 5). */
+/* chat.c - the chat evaluator's pieces: an embedder (texts -> vectors) and
+ * the semantic drift rate SDR = 1 - cos(e(baseline answer), e(target answer)).
+ *
+ * Chat answers have no ground truth, so the paper judges a pair: semantic
+ * drift when SDR > 0.30 (all-mpnet-base-v2 embeddings; Spearman 0.804 against
+ * human ratings). The embedder is an OpenAI-compatible /v1/embeddings
+ * endpoint reached through the target interface (drift_target_embed); its
+ * name "embed:" + spec is stored with every embedding, so SDRs from two
+ * embedders never mix. The embedded engine's mean-pooled hidden state will
+ * be the built-in embedder once the shipped models exist (issue 4).
+ *
+ * drift_sdr accumulates in double: with float accumulation the cosine of two
+ * 768-d vectors is off by ~1e-6, the size of the differences we must see. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "driftbench/eval.h"
+#include "driftbench/target.h"
+#include "util/util.h"
+
+struct drift_embedder {
+    drift_target *target;
+    char *name;
+};
 
 drift_status drift_embedder_open(const char *spec, drift_embedder **out, drift_error *err) {
-    (void)spec;
+    if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "embedder: no output handle");
     *out = NULL;
-    return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "chat embedder not built yet");
+    if (!spec || !*spec || !strcmp(spec, "builtin"))
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                               "the built-in embedder needs the embedded engine and the shipped models (issue 4); "
+                               "give --embedder 'http://HOST:PORT/v1?model=all-mpnet-base-v2' (an /v1/embeddings "
+                               "endpoint)");
+    drift_target_opts to;
+    drift_target_opts_default(&to);
+    drift_target *t = NULL;
+    drift_status st = drift_target_open(spec, &to, &t, err);
+    if (st != DRIFT_OK) return drift_error_prefix(err, "embedder '%s': ", spec);
+    drift_embedder *e = calloc(1, sizeof *e);
+    char *name = drift_asprintf("embed:%s", spec);
+    if (!e || !name) {
+        free(e);
+        free(name);
+        drift_target_close(t);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "embedder: out of memory");
+    }
+    e->target = t;
+    e->name = name;
+    *out = e;
+    return DRIFT_OK;
 }
-const char *drift_embedder_name(const drift_embedder *e) { (void)e; return "none"; }
+
+const char *drift_embedder_name(const drift_embedder *e) { return e ? e->name : "none"; }
+
 drift_status drift_embedder_embed(drift_embedder *e, const char *const *texts, size_t n, float **vecs, int *dim,
                                   drift_error *err) {
-    (void)e; (void)texts; (void)n; (void)vecs; (void)dim;
-    return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "chat embedder not built yet");
+    if (!e || !vecs || !dim || (n > 0 && !texts))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "embedder: missing arguments");
+    *vecs = NULL;
+    *dim = 0;
+    if (n == 0) return DRIFT_OK;
+    drift_status st = drift_target_embed(e->target, texts, n, vecs, dim, err);
+    if (st != DRIFT_OK) return drift_error_prefix(err, "%s: ", e->name);
+    if (!*vecs || *dim <= 0) {
+        free(*vecs);
+        *vecs = NULL;
+        return drift_error_set(err, DRIFT_ERR_PARSE, "%s: the endpoint returned no embeddings", e->name);
+    }
+    for (size_t i = 0; i < n * (size_t)*dim; i++) {
+        if (!isfinite((*vecs)[i])) {
+            size_t row = i / (size_t)*dim;
+            free(*vecs);
+            *vecs = NULL;
+            return drift_error_set(err, DRIFT_ERR_NUMERIC, "%s: embedding %zu has a non-finite component", e->name,
+                                   row);
+        }
+    }
+    return DRIFT_OK;
 }
-void drift_embedder_close(drift_embedder *e) { (void)e; }
+
+void drift_embedder_close(drift_embedder *e) {
+    if (!e) return;
+    drift_target_close(e->target);
+    free(e->name);
+    free(e);
+}
+
 double drift_sdr(const float *a, const float *b, int dim) {
+    if (!a || !b || dim <= 0) return NAN;
     double ab = 0, aa = 0, bb = 0;
     for (int i = 0; i < dim; i++) {
         ab += (double)a[i] * b[i];
