@@ -1,9 +1,85 @@
-/* template.c - prompt templates (skeleton; being implemented). */
+/* template.c - what is sent to a model for a prompt (suite.h).
+ *
+ * One template per workload and API; the id ("math/chat/v1") is recorded
+ * with the run, so a change of wording gets a new version and old runs keep
+ * saying what they sent. {input} is drift_prompt.input.
+ *
+ *   math/completions/v1          "Question: {input}\nAnswer:"
+ *   math/chat/v1                 "{input}\n\nSolve step by step and end with '#### <number>'."
+ *   code/completions/v1          "{input}"  (the HumanEval prompt: the model continues the function)
+ *   code/chat/v1                 "Complete the following Python function. Reply with the full
+ *                                 function in a ```python block.\n\n{input}"
+ *   safety/completions/v1        "User: {input}\nAssistant:"
+ *   safety/chat/v1               "{input}"  (the request as it is)
+ *   chat/completions/v1, chat/chat/v1   "{input}"
+ *   long_context/completions/v1, long_context/chat/v1
+ *       "{document}\n\nAnswer the question based on the document above, briefly.\n"
+ *       "Question: {question}\nAnswer:"
+ *     where the input is split at its last "\n\nQuestion: " (the loaders join
+ *     document and question that way; the paper's file already does) and a
+ *     trailing "Answer:" of the question is dropped. An input without that
+ *     marker is taken as the document followed by its own question:
+ *       "{input}\n\nAnswer the question based on the document above, briefly.\nAnswer:"
+ *   raw/v1 (unknown workload)    "{input}" */
 #include "driftbench/suite.h"
+
+#include <ctype.h>
+#include <string.h>
+
 #include "util/util.h"
 
+static const char LONG_INSTRUCTION[] = "\n\nAnswer the question based on the document above, briefly.\n";
+
+static char *render_long(const char *in) {
+    const char *mark = "\n\nQuestion: ";
+    const char *q = NULL;
+    for (const char *p = strstr(in, mark); p; p = strstr(p + 1, mark)) q = p;
+    if (!q) return drift_asprintf("%s%sAnswer:", in, LONG_INSTRUCTION);
+    const char *qs = q + strlen(mark);
+    size_t qn = strlen(qs);
+    while (qn && isspace((unsigned char)qs[qn - 1])) qn--;
+    if (qn >= 7 && memcmp(qs + qn - 7, "Answer:", 7) == 0) {
+        qn -= 7;
+        while (qn && isspace((unsigned char)qs[qn - 1])) qn--;
+    }
+    return drift_asprintf("%.*s%sQuestion: %.*s\nAnswer:", (int)(q - in), in, LONG_INSTRUCTION, (int)qn, qs);
+}
+
 char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **template_id) {
-    (void)api;
-    if (template_id) *template_id = "raw/v0";
-    return drift_strdup(p->input);
+    const char *in = p->input ? p->input : "";
+    int chat = api == DRIFT_API_CHAT;
+    const char *id;
+    char *out;
+    switch (p->workload) {
+    case DRIFT_WL_MATH:
+        id = chat ? "math/chat/v1" : "math/completions/v1";
+        out = chat ? drift_asprintf("%s\n\nSolve step by step and end with '#### <number>'.", in)
+                   : drift_asprintf("Question: %s\nAnswer:", in);
+        break;
+    case DRIFT_WL_CODE:
+        id = chat ? "code/chat/v1" : "code/completions/v1";
+        out = chat ? drift_asprintf("Complete the following Python function. Reply with the full function in a "
+                                    "```python block.\n\n%s",
+                                    in)
+                   : drift_strdup(in);
+        break;
+    case DRIFT_WL_SAFETY:
+        id = chat ? "safety/chat/v1" : "safety/completions/v1";
+        out = chat ? drift_strdup(in) : drift_asprintf("User: %s\nAssistant:", in);
+        break;
+    case DRIFT_WL_CHAT:
+        id = chat ? "chat/chat/v1" : "chat/completions/v1";
+        out = drift_strdup(in);
+        break;
+    case DRIFT_WL_LONG:
+        id = chat ? "long_context/chat/v1" : "long_context/completions/v1";
+        out = render_long(in);
+        break;
+    default:
+        id = "raw/v1";
+        out = drift_strdup(in);
+        break;
+    }
+    if (template_id) *template_id = id;
+    return out;
 }
