@@ -1,0 +1,98 @@
+/* sandbox.h - internal: run an untrusted program (Python) in isolation.
+ *
+ * Used by the code evaluator (code.c), its tests and bench/sandbox_bench.c.
+ * See sandbox.c for the design (supervisor process, bubblewrap, seccomp,
+ * per-slot uids, rlimits). Not public API. */
+#ifndef DRIFT_SANDBOX_H
+#define DRIFT_SANDBOX_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "driftbench/status.h"
+
+/* Isolation mechanisms, as bits. */
+enum {
+    SBX_MECH_BWRAP = 1,   /* bubblewrap: mount/pid/net/ipc/uts/user namespaces */
+    SBX_MECH_SECCOMP = 2, /* seccomp-bpf syscall filter */
+    SBX_MECH_UID = 4      /* program runs under an unprivileged per-slot uid */
+};
+
+typedef struct sbx_limits {
+    double timeout_s;      /* wall clock; the whole process tree is killed after it */
+    double cpu_s;          /* RLIMIT_CPU (per process): SIGXCPU, then SIGKILL 1 s later */
+    long mem_mb;           /* RLIMIT_AS */
+    long nproc;            /* processes + threads of the sandbox uid (RLIMIT_NPROC) */
+    long nofile;           /* RLIMIT_NOFILE */
+    long fsize_mb;         /* RLIMIT_FSIZE; also the size of the sandbox tmpfs (bwrap) */
+    size_t out_cap_bytes;  /* bytes of stdout / stderr kept (head); the rest is drained */
+} sbx_limits;
+
+void sbx_limits_default(sbx_limits *l);
+
+typedef struct sbx_file {
+    const char *name;      /* plain file name, no '/' */
+    const char *data;
+    size_t len;
+} sbx_file;
+
+typedef struct sbx_spec {
+    const char *python;            /* interpreter path (absolute) */
+    const char *const *args;       /* argv after the interpreter, NULL-terminated */
+    const sbx_file *files;         /* written into the working directory */
+    size_t n_files;
+    const char *stdin_data;        /* at most 4096 bytes, then EOF */
+    size_t stdin_len;
+    sbx_limits lim;
+    unsigned mech;                 /* mechanisms to use (from sbx_probe) */
+} sbx_spec;
+
+/* Captured output of one stream: the first out_cap_bytes and the last 4 KiB. */
+typedef struct sbx_stream {
+    char *head;
+    size_t head_len;
+    char tail[4096];               /* ring buffer of the last bytes */
+    size_t total;                  /* bytes the program wrote */
+} sbx_stream;
+
+typedef struct sbx_result {
+    int exited;                    /* 1: exited normally with exit_code */
+    int exit_code;
+    int term_signal;               /* signal that killed the program, or 0 */
+    int timed_out;                 /* wall timeout hit; tree killed */
+    int exec_errno;                /* exec of the interpreter / bwrap failed */
+    int stray;                     /* descendants still alive after cleanup (should be 0) */
+    double wall_ms;
+    sbx_stream out, err;
+    char chan[1024];               /* what the program wrote on fd 3 (result channel) */
+    size_t chan_len;
+    uid_t uid;                     /* uid the program ran as */
+} sbx_result;
+
+/* Which mechanisms work here for this interpreter. Probed once per
+ * interpreter path (cached; thread-safe) by running a trivial program.
+ * *mech gets the bits; name gets "bubblewrap+seccomp+uid" etc. Returns
+ * DRIFT_ERR_SANDBOX when neither bubblewrap nor (seccomp + uid) works,
+ * with the reasons, unless unsafe is set: then DRIFT_OK and name says
+ * "none (unsafe)" or what partially works. */
+drift_status sbx_probe(const char *python, int unsafe, unsigned *mech, char *name, size_t cap,
+                       drift_error *err);
+
+/* Runs one program. Returns DRIFT_OK when the program ran (whatever it did:
+ * see r), DRIFT_ERR_SANDBOX when the sandbox could not be set up (temp
+ * dir, pipes, fork, exec). Always cleans up the temp dir and every process.
+ * Thread-safe. Free r with sbx_result_free. */
+drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err);
+void sbx_result_free(sbx_result *r);
+
+/* The last n bytes written to a stream, copied to dst (NUL-terminated);
+ * returns the length copied. */
+size_t sbx_stream_tail(const sbx_stream *st, char *dst, size_t n);
+
+/* Number of live processes (zombies included) whose real uid is uid. */
+int sbx_count_uid_procs(uid_t uid);
+
+/* First uid of this process's sandbox uid range (slots follow it). */
+uid_t sbx_uid_base(void);
+#define SBX_SLOTS 64
+
+#endif
