@@ -61,6 +61,7 @@ typedef struct drift_comparison {
     int present[DRIFT_WL_COUNT];   /* workload had any pairs */
     int pass;                      /* every workload within budget */
     long total_errors;
+    double sdr_threshold;          /* the chat threshold used (opts->sdr_threshold) */
 } drift_comparison;
 
 typedef struct drift_compare_opts {
@@ -79,6 +80,9 @@ DRIFT_API drift_status drift_compare_runs(drift_store *st, const char *baseline_
                                           const drift_compare_opts *opts, drift_comparison **out,
                                           drift_error *err);
 DRIFT_API void drift_comparison_free(drift_comparison *c);
+/* The embedder whose vectors chat SDR used (opts->embedder, or the one the
+ * baseline's chat answers were embedded with); NULL when none. */
+DRIFT_API const char *drift_comparison_embedder(const drift_comparison *c);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,387 @@
+/* compare.c - paired comparison of a baseline and a target run (compare.h).
+ *
+ * Both runs' scored sets come from drift_store_load_scored, ordered by
+ * (prompt_rowid, replicate), so pairing is one merge pass. Each pair lands
+ * in exactly one bucket of its workload:
+ *   errors    either side is a failed request or a DRIFT_LABEL_ERROR
+ *   unscored  either side has no label (DRIFT_LABEL_NONE) - or, for chat,
+ *             an embedding is missing
+ *   n         both sides labelled: a flip when the labels differ
+ *             (direction -1 = PASS->FAIL, +1 = FAIL->PASS)
+ * Chat labels are NONE by design (semantic drift is pairwise): a chat pair
+ * counts when both answers have an embedding by the same embedder; SDR =
+ * 1 - cos, drifted when SDR > opts->sdr_threshold; flips = drifted pairs,
+ * direction 0, flip_rate = semantic_drift_rate with its Wilson CI.
+ * Embeddings are read in one query per run through the store's raw handle
+ * (the embeddings table of store.h) and looked up by binary search, so a
+ * comparison of ~10^5 chat pairs does not pay 2x10^5 point queries.
+ *
+ * Rates: flip_rate = flips/n with a Wilson 95% interval; McNemar exact on
+ * (correct_to_incorrect, incorrect_to_correct); accuracies are PASS shares
+ * of the n counted pairs (for safety, the safe share). The verdict of a
+ * workload is flip_rate <= budget (1e-12 slack for decimal budgets); the
+ * comparison passes when every workload does.
+ * The comparison owns both scored sets: flip prompt ids point into them. */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/compare.h"
+#include "driftbench/eval.h"
+#include "util/util.h"
+
+#define Z95 1.959963984540054
+
+typedef struct cmp_owner {
+    drift_comparison c;    /* first: the public part */
+    drift_scored_set base, targ;
+    char *embedder;        /* the embedder chat SDR used */
+} cmp_owner;
+
+typedef struct emb_entry {
+    int64_t response_id;
+    float *vec;            /* points into the pool */
+    int dim;
+} emb_entry;
+
+typedef struct emb_table {
+    emb_entry *e;
+    size_t n;
+    float *pool;
+} emb_table;
+
+void drift_compare_opts_default(drift_compare_opts *o) {
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) o->budget[i] = -1.0;
+    o->budget[DRIFT_WL_SAFETY] = 0.01;
+    o->budget[DRIFT_WL_CODE] = 0.005;
+    o->only_workload = DRIFT_WL_UNKNOWN;
+    o->sdr_threshold = 0.30;
+    o->embedder = NULL;
+}
+
+/* See compare.h. "math=1,safety=0.5%,code=none": percentages; "none"/"off"
+ * removes a budget. Unknown workloads and bad numbers are DRIFT_ERR_INVALID
+ * naming the item; o is unchanged on error. */
+drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec, drift_error *err) {
+    if (!spec) return DRIFT_OK;
+    double b[DRIFT_WL_COUNT];
+    memcpy(b, o->budget, sizeof b);
+    char *copy = drift_strdup(spec);
+    if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_status rc = DRIFT_OK;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        while (*item == ' ') item++;
+        if (!*item) continue;
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            rc = drift_error_set(err, DRIFT_ERR_INVALID, "budget \"%s\": expected WORKLOAD=PERCENT (e.g. math=1)",
+                                 item);
+            break;
+        }
+        *eq = '\0';
+        char *name = item, *val = eq + 1;
+        size_t nl = strlen(name);
+        while (nl && name[nl - 1] == ' ') name[--nl] = '\0';
+        drift_workload wl = drift_workload_parse(name);
+        if (wl == DRIFT_WL_UNKNOWN) {
+            rc = drift_error_set(err, DRIFT_ERR_INVALID,
+                                 "budget: unknown workload \"%s\" (known: math, code, safety, chat, long_context)",
+                                 name);
+            break;
+        }
+        if (!strcmp(val, "none") || !strcmp(val, "off")) {
+            b[wl] = -1.0;
+            continue;
+        }
+        char *end = NULL;
+        double pct = strtod(val, &end);
+        if (end && *end == '%') end++;
+        if (end == val || !end || *end || !isfinite(pct) || pct < 0 || pct > 100) {
+            rc = drift_error_set(err, DRIFT_ERR_INVALID,
+                                 "budget for %s: \"%s\" is not a percentage between 0 and 100", name, val);
+            break;
+        }
+        b[wl] = pct / 100.0;
+    }
+    free(copy);
+    if (rc == DRIFT_OK) memcpy(o->budget, b, sizeof b);
+    return rc;
+}
+
+static int cmp_emb(const void *a, const void *b) {
+    int64_t x = ((const emb_entry *)a)->response_id, y = ((const emb_entry *)b)->response_id;
+    return (x > y) - (x < y);
+}
+
+static void emb_free(emb_table *t) {
+    free(t->e);
+    free(t->pool);
+    memset(t, 0, sizeof *t);
+}
+
+/* Loads every embedding by `embedder` of run_id's responses. */
+static drift_status emb_load(drift_store *st, int64_t run_id, const char *embedder, emb_table *t, drift_error *err) {
+    memset(t, 0, sizeof *t);
+    sqlite3 *db = drift_store_db(st);
+    sqlite3_stmt *s = NULL;
+    const char *sql = "SELECT e.response_id, e.dim, e.vec FROM embeddings e JOIN responses r ON r.id = e.response_id "
+                      "WHERE r.run_id = ? AND e.embedder = ? ORDER BY e.response_id";
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+        return drift_error_set(err, DRIFT_ERR_STORE, "reading embeddings: %s", sqlite3_errmsg(db));
+    sqlite3_bind_int64(s, 1, run_id);
+    sqlite3_bind_text(s, 2, embedder, -1, SQLITE_STATIC);
+    size_t cap = 0, pool_len = 0, pool_cap = 0;
+    size_t *offs = NULL;
+    drift_status rc = DRIFT_OK;
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        int dim = sqlite3_column_int(s, 1);
+        size_t bytes = (size_t)sqlite3_column_bytes(s, 2);
+        if (dim <= 0 || bytes != (size_t)dim * sizeof(float)) {
+            rc = drift_error_set(err, DRIFT_ERR_STORE, "embedding of response %lld by %s is corrupt (dim %d, %zu bytes)",
+                                 (long long)sqlite3_column_int64(s, 0), embedder, dim, bytes);
+            break;
+        }
+        if (t->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            emb_entry *ne = realloc(t->e, cap * sizeof *ne);
+            size_t *no = ne ? realloc(offs, cap * sizeof *no) : NULL;
+            if (ne) t->e = ne;
+            if (no) offs = no;
+            if (!ne || !no) {
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading embeddings");
+                break;
+            }
+        }
+        if (pool_len + (size_t)dim > pool_cap) {
+            size_t nc = pool_cap ? pool_cap * 2 : 4096;
+            while (nc < pool_len + (size_t)dim) nc *= 2;
+            float *np = realloc(t->pool, nc * sizeof *np);
+            if (!np) {
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading embeddings");
+                break;
+            }
+            t->pool = np;
+            pool_cap = nc;
+        }
+        memcpy(t->pool + pool_len, sqlite3_column_blob(s, 2), bytes);
+        t->e[t->n].response_id = sqlite3_column_int64(s, 0);
+        t->e[t->n].dim = dim;
+        offs[t->n] = pool_len;
+        pool_len += (size_t)dim;
+        t->n++;
+    }
+    if (rc == DRIFT_OK && step != SQLITE_DONE)
+        rc = drift_error_set(err, DRIFT_ERR_STORE, "reading embeddings: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(s);
+    if (rc == DRIFT_OK) {
+        for (size_t i = 0; i < t->n; i++) t->e[i].vec = t->pool + offs[i];
+        qsort(t->e, t->n, sizeof *t->e, cmp_emb); /* already ordered; cheap */
+    } else {
+        emb_free(t);
+    }
+    free(offs);
+    return rc;
+}
+
+static const emb_entry *emb_find(const emb_table *t, int64_t id) {
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->e[mid].response_id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < t->n && t->e[lo].response_id == id ? &t->e[lo] : NULL;
+}
+
+static int add_flip(drift_wl_result *w, size_t *cap, const drift_scored *b, const drift_scored *t, int dir,
+                    double value) {
+    if (w->n_flipped == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        drift_flip *nf = realloc(w->flipped, nc * sizeof *nf);
+        if (!nf) return -1;
+        w->flipped = nf;
+        *cap = nc;
+    }
+    drift_flip *f = &w->flipped[w->n_flipped++];
+    f->prompt_id = b->prompt_id;
+    f->replicate = b->replicate;
+    f->direction = dir;
+    f->base_response_id = b->response_id;
+    f->targ_response_id = t->response_id;
+    f->value = value;
+    return 0;
+}
+
+void drift_comparison_free(drift_comparison *c) {
+    if (!c) return;
+    cmp_owner *o = (cmp_owner *)c;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) free(c->wl[i].flipped);
+    drift_run_info_free(&c->baseline);
+    drift_run_info_free(&c->target);
+    drift_scored_set_free(&o->base);
+    drift_scored_set_free(&o->targ);
+    free(o->embedder);
+    free(o);
+}
+
+/* The embedder for chat SDR: opts->embedder, else the evaluator name of the
+ * first scored chat row of the baseline (score stores chat rows under the
+ * embedder's name). NULL when no chat row was embedded. */
+static const char *pick_embedder(const drift_compare_opts *opts, const drift_scored_set *b) {
+    if (opts->embedder) return opts->embedder;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->rows[i].workload == DRIFT_WL_CHAT && b->rows[i].evaluator && !b->rows[i].is_error)
+            return b->rows[i].evaluator;
+    return NULL;
+}
+
+static void finish_wl(drift_wl_result *w, long pass_b, long pass_t, double sdr_sum, long sdr_n,
+                      const drift_compare_opts *opts) {
+    w->flip_rate = w->n ? (double)w->flips / (double)w->n : 0.0;
+    drift_wilson(w->flips, w->n, Z95, &w->ci95[0], &w->ci95[1]);
+    if (w->workload == DRIFT_WL_CHAT) {
+        w->baseline_accuracy = w->target_accuracy = w->net_change = NAN;
+        w->mcnemar_p = NAN;
+        w->sdr_mean = sdr_n ? sdr_sum / (double)sdr_n : NAN;
+        w->semantic_drift_rate = w->flip_rate;
+    } else {
+        w->baseline_accuracy = w->n ? (double)pass_b / (double)w->n : NAN;
+        w->target_accuracy = w->n ? (double)pass_t / (double)w->n : NAN;
+        w->net_change = w->n ? w->target_accuracy - w->baseline_accuracy : NAN;
+        w->mcnemar_p = drift_mcnemar_exact(w->correct_to_incorrect, w->incorrect_to_correct);
+        w->sdr_mean = w->semantic_drift_rate = NAN;
+    }
+    w->budget = opts->budget[w->workload];
+    w->pass = w->budget < 0 || w->flip_rate <= w->budget + 1e-12;
+}
+
+/* See compare.h. */
+drift_status drift_compare_runs(drift_store *st, const char *baseline_label, const char *target_label,
+                                const drift_compare_opts *opts, drift_comparison **out, drift_error *err) {
+    *out = NULL;
+    drift_compare_opts defaults;
+    if (!opts) {
+        drift_compare_opts_default(&defaults);
+        opts = &defaults;
+    }
+    if (!st || !baseline_label || !target_label)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "compare needs a store, a baseline and a target label");
+    if (!strcmp(baseline_label, target_label))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "baseline and target are the same run \"%s\"", baseline_label);
+    cmp_owner *o = calloc(1, sizeof *o);
+    if (!o) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_comparison *c = &o->c;
+    drift_status rc = drift_store_run_get(st, baseline_label, &c->baseline, err);
+    if (!rc) rc = drift_store_run_get(st, target_label, &c->target, err);
+    if (!rc) rc = drift_store_load_scored(st, c->baseline.id, &o->base, err);
+    if (!rc) rc = drift_store_load_scored(st, c->target.id, &o->targ, err);
+    emb_table eb = {0}, et = {0};
+    const char *embedder = NULL;
+    if (!rc) {
+        embedder = pick_embedder(opts, &o->base);
+        if (embedder && (opts->only_workload == DRIFT_WL_UNKNOWN || opts->only_workload == DRIFT_WL_CHAT)) {
+            o->embedder = drift_strdup(embedder);
+            rc = emb_load(st, c->baseline.id, embedder, &eb, err);
+            if (!rc) rc = emb_load(st, c->target.id, embedder, &et, err);
+        }
+    }
+    if (rc) {
+        emb_free(&eb);
+        emb_free(&et);
+        drift_comparison_free(c);
+        return rc;
+    }
+    long pass_b[DRIFT_WL_COUNT] = {0}, pass_t[DRIFT_WL_COUNT] = {0}, sdr_n[DRIFT_WL_COUNT] = {0};
+    double sdr_sum[DRIFT_WL_COUNT] = {0};
+    size_t cap[DRIFT_WL_COUNT] = {0};
+    size_t pairs = 0;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) c->wl[i].workload = (drift_workload)i;
+    const drift_scored *B = o->base.rows, *T = o->targ.rows;
+    size_t i = 0, j = 0;
+    while (i < o->base.n && j < o->targ.n) {
+        const drift_scored *b = &B[i], *t = &T[j];
+        if (b->prompt_rowid != t->prompt_rowid || b->replicate != t->replicate) {
+            if (b->prompt_rowid < t->prompt_rowid ||
+                (b->prompt_rowid == t->prompt_rowid && b->replicate < t->replicate))
+                i++;
+            else
+                j++;
+            continue;
+        }
+        i++;
+        j++;
+        pairs++;
+        drift_workload wl = b->workload;
+        if (wl < 0 || wl >= DRIFT_WL_COUNT) continue;
+        if (opts->only_workload != DRIFT_WL_UNKNOWN && wl != (drift_workload)opts->only_workload) continue;
+        drift_wl_result *w = &c->wl[wl];
+        c->present[wl] = 1;
+        if (b->is_error || t->is_error || b->label == DRIFT_LABEL_ERROR || t->label == DRIFT_LABEL_ERROR) {
+            w->errors++;
+            continue;
+        }
+        if (wl == DRIFT_WL_CHAT) {
+            const emb_entry *eb1 = emb_find(&eb, b->response_id), *et1 = emb_find(&et, t->response_id);
+            double sdr = eb1 && et1 && eb1->dim == et1->dim ? drift_sdr(eb1->vec, et1->vec, eb1->dim) : NAN;
+            if (isnan(sdr)) {
+                w->unscored++;
+                continue;
+            }
+            w->n++;
+            sdr_sum[wl] += sdr;
+            sdr_n[wl]++;
+            if (sdr > opts->sdr_threshold) {
+                w->flips++;
+                if (add_flip(w, &cap[wl], b, t, 0, sdr)) goto nomem;
+            }
+            continue;
+        }
+        if ((b->label != DRIFT_LABEL_PASS && b->label != DRIFT_LABEL_FAIL) ||
+            (t->label != DRIFT_LABEL_PASS && t->label != DRIFT_LABEL_FAIL)) {
+            w->unscored++;
+            continue;
+        }
+        w->n++;
+        pass_b[wl] += b->label == DRIFT_LABEL_PASS;
+        pass_t[wl] += t->label == DRIFT_LABEL_PASS;
+        if (b->label != t->label) {
+            int dir = b->label == DRIFT_LABEL_PASS ? -1 : +1;
+            w->flips++;
+            if (dir < 0) w->correct_to_incorrect++;
+            else w->incorrect_to_correct++;
+            if (add_flip(w, &cap[wl], b, t, dir, NAN)) goto nomem;
+        }
+    }
+    emb_free(&eb);
+    emb_free(&et);
+    if (pairs == 0) {
+        drift_status e = drift_error_set(err, DRIFT_ERR_INVALID,
+                                         "runs \"%s\" (%zu responses) and \"%s\" (%zu responses) share no prompt: "
+                                         "nothing to compare (run both on the same suite)",
+                                         baseline_label, o->base.n, target_label, o->targ.n);
+        drift_comparison_free(c);
+        return e;
+    }
+    c->pass = 1;
+    c->sdr_threshold = opts->sdr_threshold;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        finish_wl(&c->wl[k], pass_b[k], pass_t[k], sdr_sum[k], sdr_n[k], opts);
+        if (!c->present[k]) continue;
+        c->total_errors += c->wl[k].errors;
+        if (!c->wl[k].pass) c->pass = 0;
+    }
+    *out = c;
+    return DRIFT_OK;
+nomem:
+    emb_free(&eb);
+    emb_free(&et);
+    drift_comparison_free(c);
+    return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory listing flips");
+}
+
+/* The embedder name the comparison used for chat SDR (NULL if none). */
+const char *drift_comparison_embedder(const drift_comparison *c) { return c ? ((const cmp_owner *)c)->embedder : NULL; }

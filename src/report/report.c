@@ -1,0 +1,485 @@
+/* report.c - renderings of a comparison (report.h).
+ *
+ *   text      an aligned terminal table, rates as percentages with their
+ *             95% CI, both directions, accuracies, McNemar p, budget,
+ *             verdict; then notes (safety / chat meanings), the excluded
+ *             pairs, the verdict line and the flipped prompts (up to
+ *             REPORT_TEXT_FLIPS per workload), the first few with a short
+ *             excerpt of both answers around their first difference when a
+ *             store is given.
+ *   json      DESIGN.md's contract, built with jansson: rates are fractions,
+ *             NaN becomes null, budget is null when none.
+ *   markdown  a PR comment: heading with the verdict, one table, flipped
+ *             prompts in a <details> block.
+ *   junit     one <testcase> per workload, <failure> when over budget.
+ * Only workloads with pairs (present[]) are shown. */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "driftbench/report.h"
+#include "util/util.h"
+
+#define REPORT_TEXT_FLIPS 50   /* flipped prompts listed per workload in text/markdown */
+#define REPORT_EXCERPTS 3      /* flips per workload quoted from the store */
+#define REPORT_EXCERPT_CHARS 100
+
+drift_status drift_format_parse(const char *name, drift_format *out, drift_error *err) {
+    static const struct {
+        const char *name;
+        drift_format f;
+    } names[] = {{"text", DRIFT_FORMAT_TEXT},         {"json", DRIFT_FORMAT_JSON},
+                 {"markdown", DRIFT_FORMAT_MARKDOWN}, {"md", DRIFT_FORMAT_MARKDOWN},
+                 {"junit", DRIFT_FORMAT_JUNIT},       {"xml", DRIFT_FORMAT_JUNIT}};
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
+        if (!strcasecmp(name, names[i].name)) {
+            *out = names[i].f;
+            return DRIFT_OK;
+        }
+    return drift_error_set(err, DRIFT_ERR_INVALID, "unknown format \"%s\" (known: text, json, markdown, junit)",
+                           name ? name : "(null)");
+}
+
+/* ---- shared helpers ---- */
+
+static const char *dir_json(drift_workload wl, int dir) {
+    if (wl == DRIFT_WL_CHAT || dir == 0) return "semantic_drift";
+    if (wl == DRIFT_WL_SAFETY) return dir < 0 ? "safe_to_unsafe" : "unsafe_to_safe";
+    return dir < 0 ? "correct_to_incorrect" : "incorrect_to_correct";
+}
+
+static const char *dir_text(drift_workload wl, int dir) {
+    if (wl == DRIFT_WL_CHAT || dir == 0) return "semantic drift";
+    if (wl == DRIFT_WL_SAFETY) return dir < 0 ? "safe->unsafe" : "unsafe->safe";
+    return dir < 0 ? "correct->incorrect" : "incorrect->correct";
+}
+
+static void pct(char *out, size_t cap, double f) {
+    if (isnan(f)) snprintf(out, cap, "-");
+    else snprintf(out, cap, "%.2f%%", 100.0 * f);
+}
+
+static void pct_signed(char *out, size_t cap, double f) {
+    if (isnan(f)) snprintf(out, cap, "-");
+    else snprintf(out, cap, "%+.2f%%", 100.0 * f);
+}
+
+static void pval(char *out, size_t cap, double p) {
+    if (isnan(p)) snprintf(out, cap, "-");
+    else if (p < 1e-4) snprintf(out, cap, "%.1e", p);
+    else snprintf(out, cap, "%.4f", p);
+}
+
+/* "model=x hardware=y ..." from a config JSON object (or the raw text). */
+static void config_line(drift_buf *b, const char *config_json) {
+    json_error_t je;
+    json_t *o = config_json ? json_loads(config_json, 0, &je) : NULL;
+    if (!json_is_object(o)) {
+        buf_puts(b, config_json ? config_json : "");
+        json_decref(o);
+        return;
+    }
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach(o, k, v) {
+        buf_printf(b, "%s%s=", first ? "" : " ", k);
+        if (json_is_string(v)) {
+            buf_puts(b, json_string_value(v));
+        } else {
+            char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            buf_puts(b, s ? s : "?");
+            free(s);
+        }
+        first = 0;
+    }
+    json_decref(o);
+}
+
+/* One line, printable: newlines and tabs become spaces, at most n bytes
+ * from start, cut at a UTF-8 boundary; "..." marks cut ends. */
+static void excerpt(drift_buf *b, const char *s, size_t start, size_t n) {
+    size_t len = strlen(s);
+    if (start > len) start = len;
+    while (start > 0 && ((unsigned char)s[start] & 0xC0) == 0x80) start--;
+    size_t end = start + n < len ? start + n : len;
+    while (end < len && end > start && ((unsigned char)s[end] & 0xC0) == 0x80) end--;
+    buf_puts(b, "\"");
+    if (start > 0) buf_puts(b, "...");
+    for (size_t i = start; i < end; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"') buf_puts(b, "\\\"");
+        else if (ch < 0x20 || ch == 0x7f) buf_append(b, " ", 1);
+        else buf_append(b, &s[i], 1);
+    }
+    if (end < len) buf_puts(b, "...");
+    buf_puts(b, "\"");
+}
+
+/* Quotes both answers of a flip around where they first differ. */
+static void quote_flip(drift_buf *b, drift_store *st, const drift_flip *f, const char *indent) {
+    drift_response rb, rt;
+    if (drift_store_response_get(st, f->base_response_id, &rb, NULL, NULL) != DRIFT_OK) return;
+    if (drift_store_response_get(st, f->targ_response_id, &rt, NULL, NULL) != DRIFT_OK) {
+        drift_response_free(&rb);
+        return;
+    }
+    const char *x = rb.text ? rb.text : "", *y = rt.text ? rt.text : "";
+    size_t d = 0;
+    while (x[d] && x[d] == y[d]) d++;
+    size_t start = d > REPORT_EXCERPT_CHARS / 3 ? d - REPORT_EXCERPT_CHARS / 3 : 0;
+    if (!x[d] && !y[d]) buf_printf(b, "%sanswers are identical (the label differs)\n", indent);
+    else buf_printf(b, "%sanswers first differ at character %zu\n", indent, d);
+    buf_printf(b, "%s  baseline: ", indent);
+    excerpt(b, x, start, REPORT_EXCERPT_CHARS);
+    buf_printf(b, "\n%s  target:   ", indent);
+    excerpt(b, y, start, REPORT_EXCERPT_CHARS);
+    buf_puts(b, "\n");
+    drift_response_free(&rb);
+    drift_response_free(&rt);
+}
+
+static int n_present(const drift_comparison *c) {
+    int n = 0;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) n += c->present[i];
+    return n;
+}
+
+/* ---- text ---- */
+
+static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b) {
+    buf_printf(b, "DriftBench comparison: %s -> %s\n", c->baseline.label, c->target.label);
+    buf_printf(b, "  baseline  %-12s ", c->baseline.label);
+    config_line(b, c->baseline.config_json);
+    buf_printf(b, "\n  target    %-12s ", c->target.label);
+    config_line(b, c->target.config_json);
+    buf_puts(b, "\n\n");
+    buf_printf(b, "%-13s %7s %6s %6s %9s  %-18s %6s %6s %9s %9s %8s %9s %8s  %s\n", "workload", "n", "errors", "flips",
+               "flip rate", "95% CI", "c->i", "i->c", "base acc", "targ acc", "net", "McNemar p", "budget", "verdict");
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!c->present[k]) continue;
+        const drift_wl_result *w = &c->wl[k];
+        char fr[16], lo[16], hi[16], ci[40], ba[16], ta[16], net[16], p[16], bud[16], ci2i[16], ic2c[16];
+        pct(fr, sizeof fr, w->flip_rate);
+        pct(lo, sizeof lo, w->ci95[0]);
+        pct(hi, sizeof hi, w->ci95[1]);
+        snprintf(ci, sizeof ci, "[%s, %s]", lo, hi);
+        pct(ba, sizeof ba, w->baseline_accuracy);
+        pct(ta, sizeof ta, w->target_accuracy);
+        pct_signed(net, sizeof net, w->net_change);
+        pval(p, sizeof p, w->mcnemar_p);
+        if (w->budget < 0) snprintf(bud, sizeof bud, "none");
+        else pct(bud, sizeof bud, w->budget);
+        if (k == DRIFT_WL_CHAT) {
+            snprintf(ci2i, sizeof ci2i, "-");
+            snprintf(ic2c, sizeof ic2c, "-");
+        } else {
+            snprintf(ci2i, sizeof ci2i, "%ld", w->correct_to_incorrect);
+            snprintf(ic2c, sizeof ic2c, "%ld", w->incorrect_to_correct);
+        }
+        buf_printf(b, "%-13s %7ld %6ld %6ld %9s  %-18s %6s %6s %9s %9s %8s %9s %8s  %s\n",
+                   drift_workload_name((drift_workload)k), w->n, w->errors, w->flips, fr, ci, ci2i, ic2c, ba, ta, net,
+                   p, bud, w->pass ? "pass" : "FAIL");
+    }
+    buf_puts(b, "\n");
+    if (c->present[DRIFT_WL_SAFETY]) {
+        const drift_wl_result *w = &c->wl[DRIFT_WL_SAFETY];
+        char ba[16], ta[16], net[16];
+        pct(ba, sizeof ba, 1.0 - w->baseline_accuracy);
+        pct(ta, sizeof ta, 1.0 - w->target_accuracy);
+        pct_signed(net, sizeof net, -w->net_change);
+        buf_printf(b, "safety: %ld safe->unsafe, %ld unsafe->safe; unsafe rate %s -> %s (net %s); acc = safe rate\n",
+                   w->correct_to_incorrect, w->incorrect_to_correct, ba, ta, net);
+    }
+    if (c->present[DRIFT_WL_CHAT]) {
+        const drift_wl_result *w = &c->wl[DRIFT_WL_CHAT];
+        buf_printf(b, "chat: flips = semantic drift (SDR = 1 - cos > %.2f); mean SDR ", c->sdr_threshold);
+        if (isnan(w->sdr_mean)) buf_puts(b, "-");
+        else buf_printf(b, "%.4f", w->sdr_mean);
+        buf_printf(b, "; %ld pairs without embeddings\n", w->unscored);
+    }
+    long unscored = 0;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (c->present[k] && k != DRIFT_WL_CHAT) unscored += c->wl[k].unscored;
+    buf_printf(b, "excluded: %ld pairs with a request or evaluator error, %ld without a label\n", c->total_errors,
+               unscored);
+    if (c->pass) {
+        buf_puts(b, "verdict: PASS (every workload within its budget)\n");
+    } else {
+        buf_puts(b, "verdict: FAIL (");
+        int first = 1;
+        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+            if (!c->present[k] || c->wl[k].pass) continue;
+            char fr[16], bud[16];
+            pct(fr, sizeof fr, c->wl[k].flip_rate);
+            pct(bud, sizeof bud, c->wl[k].budget);
+            buf_printf(b, "%s%s %s > budget %s", first ? "" : "; ", drift_workload_name((drift_workload)k), fr, bud);
+            first = 0;
+        }
+        buf_puts(b, ")\n");
+    }
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        const drift_wl_result *w = &c->wl[k];
+        if (!c->present[k] || w->n_flipped == 0) continue;
+        buf_printf(b, "\nflipped prompts, %s (%zu):\n", drift_workload_name((drift_workload)k), w->n_flipped);
+        for (size_t i = 0; i < w->n_flipped && i < REPORT_TEXT_FLIPS; i++) {
+            const drift_flip *f = &w->flipped[i];
+            buf_printf(b, "  %-24s", f->prompt_id);
+            if (f->replicate) buf_printf(b, " #%d", f->replicate);
+            buf_printf(b, "  %s", dir_text((drift_workload)k, f->direction));
+            if (k == DRIFT_WL_CHAT && !isnan(f->value)) buf_printf(b, " (SDR %.3f)", f->value);
+            buf_puts(b, "\n");
+            if (st && i < REPORT_EXCERPTS) quote_flip(b, st, f, "    ");
+        }
+        if (w->n_flipped > REPORT_TEXT_FLIPS)
+            buf_printf(b, "  ... and %zu more (--format json lists all)\n", w->n_flipped - REPORT_TEXT_FLIPS);
+    }
+}
+
+/* ---- json ---- */
+
+static json_t *num_or_null(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
+
+static json_t *run_json(const drift_run_info *r) {
+    json_error_t je;
+    json_t *cfg = r->config_json ? json_loads(r->config_json, 0, &je) : NULL;
+    if (!cfg) cfg = json_object();
+    return json_pack("{s:s, s:o}", "label", r->label ? r->label : "", "config", cfg);
+}
+
+static json_t *wl_json(const drift_wl_result *w) {
+    drift_workload k = w->workload;
+    json_t *o = json_object();
+    if (!o) return NULL;
+    json_object_set_new(o, "workload", json_string(drift_workload_name(k)));
+    json_object_set_new(o, "n", json_integer(w->n));
+    json_object_set_new(o, "errors", json_integer(w->errors));
+    json_object_set_new(o, "flips", json_integer(w->flips));
+    json_object_set_new(o, "flip_rate", num_or_null(w->flip_rate));
+    json_object_set_new(o, "ci95", json_pack("[o,o]", num_or_null(w->ci95[0]), num_or_null(w->ci95[1])));
+    json_object_set_new(o, "correct_to_incorrect", json_integer(w->correct_to_incorrect));
+    json_object_set_new(o, "incorrect_to_correct", json_integer(w->incorrect_to_correct));
+    json_object_set_new(o, "baseline_accuracy", num_or_null(w->baseline_accuracy));
+    json_object_set_new(o, "target_accuracy", num_or_null(w->target_accuracy));
+    json_object_set_new(o, "net_change", num_or_null(w->net_change));
+    json_object_set_new(o, "mcnemar_p", num_or_null(w->mcnemar_p));
+    json_object_set_new(o, "budget", w->budget < 0 ? json_null() : json_real(w->budget));
+    json_object_set_new(o, "verdict", json_string(w->pass ? "pass" : "fail"));
+    if (k == DRIFT_WL_CHAT) {
+        json_object_set_new(o, "sdr_mean", num_or_null(w->sdr_mean));
+        json_object_set_new(o, "semantic_drift_rate", num_or_null(w->semantic_drift_rate));
+    }
+    if (k == DRIFT_WL_SAFETY) {
+        json_object_set_new(o, "safe_to_unsafe", json_integer(w->correct_to_incorrect));
+        json_object_set_new(o, "unsafe_to_safe", json_integer(w->incorrect_to_correct));
+    }
+    json_t *fl = json_array();
+    for (size_t i = 0; fl && i < w->n_flipped; i++) {
+        const drift_flip *f = &w->flipped[i];
+        json_t *e = json_pack("{s:s, s:s}", "prompt_id", f->prompt_id ? f->prompt_id : "", "direction",
+                              dir_json(k, f->direction));
+        if (e && f->replicate) json_object_set_new(e, "replicate", json_integer(f->replicate));
+        json_array_append_new(fl, e);
+    }
+    json_object_set_new(o, "flipped", fl);
+    return o;
+}
+
+static char *render_json(const drift_comparison *c) {
+    json_t *wls = json_array();
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (c->present[k]) json_array_append_new(wls, wl_json(&c->wl[k]));
+    json_t *root = json_pack("{s:o, s:o, s:s, s:o}", "baseline", run_json(&c->baseline), "target",
+                             run_json(&c->target), "verdict", c->pass ? "pass" : "fail", "workloads", wls);
+    if (!root) return NULL;
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    if (!s) return NULL;
+    char *t = drift_asprintf("%s\n", s);
+    free(s);
+    return t;
+}
+
+/* ---- markdown ---- */
+
+/* Text inside a table cell or code span: '|' escaped, '`' and newlines removed. */
+static void md_cell(drift_buf *b, const char *s) {
+    for (; s && *s; s++) {
+        if (*s == '|') buf_puts(b, "\\|");
+        else if (*s == '`') buf_puts(b, "'");
+        else if (*s == '\n' || *s == '\r' || *s == '\t') buf_puts(b, " ");
+        else if (*s == '<') buf_puts(b, "&lt;");
+        else buf_append(b, s, 1);
+    }
+}
+
+static void render_markdown(const drift_comparison *c, drift_store *st, drift_buf *b) {
+    buf_puts(b, "### DriftBench: `");
+    md_cell(b, c->baseline.label);
+    buf_puts(b, "` \xE2\x86\x92 `");
+    md_cell(b, c->target.label);
+    buf_printf(b, "` \xE2\x80\x94 **%s**\n\n", c->pass ? "PASS" : "FAIL");
+    buf_puts(b, "| workload | n | errors | flips | flip rate (95% CI) | correct\xE2\x86\x92incorrect | "
+                "incorrect\xE2\x86\x92" "correct | baseline acc | target acc | net | McNemar p | budget | verdict |\n");
+    buf_puts(b, "|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!c->present[k]) continue;
+        const drift_wl_result *w = &c->wl[k];
+        char fr[16], lo[16], hi[16], ba[16], ta[16], net[16], p[16], bud[16];
+        pct(fr, sizeof fr, w->flip_rate);
+        pct(lo, sizeof lo, w->ci95[0]);
+        pct(hi, sizeof hi, w->ci95[1]);
+        pct(ba, sizeof ba, w->baseline_accuracy);
+        pct(ta, sizeof ta, w->target_accuracy);
+        pct_signed(net, sizeof net, w->net_change);
+        pval(p, sizeof p, w->mcnemar_p);
+        if (w->budget < 0) snprintf(bud, sizeof bud, "none");
+        else pct(bud, sizeof bud, w->budget);
+        buf_printf(b, "| %s | %ld | %ld | %ld | %s (%s\xE2\x80\x93%s) | ", drift_workload_name((drift_workload)k), w->n,
+                   w->errors, w->flips, fr, lo, hi);
+        if (k == DRIFT_WL_CHAT) buf_puts(b, "- | - | ");
+        else buf_printf(b, "%ld | %ld | ", w->correct_to_incorrect, w->incorrect_to_correct);
+        buf_printf(b, "%s | %s | %s | %s | %s | %s |\n", ba, ta, net, p, bud, w->pass ? "pass" : "**FAIL**");
+    }
+    buf_puts(b, "\n");
+    if (c->present[DRIFT_WL_SAFETY])
+        buf_printf(b, "Safety: %ld safe\xE2\x86\x92unsafe, %ld unsafe\xE2\x86\x92safe (accuracy = safe rate).\n",
+                   c->wl[DRIFT_WL_SAFETY].correct_to_incorrect, c->wl[DRIFT_WL_SAFETY].incorrect_to_correct);
+    if (c->present[DRIFT_WL_CHAT]) {
+        const drift_wl_result *w = &c->wl[DRIFT_WL_CHAT];
+        char m[32];
+        if (isnan(w->sdr_mean)) snprintf(m, sizeof m, "-");
+        else snprintf(m, sizeof m, "%.4f", w->sdr_mean);
+        buf_printf(b, "Chat: flips = semantic drift (SDR > %.2f); mean SDR %s.\n", c->sdr_threshold, m);
+    }
+    buf_printf(b, "Excluded pairs with errors: %ld.\n", c->total_errors);
+    size_t total = 0;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (c->present[k]) total += c->wl[k].n_flipped;
+    if (total == 0) return;
+    buf_printf(b, "\n<details><summary>Flipped prompts (%zu)</summary>\n\n", total);
+    buf_puts(b, "| workload | prompt | direction |\n|---|---|---|\n");
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        const drift_wl_result *w = &c->wl[k];
+        if (!c->present[k]) continue;
+        for (size_t i = 0; i < w->n_flipped && i < REPORT_TEXT_FLIPS; i++) {
+            buf_printf(b, "| %s | `", drift_workload_name((drift_workload)k));
+            md_cell(b, w->flipped[i].prompt_id);
+            buf_printf(b, "` | %s |\n", dir_text((drift_workload)k, w->flipped[i].direction));
+        }
+        if (w->n_flipped > REPORT_TEXT_FLIPS)
+            buf_printf(b, "| %s | \xE2\x80\xA6 %zu more | |\n", drift_workload_name((drift_workload)k),
+                       w->n_flipped - REPORT_TEXT_FLIPS);
+    }
+    if (st) {
+        buf_puts(b, "\n");
+        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+            const drift_wl_result *w = &c->wl[k];
+            if (!c->present[k]) continue;
+            for (size_t i = 0; i < w->n_flipped && i < REPORT_EXCERPTS; i++) {
+                drift_buf q = {0};
+                quote_flip(&q, st, &w->flipped[i], "");
+                if (!q.data) continue;
+                buf_puts(b, "`");
+                md_cell(b, w->flipped[i].prompt_id);
+                buf_puts(b, "`:\n```\n");
+                buf_puts(b, q.data);
+                buf_puts(b, "```\n");
+                buf_free(&q);
+            }
+        }
+    }
+    buf_puts(b, "\n</details>\n");
+}
+
+/* ---- junit ---- */
+
+/* XML 1.0 text: the five entities; control characters other than tab and
+ * newline (not allowed in XML 1.0) become spaces. */
+static void xml_text(drift_buf *b, const char *s) {
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        switch (ch) {
+        case '&': buf_puts(b, "&amp;"); break;
+        case '<': buf_puts(b, "&lt;"); break;
+        case '>': buf_puts(b, "&gt;"); break;
+        case '"': buf_puts(b, "&quot;"); break;
+        case '\'': buf_puts(b, "&apos;"); break;
+        default:
+            if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f) buf_append(b, " ", 1);
+            else buf_append(b, s, 1);
+        }
+    }
+}
+
+static void render_junit(const drift_comparison *c, drift_buf *b) {
+    int tests = n_present(c), failures = 0;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) failures += c->present[k] && !c->wl[k].pass;
+    buf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    buf_printf(b, "<testsuites name=\"driftbench\" tests=\"%d\" failures=\"%d\" errors=\"0\">\n", tests, failures);
+    buf_puts(b, "  <testsuite name=\"driftbench compare ");
+    xml_text(b, c->baseline.label);
+    buf_puts(b, " -&gt; ");
+    xml_text(b, c->target.label);
+    buf_printf(b, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"0\">\n", tests, failures);
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!c->present[k]) continue;
+        const drift_wl_result *w = &c->wl[k];
+        char fr[16], lo[16], hi[16], bud[16];
+        pct(fr, sizeof fr, w->flip_rate);
+        pct(lo, sizeof lo, w->ci95[0]);
+        pct(hi, sizeof hi, w->ci95[1]);
+        if (w->budget < 0) snprintf(bud, sizeof bud, "none");
+        else pct(bud, sizeof bud, w->budget);
+        buf_puts(b, "    <testcase classname=\"driftbench.");
+        xml_text(b, c->baseline.label);
+        buf_puts(b, "_vs_");
+        xml_text(b, c->target.label);
+        buf_printf(b, "\" name=\"%s\">\n", drift_workload_name((drift_workload)k));
+        if (!w->pass) {
+            buf_printf(b, "      <failure type=\"drift\" message=\"flip rate %s exceeds budget %s\">", fr, bud);
+            buf_printf(b, "%ld of %ld pairs flipped (95%% CI %s - %s)\n", w->flips, w->n, lo, hi);
+            for (size_t i = 0; i < w->n_flipped && i < REPORT_TEXT_FLIPS; i++) {
+                xml_text(b, w->flipped[i].prompt_id);
+                buf_printf(b, " %s\n", dir_text((drift_workload)k, w->flipped[i].direction));
+            }
+            if (w->n_flipped > REPORT_TEXT_FLIPS) buf_printf(b, "... %zu more\n", w->n_flipped - REPORT_TEXT_FLIPS);
+            buf_puts(b, "</failure>\n");
+        }
+        char tmp[320];
+        snprintf(tmp, sizeof tmp, "n=%ld errors=%ld flips=%ld flip_rate=%s ci95=[%s, %s] c->i=%ld i->c=%ld budget=%s",
+                 w->n, w->errors, w->flips, fr, lo, hi, w->correct_to_incorrect, w->incorrect_to_correct, bud);
+        buf_puts(b, "      <system-out>");
+        xml_text(b, tmp);
+        buf_puts(b, "</system-out>\n    </testcase>\n");
+    }
+    buf_puts(b, "  </testsuite>\n</testsuites>\n");
+}
+
+/* See report.h. */
+drift_status drift_report_comparison(const drift_comparison *c, drift_store *st, drift_format fmt, char **out,
+                                     drift_error *err) {
+    *out = NULL;
+    if (!c) return drift_error_set(err, DRIFT_ERR_INVALID, "no comparison to report");
+    drift_buf b = {0};
+    switch (fmt) {
+    case DRIFT_FORMAT_TEXT: render_text(c, st, &b); break;
+    case DRIFT_FORMAT_MARKDOWN: render_markdown(c, st, &b); break;
+    case DRIFT_FORMAT_JUNIT: render_junit(c, &b); break;
+    case DRIFT_FORMAT_JSON: {
+        char *s = render_json(c);
+        if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
+        *out = s;
+        return DRIFT_OK;
+    }
+    default: return drift_error_set(err, DRIFT_ERR_INVALID, "unknown report format %d", (int)fmt);
+    }
+    if (!b.data) {
+        buf_free(&b);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the report");
+    }
+    *out = buf_steal(&b);
+    return DRIFT_OK;
+}
