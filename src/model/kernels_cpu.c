@@ -1,0 +1,622 @@
+/* kernels_cpu.c - fast CPU kernels (AVX-512 / AVX2+FMA chosen at run time,
+ * OpenMP threads) and the dispatchers num_* (isa=ref -> kernels_ref.c).
+ *
+ * Matmul y (B, N) = act(x) (B, K) @ W^T, W (N, K) in any format.
+ *
+ *   for each panel of NP=24 weight rows      (threads split the panels)
+ *     dequantize the panel to f32 (zero rows pad a short last panel;
+ *       full f32 panels are used in place)
+ *     for each block of MB=48 activation rows
+ *       for each reduction chunk (split-K; one chunk unless reduce=blocked)
+ *         for each k-block of KC=512 within the chunk
+ *           register tiles of MR x NR outputs (AVX-512 6x4, AVX2 4x3; 1xNR
+ *           for leftover rows); each output owns one L-lane accumulator
+ *           vector kept in a block buffer between k-blocks
+ *         chunk result = lanes summed by a fixed halving tree;
+ *         y = chunk results added in chunk order
+ *
+ * So output (b, n) is always: lane l accumulates fma(x[k], w[k]) over the k
+ * of its chunk with k = l (mod L) in increasing k; lanes halve-summed; chunks
+ * added in order. That depends on K, the ISA's L and the profile only -- not
+ * on B, on where the row falls in a tile, or on the thread count: batch and
+ * thread invariance hold by construction (tests/ops proves it bit for bit).
+ * Chunk boundaries are multiples of 16 so they are the same for every ISA.
+ *
+ * Other accumulators (f64, bf16-emulated), pairwise reduction and the
+ * scalar ISA go through a generic per-output path that uses the same lane
+ * structure (L = 1 for scalar, which multiplies then adds: no FMA).
+ * batch_invariant=0 (study mode): B <= 4 uses 4x more chunks, as GPU split-K
+ * kernels do for small batches, so a row's result depends on its batch.
+ *
+ * The element-wise kernels (rmsnorm, softmax, rope, swiglu, attention) work
+ * in float with 8 explicit lanes in plain C, so they give the same bits on
+ * any x86-64 (no FMA contraction without -march). */
+#include <assert.h>
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/numerics.h"
+
+#define NP 24   /* weight rows per panel (multiple of every NR) */
+#define MB 48   /* activation rows per block (multiple of every MR) */
+#define KC 512  /* k-block (multiple of 16) */
+#define LMAX 16
+
+/* ---------------------------------------------------------------------------
+ * ISA selection
+ * ------------------------------------------------------------------------- */
+drift_isa num_isa_resolve(drift_isa want) {
+    if (want == DRIFT_ISA_REF || want == DRIFT_ISA_SCALAR) return want;
+    __builtin_cpu_init();
+    int has512 = __builtin_cpu_supports("avx512f");
+    int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if ((want == DRIFT_ISA_AUTO || want == DRIFT_ISA_AVX512) && has512) return DRIFT_ISA_AVX512;
+    if (has2) return DRIFT_ISA_AVX2;
+    return DRIFT_ISA_SCALAR;
+}
+
+const char *num_isa_name(drift_isa isa) {
+    switch (isa) {
+    case DRIFT_ISA_AUTO: return "auto";
+    case DRIFT_ISA_REF: return "ref";
+    case DRIFT_ISA_SCALAR: return "scalar";
+    case DRIFT_ISA_AVX2: return "avx2";
+    case DRIFT_ISA_AVX512: return "avx512";
+    }
+    return "?";
+}
+
+static int isa_lanes(drift_isa isa) {
+    return isa == DRIFT_ISA_AVX512 ? 16 : isa == DRIFT_ISA_AVX2 ? 8 : 1;
+}
+
+/* ---------------------------------------------------------------------------
+ * Panel dequantization (bf16/f16 with SIMD; other formats via the traits,
+ * which give the same f32 values)
+ * ------------------------------------------------------------------------- */
+__attribute__((target("avx512f"))) static void deq_bf16_avx512(float *dst, const uint16_t *src,
+                                                               int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(src + i));
+        __m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(w));
+    }
+    for (; i < n; i++) dst[i] = num_bf16_to_f32(src[i]);
+}
+
+__attribute__((target("avx2"))) static void deq_bf16_avx2(float *dst, const uint16_t *src,
+                                                          int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
+        __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(w));
+    }
+    for (; i < n; i++) dst[i] = num_bf16_to_f32(src[i]);
+}
+
+__attribute__((target("avx2,f16c"))) static void deq_f16_f16c(float *dst, const uint16_t *src,
+                                                              int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++) dst[i] = num_f16_to_f32(src[i]);
+}
+
+static void deq_row(const drift_qmat *W, int64_t r, float *dst, drift_isa isa) {
+    const void *src = (const char *)W->data + (size_t)r * W->row_bytes;
+    if (W->dtype == DRIFT_DTYPE_BF16 && isa == DRIFT_ISA_AVX512)
+        deq_bf16_avx512(dst, src, W->cols);
+    else if (W->dtype == DRIFT_DTYPE_BF16 && isa == DRIFT_ISA_AVX2)
+        deq_bf16_avx2(dst, src, W->cols);
+    else if (W->dtype == DRIFT_DTYPE_F16 && isa != DRIFT_ISA_SCALAR &&
+             __builtin_cpu_supports("f16c"))
+        deq_f16_f16c(dst, src, W->cols); /* F16C conversion is exact, as the scalar one */
+    else
+        drift_qmat_dequantize_row(W, r, dst);
+}
+
+/* Pointer to an f32 panel of NP rows starting at row n0 (ld = K): W's own
+ * memory for full f32 panels, otherwise buf filled (zero rows past N). */
+static const float *panel_get(const drift_qmat *W, int64_t n0, float *buf, drift_isa isa) {
+    int64_t K = W->cols, N = W->rows;
+    if (W->dtype == DRIFT_DTYPE_F32 && n0 + NP <= N) return (const float *)W->data + n0 * K;
+    for (int64_t j = 0; j < NP; j++) {
+        if (n0 + j < N) deq_row(W, n0 + j, buf + j * K, isa);
+        else memset(buf + j * K, 0, (size_t)K * sizeof(float));
+    }
+    return buf;
+}
+
+/* ---------------------------------------------------------------------------
+ * AVX-512 micro-kernels. acc: (MR*NR, 16) lane vectors of the block buffer.
+ * ------------------------------------------------------------------------- */
+#define A512_MR 6
+#define A512_NR 4
+
+/* acc[i*NR + j] += x[i] * w[j] over k in [k0, k1), lane = (k - kstart) % 16,
+ * kstart a multiple of 16 (k0 is). */
+__attribute__((target("avx512f"))) static inline void mk512_tile(float *acc, const float *x,
+                                                                 size_t ldx, int mr,
+                                                                 const float *w, size_t ldw,
+                                                                 int64_t k0, int64_t k1) {
+    __m512 c[A512_MR][A512_NR];
+#pragma GCC unroll 6
+    for (int i = 0; i < A512_MR; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < A512_NR; j++)
+            c[i][j] = i < mr ? _mm512_loadu_ps(acc + (i * A512_NR + j) * 16) : _mm512_setzero_ps();
+    int64_t k = k0;
+    if (mr == A512_MR) {
+        for (; k + 16 <= k1; k += 16) {
+            __m512 wv[A512_NR];
+#pragma GCC unroll 4
+            for (int j = 0; j < A512_NR; j++) wv[j] = _mm512_loadu_ps(w + j * ldw + k);
+#pragma GCC unroll 6
+            for (int i = 0; i < A512_MR; i++) {
+                __m512 xv = _mm512_loadu_ps(x + i * ldx + k);
+#pragma GCC unroll 4
+                for (int j = 0; j < A512_NR; j++) c[i][j] = _mm512_fmadd_ps(xv, wv[j], c[i][j]);
+            }
+        }
+    } else {
+        for (; k + 16 <= k1; k += 16) {
+            __m512 wv[A512_NR];
+#pragma GCC unroll 4
+            for (int j = 0; j < A512_NR; j++) wv[j] = _mm512_loadu_ps(w + j * ldw + k);
+            __m512 xv = _mm512_loadu_ps(x + k);
+#pragma GCC unroll 4
+            for (int j = 0; j < A512_NR; j++) c[0][j] = _mm512_fmadd_ps(xv, wv[j], c[0][j]);
+        }
+    }
+    if (k < k1) { /* masked tail: lanes past k1 keep their value */
+        __mmask16 m = (__mmask16)((1u << (k1 - k)) - 1u);
+        __m512 wv[A512_NR];
+#pragma GCC unroll 4
+        for (int j = 0; j < A512_NR; j++) wv[j] = _mm512_maskz_loadu_ps(m, w + j * ldw + k);
+#pragma GCC unroll 6
+        for (int i = 0; i < A512_MR; i++) {
+            if (i >= mr) break;
+            __m512 xv = _mm512_maskz_loadu_ps(m, x + i * ldx + k);
+#pragma GCC unroll 4
+            for (int j = 0; j < A512_NR; j++) c[i][j] = _mm512_mask3_fmadd_ps(xv, wv[j], c[i][j], m);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < A512_MR; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < A512_NR; j++)
+            if (i < mr) _mm512_storeu_ps(acc + (i * A512_NR + j) * 16, c[i][j]);
+}
+
+/* ---------------------------------------------------------------------------
+ * AVX2 micro-kernels (8 lanes)
+ * ------------------------------------------------------------------------- */
+#define A2_MR 4
+#define A2_NR 3
+
+__attribute__((target("avx2,fma"))) static inline void mk2_tile(float *acc, const float *x,
+                                                                size_t ldx, int mr,
+                                                                const float *w, size_t ldw,
+                                                                int64_t k0, int64_t k1) {
+    __m256 c[A2_MR][A2_NR];
+#pragma GCC unroll 4
+    for (int i = 0; i < A2_MR; i++)
+#pragma GCC unroll 3
+        for (int j = 0; j < A2_NR; j++)
+            c[i][j] = i < mr ? _mm256_loadu_ps(acc + (i * A2_NR + j) * 8) : _mm256_setzero_ps();
+    int64_t k = k0;
+    if (mr == A2_MR) {
+        for (; k + 8 <= k1; k += 8) {
+            __m256 wv[A2_NR];
+#pragma GCC unroll 3
+            for (int j = 0; j < A2_NR; j++) wv[j] = _mm256_loadu_ps(w + j * ldw + k);
+#pragma GCC unroll 4
+            for (int i = 0; i < A2_MR; i++) {
+                __m256 xv = _mm256_loadu_ps(x + i * ldx + k);
+#pragma GCC unroll 3
+                for (int j = 0; j < A2_NR; j++) c[i][j] = _mm256_fmadd_ps(xv, wv[j], c[i][j]);
+            }
+        }
+    } else {
+        for (; k + 8 <= k1; k += 8) {
+            __m256 xv = _mm256_loadu_ps(x + k);
+#pragma GCC unroll 3
+            for (int j = 0; j < A2_NR; j++)
+                c[0][j] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w + j * ldw + k), c[0][j]);
+        }
+    }
+    if (k < k1) {
+        int rem = (int)(k1 - k);
+        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem),
+                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 mf = _mm256_castsi256_ps(m);
+        __m256 wv[A2_NR];
+#pragma GCC unroll 3
+        for (int j = 0; j < A2_NR; j++) wv[j] = _mm256_maskload_ps(w + j * ldw + k, m);
+#pragma GCC unroll 4
+        for (int i = 0; i < A2_MR; i++) {
+            if (i >= mr) break;
+            __m256 xv = _mm256_maskload_ps(x + i * ldx + k, m);
+#pragma GCC unroll 3
+            for (int j = 0; j < A2_NR; j++)
+                c[i][j] = _mm256_blendv_ps(c[i][j], _mm256_fmadd_ps(xv, wv[j], c[i][j]), mf);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < A2_MR; i++)
+#pragma GCC unroll 3
+        for (int j = 0; j < A2_NR; j++)
+            if (i < mr) _mm256_storeu_ps(acc + (i * A2_NR + j) * 8, c[i][j]);
+}
+
+/* Fixed halving tree over L lanes: a[i] += a[i + h] for h = L/2 .. 1. */
+static float lanes_sum_f(float *a, int L) {
+    for (int h = L / 2; h >= 1; h /= 2)
+        for (int i = 0; i < h; i++) a[i] += a[i + h];
+    return a[0];
+}
+
+/* ---------------------------------------------------------------------------
+ * Chunks of the reduction
+ * ------------------------------------------------------------------------- */
+static int64_t chunk_len(int64_t K, int S) {
+    int64_t c = (K + S - 1) / S;
+    return (c + 15) / 16 * 16;
+}
+
+static int effective_split(const drift_numeric_profile *p, int64_t B) {
+    int S = p->reduce == DRIFT_REDUCE_BLOCKED ? p->split_k : 1;
+    if (!p->batch_invariant && p->reduce != DRIFT_REDUCE_PAIRWISE && B <= 4) S *= 4;
+    return S;
+}
+
+/* ---------------------------------------------------------------------------
+ * SIMD f32 path: one panel, all B rows
+ * ------------------------------------------------------------------------- */
+static void simd_panel(const drift_numeric_profile *p, drift_isa isa, float *y, const float *xa,
+                       int64_t B, int64_t K, int64_t N, int64_t n0, const float *wp, float *cbuf,
+                       int S) {
+    int L = isa_lanes(isa);
+    int MR = isa == DRIFT_ISA_AVX512 ? A512_MR : A2_MR;
+    int NR = isa == DRIFT_ISA_AVX512 ? A512_NR : A2_NR;
+    int64_t clen = chunk_len(K, S);
+    int64_t nvalid = N - n0 < NP ? N - n0 : NP;
+    for (int64_t b0 = 0; b0 < B; b0 += MB) {
+        int64_t bn = B - b0 < MB ? B - b0 : MB;
+        for (int64_t c0 = 0; c0 < K; c0 += clen) {
+            int64_t c1 = c0 + clen < K ? c0 + clen : K;
+            memset(cbuf, 0, (size_t)(MB * NP * L) * sizeof(float));
+            for (int64_t k0 = c0; k0 < c1; k0 += KC) {
+                int64_t k1 = k0 + KC < c1 ? k0 + KC : c1;
+                for (int64_t i = 0; i < bn;) {
+                    int mr = bn - i >= MR ? MR : 1;
+                    for (int64_t j = 0; j < NP; j += NR) {
+                        /* block buffer tile (i..i+mr, j..j+NR): rows of NR vectors */
+                        float *acc = cbuf + (i * NP + j * mr) * L;
+                        const float *xr = xa + (b0 + i) * K;
+                        const float *wr = wp + j * K;
+                        if (isa == DRIFT_ISA_AVX512)
+                            mk512_tile(acc, xr, (size_t)K, mr, wr, (size_t)K, k0, k1);
+                        else
+                            mk2_tile(acc, xr, (size_t)K, mr, wr, (size_t)K, k0, k1);
+                    }
+                    i += mr;
+                }
+            }
+            /* lanes -> chunk sum -> y (chunks added in order) */
+            for (int64_t i = 0; i < bn;) {
+                int mr = bn - i >= MR ? MR : 1;
+                for (int64_t j = 0; j < NP; j += NR) {
+                    float *acc = cbuf + (i * NP + j * mr) * L;
+                    for (int ii = 0; ii < mr; ii++)
+                        for (int jj = 0; jj < NR; jj++) {
+                            int64_t n = n0 + j + jj;
+                            if (j + jj >= nvalid) continue;
+                            float s = lanes_sum_f(acc + (ii * NR + jj) * L, L);
+                            float *yo = y + (b0 + i + ii) * N + n;
+                            *yo = c0 == 0 ? s : *yo + s;
+                        }
+                }
+                i += mr;
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Generic path: any accumulator, any reduction, L lanes emulated
+ * ------------------------------------------------------------------------- */
+static inline float bf16_round(float v) { return num_bf16_to_f32(num_f32_to_bf16(v)); }
+
+/* Sum of x[k]*w[k] over [k0,k1) in L lanes (lane = (k-k0) % L), lanes
+ * halve-summed, in the profile's accumulator. fused: use fma. */
+static double gen_lanes(const drift_numeric_profile *p, const float *x, const float *w,
+                        int64_t k0, int64_t k1, int L, int fused) {
+    if (p->accum == DRIFT_ACCUM_F64) {
+        double a[LMAX] = {0};
+        for (int64_t k = k0; k < k1; k++) {
+            int l = (int)((k - k0) % L);
+            a[l] = fused ? fma((double)x[k], (double)w[k], a[l]) : a[l] + (double)x[k] * (double)w[k];
+        }
+        for (int h = L / 2; h >= 1; h /= 2)
+            for (int i = 0; i < h; i++) a[i] += a[i + h];
+        return a[0];
+    }
+    float a[LMAX] = {0};
+    int bf = p->accum == DRIFT_ACCUM_BF16;
+    for (int64_t k = k0; k < k1; k++) {
+        int l = (int)((k - k0) % L);
+        float v = fused ? fmaf(x[k], w[k], a[l]) : a[l] + x[k] * w[k];
+        a[l] = bf ? bf16_round(v) : v;
+    }
+    for (int h = L / 2; h >= 1; h /= 2)
+        for (int i = 0; i < h; i++) a[i] = bf ? bf16_round(a[i] + a[i + h]) : a[i] + a[i + h];
+    return a[0];
+}
+
+/* Pairwise: leaves of up to 32 elements summed in one accumulator, halves
+ * split at multiples of 32, added as a tree. */
+static double gen_pairwise(const drift_numeric_profile *p, const float *x, const float *w,
+                           int64_t k0, int64_t k1, int fused) {
+    if (k1 - k0 <= 32) return gen_lanes(p, x, w, k0, k1, 1, fused);
+    int64_t blocks = (k1 - k0 + 31) / 32;
+    int64_t mid = k0 + (blocks + 1) / 2 * 32;
+    double a = gen_pairwise(p, x, w, k0, mid, fused), b = gen_pairwise(p, x, w, mid, k1, fused);
+    if (p->accum == DRIFT_ACCUM_F64) return a + b;
+    float s = (float)a + (float)b;
+    return p->accum == DRIFT_ACCUM_BF16 ? bf16_round(s) : s;
+}
+
+static float gen_dot(const drift_numeric_profile *p, const float *x, const float *w, int64_t K,
+                     int L, int fused, int S) {
+    if (p->reduce == DRIFT_REDUCE_PAIRWISE) return (float)gen_pairwise(p, x, w, 0, K, fused);
+    int64_t clen = chunk_len(K, S);
+    double tot = 0.0;
+    float totf = 0.0f;
+    for (int64_t c0 = 0; c0 < K; c0 += clen) {
+        int64_t c1 = c0 + clen < K ? c0 + clen : K;
+        double s = gen_lanes(p, x, w, c0, c1, L, fused);
+        if (p->accum == DRIFT_ACCUM_F64) tot += s;
+        else totf = p->accum == DRIFT_ACCUM_BF16 ? bf16_round(totf + (float)s) : totf + (float)s;
+    }
+    return p->accum == DRIFT_ACCUM_F64 ? (float)tot : totf;
+}
+
+int num_fast_generic_only = 0;
+
+drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const float *x,
+                             const drift_qmat *W, int64_t B, drift_error *err) {
+    int64_t K = W->cols, N = W->rows;
+    drift_isa isa = num_isa_resolve(p->isa == DRIFT_ISA_REF ? DRIFT_ISA_SCALAR : p->isa);
+    int L = isa_lanes(isa);
+    int S = effective_split(p, B);
+    int simd = isa != DRIFT_ISA_SCALAR && p->accum == DRIFT_ACCUM_F32 &&
+               p->reduce != DRIFT_REDUCE_PAIRWISE && !num_fast_generic_only;
+    float *xa = aligned_alloc(64, ((size_t)(B * K) * sizeof(float) + 63) / 64 * 64);
+    if (!xa) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: activations %lld x %lld",
+                                    (long long)B, (long long)K);
+    memcpy(xa, x, (size_t)(B * K) * sizeof(float));
+    if (p->acts != DRIFT_DTYPE_F32)
+        for (int64_t b = 0; b < B; b++) num_round_acts(p->acts, xa + b * K, K);
+    int64_t npanels = (N + NP - 1) / NP;
+    int nt = p->threads > 0 ? p->threads : omp_get_max_threads();
+    if (nt > npanels) nt = (int)npanels;
+    int failed = 0;
+#pragma omp parallel num_threads(nt)
+    {
+        float *wbuf = malloc((size_t)(NP * K) * sizeof(float));
+        float *cbuf = simd ? malloc((size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
+        if (!wbuf || (simd && !cbuf)) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp barrier
+        if (!failed) {
+#pragma omp for schedule(static)
+            for (int64_t pi = 0; pi < npanels; pi++) {
+                int64_t n0 = pi * NP;
+                const float *wp = panel_get(W, n0, wbuf, isa);
+                if (simd) {
+                    simd_panel(p, isa, y, xa, B, K, N, n0, wp, cbuf, S);
+                    continue;
+                }
+                for (int64_t j = 0; j < NP && n0 + j < N; j++)
+                    for (int64_t b = 0; b < B; b++)
+                        y[b * N + n0 + j] = gen_dot(p, xa + b * K, wp + j * K, K, L,
+                                                    isa != DRIFT_ISA_SCALAR, S);
+            }
+        }
+        free(wbuf);
+        free(cbuf);
+    }
+    free(xa);
+    if (failed) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: per-thread scratch");
+    return DRIFT_OK;
+}
+
+/* ---------------------------------------------------------------------------
+ * Element-wise fast kernels: float, 8 explicit lanes
+ * ------------------------------------------------------------------------- */
+static float sum8(const float *x, int64_t n, int square) {
+    float a[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) a[l] += square ? x[i + l] * x[i + l] : x[i + l];
+    for (; i < n; i++) a[i % 8] += square ? x[i] * x[i] : x[i];
+    return lanes_sum_f(a, 8);
+}
+
+static float dot8(const float *x, const float *y, int64_t n) {
+    float a[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) a[l] += x[i + l] * y[i + l];
+    for (; i < n; i++) a[i % 8] += x[i] * y[i];
+    return lanes_sum_f(a, 8);
+}
+
+void num_fast_rmsnorm(const drift_numeric_profile *p, float *out, const float *x, const float *w,
+                      int64_t n, float eps) {
+    float ss = sum8(x, n, 1);
+    float r = 1.0f / sqrtf(ss / (float)n + eps);
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] * r * w[i];
+}
+
+void num_fast_softmax(const drift_numeric_profile *p, float *x, int64_t n) {
+    float m = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > m) m = x[i];
+    for (int64_t i = 0; i < n; i++) x[i] = num_exp(p, x[i] - m);
+    float inv = 1.0f / sum8(x, n, 0);
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+#define ROPE_MAX_PAIRS 512
+
+void num_fast_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_t pos,
+                   const num_rope_params *rp) {
+    int half = rp->n_rot / 2;
+    assert(half <= ROPE_MAX_PAIRS);
+    float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS];
+    for (int i = 0; i < half; i++) {
+        float freq = powf(rp->theta_base, -2.0f * (float)i / (float)rp->n_rot);
+        if (rp->scaling_factor > 1.0f && rp->orig_ctx > 0) {
+            float factor = rp->scaling_factor, lo = rp->low_freq_factor, hi = rp->high_freq_factor;
+            float wavelen = 2.0f * (float)M_PI / freq;
+            float lo_wl = (float)rp->orig_ctx / lo, hi_wl = (float)rp->orig_ctx / hi;
+            if (wavelen > lo_wl) {
+                freq = freq / factor;
+            } else if (wavelen >= hi_wl && hi != lo) {
+                float smooth = ((float)rp->orig_ctx / wavelen - lo) / (hi - lo);
+                freq = (1.0f - smooth) * freq / factor + smooth * freq;
+            }
+        }
+        if (rp->freq_factors) freq /= rp->freq_factors[i];
+        float a = (float)pos * freq;
+        cs[i] = cosf(a);
+        sn[i] = sinf(a);
+    }
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * rp->head_dim;
+        for (int i = 0; i < half; i++) {
+            int i0 = rp->neox ? i : 2 * i, i1 = rp->neox ? i + half : 2 * i + 1;
+            float x0 = v[i0], x1 = v[i1];
+            v[i0] = x0 * cs[i] - x1 * sn[i];
+            v[i1] = x0 * sn[i] + x1 * cs[i];
+        }
+    }
+}
+
+void num_fast_swiglu(const drift_numeric_profile *p, float *out, const float *gate,
+                     const float *up, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + num_exp(p, -g)) * up[i];
+    }
+}
+
+void num_fast_attention(const drift_numeric_profile *p, float *out, const float *q,
+                        const void *k, const void *v, size_t stride_bytes, int n_pos,
+                        int head_dim, float scale, float *scratch) {
+    float *s = scratch;                 /* (n_pos) scores */
+    float *kv = scratch + n_pos;        /* (head_dim) one K or V vector */
+    float *acc = kv + head_dim;         /* (head_dim) weighted sum of V */
+    for (int d = 0; d < head_dim; d++) acc[d] = 0.0f;
+    if (n_pos <= 0) {
+        for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
+        return;
+    }
+    for (int t = 0; t < n_pos; t++) {
+        num_kv_load(p->kv, kv, (const char *)k + (size_t)t * stride_bytes, head_dim);
+        s[t] = dot8(q, kv, head_dim) * scale;
+    }
+    int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;
+    float m = -INFINITY, l = 0.0f;
+    for (int t0 = 0; t0 < n_pos; t0 += blk) {
+        int t1 = t0 + blk < n_pos ? t0 + blk : n_pos;
+        float mb = -INFINITY;
+        for (int t = t0; t < t1; t++)
+            if (s[t] > mb) mb = s[t];
+        float mn = mb > m ? mb : m;
+        float corr = t0 == 0 ? 0.0f : num_exp(p, m - mn);
+        if (t0 > 0) {
+            l *= corr;
+            for (int d = 0; d < head_dim; d++) acc[d] *= corr;
+        }
+        for (int t = t0; t < t1; t++) {
+            float e = num_exp(p, s[t] - mn);
+            l += e;
+            num_kv_load(p->kv, kv, (const char *)v + (size_t)t * stride_bytes, head_dim);
+            for (int d = 0; d < head_dim; d++) acc[d] += e * kv[d];
+        }
+        m = mn;
+    }
+    float inv = 1.0f / l;
+    for (int d = 0; d < head_dim; d++) out[d] = acc[d] * inv;
+}
+
+/* ---------------------------------------------------------------------------
+ * Dispatchers and shared small kernels
+ * ------------------------------------------------------------------------- */
+drift_status num_matmul(const drift_numeric_profile *p, float *y, const float *x,
+                        const drift_qmat *W, int64_t B, drift_error *err) {
+    if (p->isa == DRIFT_ISA_REF) return num_ref_matmul(p, y, x, W, B, err);
+    return num_fast_matmul(p, y, x, W, B, err);
+}
+
+void num_rmsnorm(const drift_numeric_profile *p, float *out, const float *x, const float *w,
+                 int64_t n, float eps) {
+    if (p->isa == DRIFT_ISA_REF) num_ref_rmsnorm(p, out, x, w, n, eps);
+    else num_fast_rmsnorm(p, out, x, w, n, eps);
+}
+
+void num_softmax(const drift_numeric_profile *p, float *x, int64_t n) {
+    if (p->isa == DRIFT_ISA_REF) num_ref_softmax(p, x, n);
+    else num_fast_softmax(p, x, n);
+}
+
+void num_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_t pos,
+              const num_rope_params *rp) {
+    if (p->isa == DRIFT_ISA_REF) num_ref_rope(p, x, n_heads, pos, rp);
+    else num_fast_rope(p, x, n_heads, pos, rp);
+}
+
+void num_swiglu(const drift_numeric_profile *p, float *out, const float *gate, const float *up,
+                int64_t n) {
+    if (p->isa == DRIFT_ISA_REF) num_ref_swiglu(p, out, gate, up, n);
+    else num_fast_swiglu(p, out, gate, up, n);
+}
+
+void num_silu(const drift_numeric_profile *p, float *out, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        if (p->isa == DRIFT_ISA_REF) {
+            double g = x[i];
+            out[i] = (float)(g / (1.0 + exp(-g)));
+        } else {
+            out[i] = x[i] / (1.0f + num_exp(p, -x[i]));
+        }
+    }
+}
+
+void num_add(float *out, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void num_attention(const drift_numeric_profile *p, float *out, const float *q, const void *k,
+                   const void *v, size_t stride_bytes, int n_pos, int head_dim, float scale,
+                   float *scratch) {
+    if (p->isa == DRIFT_ISA_REF)
+        num_ref_attention(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
+    else
+        num_fast_attention(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
+}
+
+void num_embedding(const drift_numeric_profile *p, float *out, const drift_qmat *W, int64_t row) {
+    drift_qmat_dequantize_row(W, row, out);
+    num_round_acts(p->acts, out, W->cols);
+}
