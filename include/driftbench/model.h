@@ -1,0 +1,142 @@
+/* model.h - the embedded inference engine: load a GGUF transformer under a
+ * numeric profile, tokenize, run the forward pass, generate, embed.
+ *
+ * Architectures: llama (GQA, RoPE, Llama-3 frequency scaling from
+ * rope_freqs.weight or {arch}.rope.scaling.* metadata, linear scaling),
+ * mistral-style sliding window ({arch}.attention.sliding_window), mixture of
+ * experts ({arch}.expert_count / expert_used_count: softmax router, top-k,
+ * weights renormalised), qwen2 (q/k/v biases, NEOX-style RoPE). Tensor names
+ * and metadata keys are llama.cpp's.
+ *
+ * A model is immutable after loading and may be shared by threads; a session
+ * (one sequence: its KV cache and position) belongs to one thread at a time.
+ * Results are batch-invariant: a sequence's logits do not depend on which
+ * other sequences are decoded with it or on the thread count (unless the
+ * profile sets batch_invariant=0). */
+#ifndef DRIFTBENCH_MODEL_H
+#define DRIFTBENCH_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "driftbench/profile.h"
+#include "driftbench/status.h"
+#include "driftbench/target.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct drift_model drift_model;
+typedef struct drift_session drift_session;
+
+typedef struct drift_model_info {
+    char arch[32];          /* "llama", "qwen2" */
+    char name[128];         /* general.name, or the file stem */
+    int n_vocab;
+    int dim;                /* embedding_length */
+    int n_layers;
+    int n_heads, n_kv_heads, head_dim;
+    int hidden_dim;         /* feedforward_length (per expert for MoE) */
+    int n_ctx_train;        /* context_length */
+    int n_experts, n_experts_used; /* 0 = dense */
+    int sliding_window;     /* 0 = none */
+    float rope_theta;
+    int rope_neox;          /* 1 = pairs (i, i + n_rot/2) */
+    float norm_eps;
+    int tied_output;        /* output.weight absent: token_embd reused */
+    char tokenizer[48];     /* "gpt2/llama3", "gpt2/qwen2", "spm", ... */
+    char chat_template[16]; /* built-in template chosen: "chatml", "llama3", "phi3", "inst", "none" */
+} drift_model_info;
+
+/* Loads PATH (mmap'd) and converts its weight matrices to the profile's
+ * weight format. Errors: DRIFT_ERR_NOT_FOUND/IO (file), DRIFT_ERR_PARSE
+ * (malformed GGUF, missing key or tensor, wrong shape: the message names
+ * it), DRIFT_ERR_UNSUPPORTED (architecture or tensor type not handled). */
+DRIFT_API drift_status drift_model_load(const char *path, const drift_numeric_profile *profile, drift_model **out,
+                                        drift_error *err);
+DRIFT_API void drift_model_free(drift_model *m);
+DRIFT_API const drift_model_info *drift_model_get_info(const drift_model *m);
+DRIFT_API const drift_numeric_profile *drift_model_profile(const drift_model *m);
+
+/* Tokenizes text (len bytes). add_bos: -1 = the model's default, 0/1 force.
+ * parse_special: control-token texts become those tokens. *ids malloc'd. */
+DRIFT_API drift_status drift_model_tokenize(const drift_model *m, const char *text, size_t len, int add_bos,
+                                            int parse_special, int32_t **ids, size_t *n, drift_error *err);
+/* Text of tokens (control tokens omitted); malloc'd, *len set if non-NULL. */
+DRIFT_API char *drift_model_detokenize(const drift_model *m, const int32_t *ids, size_t n, size_t *len);
+/* Text of one token (control tokens rendered), malloc'd. */
+DRIFT_API char *drift_model_token_text(const drift_model *m, int32_t id);
+DRIFT_API int drift_model_is_eog(const drift_model *m, int32_t id);
+
+/* Prompt tokens of a chat request with one user message, using the built-in
+ * template named in info.chat_template (chosen from the vocabulary:
+ * <|im_start|> -> ChatML, <|start_header_id|> -> Llama-3, <|user|> ->
+ * "<|user|>\n...<|end|>\n<|assistant|>\n", SentencePiece -> "[INST] ... [/INST]",
+ * otherwise the raw message). The message itself is never parsed for special
+ * tokens. *ids malloc'd. */
+DRIFT_API drift_status drift_model_chat_tokens(const drift_model *m, const char *user_message, int32_t **ids, size_t *n,
+                                               drift_error *err);
+
+/* A sequence: KV cache for up to n_ctx positions (0 = min(n_ctx_train, 4096)). */
+DRIFT_API drift_status drift_session_new(const drift_model *m, int n_ctx, drift_session **out, drift_error *err);
+DRIFT_API void drift_session_free(drift_session *s);
+DRIFT_API void drift_session_reset(drift_session *s);
+DRIFT_API int drift_session_pos(const drift_session *s);
+
+/* Runs n tokens of one session through the model as one batch (prefill or
+ * one decode step). logits: NULL, or (n_out, n_vocab) floats where n_out = n
+ * if all_logits else 1 (the last token's). hidden: NULL, or (n, dim) floats:
+ * the final hidden states after output_norm. Errors: DRIFT_ERR_INVALID (bad
+ * token id, context full), DRIFT_ERR_NOMEM. */
+DRIFT_API drift_status drift_session_forward(drift_session *s, const int32_t *tokens, size_t n, int all_logits,
+                                             float *logits, float *hidden, drift_error *err);
+
+/* One step of several sessions at once: token[i] is appended to sessions[i];
+ * logits (n, n_vocab) receives each session's next-token logits. The rows go
+ * through every matmul as one batch. */
+DRIFT_API drift_status drift_session_forward_batch(drift_session *const *sessions, const int32_t *tokens, size_t n,
+                                                   float *logits, drift_error *err);
+
+/* ---- generation ---- */
+typedef struct drift_token_logprob {
+    int32_t id;
+    double logprob;          /* log-softmax of the raw logits (temperature 1) */
+    int n_top;
+    int32_t top_id[20];
+    double top_logprob[20];
+} drift_token_logprob;
+
+typedef struct drift_generation {
+    char *text;              /* completion text (stop string excluded) */
+    int32_t *tokens;         /* completion tokens */
+    int n_tokens;
+    int prompt_tokens;
+    drift_token_logprob *lp; /* n_tokens entries when params->logprobs > 0, else NULL */
+    const char *finish_reason; /* "stop" (EOS or stop string) or "length" (static string) */
+    char *error;             /* NULL, or why this prompt could not be run (prompt too long ...) */
+} drift_generation;
+
+DRIFT_API void drift_generation_clear(drift_generation *g);
+
+/* Generates continuations of n prompts (token ids), decoding them together
+ * (one batched step per token across the live sequences) when batch > 1, or
+ * one after another when batch <= 1: the outputs are identical either way.
+ * Sampling: temperature <= 0 greedy (ties: lowest id); else softmax(logits/T)
+ * restricted by top_k (> 0) and top_p (< 1), drawn with drift_rng seeded by
+ * params->seed + seed_offsets[i] (seed_offsets may be NULL). Stops at an
+ * end-of-generation token, a stop string, or max_tokens. out: n entries. */
+DRIFT_API drift_status drift_model_generate(const drift_model *m, const int32_t *const *prompts, const size_t *prompt_lens,
+                                            size_t n, const drift_gen_params *params, const int64_t *seed_offsets,
+                                            int batch, drift_generation *out, drift_error *err);
+
+/* Mean over positions of the final hidden state (after output_norm) of the
+ * text's tokens (with the model's default BOS). vec: info.dim floats. */
+DRIFT_API drift_status drift_model_embed(const drift_model *m, const char *text, float *vec, drift_error *err);
+
+/* Logits rows -> log-softmax in double: out (n) = x - logsumexp(x). */
+DRIFT_API void drift_log_softmax(const float *x, int n, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
