@@ -218,7 +218,7 @@ int sbx_count_uid_procs(uid_t uid) {
 
 /* ---- output capture ---- */
 
-static void stream_add(sbx_stream *st, const char *p, size_t n, size_t cap) {
+void sbx_stream_add(sbx_stream *st, const char *p, size_t n, size_t cap) {
     if (st->head_len < cap) {
         size_t k = n < cap - st->head_len ? n : cap - st->head_len;
         memcpy(st->head + st->head_len, p, k);
@@ -786,8 +786,8 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
                 if (i == 8) status_eof = 1;
                 continue;
             }
-            if (i == 2) stream_add(&r->out, chunk, (size_t)k, cap);
-            else if (i == 4) stream_add(&r->err, chunk, (size_t)k, cap);
+            if (i == 2) sbx_stream_add(&r->out, chunk, (size_t)k, cap);
+            else if (i == 4) sbx_stream_add(&r->err, chunk, (size_t)k, cap);
             else if (i == 6) {
                 size_t room = sizeof r->chan - 1 - r->chan_len;
                 size_t m = (size_t)k < room ? (size_t)k : room;

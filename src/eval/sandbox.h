@@ -84,6 +84,10 @@ drift_status sbx_probe(const char *python, int unsafe, unsigned *mech, char *nam
 drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err);
 void sbx_result_free(sbx_result *r);
 
+/* Appends n bytes to a stream keeping at most cap bytes of head (head must
+ * have room for cap + 1). */
+void sbx_stream_add(sbx_stream *st, const char *p, size_t n, size_t cap);
+
 /* The last n bytes written to a stream, copied to dst (NUL-terminated);
  * returns the length copied. */
 size_t sbx_stream_tail(const sbx_stream *st, char *dst, size_t n);

@@ -1,0 +1,510 @@
+/* test_sandbox.c - programs that try to escape or exhaust the sandbox.
+ *
+ * Each runs with short limits (2 s wall) and checks the reported reason,
+ * that the test process survives, that no process of the sandbox uid is
+ * left and that the temp dirs are gone. The mechanism is probed first;
+ * expectations that depend on it (file reads with or without bubblewrap)
+ * say so. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "eval/sandbox.h"
+
+static unsigned g_mech;
+static char g_mech_name[64];
+
+static int count_sbx_dirs(void) {
+    const char *tmp = getenv("TMPDIR");
+    DIR *d = opendir(tmp && tmp[0] ? tmp : "/tmp");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, "driftbench-sbx-", 15) == 0) n++;
+    closedir(d);
+    return n;
+}
+
+/* Runs `code` as prog.py with the given wall timeout; checks cleanup. */
+static void run_py(const char *code, double timeout_s, double cpu_s, sbx_result *r) {
+    static const char *const args[] = {"-I", "prog.py", NULL};
+    sbx_file f = {"prog.py", code, strlen(code)};
+    sbx_spec s;
+    memset(&s, 0, sizeof s);
+    s.python = "/usr/bin/python3";
+    s.args = args;
+    s.files = &f;
+    s.n_files = 1;
+    sbx_limits_default(&s.lim);
+    s.lim.timeout_s = timeout_s;
+    s.lim.cpu_s = cpu_s;
+    s.mech = g_mech;
+    int dirs_before = count_sbx_dirs();
+    drift_error err = {0};
+    drift_status rc = sbx_run(&s, r, &err);
+    if (rc != DRIFT_OK) fprintf(stderr, "sbx_run: %s\n", err.msg);
+    assert_int_equal(rc, DRIFT_OK);
+    assert_int_equal(r->stray, 0);
+    assert_true(count_sbx_dirs() <= dirs_before);
+    if (g_mech & SBX_MECH_UID) assert_int_equal(sbx_count_uid_procs(r->uid), 0);
+}
+
+static void print_result(const char *what, const sbx_result *r) {
+    char tail[200];
+    sbx_stream_tail(&r->err, tail, sizeof tail);
+    fprintf(stderr, "[%s] exited=%d code=%d sig=%d timeout=%d wall=%.0f ms out=%zu B: %.300s| err tail: %s\n",
+            what, r->exited, r->exit_code, r->term_signal, r->timed_out, r->wall_ms, (size_t)r->out.total,
+            r->out.total < 1000 ? r->out.head : "", tail);
+}
+
+static int setup(void **state) {
+    (void)state;
+    drift_error err = {0};
+    drift_status rc = sbx_probe("/usr/bin/python3", 0, &g_mech, g_mech_name, sizeof g_mech_name, &err);
+    if (rc != DRIFT_OK) {
+        fprintf(stderr, "no sandbox here: %s\n", err.msg);
+        return -1;
+    }
+    fprintf(stderr, "sandbox mechanism: %s\n", g_mech_name);
+    return 0;
+}
+
+static void test_probe_and_trivial(void **state) {
+    (void)state;
+    assert_true(g_mech != 0);
+    /* the probe is cached and stable */
+    unsigned m2;
+    char n2[64];
+    assert_int_equal(sbx_probe("/usr/bin/python3", 0, &m2, n2, sizeof n2, NULL), DRIFT_OK);
+    assert_int_equal(m2, g_mech);
+    assert_string_equal(n2, g_mech_name);
+    sbx_result r;
+    run_py("print('hello', 6 * 7)\n", 5, 5, &r);
+    assert_true(r.exited);
+    assert_int_equal(r.exit_code, 0);
+    assert_string_equal(r.out.head, "hello 42\n");
+    assert_false(r.timed_out);
+    sbx_result_free(&r);
+}
+
+static void test_bad_interpreter(void **state) {
+    (void)state;
+    unsigned m;
+    char n[64];
+    drift_error err = {0};
+    assert_int_equal(sbx_probe("/nonexistent/python9", 0, &m, n, sizeof n, &err), DRIFT_ERR_SANDBOX);
+    assert_non_null(strstr(err.msg, "/nonexistent/python9"));
+    assert_int_equal(sbx_probe("python3", 0, &m, n, sizeof n, &err), DRIFT_ERR_INVALID);
+    /* exec failure inside a run is a sandbox error, not a program result */
+    sbx_spec s;
+    memset(&s, 0, sizeof s);
+    s.python = "/nonexistent/python9";
+    sbx_limits_default(&s.lim);
+    s.mech = g_mech & ~(unsigned)SBX_MECH_BWRAP; /* bwrap would report it on stderr instead */
+    sbx_result r;
+    assert_int_equal(sbx_run(&s, &r, &err), DRIFT_ERR_SANDBOX);
+    assert_non_null(strstr(err.msg, "cannot start"));
+    sbx_result_free(&r);
+}
+
+static void test_network_blocked(void **state) {
+    (void)state;
+    /* a real listener on 127.0.0.1: without isolation the connect succeeds */
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(ls >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(ls, 4), 0);
+    socklen_t al = sizeof a;
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &al), 0);
+    char code[1024];
+    snprintf(code, sizeof code,
+             "import socket\n"
+             "for fam, addr in ((socket.AF_INET, ('127.0.0.1', %d)), (socket.AF_INET6, ('::1', %d))):\n"
+             "    try:\n"
+             "        s = socket.socket(fam, socket.SOCK_STREAM)\n"
+             "        s.settimeout(1)\n"
+             "        s.connect(addr)\n"
+             "        print('CONNECTED')\n"
+             "    except OSError as e:\n"
+             "        print('BLOCKED', type(e).__name__)\n"
+             "try:\n"
+             "    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('8.8.8.8', 53))\n"
+             "    print('SENT')\n"
+             "except OSError as e:\n"
+             "    print('BLOCKED', type(e).__name__)\n"
+             "a, b = socket.socketpair()\n"
+             "a.send(b'ok'); print('UNIX', b.recv(2).decode())\n",
+             ntohs(a.sin_port), ntohs(a.sin_port));
+    sbx_result r;
+    run_py(code, 5, 5, &r);
+    print_result("socket", &r);
+    assert_true(r.exited);
+    assert_null(strstr(r.out.head, "CONNECTED"));
+    assert_null(strstr(r.out.head, "SENT"));
+    assert_non_null(strstr(r.out.head, "BLOCKED PermissionError"));
+    assert_non_null(strstr(r.out.head, "UNIX ok")); /* AF_UNIX still works */
+    sbx_result_free(&r);
+    /* nobody reached the listener */
+    int fl = fcntl(ls, F_GETFL);
+    fcntl(ls, F_SETFL, fl | O_NONBLOCK);
+    int c = accept(ls, NULL, NULL);
+    assert_true(c < 0);
+    close(ls);
+}
+
+static void test_read_outside(void **state) {
+    (void)state;
+    /* A secret outside the sandbox dir. With bubblewrap it is not even
+     * mounted, so world-readable is fine; with the uid alone only files the
+     * world cannot read are protected, so it is made 0600. */
+    char path[] = "/tmp/drift-secret-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "TOPSECRET", 9), 9);
+    fchmod(fd, (g_mech & SBX_MECH_BWRAP) ? 0644 : 0600);
+    close(fd);
+    char code[1024];
+    snprintf(code, sizeof code,
+             "for p in (%s'%s', '/etc/shadow', '/root/.bashrc', '/proc/1/environ'):\n"
+             "    try:\n"
+             "        print('READ', p, open(p).read()[:20].replace('\\n', ' '))\n"
+             "    except OSError as e:\n"
+             "        print('DENIED', p, type(e).__name__)\n",
+             "", path);
+    sbx_result r;
+    run_py(code, 5, 5, &r);
+    print_result("read", &r);
+    unlink(path);
+    assert_true(r.exited);
+    assert_null(strstr(r.out.head, "TOPSECRET"));
+    assert_null(strstr(r.out.head, "READ /etc/shadow"));
+    assert_null(strstr(r.out.head, "READ /root"));
+    assert_non_null(strstr(r.out.head, "DENIED /etc/shadow"));
+    sbx_result_free(&r);
+}
+
+static void test_write_outside(void **state) {
+    (void)state;
+    char dir[] = "/tmp/drift-wdir-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    chmod(dir, 0755);
+    char code[1024];
+    snprintf(code, sizeof code,
+             "import os\n"
+             "for p in ('%s/pwned', '/usr/pwned', '/etc/pwned', '/pwned'):\n"
+             "    try:\n"
+             "        with open(p, 'w') as f: f.write('x')\n"
+             "        print('WROTE', p)\n"
+             "    except OSError as e:\n"
+             "        print('DENIED', p, type(e).__name__)\n"
+             "with open('scratch.txt', 'w') as f: f.write('own dir is writable')\n"
+             "print('OWN', open('scratch.txt').read())\n",
+             dir);
+    sbx_result r;
+    run_py(code, 5, 5, &r);
+    print_result("write", &r);
+    char p[256];
+    snprintf(p, sizeof p, "%s/pwned", dir);
+    struct stat sb;
+    assert_int_not_equal(stat(p, &sb), 0);
+    assert_int_not_equal(stat("/usr/pwned", &sb), 0);
+    assert_int_not_equal(stat("/etc/pwned", &sb), 0);
+    assert_int_not_equal(stat("/pwned", &sb), 0);
+    rmdir(dir);
+    assert_true(r.exited);
+    assert_non_null(strstr(r.out.head, "OWN own dir is writable"));
+    assert_null(strstr(r.out.head, "WROTE /usr"));
+    sbx_result_free(&r);
+}
+
+static int count_all_procs(void) {
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9') n++;
+    if (d) closedir(d);
+    return n;
+}
+
+static void test_fork_bomb(void **state) {
+    (void)state;
+    int before = count_all_procs();
+    sbx_result r;
+    run_py("import os\n"
+           "n = 0\n"
+           "while True:\n"
+           "    try:\n"
+           "        os.fork(); n += 1\n"
+           "    except OSError:\n"
+           "        pass\n",
+           2, 2, &r);
+    print_result("fork bomb", &r);
+    assert_true(r.timed_out || r.term_signal);
+    assert_false(r.exited);
+    assert_true(r.wall_ms < 6000);
+    int after = count_all_procs();
+    fprintf(stderr, "processes on the machine: %d before, %d after\n", before, after);
+    assert_true(after < before + 20); /* others work on this machine too */
+    sbx_result_free(&r);
+}
+
+static void test_memory_10gb(void **state) {
+    (void)state;
+    sbx_result r;
+    run_py("x = bytearray(10 * 1024 ** 3)\nprint('ALLOCATED')\n", 5, 5, &r);
+    print_result("10 GB", &r);
+    assert_null(strstr(r.out.head, "ALLOCATED"));
+    /* MemoryError under RLIMIT_AS (exit 1), or killed */
+    char tail[512];
+    sbx_stream_tail(&r.err, tail, sizeof tail);
+    assert_true((r.exited && r.exit_code == 1 && strstr(tail, "MemoryError")) || r.term_signal);
+    sbx_result_free(&r);
+}
+
+static void test_infinite_loop_cpu(void **state) {
+    (void)state;
+    sbx_result r;
+    run_py("while True:\n    pass\n", 5, 1, &r); /* CPU limit (1 s) before the wall (5 s) */
+    print_result("loop/cpu", &r);
+    assert_false(r.timed_out);
+    assert_true(r.term_signal == SIGXCPU || r.term_signal == SIGKILL);
+    assert_true(r.wall_ms < 4000);
+    sbx_result_free(&r);
+    run_py("while True:\n    pass\n", 1.5, 10, &r); /* wall first */
+    print_result("loop/wall", &r);
+    assert_true(r.timed_out);
+    assert_true(r.wall_ms >= 1400 && r.wall_ms < 3000);
+    sbx_result_free(&r);
+}
+
+static void test_sleep_timeout(void **state) {
+    (void)state;
+    sbx_result r;
+    run_py("import time\ntime.sleep(30)\nprint('WOKE')\n", 2, 2, &r);
+    print_result("sleep", &r);
+    assert_true(r.timed_out);
+    assert_int_equal(r.term_signal, SIGKILL);
+    assert_null(strstr(r.out.head, "WOKE"));
+    assert_true(r.wall_ms >= 1950 && r.wall_ms < 2600);
+    sbx_result_free(&r);
+}
+
+static void test_kill_parent(void **state) {
+    (void)state;
+    char code[1024];
+    snprintf(code, sizeof code,
+             "import os, signal\n"
+             "for pid in (os.getppid(), %d, -1):\n"
+             "    try:\n"
+             "        os.kill(pid, signal.SIGKILL); print('SENT', pid)\n"
+             "    except OSError as e:\n"
+             "        print('DENIED', pid, type(e).__name__)\n"
+             "try:\n"
+             "    os.killpg(os.getpgid(%d), signal.SIGKILL); print('SENTPG')\n"
+             "except OSError as e:\n"
+             "    print('DENIED pg', type(e).__name__)\n"
+             "print('ALIVE')\n",
+             (int)getpid(), (int)getpid());
+    sbx_result r;
+    run_py(code, 5, 5, &r);
+    print_result("kill parent", &r);
+    /* we are still here; the kills of our pid, -1 and our group failed */
+    char want[64];
+    snprintf(want, sizeof want, "SENT %d", (int)getpid());
+    assert_null(strstr(r.out.head, want));
+    assert_null(strstr(r.out.head, "SENT -1"));
+    assert_null(strstr(r.out.head, "SENTPG"));
+    sbx_result_free(&r);
+}
+
+static void test_print_1gb(void **state) {
+    (void)state;
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    sbx_result r;
+    run_py("import sys\n"
+           "b = b'x' * (1 << 20)\n"
+           "for _ in range(1024):\n"
+           "    sys.stdout.buffer.write(b)\n"
+           "sys.stdout.flush()\n"
+           "sys.stderr.write('DONE')\n",
+           20, 20, &r);
+    getrusage(RUSAGE_SELF, &ru1);
+    print_result("print 1 GB", &r);
+    assert_true(r.exited);
+    assert_int_equal(r.exit_code, 0);
+    assert_true(r.out.total == (size_t)1 << 30);
+    assert_int_equal(r.out.head_len, 64 * 1024);
+    char tail[8];
+    sbx_stream_tail(&r.out, tail, sizeof tail);
+    assert_string_equal(tail, "xxxxxxx");
+    sbx_stream_tail(&r.err, tail, sizeof tail);
+    assert_string_equal(tail, "DONE");
+    /* our memory did not grow by the output */
+    assert_true(ru1.ru_maxrss - ru0.ru_maxrss < 64 * 1024); /* KiB */
+    sbx_result_free(&r);
+}
+
+static void test_background_child(void **state) {
+    (void)state;
+    /* a daemon left behind must be killed and reaped, and must not hold the
+     * run open until it ends */
+    sbx_result r;
+    run_py("import os, time\n"
+           "if os.fork() == 0:\n"
+           "    os.close(1); os.close(2)\n"
+           "    time.sleep(60)\n"
+           "print('PARENT DONE')\n",
+           10, 10, &r);
+    print_result("background", &r);
+    assert_true(r.exited);
+    assert_int_equal(r.exit_code, 0);
+    assert_true(r.wall_ms < 3000);
+    sbx_result_free(&r);
+}
+
+static void test_namespace_escape(void **state) {
+    (void)state;
+    sbx_result r;
+    run_py("import os, ctypes\n"
+           "libc = ctypes.CDLL(None, use_errno=True)\n"
+           "print('unshare', libc.unshare(0x10000000))\n" /* CLONE_NEWUSER */
+           "print('ptrace', libc.ptrace(16, 1, 0, 0))\n"  /* PTRACE_ATTACH */
+           "print('setsid', libc.setsid())\n"
+           "print('END')\n",
+           5, 5, &r);
+    print_result("namespaces", &r);
+    assert_true(r.exited);
+    assert_non_null(strstr(r.out.head, "unshare -1"));
+    assert_non_null(strstr(r.out.head, "ptrace -1"));
+    assert_non_null(strstr(r.out.head, "setsid -1"));
+    sbx_result_free(&r);
+}
+
+static void *thread_run(void *arg) {
+    long i = (long)arg;
+    char code[128], want[64];
+    snprintf(code, sizeof code, "import time\ntime.sleep(0.2)\nprint('thread %ld')\n", i);
+    snprintf(want, sizeof want, "thread %ld\n", i);
+    sbx_result r;
+    static const char *const args[] = {"-I", "prog.py", NULL};
+    sbx_file f = {"prog.py", code, strlen(code)};
+    sbx_spec s;
+    memset(&s, 0, sizeof s);
+    s.python = "/usr/bin/python3";
+    s.args = args;
+    s.files = &f;
+    s.n_files = 1;
+    sbx_limits_default(&s.lim);
+    s.mech = g_mech;
+    if (sbx_run(&s, &r, NULL) != DRIFT_OK) return (void *)1;
+    long bad = !(r.exited && r.exit_code == 0 && strcmp(r.out.head, want) == 0);
+    sbx_result_free(&r);
+    return (void *)bad;
+}
+
+static void test_parallel(void **state) {
+    (void)state;
+    pthread_t t[6];
+    for (long i = 0; i < 6; i++) assert_int_equal(pthread_create(&t[i], NULL, thread_run, (void *)i), 0);
+    for (int i = 0; i < 6; i++) {
+        void *bad;
+        pthread_join(t[i], &bad);
+        assert_null(bad);
+    }
+}
+
+static void test_stream_tail(void **state) {
+    (void)state;
+    sbx_stream st;
+    memset(&st, 0, sizeof st);
+    char head[9];
+    st.head = head;
+    /* add 10000 bytes "0123456789..." in odd chunks with an 8-byte head cap */
+    char buf[10000];
+    for (int i = 0; i < 10000; i++) buf[i] = (char)('0' + i % 10);
+    size_t off = 0, step = 1;
+    while (off < sizeof buf) {
+        size_t k = step < sizeof buf - off ? step : sizeof buf - off;
+        sbx_stream_add(&st, buf + off, k, 8);
+        off += k;
+        step = step * 3 + 1;
+    }
+    assert_int_equal(st.total, 10000);
+    assert_string_equal(st.head, "01234567");
+    char tail[6];
+    sbx_stream_tail(&st, tail, sizeof tail);
+    assert_string_equal(tail, "56789");
+    char big[5000];
+    size_t k = sbx_stream_tail(&st, big, sizeof big);
+    assert_int_equal(k, 4096);
+    assert_memory_equal(big, buf + 10000 - 4096, 4096);
+}
+
+/* The same attacks without bubblewrap: seccomp + private uid (root only). */
+static int setup_nobwrap(void **state) {
+    (void)state;
+    if (setup(state) != 0) return -1;
+    if (geteuid() != 0) {
+        fprintf(stderr, "not root: no seccomp+uid group\n");
+        return -1;
+    }
+    g_mech = SBX_MECH_SECCOMP | SBX_MECH_UID;
+    fprintf(stderr, "sandbox mechanism forced to seccomp+uid\n");
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stream_tail),
+        cmocka_unit_test(test_probe_and_trivial),
+        cmocka_unit_test(test_bad_interpreter),
+        cmocka_unit_test(test_network_blocked),
+        cmocka_unit_test(test_read_outside),
+        cmocka_unit_test(test_write_outside),
+        cmocka_unit_test(test_fork_bomb),
+        cmocka_unit_test(test_memory_10gb),
+        cmocka_unit_test(test_infinite_loop_cpu),
+        cmocka_unit_test(test_sleep_timeout),
+        cmocka_unit_test(test_kill_parent),
+        cmocka_unit_test(test_print_1gb),
+        cmocka_unit_test(test_background_child),
+        cmocka_unit_test(test_namespace_escape),
+        cmocka_unit_test(test_parallel),
+    };
+    const struct CMUnitTest nobwrap[] = {
+        cmocka_unit_test(test_network_blocked),
+        cmocka_unit_test(test_read_outside),
+        cmocka_unit_test(test_write_outside),
+        cmocka_unit_test(test_fork_bomb),
+        cmocka_unit_test(test_memory_10gb),
+        cmocka_unit_test(test_kill_parent),
+        cmocka_unit_test(test_background_child),
+        cmocka_unit_test(test_namespace_escape),
+    };
+    int rc = cmocka_run_group_tests_name("bubblewrap", tests, setup, NULL);
+    if (geteuid() == 0) rc |= cmocka_run_group_tests_name("seccomp+uid", nobwrap, setup_nobwrap, NULL);
+    return rc;
+}
