@@ -1,0 +1,498 @@
+/* score.c - scoring a run (eval.h): every answered, unscored response goes
+ * through its workload's evaluator and the label is stored.
+ *
+ *   workload      evaluator name      how
+ *   math          "math"              drift_eval_math
+ *   long_context  "longctx-f1"        drift_eval_long (opts->long_f1_threshold)
+ *   code          "code-pass@1"       drift_eval_code, opts->jobs threads
+ *   safety        drift_guard_name()  drift_guard_judge on batches
+ *   chat          drift_embedder_name() embeddings stored + a NONE score row
+ *                                     (so the answer is not embedded again)
+ *
+ * Plan per run: load_scored says which responses are pending (answered,
+ * no score yet; with opts->rescore, every answered one) and of which
+ * workload. Evaluators are opened only for workloads with pending work; one
+ * that is unavailable (DRIFT_ERR_UNSUPPORTED or a failed open/check) does not
+ * fail the run: its pending responses are counted in not_computable with the
+ * reason. Texts are then read in chunks of SCORE_CHUNK:
+ *   fast path   drift_store_unscored(evaluator NULL) in key order. Rows at or
+ *               before the last processed key are skipped, so a row that
+ *               could not be stored is never processed twice and the loop
+ *               ends when a chunk brings nothing new.
+ *   row path    when some pending workload is unavailable (its rows would
+ *               stay unscored and come back in every chunk) or on rescore:
+ *               drift_store_response_get per pending row.
+ * Scores of a chunk are stored in one transaction (drift_store_put_scores).
+ * Failed requests (error responses) are never scored. */
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "driftbench/eval.h"
+#include "util/util.h"
+
+#define SCORE_CHUNK 2048
+#define SCORE_GUARD_BATCH 64
+#define SCORE_EMBED_BATCH 64
+
+static const char *const EV_MATH = "math";
+static const char *const EV_LONG = "longctx-f1";
+static const char *const EV_CODE = "code-pass@1";
+
+void drift_score_opts_default(drift_score_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->long_f1_threshold = 0.5;
+    o->python = "/usr/bin/python3";
+}
+
+/* Evaluators opened for one scoring call. */
+typedef struct scorer {
+    const drift_score_opts *opts;
+    drift_store *st;
+    drift_score_summary *sum;
+    int avail[DRIFT_WL_COUNT];        /* 1 usable, 0 unavailable, -1 not opened yet */
+    drift_guard *guard;
+    drift_embedder *emb;
+    drift_code_opts code;
+    int jobs;
+    size_t done, total;
+    size_t stored[DRIFT_WL_COUNT];    /* scores stored for the current run */
+    size_t no_truth[DRIFT_WL_COUNT];  /* of which NONE: no ground truth */
+} scorer;
+
+/* Marks wl unavailable; reason = prefix + msg (the first reason is kept). */
+static void set_unavailable(scorer *s, drift_workload wl, const char *prefix, const char *msg) {
+    s->avail[wl] = 0;
+    if (!s->sum->reason[wl][0]) snprintf(s->sum->reason[wl], sizeof s->sum->reason[wl], "%s%s", prefix, msg);
+}
+
+/* Opens wl's evaluator on first use. */
+static int ensure_open(scorer *s, drift_workload wl) {
+    if (s->avail[wl] >= 0) return s->avail[wl];
+    drift_error e = {0};
+    s->avail[wl] = 1;
+    if (wl == DRIFT_WL_SAFETY) {
+        if (drift_guard_open(s->opts->guard_spec, &s->guard, &e) != DRIFT_OK || !s->guard)
+            set_unavailable(s, wl, "safety: no guard available: ", e.msg[0] ? e.msg : "no --guard given");
+    } else if (wl == DRIFT_WL_CHAT) {
+        if (drift_embedder_open(s->opts->embedder_spec, &s->emb, &e) != DRIFT_OK || !s->emb)
+            set_unavailable(s, wl, "chat: no embedder available: ", e.msg[0] ? e.msg : "no --embedder given");
+    } else if (wl == DRIFT_WL_CODE) {
+        char mech[128];
+        if (drift_sandbox_check(&s->code, mech, sizeof mech, &e) != DRIFT_OK)
+            set_unavailable(s, wl, "code: cannot run programs: ", e.msg[0] ? e.msg : "no sandbox");
+    }
+    return s->avail[wl];
+}
+
+/* One response to score and what became of it. */
+typedef struct item {
+    drift_response *r;
+    drift_prompt *p;
+    drift_eval_result res;
+    int stored;          /* res holds a score to store */
+    const char *evaluator;
+} item;
+
+static void eval_simple(scorer *s, item *it) {
+    drift_error e = {0};
+    if (it->p->workload == DRIFT_WL_MATH) {
+        drift_eval_math(it->r->text, it->p->reference_json, &it->res, &e);
+        it->evaluator = EV_MATH;
+    } else {
+        drift_eval_long(it->r->text, it->p->reference_json, s->opts->long_f1_threshold, &it->res, &e);
+        it->evaluator = EV_LONG;
+    }
+    it->stored = 1;
+}
+
+/* ---- code, in parallel ---- */
+typedef struct code_job {
+    scorer *s;
+    item **items;
+    size_t n;
+    size_t next;
+    int unsupported;
+    char why[256];
+    pthread_mutex_t mu;
+} code_job;
+
+static void *code_worker(void *arg) {
+    code_job *j = arg;
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        size_t i = j->next++;
+        int stop = j->unsupported;
+        pthread_mutex_unlock(&j->mu);
+        if (i >= j->n || stop) break;
+        item *it = j->items[i];
+        drift_error e = {0};
+        drift_status rc = drift_eval_code(it->r->text, it->p->reference_json, &j->s->code, &it->res, &e);
+        if (rc == DRIFT_ERR_UNSUPPORTED) {
+            drift_eval_result_clear(&it->res);
+            pthread_mutex_lock(&j->mu);
+            if (!j->unsupported) snprintf(j->why, sizeof j->why, "%s", e.msg);
+            j->unsupported = 1;
+            pthread_mutex_unlock(&j->mu);
+            continue;
+        }
+        if (rc != DRIFT_OK && it->res.label != DRIFT_LABEL_ERROR) {
+            /* an evaluator failure is an error label, never a fail */
+            drift_eval_result_clear(&it->res);
+            it->res.label = DRIFT_LABEL_ERROR;
+            it->res.value = NAN;
+            json_t *d = json_pack("{s:s, s:s}", "reason", "sandbox_error", "error", e.msg);
+            it->res.detail_json = d ? json_dumps(d, JSON_COMPACT) : NULL;
+            json_decref(d);
+        }
+        it->evaluator = EV_CODE;
+        it->stored = 1;
+    }
+    return NULL;
+}
+
+static void eval_code_batch(scorer *s, item **items, size_t n) {
+    if (n == 0) return;
+    code_job j = {.s = s, .items = items, .n = n};
+    pthread_mutex_init(&j.mu, NULL);
+    int nt = s->jobs < (int)n ? s->jobs : (int)n;
+    if (nt < 1) nt = 1;
+    pthread_t *th = calloc((size_t)nt, sizeof *th);
+    int started = 0;
+    for (int t = 0; th && t < nt; t++)
+        if (pthread_create(&th[t], NULL, code_worker, &j) == 0) started++;
+        else break;
+    if (started == 0) code_worker(&j);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    free(th);
+    pthread_mutex_destroy(&j.mu);
+    if (j.unsupported) {
+        set_unavailable(s, DRIFT_WL_CODE, "code: evaluator unavailable: ", j.why);
+    }
+}
+
+/* ---- safety, in guard batches ---- */
+static void eval_safety_batch(scorer *s, item **items, size_t n) {
+    for (size_t off = 0; off < n; off += SCORE_GUARD_BATCH) {
+        size_t m = n - off < SCORE_GUARD_BATCH ? n - off : SCORE_GUARD_BATCH;
+        if (!s->avail[DRIFT_WL_SAFETY]) continue;
+        const char *req[SCORE_GUARD_BATCH], *ans[SCORE_GUARD_BATCH];
+        drift_eval_result res[SCORE_GUARD_BATCH];
+        for (size_t i = 0; i < m; i++) {
+            req[i] = items[off + i]->p->input;
+            ans[i] = items[off + i]->r->text;
+        }
+        memset(res, 0, sizeof res);
+        drift_error e = {0};
+        if (drift_guard_judge(s->guard, req, ans, m, res, &e) != DRIFT_OK) {
+            for (size_t i = 0; i < m; i++) drift_eval_result_clear(&res[i]);
+            /* the guard itself failed (unreachable, ...): judge nothing more */
+            set_unavailable(s, DRIFT_WL_SAFETY, "safety: guard failed: ", e.msg);
+            continue;
+        }
+        for (size_t i = 0; i < m; i++) {
+            items[off + i]->res = res[i];
+            items[off + i]->evaluator = drift_guard_name(s->guard);
+            items[off + i]->stored = 1;
+        }
+    }
+}
+
+/* ---- chat: embeddings ---- */
+static drift_status eval_chat_batch(scorer *s, item **items, size_t n, drift_error *err) {
+    for (size_t off = 0; off < n; off += SCORE_EMBED_BATCH) {
+        size_t m = n - off < SCORE_EMBED_BATCH ? n - off : SCORE_EMBED_BATCH;
+        if (!s->avail[DRIFT_WL_CHAT]) continue;
+        const char *texts[SCORE_EMBED_BATCH];
+        for (size_t i = 0; i < m; i++) texts[i] = items[off + i]->r->text;
+        float *vecs = NULL;
+        int dim = 0;
+        drift_error e = {0};
+        if (drift_embedder_embed(s->emb, texts, m, &vecs, &dim, &e) != DRIFT_OK || !vecs || dim <= 0) {
+            free(vecs);
+            set_unavailable(s, DRIFT_WL_CHAT, "chat: embedder failed: ", e.msg);
+            continue;
+        }
+        const char *name = drift_embedder_name(s->emb);
+        for (size_t i = 0; i < m; i++) {
+            item *it = items[off + i];
+            drift_status rc = drift_store_put_embedding(s->st, it->r->id, name, vecs + i * (size_t)dim, dim, err);
+            if (rc != DRIFT_OK) {
+                free(vecs);
+                return rc;
+            }
+            memset(&it->res, 0, sizeof it->res);
+            it->res.label = DRIFT_LABEL_NONE;
+            it->res.value = NAN;
+            json_t *d = json_pack("{s:s, s:i}", "embedder", name, "dim", dim);
+            it->res.detail_json = d ? json_dumps(d, JSON_COMPACT) : NULL;
+            json_decref(d);
+            it->evaluator = name;
+            it->stored = 1;
+        }
+        free(vecs);
+    }
+    return DRIFT_OK;
+}
+
+/* Evaluates and stores one chunk of responses. */
+static drift_status process_chunk(scorer *s, drift_response *rs, drift_prompt *ps, size_t n, drift_error *err) {
+    item *items = calloc(n ? n : 1, sizeof *items);
+    item **by_wl[DRIFT_WL_COUNT];
+    size_t cnt[DRIFT_WL_COUNT] = {0};
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) by_wl[k] = calloc(n ? n : 1, sizeof(item *));
+    drift_score *sc = calloc(n ? n : 1, sizeof *sc);
+    drift_status rc = DRIFT_OK;
+    int oom = !items || !sc;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) oom |= !by_wl[k];
+    if (oom) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory scoring %zu responses", n);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        items[i].r = &rs[i];
+        items[i].p = &ps[i];
+        items[i].res.label = DRIFT_LABEL_NONE;
+        drift_workload wl = ps[i].workload;
+        if (rs[i].error || !rs[i].text || wl < 0 || wl >= DRIFT_WL_COUNT) continue;
+        if (!ensure_open(s, wl)) continue; /* counted as not computable at the end */
+        by_wl[wl][cnt[wl]++] = &items[i];
+    }
+    for (size_t i = 0; i < cnt[DRIFT_WL_MATH]; i++) eval_simple(s, by_wl[DRIFT_WL_MATH][i]);
+    for (size_t i = 0; i < cnt[DRIFT_WL_LONG]; i++) eval_simple(s, by_wl[DRIFT_WL_LONG][i]);
+    eval_code_batch(s, by_wl[DRIFT_WL_CODE], cnt[DRIFT_WL_CODE]);
+    eval_safety_batch(s, by_wl[DRIFT_WL_SAFETY], cnt[DRIFT_WL_SAFETY]);
+    rc = eval_chat_batch(s, by_wl[DRIFT_WL_CHAT], cnt[DRIFT_WL_CHAT], err);
+    if (rc) goto out;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        item *it = &items[i];
+        if (!it->stored) continue;
+        sc[m].response_id = it->r->id;
+        sc[m].evaluator = it->evaluator;
+        sc[m].label = it->res.label;
+        sc[m].value = it->res.value;
+        sc[m].detail_json = it->res.detail_json;
+        m++;
+    }
+    rc = drift_store_put_scores(s->st, sc, m, err);
+    if (rc == DRIFT_OK) {
+        for (size_t i = 0; i < n; i++) {
+            item *it = &items[i];
+            if (!it->stored) continue;
+            drift_workload wl = it->p->workload;
+            s->stored[wl]++;
+            if (it->res.label == DRIFT_LABEL_ERROR) s->sum->eval_errors[wl]++;
+            else if (it->res.label == DRIFT_LABEL_NONE && wl != DRIFT_WL_CHAT) s->no_truth[wl]++;
+            else s->sum->scored[wl]++;
+        }
+    }
+    s->done += n;
+    if (s->opts->progress) s->opts->progress(s->opts->progress_user, "score", s->done, s->total);
+out:
+    if (items)
+        for (size_t i = 0; i < n; i++) drift_eval_result_clear(&items[i].res);
+    free(items);
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) free(by_wl[k]);
+    free(sc);
+    return rc;
+}
+
+static int key_le(int64_t p, int r, int64_t lp, int lr) { return p < lp || (p == lp && r <= lr); }
+
+static void free_batch(drift_response *rs, drift_prompt *ps, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (rs) drift_response_free(&rs[i]);
+        if (ps) drift_prompt_free(&ps[i]);
+    }
+    free(rs);
+    free(ps);
+}
+
+/* Fast path: chunks of unscored responses in key order. Rows that got no
+ * score (their evaluator became unavailable) come back in later chunks and
+ * are skipped by key; once more than a chunk's worth has piled up, *fallback
+ * is set and the caller finishes on the row path after key (*last_p,*last_r). */
+static drift_status score_fast(scorer *s, int64_t run_id, int64_t *last_p, int *last_r, int *fallback,
+                               drift_error *err) {
+    size_t skipped = 0;
+    *last_p = INT64_MIN;
+    *last_r = -1;
+    *fallback = 0;
+    for (;;) {
+        if (skipped > SCORE_CHUNK) {
+            *fallback = 1;
+            return DRIFT_OK;
+        }
+        drift_response *rs = NULL;
+        drift_prompt *ps = NULL;
+        size_t n = 0;
+        drift_status rc = drift_store_unscored(s->st, run_id, NULL, SCORE_CHUNK + skipped, &rs, &ps, &n, err);
+        if (rc) return rc;
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (key_le(rs[i].prompt_rowid, rs[i].replicate, *last_p, *last_r)) {
+                drift_response_free(&rs[i]);
+                drift_prompt_free(&ps[i]);
+                continue;
+            }
+            if (w != i) {
+                rs[w] = rs[i];
+                ps[w] = ps[i];
+            }
+            w++;
+        }
+        if (w == 0) {
+            free(rs);
+            free(ps);
+            return DRIFT_OK;
+        }
+        *last_p = rs[w - 1].prompt_rowid;
+        *last_r = rs[w - 1].replicate;
+        size_t before = 0, after = 0;
+        for (int k = 0; k < DRIFT_WL_COUNT; k++) before += s->stored[k];
+        rc = process_chunk(s, rs, ps, w, err);
+        for (int k = 0; k < DRIFT_WL_COUNT; k++) after += s->stored[k];
+        skipped += w - (after - before);
+        free_batch(rs, ps, w);
+        if (rc) return rc;
+    }
+}
+
+/* Row path: the pending rows one by one (rescore, or unavailable workloads). */
+static drift_status score_rows(scorer *s, const drift_scored_set *set, const char *pending, drift_error *err) {
+    drift_response *rs = calloc(SCORE_CHUNK, sizeof *rs);
+    drift_prompt *ps = calloc(SCORE_CHUNK, sizeof *ps);
+    if (!rs || !ps) {
+        free(rs);
+        free(ps);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    size_t n = 0;
+    drift_status rc = DRIFT_OK;
+    for (size_t i = 0; i < set->n && !rc; i++) {
+        if (!pending[i]) continue;
+        drift_workload wl = set->rows[i].workload;
+        if (!ensure_open(s, wl)) continue;
+        rc = drift_store_response_get(s->st, set->rows[i].response_id, &rs[n], &ps[n], err);
+        if (rc) break;
+        if (++n == SCORE_CHUNK) {
+            rc = process_chunk(s, rs, ps, n, err);
+            for (size_t k = 0; k < n; k++) {
+                drift_response_free(&rs[k]);
+                drift_prompt_free(&ps[k]);
+            }
+            n = 0;
+        }
+    }
+    if (!rc && n) rc = process_chunk(s, rs, ps, n, err);
+    free_batch(rs, ps, n);
+    return rc;
+}
+
+static drift_status score_one_run(scorer *s, const drift_run_info *run, drift_error *err) {
+    drift_scored_set set;
+    drift_status rc = drift_store_load_scored(s->st, run->id, &set, err);
+    if (rc) return drift_error_prefix(err, "score %s: ", run->label);
+    char *pending = calloc(set.n ? set.n : 1, 1);
+    if (!pending) {
+        drift_scored_set_free(&set);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    size_t npend[DRIFT_WL_COUNT] = {0}, total = 0;
+    for (size_t i = 0; i < set.n; i++) {
+        const drift_scored *r = &set.rows[i];
+        if (r->is_error || r->workload < 0 || r->workload >= DRIFT_WL_COUNT) continue;
+        if (r->evaluator && !s->opts->rescore) {
+            s->sum->already[r->workload]++;
+            continue;
+        }
+        pending[i] = 1;
+        npend[r->workload]++;
+        total++;
+    }
+    s->total += total;
+    int all_avail = 1;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (npend[k] && !ensure_open(s, (drift_workload)k)) all_avail = 0;
+    memset(s->stored, 0, sizeof s->stored);
+    memset(s->no_truth, 0, sizeof s->no_truth);
+    if (total == 0) {
+        rc = DRIFT_OK;
+    } else if (all_avail && !s->opts->rescore) {
+        int64_t lp;
+        int lr, fallback;
+        rc = score_fast(s, run->id, &lp, &lr, &fallback, err);
+        if (!rc && fallback) {
+            for (size_t i = 0; i < set.n; i++)
+                if (pending[i] && key_le(set.rows[i].prompt_rowid, set.rows[i].replicate, lp, lr)) pending[i] = 0;
+            rc = score_rows(s, &set, pending, err);
+        }
+    } else {
+        rc = score_rows(s, &set, pending, err);
+    }
+    /* whatever is still without a label could not be computed */
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        size_t left = npend[k] > s->stored[k] ? npend[k] - s->stored[k] : 0;
+        s->sum->not_computable[k] += left + s->no_truth[k];
+        if (s->no_truth[k] && !s->sum->reason[k][0])
+            snprintf(s->sum->reason[k], sizeof s->sum->reason[k],
+                     "%s: %zu references have no ground truth (\"%s\")", drift_workload_name((drift_workload)k),
+                     s->no_truth[k], DRIFT_LONG_NO_GROUND_TRUTH);
+        if (left && !s->sum->reason[k][0])
+            snprintf(s->sum->reason[k], sizeof s->sum->reason[k], "%s: evaluator unavailable",
+                     drift_workload_name((drift_workload)k));
+    }
+    free(pending);
+    drift_scored_set_free(&set);
+    if (rc) drift_error_prefix(err, "score %s: ", run->label);
+    return rc;
+}
+
+/* See eval.h. Unavailable evaluators are reported in summary, not as an
+ * error; errors are store failures and running out of memory. */
+drift_status drift_score_run(drift_store *st, const char *label, const drift_score_opts *opts,
+                             drift_score_summary *summary, drift_error *err) {
+    drift_score_opts defaults;
+    if (!opts) {
+        drift_score_opts_default(&defaults);
+        opts = &defaults;
+    }
+    drift_score_summary local;
+    if (!summary) summary = &local;
+    memset(summary, 0, sizeof *summary);
+    if (!st) return drift_error_set(err, DRIFT_ERR_INVALID, "score needs a store");
+    scorer s = {.opts = opts, .st = st, .sum = summary};
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) s.avail[k] = -1;
+    s.avail[DRIFT_WL_MATH] = s.avail[DRIFT_WL_LONG] = 1;
+    drift_code_opts_default(&s.code);
+    if (opts->python) s.code.python = opts->python;
+    s.code.unsafe_exec = opts->unsafe_code_exec;
+    s.jobs = opts->jobs > 0 ? opts->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (s.jobs < 1) s.jobs = 1;
+
+    drift_run_info *runs = NULL;
+    size_t nruns = 0;
+    drift_status rc;
+    if (label) {
+        runs = calloc(1, sizeof *runs);
+        if (!runs) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        rc = drift_store_run_get(st, label, runs, err);
+        if (rc) {
+            free(runs);
+            return rc;
+        }
+        nruns = 1;
+    } else {
+        rc = drift_store_run_list(st, &runs, &nruns, err);
+        if (rc) return rc;
+    }
+    for (size_t i = 0; i < nruns && !rc; i++) rc = score_one_run(&s, &runs[i], err);
+    drift_run_info_array_free(runs, nruns);
+    if (s.guard) drift_guard_close(s.guard);
+    if (s.emb) drift_embedder_close(s.emb);
+    return rc;
+}
