@@ -247,4 +247,8 @@ float num_exp_fast(float x);
 drift_isa num_isa_resolve(drift_isa want);
 const char *num_isa_name(drift_isa isa);
 
+/* Test hook: 1 makes num_fast_matmul use its generic (lane-emulating C)
+ * path even where the SIMD path applies; the two must agree bit for bit. */
+extern int num_fast_generic_only;
+
 #endif
