@@ -72,6 +72,29 @@ DRIFT_API drift_status drift_monitor_run(const float *ref, size_t n_ref, const f
                                          const drift_monitor_opts *opts, drift_monitor_report *out,
                                          drift_error *err);
 
+/* ---- the embeddings of two stored runs ---- */
+struct drift_store;
+typedef struct drift_monitor_data {
+    float *ref;            /* n_ref x dim: embeddings of the baseline run's answers */
+    size_t n_ref;
+    float *cur;            /* n_cur x dim: embeddings of the target run's answers */
+    size_t n_cur;
+    int dim;
+    char embedder[512];    /* the embedder name the vectors come from */
+    size_t answered_ref;   /* answered responses of each run (with or without an embedding) */
+    size_t answered_cur;
+} drift_monitor_data;
+
+/* Loads the stored embeddings of every answered response (all workloads) of
+ * the runs labelled baseline and target. embedder: the stored embedder name
+ * ("embed:http://..."); NULL picks the one with the most embeddings in the
+ * two runs. No embedding at all is DRIFT_ERR_NOT_FOUND with a message that
+ * says to run `driftbench score --embedder ...`; vectors of different
+ * dimensions are DRIFT_ERR_MISMATCH. Free with drift_monitor_data_free. */
+DRIFT_API drift_status drift_monitor_load(struct drift_store *st, const char *baseline, const char *target,
+                                          const char *embedder, drift_monitor_data *out, drift_error *err);
+DRIFT_API void drift_monitor_data_free(drift_monitor_data *d);
+
 /* ---- building blocks (exported for tests and other analyses) ---- */
 /* ROC AUC of scores against 0/1 labels (label 1 = positive), ties counted
  * half (Mann-Whitney). NAN when a class is empty. */

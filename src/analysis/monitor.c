@@ -48,10 +48,12 @@
 #include "driftbench/monitor.h"
 
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "driftbench/store.h"
 #include "util/util.h"
 
 #define MON_RANDOM_AUC_DRAWS 100
@@ -533,4 +535,124 @@ drift_status drift_monitor_run(const float *ref, size_t n_ref, const float *cur,
     if (st != DRIFT_OK) return st;
     for (int m = 0; m < DRIFT_MON_COUNT; m++) out->alarms += out->r[m].drift ? 1 : 0;
     return DRIFT_OK;
+}
+
+/* ---- loading two runs' embeddings from the store ---- */
+
+void drift_monitor_data_free(drift_monitor_data *d) {
+    if (!d) return;
+    free(d->ref);
+    free(d->cur);
+    memset(d, 0, sizeof *d);
+}
+
+/* The embedder with the most vectors over the two runs' responses. */
+static drift_status mon_pick_embedder(drift_store *st, int64_t run_a, int64_t run_b, char *out, size_t cap,
+                                      drift_error *err) {
+    sqlite3 *db = drift_store_db(st);
+    sqlite3_stmt *q = NULL;
+    const char *sql = "SELECT e.embedder, COUNT(*) AS n FROM embeddings e JOIN responses r ON r.id = e.response_id "
+                      "WHERE r.run_id IN (?1, ?2) GROUP BY e.embedder ORDER BY n DESC, e.embedder LIMIT 1";
+    if (!db || sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return drift_error_set(err, DRIFT_ERR_STORE, "monitor: cannot list embedders: %s",
+                               db ? sqlite3_errmsg(db) : "no database");
+    sqlite3_bind_int64(q, 1, run_a);
+    sqlite3_bind_int64(q, 2, run_b);
+    int rc = sqlite3_step(q);
+    drift_status st_ = DRIFT_OK;
+    if (rc == SQLITE_ROW) {
+        snprintf(out, cap, "%s", (const char *)sqlite3_column_text(q, 0));
+    } else if (rc == SQLITE_DONE) {
+        out[0] = 0;
+    } else {
+        st_ = drift_error_set(err, DRIFT_ERR_STORE, "monitor: cannot list embedders: %s", sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(q);
+    return st_;
+}
+
+/* Appends the embeddings of run_id's answered responses to *vecs. */
+static drift_status mon_load_run(drift_store *st, int64_t run_id, const char *embedder, float **vecs, size_t *n,
+                                 int *dim, size_t *answered, drift_error *err) {
+    drift_scored_set set = {0};
+    drift_status s = drift_store_load_scored(st, run_id, &set, err);
+    if (s != DRIFT_OK) return s;
+    size_t cap = 0;
+    *n = 0;
+    *answered = 0;
+    for (size_t i = 0; i < set.n && s == DRIFT_OK; i++) {
+        if (set.rows[i].is_error) continue;
+        (*answered)++;
+        float *v = NULL;
+        int d = 0;
+        drift_error e2 = {0};
+        drift_status g = drift_store_get_embedding(st, set.rows[i].response_id, embedder, &v, &d, &e2);
+        if (g == DRIFT_ERR_NOT_FOUND) continue;
+        if (g != DRIFT_OK) {
+            if (err) *err = e2;
+            s = g;
+            break;
+        }
+        if (*dim == 0) *dim = d;
+        if (d != *dim) {
+            free(v);
+            s = drift_error_set(err, DRIFT_ERR_MISMATCH,
+                                "monitor: embedding of response %lld has %d dimensions, others have %d",
+                                (long long)set.rows[i].response_id, d, *dim);
+            break;
+        }
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            float *nv = realloc(*vecs, nc * (size_t)d * sizeof *nv);
+            if (!nv) {
+                free(v);
+                s = drift_error_set(err, DRIFT_ERR_NOMEM, "monitor: out of memory loading embeddings");
+                break;
+            }
+            *vecs = nv;
+            cap = nc;
+        }
+        memcpy(*vecs + *n * (size_t)d, v, (size_t)d * sizeof *v);
+        (*n)++;
+        free(v);
+    }
+    drift_scored_set_free(&set);
+    return s;
+}
+
+drift_status drift_monitor_load(drift_store *st, const char *baseline, const char *target, const char *embedder,
+                                drift_monitor_data *out, drift_error *err) {
+    if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "monitor: nothing to fill");
+    memset(out, 0, sizeof *out);
+    if (!st || !baseline || !target)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "monitor: need a store, a baseline and a target label");
+    drift_run_info a = {0}, b = {0};
+    drift_status s = drift_store_run_get(st, baseline, &a, err);
+    if (s != DRIFT_OK) return s;
+    s = drift_store_run_get(st, target, &b, err);
+    if (s != DRIFT_OK) {
+        drift_run_info_free(&a);
+        return s;
+    }
+    if (embedder && *embedder) snprintf(out->embedder, sizeof out->embedder, "%s", embedder);
+    else s = mon_pick_embedder(st, a.id, b.id, out->embedder, sizeof out->embedder, err);
+    if (s == DRIFT_OK && !out->embedder[0])
+        s = drift_error_set(err, DRIFT_ERR_NOT_FOUND,
+                            "no embeddings stored for runs '%s' and '%s'; run `driftbench score --embedder SPEC` "
+                            "on both first",
+                            baseline, target);
+    if (s == DRIFT_OK)
+        s = mon_load_run(st, a.id, out->embedder, &out->ref, &out->n_ref, &out->dim, &out->answered_ref, err);
+    if (s == DRIFT_OK)
+        s = mon_load_run(st, b.id, out->embedder, &out->cur, &out->n_cur, &out->dim, &out->answered_cur, err);
+    if (s == DRIFT_OK && (out->n_ref == 0 || out->n_cur == 0))
+        s = drift_error_set(err, DRIFT_ERR_NOT_FOUND,
+                            "embeddings by '%s': baseline '%s' has %zu for %zu answers, target '%s' has %zu for %zu "
+                            "answers; run `driftbench score --embedder SPEC` on both first",
+                            out->embedder, baseline, out->n_ref, out->answered_ref, target, out->n_cur,
+                            out->answered_cur);
+    drift_run_info_free(&a);
+    drift_run_info_free(&b);
+    if (s != DRIFT_OK) drift_monitor_data_free(out);
+    return s;
 }

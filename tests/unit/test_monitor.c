@@ -8,11 +8,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include <unistd.h>
+
 #include "driftbench/monitor.h"
+#include "driftbench/store.h"
 #include "util/util.h"
 
 static double gauss(drift_rng *r) {
@@ -219,6 +223,105 @@ static void test_bad_input(void **state) {
     assert_string_equal(drift_monitor_method_name(DRIFT_MON_MMD), "mmd");
 }
 
+/* Two runs of 6 chat prompts in a store; embeddings for the answered ones. */
+static void test_load_from_store(void **state) {
+    (void)state;
+    char path[] = "/tmp/drift_monitor_storeXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(path);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    if (drift_store_open(path, &st, &err) != DRIFT_OK) fail_msg("store: %s", err.msg);
+
+    drift_prompt pr[6];
+    char ids[6][8], inputs[6][16];
+    memset(pr, 0, sizeof pr);
+    for (int i = 0; i < 6; i++) {
+        snprintf(ids[i], sizeof ids[i], "c%d", i);
+        snprintf(inputs[i], sizeof inputs[i], "question %d", i);
+        pr[i].prompt_id = ids[i];
+        pr[i].workload = DRIFT_WL_CHAT;
+        pr[i].input = inputs[i];
+        pr[i].reference_json = (char *)"{}";
+        drift_hash_hex(inputs[i], strlen(inputs[i]), pr[i].hash = malloc(17));
+    }
+    drift_suite suite = {(char *)"t", (char *)"t", (char *)"builtin", pr, 6};
+    int64_t rowids[6];
+    if (drift_store_put_prompts(st, &suite, rowids, &err) != DRIFT_OK) fail_msg("prompts: %s", err.msg);
+
+    /* Before any embedding: a clear "run score --embedder" error. */
+    const char *labels[2] = {"base", "targ"};
+    int64_t run_ids[2];
+    for (int r = 0; r < 2; r++) {
+        drift_run_info info = {0};
+        info.label = (char *)labels[r];
+        info.target = (char *)"http://x/v1?model=m";
+        info.config_json = (char *)"{}";
+        info.decoding_json = (char *)"{}";
+        info.templates_json = (char *)"{}";
+        info.suites_json = (char *)"[]";
+        info.tool_version = (char *)"test";
+        int resumed = 0;
+        if (drift_store_run_begin(st, &info, &run_ids[r], &resumed, &err) != DRIFT_OK) fail_msg("run: %s", err.msg);
+        drift_response resp[6];
+        memset(resp, 0, sizeof resp);
+        for (int i = 0; i < 6; i++) {
+            resp[i].prompt_rowid = rowids[i];
+            resp[i].prompt_tokens = resp[i].completion_tokens = -1;
+            if (i == 5) resp[i].error = (char *)"HTTP 500"; /* a failed request: never loaded */
+            else resp[i].text = (char *)"an answer";
+        }
+        if (drift_store_put_responses(st, run_ids[r], resp, 6, &err) != DRIFT_OK) fail_msg("responses: %s", err.msg);
+    }
+    drift_monitor_data d;
+    assert_int_equal(drift_monitor_load(st, "base", "targ", NULL, &d, &err), DRIFT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "driftbench score --embedder"));
+    assert_int_equal(drift_monitor_load(st, "base", "nope", NULL, &d, &err), DRIFT_ERR_NOT_FOUND);
+
+    /* Embeddings: baseline rows at (i, 0, 0), target rows at (i, 1, 0); a
+     * second embedder with fewer vectors is not the one picked by default. */
+    for (int r = 0; r < 2; r++) {
+        drift_scored_set set = {0};
+        assert_int_equal(drift_store_load_scored(st, run_ids[r], &set, &err), DRIFT_OK);
+        assert_int_equal(set.n, 6);
+        for (size_t i = 0; i < set.n; i++) {
+            if (set.rows[i].is_error) continue;
+            float v[3] = {(float)i, (float)r, 0};
+            assert_int_equal(drift_store_put_embedding(st, set.rows[i].response_id, "embed:a", v, 3, &err), DRIFT_OK);
+            if (i == 0) assert_int_equal(drift_store_put_embedding(st, set.rows[i].response_id, "embed:b", v, 3, &err), DRIFT_OK);
+        }
+        drift_scored_set_free(&set);
+    }
+    assert_int_equal(drift_monitor_load(st, "base", "targ", NULL, &d, &err), DRIFT_OK);
+    assert_string_equal(d.embedder, "embed:a");
+    assert_int_equal(d.dim, 3);
+    assert_int_equal(d.n_ref, 5);
+    assert_int_equal(d.n_cur, 5);
+    assert_int_equal(d.answered_ref, 5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_true(d.ref[i * 3 + 1] == 0.0f);
+        assert_true(d.cur[i * 3 + 1] == 1.0f);
+    }
+    drift_monitor_report rep;
+    assert_int_equal(drift_monitor_run(d.ref, d.n_ref, d.cur, d.n_cur, d.dim, NULL, &rep, &err), DRIFT_OK);
+    assert_true(fabs(rep.r[DRIFT_MON_DISTANCE].score - 1.0) < 1e-12); /* means differ by (0,1,0) */
+    drift_monitor_data_free(&d);
+    assert_int_equal(drift_monitor_load(st, "base", "targ", "embed:b", &d, &err), DRIFT_OK);
+    assert_int_equal(d.n_ref, 1);
+    drift_monitor_data_free(&d);
+
+    for (int i = 0; i < 6; i++) free(pr[i].hash);
+    drift_store_close(st);
+    unlink(path);
+    char side[sizeof path + 8];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roc_auc_known),
@@ -231,6 +334,7 @@ int main(void) {
         cmocka_unit_test(test_separable_auc_one),
         cmocka_unit_test(test_cosine_distance_option),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_load_from_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
