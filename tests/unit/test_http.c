@@ -1,0 +1,866 @@
+/* test_http.c - the HTTP target against the real fake server
+ * (tests/server/fakeserver.c, started from $DRIFT_BUILD with fixture scripts
+ * from tests/data/fake/), one server per test, killed at the end of it.
+ * Covers: both APIs, usage, finish_reason, logprobs, request fields, every
+ * injected fault class (with /stats proving the retries happened), timing of
+ * Retry-After, concurrency, bad specs, unreachable servers, embeddings, and
+ * the reply parser directly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "driftbench/target.h"
+#include "engine/http_internal.h"
+#include "engine/target_impl.h"
+#include "util/util.h"
+
+/* ---------- fake server control ---------- */
+
+typedef struct server {
+    pid_t pid;
+    int port;
+    char url[256];
+} server;
+
+/* Servers started by the running test, killed by teardown even when an
+ * assertion failed half way (cmocka longjmps out of the test). */
+static pid_t live_pids[8];
+
+static void track_pid(pid_t pid, int add) {
+    for (int i = 0; i < 8; i++) {
+        if (add && live_pids[i] == 0) {
+            live_pids[i] = pid;
+            return;
+        }
+        if (!add && live_pids[i] == pid) {
+            live_pids[i] = 0;
+            return;
+        }
+    }
+}
+
+static int kill_servers(void **state) {
+    for (int i = 0; i < 8; i++) {
+        if (live_pids[i] > 0) {
+            kill(live_pids[i], SIGKILL);
+            waitpid(live_pids[i], NULL, 0);
+            live_pids[i] = 0;
+        }
+    }
+    return 0;
+}
+
+static const char *env_or(const char *name, const char *dflt) {
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+/* Starts fakeserver with tests/data/fake/<script> and extra args; asserts it reported a port. */
+static void server_start(server *s, const char *script, const char *extra1, const char *extra2) {
+    char bin[1024], path[1024];
+    snprintf(bin, sizeof bin, "%s/fakeserver", env_or("DRIFT_BUILD", "."));
+    snprintf(path, sizeof path, "%s/tests/data/fake/%s", env_or("DRIFT_SOURCE", DRIFT_SOURCE_DIR), script);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        const char *argv[12] = {bin, "--script", path, "--lifetime", "30", "--quiet"};
+        int a = 6;
+        if (extra1) argv[a++] = extra1;
+        if (extra2) argv[a++] = extra2;
+        argv[a] = NULL;
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[64] = "";
+    int port = 0;
+    if (!fgets(line, sizeof line, f) || sscanf(line, "PORT %d", &port) != 1) {
+        fprintf(stderr, "fakeserver (%s) did not report a port: '%s'\n", bin, line);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        fail();
+    }
+    fclose(f);
+    track_pid(pid, 1);
+    s->pid = pid;
+    s->port = port;
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/v1", port);
+}
+
+static void server_stop(server *s) {
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        waitpid(s->pid, NULL, 0);
+        track_pid(s->pid, 0);
+        s->pid = 0;
+    }
+}
+
+static size_t collect(char *p, size_t size, size_t n, void *user) {
+    buf_append(user, p, size * n);
+    return size * n;
+}
+
+/* GETs a path of the server; returns the body (caller frees). */
+static char *server_get(server *s, const char *path) {
+    char url[300];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", s->port, path);
+    CURL *e = curl_easy_init();
+    drift_buf b = {0};
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
+    CURLcode rc = curl_easy_perform(e);
+    curl_easy_cleanup(e);
+    assert_int_equal(rc, CURLE_OK);
+    return buf_steal(&b);
+}
+
+/* A counter of /stats: "faults.reset" style paths are one level deep. */
+static long server_stat(server *s, const char *key, const char *sub) {
+    char *body = server_get(s, "/stats");
+    json_t *j = json_loads(body, 0, NULL);
+    free(body);
+    assert_non_null(j);
+    json_t *v = json_object_get(j, key);
+    if (sub) v = json_object_get(v, sub);
+    long r = json_is_integer(v) ? (long)json_integer_value(v) : 0;
+    json_decref(j);
+    return r;
+}
+
+/* ---------- collecting results ---------- */
+
+typedef struct got {
+    int calls;
+    drift_gen_result r;
+} got;
+
+typedef struct sink {
+    got *g;
+    size_t n;
+    size_t order;
+    int stop_after; /* >0: ask to stop after this many callbacks */
+} sink;
+
+static int on_result(void *user, const drift_gen_request *req, drift_gen_result *res) {
+    sink *k = user;
+    assert_true(req->index < k->n);
+    got *g = &k->g[req->index];
+    g->calls++;
+    if (g->calls == 1) {
+        g->r = *res; /* take ownership of the strings */
+        res->text = res->finish_reason = res->logprobs_json = res->error = NULL;
+    }
+    k->order++;
+    return k->stop_after > 0 && (int)k->order >= k->stop_after;
+}
+
+static void sink_init(sink *k, size_t n) {
+    k->g = calloc(n, sizeof *k->g);
+    k->n = n;
+    k->order = 0;
+    k->stop_after = 0;
+}
+
+static void sink_free(sink *k) {
+    for (size_t i = 0; i < k->n; i++) drift_gen_result_clear(&k->g[i].r);
+    free(k->g);
+}
+
+static drift_target_opts fast_opts(void) {
+    drift_target_opts o;
+    drift_target_opts_default(&o);
+    o.api_key = NULL;
+    o.max_retries = 2;
+    o.backoff_base_s = 0.01;
+    o.backoff_max_s = 5;
+    o.read_timeout_s = 5;
+    o.connect_timeout_s = 2;
+    return o;
+}
+
+static drift_target *open_target(server *s, const char *query, const drift_target_opts *o) {
+    char spec[512];
+    snprintf(spec, sizeof spec, "%s?%s", s->url, query);
+    drift_target *t = NULL;
+    drift_error err = {0};
+    drift_status st = drift_target_open(spec, o, &t, &err);
+    if (st) fprintf(stderr, "open %s: %s\n", spec, err.msg);
+    assert_int_equal(st, DRIFT_OK);
+    return t;
+}
+
+/* Generates one prompt; fills *k (caller frees with sink_free). */
+static void gen_one(drift_target *t, const char *prompt, const drift_gen_params *p, sink *k) {
+    drift_gen_request rq = {.index = 0, .prompt = prompt, .replicate = 0};
+    sink_init(k, 1);
+    drift_error err = {0};
+    assert_int_equal(drift_target_generate(t, &rq, 1, p, on_result, k, &err), DRIFT_OK);
+    assert_int_equal(k->g[0].calls, 1);
+}
+
+static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
+
+/* ---------- tests: answers ---------- */
+
+static void test_completions_answer(void **state) {
+    server s;
+    server_start(&s, "basic.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    drift_target *t = open_target(&s, "model=m", &o);
+    assert_int_equal(drift_target_api(t), DRIFT_API_COMPLETIONS);
+    assert_string_equal(drift_target_config_json(t), "{\"model\":\"m\"}");
+    sink k;
+    gen_one(t, "What is 6*7? ANSWER=42.", NULL, &k);
+    drift_gen_result *r = &k.g[0].r;
+    assert_null(r->error);
+    assert_string_equal(r->text, "The answer is 42.\n#### 42");
+    assert_string_equal(r->finish_reason, "stop");
+    assert_int_equal(r->prompt_tokens, 4);     /* What| is| 6*7?| ANSWER=42. */
+    assert_int_equal(r->completion_tokens, 6); /* The| answer| is| 42.|\n####| 42 */
+    assert_int_equal(r->http_status, 200);
+    assert_int_equal(r->attempts, 1);
+    assert_true(r->latency_ms > 0 && r->latency_ms < 5000);
+    assert_null(r->logprobs_json);
+    sink_free(&k);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_chat_answer_and_length(void **state) {
+    server s;
+    server_start(&s, "basic.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    drift_target *t = open_target(&s, "model=m&api=chat", &o);
+    assert_int_equal(drift_target_api(t), DRIFT_API_CHAT);
+    sink k;
+    gen_one(t, "What is the capital of France?", NULL, &k);
+    assert_null(k.g[0].r.error);
+    assert_string_equal(k.g[0].r.text, "Paris is the capital of France.");
+    assert_string_equal(k.g[0].r.finish_reason, "stop");
+    assert_int_equal(k.g[0].r.completion_tokens, 6);
+    sink_free(&k);
+
+    drift_gen_params p;
+    drift_gen_params_default(&p);
+    p.max_tokens = 3;
+    gen_one(t, "count: LONG", &p, &k);
+    assert_string_equal(k.g[0].r.text, "one two three");
+    assert_string_equal(k.g[0].r.finish_reason, "length");
+    assert_int_equal(k.g[0].r.completion_tokens, 3);
+    sink_free(&k);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_request_fields(void **state) {
+    server s;
+    server_start(&s, "basic.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    const char *stops[] = {"\n\n", "END"};
+    for (int chat = 0; chat < 2; chat++) {
+        drift_target *t = open_target(&s, chat ? "model=my%20model&api=chat" : "model=my%20model", &o);
+        drift_gen_params p;
+        drift_gen_params_default(&p);
+        p.seed = 1000;
+        p.temperature = 0.7;
+        p.top_p = 0.9;
+        p.max_tokens = 77;
+        p.stop = stops;
+        p.n_stop = 2;
+        p.logprobs = 3;
+        p.top_k = 0;
+        drift_gen_request rq = {.index = 0, .prompt = "hello \"world\" ANSWER=1", .replicate = 5};
+        sink k;
+        sink_init(&k, 1);
+        assert_int_equal(drift_target_generate(t, &rq, 1, &p, on_result, &k, NULL), DRIFT_OK);
+        sink_free(&k);
+        char *last = server_get(&s, "/last");
+        json_t *j = json_loads(last, 0, NULL);
+        free(last);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "model")), "my model");
+        assert_int_equal(json_integer_value(json_object_get(j, "seed")), 1005);
+        assert_true(fabs(json_number_value(json_object_get(j, "temperature")) - 0.7) < 1e-12);
+        assert_true(fabs(json_number_value(json_object_get(j, "top_p")) - 0.9) < 1e-12);
+        assert_int_equal(json_integer_value(json_object_get(j, "max_tokens")), 77);
+        assert_null(json_object_get(j, "top_k"));
+        json_t *st = json_object_get(j, "stop");
+        assert_int_equal(json_array_size(st), 2);
+        assert_string_equal(json_string_value(json_array_get(st, 1)), "END");
+        if (chat) {
+            json_t *m = json_array_get(json_object_get(j, "messages"), 0);
+            assert_string_equal(json_string_value(json_object_get(m, "role")), "user");
+            assert_string_equal(json_string_value(json_object_get(m, "content")), "hello \"world\" ANSWER=1");
+            assert_true(json_is_true(json_object_get(j, "logprobs")));
+            assert_int_equal(json_integer_value(json_object_get(j, "top_logprobs")), 3);
+            assert_null(json_object_get(j, "prompt"));
+        } else {
+            assert_string_equal(json_string_value(json_object_get(j, "prompt")), "hello \"world\" ANSWER=1");
+            assert_int_equal(json_integer_value(json_object_get(j, "logprobs")), 3);
+            assert_null(json_object_get(j, "messages"));
+        }
+        json_decref(j);
+
+        /* top_k is sent only when > 0; logprobs only when asked */
+        p.top_k = 5;
+        p.logprobs = 0;
+        p.n_stop = 0;
+        sink_init(&k, 1);
+        assert_int_equal(drift_target_generate(t, &rq, 1, &p, on_result, &k, NULL), DRIFT_OK);
+        sink_free(&k);
+        last = server_get(&s, "/last");
+        j = json_loads(last, 0, NULL);
+        free(last);
+        assert_int_equal(json_integer_value(json_object_get(j, "top_k")), 5);
+        assert_null(json_object_get(j, "logprobs"));
+        assert_null(json_object_get(j, "top_logprobs"));
+        assert_null(json_object_get(j, "stop"));
+        json_decref(j);
+        drift_target_close(t);
+    }
+    server_stop(&s);
+}
+
+/* Checks the normalised logprobs of "The answer is 7.\n#### 7" with top 2. */
+static void check_logprobs(const char *lpj) {
+    assert_non_null(lpj);
+    json_t *a = json_loads(lpj, 0, NULL);
+    assert_non_null(a);
+    assert_int_equal(json_array_size(a), 6);
+    json_t *e0 = json_array_get(a, 0), *e3 = json_array_get(a, 3);
+    assert_string_equal(json_string_value(json_object_get(e0, "token")), "The");
+    assert_true(fabs(json_real_value(json_object_get(e0, "logprob")) + 0.01) < 1e-9);
+    assert_string_equal(json_string_value(json_object_get(e3, "token")), " 7.");
+    assert_true(fabs(json_real_value(json_object_get(e3, "logprob")) + 0.04) < 1e-9);
+    json_t *top = json_object_get(e3, "top");
+    assert_int_equal(json_array_size(top), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(top, 0), "token")), " 7.");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(top, 1), "token")), "<alt1>");
+    assert_true(fabs(json_real_value(json_object_get(json_array_get(top, 1), "logprob")) + 1.04) < 1e-9);
+    json_decref(a);
+}
+
+static void test_logprobs_both_apis(void **state) {
+    server s;
+    server_start(&s, "basic.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    drift_gen_params p;
+    drift_gen_params_default(&p);
+    p.logprobs = 2;
+    for (int chat = 0; chat < 2; chat++) {
+        drift_target *t = open_target(&s, chat ? "model=m&api=chat" : "model=m&api=completions", &o);
+        sink k;
+        gen_one(t, "ANSWER=7", &p, &k);
+        assert_null(k.g[0].r.error);
+        check_logprobs(k.g[0].r.logprobs_json);
+        sink_free(&k);
+        drift_target_close(t);
+    }
+    server_stop(&s);
+}
+
+/* ---------- tests: faults ---------- */
+
+static void test_retry_after_honoured(void **state) {
+    server s;
+    server_start(&s, "faults.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    drift_target *t = open_target(&s, "model=m", &o);
+    sink k;
+    double t0 = drift_now_ms();
+    gen_one(t, "RATE_SECONDS ANSWER=5", NULL, &k);
+    double el = drift_now_ms() - t0;
+    assert_null(k.g[0].r.error);
+    assert_string_equal(k.g[0].r.text, "The answer is 5.\n#### 5");
+    assert_int_equal(k.g[0].r.attempts, 2);
+    assert_true(el >= 1000.0); /* Retry-After: 1 */
+    assert_true(el < 3000.0);
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "statuses", "429"), 1);
+
+    /* Retry-After as an HTTP date two seconds ahead (1 s resolution): >= 1 s */
+    t0 = drift_now_ms();
+    gen_one(t, "RATE_DATE ANSWER=6", NULL, &k);
+    el = drift_now_ms() - t0;
+    assert_null(k.g[0].r.error);
+    assert_int_equal(k.g[0].r.attempts, 2);
+    assert_true(el >= 900.0);
+    assert_true(el < 4000.0);
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "statuses", "503"), 1);
+    drift_target_close(t);
+
+    /* backoff_max caps a Retry-After */
+    server_stop(&s);
+    server_start(&s, "faults.txt", NULL, NULL);
+    o.backoff_max_s = 0.05;
+    t = open_target(&s, "model=m", &o);
+    t0 = drift_now_ms();
+    gen_one(t, "RATE_SECONDS ANSWER=5", NULL, &k);
+    el = drift_now_ms() - t0;
+    assert_null(k.g[0].r.error);
+    assert_true(el < 800.0);
+    sink_free(&k);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_5xx_retried_then_ok(void **state) {
+    server s;
+    server_start(&s, "faults.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    drift_target *t = open_target(&s, "model=m", &o);
+    const char *prompts[] = {"FLAKY500 ANSWER=1", "FLAKY502 ANSWER=2", "FLAKY503 ANSWER=3", "FLAKY504 ANSWER=4"};
+    const int attempts[] = {3, 2, 2, 2};
+    for (int i = 0; i < 4; i++) {
+        sink k;
+        gen_one(t, prompts[i], NULL, &k);
+        assert_null(k.g[0].r.error);
+        assert_non_null(k.g[0].r.text);
+        assert_int_equal(k.g[0].r.text[14], '1' + i);
+        assert_int_equal(k.g[0].r.attempts, attempts[i]);
+        assert_int_equal(k.g[0].r.http_status, 200);
+        sink_free(&k);
+    }
+    assert_int_equal(server_stat(&s, "statuses", "500"), 2);
+    assert_int_equal(server_stat(&s, "statuses", "502"), 1);
+    assert_int_equal(server_stat(&s, "generate", NULL), 9);
+    assert_int_equal(server_stat(&s, "answers", NULL), 4);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_permanent_errors(void **state) {
+    server s;
+    server_start(&s, "faults.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    drift_target *t = open_target(&s, "model=m", &o);
+    sink k;
+
+    gen_one(t, "BROKEN ANSWER=1", NULL, &k);
+    assert_null(k.g[0].r.text);
+    assert_true(contains(k.g[0].r.error, "HTTP 500 after 3 attempts: "));
+    assert_true(contains(k.g[0].r.error, "injected fault: HTTP 500"));
+    assert_int_equal(k.g[0].r.http_status, 500);
+    assert_int_equal(k.g[0].r.attempts, 3);
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "statuses", "500"), 3);
+
+    gen_one(t, "BADREQ", NULL, &k); /* 400: not retried, the body's message */
+    assert_null(k.g[0].r.text);
+    assert_string_equal(k.g[0].r.error, "HTTP 400: injected fault: HTTP 400");
+    assert_int_equal(k.g[0].r.attempts, 1);
+    sink_free(&k);
+
+    gen_one(t, "ALWAYS_GARBLED", NULL, &k);
+    assert_null(k.g[0].r.text);
+    assert_true(contains(k.g[0].r.error, "malformed JSON reply"));
+    assert_int_equal(k.g[0].r.attempts, 3);
+    sink_free(&k);
+
+    gen_one(t, "GARBLED_ONCE ANSWER=3", NULL, &k);
+    assert_null(k.g[0].r.error);
+    assert_int_equal(k.g[0].r.attempts, 2);
+    sink_free(&k);
+
+    gen_one(t, "NOCHOICES", NULL, &k);
+    assert_null(k.g[0].r.text);
+    assert_true(contains(k.g[0].r.error, "reply has no choices"));
+    sink_free(&k);
+
+    gen_one(t, "HTMLPAGE", NULL, &k);
+    assert_null(k.g[0].r.text);
+    assert_true(contains(k.g[0].r.error, "unexpected content-type text/html"));
+    assert_int_equal(k.g[0].r.attempts, 1);
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "faults", "content_type"), 1);
+    assert_int_equal(server_stat(&s, "faults", "empty_choices"), 3);
+    assert_int_equal(server_stat(&s, "faults", "malformed"), 4);
+    drift_target_close(t);
+    server_stop(&s);
+
+    /* a wrong model name: the server's 404 message, no retry */
+    server_start(&s, "basic.txt", "--model", "served");
+    t = open_target(&s, "model=other", &o);
+    gen_one(t, "hi", NULL, &k);
+    assert_true(contains(k.g[0].r.error, "HTTP 404: The model `other` does not exist."));
+    assert_int_equal(k.g[0].r.attempts, 1);
+    sink_free(&k);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_timeout(void **state) {
+    server s;
+    server_start(&s, "faults.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    o.read_timeout_s = 0.3;
+    o.max_retries = 1;
+    drift_target *t = open_target(&s, "model=m", &o);
+    sink k;
+    double t0 = drift_now_ms();
+    gen_one(t, "SLOW ANSWER=1", NULL, &k);
+    double el = drift_now_ms() - t0;
+    assert_null(k.g[0].r.text);
+    assert_true(contains(k.g[0].r.error, "timeout after 0.3 s"));
+    assert_int_equal(k.g[0].r.attempts, 2);
+    assert_true(el >= 600.0 && el < 2500.0);
+    sink_free(&k);
+    /* the target still works afterwards */
+    gen_one(t, "ANSWER=8", NULL, &k);
+    assert_string_equal(k.g[0].r.text, "The answer is 8.\n#### 8");
+    sink_free(&k);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_reset_mid_body(void **state) {
+    server s;
+    server_start(&s, "faults.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    drift_target *t = open_target(&s, "model=m", &o);
+    sink k;
+    gen_one(t, "RESET_ONCE ANSWER=9", NULL, &k);
+    assert_null(k.g[0].r.error);
+    assert_string_equal(k.g[0].r.text, "The answer is 9.\n#### 9");
+    assert_int_equal(k.g[0].r.attempts, 2);
+    sink_free(&k);
+    gen_one(t, "RESET_ALWAYS", NULL, &k);
+    assert_null(k.g[0].r.text);
+    assert_true(contains(k.g[0].r.error, "transfer failed"));
+    assert_true(contains(k.g[0].r.error, "(3 attempts)"));
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "faults", "reset"), 4);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_request_numbered_faults(void **state) {
+    server s;
+    server_start(&s, "numbered.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    o.concurrency = 1;
+    drift_target *t = open_target(&s, "model=m", &o);
+    drift_gen_request rq[3] = {{0, "ANSWER=10", 0}, {1, "ANSWER=11", 0}, {2, "ANSWER=12", 0}};
+    sink k;
+    sink_init(&k, 3);
+    assert_int_equal(drift_target_generate(t, rq, 3, NULL, on_result, &k, NULL), DRIFT_OK);
+    assert_string_equal(k.g[0].r.text, "#### 10");
+    assert_int_equal(k.g[0].r.attempts, 1);
+    assert_string_equal(k.g[1].r.text, "#### 11");
+    assert_int_equal(k.g[1].r.attempts, 3); /* #2 -> 500, #3 -> 503, #4 ok */
+    assert_string_equal(k.g[2].r.text, "#### 12");
+    assert_int_equal(k.g[2].r.attempts, 1);
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "generate", NULL), 5);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+/* ---------- tests: concurrency, cancel, bad input ---------- */
+
+static void test_concurrency_each_once(void **state) {
+    server s;
+    server_start(&s, "faults.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    o.concurrency = 16;
+    drift_target *t = open_target(&s, "model=m", &o);
+    enum { N = 300 };
+    drift_gen_request *rq = calloc(N, sizeof *rq);
+    char **prompts = calloc(N, sizeof *prompts);
+    for (size_t i = 0; i < N; i++) {
+        /* a few requests hit faults that recover, so retries interleave */
+        prompts[i] = drift_asprintf("%s Q%zu ANSWER=%zu", i == 17 ? "RESET_ONCE" : i == 99 ? "FLAKY503" : "", i, i * 3);
+        rq[i].index = i;
+        rq[i].prompt = prompts[i];
+    }
+    sink k;
+    sink_init(&k, N);
+    assert_int_equal(drift_target_generate(t, rq, N, NULL, on_result, &k, NULL), DRIFT_OK);
+    assert_int_equal(k.order, N);
+    for (size_t i = 0; i < N; i++) {
+        assert_int_equal(k.g[i].calls, 1);
+        assert_null(k.g[i].r.error);
+        char want[64];
+        snprintf(want, sizeof want, "#### %zu", i * 3);
+        assert_true(contains(k.g[i].r.text, want));
+    }
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "generate", NULL), N + 2);
+    /* a second batch on the same target reuses the pool */
+    sink_init(&k, 10);
+    assert_int_equal(drift_target_generate(t, rq, 10, NULL, on_result, &k, NULL), DRIFT_OK);
+    for (size_t i = 0; i < 10; i++) assert_int_equal(k.g[i].calls, 1);
+    sink_free(&k);
+    for (size_t i = 0; i < N; i++) free(prompts[i]);
+    free(prompts);
+    free(rq);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_cancel_and_bad_prompt(void **state) {
+    server s;
+    server_start(&s, "basic.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    o.concurrency = 4;
+    drift_target *t = open_target(&s, "model=m", &o);
+    drift_gen_request rq[20];
+    for (int i = 0; i < 20; i++) rq[i] = (drift_gen_request){(size_t)i, "ANSWER=1", 0};
+    sink k;
+    sink_init(&k, 20);
+    k.stop_after = 3;
+    drift_error err = {0};
+    assert_int_equal(drift_target_generate(t, rq, 20, NULL, on_result, &k, &err), DRIFT_ERR_CANCELLED);
+    assert_int_equal(k.order, 3);
+    sink_free(&k);
+
+    /* an invalid UTF-8 prompt is an error result; the others are answered */
+    rq[1].prompt = "bad \xff\xfe utf8";
+    sink_init(&k, 3);
+    assert_int_equal(drift_target_generate(t, rq, 3, NULL, on_result, &k, &err), DRIFT_OK);
+    assert_null(k.g[0].r.error);
+    assert_true(contains(k.g[1].r.error, "not valid UTF-8"));
+    assert_null(k.g[1].r.text);
+    assert_null(k.g[2].r.error);
+    for (int i = 0; i < 3; i++) assert_int_equal(k.g[i].calls, 1);
+    sink_free(&k);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_bad_specs(void **state) {
+    const char *bad[] = {
+        "http://127.0.0.1:8000/v1",                   /* no model */
+        "http://127.0.0.1:8000/v1?model=",            /* empty model */
+        "http://127.0.0.1:99999/v1?model=m",          /* bad port */
+        "http://127.0.0.1:abc/v1?model=m",            /* bad port */
+        "ftp://127.0.0.1:8000/v1?model=m",            /* unknown scheme */
+        "127.0.0.1:8000/v1?model=m",                  /* no scheme */
+        "http://127.0.0.1:8000/v1?model=m&foo=1",     /* unknown parameter */
+        "http://127.0.0.1:8000/v1?model=m&api=json",  /* bad api */
+        "http://127.0.0.1:8000/v1?model=m&model=n",   /* repeated */
+        "http://127.0.0.1:8000/v1?model=m&api",       /* no value */
+        "http://:8000/v1?model=m",                    /* no host */
+        "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        drift_target *t = (drift_target *)1;
+        drift_error err = {0};
+        drift_status st = drift_target_open(bad[i], NULL, &t, &err);
+        if (st != DRIFT_ERR_INVALID) fprintf(stderr, "spec '%s' gave %d: %s\n", bad[i], st, err.msg);
+        assert_int_equal(st, DRIFT_ERR_INVALID);
+        assert_null(t);
+        assert_true(err.msg[0] != '\0');
+    }
+    drift_error err = {0};
+    drift_target *t = NULL;
+    drift_target_open("http://127.0.0.1:8000/v1?model=m&foo=1", NULL, &t, &err);
+    assert_true(contains(err.msg, "unknown parameter 'foo'"));
+    drift_target_open("http://127.0.0.1:8000/v1", NULL, &t, &err);
+    assert_true(contains(err.msg, "no model"));
+    drift_target_open("gopher://x?model=m", NULL, &t, &err);
+    assert_true(contains(err.msg, "gopher://x?model=m"));
+    drift_target_opts o = fast_opts();
+    o.concurrency = 0;
+    assert_int_equal(drift_target_open("http://127.0.0.1:8000/v1?model=m", &o, &t, &err), DRIFT_ERR_INVALID);
+
+    /* embedded targets: unsupported until the engine is linked in */
+    drift_status st = drift_target_open("embedded:/nonexistent.gguf", NULL, &t, &err);
+    if (!drift_embedded_target_open) {
+        assert_int_equal(st, DRIFT_ERR_UNSUPPORTED);
+        assert_true(contains(err.msg, "not built"));
+    } else {
+        assert_int_not_equal(st, DRIFT_OK);
+    }
+
+    /* good specs: path default, https, api spelled out */
+    const char *good[] = {"http://127.0.0.1:8000?model=m", "https://example.invalid/v1/?model=a%2Fb&api=chat",
+                          "http://localhost:1/v1?api=completions&model=m&embed_model=e"};
+    for (size_t i = 0; i < 3; i++) {
+        st = drift_target_open(good[i], NULL, &t, &err);
+        if (st) fprintf(stderr, "%s: %s\n", good[i], err.msg);
+        assert_int_equal(st, DRIFT_OK);
+        assert_string_equal(drift_target_spec(t), good[i]);
+        drift_target_close(t);
+    }
+}
+
+static void test_unreachable(void **state) {
+    /* a port that was just bound and closed: connection refused */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    socklen_t sl = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    close(fd);
+    char spec[128];
+    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=m", ntohs(sa.sin_port));
+    drift_target_opts o = fast_opts();
+    drift_target *t = NULL;
+    assert_int_equal(drift_target_open(spec, &o, &t, NULL), DRIFT_OK);
+    drift_gen_request rq[5];
+    for (int i = 0; i < 5; i++) rq[i] = (drift_gen_request){(size_t)i, "ANSWER=1", 0};
+    sink k;
+    sink_init(&k, 5);
+    double t0 = drift_now_ms();
+    assert_int_equal(drift_target_generate(t, rq, 5, NULL, on_result, &k, NULL), DRIFT_OK);
+    assert_true(drift_now_ms() - t0 < 2000.0);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(k.g[i].calls, 1);
+        assert_null(k.g[i].r.text);
+        assert_true(contains(k.g[i].r.error, "connection failed"));
+        assert_int_equal(k.g[i].r.attempts, 3);
+        assert_int_equal(k.g[i].r.http_status, 0);
+    }
+    sink_free(&k);
+    float *v = NULL;
+    int dim = 0;
+    drift_error err = {0};
+    const char *texts[] = {"x"};
+    assert_int_equal(drift_target_embed(t, texts, 1, &v, &dim, &err), DRIFT_ERR_HTTP);
+    assert_null(v);
+    assert_true(contains(err.msg, "connection failed"));
+    drift_target_close(t);
+}
+
+static void test_embed(void **state) {
+    server s;
+    server_start(&s, "basic.txt", NULL, NULL);
+    drift_target_opts o = fast_opts();
+    drift_target *t = open_target(&s, "model=m&api=chat&embed_model=e", &o);
+    enum { N = 150 }; /* more than one batch */
+    const char *texts[N];
+    for (int i = 0; i < N; i++) texts[i] = (i % 3 == 0) ? "a b a" : (i % 3 == 1) ? "c" : "The cat sat on the mat";
+    float *v = NULL;
+    int dim = 0;
+    drift_error err = {0};
+    assert_int_equal(drift_target_embed(t, texts, N, &v, &dim, &err), DRIFT_OK);
+    assert_int_equal(dim, 16);
+    for (int i = 0; i < N; i++) {
+        double sum = 0, mx = 0;
+        for (int j = 0; j < dim; j++) {
+            sum += v[i * dim + j];
+            if (v[i * dim + j] > mx) mx = v[i * dim + j];
+        }
+        assert_true(fabs(sum - (i % 3 == 0 ? 3 : i % 3 == 1 ? 1 : 6)) < 1e-6);
+        if (i % 3 == 0) assert_true(fabs(mx - 2.0) < 1e-6);
+        if (i >= 3) assert_memory_equal(v + i * dim, v + (i - 3) * dim, (size_t)dim * sizeof *v);
+    }
+    free(v);
+    assert_int_equal(server_stat(&s, "embeddings", NULL), 3);
+    char *last_model = NULL;
+    (void)last_model;
+    /* generation still works on the same target after embedding */
+    sink k;
+    gen_one(t, "ANSWER=2", NULL, &k);
+    assert_string_equal(k.g[0].r.text, "The answer is 2.\n#### 2");
+    sink_free(&k);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+/* ---------- tests: the parser alone ---------- */
+
+static void test_parse_reply_shapes(void **state) {
+    drift_gen_result r = {0};
+    drift_error err = {0};
+    const char *c1 = "{\"choices\":[{\"text\":\" 42\",\"finish_reason\":\"length\",\"logprobs\":{\"tokens\":[\" 4\",\"2\"],"
+                     "\"token_logprobs\":[null,-0.5],\"top_logprobs\":[null,{\"3\":-2.0,\"2\":-0.5,\"x\":-1}]}}],"
+                     "\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2}}";
+    assert_int_equal(drift_http_parse_reply(DRIFT_API_COMPLETIONS, c1, strlen(c1), &r, &err), DRIFT_OK);
+    assert_string_equal(r.text, " 42");
+    assert_string_equal(r.finish_reason, "length");
+    assert_int_equal(r.prompt_tokens, 10);
+    assert_int_equal(r.completion_tokens, 2);
+    assert_string_equal(r.logprobs_json,
+                        "[{\"token\":\" 4\",\"logprob\":null,\"top\":[]},{\"token\":\"2\",\"logprob\":-0.5,\"top\":"
+                        "[{\"token\":\"2\",\"logprob\":-0.5},{\"token\":\"x\",\"logprob\":-1.0},{\"token\":\"3\","
+                        "\"logprob\":-2.0}]}]");
+    drift_gen_result_clear(&r);
+
+    const char *c2 = "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":null}}]}";
+    assert_int_equal(drift_http_parse_reply(DRIFT_API_CHAT, c2, strlen(c2), &r, &err), DRIFT_OK);
+    assert_string_equal(r.text, "");
+    assert_null(r.finish_reason);
+    assert_int_equal(r.prompt_tokens, -1);
+    drift_gen_result_clear(&r);
+
+    const struct {
+        const char *body;
+        const char *msg;
+    } bad[] = {
+        {"", "empty reply"},
+        {"{\"choices\":[", "malformed JSON reply"},
+        {"[1]", "not an object"},
+        {"{\"choices\":[]}", "reply has no choices"},
+        {"{\"error\":{\"message\":\"overloaded\"}}", "overloaded"},
+        {"{\"choices\":[{\"text\":5}]}", "not a string"},
+        {"{\"choices\":[{\"index\":0}]}", "has no text"},
+        {"{\"choices\":[{\"text\":\"a\",\"logprobs\":{\"tokens\":[\"a\"],\"token_logprobs\":[]}}]}", "differ"},
+        {"{\"choices\":[{\"message\":{\"content\":\"a\"},\"logprobs\":{\"content\":[{\"token\":1}]}}]}", "content[0]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        drift_api api = strstr(bad[i].body, "message") ? DRIFT_API_CHAT : DRIFT_API_COMPLETIONS;
+        drift_status st = drift_http_parse_reply(api, bad[i].body, strlen(bad[i].body), &r, &err);
+        if (st == DRIFT_OK || !strstr(err.msg, bad[i].msg))
+            fprintf(stderr, "body %zu: st %d msg '%s' (want '%s')\n", i, st, err.msg, bad[i].msg);
+        assert_int_equal(st, DRIFT_ERR_PARSE);
+        assert_true(contains(err.msg, bad[i].msg));
+        assert_null(r.text);
+        assert_null(r.logprobs_json);
+    }
+
+    char msg[256];
+    drift_http_error_message("{\"detail\":\"Not Found\"}", 22, msg, sizeof msg);
+    assert_string_equal(msg, "Not Found");
+    drift_http_error_message("<html>\n<b>bad gateway</b>", 25, msg, sizeof msg);
+    assert_string_equal(msg, "<html> <b>bad gateway</b>");
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_parse_reply_shapes, kill_servers),
+        cmocka_unit_test_teardown(test_bad_specs, kill_servers),
+        cmocka_unit_test_teardown(test_completions_answer, kill_servers),
+        cmocka_unit_test_teardown(test_chat_answer_and_length, kill_servers),
+        cmocka_unit_test_teardown(test_request_fields, kill_servers),
+        cmocka_unit_test_teardown(test_logprobs_both_apis, kill_servers),
+        cmocka_unit_test_teardown(test_retry_after_honoured, kill_servers),
+        cmocka_unit_test_teardown(test_5xx_retried_then_ok, kill_servers),
+        cmocka_unit_test_teardown(test_permanent_errors, kill_servers),
+        cmocka_unit_test_teardown(test_timeout, kill_servers),
+        cmocka_unit_test_teardown(test_reset_mid_body, kill_servers),
+        cmocka_unit_test_teardown(test_request_numbered_faults, kill_servers),
+        cmocka_unit_test_teardown(test_concurrency_each_once, kill_servers),
+        cmocka_unit_test_teardown(test_cancel_and_bad_prompt, kill_servers),
+        cmocka_unit_test_teardown(test_unreachable, kill_servers),
+        cmocka_unit_test_teardown(test_embed, kill_servers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
