@@ -59,6 +59,8 @@ typedef struct drift_code_opts {
     double cpu_s;             /* RLIMIT_CPU; default 10 */
     long mem_mb;              /* RLIMIT_AS; default 1024 */
     int unsafe_exec;          /* allow running without isolation (explicit opt-in) */
+    int site_packages;        /* 1: let the interpreter load site-packages (third-party
+                                 modules, .pth hooks); default 0 runs python -I -S */
 } drift_code_opts;
 
 DRIFT_API void drift_code_opts_default(drift_code_opts *o);
@@ -68,9 +70,13 @@ DRIFT_API void drift_code_opts_default(drift_code_opts *o);
 DRIFT_API drift_status drift_sandbox_check(const drift_code_opts *o, char *mechanism, size_t cap,
                                            drift_error *err);
 /* Extracts the program from the answer, runs it with the reference's tests.
+ * reference_json: {"prompt":..,"test" (or "test_cases"):..,"entry_point":..}.
  * PASS / FAIL with detail {"reason":"passed|failed_test|syntax_error|timeout|killed",...};
  * a sandbox failure is DRIFT_LABEL_ERROR with reason "sandbox_error".
- * Thread-safe: score calls it from several threads. */
+ * Returns DRIFT_OK whenever out holds a label (sandbox_error included);
+ * DRIFT_ERR_PARSE for a bad reference, DRIFT_ERR_SANDBOX when no isolation
+ * works and o->unsafe_exec is 0 (out->label is then DRIFT_LABEL_ERROR).
+ * o may be NULL (defaults). Thread-safe: score calls it from several threads. */
 DRIFT_API drift_status drift_eval_code(const char *answer, const char *reference_json, const drift_code_opts *o,
                                        drift_eval_result *out, drift_error *err);
 

@@ -293,12 +293,13 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     char stdin_line[48];
     snprintf(stdin_line, sizeof stdin_line, "%s\n", nonce);
 
-    static const char *const args[] = {"-I", "-c", RUNNER, NULL};
+    static const char *const args_s[] = {"-I", "-S", "-c", RUNNER, NULL};
+    static const char *const args_site[] = {"-I", "-c", RUNNER, NULL};
     sbx_file file = {"solution.py", program, strlen(program)};
     sbx_spec s;
     memset(&s, 0, sizeof s);
     s.python = python;
-    s.args = args;
+    s.args = o->site_packages ? args_site : args_s;
     s.files = &file;
     s.n_files = 1;
     s.stdin_data = stdin_line;

@@ -1,0 +1,286 @@
+/* test_code.c - the code evaluator: extraction rules, verdict reasons, and
+ * the paper's HumanEval set (humaneval_prompts.jsonl): every canonical
+ * solution passes; mutated solutions fail (body deleted -> failed_test,
+ * `return` -> `return None and` -> failed_test, an unclosed parenthesis ->
+ * syntax_error). Runs on 2 threads. Under sanitizers (DRIFT_SANITIZE build
+ * or DRIFT_SANITIZED in the environment) every 4th problem only. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/eval.h"
+#include "util/util.h"
+
+/* ---- helpers ---- */
+
+static const char *REF_ADD =
+    "{\"prompt\":\"import math\\n\\ndef add(a: int, b: int) -> int:\\n    \\\"\\\"\\\"Add two numbers.\\\"\\\"\\\"\\n\","
+    "\"test\":\"def check(candidate):\\n    assert candidate(2, 3) == 5\\n    assert candidate(-1, 1) == 0\\n\","
+    "\"entry_point\":\"add\"}";
+
+/* Evaluates and returns the reason (static buffer); label in *label. */
+static const char *eval_reason(const char *answer, const char *ref, double timeout_s, int *label, json_t **detail) {
+    static __thread char reason[64];
+    drift_code_opts o;
+    drift_code_opts_default(&o);
+    if (timeout_s > 0) o.timeout_s = timeout_s;
+    drift_eval_result r;
+    drift_error err = {0};
+    drift_status st = drift_eval_code(answer, ref, &o, &r, &err);
+    if (st != DRIFT_OK) {
+        fprintf(stderr, "drift_eval_code: %s\n", err.msg);
+        snprintf(reason, sizeof reason, "status %d", (int)st);
+        *label = r.label;
+        drift_eval_result_clear(&r);
+        return reason;
+    }
+    json_t *d = json_loads(r.detail_json, 0, NULL);
+    snprintf(reason, sizeof reason, "%s", d ? json_string_value(json_object_get(d, "reason")) : "bad detail");
+    *label = r.label;
+    if (detail) *detail = d;
+    else json_decref(d);
+    free(r.detail_json);
+    return reason;
+}
+
+static void expect(const char *answer, const char *ref, const char *want_reason, int want_label) {
+    int label;
+    json_t *d = NULL;
+    const char *reason = eval_reason(answer, ref, 5, &label, &d);
+    if (strcmp(reason, want_reason) != 0 || label != want_label) {
+        char *s = d ? json_dumps(d, JSON_INDENT(1)) : NULL;
+        fprintf(stderr, "answer:\n%s\n-> %s (label %d), want %s; detail %s\n", answer, reason, label, want_reason,
+                s ? s : "-");
+        free(s);
+    }
+    json_decref(d);
+    assert_string_equal(reason, want_reason);
+    assert_int_equal(label, want_label);
+}
+
+/* ---- extraction and reasons ---- */
+
+static void test_sandbox_check(void **state) {
+    (void)state;
+    drift_code_opts o;
+    drift_code_opts_default(&o);
+    assert_string_equal(o.python, "/usr/bin/python3");
+    char mech[64];
+    drift_error err = {0};
+    assert_int_equal(drift_sandbox_check(&o, mech, sizeof mech, &err), DRIFT_OK);
+    assert_true(strlen(mech) > 0);
+    fprintf(stderr, "sandbox: %s\n", mech);
+    o.python = "/no/such/python";
+    assert_int_equal(drift_sandbox_check(&o, mech, sizeof mech, &err), DRIFT_ERR_SANDBOX);
+}
+
+static void test_continuation(void **state) {
+    (void)state;
+    expect("    return a + b\n", REF_ADD, "passed", DRIFT_LABEL_PASS);
+    expect("    return a - b\n", REF_ADD, "failed_test", DRIFT_LABEL_FAIL);
+    /* the prompt's import is available to a continuation */
+    expect("    return int(math.fsum([a, b]))\n", REF_ADD, "passed", DRIFT_LABEL_PASS);
+}
+
+static void test_standalone_and_fences(void **state) {
+    (void)state;
+    /* a full definition, fenced, after prose */
+    expect("Here is the solution:\n```python\ndef add(a, b):\n    return b + a\n```\nIt adds.", REF_ADD, "passed",
+           DRIFT_LABEL_PASS);
+    /* the block that defines the entry point wins over an earlier example */
+    expect("Usage:\n```python\nprint(add(1, 2))\n```\nCode:\n```python\ndef add(a, b):\n    return a + b\n```\n",
+           REF_ADD, "passed", DRIFT_LABEL_PASS);
+    /* a fenced body is a continuation */
+    expect("```\n    return a + b\n```", REF_ADD, "passed", DRIFT_LABEL_PASS);
+    /* other languages are not Python */
+    expect("```bash\nrm -rf /\n```\n```py\ndef add(a, b):\n    return a + b\n```", REF_ADD, "passed",
+           DRIFT_LABEL_PASS);
+    /* an unclosed fence takes the rest */
+    expect("```python\ndef add(a, b):\n    return a + b\n", REF_ADD, "passed", DRIFT_LABEL_PASS);
+    /* standalone keeps the prompt's imports */
+    expect("def add(a, b):\n    return math.floor(a) + b\n", REF_ADD, "passed", DRIFT_LABEL_PASS);
+    /* detail carries the extraction rule and a program hash */
+    int label;
+    json_t *d = NULL;
+    eval_reason("```python\ndef add(a, b):\n    return a + b\n```", REF_ADD, 5, &label, &d);
+    assert_non_null(d);
+    assert_string_equal(json_string_value(json_object_get(d, "extraction")), "fenced");
+    assert_string_equal(json_string_value(json_object_get(d, "mode")), "standalone");
+    assert_int_equal(strlen(json_string_value(json_object_get(d, "program_hash"))), 16);
+    json_decref(d);
+}
+
+static void test_reasons(void **state) {
+    (void)state;
+    expect("    return (a +\n", REF_ADD, "syntax_error", DRIFT_LABEL_FAIL);
+    expect("  return a + b\n      x = 1\n", REF_ADD, "syntax_error", DRIFT_LABEL_FAIL);
+    expect("    raise ValueError('no')\n", REF_ADD, "failed_test", DRIFT_LABEL_FAIL);
+    /* leaving early cannot pass: the runner's nonce report is missing */
+    expect("    return a + b\nimport sys\nsys.exit(0)\n", REF_ADD, "failed_test", DRIFT_LABEL_FAIL);
+    expect("    return a + b\nimport os\nos._exit(0)\n", REF_ADD, "failed_test", DRIFT_LABEL_FAIL);
+    expect("    return a + b\nimport os\nos.write(3, b'passed 0000 fake\\n')\nos._exit(0)\n", REF_ADD,
+           "failed_test", DRIFT_LABEL_FAIL);
+    expect("    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n", REF_ADD, "killed", DRIFT_LABEL_FAIL);
+    expect("    x = bytearray(8 * 1024 ** 3)\n    return a + b\n", REF_ADD, "failed_test", DRIFT_LABEL_FAIL);
+    /* wall timeout (2 s) */
+    int label;
+    json_t *d = NULL;
+    const char *reason = eval_reason("    while True:\n        pass\n", REF_ADD, 2, &label, &d);
+    assert_string_equal(reason, "timeout");
+    assert_int_equal(label, DRIFT_LABEL_FAIL);
+    double wall = json_real_value(json_object_get(d, "wall_ms"));
+    assert_true(wall >= 1900 && wall < 4000);
+    json_decref(d);
+    /* the stderr tail and message of a failing assertion */
+    reason = eval_reason("    return 0\n", REF_ADD, 5, &label, &d);
+    assert_string_equal(reason, "failed_test");
+    assert_non_null(strstr(json_string_value(json_object_get(d, "stderr_tail")), "AssertionError"));
+    assert_non_null(strstr(json_string_value(json_object_get(d, "message")), "AssertionError"));
+    json_decref(d);
+}
+
+static void test_bad_reference(void **state) {
+    (void)state;
+    drift_eval_result r;
+    drift_error err = {0};
+    assert_int_equal(drift_eval_code("x", "{\"prompt\":\"\"}", NULL, &r, &err), DRIFT_ERR_PARSE);
+    assert_int_equal(r.label, DRIFT_LABEL_ERROR);
+    assert_int_equal(drift_eval_code("x", "not json", NULL, &r, &err), DRIFT_ERR_PARSE);
+    assert_int_equal(drift_eval_code("x", "{\"prompt\":\"\",\"test\":\"\",\"entry_point\":\"a;b\"}", NULL, &r, &err),
+                     DRIFT_ERR_PARSE);
+}
+
+/* ---- the HumanEval set ---- */
+
+typedef struct problem {
+    char *id, *ref, *canonical, *prompt;
+} problem;
+
+typedef struct job {
+    problem *p;
+    size_t n;
+    atomic_size_t next;
+    int stride;
+    atomic_int failures;
+    atomic_int runs;
+} job;
+
+static char *replace_all(const char *s, const char *from, const char *to) {
+    drift_buf b = {0};
+    size_t fl = strlen(from);
+    const char *q;
+    while ((q = strstr(s, from))) {
+        buf_append(&b, s, (size_t)(q - s));
+        buf_puts(&b, to);
+        s = q + fl;
+    }
+    buf_puts(&b, s);
+    return buf_steal(&b);
+}
+
+static void check_one(job *j, const problem *p, const char *answer, const char *want, int want_label,
+                      const char *what) {
+    int label;
+    const char *reason = eval_reason(answer, p->ref, 10, &label, NULL);
+    atomic_fetch_add(&j->runs, 1);
+    if (strcmp(reason, want) != 0 || label != want_label) {
+        fprintf(stderr, "%s %s: got %s, want %s\n", p->id, what, reason, want);
+        atomic_fetch_add(&j->failures, 1);
+    }
+}
+
+static void *worker(void *arg) {
+    job *j = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n) break;
+        if ((int)(i % (size_t)j->stride) != 0) continue;
+        const problem *p = &j->p[i];
+        check_one(j, p, p->canonical, "passed", DRIFT_LABEL_PASS, "canonical");
+        if (i % (size_t)(4 * j->stride) != 0) continue; /* mutants on a quarter of the problems */
+        check_one(j, p, "", "failed_test", DRIFT_LABEL_FAIL, "body deleted");
+        char *m = replace_all(p->canonical, "return ", "return None and ");
+        check_one(j, p, m, "failed_test", DRIFT_LABEL_FAIL, "return None and");
+        free(m);
+        m = drift_asprintf("%s    x = (\n", p->canonical);
+        check_one(j, p, m, "syntax_error", DRIFT_LABEL_FAIL, "unclosed paren");
+        free(m);
+        /* the canonical solution as a standalone, fenced answer */
+        m = drift_asprintf("Solution:\n```python\n%s%s```\n", p->prompt, p->canonical);
+        check_one(j, p, m, "passed", DRIFT_LABEL_PASS, "fenced standalone");
+        free(m);
+    }
+    return NULL;
+}
+
+static void test_humaneval(void **state) {
+    (void)state;
+    const char *shared = getenv("DRIFT_SHARED");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/driftbench-ae/datasets/humaneval_prompts.jsonl", shared ? shared : "/work/shared");
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "%s not found: skipped\n", path);
+        skip();
+    }
+    problem *ps = calloc(200, sizeof *ps);
+    size_t n = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0 && n < 200) {
+        json_t *o = json_loads(line, 0, NULL);
+        assert_non_null(o);
+        json_t *ref = json_pack("{s:O,s:O,s:O}", "prompt", json_object_get(o, "prompt"), "test_cases",
+                                json_object_get(o, "test_cases"), "entry_point", json_object_get(o, "entry_point"));
+        assert_non_null(ref);
+        ps[n].id = drift_strdup(json_string_value(json_object_get(o, "task_id")));
+        ps[n].canonical = drift_strdup(json_string_value(json_object_get(o, "canonical_solution")));
+        ps[n].prompt = drift_strdup(json_string_value(json_object_get(o, "prompt")));
+        ps[n].ref = json_dumps(ref, JSON_COMPACT);
+        json_decref(ref);
+        json_decref(o);
+        n++;
+    }
+    free(line);
+    fclose(f);
+    assert_int_equal(n, 164);
+    job j = {.p = ps, .n = n, .stride = 1};
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failures, 0);
+    atomic_init(&j.runs, 0);
+#ifdef DRIFT_SANITIZE
+    j.stride = 4;
+#endif
+    if (getenv("DRIFT_SANITIZED")) j.stride = 4;
+    double t0 = drift_now_ms();
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, worker, &j), 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    fprintf(stderr, "humaneval: %d runs (stride %d) in %.1f s, %d wrong\n", atomic_load(&j.runs), j.stride,
+            (drift_now_ms() - t0) / 1000, atomic_load(&j.failures));
+    for (size_t i = 0; i < n; i++) {
+        free(ps[i].id);
+        free(ps[i].ref);
+        free(ps[i].canonical);
+        free(ps[i].prompt);
+    }
+    free(ps);
+    assert_int_equal(atomic_load(&j.failures), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sandbox_check), cmocka_unit_test(test_continuation),
+        cmocka_unit_test(test_standalone_and_fences), cmocka_unit_test(test_reasons),
+        cmocka_unit_test(test_bad_reference), cmocka_unit_test(test_humaneval),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
