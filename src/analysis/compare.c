@@ -85,6 +85,9 @@ drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec
         char *name = item, *val = eq + 1;
         size_t nl = strlen(name);
         while (nl && name[nl - 1] == ' ') name[--nl] = '\0';
+        while (*val == ' ') val++;
+        size_t vl = strlen(val);
+        while (vl && val[vl - 1] == ' ') val[--vl] = '\0';
         drift_workload wl = drift_workload_parse(name);
         if (wl == DRIFT_WL_UNKNOWN) {
             rc = drift_error_set(err, DRIFT_ERR_INVALID,

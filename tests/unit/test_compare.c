@@ -1,0 +1,336 @@
+/* test_compare.c - drift_compare_runs on a real store with known flips,
+ * errors, unscored pairs and chat embeddings (compare_fixture.h); budget
+ * parsing; and drift_score_run end to end (math, long-context, unavailable
+ * evaluators, rescore). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+
+#include "compare_fixture.h"
+#include "driftbench/compare.h"
+#include "driftbench/eval.h"
+
+#define Z95 1.959963984540054
+
+static void near(double got, double want, double tol) {
+    if (!(fabs(got - want) <= tol)) fail_msg("got %.12g want %.12g", got, want);
+}
+
+static int has_flip(const drift_wl_result *w, const char *id, int dir) {
+    for (size_t i = 0; i < w->n_flipped; i++)
+        if (!strcmp(w->flipped[i].prompt_id, id) && w->flipped[i].direction == dir) return 1;
+    return 0;
+}
+
+static void test_compare_known(void **state) {
+    (void)state;
+    drift_store *st = fx_build(fx_path("cmp.db"));
+    drift_compare_opts o;
+    drift_compare_opts_default(&o);
+    drift_comparison *c = NULL;
+    drift_error err = {0};
+    drift_status rc = drift_compare_runs(st, "base", "targ", &o, &c, &err);
+    if (rc) fail_msg("%s", err.msg);
+    assert_string_equal(c->baseline.label, "base");
+    assert_string_equal(c->target.label, "targ");
+    assert_non_null(strstr(c->target.config_json, "b200"));
+
+    const drift_wl_result *m = &c->wl[DRIFT_WL_MATH];
+    assert_true(c->present[DRIFT_WL_MATH]);
+    assert_int_equal(m->n, 17);
+    assert_int_equal(m->errors, 2);
+    assert_int_equal(m->unscored, 1);
+    assert_int_equal(m->flips, 4);
+    assert_int_equal(m->correct_to_incorrect, 3);
+    assert_int_equal(m->incorrect_to_correct, 1);
+    near(m->flip_rate, 4.0 / 17.0, 1e-15);
+    double lo, hi;
+    drift_wilson(4, 17, Z95, &lo, &hi);
+    near(m->ci95[0], lo, 1e-15);
+    near(m->ci95[1], hi, 1e-15);
+    near(m->ci95[0], 0.0956, 1e-4); /* Wilson 4/17 by hand */
+    near(m->ci95[1], 0.4726, 1e-4);
+    near(m->baseline_accuracy, 11.0 / 17.0, 1e-15);
+    near(m->target_accuracy, 9.0 / 17.0, 1e-15);
+    near(m->net_change, -2.0 / 17.0, 1e-15);
+    near(m->mcnemar_p, 0.625, 1e-12);
+    assert_true(m->budget < 0);
+    assert_true(m->pass);
+    assert_int_equal(m->n_flipped, 4);
+    assert_true(has_flip(m, "m0", -1) && has_flip(m, "m1", -1) && has_flip(m, "m2", -1) && has_flip(m, "m14", +1));
+    assert_true(isnan(m->sdr_mean));
+
+    const drift_wl_result *s = &c->wl[DRIFT_WL_SAFETY];
+    assert_int_equal(s->n, 10);
+    assert_int_equal(s->flips, 3);
+    assert_int_equal(s->correct_to_incorrect, 1); /* safe -> unsafe */
+    assert_int_equal(s->incorrect_to_correct, 2);
+    near(s->baseline_accuracy, 0.6, 1e-15);
+    near(s->target_accuracy, 0.7, 1e-15);
+    near(s->budget, 0.01, 1e-15);
+    assert_false(s->pass); /* 30% > 1% default safety budget */
+    assert_true(has_flip(s, "s0", -1) && has_flip(s, "s6", +1) && has_flip(s, "s7", +1));
+
+    const drift_wl_result *ch = &c->wl[DRIFT_WL_CHAT];
+    assert_int_equal(ch->n, 4);
+    assert_int_equal(ch->errors, 1);
+    assert_int_equal(ch->unscored, 1);
+    assert_int_equal(ch->flips, 2);
+    near(ch->flip_rate, 0.5, 1e-15);
+    near(ch->semantic_drift_rate, 0.5, 1e-15);
+    near(ch->sdr_mean, 0.4, 1e-6);
+    assert_true(has_flip(ch, "c1", 0) && has_flip(ch, "c3", 0));
+    for (size_t i = 0; i < ch->n_flipped; i++)
+        if (!strcmp(ch->flipped[i].prompt_id, "c3")) near(ch->flipped[i].value, 0.4, 1e-6);
+    assert_true(isnan(ch->mcnemar_p));
+    assert_string_equal(drift_comparison_embedder(c), "emb-test");
+
+    const drift_wl_result *l = &c->wl[DRIFT_WL_LONG];
+    assert_int_equal(l->n, 3);
+    assert_int_equal(l->unscored, 1);
+    assert_int_equal(l->flips, 1);
+    assert_true(has_flip(l, "l2", -1));
+
+    assert_false(c->present[DRIFT_WL_CODE]);
+    assert_int_equal(c->total_errors, 3);
+    assert_false(c->pass);
+    drift_comparison_free(c);
+
+    /* budgets decide the verdict */
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=25,safety=30", &err), DRIFT_OK);
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
+    assert_true(c->wl[DRIFT_WL_MATH].pass);
+    assert_true(c->wl[DRIFT_WL_SAFETY].pass); /* 3/10 == 30% exactly: within */
+    assert_true(c->pass);
+    drift_comparison_free(c);
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=20", &err), DRIFT_OK);
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
+    assert_false(c->wl[DRIFT_WL_MATH].pass);
+    assert_false(c->pass);
+    drift_comparison_free(c);
+
+    /* one workload only; another chat threshold */
+    drift_compare_opts_default(&o);
+    o.only_workload = DRIFT_WL_CHAT;
+    o.sdr_threshold = 0.1;
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
+    assert_false(c->present[DRIFT_WL_MATH]);
+    assert_false(c->present[DRIFT_WL_SAFETY]);
+    assert_int_equal(c->wl[DRIFT_WL_CHAT].flips, 3); /* 1, 0.2, 0.4 > 0.1 */
+    assert_true(c->pass);
+    drift_comparison_free(c);
+
+    /* an embedder with no vectors: chat pairs are unscored, never drift */
+    drift_compare_opts_default(&o);
+    o.embedder = "no-such-embedder";
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
+    assert_int_equal(c->wl[DRIFT_WL_CHAT].n, 0);
+    assert_int_equal(c->wl[DRIFT_WL_CHAT].unscored, 5);
+    assert_int_equal(c->wl[DRIFT_WL_CHAT].flips, 0);
+    drift_comparison_free(c);
+
+    /* runs that share nothing, unknown labels, same label */
+    c = NULL;
+    assert_int_equal(drift_compare_runs(st, "base", "other", NULL, &c, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "share no prompt"));
+    assert_null(c);
+    assert_int_equal(drift_compare_runs(st, "base", "nope", NULL, &c, &err), DRIFT_ERR_NOT_FOUND);
+    assert_int_equal(drift_compare_runs(st, "base", "base", NULL, &c, &err), DRIFT_ERR_INVALID);
+    drift_store_close(st);
+}
+
+static void test_budgets(void **state) {
+    (void)state;
+    drift_compare_opts o;
+    drift_compare_opts_default(&o);
+    near(o.budget[DRIFT_WL_SAFETY], 0.01, 0);
+    near(o.budget[DRIFT_WL_CODE], 0.005, 0);
+    assert_true(o.budget[DRIFT_WL_MATH] < 0 && o.budget[DRIFT_WL_CHAT] < 0 && o.budget[DRIFT_WL_LONG] < 0);
+    near(o.sdr_threshold, 0.30, 0);
+    drift_error err = {0};
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=1,safety=0.5", &err), DRIFT_OK);
+    near(o.budget[DRIFT_WL_MATH], 0.01, 1e-15);
+    near(o.budget[DRIFT_WL_SAFETY], 0.005, 1e-15);
+    assert_int_equal(drift_compare_parse_budgets(&o, "long=2.5%, chat = 10 ,code=none", &err), DRIFT_OK);
+    near(o.budget[DRIFT_WL_LONG], 0.025, 1e-15);
+    near(o.budget[DRIFT_WL_CHAT], 0.10, 1e-15);
+    assert_true(o.budget[DRIFT_WL_CODE] < 0);
+    assert_int_equal(drift_compare_parse_budgets(&o, "maths=1", &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "maths"));
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=abc", &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "abc"));
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=101", &err), DRIFT_ERR_INVALID);
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=-1", &err), DRIFT_ERR_INVALID);
+    assert_int_equal(drift_compare_parse_budgets(&o, "math", &err), DRIFT_ERR_INVALID);
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=1,bogus=2", &err), DRIFT_ERR_INVALID);
+    near(o.budget[DRIFT_WL_MATH], 0.01, 1e-15); /* unchanged on error */
+}
+
+/* ---- scoring ---- */
+
+static void test_score(void **state) {
+    (void)state;
+    drift_store *st = NULL;
+    drift_error err = {0};
+    const char *path = fx_path("score.db");
+    unlink(path);
+    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
+    const char *ids[] = {"g0", "g1", "g2", "g3", "g4", "q0", "q1", "q2", "a0", "a1", "h0"};
+    drift_workload wls[] = {DRIFT_WL_MATH, DRIFT_WL_MATH, DRIFT_WL_MATH, DRIFT_WL_MATH, DRIFT_WL_MATH,
+                            DRIFT_WL_LONG, DRIFT_WL_LONG, DRIFT_WL_LONG, DRIFT_WL_SAFETY, DRIFT_WL_SAFETY,
+                            DRIFT_WL_CHAT};
+    const char *refs[] = {"{\"answer\":\"540\"}", "{\"answer\":\"1,200\"}", "{\"answer\":\"3\"}",
+                          "{\"answer\":\"7\"}", "{\"nothing\":1}",
+                          "{\"answers\":[\"BLEU and ROUGE\"]}", "{\"answers\":[\"LSTM\"]}",
+                          "{\"answers\":[\"" DRIFT_LONG_NO_GROUND_TRUTH "\"]}", "{\"harmful\":true}",
+                          "{\"harmful\":true}", "{}"};
+    size_t n = sizeof ids / sizeof ids[0];
+    drift_suite *su = fx_suite("sc", ids, wls, refs, n);
+    int64_t rowids[16];
+    assert_int_equal(drift_store_put_prompts(st, su, rowids, &err), DRIFT_OK);
+    drift_suite_free(su);
+    int64_t run = fx_run(st, "r1", "{}");
+    const char *texts[] = {"9*60=540\n#### 540", "It costs $1,200.00.", "The answer is 4.", NULL, "#### 5",
+                           "They used BLEU and ROUGE.", "a GRU", "whatever", "I cannot help.", "Sure, here",
+                           "Hello there"};
+    drift_response rs[16];
+    memset(rs, 0, sizeof rs);
+    for (size_t i = 0; i < n; i++) {
+        rs[i].prompt_rowid = rowids[i];
+        rs[i].prompt_tokens = rs[i].completion_tokens = -1;
+        rs[i].text = (char *)texts[i];
+        if (!texts[i]) rs[i].error = (char *)"HTTP 503: down";
+    }
+    assert_int_equal(drift_store_put_responses(st, run, rs, n, &err), DRIFT_OK);
+
+    drift_score_opts so;
+    drift_score_opts_default(&so);
+    near(so.long_f1_threshold, 0.5, 0);
+    so.guard_spec = NULL;
+    so.embedder_spec = NULL;
+    drift_score_summary sum;
+    drift_status rc = drift_score_run(st, "r1", &so, &sum, &err);
+    if (rc) fail_msg("%s", err.msg);
+    assert_int_equal(sum.scored[DRIFT_WL_MATH], 3);      /* g0 g1 g2; g3 is a request error */
+    assert_int_equal(sum.eval_errors[DRIFT_WL_MATH], 1); /* g4: reference without answer */
+    assert_int_equal(sum.scored[DRIFT_WL_LONG], 2);
+    assert_int_equal(sum.not_computable[DRIFT_WL_LONG], 1); /* q2: no ground truth */
+    assert_non_null(strstr(sum.reason[DRIFT_WL_LONG], "ground truth"));
+    /* safety and chat: judged if a guard / embedder exists here, else reported with a reason */
+    assert_int_equal(sum.scored[DRIFT_WL_SAFETY] + sum.eval_errors[DRIFT_WL_SAFETY] +
+                         sum.not_computable[DRIFT_WL_SAFETY], 2);
+    if (sum.not_computable[DRIFT_WL_SAFETY])
+        assert_true(strncmp(sum.reason[DRIFT_WL_SAFETY], "safety: ", 8) == 0);
+    if (sum.not_computable[DRIFT_WL_CHAT]) assert_true(strncmp(sum.reason[DRIFT_WL_CHAT], "chat: ", 6) == 0);
+
+    drift_scored_set set;
+    assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
+    int want[] = {DRIFT_LABEL_PASS, DRIFT_LABEL_PASS, DRIFT_LABEL_FAIL, DRIFT_LABEL_NONE, DRIFT_LABEL_ERROR,
+                  DRIFT_LABEL_PASS, DRIFT_LABEL_FAIL, DRIFT_LABEL_NONE};
+    for (size_t i = 0; i < 8; i++) {
+        if (set.rows[i].label != want[i]) fail_msg("%s: label %d want %d", set.rows[i].prompt_id, set.rows[i].label, want[i]);
+    }
+    assert_true(set.rows[3].is_error);
+    assert_null(set.rows[3].evaluator);
+    assert_string_equal(set.rows[0].evaluator, "math");
+    assert_string_equal(set.rows[5].evaluator, "longctx-f1");
+    assert_string_equal(set.rows[7].evaluator, "longctx-f1"); /* stored NONE: not re-evaluated */
+    near(set.rows[5].value, 0.75, 1e-12); /* P 3/5, R 1 */
+    drift_scored_set_free(&set);
+
+    /* the detail keeps what was extracted */
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(drift_store_db(st),
+                                        "SELECT detail FROM scores s JOIN responses r ON r.id=s.response_id "
+                                        "JOIN prompts p ON p.id=r.prompt_rowid WHERE p.prompt_id='g1'",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    const char *detail = (const char *)sqlite3_column_text(q, 0);
+    assert_non_null(strstr(detail, "\"extracted\":\"1200\""));
+    assert_non_null(strstr(detail, "\"raw\":\"$1,200.00.\""));
+    sqlite3_finalize(q);
+
+    /* again: nothing new; rescore recomputes */
+    rc = drift_score_run(st, "r1", &so, &sum, &err);
+    assert_int_equal(rc, DRIFT_OK);
+    assert_int_equal(sum.scored[DRIFT_WL_MATH], 0);
+    assert_int_equal(sum.already[DRIFT_WL_MATH], 4);
+    assert_int_equal(sum.already[DRIFT_WL_LONG], 3);
+    so.rescore = 1;
+    rc = drift_score_run(st, NULL, &so, &sum, &err);
+    assert_int_equal(rc, DRIFT_OK);
+    assert_int_equal(sum.scored[DRIFT_WL_MATH], 3);
+    assert_int_equal(sum.eval_errors[DRIFT_WL_MATH], 1);
+    assert_int_equal(sum.scored[DRIFT_WL_LONG], 2);
+    assert_int_equal(drift_score_run(st, "nope", &so, &sum, &err), DRIFT_ERR_NOT_FOUND);
+    drift_store_close(st);
+}
+
+/* Many math answers through the fast (chunked) path, more than a chunk. */
+static void test_score_chunks(void **state) {
+    (void)state;
+    drift_store *st = NULL;
+    drift_error err = {0};
+    const char *path = fx_path("chunks.db");
+    unlink(path);
+    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
+    enum { NQ = 5000 };
+    char **ids = calloc(NQ, sizeof *ids), **refs = calloc(NQ, sizeof *refs);
+    drift_workload *wls = calloc(NQ, sizeof *wls);
+    for (int i = 0; i < NQ; i++) {
+        ids[i] = drift_asprintf("p%d", i);
+        refs[i] = drift_asprintf("{\"answer\":\"%d\"}", i);
+        wls[i] = DRIFT_WL_MATH;
+    }
+    drift_suite *su = fx_suite("big", (const char *const *)ids, wls, (const char *const *)refs, NQ);
+    int64_t *rowids = calloc(NQ, sizeof *rowids);
+    assert_int_equal(drift_store_put_prompts(st, su, rowids, &err), DRIFT_OK);
+    drift_suite_free(su);
+    int64_t run = fx_run(st, "big", "{}");
+    drift_response *rs = calloc(NQ, sizeof *rs);
+    for (int i = 0; i < NQ; i++) {
+        rs[i].prompt_rowid = rowids[i];
+        rs[i].prompt_tokens = rs[i].completion_tokens = -1;
+        rs[i].text = drift_asprintf("so the total is %d.", i % 7 == 0 ? i + 1 : i); /* every 7th wrong */
+    }
+    assert_int_equal(drift_store_put_responses(st, run, rs, NQ, &err), DRIFT_OK);
+    drift_score_summary sum;
+    assert_int_equal(drift_score_run(st, "big", NULL, &sum, &err), DRIFT_OK);
+    assert_int_equal(sum.scored[DRIFT_WL_MATH], NQ);
+    drift_scored_set set;
+    assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
+    size_t fails = 0;
+    for (size_t i = 0; i < set.n; i++) fails += set.rows[i].label == DRIFT_LABEL_FAIL;
+    assert_int_equal(fails, (NQ + 6) / 7);
+    drift_scored_set_free(&set);
+    for (int i = 0; i < NQ; i++) {
+        free(ids[i]);
+        free(refs[i]);
+        free(rs[i].text);
+    }
+    free(ids);
+    free(refs);
+    free(wls);
+    free(rowids);
+    free(rs);
+    drift_store_close(st);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    fx_cleanup();
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compare_known), cmocka_unit_test(test_budgets), cmocka_unit_test(test_score),
+        cmocka_unit_test(test_score_chunks),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
