@@ -27,10 +27,16 @@
  * existing one, so the score with the largest scores.id is the one written
  * last. load_scored takes that one when several evaluators scored a response.
  *
- * Indexes: the UNIQUE constraints double as the indexes the reads need:
- * responses(run_id, prompt_rowid, replicate) serves load_scored's filter and
- * order (no sort step), scores(response_id, evaluator) serves the per-response
- * score lookup, prompts(suite, prompt_id) serves put_prompts.
+ * Indexes: load_scored (what compare reads, 2 x 236,985 rows in well under
+ * a second) must never touch the wide response rows (text, logprobs), so it
+ * reads two covering indexes only: responses_scan(run_id, prompt_rowid,
+ * replicate, failed) gives filter, order (no sort step), id and the error
+ * flag; scores_latest(response_id, id, label, value, evaluator) gives the
+ * latest score of a response by one seek. `failed` mirrors `error IS NOT
+ * NULL` for that reason. The UNIQUE constraints give the upsert targets:
+ * responses(run_id, prompt_rowid, replicate), scores(response_id, evaluator),
+ * prompts(suite, prompt_id). Narrow columns come first in responses, so
+ * reading them never follows overflow pages.
  *
  * Logprobs are stored as one zstd frame of the JSON text (level 3).
  * A drift_store handle is not thread-safe: use one per thread. */
@@ -80,17 +86,19 @@ static const char STORE_SCHEMA_V1[] =
     "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
     "  prompt_rowid INTEGER NOT NULL REFERENCES prompts(id),\n"
     "  replicate INTEGER NOT NULL,\n"
-    "  text TEXT,\n"
-    "  prompt_tokens INTEGER,\n"
-    "  completion_tokens INTEGER,\n"
-    "  finish_reason TEXT,\n"
-    "  latency_ms REAL,\n"
-    "  logprobs BLOB,\n"
-    "  error TEXT,\n"
+    "  failed INTEGER NOT NULL DEFAULT 0,\n" /* 1 = error row (error IS NOT NULL) */
     "  http_status INTEGER,\n"
     "  attempts INTEGER,\n"
+    "  prompt_tokens INTEGER,\n"
+    "  completion_tokens INTEGER,\n"
+    "  latency_ms REAL,\n"
+    "  finish_reason TEXT,\n"
     "  created_at TEXT,\n"
+    "  error TEXT,\n"
+    "  text TEXT,\n"
+    "  logprobs BLOB,\n"
     "  UNIQUE(run_id, prompt_rowid, replicate));\n"
+    "CREATE INDEX responses_scan ON responses(run_id, prompt_rowid, replicate, failed);\n"
     "CREATE TABLE scores(\n"
     "  id INTEGER PRIMARY KEY,\n"
     "  response_id INTEGER NOT NULL REFERENCES responses(id),\n"
@@ -99,6 +107,7 @@ static const char STORE_SCHEMA_V1[] =
     "  value REAL,\n"
     "  detail TEXT,\n"
     "  UNIQUE(response_id, evaluator));\n"
+    "CREATE INDEX scores_latest ON scores(response_id, id, label, value, evaluator);\n"
     "CREATE TABLE embeddings(\n"
     "  response_id INTEGER NOT NULL REFERENCES responses(id),\n"
     "  embedder TEXT NOT NULL,\n"
@@ -312,7 +321,8 @@ drift_status drift_store_open(const char *path, drift_store **out, drift_error *
     }
     /* From here on the file is ours to change. */
     char *emsg = NULL;
-    if (sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+    if (sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+                     "PRAGMA cache_size=-32768; PRAGMA mmap_size=1073741824;",
                      NULL, NULL, &emsg) != SQLITE_OK) {
         ds = drift_error_set(err, DRIFT_ERR_STORE, "%s: setting WAL mode: %s", path, emsg ? emsg : "?");
         sqlite3_free(emsg);
@@ -731,13 +741,13 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
         sqlite3_stmt *s = stmt_get(
             st, STMT_PUT_RESPONSE,
             "INSERT INTO responses(run_id,prompt_rowid,replicate,text,prompt_tokens,completion_tokens,"
-            "finish_reason,latency_ms,logprobs,error,http_status,attempts,created_at) "
-            "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) "
-            "ON CONFLICT(run_id,prompt_rowid,replicate) DO UPDATE SET text=excluded.text,"
+            "finish_reason,latency_ms,logprobs,error,http_status,attempts,created_at,failed) "
+            "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?10 IS NOT NULL) "
+            "ON CONFLICT(run_id,prompt_rowid,replicate) DO UPDATE SET text=excluded.text,failed=excluded.failed,"
             "prompt_tokens=excluded.prompt_tokens,completion_tokens=excluded.completion_tokens,"
             "finish_reason=excluded.finish_reason,latency_ms=excluded.latency_ms,logprobs=excluded.logprobs,"
             "error=excluded.error,http_status=excluded.http_status,attempts=excluded.attempts,"
-            "created_at=excluded.created_at WHERE responses.error IS NOT NULL",
+            "created_at=excluded.created_at WHERE responses.failed",
             err);
         if (!s) goto fail;
         /* An answer is the text; an error row never carries text. */
@@ -794,7 +804,7 @@ drift_status drift_store_pending(drift_store *st, int64_t run_id, const int64_t 
     *n_out = 0;
     if (replicates < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "replicates must be >= 1 (got %d)", replicates);
     sqlite3_stmt *s = stmt_prepare(
-        st, "SELECT prompt_rowid, replicate FROM responses WHERE run_id=? AND error IS NULL ORDER BY 1,2", err);
+        st, "SELECT prompt_rowid, replicate FROM responses WHERE run_id=? AND NOT failed ORDER BY 1,2", err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
     sqlite3_bind_int64(s, 1, run_id);
     pair_key *done = NULL;
@@ -904,10 +914,11 @@ drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scor
 
     sqlite3_stmt *s = stmt_prepare(
         st,
-        "SELECT r.id, r.prompt_rowid, p.prompt_id, p.suite, p.workload, r.replicate, r.error IS NOT NULL, "
+        "SELECT r.id, r.prompt_rowid, p.prompt_id, p.suite, p.workload, r.replicate, r.failed, "
         "s.label, s.value, s.evaluator "
-        "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
-        "LEFT JOIN scores s ON s.id = (SELECT max(x.id) FROM scores x WHERE x.response_id = r.id) "
+        "FROM responses r INDEXED BY responses_scan JOIN prompts p ON p.id = r.prompt_rowid "
+        "LEFT JOIN scores s INDEXED BY scores_latest ON s.response_id = r.id AND "
+        "s.id = (SELECT max(x.id) FROM scores x INDEXED BY scores_latest WHERE x.response_id = r.id) "
         "WHERE r.run_id = ? ORDER BY r.prompt_rowid, r.replicate",
         err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
@@ -1081,7 +1092,7 @@ drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *e
     sqlite3_stmt *s = stmt_prepare(
         st,
         "SELECT " RESP_COLS " FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
-        "WHERE r.run_id = ?1 AND r.error IS NULL AND NOT EXISTS "
+        "WHERE r.run_id = ?1 AND NOT r.failed AND NOT EXISTS "
         "(SELECT 1 FROM scores x WHERE x.response_id = r.id AND (?2 IS NULL OR x.evaluator = ?2)) "
         "ORDER BY r.prompt_rowid, r.replicate LIMIT ?3",
         err);
