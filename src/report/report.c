@@ -198,7 +198,7 @@ static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b
         buf_printf(b, "chat: flips = semantic drift (SDR = 1 - cos > %.2f); mean SDR ", c->sdr_threshold);
         if (isnan(w->sdr_mean)) buf_puts(b, "-");
         else buf_printf(b, "%.4f", w->sdr_mean);
-        buf_printf(b, "; %ld pairs without embeddings\n", w->unscored);
+        buf_printf(b, "; %ld pair(s) without embeddings\n", w->unscored);
     }
     long unscored = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
@@ -294,7 +294,7 @@ static char *render_json(const drift_comparison *c) {
     json_t *root = json_pack("{s:o, s:o, s:s, s:o}", "baseline", run_json(&c->baseline), "target",
                              run_json(&c->target), "verdict", c->pass ? "pass" : "fail", "workloads", wls);
     if (!root) return NULL;
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(root);
     if (!s) return NULL;
     char *t = drift_asprintf("%s\n", s);
@@ -443,7 +443,9 @@ static void render_junit(const drift_comparison *c, drift_buf *b) {
             buf_printf(b, "%ld of %ld pairs flipped (95%% CI %s - %s)\n", w->flips, w->n, lo, hi);
             for (size_t i = 0; i < w->n_flipped && i < REPORT_TEXT_FLIPS; i++) {
                 xml_text(b, w->flipped[i].prompt_id);
-                buf_printf(b, " %s\n", dir_text((drift_workload)k, w->flipped[i].direction));
+                buf_puts(b, " ");
+                xml_text(b, dir_text((drift_workload)k, w->flipped[i].direction));
+                buf_puts(b, "\n");
             }
             if (w->n_flipped > REPORT_TEXT_FLIPS) buf_printf(b, "... %zu more\n", w->n_flipped - REPORT_TEXT_FLIPS);
             buf_puts(b, "</failure>\n");

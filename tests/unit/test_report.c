@@ -1,0 +1,295 @@
+/* test_report.c - the four renderings of a comparison: JSON field names of
+ * DESIGN.md's contract and their values, text table and verdict line,
+ * markdown table, JUnit XML (escaping, one testcase per workload, failures),
+ * and answer excerpts quoted from the store. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "compare_fixture.h"
+#include "driftbench/report.h"
+
+static drift_comparison *cmp_fixture(drift_store **st_out, const char *budgets) {
+    drift_store *st = fx_build(fx_path("rep.db"));
+    drift_compare_opts o;
+    drift_compare_opts_default(&o);
+    drift_error err = {0};
+    if (budgets) assert_int_equal(drift_compare_parse_budgets(&o, budgets, &err), DRIFT_OK);
+    drift_comparison *c = NULL;
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
+    *st_out = st;
+    return c;
+}
+
+static int key_set_is(json_t *o, const char *const *keys) {
+    size_t n = 0;
+    for (; keys[n]; n++)
+        if (!json_object_get(o, keys[n])) {
+            fprintf(stderr, "missing key %s\n", keys[n]);
+            return 0;
+        }
+    if (json_object_size(o) != n) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(o, k, v) fprintf(stderr, "key: %s\n", k);
+        return 0;
+    }
+    return 1;
+}
+
+static void test_format_parse(void **state) {
+    (void)state;
+    drift_format f;
+    drift_error err = {0};
+    assert_int_equal(drift_format_parse("json", &f, &err), DRIFT_OK);
+    assert_int_equal(f, DRIFT_FORMAT_JSON);
+    assert_int_equal(drift_format_parse("Markdown", &f, &err), DRIFT_OK);
+    assert_int_equal(f, DRIFT_FORMAT_MARKDOWN);
+    assert_int_equal(drift_format_parse("junit", &f, &err), DRIFT_OK);
+    assert_int_equal(f, DRIFT_FORMAT_JUNIT);
+    assert_int_equal(drift_format_parse("text", &f, &err), DRIFT_OK);
+    assert_int_equal(f, DRIFT_FORMAT_TEXT);
+    assert_int_equal(drift_format_parse("yaml", &f, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "yaml"));
+}
+
+static void test_json(void **state) {
+    (void)state;
+    drift_store *st;
+    drift_comparison *c = cmp_fixture(&st, "math=20");
+    char *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_report_comparison(c, st, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    static const char *const top[] = {"baseline", "target", "verdict", "workloads", NULL};
+    assert_true(key_set_is(root, top));
+    static const char *const run[] = {"label", "config", NULL};
+    assert_true(key_set_is(json_object_get(root, "baseline"), run));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "baseline"), "label")), "base");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(root, "target"), "config"), "hardware")),
+                        "b200");
+    assert_string_equal(json_string_value(json_object_get(root, "verdict")), "fail");
+    json_t *wls = json_object_get(root, "workloads");
+    assert_int_equal(json_array_size(wls), 4); /* math, safety, chat, long_context; no code */
+    static const char *const base_keys[] = {"workload", "n", "errors", "flips", "flip_rate", "ci95",
+                                            "correct_to_incorrect", "incorrect_to_correct", "baseline_accuracy",
+                                            "target_accuracy", "net_change", "mcnemar_p", "budget", "verdict",
+                                            "flipped", NULL};
+    static const char *const safety_keys[] = {"workload", "n", "errors", "flips", "flip_rate", "ci95",
+                                              "correct_to_incorrect", "incorrect_to_correct", "baseline_accuracy",
+                                              "target_accuracy", "net_change", "mcnemar_p", "budget", "verdict",
+                                              "flipped", "safe_to_unsafe", "unsafe_to_safe", NULL};
+    static const char *const chat_keys[] = {"workload", "n", "errors", "flips", "flip_rate", "ci95",
+                                            "correct_to_incorrect", "incorrect_to_correct", "baseline_accuracy",
+                                            "target_accuracy", "net_change", "mcnemar_p", "budget", "verdict",
+                                            "flipped", "sdr_mean", "semantic_drift_rate", NULL};
+    size_t i;
+    json_t *w;
+    int seen = 0;
+    json_array_foreach(wls, i, w) {
+        const char *name = json_string_value(json_object_get(w, "workload"));
+        if (!strcmp(name, "math")) {
+            seen |= 1;
+            assert_true(key_set_is(w, base_keys));
+            assert_int_equal(json_integer_value(json_object_get(w, "n")), 17);
+            assert_int_equal(json_integer_value(json_object_get(w, "errors")), 2);
+            assert_int_equal(json_integer_value(json_object_get(w, "flips")), 4);
+            assert_true(json_is_real(json_object_get(w, "flip_rate")));
+            assert_true(fabs(json_real_value(json_object_get(w, "flip_rate")) - 4.0 / 17.0) < 1e-15);
+            assert_true(fabs(json_real_value(json_array_get(json_object_get(w, "ci95"), 0)) - 0.09555044322080117) <
+                        1e-12);
+            assert_int_equal(json_integer_value(json_object_get(w, "correct_to_incorrect")), 3);
+            assert_int_equal(json_integer_value(json_object_get(w, "incorrect_to_correct")), 1);
+            assert_true(fabs(json_real_value(json_object_get(w, "mcnemar_p")) - 0.625) < 1e-12);
+            assert_true(fabs(json_real_value(json_object_get(w, "budget")) - 0.2) < 1e-15);
+            assert_string_equal(json_string_value(json_object_get(w, "verdict")), "fail");
+            json_t *fl = json_object_get(w, "flipped");
+            assert_int_equal(json_array_size(fl), 4);
+            static const char *const flip_keys[] = {"prompt_id", "direction", NULL};
+            assert_true(key_set_is(json_array_get(fl, 0), flip_keys));
+            assert_string_equal(json_string_value(json_object_get(json_array_get(fl, 0), "prompt_id")), "m0");
+            assert_string_equal(json_string_value(json_object_get(json_array_get(fl, 0), "direction")),
+                                "correct_to_incorrect");
+            assert_string_equal(json_string_value(json_object_get(json_array_get(fl, 3), "direction")),
+                                "incorrect_to_correct");
+        } else if (!strcmp(name, "safety")) {
+            seen |= 2;
+            assert_true(key_set_is(w, safety_keys));
+            assert_int_equal(json_integer_value(json_object_get(w, "safe_to_unsafe")), 1);
+            assert_int_equal(json_integer_value(json_object_get(w, "unsafe_to_safe")), 2);
+            assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(w, "flipped"), 0),
+                                                                  "direction")),
+                                "safe_to_unsafe");
+        } else if (!strcmp(name, "chat")) {
+            seen |= 4;
+            assert_true(key_set_is(w, chat_keys));
+            assert_true(fabs(json_real_value(json_object_get(w, "sdr_mean")) - 0.4) < 1e-6);
+            assert_true(fabs(json_real_value(json_object_get(w, "semantic_drift_rate")) - 0.5) < 1e-15);
+            assert_true(json_is_null(json_object_get(w, "mcnemar_p")));
+            assert_true(json_is_null(json_object_get(w, "budget")));
+            assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(w, "flipped"), 0),
+                                                                  "direction")),
+                                "semantic_drift");
+        } else if (!strcmp(name, "long_context")) {
+            seen |= 8;
+            assert_true(key_set_is(w, base_keys));
+        }
+    }
+    assert_int_equal(seen, 15);
+    json_decref(root);
+    free(s);
+    drift_comparison_free(c);
+    drift_store_close(st);
+}
+
+static void test_text(void **state) {
+    (void)state;
+    drift_store *st;
+    drift_comparison *c = cmp_fixture(&st, NULL);
+    char *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_report_comparison(c, st, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    /* the math row: n, errors, flips, rate, CI, directions, accuracies, p */
+    const char *row = strstr(s, "\nmath ");
+    assert_non_null(row);
+    char line[400];
+    sscanf(row + 1, "%399[^\n]", line);
+    assert_non_null(strstr(line, " 17 "));
+    assert_non_null(strstr(line, "23.53%"));
+    assert_non_null(strstr(line, "[9.56%, 47.26%]"));
+    assert_non_null(strstr(line, "64.71%"));
+    assert_non_null(strstr(line, "52.94%"));
+    assert_non_null(strstr(line, "-11.76%"));
+    assert_non_null(strstr(line, "0.6250"));
+    assert_non_null(strstr(line, "none"));
+    assert_non_null(strstr(line, "pass"));
+    row = strstr(s, "\nsafety ");
+    sscanf(row + 1, "%399[^\n]", line);
+    assert_non_null(strstr(line, "30.00%"));
+    assert_non_null(strstr(line, "1.00%"));
+    assert_non_null(strstr(line, "FAIL"));
+    assert_non_null(strstr(s, "safety: 1 safe->unsafe, 2 unsafe->safe"));
+    assert_non_null(strstr(s, "mean SDR 0.4000"));
+    assert_non_null(strstr(s, "excluded: 3 pairs with a request or evaluator error, 2 without a label"));
+    assert_non_null(strstr(s, "verdict: FAIL (safety 30.00% > budget 1.00%)"));
+    assert_non_null(strstr(s, "flipped prompts, math (4):"));
+    assert_non_null(strstr(s, "m14"));
+    assert_non_null(strstr(s, "incorrect->correct"));
+    assert_non_null(strstr(s, "c3"));
+    assert_non_null(strstr(s, "(SDR 0.400)"));
+    /* excerpts from the store around the first difference */
+    assert_non_null(strstr(s, "answers first differ at character 0"));
+    assert_non_null(strstr(s, "baseline: \"baseline answer of m0"));
+    assert_non_null(strstr(s, "target:   \"target answer of m0"));
+    free(s);
+    /* no store: no excerpts */
+    assert_int_equal(drift_report_comparison(c, NULL, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    assert_null(strstr(s, "first differ"));
+    free(s);
+    drift_comparison_free(c);
+    drift_store_close(st);
+
+    c = cmp_fixture(&st, "safety=50");
+    assert_int_equal(drift_report_comparison(c, NULL, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "verdict: PASS"));
+    free(s);
+    drift_comparison_free(c);
+    drift_store_close(st);
+}
+
+static void test_markdown(void **state) {
+    (void)state;
+    drift_store *st;
+    drift_comparison *c = cmp_fixture(&st, NULL);
+    char *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_report_comparison(c, st, DRIFT_FORMAT_MARKDOWN, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "### DriftBench: `base`"));
+    assert_non_null(strstr(s, "**FAIL**"));
+    assert_non_null(strstr(s, "| workload | n | errors | flips |"));
+    assert_non_null(strstr(s, "| math | 17 | 2 | 4 | 23.53% (9.56%"));
+    assert_non_null(strstr(s, "<details><summary>Flipped prompts (10)</summary>"));
+    assert_non_null(strstr(s, "| safety | `s0` | safe->unsafe |"));
+    /* every table row has the header's column count */
+    int header_cols = 0;
+    for (const char *p = strstr(s, "| workload | n |"); *p && *p != '\n'; p++) header_cols += *p == '|';
+    const char *row = strstr(s, "| math | 17");
+    int cols = 0;
+    for (const char *p = row; *p && *p != '\n'; p++) cols += *p == '|';
+    assert_int_equal(cols, header_cols);
+    free(s);
+    drift_comparison_free(c);
+    drift_store_close(st);
+}
+
+static void test_junit(void **state) {
+    (void)state;
+    /* a hand-built comparison with labels that need escaping */
+    drift_comparison c;
+    memset(&c, 0, sizeof c);
+    c.baseline.label = (char *)"h100 <fp16> & \"vllm\"";
+    c.target.label = (char *)"b200'fp8";
+    c.baseline.config_json = c.target.config_json = (char *)"{}";
+    c.present[DRIFT_WL_MATH] = c.present[DRIFT_WL_CODE] = 1;
+    drift_flip fl = {.prompt_id = "id<&>\x01", .direction = -1};
+    c.wl[DRIFT_WL_MATH] = (drift_wl_result){.workload = DRIFT_WL_MATH, .n = 100, .flips = 5, .flip_rate = 0.05,
+                                            .ci95 = {0.02, 0.11}, .correct_to_incorrect = 5, .budget = 0.01,
+                                            .pass = 0, .flipped = &fl, .n_flipped = 1, .mcnemar_p = 0.0625,
+                                            .sdr_mean = NAN, .semantic_drift_rate = NAN};
+    c.wl[DRIFT_WL_CODE] = (drift_wl_result){.workload = DRIFT_WL_CODE, .n = 164, .pass = 1, .budget = 0.005,
+                                            .mcnemar_p = 1, .baseline_accuracy = NAN, .sdr_mean = NAN, .semantic_drift_rate = NAN};
+    c.pass = 0;
+    char *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_report_comparison(&c, NULL, DRIFT_FORMAT_JUNIT, &s, &err), DRIFT_OK);
+    assert_true(strncmp(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>", 38) == 0);
+    assert_non_null(strstr(s, "<testsuites name=\"driftbench\" tests=\"2\" failures=\"1\""));
+    assert_non_null(strstr(s, "h100 &lt;fp16&gt; &amp; &quot;vllm&quot;"));
+    assert_non_null(strstr(s, "b200&apos;fp8"));
+    assert_non_null(strstr(s, "name=\"math\""));
+    assert_non_null(strstr(s, "name=\"code\""));
+    assert_non_null(strstr(s, "<failure type=\"drift\" message=\"flip rate 5.00% exceeds budget 1.00%\">"));
+    assert_non_null(strstr(s, "id&lt;&amp;&gt;  correct-&gt;incorrect"));
+    assert_null(strchr(s, '\x01'));
+    int failures = 0;
+    for (const char *p = s; (p = strstr(p, "<failure")) != NULL; p++) failures++;
+    assert_int_equal(failures, 1);
+    int cases = 0;
+    for (const char *p = s; (p = strstr(p, "<testcase ")) != NULL; p++) cases++;
+    assert_int_equal(cases, 2);
+    free(s);
+
+    /* and JSON of the same: NaN and no budget become null */
+    c.wl[DRIFT_WL_CODE].budget = -1;
+    assert_int_equal(drift_report_comparison(&c, NULL, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    json_t *code = json_array_get(json_object_get(root, "workloads"), 1);
+    assert_string_equal(json_string_value(json_object_get(code, "workload")), "code");
+    assert_true(json_is_null(json_object_get(code, "budget")));
+    assert_true(json_is_null(json_object_get(code, "baseline_accuracy"))); /* NaN -> null */
+    assert_true(json_is_real(json_object_get(code, "target_accuracy")));
+    json_decref(root);
+    free(s);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    fx_cleanup();
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format_parse), cmocka_unit_test(test_json), cmocka_unit_test(test_text),
+        cmocka_unit_test(test_markdown), cmocka_unit_test(test_junit),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
