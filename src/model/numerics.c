@@ -467,7 +467,8 @@ drift_status drift_qmat_quantize(drift_qmat *m, drift_dtype t, const float *src,
     }
     size_t row_bytes = num_row_bytes(t, cols);
     size_t data_bytes = (row_bytes * (size_t)rows + 63) & ~(size_t)63;
-    char *mem = aligned_alloc(64, data_bytes + (size_t)n_scales * sizeof(float) + 64);
+    size_t total = (data_bytes + (size_t)n_scales * sizeof(float) + 63) & ~(size_t)63;
+    char *mem = aligned_alloc(64, total); /* size must be a multiple of the alignment */
     if (!mem) return drift_error_set(err, DRIFT_ERR_NOMEM, "qmat: %lld x %lld %s",
                                      (long long)rows, (long long)cols, tr->name);
     m->dtype = t;
