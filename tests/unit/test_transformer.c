@@ -1,0 +1,434 @@
+/* test_transformer.c - the engine end to end on tiny random-weight models
+ * written by tools/ref/tiny_model.c: logits at profile `ref` against the
+ * independent float64 reference (tools/ref/ref_forward.c) for llama (GQA),
+ * qwen2 (biases, NEOX RoPE), MoE, sliding window and Llama-3 RoPE scaling;
+ * determinism (same profile twice: same bits); profiles that must differ;
+ * batch invariance (prefill vs one token at a time, alone vs in a batch,
+ * 1 vs 2 threads); generation, stop strings, seeded sampling, logprobs,
+ * embeddings, chat template; bad models. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "driftbench/model.h"
+#include "../../tools/ref/ref_forward.c"
+#include "../../tools/ref/tiny_model.c"
+
+static char g_dir[256];
+
+static const char *model_path(const char *name, const tiny_cfg *c) {
+    static char path[8][512];
+    static int slot;
+    char *p = path[slot++ % 8];
+    snprintf(p, 512, "%s/%s.gguf", g_dir, name);
+    if (access(p, R_OK) != 0) {
+        char err[256];
+        int rc = tiny_model_write(c, p, err, sizeof err);
+        if (rc) fprintf(stderr, "tiny_model_write: %s\n", err);
+        assert_int_equal(rc, 0);
+    }
+    return p;
+}
+
+static drift_model *load(const char *path, const char *profile_spec) {
+    drift_numeric_profile p;
+    drift_error err;
+    drift_status st = drift_profile_parse(profile_spec, &p, &err);
+    if (st) fprintf(stderr, "profile: %s\n", err.msg);
+    assert_int_equal(st, DRIFT_OK);
+    drift_model *m;
+    st = drift_model_load(path, &p, &m, &err);
+    if (st) fprintf(stderr, "load: %s\n", err.msg);
+    assert_int_equal(st, DRIFT_OK);
+    return m;
+}
+
+static const int TOKS[] = {84, 104, 101, 32, 99, 97, 116, 32, 115, 97, 116, 276, 260, 33, 10, 49, 50, 51};
+#define NTOK ((int)(sizeof TOKS / sizeof *TOKS))
+
+static float *all_logits(drift_model *m, const int *toks, int n) {
+    const drift_model_info *in = drift_model_get_info(m);
+    float *lg = malloc((size_t)n * in->n_vocab * sizeof *lg);
+    int32_t ids[64];
+    for (int i = 0; i < n; i++) ids[i] = toks[i];
+    drift_session *s;
+    drift_error err;
+    assert_int_equal(drift_session_new(m, 0, &s, &err), DRIFT_OK);
+    drift_status st = drift_session_forward(s, ids, (size_t)n, 1, lg, NULL, &err);
+    if (st) fprintf(stderr, "forward: %s\n", err.msg);
+    assert_int_equal(st, DRIFT_OK);
+    assert_int_equal(drift_session_pos(s), n);
+    drift_session_free(s);
+    return lg;
+}
+
+/* max |a - ref| / max |ref| over all logits */
+static double rel_err(const float *a, const double *ref, size_t n) {
+    double md = 0, mr = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - ref[i]);
+        if (!(d <= md)) md = d; /* NaN propagates */
+        if (fabs(ref[i]) > mr) mr = fabs(ref[i]);
+    }
+    return md / mr;
+}
+
+static void check_against_reference(const char *name, const tiny_cfg *c) {
+    const char *path = model_path(name, c);
+    drift_model *m = load(path, "profile=ref");
+    int V = drift_model_get_info(m)->n_vocab;
+    float *lg = all_logits(m, TOKS, NTOK);
+    double *ref = malloc((size_t)NTOK * V * sizeof *ref);
+    char err[256];
+    assert_int_equal(ref_logits(path, TOKS, NTOK, ref, err, sizeof err), 0);
+    double e = rel_err(lg, ref, (size_t)NTOK * V);
+    fprintf(stderr, "%-14s ref profile vs float64 reference: max rel err %.3g\n", name, e);
+    assert_true(e < 1e-4);
+    /* the f32 SIMD profile is close too */
+    drift_model *mf = load(path, "profile=cpu-f32");
+    float *lf = all_logits(mf, TOKS, NTOK);
+    double ef = rel_err(lf, ref, (size_t)NTOK * V);
+    fprintf(stderr, "%-14s cpu-f32 vs float64 reference: max rel err %.3g\n", name, ef);
+    assert_true(ef < 1e-4);
+    free(lf);
+    drift_model_free(mf);
+    free(ref);
+    free(lg);
+    drift_model_free(m);
+}
+
+static void test_llama_vs_reference(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("llama");
+    check_against_reference("llama", &c);
+}
+
+static void test_qwen2_vs_reference(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("qwen2");
+    check_against_reference("qwen2", &c);
+}
+
+static void test_moe_vs_reference(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("llama");
+    c.n_experts = 4;
+    c.n_used = 2;
+    c.hidden = 64;
+    c.tied = 1;
+    check_against_reference("moe", &c);
+    drift_model *m = load(model_path("moe", &c), "profile=ref");
+    assert_int_equal(drift_model_get_info(m)->n_experts, 4);
+    assert_int_equal(drift_model_get_info(m)->tied_output, 1);
+    drift_model_free(m);
+}
+
+static void test_window_and_rope_scaling(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("llama");
+    c.sliding_window = 5;
+    check_against_reference("swa", &c);
+    tiny_cfg c3 = tiny_default("llama");
+    c3.llama3_scaling = 1;
+    c3.theta = 500000.0f;
+    c3.n_kv_heads = 1;
+    check_against_reference("llama3rope", &c3);
+    /* the window and the scaling matter: logits differ from the plain model's */
+    tiny_cfg c0 = tiny_default("llama");
+    drift_model *a = load(model_path("llama", &c0), "profile=ref"), *b = load(model_path("swa", &c), "profile=ref");
+    float *la = all_logits(a, TOKS, NTOK), *lb = all_logits(b, TOKS, NTOK);
+    int V = drift_model_get_info(a)->n_vocab;
+    /* same weights (same seed): positions < 5 agree exactly, later ones do not */
+    assert_memory_equal(la, lb, (size_t)5 * V * sizeof *la);
+    assert_true(memcmp(la + (size_t)(NTOK - 1) * V, lb + (size_t)(NTOK - 1) * V, (size_t)V * sizeof *la) != 0);
+    free(la);
+    free(lb);
+    drift_model_free(a);
+    drift_model_free(b);
+}
+
+static void test_determinism_and_profiles(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("llama");
+    const char *path = model_path("llama", &c);
+    drift_model *r1 = load(path, "profile=ref"), *r2 = load(path, "profile=ref");
+    int V = drift_model_get_info(r1)->n_vocab;
+    size_t n = (size_t)NTOK * V;
+    float *a = all_logits(r1, TOKS, NTOK), *b = all_logits(r2, TOKS, NTOK);
+    assert_memory_equal(a, b, n * sizeof *a);
+    const char *others[] = {"profile=cpu-bf16", "profile=cpu-fp8", "profile=cpu-int4", "profile=cpu-f32"};
+    double lo[] = {1e-4, 1e-3, 1e-3, 0}, hi[] = {0.2, 0.5, 0.5, 1e-4};
+    double *ref = malloc(n * sizeof *ref);
+    for (size_t i = 0; i < n; i++) ref[i] = a[i];
+    for (int k = 0; k < 4; k++) {
+        drift_model *m = load(path, others[k]);
+        float *x = all_logits(m, TOKS, NTOK), *y = all_logits(m, TOKS, NTOK);
+        assert_memory_equal(x, y, n * sizeof *x); /* each profile is deterministic */
+        double e = rel_err(x, ref, n);
+        fprintf(stderr, "%-18s vs ref: max rel diff %.3g\n", others[k], e);
+        assert_true(e >= lo[k] && e <= hi[k]);
+        free(x);
+        free(y);
+        drift_model_free(m);
+    }
+    free(ref);
+    free(a);
+    free(b);
+    drift_model_free(r1);
+    drift_model_free(r2);
+}
+
+static void test_batch_invariance(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("qwen2");
+    const char *path = model_path("qwen2", &c);
+    const char *profiles[] = {"profile=cpu-f32&threads=1", "profile=cpu-f32&threads=2", "profile=cpu-bf16&threads=2", "profile=ref"};
+    float *base = NULL;
+    for (int pi = 0; pi < 4; pi++) {
+        drift_model *m = load(path, profiles[pi]);
+        int V = drift_model_get_info(m)->n_vocab;
+        /* prefill of all tokens */
+        float *pre = all_logits(m, TOKS, NTOK);
+        /* one token at a time */
+        drift_session *s, *o1, *o2;
+        drift_error err;
+        assert_int_equal(drift_session_new(m, 64, &s, &err), DRIFT_OK);
+        assert_int_equal(drift_session_new(m, 64, &o1, &err), DRIFT_OK);
+        assert_int_equal(drift_session_new(m, 64, &o2, &err), DRIFT_OK);
+        float *lg = malloc((size_t)3 * V * sizeof *lg);
+        for (int t = 0; t < NTOK; t++) {
+            int32_t id = TOKS[t];
+            assert_int_equal(drift_session_forward(s, &id, 1, 0, lg, NULL, &err), DRIFT_OK);
+            assert_memory_equal(lg, pre + (size_t)t * V, (size_t)V * sizeof *lg);
+        }
+        /* in a batch with two other sequences at other positions */
+        drift_session_reset(s);
+        int32_t other[] = {300 - 1, 5, 260};
+        int32_t id0 = other[0];
+        assert_int_equal(drift_session_forward(o2, &id0, 1, 0, NULL, NULL, &err), DRIFT_OK); /* o2 one step ahead */
+        for (int t = 0; t < NTOK; t++) {
+            drift_session *ss[3] = {o1, s, o2};
+            int32_t ids[3] = {other[t % 3], TOKS[t], other[(t + 1) % 3]};
+            assert_int_equal(drift_session_forward_batch(ss, ids, 3, lg, &err), DRIFT_OK);
+            assert_memory_equal(lg + V, pre + (size_t)t * V, (size_t)V * sizeof *lg);
+        }
+        if (pi == 0) base = pre;
+        else {
+            if (pi == 1) assert_memory_equal(pre, base, (size_t)NTOK * V * sizeof *pre); /* 1 vs 2 threads */
+            free(pre);
+        }
+        free(lg);
+        drift_session_free(s);
+        drift_session_free(o1);
+        drift_session_free(o2);
+        drift_model_free(m);
+    }
+    free(base);
+}
+
+static void test_generate(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("qwen2");
+    drift_model *m = load(model_path("qwen2", &c), "profile=cpu-f32");
+    const char *texts[] = {"the cat sat", "in 123", "hello there, world", "a"};
+    int32_t *pr[4];
+    size_t pl[4];
+    drift_error err;
+    for (int i = 0; i < 4; i++) assert_int_equal(drift_model_tokenize(m, texts[i], strlen(texts[i]), -1, 0, &pr[i], &pl[i], &err), DRIFT_OK);
+    drift_gen_params gp;
+    drift_gen_params_default(&gp);
+    gp.max_tokens = 12;
+    gp.logprobs = 3;
+    drift_generation g1[4], g3[4];
+    assert_int_equal(drift_model_generate(m, (const int32_t *const *)pr, pl, 4, &gp, NULL, 1, g1, &err), DRIFT_OK);
+    assert_int_equal(drift_model_generate(m, (const int32_t *const *)pr, pl, 4, &gp, NULL, 3, g3, &err), DRIFT_OK);
+    for (int i = 0; i < 4; i++) {
+        assert_null(g1[i].error);
+        assert_int_equal(g1[i].n_tokens, g3[i].n_tokens);
+        assert_memory_equal(g1[i].tokens, g3[i].tokens, (size_t)g1[i].n_tokens * sizeof(int32_t));
+        assert_string_equal(g1[i].text, g3[i].text);
+        assert_int_equal(g1[i].prompt_tokens, (int)pl[i]);
+        for (int t = 0; t < g1[i].n_tokens; t++) {
+            const drift_token_logprob *lp = &g1[i].lp[t];
+            assert_true(lp->logprob <= 0);
+            assert_int_equal(lp->n_top, 3);
+            /* greedy: the chosen token is the most likely one */
+            assert_int_equal(lp->top_id[0], lp->id);
+            assert_true(lp->top_logprob[0] >= lp->top_logprob[1] && lp->top_logprob[1] >= lp->top_logprob[2]);
+            assert_true(lp->logprob == g3[i].lp[t].logprob);
+        }
+        if (g1[i].n_tokens == gp.max_tokens) assert_string_equal(g1[i].finish_reason, "length");
+    }
+    /* the text is the detokenized tokens */
+    char *d = drift_model_detokenize(m, g1[0].tokens, (size_t)g1[0].n_tokens, NULL);
+    assert_string_equal(d, g1[0].text);
+    /* stop string: cut at the first occurrence of its second character */
+    if (strlen(d) >= 3) {
+        char stop[2] = {d[1], 0};
+        const char *stops[] = {stop};
+        drift_gen_params gs = gp;
+        gs.stop = stops;
+        gs.n_stop = 1;
+        drift_generation gst;
+        assert_int_equal(drift_model_generate(m, (const int32_t *const *)pr, pl, 1, &gs, NULL, 1, &gst, &err), DRIFT_OK);
+        assert_string_equal(gst.finish_reason, "stop");
+        assert_int_equal(strlen(gst.text), (size_t)(strchr(d, d[1]) - d));
+        assert_memory_equal(gst.text, d, strlen(gst.text));
+        drift_generation_clear(&gst);
+    }
+    free(d);
+    /* seeded sampling: same seed same output, in any batch; other seeds differ somewhere */
+    drift_gen_params gt = gp;
+    gt.temperature = 1.5;
+    gt.top_p = 0.95;
+    gt.top_k = 50;
+    gt.max_tokens = 16;
+    drift_generation s1[4], s2[4], s3[4];
+    int64_t offs[4] = {0, 0, 0, 0}, offs2[4] = {7, 8, 9, 10};
+    assert_int_equal(drift_model_generate(m, (const int32_t *const *)pr, pl, 4, &gt, offs, 1, s1, &err), DRIFT_OK);
+    assert_int_equal(drift_model_generate(m, (const int32_t *const *)pr, pl, 4, &gt, offs, 4, s2, &err), DRIFT_OK);
+    assert_int_equal(drift_model_generate(m, (const int32_t *const *)pr, pl, 4, &gt, offs2, 2, s3, &err), DRIFT_OK);
+    int differ = 0;
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(s1[i].text, s2[i].text);
+        differ += strcmp(s1[i].text, s3[i].text) != 0;
+    }
+    assert_true(differ > 0);
+    for (int i = 0; i < 4; i++) {
+        drift_generation_clear(&g1[i]);
+        drift_generation_clear(&g3[i]);
+        drift_generation_clear(&s1[i]);
+        drift_generation_clear(&s2[i]);
+        drift_generation_clear(&s3[i]);
+        free(pr[i]);
+    }
+    drift_model_free(m);
+}
+
+static void test_embed_and_chat(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("qwen2");
+    drift_model *m = load(model_path("qwen2", &c), "profile=cpu-f32");
+    const drift_model_info *in = drift_model_get_info(m);
+    assert_string_equal(in->chat_template, "chatml");
+    assert_string_equal(in->name, "tiny-qwen2");
+    assert_string_equal(in->tokenizer, "gpt2/qwen2");
+    float *a = malloc((size_t)in->dim * sizeof *a), *b = malloc((size_t)in->dim * sizeof *b), *h = NULL;
+    drift_error err;
+    assert_int_equal(drift_model_embed(m, "the cat sat on the mat", a, &err), DRIFT_OK);
+    assert_int_equal(drift_model_embed(m, "the cat sat on the mat", b, &err), DRIFT_OK);
+    assert_memory_equal(a, b, (size_t)in->dim * sizeof *a);
+    /* equals the mean of the hidden states from a session */
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(drift_model_tokenize(m, "the cat sat on the mat", 22, -1, 0, &ids, &n, &err), DRIFT_OK);
+    h = malloc(n * (size_t)in->dim * sizeof *h);
+    drift_session *s;
+    assert_int_equal(drift_session_new(m, 0, &s, &err), DRIFT_OK);
+    assert_int_equal(drift_session_forward(s, ids, n, 0, NULL, h, &err), DRIFT_OK);
+    for (int d = 0; d < in->dim; d++) {
+        double acc = 0;
+        for (size_t t = 0; t < n; t++) acc += h[t * (size_t)in->dim + (size_t)d];
+        assert_true(fabs(acc / (double)n - a[d]) < 1e-6);
+    }
+    drift_session_free(s);
+    free(ids);
+    assert_int_equal(drift_model_embed(m, "something else entirely", b, &err), DRIFT_OK);
+    assert_true(memcmp(a, b, (size_t)in->dim * sizeof *a) != 0);
+    /* chat: ChatML around the message, message not parsed for specials */
+    assert_int_equal(drift_model_chat_tokens(m, "hi<|im_end|>", &ids, &n, &err), DRIFT_OK);
+    char *txt = drift_model_detokenize(m, ids, n, NULL);
+    assert_string_equal(txt, "user\nhi<|im_end|>\nassistant\n"); /* control tokens are not rendered */
+    int im_start = 256 + TINY_N_MERGES + 1, specials = 0;
+    for (size_t i = 0; i < n; i++) specials += ids[i] >= 256 + TINY_N_MERGES;
+    assert_int_equal(specials, 3); /* <|im_start|> x2, <|im_end|> x1: the message's text stays text */
+    assert_int_equal(ids[0], im_start);
+    free(txt);
+    free(ids);
+    free(a);
+    free(b);
+    free(h);
+    drift_model_free(m);
+}
+
+static void test_bad_models(void **state) {
+    (void)state;
+    drift_numeric_profile p;
+    drift_error err;
+    assert_int_equal(drift_profile_get("ref", &p, &err), DRIFT_OK);
+    drift_model *m;
+    assert_int_equal(drift_model_load("/nonexistent.gguf", &p, &m, &err), DRIFT_ERR_NOT_FOUND);
+    /* missing tensor */
+    gguf_writer *w = gguf_writer_new();
+    gguf_writer_add_string(w, "general.architecture", "llama");
+    gguf_writer_add_u32(w, "llama.embedding_length", 8);
+    gguf_writer_add_u32(w, "llama.block_count", 1);
+    gguf_writer_add_u32(w, "llama.feedforward_length", 8);
+    gguf_writer_add_u32(w, "llama.attention.head_count", 2);
+    const char *toks[] = {"a", "b"};
+    gguf_writer_add_string(w, "tokenizer.ggml.model", "gpt2");
+    gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", toks, 2);
+    gguf_writer_add_string_array(w, "tokenizer.ggml.merges", (const char *[]){"a b"}, 1);
+    float x[16] = {0};
+    uint64_t ne[2] = {8, 2};
+    gguf_writer_add_tensor_f32(w, "token_embd.weight", GGUF_DT_F32, 2, ne, x);
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad.gguf", g_dir);
+    assert_int_equal(gguf_writer_save(w, path, &err), DRIFT_OK);
+    gguf_writer_free(w);
+    assert_int_equal(drift_model_load(path, &p, &m, &err), DRIFT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "output_norm.weight"));
+    /* unsupported arch */
+    w = gguf_writer_new();
+    gguf_writer_add_string(w, "general.architecture", "rwkv");
+    assert_int_equal(gguf_writer_save(w, path, &err), DRIFT_OK);
+    gguf_writer_free(w);
+    assert_int_equal(drift_model_load(path, &p, &m, &err), DRIFT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "rwkv"));
+    unlink(path);
+    /* a Q8_0 model loads and runs (weights stay Q8_0 under weights=native) */
+    tiny_cfg c = tiny_default("llama");
+    c.wtype = GGUF_DT_Q8_0;
+    drift_model *q = load(model_path("llama_q8", &c), "profile=cpu-f32&weights=native");
+    float *lg = all_logits(q, TOKS, 4);
+    for (int i = 0; i < 4 * drift_model_get_info(q)->n_vocab; i++) assert_true(isfinite(lg[i]));
+    free(lg);
+    drift_model_free(q);
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/drift_test_transformer_%d", (int)getpid());
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama_vs_reference),
+        cmocka_unit_test(test_qwen2_vs_reference),
+        cmocka_unit_test(test_moe_vs_reference),
+        cmocka_unit_test(test_window_and_rope_scaling),
+        cmocka_unit_test(test_determinism_and_profiles),
+        cmocka_unit_test(test_batch_invariance),
+        cmocka_unit_test(test_generate),
+        cmocka_unit_test(test_embed_and_chat),
+        cmocka_unit_test(test_bad_models),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
