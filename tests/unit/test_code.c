@@ -2,7 +2,7 @@
  * the paper's HumanEval set (humaneval_prompts.jsonl): every canonical
  * solution passes; mutated solutions fail (body deleted -> failed_test,
  * `return` -> `return None and` -> failed_test, an unclosed parenthesis ->
- * syntax_error). Runs on 2 threads. Under sanitizers (DRIFT_SANITIZE build
+ * syntax_error; on every 8th problem). Runs on 2 threads. Under sanitizers (DRIFT_SANITIZE build
  * or DRIFT_SANITIZED in the environment) every 4th problem only. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,7 +205,7 @@ static void *worker(void *arg) {
         if ((int)(i % (size_t)j->stride) != 0) continue;
         const problem *p = &j->p[i];
         check_one(j, p, p->canonical, "passed", DRIFT_LABEL_PASS, "canonical");
-        if (i % (size_t)(4 * j->stride) != 0) continue; /* mutants on a quarter of the problems */
+        if (i % (size_t)(8 * j->stride) != 0) continue; /* mutants on every 8th problem */
         check_one(j, p, "", "failed_test", DRIFT_LABEL_FAIL, "body deleted");
         char *m = replace_all(p->canonical, "return ", "return None and ");
         check_one(j, p, m, "failed_test", DRIFT_LABEL_FAIL, "return None and");
