@@ -267,17 +267,16 @@ static int easy_setup(drift_target *t, http_impl *h, http_slot *s) {
     return bad ? -1 : 0;
 }
 
-/* Makes sure at least n slots exist, each with a configured easy handle. */
+/* Makes sure at least n slots exist, each with a configured easy handle.
+ * Called only while no transfer is in flight: growing the array may move the
+ * slots, so every existing handle is re-pointed at its slot's new address. */
 static int ensure_slots(drift_target *t, http_impl *h, int n) {
     if (n <= h->n_slots) return 0;
     http_slot *ns = realloc(h->slots, (size_t)n * sizeof *ns);
     if (!ns) return -1;
     h->slots = ns;
-    for (int i = h->n_slots; i < n; i++) {
-        memset(&ns[i], 0, sizeof ns[i]);
-        /* slots moved in memory: re-point every handle at its slot */
-    }
     int old = h->n_slots;
+    memset(&ns[old], 0, (size_t)(n - old) * sizeof *ns);
     h->n_slots = n;
     for (int i = 0; i < n; i++) {
         if (i < old) {

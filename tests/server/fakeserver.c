@@ -11,7 +11,8 @@
  * at the byte level).
  *
  * Endpoints: POST /v1/completions, /v1/chat/completions, /v1/embeddings;
- * GET /v1/models, /health, /stats (counters, JSON), /last (the body of the
+ * GET /v1/models, /health, /stats (counters of connections, requests per
+ * endpoint, answers, faults per kind and status, JSON), /last (the body of the
  * last generation request, verbatim).
  *
  * Script format: one directive per line, fields separated by " | " (spaces
@@ -103,6 +104,7 @@ static long max_requests;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static long gen_requests;     /* numbering for #N */
+static long n_connections;
 static long total_requests, n_completions, n_chat, n_embeddings, n_models, n_health, n_stats, n_other, n_answers;
 static long fault_counts[F_NKINDS];
 static long status_counts[600];
@@ -657,8 +659,8 @@ static void handle_stats(reply *r) {
         snprintf(key, sizeof key, "%d", s);
         json_object_set_new(statuses, key, json_integer(status_counts[s]));
     }
-    json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "requests",
-                          (json_int_t)total_requests, "generate", (json_int_t)gen_requests, "completions",
+    json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "connections",
+                          (json_int_t)n_connections, "requests", (json_int_t)total_requests, "generate", (json_int_t)gen_requests, "completions",
                           (json_int_t)n_completions, "chat", (json_int_t)n_chat, "embeddings",
                           (json_int_t)n_embeddings, "models", (json_int_t)n_models, "health", (json_int_t)n_health,
                           "stats", (json_int_t)n_stats, "other", (json_int_t)n_other, "answers",
@@ -735,6 +737,9 @@ static void count_served(void) {
 
 static void *conn_main(void *arg) {
     int fd = (int)(intptr_t)arg;
+    pthread_mutex_lock(&mu);
+    n_connections++;
+    pthread_mutex_unlock(&mu);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     size_t cap = 8192, have = 0;

@@ -610,6 +610,10 @@ static void test_concurrency_each_once(void **state) {
     }
     sink_free(&k);
     assert_int_equal(server_stat(&s, "generate", NULL), N + 2);
+    /* keep-alive: 16 connections, one more after the reset, plus this
+     * test's own /stats requests (one connection each) */
+    long conns = server_stat(&s, "connections", NULL);
+    assert_true(conns >= 16 && conns <= 16 + 1 + 2);
     /* a second batch on the same target reuses the pool */
     sink_init(&k, 10);
     assert_int_equal(drift_target_generate(t, rq, 10, NULL, on_result, &k, NULL), DRIFT_OK);
