@@ -18,8 +18,10 @@
 #include <cmocka.h>
 
 #include "driftbench/model.h"
+#include "driftbench/target.h"
 #include "../../tools/ref/ref_forward.c"
 #include "../../tools/ref/tiny_model.c"
+
 
 static char g_dir[256];
 
@@ -403,8 +405,105 @@ static void test_bad_models(void **state) {
     drift_model_free(q);
 }
 
+typedef struct collected {
+    char *text[8];
+    char *lp[8];
+    char *err[8];
+    int ptoks[8];
+    int n;
+} collected;
+
+static int collect(void *user, const drift_gen_request *req, drift_gen_result *res) {
+    collected *c = user;
+    c->text[req->index] = res->text;
+    res->text = NULL;
+    c->lp[req->index] = res->logprobs_json;
+    res->logprobs_json = NULL;
+    c->err[req->index] = res->error;
+    res->error = NULL;
+    c->ptoks[req->index] = res->prompt_tokens;
+    c->n++;
+    return 0;
+}
+
+static void run_target(const char *spec, collected *c, int logprobs) {
+    drift_target *t;
+    drift_error err;
+    drift_status st = drift_target_open(spec, NULL, &t, &err);
+    if (st) fprintf(stderr, "open: %s\n", err.msg);
+    assert_int_equal(st, DRIFT_OK);
+    const char *prompts[] = {"the cat", "in 12", "hello", "a b c"};
+    drift_gen_request reqs[4];
+    for (int i = 0; i < 4; i++) reqs[i] = (drift_gen_request){(size_t)i, prompts[i], i % 2};
+    drift_gen_params gp;
+    drift_gen_params_default(&gp);
+    gp.max_tokens = 8;
+    gp.logprobs = logprobs;
+    gp.temperature = 0.8; /* sampled, with replicate-dependent seeds */
+    memset(c, 0, sizeof *c);
+    assert_int_equal(drift_target_generate(t, reqs, 4, &gp, collect, c, &err), DRIFT_OK);
+    assert_int_equal(c->n, 4);
+    drift_target_close(t);
+}
+
+static void free_collected(collected *c) {
+    for (int i = 0; i < 8; i++) {
+        free(c->text[i]);
+        free(c->lp[i]);
+        free(c->err[i]);
+    }
+}
+
+static void test_embedded_target(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("qwen2");
+    const char *path = model_path("qwen2", &c);
+    char spec[700];
+    snprintf(spec, sizeof spec, "embedded:%s?profile=cpu-bf16&batch=3&api=chat", path);
+    drift_target *t;
+    drift_error err;
+    assert_int_equal(drift_target_open(spec, NULL, &t, &err), DRIFT_OK);
+    const char *cfg = drift_target_config_json(t);
+    fprintf(stderr, "config: %s\n", cfg);
+    assert_non_null(strstr(cfg, "\"model\":\"tiny-qwen2\""));
+    assert_non_null(strstr(cfg, "\"hardware\":\"cpu-"));
+    assert_non_null(strstr(cfg, "\"precision\":\"bf16"));
+    assert_non_null(strstr(cfg, "\"framework\":\"driftbench-embedded"));
+    assert_int_equal(drift_target_api(t), DRIFT_API_CHAT);
+    const char *texts[] = {"one", "two words"};
+    float *vecs;
+    int dim;
+    assert_int_equal(drift_target_embed(t, texts, 2, &vecs, &dim, &err), DRIFT_OK);
+    assert_int_equal(dim, 64);
+    free(vecs);
+    drift_target_close(t);
+    /* batch 3 and batch 1 give the same answers; logprobs JSON present */
+    collected a, b;
+    run_target(spec, &a, 2);
+    snprintf(spec, sizeof spec, "embedded:%s?api=chat&batch=1&profile=cpu-bf16", path);
+    run_target(spec, &b, 2);
+    for (int i = 0; i < 4; i++) {
+        assert_null(a.err[i]);
+        assert_string_equal(a.text[i], b.text[i]);
+        assert_string_equal(a.lp[i], b.lp[i]);
+        assert_true(a.lp[i][0] == '[');
+        assert_true(a.ptoks[i] > 6); /* the chat template's tokens are counted */
+    }
+    free_collected(&a);
+    free_collected(&b);
+    /* bad specs name the problem */
+    snprintf(spec, sizeof spec, "embedded:%s?profile=nope", path);
+    assert_int_equal(drift_target_open(spec, NULL, &t, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "nope"));
+    snprintf(spec, sizeof spec, "embedded:%s?colour=red", path);
+    assert_int_equal(drift_target_open(spec, NULL, &t, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "colour"));
+    assert_int_equal(drift_target_open("embedded:/no/such.gguf", NULL, &t, &err), DRIFT_ERR_NOT_FOUND);
+}
+
 static int setup(void **state) {
     (void)state;
+    drift_embedded_link(); /* see model.h */
     snprintf(g_dir, sizeof g_dir, "/tmp/drift_test_transformer_%d", (int)getpid());
     char cmd[300];
     snprintf(cmd, sizeof cmd, "mkdir -p %s", g_dir);
@@ -429,6 +528,7 @@ int main(void) {
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_embed_and_chat),
         cmocka_unit_test(test_bad_models),
+        cmocka_unit_test(test_embedded_target),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,382 @@
+/* embedded.c - the in-process engine as a target:
+ *
+ *   embedded:PATH.gguf?profile=NAME&KEY=VALUE&...
+ *
+ * This file splits the spec into the path and the query. Its own keys are
+ * api=completions|chat (default completions) and batch=N (sequences decoded
+ * together; default = the target's concurrency option); every other key goes
+ * to numerics' drift_profile_set in order, after profile=NAME (applied first
+ * wherever it appears; default cpu-f32), so a spec reads as "this named stack,
+ * with these changes".
+ *
+ * Completions send the prompt as raw text (model's default BOS, no special
+ * token parsing); chat wraps it as one user message in the model's built-in
+ * template (drift_model_chat_tokens: ChatML, Llama-3, <|user|>..<|end|>, [INST]).
+ * Requests are decoded in groups of `batch`; the engine is batch-invariant, so
+ * the outputs do not depend on the grouping. replicate r uses seed + r.
+ *
+ * Loaded models are cached per (path, canonical profile) in the process, so
+ * opening the same stack twice (baseline and target of a run, the server's
+ * requests) maps and converts the weights once. Entries live while a target
+ * holds them; up to CACHE_KEEP unused ones are kept for reuse. */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/model.h"
+#include "engine/target_impl.h"
+#include "model/numerics.h"
+#include "util/util.h"
+
+#define CACHE_KEEP 2
+
+typedef struct cache_ent {
+    char *key;
+    drift_model *m;
+    int refs;
+    uint64_t last_use;
+    struct cache_ent *next;
+} cache_ent;
+
+static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static cache_ent *g_cache;
+static uint64_t g_clock;
+
+/* Drops unused entries beyond CACHE_KEEP, oldest first. Caller holds the lock. */
+static void cache_trim(void) {
+    for (;;) {
+        int unused = 0;
+        cache_ent *oldest = NULL, **oldest_link = NULL;
+        for (cache_ent **l = &g_cache; *l; l = &(*l)->next)
+            if ((*l)->refs == 0) {
+                unused++;
+                if (!oldest || (*l)->last_use < oldest->last_use) {
+                    oldest = *l;
+                    oldest_link = l;
+                }
+            }
+        if (unused <= CACHE_KEEP || !oldest) return;
+        *oldest_link = oldest->next;
+        drift_model_free(oldest->m);
+        free(oldest->key);
+        free(oldest);
+    }
+}
+
+static drift_status cache_get(const char *path, const drift_numeric_profile *p, drift_model **out, drift_error *err) {
+    char *spec = drift_profile_to_spec(p);
+    char *key = spec ? drift_asprintf("%s?%s", path, spec) : NULL;
+    free(spec);
+    if (!key) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    pthread_mutex_lock(&g_cache_mu);
+    for (cache_ent *e = g_cache; e; e = e->next)
+        if (!strcmp(e->key, key)) {
+            e->refs++;
+            e->last_use = ++g_clock;
+            *out = e->m;
+            pthread_mutex_unlock(&g_cache_mu);
+            free(key);
+            return DRIFT_OK;
+        }
+    /* load under the lock: two targets asking for the same model load it once */
+    drift_model *m;
+    drift_status st = drift_model_load(path, p, &m, err);
+    cache_ent *e = st ? NULL : calloc(1, sizeof *e);
+    if (!st && !e) {
+        drift_model_free(m);
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    if (!st) {
+        e->key = key;
+        key = NULL;
+        e->m = m;
+        e->refs = 1;
+        e->last_use = ++g_clock;
+        e->next = g_cache;
+        g_cache = e;
+        *out = m;
+    }
+    pthread_mutex_unlock(&g_cache_mu);
+    free(key);
+    return st;
+}
+
+static void cache_release(drift_model *m) {
+    pthread_mutex_lock(&g_cache_mu);
+    for (cache_ent *e = g_cache; e; e = e->next)
+        if (e->m == m && e->refs > 0) {
+            e->refs--;
+            break;
+        }
+    cache_trim();
+    pthread_mutex_unlock(&g_cache_mu);
+}
+
+typedef struct emb_state {
+    drift_model *m;
+    int batch;
+} emb_state;
+
+static char *logprobs_json(const drift_model *m, const drift_generation *g) {
+    json_t *arr = json_array();
+    for (int t = 0; t < g->n_tokens && arr; t++) {
+        const drift_token_logprob *lp = &g->lp[t];
+        char *txt = drift_model_token_text(m, lp->id);
+        json_t *top = json_array();
+        for (int k = 0; k < lp->n_top; k++) {
+            char *tt = drift_model_token_text(m, lp->top_id[k]);
+            json_array_append_new(top, json_pack("{s:s?, s:i, s:f}", "token", tt, "id", (json_int_t)lp->top_id[k], "logprob",
+                                                 lp->top_logprob[k]));
+            free(tt);
+        }
+        json_array_append_new(arr, json_pack("{s:s?, s:i, s:f, s:o}", "token", txt, "id", (json_int_t)lp->id, "logprob",
+                                             lp->logprob, "top", top));
+        free(txt);
+    }
+    char *s = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    return s;
+}
+
+static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs, size_t n, const drift_gen_params *params,
+                                 drift_result_fn cb, void *user, drift_error *err) {
+    emb_state *es = t->impl;
+    drift_model *m = es->m;
+    size_t batch = (size_t)es->batch;
+    int32_t **ptoks = calloc(batch, sizeof *ptoks);
+    size_t *plens = calloc(batch, sizeof *plens);
+    int64_t *offs = calloc(batch, sizeof *offs);
+    drift_generation *gens = calloc(batch, sizeof *gens);
+    char **perr = calloc(batch, sizeof *perr);
+    drift_status st = DRIFT_OK;
+    if (!ptoks || !plens || !offs || !gens || !perr) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t g0 = 0; g0 < n && !st; g0 += batch) {
+        size_t nb = n - g0 < batch ? n - g0 : batch;
+        double t0 = drift_now_ms();
+        /* tokenize; a request that cannot be tokenized becomes an error result with an empty prompt slot */
+        size_t nrun = 0;
+        size_t map[4096];
+        for (size_t i = 0; i < nb; i++) {
+            const drift_gen_request *r = &reqs[g0 + i];
+            drift_error e;
+            drift_status ts = t->api == DRIFT_API_CHAT
+                                  ? drift_model_chat_tokens(m, r->prompt, &ptoks[nrun], &plens[nrun], &e)
+                                  : drift_model_tokenize(m, r->prompt, strlen(r->prompt), -1, 0, &ptoks[nrun], &plens[nrun], &e);
+            if (ts) {
+                perr[i] = drift_strdup(e.msg);
+                continue;
+            }
+            offs[nrun] = r->replicate;
+            map[nrun++] = i;
+        }
+        if (nrun) st = drift_model_generate(m, (const int32_t *const *)ptoks, plens, nrun, params, offs, (int)nrun, gens, err);
+        double dt = drift_now_ms() - t0;
+        size_t j = 0;
+        for (size_t i = 0; i < nb && !st; i++) {
+            drift_gen_result res;
+            memset(&res, 0, sizeof res);
+            res.prompt_tokens = res.completion_tokens = -1;
+            res.latency_ms = dt;
+            res.attempts = 1;
+            if (j < nrun && map[j] == i) {
+                drift_generation *g = &gens[j++];
+                if (g->error) {
+                    res.error = g->error;
+                    g->error = NULL;
+                } else {
+                    res.text = g->text;
+                    g->text = NULL;
+                    res.prompt_tokens = g->prompt_tokens;
+                    res.completion_tokens = g->n_tokens;
+                    res.finish_reason = drift_strdup(g->finish_reason ? g->finish_reason : "length");
+                    if (params->logprobs > 0) res.logprobs_json = logprobs_json(m, g);
+                }
+            } else {
+                res.error = perr[i] ? perr[i] : drift_strdup("tokenization failed");
+                perr[i] = NULL;
+            }
+            int stop = cb(user, &reqs[g0 + i], &res);
+            drift_gen_result_clear(&res);
+            if (stop) st = drift_error_set(err, DRIFT_ERR_CANCELLED, "generation stopped by the caller");
+        }
+        for (size_t i = 0; i < nrun; i++) {
+            drift_generation_clear(&gens[i]);
+            free(ptoks[i]);
+            ptoks[i] = NULL;
+        }
+        for (size_t i = 0; i < nb; i++) {
+            free(perr[i]);
+            perr[i] = NULL;
+        }
+    }
+done:
+    free(ptoks);
+    free(plens);
+    free(offs);
+    free(gens);
+    free(perr);
+    return st;
+}
+
+static drift_status emb_embed(drift_target *t, const char *const *texts, size_t n, float **vecs, int *dim, drift_error *err) {
+    emb_state *es = t->impl;
+    int D = drift_model_get_info(es->m)->dim;
+    float *v = malloc((n ? n : 1) * (size_t)D * sizeof *v);
+    if (!v) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        drift_status st = drift_model_embed(es->m, texts[i] ? texts[i] : "", v + i * (size_t)D, err);
+        if (st) {
+            free(v);
+            return drift_error_prefix(err, "embed text %zu: ", i);
+        }
+    }
+    *vecs = v;
+    *dim = D;
+    return DRIFT_OK;
+}
+
+static void emb_close(drift_target *t) {
+    emb_state *es = t->impl;
+    if (!es) return;
+    cache_release(es->m);
+    free(es);
+    t->impl = NULL;
+}
+
+int drift_embedded_link(void) { return 1; }
+
+static const drift_target_vtable EMB_VT = {"embedded", emb_generate, emb_embed, emb_close};
+
+/* Decodes %XX and '+' in a query value in place. */
+static void url_decode(char *s) {
+    char *o = s;
+    for (; *s; s++) {
+        if (*s == '%' && s[1] && s[2]) {
+            char hex[3] = {s[1], s[2], 0};
+            char *end;
+            long v = strtol(hex, &end, 16);
+            if (!*end) {
+                *o++ = (char)v;
+                s += 2;
+                continue;
+            }
+        }
+        *o++ = *s == '+' ? ' ' : *s;
+    }
+    *o = 0;
+}
+
+static char *config_json(const drift_model *m, const drift_numeric_profile *p) {
+    char prec[64], fw[256];
+    drift_profile_precision(p, prec, sizeof prec);
+    drift_profile_framework(p, fw, sizeof fw);
+    drift_isa isa = p->isa == DRIFT_ISA_REF ? DRIFT_ISA_SCALAR : num_isa_resolve(p->isa);
+    char hw[64];
+    snprintf(hw, sizeof hw, "%s-%s", p->backend == DRIFT_BACKEND_CUDA ? "cuda" : "cpu", num_isa_name(isa));
+    char *spec = drift_profile_to_spec(p);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?}", "model", drift_model_get_info(m)->name, "hardware", hw, "precision", prec,
+                          "framework", fw, "profile", p->name, "profile_spec", spec);
+    free(spec);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+    return s;
+}
+
+drift_status drift_embedded_target_open(drift_target *t, const char *spec, drift_error *err) {
+    const char *body = spec + strlen("embedded:");
+    const char *q = strchr(body, '?');
+    char *path = q ? drift_strndup(body, (size_t)(q - body)) : drift_strdup(body);
+    char *query = drift_strdup(q ? q + 1 : "");
+    drift_status st = DRIFT_OK;
+    drift_numeric_profile p;
+    drift_api api = DRIFT_API_COMPLETIONS;
+    long batch = t->opts.concurrency > 0 ? t->opts.concurrency : 8;
+    if (!path || !query) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    url_decode(path);
+    if (!*path) {
+        st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': no model path after 'embedded:'", spec);
+        goto fail;
+    }
+    /* profile= first, wherever it is */
+    const char *pname = "cpu-f32";
+    char *save = NULL;
+    char *qcopy = drift_strdup(query);
+    if (!qcopy) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (char *kv = strtok_r(qcopy, "&", &save); kv; kv = strtok_r(NULL, "&", &save))
+        if (!strncmp(kv, "profile=", 8)) pname = kv + 8;
+    st = drift_profile_get(pname, &p, err);
+    free(qcopy);
+    if (st) {
+        drift_error_prefix(err, "target '%s': ", spec);
+        goto fail;
+    }
+    save = NULL;
+    for (char *kv = strtok_r(query, "&", &save); kv && !st; kv = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) {
+            st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': query item '%s' is not key=value", spec, kv);
+            break;
+        }
+        *eq = 0;
+        char *key = kv, *val = eq + 1;
+        url_decode(val);
+        if (!strcmp(key, "profile")) continue;
+        if (!strcmp(key, "api")) {
+            if (!strcmp(val, "chat")) api = DRIFT_API_CHAT;
+            else if (!strcmp(val, "completions")) api = DRIFT_API_COMPLETIONS;
+            else st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': api=%s (chat or completions)", spec, val);
+            continue;
+        }
+        if (!strcmp(key, "batch")) {
+            char *end;
+            batch = strtol(val, &end, 10);
+            if (*end || batch < 1 || batch > 4096) st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': batch=%s (1..4096)", spec, val);
+            continue;
+        }
+        st = drift_profile_set(&p, key, val, err);
+        if (st == DRIFT_ERR_NOT_FOUND)
+            st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': unknown key '%s' (api, batch, or a profile key: see `driftbench profiles`)",
+                                 spec, key);
+        else if (st)
+            drift_error_prefix(err, "target '%s': ", spec);
+    }
+    if (!st) {
+        st = drift_profile_validate(&p, err);
+        if (st) drift_error_prefix(err, "target '%s': ", spec);
+    }
+    if (st) goto fail;
+    drift_model *m = NULL;
+    if ((st = cache_get(path, &p, &m, err))) goto fail;
+    emb_state *es = calloc(1, sizeof *es);
+    char *cfg = config_json(m, &p);
+    if (!es || !cfg) {
+        free(es);
+        free(cfg);
+        cache_release(m);
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    es->m = m;
+    es->batch = (int)(batch > 4096 ? 4096 : batch);
+    t->impl = es;
+    t->vt = &EMB_VT;
+    t->api = api;
+    t->config_json = cfg;
+    free(path);
+    free(query);
+    return DRIFT_OK;
+fail:
+    free(path);
+    free(query);
+    return st;
+}
