@@ -2,7 +2,7 @@
  * fixture script and injecting faults on request.
  *
  * usage: fakeserver [--script FILE] [--port N] [--lifetime S] [--max-requests N]
- *                   [--model NAME] [--embed-dim N] [--quiet]
+ *                   [--model NAME] [--embed-dim N] [--api-key KEY] [--quiet]
  * Binds 127.0.0.1 (port 0 = ephemeral unless --port), prints "PORT <n>" on
  * stdout and flushes, then serves until --lifetime seconds passed (default
  * 120) or --max-requests requests were answered (default: no limit), so a test
@@ -13,7 +13,9 @@
  * Endpoints: POST /v1/completions, /v1/chat/completions, /v1/embeddings;
  * GET /v1/models, /health, /stats (counters of connections, requests per
  * endpoint, answers, faults per kind and status, JSON), /last (the body of the
- * last generation request, verbatim).
+ * last generation request, verbatim), /last_headers (request line and headers
+ * of the last POST). With --api-key KEY, POSTs without "Authorization: Bearer
+ * KEY" get 401.
  *
  * Script format: one directive per line, fields separated by " | " (spaces
  * around the bar optional), blank lines and lines starting with '#' ignored.
@@ -98,6 +100,7 @@ static int default_echo = 1;
 static char *default_text;
 static char *echo_template;
 static const char *served_model;
+static const char *api_key;   /* --api-key: POSTs without "Authorization: Bearer KEY" get 401 */
 static int embed_dim = 16;
 static int quiet;
 static long max_requests;
@@ -109,6 +112,7 @@ static long total_requests, n_completions, n_chat, n_embeddings, n_models, n_hea
 static long fault_counts[F_NKINDS];
 static long status_counts[600];
 static char *last_body;
+static char *last_head;       /* request line + headers of the last POST */
 static volatile sig_atomic_t stop_flag;
 
 static void die(const char *fmt, ...) {
@@ -387,6 +391,7 @@ static const char *reason(int st) {
     switch (st) {
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
@@ -757,7 +762,21 @@ static void *conn_main(void *arg) {
         size_t reset_len = 0;
         int reset = 0;
         int is_post = !strcmp(method, "POST");
-        if (is_post && !strcmp(path, "/v1/completions")) {
+        int authorized = 1;
+        if (is_post) {
+            pthread_mutex_lock(&mu);
+            free(last_head);
+            last_head = strndup(buf, head_len);
+            pthread_mutex_unlock(&mu);
+            if (api_key) {
+                char want[512];
+                snprintf(want, sizeof want, "\r\nAuthorization: Bearer %s\r\n", api_key);
+                authorized = memmem(buf, head_len, want, strlen(want)) != NULL;
+            }
+        }
+        if (!authorized) {
+            set_error(&r, 401, "Incorrect API key provided.");
+        } else if (is_post && !strcmp(path, "/v1/completions")) {
             reset = handle_generate(0, body, body_len, &r, &reset_len);
         } else if (is_post && !strcmp(path, "/v1/chat/completions")) {
             reset = handle_generate(1, body, body_len, &r, &reset_len);
@@ -785,6 +804,12 @@ static void *conn_main(void *arg) {
             r.body = xstrdup(last_body ? last_body : "");
             pthread_mutex_unlock(&mu);
             r.len = strlen(r.body);
+        } else if (!strcmp(path, "/last_headers")) {
+            pthread_mutex_lock(&mu);
+            r.body = xstrdup(last_head ? last_head : "");
+            pthread_mutex_unlock(&mu);
+            r.len = strlen(r.body);
+            r.ctype = "text/plain";
         } else {
             pthread_mutex_lock(&mu);
             n_other++;
@@ -831,7 +856,7 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: fakeserver [--script FILE] [--port N] [--lifetime S] [--max-requests N] "
-                   "[--model NAME] [--embed-dim N] [--quiet]\n");
+                   "[--model NAME] [--embed-dim N] [--api-key KEY] [--quiet]\n");
             return 0;
         }
         if (!v) die("%s needs a value", a);
@@ -841,6 +866,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--lifetime")) lifetime = atof(v);
         else if (!strcmp(a, "--max-requests")) max_requests = atol(v);
         else if (!strcmp(a, "--model")) served_model = v;
+        else if (!strcmp(a, "--api-key")) api_key = v;
         else if (!strcmp(a, "--embed-dim")) embed_dim = atoi(v);
         else die("unknown option %s", a);
     }

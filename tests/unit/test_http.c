@@ -513,6 +513,37 @@ static void test_permanent_errors(void **state) {
     server_stop(&s);
 }
 
+static void test_api_key(void **state) {
+    server s;
+    server_start(&s, "basic.txt", "--api-key", "sk-test-123");
+    drift_target_opts o = fast_opts();
+    drift_target *t = open_target(&s, "model=m", &o); /* no key */
+    sink k;
+    gen_one(t, "ANSWER=1", NULL, &k);
+    assert_string_equal(k.g[0].r.error, "HTTP 401: Incorrect API key provided.");
+    assert_int_equal(k.g[0].r.attempts, 1);
+    assert_int_equal(k.g[0].r.http_status, 401);
+    sink_free(&k);
+    drift_target_close(t);
+
+    char key[32];
+    snprintf(key, sizeof key, "sk-test-%d", 123);
+    o.api_key = key;
+    t = open_target(&s, "model=m", &o);
+    memset(key, 'x', sizeof key - 1); /* the target keeps its own copy */
+    gen_one(t, "ANSWER=1", NULL, &k);
+    assert_null(k.g[0].r.error);
+    sink_free(&k);
+    char *head = server_get(&s, "/last_headers");
+    assert_true(contains(head, "POST /v1/completions HTTP/1.1\r\n"));
+    assert_true(contains(head, "\r\nAuthorization: Bearer sk-test-123\r\n"));
+    assert_true(contains(head, "\r\nContent-Type: application/json\r\n"));
+    assert_false(contains(head, "Expect:"));
+    free(head);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
 static void test_timeout(void **state) {
     server s;
     server_start(&s, "faults.txt", NULL, NULL);
@@ -858,6 +889,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_retry_after_honoured, kill_servers),
         cmocka_unit_test_teardown(test_5xx_retried_then_ok, kill_servers),
         cmocka_unit_test_teardown(test_permanent_errors, kill_servers),
+        cmocka_unit_test_teardown(test_api_key, kill_servers),
         cmocka_unit_test_teardown(test_timeout, kill_servers),
         cmocka_unit_test_teardown(test_reset_mid_body, kill_servers),
         cmocka_unit_test_teardown(test_request_numbered_faults, kill_servers),
