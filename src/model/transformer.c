@@ -684,7 +684,9 @@ static drift_status forward_rows(const drift_model *m, drift_session *const *ses
             }
         }
         /* attention per (row, head) over the causal (and sliding) window */
-#pragma omp parallel for num_threads(nt) schedule(static)
+        /* threads only when there is enough work to pay for a parallel region */
+        int par = (long)B * in->n_heads * max_pos * hd >= 262144L;
+#pragma omp parallel for num_threads(nt) schedule(static) if (par)
         for (int bh = 0; bh < B * in->n_heads; bh++) {
             int b = bh / in->n_heads, h = bh % in->n_heads, kvh = h / group;
             int start = in->sliding_window > 0 && pos[b] + 1 > in->sliding_window ? pos[b] + 1 - in->sliding_window : 0;
