@@ -322,7 +322,7 @@ drift_status drift_store_open(const char *path, drift_store **out, drift_error *
     /* From here on the file is ours to change. */
     char *emsg = NULL;
     if (sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
-                     "PRAGMA cache_size=-32768; PRAGMA mmap_size=1073741824;",
+                     "PRAGMA cache_size=-32768;",
                      NULL, NULL, &emsg) != SQLITE_OK) {
         ds = drift_error_set(err, DRIFT_ERR_STORE, "%s: setting WAL mode: %s", path, emsg ? emsg : "?");
         sqlite3_free(emsg);
@@ -902,34 +902,115 @@ static const char *arena_col(arena_chunk **a, sqlite3_stmt *s, int i, const char
     return p;
 }
 
+/* Position of each response id among the rows: a dense table over
+ * [min_id, max_id] when the ids are compact (the usual case: a run's
+ * responses are inserted in batches), else a sorted (id, row) list. */
+typedef struct {
+    int64_t min_id, max_id;
+    int32_t *dense; /* dense[id - min_id] = row or -1 */
+    int64_t *sorted_ids;
+    int32_t *sorted_rows;
+    size_t n;
+} id_index;
+
+static int id_row_cmp(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+static int id_index_build(id_index *ix, const drift_scored *rows, size_t n) {
+    memset(ix, 0, sizeof *ix);
+    ix->n = n;
+    if (n == 0) return 0;
+    ix->min_id = ix->max_id = rows[0].response_id;
+    for (size_t i = 1; i < n; i++) {
+        if (rows[i].response_id < ix->min_id) ix->min_id = rows[i].response_id;
+        if (rows[i].response_id > ix->max_id) ix->max_id = rows[i].response_id;
+    }
+    uint64_t span = (uint64_t)(ix->max_id - ix->min_id) + 1;
+    if (span <= 4 * (uint64_t)n + 1024) {
+        ix->dense = malloc(span * sizeof *ix->dense);
+        if (!ix->dense) return -1;
+        memset(ix->dense, 0xff, span * sizeof *ix->dense);
+        for (size_t i = 0; i < n; i++) ix->dense[rows[i].response_id - ix->min_id] = (int32_t)i;
+        return 0;
+    }
+    int64_t *pairs = malloc(n * 2 * sizeof *pairs);
+    ix->sorted_ids = malloc(n * sizeof *ix->sorted_ids);
+    ix->sorted_rows = malloc(n * sizeof *ix->sorted_rows);
+    if (!pairs || !ix->sorted_ids || !ix->sorted_rows) {
+        free(pairs);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        pairs[2 * i] = rows[i].response_id;
+        pairs[2 * i + 1] = (int64_t)i;
+    }
+    qsort(pairs, n, 2 * sizeof *pairs, id_row_cmp);
+    for (size_t i = 0; i < n; i++) {
+        ix->sorted_ids[i] = pairs[2 * i];
+        ix->sorted_rows[i] = (int32_t)pairs[2 * i + 1];
+    }
+    free(pairs);
+    return 0;
+}
+
+static int32_t id_index_find(const id_index *ix, int64_t id) {
+    if (ix->n == 0 || id < ix->min_id || id > ix->max_id) return -1;
+    if (ix->dense) return ix->dense[id - ix->min_id];
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->sorted_ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ix->n && ix->sorted_ids[lo] == id ? ix->sorted_rows[lo] : -1;
+}
+
+static void id_index_free(id_index *ix) {
+    free(ix->dense);
+    free(ix->sorted_ids);
+    free(ix->sorted_rows);
+}
+
+/* Two sequential reads instead of a join with two index seeks per row:
+ *   1. responses_scan (covering) joined to prompts, in (prompt, replicate)
+ *      order -> the rows, unscored;
+ *   2. scores_latest (covering) over the run's response-id range, in
+ *      (response_id, id) order -> each score lands on its row; a later score
+ *      of the same response overwrites an earlier one, so the latest wins.
+ * Scores of other runs inside the id range are read and skipped. */
 drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scored_set *out, drift_error *err) {
     memset(out, 0, sizeof *out);
     /* Row count first so the array is allocated once. */
-    sqlite3_stmt *c = stmt_prepare(st, "SELECT count(*) FROM responses WHERE run_id=?", err);
+    sqlite3_stmt *c = stmt_prepare(st, "SELECT count(*) FROM responses INDEXED BY responses_scan WHERE run_id=?", err);
     if (!c) return err ? err->code : DRIFT_ERR_STORE;
     sqlite3_bind_int64(c, 1, run_id);
     size_t total = 0;
     if (sqlite3_step(c) == SQLITE_ROW) total = (size_t)sqlite3_column_int64(c, 0);
     sqlite3_finalize(c);
+    if (total > INT32_MAX) return drift_error_set(err, DRIFT_ERR_STORE, "%s: run %lld has too many responses (%zu)",
+                                                  st->path, (long long)run_id, total);
 
-    sqlite3_stmt *s = stmt_prepare(
-        st,
-        "SELECT r.id, r.prompt_rowid, p.prompt_id, p.suite, p.workload, r.replicate, r.failed, "
-        "s.label, s.value, s.evaluator "
-        "FROM responses r INDEXED BY responses_scan JOIN prompts p ON p.id = r.prompt_rowid "
-        "LEFT JOIN scores s INDEXED BY scores_latest ON s.response_id = r.id AND "
-        "s.id = (SELECT max(x.id) FROM scores x INDEXED BY scores_latest WHERE x.response_id = r.id) "
-        "WHERE r.run_id = ? ORDER BY r.prompt_rowid, r.replicate",
-        err);
+    sqlite3_stmt *s = stmt_prepare(st,
+                                   "SELECT r.id, r.prompt_rowid, p.prompt_id, p.suite, p.workload, r.replicate, "
+                                   "r.failed FROM responses r INDEXED BY responses_scan "
+                                   "JOIN prompts p ON p.id = r.prompt_rowid "
+                                   "WHERE r.run_id = ? ORDER BY r.prompt_rowid, r.replicate",
+                                   err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
     sqlite3_bind_int64(s, 1, run_id);
     drift_scored *rows = malloc((total ? total : 1) * sizeof *rows);
     arena_chunk *arena = NULL;
+    id_index ix = {0};
     if (!rows) {
         sqlite3_finalize(s);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory loading %zu responses", total);
     }
-    const char *last_suite = NULL, *last_eval = NULL, *last_wl_text = NULL;
+    const char *last_suite = NULL, *last_eval = NULL, *last_wl_text = NULL, *last_pid = NULL;
+    int64_t last_prompt = -1;
     drift_workload last_wl = DRIFT_WL_UNKNOWN;
     size_t n = 0;
     int rc, oom = 0;
@@ -937,7 +1018,8 @@ drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scor
         if (n == total) { /* rows appeared since the count (another writer) */
             size_t ncap = total ? total * 2 : 64;
             drift_scored *nr = realloc(rows, ncap * sizeof *rows);
-            if (!nr) {
+            if (!nr || ncap > INT32_MAX) {
+                if (nr) rows = nr;
                 oom = 1;
                 break;
             }
@@ -947,44 +1029,69 @@ drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scor
         drift_scored *d = &rows[n];
         d->response_id = sqlite3_column_int64(s, 0);
         d->prompt_rowid = sqlite3_column_int64(s, 1);
-        d->prompt_id = arena_col(&arena, s, 2, NULL, &oom);
+        if (d->prompt_rowid != last_prompt) { /* replicates share their prompt's strings */
+            last_prompt = d->prompt_rowid;
+            last_pid = arena_col(&arena, s, 2, NULL, &oom);
+        }
+        d->prompt_id = last_pid;
         d->suite = arena_col(&arena, s, 3, &last_suite, &oom);
         const char *wl = (const char *)sqlite3_column_text(s, 4);
         if (!last_wl_text || !wl || strcmp(wl, last_wl_text) != 0) {
             last_wl = drift_workload_parse(wl);
-            last_wl_text = wl ? drift_workload_name(last_wl) : NULL;
-            if (last_wl == DRIFT_WL_UNKNOWN) last_wl_text = NULL;
+            last_wl_text = last_wl == DRIFT_WL_UNKNOWN ? NULL : drift_workload_name(last_wl);
         }
         d->workload = last_wl;
         d->replicate = sqlite3_column_int(s, 5);
-        d->is_error = sqlite3_column_int(s, 6);
-        if (sqlite3_column_type(s, 9) == SQLITE_NULL) {
-            d->label = DRIFT_LABEL_NONE;
-            d->value = NAN;
-            d->evaluator = NULL;
-        } else {
-            d->label = sqlite3_column_int(s, 7);
-            d->value = sqlite3_column_type(s, 8) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 8);
-            d->evaluator = arena_col(&arena, s, 9, &last_eval, &oom);
-        }
+        d->is_error = sqlite3_column_int(s, 6) != 0;
+        d->label = DRIFT_LABEL_NONE;
+        d->value = NAN;
+        d->evaluator = NULL;
         if (oom) break;
         n++;
     }
     sqlite3_finalize(s);
-    if (oom) {
-        free(rows);
-        arena_free(arena);
-        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory loading responses");
+    s = NULL;
+    if (oom) goto nomem;
+    if (rc != SQLITE_DONE) goto dberr;
+
+    if (n > 0) {
+        if (id_index_build(&ix, rows, n)) goto nomem;
+        s = stmt_prepare(st,
+                         "SELECT response_id, label, value, evaluator FROM scores INDEXED BY scores_latest "
+                         "WHERE response_id BETWEEN ? AND ? ORDER BY response_id, id",
+                         err);
+        if (!s) goto fail;
+        sqlite3_bind_int64(s, 1, ix.min_id);
+        sqlite3_bind_int64(s, 2, ix.max_id);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            int32_t i = id_index_find(&ix, sqlite3_column_int64(s, 0));
+            if (i < 0) continue; /* another run's response */
+            drift_scored *d = &rows[i];
+            d->label = sqlite3_column_int(s, 1);
+            d->value = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
+            d->evaluator = arena_col(&arena, s, 3, &last_eval, &oom);
+            if (oom) break;
+        }
+        sqlite3_finalize(s);
+        s = NULL;
+        if (oom) goto nomem;
+        if (rc != SQLITE_DONE) goto dberr;
     }
-    if (rc != SQLITE_DONE) {
-        free(rows);
-        arena_free(arena);
-        return db_error(st, err, "loading scored responses");
-    }
+    id_index_free(&ix);
     out->rows = rows;
     out->n = n;
     out->arena = arena;
     return DRIFT_OK;
+nomem:
+    drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory loading responses");
+    goto fail;
+dberr:
+    db_error(st, err, "loading scored responses");
+fail:
+    free(rows);
+    arena_free(arena);
+    id_index_free(&ix);
+    return err && err->code ? err->code : DRIFT_ERR_STORE;
 }
 
 void drift_scored_set_free(drift_scored_set *s) {

@@ -461,6 +461,97 @@ static void test_resume_semantics(void **state) {
     drift_store_close(st);
 }
 
+/* Runs whose responses interleave: scores of one run never leak into the
+ * other, the latest score wins, and ids spread far apart (the sparse lookup
+ * path) load the same as compact ones. */
+static void test_load_scored_interleaved(void **state) {
+    (void)state;
+    drift_store *st = open_ok(tpath("inter.db"));
+    drift_error err = {0};
+    drift_suite *su = make_suite("s", 3000);
+    int64_t *ids = calloc(3000, sizeof *ids);
+    assert_int_equal(drift_store_put_prompts(st, su, ids, &err), DRIFT_OK);
+    int64_t ra, rb;
+    int resumed;
+    drift_run_info ia = run_info("a", "t", "{}"), ib = run_info("b", "t", "{}");
+    assert_int_equal(drift_store_run_begin(st, &ia, &ra, &resumed, &err), DRIFT_OK);
+    assert_int_equal(drift_store_run_begin(st, &ib, &rb, &resumed, &err), DRIFT_OK);
+    /* a: prompts 0..9 alternating with b, then b alone for 2000 prompts, then a: 10 (far away) */
+    for (int i = 0; i < 10; i++) {
+        drift_response x = {.prompt_rowid = ids[9 - i], .text = "a", .prompt_tokens = -1, .completion_tokens = -1};
+        assert_int_equal(drift_store_put_responses(st, ra, &x, 1, &err), DRIFT_OK);
+        x.prompt_rowid = ids[i];
+        x.text = "b";
+        assert_int_equal(drift_store_put_responses(st, rb, &x, 1, &err), DRIFT_OK);
+    }
+    drift_response *many = calloc(2000, sizeof *many);
+    for (int i = 0; i < 2000; i++)
+        many[i] = (drift_response){.prompt_rowid = ids[10 + i], .text = "b", .prompt_tokens = -1,
+                                   .completion_tokens = -1};
+    assert_int_equal(drift_store_put_responses(st, rb, many, 2000, &err), DRIFT_OK);
+    drift_response far = {.prompt_rowid = ids[2500], .text = "a", .prompt_tokens = -1, .completion_tokens = -1};
+    assert_int_equal(drift_store_put_responses(st, ra, &far, 1, &err), DRIFT_OK);
+
+    /* score: a PASS everywhere, b FAIL everywhere, then a rescored by a later evaluator on even prompts */
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t run = pass ? rb : ra;
+        drift_scored_set set;
+        assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
+        drift_score *sc = calloc(set.n, sizeof *sc);
+        for (size_t i = 0; i < set.n; i++)
+            sc[i] = (drift_score){set.rows[i].response_id, pass ? "eb" : "ea",
+                                  pass ? DRIFT_LABEL_FAIL : DRIFT_LABEL_PASS, (double)i, NULL};
+        assert_int_equal(drift_store_put_scores(st, sc, set.n, &err), DRIFT_OK);
+        free(sc);
+        drift_scored_set_free(&set);
+    }
+    drift_scored_set a, b;
+    assert_int_equal(drift_store_load_scored(st, ra, &a, &err), DRIFT_OK);
+    drift_score *late = calloc(a.n, sizeof *late);
+    size_t nl = 0;
+    for (size_t i = 0; i < a.n; i += 2)
+        late[nl++] = (drift_score){a.rows[i].response_id, "later", DRIFT_LABEL_ERROR, -1.0, NULL};
+    assert_int_equal(drift_store_put_scores(st, late, nl, &err), DRIFT_OK);
+    free(late);
+    drift_scored_set_free(&a);
+
+    assert_int_equal(drift_store_load_scored(st, ra, &a, &err), DRIFT_OK);
+    assert_int_equal(drift_store_load_scored(st, rb, &b, &err), DRIFT_OK);
+    assert_int_equal(a.n, 11);
+    assert_int_equal(b.n, 2010);
+    for (size_t i = 0; i < a.n; i++) {
+        assert_int_equal(a.rows[i].prompt_rowid, i < 10 ? ids[i] : ids[2500]); /* ordered by prompt */
+        if (i % 2 == 0) {
+            assert_int_equal(a.rows[i].label, DRIFT_LABEL_ERROR);
+            assert_string_equal(a.rows[i].evaluator, "later");
+            assert_true(a.rows[i].value == -1.0);
+        } else {
+            assert_int_equal(a.rows[i].label, DRIFT_LABEL_PASS);
+            assert_string_equal(a.rows[i].evaluator, "ea");
+            assert_true(a.rows[i].value == (double)i);
+        }
+    }
+    for (size_t i = 0; i < b.n; i++) {
+        assert_int_equal(b.rows[i].prompt_rowid, ids[i]);
+        assert_int_equal(b.rows[i].label, DRIFT_LABEL_FAIL);
+        assert_string_equal(b.rows[i].evaluator, "eb");
+        assert_true(b.rows[i].value == (double)i);
+        char want[16];
+        snprintf(want, sizeof want, "q%zu", i);
+        assert_string_equal(b.rows[i].prompt_id, want);
+    }
+    drift_scored_set_free(&a);
+    drift_scored_set_free(&b);
+    /* an unknown run is simply empty */
+    assert_int_equal(drift_store_load_scored(st, 999, &a, &err), DRIFT_OK);
+    assert_int_equal(a.n, 0);
+    drift_scored_set_free(&a);
+    free(many);
+    free(ids);
+    free_suite(su);
+    drift_store_close(st);
+}
+
 /* ---- crash safety: a child writes batches, the parent SIGKILLs it ---- */
 
 #define KILL_PROMPTS 4000
@@ -572,6 +663,7 @@ int main(void) {
         cmocka_unit_test(test_refuse_newer_schema),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_resume_semantics),
+        cmocka_unit_test(test_load_scored_interleaved),
         cmocka_unit_test(test_kill_safety),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
