@@ -152,6 +152,8 @@ typedef struct drift_pri_options {
     int descriptors;      /* add descriptor features (format bits, hw generation, model size, MoE) */
     int interactions;     /* add the paper's 36 interaction features (1 by default) */
     int tune;             /* choose hyper-parameters by inner CV (1); 0 = fixed defaults */
+    int grouped_cv;       /* held-out-level evaluations: inner folds hold out whole levels of
+                           * the same dimension (1) instead of random rows (0, default) */
 } drift_pri_options;
 
 /* Defaults: nthread 1, seed 42, cv_folds 3, descriptors 0, interactions 1, tune 1. */
