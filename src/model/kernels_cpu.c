@@ -51,8 +51,10 @@
 drift_isa num_isa_resolve(drift_isa want) {
     if (want == DRIFT_ISA_REF || want == DRIFT_ISA_SCALAR) return want;
     __builtin_cpu_init();
-    int has512 = __builtin_cpu_supports("avx512f");
-    int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl");
+    int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
     if ((want == DRIFT_ISA_AUTO || want == DRIFT_ISA_AVX512) && has512) return DRIFT_ISA_AVX512;
     if (has2) return DRIFT_ISA_AVX2;
     return DRIFT_ISA_SCALAR;
@@ -133,55 +135,72 @@ static const float *panel_get(const drift_qmat *W, int64_t n0, float *buf, drift
 }
 
 /* ---------------------------------------------------------------------------
- * AVX-512 micro-kernels. acc: (MR*NR, 16) lane vectors of the block buffer.
+ * Micro-kernels. A tile is mr x NR outputs, mr = MR (full) or 1 (leftover
+ * rows); acc holds their lane vectors (mr*NR, L) in the block buffer. The
+ * operands are addressed by step (L consecutive k) and row:
+ *   x row i, step s: x + s*xs + i*xi        w row j, step s: w + s*ws + j*wj
+ * which covers both the packed layouts (tile-contiguous, [s][row][L]) and
+ * plain rows (xs = L, xi = ld). k0 is a multiple of L; lanes past k1 are
+ * masked, never added (so -0.0 accumulators stay -0.0 as in the emulation).
+ * wkind: 0 = f32 (strided as above), 1 = bf16 and 2 = f16 plain rows of ld
+ * wj elements (converted in registers: decode streams them from memory).
  * ------------------------------------------------------------------------- */
 #define A512_MR 6
 #define A512_NR 4
 
-/* acc[i*NR + j] += x[i] * w[j] over k in [k0, k1), lane = (k - kstart) % 16,
- * kstart a multiple of 16 (k0 is). */
-__attribute__((target("avx512f"))) static inline void mk512_tile(float *acc, const float *x,
-                                                                 size_t ldx, int mr,
-                                                                 const float *w, size_t ldw,
-                                                                 int64_t k0, int64_t k1) {
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m512 ld512_w(const void *w, int wkind,
+                                                                size_t off, __mmask16 m) {
+    if (wkind == 1) {
+        __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + off);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    if (wkind == 2) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)w + off));
+    return _mm512_maskz_loadu_ps(m, (const float *)w + off);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
+mk512_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
+           size_t ws, size_t wj, int64_t k0, int64_t k1) {
     __m512 c[A512_MR][A512_NR];
 #pragma GCC unroll 6
     for (int i = 0; i < A512_MR; i++)
 #pragma GCC unroll 4
         for (int j = 0; j < A512_NR; j++)
             c[i][j] = i < mr ? _mm512_loadu_ps(acc + (i * A512_NR + j) * 16) : _mm512_setzero_ps();
-    int64_t k = k0;
-    if (mr == A512_MR) {
-        for (; k + 16 <= k1; k += 16) {
+    int64_t s = k0 / 16, k = k0;
+    const float *xp = x + (size_t)s * xs;
+    size_t wo = (size_t)s * ws;
+    if (mr == A512_MR) { /* packed f32 operands */
+        const float *wp = (const float *)w + wo;
+        for (; k + 16 <= k1; k += 16, xp += xs, wp += ws) {
             __m512 wv[A512_NR];
 #pragma GCC unroll 4
-            for (int j = 0; j < A512_NR; j++) wv[j] = _mm512_loadu_ps(w + j * ldw + k);
+            for (int j = 0; j < A512_NR; j++) wv[j] = _mm512_loadu_ps(wp + j * wj);
 #pragma GCC unroll 6
             for (int i = 0; i < A512_MR; i++) {
-                __m512 xv = _mm512_loadu_ps(x + i * ldx + k);
+                __m512 xv = _mm512_loadu_ps(xp + i * xi);
 #pragma GCC unroll 4
                 for (int j = 0; j < A512_NR; j++) c[i][j] = _mm512_fmadd_ps(xv, wv[j], c[i][j]);
             }
         }
+        wo = (size_t)(wp - (const float *)w);
     } else {
-        for (; k + 16 <= k1; k += 16) {
-            __m512 wv[A512_NR];
+        for (; k + 16 <= k1; k += 16, xp += xs, wo += ws) {
+            __m512 xv = _mm512_loadu_ps(xp);
 #pragma GCC unroll 4
-            for (int j = 0; j < A512_NR; j++) wv[j] = _mm512_loadu_ps(w + j * ldw + k);
-            __m512 xv = _mm512_loadu_ps(x + k);
-#pragma GCC unroll 4
-            for (int j = 0; j < A512_NR; j++) c[0][j] = _mm512_fmadd_ps(xv, wv[j], c[0][j]);
+            for (int j = 0; j < A512_NR; j++)
+                c[0][j] = _mm512_fmadd_ps(xv, ld512_w(w, wkind, wo + j * wj, 0xffff), c[0][j]);
         }
     }
-    if (k < k1) { /* masked tail: lanes past k1 keep their value */
+    if (k < k1) { /* masked tail */
         __mmask16 m = (__mmask16)((1u << (k1 - k)) - 1u);
         __m512 wv[A512_NR];
 #pragma GCC unroll 4
-        for (int j = 0; j < A512_NR; j++) wv[j] = _mm512_maskz_loadu_ps(m, w + j * ldw + k);
+        for (int j = 0; j < A512_NR; j++) wv[j] = ld512_w(w, wkind, wo + j * wj, m);
 #pragma GCC unroll 6
         for (int i = 0; i < A512_MR; i++) {
             if (i >= mr) break;
-            __m512 xv = _mm512_maskz_loadu_ps(m, x + i * ldx + k);
+            __m512 xv = _mm512_maskz_loadu_ps(m, xp + i * xi);
 #pragma GCC unroll 4
             for (int j = 0; j < A512_NR; j++) c[i][j] = _mm512_mask3_fmadd_ps(xv, wv[j], c[i][j], m);
         }
@@ -193,41 +212,60 @@ __attribute__((target("avx512f"))) static inline void mk512_tile(float *acc, con
             if (i < mr) _mm512_storeu_ps(acc + (i * A512_NR + j) * 16, c[i][j]);
 }
 
-/* ---------------------------------------------------------------------------
- * AVX2 micro-kernels (8 lanes)
- * ------------------------------------------------------------------------- */
 #define A2_MR 4
 #define A2_NR 3
 
-__attribute__((target("avx2,fma"))) static inline void mk2_tile(float *acc, const float *x,
-                                                                size_t ldx, int mr,
-                                                                const float *w, size_t ldw,
-                                                                int64_t k0, int64_t k1) {
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 ld256_w(const void *w, int wkind,
+                                                                     size_t off, int rem) {
+    if (rem >= 8) {
+        if (wkind == 1) {
+            __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + off));
+            return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        }
+        if (wkind == 2) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + off)));
+        return _mm256_loadu_ps((const float *)w + off);
+    }
+    float t[8] = {0};
+    for (int l = 0; l < rem; l++) {
+        if (wkind == 1) t[l] = num_bf16_to_f32(((const uint16_t *)w)[off + l]);
+        else if (wkind == 2) t[l] = num_f16_to_f32(((const uint16_t *)w)[off + l]);
+        else t[l] = ((const float *)w)[off + l];
+    }
+    return _mm256_loadu_ps(t);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static inline void
+mk2_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
+         size_t ws, size_t wj, int64_t k0, int64_t k1) {
     __m256 c[A2_MR][A2_NR];
 #pragma GCC unroll 4
     for (int i = 0; i < A2_MR; i++)
 #pragma GCC unroll 3
         for (int j = 0; j < A2_NR; j++)
             c[i][j] = i < mr ? _mm256_loadu_ps(acc + (i * A2_NR + j) * 8) : _mm256_setzero_ps();
-    int64_t k = k0;
+    int64_t s = k0 / 8, k = k0;
+    const float *xp = x + (size_t)s * xs;
+    size_t wo = (size_t)s * ws;
     if (mr == A2_MR) {
-        for (; k + 8 <= k1; k += 8) {
+        const float *wp = (const float *)w + wo;
+        for (; k + 8 <= k1; k += 8, xp += xs, wp += ws) {
             __m256 wv[A2_NR];
 #pragma GCC unroll 3
-            for (int j = 0; j < A2_NR; j++) wv[j] = _mm256_loadu_ps(w + j * ldw + k);
+            for (int j = 0; j < A2_NR; j++) wv[j] = _mm256_loadu_ps(wp + j * wj);
 #pragma GCC unroll 4
             for (int i = 0; i < A2_MR; i++) {
-                __m256 xv = _mm256_loadu_ps(x + i * ldx + k);
+                __m256 xv = _mm256_loadu_ps(xp + i * xi);
 #pragma GCC unroll 3
                 for (int j = 0; j < A2_NR; j++) c[i][j] = _mm256_fmadd_ps(xv, wv[j], c[i][j]);
             }
         }
+        wo = (size_t)(wp - (const float *)w);
     } else {
-        for (; k + 8 <= k1; k += 8) {
-            __m256 xv = _mm256_loadu_ps(x + k);
+        for (; k + 8 <= k1; k += 8, xp += xs, wo += ws) {
+            __m256 xv = _mm256_loadu_ps(xp);
 #pragma GCC unroll 3
             for (int j = 0; j < A2_NR; j++)
-                c[0][j] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w + j * ldw + k), c[0][j]);
+                c[0][j] = _mm256_fmadd_ps(xv, ld256_w(w, wkind, wo + j * wj, 8), c[0][j]);
         }
     }
     if (k < k1) {
@@ -237,11 +275,11 @@ __attribute__((target("avx2,fma"))) static inline void mk2_tile(float *acc, cons
         __m256 mf = _mm256_castsi256_ps(m);
         __m256 wv[A2_NR];
 #pragma GCC unroll 3
-        for (int j = 0; j < A2_NR; j++) wv[j] = _mm256_maskload_ps(w + j * ldw + k, m);
+        for (int j = 0; j < A2_NR; j++) wv[j] = ld256_w(w, wkind, wo + j * wj, rem);
 #pragma GCC unroll 4
         for (int i = 0; i < A2_MR; i++) {
             if (i >= mr) break;
-            __m256 xv = _mm256_maskload_ps(x + i * ldx + k, m);
+            __m256 xv = _mm256_maskload_ps(xp + i * xi, m);
 #pragma GCC unroll 3
             for (int j = 0; j < A2_NR; j++)
                 c[i][j] = _mm256_blendv_ps(c[i][j], _mm256_fmadd_ps(xv, wv[j], c[i][j]), mf);
@@ -278,14 +316,69 @@ static int effective_split(const drift_numeric_profile *p, int64_t B) {
 /* ---------------------------------------------------------------------------
  * SIMD f32 path: one panel, all B rows
  * ------------------------------------------------------------------------- */
-static void simd_panel(const drift_numeric_profile *p, drift_isa isa, float *y, const float *xa,
-                       int64_t B, int64_t K, int64_t N, int64_t n0, const float *wp, float *cbuf,
-                       int S) {
+/* Operand views for simd_panel. x: full MR-row tiles packed [s][i][L]
+ * (tile t at x + t*MR*Kp), leftover rows plain (ld Kp) after them; or all
+ * rows plain (ld K) when no row is in a full tile. w: the panel, packed
+ * [jt][s][j][L] (tile jt at w + jt*NR*Kp) or plain rows (ld K). */
+typedef struct simd_ops {
+    const float *x;
+    int x_packed;
+    int64_t ldx;        /* plain x row stride (K or Kp) */
+    const void *w;
+    int w_packed, wkind;
+    int64_t ldw;        /* plain w row stride */
+} simd_ops;
+
+/* Packs B rows of x (B, K) into dst: full MR tiles [s][i][L], then the
+ * leftover rows plain with stride Kp (zero-padded). */
+static void pack_x(float *dst, const float *x, int64_t B, int64_t K, int64_t Kp, int MR, int L) {
+    int64_t full = B / MR * MR;
+    for (int64_t t = 0; t < full; t += MR) {
+        float *d = dst + t * Kp;
+        for (int64_t s = 0; s < Kp / L; s++)
+            for (int i = 0; i < MR; i++)
+                for (int l = 0; l < L; l++) {
+                    int64_t k = s * L + l;
+                    d[(s * MR + i) * L + l] = k < K ? x[(t + i) * K + k] : 0.0f;
+                }
+    }
+    for (int64_t b = full; b < B; b++) {
+        memcpy(dst + b * Kp, x + b * K, (size_t)K * sizeof(float));
+        memset(dst + b * Kp + K, 0, (size_t)(Kp - K) * sizeof(float));
+    }
+}
+
+/* Packs panel rows n0.. (NP of them, zero past N) into dst [jt][s][j][L];
+ * rowbuf (K floats) receives dequantized rows. */
+static void pack_w(float *dst, const drift_qmat *W, int64_t n0, int64_t Kp, int NR, int L,
+                   float *rowbuf, drift_isa isa) {
+    int64_t K = W->cols, N = W->rows, steps = Kp / L;
+    for (int64_t j = 0; j < NP; j++) {
+        const float *row = NULL;
+        if (n0 + j < N) {
+            if (W->dtype == DRIFT_DTYPE_F32) row = (const float *)W->data + (n0 + j) * K;
+            else {
+                deq_row(W, n0 + j, rowbuf, isa);
+                row = rowbuf;
+            }
+        }
+        float *d = dst + (j / NR) * NR * Kp + (j % NR) * L;
+        for (int64_t s = 0; s < steps; s++)
+            for (int l = 0; l < L; l++) {
+                int64_t k = s * L + l;
+                d[s * NR * L + l] = row && k < K ? row[k] : 0.0f;
+            }
+    }
+}
+
+static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, int64_t K,
+                       int64_t Kp, int64_t N, int64_t n0, float *cbuf, int S) {
     int L = isa_lanes(isa);
     int MR = isa == DRIFT_ISA_AVX512 ? A512_MR : A2_MR;
     int NR = isa == DRIFT_ISA_AVX512 ? A512_NR : A2_NR;
     int64_t clen = chunk_len(K, S);
     int64_t nvalid = N - n0 < NP ? N - n0 : NP;
+    size_t wel = o->wkind ? 2 : 4; /* bytes per w element */
     for (int64_t b0 = 0; b0 < B; b0 += MB) {
         int64_t bn = B - b0 < MB ? B - b0 : MB;
         for (int64_t c0 = 0; c0 < K; c0 += clen) {
@@ -295,15 +388,35 @@ static void simd_panel(const drift_numeric_profile *p, drift_isa isa, float *y, 
                 int64_t k1 = k0 + KC < c1 ? k0 + KC : c1;
                 for (int64_t i = 0; i < bn;) {
                     int mr = bn - i >= MR ? MR : 1;
+                    int64_t b = b0 + i;
+                    const float *xr;
+                    size_t xs, xi;
+                    if (mr == MR) { /* a full tile: packed */
+                        xr = o->x + b * Kp;
+                        xs = (size_t)(MR * L);
+                        xi = (size_t)L;
+                    } else {
+                        xr = o->x + b * o->ldx;
+                        xs = (size_t)L;
+                        xi = 0;
+                    }
                     for (int64_t j = 0; j < NP; j += NR) {
-                        /* block buffer tile (i..i+mr, j..j+NR): rows of NR vectors */
                         float *acc = cbuf + (i * NP + j * mr) * L;
-                        const float *xr = xa + (b0 + i) * K;
-                        const float *wr = wp + j * K;
+                        const void *wr;
+                        size_t ws, wj;
+                        if (o->w_packed) {
+                            wr = (const float *)o->w + j * Kp;
+                            ws = (size_t)(NR * L);
+                            wj = (size_t)L;
+                        } else {
+                            wr = (const char *)o->w + (size_t)(j * o->ldw) * wel;
+                            ws = (size_t)L;
+                            wj = (size_t)o->ldw;
+                        }
                         if (isa == DRIFT_ISA_AVX512)
-                            mk512_tile(acc, xr, (size_t)K, mr, wr, (size_t)K, k0, k1);
+                            mk512_tile(acc, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
                         else
-                            mk2_tile(acc, xr, (size_t)K, mr, wr, (size_t)K, k0, k1);
+                            mk2_tile(acc, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
                     }
                     i += mr;
                 }
@@ -315,11 +428,10 @@ static void simd_panel(const drift_numeric_profile *p, drift_isa isa, float *y, 
                     float *acc = cbuf + (i * NP + j * mr) * L;
                     for (int ii = 0; ii < mr; ii++)
                         for (int jj = 0; jj < NR; jj++) {
-                            int64_t n = n0 + j + jj;
                             if (j + jj >= nvalid) continue;
-                            float s = lanes_sum_f(acc + (ii * NR + jj) * L, L);
-                            float *yo = y + (b0 + i + ii) * N + n;
-                            *yo = c0 == 0 ? s : *yo + s;
+                            float sum = lanes_sum_f(acc + (ii * NR + jj) * L, L);
+                            float *yo = y + (b0 + i + ii) * N + n0 + j + jj;
+                            *yo = c0 == 0 ? sum : *yo + sum;
                         }
                 }
                 i += mr;
@@ -404,14 +516,30 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     if (p->acts != DRIFT_DTYPE_F32)
         for (int64_t b = 0; b < B; b++) num_round_acts(p->acts, xa + b * K, K);
     int64_t npanels = (N + NP - 1) / NP;
+    int MR = isa == DRIFT_ISA_AVX512 ? A512_MR : A2_MR;
+    int NR = isa == DRIFT_ISA_AVX512 ? A512_NR : A2_NR;
+    int64_t Kp = (K + 15) / 16 * 16;
+    /* prefill (some row in a full tile): pack x once and each w panel;
+     * decode: plain rows, bf16/f16/f32 weights read in place */
+    int packed = simd && B >= MR;
+    float *xpk = NULL;
+    if (packed) {
+        xpk = aligned_alloc(64, ((size_t)(B * Kp) * sizeof(float) + 63) / 64 * 64);
+        if (!xpk) {
+            free(xa);
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: packed activations");
+        }
+        pack_x(xpk, xa, B, K, Kp, MR, L);
+    }
     int nt = p->threads > 0 ? p->threads : omp_get_max_threads();
     if (nt > npanels) nt = (int)npanels;
     int failed = 0;
 #pragma omp parallel num_threads(nt)
     {
-        float *wbuf = malloc((size_t)(NP * K) * sizeof(float));
+        float *wbuf = malloc((size_t)(NP * Kp) * sizeof(float));
+        float *rowbuf = malloc((size_t)Kp * sizeof(float));
         float *cbuf = simd ? malloc((size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
-        if (!wbuf || (simd && !cbuf)) {
+        if (!wbuf || !rowbuf || (simd && !cbuf)) {
 #pragma omp atomic write
             failed = 1;
         }
@@ -420,11 +548,28 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
 #pragma omp for schedule(static)
             for (int64_t pi = 0; pi < npanels; pi++) {
                 int64_t n0 = pi * NP;
-                const float *wp = panel_get(W, n0, wbuf, isa);
                 if (simd) {
-                    simd_panel(p, isa, y, xa, B, K, N, n0, wp, cbuf, S);
+                    simd_ops o = {.x = packed ? xpk : xa, .x_packed = packed,
+                                  .ldx = packed ? Kp : K};
+                    int direct = n0 + NP <= N && (W->dtype == DRIFT_DTYPE_F32 ||
+                                                  W->dtype == DRIFT_DTYPE_BF16 ||
+                                                  W->dtype == DRIFT_DTYPE_F16);
+                    if (packed) {
+                        pack_w(wbuf, W, n0, Kp, NR, L, rowbuf, isa);
+                        o.w = wbuf;
+                        o.w_packed = 1;
+                    } else if (direct) {
+                        o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
+                        o.wkind = W->dtype == DRIFT_DTYPE_BF16 ? 1 : W->dtype == DRIFT_DTYPE_F16 ? 2 : 0;
+                        o.ldw = K;
+                    } else {
+                        o.w = panel_get(W, n0, wbuf, isa);
+                        o.ldw = K;
+                    }
+                    simd_panel(isa, y, &o, B, K, Kp, N, n0, cbuf, S);
                     continue;
                 }
+                const float *wp = panel_get(W, n0, wbuf, isa);
                 for (int64_t j = 0; j < NP && n0 + j < N; j++)
                     for (int64_t b = 0; b < B; b++)
                         y[b * N + n0 + j] = gen_dot(p, xa + b * K, wp + j * K, K, L,
@@ -432,9 +577,11 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
             }
         }
         free(wbuf);
+        free(rowbuf);
         free(cbuf);
     }
     free(xa);
+    free(xpk);
     if (failed) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: per-thread scratch");
     return DRIFT_OK;
 }

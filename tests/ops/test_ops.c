@@ -341,6 +341,9 @@ static void test_batch_thread_invariance(void **state) {
     check_invariance("profile=cpu-f32", DRIFT_DTYPE_F32, 53, 600);
     check_invariance("profile=cpu-f32&isa=avx2", DRIFT_DTYPE_F32, 53, 600);
     check_invariance("profile=cpu-bf16", DRIFT_DTYPE_BF16, 50, 544);
+    check_invariance("profile=cpu-bf16&isa=avx2", DRIFT_DTYPE_BF16, 50, 262);
+    check_invariance("profile=cpu-f16", DRIFT_DTYPE_F16, 49, 520);
+    check_invariance("profile=cpu-f16&isa=avx2", DRIFT_DTYPE_F16, 25, 203);
     check_invariance("profile=cpu-int4", DRIFT_DTYPE_INT4, 30, 1056);
     check_invariance("profile=gpu-fp8", DRIFT_DTYPE_FP8_E4M3, 49, 520);
     check_invariance("profile=cpu-f32&accum=bf16&reduce=pairwise", DRIFT_DTYPE_Q4_0, 26, 320);
