@@ -228,11 +228,22 @@ static void set_result(drift_eval_result *out, int label, json_t *detail) {
     json_decref(detail);
 }
 
+/* Error return that still leaves a label and an explanation in out. */
+static drift_status fail_out(drift_eval_result *out, drift_status rc, const char *reason, const drift_error *err) {
+    json_t *d = json_object();
+    json_object_set_new(d, "reason", json_string(reason));
+    if (err) json_object_set_new(d, "message", json_text(err->msg, strnlen(err->msg, sizeof err->msg)));
+    set_result(out, DRIFT_LABEL_ERROR, d);
+    return rc;
+}
+
 drift_status drift_eval_code(const char *answer, const char *reference_json, const drift_code_opts *o,
                              drift_eval_result *out, drift_error *err) {
     memset(out, 0, sizeof *out);
     out->label = DRIFT_LABEL_ERROR;
     out->value = NAN;
+    drift_error local;
+    if (!err) err = &local;
     if (!answer || !reference_json) return drift_error_set(err, DRIFT_ERR_INVALID, "code: NULL answer or reference");
     drift_code_opts d;
     if (!o) {
@@ -245,8 +256,9 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     json_t *ref = json_loads(reference_json, 0, &jerr);
     if (!ref || !json_is_object(ref)) {
         json_decref(ref);
-        return drift_error_set(err, DRIFT_ERR_PARSE, "code reference: %s (line %d)", ref ? "not an object" : jerr.text,
-                               jerr.line);
+        drift_error_set(err, DRIFT_ERR_PARSE, "code reference: %s (line %d)", ref ? "not an object" : jerr.text,
+                        jerr.line);
+        return fail_out(out, DRIFT_ERR_PARSE, "bad_reference", err);
     }
     const char *prompt = json_string_value(json_object_get(ref, "prompt"));
     json_t *jt = json_object_get(ref, "test");
@@ -255,14 +267,15 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     const char *entry = json_string_value(json_object_get(ref, "entry_point"));
     if (!prompt || !tests || !entry || !entry[0]) {
         json_decref(ref);
-        return drift_error_set(err, DRIFT_ERR_PARSE, "code reference: missing string field '%s'",
-                               !prompt ? "prompt" : !tests ? "test" : "entry_point");
+        drift_error_set(err, DRIFT_ERR_PARSE, "code reference: missing string field '%s'",
+                        !prompt ? "prompt" : !tests ? "test" : "entry_point");
+        return fail_out(out, DRIFT_ERR_PARSE, "bad_reference", err);
     }
     for (const char *c = entry; *c; c++)
         if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) {
+            drift_error_set(err, DRIFT_ERR_PARSE, "code reference: entry_point '%.100s' is not an identifier", entry);
             json_decref(ref);
-            return drift_error_set(err, DRIFT_ERR_PARSE, "code reference: entry_point '%s' is not an identifier",
-                                   entry);
+            return fail_out(out, DRIFT_ERR_PARSE, "bad_reference", err);
         }
 
     unsigned mech;
@@ -270,7 +283,7 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     drift_status rc = sbx_probe(python, o->unsafe_exec, &mech, mech_s, sizeof mech_s, err);
     if (rc != DRIFT_OK) {
         json_decref(ref);
-        return rc;
+        return fail_out(out, rc, "sandbox_error", err);
     }
 
     const char *rule, *mode;

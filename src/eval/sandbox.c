@@ -802,7 +802,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
         }
     }
     free(chunk);
-    int sws;
+    int sws = 0;
     while (waitpid(sup, &sws, 0) < 0 && errno == EINTR) {}
     r->wall_ms = drift_now_ms() - t0;
     if (st_len != sizeof st) {

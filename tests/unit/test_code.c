@@ -151,11 +151,25 @@ static void test_bad_reference(void **state) {
     (void)state;
     drift_eval_result r;
     drift_error err = {0};
-    assert_int_equal(drift_eval_code("x", "{\"prompt\":\"\"}", NULL, &r, &err), DRIFT_ERR_PARSE);
+    static const char *const bad[] = {"{\"prompt\":\"\"}", "not json", "[1]",
+                                      "{\"prompt\":\"\",\"test\":\"\",\"entry_point\":\"a;b\"}"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(drift_eval_code("x", bad[i], NULL, &r, &err), DRIFT_ERR_PARSE);
+        assert_int_equal(r.label, DRIFT_LABEL_ERROR);
+        assert_non_null(r.detail_json);
+        assert_non_null(strstr(r.detail_json, "\"reason\":\"bad_reference\""));
+        assert_non_null(strstr(err.msg, "code reference"));
+        drift_eval_result_clear(&r);
+    }
+    /* a missing interpreter is a sandbox error label, with the reason */
+    drift_code_opts o;
+    drift_code_opts_default(&o);
+    o.python = "/no/such/python";
+    assert_int_equal(drift_eval_code("x", REF_ADD, &o, &r, NULL), DRIFT_ERR_SANDBOX);
     assert_int_equal(r.label, DRIFT_LABEL_ERROR);
-    assert_int_equal(drift_eval_code("x", "not json", NULL, &r, &err), DRIFT_ERR_PARSE);
-    assert_int_equal(drift_eval_code("x", "{\"prompt\":\"\",\"test\":\"\",\"entry_point\":\"a;b\"}", NULL, &r, &err),
-                     DRIFT_ERR_PARSE);
+    assert_non_null(strstr(r.detail_json, "sandbox_error"));
+    assert_non_null(strstr(r.detail_json, "/no/such/python"));
+    drift_eval_result_clear(&r);
 }
 
 /* ---- the HumanEval set ---- */
