@@ -12,9 +12,10 @@
  * counts when both answers have an embedding by the same embedder; SDR =
  * 1 - cos, drifted when SDR > opts->sdr_threshold; flips = drifted pairs,
  * direction 0, flip_rate = semantic_drift_rate with its Wilson CI.
- * Embeddings are read in one query per run through the store's raw handle
- * (the embeddings table of store.h) and looked up by binary search, so a
- * comparison of ~10^5 chat pairs does not pay 2x10^5 point queries.
+ * Embeddings are read in one range query over the chat response ids of both
+ * runs through the store's raw handle (the embeddings table of store.h) and
+ * looked up by binary search, so a comparison of ~10^5 chat pairs does not
+ * pay 2x10^5 point queries.
  *
  * Rates: flip_rate = flips/n with a Wilson 95% interval; McNemar exact on
  * (correct_to_incorrect, incorrect_to_correct); accuracies are PASS shares
@@ -125,17 +126,21 @@ static void emb_free(emb_table *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* Loads every embedding by `embedder` of run_id's responses. */
-static drift_status emb_load(drift_store *st, int64_t run_id, const char *embedder, emb_table *t, drift_error *err) {
+/* Loads every embedding by `embedder` whose response id lies in [lo, hi]
+ * (the chat responses of both runs): one range scan of the embeddings
+ * primary key, no join and no sort in SQLite; rows of other runs in the
+ * range are loaded too and simply never looked up. */
+static drift_status emb_load(drift_store *st, int64_t lo, int64_t hi, const char *embedder, emb_table *t,
+                             drift_error *err) {
     memset(t, 0, sizeof *t);
     sqlite3 *db = drift_store_db(st);
     sqlite3_stmt *s = NULL;
-    const char *sql = "SELECT e.response_id, e.dim, e.vec FROM embeddings e JOIN responses r ON r.id = e.response_id "
-                      "WHERE r.run_id = ? AND e.embedder = ? ORDER BY e.response_id";
+    const char *sql = "SELECT response_id, dim, vec FROM embeddings WHERE embedder = ?1 AND response_id BETWEEN ?2 AND ?3";
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
         return drift_error_set(err, DRIFT_ERR_STORE, "reading embeddings: %s", sqlite3_errmsg(db));
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_text(s, 2, embedder, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 1, embedder, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, lo);
+    sqlite3_bind_int64(s, 3, hi);
     size_t cap = 0, pool_len = 0, pool_cap = 0;
     size_t *offs = NULL;
     drift_status rc = DRIFT_OK;
@@ -182,7 +187,7 @@ static drift_status emb_load(drift_store *st, int64_t run_id, const char *embedd
     sqlite3_finalize(s);
     if (rc == DRIFT_OK) {
         for (size_t i = 0; i < t->n; i++) t->e[i].vec = t->pool + offs[i];
-        qsort(t->e, t->n, sizeof *t->e, cmp_emb); /* already ordered; cheap */
+        qsort(t->e, t->n, sizeof *t->e, cmp_emb); /* usually in order already */
     } else {
         emb_free(t);
     }
@@ -282,19 +287,27 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     if (!rc) rc = drift_store_run_get(st, target_label, &c->target, err);
     if (!rc) rc = drift_store_load_scored(st, c->baseline.id, &o->base, err);
     if (!rc) rc = drift_store_load_scored(st, c->target.id, &o->targ, err);
-    emb_table eb = {0}, et = {0};
+    emb_table emb = {0};
     const char *embedder = NULL;
     if (!rc) {
         embedder = pick_embedder(opts, &o->base);
-        if (embedder && (opts->only_workload == DRIFT_WL_UNKNOWN || opts->only_workload == DRIFT_WL_CHAT)) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        const drift_scored_set *sets[2] = {&o->base, &o->targ};
+        for (int k = 0; k < 2; k++)
+            for (size_t i = 0; i < sets[k]->n; i++)
+                if (sets[k]->rows[i].workload == DRIFT_WL_CHAT) {
+                    int64_t id = sets[k]->rows[i].response_id;
+                    if (id < lo) lo = id;
+                    if (id > hi) hi = id;
+                }
+        if (embedder && lo <= hi &&
+            (opts->only_workload == DRIFT_WL_UNKNOWN || opts->only_workload == DRIFT_WL_CHAT)) {
             o->embedder = drift_strdup(embedder);
-            rc = emb_load(st, c->baseline.id, embedder, &eb, err);
-            if (!rc) rc = emb_load(st, c->target.id, embedder, &et, err);
+            rc = emb_load(st, lo, hi, embedder, &emb, err);
         }
     }
     if (rc) {
-        emb_free(&eb);
-        emb_free(&et);
+        emb_free(&emb);
         drift_comparison_free(c);
         return rc;
     }
@@ -328,7 +341,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
             continue;
         }
         if (wl == DRIFT_WL_CHAT) {
-            const emb_entry *eb1 = emb_find(&eb, b->response_id), *et1 = emb_find(&et, t->response_id);
+            const emb_entry *eb1 = emb_find(&emb, b->response_id), *et1 = emb_find(&emb, t->response_id);
             double sdr = eb1 && et1 && eb1->dim == et1->dim ? drift_sdr(eb1->vec, et1->vec, eb1->dim) : NAN;
             if (isnan(sdr)) {
                 w->unscored++;
@@ -359,8 +372,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
             if (add_flip(w, &cap[wl], b, t, dir, NAN)) goto nomem;
         }
     }
-    emb_free(&eb);
-    emb_free(&et);
+    emb_free(&emb);
     if (pairs == 0) {
         drift_status e = drift_error_set(err, DRIFT_ERR_INVALID,
                                          "runs \"%s\" (%zu responses) and \"%s\" (%zu responses) share no prompt: "
@@ -380,8 +392,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     *out = c;
     return DRIFT_OK;
 nomem:
-    emb_free(&eb);
-    emb_free(&et);
+    emb_free(&emb);
     drift_comparison_free(c);
     return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory listing flips");
 }

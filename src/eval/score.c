@@ -14,19 +14,16 @@
  * workload. Evaluators are opened only for workloads with pending work; one
  * that is unavailable (DRIFT_ERR_UNSUPPORTED or a failed open/check) does not
  * fail the run: its pending responses are counted in not_computable with the
- * reason. Texts are then read in chunks of SCORE_CHUNK:
- *   fast path   drift_store_unscored(evaluator NULL) in key order. Rows at or
- *               before the last processed key are skipped, so a row that
- *               could not be stored is never processed twice and the loop
- *               ends when a chunk brings nothing new.
- *   row path    when some pending workload is unavailable (its rows would
- *               stay unscored and come back in every chunk) or on rescore:
- *               drift_store_response_get per pending row.
+ * reason. Texts are then read in chunks of SCORE_CHUNK in key order
+ * (prompt_rowid, replicate) with keyset pagination through the store's raw
+ * handle, so scoring is linear in the run's size; rows of unavailable
+ * workloads are passed over without reading their texts.
  * Scores of a chunk are stored in one transaction (drift_store_put_scores).
  * Failed requests (error responses) are never scored. */
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -301,95 +298,79 @@ out:
     return rc;
 }
 
-static int key_le(int64_t p, int r, int64_t lp, int lr) { return p < lp || (p == lp && r <= lr); }
-
-static void free_batch(drift_response *rs, drift_prompt *ps, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (rs) drift_response_free(&rs[i]);
-        if (ps) drift_prompt_free(&ps[i]);
-    }
-    free(rs);
-    free(ps);
+static char *col_dup(sqlite3_stmt *q, int i) {
+    const unsigned char *t = sqlite3_column_text(q, i);
+    return t ? drift_strndup((const char *)t, (size_t)sqlite3_column_bytes(q, i)) : NULL;
 }
 
-/* Fast path: chunks of unscored responses in key order. Rows that got no
- * score (their evaluator became unavailable) come back in later chunks and
- * are skipped by key; once more than a chunk's worth has piled up, *fallback
- * is set and the caller finishes on the row path after key (*last_p,*last_r). */
-static drift_status score_fast(scorer *s, int64_t run_id, int64_t *last_p, int *last_r, int *fallback,
-                               drift_error *err) {
-    size_t skipped = 0;
-    *last_p = INT64_MIN;
-    *last_r = -1;
-    *fallback = 0;
-    for (;;) {
-        if (skipped > SCORE_CHUNK) {
-            *fallback = 1;
-            return DRIFT_OK;
-        }
-        drift_response *rs = NULL;
-        drift_prompt *ps = NULL;
-        size_t n = 0;
-        drift_status rc = drift_store_unscored(s->st, run_id, NULL, SCORE_CHUNK + skipped, &rs, &ps, &n, err);
-        if (rc) return rc;
-        size_t w = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (key_le(rs[i].prompt_rowid, rs[i].replicate, *last_p, *last_r)) {
-                drift_response_free(&rs[i]);
-                drift_prompt_free(&ps[i]);
-                continue;
-            }
-            if (w != i) {
-                rs[w] = rs[i];
-                ps[w] = ps[i];
-            }
-            w++;
-        }
-        if (w == 0) {
-            free(rs);
-            free(ps);
-            return DRIFT_OK;
-        }
-        *last_p = rs[w - 1].prompt_rowid;
-        *last_r = rs[w - 1].replicate;
-        size_t before = 0, after = 0;
-        for (int k = 0; k < DRIFT_WL_COUNT; k++) before += s->stored[k];
-        rc = process_chunk(s, rs, ps, w, err);
-        for (int k = 0; k < DRIFT_WL_COUNT; k++) after += s->stored[k];
-        skipped += w - (after - before);
-        free_batch(rs, ps, w);
-        if (rc) return rc;
-    }
-}
-
-/* Row path: the pending rows one by one (rescore, or unavailable workloads). */
-static drift_status score_rows(scorer *s, const drift_scored_set *set, const char *pending, drift_error *err) {
+/* Reads the texts in key order, SCORE_CHUNK at a time, each chunk starting
+ * after the last key of the one before (keyset pagination through the
+ * store's raw handle and the responses/prompts tables of store.h), so the
+ * cost is linear in the run's size however many rows stay unscored. Without
+ * rescore only responses with no score at all are read. */
+static drift_status score_scan(scorer *s, int64_t run_id, drift_error *err) {
+    sqlite3 *db = drift_store_db(s->st);
+    const char *sql =
+        "SELECT r.id, r.prompt_rowid, r.replicate, r.text, p.prompt_id, p.workload, p.input, p.reference "
+        "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
+        "WHERE r.run_id = ?1 AND r.error IS NULL AND r.text IS NOT NULL "
+        "AND (r.prompt_rowid, r.replicate) > (?2, ?3) "
+        "AND (?4 OR NOT EXISTS (SELECT 1 FROM scores x WHERE x.response_id = r.id)) "
+        "ORDER BY r.prompt_rowid, r.replicate LIMIT ?5";
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return drift_error_set(err, DRIFT_ERR_STORE, "reading responses to score: %s", sqlite3_errmsg(db));
     drift_response *rs = calloc(SCORE_CHUNK, sizeof *rs);
     drift_prompt *ps = calloc(SCORE_CHUNK, sizeof *ps);
-    if (!rs || !ps) {
-        free(rs);
-        free(ps);
-        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    }
-    size_t n = 0;
     drift_status rc = DRIFT_OK;
-    for (size_t i = 0; i < set->n && !rc; i++) {
-        if (!pending[i]) continue;
-        drift_workload wl = set->rows[i].workload;
-        if (!ensure_open(s, wl)) continue;
-        rc = drift_store_response_get(s->st, set->rows[i].response_id, &rs[n], &ps[n], err);
-        if (rc) break;
-        if (++n == SCORE_CHUNK) {
-            rc = process_chunk(s, rs, ps, n, err);
-            for (size_t k = 0; k < n; k++) {
-                drift_response_free(&rs[k]);
-                drift_prompt_free(&ps[k]);
+    if (!rs || !ps) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    int64_t last_p = INT64_MIN;
+    int last_r = INT32_MIN;
+    while (!rc) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, run_id);
+        sqlite3_bind_int64(q, 2, last_p);
+        sqlite3_bind_int(q, 3, last_r);
+        sqlite3_bind_int(q, 4, s->opts->rescore ? 1 : 0);
+        sqlite3_bind_int(q, 5, SCORE_CHUNK);
+        size_t n = 0;
+        int step;
+        while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+            drift_response *r = &rs[n];
+            drift_prompt *p = &ps[n];
+            memset(r, 0, sizeof *r);
+            memset(p, 0, sizeof *p);
+            r->id = sqlite3_column_int64(q, 0);
+            r->prompt_rowid = sqlite3_column_int64(q, 1);
+            r->replicate = sqlite3_column_int(q, 2);
+            last_p = r->prompt_rowid;
+            last_r = r->replicate;
+            p->workload = drift_workload_parse((const char *)sqlite3_column_text(q, 5));
+            n++;
+            /* texts only for the workloads that can be judged now */
+            if (p->workload == DRIFT_WL_UNKNOWN || !ensure_open(s, p->workload)) continue;
+            r->text = col_dup(q, 3);
+            p->prompt_id = col_dup(q, 4);
+            p->input = col_dup(q, 6);
+            p->reference_json = col_dup(q, 7);
+            if (!r->text || !p->prompt_id || !p->input || !p->reference_json) {
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading responses");
+                break;
             }
-            n = 0;
         }
+        if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
+            rc = drift_error_set(err, DRIFT_ERR_STORE, "reading responses to score: %s", sqlite3_errmsg(db));
+        sqlite3_reset(q); /* release the read snapshot before writing scores */
+        if (!rc && n) rc = process_chunk(s, rs, ps, n, err);
+        for (size_t i = 0; i < n; i++) {
+            drift_response_free(&rs[i]);
+            drift_prompt_free(&ps[i]);
+        }
+        if (n < SCORE_CHUNK) break;
     }
-    if (!rc && n) rc = process_chunk(s, rs, ps, n, err);
-    free_batch(rs, ps, n);
+    sqlite3_finalize(q);
+    free(rs);
+    free(ps);
     return rc;
 }
 
@@ -397,11 +378,6 @@ static drift_status score_one_run(scorer *s, const drift_run_info *run, drift_er
     drift_scored_set set;
     drift_status rc = drift_store_load_scored(s->st, run->id, &set, err);
     if (rc) return drift_error_prefix(err, "score %s: ", run->label);
-    char *pending = calloc(set.n ? set.n : 1, 1);
-    if (!pending) {
-        drift_scored_set_free(&set);
-        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    }
     size_t npend[DRIFT_WL_COUNT] = {0}, total = 0;
     for (size_t i = 0; i < set.n; i++) {
         const drift_scored *r = &set.rows[i];
@@ -410,30 +386,15 @@ static drift_status score_one_run(scorer *s, const drift_run_info *run, drift_er
             s->sum->already[r->workload]++;
             continue;
         }
-        pending[i] = 1;
         npend[r->workload]++;
         total++;
     }
     s->total += total;
-    int all_avail = 1;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
-        if (npend[k] && !ensure_open(s, (drift_workload)k)) all_avail = 0;
+        if (npend[k]) ensure_open(s, (drift_workload)k);
     memset(s->stored, 0, sizeof s->stored);
     memset(s->no_truth, 0, sizeof s->no_truth);
-    if (total == 0) {
-        rc = DRIFT_OK;
-    } else if (all_avail && !s->opts->rescore) {
-        int64_t lp;
-        int lr, fallback;
-        rc = score_fast(s, run->id, &lp, &lr, &fallback, err);
-        if (!rc && fallback) {
-            for (size_t i = 0; i < set.n; i++)
-                if (pending[i] && key_le(set.rows[i].prompt_rowid, set.rows[i].replicate, lp, lr)) pending[i] = 0;
-            rc = score_rows(s, &set, pending, err);
-        }
-    } else {
-        rc = score_rows(s, &set, pending, err);
-    }
+    if (total) rc = score_scan(s, run->id, err);
     /* whatever is still without a label could not be computed */
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         size_t left = npend[k] > s->stored[k] ? npend[k] - s->stored[k] : 0;
@@ -446,7 +407,6 @@ static drift_status score_one_run(scorer *s, const drift_run_info *run, drift_er
             snprintf(s->sum->reason[k], sizeof s->sum->reason[k], "%s: evaluator unavailable",
                      drift_workload_name((drift_workload)k));
     }
-    free(pending);
     drift_scored_set_free(&set);
     if (rc) drift_error_prefix(err, "score %s: ", run->label);
     return rc;

@@ -1,0 +1,233 @@
+/* compare_bench.c - times score (math) and compare on a store of the
+ * paper's size: two runs x 236,985 responses (2,257 prompts of the five
+ * workloads, 164 code / 500 math / 520 safety / 973 chat / 100 long, x 105
+ * replicates), with labels for code/safety/long, chat embeddings (dim 64)
+ * and math answers to score. Flip probabilities follow the paper's mean
+ * rates (math 16.7%, safety 8%, long 1.6%, code 0.1%).
+ *
+ *   bench_compare_bench [DB_PATH] [--keep]
+ * Prints: build time, score time (math), load_scored time for both runs,
+ * compare time (total, and without the two loads), report (json) time. */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "driftbench/compare.h"
+#include "driftbench/eval.h"
+#include "driftbench/report.h"
+#include "driftbench/store.h"
+#include "util/util.h"
+
+#define REPL 105
+#define DIM 64
+
+static const struct {
+    drift_workload wl;
+    int n;
+    double flip;
+} mix[] = {{DRIFT_WL_CODE, 164, 0.0009}, {DRIFT_WL_MATH, 500, 0.1674}, {DRIFT_WL_SAFETY, 520, 0.0797},
+           {DRIFT_WL_CHAT, 973, 0.0}, {DRIFT_WL_LONG, 100, 0.0155}};
+
+static void check(drift_status rc, const drift_error *err, const char *what) {
+    if (rc != DRIFT_OK) {
+        fprintf(stderr, "%s: %s\n", what, err->msg);
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *path = "/tmp/driftbench_compare_bench.db";
+    int keep = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--keep")) keep = 1;
+        else path = argv[i];
+    }
+    char wal[600], shm[600];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    unlink(path);
+    unlink(wal);
+    unlink(shm);
+    drift_error err = {0};
+    drift_store *st = NULL;
+    check(drift_store_open(path, &st, &err), &err, "open");
+    double t0 = drift_now_ms();
+
+    /* prompts */
+    size_t np = 0;
+    for (size_t k = 0; k < sizeof mix / sizeof mix[0]; k++) np += (size_t)mix[k].n;
+    drift_suite su = {.name = "bench", .source = "bench", .format = "bench"};
+    su.prompts = calloc(np, sizeof *su.prompts);
+    su.n = np;
+    double *flip_p = calloc(np, sizeof *flip_p);
+    size_t idx = 0;
+    for (size_t k = 0; k < sizeof mix / sizeof mix[0]; k++)
+        for (int i = 0; i < mix[k].n; i++, idx++) {
+            drift_prompt *p = &su.prompts[idx];
+            p->prompt_id = drift_asprintf("%s_%03d", drift_workload_name(mix[k].wl), i);
+            p->workload = mix[k].wl;
+            p->input = drift_asprintf("question %zu", idx);
+            p->reference_json = mix[k].wl == DRIFT_WL_MATH ? drift_asprintf("{\"answer\":\"%zu\"}", idx * 7)
+                                                           : drift_strdup("{}");
+            char h[17];
+            drift_hash_hex(p->input, strlen(p->input), h);
+            p->hash = drift_strdup(h);
+            flip_p[idx] = mix[k].flip;
+        }
+    int64_t *rowids = calloc(np, sizeof *rowids);
+    check(drift_store_put_prompts(st, &su, rowids, &err), &err, "put_prompts");
+
+    const char *labels[2] = {"h100-fp16-vllm", "b200-fp8-sglang"};
+    int64_t run[2];
+    for (int r = 0; r < 2; r++) {
+        drift_run_info ri = {.label = (char *)labels[r], .target = (char *)"http://127.0.0.1:1/v1?model=m",
+                             .config_json = (char *)"{\"model\":\"llama-3.1-8b\"}",
+                             .decoding_json = (char *)"{\"temperature\":0}", .templates_json = (char *)"{}",
+                             .suites_json = (char *)"[\"bench\"]"};
+        int resumed;
+        check(drift_store_run_begin(st, &ri, &run[r], &resumed, &err), &err, "run_begin");
+    }
+
+    /* base label per (prompt, replicate) and whether the target flips */
+    drift_rng rng;
+    drift_rng_seed(&rng, 42);
+    size_t total = np * REPL;
+    unsigned char *base_ok = malloc(total), *flips = malloc(total);
+    for (size_t i = 0; i < total; i++) {
+        base_ok[i] = drift_rng_uniform(&rng) < 0.7;
+        flips[i] = drift_rng_uniform(&rng) < flip_p[i / REPL];
+    }
+    drift_response *rs = calloc(total, sizeof *rs);
+    for (int r = 0; r < 2; r++) {
+        for (size_t i = 0; i < total; i++) {
+            size_t p = i / REPL;
+            int ok = base_ok[i] ^ (r == 1 && flips[i]);
+            rs[i].prompt_rowid = rowids[p];
+            rs[i].replicate = (int)(i % REPL);
+            rs[i].prompt_tokens = rs[i].completion_tokens = -1;
+            rs[i].http_status = 200;
+            rs[i].attempts = 1;
+            if (su.prompts[p].workload == DRIFT_WL_MATH)
+                rs[i].text = drift_asprintf("Step by step: %zu + 1 = %zu.\n#### %zu", p, p + 1, ok ? p * 7 : p * 7 + 1);
+            else
+                rs[i].text = drift_asprintf("answer %zu of run %d", i, r);
+        }
+        check(drift_store_put_responses(st, run[r], rs, total, &err), &err, "put_responses");
+        for (size_t i = 0; i < total; i++) free(rs[i].text);
+    }
+    free(rs);
+
+    /* labels for code/safety/long and chat embeddings + NONE rows */
+    sqlite3 *db = drift_store_db(st);
+    float vec[DIM];
+    for (int r = 0; r < 2; r++) {
+        drift_scored_set set;
+        check(drift_store_load_scored(st, run[r], &set, &err), &err, "load_scored");
+        drift_score *sc = calloc(set.n, sizeof *sc);
+        size_t ns = 0;
+        sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+        for (size_t k = 0; k < set.n; k++) {
+            const drift_scored *row = &set.rows[k];
+            size_t lo = 0, hi = np; /* rowids ascend in insertion order */
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (rowids[mid] < row->prompt_rowid) lo = mid + 1;
+                else hi = mid;
+            }
+            size_t p = lo;
+            size_t i = p * REPL + (size_t)row->replicate;
+            int ok = base_ok[i] ^ (r == 1 && flips[i]);
+            switch (row->workload) {
+            case DRIFT_WL_CODE: sc[ns++] = (drift_score){row->response_id, "code-pass@1", ok, ok, NULL}; break;
+            case DRIFT_WL_SAFETY: sc[ns++] = (drift_score){row->response_id, "guard:bench", ok, NAN, NULL}; break;
+            case DRIFT_WL_LONG: sc[ns++] = (drift_score){row->response_id, "longctx-f1", ok, ok ? 0.8 : 0.2, NULL}; break;
+            case DRIFT_WL_CHAT: {
+                drift_rng vr;
+                drift_rng_seed(&vr, i); /* the same base vector in both runs */
+                for (int d = 0; d < DIM; d++) vec[d] = (float)(drift_rng_uniform(&vr) - 0.5);
+                if (r == 1) {
+                    drift_rng nr;
+                    drift_rng_seed(&nr, i + 1000000007ULL);
+                    double scale = drift_rng_uniform(&nr) < 0.124 ? 1.5 : 0.2; /* ~12% drift */
+                    for (int d = 0; d < DIM; d++) vec[d] += (float)(scale * (drift_rng_uniform(&nr) - 0.5));
+                }
+                check(drift_store_put_embedding(st, row->response_id, "bench-emb", vec, DIM, &err), &err,
+                      "put_embedding");
+                sc[ns++] = (drift_score){row->response_id, "bench-emb", DRIFT_LABEL_NONE, NAN, NULL};
+                break;
+            }
+            default: break;
+            }
+        }
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+        check(drift_store_put_scores(st, sc, ns, &err), &err, "put_scores");
+        free(sc);
+        drift_scored_set_free(&set);
+    }
+    double t_build = drift_now_ms() - t0;
+
+    /* score: only math is pending */
+    drift_score_opts so;
+    drift_score_opts_default(&so);
+    drift_score_summary sum;
+    double ts = drift_now_ms();
+    check(drift_score_run(st, NULL, &so, &sum, &err), &err, "score");
+    double t_score = drift_now_ms() - ts;
+
+    /* the store's own load time */
+    double tl = drift_now_ms();
+    for (int r = 0; r < 2; r++) {
+        drift_scored_set set;
+        check(drift_store_load_scored(st, run[r], &set, &err), &err, "load_scored");
+        drift_scored_set_free(&set);
+    }
+    double t_load = drift_now_ms() - tl;
+
+    drift_compare_opts co;
+    drift_compare_opts_default(&co);
+    drift_comparison *c = NULL;
+    double tc = drift_now_ms();
+    check(drift_compare_runs(st, labels[0], labels[1], &co, &c, &err), &err, "compare");
+    double t_cmp = drift_now_ms() - tc;
+    char *json = NULL;
+    double tr = drift_now_ms();
+    check(drift_report_comparison(c, st, DRIFT_FORMAT_JSON, &json, &err), &err, "report");
+    double t_rep = drift_now_ms() - tr;
+
+    printf("store: %s, %zu prompts x %d replicates = %zu responses per run, 2 runs\n", path, np, REPL, total);
+    printf("build (synthesize + write): %.0f ms\n", t_build);
+    printf("score (math, %zu answers): %.0f ms (%.1f us/answer)\n", sum.scored[DRIFT_WL_MATH], t_score,
+           1000.0 * t_score / (double)(sum.scored[DRIFT_WL_MATH] ? sum.scored[DRIFT_WL_MATH] : 1));
+    printf("load_scored x2 (store): %.0f ms\n", t_load);
+    printf("compare (total, incl. loads and %ld chat embeddings x2): %.0f ms; without the two loads: ~%.0f ms\n",
+           c->wl[DRIFT_WL_CHAT].n + c->wl[DRIFT_WL_CHAT].unscored, t_cmp, t_cmp - t_load);
+    printf("report json (%zu bytes): %.0f ms\n", strlen(json), t_rep);
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        printf("  %-13s n=%-6ld flips=%-6ld flip_rate=%.4f ci95=[%.4f,%.4f] mcnemar_p=%.3g\n",
+               drift_workload_name((drift_workload)k), c->wl[k].n, c->wl[k].flips, c->wl[k].flip_rate,
+               c->wl[k].ci95[0], c->wl[k].ci95[1], c->wl[k].mcnemar_p);
+    printf("target: compare < 2000 ms -> %s\n", t_cmp < 2000 ? "met" : "MISSED");
+    free(json);
+    drift_comparison_free(c);
+    drift_store_close(st);
+    for (size_t i = 0; i < np; i++) {
+        free(su.prompts[i].prompt_id);
+        free(su.prompts[i].input);
+        free(su.prompts[i].reference_json);
+        free(su.prompts[i].hash);
+    }
+    free(su.prompts);
+    free(rowids);
+    free(flip_p);
+    free(base_ok);
+    free(flips);
+    if (!keep) {
+        unlink(path);
+        unlink(wal);
+        unlink(shm);
+    }
+    return 0;
+}
