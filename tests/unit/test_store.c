@@ -557,6 +557,9 @@ static void test_load_scored_interleaved(void **state) {
 #define KILL_PROMPTS 4000
 #define KILL_BATCH 100
 
+/* Writes batch after batch until killed: batch b holds prompts
+ * (b % 40) * 100 .. +99 of replicate b / 40, so the k-th response written is
+ * (prompt k % 4000, replicate k / 4000). */
 static void child_writer(const char *path, const int64_t *ids) {
     drift_store *st = NULL;
     drift_error err = {0};
@@ -567,19 +570,19 @@ static void child_writer(const char *path, const int64_t *ids) {
     if (drift_store_run_begin(st, &ri, &run, &resumed, &err)) _exit(4);
     static drift_response batch[KILL_BATCH];
     static char texts[KILL_BATCH][64];
-    /* write forever-ish: the parent kills us part way through */
-    for (int b = 0; b < KILL_PROMPTS / KILL_BATCH; b++) {
+    for (int b = 0; b < 1000000; b++) {
         for (int i = 0; i < KILL_BATCH; i++) {
             int k = b * KILL_BATCH + i;
             snprintf(texts[i], sizeof texts[i], "answer %d", k);
-            batch[i] = (drift_response){.prompt_rowid = ids[k], .text = texts[i], .prompt_tokens = -1,
-                                        .completion_tokens = -1, .logprobs_json = (char *)"[-0.5,-0.25]"};
+            batch[i] = (drift_response){.prompt_rowid = ids[k % KILL_PROMPTS], .replicate = k / KILL_PROMPTS,
+                                        .text = texts[i], .prompt_tokens = -1, .completion_tokens = -1,
+                                        .logprobs_json = (char *)"[-0.5,-0.25]"};
         }
+        /* no pause: the child is almost always inside a transaction, so
+         * the kill lands mid-batch */
         if (drift_store_put_responses(st, run, batch, KILL_BATCH, &err)) _exit(5);
-        usleep(2000);
     }
-    drift_store_close(st);
-    _exit(0);
+    _exit(6);
 }
 
 static void test_kill_safety(void **state) {
@@ -616,15 +619,17 @@ static void test_kill_safety(void **state) {
     int64_t n = count_rows(st, "SELECT count(*) FROM responses");
     fprintf(stderr, "kill test: %lld responses committed before SIGKILL\n", (long long)n);
     assert_true(n >= 5 * KILL_BATCH);
-    assert_true(n < KILL_PROMPTS);        /* it really was killed mid-way */
     assert_int_equal(n % KILL_BATCH, 0); /* no partial batch */
-    /* the committed rows are exactly the first n prompts, each once */
-    assert_int_equal(count_rows(st, "SELECT count(DISTINCT prompt_rowid) FROM responses"), n);
-    int64_t maxk = count_rows(st, "SELECT max(p.id) - min(p.id) + 1 FROM responses r JOIN prompts p ON "
-                                  "p.id=r.prompt_rowid");
-    assert_int_equal(maxk, n);
+    /* the committed rows are exactly the first n the child wrote, each once */
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM responses WHERE replicate * %d + (prompt_rowid - %lld) < %lld "
+             "AND text = 'answer ' || (replicate * %d + prompt_rowid - %lld)",
+             KILL_PROMPTS, (long long)ids[0], (long long)n, KILL_PROMPTS, (long long)ids[0]);
+    assert_int_equal(count_rows(st, sql), n);
 
     /* resume: the same label resumes, pending gives exactly the rest */
+    int reps = (int)((n - 1) / KILL_PROMPTS) + 1;
     drift_run_info ri = run_info("crash", "http://a/v1?model=m", "{\"temperature\":0}");
     int64_t run;
     int resumed;
@@ -633,21 +638,22 @@ static void test_kill_safety(void **state) {
     int64_t *pp;
     int *pr;
     size_t np;
-    assert_int_equal(drift_store_pending(st, run, ids, KILL_PROMPTS, 1, &pp, &pr, &np, &err), DRIFT_OK);
-    assert_int_equal((int64_t)np, KILL_PROMPTS - n);
-    drift_response *rest = calloc(np, sizeof *rest);
+    assert_int_equal(drift_store_pending(st, run, ids, KILL_PROMPTS, reps, &pp, &pr, &np, &err), DRIFT_OK);
+    assert_int_equal((int64_t)np, (int64_t)reps * KILL_PROMPTS - n);
+    drift_response *rest = calloc(np ? np : 1, sizeof *rest);
     for (size_t i = 0; i < np; i++)
         rest[i] = (drift_response){.prompt_rowid = pp[i], .replicate = pr[i], .text = "late",
                                    .prompt_tokens = -1, .completion_tokens = -1};
     assert_int_equal(drift_store_put_responses(st, run, rest, np, &err), DRIFT_OK);
-    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), KILL_PROMPTS);
-    assert_int_equal(count_rows(st, "SELECT count(DISTINCT prompt_rowid) FROM responses"), KILL_PROMPTS);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), (int64_t)reps * KILL_PROMPTS);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM (SELECT DISTINCT prompt_rowid, replicate FROM responses)"),
+                     (int64_t)reps * KILL_PROMPTS);
     free(rest);
     free(pp);
     free(pr);
     drift_scored_set set;
     assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
-    assert_int_equal(set.n, KILL_PROMPTS);
+    assert_int_equal(set.n, (size_t)reps * KILL_PROMPTS);
     drift_scored_set_free(&set);
     free(ids);
     free_suite(su);
