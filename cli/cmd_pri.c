@@ -1,0 +1,260 @@
+/* cmd_pri.c - `driftbench pri fit|eval|predict`: the Portability Risk Index.
+ *
+ *   pri eval    honest accuracy of the PRI on a flip table: random 80/20
+ *               split, 5-fold CV, held-out level of every dimension (the
+ *               paper's four beside its figures), ablations, importance.
+ *   pri fit     fits on the whole table and saves the model (JSON).
+ *   pri predict predicted flip rate of one configuration, an interval from
+ *               out-of-fold residuals, a risk level and the advice.
+ * Risk levels on the predicted flip rate: low < 1%, medium 1-5%, high >= 5%. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "driftbench/analysis.h"
+#include "util/util.h"
+
+static const char *const CMD = "pri";
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: driftbench pri eval    --table FILE [--format text|json] [-o FILE] [model options]\n"
+            "       driftbench pri fit     --table FILE -o pri.json [model options]\n"
+            "       driftbench pri predict --pri pri.json --model M --hardware H --precision P\n"
+            "                              --framework F --workload W [--baseline-model M]\n"
+            "                              [--baseline-hardware H] [--baseline-precision P]\n"
+            "                              [--baseline-framework F] [--format text|json]\n"
+            "model options:\n"
+            "  --descriptors      add descriptor features (format bits, hw generation, model size, MoE)\n"
+            "  --no-interactions  one-hot features only (the paper's 20)\n"
+            "  --no-tune          fixed hyper-parameters (depth 4, eta 0.1, 200 trees) instead of inner CV\n"
+            "  --grouped-cv       (eval) tune held-out-level models with folds that hold out whole levels\n"
+            "  --folds K          inner CV folds (3)   --seed N (42)   --threads N (1)\n"
+            "Risk: low < 1%%, medium 1-5%%, high >= 5%% predicted flip rate. Advice: a change of hardware\n"
+            "and/or precision only is systematic (predict, then confirm on ~100 prompts); a change of\n"
+            "framework or model, alone (idiosyncratic) or with others (combined), must be measured.\n"
+            "Exit: 0 ok, 2 bad input (unknown level: the message lists the known ones).\n");
+}
+
+static json_t *jnum(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
+
+typedef struct popts {
+    const char *table, *pri, *out, *format;
+    const char *q[5], *bq[5];
+    drift_pri_options o;
+} popts;
+
+static const char *const qflags[5] = {"--model", "--hardware", "--precision", "--framework", "--workload"};
+static const char *const bflags[5] = {"--baseline-model", "--baseline-hardware", "--baseline-precision",
+                                      "--baseline-framework", "--baseline-workload"};
+
+static int parse(int argc, char **argv, popts *p) {
+    memset(p, 0, sizeof *p);
+    drift_pri_options_init(&p->o);
+    p->format = "text";
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--descriptors")) { p->o.descriptors = 1; continue; }
+        if (!strcmp(a, "--no-interactions")) { p->o.interactions = 0; continue; }
+        if (!strcmp(a, "--no-tune")) { p->o.tune = 0; continue; }
+        if (!strcmp(a, "--grouped-cv")) { p->o.grouped_cv = 1; continue; }
+        if (i + 1 >= argc) return cli_error(CMD, "%s needs a value (or is unknown; see --help)", a), -1;
+        const char *v = argv[++i];
+        long n;
+        if (!strcmp(a, "--table")) p->table = v;
+        else if (!strcmp(a, "--pri")) p->pri = v;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) p->out = v;
+        else if (!strcmp(a, "--format")) p->format = v;
+        else if (!strcmp(a, "--folds")) {
+            if (cli_parse_int(CMD, a, v, 2, 20, &n)) return -1;
+            p->o.cv_folds = (int)n;
+        } else if (!strcmp(a, "--seed")) {
+            if (cli_parse_int(CMD, a, v, 0, 2147483647L, &n)) return -1;
+            p->o.seed = (unsigned)n;
+        } else if (!strcmp(a, "--threads")) {
+            if (cli_parse_int(CMD, a, v, 1, 256, &n)) return -1;
+            p->o.nthread = (int)n;
+        } else {
+            int hit = 0;
+            for (int d = 0; d < 5 && !hit; d++) {
+                if (!strcmp(a, qflags[d])) { p->q[d] = v; hit = 1; }
+                else if (!strcmp(a, bflags[d])) { p->bq[d] = v; hit = 1; }
+            }
+            if (!hit) return cli_error(CMD, "unknown argument '%s' (see --help)", a), -1;
+        }
+    }
+    if (strcmp(p->format, "text") && strcmp(p->format, "json"))
+        return cli_error(CMD, "--format '%s': use text or json", p->format), -1;
+    return 0;
+}
+
+static void holdout_text(drift_buf *b, const drift_pri_holdout *h) {
+    char paper[32] = "";
+    if (!isnan(h->paper_r2)) snprintf(paper, sizeof paper, "%8.4f %s", h->paper_r2, h->test_r2 > h->paper_r2 ? "better" : "worse");
+    buf_printf(b, "  %-32s %5zu %5zu %9.4f %9.4f %8.3f   %-16s d=%d eta=%.2f mcw=%d n=%d\n", h->name, h->n_train,
+               h->n_test, h->train_r2, h->test_r2, h->test_mae, paper, h->depth, h->eta, h->min_child_weight,
+               h->rounds);
+}
+
+static json_t *holdout_json(const drift_pri_holdout *h) {
+    return json_pack("{s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:i,s:i}}", "name", h->name, "n_train",
+                     (json_int_t)h->n_train, "n_test", (json_int_t)h->n_test, "train_r2", jnum(h->train_r2), "test_r2",
+                     jnum(h->test_r2), "test_mae", jnum(h->test_mae), "paper_r2", jnum(h->paper_r2), "params",
+                     "max_depth", h->depth, "eta", h->eta, "min_child_weight", h->min_child_weight, "n_estimators",
+                     h->rounds);
+}
+
+static int do_eval(popts *p) {
+    if (!p->table) return cli_error(CMD, "eval: --table is required");
+    drift_error err = {0};
+    drift_table *t = NULL;
+    if (drift_table_read_csv(p->table, &t, &err)) return cli_error_lib(CMD, &err);
+    drift_pri_eval *e = NULL;
+    double t0 = drift_now_ms();
+    drift_status st = drift_pri_evaluate(t, &p->o, &e, &err);
+    double ms = drift_now_ms() - t0;
+    drift_table_free(t);
+    if (st) return cli_error_lib(CMD, &err);
+    int rc = CLI_EXIT_PASS;
+    if (!strcmp(p->format, "json")) {
+        json_t *root = json_object(), *lv = json_array(), *pp = json_array(), *imp = json_array(), *cv = json_array();
+        for (size_t i = 0; i < e->n_levels; i++) json_array_append_new(lv, holdout_json(&e->levels[i]));
+        for (size_t i = 0; i < e->n_paper; i++) json_array_append_new(pp, holdout_json(&e->paper[i]));
+        for (size_t i = 0; i < e->n_importance; i++)
+            json_array_append_new(imp, json_pack("{s:s,s:f}", "feature", e->importance[i].name, "gain_share",
+                                                 e->importance[i].gain_share));
+        for (int k = 0; k < 5; k++) json_array_append_new(cv, jnum(e->cv_fold_r2[k]));
+        json_object_set_new(root, "table", json_string(p->table));
+        json_object_set_new(root, "n_features", json_integer((json_int_t)e->n_features));
+        json_object_set_new(root, "random_split", holdout_json(&e->random_split));
+        json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o}", "mean_r2", jnum(e->cv_r2_mean), "sd_r2",
+                                                   jnum(e->cv_r2_sd), "folds", cv));
+        json_object_set_new(root, "held_out_paper", pp);
+        json_object_set_new(root, "held_out_levels", lv);
+        json_object_set_new(root, "ablations", json_pack("{s:o,s:o,s:o,s:o}", "hardware_only", jnum(e->abl_hardware_only),
+                                                         "linear", jnum(e->abl_linear), "no_interactions",
+                                                         jnum(e->abl_no_interactions), "full", jnum(e->abl_full)));
+        json_object_set_new(root, "importance", imp);
+        json_object_set_new(root, "elapsed_ms", json_real(ms));
+        char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+        char *s2 = s ? drift_asprintf("%s\n", s) : NULL;
+        if (!s2 || cli_write_output(CMD, p->out, s2)) rc = CLI_EXIT_ERROR;
+        free(s);
+        free(s2);
+        json_decref(root);
+    } else {
+        drift_buf b = {0};
+        buf_printf(&b, "PRI evaluation of %s: %zu features, hyper-parameters %s\n\n", p->table, e->n_features,
+                   p->o.tune ? "chosen by inner CV inside each training set" : "fixed (--no-tune)");
+        buf_printf(&b, "  %-32s %5s %5s %9s %9s %8s   %-16s %s\n", "evaluation", "train", "test", "train R2",
+                   "test R2", "MAE", "paper R2", "chosen");
+        holdout_text(&b, &e->random_split);
+        buf_printf(&b, "  5-fold CV R2: %.4f +- %.4f (folds", e->cv_r2_mean, e->cv_r2_sd);
+        for (int k = 0; k < 5; k++) buf_printf(&b, " %.3f", e->cv_fold_r2[k]);
+        buf_puts(&b, ")\n\nHeld-out dimension, the paper's four cases (generalization_results.csv):\n");
+        if (!e->n_paper) buf_puts(&b, "  (none of b200, fp4, sglang, qwen-7b is in this table)\n");
+        for (size_t i = 0; i < e->n_paper; i++) holdout_text(&b, &e->paper[i]);
+        buf_puts(&b, "\nHeld-out level, every level of every dimension (train without it, test on it):\n");
+        for (size_t i = 0; i < e->n_levels; i++) holdout_text(&b, &e->levels[i]);
+        buf_printf(&b, "\nAblations, test R2 on the random split (paper: hardware-only -0.018, linear 0.235,\n"
+                       "forest without interactions 0.756, full 0.987):\n"
+                       "  hardware one-hot only (xgboost)  %8.4f\n  linear (OLS on one-hot)          %8.4f\n"
+                       "  one-hot only (xgboost)           %8.4f\n  full                             %8.4f\n",
+                   e->abl_hardware_only, e->abl_linear, e->abl_no_interactions, e->abl_full);
+        buf_puts(&b, "\nFeature importance (share of total gain, full model on all rows):\n");
+        for (size_t i = 0; i < e->n_importance && i < 15; i++)
+            buf_printf(&b, "  %-44s %6.2f%%\n", e->importance[i].name, 100 * e->importance[i].gain_share);
+        buf_printf(&b, "\nelapsed %.0f ms\n", ms);
+        if (cli_write_output(CMD, p->out, b.data)) rc = CLI_EXIT_ERROR;
+        buf_free(&b);
+    }
+    drift_pri_eval_free(e);
+    return rc;
+}
+
+static int do_fit(popts *p) {
+    if (!p->table) return cli_error(CMD, "fit: --table is required");
+    if (!p->out) return cli_error(CMD, "fit: -o FILE is required");
+    drift_error err = {0};
+    drift_table *t = NULL;
+    if (drift_table_read_csv(p->table, &t, &err)) return cli_error_lib(CMD, &err);
+    drift_pri *m = NULL;
+    drift_status st = drift_pri_fit(t, &p->o, &m, &err);
+    drift_table_free(t);
+    if (st) return cli_error_lib(CMD, &err);
+    st = drift_pri_save(m, p->out, &err);
+    drift_pri_free(m);
+    if (st) return cli_error_lib(CMD, &err);
+    if (!cli_quiet) fprintf(stderr, "driftbench pri: model written to %s\n", p->out);
+    return CLI_EXIT_PASS;
+}
+
+static int do_predict(popts *p) {
+    if (!p->pri) return cli_error(CMD, "predict: --pri FILE is required");
+    for (int d = 0; d < 5; d++)
+        if (!p->q[d]) return cli_error(CMD, "predict: %s is required", qflags[d]);
+    drift_error err = {0};
+    drift_pri *m = NULL;
+    if (drift_pri_load(p->pri, &m, &err)) return cli_error_lib(CMD, &err);
+    drift_pri_query q = {p->q[0], p->q[1], p->q[2], p->q[3], p->q[4]};
+    drift_pri_query bq = {p->bq[0], p->bq[1], p->bq[2], p->bq[3], p->bq[4]};
+    drift_pri_prediction r;
+    drift_status st = drift_pri_predict(m, &q, &bq, &r, &err);
+    if (st) {
+        drift_pri_free(m);
+        return cli_error_lib(CMD, &err);
+    }
+    const char *base[5];
+    for (int d = 0; d < 5; d++) base[d] = p->bq[d] ? p->bq[d] : drift_pri_baseline(m, d) ? drift_pri_baseline(m, d) : p->q[d];
+    int rc = CLI_EXIT_PASS;
+    char *text;
+    if (!strcmp(p->format, "json")) {
+        json_t *o = json_pack("{s:{s:s,s:s,s:s,s:s,s:s},s:{s:s,s:s,s:s,s:s},s:f,s:[f,f],s:f,s:s,s:s,s:s,s:s}",
+                              "config", "model", q.model, "hardware", q.hardware, "precision", q.precision,
+                              "framework", q.framework, "workload", q.workload, "baseline", "model", base[0],
+                              "hardware", base[1], "precision", base[2], "framework", base[3], "flip_rate",
+                              r.flip_rate / 100, "interval", r.lo / 100, r.hi / 100, "coverage", r.coverage, "risk",
+                              r.risk, "change", r.change, "differs", r.differs, "advice", r.advice);
+        char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
+        text = s ? drift_asprintf("%s\n", s) : NULL;
+        free(s);
+        json_decref(o);
+    } else {
+        text = drift_asprintf("config    %s / %s / %s / %s, workload %s\n"
+                              "baseline  %s / %s / %s / %s\n"
+                              "predicted flip rate %.2f%%  (%.0f%% interval %.2f%% .. %.2f%%, from out-of-fold residuals)\n"
+                              "risk      %s\n"
+                              "change    %s%s%s%s\n"
+                              "advice    %s\n",
+                              q.model, q.hardware, q.precision, q.framework, q.workload, base[0], base[1], base[2],
+                              base[3], r.flip_rate, 100 * r.coverage, r.lo, r.hi, r.risk, r.change,
+                              r.differs[0] ? " (" : "", r.differs, r.differs[0] ? ")" : "", r.advice);
+    }
+    if (!text || cli_write_output(CMD, p->out, text)) rc = CLI_EXIT_ERROR;
+    free(text);
+    drift_pri_free(m);
+    return rc;
+}
+
+static int cmd_pri(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_ERROR : 0;
+    }
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+    popts p;
+    if (strcmp(argv[1], "fit") && strcmp(argv[1], "eval") && strcmp(argv[1], "predict")) {
+        usage(stderr);
+        return cli_error(CMD, "unknown subcommand '%s': use fit, eval or predict", argv[1]);
+    }
+    if (parse(argc, argv, &p)) return CLI_EXIT_ERROR;
+    if (!strcmp(argv[1], "eval")) return do_eval(&p);
+    if (!strcmp(argv[1], "fit")) return do_fit(&p);
+    return do_predict(&p);
+}
+CLI_COMMAND(pri, "pri", "Portability Risk Index: fit, eval, predict (xgboost)", cmd_pri)
