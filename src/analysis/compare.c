@@ -187,7 +187,7 @@ static drift_status emb_load(drift_store *st, int64_t lo, int64_t hi, const char
     sqlite3_finalize(s);
     if (rc == DRIFT_OK) {
         for (size_t i = 0; i < t->n; i++) t->e[i].vec = t->pool + offs[i];
-        qsort(t->e, t->n, sizeof *t->e, cmp_emb); /* usually in order already */
+        if (t->n > 1) qsort(t->e, t->n, sizeof *t->e, cmp_emb); /* usually in order already */
     } else {
         emb_free(t);
     }

@@ -154,8 +154,8 @@ double drift_token_f1(const char *prediction, const char *gold) {
     bad |= tokenize(gold, &g);
     double f = NAN;
     if (!bad) {
-        qsort(p.tok, p.n, sizeof *p.tok, cmp_str);
-        qsort(g.tok, g.n, sizeof *g.tok, cmp_str);
+        if (p.n > 1) qsort(p.tok, p.n, sizeof *p.tok, cmp_str);
+        if (g.n > 1) qsort(g.tok, g.n, sizeof *g.tok, cmp_str);
         f = f1_sorted(p.tok, p.n, g.tok, g.n);
     }
     tokens_free(&p);
@@ -209,7 +209,7 @@ drift_status drift_eval_long(const char *answer, const char *reference_json, dou
         json_decref(ref);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "longctx: out of memory");
     }
-    qsort(p.tok, p.n, sizeof *p.tok, cmp_str);
+    if (p.n > 1) qsort(p.tok, p.n, sizeof *p.tok, cmp_str);
     for (size_t i = 0; i < n; i++) {
         json_t *a = json_is_array(answers) ? json_array_get(answers, i) : single;
         if (!json_is_string(a)) continue;
@@ -224,7 +224,7 @@ drift_status drift_eval_long(const char *answer, const char *reference_json, dou
             tokens_free(&g);
             continue;
         }
-        qsort(g.tok, g.n, sizeof *g.tok, cmp_str);
+        if (g.n > 1) qsort(g.tok, g.n, sizeof *g.tok, cmp_str);
         double f = f1_sorted(p.tok, p.n, g.tok, g.n);
         if (f > best) {
             best = f;
