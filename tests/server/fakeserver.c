@@ -29,6 +29,12 @@
  *       Answer TEXT to every prompt no answer line matches.
  *   answer | SUBSTR | TEXT
  *       Prompts containing SUBSTR are answered TEXT (first matching line wins).
+ *   answers | FILE.jsonl | PROMPT_FIELD | ANSWER_FIELD [| TEMPLATE]
+ *       One answer line per record of FILE (relative to the script's
+ *       directory): prompts containing the record's PROMPT_FIELD get TEMPLATE
+ *       with {A} replaced by its ANSWER_FIELD (default template
+ *       "The answer is {A}.\n#### {A}"). Put overriding answer lines before
+ *       it, e.g. to make a second server answer a few known prompts wrongly.
  *   fault | MATCH | KIND [| key=value]...
  *       MATCH: a prompt substring; "#N" = the N-th generation request the
  *       server receives (1-based, retries included); "*" = every request.
@@ -71,7 +77,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_RULES 1024
 #define MAX_HEADER_BYTES 65536
 #define MAX_BODY_BYTES (64u << 20)
 
@@ -94,8 +99,8 @@ typedef struct rule {
     char *ctype;
 } rule;
 
-static rule rules[MAX_RULES];
-static int n_rules;
+static rule *rules;
+static int n_rules, cap_rules;
 static int default_echo = 1;
 static char *default_text;
 static char *echo_template;
@@ -168,6 +173,73 @@ static int split_fields(char *line, char **f, int max) {
     return n;
 }
 
+static rule *new_rule(void) {
+    if (n_rules == cap_rules) {
+        cap_rules = cap_rules ? cap_rules * 2 : 64;
+        rules = realloc(rules, (size_t)cap_rules * sizeof *rules);
+        if (!rules) die("out of memory");
+    }
+    rule *r = &rules[n_rules++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+/* Replaces every "{A}" of tpl with a. */
+static char *fill_template(const char *tpl, const char *a) {
+    size_t la = strlen(a), n = 0;
+    for (const char *p = tpl; *p; p++) n += strncmp(p, "{A}", 3) ? 1 : la;
+    char *out = malloc(n + 1), *o = out;
+    if (!out) die("out of memory");
+    for (const char *p = tpl; *p;) {
+        if (!strncmp(p, "{A}", 3)) {
+            memcpy(o, a, la);
+            o += la;
+            p += 3;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* "answers" directive: one answer rule per line of a jsonl file (the prompt
+ * field is the substring, the answer field fills TEMPLATE's {A}). A relative
+ * FILE is taken from the script's directory. */
+static void load_answers(const char *script, const char *file, const char *pfield, const char *afield,
+                         const char *tpl) {
+    char path[4096];
+    if (file[0] == '/') {
+        snprintf(path, sizeof path, "%s", file);
+    } else {
+        const char *slash = strrchr(script, '/');
+        snprintf(path, sizeof path, "%.*s%s", slash ? (int)(slash - script + 1) : 0, script, file);
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) die("%s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    int lineno = 0;
+    while ((got = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        if (got <= 1) continue;
+        json_error_t je;
+        json_t *j = json_loads(line, 0, &je);
+        const char *pr = json_string_value(json_object_get(j, pfield));
+        json_t *av = json_object_get(j, afield);
+        if (!pr || !av) die("%s:%d: need string field '%s' and field '%s' (%s)", path, lineno, pfield, afield, je.text);
+        char *a = json_is_string(av) ? xstrdup(json_string_value(av)) : json_dumps(av, JSON_ENCODE_ANY);
+        rule *r = new_rule();
+        r->match = xstrdup(pr);
+        r->text = fill_template(tpl, a);
+        free(a);
+        json_decref(j);
+    }
+    free(line);
+    fclose(f);
+}
+
 static void load_script(const char *path) {
     FILE *f = fopen(path, "r");
     if (!f) die("%s: %s", path, strerror(errno));
@@ -179,7 +251,6 @@ static void load_script(const char *path) {
         if (!*l || *l == '#') continue;
         char *fld[16];
         int nf = split_fields(l, fld, 16);
-        if (n_rules >= MAX_RULES) die("%s:%d: too many rules", path, lineno);
         if (!strcmp(fld[0], "default")) {
             if (nf >= 2 && !strcmp(fld[1], "echo")) {
                 default_echo = 1;
@@ -192,14 +263,17 @@ static void load_script(const char *path) {
             }
         } else if (!strcmp(fld[0], "answer")) {
             if (nf != 3 || !*fld[1]) die("%s:%d: expected 'answer | SUBSTR | TEXT'", path, lineno);
-            rule *r = &rules[n_rules++];
-            memset(r, 0, sizeof *r);
+            rule *r = new_rule();
             r->match = unescape(fld[1]);
             r->text = unescape(fld[2]);
+        } else if (!strcmp(fld[0], "answers")) {
+            if (nf < 4 || nf > 5) die("%s:%d: expected 'answers | FILE.jsonl | PROMPT_FIELD | ANSWER_FIELD [| TEMPLATE]'", path, lineno);
+            char *tpl = nf == 5 ? unescape(fld[4]) : NULL;
+            load_answers(path, fld[1], fld[2], fld[3], tpl ? tpl : "The answer is {A}.\n#### {A}");
+            free(tpl);
         } else if (!strcmp(fld[0], "fault")) {
             if (nf < 3 || !*fld[1]) die("%s:%d: expected 'fault | MATCH | KIND [| key=value]...'", path, lineno);
-            rule *r = &rules[n_rules++];
-            memset(r, 0, sizeof *r);
+            rule *r = new_rule();
             r->is_fault = 1;
             r->times = -1;
             r->retry_after = -1;

@@ -611,6 +611,43 @@ static void test_request_numbered_faults(void **state) {
     server_stop(&s);
 }
 
+/* The answers-from-jsonl fixtures the e2e tests also use: two servers that
+ * differ on known prompts. */
+static void test_answer_file_fixtures(void **state) {
+    const char *prompts[5] = {
+        "Question: Tom has 3 apples and buys 4 more. How many apples does he have?\nAnswer:",
+        "Question: A box holds 12 eggs. How many eggs are in 5 boxes?\nAnswer:",
+        "Question: Sara reads 15 pages a day for 6 days. How many pages does she read?\nAnswer:",
+        "Question: A train travels 80 km per hour for 3 hours. How far does it go?\nAnswer:",
+        "Question: There are 45 birds and 18 fly away. How many birds are left?\nAnswer:",
+    };
+    const char *want_base[5] = {"#### 7", "#### 60", "#### 90", "#### 240", "#### 27"};
+    const char *want_target[5] = {"#### 7", "#### 50", "#### 90", "It goes 240 km.", NULL};
+    drift_gen_request rq[5];
+    for (size_t i = 0; i < 5; i++) rq[i] = (drift_gen_request){i, prompts[i], 0};
+    drift_target_opts o = fast_opts();
+    for (int which = 0; which < 2; which++) {
+        server s;
+        server_start(&s, which ? "math5_target.txt" : "math5_baseline.txt", NULL, NULL);
+        drift_target *t = open_target(&s, "model=m", &o);
+        sink k;
+        sink_init(&k, 5);
+        assert_int_equal(drift_target_generate(t, rq, 5, NULL, on_result, &k, NULL), DRIFT_OK);
+        for (int i = 0; i < 5; i++) {
+            const char *want = which ? want_target[i] : want_base[i];
+            if (want) {
+                assert_true(contains(k.g[i].r.text, want));
+            } else {
+                assert_null(k.g[i].r.text);
+                assert_true(contains(k.g[i].r.error, "HTTP 500 after 3 attempts"));
+            }
+        }
+        sink_free(&k);
+        drift_target_close(t);
+        server_stop(&s);
+    }
+}
+
 /* ---------- tests: concurrency, cancel, bad input ---------- */
 
 static void test_concurrency_each_once(void **state) {
@@ -893,6 +930,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_timeout, kill_servers),
         cmocka_unit_test_teardown(test_reset_mid_body, kill_servers),
         cmocka_unit_test_teardown(test_request_numbered_faults, kill_servers),
+        cmocka_unit_test_teardown(test_answer_file_fixtures, kill_servers),
         cmocka_unit_test_teardown(test_concurrency_each_once, kill_servers),
         cmocka_unit_test_teardown(test_cancel_and_bad_prompt, kill_servers),
         cmocka_unit_test_teardown(test_unreachable, kill_servers),
