@@ -1,0 +1,154 @@
+/* test_table.c - the flip-table CSV reader and writer: the paper's file,
+ * our own columns (CIs, extra dimensions, quoting, CRLF), a write/read round
+ * trip, and bad rows reported as FILE:LINE: field X. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "driftbench/analysis.h"
+
+static void test_paper_file(void **state) {
+    (void)state;
+    const char *shared = getenv("DRIFT_SHARED");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/driftbench-ae/data/flip_rates.csv", shared ? shared : "../shared");
+    drift_table *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_table_read_csv(path, &t, &err), DRIFT_OK);
+    assert_int_equal(t->n_rows, 420);
+    assert_int_equal(t->n_dims, 5);
+    assert_false(t->has_ci);
+    assert_string_equal(t->rows[1].dims[4], "long_context");
+    assert_string_equal(t->rows[1].experiment_id, "llama-3.1-70b--b200--fp16--sglang");
+    assert_true(fabs(t->rows[2].flip_rate - 5.6) < 1e-12);
+    assert_int_equal(t->rows[2].num_flips, 28);
+    assert_int_equal(t->rows[2].num_comparisons, 500);
+    const char **lv;
+    size_t n;
+    assert_int_equal(drift_table_levels(t, 1, &lv, &n, &err), DRIFT_OK);
+    assert_int_equal(n, 4);
+    assert_string_equal(lv[0], "b200");
+    assert_string_equal(lv[3], "mi300x");
+    free(lv);
+    assert_int_equal(drift_table_dim_index(t, "workload"), 4);
+    assert_int_equal(drift_table_dim_index(t, "gpu"), -1);
+    drift_table_free(t);
+}
+
+static drift_status parse(const char *s, drift_table **t, drift_error *err) {
+    return drift_table_parse_csv(s, strlen(s), "t.csv", t, err);
+}
+
+static void test_own_columns_and_roundtrip(void **state) {
+    (void)state;
+    const char *csv =
+        "model,hardware,precision,framework,workload,flip_rate(percent),num_flips,num_comparisons,"
+        "experiment_id,ci_low,ci_high,kernel\r\n"
+        "tiny,\"cpu, avx2\",int8,ref,math,5.6,28,500,\"id \"\"one\"\"\",3.9,8.0,split-k\r\n"
+        "\r\n"
+        "tiny,cpu-avx2,fp4,ref,code,0,0,164,,,,\"multi\nline\"\r\n";
+    drift_table *t = NULL, *u = NULL;
+    drift_error err = {0};
+    assert_int_equal(parse(csv, &t, &err), DRIFT_OK);
+    assert_int_equal(t->n_rows, 2);
+    assert_int_equal(t->n_dims, 6);
+    assert_true(t->has_ci);
+    assert_string_equal(t->dim_names[5], "kernel");
+    assert_string_equal(t->rows[0].dims[1], "cpu, avx2");
+    assert_string_equal(t->rows[0].experiment_id, "id \"one\"");
+    assert_true(fabs(t->rows[0].ci_low - 3.9) < 1e-12);
+    assert_true(isnan(t->rows[1].ci_high));
+    assert_string_equal(t->rows[1].dims[5], "multi\nline");
+    char tmp[] = "/tmp/test_table_XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(drift_table_write_csv(t, tmp, &err), DRIFT_OK);
+    assert_int_equal(drift_table_read_csv(tmp, &u, &err), DRIFT_OK);
+    unlink(tmp);
+    assert_int_equal(u->n_rows, t->n_rows);
+    assert_int_equal(u->n_dims, t->n_dims);
+    for (size_t r = 0; r < t->n_rows; r++) {
+        assert_string_equal(u->rows[r].experiment_id, t->rows[r].experiment_id);
+        for (size_t d = 0; d < t->n_dims; d++) assert_string_equal(u->rows[r].dims[d], t->rows[r].dims[d]);
+        assert_true(u->rows[r].flip_rate == t->rows[r].flip_rate);
+        assert_true(u->rows[r].num_flips == t->rows[r].num_flips);
+    }
+    drift_table_free(u);
+    drift_table_free(t);
+}
+
+static void expect_error(const char *csv, const char *where) {
+    drift_table *t = NULL;
+    drift_error err = {0};
+    drift_status st = parse(csv, &t, &err);
+    if (st != DRIFT_ERR_PARSE) fail_msg("accepted: %s", csv);
+    assert_null(t);
+    if (!strstr(err.msg, where)) fail_msg("message '%s' lacks '%s'", err.msg, where);
+}
+
+#define HDR "experiment_id,model,hardware,precision,framework,workload,flip_rate,num_flips,num_comparisons\n"
+
+static void test_bad_rows(void **state) {
+    (void)state;
+    expect_error(HDR "a,m,h,p,f,w,5,1,20\na,m,h,p,f,w,abc,1,20\n", "t.csv:3: field flip_rate");
+    expect_error(HDR "a,m,h,p,f,w,101,1,20\n", "t.csv:2: field flip_rate");
+    expect_error(HDR "a,m,h,p,f,w,-1,1,20\n", "field flip_rate");
+    expect_error(HDR "a,m,h,p,f,w,5,x,20\n", "t.csv:2: field num_flips");
+    expect_error(HDR "a,m,h,p,f,w,5,30,20\n", "field num_flips: 30 flips out of 20");
+    expect_error(HDR "a,m,h,p,f,w,5,1,2.5\n", "field num_comparisons");
+    expect_error(HDR "a,m,h,p,f,w,5,1\n", "t.csv:2: field 9: expected 9 fields, found 8");
+    expect_error(HDR "a,m,,p,f,w,5,1,20\n", "t.csv:2: field hardware: empty");
+    expect_error(HDR "a,\"m,h,p,f,w,5,1,20\n", "bad quoting");
+    expect_error(HDR "a,\"m\"x,h,p,f,w,5,1,20\n", "bad quoting");
+    expect_error("experiment_id,model,hardware,precision,framework,flip_rate,num_flips,num_comparisons\n",
+                 "t.csv:1: field workload: required column missing");
+    expect_error("experiment_id,model,model,hardware,precision,framework,workload,flip_rate,num_flips,"
+                 "num_comparisons\n", "field model: column given twice");
+    expect_error(HDR, "no data rows");
+    expect_error("", "empty file");
+    expect_error("experiment_id,model,hardware,precision,framework,workload,flip_rate,num_flips,"
+                 "num_comparisons,ci_low\na,m,h,p,f,w,5,1,20,1\n", "ci_low and ci_high");
+    /* a count written as a float by pandas is fine */
+    drift_table *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(parse(HDR "a,m,h,p,f,w,5,1.0,20.0\n", &t, &err), DRIFT_OK);
+    assert_int_equal(t->rows[0].num_comparisons, 20);
+    drift_table_free(t);
+    assert_int_equal(drift_table_read_csv("/nonexistent/flip.csv", &t, &err), DRIFT_ERR_NOT_FOUND);
+}
+
+static void test_build(void **state) {
+    (void)state;
+    const char *extra[1] = {"kernel"};
+    drift_table *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_table_create(extra, 1, 1, &t, &err), DRIFT_OK);
+    const char *d[6] = {"m", "h", "p", "f", "math", "k1"};
+    assert_int_equal(drift_table_append(t, "e1", d, 2.5, 5, 200, 1.1, 5.7, &err), DRIFT_OK);
+    char *csv = NULL;
+    assert_int_equal(drift_table_format_csv(t, &csv, &err), DRIFT_OK);
+    assert_string_equal(csv, "experiment_id,model,hardware,precision,framework,workload,flip_rate,num_flips,"
+                             "num_comparisons,ci_low,ci_high,kernel\ne1,m,h,p,f,math,2.5,5,200,1.1000000000000001,"
+                             "5.7000000000000002,k1\n");
+    free(csv);
+    drift_table_free(t);
+    const char *dup[1] = {"model"};
+    assert_int_equal(drift_table_create(dup, 1, 0, &t, &err), DRIFT_ERR_INVALID);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_paper_file), cmocka_unit_test(test_own_columns_and_roundtrip),
+        cmocka_unit_test(test_bad_rows), cmocka_unit_test(test_build),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
