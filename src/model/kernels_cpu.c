@@ -35,6 +35,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,49 @@
 #define MB 48   /* activation rows per block (multiple of every MR) */
 #define KC 512  /* k-block (multiple of 16) */
 #define LMAX 16
+
+/* ---------------------------------------------------------------------------
+ * Per-thread scratch of the calling thread (the activation copies), kept
+ * between calls: a fresh megabyte-sized allocation per call costs a page
+ * fault per 4 KiB, which in a VM was ~10% of a prefill matmul. Freed when the
+ * thread exits (pthread key destructor).
+ * ------------------------------------------------------------------------- */
+typedef struct tl_scratch {
+    void *p[2];
+    size_t cap[2];
+} tl_scratch;
+
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_destroy(void *v) {
+    tl_scratch *s = v;
+    free(s->p[0]);
+    free(s->p[1]);
+    free(s);
+}
+
+static void scratch_init(void) { (void)pthread_key_create(&g_scratch_key, scratch_destroy); }
+
+/* 64-byte aligned buffer of >= bytes in slot 0 or 1; NULL if out of memory. */
+static float *scratch_get(int slot, size_t bytes) {
+    pthread_once(&g_scratch_once, scratch_init);
+    tl_scratch *s = pthread_getspecific(g_scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || pthread_setspecific(g_scratch_key, s)) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->cap[slot] < bytes) {
+        size_t n = (bytes + 4095) / 4096 * 4096;
+        free(s->p[slot]);
+        s->p[slot] = aligned_alloc(64, n);
+        s->cap[slot] = s->p[slot] ? n : 0;
+    }
+    return s->p[slot];
+}
 
 /* ---------------------------------------------------------------------------
  * ISA selection
@@ -292,6 +336,24 @@ mk2_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void *w
             if (i < mr) _mm256_storeu_ps(acc + (i * A2_NR + j) * 8, c[i][j]);
 }
 
+/* The same halving tree in registers (a[i] += a[i+8], then +4, +2, +1). */
+__attribute__((target("avx512f"))) static float hsum512(const float *a) {
+    __m512 v = _mm512_loadu_ps(a);
+    __m256 lo = _mm512_castps512_ps256(v);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    __m256 a8 = _mm256_add_ps(lo, hi);
+    __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
+    __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
+    return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
+}
+
+__attribute__((target("avx2"))) static float hsum256(const float *a) {
+    __m256 v = _mm256_loadu_ps(a);
+    __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
+    return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
+}
+
 /* Fixed halving tree over L lanes: a[i] += a[i + h] for h = L/2 .. 1. */
 static float lanes_sum_f(float *a, int L) {
     for (int h = L / 2; h >= 1; h /= 2)
@@ -329,18 +391,40 @@ typedef struct simd_ops {
     int64_t ldw;        /* plain w row stride */
 } simd_ops;
 
+/* Copies one row (K floats) into steps of L floats at dst + s * stride,
+ * zero-padding the last step up to Kp. */
+__attribute__((target("avx512f"))) static void copy_steps16(float *dst, size_t stride,
+                                                            const float *row, int64_t K,
+                                                            int64_t Kp) {
+    int64_t s = 0;
+    for (; (s + 1) * 16 <= K; s++) _mm512_storeu_ps(dst + s * stride, _mm512_loadu_ps(row + s * 16));
+    if (s * 16 < Kp) {
+        __mmask16 m = (__mmask16)((1u << (K - s * 16)) - 1u);
+        _mm512_storeu_ps(dst + s * stride, _mm512_maskz_loadu_ps(m, row + s * 16));
+    }
+}
+
+__attribute__((target("avx2"))) static void copy_steps8(float *dst, size_t stride,
+                                                        const float *row, int64_t K, int64_t Kp) {
+    int64_t s = 0;
+    for (; (s + 1) * 8 <= K; s++) _mm256_storeu_ps(dst + s * stride, _mm256_loadu_ps(row + s * 8));
+    for (; s * 8 < Kp; s++)
+        for (int l = 0; l < 8; l++) dst[s * stride + l] = s * 8 + l < K ? row[s * 8 + l] : 0.0f;
+}
+
+static void copy_steps(float *dst, size_t stride, const float *row, int64_t K, int64_t Kp, int L) {
+    if (L == 16) copy_steps16(dst, stride, row, K, Kp);
+    else copy_steps8(dst, stride, row, K, Kp);
+}
+
 /* Packs B rows of x (B, K) into dst: full MR tiles [s][i][L], then the
  * leftover rows plain with stride Kp (zero-padded). */
 static void pack_x(float *dst, const float *x, int64_t B, int64_t K, int64_t Kp, int MR, int L) {
     int64_t full = B / MR * MR;
     for (int64_t t = 0; t < full; t += MR) {
         float *d = dst + t * Kp;
-        for (int64_t s = 0; s < Kp / L; s++)
-            for (int i = 0; i < MR; i++)
-                for (int l = 0; l < L; l++) {
-                    int64_t k = s * L + l;
-                    d[(s * MR + i) * L + l] = k < K ? x[(t + i) * K + k] : 0.0f;
-                }
+        for (int i = 0; i < MR; i++)
+            copy_steps(d + i * L, (size_t)(MR * L), x + (t + i) * K, K, Kp, L);
     }
     for (int64_t b = full; b < B; b++) {
         memcpy(dst + b * Kp, x + b * K, (size_t)K * sizeof(float));
@@ -363,11 +447,11 @@ static void pack_w(float *dst, const drift_qmat *W, int64_t n0, int64_t Kp, int 
             }
         }
         float *d = dst + (j / NR) * NR * Kp + (j % NR) * L;
-        for (int64_t s = 0; s < steps; s++)
-            for (int l = 0; l < L; l++) {
-                int64_t k = s * L + l;
-                d[s * NR * L + l] = row && k < K ? row[k] : 0.0f;
-            }
+        if (row) {
+            copy_steps(d, (size_t)(NR * L), row, K, Kp, L);
+        } else {
+            for (int64_t s = 0; s < steps; s++) memset(d + s * NR * L, 0, (size_t)L * sizeof(float));
+        }
     }
 }
 
@@ -429,7 +513,8 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                     for (int ii = 0; ii < mr; ii++)
                         for (int jj = 0; jj < NR; jj++) {
                             if (j + jj >= nvalid) continue;
-                            float sum = lanes_sum_f(acc + (ii * NR + jj) * L, L);
+                            const float *a = acc + (ii * NR + jj) * L;
+                            float sum = L == 16 ? hsum512(a) : hsum256(a);
                             float *yo = y + (b0 + i + ii) * N + n0 + j + jj;
                             *yo = c0 == 0 ? sum : *yo + sum;
                         }
@@ -509,7 +594,7 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     int S = effective_split(p, B);
     int simd = isa != DRIFT_ISA_SCALAR && p->accum == DRIFT_ACCUM_F32 &&
                p->reduce != DRIFT_REDUCE_PAIRWISE && !num_fast_generic_only;
-    float *xa = aligned_alloc(64, ((size_t)(B * K) * sizeof(float) + 63) / 64 * 64);
+    float *xa = scratch_get(0, (size_t)(B * K) * sizeof(float));
     if (!xa) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: activations %lld x %lld",
                                     (long long)B, (long long)K);
     memcpy(xa, x, (size_t)(B * K) * sizeof(float));
@@ -524,9 +609,8 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     int packed = simd && B >= MR;
     float *xpk = NULL;
     if (packed) {
-        xpk = aligned_alloc(64, ((size_t)(B * Kp) * sizeof(float) + 63) / 64 * 64);
+        xpk = scratch_get(1, (size_t)(B * Kp) * sizeof(float));
         if (!xpk) {
-            free(xa);
             return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: packed activations");
         }
         pack_x(xpk, xa, B, K, Kp, MR, L);
@@ -580,8 +664,6 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
         free(rowbuf);
         free(cbuf);
     }
-    free(xa);
-    free(xpk);
     if (failed) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: per-thread scratch");
     return DRIFT_OK;
 }
