@@ -354,7 +354,22 @@ static drift_status load_weights(drift_model *m, drift_error *err) {
             (st = load_vec(m, NAME("attn_v.bias"), m->kv_dim, 1, &w->bv, err)) ||
             (st = load_vec(m, NAME("ffn_norm.weight"), D, 0, &w->ffn_norm, err)))
             return st;
-        if (in->n_experts) {
+        if (in->n_experts && !gguf_find_tensor(m->f, NAME("ffn_gate_exps.weight")) && gguf_find_tensor(m->f, NAME("ffn_gate.0.weight"))) {
+            /* older Mixtral conversions: one 2-D tensor per expert, blk.N.ffn_{gate,up,down}.E.weight */
+            if ((st = load_mat(m, NAME("ffn_gate_inp.weight"), in->n_experts, D, &w->router, err))) return st;
+            w->e_gate = calloc((size_t)in->n_experts, sizeof *w->e_gate);
+            w->e_up = calloc((size_t)in->n_experts, sizeof *w->e_up);
+            w->e_down = calloc((size_t)in->n_experts, sizeof *w->e_down);
+            if (!w->e_gate || !w->e_up || !w->e_down) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            for (int e = 0; e < in->n_experts; e++) {
+                snprintf(nm, sizeof nm, "blk.%d.ffn_gate.%d.weight", l, e);
+                if ((st = load_mat(m, nm, H, D, &w->e_gate[e], err))) return st;
+                snprintf(nm, sizeof nm, "blk.%d.ffn_up.%d.weight", l, e);
+                if ((st = load_mat(m, nm, H, D, &w->e_up[e], err))) return st;
+                snprintf(nm, sizeof nm, "blk.%d.ffn_down.%d.weight", l, e);
+                if ((st = load_mat(m, nm, D, H, &w->e_down[e], err))) return st;
+            }
+        } else if (in->n_experts) {
             if ((st = load_mat(m, NAME("ffn_gate_inp.weight"), in->n_experts, D, &w->router, err)) ||
                 (st = load_experts(m, NAME("ffn_gate_exps.weight"), in->n_experts, H, D, &w->e_gate, err)) ||
                 (st = load_experts(m, NAME("ffn_up_exps.weight"), in->n_experts, H, D, &w->e_up, err)) ||

@@ -133,6 +133,15 @@ static void test_moe_vs_reference(void **state) {
     drift_model *m = load(model_path("moe", &c), "profile=ref");
     assert_int_equal(drift_model_get_info(m)->n_experts, 4);
     assert_int_equal(drift_model_get_info(m)->tied_output, 1);
+    /* older conversions: one tensor per expert, same values -> same logits */
+    tiny_cfg cl = c;
+    cl.legacy_experts = 1;
+    drift_model *ml = load(model_path("moe_legacy", &cl), "profile=ref");
+    float *a = all_logits(m, TOKS, NTOK), *b = all_logits(ml, TOKS, NTOK);
+    assert_memory_equal(a, b, (size_t)NTOK * drift_model_get_info(m)->n_vocab * sizeof *a);
+    free(a);
+    free(b);
+    drift_model_free(ml);
     drift_model_free(m);
 }
 

@@ -26,6 +26,7 @@ typedef struct tiny_cfg {
     int tied;              /* no output.weight */
     int qkv_bias;
     int llama3_scaling;    /* rope.scaling.type = llama3, factor 8, orig ctx 32 */
+    int legacy_experts;    /* MoE as one 2-D tensor per expert (blk.N.ffn_gate.E.weight), same values */
     int ctx;
     float theta;
     uint64_t seed;
@@ -191,9 +192,19 @@ static int tiny_model_write(const tiny_cfg *c, const char *path, char *errbuf, s
         rc |= tiny_tensor(w, &s, N("ffn_norm.weight"), GGUF_DT_F32, 1, (uint64_t)D, 1, 1, 1.0f, 0.2f);
         if (c->n_experts) {
             rc |= tiny_tensor(w, &s, N("ffn_gate_inp.weight"), GGUF_DT_F32, 2, (uint64_t)D, (uint64_t)c->n_experts, 1, 0.0f, aD * 3);
-            rc |= tiny_tensor(w, &s, N("ffn_gate_exps.weight"), wt, 3, (uint64_t)D, (uint64_t)H, (uint64_t)c->n_experts, 0.0f, aD);
-            rc |= tiny_tensor(w, &s, N("ffn_up_exps.weight"), wt, 3, (uint64_t)D, (uint64_t)H, (uint64_t)c->n_experts, 0.0f, aD);
-            rc |= tiny_tensor(w, &s, N("ffn_down_exps.weight"), wt, 3, (uint64_t)H, (uint64_t)D, (uint64_t)c->n_experts, 0.0f, aH);
+            if (c->legacy_experts) {
+                const char *kinds[3] = {"gate", "up", "down"};
+                for (int k = 0; k < 3; k++)
+                    for (int e = 0; e < c->n_experts; e++) {
+                        snprintf(nm, sizeof nm, "blk.%d.ffn_%s.%d.weight", l, kinds[k], e);
+                        rc |= tiny_tensor(w, &s, nm, wt, 2, (uint64_t)(k == 2 ? H : D), (uint64_t)(k == 2 ? D : H), 1, 0.0f,
+                                          k == 2 ? aH : aD);
+                    }
+            } else {
+                rc |= tiny_tensor(w, &s, N("ffn_gate_exps.weight"), wt, 3, (uint64_t)D, (uint64_t)H, (uint64_t)c->n_experts, 0.0f, aD);
+                rc |= tiny_tensor(w, &s, N("ffn_up_exps.weight"), wt, 3, (uint64_t)D, (uint64_t)H, (uint64_t)c->n_experts, 0.0f, aD);
+                rc |= tiny_tensor(w, &s, N("ffn_down_exps.weight"), wt, 3, (uint64_t)H, (uint64_t)D, (uint64_t)c->n_experts, 0.0f, aH);
+            }
         } else {
             rc |= tiny_tensor(w, &s, N("ffn_gate.weight"), wt, 2, (uint64_t)D, (uint64_t)H, 1, 0.0f, aD * 2);
             rc |= tiny_tensor(w, &s, N("ffn_up.weight"), wt, 2, (uint64_t)D, (uint64_t)H, 1, 0.0f, aD * 2);
