@@ -348,6 +348,7 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     if (r.exited) json_object_set_new(det, "exit_code", json_integer(r.exit_code));
     if (r.term_signal) json_object_set_new(det, "signal", json_string(sig_name(r.term_signal)));
     if (r.stray) json_object_set_new(det, "stray_processes", json_true());
+    if (r.oom_kills) json_object_set_new(det, "oom_kills", json_integer(r.oom_kills));
 
     const char *msg = "";
     const char *v = chan_verdict(r.chan, nonce, &msg);

@@ -28,6 +28,10 @@
  *   one slot per concurrent run), where RLIMIT_NPROC holds; bwrap's pid
  *   namespace and the supervisor's kill of the group/uid end the rest.
  *   Not root: RLIMIT_NPROC is set to the user's current count + nproc.
+ * - cgroups (when our own cgroup is writable, v1 memory/pids controllers or
+ *   v2 with them enabled): one child cgroup per run caps the memory of the
+ *   whole tree (RLIMIT_AS is per process: 64 processes x 1 GB would not be
+ *   contained) and the number of tasks; the program joins it before exec.
  * - Output: stdout and stderr are drained continuously; the first
  *   out_cap_bytes and the last 4 KiB are kept, so a program printing 1 GB
  *   neither blocks nor fills memory.
@@ -252,6 +256,135 @@ size_t sbx_stream_tail(const sbx_stream *st, char *dst, size_t n) {
     return k;
 }
 
+/* ---- cgroups ---- */
+
+/* Directories of our own cgroup for the memory and pids controllers ("" if
+ * not writable). v1: /sys/fs/cgroup/<controllers>/<path>; v2: one dir. */
+static pthread_once_t g_cg_once = PTHREAD_ONCE_INIT;
+static char g_cg_mem[PATH_MAX], g_cg_pids[PATH_MAX];
+
+static void cg_find(void) {
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2) continue;
+        *c2 = '\0';
+        const char *ctrls = c1 + 1, *path = c2 + 1;
+        char dir[PATH_MAX], probe[PATH_MAX + 32];
+        if (!ctrls[0]) { /* v2 */
+            snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", strcmp(path, "/") ? path : "");
+            snprintf(probe, sizeof probe, "%s/cgroup.subtree_control", dir);
+            FILE *sc = fopen(probe, "re");
+            char ctl[256] = "";
+            if (sc) {
+                if (!fgets(ctl, sizeof ctl, sc)) ctl[0] = '\0';
+                fclose(sc);
+            }
+            if (strstr(ctl, "memory") && !g_cg_mem[0] && access(dir, W_OK) == 0) snprintf(g_cg_mem, sizeof g_cg_mem, "%s", dir);
+            if (strstr(ctl, "pids") && !g_cg_pids[0] && access(dir, W_OK) == 0) snprintf(g_cg_pids, sizeof g_cg_pids, "%s", dir);
+            continue;
+        }
+        int is_mem = 0, is_pids = 0;
+        char tmp[256];
+        snprintf(tmp, sizeof tmp, "%s", ctrls);
+        for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (strcmp(t, "memory") == 0) is_mem = 1;
+            if (strcmp(t, "pids") == 0) is_pids = 1;
+        }
+        if (!is_mem && !is_pids) continue;
+        snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s%s", ctrls, strcmp(path, "/") ? path : "");
+        if (access(dir, W_OK) != 0) continue;
+        if (is_mem) snprintf(g_cg_mem, sizeof g_cg_mem, "%s", dir);
+        if (is_pids) snprintf(g_cg_pids, sizeof g_cg_pids, "%s", dir);
+    }
+    fclose(f);
+}
+
+static int cg_write(const char *dir, const char *file, const char *val) {
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    int fd = open(p, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t k = write(fd, val, strlen(val));
+    close(fd);
+    return k == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* One run's cgroups: created with limits, removed after. */
+typedef struct sbx_cg {
+    char mem[PATH_MAX], pids[PATH_MAX];   /* "" when not used */
+    char mem_procs[PATH_MAX + 16], pids_procs[PATH_MAX + 16];
+} sbx_cg;
+
+static void cg_remove(sbx_cg *cg) {
+    /* all tasks are gone (the supervisor reaped them); retry briefly while
+     * the kernel finishes tearing them down */
+    for (int i = 0; i < 2; i++) {
+        const char *d = i ? cg->pids : cg->mem;
+        if (!d[0]) continue;
+        for (int t = 0; t < 200 && rmdir(d) != 0 && errno == EBUSY; t++) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static int cg_create(sbx_cg *cg, const sbx_limits *l, int slot) {
+    memset(cg, 0, sizeof *cg);
+    pthread_once(&g_cg_once, cg_find);
+    if (!g_cg_mem[0] || !g_cg_pids[0]) return -1;
+    char v[64];
+    int same = strcmp(g_cg_mem, g_cg_pids) == 0; /* v2 */
+    snprintf(cg->mem, sizeof cg->mem, "%s/driftbench-sbx-%d-%d", g_cg_mem, (int)getpid(), slot);
+    if (mkdir(cg->mem, 0755) != 0 && errno != EEXIST) goto fail;
+    if (!same) {
+        snprintf(cg->pids, sizeof cg->pids, "%s/driftbench-sbx-%d-%d", g_cg_pids, (int)getpid(), slot);
+        if (mkdir(cg->pids, 0755) != 0 && errno != EEXIST) goto fail;
+    }
+    /* the whole tree: the program's memory plus the two tmpfs mounts */
+    long long bytes = ((long long)l->mem_mb + 2LL * l->fsize_mb + 64) << 20;
+    snprintf(v, sizeof v, "%lld", bytes);
+    if (cg_write(cg->mem, "memory.limit_in_bytes", v) == 0) {
+        cg_write(cg->mem, "memory.memsw.limit_in_bytes", v); /* no swapping around it (if accounted) */
+    } else if (cg_write(cg->mem, "memory.max", v) == 0) {
+        cg_write(cg->mem, "memory.swap.max", "0");
+    } else {
+        goto fail;
+    }
+    snprintf(v, sizeof v, "%ld", l->nproc);
+    if (cg_write(same ? cg->mem : cg->pids, "pids.max", v) != 0) goto fail;
+    snprintf(cg->mem_procs, sizeof cg->mem_procs, "%s/cgroup.procs", cg->mem);
+    if (!same) snprintf(cg->pids_procs, sizeof cg->pids_procs, "%s/cgroup.procs", cg->pids);
+    return 0;
+fail:
+    cg_remove(cg);
+    memset(cg, 0, sizeof *cg);
+    return -1;
+}
+
+/* OOM kills recorded by the memory cgroup (v1 memory.oom_control, v2
+ * memory.events). */
+static int cg_oom_kills(const sbx_cg *cg) {
+    static const char *const files[] = {"memory.oom_control", "memory.events"};
+    for (int i = 0; i < 2; i++) {
+        char p[PATH_MAX + 32], buf[1024];
+        snprintf(p, sizeof p, "%s/%s", cg->mem, files[i]);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t k = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (k <= 0) continue;
+        buf[k] = '\0';
+        const char *o = strstr(buf, "oom_kill ");
+        if (o) return atoi(o + 9);
+    }
+    return 0;
+}
+
 /* ---- the forked side ---- */
 
 /* Everything the children need, prepared before fork. */
@@ -267,6 +400,7 @@ typedef struct sbx_plan {
     int fd_in, fd_out, fd_err, fd_chan, fd_bpf; /* child ends; fd_bpf -1 if none */
     int fd_status;           /* supervisor -> caller */
     pid_t caller_pid;
+    const char *cg_procs[2]; /* cgroup.procs files to join ("" / NULL: none) */
 } sbx_plan;
 
 typedef struct sbx_status {
@@ -344,6 +478,12 @@ static __attribute__((noreturn)) void prog_main(const sbx_plan *p, int fd_exec_e
     set_rlim(RLIMIT_MEMLOCK, 0);
     set_rlim(RLIMIT_MSGQUEUE, 0);
     if (p->nproc > 0) set_rlim(RLIMIT_NPROC, (rlim_t)p->nproc);
+    for (int i = 0; i < 2; i++) { /* join the run's cgroups ("0": this process) */
+        if (!p->cg_procs[i] || !p->cg_procs[i][0]) continue;
+        int fd = open(p->cg_procs[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1) goto fail;
+        close(fd);
+    }
 
     if (p->mech & SBX_MECH_UID) {
         gid_t g = (gid_t)p->uid;
@@ -637,7 +777,8 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
 
     drift_status rc = DRIFT_OK;
     unsigned mech = s->mech;
-    int slot = -1;
+    int slot = -1, have_cg = 0;
+    sbx_cg cg;
     uid_t uid = getuid();
     char dir[PATH_MAX] = "";
     argv_b av = {0};
@@ -654,9 +795,11 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
         rc = drift_error_set(err, DRIFT_ERR_SANDBOX, "sandbox: seccomp filter: %s", g_bpf_err);
         goto done;
     }
-    if (mech & SBX_MECH_UID) {
-        slot = slot_acquire();
-        uid = sbx_uid_base() + (uid_t)slot;
+    slot = slot_acquire();
+    if (mech & SBX_MECH_UID) uid = sbx_uid_base() + (uid_t)slot;
+    if ((mech & SBX_MECH_CGROUP) && cg_create(&cg, &s->lim, slot) == 0) {
+        have_cg = 1;
+        r->cgroup = 1;
     }
     r->uid = uid;
     const char *tmp = getenv("TMPDIR");
@@ -716,7 +859,8 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     sbx_plan plan = {
         .argv = av.v, .envp = envp, .workdir = dir, .mech = mech, .uid = uid, .nproc = nproc,
         .lim = &s->lim, .fd_in = fds[1], .fd_out = fds[3], .fd_err = fds[5], .fd_chan = fds[7],
-        .fd_bpf = use_bpf_fd ? fds[10] : -1, .fd_status = fds[9], .caller_pid = getpid()};
+        .fd_bpf = use_bpf_fd ? fds[10] : -1, .fd_status = fds[9], .caller_pid = getpid(),
+        .cg_procs = {have_cg ? cg.mem_procs : NULL, have_cg ? cg.pids_procs : NULL}};
     if (bpf) {
         plan.fprog.len = (unsigned short)(bpf_len / sizeof(struct sock_filter));
         plan.fprog.filter = (struct sock_filter *)(void *)bpf;
@@ -842,6 +986,10 @@ done:
     for (int i = 0; i < 12; i++) close_fd(&fds[i]);
     av_free(&av);
     if (dir[0]) rm_tree(dir);
+    if (have_cg) {
+        r->oom_kills = cg_oom_kills(&cg);
+        cg_remove(&cg);
+    }
     if (slot >= 0) slot_release(slot);
     return rc;
 }
@@ -884,9 +1032,10 @@ static int probe_try(const char *python, unsigned mech, char *why, size_t cap) {
 }
 
 static void mech_name(unsigned m, char *out, size_t cap) {
-    snprintf(out, cap, "%s%s%s%s", (m & SBX_MECH_BWRAP) ? "bubblewrap" : "",
+    snprintf(out, cap, "%s%s%s%s%s", (m & SBX_MECH_BWRAP) ? "bubblewrap" : "",
              (m & SBX_MECH_SECCOMP) ? ((m & SBX_MECH_BWRAP) ? "+seccomp" : "seccomp") : "",
              (m & SBX_MECH_UID) ? ((m & (SBX_MECH_BWRAP | SBX_MECH_SECCOMP)) ? "+uid" : "uid") : "",
+             (m & SBX_MECH_CGROUP) ? ((m & ~(unsigned)SBX_MECH_CGROUP) ? "+cgroup" : "cgroup") : "",
              m ? "" : "none");
 }
 
@@ -897,6 +1046,13 @@ static void probe_fill(probe_entry *pe) {
     int have_sc = bpf_get(&bpf, &bpf_len) == 0;
     int root = geteuid() == 0;
     unsigned base = (have_sc ? SBX_MECH_SECCOMP : 0) | (root ? SBX_MECH_UID : 0);
+    sbx_cg cg;
+    sbx_limits l;
+    sbx_limits_default(&l);
+    if (cg_create(&cg, &l, SBX_SLOTS) == 0) {
+        cg_remove(&cg);
+        base |= SBX_MECH_CGROUP;
+    }
     pe->mech = pe->partial = 0;
     if (access(SBX_BWRAP, X_OK) != 0)
         snprintf(why_b, sizeof why_b, "%s not found", SBX_BWRAP);

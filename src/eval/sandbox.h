@@ -14,7 +14,8 @@
 enum {
     SBX_MECH_BWRAP = 1,   /* bubblewrap: mount/pid/net/ipc/uts/user namespaces */
     SBX_MECH_SECCOMP = 2, /* seccomp-bpf syscall filter */
-    SBX_MECH_UID = 4      /* program runs under an unprivileged per-slot uid */
+    SBX_MECH_UID = 4,     /* program runs under an unprivileged per-slot uid */
+    SBX_MECH_CGROUP = 8   /* a cgroup per run: memory of the whole tree, pids.max */
 };
 
 typedef struct sbx_limits {
@@ -66,6 +67,8 @@ typedef struct sbx_result {
     char chan[1024];               /* what the program wrote on fd 3 (result channel) */
     size_t chan_len;
     uid_t uid;                     /* uid the program ran as */
+    int cgroup;                    /* 1: the run had its own cgroup (memory, pids) */
+    int oom_kills;                 /* memory cgroup: processes the OOM killer ended */
 } sbx_result;
 
 /* Which mechanisms work here for this interpreter. Probed once per

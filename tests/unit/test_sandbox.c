@@ -43,7 +43,7 @@ static int count_sbx_dirs(void) {
 }
 
 /* Runs `code` as prog.py with the given wall timeout; checks cleanup. */
-static void run_py(const char *code, double timeout_s, double cpu_s, sbx_result *r) {
+static void run_py_mem(const char *code, double timeout_s, double cpu_s, long mem_mb, sbx_result *r) {
     static const char *const args[] = {"-I", "prog.py", NULL};
     sbx_file f = {"prog.py", code, strlen(code)};
     sbx_spec s;
@@ -55,6 +55,7 @@ static void run_py(const char *code, double timeout_s, double cpu_s, sbx_result 
     sbx_limits_default(&s.lim);
     s.lim.timeout_s = timeout_s;
     s.lim.cpu_s = cpu_s;
+    if (mem_mb > 0) s.lim.mem_mb = mem_mb;
     s.mech = g_mech;
     int dirs_before = count_sbx_dirs();
     drift_error err = {0};
@@ -64,6 +65,10 @@ static void run_py(const char *code, double timeout_s, double cpu_s, sbx_result 
     assert_int_equal(r->stray, 0);
     assert_true(count_sbx_dirs() <= dirs_before);
     if (g_mech & SBX_MECH_UID) assert_int_equal(sbx_count_uid_procs(r->uid), 0);
+}
+
+static void run_py(const char *code, double timeout_s, double cpu_s, sbx_result *r) {
+    run_py_mem(code, timeout_s, cpu_s, 0, r);
 }
 
 static void print_result(const char *what, const sbx_result *r) {
@@ -283,6 +288,39 @@ static void test_memory_10gb(void **state) {
     sbx_result_free(&r);
 }
 
+/* RLIMIT_AS is per process: 4 processes x 200 MB each stay under a 256 MB
+ * RLIMIT_AS. The run's memory cgroup (when there is one: 256 + 2 x 64 + 64
+ * MB for the tree) does not hold all four, so the OOM killer ends some (the
+ * kernel takes seconds per OOM kill here; the wall timeout may come first).
+ * Without a cgroup the 800 MB fit on this machine. */
+static void test_memory_many_processes(void **state) {
+    (void)state;
+    sbx_result r;
+    run_py_mem("import os, time\n"
+               "kids = []\n"
+               "for i in range(4):\n"
+               "    pid = os.fork()\n"
+               "    if pid == 0:\n"
+               "        try:\n"
+               "            b = bytearray(200 * 1024 * 1024)\n"
+               "            for j in range(0, len(b), 4096): b[j] = 1\n"
+               "            time.sleep(0.5)\n"
+               "        except MemoryError:\n"
+               "            os._exit(3)\n"
+               "        os._exit(0)\n"
+               "    kids.append(pid)\n"
+               "res = [os.waitpid(p, 0)[1] for p in kids]\n"
+               "print('KILLED', sum(1 for s in res if os.WIFSIGNALED(s)), 'OK', sum(1 for s in res if s == 0))\n",
+               6, 6, 256, &r);
+    print_result("4 x 200 MB", &r);
+    fprintf(stderr, "cgroup %d, oom kills %d\n", r.cgroup, r.oom_kills);
+    if (r.cgroup) {
+        assert_true(r.oom_kills > 0 || r.timed_out);
+        assert_null(strstr(r.out.head, "OK 4"));
+    }
+    sbx_result_free(&r);
+}
+
 static void test_infinite_loop_cpu(void **state) {
     (void)state;
     sbx_result r;
@@ -471,7 +509,7 @@ static int setup_nobwrap(void **state) {
         fprintf(stderr, "not root: no seccomp+uid group\n");
         return -1;
     }
-    g_mech = SBX_MECH_SECCOMP | SBX_MECH_UID;
+    g_mech = (g_mech & SBX_MECH_CGROUP) | SBX_MECH_SECCOMP | SBX_MECH_UID;
     fprintf(stderr, "sandbox mechanism forced to seccomp+uid\n");
     return 0;
 }
@@ -486,6 +524,7 @@ int main(void) {
         cmocka_unit_test(test_write_outside),
         cmocka_unit_test(test_fork_bomb),
         cmocka_unit_test(test_memory_10gb),
+        cmocka_unit_test(test_memory_many_processes),
         cmocka_unit_test(test_infinite_loop_cpu),
         cmocka_unit_test(test_sleep_timeout),
         cmocka_unit_test(test_kill_parent),
