@@ -6,11 +6,16 @@
  *   prompts(id, suite, prompt_id, workload, input, reference, hash)  unique(suite,prompt_id)
  *   runs(id, label unique, target, config json, decoding json, templates json,
  *        suites json, tool_version, started_at, finished_at)
- *   responses(id, run_id, prompt_rowid, replicate, text, prompt_tokens,
- *        completion_tokens, finish_reason, latency_ms, logprobs (zstd json),
- *        error, http_status, attempts, created_at) unique(run_id,prompt_rowid,replicate)
+ *   responses(id, run_id, prompt_rowid, replicate, failed (1 = error row),
+ *        http_status, attempts, prompt_tokens, completion_tokens, latency_ms,
+ *        finish_reason, created_at, error, text, logprobs (zstd json))
+ *        unique(run_id,prompt_rowid,replicate)
  *   scores(id, response_id, evaluator, label, value, detail json) unique(response_id,evaluator)
  *   embeddings(response_id, embedder, dim, vec blob float32) unique(response_id,embedder)
+ * plus covering indexes responses_scan(run_id, prompt_rowid, replicate, failed)
+ * and scores_latest(response_id, id, label, value, evaluator) for load_scored.
+ * PRAGMA application_id = 0x44524654 ("DRFT") marks a DriftBench store.
+ * A handle must be used by one thread at a time (open one per thread).
  */
 #ifndef DRIFTBENCH_STORE_H
 #define DRIFTBENCH_STORE_H
@@ -118,7 +123,9 @@ typedef struct drift_scored_set {
 } drift_scored_set;
 
 /* Every response of run_id with its (best) score, ordered by prompt_rowid,
- * replicate. Text is not loaded (see drift_store_response_get). */
+ * replicate. Text is not loaded (see drift_store_response_get). "Best" =
+ * the score written last (highest scores.id) when several evaluators scored
+ * one response; rewriting a score makes it the latest. */
 DRIFT_API drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scored_set *out,
                                                drift_error *err);
 DRIFT_API void drift_scored_set_free(drift_scored_set *s);
