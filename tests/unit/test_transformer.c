@@ -19,6 +19,7 @@
 
 #include "driftbench/model.h"
 #include "driftbench/target.h"
+#include "model/sampler.h"
 #include "../../tools/ref/ref_forward.c"
 #include "../../tools/ref/tiny_model.c"
 
@@ -421,6 +422,52 @@ static void test_bad_models(void **state) {
     drift_model_free(q);
 }
 
+static void test_sampler(void **state) {
+    (void)state;
+    float lg[4] = {logf(0.5f), logf(0.3f), logf(0.2f), -INFINITY};
+    drift_gen_params p;
+    drift_gen_params_default(&p);
+    drift_rng r;
+    drift_rng_seed(&r, 1);
+    assert_int_equal(samp_pick(lg, 4, &p, &r), 0); /* greedy */
+    float tie[3] = {1, 2, 2};
+    assert_int_equal(samp_pick(tie, 3, &p, &r), 1); /* ties: lowest id */
+    p.temperature = 1.0;
+    int cnt[4] = {0};
+    for (int i = 0; i < 20000; i++) cnt[samp_pick(lg, 4, &p, &r)]++;
+    assert_int_equal(cnt[3], 0);
+    assert_true(abs(cnt[0] - 10000) < 400 && abs(cnt[1] - 6000) < 400 && abs(cnt[2] - 4000) < 400);
+    p.top_p = 0.8; /* keeps {0, 1}: 0.5 + 0.3 */
+    memset(cnt, 0, sizeof cnt);
+    for (int i = 0; i < 16000; i++) cnt[samp_pick(lg, 4, &p, &r)]++;
+    assert_int_equal(cnt[2], 0);
+    assert_true(abs(cnt[0] - 10000) < 400);
+    p.top_p = 1.0;
+    p.top_k = 1;
+    for (int i = 0; i < 100; i++) assert_int_equal(samp_pick(lg, 4, &p, &r), 0);
+    p.top_k = 0;
+    p.temperature = 1e-3; /* nearly greedy */
+    for (int i = 0; i < 100; i++) assert_int_equal(samp_pick(lg, 4, &p, &r), 0);
+    /* same seed, same draws */
+    drift_rng r1, r2;
+    drift_rng_seed(&r1, 42);
+    drift_rng_seed(&r2, 42);
+    p.temperature = 1.0;
+    for (int i = 0; i < 100; i++) assert_int_equal(samp_pick(lg, 4, &p, &r1), samp_pick(lg, 4, &p, &r2));
+    /* logprobs */
+    float l2[3] = {0.0f, logf(3.0f), -1e30f};
+    drift_token_logprob lp;
+    samp_logprobs(l2, 3, 0, 5, &lp);
+    assert_true(fabs(lp.logprob - log(0.25)) < 1e-6);
+    assert_int_equal(lp.n_top, 3);
+    assert_int_equal(lp.top_id[0], 1);
+    assert_int_equal(lp.top_id[1], 0);
+    assert_true(fabs(lp.top_logprob[0] - log(0.75)) < 1e-6);
+    double ls[3];
+    drift_log_softmax(l2, 3, ls);
+    assert_true(fabs(ls[1] - log(0.75)) < 1e-7); /* logf(3) is rounded to float */
+}
+
 typedef struct collected {
     char *text[8];
     char *lp[8];
@@ -545,6 +592,7 @@ int main(void) {
         cmocka_unit_test(test_embed_and_chat),
         cmocka_unit_test(test_bad_models),
         cmocka_unit_test(test_embedded_target),
+        cmocka_unit_test(test_sampler),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
