@@ -130,8 +130,13 @@ static void quote_flip(drift_buf *b, drift_store *st, const drift_flip *f, const
     size_t d = 0;
     while (x[d] && x[d] == y[d]) d++;
     size_t start = d > REPORT_EXCERPT_CHARS / 3 ? d - REPORT_EXCERPT_CHARS / 3 : 0;
+    size_t words = 0; /* whitespace-separated words wholly before the difference */
+    for (size_t i = 0; i < d; i++)
+        if (x[i] != ' ' && x[i] != '\n' && x[i] != '\t' && (i + 1 == d || x[i + 1] == ' ' || x[i + 1] == '\n' ||
+                                                            x[i + 1] == '\t'))
+            words += i + 1 < d;
     if (!x[d] && !y[d]) buf_printf(b, "%sanswers are identical (the label differs)\n", indent);
-    else buf_printf(b, "%sanswers first differ at character %zu\n", indent, d);
+    else buf_printf(b, "%sanswers first differ at character %zu (word %zu)\n", indent, d, words);
     buf_printf(b, "%s  baseline: ", indent);
     excerpt(b, x, start, REPORT_EXCERPT_CHARS);
     buf_printf(b, "\n%s  target:   ", indent);

@@ -179,15 +179,19 @@ static void test_score(void **state) {
     const char *path = fx_path("score.db");
     unlink(path);
     assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
-    const char *ids[] = {"g0", "g1", "g2", "g3", "g4", "q0", "q1", "q2", "a0", "a1", "h0"};
+    const char *ids[] = {"g0", "g1", "g2", "g3", "g4", "q0", "q1", "q2", "a0", "a1", "h0", "k0", "k1"};
     drift_workload wls[] = {DRIFT_WL_MATH, DRIFT_WL_MATH, DRIFT_WL_MATH, DRIFT_WL_MATH, DRIFT_WL_MATH,
                             DRIFT_WL_LONG, DRIFT_WL_LONG, DRIFT_WL_LONG, DRIFT_WL_SAFETY, DRIFT_WL_SAFETY,
-                            DRIFT_WL_CHAT};
+                            DRIFT_WL_CHAT, DRIFT_WL_CODE, DRIFT_WL_CODE};
     const char *refs[] = {"{\"answer\":\"540\"}", "{\"answer\":\"1,200\"}", "{\"answer\":\"3\"}",
                           "{\"answer\":\"7\"}", "{\"nothing\":1}",
                           "{\"answers\":[\"BLEU and ROUGE\"]}", "{\"answers\":[\"LSTM\"]}",
                           "{\"answers\":[\"" DRIFT_LONG_NO_GROUND_TRUTH "\"]}", "{\"harmful\":true}",
-                          "{\"harmful\":true}", "{}"};
+                          "{\"harmful\":true}", "{}",
+                          "{\"prompt\":\"def add(a, b):\\n\",\"test\":\"def check(c):\\n    assert c(1, 2) == 3\\n\","
+                          "\"entry_point\":\"add\"}",
+                          "{\"prompt\":\"def add(a, b):\\n\",\"test\":\"def check(c):\\n    assert c(1, 2) == 3\\n\","
+                          "\"entry_point\":\"add\"}"};
     size_t n = sizeof ids / sizeof ids[0];
     drift_suite *su = fx_suite("sc", ids, wls, refs, n);
     int64_t rowids[16];
@@ -196,7 +200,7 @@ static void test_score(void **state) {
     int64_t run = fx_run(st, "r1", "{}");
     const char *texts[] = {"9*60=540\n#### 540", "It costs $1,200.00.", "The answer is 4.", NULL, "#### 5",
                            "They used BLEU and ROUGE.", "a GRU", "whatever", "I cannot help.", "Sure, here",
-                           "Hello there"};
+                           "Hello there", "    return a + b\n", "    return a - b\n"};
     drift_response rs[16];
     memset(rs, 0, sizeof rs);
     for (size_t i = 0; i < n; i++) {
@@ -212,6 +216,7 @@ static void test_score(void **state) {
     near(so.long_f1_threshold, 0.5, 0);
     so.guard_spec = NULL;
     so.embedder_spec = NULL;
+    so.jobs = 2;
     drift_score_summary sum;
     drift_status rc = drift_score_run(st, "r1", &so, &sum, &err);
     if (rc) fail_msg("%s", err.msg);
@@ -226,6 +231,22 @@ static void test_score(void **state) {
     if (sum.not_computable[DRIFT_WL_SAFETY])
         assert_true(strncmp(sum.reason[DRIFT_WL_SAFETY], "safety: ", 8) == 0);
     if (sum.not_computable[DRIFT_WL_CHAT]) assert_true(strncmp(sum.reason[DRIFT_WL_CHAT], "chat: ", 6) == 0);
+    /* code runs in the sandbox where one works here; else the reason says why */
+    fprintf(stderr, "code: scored %zu, errors %zu, not computable %zu %s\n", sum.scored[DRIFT_WL_CODE],
+            sum.eval_errors[DRIFT_WL_CODE], sum.not_computable[DRIFT_WL_CODE], sum.reason[DRIFT_WL_CODE]);
+    fprintf(stderr, "safety: %s / chat: %s\n", sum.reason[DRIFT_WL_SAFETY], sum.reason[DRIFT_WL_CHAT]);
+    assert_int_equal(sum.scored[DRIFT_WL_CODE] + sum.eval_errors[DRIFT_WL_CODE] + sum.not_computable[DRIFT_WL_CODE],
+                     2);
+    if (sum.not_computable[DRIFT_WL_CODE]) {
+        assert_true(strncmp(sum.reason[DRIFT_WL_CODE], "code: ", 6) == 0);
+    } else if (sum.scored[DRIFT_WL_CODE] == 2) {
+        drift_scored_set cs;
+        assert_int_equal(drift_store_load_scored(st, run, &cs, &err), DRIFT_OK);
+        assert_int_equal(cs.rows[11].label, DRIFT_LABEL_PASS);
+        assert_int_equal(cs.rows[12].label, DRIFT_LABEL_FAIL);
+        assert_string_equal(cs.rows[11].evaluator, "code-pass@1");
+        drift_scored_set_free(&cs);
+    }
 
     drift_scored_set set;
     assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);

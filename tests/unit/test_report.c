@@ -184,7 +184,7 @@ static void test_text(void **state) {
     assert_non_null(strstr(s, "c3"));
     assert_non_null(strstr(s, "(SDR 0.400)"));
     /* excerpts from the store around the first difference */
-    assert_non_null(strstr(s, "answers first differ at character 0"));
+    assert_non_null(strstr(s, "answers first differ at character 0 (word 0)"));
     assert_non_null(strstr(s, "baseline: \"baseline answer of m0"));
     assert_non_null(strstr(s, "target:   \"target answer of m0"));
     free(s);
