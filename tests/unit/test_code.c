@@ -80,6 +80,15 @@ static void test_sandbox_check(void **state) {
     fprintf(stderr, "sandbox: %s\n", mech);
     o.python = "/no/such/python";
     assert_int_equal(drift_sandbox_check(&o, mech, sizeof mech, &err), DRIFT_ERR_SANDBOX);
+    /* an "interpreter" that fails everywhere: no mechanism is found to work,
+     * so code is refused unless unsafe execution is asked for */
+    o.python = "/bin/false";
+    assert_int_equal(drift_sandbox_check(&o, mech, sizeof mech, &err), DRIFT_ERR_SANDBOX);
+    assert_non_null(strstr(err.msg, "--unsafe-code-exec"));
+    assert_non_null(strstr(err.msg, "bubblewrap:"));
+    o.unsafe_exec = 1;
+    assert_int_equal(drift_sandbox_check(&o, mech, sizeof mech, &err), DRIFT_OK);
+    assert_non_null(strstr(mech, "(unsafe)"));
 }
 
 static void test_continuation(void **state) {
