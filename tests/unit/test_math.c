@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "driftbench/eval.h"
+#include "util/util.h"
 
 typedef struct {
     const char *answer;
@@ -264,10 +265,56 @@ static void test_threads(void **state) {
     }
 }
 
+/* The paper's 500 GSM8K prompts: each full solution ("... #### N") must be
+ * judged correct against its own answer, and a wrong number must not. */
+static void test_paper_suite(void **state) {
+    (void)state;
+    const char *shared = getenv("DRIFT_SHARED");
+    if (!shared) skip();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/driftbench-ae/datasets/gsm8k_prompts.jsonl", shared);
+    FILE *f = fopen(path, "r");
+    if (!f) skip();
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_error_t je;
+        json_t *o = json_loads(line, 0, &je);
+        assert_non_null(o);
+        const char *sol = json_string_value(json_object_get(o, "full_solution"));
+        json_t *ref = json_pack("{s:O}", "answer", json_object_get(o, "answer"));
+        char *rj = json_dumps(ref, 0);
+        drift_eval_result r;
+        assert_int_equal(drift_eval_math(sol, rj, &r, NULL), DRIFT_OK);
+        if (r.label != DRIFT_LABEL_PASS) fail_msg("%s: %s", json_string_value(json_object_get(o, "prompt_id")), r.detail_json);
+        assert_non_null(strstr(r.detail_json, "\"rule\":\"strict\""));
+        drift_eval_result_clear(&r);
+        char *wrong = drift_asprintf("%s\nActually the answer is 123456789.", sol);
+        /* strict still wins: the lm-eval rule looks at "####" first */
+        assert_int_equal(drift_eval_math(wrong, rj, &r, NULL), DRIFT_OK);
+        assert_int_equal(r.label, DRIFT_LABEL_PASS);
+        drift_eval_result_clear(&r);
+        free(wrong);
+        wrong = drift_asprintf("The answer is %s1.", json_string_value(json_object_get(o, "answer")));
+        assert_int_equal(drift_eval_math(wrong, rj, &r, NULL), DRIFT_OK);
+        assert_int_equal(r.label, DRIFT_LABEL_FAIL);
+        drift_eval_result_clear(&r);
+        free(wrong);
+        free(rj);
+        json_decref(ref);
+        json_decref(o);
+        n++;
+    }
+    free(line);
+    fclose(f);
+    assert_int_equal(n, 500);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table), cmocka_unit_test(test_raw_kept), cmocka_unit_test(test_equal),
-        cmocka_unit_test(test_eval), cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_eval), cmocka_unit_test(test_threads), cmocka_unit_test(test_paper_suite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
