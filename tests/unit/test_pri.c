@@ -96,6 +96,33 @@ static void test_evaluate(void **state) {
     /* ablations: the hardware alone explains nothing, the full model most */
     assert_true(e->abl_hardware_only < 0.2);
     assert_true(e->abl_full > e->abl_linear);
+    /* every held-out level against python3-xgboost with the same features and
+     * parameters (tools/ref/pri_ref.py -> tests/data/anova/pri_heldout_fixed.csv) */
+    const char *src = getenv("DRIFT_SOURCE");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/anova/pri_heldout_fixed.csv", src ? src : ".");
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[256];
+    int matched = 0;
+    assert_non_null(fgets(line, sizeof line, f));
+    while (fgets(line, sizeof line, f)) {
+        char name[96];
+        unsigned long ntr, nte;
+        double tr2, te2;
+        if (sscanf(line, "%95[^,],%lu,%lu,%lf,%lf", name, &ntr, &nte, &tr2, &te2) != 5) fail_msg("bad line %s", line);
+        for (size_t i = 0; i < e->n_levels; i++) {
+            const drift_pri_holdout *h = &e->levels[i];
+            if (strcmp(h->name, name)) continue;
+            assert_int_equal(h->n_train, ntr);
+            assert_int_equal(h->n_test, nte);
+            if (fabs(h->test_r2 - te2) > 1e-4 * fmax(1, fabs(te2)) || fabs(h->train_r2 - tr2) > 1e-4)
+                fail_msg("%s: R2 %.6f / %.6f, python %.6f / %.6f", name, h->train_r2, h->test_r2, tr2, te2);
+            matched++;
+        }
+    }
+    fclose(f);
+    assert_int_equal(matched, 20);
     double s = 0;
     for (size_t i = 0; i < e->n_importance; i++) s += e->importance[i].gain_share;
     assert_true(fabs(s - 1) < 1e-6);
