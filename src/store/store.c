@@ -141,6 +141,7 @@ struct drift_store {
     sqlite3 *db;
     char *path;
     sqlite3_stmt *stmts[STMT_COUNT];
+    ZSTD_CCtx *zc; /* reused across responses: a fresh context per call costs more than the compression */
 };
 
 static drift_status db_error(drift_store *st, drift_error *err, const char *what) {
@@ -343,6 +344,7 @@ drift_status drift_store_open(const char *path, drift_store **out, drift_error *
 void drift_store_close(drift_store *st) {
     if (!st) return;
     for (int i = 0; i < STMT_COUNT; i++) sqlite3_finalize(st->stmts[i]);
+    ZSTD_freeCCtx(st->zc);
     if (st->db) sqlite3_close(st->db);
     free(st->path);
     free(st);
@@ -690,15 +692,16 @@ drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error
 
 /* ---- responses ---- */
 
-static drift_status logprobs_pack(const char *json, void **blob, size_t *len) {
+static drift_status logprobs_pack(drift_store *st, const char *json, void **blob, size_t *len) {
     *blob = NULL;
     *len = 0;
     if (!json) return DRIFT_OK;
+    if (!st->zc && !(st->zc = ZSTD_createCCtx())) return DRIFT_ERR_NOMEM;
     size_t n = strlen(json);
     size_t cap = ZSTD_compressBound(n);
     void *b = malloc(cap ? cap : 1);
     if (!b) return DRIFT_ERR_NOMEM;
-    size_t z = ZSTD_compress(b, cap, json, n, 3);
+    size_t z = ZSTD_compressCCtx(st->zc, b, cap, json, n, 3);
     if (ZSTD_isError(z)) {
         free(b);
         return DRIFT_ERR_INTERNAL;
@@ -754,7 +757,7 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
         const char *text = x->error ? NULL : (x->text ? x->text : "");
         void *blob = NULL;
         size_t blen = 0;
-        if (!x->error && logprobs_pack(x->logprobs_json, &blob, &blen)) {
+        if (!x->error && logprobs_pack(st, x->logprobs_json, &blob, &blen)) {
             drift_error_set(err, DRIFT_ERR_NOMEM, "compressing logprobs");
             goto fail;
         }
