@@ -9,8 +9,8 @@
  *
  *   format        fields (required [optional])                   workload
  *   paper-jsonl   prompt, answer, full_solution                  math
- *   paper-jsonl   prompt, task_id, test_cases, entry_point
- *                 [canonical_solution]                           code
+ *   paper-jsonl   prompt, test_cases, entry_point
+ *                 [task_id, canonical_solution]                  code
  *   paper-jsonl   prompt, category, target                       safety
  *   paper-jsonl   prompt, answers [workload]                     long_context
  *   paper-jsonl   prompt (none of the fields above)              chat
