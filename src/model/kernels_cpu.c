@@ -153,17 +153,120 @@ __attribute__((target("avx2,f16c"))) static void deq_f16_f16c(float *dst, const 
     for (; i < n; i++) dst[i] = num_f16_to_f32(src[i]);
 }
 
+/* GGUF blocks and per-row int8 / fp8, AVX-512. Each value is computed with
+ * the same f32 operations as the traits' scalar dequantizer (a convert, one
+ * multiply), so the results are the same bits. */
+__attribute__((target("avx512f"))) static void deq_q8_0_avx512(float *dst, const uint8_t *src,
+                                                               int64_t n) {
+    for (int64_t b = 0; b < n / 32; b++, src += 34) {
+        uint16_t h;
+        memcpy(&h, src, 2);
+        __m512 d = _mm512_set1_ps(num_f16_to_f32(h));
+        for (int half = 0; half < 2; half++) {
+            __m128i q = _mm_loadu_si128((const __m128i *)(src + 2 + 16 * half));
+            __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
+            _mm512_storeu_ps(dst + b * 32 + 16 * half, _mm512_mul_ps(v, d));
+        }
+    }
+}
+
+__attribute__((target("avx512f"))) static void deq_q4_0_avx512(float *dst, const uint8_t *src,
+                                                               int64_t n) {
+    const __m512i m15 = _mm512_set1_epi32(15), eight = _mm512_set1_epi32(8);
+    for (int64_t b = 0; b < n / 32; b++, src += 18) {
+        uint16_t h;
+        memcpy(&h, src, 2);
+        __m512 d = _mm512_set1_ps(num_f16_to_f32(h));
+        __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(src + 2)));
+        __m512i lo = _mm512_sub_epi32(_mm512_and_si512(q, m15), eight);
+        __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(q, 4), eight);
+        _mm512_storeu_ps(dst + b * 32, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
+        _mm512_storeu_ps(dst + b * 32 + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
+    }
+}
+
+__attribute__((target("avx512f"))) static void deq_int8_avx512(float *dst, const int8_t *src,
+                                                               float s, int64_t n) {
+    __m512 sv = _mm512_set1_ps(s);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i q = _mm_loadu_si128((const __m128i *)(src + i));
+        _mm512_storeu_ps(dst + i, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), sv));
+    }
+    for (; i < n; i++) dst[i] = (float)src[i] * s;
+}
+
+/* e4m3 by bits: normal = sign | (e + 120) << 23 | m << 20; e = 0: m * 2^-9;
+ * 0x7f / 0xff: NaN (0x7fc00000, as the table holds). */
+__attribute__((target("avx512f"))) static void deq_e4m3_avx512(float *dst, const uint8_t *src,
+                                                               float s, int64_t n) {
+    __m512 sv = _mm512_set1_ps(s);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(src + i)));
+        __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24);
+        __m512i e = _mm512_and_si512(_mm512_srli_epi32(c, 3), _mm512_set1_epi32(15));
+        __m512i m = _mm512_and_si512(c, _mm512_set1_epi32(7));
+        __m512i nb = _mm512_or_si512(
+            sign, _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(120)), 23),
+                                  _mm512_slli_epi32(m, 20)));
+        __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(0x1p-9f));
+        sub = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(sub), sign));
+        __mmask16 is_sub = _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512());
+        __mmask16 is_nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(c, _mm512_set1_epi32(0x7f)),
+                                                   _mm512_set1_epi32(0x7f));
+        __m512 v = _mm512_mask_blend_ps(is_sub, _mm512_castsi512_ps(nb), sub);
+        v = _mm512_mask_blend_ps(is_nan, v, _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
+        _mm512_storeu_ps(dst + i, _mm512_mul_ps(v, sv));
+    }
+    for (; i < n; i++) dst[i] = num_e4m3_to_f32(src[i]) * s;
+}
+
+/* e5m2 is the top byte of an f16 (exact; NaN payloads may differ). */
+__attribute__((target("avx512f"))) static void deq_e5m2_avx512(float *dst, const uint8_t *src,
+                                                               float s, int64_t n) {
+    __m512 sv = _mm512_set1_ps(s);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(src + i)));
+        __m256i h = _mm512_cvtepi32_epi16(_mm512_slli_epi32(c, 8));
+        _mm512_storeu_ps(dst + i, _mm512_mul_ps(_mm512_cvtph_ps(h), sv));
+    }
+    for (; i < n; i++) dst[i] = num_e5m2_to_f32(src[i]) * s;
+}
+
 static void deq_row(const drift_qmat *W, int64_t r, float *dst, drift_isa isa) {
     const void *src = (const char *)W->data + (size_t)r * W->row_bytes;
-    if (W->dtype == DRIFT_DTYPE_BF16 && isa == DRIFT_ISA_AVX512)
-        deq_bf16_avx512(dst, src, W->cols);
-    else if (W->dtype == DRIFT_DTYPE_BF16 && isa == DRIFT_ISA_AVX2)
+    int one_scale = W->group == W->cols; /* INT8 / FP8: a single scale per row */
+    float s = W->scales ? W->scales[r * (W->cols / W->group)] * W->tensor_scale : W->tensor_scale;
+    if (isa == DRIFT_ISA_AVX512) {
+        switch (W->dtype) {
+        case DRIFT_DTYPE_BF16: deq_bf16_avx512(dst, src, W->cols); return;
+        case DRIFT_DTYPE_Q8_0: deq_q8_0_avx512(dst, src, W->cols); return;
+        case DRIFT_DTYPE_Q4_0: deq_q4_0_avx512(dst, src, W->cols); return;
+        case DRIFT_DTYPE_INT8:
+            if (one_scale) { deq_int8_avx512(dst, src, W->scales[r], W->cols); return; }
+            break;
+        case DRIFT_DTYPE_FP8_E4M3:
+            if (one_scale) { deq_e4m3_avx512(dst, src, s, W->cols); return; }
+            break;
+        case DRIFT_DTYPE_FP8_E5M2:
+            if (one_scale) { deq_e5m2_avx512(dst, src, s, W->cols); return; }
+            break;
+        default: break;
+        }
+    }
+    if (W->dtype == DRIFT_DTYPE_BF16 && isa == DRIFT_ISA_AVX2)
         deq_bf16_avx2(dst, src, W->cols);
     else if (W->dtype == DRIFT_DTYPE_F16 && isa != DRIFT_ISA_SCALAR &&
              __builtin_cpu_supports("f16c"))
         deq_f16_f16c(dst, src, W->cols); /* F16C conversion is exact, as the scalar one */
     else
         drift_qmat_dequantize_row(W, r, dst);
+}
+
+void num_fast_dequantize_row(const drift_qmat *m, int64_t r, float *dst) {
+    deq_row(m, r, dst, num_isa_resolve(DRIFT_ISA_AUTO));
 }
 
 /* Pointer to an f32 panel of NP rows starting at row n0 (ld = K): W's own
@@ -846,6 +949,7 @@ void num_attention(const drift_numeric_profile *p, float *out, const float *q, c
 }
 
 void num_embedding(const drift_numeric_profile *p, float *out, const drift_qmat *W, int64_t row) {
-    drift_qmat_dequantize_row(W, row, out);
+    if (p->isa == DRIFT_ISA_REF) drift_qmat_dequantize_row(W, row, out);
+    else deq_row(W, row, out, num_isa_resolve(p->isa));
     num_round_acts(p->acts, out, W->cols);
 }

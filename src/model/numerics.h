@@ -137,6 +137,11 @@ drift_status drift_qmat_convert(drift_qmat *dst, const drift_qmat *src,
 /* Dequantizes row r (0 <= r < rows) into dst (cols floats). */
 void drift_qmat_dequantize_row(const drift_qmat *m, int64_t r, float *dst);
 
+/* The same values, SIMD where the format has a vector path (bf16, f16, q8_0,
+ * q4_0, int8, fp8): bit for bit equal to drift_qmat_dequantize_row (NaN
+ * payloads aside). For embedding lookups and row conversions. */
+void num_fast_dequantize_row(const drift_qmat *m, int64_t r, float *dst);
+
 /* Frees owned memory; leaves *m zeroed. NULL-safe. */
 void drift_qmat_free(drift_qmat *m);
 

@@ -304,6 +304,50 @@ static void test_attention(void **state) {
     if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
 }
 
+/* SIMD dequantizers give the traits' values bit for bit */
+static int same_or_both_nan(const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!(isnan(a[i]) && isnan(b[i])) && memcmp(a + i, b + i, sizeof(float))) return 0;
+    return 1;
+}
+
+static void test_fast_dequantize(void **state) {
+    (void)state;
+    enum { R = 5, C = 288 };
+    drift_error err;
+    float *w = rand_vec(R * C, 0.3f), a[C], b[C];
+    w[7] = 0.0f;
+    w[8] = -0.0f;
+    for (size_t wi = 0; wi < N_W; wi++)
+        for (int mode = 0; mode < 2; mode++) {
+            drift_qmat W;
+            assert_int_equal(drift_qmat_quantize(&W, ALL_W[wi], w, R, C, 32, (drift_scale_mode)mode, &err),
+                             DRIFT_OK);
+            for (int r = 0; r < R; r++) {
+                num_fast_dequantize_row(&W, r, a);
+                drift_qmat_dequantize_row(&W, r, b);
+                if (!same_or_both_nan(a, b, C))
+                    fail_msg("fast dequantize of %s (mode %d) row %d differs",
+                             drift_dtype_name(ALL_W[wi]), mode, r);
+            }
+            drift_qmat_free(&W);
+        }
+    /* every fp8 code, with a scale */
+    uint8_t codes[256];
+    for (int c = 0; c < 256; c++) codes[c] = (uint8_t)c;
+    float big_a[256], big_b[256];
+    for (int t = 0; t < 2; t++) {
+        drift_qmat W = {.dtype = t ? DRIFT_DTYPE_FP8_E5M2 : DRIFT_DTYPE_FP8_E4M3, .rows = 1,
+                        .cols = 256, .data = codes, .row_bytes = 256, .group = 256,
+                        .tensor_scale = 0.375f};
+        num_fast_dequantize_row(&W, 0, big_a);
+        drift_qmat_dequantize_row(&W, 0, big_b);
+        if (!same_or_both_nan(big_a, big_b, 256)) fail_msg("fp8 codes (%d) differ", t);
+    }
+    printf("  %-10s %-46s SIMD == traits, bit for bit  OK\n", "dequant", "all formats, all fp8 codes");
+    free(w);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Invariance: row b of a batch == the row alone, whatever B and threads */
 static void check_invariance(const char *spec, drift_dtype t, int64_t N, int64_t K) {
@@ -442,7 +486,7 @@ int main(void) {
         cmocka_unit_test(test_elementwise),          cmocka_unit_test(test_rope),
         cmocka_unit_test(test_attention),            cmocka_unit_test(test_batch_thread_invariance),
         cmocka_unit_test(test_batch_variant_mode),   cmocka_unit_test(test_simd_equals_emulation),
-        cmocka_unit_test(test_ref_determinism),
+        cmocka_unit_test(test_ref_determinism),      cmocka_unit_test(test_fast_dequantize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
