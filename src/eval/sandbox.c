@@ -32,6 +32,11 @@
  *   v2 with them enabled): one child cgroup per run caps the memory of the
  *   whole tree (RLIMIT_AS is per process: 64 processes x 1 GB would not be
  *   contained) and the number of tasks; the program joins it before exec.
+ * - Without bubblewrap (seccomp + private uid): network and namespaces are
+ *   blocked by seccomp and other users' processes by the uid, but files are
+ *   protected only by permissions: world-readable files can be read and
+ *   world-writable dirs (/tmp, /dev/shm) written (each file <= RLIMIT_FSIZE,
+ *   for at most the wall timeout); the working dir is a host temp dir.
  * - Output: stdout and stderr are drained continuously; the first
  *   out_cap_bytes and the last 4 KiB are kept, so a program printing 1 GB
  *   neither blocks nor fills memory.
@@ -912,7 +917,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
         }
         /* Once the supervisor has reported, nothing is left to wait for:
          * drain what is buffered and stop (a stray may hold a pipe open). */
-        int wait_ms = status_eof ? 0 : (int)(guard_ms - now) + 1;
+        int wait_ms = status_eof ? 0 : guard_ms - now > 1000 ? 1000 : (int)(guard_ms - now) + 1;
         int pr = poll(pf, (nfds_t)n, wait_ms);
         if (pr < 0 && errno == EINTR) continue;
         if (pr <= 0) {
