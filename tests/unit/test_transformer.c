@@ -156,6 +156,9 @@ static void test_window_and_rope_scaling(void **state) {
     c3.theta = 500000.0f;
     c3.n_kv_heads = 1;
     check_against_reference("llama3rope", &c3);
+    tiny_cfg c4 = c3;
+    c4.rope_freqs_tensor = 1; /* same scaling given as llama.cpp's rope_freqs.weight */
+    check_against_reference("llama3freqs", &c4);
     /* the window and the scaling matter: logits differ from the plain model's */
     tiny_cfg c0 = tiny_default("llama");
     drift_model *a = load(model_path("llama", &c0), "profile=ref"), *b = load(model_path("swa", &c), "profile=ref");

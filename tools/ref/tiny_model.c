@@ -26,6 +26,7 @@ typedef struct tiny_cfg {
     int tied;              /* no output.weight */
     int qkv_bias;
     int llama3_scaling;    /* rope.scaling.type = llama3, factor 8, orig ctx 32 */
+    int rope_freqs_tensor; /* with llama3_scaling: also write rope_freqs.weight (as llama.cpp's converter does) */
     int legacy_experts;    /* MoE as one 2-D tensor per expert (blk.N.ffn_gate.E.weight), same values */
     int ctx;
     float theta;
@@ -174,6 +175,22 @@ static int tiny_model_write(const tiny_cfg *c, const char *path, char *errbuf, s
     int rc = 0;
     rc |= tiny_tensor(w, &s, "token_embd.weight", wt, 2, (uint64_t)D, (uint64_t)nv, 1, 0.0f, 1.0f);
     rc |= tiny_tensor(w, &s, "output_norm.weight", GGUF_DT_F32, 1, (uint64_t)D, 1, 1, 1.0f, 0.2f);
+    if (c->llama3_scaling && c->rope_freqs_tensor) {
+        /* divisors of the base frequencies: 1 (high freq), factor (low freq), smoothed between */
+        int half = hd / 2;
+        float ff[512];
+        for (int i = 0; i < half && i < 512; i++) {
+            double f0 = pow((double)c->theta, -2.0 * i / hd), wl = 2 * M_PI / f0, lo = 1, hi = 4, octx = 32, factor = 8;
+            if (wl < octx / hi) ff[i] = 1.0f;
+            else if (wl > octx / lo) ff[i] = (float)factor;
+            else {
+                double sm = (octx / wl - lo) / (hi - lo);
+                ff[i] = (float)(1.0 / ((1 - sm) / factor + sm));
+            }
+        }
+        uint64_t ne[1] = {(uint64_t)half};
+        rc |= gguf_writer_add_tensor_f32(w, "rope_freqs.weight", GGUF_DT_F32, 1, ne, ff);
+    }
     if (!c->tied) rc |= tiny_tensor(w, &s, "output.weight", wt, 2, (uint64_t)D, (uint64_t)nv, 1, 0.0f, 1.0f / sqrtf((float)D) * 3);
     for (int l = 0; l < c->n_layers; l++) {
         char nm[96];
