@@ -1,10 +1,13 @@
 /* fuzz_gguf.c - fuzz target for the GGUF reader (parse from memory), then
  * walk what was accepted: every KV getter, every tensor decoded, so that any
- * size the validator let through is exercised. Seed: corpus/fuzz_gguf/. */
+ * size the validator let through is exercised; and when the file carries a
+ * tokenizer, load it and encode/decode a string (tokenizer metadata is
+ * outside data too). Seeds: corpus/fuzz_gguf/. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "model/gguf.h"
+#include "model/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gguf_file *f = NULL;
@@ -30,6 +33,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         float *tmp = malloc(ts->n_elements * sizeof(float));
         if (tmp) gguf_tensor_to_f32(ts, 0, ts->n_elements, tmp, &err);
         free(tmp);
+    }
+    drift_tokenizer *tk;
+    if (tok_load(f, &tk, &err) == DRIFT_OK) {
+        static const char text[] = "Hello world 123 <|im_end|> \xe4\xb8\xad\xff";
+        int32_t *ids;
+        size_t n;
+        if (tok_encode(tk, text, sizeof text - 1, 1, 1, &ids, &n, &err) == DRIFT_OK) {
+            free(tok_decode(tk, ids, n, 1, NULL));
+            free(ids);
+        }
+        tok_free(tk);
     }
     gguf_close(f);
     return 0;
