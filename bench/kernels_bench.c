@@ -11,7 +11,8 @@
  *    format: weight bytes streamed per second and the fraction of the
  *    measured bandwidth.
  * Every figure is the best of several repetitions (the machine is shared).
- * usage: bench_kernels_bench [--quick] [--threads N]   (N: max threads, default 2) */
+ * usage: bench_kernels_bench [--quick] [--threads N] [--only f32,bf16]
+ *   N: max threads (default 2); --only: prefill formats to run */
 #include <immintrin.h>
 #include <omp.h>
 #include <stdio.h>
@@ -22,6 +23,18 @@
 #include "util/util.h"
 
 static int QUICK;
+static const char *ONLY; /* --only f32,bf16: prefill formats to run (default all) */
+
+static int wanted(drift_dtype t) {
+    if (!ONLY) return 1;
+    const char *name = drift_dtype_name(t), *p = ONLY;
+    size_t n = strlen(name);
+    while ((p = strstr(p, name))) {
+        if ((p == ONLY || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+        p += n;
+    }
+    return 0;
+}
 
 /* ---- FMA peak ---- */
 __attribute__((target("avx512f"))) static float fma_loop_512(long iters) {
@@ -166,6 +179,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) QUICK = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) max_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) ONLY = argv[++i];
     }
     if (max_threads < 1) max_threads = 1;
     drift_isa isa = num_isa_resolve(DRIFT_ISA_AUTO);
@@ -199,6 +213,7 @@ int main(int argc, char **argv) {
                                      DRIFT_DTYPE_Q4_0, DRIFT_DTYPE_F32};
     /* f32 runs again last: a drop there means the machine changed under us */
     for (size_t fi = 0; fi < sizeof PF / sizeof PF[0]; fi++) {
+        if (!wanted(PF[fi])) continue;
         drift_qmat W;
         if (drift_qmat_quantize(&W, PF[fi], w, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err)) {
             fprintf(stderr, "%s\n", err.msg);
