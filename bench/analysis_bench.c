@@ -3,9 +3,11 @@
  * (fixed hyper-parameters, and tuned by inner CV as the CLI does by
  * default). Prints wall and CPU milliseconds; bench/analysis_ref.py times
  * the same work in Python (statsmodels + xgboost) for the ratio.
- *   usage: bench_analysis_bench [flip_rates.csv] [reps]   (DRIFT_SHARED is used when no path) */
+ *   usage: bench_analysis_bench [flip_rates.csv] [reps] [threads]
+ *   (DRIFT_SHARED is used when no path; threads: xgboost / tuning threads, 1) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "driftbench/analysis.h"
@@ -20,6 +22,8 @@ int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : def;
     int reps = argc > 2 ? atoi(argv[2]) : 20;
     if (reps < 1) reps = 1;
+    int threads = argc > 3 ? atoi(argv[3]) : 1;
+    if (threads < 1) threads = 1;
     drift_error err = {0};
     drift_table *t = NULL;
     if (drift_table_read_csv(path, &t, &err)) {
@@ -47,6 +51,7 @@ int main(int argc, char **argv) {
         drift_pri_options o;
         drift_pri_options_init(&o);
         o.tune = tune;
+        o.nthread = threads;
         drift_pri_eval *e = NULL;
         w0 = drift_now_ms();
         c0 = cpu_ms();
@@ -55,9 +60,12 @@ int main(int argc, char **argv) {
             return 2;
         }
         double pw = drift_now_ms() - w0, pc = cpu_ms() - c0;
-        printf("pri eval (%s, 1 thread): %.0f ms wall, %.0f ms cpu; random-split R2 %.4f, held-out b200 %.4f\n",
-               tune ? "tuned: 12 configs x 3 inner folds per model" : "fixed hyper-parameters", pw, pc,
-               e->random_split.test_r2, e->n_paper ? e->paper[0].test_r2 : 0.0);
+        double b200 = 0;
+        for (size_t i = 0; i < e->n_paper; i++)
+            if (!strcmp(e->paper[i].name, "hardware=b200")) b200 = e->paper[i].test_r2;
+        printf("pri eval (%s, %d thread%s): %.0f ms wall, %.0f ms cpu; random-split R2 %.4f, held-out b200 %.4f\n",
+               tune ? "tuned: 12 configs x 3 inner folds per model" : "fixed hyper-parameters", threads,
+               threads > 1 ? "s" : "", pw, pc, e->random_split.test_r2, b200);
         printf("total anova + pri eval (%s): %.0f ms wall, %.0f ms cpu\n", tune ? "tuned" : "fixed", pw + anova_wall,
                pc + anova_cpu);
         drift_pri_eval_free(e);

@@ -454,21 +454,40 @@ static drift_status tune_grouped(const dset *ds, const size_t *tr, size_t ntr, c
         Xtr = ytr = Xva = yva = NULL;
         if ((st = gather(ds, itr, a, &Xtr, &ytr, err))) goto out;
         if ((st = gather(ds, iva, v, &Xva, &yva, err))) goto out;
-        size_t c = 0;
-        for (size_t i = 0; i < nd; i++)
-            for (size_t j = 0; j < ne; j++)
-                for (size_t m = 0; m < nm; m++, c++) {
-                    hparams hp = {grid_depth[i], grid_eta[j], grid_mcw[m], grid_rounds[N_ROUNDS - 1]};
-                    BoosterHandle b;
-                    if ((st = xgb_train(Xtr, ytr, a, ds->p, &hp, o, &b, err))) goto out;
-                    for (int r = 0; r < N_ROUNDS; r++) {
-                        st = xgb_predict(b, Xva, v, ds->p, grid_rounds[r], pred, err);
-                        if (st) { XGBoosterFree(b); goto out; }
-                        for (size_t q = 0; q < v; q++)
-                            sse[c * N_ROUNDS + (size_t)r] += (pred[q] - yva[q]) * (pred[q] - yva[q]);
-                    }
-                    XGBoosterFree(b);
-                }
+        /* the grid's configurations are independent: with nthread > 1 they
+         * run side by side, each booster on one thread (same results) */
+        int nt = o->nthread > 1 ? o->nthread : 1;
+        drift_pri_options one = *o;
+        one.nthread = 1;
+        drift_status cst = DRIFT_OK;
+        drift_error cerr = {0};
+#pragma omp parallel for num_threads(nt) schedule(dynamic)
+        for (size_t c = 0; c < ncfg; c++) {
+            drift_status s1;
+            drift_error e1 = {0};
+            hparams hp = {grid_depth[c / (ne * nm)], grid_eta[(c / nm) % ne], grid_mcw[c % nm],
+                          grid_rounds[N_ROUNDS - 1]};
+            BoosterHandle b = NULL;
+            double *pr = malloc((v + 1) * sizeof *pr);
+            s1 = pr ? xgb_train(Xtr, ytr, a, ds->p, &hp, nt > 1 ? &one : o, &b, &e1)
+                    : drift_error_set(&e1, DRIFT_ERR_NOMEM, "out of memory");
+            for (int r = 0; r < N_ROUNDS && !s1; r++) {
+                s1 = xgb_predict(b, Xva, v, ds->p, grid_rounds[r], pr, &e1);
+                for (size_t q = 0; q < v && !s1; q++)
+                    sse[c * N_ROUNDS + (size_t)r] += (pr[q] - yva[q]) * (pr[q] - yva[q]);
+            }
+            if (b) XGBoosterFree(b);
+            free(pr);
+            if (s1) {
+#pragma omp critical(drift_pri_tune)
+                if (!cst) { cst = s1; cerr = e1; }
+            }
+        }
+        if (cst) {
+            st = cst;
+            if (err) *err = cerr;
+            goto out;
+        }
     }
     size_t bi = 0;
     for (size_t q = 1; q < ncfg * N_ROUNDS; q++)
