@@ -341,21 +341,64 @@ static double pair_prio(const drift_tokenizer *t, const char *s, const sym *a, c
     return id < 0 ? 1e300 : -(double)t->score[id];
 }
 
+/* A candidate merge of symbol `left` with its next `right`, valid while both
+ * still have the lengths recorded here. Ordered by (prio, left): left indices
+ * follow text order, so ties go to the leftmost pair. */
+typedef struct cand_pair {
+    double prio;
+    uint32_t left, right, llen, rlen;
+} cand_pair;
+
+static int pair_less(const cand_pair *a, const cand_pair *b) {
+    return a->prio < b->prio || (a->prio == b->prio && a->left < b->left);
+}
+
+static void heap_push_pair(const drift_tokenizer *t, const char *s, const sym *sy, int left, cand_pair *h, size_t *hn, char *tmp) {
+    int right = sy[left].next;
+    double pr = pair_prio(t, s, &sy[left], &sy[right], tmp);
+    if (pr >= 1e300) return; /* not mergeable */
+    size_t i = (*hn)++;
+    h[i] = (cand_pair){pr, (uint32_t)left, (uint32_t)right, sy[left].len, sy[right].len};
+    while (i > 0 && pair_less(&h[i], &h[(i - 1) / 2])) {
+        cand_pair x = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = x;
+        i = (i - 1) / 2;
+    }
+}
+
+static cand_pair heap_pop(cand_pair *h, size_t *hn) {
+    cand_pair top = h[0];
+    h[0] = h[--*hn];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < *hn && pair_less(&h[l], &h[m])) m = l;
+        if (r < *hn && pair_less(&h[r], &h[m])) m = r;
+        if (m == i) break;
+        cand_pair x = h[i];
+        h[i] = h[m];
+        h[m] = x;
+        i = m;
+    }
+    return top;
+}
+
 /* Merges the word s (n bytes, already mapped / space-replaced) and emits ids. */
 static int merge_word(const drift_tokenizer *t, const char *s, size_t n, ids_out *o) {
     if (n == 0) return 0;
     size_t ns = 0;
     for (size_t i = 0; i < n; i += utf8_len((const unsigned char *)s + i, n - i)) ns++;
     sym *sy = malloc(ns * sizeof *sy);
-    double *pr = malloc(ns * sizeof *pr);
+    cand_pair *heap = malloc((3 * ns + 1) * sizeof *heap);
     char *tmp = malloc(2 * n + 2);
-    if (!sy || !pr || !tmp) {
+    if (!sy || !heap || !tmp) {
         free(sy);
-        free(pr);
+        free(heap);
         free(tmp);
         return -1;
     }
-    size_t k = 0;
+    size_t k = 0, hn = 0;
     for (size_t i = 0; i < n; k++) {
         size_t l = utf8_len((const unsigned char *)s + i, n - i);
         sy[k].start = (uint32_t)i;
@@ -364,26 +407,21 @@ static int merge_word(const drift_tokenizer *t, const char *s, size_t n, ids_out
         sy[k].next = k + 1 < ns ? (int)k + 1 : -1;
         i += l;
     }
-    /* pr[i] = priority of merging i with its next */
-    for (size_t i = 0; i < ns; i++) pr[i] = sy[i].next >= 0 ? pair_prio(t, s, &sy[i], &sy[sy[i].next], tmp) : 1e300;
-    for (;;) {
-        int best = -1;
-        double bp = 1e299;
-        for (int i = 0; i >= 0; i = sy[i].next)
-            if (pr[i] < bp) {
-                bp = pr[i];
-                best = i;
-            }
-        if (best < 0) break;
-        int nx = sy[best].next;
+    for (size_t i = 0; i + 1 < ns; i++) heap_push_pair(t, s, sy, (int)i, heap, &hn, tmp);
+    /* merge the best pair (lowest priority, leftmost on ties) until none is left;
+     * stale entries (a side merged since) are skipped when popped */
+    while (hn) {
+        cand_pair c = heap_pop(heap, &hn);
+        if (sy[c.left].len != c.llen || sy[c.left].next != (int)c.right || sy[c.right].len != c.rlen) continue;
+        int best = (int)c.left, nx = (int)c.right;
         sy[best].len += sy[nx].len;
         sy[best].next = sy[nx].next;
         if (sy[nx].next >= 0) sy[sy[nx].next].prev = best;
         sy[nx].len = 0;
-        pr[nx] = 1e300;
-        pr[best] = sy[best].next >= 0 ? pair_prio(t, s, &sy[best], &sy[sy[best].next], tmp) : 1e300;
-        if (sy[best].prev >= 0) pr[sy[best].prev] = pair_prio(t, s, &sy[sy[best].prev], &sy[best], tmp);
+        if (sy[best].next >= 0) heap_push_pair(t, s, sy, best, heap, &hn, tmp);
+        if (sy[best].prev >= 0) heap_push_pair(t, s, sy, sy[best].prev, heap, &hn, tmp);
     }
+    free(heap);
     int rc = 0;
     for (int i = 0; i >= 0 && !rc; i = sy[i].next) {
         int32_t id = smap_get(&t->vocab, s + sy[i].start, sy[i].len);
@@ -410,7 +448,6 @@ static int merge_word(const drift_tokenizer *t, const char *s, size_t n, ids_out
         }
     }
     free(sy);
-    free(pr);
     free(tmp);
     return rc;
 }

@@ -219,6 +219,12 @@ static void test_round_trips_bpe(void **state) {
         /* invalid UTF-8: lone continuation bytes, truncated sequences, overlong, 0xff */
         const char bad[] = "ok\x80\xbf x\xc3 y\xe2\x82 z\xf0\x9f\x98 \xc0\xaf \xff\xfe end";
         round_trip(t, bad, sizeof bad - 1, 0);
+        /* long runs: the merge loop is O(n log n), this must be quick */
+        size_t big = 200000;
+        char *run = malloc(big);
+        for (size_t k = 0; k < big; k++) run[k] = k < big / 2 ? ' ' : (k % 7 ? 'l' : 'o');
+        round_trip(t, run, big, 0);
+        free(run);
         /* every byte value */
         char all[256];
         for (int b = 0; b < 256; b++) all[b] = (char)b;
