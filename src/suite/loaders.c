@@ -19,6 +19,8 @@
  *   gsm8k         question, answer ("... #### N")                math
  *   longbench     context, input, answers [_id]                  long_context
  *   advbench-csv  header with goal [,target]                     safety
+ *   driftbench-jsonl  prompt_id, workload, input, reference (object)
+ *                 (what `driftbench suites export` writes)       any
  *
  * Prompt ids: the record's "prompt_id" (paper files), "task_id" (HumanEval),
  * "_id" (LongBench), else "<format>_<index>" with the 0-based record index.
@@ -53,14 +55,15 @@ typedef enum {
     FMT_HUMANEVAL,
     FMT_GSM8K,
     FMT_LONGBENCH,
-    FMT_ADVBENCH_CSV
+    FMT_ADVBENCH_CSV,
+    FMT_DRIFTBENCH
 } rec_format;
 
 static const char *const fmt_names[] = {
     [FMT_NONE] = "unknown",          [FMT_PAPER_MATH] = "paper-jsonl",  [FMT_PAPER_CODE] = "paper-jsonl",
     [FMT_PAPER_SAFETY] = "paper-jsonl", [FMT_PAPER_LONG] = "paper-jsonl", [FMT_PAPER_CHAT] = "paper-jsonl",
     [FMT_HUMANEVAL] = "humaneval",   [FMT_GSM8K] = "gsm8k",             [FMT_LONGBENCH] = "longbench",
-    [FMT_ADVBENCH_CSV] = "advbench-csv",
+    [FMT_ADVBENCH_CSV] = "advbench-csv", [FMT_DRIFTBENCH] = "driftbench-jsonl",
 };
 
 /* Prefix of generated ids. */
@@ -68,7 +71,7 @@ static const char *const fmt_id_prefix[] = {
     [FMT_NONE] = "prompt",       [FMT_PAPER_MATH] = "math",    [FMT_PAPER_CODE] = "code",
     [FMT_PAPER_SAFETY] = "safety", [FMT_PAPER_LONG] = "long",  [FMT_PAPER_CHAT] = "chat",
     [FMT_HUMANEVAL] = "humaneval", [FMT_GSM8K] = "gsm8k",      [FMT_LONGBENCH] = "longbench",
-    [FMT_ADVBENCH_CSV] = "advbench",
+    [FMT_ADVBENCH_CSV] = "advbench", [FMT_DRIFTBENCH] = "prompt",
 };
 
 /* Open-addressing set of prompt ids -> line of first use. Keys point at
@@ -244,6 +247,8 @@ static drift_status get_answers(const loader *L, size_t line, json_t *o, json_t 
 }
 
 static rec_format detect_json(json_t *o) {
+    if (json_object_get(o, "workload") && json_object_get(o, "input") && json_object_get(o, "reference"))
+        return FMT_DRIFTBENCH;
     int has_prompt = json_object_get(o, "prompt") != NULL;
 #define HAS(k) (json_object_get(o, k) != NULL)
     if (HAS("task_id") && has_prompt && HAS("test") && HAS("entry_point")) return FMT_HUMANEVAL;
@@ -416,6 +421,27 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         if (ref) json_object_set(ref, "answers", answers);
         input = drift_asprintf("%s\n\nQuestion: %s", a, b);
         break;
+    case FMT_DRIFTBENCH: {
+        TRY(get_str(L, line, o, "workload", 1, &a, err));
+        wl = drift_workload_parse(a);
+        if (wl == DRIFT_WL_UNKNOWN) {
+            ds = drift_error_set(err, DRIFT_ERR_PARSE,
+                                 "%s:%zu: field \"workload\" is \"%s\" (math, code, safety, chat, long_context)",
+                                 L->file, line, a);
+            goto done;
+        }
+        TRY(get_str(L, line, o, "input", 1, &prompt, err));
+        json_t *r = json_object_get(o, "reference");
+        if (!json_is_object(r)) {
+            ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"reference\" is not an object (it is %s)",
+                                 L->file, line, json_kind(r));
+            goto done;
+        }
+        TRY(record_id(L, line, idx, o, "prompt_id", &id, err));
+        ref = json_deep_copy(r);
+        input = drift_strdup(prompt);
+        break;
+    }
     default:
         ds = drift_error_set(err, DRIFT_ERR_INTERNAL, "%s:%zu: no record format", L->file, line);
         goto done;

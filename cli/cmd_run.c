@@ -1,0 +1,138 @@
+/* cmd_run.c - `driftbench run`: send a suite to one serving stack and store
+ * every outcome under a label (resumes when the label exists). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pipeline.h"
+
+static const char run_usage[] =
+    "usage: driftbench run --db FILE --label L --target SPEC --suite S [--suite S ...] [options]\n"
+    "\n"
+    "Sends every prompt of the suites to the target and stores each answer, or\n"
+    "the error that stopped it, under label L. Running again with the same\n"
+    "label resumes: stored answers are kept, errors and missing ones are asked again.\n"
+    "\n"
+    "  --db FILE            the store (SQLite; created if missing)\n"
+    "  --label L            name of this run (e.g. h100-fp16-vllm)\n"
+    "  --target SPEC        http://HOST:PORT/v1?model=NAME&api=chat|completions\n"
+    "                       or embedded:PATH.gguf?profile=P&...\n"
+    "  --suite S            a suite file (paper jsonl, GSM8K, HumanEval, AdvBench csv,\n"
+    "                       LongBench) or builtin:math|code|safety|chat|long; repeatable\n"
+    "  --config k=v,...     configuration dimensions (model, hardware, precision,\n"
+    "                       framework, and any others) recorded with the run\n"
+    "  --concurrency N      requests in flight (default 8)\n"
+    "  --temperature T      default 0 (deterministic decoding)\n"
+    "  --top-p P            default 1\n"
+    "  --top-k K            default off\n"
+    "  --seed S             default 42 (replicate r uses S + r)\n"
+    "  --max-tokens N       default 512\n"
+    "  --logprobs K         ask for top-K logprobs per token (default off)\n"
+    "  --replicates N       samples per prompt (use with --temperature > 0)\n"
+    "  --limit N            only the first N prompts of each suite\n"
+    "  --timeout S          whole-request timeout in seconds (default 300)\n"
+    "  --connect-timeout S  default 10\n"
+    "  --retries N          retries of a failed request (default 4)\n"
+    "\n"
+    "exit: 0 all stored, 2 error (bad input, unreachable store, interrupted)\n";
+
+int cli_parse_run_option(const char *cmd, int opt, const char *arg, cli_run_args *a) {
+    long v;
+    double d;
+    switch (opt) {
+    case OPT_CONFIG: a->config = arg; return 1;
+    case OPT_SUITE:
+        if (a->n_suites >= CLI_MAX_SUITES) return cli_error(cmd, "at most %d --suite", CLI_MAX_SUITES), -1;
+        a->suites[a->n_suites++] = arg;
+        return 1;
+    case OPT_CONC:
+        if (cli_parse_int(cmd, "--concurrency", arg, 1, 4096, &v)) return -1;
+        a->topts.concurrency = (int)v;
+        return 1;
+    case OPT_TEMP:
+        if (cli_parse_double(cmd, "--temperature", arg, 0, 10, &d)) return -1;
+        a->params.temperature = d;
+        return 1;
+    case OPT_TOPP:
+        if (cli_parse_double(cmd, "--top-p", arg, 0, 1, &d)) return -1;
+        a->params.top_p = d;
+        return 1;
+    case OPT_TOPK:
+        if (cli_parse_int(cmd, "--top-k", arg, 0, 1000000, &v)) return -1;
+        a->params.top_k = (int)v;
+        return 1;
+    case OPT_SEED:
+        if (cli_parse_int(cmd, "--seed", arg, 0, 0x7fffffffL, &v)) return -1;
+        a->params.seed = v;
+        return 1;
+    case OPT_MAXTOK:
+        if (cli_parse_int(cmd, "--max-tokens", arg, 1, 1000000, &v)) return -1;
+        a->params.max_tokens = (int)v;
+        return 1;
+    case OPT_LOGPROBS:
+        if (cli_parse_int(cmd, "--logprobs", arg, 0, 20, &v)) return -1;
+        a->params.logprobs = (int)v;
+        return 1;
+    case OPT_REPS:
+        if (cli_parse_int(cmd, "--replicates", arg, 1, 1000, &v)) return -1;
+        a->replicates = (int)v;
+        return 1;
+    case OPT_LIMIT:
+        if (cli_parse_int(cmd, "--limit", arg, 1, 100000000, &v)) return -1;
+        a->limit = v;
+        return 1;
+    case OPT_TIMEOUT:
+        if (cli_parse_double(cmd, "--timeout", arg, 0.001, 86400, &d)) return -1;
+        a->topts.read_timeout_s = d;
+        return 1;
+    case OPT_CTIMEOUT:
+        if (cli_parse_double(cmd, "--connect-timeout", arg, 0.001, 3600, &d)) return -1;
+        a->topts.connect_timeout_s = d;
+        return 1;
+    case OPT_RETRIES:
+        if (cli_parse_int(cmd, "--retries", arg, 0, 100, &v)) return -1;
+        a->topts.max_retries = (int)v;
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"db", required_argument, 0, OPT_DB}, {"label", required_argument, 0, OPT_LABEL},
+        {"target", required_argument, 0, OPT_TARGET}, RUN_LONG_OPTIONS,
+        {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
+    cli_run_args a;
+    cli_run_args_default(&a);
+    int opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        int r = cli_parse_run_option("run", opt, optarg, &a);
+        if (r < 0) return CLI_EXIT_ERROR;
+        if (r > 0) continue;
+        switch (opt) {
+        case OPT_DB: a.db = optarg; break;
+        case OPT_LABEL: a.label = optarg; break;
+        case OPT_TARGET: a.target = optarg; break;
+        case 'h':
+        case OPT_HELP: fputs(run_usage, stdout); return 0;
+        default:
+            return cli_error("run", "unknown or incomplete option '%s' (see driftbench run --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return cli_error("run", "unexpected argument '%s'", argv[optind]);
+    if (!a.db || !a.label || !a.target || !a.n_suites)
+        return cli_error("run", "--db, --label, --target and at least one --suite are required (see --help)");
+    if (a.replicates > 1 && a.params.temperature == 0 && !cli_quiet)
+        fprintf(stderr, "run: note: %d replicates at temperature 0 should all be identical\n", a.replicates);
+    drift_error err = {0};
+    drift_store *st = NULL;
+    if (drift_store_open(a.db, &st, &err)) return cli_error_lib("run", &err);
+    cli_install_signal_handlers();
+    int rc = cli_do_run("run", st, &a);
+    drift_store_close(st);
+    return rc;
+}
+CLI_COMMAND(run, "run", "send a suite to one serving stack and store the answers", cmd_run)
