@@ -723,9 +723,10 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     int failed = 0;
 #pragma omp parallel num_threads(nt)
     {
-        float *wbuf = malloc((size_t)(NP * Kp) * sizeof(float));
-        float *rowbuf = malloc((size_t)Kp * sizeof(float));
-        float *cbuf = simd ? malloc((size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
+        /* 64-byte aligned: split cache-line loads halve Intel's load bandwidth */
+        float *wbuf = aligned_alloc(64, (size_t)(NP * Kp) * sizeof(float));
+        float *rowbuf = aligned_alloc(64, (size_t)Kp * sizeof(float));
+        float *cbuf = simd ? aligned_alloc(64, (size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
         if (!wbuf || !rowbuf || (simd && !cbuf)) {
 #pragma omp atomic write
             failed = 1;
