@@ -615,6 +615,75 @@ uint16_t gguf_f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
+/* k-quants (super-blocks of 256 = 8 sub-blocks of 32 or 16 of 16), as ggml lays them out:
+ *   Q4_K (144 B): f16 d, f16 dmin, u8 scales[12] (6-bit scale and min per sub-block), u8 qs[128]
+ *                 x = d * sc * nib - dmin * m; 64 elements per 32 qs bytes: low nibbles then high
+ *   Q5_K (176 B): as Q4_K plus u8 qh[32] after the scales: bit (2j, 2j+1) of qh[l] is the 5th bit
+ *   Q6_K (210 B): u8 ql[128], u8 qh[64], i8 scales[16], f16 d; x = d * sc[16-block] * (q6 - 32) */
+static void k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+static float rd_f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return gguf_f16_to_f32(h);
+}
+
+static void dec_q4_k(const uint8_t *b, float *y) {
+    float d = rd_f16(b), dmin = rd_f16(b + 2);
+    const uint8_t *scales = b + 4, *q = b + 16;
+    for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
+        uint8_t sc, m;
+        k_scale_min(is, scales, &sc, &m);
+        float d1 = d * sc, m1 = dmin * m;
+        k_scale_min(is + 1, scales, &sc, &m);
+        float d2 = d * sc, m2 = dmin * m;
+        for (int l = 0; l < 32; l++) y[j + l] = d1 * (float)(q[l] & 0xF) - m1;
+        for (int l = 0; l < 32; l++) y[j + 32 + l] = d2 * (float)(q[l] >> 4) - m2;
+    }
+}
+
+static void dec_q5_k(const uint8_t *b, float *y) {
+    float d = rd_f16(b), dmin = rd_f16(b + 2);
+    const uint8_t *scales = b + 4, *qh = b + 16, *ql = b + 48;
+    uint8_t u1 = 1, u2 = 2;
+    for (int j = 0, is = 0; j < 256; j += 64, is += 2, ql += 32, u1 = (uint8_t)(u1 << 2), u2 = (uint8_t)(u2 << 2)) {
+        uint8_t sc, m;
+        k_scale_min(is, scales, &sc, &m);
+        float d1 = d * sc, m1 = dmin * m;
+        k_scale_min(is + 1, scales, &sc, &m);
+        float d2 = d * sc, m2 = dmin * m;
+        for (int l = 0; l < 32; l++) y[j + l] = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+        for (int l = 0; l < 32; l++) y[j + 32 + l] = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+    }
+}
+
+static void dec_q6_k(const uint8_t *b, float *y) {
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    float d = rd_f16(b + 208);
+    for (int nb = 0; nb < 256; nb += 128, ql += 64, qh += 32, sc += 8) {
+        for (int l = 0; l < 32; l++) {
+            int is = l / 16;
+            int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+            int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+            int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+            int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            y[nb + l] = d * (float)sc[is] * (float)q1;
+            y[nb + l + 32] = d * (float)sc[is + 2] * (float)q2;
+            y[nb + l + 64] = d * (float)sc[is + 4] * (float)q3;
+            y[nb + l + 96] = d * (float)sc[is + 6] * (float)q4;
+        }
+    }
+}
+
 drift_status gguf_tensor_to_f32(const gguf_tensor *t, uint64_t first, uint64_t n, float *dst, drift_error *err) {
     uint32_t be, bb;
     if (gguf_dtype_info(t->type, &be, &bb))
@@ -660,8 +729,18 @@ drift_status gguf_tensor_to_f32(const gguf_tensor *t, uint64_t first, uint64_t n
             }
         }
         return DRIFT_OK;
+    case GGUF_DT_Q4_K:
+        for (uint64_t b = 0; b < n / 256; b++, p += 144) dec_q4_k(p, dst + b * 256);
+        return DRIFT_OK;
+    case GGUF_DT_Q5_K:
+        for (uint64_t b = 0; b < n / 256; b++, p += 176) dec_q5_k(p, dst + b * 256);
+        return DRIFT_OK;
+    case GGUF_DT_Q6_K:
+        for (uint64_t b = 0; b < n / 256; b++, p += 210) dec_q6_k(p, dst + b * 256);
+        return DRIFT_OK;
     default:
-        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "tensor '%s': type %s is not decoded by this engine (F32, F16, BF16, Q8_0, Q4_0 are)",
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                               "tensor '%s': type %s is not decoded by this engine (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K are)",
                                t->name, gguf_dtype_name(t->type));
     }
 }

@@ -54,9 +54,9 @@ typedef enum gguf_dtype {
     GGUF_DT_Q8_1 = 9,
     GGUF_DT_Q2_K = 10,
     GGUF_DT_Q3_K = 11,
-    GGUF_DT_Q4_K = 12,
-    GGUF_DT_Q5_K = 13,
-    GGUF_DT_Q6_K = 14,
+    GGUF_DT_Q4_K = 12, /* decoded (to f32 at load: the kernels have no k-quant format) */
+    GGUF_DT_Q5_K = 13, /* decoded */
+    GGUF_DT_Q6_K = 14, /* decoded */
     GGUF_DT_Q8_K = 15,
     GGUF_DT_I8 = 24,
     GGUF_DT_I16 = 25,
@@ -183,8 +183,8 @@ int gguf_writer_add_array(gguf_writer *w, const char *key, gguf_vtype elem_type,
 int gguf_writer_add_string_array(gguf_writer *w, const char *key, const char *const *v, uint64_t n);
 /* Raw KV: key, then `value_type` + pre-encoded value bytes (for nested arrays). */
 int gguf_writer_add_raw(gguf_writer *w, const char *key, gguf_vtype type, const void *bytes, size_t n);
-/* Tensor: data is n_bytes for its type and shape (copied). F32 source helpers
- * encode to F16/BF16/Q8_0/Q4_0 from floats. */
+/* Tensor: data is n_bytes for its type and shape (copied). The F32-source
+ * helper encodes to F32/F16/BF16/Q8_0/Q4_0/Q6_K from floats. */
 int gguf_writer_add_tensor(gguf_writer *w, const char *name, gguf_dtype type, uint32_t n_dims,
                            const uint64_t *ne, const void *data, uint64_t n_bytes);
 int gguf_writer_add_tensor_f32(gguf_writer *w, const char *name, gguf_dtype type, uint32_t n_dims,

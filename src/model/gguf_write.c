@@ -184,6 +184,44 @@ static void enc_q4_0(const float *x, uint8_t *out) {
     }
 }
 
+/* Q6_K from floats: one int8 scale per 16 elements relative to the f16 d of
+ * the 256-element super-block, 6-bit values (q + 32), packed as ggml does
+ * (low nibbles in ql, two high bits per element in qh). A plain round-to-
+ * nearest encoder (ggml's searches scales more cleverly); for test files. */
+static void enc_q6_k(const float *x, uint8_t *out) {
+    float gs[16], maxs = 0;
+    for (int g = 0; g < 16; g++) {
+        float amax = 0;
+        for (int j = 0; j < 16; j++) amax = fmaxf(amax, fabsf(x[16 * g + j]));
+        gs[g] = amax / 31.0f;
+        maxs = fmaxf(maxs, gs[g]);
+    }
+    float d = maxs / 127.0f;
+    uint16_t dh = gguf_f32_to_f16(d);
+    d = gguf_f16_to_f32(dh);
+    int8_t sc[16];
+    uint8_t L[256];
+    for (int g = 0; g < 16; g++) {
+        int v = d > 0 ? (int)lroundf(gs[g] / d) : 0;
+        sc[g] = (int8_t)(v > 127 ? 127 : v);
+        float step = d * sc[g];
+        for (int j = 0; j < 16; j++) {
+            int q = step > 0 ? (int)lroundf(x[16 * g + j] / step) : 0;
+            q = q < -32 ? -32 : q > 31 ? 31 : q;
+            L[16 * g + j] = (uint8_t)(q + 32);
+        }
+    }
+    uint8_t *ql = out, *qh = out + 128;
+    for (int j = 0; j < 256; j += 128, ql += 64, qh += 32)
+        for (int l = 0; l < 32; l++) {
+            ql[l] = (uint8_t)((L[j + l] & 0xF) | ((L[j + l + 64] & 0xF) << 4));
+            ql[l + 32] = (uint8_t)((L[j + l + 32] & 0xF) | ((L[j + l + 96] & 0xF) << 4));
+            qh[l] = (uint8_t)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+        }
+    memcpy(out + 192, sc, 16);
+    memcpy(out + 208, &dh, 2);
+}
+
 int gguf_writer_add_tensor_f32(gguf_writer *w, const char *name, gguf_dtype type, uint32_t n_dims, const uint64_t *ne,
                                const float *data) {
     uint32_t be, bb;
@@ -204,6 +242,7 @@ int gguf_writer_add_tensor_f32(gguf_writer *w, const char *name, gguf_dtype type
         case GGUF_DT_BF16: { uint16_t h = gguf_f32_to_bf16(*x); memcpy(o, &h, 2); break; }
         case GGUF_DT_Q8_0: enc_q8_0(x, o); break;
         case GGUF_DT_Q4_0: enc_q4_0(x, o); break;
+        case GGUF_DT_Q6_K: enc_q6_k(x, o); break;
         default: ok = 0; break;
         }
         if (!ok) break;

@@ -98,16 +98,31 @@ static drift_status dtype_of(const gguf_tensor *t, drift_dtype *d, drift_error *
     case GGUF_DT_Q8_0: *d = DRIFT_DTYPE_Q8_0; return DRIFT_OK;
     case GGUF_DT_Q4_0: *d = DRIFT_DTYPE_Q4_0; return DRIFT_OK;
     default:
-        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "tensor '%s': type %s not supported (F32, F16, BF16, Q8_0, Q4_0 are)",
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "tensor '%s': type %s not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K are)",
                                t->name, gguf_dtype_name(t->type));
     }
 }
 
-/* Wraps rows x cols of data in the tensor's format and converts to the profile. */
+/* Wraps rows x cols of data in the tensor's format and converts to the profile.
+ * k-quants (which the kernels have no format for) are decoded to f32 first and
+ * quantized to the profile's weight format (f32 when it says native). */
 static drift_status mat_from(const drift_model *m, const gguf_tensor *t, const void *data, int64_t rows, int64_t cols,
                              drift_qmat *out, drift_error *err) {
     drift_dtype d = DRIFT_DTYPE_F32;
     drift_qmat src;
+    if (t->type == GGUF_DT_Q4_K || t->type == GGUF_DT_Q5_K || t->type == GGUF_DT_Q6_K) {
+        uint32_t be, bb;
+        gguf_dtype_info(t->type, &be, &bb);
+        uint64_t first = (uint64_t)((const uint8_t *)data - (const uint8_t *)t->data) / bb * be, n = (uint64_t)rows * (uint64_t)cols;
+        float *buf = malloc((size_t)n * sizeof *buf);
+        if (!buf) return drift_error_set(err, DRIFT_ERR_NOMEM, "tensor '%s': out of memory decoding %s", t->name, gguf_dtype_name(t->type));
+        drift_status st = gguf_tensor_to_f32(t, first, n, buf, err);
+        drift_dtype w = m->prof.weights == DRIFT_DTYPE_NATIVE ? DRIFT_DTYPE_F32 : m->prof.weights;
+        if (!st) st = drift_qmat_quantize(out, w, buf, rows, cols, m->prof.group_size, m->prof.weight_scale, err);
+        free(buf);
+        if (st) drift_error_prefix(err, "tensor '%s': ", t->name);
+        return st;
+    }
     drift_status st = dtype_of(t, &d, err);
     if (!st) st = drift_qmat_wrap(&src, d, data, rows, cols, err);
     if (!st) st = drift_qmat_convert(out, &src, &m->prof, err);

@@ -168,6 +168,79 @@ static void test_half_conversions(void **state) {
     assert_true(gguf_bf16_to_f32(0xc040) == -3.0f);
 }
 
+/* k-quant super-blocks built by hand; expected values worked out from ggml's layout */
+static void test_kquants(void **state) {
+    (void)state;
+    uint8_t q4[144] = {0}, q5[176] = {0}, q6[210] = {0};
+    uint16_t one = 0x3c00, half = 0x3800;
+    memcpy(q4, &one, 2);
+    memcpy(q4 + 2, &half, 2);
+    uint8_t *sc = q4 + 4;
+    sc[0] = 2 | (1 << 6); /* sub-block 0 scale 2; top bits feed sub-block 4's scale (+16) */
+    sc[4] = 3;            /* sub-block 0 min 3 */
+    sc[1] = 5;
+    sc[5] = 1;
+    sc[8] = 0x21;         /* sub-block 4: scale low nibble 1, min 2 */
+    q4[16 + 0] = 0x7A;
+    q4[16 + 32] = 0x0F;
+    memcpy(q5, q4, 16);
+    q5[16] = 0x03;        /* qh[0]: 5th bit of element 0 and element 32 */
+    q5[48] = 0x7A;
+    q6[0] = 0x21;
+    q6[128] = 0xE4;       /* 11 10 01 00 */
+    int8_t s6[16] = {2, 0, -1, 0, 3, 0, 1, 0};
+    memcpy(q6 + 192, s6, 16);
+    memcpy(q6 + 208, &half, 2);
+    gguf_writer *w = gguf_writer_new();
+    uint64_t ne[1] = {256};
+    gguf_writer_add_tensor(w, "q4k", GGUF_DT_Q4_K, 1, ne, q4, sizeof q4);
+    gguf_writer_add_tensor(w, "q5k", GGUF_DT_Q5_K, 1, ne, q5, sizeof q5);
+    gguf_writer_add_tensor(w, "q6k", GGUF_DT_Q6_K, 1, ne, q6, sizeof q6);
+    uint8_t *p;
+    size_t len;
+    drift_error err;
+    assert_int_equal(gguf_writer_to_memory(w, &p, &len, &err), DRIFT_OK);
+    gguf_writer_free(w);
+    gguf_file *f;
+    assert_int_equal(gguf_open_memory(p, len, &f, &err), DRIFT_OK);
+    float y[256];
+    assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "q4k"), 0, 256, y, &err), DRIFT_OK);
+    assert_true(y[0] == 18.5f);   /* 2 * 10 - 0.5 * 3 */
+    assert_true(y[1] == -1.5f);
+    assert_true(y[32] == 34.5f);  /* 5 * 7 - 0.5 * 1 */
+    assert_true(y[64] == 0.0f);
+    assert_true(y[128] == -1.0f); /* sub-block 4: scale 17, min 2: 17 * 0 - 0.5 * 2 */
+    assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "q5k"), 0, 256, y, &err), DRIFT_OK);
+    assert_true(y[0] == 50.5f);   /* 2 * (10 + 16) - 1.5 */
+    assert_true(y[32] == 114.5f); /* 5 * (7 + 16) - 0.5 */
+    assert_true(y[1] == -1.5f);
+    assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "q6k"), 0, 256, y, &err), DRIFT_OK);
+    assert_true(y[0] == -31.0f);  /* 0.5 * 2 * (1 - 32) */
+    assert_true(y[32] == 8.0f);   /* 0.5 * -1 * ((0 | 1 << 4) - 32) */
+    assert_true(y[64] == 3.0f);   /* 0.5 * 3 * ((2 | 2 << 4) - 32) */
+    assert_true(y[96] == 8.0f);   /* 0.5 * 1 * (3 << 4 - 32) */
+    assert_true(y[16] == 0.0f);
+    gguf_close(f);
+    free(p);
+    /* the writer's Q6_K encoder round-trips within half a step of each 16-group */
+    float x[512], back[512];
+    for (int i = 0; i < 512; i++) x[i] = sinf((float)i * 0.37f) * (1.0f + (float)(i / 16));
+    w = gguf_writer_new();
+    uint64_t ne2[2] = {256, 2};
+    assert_int_equal(gguf_writer_add_tensor_f32(w, "e", GGUF_DT_Q6_K, 2, ne2, x), 0);
+    assert_int_equal(gguf_writer_to_memory(w, &p, &len, &err), DRIFT_OK);
+    gguf_writer_free(w);
+    assert_int_equal(gguf_open_memory(p, len, &f, &err), DRIFT_OK);
+    assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "e"), 0, 512, back, &err), DRIFT_OK);
+    for (int g = 0; g < 32; g++) {
+        float amax = 0;
+        for (int j = 0; j < 16; j++) amax = fmaxf(amax, fabsf(x[16 * g + j]));
+        for (int j = 0; j < 16; j++) assert_true(fabsf(back[16 * g + j] - x[16 * g + j]) <= amax / 31.0f * 0.6f + 1e-6f);
+    }
+    gguf_close(f);
+    free(p);
+}
+
 static void test_every_truncation(void **state) {
     (void)state;
     size_t len;
@@ -370,7 +443,7 @@ static void test_file_io(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_half_conversions), cmocka_unit_test(test_every_truncation),
+        cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_half_conversions), cmocka_unit_test(test_kquants), cmocka_unit_test(test_every_truncation),
         cmocka_unit_test(test_random_flips), cmocka_unit_test(test_bad_files),        cmocka_unit_test(test_file_io),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

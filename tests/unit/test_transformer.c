@@ -423,6 +423,27 @@ static void test_bad_models(void **state) {
     for (int i = 0; i < 4 * drift_model_get_info(q)->n_vocab; i++) assert_true(isfinite(lg[i]));
     free(lg);
     drift_model_free(q);
+    /* a k-quant (Q6_K) model: decoded at load; close to the F32 model of the same weights */
+    tiny_cfg ck = tiny_default("llama");
+    ck.dim = 256;
+    ck.hidden = 256;
+    ck.n_layers = 1;
+    tiny_cfg cf = ck;
+    ck.wtype = GGUF_DT_Q6_K;
+    drift_model *mk = load(model_path("llama_q6k", &ck), "profile=cpu-f32&weights=native");
+    drift_model *mf = load(model_path("llama_256", &cf), "profile=cpu-f32");
+    int V = drift_model_get_info(mk)->n_vocab;
+    float *lk = all_logits(mk, TOKS, 6), *lf = all_logits(mf, TOKS, 6);
+    double *ref = malloc((size_t)6 * V * sizeof *ref);
+    for (int i = 0; i < 6 * V; i++) ref[i] = lf[i];
+    double e = rel_err(lk, ref, (size_t)6 * V);
+    fprintf(stderr, "Q6_K model vs F32 model: max rel diff %.3g\n", e);
+    assert_true(e > 1e-5 && e < 0.1);
+    free(ref);
+    free(lk);
+    free(lf);
+    drift_model_free(mk);
+    drift_model_free(mf);
 }
 
 static void test_sampler(void **state) {
