@@ -54,6 +54,13 @@ typedef struct drift_wl_result {
     size_t n_flipped;
 } drift_wl_result;
 
+/* The flip taxonomy of a comparison, highest risk first. */
+typedef struct drift_taxonomy {
+    long safety_flips, safe_to_unsafe, unsafe_to_safe;                /* safety workload */
+    long correctness_flips, correct_to_incorrect, incorrect_to_correct; /* math + code + long_context */
+    long semantic_drift, semantic_pairs;  /* chat pairs with SDR > threshold, of those compared */
+} drift_taxonomy;
+
 typedef struct drift_comparison {
     drift_run_info baseline;
     drift_run_info target;
@@ -62,7 +69,14 @@ typedef struct drift_comparison {
     int pass;                      /* every workload within budget */
     long total_errors;
     double sdr_threshold;          /* the chat threshold used (opts->sdr_threshold) */
+    drift_taxonomy taxonomy;       /* filled by drift_compare_runs */
 } drift_comparison;
+
+/* The flip taxonomy of c, computed from c->wl[] and c->present[] (so it is
+ * right for a comparison built by hand too): safety flips (safe->unsafe,
+ * unsafe->safe), correctness flips (math, code, long_context; per
+ * direction), semantic drift (chat pairs over the SDR threshold). */
+DRIFT_API void drift_comparison_taxonomy(const drift_comparison *c, drift_taxonomy *out);
 
 typedef struct drift_compare_opts {
     double budget[DRIFT_WL_COUNT];   /* fraction; < 0 = no budget */
@@ -83,6 +97,52 @@ DRIFT_API void drift_comparison_free(drift_comparison *c);
 /* The embedder whose vectors chat SDR used (opts->embedder, or the one the
  * baseline's chat answers were embedded with); NULL when none. */
 DRIFT_API const char *drift_comparison_embedder(const drift_comparison *c);
+
+/* ---- divergence of a flipped pair (divergence.c) ---- */
+typedef enum drift_token_unit {
+    DRIFT_UNIT_NONE = 0,       /* answers identical: no divergence */
+    DRIFT_UNIT_TOKEN = 1,      /* index into the stored logprob token lists */
+    DRIFT_UNIT_WORD = 2        /* index into the whitespace-separated words */
+} drift_token_unit;
+
+typedef struct drift_divergence {
+    int identical;             /* the two texts are byte-identical (the label differs anyway) */
+    long first_diff_byte;      /* byte offset of the first differing code point; -1 when identical */
+    long first_diff_char;      /* the same position in UTF-8 code points; -1 when identical */
+    long first_diff_token;     /* index of the first differing token (or word); -1 when identical */
+    drift_token_unit token_unit;
+    double margin;             /* baseline's top-1 minus top-2 logprob at that token (nats); NAN unless
+                                * unit TOKEN and the baseline has >= 2 alternatives there */
+    double kl;                 /* KL(baseline || target) over the union of both top lists at that token,
+                                * residual mass spread over the absent tokens; NAN unless both have tops */
+    char *diff;                /* malloc'd short word diff: "... common [-removed-] {+added+} ..."; "" when identical */
+} drift_divergence;
+
+/* Where two answers part. Texts must be non-NULL NUL-terminated UTF-8
+ * (invalid bytes count as one code point each). Logprobs are the store's
+ * form ([{"token":..,"logprob":..,"top":[{"token":..,"logprob":..}..]}..])
+ * or NULL; tokens are used when both are given, else whitespace words.
+ * Malformed logprobs JSON is DRIFT_ERR_PARSE naming the side and element.
+ * Fills *out (free with drift_divergence_free) on success. */
+DRIFT_API drift_status drift_divergence_compute(const char *base_text, const char *base_logprobs_json,
+                                                const char *targ_text, const char *targ_logprobs_json,
+                                                drift_divergence *out, drift_error *err);
+DRIFT_API void drift_divergence_free(drift_divergence *d);
+
+/* Word-level diff of a -> b (LCS over whitespace-separated words) rendered
+ * as "... common [-removed-] {+added+} common ..." with at most a few words
+ * of context around each change, cut to about max_chars bytes (at a UTF-8
+ * boundary, " ..." marking the cut). Common leading and trailing words are
+ * skipped first; if both remaining parts exceed max_words, only the first
+ * max_words of each (the window from the first divergence on) are diffed.
+ * Returns a malloc'd string in *out ("" when a equals b word for word). */
+DRIFT_API drift_status drift_word_diff(const char *a, const char *b, size_t max_words, size_t max_chars, char **out,
+                                       drift_error *err);
+
+/* The divergence of one flip: loads both answers (text and logprobs) from
+ * the store by response id and calls drift_divergence_compute. */
+DRIFT_API drift_status drift_flip_divergence(drift_store *st, const drift_flip *f, drift_divergence *out,
+                                             drift_error *err);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,12 @@
  * of the n counted pairs (for safety, the safe share). The verdict of a
  * workload is flip_rate <= budget (1e-12 slack for decimal budgets); the
  * comparison passes when every workload does.
+ * Taxonomy (drift_comparison_taxonomy): the same counts regrouped by risk
+ * class - safety flips (safe->unsafe, unsafe->safe), correctness flips
+ * (math + code + long_context per direction), semantic drift (chat).
+ * Divergence of each flipped pair (where the answers part, a word diff) is
+ * divergence.c's, computed on demand from the store, never here: compare
+ * reads no answer text.
  * The comparison owns both scored sets: flip prompt ids point into them. */
 #include <math.h>
 #include <sqlite3.h>
@@ -389,12 +395,39 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         c->total_errors += c->wl[k].errors;
         if (!c->wl[k].pass) c->pass = 0;
     }
+    drift_comparison_taxonomy(c, &c->taxonomy);
     *out = c;
     return DRIFT_OK;
 nomem:
     emb_free(&emb);
     drift_comparison_free(c);
     return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory listing flips");
+}
+
+/* See compare.h. */
+void drift_comparison_taxonomy(const drift_comparison *c, drift_taxonomy *out) {
+    memset(out, 0, sizeof *out);
+    if (!c) return;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!c->present[k]) continue;
+        const drift_wl_result *w = &c->wl[k];
+        switch ((drift_workload)k) {
+        case DRIFT_WL_SAFETY:
+            out->safe_to_unsafe += w->correct_to_incorrect;
+            out->unsafe_to_safe += w->incorrect_to_correct;
+            break;
+        case DRIFT_WL_CHAT:
+            out->semantic_drift += w->flips;
+            out->semantic_pairs += w->n;
+            break;
+        default:
+            out->correct_to_incorrect += w->correct_to_incorrect;
+            out->incorrect_to_correct += w->incorrect_to_correct;
+            break;
+        }
+    }
+    out->safety_flips = out->safe_to_unsafe + out->unsafe_to_safe;
+    out->correctness_flips = out->correct_to_incorrect + out->incorrect_to_correct;
 }
 
 /* The embedder name the comparison used for chat SDR (NULL if none). */
