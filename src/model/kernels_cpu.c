@@ -15,6 +15,14 @@
  *         chunk result = lanes summed by a fixed halving tree;
  *         y = chunk results added in chunk order
  *
+ * Prefill (B >= MR): x is packed once into MR-row tiles and each w panel into
+ * NR-row tiles, [step][row][L] (two sequential streams per tile, no 4 KiB
+ * aliasing between rows). Decode (B < MR): plain rows, and f32/bf16/f16
+ * weights are read in place (bf16/f16 converted in registers), so decode
+ * streams the weights once at memory speed. Scratch: the activation copies
+ * live in a per-thread buffer kept between calls (page faults of a fresh
+ * allocation per call were half of prefill time in a VM).
+ *
  * So output (b, n) is always: lane l accumulates fma(x[k], w[k]) over the k
  * of its chunk with k = l (mod L) in increasing k; lanes halve-summed; chunks
  * added in order. That depends on K, the ISA's L and the profile only -- not
