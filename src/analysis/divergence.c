@@ -559,15 +559,12 @@ drift_status drift_flip_divergence(drift_store *st, const drift_flip *f, drift_d
     memset(out, 0, sizeof *out);
     if (!st || !f) return drift_error_set(err, DRIFT_ERR_INVALID, "divergence needs a store and a flip");
     drift_response rb, rt;
+    memset(&rt, 0, sizeof rt);
     drift_status rc = drift_store_response_get(st, f->base_response_id, &rb, NULL, err);
-    if (rc) return rc;
-    rc = drift_store_response_get(st, f->targ_response_id, &rt, NULL, err);
-    if (rc) {
-        drift_response_free(&rb);
-        return rc;
-    }
-    rc = drift_divergence_compute(rb.text ? rb.text : "", rb.logprobs_json, rt.text ? rt.text : "", rt.logprobs_json,
-                                  out, err);
+    if (!rc) rc = drift_store_response_get(st, f->targ_response_id, &rt, NULL, err);
+    if (!rc)
+        rc = drift_divergence_compute(rb.text ? rb.text : "", rb.logprobs_json, rt.text ? rt.text : "",
+                                      rt.logprobs_json, out, err);
     if (rc)
         drift_error_prefix(err, "prompt %s (responses %lld, %lld): ", f->prompt_id ? f->prompt_id : "?",
                            (long long)f->base_response_id, (long long)f->targ_response_id);
