@@ -19,8 +19,9 @@ drift_status anl_qr_sequential(const double *X, size_t n, size_t p, const double
 /* Minimum-norm least squares by SVD, as statsmodels' OLS (pinv):
  * beta (p) = pinv(X) y; covu (p, p) = pinv(X'X) (may be NULL);
  * *rank = numpy.linalg.matrix_rank's count (s > s_max * max(n,p) * eps).
- * Singular values below 1e-15 * s_max are treated as zero (statsmodels'
- * pinv_extended cut-off). */
+ * Singular values at or below that tolerance are treated as zero (statsmodels
+ * cuts at 1e-15 * s_max, which inverts rounding noise on designs with exact
+ * dependencies; the results agree wherever statsmodels is stable). */
 drift_status anl_pinv_fit(const double *X, size_t n, size_t p, const double *y, double *beta,
                           double *covu, size_t *rank, drift_error *err);
 

@@ -9,7 +9,8 @@
  *  - anl_pinv_fit: minimum-norm solution through the SVD (one-sided Jacobi,
  *    GSL), the covariance pinv(X'X), used for the Wald tests of Type III.
  * Tolerances follow numpy: rank counts singular values above
- * s_max * max(n, p) * DBL_EPSILON; pinv cuts at 1e-15 * s_max. */
+ * s_max * max(n, p) * DBL_EPSILON, and pinv drops the singular values below
+ * that (statsmodels: 1e-15 * s_max; see anl_pinv_fit). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -107,7 +108,12 @@ drift_status anl_pinv_fit(const double *X, size_t n, size_t p, const double *y, 
     double smax = 0;
     for (size_t k = 0; k < p; k++) smax = fmax(smax, gsl_vector_get(S, k));
     double tol_rank = smax * (double)m * DBL_EPSILON;
-    double tol_pinv = smax * 1e-15;
+    /* statsmodels cuts pinv at 1e-15 * s_max; a design with exact linear
+     * dependencies (full one-hot + intercept) then inverts singular values
+     * that are rounding noise (~1e-15 s_max) and the coefficients explode.
+     * Cutting at the rank tolerance drops exactly those; where statsmodels is
+     * stable (no singular values between the two cut-offs) nothing changes. */
+    double tol_pinv = tol_rank;
     size_t rk = 0;
     double *inv = malloc(p * sizeof *inv);  /* 1/s or 0 */
     double *uty = malloc(p * sizeof *uty);
@@ -174,7 +180,7 @@ drift_status anl_wald(const double *beta, const double *cov, size_t p, const siz
     for (size_t i = 0; i < k; i++) {
         double s = gsl_vector_get(S, i);
         if (s > smax * (double)k * DBL_EPSILON) rk++;
-        if (!(s > smax * 1e-15)) continue;
+        if (!(s > smax * (double)k * DBL_EPSILON)) continue;
         double ub = 0, vb = 0;
         for (size_t a = 0; a < k; a++) {
             ub += gsl_matrix_get(U, a, i) * b[a];

@@ -516,8 +516,8 @@ static drift_status eval_split(const dset *ds, const size_t *tr, size_t ntr, con
     hparams hp;
     drift_status st = tune_grouped(ds, tr, ntr, group, o, &hp, err);
     if (st) return st;
-    double *pte = malloc((nte + 1) * sizeof *pte), *ptr = malloc((ntr + 1) * sizeof *ptr);
-    double *yte = malloc((nte + 1) * sizeof *yte), *ytr = malloc((ntr + 1) * sizeof *ytr);
+    double *pte = calloc(nte + 1, sizeof *pte), *ptr = calloc(ntr + 1, sizeof *ptr);
+    double *yte = calloc(nte + 1, sizeof *yte), *ytr = calloc(ntr + 1, sizeof *ytr);
     if (!pte || !ptr || !yte || !ytr) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto out; }
     if ((st = fit_predict(ds, tr, ntr, te, nte, &hp, o, pte, ptr, err))) goto out;
     double mae = 0;
@@ -885,7 +885,7 @@ drift_status drift_pri_predict(const drift_pri *p, const drift_pri_query *q, con
     float *x = malloc((p->f.p + 1) * sizeof *x);
     if (!x) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     fspec_row(&p->f, dims, x);
-    double pr;
+    double pr = NAN;
     drift_status st = xgb_predict(p->booster, x, 1, p->f.p, 0, &pr, err);
     free(x);
     if (st) return st;
