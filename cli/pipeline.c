@@ -108,6 +108,7 @@ typedef struct run_sink {
     int *req_rep;
     drift_status failed;
     drift_error err;
+    char *first_error;         /* copy of the first request error, for the summary */
 } run_sink;
 
 static void response_clear(drift_response *r) {
@@ -150,8 +151,12 @@ static int on_result(void *user, const drift_gen_request *req, drift_gen_result 
     r->latency_ms = res->latency_ms;
     r->http_status = res->http_status;
     r->attempts = res->attempts;
-    if (r->error) s->errors++;
-    else s->answers++;
+    if (r->error) {
+        s->errors++;
+        if (!s->first_error) s->first_error = drift_strdup(r->error);
+    } else {
+        s->answers++;
+    }
     s->done++;
     if (s->n == s->cap || drift_now_ms() - s->last_flush_ms > 1000.0) {
         if (sink_flush(s)) return 1;
@@ -332,6 +337,11 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
     if (!cli_quiet)
         fprintf(stderr, "run '%s': %zu answers, %zu errors stored%s\n", a->label, sink.answers, sink.errors,
                 sink.errors ? " (errors are kept out of flip counts; run again to retry them)" : "");
+    if (sink.answers == 0 && sink.errors > 0) {
+        cli_error(cmd, "every request to %s failed (first error: %s); is the server up?", a->target,
+                  sink.first_error ? sink.first_error : "?");
+        goto out;
+    }
     rc = CLI_EXIT_PASS;
 out:
     if (rendered)
@@ -348,6 +358,7 @@ out:
         for (size_t i = 0; i < sink.n; i++) response_clear(&sink.buf[i]);
         free(sink.buf);
     }
+    free(sink.first_error);
     json_decref(config);
     json_decref(decoding);
     json_decref(templates);

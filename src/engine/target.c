@@ -3,11 +3,7 @@
  * (target_impl.h).
  *
  *   "http://..." / "https://..."  -> http.c      (OpenAI-compatible endpoint)
- *   "embedded:..."                -> embedded.c  (in-process engine; optional)
- *
- * The embedded opener is a weak symbol: when the engine is not linked in, its
- * address is NULL and opening an embedded target reports DRIFT_ERR_UNSUPPORTED
- * instead of failing to link. */
+ *   "embedded:..."                -> embedded.c  (in-process engine) */
 #include "engine/target_impl.h"
 
 #include <stdlib.h>
@@ -96,11 +92,7 @@ drift_status drift_target_open(const char *spec, const drift_target_opts *opts, 
     if (has_prefix(spec, "http://") || has_prefix(spec, "https://")) {
         st = drift_http_target_open(t, spec, err);
     } else if (has_prefix(spec, "embedded:")) {
-        if (drift_embedded_target_open)
-            st = drift_embedded_target_open(t, spec, err);
-        else
-            st = drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
-                                 "target '%s': the embedded engine is not built yet", spec);
+        st = drift_embedded_target_open(t, spec, err);
     } else {
         st = drift_error_set(err, DRIFT_ERR_INVALID,
                              "target '%s': unknown scheme (expected http://, https:// or embedded:)", spec);

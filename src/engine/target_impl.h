@@ -26,9 +26,7 @@ struct drift_target {
 /* Openers of each kind (spec already matched to the scheme). Each fills t->vt,
  * t->impl, t->api, t->config_json. */
 drift_status drift_http_target_open(drift_target *t, const char *spec, drift_error *err);
-/* Defined by the embedded engine when it is built; target.c reports
- * DRIFT_ERR_UNSUPPORTED otherwise. */
-drift_status drift_embedded_target_open(drift_target *t, const char *spec, drift_error *err)
-    __attribute__((weak));
+/* The embedded engine's opener (embedded.c). */
+drift_status drift_embedded_target_open(drift_target *t, const char *spec, drift_error *err);
 
 #endif

@@ -760,14 +760,10 @@ static void test_bad_specs(void **state) {
     o.concurrency = 0;
     assert_int_equal(drift_target_open("http://127.0.0.1:8000/v1?model=m", &o, &t, &err), DRIFT_ERR_INVALID);
 
-    /* embedded targets: unsupported until the engine is linked in */
+    /* embedded targets go to the engine, which names the missing file */
     drift_status st = drift_target_open("embedded:/nonexistent.gguf", NULL, &t, &err);
-    if (!drift_embedded_target_open) {
-        assert_int_equal(st, DRIFT_ERR_UNSUPPORTED);
-        assert_true(contains(err.msg, "not built"));
-    } else {
-        assert_int_not_equal(st, DRIFT_OK);
-    }
+    assert_int_not_equal(st, DRIFT_OK);
+    assert_true(contains(err.msg, "/nonexistent.gguf"));
 
     /* good specs: path default, https, api spelled out */
     const char *good[] = {"http://127.0.0.1:8000?model=m", "https://example.invalid/v1/?model=a%2Fb&api=chat",
