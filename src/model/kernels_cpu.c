@@ -18,7 +18,8 @@
  * Prefill (B >= MR): x is packed once into MR-row tiles and each w panel into
  * NR-row tiles, [step][row][L] (two sequential streams per tile, no 4 KiB
  * aliasing between rows). Decode (B < MR): plain rows, and f32/bf16/f16
- * weights are read in place (bf16/f16 converted in registers), so decode
+ * weights are read in place (bf16/f16 converted in registers; Q8_0/Q4_0
+ * blocks too with AVX-512), so decode
  * streams the weights once at memory speed. Scratch: the activation copies
  * live in a per-thread buffer kept between calls (page faults of a fresh
  * allocation per call were half of prefill time in a VM).
@@ -367,6 +368,44 @@ mk512_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void 
             if (i < mr) _mm512_storeu_ps(acc + (i * A512_NR + j) * 16, c[i][j]);
 }
 
+/* Decode over GGUF blocks in place: 1 row x NR outputs, w = the panel's first
+ * row (row_bytes apart), wkind 3 = Q8_0, 4 = Q4_0. Each weight is computed
+ * as the dequantizer does (convert, one multiply by d), then fma'd: the
+ * same bits as dequantizing first. K is a multiple of 32, chunk bounds are
+ * multiples of 16, so every step is a full half-block. */
+__attribute__((target("avx512f,f16c"))) static void mk512_row_q(float *acc, const float *x,
+                                                                const uint8_t *w, int wkind,
+                                                                size_t row_bytes, int64_t k0,
+                                                                int64_t k1) {
+    __m512 c[A512_NR];
+    for (int j = 0; j < A512_NR; j++) c[j] = _mm512_loadu_ps(acc + j * 16);
+    const size_t bb = wkind == 3 ? 34 : 18;
+    const __m512i m15 = _mm512_set1_epi32(15), eight = _mm512_set1_epi32(8);
+    for (int64_t k = k0; k < k1; k += 16) {
+        __m512 xv = _mm512_loadu_ps(x + k);
+        int64_t blk = k / 32;
+        int half = (int)((k / 16) & 1);
+#pragma GCC unroll 4
+        for (int j = 0; j < A512_NR; j++) {
+            const uint8_t *b = w + (size_t)j * row_bytes + (size_t)blk * bb;
+            uint16_t h;
+            memcpy(&h, b, 2);
+            __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
+            __m512 wv;
+            if (wkind == 3) {
+                __m128i q = _mm_loadu_si128((const __m128i *)(b + 2 + 16 * half));
+                wv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d);
+            } else {
+                __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)));
+                q = half ? _mm512_srli_epi32(q, 4) : _mm512_and_si512(q, m15);
+                wv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, eight)), d);
+            }
+            c[j] = _mm512_fmadd_ps(xv, wv, c[j]);
+        }
+    }
+    for (int j = 0; j < A512_NR; j++) _mm512_storeu_ps(acc + j * 16, c[j]);
+}
+
 #define A2_MR 4
 #define A2_NR 3
 
@@ -573,7 +612,8 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
     int NR = isa == DRIFT_ISA_AVX512 ? A512_NR : A2_NR;
     int64_t clen = chunk_len(K, S);
     int64_t nvalid = N - n0 < NP ? N - n0 : NP;
-    size_t wel = o->wkind ? 2 : 4; /* bytes per w element */
+    /* bytes per unit of ldw: f32 4, bf16/f16 2, GGUF blocks: ldw is row bytes */
+    size_t wel = o->wkind >= 3 ? 1 : o->wkind ? 2 : 4;
     for (int64_t b0 = 0; b0 < B; b0 += MB) {
         int64_t bn = B - b0 < MB ? B - b0 : MB;
         for (int64_t c0 = 0; c0 < K; c0 += clen) {
@@ -608,7 +648,9 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                             ws = (size_t)L;
                             wj = (size_t)o->ldw;
                         }
-                        if (isa == DRIFT_ISA_AVX512)
+                        if (o->wkind >= 3)
+                            mk512_row_q(acc, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
+                        else if (isa == DRIFT_ISA_AVX512)
                             mk512_tile(acc, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
                         else
                             mk2_tile(acc, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
@@ -750,6 +792,8 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
                     int direct = n0 + NP <= N && (W->dtype == DRIFT_DTYPE_F32 ||
                                                   W->dtype == DRIFT_DTYPE_BF16 ||
                                                   W->dtype == DRIFT_DTYPE_F16);
+                    int direct_q = n0 + NP <= N && isa == DRIFT_ISA_AVX512 &&
+                                   (W->dtype == DRIFT_DTYPE_Q8_0 || W->dtype == DRIFT_DTYPE_Q4_0);
                     if (packed) {
                         pack_w(wbuf, W, n0, Kp, NR, L, rowbuf, isa);
                         o.w = wbuf;
@@ -758,6 +802,10 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
                         o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
                         o.wkind = W->dtype == DRIFT_DTYPE_BF16 ? 1 : W->dtype == DRIFT_DTYPE_F16 ? 2 : 0;
                         o.ldw = K;
+                    } else if (direct_q) {
+                        o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
+                        o.wkind = W->dtype == DRIFT_DTYPE_Q8_0 ? 3 : 4;
+                        o.ldw = (int64_t)W->row_bytes;
                     } else {
                         o.w = panel_get(W, n0, wbuf, isa);
                         o.ldw = K;

@@ -48,6 +48,13 @@ static drift_numeric_profile prof(const char *spec) {
 
 static int n_cases, n_failed;
 
+/* each test counts its own failed cases */
+static int reset_failed(void **state) {
+    (void)state;
+    n_failed = 0;
+    return 0;
+}
+
 /* NaN/Inf first, then nmse <= tol. Prints one line. */
 static void check_nmse(const char *op, const char *what, const float *got, const float *want,
                        int64_t n, double tol) {
@@ -389,6 +396,10 @@ static void test_batch_thread_invariance(void **state) {
     check_invariance("profile=cpu-f16", DRIFT_DTYPE_F16, 49, 520);
     check_invariance("profile=cpu-f16&isa=avx2", DRIFT_DTYPE_F16, 25, 203);
     check_invariance("profile=cpu-int4", DRIFT_DTYPE_INT4, 30, 1056);
+    check_invariance("weights=native", DRIFT_DTYPE_Q8_0, 50, 544);
+    check_invariance("weights=native&reduce=blocked:5", DRIFT_DTYPE_Q4_0, 50, 544);
+    check_invariance("weights=native&reduce=blocked:5&acts=bf16", DRIFT_DTYPE_Q8_0, 26, 320);
+    check_invariance("weights=native&isa=avx2", DRIFT_DTYPE_Q4_0, 25, 320);
     check_invariance("profile=gpu-fp8", DRIFT_DTYPE_FP8_E4M3, 49, 520);
     check_invariance("profile=cpu-f32&accum=bf16&reduce=pairwise", DRIFT_DTYPE_Q4_0, 26, 320);
     check_invariance("profile=cpu-f32&isa=scalar&reduce=blocked:5", DRIFT_DTYPE_F32, 26, 333);
@@ -482,11 +493,11 @@ int main(void) {
     drift_rng_seed(&RNG, 20261130);
     printf("fast ISA on this CPU: %s\n", num_isa_name(num_isa_resolve(DRIFT_ISA_AUTO)));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_vs_ref),        cmocka_unit_test(test_matmul_format_error),
-        cmocka_unit_test(test_elementwise),          cmocka_unit_test(test_rope),
-        cmocka_unit_test(test_attention),            cmocka_unit_test(test_batch_thread_invariance),
-        cmocka_unit_test(test_batch_variant_mode),   cmocka_unit_test(test_simd_equals_emulation),
-        cmocka_unit_test(test_ref_determinism),      cmocka_unit_test(test_fast_dequantize),
+        cmocka_unit_test_setup(test_matmul_vs_ref, reset_failed),        cmocka_unit_test_setup(test_matmul_format_error, reset_failed),
+        cmocka_unit_test_setup(test_elementwise, reset_failed),          cmocka_unit_test_setup(test_rope, reset_failed),
+        cmocka_unit_test_setup(test_attention, reset_failed),            cmocka_unit_test_setup(test_batch_thread_invariance, reset_failed),
+        cmocka_unit_test_setup(test_batch_variant_mode, reset_failed),   cmocka_unit_test_setup(test_simd_equals_emulation, reset_failed),
+        cmocka_unit_test_setup(test_ref_determinism, reset_failed),      cmocka_unit_test_setup(test_fast_dequantize, reset_failed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
