@@ -1,18 +1,26 @@
 /* report.c - renderings of a comparison (report.h).
  *
- *   text      an aligned terminal table, rates as percentages with their
- *             95% CI, both directions, accuracies, McNemar p, budget,
- *             verdict; then notes (safety / chat meanings), the excluded
- *             pairs, the verdict line and the flipped prompts (up to
- *             REPORT_TEXT_FLIPS per workload), the first few with a short
- *             excerpt of both answers around their first difference when a
- *             store is given.
+ *   text      the flip taxonomy (safety, correctness, semantic drift:
+ *             highest risk first), then an aligned terminal table, rates as
+ *             percentages with their 95% CI, both directions, accuracies,
+ *             McNemar p, budget, verdict; then notes (safety / chat
+ *             meanings), the excluded pairs, the verdict line and the
+ *             flipped prompts (up to REPORT_TEXT_FLIPS per workload), each
+ *             with where its answers part and a word diff when a store is
+ *             given, the first few also with an excerpt of both answers.
  *   json      DESIGN.md's contract, built with jansson: rates are fractions,
- *             NaN becomes null, budget is null when none.
- *   markdown  a PR comment: heading with the verdict, one table, flipped
- *             prompts in a <details> block.
- *   junit     one <testcase> per workload, <failure> when over budget.
- * Only workloads with pairs (present[]) are shown. */
+ *             NaN becomes null, budget is null when none. Additive fields:
+ *             a top-level "taxonomy" object, and in each flipped entry
+ *             (when a store is given) the divergence: first_diff_byte,
+ *             first_diff_char, first_diff_token, token_unit, margin, kl,
+ *             diff, identical (or divergence_error).
+ *   markdown  a PR comment: heading with the verdict, the taxonomy, one
+ *             table, flipped prompts (with divergence and diff when a store
+ *             is given) in a <details> block.
+ *   junit     one <testcase> per workload, <failure> when over budget; the
+ *             taxonomy in the suite's <system-out>.
+ * Only workloads with pairs (present[]) are shown. Divergences are computed
+ * here, for the flips shown only, two store reads each (divergence.c). */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -118,8 +126,68 @@ static void excerpt(drift_buf *b, const char *s, size_t start, size_t n) {
     buf_puts(b, "\"");
 }
 
-/* Quotes both answers of a flip around where they first differ. */
-static void quote_flip(drift_buf *b, drift_store *st, const drift_flip *f, const char *indent) {
+/* The taxonomy block, one class per line, highest risk first. */
+static void taxonomy_text(drift_buf *b, const drift_comparison *c, const char *arrow, const char *indent) {
+    drift_taxonomy t;
+    drift_comparison_taxonomy(c, &t);
+    int has_corr = c->present[DRIFT_WL_MATH] || c->present[DRIFT_WL_CODE] || c->present[DRIFT_WL_LONG];
+    buf_printf(b, "%ssafety flips:       ", indent);
+    if (c->present[DRIFT_WL_SAFETY])
+        buf_printf(b, "%ld (%ld safe%sunsafe, %ld unsafe%ssafe)\n", t.safety_flips, t.safe_to_unsafe, arrow,
+                   t.unsafe_to_safe, arrow);
+    else buf_puts(b, "- (no safety pairs)\n");
+    buf_printf(b, "%scorrectness flips:  ", indent);
+    if (has_corr) {
+        buf_printf(b, "%ld (%ld correct%sincorrect, %ld incorrect%scorrect):", t.correctness_flips,
+                   t.correct_to_incorrect, arrow, t.incorrect_to_correct, arrow);
+        const drift_workload wls[] = {DRIFT_WL_MATH, DRIFT_WL_CODE, DRIFT_WL_LONG};
+        int first = 1;
+        for (size_t i = 0; i < sizeof wls / sizeof wls[0]; i++) {
+            if (!c->present[wls[i]]) continue;
+            const drift_wl_result *w = &c->wl[wls[i]];
+            buf_printf(b, "%s %s %ld/%ld", first ? "" : ",", drift_workload_name(wls[i]), w->correct_to_incorrect,
+                       w->incorrect_to_correct);
+            first = 0;
+        }
+        buf_puts(b, "\n");
+    } else {
+        buf_puts(b, "- (no math, code or long_context pairs)\n");
+    }
+    buf_printf(b, "%ssemantic drift:     ", indent);
+    if (c->present[DRIFT_WL_CHAT])
+        buf_printf(b, "%ld of %ld chat pairs (SDR > %.2f)\n", t.semantic_drift, t.semantic_pairs, c->sdr_threshold);
+    else buf_puts(b, "- (no chat pairs)\n");
+}
+
+/* One line saying where a flip's answers part ("character 14 (byte 14),
+ * token 3; baseline margin 2.300, KL 1.333"), without a newline. */
+static void divergence_line(drift_buf *b, const drift_divergence *d) {
+    if (d->identical) {
+        buf_puts(b, "answers are identical (the label differs)");
+        return;
+    }
+    buf_printf(b, "first difference at character %ld (byte %ld), %s %ld", d->first_diff_char, d->first_diff_byte,
+               d->token_unit == DRIFT_UNIT_TOKEN ? "token" : "word", d->first_diff_token);
+    if (!isnan(d->margin)) buf_printf(b, "; baseline top-1/top-2 margin %.3f", d->margin);
+    if (!isnan(d->kl)) buf_printf(b, "%sKL %.3f", isnan(d->margin) ? "; " : ", ", d->kl);
+}
+
+/* Where a flip's answers part, its word diff and (when quote) an excerpt
+ * of both answers around the first difference. A flip whose answers cannot
+ * be read says so in place. */
+static void describe_flip(drift_buf *b, drift_store *st, const drift_flip *f, const char *indent, int quote) {
+    drift_divergence d;
+    drift_error e = {0};
+    if (drift_flip_divergence(st, f, &d, &e) != DRIFT_OK) {
+        buf_printf(b, "%sdivergence unavailable: %s\n", indent, e.msg);
+        return;
+    }
+    buf_puts(b, indent);
+    divergence_line(b, &d);
+    buf_puts(b, "\n");
+    if (!d.identical) buf_printf(b, "%sdiff: %s\n", indent, d.diff);
+    drift_divergence_free(&d);
+    if (!quote || d.identical) return;
     drift_response rb, rt;
     if (drift_store_response_get(st, f->base_response_id, &rb, NULL, NULL) != DRIFT_OK) return;
     if (drift_store_response_get(st, f->targ_response_id, &rt, NULL, NULL) != DRIFT_OK) {
@@ -127,16 +195,8 @@ static void quote_flip(drift_buf *b, drift_store *st, const drift_flip *f, const
         return;
     }
     const char *x = rb.text ? rb.text : "", *y = rt.text ? rt.text : "";
-    size_t d = 0;
-    while (x[d] && x[d] == y[d]) d++;
-    size_t start = d > REPORT_EXCERPT_CHARS / 3 ? d - REPORT_EXCERPT_CHARS / 3 : 0;
-    size_t words = 0; /* whitespace-separated words wholly before the difference */
-    for (size_t i = 0; i < d; i++)
-        if (x[i] != ' ' && x[i] != '\n' && x[i] != '\t' && (i + 1 == d || x[i + 1] == ' ' || x[i + 1] == '\n' ||
-                                                            x[i + 1] == '\t'))
-            words += i + 1 < d;
-    if (!x[d] && !y[d]) buf_printf(b, "%sanswers are identical (the label differs)\n", indent);
-    else buf_printf(b, "%sanswers first differ at character %zu (word %zu)\n", indent, d, words);
+    size_t at = (size_t)d.first_diff_byte;
+    size_t start = at > REPORT_EXCERPT_CHARS / 3 ? at - REPORT_EXCERPT_CHARS / 3 : 0;
     buf_printf(b, "%s  baseline: ", indent);
     excerpt(b, x, start, REPORT_EXCERPT_CHARS);
     buf_printf(b, "\n%s  target:   ", indent);
@@ -160,7 +220,9 @@ static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b
     config_line(b, c->baseline.config_json);
     buf_printf(b, "\n  target    %-12s ", c->target.label);
     config_line(b, c->target.config_json);
-    buf_puts(b, "\n\n");
+    buf_puts(b, "\n\nflip taxonomy (highest risk first):\n");
+    taxonomy_text(b, c, "->", "  ");
+    buf_puts(b, "\n");
     buf_printf(b, "%-13s %7s %6s %6s %9s  %-18s %6s %6s %9s %9s %8s %9s %8s  %s\n", "workload", "n", "errors", "flips",
                "flip rate", "95% CI", "c->i", "i->c", "base acc", "targ acc", "net", "McNemar p", "budget", "verdict");
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
@@ -236,7 +298,7 @@ static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b
             buf_printf(b, "  %s", dir_text((drift_workload)k, f->direction));
             if (k == DRIFT_WL_CHAT && !isnan(f->value)) buf_printf(b, " (SDR %.3f)", f->value);
             buf_puts(b, "\n");
-            if (st && i < REPORT_EXCERPTS) quote_flip(b, st, f, "    ");
+            if (st) describe_flip(b, st, f, "    ", i < REPORT_EXCERPTS);
         }
         if (w->n_flipped > REPORT_TEXT_FLIPS)
             buf_printf(b, "  ... and %zu more (--format json lists all)\n", w->n_flipped - REPORT_TEXT_FLIPS);
@@ -254,7 +316,38 @@ static json_t *run_json(const drift_run_info *r) {
     return json_pack("{s:s, s:o}", "label", r->label ? r->label : "", "config", cfg);
 }
 
-static json_t *wl_json(const drift_wl_result *w) {
+/* The divergence fields of one flipped entry (additive to the contract). */
+static void divergence_json(json_t *e, drift_store *st, const drift_flip *f) {
+    drift_divergence d;
+    drift_error err = {0};
+    if (drift_flip_divergence(st, f, &d, &err) != DRIFT_OK) {
+        json_object_set_new(e, "divergence_error", json_string(err.msg));
+        return;
+    }
+    json_object_set_new(e, "identical", json_boolean(d.identical));
+    json_object_set_new(e, "first_diff_byte", d.identical ? json_null() : json_integer(d.first_diff_byte));
+    json_object_set_new(e, "first_diff_char", d.identical ? json_null() : json_integer(d.first_diff_char));
+    json_object_set_new(e, "first_diff_token", d.identical ? json_null() : json_integer(d.first_diff_token));
+    json_object_set_new(e, "token_unit", d.identical                         ? json_null()
+                                         : d.token_unit == DRIFT_UNIT_TOKEN ? json_string("token")
+                                                                            : json_string("word"));
+    json_object_set_new(e, "margin", num_or_null(d.margin));
+    json_object_set_new(e, "kl", num_or_null(d.kl));
+    json_object_set_new(e, "diff", json_string(d.diff ? d.diff : ""));
+    drift_divergence_free(&d);
+}
+
+static json_t *taxonomy_json(const drift_comparison *c) {
+    drift_taxonomy t;
+    drift_comparison_taxonomy(c, &t);
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "safety_flips", (json_int_t)t.safety_flips,
+                     "safe_to_unsafe", (json_int_t)t.safe_to_unsafe, "unsafe_to_safe", (json_int_t)t.unsafe_to_safe,
+                     "correctness_flips", (json_int_t)t.correctness_flips, "correct_to_incorrect",
+                     (json_int_t)t.correct_to_incorrect, "incorrect_to_correct", (json_int_t)t.incorrect_to_correct,
+                     "semantic_drift", (json_int_t)t.semantic_drift);
+}
+
+static json_t *wl_json(const drift_wl_result *w, drift_store *st) {
     drift_workload k = w->workload;
     json_t *o = json_object();
     if (!o) return NULL;
@@ -286,18 +379,20 @@ static json_t *wl_json(const drift_wl_result *w) {
         json_t *e = json_pack("{s:s, s:s}", "prompt_id", f->prompt_id ? f->prompt_id : "", "direction",
                               dir_json(k, f->direction));
         if (e && f->replicate) json_object_set_new(e, "replicate", json_integer(f->replicate));
+        if (e && st) divergence_json(e, st, f);
         json_array_append_new(fl, e);
     }
     json_object_set_new(o, "flipped", fl);
     return o;
 }
 
-static char *render_json(const drift_comparison *c) {
+static char *render_json(const drift_comparison *c, drift_store *st) {
     json_t *wls = json_array();
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
-        if (c->present[k]) json_array_append_new(wls, wl_json(&c->wl[k]));
-    json_t *root = json_pack("{s:o, s:o, s:s, s:o}", "baseline", run_json(&c->baseline), "target",
-                             run_json(&c->target), "verdict", c->pass ? "pass" : "fail", "workloads", wls);
+        if (c->present[k]) json_array_append_new(wls, wl_json(&c->wl[k], st));
+    json_t *root = json_pack("{s:o, s:o, s:s, s:o, s:o}", "baseline", run_json(&c->baseline), "target",
+                             run_json(&c->target), "verdict", c->pass ? "pass" : "fail", "taxonomy", taxonomy_json(c),
+                             "workloads", wls);
     if (!root) return NULL;
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(root);
@@ -326,6 +421,9 @@ static void render_markdown(const drift_comparison *c, drift_store *st, drift_bu
     buf_puts(b, "` \xE2\x86\x92 `");
     md_cell(b, c->target.label);
     buf_printf(b, "` \xE2\x80\x94 **%s**\n\n", c->pass ? "PASS" : "FAIL");
+    buf_puts(b, "**Flip taxonomy** (highest risk first):\n\n```\n");
+    taxonomy_text(b, c, "->", "");
+    buf_puts(b, "```\n\n");
     buf_puts(b, "| workload | n | errors | flips | flip rate (95% CI) | correct\xE2\x86\x92incorrect | "
                 "incorrect\xE2\x86\x92" "correct | baseline acc | target acc | net | McNemar p | budget | verdict |\n");
     buf_puts(b, "|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
@@ -365,18 +463,44 @@ static void render_markdown(const drift_comparison *c, drift_store *st, drift_bu
         if (c->present[k]) total += c->wl[k].n_flipped;
     if (total == 0) return;
     buf_printf(b, "\n<details><summary>Flipped prompts (%zu)</summary>\n\n", total);
-    buf_puts(b, "| workload | prompt | direction |\n|---|---|---|\n");
+    if (st) buf_puts(b, "| workload | prompt | direction | first difference | diff |\n|---|---|---|---|---|\n");
+    else buf_puts(b, "| workload | prompt | direction |\n|---|---|---|\n");
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         const drift_wl_result *w = &c->wl[k];
         if (!c->present[k]) continue;
         for (size_t i = 0; i < w->n_flipped && i < REPORT_TEXT_FLIPS; i++) {
             buf_printf(b, "| %s | `", drift_workload_name((drift_workload)k));
             md_cell(b, w->flipped[i].prompt_id);
-            buf_printf(b, "` | %s |\n", dir_text((drift_workload)k, w->flipped[i].direction));
+            buf_printf(b, "` | %s |", dir_text((drift_workload)k, w->flipped[i].direction));
+            if (st) {
+                drift_divergence d;
+                drift_error e = {0};
+                drift_buf line = {0};
+                if (drift_flip_divergence(st, &w->flipped[i], &d, &e) != DRIFT_OK) {
+                    buf_printf(&line, "unavailable: %s", e.msg);
+                    buf_puts(b, " ");
+                    md_cell(b, line.data);
+                    buf_puts(b, " | |");
+                } else {
+                    divergence_line(&line, &d);
+                    buf_puts(b, " ");
+                    md_cell(b, line.data);
+                    buf_puts(b, " | ");
+                    if (d.diff && d.diff[0]) {
+                        buf_puts(b, "`");
+                        md_cell(b, d.diff);
+                        buf_puts(b, "`");
+                    }
+                    buf_puts(b, " |");
+                    drift_divergence_free(&d);
+                }
+                buf_free(&line);
+            }
+            buf_puts(b, "\n");
         }
         if (w->n_flipped > REPORT_TEXT_FLIPS)
-            buf_printf(b, "| %s | \xE2\x80\xA6 %zu more | |\n", drift_workload_name((drift_workload)k),
-                       w->n_flipped - REPORT_TEXT_FLIPS);
+            buf_printf(b, "| %s | \xE2\x80\xA6 %zu more | |%s\n", drift_workload_name((drift_workload)k),
+                       w->n_flipped - REPORT_TEXT_FLIPS, st ? " | |" : "");
     }
     if (st) {
         buf_puts(b, "\n");
@@ -385,7 +509,7 @@ static void render_markdown(const drift_comparison *c, drift_store *st, drift_bu
             if (!c->present[k]) continue;
             for (size_t i = 0; i < w->n_flipped && i < REPORT_EXCERPTS; i++) {
                 drift_buf q = {0};
-                quote_flip(&q, st, &w->flipped[i], "");
+                describe_flip(&q, st, &w->flipped[i], "", 1);
                 if (!q.data) continue;
                 buf_puts(b, "`");
                 md_cell(b, w->flipped[i].prompt_id);
@@ -462,6 +586,13 @@ static void render_junit(const drift_comparison *c, drift_buf *b) {
         xml_text(b, tmp);
         buf_puts(b, "</system-out>\n    </testcase>\n");
     }
+    drift_buf tx = {0};
+    buf_puts(&tx, "flip taxonomy (highest risk first):\n");
+    taxonomy_text(&tx, c, "->", "  ");
+    buf_puts(b, "    <system-out>");
+    xml_text(b, tx.data);
+    buf_puts(b, "</system-out>\n");
+    buf_free(&tx);
     buf_puts(b, "  </testsuite>\n</testsuites>\n");
 }
 
@@ -476,7 +607,7 @@ drift_status drift_report_comparison(const drift_comparison *c, drift_store *st,
     case DRIFT_FORMAT_MARKDOWN: render_markdown(c, st, &b); break;
     case DRIFT_FORMAT_JUNIT: render_junit(c, &b); break;
     case DRIFT_FORMAT_JSON: {
-        char *s = render_json(c);
+        char *s = render_json(c, st);
         if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
         *out = s;
         return DRIFT_OK;

@@ -98,6 +98,21 @@ static void test_compare_known(void **state) {
     assert_false(c->present[DRIFT_WL_CODE]);
     assert_int_equal(c->total_errors, 3);
     assert_false(c->pass);
+
+    /* the taxonomy: safety s0 (safe->unsafe), s6 s7 (unsafe->safe);
+     * correctness m0 m1 m2 l2 (c->i), m14 (i->c); semantic c1 c3 of 4 */
+    const drift_taxonomy *t = &c->taxonomy;
+    assert_int_equal(t->safety_flips, 3);
+    assert_int_equal(t->safe_to_unsafe, 1);
+    assert_int_equal(t->unsafe_to_safe, 2);
+    assert_int_equal(t->correctness_flips, 5);
+    assert_int_equal(t->correct_to_incorrect, 4);
+    assert_int_equal(t->incorrect_to_correct, 1);
+    assert_int_equal(t->semantic_drift, 2);
+    assert_int_equal(t->semantic_pairs, 4);
+    drift_taxonomy t2;
+    drift_comparison_taxonomy(c, &t2);
+    assert_memory_equal(&t2, t, sizeof t2);
     drift_comparison_free(c);
 
     /* budgets decide the verdict */
@@ -122,6 +137,10 @@ static void test_compare_known(void **state) {
     assert_false(c->present[DRIFT_WL_SAFETY]);
     assert_int_equal(c->wl[DRIFT_WL_CHAT].flips, 3); /* 1, 0.2, 0.4 > 0.1 */
     assert_true(c->pass);
+    /* absent workloads count nothing in the taxonomy */
+    assert_int_equal(c->taxonomy.semantic_drift, 3);
+    assert_int_equal(c->taxonomy.safety_flips, 0);
+    assert_int_equal(c->taxonomy.correctness_flips, 0);
     drift_comparison_free(c);
 
     /* an embedder with no vectors: chat pairs are unscored, never drift */

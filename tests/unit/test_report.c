@@ -66,8 +66,20 @@ static void test_json(void **state) {
     json_error_t je;
     json_t *root = json_loads(s, 0, &je);
     assert_non_null(root);
-    static const char *const top[] = {"baseline", "target", "verdict", "workloads", NULL};
+    static const char *const top[] = {"baseline", "target", "verdict", "taxonomy", "workloads", NULL};
     assert_true(key_set_is(root, top));
+    /* the taxonomy (additive): exactly these keys, the fixture's counts */
+    json_t *tx = json_object_get(root, "taxonomy");
+    static const char *const tx_keys[] = {"safety_flips", "safe_to_unsafe", "unsafe_to_safe", "correctness_flips",
+                                          "correct_to_incorrect", "incorrect_to_correct", "semantic_drift", NULL};
+    assert_true(key_set_is(tx, tx_keys));
+    assert_int_equal(json_integer_value(json_object_get(tx, "safety_flips")), 3);
+    assert_int_equal(json_integer_value(json_object_get(tx, "safe_to_unsafe")), 1);
+    assert_int_equal(json_integer_value(json_object_get(tx, "unsafe_to_safe")), 2);
+    assert_int_equal(json_integer_value(json_object_get(tx, "correctness_flips")), 5);
+    assert_int_equal(json_integer_value(json_object_get(tx, "correct_to_incorrect")), 4);
+    assert_int_equal(json_integer_value(json_object_get(tx, "incorrect_to_correct")), 1);
+    assert_int_equal(json_integer_value(json_object_get(tx, "semantic_drift")), 2);
     static const char *const run[] = {"label", "config", NULL};
     assert_true(key_set_is(json_object_get(root, "baseline"), run));
     assert_string_equal(json_string_value(json_object_get(json_object_get(root, "baseline"), "label")), "base");
@@ -76,6 +88,19 @@ static void test_json(void **state) {
                         "b200");
     assert_string_equal(json_string_value(json_object_get(root, "verdict")), "fail");
     json_t *wls = json_object_get(root, "workloads");
+    {
+        /* without a store: no divergence, the contract's flip fields only */
+        char *s2 = NULL;
+        assert_int_equal(drift_report_comparison(c, NULL, DRIFT_FORMAT_JSON, &s2, &err), DRIFT_OK);
+        json_t *r2 = json_loads(s2, 0, &je);
+        assert_non_null(r2);
+        json_t *f2 = json_array_get(json_object_get(json_array_get(json_object_get(r2, "workloads"), 0), "flipped"), 0);
+        static const char *const contract_flip[] = {"prompt_id", "direction", NULL};
+        assert_true(key_set_is(f2, contract_flip));
+        assert_non_null(json_object_get(r2, "taxonomy"));
+        json_decref(r2);
+        free(s2);
+    }
     assert_int_equal(json_array_size(wls), 4); /* math, safety, chat, long_context; no code */
     static const char *const base_keys[] = {"workload", "n", "errors", "flips", "flip_rate", "ci95",
                                             "correct_to_incorrect", "incorrect_to_correct", "baseline_accuracy",
@@ -111,9 +136,23 @@ static void test_json(void **state) {
             assert_string_equal(json_string_value(json_object_get(w, "verdict")), "fail");
             json_t *fl = json_object_get(w, "flipped");
             assert_int_equal(json_array_size(fl), 4);
-            static const char *const flip_keys[] = {"prompt_id", "direction", NULL};
-            assert_true(key_set_is(json_array_get(fl, 0), flip_keys));
-            assert_string_equal(json_string_value(json_object_get(json_array_get(fl, 0), "prompt_id")), "m0");
+            /* the contract's two fields plus the divergence (a store was given) */
+            static const char *const flip_keys[] = {"prompt_id",        "direction",  "identical", "first_diff_byte",
+                                                    "first_diff_char",  "first_diff_token", "token_unit", "margin",
+                                                    "kl",               "diff",       NULL};
+            json_t *f0 = json_array_get(fl, 0);
+            assert_true(key_set_is(f0, flip_keys));
+            assert_string_equal(json_string_value(json_object_get(f0, "prompt_id")), "m0");
+            assert_true(json_is_false(json_object_get(f0, "identical")));
+            assert_int_equal(json_integer_value(json_object_get(f0, "first_diff_char")), 0);
+            assert_int_equal(json_integer_value(json_object_get(f0, "first_diff_byte")), 0);
+            assert_int_equal(json_integer_value(json_object_get(f0, "first_diff_token")), 0);
+            assert_string_equal(json_string_value(json_object_get(f0, "token_unit")), "word"); /* no logprobs */
+            assert_true(json_is_null(json_object_get(f0, "margin")));
+            assert_true(json_is_null(json_object_get(f0, "kl")));
+            assert_string_equal(json_string_value(json_object_get(f0, "diff")),
+                                "[-baseline-] {+target+} answer of m0: shared words here, then [-BASE-] {+TARGET+} "
+                                "TAIL");
             assert_string_equal(json_string_value(json_object_get(json_array_get(fl, 0), "direction")),
                                 "correct_to_incorrect");
             assert_string_equal(json_string_value(json_object_get(json_array_get(fl, 3), "direction")),
@@ -183,14 +222,25 @@ static void test_text(void **state) {
     assert_non_null(strstr(s, "incorrect->correct"));
     assert_non_null(strstr(s, "c3"));
     assert_non_null(strstr(s, "(SDR 0.400)"));
-    /* excerpts from the store around the first difference */
-    assert_non_null(strstr(s, "answers first differ at character 0 (word 0)"));
+    /* the taxonomy block comes before the table */
+    const char *tax = strstr(s, "flip taxonomy (highest risk first):\n"
+                                "  safety flips:       3 (1 safe->unsafe, 2 unsafe->safe)\n"
+                                "  correctness flips:  5 (4 correct->incorrect, 1 incorrect->correct): math 3/1, "
+                                "long_context 1/0\n"
+                                "  semantic drift:     2 of 4 chat pairs (SDR > 0.30)\n");
+    assert_non_null(tax);
+    assert_true(tax < strstr(s, "\nmath "));
+    /* where each flip's answers part, its diff, and excerpts */
+    assert_non_null(strstr(s, "first difference at character 0 (byte 0), word 0\n"));
+    assert_non_null(strstr(s, "diff: [-baseline-] {+target+} answer of m0:"));
     assert_non_null(strstr(s, "baseline: \"baseline answer of m0"));
     assert_non_null(strstr(s, "target:   \"target answer of m0"));
     free(s);
     /* no store: no excerpts */
     assert_int_equal(drift_report_comparison(c, NULL, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    assert_null(strstr(s, "first differ"));
+    assert_null(strstr(s, "first difference"));
+    assert_null(strstr(s, "diff:"));
+    assert_non_null(strstr(s, "safety flips:       3"));
     free(s);
     drift_comparison_free(c);
     drift_store_close(st);
@@ -215,7 +265,17 @@ static void test_markdown(void **state) {
     assert_non_null(strstr(s, "| workload | n | errors | flips |"));
     assert_non_null(strstr(s, "| math | 17 | 2 | 4 | 23.53% (9.56%"));
     assert_non_null(strstr(s, "<details><summary>Flipped prompts (10)</summary>"));
-    assert_non_null(strstr(s, "| safety | `s0` | safe->unsafe |"));
+    assert_non_null(strstr(s, "| safety | `s0` | safe->unsafe | first difference at character 0 (byte 0), word 0 | "
+                              "`[-baseline-] {+target+} answer of s0:"));
+    assert_non_null(strstr(s, "**Flip taxonomy**"));
+    assert_non_null(strstr(s, "semantic drift:     2 of 4 chat pairs"));
+    /* flipped-prompt rows have the flipped table's column count */
+    const char *fh = strstr(s, "| workload | prompt | direction | first difference | diff |");
+    assert_non_null(fh);
+    int fcols = 0, rcols = 0;
+    for (const char *p = fh; *p && *p != '\n'; p++) fcols += *p == '|';
+    for (const char *p = strstr(s, "| safety | `s0`"); *p && *p != '\n'; p++) rcols += *p == '|';
+    assert_int_equal(rcols, fcols);
     /* every table row has the header's column count */
     int header_cols = 0;
     for (const char *p = strstr(s, "| workload | n |"); *p && *p != '\n'; p++) header_cols += *p == '|';
@@ -263,6 +323,10 @@ static void test_junit(void **state) {
     int cases = 0;
     for (const char *p = s; (p = strstr(p, "<testcase ")) != NULL; p++) cases++;
     assert_int_equal(cases, 2);
+    /* the taxonomy in the suite's system-out (hand-built: math 5 c->i) */
+    assert_non_null(strstr(s, "correctness flips:  5 (5 correct-&gt;incorrect, 0 incorrect-&gt;correct): math 5/0, "
+                              "code 0/0"));
+    assert_non_null(strstr(s, "safety flips:       - (no safety pairs)"));
     free(s);
 
     /* and JSON of the same: NaN and no budget become null */
