@@ -1,0 +1,97 @@
+/* matrix.h - the configuration matrix: a JSON spec of dimensions, levels and
+ * targets (src/matrix/spec.c documents the format), deterministic shards of
+ * it, merging shard stores into one, and the configuration x workload flip
+ * table of a store (the paper's flip_rates.csv). Running the configurations
+ * is the CLI's job (it owns the run loop); the library says what to run. */
+#ifndef DRIFTBENCH_MATRIX_H
+#define DRIFTBENCH_MATRIX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driftbench/analysis.h"
+#include "driftbench/store.h"
+#include "driftbench/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One configuration: a labelled run of a target with its dimension levels. */
+typedef struct drift_matrix_config {
+    char *label;          /* run label in the store */
+    char *target;         /* target spec (embedded:... or http://...) */
+    size_t n_dims;
+    char **dim_names;     /* (n_dims,) "model","hardware",... in spec order */
+    char **dim_values;    /* (n_dims,) levels */
+} drift_matrix_config;
+
+typedef struct drift_matrix_spec {
+    char *name;
+    char *baseline;               /* label of the baseline run; may hold "{model}" etc. */
+    size_t n_suites;
+    char **suites;                /* "builtin:math", paths, ... */
+    long limit;                   /* prompts per suite, 0 = all */
+    double temperature, top_p;    /* decoding: defaults 0, 1 */
+    int64_t seed;                 /* 42 */
+    int max_tokens;               /* 512 */
+    int replicates;               /* 1 */
+    size_t n_configs;
+    drift_matrix_config *configs; /* (n_configs,) baseline configs first when known */
+} drift_matrix_spec;
+
+/* Parses a spec from JSON text; `name` (file name) is used in messages. A bad
+ * spec is DRIFT_ERR_PARSE naming the field ("spec.json: configs[2].target:
+ * missing"). */
+DRIFT_API drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *name,
+                                               drift_matrix_spec **out, drift_error *err);
+/* Reads and parses a spec file. */
+DRIFT_API drift_status drift_matrix_spec_load(const char *path, drift_matrix_spec **out, drift_error *err);
+DRIFT_API void drift_matrix_spec_free(drift_matrix_spec *s);
+
+/* "k=v,k=v" of a configuration's dimensions (malloc'd), the form the run
+ * command's --config takes. */
+DRIFT_API char *drift_matrix_config_dims(const drift_matrix_config *c);
+
+/* The label of the baseline run for configuration c: spec->baseline with
+ * "{dim}" replaced by c's level of dim (malloc'd; NULL on nomem). */
+DRIFT_API char *drift_matrix_baseline_for(const char *baseline, const drift_matrix_config *c);
+
+/* Parses "I/N" (1 <= I <= N <= 100000). DRIFT_ERR_INVALID otherwise. */
+DRIFT_API drift_status drift_matrix_shard_parse(const char *s, int *index, int *count, drift_error *err);
+/* 1 when configuration number `config_index` (0-based, spec order) belongs to
+ * shard index/count: config_index % count == index - 1. Every configuration
+ * is in exactly one shard. */
+DRIFT_API int drift_matrix_in_shard(size_t config_index, int index, int count);
+
+/* What a merge copied. */
+typedef struct drift_merge_stats {
+    size_t runs, runs_skipped;     /* skipped: identical run already in the output */
+    size_t prompts, responses, scores, embeddings;
+} drift_merge_stats;
+
+/* Copies every run with its prompts, responses, scores and embeddings from
+ * the stores in[0..n-1] into out (opened). Prompts are deduplicated by suite
+ * + prompt_id (their hashes must agree: DRIFT_ERR_MISMATCH otherwise). A run
+ * whose label already exists with the same target, config and decoding is
+ * skipped when it has the same number of answers, else DRIFT_ERR_MISMATCH
+ * naming the label and the input. Each input is merged in one transaction. */
+DRIFT_API drift_status drift_matrix_merge(drift_store *out, const char *const *in, size_t n,
+                                          drift_merge_stats *stats, drift_error *err);
+
+/* The flip table of a store: for every run other than its baseline, the
+ * comparison (drift_compare_runs, default options) against the baseline
+ * `baseline` (a label; "{model}" etc. are replaced by the run's own levels,
+ * so each model is compared with its own reference), one row per workload
+ * with pairs: experiment_id = run label, model/hardware/precision/framework
+ * from the run's config, flip_rate and Wilson CI in percent. Runs whose
+ * baseline run is missing, and runs that are baselines, give no rows.
+ * Extra config keys (other than profile and profile_spec) become extra
+ * dimension columns ("" where a run lacks one). */
+DRIFT_API drift_status drift_matrix_flip_table(drift_store *st, const char *baseline, drift_table **out,
+                                               drift_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

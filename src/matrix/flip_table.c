@@ -1,0 +1,163 @@
+/* flip_table.c - the configuration x workload flip table of a store.
+ *
+ * For every run R that is not a baseline: B = the baseline label with R's
+ * levels substituted ("ref@{model}" -> "ref@tiny"); when B exists and is not
+ * R, drift_compare_runs(B, R) gives one row per workload that has pairs.
+ * Dimension levels come from R's config JSON (what `run --config` or the
+ * embedded target recorded). Rates and CIs are percents, as in the paper's
+ * flip_rates.csv. */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/compare.h"
+#include "driftbench/matrix.h"
+#include "util/util.h"
+
+static const char *const fixed_dims[4] = {"model", "hardware", "precision", "framework"};
+
+static int is_fixed_or_skipped(const char *k) {
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(k, fixed_dims[i])) return 1;
+    return !strcmp(k, "profile") || !strcmp(k, "profile_spec") || !strcmp(k, "workload");
+}
+
+/* A run's config as a matrix config (dimension names/levels), for baseline
+ * substitution. Strings point into obj. */
+static void run_dims(json_t *obj, drift_matrix_config *c, char **names, char **values, size_t cap) {
+    c->n_dims = 0;
+    c->dim_names = names;
+    c->dim_values = values;
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        if (c->n_dims == cap) break;
+        if (!json_is_string(v)) continue;
+        names[c->n_dims] = (char *)k;
+        values[c->n_dims] = (char *)json_string_value(v);
+        c->n_dims++;
+    }
+}
+
+static int add_extra(char ***extras, size_t *n, const char *k) {
+    for (size_t i = 0; i < *n; i++)
+        if (!strcmp((*extras)[i], k)) return 0;
+    char **p = realloc(*extras, (*n + 1) * sizeof *p);
+    if (!p) return -1;
+    *extras = p;
+    p[(*n)++] = (char *)k;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+drift_status drift_matrix_flip_table(drift_store *st, const char *baseline, drift_table **out, drift_error *err) {
+    if (!st || !baseline || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "flip table: missing arguments");
+    *out = NULL;
+    drift_run_info *runs = NULL;
+    size_t n_runs = 0;
+    drift_status rc = drift_store_run_list(st, &runs, &n_runs, err);
+    if (rc) return rc;
+    json_t **cfg = calloc(n_runs ? n_runs : 1, sizeof *cfg);
+    char **base_of = calloc(n_runs ? n_runs : 1, sizeof *base_of);
+    char **extras = NULL;
+    size_t n_extras = 0;
+    drift_table *t = NULL;
+    if (!cfg || !base_of) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    /* configs, baselines, and the union of extra dimensions */
+    for (size_t i = 0; i < n_runs; i++) {
+        json_error_t je;
+        cfg[i] = json_loads(runs[i].config_json ? runs[i].config_json : "{}", 0, &je);
+        if (!json_is_object(cfg[i])) {
+            json_decref(cfg[i]);
+            cfg[i] = json_object();
+        }
+        char *names[64], *values[64];
+        drift_matrix_config c;
+        run_dims(cfg[i], &c, names, values, 64);
+        base_of[i] = drift_matrix_baseline_for(baseline, &c);
+        if (!base_of[i]) {
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    int any_base = 0;
+    for (size_t i = 0; i < n_runs; i++)
+        for (size_t j = 0; j < n_runs; j++)
+            if (!strcmp(base_of[i], runs[j].label)) any_base = 1;
+    if (!any_base) {
+        drift_buf b = {0};
+        for (size_t i = 0; i < n_runs && i < 20; i++) buf_printf(&b, "%s'%s'", i ? ", " : "", runs[i].label);
+        rc = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "flip table: no run is the baseline '%s' (runs: %s)", baseline,
+                             b.data ? b.data : "none");
+        buf_free(&b);
+        goto out;
+    }
+    for (size_t i = 0; i < n_runs; i++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(cfg[i], k, v) if (json_is_string(v) && !is_fixed_or_skipped(k)) {
+            if (add_extra(&extras, &n_extras, k)) {
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+                goto out;
+            }
+        }
+    }
+    if (n_extras > 1) qsort(extras, n_extras, sizeof *extras, cmp_str);
+    if ((rc = drift_table_create((const char *const *)extras, n_extras, 1, &t, err))) goto out;
+
+    drift_compare_opts co;
+    drift_compare_opts_default(&co);
+    for (size_t i = 0; i < n_runs; i++) {
+        int is_base = 0;
+        for (size_t j = 0; j < n_runs && !is_base; j++) is_base = !strcmp(base_of[j], runs[i].label);
+        if (is_base) continue;
+        int have = 0;
+        for (size_t j = 0; j < n_runs && !have; j++) have = !strcmp(base_of[i], runs[j].label);
+        if (!have) continue;
+        drift_comparison *c = NULL;
+        if ((rc = drift_compare_runs(st, base_of[i], runs[i].label, &co, &c, err))) goto out;
+        size_t nd = t->n_dims;
+        const char **dims = calloc(nd, sizeof *dims);
+        if (!dims) {
+            drift_comparison_free(c);
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        for (int d = 0; d < 4; d++) {
+            const char *s = json_string_value(json_object_get(cfg[i], fixed_dims[d]));
+            dims[d] = s && *s ? s : "unknown";
+        }
+        for (size_t e = 0; e < n_extras; e++) {
+            const char *s = json_string_value(json_object_get(cfg[i], extras[e]));
+            dims[DRIFT_TABLE_FIXED_DIMS + e] = s ? s : "";
+        }
+        for (int w = 0; w < DRIFT_WL_COUNT && !rc; w++) {
+            const drift_wl_result *r = &c->wl[w];
+            if (!c->present[w] || r->n <= 0) continue;
+            dims[4] = drift_workload_name((drift_workload)w);
+            rc = drift_table_append(t, runs[i].label, dims, 100.0 * r->flip_rate, r->flips, r->n, 100.0 * r->ci95[0],
+                                    100.0 * r->ci95[1], err);
+        }
+        free(dims);
+        drift_comparison_free(c);
+        if (rc) goto out;
+    }
+    *out = t;
+    t = NULL;
+out:
+    drift_table_free(t);
+    for (size_t i = 0; i < n_runs; i++) {
+        if (cfg) json_decref(cfg[i]);
+        if (base_of) free(base_of[i]);
+    }
+    free(cfg);
+    free(base_of);
+    free(extras);
+    drift_run_info_array_free(runs, n_runs);
+    return rc;
+}

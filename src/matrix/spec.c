@@ -1,0 +1,558 @@
+/* spec.c - the matrix spec: which configurations to run, how to reach each,
+ * and which one is the baseline.
+ *
+ * Format (JSON object; tests/data/matrix/example.json is a complete one):
+ *   "name":      string, optional
+ *   "suites":    ["builtin:math", "path/to/suite.jsonl", ...]   required, >= 1
+ *   "limit":     prompts per suite, integer >= 0 (0 = all)      optional
+ *   "decoding":  {"temperature":0, "top_p":1, "seed":42, "max_tokens":512,
+ *                 "replicates":1}                               optional
+ *   "baseline":  label of the baseline run, required. It may hold "{dim}"
+ *                placeholders, filled with each configuration's level of
+ *                dim: "ref@{model}" compares every model with its own ref.
+ *   "configs":   explicit configurations, optional:
+ *                [{"label":"ref@tiny","target":"embedded:m.gguf?profile=ref",
+ *                  "dims":{"model":"tiny","hardware":"ref",...}}, ...]
+ *   "dimensions" + "target" (+ "label", "exclude"): a product, optional:
+ *     "dimensions": {"model": {"tiny":"models/tiny.gguf", ...},
+ *                    "precision": ["f32","int4"], ...}
+ *         each dimension's levels: an array of names, or an object mapping a
+ *         level name to the text substituted into the target template;
+ *     "target": "embedded:{model}?profile=cpu-f32&weights={precision}"
+ *         "{dim}" becomes the level's text (its name for array levels);
+ *     "label":  "{model}/{precision}" (default: level names joined by '/');
+ *         "{dim}" becomes the level's name;
+ *     "exclude": [{"precision":"int4","framework":"pairwise"}, ...]
+ *         a combination matching every key of one entry is left out.
+ *   At least one configuration (explicit or product); labels are unique.
+ * Explicit configurations come first, then the product in odometer order
+ * (last dimension fastest), so a configuration's index is stable and shards
+ * are deterministic. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/matrix.h"
+#include "util/util.h"
+
+static drift_status perr(drift_error *err, const char *name, const char *field, const char *what) {
+    return drift_error_set(err, DRIFT_ERR_PARSE, "%s: %s: %s", name, field, what);
+}
+
+static void config_clear(drift_matrix_config *c) {
+    free(c->label);
+    free(c->target);
+    for (size_t i = 0; i < c->n_dims; i++) {
+        free(c->dim_names[i]);
+        free(c->dim_values[i]);
+    }
+    free(c->dim_names);
+    free(c->dim_values);
+    memset(c, 0, sizeof *c);
+}
+
+void drift_matrix_spec_free(drift_matrix_spec *s) {
+    if (!s) return;
+    free(s->name);
+    free(s->baseline);
+    for (size_t i = 0; i < s->n_suites; i++) free(s->suites[i]);
+    free(s->suites);
+    for (size_t i = 0; i < s->n_configs; i++) config_clear(&s->configs[i]);
+    free(s->configs);
+    free(s);
+}
+
+static int push_config(drift_matrix_spec *s, size_t *cap) {
+    if (s->n_configs == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        drift_matrix_config *p = realloc(s->configs, nc * sizeof *p);
+        if (!p) return -1;
+        s->configs = p;
+        *cap = nc;
+    }
+    memset(&s->configs[s->n_configs], 0, sizeof s->configs[0]);
+    s->n_configs++;
+    return 0;
+}
+
+/* Replaces "{key}" with values[i] for names[i]; unknown placeholders are an
+ * error reported through *bad (the placeholder's name, malloc'd). */
+static char *substitute(const char *tmpl, char *const *names, const char *const *values, size_t n, char **bad) {
+    drift_buf b = {0};
+    *bad = NULL;
+    for (const char *p = tmpl; *p;) {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            if (close) {
+                size_t len = (size_t)(close - p - 1);
+                size_t i;
+                for (i = 0; i < n; i++)
+                    if (strlen(names[i]) == len && !strncmp(names[i], p + 1, len)) break;
+                if (i == n) {
+                    *bad = drift_strndup(p + 1, len);
+                    buf_free(&b);
+                    return NULL;
+                }
+                buf_puts(&b, values[i]);
+                p = close + 1;
+                continue;
+            }
+        }
+        buf_append(&b, p, 1);
+        p++;
+    }
+    return buf_steal(&b);
+}
+
+char *drift_matrix_baseline_for(const char *baseline, const drift_matrix_config *c) {
+    if (!baseline) return NULL;
+    char *bad = NULL;
+    char *s = substitute(baseline, c->dim_names, (const char *const *)c->dim_values, c->n_dims, &bad);
+    if (!s) {
+        /* an unknown placeholder is kept literally: the label will not exist */
+        free(bad);
+        return drift_strdup(baseline);
+    }
+    return s;
+}
+
+char *drift_matrix_config_dims(const drift_matrix_config *c) {
+    drift_buf b = {0};
+    for (size_t i = 0; i < c->n_dims; i++) buf_printf(&b, "%s%s=%s", i ? "," : "", c->dim_names[i], c->dim_values[i]);
+    return buf_steal(&b);
+}
+
+/* A dimension key may only use a-z, 0-9, '_' and '-' (as --config keys);
+ * a level may not hold ',' or '=' (it travels in "k=v,k=v"). */
+static int key_ok(const char *k) {
+    if (!*k) return 0;
+    for (; *k; k++)
+        if (!((*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') || *k == '_' || *k == '-')) return 0;
+    return 1;
+}
+static int level_ok(const char *v) { return *v && !strchr(v, ',') && !strchr(v, '='); }
+
+static drift_status parse_decoding(json_t *d, const char *name, drift_matrix_spec *s, drift_error *err) {
+    if (!d) return DRIFT_OK;
+    if (!json_is_object(d)) return perr(err, name, "decoding", "must be an object");
+    const char *k;
+    json_t *v;
+    json_object_foreach(d, k, v) {
+        char field[96];
+        snprintf(field, sizeof field, "decoding.%s", k);
+        if (!json_is_number(v)) return perr(err, name, field, "must be a number");
+        double x = json_number_value(v);
+        if (!strcmp(k, "temperature")) {
+            if (x < 0 || x > 10) return perr(err, name, field, "must be in [0, 10]");
+            s->temperature = x;
+        } else if (!strcmp(k, "top_p")) {
+            if (x <= 0 || x > 1) return perr(err, name, field, "must be in (0, 1]");
+            s->top_p = x;
+        } else if (!strcmp(k, "seed")) {
+            if (!json_is_integer(v)) return perr(err, name, field, "must be an integer");
+            s->seed = json_integer_value(v);
+        } else if (!strcmp(k, "max_tokens")) {
+            if (!json_is_integer(v) || x < 1 || x > 1000000) return perr(err, name, field, "must be an integer >= 1");
+            s->max_tokens = (int)x;
+        } else if (!strcmp(k, "replicates")) {
+            if (!json_is_integer(v) || x < 1 || x > 1000) return perr(err, name, field, "must be an integer in 1..1000");
+            s->replicates = (int)x;
+        } else {
+            return perr(err, name, field, "unknown key (temperature, top_p, seed, max_tokens, replicates)");
+        }
+    }
+    return DRIFT_OK;
+}
+
+static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_spec *s, size_t *cap,
+                                   drift_error *err) {
+    if (!json_is_array(arr)) return perr(err, name, "configs", "must be an array");
+    size_t i;
+    json_t *c;
+    json_array_foreach(arr, i, c) {
+        char field[96];
+        snprintf(field, sizeof field, "configs[%zu]", i);
+        if (!json_is_object(c)) return perr(err, name, field, "must be an object");
+        json_t *label = json_object_get(c, "label"), *target = json_object_get(c, "target");
+        json_t *dims = json_object_get(c, "dims");
+        snprintf(field, sizeof field, "configs[%zu].label", i);
+        if (!json_is_string(label) || !*json_string_value(label)) return perr(err, name, field, "missing or not a string");
+        snprintf(field, sizeof field, "configs[%zu].target", i);
+        if (!json_is_string(target) || !*json_string_value(target)) return perr(err, name, field, "missing or not a string");
+        snprintf(field, sizeof field, "configs[%zu].dims", i);
+        if (dims && !json_is_object(dims)) return perr(err, name, field, "must be an object of strings");
+        if (push_config(s, cap)) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        drift_matrix_config *mc = &s->configs[s->n_configs - 1];
+        mc->label = drift_strdup(json_string_value(label));
+        mc->target = drift_strdup(json_string_value(target));
+        size_t nd = dims ? json_object_size(dims) : 0;
+        mc->dim_names = calloc(nd ? nd : 1, sizeof(char *));
+        mc->dim_values = calloc(nd ? nd : 1, sizeof(char *));
+        if (!mc->dim_names || !mc->dim_values) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        const char *k;
+        json_t *v;
+        if (dims) json_object_foreach(dims, k, v) {
+            snprintf(field, sizeof field, "configs[%zu].dims.%s", i, k);
+            if (!key_ok(k)) return perr(err, name, field, "dimension names use only a-z, 0-9, '_' and '-'");
+            if (!json_is_string(v) || !level_ok(json_string_value(v)))
+                return perr(err, name, field, "must be a non-empty string without ',' or '='");
+            mc->dim_names[mc->n_dims] = drift_strdup(k);
+            mc->dim_values[mc->n_dims] = drift_strdup(json_string_value(v));
+            mc->n_dims++;
+        }
+    }
+    return DRIFT_OK;
+}
+
+typedef struct dim_levels {
+    const char *name;
+    size_t n;
+    const char **names;   /* level names */
+    const char **texts;   /* substituted into the target */
+} dim_levels;
+
+static int excluded(json_t *exclude, const dim_levels *d, size_t nd, const size_t *idx) {
+    size_t i;
+    json_t *rule;
+    json_array_foreach(exclude, i, rule) {
+        int all = 1;
+        const char *k;
+        json_t *v;
+        json_object_foreach(rule, k, v) {
+            size_t j;
+            for (j = 0; j < nd; j++)
+                if (!strcmp(d[j].name, k)) break;
+            if (j == nd || strcmp(d[j].names[idx[j]], json_string_value(v))) {
+                all = 0;
+                break;
+            }
+        }
+        if (all) return 1;
+    }
+    return 0;
+}
+
+static drift_status parse_product(json_t *root, const char *name, drift_matrix_spec *s, size_t *cap,
+                                  drift_error *err) {
+    json_t *dims = json_object_get(root, "dimensions");
+    json_t *target = json_object_get(root, "target"), *label = json_object_get(root, "label");
+    json_t *exclude = json_object_get(root, "exclude");
+    if (!dims) {
+        if (target) return perr(err, name, "dimensions", "missing (a target template needs dimensions)");
+        return DRIFT_OK;
+    }
+    if (!json_is_object(dims) || !json_object_size(dims)) return perr(err, name, "dimensions", "must be a non-empty object");
+    if (!json_is_string(target)) return perr(err, name, "target", "missing or not a string (the template of the product)");
+    if (label && !json_is_string(label)) return perr(err, name, "label", "must be a string");
+    if (exclude && !json_is_array(exclude)) return perr(err, name, "exclude", "must be an array of objects");
+    size_t nd = json_object_size(dims);
+    dim_levels *d = calloc(nd, sizeof *d);
+    size_t *idx = calloc(nd, sizeof *idx);
+    drift_status rc = DRIFT_OK;
+    char field[160];
+    if (!d || !idx) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    size_t j = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(dims, k, v) {
+        snprintf(field, sizeof field, "dimensions.%s", k);
+        if (!key_ok(k)) {
+            rc = perr(err, name, field, "dimension names use only a-z, 0-9, '_' and '-'");
+            goto out;
+        }
+        size_t n = json_is_array(v) ? json_array_size(v) : json_is_object(v) ? json_object_size(v) : 0;
+        if (!n) {
+            rc = perr(err, name, field, "must be a non-empty array of level names or object {level: text}");
+            goto out;
+        }
+        d[j].name = k;
+        d[j].n = n;
+        d[j].names = calloc(n, sizeof(char *));
+        d[j].texts = calloc(n, sizeof(char *));
+        if (!d[j].names || !d[j].texts) {
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        size_t li = 0;
+        if (json_is_array(v)) {
+            json_t *lv;
+            json_array_foreach(v, li, lv) {
+                if (!json_is_string(lv) || !level_ok(json_string_value(lv))) {
+                    snprintf(field, sizeof field, "dimensions.%s[%zu]", k, li);
+                    rc = perr(err, name, field, "must be a non-empty string without ',' or '='");
+                    goto out;
+                }
+                d[j].names[li] = d[j].texts[li] = json_string_value(lv);
+            }
+        } else {
+            const char *lk;
+            json_t *lv;
+            json_object_foreach(v, lk, lv) {
+                snprintf(field, sizeof field, "dimensions.%s.%s", k, lk);
+                if (!level_ok(lk)) {
+                    rc = perr(err, name, field, "a level name may not be empty or hold ',' or '='");
+                    goto out;
+                }
+                if (!json_is_string(lv)) {
+                    rc = perr(err, name, field, "must be a string (the text put into the target)");
+                    goto out;
+                }
+                d[j].names[li] = lk;
+                d[j].texts[li] = json_string_value(lv);
+                li++;
+            }
+        }
+        j++;
+    }
+    if (exclude) {
+        size_t i;
+        json_t *rule;
+        json_array_foreach(exclude, i, rule) {
+            snprintf(field, sizeof field, "exclude[%zu]", i);
+            if (!json_is_object(rule) || !json_object_size(rule)) {
+                rc = perr(err, name, field, "must be a non-empty object {dimension: level}");
+                goto out;
+            }
+            json_object_foreach(rule, k, v) {
+                size_t q;
+                for (q = 0; q < nd; q++)
+                    if (!strcmp(d[q].name, k)) break;
+                snprintf(field, sizeof field, "exclude[%zu].%s", i, k);
+                if (q == nd || !json_is_string(v)) {
+                    rc = perr(err, name, field, q == nd ? "not a dimension" : "must be a string");
+                    goto out;
+                }
+            }
+        }
+    }
+    char **dn = calloc(nd, sizeof(char *));
+    const char **names = calloc(nd, sizeof(char *)), **texts = calloc(nd, sizeof(char *));
+    if (!dn || !names || !texts) {
+        free(dn);
+        free(names);
+        free(texts);
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t q = 0; q < nd; q++) dn[q] = (char *)d[q].name;
+    for (;;) {
+        if (!exclude || !excluded(exclude, d, nd, idx)) {
+            for (size_t q = 0; q < nd; q++) {
+                names[q] = d[q].names[idx[q]];
+                texts[q] = d[q].texts[idx[q]];
+            }
+            char *bad = NULL;
+            char *tg = substitute(json_string_value(target), dn, texts, nd, &bad);
+            char *lb = NULL;
+            if (tg) {
+                if (label) {
+                    lb = substitute(json_string_value(label), dn, names, nd, &bad);
+                } else {
+                    drift_buf b = {0};
+                    for (size_t q = 0; q < nd; q++) buf_printf(&b, "%s%s", q ? "/" : "", names[q]);
+                    lb = buf_steal(&b);
+                }
+            }
+            if (!tg || !lb) {
+                rc = bad ? drift_error_set(err, DRIFT_ERR_PARSE, "%s: %s: placeholder {%s} is not a dimension", name,
+                                           tg ? "label" : "target", bad)
+                         : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+                free(bad);
+                free(tg);
+                free(lb);
+                break;
+            }
+            if (push_config(s, cap)) {
+                free(tg);
+                free(lb);
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            drift_matrix_config *mc = &s->configs[s->n_configs - 1];
+            mc->label = lb;
+            mc->target = tg;
+            mc->dim_names = calloc(nd, sizeof(char *));
+            mc->dim_values = calloc(nd, sizeof(char *));
+            if (!mc->dim_names || !mc->dim_values) {
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            mc->n_dims = nd;
+            for (size_t q = 0; q < nd; q++) {
+                mc->dim_names[q] = drift_strdup(d[q].name);
+                mc->dim_values[q] = drift_strdup(names[q]);
+            }
+        }
+        /* odometer: last dimension fastest */
+        int done = 1;
+        for (size_t q = nd; q-- > 0;) {
+            if (++idx[q] < d[q].n) {
+                done = 0;
+                break;
+            }
+            idx[q] = 0;
+        }
+        if (done || rc) break;
+    }
+    free(dn);
+    free(names);
+    free(texts);
+out:
+    if (d)
+        for (size_t q = 0; q < nd; q++) {
+            free(d[q].names);
+            free(d[q].texts);
+        }
+    free(d);
+    free(idx);
+    return rc;
+}
+
+drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *name, drift_matrix_spec **out,
+                                     drift_error *err) {
+    if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "matrix spec: no output");
+    *out = NULL;
+    if (!name) name = "matrix spec";
+    json_error_t jerr;
+    json_t *root = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%d:%d: not valid JSON: %s", name, jerr.line, jerr.column,
+                               jerr.text);
+    drift_matrix_spec *s = calloc(1, sizeof *s);
+    size_t cap = 0;
+    drift_status rc = DRIFT_OK;
+    if (!s) {
+        json_decref(root);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    s->top_p = 1;
+    s->seed = 42;
+    s->max_tokens = 512;
+    s->replicates = 1;
+    if (!json_is_object(root)) {
+        rc = perr(err, name, "(top level)", "must be a JSON object");
+        goto fail;
+    }
+    static const char *const known[] = {"name", "suites", "limit", "decoding", "baseline", "configs",
+                                        "dimensions", "target", "label", "exclude", "description"};
+    const char *k;
+    json_t *v;
+    json_object_foreach(root, k, v) {
+        size_t i;
+        for (i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (!strcmp(k, known[i])) break;
+        if (i == sizeof known / sizeof known[0]) {
+            rc = perr(err, name, k, "unknown field");
+            goto fail;
+        }
+    }
+    json_t *nm = json_object_get(root, "name");
+    if (nm && !json_is_string(nm)) {
+        rc = perr(err, name, "name", "must be a string");
+        goto fail;
+    }
+    s->name = drift_strdup(nm ? json_string_value(nm) : "matrix");
+    json_t *suites = json_object_get(root, "suites");
+    if (!json_is_array(suites) || !json_array_size(suites)) {
+        rc = perr(err, name, "suites", "missing or empty (e.g. [\"builtin:math\"])");
+        goto fail;
+    }
+    s->suites = calloc(json_array_size(suites), sizeof(char *));
+    if (!s->suites) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    size_t i;
+    json_array_foreach(suites, i, v) {
+        if (!json_is_string(v) || !*json_string_value(v)) {
+            char field[64];
+            snprintf(field, sizeof field, "suites[%zu]", i);
+            rc = perr(err, name, field, "must be a non-empty string");
+            goto fail;
+        }
+        s->suites[s->n_suites++] = drift_strdup(json_string_value(v));
+    }
+    json_t *limit = json_object_get(root, "limit");
+    if (limit) {
+        if (!json_is_integer(limit) || json_integer_value(limit) < 0) {
+            rc = perr(err, name, "limit", "must be an integer >= 0");
+            goto fail;
+        }
+        s->limit = (long)json_integer_value(limit);
+    }
+    if ((rc = parse_decoding(json_object_get(root, "decoding"), name, s, err))) goto fail;
+    json_t *base = json_object_get(root, "baseline");
+    if (!json_is_string(base) || !*json_string_value(base)) {
+        rc = perr(err, name, "baseline", "missing or not a string (the label of the baseline configuration)");
+        goto fail;
+    }
+    s->baseline = drift_strdup(json_string_value(base));
+    json_t *configs = json_object_get(root, "configs");
+    if (configs && (rc = parse_explicit(configs, name, s, &cap, err))) goto fail;
+    if ((rc = parse_product(root, name, s, &cap, err))) goto fail;
+    if (!s->n_configs) {
+        rc = perr(err, name, "configs", "no configuration (give \"configs\" or \"dimensions\" + \"target\")");
+        goto fail;
+    }
+    for (size_t a = 0; a < s->n_configs; a++)
+        for (size_t b = a + 1; b < s->n_configs; b++)
+            if (!strcmp(s->configs[a].label, s->configs[b].label)) {
+                rc = drift_error_set(err, DRIFT_ERR_PARSE, "%s: configs: label '%s' is used twice (configurations %zu and %zu)",
+                                     name, s->configs[a].label, a, b);
+                goto fail;
+            }
+    /* every configuration's baseline must be one of the configurations */
+    for (size_t a = 0; a < s->n_configs; a++) {
+        char *bl = drift_matrix_baseline_for(s->baseline, &s->configs[a]);
+        int found = 0;
+        for (size_t b = 0; bl && b < s->n_configs && !found; b++) found = !strcmp(bl, s->configs[b].label);
+        if (!found) {
+            rc = drift_error_set(err, DRIFT_ERR_PARSE,
+                                 "%s: baseline: '%s' (for configuration '%s') is not the label of any configuration",
+                                 name, bl ? bl : s->baseline, s->configs[a].label);
+            free(bl);
+            goto fail;
+        }
+        free(bl);
+    }
+    json_decref(root);
+    *out = s;
+    return DRIFT_OK;
+fail:
+    json_decref(root);
+    drift_matrix_spec_free(s);
+    return rc;
+}
+
+drift_status drift_matrix_spec_load(const char *path, drift_matrix_spec **out, drift_error *err) {
+    char *text = NULL;
+    size_t len = 0;
+    drift_status rc = drift_read_file(path, &text, &len, err);
+    if (rc) return rc;
+    rc = drift_matrix_spec_parse(text, len, path, out, err);
+    free(text);
+    return rc;
+}
+
+drift_status drift_matrix_shard_parse(const char *s, int *index, int *count, drift_error *err) {
+    char *end = NULL;
+    long i = s ? strtol(s, &end, 10) : 0;
+    if (!s || end == s || *end != '/')
+        return drift_error_set(err, DRIFT_ERR_INVALID, "--shard: '%s' is not I/N (e.g. 3/8)", s ? s : "");
+    const char *p = end + 1;
+    long n = strtol(p, &end, 10);
+    if (end == p || *end || n < 1 || n > 100000 || i < 1 || i > n)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "--shard: '%s' must be I/N with 1 <= I <= N <= 100000", s);
+    *index = (int)i;
+    *count = (int)n;
+    return DRIFT_OK;
+}
+
+int drift_matrix_in_shard(size_t config_index, int index, int count) {
+    if (count <= 1) return 1;
+    return (int)(config_index % (size_t)count) == index - 1;
+}

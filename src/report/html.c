@@ -1,0 +1,672 @@
+/* html.c - the matrix report as one self-contained HTML page.
+ *
+ * Data: the flip table of the store (drift_matrix_flip_table) and, for each
+ * of its configurations, the comparison against its baseline
+ * (drift_compare_runs) for directions, taxonomy and flipped prompts. The
+ * page is built in one drift_buf; every string from the store goes through
+ * html_text (escape + UTF-8 repair), every number through printf. Charts are
+ * inline SVG with <title> tooltips; no script runs, so the page renders the
+ * same in a browser, a mail client or headless Chromium.
+ *
+ *   summary -> heatmap (config x workload, rate + CI) -> direction bars
+ *   -> taxonomy -> ANOVA (type II, factors with >= 2 levels) -> PRI
+ *   (held-out evaluations) -> flipped prompts (answers side by side). */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/analysis.h"
+#include "driftbench/compare.h"
+#include "driftbench/matrix.h"
+#include "driftbench/report_html.h"
+#include "util/util.h"
+
+void drift_html_opts_default(drift_html_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->title = "DriftBench report";
+    o->max_flipped = 5;
+    o->analysis = 1;
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), 0 if invalid. */
+static size_t utf8_len(const unsigned char *p) {
+    unsigned c = p[0];
+    if (c < 0x80) return 1;
+    size_t n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (!n || c == 0xC0 || c == 0xC1 || c > 0xF4) return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    if (n == 3 && c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
+    if (n == 3 && c == 0xED && p[1] >= 0xA0) return 0; /* surrogate */
+    if (n == 4 && c == 0xF0 && p[1] < 0x90) return 0;
+    if (n == 4 && c == 0xF4 && p[1] >= 0x90) return 0;
+    return n;
+}
+
+/* Appends at most max_bytes of s (0 = all), escaped. */
+static void html_text_n(drift_buf *b, const char *s, size_t max_bytes) {
+    if (!s) return;
+    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *end = max_bytes ? p + strnlen(s, max_bytes) : p + strlen(s);
+    while (p < end) {
+        unsigned c = *p;
+        switch (c) {
+        case '&': buf_puts(b, "&amp;"); p++; continue;
+        case '<': buf_puts(b, "&lt;"); p++; continue;
+        case '>': buf_puts(b, "&gt;"); p++; continue;
+        case '"': buf_puts(b, "&quot;"); p++; continue;
+        case '\'': buf_puts(b, "&#39;"); p++; continue;
+        default: break;
+        }
+        if (c < 0x20 && c != '\n' && c != '\t') {
+            buf_puts(b, "\xEF\xBF\xBD");
+            p++;
+            continue;
+        }
+        if (c == 0x7F) {
+            buf_puts(b, "\xEF\xBF\xBD");
+            p++;
+            continue;
+        }
+        size_t n = utf8_len(p);
+        if (!n || p + n > end) {
+            buf_puts(b, "\xEF\xBF\xBD");
+            p++;
+            continue;
+        }
+        buf_append(b, p, n);
+        p += n;
+    }
+}
+static void html_text(drift_buf *b, const char *s) { html_text_n(b, s, 0); }
+
+char *drift_html_escape(const char *s) {
+    drift_buf b = {0};
+    html_text(&b, s ? s : "");
+    return buf_steal(&b);
+}
+
+long drift_first_difference(const char *a, const char *b) {
+    if (!a) a = "";
+    if (!b) b = "";
+    long i = 0;
+    while (a[i] && a[i] == b[i]) i++;
+    if (!a[i] && !b[i]) return -1;
+    return i;
+}
+
+/* ---- data ---- */
+
+typedef struct experiment {
+    const char *label;          /* points into the table */
+    char *baseline;
+    char *dims_text;            /* "model=.., hardware=.." */
+    drift_comparison *cmp;
+} experiment;
+
+static const char *const fixed_dims[4] = {"model", "hardware", "precision", "framework"};
+
+static void free_experiments(experiment *e, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(e[i].baseline);
+        free(e[i].dims_text);
+        drift_comparison_free(e[i].cmp);
+    }
+    free(e);
+}
+
+/* Distinct experiments of the table in order, each compared with its baseline. */
+static drift_status load_experiments(drift_store *st, const drift_table *t, const char *baseline, experiment **out,
+                                     size_t *n_out, drift_error *err) {
+    experiment *e = calloc(t->n_rows ? t->n_rows : 1, sizeof *e);
+    size_t n = 0;
+    if (!e) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_compare_opts co;
+    drift_compare_opts_default(&co);
+    for (size_t r = 0; r < t->n_rows; r++) {
+        const char *id = t->rows[r].experiment_id;
+        if (n && !strcmp(e[n - 1].label, id)) continue;
+        int seen = 0;
+        for (size_t i = 0; i < n && !seen; i++) seen = !strcmp(e[i].label, id);
+        if (seen) continue;
+        experiment *x = &e[n++];
+        x->label = id;
+        drift_run_info info;
+        memset(&info, 0, sizeof info);
+        drift_status rc = drift_store_run_get(st, id, &info, err);
+        if (rc) {
+            free_experiments(e, n);
+            return rc;
+        }
+        json_error_t je;
+        json_t *cfg = json_loads(info.config_json ? info.config_json : "{}", 0, &je);
+        char *names[64], *values[64];
+        drift_matrix_config c = {.dim_names = names, .dim_values = values};
+        const char *k;
+        json_t *v;
+        drift_buf dt = {0};
+        if (json_is_object(cfg)) json_object_foreach(cfg, k, v) {
+            if (!json_is_string(v) || c.n_dims == 64) continue;
+            names[c.n_dims] = (char *)k;
+            values[c.n_dims] = (char *)json_string_value(v);
+            c.n_dims++;
+        }
+        for (int d = 0; d < 4; d++) {
+            json_t *s = json_is_object(cfg) ? json_object_get(cfg, fixed_dims[d]) : NULL;
+            buf_printf(&dt, "%s%s=%s", d ? ", " : "", fixed_dims[d], json_is_string(s) ? json_string_value(s) : "?");
+        }
+        x->dims_text = buf_steal(&dt);
+        x->baseline = drift_matrix_baseline_for(baseline, &c);
+        json_decref(cfg);
+        drift_run_info_free(&info);
+        if (!x->baseline || !x->dims_text) {
+            free_experiments(e, n);
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+        if ((rc = drift_compare_runs(st, x->baseline, id, &co, &x->cmp, err))) {
+            free_experiments(e, n);
+            return rc;
+        }
+    }
+    *out = e;
+    *n_out = n;
+    return DRIFT_OK;
+}
+
+/* ---- page pieces ---- */
+
+static const char css[] =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0;color:#1d2330;"
+    "background:#f6f7f9;line-height:1.45}\n"
+    "main{max-width:1180px;margin:0 auto;padding:24px 28px 60px}\n"
+    "h1{font-size:26px;margin:8px 0 4px}h2{font-size:19px;margin:34px 0 8px;padding-bottom:4px;"
+    "border-bottom:2px solid #dde1e8}h3{font-size:15px;margin:18px 0 6px}\n"
+    ".sub{color:#5b6474;font-size:14px}.note{background:#fff6d6;border:1px solid #ecd9a0;padding:8px 12px;"
+    "border-radius:6px;font-size:14px}\n"
+    ".card{background:#fff;border:1px solid #e2e5ea;border-radius:8px;padding:14px 16px;margin:10px 0;"
+    "overflow-x:auto}\n"
+    "table{border-collapse:collapse;font-size:13px}th,td{padding:4px 9px;border-bottom:1px solid #eceef2;"
+    "text-align:left;vertical-align:top}th{background:#f0f2f5;font-weight:600}td.num{text-align:right;"
+    "font-variant-numeric:tabular-nums}\n"
+    ".kpis{display:flex;gap:12px;flex-wrap:wrap}.kpi{background:#fff;border:1px solid #e2e5ea;border-radius:8px;"
+    "padding:10px 14px;min-width:150px}.kpi b{display:block;font-size:22px}.kpi span{color:#5b6474;font-size:12px}\n"
+    ".pair{display:grid;grid-template-columns:1fr 1fr;gap:10px}.ans{background:#fbfbfc;border:1px solid #e6e8ec;"
+    "border-radius:6px;padding:8px;white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,"
+    "'DejaVu Sans Mono',Menlo,monospace;font-size:12px;max-height:260px;overflow:auto}\n"
+    "mark{background:#ffd7d2;color:#7a1206}.c2i{color:#b2182b;font-weight:600}.i2c{color:#1b7837;font-weight:600}"
+    ".drift{color:#6a51a3;font-weight:600}\n"
+    ".flip{border-top:1px solid #eceef2;padding:10px 0}.meta{font-size:12px;color:#5b6474;margin-bottom:4px}\n"
+    "svg text{font-family:system-ui,Helvetica,Arial,sans-serif}\n";
+
+static void wl_colour(double intensity, char out[8]) {
+    /* #f7fbff -> #fdae61 -> #b2182b */
+    if (intensity < 0) intensity = 0;
+    if (intensity > 1) intensity = 1;
+    double a[3] = {247, 251, 255}, m[3] = {253, 174, 97}, z[3] = {178, 24, 43};
+    int rgb[3];
+    for (int i = 0; i < 3; i++) {
+        double v = intensity < 0.5 ? a[i] + (m[i] - a[i]) * intensity * 2 : m[i] + (z[i] - m[i]) * (intensity - 0.5) * 2;
+        rgb[i] = (int)lround(v);
+    }
+    snprintf(out, 8, "#%02x%02x%02x", rgb[0] & 255, rgb[1] & 255, rgb[2] & 255);
+}
+
+static void section_heatmap(drift_buf *b, const experiment *e, size_t n, const int *wl_on, int n_wl) {
+    double maxr = 0.0;
+    for (size_t i = 0; i < n; i++)
+        for (int w = 0; w < DRIFT_WL_COUNT; w++)
+            if (e[i].cmp->present[w] && e[i].cmp->wl[w].n > 0 && e[i].cmp->wl[w].flip_rate > maxr)
+                maxr = e[i].cmp->wl[w].flip_rate;
+    double scale = maxr > 0.05 ? maxr : 0.05;
+    const int left = 300, cw = 150, ch = 40, top = 30;
+    int width = left + cw * (n_wl ? n_wl : 1) + 10, height = top + ch * (int)n + 40;
+    buf_puts(b, "<h2 id=\"heatmap\">Flip rate by configuration and workload</h2>\n<div class=\"card\">\n");
+    buf_printf(b, "<p class=\"sub\">Share of paired prompts whose label changed against the baseline (chat: semantic "
+                  "drift, SDR &gt; threshold); 95%% Wilson interval below. Colour scale 0 to %.1f%%.</p>\n",
+               100 * scale);
+    buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
+                  "aria-label=\"flip-rate heatmap\">\n",
+               width, height);
+    int col = 0;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++)
+        if (wl_on[w]) {
+            buf_printf(b, "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"600\">%s</text>\n",
+                       left + col * cw + cw / 2, drift_workload_name((drift_workload)w));
+            col++;
+        }
+    for (size_t i = 0; i < n; i++) {
+        int y = top + (int)i * ch;
+        buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"12\"><title>", left - 8, y + ch / 2 + 4);
+        html_text(b, e[i].label);
+        buf_puts(b, " (");
+        html_text(b, e[i].dims_text);
+        buf_puts(b, ")</title>");
+        html_text_n(b, e[i].label, 44);
+        buf_puts(b, "</text>\n");
+        col = 0;
+        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+            if (!wl_on[w]) continue;
+            int x = left + col * cw;
+            col++;
+            const drift_wl_result *r = &e[i].cmp->wl[w];
+            if (!e[i].cmp->present[w] || r->n <= 0) {
+                buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eef0f3\" stroke=\"#fff\"/>"
+                              "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"11\" fill=\"#8a93a3\">"
+                              "not computable</text>\n",
+                           x, y, cw, ch, x + cw / 2, y + ch / 2 + 4);
+                continue;
+            }
+            char colour[8];
+            double inten = r->flip_rate / scale;
+            wl_colour(inten, colour);
+            const char *fg = inten > 0.65 ? "#ffffff" : "#1d2330";
+            buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#fff\"><title>",
+                       x, y, cw, ch, colour);
+            html_text(b, e[i].label);
+            buf_printf(b, " %s: %ld of %ld pairs flipped (%.2f%%, 95%% CI %.2f-%.2f%%)</title></rect>\n",
+                       drift_workload_name((drift_workload)w), r->flips, r->n, 100 * r->flip_rate, 100 * r->ci95[0],
+                       100 * r->ci95[1]);
+            buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"600\" "
+                          "fill=\"%s\">%.1f%%</text>\n",
+                       x + cw / 2, y + 17, fg, 100 * r->flip_rate);
+            buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\" fill=\"%s\">"
+                          "[%.1f, %.1f] n=%ld</text>\n",
+                       x + cw / 2, y + 32, fg, 100 * r->ci95[0], 100 * r->ci95[1], r->n);
+        }
+    }
+    /* legend */
+    int ly = top + ch * (int)n + 14;
+    for (int k = 0; k < 10; k++) {
+        char colour[8];
+        wl_colour(k / 9.0, colour);
+        buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"24\" height=\"10\" fill=\"%s\"/>", left + k * 24, ly, colour);
+    }
+    buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"11\">0%%</text><text x=\"%d\" y=\"%d\" font-size=\"11\">"
+                  "%.1f%%</text>\n</svg>\n</div>\n",
+               left - 22, ly + 9, left + 244, ly + 9, 100 * scale);
+}
+
+static void section_directions(drift_buf *b, const experiment *e, size_t n, const int *wl_on) {
+    buf_puts(b, "<h2 id=\"direction\">Direction of flips</h2>\n<div class=\"card\">\n"
+                "<p class=\"sub\"><span class=\"c2i\">&#9632; correct&#8594;incorrect</span> (safety: safe&#8594;unsafe) "
+                "&nbsp; <span class=\"i2c\">&#9632; incorrect&#8594;correct</span> (safety: unsafe&#8594;safe) &nbsp; "
+                "<span class=\"drift\">&#9632; semantic drift</span> (chat). Bar length: share of pairs.</p>\n"
+                "<table><tr><th>configuration</th>");
+    for (int w = 0; w < DRIFT_WL_COUNT; w++)
+        if (wl_on[w]) buf_printf(b, "<th>%s</th>", drift_workload_name((drift_workload)w));
+    buf_puts(b, "</tr>\n");
+    for (size_t i = 0; i < n; i++) {
+        buf_puts(b, "<tr><td>");
+        html_text(b, e[i].label);
+        buf_puts(b, "</td>");
+        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+            if (!wl_on[w]) continue;
+            const drift_wl_result *r = &e[i].cmp->wl[w];
+            if (!e[i].cmp->present[w] || r->n <= 0) {
+                buf_puts(b, "<td class=\"sub\">&#8212;</td>");
+                continue;
+            }
+            long down = w == DRIFT_WL_CHAT ? 0 : r->correct_to_incorrect;
+            long up = w == DRIFT_WL_CHAT ? 0 : r->incorrect_to_correct;
+            long drift = w == DRIFT_WL_CHAT ? r->flips : 0;
+            double k = 140.0 / (double)r->n;
+            double wd = down * k, wu = up * k, wc = drift * k;
+            buf_printf(b, "<td><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"150\" height=\"16\">"
+                          "<rect x=\"0\" y=\"3\" width=\"140\" height=\"10\" fill=\"#eef0f3\"/>"
+                          "<rect x=\"0\" y=\"3\" width=\"%.1f\" height=\"10\" fill=\"#b2182b\"/>"
+                          "<rect x=\"%.1f\" y=\"3\" width=\"%.1f\" height=\"10\" fill=\"#1b7837\"/>"
+                          "<rect x=\"%.1f\" y=\"3\" width=\"%.1f\" height=\"10\" fill=\"#6a51a3\"/></svg><br>",
+                       wd, wd, wu, wd + wu, wc);
+            if (w == DRIFT_WL_CHAT)
+                buf_printf(b, "<span class=\"drift\">%ld drift</span> of %ld", drift, r->n);
+            else
+                buf_printf(b, "<span class=\"c2i\">%ld&#8595;</span> <span class=\"i2c\">%ld&#8593;</span> of %ld", down,
+                           up, r->n);
+            buf_puts(b, "</td>");
+        }
+        buf_puts(b, "</tr>\n");
+    }
+    buf_puts(b, "</table>\n</div>\n");
+}
+
+static void section_taxonomy(drift_buf *b, const experiment *e, size_t n) {
+    long tot_s = 0, tot_c = 0, tot_d = 0, tot_err = 0;
+    drift_buf rows = {0};
+    for (size_t i = 0; i < n; i++) {
+        long s = 0, c = 0, d = 0;
+        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+            if (!e[i].cmp->present[w]) continue;
+            long f = e[i].cmp->wl[w].flips;
+            if (w == DRIFT_WL_SAFETY) s += f;
+            else if (w == DRIFT_WL_CHAT) d += f;
+            else c += f;
+        }
+        tot_s += s;
+        tot_c += c;
+        tot_d += d;
+        tot_err += e[i].cmp->total_errors;
+        buf_puts(&rows, "<tr><td>");
+        html_text(&rows, e[i].label);
+        buf_printf(&rows, "</td><td class=\"num\">%ld</td><td class=\"num\">%ld</td><td class=\"num\">%ld</td>"
+                          "<td class=\"num\">%ld</td></tr>\n",
+                   s, c, d, e[i].cmp->total_errors);
+    }
+    buf_puts(b, "<h2 id=\"taxonomy\">Taxonomy of flips</h2>\n<div class=\"kpis\">");
+    buf_printf(b, "<div class=\"kpi\"><b>%ld</b><span>safety flips (safe&#8596;unsafe)</span></div>"
+                  "<div class=\"kpi\"><b>%ld</b><span>correctness flips (math, code, long context)</span></div>"
+                  "<div class=\"kpi\"><b>%ld</b><span>semantic drift (chat)</span></div>"
+                  "<div class=\"kpi\"><b>%ld</b><span>pairs excluded for errors</span></div></div>\n",
+               tot_s, tot_c, tot_d, tot_err);
+    buf_puts(b, "<div class=\"card\"><table><tr><th>configuration</th><th>safety</th><th>correctness</th>"
+                "<th>semantic drift</th><th>errors excluded</th></tr>\n");
+    buf_puts(b, rows.data ? rows.data : "");
+    buf_puts(b, "</table></div>\n");
+    buf_free(&rows);
+}
+
+/* The formula over the fixed dimensions that vary; NULL when none does. */
+static char *varying_formula(const drift_table *t, size_t *n_params) {
+    drift_buf f = {0};
+    int terms = 0;
+    *n_params = 1;
+    for (size_t d = 0; d < DRIFT_TABLE_FIXED_DIMS; d++) {
+        const char **lv = NULL;
+        size_t nl = 0;
+        drift_error e = {0};
+        if (drift_table_levels(t, d, &lv, &nl, &e)) continue;
+        free(lv);
+        if (nl < 2) continue;
+        buf_printf(&f, "%s C(%s)", terms ? " +" : "flip_rate ~", t->dim_names[d]);
+        *n_params += nl - 1;
+        terms++;
+    }
+    if (!terms) {
+        buf_free(&f);
+        return NULL;
+    }
+    return buf_steal(&f);
+}
+
+/* A numeric cell: kind 0 = integer, 1 = %.4g, 2 = %.3g, 3 = %.3f; NAN = empty. */
+static void num_cell(drift_buf *b, double v, int kind) {
+    buf_puts(b, "<td class=\"num\">");
+    if (!isnan(v)) {
+        switch (kind) {
+        case 0: buf_printf(b, "%.0f", v); break;
+        case 1: buf_printf(b, "%.4g", v); break;
+        case 2: buf_printf(b, "%.3g", v); break;
+        default: buf_printf(b, "%.3f", v); break;
+        }
+    }
+    buf_puts(b, "</td>");
+}
+
+static void section_anova(drift_buf *b, const drift_table *t) {
+    buf_puts(b, "<h2 id=\"anova\">Analysis of variance</h2>\n<div class=\"card\">\n");
+    size_t params = 0;
+    char *formula = varying_formula(t, &params);
+    if (!formula || t->n_rows < params + 2) {
+        buf_printf(b, "<p>Too few configurations for an ANOVA: %zu rows, and the factors that vary need %zu "
+                      "parameters plus at least two residual degrees of freedom.</p>\n</div>\n",
+                   t->n_rows, params);
+        free(formula);
+        return;
+    }
+    drift_anova_table *a = NULL;
+    drift_error err = {0};
+    if (drift_anova_run(t, formula, 2, &a, &err)) {
+        buf_puts(b, "<p>ANOVA could not be computed: ");
+        html_text(b, err.msg);
+        buf_puts(b, "</p>\n</div>\n");
+        free(formula);
+        return;
+    }
+    buf_puts(b, "<p class=\"sub\">Type II sums of squares, OLS with treatment coding. Formula: <code>");
+    html_text(b, formula);
+    buf_printf(b, "</code>; %zu observations. &#951;&#178; = SS / total SS.</p>\n", a->nobs);
+    buf_puts(b, "<table><tr><th>term</th><th>df</th><th>sum sq</th><th>F</th><th>p</th><th>p (BH)</th>"
+                "<th>&#951;&#178;</th></tr>\n");
+    for (size_t i = 0; i < a->n_rows; i++) {
+        const drift_anova_row *r = &a->rows[i];
+        buf_puts(b, "<tr><td>");
+        html_text(b, r->term);
+        buf_puts(b, "</td>");
+        num_cell(b, r->df, 0);
+        num_cell(b, r->sum_sq, 1);
+        num_cell(b, r->F, 1);
+        num_cell(b, r->p, 2);
+        num_cell(b, r->p_bh, 2);
+        num_cell(b, r->eta_sq, 3);
+        buf_puts(b, "</tr>\n");
+    }
+    buf_puts(b, "</table>\n</div>\n");
+    drift_anova_free(a);
+    free(formula);
+}
+
+/* Minimum rows for the PRI evaluations to mean anything. */
+#define HTML_PRI_MIN_ROWS 20
+
+static void section_pri(drift_buf *b, const drift_table *t) {
+    buf_puts(b, "<h2 id=\"pri\">Portability Risk Index: held-out accuracy</h2>\n<div class=\"card\">\n");
+    if (t->n_rows < HTML_PRI_MIN_ROWS) {
+        buf_printf(b, "<p>Too few rows to fit and evaluate the PRI (%zu; it needs at least %d).</p>\n</div>\n",
+                   t->n_rows, HTML_PRI_MIN_ROWS);
+        return;
+    }
+    drift_pri_options o;
+    drift_pri_options_init(&o);
+    drift_pri_eval *ev = NULL;
+    drift_error err = {0};
+    if (drift_pri_evaluate(t, &o, &ev, &err)) {
+        buf_puts(b, "<p>PRI could not be evaluated: ");
+        html_text(b, err.msg);
+        buf_puts(b, "</p>\n</div>\n");
+        return;
+    }
+    buf_printf(b, "<p>Random 80/20 split: test R&#178; = %.3f (MAE %.3f points). 5-fold CV R&#178; = %.3f &#177; %.3f. "
+                  "%zu features.</p>\n",
+               ev->random_split.test_r2, ev->random_split.test_mae, ev->cv_r2_mean, ev->cv_r2_sd, ev->n_features);
+    buf_puts(b, "<table><tr><th>held out</th><th>train rows</th><th>test rows</th><th>test R&#178;</th>"
+                "<th>test MAE (points)</th></tr>\n");
+    for (size_t i = 0; i < ev->n_levels; i++) {
+        const drift_pri_holdout *h = &ev->levels[i];
+        buf_puts(b, "<tr><td>");
+        html_text(b, h->name);
+        buf_printf(b, "</td><td class=\"num\">%zu</td><td class=\"num\">%zu</td>", h->n_train, h->n_test);
+        num_cell(b, h->test_r2, 3);
+        num_cell(b, h->test_mae, 3);
+        buf_puts(b, "</tr>\n");
+    }
+    buf_puts(b, "</table>\n");
+    if (ev->n_importance) {
+        buf_puts(b, "<h3>Feature importance (gain share)</h3><table><tr><th>feature</th><th>gain</th></tr>\n");
+        for (size_t i = 0; i < ev->n_importance && i < 10; i++) {
+            buf_puts(b, "<tr><td>");
+            html_text(b, ev->importance[i].name);
+            buf_printf(b, "</td><td class=\"num\">%.3f</td></tr>\n", ev->importance[i].gain_share);
+        }
+        buf_puts(b, "</table>\n");
+    }
+    buf_puts(b, "</div>\n");
+    drift_pri_eval_free(ev);
+}
+
+/* One answer with the part after the first difference marked. */
+static void answer_box(drift_buf *b, const char *text, long diff) {
+    const size_t cap = 1500;
+    buf_puts(b, "<div class=\"ans\">");
+    if (!text) {
+        buf_puts(b, "<i>(no text)</i></div>");
+        return;
+    }
+    size_t len = strlen(text);
+    if (diff < 0 || (size_t)diff >= len) {
+        html_text_n(b, text, cap);
+    } else {
+        size_t pre = (size_t)diff;
+        if (pre > cap) pre = cap;
+        html_text_n(b, text, pre);
+        if (pre < cap) {
+            buf_puts(b, "<mark>");
+            html_text_n(b, text + pre, cap - pre);
+            buf_puts(b, "</mark>");
+        }
+    }
+    if (len > cap) buf_printf(b, "&#8230; (%zu more bytes)", len - cap);
+    buf_puts(b, "</div>");
+}
+
+static void section_flipped(drift_buf *b, drift_store *st, const experiment *e, size_t n, size_t max_flipped) {
+    buf_puts(b, "<h2 id=\"flipped\">Flipped prompts</h2>\n");
+    buf_printf(b, "<p class=\"sub\">Up to %zu per configuration and workload; the highlighted text starts at the first "
+                  "character where the two answers differ.</p>\n",
+               max_flipped);
+    size_t shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+            const drift_wl_result *r = &e[i].cmp->wl[w];
+            if (!e[i].cmp->present[w] || !r->n_flipped) continue;
+            buf_puts(b, "<div class=\"card\"><h3>");
+            html_text(b, e[i].label);
+            buf_printf(b, " &#8212; %s: %ld flips of %ld</h3>\n", drift_workload_name((drift_workload)w), r->flips, r->n);
+            for (size_t f = 0; f < r->n_flipped && f < max_flipped; f++) {
+                const drift_flip *fl = &r->flipped[f];
+                drift_response br, tr;
+                drift_prompt bp, tp;
+                memset(&br, 0, sizeof br);
+                memset(&tr, 0, sizeof tr);
+                memset(&bp, 0, sizeof bp);
+                memset(&tp, 0, sizeof tp);
+                drift_error err = {0};
+                int ok = !drift_store_response_get(st, fl->base_response_id, &br, &bp, &err) &&
+                         !drift_store_response_get(st, fl->targ_response_id, &tr, &tp, &err);
+                const char *dir = fl->direction < 0 ? (w == DRIFT_WL_SAFETY ? "safe&#8594;unsafe" : "correct&#8594;incorrect")
+                                  : fl->direction > 0 ? (w == DRIFT_WL_SAFETY ? "unsafe&#8594;safe" : "incorrect&#8594;correct")
+                                                      : "semantic drift";
+                const char *cls = fl->direction < 0 ? "c2i" : fl->direction > 0 ? "i2c" : "drift";
+                buf_puts(b, "<div class=\"flip\"><div class=\"meta\">prompt <b>");
+                html_text(b, fl->prompt_id);
+                buf_printf(b, "</b> &#183; <span class=\"%s\">%s</span>", cls, dir);
+                if (!isnan(fl->value)) buf_printf(b, " &#183; SDR %.3f", fl->value);
+                if (ok) {
+                    long d = drift_first_difference(br.text, tr.text);
+                    if (d < 0) buf_puts(b, " &#183; identical text (the label changed through the evaluator)");
+                    else buf_printf(b, " &#183; answers part at character %ld", d);
+                    buf_puts(b, "</div>\n<div class=\"meta\">");
+                    html_text_n(b, bp.input, 300);
+                    if (bp.input && strlen(bp.input) > 300) buf_puts(b, "&#8230;");
+                    buf_puts(b, "</div>\n<div class=\"pair\"><div><div class=\"meta\">baseline ");
+                    html_text(b, e[i].baseline);
+                    buf_puts(b, "</div>");
+                    answer_box(b, br.text, d);
+                    buf_puts(b, "</div><div><div class=\"meta\">target ");
+                    html_text(b, e[i].label);
+                    buf_puts(b, "</div>");
+                    answer_box(b, tr.text, d);
+                    buf_puts(b, "</div></div>");
+                } else {
+                    buf_puts(b, "</div><p>answers unavailable: ");
+                    html_text(b, err.msg);
+                    buf_puts(b, "</p>");
+                }
+                buf_puts(b, "</div>\n");
+                drift_response_free(&br);
+                drift_response_free(&tr);
+                drift_prompt_free(&bp);
+                drift_prompt_free(&tp);
+                shown++;
+            }
+            if (r->n_flipped > max_flipped)
+                buf_printf(b, "<p class=\"sub\">&#8230; and %zu more (driftbench compare shows all).</p>", r->n_flipped - max_flipped);
+            buf_puts(b, "</div>\n");
+        }
+    }
+    if (!shown) buf_puts(b, "<div class=\"card\"><p>No prompt flipped.</p></div>\n");
+}
+
+drift_status drift_report_html(drift_store *st, const drift_html_opts *o, char **out, drift_error *err) {
+    if (!st || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "html report: missing arguments");
+    *out = NULL;
+    drift_html_opts def;
+    drift_html_opts_default(&def);
+    if (!o) o = &def;
+    const char *baseline = o->baseline ? o->baseline : "baseline";
+    drift_table *t = NULL;
+    drift_status rc = drift_matrix_flip_table(st, baseline, &t, err);
+    if (rc) return rc;
+    experiment *e = NULL;
+    size_t n = 0;
+    if ((rc = load_experiments(st, t, baseline, &e, &n, err))) {
+        drift_table_free(t);
+        return rc;
+    }
+    int wl_on[DRIFT_WL_COUNT] = {0}, n_wl = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int w = 0; w < DRIFT_WL_COUNT; w++)
+            if (e[i].cmp->present[w] && !wl_on[w]) {
+                wl_on[w] = 1;
+                n_wl++;
+            }
+    drift_buf b = {0};
+    char now[32];
+    drift_utc_iso(now);
+    buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
+    html_text(&b, o->title ? o->title : def.title);
+    buf_puts(&b, "</title>\n<style>\n");
+    buf_puts(&b, css);
+    buf_puts(&b, "</style>\n</head>\n<body>\n<main>\n<h1>");
+    html_text(&b, o->title ? o->title : def.title);
+    buf_puts(&b, "</h1>\n<p class=\"sub\">Baseline <b>");
+    html_text(&b, baseline);
+    buf_printf(&b, "</b> &#183; %zu configurations &#183; %zu table rows &#183; generated %s by driftbench %s</p>\n", n,
+               t->n_rows, now, drift_version());
+    if (o->note && *o->note) {
+        buf_puts(&b, "<p class=\"note\">");
+        html_text(&b, o->note);
+        buf_puts(&b, "</p>\n");
+    }
+    long flips = 0, pairs = 0;
+    double worst = 0;
+    const char *worst_l = "";
+    int worst_w = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int w = 0; w < DRIFT_WL_COUNT; w++)
+            if (e[i].cmp->present[w]) {
+                flips += e[i].cmp->wl[w].flips;
+                pairs += e[i].cmp->wl[w].n;
+                if (e[i].cmp->wl[w].n > 0 && e[i].cmp->wl[w].flip_rate >= worst) {
+                    worst = e[i].cmp->wl[w].flip_rate;
+                    worst_l = e[i].label;
+                    worst_w = w;
+                }
+            }
+    buf_printf(&b, "<div class=\"kpis\"><div class=\"kpi\"><b>%ld</b><span>flips in %ld paired answers</span></div>"
+                   "<div class=\"kpi\"><b>%.2f%%</b><span>overall flip rate</span></div>"
+                   "<div class=\"kpi\"><b>%.1f%%</b><span>worst cell: ",
+               flips, pairs, pairs ? 100.0 * (double)flips / (double)pairs : 0.0, 100 * worst);
+    html_text(&b, worst_l);
+    buf_printf(&b, " / %s</span></div></div>\n", n ? drift_workload_name((drift_workload)worst_w) : "-");
+    if (!n) buf_puts(&b, "<div class=\"card\"><p>No configuration with pairs against its baseline.</p></div>\n");
+    else {
+        section_heatmap(&b, e, n, wl_on, n_wl);
+        section_directions(&b, e, n, wl_on);
+        section_taxonomy(&b, e, n);
+    }
+    if (o->analysis) {
+        section_anova(&b, t);
+        section_pri(&b, t);
+    }
+    section_flipped(&b, st, e, n, o->max_flipped ? o->max_flipped : 5);
+    buf_puts(&b, "<p class=\"sub\" style=\"margin-top:30px\">Flip: the workload's label of one prompt differs between "
+                 "baseline and target with deterministic decoding. Errors on either side are excluded, never counted "
+                 "as flips.</p>\n</main>\n</body>\n</html>\n");
+    free_experiments(e, n);
+    drift_table_free(t);
+    if (!b.data) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    *out = buf_steal(&b);
+    return DRIFT_OK;
+}
