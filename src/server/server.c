@@ -356,10 +356,10 @@ static json_t *render_full(const drift_server *s, const gen_ctx *c) {
         const drift_generation *g = &c->gens[i];
         json_t *text = jstr_clean(g->text, g->text ? strlen(g->text) : 0);
         json_t *lp = json_null();
-        if (c->rq->want_logprobs && g->lp) {
+        if (c->rq->want_logprobs) { /* empty arrays when no token was generated */
             json_decref(lp);
-            lp = chat ? lp_chat(s, g, 0, g->n_tokens, c->rq->top_logprobs)
-                      : lp_completions(s, g, 0, g->n_tokens, c->rq->top_logprobs);
+            int nt = g->lp ? g->n_tokens : 0;
+            lp = chat ? lp_chat(s, g, 0, nt, c->rq->top_logprobs) : lp_completions(s, g, 0, nt, c->rq->top_logprobs);
         }
         const char *fr = g->finish_reason ? g->finish_reason : "length";
         json_t *ch = chat ? json_pack("{s:i, s:{s:s, s:o}, s:o, s:s}", "index", (int)i, "message", "role", "assistant",
