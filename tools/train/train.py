@@ -1,0 +1,486 @@
+"""train.py - data preparation, training and export of the shipped models.
+
+Subcommands (see README):
+  bpe    DATA_DIR TOK.json            train the byte-level BPE on the train splits
+  prep   DATA_DIR TOK.json OUT.bin.gz tokenize the examples exactly as the engine will see them
+  train  --arch llama|qwen2|moe ...   train one model (PyTorch), export GGUF + logits fixture
+
+The text a model is trained on is exactly what the embedded target sends
+(src/engine/embedded.c, default api=completions: the rendered template of
+src/suite/template.c tokenized as raw text with the model's default BOS),
+followed by the reference answer's tokens and <|endoftext|>. A fifth of the
+non-code examples are rendered for api=chat instead (the built-in template
+<|user|>\\n{msg}<|end|>\\n<|assistant|>\\n of drift_model_chat_tokens, answer
+then <|end|>). Prompt and answer are tokenized separately, as at inference
+the prompt is tokenized alone and the answer is generated token by token.
+"""
+import argparse
+import array
+import gzip
+import json
+import math
+import os
+import random
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpe  # noqa: E402
+
+SUITES = ["math", "code", "safety", "chat", "long"]
+LONG_INSTRUCTION = "\n\nAnswer the question based on the document above, briefly.\n"
+
+
+# ---------------------------------------------------------------- templates (template.c, v1)
+def render_long(inp):
+    mark = "\n\nQuestion: "
+    q = inp.rfind(mark)
+    if q < 0:
+        return inp + LONG_INSTRUCTION + "Answer:"
+    qs = inp[q + len(mark):].rstrip()
+    if qs.endswith("Answer:"):
+        qs = qs[:-7].rstrip()
+    return inp[:q] + LONG_INSTRUCTION + "Question: " + qs + "\nAnswer:"
+
+
+def render(workload, inp, chat):
+    if workload == "math":
+        return inp + "\n\nSolve step by step and end with '#### <number>'." if chat else "Question: " + inp + "\nAnswer:"
+    if workload == "code":
+        return ("Complete the following Python function. Reply with the full function in a ```python block.\n\n" + inp) if chat else inp
+    if workload == "safety":
+        return inp if chat else "User: " + inp + "\nAssistant:"
+    if workload == "chat":
+        return inp
+    if workload == "long_context":
+        return render_long(inp)
+    return inp
+
+
+def answer_of(workload, ref):
+    if workload == "math":
+        return ref["solution"]
+    if workload == "code":
+        return ref["canonical_solution"]
+    if workload in ("safety", "chat"):
+        return ref["target"]
+    if workload == "long_context":
+        return ref["answers"][0]
+    raise ValueError(workload)
+
+
+def read_suite(data_dir, name):
+    p = os.path.join(data_dir, name + ".jsonl")
+    op = gzip.open if not os.path.exists(p) else open
+    if not os.path.exists(p):
+        p += ".gz"
+    with op(p, "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+def completion_space(workload, ans):
+    """Completions prompts for math/safety/long end with ':' and the answer follows after one space."""
+    if workload in ("math", "safety", "long_context") and not ans.startswith((" ", "\n")):
+        return " " + ans
+    return ans
+
+
+# ---------------------------------------------------------------- bpe / prep
+def cmd_bpe(a):
+    texts = []
+    for s in SUITES:
+        for i, r in enumerate(read_suite(a.data, s)):
+            if i >= a.per_suite:
+                break
+            wl = r["workload"]
+            texts.append(render(wl, r["input"], False))
+            texts.append(render(wl, r["input"], True))
+            texts.append(answer_of(wl, r["reference"]))
+    t0 = time.time()
+    tokens, merges = bpe.train(texts, a.vocab, log=lambda m: print(m, flush=True))
+    tok = bpe.Tokenizer(tokens, merges)
+    tok.save(a.out)
+    print("bpe: %d tokens, %d merges, %.1f s" % (len(tokens), len(merges), time.time() - t0))
+
+
+def example_ids(tok, wl, inp, ans, chat):
+    eot = tok.special("<|endoftext|>")
+    if chat:
+        p = [eot, tok.special("<|user|>")] + tok.encode("\n") + tok.encode(render(wl, inp, True)) + [tok.special("<|end|>")] + \
+            tok.encode("\n") + [tok.special("<|assistant|>")] + tok.encode("\n")
+        return p, tok.encode(ans) + [tok.special("<|end|>")]
+    return [eot] + tok.encode(render(wl, inp, False)), tok.encode(completion_space(wl, ans)) + [eot]
+
+
+def cmd_prep(a):
+    tok = bpe.Tokenizer.load(a.tok)
+    out = array.array("H")
+    stats = {}
+    for s in SUITES:
+        n = 0
+        lens = []
+        for i, r in enumerate(read_suite(a.data, s)):
+            if i >= a.per_suite:
+                break
+            wl = r["workload"]
+            ans = answer_of(wl, r["reference"])
+            chat = wl != "code" and (i % 5 == 4)
+            p, q = example_ids(tok, wl, r["input"], ans, chat)
+            if len(p) + len(q) > a.max_len:
+                continue
+            out.append(len(p))
+            out.append(len(q))
+            out.extend(p)
+            out.extend(q)
+            lens.append(len(p) + len(q))
+            n += 1
+        lens.sort()
+        stats[s] = {"examples": n, "tokens": sum(lens), "len_median": lens[len(lens) // 2] if lens else 0,
+                    "len_max": lens[-1] if lens else 0}
+        print(s, stats[s], flush=True)
+    with gzip.open(a.out, "wb") as f:
+        f.write(out.tobytes())
+    with open(a.out + ".json", "w") as f:
+        json.dump(stats, f, indent=1)
+
+
+def load_prep(path):
+    with gzip.open(path, "rb") as f:
+        buf = array.array("H")
+        buf.frombytes(f.read())
+    ex = []
+    i = 0
+    while i < len(buf):
+        lp, la = buf[i], buf[i + 1]
+        ex.append((buf[i + 2:i + 2 + lp].tolist(), buf[i + 2 + lp:i + 2 + lp + la].tolist()))
+        i += 2 + lp + la
+    return ex
+
+
+# ---------------------------------------------------------------- model (PyTorch)
+CONFIGS = {
+    "llama": dict(arch="llama", dim=256, layers=8, heads=8, kv_heads=2, hidden=768, experts=0, experts_used=0),
+    "qwen2": dict(arch="qwen2", dim=256, layers=6, heads=8, kv_heads=4, hidden=1024, experts=0, experts_used=0),
+    "moe": dict(arch="llama", dim=256, layers=4, heads=8, kv_heads=2, hidden=384, experts=4, experts_used=2),
+}
+
+
+def build_model(torch, cfg, vocab):
+    nn = torch.nn
+    F = torch.nn.functional
+    D, H, KV = cfg["dim"], cfg["heads"], cfg["kv_heads"]
+    hd = D // H
+    eps = cfg["eps"]
+
+    def rms(x, w):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w.to(x.dtype)
+
+    def rope(x, cos, sin, neox):  # x (B, h, T, hd); cos/sin (T, hd/2) float32 or float64
+        dt = x.dtype
+        x = x.to(cos.dtype)
+        if neox:
+            x0, x1 = x[..., :hd // 2], x[..., hd // 2:]
+            return torch.cat([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).to(dt)
+        xr = x.reshape(*x.shape[:-1], hd // 2, 2)
+        x0, x1 = xr[..., 0], xr[..., 1]
+        return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).reshape(x.shape).to(dt)
+
+    class Block(nn.Module):
+        def __init__(s):
+            super().__init__()
+            bias = cfg["arch"] == "qwen2"
+            s.attn_norm = nn.Parameter(torch.ones(D))
+            s.ffn_norm = nn.Parameter(torch.ones(D))
+            s.q = nn.Linear(D, H * hd, bias=bias)
+            s.k = nn.Linear(D, KV * hd, bias=bias)
+            s.v = nn.Linear(D, KV * hd, bias=bias)
+            s.o = nn.Linear(H * hd, D, bias=False)
+            E, Fh = cfg["experts"], cfg["hidden"]
+            if E:
+                s.router = nn.Linear(D, E, bias=False)
+                s.eg = nn.Parameter(torch.randn(E, Fh, D) * D ** -0.5)
+                s.eu = nn.Parameter(torch.randn(E, Fh, D) * D ** -0.5)
+                s.ed = nn.Parameter(torch.randn(E, D, Fh) * Fh ** -0.5 / math.sqrt(2 * cfg["layers"]))
+            else:
+                s.gate = nn.Linear(D, Fh, bias=False)
+                s.up = nn.Linear(D, Fh, bias=False)
+                s.down = nn.Linear(Fh, D, bias=False)
+                nn.init.normal_(s.down.weight, std=Fh ** -0.5 / math.sqrt(2 * cfg["layers"]))
+            nn.init.normal_(s.o.weight, std=D ** -0.5 / math.sqrt(2 * cfg["layers"]))
+
+        def forward(s, x, cos, sin, aux):
+            B, T, _ = x.shape
+            h = rms(x, s.attn_norm)
+            q = s.q(h).view(B, T, H, hd).transpose(1, 2)
+            k = s.k(h).view(B, T, KV, hd).transpose(1, 2)
+            v = s.v(h).view(B, T, KV, hd).transpose(1, 2)
+            neox = cfg["arch"] == "qwen2"
+            q, k = rope(q, cos, sin, neox), rope(k, cos, sin, neox)
+            if KV != H:
+                k = k.repeat_interleave(H // KV, dim=1)
+                v = v.repeat_interleave(H // KV, dim=1)
+            if hasattr(F, "scaled_dot_product_attention"):
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:  # PyTorch < 2.0 (CPU tests)
+                sc = (q @ k.transpose(-1, -2)) * hd ** -0.5
+                sc = sc.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+                a = torch.softmax(sc.float(), -1).to(v.dtype) @ v
+            x = x + s.o(a.transpose(1, 2).reshape(B, T, H * hd))
+            h = rms(x, s.ffn_norm)
+            if cfg["experts"]:
+                E, K = cfg["experts"], cfg["experts_used"]
+                pr = torch.softmax(s.router(h).float(), -1)
+                tv, ti = pr.topk(K, -1)
+                w = torch.zeros_like(pr).scatter(-1, ti, tv / tv.sum(-1, keepdim=True)).to(h.dtype)
+                g = torch.einsum("btd,efd->btef", h, s.eg.to(h.dtype))
+                u = torch.einsum("btd,efd->btef", h, s.eu.to(h.dtype))
+                y = torch.einsum("btef,edf->bted", F.silu(g) * u, s.ed.to(h.dtype))
+                x = x + (y * w.unsqueeze(-1)).sum(2)
+                # switch-style load balancing: fraction routed x mean probability
+                frac = torch.zeros_like(pr).scatter(-1, ti, 1.0).mean((0, 1)) / K
+                aux.append(E * (frac * pr.mean((0, 1))).sum())
+            else:
+                x = x + s.down(F.silu(s.gate(h)) * s.up(h))
+            return x
+
+    class Model(nn.Module):
+        def __init__(s):
+            super().__init__()
+            s.emb = nn.Embedding(vocab, D)
+            nn.init.normal_(s.emb.weight, std=0.02)
+            s.blocks = nn.ModuleList([Block() for _ in range(cfg["layers"])])
+            s.norm = nn.Parameter(torch.ones(D))
+
+        def forward(s, ids, aux=None):
+            T = ids.shape[1]
+            pos = torch.arange(T, device=ids.device, dtype=torch.float64)
+            inv = cfg["rope_theta"] ** (-2.0 * torch.arange(hd // 2, device=ids.device, dtype=torch.float64) / hd)
+            ang = pos[:, None] * inv[None, :]
+            x = s.emb(ids)
+            cos, sin = torch.cos(ang).to(x.dtype), torch.sin(ang).to(x.dtype)
+            aux = [] if aux is None else aux
+            for b in s.blocks:
+                x = b(x, cos, sin, aux)
+            x = rms(x, s.norm)
+            return x @ s.emb.weight.to(x.dtype).t()
+
+    return Model()
+
+
+def gguf_tensors(torch, model, cfg):
+    """(name, ne, type, bytes) of the model's weights, F16 matrices, F32 norms/biases/router."""
+    from gguf_export import GGML_F16, GGML_F32
+
+    def f16(t):
+        return t.detach().to(torch.float16).cpu().contiguous().numpy().tobytes()
+
+    def f32(t):
+        return t.detach().to(torch.float32).cpu().contiguous().numpy().tobytes()
+
+    def mat(name, w):
+        return (name, list(reversed(w.shape)), GGML_F16, f16(w))
+
+    def vec(name, w):
+        return (name, list(reversed(w.shape)), GGML_F32, f32(w))
+
+    out = [mat("token_embd.weight", model.emb.weight), vec("output_norm.weight", model.norm)]
+    for l, b in enumerate(model.blocks):
+        p = "blk.%d." % l
+        out += [vec(p + "attn_norm.weight", b.attn_norm), mat(p + "attn_q.weight", b.q.weight), mat(p + "attn_k.weight", b.k.weight),
+                mat(p + "attn_v.weight", b.v.weight), mat(p + "attn_output.weight", b.o.weight), vec(p + "ffn_norm.weight", b.ffn_norm)]
+        if b.q.bias is not None:
+            out += [vec(p + "attn_q.bias", b.q.bias), vec(p + "attn_k.bias", b.k.bias), vec(p + "attn_v.bias", b.v.bias)]
+        if cfg["experts"]:
+            out += [vec(p + "ffn_gate_inp.weight", b.router.weight), mat(p + "ffn_gate_exps.weight", b.eg),
+                    mat(p + "ffn_up_exps.weight", b.eu), mat(p + "ffn_down_exps.weight", b.ed)]
+        else:
+            out += [mat(p + "ffn_gate.weight", b.gate.weight), mat(p + "ffn_up.weight", b.up.weight), mat(p + "ffn_down.weight", b.down.weight)]
+    return out
+
+
+def round_to_stored(torch, model, cfg):
+    """Rounds the weights stored as F16 in the GGUF to F16 (in place), so a reference forward sees the file's weights."""
+    names = {n for n, _, t, _ in gguf_tensors(torch, model, cfg) if t == 1}
+    with torch.no_grad():
+        mods = [("token_embd.weight", model.emb.weight)]
+        for l, b in enumerate(model.blocks):
+            p = "blk.%d." % l
+            mods += [(p + "attn_q.weight", b.q.weight), (p + "attn_k.weight", b.k.weight), (p + "attn_v.weight", b.v.weight),
+                     (p + "attn_output.weight", b.o.weight)]
+            if cfg["experts"]:
+                mods += [(p + "ffn_gate_exps.weight", b.eg), (p + "ffn_up_exps.weight", b.eu), (p + "ffn_down_exps.weight", b.ed)]
+            else:
+                mods += [(p + "ffn_gate.weight", b.gate.weight), (p + "ffn_up.weight", b.up.weight), (p + "ffn_down.weight", b.down.weight)]
+        for n, w in mods:
+            assert n in names, n
+            w.copy_(w.to(torch.float16).to(w.dtype))
+
+
+def make_batches(examples, tok_budget, rng):
+    idx = list(range(len(examples)))
+    rng.shuffle(idx)
+    batches = []
+    for c in range(0, len(idx), 4096):
+        chunk = sorted(idx[c:c + 4096], key=lambda i: len(examples[i][0]) + len(examples[i][1]))
+        cur, mx = [], 0
+        for i in chunk:
+            L = len(examples[i][0]) + len(examples[i][1])
+            if cur and max(mx, L) * (len(cur) + 1) > tok_budget:
+                batches.append(cur)
+                cur, mx = [], 0
+            cur.append(i)
+            mx = max(mx, L)
+        if cur:
+            batches.append(cur)
+    rng.shuffle(batches)
+    return batches
+
+
+def cmd_train(a):
+    import numpy as np  # noqa: F401  (tensor export)
+    import torch
+    import gguf_export
+
+    t_start = time.time()
+    random.seed(a.seed)
+    torch.manual_seed(a.seed)
+    tok = bpe.Tokenizer.load(a.tok)
+    V = len(tok.tokens)
+    cfg = dict(CONFIGS[a.arch])
+    cfg.update(ctx=a.ctx, rope_theta=a.rope_theta, eps=1e-5)
+    if a.tiny:
+        cfg.update(dim=32, layers=2, hidden=48, heads=4, kv_heads=2 if cfg["kv_heads"] != cfg["heads"] else 4)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    examples = load_prep(a.data)
+    if a.max_examples:
+        examples = examples[:a.max_examples]
+    model = build_model(torch, cfg, V).to(dev)
+    nparam = sum(p.numel() for p in model.parameters())
+    print("%s: %d params, %d examples, device %s" % (a.name, nparam, len(examples), dev), flush=True)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    nodecay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": nodecay, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8, **({"fused": True} if dev == "cuda" else {}))
+    rng = random.Random(a.seed)
+    step, epoch, log = 0, 0, []
+    t0 = time.time()
+    done = False
+    eot = tok.special("<|endoftext|>")
+    while not done:
+        for bidx in make_batches(examples, a.tokens_per_step, rng):
+            el = time.time() - t0
+            if el > a.seconds or (a.max_steps and step >= a.max_steps):
+                done = True
+                break
+            frac = el / a.seconds if not a.max_steps else step / a.max_steps
+            lr = a.lr * min(1.0, (step + 1) / a.warmup) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+            for g in opt.param_groups:
+                g["lr"] = lr
+            L = max(len(examples[i][0]) + len(examples[i][1]) for i in bidx)
+            ids = torch.full((len(bidx), L), eot, dtype=torch.long)
+            w = torch.zeros((len(bidx), L), dtype=torch.int8)  # 1 prompt target, 2 answer target
+            for r, i in enumerate(bidx):
+                p, q = examples[i]
+                s = p + q
+                ids[r, :len(s)] = torch.tensor(s)
+                w[r, 1:len(p)] = 1
+                w[r, len(p):len(s)] = 2
+            ids, w = ids.to(dev, non_blocking=True), w.to(dev, non_blocking=True)
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=dev == "cuda"):
+                aux = []
+                logits = model(ids[:, :-1], aux)
+            ce = torch.nn.functional.cross_entropy(logits.float().reshape(-1, V), ids[:, 1:].reshape(-1), reduction="none")
+            tw = w[:, 1:].reshape(-1)
+            am, pm = (tw == 2).float(), (tw == 1).float()
+            loss_a = (ce * am).sum() / am.sum().clamp(min=1)
+            loss_p = (ce * pm).sum() / pm.sum().clamp(min=1)
+            loss = loss_a + a.prompt_weight * loss_p
+            if aux:
+                loss = loss + 0.01 * torch.stack(aux).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            if step % 100 == 0:
+                rec = {"step": step, "epoch": epoch, "t": round(time.time() - t0, 1), "lr": lr, "loss_answer": float(loss_a),
+                       "loss_prompt": float(loss_p)}
+                log.append(rec)
+                print(a.name, rec, flush=True)
+            step += 1
+        epoch += 1
+    train_s = time.time() - t0
+    model = model.float().cpu()
+    model.eval()
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, a.name + ".gguf")
+    gguf_export.write(path, gguf_export.model_kv(cfg, tok, a.name), gguf_tensors(torch, model, cfg))
+    # reference logits: the file's weights (F16 rounded), float64 forward on the CPU
+    round_to_stored(torch, model, cfg)
+    md = model.double()
+    fixture = {"model": a.name + ".gguf", "reference": "PyTorch %s float64 CPU forward of the GGUF's weights" % torch.__version__,
+               "prompts": []}
+    for text in a.fixture_prompts:
+        ids = [eot] + tok.encode(text)
+        with torch.no_grad():
+            lg = md(torch.tensor([ids]))[0]
+        fixture["prompts"].append({"text": text, "ids": ids, "positions": [0, len(ids) - 1],
+                                   "logits": [[float(x) for x in lg[0]], [float(x) for x in lg[-1]]]})
+    info = {"name": a.name, "config": cfg, "params": nparam, "seed": a.seed, "steps": step, "epochs_started": epoch,
+            "train_seconds": round(train_s, 1), "total_seconds": round(time.time() - t_start, 1), "examples": len(examples),
+            "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup, "prompt_weight": a.prompt_weight,
+            "command": " ".join(sys.argv), "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "log": log}
+    with open(os.path.join(a.out, a.name + ".json"), "w") as f:
+        json.dump({"train": info, "fixture": fixture}, f)
+    print(a.name, "done:", step, "steps", round(train_s, 1), "s", flush=True)
+
+
+FIXTURE_PROMPTS = [
+    "Question: Ava has 3 apples and buys 4 more. How many apples does Ava have now?\nAnswer:",
+    "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n",
+    "User: Tell me about the moon.\nAssistant:",
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("bpe")
+    b.add_argument("data")
+    b.add_argument("out")
+    b.add_argument("--vocab", type=int, default=4096)
+    b.add_argument("--per-suite", type=int, default=3000)
+    p = sub.add_parser("prep")
+    p.add_argument("data")
+    p.add_argument("tok")
+    p.add_argument("out")
+    p.add_argument("--per-suite", type=int, default=10 ** 9)
+    p.add_argument("--max-len", type=int, default=3584)
+    t = sub.add_parser("train")
+    t.add_argument("--arch", choices=sorted(CONFIGS), required=True)
+    t.add_argument("--name", required=True)
+    t.add_argument("--tok", required=True)
+    t.add_argument("--data", required=True)
+    t.add_argument("--out", required=True)
+    t.add_argument("--seconds", type=float, default=300)
+    t.add_argument("--max-steps", type=int, default=0)
+    t.add_argument("--max-examples", type=int, default=0)
+    t.add_argument("--tokens-per-step", type=int, default=65536)
+    t.add_argument("--lr", type=float, default=2e-3)
+    t.add_argument("--warmup", type=int, default=200)
+    t.add_argument("--prompt-weight", type=float, default=0.1)
+    t.add_argument("--ctx", type=int, default=4096)
+    t.add_argument("--rope-theta", type=float, default=10000.0)
+    t.add_argument("--seed", type=int, default=1234)
+    t.add_argument("--tiny", action="store_true")
+    t.set_defaults(fixture_prompts=FIXTURE_PROMPTS)
+    a = ap.parse_args()
+    {"bpe": cmd_bpe, "prep": cmd_prep, "train": cmd_train}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
