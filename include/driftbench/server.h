@@ -14,7 +14,16 @@
  *
  * Memory is bounded: body size, connections, queued sequences (503 with
  * Retry-After when full), n, stop strings, max_tokens (clamped to the
- * context as the embedded target does). */
+ * context as the embedded target does).
+ *
+ * Request defaults and limits: seed 42 when absent (answers are
+ * reproducible); max_tokens 16 (completions, as OpenAI) or up to the
+ * context (chat); choice j of n samples with seed + j. Chat takes one user
+ * message (the engine's built-in template has no system or multi-turn
+ * form): other conversations get a 400. Streaming sends the SSE chunks
+ * (one per token, then [DONE]) once the sequence is decoded, not token by
+ * token. Not supported (400): echo, penalties, logit_bias, best_of > 1,
+ * token-id prompts. */
 #ifndef DRIFTBENCH_SERVER_H
 #define DRIFTBENCH_SERVER_H
 

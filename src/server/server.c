@@ -885,8 +885,7 @@ drift_status drift_server_start(const drift_server_opts *o, drift_server **out, 
         return drift_error_set(err, DRIFT_ERR_INTERNAL, "server: cannot start the scheduler thread");
     }
     s->sched_started = 1;
-    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-                                MHD_USE_ERROR_LOG * 0,
+    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC,
                             0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
                             (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,

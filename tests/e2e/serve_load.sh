@@ -1,0 +1,32 @@
+#!/bin/bash
+# serve_load.sh - `driftbench serve` (a process) under load from another
+# process (loadgen: 32 concurrent clients, every third request invalid):
+# every valid request answered, every invalid one refused with its 4xx, no
+# crash, resident memory steady across rounds, clean exit on SIGTERM.
+set -euo pipefail
+: "${DRIFTBENCH:?}" "${DRIFT_SOURCE:?}" "${DRIFT_BUILD:?}"
+dir=$(mktemp -d /tmp/drift_e2e_load.XXXXXX)
+trap 'kill -9 $spid 2>/dev/null || true; rm -rf "$dir"' EXIT
+"$DRIFTBENCH" serve --model "$DRIFT_SOURCE/tests/data/models/tiny-qwen2-f16.gguf" --port 0 --threads 1 \
+    --max-batch 8 --lifetime 120 >"$dir/out" 2>"$dir/err" &
+spid=$!
+for _ in $(seq 100); do grep -q '^PORT ' "$dir/out" && break; sleep 0.05; done
+port=$(awk '/^PORT /{print $2}' "$dir/out")
+[ -n "$port" ] || { echo "no PORT line"; cat "$dir/err"; exit 1; }
+rss() { awk '/^VmRSS:/{print $2}' "/proc/$spid/status"; }
+"$DRIFT_BUILD/loadgen" "http://127.0.0.1:$port" 32 3 3 4 # warm-up
+before=$(rss)
+for round in 1 2 3; do
+    line=$("$DRIFT_BUILD/loadgen" "http://127.0.0.1:$port" 32 3 3 4)
+    echo "round $round: $line"
+    case "$line" in "ok=64 refused=32 unexpected=0 overloaded=0 "*) ;; *) echo "unexpected outcome"; exit 1 ;; esac
+done
+after=$(rss)
+echo "RSS ${before} kB -> ${after} kB"
+[ $((after - before)) -lt 8192 ] || { echo "RSS grew by $((after - before)) kB"; exit 1; }
+kill -0 $spid
+kill -TERM $spid
+rc=0; wait $spid || rc=$?
+[ "$rc" = 0 ] || { echo "serve exited $rc"; cat "$dir/err"; exit 1; }
+grep -q "refused (4xx)" "$dir/err"
+echo "serve_load: ok"
