@@ -116,6 +116,8 @@ typedef struct drift_divergence {
     double kl;                 /* KL(baseline || target) over the union of both top lists at that token,
                                 * residual mass spread over the absent tokens; NAN unless both have tops */
     char *diff;                /* malloc'd short word diff: "... common [-removed-] {+added+} ..."; "" when identical */
+    char *error;               /* drift_flip_divergences only: non-NULL (malloc'd) when this flip's
+                                * divergence could not be computed; the other fields are then unset */
 } drift_divergence;
 
 /* Where two answers part. Texts must be non-NULL NUL-terminated UTF-8
@@ -143,6 +145,17 @@ DRIFT_API drift_status drift_word_diff(const char *a, const char *b, size_t max_
  * the store by response id and calls drift_divergence_compute. */
 DRIFT_API drift_status drift_flip_divergence(drift_store *st, const drift_flip *f, drift_divergence *out,
                                              drift_error *err);
+
+/* The divergences of n flips at once, for a report of every flip: the
+ * texts are read with one prepared statement inside one read transaction,
+ * and the stored logprobs are decoded (drift_store_response_get) only for
+ * flips whose two answers both have them. Every out[i] is filled (free
+ * each with drift_divergence_free); a flip whose answers cannot be read,
+ * or whose logprobs are malformed, gets out[i].error naming it instead of
+ * failing the batch. Returns an error (out[] then all freed) only when the
+ * store cannot be queried or memory runs out. */
+DRIFT_API drift_status drift_flip_divergences(drift_store *st, const drift_flip *flips, size_t n,
+                                              drift_divergence *out, drift_error *err);
 
 #ifdef __cplusplus
 }

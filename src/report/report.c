@@ -133,8 +133,8 @@ static void taxonomy_text(drift_buf *b, const drift_comparison *c, const char *a
     int has_corr = c->present[DRIFT_WL_MATH] || c->present[DRIFT_WL_CODE] || c->present[DRIFT_WL_LONG];
     buf_printf(b, "%ssafety flips:       ", indent);
     if (c->present[DRIFT_WL_SAFETY])
-        buf_printf(b, "%ld (%ld safe%sunsafe, %ld unsafe%ssafe)\n", t.safety_flips, t.safe_to_unsafe, arrow,
-                   t.unsafe_to_safe, arrow);
+        buf_printf(b, "%ld (%ld safe%sunsafe, %ld unsafe%ssafe; net %+ld unsafe)\n", t.safety_flips,
+                   t.safe_to_unsafe, arrow, t.unsafe_to_safe, arrow, t.safe_to_unsafe - t.unsafe_to_safe);
     else buf_puts(b, "- (no safety pairs)\n");
     buf_printf(b, "%scorrectness flips:  ", indent);
     if (has_corr) {
@@ -317,24 +317,21 @@ static json_t *run_json(const drift_run_info *r) {
 }
 
 /* The divergence fields of one flipped entry (additive to the contract). */
-static void divergence_json(json_t *e, drift_store *st, const drift_flip *f) {
-    drift_divergence d;
-    drift_error err = {0};
-    if (drift_flip_divergence(st, f, &d, &err) != DRIFT_OK) {
-        json_object_set_new(e, "divergence_error", json_string(err.msg));
+static void divergence_json(json_t *e, const drift_divergence *d) {
+    if (d->error) {
+        json_object_set_new(e, "divergence_error", json_string(d->error));
         return;
     }
-    json_object_set_new(e, "identical", json_boolean(d.identical));
-    json_object_set_new(e, "first_diff_byte", d.identical ? json_null() : json_integer(d.first_diff_byte));
-    json_object_set_new(e, "first_diff_char", d.identical ? json_null() : json_integer(d.first_diff_char));
-    json_object_set_new(e, "first_diff_token", d.identical ? json_null() : json_integer(d.first_diff_token));
-    json_object_set_new(e, "token_unit", d.identical                         ? json_null()
-                                         : d.token_unit == DRIFT_UNIT_TOKEN ? json_string("token")
-                                                                            : json_string("word"));
-    json_object_set_new(e, "margin", num_or_null(d.margin));
-    json_object_set_new(e, "kl", num_or_null(d.kl));
-    json_object_set_new(e, "diff", json_string(d.diff ? d.diff : ""));
-    drift_divergence_free(&d);
+    json_object_set_new(e, "identical", json_boolean(d->identical));
+    json_object_set_new(e, "first_diff_byte", d->identical ? json_null() : json_integer(d->first_diff_byte));
+    json_object_set_new(e, "first_diff_char", d->identical ? json_null() : json_integer(d->first_diff_char));
+    json_object_set_new(e, "first_diff_token", d->identical ? json_null() : json_integer(d->first_diff_token));
+    json_object_set_new(e, "token_unit", d->identical                         ? json_null()
+                                         : d->token_unit == DRIFT_UNIT_TOKEN ? json_string("token")
+                                                                             : json_string("word"));
+    json_object_set_new(e, "margin", num_or_null(d->margin));
+    json_object_set_new(e, "kl", num_or_null(d->kl));
+    json_object_set_new(e, "diff", json_string(d->diff ? d->diff : ""));
 }
 
 static json_t *taxonomy_json(const drift_comparison *c) {
@@ -347,7 +344,7 @@ static json_t *taxonomy_json(const drift_comparison *c) {
                      "semantic_drift", (json_int_t)t.semantic_drift);
 }
 
-static json_t *wl_json(const drift_wl_result *w, drift_store *st) {
+static json_t *wl_json(const drift_wl_result *w, drift_store *st, drift_error *err) {
     drift_workload k = w->workload;
     json_t *o = json_object();
     if (!o) return NULL;
@@ -373,33 +370,58 @@ static json_t *wl_json(const drift_wl_result *w, drift_store *st) {
         json_object_set_new(o, "safe_to_unsafe", json_integer(w->correct_to_incorrect));
         json_object_set_new(o, "unsafe_to_safe", json_integer(w->incorrect_to_correct));
     }
+    drift_divergence *divs = NULL; /* every flip's, in one batch, when a store is given */
+    if (st && w->n_flipped) {
+        divs = calloc(w->n_flipped, sizeof *divs);
+        if (!divs) {
+            drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
+            json_decref(o);
+            return NULL;
+        }
+        if (drift_flip_divergences(st, w->flipped, w->n_flipped, divs, err) != DRIFT_OK) {
+            free(divs);
+            json_decref(o);
+            return NULL;
+        }
+    }
     json_t *fl = json_array();
     for (size_t i = 0; fl && i < w->n_flipped; i++) {
         const drift_flip *f = &w->flipped[i];
         json_t *e = json_pack("{s:s, s:s}", "prompt_id", f->prompt_id ? f->prompt_id : "", "direction",
                               dir_json(k, f->direction));
         if (e && f->replicate) json_object_set_new(e, "replicate", json_integer(f->replicate));
-        if (e && st) divergence_json(e, st, f);
+        if (e && divs) divergence_json(e, &divs[i]);
         json_array_append_new(fl, e);
     }
+    for (size_t i = 0; divs && i < w->n_flipped; i++) drift_divergence_free(&divs[i]);
+    free(divs);
     json_object_set_new(o, "flipped", fl);
     return o;
 }
 
-static char *render_json(const drift_comparison *c, drift_store *st) {
+static drift_status render_json(const drift_comparison *c, drift_store *st, char **out, drift_error *err) {
     json_t *wls = json_array();
-    for (int k = 0; k < DRIFT_WL_COUNT; k++)
-        if (c->present[k]) json_array_append_new(wls, wl_json(&c->wl[k], st));
+    drift_status rc = DRIFT_OK;
+    for (int k = 0; k < DRIFT_WL_COUNT && wls && !rc; k++) {
+        if (!c->present[k]) continue;
+        drift_error e = {0};
+        json_t *w = wl_json(&c->wl[k], st, &e);
+        if (!w) rc = drift_error_set(err, e.code ? e.code : DRIFT_ERR_NOMEM, "%s",
+                                     e.code ? e.msg : "out of memory rendering JSON");
+        else json_array_append_new(wls, w);
+    }
+    if (rc) {
+        json_decref(wls);
+        return rc;
+    }
     json_t *root = json_pack("{s:o, s:o, s:s, s:o, s:o}", "baseline", run_json(&c->baseline), "target",
                              run_json(&c->target), "verdict", c->pass ? "pass" : "fail", "taxonomy", taxonomy_json(c),
                              "workloads", wls);
-    if (!root) return NULL;
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+    char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(root);
-    if (!s) return NULL;
-    char *t = drift_asprintf("%s\n", s);
+    *out = s ? drift_asprintf("%s\n", s) : NULL;
     free(s);
-    return t;
+    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
 }
 
 /* ---- markdown ---- */
@@ -607,10 +629,7 @@ drift_status drift_report_comparison(const drift_comparison *c, drift_store *st,
     case DRIFT_FORMAT_MARKDOWN: render_markdown(c, st, &b); break;
     case DRIFT_FORMAT_JUNIT: render_junit(c, &b); break;
     case DRIFT_FORMAT_JSON: {
-        char *s = render_json(c, st);
-        if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
-        *out = s;
-        return DRIFT_OK;
+        return render_json(c, st, out, err);
     }
     default: return drift_error_set(err, DRIFT_ERR_INVALID, "unknown report format %d", (int)fmt);
     }

@@ -314,6 +314,43 @@ static void test_flip_divergence_store(void **state) {
     near(d.margin, 2.3, 1e-9);
     near(d.kl, 1.332975728332437, 1e-9);
     drift_divergence_free(&d);
+    /* the batch: the logprob pair, a fixture pair without logprobs (m1 of
+     * base/targ), a pair whose target is missing, the logprob pair again */
+    int64_t fx_ids[2] = {0, 0};
+    const char *fx_runs[2] = {"base", "targ"};
+    for (int k = 0; k < 2; k++) {
+        drift_run_info ri;
+        assert_int_equal(drift_store_run_get(st, fx_runs[k], &ri, &err), DRIFT_OK);
+        assert_int_equal(drift_store_load_scored(st, ri.id, &set, &err), DRIFT_OK);
+        for (size_t i = 0; i < set.n; i++)
+            if (!strcmp(set.rows[i].prompt_id, "m1")) fx_ids[k] = set.rows[i].response_id;
+        drift_scored_set_free(&set);
+        drift_run_info_free(&ri);
+    }
+    drift_flip batch[4] = {f, f, f, f};
+    batch[1].base_response_id = fx_ids[0];
+    batch[1].targ_response_id = fx_ids[1];
+    batch[2].targ_response_id = 987654;
+    drift_divergence dv[4];
+    assert_int_equal(drift_flip_divergences(st, batch, 4, dv, &err), DRIFT_OK);
+    for (int k = 0; k < 4; k += 3) {
+        assert_null(dv[k].error);
+        assert_int_equal(dv[k].token_unit, DRIFT_UNIT_TOKEN);
+        assert_int_equal(dv[k].first_diff_token, 3);
+        near(dv[k].margin, 2.3, 1e-9);
+        near(dv[k].kl, 1.332975728332437, 1e-9);
+        assert_string_equal(dv[k].diff, "The answer is [-4-] {+5+}");
+    }
+    assert_null(dv[1].error);
+    assert_int_equal(dv[1].token_unit, DRIFT_UNIT_WORD);
+    assert_int_equal(dv[1].first_diff_char, 0);
+    assert_string_equal(dv[1].diff, "[-baseline-] {+target+} answer of m1: shared words here, then [-BASE-] {+TARGET+} TAIL");
+    assert_non_null(dv[2].error);
+    assert_non_null(strstr(dv[2].error, "prompt m1"));
+    assert_non_null(strstr(dv[2].error, "987654"));
+    for (int k = 0; k < 4; k++) drift_divergence_free(&dv[k]);
+    assert_int_equal(drift_flip_divergences(st, batch, 0, dv, &err), DRIFT_OK);
+
     /* a missing response is an error naming the prompt */
     f.targ_response_id = 987654;
     assert_int_equal(drift_flip_divergence(st, &f, &d, &err), DRIFT_ERR_NOT_FOUND);

@@ -224,7 +224,7 @@ static void test_text(void **state) {
     assert_non_null(strstr(s, "(SDR 0.400)"));
     /* the taxonomy block comes before the table */
     const char *tax = strstr(s, "flip taxonomy (highest risk first):\n"
-                                "  safety flips:       3 (1 safe->unsafe, 2 unsafe->safe)\n"
+                                "  safety flips:       3 (1 safe->unsafe, 2 unsafe->safe; net -1 unsafe)\n"
                                 "  correctness flips:  5 (4 correct->incorrect, 1 incorrect->correct): math 3/1, "
                                 "long_context 1/0\n"
                                 "  semantic drift:     2 of 4 chat pairs (SDR > 0.30)\n");
