@@ -99,7 +99,8 @@ static void print_table(drift_buf *b, const drift_anova_table *a) {
     }
     if (a->rank < a->n_columns)
         buf_printf(b, "note: rank-deficient design (%zu columns, rank %zu; empty interaction cells): df is the rank "
-                      "a term adds;\n      statsmodels prints the column count as df for the same F and p.\n",
+                      "a term adds;\n      statsmodels prints the column count as df for the same F and p (and SS = F x columns x MSE,\n"
+                      "      so its SS and eta^2 of such a term are larger: the artifact's 0.0017 for hardware:precision).\n",
                    a->n_columns, a->rank);
     buf_puts(b, "\n");
 }
