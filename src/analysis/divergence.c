@@ -163,16 +163,17 @@ static void render_ops(drift_buf *b, const diff_op *ops, size_t n, int *first) {
         if (ops[i].op == OP_EQ) {
             while (j < n && ops[j].op == OP_EQ) j++;
             size_t run = j - i;
-            int at_start = i == 0, at_end = j == n;
-            /* a run between two changes keeps context on both sides; at the
-             * ends of the middle it is followed/preceded by the suffix/prefix */
-            if (run > 2 * DIV_CONTEXT + 1 || (at_end && run > DIV_CONTEXT && !at_start)) {
-                size_t head = at_start ? 0 : DIV_CONTEXT, tail = at_end ? 0 : DIV_CONTEXT;
-                for (size_t k = i; k < i + head; k++) put_op_words(b, ops, k, k + 1, OP_EQ, first);
+            /* the middle never starts with common words (the prefix was
+             * skipped); it ends with some only when the LCS window cut it,
+             * and the caller then adds "..." itself */
+            if (j == n && run > DIV_CONTEXT) {
+                put_op_words(b, ops, i, i + DIV_CONTEXT, OP_EQ, first);
+            } else if (j < n && run > 2 * DIV_CONTEXT + 1) {
+                put_op_words(b, ops, i, i + DIV_CONTEXT, OP_EQ, first);
                 if (!*first) buf_append(b, " ", 1);
                 buf_puts(b, "...");
                 *first = 0;
-                for (size_t k = j - tail; k < j; k++) put_op_words(b, ops, k, k + 1, OP_EQ, first);
+                put_op_words(b, ops, j - DIV_CONTEXT, j, OP_EQ, first);
             } else {
                 put_op_words(b, ops, i, j, OP_EQ, first);
             }

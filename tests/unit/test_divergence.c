@@ -266,6 +266,23 @@ static void test_long_texts(void **state) {
     assert_true(strlen(d.diff) <= 204);
     assert_int_equal(strncmp(d.diff, "... w997 w998 w999 [-a1000 a1001", 32), 0);
     drift_divergence_free(&d);
+    /* the window ends inside a common run: three of its words, then "..." */
+    {
+        drift_buf x = {0}, y = {0};
+        buf_puts(&x, "w0 X");
+        buf_puts(&y, "w0 Y");
+        for (int k = 1; k <= 500; k++) {
+            buf_printf(&x, " c%d", k);
+            buf_printf(&y, " c%d", k);
+        }
+        buf_puts(&x, " t");
+        buf_puts(&y, " u");
+        char *s = diff_of(x.data, y.data, 400, 1000);
+        assert_string_equal(s, "w0 [-X-] {+Y+} c1 c2 c3 ...");
+        free(s);
+        buf_free(&x);
+        buf_free(&y);
+    }
     char *s = diff_of(a, b, 400, 100000); /* uncut: the window's end is marked */
     assert_non_null(strstr(s, "a1399-] {+b1000"));
     assert_null(strstr(s, "a1400"));
