@@ -99,8 +99,10 @@ static void print_table(drift_buf *b, const drift_anova_table *a) {
     }
     if (a->rank < a->n_columns)
         buf_printf(b, "note: rank-deficient design (%zu columns, rank %zu; empty interaction cells): df is the rank "
-                      "a term adds;\n      statsmodels prints the column count as df for the same F and p (and SS = F x columns x MSE,\n"
-                      "      so its SS and eta^2 of such a term are larger: the artifact's 0.0017 for hardware:precision).\n",
+                      "a term adds.\n      statsmodels prints the column count as df with SS = F x columns x MSE "
+                      "(so a larger SS and eta^2\n      for such a term: the artifact's 0.0017 for hardware:precision); "
+                      "its Type III F and p equal ours,\n      its Type I/II values of the terms touched by the "
+                      "empty cells change with the row order.\n",
                    a->n_columns, a->rank);
     buf_puts(b, "\n");
 }
