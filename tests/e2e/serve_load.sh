@@ -7,6 +7,9 @@ set -euo pipefail
 : "${DRIFTBENCH:?}" "${DRIFT_SOURCE:?}" "${DRIFT_BUILD:?}"
 dir=$(mktemp -d /tmp/drift_e2e_load.XXXXXX)
 trap 'kill -9 $spid 2>/dev/null || true; rm -rf "$dir"' EXIT
+# under AddressSanitizer freed memory sits in a quarantine (256 MiB by default),
+# which would read as growth: keep it small so the RSS check stays meaningful
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4:thread_local_quarantine_size_kb=64"
 "$DRIFTBENCH" serve --model "$DRIFT_SOURCE/tests/data/models/tiny-qwen2-f16.gguf" --port 0 --threads 1 \
     --max-batch 8 --lifetime 120 >"$dir/out" 2>"$dir/err" &
 spid=$!
