@@ -23,7 +23,10 @@ static const char *const CMD = "pri";
 static void usage(FILE *f) {
     fprintf(f,
             "usage: driftbench pri eval    --table FILE [--format text|json] [-o FILE] [model options]\n"
-            "       driftbench pri fit     --table FILE -o pri.json [model options]\n"
+            "       driftbench pri fit     --table FILE -o pri.json [model options] [--baseline-hardware H]\n"
+            "                              [--baseline-precision P] [--baseline-framework F]\n"
+            "                              (stored for advice; default h100/fp16/vllm when present, else\n"
+            "                              the most common hardware, the widest format, framework ref)\n"
             "       driftbench pri predict --pri pri.json --model M --hardware H --precision P\n"
             "                              --framework F --workload W [--baseline-model M]\n"
             "                              [--baseline-hardware H] [--baseline-precision P]\n"
@@ -182,6 +185,7 @@ static int do_fit(popts *p) {
     drift_error err = {0};
     drift_table *t = NULL;
     if (drift_table_read_csv(p->table, &t, &err)) return cli_error_lib(CMD, &err);
+    for (int d = 1; d <= 3; d++) p->o.baseline[d] = p->bq[d];
     drift_pri *m = NULL;
     drift_status st = drift_pri_fit(t, &p->o, &m, &err);
     drift_table_free(t);

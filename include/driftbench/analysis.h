@@ -154,6 +154,8 @@ typedef struct drift_pri_options {
     int tune;             /* choose hyper-parameters by inner CV (1); 0 = fixed defaults */
     int grouped_cv;       /* held-out-level evaluations: inner folds hold out whole levels of
                            * the same dimension (1) instead of random rows (0, default) */
+    const char *baseline[DRIFT_TABLE_FIXED_DIMS]; /* fit: baseline levels stored in the model
+                           * (hardware, precision, framework used; NULL = automatic) */
 } drift_pri_options;
 
 /* Defaults: nthread 1, seed 42, cv_folds 3, descriptors 0, interactions 1, tune 1. */
@@ -167,8 +169,11 @@ DRIFT_API void drift_pri_names_free(char **names, size_t n);
 
 /* Fits on every row of the table: hyper-parameters by inner k-fold CV, then
  * out-of-fold residuals (5-fold) for the prediction interval, then the
- * final model on all rows. Baseline (for advice) = h100/fp16/vllm when those
- * levels exist, else the most common level of each dimension. */
+ * final model on all rows. Baseline (for advice): o->baseline when given
+ * (an unknown level is DRIFT_ERR_NOT_FOUND), else the paper's h100 / fp16 /
+ * vllm when present, else hardware: the most common level, precision: the
+ * widest format (f32 > bf16/fp16 > fp8 ...), framework: "ref" when present,
+ * else the most common level. */
 DRIFT_API drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *o,
                                      drift_pri **out, drift_error *err);
 

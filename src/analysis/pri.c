@@ -823,17 +823,33 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
     for (size_t i = 0; i < N; i++) tr[i] = i;
     if ((st = tune(&ds, tr, N, opt, &p->hp, err))) goto done;
     if ((st = xgb_train(X, y, N, p->f.p, &p->hp, opt, &p->booster, err))) goto done;
-    /* baseline: the paper's h100/fp16/vllm when present, else the most common level */
+    /* baseline: given, else the paper's h100/fp16/vllm, else a reference-like level */
     static const char *const paper_base[NDIM] = {NULL, "h100", "fp16", "vllm", NULL};
     for (int d = D_HW; d <= D_FW; d++) {
         const char *b = NULL;
-        if (level_index(&p->f, d, paper_base[d]) >= 0) b = paper_base[d];
-        else {
+        if (opt->baseline[d]) {
+            if (level_index(&p->f, d, opt->baseline[d]) < 0) {
+                drift_buf kb = {0};
+                for (size_t i = 0; i < p->f.nlev[d]; i++) buf_printf(&kb, "%s%s", i ? ", " : "", p->f.lev[d][i]);
+                st = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "baseline %s '%s' is not in the table (known: %s)",
+                                     dim_names[d], opt->baseline[d], kb.data ? kb.data : "");
+                buf_free(&kb);
+                goto done;
+            }
+            b = opt->baseline[d];
+        } else if (level_index(&p->f, d, paper_base[d]) >= 0) {
+            b = paper_base[d];
+        } else if (d == D_FW && level_index(&p->f, d, "ref") >= 0) {
+            b = "ref";
+        } else {
             size_t best = 0, bi = 0;
+            double best_bits = -1;
             for (size_t l = 0; l < p->f.nlev[d]; l++) {
                 size_t c = 0;
                 for (size_t i = 0; i < N; i++) c += !strcmp(t->rows[i].dims[d], p->f.lev[d][l]);
-                if (c > best) { best = c; bi = l; }
+                double bits = d == D_PREC ? desc_format_bits(p->f.lev[d][l]) : 0;
+                if (isnan(bits)) bits = 0;
+                if (bits > best_bits || (bits == best_bits && c > best)) { best_bits = bits; best = c; bi = l; }
             }
             b = p->f.lev[d][bi];
         }

@@ -208,7 +208,13 @@ static void test_interval_from_residuals(void **state) {
     drift_pri *a = NULL, *b = NULL;
     assert_int_equal(drift_pri_fit(t, &o, &a, &err), DRIFT_OK);
     for (size_t r = 0; r < t->n_rows; r++) t->rows[r].flip_rate = 3.0 + 0.01 * (double)(r % 3);
+    o.baseline[2] = "tf32"; /* not a level: refused */
+    assert_int_equal(drift_pri_fit(t, &o, &b, &err), DRIFT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "fp16, fp4, fp8"));
+    o.baseline[2] = "fp8";  /* a stored baseline other than the paper's */
     assert_int_equal(drift_pri_fit(t, &o, &b, &err), DRIFT_OK);
+    assert_string_equal(drift_pri_baseline(b, 2), "fp8");
+    assert_string_equal(drift_pri_baseline(a, 2), "fp16");
     drift_pri_query q = {"qwen-7b", "h200", "fp8", "sglang", "math"};
     drift_pri_prediction pa, pb;
     assert_int_equal(drift_pri_predict(a, &q, NULL, &pa, &err), DRIFT_OK);
