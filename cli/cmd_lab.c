@@ -1,22 +1,493 @@
-/* cmd_lab.c - `driftbench lab`: the main job on the embedded engine (the
- * paper's study on a machine without servers or GPUs). */
+/* cmd_lab.c - `driftbench lab`: the paper's study on the embedded engine, on
+ * a machine without servers or GPUs.
+ *
+ * 1. models: models/ *.gguf files (or --models DIR); when there are none, the tiny
+ *    test fixtures, and the output says their answers are noise.
+ * 2. the matrix (written to DIR/matrix.json, so `driftbench matrix` can re-run
+ *    or shard it): per model, the `ref` profile as baseline ("ref@{model}")
+ *    and the numeric profiles as the three axes the paper varies:
+ *      precision  weight format f32 bf16 fp8 int8 int4 mxfp4 (+ f16 nvfp4 full)
+ *      framework  kernel variant: reduction order / split-K / attention algo
+ *      hardware   the vector ISA the fast kernels use (auto = best, avx2, ...)
+ *    --quick crosses precision x {seq, split-K 4} on the best ISA plus two
+ *    avx2 configurations, with 24 prompts per suite and 48 new tokens;
+ *    --full crosses everything on every suite.
+ * 3. run + score every configuration (resumable: DIR/lab.db), with the chat
+ *    embedder on the first model's ref profile (one fixed judge) and the
+ *    safety guard only when --guard is given (else it says why not).
+ * 4. flip table -> DIR/flip_rates.csv, ANOVA -> DIR/anova.txt, PRI held-out
+ *    evaluations -> DIR/pri.txt (when there are enough rows), the HTML
+ *    report -> DIR/report.html; the summaries are printed too. */
+#include <errno.h>
+#include <glob.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "cmd_matrix.h"
+#include "driftbench/analysis.h"
+#include "driftbench/eval.h"
+#include "driftbench/matrix.h"
+#include "driftbench/report_html.h"
+#include "pipeline.h"
+#include "util/util.h"
+
+static const char lab_usage[] =
+    "usage: driftbench lab [--quick|--full] [--out DIR] [--models DIR] [options]\n"
+    "\n"
+    "Runs the embedded matrix (models x numeric profiles x workloads, baseline = the ref\n"
+    "profile of each model), then writes DIR/lab.db, DIR/matrix.json, DIR/flip_rates.csv,\n"
+    "DIR/anova.txt, DIR/pri.txt and DIR/report.html and prints the flip table, the ANOVA\n"
+    "and the PRI held-out summary. Re-running resumes what is stored.\n"
+    "\n"
+    "  --quick            small matrix; math 24, chat 16, code 8, long 8 prompts; 48 new tokens (default)\n"
+    "  --full             every profile axis crossed, every prompt of each suite\n"
+    "  --out DIR          output directory (default lab)\n"
+    "  --models DIR       GGUF models (default models/; the test fixtures when empty)\n"
+    "  --limit N          prompts per suite (overrides the mode's)\n"
+    "  --max-tokens N     new tokens per answer (overrides the mode's)\n"
+    "  --guard SPEC       safety guard (LlamaGuard-3 over HTTP); without it safety is skipped\n"
+    "  --embedder SPEC    chat embedder (default: embedded, first model's ref profile)\n"
+    "  --threads N        engine threads per configuration (default 1: best on shared machines)\n"
+    "  --jobs N           parallel evaluations when scoring (default: cores)\n";
+
+typedef struct lab_model {
+    char *path;   /* absolute */
+    char *name;   /* file stem */
+} lab_model;
+
+static int mkdir_p(const char *dir) {
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0777) && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    if (mkdir(tmp, 0777) && errno != EEXIST) return -1;
+    return 0;
+}
+
+/* Models of dir (sorted, as glob sorts). */
+static size_t find_models(const char *dir, lab_model *out, size_t cap) {
+    char pat[PATH_MAX];
+    snprintf(pat, sizeof pat, "%s/*.gguf", dir);
+    glob_t g;
+    size_t n = 0;
+    if (glob(pat, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc && n < cap; i++) {
+            char real[PATH_MAX];
+            if (!realpath(g.gl_pathv[i], real)) continue;
+            const char *base = strrchr(real, '/');
+            base = base ? base + 1 : real;
+            size_t len = strlen(base) - strlen(".gguf");
+            out[n].path = drift_strdup(real);
+            out[n].name = drift_strndup(base, len);
+            for (char *c = out[n].name; *c; c++)
+                if (*c == ',' || *c == '=' || *c == '{' || *c == '}') *c = '_';
+            n++;
+        }
+    }
+    globfree(&g);
+    return n;
+}
+
+/* The fixtures: ./tests/data/models, $DRIFT_SOURCE/..., or next to the binary's build dir. */
+static size_t find_fixtures(lab_model *out, size_t cap) {
+    size_t n = find_models("tests/data/models", out, cap);
+    if (n) return n;
+    const char *src = getenv("DRIFT_SOURCE");
+    if (src) {
+        char d[PATH_MAX];
+        snprintf(d, sizeof d, "%s/tests/data/models", src);
+        if ((n = find_models(d, out, cap))) return n;
+    }
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            char d[PATH_MAX + 32];
+            snprintf(d, sizeof d, "%s/../tests/data/models", exe);
+            if ((n = find_models(d, out, cap))) return n;
+        }
+    }
+    return 0;
+}
+
+typedef struct lab_variant {
+    const char *name;   /* level name */
+    const char *spec;   /* profile keys */
+} lab_variant;
+
+static void add_config(json_t *configs, const lab_model *m, const char *hw_name, const char *hw_spec, const char *prec,
+                       const char *fw_name, const char *fw_spec, int threads) {
+    char label[512], target[PATH_MAX + 512];
+    snprintf(label, sizeof label, "%s/%s/%s/%s", m->name, hw_name, prec, fw_name);
+    snprintf(target, sizeof target, "embedded:%s?profile=cpu-f32&weights=%s&isa=%s&%s&threads=%d", m->path, prec, hw_spec,
+             fw_spec, threads);
+    json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
+                                             "dims", "model", m->name, "hardware", hw_name, "precision", prec,
+                                             "framework", fw_name));
+}
+
+/* The lab's matrix as a spec JSON object. */
+static json_t *build_spec(const lab_model *models, size_t n_models, int full, long limit, int max_tokens, int with_safety,
+                          int threads) {
+    static const char *const prec_quick[] = {"f32", "bf16", "fp8", "int8", "int4", "mxfp4"};
+    static const char *const prec_full[] = {"f32", "bf16", "f16", "fp8", "int8", "int4", "mxfp4", "nvfp4"};
+    static const lab_variant fw_quick[] = {{"seq", "reduce=sequential"}, {"splitk4", "reduce=blocked:4"}};
+    static const lab_variant fw_full[] = {{"seq", "reduce=sequential"},
+                                          {"pairwise", "reduce=pairwise"},
+                                          {"splitk4", "reduce=blocked:4"},
+                                          {"online64", "attn=online:64"},
+                                          {"fastexp", "exp=fast"}};
+    static const lab_variant hw_full[] = {{"cpu-best", "auto"}, {"cpu-avx2", "avx2"}, {"cpu-scalar", "scalar"}};
+    json_t *spec = json_object();
+    json_object_set_new(spec, "name", json_string(full ? "driftbench lab --full" : "driftbench lab --quick"));
+    /* --quick sizes each suite by what it costs: a code answer runs a
+     * sandboxed program, a long-context prompt is a long prefill */
+    json_t *suites = json_array();
+    json_array_append_new(suites, json_string(full ? "builtin:math" : "builtin:math?n=24"));
+    json_array_append_new(suites, json_string(full ? "builtin:code" : "builtin:code?n=8"));
+    if (with_safety) json_array_append_new(suites, json_string(full ? "builtin:safety" : "builtin:safety?n=16"));
+    json_array_append_new(suites, json_string(full ? "builtin:chat" : "builtin:chat?n=16"));
+    json_array_append_new(suites, json_string(full ? "builtin:long" : "builtin:long?n=8"));
+    json_object_set_new(spec, "suites", suites);
+    json_object_set_new(spec, "limit", json_integer(limit));
+    json_object_set_new(spec, "decoding", json_pack("{s:f, s:i, s:i}", "temperature", 0.0, "seed", 42, "max_tokens", max_tokens));
+    json_object_set_new(spec, "baseline", json_string("ref@{model}"));
+    json_t *configs = json_array();
+    for (size_t m = 0; m < n_models; m++) {
+        char label[512], target[PATH_MAX + 64];
+        snprintf(label, sizeof label, "ref@%s", models[m].name);
+        snprintf(target, sizeof target, "embedded:%s?profile=ref", models[m].path);
+        json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
+                                                 "dims", "model", models[m].name, "hardware", "ref", "precision", "f32",
+                                                 "framework", "ref"));
+    }
+    for (size_t m = 0; m < n_models; m++) {
+        if (full) {
+            for (size_t h = 0; h < sizeof hw_full / sizeof hw_full[0]; h++)
+                for (size_t p = 0; p < sizeof prec_full / sizeof prec_full[0]; p++)
+                    for (size_t f = 0; f < sizeof fw_full / sizeof fw_full[0]; f++)
+                        add_config(configs, &models[m], hw_full[h].name, hw_full[h].spec, prec_full[p], fw_full[f].name,
+                                   fw_full[f].spec, threads);
+        } else {
+            for (size_t p = 0; p < sizeof prec_quick / sizeof prec_quick[0]; p++)
+                for (size_t f = 0; f < sizeof fw_quick / sizeof fw_quick[0]; f++)
+                    add_config(configs, &models[m], "cpu-best", "auto", prec_quick[p], fw_quick[f].name, fw_quick[f].spec,
+                               threads);
+            add_config(configs, &models[m], "cpu-avx2", "avx2", "f32", "seq", "reduce=sequential", threads);
+            add_config(configs, &models[m], "cpu-avx2", "avx2", "int8", "seq", "reduce=sequential", threads);
+        }
+    }
+    json_object_set_new(spec, "configs", configs);
+    return spec;
+}
+
+/* "flip_rate ~ C(a) + C(b)" over the fixed dimensions with >= 2 levels. */
+static char *lab_formula(const drift_table *t, size_t *params) {
+    drift_buf f = {0};
+    *params = 1;
+    int terms = 0;
+    for (size_t d = 0; d < DRIFT_TABLE_FIXED_DIMS; d++) {
+        const char **lv = NULL;
+        size_t nl = 0;
+        drift_error e = {0};
+        if (drift_table_levels(t, d, &lv, &nl, &e)) continue;
+        free(lv);
+        if (nl < 2) continue;
+        buf_printf(&f, "%s C(%s)", terms++ ? " +" : "flip_rate ~", t->dim_names[d]);
+        *params += nl - 1;
+    }
+    if (!terms) {
+        buf_free(&f);
+        return NULL;
+    }
+    return buf_steal(&f);
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "driftbench lab: cannot write %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *anova_text(const drift_table *t) {
+    drift_buf b = {0};
+    size_t params = 0;
+    char *formula = lab_formula(t, &params);
+    if (!formula || t->n_rows < params + 2) {
+        buf_printf(&b, "ANOVA: too few rows (%zu) for the %zu parameters of the factors that vary plus two residual "
+                       "degrees of freedom; skipped.\n",
+                   t->n_rows, params);
+        free(formula);
+        return buf_steal(&b);
+    }
+    for (int type = 1; type <= 3; type++) {
+        drift_anova_table *a = NULL;
+        drift_error err = {0};
+        if (drift_anova_run(t, formula, type, &a, &err)) {
+            buf_printf(&b, "ANOVA type %d: not computable: %s\n", type, err.msg);
+            continue;
+        }
+        buf_printf(&b, "ANOVA type %d  %s  (n=%zu, rank %zu of %zu columns)\n", type, formula, a->nobs, a->rank,
+                   a->n_columns);
+        buf_printf(&b, "  %-34s %5s %12s %10s %10s %10s %7s\n", "term", "df", "sum_sq", "F", "p", "p_BH", "eta^2");
+        for (size_t i = 0; i < a->n_rows; i++) {
+            const drift_anova_row *r = &a->rows[i];
+            buf_printf(&b, "  %-34s %5.0f %12.5g %10.4g %10.3g %10.3g %7.3f\n", r->term, r->df, r->sum_sq, r->F, r->p,
+                       r->p_bh, r->eta_sq);
+        }
+        buf_puts(&b, "\n");
+        drift_anova_free(a);
+    }
+    free(formula);
+    return buf_steal(&b);
+}
+
+#define LAB_PRI_MIN_ROWS 20
+
+static char *pri_text(const drift_table *t, drift_pri_eval **keep) {
+    drift_buf b = {0};
+    if (t->n_rows < LAB_PRI_MIN_ROWS) {
+        buf_printf(&b, "PRI: too few rows (%zu, need %d) to fit and evaluate; skipped.\n", t->n_rows, LAB_PRI_MIN_ROWS);
+        return buf_steal(&b);
+    }
+    drift_pri_options o;
+    drift_pri_options_init(&o);
+    drift_pri_eval *ev = NULL;
+    drift_error err = {0};
+    if (drift_pri_evaluate(t, &o, &ev, &err)) {
+        buf_printf(&b, "PRI: not computable: %s\n", err.msg);
+        return buf_steal(&b);
+    }
+    buf_printf(&b, "PRI (xgboost, %zu features, hyper-parameters by inner CV)\n", ev->n_features);
+    buf_printf(&b, "  random 80/20 split: test R^2 %.3f, MAE %.3f points (train %zu, test %zu)\n", ev->random_split.test_r2,
+               ev->random_split.test_mae, ev->random_split.n_train, ev->random_split.n_test);
+    buf_printf(&b, "  5-fold CV R^2: %.3f +- %.3f\n", ev->cv_r2_mean, ev->cv_r2_sd);
+    buf_printf(&b, "  ablations (test R^2): hardware-only %.3f, linear %.3f, no interactions %.3f, full %.3f\n",
+               ev->abl_hardware_only, ev->abl_linear, ev->abl_no_interactions, ev->abl_full);
+    buf_printf(&b, "  held-out level                     train  test   test R^2  MAE\n");
+    for (size_t i = 0; i < ev->n_levels; i++) {
+        const drift_pri_holdout *h = &ev->levels[i];
+        buf_printf(&b, "  %-34s %5zu %5zu %10.3f %6.3f\n", h->name, h->n_train, h->n_test, h->test_r2, h->test_mae);
+    }
+    buf_puts(&b, "  (R^2 is NAN where the held-out rows have constant flip rate)\n");
+    if (ev->n_importance) {
+        buf_puts(&b, "  top features by gain:");
+        for (size_t i = 0; i < ev->n_importance && i < 5; i++)
+            buf_printf(&b, " %s (%.2f)%s", ev->importance[i].name, ev->importance[i].gain_share,
+                       i + 1 < ev->n_importance && i < 4 ? "," : "");
+        buf_puts(&b, "\n");
+    }
+    *keep = ev;
+    return buf_steal(&b);
+}
 
 static int cmd_lab(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: driftbench lab [--quick|--full] [--out DIR]\n"
-                   "Runs the embedded matrix (shipped models x numeric profiles x five workloads)\n"
-                   "and writes the flip table, ANOVA, PRI and an HTML report to DIR.\n");
+    const char *out = "lab", *models_dir = NULL, *guard = NULL, *embedder = NULL;
+    int full = 0;
+    long limit = -1, max_tokens = -1, threads = 1, jobs = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(lab_usage, stdout);
             return 0;
         }
-    fprintf(stderr,
-            "driftbench lab: no embedded engine yet: the lab needs the embedded engine (issue 3) and the\n"
-            "shipped models (issue 4). Until they land, measure two live endpoints with\n"
-            "`driftbench measure --baseline URL1 --target URL2 --suite FILE` (see README.md).\n");
-    return CLI_EXIT_ERROR;
+        if (!strcmp(a, "--quick")) {
+            full = 0;
+            continue;
+        }
+        if (!strcmp(a, "--full")) {
+            full = 1;
+            continue;
+        }
+        if (i + 1 >= argc) return cli_error("lab", "unknown option or missing value '%s' (see --help)", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--out")) out = v;
+        else if (!strcmp(a, "--models")) models_dir = v;
+        else if (!strcmp(a, "--guard")) guard = v;
+        else if (!strcmp(a, "--embedder")) embedder = v;
+        else if (!strcmp(a, "--limit")) {
+            if (cli_parse_int("lab", "--limit", v, 1, 1000000, &limit)) return CLI_EXIT_ERROR;
+        } else if (!strcmp(a, "--max-tokens")) {
+            if (cli_parse_int("lab", "--max-tokens", v, 1, 100000, &max_tokens)) return CLI_EXIT_ERROR;
+        } else if (!strcmp(a, "--threads")) {
+            if (cli_parse_int("lab", "--threads", v, 0, 1024, &threads)) return CLI_EXIT_ERROR;
+        } else if (!strcmp(a, "--jobs")) {
+            if (cli_parse_int("lab", "--jobs", v, 0, 1024, &jobs)) return CLI_EXIT_ERROR;
+        } else return cli_error("lab", "unknown option '%s' (see --help)", a);
+    }
+    if (limit < 0) limit = 0; /* the suites carry their sizes */
+    if (max_tokens < 0) max_tokens = full ? 128 : 48;
+    double t_start = drift_now_ms();
+
+    /* 1. models */
+    lab_model models[16];
+    memset(models, 0, sizeof models);
+    size_t n_models = find_models(models_dir ? models_dir : "models", models, 16);
+    int fixtures = 0;
+    if (!n_models) {
+        if (models_dir) return cli_error("lab", "no *.gguf model in %s", models_dir);
+        n_models = find_fixtures(models, 16);
+        if (!n_models)
+            return cli_error("lab", "no shipped models in models/ and no test fixtures (tests/data/models) found; run from "
+                                    "the repository root or give --models DIR");
+        fixtures = 1;
+        printf("NOTE: no shipped models found in models/: using the test fixtures, whose answers are noise\n");
+    }
+    printf("lab (%s): %zu model(s):", full ? "full" : "quick", n_models);
+    for (size_t i = 0; i < n_models; i++) printf(" %s", models[i].name);
+    printf("\n");
+
+    /* evaluators: say up front what can and cannot be judged */
+    drift_error err = {0};
+    int with_safety = 0;
+    char safety_reason[512] = "";
+    if (guard) {
+        drift_guard *g = NULL;
+        if (drift_guard_open(guard, &g, &err)) return cli_error_lib("lab", &err);
+        drift_guard_close(g);
+        with_safety = 1;
+    } else {
+        drift_guard *g = NULL;
+        if (drift_guard_open(NULL, &g, &err) == DRIFT_OK && g) {
+            drift_guard_close(g);
+            with_safety = 1;
+        } else {
+            snprintf(safety_reason, sizeof safety_reason, "%s", err.msg[0] ? err.msg : "no guard");
+            printf("safety: not computable, so not run: %s\n", safety_reason);
+        }
+    }
+    char emb_spec[PATH_MAX + 64];
+    if (!embedder) {
+        snprintf(emb_spec, sizeof emb_spec, "embedded:%s?profile=ref", models[0].path);
+        embedder = emb_spec;
+    }
+
+    /* 2. the matrix */
+    if (mkdir_p(out)) return cli_error("lab", "cannot create %s: %s", out, strerror(errno));
+    json_t *spec_j = build_spec(models, n_models, full, limit, (int)max_tokens, with_safety, (int)threads);
+    char *spec_s = json_dumps(spec_j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(spec_j);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/matrix.json", out);
+    write_text(path, spec_s ? spec_s : "");
+    drift_matrix_spec *spec = NULL;
+    drift_status prc = drift_matrix_spec_parse(spec_s, spec_s ? strlen(spec_s) : 0, path, &spec, &err);
+    free(spec_s);
+    for (size_t i = 0; i < n_models; i++) {
+        free(models[i].path);
+        free(models[i].name);
+    }
+    if (prc) return cli_error_lib("lab", &err);
+    printf("matrix: %zu configurations x %zu suites, %s, %d new tokens (%s)\n", spec->n_configs, spec->n_suites,
+           spec->limit ? "--limit prompts per suite" : "suite sizes as in the spec", spec->max_tokens, path);
+    fflush(stdout);
+
+    /* 3. run + score */
+    snprintf(path, sizeof path, "%s/lab.db", out);
+    drift_store *st = NULL;
+    if (drift_store_open(path, &st, &err)) {
+        drift_matrix_spec_free(spec);
+        return cli_error_lib("lab", &err);
+    }
+    cli_install_signal_handlers();
+    int64_t tok0 = 0, tok1 = 0;
+    drift_matrix_store_tokens(st, &tok0, &err);
+    cli_matrix_opts mo;
+    cli_matrix_opts_default(&mo);
+    mo.progress_lines = 1;
+    mo.score.guard_spec = guard;
+    mo.score.embedder_spec = embedder;
+    mo.score.jobs = (int)jobs;
+    cli_matrix_stats ms;
+    int rc = cli_matrix_run("lab", st, spec, &mo, &ms);
+    drift_matrix_store_tokens(st, &tok1, &err);
+    drift_matrix_spec_free(spec);
+    if (rc != CLI_EXIT_PASS) {
+        drift_store_close(st);
+        return rc;
+    }
+
+    /* 4. table, anova, pri, report */
+    drift_table *t = NULL;
+    if (drift_matrix_flip_table(st, "ref@{model}", &t, &err)) {
+        drift_store_close(st);
+        return cli_error_lib("lab", &err);
+    }
+    snprintf(path, sizeof path, "%s/flip_rates.csv", out);
+    if (drift_table_write_csv(t, path, &err)) rc = cli_error_lib("lab", &err);
+    printf("\n== flip rate by workload (percent, 95%% Wilson CI; baseline = ref profile of the same model) ==");
+    cli_print_flip_table(stdout, t);
+    for (int w = 0; w < DRIFT_WL_COUNT; w++)
+        if (ms.score.not_computable[w])
+            printf("%s: %zu answers not computable: %s\n", drift_workload_name((drift_workload)w), ms.score.not_computable[w],
+                   ms.score.reason[w]);
+    printf("(written to %s)\n\n== ANOVA ==\n", path);
+    fflush(stdout);
+    char *at = anova_text(t);
+    fputs(at, stdout);
+    snprintf(path, sizeof path, "%s/anova.txt", out);
+    write_text(path, at);
+    free(at);
+    printf("== PRI held-out evaluation ==\n");
+    fflush(stdout);
+    drift_pri_eval *pev = NULL;
+    char *pt = pri_text(t, &pev);
+    fputs(pt, stdout);
+    if (t->n_rows >= LAB_PRI_MIN_ROWS) {
+        snprintf(path, sizeof path, "%s/pri.txt", out);
+        write_text(path, pt);
+    }
+    free(pt);
+    size_t n_rows = t->n_rows;
+
+    drift_html_opts ho;
+    drift_html_opts_default(&ho);
+    ho.title = full ? "DriftBench lab (full matrix)" : "DriftBench lab (quick matrix)";
+    ho.baseline = "ref@{model}";
+    drift_buf note = {0};
+    if (fixtures) buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
+                                  "answers are noise, so it shows the machinery rather than real drift. ");
+    if (!with_safety) buf_printf(&note, "Safety was not run: %s. ", safety_reason);
+    if (ms.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
+    ho.note = note.data;
+    ho.pri = pev;
+    char *page = NULL;
+    if (drift_report_html(st, &ho, &page, &err)) rc = cli_error_lib("lab", &err);
+    else {
+        snprintf(path, sizeof path, "%s/report.html", out);
+        write_text(path, page);
+    }
+    free(page);
+    buf_free(&note);
+    drift_pri_eval_free(pev);
+    drift_table_free(t);
+    drift_store_close(st);
+
+    double wall_s = (drift_now_ms() - t_start) / 1000.0, run_s = ms.run_ms / 1000.0;
+    int64_t tokens = tok1 - tok0;
+    printf("\nlab: %zu configurations, %zu table rows; wall %.1f s (generation %.1f s, scoring %.1f s); %lld tokens "
+           "generated now, %.0f tokens/s\n",
+           ms.configs, n_rows, wall_s, run_s, ms.score_ms / 1000.0, (long long)tokens,
+           run_s > 0 ? (double)tokens / run_s : 0.0);
+    printf("report: %s/report.html\n", out);
+    return rc;
 }
 CLI_COMMAND(lab, "lab", "the embedded study: matrix, flip table, ANOVA, PRI, report", cmd_lab)

@@ -79,6 +79,10 @@ typedef struct drift_merge_stats {
 DRIFT_API drift_status drift_matrix_merge(drift_store *out, const char *const *in, size_t n,
                                           drift_merge_stats *stats, drift_error *err);
 
+/* Sum of completion tokens of every answer in the store (unknown counts are
+ * left out): lab reports generation speed from it. */
+DRIFT_API drift_status drift_matrix_store_tokens(drift_store *st, int64_t *tokens, drift_error *err);
+
 /* The flip table of a store: for every run other than its baseline, the
  * comparison (drift_compare_runs, default options) against the baseline
  * `baseline` (a label; "{model}" etc. are replaced by the run's own levels,

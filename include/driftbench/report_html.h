@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "driftbench/analysis.h"
 #include "driftbench/store.h"
 
 #ifdef __cplusplus
@@ -21,6 +22,7 @@ typedef struct drift_html_opts {
     size_t max_flipped;        /* flipped prompts shown per configuration x workload; default 5 */
     const char *note;          /* optional paragraph shown under the title (plain text, escaped) */
     int analysis;              /* 1 (default): ANOVA and PRI sections when the table is large enough */
+    const drift_pri_eval *pri; /* PRI evaluation already computed on the same table (not freed), or NULL */
 } drift_html_opts;
 
 DRIFT_API void drift_html_opts_default(drift_html_opts *o);

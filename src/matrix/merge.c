@@ -216,3 +216,16 @@ drift_status drift_matrix_merge(drift_store *out, const char *const *in, size_t 
     }
     return DRIFT_OK;
 }
+
+drift_status drift_matrix_store_tokens(drift_store *st, int64_t *tokens, drift_error *err) {
+    if (!st || !tokens) return drift_error_set(err, DRIFT_ERR_INVALID, "store tokens: missing arguments");
+    sqlite3 *db = drift_store_db(st);
+    sqlite3_stmt *s = NULL;
+    *tokens = 0;
+    if (sqlite3_prepare_v2(db, "SELECT coalesce(sum(completion_tokens),0) FROM responses WHERE failed=0 AND "
+                               "completion_tokens > 0", -1, &s, NULL) != SQLITE_OK)
+        return drift_error_set(err, DRIFT_ERR_STORE, "store tokens: %s", sqlite3_errmsg(db));
+    if (sqlite3_step(s) == SQLITE_ROW) *tokens = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return DRIFT_OK;
+}

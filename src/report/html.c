@@ -449,7 +449,7 @@ static void section_anova(drift_buf *b, const drift_table *t) {
 /* Minimum rows for the PRI evaluations to mean anything. */
 #define HTML_PRI_MIN_ROWS 20
 
-static void section_pri(drift_buf *b, const drift_table *t) {
+static void section_pri(drift_buf *b, const drift_table *t, const drift_pri_eval *given) {
     buf_puts(b, "<h2 id=\"pri\">Portability Risk Index: held-out accuracy</h2>\n<div class=\"card\">\n");
     if (t->n_rows < HTML_PRI_MIN_ROWS) {
         buf_printf(b, "<p>Too few rows to fit and evaluate the PRI (%zu; it needs at least %d).</p>\n</div>\n",
@@ -458,14 +458,16 @@ static void section_pri(drift_buf *b, const drift_table *t) {
     }
     drift_pri_options o;
     drift_pri_options_init(&o);
-    drift_pri_eval *ev = NULL;
+    drift_pri_eval *own = NULL;
+    const drift_pri_eval *ev = given;
     drift_error err = {0};
-    if (drift_pri_evaluate(t, &o, &ev, &err)) {
+    if (!ev && drift_pri_evaluate(t, &o, &own, &err)) {
         buf_puts(b, "<p>PRI could not be evaluated: ");
         html_text(b, err.msg);
         buf_puts(b, "</p>\n</div>\n");
         return;
     }
+    if (!ev) ev = own;
     buf_printf(b, "<p>Random 80/20 split: test R&#178; = %.3f (MAE %.3f points). 5-fold CV R&#178; = %.3f &#177; %.3f. "
                   "%zu features.</p>\n",
                ev->random_split.test_r2, ev->random_split.test_mae, ev->cv_r2_mean, ev->cv_r2_sd, ev->n_features);
@@ -491,7 +493,7 @@ static void section_pri(drift_buf *b, const drift_table *t) {
         buf_puts(b, "</table>\n");
     }
     buf_puts(b, "</div>\n");
-    drift_pri_eval_free(ev);
+    drift_pri_eval_free(own);
 }
 
 /* One answer with the part after the first difference marked. */
@@ -658,7 +660,7 @@ drift_status drift_report_html(drift_store *st, const drift_html_opts *o, char *
     }
     if (o->analysis) {
         section_anova(&b, t);
-        section_pri(&b, t);
+        section_pri(&b, t, o->pri);
     }
     section_flipped(&b, st, e, n, o->max_flipped ? o->max_flipped : 5);
     buf_puts(&b, "<p class=\"sub\" style=\"margin-top:30px\">Flip: the workload's label of one prompt differs between "

@@ -1,0 +1,46 @@
+/* cmd_merge.c - `driftbench merge --db OUT IN1.db IN2.db ...`: joins shard
+ * stores (runs, prompts, responses, scores, embeddings) into one. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "driftbench/matrix.h"
+
+static int cmd_merge(int argc, char **argv) {
+    const char *out = NULL;
+    const char *in[1024];
+    size_t n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: driftbench merge --db OUT.db IN1.db [IN2.db ...]\n"
+                   "Copies every run of the input stores into OUT.db (created if missing). Prompts are\n"
+                   "shared by suite + prompt id; a label present twice with different content is an error.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--db") || !strcmp(argv[i], "-o")) {
+            if (++i >= argc) return cli_error("merge", "--db needs a file");
+            out = argv[i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_error("merge", "unknown option '%s' (see --help)", argv[i]);
+        } else {
+            if (n == sizeof in / sizeof in[0]) return cli_error("merge", "too many inputs");
+            in[n++] = argv[i];
+        }
+    }
+    if (!out || !n) return cli_error("merge", "--db OUT and at least one input store are required");
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(in[i], out)) return cli_error("merge", "input '%s' is the output", in[i]);
+    drift_error err = {0};
+    drift_store *st = NULL;
+    if (drift_store_open(out, &st, &err)) return cli_error_lib("merge", &err);
+    drift_merge_stats s;
+    drift_status rc = drift_matrix_merge(st, in, n, &s, &err);
+    drift_store_close(st);
+    if (rc) return cli_error_lib("merge", &err);
+    if (!cli_quiet)
+        fprintf(stderr, "merge: %zu runs copied (%zu already present), %zu new prompts, %zu responses, %zu scores, "
+                        "%zu embeddings into %s\n",
+                s.runs, s.runs_skipped, s.prompts, s.responses, s.scores, s.embeddings, out);
+    return 0;
+}
+CLI_COMMAND(merge, "merge", "join shard stores into one", cmd_merge)

@@ -1,0 +1,89 @@
+/* cmd_table.c - `driftbench table --db F --baseline L`: the configuration x
+ * workload flip table of a store, with the paper's columns (CSV, through the
+ * analysis module's writer, so `anova` and `pri` read it back) or as text
+ * grouped by workload. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmd_matrix.h"
+#include "driftbench/analysis.h"
+#include "driftbench/matrix.h"
+
+void cli_print_flip_table(FILE *f, const drift_table *t) {
+    static const char *const wls[] = {"math", "code", "safety", "chat", "long_context"};
+    int any_row = 0;
+    for (size_t w = 0; w < sizeof wls / sizeof wls[0]; w++) {
+        int header = 0;
+        for (size_t r = 0; r < t->n_rows; r++) {
+            const drift_table_row *row = &t->rows[r];
+            if (strcmp(row->dims[4], wls[w])) continue;
+            if (!header) {
+                fprintf(f, "\n%s\n  %-34s %-11s %-12s %-9s %-22s %8s  %-17s %9s\n", wls[w], "configuration", "model",
+                        "hardware", "precision", "framework", "flip", "95% CI", "flips/n");
+                header = 1;
+            }
+            char ci[40];
+            snprintf(ci, sizeof ci, "[%.1f, %.1f]", row->ci_low, row->ci_high);
+            fprintf(f, "  %-34.34s %-11.11s %-12.12s %-9.9s %-22.22s %7.2f%%  %-17s %4ld/%-4ld\n", row->experiment_id,
+                    row->dims[0], row->dims[1], row->dims[2], row->dims[3], row->flip_rate, ci, row->num_flips,
+                    row->num_comparisons);
+            any_row = 1;
+        }
+    }
+    if (!any_row) fprintf(f, "(no configuration has pairs against its baseline)\n");
+}
+
+static int cmd_table(int argc, char **argv) {
+    const char *db = NULL, *baseline = NULL, *out = NULL, *format = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: driftbench table --db FILE --baseline LABEL [-o flip_rates.csv] [--format csv|text]\n"
+                   "Compares every run with its baseline and prints the configuration x workload flip\n"
+                   "table (experiment_id,model,hardware,precision,framework,workload,flip_rate,num_flips,\n"
+                   "num_comparisons,ci_low,ci_high + extra dimensions; rates in percent). LABEL may hold\n"
+                   "{model} (or any dimension): 'ref@{model}' compares each model with its own ref run.\n"
+                   "Default format: csv with -o, text otherwise.\n");
+            return 0;
+        }
+        const char **dst = !strcmp(a, "--db") ? &db : !strcmp(a, "--baseline") ? &baseline
+                         : (!strcmp(a, "-o") || !strcmp(a, "--output")) ? &out : !strcmp(a, "--format") ? &format : NULL;
+        if (!dst) return cli_error("table", "unknown option '%s' (see --help)", a);
+        if (++i >= argc) return cli_error("table", "%s needs a value", a);
+        *dst = argv[i];
+    }
+    if (!db || !baseline) return cli_error("table", "--db and --baseline are required (see --help)");
+    if (!format) format = out ? "csv" : "text";
+    if (strcmp(format, "csv") && strcmp(format, "text")) return cli_error("table", "--format: csv or text, not '%s'", format);
+    drift_error err = {0};
+    drift_store *st = NULL;
+    if (drift_store_open(db, &st, &err)) return cli_error_lib("table", &err);
+    drift_table *t = NULL;
+    drift_status rc = drift_matrix_flip_table(st, baseline, &t, &err);
+    drift_store_close(st);
+    if (rc) return cli_error_lib("table", &err);
+    int ret = 0;
+    if (!strcmp(format, "text")) {
+        if (out && strcmp(out, "-")) {
+            FILE *f = fopen(out, "w");
+            if (!f) ret = cli_error("table", "cannot write %s", out);
+            else {
+                cli_print_flip_table(f, t);
+                fclose(f);
+            }
+        } else {
+            cli_print_flip_table(stdout, t);
+        }
+    } else {
+        char *csv = NULL;
+        if (drift_table_format_csv(t, &csv, &err)) ret = cli_error_lib("table", &err);
+        else if (cli_write_output("table", out, csv)) ret = CLI_EXIT_ERROR;
+        free(csv);
+    }
+    if (!ret && !cli_quiet && out) fprintf(stderr, "table: %zu rows written to %s\n", t->n_rows, out);
+    drift_table_free(t);
+    return ret;
+}
+CLI_COMMAND(table, "table", "configuration x workload flip table of a store (paper's columns)", cmd_table)
