@@ -118,14 +118,23 @@ typedef struct emb_state {
     int batch;
 } emb_state;
 
+/* A token's text as valid UTF-8 (byte tokens become U+FFFD), so that every
+ * token has its entry in the logprobs JSON. */
+static char *token_text_utf8(const drift_model *m, int32_t id) {
+    char *raw = drift_model_token_text(m, id);
+    char *clean = raw ? drift_utf8_clean(raw, strlen(raw)) : NULL;
+    free(raw);
+    return clean;
+}
+
 static char *logprobs_json(const drift_model *m, const drift_generation *g) {
     json_t *arr = json_array();
     for (int t = 0; t < g->n_tokens && arr; t++) {
         const drift_token_logprob *lp = &g->lp[t];
-        char *txt = drift_model_token_text(m, lp->id);
+        char *txt = token_text_utf8(m, lp->id);
         json_t *top = json_array();
         for (int k = 0; k < lp->n_top; k++) {
-            char *tt = drift_model_token_text(m, lp->top_id[k]);
+            char *tt = token_text_utf8(m, lp->top_id[k]);
             json_array_append_new(top, json_pack("{s:s?, s:i, s:f}", "token", tt, "id", (json_int_t)lp->top_id[k], "logprob",
                                                  lp->top_logprob[k]));
             free(tt);

@@ -384,7 +384,7 @@ drift_status drift_http_parse_reply(drift_api api, const char *body, size_t len,
         goto done;
     }
     if (!json_is_null(lp)) {
-        res->logprobs_json = json_dumps(lp, JSON_COMPACT | JSON_REAL_PRECISION(9));
+        res->logprobs_json = json_dumps(lp, JSON_COMPACT | JSON_REAL_PRECISION(17));
         if (!res->logprobs_json) st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     json_decref(lp);

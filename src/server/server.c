@@ -266,7 +266,7 @@ static void reply_json(reply *r, int status, json_t *o) {
 }
 
 static json_t *jstr_clean(const char *s, size_t n) {
-    char *c = srv_utf8_clean(s ? s : "", s ? n : 0);
+    char *c = drift_utf8_clean(s ? s : "", s ? n : 0);
     json_t *v = c ? json_string(c) : NULL;
     free(c);
     return v;

@@ -75,6 +75,5 @@ char *srv_error_json(const srv_error *e);
  * sequence (overlong, surrogate, > U+10FFFF, truncated) and NUL bytes become
  * U+FFFD. Cleaning pieces cut before non-continuation bytes gives the same
  * text as cleaning the whole. malloc'd (NULL when out of memory). */
-char *srv_utf8_clean(const char *s, size_t len);
 
 #endif

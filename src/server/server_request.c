@@ -32,7 +32,7 @@ int srv_error_set(srv_error *e, int status, const char *param, const char *code,
 char *srv_error_json(const srv_error *e) {
     const char *type = e->http_status >= 500 ? "server_error" : "invalid_request_error";
     if (e->http_status == 404 && !strcmp(e->code, "model_not_found")) type = "invalid_request_error";
-    char *msg = srv_utf8_clean(e->message, strlen(e->message));
+    char *msg = drift_utf8_clean(e->message, strlen(e->message));
     json_t *o = json_pack("{s:{s:s, s:s, s:o, s:o}}", "error", "message", msg ? msg : "error", "type", type, "param",
                           e->param[0] ? json_string(e->param) : json_null(), "code",
                           e->code[0] ? json_string(e->code) : json_null());
@@ -40,49 +40,6 @@ char *srv_error_json(const srv_error *e) {
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return s;
-}
-
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t need;
-    unsigned min;
-    if (c == 0) return 0;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) need = 2, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF) need = 3, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4) need = 4, min = 0x10000;
-    else return 0;
-    if (n < need) return 0;
-    unsigned cp = c & (need == 2 ? 0x1F : need == 3 ? 0x0F : 0x07);
-    for (size_t i = 1; i < need; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return need;
-}
-
-char *srv_utf8_clean(const char *s, size_t len) {
-    char *o = malloc(len * 3 + 1);
-    if (!o) return NULL;
-    const unsigned char *u = (const unsigned char *)s;
-    size_t j = 0;
-    for (size_t i = 0; i < len;) {
-        size_t k = utf8_seq(u + i, len - i);
-        if (k) {
-            memcpy(o + j, u + i, k);
-            j += k;
-            i += k;
-        } else {
-            o[j++] = (char)0xEF;
-            o[j++] = (char)0xBF;
-            o[j++] = (char)0xBD;
-            i++;
-        }
-    }
-    o[j] = 0;
-    return o;
 }
 
 void srv_request_free(srv_request *r) {

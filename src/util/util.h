@@ -31,6 +31,10 @@ char *drift_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 /* Reads a whole file; *out is NUL-terminated, *len excludes the NUL. */
 drift_status drift_read_file(const char *path, char **out, size_t *len, drift_error *err);
 
+/* Copy of s (len bytes) as valid UTF-8: every byte that does not start a
+ * valid sequence becomes U+FFFD. NULL on nomem. */
+char *drift_utf8_clean(const char *s, size_t len);
+
 /* FNV-1a 64-bit hash and its 16-char lowercase hex form. */
 uint64_t drift_fnv1a64(const void *p, size_t n, uint64_t seed);
 void drift_hash_hex(const void *p, size_t n, char out[17]);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "server/server_internal.h"
+#include "util/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0;
@@ -51,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(js);
     }
     /* the cleaner on the raw bytes */
-    char *c = srv_utf8_clean(body, len);
+    char *c = drift_utf8_clean(body, len);
     if (!c) abort();
     json_t *s = json_string(c);
     if (!s) abort();

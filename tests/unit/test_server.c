@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/util.h"
 #include "driftbench/model.h"
 #include "driftbench/server.h"
 #include "driftbench/target.h"
@@ -330,7 +331,7 @@ static int collect(void *user, const drift_gen_request *req, drift_gen_result *r
     if (res->error) fprintf(stderr, "request %zu: %s\n", req->index, res->error);
     assert_null(res->error);
     size_t i = req->index;
-    g->text[i] = srv_utf8_clean(res->text, strlen(res->text)); /* what JSON can carry */
+    g->text[i] = drift_utf8_clean(res->text, strlen(res->text)); /* what JSON can carry */
     g->lp[i] = res->logprobs_json;
     res->logprobs_json = NULL;
     g->fr[i] = res->finish_reason;
