@@ -1,0 +1,390 @@
+/* test_matrix.c - matrix spec parsing (good and bad), shard partition,
+ * merging shard stores (equal to one store holding every run), and the flip
+ * table of a store built through the store API with known labels. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "driftbench/compare.h"
+#include "driftbench/matrix.h"
+#include "driftbench/store.h"
+#include "driftbench/suite.h"
+
+/* ---- a store with known labels ---- */
+
+#define NP 10
+
+static char tmpdir[256];
+
+static void make_tmpdir(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_matrix_XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+}
+
+static void db_path(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", tmpdir, name); }
+
+/* Adds run `label` over the first NP prompts of builtin:math; prompt i is
+ * labelled FAIL when fail_mask has bit i, else PASS. */
+static void add_run(drift_store *st, const char *label, const char *target, const char *config, unsigned fail_mask) {
+    drift_error err = {0};
+    drift_suite *s = NULL;
+    assert_int_equal(drift_suite_load("builtin:math?n=10", &s, &err), DRIFT_OK);
+    assert_int_equal(s->n, NP);
+    int64_t rowids[NP];
+    assert_int_equal(drift_store_put_prompts(st, s, rowids, &err), DRIFT_OK);
+    drift_run_info info = {0};
+    info.label = (char *)label;
+    info.target = (char *)target;
+    info.config_json = (char *)config;
+    info.decoding_json = "{\"temperature\":0}";
+    info.templates_json = "{}";
+    info.suites_json = "[\"builtin:math?n=10\"]";
+    info.tool_version = "test";
+    int64_t run_id = 0;
+    int resumed = 0;
+    assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
+    drift_response r[NP];
+    memset(r, 0, sizeof r);
+    char texts[NP][64];
+    for (int i = 0; i < NP; i++) {
+        snprintf(texts[i], sizeof texts[i], "%s says <b>%d</b> & \xff more", label, (fail_mask >> i) & 1u ? 1 : 0);
+        r[i].prompt_rowid = rowids[i];
+        r[i].text = texts[i];
+        r[i].completion_tokens = 5;
+        r[i].prompt_tokens = 9;
+        r[i].attempts = 1;
+    }
+    assert_int_equal(drift_store_put_responses(st, run_id, r, NP, &err), DRIFT_OK);
+    drift_response *resp = NULL;
+    drift_prompt *prompts = NULL;
+    size_t n = 0;
+    assert_int_equal(drift_store_unscored(st, run_id, NULL, 0, &resp, &prompts, &n, &err), DRIFT_OK);
+    assert_int_equal(n, NP);
+    drift_score sc[NP];
+    for (size_t k = 0; k < n; k++) {
+        int idx = -1;
+        for (int i = 0; i < NP; i++)
+            if (rowids[i] == resp[k].prompt_rowid) idx = i;
+        assert_true(idx >= 0);
+        sc[k].response_id = resp[k].id;
+        sc[k].evaluator = "math";
+        sc[k].label = (fail_mask >> idx) & 1u ? DRIFT_LABEL_FAIL : DRIFT_LABEL_PASS;
+        sc[k].value = sc[k].label == DRIFT_LABEL_PASS ? 1 : 0;
+        sc[k].detail_json = NULL;
+    }
+    assert_int_equal(drift_store_put_scores(st, sc, n, &err), DRIFT_OK);
+    for (size_t k = 0; k < n; k++) {
+        drift_response_free(&resp[k]);
+        drift_prompt_free(&prompts[k]);
+    }
+    free(resp);
+    free(prompts);
+    assert_int_equal(drift_store_run_finish(st, run_id, &err), DRIFT_OK);
+    drift_suite_free(s);
+}
+
+static const char CFG_BASE[] = "{\"model\":\"m\",\"hardware\":\"h100\",\"precision\":\"fp16\",\"framework\":\"vllm\"}";
+static const char CFG_T1[] =
+    "{\"model\":\"m\",\"hardware\":\"b200\",\"precision\":\"fp16\",\"framework\":\"vllm\",\"zone\":\"eu\"}";
+static const char CFG_T2[] = "{\"model\":\"m\",\"hardware\":\"h100\",\"precision\":\"fp8\",\"framework\":\"sglang\"}";
+
+static drift_store *open_store(const char *name) {
+    char p[512];
+    db_path(p, sizeof p, name);
+    unlink(p);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open(p, &st, &err), DRIFT_OK);
+    return st;
+}
+
+static long count(drift_store *st, const char *table) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_prepare_v2(drift_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    long n = (long)sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return n;
+}
+
+/* ---- spec ---- */
+
+static void test_spec_example(void **state) {
+    (void)state;
+    const char *src = getenv("DRIFT_SOURCE");
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/data/matrix/example.json", src ? src : ".");
+    drift_matrix_spec *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_spec_load(path, &s, &err), DRIFT_OK);
+    /* 2 explicit + 2 models x 1 hw x 3 precisions x 2 frameworks - 2 excluded (int4/pairwise) */
+    assert_int_equal(s->n_configs, 12);
+    assert_int_equal(s->n_suites, 2);
+    assert_string_equal(s->suites[0], "builtin:math");
+    assert_int_equal(s->limit, 6);
+    assert_int_equal(s->max_tokens, 24);
+    assert_int_equal(s->seed, 42);
+    assert_string_equal(s->configs[0].label, "ref@tiny-qwen2");
+    assert_string_equal(s->configs[2].label, "tiny-qwen2/cpu-avx2/bf16/seq");
+    assert_string_equal(s->configs[2].target,
+                        "embedded:tests/data/models/tiny-qwen2-f16.gguf?profile=cpu-f32&weights=bf16&isa=avx2&reduce=sequential");
+    assert_string_equal(s->configs[11].label, "tiny-moe/cpu-avx2/int4/seq");
+    for (size_t i = 0; i < s->n_configs; i++) assert_null(strstr(s->configs[i].label, "int4/pairwise"));
+    char *b = drift_matrix_baseline_for(s->baseline, &s->configs[9]);
+    assert_string_equal(b, "ref@tiny-moe");
+    free(b);
+    char *d = drift_matrix_config_dims(&s->configs[0]);
+    assert_string_equal(d, "model=tiny-qwen2,hardware=ref,precision=f32,framework=ref");
+    free(d);
+    drift_matrix_spec_free(s);
+}
+
+static void expect_bad(const char *json, const char *needle) {
+    drift_matrix_spec *s = NULL;
+    drift_error err = {0};
+    drift_status rc = drift_matrix_spec_parse(json, strlen(json), "t.json", &s, &err);
+    if (rc != DRIFT_ERR_PARSE || !strstr(err.msg, needle))
+        fail_msg("spec %s: expected parse error naming '%s', got %d '%s'", json, needle, (int)rc, err.msg);
+    assert_null(s);
+}
+
+#define OKC "\"configs\":[{\"label\":\"a\",\"target\":\"http://x/v1\"}]"
+
+static void test_spec_bad(void **state) {
+    (void)state;
+    expect_bad("{", "not valid JSON");
+    expect_bad("[]", "top level");
+    expect_bad("{\"baseline\":\"a\"," OKC "}", "suites");
+    expect_bad("{\"suites\":[],\"baseline\":\"a\"," OKC "}", "suites");
+    expect_bad("{\"suites\":[\"s\"]," OKC "}", "baseline");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"zz\"," OKC "}", "baseline");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"a\"}", "configs");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"a\",\"configs\":[{\"label\":\"a\"}]}", "configs[0].target");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"a\",\"configs\":[{\"target\":\"t\"}]}", "configs[0].label");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"a\",\"configs\":[{\"label\":\"a\",\"target\":\"t\"},"
+               "{\"label\":\"a\",\"target\":\"u\"}]}",
+               "used twice");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"a\"," OKC ",\"limit\":-1}", "limit");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"a\"," OKC ",\"decoding\":{\"max_tokens\":0}}", "decoding.max_tokens");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"a\"," OKC ",\"decoding\":{\"warmth\":1}}", "decoding.warmth");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"a\"," OKC ",\"colour\":1}", "colour");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"a\",\"configs\":[{\"label\":\"a\",\"target\":\"t\","
+               "\"dims\":{\"Model\":\"x\"}}]}",
+               "configs[0].dims.Model");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"x\",\"dimensions\":{\"m\":[\"x\"]}}", "target");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"x\",\"dimensions\":{\"m\":[]},\"target\":\"t{m}\"}", "dimensions.m");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"x\",\"dimensions\":{\"m\":[\"a,b\"]},\"target\":\"t{m}\"}",
+               "dimensions.m[0]");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"x\",\"dimensions\":{\"m\":[\"x\"]},\"target\":\"t{q}\"}", "{q}");
+    expect_bad("{\"suites\":[\"s\"],\"baseline\":\"x\",\"dimensions\":{\"m\":[\"x\"]},\"target\":\"t{m}\","
+               "\"exclude\":[{\"p\":\"x\"}]}",
+               "exclude[0].p");
+}
+
+static void test_spec_product(void **state) {
+    (void)state;
+    const char *j = "{\"suites\":[\"builtin:math\"],\"baseline\":\"f32/{m}\","
+                    "\"dimensions\":{\"p\":{\"f32\":\"weights=f32\",\"int4\":\"weights=int4\"},\"m\":[\"a\",\"b\",\"c\"]},"
+                    "\"target\":\"embedded:{m}.gguf?{p}\",\"exclude\":[{\"p\":\"int4\",\"m\":\"b\"}]}";
+    drift_matrix_spec *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_spec_parse(j, strlen(j), "p.json", &s, &err), DRIFT_OK);
+    assert_int_equal(s->n_configs, 5);
+    assert_string_equal(s->configs[0].label, "f32/a");
+    assert_string_equal(s->configs[0].target, "embedded:a.gguf?weights=f32");
+    assert_string_equal(s->configs[3].label, "int4/a");
+    assert_string_equal(s->configs[4].label, "int4/c");
+    assert_string_equal(s->configs[4].target, "embedded:c.gguf?weights=int4");
+    char *b = drift_matrix_baseline_for(s->baseline, &s->configs[4]);
+    assert_string_equal(b, "f32/c");
+    free(b);
+    drift_matrix_spec_free(s);
+}
+
+static void test_shards(void **state) {
+    (void)state;
+    drift_error err = {0};
+    int i = 0, n = 0;
+    assert_int_equal(drift_matrix_shard_parse("3/8", &i, &n, &err), DRIFT_OK);
+    assert_int_equal(i, 3);
+    assert_int_equal(n, 8);
+    static const char *const bad[] = {"0/4", "5/4", "1/0", "a/b", "3", "1/2x", "", "-1/2"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        assert_int_equal(drift_matrix_shard_parse(bad[k], &i, &n, &err), DRIFT_ERR_INVALID);
+    for (int count = 1; count <= 7; count++) {
+        size_t sizes[8] = {0};
+        for (size_t c = 0; c < 100; c++) {
+            int owners = 0;
+            for (int idx = 1; idx <= count; idx++)
+                if (drift_matrix_in_shard(c, idx, count)) {
+                    owners++;
+                    sizes[idx]++;
+                }
+            assert_int_equal(owners, 1); /* union = all, disjoint */
+        }
+        for (int idx = 1; idx <= count; idx++) {
+            /* balanced: sizes differ by at most one */
+            assert_true(sizes[idx] == 100 / (size_t)count || sizes[idx] == 100 / (size_t)count + 1);
+        }
+    }
+}
+
+/* ---- table ---- */
+
+static void test_table_known(void **state) {
+    (void)state;
+    make_tmpdir();
+    drift_store *st = open_store("single.db");
+    add_run(st, "base", "http://a/v1", CFG_BASE, 0);
+    add_run(st, "t1", "http://b/v1", CFG_T1, 0x3);    /* prompts 0,1 flip */
+    add_run(st, "t2", "http://c/v1", CFG_T2, 0x20);   /* prompt 5 flips */
+    drift_table *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_flip_table(st, "base", &t, &err), DRIFT_OK);
+    assert_int_equal(t->n_rows, 2);
+    assert_int_equal(t->n_dims, 6);
+    assert_string_equal(t->dim_names[5], "zone");
+    assert_true(t->has_ci);
+    const drift_table_row *r = &t->rows[0];
+    assert_string_equal(r->experiment_id, "t1");
+    assert_string_equal(r->dims[0], "m");
+    assert_string_equal(r->dims[1], "b200");
+    assert_string_equal(r->dims[2], "fp16");
+    assert_string_equal(r->dims[3], "vllm");
+    assert_string_equal(r->dims[4], "math");
+    assert_string_equal(r->dims[5], "eu");
+    assert_int_equal(r->num_flips, 2);
+    assert_int_equal(r->num_comparisons, 10);
+    assert_true(fabs(r->flip_rate - 20.0) < 1e-9);
+    double lo, hi;
+    drift_wilson(2, 10, 1.959964, &lo, &hi);
+    assert_true(fabs(r->ci_low - 100 * lo) < 1e-5);
+    assert_true(fabs(r->ci_high - 100 * hi) < 1e-5);
+    assert_true(r->ci_low > 5.0 && r->ci_low < 6.0); /* Wilson(2,10) = [5.67%, 50.98%] */
+    assert_true(r->ci_high > 50.9 && r->ci_high < 51.0);
+    assert_string_equal(t->rows[1].experiment_id, "t2");
+    assert_string_equal(t->rows[1].dims[5], "");
+    assert_int_equal(t->rows[1].num_flips, 1);
+    assert_true(fabs(t->rows[1].flip_rate - 10.0) < 1e-9);
+    drift_table_free(t);
+    /* an unknown baseline names the labels */
+    assert_int_equal(drift_matrix_flip_table(st, "nope", &t, &err), DRIFT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "'base'"));
+    drift_store_close(st);
+}
+
+static void test_table_per_model_baseline(void **state) {
+    (void)state;
+    make_tmpdir();
+    drift_store *st = open_store("models.db");
+    add_run(st, "ref@a", "embedded:a", "{\"model\":\"a\",\"hardware\":\"ref\",\"precision\":\"f32\",\"framework\":\"ref\"}", 0);
+    add_run(st, "ref@b", "embedded:b", "{\"model\":\"b\",\"hardware\":\"ref\",\"precision\":\"f32\",\"framework\":\"ref\"}", 0x1);
+    add_run(st, "a/int4", "embedded:a?q", "{\"model\":\"a\",\"hardware\":\"cpu\",\"precision\":\"int4\",\"framework\":\"seq\"}", 0x7);
+    add_run(st, "b/int4", "embedded:b?q", "{\"model\":\"b\",\"hardware\":\"cpu\",\"precision\":\"int4\",\"framework\":\"seq\"}", 0x1);
+    drift_table *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_flip_table(st, "ref@{model}", &t, &err), DRIFT_OK);
+    assert_int_equal(t->n_rows, 2);
+    assert_string_equal(t->rows[0].experiment_id, "a/int4");
+    assert_int_equal(t->rows[0].num_flips, 3);
+    assert_string_equal(t->rows[1].experiment_id, "b/int4");
+    assert_int_equal(t->rows[1].num_flips, 0); /* same failure as its own ref: no flip */
+    drift_table_free(t);
+    drift_store_close(st);
+}
+
+/* ---- merge ---- */
+
+static void test_merge(void **state) {
+    (void)state;
+    make_tmpdir();
+    drift_store *single = open_store("single.db");
+    add_run(single, "base", "http://a/v1", CFG_BASE, 0);
+    add_run(single, "t1", "http://b/v1", CFG_T1, 0x3);
+    add_run(single, "t2", "http://c/v1", CFG_T2, 0x20);
+    drift_store *a = open_store("a.db");
+    add_run(a, "base", "http://a/v1", CFG_BASE, 0);
+    add_run(a, "t2", "http://c/v1", CFG_T2, 0x20);
+    drift_store_close(a);
+    drift_store *b = open_store("b.db");
+    add_run(b, "t1", "http://b/v1", CFG_T1, 0x3);
+    drift_store_close(b);
+    drift_store *m = open_store("m.db");
+    char pa[512], pb[512];
+    db_path(pa, sizeof pa, "a.db");
+    db_path(pb, sizeof pb, "b.db");
+    const char *in[2] = {pa, pb};
+    drift_merge_stats ms;
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_merge(m, in, 2, &ms, &err), DRIFT_OK);
+    assert_int_equal(ms.runs, 3);
+    assert_int_equal(ms.runs_skipped, 0);
+    assert_int_equal(ms.prompts, NP);
+    assert_int_equal(ms.responses, 3 * NP);
+    assert_int_equal(ms.scores, 3 * NP);
+    static const char *const tables[] = {"runs", "prompts", "responses", "scores", "embeddings"};
+    for (size_t k = 0; k < 5; k++) assert_int_equal(count(m, tables[k]), count(single, tables[k]));
+    /* the same table, row for row (runs come in another order) */
+    drift_table *ts = NULL, *tm = NULL;
+    assert_int_equal(drift_matrix_flip_table(single, "base", &ts, &err), DRIFT_OK);
+    assert_int_equal(drift_matrix_flip_table(m, "base", &tm, &err), DRIFT_OK);
+    assert_int_equal(ts->n_rows, tm->n_rows);
+    for (size_t i = 0; i < ts->n_rows; i++) {
+        const drift_table_row *x = &ts->rows[i], *y = NULL;
+        for (size_t j = 0; j < tm->n_rows; j++)
+            if (!strcmp(tm->rows[j].experiment_id, x->experiment_id)) y = &tm->rows[j];
+        assert_non_null(y);
+        assert_int_equal(x->num_flips, y->num_flips);
+        assert_int_equal(x->num_comparisons, y->num_comparisons);
+    }
+    drift_table_free(ts);
+    drift_table_free(tm);
+    /* merging a again: identical runs are skipped */
+    assert_int_equal(drift_matrix_merge(m, in, 1, &ms, &err), DRIFT_OK);
+    assert_int_equal(ms.runs, 0);
+    assert_int_equal(ms.runs_skipped, 2);
+    assert_int_equal(count(m, "responses"), 3 * NP);
+    /* the same label with other content is refused, and nothing of it is kept */
+    drift_store *c = open_store("c.db");
+    add_run(c, "t1", "http://OTHER/v1", CFG_T1, 0);
+    add_run(c, "t3", "http://d/v1", CFG_T2, 0);
+    drift_store_close(c);
+    char pc[512];
+    db_path(pc, sizeof pc, "c.db");
+    const char *inc[1] = {pc};
+    assert_int_equal(drift_matrix_merge(m, inc, 1, &ms, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "'t1'"));
+    assert_non_null(strstr(err.msg, "target"));
+    assert_int_equal(count(m, "runs"), 3);
+    /* a file that is not a store */
+    char bad[512];
+    db_path(bad, sizeof bad, "notastore.txt");
+    FILE *f = fopen(bad, "w");
+    fputs("hello", f);
+    fclose(f);
+    const char *inb[1] = {bad};
+    assert_int_not_equal(drift_matrix_merge(m, inb, 1, &ms, &err), DRIFT_OK);
+    drift_store_close(m);
+    drift_store_close(single);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec_example),  cmocka_unit_test(test_spec_bad),
+        cmocka_unit_test(test_spec_product),  cmocka_unit_test(test_shards),
+        cmocka_unit_test(test_table_known),   cmocka_unit_test(test_table_per_model_baseline),
+        cmocka_unit_test(test_merge),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
