@@ -8,7 +8,7 @@ need=(build-essential cmake pkg-config git
       libcurl4-openssl-dev libjansson-dev libsqlite3-dev sqlite3
       libxgboost-dev libgsl-dev libpcre2-dev libutf8proc-dev
       libmicrohttpd-dev libseccomp-dev bubblewrap libzstd-dev libcmocka-dev
-      python3 clang libclang-rt-14-dev)
+      python3 curl clang libclang-rt-14-dev)
 if [ "${1:-}" = "--optional" ]; then
   need+=(python3-statsmodels python3-sklearn python3-xgboost python3-numpy chromium)
 fi

@@ -24,7 +24,7 @@ curl -s -o "$dir/big" -w '%{http_code}' "$base/v1/completions" \
 cpid=$!
 # the request must have reached the server before SIGTERM (a connection still
 # in the kernel's backlog when the listener closes is refused, as anywhere)
-sleep 0.3
+sleep 1
 kill -TERM $spid
 wait $cpid || { echo "curl failed: $?"; cat "$dir/err"; exit 1; }
 rc=0; wait $spid || rc=$?
