@@ -373,8 +373,8 @@ static void run(const char *spec, int concurrency, const drift_gen_params *gp, s
     drift_target_close(t);
 }
 
-/* The HTTP client keeps 9 significant digits of a logprob (http_reply.c):
- * x as it comes out of that rounding. */
+/* x rounded to 9 significant digits: logprobs of the HTTP answer and of the
+ * embedded target are compared at this precision (both keep 17 digits). */
 static double r9(double x) {
     char b[64];
     snprintf(b, sizeof b, "%.9g", x);
