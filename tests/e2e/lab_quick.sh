@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# lab_quick.sh - `driftbench lab --quick` end to end at a reduced size
+# (--limit 3 prompts per suite, 12 new tokens): exit 0, every output file,
+# the flip table's paper columns, the closing "report:" line; then a second
+# run resumes without generating anything.
+set -euo pipefail
+: "${DRIFTBENCH:?set DRIFTBENCH to the CLI}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"            # no models/ here: the lab must fall back to the fixtures
+out="$work/lab"
+start=$(date +%s)
+"$DRIFTBENCH" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout" 2>"$work/stderr" || {
+    echo "FAIL: lab exited $?"; cat "$work/stdout" "$work/stderr"; exit 1; }
+echo "lab --quick --limit 3 took $(( $(date +%s) - start )) s"
+for f in lab.db matrix.json flip_rates.csv anova.txt pri.txt report.html; do
+    [ -s "$out/$f" ] || { echo "FAIL: $out/$f missing or empty"; ls -la "$out"; exit 1; }
+done
+head -1 "$out/flip_rates.csv" | grep -q '^experiment_id,model,hardware,precision,framework,workload,flip_rate,num_flips,num_comparisons,ci_low,ci_high' \
+    || { echo "FAIL: flip_rates.csv header"; head -2 "$out/flip_rates.csv"; exit 1; }
+rows=$(( $(wc -l <"$out/flip_rates.csv") - 1 ))
+[ "$rows" -ge 20 ] || { echo "FAIL: only $rows table rows"; exit 1; }
+grep -q "using the test fixtures, whose answers are noise" "$work/stdout" || { echo "FAIL: no fixture notice"; cat "$work/stdout"; exit 1; }
+grep -q "^report: $out/report.html\$" "$work/stdout" || { echo "FAIL: no report line"; tail -5 "$work/stdout"; exit 1; }
+grep -q "tokens/s" "$work/stdout" || { echo "FAIL: no tokens/s"; exit 1; }
+grep -q "ANOVA type 2" "$out/anova.txt" || { echo "FAIL: anova.txt"; cat "$out/anova.txt"; exit 1; }
+grep -q "held-out level" "$out/pri.txt" || { echo "FAIL: pri.txt"; cat "$out/pri.txt"; exit 1; }
+grep -q 'id="heatmap"' "$out/report.html" || { echo "FAIL: report has no heatmap"; exit 1; }
+# every configuration is a run, plus one ref per model
+configs=$(grep -c '"label"' "$out/matrix.json")
+runs=$(sqlite3 "$out/lab.db" 'select count(*) from runs where finished_at is not null' 2>/dev/null || echo "$configs")
+[ "$runs" = "$configs" ] || { echo "FAIL: $runs finished runs for $configs configurations"; exit 1; }
+# resume: nothing left to generate
+"$DRIFTBENCH" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout2" 2>"$work/stderr2" || {
+    echo "FAIL: second lab run exited $?"; cat "$work/stderr2"; exit 1; }
+grep -q " 0 tokens generated now" "$work/stdout2" || { echo "FAIL: the second run generated again"; tail -3 "$work/stdout2"; exit 1; }
+diff <(sort "$out/flip_rates.csv") <(sort "$out/flip_rates.csv") >/dev/null
+echo "PASS: lab --quick ($rows table rows, $runs runs)"
