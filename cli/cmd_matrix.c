@@ -53,9 +53,18 @@ int cli_matrix_run(const char *cmd, drift_store *st, const drift_matrix_spec *sp
         a.params.max_tokens = spec->max_tokens;
         if (o->concurrency > 0) a.topts.concurrency = o->concurrency;
         double t0 = drift_now_ms();
+        /* a finished run is complete: its failed requests (e.g. a prompt
+         * longer than the model's context) would fail the same way again;
+         * `driftbench run` with the same label retries them */
+        drift_run_info prev;
+        memset(&prev, 0, sizeof prev);
+        drift_error gerr = {0};
+        int finished = drift_store_run_get(st, c->label, &prev, &gerr) == DRIFT_OK && prev.finished_at;
+        drift_run_info_free(&prev);
         if (o->progress_lines) cli_quiet = 1;
-        int rc = cli_do_run(cmd, st, &a);
+        int rc = finished ? CLI_EXIT_PASS : cli_do_run(cmd, st, &a);
         cli_quiet = saved_quiet;
+        if (finished && !cli_quiet && !o->progress_lines) fprintf(stderr, "run '%s': complete, skipped\n", c->label);
         double t1 = drift_now_ms();
         stats->run_ms += t1 - t0;
         stats->configs++;
@@ -96,7 +105,8 @@ static const char matrix_usage[] =
     "\n"
     "Runs every configuration of the matrix spec (JSON; see tests/data/matrix/example.json)\n"
     "as a labelled run in the store, then scores the answers. Runs already complete are\n"
-    "skipped and interrupted ones resume. --shard I/N runs configurations whose index\n"
+    "skipped (their failed requests are not retried: use `driftbench run` with the label)\n"
+    "and interrupted ones resume. --shard I/N runs configurations whose index\n"
     "(0-based, spec order) is I-1 modulo N; join shard stores with `driftbench merge`.\n"
     "\n"
     "  --list                   print the configurations (label, target) and exit\n"
