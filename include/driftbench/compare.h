@@ -52,6 +52,18 @@ typedef struct drift_wl_result {
     double semantic_drift_rate;/* chat only, else NAN */
     drift_flip *flipped;
     size_t n_flipped;
+    /* Stochastic serving (runs with several replicates per prompt; else
+     * replicates = 1 and the rest NAN/0). expected_flip_rate: the chance
+     * that one baseline sample and one target sample of a prompt disagree,
+     * averaged over all replicate pairs (i, j) of every prompt. Majority: the
+     * label most replicates give on each side; a tie leaves the prompt out
+     * (majority_ties). */
+    int replicates;            /* most replicates seen per prompt on either side */
+    double expected_flip_rate;
+    long majority_n;           /* prompts with a majority on both sides */
+    long majority_flips;
+    double majority_flip_rate;
+    long majority_ties;
 } drift_wl_result;
 
 /* The flip taxonomy of a comparison, highest risk first. */

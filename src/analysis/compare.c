@@ -273,6 +273,67 @@ static void finish_wl(drift_wl_result *w, long pass_b, long pass_t, double sdr_s
     w->pass = w->budget < 0 || w->flip_rate <= w->budget + 1e-12;
 }
 
+/* Labels of one prompt's replicates in a scored set starting at rows[*i]
+ * (sorted by prompt_rowid, replicate): counts of PASS and FAIL; advances *i. */
+static void replicate_labels(const drift_scored_set *s, size_t *i, int64_t prompt, long *pass, long *fail) {
+    *pass = *fail = 0;
+    for (; *i < s->n && s->rows[*i].prompt_rowid == prompt; (*i)++) {
+        const drift_scored *r = &s->rows[*i];
+        if (r->is_error) continue;
+        if (r->label == DRIFT_LABEL_PASS) (*pass)++;
+        else if (r->label == DRIFT_LABEL_FAIL) (*fail)++;
+    }
+}
+
+/* Stochastic-serving figures per workload (compare.h), over prompts that
+ * have labels on both sides; only when some prompt has several replicates. */
+static void stochastic_stats(drift_comparison *c, const drift_scored_set *b, const drift_scored_set *t,
+                             const drift_compare_opts *opts) {
+    int reps[DRIFT_WL_COUNT] = {0};
+    double exp_sum[DRIFT_WL_COUNT] = {0};
+    long exp_n[DRIFT_WL_COUNT] = {0};
+    const drift_scored_set *sets[2] = {b, t};
+    for (int k = 0; k < 2; k++)
+        for (size_t r = 0; r < sets[k]->n; r++) {
+            int wl = sets[k]->rows[r].workload;
+            if (wl >= 0 && wl < DRIFT_WL_COUNT && sets[k]->rows[r].replicate + 1 > reps[wl])
+                reps[wl] = sets[k]->rows[r].replicate + 1;
+        }
+    size_t i = 0, j = 0;
+    while (i < b->n && j < t->n) {
+        int64_t pb = b->rows[i].prompt_rowid, pt = t->rows[j].prompt_rowid;
+        if (pb != pt) {
+            if (pb < pt) i++;
+            else j++;
+            continue;
+        }
+        int wl = b->rows[i].workload;
+        long bp, bf, tp, tf;
+        replicate_labels(b, &i, pb, &bp, &bf);
+        replicate_labels(t, &j, pt, &tp, &tf);
+        if (wl < 0 || wl >= DRIFT_WL_COUNT || wl == DRIFT_WL_CHAT || reps[wl] < 2) continue;
+        if (opts->only_workload != DRIFT_WL_UNKNOWN && wl != opts->only_workload) continue;
+        if (bp + bf == 0 || tp + tf == 0) continue;
+        drift_wl_result *w = &c->wl[wl];
+        /* disagreeing (i, j) pairs: base pass x target fail + base fail x target pass */
+        exp_sum[wl] += (double)(bp * tf + bf * tp) / (double)((bp + bf) * (tp + tf));
+        exp_n[wl]++;
+        if (bp == bf || tp == tf) {
+            w->majority_ties++;
+            continue;
+        }
+        w->majority_n++;
+        w->majority_flips += (bp > bf) != (tp > tf);
+    }
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        drift_wl_result *w = &c->wl[k];
+        w->replicates = reps[k] ? reps[k] : 1;
+        w->expected_flip_rate = exp_n[k] ? exp_sum[k] / (double)exp_n[k] : NAN;
+        w->majority_flip_rate = w->majority_n ? (double)w->majority_flips / (double)w->majority_n : NAN;
+        if (reps[k] < 2) w->replicates = 1;
+    }
+}
+
 /* See compare.h. */
 drift_status drift_compare_runs(drift_store *st, const char *baseline_label, const char *target_label,
                                 const drift_compare_opts *opts, drift_comparison **out, drift_error *err) {
@@ -395,6 +456,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         c->total_errors += c->wl[k].errors;
         if (!c->wl[k].pass) c->pass = 0;
     }
+    stochastic_stats(c, &o->base, &o->targ, opts);
     drift_comparison_taxonomy(c, &c->taxonomy);
     *out = c;
     return DRIFT_OK;

@@ -267,6 +267,18 @@ static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b
         else buf_printf(b, "%.4f", w->sdr_mean);
         buf_printf(b, "; %ld pair(s) without embeddings\n", w->unscored);
     }
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        const drift_wl_result *w = &c->wl[k];
+        if (!c->present[k] || w->replicates < 2 || k == DRIFT_WL_CHAT) continue;
+        buf_printf(b, "%s: %d replicates per prompt: expected flip rate over replicate pairs ",
+                   drift_workload_name((drift_workload)k), w->replicates);
+        if (isnan(w->expected_flip_rate)) buf_puts(b, "-");
+        else buf_printf(b, "%.2f%%", 100 * w->expected_flip_rate);
+        buf_puts(b, ", majority-vote flip rate ");
+        if (isnan(w->majority_flip_rate)) buf_puts(b, "-");
+        else buf_printf(b, "%.2f%% (%ld of %ld)", 100 * w->majority_flip_rate, w->majority_flips, w->majority_n);
+        buf_printf(b, ", %ld tie(s) left out\n", w->majority_ties);
+    }
     long unscored = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
         if (c->present[k] && k != DRIFT_WL_CHAT) unscored += c->wl[k].unscored;
@@ -370,6 +382,13 @@ static json_t *wl_json(const drift_wl_result *w, drift_store *st, drift_error *e
         json_object_set_new(o, "safe_to_unsafe", json_integer(w->correct_to_incorrect));
         json_object_set_new(o, "unsafe_to_safe", json_integer(w->incorrect_to_correct));
     }
+    if (w->replicates > 1 && k != DRIFT_WL_CHAT)
+        json_object_set_new(o, "stochastic",
+                            json_pack("{s:i, s:o, s:o, s:i, s:i, s:i}", "replicates", w->replicates,
+                                      "expected_flip_rate", num_or_null(w->expected_flip_rate),
+                                      "majority_flip_rate", num_or_null(w->majority_flip_rate), "majority_n",
+                                      (json_int_t)w->majority_n, "majority_flips", (json_int_t)w->majority_flips,
+                                      "majority_ties", (json_int_t)w->majority_ties));
     drift_divergence *divs = NULL; /* every flip's, in one batch, when a store is given */
     if (st && w->n_flipped) {
         divs = calloc(w->n_flipped, sizeof *divs);

@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "compare_fixture.h"
+#include "driftbench/report.h"
 #include "driftbench/compare.h"
 #include "driftbench/eval.h"
 
@@ -367,10 +368,103 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* Stochastic serving: 3 replicates per prompt, labels chosen so every figure
+ * is known by hand.
+ *   p0 base P P F, targ F F P: majority P -> F (a flip); disagreeing pairs 5 of 9
+ *   p1 base P P P, targ P P P: no flip; 0 of 9
+ *   p2 base F P (error), targ P P F: base tie (left out); 3 of 6
+ * expected flip rate (5/9 + 0 + 1/2) / 3; majority 1 flip of 2, 1 tie;
+ * replicate-paired flips: p0 3, p2 1 (its third pair has an error). */
+static void test_stochastic(void **state) {
+    (void)state;
+    char path[] = "/tmp/drift_stoch_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(path);
+    drift_error err = {0};
+    drift_store *st;
+    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
+    const char *jsonl = "{\"prompt_id\":\"p0\",\"prompt\":\"a\",\"answer\":\"1\"}\n"
+                        "{\"prompt_id\":\"p1\",\"prompt\":\"b\",\"answer\":\"2\"}\n"
+                        "{\"prompt_id\":\"p2\",\"prompt\":\"c\",\"answer\":\"3\"}\n";
+    drift_suite *suite;
+    assert_int_equal(drift_suite_parse("stoch.jsonl", jsonl, strlen(jsonl), &suite, &err), DRIFT_OK);
+    int64_t rowids[3];
+    assert_int_equal(drift_store_put_prompts(st, suite, rowids, &err), DRIFT_OK);
+    enum { LP = DRIFT_LABEL_PASS, LF = DRIFT_LABEL_FAIL };
+    static const int labels[2][3][3] = {{{LP, LP, LF}, {LP, LP, LP}, {LF, LP, FX_ERR}},
+                                        {{LF, LF, LP}, {LP, LP, LP}, {LP, LP, LF}}};
+    const char *names[2] = {"sb", "st"};
+    for (int side = 0; side < 2; side++) {
+        drift_run_info info = {0};
+        info.label = (char *)names[side];
+        info.target = (char *)"http://127.0.0.1:1/v1?model=m";
+        info.config_json = (char *)"{}";
+        info.decoding_json = (char *)"{\"temperature\":0.7,\"replicates\":3}";
+        info.templates_json = (char *)"{}";
+        info.suites_json = (char *)"[]";
+        info.tool_version = (char *)"test";
+        int64_t run_id;
+        int resumed;
+        assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
+        drift_response resp[9];
+        memset(resp, 0, sizeof resp);
+        for (int p = 0; p < 3; p++)
+            for (int r = 0; r < 3; r++) {
+                drift_response *x = &resp[p * 3 + r];
+                x->prompt_rowid = rowids[p];
+                x->replicate = r;
+                x->prompt_tokens = x->completion_tokens = -1;
+                if (labels[side][p][r] == FX_ERR) x->error = (char *)"HTTP 500";
+                else x->text = (char *)"answer";
+            }
+        assert_int_equal(drift_store_put_responses(st, run_id, resp, 9, &err), DRIFT_OK);
+        drift_scored_set set;
+        assert_int_equal(drift_store_load_scored(st, run_id, &set, &err), DRIFT_OK);
+        drift_score sc[9];
+        size_t n = 0;
+        for (size_t i = 0; i < set.n; i++) {
+            int p = set.rows[i].prompt_rowid == rowids[0] ? 0 : set.rows[i].prompt_rowid == rowids[1] ? 1 : 2;
+            int lab = labels[side][p][set.rows[i].replicate];
+            if (lab == FX_ERR) continue;
+            sc[n].response_id = set.rows[i].response_id;
+            sc[n].evaluator = "math";
+            sc[n].label = lab;
+            sc[n].value = lab == LP;
+            sc[n].detail_json = NULL;
+            n++;
+        }
+        assert_int_equal(drift_store_put_scores(st, sc, n, &err), DRIFT_OK);
+        drift_scored_set_free(&set);
+    }
+    drift_comparison *c;
+    assert_int_equal(drift_compare_runs(st, "sb", "st", NULL, &c, &err), DRIFT_OK);
+    const drift_wl_result *w = &c->wl[DRIFT_WL_MATH];
+    assert_int_equal(w->replicates, 3);
+    assert_int_equal(w->n, 8);
+    assert_int_equal(w->errors, 1);
+    assert_int_equal(w->flips, 4);
+    assert_true(fabs(w->expected_flip_rate - (5.0 / 9.0 + 0.0 + 0.5) / 3.0) < 1e-12);
+    assert_int_equal(w->majority_n, 2);
+    assert_int_equal(w->majority_flips, 1);
+    assert_int_equal(w->majority_ties, 1);
+    assert_true(fabs(w->majority_flip_rate - 0.5) < 1e-12);
+    char *json;
+    assert_int_equal(drift_report_comparison(c, NULL, DRIFT_FORMAT_JSON, &json, &err), DRIFT_OK);
+    assert_non_null(strstr(json, "\"expected_flip_rate\""));
+    assert_non_null(strstr(json, "\"majority_flip_rate\": 0.5"));
+    free(json);
+    drift_comparison_free(c);
+    drift_suite_free(suite);
+    drift_store_close(st);
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compare_known), cmocka_unit_test(test_budgets), cmocka_unit_test(test_score),
-        cmocka_unit_test(test_score_chunks),
+        cmocka_unit_test(test_score_chunks), cmocka_unit_test(test_stochastic),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
