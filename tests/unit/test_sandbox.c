@@ -543,7 +543,16 @@ int main(void) {
         cmocka_unit_test(test_background_child),
         cmocka_unit_test(test_namespace_escape),
     };
+    /* a private TMPDIR, so that the count of sandbox dirs left behind is
+     * ours alone (other tests running beside this one make their own) */
+    char tmp_template[] = "/tmp/drift-test-sandbox-XXXXXX";
+    char *tmp = mkdtemp(tmp_template);
+    if (!tmp || chmod(tmp, 0755) || setenv("TMPDIR", tmp, 1)) {
+        fprintf(stderr, "test_sandbox: cannot make a private TMPDIR\n");
+        return 1;
+    }
     int rc = cmocka_run_group_tests_name("bubblewrap", tests, setup, NULL);
     if (geteuid() == 0) rc |= cmocka_run_group_tests_name("seccomp+uid", nobwrap, setup_nobwrap, NULL);
+    rmdir(tmp);
     return rc;
 }
