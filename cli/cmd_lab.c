@@ -154,16 +154,23 @@ static json_t *build_spec(const lab_model *models, size_t n_models, int full, lo
     static const lab_variant hw_full[] = {{"cpu-best", "auto"}, {"cpu-avx2", "avx2"}, {"cpu-scalar", "scalar"}};
     json_t *spec = json_object();
     json_object_set_new(spec, "name", json_string(full ? "driftbench lab --full" : "driftbench lab --quick"));
-    /* --quick sizes each suite by what it costs: a code answer runs a
-     * sandboxed program, a long-context prompt is a long prefill */
+    /* --quick sizes each suite by what it costs (a code answer runs a
+     * sandboxed program, a long-context prompt is a long prefill); --limit
+     * sets every size. Sizes travel in the suite spec ("?n=N"). */
+    static const struct {
+        const char *name;
+        int quick_n;
+    } suite_sizes[] = {{"math", 24}, {"code", 8}, {"safety", 16}, {"chat", 16}, {"long", 8}};
     json_t *suites = json_array();
-    json_array_append_new(suites, json_string(full ? "builtin:math" : "builtin:math?n=24"));
-    json_array_append_new(suites, json_string(full ? "builtin:code" : "builtin:code?n=8"));
-    if (with_safety) json_array_append_new(suites, json_string(full ? "builtin:safety" : "builtin:safety?n=16"));
-    json_array_append_new(suites, json_string(full ? "builtin:chat" : "builtin:chat?n=16"));
-    json_array_append_new(suites, json_string(full ? "builtin:long" : "builtin:long?n=8"));
+    for (size_t i = 0; i < sizeof suite_sizes / sizeof suite_sizes[0]; i++) {
+        if (!with_safety && !strcmp(suite_sizes[i].name, "safety")) continue;
+        long n = limit > 0 ? limit : full ? 0 : suite_sizes[i].quick_n;
+        char spec_s[64];
+        if (n > 0) snprintf(spec_s, sizeof spec_s, "builtin:%s?n=%ld", suite_sizes[i].name, n);
+        else snprintf(spec_s, sizeof spec_s, "builtin:%s", suite_sizes[i].name);
+        json_array_append_new(suites, json_string(spec_s));
+    }
     json_object_set_new(spec, "suites", suites);
-    json_object_set_new(spec, "limit", json_integer(limit));
     json_object_set_new(spec, "decoding", json_pack("{s:f, s:i, s:i}", "temperature", 0.0, "seed", 42, "max_tokens", max_tokens));
     json_object_set_new(spec, "baseline", json_string("ref@{model}"));
     json_t *configs = json_array();
@@ -333,7 +340,6 @@ static int cmd_lab(int argc, char **argv) {
             if (cli_parse_int("lab", "--jobs", v, 0, 1024, &jobs)) return CLI_EXIT_ERROR;
         } else return cli_error("lab", "unknown option '%s' (see --help)", a);
     }
-    if (limit < 0) limit = 0; /* the suites carry their sizes */
     if (max_tokens < 0) max_tokens = full ? 128 : 48;
     double t_start = drift_now_ms();
 
@@ -397,7 +403,7 @@ static int cmd_lab(int argc, char **argv) {
     }
     if (prc) return cli_error_lib("lab", &err);
     printf("matrix: %zu configurations x %zu suites, %s, %d new tokens (%s)\n", spec->n_configs, spec->n_suites,
-           spec->limit ? "--limit prompts per suite" : "suite sizes as in the spec", spec->max_tokens, path);
+           limit > 0 ? "--limit prompts per suite" : full ? "whole suites" : "quick suite sizes", spec->max_tokens, path);
     fflush(stdout);
 
     /* 3. run + score */
@@ -435,6 +441,15 @@ static int cmd_lab(int argc, char **argv) {
     if (drift_table_write_csv(t, path, &err)) rc = cli_error_lib("lab", &err);
     printf("\n== flip rate by workload (percent, 95%% Wilson CI; baseline = ref profile of the same model) ==");
     cli_print_flip_table(stdout, t);
+    drift_store_health health;
+    drift_buf why = {0};
+    if (drift_matrix_store_health(st, &health, &err) == DRIFT_OK)
+        for (int w = 0; w < DRIFT_WL_COUNT; w++)
+            if (health.errors[w])
+                buf_printf(&why, "%s: %zu of %zu requests failed (e.g. \"%s\"): failed requests are never pairs%s. ",
+                           drift_workload_name((drift_workload)w), health.errors[w], health.errors[w] + health.answers[w],
+                           health.common_error[w], health.answers[w] ? "" : ", so this workload has no rows");
+    if (why.data) printf("%s\n", why.data);
     for (int w = 0; w < DRIFT_WL_COUNT; w++)
         if (ms.score.not_computable[w])
             printf("%s: %zu answers not computable: %s\n", drift_workload_name((drift_workload)w), ms.score.not_computable[w],
@@ -467,6 +482,7 @@ static int cmd_lab(int argc, char **argv) {
                                   "answers are noise, so it shows the machinery rather than real drift. ");
     if (!with_safety) buf_printf(&note, "Safety was not run: %s. ", safety_reason);
     if (ms.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
+    if (why.data) buf_puts(&note, why.data);
     ho.note = note.data;
     ho.pri = pev;
     char *page = NULL;
@@ -477,6 +493,7 @@ static int cmd_lab(int argc, char **argv) {
     }
     free(page);
     buf_free(&note);
+    buf_free(&why);
     drift_pri_eval_free(pev);
     drift_table_free(t);
     drift_store_close(st);

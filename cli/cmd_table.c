@@ -20,13 +20,13 @@ void cli_print_flip_table(FILE *f, const drift_table *t) {
             const drift_table_row *row = &t->rows[r];
             if (strcmp(row->dims[4], wls[w])) continue;
             if (!header) {
-                fprintf(f, "\n%s\n  %-34s %-11s %-12s %-9s %-22s %8s  %-17s %9s\n", wls[w], "configuration", "model",
+                fprintf(f, "\n%s\n  %-40s %-11s %-12s %-9s %-22s %8s  %-17s %9s\n", wls[w], "configuration", "model",
                         "hardware", "precision", "framework", "flip", "95% CI", "flips/n");
                 header = 1;
             }
             char ci[40];
             snprintf(ci, sizeof ci, "[%.1f, %.1f]", row->ci_low, row->ci_high);
-            fprintf(f, "  %-34.34s %-11.11s %-12.12s %-9.9s %-22.22s %7.2f%%  %-17s %4ld/%-4ld\n", row->experiment_id,
+            fprintf(f, "  %-40.40s %-11.11s %-12.12s %-9.9s %-22.22s %7.2f%%  %-17s %4ld/%-4ld\n", row->experiment_id,
                     row->dims[0], row->dims[1], row->dims[2], row->dims[3], row->flip_rate, ci, row->num_flips,
                     row->num_comparisons);
             any_row = 1;

@@ -83,6 +83,16 @@ DRIFT_API drift_status drift_matrix_merge(drift_store *out, const char *const *i
  * left out): lab reports generation speed from it. */
 DRIFT_API drift_status drift_matrix_store_tokens(drift_store *st, int64_t *tokens, drift_error *err);
 
+/* Per workload: answers and failed requests in the whole store, and the
+ * most frequent error text of each workload (truncated), so a caller can
+ * say why a workload has no pairs. */
+typedef struct drift_store_health {
+    size_t answers[DRIFT_WL_COUNT];
+    size_t errors[DRIFT_WL_COUNT];
+    char common_error[DRIFT_WL_COUNT][200];
+} drift_store_health;
+DRIFT_API drift_status drift_matrix_store_health(drift_store *st, drift_store_health *out, drift_error *err);
+
 /* The flip table of a store: for every run other than its baseline, the
  * comparison (drift_compare_runs, default options) against the baseline
  * `baseline` (a label; "{model}" etc. are replaced by the run's own levels,

@@ -229,3 +229,36 @@ drift_status drift_matrix_store_tokens(drift_store *st, int64_t *tokens, drift_e
     sqlite3_finalize(s);
     return DRIFT_OK;
 }
+
+drift_status drift_matrix_store_health(drift_store *st, drift_store_health *out, drift_error *err) {
+    if (!st || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "store health: missing arguments");
+    memset(out, 0, sizeof *out);
+    sqlite3 *db = drift_store_db(st);
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT p.workload, r.failed, count(*) FROM responses r JOIN prompts p "
+                               "ON p.id = r.prompt_rowid GROUP BY p.workload, r.failed", -1, &s, NULL) != SQLITE_OK)
+        return drift_error_set(err, DRIFT_ERR_STORE, "store health: %s", sqlite3_errmsg(db));
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        drift_workload w = drift_workload_parse((const char *)sqlite3_column_text(s, 0));
+        if (w == DRIFT_WL_UNKNOWN) continue;
+        size_t n = (size_t)sqlite3_column_int64(s, 2);
+        if (sqlite3_column_int(s, 1)) out->errors[w] += n;
+        else out->answers[w] += n;
+    }
+    sqlite3_finalize(s);
+    /* the most frequent error per workload; digits are not normalised, so
+     * "prompt of N tokens" errors count apart, but the first few characters
+     * say what kind of failure it is */
+    if (sqlite3_prepare_v2(db, "SELECT p.workload, substr(r.error, 1, 190), count(*) AS c FROM responses r JOIN prompts p "
+                               "ON p.id = r.prompt_rowid WHERE r.failed = 1 GROUP BY 1, 2 ORDER BY c DESC", -1, &s,
+                           NULL) != SQLITE_OK)
+        return drift_error_set(err, DRIFT_ERR_STORE, "store health: %s", sqlite3_errmsg(db));
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        drift_workload w = drift_workload_parse((const char *)sqlite3_column_text(s, 0));
+        const char *e = (const char *)sqlite3_column_text(s, 1);
+        if (w == DRIFT_WL_UNKNOWN || out->common_error[w][0] || !e) continue;
+        snprintf(out->common_error[w], sizeof out->common_error[w], "%s", e);
+    }
+    sqlite3_finalize(s);
+    return DRIFT_OK;
+}
