@@ -189,3 +189,59 @@ if __name__ == "__main__":
     random_model(out + "/rand-llama.gguf", "llama", tk)
     random_model(out + "/rand-qwen2.gguf", "qwen2", tk, kv_heads=4)
     random_model(out + "/rand-moe.gguf", "llama", tk, experts=4, experts_used=2)
+
+
+def read_tensors(path):
+    """{name: (ne, type, bytes)} of a GGUF file written by write() (or any GGUF v3 with these value types)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    if buf[:4] != GGUF_MAGIC:
+        raise ValueError("%s: not a GGUF file" % path)
+    ver, n_t, n_kv = struct.unpack_from("<IQQ", buf, 4)
+    pos = 24
+    sizes = {T_UINT8: 1, T_INT8: 1, T_UINT16: 2, T_INT16: 2, T_UINT32: 4, T_INT32: 4, T_FLOAT32: 4, T_BOOL: 1, T_UINT64: 8,
+             T_INT64: 8, T_FLOAT64: 8}
+
+    def skip(t, p):
+        if t == T_STRING:
+            (n,) = struct.unpack_from("<Q", buf, p)
+            return p + 8 + n
+        if t == T_ARRAY:
+            et, n = struct.unpack_from("<IQ", buf, p)
+            p += 12
+            if et in sizes:
+                return p + n * sizes[et]
+            for _ in range(n):
+                p = skip(et, p)
+            return p
+        return p + sizes[t]
+
+    align = ALIGN
+    for _ in range(n_kv):
+        (kl,) = struct.unpack_from("<Q", buf, pos)
+        key = buf[pos + 8:pos + 8 + kl].decode()
+        pos += 8 + kl
+        (t,) = struct.unpack_from("<I", buf, pos)
+        pos += 4
+        if key == "general.alignment":
+            (align,) = struct.unpack_from("<I", buf, pos)
+        pos = skip(t, pos)
+    infos = []
+    for _ in range(n_t):
+        (nl,) = struct.unpack_from("<Q", buf, pos)
+        name = buf[pos + 8:pos + 8 + nl].decode()
+        pos += 8 + nl
+        (nd,) = struct.unpack_from("<I", buf, pos)
+        ne = list(struct.unpack_from("<%dQ" % nd, buf, pos + 4))
+        pos += 4 + 8 * nd
+        typ, off = struct.unpack_from("<IQ", buf, pos)
+        pos += 12
+        infos.append((name, ne, typ, off))
+    base = (pos + align - 1) // align * align
+    out = {}
+    for name, ne, typ, off in infos:
+        n = 1
+        for d in ne:
+            n *= d
+        out[name] = (ne, typ, buf[base + off:base + off + n * TYPE_SIZE[typ]])
+    return out

@@ -271,6 +271,23 @@ def build_model(torch, cfg, vocab):
     return Model()
 
 
+def param_map(model, cfg):
+    """(GGUF tensor name, parameter) of every weight, in file order."""
+    out = [("token_embd.weight", model.emb.weight), ("output_norm.weight", model.norm)]
+    for l, b in enumerate(model.blocks):
+        p = "blk.%d." % l
+        out += [(p + "attn_norm.weight", b.attn_norm), (p + "attn_q.weight", b.q.weight), (p + "attn_k.weight", b.k.weight),
+                (p + "attn_v.weight", b.v.weight), (p + "attn_output.weight", b.o.weight), (p + "ffn_norm.weight", b.ffn_norm)]
+        if b.q.bias is not None:
+            out += [(p + "attn_q.bias", b.q.bias), (p + "attn_k.bias", b.k.bias), (p + "attn_v.bias", b.v.bias)]
+        if cfg["experts"]:
+            out += [(p + "ffn_gate_inp.weight", b.router.weight), (p + "ffn_gate_exps.weight", b.eg), (p + "ffn_up_exps.weight", b.eu),
+                    (p + "ffn_down_exps.weight", b.ed)]
+        else:
+            out += [(p + "ffn_gate.weight", b.gate.weight), (p + "ffn_up.weight", b.up.weight), (p + "ffn_down.weight", b.down.weight)]
+    return out
+
+
 def gguf_tensors(torch, model, cfg):
     """(name, ne, type, bytes) of the model's weights, F16 matrices, F32 norms/biases/router."""
     from gguf_export import GGML_F16, GGML_F32
@@ -358,7 +375,31 @@ def cmd_train(a):
     examples = load_prep(a.data)
     if a.max_examples:
         examples = examples[:a.max_examples]
-    model = build_model(torch, cfg, V).to(dev)
+    if a.repeat:
+        with open(a.data + ".json") as f:
+            counts = json.load(f)
+        starts, o = {}, 0
+        for sname in SUITES:
+            starts[sname] = (o, o + counts[sname]["examples"])
+            o += counts[sname]["examples"]
+        extra = []
+        for item in a.repeat.split(","):
+            sname, k = item.split("=")
+            lo, hi = starts[sname]
+            extra += examples[lo:hi] * (int(k) - 1)
+        examples = examples + extra
+    model = build_model(torch, cfg, V)
+    if a.init:
+        import numpy as np
+        got = gguf_export.read_tensors(a.init)
+        with torch.no_grad():
+            for name, w in param_map(model, cfg):
+                ne, typ, data = got[name]
+                arr = np.frombuffer(data, dtype=np.float16 if typ == gguf_export.GGML_F16 else np.float32)
+                assert list(reversed(w.shape)) == ne, name
+                w.copy_(torch.from_numpy(arr.astype(np.float32)).view(w.shape))
+        print("initialised from", a.init, flush=True)
+    model = model.to(dev)
     nparam = sum(p.numel() for p in model.parameters())
     print("%s: %d params, %d examples, device %s" % (a.name, nparam, len(examples), dev), flush=True)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -431,7 +472,7 @@ def cmd_train(a):
                                    "logits": [[float(x) for x in lg[0]], [float(x) for x in lg[-1]]]})
     info = {"name": a.name, "config": cfg, "params": nparam, "seed": a.seed, "steps": step, "epochs_started": epoch,
             "train_seconds": round(train_s, 1), "total_seconds": round(time.time() - t_start, 1), "examples": len(examples),
-            "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup, "prompt_weight": a.prompt_weight,
+            "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup, "prompt_weight": a.prompt_weight, "init": a.init, "repeat": a.repeat,
             "command": " ".join(sys.argv), "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "log": log}
     with open(os.path.join(a.out, a.name + ".json"), "w") as f:
@@ -477,6 +518,8 @@ def main():
     t.add_argument("--rope-theta", type=float, default=10000.0)
     t.add_argument("--seed", type=int, default=1234)
     t.add_argument("--tiny", action="store_true")
+    t.add_argument("--init", default="", help="start from this GGUF's weights (continued training)")
+    t.add_argument("--repeat", default="", help="e.g. code=4,long=2: those suites' examples k times per epoch")
     t.set_defaults(fixture_prompts=FIXTURE_PROMPTS)
     a = ap.parse_args()
     {"bpe": cmd_bpe, "prep": cmd_prep, "train": cmd_train}[a.cmd](a)
