@@ -9,11 +9,15 @@
  *      precision  weight format f32 bf16 fp8 int8 int4 mxfp4 (+ f16 nvfp4 full)
  *      framework  kernel variant: reduction order / split-K / attention algo
  *      hardware   the vector ISA the fast kernels use (auto = best, avx2, ...)
- *    --quick crosses precision x {seq, split-K 4} on the best ISA plus two
- *    avx2 configurations, with 24 prompts per suite and 48 new tokens;
- *    --full crosses everything on every suite.
+ *    --quick: at most two models; from f32/seq on the best ISA it moves one
+ *    axis at a time (5 precisions, split-K 4, avx2): 8 runs per model with
+ *    math 16, code 6, chat 12 prompts and 32 new tokens; long context is
+ *    left out (each prompt is a prefill of thousands of tokens: seconds per
+ *    prompt and configuration on 2 cores). --full crosses everything (3
+ *    ISAs x 8 formats x 5 kernel variants) on every model and every suite.
  * 3. run + score every configuration (resumable: DIR/lab.db), with the chat
- *    embedder on the first model's ref profile (one fixed judge) and the
+ *    embedder on the first model with one fixed cpu-f32/avx2 profile (one
+ *    judge for every configuration) and the
  *    safety guard only when --guard is given (else it says why not).
  * 4. flip table -> DIR/flip_rates.csv, ANOVA -> DIR/anova.txt, PRI held-out
  *    evaluations -> DIR/pri.txt (when there are enough rows), the HTML
@@ -46,14 +50,15 @@ static const char lab_usage[] =
     "DIR/anova.txt, DIR/pri.txt and DIR/report.html and prints the flip table, the ANOVA\n"
     "and the PRI held-out summary. Re-running resumes what is stored.\n"
     "\n"
-    "  --quick            small matrix; math 24, chat 16, code 8, long 8 prompts; 48 new tokens (default)\n"
+    "  --quick            at most 2 models x 8 profiles; math 16, chat 12, code 6 prompts, no\n"
+    "                     long context; 32 new tokens (default; under 5 minutes on 2 cores)\n"
     "  --full             every profile axis crossed, every prompt of each suite\n"
     "  --out DIR          output directory (default lab)\n"
     "  --models DIR       GGUF models (default models/; the test fixtures when empty)\n"
     "  --limit N          prompts per suite (overrides the mode's)\n"
     "  --max-tokens N     new tokens per answer (overrides the mode's)\n"
     "  --guard SPEC       safety guard (LlamaGuard-3 over HTTP); without it safety is skipped\n"
-    "  --embedder SPEC    chat embedder (default: embedded, first model's ref profile)\n"
+    "  --embedder SPEC    chat embedder (default: the first model, one fixed cpu-f32/avx2 profile)\n"
     "  --threads N        engine threads per configuration (default 1: best on shared machines)\n"
     "  --jobs N           parallel evaluations when scoring (default: cores)\n";
 
@@ -160,10 +165,13 @@ static json_t *build_spec(const lab_model *models, size_t n_models, int full, lo
     static const struct {
         const char *name;
         int quick_n;
-    } suite_sizes[] = {{"math", 24}, {"code", 8}, {"safety", 16}, {"chat", 16}, {"long", 8}};
+    } suite_sizes[] = {{"math", 16}, {"code", 6}, {"safety", 12}, {"chat", 12}, {"long", 0}};
     json_t *suites = json_array();
     for (size_t i = 0; i < sizeof suite_sizes / sizeof suite_sizes[0]; i++) {
         if (!with_safety && !strcmp(suite_sizes[i].name, "safety")) continue;
+        /* --quick leaves long-context out: each of its prompts is a prefill
+         * of thousands of tokens (seconds per prompt and configuration) */
+        if (!full && !suite_sizes[i].quick_n) continue;
         long n = limit > 0 ? limit : full ? 0 : suite_sizes[i].quick_n;
         char spec_s[64];
         if (n > 0) snprintf(spec_s, sizeof spec_s, "builtin:%s?n=%ld", suite_sizes[i].name, n);
@@ -190,12 +198,13 @@ static json_t *build_spec(const lab_model *models, size_t n_models, int full, lo
                         add_config(configs, &models[m], hw_full[h].name, hw_full[h].spec, prec_full[p], fw_full[f].name,
                                    fw_full[f].spec, threads);
         } else {
-            for (size_t p = 0; p < sizeof prec_quick / sizeof prec_quick[0]; p++)
-                for (size_t f = 0; f < sizeof fw_quick / sizeof fw_quick[0]; f++)
-                    add_config(configs, &models[m], "cpu-best", "auto", prec_quick[p], fw_quick[f].name, fw_quick[f].spec,
-                               threads);
+            /* one axis at a time from f32/seq on the best ISA: every
+             * precision, one kernel variant, one other ISA */
+            for (size_t p = 1; p < sizeof prec_quick / sizeof prec_quick[0]; p++)
+                add_config(configs, &models[m], "cpu-best", "auto", prec_quick[p], fw_quick[0].name, fw_quick[0].spec,
+                           threads);
+            add_config(configs, &models[m], "cpu-best", "auto", "f32", fw_quick[1].name, fw_quick[1].spec, threads);
             add_config(configs, &models[m], "cpu-avx2", "avx2", "f32", "seq", "reduce=sequential", threads);
-            add_config(configs, &models[m], "cpu-avx2", "avx2", "int8", "seq", "reduce=sequential", threads);
         }
     }
     json_object_set_new(spec, "configs", configs);
@@ -340,7 +349,7 @@ static int cmd_lab(int argc, char **argv) {
             if (cli_parse_int("lab", "--jobs", v, 0, 1024, &jobs)) return CLI_EXIT_ERROR;
         } else return cli_error("lab", "unknown option '%s' (see --help)", a);
     }
-    if (max_tokens < 0) max_tokens = full ? 128 : 48;
+    if (max_tokens < 0) max_tokens = full ? 128 : 32;
     double t_start = drift_now_ms();
 
     /* 1. models */
@@ -357,9 +366,20 @@ static int cmd_lab(int argc, char **argv) {
         fixtures = 1;
         printf("NOTE: no shipped models found in models/: using the test fixtures, whose answers are noise\n");
     }
+    size_t found_models = n_models;
+    if (!full && n_models > 2) {
+        for (size_t i = 2; i < n_models; i++) {
+            free(models[i].path);
+            free(models[i].name);
+        }
+        n_models = 2;
+    }
     printf("lab (%s): %zu model(s):", full ? "full" : "quick", n_models);
     for (size_t i = 0; i < n_models; i++) printf(" %s", models[i].name);
+    if (found_models > n_models) printf(" (%zu found; --full uses all)", found_models);
     printf("\n");
+    if (!full)
+        printf("quick: long_context is left out (each prompt is a prefill of thousands of tokens); --full runs it\n");
 
     /* evaluators: say up front what can and cannot be judged */
     drift_error err = {0};
@@ -382,7 +402,7 @@ static int cmd_lab(int argc, char **argv) {
     }
     char emb_spec[PATH_MAX + 64];
     if (!embedder) {
-        snprintf(emb_spec, sizeof emb_spec, "embedded:%s?profile=ref", models[0].path);
+        snprintf(emb_spec, sizeof emb_spec, "embedded:%s?profile=cpu-f32&isa=avx2&threads=1", models[0].path);
         embedder = emb_spec;
     }
 
