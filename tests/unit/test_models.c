@@ -1,4 +1,4 @@
-/* test_models.c - the shipped models (models/*.gguf, issue 4) against the
+/* test_models.c - the shipped models (the GGUF files in models/, issue 4) against the
  * PyTorch reference made on the GPU machine when they were trained
  * (tests/data/models/NAME.logits.json, written by tools/train/train.py: a
  * float64 CPU forward of the GGUF's own F16 weights).
