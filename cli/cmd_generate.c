@@ -145,7 +145,3 @@ static int cmd_generate(int argc, char **argv) {
     return CLI_EXIT_PASS;
 }
 CLI_COMMAND(generate, "generate", "run the embedded engine on one prompt (text, logprobs)", cmd_generate)
-
-/* The embedded target is referenced weakly by target.c; make sure every
- * command that opens "embedded:..." targets finds it linked in. */
-__attribute__((constructor)) static void cli_link_embedded(void) { (void)drift_embedded_link(); }

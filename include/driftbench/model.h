@@ -133,12 +133,6 @@ DRIFT_API drift_status drift_model_generate(const drift_model *m, const int32_t 
  * text's tokens (with the model's default BOS). vec: info.dim floats. */
 DRIFT_API drift_status drift_model_embed(const drift_model *m, const char *text, float *vec, drift_error *err);
 
-/* Returns 1. target.c refers to the embedded target's opener weakly, and a
- * weak reference does not pull it out of the static library: a program that
- * opens "embedded:" targets without calling any drift_model_* function calls
- * this once (the CLI does) so the engine is linked in. */
-DRIFT_API int drift_embedded_link(void);
-
 /* Logits rows -> log-softmax in double: out (n) = x - logsumexp(x). */
 DRIFT_API void drift_log_softmax(const float *x, int n, double *out);
 

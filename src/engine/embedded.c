@@ -256,7 +256,6 @@ static void emb_close(drift_target *t) {
     t->impl = NULL;
 }
 
-int drift_embedded_link(void) { return 1; }
 
 static const drift_target_vtable EMB_VT = {"embedded", emb_generate, emb_embed, emb_close};
 

@@ -762,7 +762,6 @@ static int setup(void **state) {
     (void)state;
     const char *src = getenv("DRIFT_SOURCE");
     snprintf(g_model, sizeof g_model, "%s/tests/data/models/tiny-qwen2-f16.gguf", src ? src : ".");
-    drift_embedded_link();
     curl_global_init(CURL_GLOBAL_ALL);
     return 0;
 }

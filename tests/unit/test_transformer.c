@@ -590,7 +590,6 @@ static void test_embedded_target(void **state) {
 
 static int setup(void **state) {
     (void)state;
-    drift_embedded_link(); /* see model.h */
     snprintf(g_dir, sizeof g_dir, "/tmp/drift_test_transformer_%d", (int)getpid());
     char cmd[300];
     snprintf(cmd, sizeof cmd, "mkdir -p %s", g_dir);
