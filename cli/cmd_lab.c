@@ -10,7 +10,8 @@
  *      framework  kernel variant: reduction order / split-K / attention algo
  *      hardware   the vector ISA the fast kernels use (auto = best, avx2, ...)
  *    --quick: at most two models; from f32/seq on the best ISA it moves one
- *    axis at a time (5 precisions, split-K 4, avx2): 8 runs per model with
+ *    axis at a time (6 precisions, split-K 4, avx2; f32/seq itself keeps
+ *    the ANOVA design identifiable): 9 runs per model with
  *    math 16, code 6, chat 12 prompts and 32 new tokens; long context is
  *    left out (each prompt is a prefill of thousands of tokens: seconds per
  *    prompt and configuration on 2 cores). --full crosses everything (3
@@ -50,7 +51,7 @@ static const char lab_usage[] =
     "DIR/anova.txt, DIR/pri.txt and DIR/report.html and prints the flip table, the ANOVA\n"
     "and the PRI held-out summary. Re-running resumes what is stored.\n"
     "\n"
-    "  --quick            at most 2 models x 8 profiles; math 16, chat 12, code 6 prompts, no\n"
+    "  --quick            at most 2 models x 9 profiles; math 16, chat 12, code 6 prompts, no\n"
     "                     long context; 32 new tokens (default; under 5 minutes on 2 cores)\n"
     "  --full             every profile axis crossed, every prompt of each suite\n"
     "  --out DIR          output directory (default lab)\n"
@@ -200,7 +201,7 @@ static json_t *build_spec(const lab_model *models, size_t n_models, int full, lo
         } else {
             /* one axis at a time from f32/seq on the best ISA: every
              * precision, one kernel variant, one other ISA */
-            for (size_t p = 1; p < sizeof prec_quick / sizeof prec_quick[0]; p++)
+            for (size_t p = 0; p < sizeof prec_quick / sizeof prec_quick[0]; p++)
                 add_config(configs, &models[m], "cpu-best", "auto", prec_quick[p], fw_quick[0].name, fw_quick[0].spec,
                            threads);
             add_config(configs, &models[m], "cpu-best", "auto", "f32", fw_quick[1].name, fw_quick[1].spec, threads);
