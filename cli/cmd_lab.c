@@ -502,6 +502,8 @@ static int cmd_lab(int argc, char **argv) {
     if (fixtures) buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
                                   "answers are noise, so it shows the machinery rather than real drift. ");
     if (!with_safety) buf_printf(&note, "Safety was not run: %s. ", safety_reason);
+    if (!full) buf_puts(&note, "The quick matrix leaves long-context out (each prompt is a prefill of thousands of "
+                               "tokens); `driftbench lab --full` runs it. ");
     if (ms.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
     if (why.data) buf_puts(&note, why.data);
     ho.note = note.data;
