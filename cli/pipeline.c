@@ -206,7 +206,10 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
             cli_error_lib(cmd, &err);
             goto out;
         }
-        if (a->limit > 0 && suites[i]->n > (size_t)a->limit) suites[i]->n = (size_t)a->limit;
+        if (a->limit > 0 && suites[i]->n > (size_t)a->limit) { /* keep the first `limit` prompts */
+            for (size_t j = (size_t)a->limit; j < suites[i]->n; j++) drift_prompt_free(&suites[i]->prompts[j]);
+            suites[i]->n = (size_t)a->limit;
+        }
         rowids[i] = calloc(suites[i]->n ? suites[i]->n : 1, sizeof(int64_t));
         if (!rowids[i] || drift_store_put_prompts(st, suites[i], rowids[i], &err)) {
             if (!rowids[i]) drift_error_set(&err, DRIFT_ERR_NOMEM, "out of memory");
