@@ -6,15 +6,25 @@ BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc)
 LAB_OUT    ?= lab
 
-.PHONY: all deps build build-asan test test-fast test-asan lab bench clean
+MAKEFLAGS += --no-print-directory
+
+.PHONY: all deps configure build build-cli build-asan test test-fast test-asan lab bench clean
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
-build: deps
+configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFT_WERROR=ON >/dev/null
+
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# the CLI alone (what `make lab` needs), quietly unless it fails
+build-cli: configure
+	@echo "building driftbench in $(BUILD)/ ..."
+	@cmake --build $(BUILD) -j $(JOBS) --target driftbench_cli > $(BUILD)/build-cli.log 2>&1 || \
+	  { cat $(BUILD)/build-cli.log; exit 1; }
 
 build-asan: deps
 	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DDRIFT_WERROR=ON -DDRIFT_SANITIZE=ON -DDRIFT_CUDA=OFF >/dev/null
@@ -29,7 +39,7 @@ test-asan: build-asan
 
 test: test-fast test-asan
 
-lab: build
+lab: build-cli
 	@./$(BUILD)/driftbench lab --quick --out $(LAB_OUT)
 
 bench: build
