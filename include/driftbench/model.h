@@ -36,7 +36,7 @@ typedef struct drift_model_info {
     int dim;                /* embedding_length */
     int n_layers;
     int n_heads, n_kv_heads, head_dim;
-    int hidden_dim;         /* feedforward_length (per expert for MoE) */
+    int hidden_dim;         /* feed_forward_length (per expert for MoE) */
     int n_ctx_train;        /* context_length */
     int n_experts, n_experts_used; /* 0 = dense */
     int sliding_window;     /* 0 = none */

@@ -256,7 +256,7 @@ static drift_status load_config(drift_model *m, const char *path, drift_error *e
     drift_status st;
     if ((st = need_int(m, "embedding_length", 1, 1 << 16, &in->dim, err)) ||
         (st = need_int(m, "block_count", 1, 1024, &in->n_layers, err)) ||
-        (st = need_int(m, "feedforward_length", 1, 1 << 20, &in->hidden_dim, err)) ||
+        (st = need_int(m, "feed_forward_length", 1, 1 << 20, &in->hidden_dim, err)) ||
         (st = need_int(m, "attention.head_count", 1, 1024, &in->n_heads, err)))
         return st;
     int64_t v;

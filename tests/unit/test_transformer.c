@@ -392,7 +392,7 @@ static void test_bad_models(void **state) {
     gguf_writer_add_string(w, "general.architecture", "llama");
     gguf_writer_add_u32(w, "llama.embedding_length", 8);
     gguf_writer_add_u32(w, "llama.block_count", 1);
-    gguf_writer_add_u32(w, "llama.feedforward_length", 8);
+    gguf_writer_add_u32(w, "llama.feed_forward_length", 8);
     gguf_writer_add_u32(w, "llama.attention.head_count", 2);
     const char *toks[] = {"a", "b"};
     gguf_writer_add_string(w, "tokenizer.ggml.model", "gpt2");

@@ -79,7 +79,7 @@ static int ref_logits(const char *path, const int *tok, int n, double *out, char
     snprintf(c.arch, sizeof c.arch, "%s", arch ? arch : "?");
     free(arch);
     int D = (int)ref_key(&c, "embedding_length", 0), L = (int)ref_key(&c, "block_count", 0);
-    int H = (int)ref_key(&c, "feedforward_length", 0), NH = (int)ref_key(&c, "attention.head_count", 0);
+    int H = (int)ref_key(&c, "feed_forward_length", 0), NH = (int)ref_key(&c, "attention.head_count", 0);
     int NKV = (int)ref_key(&c, "attention.head_count_kv", NH), hd = D / NH;
     int n_rot = (int)ref_key(&c, "rope.dimension_count", hd);
     int E = (int)ref_key(&c, "expert_count", 0), EK = (int)ref_key(&c, "expert_used_count", 0);

@@ -110,7 +110,7 @@ static int tiny_model_write(const tiny_cfg *c, const char *path, char *errbuf, s
     gguf_writer_add_u32(w, K("context_length"), (uint32_t)c->ctx);
     gguf_writer_add_u32(w, K("embedding_length"), (uint32_t)c->dim);
     gguf_writer_add_u32(w, K("block_count"), (uint32_t)c->n_layers);
-    gguf_writer_add_u32(w, K("feedforward_length"), (uint32_t)c->hidden);
+    gguf_writer_add_u32(w, K("feed_forward_length"), (uint32_t)c->hidden);
     gguf_writer_add_u32(w, K("attention.head_count"), (uint32_t)c->n_heads);
     gguf_writer_add_u32(w, K("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
     gguf_writer_add_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-5f);

@@ -112,8 +112,6 @@ def model_kv(cfg, tok, name):
         (a + ".embedding_length", cfg["dim"]),
         (a + ".block_count", cfg["layers"]),
         (a + ".feed_forward_length", cfg["hidden"]),
-        # the engine (transformer.c) reads "feedforward_length"; llama.cpp reads "feed_forward_length": write both
-        (a + ".feedforward_length", cfg["hidden"]),
         (a + ".attention.head_count", cfg["heads"]),
         (a + ".attention.head_count_kv", cfg["kv_heads"]),
         (a + ".rope.freq_base", float(cfg["rope_theta"])),
