@@ -227,7 +227,7 @@ drift_status drift_guard_open(const char *spec, drift_guard **out, drift_error *
     *out = NULL;
     if (!spec || !*spec || !strcmp(spec, "builtin"))
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
-                               "the built-in guard needs the shipped models (issue 4); give --guard "
+                               "there is no built-in guard for the shipped models yet; give --guard "
                                "'http://HOST:PORT/v1?model=llama-guard-3&api=completions'");
     drift_target_opts to;
     drift_target_opts_default(&to);

@@ -2,7 +2,7 @@
  * byte as the golden file says; replies with extra whitespace, case,
  * unknown categories and garbage are parsed as documented (garbage is
  * DRIFT_LABEL_ERROR, never "unsafe"); the guard's name carries its spec;
- * the built-in guard is refused with a clear message until issue 4. When
+ * the built-in guard is refused with a clear message until it exists. When
  * the fake OpenAI server (tests/server/fakeserver) is built, the guard is
  * also run against it end to end. */
 #include <jansson.h>
@@ -164,7 +164,7 @@ static void test_guard_open(void **state) {
     drift_error err = {0};
     assert_int_equal(drift_guard_open(NULL, &g, &err), DRIFT_ERR_UNSUPPORTED);
     assert_null(g);
-    assert_non_null(strstr(err.msg, "issue 4"));
+    assert_non_null(strstr(err.msg, "no built-in guard"));
     assert_int_equal(drift_guard_open("builtin", &g, &err), DRIFT_ERR_UNSUPPORTED);
     assert_int_not_equal(drift_guard_open("ftp://nowhere", &g, &err), DRIFT_OK);
     assert_null(g);
