@@ -16,6 +16,11 @@
  *    left out (each prompt is a prefill of thousands of tokens: seconds per
  *    prompt and configuration on 2 cores). --full crosses everything (3
  *    ISAs x 8 formats x 5 kernel variants) on every model and every suite.
+ * 3b. the stochastic leg: the first model's f32 and int4 configurations at
+ *    temperature 0.7 with 5 replicates on math; expected and majority-vote
+ *    flip rates, and their ratio to the deterministic figure of the same pair
+ *    (the paper's ~0.23x) -> DIR/stochastic.txt. These runs are no rows of
+ *    the flip table (their decoding differs from the baseline's).
  * 3. run + score every configuration (resumable: DIR/lab.db), with the chat
  *    embedder on the first model with one fixed cpu-f32/avx2 profile (one
  *    judge for every configuration) and the
@@ -316,6 +321,89 @@ static char *pri_text(const drift_table *t, drift_pri_eval **keep) {
     return buf_steal(&b);
 }
 
+/* The stochastic-serving leg (the paper's temperature 0.7, N=5 check): the
+ * first model's f32 and int4 configurations again at temperature 0.7 with 5
+ * replicates on math, compared as the expected flip rate over replicate
+ * pairs, beside the deterministic flip rate of the same pair from the
+ * matrix; the ratio is what the paper reports as ~0.23x. Writes
+ * DIR/stochastic.txt and appends a sentence to note. */
+static int stochastic_leg(drift_store *st, const char *model_path, const char *model_name, long n_prompts,
+                          int max_tokens, int threads, const char *out, drift_buf *note) {
+    char spec_f32[PATH_MAX + 160], spec_int4[PATH_MAX + 160], lab_f32[300], lab_int4[300], det_f32[300],
+        det_int4[300], suite[64];
+    snprintf(spec_f32, sizeof spec_f32, "embedded:%s?profile=cpu-f32&weights=f32&isa=auto&reduce=sequential&threads=%d",
+             model_path, threads);
+    snprintf(spec_int4, sizeof spec_int4, "embedded:%s?profile=cpu-f32&weights=int4&isa=auto&reduce=sequential&threads=%d",
+             model_path, threads);
+    snprintf(lab_f32, sizeof lab_f32, "stochastic/%s/f32", model_name);
+    snprintf(lab_int4, sizeof lab_int4, "stochastic/%s/int4", model_name);
+    snprintf(det_f32, sizeof det_f32, "%s/cpu-best/f32/seq", model_name);
+    snprintf(det_int4, sizeof det_int4, "%s/cpu-best/int4/seq", model_name);
+    snprintf(suite, sizeof suite, "builtin:math?n=%ld", n_prompts);
+    const int reps = 5;
+    const double temperature = 0.7;
+    printf("\n== stochastic serving (temperature %.1f, %d replicates, math, %s: f32 -> int4) ==\n", temperature, reps,
+           model_name);
+    fflush(stdout);
+    cli_run_args a;
+    cli_run_args_default(&a);
+    a.suites[0] = suite;
+    a.n_suites = 1;
+    a.replicates = reps;
+    a.params.temperature = temperature;
+    a.params.max_tokens = max_tokens;
+    a.topts.concurrency = 8;
+    const char *labels[2] = {lab_f32, lab_int4}, *specs[2] = {spec_f32, spec_int4};
+    drift_score_opts so;
+    drift_score_opts_default(&so);
+    for (int k = 0; k < 2; k++) {
+        a.label = labels[k];
+        a.target = specs[k];
+        int rc = cli_do_run("lab", st, &a);
+        if (rc == CLI_EXIT_PASS) rc = cli_do_score("lab", st, labels[k], &so);
+        if (rc != CLI_EXIT_PASS) return rc;
+    }
+    drift_error err = {0};
+    drift_comparison *sc = NULL, *dc = NULL;
+    if (drift_compare_runs(st, lab_f32, lab_int4, NULL, &sc, &err)) return cli_error_lib("lab", &err);
+    drift_status drc = drift_compare_runs(st, det_f32, det_int4, NULL, &dc, &err);
+    const drift_wl_result *sw = &sc->wl[DRIFT_WL_MATH];
+    drift_buf txt = {0};
+    buf_printf(&txt, "expected flip rate over replicate pairs: ");
+    if (isnan(sw->expected_flip_rate)) buf_puts(&txt, "-");
+    else buf_printf(&txt, "%.2f%%", 100 * sw->expected_flip_rate);
+    buf_puts(&txt, "; majority-vote flip rate: ");
+    if (isnan(sw->majority_flip_rate)) buf_puts(&txt, "-");
+    else buf_printf(&txt, "%.2f%% (%ld of %ld, %ld ties)", 100 * sw->majority_flip_rate, sw->majority_flips,
+                    sw->majority_n, sw->majority_ties);
+    buf_puts(&txt, "\n");
+    double ratio = NAN;
+    if (drc == DRIFT_OK && dc->present[DRIFT_WL_MATH]) {
+        const drift_wl_result *dw = &dc->wl[DRIFT_WL_MATH];
+        buf_printf(&txt, "deterministic flip rate (temperature 0, same pair, %ld prompts): %.2f%%\n", dw->n,
+                   100 * dw->flip_rate);
+        if (dw->flip_rate > 0 && !isnan(sw->expected_flip_rate)) ratio = sw->expected_flip_rate / dw->flip_rate;
+        if (isnan(ratio))
+            buf_puts(&txt, "ratio stochastic / deterministic: - (no deterministic flips to compare with)\n");
+        else
+            buf_printf(&txt, "ratio stochastic / deterministic: %.2fx (the paper: 0.23x)\n", ratio);
+    } else {
+        buf_printf(&txt, "deterministic flip rate: not available (%s)\n", drc ? err.msg : "no math pairs");
+    }
+    fputs(txt.data, stdout);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/stochastic.txt", out);
+    write_text(path, txt.data);
+    if (!isnan(ratio))
+        buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
+                         "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x). ",
+                   model_name, 100 * sw->expected_flip_rate, ratio);
+    buf_free(&txt);
+    drift_comparison_free(sc);
+    drift_comparison_free(dc);
+    return CLI_EXIT_PASS;
+}
+
 static int cmd_lab(int argc, char **argv) {
     const char *out = "lab", *models_dir = NULL, *guard = NULL, *embedder = NULL;
     int full = 0;
@@ -418,11 +506,18 @@ static int cmd_lab(int argc, char **argv) {
     drift_matrix_spec *spec = NULL;
     drift_status prc = drift_matrix_spec_parse(spec_s, spec_s ? strlen(spec_s) : 0, path, &spec, &err);
     free(spec_s);
+    char *stoch_path = drift_strdup(models[0].path), *stoch_name = drift_strdup(models[0].name);
     for (size_t i = 0; i < n_models; i++) {
         free(models[i].path);
         free(models[i].name);
     }
-    if (prc) return cli_error_lib("lab", &err);
+    if (prc || !stoch_path || !stoch_name) {
+        free(stoch_path);
+        free(stoch_name);
+        drift_matrix_spec_free(spec);
+        if (!prc) return cli_error("lab", "out of memory");
+        return cli_error_lib("lab", &err);
+    }
     printf("matrix: %zu configurations x %zu suites, %s, %d new tokens (%s)\n", spec->n_configs, spec->n_suites,
            limit > 0 ? "--limit prompts per suite" : full ? "whole suites" : "quick suite sizes", spec->max_tokens, path);
     fflush(stdout);
@@ -432,6 +527,8 @@ static int cmd_lab(int argc, char **argv) {
     drift_store *st = NULL;
     if (drift_store_open(path, &st, &err)) {
         drift_matrix_spec_free(spec);
+        free(stoch_path);
+        free(stoch_name);
         return cli_error_lib("lab", &err);
     }
     cli_install_signal_handlers();
@@ -446,8 +543,16 @@ static int cmd_lab(int argc, char **argv) {
     cli_matrix_stats ms;
     int rc = cli_matrix_run("lab", st, spec, &mo, &ms);
     drift_matrix_store_tokens(st, &tok1, &err);
+    int spec_max_tokens = spec->max_tokens;
     drift_matrix_spec_free(spec);
+    drift_buf stoch_note = {0};
+    if (rc == CLI_EXIT_PASS)
+        rc = stochastic_leg(st, stoch_path, stoch_name, limit > 0 ? limit : 16, spec_max_tokens, (int)threads, out,
+                            &stoch_note);
+    free(stoch_path);
+    free(stoch_name);
     if (rc != CLI_EXIT_PASS) {
+        buf_free(&stoch_note);
         drift_store_close(st);
         return rc;
     }
@@ -506,6 +611,8 @@ static int cmd_lab(int argc, char **argv) {
                                "tokens); `driftbench lab --full` runs it. ");
     if (ms.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
     if (why.data) buf_puts(&note, why.data);
+    if (stoch_note.data) buf_puts(&note, stoch_note.data);
+    buf_free(&stoch_note);
     ho.note = note.data;
     ho.pri = pev;
     char *page = NULL;

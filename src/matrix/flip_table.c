@@ -116,9 +116,14 @@ drift_status drift_matrix_flip_table(drift_store *st, const char *baseline, drif
         int is_base = 0;
         for (size_t j = 0; j < n_runs && !is_base; j++) is_base = !strcmp(base_of[j], runs[i].label);
         if (is_base) continue;
-        int have = 0;
-        for (size_t j = 0; j < n_runs && !have; j++) have = !strcmp(base_of[i], runs[j].label);
-        if (!have) continue;
+        size_t bj = n_runs;
+        for (size_t j = 0; j < n_runs && bj == n_runs; j++)
+            if (!strcmp(base_of[i], runs[j].label)) bj = j;
+        if (bj == n_runs) continue;
+        /* a row compares two stacks under the same decoding: a run sampled
+         * at another temperature (the lab's stochastic leg) is no row */
+        if (strcmp(runs[i].decoding_json ? runs[i].decoding_json : "", runs[bj].decoding_json ? runs[bj].decoding_json : ""))
+            continue;
         drift_comparison *c = NULL;
         if ((rc = drift_compare_runs(st, base_of[i], runs[i].label, &co, &c, err))) goto out;
         size_t nd = t->n_dims;

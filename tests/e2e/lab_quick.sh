@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # lab_quick.sh - `driftbench lab --quick` end to end at a reduced size
 # (--limit 3 prompts per suite, 12 new tokens): exit 0, every output file,
-# the flip table's paper columns, the closing "report:" line; then a second
-# run resumes without generating anything.
+# the flip table's paper columns, the stochastic leg, the closing "report:"
+# line; then a second run resumes without generating anything.
 set -euo pipefail
 : "${DRIFTBENCH:?set DRIFTBENCH to the CLI}"
 work=$(mktemp -d)
@@ -28,11 +28,16 @@ grep -q "held-out level" "$out/pri.txt" || { echo "FAIL: pri.txt"; cat "$out/pri
 grep -q 'id="heatmap"' "$out/report.html" || { echo "FAIL: report has no heatmap"; exit 1; }
 # every configuration is a run, plus one ref per model
 configs=$(grep -c '"label"' "$out/matrix.json")
-runs=$(sqlite3 "$out/lab.db" 'select count(*) from runs where finished_at is not null' 2>/dev/null || echo "$configs")
+runs=$(sqlite3 "$out/lab.db" "select count(*) from runs where finished_at is not null and label not like 'stochastic/%'")
 [ "$runs" = "$configs" ] || { echo "FAIL: $runs finished runs for $configs configurations"; exit 1; }
+# the stochastic leg: two sampled runs (5 replicates) and its summary
+stoch=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label like 'stochastic/%'")
+[ "$stoch" = 30 ] || { echo "FAIL: stochastic leg stored $stoch responses (want 2 runs x 3 prompts x 5 replicates)"; exit 1; }
+grep -q "expected flip rate over replicate pairs" "$out/stochastic.txt" || { echo "FAIL: stochastic.txt"; exit 1; }
+cp "$out/flip_rates.csv" "$work/flip_rates.first"
 # resume: nothing left to generate
 "$DRIFTBENCH" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout2" 2>"$work/stderr2" || {
     echo "FAIL: second lab run exited $?"; cat "$work/stderr2"; exit 1; }
 grep -q " 0 tokens generated now" "$work/stdout2" || { echo "FAIL: the second run generated again"; tail -3 "$work/stdout2"; exit 1; }
-diff <(sort "$out/flip_rates.csv") <(sort "$out/flip_rates.csv") >/dev/null
+cmp -s "$work/flip_rates.first" "$out/flip_rates.csv" || { echo "FAIL: the resumed lab wrote another flip table"; exit 1; }
 echo "PASS: lab --quick ($rows table rows, $runs runs)"
