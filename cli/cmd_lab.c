@@ -16,15 +16,15 @@
  *    left out (each prompt is a prefill of thousands of tokens: seconds per
  *    prompt and configuration on 2 cores). --full crosses everything (3
  *    ISAs x 8 formats x 5 kernel variants) on every model and every suite.
+ * 3. run + score every configuration (resumable: DIR/lab.db), with the chat
+ *    embedder on the first model with one fixed cpu-f32/avx2 profile (one
+ *    judge for every configuration) and the
+ *    safety guard only when --guard is given (else it says why not).
  * 3b. the stochastic leg: the first model's f32 and int4 configurations at
  *    temperature 0.7 with 5 replicates on math; expected and majority-vote
  *    flip rates, and their ratio to the deterministic figure of the same pair
  *    (the paper's ~0.23x) -> DIR/stochastic.txt. These runs are no rows of
  *    the flip table (their decoding differs from the baseline's).
- * 3. run + score every configuration (resumable: DIR/lab.db), with the chat
- *    embedder on the first model with one fixed cpu-f32/avx2 profile (one
- *    judge for every configuration) and the
- *    safety guard only when --guard is given (else it says why not).
  * 4. flip table -> DIR/flip_rates.csv, ANOVA -> DIR/anova.txt, PRI held-out
  *    evaluations -> DIR/pri.txt (when there are enough rows), the HTML
  *    report -> DIR/report.html; the summaries are printed too. */
