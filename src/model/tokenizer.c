@@ -259,8 +259,11 @@ drift_status tok_load(const gguf_file *f, drift_tokenizer **out, drift_error *er
         } else if (pre && !strcmp(pre, "qwen2")) {
             pat = RE_QWEN2;
             t->pre = "qwen2";
-        } else if (pre && strcmp(pre, "default") && strcmp(pre, "gpt2")) {
-            t->pre = "gpt2 (fallback for unknown pre-tokenizer)";
+        } else if (pre && strcmp(pre, "gpt-2") && strcmp(pre, "gpt2")) {
+            /* includes "default": llama.cpp applies four regexes in a row for
+             * it (punctuation runs, GPT-2's, digit runs, 3-digit groups);
+             * we use GPT-2's alone, so say it is a fallback */
+            t->pre = "gpt2 (fallback for this pre-tokenizer)";
         }
         free(pre);
         int ec;

@@ -1,7 +1,7 @@
 """bpe.py - GPT-2 style byte-level BPE: training, encoding, decoding.
 
 Pure Python (no numpy, no `regex` module) so it runs the same on the CPU
-machine and on the GPU machine. The pre-tokenizer is GPT-2's ("default" in
+machine and on the GPU machine. The pre-tokenizer is GPT-2's ("gpt-2" in
 GGUF, RE_GPT2 in src/model/tokenizer.c):
 
     's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+

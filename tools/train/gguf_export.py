@@ -123,7 +123,7 @@ def model_kv(cfg, tok, name):
     eot = tok.special("<|endoftext|>")
     kv += [
         ("tokenizer.ggml.model", "gpt2"),
-        ("tokenizer.ggml.pre", "default"),
+        ("tokenizer.ggml.pre", "gpt-2"),  # llama.cpp's name for GPT-2's regex (its "default" is another)
         ("tokenizer.ggml.tokens", list(tok.tokens)),
         ("tokenizer.ggml.token_type", [I32(3 if t in tok.specials else 1) for t in tok.tokens]),
         ("tokenizer.ggml.merges", list(tok.merges)),
