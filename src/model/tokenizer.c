@@ -78,7 +78,8 @@ struct drift_tokenizer {
     char **merge_text;
     size_t n_merges;
     smap merges;
-    pcre2_code *re;
+    pcre2_code *re[4]; /* pre-tokenizer regexes, applied in turn (see bpe_split) */
+    int n_re;
     const char *pre;
     int32_t bos, eos, eot, unk;
     int add_bos, add_space_prefix;
@@ -139,6 +140,12 @@ static const char RE_GPT2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\
 static const char RE_LLAMA3[] =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|"
     " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* llama.cpp's "default" BPE pre-tokenizer: four regexes in a row, each
+ * splitting the pieces the previous one left (punctuation runs, GPT-2's
+ * pattern without its last alternative, digit runs, groups of 3 digits). */
+static const char *const RE_DEFAULT[] = {"[\\p{P}\\$\\+<=>\\^~\\|]+",
+                                         "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
+                                         "\\p{N}+", "[0-9][0-9][0-9]"};
 static const char RE_QWEN2[] =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}|"
     " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -154,7 +161,7 @@ void tok_free(drift_tokenizer *t) {
     for (size_t i = 0; i < t->n_merges && t->merge_text; i++) free(t->merge_text[i]);
     free(t->merge_text);
     smap_free(&t->merges);
-    if (t->re) pcre2_code_free(t->re);
+    for (int i = 0; i < t->n_re; i++) pcre2_code_free(t->re[i]);
     free(t->special);
     free(t);
 }
@@ -250,30 +257,36 @@ drift_status tok_load(const gguf_file *f, drift_tokenizer **out, drift_error *er
             smap_put(&t->merges, t->merge_text[i], (size_t)s->n, (int32_t)i);
         }
         char *pre = gguf_get_string(f, "tokenizer.ggml.pre");
-        const char *pat = RE_GPT2;
+        const char *pats[4] = {RE_GPT2};
+        int n_pats = 1;
         t->pre = "gpt2";
         if (pre && (!strcmp(pre, "llama-bpe") || !strcmp(pre, "llama3") || !strcmp(pre, "llama-v3"))) {
-            pat = RE_LLAMA3;
+            pats[0] = RE_LLAMA3;
             t->pre = "llama3";
             t->ignore_merges = 1;
         } else if (pre && !strcmp(pre, "qwen2")) {
-            pat = RE_QWEN2;
+            pats[0] = RE_QWEN2;
             t->pre = "qwen2";
-        } else if (pre && strcmp(pre, "gpt-2") && strcmp(pre, "gpt2")) {
-            /* includes "default": llama.cpp applies four regexes in a row for
-             * it (punctuation runs, GPT-2's, digit runs, 3-digit groups);
-             * we use GPT-2's alone, so say it is a fallback */
-            t->pre = "gpt2 (fallback for this pre-tokenizer)";
+        } else if (!pre || !strcmp(pre, "default")) {
+            for (n_pats = 0; n_pats < 4; n_pats++) pats[n_pats] = RE_DEFAULT[n_pats];
+            t->pre = "default";
+        } else if (strcmp(pre, "gpt-2") && strcmp(pre, "gpt2")) {
+            t->pre = "gpt2 (fallback for an unknown pre-tokenizer)";
         }
         free(pre);
-        int ec;
-        PCRE2_SIZE eo;
-        t->re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &ec, &eo, NULL);
-        if (!t->re) {
-            tok_free(t);
-            return drift_error_set(err, DRIFT_ERR_INTERNAL, "pre-tokenizer regex failed to compile (pcre2 error %d at %zu)", ec, (size_t)eo);
+        for (int i = 0; i < n_pats; i++) {
+            int ec;
+            PCRE2_SIZE eo;
+            t->re[i] = pcre2_compile((PCRE2_SPTR)pats[i], PCRE2_ZERO_TERMINATED,
+                                     PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &ec, &eo, NULL);
+            if (!t->re[i]) {
+                tok_free(t);
+                return drift_error_set(err, DRIFT_ERR_INTERNAL,
+                                       "pre-tokenizer regex %d failed to compile (pcre2 error %d at %zu)", i, ec, (size_t)eo);
+            }
+            t->n_re = i + 1;
+            pcre2_jit_compile(t->re[i], PCRE2_JIT_COMPLETE); /* optional speed-up; falls back to the interpreter */
         }
-        pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* optional speed-up; falls back to the interpreter */
     } else {
         t->pre = "spm";
         for (int b = 0; b < 256; b++) {
@@ -468,24 +481,29 @@ static int bpe_word(const drift_tokenizer *t, const char *p, size_t n, ids_out *
     return rc;
 }
 
-static int bpe_fragment(const drift_tokenizer *t, const char *p, size_t n, ids_out *o) {
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
+/* Splits [p, p+n) with regex number `level`: every match and every stretch
+ * between matches is a piece, which the next regex splits further; the last
+ * level's pieces are BPE words (llama.cpp's sequence of pre-tokenizer
+ * regexes). */
+static int bpe_split(const drift_tokenizer *t, int level, const char *p, size_t n, ids_out *o) {
+    if (level == t->n_re) return n ? bpe_word(t, p, n, o) : 0;
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re[level], NULL);
     if (!md) return -1;
     size_t pos = 0;
     int rc = 0;
     while (pos < n && !rc) {
-        int r = pcre2_match(t->re, (PCRE2_SPTR)p, n, pos, 0, md, NULL);
-        if (r < 0) { /* no more matches: the rest is one word */
-            rc = bpe_word(t, p + pos, n - pos, o);
+        int r = pcre2_match(t->re[level], (PCRE2_SPTR)p, n, pos, 0, md, NULL);
+        if (r < 0) { /* no more matches: the rest is one piece */
+            rc = bpe_split(t, level + 1, p + pos, n - pos, o);
             break;
         }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         size_t s = ov[0], e = ov[1];
-        if (s > pos) rc = bpe_word(t, p + pos, s - pos, o); /* bytes no alternative matched (invalid UTF-8) */
-        if (!rc && e > s) rc = bpe_word(t, p + s, e - s, o);
+        if (s > pos) rc = bpe_split(t, level + 1, p + pos, s - pos, o); /* what no alternative matched */
+        if (!rc && e > s) rc = bpe_split(t, level + 1, p + s, e - s, o);
         if (e == s) {
             /* empty match: cannot happen with these patterns; step one byte to be safe */
-            if (!rc) rc = bpe_word(t, p + s, 1, o);
+            if (!rc) rc = bpe_split(t, level + 1, p + s, 1, o);
             e = s + 1;
         }
         pos = e;
@@ -493,6 +511,8 @@ static int bpe_fragment(const drift_tokenizer *t, const char *p, size_t n, ids_o
     pcre2_match_data_free(md);
     return rc;
 }
+
+static int bpe_fragment(const drift_tokenizer *t, const char *p, size_t n, ids_out *o) { return bpe_split(t, 0, p, n, o); }
 
 /* SPM: spaces -> U+2581 (and a prefix U+2581 at the start of the text), then merge by score. */
 static int spm_fragment(const drift_tokenizer *t, const char *p, size_t n, int at_start, ids_out *o) {

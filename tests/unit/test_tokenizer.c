@@ -154,11 +154,22 @@ static void test_pretokenizer_regexes(void **state) {
     (void)state;
     /* " 12345": gpt2 keeps " 12345" as one word -> Ġ12 (via Ġ 1, Ġ1 2) then 3 4 5? merges are ranked:
      * "1 2"(9) first -> Ġ,12,3,4,5 -> "12 3" -> Ġ,123,4,5 -> "123 4" -> Ġ,1234,5 -> "1234 5" -> Ġ,12345 */
-    drift_tokenizer *g = load_bpe(NULL);
+    drift_tokenizer *g = load_bpe("gpt-2");
     assert_string_equal(tok_pre_name(g), "gpt2");
     int32_t want_g[] = {'a', tok_find(g, "\xc4\xa0"), tok_find(g, "12345")};
     expect_ids(g, "a 12345", 0, want_g, 3);
     tok_free(g);
+    /* default (also when the file names none), as llama.cpp: GPT-2's split,
+     * then digit runs apart from what precedes them, then groups of 3 digits:
+     * "a", " ", "123", "45" */
+    drift_tokenizer *d = load_bpe(NULL);
+    assert_string_equal(tok_pre_name(d), "default");
+    int32_t want_d[] = {'a', tok_find(d, "\xc4\xa0"), tok_find(d, "123"), '4', '5'};
+    expect_ids(d, "a 12345", 0, want_d, 5);
+    /* punctuation runs are pieces of their own: "x" "+=" "y" */
+    int32_t want_p[] = {'x', '+', '=', 'y'};
+    expect_ids(d, "x+=y", 0, want_p, 4);
+    tok_free(d);
     /* llama3: " " alone, then digits in runs of 3: "123" "45" */
     drift_tokenizer *l = load_bpe("llama-bpe");
     assert_string_equal(tok_pre_name(l), "llama3");
