@@ -19,93 +19,12 @@
 #include "driftbench/store.h"
 #include "driftbench/suite.h"
 
-/* ---- a store with known labels ---- */
-
-#define NP 10
-
-static char tmpdir[256];
-
-static void make_tmpdir(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_matrix_XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
-}
-
-static void db_path(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", tmpdir, name); }
-
-/* Adds run `label` over the first NP prompts of builtin:math; prompt i is
- * labelled FAIL when fail_mask has bit i, else PASS. */
-static void add_run(drift_store *st, const char *label, const char *target, const char *config, unsigned fail_mask) {
-    drift_error err = {0};
-    drift_suite *s = NULL;
-    assert_int_equal(drift_suite_load("builtin:math?n=10", &s, &err), DRIFT_OK);
-    assert_int_equal(s->n, NP);
-    int64_t rowids[NP];
-    assert_int_equal(drift_store_put_prompts(st, s, rowids, &err), DRIFT_OK);
-    drift_run_info info = {0};
-    info.label = (char *)label;
-    info.target = (char *)target;
-    info.config_json = (char *)config;
-    info.decoding_json = "{\"temperature\":0}";
-    info.templates_json = "{}";
-    info.suites_json = "[\"builtin:math?n=10\"]";
-    info.tool_version = "test";
-    int64_t run_id = 0;
-    int resumed = 0;
-    assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
-    drift_response r[NP];
-    memset(r, 0, sizeof r);
-    char texts[NP][64];
-    for (int i = 0; i < NP; i++) {
-        snprintf(texts[i], sizeof texts[i], "%s says <b>%d</b> & \xff more", label, (fail_mask >> i) & 1u ? 1 : 0);
-        r[i].prompt_rowid = rowids[i];
-        r[i].text = texts[i];
-        r[i].completion_tokens = 5;
-        r[i].prompt_tokens = 9;
-        r[i].attempts = 1;
-    }
-    assert_int_equal(drift_store_put_responses(st, run_id, r, NP, &err), DRIFT_OK);
-    drift_response *resp = NULL;
-    drift_prompt *prompts = NULL;
-    size_t n = 0;
-    assert_int_equal(drift_store_unscored(st, run_id, NULL, 0, &resp, &prompts, &n, &err), DRIFT_OK);
-    assert_int_equal(n, NP);
-    drift_score sc[NP];
-    for (size_t k = 0; k < n; k++) {
-        int idx = -1;
-        for (int i = 0; i < NP; i++)
-            if (rowids[i] == resp[k].prompt_rowid) idx = i;
-        assert_true(idx >= 0);
-        sc[k].response_id = resp[k].id;
-        sc[k].evaluator = "math";
-        sc[k].label = (fail_mask >> idx) & 1u ? DRIFT_LABEL_FAIL : DRIFT_LABEL_PASS;
-        sc[k].value = sc[k].label == DRIFT_LABEL_PASS ? 1 : 0;
-        sc[k].detail_json = NULL;
-    }
-    assert_int_equal(drift_store_put_scores(st, sc, n, &err), DRIFT_OK);
-    for (size_t k = 0; k < n; k++) {
-        drift_response_free(&resp[k]);
-        drift_prompt_free(&prompts[k]);
-    }
-    free(resp);
-    free(prompts);
-    assert_int_equal(drift_store_run_finish(st, run_id, &err), DRIFT_OK);
-    drift_suite_free(s);
-}
+#include "labelled_runs.h"
 
 static const char CFG_BASE[] = "{\"model\":\"m\",\"hardware\":\"h100\",\"precision\":\"fp16\",\"framework\":\"vllm\"}";
 static const char CFG_T1[] =
     "{\"model\":\"m\",\"hardware\":\"b200\",\"precision\":\"fp16\",\"framework\":\"vllm\",\"zone\":\"eu\"}";
 static const char CFG_T2[] = "{\"model\":\"m\",\"hardware\":\"h100\",\"precision\":\"fp8\",\"framework\":\"sglang\"}";
-
-static drift_store *open_store(const char *name) {
-    char p[512];
-    db_path(p, sizeof p, name);
-    unlink(p);
-    drift_store *st = NULL;
-    drift_error err = {0};
-    assert_int_equal(drift_store_open(p, &st, &err), DRIFT_OK);
-    return st;
-}
 
 static long count(drift_store *st, const char *table) {
     char sql[128];
