@@ -140,12 +140,19 @@ typedef struct lab_variant {
     const char *spec;   /* profile keys */
 } lab_variant;
 
+/* The embedded target of one configuration: weight format, ISA and kernel
+ * variant over the cpu-f32 profile. */
+static void config_target(char *out, size_t cap, const char *model_path, const char *prec, const char *hw_spec,
+                          const char *fw_spec, int threads) {
+    snprintf(out, cap, "embedded:%s?profile=cpu-f32&weights=%s&isa=%s&%s&threads=%d", model_path, prec, hw_spec, fw_spec,
+             threads);
+}
+
 static void add_config(json_t *configs, const lab_model *m, const char *hw_name, const char *hw_spec, const char *prec,
                        const char *fw_name, const char *fw_spec, int threads) {
     char label[512], target[PATH_MAX + 512];
     snprintf(label, sizeof label, "%s/%s/%s/%s", m->name, hw_name, prec, fw_name);
-    snprintf(target, sizeof target, "embedded:%s?profile=cpu-f32&weights=%s&isa=%s&%s&threads=%d", m->path, prec, hw_spec,
-             fw_spec, threads);
+    config_target(target, sizeof target, m->path, prec, hw_spec, fw_spec, threads);
     json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
                                              "dims", "model", m->name, "hardware", hw_name, "precision", prec,
                                              "framework", fw_name));
@@ -331,10 +338,9 @@ static int stochastic_leg(drift_store *st, const char *model_path, const char *m
                           int max_tokens, int threads, const char *out, drift_buf *note) {
     char spec_f32[PATH_MAX + 160], spec_int4[PATH_MAX + 160], lab_f32[300], lab_int4[300], det_f32[300],
         det_int4[300], suite[64];
-    snprintf(spec_f32, sizeof spec_f32, "embedded:%s?profile=cpu-f32&weights=f32&isa=auto&reduce=sequential&threads=%d",
-             model_path, threads);
-    snprintf(spec_int4, sizeof spec_int4, "embedded:%s?profile=cpu-f32&weights=int4&isa=auto&reduce=sequential&threads=%d",
-             model_path, threads);
+    /* the same targets as the matrix's "cpu-best/f32/seq" and "cpu-best/int4/seq" */
+    config_target(spec_f32, sizeof spec_f32, model_path, "f32", "auto", "reduce=sequential", threads);
+    config_target(spec_int4, sizeof spec_int4, model_path, "int4", "auto", "reduce=sequential", threads);
     snprintf(lab_f32, sizeof lab_f32, "stochastic/%s/f32", model_name);
     snprintf(lab_int4, sizeof lab_int4, "stochastic/%s/int4", model_name);
     snprintf(det_f32, sizeof det_f32, "%s/cpu-best/f32/seq", model_name);
