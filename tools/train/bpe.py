@@ -23,6 +23,13 @@ import re
 # '_' is \w in Python but neither \p{L} nor \p{N} in PCRE: it belongs to the punctuation class
 PUNCT = r"(?:[^\s\w]|_)"
 PAT = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?" + PUNCT + r"+|\s+(?!\S)|\s+")
+# llama.cpp's "qwen2" (RE_QWEN2 in tokenizer.c): one digit a piece, a letter run may take one leading
+# non-letter non-digit (not CR/LF), punctuation runs take trailing newlines:
+#   (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|
+#   ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+PAT_QWEN2 = re.compile(r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|(?:[^\r\n\w]|_)?[^\W\d_]+|\d|"
+                       r" ?" + PUNCT + r"+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+PATTERNS = {"gpt-2": PAT, "qwen2": PAT_QWEN2}
 
 SPECIALS = ["<|endoftext|>", "<|user|>", "<|assistant|>", "<|end|>"]
 
@@ -44,21 +51,21 @@ B2U = bytes_to_unicode()
 U2B = {v: k for k, v in B2U.items()}
 
 
-def pretokenize(text):
-    return PAT.findall(text)
+def pretokenize(text, pre="gpt-2"):
+    return PATTERNS[pre].findall(text)
 
 
 def word_symbols(word):
     return tuple(B2U[b] for b in word.encode("utf-8"))
 
 
-def train(texts, vocab_size, specials=SPECIALS, min_count=2, log=None):
+def train(texts, vocab_size, specials=SPECIALS, min_count=2, log=None, pre="gpt-2"):
     """Learns merges from an iterable of strings. Returns (tokens, merges)
     where tokens is the list of token strings (byte-level unicode form) and
     merges the list of "a b" strings in rank order."""
     counts = collections.Counter()
     for t in texts:
-        counts.update(pretokenize(t))
+        counts.update(pretokenize(t, pre))
     words = [list(word_symbols(w)) for w in counts]
     freq = [counts[w] for w in counts]
     pair_count = collections.Counter()
@@ -106,7 +113,9 @@ def train(texts, vocab_size, specials=SPECIALS, min_count=2, log=None):
 
 
 class Tokenizer:
-    def __init__(self, tokens, merges, specials=SPECIALS):
+    def __init__(self, tokens, merges, specials=SPECIALS, pre="gpt-2"):
+        self.pre = pre
+        self.pat = PATTERNS[pre]
         self.tokens = list(tokens)
         self.merges = list(merges)
         self.rank = {tuple(m.split(" ")): i for i, m in enumerate(merges)}
@@ -120,11 +129,11 @@ class Tokenizer:
     def load(cls, path):
         with open(path) as f:
             d = json.load(f)
-        return cls(d["tokens"], d["merges"], d["specials"])
+        return cls(d["tokens"], d["merges"], d["specials"], d.get("pre", "gpt-2"))
 
     def save(self, path):
         with open(path, "w") as f:
-            json.dump({"tokens": self.tokens, "merges": self.merges, "specials": self.specials}, f)
+            json.dump({"tokens": self.tokens, "merges": self.merges, "specials": self.specials, "pre": self.pre}, f)
 
     def special(self, name):
         return self.id[name]
@@ -147,7 +156,7 @@ class Tokenizer:
         """Ids of text as raw text (special-token texts are not parsed), no BOS."""
         out = []
         cache = self.cache
-        for w in PAT.findall(text):
+        for w in self.pat.findall(text):
             ids = cache.get(w)
             if ids is None:
                 ids = self.bpe(w)

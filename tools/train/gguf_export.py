@@ -123,7 +123,8 @@ def model_kv(cfg, tok, name):
     eot = tok.special("<|endoftext|>")
     kv += [
         ("tokenizer.ggml.model", "gpt2"),
-        ("tokenizer.ggml.pre", "gpt-2"),  # llama.cpp's name for GPT-2's regex (its "default" is another)
+        # llama.cpp's names: "gpt-2" for GPT-2's regex (its "default" is another), "qwen2" splits digits
+        ("tokenizer.ggml.pre", getattr(tok, "pre", "gpt-2")),
         ("tokenizer.ggml.tokens", list(tok.tokens)),
         ("tokenizer.ggml.token_type", [I32(3 if t in tok.specials else 1) for t in tok.tokens]),
         ("tokenizer.ggml.merges", list(tok.merges)),

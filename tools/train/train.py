@@ -99,9 +99,13 @@ def cmd_bpe(a):
             texts.append(render(wl, r["input"], False))
             texts.append(render(wl, r["input"], True))
             texts.append(answer_of(wl, r["reference"]))
+    if a.guard:  # the guard's prompt words and labels
+        import guard_data
+        items = [r for i, r in zip(range(a.per_suite), read_suite(a.data, "safety"))]
+        texts += [t + guard_data.LABELS[l] for t, l in guard_data.examples(items, guard_data.goals(a.guard), per_item=1)]
     t0 = time.time()
-    tokens, merges = bpe.train(texts, a.vocab, log=lambda m: print(m, flush=True))
-    tok = bpe.Tokenizer(tokens, merges)
+    tokens, merges = bpe.train(texts, a.vocab, log=lambda m: print(m, flush=True), pre=a.pre)
+    tok = bpe.Tokenizer(tokens, merges, pre=a.pre)
     tok.save(a.out)
     print("bpe: %d tokens, %d merges, %.1f s" % (len(tokens), len(merges), time.time() - t0))
 
@@ -119,7 +123,25 @@ def cmd_prep(a):
     tok = bpe.Tokenizer.load(a.tok)
     out = array.array("H")
     stats = {}
-    for s in SUITES:
+    if a.guard:  # the guard's examples: prompt, then the one label token
+        import guard_data
+        labels = [tok.encode(x) for x in guard_data.LABELS]
+        assert all(len(x) == 1 for x in labels) and labels[0] != labels[1], labels
+        items = list(read_suite(a.data, "safety"))
+        ex = guard_data.examples(items, guard_data.goals(a.guard), per_item=a.guard_per_item)
+        lens = []
+        for text, lab in ex:
+            p = [tok.special("<|endoftext|>")] + tok.encode(text)
+            out.append(len(p))
+            out.append(1)
+            out.extend(p)
+            out.append(labels[lab][0])
+            lens.append(len(p) + 1)
+        lens.sort()
+        stats["guard"] = {"examples": len(ex), "unsafe": sum(l for _, l in ex), "tokens": sum(lens), "len_median": lens[len(lens) // 2],
+                          "len_max": lens[-1], "safety_items": len(items)}
+        print(stats, flush=True)
+    for s in (a.suites.split(",") if a.suites else []):
         n = 0
         lens = []
         for i, r in enumerate(read_suite(a.data, s)):
@@ -160,11 +182,100 @@ def load_prep(path):
     return ex
 
 
+# ---------------------------------------------------------------- long: generated in training (builtin.c gen_long)
+FIRST = ["Alice", "Bruno", "Carmen", "Dmitri", "Elena", "Felix", "Greta", "Hassan", "Irene", "Jonas", "Karin", "Luis", "Mina",
+         "Nils", "Oscar", "Petra", "Rafael", "Sofia", "Tomas", "Ulla", "Victor", "Wanda", "Xavier", "Yara"]
+LAST = ["Moreno", "Berg", "Costa", "Ivanov", "Keller", "Larsen", "Novak", "Okafor", "Petrov", "Quist", "Rossi", "Silva",
+        "Tanaka", "Urban", "Vidal", "Weber"]
+CITIES = ["Lisbon", "Oslo", "Nairobi", "Lima", "Hanoi", "Quebec", "Tartu", "Cusco", "Porto", "Bergen", "Mombasa", "Kyoto",
+          "Seville", "Gdansk", "Austin", "Perth"]
+JOBS = ["a baker", "a pilot", "a nurse", "a teacher", "a chemist", "a plumber", "an architect", "a librarian", "a gardener",
+        "a surgeon", "a painter", "an engineer"]
+LONG_HEAD = "The following records list the staff of a company.\n"
+
+
+def long_doc(rng, n_rec):
+    """Records and the asked-about fields as gen_long writes them (names unique in a document)."""
+    nf, nl = len(FIRST), len(LAST)
+    start = rng.randrange(nf * nl)
+    step = 1 + 2 * rng.randrange(40)
+    if step % 3 == 0:
+        step += 2
+    recs = []
+    for i in range(n_rec):
+        idx = (start + i * step) % (nf * nl)
+        recs.append((i + 1, FIRST[idx % nf] + " " + LAST[idx // nf], rng.choice(CITIES), rng.choice(JOBS), 1000 + rng.randrange(9000)))
+    return recs
+
+
+def record_text(r):
+    return "Record %d: %s lives in %s, works as %s, and has badge number %d.\n" % r
+
+
+def question(r, field):
+    if field == 0:
+        return "In which city does %s live?" % r[1], r[2]
+    if field == 1:
+        return "What is the job of %s?" % r[1], r[3]
+    return "What is the badge number of %s?" % r[1], "%d" % r[4]
+
+
+class LongGen:
+    """Token ids of generated long-context examples: the document and the first question exactly as
+    render_long + the engine tokenize them (checked against tok.encode of the whole text), then more
+    questions on the same document, each after <|endoftext|> (denser supervision)."""
+
+    def __init__(s, tok, check=True):
+        s.tok = tok
+        s.eot = tok.special("<|endoftext|>")
+        s.cache = {}
+        s.check = check
+
+    def enc(s, text):
+        ids = s.cache.get(text)
+        if ids is None:
+            ids = s.cache[text] = s.tok.encode(text)
+        return ids
+
+    def rec_ids(s, r):
+        # pieces split where the pre-tokenizer splits anyway ("Record 12:" | " Name Surname lives in" | ...)
+        return (s.enc("Record %d:" % r[0]) + s.enc(" %s lives in" % r[1]) + s.enc(" %s," % r[2]) + s.enc(" works as %s," % r[3]) +
+                s.enc(" and has badge number ") + s.enc("%d" % r[4]) + s.enc(".\n"))
+
+    def example(s, rng, n_rec, n_q):
+        recs = long_doc(rng, n_rec)
+        ids = [s.eot] + s.enc(LONG_HEAD)
+        for r in recs[:-1]:
+            ids += s.rec_ids(r)
+        asked = [rng.randrange(n_rec) for _ in range(n_q)]
+        q0, a0 = question(recs[asked[0]], rng.randrange(3))
+        tail = record_text(recs[-1])[:-1] + LONG_INSTRUCTION + "Question: " + q0 + "\nAnswer:"
+        ids += s.tok.encode(tail)
+        if s.check:
+            full = LONG_HEAD + "".join(record_text(r) for r in recs) + "\nQuestion: " + q0
+            want = [s.eot] + s.tok.encode(render_long(full))
+            assert ids == want, "long: piecewise tokenization differs"
+        mask = [0] + [1] * (len(ids) - 1)
+        for k in range(n_q):
+            if k:
+                q, a = question(recs[asked[k]], rng.randrange(3))
+                p = s.tok.encode(LONG_INSTRUCTION + "Question: " + q + "\nAnswer:")
+                ids += p
+                mask += [1] * len(p)
+            else:
+                a = a0
+            ans = s.enc(" " + a) + [s.eot]
+            ids += ans
+            mask += [2] * len(ans)
+        return ids, mask
+
+
 # ---------------------------------------------------------------- model (PyTorch)
 CONFIGS = {
     "llama": dict(arch="llama", dim=256, layers=8, heads=8, kv_heads=2, hidden=768, experts=0, experts_used=0),
     "qwen2": dict(arch="qwen2", dim=256, layers=6, heads=8, kv_heads=4, hidden=1024, experts=0, experts_used=0),
     "moe": dict(arch="llama", dim=256, layers=4, heads=8, kv_heads=2, hidden=384, experts=4, experts_used=2),
+    "guard": dict(arch="llama", dim=128, layers=4, heads=4, kv_heads=2, hidden=384, experts=0, experts_used=0),
 }
 
 
@@ -357,8 +468,27 @@ def make_batches(examples, tok_budget, rng):
     return batches
 
 
+def long_worker(tok_path, seed, q, phase, n_q):
+    """Generates long examples forever (a separate process): documents of 4-40 records while
+    phase.value == 0 (curriculum), of the test split's 40-119 records (a fifth 10-40) after."""
+    tok = bpe.Tokenizer.load(tok_path)
+    gen = LongGen(tok, check=False)
+    rng = random.Random(seed)
+    n = 0
+    while True:
+        if phase.value == 0:
+            n_rec, nq = 4 + rng.randrange(37), max(2, n_q // 2)
+        elif rng.random() < 0.2:
+            n_rec, nq = 10 + rng.randrange(31), n_q
+        else:
+            n_rec, nq = 40 + rng.randrange(80), n_q
+        q.put(gen.example(rng, n_rec, nq))
+        n += 1
+
+
 def cmd_train(a):
     import numpy as np  # noqa: F401  (tensor export)
+    import multiprocessing as mp
     import torch
     import gguf_export
 
@@ -372,14 +502,25 @@ def cmd_train(a):
     if a.tiny:
         cfg.update(dim=32, layers=2, hidden=48, heads=4, kv_heads=2 if cfg["kv_heads"] != cfg["heads"] else 4)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
-    examples = load_prep(a.data)
+    eot = tok.special("<|endoftext|>")
+    # long-context examples come from generator processes (forked before CUDA starts)
+    lq, phase, workers = None, None, []
+    if a.long_share > 0:
+        LongGen(tok, check=True).example(random.Random(a.seed), 50, 3)  # piecewise == whole-text tokenization
+        ctx = mp.get_context("fork")
+        lq, phase = ctx.Queue(maxsize=256), ctx.Value("i", 0 if a.long_curriculum > 0 else 1)
+        for k in range(a.long_workers):
+            w = ctx.Process(target=long_worker, args=(a.tok, a.seed * 100 + k, lq, phase, a.long_questions), daemon=True)
+            w.start()
+            workers.append(w)
+    examples = load_prep(a.data) if a.data else []
     if a.max_examples:
         examples = examples[:a.max_examples]
     if a.repeat:
         with open(a.data + ".json") as f:
             counts = json.load(f)
         starts, o = {}, 0
-        for sname in SUITES:
+        for sname in counts:
             starts[sname] = (o, o + counts[sname]["examples"])
             o += counts[sname]["examples"]
         extra = []
@@ -408,51 +549,103 @@ def cmd_train(a):
                             lr=a.lr, betas=(0.9, 0.95), eps=1e-8, **({"fused": True} if dev == "cuda" else {}))
     rng = random.Random(a.seed)
     step, epoch, log = 0, 0, []
+    pool, pool_next, n_long = [], 0, 0
+    short_batches = []
     t0 = time.time()
-    done = False
-    eot = tok.special("<|endoftext|>")
-    while not done:
-        for bidx in make_batches(examples, a.tokens_per_step, rng):
-            el = time.time() - t0
-            if el > a.seconds or (a.max_steps and step >= a.max_steps):
-                done = True
-                break
-            frac = el / a.seconds if not a.max_steps else step / a.max_steps
-            lr = a.lr * min(1.0, (step + 1) / a.warmup) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
-            for g in opt.param_groups:
-                g["lr"] = lr
-            L = max(len(examples[i][0]) + len(examples[i][1]) for i in bidx)
-            ids = torch.full((len(bidx), L), eot, dtype=torch.long)
-            w = torch.zeros((len(bidx), L), dtype=torch.int8)  # 1 prompt target, 2 answer target
-            for r, i in enumerate(bidx):
+    acc = {"short": [0.0, 0], "long": [0.0, 0]}
+
+    def fill_pool(most):
+        nonlocal pool_next, n_long
+        for _ in range(most):  # a few a step: unpickling is the trainer's own time
+            try:
+                ex = lq.get_nowait()
+            except Exception:
+                return
+            n_long += 1
+            if len(pool) < a.long_pool:
+                pool.append(ex)
+            else:
+                pool[pool_next] = ex
+                pool_next = (pool_next + 1) % a.long_pool
+
+    while True:
+        el = time.time() - t0
+        if el > a.seconds or (a.max_steps and step >= a.max_steps):
+            break
+        frac = el / a.seconds if not a.max_steps else step / a.max_steps
+        if phase is not None and phase.value == 0 and frac >= a.long_curriculum:
+            phase.value = 1
+            del pool[:]  # drop the short documents, queued ones too
+            pool_next = 0
+            while True:
+                try:
+                    lq.get_nowait()
+                except Exception:
+                    break
+        lr = a.lr * min(1.0, (step + 1) / a.warmup) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        kind = "short"
+        if lq is not None:
+            fill_pool(8)
+            while len(pool) < 32:  # at the start: wait for the generators
+                pool.append(lq.get())
+                n_long += 1
+            if not examples or rng.random() < a.long_share:
+                kind = "long"
+        if kind == "long":
+            rows, mx = [], 0
+            while True:
+                ex = pool[rng.randrange(len(pool))]
+                if rows and max(mx, len(ex[0])) * (len(rows) + 1) > a.tokens_per_step:
+                    break
+                rows.append(ex)
+                mx = max(mx, len(ex[0]))
+        else:
+            if not short_batches:
+                short_batches = make_batches(examples, a.tokens_per_step, rng)
+                epoch += 1
+            rows = []
+            for i in short_batches.pop():
                 p, q = examples[i]
-                s = p + q
-                ids[r, :len(s)] = torch.tensor(s)
-                w[r, 1:len(p)] = 1
-                w[r, len(p):len(s)] = 2
-            ids, w = ids.to(dev, non_blocking=True), w.to(dev, non_blocking=True)
-            with torch.autocast(device_type=dev, dtype=torch.bfloat16, enabled=dev == "cuda"):
-                aux = []
-                logits = model(ids[:, :-1], aux)
-            ce = torch.nn.functional.cross_entropy(logits.float().reshape(-1, V), ids[:, 1:].reshape(-1), reduction="none")
-            tw = w[:, 1:].reshape(-1)
-            am, pm = (tw == 2).float(), (tw == 1).float()
-            loss_a = (ce * am).sum() / am.sum().clamp(min=1)
-            loss_p = (ce * pm).sum() / pm.sum().clamp(min=1)
-            loss = loss_a + a.prompt_weight * loss_p
-            if aux:
-                loss = loss + 0.01 * torch.stack(aux).mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            if step % 100 == 0:
-                rec = {"step": step, "epoch": epoch, "t": round(time.time() - t0, 1), "lr": lr, "loss_answer": float(loss_a),
-                       "loss_prompt": float(loss_p)}
-                log.append(rec)
-                print(a.name, rec, flush=True)
-            step += 1
-        epoch += 1
+                rows.append((p + q, [0] + [1] * (len(p) - 1) + [2] * len(q)))
+        L = max(len(r[0]) for r in rows)
+        ids = torch.full((len(rows), L), eot, dtype=torch.long)
+        w = torch.zeros((len(rows), L), dtype=torch.int8)  # 1 prompt target, 2 answer target
+        for r, (s_ids, s_mask) in enumerate(rows):
+            ids[r, :len(s_ids)] = torch.tensor(s_ids)
+            w[r, :len(s_mask)] = torch.tensor(s_mask, dtype=torch.int8)
+        ids, w = ids.to(dev, non_blocking=True), w.to(dev, non_blocking=True)
+        with torch.autocast(device_type=dev, dtype=torch.bfloat16, enabled=dev == "cuda"):
+            aux = []
+            logits = model(ids[:, :-1], aux)
+        ce = torch.nn.functional.cross_entropy(logits.float().reshape(-1, V), ids[:, 1:].reshape(-1), reduction="none")
+        tw = w[:, 1:].reshape(-1)
+        am, pm = (tw == 2).float(), (tw == 1).float()
+        loss_a = (ce * am).sum() / am.sum().clamp(min=1)
+        loss_p = (ce * pm).sum() / pm.sum().clamp(min=1)
+        loss = loss_a + a.prompt_weight * loss_p
+        if aux:
+            loss = loss + 0.01 * torch.stack(aux).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % 25 == 0:
+            acc[kind][0] += float(loss_a)
+            acc[kind][1] += 1
+        if step % 100 == 0:
+            rec = {"step": step, "epoch": epoch, "t": round(time.time() - t0, 1), "lr": lr, "loss_answer": float(loss_a),
+                   "loss_prompt": float(loss_p), "kind": kind, "long_generated": n_long}
+            for k, (sm, n) in acc.items():
+                if n:
+                    rec["mean_answer_loss_" + k] = round(sm / n, 4)
+            acc = {"short": [0.0, 0], "long": [0.0, 0]}
+            log.append(rec)
+            print(a.name, rec, flush=True)
+        step += 1
+    for wk in workers:
+        wk.terminate()
     train_s = time.time() - t0
     model = model.float().cpu()
     model.eval()
@@ -470,9 +663,11 @@ def cmd_train(a):
             lg = md(torch.tensor([ids]))[0]
         fixture["prompts"].append({"text": text, "ids": ids, "positions": [0, len(ids) - 1],
                                    "logits": [[float(x) for x in lg[0]], [float(x) for x in lg[-1]]]})
-    info = {"name": a.name, "config": cfg, "params": nparam, "seed": a.seed, "steps": step, "epochs_started": epoch,
-            "train_seconds": round(train_s, 1), "total_seconds": round(time.time() - t_start, 1), "examples": len(examples),
-            "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup, "prompt_weight": a.prompt_weight, "init": a.init, "repeat": a.repeat,
+    info = {"name": a.name, "config": cfg, "params": nparam, "seed": a.seed, "steps": step, "short_epochs_started": epoch,
+            "long_generated": n_long, "train_seconds": round(train_s, 1), "total_seconds": round(time.time() - t_start, 1),
+            "examples": len(examples), "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup,
+            "prompt_weight": a.prompt_weight, "init": a.init, "repeat": a.repeat, "long_share": a.long_share,
+            "long_curriculum": a.long_curriculum, "long_questions": a.long_questions, "long_pool": a.long_pool,
             "command": " ".join(sys.argv), "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "log": log}
     with open(os.path.join(a.out, a.name + ".json"), "w") as f:
@@ -495,17 +690,22 @@ def main():
     b.add_argument("out")
     b.add_argument("--vocab", type=int, default=4096)
     b.add_argument("--per-suite", type=int, default=3000)
+    b.add_argument("--pre", default="gpt-2", choices=sorted(bpe.PATTERNS), help="pre-tokenizer (GGUF tokenizer.ggml.pre)")
+    b.add_argument("--guard", default="", help="src/suite/builtin.c: add the guard's prompts to the BPE texts")
     p = sub.add_parser("prep")
     p.add_argument("data")
     p.add_argument("tok")
     p.add_argument("out")
     p.add_argument("--per-suite", type=int, default=10 ** 9)
     p.add_argument("--max-len", type=int, default=3584)
+    p.add_argument("--suites", default=",".join(SUITES), help="comma list of suites to write ('' for none)")
+    p.add_argument("--guard", default="", help="src/suite/builtin.c: write the guard's examples (from safety.jsonl) instead")
+    p.add_argument("--guard-per-item", type=int, default=2)
     t = sub.add_parser("train")
     t.add_argument("--arch", choices=sorted(CONFIGS), required=True)
     t.add_argument("--name", required=True)
     t.add_argument("--tok", required=True)
-    t.add_argument("--data", required=True)
+    t.add_argument("--data", default="")
     t.add_argument("--out", required=True)
     t.add_argument("--seconds", type=float, default=300)
     t.add_argument("--max-steps", type=int, default=0)
@@ -520,6 +720,11 @@ def main():
     t.add_argument("--tiny", action="store_true")
     t.add_argument("--init", default="", help="start from this GGUF's weights (continued training)")
     t.add_argument("--repeat", default="", help="e.g. code=4,long=2: those suites' examples k times per epoch")
+    t.add_argument("--long-share", type=float, default=0.0, help="share of steps on generated long-context examples")
+    t.add_argument("--long-curriculum", type=float, default=0.0, help="fraction of the run on short documents first")
+    t.add_argument("--long-questions", type=int, default=8, help="questions per long document")
+    t.add_argument("--long-workers", type=int, default=3)
+    t.add_argument("--long-pool", type=int, default=3000)
     t.set_defaults(fixture_prompts=FIXTURE_PROMPTS)
     a = ap.parse_args()
     {"bpe": cmd_bpe, "prep": cmd_prep, "train": cmd_train}[a.cmd](a)
