@@ -1,6 +1,8 @@
 /* cmd_profiles.c - `driftbench profiles [NAME|SPEC]`: the named numeric
  * profiles of the embedded engine, each with its canonical spec; with a name
- * or a spec, every setting it fixes and what that means. */
+ * or a spec, every setting it fixes and what that means. backend=cuda
+ * profiles are marked unavailable when the build has no CUDA backend or no
+ * GPU is visible. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +28,26 @@ static int cmd_profiles(int argc, char **argv) {
         char prec[64], fw[256];
         drift_profile_precision(&p, prec, sizeof prec);
         drift_profile_framework(&p, fw, sizeof fw);
-        printf("%s\n  spec: %s\n  precision: %s\n  framework: %s\n\n%s", p.name, spec ? spec : "?", prec, fw, desc ? desc : "");
+        printf("%s\n  spec: %s\n  precision: %s\n  framework: %s\n", p.name, spec ? spec : "?", prec, fw);
+        if (p.backend == DRIFT_BACKEND_CUDA && drift_cuda_device_count() == 0)
+#ifdef DRIFT_HAVE_CUDA
+            printf("  unavailable here: no CUDA GPU visible\n");
+#else
+            printf("  unavailable here: this build has no CUDA backend\n");
+#endif
+        printf("\n%s", desc ? desc : "");
         if (desc && desc[0] && desc[strlen(desc) - 1] != '\n') printf("\n");
         free(spec);
         free(desc);
         return CLI_EXIT_PASS;
     }
+    int n_gpu = drift_cuda_device_count();
+#ifdef DRIFT_HAVE_CUDA
+    const char *why_not = "no CUDA GPU visible";
+#else
+    const char *why_not = "this build has no CUDA backend";
+#endif
+    int any_unavailable = 0;
     printf("%-12s %-10s %s\n", "profile", "precision", "spec");
     for (size_t i = 0; i < drift_profile_count(); i++) {
         const char *name = drift_profile_name_at(i);
@@ -40,9 +56,12 @@ static int cmd_profiles(int argc, char **argv) {
         char *spec = drift_profile_to_spec(&p);
         char prec[64];
         drift_profile_precision(&p, prec, sizeof prec);
-        printf("%-12s %-10s %s\n", name, prec, spec ? spec : "?");
+        int unavailable = p.backend == DRIFT_BACKEND_CUDA && n_gpu == 0;
+        any_unavailable |= unavailable;
+        printf("%-12s %-10s %s%s\n", name, prec, spec ? spec : "?", unavailable ? "  [unavailable]" : "");
         free(spec);
     }
+    if (any_unavailable) printf("\n[unavailable]: backend=cuda profiles need a CUDA build and a GPU (%s).\n", why_not);
     printf("\n`driftbench profiles NAME` describes one; any key can be overridden in a target spec.\n");
     return CLI_EXIT_PASS;
 }

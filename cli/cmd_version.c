@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "driftbench/profile.h"
 
 static int cmd_version(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -11,9 +12,10 @@ static int cmd_version(int argc, char **argv) {
     }
     printf("driftbench %s\n", drift_version());
 #ifdef DRIFT_HAVE_CUDA
-    printf("cuda: built in\n");
+    int n = drift_cuda_device_count();
+    printf("cuda: built in, %d GPU%s visible\n", n, n == 1 ? "" : "s");
 #else
-    printf("cuda: not built\n");
+    printf("cuda: not built (nvcc was not found at configure time, or DRIFT_CUDA=OFF)\n");
 #endif
     return 0;
 }

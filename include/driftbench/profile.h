@@ -20,6 +20,8 @@
  *            batch size (as split-K GPU kernels do), to study that drift.
  *   isa      ref (portable float64 reference kernels), scalar, avx2, avx512,
  *            or auto (best the CPU has; chosen at run time)
+ *   gemm     backend=cuda only: kernel (DriftBench's fixed-order kernels) or
+ *            vendor (cuBLAS / cuBLASLt)
  *
  * Named profiles (`driftbench profiles` lists them) are starting points; a
  * spec "profile=NAME&key=value&..." applies overrides in order. */
@@ -83,6 +85,14 @@ typedef enum drift_backend {
     DRIFT_BACKEND_CUDA = 1
 } drift_backend;
 
+/* Matrix products on backend=cuda (the CPU ignores it). */
+typedef enum drift_gemm {
+    DRIFT_GEMM_KERNEL = 0, /* DriftBench's kernels: fixed reduction order (WMMA
+                              tensor cores for bf16/f16, SIMT otherwise) */
+    DRIFT_GEMM_VENDOR = 1  /* cuBLAS / cuBLASLt (fp8 e4m3): the library picks
+                              the algorithm by shape */
+} drift_gemm;
+
 typedef enum drift_isa {
     DRIFT_ISA_AUTO = 0,
     DRIFT_ISA_REF = 1,    /* kernels_ref.c: scalar, float64 accumulation,
@@ -111,6 +121,7 @@ typedef struct drift_numeric_profile {
     drift_backend backend;
     int batch_invariant;          /* 1 = results independent of batch size */
     drift_isa isa;
+    drift_gemm gemm;              /* backend=cuda: kernel or vendor */
 } drift_numeric_profile;
 
 /* Number of named profiles, and the i-th name (NULL past the end). */
@@ -118,15 +129,18 @@ DRIFT_API size_t drift_profile_count(void);
 DRIFT_API const char *drift_profile_name_at(size_t i);
 
 /* Fills *p with the named profile ("ref", "cpu-f32", "cpu-bf16", "cpu-f16",
- * "cpu-fp8", "cpu-int8", "cpu-int4", "cpu-mxfp4", "cpu-nvfp4", "gpu-fp8").
- * Unknown name -> DRIFT_ERR_INVALID naming it. */
+ * "cpu-fp8", "cpu-int8", "cpu-int4", "cpu-mxfp4", "cpu-nvfp4", "gpu-fp8",
+ * "cuda-f32", "cuda-bf16", "cuda-fp8"). Unknown name -> DRIFT_ERR_INVALID
+ * naming it. Not validated: a cuda profile is returned even by a build
+ * without CUDA (drift_profile_validate then says UNSUPPORTED). */
 DRIFT_API drift_status drift_profile_get(const char *name, drift_numeric_profile *p,
                                          drift_error *err);
 
 /* Parses "profile=NAME&key=value&..." ('&' or ',' separate pairs). Starts from
  * `cpu-f32` when no profile= is given; profile= must come first when present.
  * Keys: profile weights acts kv accum reduce attn exp threads backend
- * batch_invariant isa group (int4 group size) wscale (per-channel|per-tensor).
+ * batch_invariant isa group (int4 group size) wscale (per-channel|per-tensor)
+ * gemm (kernel|vendor; emitted by to_spec only when backend=cuda).
  * Values: formats by name (f32 bf16 f16 fp8-e4m3 fp8-e5m2 int8 int4 mxfp4
  * nvfp4 q8_0 q4_0 native; "fp8" = fp8-e4m3), reduce=sequential|pairwise|
  * blocked:S, attn=two-pass|online:B, exp=libm|fast, isa=auto|ref|scalar|
@@ -144,8 +158,15 @@ DRIFT_API drift_status drift_profile_set(drift_numeric_profile *p, const char *k
                                          const char *value, drift_error *err);
 
 /* Checks cross-field consistency (e.g. acts=int4 is not an activation
- * format; isa=ref requires accum=f64). DRIFT_ERR_INVALID names the field. */
+ * format; isa=ref requires accum=f64; backend=cuda excludes accum=bf16).
+ * DRIFT_ERR_INVALID names the field; backend=cuda in a build without CUDA ->
+ * DRIFT_ERR_UNSUPPORTED. Whether a GPU is present is checked by
+ * drift_model_load, not here. */
 DRIFT_API drift_status drift_profile_validate(const drift_numeric_profile *p, drift_error *err);
+
+/* Number of CUDA GPUs this process can use: 0 when the build has no CUDA
+ * backend, there is no driver, or no device. Never an error. */
+DRIFT_API int drift_cuda_device_count(void);
 
 /* Canonical spec string that drift_profile_parse maps back to *p
  * ("weights=bf16&acts=f32&..."). Returns a malloc'd string (free()), NULL on

@@ -18,7 +18,12 @@
  * Loaded models are cached per (path, canonical profile) in the process, so
  * opening the same stack twice (baseline and target of a run, the server's
  * requests) maps and converts the weights once. Entries live while a target
- * holds them; up to CACHE_KEEP unused ones are kept for reuse. */
+ * holds them; up to CACHE_KEEP unused ones are kept for reuse.
+ *
+ * The run's config records hardware "cpu-<isa>", or for backend=cuda the
+ * GPU's short name ("h200") with its full name, compute capability, driver
+ * and runtime versions beside it (device, compute_capability, cuda_driver,
+ * cuda_runtime). */
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,6 +33,9 @@
 #include "engine/target_impl.h"
 #include "model/numerics.h"
 #include "util/util.h"
+#ifdef DRIFT_HAVE_CUDA
+#include "model/cuda/cuda_backend.h"
+#endif
 
 #define CACHE_KEEP 2
 
@@ -284,11 +292,28 @@ static char *config_json(const drift_model *m, const drift_numeric_profile *p) {
     drift_profile_framework(p, fw, sizeof fw);
     drift_isa isa = p->isa == DRIFT_ISA_REF ? DRIFT_ISA_SCALAR : num_isa_resolve(p->isa);
     char hw[64];
-    snprintf(hw, sizeof hw, "%s-%s", p->backend == DRIFT_BACKEND_CUDA ? "cuda" : "cpu", num_isa_name(isa));
+    if (p->backend == DRIFT_BACKEND_CUDA) snprintf(hw, sizeof hw, "cuda"); /* the device's name replaces it below */
+    else snprintf(hw, sizeof hw, "cpu-%s", num_isa_name(isa));
     char *spec = drift_profile_to_spec(p);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?}", "model", drift_model_get_info(m)->name, "hardware", hw, "precision", prec,
                           "framework", fw, "profile", p->name, "profile_spec", spec);
     free(spec);
+#ifdef DRIFT_HAVE_CUDA
+    dcu_device_info di;
+    drift_error e;
+    if (o && p->backend == DRIFT_BACKEND_CUDA && dcu_device_get_info(&di, &e) == DRIFT_OK) {
+        /* versions as CUDA writes them: 13000 = 13.0, 12040 = 12.4 */
+        char cc[16], drv[16], rt[16];
+        snprintf(cc, sizeof cc, "%d.%d", di.cc_major, di.cc_minor);
+        snprintf(drv, sizeof drv, "%d.%d", di.driver_version / 1000, di.driver_version % 1000 / 10);
+        snprintf(rt, sizeof rt, "%d.%d", di.runtime_version / 1000, di.runtime_version % 1000 / 10);
+        json_object_set_new(o, "hardware", json_string(di.short_name));
+        json_object_set_new(o, "device", json_string(di.name));
+        json_object_set_new(o, "compute_capability", json_string(cc));
+        json_object_set_new(o, "cuda_driver", json_string(drv));
+        json_object_set_new(o, "cuda_runtime", json_string(rt));
+    }
+#endif
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return s;

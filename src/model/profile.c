@@ -4,7 +4,14 @@
  * static table; a spec starts from one of them (profile=NAME, default
  * cpu-f32) and applies key=value overrides in order through one setter, so
  * the CLI, target specs and tests all share the same vocabulary. to_spec is
- * the inverse of parse (round-trip tested). */
+ * the inverse of parse (round-trip tested).
+ *
+ * backend=cuda: the GPU ignores isa and threads; its matmuls follow gemm
+ * (kernel | vendor) and its attention is split-KV with attn_block positions
+ * per split (batch_invariant=1) or a batch-dependent split count (0). So
+ * gemm appears in the spec only for cuda (CPU specs are unchanged), and the
+ * framework string of a cuda profile names gemm and the split instead of the
+ * ISA and the CPU's attention algorithm. */
 #include "driftbench/profile.h"
 
 #include <jansson.h>
@@ -14,6 +21,9 @@
 
 #include "model/numerics.h"
 #include "util/util.h"
+#ifdef DRIFT_HAVE_CUDA
+#include "model/cuda/cuda_backend.h"
+#endif
 
 typedef struct named_profile {
     const char *name;
@@ -27,7 +37,7 @@ static const drift_numeric_profile DEFAULTS = {
     .group_size = 32, .acts = DRIFT_DTYPE_F32, .kv = DRIFT_DTYPE_F32, .accum = DRIFT_ACCUM_F32,
     .reduce = DRIFT_REDUCE_SEQUENTIAL, .split_k = 1, .attn = DRIFT_ATTN_TWO_PASS,
     .attn_block = 64, .exp = DRIFT_EXP_LIBM, .threads = 0, .backend = DRIFT_BACKEND_CPU,
-    .batch_invariant = 1, .isa = DRIFT_ISA_AUTO};
+    .batch_invariant = 1, .isa = DRIFT_ISA_AUTO, .gemm = DRIFT_GEMM_KERNEL};
 
 static const named_profile PROFILES[] = {
     {"ref", "portable reference: f32 weights, float64 accumulation, scalar, 1 thread; "
@@ -50,6 +60,17 @@ static const named_profile PROFILES[] = {
                 "fp8 KV, split-K 4, online attention (block 64), fast exp",
      "weights=fp8-e4m3&wscale=per-tensor&acts=fp8-e4m3&kv=fp8-e4m3&reduce=blocked:4&"
      "attn=online:64&exp=fast"},
+    /* On the GPU (needs a CUDA build and a GPU; see drift_cuda_device_count). */
+    {"cuda-f32", "CUDA: f32 weights, activations and KV; DriftBench's fixed-order SIMT kernels; "
+                 "split-KV attention, 64 positions per split; batch-invariant",
+     "backend=cuda&gemm=kernel&attn=online:64&batch_invariant=1"},
+    {"cuda-bf16", "CUDA: bf16 weights, activations and KV; WMMA tensor cores (f32 accumulate); "
+                  "split-KV attention, 64 per split; batch-invariant",
+     "weights=bf16&acts=bf16&kv=bf16&backend=cuda&gemm=kernel&attn=online:64&batch_invariant=1"},
+    {"cuda-fp8", "CUDA: fp8 e4m3 weights (per-channel scale) and activations, bf16 KV; "
+                 "cuBLASLt fp8 matmuls (algorithm chosen by cuBLASLt); split-KV attention, 64 per split",
+     "weights=fp8-e4m3&wscale=per-channel&acts=fp8-e4m3&kv=bf16&backend=cuda&gemm=vendor&"
+     "attn=online:64&batch_invariant=1"},
 };
 #define N_PROFILES (sizeof PROFILES / sizeof PROFILES[0])
 
@@ -100,6 +121,7 @@ drift_status drift_profile_get(const char *name, drift_numeric_profile *p, drift
 static const char *ACCUM_NAMES[] = {"f32", "f64", "bf16"};
 static const char *ISA_NAMES[] = {"auto", "ref", "scalar", "avx2", "avx512"};
 static const char *SCALE_NAMES[] = {"per-channel", "per-tensor"};
+static const char *GEMM_NAMES[] = {"kernel", "vendor"};
 
 static int parse_int(const char *s, long lo, long hi, int *out) {
     char *end;
@@ -157,7 +179,11 @@ drift_status drift_profile_set(drift_numeric_profile *p, const char *key, const 
         }
     } else if (!strcmp(key, "attn")) {
         if (!strcmp(v, "two-pass")) {
+            /* the block is unused by two-pass (on the CPU): back to the
+             * default so that to_spec, which omits it, stays exact (the GPU's
+             * split size is attn_block whatever attn says) */
             p->attn = DRIFT_ATTN_TWO_PASS;
+            p->attn_block = DEFAULTS.attn_block;
         } else if (!strncmp(v, "online", 6)) {
             int b = 64;
             if (v[6] == ':' ? parse_int(v + 7, 1, 1 << 20, &b) : v[6] != 0)
@@ -189,6 +215,9 @@ drift_status drift_profile_set(drift_numeric_profile *p, const char *key, const 
     } else if (!strcmp(key, "wscale")) {
         if ((i = index_of(v, SCALE_NAMES, 2)) < 0) return BAD("per-channel or per-tensor");
         p->weight_scale = (drift_scale_mode)i;
+    } else if (!strcmp(key, "gemm")) {
+        if ((i = index_of(v, GEMM_NAMES, 2)) < 0) return BAD("kernel or vendor");
+        p->gemm = (drift_gemm)i;
     } else {
         return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "profile: unknown key '%s'", key);
     }
@@ -224,11 +253,27 @@ drift_status drift_profile_validate(const drift_numeric_profile *p, drift_error 
     if (p->weights == DRIFT_DTYPE_INT4 && p->group_size != 32 && p->group_size != 128)
         return drift_error_set(err, DRIFT_ERR_INVALID, "profile: int4 group %d (32 or 128)",
                                p->group_size);
+    if ((int)p->gemm < 0 || p->gemm > DRIFT_GEMM_VENDOR)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "profile: gemm %d unknown", (int)p->gemm);
+    if (p->backend == DRIFT_BACKEND_CUDA && p->accum == DRIFT_ACCUM_BF16)
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "profile: backend=cuda does not support accum=bf16 (the GPU "
+                               "accumulates in f32, or f64 in its SIMT kernels)");
 #ifndef DRIFT_HAVE_CUDA
     if (p->backend == DRIFT_BACKEND_CUDA)
-        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "profile: backend=cuda not built in");
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                               "profile: backend=cuda: this build has no CUDA backend (nvcc was "
+                               "not found at configure time, or DRIFT_CUDA=OFF)");
 #endif
     return DRIFT_OK;
+}
+
+int drift_cuda_device_count(void) {
+#ifdef DRIFT_HAVE_CUDA
+    return dcu_device_count();
+#else
+    return 0;
+#endif
 }
 
 /* Applies "k=v&k=v" to *p in order. profile= is allowed only first. */
@@ -283,14 +328,22 @@ char *drift_profile_to_spec(const drift_numeric_profile *p) {
     char red[32], att[32];
     reduce_text(p, red, sizeof red);
     attn_text(p, att, sizeof att);
+    int cuda = p->backend == DRIFT_BACKEND_CUDA;
     return drift_asprintf("weights=%s&wscale=%s&group=%d&acts=%s&kv=%s&accum=%s&reduce=%s&"
-                          "attn=%s&exp=%s&threads=%d&backend=%s&batch_invariant=%d&isa=%s",
+                          "attn=%s&exp=%s&threads=%d&backend=%s&batch_invariant=%d&isa=%s%s%s",
                           drift_dtype_name(p->weights), SCALE_NAMES[p->weight_scale],
                           p->group_size, drift_dtype_name(p->acts), drift_dtype_name(p->kv),
                           ACCUM_NAMES[p->accum], red, att,
                           p->exp == DRIFT_EXP_FAST ? "fast" : "libm", p->threads,
-                          p->backend == DRIFT_BACKEND_CUDA ? "cuda" : "cpu", p->batch_invariant,
-                          ISA_NAMES[p->isa]);
+                          cuda ? "cuda" : "cpu", p->batch_invariant, ISA_NAMES[p->isa],
+                          cuda ? "&gemm=" : "", cuda ? GEMM_NAMES[p->gemm] : "");
+}
+
+/* backend=cuda: the attention split, "split:B" (fixed, batch-invariant) or
+ * "split:auto" (count chosen from the batch size). */
+static void cuda_split_text(const drift_numeric_profile *p, char *out, size_t n) {
+    if (p->batch_invariant) snprintf(out, n, "split:%d", p->attn_block);
+    else snprintf(out, n, "split:auto");
 }
 
 void drift_profile_precision(const drift_numeric_profile *p, char *out, size_t n) {
@@ -301,6 +354,14 @@ void drift_profile_framework(const drift_numeric_profile *p, char *out, size_t n
     char red[32], att[32];
     reduce_text(p, red, sizeof red);
     attn_text(p, att, sizeof att);
+    if (p->backend == DRIFT_BACKEND_CUDA) {
+        char spl[32];
+        cuda_split_text(p, spl, sizeof spl);
+        snprintf(out, n, "driftbench-embedded/cuda/gemm-%s/%s/attn-%s/exp-%s/acc-%s%s", GEMM_NAMES[p->gemm], red,
+                 spl, p->exp == DRIFT_EXP_FAST ? "fast" : "libm", ACCUM_NAMES[p->accum],
+                 p->batch_invariant ? "" : "/batch-variant");
+        return;
+    }
     if (p->isa == DRIFT_ISA_REF) {
         snprintf(out, n, "driftbench-embedded/ref");
         return;
@@ -332,17 +393,35 @@ char *drift_profile_describe(const drift_numeric_profile *p) {
                drift_dtype_name(p->kv));
     buf_printf(&b, "  accum=%-14s matmul and dot-product accumulator\n", ACCUM_NAMES[p->accum]);
     buf_printf(&b, "  reduce=%-13s order of the sum over the reduction dimension\n", red);
-    buf_printf(&b, "  attn=%-15s attention softmax algorithm\n", att);
+    if (p->backend == DRIFT_BACKEND_CUDA) {
+        char spl[32];
+        cuda_split_text(p, spl, sizeof spl);
+        buf_printf(&b, "  attn=%-15s on cuda: split-KV attention, %s (online softmax per split, "
+                   "splits combined in order)\n", att,
+                   p->batch_invariant ? "attn_block positions per split" : "split count chosen from the batch size");
+        buf_printf(&b, "  gemm=%-15s %s\n", GEMM_NAMES[p->gemm],
+                   p->gemm == DRIFT_GEMM_VENDOR
+                       ? "cuBLAS / cuBLASLt (fp8 e4m3) matmuls: the library picks the algorithm by shape"
+                       : "DriftBench's GPU kernels: reduction order fixed by K (WMMA tensor cores for "
+                         "bf16/f16, SIMT otherwise)");
+    } else {
+        buf_printf(&b, "  attn=%-15s attention softmax algorithm\n", att);
+    }
     buf_printf(&b, "  exp=%-16s exponential in softmax and silu\n",
                p->exp == DRIFT_EXP_FAST ? "fast" : "libm");
-    buf_printf(&b, "  threads=%-12d OpenMP threads (0 = default); never changes results\n",
-               p->threads);
-    buf_printf(&b, "  backend=%-12s device\n", p->backend == DRIFT_BACKEND_CUDA ? "cuda" : "cpu");
+    buf_printf(&b, "  threads=%-12d OpenMP threads (0 = default); never changes results%s\n",
+               p->threads, p->backend == DRIFT_BACKEND_CUDA ? " (CPU only)" : "");
+    if (p->backend == DRIFT_BACKEND_CUDA)
+        buf_printf(&b, "  backend=%-12s device: the whole forward pass on the GPU (%d visible)\n", "cuda",
+                   drift_cuda_device_count());
+    else
+        buf_printf(&b, "  backend=%-12s device\n", "cpu");
     buf_printf(&b, "  batch_invariant=%-4d %s\n", p->batch_invariant,
                p->batch_invariant ? "a row's result never depends on the batch it is in"
                                   : "reduction split depends on the batch size (study mode)");
-    buf_printf(&b, "  isa=%-16s kernel set (auto -> %s on this CPU)\n", ISA_NAMES[p->isa],
-               num_isa_name(p->isa == DRIFT_ISA_REF ? DRIFT_ISA_REF : num_isa_resolve(p->isa)));
+    buf_printf(&b, "  isa=%-16s kernel set (auto -> %s on this CPU)%s\n", ISA_NAMES[p->isa],
+               num_isa_name(p->isa == DRIFT_ISA_REF ? DRIFT_ISA_REF : num_isa_resolve(p->isa)),
+               p->backend == DRIFT_BACKEND_CUDA ? "; CPU only" : "");
     return buf_steal(&b);
 }
 
@@ -363,6 +442,7 @@ char *drift_profile_to_json(const drift_numeric_profile *p) {
                           "batch_invariant", p->batch_invariant, "isa", ISA_NAMES[p->isa],
                           "precision", prec, "framework", fw);
     if (!o) return NULL;
+    if (p->backend == DRIFT_BACKEND_CUDA) json_object_set_new(o, "gemm", json_string(GEMM_NAMES[p->gemm]));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return s;

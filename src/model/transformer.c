@@ -20,7 +20,17 @@
  * Batch invariance: every matmul is batch-invariant (numerics' contract),
  * attention and norms are per row, the MoE sum order depends on the row's
  * own routing only; so a sequence's numbers never depend on its batch
- * companions, on prefill-vs-incremental feeding, or on the thread count. */
+ * companions, on prefill-vs-incremental feeding, or on the thread count.
+ *
+ * backend=cuda (built with DRIFT_HAVE_CUDA): the same rows go to
+ * model/cuda/cuda_backend.h instead of forward_rows. The model keeps its host
+ * weights (converted as above) and, after loading, a dcu_model holding a
+ * device copy of them; a session holds a dcu_kv (its KV cache on the device)
+ * instead of kc/vc, plus its position on the host. Token range and context
+ * checks stay here; the vocabulary matmul runs on the device too (only the
+ * logit rows asked for come back). Calls into the backend for one model are
+ * serialized by the model's mutex, so a model stays shareable by threads
+ * whatever the backend does with its scratch memory. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -33,6 +43,10 @@
 #include "model/sampler.h"
 #include "model/tokenizer.h"
 #include "util/util.h"
+#ifdef DRIFT_HAVE_CUDA
+#include <pthread.h>
+#include "model/cuda/cuda_backend.h"
+#endif
 
 typedef struct layer_w {
     float *attn_norm;          /* (dim) */
@@ -64,12 +78,19 @@ struct drift_model {
     int q_dim, kv_dim;
     size_t kv_vec_bytes;       /* one head's K or V vector in the KV format */
     int tpl;
+#ifdef DRIFT_HAVE_CUDA
+    dcu_model *dcu;            /* backend=cuda: the weights on the device; NULL on the CPU */
+    pthread_mutex_t dcu_mu;    /* serializes this model's backend calls (init when dcu) */
+#endif
 };
 
 struct drift_session {
     const drift_model *m;
     int n_ctx, pos;
-    uint8_t *kc, *vc;          /* (n_layers, n_ctx, n_kv_heads, kv_vec_bytes) */
+    uint8_t *kc, *vc;          /* (n_layers, n_ctx, n_kv_heads, kv_vec_bytes); NULL on cuda */
+#ifdef DRIFT_HAVE_CUDA
+    dcu_kv *dkv;               /* backend=cuda: (n_layers, n_ctx, ...) on the device */
+#endif
 };
 
 /* ------------------------------------------------------------------ loading */
@@ -196,6 +217,12 @@ static void free_mat(drift_qmat *q) { drift_qmat_free(q); }
 
 void drift_model_free(drift_model *m) {
     if (!m) return;
+#ifdef DRIFT_HAVE_CUDA
+    if (m->dcu) {
+        dcu_model_free(m->dcu);
+        pthread_mutex_destroy(&m->dcu_mu);
+    }
+#endif
     for (int l = 0; m->layers && l < m->info.n_layers; l++) {
         layer_w *w = &m->layers[l];
         free(w->attn_norm);
@@ -420,10 +447,65 @@ static void pick_template(drift_model *m) {
     snprintf(m->info.chat_template, sizeof m->info.chat_template, "%s", name);
 }
 
+#ifdef DRIFT_HAVE_CUDA
+/* Uploads the loaded (converted) weights to the GPU: m->dcu. */
+static drift_status cuda_upload(drift_model *m, drift_error *err) {
+    const drift_model_info *in = &m->info;
+    dcu_layer_desc *ld = calloc((size_t)in->n_layers, sizeof *ld);
+    if (!ld) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    for (int l = 0; l < in->n_layers; l++) {
+        const layer_w *w = &m->layers[l];
+        dcu_layer_desc *d = &ld[l];
+        d->attn_norm = w->attn_norm;
+        d->ffn_norm = w->ffn_norm;
+        d->wq = &w->wq;
+        d->wk = &w->wk;
+        d->wv = &w->wv;
+        d->wo = &w->wo;
+        d->bq = w->bq;
+        d->bk = w->bk;
+        d->bv = w->bv;
+        if (in->n_experts) {
+            d->router = &w->router;
+            d->e_gate = w->e_gate;
+            d->e_up = w->e_up;
+            d->e_down = w->e_down;
+        } else {
+            d->w_gate = &w->w_gate;
+            d->w_up = &w->w_up;
+            d->w_down = &w->w_down;
+        }
+    }
+    dcu_model_desc md = {
+        .dim = in->dim, .hidden_dim = in->hidden_dim, .n_layers = in->n_layers, .n_heads = in->n_heads,
+        .n_kv_heads = in->n_kv_heads, .head_dim = in->head_dim, .n_vocab = in->n_vocab, .n_experts = in->n_experts,
+        .n_experts_used = in->n_experts_used, .sliding_window = in->sliding_window, .norm_eps = in->norm_eps,
+        .rope = m->rope, .tok_embd = &m->tok_embd, .output = in->tied_output ? &m->tok_embd : &m->output,
+        .output_norm = m->output_norm, .layers = ld};
+    drift_status st = dcu_model_upload(&md, &m->prof, &m->dcu, err);
+    free(ld);
+    if (st) {
+        m->dcu = NULL;
+        return drift_error_prefix(err, "backend=cuda: uploading the weights: ");
+    }
+    if (pthread_mutex_init(&m->dcu_mu, NULL)) {
+        dcu_model_free(m->dcu);
+        m->dcu = NULL;
+        return drift_error_set(err, DRIFT_ERR_INTERNAL, "backend=cuda: cannot create the model's mutex");
+    }
+    return DRIFT_OK;
+}
+#endif
+
 drift_status drift_model_load(const char *path, const drift_numeric_profile *profile, drift_model **out, drift_error *err) {
     *out = NULL;
     drift_status st = drift_profile_validate(profile, err);
     if (st) return st;
+#ifdef DRIFT_HAVE_CUDA
+    /* before mapping and converting anything: fail fast and clearly */
+    if (profile->backend == DRIFT_BACKEND_CUDA && dcu_device_count() == 0)
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "backend=cuda: no CUDA GPU found (no device, or no driver)");
+#endif
     drift_model *m = calloc(1, sizeof *m);
     if (!m) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     m->prof = *profile;
@@ -439,6 +521,12 @@ drift_status drift_model_load(const char *path, const drift_numeric_profile *pro
         return st;
     }
     m->kv_vec_bytes = num_kv_bytes(m->prof.kv, m->info.head_dim);
+#ifdef DRIFT_HAVE_CUDA
+    if (m->prof.backend == DRIFT_BACKEND_CUDA && (st = cuda_upload(m, err))) {
+        drift_model_free(m);
+        return st;
+    }
+#endif
     pick_template(m);
     *out = m;
     return DRIFT_OK;
@@ -548,6 +636,20 @@ drift_status drift_session_new(const drift_model *m, int n_ctx, drift_session **
     if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     s->m = m;
     s->n_ctx = n_ctx;
+#ifdef DRIFT_HAVE_CUDA
+    if (m->dcu) {
+        pthread_mutex_lock((pthread_mutex_t *)&m->dcu_mu);
+        drift_status st = dcu_kv_new(m->dcu, n_ctx, &s->dkv, err);
+        pthread_mutex_unlock((pthread_mutex_t *)&m->dcu_mu);
+        if (st) {
+            s->dkv = NULL;
+            drift_session_free(s);
+            return drift_error_prefix(err, "backend=cuda: KV cache of %d positions: ", n_ctx);
+        }
+        *out = s;
+        return DRIFT_OK;
+    }
+#endif
     size_t bytes = (size_t)m->info.n_layers * (size_t)n_ctx * (size_t)m->info.n_kv_heads * m->kv_vec_bytes;
     s->kc = malloc(bytes ? bytes : 1);
     s->vc = malloc(bytes ? bytes : 1);
@@ -561,6 +663,9 @@ drift_status drift_session_new(const drift_model *m, int n_ctx, drift_session **
 
 void drift_session_free(drift_session *s) {
     if (!s) return;
+#ifdef DRIFT_HAVE_CUDA
+    dcu_kv_free(s->dkv);
+#endif
     free(s->kc);
     free(s->vc);
     free(s);
@@ -656,6 +761,36 @@ done:
     return st;
 }
 
+/* Token ids in range and positions inside their sessions, before any row runs. */
+static drift_status check_rows(const drift_model *m, drift_session *const *sess, const int *pos, const int32_t *tok, int B,
+                               drift_error *err) {
+    for (int b = 0; b < B; b++) {
+        if (tok[b] < 0 || tok[b] >= m->info.n_vocab)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "token id %d out of range [0, %d)", tok[b], m->info.n_vocab);
+        if (pos[b] >= sess[b]->n_ctx)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "context full: position %d, session holds %d", pos[b], sess[b]->n_ctx);
+    }
+    return DRIFT_OK;
+}
+
+#ifdef DRIFT_HAVE_CUDA
+/* forward_rows on the GPU: hidden (B, dim) always; logits (n_logit_rows,
+ * n_vocab) of the rows logit_rows lists (logits NULL when n_logit_rows = 0). */
+static drift_status cuda_rows(const drift_model *m, drift_session *const *sess, const int *pos, const int32_t *tok, int B,
+                              float *hidden, float *logits, const int *logit_rows, int n_logit_rows, drift_error *err) {
+    drift_status st = check_rows(m, sess, pos, tok, B, err);
+    if (st) return st;
+    dcu_kv **kv = malloc((size_t)B * sizeof *kv);
+    if (!kv) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    for (int b = 0; b < B; b++) kv[b] = sess[b]->dkv;
+    pthread_mutex_lock((pthread_mutex_t *)&m->dcu_mu);
+    st = dcu_forward(m->dcu, kv, pos, tok, B, hidden, n_logit_rows ? logits : NULL, logit_rows, n_logit_rows, err);
+    pthread_mutex_unlock((pthread_mutex_t *)&m->dcu_mu);
+    free(kv);
+    return st;
+}
+#endif
+
 /* B rows: token tok[b] of session sess[b] at position pos[b] (its K/V are
  * written there). hidden (B, dim) receives the final normed hidden states. */
 static drift_status forward_rows(const drift_model *m, drift_session *const *sess, const int *pos, const int32_t *tok, int B,
@@ -664,16 +799,11 @@ static drift_status forward_rows(const drift_model *m, drift_session *const *ses
     const drift_numeric_profile *p = &m->prof;
     int D = in->dim, H = in->hidden_dim, hd = in->head_dim, QD = m->q_dim, KVD = m->kv_dim;
     int nt = n_threads(p);
-    for (int b = 0; b < B; b++) {
-        if (tok[b] < 0 || tok[b] >= in->n_vocab)
-            return drift_error_set(err, DRIFT_ERR_INVALID, "token id %d out of range [0, %d)", tok[b], in->n_vocab);
-        if (pos[b] >= sess[b]->n_ctx)
-            return drift_error_set(err, DRIFT_ERR_INVALID, "context full: position %d, session holds %d", pos[b], sess[b]->n_ctx);
-    }
+    drift_status st = check_rows(m, sess, pos, tok, B, err);
+    if (st) return st;
     int max_pos = 0;
     for (int b = 0; b < B; b++)
         if (pos[b] + 1 > max_pos) max_pos = pos[b] + 1;
-    drift_status st = DRIFT_OK;
     float *x = malloc((size_t)B * D * sizeof *x);          /* (B, dim) residual stream */
     float *xb = malloc((size_t)B * D * sizeof *xb);        /* (B, dim) normed input */
     float *xb2 = malloc((size_t)B * D * sizeof *xb2);      /* (B, dim) branch output */
@@ -782,6 +912,22 @@ drift_status drift_session_forward(drift_session *s, const int32_t *tokens, size
         sess[b] = s;
         pos[b] = s->pos + b;
     }
+#ifdef DRIFT_HAVE_CUDA
+    if (m->dcu) {
+        /* on the device: logits of every row, or of the last one only */
+        int *rows = logits ? malloc((all_logits ? n : 1) * sizeof *rows) : NULL;
+        int n_rows = logits ? (all_logits ? B : 1) : 0;
+        if (logits && !rows) {
+            st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        for (int r = 0; r < n_rows; r++) rows[r] = all_logits ? r : B - 1;
+        st = cuda_rows(m, sess, pos, tokens, B, hid, logits, rows, n_rows, err);
+        free(rows);
+        if (!st) s->pos += B;
+        goto done;
+    }
+#endif
     st = forward_rows(m, sess, pos, tokens, B, hid, err);
     if (st) goto done;
     s->pos += B;
@@ -820,6 +966,21 @@ drift_status drift_session_forward_batch(drift_session *const *sessions, const i
             }
         pos[b] = sessions[b]->pos;
     }
+#ifdef DRIFT_HAVE_CUDA
+    if (m->dcu) {
+        int *rows = logits ? malloc(n * sizeof *rows) : NULL;
+        if (logits && !rows) {
+            st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        for (int r = 0; logits && r < B; r++) rows[r] = r;
+        st = cuda_rows(m, sessions, pos, tokens, B, hid, logits, rows, logits ? B : 0, err);
+        free(rows);
+        if (!st)
+            for (int b = 0; b < B; b++) sessions[b]->pos++;
+        goto done;
+    }
+#endif
     if ((st = forward_rows(m, sessions, pos, tokens, B, hid, err))) goto done;
     for (int b = 0; b < B; b++) sessions[b]->pos++;
     if (logits) st = num_matmul(&m->prof, logits, hid, &m->output, B, err);
