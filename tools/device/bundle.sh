@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bundle.sh - build DriftBench with its CUDA backend here and pack what the
+# GPU machine needs to run it: the binaries and the shared libraries they use
+# that a bare CUDA image lacks (Debian's libcurl, jansson, sqlite, xgboost, ...).
+# The GPU machine has nvcc and the CUDA libraries but none of Debian's, and
+# nothing can be installed there, so we carry them (glibc, libstdc++ and the
+# CUDA libraries are the machine's own, which are newer).
+#
+#   tools/device/bundle.sh [BUILD_DIR]       (default build-dev)
+#
+# Writes .devbundle/bundle.tar.xz (ignored by git). On the GPU machine, from
+# the repo root (the `run` call carries .devbundle):
+#   tar -xJf .devbundle/bundle.tar.xz -C .devbundle
+#   export LD_LIBRARY_PATH=$PWD/.devbundle/lib:/usr/local/cuda/lib64
+#   .devbundle/bin/driftbench version
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=${1:-build-dev}
+grep -qx '/.devbundle/' .git/info/exclude 2>/dev/null || echo '/.devbundle/' >>.git/info/exclude
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DDRIFT_CUDA=ON \
+      -DCMAKE_CUDA_COMPILER="${CUDACXX:-/usr/local/cuda/bin/nvcc}" >/dev/null
+grep -q 'DRIFT_HAVE_CUDA' "$B/CMakeCache.txt" "$B"/CMakeFiles/driftbench.dir/flags.make 2>/dev/null ||
+    { echo "bundle.sh: $B was configured without the CUDA backend (nvcc not found?)" >&2; exit 1; }
+cmake --build "$B" -j"$(nproc)"
+rm -rf .devbundle/bin .devbundle/lib .devbundle/bundle.tar.xz
+mkdir -p .devbundle/bin .devbundle/lib
+bins=(driftbench)
+for t in test_cuda_ops test_cuda_model test_models bench_cuda bench_engine; do
+    [ -x "$B/$t" ] && bins+=("$t")
+done
+for b in "${bins[@]}"; do cp "$B/$b" .devbundle/bin/; strip --strip-debug .devbundle/bin/"$b"; done
+# Shared libraries, minus the ones the GPU image brings itself.
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libgcc_s|libstdc\+\+|libcuda\.so|libcublas|libcudart|libnvidia)'
+for b in .devbundle/bin/*; do
+    ldd "$b" | awk '$3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r name path; do
+    [[ "$name" =~ $skip ]] && continue
+    cp -L "$path" ".devbundle/lib/$name"
+done
+tar -C .devbundle -cJf .devbundle/bundle.tar.xz bin lib
+echo "bundle.sh: $(du -h .devbundle/bundle.tar.xz | cut -f1) in .devbundle/bundle.tar.xz ($(ls .devbundle/bin | tr '\n' ' '))"
