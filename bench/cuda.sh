@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# bench/cuda.sh BUNDLE MODE - the CUDA backend (issue 8) on the GPU machine.
+#
+# Run from the repository root of the device machine:
+#     bench/cuda.sh .devbundle/build all
+# BUNDLE is a prebuilt tree: bin/{driftbench,test_cuda_ops,test_cuda_model,bench_cuda}
+# (or those at its top, as in a CMake build directory) and lib/*.so* (or
+# ../lib/*.so*: the libraries the binaries need besides /usr/local/cuda/lib64).
+#
+# MODE
+#   ops     nvidia-smi -L, `driftbench version`, then the GPU op tests
+#           (test_cuda_ops: every op x format against the CPU reference) and
+#           the model tests (test_cuda_model).
+#   suites  the built-in suites on every shipped model (models/*.gguf, guard
+#           models left out), on the CPU and on the GPU with matching
+#           profiles, all runs in ONE store: labels PROFILE@MODEL
+#             cpu-f32@M   cuda-f32@M     CPU f32 vs GPU f32
+#             cpu-bf16@M  cuda-bf16@M    CPU bf16 vs GPU bf16
+#             cuda-fp8@M                 GPU bf16 vs GPU fp8 (cuBLASLt)
+#           then the same GPU profile ($BI_PROFILE) with batch_invariant=1 and 0
+#           at batch 1 and at $BATCH: $BI_PROFILE-bi1-b1@M, -bi1-b64@M,
+#           -bi0-b1@M, -bi0-b64@M (the batch size of an embedded target is its
+#           spec key batch=N). CPU legs use threads=$THREADS.
+#           The store is snapshotted after every run to $OUT/cuda_runs.db.gz.
+#   bench   bench_cuda (bench/cuda.c): copy bandwidth, GEMM rate, prefill and
+#           decode tokens/s per model and profile, the 1B model, the CPU leg;
+#           writes $OUT/bench_cuda.json and $OUT/bench_cuda.md.
+#   all     ops, then suites (smaller default sizes), then bench, within
+#           $BUDGET_S seconds (the device call may run 10 minutes at most).
+#
+# Output ($OUT, default ./cuda_out): cuda.log (everything printed),
+# cuda_runs.db.gz, bench_cuda.json, bench_cuda.md; at most 4 files.
+#
+# Environment (defaults in brackets; suite sizes: 0 leaves a suite out):
+#   MATH_N CODE_N SAFETY_N CHAT_N LONG_N   prompts per suite
+#        [suites: 200 100 100 100 10; all: 100 50 50 50 5]
+#   MAX_TOKENS [128]  BATCH [64]  THREADS [16]  BI_PROFILE [cuda-bf16]
+#   BI_LIMIT   [unset] --limit for the four batch-invariance runs only
+#   MODELS     [every models/*.gguf but guard models] space-separated stems
+#   BUDGET_S   [570] wall-clock budget of the whole call, in seconds
+#   BENCH_RESERVE_S [200] (all) seconds kept for bench while suites run
+#   OPS_TIMEOUT_S   [240] per test program
+#   BENCH_ARGS [none] extra bench_cuda options, e.g. "--big none --iters 3"
+#   DB         [a fresh store under $TMPDIR] an existing store resumes its runs
+#
+# Exit: 0 everything ran and passed; 1 a test, run or benchmark failed;
+# 3 nothing failed but the time budget left steps out (listed at the end);
+# 2 bad arguments. Scoring and comparing happen on the dev machine (see the
+# commands printed at the end).
+set -u -o pipefail
+
+usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+[ $# -eq 2 ] || { usage >&2; exit 2; }
+BUNDLE=$1 MODE=$2
+case "$MODE" in ops | suites | bench | all) ;; *) echo "cuda.sh: MODE must be ops, suites, bench or all (got '$MODE')" >&2; exit 2 ;; esac
+[ -d "$BUNDLE" ] || { echo "cuda.sh: $BUNDLE: no such directory" >&2; exit 2; }
+[ -d models ] || { echo "cuda.sh: run from the repository root (no models/ here)" >&2; exit 2; }
+
+OUT=${OUT:-$PWD/cuda_out}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/cuda.log") 2>&1
+TEE_PID=$!
+
+BUDGET_S=${BUDGET_S:-570}
+BENCH_RESERVE_S=${BENCH_RESERVE_S:-200}
+OPS_TIMEOUT_S=${OPS_TIMEOUT_S:-240}
+MAX_TOKENS=${MAX_TOKENS:-128}
+BATCH=${BATCH:-64}
+THREADS=${THREADS:-16}
+BI_PROFILE=${BI_PROFILE:-cuda-bf16}
+BI_LIMIT=${BI_LIMIT:-}
+BENCH_ARGS=${BENCH_ARGS:-}
+if [ "$MODE" = all ]; then d=(100 50 50 50 5); else d=(200 100 100 100 10); fi
+MATH_N=${MATH_N:-${d[0]}} CODE_N=${CODE_N:-${d[1]}} SAFETY_N=${SAFETY_N:-${d[2]}} CHAT_N=${CHAT_N:-${d[3]}} LONG_N=${LONG_N:-${d[4]}}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/driftbench_cuda.XXXXXX")
+DB=${DB:-$WORK/cuda_runs.db}
+
+# binaries and libraries
+find_bin() {
+  local d
+  for d in "$BUNDLE/bin" "$BUNDLE"; do [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }; done
+  return 1
+}
+libs=
+for d in "$BUNDLE/lib" "$BUNDLE/../lib"; do [ -d "$d" ] && libs="$libs${libs:+:}$(cd "$d" && pwd)"; done
+export LD_LIBRARY_PATH="$libs${libs:+:}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export DRIFT_SOURCE=$PWD DRIFT_BUILD=$BUNDLE DRIFT_SHARED=$PWD/../shared
+
+# bookkeeping: every step's name, status and seconds, for the summary
+STEPS=() FAILED=0 SKIPPED=0
+note() { STEPS+=("$(printf '%-44s %-9s %5ss' "$1" "$2" "$3")"); }
+left() { echo $((BUDGET_S - SECONDS)); }
+say() { echo; echo "=== $(date -u +%H:%M:%S) [+${SECONDS}s] $*"; }
+
+# step NAME TIMEOUT CMD...: runs CMD under a timeout (SIGINT first, so
+# `driftbench run` stores what it has and can resume), records the outcome.
+# STEP_STDOUT=FILE sends CMD's stdout there; STEP_CUT_OK=1 counts a timeout
+# as incomplete (exit 3) instead of failed.
+step() {
+  local name=$1 limit=$2; shift 2
+  if [ "$limit" -lt 10 ]; then
+    say "SKIP $name: time budget spent"
+    note "$name" SKIPPED 0; SKIPPED=$((SKIPPED + 1)); return 3
+  fi
+  say "RUN $name (timeout ${limit}s): $*"
+  local t0=$SECONDS rc
+  if [ -n "${STEP_STDOUT:-}" ]; then timeout --signal=INT --kill-after=15 "$limit" "$@" >"$STEP_STDOUT"
+  else timeout --signal=INT --kill-after=15 "$limit" "$@"; fi
+  rc=$?
+  if [ $rc -eq 0 ]; then note "$name" ok $((SECONDS - t0))
+  elif [ $rc -eq 124 ] && [ -n "${STEP_CUT_OK:-}" ]; then note "$name" "CUT" $((SECONDS - t0)); SKIPPED=$((SKIPPED + 1))
+  elif [ $rc -eq 124 ]; then note "$name" TIMEOUT $((SECONDS - t0)); FAILED=$((FAILED + 1))
+  else note "$name" "FAIL($rc)" $((SECONDS - t0)); FAILED=$((FAILED + 1)); fi
+  return $rc
+}
+
+need_bin() {
+  find_bin "$1" >/dev/null || { say "FAIL: $1 is not in $BUNDLE/bin or $BUNDLE"; note "$1 present" FAIL 0; FAILED=$((FAILED + 1)); return 1; }
+}
+
+cuda_built() {
+  local v
+  v=$("$(find_bin driftbench)" version 2>&1)
+  echo "$v"
+  if grep -q "cuda: not built" <<<"$v"; then
+    say "FAIL: this driftbench was built without the CUDA backend; rebuild the bundle on a machine with nvcc"
+    note "driftbench has the CUDA backend" FAIL 0; FAILED=$((FAILED + 1)); return 1
+  fi
+}
+
+do_ops() {
+  say "ops: the GPU"
+  if nvidia-smi -L; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>/dev/null
+    note "nvidia-smi -L" ok 0
+  else
+    note "nvidia-smi -L" FAIL 0; FAILED=$((FAILED + 1))
+  fi
+  need_bin driftbench && cuda_built
+  local t lim
+  for t in test_cuda_ops test_cuda_model; do
+    need_bin "$t" || continue
+    lim=$OPS_TIMEOUT_S; [ "$(left)" -lt "$lim" ] && lim=$(left)
+    step "$t" "$lim" "$(find_bin "$t")"
+  done
+}
+
+models() {
+  if [ -n "${MODELS:-}" ]; then echo "$MODELS"; return; fi
+  local f n
+  for f in models/*.gguf; do
+    n=$(basename "$f" .gguf)
+    case "$n" in *guard*) continue ;; esac
+    echo "$n"
+  done
+}
+
+snapshot_db() {
+  [ -f "$DB" ] || return 0
+  gzip -c "$DB" >"$OUT/cuda_runs.db.gz.part" && mv "$OUT/cuda_runs.db.gz.part" "$OUT/cuda_runs.db.gz"
+}
+
+# one_run LABEL TARGET_QUERY BATCH [extra run options]: one `driftbench run` into the store
+one_run() {
+  local label=$1 query=$2 b=$3; shift 3
+  local m=${label#*@}
+  local reserve=0 lim
+  [ "$MODE" = all ] && reserve=$BENCH_RESERVE_S
+  lim=$(($(left) - reserve))
+  # cut by the budget = incomplete, not failed: the run resumes under the same label
+  STEP_CUT_OK=1 step "run $label" "$lim" "$(find_bin driftbench)" run --db "$DB" --label "$label" \
+    --target "embedded:models/$m.gguf?$query&batch=$b" --concurrency "$b" --config "batch=$b" \
+    "${SUITE_ARGS[@]}" --max-tokens "$MAX_TOKENS" "$@"
+  snapshot_db
+}
+
+do_suites() {
+  need_bin driftbench && cuda_built || return 0
+  SUITE_ARGS=()
+  local s n
+  for s in math:$MATH_N code:$CODE_N safety:$SAFETY_N chat:$CHAT_N long:$LONG_N; do
+    n=${s#*:}
+    [ "$n" -gt 0 ] && SUITE_ARGS+=(--suite "builtin:${s%%:*}?n=$n")
+  done
+  [ ${#SUITE_ARGS[@]} -gt 0 ] || { say "suites: every suite size is 0; nothing to run"; return 0; }
+  local ms
+  ms=$(models | tr '\n' ' ')
+  say "suites: models: $ms; ${SUITE_ARGS[*]}; max_tokens $MAX_TOKENS; batch $BATCH; CPU threads $THREADS; store $DB"
+  local m
+  # the precision and hardware pairs first, for every model
+  for m in $ms; do
+    one_run "cpu-f32@$m" "profile=cpu-f32&threads=$THREADS" "$BATCH"
+    one_run "cuda-f32@$m" "profile=cuda-f32" "$BATCH"
+    one_run "cpu-bf16@$m" "profile=cpu-bf16&threads=$THREADS" "$BATCH"
+    one_run "cuda-bf16@$m" "profile=cuda-bf16" "$BATCH"
+    one_run "cuda-fp8@$m" "profile=cuda-fp8" "$BATCH"
+  done
+  # batch invariance: batch-$BATCH runs first (fast), batch 1 last (one sequence at a time)
+  local lim=()
+  [ -n "$BI_LIMIT" ] && lim=(--limit "$BI_LIMIT")
+  for m in $ms; do
+    one_run "$BI_PROFILE-bi1-b$BATCH@$m" "profile=$BI_PROFILE&batch_invariant=1" "$BATCH" "${lim[@]}"
+    one_run "$BI_PROFILE-bi0-b$BATCH@$m" "profile=$BI_PROFILE&batch_invariant=0" "$BATCH" "${lim[@]}"
+  done
+  for m in $ms; do
+    one_run "$BI_PROFILE-bi1-b1@$m" "profile=$BI_PROFILE&batch_invariant=1" 1 "${lim[@]}"
+    one_run "$BI_PROFILE-bi0-b1@$m" "profile=$BI_PROFILE&batch_invariant=0" 1 "${lim[@]}"
+  done
+  [ -f "$DB" ] && say "suites: store $DB ($(du -h "$DB" | cut -f1)) -> $OUT/cuda_runs.db.gz ($(du -h "$OUT/cuda_runs.db.gz" | cut -f1))"
+}
+
+do_bench() {
+  need_bin bench_cuda || return 0
+  # the tables (stdout) to a file, shown after; progress (stderr) as it comes
+  local extra=()
+  read -ra extra <<<"$BENCH_ARGS"
+  STEP_STDOUT=$WORK/bench_cuda.md step "bench_cuda" "$(left)" "$(find_bin bench_cuda)" "$OUT/bench_cuda.json" --models models \
+    --cpu-threads "$THREADS" "${extra[@]}"
+  cat "$WORK/bench_cuda.md"
+  cp "$WORK/bench_cuda.md" "$OUT/bench_cuda.md"
+}
+
+say "bench/cuda.sh $MODE: bundle $BUNDLE, out $OUT, budget ${BUDGET_S}s, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+case "$MODE" in
+  ops) do_ops ;;
+  suites) do_suites ;;
+  bench) do_bench ;;
+  all) do_ops; do_suites; do_bench ;;
+esac
+
+say "summary ($MODE, ${SECONDS}s)"
+for s in "${STEPS[@]}"; do echo "  $s"; done
+if [ -f "$OUT/cuda_runs.db.gz" ]; then
+  cat <<EOF
+
+On the dev machine (store: files_at/cuda_runs.db.gz):
+  gunzip -k cuda_runs.db.gz
+  build/driftbench score --db cuda_runs.db --embedder 'embedded:models/qwen2-7m.gguf?profile=ref'
+  for m in $(models | tr '\n' ' '); do
+    build/driftbench compare --db cuda_runs.db --baseline cpu-f32@\$m  --target cuda-f32@\$m
+    build/driftbench compare --db cuda_runs.db --baseline cpu-bf16@\$m --target cuda-bf16@\$m
+    build/driftbench compare --db cuda_runs.db --baseline cuda-bf16@\$m --target cuda-fp8@\$m
+    build/driftbench compare --db cuda_runs.db --baseline $BI_PROFILE-bi1-b1@\$m --target $BI_PROFILE-bi1-b$BATCH@\$m
+    build/driftbench compare --db cuda_runs.db --baseline $BI_PROFILE-bi0-b1@\$m --target $BI_PROFILE-bi0-b$BATCH@\$m
+  done
+  build/driftbench table --db cuda_runs.db --baseline 'cpu-f32@{model}'
+EOF
+fi
+rm -rf "$WORK"
+if [ $FAILED -gt 0 ]; then echo "RESULT: $FAILED step(s) FAILED"; rc=1
+elif [ $SKIPPED -gt 0 ]; then echo "RESULT: INCOMPLETE: $SKIPPED step(s) left out for the time budget"; rc=3
+else echo "RESULT: all steps passed"; rc=0; fi
+exec >&- 2>&-
+wait "$TEE_PID" 2>/dev/null # the log is complete before the call ends
+exit $rc
