@@ -2,10 +2,11 @@
 # bench/cuda.sh BUNDLE MODE - the CUDA backend (issue 8) on the GPU machine.
 #
 # Run from the repository root of the device machine:
-#     bench/cuda.sh .devbundle/build all
+#     bench/cuda.sh .devbundle all
 # BUNDLE is a prebuilt tree: bin/{driftbench,test_cuda_ops,test_cuda_model,bench_cuda}
 # (or those at its top, as in a CMake build directory) and lib/*.so* (or
-# ../lib/*.so*: the libraries the binaries need besides /usr/local/cuda/lib64).
+# ../lib/*.so*: the libraries the binaries need besides /usr/local/cuda/lib64),
+# as tools/device/bundle.sh makes it; its bundle.tar.xz is unpacked if needed.
 #
 # MODE
 #   ops     nvidia-smi -L, `driftbench version`, then the GPU op tests
@@ -75,7 +76,11 @@ MATH_N=${MATH_N:-${d[0]}} CODE_N=${CODE_N:-${d[1]}} SAFETY_N=${SAFETY_N:-${d[2]}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/driftbench_cuda.XXXXXX")
 DB=${DB:-$WORK/cuda_runs.db}
 
-# binaries and libraries
+# binaries and libraries (tools/device/bundle.sh packs them as BUNDLE/bundle.tar.xz)
+if [ ! -e "$BUNDLE/bin/driftbench" ] && [ ! -e "$BUNDLE/driftbench" ] && [ -f "$BUNDLE/bundle.tar.xz" ]; then
+  echo "cuda.sh: unpacking $BUNDLE/bundle.tar.xz"
+  tar -xJf "$BUNDLE/bundle.tar.xz" -C "$BUNDLE" || { echo "cuda.sh: cannot unpack $BUNDLE/bundle.tar.xz"; exit 1; }
+fi
 find_bin() {
   local d
   for d in "$BUNDLE/bin" "$BUNDLE"; do [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }; done
