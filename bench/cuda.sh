@@ -113,6 +113,7 @@ step() {
   else timeout --signal=INT --kill-after=15 "$limit" "$@"; fi
   rc=$?
   if [ $rc -eq 0 ]; then note "$name" ok $((SECONDS - t0))
+  elif [ $rc -eq 77 ]; then note "$name" "NO-GPU(77)" $((SECONDS - t0)); FAILED=$((FAILED + 1)) # a test's "skipped: no GPU"
   elif [ $rc -eq 124 ] && [ -n "${STEP_CUT_OK:-}" ]; then note "$name" "CUT" $((SECONDS - t0)); SKIPPED=$((SKIPPED + 1))
   elif [ $rc -eq 124 ]; then note "$name" TIMEOUT $((SECONDS - t0)); FAILED=$((FAILED + 1))
   else note "$name" "FAIL($rc)" $((SECONDS - t0)); FAILED=$((FAILED + 1)); fi
@@ -130,6 +131,10 @@ cuda_built() {
   if grep -q "cuda: not built" <<<"$v"; then
     say "FAIL: this driftbench was built without the CUDA backend; rebuild the bundle on a machine with nvcc"
     note "driftbench has the CUDA backend" FAIL 0; FAILED=$((FAILED + 1)); return 1
+  fi
+  if grep -q "cuda: built in, 0 GPUs" <<<"$v"; then
+    say "FAIL: driftbench sees no GPU (driver, CUDA_VISIBLE_DEVICES?)"
+    note "driftbench sees a GPU" FAIL 0; FAILED=$((FAILED + 1)); return 1
   fi
 }
 
