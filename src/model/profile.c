@@ -6,7 +6,7 @@
  * the CLI, target specs and tests all share the same vocabulary. to_spec is
  * the inverse of parse (round-trip tested).
  *
- * backend=cuda: the GPU ignores isa and threads; its matmuls follow gemm
+ * backend=cuda: the GPU ignores isa, threads and reduce; its matmuls follow gemm
  * (kernel | vendor) and its attention is split-KV with attn_block positions
  * per split (batch_invariant=1) or a batch-dependent split count (0). So
  * gemm appears in the spec only for cuda (CPU specs are unchanged), and the
@@ -179,9 +179,8 @@ drift_status drift_profile_set(drift_numeric_profile *p, const char *key, const 
         }
     } else if (!strcmp(key, "attn")) {
         if (!strcmp(v, "two-pass")) {
-            /* the block is unused by two-pass (on the CPU): back to the
-             * default so that to_spec, which omits it, stays exact (the GPU's
-             * split size is attn_block whatever attn says) */
+            /* the block is unused by two-pass (CPU and GPU): back to the
+             * default so that to_spec, which omits it, stays exact */
             p->attn = DRIFT_ATTN_TWO_PASS;
             p->attn_block = DEFAULTS.attn_block;
         } else if (!strncmp(v, "online", 6)) {
@@ -339,10 +338,16 @@ char *drift_profile_to_spec(const drift_numeric_profile *p) {
                           cuda ? "&gemm=" : "", cuda ? GEMM_NAMES[p->gemm] : "");
 }
 
-/* backend=cuda: the attention split, "split:B" (fixed, batch-invariant) or
- * "split:auto" (count chosen from the batch size). */
+/* backend=cuda: positions per attention split when batch-invariant:
+ * attn_block with attn=online, the backend's fixed 256 with attn=two-pass
+ * (model/cuda/cuda_backend.cu, attn_chunk). */
+#define CUDA_TWO_PASS_SPLIT 256
+
+/* "split:B" (fixed, batch-invariant) or "split:auto" (split count chosen from
+ * the batch size). */
 static void cuda_split_text(const drift_numeric_profile *p, char *out, size_t n) {
-    if (p->batch_invariant) snprintf(out, n, "split:%d", p->attn_block);
+    if (p->batch_invariant)
+        snprintf(out, n, "split:%d", p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : CUDA_TWO_PASS_SPLIT);
     else snprintf(out, n, "split:auto");
 }
 
@@ -357,7 +362,8 @@ void drift_profile_framework(const drift_numeric_profile *p, char *out, size_t n
     if (p->backend == DRIFT_BACKEND_CUDA) {
         char spl[32];
         cuda_split_text(p, spl, sizeof spl);
-        snprintf(out, n, "driftbench-embedded/cuda/gemm-%s/%s/attn-%s/exp-%s/acc-%s%s", GEMM_NAMES[p->gemm], red,
+        /* reduce is not in it: the GPU's matmuls fix their own order (gemm) */
+        snprintf(out, n, "driftbench-embedded/cuda/gemm-%s/attn-%s/exp-%s/acc-%s%s", GEMM_NAMES[p->gemm],
                  spl, p->exp == DRIFT_EXP_FAST ? "fast" : "libm", ACCUM_NAMES[p->accum],
                  p->batch_invariant ? "" : "/batch-variant");
         return;
@@ -392,13 +398,13 @@ char *drift_profile_describe(const drift_numeric_profile *p) {
     buf_printf(&b, "  kv=%-17s KV-cache vectors are stored in this format\n",
                drift_dtype_name(p->kv));
     buf_printf(&b, "  accum=%-14s matmul and dot-product accumulator\n", ACCUM_NAMES[p->accum]);
-    buf_printf(&b, "  reduce=%-13s order of the sum over the reduction dimension\n", red);
+    buf_printf(&b, "  reduce=%-13s order of the sum over the reduction dimension%s\n", red,
+               p->backend == DRIFT_BACKEND_CUDA ? " (CPU only: the GPU's order is gemm's)" : "");
     if (p->backend == DRIFT_BACKEND_CUDA) {
         char spl[32];
         cuda_split_text(p, spl, sizeof spl);
         buf_printf(&b, "  attn=%-15s on cuda: split-KV attention, %s (online softmax per split, "
-                   "splits combined in order)\n", att,
-                   p->batch_invariant ? "attn_block positions per split" : "split count chosen from the batch size");
+                   "splits combined in order)\n", att, p->batch_invariant ? spl : "split count chosen from the batch size");
         buf_printf(&b, "  gemm=%-15s %s\n", GEMM_NAMES[p->gemm],
                    p->gemm == DRIFT_GEMM_VENDOR
                        ? "cuBLAS / cuBLASLt (fp8 e4m3) matmuls: the library picks the algorithm by shape"

@@ -162,7 +162,7 @@ static void test_cuda_framework(void **state) {
     char fw[256];
     assert_int_equal(drift_profile_get("cuda-bf16", &p, &err), DRIFT_OK);
     drift_profile_framework(&p, fw, sizeof fw);
-    assert_string_equal(fw, "driftbench-embedded/cuda/gemm-kernel/sequential/attn-split:64/exp-libm/acc-f32");
+    assert_string_equal(fw, "driftbench-embedded/cuda/gemm-kernel/attn-split:64/exp-libm/acc-f32");
     assert_int_equal(drift_profile_get("cuda-fp8", &p, &err), DRIFT_OK);
     drift_profile_framework(&p, fw, sizeof fw);
     assert_non_null(strstr(fw, "/gemm-vendor/"));
@@ -175,6 +175,9 @@ static void test_cuda_framework(void **state) {
     set_all("profile=cuda-f32&attn=online:32", &p);
     drift_profile_framework(&p, fw, sizeof fw);
     assert_non_null(strstr(fw, "attn-split:32"));
+    set_all("profile=cuda-f32&attn=two-pass", &p); /* the backend's fixed split */
+    drift_profile_framework(&p, fw, sizeof fw);
+    assert_non_null(strstr(fw, "attn-split:256"));
     /* the CPU framework string of a cuda profile moved back to the CPU is the CPU's */
     set_all("profile=cuda-f32&backend=cpu", &p);
     drift_profile_framework(&p, fw, sizeof fw);
