@@ -121,6 +121,14 @@ drift_status dcu_op_attention(const drift_numeric_profile *p, float *out, const 
                               size_t stride_bytes, int n_pos, int head_dim, float scale, drift_error *err);
 drift_status dcu_op_embedding(const drift_numeric_profile *p, float *out, const drift_qmat *W, int64_t row,
                               drift_error *err);
+/* act() rounding of rows x n values in place (num_round_acts on each row):
+ * the kernel every matmul input goes through. */
+drift_status dcu_op_round_acts(drift_dtype t, float *x, int64_t rows, int64_t n, drift_error *err);
+/* n_vec KV vectors of n values in format t: store (num_kv_store; dst holds
+ * n_vec * num_kv_bytes(t, n) bytes) and load (num_kv_load), as the forward
+ * pass writes and reads its caches. */
+drift_status dcu_op_kv_store(drift_dtype t, void *dst, const float *src, int n_vec, int n, drift_error *err);
+drift_status dcu_op_kv_load(drift_dtype t, float *dst, const void *src, int n_vec, int n, drift_error *err);
 
 /* Benchmarks (bench/): device-to-device copy of `bytes`, repeated `reps`
  * times; returns GB/s counting bytes read and written. And a bf16 GEMM of

@@ -1,0 +1,1232 @@
+/* cuda_backend.cu - the C interface of the CUDA backend (cuda_backend.h):
+ * devices, weight upload, KV caches, the forward pass, single ops for the
+ * tests, benchmarks.
+ *
+ * A dcu_model owns one CUDA stream, a cuBLAS and a cuBLASLt handle, every
+ * weight (uploaded once, in its format, with its scales) and a workspace of
+ * activation buffers that grows with the largest batch seen (never freed and
+ * re-allocated inside a forward). dcu_forward queues the whole pass on the
+ * stream and synchronizes once at the end (and once per MoE layer, where
+ * the router's top-k runs on the host in double exactly as moe_ffn does).
+ *
+ * Forward, per layer (kernels in cuda_kernels.cu, products in cuda_matmul.cu):
+ *   norm+prep (the residual add and act() rounding of the previous block
+ *   fused in) -> q|k|v in one product when the three matrices can be stacked
+ *   (same format and scales), else three into one buffer -> bias + RoPE +
+ *   K/V store for all rows (so every row of a prefill sees all K/V written
+ *   before any attends: the next kernel starts after this one) -> split-KV
+ *   attention -> prep -> wo -> add+norm+prep -> gate|up (stacked when
+ *   possible) -> SwiGLU+prep -> down (or the MoE: router, host top-k,
+ *   per-expert gather / products / scatter, weighted sum in rank order) ->
+ *   the next layer's add+norm+prep, or the final rmsnorm into hidden.
+ *   Logits: the rows asked for are gathered from hidden, rounded, and go
+ *   through the output matrix.
+ *
+ * Errors: every CUDA / cuBLAS status is checked; messages say "cuda: ..."
+ * with the library's own error string. Nothing prints or exits. */
+#include "model/cuda/cuda_internal.cuh"
+
+#include <math.h>
+#include <mutex>
+#include <new>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+/* ------------------------------------------------------------------ errors */
+
+drift_status dcu_fail(drift_error *err, cudaError_t e, const char *what) {
+    drift_status code = e == cudaErrorMemoryAllocation ? DRIFT_ERR_NOMEM
+                        : (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) ? DRIFT_ERR_UNSUPPORTED
+                                                                                          : DRIFT_ERR_INTERNAL;
+    return drift_error_set(err, code, "cuda: %s (%s)", what, cudaGetErrorString(e));
+}
+
+drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what) {
+    drift_status code = s == CUBLAS_STATUS_ALLOC_FAILED     ? DRIFT_ERR_NOMEM
+                        : s == CUBLAS_STATUS_NOT_SUPPORTED ? DRIFT_ERR_UNSUPPORTED
+                                                           : DRIFT_ERR_INTERNAL;
+    return drift_error_set(err, code, "cuda: %s (%s)", what, cublasGetStatusString(s));
+}
+
+/* ----------------------------------------------------------------- context */
+
+#define LT_WORKSPACE (32u << 20)
+
+drift_status dcu_ctx_init(dcu_ctx *c, drift_error *err) {
+    memset(c, 0, sizeof *c);
+    DCU_TRY(cudaSetDevice(0), "selecting device 0");
+    int sm = 0;
+    DCU_TRY(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, 0), "querying the SM count");
+    c->sm_count = sm > 0 ? sm : 1;
+    DCU_TRY(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking), "creating a stream");
+    DCU_TRY_BLAS(cublasCreate(&c->blas), "cublasCreate");
+    DCU_TRY_BLAS(cublasSetStream(c->blas, c->st), "cublasSetStream");
+    DCU_TRY_BLAS(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"); /* no TF32 */
+    DCU_TRY_BLAS(cublasLtCreate(&c->lt), "cublasLtCreate");
+    DCU_TRY(cudaMalloc(&c->lt_ws, LT_WORKSPACE), "allocating the cuBLASLt workspace");
+    c->lt_ws_bytes = LT_WORKSPACE;
+    return DRIFT_OK;
+}
+
+void dcu_ctx_destroy(dcu_ctx *c) {
+    if (c->st) cudaStreamSynchronize(c->st);
+    if (c->lt_ws) cudaFree(c->lt_ws);
+    if (c->lt) cublasLtDestroy(c->lt);
+    if (c->blas) cublasDestroy(c->blas);
+    if (c->st) cudaStreamDestroy(c->st);
+    memset(c, 0, sizeof *c);
+}
+
+/* Device allocations freed together (a model's weights; an op's buffers). */
+struct dcu_allocs {
+    std::vector<void *> v;
+    ~dcu_allocs() { release(); }
+    void release() {
+        for (void *p : v) cudaFree(p);
+        v.clear();
+    }
+    drift_status get(size_t bytes, void **out, const char *what, drift_error *err) {
+        *out = NULL;
+        void *p = NULL;
+        cudaError_t e = cudaMalloc(&p, bytes ? bytes : 16);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            return drift_error_set(err, e == cudaErrorMemoryAllocation ? DRIFT_ERR_NOMEM : DRIFT_ERR_INTERNAL,
+                                   "cuda: allocating %zu bytes for %s (%s)", bytes, what, cudaGetErrorString(e));
+        }
+        try {
+            v.push_back(p);
+        } catch (...) {
+            cudaFree(p);
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+        *out = p;
+        return DRIFT_OK;
+    }
+};
+
+/* ------------------------------------------------------------------ device */
+
+extern "C" int dcu_device_count(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* clear it */
+        return 0;
+    }
+    return n > 0 ? n : 0;
+}
+
+extern "C" drift_status dcu_device_get_info(dcu_device_info *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU (%s)", cudaGetErrorString(e));
+    }
+    if (n < 1) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU (no CUDA device visible)");
+    cudaDeviceProp prop;
+    DCU_TRY(cudaGetDeviceProperties(&prop, 0), "reading device 0's properties");
+    snprintf(out->name, sizeof out->name, "%s", prop.name);
+    /* short name: lower case, vendor dropped, spaces -> '-' */
+    const char *s = prop.name;
+    if (!strncmp(s, "NVIDIA ", 7)) s += 7;
+    size_t j = 0;
+    for (; *s && j + 1 < sizeof out->short_name; s++) {
+        char ch = *s;
+        if (ch >= 'A' && ch <= 'Z') ch = (char)(ch - 'A' + 'a');
+        if (ch == ' ') ch = '-';
+        out->short_name[j++] = ch;
+    }
+    out->short_name[j] = 0;
+    out->cc_major = prop.major;
+    out->cc_minor = prop.minor;
+    out->sm_count = prop.multiProcessorCount;
+    out->mem_bytes = prop.totalGlobalMem;
+    DCU_TRY(cudaDriverGetVersion(&out->driver_version), "cudaDriverGetVersion");
+    DCU_TRY(cudaRuntimeGetVersion(&out->runtime_version), "cudaRuntimeGetVersion");
+    return DRIFT_OK;
+}
+
+/* ----------------------------------------------------------------- uploads */
+
+static bool is16(int dt) { return dt == DRIFT_DTYPE_F16 || dt == DRIFT_DTYPE_BF16; }
+
+/* Matrices that can be stacked into one (rows concatenated): the same
+ * format, columns, group, scale layout and tensor scale. */
+static bool can_stack(const drift_qmat *const *ms, int n) {
+    for (int i = 1; i < n; i++) {
+        const drift_qmat *a = ms[0], *b = ms[i];
+        if (a->dtype != b->dtype || a->cols != b->cols || (a->scales == NULL) != (b->scales == NULL) ||
+            memcmp(&a->tensor_scale, &b->tensor_scale, sizeof(float)))
+            return false;
+        if (a->scales && a->group != b->group) return false;
+    }
+    return true;
+}
+
+/* Uploads n matrices (can_stack) as one device matrix of their rows. */
+static drift_status upload_mats(dcu_allocs *al, const drift_qmat *const *ms, int n, dmat *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    const drift_qmat *m0 = ms[0];
+    const num_traits *tr = num_traits_of(m0->dtype);
+    if (!tr) return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: weight format %d has no traits", (int)m0->dtype);
+    int64_t K = m0->cols, N = 0;
+    size_t rb = num_row_bytes(m0->dtype, K);
+    for (int i = 0; i < n; i++) {
+        if (ms[i]->rows <= 0 || ms[i]->row_bytes != rb || !ms[i]->data)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: malformed %s matrix (%lld x %lld)", tr->name,
+                                   (long long)ms[i]->rows, (long long)ms[i]->cols);
+        N += ms[i]->rows;
+    }
+    out->dt = m0->dtype;
+    out->rows = N;
+    out->cols = K;
+    out->ts = m0->tensor_scale;
+    out->group = m0->group > 0 ? m0->group : (int)K;
+    drift_status st;
+    void *p;
+    if (is16(m0->dtype)) {
+        out->kp = dcu_pad16(K);
+        out->np = dcu_pad16(N);
+        out->ld = (size_t)out->kp * 2;
+        size_t bytes = (size_t)out->np * out->ld;
+        if ((st = al->get(bytes, &p, "weights", err))) return st;
+        DCU_TRY(cudaMemset(p, 0, bytes), "clearing weight padding");
+        int64_t r0 = 0;
+        for (int i = 0; i < n; i++) {
+            DCU_TRY(cudaMemcpy2D((uint8_t *)p + (size_t)r0 * out->ld, out->ld, ms[i]->data, rb, rb,
+                                 (size_t)ms[i]->rows, cudaMemcpyHostToDevice),
+                    "uploading weights");
+            r0 += ms[i]->rows;
+        }
+    } else {
+        out->kp = K;
+        out->np = N;
+        out->ld = rb;
+        if ((st = al->get((size_t)N * rb, &p, "weights", err))) return st;
+        int64_t r0 = 0;
+        for (int i = 0; i < n; i++) {
+            DCU_TRY(cudaMemcpy((uint8_t *)p + (size_t)r0 * rb, ms[i]->data, (size_t)ms[i]->rows * rb,
+                               cudaMemcpyHostToDevice),
+                    "uploading weights");
+            r0 += ms[i]->rows;
+        }
+    }
+    out->data = (const uint8_t *)p;
+    if (m0->scales) {
+        out->gpr = (int)(K / out->group);
+        size_t per = (size_t)out->gpr * sizeof(float);
+        if ((st = al->get((size_t)N * per, &p, "weight scales", err))) return st;
+        int64_t r0 = 0;
+        for (int i = 0; i < n; i++) {
+            DCU_TRY(cudaMemcpy((uint8_t *)p + (size_t)r0 * per, ms[i]->scales, (size_t)ms[i]->rows * per,
+                               cudaMemcpyHostToDevice),
+                    "uploading weight scales");
+            r0 += ms[i]->rows;
+        }
+        out->scales = (const float *)p;
+    }
+    return DRIFT_OK;
+}
+
+static drift_status upload_vec(dcu_allocs *al, const float *v, int64_t n, const float **out, drift_error *err) {
+    *out = NULL;
+    if (!v) return DRIFT_OK;
+    void *p;
+    drift_status st = al->get((size_t)n * sizeof(float), &p, "a vector", err);
+    if (st) return st;
+    DCU_TRY(cudaMemcpy(p, v, (size_t)n * sizeof(float), cudaMemcpyHostToDevice), "uploading a vector");
+    *out = (const float *)p;
+    return DRIFT_OK;
+}
+
+/* ref_rope_freq of kernels_ref.c: frequency of pair i in double */
+static double rope_freq(const num_rope_params *rp, int i) {
+    const double pi = 3.14159265358979323846;
+    double freq = pow((double)rp->theta_base, -2.0 * i / (double)rp->n_rot);
+    if (rp->scaling_factor > 1.0f && rp->orig_ctx > 0) {
+        double factor = rp->scaling_factor, lo = rp->low_freq_factor, hi = rp->high_freq_factor;
+        double wavelen = 2.0 * pi / freq;
+        double lo_wl = rp->orig_ctx / lo, hi_wl = rp->orig_ctx / hi;
+        if (wavelen > lo_wl) {
+            freq = freq / factor;
+        } else if (wavelen >= hi_wl && hi != lo) {
+            double smooth = (rp->orig_ctx / wavelen - lo) / (hi - lo);
+            freq = (1.0 - smooth) * freq / factor + smooth * freq;
+        }
+    }
+    if (rp->freq_factors) freq /= (double)rp->freq_factors[i];
+    return freq;
+}
+
+static drift_status upload_freqs(dcu_allocs *al, const num_rope_params *rp, const double **out, drift_error *err) {
+    int npair = rp->n_rot / 2 > 0 ? rp->n_rot / 2 : 1;
+    std::vector<double> f((size_t)npair, 0.0);
+    for (int i = 0; i < rp->n_rot / 2; i++) f[(size_t)i] = rope_freq(rp, i);
+    void *p;
+    drift_status st = al->get((size_t)npair * sizeof(double), &p, "RoPE frequencies", err);
+    if (st) return st;
+    DCU_TRY(cudaMemcpy(p, f.data(), (size_t)npair * sizeof(double), cudaMemcpyHostToDevice), "uploading RoPE");
+    *out = (const double *)p;
+    return DRIFT_OK;
+}
+
+/* ------------------------------------------------------------------- model */
+
+struct dcu_layer {
+    const float *attn_norm, *ffn_norm, *bq, *bk, *bv;
+    int qkv_stacked;          /* 1: qkv holds q|k|v rows */
+    dmat qkv, wq, wk, wv, wo;
+    int gu_stacked;           /* 1: gu holds gate|up rows */
+    dmat gu, gate, up, down;
+    dmat router;
+    std::vector<dmat> eg, eu, ed;
+};
+
+/* activation workspace, grown to the largest batch */
+struct dcu_ws {
+    int cap;                  /* rows */
+    float *x, *y, *qkv, *att, *hb, *hid, *slot, *ye, *rl, *wt;
+    dact aA, aB, aG;
+    int *moe_idx;             /* (cap * n_experts_used) rows, then as many slot ids */
+    drow *rows;
+    drow *h_rows;             /* pinned */
+    int *h_moe;               /* pinned (2 * cap * n_used) */
+    float *h_wt, *h_rl;       /* pinned */
+    int lcap;                 /* logit rows */
+    dact aL;
+    float *logits;
+    int *lidx, *h_lidx;
+    float *part;
+    size_t part_floats;
+    dcu_allocs al, al_l, al_p;
+    std::vector<void *> pinned, pinned_l;
+};
+
+struct dcu_model {
+    drift_numeric_profile p;
+    int dim, hidden, n_layers, n_heads, n_kvh, hd, n_vocab, n_exp, n_used, window;
+    int q_dim, kv_dim;
+    float eps;
+    num_rope_params rope;
+    const double *freq;
+    dmat tok, out;
+    const float *onorm;
+    std::vector<dcu_layer> layers;
+    unsigned needs;           /* DCU_NEED_* over all matrices */
+    size_t vb;                /* one head's K or V vector */
+    dcu_ctx ctx;
+    dcu_allocs al;
+    dcu_ws ws;
+};
+
+struct dcu_kv {
+    const dcu_model *owner;
+    int n_ctx;
+    uint8_t *kc, *vc;
+};
+
+static void ws_free_pinned(std::vector<void *> &v) {
+    for (void *p : v) cudaFreeHost(p);
+    v.clear();
+}
+
+static void model_destroy(dcu_model *m) {
+    if (m->ctx.st) cudaStreamSynchronize(m->ctx.st);
+    m->ws.al.release();
+    m->ws.al_l.release();
+    m->ws.al_p.release();
+    ws_free_pinned(m->ws.pinned);
+    ws_free_pinned(m->ws.pinned_l);
+    m->al.release();
+    dcu_ctx_destroy(&m->ctx);
+    delete m;
+}
+
+extern "C" void dcu_model_free(dcu_model *m) {
+    if (m) model_destroy(m);
+}
+
+static drift_status check_profile(const drift_numeric_profile *p, drift_error *err) {
+    if (p->accum == DRIFT_ACCUM_BF16)
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                               "cuda: accum=bf16 is not supported on the GPU (f32 or f64 are)");
+    return DRIFT_OK;
+}
+
+static void add_needs(dcu_model *m, const dmat *W) { m->needs |= dcu_mm_needs(&m->p, W); }
+
+static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, drift_error *err) {
+    const dcu_layer_desc *s = &d->layers[l];
+    dcu_layer *L = &m->layers[(size_t)l];
+    dcu_allocs *al = &m->al;
+    drift_status st;
+    if (!s->attn_norm || !s->ffn_norm || !s->wq || !s->wk || !s->wv || !s->wo)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d lacks attention weights", l);
+    if ((st = upload_vec(al, s->attn_norm, d->dim, &L->attn_norm, err)) ||
+        (st = upload_vec(al, s->ffn_norm, d->dim, &L->ffn_norm, err)) ||
+        (st = upload_vec(al, s->bq, m->q_dim, &L->bq, err)) || (st = upload_vec(al, s->bk, m->kv_dim, &L->bk, err)) ||
+        (st = upload_vec(al, s->bv, m->kv_dim, &L->bv, err)))
+        return st;
+    const drift_qmat *qkv[3] = {s->wq, s->wk, s->wv};
+    if (s->wq->rows != m->q_dim || s->wk->rows != m->kv_dim || s->wv->rows != m->kv_dim || s->wq->cols != d->dim ||
+        s->wk->cols != d->dim || s->wv->cols != d->dim || s->wo->rows != d->dim || s->wo->cols != m->q_dim)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d: attention matrices of the wrong shape", l);
+    L->qkv_stacked = can_stack(qkv, 3);
+    if (L->qkv_stacked) {
+        if ((st = upload_mats(al, qkv, 3, &L->qkv, err))) return st;
+        add_needs(m, &L->qkv);
+    } else {
+        if ((st = upload_mats(al, &qkv[0], 1, &L->wq, err)) || (st = upload_mats(al, &qkv[1], 1, &L->wk, err)) ||
+            (st = upload_mats(al, &qkv[2], 1, &L->wv, err)))
+            return st;
+        add_needs(m, &L->wq);
+        add_needs(m, &L->wk);
+        add_needs(m, &L->wv);
+    }
+    if ((st = upload_mats(al, &s->wo, 1, &L->wo, err))) return st;
+    add_needs(m, &L->wo);
+    if (d->n_experts) {
+        if (!s->router || !s->e_gate || !s->e_up || !s->e_down)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d lacks expert weights", l);
+        if ((st = upload_mats(al, &s->router, 1, &L->router, err))) return st;
+        add_needs(m, &L->router);
+        try {
+            L->eg.resize((size_t)d->n_experts);
+            L->eu.resize((size_t)d->n_experts);
+            L->ed.resize((size_t)d->n_experts);
+        } catch (...) {
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+        for (int e = 0; e < d->n_experts; e++) {
+            const drift_qmat *g = &s->e_gate[e], *u = &s->e_up[e], *w = &s->e_down[e];
+            if ((st = upload_mats(al, &g, 1, &L->eg[(size_t)e], err)) ||
+                (st = upload_mats(al, &u, 1, &L->eu[(size_t)e], err)) ||
+                (st = upload_mats(al, &w, 1, &L->ed[(size_t)e], err)))
+                return st;
+            add_needs(m, &L->eg[(size_t)e]);
+            add_needs(m, &L->eu[(size_t)e]);
+            add_needs(m, &L->ed[(size_t)e]);
+        }
+    } else {
+        if (!s->w_gate || !s->w_up || !s->w_down)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d lacks FFN weights", l);
+        const drift_qmat *gu[2] = {s->w_gate, s->w_up};
+        L->gu_stacked = can_stack(gu, 2);
+        if (L->gu_stacked) {
+            if ((st = upload_mats(al, gu, 2, &L->gu, err))) return st;
+            add_needs(m, &L->gu);
+        } else {
+            if ((st = upload_mats(al, &gu[0], 1, &L->gate, err)) || (st = upload_mats(al, &gu[1], 1, &L->up, err)))
+                return st;
+            add_needs(m, &L->gate);
+            add_needs(m, &L->up);
+        }
+        if ((st = upload_mats(al, &s->w_down, 1, &L->down, err))) return st;
+        add_needs(m, &L->down);
+    }
+    return DRIFT_OK;
+}
+
+extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_numeric_profile *p, dcu_model **out,
+                                         drift_error *err) {
+    *out = NULL;
+    drift_status st = check_profile(p, err);
+    if (st) return st;
+    if (dcu_device_count() == 0) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU found");
+    if (d->dim < 1 || d->n_layers < 0 || d->n_heads < 1 || d->n_kv_heads < 1 || d->n_heads % d->n_kv_heads ||
+        d->head_dim < 2 || d->head_dim > 1024 || d->head_dim % 2 || d->n_vocab < 1 || d->hidden_dim < 1 ||
+        d->rope.n_rot < 0 || d->rope.n_rot > d->head_dim || d->rope.n_rot % 2 || !d->tok_embd || !d->output ||
+        !d->output_norm || (d->n_layers > 0 && !d->layers) ||
+        (d->n_experts && (d->n_experts_used < 1 || d->n_experts_used > d->n_experts)))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: model description out of range (dim %d, heads %d/%d, "
+                               "head_dim %d, rot %d, experts %d/%d)", d->dim, d->n_heads, d->n_kv_heads,
+                               d->head_dim, d->rope.n_rot, d->n_experts_used, d->n_experts);
+    dcu_model *m = new (std::nothrow) dcu_model();
+    if (!m) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    m->p = *p;
+    m->dim = d->dim;
+    m->hidden = d->hidden_dim;
+    m->n_layers = d->n_layers;
+    m->n_heads = d->n_heads;
+    m->n_kvh = d->n_kv_heads;
+    m->hd = d->head_dim;
+    m->n_vocab = d->n_vocab;
+    m->n_exp = d->n_experts;
+    m->n_used = d->n_experts ? d->n_experts_used : 0;
+    m->window = d->sliding_window;
+    m->eps = d->norm_eps;
+    m->q_dim = d->n_heads * d->head_dim;
+    m->kv_dim = d->n_kv_heads * d->head_dim;
+    m->rope = d->rope;
+    m->rope.freq_factors = NULL;
+    m->vb = num_kv_bytes(p->kv, d->head_dim);
+    if ((st = dcu_ctx_init(&m->ctx, err))) goto fail;
+    if (d->tok_embd->cols != d->dim || d->tok_embd->rows != d->n_vocab || d->output->cols != d->dim ||
+        d->output->rows != d->n_vocab) {
+        st = drift_error_set(err, DRIFT_ERR_INVALID, "cuda: embedding / output matrices of the wrong shape");
+        goto fail;
+    }
+    if ((st = upload_mats(&m->al, &d->tok_embd, 1, &m->tok, err))) goto fail;
+    if (d->output == d->tok_embd ||
+        (d->output->data == d->tok_embd->data && d->output->dtype == d->tok_embd->dtype &&
+         d->output->scales == d->tok_embd->scales)) {
+        m->out = m->tok; /* tied */
+    } else if ((st = upload_mats(&m->al, &d->output, 1, &m->out, err))) {
+        goto fail;
+    }
+    add_needs(m, &m->out);
+    if ((st = upload_vec(&m->al, d->output_norm, d->dim, &m->onorm, err))) goto fail;
+    if ((st = upload_freqs(&m->al, &d->rope, &m->freq, err))) goto fail;
+    try {
+        m->layers.resize((size_t)d->n_layers);
+    } catch (...) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (int l = 0; l < d->n_layers; l++)
+        if ((st = upload_layer(m, d, l, err))) goto fail;
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+        st = dcu_fail(err, cudaGetLastError(), "uploading the weights");
+        goto fail;
+    }
+    *out = m;
+    return DRIFT_OK;
+fail:
+    model_destroy(m);
+    return st;
+}
+
+/* ---------------------------------------------------------------- KV cache */
+
+extern "C" drift_status dcu_kv_new(dcu_model *m, int n_ctx, dcu_kv **out, drift_error *err) {
+    *out = NULL;
+    if (n_ctx < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: KV cache of %d positions", n_ctx);
+    dcu_kv *kv = new (std::nothrow) dcu_kv();
+    if (!kv) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    kv->owner = m;
+    kv->n_ctx = n_ctx;
+    size_t bytes = (size_t)(m->n_layers > 0 ? m->n_layers : 1) * (size_t)n_ctx * (size_t)m->n_kvh * m->vb;
+    cudaError_t e = cudaMalloc((void **)&kv->kc, bytes);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&kv->vc, bytes);
+    if (e == cudaSuccess) e = cudaMemset(kv->kc, 0, bytes);
+    if (e == cudaSuccess) e = cudaMemset(kv->vc, 0, bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        drift_status st = drift_error_set(err, e == cudaErrorMemoryAllocation ? DRIFT_ERR_NOMEM : DRIFT_ERR_INTERNAL,
+                                          "cuda: KV cache: 2 x %zu bytes for %d positions (%s)", bytes, n_ctx,
+                                          cudaGetErrorString(e));
+        dcu_kv_free(kv);
+        return st;
+    }
+    *out = kv;
+    return DRIFT_OK;
+}
+
+extern "C" void dcu_kv_free(dcu_kv *kv) {
+    if (!kv) return;
+    if (kv->kc) cudaFree(kv->kc);
+    if (kv->vc) cudaFree(kv->vc);
+    delete kv;
+}
+
+/* --------------------------------------------------------------- workspace */
+
+static drift_status pinned_get(std::vector<void *> &v, size_t bytes, void **out, drift_error *err) {
+    void *p = NULL;
+    cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 16);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "cuda: pinned host buffer of %zu bytes (%s)", bytes,
+                               cudaGetErrorString(e));
+    }
+    try {
+        v.push_back(p);
+    } catch (...) {
+        cudaFreeHost(p);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    *out = p;
+    return DRIFT_OK;
+}
+
+/* An act buffer of rows x K (h and q per needs). */
+static drift_status act_alloc(dcu_allocs *al, int rows, int64_t K, unsigned needs, dact *a, drift_error *err) {
+    memset(a, 0, sizeof *a);
+    drift_status st;
+    void *p;
+    if ((st = al->get((size_t)rows * (size_t)K * sizeof(float), &p, "activations", err))) return st;
+    a->f = (float *)p;
+    if (needs & DCU_NEED_H) {
+        if ((st = al->get((size_t)dcu_pad16(rows) * (size_t)dcu_pad16(K) * 2, &p, "activations (16-bit)", err)))
+            return st;
+        a->h = (uint16_t *)p;
+    }
+    if (needs & DCU_NEED_Q) {
+        if ((st = al->get((size_t)rows * (size_t)K, &p, "activations (fp8)", err))) return st;
+        a->q = (uint8_t *)p;
+    }
+    if ((st = al->get((size_t)rows * sizeof(float), &p, "activation scales", err))) return st;
+    a->qs = (float *)p;
+    return DRIFT_OK;
+}
+
+static drift_status ws_rows(dcu_model *m, int B, drift_error *err) {
+    dcu_ws *w = &m->ws;
+    if (B <= w->cap) return DRIFT_OK;
+    cudaStreamSynchronize(m->ctx.st);
+    w->al.release();
+    ws_free_pinned(w->pinned);
+    w->cap = 0;
+    int cap = B < 16 ? 16 : B;
+    int64_t D = m->dim, H = m->hidden, QKV = m->q_dim + 2 * (int64_t)m->kv_dim, KB = m->q_dim > H ? m->q_dim : H;
+    int KE = m->n_used > 0 ? m->n_used : 1, E = m->n_exp > 0 ? m->n_exp : 1;
+    size_t c = (size_t)cap;
+    drift_status st;
+    void *p;
+#define WS_GET(field, bytes)                                                                                           \
+    do {                                                                                                               \
+        if ((st = w->al.get((bytes), &p, "workspace", err))) return st;                                                \
+        w->field = (decltype(w->field))p;                                                                              \
+    } while (0)
+    WS_GET(x, c * D * 4);
+    WS_GET(y, c * D * 4);
+    WS_GET(qkv, c * QKV * 4);
+    WS_GET(att, c * m->q_dim * 4);
+    WS_GET(hb, c * 2 * H * 4);
+    WS_GET(hid, c * D * 4);
+    WS_GET(rows, c * sizeof(drow));
+    if ((st = act_alloc(&w->al, cap, D, m->needs, &w->aA, err)) || (st = act_alloc(&w->al, cap, KB, m->needs, &w->aB, err)))
+        return st;
+    if (m->n_exp) {
+        WS_GET(slot, c * KE * D * 4);
+        WS_GET(ye, c * D * 4);
+        WS_GET(rl, c * E * 4);
+        WS_GET(wt, c * KE * 4);
+        WS_GET(moe_idx, c * KE * 2 * sizeof(int));
+        if ((st = act_alloc(&w->al, cap, D, m->needs, &w->aG, err))) return st;
+    }
+#undef WS_GET
+    if ((st = pinned_get(w->pinned, c * sizeof(drow), &p, err))) return st;
+    w->h_rows = (drow *)p;
+    if (m->n_exp) {
+        if ((st = pinned_get(w->pinned, c * KE * 2 * sizeof(int), &p, err))) return st;
+        w->h_moe = (int *)p;
+        if ((st = pinned_get(w->pinned, c * KE * sizeof(float), &p, err))) return st;
+        w->h_wt = (float *)p;
+        if ((st = pinned_get(w->pinned, c * E * sizeof(float), &p, err))) return st;
+        w->h_rl = (float *)p;
+    }
+    w->cap = cap;
+    return DRIFT_OK;
+}
+
+static drift_status ws_logits(dcu_model *m, int n, drift_error *err) {
+    dcu_ws *w = &m->ws;
+    if (n <= w->lcap) return DRIFT_OK;
+    cudaStreamSynchronize(m->ctx.st);
+    w->al_l.release();
+    ws_free_pinned(w->pinned_l);
+    w->lcap = 0;
+    int cap = n < 16 ? 16 : n;
+    drift_status st;
+    void *p;
+    if ((st = act_alloc(&w->al_l, cap, m->dim, m->needs, &w->aL, err))) return st;
+    if ((st = w->al_l.get((size_t)cap * (size_t)m->n_vocab * sizeof(float), &p, "logits", err))) return st;
+    w->logits = (float *)p;
+    if ((st = w->al_l.get((size_t)cap * sizeof(int), &p, "logit rows", err))) return st;
+    w->lidx = (int *)p;
+    if ((st = pinned_get(w->pinned_l, (size_t)cap * sizeof(int), &p, err))) return st;
+    w->h_lidx = (int *)p;
+    w->lcap = cap;
+    return DRIFT_OK;
+}
+
+#define PART_MAX_FLOATS ((size_t)64 << 20) /* 256 MB: attention slices the batch beyond this */
+
+static drift_status ws_part(dcu_model *m, size_t floats, size_t min_floats, drift_error *err) {
+    dcu_ws *w = &m->ws;
+    if (floats > PART_MAX_FLOATS) floats = PART_MAX_FLOATS > min_floats ? PART_MAX_FLOATS : min_floats;
+    if (floats <= w->part_floats) return DRIFT_OK;
+    cudaStreamSynchronize(m->ctx.st);
+    w->al_p.release();
+    w->part = NULL;
+    w->part_floats = 0;
+    void *p;
+    drift_status st = w->al_p.get(floats * sizeof(float), &p, "attention workspace", err);
+    if (st) return st;
+    w->part = (float *)p;
+    w->part_floats = floats;
+    return DRIFT_OK;
+}
+
+/* positions per attention split (see cuda_kernels.cu) */
+static int attn_chunk(const drift_numeric_profile *p, int B, int n_heads, int max_npos, int sm_count) {
+    if (p->batch_invariant) return p->attn == DRIFT_ATTN_ONLINE ? (p->attn_block > 0 ? p->attn_block : 1) : 256;
+    /* batch-variant: about two blocks per SM over the batch's (row, head) pairs */
+    long work = (long)B * n_heads;
+    long S = (2L * sm_count + work - 1) / work;
+    if (S < 1) S = 1;
+    long c = (max_npos + S - 1) / S;
+    c = (c + 31) / 32 * 32;
+    return (int)(c < 32 ? 32 : c);
+}
+
+/* --------------------------------------------------------------- forward */
+
+static drift_status mm(dcu_model *m, const dmat *W, const dact *x, int B, float *y, int64_t ldy, drift_error *err) {
+    return dcu_mm(&m->ctx, &m->p, W, x, B, y, ldy, err);
+}
+
+/* MoE FFN of the B rows prepared in aA -> ws.y */
+static drift_status moe_layer(dcu_model *m, const dcu_layer *L, int B, drift_error *err) {
+    dcu_ws *w = &m->ws;
+    dcu_ctx *c = &m->ctx;
+    const drift_numeric_profile *p = &m->p;
+    int D = m->dim, H = m->hidden, E = m->n_exp, K = m->n_used;
+    drift_status st;
+    if ((st = mm(m, &L->router, &w->aA, B, w->rl, E, err))) return st;
+    DCU_TRY(cudaMemcpyAsync(w->h_rl, w->rl, (size_t)B * E * sizeof(float), cudaMemcpyDeviceToHost, c->st),
+            "copying router logits");
+    DCU_TRY(cudaStreamSynchronize(c->st), "running the router");
+    /* top-k as moe_ffn: softmax in double, ties to the lower index, renormalised */
+    std::vector<double> pr((size_t)E);
+    std::vector<int> sel((size_t)B * K);
+    for (int b = 0; b < B; b++) {
+        const float *lg = w->h_rl + (size_t)b * E;
+        double mx = lg[0], s = 0;
+        for (int e = 1; e < E; e++)
+            if (lg[e] > mx) mx = lg[e];
+        for (int e = 0; e < E; e++) s += (pr[(size_t)e] = exp((double)lg[e] - mx));
+        double tot = 0;
+        for (int k = 0; k < K; k++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                int used = 0;
+                for (int j = 0; j < k; j++) used |= sel[(size_t)b * K + j] == e;
+                if (!used && (best < 0 || pr[(size_t)e] > pr[(size_t)best])) best = e;
+            }
+            sel[(size_t)b * K + k] = best;
+            tot += pr[(size_t)best] / s;
+        }
+        for (int k = 0; k < K; k++) w->h_wt[b * K + k] = (float)(pr[(size_t)sel[(size_t)b * K + k]] / s / tot);
+    }
+    /* per expert: the rows it serves (in row order) and their slots */
+    int *h_idx = w->h_moe, *h_who = w->h_moe + (size_t)B * K;
+    std::vector<int> off((size_t)E + 1, 0);
+    int n = 0;
+    for (int e = 0; e < E; e++) {
+        off[(size_t)e] = n;
+        for (int b = 0; b < B; b++)
+            for (int k = 0; k < K; k++)
+                if (sel[(size_t)b * K + k] == e) {
+                    h_idx[n] = b;
+                    h_who[n] = b * K + k;
+                    n++;
+                }
+    }
+    off[(size_t)E] = n;
+    int *d_idx = w->moe_idx, *d_who = w->moe_idx + (size_t)B * K;
+    DCU_TRY(cudaMemcpyAsync(d_idx, h_idx, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, c->st), "MoE rows");
+    DCU_TRY(cudaMemcpyAsync(d_who, h_who, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, c->st), "MoE slots");
+    DCU_TRY(cudaMemcpyAsync(w->wt, w->h_wt, (size_t)B * K * sizeof(float), cudaMemcpyHostToDevice, c->st),
+            "MoE weights");
+    for (int e = 0; e < E; e++) {
+        int cnt = off[(size_t)e + 1] - off[(size_t)e];
+        if (!cnt) continue;
+        if ((st = dcu_launch_gather(c, &w->aA, &w->aG, d_idx + off[(size_t)e], cnt, D, m->needs, err)) ||
+            (st = mm(m, &L->eg[(size_t)e], &w->aG, cnt, w->hb, 2 * (int64_t)H, err)) ||
+            (st = mm(m, &L->eu[(size_t)e], &w->aG, cnt, w->hb + H, 2 * (int64_t)H, err)) ||
+            (st = dcu_launch_swiglu(c, p->acts, p->exp == DRIFT_EXP_FAST, w->hb, w->hb + H, 2 * (int64_t)H, cnt, H,
+                                    &w->aB, m->needs, err)) ||
+            (st = mm(m, &L->ed[(size_t)e], &w->aB, cnt, w->ye, D, err)) ||
+            (st = dcu_launch_scatter(c, w->ye, w->slot, d_who + off[(size_t)e], cnt, D, err)))
+            return st;
+    }
+    return dcu_launch_moe_sum(c, w->slot, w->wt, w->y, B, K, D, err);
+}
+
+extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *pos, const int32_t *tok, int B,
+                                    float *hidden, float *logits, const int *logit_rows, int n_logit_rows,
+                                    drift_error *err) {
+    if (B <= 0) return DRIFT_OK;
+    const drift_numeric_profile *p = &m->p;
+    dcu_ctx *c = &m->ctx;
+    dcu_ws *w = &m->ws;
+    int D = m->dim, H = m->hidden, QD = m->q_dim, KVD = m->kv_dim, QKV = QD + 2 * KVD;
+    int acts = p->acts, fast = p->exp == DRIFT_EXP_FAST;
+    unsigned nd = m->needs;
+    if (!logits) n_logit_rows = 0;
+    drift_status st;
+    DCU_TRY(cudaSetDevice(0), "selecting device 0");
+    if ((st = ws_rows(m, B, err))) return st;
+    if (n_logit_rows > 0 && (st = ws_logits(m, n_logit_rows, err))) return st;
+    int max_npos = 1;
+    for (int b = 0; b < B; b++) {
+        if (!kv[b] || kv[b]->owner != m)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: row %d's KV cache belongs to another model", b);
+        if (pos[b] < 0 || pos[b] >= kv[b]->n_ctx)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: position %d outside the cache of %d", pos[b],
+                                   kv[b]->n_ctx);
+        drow *r = &w->h_rows[b];
+        r->kc = kv[b]->kc;
+        r->vc = kv[b]->vc;
+        r->pos = pos[b];
+        r->tok = tok[b];
+        r->n_ctx = kv[b]->n_ctx;
+        r->pad = 0;
+        int start = m->window > 0 && pos[b] + 1 > m->window ? pos[b] + 1 - m->window : 0;
+        if (pos[b] - start + 1 > max_npos) max_npos = pos[b] - start + 1;
+    }
+    int chunk = attn_chunk(p, B, m->n_heads, max_npos, c->sm_count);
+    size_t part = dcu_attn_part_floats(B, m->n_heads, m->hd, chunk, max_npos);
+    size_t part_row = dcu_attn_part_floats(1, m->n_heads, m->hd, chunk, max_npos);
+    if (part && (st = ws_part(m, part, part_row, err))) return st;
+    DCU_TRY(cudaMemcpyAsync(w->rows, w->h_rows, (size_t)B * sizeof(drow), cudaMemcpyHostToDevice, c->st),
+            "uploading the rows");
+    if ((st = dcu_launch_embed(c, acts, &m->tok, w->rows, NULL, B, w->x, err))) return st;
+    const float *norm0 = m->n_layers > 0 ? m->layers[0].attn_norm : m->onorm;
+    if (m->n_layers > 0) st = dcu_launch_norm(c, acts, w->x, NULL, B, D, norm0, m->eps, NULL, &w->aA, nd, err);
+    else st = dcu_launch_norm(c, acts, w->x, NULL, B, D, norm0, m->eps, w->hid, NULL, 0, err);
+    if (st) return st;
+    float scale = 1.0f / sqrtf((float)m->hd);
+    for (int l = 0; l < m->n_layers; l++) {
+        const dcu_layer *L = &m->layers[(size_t)l];
+        /* q | k | v */
+        if (L->qkv_stacked) {
+            if ((st = mm(m, &L->qkv, &w->aA, B, w->qkv, QKV, err))) return st;
+        } else if ((st = mm(m, &L->wq, &w->aA, B, w->qkv, QKV, err)) ||
+                   (st = mm(m, &L->wk, &w->aA, B, w->qkv + QD, QKV, err)) ||
+                   (st = mm(m, &L->wv, &w->aA, B, w->qkv + QD + KVD, QKV, err))) {
+            return st;
+        }
+        /* bias, RoPE, K/V into the caches (all rows before any attends) */
+        dcu_qkv_args qa;
+        qa.q = w->qkv;
+        qa.k = w->qkv + QD;
+        qa.v = w->qkv + QD + KVD;
+        qa.ldq = qa.ldk = qa.ldv = QKV;
+        qa.bq = L->bq;
+        qa.bk = L->bk;
+        qa.bv = L->bv;
+        qa.freq = m->freq;
+        qa.n_heads = m->n_heads;
+        qa.n_kvh = m->n_kvh;
+        qa.head_dim = m->hd;
+        qa.n_rot = m->rope.n_rot;
+        qa.neox = m->rope.neox;
+        qa.rows = w->rows;
+        qa.layer = l;
+        qa.kvfmt = p->kv;
+        qa.vb = m->vb;
+        if ((st = dcu_launch_qkv(c, &qa, B, err))) return st;
+        /* attention */
+        dcu_attn_args aa;
+        aa.q = w->qkv;
+        aa.ldq = QKV;
+        aa.out = w->att;
+        aa.ldo = QD;
+        aa.rows = w->rows;
+        aa.layer = l;
+        aa.n_heads = m->n_heads;
+        aa.n_kvh = m->n_kvh;
+        aa.head_dim = m->hd;
+        aa.window = m->window;
+        aa.kvfmt = p->kv;
+        aa.fast_exp = fast;
+        aa.vb = m->vb;
+        aa.scale = scale;
+        aa.chunk = chunk;
+        aa.max_npos = max_npos;
+        aa.part = w->part;
+        aa.part_floats = w->part_floats;
+        if ((st = dcu_launch_attention(c, &aa, B, err))) return st;
+        /* output projection; residual + ffn norm */
+        if ((st = dcu_launch_prep(c, acts, w->att, QD, NULL, B, QD, &w->aB, nd, err)) ||
+            (st = mm(m, &L->wo, &w->aB, B, w->y, D, err)) ||
+            (st = dcu_launch_norm(c, acts, w->x, w->y, B, D, L->ffn_norm, m->eps, NULL, &w->aA, nd, err)))
+            return st;
+        /* FFN */
+        if (m->n_exp) {
+            if ((st = moe_layer(m, L, B, err))) return st;
+        } else {
+            if (L->gu_stacked) {
+                if ((st = mm(m, &L->gu, &w->aA, B, w->hb, 2 * (int64_t)H, err))) return st;
+            } else if ((st = mm(m, &L->gate, &w->aA, B, w->hb, 2 * (int64_t)H, err)) ||
+                       (st = mm(m, &L->up, &w->aA, B, w->hb + H, 2 * (int64_t)H, err))) {
+                return st;
+            }
+            if ((st = dcu_launch_swiglu(c, acts, fast, w->hb, w->hb + H, 2 * (int64_t)H, B, H, &w->aB, nd, err)) ||
+                (st = mm(m, &L->down, &w->aB, B, w->y, D, err)))
+                return st;
+        }
+        /* residual, then the next layer's norm or the final one */
+        if (l + 1 < m->n_layers)
+            st = dcu_launch_norm(c, acts, w->x, w->y, B, D, m->layers[(size_t)l + 1].attn_norm, m->eps, NULL, &w->aA,
+                                 nd, err);
+        else
+            st = dcu_launch_norm(c, acts, w->x, w->y, B, D, m->onorm, m->eps, w->hid, NULL, 0, err);
+        if (st) return st;
+    }
+    if (hidden)
+        DCU_TRY(cudaMemcpyAsync(hidden, w->hid, (size_t)B * D * sizeof(float), cudaMemcpyDeviceToHost, c->st),
+                "copying hidden states");
+    if (n_logit_rows > 0) {
+        for (int i = 0; i < n_logit_rows; i++) {
+            if (logit_rows[i] < 0 || logit_rows[i] >= B)
+                return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: logit row %d outside the batch of %d",
+                                       logit_rows[i], B);
+            w->h_lidx[i] = logit_rows[i];
+        }
+        DCU_TRY(cudaMemcpyAsync(w->lidx, w->h_lidx, (size_t)n_logit_rows * sizeof(int), cudaMemcpyHostToDevice, c->st),
+                "uploading logit rows");
+        if ((st = dcu_launch_prep(c, acts, w->hid, D, w->lidx, n_logit_rows, D, &w->aL, nd, err)) ||
+            (st = mm(m, &m->out, &w->aL, n_logit_rows, w->logits, m->n_vocab, err)))
+            return st;
+        DCU_TRY(cudaMemcpyAsync(logits, w->logits, (size_t)n_logit_rows * m->n_vocab * sizeof(float),
+                                cudaMemcpyDeviceToHost, c->st),
+                "copying logits");
+    }
+    DCU_TRY(cudaStreamSynchronize(c->st), "running the forward pass");
+    return DRIFT_OK;
+}
+
+/* ------------------------------------------------------------ single ops */
+
+static std::mutex g_op_mu;
+static dcu_ctx g_op;
+static int g_op_ready;
+
+/* the shared context of the single ops (created once, kept) */
+static drift_status op_ctx(dcu_ctx **out, drift_error *err) {
+    if (!g_op_ready) {
+        if (dcu_device_count() == 0) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU found");
+        drift_status st = dcu_ctx_init(&g_op, err);
+        if (st) {
+            dcu_ctx_destroy(&g_op);
+            return st;
+        }
+        g_op_ready = 1;
+    }
+    *out = &g_op;
+    return DRIFT_OK;
+}
+
+static drift_status op_up(dcu_allocs *al, const void *src, size_t bytes, void **out, drift_error *err) {
+    drift_status st = al->get(bytes, out, "op input", err);
+    if (st) return st;
+    if (bytes) DCU_TRY(cudaMemcpy(*out, src, bytes, cudaMemcpyHostToDevice), "uploading op input");
+    return DRIFT_OK;
+}
+
+static drift_status op_finish(dcu_ctx *c, void *dst, const void *src, size_t bytes, drift_error *err) {
+    DCU_TRY(cudaStreamSynchronize(c->st), "running the op");
+    if (bytes) DCU_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copying the op result");
+    return DRIFT_OK;
+}
+
+extern "C" drift_status dcu_op_matmul(const drift_numeric_profile *p, float *y, const float *x, const drift_qmat *W,
+                                      int64_t B, drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = check_profile(p, err);
+    if (st || (st = op_ctx(&c, err))) return st;
+    if (B <= 0) return DRIFT_OK;
+    dcu_allocs al;
+    dmat dW;
+    if ((st = upload_mats(&al, &W, 1, &dW, err))) return st;
+    unsigned needs = dcu_mm_needs(p, &dW);
+    int64_t K = W->cols, N = W->rows;
+    void *dx, *dy;
+    dact a;
+    if ((st = op_up(&al, x, (size_t)(B * K) * sizeof(float), &dx, err)) ||
+        (st = act_alloc(&al, (int)B, K, needs, &a, err)) ||
+        (st = al.get((size_t)(B * N) * sizeof(float), &dy, "op output", err)) ||
+        (st = dcu_launch_prep(c, p->acts, (const float *)dx, K, NULL, (int)B, (int)K, &a, needs, err)) ||
+        (st = dcu_mm(c, p, &dW, &a, B, (float *)dy, N, err)))
+        return st;
+    return op_finish(c, y, dy, (size_t)(B * N) * sizeof(float), err);
+}
+
+extern "C" drift_status dcu_op_rmsnorm(const drift_numeric_profile *p, float *out, const float *x, const float *w,
+                                       int64_t rows, int64_t n, float eps, drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st || rows <= 0) return st;
+    dcu_allocs al;
+    void *dx, *dw, *dout;
+    if ((st = op_up(&al, x, (size_t)(rows * n) * sizeof(float), &dx, err)) ||
+        (st = op_up(&al, w, (size_t)n * sizeof(float), &dw, err)) ||
+        (st = al.get((size_t)(rows * n) * sizeof(float), &dout, "op output", err)) ||
+        (st = dcu_launch_norm(c, p->acts, (float *)dx, NULL, (int)rows, (int)n, (const float *)dw, eps, (float *)dout,
+                              NULL, 0, err)))
+        return st;
+    return op_finish(c, out, dout, (size_t)(rows * n) * sizeof(float), err);
+}
+
+extern "C" drift_status dcu_op_softmax(const drift_numeric_profile *p, float *x, int64_t rows, int64_t n,
+                                       drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st || rows <= 0) return st;
+    dcu_allocs al;
+    void *dx;
+    if ((st = op_up(&al, x, (size_t)(rows * n) * sizeof(float), &dx, err)) ||
+        (st = dcu_launch_softmax(c, p->exp == DRIFT_EXP_FAST, (float *)dx, rows, n, err)))
+        return st;
+    return op_finish(c, x, dx, (size_t)(rows * n) * sizeof(float), err);
+}
+
+extern "C" drift_status dcu_op_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_t pos,
+                                    const num_rope_params *rp, drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st || n_heads <= 0) return st;
+    if (rp->head_dim < 1 || rp->head_dim > 1024 || rp->n_rot < 0 || rp->n_rot > rp->head_dim || rp->n_rot % 2 ||
+        pos < 0 || pos > INT32_MAX)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: rope of head_dim %d, n_rot %d at %lld", rp->head_dim,
+                               rp->n_rot, (long long)pos);
+    dcu_allocs al;
+    size_t bytes = (size_t)n_heads * (size_t)rp->head_dim * sizeof(float);
+    drow row = {NULL, NULL, (int)pos, 0, 1, 0};
+    const double *freq;
+    void *dx, *drw;
+    if ((st = op_up(&al, x, bytes, &dx, err)) || (st = op_up(&al, &row, sizeof row, &drw, err)) ||
+        (st = upload_freqs(&al, rp, &freq, err)))
+        return st;
+    dcu_qkv_args qa;
+    memset(&qa, 0, sizeof qa);
+    qa.q = (float *)dx;
+    qa.ldq = (int64_t)n_heads * rp->head_dim;
+    qa.freq = freq;
+    qa.n_heads = n_heads;
+    qa.n_kvh = 0;
+    qa.head_dim = rp->head_dim;
+    qa.n_rot = rp->n_rot;
+    qa.neox = rp->neox;
+    qa.rows = (const drow *)drw;
+    qa.kvfmt = p->kv;
+    if ((st = dcu_launch_qkv(c, &qa, 1, err))) return st;
+    return op_finish(c, x, dx, bytes, err);
+}
+
+extern "C" drift_status dcu_op_swiglu(const drift_numeric_profile *p, float *out, const float *gate, const float *up,
+                                      int64_t n, drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st || n <= 0) return st;
+    dcu_allocs al;
+    void *dg, *du, *dout;
+    if ((st = op_up(&al, gate, (size_t)n * sizeof(float), &dg, err)) ||
+        (st = op_up(&al, up, (size_t)n * sizeof(float), &du, err)) ||
+        (st = al.get((size_t)n * sizeof(float), &dout, "op output", err)))
+        return st;
+    dact a = {(float *)dout, NULL, NULL, NULL};
+    if ((st = dcu_launch_swiglu(c, DRIFT_DTYPE_F32, p->exp == DRIFT_EXP_FAST, (const float *)dg, (const float *)du, n,
+                                1, (int)n, &a, 0, err)))
+        return st;
+    return op_finish(c, out, dout, (size_t)n * sizeof(float), err);
+}
+
+extern "C" drift_status dcu_op_attention(const drift_numeric_profile *p, float *out, const float *q, const void *k,
+                                         const void *v, size_t stride_bytes, int n_pos, int head_dim, float scale,
+                                         drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st) return st;
+    if (n_pos <= 0) {
+        for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
+        return DRIFT_OK;
+    }
+    size_t vb = num_kv_bytes(p->kv, head_dim);
+    dcu_allocs al;
+    void *dq, *dk, *dv, *dout, *drw, *dpart = NULL;
+    if ((st = op_up(&al, q, (size_t)head_dim * sizeof(float), &dq, err)) ||
+        (st = al.get((size_t)n_pos * vb, &dk, "op K", err)) || (st = al.get((size_t)n_pos * vb, &dv, "op V", err)) ||
+        (st = al.get((size_t)head_dim * sizeof(float), &dout, "op output", err)))
+        return st;
+    DCU_TRY(cudaMemcpy2D(dk, vb, k, stride_bytes, vb, (size_t)n_pos, cudaMemcpyHostToDevice), "uploading K");
+    DCU_TRY(cudaMemcpy2D(dv, vb, v, stride_bytes, vb, (size_t)n_pos, cudaMemcpyHostToDevice), "uploading V");
+    drow row = {(uint8_t *)dk, (uint8_t *)dv, n_pos - 1, 0, n_pos, 0};
+    if ((st = op_up(&al, &row, sizeof row, &drw, err))) return st;
+    int chunk = attn_chunk(p, 1, 1, n_pos, c->sm_count);
+    size_t part = dcu_attn_part_floats(1, 1, head_dim, chunk, n_pos);
+    if (part && (st = al.get(part * sizeof(float), &dpart, "attention workspace", err))) return st;
+    dcu_attn_args aa;
+    memset(&aa, 0, sizeof aa);
+    aa.q = (const float *)dq;
+    aa.ldq = head_dim;
+    aa.out = (float *)dout;
+    aa.ldo = head_dim;
+    aa.rows = (const drow *)drw;
+    aa.layer = 0;
+    aa.n_heads = 1;
+    aa.n_kvh = 1;
+    aa.head_dim = head_dim;
+    aa.window = 0;
+    aa.kvfmt = p->kv;
+    aa.fast_exp = p->exp == DRIFT_EXP_FAST;
+    aa.vb = vb;
+    aa.scale = scale;
+    aa.chunk = chunk;
+    aa.max_npos = n_pos;
+    aa.part = (float *)dpart;
+    aa.part_floats = part;
+    if ((st = dcu_launch_attention(c, &aa, 1, err))) return st;
+    return op_finish(c, out, dout, (size_t)head_dim * sizeof(float), err);
+}
+
+extern "C" drift_status dcu_op_embedding(const drift_numeric_profile *p, float *out, const drift_qmat *W, int64_t row,
+                                         drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st) return st;
+    if (row < 0 || row >= W->rows)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: embedding row %lld outside %lld", (long long)row,
+                               (long long)W->rows);
+    dcu_allocs al;
+    dmat dW;
+    int tok = (int)row;
+    void *dtok, *dout;
+    if ((st = upload_mats(&al, &W, 1, &dW, err)) || (st = op_up(&al, &tok, sizeof tok, &dtok, err)) ||
+        (st = al.get((size_t)W->cols * sizeof(float), &dout, "op output", err)) ||
+        (st = dcu_launch_embed(c, p->acts, &dW, NULL, (const int *)dtok, 1, (float *)dout, err)))
+        return st;
+    return op_finish(c, out, dout, (size_t)W->cols * sizeof(float), err);
+}
+
+extern "C" drift_status dcu_op_round_acts(drift_dtype t, float *x, int64_t rows, int64_t n, drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st || rows <= 0 || n <= 0) return st;
+    dcu_allocs al;
+    size_t bytes = (size_t)(rows * n) * sizeof(float);
+    void *dx;
+    dact a;
+    unsigned needs = (t == DRIFT_DTYPE_BF16 || t == DRIFT_DTYPE_F16)   ? DCU_NEED_H
+                     : t == DRIFT_DTYPE_FP8_E4M3                          ? DCU_NEED_Q
+                                                                          : 0;
+    if ((st = op_up(&al, x, bytes, &dx, err)) || (st = act_alloc(&al, (int)rows, n, needs, &a, err)) ||
+        (st = dcu_launch_prep(c, t, (const float *)dx, n, NULL, (int)rows, (int)n, &a, needs, err)))
+        return st;
+    return op_finish(c, x, a.f, bytes, err);
+}
+
+extern "C" drift_status dcu_op_kv_store(drift_dtype t, void *dst, const float *src, int n_vec, int n,
+                                        drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st || n_vec <= 0 || n <= 0) return st;
+    size_t vb = num_kv_bytes(t, n);
+    dcu_allocs al;
+    void *ds, *dd;
+    if ((st = op_up(&al, src, (size_t)n_vec * n * sizeof(float), &ds, err)) ||
+        (st = al.get((size_t)n_vec * vb, &dd, "op output", err)) ||
+        (st = dcu_launch_kv_store(c, t, (uint8_t *)dd, (const float *)ds, n_vec, n, err)))
+        return st;
+    return op_finish(c, dst, dd, (size_t)n_vec * vb, err);
+}
+
+extern "C" drift_status dcu_op_kv_load(drift_dtype t, float *dst, const void *src, int n_vec, int n, drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st || n_vec <= 0 || n <= 0) return st;
+    size_t vb = num_kv_bytes(t, n);
+    dcu_allocs al;
+    void *ds, *dd;
+    if ((st = op_up(&al, src, (size_t)n_vec * vb, &ds, err)) ||
+        (st = al.get((size_t)n_vec * n * sizeof(float), &dd, "op output", err)) ||
+        (st = dcu_launch_kv_load(c, t, (float *)dd, (const uint8_t *)ds, n_vec, n, err)))
+        return st;
+    return op_finish(c, dst, dd, (size_t)n_vec * n * sizeof(float), err);
+}
+
+/* ------------------------------------------------------------- benchmarks */
+
+/* events, stream and buffers of one benchmark, released on every path */
+struct bench_res {
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    cudaStream_t st = NULL;
+    cublasHandle_t h = NULL;
+    dcu_allocs al;
+    ~bench_res() {
+        if (st) cudaStreamSynchronize(st);
+        if (e0) cudaEventDestroy(e0);
+        if (e1) cudaEventDestroy(e1);
+        if (h) cublasDestroy(h);
+        if (st) cudaStreamDestroy(st);
+    }
+};
+
+extern "C" drift_status dcu_bench_copy(size_t bytes, int reps, double *gbps, drift_error *err) {
+    *gbps = 0;
+    if (dcu_device_count() == 0) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU found");
+    if (bytes == 0 || reps < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: copy of %zu bytes x %d", bytes, reps);
+    DCU_TRY(cudaSetDevice(0), "selecting device 0");
+    bench_res r;
+    drift_status st;
+    void *a, *b;
+    if ((st = r.al.get(bytes, &a, "copy source", err)) || (st = r.al.get(bytes, &b, "copy destination", err)))
+        return st;
+    DCU_TRY(cudaMemset(a, 1, bytes), "filling the copy source");
+    DCU_TRY(cudaStreamCreateWithFlags(&r.st, cudaStreamNonBlocking), "creating a stream");
+    DCU_TRY(cudaEventCreate(&r.e0), "creating an event");
+    DCU_TRY(cudaEventCreate(&r.e1), "creating an event");
+    DCU_TRY(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, r.st), "warm-up copy");
+    DCU_TRY(cudaEventRecord(r.e0, r.st), "recording an event");
+    for (int i = 0; i < reps; i++) DCU_TRY(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, r.st), "copying");
+    DCU_TRY(cudaEventRecord(r.e1, r.st), "recording an event");
+    DCU_TRY(cudaEventSynchronize(r.e1), "waiting for the copies");
+    float ms = 0;
+    DCU_TRY(cudaEventElapsedTime(&ms, r.e0, r.e1), "reading the timer");
+    if (ms <= 0) return drift_error_set(err, DRIFT_ERR_INTERNAL, "cuda: copy timer read %g ms", (double)ms);
+    *gbps = 2.0 * (double)bytes * reps / (ms * 1e-3) / 1e9;
+    return DRIFT_OK;
+}
+
+extern "C" drift_status dcu_bench_gemm(int n, int reps, double *tflops, drift_error *err) {
+    *tflops = 0;
+    if (dcu_device_count() == 0) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU found");
+    if (n < 16 || reps < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: gemm of n = %d x %d", n, reps);
+    DCU_TRY(cudaSetDevice(0), "selecting device 0");
+    bench_res r;
+    drift_status st;
+    void *a, *b, *cc;
+    size_t nn = (size_t)n * (size_t)n;
+    if ((st = r.al.get(nn * 2, &a, "gemm A", err)) || (st = r.al.get(nn * 2, &b, "gemm B", err)) ||
+        (st = r.al.get(nn * 4, &cc, "gemm C", err)))
+        return st;
+    DCU_TRY(cudaMemset(a, 0x3c, nn * 2), "filling gemm A"); /* bf16 0x3c3c ~ 0.0115 */
+    DCU_TRY(cudaMemset(b, 0x3c, nn * 2), "filling gemm B");
+    DCU_TRY(cudaStreamCreateWithFlags(&r.st, cudaStreamNonBlocking), "creating a stream");
+    DCU_TRY_BLAS(cublasCreate(&r.h), "cublasCreate");
+    DCU_TRY_BLAS(cublasSetStream(r.h, r.st), "cublasSetStream");
+    DCU_TRY(cudaEventCreate(&r.e0), "creating an event");
+    DCU_TRY(cudaEventCreate(&r.e1), "creating an event");
+    const float one = 1.0f, zero = 0.0f;
+    for (int i = 0; i <= reps; i++) {
+        if (i == 1) DCU_TRY(cudaEventRecord(r.e0, r.st), "recording an event"); /* the first is a warm-up */
+        DCU_TRY_BLAS(cublasGemmEx(r.h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n,
+                                  &zero, cc, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     "cublasGemmEx");
+    }
+    DCU_TRY(cudaEventRecord(r.e1, r.st), "recording an event");
+    DCU_TRY(cudaEventSynchronize(r.e1), "waiting for the GEMMs");
+    float ms = 0;
+    DCU_TRY(cudaEventElapsedTime(&ms, r.e0, r.e1), "reading the timer");
+    if (ms <= 0) return drift_error_set(err, DRIFT_ERR_INTERNAL, "cuda: gemm timer read %g ms", (double)ms);
+    *tflops = 2.0 * (double)n * n * n * reps / (ms * 1e-3) / 1e12;
+    return DRIFT_OK;
+}

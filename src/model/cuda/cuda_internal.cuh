@@ -1,0 +1,411 @@
+/* cuda_internal.cuh - internals shared by the CUDA backend's sources.
+ *
+ *   cuda_kernels.cu  row kernels (embedding, act rounding, rmsnorm, bias +
+ *                    RoPE + KV store, split-KV attention, SwiGLU, MoE
+ *                    gather / combine, softmax) and their launchers
+ *   cuda_matmul.cu   the matrix products: SIMT dequantize-in-kernel, WMMA
+ *                    tensor cores, cuBLAS / cuBLASLt (gemm=vendor)
+ *   cuda_backend.cu  the C interface of cuda_backend.h: devices, uploads,
+ *                    KV caches, the forward pass, single ops, benchmarks
+ *
+ * Device data:
+ *   dmat  a weight matrix on the device in its own format. f16/bf16 rows are
+ *         padded with zeros to kp = K rounded up to 16 columns and to np =
+ *         N rounded up to 16 rows (so tensor-core tiles never read past the
+ *         end); other formats keep the host row layout (ld = row bytes).
+ *   dact  a matmul input after act() rounding: f (rows, K) the rounded f32
+ *         values (every path can use them); h (rows padded to 16, kp) the
+ *         same values as bf16/f16 bits with zero padding (tensor cores,
+ *         cublasGemmEx); q (rows, K) fp8 e4m3 codes with qs (rows) the
+ *         per-row scale (cuBLASLt fp8). h and q are NULL when unused.
+ *   drow  one forward row: its session's KV cache, position and token.
+ *
+ * Every value the host C code computes bit-exactly (deq() of each format,
+ * act() rounding, KV vectors) is computed here by a port of the same
+ * integer / IEEE operations (numerics.c), with __fmul_rn / __fdiv_rn where a
+ * contraction into an FMA would change a rounding. */
+#ifndef DRIFT_MODEL_CUDA_INTERNAL_CUH
+#define DRIFT_MODEL_CUDA_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cublas_v2.h>
+#include <cublasLt.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+#include "model/numerics.h"
+}
+#include "model/cuda/cuda_backend.h"
+
+/* ------------------------------------------------------------------ data */
+
+struct dmat {
+    int dt;               /* drift_dtype */
+    int64_t rows, cols;   /* N, K */
+    int64_t np, kp;       /* f16/bf16: rows, cols padded to 16; else rows, cols */
+    size_t ld;            /* bytes per row on the device */
+    const uint8_t *data;  /* (np, ld) */
+    const float *scales;  /* (rows, gpr) or NULL */
+    int gpr;              /* scales per row (0 without scales) */
+    int group;            /* elements per scale */
+    float ts;             /* tensor scale (fp8 per tensor, nvfp4); 1 otherwise */
+};
+
+struct dact {
+    float *f;             /* (rows, K) */
+    uint16_t *h;          /* (rows padded to 16, kp16(K)) or NULL */
+    uint8_t *q;           /* (rows, K) or NULL */
+    float *qs;            /* (rows) with q */
+};
+
+struct drow {
+    uint8_t *kc, *vc;     /* the session's caches (n_layers, n_ctx, n_kv_heads, vb) */
+    int pos, tok, n_ctx, pad;
+};
+
+/* What a matmul input must hold besides f. */
+enum { DCU_NEED_H = 1, DCU_NEED_Q = 2 };
+
+/* How one matrix product runs. */
+enum dcu_path { DCU_PATH_SIMT, DCU_PATH_WMMA, DCU_PATH_SGEMM, DCU_PATH_GEMMEX, DCU_PATH_LT };
+
+/* Per model (or the single-op context): the stream and library handles. */
+struct dcu_lt_algo {
+    int64_t n, b, k, ldy;
+    cublasLtMatmulAlgo_t algo;
+    int valid;
+};
+
+struct dcu_ctx {
+    cudaStream_t st;
+    cublasHandle_t blas;
+    cublasLtHandle_t lt;
+    void *lt_ws;          /* cuBLASLt workspace */
+    size_t lt_ws_bytes;
+    int sm_count;
+    dcu_lt_algo lt_cache[32];
+    int lt_next;
+};
+
+static inline __host__ __device__ int64_t dcu_pad16(int64_t n) { return (n + 15) / 16 * 16; }
+
+/* Error helpers: CUDA / cuBLAS status -> drift_error. */
+drift_status dcu_fail(drift_error *err, cudaError_t e, const char *what);
+drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what);
+#define DCU_TRY(expr, what)                                                                        \
+    do {                                                                                           \
+        cudaError_t e_ = (expr);                                                                   \
+        if (e_ != cudaSuccess) return dcu_fail(err, e_, what);                                     \
+    } while (0)
+#define DCU_TRY_BLAS(expr, what)                                                                   \
+    do {                                                                                           \
+        cublasStatus_t s_ = (expr);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) return dcu_blas_fail(err, s_, what);                      \
+    } while (0)
+/* After a kernel launch. */
+#define DCU_LAUNCHED(what) DCU_TRY(cudaGetLastError(), what)
+
+/* Creates / destroys a context (stream, cuBLAS, cuBLASLt, Lt workspace). */
+drift_status dcu_ctx_init(dcu_ctx *c, drift_error *err);
+void dcu_ctx_destroy(dcu_ctx *c);
+
+/* ------------------------------------------------------------ launchers */
+/* All asynchronous on c->st; pointers are device pointers. */
+
+/* The path of W under p, and what its input must hold (DCU_NEED_*). */
+dcu_path dcu_mm_path(const drift_numeric_profile *p, const dmat *W);
+unsigned dcu_mm_needs(const drift_numeric_profile *p, const dmat *W);
+/* y (B, ldy) columns [0, N) = act(x) (B, K) @ W^T. x prepared (dcu_launch_prep
+ * or the fused row kernels) with at least dcu_mm_needs(p, W). */
+drift_status dcu_mm(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, const dact *x, int64_t B,
+                    float *y, int64_t ldy, drift_error *err);
+
+/* x (B, dim) = act(deq(E[rows[b].tok])) (tok from rows, or toks when non-NULL). */
+drift_status dcu_launch_embed(dcu_ctx *c, int acts, const dmat *E, const drow *rows, const int *toks, int B,
+                              float *x, drift_error *err);
+/* Per row of x (B, n): if r: x = act(x + r); then
+ *   y = rmsnorm(x) * w -> hidden (when non-NULL), and -> a prepared for a
+ *   matmul (a.f non-NULL; needs: DCU_NEED_*). rows_pad: rows of a.h to fill
+ *   (B rounded up to 16 when h is written). */
+drift_status dcu_launch_norm(dcu_ctx *c, int acts, float *x, const float *r, int B, int n, const float *w, float eps,
+                             float *hidden, const dact *a, unsigned needs, drift_error *err);
+/* a (n_out, K) = act(in[idx[o]]) (idx NULL: row o). */
+drift_status dcu_launch_prep(dcu_ctx *c, int acts, const float *in, int64_t ldin, const int *idx, int n_out, int K,
+                             const dact *a, unsigned needs, drift_error *err);
+/* dst row o = src row idx[o] of a prepared input (every present part). */
+drift_status dcu_launch_gather(dcu_ctx *c, const dact *src, const dact *dst, const int *idx, int n_out, int K,
+                               unsigned needs, drift_error *err);
+/* a (B, n) = act(silu(gate) * up) (acts F32: no rounding). */
+drift_status dcu_launch_swiglu(dcu_ctx *c, int acts, int fast_exp, const float *gate, const float *up, int64_t ld,
+                               int B, int n, const dact *a, unsigned needs, drift_error *err);
+
+/* Bias + RoPE on q and k, K/V into the caches (layer). q, k, v rows of
+ * stride ldq/ldk/ldv floats; n_kvh = 0 rotates q only (the rope op). */
+struct dcu_qkv_args {
+    float *q, *k, *v;
+    int64_t ldq, ldk, ldv;
+    const float *bq, *bk, *bv;
+    const double *freq;   /* (n_rot / 2) */
+    int n_heads, n_kvh, head_dim, n_rot, neox;
+    const drow *rows;
+    int layer, kvfmt;
+    size_t vb;
+};
+drift_status dcu_launch_qkv(dcu_ctx *c, const dcu_qkv_args *a, int B, drift_error *err);
+
+/* Split-KV attention of B rows over their caches. */
+struct dcu_attn_args {
+    const float *q;
+    int64_t ldq;
+    float *out;
+    int64_t ldo;
+    const drow *rows;
+    int layer, n_heads, n_kvh, head_dim, window, kvfmt, fast_exp;
+    size_t vb;
+    float scale;
+    int chunk;            /* positions per split */
+    int max_npos;         /* largest n_pos of the batch (host knows it) */
+    float *part;          /* workspace, part_floats floats */
+    size_t part_floats;
+};
+/* Floats of workspace attention needs for B rows (a bound; the launcher
+ * slices the batch when the workspace is smaller). */
+size_t dcu_attn_part_floats(int B, int n_heads, int head_dim, int chunk, int max_npos);
+drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, drift_error *err);
+
+/* slot[who[r]] (D) = src row r, r < cnt. */
+drift_status dcu_launch_scatter(dcu_ctx *c, const float *src, float *slot, const int *who, int cnt, int D,
+                                drift_error *err);
+/* out (B, D) = sum_k wt[b][k] * slot[b][k] in k order. */
+drift_status dcu_launch_moe_sum(dcu_ctx *c, const float *slot, const float *wt, float *out, int B, int K, int D,
+                                drift_error *err);
+/* x (rows, n) <- softmax in place. */
+drift_status dcu_launch_softmax(dcu_ctx *c, int fast_exp, float *x, int64_t rows, int64_t n, drift_error *err);
+/* KV vectors: dst (n_vec, vb) <- src (n_vec, n); dst (n_vec, n) <- src (n_vec, vb). */
+drift_status dcu_launch_kv_store(dcu_ctx *c, int fmt, uint8_t *dst, const float *src, int n_vec, int n,
+                                 drift_error *err);
+drift_status dcu_launch_kv_load(dcu_ctx *c, int fmt, float *dst, const uint8_t *src, int n_vec, int n,
+                                drift_error *err);
+
+/* ======================================================================
+ * Device helpers (header-only; each .cu compiles its own copy)
+ * ==================================================================== */
+#ifdef __CUDACC__
+
+#define DCU_ROWT 256 /* threads of the per-row kernels */
+
+static __device__ __forceinline__ float dcu_bf16_f32(uint32_t h) { return __uint_as_float(h << 16); }
+
+/* num_f32_to_bf16: RNE; NaN stays a quiet NaN */
+static __device__ __forceinline__ uint16_t dcu_f32_bf16(float f) {
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* num_f32_to_f16 */
+static __device__ __forceinline__ uint16_t dcu_f32_f16(float f) {
+    uint32_t x = __float_as_uint(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
+    if (ax >= 0x38800000u) {
+        uint32_t m = ax + 0xfffu + ((ax >> 13) & 1u);
+        return (uint16_t)(sign | ((m - 0x38000000u) >> 13));
+    }
+    float a = __fmul_rn(__uint_as_float(ax), 0x1p24f);
+    return (uint16_t)(sign | (uint32_t)rintf(a));
+}
+
+/* num_f16_to_f32, NaN payloads included */
+static __device__ __forceinline__ float dcu_f16_f32(uint32_t h) {
+    uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) {
+        float v = __fmul_rn((float)m, 0x1p-24f);
+        return (h & 0x8000u) ? -v : v;
+    }
+    if (e == 31) return __uint_as_float(sign | 0x7f800000u | (m << 13));
+    return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* Decoders equal to numerics.c's tables (NaN as C's NAN). */
+static __device__ __forceinline__ float dcu_e4m3_f32(uint32_t c) {
+    uint32_t mag = c & 0x7fu;
+    if (mag == 0x7fu) return __uint_as_float(0x7fc00000u);
+    uint32_t ef = mag >> 3, m = mag & 7u;
+    float v = ef == 0 ? __fmul_rn((float)m, 0x1p-9f) : __uint_as_float(((ef + 120u) << 23) | (m << 20));
+    return (c & 0x80u) ? -v : v;
+}
+
+static __device__ __forceinline__ float dcu_e5m2_f32(uint32_t c) {
+    uint32_t mag = c & 0x7fu;
+    if (mag == 0x7eu) return __uint_as_float(0x7fc00000u);
+    float v;
+    if (mag >= 0x7cu) {
+        v = mag == 0x7cu ? __uint_as_float(0x7f800000u) : __uint_as_float(0x7fc00000u);
+    } else {
+        uint32_t ef = mag >> 2, m = mag & 3u;
+        v = ef == 0 ? __fmul_rn((float)m, 0x1p-16f) : __uint_as_float(((ef + 112u) << 23) | (m << 21));
+    }
+    return (c & 0x80u) ? -v : v;
+}
+
+/* e2m1 code (low 4 bits) -> {0, .5, 1, 1.5, 2, 3, 4, 6} with sign */
+static __device__ __forceinline__ float dcu_e2m1_f32(uint32_t c) {
+    uint32_t mag = c & 7u;
+    uint32_t bits = mag >= 2u ? ((((mag >> 1) + 126u) << 23) | ((mag & 1u) << 22)) : (mag ? 0x3f000000u : 0u);
+    return __uint_as_float(bits | ((c & 8u) << 28));
+}
+
+static __device__ __forceinline__ float dcu_e8m0_f32(uint32_t e) {
+    if (e == 0xffu) return __uint_as_float(0x7fc00000u);
+    return e == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(e << 23);
+}
+
+/* minifloat_encode of numerics.c, same operations */
+template <int EB, int MB, int BIAS, bool SAT, uint32_t MAXC, uint32_t NANC, uint32_t INFC>
+static __device__ __forceinline__ uint8_t dcu_mf_encode(float f) {
+    uint32_t u = __float_as_uint(f);
+    uint32_t sign = (u >> 31) ? (1u << (EB + MB)) : 0u;
+    if ((u & 0x7fffffffu) > 0x7f800000u) return NANC == 0 ? (uint8_t)0 : (uint8_t)(sign | NANC);
+    float a = fabsf(f);
+    if ((u & 0x7fffffffu) == 0x7f800000u) return (uint8_t)(sign | (SAT ? MAXC : INFC));
+    const int emin = 1 - BIAS;
+    int e;
+    frexpf(a, &e);
+    e -= 1;
+    uint32_t code;
+    if (a == 0.0f) {
+        code = 0;
+    } else if (e < emin) {
+        float q = rintf(ldexpf(a, MB - emin));
+        code = (uint32_t)q;
+    } else {
+        float q = rintf(ldexpf(a, MB - e));
+        uint32_t qi = (uint32_t)q;
+        if (qi == (1u << (MB + 1))) {
+            e += 1;
+            qi = 1u << MB;
+        }
+        int ef = e + BIAS;
+        if (ef >= (1 << EB)) code = 0xffffu;
+        else code = ((uint32_t)ef << MB) | (qi - (1u << MB));
+    }
+    if (code > MAXC) code = SAT ? MAXC : INFC;
+    return (uint8_t)(sign | code);
+}
+
+static __device__ __forceinline__ uint8_t dcu_f32_e4m3(float f) {
+    return dcu_mf_encode<4, 3, 7, true, 0x7eu, 0x7fu, 0u>(f);
+}
+static __device__ __forceinline__ uint8_t dcu_f32_e5m2(float f) {
+    return dcu_mf_encode<5, 2, 15, false, 0x7bu, 0x7eu, 0x7cu>(f);
+}
+
+static __device__ __forceinline__ float dcu_fp8_max(int t) {
+    return t == DRIFT_DTYPE_FP8_E4M3 ? 448.0f : 57344.0f;
+}
+
+/* One fp8 value through its code with scale s (s > 0 finite): fp8(x / s) * s. */
+static __device__ __forceinline__ float dcu_fp8_round(int t, float x, float s, uint8_t *code) {
+    float y = __fdiv_rn(x, s);
+    uint8_t c = t == DRIFT_DTYPE_FP8_E4M3 ? dcu_f32_e4m3(y) : dcu_f32_e5m2(y);
+    *code = c;
+    float d = t == DRIFT_DTYPE_FP8_E4M3 ? dcu_e4m3_f32(c) : dcu_e5m2_f32(c);
+    return __fmul_rn(d, s);
+}
+
+/* Element k of row r of W, as drift_qmat_dequantize_row gives it. */
+static __device__ float dcu_deq_elem(const dmat &W, int64_t r, int64_t k) {
+    const uint8_t *row = W.data + (size_t)r * W.ld;
+    switch (W.dt) {
+    case DRIFT_DTYPE_F32: return ((const float *)row)[k];
+    case DRIFT_DTYPE_F16: return dcu_f16_f32(((const uint16_t *)row)[k]);
+    case DRIFT_DTYPE_BF16: return dcu_bf16_f32(((const uint16_t *)row)[k]);
+    case DRIFT_DTYPE_FP8_E4M3:
+    case DRIFT_DTYPE_FP8_E5M2: {
+        float s = W.scales ? __fmul_rn(W.scales[r * W.gpr + k / W.group], W.ts) : W.ts;
+        float v = W.dt == DRIFT_DTYPE_FP8_E4M3 ? dcu_e4m3_f32(row[k]) : dcu_e5m2_f32(row[k]);
+        return __fmul_rn(v, s);
+    }
+    case DRIFT_DTYPE_INT8: return __fmul_rn((float)(int8_t)row[k], W.scales[r * W.gpr + k / W.group]);
+    case DRIFT_DTYPE_INT4: {
+        uint32_t byte = row[k / 2];
+        int nib = (k & 1) ? (int)(byte >> 4) : (int)(byte & 15u);
+        return __fmul_rn((float)(nib - 8), W.scales[r * W.gpr + k / W.group]);
+    }
+    case DRIFT_DTYPE_MXFP4: {
+        const uint8_t *b = row + (size_t)(k / 32) * 17;
+        int j = (int)(k % 32);
+        uint32_t q = b[1 + (j & 15)];
+        return __fmul_rn(dcu_e2m1_f32(j < 16 ? q & 15u : q >> 4), dcu_e8m0_f32(b[0]));
+    }
+    case DRIFT_DTYPE_NVFP4: {
+        const uint8_t *b = row + (size_t)(k / 16) * 9;
+        int j = (int)(k % 16);
+        uint32_t q = b[1 + (j & 7)];
+        float s = __fmul_rn(dcu_e4m3_f32(b[0]), W.ts);
+        return __fmul_rn(dcu_e2m1_f32(j < 8 ? q & 15u : q >> 4), s);
+    }
+    case DRIFT_DTYPE_Q8_0: {
+        const uint8_t *b = row + (size_t)(k / 32) * 34;
+        float d = dcu_f16_f32((uint32_t)b[0] | ((uint32_t)b[1] << 8));
+        return __fmul_rn((float)(int8_t)b[2 + k % 32], d);
+    }
+    case DRIFT_DTYPE_Q4_0: {
+        const uint8_t *b = row + (size_t)(k / 32) * 18;
+        float d = dcu_f16_f32((uint32_t)b[0] | ((uint32_t)b[1] << 8));
+        int j = (int)(k % 32);
+        uint32_t q = b[2 + (j & 15)];
+        int nib = j < 16 ? (int)(q & 15u) : (int)(q >> 4);
+        return __fmul_rn((float)(nib - 8), d);
+    }
+    default: return 0.0f;
+    }
+}
+
+/* Sum / max over a warp by a fixed xor tree: every lane gets the same
+ * value (each step adds a pair in both orders, and + is commutative). */
+static __device__ __forceinline__ float dcu_warp_sum(float v) {
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static __device__ __forceinline__ double dcu_warp_sum(double v) {
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static __device__ __forceinline__ float dcu_warp_max(float v) {
+    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* Block-wide sum / max (blockDim a multiple of 32, <= 1024); every thread
+ * gets the result. sm: 32 floats of shared memory. Fixed order. */
+static __device__ __forceinline__ float dcu_block_sum(float v, float *sm) {
+    int w = threadIdx.x >> 5, l = threadIdx.x & 31, nw = blockDim.x >> 5;
+    v = dcu_warp_sum(v);
+    __syncthreads();
+    if (l == 0) sm[w] = v;
+    __syncthreads();
+    v = l < nw ? sm[l] : 0.0f;
+    return dcu_warp_sum(v);
+}
+/* ident: the max's identity (0 for an amax, -inf for a plain max) */
+static __device__ __forceinline__ float dcu_block_max(float v, float *sm, float ident) {
+    int w = threadIdx.x >> 5, l = threadIdx.x & 31, nw = blockDim.x >> 5;
+    v = dcu_warp_max(v);
+    __syncthreads();
+    if (l == 0) sm[w] = v;
+    __syncthreads();
+    v = l < nw ? sm[l] : ident;
+    return dcu_warp_max(v);
+}
+
+#endif /* __CUDACC__ */
+#endif

@@ -1,0 +1,580 @@
+/* cuda_matmul.cu - y (B, N) = act(x) (B, K) @ W^T on the GPU.
+ *
+ * gemm=kernel, the default (DriftBench's kernels; batch-invariant):
+ *
+ *  WMMA (bf16 or f16 weights with acts of the same type, accum=f32): tensor
+ *    cores, 16x16x16 tiles, bf16/f16 in, f32 accumulate. A warp owns a strip
+ *    of 16 weight rows and one of KS contiguous segments of the K steps
+ *    (16 columns each), for 16 x MT batch rows (MT = 2 tiles, B padded to 16
+ *    with zero rows); it walks its segment in increasing k into one
+ *    accumulator tile per batch tile. The KS segment tiles of a strip are
+ *    added in segment order through shared memory. KS (1..16) is chosen
+ *    from N and K only (enough warps in flight for a matvec to stream the
+ *    weights), so an output's reduction order is fixed by (N, K): the same
+ *    bits for a row alone or in any batch.
+ *
+ *  SIMT (every other format and accumulator): a row of W is read by R warps
+ *    (R from N and K only); the row is cut into units of 16 bytes (4 f32, 8
+ *    bf16/f16, 16 fp8/int8, 32 int4 values) or one block (q8_0, q4_0, mxfp4
+ *    32 values; nvfp4 16), loaded with 16-byte vector loads where the layout
+ *    allows. Lane g of the row's 32R lanes takes units g, g + 32R, ... in
+ *    increasing order, dequantizes each in registers (the exact deq() values)
+ *    and accumulates x * w element by element (fmaf, or fma in double for
+ *    accum=f64) into one partial per batch row; partials are summed by a
+ *    fixed xor tree in each warp, then over the R warps in order. The weight
+ *    unit is read once per block for up to BT = 8 batch rows. Rows whose K
+ *    does not fit the vector unit (bf16 K % 8 != 0, ...) use a one-element
+ *    unit through the generic dequantizer.
+ *
+ * gemm=vendor: cublasSgemm (f32 weights; default math mode, no TF32),
+ * cublasGemmEx (bf16 / f16 with the same acts; CUBLAS_COMPUTE_32F, f32
+ * out), cuBLASLt fp8 e4m3 x e4m3 (TN, f32 out, then y *= act row scale x
+ * weight scale). The libraries choose algorithms by shape, so results may
+ * depend on B. Other formats use the kernels. */
+#include "model/cuda/cuda_internal.cuh"
+
+#include <mma.h>
+
+#define MM_WARPS 8
+#define MM_UNR 4
+#define WM_MT 2
+#define WM_UNR 4
+#define MM_SLICE 8192 /* batch rows per launch (a multiple of 16) */
+
+enum {
+    MF_F32,
+    MF_F16,
+    MF_BF16,
+    MF_E4M3,
+    MF_E5M2,
+    MF_INT8,
+    MF_INT4,
+    MF_MXFP4,
+    MF_NVFP4,
+    MF_Q8_0,
+    MF_Q4_0,
+    MF_GEN
+};
+
+/* elements per unit; VEC: the unit is one 16-byte load at row + 16 u */
+template <int F> struct mf_traits { static constexpr int E = 1; static constexpr bool VEC = false; };
+template <> struct mf_traits<MF_F32> { static constexpr int E = 4; static constexpr bool VEC = true; };
+template <> struct mf_traits<MF_F16> { static constexpr int E = 8; static constexpr bool VEC = true; };
+template <> struct mf_traits<MF_BF16> { static constexpr int E = 8; static constexpr bool VEC = true; };
+template <> struct mf_traits<MF_E4M3> { static constexpr int E = 16; static constexpr bool VEC = true; };
+template <> struct mf_traits<MF_E5M2> { static constexpr int E = 16; static constexpr bool VEC = true; };
+template <> struct mf_traits<MF_INT8> { static constexpr int E = 16; static constexpr bool VEC = true; };
+template <> struct mf_traits<MF_INT4> { static constexpr int E = 32; static constexpr bool VEC = true; };
+template <> struct mf_traits<MF_MXFP4> { static constexpr int E = 32; static constexpr bool VEC = false; };
+template <> struct mf_traits<MF_NVFP4> { static constexpr int E = 16; static constexpr bool VEC = false; };
+template <> struct mf_traits<MF_Q8_0> { static constexpr int E = 32; static constexpr bool VEC = false; };
+template <> struct mf_traits<MF_Q4_0> { static constexpr int E = 32; static constexpr bool VEC = false; };
+
+/* the row's scale (fp8, int8), as dq_fp8 / dq_int8 compute it */
+template <int F> static __device__ __forceinline__ float mm_row_scale(const dmat &W, int64_t n) {
+    if (F == MF_E4M3 || F == MF_E5M2) return W.scales ? __fmul_rn(W.scales[n * W.gpr], W.ts) : W.ts;
+    if (F == MF_INT8) return W.scales[n * W.gpr];
+    return 1.0f;
+}
+
+static __device__ __forceinline__ float fp8_pair_lo(uint32_t pair, __nv_fp8_interpretation_t t, float *hi) {
+    __half2_raw r = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)pair, t);
+    *hi = __half2float(__ushort_as_half(r.y));
+    return __half2float(__ushort_as_half(r.x));
+}
+
+/* 16 bytes of a vector format -> E values (deq() exactly) */
+template <int F>
+static __device__ __forceinline__ void mm_dec_vec(uint4 raw, float rs, float us, float *w) {
+    const uint32_t wd[4] = {raw.x, raw.y, raw.z, raw.w};
+    if constexpr (F == MF_F32) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) w[i] = __uint_as_float(wd[i]);
+    } else if constexpr (F == MF_BF16) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            w[2 * i] = __uint_as_float(wd[i] << 16);
+            w[2 * i + 1] = __uint_as_float(wd[i] & 0xffff0000u);
+        }
+    } else if constexpr (F == MF_F16) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            w[2 * i] = __half2float(__ushort_as_half((unsigned short)(wd[i] & 0xffffu)));
+            w[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(wd[i] >> 16)));
+        }
+    } else if constexpr (F == MF_E4M3 || F == MF_E5M2) {
+        const __nv_fp8_interpretation_t t = F == MF_E4M3 ? __NV_E4M3 : __NV_E5M2;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+#pragma unroll
+            for (int p = 0; p < 2; p++) {
+                float hi, lo = fp8_pair_lo((wd[i] >> (16 * p)) & 0xffffu, t, &hi);
+                w[4 * i + 2 * p] = __fmul_rn(lo, rs);
+                w[4 * i + 2 * p + 1] = __fmul_rn(hi, rs);
+            }
+        }
+    } else if constexpr (F == MF_INT8) {
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) w[4 * i + j] = __fmul_rn((float)(int8_t)((wd[i] >> (8 * j)) & 0xffu), rs);
+    } else if constexpr (F == MF_INT4) {
+#pragma unroll
+        for (int bi = 0; bi < 16; bi++) {
+            uint32_t byte = (wd[bi / 4] >> (8 * (bi % 4))) & 0xffu;
+            w[2 * bi] = __fmul_rn((float)((int)(byte & 15u) - 8), us);
+            w[2 * bi + 1] = __fmul_rn((float)((int)(byte >> 4) - 8), us);
+        }
+    }
+}
+
+/* one block of a block format -> E values */
+template <int F>
+static __device__ __forceinline__ void mm_dec_blk(const dmat &W, const uint8_t *row, int64_t n, int64_t u, float *w) {
+    if constexpr (F == MF_MXFP4) {
+        const uint8_t *b = row + (size_t)u * 17;
+        float s = dcu_e8m0_f32(__ldg(b));
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            uint32_t q = __ldg(b + 1 + j);
+            w[j] = __fmul_rn(dcu_e2m1_f32(q & 15u), s);
+            w[j + 16] = __fmul_rn(dcu_e2m1_f32(q >> 4), s);
+        }
+    } else if constexpr (F == MF_NVFP4) {
+        const uint8_t *b = row + (size_t)u * 9;
+        float s = __fmul_rn(dcu_e4m3_f32(__ldg(b)), W.ts);
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t q = __ldg(b + 1 + j);
+            w[j] = __fmul_rn(dcu_e2m1_f32(q & 15u), s);
+            w[j + 8] = __fmul_rn(dcu_e2m1_f32(q >> 4), s);
+        }
+    } else if constexpr (F == MF_Q8_0) {
+        const unsigned short *h = (const unsigned short *)(row + (size_t)u * 34); /* 2-byte aligned */
+        float d = __half2float(__ushort_as_half(__ldg(h)));
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            uint32_t pr = __ldg(h + 1 + i);
+            w[2 * i] = __fmul_rn((float)(int8_t)(pr & 0xffu), d);
+            w[2 * i + 1] = __fmul_rn((float)(int8_t)(pr >> 8), d);
+        }
+    } else if constexpr (F == MF_Q4_0) {
+        const unsigned short *h = (const unsigned short *)(row + (size_t)u * 18);
+        float d = __half2float(__ushort_as_half(__ldg(h)));
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            uint32_t pr = __ldg(h + 1 + i);
+            uint32_t q0 = pr & 0xffu, q1 = pr >> 8;
+            w[2 * i] = __fmul_rn((float)((int)(q0 & 15u) - 8), d);
+            w[2 * i + 1] = __fmul_rn((float)((int)(q1 & 15u) - 8), d);
+            w[2 * i + 16] = __fmul_rn((float)((int)(q0 >> 4) - 8), d);
+            w[2 * i + 17] = __fmul_rn((float)((int)(q1 >> 4) - 8), d);
+        }
+    } else {
+        w[0] = dcu_deq_elem(W, n, u);
+    }
+}
+
+static __device__ __forceinline__ float mm_mac(float acc, float x, float w) { return fmaf(x, w, acc); }
+static __device__ __forceinline__ double mm_mac(double acc, float x, float w) {
+    return fma((double)x, (double)w, acc);
+}
+
+/* acc[j] += x[j][k0 .. k0 + E) . w, elements in order */
+template <int E, typename ACC, int BT>
+static __device__ __forceinline__ void mm_fma_unit(ACC (&acc)[BT], const float *w, const float *xb, int64_t ldx,
+                                                   int64_t k0, int nb) {
+#pragma unroll
+    for (int j = 0; j < BT; j++) {
+        if (j < nb) {
+            const float *xr = xb + (size_t)j * ldx + k0;
+            if constexpr (E >= 4) {
+#pragma unroll
+                for (int e4 = 0; e4 < E / 4; e4++) {
+                    float4 xv = __ldg((const float4 *)xr + e4);
+                    acc[j] = mm_mac(acc[j], xv.x, w[4 * e4]);
+                    acc[j] = mm_mac(acc[j], xv.y, w[4 * e4 + 1]);
+                    acc[j] = mm_mac(acc[j], xv.z, w[4 * e4 + 2]);
+                    acc[j] = mm_mac(acc[j], xv.w, w[4 * e4 + 3]);
+                }
+            } else {
+                acc[j] = mm_mac(acc[j], __ldg(xr), w[0]);
+            }
+        }
+    }
+}
+
+/* grid (ceil(N / (MM_WARPS / R)), ceil(B / BT)), MM_WARPS warps */
+template <int F, typename ACC, int BT>
+__global__ void __launch_bounds__(MM_WARPS * 32)
+    k_mm_simt(dmat W, const float *__restrict__ x, int64_t ldx, int B, float *__restrict__ y, int64_t ldy, int R) {
+    constexpr int E = mf_traits<F>::E;
+    __shared__ ACC red[MM_WARPS][BT];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int rpb = MM_WARPS / R, rib = warp / R, wr = warp % R;
+    const int64_t n = (int64_t)blockIdx.x * rpb + rib;
+    const int b0 = blockIdx.y * BT;
+    const int nb = min(BT, B - b0);
+    ACC acc[BT];
+#pragma unroll
+    for (int j = 0; j < BT; j++) acc[j] = (ACC)0;
+    if (n < W.rows) {
+        const uint8_t *row = W.data + (size_t)n * W.ld;
+        const int64_t U = W.cols / E;
+        const int64_t G = (int64_t)R * 32;
+        const float *xb = x + (size_t)b0 * ldx;
+        const float rs = mm_row_scale<F>(W, n);
+        for (int64_t u0 = wr * 32 + lane; u0 < U; u0 += G * MM_UNR) {
+            if constexpr (mf_traits<F>::VEC) {
+                uint4 raw[MM_UNR];
+#pragma unroll
+                for (int i = 0; i < MM_UNR; i++) {
+                    int64_t u = u0 + i * G;
+                    if (u < U) raw[i] = __ldg((const uint4 *)row + u);
+                }
+#pragma unroll
+                for (int i = 0; i < MM_UNR; i++) {
+                    int64_t u = u0 + i * G;
+                    if (u < U) {
+                        float w[E];
+                        float us = F == MF_INT4 ? W.scales[n * W.gpr + (u * E) / W.group] : 1.0f;
+                        mm_dec_vec<F>(raw[i], rs, us, w);
+                        mm_fma_unit<E, ACC, BT>(acc, w, xb, ldx, u * E, nb);
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int i = 0; i < MM_UNR; i++) {
+                    int64_t u = u0 + i * G;
+                    if (u < U) {
+                        float w[E];
+                        mm_dec_blk<F>(W, row, n, u, w);
+                        mm_fma_unit<E, ACC, BT>(acc, w, xb, ldx, u * E, nb);
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < BT; j++) acc[j] = dcu_warp_sum(acc[j]);
+    if (lane == 0)
+#pragma unroll
+        for (int j = 0; j < BT; j++) red[warp][j] = acc[j];
+    __syncthreads();
+    if (wr == 0 && lane < nb && n < W.rows) {
+        ACC s = red[warp][lane];
+        for (int g = 1; g < R; g++) s += red[warp + g][lane];
+        y[(size_t)(b0 + lane) * ldy + n] = (float)s;
+    }
+}
+
+/* grid (ceil(strips / spb), ceil(B16 / (16 MT))), max(4, KS) warps */
+template <typename T>
+__global__ void __launch_bounds__(512) k_mm_wmma(const T *__restrict__ W, int64_t kp, int64_t N,
+                                                 const T *__restrict__ X, int B, float *__restrict__ y, int64_t ldy,
+                                                 int KS) {
+    using namespace nvcuda;
+    extern __shared__ __align__(32) float wm_part[]; /* (warps, WM_MT, 256): the warps' partial tiles */
+    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const int spb = nwarps / KS, sib = warp / KS, seg = warp % KS;
+    const int64_t np = dcu_pad16(N), bp = dcu_pad16(B);
+    const int64_t n0 = ((int64_t)blockIdx.x * spb + sib) * 16;
+    const int64_t m0 = (int64_t)blockIdx.y * 16 * WM_MT;
+    const int64_t KT = kp / 16;
+    const int64_t k_begin = KT * seg / KS, k_end = KT * (seg + 1) / KS;
+    const int mtiles = (int)min((int64_t)WM_MT, (bp - m0) / 16);
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[WM_MT];
+#pragma unroll
+    for (int mt = 0; mt < WM_MT; mt++) wmma::fill_fragment(acc[mt], 0.0f);
+    if (n0 < np) {
+        const T *wp = W + n0 * kp;
+        for (int64_t kt = k_begin; kt < k_end; kt += WM_UNR) {
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> bf[WM_UNR];
+#pragma unroll
+            for (int i = 0; i < WM_UNR; i++)
+                if (kt + i < k_end) wmma::load_matrix_sync(bf[i], wp + (kt + i) * 16, (unsigned)kp);
+#pragma unroll
+            for (int i = 0; i < WM_UNR; i++) {
+                if (kt + i < k_end) {
+#pragma unroll
+                    for (int mt = 0; mt < WM_MT; mt++) {
+                        if (mt < mtiles) {
+                            wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> af;
+                            wmma::load_matrix_sync(af, X + (m0 + mt * 16) * kp + (kt + i) * 16, (unsigned)kp);
+                            wmma::mma_sync(acc[mt], af, bf[i], acc[mt]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int mt = 0; mt < WM_MT; mt++)
+        wmma::store_matrix_sync(wm_part + ((size_t)warp * WM_MT + mt) * 256, acc[mt], 16, wmma::mem_row_major);
+    __syncthreads();
+    const int total = spb * WM_MT * 256;
+    for (int t = threadIdx.x; t < total; t += blockDim.x) {
+        int s = t / (WM_MT * 256), rem = t % (WM_MT * 256), mt = rem / 256, e = rem % 256;
+        int64_t row = m0 + mt * 16 + e / 16, col = ((int64_t)blockIdx.x * spb + s) * 16 + e % 16;
+        if (row < B && col < N) {
+            const float *ps = wm_part + ((size_t)s * KS * WM_MT + mt) * 256 + e;
+            float v = ps[0];
+            for (int g = 1; g < KS; g++) v = __fadd_rn(v, ps[(size_t)g * WM_MT * 256]);
+            y[(size_t)row * ldy + col] = v;
+        }
+    }
+}
+
+/* y = y * act row scale * weight scale (after the cuBLASLt fp8 product) */
+__global__ void k_fp8_scale(float *y, int64_t ldy, int64_t N, int64_t B, const float *qs, const float *wsc, int gpr,
+                            float ts) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= B * N) return;
+    int64_t b = i / N, n = i % N;
+    float sw = wsc ? __fmul_rn(wsc[n * gpr], ts) : ts;
+    float *p = y + (size_t)b * ldy + n;
+    *p = __fmul_rn(__fmul_rn(*p, qs[b]), sw);
+}
+
+/* ---------------------------------------------------------------- host */
+
+static int simt_format(const dmat *W) {
+    int64_t K = W->cols;
+    switch (W->dt) {
+    case DRIFT_DTYPE_F32: return K % 4 == 0 ? MF_F32 : MF_GEN;
+    case DRIFT_DTYPE_F16: return K % 8 == 0 ? MF_F16 : MF_GEN;
+    case DRIFT_DTYPE_BF16: return K % 8 == 0 ? MF_BF16 : MF_GEN;
+    case DRIFT_DTYPE_FP8_E4M3: return K % 16 == 0 ? MF_E4M3 : MF_GEN;
+    case DRIFT_DTYPE_FP8_E5M2: return K % 16 == 0 ? MF_E5M2 : MF_GEN;
+    case DRIFT_DTYPE_INT8: return K % 16 == 0 ? MF_INT8 : MF_GEN;
+    case DRIFT_DTYPE_INT4: return K % 32 == 0 && W->group % 32 == 0 ? MF_INT4 : MF_GEN;
+    case DRIFT_DTYPE_MXFP4: return K % 32 == 0 ? MF_MXFP4 : MF_GEN;
+    case DRIFT_DTYPE_NVFP4: return K % 16 == 0 ? MF_NVFP4 : MF_GEN;
+    case DRIFT_DTYPE_Q8_0: return K % 32 == 0 ? MF_Q8_0 : MF_GEN;
+    case DRIFT_DTYPE_Q4_0: return K % 32 == 0 ? MF_Q4_0 : MF_GEN;
+    default: return MF_GEN;
+    }
+}
+
+static int format_units(int f) {
+    switch (f) {
+    case MF_F32: return 4;
+    case MF_F16:
+    case MF_BF16: return 8;
+    case MF_E4M3:
+    case MF_E5M2:
+    case MF_INT8:
+    case MF_NVFP4: return 16;
+    case MF_INT4:
+    case MF_MXFP4:
+    case MF_Q8_0:
+    case MF_Q4_0: return 32;
+    default: return 1;
+    }
+}
+
+template <int F, typename ACC, int BT>
+static void launch_simt_t(dim3 g, cudaStream_t st, const dmat &W, const float *x, int64_t ldx, int B, float *y,
+                          int64_t ldy, int R) {
+    k_mm_simt<F, ACC, BT><<<g, MM_WARPS * 32, 0, st>>>(W, x, ldx, B, y, ldy, R);
+}
+
+template <int F>
+static void launch_simt_f(dim3 g, cudaStream_t st, const dmat &W, const float *x, int64_t ldx, int B, float *y,
+                          int64_t ldy, int R, bool f64, int bt) {
+    if (f64) {
+        if (bt == 1) launch_simt_t<F, double, 1>(g, st, W, x, ldx, B, y, ldy, R);
+        else launch_simt_t<F, double, 8>(g, st, W, x, ldx, B, y, ldy, R);
+    } else {
+        if (bt == 1) launch_simt_t<F, float, 1>(g, st, W, x, ldx, B, y, ldy, R);
+        else launch_simt_t<F, float, 8>(g, st, W, x, ldx, B, y, ldy, R);
+    }
+}
+
+static drift_status mm_simt(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, const float *x, int64_t B,
+                            float *y, int64_t ldy, drift_error *err) {
+    int f = simt_format(W);
+    int64_t N = W->rows, U = W->cols / format_units(f);
+    int R = 1;
+    while (R < MM_WARPS && N * R < 8192 && U >= 64 * R) R *= 2;
+    int bt = B == 1 ? 1 : 8;
+    int rpb = MM_WARPS / R;
+    dim3 g((unsigned)((N + rpb - 1) / rpb), (unsigned)((B + bt - 1) / bt));
+    bool f64 = p->accum == DRIFT_ACCUM_F64;
+    int Bi = (int)B;
+    switch (f) {
+    case MF_F32: launch_simt_f<MF_F32>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_F16: launch_simt_f<MF_F16>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_BF16: launch_simt_f<MF_BF16>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_E4M3: launch_simt_f<MF_E4M3>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_E5M2: launch_simt_f<MF_E5M2>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_INT8: launch_simt_f<MF_INT8>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_INT4: launch_simt_f<MF_INT4>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_MXFP4: launch_simt_f<MF_MXFP4>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_NVFP4: launch_simt_f<MF_NVFP4>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_Q8_0: launch_simt_f<MF_Q8_0>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    case MF_Q4_0: launch_simt_f<MF_Q4_0>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    default: launch_simt_f<MF_GEN>(g, c->st, *W, x, W->cols, Bi, y, ldy, R, f64, bt); break;
+    }
+    DCU_LAUNCHED("matmul kernel (SIMT)");
+    return DRIFT_OK;
+}
+
+static drift_status mm_wmma(dcu_ctx *c, const dmat *W, const uint16_t *xh, int64_t B, float *y, int64_t ldy,
+                            drift_error *err) {
+    int64_t strips = W->np / 16, KT = W->kp / 16;
+    int KS = 1;
+    while (KS < 16 && strips * KS < 4096 && KT >= 8 * KS) KS *= 2;
+    int nwarps = KS < 4 ? 4 : KS, spb = nwarps / KS;
+    dim3 g((unsigned)((strips + spb - 1) / spb), (unsigned)((dcu_pad16(B) + 16 * WM_MT - 1) / (16 * WM_MT)));
+    size_t smem = (size_t)nwarps * WM_MT * 256 * sizeof(float); /* <= 32 KB */
+    if (W->dt == DRIFT_DTYPE_BF16)
+        k_mm_wmma<__nv_bfloat16><<<g, nwarps * 32, smem, c->st>>>((const __nv_bfloat16 *)W->data, W->kp, W->rows,
+                                                              (const __nv_bfloat16 *)xh, (int)B, y, ldy, KS);
+    else
+        k_mm_wmma<__half><<<g, nwarps * 32, smem, c->st>>>((const __half *)W->data, W->kp, W->rows, (const __half *)xh,
+                                                       (int)B, y, ldy, KS);
+    DCU_LAUNCHED("matmul kernel (WMMA)");
+    return DRIFT_OK;
+}
+
+/* cuBLASLt fp8; *ran = 0 when the library has no algorithm for the shape */
+static drift_status mm_lt(dcu_ctx *c, const dmat *W, const dact *x, int64_t B, float *y, int64_t ldy, int *ran,
+                          drift_error *err) {
+    *ran = 0;
+    int64_t N = W->rows, K = W->cols;
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    drift_status st = DRIFT_OK;
+    cublasStatus_t s = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)N, K);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)B, K);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, (uint64_t)N, (uint64_t)B, ldy);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        st = dcu_blas_fail(err, s, "cuBLASLt fp8 descriptors");
+        goto done;
+    }
+    {
+        dcu_lt_algo *hit = NULL;
+        for (int i = 0; i < 32; i++) {
+            dcu_lt_algo *e = &c->lt_cache[i];
+            if (e->valid && e->n == N && e->b == B && e->k == K && e->ldy == ldy) hit = e;
+        }
+        if (!hit) {
+            cublasLtMatmulHeuristicResult_t res;
+            int nres = 0;
+            s = cublasLtMatmulPreferenceCreate(&pref);
+            if (s == CUBLAS_STATUS_SUCCESS)
+                s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &c->lt_ws_bytes, sizeof c->lt_ws_bytes);
+            if (s == CUBLAS_STATUS_SUCCESS)
+                s = cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, lc, lc, pref, 1, &res, &nres);
+            if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && nres < 1)) goto done; /* fall back */
+            if (s != CUBLAS_STATUS_SUCCESS) {
+                st = dcu_blas_fail(err, s, "cuBLASLt fp8 heuristic");
+                goto done;
+            }
+            hit = &c->lt_cache[c->lt_next];
+            c->lt_next = (c->lt_next + 1) % 32;
+            hit->n = N;
+            hit->b = B;
+            hit->k = K;
+            hit->ldy = ldy;
+            hit->algo = res.algo;
+            hit->valid = 1;
+        }
+        const float one = 1.0f, zero = 0.0f;
+        s = cublasLtMatmul(c->lt, op, &one, W->data, la, x->q, lb, &zero, y, lc, y, lc, &hit->algo, c->lt_ws,
+                           c->lt_ws_bytes, c->st);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            st = dcu_blas_fail(err, s, "cuBLASLt fp8 matmul");
+            goto done;
+        }
+        int64_t total = B * N;
+        k_fp8_scale<<<(unsigned)((total + 255) / 256), 256, 0, c->st>>>(y, ldy, N, B, x->qs, W->scales, W->gpr,
+                                                                         W->ts);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) {
+            st = dcu_fail(err, e, "fp8 scale kernel");
+            goto done;
+        }
+        *ran = 1;
+    }
+done:
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (lc) cublasLtMatrixLayoutDestroy(lc);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (op) cublasLtMatmulDescDestroy(op);
+    return st;
+}
+
+dcu_path dcu_mm_path(const drift_numeric_profile *p, const dmat *W) {
+    bool same16 = (W->dt == DRIFT_DTYPE_BF16 && p->acts == DRIFT_DTYPE_BF16) ||
+                  (W->dt == DRIFT_DTYPE_F16 && p->acts == DRIFT_DTYPE_F16);
+    if (p->gemm == DRIFT_GEMM_VENDOR) {
+        if (W->dt == DRIFT_DTYPE_F32) return DCU_PATH_SGEMM;
+        if (same16) return DCU_PATH_GEMMEX;
+        if (W->dt == DRIFT_DTYPE_FP8_E4M3 && p->acts == DRIFT_DTYPE_FP8_E4M3 && W->cols % 16 == 0)
+            return DCU_PATH_LT;
+    }
+    if (same16 && p->accum == DRIFT_ACCUM_F32) return DCU_PATH_WMMA;
+    return DCU_PATH_SIMT;
+}
+
+unsigned dcu_mm_needs(const drift_numeric_profile *p, const dmat *W) {
+    switch (dcu_mm_path(p, W)) {
+    case DCU_PATH_WMMA:
+    case DCU_PATH_GEMMEX: return DCU_NEED_H;
+    case DCU_PATH_LT: return DCU_NEED_Q;
+    default: return 0;
+    }
+}
+
+drift_status dcu_mm(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, const dact *x, int64_t B, float *y,
+                    int64_t ldy, drift_error *err) {
+    if (B <= 0 || W->rows <= 0) return DRIFT_OK;
+    dcu_path path = dcu_mm_path(p, W);
+    int64_t K = W->cols, kp = dcu_pad16(K), N = W->rows;
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t b0 = 0; b0 < B; b0 += MM_SLICE) {
+        int64_t nb = B - b0 < MM_SLICE ? B - b0 : MM_SLICE;
+        dact xs = *x;
+        xs.f = x->f + (size_t)b0 * K;
+        if (xs.h) xs.h = x->h + (size_t)b0 * kp;
+        if (xs.q) xs.q = x->q + (size_t)b0 * K;
+        if (xs.qs) xs.qs = x->qs + b0;
+        float *ys = y + (size_t)b0 * ldy;
+        drift_status st = DRIFT_OK;
+        switch (path) {
+        case DCU_PATH_SGEMM:
+            DCU_TRY_BLAS(cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)nb, (int)K, &one,
+                                     (const float *)W->data, (int)(W->ld / sizeof(float)), xs.f, (int)K, &zero, ys,
+                                     (int)ldy),
+                         "cublasSgemm");
+            break;
+        case DCU_PATH_GEMMEX: {
+            cudaDataType_t t = W->dt == DRIFT_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+            DCU_TRY_BLAS(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)nb, (int)K, &one, W->data, t,
+                                      (int)W->kp, xs.h, t, (int)kp, &zero, ys, CUDA_R_32F, (int)ldy,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                         "cublasGemmEx");
+            break;
+        }
+        case DCU_PATH_LT: {
+            int ran = 0;
+            st = mm_lt(c, W, &xs, nb, ys, ldy, &ran, err);
+            if (!st && !ran) st = mm_simt(c, p, W, xs.f, nb, ys, ldy, err);
+            break;
+        }
+        case DCU_PATH_WMMA: st = mm_wmma(c, W, xs.h, nb, ys, ldy, err); break;
+        default: st = mm_simt(c, p, W, xs.f, nb, ys, ldy, err); break;
+        }
+        if (st) return st;
+    }
+    return DRIFT_OK;
+}
