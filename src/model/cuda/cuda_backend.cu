@@ -264,7 +264,12 @@ static double rope_freq(const num_rope_params *rp, int i) {
 
 static drift_status upload_freqs(dcu_allocs *al, const num_rope_params *rp, const double **out, drift_error *err) {
     int npair = rp->n_rot / 2 > 0 ? rp->n_rot / 2 : 1;
-    std::vector<double> f((size_t)npair, 0.0);
+    std::vector<double> f;
+    try {
+        f.assign((size_t)npair, 0.0);
+    } catch (...) {
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
     for (int i = 0; i < rp->n_rot / 2; i++) f[(size_t)i] = rope_freq(rp, i);
     void *p;
     drift_status st = al->get((size_t)npair * sizeof(double), &p, "RoPE frequencies", err);
@@ -306,6 +311,15 @@ struct dcu_ws {
     std::vector<void *> pinned, pinned_l;
 };
 
+/* a captured forward pass and what its launches baked in */
+struct dcu_graph {
+    cudaGraphExec_t exec;
+    unsigned gen;             /* workspace generation */
+    int B, n_logit, chunk, splits;
+    unsigned long last_use;
+};
+#define DCU_MAX_GRAPHS 64
+
 struct dcu_model {
     drift_numeric_profile p;
     int dim, hidden, n_layers, n_heads, n_kvh, hd, n_vocab, n_exp, n_used, window;
@@ -321,6 +335,12 @@ struct dcu_model {
     dcu_ctx ctx;
     dcu_allocs al;
     dcu_ws ws;
+    unsigned ws_gen;          /* bumped whenever a workspace buffer moves */
+    int graphs_on;
+    std::vector<dcu_graph> graphs;
+    std::vector<dcu_graph> seen;  /* shapes run once (exec unused) */
+    size_t seen_next;
+    unsigned long graph_clock;
 };
 
 struct dcu_kv {
@@ -334,8 +354,11 @@ static void ws_free_pinned(std::vector<void *> &v) {
     v.clear();
 }
 
+static void graphs_clear(dcu_model *m);
+
 static void model_destroy(dcu_model *m) {
     if (m->ctx.st) cudaStreamSynchronize(m->ctx.st);
+    graphs_clear(m);
     m->ws.al.release();
     m->ws.al_l.release();
     m->ws.al_p.release();
@@ -464,6 +487,10 @@ extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_nu
     m->rope = d->rope;
     m->rope.freq_factors = NULL;
     m->vb = num_kv_bytes(p->kv, d->head_dim);
+    {
+        const char *ev = getenv("DRIFT_CUDA_GRAPHS");
+        m->graphs_on = !(ev && !strcmp(ev, "0"));
+    }
     if ((st = dcu_ctx_init(&m->ctx, err))) goto fail;
     if (d->tok_embd->cols != d->dim || d->tok_embd->rows != d->n_vocab || d->output->cols != d->dim ||
         d->output->rows != d->n_vocab) {
@@ -577,7 +604,7 @@ static drift_status act_alloc(dcu_allocs *al, int rows, int64_t K, unsigned need
 static drift_status ws_rows(dcu_model *m, int B, drift_error *err) {
     dcu_ws *w = &m->ws;
     if (B <= w->cap) return DRIFT_OK;
-    cudaStreamSynchronize(m->ctx.st);
+    DCU_TRY(cudaStreamSynchronize(m->ctx.st), "waiting for the stream");
     w->al.release();
     ws_free_pinned(w->pinned);
     w->cap = 0;
@@ -627,7 +654,7 @@ static drift_status ws_rows(dcu_model *m, int B, drift_error *err) {
 static drift_status ws_logits(dcu_model *m, int n, drift_error *err) {
     dcu_ws *w = &m->ws;
     if (n <= w->lcap) return DRIFT_OK;
-    cudaStreamSynchronize(m->ctx.st);
+    DCU_TRY(cudaStreamSynchronize(m->ctx.st), "waiting for the stream");
     w->al_l.release();
     ws_free_pinned(w->pinned_l);
     w->lcap = 0;
@@ -651,7 +678,7 @@ static drift_status ws_part(dcu_model *m, size_t floats, size_t min_floats, drif
     dcu_ws *w = &m->ws;
     if (floats > PART_MAX_FLOATS) floats = PART_MAX_FLOATS > min_floats ? PART_MAX_FLOATS : min_floats;
     if (floats <= w->part_floats) return DRIFT_OK;
-    cudaStreamSynchronize(m->ctx.st);
+    DCU_TRY(cudaStreamSynchronize(m->ctx.st), "waiting for the stream");
     w->al_p.release();
     w->part = NULL;
     w->part_floats = 0;
@@ -693,8 +720,15 @@ static drift_status moe_layer(dcu_model *m, const dcu_layer *L, int B, drift_err
             "copying router logits");
     DCU_TRY(cudaStreamSynchronize(c->st), "running the router");
     /* top-k as moe_ffn: softmax in double, ties to the lower index, renormalised */
-    std::vector<double> pr((size_t)E);
-    std::vector<int> sel((size_t)B * K);
+    std::vector<double> pr;
+    std::vector<int> sel, off;
+    try {
+        pr.resize((size_t)E);
+        sel.resize((size_t)B * K);
+        off.resize((size_t)E + 1);
+    } catch (...) {
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory (MoE, %d rows)", B);
+    }
     for (int b = 0; b < B; b++) {
         const float *lg = w->h_rl + (size_t)b * E;
         double mx = lg[0], s = 0;
@@ -716,7 +750,6 @@ static drift_status moe_layer(dcu_model *m, const dcu_layer *L, int B, drift_err
     }
     /* per expert: the rows it serves (in row order) and their slots */
     int *h_idx = w->h_moe, *h_who = w->h_moe + (size_t)B * K;
-    std::vector<int> off((size_t)E + 1, 0);
     int n = 0;
     for (int e = 0; e < E; e++) {
         off[(size_t)e] = n;
@@ -749,48 +782,23 @@ static drift_status moe_layer(dcu_model *m, const dcu_layer *L, int B, drift_err
     return dcu_launch_moe_sum(c, w->slot, w->wt, w->y, B, K, D, err);
 }
 
-extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *pos, const int32_t *tok, int B,
-                                    float *hidden, float *logits, const int *logit_rows, int n_logit_rows,
-                                    drift_error *err) {
-    if (B <= 0) return DRIFT_OK;
+/* The kernels of one forward pass of B rows (rows, logit row indices
+ * already uploaded): embedding ... final norm into ws.hid, and the logits
+ * of n_logit_rows rows into ws.logits. No allocation, copy or sync except
+ * inside moe_layer (so a dense model's pass can be captured as a graph). */
+static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, int n_logit_rows, drift_error *err) {
     const drift_numeric_profile *p = &m->p;
     dcu_ctx *c = &m->ctx;
     dcu_ws *w = &m->ws;
     int D = m->dim, H = m->hidden, QD = m->q_dim, KVD = m->kv_dim, QKV = QD + 2 * KVD;
     int acts = p->acts, fast = p->exp == DRIFT_EXP_FAST;
     unsigned nd = m->needs;
-    if (!logits) n_logit_rows = 0;
     drift_status st;
-    DCU_TRY(cudaSetDevice(0), "selecting device 0");
-    if ((st = ws_rows(m, B, err))) return st;
-    if (n_logit_rows > 0 && (st = ws_logits(m, n_logit_rows, err))) return st;
-    int max_npos = 1;
-    for (int b = 0; b < B; b++) {
-        if (!kv[b] || kv[b]->owner != m)
-            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: row %d's KV cache belongs to another model", b);
-        if (pos[b] < 0 || pos[b] >= kv[b]->n_ctx)
-            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: position %d outside the cache of %d", pos[b],
-                                   kv[b]->n_ctx);
-        drow *r = &w->h_rows[b];
-        r->kc = kv[b]->kc;
-        r->vc = kv[b]->vc;
-        r->pos = pos[b];
-        r->tok = tok[b];
-        r->n_ctx = kv[b]->n_ctx;
-        r->pad = 0;
-        int start = m->window > 0 && pos[b] + 1 > m->window ? pos[b] + 1 - m->window : 0;
-        if (pos[b] - start + 1 > max_npos) max_npos = pos[b] - start + 1;
-    }
-    int chunk = attn_chunk(p, B, m->n_heads, max_npos, c->sm_count);
-    size_t part = dcu_attn_part_floats(B, m->n_heads, m->hd, chunk, max_npos);
-    size_t part_row = dcu_attn_part_floats(1, m->n_heads, m->hd, chunk, max_npos);
-    if (part && (st = ws_part(m, part, part_row, err))) return st;
-    DCU_TRY(cudaMemcpyAsync(w->rows, w->h_rows, (size_t)B * sizeof(drow), cudaMemcpyHostToDevice, c->st),
-            "uploading the rows");
     if ((st = dcu_launch_embed(c, acts, &m->tok, w->rows, NULL, B, w->x, err))) return st;
-    const float *norm0 = m->n_layers > 0 ? m->layers[0].attn_norm : m->onorm;
-    if (m->n_layers > 0) st = dcu_launch_norm(c, acts, w->x, NULL, B, D, norm0, m->eps, NULL, &w->aA, nd, err);
-    else st = dcu_launch_norm(c, acts, w->x, NULL, B, D, norm0, m->eps, w->hid, NULL, 0, err);
+    if (m->n_layers > 0)
+        st = dcu_launch_norm(c, acts, w->x, NULL, B, D, m->layers[0].attn_norm, m->eps, NULL, &w->aA, nd, err);
+    else
+        st = dcu_launch_norm(c, acts, w->x, NULL, B, D, m->onorm, m->eps, w->hid, NULL, 0, err);
     if (st) return st;
     float scale = 1.0f / sqrtf((float)m->hd);
     for (int l = 0; l < m->n_layers; l++) {
@@ -871,25 +879,179 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
             st = dcu_launch_norm(c, acts, w->x, w->y, B, D, m->onorm, m->eps, w->hid, NULL, 0, err);
         if (st) return st;
     }
+    if (n_logit_rows > 0 &&
+        ((st = dcu_launch_prep(c, acts, w->hid, D, w->lidx, n_logit_rows, D, &w->aL, nd, err)) ||
+         (st = mm(m, &m->out, &w->aL, n_logit_rows, w->logits, m->n_vocab, err))))
+        return st;
+    return DRIFT_OK;
+}
+
+/* ---- CUDA graphs: a dense model's pass with gemm=kernel is the same
+ * sequence of launches for the same (B, logit rows, attention split) and
+ * workspace, so it is captured once and replayed: small-batch decode is
+ * bound by launch overhead otherwise. Rows and logit indices are uploaded
+ * before the replay (the kernels read them from device memory). Any
+ * capture failure turns graphs off for the model and runs the pass
+ * eagerly. DRIFT_CUDA_GRAPHS=0 in the environment turns them off. */
+
+static void graphs_clear(dcu_model *m) {
+    for (dcu_graph &g : m->graphs)
+        if (g.exec) cudaGraphExecDestroy(g.exec);
+    m->graphs.clear();
+}
+
+static bool graphs_usable(const dcu_model *m) {
+    return m->graphs_on && m->n_exp == 0 && m->p.gemm == DRIFT_GEMM_KERNEL;
+}
+
+/* enqueues the pass through a cached or new graph; *done = 0 when the
+ * caller must run it eagerly */
+static drift_status fwd_graph(dcu_model *m, int B, int chunk, int max_npos, int n_logit_rows, int *done,
+                              drift_error *err) {
+    *done = 0;
+    dcu_ctx *c = &m->ctx;
+    int splits = (max_npos + chunk - 1) / chunk;
+    for (dcu_graph &g : m->graphs)
+        if (g.gen == m->ws_gen && g.B == B && g.n_logit == n_logit_rows && g.chunk == chunk && g.splits == splits) {
+            DCU_TRY(cudaGraphLaunch(g.exec, c->st), "launching a CUDA graph");
+            g.last_use = ++m->graph_clock;
+            *done = 1;
+            return DRIFT_OK;
+        }
+    /* capture on a shape's second pass only: a one-off shape (a prefill of
+     * some length) runs eagerly and evicts nothing */
+    bool seen = false;
+    for (const dcu_graph &k : m->seen)
+        if (k.gen == m->ws_gen && k.B == B && k.n_logit == n_logit_rows && k.chunk == chunk && k.splits == splits)
+            seen = true;
+    if (!seen) {
+        dcu_graph k = {};
+        k.gen = m->ws_gen;
+        k.B = B;
+        k.n_logit = n_logit_rows;
+        k.chunk = chunk;
+        k.splits = splits;
+        if (m->seen.size() < DCU_MAX_GRAPHS) {
+            try {
+                m->seen.push_back(k);
+            } catch (...) {
+                return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            }
+        } else {
+            m->seen[m->seen_next] = k;
+        }
+        m->seen_next = (m->seen_next + 1) % DCU_MAX_GRAPHS;
+        return DRIFT_OK;
+    }
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    if (cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        m->graphs_on = 0;
+        return DRIFT_OK;
+    }
+    drift_error e2;
+    drift_status st = fwd_enqueue(m, B, chunk, max_npos, n_logit_rows, &e2);
+    cudaError_t ce = cudaStreamEndCapture(c->st, &graph);
+    if (!st && ce == cudaSuccess && graph) ce = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (st || ce != cudaSuccess || !exec) {
+        /* not capturable here: off for this model, run eagerly */
+        cudaGetLastError();
+        if (exec) cudaGraphExecDestroy(exec);
+        m->graphs_on = 0;
+        graphs_clear(m);
+        return DRIFT_OK;
+    }
+    dcu_graph g = {};
+    g.exec = exec;
+    g.gen = m->ws_gen;
+    g.B = B;
+    g.n_logit = n_logit_rows;
+    g.chunk = chunk;
+    g.splits = splits;
+    g.last_use = ++m->graph_clock;
+    try {
+        if (m->graphs.size() >= DCU_MAX_GRAPHS) { /* evict the least recently used */
+            size_t old = 0;
+            for (size_t i = 1; i < m->graphs.size(); i++)
+                if (m->graphs[i].last_use < m->graphs[old].last_use) old = i;
+            cudaGraphExecDestroy(m->graphs[old].exec);
+            m->graphs[old] = g;
+        } else {
+            m->graphs.push_back(g);
+        }
+    } catch (...) {
+        cudaGraphExecDestroy(exec);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    DCU_TRY(cudaGraphLaunch(exec, c->st), "launching a CUDA graph");
+    *done = 1;
+    return DRIFT_OK;
+}
+
+extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *pos, const int32_t *tok, int B,
+                                    float *hidden, float *logits, const int *logit_rows, int n_logit_rows,
+                                    drift_error *err) {
+    if (B <= 0) return DRIFT_OK;
+    const drift_numeric_profile *p = &m->p;
+    dcu_ctx *c = &m->ctx;
+    dcu_ws *w = &m->ws;
+    int D = m->dim;
+    if (!logits) n_logit_rows = 0;
+    drift_status st;
+    DCU_TRY(cudaSetDevice(0), "selecting device 0");
+    for (int i = 0; i < n_logit_rows; i++)
+        if (logit_rows[i] < 0 || logit_rows[i] >= B)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: logit row %d outside the batch of %d", logit_rows[i],
+                                   B);
+    int max_npos = 1;
+    for (int b = 0; b < B; b++) {
+        if (!kv[b] || kv[b]->owner != m)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: row %d's KV cache belongs to another model", b);
+        if (pos[b] < 0 || pos[b] >= kv[b]->n_ctx)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: position %d outside the cache of %d", pos[b],
+                                   kv[b]->n_ctx);
+        int start = m->window > 0 && pos[b] + 1 > m->window ? pos[b] + 1 - m->window : 0;
+        if (pos[b] - start + 1 > max_npos) max_npos = pos[b] - start + 1;
+    }
+    int chunk = attn_chunk(p, B, m->n_heads, max_npos, c->sm_count);
+    size_t part = dcu_attn_part_floats(B, m->n_heads, m->hd, chunk, max_npos);
+    size_t part_row = dcu_attn_part_floats(1, m->n_heads, m->hd, chunk, max_npos);
+    int cap0 = w->cap, lcap0 = w->lcap;
+    size_t pf0 = w->part_floats;
+    if ((st = ws_rows(m, B, err)) || (n_logit_rows > 0 && (st = ws_logits(m, n_logit_rows, err))) ||
+        (part && (st = ws_part(m, part, part_row, err))))
+        return st;
+    if (w->cap != cap0 || w->lcap != lcap0 || w->part_floats != pf0) { /* buffers moved: graphs are stale */
+        m->ws_gen++;
+        graphs_clear(m);
+    }
+    for (int b = 0; b < B; b++) {
+        drow *r = &w->h_rows[b];
+        r->kc = kv[b]->kc;
+        r->vc = kv[b]->vc;
+        r->pos = pos[b];
+        r->tok = tok[b];
+        r->n_ctx = kv[b]->n_ctx;
+        r->pad = 0;
+    }
+    for (int i = 0; i < n_logit_rows; i++) w->h_lidx[i] = logit_rows[i];
+    DCU_TRY(cudaMemcpyAsync(w->rows, w->h_rows, (size_t)B * sizeof(drow), cudaMemcpyHostToDevice, c->st),
+            "uploading the rows");
+    if (n_logit_rows > 0)
+        DCU_TRY(cudaMemcpyAsync(w->lidx, w->h_lidx, (size_t)n_logit_rows * sizeof(int), cudaMemcpyHostToDevice, c->st),
+                "uploading logit rows");
+    int done = 0;
+    if (graphs_usable(m) && (st = fwd_graph(m, B, chunk, max_npos, n_logit_rows, &done, err))) return st;
+    if (!done && (st = fwd_enqueue(m, B, chunk, max_npos, n_logit_rows, err))) return st;
     if (hidden)
         DCU_TRY(cudaMemcpyAsync(hidden, w->hid, (size_t)B * D * sizeof(float), cudaMemcpyDeviceToHost, c->st),
                 "copying hidden states");
-    if (n_logit_rows > 0) {
-        for (int i = 0; i < n_logit_rows; i++) {
-            if (logit_rows[i] < 0 || logit_rows[i] >= B)
-                return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: logit row %d outside the batch of %d",
-                                       logit_rows[i], B);
-            w->h_lidx[i] = logit_rows[i];
-        }
-        DCU_TRY(cudaMemcpyAsync(w->lidx, w->h_lidx, (size_t)n_logit_rows * sizeof(int), cudaMemcpyHostToDevice, c->st),
-                "uploading logit rows");
-        if ((st = dcu_launch_prep(c, acts, w->hid, D, w->lidx, n_logit_rows, D, &w->aL, nd, err)) ||
-            (st = mm(m, &m->out, &w->aL, n_logit_rows, w->logits, m->n_vocab, err)))
-            return st;
+    if (n_logit_rows > 0)
         DCU_TRY(cudaMemcpyAsync(logits, w->logits, (size_t)n_logit_rows * m->n_vocab * sizeof(float),
                                 cudaMemcpyDeviceToHost, c->st),
                 "copying logits");
-    }
     DCU_TRY(cudaStreamSynchronize(c->st), "running the forward pass");
     return DRIFT_OK;
 }
