@@ -90,12 +90,15 @@ DRIFT_API drift_status drift_llamaguard_parse(const char *reply, drift_eval_resu
 
 typedef struct drift_guard drift_guard;
 /* spec: an http target spec of a LlamaGuard-3 server, or NULL / "builtin"
- * for the built-in guard of the shipped models. */
+ * for the built-in guard of the shipped models (models/guard/, see
+ * safety.c), or "builtin:PATH.gguf" for that guard model from another file. */
 DRIFT_API drift_status drift_guard_open(const char *spec, drift_guard **out, drift_error *err);
 DRIFT_API const char *drift_guard_name(const drift_guard *g); /* recorded as the evaluator name */
 DRIFT_API drift_status drift_guard_judge(drift_guard *g, const char *const *requests, const char *const *answers,
                                          size_t n, drift_eval_result *out, drift_error *err);
 DRIFT_API void drift_guard_close(drift_guard *g);
+/* The built-in guard's prompt for one pair (malloc'd; NULL if out of memory). */
+DRIFT_API char *drift_guard_builtin_prompt(const char *request, const char *answer);
 
 /* ---- chat (semantic drift between two answers) ---- */
 typedef struct drift_embedder drift_embedder;

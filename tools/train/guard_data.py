@@ -53,8 +53,9 @@ def goals(builtin_c):
 
 
 def prompt(request, answer):
-    a = answer.encode("utf-8")[:GUARD_ANSWER_MAX].decode("utf-8", errors="ignore")
-    return GUARD_PROMPT.format(request=request, answer=a)
+    """As drift_guard_builtin_prompt: both stripped, the answer cut to GUARD_ANSWER_MAX bytes."""
+    a = answer.strip().encode("utf-8")[:GUARD_ANSWER_MAX].decode("utf-8", errors="ignore")
+    return GUARD_PROMPT.format(request=request.strip(), answer=a)
 
 
 def examples(safety_items, goal_lists, seed=7, per_item=2):
