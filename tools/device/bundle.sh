@@ -18,14 +18,14 @@ cd "$(dirname "$0")/../.."
 B=${1:-build-dev}
 grep -qx '/.devbundle/' .git/info/exclude 2>/dev/null || echo '/.devbundle/' >>.git/info/exclude
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DDRIFT_CUDA=ON \
-      -DCMAKE_CUDA_COMPILER="${CUDACXX:-/usr/local/cuda/bin/nvcc}" >/dev/null
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="${CUDACXX:-/usr/local/cuda/bin/nvcc}" >/dev/null
 grep -q 'DRIFT_HAVE_CUDA' "$B/CMakeCache.txt" "$B"/CMakeFiles/driftbench.dir/flags.make 2>/dev/null ||
     { echo "bundle.sh: $B was configured without the CUDA backend (nvcc not found?)" >&2; exit 1; }
 cmake --build "$B" -j"$(nproc)"
 rm -rf .devbundle/bin .devbundle/lib .devbundle/bundle.tar.xz
 mkdir -p .devbundle/bin .devbundle/lib
 bins=(driftbench)
-for t in test_cuda_ops test_cuda_model test_models bench_cuda bench_engine; do
+for t in test_cuda_ops test_cuda_model test_models bench_cuda; do
     [ -x "$B/$t" ] && bins+=("$t")
 done
 for b in "${bins[@]}"; do cp "$B/$b" .devbundle/bin/; strip --strip-debug .devbundle/bin/"$b"; done
