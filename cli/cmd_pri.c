@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -35,8 +36,11 @@ static void usage(FILE *f) {
             "  --descriptors      add descriptor features (format bits, hw generation, model size, MoE)\n"
             "  --no-interactions  one-hot features only (the paper's 20)\n"
             "  --no-tune          fixed hyper-parameters (depth 4, eta 0.1, 200 trees) instead of inner CV\n"
+            "                     (tuned: depth 3 or 5, eta 0.3, trees by early stopping on 3 inner folds)\n"
             "  --grouped-cv       (eval) tune held-out-level models with folds that hold out whole levels\n"
-            "  --folds K          inner CV folds (3)   --seed N (42)   --threads N (1)\n"
+            "  --folds K          inner CV folds (3)   --seed N (42)\n"
+            "  --threads N        evaluations run side by side, one thread each (default: the cores);\n"
+            "                     the results do not depend on it\n"
             "Risk: low < 1%%, medium 1-5%%, high >= 5%% predicted flip rate. Advice: a change of hardware\n"
             "and/or precision only is systematic (predict, then confirm on ~100 prompts); a change of\n"
             "framework or model, alone (idiosyncratic) or with others (combined), must be measured.\n"
@@ -58,6 +62,8 @@ static const char *const bflags[5] = {"--baseline-model", "--baseline-hardware",
 static int parse(int argc, char **argv, popts *p) {
     memset(p, 0, sizeof *p);
     drift_pri_options_init(&p->o);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    p->o.nthread = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1;
     p->format = "text";
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];

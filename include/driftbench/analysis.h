@@ -146,7 +146,8 @@ DRIFT_API void drift_bh_adjust(const double *p, size_t n, double *out);
 typedef struct drift_pri drift_pri;   /* a fitted PRI model (opaque) */
 
 typedef struct drift_pri_options {
-    int nthread;          /* xgboost threads; 0 = 1 */
+    int nthread;          /* evaluations (fit: folds) run side by side, each booster on
+                           * one thread; 0 = 1; results do not depend on it */
     unsigned seed;        /* 42 */
     int cv_folds;         /* inner folds for hyper-parameter choice; 3 */
     int descriptors;      /* add descriptor features (format bits, hw generation, model size, MoE) */

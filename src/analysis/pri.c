@@ -7,9 +7,9 @@
  *   optional descriptors: format bits, hardware generation, AMD or not,
  *   model size (B parameters), MoE or not (NaN = missing when a level's
  *   name says nothing).
- * Every model is tuned by k-fold CV inside its own training rows: a small
- * grid over max_depth x eta x min_child_weight, and the number of trees read
- * off the same fits by predicting with the first 50/100/200 trees.
+ * Every model is tuned by k-fold CV inside its own training rows: max_depth
+ * 3 or 5 at eta 0.3, the number of trees by early stopping on the inner
+ * folds (see the grid below).
  *
  *   drift_pri_evaluate: random 80/20 split, 5-fold CV, held-out level of
  *     every dimension (the paper's four marked), ablations, gain importance.
@@ -21,8 +21,13 @@
  *     base64-encoded inside, the levels, features, residual quantiles and
  *     the baseline configuration.
  *
+ * Speed: the evaluations (and fit's folds) are independent jobs run side by
+ * side with OpenMP (o->nthread at a time), every booster and matrix on one
+ * thread; on a few hundred rows xgboost's cost is its per-node overhead
+ * (OpenMP regions, allocations), so the tuning keeps the tree count small.
  * Every xgboost call is checked; its message (XGBGetLastError) becomes a
- * DRIFT_ERR_XGBOOST. Determinism: tree_method=exact, seed and nthread set. */
+ * DRIFT_ERR_XGBOOST. Determinism: tree_method=hist, seed set, one thread per
+ * booster: the results do not depend on o->nthread. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -257,12 +262,8 @@ typedef struct hparams {
     int rounds;
 } hparams;
 
+/* --no-tune: fixed (the values python3-xgboost is checked against) */
 static const hparams default_hp = {4, 0.1, 1, 200};
-static const int grid_depth[] = {2, 3, 5};
-static const double grid_eta[] = {0.1, 0.3};
-static const double grid_mcw[] = {1, 3};
-static const int grid_rounds[] = {50, 100, 200};
-#define N_ROUNDS (int)(sizeof grid_rounds / sizeof grid_rounds[0])
 
 static drift_status xgb_fail(drift_error *err, const char *what) {
     const char *m = XGBGetLastError();
@@ -278,22 +279,23 @@ static drift_status xgb_dmatrix(const float *X, const float *y, size_t n, size_t
                                 drift_error *err) {
     drift_status st = DRIFT_OK;
     *out = NULL;
-    XGB(XGDMatrixCreateFromMat(X, (bst_ulong)n, (bst_ulong)p, NAN, out), "XGDMatrixCreateFromMat");
+    /* one thread: the default (all cores) wakes an OpenMP team for a few hundred rows */
+    XGB(XGDMatrixCreateFromMat_omp(X, (bst_ulong)n, (bst_ulong)p, NAN, out, 1), "XGDMatrixCreateFromMat_omp");
     if (y) XGB(XGDMatrixSetFloatInfo(*out, "label", y, (bst_ulong)n), "XGDMatrixSetFloatInfo");
 done:
     if (st && *out) { XGDMatrixFree(*out); *out = NULL; }
     return st;
 }
 
-static drift_status xgb_train(const float *X, const float *y, size_t n, size_t p, const hparams *hp,
-                              const drift_pri_options *o, BoosterHandle *out, drift_error *err) {
-    drift_status st;
-    DMatrixHandle dm = NULL;
+/* A booster with the parameters set, no tree yet; cache: the matrices it
+ * will train on and predict again (xgboost then predicts new trees only). */
+static drift_status xgb_booster(DMatrixHandle *cache, int ncache, const hparams *hp, unsigned seed, int nthread,
+                                BoosterHandle *out, drift_error *err) {
+    drift_status st = DRIFT_OK;
     BoosterHandle b = NULL;
-    *out = NULL;
-    if ((st = xgb_dmatrix(X, y, n, p, &dm, err))) return st;
     char buf[64];
-    XGB(XGBoosterCreate(&dm, 1, &b), "XGBoosterCreate");
+    *out = NULL;
+    XGB(XGBoosterCreate(cache, (bst_ulong)ncache, &b), "XGBoosterCreate");
     XGB(XGBoosterSetParam(b, "verbosity", "0"), "XGBoosterSetParam");
     XGB(XGBoosterSetParam(b, "objective", "reg:squarederror"), "XGBoosterSetParam");
     XGB(XGBoosterSetParam(b, "tree_method", "hist"), "XGBoosterSetParam");
@@ -303,10 +305,25 @@ static drift_status xgb_train(const float *X, const float *y, size_t n, size_t p
     XGB(XGBoosterSetParam(b, "eta", buf), "XGBoosterSetParam");
     snprintf(buf, sizeof buf, "%.17g", hp->mcw);
     XGB(XGBoosterSetParam(b, "min_child_weight", buf), "XGBoosterSetParam");
-    snprintf(buf, sizeof buf, "%u", o->seed);
+    snprintf(buf, sizeof buf, "%u", seed);
     XGB(XGBoosterSetParam(b, "seed", buf), "XGBoosterSetParam");
-    snprintf(buf, sizeof buf, "%d", o->nthread > 0 ? o->nthread : 1);
+    snprintf(buf, sizeof buf, "%d", nthread > 0 ? nthread : 1);
     XGB(XGBoosterSetParam(b, "nthread", buf), "XGBoosterSetParam");
+    *out = b;
+    b = NULL;
+done:
+    if (b) XGBoosterFree(b);
+    return st;
+}
+
+static drift_status xgb_train(const float *X, const float *y, size_t n, size_t p, const hparams *hp,
+                              unsigned seed, int nthread, BoosterHandle *out, drift_error *err) {
+    drift_status st;
+    DMatrixHandle dm = NULL;
+    BoosterHandle b = NULL;
+    *out = NULL;
+    if ((st = xgb_dmatrix(X, y, n, p, &dm, err))) return st;
+    if ((st = xgb_booster(&dm, 1, hp, seed, nthread, &b, err))) goto done;
     for (int it = 0; it < hp->rounds; it++) XGB(XGBoosterUpdateOneIter(b, it, dm), "XGBoosterUpdateOneIter");
     *out = b;
     b = NULL;
@@ -316,12 +333,10 @@ done:
     return st;
 }
 
-/* pred (n) from the first `rounds` trees (0 = all) */
-static drift_status xgb_predict(BoosterHandle b, const float *X, size_t n, size_t p, int rounds, double *pred,
-                                drift_error *err) {
-    drift_status st;
-    DMatrixHandle dm = NULL;
-    if ((st = xgb_dmatrix(X, NULL, n, p, &dm, err))) return st;
+/* pred (n) of matrix dm from the first `rounds` trees (0 = all) */
+static drift_status xgb_predict_dm(BoosterHandle b, DMatrixHandle dm, size_t n, int rounds, double *pred,
+                                   drift_error *err) {
+    drift_status st = DRIFT_OK;
     char cfg[160];
     snprintf(cfg, sizeof cfg,
              "{\"type\":0,\"training\":false,\"iteration_begin\":0,\"iteration_end\":%d,\"strict_shape\":false}",
@@ -335,7 +350,16 @@ static drift_status xgb_predict(BoosterHandle b, const float *X, size_t n, size_
     if (total != n) { st = drift_error_set(err, DRIFT_ERR_XGBOOST, "xgboost returned %lu predictions for %zu rows", (unsigned long)total, n); goto done; }
     for (size_t i = 0; i < n; i++) pred[i] = res[i];
 done:
-    XGDMatrixFree(dm);
+    return st;
+}
+
+/* pred (n) from the first `rounds` trees (0 = all) */
+static drift_status xgb_predict(BoosterHandle b, const float *X, size_t n, size_t p, int rounds, double *pred,
+                                drift_error *err) {
+    DMatrixHandle dm = NULL;
+    drift_status st = xgb_dmatrix(X, NULL, n, p, &dm, err);
+    if (!st) st = xgb_predict_dm(b, dm, n, rounds, pred, err);
+    if (dm) XGDMatrixFree(dm);
     return st;
 }
 
@@ -393,11 +417,69 @@ static drift_status fit_predict(const dset *ds, const size_t *tr, size_t ntr, co
     BoosterHandle b = NULL;
     drift_status st = gather(ds, tr, ntr, &Xtr, &ytr, err);
     if (!st) st = gather(ds, te, nte, &Xte, &yte, err);
-    if (!st) st = xgb_train(Xtr, ytr, ntr, ds->p, hp, o, &b, err);
+    if (!st) st = xgb_train(Xtr, ytr, ntr, ds->p, hp, o->seed, 1, &b, err);
     if (!st && nte) st = xgb_predict(b, Xte, nte, ds->p, hp->rounds, pred_te, err);
     if (!st && pred_tr) st = xgb_predict(b, Xtr, ntr, ds->p, hp->rounds, pred_tr, err);
     if (b) XGBoosterFree(b);
     free(Xtr); free(ytr); free(Xte); free(yte);
+    return st;
+}
+
+/* The tuning grid: a shallow and a deep tree at xgboost's default learning
+ * rate. The number of trees is not on it: each configuration is grown on
+ * the k inner folds side by side, one tree at a time, and the validation
+ * error summed over the folds after every tree picks the count (early
+ * stopping: stop once PATIENCE trees in a row have not lowered it by
+ * MIN_GAIN of its value; at most MAX_ROUNDS). Two configurations x ~60
+ * trees x 3 folds keep the 29 tuned fits of `pri eval` on the paper's 420
+ * rows near 1.5 s of CPU: xgboost's cost is per tree node, not per row. */
+static const hparams grid[] = {{3, 0.3, 1, 0}, {5, 0.3, 1, 0}};
+#define N_GRID (sizeof grid / sizeof grid[0])
+#define MAX_ROUNDS 300
+#define PATIENCE 10
+#define MIN_GAIN 0.003
+#define MAX_FOLDS 20
+
+/* one inner fold: its matrices, built once and shared by the whole grid */
+typedef struct ifold {
+    DMatrixHandle dtr, dva;
+    float *yva;    /* (nva,) validation labels */
+    size_t nva;
+} ifold;
+
+/* Grows hp (its rounds ignored) on the k folds in lockstep; *best_sse: the
+ * validation SSE summed over the folds at the best tree count *best_rounds.
+ * pred: scratch of the largest nva. */
+static drift_status cv_curve(const ifold *fo, int k, const hparams *hp, unsigned seed, double *pred,
+                             double *best_sse, int *best_rounds, drift_error *err) {
+    drift_status st = DRIFT_OK;
+    BoosterHandle b[MAX_FOLDS] = {0};
+    double best = INFINITY;
+    int br = 0, last_gain = 0;
+    for (int f = 0; f < k && !st; f++) {
+        DMatrixHandle cache[2] = {fo[f].dtr, fo[f].dva};
+        st = xgb_booster(cache, 2, hp, seed, 1, &b[f], err);
+    }
+    for (int r = 0; r < MAX_ROUNDS && !st; r++) {
+        double s = 0;
+        for (int f = 0; f < k; f++) {
+            XGB(XGBoosterUpdateOneIter(b[f], r, fo[f].dtr), "XGBoosterUpdateOneIter");
+            /* all trees: xgboost adds the newest to its cached predictions */
+            if ((st = xgb_predict_dm(b[f], fo[f].dva, fo[f].nva, 0, pred, err))) goto done;
+            for (size_t i = 0; i < fo[f].nva; i++) s += (pred[i] - fo[f].yva[i]) * (pred[i] - fo[f].yva[i]);
+        }
+        if (s < best) {
+            if (s < best * (1 - MIN_GAIN)) last_gain = r + 1;
+            best = s;
+            br = r + 1;
+        }
+        if (r + 1 - last_gain >= PATIENCE) break;
+    }
+done:
+    for (int f = 0; f < k; f++)
+        if (b[f]) XGBoosterFree(b[f]);
+    *best_sse = best;
+    *best_rounds = br;
     return st;
 }
 
@@ -410,22 +492,19 @@ static drift_status fit_predict(const dset *ds, const size_t *tr, size_t ntr, co
 static drift_status tune_grouped(const dset *ds, const size_t *tr, size_t ntr, const int *group,
                                  const drift_pri_options *o, hparams *best, drift_error *err) {
     *best = default_hp;
-    int k = o->cv_folds < 2 ? 2 : o->cv_folds;
+    int k = o->cv_folds < 2 ? 2 : o->cv_folds > MAX_FOLDS ? MAX_FOLDS : o->cv_folds;
     if (!o->tune || ntr < (size_t)(5 * k)) return DRIFT_OK;
-    const size_t nd = sizeof grid_depth / sizeof grid_depth[0], ne = sizeof grid_eta / sizeof grid_eta[0],
-                 nm = sizeof grid_mcw / sizeof grid_mcw[0];
-    size_t ncfg = nd * ne * nm;
-    double *sse = calloc(ncfg * N_ROUNDS, sizeof *sse);
+    ifold fo[MAX_FOLDS];
+    memset(fo, 0, sizeof fo);
+    int nfo = 0;
     size_t *perm = malloc(ntr * sizeof *perm), *itr = malloc(ntr * sizeof *itr), *iva = malloc(ntr * sizeof *iva);
-    int *fold = NULL;
-    float *Xtr = NULL, *ytr = NULL, *Xva = NULL, *yva = NULL;
+    int *fold = malloc(ntr * sizeof *fold);
+    float *Xtr = NULL, *ytr = NULL, *Xva = NULL;
     double *pred = malloc((ntr + 1) * sizeof *pred);
     drift_status st = DRIFT_OK;
-    if (!sse || !perm || !itr || !iva || !pred) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto out; }
+    if (!perm || !itr || !iva || !fold || !pred) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
     memcpy(perm, tr, ntr * sizeof *perm);
     shuffle(perm, ntr, o->seed + 7919u);
-    fold = malloc(ntr * sizeof *fold);
-    if (!fold) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto out; }
     for (size_t i = 0; i < ntr; i++) fold[i] = (int)(i % (size_t)k);
     if (group) {
         /* distinct group ids in order of first appearance after the shuffle */
@@ -450,64 +529,38 @@ static drift_status tune_grouped(const dset *ds, const size_t *tr, size_t ntr, c
             else itr[a++] = perm[i];
         }
         if (a < 2 || v < 1) continue;
-        free(Xtr); free(ytr); free(Xva); free(yva);
-        Xtr = ytr = Xva = yva = NULL;
-        if ((st = gather(ds, itr, a, &Xtr, &ytr, err))) goto out;
-        if ((st = gather(ds, iva, v, &Xva, &yva, err))) goto out;
-        /* the grid's configurations are independent: with nthread > 1 they
-         * run side by side, each booster on one thread (same results) */
-        int nt = o->nthread > 1 ? o->nthread : 1;
-        drift_pri_options one = *o;
-        one.nthread = 1;
-        drift_status cst = DRIFT_OK;
-        drift_error cerr = {0};
-#pragma omp parallel for num_threads(nt) schedule(dynamic)
-        for (size_t c = 0; c < ncfg; c++) {
-            drift_status s1;
-            drift_error e1 = {0};
-            hparams hp = {grid_depth[c / (ne * nm)], grid_eta[(c / nm) % ne], grid_mcw[c % nm],
-                          grid_rounds[N_ROUNDS - 1]};
-            BoosterHandle b = NULL;
-            double *pr = malloc((v + 1) * sizeof *pr);
-            s1 = pr ? xgb_train(Xtr, ytr, a, ds->p, &hp, nt > 1 ? &one : o, &b, &e1)
-                    : drift_error_set(&e1, DRIFT_ERR_NOMEM, "out of memory");
-            for (int r = 0; r < N_ROUNDS && !s1; r++) {
-                s1 = xgb_predict(b, Xva, v, ds->p, grid_rounds[r], pr, &e1);
-                for (size_t q = 0; q < v && !s1; q++)
-                    sse[c * N_ROUNDS + (size_t)r] += (pr[q] - yva[q]) * (pr[q] - yva[q]);
-            }
-            if (b) XGBoosterFree(b);
-            free(pr);
-            if (s1) {
-#pragma omp critical(drift_pri_tune)
-                if (!cst) { cst = s1; cerr = e1; }
-            }
-        }
-        if (cst) {
-            st = cst;
-            if (err) *err = cerr;
-            goto out;
+        ifold *F = &fo[nfo];
+        if ((st = gather(ds, itr, a, &Xtr, &ytr, err))) goto done;
+        if ((st = gather(ds, iva, v, &Xva, &F->yva, err))) goto done;
+        F->nva = v;
+        nfo++;
+        if ((st = xgb_dmatrix(Xtr, ytr, a, ds->p, &F->dtr, err))) goto done;
+        if ((st = xgb_dmatrix(Xva, NULL, v, ds->p, &F->dva, err))) goto done;
+        free(Xtr); free(ytr); free(Xva);
+        Xtr = ytr = Xva = NULL;
+    }
+    if (nfo == 0) goto done;
+    double best_sse = INFINITY;
+    for (size_t c = 0; c < N_GRID; c++) {
+        hparams hp = grid[c];
+        double sse;
+        if ((st = cv_curve(fo, nfo, &hp, o->seed, pred, &sse, &hp.rounds, err))) goto done;
+        if (sse < best_sse && hp.rounds > 0) {
+            best_sse = sse;
+            *best = hp;
         }
     }
-    size_t bi = 0;
-    for (size_t q = 1; q < ncfg * N_ROUNDS; q++)
-        if (sse[q] < sse[bi]) bi = q;
-    size_t cfg = bi / N_ROUNDS;
-    best->depth = grid_depth[cfg / (ne * nm)];
-    best->eta = grid_eta[(cfg / nm) % ne];
-    best->mcw = grid_mcw[cfg % nm];
-    best->rounds = grid_rounds[bi % N_ROUNDS];
-out:
-    free(fold);
-    free(sse); free(perm); free(itr); free(iva); free(pred);
-    free(Xtr); free(ytr); free(Xva); free(yva);
+done:
+    for (int f = 0; f < nfo; f++) {
+        if (fo[f].dtr) XGDMatrixFree(fo[f].dtr);
+        if (fo[f].dva) XGDMatrixFree(fo[f].dva);
+        free(fo[f].yva);
+    }
+    free(perm); free(itr); free(iva); free(fold); free(pred);
+    free(Xtr); free(ytr); free(Xva);
     return st;
 }
 
-static drift_status tune(const dset *ds, const size_t *tr, size_t ntr, const drift_pri_options *o, hparams *best,
-                         drift_error *err) {
-    return tune_grouped(ds, tr, ntr, NULL, o, best, err);
-}
 
 /* Tuned fit on tr, evaluated on te; fills h (name set by caller). */
 static drift_status eval_split(const dset *ds, const size_t *tr, size_t ntr, const size_t *te, size_t nte,
@@ -541,6 +594,58 @@ out:
     return st;
 }
 
+/* One tuned fit: the evaluations of drift_pri_evaluate and the folds of
+ * drift_pri_fit are independent, so they run side by side (o->nthread of
+ * them at a time, every booster on one thread: the results do not depend on
+ * the thread count). */
+typedef struct job {
+    const dset *ds;
+    size_t *tr, *te;        /* (ntr,), (nte,) rows, owned */
+    size_t ntr, nte;
+    const int *group;       /* inner folds hold out whole groups, or NULL */
+    int tune_only;          /* only choose hp: no fit, no test rows */
+    hparams hp;             /* chosen */
+    drift_pri_holdout *h;   /* filled when !tune_only (name set by the caller) */
+    double *pred_te;        /* (nte,) test predictions, or NULL */
+    drift_status st;
+    drift_error err;
+} job;
+
+static drift_status job_alloc(job *j, const dset *ds, size_t N, drift_error *err) {
+    memset(j, 0, sizeof *j);
+    j->ds = ds;
+    j->tr = malloc((N + 1) * sizeof *j->tr);
+    j->te = malloc((N + 1) * sizeof *j->te);
+    if (!j->tr || !j->te) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    return DRIFT_OK;
+}
+
+static void jobs_free(job *jobs, size_t n) {
+    if (!jobs) return;
+    for (size_t i = 0; i < n; i++) {
+        free(jobs[i].tr);
+        free(jobs[i].te);
+    }
+    free(jobs);
+}
+
+/* Runs every job; returns the first failure in job order (deterministic). */
+static drift_status jobs_run(job *jobs, size_t n, const drift_pri_options *o, drift_error *err) {
+    int nt = o->nthread > 1 ? o->nthread : 1;
+    if ((size_t)nt > n) nt = n ? (int)n : 1;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (size_t i = 0; i < n; i++) {
+        job *j = &jobs[i];
+        if (j->tune_only) j->st = tune_grouped(j->ds, j->tr, j->ntr, j->group, o, &j->hp, &j->err);
+        else j->st = eval_split(j->ds, j->tr, j->ntr, j->te, j->nte, j->group, o, j->h, j->pred_te, &j->err);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (jobs[i].st) {
+            if (err) *err = jobs[i].err;
+            return jobs[i].st;
+        }
+    return DRIFT_OK;
+}
 /* OLS on the one-hot features of rows tr (pinv, intercept added), R^2 on te. */
 static drift_status linear_r2(const dset *ds, const fspec *f, const size_t *tr, size_t ntr, const size_t *te,
                               size_t nte, double *r2, drift_error *err) {
@@ -630,12 +735,15 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
     fspec f, fno, fhw;
     float *X = NULL, *y = NULL, *Xno = NULL, *yno = NULL, *Xhw = NULL, *yhw = NULL;
     size_t N = t->n_rows;
-    size_t *perm = malloc(N * sizeof *perm), *tr = malloc(N * sizeof *tr), *te = malloc(N * sizeof *te);
-    int *group = malloc(N * sizeof *group);
+    size_t *perm = malloc(N * sizeof *perm);
+    int *group = malloc((NDIM * N + 1) * sizeof *group);   /* (NDIM, N) level index of every row */
     char **names = NULL;
     drift_pri_eval *e = calloc(1, sizeof *e);
+    job *jobs = NULL;
+    size_t njobs = 0;
+    drift_pri_holdout tmp[3 + 5];
     drift_status st = fspec_from_table(t, opt, &f, err);
-    if (st) { free(perm); free(tr); free(te); free(e); free(group); return st; }
+    if (st) { free(perm); free(e); free(group); return st; }
     /* ablation feature sets: no interactions; hardware one-hot only */
     fno = f; fhw = f;
     fno.interactions = 0; fno.descriptors = 0;
@@ -644,89 +752,106 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
     fhw.interactions = 0; fhw.descriptors = 0;
     fspec_count(&fhw);
     BoosterHandle full = NULL;
-    if (!perm || !tr || !te || !e || !group) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
+    size_t nl = 0;
+    for (int d = 0; d < NDIM; d++) nl += f.nlev[d];
+    if (!perm || !e || !group) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
+    e->levels = calloc(nl ? nl : 1, sizeof *e->levels);
+    /* random split + 2 ablations, 5 folds, the levels, the full model */
+    jobs = calloc(3 + 5 + nl + 1, sizeof *jobs);
+    if (!e->levels || !jobs) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
     if ((st = build_dset(t, &f, &X, &y, err))) goto done;
     if ((st = build_dset(t, &fno, &Xno, &yno, err))) goto done;
     if ((st = build_dset(t, &fhw, &Xhw, &yhw, err))) goto done;
     dset ds = {X, y, f.p}, dsno = {Xno, yno, fno.p}, dshw = {Xhw, yhw, fhw.p};
     e->n_features = f.p;
+    for (int d = 0; d < NDIM; d++)
+        for (size_t i = 0; i < N; i++) group[(size_t)d * N + i] = level_index(&f, d, t->rows[i].dims[d]);
 
-    /* random 80/20 split */
+    /* random 80/20 split, and the two xgboost ablations on the same rows */
     for (size_t i = 0; i < N; i++) perm[i] = i;
     shuffle(perm, N, opt->seed);
     size_t nte = N / 5, ntr = N - nte;
-    memcpy(te, perm, nte * sizeof *te);
-    memcpy(tr, perm + nte, ntr * sizeof *tr);
+    const dset *abl[3] = {&ds, &dsno, &dshw};
+    for (int a = 0; a < 3; a++) {
+        job *j = &jobs[njobs++];
+        if ((st = job_alloc(j, abl[a], N, err))) goto done;
+        memcpy(j->te, perm, nte * sizeof *j->te);
+        memcpy(j->tr, perm + nte, ntr * sizeof *j->tr);
+        j->nte = nte;
+        j->ntr = ntr;
+        j->h = a == 0 ? &e->random_split : &tmp[a];
+    }
     snprintf(e->random_split.name, sizeof e->random_split.name, "random 80/20 (seed %u)", opt->seed);
     e->random_split.paper_r2 = 0.987;
-    if ((st = eval_split(&ds, tr, ntr, te, nte, NULL, opt, &e->random_split, NULL, err))) goto done;
-    /* ablations on the same split */
-    drift_pri_holdout tmp;
-    e->abl_full = e->random_split.test_r2;
-    if ((st = eval_split(&dsno, tr, ntr, te, nte, NULL, opt, &tmp, NULL, err))) goto done;
-    e->abl_no_interactions = tmp.test_r2;
-    if ((st = eval_split(&dshw, tr, ntr, te, nte, NULL, opt, &tmp, NULL, err))) goto done;
-    e->abl_hardware_only = tmp.test_r2;
-    if ((st = linear_r2(&ds, &f, tr, ntr, te, nte, &e->abl_linear, err))) goto done;
-
     /* 5-fold CV */
-    {
-        double s = 0, s2 = 0;
-        for (int k = 0; k < 5; k++) {
-            size_t a = 0, b = 0;
-            for (size_t i = 0; i < N; i++) {
-                if ((int)(i % 5) == k) te[b++] = perm[i];
-                else tr[a++] = perm[i];
-            }
-            if ((st = eval_split(&ds, tr, a, te, b, NULL, opt, &tmp, NULL, err))) goto done;
-            e->cv_fold_r2[k] = tmp.test_r2;
-            s += tmp.test_r2;
-            s2 += tmp.test_r2 * tmp.test_r2;
+    for (int k = 0; k < 5; k++) {
+        job *j = &jobs[njobs++];
+        if ((st = job_alloc(j, &ds, N, err))) goto done;
+        for (size_t i = 0; i < N; i++) {
+            if ((int)(i % 5) == k) j->te[j->nte++] = perm[i];
+            else j->tr[j->ntr++] = perm[i];
         }
-        e->cv_r2_mean = s / 5;
-        e->cv_r2_sd = sqrt(fmax(0, (s2 - s * s / 5) / 4));
+        j->h = &tmp[3 + k];
     }
-
     /* held-out level of every dimension */
-    size_t nl = 0;
-    for (int d = 0; d < NDIM; d++) nl += f.nlev[d];
-    e->levels = calloc(nl ? nl : 1, sizeof *e->levels);
-    if (!e->levels) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
     for (int d = 0; d < NDIM; d++)
         for (size_t l = 0; l < f.nlev[d]; l++) {
+            const int *g = group + (size_t)d * N;
             size_t a = 0, b = 0;
             for (size_t i = 0; i < N; i++) {
-                group[i] = level_index(&f, d, t->rows[i].dims[d]);
-                if (group[i] == (int)l) te[b++] = i;
-                else tr[a++] = i;
+                if (g[i] == (int)l) b++;
+                else a++;
             }
             if (a < 10 || b < 2) continue; /* nothing to learn from or to score */
-            drift_pri_holdout *h = &e->levels[e->n_levels];
+            job *j = &jobs[njobs++];
+            if ((st = job_alloc(j, &ds, N, err))) goto done;
+            for (size_t i = 0; i < N; i++) {
+                if (g[i] == (int)l) j->te[j->nte++] = i;
+                else j->tr[j->ntr++] = i;
+            }
+            j->group = opt->grouped_cv ? g : NULL;
+            drift_pri_holdout *h = j->h = &e->levels[e->n_levels++];
             snprintf(h->name, sizeof h->name, "%s=%s", dim_names[d], f.lev[d][l]);
             h->paper_r2 = NAN;
             for (int c = 0; c < 4; c++)
                 if (!strcmp(paper_cases[c].dim, dim_names[d]) && !strcmp(paper_cases[c].level, f.lev[d][l]))
                     h->paper_r2 = paper_cases[c].r2;
-            if ((st = eval_split(&ds, tr, a, te, b, opt->grouped_cv ? group : NULL, opt, h, NULL, err))) goto done;
-            if (!isnan(h->paper_r2) && e->n_paper < 4) e->paper[e->n_paper++] = *h;
-            e->n_levels++;
         }
+    /* the full model (for importance): hyper-parameters on all rows */
+    job *jf = &jobs[njobs++];
+    if ((st = job_alloc(jf, &ds, N, err))) goto done;
+    for (size_t i = 0; i < N; i++) jf->tr[i] = i;
+    jf->ntr = N;
+    jf->tune_only = 1;
 
-    /* importance: full model, tuned on all rows */
+    if ((st = jobs_run(jobs, njobs, opt, err))) goto done;
+
+    e->abl_full = e->random_split.test_r2;
+    e->abl_no_interactions = tmp[1].test_r2;
+    e->abl_hardware_only = tmp[2].test_r2;
+    if ((st = linear_r2(&ds, &f, jobs[0].tr, ntr, jobs[0].te, nte, &e->abl_linear, err))) goto done;
     {
-        hparams hp;
-        for (size_t i = 0; i < N; i++) tr[i] = i;
-        if ((st = tune(&ds, tr, N, opt, &hp, err))) goto done;
-        if ((st = xgb_train(X, y, N, f.p, &hp, opt, &full, err))) goto done;
-        if ((st = fspec_names(&f, &names, err))) goto done;
-        if ((st = importance(full, names, f.p, e, err))) goto done;
+        double s = 0, s2 = 0;
+        for (int k = 0; k < 5; k++) {
+            e->cv_fold_r2[k] = tmp[3 + k].test_r2;
+            s += tmp[3 + k].test_r2;
+            s2 += tmp[3 + k].test_r2 * tmp[3 + k].test_r2;
+        }
+        e->cv_r2_mean = s / 5;
+        e->cv_r2_sd = sqrt(fmax(0, (s2 - s * s / 5) / 4));
     }
+    for (size_t i = 0; i < e->n_levels; i++)
+        if (!isnan(e->levels[i].paper_r2) && e->n_paper < 4) e->paper[e->n_paper++] = e->levels[i];
+    if ((st = xgb_train(X, y, N, f.p, &jf->hp, opt->seed, 1, &full, err))) goto done;
+    if ((st = fspec_names(&f, &names, err))) goto done;
+    if ((st = importance(full, names, f.p, e, err))) goto done;
 done:
     if (full) XGBoosterFree(full);
+    jobs_free(jobs, njobs);
     drift_pri_names_free(names, f.p);
     fspec_free(&f);
     free(X); free(y); free(Xno); free(yno); free(Xhw); free(yhw);
-    free(perm); free(tr); free(te); free(group);
+    free(perm); free(group);
     if (st) drift_pri_eval_free(e);
     else *out = e;
     return st;
@@ -788,27 +913,35 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
     if (!p) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     size_t N = t->n_rows;
     float *X = NULL, *y = NULL;
-    size_t *perm = malloc(N * sizeof *perm), *tr = malloc(N * sizeof *tr), *te = malloc(N * sizeof *te);
-    double *res = malloc(N * sizeof *res), *pred = malloc(N * sizeof *pred), *tmp = malloc(N * sizeof *tmp);
+    size_t *perm = malloc(N * sizeof *perm);
+    double *res = malloc(N * sizeof *res), *pred = malloc(5 * (N / 5 + 1) * sizeof *pred), *tmp = malloc(N * sizeof *tmp);
+    job *jobs = NULL;
+    size_t njobs = 0;
+    drift_pri_holdout fold_h[5];
     drift_status st = fspec_from_table(t, opt, &p->f, err);
     if (st) goto done;
-    if (!perm || !tr || !te || !res || !pred || !tmp) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
+    if (!perm || !res || !pred || !tmp) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
     if ((st = build_dset(t, &p->f, &X, &y, err))) goto done;
     dset ds = {X, y, p->f.p};
-    /* out-of-fold residuals, each fold tuned inside its own training rows */
+    /* out-of-fold residuals, each fold tuned inside its own training rows;
+     * job 5 tunes the final model on all rows */
     for (size_t i = 0; i < N; i++) perm[i] = i;
     shuffle(perm, N, opt->seed + 1u);
-    for (int k = 0; k < 5; k++) {
-        size_t a = 0, b = 0;
+    if (!(jobs = calloc(6, sizeof *jobs))) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
+    for (int k = 0; k < 6; k++) {
+        job *j = &jobs[njobs++];
+        if ((st = job_alloc(j, &ds, N, err))) goto done;
         for (size_t i = 0; i < N; i++) {
-            if ((int)(i % 5) == k) te[b++] = perm[i];
-            else tr[a++] = perm[i];
+            if (k < 5 && (int)(i % 5) == k) j->te[j->nte++] = perm[i];
+            else j->tr[j->ntr++] = perm[i];
         }
-        hparams hp;
-        if ((st = tune(&ds, tr, a, opt, &hp, err))) goto done;
-        if ((st = fit_predict(&ds, tr, a, te, b, &hp, opt, pred, NULL, err))) goto done;
-        for (size_t i = 0; i < b; i++) res[te[i]] = y[te[i]] - pred[i];
+        j->tune_only = k == 5;
+        j->h = &fold_h[k < 5 ? k : 0];
+        j->pred_te = k < 5 ? pred + (size_t)k * (N / 5 + 1) : NULL;
     }
+    if ((st = jobs_run(jobs, njobs, opt, err))) goto done;
+    for (int k = 0; k < 5; k++)
+        for (size_t i = 0; i < jobs[k].nte; i++) res[jobs[k].te[i]] = y[jobs[k].te[i]] - jobs[k].pred_te[i];
     memcpy(tmp, res, N * sizeof *tmp);
     p->all = quantiles(tmp, N);
     p->by_wl = calloc(p->f.nlev[D_WL] ? p->f.nlev[D_WL] : 1, sizeof *p->by_wl);
@@ -820,9 +953,8 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
         if (n >= MIN_WL_RESIDUALS) p->by_wl[l] = quantiles(tmp, n);
     }
     /* final model on all rows */
-    for (size_t i = 0; i < N; i++) tr[i] = i;
-    if ((st = tune(&ds, tr, N, opt, &p->hp, err))) goto done;
-    if ((st = xgb_train(X, y, N, p->f.p, &p->hp, opt, &p->booster, err))) goto done;
+    p->hp = jobs[5].hp;
+    if ((st = xgb_train(X, y, N, p->f.p, &p->hp, opt->seed, 1, &p->booster, err))) goto done;
     /* baseline: given, else the paper's h100/fp16/vllm, else a reference-like level */
     static const char *const paper_base[NDIM] = {NULL, "h100", "fp16", "vllm", NULL};
     for (int d = D_HW; d <= D_FW; d++) {
@@ -856,7 +988,8 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
         if (!(p->baseline[d] = drift_strdup(b))) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
     }
 done:
-    free(X); free(y); free(perm); free(tr); free(te); free(res); free(pred); free(tmp);
+    jobs_free(jobs, njobs);
+    free(X); free(y); free(perm); free(res); free(pred); free(tmp);
     if (st) drift_pri_free(p);
     else *out = p;
     return st;

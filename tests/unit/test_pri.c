@@ -1,8 +1,9 @@
 /* test_pri.c - the Portability Risk Index on the paper's table: the 56
  * features, held-out accuracy in a sane band, save/load giving identical
  * predictions, intervals that come from residuals, advice classes, unknown
- * levels refused. Fixed hyper-parameters (tune = 0) keep it fast; tuning is
- * exercised on a small table. */
+ * levels refused. Fixed hyper-parameters (tune = 0) keep most of it fast;
+ * tuning is exercised on a small table, then once on the whole paper table
+ * (held-out R^2 beside the paper's) and for thread independence. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,7 +230,7 @@ static void test_interval_from_residuals(void **state) {
 /* Tuning runs inside the training rows and picks values from the grid. On
  * 11 rows only the final model is big enough to tune (the out-of-fold models
  * train on 8-9 rows and keep the defaults), which keeps the test quick; the
- * saved depth then comes from the grid {2,3,5}, never the default 4. */
+ * saved depth then comes from the grid {3,5}, never the default 4. */
 static void test_tuned_small(void **state) {
     (void)state;
     drift_table *t = paper_table();
@@ -265,9 +266,73 @@ static void test_tuned_small(void **state) {
     const char *d = strstr(buf, "\"max_depth\": ");
     assert_non_null(d);
     int depth = atoi(d + strlen("\"max_depth\": "));
-    assert_true(depth == 2 || depth == 3 || depth == 5);
+    assert_true(depth == 3 || depth == 5);
     drift_pri_free(m);
     drift_table_free(s);
+    drift_table_free(t);
+}
+
+/* The tuned evaluation (the CLI's default) on the paper's table: every
+ * model's depth from the grid and its tree count from early stopping (not
+ * the fixed 200), and held-out R^2 beside the paper's
+ * (generalization_results.csv). Ours measured 0.922 / 0.771 / 0.562 / 0.126
+ * against 0.909 / 0.763 / 0.479 / 0.118 with xgboost 1.7; the bound leaves
+ * 0.02 for another xgboost build, and a model that learnt nothing (or a
+ * tuner that looked at the test rows and then broke) lands far outside. */
+static void test_evaluate_tuned(void **state) {
+    (void)state;
+    drift_table *t = paper_table();
+    drift_pri_options o;
+    drift_pri_options_init(&o);
+    o.nthread = 2;
+    drift_pri_eval *e = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_pri_evaluate(t, &o, &e, &err), DRIFT_OK);
+    assert_int_equal(e->n_paper, 4);
+    int not_default = 0;
+    for (size_t i = 0; i < e->n_levels; i++) {
+        const drift_pri_holdout *h = &e->levels[i];
+        assert_true(h->depth == 3 || h->depth == 5);
+        assert_true(fabs(h->eta - 0.3) < 1e-12);
+        assert_true(h->rounds >= 1 && h->rounds <= 300);
+        not_default += h->rounds != 200;
+    }
+    assert_true(not_default > 10);
+    for (size_t i = 0; i < e->n_paper; i++) {
+        const drift_pri_holdout *h = &e->paper[i];
+        print_message("  %-18s ours %.4f  paper %.4f  (d=%d n=%d)\n", h->name, h->test_r2, h->paper_r2, h->depth,
+                      h->rounds);
+        assert_true(h->test_r2 > h->paper_r2 - 0.02);
+    }
+    assert_true(e->random_split.test_r2 > 0.8);
+    assert_true(e->cv_r2_mean > 0.7);
+    drift_pri_eval_free(e);
+    drift_table_free(t);
+}
+
+/* The folds of a tuned fit run side by side; one thread or three gives the
+ * same model (same hyper-parameters, same predictions, same interval). */
+static void test_fit_threads_identical(void **state) {
+    (void)state;
+    drift_table *t = paper_table();
+    drift_pri_options o;
+    drift_pri_options_init(&o);
+    drift_pri *a = NULL, *b = NULL;
+    drift_error err = {0};
+    o.nthread = 1;
+    assert_int_equal(drift_pri_fit(t, &o, &a, &err), DRIFT_OK);
+    o.nthread = 3;
+    assert_int_equal(drift_pri_fit(t, &o, &b, &err), DRIFT_OK);
+    for (size_t r = 0; r < t->n_rows; r += 7) {
+        char **d = t->rows[r].dims;
+        drift_pri_query q = {d[0], d[1], d[2], d[3], d[4]};
+        drift_pri_prediction pa, pb;
+        assert_int_equal(drift_pri_predict(a, &q, NULL, &pa, &err), DRIFT_OK);
+        assert_int_equal(drift_pri_predict(b, &q, NULL, &pb, &err), DRIFT_OK);
+        assert_true(pa.flip_rate == pb.flip_rate && pa.lo == pb.lo && pa.hi == pb.hi);
+    }
+    drift_pri_free(a);
+    drift_pri_free(b);
     drift_table_free(t);
 }
 
@@ -295,7 +360,8 @@ int main(void) {
         cmocka_unit_test(test_features),        cmocka_unit_test(test_r2),
         cmocka_unit_test(test_evaluate),        cmocka_unit_test(test_fit_save_load_predict),
         cmocka_unit_test(test_interval_from_residuals), cmocka_unit_test(test_tuned_small),
-        cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_load_errors),     cmocka_unit_test(test_evaluate_tuned),
+        cmocka_unit_test(test_fit_threads_identical),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
