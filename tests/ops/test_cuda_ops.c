@@ -296,7 +296,7 @@ static const char *path_name(tpath t) {
 /* error of each output relative to sum_k |x_k w_k| */
 static double tol_of(tpath t, drift_accum a) {
     switch (t) {
-    case TP_SIMT: return a == DRIFT_ACCUM_F64 ? 1e-7 : 1e-5;
+    case TP_SIMT: return a == DRIFT_ACCUM_F64 ? 2.5e-7 : 1e-5; /* f64: the final rounding to float */
     case TP_SGEMM: return 1e-5;
     case TP_TC: return 1e-4;
     default: return 2e-3; /* fp8 tensor cores accumulate with fewer bits */
@@ -527,7 +527,7 @@ static void test_attention(void **state) {
                     assert_int_equal(dcu_op_attention(&p, a, q, kc, vc, stride, NP[ni], D, 0.125f, &err), DRIFT_OK);
                     num_ref_attention(&r, b, q, kc, vc, stride, NP[ni], D, 0.125f, scratch);
                     snprintf(what, sizeof what, "D=%d %s n_pos=%d", D, spec, NP[ni]);
-                    check_nmse("attention", what, a, b, D, p.exp == DRIFT_EXP_FAST ? 1e-9 : 1e-11);
+                    check_nmse("attention", what, a, b, D, p.exp == DRIFT_EXP_FAST ? 1e-9 : 1e-10);
                 }
         }
         /* one position: exactly that position's V */

@@ -77,7 +77,7 @@ enum dcu_path { DCU_PATH_SIMT, DCU_PATH_WMMA, DCU_PATH_SGEMM, DCU_PATH_GEMMEX, D
 struct dcu_lt_algo {
     int64_t n, b, k, ldy;
     cublasLtMatmulAlgo_t algo;
-    int valid;
+    int valid;            /* 0 free, 1 algo, 2 no algorithm (use the kernels) */
 };
 
 struct dcu_ctx {

@@ -473,8 +473,9 @@ static drift_status mm_lt(dcu_ctx *c, const dmat *W, const dact *x, int64_t B, f
                                                          &c->lt_ws_bytes, sizeof c->lt_ws_bytes);
             if (s == CUBLAS_STATUS_SUCCESS)
                 s = cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, lc, lc, pref, 1, &res, &nres);
-            if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && nres < 1)) goto done; /* fall back */
-            if (s != CUBLAS_STATUS_SUCCESS) {
+            bool none = s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE ||
+                        (s == CUBLAS_STATUS_SUCCESS && nres < 1);
+            if (s != CUBLAS_STATUS_SUCCESS && !none) {
                 st = dcu_blas_fail(err, s, "cuBLASLt fp8 heuristic");
                 goto done;
             }
@@ -484,12 +485,17 @@ static drift_status mm_lt(dcu_ctx *c, const dmat *W, const dact *x, int64_t B, f
             hit->b = B;
             hit->k = K;
             hit->ldy = ldy;
-            hit->algo = res.algo;
-            hit->valid = 1;
+            if (!none) hit->algo = res.algo;
+            hit->valid = none ? 2 : 1;
         }
+        if (hit->valid == 2) goto done; /* no fp8 algorithm for this shape: the caller uses the kernels */
         const float one = 1.0f, zero = 0.0f;
         s = cublasLtMatmul(c->lt, op, &one, W->data, la, x->q, lb, &zero, y, lc, y, lc, &hit->algo, c->lt_ws,
                            c->lt_ws_bytes, c->st);
+        if (s == CUBLAS_STATUS_NOT_SUPPORTED) { /* the same fall back */
+            hit->valid = 0;
+            goto done;
+        }
         if (s != CUBLAS_STATUS_SUCCESS) {
             st = dcu_blas_fail(err, s, "cuBLASLt fp8 matmul");
             goto done;
