@@ -415,6 +415,12 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
     if (d->n_experts) {
         if (!s->router || !s->e_gate || !s->e_up || !s->e_down)
             return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d lacks expert weights", l);
+        if (s->router->rows != d->n_experts || s->router->cols != d->dim)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d: router of the wrong shape", l);
+        for (int e = 0; e < d->n_experts; e++)
+            if (s->e_gate[e].rows != d->hidden_dim || s->e_gate[e].cols != d->dim || s->e_up[e].rows != d->hidden_dim ||
+                s->e_up[e].cols != d->dim || s->e_down[e].rows != d->dim || s->e_down[e].cols != d->hidden_dim)
+                return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d: expert %d of the wrong shape", l, e);
         if ((st = upload_mats(al, &s->router, 1, &L->router, err))) return st;
         add_needs(m, &L->router);
         try {
@@ -437,6 +443,9 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
     } else {
         if (!s->w_gate || !s->w_up || !s->w_down)
             return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d lacks FFN weights", l);
+        if (s->w_gate->rows != d->hidden_dim || s->w_gate->cols != d->dim || s->w_up->rows != d->hidden_dim ||
+            s->w_up->cols != d->dim || s->w_down->rows != d->dim || s->w_down->cols != d->hidden_dim)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d: FFN matrices of the wrong shape", l);
         const drift_qmat *gu[2] = {s->w_gate, s->w_up};
         L->gu_stacked = can_stack(gu, 2);
         if (L->gu_stacked) {
@@ -516,9 +525,12 @@ extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_nu
     }
     for (int l = 0; l < d->n_layers; l++)
         if ((st = upload_layer(m, d, l, err))) goto fail;
-    if (cudaDeviceSynchronize() != cudaSuccess) {
-        st = dcu_fail(err, cudaGetLastError(), "uploading the weights");
-        goto fail;
+    {
+        cudaError_t e = cudaDeviceSynchronize();
+        if (e != cudaSuccess) {
+            st = dcu_fail(err, e, "uploading the weights");
+            goto fail;
+        }
     }
     *out = m;
     return DRIFT_OK;
