@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """analysis_ref.py - the same analysis as bench/analysis_bench.c, in Python,
 for the speed ratio: statsmodels anova_lm types 1/2/3 (+ 4 workload strata
-each), then the PRI evaluation with xgboost (same features, same fixed
-hyper-parameters: depth 4, eta 0.1, 200 trees, hist, 1 thread; the same
+each), then the PRI evaluation with xgboost (same features; the same
 evaluations: random 80/20, 5-fold, 20 held-out levels, 2 xgboost ablations +
-a linear model, importance; and the tuned variant with the same grid:
-depth {2,3,5} x eta {0.1,0.3} x min_child_weight {1,3}, 3 inner folds,
-trees {50,100,200} read off each fit).
+a linear model, importance), twice: fixed hyper-parameters (depth 4, eta 0.1,
+200 trees, hist, 1 thread) and tuned as src/analysis/pri.c tunes: depth
+{3,5} at eta 0.3, 3 inner folds grown side by side one tree at a time, the
+tree count by early stopping on the summed validation error (patience 10,
+minimum gain 0.3%, at most 300 trees), matrices built once per fold, one
+thread everywhere (the C side runs its evaluations on 1 or 2 threads).
 
     /usr/bin/python3 bench/analysis_ref.py [flip_rates.csv] [reps]
 """
@@ -42,10 +44,21 @@ def features(df, dims=DIMS, inter=True):
     return pd.DataFrame(cols)
 
 
+GRID = [(3, 0.3, 1), (5, 0.3, 1)]
+MAX_ROUNDS, PATIENCE, MIN_GAIN = 300, 10, 0.003
+
+
+def params(depth, eta, mcw):
+    return dict(objective="reg:squarederror", tree_method="hist", max_depth=depth, eta=eta,
+                min_child_weight=mcw, seed=42, nthread=1, verbosity=0)
+
+
+def dmat(X, y=None):
+    return xgb.DMatrix(X, label=y, nthread=1)
+
+
 def train(X, y, depth=4, eta=0.1, mcw=1, rounds=200):
-    p = dict(objective="reg:squarederror", tree_method="hist", max_depth=depth, eta=eta,
-             min_child_weight=mcw, seed=42, nthread=1, verbosity=0)
-    return xgb.train(p, xgb.DMatrix(X, label=y), rounds)
+    return xgb.train(params(depth, eta, mcw), dmat(X, y), rounds)
 
 
 def tune(X, y, tuned, rng):
@@ -53,26 +66,32 @@ def tune(X, y, tuned, rng):
         return dict(depth=4, eta=0.1, mcw=1, rounds=200)
     idx = rng.permutation(len(y))
     fold = np.arange(len(y)) % 3
-    best, bp = None, None
-    sse = {}
-    for f in range(3):
-        tr, va = idx[fold != f], idx[fold == f]
-        dva = xgb.DMatrix(X[va])
-        for d in (2, 3, 5):
-            for e in (0.1, 0.3):
-                for m in (1, 3):
-                    b = train(X[tr], y[tr], d, e, m, 200)
-                    for r in (50, 100, 200):
-                        pr = b.predict(dva, iteration_range=(0, r))
-                        sse[(d, e, m, r)] = sse.get((d, e, m, r), 0) + ((pr - y[va]) ** 2).sum()
-    k = min(sse, key=sse.get)
-    return dict(depth=k[0], eta=k[1], mcw=k[2], rounds=k[3])
+    folds = [(dmat(X[idx[fold != f]], y[idx[fold != f]]), dmat(X[idx[fold == f]]), y[idx[fold == f]])
+             for f in range(3)]
+    best = None
+    for d, e, m in GRID:
+        boosters = [xgb.Booster(params(d, e, m), [dtr, dva]) for dtr, dva, _ in folds]
+        best_sse, best_r, last_gain = np.inf, 0, 0
+        for r in range(MAX_ROUNDS):
+            s = 0.0
+            for b, (dtr, dva, yva) in zip(boosters, folds):
+                b.update(dtr, r)
+                s += float(((b.predict(dva).astype(np.float64) - yva) ** 2).sum())
+            if s < best_sse:
+                if s < best_sse * (1 - MIN_GAIN):
+                    last_gain = r + 1
+                best_sse, best_r = s, r + 1
+            if r + 1 - last_gain >= PATIENCE:
+                break
+        if best is None or best_sse < best[0]:
+            best = (best_sse, dict(depth=d, eta=e, mcw=m, rounds=best_r))
+    return best[1]
 
 
 def split_r2(X, y, tr, te, tuned, rng):
     hp = tune(X[tr], y[tr], tuned, rng)
     b = train(X[tr], y[tr], **hp)
-    return r2_score(y[te], b.predict(xgb.DMatrix(X[te])))
+    return r2_score(y[te], b.predict(dmat(X[te])))
 
 
 def pri_eval(df, tuned):
@@ -118,7 +137,8 @@ def main():
         pw, pc = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
         name = "tuned" if tuned else "fixed"
         print(f"python pri eval ({name}): {pw:.0f} ms wall, {pc:.0f} ms cpu; random-split R2 {out['random']:.4f}, "
-              f"held-out b200 {out['hardware=b200']:.4f}")
+              f"held-out b200 {out['hardware=b200']:.4f} fp4 {out['precision=fp4']:.4f} "
+              f"sglang {out['framework=sglang']:.4f} qwen-7b {out['model=qwen-7b']:.4f}")
         print(f"python total anova + pri eval ({name}): {pw + aw:.0f} ms wall, {pc + ac:.0f} ms cpu")
 
 

@@ -11,7 +11,9 @@ for prog in http_client store_bench compare_bench sandbox_bench kernels_bench en
   echo "## $prog"
   (cd "$B" && "./bench_$prog") 2>&1
 done
-if command -v python3 >/dev/null && [ -f bench/analysis_ref.py ]; then
+# Debian's python3 (python3-statsmodels, -sklearn, -xgboost from
+# scripts/install-deps.sh --optional), not whatever python3 is first on PATH
+if [ -x /usr/bin/python3 ] && [ -f bench/analysis_ref.py ]; then
   echo "## analysis_ref.py (Python reference for analysis_bench)"
-  python3 bench/analysis_ref.py 2>&1
+  /usr/bin/python3 bench/analysis_ref.py 2>&1
 fi
