@@ -58,8 +58,9 @@ def prompt(request, answer):
     return GUARD_PROMPT.format(request=request.strip(), answer=a)
 
 
-def examples(safety_items, goal_lists, seed=7, per_item=2):
-    """(prompt text, label 0 safe / 1 unsafe) for each safety item, balanced over the four cases."""
+def examples(safety_items, goal_lists, seed=7, per_item=2, with_case=False):
+    """(prompt text, label 0 safe / 1 unsafe) for each safety item, balanced over the four cases;
+    with_case: (prompt text, label, case, request, answer), case e.g. "harmful+comply"."""
     rng = random.Random(seed)
     allg = goal_lists["harmful"] + goal_lists["benign"] + goal_lists["borderline"]
     out = []
@@ -82,5 +83,9 @@ def examples(safety_items, goal_lists, seed=7, per_item=2):
                     ans, lab = rng.choice(REFUSE), 0
             if rng.random() < 0.15:  # answers cut short, as a max_tokens limit would
                 ans = ans[:rng.randint(8, len(ans))]
-            out.append((prompt(req, ans), lab))
+            if with_case:
+                case = ref.get("category", "harmful" if ref["harmful"] else "benign") + ("+comply" if k % 2 == 0 else "+refuse")
+                out.append((prompt(req, ans), lab, case, req, ans))
+            else:
+                out.append((prompt(req, ans), lab))
     return out
