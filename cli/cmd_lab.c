@@ -12,10 +12,17 @@
  *    --quick: at most two models; from f32/seq on the best ISA it moves one
  *    axis at a time (6 precisions, split-K 4, avx2; f32/seq itself keeps
  *    the ANOVA design identifiable): 9 runs per model with
- *    math 16, code 6, chat 12 prompts and 32 new tokens; long context is
- *    left out (each prompt is a prefill of thousands of tokens: seconds per
- *    prompt and configuration on 2 cores). --full crosses everything (3
- *    ISAs x 8 formats x 5 kernel variants) on every model and every suite.
+ *    math 16, code 6, safety 12 (with a guard), chat 12 prompts and 32 new
+ *    tokens; long context is left out: its prompts are prefills of 1-3k
+ *    tokens, 3-14 s each on the cpu profiles and ~4x that on ref (2 cores,
+ *    2026-11-30), so 4 of them on the 18 configurations add ~10 minutes to
+ *    a 5-minute budget; the output says so with the figure measured on the
+ *    machine at hand. --full crosses everything (3 ISAs x 8 formats x 5
+ *    kernel variants) on every model and every suite.
+ * 2b. before anything runs: the size (configurations x prompts) and an
+ *    estimate of the generation time from a cost measured on this machine
+ *    (lab_plan); --full on fewer than 8 cores adds a WARNING with how to cut
+ *    or shard it (it still runs). --dry-run stops here.
  * 3. run + score every configuration (resumable: DIR/lab.db), with the chat
  *    embedder on the first model with one fixed cpu-f32/avx2 profile (one
  *    judge for every configuration) and the
@@ -56,8 +63,10 @@ static const char lab_usage[] =
     "DIR/anova.txt, DIR/pri.txt and DIR/report.html and prints the flip table, the ANOVA\n"
     "and the PRI held-out summary. Re-running resumes what is stored.\n"
     "\n"
-    "  --quick            at most 2 models x 9 profiles; math 16, chat 12, code 6 prompts, no\n"
-    "                     long context; 32 new tokens (default; under 5 minutes on 2 cores)\n"
+    "  --quick            at most 2 models x 9 profiles; math 16, code 6, safety 12, chat 12\n"
+    "                     prompts; 32 new tokens (default; under 5 minutes on 2 cores). No long\n"
+    "                     context: 4 of its prompts would add ~10 minutes on 2 cores (the run\n"
+    "                     prints the figure measured on this machine)\n"
     "  --full             every profile axis crossed, every prompt of each suite\n"
     "  --out DIR          output directory (default lab)\n"
     "  --models DIR       GGUF models (default models/; the test fixtures when empty)\n"
@@ -66,7 +75,17 @@ static const char lab_usage[] =
     "  --guard SPEC       safety guard (LlamaGuard-3 over HTTP); without it safety is skipped\n"
     "  --embedder SPEC    chat embedder (default: the first model, one fixed cpu-f32/avx2 profile)\n"
     "  --threads N        engine threads per configuration (default 1: best on shared machines)\n"
-    "  --jobs N           parallel evaluations when scoring (default: cores)\n";
+    "  --jobs N           parallel evaluations when scoring (default: cores)\n"
+    "  --dry-run          print the size and the time estimate, write DIR/matrix.json, run nothing\n"
+    "\n"
+    "Before it starts, lab prints the size (configurations x prompts) and an estimate of the\n"
+    "generation time from tokens/s measured on this machine; --full on fewer than 8 cores\n"
+    "also prints a WARNING (on stderr) with the estimate and how to cut or shard the run.\n";
+
+/* --full warns (and still runs) on fewer cores than this */
+#define LAB_FEW_CORES 8
+/* long_context prompts --quick would take, for the estimate that says why it does not */
+#define LAB_QUICK_LONG_N 4
 
 typedef struct lab_model {
     char *path;   /* absolute */
@@ -224,6 +243,260 @@ static json_t *build_spec(const lab_model *models, size_t n_models, int full, lo
     return spec;
 }
 
+/* ---- what a lab run will cost, said before it starts ----
+ * Size: configurations x prompts per configuration (per suite), plus the
+ * stochastic leg. Time: a cost model measured right now on this machine
+ * with the first model, the matrix's engine threads and one request at a
+ * time: a request of P prompt tokens and G new tokens takes
+ *     a*P + b*P^2 + G*(d + 2*b*P)   seconds
+ * (prefill per token a, attention growing with the context b, decode per
+ * token d, each new token attending over the prompt). Three requests on the
+ * cpu-f32 configuration fix a, d and b: a short prompt prefilled, the same
+ * prompt with the run's new tokens, and ~400 tokens of a long-context
+ * document prefilled (less when the model's context is shorter); the ref profile (reference kernels) is timed on the
+ * short request and scaled by its ratio to cpu-f32. Prompt tokens come from
+ * the rendered characters at the measured tokens per character. Batching
+ * (the matrix sends 8 prompts at a time) makes the real run somewhat
+ * faster than the estimate. */
+
+typedef struct lab_cost {
+    double a, b, d;          /* seconds: per prompt token, per token^2, per new token (cpu profiles) */
+    double ref_factor;       /* ref profile time / cpu-f32 time on the same request */
+    double tokens_per_char;  /* prompt tokens per rendered character */
+} lab_cost;
+
+typedef struct lab_suite_size {
+    char name[32];           /* the workload's name */
+    size_t n;                /* prompts */
+    double c1, c2;           /* sums of rendered characters and of their squares */
+} lab_suite_size;
+
+/* Prompts and rendered characters of suite `spec` (first `limit` prompts when
+ * limit > 0); *first: its first rendered prompt (malloc'd) when first != NULL. */
+static drift_status lab_suite_size_of(const char *spec, long limit, lab_suite_size *out, char **first,
+                                      drift_error *err) {
+    drift_suite *s = NULL;
+    memset(out, 0, sizeof *out);
+    drift_status rc = drift_suite_load(spec, &s, err);
+    if (rc) return rc;
+    size_t n = limit > 0 && s->n > (size_t)limit ? (size_t)limit : s->n;
+    out->n = n;
+    snprintf(out->name, sizeof out->name, "%s", n ? drift_workload_name(s->prompts[0].workload) : spec);
+    for (size_t i = 0; i < n; i++) {
+        const char *tid = NULL;
+        char *r = drift_prompt_render(&s->prompts[i], DRIFT_API_COMPLETIONS, &tid);
+        if (!r) {
+            drift_suite_free(s);
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+        double c = (double)strlen(r);
+        out->c1 += c;
+        out->c2 += c * c;
+        if (first && i == 0) *first = r;
+        else free(r);
+    }
+    drift_suite_free(s);
+    return DRIFT_OK;
+}
+
+/* Seconds to generate a suite on one configuration under cost c. */
+static double lab_suite_seconds(const lab_cost *c, const lab_suite_size *s, int max_tokens, int replicates, int ref) {
+    double p1 = s->c1 * c->tokens_per_char, p2 = s->c2 * c->tokens_per_char * c->tokens_per_char, g = max_tokens;
+    double t = c->a * p1 + c->b * p2 + g * (c->d * (double)s->n + 2 * c->b * p1);
+    return t * (replicates > 0 ? replicates : 1) * (ref ? c->ref_factor : 1);
+}
+
+typedef struct lab_calib {
+    double ms;
+    int prompt_tokens;
+} lab_calib;
+
+static int lab_calib_cb(void *user, const drift_gen_request *req, drift_gen_result *res) {
+    (void)req;
+    lab_calib *c = user;
+    if (!res->error && res->prompt_tokens > 0) {
+        c->ms = res->latency_ms;
+        c->prompt_tokens = res->prompt_tokens;
+    }
+    return 0;
+}
+
+/* One request on an open target: its latency in seconds (0 on failure). */
+static double lab_time(drift_target *t, const char *prompt, int max_tokens, int *prompt_tokens) {
+    drift_gen_request req = {0, prompt, 0};
+    drift_gen_params gp;
+    drift_gen_params_default(&gp);
+    gp.max_tokens = max_tokens;
+    lab_calib c = {0, 0};
+    drift_error err = {0};
+    if (drift_target_generate(t, &req, 1, &gp, lab_calib_cb, &c, &err) || c.ms <= 0) return 0;
+    if (prompt_tokens) *prompt_tokens = c.prompt_tokens;
+    return c.ms / 1000.0;
+}
+
+/* Measures the cost model (see above); 0 on success. */
+static int lab_calibrate(const char *model_path, int threads, const char *short_prompt, int max_tokens, lab_cost *c) {
+    memset(c, 0, sizeof *c);
+    char cpu_spec[PATH_MAX + 160], ref_spec[PATH_MAX + 64];
+    config_target(cpu_spec, sizeof cpu_spec, model_path, "f32", "auto", "reduce=sequential", threads);
+    snprintf(ref_spec, sizeof ref_spec, "embedded:%s?profile=ref", model_path);
+    /* ~400 tokens of a long-context document */
+    drift_suite *ls = NULL;
+    drift_error err = {0};
+    char long_prompt[1601] = "";
+    if (drift_suite_load("builtin:long?n=1", &ls, &err) == DRIFT_OK && ls->n) {
+        const char *tid = NULL;
+        char *r = drift_prompt_render(&ls->prompts[0], DRIFT_API_COMPLETIONS, &tid);
+        if (r) snprintf(long_prompt, sizeof long_prompt, "%s", r);
+        free(r);
+    }
+    drift_suite_free(ls);
+    drift_target_opts to;
+    drift_target_opts_default(&to);
+    drift_target *t = NULL;
+    if (!long_prompt[0] || drift_target_open(cpu_spec, &to, &t, &err)) return -1;
+    int ps = 0, pl = 0;
+    lab_time(t, short_prompt, 1, NULL); /* warm-up */
+    double t_pre = lab_time(t, short_prompt, 1, &ps);
+    double t_gen = lab_time(t, short_prompt, max_tokens, NULL);
+    /* shorter when the model's context is smaller (the test fixtures) */
+    double t_long = 0;
+    for (size_t len = strlen(long_prompt); len >= 100 && t_long <= 0; len /= 2) {
+        long_prompt[len] = 0;
+        t_long = lab_time(t, long_prompt, 1, &pl);
+    }
+    drift_target_close(t);
+    if (t_pre <= 0 || t_gen <= 0 || t_long <= 0 || ps <= 0 || pl <= ps) return -1;
+    c->tokens_per_char = (double)ps / (double)strlen(short_prompt);
+    c->a = t_pre / ps;
+    c->d = max_tokens > 1 ? fmax(0, t_gen - t_pre) / (max_tokens - 1) : c->a;
+    c->b = fmax(0, (t_long - c->a * pl) / ((double)pl * pl));
+    if (drift_target_open(ref_spec, &to, &t, &err)) return -1;
+    lab_time(t, short_prompt, 1, NULL); /* warm-up */
+    double r_gen = lab_time(t, short_prompt, max_tokens, NULL);
+    drift_target_close(t);
+    if (r_gen <= 0) return -1;
+    c->ref_factor = r_gen / t_gen;
+    return 0;
+}
+
+static void fmt_duration(char *out, size_t cap, double s) {
+    if (s < 120) snprintf(out, cap, "%.0f s", s);
+    else if (s < 7200) snprintf(out, cap, "%.1f min", s / 60);
+    else if (s < 3 * 86400) snprintf(out, cap, "%.1f h", s / 3600);
+    else snprintf(out, cap, "%.1f days", s / 86400);
+}
+
+static int lab_config_done(drift_store *st, const char *label) {
+    if (!st) return 0;
+    drift_run_info info;
+    memset(&info, 0, sizeof info);
+    drift_error err = {0};
+    int done = drift_store_run_get(st, label, &info, &err) == DRIFT_OK && info.finished_at;
+    drift_run_info_free(&info);
+    return done;
+}
+
+/* Prints the size of the run and the time estimate; *gen_s: the estimated
+ * seconds of generation left (0 when nothing is left or nothing measured).
+ * st may be NULL (no store yet: every configuration is to run). For
+ * --quick, long_note gets why long_context is left out, with what it would
+ * cost here. */
+static void lab_plan(const drift_matrix_spec *spec, drift_store *st, const char *model_path, int threads, int full,
+                     const char *matrix_path, long quick_long_n, long stoch_n, double *gen_s, char *long_note,
+                     size_t long_note_cap) {
+    *gen_s = 0;
+    long_note[0] = 0;
+    drift_error err = {0};
+    lab_suite_size sizes[CLI_MAX_SUITES];
+    size_t ns = spec->n_suites < CLI_MAX_SUITES ? spec->n_suites : CLI_MAX_SUITES, per_config = 0, todo = 0;
+    char *first = NULL;
+    for (size_t i = 0; i < ns; i++) {
+        if (lab_suite_size_of(spec->suites[i], spec->limit, &sizes[i], i == 0 ? &first : NULL, &err)) {
+            printf("size: not known (%s)\n", err.msg);
+            free(first);
+            return;
+        }
+        per_config += sizes[i].n;
+    }
+    for (size_t c = 0; c < spec->n_configs; c++) todo += !lab_config_done(st, spec->configs[c].label);
+    printf("size: %zu configurations x %zu prompts (", spec->n_configs, per_config);
+    for (size_t i = 0; i < ns; i++) printf("%s%s %zu", i ? ", " : "", sizes[i].name, sizes[i].n);
+    printf(") = %zu answers of at most %d new tokens, + 2 x %ld x 5 sampled answers (stochastic leg)\n",
+           spec->n_configs * per_config, spec->max_tokens, stoch_n);
+    if (todo == 0) {
+        printf("estimate: every configuration is stored already: nothing to generate but what the stochastic leg "
+               "lacks\n");
+        free(first);
+        return;
+    }
+    lab_cost cost;
+    int cal = first ? lab_calibrate(model_path, threads, first, spec->max_tokens, &cost) : -1;
+    free(first);
+    if (cal) {
+        printf("estimate: not available (the calibration requests failed)\n");
+        return;
+    }
+    double secs = 0, long_s = 0;
+    for (size_t c = 0; c < spec->n_configs; c++) {
+        if (lab_config_done(st, spec->configs[c].label)) continue;
+        int ref = strstr(spec->configs[c].target, "profile=ref") != NULL;
+        for (size_t i = 0; i < ns; i++) {
+            double s = lab_suite_seconds(&cost, &sizes[i], spec->max_tokens, spec->replicates, ref);
+            secs += s;
+            if (!strcmp(sizes[i].name, "long_context")) long_s += s;
+        }
+    }
+    /* the stochastic leg: 2 cpu configurations x stoch_n math prompts x 5 replicates */
+    for (size_t i = 0; i < ns; i++)
+        if (!strcmp(sizes[i].name, "math") && sizes[i].n) {
+            lab_suite_size m = sizes[i];
+            double scale = (double)stoch_n / (double)m.n;
+            m.c1 *= scale;
+            m.c2 *= scale;
+            m.n = (size_t)stoch_n;
+            secs += 2 * lab_suite_seconds(&cost, &m, spec->max_tokens, 5, 0);
+        }
+    *gen_s = secs;
+    char d[32], dl[32];
+    fmt_duration(d, sizeof d, secs);
+    fmt_duration(dl, sizeof dl, long_s);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("estimate: %zu configurations to run: about %s of generation%s%s%s, from a cost measured just now on %d "
+           "engine thread%s (%ld cores): prefill %.0f tokens/s, decode %.0f tokens/s, attention +%.2g s per "
+           "token^2, the ref profile %.1fx the time; scoring comes on top\n",
+           todo, d, long_s > 0 ? " (long_context " : "", long_s > 0 ? dl : "", long_s > 0 ? ")" : "", threads,
+           threads == 1 ? "" : "s", cores, 1 / cost.a, cost.d > 0 ? 1 / cost.d : 0.0, cost.b, cost.ref_factor);
+    if (full && cores < LAB_FEW_CORES) {
+        fflush(stdout);
+        fprintf(stderr,
+                "WARNING: --full is large for a %ld-core machine: %zu configurations x %zu prompts, about %s of "
+                "generation here (an estimate). It is not refused: it resumes where it stops (run the same command "
+                "again). To make it smaller use --limit N; to spread it, shard %s over machines (driftbench matrix "
+                "--spec %s --db M.db --shard I/N, then driftbench merge).\n",
+                cores, todo, per_config, d, matrix_path, matrix_path);
+    }
+    if (!full && quick_long_n > 0) {
+        /* what long_context would add to --quick, from the same cost */
+        char spec_s[64];
+        lab_suite_size ls;
+        snprintf(spec_s, sizeof spec_s, "builtin:long?n=%ld", quick_long_n);
+        if (lab_suite_size_of(spec_s, 0, &ls, NULL, &err) == DRIFT_OK && ls.n) {
+            double add = 0;
+            for (size_t c = 0; c < spec->n_configs; c++)
+                add += lab_suite_seconds(&cost, &ls, spec->max_tokens, spec->replicates,
+                                         strstr(spec->configs[c].target, "profile=ref") != NULL);
+            char d2[32];
+            fmt_duration(d2, sizeof d2, add);
+            snprintf(long_note, long_note_cap,
+                     "long_context is left out: %zu of its prompts (~%.0f tokens each) on the %zu configurations "
+                     "would add about %s of generation here, on top of the rest, against the 5-minute budget of "
+                     "--quick on 2 cores; --full runs it",
+                     ls.n, ls.c1 / (double)ls.n * cost.tokens_per_char, spec->n_configs, d2);
+        }
+    }
+}
+
 /* "flip_rate ~ C(a) + C(b)" over the fixed dimensions with >= 2 levels. */
 static char *lab_formula(const drift_table *t, size_t *params) {
     drift_buf f = {0};
@@ -299,6 +572,8 @@ static char *pri_text(const drift_table *t, drift_pri_eval **keep) {
     }
     drift_pri_options o;
     drift_pri_options_init(&o);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN); /* evaluations side by side; same results */
+    o.nthread = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1;
     drift_pri_eval *ev = NULL;
     drift_error err = {0};
     if (drift_pri_evaluate(t, &o, &ev, &err)) {
@@ -412,7 +687,7 @@ static int stochastic_leg(drift_store *st, const char *model_path, const char *m
 
 static int cmd_lab(int argc, char **argv) {
     const char *out = "lab", *models_dir = NULL, *guard = NULL, *embedder = NULL;
-    int full = 0;
+    int full = 0, dry_run = 0;
     long limit = -1, max_tokens = -1, threads = 1, jobs = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -426,6 +701,10 @@ static int cmd_lab(int argc, char **argv) {
         }
         if (!strcmp(a, "--full")) {
             full = 1;
+            continue;
+        }
+        if (!strcmp(a, "--dry-run")) {
+            dry_run = 1;
             continue;
         }
         if (i + 1 >= argc) return cli_error("lab", "unknown option or missing value '%s' (see --help)", a);
@@ -473,8 +752,6 @@ static int cmd_lab(int argc, char **argv) {
     for (size_t i = 0; i < n_models; i++) printf(" %s", models[i].name);
     if (found_models > n_models) printf(" (%zu found; --full uses all)", found_models);
     printf("\n");
-    if (!full)
-        printf("quick: long_context is left out (each prompt is a prefill of thousands of tokens); --full runs it\n");
 
     /* evaluators: say up front what can and cannot be judged */
     drift_error err = {0};
@@ -527,15 +804,35 @@ static int cmd_lab(int argc, char **argv) {
     printf("matrix: %zu configurations x %zu suites, %s, %d new tokens (%s)\n", spec->n_configs, spec->n_suites,
            limit > 0 ? "--limit prompts per suite" : full ? "whole suites" : "quick suite sizes", spec->max_tokens, path);
     fflush(stdout);
+    char matrix_path[PATH_MAX + 32];
+    snprintf(matrix_path, sizeof matrix_path, "%s", path);
 
-    /* 3. run + score */
+    /* 3. the size and the time estimate, then run + score (a dry run opens
+     * the store only when it exists, to count what is stored) */
     snprintf(path, sizeof path, "%s/lab.db", out);
     drift_store *st = NULL;
-    if (drift_store_open(path, &st, &err)) {
+    if ((!dry_run || access(path, F_OK) == 0) && drift_store_open(path, &st, &err)) {
         drift_matrix_spec_free(spec);
         free(stoch_path);
         free(stoch_name);
         return cli_error_lib("lab", &err);
+    }
+    double gen_s = 0;
+    char long_note[512];
+    lab_plan(spec, st, stoch_path, (int)threads, full, matrix_path, full ? 0 : LAB_QUICK_LONG_N,
+             limit > 0 ? limit : 16, &gen_s, long_note, sizeof long_note);
+    if (!full) {
+        if (long_note[0]) printf("quick: %s\n", long_note);
+        else printf("quick: long_context is left out (each prompt is a prefill of thousands of tokens); --full runs it\n");
+    }
+    fflush(stdout);
+    if (dry_run) {
+        printf("dry run: nothing generated (the matrix is in %s)\n", matrix_path);
+        drift_store_close(st);
+        drift_matrix_spec_free(spec);
+        free(stoch_path);
+        free(stoch_name);
+        return CLI_EXIT_PASS;
     }
     cli_install_signal_handlers();
     int64_t tok0 = 0, tok1 = 0;
@@ -613,8 +910,10 @@ static int cmd_lab(int argc, char **argv) {
     if (fixtures) buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
                                   "answers are noise, so it shows the machinery rather than real drift. ");
     if (!with_safety) buf_printf(&note, "Safety was not run: %s. ", safety_reason);
-    if (!full) buf_puts(&note, "The quick matrix leaves long-context out (each prompt is a prefill of thousands of "
-                               "tokens); `driftbench lab --full` runs it. ");
+    if (!full && long_note[0]) buf_printf(&note, "The quick matrix: %s. ", long_note);
+    else if (!full)
+        buf_puts(&note, "The quick matrix leaves long-context out (each prompt is a prefill of thousands of "
+                        "tokens); `driftbench lab --full` runs it. ");
     if (ms.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
     if (why.data) buf_puts(&note, why.data);
     if (stoch_note.data) buf_puts(&note, stoch_note.data);
@@ -636,9 +935,11 @@ static int cmd_lab(int argc, char **argv) {
 
     double wall_s = (drift_now_ms() - t_start) / 1000.0, run_s = ms.run_ms / 1000.0;
     int64_t tokens = tok1 - tok0;
-    printf("\nlab: %zu configurations, %zu table rows; wall %.1f s (generation %.1f s, scoring %.1f s); %lld tokens "
+    char est[48] = "";
+    if (gen_s > 0) snprintf(est, sizeof est, ", estimated %.0f s", gen_s);
+    printf("\nlab: %zu configurations, %zu table rows; wall %.1f s (generation %.1f s%s, scoring %.1f s); %lld tokens "
            "generated now, %.0f tokens/s\n",
-           ms.configs, n_rows, wall_s, run_s, ms.score_ms / 1000.0, (long long)tokens,
+           ms.configs, n_rows, wall_s, run_s, est, ms.score_ms / 1000.0, (long long)tokens,
            run_s > 0 ? (double)tokens / run_s : 0.0);
     printf("report: %s/report.html\n", out);
     return rc;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # lab_quick.sh - `driftbench lab --quick` end to end at a reduced size
 # (--limit 3 prompts per suite, 12 new tokens): exit 0, every output file,
-# the flip table's paper columns, the stochastic leg, the closing "report:"
-# line; then a second run resumes without generating anything.
+# the flip table's paper columns, the stochastic leg, the size and time
+# estimate printed first, the closing "report:" line; then a second run
+# resumes without generating anything; then `--full --dry-run` says how big
+# the full matrix is (with a WARNING on fewer than 8 cores) and runs nothing.
 set -euo pipefail
 : "${DRIFTBENCH:?set DRIFTBENCH to the CLI}"
 work=$(mktemp -d)
@@ -23,6 +25,11 @@ rows=$(( $(wc -l <"$out/flip_rates.csv") - 1 ))
 grep -q "using the test fixtures, whose answers are noise" "$work/stdout" || { echo "FAIL: no fixture notice"; cat "$work/stdout"; exit 1; }
 grep -q "^report: $out/report.html\$" "$work/stdout" || { echo "FAIL: no report line"; tail -5 "$work/stdout"; exit 1; }
 grep -q "tokens/s" "$work/stdout" || { echo "FAIL: no tokens/s"; exit 1; }
+# the size and the time estimate come before anything runs
+grep -Eq '^size: [0-9]+ configurations x 12 prompts \(math 3, code 3, ' "$work/stdout" || { echo "FAIL: no size line"; head -8 "$work/stdout"; exit 1; }
+grep -Eq '^estimate: [0-9]+ configurations to run: about [0-9.]+ (s|min) of generation' "$work/stdout" || { echo "FAIL: no estimate"; head -8 "$work/stdout"; exit 1; }
+grep -q '^quick: long_context is left out' "$work/stdout" || { echo "FAIL: no word on long_context"; exit 1; }
+grep -Eq 'generation [0-9.]+ s, estimated [0-9]+ s' "$work/stdout" || { echo "FAIL: estimate not beside the measured time"; tail -3 "$work/stdout"; exit 1; }
 grep -q "ANOVA type 2" "$out/anova.txt" || { echo "FAIL: anova.txt"; cat "$out/anova.txt"; exit 1; }
 grep -q "held-out level" "$out/pri.txt" || { echo "FAIL: pri.txt"; cat "$out/pri.txt"; exit 1; }
 grep -q 'id="heatmap"' "$out/report.html" || { echo "FAIL: report has no heatmap"; exit 1; }
@@ -39,5 +46,17 @@ cp "$out/flip_rates.csv" "$work/flip_rates.first"
 "$DRIFTBENCH" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout2" 2>"$work/stderr2" || {
     echo "FAIL: second lab run exited $?"; cat "$work/stderr2"; exit 1; }
 grep -q " 0 tokens generated now" "$work/stdout2" || { echo "FAIL: the second run generated again"; tail -3 "$work/stdout2"; exit 1; }
+grep -q '^estimate: every configuration is stored already' "$work/stdout2" || { echo "FAIL: resumed estimate"; head -8 "$work/stdout2"; exit 1; }
 cmp -s "$work/flip_rates.first" "$out/flip_rates.csv" || { echo "FAIL: the resumed lab wrote another flip table"; exit 1; }
+# --full --dry-run: the size, the estimate, a WARNING on few cores; nothing run
+"$DRIFTBENCH" lab --full --dry-run --limit 2 --out "$work/full" >"$work/stdout3" 2>"$work/stderr3" || {
+    echo "FAIL: lab --full --dry-run exited $?"; cat "$work/stdout3" "$work/stderr3"; exit 1; }
+[ -s "$work/full/matrix.json" ] && [ ! -e "$work/full/lab.db" ] || { echo "FAIL: dry run wrote a store or no matrix"; ls -la "$work/full"; exit 1; }
+grep -q '^dry run: nothing generated' "$work/stdout3" || { echo "FAIL: dry run line"; cat "$work/stdout3"; exit 1; }
+grep -Eq '^estimate: [0-9]+ configurations to run: about' "$work/stdout3" || { echo "FAIL: full estimate"; cat "$work/stdout3"; exit 1; }
+if [ "$(nproc)" -lt 8 ]; then
+    grep -q "^WARNING: --full is large for a $(nproc)-core machine" "$work/stderr3" || { echo "FAIL: no WARNING on $(nproc) cores"; cat "$work/stderr3"; exit 1; }
+else
+    ! grep -q "WARNING: --full" "$work/stderr3" || { echo "FAIL: WARNING on $(nproc) cores"; exit 1; }
+fi
 echo "PASS: lab --quick ($rows table rows, $runs runs)"
