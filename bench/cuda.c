@@ -1,7 +1,7 @@
 /* cuda.c - throughput of the embedded engine's CUDA backend (issue 8).
  *
  *   bench_cuda [OUT.json] [--models DIR] [--big PATH|none] [--prompt 512]
- *              [--ctx 128] [--gen 32] [--batch 64] [--iters 5]
+ *              [--ctx 128] [--gen 32] [--batch 64] [--batch-big 512] [--iters 5]
  *              [--gpu-profiles cuda-f32,cuda-bf16] [--big-profiles cuda-f32,cuda-bf16,cuda-fp8]
  *              [--cpu-profile cpu-f32] [--cpu-threads N] [--cpu-steps 8] [--cpu-iters 3]
  *              [--no-cpu] [--copy-mib 4096] [--gemm-n 8192]
@@ -13,8 +13,9 @@
  *     and a bf16 GEMM n x n x n through cuBLAS (dcu_bench_gemm, TFLOP/s).
  *  2. Per model and GPU profile: prefill tokens/s (one forward of --prompt
  *     tokens from position 0), decode tokens/s at batch 1 (drift_session_forward
- *     of one token) and at --batch (drift_session_forward_batch over that many
- *     sessions), each session first prefilled with --ctx tokens, then --gen
+ *     of one token), at --batch (drift_session_forward_batch over that many
+ *     sessions) and, for the shipped models, at --batch-big (0: not run),
+ *     each session first prefilled with --ctx tokens, then --gen
  *     steps per iteration. Decode feeds fixed pseudo-random token ids (no
  *     sampling on the host), so the figure is the engine's own step time,
  *     logits download included. Models: every GGUF in models/ except guard
@@ -29,7 +30,10 @@
  *     copy bandwidth. Target (issue 8): >= 50% for the 1B model.
  *  3. The CPU backend (--cpu-profile, --cpu-threads) on the shipped models:
  *     batched decode at --batch, --cpu-steps steps x --cpu-iters, and the
- *     GPU/CPU ratio of batched decode tokens/s per GPU profile. Target: >= 100x.
+ *     GPU/CPU ratios of batched decode tokens/s per GPU profile: GPU at
+ *     --batch and GPU at --batch-big, both over the CPU at --batch (the
+ *     issue's target does not fix the batch size; the CPU stays at --batch,
+ *     its best). Target: >= 100x.
  * Prints markdown tables; writes every figure to OUT.json. Exits 0 when every
  * leg ran (targets missed or not), 1 when a leg failed, 2 on bad arguments;
  * without the CUDA backend or without a GPU it says so and exits 0. */
@@ -69,7 +73,7 @@ int main(int argc, char **argv) {
 typedef struct opts {
     const char *json_path, *models_dir, *big_path, *tok_from;
     const char *gpu_profiles, *big_profiles, *cpu_profile;
-    int prompt, ctx, gen, batch, iters;
+    int prompt, ctx, gen, batch, batch_big, iters;
     int cpu_threads, cpu_steps, cpu_iters, no_cpu;
     int copy_mib, gemm_n;
     int big_dim, big_layers, big_heads, big_kv_heads, big_hidden, big_vocab; /* big_layers 0 = no big model */
@@ -392,10 +396,12 @@ typedef struct leg {
     double params, wbytes;      /* per token: active matrix params, batch-1 weight bytes */
     double load_s;
     stat3 prefill, dec1, decB;  /* tokens/s */
+    stat3 decBig;               /* tokens/s at --batch-big (GPU legs of shipped models) */
     char error[512];
 } leg;
 
-static void run_leg(const char *path, const char *model_name, const char *profile, const char *extra, int is_cpu, const opts *o, leg *g) {
+static void run_leg(const char *path, const char *model_name, const char *profile, const char *extra, int is_cpu, int big_batch,
+                    const opts *o, leg *g) {
     memset(g, 0, sizeof *g);
     snprintf(g->model, sizeof g->model, "%s", model_name);
     snprintf(g->profile, sizeof g->profile, "%s", profile);
@@ -420,6 +426,7 @@ static void run_leg(const char *path, const char *model_name, const char *profil
     if (!st && !is_cpu) st = bench_decode(m, 1, o->ctx, o->gen, o->iters, &g->dec1, &err);
     if (!st) st = is_cpu ? bench_decode(m, o->batch, o->ctx, o->cpu_steps, o->cpu_iters, &g->decB, &err)
                          : bench_decode(m, o->batch, o->ctx, o->gen, o->iters, &g->decB, &err);
+    if (!st && !is_cpu && big_batch > 0) st = bench_decode(m, big_batch, o->ctx, o->gen, o->iters, &g->decBig, &err);
     if (st) {
         snprintf(g->error, sizeof g->error, "%s: %s", drift_strerror(st), err.msg);
         fprintf(stderr, "bench_cuda: %s under %s: FAILED: %s\n", model_name, spec, g->error);
@@ -434,6 +441,7 @@ static json_t *leg_json(const leg *g, double copy_gbps) {
     json_object_set_new(j, "prefill_tok_s", stat_json(g->prefill));
     json_object_set_new(j, "decode_b1_tok_s", stat_json(g->dec1));
     json_object_set_new(j, "decode_batch_tok_s", stat_json(g->decB));
+    if (g->decBig.n) json_object_set_new(j, "decode_batch_big_tok_s", stat_json(g->decBig));
     if (g->prefill.n) json_object_set_new(j, "prefill_tflops", json_real(g->prefill.med * 2 * g->params / 1e12));
     if (g->dec1.n) {
         double gbps = g->dec1.med * g->wbytes / 1e9;
@@ -490,7 +498,8 @@ static void stem_of(const char *path, char *out, size_t n) {
 
 static int parse_args(int argc, char **argv, opts *o) {
     *o = (opts){.models_dir = "models", .gpu_profiles = "cuda-f32,cuda-bf16", .big_profiles = "cuda-f32,cuda-bf16,cuda-fp8",
-                .cpu_profile = "cpu-f32", .prompt = 512, .ctx = 128, .gen = 32, .batch = 64, .iters = 5, .cpu_steps = 8,
+                .cpu_profile = "cpu-f32", .prompt = 512, .ctx = 128, .gen = 32, .batch = 64, .batch_big = 512, .iters = 5,
+                .cpu_steps = 8,
                 .cpu_iters = 3, .copy_mib = 4096, .gemm_n = 8192, .big_dim = 2048, .big_layers = 22, .big_heads = 32,
                 .big_kv_heads = 4, .big_hidden = 5632, .big_vocab = 32000};
     int i = 1;
@@ -514,6 +523,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--ctx")) num = &o->ctx;
         else if (!strcmp(a, "--gen")) num = &o->gen;
         else if (!strcmp(a, "--batch")) num = &o->batch;
+        else if (!strcmp(a, "--batch-big")) num = &o->batch_big;
         else if (!strcmp(a, "--iters")) num = &o->iters;
         else if (!strcmp(a, "--cpu-threads")) num = &o->cpu_threads;
         else if (!strcmp(a, "--cpu-steps")) num = &o->cpu_steps;
@@ -585,8 +595,9 @@ int main(int argc, char **argv) {
     host_cpu(cpu, sizeof cpu);
     json_object_set_new(root, "date", json_string(date));
     json_object_set_new(root, "host_cpu", json_string(cpu));
-    json_object_set_new(root, "settings", json_pack("{s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:i, s:i}", "prompt", o.prompt, "ctx", o.ctx,
-                                                    "gen", o.gen, "batch", o.batch, "iters", o.iters, "cpu_profile", o.cpu_profile,
+    json_object_set_new(root, "settings", json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:i, s:i}", "prompt", o.prompt, "ctx",
+                                                    o.ctx, "gen", o.gen, "batch", o.batch, "batch_big", o.batch_big, "iters",
+                                                    o.iters, "cpu_profile", o.cpu_profile,
                                                     "cpu_threads", o.cpu_threads, "cpu_steps", o.cpu_steps, "cpu_iters", o.cpu_iters));
 
     /* 1. the device */
@@ -674,7 +685,7 @@ int main(int argc, char **argv) {
         size_t first_gpu = n_legs;
         if (is_big) first_big = n_legs;
         for (char *pn = strtok_r(pl, ",", &save); pn && n_legs < cap_legs; pn = strtok_r(NULL, ",", &save)) {
-            run_leg(path, name, pn, "", 0, &o, &legs[n_legs]);
+            run_leg(path, name, pn, "", 0, is_big ? 0 : o.batch_big, &o, &legs[n_legs]);
             if (legs[n_legs].error[0]) failures++;
             json_array_append_new(jlegs, leg_json(&legs[n_legs], copy.med));
             n_legs++;
@@ -683,17 +694,25 @@ int main(int argc, char **argv) {
         size_t end_gpu = n_legs;
         if (!is_big && !o.no_cpu && n_legs < cap_legs) {
             leg *c = &legs[n_legs];
-            run_leg(path, name, o.cpu_profile, cpu_extra, 1, &o, c);
+            run_leg(path, name, o.cpu_profile, cpu_extra, 1, 0, &o, c);
             if (c->error[0]) failures++;
             json_array_append_new(jlegs, leg_json(c, 0));
             n_legs++;
             for (size_t k = first_gpu; k < end_gpu; k++) {
                 if (!legs[k].decB.n || !c->decB.n) continue;
                 double ratio = legs[k].decB.med / c->decB.med;
-                json_array_append_new(jratios, json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:b}", "model", name, "gpu_profile",
-                                                         legs[k].profile, "cpu_profile", c->profile, "batch", o.batch, "gpu_tok_s",
-                                                         legs[k].decB.med, "cpu_tok_s", c->decB.med, "ratio", ratio, "target", 100.0,
-                                                         "met", ratio >= 100.0));
+                json_t *jr = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:b}", "model", name, "gpu_profile",
+                                       legs[k].profile, "cpu_profile", c->profile, "batch", o.batch, "gpu_tok_s",
+                                       legs[k].decB.med, "cpu_tok_s", c->decB.med, "ratio", ratio, "target", 100.0, "met",
+                                       ratio >= 100.0);
+                if (legs[k].decBig.n) { /* the GPU at --batch-big over the same CPU figure (CPU at --batch) */
+                    double rb = legs[k].decBig.med / c->decB.med;
+                    json_object_set_new(jr, "batch_big", json_integer(o.batch_big));
+                    json_object_set_new(jr, "gpu_big_tok_s", json_real(legs[k].decBig.med));
+                    json_object_set_new(jr, "ratio_big", json_real(rb));
+                    json_object_set_new(jr, "met_big", json_boolean(rb >= 100.0));
+                }
+                json_array_append_new(jratios, jr);
             }
         }
     }
@@ -709,40 +728,52 @@ int main(int argc, char **argv) {
            di.runtime_version / 1000, di.runtime_version % 1000 / 10, di.sm_count, (double)di.mem_bytes / 1073741824.0, copy.med,
            copy.min, copy.max, gemm.med, gemm.min, gemm.max);
     printf("Host CPU: %s. Prefill: one %d-token prompt. Decode: sessions prefilled with %d tokens, %d steps x %d iterations "
-           "(CPU: %d x %d), batch %d; medians.\n\n",
-           cpu, o.prompt, o.ctx, o.gen, o.iters, o.cpu_steps, o.cpu_iters, o.batch);
-    printf("| model | profile | load s | prefill tok/s | prefill TFLOP/s | decode b1 tok/s | b1 weight GB/s | %% of copy | decode b%d tok/s |\n",
-           o.batch);
-    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+           "(CPU: %d x %d), batch %d (GPU, shipped models: also batch %d); medians.\n\n",
+           cpu, o.prompt, o.ctx, o.gen, o.iters, o.cpu_steps, o.cpu_iters, o.batch, o.batch_big);
+    printf("| model | profile | load s | prefill tok/s | prefill TFLOP/s | decode b1 tok/s | b1 weight GB/s | %% of copy | decode b%d tok/s "
+           "| decode b%d tok/s |\n",
+           o.batch, o.batch_big);
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t k = 0; k < n_legs; k++) {
         const leg *g = &legs[k];
-        char pre[32], d1[32], dB[32], tf[32] = "-", gb[32] = "-", pct[32] = "-";
+        char pre[32], d1[32], dB[32], dG[32], tf[32] = "-", gb[32] = "-", pct[32] = "-";
         fmt_rate(pre, sizeof pre, g->prefill);
         fmt_rate(d1, sizeof d1, g->dec1);
         fmt_rate(dB, sizeof dB, g->decB);
+        fmt_rate(dG, sizeof dG, g->decBig);
         if (g->prefill.n) snprintf(tf, sizeof tf, "%.2f", g->prefill.med * 2 * g->params / 1e12);
         if (g->dec1.n) {
             snprintf(gb, sizeof gb, "%.0f", g->dec1.med * g->wbytes / 1e9);
             if (copy.n) snprintf(pct, sizeof pct, "%.0f%%%s", 100 * g->dec1.med * g->wbytes / 1e9 / copy.med, k >= first_big ? " (target 50%)" : "");
         }
         if (g->error[0])
-            printf("| %s | %s | | FAILED: %.120s | | | | | |\n", g->model, g->profile, g->error);
+            printf("| %s | %s | | FAILED: %.120s | | | | | | |\n", g->model, g->profile, g->error);
         else
-            printf("| %s | %s%s%s | %.1f | %s | %s | %s | %s | %s | %s |\n", g->model, g->profile, g->is_cpu ? cpu_extra : "",
+            printf("| %s | %s%s%s | %.1f | %s | %s | %s | %s | %s | %s | %s |\n", g->model, g->profile, g->is_cpu ? cpu_extra : "",
                    !g->is_cpu && strcmp(g->backend, "cuda") ? " (ran on the CPU!)" : "", g->load_s, pre, tf,
-                   d1, gb, pct, dB);
+                   d1, gb, pct, dB, dG);
     }
     size_t n_ratio = json_array_size(jratios);
     if (n_ratio) {
-        printf("\n| model | GPU profile | GPU b%d tok/s | CPU (%s%s) b%d tok/s | GPU/CPU (target 100x) |\n", o.batch, o.cpu_profile, cpu_extra,
-               o.batch);
-        printf("|---|---|---:|---:|---:|\n");
+        printf("\nBatched decode, GPU over CPU. The CPU runs batch %d only (its best batch size); the GPU at batch %d and at "
+               "batch %d, both divided by that CPU figure.\n",
+               o.batch, o.batch, o.batch_big);
+        printf("\n| model | GPU profile | GPU b%d tok/s | GPU b%d tok/s | CPU (%s%s) b%d tok/s | GPU b%d / CPU (target 100x) "
+               "| GPU b%d / CPU (target 100x) |\n",
+               o.batch, o.batch_big, o.cpu_profile, cpu_extra, o.batch, o.batch, o.batch_big);
+        printf("|---|---|---:|---:|---:|---:|---:|\n");
         for (size_t k = 0; k < n_ratio; k++) {
             json_t *r = json_array_get(jratios, k);
-            printf("| %s | %s | %.0f | %.0f | %.1fx%s |\n", json_string_value(json_object_get(r, "model")),
-                   json_string_value(json_object_get(r, "gpu_profile")), json_real_value(json_object_get(r, "gpu_tok_s")),
+            char gbig[32] = "-", rbig[48] = "-";
+            if (json_object_get(r, "ratio_big")) {
+                snprintf(gbig, sizeof gbig, "%.0f", json_real_value(json_object_get(r, "gpu_big_tok_s")));
+                snprintf(rbig, sizeof rbig, "%.1fx%s", json_real_value(json_object_get(r, "ratio_big")),
+                         json_is_true(json_object_get(r, "met_big")) ? " met" : " missed");
+            }
+            printf("| %s | %s | %.0f | %s | %.0f | %.1fx%s | %s |\n", json_string_value(json_object_get(r, "model")),
+                   json_string_value(json_object_get(r, "gpu_profile")), json_real_value(json_object_get(r, "gpu_tok_s")), gbig,
                    json_real_value(json_object_get(r, "cpu_tok_s")), json_real_value(json_object_get(r, "ratio")),
-                   json_is_true(json_object_get(r, "met")) ? " met" : " missed");
+                   json_is_true(json_object_get(r, "met")) ? " met" : " missed", rbig);
         }
     }
     printf("\n%s\n", failures ? "bench_cuda: some legs FAILED (see above)" : "bench_cuda: all legs ran");

@@ -8,9 +8,12 @@
  *    (16 columns each), for 16 x MT batch rows (MT = 2 tiles, B padded to 16
  *    with zero rows); it walks its segment in increasing k into one
  *    accumulator tile per batch tile. The KS segment tiles of a strip are
- *    added in segment order through shared memory. KS (1..16) is chosen
- *    from N and K only (enough warps in flight for a matvec to stream the
- *    weights), so an output's reduction order is fixed by (N, K): the same
+ *    added in segment order through shared memory. The weight strip goes
+ *    through shared memory in slices of WM_ST k-steps, copied with 16-byte
+ *    cp.async two slices ahead of the tensor cores (memory-level parallelism
+ *    for a matvec; the fragments, and so every mma, are the same as loading
+ *    them from global memory). KS (1..16) is chosen from N and K only
+ *    (enough warps in flight for a matvec to stream the weights), so an output's reduction order is fixed by (N, K): the same
  *    bits for a row alone or in any batch.
  *
  *  SIMT (every other format and accumulator): a row of W is read by R warps
@@ -22,9 +25,11 @@
  *    and accumulates x * w element by element (fmaf, or fma in double for
  *    accum=f64) into one partial per batch row; partials are summed by a
  *    fixed xor tree in each warp, then over the R warps in order. The weight
- *    unit is read once per block for up to BT = 8 batch rows. Rows whose K
- *    does not fit the vector unit (bf16 K % 8 != 0, ...) use a one-element
- *    unit through the generic dequantizer.
+ *    unit is read once per block for up to BT = 8 batch rows; for one batch
+ *    row, a lane with more than one round of MM_UNR units issues the next
+ *    round's loads before consuming the current one (the same order of
+ *    operations). Rows whose K does not fit the vector unit (bf16 K % 8 != 0,
+ *    ...) use a one-element unit through the generic dequantizer.
  *
  * gemm=vendor: cublasSgemm (f32 weights; default math mode, no TF32),
  * cublasGemmEx (bf16 / f16 with the same acts; CUBLAS_COMPUTE_32F, f32
@@ -33,12 +38,19 @@
  * depend on B. Other formats use the kernels. */
 #include "model/cuda/cuda_internal.cuh"
 
+#include <cuda_pipeline.h>
 #include <mma.h>
 
 #define MM_WARPS 8
 #define MM_UNR 4
 #define WM_MT 2
-#define WM_UNR 4
+#define WM_ST 4                 /* k-steps per staged slice of a warp's weight strip */
+#define WM_CPR (WM_ST * 2)      /* 16-byte pieces per strip row in a slice */
+#define WM_PPL (16 * WM_CPR / 32) /* pieces per lane and slice */
+#define WM_LDS (WM_ST * 16 + 8) /* staged row stride, elements (padded against bank conflicts) */
+#define WM_BUF (16 * WM_LDS)    /* elements per slice buffer (a multiple of 16: buffers stay 32-byte aligned) */
+/* floats per warp of shared memory: two slice buffers of 2-byte values, or WM_MT partial tiles */
+#define WM_REG (WM_BUF > WM_MT * 256 ? WM_BUF : WM_MT * 256)
 #define MM_SLICE 8192 /* batch rows per launch (a multiple of 16) */
 
 enum {
@@ -204,8 +216,38 @@ static __device__ __forceinline__ void mm_fma_unit(ACC (&acc)[BT], const float *
     }
 }
 
-/* grid (ceil(N / (MM_WARPS / R)), ceil(B / BT)), MM_WARPS warps */
+/* raw[i] = unit u0 + i G of the row (units >= U are not read) */
+static __device__ __forceinline__ void mm_load_vec(uint4 (&raw)[MM_UNR], const uint8_t *row, int64_t u0, int64_t G,
+                                                   int64_t U) {
+#pragma unroll
+    for (int i = 0; i < MM_UNR; i++) {
+        int64_t u = u0 + i * G;
+        if (u < U) raw[i] = __ldg((const uint4 *)row + u);
+    }
+}
+
+/* accumulates units u0, u0 + G, ... (< U) held in raw, in that order */
 template <int F, typename ACC, int BT>
+static __device__ __forceinline__ void mm_use_vec(ACC (&acc)[BT], const uint4 (&raw)[MM_UNR], const dmat &W, int64_t n,
+                                                  float rs, int64_t u0, int64_t G, int64_t U, const float *xb,
+                                                  int64_t ldx, int nb) {
+    constexpr int E = mf_traits<F>::E;
+#pragma unroll
+    for (int i = 0; i < MM_UNR; i++) {
+        int64_t u = u0 + i * G;
+        if (u < U) {
+            float w[E];
+            float us = F == MF_INT4 ? W.scales[n * W.gpr + (u * E) / W.group] : 1.0f;
+            mm_dec_vec<F>(raw[i], rs, us, w);
+            mm_fma_unit<E, ACC, BT>(acc, w, xb, ldx, u * E, nb);
+        }
+    }
+}
+
+/* grid (ceil(N / (MM_WARPS / R)), ceil(B / BT)), MM_WARPS warps. PIPE (vector formats): overlap the loads of a
+ * lane's next round of units with this round's arithmetic (more registers: used for one batch row and rows of
+ * more than one round per lane). */
+template <int F, typename ACC, int BT, bool PIPE>
 __global__ void __launch_bounds__(MM_WARPS * 32)
     k_mm_simt(dmat W, const float *__restrict__ x, int64_t ldx, int B, float *__restrict__ y, int64_t ldy, int R) {
     constexpr int E = mf_traits<F>::E;
@@ -224,25 +266,28 @@ __global__ void __launch_bounds__(MM_WARPS * 32)
         const int64_t G = (int64_t)R * 32;
         const float *xb = x + (size_t)b0 * ldx;
         const float rs = mm_row_scale<F>(W, n);
-        for (int64_t u0 = wr * 32 + lane; u0 < U; u0 += G * MM_UNR) {
-            if constexpr (mf_traits<F>::VEC) {
+        if constexpr (mf_traits<F>::VEC && PIPE) {
+            /* rounds of MM_UNR units alternate between two register sets: the next round's loads are issued
+             * before this round's units are consumed (in the same order as in the plain loop below) */
+            uint4 ra[MM_UNR], rb[MM_UNR];
+            const int64_t S = G * MM_UNR;
+            int64_t u0 = wr * 32 + lane;
+            mm_load_vec(ra, row, u0, G, U);
+            for (; u0 < U; u0 += 2 * S) {
+                mm_load_vec(rb, row, u0 + S, G, U);
+                mm_use_vec<F, ACC, BT>(acc, ra, W, n, rs, u0, G, U, xb, ldx, nb);
+                if (u0 + S >= U) break;
+                mm_load_vec(ra, row, u0 + 2 * S, G, U);
+                mm_use_vec<F, ACC, BT>(acc, rb, W, n, rs, u0 + S, G, U, xb, ldx, nb);
+            }
+        } else if constexpr (mf_traits<F>::VEC) {
+            for (int64_t u0 = wr * 32 + lane; u0 < U; u0 += G * MM_UNR) {
                 uint4 raw[MM_UNR];
-#pragma unroll
-                for (int i = 0; i < MM_UNR; i++) {
-                    int64_t u = u0 + i * G;
-                    if (u < U) raw[i] = __ldg((const uint4 *)row + u);
-                }
-#pragma unroll
-                for (int i = 0; i < MM_UNR; i++) {
-                    int64_t u = u0 + i * G;
-                    if (u < U) {
-                        float w[E];
-                        float us = F == MF_INT4 ? W.scales[n * W.gpr + (u * E) / W.group] : 1.0f;
-                        mm_dec_vec<F>(raw[i], rs, us, w);
-                        mm_fma_unit<E, ACC, BT>(acc, w, xb, ldx, u * E, nb);
-                    }
-                }
-            } else {
+                mm_load_vec(raw, row, u0, G, U);
+                mm_use_vec<F, ACC, BT>(acc, raw, W, n, rs, u0, G, U, xb, ldx, nb);
+            }
+        } else {
+            for (int64_t u0 = wr * 32 + lane; u0 < U; u0 += G * MM_UNR) {
 #pragma unroll
                 for (int i = 0; i < MM_UNR; i++) {
                     int64_t u = u0 + i * G;
@@ -268,14 +313,34 @@ __global__ void __launch_bounds__(MM_WARPS * 32)
     }
 }
 
-/* grid (ceil(strips / spb), ceil(B16 / (16 MT))), max(4, KS) warps */
+/* grid (ceil(strips / spb), ceil(B16 / (16 MT))), max(4, KS) warps; dynamic
+ * shared memory: WM_REG floats per warp. Each warp's region first stages its
+ * weight strip in slices of WM_ST k-steps (16 rows x WM_ST * 32 bytes), two
+ * slices in flight: asynchronous 16-byte copies (cp.async) fill one buffer
+ * while the tensor cores work on the other. The fragments are read from
+ * shared memory, holding the same values as the global ones, so the mma
+ * sequence and its results are those of loading them from global memory.
+ * The region then holds the warp's partial tiles for the segment reduction. */
+template <typename T>
+static __device__ __forceinline__ void wm_stage(T *buf, const T *wp, int64_t kp, int64_t kt, int64_t k_end,
+                                                int lane) {
+    /* piece c = lane + 32 j: strip row c / WM_CPR, 16-byte column c % WM_CPR (k-step (c % WM_CPR) / 2 of the slice) */
+#pragma unroll
+    for (int j = 0; j < WM_PPL; j++) {
+        int c = lane + 32 * j, r = c / WM_CPR, cc = c % WM_CPR;
+        if (kt + cc / 2 < k_end)
+            __pipeline_memcpy_async(buf + r * WM_LDS + cc * 8, wp + (int64_t)r * kp + kt * 16 + cc * 8, 16);
+    }
+    __pipeline_commit();
+}
+
 template <typename T>
 __global__ void __launch_bounds__(512) k_mm_wmma(const T *__restrict__ W, int64_t kp, int64_t N,
                                                  const T *__restrict__ X, int B, float *__restrict__ y, int64_t ldy,
                                                  int KS) {
     using namespace nvcuda;
-    extern __shared__ __align__(32) float wm_part[]; /* (warps, WM_MT, 256): the warps' partial tiles */
-    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    extern __shared__ __align__(128) float wm_part[]; /* (warps, WM_REG): staged slices, then partial tiles */
+    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     const int spb = nwarps / KS, sib = warp / KS, seg = warp % KS;
     const int64_t np = dcu_pad16(N), bp = dcu_pad16(B);
     const int64_t n0 = ((int64_t)blockIdx.x * spb + sib) * 16;
@@ -283,43 +348,53 @@ __global__ void __launch_bounds__(512) k_mm_wmma(const T *__restrict__ W, int64_
     const int64_t KT = kp / 16;
     const int64_t k_begin = KT * seg / KS, k_end = KT * (seg + 1) / KS;
     const int mtiles = (int)min((int64_t)WM_MT, (bp - m0) / 16);
+    float *region = wm_part + (size_t)warp * WM_REG;
+    T *stg = (T *)region; /* two buffers of WM_BUF values */
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[WM_MT];
 #pragma unroll
     for (int mt = 0; mt < WM_MT; mt++) wmma::fill_fragment(acc[mt], 0.0f);
     if (n0 < np) {
         const T *wp = W + n0 * kp;
-        for (int64_t kt = k_begin; kt < k_end; kt += WM_UNR) {
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> bf[WM_UNR];
+        wm_stage(stg, wp, kp, k_begin, k_end, lane);
+        wm_stage(stg + WM_BUF, wp, kp, k_begin + WM_ST, k_end, lane);
+        int s = 0;
+        for (int64_t kt = k_begin; kt < k_end; kt += WM_ST, s ^= 1) {
+            T *buf = stg + s * WM_BUF;
+            __pipeline_wait_prior(1); /* this lane's copies of slice kt are done */
+            __syncwarp();             /* and every lane's */
 #pragma unroll
-            for (int i = 0; i < WM_UNR; i++)
-                if (kt + i < k_end) wmma::load_matrix_sync(bf[i], wp + (kt + i) * 16, (unsigned)kp);
-#pragma unroll
-            for (int i = 0; i < WM_UNR; i++) {
+            for (int i = 0; i < WM_ST; i++) {
                 if (kt + i < k_end) {
+                    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> bf;
+                    wmma::load_matrix_sync(bf, buf + i * 16, (unsigned)WM_LDS);
 #pragma unroll
                     for (int mt = 0; mt < WM_MT; mt++) {
                         if (mt < mtiles) {
                             wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> af;
                             wmma::load_matrix_sync(af, X + (m0 + mt * 16) * kp + (kt + i) * 16, (unsigned)kp);
-                            wmma::mma_sync(acc[mt], af, bf[i], acc[mt]);
+                            wmma::mma_sync(acc[mt], af, bf, acc[mt]);
                         }
                     }
                 }
             }
+            __syncwarp(); /* the buffer is read before it is refilled */
+            wm_stage(buf, wp, kp, kt + 2 * WM_ST, k_end, lane);
         }
+        __pipeline_wait_prior(0);
     }
+    __syncwarp(); /* the staged strip is read before the partials overwrite it */
 #pragma unroll
     for (int mt = 0; mt < WM_MT; mt++)
-        wmma::store_matrix_sync(wm_part + ((size_t)warp * WM_MT + mt) * 256, acc[mt], 16, wmma::mem_row_major);
+        wmma::store_matrix_sync(region + (size_t)mt * 256, acc[mt], 16, wmma::mem_row_major);
     __syncthreads();
     const int total = spb * WM_MT * 256;
     for (int t = threadIdx.x; t < total; t += blockDim.x) {
         int s = t / (WM_MT * 256), rem = t % (WM_MT * 256), mt = rem / 256, e = rem % 256;
         int64_t row = m0 + mt * 16 + e / 16, col = ((int64_t)blockIdx.x * spb + s) * 16 + e % 16;
         if (row < B && col < N) {
-            const float *ps = wm_part + ((size_t)s * KS * WM_MT + mt) * 256 + e;
+            const float *ps = wm_part + (size_t)s * KS * WM_REG + (size_t)mt * 256 + e;
             float v = ps[0];
-            for (int g = 1; g < KS; g++) v = __fadd_rn(v, ps[(size_t)g * WM_MT * 256]);
+            for (int g = 1; g < KS; g++) v = __fadd_rn(v, ps[(size_t)g * WM_REG]);
             y[(size_t)row * ldy + col] = v;
         }
     }
@@ -373,21 +448,26 @@ static int format_units(int f) {
     }
 }
 
-template <int F, typename ACC, int BT>
+template <int F, typename ACC, int BT, bool PIPE = false>
 static void launch_simt_t(dim3 g, cudaStream_t st, const dmat &W, const float *x, int64_t ldx, int B, float *y,
                           int64_t ldy, int R) {
-    k_mm_simt<F, ACC, BT><<<g, MM_WARPS * 32, 0, st>>>(W, x, ldx, B, y, ldy, R);
+    k_mm_simt<F, ACC, BT, PIPE><<<g, MM_WARPS * 32, 0, st>>>(W, x, ldx, B, y, ldy, R);
 }
 
 template <int F>
 static void launch_simt_f(dim3 g, cudaStream_t st, const dmat &W, const float *x, int64_t ldx, int B, float *y,
                           int64_t ldy, int R, bool f64, int bt) {
+    /* the overlapped loop where a lane of a batch-1 launch has more than one round of units (the same sums) */
+    constexpr int E = mf_traits<F>::E;
+    bool pipe = mf_traits<F>::VEC && bt == 1 && W.cols / E > (int64_t)R * 32 * MM_UNR;
     if (f64) {
-        if (bt == 1) launch_simt_t<F, double, 1>(g, st, W, x, ldx, B, y, ldy, R);
-        else launch_simt_t<F, double, 8>(g, st, W, x, ldx, B, y, ldy, R);
+        if (bt != 1) launch_simt_t<F, double, 8>(g, st, W, x, ldx, B, y, ldy, R);
+        else if (pipe) launch_simt_t<F, double, 1, mf_traits<F>::VEC>(g, st, W, x, ldx, B, y, ldy, R);
+        else launch_simt_t<F, double, 1>(g, st, W, x, ldx, B, y, ldy, R);
     } else {
-        if (bt == 1) launch_simt_t<F, float, 1>(g, st, W, x, ldx, B, y, ldy, R);
-        else launch_simt_t<F, float, 8>(g, st, W, x, ldx, B, y, ldy, R);
+        if (bt != 1) launch_simt_t<F, float, 8>(g, st, W, x, ldx, B, y, ldy, R);
+        else if (pipe) launch_simt_t<F, float, 1, mf_traits<F>::VEC>(g, st, W, x, ldx, B, y, ldy, R);
+        else launch_simt_t<F, float, 1>(g, st, W, x, ldx, B, y, ldy, R);
     }
 }
 
@@ -427,7 +507,18 @@ static drift_status mm_wmma(dcu_ctx *c, const dmat *W, const uint16_t *xh, int64
     while (KS < 16 && strips * KS < 4096 && KT >= 8 * KS) KS *= 2;
     int nwarps = KS < 4 ? 4 : KS, spb = nwarps / KS;
     dim3 g((unsigned)((strips + spb - 1) / spb), (unsigned)((dcu_pad16(B) + 16 * WM_MT - 1) / (16 * WM_MT)));
-    size_t smem = (size_t)nwarps * WM_MT * 256 * sizeof(float); /* <= 32 KB */
+    size_t smem = (size_t)nwarps * WM_REG * sizeof(float); /* <= 72 KB: above the 48 KB default */
+    static bool smem_set[2];
+    int which = W->dt == DRIFT_DTYPE_BF16;
+    if (!smem_set[which]) { /* once per process, on the first (eager, never captured) launch */
+        cudaError_t e = which ? cudaFuncSetAttribute(k_mm_wmma<__nv_bfloat16>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     (int)(16 * WM_REG * sizeof(float)))
+                              : cudaFuncSetAttribute(k_mm_wmma<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     (int)(16 * WM_REG * sizeof(float)));
+        if (e != cudaSuccess) return dcu_fail(err, e, "matmul kernel (WMMA) shared memory");
+        smem_set[which] = true;
+    }
     if (W->dt == DRIFT_DTYPE_BF16)
         k_mm_wmma<__nv_bfloat16><<<g, nwarps * 32, smem, c->st>>>((const __nv_bfloat16 *)W->data, W->kp, W->rows,
                                                               (const __nv_bfloat16 *)xh, (int)B, y, ldy, KS);
