@@ -14,10 +14,10 @@
  *    the ANOVA design identifiable): 9 runs per model with
  *    math 16, code 6, safety 12 (with a guard), chat 12 prompts and 32 new
  *    tokens; long context is left out: its prompts are prefills of 1-3k
- *    tokens, 3-14 s each on the cpu profiles and ~4x that on ref (2 cores,
- *    2026-11-30), so 4 of them on the 18 configurations add ~10 minutes to
- *    a 5-minute budget; the output says so with the figure measured on the
- *    machine at hand. --full crosses everything (3 ISAs x 8 formats x 5
+ *    tokens; 4 of them on the 9 quick configurations of one model took
+ *    391 s (2 cores, load ~5, 2026-11-30: 30-52 s per cpu configuration,
+ *    83 s on ref), so ~13 minutes for the 18, against a 5-minute budget;
+ *    the output says so with the figure estimated on the machine at hand. --full crosses everything (3 ISAs x 8 formats x 5
  *    kernel variants) on every model and every suite.
  * 2b. before anything runs: the size (configurations x prompts) and an
  *    estimate of the generation time from a cost measured on this machine
@@ -65,7 +65,7 @@ static const char lab_usage[] =
     "\n"
     "  --quick            at most 2 models x 9 profiles; math 16, code 6, safety 12, chat 12\n"
     "                     prompts; 32 new tokens (default; under 5 minutes on 2 cores). No long\n"
-    "                     context: 4 of its prompts would add ~10 minutes on 2 cores (the run\n"
+    "                     context: 4 of its prompts would add ~13 minutes on 2 cores (the run\n"
     "                     prints the figure measured on this machine)\n"
     "  --full             every profile axis crossed, every prompt of each suite\n"
     "  --out DIR          output directory (default lab)\n"
@@ -84,6 +84,8 @@ static const char lab_usage[] =
 
 /* --full warns (and still runs) on fewer cores than this */
 #define LAB_FEW_CORES 8
+/* requests per calibration batch (the matrix sends 8 at a time) */
+#define LAB_CALIB_BATCH 8
 /* long_context prompts --quick would take, for the estimate that says why it does not */
 #define LAB_QUICK_LONG_N 4
 
@@ -246,23 +248,26 @@ static json_t *build_spec(const lab_model *models, size_t n_models, int full, lo
 /* ---- what a lab run will cost, said before it starts ----
  * Size: configurations x prompts per configuration (per suite), plus the
  * stochastic leg. Time: a cost model measured right now on this machine
- * with the first model, the matrix's engine threads and one request at a
- * time: a request of P prompt tokens and G new tokens takes
+ * with the first model and the matrix's engine threads: a request of P
+ * prompt tokens and G new tokens takes
  *     a*P + b*P^2 + G*(d + 2*b*P)   seconds
  * (prefill per token a, attention growing with the context b, decode per
- * token d, each new token attending over the prompt). Three requests on the
- * cpu-f32 configuration fix a, d and b: a short prompt prefilled, the same
- * prompt with the run's new tokens, and ~400 tokens of a long-context
- * document prefilled (less when the model's context is shorter); the ref profile (reference kernels) is timed on the
- * short request and scaled by its ratio to cpu-f32. Prompt tokens come from
- * the rendered characters at the measured tokens per character. Batching
- * (the matrix sends 8 prompts at a time) makes the real run somewhat
- * faster than the estimate. */
+ * token d, each new token attending over the prompt). On the cpu-f32
+ * configuration, a batch of 8 copies of a short prompt prefilled gives a,
+ * the same batch with the run's new tokens gives d (the matrix also sends
+ * 8 at a time), and one ~400-token piece of a long-context document
+ * prefilled gives b (shorter when the model's context is); the ref profile
+ * (reference kernels) is timed against cpu-f32 on a 2-request batch and
+ * scales the cost of its configurations. Prompt tokens come from the
+ * rendered characters at the measured tokens per character. The few
+ * requests take about 2 s; on a loaded machine they are noisy, and so is
+ * the estimate (the end of the run prints it beside the measured time). */
 
 typedef struct lab_cost {
     double a, b, d;          /* seconds: per prompt token, per token^2, per new token (cpu profiles) */
     double ref_factor;       /* ref profile time / cpu-f32 time on the same request */
-    double tokens_per_char;  /* prompt tokens per rendered character */
+    double tokens_per_char;  /* prompt tokens per rendered character (short prompts) */
+    double long_tokens_per_char; /* the same on the long-context document */
 } lab_cost;
 
 typedef struct lab_suite_size {
@@ -301,13 +306,14 @@ static drift_status lab_suite_size_of(const char *spec, long limit, lab_suite_si
 
 /* Seconds to generate a suite on one configuration under cost c. */
 static double lab_suite_seconds(const lab_cost *c, const lab_suite_size *s, int max_tokens, int replicates, int ref) {
-    double p1 = s->c1 * c->tokens_per_char, p2 = s->c2 * c->tokens_per_char * c->tokens_per_char, g = max_tokens;
+    double tpc = strcmp(s->name, "long_context") ? c->tokens_per_char : c->long_tokens_per_char;
+    double p1 = s->c1 * tpc, p2 = s->c2 * tpc * tpc, g = max_tokens;
     double t = c->a * p1 + c->b * p2 + g * (c->d * (double)s->n + 2 * c->b * p1);
     return t * (replicates > 0 ? replicates : 1) * (ref ? c->ref_factor : 1);
 }
 
 typedef struct lab_calib {
-    double ms;
+    size_t answers;
     int prompt_tokens;
 } lab_calib;
 
@@ -315,23 +321,28 @@ static int lab_calib_cb(void *user, const drift_gen_request *req, drift_gen_resu
     (void)req;
     lab_calib *c = user;
     if (!res->error && res->prompt_tokens > 0) {
-        c->ms = res->latency_ms;
+        c->answers++;
         c->prompt_tokens = res->prompt_tokens;
     }
     return 0;
 }
 
-/* One request on an open target: its latency in seconds (0 on failure). */
-static double lab_time(drift_target *t, const char *prompt, int max_tokens, int *prompt_tokens) {
-    drift_gen_request req = {0, prompt, 0};
+/* `copies` requests of one prompt at once on an open target (a batch, as the
+ * matrix sends them): seconds per request (0 on failure). */
+static double lab_time(drift_target *t, const char *prompt, size_t copies, int max_tokens, int *prompt_tokens) {
+    drift_gen_request req[LAB_CALIB_BATCH];
+    if (copies > LAB_CALIB_BATCH) copies = LAB_CALIB_BATCH;
+    for (size_t i = 0; i < copies; i++) req[i] = (drift_gen_request){i, prompt, 0};
     drift_gen_params gp;
     drift_gen_params_default(&gp);
     gp.max_tokens = max_tokens;
     lab_calib c = {0, 0};
     drift_error err = {0};
-    if (drift_target_generate(t, &req, 1, &gp, lab_calib_cb, &c, &err) || c.ms <= 0) return 0;
+    double t0 = drift_now_ms();
+    if (drift_target_generate(t, req, copies, &gp, lab_calib_cb, &c, &err) || c.answers != copies) return 0;
+    double s = (drift_now_ms() - t0) / 1000.0 / (double)copies;
     if (prompt_tokens) *prompt_tokens = c.prompt_tokens;
-    return c.ms / 1000.0;
+    return s;
 }
 
 /* Measures the cost model (see above); 0 on success. */
@@ -356,27 +367,34 @@ static int lab_calibrate(const char *model_path, int threads, const char *short_
     drift_target *t = NULL;
     if (!long_prompt[0] || drift_target_open(cpu_spec, &to, &t, &err)) return -1;
     int ps = 0, pl = 0;
-    lab_time(t, short_prompt, 1, NULL); /* warm-up */
-    double t_pre = lab_time(t, short_prompt, 1, &ps);
-    double t_gen = lab_time(t, short_prompt, max_tokens, NULL);
+    lab_time(t, short_prompt, 1, 1, NULL); /* warm-up */
+    double t_pre = lab_time(t, short_prompt, LAB_CALIB_BATCH, 1, &ps);
+    double t_gen = lab_time(t, short_prompt, LAB_CALIB_BATCH, max_tokens, NULL);
     /* shorter when the model's context is smaller (the test fixtures) */
     double t_long = 0;
-    for (size_t len = strlen(long_prompt); len >= 100 && t_long <= 0; len /= 2) {
+    size_t len = strlen(long_prompt);
+    for (; len >= 100 && t_long <= 0; len /= 2) {
         long_prompt[len] = 0;
-        t_long = lab_time(t, long_prompt, 1, &pl);
+        t_long = lab_time(t, long_prompt, 1, 1, &pl);
+        if (t_long > 0) break;
     }
     drift_target_close(t);
     if (t_pre <= 0 || t_gen <= 0 || t_long <= 0 || ps <= 0 || pl <= ps) return -1;
     c->tokens_per_char = (double)ps / (double)strlen(short_prompt);
+    c->long_tokens_per_char = (double)pl / (double)len;
     c->a = t_pre / ps;
     c->d = max_tokens > 1 ? fmax(0, t_gen - t_pre) / (max_tokens - 1) : c->a;
     c->b = fmax(0, (t_long - c->a * pl) / ((double)pl * pl));
     if (drift_target_open(ref_spec, &to, &t, &err)) return -1;
-    lab_time(t, short_prompt, 1, NULL); /* warm-up */
-    double r_gen = lab_time(t, short_prompt, max_tokens, NULL);
+    lab_time(t, short_prompt, 1, 1, NULL); /* warm-up */
+    double r_gen = lab_time(t, short_prompt, 2, max_tokens, NULL), c_gen = 0;
     drift_target_close(t);
-    if (r_gen <= 0) return -1;
-    c->ref_factor = r_gen / t_gen;
+    /* the same 2-request batch on cpu-f32, for the ratio */
+    if (drift_target_open(cpu_spec, &to, &t, &err)) return -1;
+    c_gen = lab_time(t, short_prompt, 2, max_tokens, NULL);
+    drift_target_close(t);
+    if (r_gen <= 0 || c_gen <= 0) return -1;
+    c->ref_factor = r_gen / c_gen;
     return 0;
 }
 
@@ -492,7 +510,7 @@ static void lab_plan(const drift_matrix_spec *spec, drift_store *st, const char 
                      "long_context is left out: %zu of its prompts (~%.0f tokens each) on the %zu configurations "
                      "would add about %s of generation here, on top of the rest, against the 5-minute budget of "
                      "--quick on 2 cores; --full runs it",
-                     ls.n, ls.c1 / (double)ls.n * cost.tokens_per_char, spec->n_configs, d2);
+                     ls.n, ls.c1 / (double)ls.n * cost.long_tokens_per_char, spec->n_configs, d2);
         }
     }
 }
