@@ -8,7 +8,9 @@
  *    and the numeric profiles as the three axes the paper varies:
  *      precision  weight format f32 bf16 fp8 int8 int4 mxfp4 (+ f16 nvfp4 full)
  *      framework  kernel variant: reduction order / split-K / attention algo
- *      hardware   the vector ISA the fast kernels use (auto = best, avx2, ...)
+ *      hardware   the vector ISA the fast kernels use (auto = best, avx2, ...),
+ *                 and the GPU (backend=cuda, level = its name, e.g. h200)
+ *                 when the build has CUDA and a GPU is visible
  *    --quick: at most two models; from f32/seq on the best ISA it moves one
  *    axis at a time (6 precisions, split-K 4, avx2; f32/seq itself keeps
  *    the ANOVA design identifiable): 9 runs per model with
@@ -51,6 +53,7 @@
 #include "driftbench/analysis.h"
 #include "driftbench/eval.h"
 #include "driftbench/matrix.h"
+#include "driftbench/profile.h"
 #include "driftbench/report_html.h"
 #include "pipeline.h"
 #include "util/util.h"
@@ -165,7 +168,7 @@ typedef struct lab_variant {
  * variant over the cpu-f32 profile. */
 static void config_target(char *out, size_t cap, const char *model_path, const char *prec, const char *hw_spec,
                           const char *fw_spec, int threads) {
-    snprintf(out, cap, "embedded:%s?profile=cpu-f32&weights=%s&isa=%s&%s&threads=%d", model_path, prec, hw_spec, fw_spec,
+    snprintf(out, cap, "embedded:%s?profile=cpu-f32&weights=%s&%s&%s&threads=%d", model_path, prec, hw_spec, fw_spec,
              threads);
 }
 
@@ -181,7 +184,7 @@ static void add_config(json_t *configs, const lab_model *m, const char *hw_name,
 
 /* The lab's matrix as a spec JSON object. */
 static json_t *build_spec(const lab_model *models, size_t n_models, int full, long limit, int max_tokens, int with_safety,
-                          int threads) {
+                          int threads, const char *gpu) {
     static const char *const prec_quick[] = {"f32", "bf16", "fp8", "int8", "int4", "mxfp4"};
     static const char *const prec_full[] = {"f32", "bf16", "f16", "fp8", "int8", "int4", "mxfp4", "nvfp4"};
     static const lab_variant fw_quick[] = {{"seq", "reduce=sequential"}, {"splitk4", "reduce=blocked:4"}};
@@ -190,7 +193,7 @@ static json_t *build_spec(const lab_model *models, size_t n_models, int full, lo
                                           {"splitk4", "reduce=blocked:4"},
                                           {"online64", "attn=online:64"},
                                           {"fastexp", "exp=fast"}};
-    static const lab_variant hw_full[] = {{"cpu-best", "auto"}, {"cpu-avx2", "avx2"}, {"cpu-scalar", "scalar"}};
+    static const lab_variant hw_full[] = {{"cpu-best", "isa=auto"}, {"cpu-avx2", "isa=avx2"}, {"cpu-scalar", "isa=scalar"}};
     json_t *spec = json_object();
     json_object_set_new(spec, "name", json_string(full ? "driftbench lab --full" : "driftbench lab --quick"));
     /* --quick sizes each suite by what it costs (a code answer runs a
@@ -235,10 +238,24 @@ static json_t *build_spec(const lab_model *models, size_t n_models, int full, lo
             /* one axis at a time from f32/seq on the best ISA: every
              * precision, one kernel variant, one other ISA */
             for (size_t p = 0; p < sizeof prec_quick / sizeof prec_quick[0]; p++)
-                add_config(configs, &models[m], "cpu-best", "auto", prec_quick[p], fw_quick[0].name, fw_quick[0].spec,
+                add_config(configs, &models[m], "cpu-best", "isa=auto", prec_quick[p], fw_quick[0].name, fw_quick[0].spec,
                            threads);
-            add_config(configs, &models[m], "cpu-best", "auto", "f32", fw_quick[1].name, fw_quick[1].spec, threads);
-            add_config(configs, &models[m], "cpu-avx2", "avx2", "f32", "seq", "reduce=sequential", threads);
+            add_config(configs, &models[m], "cpu-best", "isa=auto", "f32", fw_quick[1].name, fw_quick[1].spec, threads);
+            add_config(configs, &models[m], "cpu-avx2", "isa=avx2", "f32", "seq", "reduce=sequential", threads);
+        }
+        /* the GPU, when this build has CUDA and one is visible: hardware level
+         * = the device ("h200"); --quick moves only the hardware (f32, the
+         * fixed-order kernels), --full crosses it with every precision and
+         * both GPU kernel families (DriftBench's, the vendor's) */
+        if (gpu) {
+            if (full) {
+                for (size_t p = 0; p < sizeof prec_full / sizeof prec_full[0]; p++) {
+                    add_config(configs, &models[m], gpu, "backend=cuda", prec_full[p], "seq", "gemm=kernel", threads);
+                    add_config(configs, &models[m], gpu, "backend=cuda", prec_full[p], "vendor", "gemm=vendor", threads);
+                }
+            } else {
+                add_config(configs, &models[m], gpu, "backend=cuda", "f32", "seq", "gemm=kernel", threads);
+            }
         }
     }
     json_object_set_new(spec, "configs", configs);
@@ -393,7 +410,7 @@ static int lab_fit_profile(const char *spec, const char *short_prompt, char *lon
 static int lab_calibrate(const char *model_path, int threads, const char *short_prompt, int max_tokens, lab_cost *c) {
     memset(c, 0, sizeof *c);
     char cpu_spec[PATH_MAX + 160], ref_spec[PATH_MAX + 64];
-    config_target(cpu_spec, sizeof cpu_spec, model_path, "f32", "auto", "reduce=sequential", threads);
+    config_target(cpu_spec, sizeof cpu_spec, model_path, "f32", "isa=auto", "reduce=sequential", threads);
     snprintf(ref_spec, sizeof ref_spec, "embedded:%s?profile=ref", model_path);
     /* a piece of a long-context document: ~400 tokens on cpu-f32, ~200 on
      * the slower ref profile */
@@ -654,8 +671,8 @@ static int stochastic_leg(drift_store *st, const char *model_path, const char *m
     char spec_f32[PATH_MAX + 160], spec_int4[PATH_MAX + 160], lab_f32[300], lab_int4[300], det_f32[300],
         det_int4[300], suite[64];
     /* the same targets as the matrix's "cpu-best/f32/seq" and "cpu-best/int4/seq" */
-    config_target(spec_f32, sizeof spec_f32, model_path, "f32", "auto", "reduce=sequential", threads);
-    config_target(spec_int4, sizeof spec_int4, model_path, "int4", "auto", "reduce=sequential", threads);
+    config_target(spec_f32, sizeof spec_f32, model_path, "f32", "isa=auto", "reduce=sequential", threads);
+    config_target(spec_int4, sizeof spec_int4, model_path, "int4", "isa=auto", "reduce=sequential", threads);
     snprintf(lab_f32, sizeof lab_f32, "stochastic/%s/f32", model_name);
     snprintf(lab_int4, sizeof lab_int4, "stochastic/%s/int4", model_name);
     snprintf(det_f32, sizeof det_f32, "%s/cpu-best/f32/seq", model_name);
@@ -820,7 +837,10 @@ static int cmd_lab(int argc, char **argv) {
 
     /* 2. the matrix */
     if (mkdir_p(out)) return cli_error("lab", "cannot create %s: %s", out, strerror(errno));
-    json_t *spec_j = build_spec(models, n_models, full, limit, (int)max_tokens, with_safety, (int)threads);
+    char gpu[32];
+    const char *gpu_level = drift_cuda_device_name(gpu, sizeof gpu) == 0 && gpu[0] ? gpu : NULL;
+    if (gpu_level) printf("hardware: the GPU (%s) joins the matrix beside the CPU\n", gpu_level);
+    json_t *spec_j = build_spec(models, n_models, full, limit, (int)max_tokens, with_safety, (int)threads, gpu_level);
     char *spec_s = json_dumps(spec_j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(spec_j);
     char path[PATH_MAX + 32];

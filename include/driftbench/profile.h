@@ -168,6 +168,11 @@ DRIFT_API drift_status drift_profile_validate(const drift_numeric_profile *p, dr
  * backend, there is no driver, or no device. Never an error. */
 DRIFT_API int drift_cuda_device_count(void);
 
+/* Short name of GPU 0 as runs record it for the hardware dimension ("h200"),
+ * written NUL-terminated into out (n bytes). Returns 0, or -1 (out = "")
+ * when there is no CUDA GPU. */
+DRIFT_API int drift_cuda_device_name(char *out, size_t n);
+
 /* Canonical spec string that drift_profile_parse maps back to *p
  * ("weights=bf16&acts=f32&..."). Returns a malloc'd string (free()), NULL on
  * allocation failure. */

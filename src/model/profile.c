@@ -275,6 +275,19 @@ int drift_cuda_device_count(void) {
 #endif
 }
 
+int drift_cuda_device_name(char *out, size_t n) {
+    if (n) out[0] = 0;
+#ifdef DRIFT_HAVE_CUDA
+    dcu_device_info info;
+    drift_error e = {0};
+    if (dcu_device_count() > 0 && dcu_device_get_info(&info, &e) == DRIFT_OK) {
+        snprintf(out, n, "%s", info.short_name);
+        return 0;
+    }
+#endif
+    return -1;
+}
+
 /* Applies "k=v&k=v" to *p in order. profile= is allowed only first. */
 static drift_status apply_spec(drift_numeric_profile *p, const char *spec, int allow_profile,
                                drift_error *err) {
