@@ -28,7 +28,8 @@
  * 3. run + score every configuration (resumable: DIR/lab.db), with the chat
  *    embedder on the first model with one fixed cpu-f32/avx2 profile (one
  *    judge for every configuration) and the
- *    safety guard only when --guard is given (else it says why not).
+ *    safety guard given by --guard, else the built-in guard (models/guard/);
+ *    when neither can be opened, safety is left out and the output says why.
  * 3b. the stochastic leg: the first model's f32 and int4 configurations at
  *    temperature 0.7 with 5 replicates on math; expected and majority-vote
  *    flip rates, and their ratio to the deterministic figure of the same pair
@@ -75,7 +76,8 @@ static const char lab_usage[] =
     "  --models DIR       GGUF models (default models/; the test fixtures when empty)\n"
     "  --limit N          prompts per suite (overrides the mode's)\n"
     "  --max-tokens N     new tokens per answer (overrides the mode's)\n"
-    "  --guard SPEC       safety guard (LlamaGuard-3 over HTTP); without it safety is skipped\n"
+    "  --guard SPEC       safety guard (LlamaGuard-3 over HTTP, or builtin[:PATH]); default: the\n"
+    "                     built-in guard model; safety is skipped (and said so) if none opens\n"
     "  --embedder SPEC    chat embedder (default: the first model, one fixed cpu-f32/avx2 profile)\n"
     "  --threads N        engine threads per configuration (default 1: best on shared machines)\n"
     "  --jobs N           parallel evaluations when scoring (default: cores)\n"
