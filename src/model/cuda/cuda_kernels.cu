@@ -520,6 +520,146 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_part(att_k P) {
     }
 }
 
+/* element d of a KV vector in a format fixed at compile time (= kv_elem) */
+template <int FMT>
+static __device__ __forceinline__ float kv_elem_t(const uint8_t *vec, int d) {
+    switch (FMT) {
+    case DRIFT_DTYPE_F16: return dcu_f16_f32(((const uint16_t *)vec)[d]);
+    case DRIFT_DTYPE_BF16: return dcu_bf16_f32(((const uint16_t *)vec)[d]);
+    case DRIFT_DTYPE_FP8_E4M3: return __fmul_rn(dcu_e4m3_f32(vec[4 + d]), kv_scale(FMT, vec));
+    case DRIFT_DTYPE_FP8_E5M2: return __fmul_rn(dcu_e5m2_f32(vec[4 + d]), kv_scale(FMT, vec));
+    default: return ((const float *)vec)[d];
+    }
+}
+
+#define ATT_STAGE_PER 16 /* loads a thread has in flight while staging a tile */
+
+/* Stages positions [tt, tt + nt) of K into kf and of V into vf (floats,
+ * (nt, hd) each, already deq()'d: the very values kv_elem returns), with
+ * every load of a round issued before any store. */
+template <int FMT>
+static __device__ void att_stage(float *kf, float *vf, const uint8_t *kb, const uint8_t *vbp, size_t pstride, int tt,
+                                 int nt, int hd) {
+    int half = nt * hd, total = 2 * half;
+    for (int i0 = 0; i0 < total; i0 += ATT_THREADS * ATT_STAGE_PER) {
+        float r[ATT_STAGE_PER];
+#pragma unroll
+        for (int u = 0; u < ATT_STAGE_PER; u++) {
+            int i = i0 + u * ATT_THREADS + (int)threadIdx.x;
+            r[u] = 0.0f;
+            if (i < total) {
+                bool isv = i >= half;
+                int e = isv ? i - half : i;
+                int j = e / hd, d = e - j * hd;
+                r[u] = kv_elem_t<FMT>((isv ? vbp : kb) + (size_t)(tt + j) * pstride, d);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < ATT_STAGE_PER; u++) {
+            int i = i0 + u * ATT_THREADS + (int)threadIdx.x;
+            if (i < total) {
+                if (i >= half)
+                    vf[i - half] = r[u];
+                else
+                    kf[i] = r[u];
+            }
+        }
+    }
+}
+
+/* k_attn_part with each tile's K and V staged through shared memory first
+ * (all loads of a tile in flight together instead of one dependent load per
+ * position): the same operations in the same order on the same values as
+ * k_attn_part, so the same results bit for bit. Used where the tile fits in
+ * shared memory (head_dim <= ATT_STAGED_MAX_HD). grid (splits, heads, rows). */
+#define ATT_STAGED_MAX_HD 160
+template <int FMT>
+__global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
+    extern __shared__ float smf[];
+    float *qs = smf;                   /* (hd) */
+    float *sc = qs + P.hd;             /* (TILE) scores, then weights */
+    float *kf = sc + ATT_TILE;         /* (TILE, hd) */
+    float *vf = kf + ATT_TILE * P.hd;  /* (TILE, hd) */
+    int sp = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    const drow R = P.rows[b];
+    int start, npos;
+    row_window(R, P.window, &start, &npos);
+    int t0 = sp * P.chunk;
+    if (t0 >= npos) return;
+    int t1 = min(npos, t0 + P.chunk);
+    int hd = P.hd, kvh = h / (P.n_heads / P.n_kvh);
+    size_t pstride = (size_t)P.n_kvh * P.vb;
+    size_t base = (((size_t)P.layer * (size_t)R.n_ctx + (size_t)start) * (size_t)P.n_kvh + (size_t)kvh) * P.vb;
+    const uint8_t *kb = R.kc + base, *vbp = R.vc + base;
+    const float *q = P.q + (size_t)b * P.ldq + (size_t)h * hd;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = q[d];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    float m = -INFINITY, l = 0.0f;
+    float acc[ATT_MAX_PER_THREAD];
+#pragma unroll
+    for (int i = 0; i < ATT_MAX_PER_THREAD; i++) acc[i] = 0.0f;
+    bool first = true;
+    for (int tt = t0; tt < t1; tt += ATT_TILE) {
+        int nt = min(ATT_TILE, t1 - tt);
+        att_stage<FMT>(kf, vf, kb, vbp, pstride, tt, nt, hd);
+        __syncthreads();
+        /* scores: one warp per position */
+        for (int j = warp; j < nt; j += nw) {
+            const float *kr = kf + (size_t)j * hd;
+            float part = 0.0f;
+            for (int d = lane; d < hd; d += 32) part = fmaf(qs[d], kr[d], part);
+            part = dcu_warp_sum(part);
+            if (lane == 0) sc[j] = __fmul_rn(part, P.scale);
+        }
+        __syncthreads();
+        float mt = -INFINITY;
+#pragma unroll 8
+        for (int j = 0; j < nt; j++) mt = fmaxf(mt, sc[j]);
+        float mn = fmaxf(mt, m);
+        float corr = first ? 0.0f : dev_exp(P.fast, m - mn);
+        __syncthreads(); /* everyone has read the scores */
+        if (threadIdx.x < nt) sc[threadIdx.x] = dev_exp(P.fast, sc[threadIdx.x] - mn);
+        __syncthreads();
+        float ln = first ? 0.0f : __fmul_rn(l, corr);
+#pragma unroll 8
+        for (int j = 0; j < nt; j++) ln = __fadd_rn(ln, sc[j]);
+        l = ln;
+#pragma unroll
+        for (int i = 0; i < ATT_MAX_PER_THREAD; i++) {
+            int d = threadIdx.x + i * ATT_THREADS;
+            if (i * ATT_THREADS < hd && d < hd) {
+                float a = first ? 0.0f : __fmul_rn(acc[i], corr);
+#pragma unroll 8
+                for (int j = 0; j < nt; j++) a = fmaf(sc[j], vf[(size_t)j * hd + d], a);
+                acc[i] = a;
+            }
+        }
+        m = mn;
+        first = false;
+        __syncthreads(); /* before the next tile overwrites sc, kf, vf */
+    }
+    if (P.direct) {
+        float inv = __fdiv_rn(1.0f, l);
+        float *o = P.out + (size_t)b * P.ldo + (size_t)h * hd;
+#pragma unroll
+        for (int i = 0; i < ATT_MAX_PER_THREAD; i++) {
+            int d = threadIdx.x + i * ATT_THREADS;
+            if (d < hd) o[d] = __fmul_rn(acc[i], inv);
+        }
+        return;
+    }
+    float *pp = P.part + (((size_t)b * P.n_heads + h) * P.max_splits + sp) * (size_t)(hd + 2);
+    if (threadIdx.x == 0) {
+        pp[0] = m;
+        pp[1] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < ATT_MAX_PER_THREAD; i++) {
+        int d = threadIdx.x + i * ATT_THREADS;
+        if (d < hd) pp[2 + d] = acc[i];
+    }
+}
+
 /* grid (heads, rows): splits combined in order */
 __global__ void __launch_bounds__(ATT_THREADS) k_attn_combine(att_k P) {
     int h = blockIdx.x, b = blockIdx.y, hd = P.hd;
@@ -578,6 +718,8 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     P.vb = a->vb;
     P.scale = a->scale;
     size_t smem = (size_t)(a->head_dim + 3 * ATT_TILE) * sizeof(float);
+    size_t smem_st = (size_t)(a->head_dim + ATT_TILE + 2 * ATT_TILE * a->head_dim) * sizeof(float);
+    bool staged = a->head_dim <= ATT_STAGED_MAX_HD; /* smem_st <= 41.6 KB: no opt-in needed */
     size_t per_row = (size_t)a->n_heads * (size_t)max_splits * (size_t)(a->head_dim + 2);
     int slice = 65535;
     if (!P.direct) {
@@ -594,7 +736,21 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
         S.out += (size_t)b0 * P.ldo;
         S.rows += b0;
         dim3 g1((unsigned)max_splits, (unsigned)a->n_heads, (unsigned)nb);
-        k_attn_part<<<g1, ATT_THREADS, smem, c->st>>>(S);
+        if (staged) {
+            switch (a->kvfmt) {
+            case DRIFT_DTYPE_F16: k_attn_part_st<DRIFT_DTYPE_F16><<<g1, ATT_THREADS, smem_st, c->st>>>(S); break;
+            case DRIFT_DTYPE_BF16: k_attn_part_st<DRIFT_DTYPE_BF16><<<g1, ATT_THREADS, smem_st, c->st>>>(S); break;
+            case DRIFT_DTYPE_FP8_E4M3:
+                k_attn_part_st<DRIFT_DTYPE_FP8_E4M3><<<g1, ATT_THREADS, smem_st, c->st>>>(S);
+                break;
+            case DRIFT_DTYPE_FP8_E5M2:
+                k_attn_part_st<DRIFT_DTYPE_FP8_E5M2><<<g1, ATT_THREADS, smem_st, c->st>>>(S);
+                break;
+            default: k_attn_part_st<DRIFT_DTYPE_F32><<<g1, ATT_THREADS, smem_st, c->st>>>(S); break;
+            }
+        } else {
+            k_attn_part<<<g1, ATT_THREADS, smem, c->st>>>(S);
+        }
         DCU_LAUNCHED("attention kernel");
         if (!P.direct) {
             dim3 g2((unsigned)a->n_heads, (unsigned)nb);
