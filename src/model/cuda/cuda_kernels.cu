@@ -45,39 +45,70 @@ static __device__ __forceinline__ float dev_exp(int fast, float x) { return fast
  * act() rounding of one row in place (num_round_acts), with the copies a
  * matmul may need. amax: max |f| over the row (fp8 only). Block-strided.
  * ---------------------------------------------------------------------- */
-static __device__ void prep_row(int acts, float *f, uint16_t *h, int64_t kp, uint8_t *q, float *qs, int64_t K,
-                                float amax) {
+/* the fp8 scale of a row from its amax (s, and whether it is usable) */
+static __device__ __forceinline__ float prep_scale(int acts, float amax, bool *ok) {
     float s = 0.0f;
-    bool ok = false;
+    *ok = false;
     if (is_fp8(acts)) {
         s = __fdiv_rn(amax, dcu_fp8_max(acts));
-        ok = s > 0.0f && s != __uint_as_float(0x7f800000u);
+        *ok = s > 0.0f && s != __uint_as_float(0x7f800000u);
     }
-    for (int64_t i = threadIdx.x; i < K; i += blockDim.x) {
-        float v = f[i];
-        switch (acts) {
-        case DRIFT_DTYPE_BF16: {
-            uint16_t b = dcu_f32_bf16(v);
-            v = dcu_bf16_f32(b);
-            if (h) h[i] = b;
-            break;
+    return s;
+}
+
+/* act() rounding of one element; its bf16/f16 copy to *h, its fp8 code to *q
+ * (either may be NULL) */
+static __device__ __forceinline__ float prep_elem(int acts, float v, float s, bool ok, uint16_t *h, uint8_t *q) {
+    switch (acts) {
+    case DRIFT_DTYPE_BF16: {
+        uint16_t b = dcu_f32_bf16(v);
+        v = dcu_bf16_f32(b);
+        if (h) *h = b;
+        break;
+    }
+    case DRIFT_DTYPE_F16: {
+        uint16_t b = dcu_f32_f16(v);
+        v = dcu_f16_f32(b);
+        if (h) *h = b;
+        break;
+    }
+    case DRIFT_DTYPE_FP8_E4M3:
+    case DRIFT_DTYPE_FP8_E5M2: {
+        uint8_t c = 0;
+        if (ok) v = dcu_fp8_round(acts, v, s, &c); /* else: left as is, like the CPU */
+        if (q) *q = c;
+        break;
+    }
+    default: break;
+    }
+    return v;
+}
+
+static __device__ void prep_row(int acts, float *f, uint16_t *h, int64_t kp, uint8_t *q, float *qs, int64_t K,
+                                float amax) {
+    bool ok;
+    float s = prep_scale(acts, amax, &ok);
+    for (int64_t i = threadIdx.x; i < K; i += blockDim.x)
+        f[i] = prep_elem(acts, f[i], s, ok, h ? h + i : NULL, q ? q + i : NULL);
+    if (h)
+        for (int64_t i = K + threadIdx.x; i < kp; i += blockDim.x) h[i] = 0;
+    if (q && threadIdx.x == 0) *qs = ok ? s : 0.0f;
+}
+
+/* prep_row of a row held in registers: thread t's elements t + k * DCU_ROWT
+ * (k < PER) are v[k]; the rounded values go to f (and v) */
+template <int PER>
+static __device__ __forceinline__ void prep_row_r(int acts, float *v, float *f, uint16_t *h, int64_t kp, uint8_t *q,
+                                                  float *qs, int K, float amax) {
+    bool ok;
+    float s = prep_scale(acts, amax, &ok);
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        int i = (int)threadIdx.x + k * DCU_ROWT;
+        if (i < K) {
+            v[k] = prep_elem(acts, v[k], s, ok, h ? h + i : NULL, q ? q + i : NULL);
+            f[i] = v[k];
         }
-        case DRIFT_DTYPE_F16: {
-            uint16_t b = dcu_f32_f16(v);
-            v = dcu_f16_f32(b);
-            if (h) h[i] = b;
-            break;
-        }
-        case DRIFT_DTYPE_FP8_E4M3:
-        case DRIFT_DTYPE_FP8_E5M2: {
-            uint8_t c = 0;
-            if (ok) v = dcu_fp8_round(acts, v, s, &c); /* else: left as is, like the CPU */
-            if (q) q[i] = c;
-            break;
-        }
-        default: break;
-        }
-        f[i] = v;
     }
     if (h)
         for (int64_t i = K + threadIdx.x; i < kp; i += blockDim.x) h[i] = 0;
@@ -160,13 +191,89 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm(int acts, float *x, const flo
              a.qs ? a.qs + row : NULL, n, am);
 }
 
+/* k_norm with the row in registers (thread t: elements t + k * DCU_ROWT,
+ * k < PER, as k_norm's loops): every load of a pass in flight together, the
+ * same operations in the same order, so the same results bit for bit.
+ * Launched with DCU_ROWT threads for n <= PER * DCU_ROWT. */
+template <int PER>
+__global__ void __launch_bounds__(DCU_ROWT) k_norm_r(int acts, float *x, const float *r, int n, const float *w,
+                                                     float eps, float *hidden, dact a, unsigned needs, int B) {
+    __shared__ float sm[32];
+    int row = blockIdx.x;
+    int64_t kp = dcu_pad16(n);
+    uint16_t *h = (needs & DCU_NEED_H) && a.h ? a.h + (size_t)row * kp : NULL;
+    if (row >= B) { /* batch padding of h */
+        if (h) zero_h_row(h, kp);
+        return;
+    }
+    float *xr = x + (size_t)row * n;
+    float xv[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        int i = (int)threadIdx.x + k * DCU_ROWT;
+        xv[k] = i < n ? xr[i] : 0.0f;
+    }
+    if (r) { /* residual: x = act(x + r) */
+        const float *rr = r + (size_t)row * n;
+        float rv[PER];
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            int i = (int)threadIdx.x + k * DCU_ROWT;
+            rv[k] = i < n ? rr[i] : 0.0f;
+        }
+        float am = 0.0f;
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            int i = (int)threadIdx.x + k * DCU_ROWT;
+            if (i < n) {
+                xv[k] = __fadd_rn(xv[k], rv[k]);
+                am = fmaxf(am, fabsf(xv[k]));
+            }
+        }
+        if (is_fp8(acts)) am = dcu_block_max(am, sm, 0.0f);
+        prep_row_r<PER>(acts, xv, xr, NULL, 0, NULL, NULL, n, am);
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        int i = (int)threadIdx.x + k * DCU_ROWT;
+        if (i < n) ss = fmaf(xv[k], xv[k], ss);
+    }
+    ss = dcu_block_sum(ss, sm);
+    float rinv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, (float)n), eps)));
+    float *af = a.f ? a.f + (size_t)row * n : NULL;
+    float *hid = hidden ? hidden + (size_t)row * n : NULL;
+    float am = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        int i = (int)threadIdx.x + k * DCU_ROWT;
+        if (i < n) {
+            float y = __fmul_rn(__fmul_rn(xv[k], rinv), w[i]);
+            if (hid) hid[i] = y;
+            xv[k] = y;
+            am = fmaxf(am, fabsf(y));
+        }
+    }
+    if (!af) return;
+    if (is_fp8(acts)) am = dcu_block_max(am, sm, 0.0f);
+    prep_row_r<PER>(acts, xv, af, h, kp, (needs & DCU_NEED_Q) && a.q ? a.q + (size_t)row * n : NULL,
+                    a.qs ? a.qs + row : NULL, n, am);
+}
+
 drift_status dcu_launch_norm(dcu_ctx *c, int acts, float *x, const float *r, int B, int n, const float *w, float eps,
                              float *hidden, const dact *a, unsigned needs, drift_error *err) {
     if (B <= 0) return DRIFT_OK;
     dact av = a ? *a : dact{NULL, NULL, NULL, NULL};
     if (!av.f) needs = 0;
     int rows = (needs & DCU_NEED_H) ? (int)dcu_pad16(B) : B;
-    k_norm<<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+    if (n <= 8 * DCU_ROWT)
+        k_norm_r<8><<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+    else if (n <= 16 * DCU_ROWT)
+        k_norm_r<16><<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+    else if (n <= 32 * DCU_ROWT)
+        k_norm_r<32><<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+    else
+        k_norm<<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
     DCU_LAUNCHED("rmsnorm kernel");
     return DRIFT_OK;
 }
