@@ -362,11 +362,59 @@ __global__ void __launch_bounds__(DCU_ROWT) k_swiglu(int acts, int fast, const f
     prep_row(acts, f, h, kp, (needs & DCU_NEED_Q) ? a.q + (size_t)b * n : NULL, a.qs ? a.qs + b : NULL, n, am);
 }
 
+/* k_swiglu with the row in registers (thread t: elements t + k * DCU_ROWT,
+ * k < PER, as k_swiglu's loop): all loads in flight together, the same
+ * per-element operations, so the same results bit for bit. Launched with
+ * DCU_ROWT threads for n <= PER * DCU_ROWT. */
+template <int PER>
+__global__ void __launch_bounds__(DCU_ROWT) k_swiglu_r(int acts, int fast, const float *gate, const float *up,
+                                                       int64_t ld, int B, int n, dact a, unsigned needs) {
+    __shared__ float sm[32];
+    int b = blockIdx.x;
+    int64_t kp = dcu_pad16(n);
+    uint16_t *h = (needs & DCU_NEED_H) ? a.h + (size_t)b * kp : NULL;
+    if (b >= B) {
+        if (h) zero_h_row(h, kp);
+        return;
+    }
+    const float *g = gate + (size_t)b * ld, *u = up + (size_t)b * ld;
+    float *f = a.f + (size_t)b * n;
+    float gv[PER], uv[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        int i = (int)threadIdx.x + k * DCU_ROWT;
+        gv[k] = i < n ? g[i] : 0.0f;
+        uv[k] = i < n ? u[i] : 0.0f;
+    }
+    float am = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        int i = (int)threadIdx.x + k * DCU_ROWT;
+        if (i < n) {
+            float v = __fmul_rn(__fdiv_rn(gv[k], __fadd_rn(1.0f, dev_exp(fast, -gv[k]))), uv[k]);
+            gv[k] = v;
+            am = fmaxf(am, fabsf(v));
+        }
+    }
+    if (is_fp8(acts)) am = dcu_block_max(am, sm, 0.0f);
+    prep_row_r<PER>(acts, gv, f, h, kp, (needs & DCU_NEED_Q) ? a.q + (size_t)b * n : NULL, a.qs ? a.qs + b : NULL,
+                    n, am);
+}
+
 drift_status dcu_launch_swiglu(dcu_ctx *c, int acts, int fast_exp, const float *gate, const float *up, int64_t ld,
                                int B, int n, const dact *a, unsigned needs, drift_error *err) {
     if (B <= 0) return DRIFT_OK;
     int rows = (needs & DCU_NEED_H) ? (int)dcu_pad16(B) : B;
-    k_swiglu<<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+    if (n <= 8 * DCU_ROWT)
+        k_swiglu_r<8><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+    else if (n <= 16 * DCU_ROWT)
+        k_swiglu_r<16><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+    else if (n <= 24 * DCU_ROWT)
+        k_swiglu_r<24><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+    else if (n <= 32 * DCU_ROWT)
+        k_swiglu_r<32><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+    else
+        k_swiglu<<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
     DCU_LAUNCHED("swiglu kernel");
     return DRIFT_OK;
 }
