@@ -18,8 +18,9 @@
 #             cpu-f32@M   cuda-f32@M     CPU f32 vs GPU f32
 #             cpu-bf16@M  cuda-bf16@M    CPU bf16 vs GPU bf16
 #             cuda-fp8@M                 GPU bf16 vs GPU fp8 (cuBLASLt)
-#           then the same GPU profile ($BI_PROFILE) with batch_invariant=1 and 0
-#           at batch 1 and at $BATCH: $BI_PROFILE-bi1-b1@M, -bi1-b64@M,
+#           then each GPU profile of $BI_PROFILES (NAME, or NAME=QUERY for a
+#           query other than profile=NAME) with batch_invariant=1 and 0
+#           at batch 1 and at $BATCH: NAME-bi1-b1@M, -bi1-b64@M,
 #           -bi0-b1@M, -bi0-b64@M (the batch size of an embedded target is its
 #           spec key batch=N). CPU legs use threads=$THREADS.
 #           The store is snapshotted after every run to $OUT/cuda_runs.db.gz.
@@ -35,7 +36,7 @@
 # Environment (defaults in brackets; suite sizes: 0 leaves a suite out):
 #   MATH_N CODE_N SAFETY_N CHAT_N LONG_N   prompts per suite
 #        [suites: 200 100 100 100 10; all: 100 50 50 50 5]
-#   MAX_TOKENS [128]  BATCH [64]  THREADS [16]  BI_PROFILE [cuda-bf16]
+#   MAX_TOKENS [128]  BATCH [64]  THREADS [16]  BI_PROFILES [cuda-bf16 cuda-bf16-vendor=profile=cuda-bf16&gemm=vendor]
 #   BI_LIMIT   [unset] --limit for the four batch-invariance runs only
 #   MODELS     [every models/*.gguf but guard models] space-separated stems
 #   BUDGET_S   [570] wall-clock budget of the whole call, in seconds
@@ -68,7 +69,7 @@ OPS_TIMEOUT_S=${OPS_TIMEOUT_S:-240}
 MAX_TOKENS=${MAX_TOKENS:-128}
 BATCH=${BATCH:-64}
 THREADS=${THREADS:-16}
-BI_PROFILE=${BI_PROFILE:-cuda-bf16}
+BI_PROFILES=${BI_PROFILES:-${BI_PROFILE:-cuda-bf16 cuda-bf16-vendor=profile=cuda-bf16&gemm=vendor}}
 BI_LIMIT=${BI_LIMIT:-}
 BENCH_ARGS=${BENCH_ARGS:-}
 if [ "$MODE" = all ]; then d=(100 50 50 50 5); else d=(200 100 100 100 10); fi
@@ -209,12 +210,18 @@ do_suites() {
   local lim=()
   [ -n "$BI_LIMIT" ] && lim=(--limit "$BI_LIMIT")
   for m in $ms; do
-    one_run "$BI_PROFILE-bi1-b$BATCH@$m" "profile=$BI_PROFILE&batch_invariant=1" "$BATCH" "${lim[@]}"
-    one_run "$BI_PROFILE-bi0-b$BATCH@$m" "profile=$BI_PROFILE&batch_invariant=0" "$BATCH" "${lim[@]}"
+    for bp in $BI_PROFILES; do
+      bn=${bp%%=*} bq=profile=$bp; [ "$bn" != "$bp" ] && bq=${bp#*=}
+      one_run "$bn-bi1-b$BATCH@$m" "$bq&batch_invariant=1" "$BATCH" "${lim[@]}"
+      one_run "$bn-bi0-b$BATCH@$m" "$bq&batch_invariant=0" "$BATCH" "${lim[@]}"
+    done
   done
   for m in $ms; do
-    one_run "$BI_PROFILE-bi1-b1@$m" "profile=$BI_PROFILE&batch_invariant=1" 1 "${lim[@]}"
-    one_run "$BI_PROFILE-bi0-b1@$m" "profile=$BI_PROFILE&batch_invariant=0" 1 "${lim[@]}"
+    for bp in $BI_PROFILES; do
+      bn=${bp%%=*} bq=profile=$bp; [ "$bn" != "$bp" ] && bq=${bp#*=}
+      one_run "$bn-bi1-b1@$m" "$bq&batch_invariant=1" 1 "${lim[@]}"
+      one_run "$bn-bi0-b1@$m" "$bq&batch_invariant=0" 1 "${lim[@]}"
+    done
   done
   [ -f "$DB" ] && say "suites: store $DB ($(du -h "$DB" | cut -f1)) -> $OUT/cuda_runs.db.gz ($(du -h "$OUT/cuda_runs.db.gz" | cut -f1))"
 }
@@ -251,10 +258,11 @@ On the dev machine (store: files_at/cuda_runs.db.gz):
     build/driftbench compare --db cuda_runs.db --baseline cpu-f32@\$m  --target cuda-f32@\$m
     build/driftbench compare --db cuda_runs.db --baseline cpu-bf16@\$m --target cuda-bf16@\$m
     build/driftbench compare --db cuda_runs.db --baseline cuda-bf16@\$m --target cuda-fp8@\$m
-    build/driftbench compare --db cuda_runs.db --baseline $BI_PROFILE-bi1-b1@\$m --target $BI_PROFILE-bi1-b$BATCH@\$m
-    build/driftbench compare --db cuda_runs.db --baseline $BI_PROFILE-bi0-b1@\$m --target $BI_PROFILE-bi0-b$BATCH@\$m
+    (each NAME of BI_PROFILES) build/driftbench compare --db cuda_runs.db --baseline NAME-bi1-b1@\$m --target NAME-bi1-b$BATCH@\$m
+    (likewise bi0)
   done
   build/driftbench table --db cuda_runs.db --baseline 'cpu-f32@{model}'
+  python3 bench/cuda_flips.py cuda_runs.db build/driftbench     # the table of bench/BENCHMARKS.md
 EOF
 fi
 rm -rf "$WORK"
