@@ -687,7 +687,7 @@ static __device__ __forceinline__ float kv_elem_t(const uint8_t *vec, int d) {
     }
 }
 
-#define ATT_STAGE_PER 16 /* loads a thread has in flight while staging a tile */
+#define ATT_STAGE_PER 32 /* loads a thread has in flight while staging: a whole tile for head_dim <= 64 */
 
 /* Stages positions [tt, tt + nt) of K into kf and of V into vf (floats,
  * (nt, hd) each, already deq()'d: the very values kv_elem returns), with
@@ -758,7 +758,8 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
         int nt = min(ATT_TILE, t1 - tt);
         att_stage<FMT>(kf, vf, kb, vbp, pstride, tt, nt, hd);
         __syncthreads();
-        /* scores: one warp per position */
+        /* scores: one warp per position (positions independent: unrolled) */
+#pragma unroll 4
         for (int j = warp; j < nt; j += nw) {
             const float *kr = kf + (size_t)j * hd;
             float part = 0.0f;
