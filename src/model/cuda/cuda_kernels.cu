@@ -301,11 +301,52 @@ __global__ void __launch_bounds__(DCU_ROWT) k_prep(int acts, const float *in, in
     prep_row(acts, f, h, kp, (needs & DCU_NEED_Q) ? a.q + (size_t)o * K : NULL, a.qs ? a.qs + o : NULL, K, am);
 }
 
+/* k_prep with the row in registers (thread t: elements t + k * DCU_ROWT,
+ * k < PER, as k_prep's loops): all loads in flight together, the same
+ * operations, so the same results bit for bit. n <= PER * DCU_ROWT. */
+template <int PER>
+__global__ void __launch_bounds__(DCU_ROWT) k_prep_r(int acts, const float *in, int64_t ldin, const int *idx,
+                                                     int n_out, int K, dact a, unsigned needs) {
+    __shared__ float sm[32];
+    int o = blockIdx.x;
+    int64_t kp = dcu_pad16(K);
+    uint16_t *h = (needs & DCU_NEED_H) ? a.h + (size_t)o * kp : NULL;
+    if (o >= n_out) {
+        if (h) zero_h_row(h, kp);
+        return;
+    }
+    const float *src = in + (size_t)(idx ? idx[o] : o) * ldin;
+    float v[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        int i = (int)threadIdx.x + k * DCU_ROWT;
+        v[k] = i < K ? src[i] : 0.0f;
+    }
+    float am = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        int i = (int)threadIdx.x + k * DCU_ROWT;
+        if (i < K) am = fmaxf(am, fabsf(v[k]));
+    }
+    if (is_fp8(acts)) am = dcu_block_max(am, sm, 0.0f);
+    prep_row_r<PER>(acts, v, a.f + (size_t)o * K, h, kp, (needs & DCU_NEED_Q) ? a.q + (size_t)o * K : NULL,
+                    a.qs ? a.qs + o : NULL, K, am);
+}
+
 drift_status dcu_launch_prep(dcu_ctx *c, int acts, const float *in, int64_t ldin, const int *idx, int n_out, int K,
                              const dact *a, unsigned needs, drift_error *err) {
     if (n_out <= 0) return DRIFT_OK;
     int rows = (needs & DCU_NEED_H) ? (int)dcu_pad16(n_out) : n_out;
-    k_prep<<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+    if (K <= 8 * DCU_ROWT)
+        k_prep_r<8><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+    else if (K <= 16 * DCU_ROWT)
+        k_prep_r<16><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+    else if (K <= 24 * DCU_ROWT)
+        k_prep_r<24><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+    else if (K <= 32 * DCU_ROWT)
+        k_prep_r<32><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+    else
+        k_prep<<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
     DCU_LAUNCHED("act rounding kernel");
     return DRIFT_OK;
 }
