@@ -763,6 +763,40 @@ static __device__ void att_stage(float *kf, float *vf, const uint8_t *kb, const 
     }
 }
 
+/* att_stage in two halves for a tile that takes one round (2 * nt * hd <=
+ * ATT_THREADS * ATT_STAGE_PER): att_fetch issues the loads into r, att_put
+ * stores r; a tile's loads are issued before the previous tile is computed. */
+template <int FMT>
+static __device__ __forceinline__ void att_fetch(float *r, const uint8_t *kb, const uint8_t *vbp, size_t pstride,
+                                                 int tt, int nt, int hd) {
+    int half = nt * hd, total = 2 * half;
+#pragma unroll
+    for (int u = 0; u < ATT_STAGE_PER; u++) {
+        int i = u * ATT_THREADS + (int)threadIdx.x;
+        r[u] = 0.0f;
+        if (i < total) {
+            bool isv = i >= half;
+            int e = isv ? i - half : i;
+            int j = e / hd, d = e - j * hd;
+            r[u] = kv_elem_t<FMT>((isv ? vbp : kb) + (size_t)(tt + j) * pstride, d);
+        }
+    }
+}
+
+static __device__ __forceinline__ void att_put(const float *r, float *kf, float *vf, int nt, int hd) {
+    int half = nt * hd, total = 2 * half;
+#pragma unroll
+    for (int u = 0; u < ATT_STAGE_PER; u++) {
+        int i = u * ATT_THREADS + (int)threadIdx.x;
+        if (i < total) {
+            if (i >= half)
+                vf[i - half] = r[u];
+            else
+                kf[i] = r[u];
+        }
+    }
+}
+
 /* k_attn_part with each tile's K and V staged through shared memory first
  * (all loads of a tile in flight together instead of one dependent load per
  * position): the same operations in the same order on the same values as
@@ -795,9 +829,18 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
 #pragma unroll
     for (int i = 0; i < ATT_MAX_PER_THREAD; i++) acc[i] = 0.0f;
     bool first = true;
+    bool one = 2 * ATT_TILE * hd <= ATT_THREADS * ATT_STAGE_PER; /* a tile in one round: prefetched */
+    float pre[ATT_STAGE_PER];
+    if (one) att_fetch<FMT>(pre, kb, vbp, pstride, t0, min(ATT_TILE, t1 - t0), hd);
     for (int tt = t0; tt < t1; tt += ATT_TILE) {
         int nt = min(ATT_TILE, t1 - tt);
-        att_stage<FMT>(kf, vf, kb, vbp, pstride, tt, nt, hd);
+        if (one) {
+            att_put(pre, kf, vf, nt, hd);
+            int tn = tt + ATT_TILE;
+            if (tn < t1) att_fetch<FMT>(pre, kb, vbp, pstride, tn, min(ATT_TILE, t1 - tn), hd);
+        } else {
+            att_stage<FMT>(kf, vf, kb, vbp, pstride, tt, nt, hd);
+        }
         __syncthreads();
         /* scores: one warp per position (positions independent: unrolled) */
 #pragma unroll 4
