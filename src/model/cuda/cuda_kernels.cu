@@ -24,8 +24,15 @@
  * second kernel combines the splits of a (row, head) in split order. When
  * every row fits one split the first kernel writes the output directly with
  * the same final operation (acc * (1 / l)), so the result does not depend on
- * whether a combine ran. The chunk is fixed by the profile with
- * batch_invariant=1 (so a row's result depends on its own positions only),
+ * whether a combine ran. Where a tile fits in shared memory (head_dim <=
+ * 160), k_attn_part_st runs instead: it stages each tile's K and V (deq()'d)
+ * in shared memory with all loads of the tile in flight (head_dim <= 64: the
+ * next tile's loads issued before the current one is computed), then does the
+ * very same operations in the same order, so the results are the same bit
+ * for bit. The row kernels norm, swiglu and prep keep a row in registers
+ * (k_*_r, rows up to 32 * 256) for the same reason: one round of loads
+ * instead of one dependent load per element and pass. The chunk is fixed by
+ * the profile with batch_invariant=1 (so a row's result depends on its own positions only),
  * and chosen from the batch size and the SM count with batch_invariant=0. */
 #include "model/cuda/cuda_internal.cuh"
 
@@ -900,6 +907,8 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
     }
 }
 
+#define ATT_COMBINE_REG 8 /* up to this many splits: all loaded before combining */
+
 /* grid (heads, rows): splits combined in order */
 __global__ void __launch_bounds__(ATT_THREADS) k_attn_combine(att_k P) {
     int h = blockIdx.x, b = blockIdx.y, hd = P.hd;
@@ -909,6 +918,31 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_combine(att_k P) {
     int ns = (npos + P.chunk - 1) / P.chunk;
     const float *p0 = P.part + (((size_t)b * P.n_heads + h) * P.max_splits) * (size_t)(hd + 2);
     float *o = P.out + (size_t)b * P.ldo + (size_t)h * hd;
+    if (ns <= ATT_COMBINE_REG) { /* the same loop with every load issued first */
+        for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+            float mv[ATT_COMBINE_REG], lv[ATT_COMBINE_REG], av[ATT_COMBINE_REG];
+#pragma unroll
+            for (int s = 0; s < ATT_COMBINE_REG; s++) {
+                const float *ps = p0 + (size_t)s * (hd + 2);
+                mv[s] = s < ns ? ps[0] : 0.0f;
+                lv[s] = s < ns ? ps[1] : 0.0f;
+                av[s] = s < ns ? ps[2 + d] : 0.0f;
+            }
+            float M = mv[0], L = lv[0], a = av[0];
+#pragma unroll
+            for (int s = 1; s < ATT_COMBINE_REG; s++) {
+                if (s < ns) {
+                    float mi = mv[s], mn = fmaxf(M, mi);
+                    float c1 = dev_exp(P.fast, M - mn), c2 = dev_exp(P.fast, mi - mn);
+                    L = __fadd_rn(__fmul_rn(L, c1), __fmul_rn(lv[s], c2));
+                    a = __fadd_rn(__fmul_rn(a, c1), __fmul_rn(av[s], c2));
+                    M = mn;
+                }
+            }
+            o[d] = __fmul_rn(a, __fdiv_rn(1.0f, L));
+        }
+        return;
+    }
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float M = p0[0], L = p0[1], a = p0[2 + d];
         for (int s = 1; s < ns; s++) {
