@@ -46,6 +46,8 @@ static __device__ __forceinline__ bool is_fp8(int t) {
     return t == DRIFT_DTYPE_FP8_E4M3 || t == DRIFT_DTYPE_FP8_E5M2;
 }
 
+static inline bool is_fp8_host(int t) { return t == DRIFT_DTYPE_FP8_E4M3 || t == DRIFT_DTYPE_FP8_E5M2; }
+
 static __device__ __forceinline__ float dev_exp(int fast, float x) { return fast ? __expf(x) : expf(x); }
 
 /* ------------------------------------------------------------------------
@@ -410,6 +412,25 @@ __global__ void __launch_bounds__(DCU_ROWT) k_swiglu(int acts, int fast, const f
     prep_row(acts, f, h, kp, (needs & DCU_NEED_Q) ? a.q + (size_t)b * n : NULL, a.qs ? a.qs + b : NULL, n, am);
 }
 
+/* k_swiglu where act() needs no row-wide value (acts not fp8, no fp8 copy):
+ * purely elementwise, so a row is spread over blocks of DCU_ROWT columns;
+ * grid (ceil(kp / DCU_ROWT), rows). The same per-element operations as
+ * k_swiglu and prep_row: the same results bit for bit. */
+__global__ void __launch_bounds__(DCU_ROWT) k_swiglu_e(int acts, int fast, const float *gate, const float *up,
+                                                       int64_t ld, int B, int n, dact a, unsigned needs) {
+    int b = blockIdx.y;
+    int64_t kp = dcu_pad16(n);
+    int64_t i = (int64_t)blockIdx.x * DCU_ROWT + threadIdx.x;
+    uint16_t *h = (needs & DCU_NEED_H) ? a.h + (size_t)b * kp : NULL;
+    if (b >= B || i >= n) { /* batch padding, column padding of h */
+        if (h && i < kp) h[i] = 0;
+        return;
+    }
+    float gv = gate[(size_t)b * ld + i], uv = up[(size_t)b * ld + i];
+    float v = __fmul_rn(__fdiv_rn(gv, __fadd_rn(1.0f, dev_exp(fast, -gv))), uv);
+    a.f[(size_t)b * n + i] = prep_elem(acts, v, 0.0f, false, h ? h + i : NULL, NULL);
+}
+
 /* k_swiglu with the row in registers (thread t: elements t + k * DCU_ROWT,
  * k < PER, as k_swiglu's loop): all loads in flight together, the same
  * per-element operations, so the same results bit for bit. Launched with
@@ -453,7 +474,10 @@ drift_status dcu_launch_swiglu(dcu_ctx *c, int acts, int fast_exp, const float *
                                int B, int n, const dact *a, unsigned needs, drift_error *err) {
     if (B <= 0) return DRIFT_OK;
     int rows = (needs & DCU_NEED_H) ? (int)dcu_pad16(B) : B;
-    if (n <= 8 * DCU_ROWT)
+    if (!is_fp8_host(acts) && !(needs & DCU_NEED_Q) && rows <= 65535) {
+        dim3 g((unsigned)((dcu_pad16(n) + DCU_ROWT - 1) / DCU_ROWT), (unsigned)rows);
+        k_swiglu_e<<<g, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+    } else if (n <= 8 * DCU_ROWT)
         k_swiglu_r<8><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
     else if (n <= 16 * DCU_ROWT)
         k_swiglu_r<16><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
