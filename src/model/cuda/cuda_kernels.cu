@@ -310,6 +310,23 @@ __global__ void __launch_bounds__(DCU_ROWT) k_prep(int acts, const float *in, in
     prep_row(acts, f, h, kp, (needs & DCU_NEED_Q) ? a.q + (size_t)o * K : NULL, a.qs ? a.qs + o : NULL, K, am);
 }
 
+/* k_prep where act() needs no row-wide value (acts not fp8, no fp8 copy):
+ * elementwise, a row spread over blocks of DCU_ROWT columns; grid
+ * (ceil(kp / DCU_ROWT), rows). Same per-element operations as k_prep. */
+__global__ void __launch_bounds__(DCU_ROWT) k_prep_e(int acts, const float *in, int64_t ldin, const int *idx,
+                                                     int n_out, int K, dact a, unsigned needs) {
+    int o = blockIdx.y;
+    int64_t kp = dcu_pad16(K);
+    int64_t i = (int64_t)blockIdx.x * DCU_ROWT + threadIdx.x;
+    uint16_t *h = (needs & DCU_NEED_H) ? a.h + (size_t)o * kp : NULL;
+    if (o >= n_out || i >= K) { /* batch padding, column padding of h */
+        if (h && i < kp) h[i] = 0;
+        return;
+    }
+    float v = in[(size_t)(idx ? idx[o] : o) * ldin + i];
+    a.f[(size_t)o * K + i] = prep_elem(acts, v, 0.0f, false, h ? h + i : NULL, NULL);
+}
+
 /* k_prep with the row in registers (thread t: elements t + k * DCU_ROWT,
  * k < PER, as k_prep's loops): all loads in flight together, the same
  * operations, so the same results bit for bit. n <= PER * DCU_ROWT. */
@@ -346,7 +363,10 @@ drift_status dcu_launch_prep(dcu_ctx *c, int acts, const float *in, int64_t ldin
                              const dact *a, unsigned needs, drift_error *err) {
     if (n_out <= 0) return DRIFT_OK;
     int rows = (needs & DCU_NEED_H) ? (int)dcu_pad16(n_out) : n_out;
-    if (K <= 8 * DCU_ROWT)
+    if (!is_fp8_host(acts) && !(needs & DCU_NEED_Q) && rows <= 65535) {
+        dim3 g((unsigned)((dcu_pad16(K) + DCU_ROWT - 1) / DCU_ROWT), (unsigned)rows);
+        k_prep_e<<<g, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+    } else if (K <= 8 * DCU_ROWT)
         k_prep_r<8><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
     else if (K <= 16 * DCU_ROWT)
         k_prep_r<16><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
