@@ -216,11 +216,12 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm_r(int acts, float *x, const f
         return;
     }
     float *xr = x + (size_t)row * n;
-    float xv[PER];
+    float xv[PER], wv[PER]; /* w loaded with x: no second round of loads */
 #pragma unroll
     for (int k = 0; k < PER; k++) {
         int i = (int)threadIdx.x + k * DCU_ROWT;
         xv[k] = i < n ? xr[i] : 0.0f;
+        wv[k] = i < n ? w[i] : 0.0f;
     }
     if (r) { /* residual: x = act(x + r) */
         const float *rr = r + (size_t)row * n;
@@ -257,7 +258,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm_r(int acts, float *x, const f
     for (int k = 0; k < PER; k++) {
         int i = (int)threadIdx.x + k * DCU_ROWT;
         if (i < n) {
-            float y = __fmul_rn(__fmul_rn(xv[k], rinv), w[i]);
+            float y = __fmul_rn(__fmul_rn(xv[k], rinv), wv[k]);
             if (hid) hid[i] = y;
             xv[k] = y;
             am = fmaxf(am, fabsf(y));
