@@ -31,8 +31,10 @@
  * very same operations in the same order, so the results are the same bit
  * for bit. The row kernels norm, swiglu and prep keep a row in registers
  * (k_*_r, rows up to 32 * 256) for the same reason: one round of loads
- * instead of one dependent load per element and pass. The chunk is fixed by
- * the profile with batch_invariant=1 (so a row's result depends on its own positions only),
+ * instead of one dependent load per element and pass; swiglu and prep with
+ * acts that need no row amax (not fp8) spread a row over blocks of 256
+ * columns (k_*_e, elementwise). The chunk is fixed by the profile with
+ * batch_invariant=1 (so a row's result depends on its own positions only),
  * and chosen from the batch size and the SM count with batch_invariant=0. */
 #include "model/cuda/cuda_internal.cuh"
 
