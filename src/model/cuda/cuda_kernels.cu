@@ -857,6 +857,8 @@ static __device__ __forceinline__ void att_put(const float *r, float *kf, float 
  * k_attn_part, so the same results bit for bit. Used where the tile fits in
  * shared memory (head_dim <= ATT_STAGED_MAX_HD). grid (splits, heads, rows). */
 #define ATT_STAGED_MAX_HD 160
+#define ATT_ST_PER_THREAD 2 /* head_dim <= ATT_STAGED_MAX_HD <= 2 * ATT_THREADS */
+static_assert(ATT_STAGED_MAX_HD <= ATT_ST_PER_THREAD * ATT_THREADS, "staged attention accumulators");
 template <int FMT>
 __global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
     extern __shared__ float smf[];
@@ -879,9 +881,9 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
     for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = q[d];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
     float m = -INFINITY, l = 0.0f;
-    float acc[ATT_MAX_PER_THREAD];
+    float acc[ATT_ST_PER_THREAD];
 #pragma unroll
-    for (int i = 0; i < ATT_MAX_PER_THREAD; i++) acc[i] = 0.0f;
+    for (int i = 0; i < ATT_ST_PER_THREAD; i++) acc[i] = 0.0f;
     bool first = true;
     bool one = 2 * ATT_TILE * hd <= ATT_THREADS * ATT_STAGE_PER; /* a tile in one round: prefetched */
     float pre[ATT_STAGE_PER];
@@ -919,7 +921,7 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
         for (int j = 0; j < nt; j++) ln = __fadd_rn(ln, sc[j]);
         l = ln;
 #pragma unroll
-        for (int i = 0; i < ATT_MAX_PER_THREAD; i++) {
+        for (int i = 0; i < ATT_ST_PER_THREAD; i++) {
             int d = threadIdx.x + i * ATT_THREADS;
             if (i * ATT_THREADS < hd && d < hd) {
                 float a = first ? 0.0f : __fmul_rn(acc[i], corr);
@@ -936,7 +938,7 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
         float inv = __fdiv_rn(1.0f, l);
         float *o = P.out + (size_t)b * P.ldo + (size_t)h * hd;
 #pragma unroll
-        for (int i = 0; i < ATT_MAX_PER_THREAD; i++) {
+        for (int i = 0; i < ATT_ST_PER_THREAD; i++) {
             int d = threadIdx.x + i * ATT_THREADS;
             if (d < hd) o[d] = __fmul_rn(acc[i], inv);
         }
@@ -948,7 +950,7 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
         pp[1] = l;
     }
 #pragma unroll
-    for (int i = 0; i < ATT_MAX_PER_THREAD; i++) {
+    for (int i = 0; i < ATT_ST_PER_THREAD; i++) {
         int d = threadIdx.x + i * ATT_THREADS;
         if (d < hd) pp[2 + d] = acc[i];
     }
