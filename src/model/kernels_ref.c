@@ -62,9 +62,7 @@ void num_ref_softmax(const drift_numeric_profile *p, float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = (float)(exp((double)x[i] - m) / sum);
 }
 
-/* Frequency of rotation pair i (0 <= i < n_rot/2), with Llama-3 scaling and
- * GGUF frequency factors, in double. */
-static double ref_rope_freq(const num_rope_params *rp, int i) {
+double num_rope_freq(const num_rope_params *rp, int i) {
     double freq = pow((double)rp->theta_base, -2.0 * i / (double)rp->n_rot);
     if (rp->scaling_factor > 1.0f && rp->orig_ctx > 0) {
         double factor = rp->scaling_factor, lo = rp->low_freq_factor, hi = rp->high_freq_factor;
@@ -85,7 +83,7 @@ void num_ref_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_t
                   const num_rope_params *rp) {
     int half = rp->n_rot / 2;
     for (int i = 0; i < half; i++) {
-        double a = (double)pos * ref_rope_freq(rp, i);
+        double a = (double)pos * num_rope_freq(rp, i);
         double c = cos(a), s = sin(a);
         for (int h = 0; h < n_heads; h++) {
             float *v = x + (size_t)h * rp->head_dim;

@@ -177,6 +177,11 @@ typedef struct num_rope_params {
     const float *freq_factors;
 } num_rope_params;
 
+/* Frequency of rotation pair i (0 <= i < n_rot/2), with Llama-3 scaling and
+ * GGUF frequency factors, in double (kernels_ref.c: -ffp-contract=off, so the
+ * CUDA backend's table of frequencies has the CPU reference's bits). */
+double num_rope_freq(const num_rope_params *rp, int i);
+
 /* y (B, rows) = act(x) (B, cols) @ W^T, W (rows, cols) any format.
  * DRIFT_ERR_NOMEM if scratch cannot be allocated. */
 drift_status num_matmul(const drift_numeric_profile *p, float *y, const float *x,

@@ -43,26 +43,7 @@ int main(void) {
 }
 #else
 
-static drift_rng RNG;
-
-static float randn(void) {
-    double u1 = drift_rng_uniform(&RNG) + 1e-12, u2 = drift_rng_uniform(&RNG);
-    return (float)(sqrt(-2 * log(u1)) * cos(2 * M_PI * u2));
-}
-
-static float *rand_vec(int64_t n, float scale) {
-    float *v = malloc((size_t)n * sizeof(float));
-    assert_non_null(v);
-    for (int64_t i = 0; i < n; i++) v[i] = randn() * scale;
-    return v;
-}
-
-static drift_numeric_profile prof(const char *spec) {
-    drift_numeric_profile p;
-    drift_error err;
-    if (drift_profile_parse(spec, &p, &err)) fail_msg("profile '%s': %s", spec, err.msg);
-    return p;
-}
+#include "ops/ops_common.h"
 
 /* a GPU profile: spec + gemm */
 static drift_numeric_profile gprof(const char *spec, drift_gemm g) {

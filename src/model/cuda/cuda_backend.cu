@@ -243,25 +243,6 @@ static drift_status upload_vec(dcu_allocs *al, const float *v, int64_t n, const 
     return DRIFT_OK;
 }
 
-/* ref_rope_freq of kernels_ref.c: frequency of pair i in double */
-static double rope_freq(const num_rope_params *rp, int i) {
-    const double pi = 3.14159265358979323846;
-    double freq = pow((double)rp->theta_base, -2.0 * i / (double)rp->n_rot);
-    if (rp->scaling_factor > 1.0f && rp->orig_ctx > 0) {
-        double factor = rp->scaling_factor, lo = rp->low_freq_factor, hi = rp->high_freq_factor;
-        double wavelen = 2.0 * pi / freq;
-        double lo_wl = rp->orig_ctx / lo, hi_wl = rp->orig_ctx / hi;
-        if (wavelen > lo_wl) {
-            freq = freq / factor;
-        } else if (wavelen >= hi_wl && hi != lo) {
-            double smooth = (rp->orig_ctx / wavelen - lo) / (hi - lo);
-            freq = (1.0 - smooth) * freq / factor + smooth * freq;
-        }
-    }
-    if (rp->freq_factors) freq /= (double)rp->freq_factors[i];
-    return freq;
-}
-
 static drift_status upload_freqs(dcu_allocs *al, const num_rope_params *rp, const double **out, drift_error *err) {
     int npair = rp->n_rot / 2 > 0 ? rp->n_rot / 2 : 1;
     std::vector<double> f;
@@ -270,7 +251,7 @@ static drift_status upload_freqs(dcu_allocs *al, const num_rope_params *rp, cons
     } catch (...) {
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
-    for (int i = 0; i < rp->n_rot / 2; i++) f[(size_t)i] = rope_freq(rp, i);
+    for (int i = 0; i < rp->n_rot / 2; i++) f[(size_t)i] = num_rope_freq(rp, i);
     void *p;
     drift_status st = al->get((size_t)npair * sizeof(double), &p, "RoPE frequencies", err);
     if (st) return st;
