@@ -48,7 +48,7 @@ static drift_status rd_u32(cur *c, uint32_t *v, const char *what) { return rd(c,
 static drift_status rd_u64(cur *c, uint64_t *v, const char *what) { return rd(c, v, 8, what); }
 
 static drift_status rd_str(cur *c, gguf_str *s, const char *what) {
-    uint64_t n;
+    uint64_t n = 0;
     drift_status st = rd_u64(c, &n, what);
     if (st) return st;
     if (n > GGUF_MAX_STRING || !need(c, n))
@@ -139,8 +139,8 @@ static drift_status skip_array(cur *c, uint32_t t, uint64_t n, int depth, const 
             return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: key '%s': array of %" PRIu64 " arrays past end of file (size %zu)",
                                    c->path, key, n, c->size);
         for (uint64_t i = 0; i < n; i++) {
-            uint32_t et;
-            uint64_t en;
+            uint32_t et = 0;
+            uint64_t en = 0;
             drift_status st = rd_u32(c, &et, key);
             if (!st) st = rd_u64(c, &en, key);
             if (!st && et >= GGUF_VT_COUNT)
@@ -154,7 +154,7 @@ static drift_status skip_array(cur *c, uint32_t t, uint64_t n, int depth, const 
 }
 
 static drift_status rd_kv(cur *c, gguf_kv *kv, uint64_t index) {
-    gguf_str k;
+    gguf_str k = {0};
     drift_status st = rd_str(c, &k, "key");
     if (st) return drift_error_prefix(c->err, "kv %" PRIu64 ": ", index);
     if (k.n == 0 || k.n > GGUF_MAX_KEY)
@@ -164,15 +164,15 @@ static drift_status rd_kv(cur *c, gguf_kv *kv, uint64_t index) {
     if (!kv->key) return drift_error_set(c->err, DRIFT_ERR_NOMEM, "out of memory");
     if (strlen(kv->key) != k.n)
         return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: kv %" PRIu64 ": key contains a NUL byte", c->path, index);
-    uint32_t t;
+    uint32_t t = 0;
     if ((st = rd_u32(c, &t, kv->key))) return st;
     if (t >= GGUF_VT_COUNT)
         return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: key '%s': value type %u unknown", c->path, kv->key, t);
     kv->type = (gguf_vtype)t;
     if (t == GGUF_VT_STRING) return rd_str(c, &kv->s, kv->key);
     if (t != GGUF_VT_ARRAY) return rd_scalar(c, t, kv, kv->key);
-    uint32_t et;
-    uint64_t n;
+    uint32_t et = 0;
+    uint64_t n = 0;
     if ((st = rd_u32(c, &et, kv->key)) || (st = rd_u64(c, &n, kv->key))) return st;
     if (et >= GGUF_VT_COUNT)
         return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: key '%s': array element type %u unknown", c->path, kv->key, et);
@@ -322,7 +322,7 @@ static drift_status parse(gguf_file *f, drift_error *err) {
     if ((st = rd_u32(&c, &f->version, "version"))) return st;
     if (f->version != 3 && f->version != 2)
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s: GGUF version %u not supported (2 and 3 are)", f->path, f->version);
-    uint64_t nt, nkv;
+    uint64_t nt = 0, nkv = 0;
     if ((st = rd_u64(&c, &nt, "tensor_count")) || (st = rd_u64(&c, &nkv, "kv_count"))) return st;
     /* a KV needs >= 8 (key len) + 1 + 4 (type) + 1 bytes; a tensor info >= 8 + 1 + 4 + 8 + 4 + 8 */
     size_t rest = c.size - c.pos;

@@ -470,7 +470,7 @@ static int merge_word(const drift_tokenizer *t, const char *s, size_t n, ids_out
 
 /* BPE: maps raw bytes to GPT-2 code points (UTF-8) and merges. */
 static int bpe_word(const drift_tokenizer *t, const char *p, size_t n, ids_out *o) {
-    char *m = malloc(n * 2 + 1);
+    char *m = malloc(n * 4 + 1); /* 2 bytes a byte suffice (code points < 0x800); 4 = utf8_put's most */
     if (!m) return -1;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) k += (size_t)utf8_put(m + k, t->byte_cp[(unsigned char)p[i]]);
@@ -486,7 +486,9 @@ static int bpe_word(const drift_tokenizer *t, const char *p, size_t n, ids_out *
  * level's pieces are BPE words (llama.cpp's sequence of pre-tokenizer
  * regexes). */
 static int bpe_split(const drift_tokenizer *t, int level, const char *p, size_t n, ids_out *o) {
-    if (level == t->n_re) return n ? bpe_word(t, p, n, o) : 0;
+    /* n_re <= 4 (the array's size): the >= keeps the compiler's bounds
+     * analysis of the recursion (-O3) from seeing level past it */
+    if (level >= t->n_re || level >= (int)(sizeof t->re / sizeof t->re[0])) return n ? bpe_word(t, p, n, o) : 0;
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re[level], NULL);
     if (!md) return -1;
     size_t pos = 0;

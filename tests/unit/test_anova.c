@@ -75,7 +75,7 @@ static int read_expect(FILE *f, expect *e) {
     char line[512];
     if (!fgets(line, sizeof line, f)) return 0;
     line[strcspn(line, "\r\n")] = 0;
-    char *fld[10];
+    char *fld[10] = {0};
     int n = 0;
     char *p = line;
     for (; n < 10; n++) {
