@@ -323,6 +323,7 @@ typedef struct sbuf {
 } sbuf;
 
 static void sb_add(sbuf *b, const char *s, size_t n) {
+    if (n > ((size_t)1 << 40) || b->n > ((size_t)1 << 40)) die("response too large");
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1) cap *= 2;
