@@ -43,6 +43,7 @@ int main(void) {
 }
 #else
 
+#define OPS_WHAT_WIDTH 52
 #include "ops/ops_common.h"
 
 /* a GPU profile: spec + gemm */
@@ -59,41 +60,6 @@ static drift_numeric_profile refprof(const drift_numeric_profile *p) {
     r.acts = p->acts;
     r.kv = p->kv;
     return r;
-}
-
-static int n_cases, n_failed;
-
-static int reset_failed(void **state) {
-    (void)state;
-    n_failed = 0;
-    return 0;
-}
-
-/* NaN/Inf first, then nmse <= tol. Prints one line. */
-static void check_nmse(const char *op, const char *what, const float *got, const float *want, int64_t n,
-                       double tol) {
-    n_cases++;
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(got[i]) && isfinite(want[i])) {
-            n_failed++;
-            printf("  %-10s %-52s FAIL: non-finite at %lld (%g, ref %g)\n", op, what, (long long)i, got[i],
-                   want[i]);
-            return;
-        }
-    double se = 0, ss = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)got[i] - (double)want[i];
-        se += d * d;
-        ss += (double)want[i] * want[i];
-    }
-    double nmse = ss > 0 ? se / ss : se;
-    int ok = nmse <= tol;
-    if (!ok) n_failed++;
-    printf("  %-10s %-52s nmse %.3e  tol %.1e  %s\n", op, what, nmse, tol, ok ? "OK" : "FAIL");
-}
-
-static int bits_equal(const float *a, const float *b, int64_t n) {
-    return memcmp(a, b, (size_t)n * sizeof(float)) == 0;
 }
 
 static int same_or_both_nan(const float *a, const float *b, int64_t n) {

@@ -27,42 +27,6 @@
 
 #include "ops/ops_common.h"
 
-static int n_cases, n_failed;
-
-/* each test counts its own failed cases */
-static int reset_failed(void **state) {
-    (void)state;
-    n_failed = 0;
-    return 0;
-}
-
-/* NaN/Inf first, then nmse <= tol. Prints one line. */
-static void check_nmse(const char *op, const char *what, const float *got, const float *want,
-                       int64_t n, double tol) {
-    n_cases++;
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(got[i]) && isfinite(want[i])) {
-            n_failed++;
-            printf("  %-10s %-46s FAIL: non-finite at %lld (%g, ref %g)\n", op, what, (long long)i,
-                   got[i], want[i]);
-            return;
-        }
-    double se = 0, ss = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)got[i] - (double)want[i];
-        se += d * d;
-        ss += (double)want[i] * want[i];
-    }
-    double nmse = ss > 0 ? se / ss : se;
-    int ok = nmse <= tol;
-    if (!ok) n_failed++;
-    printf("  %-10s %-46s nmse %.3e  tol %.1e  %s\n", op, what, nmse, tol, ok ? "OK" : "FAIL");
-}
-
-static int bits_equal(const float *a, const float *b, int64_t n) {
-    return memcmp(a, b, (size_t)n * sizeof(float)) == 0;
-}
-
 /* ------------------------------------------------------------------------- */
 enum { MB_ = 5, MN = 37, MK = 224, MK_TAIL = 200 };
 
