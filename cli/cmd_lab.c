@@ -556,28 +556,6 @@ static void lab_plan(const drift_matrix_spec *spec, drift_store *st, const char 
     }
 }
 
-/* "flip_rate ~ C(a) + C(b)" over the fixed dimensions with >= 2 levels. */
-static char *lab_formula(const drift_table *t, size_t *params) {
-    drift_buf f = {0};
-    *params = 1;
-    int terms = 0;
-    for (size_t d = 0; d < DRIFT_TABLE_FIXED_DIMS; d++) {
-        const char **lv = NULL;
-        size_t nl = 0;
-        drift_error e = {0};
-        if (drift_table_levels(t, d, &lv, &nl, &e)) continue;
-        free(lv);
-        if (nl < 2) continue;
-        buf_printf(&f, "%s C(%s)", terms++ ? " +" : "flip_rate ~", t->dim_names[d]);
-        *params += nl - 1;
-    }
-    if (!terms) {
-        buf_free(&f);
-        return NULL;
-    }
-    return buf_steal(&f);
-}
-
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -591,7 +569,7 @@ static void write_text(const char *path, const char *text) {
 static char *anova_text(const drift_table *t) {
     drift_buf b = {0};
     size_t params = 0;
-    char *formula = lab_formula(t, &params);
+    char *formula = drift_table_varying_formula(t, &params);
     if (!formula || t->n_rows < params + 2) {
         buf_printf(&b, "ANOVA: too few rows (%zu) for the %zu parameters of the factors that vary plus two residual "
                        "degrees of freedom; skipped.\n",

@@ -89,6 +89,12 @@ DRIFT_API int drift_table_dim_index(const drift_table *t, const char *name);
 DRIFT_API drift_status drift_table_levels(const drift_table *t, size_t dim, const char ***levels,
                                           size_t *n_levels, drift_error *err);
 
+/* "flip_rate ~ C(a) + C(b) ..." over the fixed dimensions that have two or
+ * more levels (main effects, the order of the table's dimensions); *n_params
+ * = 1 + sum(levels - 1). malloc'd; NULL when no dimension varies (or out of
+ * memory). */
+DRIFT_API char *drift_table_varying_formula(const drift_table *t, size_t *n_params);
+
 DRIFT_API void drift_table_free(drift_table *t);
 
 /* ------------------------------------------------------------------ anova */

@@ -123,6 +123,28 @@ drift_status drift_table_levels(const drift_table *t, size_t dim, const char ***
     return DRIFT_OK;
 }
 
+char *drift_table_varying_formula(const drift_table *t, size_t *n_params) {
+    drift_buf f = {0};
+    int terms = 0;
+    *n_params = 1;
+    for (size_t d = 0; d < DRIFT_TABLE_FIXED_DIMS; d++) {
+        const char **lv = NULL;
+        size_t nl = 0;
+        drift_error e = {0};
+        if (drift_table_levels(t, d, &lv, &nl, &e)) continue;
+        free(lv);
+        if (nl < 2) continue;
+        buf_printf(&f, "%s C(%s)", terms ? " +" : "flip_rate ~", t->dim_names[d]);
+        *n_params += nl - 1;
+        terms++;
+    }
+    if (!terms) {
+        buf_free(&f);
+        return NULL;
+    }
+    return buf_steal(&f);
+}
+
 /* ---- CSV scanning ---- */
 
 typedef struct csv_scan {

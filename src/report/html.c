@@ -366,29 +366,6 @@ static void section_taxonomy(drift_buf *b, const experiment *e, size_t n) {
     buf_free(&rows);
 }
 
-/* The formula over the fixed dimensions that vary; NULL when none does. */
-static char *varying_formula(const drift_table *t, size_t *n_params) {
-    drift_buf f = {0};
-    int terms = 0;
-    *n_params = 1;
-    for (size_t d = 0; d < DRIFT_TABLE_FIXED_DIMS; d++) {
-        const char **lv = NULL;
-        size_t nl = 0;
-        drift_error e = {0};
-        if (drift_table_levels(t, d, &lv, &nl, &e)) continue;
-        free(lv);
-        if (nl < 2) continue;
-        buf_printf(&f, "%s C(%s)", terms ? " +" : "flip_rate ~", t->dim_names[d]);
-        *n_params += nl - 1;
-        terms++;
-    }
-    if (!terms) {
-        buf_free(&f);
-        return NULL;
-    }
-    return buf_steal(&f);
-}
-
 /* A numeric cell: kind 0 = integer, 1 = %.4g, 2 = %.3g, 3 = %.3f; NAN = empty. */
 static void num_cell(drift_buf *b, double v, int kind) {
     buf_puts(b, "<td class=\"num\">");
@@ -406,7 +383,7 @@ static void num_cell(drift_buf *b, double v, int kind) {
 static void section_anova(drift_buf *b, const drift_table *t) {
     buf_puts(b, "<h2 id=\"anova\">Analysis of variance</h2>\n<div class=\"card\">\n");
     size_t params = 0;
-    char *formula = varying_formula(t, &params);
+    char *formula = drift_table_varying_formula(t, &params);
     if (!formula || t->n_rows < params + 2) {
         buf_printf(b, "<p>Too few configurations for an ANOVA: %zu rows, and the factors that vary need %zu "
                       "parameters plus at least two residual degrees of freedom.</p>\n</div>\n",
