@@ -152,16 +152,6 @@ static int add_ones(gguf_writer *w, const char *name, int64_t n) {
     return rc;
 }
 
-static size_t vt_size(gguf_vtype t) {
-    switch (t) {
-    case GGUF_VT_UINT8: case GGUF_VT_INT8: case GGUF_VT_BOOL: return 1;
-    case GGUF_VT_UINT16: case GGUF_VT_INT16: return 2;
-    case GGUF_VT_UINT32: case GGUF_VT_INT32: case GGUF_VT_FLOAT32: return 4;
-    case GGUF_VT_UINT64: case GGUF_VT_INT64: case GGUF_VT_FLOAT64: return 8;
-    default: return 0;
-    }
-}
-
 /* Copies every tokenizer.* key of SRC into W; per-token arrays (tokens,
  * token_type, scores) are padded to n_vocab entries with unused tokens
  * "<|pad_N|>" (type 5, score 0). */
@@ -189,8 +179,8 @@ static int copy_tokenizer(gguf_writer *w, const gguf_file *src, int n_vocab, cha
             if (!rc) rc = gguf_writer_add_string_array(w, kv->key, (const char *const *)v, n);
             for (uint64_t i = 0; i < n; i++) free(v[i]);
             free(v);
-        } else if (kv->type == GGUF_VT_ARRAY && vt_size(kv->arr_type)) {
-            size_t es = vt_size(kv->arr_type);
+        } else if (kv->type == GGUF_VT_ARRAY && gguf_vtype_size(kv->arr_type)) {
+            size_t es = gguf_vtype_size(kv->arr_type);
             int per_token = kv->arr_n == n_src;
             uint64_t n = per_token ? (uint64_t)n_vocab : kv->arr_n;
             uint8_t *buf = calloc((size_t)n, es);

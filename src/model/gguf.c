@@ -60,7 +60,7 @@ static drift_status rd_str(cur *c, gguf_str *s, const char *what) {
     return DRIFT_OK;
 }
 
-static size_t vtype_size(uint32_t t) {
+size_t gguf_vtype_size(uint32_t t) {
     switch (t) {
     case GGUF_VT_UINT8: case GGUF_VT_INT8: case GGUF_VT_BOOL: return 1;
     case GGUF_VT_UINT16: case GGUF_VT_INT16: return 2;
@@ -79,7 +79,7 @@ const char *gguf_vtype_name(uint32_t t) {
 /* Reads one scalar of type t at the cursor into kv->v. */
 static drift_status rd_scalar(cur *c, uint32_t t, gguf_kv *kv, const char *key) {
     uint8_t b[8] = {0};
-    size_t n = vtype_size(t);
+    size_t n = gguf_vtype_size(t);
     drift_status st = rd(c, b, n, key);
     if (st) return st;
     switch (t) {
@@ -110,7 +110,7 @@ static drift_status rd_scalar(cur *c, uint32_t t, gguf_kv *kv, const char *key) 
 static drift_status skip_array(cur *c, uint32_t t, uint64_t n, int depth, const char *key) {
     if (depth > GGUF_MAX_NEST)
         return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: key '%s': arrays nested deeper than %d", c->path, key, GGUF_MAX_NEST);
-    size_t es = vtype_size(t);
+    size_t es = gguf_vtype_size(t);
     if (es) {
         if (n > (c->size - c->pos) / es)
             return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: key '%s': array of %" PRIu64 " %s past end of file (size %zu)",
@@ -532,7 +532,7 @@ char *gguf_get_string(const gguf_file *f, const char *key) {
 }
 
 double gguf_arr_float(const gguf_kv *kv, uint64_t i) {
-    const uint8_t *p = kv->arr_data + i * vtype_size(kv->arr_type);
+    const uint8_t *p = kv->arr_data + i * gguf_vtype_size(kv->arr_type);
     switch (kv->arr_type) {
     case GGUF_VT_FLOAT32: { float x; memcpy(&x, p, 4); return x; }
     case GGUF_VT_FLOAT64: { double x; memcpy(&x, p, 8); return x; }
@@ -541,7 +541,7 @@ double gguf_arr_float(const gguf_kv *kv, uint64_t i) {
 }
 
 int64_t gguf_arr_int(const gguf_kv *kv, uint64_t i) {
-    const uint8_t *p = kv->arr_data + i * vtype_size(kv->arr_type);
+    const uint8_t *p = kv->arr_data + i * gguf_vtype_size(kv->arr_type);
     switch (kv->arr_type) {
     case GGUF_VT_UINT8: case GGUF_VT_BOOL: return p[0];
     case GGUF_VT_INT8: return (int8_t)p[0];

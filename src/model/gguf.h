@@ -42,6 +42,10 @@ typedef enum gguf_vtype {
     GGUF_VT_COUNT = 13
 } gguf_vtype;
 
+/* Bytes of one scalar of value type t (1, 2, 4 or 8); 0 for STRING, ARRAY
+ * and unknown types. */
+size_t gguf_vtype_size(uint32_t t);
+
 /* Tensor data types (ggml_type ids). Those the engine can decode are marked. */
 typedef enum gguf_dtype {
     GGUF_DT_F32 = 0,   /* decoded */

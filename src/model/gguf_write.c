@@ -95,18 +95,8 @@ int gguf_writer_add_string(gguf_writer *w, const char *key, const char *v) {
     return rc ? -1 : 0;
 }
 
-static size_t elem_size(gguf_vtype t) {
-    switch (t) {
-    case GGUF_VT_UINT8: case GGUF_VT_INT8: case GGUF_VT_BOOL: return 1;
-    case GGUF_VT_UINT16: case GGUF_VT_INT16: return 2;
-    case GGUF_VT_UINT32: case GGUF_VT_INT32: case GGUF_VT_FLOAT32: return 4;
-    case GGUF_VT_UINT64: case GGUF_VT_INT64: case GGUF_VT_FLOAT64: return 8;
-    default: return 0;
-    }
-}
-
 int gguf_writer_add_array(gguf_writer *w, const char *key, gguf_vtype elem_type, const void *data, uint64_t n) {
-    size_t es = elem_size(elem_type);
+    size_t es = gguf_vtype_size(elem_type);
     if (!es) return w->failed = 1, -1;
     int rc = add_head(w, key, GGUF_VT_ARRAY) || put_u32(&w->kv, elem_type) || put_u64(&w->kv, n) ||
              put(&w->kv, data, (size_t)n * es);
