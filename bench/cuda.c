@@ -357,9 +357,14 @@ static drift_status bench_decode(drift_model *m, int B, int ctx, int steps, int 
         for (int i = 0; i < ctx && !st; i++) toks[i] = tok_id(in, b, i);
         if (!st) st = drift_session_forward(ss[b], toks, (size_t)ctx, 0, lg, NULL, err);
     }
+    /* DRIFT_BENCH_PROFILE_BATCH=B: the timed steps at batch B run between
+     * cudaProfilerStart and Stop (ncu/nsys --profile-from-start off) */
+    const char *pb = getenv("DRIFT_BENCH_PROFILE_BATCH");
+    int prof = pb && atoi(pb) == B;
     int pos = ctx, done = 0;
     for (int it = -1; it < iters && !st; it++) {
         int n = it < 0 ? warm : steps;
+        if (prof && it == 0) dcu_profiler(1);
         double t0 = now_s();
         for (int k = 0; k < n && !st; k++, pos++) {
             for (int b = 0; b < B; b++) toks[b] = tok_id(in, b, pos);
@@ -369,6 +374,7 @@ static drift_status bench_decode(drift_model *m, int B, int ctx, int steps, int 
         double t1 = now_s();
         if (!st && it >= 0) r[done++] = (double)B * steps / (t1 - t0);
     }
+    if (prof) dcu_profiler(0);
     *out = stat_of(r, done);
     for (int b = 0; ss && b < B; b++) drift_session_free(ss[b]);
     free(ss);

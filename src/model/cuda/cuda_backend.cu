@@ -25,6 +25,7 @@
  * Errors: every CUDA / cuBLAS status is checked; messages say "cuda: ..."
  * with the library's own error string. Nothing prints or exits. */
 #include "model/cuda/cuda_internal.cuh"
+#include <cuda_profiler_api.h>
 
 #include <math.h>
 #include <mutex>
@@ -1349,6 +1350,11 @@ extern "C" drift_status dcu_bench_copy(size_t bytes, int reps, double *gbps, dri
     if (ms <= 0) return drift_error_set(err, DRIFT_ERR_INTERNAL, "cuda: copy timer read %g ms", (double)ms);
     *gbps = 2.0 * (double)bytes * reps / (ms * 1e-3) / 1e9;
     return DRIFT_OK;
+}
+
+extern "C" void dcu_profiler(int on) {
+    if (on) cudaProfilerStart();
+    else cudaProfilerStop();
 }
 
 extern "C" drift_status dcu_bench_gemm(int n, int reps, double *tflops, drift_error *err) {

@@ -135,6 +135,9 @@ drift_status dcu_op_kv_load(drift_dtype t, float *dst, const void *src, int n_ve
  * n x n x n through cuBLAS; returns TFLOP/s. */
 drift_status dcu_bench_copy(size_t bytes, int reps, double *gbps, drift_error *err);
 drift_status dcu_bench_gemm(int n, int reps, double *tflops, drift_error *err);
+/* cudaProfilerStart (on = 1) / Stop (0): brackets what a profiler started with
+ * --profile-from-start off (ncu, nsys) records; bench_cuda uses it */
+void dcu_profiler(int on);
 
 #ifdef __cplusplus
 }
