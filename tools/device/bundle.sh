@@ -8,7 +8,8 @@
 #
 #   tools/device/bundle.sh [BUILD_DIR]       (default build-dev)
 #
-# Writes .devbundle/bundle.tar.xz (ignored by git). On the GPU machine, from
+# Writes $BUNDLE_DIR/bundle.tar.xz (default .devbundle/, ignored by git;
+# another directory must be ignored too for a `run` call to carry it). On the GPU machine, from
 # the repo root (the `run` call carries .devbundle):
 #   tar -xJf .devbundle/bundle.tar.xz -C .devbundle
 #   export LD_LIBRARY_PATH=$PWD/.devbundle/lib:/usr/local/cuda/lib64
@@ -16,26 +17,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build-dev}
-grep -qx '/.devbundle/' .git/info/exclude 2>/dev/null || echo '/.devbundle/' >>.git/info/exclude
+O=${BUNDLE_DIR:-.devbundle}
+grep -qx "/$O/" .git/info/exclude 2>/dev/null || echo "/$O/" >>.git/info/exclude
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DDRIFT_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="${CUDACXX:-/usr/local/cuda/bin/nvcc}" >/dev/null
 grep -q 'DRIFT_HAVE_CUDA' "$B/CMakeCache.txt" "$B"/CMakeFiles/driftbench.dir/flags.make 2>/dev/null ||
     { echo "bundle.sh: $B was configured without the CUDA backend (nvcc not found?)" >&2; exit 1; }
 cmake --build "$B" -j"$(nproc)"
-rm -rf .devbundle/bin .devbundle/lib .devbundle/bundle.tar.xz
-mkdir -p .devbundle/bin .devbundle/lib
+rm -rf "$O"/bin "$O"/lib "$O"/bundle.tar.xz
+mkdir -p "$O"/bin "$O"/lib
 bins=(driftbench)
 for t in test_cuda_ops test_cuda_model test_models bench_cuda; do
     [ -x "$B/$t" ] && bins+=("$t")
 done
-for b in "${bins[@]}"; do cp "$B/$b" .devbundle/bin/; strip --strip-debug .devbundle/bin/"$b"; done
+for b in "${bins[@]}"; do cp "$B/$b" "$O"/bin/; strip --strip-debug "$O"/bin/"$b"; done
 # Shared libraries, minus the ones the GPU image brings itself.
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libgcc_s|libstdc\+\+|libcuda\.so|libcublas|libcudart|libnvidia)'
-for b in .devbundle/bin/*; do
+for b in "$O"/bin/*; do
     ldd "$b" | awk '$3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do
     [[ "$name" =~ $skip ]] && continue
-    cp -L "$path" ".devbundle/lib/$name"
+    cp -L "$path" "$O/lib/$name"
 done
-tar -C .devbundle -cJf .devbundle/bundle.tar.xz bin lib
-echo "bundle.sh: $(du -h .devbundle/bundle.tar.xz | cut -f1) in .devbundle/bundle.tar.xz ($(ls .devbundle/bin | tr '\n' ' '))"
+tar -C "$O" -cJf "$O"/bundle.tar.xz bin lib
+echo "bundle.sh: $(du -h "$O"/bundle.tar.xz | cut -f1) in $O/bundle.tar.xz ($(ls "$O"/bin | tr '\n' ' '))"
