@@ -451,9 +451,11 @@ static void test_attention(void **state) {
     static const char *ALG[] = {"attn=two-pass", "attn=online:7", "attn=online:64&exp=fast", "attn=online:1",
                                 "attn=online:64&batch_invariant=0", "attn=online:4096"};
     static const int NP[] = {1, 50, 300, T};
-    static const int DS[] = {64, 128};
+    /* head dims: one lane's worth and less (16, 32), odd (33: partial lanes,
+     * unaligned vectors), 64 / 128, and past 256 (300: 32-dimension lanes) */
+    static const int DS[] = {16, 32, 33, 64, 128, 300};
     drift_error err;
-    for (int di = 0; di < 2; di++) {
+    for (int di = 0; di < (int)(sizeof DS / sizeof DS[0]); di++) {
         int D = DS[di];
         float *q = rand_vec(D, 1.0f), *kf = rand_vec(T * D, 1.0f), *vf = rand_vec(T * D, 1.0f);
         size_t stride = num_kv_bytes(DRIFT_DTYPE_F32, D) + 12; /* vectors not packed */

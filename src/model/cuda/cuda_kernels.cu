@@ -17,21 +17,26 @@
  *   attention split-KV, see below
  *
  * Attention (flash-decoding): the positions [start, pos] of a row are cut
- * into splits of `chunk` positions; one block per (split, head, row) runs an
- * online softmax over its split in tiles of 32 positions (scores: one warp
- * per position, lanes strided over the head dimension, fixed xor tree; then
- * max, exp, and the weighted sum of V per dimension in position order). A
- * second kernel combines the splits of a (row, head) in split order. When
- * every row fits one split the first kernel writes the output directly with
- * the same final operation (acc * (1 / l)), so the result does not depend on
- * whether a combine ran. Where a tile fits in shared memory (head_dim <=
- * 160), k_attn_part_st runs instead: it stages each tile's K and V (deq()'d)
- * in shared memory with all loads of the tile in flight (head_dim <= 64: the
- * next tile's loads issued before the current one is computed), then does the
- * very same operations in the same order, so the results are the same bit
- * for bit. The row kernels norm, swiglu and prep keep a row in registers
- * (k_*_r, rows up to 32 * 256) for the same reason: one round of loads
- * instead of one dependent load per element and pass; swiglu and prep with
+ * into splits of `chunk` positions; one block per (split, head, row) of nw
+ * warps, nw = min(8, ceil(chunk / 32)) (a function of the chunk only). Tile
+ * k of a split (32 positions) belongs to warp k mod nw: lane j scores
+ * position j of the tile (q . k with four partial sums by element index,
+ * q from shared memory, K read with the widest loads its alignment allows),
+ * the tile's max and sum of exp are fixed xor trees over the warp, and lane
+ * l accumulates the weighted V of its dimensions over the tile's positions
+ * in order (online softmax over the warp's tiles). The warps' partials are
+ * merged in warp order, then a second kernel combines the splits of a (row,
+ * head) in split order with the same merge step. When every row fits one
+ * split the first kernel writes the output directly with the same final
+ * operation (acc * (1 / l)), so the result does not depend on whether a
+ * combine ran; the order of every sum depends on (head_dim, chunk, the
+ * row's positions) only.
+ *
+ * The row kernels norm, swiglu and prep keep a row in registers (k_*_r): one
+ * round of loads instead of one dependent load per element and pass; norm
+ * spreads a row over up to 1024 threads (2, 4 or 8 elements each, the count
+ * chosen from the row length alone), swiglu and prep over 256; swiglu and
+ * prep with
  * acts that need no row amax (not fp8) spread a row over blocks of 256
  * columns (k_*_e, elementwise). The chunk is fixed by the profile with
  * batch_invariant=1 (so a row's result depends on its own positions only),
@@ -42,7 +47,6 @@
 
 #define ATT_THREADS 128
 #define ATT_TILE 32
-#define ATT_MAX_PER_THREAD 8 /* head_dim <= 1024 = 8 * 128 */
 
 static __device__ __forceinline__ bool is_fp8(int t) {
     return t == DRIFT_DTYPE_FP8_E4M3 || t == DRIFT_DTYPE_FP8_E5M2;
@@ -106,8 +110,8 @@ static __device__ void prep_row(int acts, float *f, uint16_t *h, int64_t kp, uin
     if (q && threadIdx.x == 0) *qs = ok ? s : 0.0f;
 }
 
-/* prep_row of a row held in registers: thread t's elements t + k * DCU_ROWT
- * (k < PER) are v[k]; the rounded values go to f (and v) */
+/* prep_row of a row held in registers: thread t's elements t + k * T
+ * (k < PER, T = blockDim.x) are v[k]; the rounded values go to f (and v) */
 template <int PER>
 static __device__ __forceinline__ void prep_row_r(int acts, float *v, float *f, uint16_t *h, int64_t kp, uint8_t *q,
                                                   float *qs, int K, float amax) {
@@ -115,7 +119,7 @@ static __device__ __forceinline__ void prep_row_r(int acts, float *v, float *f, 
     float s = prep_scale(acts, amax, &ok);
 #pragma unroll
     for (int k = 0; k < PER; k++) {
-        int i = (int)threadIdx.x + k * DCU_ROWT;
+        int i = (int)(threadIdx.x + k * blockDim.x);
         if (i < K) {
             v[k] = prep_elem(acts, v[k], s, ok, h ? h + i : NULL, q ? q + i : NULL);
             f[i] = v[k];
@@ -202,12 +206,14 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm(int acts, float *x, const flo
              a.qs ? a.qs + row : NULL, n, am);
 }
 
-/* k_norm with the row in registers (thread t: elements t + k * DCU_ROWT,
- * k < PER, as k_norm's loops): every load of a pass in flight together, the
- * same operations in the same order, so the same results bit for bit.
- * Launched with DCU_ROWT threads for n <= PER * DCU_ROWT. */
+/* k_norm with the row in registers and T = blockDim.x threads chosen from
+ * n alone (norm_threads: up to 1024, PER elements each; thread t holds
+ * elements t + k * T): every load in flight together, the same operations
+ * per element; the sums are per thread in k order, then the fixed warp and
+ * block trees, so a row's result depends on n only. n <= PER * T. */
+#define NORM_MAX_T 1024
 template <int PER>
-__global__ void __launch_bounds__(DCU_ROWT) k_norm_r(int acts, float *x, const float *r, int n, const float *w,
+__global__ void __launch_bounds__(NORM_MAX_T) k_norm_r(int acts, float *x, const float *r, int n, const float *w,
                                                      float eps, float *hidden, dact a, unsigned needs, int B) {
     __shared__ float sm[32];
     int row = blockIdx.x;
@@ -221,7 +227,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm_r(int acts, float *x, const f
     float xv[PER], wv[PER]; /* w loaded with x: no second round of loads */
 #pragma unroll
     for (int k = 0; k < PER; k++) {
-        int i = (int)threadIdx.x + k * DCU_ROWT;
+        int i = (int)(threadIdx.x + k * blockDim.x);
         xv[k] = i < n ? xr[i] : 0.0f;
         wv[k] = i < n ? w[i] : 0.0f;
     }
@@ -230,13 +236,13 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm_r(int acts, float *x, const f
         float rv[PER];
 #pragma unroll
         for (int k = 0; k < PER; k++) {
-            int i = (int)threadIdx.x + k * DCU_ROWT;
+            int i = (int)(threadIdx.x + k * blockDim.x);
             rv[k] = i < n ? rr[i] : 0.0f;
         }
         float am = 0.0f;
 #pragma unroll
         for (int k = 0; k < PER; k++) {
-            int i = (int)threadIdx.x + k * DCU_ROWT;
+            int i = (int)(threadIdx.x + k * blockDim.x);
             if (i < n) {
                 xv[k] = __fadd_rn(xv[k], rv[k]);
                 am = fmaxf(am, fabsf(xv[k]));
@@ -248,7 +254,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm_r(int acts, float *x, const f
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < PER; k++) {
-        int i = (int)threadIdx.x + k * DCU_ROWT;
+        int i = (int)(threadIdx.x + k * blockDim.x);
         if (i < n) ss = fmaf(xv[k], xv[k], ss);
     }
     ss = dcu_block_sum(ss, sm);
@@ -258,7 +264,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm_r(int acts, float *x, const f
     float am = 0.0f;
 #pragma unroll
     for (int k = 0; k < PER; k++) {
-        int i = (int)threadIdx.x + k * DCU_ROWT;
+        int i = (int)(threadIdx.x + k * blockDim.x);
         if (i < n) {
             float y = __fmul_rn(__fmul_rn(xv[k], rinv), wv[k]);
             if (hid) hid[i] = y;
@@ -278,12 +284,14 @@ drift_status dcu_launch_norm(dcu_ctx *c, int acts, float *x, const float *r, int
     dact av = a ? *a : dact{NULL, NULL, NULL, NULL};
     if (!av.f) needs = 0;
     int rows = (needs & DCU_NEED_H) ? (int)dcu_pad16(B) : B;
-    if (n <= 8 * DCU_ROWT)
-        k_norm_r<8><<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
-    else if (n <= 16 * DCU_ROWT)
-        k_norm_r<16><<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
-    else if (n <= 32 * DCU_ROWT)
-        k_norm_r<32><<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+    int per = n <= 2 * NORM_MAX_T ? 2 : n <= 4 * NORM_MAX_T ? 4 : 8;
+    int T = ((n + per - 1) / per + 31) / 32 * 32; /* from n only */
+    if (n <= 2 * NORM_MAX_T)
+        k_norm_r<2><<<rows, T, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+    else if (n <= 4 * NORM_MAX_T)
+        k_norm_r<4><<<rows, T, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+    else if (n <= 8 * NORM_MAX_T)
+        k_norm_r<8><<<rows, T, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
     else
         k_norm<<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
     DCU_LAUNCHED("rmsnorm kernel");
@@ -682,94 +690,6 @@ static __device__ __forceinline__ void row_window(const drow &R, int window, int
     *npos = R.pos - s + 1;
 }
 
-/* grid (splits, heads, rows) */
-__global__ void __launch_bounds__(ATT_THREADS) k_attn_part(att_k P) {
-    extern __shared__ float smf[];
-    float *qs = smf;                  /* (hd) */
-    float *sc = qs + P.hd;            /* (TILE) scores, then weights */
-    float *ks = sc + ATT_TILE;        /* (TILE) K vector scales */
-    float *vs = ks + ATT_TILE;        /* (TILE) V vector scales */
-    int sp = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-    const drow R = P.rows[b];
-    int start, npos;
-    row_window(R, P.window, &start, &npos);
-    int t0 = sp * P.chunk;
-    if (t0 >= npos) return;
-    int t1 = min(npos, t0 + P.chunk);
-    int hd = P.hd, kvh = h / (P.n_heads / P.n_kvh);
-    size_t pstride = (size_t)P.n_kvh * P.vb;
-    size_t base = (((size_t)P.layer * (size_t)R.n_ctx + (size_t)start) * (size_t)P.n_kvh + (size_t)kvh) * P.vb;
-    const uint8_t *kb = R.kc + base, *vbp = R.vc + base;
-    const float *q = P.q + (size_t)b * P.ldq + (size_t)h * hd;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = q[d];
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-    float m = -INFINITY, l = 0.0f;
-    float acc[ATT_MAX_PER_THREAD];
-#pragma unroll
-    for (int i = 0; i < ATT_MAX_PER_THREAD; i++) acc[i] = 0.0f;
-    bool first = true;
-    for (int tt = t0; tt < t1; tt += ATT_TILE) {
-        int nt = min(ATT_TILE, t1 - tt);
-        if (threadIdx.x < nt) {
-            ks[threadIdx.x] = kv_scale(P.kvfmt, kb + (size_t)(tt + threadIdx.x) * pstride);
-            vs[threadIdx.x] = kv_scale(P.kvfmt, vbp + (size_t)(tt + threadIdx.x) * pstride);
-        }
-        __syncthreads();
-        /* scores: one warp per position */
-        for (int j = warp; j < nt; j += nw) {
-            const uint8_t *kv = kb + (size_t)(tt + j) * pstride;
-            float s = ks[j], part = 0.0f;
-            for (int d = lane; d < hd; d += 32) part = fmaf(qs[d], kv_elem(P.kvfmt, kv, d, s), part);
-            part = dcu_warp_sum(part);
-            if (lane == 0) sc[j] = __fmul_rn(part, P.scale);
-        }
-        __syncthreads();
-        float mt = -INFINITY;
-        for (int j = 0; j < nt; j++) mt = fmaxf(mt, sc[j]);
-        float mn = fmaxf(mt, m);
-        float corr = first ? 0.0f : dev_exp(P.fast, m - mn);
-        __syncthreads(); /* everyone has read the scores */
-        if (threadIdx.x < nt) sc[threadIdx.x] = dev_exp(P.fast, sc[threadIdx.x] - mn);
-        __syncthreads();
-        float ln = first ? 0.0f : __fmul_rn(l, corr);
-        for (int j = 0; j < nt; j++) ln = __fadd_rn(ln, sc[j]);
-        l = ln;
-#pragma unroll
-        for (int i = 0; i < ATT_MAX_PER_THREAD; i++) {
-            int d = threadIdx.x + i * ATT_THREADS;
-            if (d < hd) {
-                float a = first ? 0.0f : __fmul_rn(acc[i], corr);
-                for (int j = 0; j < nt; j++)
-                    a = fmaf(sc[j], kv_elem(P.kvfmt, vbp + (size_t)(tt + j) * pstride, d, vs[j]), a);
-                acc[i] = a;
-            }
-        }
-        m = mn;
-        first = false;
-        __syncthreads(); /* before the next tile overwrites sc, ks, vs */
-    }
-    if (P.direct) {
-        float inv = __fdiv_rn(1.0f, l);
-        float *o = P.out + (size_t)b * P.ldo + (size_t)h * hd;
-#pragma unroll
-        for (int i = 0; i < ATT_MAX_PER_THREAD; i++) {
-            int d = threadIdx.x + i * ATT_THREADS;
-            if (d < hd) o[d] = __fmul_rn(acc[i], inv);
-        }
-        return;
-    }
-    float *pp = P.part + (((size_t)b * P.n_heads + h) * P.max_splits + sp) * (size_t)(hd + 2);
-    if (threadIdx.x == 0) {
-        pp[0] = m;
-        pp[1] = l;
-    }
-#pragma unroll
-    for (int i = 0; i < ATT_MAX_PER_THREAD; i++) {
-        int d = threadIdx.x + i * ATT_THREADS;
-        if (d < hd) pp[2 + d] = acc[i];
-    }
-}
-
 /* element d of a KV vector in a format fixed at compile time (= kv_elem) */
 template <int FMT>
 static __device__ __forceinline__ float kv_elem_t(const uint8_t *vec, int d) {
@@ -782,90 +702,137 @@ static __device__ __forceinline__ float kv_elem_t(const uint8_t *vec, int d) {
     }
 }
 
-#define ATT_STAGE_PER 32 /* loads a thread has in flight while staging: a whole tile for head_dim <= 64 */
-
-/* Stages positions [tt, tt + nt) of K into kf and of V into vf (floats,
- * (nt, hd) each, already deq()'d: the very values kv_elem returns), with
- * every load of a round issued before any store. */
+/* one 16-bit KV element (f16 / bf16 bits) */
 template <int FMT>
-static __device__ void att_stage(float *kf, float *vf, const uint8_t *kb, const uint8_t *vbp, size_t pstride, int tt,
-                                 int nt, int hd) {
-    int half = nt * hd, total = 2 * half;
-    for (int i0 = 0; i0 < total; i0 += ATT_THREADS * ATT_STAGE_PER) {
-        float r[ATT_STAGE_PER];
+static __device__ __forceinline__ float kv_h(uint32_t h) {
+    return FMT == DRIFT_DTYPE_F16 ? dcu_f16_f32(h & 0xffffu) : dcu_bf16_f32(h & 0xffffu);
+}
+
+/* one fp8 code with its vector's scale s (= kv_elem) */
+template <int FMT>
+static __device__ __forceinline__ float kv_q(uint32_t c, float s) {
+    return __fmul_rn(FMT == DRIFT_DTYPE_FP8_E4M3 ? dcu_e4m3_f32(c & 0xffu) : dcu_e5m2_f32(c & 0xffu), s);
+}
+
+/* o[i] = element d0 + i (i < N, all < head_dim) of a KV vector, the very
+ * values kv_elem gives, with the widest loads the address allows (vectors
+ * need not be aligned: a KV vector of fp8 starts with its 4-byte scale s,
+ * which the caller passes) */
+template <int FMT, int N>
+static __device__ __forceinline__ void kv_ld(const uint8_t *vec, int d0, float s, float *o) {
+    if (FMT == DRIFT_DTYPE_F16 || FMT == DRIFT_DTYPE_BF16) {
+        const uint16_t *p = (const uint16_t *)vec + d0;
+        uintptr_t a = (uintptr_t)p;
+        if (N % 8 == 0 && (a & 15u) == 0) {
 #pragma unroll
-        for (int u = 0; u < ATT_STAGE_PER; u++) {
-            int i = i0 + u * ATT_THREADS + (int)threadIdx.x;
-            r[u] = 0.0f;
-            if (i < total) {
-                bool isv = i >= half;
-                int e = isv ? i - half : i;
-                int j = e / hd, d = e - j * hd;
-                r[u] = kv_elem_t<FMT>((isv ? vbp : kb) + (size_t)(tt + j) * pstride, d);
+            for (int i = 0; i < N; i += 8) {
+                uint4 w = *(const uint4 *)(p + i);
+                o[i + 0] = kv_h<FMT>(w.x), o[i + 1] = kv_h<FMT>(w.x >> 16);
+                o[i + 2] = kv_h<FMT>(w.y), o[i + 3] = kv_h<FMT>(w.y >> 16);
+                o[i + 4] = kv_h<FMT>(w.z), o[i + 5] = kv_h<FMT>(w.z >> 16);
+                o[i + 6] = kv_h<FMT>(w.w), o[i + 7] = kv_h<FMT>(w.w >> 16);
             }
-        }
+        } else if (N % 2 == 0 && (a & 3u) == 0) {
 #pragma unroll
-        for (int u = 0; u < ATT_STAGE_PER; u++) {
-            int i = i0 + u * ATT_THREADS + (int)threadIdx.x;
-            if (i < total) {
-                if (i >= half)
-                    vf[i - half] = r[u];
-                else
-                    kf[i] = r[u];
+            for (int i = 0; i < N; i += 2) {
+                uint32_t w = *(const uint32_t *)(p + i);
+                o[i] = kv_h<FMT>(w), o[i + 1] = kv_h<FMT>(w >> 16);
             }
-        }
-    }
-}
-
-/* att_stage in two halves for a tile that takes one round (2 * nt * hd <=
- * ATT_THREADS * ATT_STAGE_PER): att_fetch issues the loads into r, att_put
- * stores r; a tile's loads are issued before the previous tile is computed. */
-template <int FMT>
-static __device__ __forceinline__ void att_fetch(float *r, const uint8_t *kb, const uint8_t *vbp, size_t pstride,
-                                                 int tt, int nt, int hd) {
-    int half = nt * hd, total = 2 * half;
+        } else {
 #pragma unroll
-    for (int u = 0; u < ATT_STAGE_PER; u++) {
-        int i = u * ATT_THREADS + (int)threadIdx.x;
-        r[u] = 0.0f;
-        if (i < total) {
-            bool isv = i >= half;
-            int e = isv ? i - half : i;
-            int j = e / hd, d = e - j * hd;
-            r[u] = kv_elem_t<FMT>((isv ? vbp : kb) + (size_t)(tt + j) * pstride, d);
+            for (int i = 0; i < N; i++) o[i] = kv_h<FMT>(p[i]);
         }
-    }
-}
-
-static __device__ __forceinline__ void att_put(const float *r, float *kf, float *vf, int nt, int hd) {
-    int half = nt * hd, total = 2 * half;
+    } else if (FMT == DRIFT_DTYPE_FP8_E4M3 || FMT == DRIFT_DTYPE_FP8_E5M2) {
+        const uint8_t *p = vec + 4 + d0;
+        uintptr_t a = (uintptr_t)p;
+        if (N % 4 == 0 && (a & 3u) == 0) {
 #pragma unroll
-    for (int u = 0; u < ATT_STAGE_PER; u++) {
-        int i = u * ATT_THREADS + (int)threadIdx.x;
-        if (i < total) {
-            if (i >= half)
-                vf[i - half] = r[u];
-            else
-                kf[i] = r[u];
+            for (int i = 0; i < N; i += 4) {
+                uint32_t w = *(const uint32_t *)(p + i);
+                o[i] = kv_q<FMT>(w, s), o[i + 1] = kv_q<FMT>(w >> 8, s);
+                o[i + 2] = kv_q<FMT>(w >> 16, s), o[i + 3] = kv_q<FMT>(w >> 24, s);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i++) o[i] = kv_q<FMT>(p[i], s);
+        }
+    } else {
+        const float *p = (const float *)vec + d0;
+        uintptr_t a = (uintptr_t)p;
+        if (N % 4 == 0 && (a & 15u) == 0) {
+#pragma unroll
+            for (int i = 0; i < N; i += 4) {
+                float4 w = *(const float4 *)(p + i);
+                o[i] = w.x, o[i + 1] = w.y, o[i + 2] = w.z, o[i + 3] = w.w;
+            }
+        } else if (N % 2 == 0 && (a & 7u) == 0) {
+#pragma unroll
+            for (int i = 0; i < N; i += 2) {
+                float2 w = *(const float2 *)(p + i);
+                o[i] = w.x, o[i + 1] = w.y;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i++) o[i] = p[i];
         }
     }
 }
 
-/* k_attn_part with each tile's K and V staged through shared memory first
- * (all loads of a tile in flight together instead of one dependent load per
- * position): the same operations in the same order on the same values as
- * k_attn_part, so the same results bit for bit. Used where the tile fits in
- * shared memory (head_dim <= ATT_STAGED_MAX_HD). grid (splits, heads, rows). */
-#define ATT_STAGED_MAX_HD 160
-#define ATT_ST_PER_THREAD 2 /* head_dim <= ATT_STAGED_MAX_HD <= 2 * ATT_THREADS */
-static_assert(ATT_STAGED_MAX_HD <= ATT_ST_PER_THREAD * ATT_THREADS, "staged attention accumulators");
+/* q . k of one position (q in shared memory, k a KV vector of hd
+ * elements): four partial sums (element d into sum d mod 4, each in element
+ * order), then (s0 + s1) + (s2 + s3). The order depends on hd only. */
 template <int FMT>
-__global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
+static __device__ __forceinline__ float att_dot(const float *qs, const uint8_t *kv, int hd) {
+    float s = kv_scale(FMT, kv);
+    float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 = 0.0f;
+    int d = 0;
+#pragma unroll 4
+    for (; d + 8 <= hd; d += 8) {
+        float k[8];
+        kv_ld<FMT, 8>(kv, d, s, k);
+        float4 qa = *(const float4 *)(qs + d), qb = *(const float4 *)(qs + d + 4);
+        p0 = fmaf(qa.x, k[0], p0), p1 = fmaf(qa.y, k[1], p1), p2 = fmaf(qa.z, k[2], p2), p3 = fmaf(qa.w, k[3], p3);
+        p0 = fmaf(qb.x, k[4], p0), p1 = fmaf(qb.y, k[5], p1), p2 = fmaf(qb.z, k[6], p2), p3 = fmaf(qb.w, k[7], p3);
+    }
+    for (; d < hd; d++) {
+        float k;
+        kv_ld<FMT, 1>(kv, d, s, &k);
+        switch (d & 3) {
+        case 0: p0 = fmaf(qs[d], k, p0); break;
+        case 1: p1 = fmaf(qs[d], k, p1); break;
+        case 2: p2 = fmaf(qs[d], k, p2); break;
+        default: p3 = fmaf(qs[d], k, p3); break;
+        }
+    }
+    return __fadd_rn(__fadd_rn(p0, p1), __fadd_rn(p2, p3));
+}
+
+/* merges a split / warp partial (mi, li, ai) into (M, L, a): the combine
+ * step, the same in the partial kernel and in k_attn_combine */
+static __device__ __forceinline__ void att_merge(int fast, float &M, float &L, float &a, float mi, float li,
+                                                 float ai) {
+    float mn = fmaxf(M, mi);
+    float c1 = dev_exp(fast, M - mn), c2 = dev_exp(fast, mi - mn);
+    L = __fadd_rn(__fmul_rn(L, c1), __fmul_rn(li, c2));
+    a = __fadd_rn(__fmul_rn(a, c1), __fmul_rn(ai, c2));
+    M = mn;
+}
+
+#define ATT_MAX_WARPS 8 /* warps of a partial-attention block (fewer for short chunks) */
+
+/* Split-KV partial attention, grid (splits, heads, rows), 32 * nw threads
+ * with nw = min(ATT_MAX_WARPS, ceil(chunk / ATT_TILE)): a function of the
+ * chunk only. Tile k of the split (positions t0 + 32k ...) belongs to warp
+ * k mod nw; in a tile lane j scores position j (att_dot), the tile's max and
+ * sum of exp are fixed xor trees over the warp, and lane l accumulates the
+ * weighted V of its NPL dimensions l * NPL ... over the tile's positions in
+ * order (online softmax across the warp's tiles). The warps' partials are
+ * then merged in warp order (att_merge). Output: acc * (1 / l) directly when
+ * the batch has one split, else (m, l, acc) for k_attn_combine. */
+template <int FMT, int NPL>
+__global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
     extern __shared__ float smf[];
-    float *qs = smf;                   /* (hd) */
-    float *sc = qs + P.hd;             /* (TILE) scores, then weights */
-    float *kf = sc + ATT_TILE;         /* (TILE, hd) */
-    float *vf = kf + ATT_TILE * P.hd;  /* (TILE, hd) */
+    float *qs = smf; /* (hd rounded up to 4), then per warp (2 + hd): m, l, acc */
     int sp = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     const drow R = P.rows[b];
     int start, npos;
@@ -879,86 +846,99 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_part_st(att_k P) {
     const uint8_t *kb = R.kc + base, *vbp = R.vc + base;
     const float *q = P.q + (size_t)b * P.ldq + (size_t)h * hd;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = q[d];
+    __syncthreads();
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-    float m = -INFINITY, l = 0.0f;
-    float acc[ATT_ST_PER_THREAD];
+    int ntiles = (t1 - t0 + ATT_TILE - 1) / ATT_TILE;
+    int nused = min(nw, ntiles);
+    int d0 = lane * NPL;
+    bool full = d0 + NPL <= hd, any = d0 < hd;
+    float m = -INFINITY, l = 0.0f, acc[NPL];
 #pragma unroll
-    for (int i = 0; i < ATT_ST_PER_THREAD; i++) acc[i] = 0.0f;
+    for (int i = 0; i < NPL; i++) acc[i] = 0.0f;
     bool first = true;
-    bool one = 2 * ATT_TILE * hd <= ATT_THREADS * ATT_STAGE_PER; /* a tile in one round: prefetched */
-    float pre[ATT_STAGE_PER];
-    if (one) att_fetch<FMT>(pre, kb, vbp, pstride, t0, min(ATT_TILE, t1 - t0), hd);
-    for (int tt = t0; tt < t1; tt += ATT_TILE) {
-        int nt = min(ATT_TILE, t1 - tt);
-        if (one) {
-            att_put(pre, kf, vf, nt, hd);
-            int tn = tt + ATT_TILE;
-            if (tn < t1) att_fetch<FMT>(pre, kb, vbp, pstride, tn, min(ATT_TILE, t1 - tn), hd);
-        } else {
-            att_stage<FMT>(kf, vf, kb, vbp, pstride, tt, nt, hd);
-        }
-        __syncthreads();
-        /* scores: one warp per position (positions independent: unrolled) */
-#pragma unroll 4
-        for (int j = warp; j < nt; j += nw) {
-            const float *kr = kf + (size_t)j * hd;
-            float part = 0.0f;
-            for (int d = lane; d < hd; d += 32) part = fmaf(qs[d], kr[d], part);
-            part = dcu_warp_sum(part);
-            if (lane == 0) sc[j] = __fmul_rn(part, P.scale);
-        }
-        __syncthreads();
-        float mt = -INFINITY;
-#pragma unroll 8
-        for (int j = 0; j < nt; j++) mt = fmaxf(mt, sc[j]);
-        float mn = fmaxf(mt, m);
+    for (int k = warp; k < ntiles; k += nw) {
+        int tt = t0 + k * ATT_TILE, nt = min(ATT_TILE, t1 - tt);
+        float s = -INFINITY;
+        if (lane < nt) s = __fmul_rn(att_dot<FMT>(qs, kb + (size_t)(tt + lane) * pstride, hd), P.scale);
+        float mt = dcu_warp_max(s);
+        float mn = first ? mt : fmaxf(m, mt);
         float corr = first ? 0.0f : dev_exp(P.fast, m - mn);
-        __syncthreads(); /* everyone has read the scores */
-        if (threadIdx.x < nt) sc[threadIdx.x] = dev_exp(P.fast, sc[threadIdx.x] - mn);
-        __syncthreads();
-        float ln = first ? 0.0f : __fmul_rn(l, corr);
-#pragma unroll 8
-        for (int j = 0; j < nt; j++) ln = __fadd_rn(ln, sc[j]);
-        l = ln;
+        float pw = lane < nt ? dev_exp(P.fast, s - mn) : 0.0f;
+        float ls = dcu_warp_sum(pw);
+        l = first ? ls : __fadd_rn(__fmul_rn(l, corr), ls);
 #pragma unroll
-        for (int i = 0; i < ATT_ST_PER_THREAD; i++) {
-            int d = threadIdx.x + i * ATT_THREADS;
-            if (i * ATT_THREADS < hd && d < hd) {
-                float a = first ? 0.0f : __fmul_rn(acc[i], corr);
-#pragma unroll 8
-                for (int j = 0; j < nt; j++) a = fmaf(sc[j], vf[(size_t)j * hd + d], a);
-                acc[i] = a;
+        for (int i = 0; i < NPL; i++) acc[i] = first ? 0.0f : __fmul_rn(acc[i], corr);
+        const uint8_t *vt = vbp + (size_t)tt * pstride;
+        /* weighted V, positions in order; U positions' loads issued together */
+        constexpr int U = NPL <= 1 ? 32 : NPL <= 2 ? 16 : NPL <= 4 ? 8 : NPL <= 8 ? 4 : 1;
+        for (int j0 = 0; j0 < nt; j0 += U) {
+            float v[U][NPL], pj[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int j = j0 + u;
+                pj[u] = __shfl_sync(0xffffffffu, pw, j & 31);
+                const uint8_t *vec = vt + (size_t)j * pstride;
+                if (j < nt && full) {
+                    kv_ld<FMT, NPL>(vec, d0, kv_scale(FMT, vec), v[u]);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < NPL; i++) v[u][i] = j < nt && d0 + i < hd ? kv_elem_t<FMT>(vec, d0 + i) : 0.0f;
+                }
             }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (j0 + u < nt)
+#pragma unroll
+                    for (int i = 0; i < NPL; i++) acc[i] = fmaf(pj[u], v[u][i], acc[i]);
         }
         m = mn;
         first = false;
-        __syncthreads(); /* before the next tile overwrites sc, kf, vf */
     }
-    if (P.direct) {
-        float inv = __fdiv_rn(1.0f, l);
-        float *o = P.out + (size_t)b * P.ldo + (size_t)h * hd;
+    float *o = P.out + (size_t)b * P.ldo + (size_t)h * hd;
+    float *pp = P.direct ? NULL : P.part + (((size_t)b * P.n_heads + h) * P.max_splits + sp) * (size_t)(hd + 2);
+    if (nused == 1) { /* one warp had positions: its partial is the split's */
+        if (warp != 0) return;
+        if (P.direct) {
+            float inv = __fdiv_rn(1.0f, l);
 #pragma unroll
-        for (int i = 0; i < ATT_ST_PER_THREAD; i++) {
-            int d = threadIdx.x + i * ATT_THREADS;
-            if (d < hd) o[d] = __fmul_rn(acc[i], inv);
+            for (int i = 0; i < NPL; i++)
+                if (any && d0 + i < hd) o[d0 + i] = __fmul_rn(acc[i], inv);
+        } else {
+            if (lane == 0) pp[0] = m, pp[1] = l;
+#pragma unroll
+            for (int i = 0; i < NPL; i++)
+                if (any && d0 + i < hd) pp[2 + d0 + i] = acc[i];
         }
         return;
     }
-    float *pp = P.part + (((size_t)b * P.n_heads + h) * P.max_splits + sp) * (size_t)(hd + 2);
-    if (threadIdx.x == 0) {
-        pp[0] = m;
-        pp[1] = l;
-    }
+    int hq = (hd + 3) & ~3;
+    float *wb = smf + hq + (size_t)warp * (hd + 2);
+    if (warp < nused) {
+        if (lane == 0) wb[0] = m, wb[1] = l;
 #pragma unroll
-    for (int i = 0; i < ATT_ST_PER_THREAD; i++) {
-        int d = threadIdx.x + i * ATT_THREADS;
-        if (d < hd) pp[2 + d] = acc[i];
+        for (int i = 0; i < NPL; i++)
+            if (any && d0 + i < hd) wb[2 + d0 + i] = acc[i];
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        const float *w0 = smf + hq;
+        float M = w0[0], L = w0[1], a = w0[2 + d];
+        for (int w = 1; w < nused; w++) {
+            const float *wi = smf + hq + (size_t)w * (hd + 2);
+            att_merge(P.fast, M, L, a, wi[0], wi[1], wi[2 + d]);
+        }
+        if (P.direct) {
+            o[d] = __fmul_rn(a, __fdiv_rn(1.0f, L));
+        } else {
+            if (d == 0) pp[0] = M, pp[1] = L;
+            pp[2 + d] = a;
+        }
     }
 }
 
 #define ATT_COMBINE_REG 8 /* up to this many splits: all loaded before combining */
 
-/* grid (heads, rows): splits combined in order */
+/* grid (heads, rows): splits combined in order (att_merge) */
 __global__ void __launch_bounds__(ATT_THREADS) k_attn_combine(att_k P) {
     int h = blockIdx.x, b = blockIdx.y, hd = P.hd;
     const drow R = P.rows[b];
@@ -979,15 +959,8 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_combine(att_k P) {
             }
             float M = mv[0], L = lv[0], a = av[0];
 #pragma unroll
-            for (int s = 1; s < ATT_COMBINE_REG; s++) {
-                if (s < ns) {
-                    float mi = mv[s], mn = fmaxf(M, mi);
-                    float c1 = dev_exp(P.fast, M - mn), c2 = dev_exp(P.fast, mi - mn);
-                    L = __fadd_rn(__fmul_rn(L, c1), __fmul_rn(lv[s], c2));
-                    a = __fadd_rn(__fmul_rn(a, c1), __fmul_rn(av[s], c2));
-                    M = mn;
-                }
-            }
+            for (int s = 1; s < ATT_COMBINE_REG; s++)
+                if (s < ns) att_merge(P.fast, M, L, a, mv[s], lv[s], av[s]);
             o[d] = __fmul_rn(a, __fdiv_rn(1.0f, L));
         }
         return;
@@ -996,11 +969,7 @@ __global__ void __launch_bounds__(ATT_THREADS) k_attn_combine(att_k P) {
         float M = p0[0], L = p0[1], a = p0[2 + d];
         for (int s = 1; s < ns; s++) {
             const float *ps = p0 + (size_t)s * (hd + 2);
-            float mi = ps[0], mn = fmaxf(M, mi);
-            float c1 = dev_exp(P.fast, M - mn), c2 = dev_exp(P.fast, mi - mn);
-            L = __fadd_rn(__fmul_rn(L, c1), __fmul_rn(ps[1], c2));
-            a = __fadd_rn(__fmul_rn(a, c1), __fmul_rn(ps[2 + d], c2));
-            M = mn;
+            att_merge(P.fast, M, L, a, ps[0], ps[1], ps[2 + d]);
         }
         o[d] = __fmul_rn(a, __fdiv_rn(1.0f, L));
     }
@@ -1012,9 +981,23 @@ size_t dcu_attn_part_floats(int B, int n_heads, int head_dim, int chunk, int max
     return (size_t)B * (size_t)n_heads * splits * (size_t)(head_dim + 2);
 }
 
+/* k_attn_part<FMT, npl> */
+template <int FMT>
+static void launch_attn_part(int npl, dim3 g, int threads, size_t smem, cudaStream_t st, const att_k &S) {
+    switch (npl) {
+    case 1: k_attn_part<FMT, 1><<<g, threads, smem, st>>>(S); break;
+    case 2: k_attn_part<FMT, 2><<<g, threads, smem, st>>>(S); break;
+    case 4: k_attn_part<FMT, 4><<<g, threads, smem, st>>>(S); break;
+    case 8: k_attn_part<FMT, 8><<<g, threads, smem, st>>>(S); break;
+    default: k_attn_part<FMT, 32><<<g, threads, smem, st>>>(S); break;
+    }
+}
+
+#define ATT_MAX_HD 1024 /* 32 lanes x 32 dimensions */
+
 drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, drift_error *err) {
     if (B <= 0) return DRIFT_OK;
-    if (a->head_dim > ATT_MAX_PER_THREAD * ATT_THREADS || a->n_heads > 65535 || a->chunk < 1 || a->n_kvh < 1 ||
+    if (a->head_dim < 1 || a->head_dim > ATT_MAX_HD || a->n_heads > 65535 || a->chunk < 1 || a->n_kvh < 1 ||
         a->n_heads % a->n_kvh)
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
                                "cuda: attention with %d heads (%d kv) of dimension %d, chunk %d", a->n_heads,
@@ -1040,9 +1023,12 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     P.direct = max_splits == 1;
     P.vb = a->vb;
     P.scale = a->scale;
-    size_t smem = (size_t)(a->head_dim + 3 * ATT_TILE) * sizeof(float);
-    size_t smem_st = (size_t)(a->head_dim + ATT_TILE + 2 * ATT_TILE * a->head_dim) * sizeof(float);
-    bool staged = a->head_dim <= ATT_STAGED_MAX_HD; /* smem_st <= 41.6 KB: no opt-in needed */
+    int hd = a->head_dim;
+    int npl = hd <= 32 ? 1 : hd <= 64 ? 2 : hd <= 128 ? 4 : hd <= 256 ? 8 : 32;
+    long nwl = ((long)a->chunk + ATT_TILE - 1) / ATT_TILE; /* warps: from the chunk only */
+    int nw = nwl < ATT_MAX_WARPS ? (int)nwl : ATT_MAX_WARPS;
+    size_t smem = (size_t)(((hd + 3) & ~3) + nw * (hd + 2)) * sizeof(float); /* <= 37 KB */
+    int cthreads = hd < ATT_THREADS ? (hd + 31) / 32 * 32 : ATT_THREADS;
     size_t per_row = (size_t)a->n_heads * (size_t)max_splits * (size_t)(a->head_dim + 2);
     int slice = 65535;
     if (!P.direct) {
@@ -1059,25 +1045,17 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
         S.out += (size_t)b0 * P.ldo;
         S.rows += b0;
         dim3 g1((unsigned)max_splits, (unsigned)a->n_heads, (unsigned)nb);
-        if (staged) {
-            switch (a->kvfmt) {
-            case DRIFT_DTYPE_F16: k_attn_part_st<DRIFT_DTYPE_F16><<<g1, ATT_THREADS, smem_st, c->st>>>(S); break;
-            case DRIFT_DTYPE_BF16: k_attn_part_st<DRIFT_DTYPE_BF16><<<g1, ATT_THREADS, smem_st, c->st>>>(S); break;
-            case DRIFT_DTYPE_FP8_E4M3:
-                k_attn_part_st<DRIFT_DTYPE_FP8_E4M3><<<g1, ATT_THREADS, smem_st, c->st>>>(S);
-                break;
-            case DRIFT_DTYPE_FP8_E5M2:
-                k_attn_part_st<DRIFT_DTYPE_FP8_E5M2><<<g1, ATT_THREADS, smem_st, c->st>>>(S);
-                break;
-            default: k_attn_part_st<DRIFT_DTYPE_F32><<<g1, ATT_THREADS, smem_st, c->st>>>(S); break;
-            }
-        } else {
-            k_attn_part<<<g1, ATT_THREADS, smem, c->st>>>(S);
+        switch (a->kvfmt) {
+        case DRIFT_DTYPE_F16: launch_attn_part<DRIFT_DTYPE_F16>(npl, g1, 32 * nw, smem, c->st, S); break;
+        case DRIFT_DTYPE_BF16: launch_attn_part<DRIFT_DTYPE_BF16>(npl, g1, 32 * nw, smem, c->st, S); break;
+        case DRIFT_DTYPE_FP8_E4M3: launch_attn_part<DRIFT_DTYPE_FP8_E4M3>(npl, g1, 32 * nw, smem, c->st, S); break;
+        case DRIFT_DTYPE_FP8_E5M2: launch_attn_part<DRIFT_DTYPE_FP8_E5M2>(npl, g1, 32 * nw, smem, c->st, S); break;
+        default: launch_attn_part<DRIFT_DTYPE_F32>(npl, g1, 32 * nw, smem, c->st, S); break;
         }
         DCU_LAUNCHED("attention kernel");
         if (!P.direct) {
             dim3 g2((unsigned)a->n_heads, (unsigned)nb);
-            k_attn_combine<<<g2, ATT_THREADS, 0, c->st>>>(S);
+            k_attn_combine<<<g2, cthreads, 0, c->st>>>(S);
             DCU_LAUNCHED("attention combine kernel");
         }
     }
