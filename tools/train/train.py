@@ -259,7 +259,7 @@ class LongGen:
         for k in range(n_q):
             if k:
                 q, a = question(recs[asked[k]], rng.randrange(3))
-                p = s.tok.encode(LONG_INSTRUCTION + "Question: " + q + "\nAnswer:")
+                p = s.enc(LONG_INSTRUCTION + "Question: " + q + "\nAnswer:")
                 ids += p
                 mask += [1] * len(p)
             else:
@@ -468,22 +468,80 @@ def make_batches(examples, tok_budget, rng):
     return batches
 
 
-def long_worker(tok_path, seed, q, phase, n_q):
-    """Generates long examples forever (a separate process): documents of 4-40 records while
-    phase.value == 0 (curriculum), of the test split's 40-119 records (a fifth 10-40) after."""
+def parse_phases(spec, curriculum, n_q):
+    """--long-phases "END:LO-HI:Q,...,1.0:test:Q": until run fraction END, documents of LO-HI records with Q
+    questions; "test" is the test split's sizes (40-119 records, a fifth 10-40). Without it, --long-curriculum C
+    gives the two phases of the first models: C:4-40:Q/2, then 1.0:test:Q."""
+    if not spec:
+        spec = ("%g:4-40:%d," % (curriculum, max(2, n_q // 2)) if curriculum > 0 else "") + "1.0:test:%d" % n_q
+    out = []
+    for part in spec.split(","):
+        end, size, q = part.split(":")
+        if size == "test":
+            lo = hi = 0
+        else:
+            lo, hi = (int(x) for x in size.split("-"))
+            assert 1 <= lo <= hi, part
+        out.append((float(end), lo, hi, int(q)))
+    assert out and out[-1][0] >= 1.0 and all(out[i][0] < out[i + 1][0] for i in range(len(out) - 1)), spec
+    return out
+
+
+def long_size(rng, ph):
+    """(records, questions) of one document in phase ph = (end, lo, hi, q)"""
+    _, lo, hi, nq = ph
+    if not hi:
+        return (10 + rng.randrange(31) if rng.random() < 0.2 else 40 + rng.randrange(80)), nq
+    return lo + rng.randrange(hi - lo + 1), nq
+
+
+def long_worker(tok_path, seed, q, phase, phases):
+    """Generates long examples forever (a separate process), sized by the current phase (phase.value indexes
+    phases)."""
     tok = bpe.Tokenizer.load(tok_path)
     gen = LongGen(tok, check=False)
     rng = random.Random(seed)
-    n = 0
     while True:
-        if phase.value == 0:
-            n_rec, nq = 4 + rng.randrange(37), max(2, n_q // 2)
-        elif rng.random() < 0.2:
-            n_rec, nq = 10 + rng.randrange(31), n_q
-        else:
-            n_rec, nq = 40 + rng.randrange(80), n_q
+        n_rec, nq = long_size(rng, phases[phase.value])
         q.put(gen.example(rng, n_rec, nq))
-        n += 1
+
+
+def long_eval(torch, model, gen, n, dev, V, batch=16, ph=(1.0, 0, 0, 1)):
+    """Teacher-forced exact match on n documents sized as phase ph (default: the test split's sizes; fixed
+    seed, one question each): every answer token (and the closing <|endoftext|>) is the model's argmax. Also
+    per asked field (city, job, badge)."""
+    rng = random.Random(777)
+    exs = []
+    for _ in range(n):
+        n_rec, _ = long_size(rng, ph)
+        st = rng.getstate()
+        ids, mask = gen.example(rng, n_rec, 1)
+        rng2 = random.Random()
+        rng2.setstate(st)
+        recs = long_doc(rng2, n_rec)  # replay: which field was asked (third draw after the records)
+        rng2.randrange(n_rec)
+        exs.append((ids, mask, rng2.randrange(3)))
+    was = model.training
+    model.eval()
+    right, by = 0, {0: [0, 0], 1: [0, 0], 2: [0, 0]}
+    with torch.no_grad():
+        for i in range(0, n, batch):
+            chunk = exs[i:i + batch]
+            L = max(len(e[0]) for e in chunk)
+            ids = torch.full((len(chunk), L), gen.eot, dtype=torch.long)
+            for r, e in enumerate(chunk):
+                ids[r, :len(e[0])] = torch.tensor(e[0])
+            ids = ids.to(dev)
+            with torch.autocast(device_type=dev, dtype=torch.bfloat16, enabled=dev == "cuda"):
+                pred = model(ids[:, :-1]).argmax(-1).cpu()
+            for r, (e_ids, e_mask, field) in enumerate(chunk):
+                ok = all(int(pred[r, t - 1]) == e_ids[t] for t in range(1, len(e_ids)) if e_mask[t] == 2)
+                right += ok
+                by[field][0] += ok
+                by[field][1] += 1
+    model.train(was)
+    return {"exact": round(right / max(1, n), 4), "n": n,
+            "by_field": {k: round(v[0] / max(1, v[1]), 4) for k, v in zip(("city", "job", "badge"), by.values())}}
 
 
 def cmd_train(a):
@@ -505,12 +563,14 @@ def cmd_train(a):
     eot = tok.special("<|endoftext|>")
     # long-context examples come from generator processes (forked before CUDA starts)
     lq, phase, workers = None, None, []
+    phases = parse_phases(a.long_phases, a.long_curriculum, a.long_questions)
+    evals = []
     if a.long_share > 0:
         LongGen(tok, check=True).example(random.Random(a.seed), 50, 3)  # piecewise == whole-text tokenization
         ctx = mp.get_context("fork")
-        lq, phase = ctx.Queue(maxsize=256), ctx.Value("i", 0 if a.long_curriculum > 0 else 1)
+        lq, phase = ctx.Queue(maxsize=256), ctx.Value("i", 0)
         for k in range(a.long_workers):
-            w = ctx.Process(target=long_worker, args=(a.tok, a.seed * 100 + k, lq, phase, a.long_questions), daemon=True)
+            w = ctx.Process(target=long_worker, args=(a.tok, a.seed * 100 + k, lq, phase, phases), daemon=True)
             w.start()
             workers.append(w)
     examples = load_prep(a.data) if a.data else []
@@ -573,9 +633,14 @@ def cmd_train(a):
         if el > a.seconds or (a.max_steps and step >= a.max_steps):
             break
         frac = el / a.seconds if not a.max_steps else step / a.max_steps
-        if phase is not None and phase.value == 0 and frac >= a.long_curriculum:
-            phase.value = 1
-            del pool[:]  # drop the short documents, queued ones too
+        if phase is not None and phase.value + 1 < len(phases) and frac >= phases[phase.value][0]:
+            if a.long_eval:
+                g = LongGen(tok, check=False)
+                evals.append({"step": step, "phase": phase.value, **long_eval(torch, model, g, a.long_eval, dev, V),
+                              "this_phase": long_eval(torch, model, g, a.long_eval, dev, V, ph=phases[phase.value])})
+                print(a.name, "long eval", evals[-1], flush=True)
+            phase.value += 1
+            del pool[:]  # drop the previous phase's documents, queued ones too
             pool_next = 0
             while True:
                 try:
@@ -587,7 +652,7 @@ def cmd_train(a):
             g["lr"] = lr
         kind = "short"
         if lq is not None:
-            fill_pool(8)
+            fill_pool(a.long_fill)
             while len(pool) < 32:  # at the start: wait for the generators
                 pool.append(lq.get())
                 n_long += 1
@@ -647,6 +712,10 @@ def cmd_train(a):
     for wk in workers:
         wk.terminate()
     train_s = time.time() - t0
+    if a.long_eval:
+        evals.append({"step": step, "phase": phase.value if phase is not None else -1,
+                      **long_eval(torch, model, LongGen(tok, check=False), a.long_eval, dev, V)})
+        print(a.name, "long eval", evals[-1], flush=True)
     model = model.float().cpu()
     model.eval()
     os.makedirs(a.out, exist_ok=True)
@@ -668,6 +737,7 @@ def cmd_train(a):
             "examples": len(examples), "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup,
             "prompt_weight": a.prompt_weight, "init": a.init, "repeat": a.repeat, "long_share": a.long_share,
             "long_curriculum": a.long_curriculum, "long_questions": a.long_questions, "long_pool": a.long_pool,
+            "long_phases": phases, "long_eval": evals,
             "command": " ".join(sys.argv), "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "log": log}
     with open(os.path.join(a.out, a.name + ".json"), "w") as f:
@@ -725,6 +795,9 @@ def main():
     t.add_argument("--long-questions", type=int, default=8, help="questions per long document")
     t.add_argument("--long-workers", type=int, default=3)
     t.add_argument("--long-pool", type=int, default=3000)
+    t.add_argument("--long-fill", type=int, default=8, help="generated examples taken into the pool per step (at most)")
+    t.add_argument("--long-phases", default="", help='e.g. "0.3:2-10:16,0.6:8-50:12,1.0:test:8" (see parse_phases)')
+    t.add_argument("--long-eval", type=int, default=0, help="teacher-forced exact match on N test-sized documents at each phase end")
     t.set_defaults(fixture_prompts=FIXTURE_PROMPTS)
     a = ap.parse_args()
     {"bpe": cmd_bpe, "prep": cmd_prep, "train": cmd_train}[a.cmd](a)
