@@ -774,19 +774,27 @@ static drift_status check_rows(const drift_model *m, drift_session *const *sess,
 }
 
 #ifdef DRIFT_HAVE_CUDA
-/* forward_rows on the GPU: hidden (B, dim) always; logits (n_logit_rows,
- * n_vocab) of the rows logit_rows lists (logits NULL when n_logit_rows = 0). */
+/* forward_rows on the GPU: hidden (B, dim) always; logits (NULL: none) of
+ * every row (all_logits) or of the last row only. */
 static drift_status cuda_rows(const drift_model *m, drift_session *const *sess, const int *pos, const int32_t *tok, int B,
-                              float *hidden, float *logits, const int *logit_rows, int n_logit_rows, drift_error *err) {
+                              float *hidden, float *logits, int all_logits, drift_error *err) {
     drift_status st = check_rows(m, sess, pos, tok, B, err);
     if (st) return st;
+    int n_rows = logits ? (all_logits ? B : 1) : 0;
     dcu_kv **kv = malloc((size_t)B * sizeof *kv);
-    if (!kv) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    int *rows = malloc((size_t)(n_rows ? n_rows : 1) * sizeof *rows);
+    if (!kv || !rows) {
+        free(kv);
+        free(rows);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
     for (int b = 0; b < B; b++) kv[b] = sess[b]->dkv;
+    for (int r = 0; r < n_rows; r++) rows[r] = all_logits ? r : B - 1;
     pthread_mutex_lock((pthread_mutex_t *)&m->dcu_mu);
-    st = dcu_forward(m->dcu, kv, pos, tok, B, hidden, n_logit_rows ? logits : NULL, logit_rows, n_logit_rows, err);
+    st = dcu_forward(m->dcu, kv, pos, tok, B, hidden, n_rows ? logits : NULL, rows, n_rows, err);
     pthread_mutex_unlock((pthread_mutex_t *)&m->dcu_mu);
     free(kv);
+    free(rows);
     return st;
 }
 #endif
@@ -914,16 +922,7 @@ drift_status drift_session_forward(drift_session *s, const int32_t *tokens, size
     }
 #ifdef DRIFT_HAVE_CUDA
     if (m->dcu) {
-        /* on the device: logits of every row, or of the last one only */
-        int *rows = logits ? malloc((all_logits ? n : 1) * sizeof *rows) : NULL;
-        int n_rows = logits ? (all_logits ? B : 1) : 0;
-        if (logits && !rows) {
-            st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        for (int r = 0; r < n_rows; r++) rows[r] = all_logits ? r : B - 1;
-        st = cuda_rows(m, sess, pos, tokens, B, hid, logits, rows, n_rows, err);
-        free(rows);
+        st = cuda_rows(m, sess, pos, tokens, B, hid, logits, all_logits, err);
         if (!st) s->pos += B;
         goto done;
     }
@@ -940,6 +939,24 @@ done:
     free(pos);
     if (hid != hidden) free(hid);
     return st;
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* No session twice in one batch (sorted copy: n log n, not n^2 at batch 512). */
+static drift_status check_distinct(drift_session *const *sessions, size_t n, drift_error *err) {
+    if (n < 2) return DRIFT_OK;
+    drift_session **c = malloc(n * sizeof *c);
+    if (!c) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    memcpy(c, sessions, n * sizeof *c);
+    qsort(c, n, sizeof *c, cmp_ptr);
+    size_t i = 1;
+    while (i < n && c[i] != c[i - 1]) i++;
+    free(c);
+    return i < n ? drift_error_set(err, DRIFT_ERR_INVALID, "session appears twice in one batch") : DRIFT_OK;
 }
 
 drift_status drift_session_forward_batch(drift_session *const *sessions, const int32_t *tokens, size_t n, float *logits,
@@ -959,23 +976,12 @@ drift_status drift_session_forward_batch(drift_session *const *sessions, const i
             st = drift_error_set(err, DRIFT_ERR_INVALID, "batch mixes sessions of different models");
             goto done;
         }
-        for (int c = 0; c < b; c++)
-            if (sessions[c] == sessions[b]) {
-                st = drift_error_set(err, DRIFT_ERR_INVALID, "session appears twice in one batch");
-                goto done;
-            }
         pos[b] = sessions[b]->pos;
     }
+    if ((st = check_distinct(sessions, n, err))) goto done;
 #ifdef DRIFT_HAVE_CUDA
     if (m->dcu) {
-        int *rows = logits ? malloc(n * sizeof *rows) : NULL;
-        if (logits && !rows) {
-            st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        for (int r = 0; logits && r < B; r++) rows[r] = r;
-        st = cuda_rows(m, sessions, pos, tokens, B, hid, logits, rows, logits ? B : 0, err);
-        free(rows);
+        st = cuda_rows(m, sessions, pos, tokens, B, hid, logits, 1, err);
         if (!st)
             for (int b = 0; b < B; b++) sessions[b]->pos++;
         goto done;

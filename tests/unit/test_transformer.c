@@ -244,6 +244,15 @@ static void test_batch_invariance(void **state) {
             assert_int_equal(drift_session_forward_batch(ss, ids, 3, lg, &err), DRIFT_OK);
             assert_memory_equal(lg + V, pre + (size_t)t * V, (size_t)V * sizeof *lg);
         }
+        { /* a session twice in one batch is refused before any row runs (no position moves) */
+            drift_session *dup[3] = {o2, s, o2};
+            int32_t ids[3] = {5, 5, 5};
+            int p0 = drift_session_pos(s), p2 = drift_session_pos(o2);
+            assert_int_equal(drift_session_forward_batch(dup, ids, 3, lg, &err), DRIFT_ERR_INVALID);
+            assert_non_null(strstr(err.msg, "twice"));
+            assert_int_equal(drift_session_pos(s), p0);
+            assert_int_equal(drift_session_pos(o2), p2);
+        }
         if (pi == 0) base = pre;
         else free(pre);
         free(lg);
