@@ -140,8 +140,9 @@ static int do_eval(popts *p) {
         json_object_set_new(root, "table", json_string(p->table));
         json_object_set_new(root, "n_features", json_integer((json_int_t)e->n_features));
         json_object_set_new(root, "random_split", holdout_json(&e->random_split));
-        json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o}", "mean_r2", jnum(e->cv_r2_mean), "sd_r2",
-                                                   jnum(e->cv_r2_sd), "folds", cv));
+        json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o,s:i}", "mean_r2", jnum(e->cv_r2_mean), "sd_r2",
+                                                   jnum(e->cv_r2_sd), "folds", cv, "folds_defined",
+                                                   e->cv_folds_defined));
         json_object_set_new(root, "held_out_paper", pp);
         json_object_set_new(root, "held_out_levels", lv);
         json_object_set_new(root, "ablations", json_pack("{s:o,s:o,s:o,s:o}", "hardware_only", jnum(e->abl_hardware_only),
@@ -162,7 +163,7 @@ static int do_eval(popts *p) {
         buf_printf(&b, "  %-32s %5s %5s %9s %9s %8s   %-16s %s\n", "evaluation", "train", "test", "train R2",
                    "test R2", "MAE", "paper R2", "chosen");
         holdout_text(&b, &e->random_split);
-        buf_printf(&b, "  5-fold CV R2: %.4f +- %.4f (folds", e->cv_r2_mean, e->cv_r2_sd);
+        buf_printf(&b, "  5-fold CV R2: %.4f +- %.4f over %d defined (folds", e->cv_r2_mean, e->cv_r2_sd, e->cv_folds_defined);
         for (int k = 0; k < 5; k++) buf_printf(&b, " %.3f", e->cv_fold_r2[k]);
         buf_puts(&b, ")\n\nHeld-out dimension, the paper's four cases (generalization_results.csv):\n");
         if (!e->n_paper) buf_puts(&b, "  (none of b200, fp4, sglang, qwen-7b is in this table)\n");

@@ -233,7 +233,8 @@ typedef struct drift_pri_importance {
 
 typedef struct drift_pri_eval {
     drift_pri_holdout random_split;      /* 80/20, seed */
-    double cv_r2_mean, cv_r2_sd;         /* 5-fold */
+    double cv_r2_mean, cv_r2_sd;         /* 5-fold, over the folds whose R^2 is defined (NAN if none) */
+    int cv_folds_defined;                /* folds whose test rows vary (R^2 is NAN on a constant flip rate) */
     double cv_fold_r2[5];
     size_t n_paper, n_levels;
     drift_pri_holdout paper[4];          /* the paper's four held-out cases present in the table */

@@ -832,13 +832,17 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
     if ((st = linear_r2(&ds, &f, jobs[0].tr, ntr, jobs[0].te, nte, &e->abl_linear, err))) goto done;
     {
         double s = 0, s2 = 0;
+        int nd = 0;
         for (int k = 0; k < 5; k++) {
-            e->cv_fold_r2[k] = tmp[3 + k].test_r2;
-            s += tmp[3 + k].test_r2;
-            s2 += tmp[3 + k].test_r2 * tmp[3 + k].test_r2;
+            double r = e->cv_fold_r2[k] = tmp[3 + k].test_r2;
+            if (isnan(r)) continue; /* a fold whose test rows share one flip rate */
+            s += r;
+            s2 += r * r;
+            nd++;
         }
-        e->cv_r2_mean = s / 5;
-        e->cv_r2_sd = sqrt(fmax(0, (s2 - s * s / 5) / 4));
+        e->cv_folds_defined = nd;
+        e->cv_r2_mean = nd ? s / nd : NAN;
+        e->cv_r2_sd = nd > 1 ? sqrt(fmax(0, (s2 - s * s / nd) / (nd - 1))) : (nd ? 0 : NAN);
     }
     for (size_t i = 0; i < e->n_levels; i++)
         if (!isnan(e->levels[i].paper_r2) && e->n_paper < 4) e->paper[e->n_paper++] = e->levels[i];

@@ -85,6 +85,7 @@ static void test_evaluate(void **state) {
      * (paper: 0.987 and 0.909); a model that learnt nothing fails here */
     assert_true(e->random_split.test_r2 > 0.8 && e->random_split.test_r2 <= 1.0);
     assert_true(e->cv_r2_mean > 0.7 && e->cv_r2_mean <= 1.0);
+    assert_int_equal(e->cv_folds_defined, 5);
     for (size_t i = 0; i < e->n_paper; i++) {
         assert_true(isfinite(e->paper[i].test_r2));
         if (!strcmp(e->paper[i].name, "hardware=b200")) {
