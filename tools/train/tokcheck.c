@@ -3,7 +3,7 @@
  * JSON array file, one JSON array of ids per line, so tools/train can
  * compare its Python BPE with the engine. With a third argument N it also
  * prints the last position's logits of each string (profile ref), N values.
- * Build: see tools/train/README.md. */
+ * Built with the project (CMake target tokcheck: build/tokcheck). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
