@@ -1,7 +1,7 @@
 /* cuda_kernels.cu - the CUDA backend's row kernels and their launchers.
  *
- * One block per row for the row-wise ops (DCU_ROWT = 256 threads); thread t
- * owns elements t, t + 256, ... of its row in every pass, so a thread reads
+ * One block per row for the row-wise ops (DCU_ROWT = 256 threads, norm up to
+ * 1024, below); thread t owns elements t, t + T, ... of its row in every pass, so a thread reads
  * back only what it wrote itself between passes. Reductions (sum of squares,
  * amax, softmax sums) are a per-thread sequential sum followed by a fixed xor
  * tree over the warp and then over the warps: the order depends on the row
@@ -36,9 +36,8 @@
  * round of loads instead of one dependent load per element and pass; norm
  * spreads a row over up to 1024 threads (2, 4 or 8 elements each, the count
  * chosen from the row length alone), swiglu and prep over 256; swiglu and
- * prep with
- * acts that need no row amax (not fp8) spread a row over blocks of 256
- * columns (k_*_e, elementwise). The chunk is fixed by the profile with
+ * prep with acts that need no row amax (not fp8) spread a row over blocks of
+ * 256 columns (k_*_e, elementwise). The chunk is fixed by the profile with
  * batch_invariant=1 (so a row's result depends on its own positions only),
  * and chosen from the batch size and the SM count with batch_invariant=0. */
 #include "model/cuda/cuda_internal.cuh"
