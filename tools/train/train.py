@@ -194,9 +194,17 @@ JOBS = ["a baker", "a pilot", "a nurse", "a teacher", "a chemist", "a plumber", 
 LONG_HEAD = "The following records list the staff of a company.\n"
 
 
-def long_doc(rng, n_rec):
-    """Records and the asked-about fields as gen_long writes them (names unique in a document)."""
+def long_doc(rng, n_rec, confusable=False):
+    """Records and the asked-about fields as gen_long writes them (names unique in a document). confusable
+    (training only): the names are distinct pairs from a few first and a few last names, so that every first
+    and every last name occurs in several records and only the pair identifies one."""
     nf, nl = len(FIRST), len(LAST)
+    if confusable:
+        k = max(2, math.isqrt(n_rec - 1) + 1)  # k x k pairs >= n_rec
+        fs, ls = rng.sample(range(nf), min(k, nf)), rng.sample(range(nl), min(k, nl))
+        pairs = rng.sample([(f, l) for f in fs for l in ls], n_rec)
+        return [(i + 1, FIRST[f] + " " + LAST[l], rng.choice(CITIES), rng.choice(JOBS), 1000 + rng.randrange(9000))
+                for i, (f, l) in enumerate(pairs)]
     start = rng.randrange(nf * nl)
     step = 1 + 2 * rng.randrange(40)
     if step % 3 == 0:
@@ -213,6 +221,8 @@ def record_text(r):
 
 
 def question(r, field):
+    if field == 3:  # training only (--long-aux-record): the lookup itself, the record's number precedes the name
+        return "Which record lists %s?" % r[1], "Record %d" % r[0]
     if field == 0:
         return "In which city does %s live?" % r[1], r[2]
     if field == 1:
@@ -242,8 +252,8 @@ class LongGen:
         return (s.enc("Record %d:" % r[0]) + s.enc(" %s lives in" % r[1]) + s.enc(" %s," % r[2]) + s.enc(" works as %s," % r[3]) +
                 s.enc(" and has badge number ") + s.enc("%d" % r[4]) + s.enc(".\n"))
 
-    def example(s, rng, n_rec, n_q):
-        recs = long_doc(rng, n_rec)
+    def example(s, rng, n_rec, n_q, confusable=False, aux=0.0):
+        recs = long_doc(rng, n_rec, confusable)
         ids = [s.eot] + s.enc(LONG_HEAD)
         for r in recs[:-1]:
             ids += s.rec_ids(r)
@@ -258,7 +268,7 @@ class LongGen:
         mask = [0] + [1] * (len(ids) - 1)
         for k in range(n_q):
             if k:
-                q, a = question(recs[asked[k]], rng.randrange(3))
+                q, a = question(recs[asked[k]], 3 if aux > 0 and rng.random() < aux else rng.randrange(3))
                 p = s.enc(LONG_INSTRUCTION + "Question: " + q + "\nAnswer:")
                 ids += p
                 mask += [1] * len(p)
@@ -469,56 +479,60 @@ def make_batches(examples, tok_budget, rng):
 
 
 def parse_phases(spec, curriculum, n_q):
-    """--long-phases "END:LO-HI:Q,...,1.0:test:Q": until run fraction END, documents of LO-HI records with Q
-    questions; "test" is the test split's sizes (40-119 records, a fifth 10-40). Without it, --long-curriculum C
+    """--long-phases "END:LO-HI:Q[:C],...,1.0:test:Q": until run fraction END, documents of LO-HI records with Q
+    questions, a share C of them with confusable names (long_doc); "test" is the test split's sizes (40-119
+    records, a fifth 10-40). Without it, --long-curriculum C
     gives the two phases of the first models: C:4-40:Q/2, then 1.0:test:Q."""
     if not spec:
         spec = ("%g:4-40:%d," % (curriculum, max(2, n_q // 2)) if curriculum > 0 else "") + "1.0:test:%d" % n_q
     out = []
     for part in spec.split(","):
-        end, size, q = part.split(":")
+        f = part.split(":")
+        end, size, q = f[:3]
+        conf = float(f[3]) if len(f) > 3 else 0.0
         if size == "test":
             lo = hi = 0
         else:
             lo, hi = (int(x) for x in size.split("-"))
-            assert 1 <= lo <= hi, part
-        out.append((float(end), lo, hi, int(q)))
+            assert 1 <= lo <= hi <= len(FIRST) * len(LAST), part
+        out.append((float(end), lo, hi, int(q), conf))
     assert out and out[-1][0] >= 1.0 and all(out[i][0] < out[i + 1][0] for i in range(len(out) - 1)), spec
     return out
 
 
 def long_size(rng, ph):
-    """(records, questions) of one document in phase ph = (end, lo, hi, q)"""
-    _, lo, hi, nq = ph
+    """(records, questions, confusable) of one document in phase ph = (end, lo, hi, q, share confusable)"""
+    _, lo, hi, nq, conf = ph
+    c = conf > 0 and rng.random() < conf
     if not hi:
-        return (10 + rng.randrange(31) if rng.random() < 0.2 else 40 + rng.randrange(80)), nq
-    return lo + rng.randrange(hi - lo + 1), nq
+        return (10 + rng.randrange(31) if rng.random() < 0.2 else 40 + rng.randrange(80)), nq, c
+    return lo + rng.randrange(hi - lo + 1), nq, c
 
 
-def long_worker(tok_path, seed, q, phase, phases):
+def long_worker(tok_path, seed, q, phase, phases, aux):
     """Generates long examples forever (a separate process), sized by the current phase (phase.value indexes
     phases)."""
     tok = bpe.Tokenizer.load(tok_path)
     gen = LongGen(tok, check=False)
     rng = random.Random(seed)
     while True:
-        n_rec, nq = long_size(rng, phases[phase.value])
-        q.put(gen.example(rng, n_rec, nq))
+        n_rec, nq, conf = long_size(rng, phases[phase.value])
+        q.put(gen.example(rng, n_rec, nq, conf, aux))
 
 
-def long_eval(torch, model, gen, n, dev, V, batch=16, ph=(1.0, 0, 0, 1)):
+def long_eval(torch, model, gen, n, dev, V, batch=16, ph=(1.0, 0, 0, 1, 0.0)):
     """Teacher-forced exact match on n documents sized as phase ph (default: the test split's sizes; fixed
     seed, one question each): every answer token (and the closing <|endoftext|>) is the model's argmax. Also
     per asked field (city, job, badge)."""
     rng = random.Random(777)
     exs = []
     for _ in range(n):
-        n_rec, _ = long_size(rng, ph)
+        n_rec, _, conf = long_size(rng, ph)
         st = rng.getstate()
-        ids, mask = gen.example(rng, n_rec, 1)
+        ids, mask = gen.example(rng, n_rec, 1, conf)
         rng2 = random.Random()
         rng2.setstate(st)
-        recs = long_doc(rng2, n_rec)  # replay: which field was asked (third draw after the records)
+        long_doc(rng2, n_rec, conf)  # replay: which field was asked (the draws after the records)
         rng2.randrange(n_rec)
         exs.append((ids, mask, rng2.randrange(3)))
     was = model.training
@@ -570,7 +584,8 @@ def cmd_train(a):
         ctx = mp.get_context("fork")
         lq, phase = ctx.Queue(maxsize=256), ctx.Value("i", 0)
         for k in range(a.long_workers):
-            w = ctx.Process(target=long_worker, args=(a.tok, a.seed * 100 + k, lq, phase, phases), daemon=True)
+            w = ctx.Process(target=long_worker, args=(a.tok, a.seed * 100 + k, lq, phase, phases, a.long_aux_record),
+                            daemon=True)
             w.start()
             workers.append(w)
     examples = load_prep(a.data) if a.data else []
@@ -737,7 +752,7 @@ def cmd_train(a):
             "examples": len(examples), "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup,
             "prompt_weight": a.prompt_weight, "init": a.init, "repeat": a.repeat, "long_share": a.long_share,
             "long_curriculum": a.long_curriculum, "long_questions": a.long_questions, "long_pool": a.long_pool,
-            "long_phases": phases, "long_eval": evals,
+            "long_phases": phases, "long_eval": evals, "long_aux_record": a.long_aux_record,
             "command": " ".join(sys.argv), "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "log": log}
     with open(os.path.join(a.out, a.name + ".json"), "w") as f:
@@ -796,6 +811,8 @@ def main():
     t.add_argument("--long-workers", type=int, default=3)
     t.add_argument("--long-pool", type=int, default=3000)
     t.add_argument("--long-fill", type=int, default=8, help="generated examples taken into the pool per step (at most)")
+    t.add_argument("--long-aux-record", type=float, default=0.0,
+                   help="share of a document's extra questions that ask which record lists a name (answer: Record N)")
     t.add_argument("--long-phases", default="", help='e.g. "0.3:2-10:16,0.6:8-50:12,1.0:test:8" (see parse_phases)')
     t.add_argument("--long-eval", type=int, default=0, help="teacher-forced exact match on N test-sized documents at each phase end")
     t.set_defaults(fixture_prompts=FIXTURE_PROMPTS)
