@@ -606,42 +606,36 @@ static drift_status mm_simt(dcu_ctx *c, const drift_numeric_profile *p, const dm
     return DRIFT_OK;
 }
 
-static drift_status mm_wmma(dcu_ctx *c, const dmat *W, const uint16_t *xh, int64_t B, float *y, int64_t ldy,
-                            drift_error *err) {
+/* T = __nv_bfloat16 or __half: k_mm_tc1 for B <= 16 (one batch tile, activations in registers: the same bits),
+ * k_mm_wmma above */
+template <typename T>
+static drift_status mm_wmma_t(dcu_ctx *c, const dmat *W, const T *xh, int64_t B, float *y, int64_t ldy,
+                              drift_error *err) {
     int64_t strips = W->np / 16, KT = W->kp / 16;
     int KS = 1;
     while (KS < 16 && strips * KS < 4096 && KT >= 8 * KS) KS *= 2;
     int nwarps = KS < 4 ? 4 : KS, spb = nwarps / KS;
     dim3 g((unsigned)((strips + spb - 1) / spb), (unsigned)((dcu_pad16(B) + 16 * WM_MT - 1) / (16 * WM_MT)));
     size_t smem = (size_t)nwarps * WM_REG * sizeof(float); /* <= 72 KB: above the 48 KB default */
-    static bool smem_set[2];
-    int which = W->dt == DRIFT_DTYPE_BF16;
-    if (!smem_set[which]) { /* once per process, on the first (eager, never captured) launch */
+    static bool smem_set;
+    if (!smem_set) { /* once per process and type, on the first (eager, never captured) launch */
         const int mx = (int)(16 * WM_REG * sizeof(float));
-        cudaError_t e = which ? cudaFuncSetAttribute(k_mm_wmma<__nv_bfloat16>,
-                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, mx)
-                              : cudaFuncSetAttribute(k_mm_wmma<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
-        if (e == cudaSuccess)
-            e = which ? cudaFuncSetAttribute(k_mm_tc1<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx)
-                      : cudaFuncSetAttribute(k_mm_tc1<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+        cudaError_t e = cudaFuncSetAttribute(k_mm_wmma<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+        if (e == cudaSuccess) e = cudaFuncSetAttribute(k_mm_tc1<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
         if (e != cudaSuccess) return dcu_fail(err, e, "matmul kernel (WMMA) shared memory");
-        smem_set[which] = true;
+        smem_set = true;
     }
-    if (B <= 16) { /* one batch tile: activations in registers (the same bits) */
-        if (which)
-            k_mm_tc1<__nv_bfloat16><<<g.x, nwarps * 32, smem, c->st>>>(
-                (const __nv_bfloat16 *)W->data, W->kp, W->rows, (const __nv_bfloat16 *)xh, (int)B, y, ldy, KS);
-        else
-            k_mm_tc1<__half><<<g.x, nwarps * 32, smem, c->st>>>((const __half *)W->data, W->kp, W->rows,
-                                                                 (const __half *)xh, (int)B, y, ldy, KS);
-    } else if (which)
-        k_mm_wmma<__nv_bfloat16><<<g, nwarps * 32, smem, c->st>>>((const __nv_bfloat16 *)W->data, W->kp, W->rows,
-                                                              (const __nv_bfloat16 *)xh, (int)B, y, ldy, KS);
-    else
-        k_mm_wmma<__half><<<g, nwarps * 32, smem, c->st>>>((const __half *)W->data, W->kp, W->rows, (const __half *)xh,
-                                                       (int)B, y, ldy, KS);
+    const T *w = (const T *)W->data;
+    if (B <= 16) k_mm_tc1<T><<<g.x, nwarps * 32, smem, c->st>>>(w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
+    else k_mm_wmma<T><<<g, nwarps * 32, smem, c->st>>>(w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
     DCU_LAUNCHED("matmul kernel (WMMA)");
     return DRIFT_OK;
+}
+
+static drift_status mm_wmma(dcu_ctx *c, const dmat *W, const uint16_t *xh, int64_t B, float *y, int64_t ldy,
+                            drift_error *err) {
+    if (W->dt == DRIFT_DTYPE_BF16) return mm_wmma_t(c, W, (const __nv_bfloat16 *)xh, B, y, ldy, err);
+    return mm_wmma_t(c, W, (const __half *)xh, B, y, ldy, err);
 }
 
 /* cuBLASLt fp8; *ran = 0 when the library has no algorithm for the shape */
