@@ -252,13 +252,18 @@ class LongGen:
         return (s.enc("Record %d:" % r[0]) + s.enc(" %s lives in" % r[1]) + s.enc(" %s," % r[2]) + s.enc(" works as %s," % r[3]) +
                 s.enc(" and has badge number ") + s.enc("%d" % r[4]) + s.enc(".\n"))
 
-    def example(s, rng, n_rec, n_q, confusable=False, aux=0.0):
+    def example(s, rng, n_rec, n_q, confusable=False, aux=0.0, fields=None):
+        """ids and loss mask of one document with n_q questions; fields (a list) receives each question's field
+        (0 city, 1 job, 2 badge, 3 record number)."""
         recs = long_doc(rng, n_rec, confusable)
         ids = [s.eot] + s.enc(LONG_HEAD)
         for r in recs[:-1]:
             ids += s.rec_ids(r)
         asked = [rng.randrange(n_rec) for _ in range(n_q)]
-        q0, a0 = question(recs[asked[0]], rng.randrange(3))
+        f0 = rng.randrange(3)
+        q0, a0 = question(recs[asked[0]], f0)
+        if fields is not None:
+            fields.append(f0)
         tail = record_text(recs[-1])[:-1] + LONG_INSTRUCTION + "Question: " + q0 + "\nAnswer:"
         ids += s.tok.encode(tail)
         if s.check:
@@ -268,7 +273,10 @@ class LongGen:
         mask = [0] + [1] * (len(ids) - 1)
         for k in range(n_q):
             if k:
-                q, a = question(recs[asked[k]], 3 if aux > 0 and rng.random() < aux else rng.randrange(3))
+                f = 3 if aux > 0 and rng.random() < aux else rng.randrange(3)
+                q, a = question(recs[asked[k]], f)
+                if fields is not None:
+                    fields.append(f)
                 p = s.enc(LONG_INSTRUCTION + "Question: " + q + "\nAnswer:")
                 ids += p
                 mask += [1] * len(p)
@@ -528,13 +536,9 @@ def long_eval(torch, model, gen, n, dev, V, batch=16, ph=(1.0, 0, 0, 1, 0.0)):
     exs = []
     for _ in range(n):
         n_rec, _, conf = long_size(rng, ph)
-        st = rng.getstate()
-        ids, mask = gen.example(rng, n_rec, 1, conf)
-        rng2 = random.Random()
-        rng2.setstate(st)
-        long_doc(rng2, n_rec, conf)  # replay: which field was asked (the draws after the records)
-        rng2.randrange(n_rec)
-        exs.append((ids, mask, rng2.randrange(3)))
+        fields = []
+        ids, mask = gen.example(rng, n_rec, 1, conf, fields=fields)
+        exs.append((ids, mask, fields[0]))
     was = model.training
     model.eval()
     right, by = 0, {0: [0, 0], 1: [0, 0], 2: [0, 0]}
