@@ -34,6 +34,9 @@
  *     --batch and GPU at --batch-big, both over the CPU at --batch (the
  *     issue's target does not fix the batch size; the CPU stays at --batch,
  *     its best). Target: >= 100x.
+ * With DRIFT_CUDA_TIMING=1 in the environment, each GPU decode leg also
+ * prints (stderr) where a step's time went: host work before the kernels,
+ * the kernels, the downloads (dcu_timing_read).
  * Prints markdown tables; writes every figure to OUT.json. Exits 0 when every
  * leg ran (targets missed or not), 1 when a leg failed, 2 on bad arguments;
  * without the CUDA backend or without a GPU it says so and exits 0. */
@@ -362,9 +365,11 @@ static drift_status bench_decode(drift_model *m, int B, int ctx, int steps, int 
     const char *pb = getenv("DRIFT_BENCH_PROFILE_BATCH");
     int prof = pb && atoi(pb) == B;
     int pos = ctx, done = 0;
+    double tm[5], wall = 0;
     for (int it = -1; it < iters && !st; it++) {
         int n = it < 0 ? warm : steps;
         if (prof && it == 0) dcu_profiler(1);
+        if (it == 0) dcu_timing_read(tm, 1);
         double t0 = now_s();
         for (int k = 0; k < n && !st; k++, pos++) {
             for (int b = 0; b < B; b++) toks[b] = tok_id(in, b, pos);
@@ -372,9 +377,15 @@ static drift_status bench_decode(drift_model *m, int B, int ctx, int steps, int 
                         : drift_session_forward_batch(ss, toks, (size_t)B, lg, err);
         }
         double t1 = now_s();
-        if (!st && it >= 0) r[done++] = (double)B * steps / (t1 - t0);
+        if (!st && it >= 0) r[done++] = (double)B * steps / (t1 - t0), wall += t1 - t0;
     }
     if (prof) dcu_profiler(0);
+    /* DRIFT_CUDA_TIMING=1: where a timed step's time went (dcu_timing_read) */
+    dcu_timing_read(tm, 1);
+    if (tm[0] > 0 && done)
+        fprintf(stderr, "bench_cuda: b%d step %.3f ms: dcu_forward %.3f ms (host before kernels %.3f, kernels %.3f, "
+                "downloads %.3f; %.0f calls)\n", B, wall * 1e3 / (done * steps), tm[4] / tm[0], tm[1] / tm[0],
+                tm[2] / tm[0], tm[3] / tm[0], tm[0]);
     *out = stat_of(r, done);
     for (int b = 0; ss && b < B; b++) drift_session_free(ss[b]);
     free(ss);

@@ -15,7 +15,9 @@
  * the same prefilled at once or a few tokens at a time, alone or batched
  * with other sequences at other positions (attention with a fixed split of
  * a few positions, so several splits are combined). The forward pass itself
- * is checked against a CPU forward built from the num_ref_* ops.
+ * is checked against a CPU forward built from the num_ref_* ops; MoE both
+ * dense (every expert for every row) and through per-expert row lists
+ * (DRIFT_CUDA_MOE=gather).
  *
  * Without a CUDA build, or without a GPU, it prints why and exits 77
  * (ctest: skipped). */
@@ -869,6 +871,12 @@ static void test_forward(void **state) {
     fwd_case("weights=fp8-e4m3&wscale=per-tensor&acts=fp8-e4m3&kv=fp8-e5m2", DRIFT_GEMM_VENDOR, 0, 0, 0, 1e-2, 0);
     fwd_case("weights=bf16&acts=bf16&kv=bf16", DRIFT_GEMM_VENDOR, 1, 1, 0, 1e-4, 0);
     fwd_case("weights=f32&acts=f32&kv=f32", DRIFT_GEMM_VENDOR, 0, 0, 5, 1e-9, 0);
+    /* MoE through the host's per-expert lists (the path of large experts;
+     * these small ones run dense by default): the same checks */
+    setenv("DRIFT_CUDA_MOE", "gather", 1);
+    fwd_case("weights=q4_0&acts=f32&kv=f16&attn=online:3", DRIFT_GEMM_KERNEL, 0, 1, 6, 1e-8, 1);
+    fwd_case("weights=f16&acts=f16&kv=f16&attn=two-pass", DRIFT_GEMM_KERNEL, 1, 1, 0, 1e-5, 1);
+    unsetenv("DRIFT_CUDA_MOE");
     if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
 }
 

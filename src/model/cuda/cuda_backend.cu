@@ -6,8 +6,8 @@
  * weight (uploaded once, in its format, with its scales) and a workspace of
  * activation buffers that grows with the largest batch seen (never freed and
  * re-allocated inside a forward). dcu_forward queues the whole pass on the
- * stream and synchronizes once at the end (and once per MoE layer, where
- * the router's top-k runs on the host in double exactly as moe_ffn does).
+ * stream and synchronizes once at the end (and, for MoE layers with large
+ * experts, once per layer: the host lists each expert's rows).
  *
  * Forward, per layer (kernels in cuda_kernels.cu, products in cuda_matmul.cu):
  *   norm+prep (the residual add and act() rounding of the previous block
@@ -16,8 +16,10 @@
  *   K/V store for all rows (so every row of a prefill sees all K/V written
  *   before any attends: the next kernel starts after this one) -> split-KV
  *   attention -> prep -> wo -> add+norm+prep -> gate|up (stacked when
- *   possible) -> SwiGLU+prep -> down (or the MoE: router, host top-k,
- *   per-expert gather / products / scatter, weighted sum in rank order) ->
+ *   possible) -> SwiGLU+prep -> down (or the MoE: router, top-k on the
+ *   GPU, then every expert for every row and the chosen outputs weighted in
+ *   rank order (small experts), or per-expert gather / products / scatter
+ *   from the host's lists and the weighted sum in rank order) ->
  *   the next layer's add+norm+prep, or the final rmsnorm into hidden.
  *   Logits: the rows asked for are gathered from hidden, rounded, and go
  *   through the output matrix.
@@ -32,6 +34,7 @@
 #include <new>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <vector>
 
 /* ------------------------------------------------------------------ errors */
@@ -51,6 +54,15 @@ drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what)
 }
 
 /* ----------------------------------------------------------------- context */
+
+int dcu_pdl_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("DRIFT_CUDA_PDL");
+        on = e && !strcmp(e, "0") ? 0 : 1;
+    }
+    return on;
+}
 
 #define LT_WORKSPACE (32u << 20)
 
@@ -233,6 +245,17 @@ static drift_status upload_mats(dcu_allocs *al, const drift_qmat *const *ms, int
     return DRIFT_OK;
 }
 
+/* rows [r0, r0 + rows) of an uploaded matrix as a matrix of its own (16-bit
+ * formats: rows a multiple of 16, so the view holds no padding) */
+static dmat mat_view(const dmat &S, int64_t r0, int64_t rows) {
+    dmat v = S;
+    v.rows = rows;
+    v.np = is16(S.dt) ? dcu_pad16(rows) : rows;
+    v.data = S.data + (size_t)r0 * S.ld;
+    if (S.scales) v.scales = S.scales + (size_t)r0 * (size_t)S.gpr;
+    return v;
+}
+
 static drift_status upload_vec(dcu_allocs *al, const float *v, int64_t n, const float **out, drift_error *err) {
     *out = NULL;
     if (!v) return DRIFT_OK;
@@ -270,6 +293,8 @@ struct dcu_layer {
     int gu_stacked;           /* 1: gu holds gate|up rows */
     dmat gu, gate, up, down;
     dmat router;
+    int egu_stacked;          /* 1: egu holds gate0|up0|gate1|up1|... rows; eg, eu are views of it */
+    dmat egu;
     std::vector<dmat> eg, eu, ed;
 };
 
@@ -279,10 +304,14 @@ struct dcu_ws {
     float *x, *y, *qkv, *att, *hb, *hid, *slot, *ye, *rl, *wt;
     dact aA, aB, aG;
     int *moe_idx;             /* (cap * n_experts_used) rows, then as many slot ids */
+    int *msel;                /* (cap, n_experts_used) the router's choices */
+    float *hbE, *yE;          /* dense MoE: (cap, 2 E H) gate|up of every expert; (E, cap, D) outputs */
+    dact aE;                  /* dense MoE: E blocks of pad16(cap) rows of H: SwiGLU per expert */
+    unsigned *acnt;           /* (cap, n_heads) attention split counters, zero */
     drow *rows;
     drow *h_rows;             /* pinned */
     int *h_moe;               /* pinned (2 * cap * n_used) */
-    float *h_wt, *h_rl;       /* pinned */
+    int *h_sel;               /* pinned (cap * n_used) */
     int lcap;                 /* logit rows */
     dact aL;
     float *logits;
@@ -301,10 +330,12 @@ struct dcu_graph {
     unsigned long last_use;
 };
 #define DCU_MAX_GRAPHS 64
+#define DCU_MOE_DENSE_BYTES (16.0 * 1024 * 1024) /* expert weights of a layer up to which MoE runs dense */
 
 struct dcu_model {
     drift_numeric_profile p;
     int dim, hidden, n_layers, n_heads, n_kvh, hd, n_vocab, n_exp, n_used, window;
+    int moe_dense;            /* 1: every expert for every row (small experts; no host round trip) */
     int q_dim, kv_dim;
     float eps;
     num_rope_params rope;
@@ -412,10 +443,30 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
         } catch (...) {
             return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         }
+        /* gate|up of every expert stacked (one product for the dense path); eg / eu are views of it.
+         * 16-bit rows are padded to 16 per matrix, so only when H is a multiple of 16. */
+        std::vector<const drift_qmat *> gu;
+        try {
+            for (int e = 0; e < d->n_experts; e++) {
+                gu.push_back(&s->e_gate[e]);
+                gu.push_back(&s->e_up[e]);
+            }
+        } catch (...) {
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+        L->egu_stacked = can_stack(gu.data(), (int)gu.size()) && (!is16(s->e_gate[0].dtype) || d->hidden_dim % 16 == 0);
+        if (L->egu_stacked) {
+            if ((st = upload_mats(al, gu.data(), (int)gu.size(), &L->egu, err))) return st;
+            add_needs(m, &L->egu);
+            for (int e = 0; e < d->n_experts; e++) {
+                L->eg[(size_t)e] = mat_view(L->egu, (int64_t)2 * e * d->hidden_dim, d->hidden_dim);
+                L->eu[(size_t)e] = mat_view(L->egu, (int64_t)(2 * e + 1) * d->hidden_dim, d->hidden_dim);
+            }
+        }
         for (int e = 0; e < d->n_experts; e++) {
             const drift_qmat *g = &s->e_gate[e], *u = &s->e_up[e], *w = &s->e_down[e];
-            if ((st = upload_mats(al, &g, 1, &L->eg[(size_t)e], err)) ||
-                (st = upload_mats(al, &u, 1, &L->eu[(size_t)e], err)) ||
+            if ((!L->egu_stacked && ((st = upload_mats(al, &g, 1, &L->eg[(size_t)e], err)) ||
+                                     (st = upload_mats(al, &u, 1, &L->eu[(size_t)e], err)))) ||
                 (st = upload_mats(al, &w, 1, &L->ed[(size_t)e], err)))
                 return st;
             add_needs(m, &L->eg[(size_t)e]);
@@ -471,6 +522,12 @@ extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_nu
     m->n_vocab = d->n_vocab;
     m->n_exp = d->n_experts;
     m->n_used = d->n_experts ? d->n_experts_used : 0;
+    if (m->n_used > DCU_MOE_KMAX) {
+        st = drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: %d experts per token (at most %d)", m->n_used,
+                             DCU_MOE_KMAX);
+        delete m;
+        return st;
+    }
     m->window = d->sliding_window;
     m->eps = d->norm_eps;
     m->q_dim = d->n_heads * d->head_dim;
@@ -507,6 +564,15 @@ extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_nu
     }
     for (int l = 0; l < d->n_layers; l++)
         if ((st = upload_layer(m, d, l, err))) goto fail;
+    if (m->n_exp) { /* dense MoE when a layer's experts are small: reading them all costs less than a host round trip */
+        double eb = 0;
+        for (int e = 0; e < d->n_experts && d->n_layers > 0; e++)
+            eb += (double)d->layers[0].e_gate[e].row_bytes * d->layers[0].e_gate[e].rows +
+                  (double)d->layers[0].e_up[e].row_bytes * d->layers[0].e_up[e].rows +
+                  (double)d->layers[0].e_down[e].row_bytes * d->layers[0].e_down[e].rows;
+        const char *ev = getenv("DRIFT_CUDA_MOE");
+        m->moe_dense = ev && !strcmp(ev, "gather") ? 0 : ev && !strcmp(ev, "dense") ? 1 : eb <= DCU_MOE_DENSE_BYTES;
+    }
     {
         cudaError_t e = cudaDeviceSynchronize();
         if (e != cudaSuccess) {
@@ -620,26 +686,34 @@ static drift_status ws_rows(dcu_model *m, int B, drift_error *err) {
     WS_GET(hb, c * 2 * H * 4);
     WS_GET(hid, c * D * 4);
     WS_GET(rows, c * sizeof(drow));
+    WS_GET(acnt, c * (size_t)m->n_heads * sizeof(unsigned));
+    DCU_TRY(cudaMemsetAsync(w->acnt, 0, c * (size_t)m->n_heads * sizeof(unsigned), m->ctx.st),
+            "clearing the attention counters");
     if ((st = act_alloc(&w->al, cap, D, m->needs, &w->aA, err)) || (st = act_alloc(&w->al, cap, KB, m->needs, &w->aB, err)))
         return st;
     if (m->n_exp) {
-        WS_GET(slot, c * KE * D * 4);
-        WS_GET(ye, c * D * 4);
         WS_GET(rl, c * E * 4);
         WS_GET(wt, c * KE * 4);
-        WS_GET(moe_idx, c * KE * 2 * sizeof(int));
-        if ((st = act_alloc(&w->al, cap, D, m->needs, &w->aG, err))) return st;
+        WS_GET(msel, c * KE * sizeof(int));
+        if (m->moe_dense) {
+            WS_GET(hbE, c * 2 * E * H * 4);
+            WS_GET(yE, (size_t)E * c * D * 4);
+            if ((st = act_alloc(&w->al, E * (int)dcu_pad16(cap), H, m->needs, &w->aE, err))) return st;
+        } else {
+            WS_GET(slot, c * KE * D * 4);
+            WS_GET(ye, c * D * 4);
+            WS_GET(moe_idx, c * KE * 2 * sizeof(int));
+            if ((st = act_alloc(&w->al, cap, D, m->needs, &w->aG, err))) return st;
+        }
     }
 #undef WS_GET
     if ((st = pinned_get(w->pinned, c * sizeof(drow), &p, err))) return st;
     w->h_rows = (drow *)p;
-    if (m->n_exp) {
+    if (m->n_exp && !m->moe_dense) {
         if ((st = pinned_get(w->pinned, c * KE * 2 * sizeof(int), &p, err))) return st;
         w->h_moe = (int *)p;
-        if ((st = pinned_get(w->pinned, c * KE * sizeof(float), &p, err))) return st;
-        w->h_wt = (float *)p;
-        if ((st = pinned_get(w->pinned, c * E * sizeof(float), &p, err))) return st;
-        w->h_rl = (float *)p;
+        if ((st = pinned_get(w->pinned, c * KE * sizeof(int), &p, err))) return st;
+        w->h_sel = (int *)p;
     }
     w->cap = cap;
     return DRIFT_OK;
@@ -702,46 +776,59 @@ static drift_status mm(dcu_model *m, const dmat *W, const dact *x, int B, float 
     return dcu_mm(&m->ctx, &m->p, W, x, B, y, ldy, err);
 }
 
-/* MoE FFN of the B rows prepared in aA -> ws.y */
+/* MoE FFN of the B rows prepared in aA -> ws.y. The router's top-k runs on
+ * the GPU (k_moe_route: moe_ffn's operations). Dense (small experts): every
+ * expert's gate|up, SwiGLU and down for every row, then each row's chosen
+ * outputs weighted in rank order; nothing goes through the host, so the
+ * pass can be a graph. Otherwise the choices go to the host, which lists
+ * each expert's rows (in row order); per expert: gather, products, scatter
+ * into the row's rank slot; then the weighted sum in rank order. The
+ * kernels are batch-invariant, so a row's expert outputs are the same bits
+ * either way. */
 static drift_status moe_layer(dcu_model *m, const dcu_layer *L, int B, drift_error *err) {
     dcu_ws *w = &m->ws;
     dcu_ctx *c = &m->ctx;
     const drift_numeric_profile *p = &m->p;
     int D = m->dim, H = m->hidden, E = m->n_exp, K = m->n_used;
+    int fast = p->exp == DRIFT_EXP_FAST;
     drift_status st;
-    if ((st = mm(m, &L->router, &w->aA, B, w->rl, E, err))) return st;
-    DCU_TRY(cudaMemcpyAsync(w->h_rl, w->rl, (size_t)B * E * sizeof(float), cudaMemcpyDeviceToHost, c->st),
-            "copying router logits");
+    if ((st = mm(m, &L->router, &w->aA, B, w->rl, E, err)) ||
+        (st = dcu_launch_moe_route(c, w->rl, B, E, K, w->msel, w->wt, err)))
+        return st;
+    if (m->moe_dense) {
+        int64_t ld = 2 * (int64_t)E * H;
+        if (L->egu_stacked) {
+            if ((st = mm(m, &L->egu, &w->aA, B, w->hbE, ld, err))) return st;
+        } else {
+            for (int e = 0; e < E; e++)
+                if ((st = mm(m, &L->eg[(size_t)e], &w->aA, B, w->hbE + (size_t)2 * e * H, ld, err)) ||
+                    (st = mm(m, &L->eu[(size_t)e], &w->aA, B, w->hbE + (size_t)(2 * e + 1) * H, ld, err)))
+                    return st;
+        }
+        size_t rows16 = (size_t)dcu_pad16(w->cap);
+        for (int e = 0; e < E; e++) {
+            dact ae = w->aE;
+            ae.f += (size_t)e * rows16 * H;
+            if (ae.h) ae.h += (size_t)e * rows16 * dcu_pad16(H);
+            if (ae.q) ae.q += (size_t)e * rows16 * H;
+            ae.qs += (size_t)e * rows16;
+            const float *g = w->hbE + (size_t)2 * e * H;
+            if ((st = dcu_launch_swiglu(c, p->acts, fast, g, g + H, ld, B, H, &ae, m->needs, err)) ||
+                (st = mm(m, &L->ed[(size_t)e], &ae, B, w->yE + (size_t)e * B * D, D, err)))
+                return st;
+        }
+        return dcu_launch_moe_comb(c, w->yE, w->msel, w->wt, w->y, B, K, D, err);
+    }
+    DCU_TRY(cudaMemcpyAsync(w->h_sel, w->msel, (size_t)B * K * sizeof(int), cudaMemcpyDeviceToHost, c->st),
+            "copying the router's choices");
     DCU_TRY(cudaStreamSynchronize(c->st), "running the router");
-    /* top-k as moe_ffn: softmax in double, ties to the lower index, renormalised */
-    std::vector<double> pr;
-    std::vector<int> sel, off;
+    std::vector<int> off;
     try {
-        pr.resize((size_t)E);
-        sel.resize((size_t)B * K);
         off.resize((size_t)E + 1);
     } catch (...) {
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory (MoE, %d rows)", B);
     }
-    for (int b = 0; b < B; b++) {
-        const float *lg = w->h_rl + (size_t)b * E;
-        double mx = lg[0], s = 0;
-        for (int e = 1; e < E; e++)
-            if (lg[e] > mx) mx = lg[e];
-        for (int e = 0; e < E; e++) s += (pr[(size_t)e] = exp((double)lg[e] - mx));
-        double tot = 0;
-        for (int k = 0; k < K; k++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) {
-                int used = 0;
-                for (int j = 0; j < k; j++) used |= sel[(size_t)b * K + j] == e;
-                if (!used && (best < 0 || pr[(size_t)e] > pr[(size_t)best])) best = e;
-            }
-            sel[(size_t)b * K + k] = best;
-            tot += pr[(size_t)best] / s;
-        }
-        for (int k = 0; k < K; k++) w->h_wt[b * K + k] = (float)(pr[(size_t)sel[(size_t)b * K + k]] / s / tot);
-    }
+    const int *sel = w->h_sel;
     /* per expert: the rows it serves (in row order) and their slots */
     int *h_idx = w->h_moe, *h_who = w->h_moe + (size_t)B * K;
     int n = 0;
@@ -759,16 +846,14 @@ static drift_status moe_layer(dcu_model *m, const dcu_layer *L, int B, drift_err
     int *d_idx = w->moe_idx, *d_who = w->moe_idx + (size_t)B * K;
     DCU_TRY(cudaMemcpyAsync(d_idx, h_idx, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, c->st), "MoE rows");
     DCU_TRY(cudaMemcpyAsync(d_who, h_who, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, c->st), "MoE slots");
-    DCU_TRY(cudaMemcpyAsync(w->wt, w->h_wt, (size_t)B * K * sizeof(float), cudaMemcpyHostToDevice, c->st),
-            "MoE weights");
     for (int e = 0; e < E; e++) {
         int cnt = off[(size_t)e + 1] - off[(size_t)e];
         if (!cnt) continue;
         if ((st = dcu_launch_gather(c, &w->aA, &w->aG, d_idx + off[(size_t)e], cnt, D, m->needs, err)) ||
             (st = mm(m, &L->eg[(size_t)e], &w->aG, cnt, w->hb, 2 * (int64_t)H, err)) ||
             (st = mm(m, &L->eu[(size_t)e], &w->aG, cnt, w->hb + H, 2 * (int64_t)H, err)) ||
-            (st = dcu_launch_swiglu(c, p->acts, p->exp == DRIFT_EXP_FAST, w->hb, w->hb + H, 2 * (int64_t)H, cnt, H,
-                                    &w->aB, m->needs, err)) ||
+            (st = dcu_launch_swiglu(c, p->acts, fast, w->hb, w->hb + H, 2 * (int64_t)H, cnt, H, &w->aB, m->needs,
+                                    err)) ||
             (st = mm(m, &L->ed[(size_t)e], &w->aB, cnt, w->ye, D, err)) ||
             (st = dcu_launch_scatter(c, w->ye, w->slot, d_who + off[(size_t)e], cnt, D, err)))
             return st;
@@ -845,6 +930,8 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
         aa.max_npos = max_npos;
         aa.part = w->part;
         aa.part_floats = w->part_floats;
+        aa.cnt = w->acnt;
+        aa.cnt_rows = (size_t)w->cap;
         if ((st = dcu_launch_attention(c, &aa, B, err))) return st;
         /* output projection; residual + ffn norm */
         if ((st = dcu_launch_prep(c, acts, w->att, QD, NULL, B, QD, &w->aB, nd, err)) ||
@@ -895,7 +982,7 @@ static void graphs_clear(dcu_model *m) {
 }
 
 static bool graphs_usable(const dcu_model *m) {
-    return m->graphs_on && m->n_exp == 0 && m->p.gemm == DRIFT_GEMM_KERNEL;
+    return m->graphs_on && (m->n_exp == 0 || m->moe_dense) && m->p.gemm == DRIFT_GEMM_KERNEL;
 }
 
 /* enqueues the pass through a cached or new graph; *done = 0 when the
@@ -984,6 +1071,70 @@ static drift_status fwd_graph(dcu_model *m, int B, int chunk, int max_npos, int 
     return DRIFT_OK;
 }
 
+/* DRIFT_CUDA_TIMING: dcu_timing_read's sums */
+static std::mutex g_tm_mu;
+static double g_tm[5];
+
+static int timing_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("DRIFT_CUDA_TIMING");
+        on = e && strcmp(e, "0") ? 1 : 0;
+    }
+    return on;
+}
+
+static double wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+extern "C" void dcu_timing_read(double out[5], int reset) {
+    std::lock_guard<std::mutex> lk(g_tm_mu);
+    for (int i = 0; i < 5; i++) out[i] = g_tm[i];
+    if (reset) memset(g_tm, 0, sizeof g_tm);
+}
+
+/* events of one timed dcu_forward */
+struct fwd_timer {
+    cudaEvent_t e[3] = {NULL, NULL, NULL};
+    double t0 = 0, t_pre = 0;
+    bool on = false;
+    ~fwd_timer() {
+        for (cudaEvent_t x : e)
+            if (x) cudaEventDestroy(x);
+    }
+    void start() {
+        on = timing_on() != 0;
+        if (!on) return;
+        t0 = wall_ms();
+        for (cudaEvent_t &x : e)
+            if (cudaEventCreate(&x) != cudaSuccess) {
+                cudaGetLastError();
+                on = false;
+            }
+    }
+    void mark(int i, cudaStream_t st) {
+        if (!on) return;
+        if (i == 0) t_pre = wall_ms() - t0;
+        if (cudaEventRecord(e[i], st) != cudaSuccess) {
+            cudaGetLastError();
+            on = false;
+        }
+    }
+    void finish() { /* after the stream synchronized */
+        if (!on) return;
+        float g = 0, d = 0;
+        if (cudaEventElapsedTime(&g, e[0], e[1]) != cudaSuccess || cudaEventElapsedTime(&d, e[1], e[2]) != cudaSuccess) {
+            cudaGetLastError();
+            return;
+        }
+        std::lock_guard<std::mutex> lk(g_tm_mu);
+        g_tm[0] += 1, g_tm[1] += t_pre, g_tm[2] += g, g_tm[3] += d, g_tm[4] += wall_ms() - t0;
+    }
+};
+
 extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *pos, const int32_t *tok, int B,
                                     float *hidden, float *logits, const int *logit_rows, int n_logit_rows,
                                     drift_error *err) {
@@ -994,6 +1145,8 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
     int D = m->dim;
     if (!logits) n_logit_rows = 0;
     drift_status st;
+    fwd_timer tm;
+    tm.start();
     DCU_TRY(cudaSetDevice(0), "selecting device 0");
     for (int i = 0; i < n_logit_rows; i++)
         if (logit_rows[i] < 0 || logit_rows[i] >= B)
@@ -1037,8 +1190,10 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
         DCU_TRY(cudaMemcpyAsync(w->lidx, w->h_lidx, (size_t)n_logit_rows * sizeof(int), cudaMemcpyHostToDevice, c->st),
                 "uploading logit rows");
     int done = 0;
+    tm.mark(0, c->st);
     if (graphs_usable(m) && (st = fwd_graph(m, B, chunk, max_npos, n_logit_rows, &done, err))) return st;
     if (!done && (st = fwd_enqueue(m, B, chunk, max_npos, n_logit_rows, err))) return st;
+    tm.mark(1, c->st);
     if (hidden)
         DCU_TRY(cudaMemcpyAsync(hidden, w->hid, (size_t)B * D * sizeof(float), cudaMemcpyDeviceToHost, c->st),
                 "copying hidden states");
@@ -1046,7 +1201,9 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
         DCU_TRY(cudaMemcpyAsync(logits, w->logits, (size_t)n_logit_rows * m->n_vocab * sizeof(float),
                                 cudaMemcpyDeviceToHost, c->st),
                 "copying logits");
+    tm.mark(2, c->st);
     DCU_TRY(cudaStreamSynchronize(c->st), "running the forward pass");
+    tm.finish();
     return DRIFT_OK;
 }
 
@@ -1204,7 +1361,7 @@ extern "C" drift_status dcu_op_attention(const drift_numeric_profile *p, float *
     }
     size_t vb = num_kv_bytes(p->kv, head_dim);
     dcu_allocs al;
-    void *dq, *dk, *dv, *dout, *drw, *dpart = NULL;
+    void *dq, *dk, *dv, *dout, *drw, *dpart = NULL, *dcnt;
     if ((st = op_up(&al, q, (size_t)head_dim * sizeof(float), &dq, err)) ||
         (st = al.get((size_t)n_pos * vb, &dk, "op K", err)) || (st = al.get((size_t)n_pos * vb, &dv, "op V", err)) ||
         (st = al.get((size_t)head_dim * sizeof(float), &dout, "op output", err)))
@@ -1216,6 +1373,8 @@ extern "C" drift_status dcu_op_attention(const drift_numeric_profile *p, float *
     int chunk = attn_chunk(p, 1, 1, n_pos, c->sm_count);
     size_t part = dcu_attn_part_floats(1, 1, head_dim, chunk, n_pos);
     if (part && (st = al.get(part * sizeof(float), &dpart, "attention workspace", err))) return st;
+    if ((st = al.get(sizeof(unsigned), &dcnt, "attention counter", err))) return st;
+    DCU_TRY(cudaMemsetAsync(dcnt, 0, sizeof(unsigned), c->st), "clearing the attention counter");
     dcu_attn_args aa;
     memset(&aa, 0, sizeof aa);
     aa.q = (const float *)dq;
@@ -1236,6 +1395,8 @@ extern "C" drift_status dcu_op_attention(const drift_numeric_profile *p, float *
     aa.max_npos = n_pos;
     aa.part = (float *)dpart;
     aa.part_floats = part;
+    aa.cnt = (unsigned *)dcnt;
+    aa.cnt_rows = 1;
     if ((st = dcu_launch_attention(c, &aa, 1, err))) return st;
     return op_finish(c, out, dout, (size_t)head_dim * sizeof(float), err);
 }

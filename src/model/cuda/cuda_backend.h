@@ -138,6 +138,12 @@ drift_status dcu_bench_gemm(int n, int reps, double *tflops, drift_error *err);
 /* cudaProfilerStart (on = 1) / Stop (0): brackets what a profiler started with
  * --profile-from-start off (ncu, nsys) records; bench_cuda uses it */
 void dcu_profiler(int on);
+/* Where dcu_forward's time goes, summed over the calls since the last reset
+ * while DRIFT_CUDA_TIMING=1 is in the environment (read once; otherwise
+ * nothing is recorded): out[0] calls, out[1] host ms before the kernels are
+ * queued, out[2] GPU ms of the pass (kernels), out[3] GPU ms of the
+ * downloads of hidden states and logits, out[4] wall ms of the calls. */
+void dcu_timing_read(double out[5], int reset);
 
 #ifdef __cplusplus
 }

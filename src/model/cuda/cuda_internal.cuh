@@ -109,6 +109,29 @@ drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what)
 /* After a kernel launch. */
 #define DCU_LAUNCHED(what) DCU_TRY(cudaGetLastError(), what)
 
+/* Programmatic dependent launch (sm_90): every kernel of the backend is
+ * launched through dcu_launch, which lets it start while the previous
+ * kernel on the stream drains, unless DRIFT_CUDA_PDL=0 is in the environment
+ * (read once). Every kernel calls dcu_pdl_wait() before it reads or writes
+ * anything a previous kernel touches (only constant weights may be read
+ * before) and dcu_pdl_trigger() to let the next one start. */
+int dcu_pdl_on(void);
+template <typename... KArgs, typename... Args>
+static inline void dcu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                              Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = dcu_pdl_on() ? 1 : 0;
+    (void)cudaLaunchKernelEx(&cfg, k, args...); /* an error stays for DCU_LAUNCHED */
+}
+
 /* Creates / destroys a context (stream, cuBLAS, cuBLASLt, Lt workspace). */
 drift_status dcu_ctx_init(dcu_ctx *c, drift_error *err);
 void dcu_ctx_destroy(dcu_ctx *c);
@@ -171,9 +194,12 @@ struct dcu_attn_args {
     int max_npos;         /* largest n_pos of the batch (host knows it) */
     float *part;          /* workspace, part_floats floats */
     size_t part_floats;
+    unsigned *cnt;        /* (cnt_rows, n_heads) split counters, zero (kept zero between launches) */
+    size_t cnt_rows;
 };
 /* Floats of workspace attention needs for B rows (a bound; the launcher
- * slices the batch when the workspace is smaller). */
+ * slices the batch when the workspace or the counters are smaller). Rows of
+ * more than one split need both. */
 size_t dcu_attn_part_floats(int B, int n_heads, int head_dim, int chunk, int max_npos);
 drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, drift_error *err);
 
@@ -183,6 +209,15 @@ drift_status dcu_launch_scatter(dcu_ctx *c, const float *src, float *slot, const
 /* out (B, D) = sum_k wt[b][k] * slot[b][k] in k order. */
 drift_status dcu_launch_moe_sum(dcu_ctx *c, const float *slot, const float *wt, float *out, int B, int K, int D,
                                 drift_error *err);
+/* Router top-k of B rows of logits rl (B, E) as moe_ffn: sel (B, K) expert
+ * ids, wt (B, K) renormalised weights. K <= DCU_MOE_KMAX. */
+#define DCU_MOE_KMAX 64
+drift_status dcu_launch_moe_route(dcu_ctx *c, const float *rl, int B, int E, int K, int *sel, float *wt,
+                                  drift_error *err);
+/* out (B, D) = sum_k wt[b][k] * ye[sel[b][k]] row b, k in order (ye: every
+ * expert's output for every row, (E, B, D)). */
+drift_status dcu_launch_moe_comb(dcu_ctx *c, const float *ye, const int *sel, const float *wt, float *out, int B,
+                                 int K, int D, drift_error *err);
 /* x (rows, n) <- softmax in place. */
 drift_status dcu_launch_softmax(dcu_ctx *c, int fast_exp, float *x, int64_t rows, int64_t n, drift_error *err);
 /* KV vectors: dst (n_vec, vb) <- src (n_vec, n); dst (n_vec, n) <- src (n_vec, vb). */
@@ -197,6 +232,19 @@ drift_status dcu_launch_kv_load(dcu_ctx *c, int fmt, float *dst, const uint8_t *
 #ifdef __CUDACC__
 
 #define DCU_ROWT 256 /* threads of the per-row kernels */
+
+/* dcu_launch's two halves on the device (no-ops without a dependency) */
+static __device__ __forceinline__ void dcu_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void dcu_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+#define DCU_PDL_ENTER() (dcu_pdl_trigger(), dcu_pdl_wait())
 
 static __device__ __forceinline__ float dcu_bf16_f32(uint32_t h) { return __uint_as_float(h << 16); }
 

@@ -17,20 +17,21 @@
  *   attention split-KV, see below
  *
  * Attention (flash-decoding): the positions [start, pos] of a row are cut
- * into splits of `chunk` positions; one block per (split, head, row) of nw
- * warps, nw = min(8, ceil(chunk / 32)) (a function of the chunk only). Tile
- * k of a split (32 positions) belongs to warp k mod nw: lane j scores
- * position j of the tile (q . k with four partial sums by element index,
- * q from shared memory, K read with the widest loads its alignment allows),
- * the tile's max and sum of exp are fixed xor trees over the warp, and lane
- * l accumulates the weighted V of its dimensions over the tile's positions
- * in order (online softmax over the warp's tiles). The warps' partials are
- * merged in warp order, then a second kernel combines the splits of a (row,
- * head) in split order with the same merge step. When every row fits one
- * split the first kernel writes the output directly with the same final
- * operation (acc * (1 / l)), so the result does not depend on whether a
- * combine ran; the order of every sum depends on (head_dim, chunk, the
- * row's positions) only.
+ * into splits of `chunk` positions; one block per (split, group of query
+ * heads of one KV head, row) of nw warps, nw = min(8, ceil(chunk / 32)) (a
+ * function of the chunk only). Tile k of a split (32 positions) belongs to
+ * warp k mod nw: lane j scores position j of the tile for each head of the
+ * block (q . k with four partial sums by element index, q from shared
+ * memory, the K vector loaded once for all the heads, its pieces in flight
+ * together), each head's tile max and sum of exp are fixed xor trees over
+ * the warp, and lane l accumulates the weighted V of its dimensions over the
+ * tile's positions in order (online softmax over the warp's tiles). The
+ * warps' partials are merged in warp order; the splits of a (row, head) are
+ * merged in split order with the same merge step by the block that finishes
+ * last (a counter per row and head group). A row of one split writes its
+ * output directly with the same final operation (acc * (1 / l)). How many
+ * heads share a block is chosen from the grid size; the order of every sum
+ * depends on (head_dim, chunk, the row's positions) only.
  *
  * The row kernels norm, swiglu and prep keep a row in registers (k_*_r): one
  * round of loads instead of one dependent load per element and pass; norm
@@ -136,6 +137,7 @@ static __device__ void zero_h_row(uint16_t *h, int64_t kp) {
 
 /* ------------------------------------------------------------------ embed */
 __global__ void __launch_bounds__(DCU_ROWT) k_embed(int acts, dmat E, const drow *rows, const int *toks, float *x) {
+    DCU_PDL_ENTER();
     __shared__ float sm[32];
     int b = blockIdx.x;
     int64_t tok = toks ? toks[b] : rows[b].tok;
@@ -156,7 +158,7 @@ drift_status dcu_launch_embed(dcu_ctx *c, int acts, const dmat *E, const drow *r
     if (B <= 0) return DRIFT_OK;
     for (int b0 = 0; b0 < B; b0 += 65535) {
         int nb = B - b0 < 65535 ? B - b0 : 65535;
-        k_embed<<<nb, DCU_ROWT, 0, c->st>>>(acts, *E, rows ? rows + b0 : NULL, toks ? toks + b0 : NULL,
+        dcu_launch(k_embed, nb, DCU_ROWT, 0, c->st, acts, *E, rows ? rows + b0 : NULL, toks ? toks + b0 : NULL,
                                              x + (size_t)b0 * E->cols);
         DCU_LAUNCHED("embedding kernel");
     }
@@ -166,6 +168,7 @@ drift_status dcu_launch_embed(dcu_ctx *c, int acts, const dmat *E, const drow *r
 /* ---------------------------------------------------------- norm (+ add) */
 __global__ void __launch_bounds__(DCU_ROWT) k_norm(int acts, float *x, const float *r, int64_t n, const float *w,
                                                    float eps, float *hidden, dact a, unsigned needs, int B) {
+    DCU_PDL_ENTER();
     __shared__ float sm[32];
     int row = blockIdx.x;
     int64_t kp = dcu_pad16(n);
@@ -214,6 +217,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm(int acts, float *x, const flo
 template <int PER>
 __global__ void __launch_bounds__(NORM_MAX_T) k_norm_r(int acts, float *x, const float *r, int n, const float *w,
                                                      float eps, float *hidden, dact a, unsigned needs, int B) {
+    DCU_PDL_ENTER();
     __shared__ float sm[32];
     int row = blockIdx.x;
     int64_t kp = dcu_pad16(n);
@@ -286,13 +290,13 @@ drift_status dcu_launch_norm(dcu_ctx *c, int acts, float *x, const float *r, int
     int per = n <= 2 * NORM_MAX_T ? 2 : n <= 4 * NORM_MAX_T ? 4 : 8;
     int T = ((n + per - 1) / per + 31) / 32 * 32; /* from n only */
     if (n <= 2 * NORM_MAX_T)
-        k_norm_r<2><<<rows, T, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+        dcu_launch(k_norm_r<2>, rows, T, 0, c->st, acts, x, r, n, w, eps, hidden, av, needs, B);
     else if (n <= 4 * NORM_MAX_T)
-        k_norm_r<4><<<rows, T, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+        dcu_launch(k_norm_r<4>, rows, T, 0, c->st, acts, x, r, n, w, eps, hidden, av, needs, B);
     else if (n <= 8 * NORM_MAX_T)
-        k_norm_r<8><<<rows, T, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+        dcu_launch(k_norm_r<8>, rows, T, 0, c->st, acts, x, r, n, w, eps, hidden, av, needs, B);
     else
-        k_norm<<<rows, DCU_ROWT, 0, c->st>>>(acts, x, r, n, w, eps, hidden, av, needs, B);
+        dcu_launch(k_norm, rows, DCU_ROWT, 0, c->st, acts, x, r, n, w, eps, hidden, av, needs, B);
     DCU_LAUNCHED("rmsnorm kernel");
     return DRIFT_OK;
 }
@@ -300,6 +304,7 @@ drift_status dcu_launch_norm(dcu_ctx *c, int acts, float *x, const float *r, int
 /* ------------------------------------------------------------------ prep */
 __global__ void __launch_bounds__(DCU_ROWT) k_prep(int acts, const float *in, int64_t ldin, const int *idx, int n_out,
                                                    int64_t K, dact a, unsigned needs) {
+    DCU_PDL_ENTER();
     __shared__ float sm[32];
     int o = blockIdx.x;
     int64_t kp = dcu_pad16(K);
@@ -325,6 +330,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_prep(int acts, const float *in, in
  * (ceil(kp / DCU_ROWT), rows). Same per-element operations as k_prep. */
 __global__ void __launch_bounds__(DCU_ROWT) k_prep_e(int acts, const float *in, int64_t ldin, const int *idx,
                                                      int n_out, int K, dact a, unsigned needs) {
+    DCU_PDL_ENTER();
     int o = blockIdx.y;
     int64_t kp = dcu_pad16(K);
     int64_t i = (int64_t)blockIdx.x * DCU_ROWT + threadIdx.x;
@@ -343,6 +349,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_prep_e(int acts, const float *in, 
 template <int PER>
 __global__ void __launch_bounds__(DCU_ROWT) k_prep_r(int acts, const float *in, int64_t ldin, const int *idx,
                                                      int n_out, int K, dact a, unsigned needs) {
+    DCU_PDL_ENTER();
     __shared__ float sm[32];
     int o = blockIdx.x;
     int64_t kp = dcu_pad16(K);
@@ -375,17 +382,17 @@ drift_status dcu_launch_prep(dcu_ctx *c, int acts, const float *in, int64_t ldin
     int rows = (needs & DCU_NEED_H) ? (int)dcu_pad16(n_out) : n_out;
     if (!is_fp8_host(acts) && !(needs & DCU_NEED_Q) && rows <= 65535) {
         dim3 g((unsigned)((dcu_pad16(K) + DCU_ROWT - 1) / DCU_ROWT), (unsigned)rows);
-        k_prep_e<<<g, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+        dcu_launch(k_prep_e, g, DCU_ROWT, 0, c->st, acts, in, ldin, idx, n_out, K, *a, needs);
     } else if (K <= 8 * DCU_ROWT)
-        k_prep_r<8><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+        dcu_launch(k_prep_r<8>, rows, DCU_ROWT, 0, c->st, acts, in, ldin, idx, n_out, K, *a, needs);
     else if (K <= 16 * DCU_ROWT)
-        k_prep_r<16><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+        dcu_launch(k_prep_r<16>, rows, DCU_ROWT, 0, c->st, acts, in, ldin, idx, n_out, K, *a, needs);
     else if (K <= 24 * DCU_ROWT)
-        k_prep_r<24><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+        dcu_launch(k_prep_r<24>, rows, DCU_ROWT, 0, c->st, acts, in, ldin, idx, n_out, K, *a, needs);
     else if (K <= 32 * DCU_ROWT)
-        k_prep_r<32><<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+        dcu_launch(k_prep_r<32>, rows, DCU_ROWT, 0, c->st, acts, in, ldin, idx, n_out, K, *a, needs);
     else
-        k_prep<<<rows, DCU_ROWT, 0, c->st>>>(acts, in, ldin, idx, n_out, K, *a, needs);
+        dcu_launch(k_prep, rows, DCU_ROWT, 0, c->st, acts, in, ldin, idx, n_out, K, *a, needs);
     DCU_LAUNCHED("act rounding kernel");
     return DRIFT_OK;
 }
@@ -393,6 +400,7 @@ drift_status dcu_launch_prep(dcu_ctx *c, int acts, const float *in, int64_t ldin
 /* ---------------------------------------------------------------- gather */
 __global__ void __launch_bounds__(DCU_ROWT) k_gather(dact s, dact d, const int *idx, int n_out, int64_t K,
                                                      unsigned needs) {
+    DCU_PDL_ENTER();
     int o = blockIdx.x;
     int64_t kp = dcu_pad16(K);
     if (o >= n_out) {
@@ -413,7 +421,7 @@ drift_status dcu_launch_gather(dcu_ctx *c, const dact *src, const dact *dst, con
                                unsigned needs, drift_error *err) {
     if (n_out <= 0) return DRIFT_OK;
     int rows = (needs & DCU_NEED_H) ? (int)dcu_pad16(n_out) : n_out;
-    k_gather<<<rows, DCU_ROWT, 0, c->st>>>(*src, *dst, idx, n_out, K, needs);
+    dcu_launch(k_gather, rows, DCU_ROWT, 0, c->st, *src, *dst, idx, n_out, K, needs);
     DCU_LAUNCHED("gather kernel");
     return DRIFT_OK;
 }
@@ -421,6 +429,7 @@ drift_status dcu_launch_gather(dcu_ctx *c, const dact *src, const dact *dst, con
 /* ---------------------------------------------------------------- swiglu */
 __global__ void __launch_bounds__(DCU_ROWT) k_swiglu(int acts, int fast, const float *gate, const float *up, int64_t ld,
                                                      int B, int64_t n, dact a, unsigned needs) {
+    DCU_PDL_ENTER();
     __shared__ float sm[32];
     int b = blockIdx.x;
     int64_t kp = dcu_pad16(n);
@@ -448,6 +457,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_swiglu(int acts, int fast, const f
  * k_swiglu and prep_row: the same results bit for bit. */
 __global__ void __launch_bounds__(DCU_ROWT) k_swiglu_e(int acts, int fast, const float *gate, const float *up,
                                                        int64_t ld, int B, int n, dact a, unsigned needs) {
+    DCU_PDL_ENTER();
     int b = blockIdx.y;
     int64_t kp = dcu_pad16(n);
     int64_t i = (int64_t)blockIdx.x * DCU_ROWT + threadIdx.x;
@@ -468,6 +478,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_swiglu_e(int acts, int fast, const
 template <int PER>
 __global__ void __launch_bounds__(DCU_ROWT) k_swiglu_r(int acts, int fast, const float *gate, const float *up,
                                                        int64_t ld, int B, int n, dact a, unsigned needs) {
+    DCU_PDL_ENTER();
     __shared__ float sm[32];
     int b = blockIdx.x;
     int64_t kp = dcu_pad16(n);
@@ -506,17 +517,17 @@ drift_status dcu_launch_swiglu(dcu_ctx *c, int acts, int fast_exp, const float *
     int rows = (needs & DCU_NEED_H) ? (int)dcu_pad16(B) : B;
     if (!is_fp8_host(acts) && !(needs & DCU_NEED_Q) && rows <= 65535) {
         dim3 g((unsigned)((dcu_pad16(n) + DCU_ROWT - 1) / DCU_ROWT), (unsigned)rows);
-        k_swiglu_e<<<g, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+        dcu_launch(k_swiglu_e, g, DCU_ROWT, 0, c->st, acts, fast_exp, gate, up, ld, B, n, *a, needs);
     } else if (n <= 8 * DCU_ROWT)
-        k_swiglu_r<8><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+        dcu_launch(k_swiglu_r<8>, rows, DCU_ROWT, 0, c->st, acts, fast_exp, gate, up, ld, B, n, *a, needs);
     else if (n <= 16 * DCU_ROWT)
-        k_swiglu_r<16><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+        dcu_launch(k_swiglu_r<16>, rows, DCU_ROWT, 0, c->st, acts, fast_exp, gate, up, ld, B, n, *a, needs);
     else if (n <= 24 * DCU_ROWT)
-        k_swiglu_r<24><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+        dcu_launch(k_swiglu_r<24>, rows, DCU_ROWT, 0, c->st, acts, fast_exp, gate, up, ld, B, n, *a, needs);
     else if (n <= 32 * DCU_ROWT)
-        k_swiglu_r<32><<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+        dcu_launch(k_swiglu_r<32>, rows, DCU_ROWT, 0, c->st, acts, fast_exp, gate, up, ld, B, n, *a, needs);
     else
-        k_swiglu<<<rows, DCU_ROWT, 0, c->st>>>(acts, fast_exp, gate, up, ld, B, n, *a, needs);
+        dcu_launch(k_swiglu, rows, DCU_ROWT, 0, c->st, acts, fast_exp, gate, up, ld, B, n, *a, needs);
     DCU_LAUNCHED("swiglu kernel");
     return DRIFT_OK;
 }
@@ -576,12 +587,14 @@ static __device__ __forceinline__ float kv_elem(int fmt, const uint8_t *vec, int
 }
 
 __global__ void __launch_bounds__(DCU_ROWT) k_kv_store(int fmt, uint8_t *dst, size_t vb, const float *src, int n) {
+    DCU_PDL_ENTER();
     __shared__ float sm[32];
     int r = blockIdx.x;
     kv_store_vec(fmt, dst + (size_t)r * vb, src + (size_t)r * n, n, sm);
 }
 
 __global__ void __launch_bounds__(DCU_ROWT) k_kv_load(int fmt, float *dst, const uint8_t *src, size_t vb, int n) {
+    DCU_PDL_ENTER();
     int r = blockIdx.x;
     const uint8_t *vec = src + (size_t)r * vb;
     float s = kv_scale(fmt, vec);
@@ -593,7 +606,7 @@ drift_status dcu_launch_kv_store(dcu_ctx *c, int fmt, uint8_t *dst, const float 
     size_t vb = num_kv_bytes((drift_dtype)fmt, n);
     for (int r0 = 0; r0 < n_vec; r0 += 65535) {
         int nr = n_vec - r0 < 65535 ? n_vec - r0 : 65535;
-        k_kv_store<<<nr, DCU_ROWT, 0, c->st>>>(fmt, dst + (size_t)r0 * vb, vb, src + (size_t)r0 * n, n);
+        dcu_launch(k_kv_store, nr, DCU_ROWT, 0, c->st, fmt, dst + (size_t)r0 * vb, vb, src + (size_t)r0 * n, n);
         DCU_LAUNCHED("KV store kernel");
     }
     return DRIFT_OK;
@@ -604,7 +617,7 @@ drift_status dcu_launch_kv_load(dcu_ctx *c, int fmt, float *dst, const uint8_t *
     size_t vb = num_kv_bytes((drift_dtype)fmt, n);
     for (int r0 = 0; r0 < n_vec; r0 += 65535) {
         int nr = n_vec - r0 < 65535 ? n_vec - r0 : 65535;
-        k_kv_load<<<nr, DCU_ROWT, 0, c->st>>>(fmt, dst + (size_t)r0 * n, src + (size_t)r0 * vb, vb, n);
+        dcu_launch(k_kv_load, nr, DCU_ROWT, 0, c->st, fmt, dst + (size_t)r0 * n, src + (size_t)r0 * vb, vb, n);
         DCU_LAUNCHED("KV load kernel");
     }
     return DRIFT_OK;
@@ -614,6 +627,7 @@ drift_status dcu_launch_kv_load(dcu_ctx *c, int fmt, float *dst, const uint8_t *
 /* grid (n_heads + n_kvh, B): blocks < n_heads rotate a q head in place;
  * the others rotate a k head and store it and the matching v head. */
 __global__ void __launch_bounds__(ATT_THREADS) k_qkv(dcu_qkv_args A) {
+    DCU_PDL_ENTER();
     extern __shared__ float buf[]; /* (head_dim) */
     __shared__ float sm[32];
     int hidx = blockIdx.x, b = blockIdx.y, hd = A.head_dim;
@@ -664,7 +678,7 @@ drift_status dcu_launch_qkv(dcu_ctx *c, const dcu_qkv_args *a, int B, drift_erro
         if (s.v) s.v += (size_t)b0 * s.ldv;
         s.rows += b0;
         dim3 grid((unsigned)(a->n_heads + a->n_kvh), (unsigned)nb);
-        k_qkv<<<grid, ATT_THREADS, smem, c->st>>>(s);
+        dcu_launch(k_qkv, grid, ATT_THREADS, smem, c->st, s);
         DCU_LAUNCHED("bias/RoPE/KV-store kernel");
     }
     return DRIFT_OK;
@@ -678,7 +692,8 @@ struct att_k {
     int64_t ldo;
     const drow *rows;
     float *part;
-    int layer, n_heads, n_kvh, hd, window, kvfmt, fast, chunk, max_splits, direct;
+    unsigned *cnt;
+    int layer, n_heads, n_kvh, hd, window, kvfmt, fast, chunk, max_splits;
     size_t vb;
     float scale;
 };
@@ -806,8 +821,89 @@ static __device__ __forceinline__ float att_dot(const float *qs, const uint8_t *
     return __fadd_rn(__fadd_rn(p0, p1), __fadd_rn(p2, p3));
 }
 
+#define ATT_MAX_WARPS 8 /* warps of a partial-attention block (fewer for short chunks) */
+#define ATT_KCH 8       /* 8-element pieces of a K vector loaded together (64 elements) */
+
+/* 8 K elements [d, d + 8) of an aligned KV vector (att_kal): one 16-byte
+ * load (f16 / bf16), two (f32) or two 4-byte loads (fp8), decoded to the
+ * values kv_elem gives */
+template <int FMT> struct att_kraw { uint4 a, b; };
+template <int FMT>
+static __device__ __forceinline__ void att_kload(const uint8_t *kv, int d, att_kraw<FMT> &r) {
+    if (FMT == DRIFT_DTYPE_F16 || FMT == DRIFT_DTYPE_BF16) {
+        r.a = *(const uint4 *)(kv + (size_t)d * 2);
+    } else if (FMT == DRIFT_DTYPE_FP8_E4M3 || FMT == DRIFT_DTYPE_FP8_E5M2) {
+        const uint32_t *p = (const uint32_t *)(kv + 4 + d);
+        r.a.x = p[0], r.a.y = p[1];
+    } else {
+        r.a = *(const uint4 *)(kv + (size_t)d * 4);
+        r.b = *(const uint4 *)(kv + (size_t)d * 4 + 16);
+    }
+}
+template <int FMT>
+static __device__ __forceinline__ void att_kdec(const att_kraw<FMT> &r, float s, float *k) {
+    if (FMT == DRIFT_DTYPE_F16 || FMT == DRIFT_DTYPE_BF16) {
+        k[0] = kv_h<FMT>(r.a.x), k[1] = kv_h<FMT>(r.a.x >> 16), k[2] = kv_h<FMT>(r.a.y), k[3] = kv_h<FMT>(r.a.y >> 16);
+        k[4] = kv_h<FMT>(r.a.z), k[5] = kv_h<FMT>(r.a.z >> 16), k[6] = kv_h<FMT>(r.a.w), k[7] = kv_h<FMT>(r.a.w >> 16);
+    } else if (FMT == DRIFT_DTYPE_FP8_E4M3 || FMT == DRIFT_DTYPE_FP8_E5M2) {
+        k[0] = kv_q<FMT>(r.a.x, s), k[1] = kv_q<FMT>(r.a.x >> 8, s);
+        k[2] = kv_q<FMT>(r.a.x >> 16, s), k[3] = kv_q<FMT>(r.a.x >> 24, s);
+        k[4] = kv_q<FMT>(r.a.y, s), k[5] = kv_q<FMT>(r.a.y >> 8, s);
+        k[6] = kv_q<FMT>(r.a.y >> 16, s), k[7] = kv_q<FMT>(r.a.y >> 24, s);
+    } else {
+        k[0] = __uint_as_float(r.a.x), k[1] = __uint_as_float(r.a.y), k[2] = __uint_as_float(r.a.z);
+        k[3] = __uint_as_float(r.a.w), k[4] = __uint_as_float(r.b.x), k[5] = __uint_as_float(r.b.y);
+        k[6] = __uint_as_float(r.b.z), k[7] = __uint_as_float(r.b.w);
+    }
+}
+
+/* Whether every K vector of a (row, kv head) can take att_kload: hd a
+ * multiple of 8 and the vectors 16-byte (fp8: 4-byte) aligned. Uniform
+ * over the block. */
+template <int FMT>
+static __device__ __forceinline__ bool att_kal(const uint8_t *kb, size_t pstride, int hd) {
+    uintptr_t m = (FMT == DRIFT_DTYPE_FP8_E4M3 || FMT == DRIFT_DTYPE_FP8_E5M2) ? 3u : 15u;
+    return hd % 8 == 0 && ((uintptr_t)kb & m) == 0 && (pstride & m) == 0;
+}
+
+/* q . k for GM query heads sharing one K vector (att_kal holds): the
+ * vector's pieces are loaded ATT_KCH at a time, all in flight together, and
+ * each head's sum is att_dot's exactly (element d into partial d mod 4, in
+ * element order; then (s0 + s1) + (s2 + s3)). qs: head g at qs + g * hq. */
+template <int FMT, int GM>
+static __device__ __forceinline__ void att_dot_al(const float *qs, int hq, const uint8_t *kv, int hd, float *out) {
+    float s = kv_scale(FMT, kv);
+    float p[GM][4];
+#pragma unroll
+    for (int g = 0; g < GM; g++) p[g][0] = p[g][1] = p[g][2] = p[g][3] = 0.0f;
+    for (int c0 = 0; c0 < hd; c0 += 8 * ATT_KCH) {
+        att_kraw<FMT> r[ATT_KCH];
+#pragma unroll
+        for (int c = 0; c < ATT_KCH; c++)
+            if (c0 + 8 * c < hd) att_kload<FMT>(kv, c0 + 8 * c, r[c]);
+#pragma unroll
+        for (int c = 0; c < ATT_KCH; c++) {
+            int d = c0 + 8 * c;
+            if (d < hd) {
+                float k[8];
+                att_kdec<FMT>(r[c], s, k);
+#pragma unroll
+                for (int g = 0; g < GM; g++) {
+                    float4 qa = *(const float4 *)(qs + g * hq + d), qb = *(const float4 *)(qs + g * hq + d + 4);
+                    p[g][0] = fmaf(qa.x, k[0], p[g][0]), p[g][1] = fmaf(qa.y, k[1], p[g][1]);
+                    p[g][2] = fmaf(qa.z, k[2], p[g][2]), p[g][3] = fmaf(qa.w, k[3], p[g][3]);
+                    p[g][0] = fmaf(qb.x, k[4], p[g][0]), p[g][1] = fmaf(qb.y, k[5], p[g][1]);
+                    p[g][2] = fmaf(qb.z, k[6], p[g][2]), p[g][3] = fmaf(qb.w, k[7], p[g][3]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GM; g++) out[g] = __fadd_rn(__fadd_rn(p[g][0], p[g][1]), __fadd_rn(p[g][2], p[g][3]));
+}
+
 /* merges a split / warp partial (mi, li, ai) into (M, L, a): the combine
- * step, the same in the partial kernel and in k_attn_combine */
+ * step, the same for the warps of a block and for the splits of a row */
 static __device__ __forceinline__ void att_merge(int fast, float &M, float &L, float &a, float mi, float li,
                                                  float ai) {
     float mn = fmaxf(M, mi);
@@ -817,65 +913,56 @@ static __device__ __forceinline__ void att_merge(int fast, float &M, float &L, f
     M = mn;
 }
 
-#define ATT_MAX_WARPS 8 /* warps of a partial-attention block (fewer for short chunks) */
-
-/* Split-KV partial attention, grid (splits, heads, rows), 32 * nw threads
- * with nw = min(ATT_MAX_WARPS, ceil(chunk / ATT_TILE)): a function of the
- * chunk only. Tile k of the split (positions t0 + 32k ...) belongs to warp
- * k mod nw; in a tile lane j scores position j (att_dot), the tile's max and
- * sum of exp are fixed xor trees over the warp, and lane l accumulates the
- * weighted V of its NPL dimensions l * NPL ... over the tile's positions in
- * order (online softmax across the warp's tiles). The warps' partials are
- * then merged in warp order (att_merge). Output: acc * (1 / l) directly when
- * the batch has one split, else (m, l, acc) for k_attn_combine. */
-template <int FMT, int NPL>
-__global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
-    extern __shared__ float smf[];
-    float *qs = smf; /* (hd rounded up to 4), then per warp (2 + hd): m, l, acc */
-    int sp = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-    const drow R = P.rows[b];
-    int start, npos;
-    row_window(R, P.window, &start, &npos);
-    int t0 = sp * P.chunk;
-    if (t0 >= npos) return;
-    int t1 = min(npos, t0 + P.chunk);
-    int hd = P.hd, kvh = h / (P.n_heads / P.n_kvh);
-    size_t pstride = (size_t)P.n_kvh * P.vb;
-    size_t base = (((size_t)P.layer * (size_t)R.n_ctx + (size_t)start) * (size_t)P.n_kvh + (size_t)kvh) * P.vb;
-    const uint8_t *kb = R.kc + base, *vbp = R.vc + base;
-    const float *q = P.q + (size_t)b * P.ldq + (size_t)h * hd;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = q[d];
-    __syncthreads();
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-    int ntiles = (t1 - t0 + ATT_TILE - 1) / ATT_TILE;
-    int nused = min(nw, ntiles);
-    int d0 = lane * NPL;
-    bool full = d0 + NPL <= hd, any = d0 < hd;
-    float m = -INFINITY, l = 0.0f, acc[NPL];
-#pragma unroll
-    for (int i = 0; i < NPL; i++) acc[i] = 0.0f;
+/* A warp's tiles of one split for GM query heads of one KV head (see
+ * k_attn_part): per head the online softmax of the previous kernel, with
+ * the K and V loads shared by the heads. AL: att_kal holds. */
+template <int FMT, int NPL, int GM, bool AL>
+static __device__ __forceinline__ void att_tiles(const att_k &P, const float *qs, int hq, const uint8_t *kb,
+                                                 const uint8_t *vbp, size_t pstride, int t0, int t1, int hd,
+                                                 float (&m)[GM], float (&l)[GM], float (&acc)[GM][NPL]) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    const int ntiles = (t1 - t0 + ATT_TILE - 1) / ATT_TILE;
+    const int d0 = lane * NPL;
+    const bool full = d0 + NPL <= hd;
     bool first = true;
     for (int k = warp; k < ntiles; k += nw) {
         int tt = t0 + k * ATT_TILE, nt = min(ATT_TILE, t1 - tt);
-        float s = -INFINITY;
-        if (lane < nt) s = __fmul_rn(att_dot<FMT>(qs, kb + (size_t)(tt + lane) * pstride, hd), P.scale);
-        float mt = dcu_warp_max(s);
-        float mn = first ? mt : fmaxf(m, mt);
-        float corr = first ? 0.0f : dev_exp(P.fast, m - mn);
-        float pw = lane < nt ? dev_exp(P.fast, s - mn) : 0.0f;
-        float ls = dcu_warp_sum(pw);
-        l = first ? ls : __fadd_rn(__fmul_rn(l, corr), ls);
+        float s[GM];
+        if (lane < nt) {
+            const uint8_t *kv = kb + (size_t)(tt + lane) * pstride;
+            if (AL) {
+                att_dot_al<FMT, GM>(qs, hq, kv, hd, s);
+            } else {
 #pragma unroll
-        for (int i = 0; i < NPL; i++) acc[i] = first ? 0.0f : __fmul_rn(acc[i], corr);
+                for (int g = 0; g < GM; g++) s[g] = att_dot<FMT>(qs + g * hq, kv, hd);
+            }
+#pragma unroll
+            for (int g = 0; g < GM; g++) s[g] = __fmul_rn(s[g], P.scale);
+        } else {
+#pragma unroll
+            for (int g = 0; g < GM; g++) s[g] = -INFINITY;
+        }
+        float pw[GM];
+#pragma unroll
+        for (int g = 0; g < GM; g++) {
+            float mt = dcu_warp_max(s[g]);
+            float mn = first ? mt : fmaxf(m[g], mt);
+            float corr = first ? 0.0f : dev_exp(P.fast, m[g] - mn);
+            pw[g] = lane < nt ? dev_exp(P.fast, s[g] - mn) : 0.0f;
+            float ls = dcu_warp_sum(pw[g]);
+            l[g] = first ? ls : __fadd_rn(__fmul_rn(l[g], corr), ls);
+#pragma unroll
+            for (int i = 0; i < NPL; i++) acc[g][i] = first ? 0.0f : __fmul_rn(acc[g][i], corr);
+            m[g] = mn;
+        }
         const uint8_t *vt = vbp + (size_t)tt * pstride;
         /* weighted V, positions in order; U positions' loads issued together */
         constexpr int U = NPL <= 1 ? 32 : NPL <= 2 ? 16 : NPL <= 4 ? 8 : NPL <= 8 ? 4 : 1;
         for (int j0 = 0; j0 < nt; j0 += U) {
-            float v[U][NPL], pj[U];
+            float v[U][NPL];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 int j = j0 + u;
-                pj[u] = __shfl_sync(0xffffffffu, pw, j & 31);
                 const uint8_t *vec = vt + (size_t)j * pstride;
                 if (j < nt && full) {
                     kv_ld<FMT, NPL>(vec, d0, kv_scale(FMT, vec), v[u]);
@@ -885,93 +972,119 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
                 }
             }
 #pragma unroll
-            for (int u = 0; u < U; u++)
+            for (int u = 0; u < U; u++) {
+                float pj[GM];
+#pragma unroll
+                for (int g = 0; g < GM; g++) pj[g] = __shfl_sync(0xffffffffu, pw[g], (j0 + u) & 31);
                 if (j0 + u < nt)
 #pragma unroll
-                    for (int i = 0; i < NPL; i++) acc[i] = fmaf(pj[u], v[u][i], acc[i]);
+                    for (int g = 0; g < GM; g++)
+#pragma unroll
+                        for (int i = 0; i < NPL; i++) acc[g][i] = fmaf(pj[g], v[u][i], acc[g][i]);
+            }
         }
-        m = mn;
         first = false;
     }
-    float *o = P.out + (size_t)b * P.ldo + (size_t)h * hd;
-    float *pp = P.direct ? NULL : P.part + (((size_t)b * P.n_heads + h) * P.max_splits + sp) * (size_t)(hd + 2);
-    if (nused == 1) { /* one warp had positions: its partial is the split's */
-        if (warp != 0) return;
-        if (P.direct) {
-            float inv = __fdiv_rn(1.0f, l);
+}
+
+/* Split-KV attention, grid (splits, heads / GM, rows), 32 * nw threads with
+ * nw = min(ATT_MAX_WARPS, ceil(chunk / ATT_TILE)): a function of the chunk
+ * only. A block serves GM query heads of one KV head (GM divides the group;
+ * the launcher picks it from the grid size: it changes which block does a
+ * head's work, never the operations). Tile k of the split (positions t0 +
+ * 32k ...) belongs to warp k mod nw; in a tile lane j scores position j for
+ * every head (att_dot / att_dot_al: the K vector loaded once for the GM
+ * heads), each head's tile max and sum of exp are fixed xor trees over the
+ * warp, and lane l accumulates the weighted V of its NPL dimensions l * NPL
+ * ... over the tile's positions in order (online softmax across the warp's
+ * tiles). The warps' partials are merged in warp order (att_merge). A row of
+ * one split writes acc * (1 / l) directly; otherwise each split writes its
+ * (m, l, acc) and the block that finishes last (a counter per row and head
+ * group, reset by that block) merges the row's splits in split order and
+ * writes the output with the same final operation. So the order of every
+ * sum depends on (head_dim, chunk, the row's positions) only. */
+template <int FMT, int NPL, int GM>
+__global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
+    DCU_PDL_ENTER();
+    extern __shared__ __align__(16) float smf[];
+    __shared__ unsigned s_last;
+    const int sp = blockIdx.x, hg = blockIdx.y, b = blockIdx.z;
+    const int hd = P.hd, hq = (hd + 3) & ~3, h0 = hg * GM;
+    const drow R = P.rows[b]; /* loads in flight with q's */
+    float *qs = smf;          /* GM x hq, then per warp and head (2 + hd): m, l, acc */
+    const float *q = P.q + (size_t)b * P.ldq + (size_t)h0 * hd;
+    for (int i = threadIdx.x; i < GM * hd; i += blockDim.x) qs[(i / hd) * hq + i % hd] = q[i];
+    int start, npos;
+    row_window(R, P.window, &start, &npos);
+    const int t0 = sp * P.chunk;
+    if (t0 >= npos) return;
+    const int t1 = min(npos, t0 + P.chunk), ns = (npos + P.chunk - 1) / P.chunk;
+    const int kvh = h0 / (P.n_heads / P.n_kvh);
+    const size_t pstride = (size_t)P.n_kvh * P.vb;
+    const size_t base = (((size_t)P.layer * (size_t)R.n_ctx + (size_t)start) * (size_t)P.n_kvh + (size_t)kvh) * P.vb;
+    const uint8_t *kb = R.kc + base, *vbp = R.vc + base;
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    const int nused = min(nw, (t1 - t0 + ATT_TILE - 1) / ATT_TILE);
+    float m[GM], l[GM], acc[GM][NPL];
 #pragma unroll
-            for (int i = 0; i < NPL; i++)
-                if (any && d0 + i < hd) o[d0 + i] = __fmul_rn(acc[i], inv);
-        } else {
-            if (lane == 0) pp[0] = m, pp[1] = l;
+    for (int g = 0; g < GM; g++) {
+        m[g] = -INFINITY, l[g] = 0.0f;
 #pragma unroll
-            for (int i = 0; i < NPL; i++)
-                if (any && d0 + i < hd) pp[2 + d0 + i] = acc[i];
-        }
-        return;
+        for (int i = 0; i < NPL; i++) acc[g][i] = 0.0f;
     }
-    int hq = (hd + 3) & ~3;
-    float *wb = smf + hq + (size_t)warp * (hd + 2);
+    if (att_kal<FMT>(kb, pstride, hd)) att_tiles<FMT, NPL, GM, true>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc);
+    else att_tiles<FMT, NPL, GM, false>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc);
+    float *wbase = smf + GM * hq;
+    const int d0 = lane * NPL;
     if (warp < nused) {
-        if (lane == 0) wb[0] = m, wb[1] = l;
 #pragma unroll
-        for (int i = 0; i < NPL; i++)
-            if (any && d0 + i < hd) wb[2 + d0 + i] = acc[i];
+        for (int g = 0; g < GM; g++) {
+            float *wb = wbase + (size_t)(warp * GM + g) * (hd + 2);
+            if (lane == 0) wb[0] = m[g], wb[1] = l[g];
+#pragma unroll
+            for (int i = 0; i < NPL; i++)
+                if (d0 + i < hd) wb[2 + d0 + i] = acc[g][i];
+        }
     }
     __syncthreads();
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        const float *w0 = smf + hq;
+    float *o = P.out + (size_t)b * P.ldo + (size_t)h0 * hd;
+    for (int e = threadIdx.x; e < GM * hd; e += blockDim.x) {
+        int g = e / hd, d = e % hd;
+        const float *w0 = wbase + (size_t)g * (hd + 2);
         float M = w0[0], L = w0[1], a = w0[2 + d];
         for (int w = 1; w < nused; w++) {
-            const float *wi = smf + hq + (size_t)w * (hd + 2);
+            const float *wi = wbase + (size_t)(w * GM + g) * (hd + 2);
             att_merge(P.fast, M, L, a, wi[0], wi[1], wi[2 + d]);
         }
-        if (P.direct) {
-            o[d] = __fmul_rn(a, __fdiv_rn(1.0f, L));
+        if (ns == 1) {
+            o[e] = __fmul_rn(a, __fdiv_rn(1.0f, L));
         } else {
+            float *pp = P.part + (((size_t)b * P.n_heads + h0 + g) * P.max_splits + sp) * (size_t)(hd + 2);
             if (d == 0) pp[0] = M, pp[1] = L;
             pp[2 + d] = a;
         }
     }
-}
-
-#define ATT_COMBINE_REG 8 /* up to this many splits: all loaded before combining */
-
-/* grid (heads, rows): splits combined in order (att_merge) */
-__global__ void __launch_bounds__(ATT_THREADS) k_attn_combine(att_k P) {
-    int h = blockIdx.x, b = blockIdx.y, hd = P.hd;
-    const drow R = P.rows[b];
-    int start, npos;
-    row_window(R, P.window, &start, &npos);
-    int ns = (npos + P.chunk - 1) / P.chunk;
-    const float *p0 = P.part + (((size_t)b * P.n_heads + h) * P.max_splits) * (size_t)(hd + 2);
-    float *o = P.out + (size_t)b * P.ldo + (size_t)h * hd;
-    if (ns <= ATT_COMBINE_REG) { /* the same loop with every load issued first */
-        for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-            float mv[ATT_COMBINE_REG], lv[ATT_COMBINE_REG], av[ATT_COMBINE_REG];
-#pragma unroll
-            for (int s = 0; s < ATT_COMBINE_REG; s++) {
-                const float *ps = p0 + (size_t)s * (hd + 2);
-                mv[s] = s < ns ? ps[0] : 0.0f;
-                lv[s] = s < ns ? ps[1] : 0.0f;
-                av[s] = s < ns ? ps[2 + d] : 0.0f;
-            }
-            float M = mv[0], L = lv[0], a = av[0];
-#pragma unroll
-            for (int s = 1; s < ATT_COMBINE_REG; s++)
-                if (s < ns) att_merge(P.fast, M, L, a, mv[s], lv[s], av[s]);
-            o[d] = __fmul_rn(a, __fdiv_rn(1.0f, L));
-        }
-        return;
-    }
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float M = p0[0], L = p0[1], a = p0[2 + d];
+    if (ns == 1) return;
+    /* the last split of (row, head group) to finish combines them */
+    __threadfence();
+    __syncthreads();
+    unsigned *cnt = P.cnt + (size_t)b * P.n_heads + hg;
+    if (threadIdx.x == 0) s_last = atomicAdd(cnt, 1u) == (unsigned)ns - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    for (int e = threadIdx.x; e < GM * hd; e += blockDim.x) {
+        int g = e / hd, d = e % hd;
+        const float *p0 = P.part + (((size_t)b * P.n_heads + h0 + g) * P.max_splits) * (size_t)(hd + 2);
+        float M = __ldcg(p0), L = __ldcg(p0 + 1), a = __ldcg(p0 + 2 + d);
         for (int s = 1; s < ns; s++) {
             const float *ps = p0 + (size_t)s * (hd + 2);
-            att_merge(P.fast, M, L, a, ps[0], ps[1], ps[2 + d]);
+            att_merge(P.fast, M, L, a, __ldcg(ps), __ldcg(ps + 1), __ldcg(ps + 2 + d));
         }
-        o[d] = __fmul_rn(a, __fdiv_rn(1.0f, L));
+        o[e] = __fmul_rn(a, __fdiv_rn(1.0f, L));
     }
+    if (threadIdx.x == 0) *cnt = 0u;
 }
 
 size_t dcu_attn_part_floats(int B, int n_heads, int head_dim, int chunk, int max_npos) {
@@ -980,15 +1093,21 @@ size_t dcu_attn_part_floats(int B, int n_heads, int head_dim, int chunk, int max
     return (size_t)B * (size_t)n_heads * splits * (size_t)(head_dim + 2);
 }
 
-/* k_attn_part<FMT, npl> */
+/* k_attn_part<FMT, npl, gm> */
+template <int FMT, int NPL>
+static void launch_attn_gm(int gm, dim3 g, int threads, size_t smem, cudaStream_t st, const att_k &S) {
+    if (NPL <= 4 && gm == 4) dcu_launch(k_attn_part<FMT, NPL, (NPL <= 4 ? 4 : 1)>, g, threads, smem, st, S);
+    else if (NPL <= 8 && gm == 2) dcu_launch(k_attn_part<FMT, NPL, (NPL <= 8 ? 2 : 1)>, g, threads, smem, st, S);
+    else dcu_launch(k_attn_part<FMT, NPL, 1>, g, threads, smem, st, S);
+}
 template <int FMT>
-static void launch_attn_part(int npl, dim3 g, int threads, size_t smem, cudaStream_t st, const att_k &S) {
+static void launch_attn_part(int npl, int gm, dim3 g, int threads, size_t smem, cudaStream_t st, const att_k &S) {
     switch (npl) {
-    case 1: k_attn_part<FMT, 1><<<g, threads, smem, st>>>(S); break;
-    case 2: k_attn_part<FMT, 2><<<g, threads, smem, st>>>(S); break;
-    case 4: k_attn_part<FMT, 4><<<g, threads, smem, st>>>(S); break;
-    case 8: k_attn_part<FMT, 8><<<g, threads, smem, st>>>(S); break;
-    default: k_attn_part<FMT, 32><<<g, threads, smem, st>>>(S); break;
+    case 1: launch_attn_gm<FMT, 1>(gm, g, threads, smem, st, S); break;
+    case 2: launch_attn_gm<FMT, 2>(gm, g, threads, smem, st, S); break;
+    case 4: launch_attn_gm<FMT, 4>(gm, g, threads, smem, st, S); break;
+    case 8: launch_attn_gm<FMT, 8>(gm, g, threads, smem, st, S); break;
+    default: launch_attn_gm<FMT, 32>(gm, g, threads, smem, st, S); break;
     }
 }
 
@@ -1010,6 +1129,7 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     P.ldo = a->ldo;
     P.rows = a->rows;
     P.part = a->part;
+    P.cnt = a->cnt;
     P.layer = a->layer;
     P.n_heads = a->n_heads;
     P.n_kvh = a->n_kvh;
@@ -1019,50 +1139,55 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     P.fast = a->fast_exp;
     P.chunk = a->chunk;
     P.max_splits = max_splits;
-    P.direct = max_splits == 1;
     P.vb = a->vb;
     P.scale = a->scale;
     int hd = a->head_dim;
     int npl = hd <= 32 ? 1 : hd <= 64 ? 2 : hd <= 128 ? 4 : hd <= 256 ? 8 : 32;
     long nwl = ((long)a->chunk + ATT_TILE - 1) / ATT_TILE; /* warps: from the chunk only */
     int nw = nwl < ATT_MAX_WARPS ? (int)nwl : ATT_MAX_WARPS;
-    size_t smem = (size_t)(((hd + 3) & ~3) + nw * (hd + 2)) * sizeof(float); /* <= 37 KB */
-    int cthreads = hd < ATT_THREADS ? (hd + 31) / 32 * 32 : ATT_THREADS;
     size_t per_row = (size_t)a->n_heads * (size_t)max_splits * (size_t)(a->head_dim + 2);
     int slice = 65535;
-    if (!P.direct) {
+    if (max_splits > 1) {
         size_t fit = a->part ? a->part_floats / per_row : 0;
-        if (fit < 1)
-            return drift_error_set(err, DRIFT_ERR_INTERNAL, "cuda: attention workspace of %zu floats < %zu",
-                                   a->part_floats, per_row);
+        size_t cfit = a->cnt ? a->cnt_rows : 0;
+        if (fit < 1 || cfit < 1)
+            return drift_error_set(err, DRIFT_ERR_INTERNAL, "cuda: attention workspace of %zu floats < %zu (%zu counter rows)",
+                                   a->part_floats, per_row, cfit);
         if (fit < (size_t)slice) slice = (int)fit;
+        if (cfit < (size_t)slice) slice = (int)cfit;
     }
+    /* query heads per block: the largest of 4, 2, 1 dividing the group (2 at
+     * most for head_dim > 128, 1 above 256), halved while the grid would
+     * leave SMs idle. A scheduling choice only: per head the same operations. */
+    int group = a->n_heads / a->n_kvh;
+    int gm = npl <= 4 ? 4 : npl <= 8 ? 2 : 1;
+    while (gm > 1 && group % gm) gm /= 2;
+    int nb0 = B < slice ? B : slice;
+    while (gm > 1 && (long)nb0 * (a->n_heads / gm) * max_splits < 2L * c->sm_count) gm /= 2;
+    int hq = (hd + 3) & ~3;
+    size_t smem = (size_t)(gm * hq + nw * gm * (hd + 2)) * sizeof(float); /* <= 37 KB */
     for (int b0 = 0; b0 < B; b0 += slice) {
         int nb = B - b0 < slice ? B - b0 : slice;
         att_k S = P;
         S.q += (size_t)b0 * P.ldq;
         S.out += (size_t)b0 * P.ldo;
         S.rows += b0;
-        dim3 g1((unsigned)max_splits, (unsigned)a->n_heads, (unsigned)nb);
+        dim3 g1((unsigned)max_splits, (unsigned)(a->n_heads / gm), (unsigned)nb);
         switch (a->kvfmt) {
-        case DRIFT_DTYPE_F16: launch_attn_part<DRIFT_DTYPE_F16>(npl, g1, 32 * nw, smem, c->st, S); break;
-        case DRIFT_DTYPE_BF16: launch_attn_part<DRIFT_DTYPE_BF16>(npl, g1, 32 * nw, smem, c->st, S); break;
-        case DRIFT_DTYPE_FP8_E4M3: launch_attn_part<DRIFT_DTYPE_FP8_E4M3>(npl, g1, 32 * nw, smem, c->st, S); break;
-        case DRIFT_DTYPE_FP8_E5M2: launch_attn_part<DRIFT_DTYPE_FP8_E5M2>(npl, g1, 32 * nw, smem, c->st, S); break;
-        default: launch_attn_part<DRIFT_DTYPE_F32>(npl, g1, 32 * nw, smem, c->st, S); break;
+        case DRIFT_DTYPE_F16: launch_attn_part<DRIFT_DTYPE_F16>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
+        case DRIFT_DTYPE_BF16: launch_attn_part<DRIFT_DTYPE_BF16>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
+        case DRIFT_DTYPE_FP8_E4M3: launch_attn_part<DRIFT_DTYPE_FP8_E4M3>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
+        case DRIFT_DTYPE_FP8_E5M2: launch_attn_part<DRIFT_DTYPE_FP8_E5M2>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
+        default: launch_attn_part<DRIFT_DTYPE_F32>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
         }
         DCU_LAUNCHED("attention kernel");
-        if (!P.direct) {
-            dim3 g2((unsigned)a->n_heads, (unsigned)nb);
-            k_attn_combine<<<g2, cthreads, 0, c->st>>>(S);
-            DCU_LAUNCHED("attention combine kernel");
-        }
     }
     return DRIFT_OK;
 }
 
 /* ------------------------------------------------------------------- MoE */
 __global__ void k_scatter(const float *src, float *slot, const int *who, int64_t D) {
+    DCU_PDL_ENTER();
     int r = blockIdx.x;
     const float *s = src + (size_t)r * D;
     float *d = slot + (size_t)who[r] * D;
@@ -1073,7 +1198,7 @@ drift_status dcu_launch_scatter(dcu_ctx *c, const float *src, float *slot, const
                                 drift_error *err) {
     for (int r0 = 0; r0 < cnt; r0 += 65535) {
         int nr = cnt - r0 < 65535 ? cnt - r0 : 65535;
-        k_scatter<<<nr, DCU_ROWT, 0, c->st>>>(src + (size_t)r0 * D, slot, who + r0, D);
+        dcu_launch(k_scatter, nr, DCU_ROWT, 0, c->st, src + (size_t)r0 * D, slot, who + r0, D);
         DCU_LAUNCHED("MoE scatter kernel");
     }
     return DRIFT_OK;
@@ -1082,6 +1207,7 @@ drift_status dcu_launch_scatter(dcu_ctx *c, const float *src, float *slot, const
 /* out[b][d] = sum_k wt[b][k] * slot[b][k][d], k in order, multiply then add
  * (as the CPU's loop) */
 __global__ void k_moe_sum(const float *slot, const float *wt, float *out, int K, int64_t D) {
+    DCU_PDL_ENTER();
     int b = blockIdx.x;
     for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
         float acc = 0.0f;
@@ -1095,15 +1221,84 @@ drift_status dcu_launch_moe_sum(dcu_ctx *c, const float *slot, const float *wt, 
                                 drift_error *err) {
     for (int b0 = 0; b0 < B; b0 += 65535) {
         int nb = B - b0 < 65535 ? B - b0 : 65535;
-        k_moe_sum<<<nb, DCU_ROWT, 0, c->st>>>(slot + (size_t)b0 * K * D, wt + (size_t)b0 * K, out + (size_t)b0 * D,
+        dcu_launch(k_moe_sum, nb, DCU_ROWT, 0, c->st, slot + (size_t)b0 * K * D, wt + (size_t)b0 * K, out + (size_t)b0 * D,
                                               K, D);
         DCU_LAUNCHED("MoE sum kernel");
     }
     return DRIFT_OK;
 }
 
+/* The router's top-k of a row, as moe_ffn on the host: softmax in double
+ * (exp of logit - max, summed in expert order), the k largest probabilities
+ * in turn (ties to the lower index), weights p / s / tot renormalised over
+ * the chosen ones. One thread per row. */
+__global__ void k_moe_route(const float *rl, int B, int E, int K, int *sel, float *wt) {
+    DCU_PDL_ENTER();
+    int b = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (b >= B) return;
+    const float *lg = rl + (size_t)b * E;
+    double mx = lg[0], s = 0;
+    for (int e = 1; e < E; e++)
+        if (lg[e] > mx) mx = lg[e];
+    for (int e = 0; e < E; e++) s += exp((double)lg[e] - mx);
+    int sk[DCU_MOE_KMAX];
+    double tot = 0;
+    for (int k = 0; k < K; k++) {
+        int best = -1;
+        double pb = 0;
+        for (int e = 0; e < E; e++) {
+            bool used = false;
+            for (int j = 0; j < k; j++) used |= sk[j] == e;
+            if (used) continue;
+            double pe = exp((double)lg[e] - mx);
+            if (best < 0 || pe > pb) best = e, pb = pe;
+        }
+        sk[k] = best;
+        sel[(size_t)b * K + k] = best;
+        tot += pb / s;
+    }
+    for (int k = 0; k < K; k++) wt[(size_t)b * K + k] = (float)(exp((double)lg[sk[k]] - mx) / s / tot);
+}
+
+drift_status dcu_launch_moe_route(dcu_ctx *c, const float *rl, int B, int E, int K, int *sel, float *wt,
+                                  drift_error *err) {
+    if (B <= 0) return DRIFT_OK;
+    if (K < 1 || K > DCU_MOE_KMAX || K > E)
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: %d of %d experts per token (at most %d)", K, E,
+                               DCU_MOE_KMAX);
+    dcu_launch(k_moe_route, (unsigned)((B + 127) / 128), 128, 0, c->st, rl, B, E, K, sel, wt);
+    DCU_LAUNCHED("MoE router kernel");
+    return DRIFT_OK;
+}
+
+/* out[b][d] = sum_k wt[b][k] * ye[sel[b][k]][b][d], k in order, multiply
+ * then add (k_moe_sum's operations, with every expert's output at hand) */
+__global__ void k_moe_comb(const float *ye, const int *sel, const float *wt, float *out, int B, int K, int64_t D) {
+    DCU_PDL_ENTER();
+    int b = blockIdx.x;
+    for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; k++)
+            acc = __fadd_rn(acc, __fmul_rn(wt[(size_t)b * K + k], ye[((size_t)sel[(size_t)b * K + k] * B + b) * D + d]));
+        out[(size_t)b * D + d] = acc;
+    }
+}
+
+drift_status dcu_launch_moe_comb(dcu_ctx *c, const float *ye, const int *sel, const float *wt, float *out, int B,
+                                 int K, int D, drift_error *err) {
+    for (int b0 = 0; b0 < B; b0 += 65535) {
+        int nb = B - b0 < 65535 ? B - b0 : 65535;
+        /* rows b0.. of the batch: ye keeps the whole batch's stride B, shifted by b0 rows */
+        dcu_launch(k_moe_comb, nb, DCU_ROWT, 0, c->st, ye + (size_t)b0 * D, sel + (size_t)b0 * K, wt + (size_t)b0 * K,
+                                               out + (size_t)b0 * D, B, K, D);
+        DCU_LAUNCHED("MoE combine kernel");
+    }
+    return DRIFT_OK;
+}
+
 /* --------------------------------------------------------------- softmax */
 __global__ void __launch_bounds__(DCU_ROWT) k_softmax(int fast, float *x, int64_t n) {
+    DCU_PDL_ENTER();
     __shared__ float sm[32];
     float *r = x + (size_t)blockIdx.x * n;
     float m = -INFINITY;
@@ -1123,7 +1318,7 @@ __global__ void __launch_bounds__(DCU_ROWT) k_softmax(int fast, float *x, int64_
 drift_status dcu_launch_softmax(dcu_ctx *c, int fast_exp, float *x, int64_t rows, int64_t n, drift_error *err) {
     for (int64_t r0 = 0; r0 < rows; r0 += 65535) {
         int64_t nr = rows - r0 < 65535 ? rows - r0 : 65535;
-        k_softmax<<<(unsigned)nr, DCU_ROWT, 0, c->st>>>(fast_exp, x + (size_t)r0 * n, n);
+        dcu_launch(k_softmax, (unsigned)nr, DCU_ROWT, 0, c->st, fast_exp, x + (size_t)r0 * n, n);
         DCU_LAUNCHED("softmax kernel");
     }
     return DRIFT_OK;

@@ -254,6 +254,7 @@ static __device__ __forceinline__ void mm_use_vec(ACC (&acc)[BT], const uint4 (&
 template <int F, typename ACC, int BT, bool PIPE>
 __global__ void __launch_bounds__(MM_WARPS * 32)
     k_mm_simt(dmat W, const float *__restrict__ x, int64_t ldx, int B, float *__restrict__ y, int64_t ldy, int R) {
+    DCU_PDL_ENTER();
     constexpr int E = mf_traits<F>::E;
     __shared__ ACC red[MM_WARPS][BT];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -342,6 +343,7 @@ template <typename T>
 __global__ void __launch_bounds__(512) k_mm_wmma(const T *__restrict__ W, int64_t kp, int64_t N,
                                                  const T *__restrict__ X, int B, float *__restrict__ y, int64_t ldy,
                                                  int KS) {
+    DCU_PDL_ENTER();
     using namespace nvcuda;
     extern __shared__ __align__(128) float wm_part[]; /* (warps, WM_REG): staged slices, then partial tiles */
     const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
@@ -436,6 +438,7 @@ template <typename T>
 __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
                                                 const T *__restrict__ X, int B, float *__restrict__ y, int64_t ldy,
                                                 int KS) {
+    dcu_pdl_trigger(); /* dcu_pdl_wait below: after the first weight slices are in flight */
     extern __shared__ __align__(128) float wm_part[]; /* (warps, WM_REG): staged slices, then partial tiles */
     const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
@@ -454,6 +457,7 @@ __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t
         const uint32_t *x1 = (const uint32_t *)(X + (int64_t)(g + 8) * kp) + t;
         wm_stage(stg, wp, kp, k_begin, k_end, lane);
         wm_stage(stg + WM_BUF, wp, kp, k_begin + WM_ST, k_end, lane);
+        dcu_pdl_wait(); /* the weights are constant; X comes from the previous kernel */
         int s = 0;
         for (int64_t kt = k_begin; kt < k_end; kt += WM_ST, s ^= 1) {
             uint32_t a[WM_ST][4];
@@ -484,6 +488,7 @@ __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t
         }
         __pipeline_wait_prior(0);
     }
+    dcu_pdl_wait(); /* (warps without a strip) before y is written */
     __syncwarp(); /* the staged strip is read before the partials overwrite it */
 #pragma unroll
     for (int nt = 0; nt < 2; nt++) {
@@ -509,6 +514,7 @@ __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t
 /* y = y * act row scale * weight scale (after the cuBLASLt fp8 product) */
 __global__ void k_fp8_scale(float *y, int64_t ldy, int64_t N, int64_t B, const float *qs, const float *wsc, int gpr,
                             float ts) {
+    DCU_PDL_ENTER();
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= B * N) return;
     int64_t b = i / N, n = i % N;
@@ -557,7 +563,7 @@ static int format_units(int f) {
 template <int F, typename ACC, int BT, bool PIPE = false>
 static void launch_simt_t(dim3 g, cudaStream_t st, const dmat &W, const float *x, int64_t ldx, int B, float *y,
                           int64_t ldy, int R) {
-    k_mm_simt<F, ACC, BT, PIPE><<<g, MM_WARPS * 32, 0, st>>>(W, x, ldx, B, y, ldy, R);
+    dcu_launch(k_mm_simt<F, ACC, BT, PIPE>, g, MM_WARPS * 32, 0, st, W, x, ldx, B, y, ldy, R);
 }
 
 template <int F>
@@ -626,8 +632,8 @@ static drift_status mm_wmma_t(dcu_ctx *c, const dmat *W, const T *xh, int64_t B,
         smem_set = true;
     }
     const T *w = (const T *)W->data;
-    if (B <= 16) k_mm_tc1<T><<<g.x, nwarps * 32, smem, c->st>>>(w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
-    else k_mm_wmma<T><<<g, nwarps * 32, smem, c->st>>>(w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
+    if (B <= 16) dcu_launch(k_mm_tc1<T>, g.x, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
+    else dcu_launch(k_mm_wmma<T>, g, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
     DCU_LAUNCHED("matmul kernel (WMMA)");
     return DRIFT_OK;
 }
@@ -701,7 +707,7 @@ static drift_status mm_lt(dcu_ctx *c, const dmat *W, const dact *x, int64_t B, f
             goto done;
         }
         int64_t total = B * N;
-        k_fp8_scale<<<(unsigned)((total + 255) / 256), 256, 0, c->st>>>(y, ldy, N, B, x->qs, W->scales, W->gpr,
+        dcu_launch(k_fp8_scale, (unsigned)((total + 255) / 256), 256, 0, c->st, y, ldy, N, B, x->qs, W->scales, W->gpr,
                                                                          W->ts);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) {
