@@ -602,12 +602,12 @@ def cmd_train(a):
         for sname in counts:
             starts[sname] = (o, o + counts[sname]["examples"])
             o += counts[sname]["examples"]
-        extra = []
+        times = {sname: 1 for sname in counts}
         for item in a.repeat.split(","):
             sname, k = item.split("=")
-            lo, hi = starts[sname]
-            extra += examples[lo:hi] * (int(k) - 1)
-        examples = examples + extra
+            assert sname in times and int(k) >= 0, item
+            times[sname] = int(k)
+        examples = [e for sname, (lo, hi) in starts.items() for e in examples[lo:hi] * times[sname]]  # k=0 drops a suite
     model = build_model(torch, cfg, V)
     if a.init:
         import numpy as np
@@ -808,7 +808,7 @@ def main():
     t.add_argument("--seed", type=int, default=1234)
     t.add_argument("--tiny", action="store_true")
     t.add_argument("--init", default="", help="start from this GGUF's weights (continued training)")
-    t.add_argument("--repeat", default="", help="e.g. code=4,long=2: those suites' examples k times per epoch")
+    t.add_argument("--repeat", default="", help="e.g. code=4,math=0: those suites' examples k times per epoch (0: left out)")
     t.add_argument("--long-share", type=float, default=0.0, help="share of steps on generated long-context examples")
     t.add_argument("--long-curriculum", type=float, default=0.0, help="fraction of the run on short documents first")
     t.add_argument("--long-questions", type=int, default=8, help="questions per long document")
