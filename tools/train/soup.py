@@ -25,18 +25,6 @@ import gguf_export  # noqa: E402
 TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".traindata", "v2", "tokenizer.json")
 
 
-def load_model(torch, train, cfg, V, tensors):
-    model = train.build_model(torch, cfg, V)
-    with torch.no_grad():
-        for name, w in train.param_map(model, cfg):
-            ne, typ, data = tensors[name]
-            arr = np.frombuffer(data, dtype=np.float16 if typ == gguf_export.GGML_F16 else np.float32)
-            assert list(reversed(w.shape)) == ne, name
-            w.copy_(torch.from_numpy(arr.astype(np.float32)).view(w.shape))
-    model.eval()
-    return model
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("a")
@@ -70,16 +58,10 @@ def main():
     if a.fixture:
         import torch
         import train
-        md = load_model(torch, train, cfg, len(tok.tokens), gguf_export.read_tensors(a.out)).double()
-        eot = tok.special("<|endoftext|>")
-        fx = {"model": os.path.basename(a.out),
-              "reference": "PyTorch %s float64 CPU forward of the GGUF's weights" % torch.__version__, "prompts": []}
-        for text in train.FIXTURE_PROMPTS:
-            ids = [eot] + tok.encode(text)
-            with torch.no_grad():
-                lg = md(torch.tensor([ids]))[0]
-            fx["prompts"].append({"text": text, "ids": ids, "positions": [0, len(ids) - 1],
-                                  "logits": [[float(x) for x in lg[0]], [float(x) for x in lg[-1]]]})
+        model = train.build_model(torch, cfg, len(tok.tokens))
+        train.load_gguf_weights(torch, model, cfg, a.out)
+        model.eval()
+        fx = train.logits_fixture(torch, model.double(), tok, os.path.basename(a.out), train.FIXTURE_PROMPTS)
         with open(a.fixture, "w") as f:
             json.dump(fx, f)
         print("soup.py: wrote", a.fixture)

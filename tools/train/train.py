@@ -21,7 +21,6 @@ import json
 import math
 import os
 import random
-import struct
 import sys
 import time
 
@@ -466,6 +465,34 @@ def round_to_stored(torch, model, cfg):
             w.copy_(w.to(torch.float16).to(w.dtype))
 
 
+def load_gguf_weights(torch, model, cfg, path):
+    """model's parameters from a GGUF file written by gguf_export (F16 or F32 tensors)"""
+    import numpy as np
+    import gguf_export
+    got = gguf_export.read_tensors(path)
+    with torch.no_grad():
+        for name, w in param_map(model, cfg):
+            ne, typ, data = got[name]
+            arr = np.frombuffer(data, dtype=np.float16 if typ == gguf_export.GGML_F16 else np.float32)
+            assert list(reversed(w.shape)) == ne, name
+            w.copy_(torch.from_numpy(arr.astype(np.float32)).view(w.shape))
+
+
+def logits_fixture(torch, md, tok, model_file, prompts):
+    """tests/data/models/NAME.logits.json: md's (a float64 model's) logits at the first and last positions of
+    [BOS] + each prompt's tokens"""
+    eot = tok.special("<|endoftext|>")
+    fx = {"model": model_file, "reference": "PyTorch %s float64 CPU forward of the GGUF's weights" % torch.__version__,
+          "prompts": []}
+    for text in prompts:
+        ids = [eot] + tok.encode(text)
+        with torch.no_grad():
+            lg = md(torch.tensor([ids]))[0]
+        fx["prompts"].append({"text": text, "ids": ids, "positions": [0, len(ids) - 1],
+                              "logits": [[float(x) for x in lg[0]], [float(x) for x in lg[-1]]]})
+    return fx
+
+
 def make_batches(examples, tok_budget, rng):
     idx = list(range(len(examples)))
     rng.shuffle(idx)
@@ -610,14 +637,7 @@ def cmd_train(a):
         examples = [e for sname, (lo, hi) in starts.items() for e in examples[lo:hi] * times[sname]]  # k=0 drops a suite
     model = build_model(torch, cfg, V)
     if a.init:
-        import numpy as np
-        got = gguf_export.read_tensors(a.init)
-        with torch.no_grad():
-            for name, w in param_map(model, cfg):
-                ne, typ, data = got[name]
-                arr = np.frombuffer(data, dtype=np.float16 if typ == gguf_export.GGML_F16 else np.float32)
-                assert list(reversed(w.shape)) == ne, name
-                w.copy_(torch.from_numpy(arr.astype(np.float32)).view(w.shape))
+        load_gguf_weights(torch, model, cfg, a.init)
         print("initialised from", a.init, flush=True)
     model = model.to(dev)
     nparam = sum(p.numel() for p in model.parameters())
@@ -742,15 +762,7 @@ def cmd_train(a):
     gguf_export.write(path, gguf_export.model_kv(cfg, tok, a.name), gguf_tensors(torch, model, cfg))
     # reference logits: the file's weights (F16 rounded), float64 forward on the CPU
     round_to_stored(torch, model, cfg)
-    md = model.double()
-    fixture = {"model": a.name + ".gguf", "reference": "PyTorch %s float64 CPU forward of the GGUF's weights" % torch.__version__,
-               "prompts": []}
-    for text in a.fixture_prompts:
-        ids = [eot] + tok.encode(text)
-        with torch.no_grad():
-            lg = md(torch.tensor([ids]))[0]
-        fixture["prompts"].append({"text": text, "ids": ids, "positions": [0, len(ids) - 1],
-                                   "logits": [[float(x) for x in lg[0]], [float(x) for x in lg[-1]]]})
+    fixture = logits_fixture(torch, model.double(), tok, a.name + ".gguf", a.fixture_prompts)
     info = {"name": a.name, "config": cfg, "params": nparam, "seed": a.seed, "steps": step, "short_epochs_started": epoch,
             "long_generated": n_long, "train_seconds": round(train_s, 1), "total_seconds": round(time.time() - t_start, 1),
             "examples": len(examples), "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup,
