@@ -39,5 +39,8 @@ done | sort -u | while read -r name path; do
     [[ "$name" =~ $skip ]] && continue
     cp -L "$path" "$O/lib/$name"
 done
-tar -C "$O" -cJf "$O"/bundle.tar.xz bin lib
+# xz -9: a 64 MiB dictionary spans all the binaries, which share the CUDA
+# kernels (~8 MB each); xz's default 8 MiB window stopped short of that once
+# they grew past it and the archive tripled (42 MB against 16).
+tar -C "$O" -cf - bin lib | xz -9 >"$O"/bundle.tar.xz
 echo "bundle.sh: $(du -h "$O"/bundle.tar.xz | cut -f1) in $O/bundle.tar.xz ($(ls "$O"/bin | tr '\n' ' '))"
