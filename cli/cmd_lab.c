@@ -620,11 +620,9 @@ static char *pri_text(const drift_table *t, drift_pri_eval **keep) {
     buf_printf(&b, "PRI (xgboost, %zu features, hyper-parameters by inner CV)\n", ev->n_features);
     buf_printf(&b, "  random 80/20 split: test R^2 %.3f, MAE %.3f points (train %zu, test %zu)\n", ev->random_split.test_r2,
                ev->random_split.test_mae, ev->random_split.n_train, ev->random_split.n_test);
-    if (ev->cv_folds_defined == 5) buf_printf(&b, "  5-fold CV R^2: %.3f +- %.3f\n", ev->cv_r2_mean, ev->cv_r2_sd);
-    else if (ev->cv_folds_defined > 0)
-        buf_printf(&b, "  5-fold CV R^2: %.3f +- %.3f over %d folds (%d had one flip rate in all test rows: no R^2)\n",
-                   ev->cv_r2_mean, ev->cv_r2_sd, ev->cv_folds_defined, 5 - ev->cv_folds_defined);
-    else buf_printf(&b, "  5-fold CV R^2: none defined (every fold's test rows share one flip rate)\n");
+    char *cv = drift_pri_cv_summary(ev, "R^2", "+-");
+    buf_printf(&b, "  %s\n", cv ? cv : "5-fold CV: out of memory");
+    free(cv);
     buf_printf(&b, "  ablations (test R^2): hardware-only %.3f, linear %.3f, no interactions %.3f, full %.3f\n",
                ev->abl_hardware_only, ev->abl_linear, ev->abl_no_interactions, ev->abl_full);
     buf_printf(&b, "  held-out level                     train  test   test R^2  MAE\n");

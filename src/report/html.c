@@ -447,14 +447,9 @@ static void section_pri(drift_buf *b, const drift_table *t, const drift_pri_eval
     if (!ev) ev = own;
     buf_printf(b, "<p>Random 80/20 split: test R&#178; = %.3f (MAE %.3f points). ", ev->random_split.test_r2,
                ev->random_split.test_mae);
-    if (ev->cv_folds_defined == 5)
-        buf_printf(b, "5-fold CV R&#178; = %.3f &#177; %.3f. ", ev->cv_r2_mean, ev->cv_r2_sd);
-    else if (ev->cv_folds_defined > 0)
-        buf_printf(b, "5-fold CV R&#178; = %.3f &#177; %.3f over %d folds (%d had one flip rate in all test rows: "
-                      "no R&#178;). ",
-                   ev->cv_r2_mean, ev->cv_r2_sd, ev->cv_folds_defined, 5 - ev->cv_folds_defined);
-    else
-        buf_puts(b, "5-fold CV R&#178;: none defined (every fold's test rows share one flip rate). ");
+    char *cv = drift_pri_cv_summary(ev, "R&#178;", "&#177;");
+    buf_printf(b, "%s. ", cv ? cv : "5-fold CV: out of memory");
+    free(cv);
     buf_printf(b, "%zu features.</p>\n", ev->n_features);
     buf_puts(b, "<table><tr><th>held out</th><th>train rows</th><th>test rows</th><th>test R&#178;</th>"
                 "<th>test MAE (points)</th></tr>\n");

@@ -337,6 +337,27 @@ static void test_fit_threads_identical(void **state) {
     drift_table_free(t);
 }
 
+/* The CV sentence the lab and the report share: all folds, some, none. */
+static void test_cv_summary(void **state) {
+    (void)state;
+    drift_pri_eval e = {0};
+    e.cv_r2_mean = 0.5124;
+    e.cv_r2_sd = 0.1009;
+    e.cv_folds_defined = 5;
+    char *s = drift_pri_cv_summary(&e, "R^2", "+-");
+    assert_string_equal(s, "5-fold CV R^2 = 0.512 +- 0.101");
+    free(s);
+    e.cv_folds_defined = 3;
+    s = drift_pri_cv_summary(&e, "R&#178;", "&#177;");
+    assert_string_equal(s, "5-fold CV R&#178; = 0.512 &#177; 0.101 over 3 folds (2 had one flip rate in all test rows: "
+                           "no R&#178;)");
+    free(s);
+    e.cv_folds_defined = 0;
+    s = drift_pri_cv_summary(&e, "R^2", "+-");
+    assert_string_equal(s, "5-fold CV R^2: none defined (every fold's test rows share one flip rate)");
+    free(s);
+}
+
 static void test_load_errors(void **state) {
     (void)state;
     drift_pri *m = NULL;
@@ -362,7 +383,7 @@ int main(void) {
         cmocka_unit_test(test_evaluate),        cmocka_unit_test(test_fit_save_load_predict),
         cmocka_unit_test(test_interval_from_residuals), cmocka_unit_test(test_tuned_small),
         cmocka_unit_test(test_load_errors),     cmocka_unit_test(test_evaluate_tuned),
-        cmocka_unit_test(test_fit_threads_identical),
+        cmocka_unit_test(test_fit_threads_identical), cmocka_unit_test(test_cv_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
