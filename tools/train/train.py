@@ -26,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bpe  # noqa: E402
+import gguf_export  # noqa: E402
 
 SUITES = ["math", "code", "safety", "chat", "long"]
 LONG_INSTRUCTION = "\n\nAnswer the question based on the document above, briefly.\n"
@@ -468,7 +469,6 @@ def round_to_stored(torch, model, cfg):
 def load_gguf_weights(torch, model, cfg, path):
     """model's parameters from a GGUF file written by gguf_export (F16 or F32 tensors)"""
     import numpy as np
-    import gguf_export
     got = gguf_export.read_tensors(path)
     with torch.no_grad():
         for name, w in param_map(model, cfg):
@@ -593,7 +593,6 @@ def cmd_train(a):
     import numpy as np  # noqa: F401  (tensor export)
     import multiprocessing as mp
     import torch
-    import gguf_export
 
     t_start = time.time()
     random.seed(a.seed)
