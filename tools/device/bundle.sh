@@ -18,7 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build-dev}
 O=${BUNDLE_DIR:-.devbundle}
-grep -qx "/$O/" .git/info/exclude 2>/dev/null || echo "/$O/" >>.git/info/exclude
+ex=$(git rev-parse --git-path info/exclude) # a worktree has its own .git file
+mkdir -p "$(dirname "$ex")"
+grep -qx "/$O/" "$ex" 2>/dev/null || echo "/$O/" >>"$ex"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DDRIFT_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="${CUDACXX:-/usr/local/cuda/bin/nvcc}" >/dev/null
 grep -q 'DRIFT_HAVE_CUDA' "$B/CMakeCache.txt" "$B"/CMakeFiles/driftbench.dir/flags.make 2>/dev/null ||
