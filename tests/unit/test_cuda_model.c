@@ -14,7 +14,8 @@
  * alone and as one row of a batch of 8 sessions at other positions:
  * bit-identical; generate with batch 1 and 4: same tokens); cuda-fp8 loads
  * and generates; the MoE model on cuda-f32 close to ref; the embedded
- * target records the GPU as its hardware.
+ * target records the GPU as its hardware; a batch of 200 rows (logits
+ * downloaded through pinned memory in pieces) equal to each row alone.
  *
  * Without a GPU the GPU part is skipped: exit code 77 (ctest: skipped). */
 #include <setjmp.h>
@@ -454,6 +455,50 @@ static void test_batch_invariance_bf16(void **state) {
     check_batch_invariance("profile=cuda-bf16");
 }
 
+/* A batch large enough that its logits come back through pinned memory in
+ * pieces (cuda_backend.cu's fwd_download, from 1 MB): each row's logits are
+ * the bits of the same row decoded alone (cuda-bf16 is batch-invariant). */
+static void test_large_batch(void **state) {
+    (void)state;
+    enum { NB = 200 };
+    static const char *const P[4] = {"Hello.", "2 + 2 =", "def add(a, b):", "Once upon a time there was"};
+    drift_model *m = load("qwen2-7m", "profile=cuda-bf16");
+    int V = drift_model_get_info(m)->n_vocab;
+    drift_error err;
+    drift_session **ss = calloc(NB, sizeof *ss);
+    int32_t *next = malloc(NB * sizeof *next);
+    float *lg = malloc((size_t)NB * V * sizeof *lg), *one = malloc((size_t)V * sizeof *one);
+    assert_true(ss && next && lg && one);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int b = 0; b < NB; b++) {
+            size_t n;
+            int32_t *ids = tokens(m, P[b % 4], &n);
+            drift_session *s;
+            assert_int_equal(drift_session_new(m, 0, &s, &err), DRIFT_OK);
+            assert_int_equal(drift_session_forward(s, ids, n, 0, NULL, NULL, &err), DRIFT_OK);
+            free(ids);
+            int32_t t = (int32_t)((b * 37 + 11) % V);
+            if (pass == 0) {
+                ss[b] = s, next[b] = t;
+                continue;
+            }
+            if (drift_session_forward_batch(&s, &t, 1, one, &err)) fail_msg("%s", err.msg);
+            drift_session_free(s);
+            if (memcmp(one, lg + (size_t)b * V, (size_t)V * sizeof *one))
+                fail_msg("row %d of a batch of %d: logits differ from the row alone (max rel diff %.3g)", b, NB,
+                         rel_err(lg + (size_t)b * V, one, (size_t)V));
+        }
+        if (pass == 0) {
+            if (drift_session_forward_batch(ss, next, NB, lg, &err)) fail_msg("%s", err.msg);
+            for (int b = 0; b < NB; b++) drift_session_free(ss[b]);
+        }
+    }
+    fprintf(stderr, "cuda-bf16: %d rows in one batch (%.1f MB of logits) == each alone, bit for bit\n", NB,
+            (double)NB * V * sizeof(float) / 1e6);
+    free(ss), free(next), free(lg), free(one);
+    drift_model_free(m);
+}
+
 static void test_fp8_generates(void **state) {
     (void)state;
     drift_model *m = load("qwen2-7m", "profile=cuda-fp8");
@@ -518,7 +563,7 @@ int main(void) {
         cmocka_unit_test(test_qwen2_f32_logits),      cmocka_unit_test(test_qwen2_f32_greedy),
         cmocka_unit_test(test_batch_invariance_f32),  cmocka_unit_test(test_batch_invariance_bf16),
         cmocka_unit_test(test_fp8_generates),         cmocka_unit_test(test_moe_f32_logits),
-        cmocka_unit_test(test_target_records_gpu),
+        cmocka_unit_test(test_target_records_gpu),    cmocka_unit_test(test_large_batch),
     };
     return cmocka_run_group_tests_name("cuda: models on the GPU", gpu, NULL, NULL);
 }

@@ -30,8 +30,10 @@
 #include <cuda_profiler_api.h>
 
 #include <math.h>
+#include <condition_variable>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -315,6 +317,7 @@ struct dcu_ws {
     int lcap;                 /* logit rows */
     dact aL;
     float *logits;
+    float *h_hid, *h_lg;      /* pinned (cap, dim), (lcap, n_vocab): large downloads land here first */
     int *lidx, *h_lidx;
     float *part;
     size_t part_floats;
@@ -330,6 +333,8 @@ struct dcu_graph {
     unsigned long last_use;
 };
 #define DCU_MAX_GRAPHS 64
+#define DL_CHUNKS 4                    /* logits downloads in up to this many pieces (copied out as they land) */
+#define DL_PINNED_MIN ((size_t)1 << 20) /* downloads from this many bytes go through pinned memory */
 #define DCU_MOE_DENSE_BYTES (16.0 * 1024 * 1024) /* expert weights of a layer up to which MoE runs dense */
 
 struct dcu_model {
@@ -354,6 +359,7 @@ struct dcu_model {
     std::vector<dcu_graph> seen;  /* shapes run once (exec unused) */
     size_t seen_next;
     unsigned long graph_clock;
+    cudaEvent_t dl_ev[1 + DL_CHUNKS]; /* pinned downloads: hidden, then each logits chunk */
 };
 
 struct dcu_kv {
@@ -372,6 +378,8 @@ static void graphs_clear(dcu_model *m);
 static void model_destroy(dcu_model *m) {
     if (m->ctx.st) cudaStreamSynchronize(m->ctx.st);
     graphs_clear(m);
+    for (cudaEvent_t e : m->dl_ev)
+        if (e) cudaEventDestroy(e);
     m->ws.al.release();
     m->ws.al_l.release();
     m->ws.al_p.release();
@@ -540,6 +548,13 @@ extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_nu
         m->graphs_on = !(ev && !strcmp(ev, "0"));
     }
     if ((st = dcu_ctx_init(&m->ctx, err))) goto fail;
+    for (cudaEvent_t &e : m->dl_ev) {
+        cudaError_t ce = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+        if (ce != cudaSuccess) {
+            st = dcu_fail(err, ce, "creating an event");
+            goto fail;
+        }
+    }
     if (d->tok_embd->cols != d->dim || d->tok_embd->rows != d->n_vocab || d->output->cols != d->dim ||
         d->output->rows != d->n_vocab) {
         st = drift_error_set(err, DRIFT_ERR_INVALID, "cuda: embedding / output matrices of the wrong shape");
@@ -640,6 +655,16 @@ static drift_status pinned_get(std::vector<void *> &v, size_t bytes, void **out,
     return DRIFT_OK;
 }
 
+/* A pinned staging buffer for downloads, or NULL (too large, or the host
+ * refuses: the downloads then stay pageable) */
+#define PINNED_STAGE_MAX ((size_t)256 << 20)
+static void *pinned_try(std::vector<void *> &v, size_t bytes) {
+    if (bytes > PINNED_STAGE_MAX) return NULL;
+    drift_error e2;
+    void *p = NULL;
+    return pinned_get(v, bytes, &p, &e2) ? NULL : p;
+}
+
 /* An act buffer of rows x K (h and q per needs). */
 static drift_status act_alloc(dcu_allocs *al, int rows, int64_t K, unsigned needs, dact *a, drift_error *err) {
     memset(a, 0, sizeof *a);
@@ -667,6 +692,7 @@ static drift_status ws_rows(dcu_model *m, int B, drift_error *err) {
     DCU_TRY(cudaStreamSynchronize(m->ctx.st), "waiting for the stream");
     w->al.release();
     ws_free_pinned(w->pinned);
+    w->h_hid = NULL;
     w->cap = 0;
     int cap = B < 16 ? 16 : B;
     int64_t D = m->dim, H = m->hidden, QKV = m->q_dim + 2 * (int64_t)m->kv_dim, KB = m->q_dim > H ? m->q_dim : H;
@@ -709,6 +735,7 @@ static drift_status ws_rows(dcu_model *m, int B, drift_error *err) {
 #undef WS_GET
     if ((st = pinned_get(w->pinned, c * sizeof(drow), &p, err))) return st;
     w->h_rows = (drow *)p;
+    w->h_hid = (float *)pinned_try(w->pinned, c * (size_t)D * sizeof(float));
     if (m->n_exp && !m->moe_dense) {
         if ((st = pinned_get(w->pinned, c * KE * 2 * sizeof(int), &p, err))) return st;
         w->h_moe = (int *)p;
@@ -725,6 +752,7 @@ static drift_status ws_logits(dcu_model *m, int n, drift_error *err) {
     DCU_TRY(cudaStreamSynchronize(m->ctx.st), "waiting for the stream");
     w->al_l.release();
     ws_free_pinned(w->pinned_l);
+    w->h_lg = NULL;
     w->lcap = 0;
     int cap = n < 16 ? 16 : n;
     drift_status st;
@@ -736,6 +764,7 @@ static drift_status ws_logits(dcu_model *m, int n, drift_error *err) {
     w->lidx = (int *)p;
     if ((st = pinned_get(w->pinned_l, (size_t)cap * sizeof(int), &p, err))) return st;
     w->h_lidx = (int *)p;
+    w->h_lg = (float *)pinned_try(w->pinned_l, (size_t)cap * (size_t)m->n_vocab * sizeof(float));
     w->lcap = cap;
     return DRIFT_OK;
 }
@@ -1071,6 +1100,139 @@ static drift_status fwd_graph(dcu_model *m, int B, int chunk, int max_npos, int 
     return DRIFT_OK;
 }
 
+/* ---- Downloads. Large results (hidden states, logits of many rows) go
+ * from the device into pinned buffers (DMA at full PCIe speed) and from
+ * there into the caller's memory by a few threads, logits in pieces copied
+ * out as each lands; a pageable cudaMemcpy stages through the driver's
+ * buffers and copies on one thread. DRIFT_CUDA_COPY_THREADS=N sets the
+ * threads (default: half the cores, at most 8); 0 keeps the pageable copy. */
+
+/* memcpy split over worker threads (created once, process-wide, never joined);
+ * one copy at a time (busy) */
+struct copy_pool {
+    std::mutex busy, mu;
+    std::condition_variable cv, cv_done;
+    std::vector<std::thread> th;
+    char *dst = NULL;
+    const char *src = NULL;
+    size_t bytes = 0, piece = 0, next = 0, n_pieces = 0, left = 0;
+    unsigned long gen = 0;
+
+    /* takes pieces of the current copy until none is left (lk held on entry and exit) */
+    void run(std::unique_lock<std::mutex> &lk) {
+        while (next < n_pieces) {
+            size_t off = next++ * piece, n = bytes - off < piece ? bytes - off : piece;
+            char *d = dst + off;
+            const char *sp = src + off;
+            lk.unlock();
+            memcpy(d, sp, n);
+            lk.lock();
+            if (--left == 0) cv_done.notify_all();
+        }
+    }
+    void worker() {
+        std::unique_lock<std::mutex> lk(mu);
+        unsigned long seen = gen;
+        for (;;) {
+            cv.wait(lk, [&] { return gen != seen; });
+            seen = gen;
+            run(lk);
+        }
+    }
+    void copy(void *d, const void *sp, size_t n) {
+        std::lock_guard<std::mutex> one(busy);
+        std::unique_lock<std::mutex> lk(mu);
+        dst = (char *)d;
+        src = (const char *)sp;
+        bytes = n;
+        size_t parts = th.size() + 1;
+        piece = ((n + parts - 1) / parts + 4095) & ~(size_t)4095;
+        n_pieces = (n + piece - 1) / piece;
+        next = 0;
+        left = n_pieces;
+        gen++;
+        lk.unlock();
+        cv.notify_all();
+        lk.lock();
+        run(lk);
+        cv_done.wait(lk, [&] { return left == 0; });
+    }
+};
+
+static std::mutex g_pool_mu;
+static copy_pool *g_pool;   /* never freed: its threads outlive every model */
+static int g_pool_threads = -1;
+
+/* the pool, or NULL when downloads stay pageable */
+static copy_pool *pool_get(void) {
+    std::lock_guard<std::mutex> lk(g_pool_mu);
+    if (g_pool_threads < 0) {
+        const char *e = getenv("DRIFT_CUDA_COPY_THREADS");
+        unsigned hc = std::thread::hardware_concurrency();
+        int n = e ? atoi(e) : (int)(hc / 2 < 8 ? hc / 2 : 8);
+        g_pool_threads = n < 0 ? 0 : n > 64 ? 64 : n;
+        if (g_pool_threads > 0) {
+            copy_pool *p = new (std::nothrow) copy_pool();
+            if (!p) {
+                g_pool_threads = 0;
+                return NULL;
+            }
+            try {
+                for (int i = 1; i < g_pool_threads; i++) { /* the caller is the last one */
+                    p->th.emplace_back(&copy_pool::worker, p);
+                    p->th.back().detach();
+                }
+            } catch (...) { /* fewer threads: still correct */
+            }
+            g_pool = p;
+        }
+    }
+    return g_pool;
+}
+
+/* Queues the downloads of hidden (B rows) and the logits, and waits for
+ * them: through pinned memory and the pool when large, else directly. */
+static drift_status fwd_download(dcu_model *m, int B, float *hidden, float *logits, int n_logit_rows,
+                                 drift_error *err) {
+    dcu_ctx *c = &m->ctx;
+    dcu_ws *w = &m->ws;
+    size_t hb = hidden ? (size_t)B * m->dim * sizeof(float) : 0;
+    size_t row = (size_t)m->n_vocab * sizeof(float), lb = (size_t)n_logit_rows * row;
+    copy_pool *pool = hb + lb >= DL_PINNED_MIN && (!hb || w->h_hid) && (!lb || w->h_lg) ? pool_get() : NULL;
+    if (!pool) {
+        if (hb) DCU_TRY(cudaMemcpyAsync(hidden, w->hid, hb, cudaMemcpyDeviceToHost, c->st), "copying hidden states");
+        if (lb) DCU_TRY(cudaMemcpyAsync(logits, w->logits, lb, cudaMemcpyDeviceToHost, c->st), "copying logits");
+        DCU_TRY(cudaStreamSynchronize(c->st), "running the forward pass");
+        return DRIFT_OK;
+    }
+    if (hb) {
+        DCU_TRY(cudaMemcpyAsync(w->h_hid, w->hid, hb, cudaMemcpyDeviceToHost, c->st), "copying hidden states");
+        DCU_TRY(cudaEventRecord(m->dl_ev[0], c->st), "recording an event");
+    }
+    int nch = lb >= (size_t)DL_CHUNKS * DL_PINNED_MIN / 4 ? DL_CHUNKS : 1;
+    int per = (n_logit_rows + nch - 1) / (nch > 0 ? nch : 1);
+    for (int i = 0; i < nch && lb; i++) {
+        int r0 = i * per, nr = n_logit_rows - r0 < per ? n_logit_rows - r0 : per;
+        if (nr <= 0) break;
+        DCU_TRY(cudaMemcpyAsync(w->h_lg + (size_t)r0 * m->n_vocab, w->logits + (size_t)r0 * m->n_vocab,
+                                (size_t)nr * row, cudaMemcpyDeviceToHost, c->st),
+                "copying logits");
+        DCU_TRY(cudaEventRecord(m->dl_ev[1 + i], c->st), "recording an event");
+    }
+    if (hb) {
+        DCU_TRY(cudaEventSynchronize(m->dl_ev[0]), "running the forward pass");
+        pool->copy(hidden, w->h_hid, hb);
+    }
+    for (int i = 0; i < nch && lb; i++) {
+        int r0 = i * per, nr = n_logit_rows - r0 < per ? n_logit_rows - r0 : per;
+        if (nr <= 0) break;
+        DCU_TRY(cudaEventSynchronize(m->dl_ev[1 + i]), "downloading logits");
+        pool->copy(logits + (size_t)r0 * m->n_vocab, w->h_lg + (size_t)r0 * m->n_vocab, (size_t)nr * row);
+    }
+    DCU_TRY(cudaStreamSynchronize(c->st), "running the forward pass");
+    return DRIFT_OK;
+}
+
 /* DRIFT_CUDA_TIMING: dcu_timing_read's sums */
 static std::mutex g_tm_mu;
 static double g_tm[5];
@@ -1098,7 +1260,7 @@ extern "C" void dcu_timing_read(double out[5], int reset) {
 
 /* events of one timed dcu_forward */
 struct fwd_timer {
-    cudaEvent_t e[3] = {NULL, NULL, NULL};
+    cudaEvent_t e[2] = {NULL, NULL};
     double t0 = 0, t_pre = 0;
     bool on = false;
     ~fwd_timer() {
@@ -1123,15 +1285,25 @@ struct fwd_timer {
             on = false;
         }
     }
-    void finish() { /* after the stream synchronized */
+    double t_k = 0;
+    void kernels_done() { /* waits for the kernels (timing only): the downloads are timed from here */
         if (!on) return;
-        float g = 0, d = 0;
-        if (cudaEventElapsedTime(&g, e[0], e[1]) != cudaSuccess || cudaEventElapsedTime(&d, e[1], e[2]) != cudaSuccess) {
+        if (cudaEventSynchronize(e[1]) != cudaSuccess) {
+            cudaGetLastError();
+            on = false;
+        }
+        t_k = wall_ms();
+    }
+    void finish() { /* after the downloads */
+        if (!on) return;
+        float g = 0;
+        if (cudaEventElapsedTime(&g, e[0], e[1]) != cudaSuccess) {
             cudaGetLastError();
             return;
         }
+        double t1 = wall_ms();
         std::lock_guard<std::mutex> lk(g_tm_mu);
-        g_tm[0] += 1, g_tm[1] += t_pre, g_tm[2] += g, g_tm[3] += d, g_tm[4] += wall_ms() - t0;
+        g_tm[0] += 1, g_tm[1] += t_pre, g_tm[2] += g, g_tm[3] += t1 - t_k, g_tm[4] += t1 - t0;
     }
 };
 
@@ -1142,7 +1314,6 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
     const drift_numeric_profile *p = &m->p;
     dcu_ctx *c = &m->ctx;
     dcu_ws *w = &m->ws;
-    int D = m->dim;
     if (!logits) n_logit_rows = 0;
     drift_status st;
     fwd_timer tm;
@@ -1194,15 +1365,8 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
     if (graphs_usable(m) && (st = fwd_graph(m, B, chunk, max_npos, n_logit_rows, &done, err))) return st;
     if (!done && (st = fwd_enqueue(m, B, chunk, max_npos, n_logit_rows, err))) return st;
     tm.mark(1, c->st);
-    if (hidden)
-        DCU_TRY(cudaMemcpyAsync(hidden, w->hid, (size_t)B * D * sizeof(float), cudaMemcpyDeviceToHost, c->st),
-                "copying hidden states");
-    if (n_logit_rows > 0)
-        DCU_TRY(cudaMemcpyAsync(logits, w->logits, (size_t)n_logit_rows * m->n_vocab * sizeof(float),
-                                cudaMemcpyDeviceToHost, c->st),
-                "copying logits");
-    tm.mark(2, c->st);
-    DCU_TRY(cudaStreamSynchronize(c->st), "running the forward pass");
+    tm.kernels_done();
+    if ((st = fwd_download(m, B, hidden, logits, n_logit_rows, err))) return st;
     tm.finish();
     return DRIFT_OK;
 }

@@ -141,8 +141,10 @@ void dcu_profiler(int on);
 /* Where dcu_forward's time goes, summed over the calls since the last reset
  * while DRIFT_CUDA_TIMING=1 is in the environment (read once; otherwise
  * nothing is recorded): out[0] calls, out[1] host ms before the kernels are
- * queued, out[2] GPU ms of the pass (kernels), out[3] GPU ms of the
- * downloads of hidden states and logits, out[4] wall ms of the calls. */
+ * queued, out[2] GPU ms of the pass (kernels), out[3] ms from the kernels'
+ * end to the return (downloads of hidden states and logits into the
+ * caller's memory), out[4] wall ms of the calls. Timing waits for the
+ * kernels before the downloads start, so it costs a little itself. */
 void dcu_timing_read(double out[5], int reset);
 
 #ifdef __cplusplus

@@ -857,13 +857,71 @@ static __device__ __forceinline__ void att_kdec(const att_kraw<FMT> &r, float s,
     }
 }
 
-/* Whether every K vector of a (row, kv head) can take att_kload: hd a
- * multiple of 8 and the vectors 16-byte (fp8: 4-byte) aligned. Uniform
- * over the block. */
+/* Whether every K and V vector of a (row, kv head) can take att_kload and
+ * att_vload: hd a multiple of 8 and the vectors 16-byte (fp8: 4-byte)
+ * aligned. Uniform over the block. */
 template <int FMT>
-static __device__ __forceinline__ bool att_kal(const uint8_t *kb, size_t pstride, int hd) {
+static __device__ __forceinline__ bool att_kal(const uint8_t *kb, const uint8_t *vb, size_t pstride, int hd) {
     uintptr_t m = (FMT == DRIFT_DTYPE_FP8_E4M3 || FMT == DRIFT_DTYPE_FP8_E5M2) ? 3u : 15u;
-    return hd % 8 == 0 && ((uintptr_t)kb & m) == 0 && (pstride & m) == 0;
+    return hd % 8 == 0 && ((uintptr_t)kb & m) == 0 && ((uintptr_t)vb & m) == 0 && (pstride & m) == 0;
+}
+
+/* o[i] = element d0 + i (i < N) of an aligned V vector (att_kal holds, d0 =
+ * lane * N, d0 + N <= hd): the values kv_elem gives, one load of N elements
+ * (two or more 4-byte loads for fp8 N >= 8, 16-byte ones for N = 32) */
+template <int FMT, int N>
+static __device__ __forceinline__ void att_vload(const uint8_t *vec, int d0, float *o) {
+    if (FMT == DRIFT_DTYPE_F16 || FMT == DRIFT_DTYPE_BF16) {
+        const uint16_t *p = (const uint16_t *)vec + d0;
+        if (N == 1) {
+            o[0] = kv_h<FMT>(p[0]);
+        } else if (N == 2) {
+            uint32_t w = *(const uint32_t *)p;
+            o[0] = kv_h<FMT>(w), o[1] = kv_h<FMT>(w >> 16);
+        } else if (N == 4) {
+            uint2 w = *(const uint2 *)p;
+            o[0] = kv_h<FMT>(w.x), o[1] = kv_h<FMT>(w.x >> 16), o[2] = kv_h<FMT>(w.y), o[3] = kv_h<FMT>(w.y >> 16);
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i += 8) {
+                uint4 w = *(const uint4 *)(p + i);
+                o[i + 0] = kv_h<FMT>(w.x), o[i + 1] = kv_h<FMT>(w.x >> 16);
+                o[i + 2] = kv_h<FMT>(w.y), o[i + 3] = kv_h<FMT>(w.y >> 16);
+                o[i + 4] = kv_h<FMT>(w.z), o[i + 5] = kv_h<FMT>(w.z >> 16);
+                o[i + 6] = kv_h<FMT>(w.w), o[i + 7] = kv_h<FMT>(w.w >> 16);
+            }
+        }
+    } else if (FMT == DRIFT_DTYPE_FP8_E4M3 || FMT == DRIFT_DTYPE_FP8_E5M2) {
+        float s = __uint_as_float(*(const uint32_t *)vec);
+        const uint8_t *p = vec + 4 + d0;
+        if (N == 1) {
+            o[0] = kv_q<FMT>(p[0], s);
+        } else if (N == 2) {
+            uint32_t w = *(const uint16_t *)p;
+            o[0] = kv_q<FMT>(w, s), o[1] = kv_q<FMT>(w >> 8, s);
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i += 4) {
+                uint32_t w = *(const uint32_t *)(p + i);
+                o[i] = kv_q<FMT>(w, s), o[i + 1] = kv_q<FMT>(w >> 8, s);
+                o[i + 2] = kv_q<FMT>(w >> 16, s), o[i + 3] = kv_q<FMT>(w >> 24, s);
+            }
+        }
+    } else {
+        const float *p = (const float *)vec + d0;
+        if (N == 1) {
+            o[0] = p[0];
+        } else if (N == 2) {
+            float2 w = *(const float2 *)p;
+            o[0] = w.x, o[1] = w.y;
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i += 4) {
+                float4 w = *(const float4 *)(p + i);
+                o[i] = w.x, o[i + 1] = w.y, o[i + 2] = w.z, o[i + 3] = w.w;
+            }
+        }
+    }
 }
 
 /* q . k for GM query heads sharing one K vector (att_kal holds): the
@@ -964,7 +1022,9 @@ static __device__ __forceinline__ void att_tiles(const att_k &P, const float *qs
             for (int u = 0; u < U; u++) {
                 int j = j0 + u;
                 const uint8_t *vec = vt + (size_t)j * pstride;
-                if (j < nt && full) {
+                if (AL && j < nt && full) {
+                    att_vload<FMT, NPL>(vec, d0, v[u]);
+                } else if (j < nt && full) {
                     kv_ld<FMT, NPL>(vec, d0, kv_scale(FMT, vec), v[u]);
                 } else {
 #pragma unroll
@@ -1033,7 +1093,7 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
 #pragma unroll
         for (int i = 0; i < NPL; i++) acc[g][i] = 0.0f;
     }
-    if (att_kal<FMT>(kb, pstride, hd)) att_tiles<FMT, NPL, GM, true>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc);
+    if (att_kal<FMT>(kb, vbp, pstride, hd)) att_tiles<FMT, NPL, GM, true>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc);
     else att_tiles<FMT, NPL, GM, false>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc);
     float *wbase = smf + GM * hq;
     const int d0 = lane * NPL;

@@ -5,8 +5,9 @@
  *  WMMA (bf16 or f16 weights with acts of the same type, accum=f32): tensor
  *    cores, 16x16x16 tiles, bf16/f16 in, f32 accumulate. A warp owns a strip
  *    of 16 weight rows and one of KS contiguous segments of the K steps
- *    (16 columns each), for 16 x MT batch rows (MT = 2 tiles, B padded to 16
- *    with zero rows); it walks its segment in increasing k into one
+ *    (16 columns each), for 16 x MT batch rows (MT = 2 tiles, 4 when the
+ *    grid still covers the SMs; B padded to 16 with zero rows: MT regroups
+ *    tiles, never a sum); it walks its segment in increasing k into one
  *    accumulator tile per batch tile. The KS segment tiles of a strip are
  *    added in segment order through shared memory. The weight strip goes
  *    through shared memory in slices of WM_ST k-steps, copied with 16-byte
@@ -47,7 +48,7 @@
 
 #define MM_WARPS 8
 #define MM_UNR 4
-#define WM_MT 2
+#define WM_MT 2 /* batch tiles per warp (k_mm_wmma's MT: 2, or 4 for large grids) */
 #define WM_ST 4                 /* k-steps per staged slice of a warp's weight strip */
 #define WM_CPR (WM_ST * 2)      /* 16-byte pieces per strip row in a slice */
 #define WM_PPL (16 * WM_CPR / 32) /* pieces per lane and slice */
@@ -339,30 +340,32 @@ static __device__ __forceinline__ void wm_stage(T *buf, const T *wp, int64_t kp,
     __pipeline_commit();
 }
 
-template <typename T>
+template <typename T, int MT>
 __global__ void __launch_bounds__(512) k_mm_wmma(const T *__restrict__ W, int64_t kp, int64_t N,
                                                  const T *__restrict__ X, int B, float *__restrict__ y, int64_t ldy,
                                                  int KS) {
-    DCU_PDL_ENTER();
+    static_assert(MT * 256 <= WM_REG, "partial tiles fit a warp's region");
+    dcu_pdl_trigger(); /* dcu_pdl_wait below: after the first weight slices are in flight */
     using namespace nvcuda;
     extern __shared__ __align__(128) float wm_part[]; /* (warps, WM_REG): staged slices, then partial tiles */
     const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     const int spb = nwarps / KS, sib = warp / KS, seg = warp % KS;
     const int64_t np = dcu_pad16(N), bp = dcu_pad16(B);
     const int64_t n0 = ((int64_t)blockIdx.x * spb + sib) * 16;
-    const int64_t m0 = (int64_t)blockIdx.y * 16 * WM_MT;
+    const int64_t m0 = (int64_t)blockIdx.y * 16 * MT;
     const int64_t KT = kp / 16;
     const int64_t k_begin = KT * seg / KS, k_end = KT * (seg + 1) / KS;
-    const int mtiles = (int)min((int64_t)WM_MT, (bp - m0) / 16);
+    const int mtiles = (int)min((int64_t)MT, (bp - m0) / 16);
     float *region = wm_part + (size_t)warp * WM_REG;
     T *stg = (T *)region; /* two buffers of WM_BUF values */
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[WM_MT];
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[MT];
 #pragma unroll
-    for (int mt = 0; mt < WM_MT; mt++) wmma::fill_fragment(acc[mt], 0.0f);
+    for (int mt = 0; mt < MT; mt++) wmma::fill_fragment(acc[mt], 0.0f);
     if (n0 < np) {
         const T *wp = W + n0 * kp;
         wm_stage(stg, wp, kp, k_begin, k_end, lane);
         wm_stage(stg + WM_BUF, wp, kp, k_begin + WM_ST, k_end, lane);
+        dcu_pdl_wait(); /* the weights are constant; X comes from the previous kernel */
         int s = 0;
         for (int64_t kt = k_begin; kt < k_end; kt += WM_ST, s ^= 1) {
             T *buf = stg + s * WM_BUF;
@@ -374,7 +377,7 @@ __global__ void __launch_bounds__(512) k_mm_wmma(const T *__restrict__ W, int64_
                     wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> bf;
                     wmma::load_matrix_sync(bf, buf + i * 16, (unsigned)WM_LDS);
 #pragma unroll
-                    for (int mt = 0; mt < WM_MT; mt++) {
+                    for (int mt = 0; mt < MT; mt++) {
                         if (mt < mtiles) {
                             wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> af;
                             wmma::load_matrix_sync(af, X + (m0 + mt * 16) * kp + (kt + i) * 16, (unsigned)kp);
@@ -388,14 +391,15 @@ __global__ void __launch_bounds__(512) k_mm_wmma(const T *__restrict__ W, int64_
         }
         __pipeline_wait_prior(0);
     }
+    dcu_pdl_wait(); /* (warps without a strip) before y is written */
     __syncwarp(); /* the staged strip is read before the partials overwrite it */
 #pragma unroll
-    for (int mt = 0; mt < WM_MT; mt++)
+    for (int mt = 0; mt < MT; mt++)
         wmma::store_matrix_sync(region + (size_t)mt * 256, acc[mt], 16, wmma::mem_row_major);
     __syncthreads();
-    const int total = spb * WM_MT * 256;
+    const int total = spb * MT * 256;
     for (int t = threadIdx.x; t < total; t += blockDim.x) {
-        int s = t / (WM_MT * 256), rem = t % (WM_MT * 256), mt = rem / 256, e = rem % 256;
+        int s = t / (MT * 256), rem = t % (MT * 256), mt = rem / 256, e = rem % 256;
         int64_t row = m0 + mt * 16 + e / 16, col = ((int64_t)blockIdx.x * spb + s) * 16 + e % 16;
         if (row < B && col < N) {
             const float *ps = wm_part + (size_t)s * KS * WM_REG + (size_t)mt * 256 + e;
@@ -621,19 +625,25 @@ static drift_status mm_wmma_t(dcu_ctx *c, const dmat *W, const T *xh, int64_t B,
     int KS = 1;
     while (KS < 16 && strips * KS < 4096 && KT >= 8 * KS) KS *= 2;
     int nwarps = KS < 4 ? 4 : KS, spb = nwarps / KS;
-    dim3 g((unsigned)((strips + spb - 1) / spb), (unsigned)((dcu_pad16(B) + 16 * WM_MT - 1) / (16 * WM_MT)));
+    /* batch tiles per warp: 4 when the grid still covers the SMs (a weight slice then serves 64 rows; every
+     * output's sums are the same: MT only regroups the tiles), else 2 */
+    unsigned gx = (unsigned)((strips + spb - 1) / spb);
+    int mt = B > 32 && (int64_t)gx * ((dcu_pad16(B) + 63) / 64) >= c->sm_count ? 4 : WM_MT;
+    dim3 g(gx, (unsigned)((dcu_pad16(B) + 16 * mt - 1) / (16 * mt)));
     size_t smem = (size_t)nwarps * WM_REG * sizeof(float); /* <= 72 KB: above the 48 KB default */
     static bool smem_set;
     if (!smem_set) { /* once per process and type, on the first (eager, never captured) launch */
         const int mx = (int)(16 * WM_REG * sizeof(float));
-        cudaError_t e = cudaFuncSetAttribute(k_mm_wmma<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+        cudaError_t e = cudaFuncSetAttribute(k_mm_wmma<T, WM_MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+        if (e == cudaSuccess) e = cudaFuncSetAttribute(k_mm_wmma<T, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
         if (e == cudaSuccess) e = cudaFuncSetAttribute(k_mm_tc1<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
         if (e != cudaSuccess) return dcu_fail(err, e, "matmul kernel (WMMA) shared memory");
         smem_set = true;
     }
     const T *w = (const T *)W->data;
     if (B <= 16) dcu_launch(k_mm_tc1<T>, g.x, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
-    else dcu_launch(k_mm_wmma<T>, g, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
+    else if (mt == 4) dcu_launch(k_mm_wmma<T, 4>, g, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
+    else dcu_launch(k_mm_wmma<T, WM_MT>, g, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
     DCU_LAUNCHED("matmul kernel (WMMA)");
     return DRIFT_OK;
 }
