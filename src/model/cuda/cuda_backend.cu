@@ -66,6 +66,15 @@ int dcu_pdl_on(void) {
     return on;
 }
 
+int dcu_fuse_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("DRIFT_CUDA_FUSE");
+        on = e && !strcmp(e, "0") ? 0 : 1;
+    }
+    return on;
+}
+
 #define LT_WORKSPACE (32u << 20)
 
 drift_status dcu_ctx_init(dcu_ctx *c, drift_error *err) {
@@ -961,9 +970,15 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
         aa.part_floats = w->part_floats;
         aa.cnt = w->acnt;
         aa.cnt_rows = (size_t)w->cap;
+        /* attention writes wo's input itself where act() is elementwise (no prep launch) */
+        const bool att_fused = dcu_fuse_on() && acts != DRIFT_DTYPE_FP8_E4M3 && acts != DRIFT_DTYPE_FP8_E5M2 &&
+                               !(nd & DCU_NEED_Q);
+        aa.oa = att_fused ? &w->aB : NULL;
+        aa.oacts = acts;
+        aa.oneeds = nd;
         if ((st = dcu_launch_attention(c, &aa, B, err))) return st;
         /* output projection; residual + ffn norm */
-        if ((st = dcu_launch_prep(c, acts, w->att, QD, NULL, B, QD, &w->aB, nd, err)) ||
+        if ((!att_fused && (st = dcu_launch_prep(c, acts, w->att, QD, NULL, B, QD, &w->aB, nd, err))) ||
             (st = mm(m, &L->wo, &w->aB, B, w->y, D, err)) ||
             (st = dcu_launch_norm(c, acts, w->x, w->y, B, D, L->ffn_norm, m->eps, NULL, &w->aA, nd, err)))
             return st;
@@ -971,13 +986,16 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
         if (m->n_exp) {
             if ((st = moe_layer(m, L, B, err))) return st;
         } else {
+            int sw_done = 0; /* gate|up with SwiGLU in one launch where it applies */
             if (L->gu_stacked) {
-                if ((st = mm(m, &L->gu, &w->aA, B, w->hb, 2 * (int64_t)H, err))) return st;
+                if ((st = dcu_mm_swiglu(c, p, &L->gu, &w->aA, B, H, &w->aB, nd, &sw_done, err))) return st;
+                if (!sw_done && (st = mm(m, &L->gu, &w->aA, B, w->hb, 2 * (int64_t)H, err))) return st;
             } else if ((st = mm(m, &L->gate, &w->aA, B, w->hb, 2 * (int64_t)H, err)) ||
                        (st = mm(m, &L->up, &w->aA, B, w->hb + H, 2 * (int64_t)H, err))) {
                 return st;
             }
-            if ((st = dcu_launch_swiglu(c, acts, fast, w->hb, w->hb + H, 2 * (int64_t)H, B, H, &w->aB, nd, err)) ||
+            if ((!sw_done &&
+                 (st = dcu_launch_swiglu(c, acts, fast, w->hb, w->hb + H, 2 * (int64_t)H, B, H, &w->aB, nd, err))) ||
                 (st = mm(m, &L->down, &w->aB, B, w->y, D, err)))
                 return st;
         }

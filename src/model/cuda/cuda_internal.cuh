@@ -116,6 +116,10 @@ drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what)
  * anything a previous kernel touches (only constant weights may be read
  * before) and dcu_pdl_trigger() to let the next one start. */
 int dcu_pdl_on(void);
+/* The fused launches (attention of one block per row and head group writing
+ * the next matmul's input, SwiGLU in the gate|up product's epilogue): on
+ * unless DRIFT_CUDA_FUSE=0 (read once). Same results either way. */
+int dcu_fuse_on(void);
 template <typename... KArgs, typename... Args>
 static inline void dcu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
                               Args... args) {
@@ -146,6 +150,14 @@ unsigned dcu_mm_needs(const drift_numeric_profile *p, const dmat *W);
  * or the fused row kernels) with at least dcu_mm_needs(p, W). */
 drift_status dcu_mm(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, const dact *x, int64_t B,
                     float *y, int64_t ldy, drift_error *err);
+
+/* out (B, H) = act(silu(gate) * up) as dcu_launch_swiglu makes it (f, and
+ * h with DCU_NEED_H), where gate | up = act(x) @ W^T (W: 2H rows, gate over
+ * up) is not materialised: one launch, the same values. *done = 0 (nothing
+ * launched) where it does not apply: batches over 16, other paths, fp8
+ * acts, H % 16 != 0, DRIFT_CUDA_FUSE=0. */
+drift_status dcu_mm_swiglu(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, const dact *x, int64_t B,
+                           int64_t H, const dact *out, unsigned needs, int *done, drift_error *err);
 
 /* x (B, dim) = act(deq(E[rows[b].tok])) (tok from rows, or toks when non-NULL). */
 drift_status dcu_launch_embed(dcu_ctx *c, int acts, const dmat *E, const drow *rows, const int *toks, int B,
@@ -196,6 +208,12 @@ struct dcu_attn_args {
     size_t part_floats;
     unsigned *cnt;        /* (cnt_rows, n_heads) split counters, zero (kept zero between launches) */
     size_t cnt_rows;
+    /* oa non-NULL: the output goes to oa as a prepared matmul input (what
+     * dcu_launch_prep(oacts, out rows, ..., oneeds) would make of it; acts
+     * not fp8, no DCU_NEED_Q) and out / ldo are not used */
+    const dact *oa;
+    int oacts;
+    unsigned oneeds;
 };
 /* Floats of workspace attention needs for B rows (a bound; the launcher
  * slices the batch when the workspace or the counters are smaller). Rows of
@@ -416,6 +434,43 @@ static __device__ float dcu_deq_elem(const dmat &W, int64_t r, int64_t k) {
     }
     default: return 0.0f;
     }
+}
+
+/* exp of the profile (exp=fast: __expf) */
+static __device__ __forceinline__ float dcu_exp(int fast, float x) { return fast ? __expf(x) : expf(x); }
+
+/* act() rounding of one element (num_round_acts); its bf16/f16 copy to *h,
+ * its fp8 code to *q (either may be NULL; fp8: s the row's scale, ok
+ * whether it is usable) */
+static __device__ __forceinline__ float dcu_prep_elem(int acts, float v, float s, bool ok, uint16_t *h, uint8_t *q) {
+    switch (acts) {
+    case DRIFT_DTYPE_BF16: {
+        uint16_t b = dcu_f32_bf16(v);
+        v = dcu_bf16_f32(b);
+        if (h) *h = b;
+        break;
+    }
+    case DRIFT_DTYPE_F16: {
+        uint16_t b = dcu_f32_f16(v);
+        v = dcu_f16_f32(b);
+        if (h) *h = b;
+        break;
+    }
+    case DRIFT_DTYPE_FP8_E4M3:
+    case DRIFT_DTYPE_FP8_E5M2: {
+        uint8_t c = 0;
+        if (ok) v = dcu_fp8_round(acts, v, s, &c); /* else: left as is, like the CPU */
+        if (q) *q = c;
+        break;
+    }
+    default: break;
+    }
+    return v;
+}
+
+/* SwiGLU of one element, as k_swiglu: silu(g) * u */
+static __device__ __forceinline__ float dcu_swiglu(int fast, float g, float u) {
+    return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, dcu_exp(fast, -g))), u);
 }
 
 /* Sum / max over a warp by a fixed xor tree: every lane gets the same

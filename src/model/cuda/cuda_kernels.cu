@@ -31,7 +31,15 @@
  * last (a counter per row and head group). A row of one split writes its
  * output directly with the same final operation (acc * (1 / l)). How many
  * heads share a block is chosen from the grid size; the order of every sum
- * depends on (head_dim, chunk, the row's positions) only.
+ * depends on (head_dim, chunk, the row's positions) only. When all splits'
+ * warps of a row fit one block (splits x nw <= 16 warps, <= 48 KB of shared
+ * memory), k_attn_row does that work in one block per (row, head group):
+ * the same per-split operations, splits merged in split order through
+ * shared memory instead of the global workspace and the counter, so the same
+ * bits with fewer round trips (DRIFT_CUDA_FUSE=0: always the split grid).
+ * The forward pass has attention write wo's prepared input directly
+ * (act() rounding and the bf16/f16 copy: no prep launch) where act() is
+ * elementwise.
  *
  * The row kernels norm, swiglu and prep keep a row in registers (k_*_r): one
  * round of loads instead of one dependent load per element and pass; norm
@@ -54,7 +62,7 @@ static __device__ __forceinline__ bool is_fp8(int t) {
 
 static inline bool is_fp8_host(int t) { return t == DRIFT_DTYPE_FP8_E4M3 || t == DRIFT_DTYPE_FP8_E5M2; }
 
-static __device__ __forceinline__ float dev_exp(int fast, float x) { return fast ? __expf(x) : expf(x); }
+static __device__ __forceinline__ float dev_exp(int fast, float x) { return dcu_exp(fast, x); }
 
 /* ------------------------------------------------------------------------
  * act() rounding of one row in place (num_round_acts), with the copies a
@@ -72,31 +80,9 @@ static __device__ __forceinline__ float prep_scale(int acts, float amax, bool *o
 }
 
 /* act() rounding of one element; its bf16/f16 copy to *h, its fp8 code to *q
- * (either may be NULL) */
+ * (either may be NULL): dcu_prep_elem */
 static __device__ __forceinline__ float prep_elem(int acts, float v, float s, bool ok, uint16_t *h, uint8_t *q) {
-    switch (acts) {
-    case DRIFT_DTYPE_BF16: {
-        uint16_t b = dcu_f32_bf16(v);
-        v = dcu_bf16_f32(b);
-        if (h) *h = b;
-        break;
-    }
-    case DRIFT_DTYPE_F16: {
-        uint16_t b = dcu_f32_f16(v);
-        v = dcu_f16_f32(b);
-        if (h) *h = b;
-        break;
-    }
-    case DRIFT_DTYPE_FP8_E4M3:
-    case DRIFT_DTYPE_FP8_E5M2: {
-        uint8_t c = 0;
-        if (ok) v = dcu_fp8_round(acts, v, s, &c); /* else: left as is, like the CPU */
-        if (q) *q = c;
-        break;
-    }
-    default: break;
-    }
-    return v;
+    return dcu_prep_elem(acts, v, s, ok, h, q);
 }
 
 static __device__ void prep_row(int acts, float *f, uint16_t *h, int64_t kp, uint8_t *q, float *qs, int64_t K,
@@ -696,7 +682,31 @@ struct att_k {
     int layer, n_heads, n_kvh, hd, window, kvfmt, fast, chunk, max_splits;
     size_t vb;
     float scale;
+    /* the output as a prepared matmul input (dcu_attn_args.oa): out holds
+     * act(o) (acts; F32 leaves o as is), oh (NULL: none) its bf16/f16 bits,
+     * rows of okp; rows [B, pad16(B)) of oh and columns [n_heads hd, okp)
+     * are zeroed (B: rows of the whole launch, b0: this slice's first) */
+    int acts, B, b0;
+    uint16_t *oh;
+    int64_t okp;
 };
+
+/* output element (row b of the slice, column col) */
+static __device__ __forceinline__ void att_put(const att_k &P, int b, int col, float v) {
+    P.out[(size_t)b * P.ldo + col] =
+        prep_elem(P.acts, v, 0.0f, false, P.oh ? P.oh + (size_t)b * P.okp + col : NULL, NULL);
+}
+
+/* the zero padding of oh that belongs to row b of the slice (called by one
+ * block of the row) */
+static __device__ void att_pad(const att_k &P, int b) {
+    if (!P.oh) return;
+    const int K = P.n_heads * P.hd, gb = P.b0 + b;
+    for (int64_t i = K + threadIdx.x; i < P.okp; i += blockDim.x) P.oh[(size_t)b * P.okp + i] = 0;
+    if (gb == P.B - 1)
+        for (int64_t i = threadIdx.x; i < (dcu_pad16(P.B) - P.B) * P.okp; i += blockDim.x)
+            P.oh[(size_t)(b + 1) * P.okp + i] = 0;
+}
 
 static __device__ __forceinline__ void row_window(const drow &R, int window, int *start, int *npos) {
     int s = window > 0 && R.pos + 1 > window ? R.pos + 1 - window : 0;
@@ -977,8 +987,9 @@ static __device__ __forceinline__ void att_merge(int fast, float &M, float &L, f
 template <int FMT, int NPL, int GM, bool AL>
 static __device__ __forceinline__ void att_tiles(const att_k &P, const float *qs, int hq, const uint8_t *kb,
                                                  const uint8_t *vbp, size_t pstride, int t0, int t1, int hd,
-                                                 float (&m)[GM], float (&l)[GM], float (&acc)[GM][NPL]) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+                                                 float (&m)[GM], float (&l)[GM], float (&acc)[GM][NPL], int warp,
+                                                 int nw) {
+    const int lane = threadIdx.x & 31;
     const int ntiles = (t1 - t0 + ATT_TILE - 1) / ATT_TILE;
     const int d0 = lane * NPL;
     const bool full = d0 + NPL <= hd;
@@ -1074,6 +1085,7 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
     float *qs = smf;          /* GM x hq, then per warp and head (2 + hd): m, l, acc */
     const float *q = P.q + (size_t)b * P.ldq + (size_t)h0 * hd;
     for (int i = threadIdx.x; i < GM * hd; i += blockDim.x) qs[(i / hd) * hq + i % hd] = q[i];
+    if (sp == 0 && hg == 0) att_pad(P, b);
     int start, npos;
     row_window(R, P.window, &start, &npos);
     const int t0 = sp * P.chunk;
@@ -1093,8 +1105,9 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
 #pragma unroll
         for (int i = 0; i < NPL; i++) acc[g][i] = 0.0f;
     }
-    if (att_kal<FMT>(kb, vbp, pstride, hd)) att_tiles<FMT, NPL, GM, true>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc);
-    else att_tiles<FMT, NPL, GM, false>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc);
+    if (att_kal<FMT>(kb, vbp, pstride, hd))
+        att_tiles<FMT, NPL, GM, true>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc, warp, nw);
+    else att_tiles<FMT, NPL, GM, false>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc, warp, nw);
     float *wbase = smf + GM * hq;
     const int d0 = lane * NPL;
     if (warp < nused) {
@@ -1108,7 +1121,6 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
         }
     }
     __syncthreads();
-    float *o = P.out + (size_t)b * P.ldo + (size_t)h0 * hd;
     for (int e = threadIdx.x; e < GM * hd; e += blockDim.x) {
         int g = e / hd, d = e % hd;
         const float *w0 = wbase + (size_t)g * (hd + 2);
@@ -1118,7 +1130,7 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
             att_merge(P.fast, M, L, a, wi[0], wi[1], wi[2 + d]);
         }
         if (ns == 1) {
-            o[e] = __fmul_rn(a, __fdiv_rn(1.0f, L));
+            att_put(P, b, h0 * hd + e, __fmul_rn(a, __fdiv_rn(1.0f, L)));
         } else {
             float *pp = P.part + (((size_t)b * P.n_heads + h0 + g) * P.max_splits + sp) * (size_t)(hd + 2);
             if (d == 0) pp[0] = M, pp[1] = L;
@@ -1142,9 +1154,108 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
             const float *ps = p0 + (size_t)s * (hd + 2);
             att_merge(P.fast, M, L, a, __ldcg(ps), __ldcg(ps + 1), __ldcg(ps + 2 + d));
         }
-        o[e] = __fmul_rn(a, __fdiv_rn(1.0f, L));
+        att_put(P, b, h0 * hd + e, __fmul_rn(a, __fdiv_rn(1.0f, L)));
     }
     if (threadIdx.x == 0) *cnt = 0u;
+}
+
+/* L1 prefetch of a KV vector's bytes (after the dependency wait: these are
+ * the loads att_tiles issues next, started earlier) */
+static __device__ __forceinline__ void att_prefetch(const uint8_t *vec, size_t vb) {
+    for (size_t o = 0; o < vb; o += 128) asm volatile("prefetch.L1 [%0];" ::"l"(vec + o));
+}
+
+/* k_attn_part's work for one (row, head group) in one block: grid (heads /
+ * GM, rows), ATT_RW = splits x nw warps (splits = ceil(max_npos / chunk)).
+ * Warp w does what warp w % nw of split w / nw's block does in k_attn_part
+ * (att_tiles over the same tiles, the same operations); the warps of a split
+ * are merged in warp order, then the splits in split order, with the same
+ * merge step and final operation, through shared memory instead of the
+ * global workspace: the same values (floats stored and read back exactly),
+ * so the same bits, without the counter and the second round trip. Each
+ * lane first prefetches the K and V vectors of its positions, so their
+ * loads overlap the q load. Used when splits x nw <= ATT_RW_MAX. */
+#define ATT_RW_MAX 16
+template <int FMT, int NPL, int GM>
+__global__ void __launch_bounds__(32 * ATT_RW_MAX) k_attn_row(att_k P) {
+    DCU_PDL_ENTER();
+    extern __shared__ __align__(16) float smf[];
+    const int hg = blockIdx.x, b = blockIdx.y;
+    const int hd = P.hd, hq = (hd + 3) & ~3, h0 = hg * GM;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwt = blockDim.x >> 5;
+    const int nw = nwt / P.max_splits, sp = warp / nw, wi = warp % nw;
+    const drow R = P.rows[b];
+    float *qs = smf; /* GM x hq, then per warp and head (2 + hd): m, l, acc */
+    const float *q = P.q + (size_t)b * P.ldq + (size_t)h0 * hd;
+    float qv[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        int i = threadIdx.x + k * blockDim.x;
+        qv[k] = i < GM * hd ? q[i] : 0.0f;
+    }
+    int start, npos;
+    row_window(R, P.window, &start, &npos);
+    const int ns = (npos + P.chunk - 1) / P.chunk;
+    const int t0 = sp * P.chunk, t1 = min(npos, t0 + P.chunk);
+    const int kvh = h0 / (P.n_heads / P.n_kvh);
+    const size_t pstride = (size_t)P.n_kvh * P.vb;
+    const size_t base = (((size_t)P.layer * (size_t)R.n_ctx + (size_t)start) * (size_t)P.n_kvh + (size_t)kvh) * P.vb;
+    const uint8_t *kb = R.kc + base, *vbp = R.vc + base;
+    if (sp < ns) /* this warp's first tile */
+        for (int t = t0 + wi * ATT_TILE + lane; t < t1 && t < t0 + (wi + 1) * ATT_TILE; t += 32) {
+            att_prefetch(kb + (size_t)t * pstride, P.vb);
+            att_prefetch(vbp + (size_t)t * pstride, P.vb);
+        }
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        int i = threadIdx.x + k * blockDim.x;
+        if (i < GM * hd) qs[(i / hd) * hq + i % hd] = qv[k];
+    }
+    for (int i = threadIdx.x + 4 * blockDim.x; i < GM * hd; i += blockDim.x) qs[(i / hd) * hq + i % hd] = q[i];
+    if (hg == 0) att_pad(P, b);
+    __syncthreads();
+    float m[GM], l[GM], acc[GM][NPL];
+#pragma unroll
+    for (int g = 0; g < GM; g++) {
+        m[g] = -INFINITY, l[g] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NPL; i++) acc[g][i] = 0.0f;
+    }
+    if (sp < ns) {
+        if (att_kal<FMT>(kb, vbp, pstride, hd))
+            att_tiles<FMT, NPL, GM, true>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc, wi, nw);
+        else att_tiles<FMT, NPL, GM, false>(P, qs, hq, kb, vbp, pstride, t0, t1, hd, m, l, acc, wi, nw);
+    }
+    float *wbase = smf + GM * hq;
+    const int d0 = lane * NPL;
+    if (sp < ns && wi < (t1 - t0 + ATT_TILE - 1) / ATT_TILE) {
+#pragma unroll
+        for (int g = 0; g < GM; g++) {
+            float *wb = wbase + (size_t)(warp * GM + g) * (hd + 2);
+            if (lane == 0) wb[0] = m[g], wb[1] = l[g];
+#pragma unroll
+            for (int i = 0; i < NPL; i++)
+                if (d0 + i < hd) wb[2 + d0 + i] = acc[g][i];
+        }
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < GM * hd; e += blockDim.x) {
+        int g = e / hd, d = e % hd;
+        float M = 0.0f, L = 0.0f, a = 0.0f;
+        for (int s = 0; s < ns; s++) {
+            int s0 = s * P.chunk, s1 = min(npos, s0 + P.chunk);
+            int nused = min(nw, (s1 - s0 + ATT_TILE - 1) / ATT_TILE);
+            const float *w0 = wbase + (size_t)(s * nw * GM + g) * (hd + 2);
+            float Ms = w0[0], Ls = w0[1], as = w0[2 + d];
+            for (int w = 1; w < nused; w++) {
+                const float *wx = wbase + (size_t)((s * nw + w) * GM + g) * (hd + 2);
+                att_merge(P.fast, Ms, Ls, as, wx[0], wx[1], wx[2 + d]);
+            }
+            if (s == 0) M = Ms, L = Ls, a = as;
+            else att_merge(P.fast, M, L, a, Ms, Ls, as);
+        }
+        att_put(P, b, h0 * hd + e, __fmul_rn(a, __fdiv_rn(1.0f, L)));
+    }
 }
 
 size_t dcu_attn_part_floats(int B, int n_heads, int head_dim, int chunk, int max_npos) {
@@ -1160,8 +1271,26 @@ static void launch_attn_gm(int gm, dim3 g, int threads, size_t smem, cudaStream_
     else if (NPL <= 8 && gm == 2) dcu_launch(k_attn_part<FMT, NPL, (NPL <= 8 ? 2 : 1)>, g, threads, smem, st, S);
     else dcu_launch(k_attn_part<FMT, NPL, 1>, g, threads, smem, st, S);
 }
+/* k_attn_row<FMT, npl, gm> */
+template <int FMT, int NPL>
+static void launch_attn_row_gm(int gm, dim3 g, int threads, size_t smem, cudaStream_t st, const att_k &S) {
+    if (NPL <= 4 && gm == 4) dcu_launch(k_attn_row<FMT, NPL, (NPL <= 4 ? 4 : 1)>, g, threads, smem, st, S);
+    else if (NPL <= 8 && gm == 2) dcu_launch(k_attn_row<FMT, NPL, (NPL <= 8 ? 2 : 1)>, g, threads, smem, st, S);
+    else dcu_launch(k_attn_row<FMT, NPL, 1>, g, threads, smem, st, S);
+}
 template <int FMT>
-static void launch_attn_part(int npl, int gm, dim3 g, int threads, size_t smem, cudaStream_t st, const att_k &S) {
+static void launch_attn_part(int npl, int gm, bool row, dim3 g, int threads, size_t smem, cudaStream_t st,
+                             const att_k &S) {
+    if (row) {
+        switch (npl) {
+        case 1: launch_attn_row_gm<FMT, 1>(gm, g, threads, smem, st, S); break;
+        case 2: launch_attn_row_gm<FMT, 2>(gm, g, threads, smem, st, S); break;
+        case 4: launch_attn_row_gm<FMT, 4>(gm, g, threads, smem, st, S); break;
+        case 8: launch_attn_row_gm<FMT, 8>(gm, g, threads, smem, st, S); break;
+        default: launch_attn_row_gm<FMT, 32>(gm, g, threads, smem, st, S); break;
+        }
+        return;
+    }
     switch (npl) {
     case 1: launch_attn_gm<FMT, 1>(gm, g, threads, smem, st, S); break;
     case 2: launch_attn_gm<FMT, 2>(gm, g, threads, smem, st, S); break;
@@ -1201,6 +1330,20 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     P.max_splits = max_splits;
     P.vb = a->vb;
     P.scale = a->scale;
+    P.B = B;
+    P.b0 = 0;
+    P.acts = DRIFT_DTYPE_F32;
+    P.oh = NULL;
+    P.okp = 0;
+    if (a->oa) {
+        if (is_fp8_host(a->oacts) || (a->oneeds & DCU_NEED_Q))
+            return drift_error_set(err, DRIFT_ERR_INTERNAL, "cuda: attention cannot write fp8 matmul inputs");
+        P.out = a->oa->f;
+        P.ldo = (int64_t)a->n_heads * a->head_dim;
+        P.acts = a->oacts;
+        P.oh = (a->oneeds & DCU_NEED_H) ? a->oa->h : NULL;
+        P.okp = dcu_pad16(P.ldo);
+    }
     int hd = a->head_dim;
     int npl = hd <= 32 ? 1 : hd <= 64 ? 2 : hd <= 128 ? 4 : hd <= 256 ? 8 : 32;
     long nwl = ((long)a->chunk + ATT_TILE - 1) / ATT_TILE; /* warps: from the chunk only */
@@ -1225,20 +1368,32 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     int nb0 = B < slice ? B : slice;
     while (gm > 1 && (long)nb0 * (a->n_heads / gm) * max_splits < 2L * c->sm_count) gm /= 2;
     int hq = (hd + 3) & ~3;
-    size_t smem = (size_t)(gm * hq + nw * gm * (hd + 2)) * sizeof(float); /* <= 37 KB */
+    /* one block per (row, head group) when its splits' warps fit (k_attn_row: the same operations) */
+    const bool row = dcu_fuse_on() && (long)max_splits * nw <= ATT_RW_MAX &&
+                     (size_t)(gm * hq + max_splits * nw * gm * (hd + 2)) * sizeof(float) <= 48u * 1024u;
+    const int threads = row ? 32 * max_splits * nw : 32 * nw;
+    size_t smem = (size_t)(gm * hq + (threads / 32) * gm * (hd + 2)) * sizeof(float); /* <= 37 KB */
+    if (row) slice = 65535; /* no workspace */
     for (int b0 = 0; b0 < B; b0 += slice) {
         int nb = B - b0 < slice ? B - b0 : slice;
         att_k S = P;
         S.q += (size_t)b0 * P.ldq;
         S.out += (size_t)b0 * P.ldo;
+        if (S.oh) S.oh += (size_t)b0 * P.okp;
+        S.b0 = b0;
         S.rows += b0;
-        dim3 g1((unsigned)max_splits, (unsigned)(a->n_heads / gm), (unsigned)nb);
+        dim3 g1 = row ? dim3((unsigned)(a->n_heads / gm), (unsigned)nb)
+                      : dim3((unsigned)max_splits, (unsigned)(a->n_heads / gm), (unsigned)nb);
         switch (a->kvfmt) {
-        case DRIFT_DTYPE_F16: launch_attn_part<DRIFT_DTYPE_F16>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
-        case DRIFT_DTYPE_BF16: launch_attn_part<DRIFT_DTYPE_BF16>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
-        case DRIFT_DTYPE_FP8_E4M3: launch_attn_part<DRIFT_DTYPE_FP8_E4M3>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
-        case DRIFT_DTYPE_FP8_E5M2: launch_attn_part<DRIFT_DTYPE_FP8_E5M2>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
-        default: launch_attn_part<DRIFT_DTYPE_F32>(npl, gm, g1, 32 * nw, smem, c->st, S); break;
+        case DRIFT_DTYPE_F16: launch_attn_part<DRIFT_DTYPE_F16>(npl, gm, row, g1, threads, smem, c->st, S); break;
+        case DRIFT_DTYPE_BF16: launch_attn_part<DRIFT_DTYPE_BF16>(npl, gm, row, g1, threads, smem, c->st, S); break;
+        case DRIFT_DTYPE_FP8_E4M3:
+            launch_attn_part<DRIFT_DTYPE_FP8_E4M3>(npl, gm, row, g1, threads, smem, c->st, S);
+            break;
+        case DRIFT_DTYPE_FP8_E5M2:
+            launch_attn_part<DRIFT_DTYPE_FP8_E5M2>(npl, gm, row, g1, threads, smem, c->st, S);
+            break;
+        default: launch_attn_part<DRIFT_DTYPE_F32>(npl, gm, row, g1, threads, smem, c->st, S); break;
         }
         DCU_LAUNCHED("attention kernel");
     }

@@ -20,6 +20,11 @@
  *    loaded into registers a slice at a time before the wait on the weights
  *    (raw m16n8k16 mma, the instruction the WMMA tiles compile to: the same
  *    values in the same order, so the same bits; ~1.6x faster at batch 1).
+ *    A stacked gate|up product at B <= 16 can run as k_mm_tc1<SW>
+ *    (dcu_mm_swiglu): a block takes gate strip p and up strip p + H / 16 with
+ *    the unfused launch's KS, so its epilogue has both sums of its columns and
+ *    writes SwiGLU's prepared output itself (no gate|up rows, no SwiGLU
+ *    launch; the same values).
  *
  *  SIMT (every other format and accumulator): a row of W is read by R warps
  *    (R from N and K only); the row is cut into units of 16 bytes (4 f32, 8
@@ -438,17 +443,30 @@ static __device__ __forceinline__ void tc_mma(float (&c)[4], const uint32_t (&a)
  * g+8, columns 2t, 2t+1. The mma of each k-step (the instruction the WMMA
  * tiles compile to) sees the same values in the same order, so every output
  * has k_mm_wmma's bits (the op tests check it against batches > 16). */
-template <typename T>
+/* SwiGLU in k_mm_tc1's epilogue (SW): W is gate (rows [0, H)) over up
+ * (rows [H, 2H)), H % 16 == 0; a block's strips are pairs (gate strip p, up
+ * strip p + H / 16), so it holds both sums of its columns and writes
+ * act(silu(gate) * up) (dcu_swiglu, dcu_prep_elem: k_swiglu_e's operations)
+ * to f (B, H) and, when h is not NULL, its bits to h (rows of H) */
+struct mm_sw {
+    int H, acts, fast;
+    float *f;
+    uint16_t *h;
+};
+
+template <typename T, bool SW = false>
 __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
                                                 const T *__restrict__ X, int B, float *__restrict__ y, int64_t ldy,
-                                                int KS) {
+                                                int KS, mm_sw sw) {
     dcu_pdl_trigger(); /* dcu_pdl_wait below: after the first weight slices are in flight */
     extern __shared__ __align__(128) float wm_part[]; /* (warps, WM_REG): staged slices, then partial tiles */
     const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     const int spb = nwarps / KS, sib = warp / KS, seg = warp % KS;
-    const int64_t np = dcu_pad16(N);
-    const int64_t n0 = ((int64_t)blockIdx.x * spb + sib) * 16;
+    const int64_t np = SW ? 2 * (int64_t)sw.H : dcu_pad16(N);
+    const int64_t pair = (int64_t)blockIdx.x * (spb / 2) + sib / 2;
+    const int64_t n0 = SW ? (pair < sw.H / 16 ? (pair + (sib & 1) * (sw.H / 16)) * 16 : np)
+                          : ((int64_t)blockIdx.x * spb + sib) * 16;
     const int64_t KT = kp / 16;
     const int64_t k_begin = KT * seg / KS, k_end = KT * (seg + 1) / KS;
     float *region = wm_part + (size_t)warp * WM_REG;
@@ -502,6 +520,23 @@ __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t
         region[(g + 8) * 16 + nt * 8 + 2 * t + 1] = c[nt][3];
     }
     __syncthreads();
+    if (SW) {
+        const int total = spb / 2 * B * 16;
+        for (int i = threadIdx.x; i < total; i += blockDim.x) {
+            int pi = i / (B * 16), e = i % (B * 16);
+            int64_t col = ((int64_t)blockIdx.x * (spb / 2) + pi) * 16 + e % 16;
+            if (col < sw.H) {
+                const float *pg = wm_part + (size_t)(2 * pi) * KS * WM_REG + e;
+                const float *pu = wm_part + (size_t)(2 * pi + 1) * KS * WM_REG + e;
+                float vg = pg[0], vu = pu[0];
+                for (int q = 1; q < KS; q++) vg = __fadd_rn(vg, pg[(size_t)q * WM_REG]);
+                for (int q = 1; q < KS; q++) vu = __fadd_rn(vu, pu[(size_t)q * WM_REG]);
+                size_t o = (size_t)(e / 16) * sw.H + col;
+                sw.f[o] = dcu_prep_elem(sw.acts, dcu_swiglu(sw.fast, vg, vu), 0.0f, false, sw.h ? sw.h + o : NULL, NULL);
+            }
+        }
+        return;
+    }
     const int total = spb * B * 16;
     for (int i = threadIdx.x; i < total; i += blockDim.x) {
         int si = i / (B * 16), e = i % (B * 16);
@@ -618,12 +653,35 @@ static drift_status mm_simt(dcu_ctx *c, const drift_numeric_profile *p, const dm
 
 /* T = __nv_bfloat16 or __half: k_mm_tc1 for B <= 16 (one batch tile, activations in registers: the same bits),
  * k_mm_wmma above */
-template <typename T>
-static drift_status mm_wmma_t(dcu_ctx *c, const dmat *W, const T *xh, int64_t B, float *y, int64_t ldy,
-                              drift_error *err) {
+/* segments per strip: from (N, K) only */
+static int wm_ks(const dmat *W) {
     int64_t strips = W->np / 16, KT = W->kp / 16;
     int KS = 1;
     while (KS < 16 && strips * KS < 4096 && KT >= 8 * KS) KS *= 2;
+    return KS;
+}
+
+template <typename T>
+static drift_status wm_smem_attr(drift_error *err) {
+    static bool smem_set;
+    if (!smem_set) { /* once per process and type, on the first (eager, never captured) launch */
+        const int mx = (int)(16 * WM_REG * sizeof(float));
+        cudaError_t e = cudaFuncSetAttribute(k_mm_wmma<T, WM_MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+        if (e == cudaSuccess) e = cudaFuncSetAttribute(k_mm_wmma<T, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+        if (e == cudaSuccess) e = cudaFuncSetAttribute(k_mm_tc1<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(k_mm_tc1<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+        if (e != cudaSuccess) return dcu_fail(err, e, "matmul kernel (WMMA) shared memory");
+        smem_set = true;
+    }
+    return DRIFT_OK;
+}
+
+template <typename T>
+static drift_status mm_wmma_t(dcu_ctx *c, const dmat *W, const T *xh, int64_t B, float *y, int64_t ldy,
+                              drift_error *err) {
+    int64_t strips = W->np / 16;
+    int KS = wm_ks(W);
     int nwarps = KS < 4 ? 4 : KS, spb = nwarps / KS;
     /* batch tiles per warp: 4 when the grid still covers the SMs (a weight slice then serves 64 rows; every
      * output's sums are the same: MT only regroups the tiles), else 2 */
@@ -631,17 +689,12 @@ static drift_status mm_wmma_t(dcu_ctx *c, const dmat *W, const T *xh, int64_t B,
     int mt = B > 32 && (int64_t)gx * ((dcu_pad16(B) + 63) / 64) >= c->sm_count ? 4 : WM_MT;
     dim3 g(gx, (unsigned)((dcu_pad16(B) + 16 * mt - 1) / (16 * mt)));
     size_t smem = (size_t)nwarps * WM_REG * sizeof(float); /* <= 72 KB: above the 48 KB default */
-    static bool smem_set;
-    if (!smem_set) { /* once per process and type, on the first (eager, never captured) launch */
-        const int mx = (int)(16 * WM_REG * sizeof(float));
-        cudaError_t e = cudaFuncSetAttribute(k_mm_wmma<T, WM_MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
-        if (e == cudaSuccess) e = cudaFuncSetAttribute(k_mm_wmma<T, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
-        if (e == cudaSuccess) e = cudaFuncSetAttribute(k_mm_tc1<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
-        if (e != cudaSuccess) return dcu_fail(err, e, "matmul kernel (WMMA) shared memory");
-        smem_set = true;
-    }
+    drift_status st = wm_smem_attr<T>(err);
+    if (st) return st;
     const T *w = (const T *)W->data;
-    if (B <= 16) dcu_launch(k_mm_tc1<T>, g.x, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
+    const mm_sw nosw = {0, 0, 0, NULL, NULL};
+    if (B <= 16)
+        dcu_launch(k_mm_tc1<T>, g.x, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS, nosw);
     else if (mt == 4) dcu_launch(k_mm_wmma<T, 4>, g, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
     else dcu_launch(k_mm_wmma<T, WM_MT>, g, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
     DCU_LAUNCHED("matmul kernel (WMMA)");
@@ -652,6 +705,34 @@ static drift_status mm_wmma(dcu_ctx *c, const dmat *W, const uint16_t *xh, int64
                             drift_error *err) {
     if (W->dt == DRIFT_DTYPE_BF16) return mm_wmma_t(c, W, (const __nv_bfloat16 *)xh, B, y, ldy, err);
     return mm_wmma_t(c, W, (const __half *)xh, B, y, ldy, err);
+}
+
+drift_status dcu_mm_swiglu(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, const dact *x, int64_t B,
+                           int64_t H, const dact *out, unsigned needs, int *done, drift_error *err) {
+    *done = 0;
+    if (!dcu_fuse_on() || B < 1 || B > 16 || dcu_mm_path(p, W) != DCU_PATH_WMMA || H % 16 || W->rows != 2 * H ||
+        p->acts == DRIFT_DTYPE_FP8_E4M3 || p->acts == DRIFT_DTYPE_FP8_E5M2 || (needs & DCU_NEED_Q))
+        return DRIFT_OK;
+    int KS = wm_ks(W); /* the unfused launch's segments: the same sums */
+    if (KS > 8) return DRIFT_OK;
+    int nwarps = 2 * KS < 4 ? 4 : 2 * KS, ppb = nwarps / (2 * KS);
+    int64_t pairs = H / 16;
+    unsigned gx = (unsigned)((pairs + ppb - 1) / ppb);
+    size_t smem = (size_t)nwarps * WM_REG * sizeof(float);
+    mm_sw sw = {(int)H, p->acts, p->exp == DRIFT_EXP_FAST, out->f, (needs & DCU_NEED_H) ? out->h : NULL};
+    drift_status st;
+    if (W->dt == DRIFT_DTYPE_BF16) {
+        if ((st = wm_smem_attr<__nv_bfloat16>(err))) return st;
+        dcu_launch(k_mm_tc1<__nv_bfloat16, true>, gx, nwarps * 32, smem, c->st, (const __nv_bfloat16 *)W->data, W->kp,
+                   W->rows, (const __nv_bfloat16 *)x->h, (int)B, (float *)NULL, (int64_t)0, KS, sw);
+    } else {
+        if ((st = wm_smem_attr<__half>(err))) return st;
+        dcu_launch(k_mm_tc1<__half, true>, gx, nwarps * 32, smem, c->st, (const __half *)W->data, W->kp, W->rows,
+                   (const __half *)x->h, (int)B, (float *)NULL, (int64_t)0, KS, sw);
+    }
+    DCU_LAUNCHED("matmul kernel (WMMA, SwiGLU)");
+    *done = 1;
+    return DRIFT_OK;
 }
 
 /* cuBLASLt fp8; *ran = 0 when the library has no algorithm for the shape */
