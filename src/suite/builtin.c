@@ -352,7 +352,21 @@ static void gen_chat(drift_rng *r, gen_item *it) {
     it->input = drift_strdup(q);
 }
 
-/* ---- long: a document of records, then a question answered in it ---- */
+/* ---- long: a register of offices, then a question answered in it ----
+ *
+ * One office a line, 40-119 lines (about 1,000 to 3,000 tokens of the
+ * shipped models' tokenizer):
+ *   "17. castle Lisbon, managed by Alice Moreno, a baker with badge number 4821.\n"
+ * where "castle" is the office's code word (unique in the document) and
+ * Lisbon its city. The question asks for the city of one code word and the
+ * input ends with "\nAnswer: WORD", the lead that the template (template.c,
+ * long_context v2) keeps after "Answer:": the answer is what follows the
+ * one place in the document where the code word is written, as in
+ * LongEval's line retrieval. The code words are one token each in the
+ * shipped models' tokenizer (a test checks it), so the lookup is a match on
+ * the token just before the answer; the lookup by a two-word name of the
+ * first format (v1 records, "In which city does NAME live?") never formed in
+ * the small models (models/MODELS.md). */
 
 static const char *const first_names[] = {"Alice", "Bruno", "Carmen", "Dmitri", "Elena", "Felix", "Greta", "Hassan",
                                           "Irene", "Jonas", "Karin", "Luis", "Mina", "Nils", "Oscar", "Petra",
@@ -363,38 +377,50 @@ static const char *const cities[] = {"Lisbon", "Oslo", "Nairobi", "Lima", "Hanoi
                                      "Porto", "Bergen", "Mombasa", "Kyoto", "Seville", "Gdansk", "Austin", "Perth"};
 static const char *const jobs[] = {"a baker",     "a pilot",     "a nurse",    "a teacher", "a chemist", "a plumber",
                                    "an architect", "a librarian", "a gardener", "a surgeon", "a painter", "an engineer"};
+/* 126 code words; tools/train/train.py's CODE_WORDS is the same list */
+static const char *const code_words[] = {
+    "animal", "apples", "bee", "bird", "blood", "body", "books", "box", "bread", "button", "candles", "card",
+    "castle", "cell", "chunk", "circles", "cloud", "coat", "coral", "cookies", "cow", "desert", "desk", "dog",
+    "door", "dragon", "egg", "email", "engine", "fence", "fire", "fish", "flower", "forest", "fox", "fruit",
+    "garden", "gas", "gift", "girl", "guitar", "heart", "home", "honey", "house", "insects", "iron", "kitchen",
+    "knives", "land", "letter", "light", "lightning", "map", "marbles", "money", "moon", "mountain", "mouse", "muscle",
+    "music", "nectar", "ocean", "organ", "oxygen", "passport", "path", "pencils", "photo", "picnic", "plants", "poet",
+    "pollen", "puppy", "rain", "rainforest", "reef", "robot", "rock", "salt", "school", "sea", "seed", "shell",
+    "shelter", "ship", "snow", "sound", "stamps", "stickers", "story", "street", "string", "sun", "tea", "thunder",
+    "trees", "turtle", "village", "virus", "volcano", "water", "whales", "wind", "window", "winter", "wizard", "hero",
+    "magic", "pumps", "tides", "trays", "flash", "kit", "clip", "bull", "child", "class", "doll", "dollars",
+    "kid", "night", "pan", "tour", "law", "goal"};
+
+#define N_CODE_WORDS (sizeof code_words / sizeof code_words[0])
+_Static_assert(N_CODE_WORDS >= 120, "gen_long needs a distinct code word for each of up to 119 lines");
 
 static void gen_long(drift_rng *r, gen_item *it) {
     size_t n_rec = 40 + drift_rng_below(r, 80);
-    drift_buf doc = {0};
-    buf_puts(&doc, "The following records list the staff of a company.\n");
-    size_t ask = drift_rng_below(r, n_rec);
-    uint64_t ask_field = drift_rng_below(r, 3);
-    char who[64] = "", answer[64] = "";
-    /* names: first x last combinations are unique within a document */
-    size_t nf = sizeof first_names / sizeof first_names[0], nl = sizeof last_names / sizeof last_names[0];
-    size_t start = drift_rng_below(r, nf * nl);
-    size_t step = 1 + 2 * drift_rng_below(r, 40); /* odd step, coprime with nf*nl = 384 = 2^7 * 3 when not multiple of 3 */
-    if (step % 3 == 0) step += 2;
+    /* the first n_rec of a shuffled copy: distinct code words */
+    const char *words[N_CODE_WORDS];
+    memcpy(words, code_words, sizeof words);
     for (size_t i = 0; i < n_rec; i++) {
-        size_t id = (start + i * step) % (nf * nl);
-        const char *fn = first_names[id % nf], *ln = last_names[id / nf];
+        size_t j = i + drift_rng_below(r, N_CODE_WORDS - i);
+        const char *t = words[i];
+        words[i] = words[j];
+        words[j] = t;
+    }
+    drift_buf doc = {0};
+    buf_puts(&doc, "The following register lists the offices of a company: a line gives an office's code word, its "
+                   "city and its manager.\n");
+    size_t ask = drift_rng_below(r, n_rec);
+    const char *answer = NULL;
+    for (size_t i = 0; i < n_rec; i++) {
         const char *city = PICK(r, cities), *job = PICK(r, jobs);
+        const char *fn = PICK(r, first_names), *ln = PICK(r, last_names);
         unsigned code = 1000 + (unsigned)drift_rng_below(r, 9000);
-        buf_printf(&doc, "Record %zu: %s %s lives in %s, works as %s, and has badge number %u.\n", i + 1, fn, ln,
-                   city, job, code);
-        if (i == ask) {
-            snprintf(who, sizeof who, "%s %s", fn, ln);
-            if (ask_field == 0) snprintf(answer, sizeof answer, "%s", city);
-            else if (ask_field == 1) snprintf(answer, sizeof answer, "%s", job);
-            else snprintf(answer, sizeof answer, "%u", code);
-        }
+        buf_printf(&doc, "%zu. %s %s, managed by %s %s, %s with badge number %u.\n", i + 1, words[i], city, fn, ln,
+                   job, code);
+        if (i == ask) answer = city;
     }
     char q[256];
-    if (ask_field == 0) snprintf(q, sizeof q, "In which city does %s live?", who);
-    else if (ask_field == 1) snprintf(q, sizeof q, "What is the job of %s?", who);
-    else snprintf(q, sizeof q, "What is the badge number of %s?", who);
-    buf_printf(&doc, "\nQuestion: %s", q);
+    snprintf(q, sizeof q, "In which city is the office with the code word %s?", words[ask]);
+    buf_printf(&doc, "\nQuestion: %s\nAnswer: %s", q, words[ask]);
     it->input = buf_steal(&doc);
     it->ref = json_pack("{s:[s], s:s}", "answers", answer, "question", q);
 }

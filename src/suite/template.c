@@ -12,13 +12,17 @@
  *   safety/completions/v1        "User: {input}\nAssistant:"
  *   safety/chat/v1               "{input}"  (the request as it is)
  *   chat/completions/v1, chat/chat/v1   "{input}"
- *   long_context/completions/v1, long_context/chat/v1
+ *   long_context/completions/v2, long_context/chat/v2
  *       "{document}\n\nAnswer the question based on the document above, briefly.\n"
- *       "Question: {question}\nAnswer:"
+ *       "Question: {question}\nAnswer:[ {lead}]"
  *     where the input is split at its last "\n\nQuestion: " (the loaders join
  *     document and question that way; the paper's file already does) and a
- *     trailing "Answer:" of the question is dropped. An input without that
- *     marker is taken as the document followed by its own question:
+ *     trailing "Answer:" of the question is dropped. A question followed by
+ *     "\nAnswer: {lead}" keeps the lead, the first words of the answer
+ *     (the built-in long suite's code word); v1 wrote such an input's
+ *     lead into the question and added a second "Answer:", which is all that
+ *     changed. An input without the marker is taken as the document followed
+ *     by its own question:
  *       "{input}\n\nAnswer the question based on the document above, briefly.\nAnswer:"
  *   raw/v1 (unknown workload)    "{input}" */
 #include "driftbench/suite.h"
@@ -37,12 +41,24 @@ static char *render_long(const char *in) {
     if (!q) return drift_asprintf("%s%sAnswer:", in, LONG_INSTRUCTION);
     const char *qs = q + strlen(mark);
     size_t qn = strlen(qs);
+    const char *lead = "";
+    size_t ln = 0;
+    const char *a = NULL;
+    for (const char *p = strstr(qs, "\nAnswer:"); p; p = strstr(p + 1, "\nAnswer:")) a = p;
+    if (a) { /* "question\nAnswer: lead" */
+        qn = (size_t)(a - qs);
+        lead = a + strlen("\nAnswer:");
+        while (isspace((unsigned char)*lead)) lead++;
+        ln = strlen(lead);
+        while (ln && isspace((unsigned char)lead[ln - 1])) ln--;
+    }
     while (qn && isspace((unsigned char)qs[qn - 1])) qn--;
     if (qn >= 7 && memcmp(qs + qn - 7, "Answer:", 7) == 0) {
         qn -= 7;
         while (qn && isspace((unsigned char)qs[qn - 1])) qn--;
     }
-    return drift_asprintf("%.*s%sQuestion: %.*s\nAnswer:", (int)(q - in), in, LONG_INSTRUCTION, (int)qn, qs);
+    return drift_asprintf("%.*s%sQuestion: %.*s\nAnswer:%s%.*s", (int)(q - in), in, LONG_INSTRUCTION, (int)qn, qs,
+                          ln ? " " : "", (int)ln, lead);
 }
 
 char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **template_id) {
@@ -72,7 +88,7 @@ char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **tem
         out = drift_strdup(in);
         break;
     case DRIFT_WL_LONG:
-        id = chat ? "long_context/chat/v1" : "long_context/completions/v1";
+        id = chat ? "long_context/chat/v2" : "long_context/completions/v2";
         out = render_long(in);
         break;
     default:

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,9 +100,23 @@ static void test_ground_truth(void **state) {
         json_t *ref = json_loads(l->prompts[i].reference_json, 0, NULL);
         const char *ans = json_string_value(json_array_get(json_object_get(ref, "answers"), 0));
         assert_non_null(ans);
-        assert_non_null(strstr(l->prompts[i].input, ans));
-        size_t len = strlen(l->prompts[i].input);
+        const char *in = l->prompts[i].input;
+        size_t len = strlen(in);
         assert_true(len > 2500 && len < 16000); /* ~1,000 to 3,000 tokens of records */
+        /* the input ends with "\nAnswer: WORD"; the register has " WORD ANSWER," once, before the question */
+        const char *lead = strstr(in, "\nAnswer: ");
+        assert_non_null(lead);
+        lead += strlen("\nAnswer: ");
+        assert_null(strchr(lead, '\n'));
+        assert_null(strchr(lead, ' '));
+        char line[128];
+        snprintf(line, sizeof line, " %s %s,", lead, ans);
+        const char *at = strstr(in, line);
+        assert_non_null(at);
+        assert_true(at < strstr(in, "\n\nQuestion: "));
+        snprintf(line, sizeof line, " %s ", lead);
+        assert_ptr_equal(strstr(in, line), at); /* the code word's only line */
+        assert_null(strstr(at + 1, line));
         json_decref(ref);
     }
     drift_suite_free(l);

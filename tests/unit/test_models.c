@@ -10,7 +10,9 @@
  * prompts whose right answers the model gives at profile ref (greedy), as
  * measured for models/MODELS.md. The built-in safety guard
  * (models/guard/guard-llama-1m.gguf) gets the same ids and logits check;
- * its verdicts are tested in test_safety.c. */
+ * its verdicts are tested in test_safety.c. The built-in long suite's
+ * prompts fit the models' tokenizer as builtin.c says: 1,000 to 3,000
+ * tokens, and the code word that leads the answer is one token. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +27,7 @@
 
 #include "driftbench/model.h"
 #include "driftbench/profile.h"
+#include "driftbench/suite.h"
 
 static const char *const MODELS[] = {"llama-gqa-7m", "qwen2-7m", "llama-moe-6m"};
 
@@ -148,12 +151,43 @@ static void test_guard(void **st) {
     check_model_answers("guard/guard-llama-1m", 0);
 }
 
+/* builtin:long's test split under the shipped tokenizer (all models share it) */
+static void test_long_suite_tokens(void **st) {
+    (void)st;
+    drift_model *m = load(MODELS[0]);
+    drift_suite *l = NULL;
+    drift_error err = {0};
+    if (drift_suite_load("builtin:long", &l, &err)) fail_msg("%s", err.msg);
+    size_t lo = SIZE_MAX, hi = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const char *id = NULL;
+        char *text = drift_prompt_render(&l->prompts[i], DRIFT_API_COMPLETIONS, &id);
+        int32_t *ids = NULL;
+        size_t n = 0;
+        if (drift_model_tokenize(m, text, strlen(text), -1, 0, &ids, &n, &err)) fail_msg("%s", err.msg);
+        if (n < lo) lo = n;
+        if (n > hi) hi = n;
+        free(ids);
+        const char *lead = strrchr(text, ':'); /* "...\nAnswer: WORD" */
+        assert_non_null(lead);
+        if (drift_model_tokenize(m, lead + 1, strlen(lead + 1), 0, 0, &ids, &n, &err)) fail_msg("%s", err.msg);
+        if (n != 1) fail_msg("long prompt %zu: code word '%s' is %zu tokens", i, lead + 1, n);
+        free(ids);
+        free(text);
+    }
+    print_message("builtin:long test split: %zu prompts, %zu to %zu tokens\n", l->n, lo, hi);
+    assert_true(lo >= 900 && hi <= 3100);
+    drift_suite_free(l);
+    drift_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama),
         cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_guard),
+        cmocka_unit_test(test_long_suite_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -362,13 +362,23 @@ static void test_templates(void **state) {
     t = drift_prompt_render(&p, DRIFT_API_COMPLETIONS, &id);
     assert_string_equal(t, "Doc text.\n\nAnswer the question based on the document above, briefly.\nQuestion: "
                            "Who?\nAnswer:");
-    assert_string_equal(id, "long_context/completions/v1");
+    assert_string_equal(id, "long_context/completions/v2");
     free(t);
     p.input = "Doc text.\n\nQuestion: Who?"; /* the LongBench loader's form */
     t = drift_prompt_render(&p, DRIFT_API_CHAT, &id);
     assert_string_equal(t, "Doc text.\n\nAnswer the question based on the document above, briefly.\nQuestion: "
                            "Who?\nAnswer:");
-    assert_string_equal(id, "long_context/chat/v1");
+    assert_string_equal(id, "long_context/chat/v2");
+    free(t);
+    p.input = "Doc text.\n\nQuestion: Where does Ana live?\nAnswer:  Ana lives in \n"; /* the built-in form: a lead */
+    t = drift_prompt_render(&p, DRIFT_API_COMPLETIONS, &id);
+    assert_string_equal(t, "Doc text.\n\nAnswer the question based on the document above, briefly.\nQuestion: "
+                           "Where does Ana live?\nAnswer: Ana lives in");
+    free(t);
+    p.input = "Doc text.\n\nQuestion: Who? Answer:"; /* a trailing Answer: without its line */
+    t = drift_prompt_render(&p, DRIFT_API_COMPLETIONS, &id);
+    assert_string_equal(t, "Doc text.\n\nAnswer the question based on the document above, briefly.\nQuestion: "
+                           "Who?\nAnswer:");
     free(t);
     p.input = "Only a document.";
     t = drift_prompt_render(&p, DRIFT_API_CHAT, &id);

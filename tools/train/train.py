@@ -32,16 +32,20 @@ SUITES = ["math", "code", "safety", "chat", "long"]
 LONG_INSTRUCTION = "\n\nAnswer the question based on the document above, briefly.\n"
 
 
-# ---------------------------------------------------------------- templates (template.c, v1)
+# ---------------------------------------------------------------- templates (template.c; long_context v2)
 def render_long(inp):
     mark = "\n\nQuestion: "
     q = inp.rfind(mark)
     if q < 0:
         return inp + LONG_INSTRUCTION + "Answer:"
-    qs = inp[q + len(mark):].rstrip()
+    qs, lead = inp[q + len(mark):], ""
+    a = qs.rfind("\nAnswer:")
+    if a >= 0:
+        qs, lead = qs[:a], qs[a + len("\nAnswer:"):].strip()
+    qs = qs.rstrip()
     if qs.endswith("Answer:"):
         qs = qs[:-7].rstrip()
-    return inp[:q] + LONG_INSTRUCTION + "Question: " + qs + "\nAnswer:"
+    return inp[:q] + LONG_INSTRUCTION + "Question: " + qs + "\nAnswer:" + (" " + lead if lead else "")
 
 
 def render(workload, inp, chat):
@@ -191,43 +195,36 @@ CITIES = ["Lisbon", "Oslo", "Nairobi", "Lima", "Hanoi", "Quebec", "Tartu", "Cusc
           "Seville", "Gdansk", "Austin", "Perth"]
 JOBS = ["a baker", "a pilot", "a nurse", "a teacher", "a chemist", "a plumber", "an architect", "a librarian", "a gardener",
         "a surgeon", "a painter", "an engineer"]
-LONG_HEAD = "The following records list the staff of a company.\n"
+CODE_WORDS = ["animal", "apples", "bee", "bird", "blood", "body", "books", "box", "bread", "button", "candles", "card",
+              "castle", "cell", "chunk", "circles", "cloud", "coat", "coral", "cookies", "cow", "desert", "desk", "dog",
+              "door", "dragon", "egg", "email", "engine", "fence", "fire", "fish", "flower", "forest", "fox", "fruit",
+              "garden", "gas", "gift", "girl", "guitar", "heart", "home", "honey", "house", "insects", "iron", "kitchen",
+              "knives", "land", "letter", "light", "lightning", "map", "marbles", "money", "moon", "mountain", "mouse",
+              "muscle", "music", "nectar", "ocean", "organ", "oxygen", "passport", "path", "pencils", "photo", "picnic",
+              "plants", "poet", "pollen", "puppy", "rain", "rainforest", "reef", "robot", "rock", "salt", "school", "sea",
+              "seed", "shell", "shelter", "ship", "snow", "sound", "stamps", "stickers", "story", "street", "string",
+              "sun", "tea", "thunder", "trees", "turtle", "village", "virus", "volcano", "water", "whales", "wind",
+              "window", "winter", "wizard", "hero", "magic", "pumps", "tides", "trays", "flash", "kit", "clip", "bull",
+              "child", "class", "doll", "dollars", "kid", "night", "pan", "tour", "law", "goal"]  # builtin.c code_words
+LONG_HEAD = ("The following register lists the offices of a company: a line gives an office's code word, its city and "
+             "its manager.\n")
+MAX_RECORDS = 119
 
 
-def long_doc(rng, n_rec, confusable=False):
-    """Records and the asked-about fields as gen_long writes them (names unique in a document). confusable
-    (training only): the names are distinct pairs from a few first and a few last names, so that every first
-    and every last name occurs in several records and only the pair identifies one."""
-    nf, nl = len(FIRST), len(LAST)
-    if confusable:
-        k = max(2, math.isqrt(n_rec - 1) + 1)  # k x k pairs >= n_rec
-        fs, ls = rng.sample(range(nf), min(k, nf)), rng.sample(range(nl), min(k, nl))
-        pairs = rng.sample([(f, l) for f in fs for l in ls], n_rec)
-        return [(i + 1, FIRST[f] + " " + LAST[l], rng.choice(CITIES), rng.choice(JOBS), 1000 + rng.randrange(9000))
-                for i, (f, l) in enumerate(pairs)]
-    start = rng.randrange(nf * nl)
-    step = 1 + 2 * rng.randrange(40)
-    if step % 3 == 0:
-        step += 2
-    recs = []
-    for i in range(n_rec):
-        idx = (start + i * step) % (nf * nl)
-        recs.append((i + 1, FIRST[idx % nf] + " " + LAST[idx // nf], rng.choice(CITIES), rng.choice(JOBS), 1000 + rng.randrange(9000)))
-    return recs
+def long_doc(rng, n_rec):
+    """Lines as gen_long writes them: (number, code word, city, manager, job, badge); code words distinct."""
+    words = rng.sample(CODE_WORDS, n_rec)
+    return [(i + 1, w, rng.choice(CITIES), rng.choice(FIRST) + " " + rng.choice(LAST), rng.choice(JOBS),
+             1000 + rng.randrange(9000)) for i, w in enumerate(words)]
 
 
 def record_text(r):
-    return "Record %d: %s lives in %s, works as %s, and has badge number %d.\n" % r
+    return "%d. %s %s, managed by %s, %s with badge number %d.\n" % r
 
 
-def question(r, field):
-    if field == 3:  # training only (--long-aux-record): the lookup itself, the record's number precedes the name
-        return "Which record lists %s?" % r[1], "Record %d" % r[0]
-    if field == 0:
-        return "In which city does %s live?" % r[1], r[2]
-    if field == 1:
-        return "What is the job of %s?" % r[1], r[3]
-    return "What is the badge number of %s?" % r[1], "%d" % r[4]
+def question(r):
+    """(question, answer, lead): the lead (the code word) precedes the answer in the document"""
+    return "In which city is the office with the code word %s?" % r[1], r[2], r[1]
 
 
 class LongGen:
@@ -248,36 +245,30 @@ class LongGen:
         return ids
 
     def rec_ids(s, r):
-        # pieces split where the pre-tokenizer splits anyway ("Record 12:" | " Name Surname lives in" | ...)
-        return (s.enc("Record %d:" % r[0]) + s.enc(" %s lives in" % r[1]) + s.enc(" %s," % r[2]) + s.enc(" works as %s," % r[3]) +
-                s.enc(" and has badge number ") + s.enc("%d" % r[4]) + s.enc(".\n"))
+        # pieces split where the pre-tokenizer splits anyway ("12." | " word" | " City," | ...)
+        n, w, city, who, job, code = r
+        return (s.enc("%d." % n) + s.enc(" " + w) + s.enc(" %s," % city) + s.enc(" managed by %s," % who) +
+                s.enc(" %s with badge number " % job) + s.enc("%d" % code) + s.enc(".\n"))
 
-    def example(s, rng, n_rec, n_q, confusable=False, aux=0.0, fields=None):
-        """ids and loss mask of one document with n_q questions; fields (a list) receives each question's field
-        (0 city, 1 job, 2 badge, 3 record number)."""
-        recs = long_doc(rng, n_rec, confusable)
+    def example(s, rng, n_rec, n_q):
+        """ids and loss mask (0 none, 1 prompt, 2 answer) of one document with n_q questions"""
+        recs = long_doc(rng, n_rec)
         ids = [s.eot] + s.enc(LONG_HEAD)
         for r in recs[:-1]:
             ids += s.rec_ids(r)
         asked = [rng.randrange(n_rec) for _ in range(n_q)]
-        f0 = rng.randrange(3)
-        q0, a0 = question(recs[asked[0]], f0)
-        if fields is not None:
-            fields.append(f0)
-        tail = record_text(recs[-1])[:-1] + LONG_INSTRUCTION + "Question: " + q0 + "\nAnswer:"
+        q0, a0, lead0 = question(recs[asked[0]])
+        tail = record_text(recs[-1])[:-1] + LONG_INSTRUCTION + "Question: " + q0 + "\nAnswer: " + lead0
         ids += s.tok.encode(tail)
         if s.check:
-            full = LONG_HEAD + "".join(record_text(r) for r in recs) + "\nQuestion: " + q0
+            full = LONG_HEAD + "".join(record_text(r) for r in recs) + "\nQuestion: " + q0 + "\nAnswer: " + lead0
             want = [s.eot] + s.tok.encode(render_long(full))
             assert ids == want, "long: piecewise tokenization differs"
         mask = [0] + [1] * (len(ids) - 1)
         for k in range(n_q):
             if k:
-                f = 3 if aux > 0 and rng.random() < aux else rng.randrange(3)
-                q, a = question(recs[asked[k]], f)
-                if fields is not None:
-                    fields.append(f)
-                p = s.enc(LONG_INSTRUCTION + "Question: " + q + "\nAnswer:")
+                q, a, lead = question(recs[asked[k]])
+                p = s.enc(LONG_INSTRUCTION + "Question: " + q + "\nAnswer: " + lead)
                 ids += p
                 mask += [1] * len(p)
             else:
@@ -514,61 +505,56 @@ def make_batches(examples, tok_budget, rng):
 
 
 def parse_phases(spec, curriculum, n_q):
-    """--long-phases "END:LO-HI:Q[:C],...,1.0:test:Q": until run fraction END, documents of LO-HI records with Q
-    questions, a share C of them with confusable names (long_doc); "test" is the test split's sizes (40-119
-    records, a fifth 10-40). Without it, --long-curriculum C
+    """--long-phases "END:LO-HI:Q,...,1.0:test:Q": until run fraction END, documents of LO-HI lines with Q
+    questions; "test" is the test split's sizes (40-119 lines, a fifth 10-40). Without it, --long-curriculum C
     gives the two phases of the first models: C:4-40:Q/2, then 1.0:test:Q."""
     if not spec:
         spec = ("%g:4-40:%d," % (curriculum, max(2, n_q // 2)) if curriculum > 0 else "") + "1.0:test:%d" % n_q
     out = []
     for part in spec.split(","):
         f = part.split(":")
-        end, size, q = f[:3]
-        conf = float(f[3]) if len(f) > 3 else 0.0
+        assert len(f) == 3, part
+        end, size, q = f
         if size == "test":
             lo = hi = 0
         else:
             lo, hi = (int(x) for x in size.split("-"))
-            assert 1 <= lo <= hi <= len(FIRST) * len(LAST), part
-        out.append((float(end), lo, hi, int(q), conf))
+            assert 1 <= lo <= hi <= MAX_RECORDS, part
+        out.append((float(end), lo, hi, int(q)))
     assert out and out[-1][0] >= 1.0 and all(out[i][0] < out[i + 1][0] for i in range(len(out) - 1)), spec
     return out
 
 
 def long_size(rng, ph):
-    """(records, questions, confusable) of one document in phase ph = (end, lo, hi, q, share confusable)"""
-    _, lo, hi, nq, conf = ph
-    c = conf > 0 and rng.random() < conf
+    """(lines, questions) of one document in phase ph = (end, lo, hi, q)"""
+    _, lo, hi, nq = ph
     if not hi:
-        return (10 + rng.randrange(31) if rng.random() < 0.2 else 40 + rng.randrange(80)), nq, c
-    return lo + rng.randrange(hi - lo + 1), nq, c
+        return (10 + rng.randrange(31) if rng.random() < 0.2 else 40 + rng.randrange(80)), nq
+    return lo + rng.randrange(hi - lo + 1), nq
 
 
-def long_worker(tok_path, seed, q, phase, phases, aux):
+def long_worker(tok_path, seed, q, phase, phases):
     """Generates long examples forever (a separate process), sized by the current phase (phase.value indexes
     phases)."""
     tok = bpe.Tokenizer.load(tok_path)
     gen = LongGen(tok, check=False)
     rng = random.Random(seed)
     while True:
-        n_rec, nq, conf = long_size(rng, phases[phase.value])
-        q.put(gen.example(rng, n_rec, nq, conf, aux))
+        n_rec, nq = long_size(rng, phases[phase.value])
+        q.put(gen.example(rng, n_rec, nq))
 
 
-def long_eval(torch, model, gen, n, dev, V, batch=16, ph=(1.0, 0, 0, 1, 0.0)):
+def long_eval(torch, model, gen, n, dev, V, batch=16, ph=(1.0, 0, 0, 1)):
     """Teacher-forced exact match on n documents sized as phase ph (default: the test split's sizes; fixed
-    seed, one question each): every answer token (and the closing <|endoftext|>) is the model's argmax. Also
-    per asked field (city, job, badge)."""
+    seed, one question each): every answer token (and the closing <|endoftext|>) is the model's argmax."""
     rng = random.Random(777)
     exs = []
     for _ in range(n):
-        n_rec, _, conf = long_size(rng, ph)
-        fields = []
-        ids, mask = gen.example(rng, n_rec, 1, conf, fields=fields)
-        exs.append((ids, mask, fields[0]))
+        n_rec, _ = long_size(rng, ph)
+        exs.append(gen.example(rng, n_rec, 1))
     was = model.training
     model.eval()
-    right, by = 0, {0: [0, 0], 1: [0, 0], 2: [0, 0]}
+    right = 0
     with torch.no_grad():
         for i in range(0, n, batch):
             chunk = exs[i:i + batch]
@@ -579,14 +565,26 @@ def long_eval(torch, model, gen, n, dev, V, batch=16, ph=(1.0, 0, 0, 1, 0.0)):
             ids = ids.to(dev)
             with torch.autocast(device_type=dev, dtype=torch.bfloat16, enabled=dev == "cuda"):
                 pred = model(ids[:, :-1]).argmax(-1).cpu()
-            for r, (e_ids, e_mask, field) in enumerate(chunk):
-                ok = all(int(pred[r, t - 1]) == e_ids[t] for t in range(1, len(e_ids)) if e_mask[t] == 2)
-                right += ok
-                by[field][0] += ok
-                by[field][1] += 1
+            for r, (e_ids, e_mask) in enumerate(chunk):
+                right += all(int(pred[r, t - 1]) == e_ids[t] for t in range(1, len(e_ids)) if e_mask[t] == 2)
     model.train(was)
-    return {"exact": round(right / max(1, n), 4), "n": n,
-            "by_field": {k: round(v[0] / max(1, v[1]), 4) for k, v in zip(("city", "job", "badge"), by.values())}}
+    return {"exact": round(right / max(1, n), 4), "n": n}
+
+
+def induction_example(rng, plain, n_base, n_copies=8, span=16):
+    """ids and loss mask of a copying example: n_base random tokens (from plain, the non-control ids), then
+    n_copies spans of span tokens copied from random places in them; the loss is on every copied token but the
+    first of its span, which only an induction head (find the earlier place of the current token, predict what
+    came next there) can predict. The copies sit at every distance up to n_base, so that head has to work at
+    long range. The lookups of the long-context suite are such a step (the code word, then its city): small
+    models trained on them alone never formed it (models/MODELS.md), with these examples mixed in they do."""
+    base = [rng.choice(plain) for _ in range(n_base)]
+    ids, mask = [0] + base, [0] * (n_base + 1)
+    for _ in range(n_copies):
+        st = 1 + rng.randrange(n_base - span)
+        ids += ids[st:st + span]
+        mask += [0] + [2] * (span - 1)
+    return ids, mask
 
 
 def cmd_train(a):
@@ -605,6 +603,7 @@ def cmd_train(a):
         cfg.update(dim=32, layers=2, hidden=48, heads=4, kv_heads=2 if cfg["kv_heads"] != cfg["heads"] else 4)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     eot = tok.special("<|endoftext|>")
+    plain = [i for i in range(V) if tok.tokens[i] not in tok.specials]
     # long-context examples come from generator processes (forked before CUDA starts)
     lq, phase, workers = None, None, []
     phases = parse_phases(a.long_phases, a.long_curriculum, a.long_questions)
@@ -614,7 +613,7 @@ def cmd_train(a):
         ctx = mp.get_context("fork")
         lq, phase = ctx.Queue(maxsize=256), ctx.Value("i", 0)
         for k in range(a.long_workers):
-            w = ctx.Process(target=long_worker, args=(a.tok, a.seed * 100 + k, lq, phase, phases, a.long_aux_record),
+            w = ctx.Process(target=long_worker, args=(a.tok, a.seed * 100 + k, lq, phase, phases),
                             daemon=True)
             w.start()
             workers.append(w)
@@ -650,7 +649,7 @@ def cmd_train(a):
     pool, pool_next, n_long = [], 0, 0
     short_batches = []
     t0 = time.time()
-    acc = {"short": [0.0, 0], "long": [0.0, 0]}
+    acc = {"short": [0.0, 0], "long": [0.0, 0], "induct": [0.0, 0]}
 
     def fill_pool(most):
         nonlocal pool_next, n_long
@@ -689,14 +688,21 @@ def cmd_train(a):
         for g in opt.param_groups:
             g["lr"] = lr
         kind = "short"
+        if a.induct_share > 0 and rng.random() < a.induct_share:
+            kind = "induct"
         if lq is not None:
             fill_pool(a.long_fill)
             while len(pool) < 32:  # at the start: wait for the generators
                 pool.append(lq.get())
                 n_long += 1
-            if not examples or rng.random() < a.long_share:
+            if kind == "short" and (not examples or rng.random() < a.long_share):
                 kind = "long"
-        if kind == "long":
+        if kind == "induct":
+            rows = []
+            while (len(rows) + 1) * (a.induct_len + 8 * 16 + 1) <= a.tokens_per_step or not rows:
+                ids_, m_ = induction_example(rng, plain, rng.randrange(a.induct_len // 8, a.induct_len + 1))
+                rows.append(([eot] + ids_[1:], m_))
+        elif kind == "long":
             rows, mx = [], 0
             while True:
                 ex = pool[rng.randrange(len(pool))]
@@ -743,7 +749,7 @@ def cmd_train(a):
             for k, (sm, n) in acc.items():
                 if n:
                     rec["mean_answer_loss_" + k] = round(sm / n, 4)
-            acc = {"short": [0.0, 0], "long": [0.0, 0]}
+            acc = {"short": [0.0, 0], "long": [0.0, 0], "induct": [0.0, 0]}
             log.append(rec)
             print(a.name, rec, flush=True)
         step += 1
@@ -766,8 +772,9 @@ def cmd_train(a):
             "long_generated": n_long, "train_seconds": round(train_s, 1), "total_seconds": round(time.time() - t_start, 1),
             "examples": len(examples), "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup,
             "prompt_weight": a.prompt_weight, "init": a.init, "repeat": a.repeat, "long_share": a.long_share,
+            "induct_share": a.induct_share, "induct_len": a.induct_len,
             "long_curriculum": a.long_curriculum, "long_questions": a.long_questions, "long_pool": a.long_pool,
-            "long_phases": phases, "long_eval": evals, "long_aux_record": a.long_aux_record,
+            "long_phases": phases, "long_eval": evals,
             "command": " ".join(sys.argv), "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "log": log}
     with open(os.path.join(a.out, a.name + ".json"), "w") as f:
@@ -826,8 +833,9 @@ def main():
     t.add_argument("--long-workers", type=int, default=3)
     t.add_argument("--long-pool", type=int, default=3000)
     t.add_argument("--long-fill", type=int, default=8, help="generated examples taken into the pool per step (at most)")
-    t.add_argument("--long-aux-record", type=float, default=0.0,
-                   help="share of a document's extra questions that ask which record lists a name (answer: Record N)")
+    t.add_argument("--induct-share", type=float, default=0.0,
+                   help="share of steps on random-token copying examples (induction_example) before the other kinds")
+    t.add_argument("--induct-len", type=int, default=2048, help="most random tokens before an induction example's copies")
     t.add_argument("--long-phases", default="", help='e.g. "0.3:2-10:16,0.6:8-50:12,1.0:test:8" (see parse_phases)')
     t.add_argument("--long-eval", type=int, default=0, help="teacher-forced exact match on N test-sized documents at each phase end")
     t.set_defaults(fixture_prompts=FIXTURE_PROMPTS)
