@@ -47,6 +47,7 @@ def main():
     torch.set_num_threads(1)
     V, K0, V0, SEP, QRY = a.vocab, 6, 70, 5, 1
     assert V >= V0 + 60, "--vocab must be at least 130 (keys 6-65, values 70-129)"
+    assert a.copy_mode == "whole" or a.copy_len > 16, "--copy-mode spans copies 16-token spans: --copy-len must exceed 16"
     cfg = dict(arch="llama", dim=64, layers=2, heads=4, kv_heads=4, hidden=128, experts=0, experts_used=0, ctx=4096,
                rope_theta=10000.0, eps=1e-5)
     torch.manual_seed(a.seed)

@@ -700,7 +700,7 @@ def cmd_train(a):
         if kind == "induct":
             rows = []
             while (len(rows) + 1) * (a.induct_len + 8 * 16 + 1) <= a.tokens_per_step or not rows:
-                ids_, m_ = induction_example(rng, plain, rng.randrange(a.induct_len // 8, a.induct_len + 1))
+                ids_, m_ = induction_example(rng, plain, rng.randrange(max(32, a.induct_len // 8), max(32, a.induct_len) + 1))
                 rows.append(([eot] + ids_[1:], m_))
         elif kind == "long":
             rows, mx = [], 0
