@@ -571,15 +571,22 @@ def long_eval(torch, model, gen, n, dev, V, batch=16, ph=(1.0, 0, 0, 1)):
     return {"exact": round(right / max(1, n), 4), "n": n}
 
 
-def induction_example(rng, plain, n_base, n_copies=8, span=16):
-    """ids and loss mask of a copying example: n_base random tokens (from plain, the non-control ids), then
-    n_copies spans of span tokens copied from random places in them; the loss is on every copied token but the
-    first of its span, which only an induction head (find the earlier place of the current token, predict what
-    came next there) can predict. The copies sit at every distance up to n_base, so that head has to work at
-    long range. The lookups of the long-context suite are such a step (the code word, then its city): small
-    models trained on them alone never formed it (models/MODELS.md), with these examples mixed in they do."""
+def induction_example(rng, plain, n_base, mode="whole", n_copies=8, span=16):
+    """ids and loss mask of a copying example of random tokens (from plain, the non-control ids); the loss is on
+    what only an induction head (find the earlier place of the current token, predict what came next there) can
+    predict. mode "whole": n_base tokens, up to n_base other random tokens, then the n_base tokens again (loss on
+    all of the copy but its first token). mode "spans": n_base tokens, then n_copies spans of span tokens copied
+    from random places in them (loss on each span but its first token). The long-context suite's lookup (the
+    code word, then its city) is such a step. In the CPU probes (probe_recall.py, models/MODELS.md) whole
+    copies formed the head within 250-800 steps and the lookup then worked at once; spans did not form in
+    700-800 steps, nor on the device in session 5 (about 500 steps, spans over up to 2,048 tokens)."""
     base = [rng.choice(plain) for _ in range(n_base)]
     ids, mask = [0] + base, [0] * (n_base + 1)
+    if mode == "whole":
+        gap = rng.randrange(n_base + 1)
+        ids += [rng.choice(plain) for _ in range(gap)] + base
+        mask += [0] * gap + [0] + [2] * (n_base - 1)
+        return ids, mask
     for _ in range(n_copies):
         st = 1 + rng.randrange(n_base - span)
         ids += ids[st:st + span]
@@ -699,8 +706,10 @@ def cmd_train(a):
                 kind = "long"
         if kind == "induct":
             rows = []
-            while (len(rows) + 1) * (a.induct_len + 8 * 16 + 1) <= a.tokens_per_step or not rows:
-                ids_, m_ = induction_example(rng, plain, rng.randrange(max(32, a.induct_len // 8), max(32, a.induct_len) + 1))
+            most = 3 * max(32, a.induct_len) + 1 if a.induct_mode == "whole" else max(32, a.induct_len) + 8 * 16 + 1
+            while (len(rows) + 1) * most <= a.tokens_per_step or not rows:
+                ids_, m_ = induction_example(rng, plain, rng.randrange(max(32, a.induct_len // 8), max(32, a.induct_len) + 1),
+                                             a.induct_mode)
                 rows.append(([eot] + ids_[1:], m_))
         elif kind == "long":
             rows, mx = [], 0
@@ -772,7 +781,7 @@ def cmd_train(a):
             "long_generated": n_long, "train_seconds": round(train_s, 1), "total_seconds": round(time.time() - t_start, 1),
             "examples": len(examples), "tokens_per_step": a.tokens_per_step, "lr": a.lr, "warmup": a.warmup,
             "prompt_weight": a.prompt_weight, "init": a.init, "repeat": a.repeat, "long_share": a.long_share,
-            "induct_share": a.induct_share, "induct_len": a.induct_len,
+            "induct_share": a.induct_share, "induct_len": a.induct_len, "induct_mode": a.induct_mode,
             "long_curriculum": a.long_curriculum, "long_questions": a.long_questions, "long_pool": a.long_pool,
             "long_phases": phases, "long_eval": evals,
             "command": " ".join(sys.argv), "torch": torch.__version__,
@@ -835,7 +844,8 @@ def main():
     t.add_argument("--long-fill", type=int, default=8, help="generated examples taken into the pool per step (at most)")
     t.add_argument("--induct-share", type=float, default=0.0,
                    help="share of steps on random-token copying examples (induction_example) before the other kinds")
-    t.add_argument("--induct-len", type=int, default=2048, help="most random tokens before an induction example's copies")
+    t.add_argument("--induct-len", type=int, default=64, help="most random tokens an induction example copies from")
+    t.add_argument("--induct-mode", choices=("whole", "spans"), default="whole", help="see induction_example")
     t.add_argument("--long-phases", default="", help='e.g. "0.3:2-10:16,0.6:8-50:12,1.0:test:8" (see parse_phases)')
     t.add_argument("--long-eval", type=int, default=0, help="teacher-forced exact match on N test-sized documents at each phase end")
     t.set_defaults(fixture_prompts=FIXTURE_PROMPTS)
