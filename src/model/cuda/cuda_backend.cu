@@ -57,22 +57,23 @@ drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what)
 
 /* ----------------------------------------------------------------- context */
 
+/* a switch that is on unless the environment variable name is "0", read once into *cache (-1: not yet) */
+static int env_switch_on(int *cache, const char *name) {
+    if (*cache < 0) {
+        const char *e = getenv(name);
+        *cache = e && !strcmp(e, "0") ? 0 : 1;
+    }
+    return *cache;
+}
+
 int dcu_pdl_on(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("DRIFT_CUDA_PDL");
-        on = e && !strcmp(e, "0") ? 0 : 1;
-    }
-    return on;
+    return env_switch_on(&on, "DRIFT_CUDA_PDL");
 }
 
 int dcu_fuse_on(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("DRIFT_CUDA_FUSE");
-        on = e && !strcmp(e, "0") ? 0 : 1;
-    }
-    return on;
+    return env_switch_on(&on, "DRIFT_CUDA_FUSE");
 }
 
 #define LT_WORKSPACE (32u << 20)
