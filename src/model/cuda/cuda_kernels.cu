@@ -1025,17 +1025,22 @@ static __device__ __forceinline__ void att_tiles(const att_k &P, const float *qs
             m[g] = mn;
         }
         const uint8_t *vt = vbp + (size_t)tt * pstride;
-        /* weighted V, positions in order; U positions' loads issued together */
+        /* weighted V, positions in order; U positions' loads issued together: on the aligned path one
+         * straight run of loads without a branch per position (positions past the tile load the tile's
+         * last vector, a valid address, and are not used), so no load waits for the one before it */
         constexpr int U = NPL <= 1 ? 32 : NPL <= 2 ? 16 : NPL <= 4 ? 8 : NPL <= 8 ? 4 : 1;
         for (int j0 = 0; j0 < nt; j0 += U) {
             float v[U][NPL];
+            if (AL && full) {
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    att_vload<FMT, NPL>(vt + (size_t)min(j0 + u, nt - 1) * pstride, d0, v[u]);
+            } else
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 int j = j0 + u;
                 const uint8_t *vec = vt + (size_t)j * pstride;
-                if (AL && j < nt && full) {
-                    att_vload<FMT, NPL>(vec, d0, v[u]);
-                } else if (j < nt && full) {
+                if (j < nt && full) {
                     kv_ld<FMT, NPL>(vec, d0, kv_scale(FMT, vec), v[u]);
                 } else {
 #pragma unroll

@@ -49,6 +49,7 @@
 #include "model/cuda/cuda_internal.cuh"
 
 #include <cuda_pipeline.h>
+#include <stdlib.h>
 #include <mma.h>
 
 #define MM_WARPS 8
@@ -454,12 +455,14 @@ struct mm_sw {
     uint16_t *h;
 };
 
-template <typename T, bool SW = false>
+template <typename T, bool SW, int NST, bool TWO>
 __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
                                                 const T *__restrict__ X, int B, float *__restrict__ y, int64_t ldy,
                                                 int KS, mm_sw sw) {
     dcu_pdl_trigger(); /* dcu_pdl_wait below: after the first weight slices are in flight */
-    extern __shared__ __align__(128) float wm_part[]; /* (warps, WM_REG): staged slices, then partial tiles */
+    constexpr int RS = NST * WM_BUF / 2; /* floats per warp: NST slice buffers of 2-byte values */
+    static_assert(RS >= 256, "a partial tile fits a warp's region");
+    extern __shared__ __align__(128) float wm_part[]; /* (warps, RS): staged slices, then partial tiles */
     const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     const int spb = nwarps / KS, sib = warp / KS, seg = warp % KS;
@@ -469,32 +472,37 @@ __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t
                           : ((int64_t)blockIdx.x * spb + sib) * 16;
     const int64_t KT = kp / 16;
     const int64_t k_begin = KT * seg / KS, k_end = KT * (seg + 1) / KS;
-    float *region = wm_part + (size_t)warp * WM_REG;
-    T *stg = (T *)region; /* two buffers of WM_BUF values */
+    float *region = wm_part + (size_t)warp * RS;
+    T *stg = (T *)region; /* NST buffers of WM_BUF values */
     float c[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     if (n0 < np) {
         const T *wp = W + n0 * kp;
-        const bool r0 = g < B, r1 = g + 8 < B;
+        const bool r0 = g < B, r1 = TWO && g + 8 < B; /* !TWO: B <= 8, rows g + 8 are padding (zeros) */
         const uint32_t *x0 = (const uint32_t *)(X + (int64_t)g * kp) + t; /* kp % 16 == 0: 4-byte aligned */
         const uint32_t *x1 = (const uint32_t *)(X + (int64_t)(g + 8) * kp) + t;
-        wm_stage(stg, wp, kp, k_begin, k_end, lane);
-        wm_stage(stg + WM_BUF, wp, kp, k_begin + WM_ST, k_end, lane);
+#pragma unroll
+        for (int q = 0; q < NST; q++) wm_stage(stg + q * WM_BUF, wp, kp, k_begin + q * WM_ST, k_end, lane);
         dcu_pdl_wait(); /* the weights are constant; X comes from the previous kernel */
-        int s = 0;
-        for (int64_t kt = k_begin; kt < k_end; kt += WM_ST, s ^= 1) {
-            uint32_t a[WM_ST][4];
+        /* the activation fragments of a slice: loaded one slice ahead (a, then an) */
+        uint32_t a[WM_ST][4], an[WM_ST][4];
+        auto load_a = [&](uint32_t(&d)[WM_ST][4], int64_t k0) {
 #pragma unroll
             for (int i = 0; i < WM_ST; i++) {
-                const bool in = kt + i < k_end;
-                const int64_t o = (kt + i) * 8; /* 32-bit words per k-step: 8 */
-                a[i][0] = in && r0 ? __ldg(x0 + o) : 0u;
-                a[i][1] = in && r1 ? __ldg(x1 + o) : 0u;
-                a[i][2] = in && r0 ? __ldg(x0 + o + 4) : 0u;
-                a[i][3] = in && r1 ? __ldg(x1 + o + 4) : 0u;
+                const bool in = k0 + i < k_end;
+                const int64_t o = (k0 + i) * 8; /* 32-bit words per k-step: 8 */
+                d[i][0] = in && r0 ? __ldg(x0 + o) : 0u;
+                d[i][1] = in && r1 ? __ldg(x1 + o) : 0u;
+                d[i][2] = in && r0 ? __ldg(x0 + o + 4) : 0u;
+                d[i][3] = in && r1 ? __ldg(x1 + o + 4) : 0u;
             }
+        };
+        load_a(a, k_begin);
+        int s = 0;
+        for (int64_t kt = k_begin; kt < k_end; kt += WM_ST, s = s + 1 == NST ? 0 : s + 1) {
+            load_a(an, kt + WM_ST);
             const T *buf = stg + s * WM_BUF;
-            __pipeline_wait_prior(1); /* this lane's copies of slice kt are done */
-            __syncwarp();             /* and every lane's */
+            __pipeline_wait_prior(NST - 1); /* this lane's copies of slice kt are done */
+            __syncwarp();                   /* and every lane's */
 #pragma unroll
             for (int i = 0; i < WM_ST; i++) {
                 if (kt + i < k_end) {
@@ -506,7 +514,11 @@ __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t
                 }
             }
             __syncwarp(); /* the buffer is read before it is refilled */
-            wm_stage(stg + s * WM_BUF, wp, kp, kt + 2 * WM_ST, k_end, lane);
+            wm_stage(stg + s * WM_BUF, wp, kp, kt + NST * WM_ST, k_end, lane);
+#pragma unroll
+            for (int i = 0; i < WM_ST; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) a[i][j] = an[i][j];
         }
         __pipeline_wait_prior(0);
     }
@@ -526,11 +538,11 @@ __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t
             int pi = i / (B * 16), e = i % (B * 16);
             int64_t col = ((int64_t)blockIdx.x * (spb / 2) + pi) * 16 + e % 16;
             if (col < sw.H) {
-                const float *pg = wm_part + (size_t)(2 * pi) * KS * WM_REG + e;
-                const float *pu = wm_part + (size_t)(2 * pi + 1) * KS * WM_REG + e;
+                const float *pg = wm_part + (size_t)(2 * pi) * KS * RS + e;
+                const float *pu = wm_part + (size_t)(2 * pi + 1) * KS * RS + e;
                 float vg = pg[0], vu = pu[0];
-                for (int q = 1; q < KS; q++) vg = __fadd_rn(vg, pg[(size_t)q * WM_REG]);
-                for (int q = 1; q < KS; q++) vu = __fadd_rn(vu, pu[(size_t)q * WM_REG]);
+                for (int q = 1; q < KS; q++) vg = __fadd_rn(vg, pg[(size_t)q * RS]);
+                for (int q = 1; q < KS; q++) vu = __fadd_rn(vu, pu[(size_t)q * RS]);
                 size_t o = (size_t)(e / 16) * sw.H + col;
                 sw.f[o] = dcu_prep_elem(sw.acts, dcu_swiglu(sw.fast, vg, vu), 0.0f, false, sw.h ? sw.h + o : NULL, NULL);
             }
@@ -542,9 +554,9 @@ __global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t
         int si = i / (B * 16), e = i % (B * 16);
         int64_t col = ((int64_t)blockIdx.x * spb + si) * 16 + e % 16;
         if (col < N) {
-            const float *ps = wm_part + (size_t)si * KS * WM_REG + e;
+            const float *ps = wm_part + (size_t)si * KS * RS + e;
             float v = ps[0];
-            for (int q = 1; q < KS; q++) v = __fadd_rn(v, ps[(size_t)q * WM_REG]);
+            for (int q = 1; q < KS; q++) v = __fadd_rn(v, ps[(size_t)q * RS]);
             y[(size_t)(e / 16) * ldy + col] = v;
         }
     }
@@ -661,6 +673,40 @@ static int wm_ks(const dmat *W) {
     return KS;
 }
 
+/* k_mm_tc1's slice buffers per warp: 2, or 3 / 4 when the grid still fits
+ * in one wave with the larger shared memory (more of each warp's weights in
+ * flight; the same mma sequence, so the same bits); DRIFT_CUDA_TC_STAGES=2..4
+ * forces a depth (read once) */
+#define TC_MAX_ST 4
+static int tc_stages(const dcu_ctx *c, unsigned gx, int nwarps) {
+    static int forced = -1, smem_sm = 0;
+    if (forced < 0) {
+        const char *e = getenv("DRIFT_CUDA_TC_STAGES");
+        forced = e && e[0] >= '2' && e[0] <= '0' + TC_MAX_ST && !e[1] ? e[0] - '0' : 0;
+        if (cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0) != cudaSuccess)
+            smem_sm = 0;
+    }
+    if (forced) return forced;
+    for (int nst = TC_MAX_ST; nst > 2; nst--) {
+        size_t smem = (size_t)nwarps * nst * WM_BUF * 2;
+        long by_smem = smem_sm > 0 ? (long)smem_sm / (long)(smem + 1024) : 0;
+        long by_regs = 65536L / (nwarps * 32L * 64L), by_thr = 2048L / (nwarps * 32L);
+        long bps = by_smem < by_regs ? by_smem : by_regs;
+        if (by_thr < bps) bps = by_thr;
+        if ((long)gx <= bps * c->sm_count) return nst;
+    }
+    return 2;
+}
+
+template <typename T, bool SW, int NST>
+static cudaError_t tc1_attr() {
+    const int mx = (int)(16 * NST * WM_BUF * 2);
+    cudaError_t e = cudaFuncSetAttribute(k_mm_tc1<T, SW, NST, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(k_mm_tc1<T, SW, NST, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+    return e;
+}
+
 template <typename T>
 static drift_status wm_smem_attr(drift_error *err) {
     static bool smem_set;
@@ -668,13 +714,32 @@ static drift_status wm_smem_attr(drift_error *err) {
         const int mx = (int)(16 * WM_REG * sizeof(float));
         cudaError_t e = cudaFuncSetAttribute(k_mm_wmma<T, WM_MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
         if (e == cudaSuccess) e = cudaFuncSetAttribute(k_mm_wmma<T, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
-        if (e == cudaSuccess) e = cudaFuncSetAttribute(k_mm_tc1<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
-        if (e == cudaSuccess)
-            e = cudaFuncSetAttribute(k_mm_tc1<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+        if (e == cudaSuccess) e = tc1_attr<T, false, 2>();
+        if (e == cudaSuccess) e = tc1_attr<T, false, 3>();
+        if (e == cudaSuccess) e = tc1_attr<T, false, 4>();
+        if (e == cudaSuccess) e = tc1_attr<T, true, 2>();
+        if (e == cudaSuccess) e = tc1_attr<T, true, 3>();
+        if (e == cudaSuccess) e = tc1_attr<T, true, 4>();
         if (e != cudaSuccess) return dcu_fail(err, e, "matmul kernel (WMMA) shared memory");
         smem_set = true;
     }
     return DRIFT_OK;
+}
+
+/* k_mm_tc1 for B <= 16: grid gx, nwarps warps */
+template <typename T, bool SW>
+static void launch_tc1(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t kp, int64_t N, const T *xh, int B,
+                       float *y, int64_t ldy, int KS, mm_sw sw) {
+    const int nst = tc_stages(c, gx, nwarps);
+    const size_t smem = (size_t)nwarps * nst * WM_BUF * 2;
+    const bool two = B > 8;
+    const unsigned th = (unsigned)nwarps * 32;
+    if (nst == 4 && two) dcu_launch(k_mm_tc1<T, SW, 4, true>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
+    else if (nst == 4) dcu_launch(k_mm_tc1<T, SW, 4, false>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
+    else if (nst == 3 && two) dcu_launch(k_mm_tc1<T, SW, 3, true>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
+    else if (nst == 3) dcu_launch(k_mm_tc1<T, SW, 3, false>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
+    else if (two) dcu_launch(k_mm_tc1<T, SW, 2, true>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
+    else dcu_launch(k_mm_tc1<T, SW, 2, false>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
 }
 
 template <typename T>
@@ -693,8 +758,7 @@ static drift_status mm_wmma_t(dcu_ctx *c, const dmat *W, const T *xh, int64_t B,
     if (st) return st;
     const T *w = (const T *)W->data;
     const mm_sw nosw = {0, 0, 0, NULL, NULL};
-    if (B <= 16)
-        dcu_launch(k_mm_tc1<T>, g.x, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS, nosw);
+    if (B <= 16) launch_tc1<T, false>(c, g.x, nwarps, w, W->kp, W->rows, xh, (int)B, y, ldy, KS, nosw);
     else if (mt == 4) dcu_launch(k_mm_wmma<T, 4>, g, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
     else dcu_launch(k_mm_wmma<T, WM_MT>, g, nwarps * 32, smem, c->st, w, W->kp, W->rows, xh, (int)B, y, ldy, KS);
     DCU_LAUNCHED("matmul kernel (WMMA)");
@@ -718,17 +782,16 @@ drift_status dcu_mm_swiglu(dcu_ctx *c, const drift_numeric_profile *p, const dma
     int nwarps = 2 * KS < 4 ? 4 : 2 * KS, ppb = nwarps / (2 * KS);
     int64_t pairs = H / 16;
     unsigned gx = (unsigned)((pairs + ppb - 1) / ppb);
-    size_t smem = (size_t)nwarps * WM_REG * sizeof(float);
     mm_sw sw = {(int)H, p->acts, p->exp == DRIFT_EXP_FAST, out->f, (needs & DCU_NEED_H) ? out->h : NULL};
     drift_status st;
     if (W->dt == DRIFT_DTYPE_BF16) {
         if ((st = wm_smem_attr<__nv_bfloat16>(err))) return st;
-        dcu_launch(k_mm_tc1<__nv_bfloat16, true>, gx, nwarps * 32, smem, c->st, (const __nv_bfloat16 *)W->data, W->kp,
-                   W->rows, (const __nv_bfloat16 *)x->h, (int)B, (float *)NULL, (int64_t)0, KS, sw);
+        launch_tc1<__nv_bfloat16, true>(c, gx, nwarps, (const __nv_bfloat16 *)W->data, W->kp, W->rows,
+                                        (const __nv_bfloat16 *)x->h, (int)B, (float *)NULL, 0, KS, sw);
     } else {
         if ((st = wm_smem_attr<__half>(err))) return st;
-        dcu_launch(k_mm_tc1<__half, true>, gx, nwarps * 32, smem, c->st, (const __half *)W->data, W->kp, W->rows,
-                   (const __half *)x->h, (int)B, (float *)NULL, (int64_t)0, KS, sw);
+        launch_tc1<__half, true>(c, gx, nwarps, (const __half *)W->data, W->kp, W->rows, (const __half *)x->h, (int)B,
+                                 (float *)NULL, 0, KS, sw);
     }
     DCU_LAUNCHED("matmul kernel (WMMA, SwiGLU)");
     *done = 1;
