@@ -50,9 +50,12 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--arch", default="", help="train.py's CONFIGS[ARCH] instead of the 2 x 64 probe (with --init: its weights)")
+    ap.add_argument("--init", default="", help="start from this GGUF (a shipped model; needs --arch and --task register)")
+    ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     import torch
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     V, K0, V0, SEP, QRY = a.vocab, 6, 70, 5, 1
     gen = None
     if a.task == "register":
@@ -64,9 +67,14 @@ def main():
     assert a.copy_mode == "whole" or a.copy_len > 16, "--copy-mode spans copies 16-token spans: --copy-len must exceed 16"
     cfg = dict(arch="llama", dim=64, layers=2, heads=4, kv_heads=4, hidden=128, experts=0, experts_used=0, ctx=4096,
                rope_theta=10000.0, eps=1e-5)
+    if a.arch:
+        cfg.update(train.CONFIGS[a.arch])
     torch.manual_seed(a.seed)
     rng = random.Random(a.seed)
     model = train.build_model(torch, cfg, V)
+    if a.init:
+        assert a.arch and gen, "--init needs --arch and --task register (the shipped tokenizer)"
+        train.load_gguf_weights(torch, model, cfg, a.init)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr)
     pool = list(range(6, V))
     if gen:
