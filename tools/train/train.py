@@ -581,7 +581,7 @@ def induction_example(rng, plain, n_base, mode="whole", n_copies=8, span=16):
     copies formed the head within 250-800 steps and the lookup then worked at once; spans did not form in
     700-800 steps, nor on the device in session 5 (about 500 steps, spans over up to 2,048 tokens). On the device
     (session 6) whole copies formed it in the shipped models after 2,000-4,500 steps of 8,192 tokens (not in
-    ~700 steps of 65,536): the step count is what matters."""
+    ~700 steps of 65,536, with 60-90% of them copying): more, smaller steps is what changed."""
     base = [rng.choice(plain) for _ in range(n_base)]
     ids, mask = [0] + base, [0] * (n_base + 1)
     if mode == "whole":
