@@ -57,12 +57,15 @@ drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what)
 
 /* ----------------------------------------------------------------- context */
 
-/* a switch that is on unless the environment variable name is "0", read once into *cache (-1: not yet) */
+/* a switch that is on unless the environment variable name is "0" */
+static int env_not_zero(const char *name) {
+    const char *e = getenv(name);
+    return !(e && !strcmp(e, "0"));
+}
+
+/* env_not_zero(name), read once into *cache (-1: not yet) */
 static int env_switch_on(int *cache, const char *name) {
-    if (*cache < 0) {
-        const char *e = getenv(name);
-        *cache = e && !strcmp(e, "0") ? 0 : 1;
-    }
+    if (*cache < 0) *cache = env_not_zero(name);
     return *cache;
 }
 
@@ -553,10 +556,7 @@ extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_nu
     m->rope = d->rope;
     m->rope.freq_factors = NULL;
     m->vb = num_kv_bytes(p->kv, d->head_dim);
-    {
-        const char *ev = getenv("DRIFT_CUDA_GRAPHS");
-        m->graphs_on = !(ev && !strcmp(ev, "0"));
-    }
+    m->graphs_on = env_not_zero("DRIFT_CUDA_GRAPHS"); /* read at every load */
     if ((st = dcu_ctx_init(&m->ctx, err))) goto fail;
     for (cudaEvent_t &e : m->dl_ev) {
         cudaError_t ce = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
