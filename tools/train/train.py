@@ -658,7 +658,10 @@ def cmd_train(a):
     pool, pool_next, n_long = [], 0, 0
     short_batches = []
     t0 = time.time()
-    acc = {"short": [0.0, 0], "long": [0.0, 0], "induct": [0.0, 0]}
+    def fresh_acc():  # per kind of step: sum and count of sampled answer losses
+        return {k: [0.0, 0] for k in ("short", "long", "induct")}
+
+    acc = fresh_acc()
 
     def fill_pool(most):
         nonlocal pool_next, n_long
@@ -707,11 +710,10 @@ def cmd_train(a):
             if kind == "short" and (not examples or rng.random() < a.long_share):
                 kind = "long"
         if kind == "induct":
-            rows = []
-            most = 3 * max(32, a.induct_len) + 1 if a.induct_mode == "whole" else max(32, a.induct_len) + 8 * 16 + 1
+            rows, top = [], max(32, a.induct_len)
+            most = 3 * top + 1 if a.induct_mode == "whole" else top + 8 * 16 + 1
             while (len(rows) + 1) * most <= a.tokens_per_step or not rows:
-                ids_, m_ = induction_example(rng, plain, rng.randrange(max(32, a.induct_len // 8), max(32, a.induct_len) + 1),
-                                             a.induct_mode)
+                ids_, m_ = induction_example(rng, plain, rng.randrange(max(32, a.induct_len // 8), top + 1), a.induct_mode)
                 rows.append(([eot] + ids_[1:], m_))
         elif kind == "long":
             rows, mx = [], 0
@@ -760,7 +762,7 @@ def cmd_train(a):
             for k, (sm, n) in acc.items():
                 if n:
                     rec["mean_answer_loss_" + k] = round(sm / n, 4)
-            acc = {"short": [0.0, 0], "long": [0.0, 0], "induct": [0.0, 0]}
+            acc = fresh_acc()
             log.append(rec)
             print(a.name, rec, flush=True)
         step += 1
