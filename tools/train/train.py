@@ -596,6 +596,19 @@ def induction_example(rng, plain, n_base, mode="whole", n_copies=8, span=16):
     return ids, mask
 
 
+def write_snapshot(torch, model, cfg, tok, a, k, step, t):
+    """OUT/NAME.sK.gguf: the weights as they are now, as the final export writes them (a copy, so training
+    goes on untouched). A stage that should stop somewhere inside a band (math between 50% and 90%, say)
+    writes one every --snapshot-every seconds, and each is measured afterwards."""
+    import copy
+    m = copy.deepcopy(model).float().cpu()
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, "%s.s%d.gguf" % (a.name, k))
+    gguf_export.write(path, gguf_export.model_kv(cfg, tok, a.name), gguf_tensors(torch, m, cfg))
+    print(a.name, "snapshot", k, "step", step, "t", round(t, 1), path, flush=True)
+    return {"k": k, "step": step, "t": round(t, 1), "file": os.path.basename(path)}
+
+
 def cmd_train(a):
     import numpy as np  # noqa: F401  (tensor export)
     import multiprocessing as mp
@@ -654,7 +667,7 @@ def cmd_train(a):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": nodecay, "weight_decay": 0.0}],
                             lr=a.lr, betas=(0.9, 0.95), eps=1e-8, **({"fused": True} if dev == "cuda" else {}))
     rng = random.Random(a.seed)
-    step, epoch, log = 0, 0, []
+    step, epoch, log, snaps = 0, 0, [], []
     pool, pool_next, n_long = [], 0, 0
     short_batches = []
     t0 = time.time()
@@ -756,6 +769,8 @@ def cmd_train(a):
         if step % 25 == 0:
             acc[kind][0] += float(loss_a)
             acc[kind][1] += 1
+        if a.snapshot_every and time.time() - t0 >= a.snapshot_every * (len(snaps) + 1):
+            snaps.append(write_snapshot(torch, model, cfg, tok, a, len(snaps) + 1, step, time.time() - t0))
         if step % 100 == 0:
             rec = {"step": step, "epoch": epoch, "t": round(time.time() - t0, 1), "lr": lr, "loss_answer": float(loss_a),
                    "loss_prompt": float(loss_p), "kind": kind, "long_generated": n_long}
@@ -787,7 +802,7 @@ def cmd_train(a):
             "prompt_weight": a.prompt_weight, "init": a.init, "repeat": a.repeat, "long_share": a.long_share,
             "induct_share": a.induct_share, "induct_len": a.induct_len, "induct_mode": a.induct_mode,
             "long_curriculum": a.long_curriculum, "long_questions": a.long_questions, "long_pool": a.long_pool,
-            "long_phases": phases, "long_eval": evals,
+            "long_phases": phases, "long_eval": evals, "snapshots": snaps,
             "command": " ".join(sys.argv), "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else "cpu", "log": log}
     with open(os.path.join(a.out, a.name + ".json"), "w") as f:
@@ -851,6 +866,8 @@ def main():
     t.add_argument("--induct-len", type=int, default=64, help="most random tokens an induction example copies from")
     t.add_argument("--induct-mode", choices=("whole", "spans"), default="whole", help="see induction_example")
     t.add_argument("--long-phases", default="", help='e.g. "0.3:2-10:16,0.6:8-50:12,1.0:test:8" (see parse_phases)')
+    t.add_argument("--snapshot-every", type=float, default=0,
+                   help="also write OUT/NAME.sK.gguf every this many seconds of training (0: none)")
     t.add_argument("--long-eval", type=int, default=0, help="teacher-forced exact match on N test-sized documents at each phase end")
     t.set_defaults(fixture_prompts=FIXTURE_PROMPTS)
     a = ap.parse_args()
