@@ -697,15 +697,24 @@ static __device__ __forceinline__ void att_put(const att_k &P, int b, int col, f
         prep_elem(P.acts, v, 0.0f, false, P.oh ? P.oh + (size_t)b * P.okp + col : NULL, NULL);
 }
 
-/* the zero padding of oh that belongs to row b of the slice (called by one
- * block of the row) */
-static __device__ void att_pad(const att_k &P, int b) {
+/* the zero padding of oh that belongs to row b of the slice, shared by the
+ * row's nblk blocks (this one is blk): columns [K, okp) of the row, and
+ * after the launch's last row the rows up to pad16(B), in 16-byte stores
+ * where aligned. (At batch 1 that is 15 rows of okp zeros: one block storing
+ * them two bytes at a time finished microseconds after the others.) */
+static __device__ void att_pad(const att_k &P, int b, int blk, int nblk) {
     if (!P.oh) return;
     const int K = P.n_heads * P.hd, gb = P.b0 + b;
-    for (int64_t i = K + threadIdx.x; i < P.okp; i += blockDim.x) P.oh[(size_t)b * P.okp + i] = 0;
-    if (gb == P.B - 1)
-        for (int64_t i = threadIdx.x; i < (dcu_pad16(P.B) - P.B) * P.okp; i += blockDim.x)
-            P.oh[(size_t)(b + 1) * P.okp + i] = 0;
+    const int64_t t = (int64_t)blk * blockDim.x + threadIdx.x, stride = (int64_t)nblk * blockDim.x;
+    for (int64_t i = K + t; i < P.okp; i += stride) P.oh[(size_t)b * P.okp + i] = 0;
+    if (gb != P.B - 1) return;
+    uint16_t *z = P.oh + (size_t)(b + 1) * P.okp;
+    const int64_t n = (dcu_pad16(P.B) - P.B) * P.okp; /* a multiple of 16 */
+    if (((uintptr_t)z & 15u) == 0) {
+        for (int64_t i = t; i < n / 8; i += stride) ((uint4 *)z)[i] = make_uint4(0u, 0u, 0u, 0u);
+    } else {
+        for (int64_t i = t; i < n; i += stride) z[i] = 0;
+    }
 }
 
 static __device__ __forceinline__ void row_window(const drow &R, int window, int *start, int *npos) {
@@ -1090,7 +1099,7 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
     float *qs = smf;          /* GM x hq, then per warp and head (2 + hd): m, l, acc */
     const float *q = P.q + (size_t)b * P.ldq + (size_t)h0 * hd;
     for (int i = threadIdx.x; i < GM * hd; i += blockDim.x) qs[(i / hd) * hq + i % hd] = q[i];
-    if (sp == 0 && hg == 0) att_pad(P, b);
+    att_pad(P, b, hg * gridDim.x + sp, gridDim.x * gridDim.y);
     int start, npos;
     row_window(R, P.window, &start, &npos);
     const int t0 = sp * P.chunk;
@@ -1217,7 +1226,7 @@ __global__ void __launch_bounds__(32 * ATT_RW_MAX) k_attn_row(att_k P) {
         if (i < GM * hd) qs[(i / hd) * hq + i % hd] = qv[k];
     }
     for (int i = threadIdx.x + 4 * blockDim.x; i < GM * hd; i += blockDim.x) qs[(i / hd) * hq + i % hd] = q[i];
-    if (hg == 0) att_pad(P, b);
+    att_pad(P, b, hg, gridDim.x);
     __syncthreads();
     float m[GM], l[GM], acc[GM][NPL];
 #pragma unroll
