@@ -57,10 +57,6 @@ drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what)
 
 /* ----------------------------------------------------------------- context */
 
-/* dcu_l2pf_mb's default: megabytes of gate|up weights prefetched into L2
- * during attention (the H200's L2 holds 50 MB) */
-#define L2PF_DEFAULT_MB 24
-
 /* a switch that is on unless the environment variable name is "0" */
 static int env_not_zero(const char *name) {
     const char *e = getenv(name);
@@ -81,21 +77,6 @@ int dcu_pdl_on(void) {
 int dcu_fuse_on(void) {
     static int on = -1;
     return env_switch_on(&on, "DRIFT_CUDA_FUSE");
-}
-
-int dcu_l2pf_mb(void) {
-    static int mb = -1;
-    if (mb < 0) {
-        const char *e = getenv("DRIFT_CUDA_L2PF");
-        long v = e && *e ? strtol(e, NULL, 10) : L2PF_DEFAULT_MB;
-        mb = v < 0 ? 0 : v > 1024 ? 1024 : (int)v;
-    }
-    return mb;
-}
-
-int dcu_l2pf_next_on(void) {
-    static int on = -1;
-    return env_switch_on(&on, "DRIFT_CUDA_L2PF_NEXT");
 }
 
 #define LT_WORKSPACE (32u << 20)
@@ -834,54 +815,6 @@ static drift_status mm(dcu_model *m, const dmat *W, const dact *x, int B, float 
     return dcu_mm(&m->ctx, &m->p, W, x, B, y, ldy, err);
 }
 
-/* L2 prefetches for the next product (dcu_l2pf; only the batch-1 tensor-
- * core kernel issues them, so only f16/bf16 weights of the wmma path; a
- * hint, results unchanged). rows of W from row r0, at most `bytes`. */
-static void pf_rows(const dmat *W, int64_t r0, size_t bytes, const uint8_t **p, size_t *n) {
-    *p = NULL;
-    *n = 0;
-    if (!W->data || W->ld % 16 || r0 >= W->rows) return;
-    size_t rows = bytes / W->ld, left = (size_t)(W->rows - r0);
-    if (rows > left) rows = left;
-    *p = W->data + (size_t)r0 * W->ld;
-    *n = rows * W->ld;
-}
-
-/* before the output projection: the first dcu_l2pf_mb() MB of the gate and
- * up weights, half from each (the rows the SwiGLU product's first blocks
- * read: gate strip p and up strip p go to one block) */
-static void pf_set_gu(dcu_model *m, const dcu_layer *L, int B) {
-    size_t each = (size_t)dcu_l2pf_mb() << 19; /* MB / 2 from gate and from up */
-    dcu_l2pf *pf = &m->ctx.pf;
-    *pf = dcu_l2pf{};
-    if (B > 16 || !each || m->n_exp) return;
-    if (L->gu_stacked) {
-        pf_rows(&L->gu, 0, each, &pf->p[0], &pf->n[0]);
-        pf_rows(&L->gu, m->hidden, each, &pf->p[1], &pf->n[1]);
-    } else {
-        pf_rows(&L->gate, 0, each, &pf->p[0], &pf->n[0]);
-        pf_rows(&L->up, 0, each, &pf->p[1], &pf->n[1]);
-    }
-}
-
-/* before the down projection: the next layer's q|k|v (its first matrix when
- * not stacked), or after the last layer the output head's first rows (as
- * many bytes as one q|k|v) */
-static void pf_set_next(dcu_model *m, int l, int B) {
-    dcu_l2pf *pf = &m->ctx.pf;
-    *pf = dcu_l2pf{};
-    if (B > 16 || !dcu_l2pf_next_on() || !dcu_l2pf_mb()) return;
-    if (l + 1 < m->n_layers) {
-        const dcu_layer *N = &m->layers[(size_t)l + 1];
-        const dmat *W = N->qkv_stacked ? &N->qkv : &N->wq;
-        pf_rows(W, 0, (size_t)W->rows * W->ld, &pf->p[0], &pf->n[0]);
-    } else if (m->n_layers > 0) {
-        const dcu_layer *L = &m->layers[(size_t)l];
-        const dmat *Q = L->qkv_stacked ? &L->qkv : &L->wq;
-        pf_rows(&m->out, 0, (size_t)Q->rows * Q->ld, &pf->p[0], &pf->n[0]);
-    }
-}
-
 /* MoE FFN of the B rows prepared in aA -> ws.y. The router's top-k runs on
  * the GPU (k_moe_route: moe_ffn's operations). Dense (small experts): every
  * expert's gate|up, SwiGLU and down for every row, then each row's chosen
@@ -989,6 +922,7 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
     for (int l = 0; l < m->n_layers; l++) {
         const dcu_layer *L = &m->layers[(size_t)l];
         /* q | k | v */
+        c->mm_tag = DCU_MM_QKV;
         if (L->qkv_stacked) {
             if ((st = mm(m, &L->qkv, &w->aA, B, w->qkv, QKV, err))) return st;
         } else if ((st = mm(m, &L->wq, &w->aA, B, w->qkv, QKV, err)) ||
@@ -1045,16 +979,18 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
         aa.oacts = acts;
         aa.oneeds = nd;
         if ((st = dcu_launch_attention(c, &aa, B, err))) return st;
+        c->mm_tag = DCU_MM_WO;
         /* output projection; residual + ffn norm */
-        if (!att_fused && (st = dcu_launch_prep(c, acts, w->att, QD, NULL, B, QD, &w->aB, nd, err))) return st;
-        pf_set_gu(m, L, B); /* wo's blocks, waiting on attention, pull gate|up into L2 */
-        if ((st = mm(m, &L->wo, &w->aB, B, w->y, D, err)) ||
+        if ((!att_fused && (st = dcu_launch_prep(c, acts, w->att, QD, NULL, B, QD, &w->aB, nd, err))) ||
+            (st = mm(m, &L->wo, &w->aB, B, w->y, D, err)) ||
             (st = dcu_launch_norm(c, acts, w->x, w->y, B, D, L->ffn_norm, m->eps, NULL, &w->aA, nd, err)))
             return st;
         /* FFN */
         if (m->n_exp) {
+            c->mm_tag = DCU_MM_OTHER;
             if ((st = moe_layer(m, L, B, err))) return st;
         } else {
+            c->mm_tag = DCU_MM_GU;
             int sw_done = 0; /* gate|up with SwiGLU in one launch where it applies */
             if (L->gu_stacked) {
                 if ((st = dcu_mm_swiglu(c, p, &L->gu, &w->aA, B, H, &w->aB, nd, &sw_done, err))) return st;
@@ -1066,7 +1002,7 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
             if (!sw_done &&
                 (st = dcu_launch_swiglu(c, acts, fast, w->hb, w->hb + H, 2 * (int64_t)H, B, H, &w->aB, nd, err)))
                 return st;
-            pf_set_next(m, l, B);
+            c->mm_tag = DCU_MM_DOWN;
             if ((st = mm(m, &L->down, &w->aB, B, w->y, D, err))) return st;
         }
         /* residual, then the next layer's norm or the final one */
@@ -1077,11 +1013,13 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
             st = dcu_launch_norm(c, acts, w->x, w->y, B, D, m->onorm, m->eps, w->hid, NULL, 0, err);
         if (st) return st;
     }
+    st = DRIFT_OK;
+    c->mm_tag = DCU_MM_HEAD;
     if (n_logit_rows > 0 &&
-        ((st = dcu_launch_prep(c, acts, w->hid, D, w->lidx, n_logit_rows, D, &w->aL, nd, err)) ||
-         (st = mm(m, &m->out, &w->aL, n_logit_rows, w->logits, m->n_vocab, err))))
-        return st;
-    return DRIFT_OK;
+        !(st = dcu_launch_prep(c, acts, w->hid, D, w->lidx, n_logit_rows, D, &w->aL, nd, err)))
+        st = mm(m, &m->out, &w->aL, n_logit_rows, w->logits, m->n_vocab, err);
+    c->mm_tag = DCU_MM_OTHER;
+    return st;
 }
 
 /* ---- CUDA graphs: a dense model's pass with gemm=kernel is the same

@@ -73,23 +73,11 @@ enum { DCU_NEED_H = 1, DCU_NEED_Q = 2 };
 /* How one matrix product runs. */
 enum dcu_path { DCU_PATH_SIMT, DCU_PATH_WMMA, DCU_PATH_SGEMM, DCU_PATH_GEMMEX, DCU_PATH_LT };
 
-/* Weight ranges to pull into L2 ahead of the kernels that read them (a
- * hint; results never depend on it). At batch 1 the memory system idles
- * through the latency-bound kernels (norms, RoPE, attention); the batch-1
- * tensor-core matvec (k_mm_tc1) that runs early under programmatic
- * dependent launch issues these bulk prefetches before its own wait, so the
- * next large product's weights stream in during that idle time. Ranges are
- * 16-byte aligned, lengths multiples of 16 (f16/bf16 rows of kp columns). */
-struct dcu_l2pf {
-    const uint8_t *p[2];
-    size_t n[2];          /* bytes; 0: none */
-};
-/* Megabytes of the gate|up weights the output projection prefetches, and
- * whether the down projection prefetches the next layer's q|k|v (or the
- * output head): DRIFT_CUDA_L2PF=MB (0: off), DRIFT_CUDA_L2PF_NEXT=0 (off);
- * both read once. */
-int dcu_l2pf_mb(void);
-int dcu_l2pf_next_on(void);
+/* Which product of the forward pass the next dcu_mm calls are (the forward
+ * pass sets dcu_ctx.mm_tag; DCU_MM_OTHER elsewhere): per-product launch
+ * choices of the batch-1 matvec, DRIFT_CUDA_TC_STAGES and DRIFT_CUDA_EARLY
+ * (cuda_matmul.cu, tc_stages). Scheduling only: the same bits. */
+enum dcu_mm_tag { DCU_MM_OTHER, DCU_MM_QKV, DCU_MM_WO, DCU_MM_GU, DCU_MM_DOWN, DCU_MM_HEAD, DCU_MM_NTAGS };
 
 /* Per model (or the single-op context): the stream and library handles. */
 struct dcu_lt_algo {
@@ -107,7 +95,7 @@ struct dcu_ctx {
     int sm_count;
     dcu_lt_algo lt_cache[32];
     int lt_next;
-    dcu_l2pf pf;          /* issued by the next dcu_mm's batch-1 kernel, then cleared */
+    int mm_tag;           /* dcu_mm_tag */
 };
 
 static inline __host__ __device__ int64_t dcu_pad16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -282,31 +270,6 @@ static __device__ __forceinline__ void dcu_pdl_trigger() {
 #endif
 }
 #define DCU_PDL_ENTER() (dcu_pdl_trigger(), dcu_pdl_wait())
-
-/* Issues pf's L2 prefetches (cp.async.bulk.prefetch, sm_90) in pieces of
- * DCU_PF_PIECE bytes spread over the grid: lane l of warp 0 of block b
- * takes pieces l * gridDim.x + b, ... (warp 0 only: every launched block of
- * k_mm_tc1 has work in its warp 0). Constant weights only, so it may run
- * before dcu_pdl_wait. No completion is awaited. */
-#define DCU_PF_PIECE 16384
-static __device__ __forceinline__ void dcu_l2_prefetch(const dcu_l2pf &pf) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (threadIdx.x >= 32) return;
-    const size_t stride = (size_t)32 * gridDim.x;
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const size_t n = pf.n[r], pieces = (n + DCU_PF_PIECE - 1) / DCU_PF_PIECE;
-        for (size_t j = (size_t)threadIdx.x * gridDim.x + blockIdx.x; j < pieces; j += stride) {
-            const size_t off = j * DCU_PF_PIECE;
-            const unsigned len = (unsigned)((n - off < DCU_PF_PIECE ? n - off : DCU_PF_PIECE) & ~(size_t)15);
-            if (len)
-                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(pf.p[r] + off), "r"(len) : "memory");
-        }
-    }
-#else
-    (void)pf;
-#endif
-}
 
 static __device__ __forceinline__ float dcu_bf16_f32(uint32_t h) { return __uint_as_float(h << 16); }
 

@@ -52,6 +52,8 @@
 #include "model/cuda/cuda_internal.cuh"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define ATT_THREADS 128
 #define ATT_TILE 32
@@ -1316,6 +1318,23 @@ static void launch_attn_part(int npl, int gm, bool row, dim3 g, int threads, siz
 
 #define ATT_MAX_HD 1024 /* 32 lanes x 32 dimensions */
 
+/* Scheduling overrides (read once; the same operations per head either
+ * way): DRIFT_CUDA_ATT_GM=1, 2 or 4 query heads per block where that
+ * divides the group and the head size allows it (else chosen from the grid
+ * size); DRIFT_CUDA_ATT_ROW=0 keeps the split grid where k_attn_row would
+ * serve a row in one block. */
+static void att_env(int *gm, int *row) {
+    static int g = -1, r = -1;
+    if (g < 0) {
+        const char *e = getenv("DRIFT_CUDA_ATT_GM");
+        g = e && (!strcmp(e, "1") || !strcmp(e, "2") || !strcmp(e, "4")) ? e[0] - '0' : 0;
+        e = getenv("DRIFT_CUDA_ATT_ROW");
+        r = !(e && !strcmp(e, "0"));
+    }
+    *gm = g;
+    *row = r;
+}
+
 drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, drift_error *err) {
     if (B <= 0) return DRIFT_OK;
     if (a->head_dim < 1 || a->head_dim > ATT_MAX_HD || a->n_heads > 65535 || a->chunk < 1 || a->n_kvh < 1 ||
@@ -1381,9 +1400,12 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     while (gm > 1 && group % gm) gm /= 2;
     int nb0 = B < slice ? B : slice;
     while (gm > 1 && (long)nb0 * (a->n_heads / gm) * max_splits < 2L * c->sm_count) gm /= 2;
+    int gm_env, row_env;
+    att_env(&gm_env, &row_env);
+    if (gm_env && group % gm_env == 0 && gm_env <= (npl <= 4 ? 4 : npl <= 8 ? 2 : 1)) gm = gm_env;
     int hq = (hd + 3) & ~3;
     /* one block per (row, head group) when its splits' warps fit (k_attn_row: the same operations) */
-    const bool row = dcu_fuse_on() && (long)max_splits * nw <= ATT_RW_MAX &&
+    const bool row = dcu_fuse_on() && row_env && (long)max_splits * nw <= ATT_RW_MAX &&
                      (size_t)(gm * hq + max_splits * nw * gm * (hd + 2)) * sizeof(float) <= 48u * 1024u;
     const int threads = row ? 32 * max_splits * nw : 32 * nw;
     size_t smem = (size_t)(gm * hq + (threads / 32) * gm * (hd + 2)) * sizeof(float); /* <= 37 KB */

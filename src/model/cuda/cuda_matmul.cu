@@ -61,6 +61,7 @@
 #define WM_PPL (16 * WM_CPR / 32) /* pieces per lane and slice */
 #define WM_LDS (WM_ST * 16 + 8) /* staged row stride, elements (padded against bank conflicts) */
 #define WM_BUF (16 * WM_LDS)    /* elements per slice buffer (a multiple of 16: buffers stay 32-byte aligned) */
+#define TC_MAX_ST 4             /* k_mm_tc1's deepest slice pipeline */
 /* floats per warp of shared memory: two slice buffers of 2-byte values, or WM_MT partial tiles */
 #define WM_REG (WM_BUF > WM_MT * 256 ? WM_BUF : WM_MT * 256)
 #define MM_SLICE 8192 /* batch rows per launch (a multiple of 16) */
@@ -456,15 +457,15 @@ struct mm_sw {
     uint16_t *h;
 };
 
-/* MINB: blocks of 512 threads an SM must hold: 2 (at most 64 registers a
- * thread), or 3 (at most 40, for grids that fit one wave only that way).
- * pf: L2 prefetches issued after this warp's first weight slices (see
- * dcu_l2pf), before the wait. */
-template <typename T, bool SW, int NST, bool TWO, int MINB>
-__global__ void __launch_bounds__(512, MINB) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
-                                                      const T *__restrict__ X, int B, float *__restrict__ y,
-                                                      int64_t ldy, int KS, mm_sw sw, dcu_l2pf pf) {
+/* early = 0: wait for the previous kernel before staging any weights (no
+ * weight traffic while it runs); 1: stage the first slices first. At most
+ * 64 registers a thread: two 512-thread blocks an SM. */
+template <typename T, bool SW, int NST, bool TWO>
+__global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
+                                                   const T *__restrict__ X, int B, float *__restrict__ y,
+                                                   int64_t ldy, int KS, mm_sw sw, int early) {
     dcu_pdl_trigger(); /* dcu_pdl_wait below: after the first weight slices are in flight */
+    if (!early) dcu_pdl_wait();
     constexpr int RS = NST * WM_BUF / 2; /* floats per warp: NST slice buffers of 2-byte values */
     static_assert(RS >= 256, "a partial tile fits a warp's region");
     extern __shared__ __align__(128) float wm_part[]; /* (warps, RS): staged slices, then partial tiles */
@@ -487,7 +488,6 @@ __global__ void __launch_bounds__(512, MINB) k_mm_tc1(const T *__restrict__ W, i
         const uint32_t *x1 = (const uint32_t *)(X + (int64_t)(g + 8) * kp) + t;
 #pragma unroll
         for (int q = 0; q < NST; q++) wm_stage(stg + q * WM_BUF, wp, kp, k_begin + q * WM_ST, k_end, lane);
-        if (warp == 0 && (pf.n[0] | pf.n[1])) dcu_l2_prefetch(pf);
         dcu_pdl_wait(); /* the weights are constant; X comes from the previous kernel */
         /* the activation fragments of a slice: loaded one slice ahead (a, then an) */
         uint32_t a[WM_ST][4], an[WM_ST][4];
@@ -679,57 +679,64 @@ static int wm_ks(const dmat *W) {
     return KS;
 }
 
+/* Per-product overrides (read once): DRIFT_CUDA_TC_STAGES is one digit
+ * 2..4 (that depth for every k_mm_tc1 grid) or five characters for the
+ * forward pass's q|k|v, wo, gate|up, down and output-head products, each
+ * 2..4 or 0 (chosen from the grid); DRIFT_CUDA_EARLY is five 0/1 for the
+ * same products (default all 1; 0: that product's kernel stages no weights
+ * before the previous kernel has finished). */
+struct tc_env {
+    int st[DCU_MM_NTAGS];    /* 0: from the grid */
+    int early[DCU_MM_NTAGS];
+    int smem_sm;
+};
+static const tc_env &tc_env_get(void) {
+    static tc_env v;
+    static bool ready;
+    if (ready) return v;
+    for (int t = 0; t < DCU_MM_NTAGS; t++) v.st[t] = 0, v.early[t] = 1;
+    const char *e = getenv("DRIFT_CUDA_TC_STAGES");
+    if (e && e[0] >= '2' && e[0] <= '0' + TC_MAX_ST && !e[1]) {
+        for (int t = 0; t < DCU_MM_NTAGS; t++) v.st[t] = e[0] - '0';
+    } else if (e && strlen(e) == DCU_MM_NTAGS - 1) {
+        for (int t = 1; t < DCU_MM_NTAGS; t++) {
+            char ch = e[t - 1];
+            v.st[t] = ch >= '2' && ch <= '0' + TC_MAX_ST ? ch - '0' : 0;
+        }
+    }
+    e = getenv("DRIFT_CUDA_EARLY");
+    if (e && strlen(e) == DCU_MM_NTAGS - 1)
+        for (int t = 1; t < DCU_MM_NTAGS; t++) v.early[t] = e[t - 1] != '0';
+    if (cudaDeviceGetAttribute(&v.smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0) != cudaSuccess)
+        v.smem_sm = 0;
+    ready = true;
+    return v;
+}
+
 /* k_mm_tc1's slice buffers per warp: 2, or 3 / 4 when the grid still fits
  * in one wave with the larger shared memory (more of each warp's weights in
- * flight; the same mma sequence, so the same bits); DRIFT_CUDA_TC_STAGES=2..4
- * forces a depth (read once). *minb = 3 where two slice buffers and at most
- * 40 registers a thread (three 512-thread blocks an SM) make a grid that
- * two blocks an SM would run in two waves fit one (the 1B model's gate|up:
- * 352 blocks against 264 slots, whose second wave ran on a third of the
- * SMs); DRIFT_CUDA_TC3=0 turns that off (read once). */
-#define TC_MAX_ST 4
-static int tc_stages(const dcu_ctx *c, unsigned gx, int nwarps, int *minb) {
-    static int forced = -1, smem_sm = 0, tc3 = -1;
-    if (forced < 0) {
-        const char *e = getenv("DRIFT_CUDA_TC_STAGES");
-        forced = e && e[0] >= '2' && e[0] <= '0' + TC_MAX_ST && !e[1] ? e[0] - '0' : 0;
-        if (cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0) != cudaSuccess)
-            smem_sm = 0;
-        e = getenv("DRIFT_CUDA_TC3");
-        tc3 = !(e && !strcmp(e, "0"));
-    }
-    *minb = 2;
-    /* blocks an SM holds with nst buffers a warp and regs registers a thread */
-    auto per_sm = [&](int nst, long regs) {
+ * flight; the same mma sequence, so the same bits), unless tc_env forces a
+ * depth for the product (tag) */
+static int tc_stages(const dcu_ctx *c, unsigned gx, int nwarps, int tag) {
+    const tc_env &v = tc_env_get();
+    if (tag >= 0 && tag < DCU_MM_NTAGS && v.st[tag]) return v.st[tag];
+    for (int nst = TC_MAX_ST; nst > 2; nst--) {
         size_t smem = (size_t)nwarps * nst * WM_BUF * 2;
-        long by_smem = smem_sm > 0 ? (long)smem_sm / (long)(smem + 1024) : 0;
-        long by_regs = 65536L / (nwarps * 32L * regs), by_thr = 2048L / (nwarps * 32L);
+        long by_smem = v.smem_sm > 0 ? (long)v.smem_sm / (long)(smem + 1024) : 0;
+        long by_regs = 65536L / (nwarps * 32L * 64L), by_thr = 2048L / (nwarps * 32L);
         long bps = by_smem < by_regs ? by_smem : by_regs;
-        return by_thr < bps ? by_thr : bps;
-    };
-    if (forced) return forced;
-    for (int nst = TC_MAX_ST; nst > 2; nst--)
-        if ((long)gx <= per_sm(nst, 64) * c->sm_count) return nst;
-    if (tc3 && nwarps == 16 && (long)gx > per_sm(2, 64) * c->sm_count && per_sm(2, 40) >= 3 &&
-        (long)gx <= 3L * c->sm_count)
-        *minb = 3;
+        if (by_thr < bps) bps = by_thr;
+        if ((long)gx <= bps * c->sm_count) return nst;
+    }
     return 2;
 }
 
-template <typename T, bool SW, int NST, int MINB = 2>
+template <typename T, bool SW, int NST>
 static cudaError_t tc1_attr() {
     const int mx = (int)(16 * NST * WM_BUF * 2);
-    cudaError_t e =
-        cudaFuncSetAttribute(k_mm_tc1<T, SW, NST, false, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+    cudaError_t e = cudaFuncSetAttribute(k_mm_tc1<T, SW, NST, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(k_mm_tc1<T, SW, NST, true, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
-    /* three blocks an SM need the largest shared-memory carveout */
-    if (e == cudaSuccess && MINB > 2)
-        e = cudaFuncSetAttribute(k_mm_tc1<T, SW, NST, false, MINB>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 100);
-    if (e == cudaSuccess && MINB > 2)
-        e = cudaFuncSetAttribute(k_mm_tc1<T, SW, NST, true, MINB>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 100);
+        e = cudaFuncSetAttribute(k_mm_tc1<T, SW, NST, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
     return e;
 }
 
@@ -746,35 +753,30 @@ static drift_status wm_smem_attr(drift_error *err) {
         if (e == cudaSuccess) e = tc1_attr<T, true, 2>();
         if (e == cudaSuccess) e = tc1_attr<T, true, 3>();
         if (e == cudaSuccess) e = tc1_attr<T, true, 4>();
-        if (e == cudaSuccess) e = tc1_attr<T, false, 2, 3>();
-        if (e == cudaSuccess) e = tc1_attr<T, true, 2, 3>();
         if (e != cudaSuccess) return dcu_fail(err, e, "matmul kernel (WMMA) shared memory");
         smem_set = true;
     }
     return DRIFT_OK;
 }
 
-/* k_mm_tc1 for B <= 16: grid gx, nwarps warps; issues c->pf and clears it */
+/* k_mm_tc1 for B <= 16: grid gx, nwarps warps (c->mm_tag: the product) */
 template <typename T, bool SW>
 static void launch_tc1(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t kp, int64_t N, const T *xh, int B,
                        float *y, int64_t ldy, int KS, mm_sw sw) {
-    int minb = 2;
-    const int nst = tc_stages(c, gx, nwarps, &minb);
+    const int tag = c->mm_tag >= 0 && c->mm_tag < DCU_MM_NTAGS ? c->mm_tag : DCU_MM_OTHER;
+    const int nst = tc_stages(c, gx, nwarps, tag);
+    const int early = tc_env_get().early[tag];
     const size_t smem = (size_t)nwarps * nst * WM_BUF * 2;
     const bool two = B > 8;
     const unsigned th = (unsigned)nwarps * 32;
-    const dcu_l2pf pf = c->pf;
-    c->pf = dcu_l2pf{};
-#define TC1_GO(NST, TWO, MINB) \
-    dcu_launch(k_mm_tc1<T, SW, NST, TWO, MINB>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw, pf)
-    if (nst == 4 && two) TC1_GO(4, true, 2);
-    else if (nst == 4) TC1_GO(4, false, 2);
-    else if (nst == 3 && two) TC1_GO(3, true, 2);
-    else if (nst == 3) TC1_GO(3, false, 2);
-    else if (minb == 3 && two) TC1_GO(2, true, 3);
-    else if (minb == 3) TC1_GO(2, false, 3);
-    else if (two) TC1_GO(2, true, 2);
-    else TC1_GO(2, false, 2);
+#define TC1_GO(NST, TWO) \
+    dcu_launch(k_mm_tc1<T, SW, NST, TWO>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw, early)
+    if (nst == 4 && two) TC1_GO(4, true);
+    else if (nst == 4) TC1_GO(4, false);
+    else if (nst == 3 && two) TC1_GO(3, true);
+    else if (nst == 3) TC1_GO(3, false);
+    else if (two) TC1_GO(2, true);
+    else TC1_GO(2, false);
 #undef TC1_GO
 }
 
@@ -937,18 +939,8 @@ unsigned dcu_mm_needs(const drift_numeric_profile *p, const dmat *W) {
     }
 }
 
-static drift_status mm_run(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, const dact *x, int64_t B,
-                           float *y, int64_t ldy, drift_error *err);
-
 drift_status dcu_mm(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, const dact *x, int64_t B, float *y,
                     int64_t ldy, drift_error *err) {
-    drift_status st = mm_run(c, p, W, x, B, y, ldy, err);
-    c->pf = dcu_l2pf{}; /* a hint for this product only (paths other than k_mm_tc1 ignore it) */
-    return st;
-}
-
-static drift_status mm_run(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, const dact *x, int64_t B,
-                           float *y, int64_t ldy, drift_error *err) {
     if (B <= 0 || W->rows <= 0) return DRIFT_OK;
     dcu_path path = dcu_mm_path(p, W);
     int64_t K = W->cols, kp = dcu_pad16(K), N = W->rows;
