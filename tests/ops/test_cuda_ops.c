@@ -364,6 +364,8 @@ static void test_matmul_invariance(void **state) {
     /* B <= 16 runs k_mm_tc1, B > 16 k_mm_wmma: one segment with 4 strips a block, and a 16-way split */
     inv_case("acts=bf16", DRIFT_GEMM_KERNEL, DRIFT_DTYPE_BF16, 4100, 64);
     inv_case("acts=f16", DRIFT_GEMM_KERNEL, DRIFT_DTYPE_F16, 1000, 2048);
+    /* 300 strips, a 16-way split: more blocks of 16 warps than two an SM hold on the H200 (a second wave) */
+    inv_case("acts=bf16", DRIFT_GEMM_KERNEL, DRIFT_DTYPE_BF16, 4800, 2048);
     inv_case("acts=f32", DRIFT_GEMM_KERNEL, DRIFT_DTYPE_BF16, 300, 4096); /* SIMT, 8 warps a row */
     inv_case("acts=f32", DRIFT_GEMM_KERNEL, DRIFT_DTYPE_F32, 53, 600);
     inv_case("acts=f32", DRIFT_GEMM_KERNEL, DRIFT_DTYPE_F32, 53, 601);    /* one-element units */

@@ -922,6 +922,7 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
     for (int l = 0; l < m->n_layers; l++) {
         const dcu_layer *L = &m->layers[(size_t)l];
         /* q | k | v */
+        c->mm_tag = DCU_MM_QKV;
         if (L->qkv_stacked) {
             if ((st = mm(m, &L->qkv, &w->aA, B, w->qkv, QKV, err))) return st;
         } else if ((st = mm(m, &L->wq, &w->aA, B, w->qkv, QKV, err)) ||
@@ -978,6 +979,7 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
         aa.oacts = acts;
         aa.oneeds = nd;
         if ((st = dcu_launch_attention(c, &aa, B, err))) return st;
+        c->mm_tag = DCU_MM_WO;
         /* output projection; residual + ffn norm */
         if ((!att_fused && (st = dcu_launch_prep(c, acts, w->att, QD, NULL, B, QD, &w->aB, nd, err))) ||
             (st = mm(m, &L->wo, &w->aB, B, w->y, D, err)) ||
@@ -985,8 +987,10 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
             return st;
         /* FFN */
         if (m->n_exp) {
+            c->mm_tag = DCU_MM_OTHER;
             if ((st = moe_layer(m, L, B, err))) return st;
         } else {
+            c->mm_tag = DCU_MM_GU;
             int sw_done = 0; /* gate|up with SwiGLU in one launch where it applies */
             if (L->gu_stacked) {
                 if ((st = dcu_mm_swiglu(c, p, &L->gu, &w->aA, B, H, &w->aB, nd, &sw_done, err))) return st;
@@ -995,10 +999,11 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
                        (st = mm(m, &L->up, &w->aA, B, w->hb + H, 2 * (int64_t)H, err))) {
                 return st;
             }
-            if ((!sw_done &&
-                 (st = dcu_launch_swiglu(c, acts, fast, w->hb, w->hb + H, 2 * (int64_t)H, B, H, &w->aB, nd, err))) ||
-                (st = mm(m, &L->down, &w->aB, B, w->y, D, err)))
+            if (!sw_done &&
+                (st = dcu_launch_swiglu(c, acts, fast, w->hb, w->hb + H, 2 * (int64_t)H, B, H, &w->aB, nd, err)))
                 return st;
+            c->mm_tag = DCU_MM_DOWN;
+            if ((st = mm(m, &L->down, &w->aB, B, w->y, D, err))) return st;
         }
         /* residual, then the next layer's norm or the final one */
         if (l + 1 < m->n_layers)
@@ -1008,11 +1013,13 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
             st = dcu_launch_norm(c, acts, w->x, w->y, B, D, m->onorm, m->eps, w->hid, NULL, 0, err);
         if (st) return st;
     }
+    st = DRIFT_OK;
+    c->mm_tag = DCU_MM_HEAD;
     if (n_logit_rows > 0 &&
-        ((st = dcu_launch_prep(c, acts, w->hid, D, w->lidx, n_logit_rows, D, &w->aL, nd, err)) ||
-         (st = mm(m, &m->out, &w->aL, n_logit_rows, w->logits, m->n_vocab, err))))
-        return st;
-    return DRIFT_OK;
+        !(st = dcu_launch_prep(c, acts, w->hid, D, w->lidx, n_logit_rows, D, &w->aL, nd, err)))
+        st = mm(m, &m->out, &w->aL, n_logit_rows, w->logits, m->n_vocab, err);
+    c->mm_tag = DCU_MM_OTHER;
+    return st;
 }
 
 /* ---- CUDA graphs: a dense model's pass with gemm=kernel is the same

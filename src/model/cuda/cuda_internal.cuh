@@ -73,6 +73,12 @@ enum { DCU_NEED_H = 1, DCU_NEED_Q = 2 };
 /* How one matrix product runs. */
 enum dcu_path { DCU_PATH_SIMT, DCU_PATH_WMMA, DCU_PATH_SGEMM, DCU_PATH_GEMMEX, DCU_PATH_LT };
 
+/* Which product of the forward pass the next dcu_mm calls are (the forward
+ * pass sets dcu_ctx.mm_tag; DCU_MM_OTHER elsewhere): per-product launch
+ * choices of the batch-1 matvec, DRIFT_CUDA_TC_STAGES and DRIFT_CUDA_EARLY
+ * (cuda_matmul.cu, tc_stages). Scheduling only: the same bits. */
+enum dcu_mm_tag { DCU_MM_OTHER, DCU_MM_QKV, DCU_MM_WO, DCU_MM_GU, DCU_MM_DOWN, DCU_MM_HEAD, DCU_MM_NTAGS };
+
 /* Per model (or the single-op context): the stream and library handles. */
 struct dcu_lt_algo {
     int64_t n, b, k, ldy;
@@ -89,6 +95,7 @@ struct dcu_ctx {
     int sm_count;
     dcu_lt_algo lt_cache[32];
     int lt_next;
+    int mm_tag;           /* dcu_mm_tag */
 };
 
 static inline __host__ __device__ int64_t dcu_pad16(int64_t n) { return (n + 15) / 16 * 16; }

@@ -52,6 +52,8 @@
 #include "model/cuda/cuda_internal.cuh"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define ATT_THREADS 128
 #define ATT_TILE 32
@@ -697,15 +699,24 @@ static __device__ __forceinline__ void att_put(const att_k &P, int b, int col, f
         prep_elem(P.acts, v, 0.0f, false, P.oh ? P.oh + (size_t)b * P.okp + col : NULL, NULL);
 }
 
-/* the zero padding of oh that belongs to row b of the slice (called by one
- * block of the row) */
-static __device__ void att_pad(const att_k &P, int b) {
+/* the zero padding of oh that belongs to row b of the slice, shared by the
+ * row's nblk blocks (this one is blk): columns [K, okp) of the row, and
+ * after the launch's last row the rows up to pad16(B), in 16-byte stores
+ * where aligned. (At batch 1 that is 15 rows of okp zeros: one block storing
+ * them two bytes at a time finished microseconds after the others.) */
+static __device__ void att_pad(const att_k &P, int b, int blk, int nblk) {
     if (!P.oh) return;
     const int K = P.n_heads * P.hd, gb = P.b0 + b;
-    for (int64_t i = K + threadIdx.x; i < P.okp; i += blockDim.x) P.oh[(size_t)b * P.okp + i] = 0;
-    if (gb == P.B - 1)
-        for (int64_t i = threadIdx.x; i < (dcu_pad16(P.B) - P.B) * P.okp; i += blockDim.x)
-            P.oh[(size_t)(b + 1) * P.okp + i] = 0;
+    const int64_t t = (int64_t)blk * blockDim.x + threadIdx.x, stride = (int64_t)nblk * blockDim.x;
+    for (int64_t i = K + t; i < P.okp; i += stride) P.oh[(size_t)b * P.okp + i] = 0;
+    if (gb != P.B - 1) return;
+    uint16_t *z = P.oh + (size_t)(b + 1) * P.okp;
+    const int64_t n = (dcu_pad16(P.B) - P.B) * P.okp; /* a multiple of 16 */
+    if (((uintptr_t)z & 15u) == 0) {
+        for (int64_t i = t; i < n / 8; i += stride) ((uint4 *)z)[i] = make_uint4(0u, 0u, 0u, 0u);
+    } else {
+        for (int64_t i = t; i < n; i += stride) z[i] = 0;
+    }
 }
 
 static __device__ __forceinline__ void row_window(const drow &R, int window, int *start, int *npos) {
@@ -1090,7 +1101,7 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
     float *qs = smf;          /* GM x hq, then per warp and head (2 + hd): m, l, acc */
     const float *q = P.q + (size_t)b * P.ldq + (size_t)h0 * hd;
     for (int i = threadIdx.x; i < GM * hd; i += blockDim.x) qs[(i / hd) * hq + i % hd] = q[i];
-    if (sp == 0 && hg == 0) att_pad(P, b);
+    att_pad(P, b, hg * gridDim.x + sp, gridDim.x * gridDim.y);
     int start, npos;
     row_window(R, P.window, &start, &npos);
     const int t0 = sp * P.chunk;
@@ -1217,7 +1228,7 @@ __global__ void __launch_bounds__(32 * ATT_RW_MAX) k_attn_row(att_k P) {
         if (i < GM * hd) qs[(i / hd) * hq + i % hd] = qv[k];
     }
     for (int i = threadIdx.x + 4 * blockDim.x; i < GM * hd; i += blockDim.x) qs[(i / hd) * hq + i % hd] = q[i];
-    if (hg == 0) att_pad(P, b);
+    att_pad(P, b, hg, gridDim.x);
     __syncthreads();
     float m[GM], l[GM], acc[GM][NPL];
 #pragma unroll
@@ -1307,6 +1318,23 @@ static void launch_attn_part(int npl, int gm, bool row, dim3 g, int threads, siz
 
 #define ATT_MAX_HD 1024 /* 32 lanes x 32 dimensions */
 
+/* Scheduling overrides (read once; the same operations per head either
+ * way): DRIFT_CUDA_ATT_GM=1, 2 or 4 query heads per block where that
+ * divides the group and the head size allows it (else chosen from the grid
+ * size); DRIFT_CUDA_ATT_ROW=0 keeps the split grid where k_attn_row would
+ * serve a row in one block. */
+static void att_env(int *gm, int *row) {
+    static int g = -1, r = -1;
+    if (g < 0) {
+        const char *e = getenv("DRIFT_CUDA_ATT_GM");
+        g = e && (!strcmp(e, "1") || !strcmp(e, "2") || !strcmp(e, "4")) ? e[0] - '0' : 0;
+        e = getenv("DRIFT_CUDA_ATT_ROW");
+        r = !(e && !strcmp(e, "0"));
+    }
+    *gm = g;
+    *row = r;
+}
+
 drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, drift_error *err) {
     if (B <= 0) return DRIFT_OK;
     if (a->head_dim < 1 || a->head_dim > ATT_MAX_HD || a->n_heads > 65535 || a->chunk < 1 || a->n_kvh < 1 ||
@@ -1372,9 +1400,12 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     while (gm > 1 && group % gm) gm /= 2;
     int nb0 = B < slice ? B : slice;
     while (gm > 1 && (long)nb0 * (a->n_heads / gm) * max_splits < 2L * c->sm_count) gm /= 2;
+    int gm_env, row_env;
+    att_env(&gm_env, &row_env);
+    if (gm_env && group % gm_env == 0 && gm_env <= (npl <= 4 ? 4 : npl <= 8 ? 2 : 1)) gm = gm_env;
     int hq = (hd + 3) & ~3;
     /* one block per (row, head group) when its splits' warps fit (k_attn_row: the same operations) */
-    const bool row = dcu_fuse_on() && (long)max_splits * nw <= ATT_RW_MAX &&
+    const bool row = dcu_fuse_on() && row_env && (long)max_splits * nw <= ATT_RW_MAX &&
                      (size_t)(gm * hq + max_splits * nw * gm * (hd + 2)) * sizeof(float) <= 48u * 1024u;
     const int threads = row ? 32 * max_splits * nw : 32 * nw;
     size_t smem = (size_t)(gm * hq + (threads / 32) * gm * (hd + 2)) * sizeof(float); /* <= 37 KB */

@@ -50,6 +50,7 @@
 
 #include <cuda_pipeline.h>
 #include <stdlib.h>
+#include <string.h>
 #include <mma.h>
 
 #define MM_WARPS 8
@@ -60,6 +61,7 @@
 #define WM_PPL (16 * WM_CPR / 32) /* pieces per lane and slice */
 #define WM_LDS (WM_ST * 16 + 8) /* staged row stride, elements (padded against bank conflicts) */
 #define WM_BUF (16 * WM_LDS)    /* elements per slice buffer (a multiple of 16: buffers stay 32-byte aligned) */
+#define TC_MAX_ST 4             /* k_mm_tc1's deepest slice pipeline */
 /* floats per warp of shared memory: two slice buffers of 2-byte values, or WM_MT partial tiles */
 #define WM_REG (WM_BUF > WM_MT * 256 ? WM_BUF : WM_MT * 256)
 #define MM_SLICE 8192 /* batch rows per launch (a multiple of 16) */
@@ -455,11 +457,15 @@ struct mm_sw {
     uint16_t *h;
 };
 
+/* early = 0: wait for the previous kernel before staging any weights (no
+ * weight traffic while it runs); 1: stage the first slices first. At most
+ * 64 registers a thread: two 512-thread blocks an SM. */
 template <typename T, bool SW, int NST, bool TWO>
-__global__ void __launch_bounds__(512) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
-                                                const T *__restrict__ X, int B, float *__restrict__ y, int64_t ldy,
-                                                int KS, mm_sw sw) {
+__global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
+                                                   const T *__restrict__ X, int B, float *__restrict__ y,
+                                                   int64_t ldy, int KS, mm_sw sw, int early) {
     dcu_pdl_trigger(); /* dcu_pdl_wait below: after the first weight slices are in flight */
+    if (!early) dcu_pdl_wait();
     constexpr int RS = NST * WM_BUF / 2; /* floats per warp: NST slice buffers of 2-byte values */
     static_assert(RS >= 256, "a partial tile fits a warp's region");
     extern __shared__ __align__(128) float wm_part[]; /* (warps, RS): staged slices, then partial tiles */
@@ -673,23 +679,50 @@ static int wm_ks(const dmat *W) {
     return KS;
 }
 
+/* Per-product overrides (read once): DRIFT_CUDA_TC_STAGES is one digit
+ * 2..4 (that depth for every k_mm_tc1 grid) or five characters for the
+ * forward pass's q|k|v, wo, gate|up, down and output-head products, each
+ * 2..4 or 0 (chosen from the grid); DRIFT_CUDA_EARLY is five 0/1 for the
+ * same products (default all 1; 0: that product's kernel stages no weights
+ * before the previous kernel has finished). */
+struct tc_env {
+    int st[DCU_MM_NTAGS];    /* 0: from the grid */
+    int early[DCU_MM_NTAGS];
+    int smem_sm;
+};
+static const tc_env &tc_env_get(void) {
+    static tc_env v;
+    static bool ready;
+    if (ready) return v;
+    for (int t = 0; t < DCU_MM_NTAGS; t++) v.st[t] = 0, v.early[t] = 1;
+    const char *e = getenv("DRIFT_CUDA_TC_STAGES");
+    if (e && e[0] >= '2' && e[0] <= '0' + TC_MAX_ST && !e[1]) {
+        for (int t = 0; t < DCU_MM_NTAGS; t++) v.st[t] = e[0] - '0';
+    } else if (e && strlen(e) == DCU_MM_NTAGS - 1) {
+        for (int t = 1; t < DCU_MM_NTAGS; t++) {
+            char ch = e[t - 1];
+            v.st[t] = ch >= '2' && ch <= '0' + TC_MAX_ST ? ch - '0' : 0;
+        }
+    }
+    e = getenv("DRIFT_CUDA_EARLY");
+    if (e && strlen(e) == DCU_MM_NTAGS - 1)
+        for (int t = 1; t < DCU_MM_NTAGS; t++) v.early[t] = e[t - 1] != '0';
+    if (cudaDeviceGetAttribute(&v.smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0) != cudaSuccess)
+        v.smem_sm = 0;
+    ready = true;
+    return v;
+}
+
 /* k_mm_tc1's slice buffers per warp: 2, or 3 / 4 when the grid still fits
  * in one wave with the larger shared memory (more of each warp's weights in
- * flight; the same mma sequence, so the same bits); DRIFT_CUDA_TC_STAGES=2..4
- * forces a depth (read once) */
-#define TC_MAX_ST 4
-static int tc_stages(const dcu_ctx *c, unsigned gx, int nwarps) {
-    static int forced = -1, smem_sm = 0;
-    if (forced < 0) {
-        const char *e = getenv("DRIFT_CUDA_TC_STAGES");
-        forced = e && e[0] >= '2' && e[0] <= '0' + TC_MAX_ST && !e[1] ? e[0] - '0' : 0;
-        if (cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0) != cudaSuccess)
-            smem_sm = 0;
-    }
-    if (forced) return forced;
+ * flight; the same mma sequence, so the same bits), unless tc_env forces a
+ * depth for the product (tag) */
+static int tc_stages(const dcu_ctx *c, unsigned gx, int nwarps, int tag) {
+    const tc_env &v = tc_env_get();
+    if (tag >= 0 && tag < DCU_MM_NTAGS && v.st[tag]) return v.st[tag];
     for (int nst = TC_MAX_ST; nst > 2; nst--) {
         size_t smem = (size_t)nwarps * nst * WM_BUF * 2;
-        long by_smem = smem_sm > 0 ? (long)smem_sm / (long)(smem + 1024) : 0;
+        long by_smem = v.smem_sm > 0 ? (long)v.smem_sm / (long)(smem + 1024) : 0;
         long by_regs = 65536L / (nwarps * 32L * 64L), by_thr = 2048L / (nwarps * 32L);
         long bps = by_smem < by_regs ? by_smem : by_regs;
         if (by_thr < bps) bps = by_thr;
@@ -726,20 +759,25 @@ static drift_status wm_smem_attr(drift_error *err) {
     return DRIFT_OK;
 }
 
-/* k_mm_tc1 for B <= 16: grid gx, nwarps warps */
+/* k_mm_tc1 for B <= 16: grid gx, nwarps warps (c->mm_tag: the product) */
 template <typename T, bool SW>
 static void launch_tc1(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t kp, int64_t N, const T *xh, int B,
                        float *y, int64_t ldy, int KS, mm_sw sw) {
-    const int nst = tc_stages(c, gx, nwarps);
+    const int tag = c->mm_tag >= 0 && c->mm_tag < DCU_MM_NTAGS ? c->mm_tag : DCU_MM_OTHER;
+    const int nst = tc_stages(c, gx, nwarps, tag);
+    const int early = tc_env_get().early[tag];
     const size_t smem = (size_t)nwarps * nst * WM_BUF * 2;
     const bool two = B > 8;
     const unsigned th = (unsigned)nwarps * 32;
-    if (nst == 4 && two) dcu_launch(k_mm_tc1<T, SW, 4, true>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
-    else if (nst == 4) dcu_launch(k_mm_tc1<T, SW, 4, false>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
-    else if (nst == 3 && two) dcu_launch(k_mm_tc1<T, SW, 3, true>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
-    else if (nst == 3) dcu_launch(k_mm_tc1<T, SW, 3, false>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
-    else if (two) dcu_launch(k_mm_tc1<T, SW, 2, true>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
-    else dcu_launch(k_mm_tc1<T, SW, 2, false>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw);
+#define TC1_GO(NST, TWO) \
+    dcu_launch(k_mm_tc1<T, SW, NST, TWO>, gx, th, smem, c->st, w, kp, N, xh, B, y, ldy, KS, sw, early)
+    if (nst == 4 && two) TC1_GO(4, true);
+    else if (nst == 4) TC1_GO(4, false);
+    else if (nst == 3 && two) TC1_GO(3, true);
+    else if (nst == 3) TC1_GO(3, false);
+    else if (two) TC1_GO(2, true);
+    else TC1_GO(2, false);
+#undef TC1_GO
 }
 
 template <typename T>
