@@ -408,6 +408,12 @@ def param_map(model, cfg):
     return out
 
 
+def write_gguf(torch, model, cfg, tok, name, path):
+    """PATH: the model as a GGUF file (metadata of cfg and tok, general.name NAME, gguf_tensors' weights)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    gguf_export.write(path, gguf_export.model_kv(cfg, tok, name), gguf_tensors(torch, model, cfg))
+
+
 def gguf_tensors(torch, model, cfg):
     """(name, ne, type, bytes) of the model's weights, F16 matrices, F32 norms/biases/router."""
     from gguf_export import GGML_F16, GGML_F32
@@ -601,10 +607,8 @@ def write_snapshot(torch, model, cfg, tok, a, k, step, t):
     goes on untouched). A stage that should stop somewhere inside a band (math between 50% and 90%, say)
     writes one every --snapshot-every seconds, and each is measured afterwards."""
     import copy
-    m = copy.deepcopy(model).float().cpu()
-    os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "%s.s%d.gguf" % (a.name, k))
-    gguf_export.write(path, gguf_export.model_kv(cfg, tok, a.name), gguf_tensors(torch, m, cfg))
+    write_gguf(torch, copy.deepcopy(model).float().cpu(), cfg, tok, a.name, path)
     print(a.name, "snapshot", k, "step", step, "t", round(t, 1), path, flush=True)
     return {"k": k, "step": step, "t": round(t, 1), "file": os.path.basename(path)}
 
@@ -790,9 +794,8 @@ def cmd_train(a):
         print(a.name, "long eval", evals[-1], flush=True)
     model = model.float().cpu()
     model.eval()
-    os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, a.name + ".gguf")
-    gguf_export.write(path, gguf_export.model_kv(cfg, tok, a.name), gguf_tensors(torch, model, cfg))
+    write_gguf(torch, model, cfg, tok, a.name, path)
     # reference logits: the file's weights (F16 rounded), float64 forward on the CPU
     round_to_stored(torch, model, cfg)
     fixture = logits_fixture(torch, model.double(), tok, a.name + ".gguf", a.fixture_prompts)

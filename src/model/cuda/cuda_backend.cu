@@ -57,15 +57,14 @@ drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what)
 
 /* ----------------------------------------------------------------- context */
 
-/* a switch that is on unless the environment variable name is "0" */
-static int env_not_zero(const char *name) {
+int dcu_env_not_zero(const char *name) {
     const char *e = getenv(name);
     return !(e && !strcmp(e, "0"));
 }
 
-/* env_not_zero(name), read once into *cache (-1: not yet) */
+/* dcu_env_not_zero(name), read once into *cache (-1: not yet) */
 static int env_switch_on(int *cache, const char *name) {
-    if (*cache < 0) *cache = env_not_zero(name);
+    if (*cache < 0) *cache = dcu_env_not_zero(name);
     return *cache;
 }
 
@@ -556,7 +555,7 @@ extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_nu
     m->rope = d->rope;
     m->rope.freq_factors = NULL;
     m->vb = num_kv_bytes(p->kv, d->head_dim);
-    m->graphs_on = env_not_zero("DRIFT_CUDA_GRAPHS"); /* read at every load */
+    m->graphs_on = dcu_env_not_zero("DRIFT_CUDA_GRAPHS"); /* read at every load */
     if ((st = dcu_ctx_init(&m->ctx, err))) goto fail;
     for (cudaEvent_t &e : m->dl_ev) {
         cudaError_t ce = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);

@@ -127,6 +127,9 @@ int dcu_pdl_on(void);
  * the next matmul's input, SwiGLU in the gate|up product's epilogue): on
  * unless DRIFT_CUDA_FUSE=0 (read once). Same results either way. */
 int dcu_fuse_on(void);
+/* A switch that is on unless the environment variable name is "0" (read
+ * at each call: the callers cache it). */
+int dcu_env_not_zero(const char *name);
 template <typename... KArgs, typename... Args>
 static inline void dcu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
                               Args... args) {

@@ -1328,8 +1328,7 @@ static void att_env(int *gm, int *row) {
     if (g < 0) {
         const char *e = getenv("DRIFT_CUDA_ATT_GM");
         g = e && (!strcmp(e, "1") || !strcmp(e, "2") || !strcmp(e, "4")) ? e[0] - '0' : 0;
-        e = getenv("DRIFT_CUDA_ATT_ROW");
-        r = !(e && !strcmp(e, "0"));
+        r = dcu_env_not_zero("DRIFT_CUDA_ATT_ROW");
     }
     *gm = g;
     *row = r;
