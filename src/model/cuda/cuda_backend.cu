@@ -948,9 +948,9 @@ static drift_status fwd_enqueue(dcu_model *m, int B, int chunk, int max_npos, in
         qa.layer = l;
         qa.kvfmt = p->kv;
         qa.vb = m->vb;
-        if ((st = dcu_launch_qkv(c, &qa, B, err))) return st;
-        /* attention */
+        /* attention (with the bias, RoPE and KV store above: dcu_launch_attention does them first) */
         dcu_attn_args aa;
+        aa.qkv = &qa;
         aa.q = w->qkv;
         aa.ldq = QKV;
         aa.out = w->att;

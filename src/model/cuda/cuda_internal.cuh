@@ -120,8 +120,12 @@ drift_status dcu_blas_fail(drift_error *err, cublasStatus_t s, const char *what)
  * launched through dcu_launch, which lets it start while the previous
  * kernel on the stream drains, unless DRIFT_CUDA_PDL=0 is in the environment
  * (read once). Every kernel calls dcu_pdl_wait() before it reads or writes
- * anything a previous kernel touches (only constant weights may be read
- * before) and dcu_pdl_trigger() to let the next one start. */
+ * anything a kernel of the pass writes (before it, only what no kernel of
+ * the pass writes may be read: weights, the rows uploaded before the pass,
+ * KV cache positions stored by earlier passes) and dcu_pdl_trigger() to let
+ * the next one start. What the previous kernels wrote is read with ordinary
+ * loads, never __ldg: the wait makes their writes visible to those only
+ * (cuda_matmul.cu). */
 int dcu_pdl_on(void);
 /* The fused launches (attention of one block per row and head group writing
  * the next matmul's input, SwiGLU in the gate|up product's epilogue): on
@@ -224,6 +228,11 @@ struct dcu_attn_args {
     const dact *oa;
     int oacts;
     unsigned oneeds;
+    /* qkv non-NULL: q, k, v are the q|k|v product as is, and the launcher
+     * does dcu_launch_qkv(qkv)'s work first: inside the attention kernel
+     * where one block serves a row (one row, the rotation's pairs within
+     * the block's threads), else as its own launch. q must be qkv->q. */
+    const dcu_qkv_args *qkv;
 };
 /* Floats of workspace attention needs for B rows (a bound; the launcher
  * slices the batch when the workspace or the counters are smaller). Rows of

@@ -39,7 +39,14 @@
  * bits with fewer round trips (DRIFT_CUDA_FUSE=0: always the split grid).
  * The forward pass has attention write wo's prepared input directly
  * (act() rounding and the bf16/f16 copy: no prep launch) where act() is
- * elementwise.
+ * elementwise, and hands it k_qkv's arguments: for one row served by
+ * k_attn_row, each block does k_qkv's operations for its heads itself (bias,
+ * RoPE in double with the angles computed before the dependency wait, K and
+ * V stored at the row's position; the blocks of a KV head store the same
+ * bits) and reads them back, so the pass has no k_qkv launch (the same
+ * bits; DRIFT_CUDA_QKA=0 keeps the launch). A one-row pass also prefetches
+ * the cache lines of its earlier positions before the wait (stored by
+ * earlier passes; the lines of its own position only after it).
  *
  * The row kernels norm, swiglu and prep keep a row in registers (k_*_r): one
  * round of loads instead of one dependent load per element and pass; norm
@@ -615,11 +622,17 @@ drift_status dcu_launch_kv_load(dcu_ctx *c, int fmt, float *dst, const uint8_t *
 /* grid (n_heads + n_kvh, B): blocks < n_heads rotate a q head in place;
  * the others rotate a k head and store it and the matching v head. */
 __global__ void __launch_bounds__(ATT_THREADS) k_qkv(dcu_qkv_args A) {
-    DCU_PDL_ENTER();
+    dcu_pdl_trigger();
     extern __shared__ float buf[]; /* (head_dim) */
     __shared__ float sm[32];
     int hidx = blockIdx.x, b = blockIdx.y, hd = A.head_dim;
-    const drow R = A.rows[b];
+    const drow R = A.rows[b]; /* uploaded before the pass: read before the wait */
+    /* the rotation of this thread's first pair needs only the position: its
+     * sine and cosine are computed while the previous kernel runs */
+    const int npair = A.n_rot / 2;
+    double sn0 = 0.0, cs0 = 1.0;
+    if ((int)threadIdx.x < npair) sincos(__dmul_rn((double)R.pos, A.freq[threadIdx.x]), &sn0, &cs0);
+    dcu_pdl_wait();
     bool isq = hidx < A.n_heads;
     int j = isq ? hidx : hidx - A.n_heads;
     float *vec = isq ? A.q + (size_t)b * A.ldq + (size_t)j * hd : A.k + (size_t)b * A.ldk + (size_t)j * hd;
@@ -627,12 +640,10 @@ __global__ void __launch_bounds__(ATT_THREADS) k_qkv(dcu_qkv_args A) {
     for (int d = threadIdx.x; d < hd; d += blockDim.x) buf[d] = bias ? __fadd_rn(vec[d], bias[d]) : vec[d];
     __syncthreads();
     /* RoPE in double, as num_ref_rope: (float)(x0 c - x1 s), (float)(x0 s + x1 c) */
-    int npair = A.n_rot / 2;
     for (int i = threadIdx.x; i < npair; i += blockDim.x) {
         int i0 = A.neox ? i : 2 * i, i1 = A.neox ? i + npair : 2 * i + 1;
-        double ang = __dmul_rn((double)R.pos, A.freq[i]);
-        double sn, cs;
-        sincos(ang, &sn, &cs);
+        double sn = sn0, cs = cs0;
+        if (i != (int)threadIdx.x) sincos(__dmul_rn((double)R.pos, A.freq[i]), &sn, &cs);
         double x0 = buf[i0], x1 = buf[i1];
         buf[i0] = (float)__dsub_rn(__dmul_rn(x0, cs), __dmul_rn(x1, sn));
         buf[i1] = (float)__dadd_rn(__dmul_rn(x0, sn), __dmul_rn(x1, cs));
@@ -691,6 +702,10 @@ struct att_k {
     int acts, B, b0;
     uint16_t *oh;
     int64_t okp;
+    /* qk = 1 (k_attn_row, one row): k_qkv's work for this block's heads is
+     * done here (qa: its arguments; q, k, v unrotated) */
+    int qk;
+    dcu_qkv_args qa;
 };
 
 /* output element (row b of the slice, column col) */
@@ -1175,12 +1190,17 @@ __global__ void __launch_bounds__(32 * ATT_MAX_WARPS) k_attn_part(att_k P) {
     if (threadIdx.x == 0) *cnt = 0u;
 }
 
-/* L1 prefetch of a KV vector's bytes (after the dependency wait: these are
- * the loads att_tiles issues next, started earlier) */
-static __device__ __forceinline__ void att_prefetch(const uint8_t *vec, size_t vb) {
-    for (size_t o = 0; o < vb; o += 128) asm volatile("prefetch.L1 [%0];" ::"l"(vec + o));
+/* L1 prefetch of the KV vector at cache + off (the loads att_tiles issues
+ * next, started earlier), its lines split at the one that holds byte cur:
+ * below = 1 the lines wholly before that one, 0 the others */
+static __device__ __forceinline__ void att_prefetch_split(const uint8_t *cache, size_t off, size_t vb, size_t cur,
+                                                          int below) {
+    const uintptr_t lim = ((uintptr_t)(cache + cur)) & ~(uintptr_t)127;
+    for (size_t o = 0; o < vb; o += 128) {
+        const uint8_t *a = cache + off + o;
+        if ((((uintptr_t)a | 127u) < lim) == (below != 0)) asm volatile("prefetch.L1 [%0];" ::"l"(a));
+    }
 }
-
 /* k_attn_part's work for one (row, head group) in one block: grid (heads /
  * GM, rows), ATT_RW = splits x nw warps (splits = ceil(max_npos / chunk)).
  * Warp w does what warp w % nw of split w / nw's block does in k_attn_part
@@ -1194,40 +1214,93 @@ static __device__ __forceinline__ void att_prefetch(const uint8_t *vec, size_t v
 #define ATT_RW_MAX 16
 template <int FMT, int NPL, int GM>
 __global__ void __launch_bounds__(32 * ATT_RW_MAX) k_attn_row(att_k P) {
-    DCU_PDL_ENTER();
+    dcu_pdl_trigger();
     extern __shared__ __align__(16) float smf[];
     const int hg = blockIdx.x, b = blockIdx.y;
     const int hd = P.hd, hq = (hd + 3) & ~3, h0 = hg * GM;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwt = blockDim.x >> 5;
     const int nw = nwt / P.max_splits, sp = warp / nw, wi = warp % nw;
+    /* before the wait: the row (uploaded before the pass) and, in a pass of
+     * one row, the cache lines of the positions before its own, which
+     * earlier passes stored (k_qkv stores this pass's position only: the
+     * lines from the one holding it on are prefetched after the wait, so no
+     * stale line sits in L1). Passes of several rows (a prefill's rows
+     * share a cache) prefetch after the wait. */
     const drow R = P.rows[b];
-    float *qs = smf; /* GM x hq, then per warp and head (2 + hd): m, l, acc */
-    const float *q = P.q + (size_t)b * P.ldq + (size_t)h0 * hd;
-    float qv[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        int i = threadIdx.x + k * blockDim.x;
-        qv[k] = i < GM * hd ? q[i] : 0.0f;
-    }
     int start, npos;
     row_window(R, P.window, &start, &npos);
     const int ns = (npos + P.chunk - 1) / P.chunk;
     const int t0 = sp * P.chunk, t1 = min(npos, t0 + P.chunk);
     const int kvh = h0 / (P.n_heads / P.n_kvh);
     const size_t pstride = (size_t)P.n_kvh * P.vb;
-    const size_t base = (((size_t)P.layer * (size_t)R.n_ctx + (size_t)start) * (size_t)P.n_kvh + (size_t)kvh) * P.vb;
+    const size_t rbase = ((size_t)P.layer * (size_t)R.n_ctx + (size_t)start) * (size_t)P.n_kvh * P.vb;
+    const size_t base = rbase + (size_t)kvh * P.vb;
     const uint8_t *kb = R.kc + base, *vbp = R.vc + base;
-    if (sp < ns) /* this warp's first tile */
-        for (int t = t0 + wi * ATT_TILE + lane; t < t1 && t < t0 + (wi + 1) * ATT_TILE; t += 32) {
-            att_prefetch(kb + (size_t)t * pstride, P.vb);
-            att_prefetch(vbp + (size_t)t * pstride, P.vb);
+    /* the row's own position (all KV heads); 0 when the pass has other rows: no line is below it */
+    const size_t cur = P.B == 1 ? rbase + (size_t)(npos - 1) * pstride : 0;
+    const int tw0 = t0 + wi * ATT_TILE, tw1 = min(t1, t0 + (wi + 1) * ATT_TILE); /* this warp's first tile */
+    if (sp < ns && P.B == 1)
+        for (int t = tw0 + lane; t < tw1; t += 32) {
+            att_prefetch_split(R.kc, base + (size_t)t * pstride, P.vb, cur, 1);
+            att_prefetch_split(R.vc, base + (size_t)t * pstride, P.vb, cur, 1);
+        }
+    float *qs = smf; /* GM x hq, then per warp and head (2 + hd): m, l, acc; with qk: k, v (hq each), sin, cos */
+    float *kx = smf + GM * hq + (size_t)nwt * GM * (hd + 2), *vx = kx + hq;
+    double *rsn = (double *)(smf + ((GM * hq + (size_t)nwt * GM * (hd + 2) + 2 * hq + 1) & ~(size_t)1));
+    const int npair = P.qk ? P.qa.n_rot / 2 : 0; /* <= blockDim.x (the launcher checks) */
+    if ((int)threadIdx.x < npair) /* the rotation's angles need only the position */
+        sincos(__dmul_rn((double)R.pos, P.qa.freq[threadIdx.x]), rsn + threadIdx.x, rsn + npair + threadIdx.x);
+    dcu_pdl_wait();
+    if (sp < ns && !P.qk) /* (with qk the row's own position is stored below, then loaded) */
+        for (int t = tw0 + lane; t < tw1; t += 32) {
+            att_prefetch_split(R.kc, base + (size_t)t * pstride, P.vb, cur, 0);
+            att_prefetch_split(R.vc, base + (size_t)t * pstride, P.vb, cur, 0);
+        }
+    if (P.qk) {
+        /* k_qkv's operations for query heads h0 .. h0 + GM - 1 and KV head
+         * kvh: bias, RoPE in double, K and V into the cache. Every block of
+         * the KV head stores the same bits at position pos, then reads them
+         * back as its own stores. */
+        __shared__ float ssm[32];
+        const dcu_qkv_args &A = P.qa;
+        const float *q = A.q + (size_t)b * A.ldq + (size_t)h0 * hd, *bq = A.bq ? A.bq + (size_t)h0 * hd : NULL;
+        for (int e = threadIdx.x; e < GM * hd; e += blockDim.x)
+            qs[(e / hd) * hq + e % hd] = bq ? __fadd_rn(q[e], bq[e]) : q[e];
+        const float *k = A.k + (size_t)b * A.ldk + (size_t)kvh * hd, *v = A.v + (size_t)b * A.ldv + (size_t)kvh * hd;
+        const float *bk = A.bk ? A.bk + (size_t)kvh * hd : NULL, *bv = A.bv ? A.bv + (size_t)kvh * hd : NULL;
+        for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+            kx[d] = bk ? __fadd_rn(k[d], bk[d]) : k[d];
+            vx[d] = bv ? __fadd_rn(v[d], bv[d]) : v[d];
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < (GM + 1) * npair; e += blockDim.x) {
+            const int g = e / npair, i = e % npair;
+            float *vp = g < GM ? qs + (size_t)g * hq : kx;
+            const int i0 = A.neox ? i : 2 * i, i1 = A.neox ? i + npair : 2 * i + 1;
+            const double sn = rsn[i], cs = rsn[npair + i], x0 = vp[i0], x1 = vp[i1];
+            vp[i0] = (float)__dsub_rn(__dmul_rn(x0, cs), __dmul_rn(x1, sn));
+            vp[i1] = (float)__dadd_rn(__dmul_rn(x0, sn), __dmul_rn(x1, cs));
+        }
+        __syncthreads();
+        const size_t off = (((size_t)A.layer * (size_t)R.n_ctx + (size_t)R.pos) * (size_t)A.n_kvh + (size_t)kvh) * A.vb;
+        kv_store_vec(A.kvfmt, R.kc + off, kx, hd, ssm);
+        __syncthreads();
+        kv_store_vec(A.kvfmt, R.vc + off, vx, hd, ssm);
+    } else {
+        const float *q = P.q + (size_t)b * P.ldq + (size_t)h0 * hd;
+        float qv[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            int i = threadIdx.x + k * blockDim.x;
+            qv[k] = i < GM * hd ? q[i] : 0.0f;
         }
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-        int i = threadIdx.x + k * blockDim.x;
-        if (i < GM * hd) qs[(i / hd) * hq + i % hd] = qv[k];
+        for (int k = 0; k < 4; k++) {
+            int i = threadIdx.x + k * blockDim.x;
+            if (i < GM * hd) qs[(i / hd) * hq + i % hd] = qv[k];
+        }
+        for (int i = threadIdx.x + 4 * blockDim.x; i < GM * hd; i += blockDim.x) qs[(i / hd) * hq + i % hd] = q[i];
     }
-    for (int i = threadIdx.x + 4 * blockDim.x; i < GM * hd; i += blockDim.x) qs[(i / hd) * hq + i % hd] = q[i];
     att_pad(P, b, hg, gridDim.x);
     __syncthreads();
     float m[GM], l[GM], acc[GM][NPL];
@@ -1367,6 +1440,8 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     P.acts = DRIFT_DTYPE_F32;
     P.oh = NULL;
     P.okp = 0;
+    P.qk = 0;
+    memset(&P.qa, 0, sizeof P.qa);
     if (a->oa) {
         if (is_fp8_host(a->oacts) || (a->oneeds & DCU_NEED_Q))
             return drift_error_set(err, DRIFT_ERR_INTERNAL, "cuda: attention cannot write fp8 matmul inputs");
@@ -1409,6 +1484,21 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
     const int threads = row ? 32 * max_splits * nw : 32 * nw;
     size_t smem = (size_t)(gm * hq + (threads / 32) * gm * (hd + 2)) * sizeof(float); /* <= 37 KB */
     if (row) slice = 65535; /* no workspace */
+    static int qka = -1; /* DRIFT_CUDA_QKA=0: k_qkv always its own launch (read once; the same bits) */
+    if (qka < 0) qka = dcu_env_not_zero("DRIFT_CUDA_QKA");
+    if (a->qkv) { /* k_qkv's work: in k_attn_row (one row), else its own launch first */
+        const int npair = a->qkv->n_rot / 2;
+        const size_t qk_smem = ((smem / sizeof(float) + 2 * (size_t)hq + 1) & ~(size_t)1) * sizeof(float) +
+                               2 * (size_t)npair * sizeof(double);
+        if (qka && row && B == 1 && npair <= threads && qk_smem <= 48u * 1024u && a->qkv->q == a->q) {
+            P.qk = 1;
+            P.qa = *a->qkv;
+            smem = qk_smem;
+        } else {
+            drift_status st = dcu_launch_qkv(c, a->qkv, B, err);
+            if (st) return st;
+        }
+    }
     for (int b0 = 0; b0 < B; b0 += slice) {
         int nb = B - b0 < slice ? B - b0 : slice;
         att_k S = P;

@@ -20,11 +20,20 @@
  *    loaded into registers a slice at a time before the wait on the weights
  *    (raw m16n8k16 mma, the instruction the WMMA tiles compile to: the same
  *    values in the same order, so the same bits; ~1.6x faster at batch 1).
- *    A stacked gate|up product at B <= 16 can run as k_mm_tc1<SW>
- *    (dcu_mm_swiglu): a block takes gate strip p and up strip p + H / 16 with
- *    the unfused launch's KS, so its epilogue has both sums of its columns and
- *    writes SwiGLU's prepared output itself (no gate|up rows, no SwiGLU
- *    launch; the same values).
+ *    A stacked gate|up product at B <= 16 runs as k_mm_tc1_gu
+ *    (dcu_mm_swiglu): a warp takes one segment of gate strip p and of up
+ *    strip p + H / 16 (the unfused launch's KS), two accumulators fed by the
+ *    same activation fragments, so a block's epilogue has both sums of its
+ *    columns and writes SwiGLU's prepared output itself (no gate|up rows, no
+ *    SwiGLU launch; the same values). DRIFT_CUDA_GU=0: k_mm_tc1<SW> instead
+ *    (a warp per strip segment; the same bits, 2x the warps).
+ *    The activation fragments (the previous kernel's output) are loaded
+ *    with ld.global.ca (__ldca), never the non-coherent path (__ldg): under
+ *    programmatic dependent launch the kernel is resident while the previous
+ *    one writes them, and griddepcontrol.wait makes those writes visible to
+ *    ordinary loads only. With __ldg, k_mm_tc1_gu on the H200 gave a
+ *    qwen2-7m batch-1 step other bits than the same row in a batch of 200
+ *    (two runs of two; with DRIFT_CUDA_PDL=0 the same bits).
  *
  *  SIMT (every other format and accumulator): a row of W is read by R warps
  *    (R from N and K only); the row is cut into units of 16 bytes (4 f32, 8
@@ -216,14 +225,14 @@ static __device__ __forceinline__ void mm_fma_unit(ACC (&acc)[BT], const float *
             if constexpr (E >= 4) {
 #pragma unroll
                 for (int e4 = 0; e4 < E / 4; e4++) {
-                    float4 xv = __ldg((const float4 *)xr + e4);
+                    float4 xv = __ldca((const float4 *)xr + e4);
                     acc[j] = mm_mac(acc[j], xv.x, w[4 * e4]);
                     acc[j] = mm_mac(acc[j], xv.y, w[4 * e4 + 1]);
                     acc[j] = mm_mac(acc[j], xv.z, w[4 * e4 + 2]);
                     acc[j] = mm_mac(acc[j], xv.w, w[4 * e4 + 3]);
                 }
             } else {
-                acc[j] = mm_mac(acc[j], __ldg(xr), w[0]);
+                acc[j] = mm_mac(acc[j], __ldca(xr), w[0]);
             }
         }
     }
@@ -335,9 +344,12 @@ __global__ void __launch_bounds__(MM_WARPS * 32)
  * shared memory, holding the same values as the global ones, so the mma
  * sequence and its results are those of loading them from global memory.
  * The region then holds the warp's partial tiles for the segment reduction. */
+
+/* wm_stage's copies without the commit (k_mm_tc1_gu: the next wm_stage's
+ * commit takes both strips' copies into one group) */
 template <typename T>
-static __device__ __forceinline__ void wm_stage(T *buf, const T *wp, int64_t kp, int64_t kt, int64_t k_end,
-                                                int lane) {
+static __device__ __forceinline__ void wm_stage_nc(T *buf, const T *wp, int64_t kp, int64_t kt, int64_t k_end,
+                                                   int lane) {
     /* piece c = lane + 32 j: strip row c / WM_CPR, 16-byte column c % WM_CPR (k-step (c % WM_CPR) / 2 of the slice) */
 #pragma unroll
     for (int j = 0; j < WM_PPL; j++) {
@@ -345,6 +357,12 @@ static __device__ __forceinline__ void wm_stage(T *buf, const T *wp, int64_t kp,
         if (kt + cc / 2 < k_end)
             __pipeline_memcpy_async(buf + r * WM_LDS + cc * 8, wp + (int64_t)r * kp + kt * 16 + cc * 8, 16);
     }
+}
+
+template <typename T>
+static __device__ __forceinline__ void wm_stage(T *buf, const T *wp, int64_t kp, int64_t kt, int64_t k_end,
+                                                int lane) {
+    wm_stage_nc(buf, wp, kp, kt, k_end, lane);
     __pipeline_commit();
 }
 
@@ -496,10 +514,10 @@ __global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int6
             for (int i = 0; i < WM_ST; i++) {
                 const bool in = k0 + i < k_end;
                 const int64_t o = (k0 + i) * 8; /* 32-bit words per k-step: 8 */
-                d[i][0] = in && r0 ? __ldg(x0 + o) : 0u;
-                d[i][1] = in && r1 ? __ldg(x1 + o) : 0u;
-                d[i][2] = in && r0 ? __ldg(x0 + o + 4) : 0u;
-                d[i][3] = in && r1 ? __ldg(x1 + o + 4) : 0u;
+                d[i][0] = in && r0 ? __ldca(x0 + o) : 0u;
+                d[i][1] = in && r1 ? __ldca(x1 + o) : 0u;
+                d[i][2] = in && r0 ? __ldca(x0 + o + 4) : 0u;
+                d[i][3] = in && r1 ? __ldca(x1 + o + 4) : 0u;
             }
         };
         load_a(a, k_begin);
@@ -564,6 +582,116 @@ __global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int6
             float v = ps[0];
             for (int q = 1; q < KS; q++) v = __fadd_rn(v, ps[(size_t)q * RS]);
             y[(size_t)(e / 16) * ldy + col] = v;
+        }
+    }
+}
+
+/* The stacked gate|up product with SwiGLU for B <= 16, one warp per
+ * segment of a pair (k_mm_tc1<SW>: one warp per segment of each strip):
+ * warp w of a block takes segment w % KS of pair blockIdx.x * (nwarps / KS)
+ * + w / KS, stages the slices of the gate strip and of the up strip side by
+ * side and applies each k-step's activation fragments (loaded once) to both
+ * strips, into two accumulators. Every accumulator sees k_mm_tc1<SW>'s mma
+ * sequence and the segment sums are added in the same order, so the same
+ * bits with half the warps a pair: 256-thread blocks, three an SM, so a
+ * 1B model's 352 pairs run in one wave (k_mm_tc1<SW> takes 1.33 waves of
+ * 512-thread blocks, two an SM). */
+template <typename T, int NST, bool TWO>
+__global__ void __launch_bounds__(256, 3) k_mm_tc1_gu(const T *__restrict__ W, int64_t kp,
+                                                      const T *__restrict__ X, int B, int KS, mm_sw sw, int early) {
+    dcu_pdl_trigger();
+    if (!early) dcu_pdl_wait();
+    constexpr int RS = NST * WM_BUF; /* floats per warp: NST x 2 slice buffers of 2-byte values */
+    static_assert(RS >= 512, "two partial tiles fit a warp's region");
+    extern __shared__ __align__(128) float wm_part[];
+    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const int ppb = nwarps / KS, pib = warp / KS, seg = warp % KS;
+    const int64_t HS = sw.H / 16, pair = (int64_t)blockIdx.x * ppb + pib;
+    const int64_t KT = kp / 16;
+    const int64_t k_begin = KT * seg / KS, k_end = KT * (seg + 1) / KS;
+    float *region = wm_part + (size_t)warp * RS;
+    T *stg = (T *)region; /* NST x (gate buffer, up buffer) */
+    float cg[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    float cu[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    if (pair < HS) {
+        const T *wg = W + pair * 16 * kp, *wu = W + (pair + HS) * 16 * kp;
+        const bool r0 = g < B, r1 = TWO && g + 8 < B;
+        const uint32_t *x0 = (const uint32_t *)(X + (int64_t)g * kp) + t;
+        const uint32_t *x1 = (const uint32_t *)(X + (int64_t)(g + 8) * kp) + t;
+#pragma unroll
+        for (int q = 0; q < NST; q++) {
+            wm_stage_nc(stg + (2 * q) * WM_BUF, wg, kp, k_begin + q * WM_ST, k_end, lane);
+            wm_stage(stg + (2 * q + 1) * WM_BUF, wu, kp, k_begin + q * WM_ST, k_end, lane);
+        }
+        dcu_pdl_wait();
+        uint32_t a[WM_ST][4], an[WM_ST][4];
+        auto load_a = [&](uint32_t(&d)[WM_ST][4], int64_t k0) {
+#pragma unroll
+            for (int i = 0; i < WM_ST; i++) {
+                const bool in = k0 + i < k_end;
+                const int64_t o = (k0 + i) * 8;
+                d[i][0] = in && r0 ? __ldca(x0 + o) : 0u;
+                d[i][1] = in && r1 ? __ldca(x1 + o) : 0u;
+                d[i][2] = in && r0 ? __ldca(x0 + o + 4) : 0u;
+                d[i][3] = in && r1 ? __ldca(x1 + o + 4) : 0u;
+            }
+        };
+        load_a(a, k_begin);
+        int s = 0;
+        for (int64_t kt = k_begin; kt < k_end; kt += WM_ST, s = s + 1 == NST ? 0 : s + 1) {
+            load_a(an, kt + WM_ST);
+            const T *bg = stg + (2 * s) * WM_BUF, *bu = bg + WM_BUF;
+            __pipeline_wait_prior(NST - 1);
+            __syncwarp();
+#pragma unroll
+            for (int i = 0; i < WM_ST; i++) {
+                if (kt + i < k_end) {
+#pragma unroll
+                    for (int nt = 0; nt < 2; nt++) {
+                        const uint32_t *pg = (const uint32_t *)(bg + (nt * 8 + g) * WM_LDS + i * 16) + t;
+                        const uint32_t *pu = (const uint32_t *)(bu + (nt * 8 + g) * WM_LDS + i * 16) + t;
+                        tc_mma(cg[nt], a[i], pg[0], pg[4], (const T *)0);
+                        tc_mma(cu[nt], a[i], pu[0], pu[4], (const T *)0);
+                    }
+                }
+            }
+            __syncwarp();
+            wm_stage_nc(stg + (2 * s) * WM_BUF, wg, kp, kt + NST * WM_ST, k_end, lane);
+            wm_stage(stg + (2 * s + 1) * WM_BUF, wu, kp, kt + NST * WM_ST, k_end, lane);
+#pragma unroll
+            for (int i = 0; i < WM_ST; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) a[i][j] = an[i][j];
+        }
+        __pipeline_wait_prior(0);
+    }
+    dcu_pdl_wait();
+    __syncwarp();
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+        float *rg = region, *ru = region + 256;
+        rg[g * 16 + nt * 8 + 2 * t] = cg[nt][0];
+        rg[g * 16 + nt * 8 + 2 * t + 1] = cg[nt][1];
+        rg[(g + 8) * 16 + nt * 8 + 2 * t] = cg[nt][2];
+        rg[(g + 8) * 16 + nt * 8 + 2 * t + 1] = cg[nt][3];
+        ru[g * 16 + nt * 8 + 2 * t] = cu[nt][0];
+        ru[g * 16 + nt * 8 + 2 * t + 1] = cu[nt][1];
+        ru[(g + 8) * 16 + nt * 8 + 2 * t] = cu[nt][2];
+        ru[(g + 8) * 16 + nt * 8 + 2 * t + 1] = cu[nt][3];
+    }
+    __syncthreads();
+    const int total = ppb * B * 16;
+    for (int i = threadIdx.x; i < total; i += blockDim.x) {
+        int pi = i / (B * 16), e = i % (B * 16);
+        int64_t col = ((int64_t)blockIdx.x * ppb + pi) * 16 + e % 16;
+        if (col < sw.H) {
+            const float *pg = wm_part + (size_t)pi * KS * RS + e, *pu = pg + 256;
+            float vg = pg[0], vu = pu[0];
+            for (int q = 1; q < KS; q++) vg = __fadd_rn(vg, pg[(size_t)q * RS]);
+            for (int q = 1; q < KS; q++) vu = __fadd_rn(vu, pu[(size_t)q * RS]);
+            size_t o = (size_t)(e / 16) * sw.H + col;
+            sw.f[o] = dcu_prep_elem(sw.acts, dcu_swiglu(sw.fast, vg, vu), 0.0f, false, sw.h ? sw.h + o : NULL, NULL);
         }
     }
 }
@@ -740,6 +868,15 @@ static cudaError_t tc1_attr() {
     return e;
 }
 
+template <typename T, int NST>
+static cudaError_t gu_attr() {
+    const int mx = (int)(8 * NST * WM_BUF * 4); /* 8 warps, NST x 2 slice buffers of 2-byte values */
+    cudaError_t e = cudaFuncSetAttribute(k_mm_tc1_gu<T, NST, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(k_mm_tc1_gu<T, NST, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, mx);
+    return e;
+}
+
 template <typename T>
 static drift_status wm_smem_attr(drift_error *err) {
     static bool smem_set;
@@ -753,6 +890,9 @@ static drift_status wm_smem_attr(drift_error *err) {
         if (e == cudaSuccess) e = tc1_attr<T, true, 2>();
         if (e == cudaSuccess) e = tc1_attr<T, true, 3>();
         if (e == cudaSuccess) e = tc1_attr<T, true, 4>();
+        if (e == cudaSuccess) e = gu_attr<T, 2>();
+        if (e == cudaSuccess) e = gu_attr<T, 3>();
+        if (e == cudaSuccess) e = gu_attr<T, 4>();
         if (e != cudaSuccess) return dcu_fail(err, e, "matmul kernel (WMMA) shared memory");
         smem_set = true;
     }
@@ -778,6 +918,47 @@ static void launch_tc1(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t 
     else if (two) TC1_GO(2, true);
     else TC1_GO(2, false);
 #undef TC1_GO
+}
+
+/* k_mm_tc1_gu for B <= 16: the deepest slice pipeline (4, 3, 2) whose
+ * blocks all fit on the GPU at once (cudaOccupancy...), else 2, unless
+ * DRIFT_CUDA_TC_STAGES sets gate|up's */
+template <typename T, bool TWO>
+static int gu_stages(const dcu_ctx *c, unsigned gx, int nwarps) {
+    const tc_env &v = tc_env_get();
+    if (v.st[DCU_MM_GU]) return v.st[DCU_MM_GU];
+    for (int nst = TC_MAX_ST; nst > 2; nst--) {
+        int per = 0;
+        size_t smem = (size_t)nwarps * nst * WM_BUF * 4;
+        cudaError_t e =
+            nst == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_mm_tc1_gu<T, 4, TWO>, nwarps * 32, smem)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_mm_tc1_gu<T, 3, TWO>, nwarps * 32, smem);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            continue;
+        }
+        if ((long)gx <= (long)per * c->sm_count) return nst;
+    }
+    return 2;
+}
+
+template <typename T, bool TWO>
+static void launch_gu(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t kp, const T *xh, int B, int KS,
+                      mm_sw sw) {
+    const int nst = gu_stages<T, TWO>(c, gx, nwarps);
+    const int early = tc_env_get().early[DCU_MM_GU];
+    const size_t smem = (size_t)nwarps * nst * WM_BUF * 4;
+    if (nst == 4) dcu_launch(k_mm_tc1_gu<T, 4, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
+    else if (nst == 3) dcu_launch(k_mm_tc1_gu<T, 3, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
+    else dcu_launch(k_mm_tc1_gu<T, 2, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
+}
+
+/* DRIFT_CUDA_GU=0: gate|up with SwiGLU through k_mm_tc1<SW> (a warp per
+ * strip segment) instead of k_mm_tc1_gu (read once; the same bits) */
+static bool gu_pairs_on(void) {
+    static int on = -1;
+    if (on < 0) on = dcu_env_not_zero("DRIFT_CUDA_GU");
+    return on != 0;
 }
 
 template <typename T>
@@ -822,6 +1003,30 @@ drift_status dcu_mm_swiglu(dcu_ctx *c, const drift_numeric_profile *p, const dma
     unsigned gx = (unsigned)((pairs + ppb - 1) / ppb);
     mm_sw sw = {(int)H, p->acts, p->exp == DRIFT_EXP_FAST, out->f, (needs & DCU_NEED_H) ? out->h : NULL};
     drift_status st;
+    if (gu_pairs_on()) { /* a warp per pair segment: max(4, KS) warps, (warps / KS) pairs a block */
+        int nw2 = KS < 4 ? 4 : KS;
+        unsigned gx2 = (unsigned)((pairs + nw2 / KS - 1) / (nw2 / KS));
+        if (W->dt == DRIFT_DTYPE_BF16) {
+            if ((st = wm_smem_attr<__nv_bfloat16>(err))) return st;
+            if (B > 8)
+                launch_gu<__nv_bfloat16, true>(c, gx2, nw2, (const __nv_bfloat16 *)W->data, W->kp,
+                                               (const __nv_bfloat16 *)x->h, (int)B, KS, sw);
+            else
+                launch_gu<__nv_bfloat16, false>(c, gx2, nw2, (const __nv_bfloat16 *)W->data, W->kp,
+                                                (const __nv_bfloat16 *)x->h, (int)B, KS, sw);
+        } else {
+            if ((st = wm_smem_attr<__half>(err))) return st;
+            if (B > 8)
+                launch_gu<__half, true>(c, gx2, nw2, (const __half *)W->data, W->kp, (const __half *)x->h, (int)B,
+                                        KS, sw);
+            else
+                launch_gu<__half, false>(c, gx2, nw2, (const __half *)W->data, W->kp, (const __half *)x->h, (int)B,
+                                         KS, sw);
+        }
+        DCU_LAUNCHED("matmul kernel (WMMA, gate|up pairs, SwiGLU)");
+        *done = 1;
+        return DRIFT_OK;
+    }
     if (W->dt == DRIFT_DTYPE_BF16) {
         if ((st = wm_smem_attr<__nv_bfloat16>(err))) return st;
         launch_tc1<__nv_bfloat16, true>(c, gx, nwarps, (const __nv_bfloat16 *)W->data, W->kp, W->rows,
