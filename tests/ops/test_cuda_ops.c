@@ -12,8 +12,9 @@
  * in a batch of 37 or in sub-batches (tensor-core and SIMT paths); and the
  * whole forward pass of small random models (dense llama, qwen2 biases +
  * NEOX RoPE, MoE, sliding window): a sequence's hidden states and logits are
- * the same prefilled at once or a few tokens at a time, alone or batched
- * with other sequences at other positions (attention with a fixed split of
+ * the same prefilled at once, a few tokens at a time, one token a call
+ * alone (the one-row paths), or batched with other sequences at other
+ * positions (attention with a fixed split of
  * a few positions, so several splits are combined). The forward pass itself
  * is checked against a CPU forward built from the num_ref_* ops; MoE both
  * dense (every expert for every row) and through per-expert row lists
@@ -851,8 +852,19 @@ static void fwd_case(const char *spec, drift_gemm g, int qwen, int moe, int wind
         if (!bits_equal(hid2, hid_g, SEQ * D) || !bits_equal(lg2, lg_g, SEQ * V))
             fail_msg("forward batch invariance broken: %s", spec);
         printf("  %-10s %-52s prefill == pieces == batched, bit for bit  OK\n", "invariant", spec);
+        /* A3: one token a call, alone: the one-row paths (k_qkv's work inside
+         * attention, gate|up in one wave, KV lines prefetched before the wait) */
+        dcu_kv *k3 = NULL;
+        assert_int_equal(dcu_kv_new(gm, TM_CTX, &k3, &err), DRIFT_OK);
+        for (int t = 0; t < SEQ; t++) {
+            int p1 = t, zero = 0;
+            gpu_rows(gm, &k3, &p1, seq + t, 1, hid2 + t * D, lg2 + t * V, &zero, 1);
+        }
+        if (!bits_equal(hid2, hid_g, SEQ * D) || !bits_equal(lg2, lg_g, SEQ * V))
+            fail_msg("forward, one token a call, differs from the prefill: %s", spec);
+        printf("  %-10s %-52s prefill == one token a call, bit for bit  OK\n", "invariant", spec);
         free(hid2), free(lg2), free(hb), free(lb);
-        dcu_kv_free(k2), dcu_kv_free(kc), dcu_kv_free(kd);
+        dcu_kv_free(k2), dcu_kv_free(kc), dcu_kv_free(kd), dcu_kv_free(k3);
     }
     dcu_kv_free(ka);
     dcu_kv_free(kb);
