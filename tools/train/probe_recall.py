@@ -117,7 +117,7 @@ def main():
                 rows.append([0] + r + fill + r + pad)
                 tgt.append([-100] * (2 + a.copy_len + gap) + r[1:] + [-100] * len(pad))
             else:
-                ids, m = train.induction_example(rng, pool, a.copy_len, a.copies)
+                ids, m = train.induction_example(rng, pool, a.copy_len, mode="spans", n_copies=a.copies)
                 rows.append(ids)
                 tgt.append([x if k == 2 else -100 for x, k in zip(ids, m)])
         return rows, tgt
