@@ -619,6 +619,16 @@ drift_status dcu_launch_kv_load(dcu_ctx *c, int fmt, float *dst, const uint8_t *
 }
 
 /* ------------------------------------------------- bias, RoPE, KV store */
+/* RoPE of pair i of v (npair = n_rot / 2 pairs: neox, elements i and
+ * i + npair, else 2i and 2i + 1) by the angle whose sine and cosine are sn
+ * and cs, in double, as num_ref_rope: (float)(x0 c - x1 s), (float)(x0 s + x1 c) */
+static __device__ __forceinline__ void rope_pair(float *v, int i, int npair, int neox, double sn, double cs) {
+    const int i0 = neox ? i : 2 * i, i1 = neox ? i + npair : 2 * i + 1;
+    const double x0 = v[i0], x1 = v[i1];
+    v[i0] = (float)__dsub_rn(__dmul_rn(x0, cs), __dmul_rn(x1, sn));
+    v[i1] = (float)__dadd_rn(__dmul_rn(x0, sn), __dmul_rn(x1, cs));
+}
+
 /* grid (n_heads + n_kvh, B): blocks < n_heads rotate a q head in place;
  * the others rotate a k head and store it and the matching v head. */
 __global__ void __launch_bounds__(ATT_THREADS) k_qkv(dcu_qkv_args A) {
@@ -639,14 +649,10 @@ __global__ void __launch_bounds__(ATT_THREADS) k_qkv(dcu_qkv_args A) {
     const float *bias = isq ? (A.bq ? A.bq + (size_t)j * hd : NULL) : (A.bk ? A.bk + (size_t)j * hd : NULL);
     for (int d = threadIdx.x; d < hd; d += blockDim.x) buf[d] = bias ? __fadd_rn(vec[d], bias[d]) : vec[d];
     __syncthreads();
-    /* RoPE in double, as num_ref_rope: (float)(x0 c - x1 s), (float)(x0 s + x1 c) */
     for (int i = threadIdx.x; i < npair; i += blockDim.x) {
-        int i0 = A.neox ? i : 2 * i, i1 = A.neox ? i + npair : 2 * i + 1;
         double sn = sn0, cs = cs0;
         if (i != (int)threadIdx.x) sincos(__dmul_rn((double)R.pos, A.freq[i]), &sn, &cs);
-        double x0 = buf[i0], x1 = buf[i1];
-        buf[i0] = (float)__dsub_rn(__dmul_rn(x0, cs), __dmul_rn(x1, sn));
-        buf[i1] = (float)__dadd_rn(__dmul_rn(x0, sn), __dmul_rn(x1, cs));
+        rope_pair(buf, i, npair, A.neox, sn, cs);
     }
     __syncthreads();
     if (isq) {
@@ -1275,11 +1281,7 @@ __global__ void __launch_bounds__(32 * ATT_RW_MAX) k_attn_row(att_k P) {
         __syncthreads();
         for (int e = threadIdx.x; e < (GM + 1) * npair; e += blockDim.x) {
             const int g = e / npair, i = e % npair;
-            float *vp = g < GM ? qs + (size_t)g * hq : kx;
-            const int i0 = A.neox ? i : 2 * i, i1 = A.neox ? i + npair : 2 * i + 1;
-            const double sn = rsn[i], cs = rsn[npair + i], x0 = vp[i0], x1 = vp[i1];
-            vp[i0] = (float)__dsub_rn(__dmul_rn(x0, cs), __dmul_rn(x1, sn));
-            vp[i1] = (float)__dadd_rn(__dmul_rn(x0, sn), __dmul_rn(x1, cs));
+            rope_pair(g < GM ? qs + (size_t)g * hq : kx, i, npair, A.neox, rsn[i], rsn[npair + i]);
         }
         __syncthreads();
         const size_t off = (((size_t)A.layer * (size_t)R.n_ctx + (size_t)R.pos) * (size_t)A.n_kvh + (size_t)kvh) * A.vb;

@@ -58,6 +58,7 @@
 #include "model/cuda/cuda_internal.cuh"
 
 #include <cuda_pipeline.h>
+#include <atomic>
 #include <stdlib.h>
 #include <string.h>
 #include <mma.h>
@@ -453,6 +454,35 @@ static __device__ __forceinline__ void tc_mma(float (&c)[4], const uint32_t (&a)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* the activation fragments of k-steps k0 .. k0 + WM_ST - 1 for k_mm_tc1
+ * and k_mm_tc1_gu: x0 / x1 point at rows g and g + 8, word t; zeros at and
+ * past k_end and for a row that r0 / r1 marks as padding. __ldca: see the
+ * file's head. */
+static __device__ __forceinline__ void tc_load_a(uint32_t (&d)[WM_ST][4], const uint32_t *x0, const uint32_t *x1,
+                                                 bool r0, bool r1, int64_t k0, int64_t k_end) {
+#pragma unroll
+    for (int i = 0; i < WM_ST; i++) {
+        const bool in = k0 + i < k_end;
+        const int64_t o = (k0 + i) * 8; /* 32-bit words per k-step: 8 */
+        d[i][0] = in && r0 ? __ldca(x0 + o) : 0u;
+        d[i][1] = in && r1 ? __ldca(x1 + o) : 0u;
+        d[i][2] = in && r0 ? __ldca(x0 + o + 4) : 0u;
+        d[i][3] = in && r1 ? __ldca(x1 + o + 4) : 0u;
+    }
+}
+
+/* a warp's 16 x 16 partial tile (accumulators c of n-tiles 0 and 1) into
+ * its region, row-major (rows g, g + 8; columns 2t, 2t + 1 of each n-tile) */
+static __device__ __forceinline__ void tc_put_tile(float *region, const float (&c)[2][4], int g, int t) {
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+        region[g * 16 + nt * 8 + 2 * t] = c[nt][0];
+        region[g * 16 + nt * 8 + 2 * t + 1] = c[nt][1];
+        region[(g + 8) * 16 + nt * 8 + 2 * t] = c[nt][2];
+        region[(g + 8) * 16 + nt * 8 + 2 * t + 1] = c[nt][3];
+    }
+}
+
 /* B <= 16: k_mm_wmma's products with one batch tile, the same warps, strips,
  * segments, staged weight slices and segment sums, but the activation
  * fragments go straight from global memory into registers, issued for a
@@ -509,21 +539,10 @@ __global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int6
         dcu_pdl_wait(); /* the weights are constant; X comes from the previous kernel */
         /* the activation fragments of a slice: loaded one slice ahead (a, then an) */
         uint32_t a[WM_ST][4], an[WM_ST][4];
-        auto load_a = [&](uint32_t(&d)[WM_ST][4], int64_t k0) {
-#pragma unroll
-            for (int i = 0; i < WM_ST; i++) {
-                const bool in = k0 + i < k_end;
-                const int64_t o = (k0 + i) * 8; /* 32-bit words per k-step: 8 */
-                d[i][0] = in && r0 ? __ldca(x0 + o) : 0u;
-                d[i][1] = in && r1 ? __ldca(x1 + o) : 0u;
-                d[i][2] = in && r0 ? __ldca(x0 + o + 4) : 0u;
-                d[i][3] = in && r1 ? __ldca(x1 + o + 4) : 0u;
-            }
-        };
-        load_a(a, k_begin);
+        tc_load_a(a, x0, x1, r0, r1, k_begin, k_end);
         int s = 0;
         for (int64_t kt = k_begin; kt < k_end; kt += WM_ST, s = s + 1 == NST ? 0 : s + 1) {
-            load_a(an, kt + WM_ST);
+            tc_load_a(an, x0, x1, r0, r1, kt + WM_ST, k_end);
             const T *buf = stg + s * WM_BUF;
             __pipeline_wait_prior(NST - 1); /* this lane's copies of slice kt are done */
             __syncwarp();                   /* and every lane's */
@@ -548,13 +567,7 @@ __global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int6
     }
     dcu_pdl_wait(); /* (warps without a strip) before y is written */
     __syncwarp(); /* the staged strip is read before the partials overwrite it */
-#pragma unroll
-    for (int nt = 0; nt < 2; nt++) {
-        region[g * 16 + nt * 8 + 2 * t] = c[nt][0];
-        region[g * 16 + nt * 8 + 2 * t + 1] = c[nt][1];
-        region[(g + 8) * 16 + nt * 8 + 2 * t] = c[nt][2];
-        region[(g + 8) * 16 + nt * 8 + 2 * t + 1] = c[nt][3];
-    }
+    tc_put_tile(region, c, g, t);
     __syncthreads();
     if (SW) {
         const int total = spb / 2 * B * 16;
@@ -626,21 +639,10 @@ __global__ void __launch_bounds__(256, 3) k_mm_tc1_gu(const T *__restrict__ W, i
         }
         dcu_pdl_wait();
         uint32_t a[WM_ST][4], an[WM_ST][4];
-        auto load_a = [&](uint32_t(&d)[WM_ST][4], int64_t k0) {
-#pragma unroll
-            for (int i = 0; i < WM_ST; i++) {
-                const bool in = k0 + i < k_end;
-                const int64_t o = (k0 + i) * 8;
-                d[i][0] = in && r0 ? __ldca(x0 + o) : 0u;
-                d[i][1] = in && r1 ? __ldca(x1 + o) : 0u;
-                d[i][2] = in && r0 ? __ldca(x0 + o + 4) : 0u;
-                d[i][3] = in && r1 ? __ldca(x1 + o + 4) : 0u;
-            }
-        };
-        load_a(a, k_begin);
+        tc_load_a(a, x0, x1, r0, r1, k_begin, k_end);
         int s = 0;
         for (int64_t kt = k_begin; kt < k_end; kt += WM_ST, s = s + 1 == NST ? 0 : s + 1) {
-            load_a(an, kt + WM_ST);
+            tc_load_a(an, x0, x1, r0, r1, kt + WM_ST, k_end);
             const T *bg = stg + (2 * s) * WM_BUF, *bu = bg + WM_BUF;
             __pipeline_wait_prior(NST - 1);
             __syncwarp();
@@ -668,18 +670,8 @@ __global__ void __launch_bounds__(256, 3) k_mm_tc1_gu(const T *__restrict__ W, i
     }
     dcu_pdl_wait();
     __syncwarp();
-#pragma unroll
-    for (int nt = 0; nt < 2; nt++) {
-        float *rg = region, *ru = region + 256;
-        rg[g * 16 + nt * 8 + 2 * t] = cg[nt][0];
-        rg[g * 16 + nt * 8 + 2 * t + 1] = cg[nt][1];
-        rg[(g + 8) * 16 + nt * 8 + 2 * t] = cg[nt][2];
-        rg[(g + 8) * 16 + nt * 8 + 2 * t + 1] = cg[nt][3];
-        ru[g * 16 + nt * 8 + 2 * t] = cu[nt][0];
-        ru[g * 16 + nt * 8 + 2 * t + 1] = cu[nt][1];
-        ru[(g + 8) * 16 + nt * 8 + 2 * t] = cu[nt][2];
-        ru[(g + 8) * 16 + nt * 8 + 2 * t + 1] = cu[nt][3];
-    }
+    tc_put_tile(region, cg, g, t);
+    tc_put_tile(region + 256, cu, g, t);
     __syncthreads();
     const int total = ppb * B * 16;
     for (int i = threadIdx.x; i < total; i += blockDim.x) {
@@ -921,21 +913,27 @@ static void launch_tc1(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t 
 }
 
 /* k_mm_tc1_gu for B <= 16: the deepest slice pipeline (4, 3, 2) whose
- * blocks all fit on the GPU at once (cudaOccupancy...), else 2, unless
- * DRIFT_CUDA_TC_STAGES sets gate|up's */
+ * blocks all fit on the GPU at once (the occupancy API's blocks an SM, asked
+ * once per depth and block size), else 2, unless DRIFT_CUDA_TC_STAGES sets
+ * gate|up's */
 template <typename T, bool TWO>
 static int gu_stages(const dcu_ctx *c, unsigned gx, int nwarps) {
     const tc_env &v = tc_env_get();
     if (v.st[DCU_MM_GU]) return v.st[DCU_MM_GU];
-    for (int nst = TC_MAX_ST; nst > 2; nst--) {
-        int per = 0;
-        size_t smem = (size_t)nwarps * nst * WM_BUF * 4;
-        cudaError_t e =
-            nst == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_mm_tc1_gu<T, 4, TWO>, nwarps * 32, smem)
-                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_mm_tc1_gu<T, 3, TWO>, nwarps * 32, smem);
-        if (e != cudaSuccess) {
-            cudaGetLastError();
-            continue;
+    static std::atomic<int> per_sm[2][9] = {}; /* [nst - 3][nwarps]: blocks an SM + 1 (0: not asked yet) */
+    for (int nst = TC_MAX_ST; nst > 2 && nwarps <= 8; nst--) {
+        int per = per_sm[nst - 3][nwarps].load(std::memory_order_relaxed) - 1;
+        if (per < 0) {
+            size_t smem = (size_t)nwarps * nst * WM_BUF * 4;
+            cudaError_t e = nst == 4 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_mm_tc1_gu<T, 4, TWO>,
+                                                                                     nwarps * 32, smem)
+                                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_mm_tc1_gu<T, 3, TWO>,
+                                                                                     nwarps * 32, smem);
+            if (e != cudaSuccess) {
+                cudaGetLastError();
+                continue;
+            }
+            per_sm[nst - 3][nwarps].store(per + 1, std::memory_order_relaxed);
         }
         if ((long)gx <= (long)per * c->sm_count) return nst;
     }
@@ -951,6 +949,14 @@ static void launch_gu(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t k
     if (nst == 4) dcu_launch(k_mm_tc1_gu<T, 4, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
     else if (nst == 3) dcu_launch(k_mm_tc1_gu<T, 3, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
     else dcu_launch(k_mm_tc1_gu<T, 2, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
+}
+
+/* launch_gu with the second batch tile where B > 8 */
+template <typename T>
+static void launch_gu_b(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t kp, const T *xh, int B, int KS,
+                        mm_sw sw) {
+    if (B > 8) launch_gu<T, true>(c, gx, nwarps, w, kp, xh, B, KS, sw);
+    else launch_gu<T, false>(c, gx, nwarps, w, kp, xh, B, KS, sw);
 }
 
 /* DRIFT_CUDA_GU=0: gate|up with SwiGLU through k_mm_tc1<SW> (a warp per
@@ -998,9 +1004,7 @@ drift_status dcu_mm_swiglu(dcu_ctx *c, const drift_numeric_profile *p, const dma
         return DRIFT_OK;
     int KS = wm_ks(W); /* the unfused launch's segments: the same sums */
     if (KS > 8) return DRIFT_OK;
-    int nwarps = 2 * KS < 4 ? 4 : 2 * KS, ppb = nwarps / (2 * KS);
     int64_t pairs = H / 16;
-    unsigned gx = (unsigned)((pairs + ppb - 1) / ppb);
     mm_sw sw = {(int)H, p->acts, p->exp == DRIFT_EXP_FAST, out->f, (needs & DCU_NEED_H) ? out->h : NULL};
     drift_status st;
     if (gu_pairs_on()) { /* a warp per pair segment: max(4, KS) warps, (warps / KS) pairs a block */
@@ -1008,25 +1012,18 @@ drift_status dcu_mm_swiglu(dcu_ctx *c, const drift_numeric_profile *p, const dma
         unsigned gx2 = (unsigned)((pairs + nw2 / KS - 1) / (nw2 / KS));
         if (W->dt == DRIFT_DTYPE_BF16) {
             if ((st = wm_smem_attr<__nv_bfloat16>(err))) return st;
-            if (B > 8)
-                launch_gu<__nv_bfloat16, true>(c, gx2, nw2, (const __nv_bfloat16 *)W->data, W->kp,
-                                               (const __nv_bfloat16 *)x->h, (int)B, KS, sw);
-            else
-                launch_gu<__nv_bfloat16, false>(c, gx2, nw2, (const __nv_bfloat16 *)W->data, W->kp,
-                                                (const __nv_bfloat16 *)x->h, (int)B, KS, sw);
+            launch_gu_b<__nv_bfloat16>(c, gx2, nw2, (const __nv_bfloat16 *)W->data, W->kp,
+                                       (const __nv_bfloat16 *)x->h, (int)B, KS, sw);
         } else {
             if ((st = wm_smem_attr<__half>(err))) return st;
-            if (B > 8)
-                launch_gu<__half, true>(c, gx2, nw2, (const __half *)W->data, W->kp, (const __half *)x->h, (int)B,
-                                        KS, sw);
-            else
-                launch_gu<__half, false>(c, gx2, nw2, (const __half *)W->data, W->kp, (const __half *)x->h, (int)B,
-                                         KS, sw);
+            launch_gu_b<__half>(c, gx2, nw2, (const __half *)W->data, W->kp, (const __half *)x->h, (int)B, KS, sw);
         }
         DCU_LAUNCHED("matmul kernel (WMMA, gate|up pairs, SwiGLU)");
         *done = 1;
         return DRIFT_OK;
     }
+    int nwarps = 2 * KS < 4 ? 4 : 2 * KS, ppb = nwarps / (2 * KS);
+    unsigned gx = (unsigned)((pairs + ppb - 1) / ppb);
     if (W->dt == DRIFT_DTYPE_BF16) {
         if ((st = wm_smem_attr<__nv_bfloat16>(err))) return st;
         launch_tc1<__nv_bfloat16, true>(c, gx, nwarps, (const __nv_bfloat16 *)W->data, W->kp, W->rows,
