@@ -30,6 +30,7 @@
 #include <cuda_profiler_api.h>
 
 #include <math.h>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <new>
@@ -1332,6 +1333,11 @@ struct fwd_timer {
     }
 };
 
+#ifdef DCU_TRACE
+extern "C" int dcu_trace_k(int op, FILE *f);
+extern "C" int dcu_trace_m(int op, FILE *f);
+#endif
+
 extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *pos, const int32_t *tok, int B,
                                     float *hidden, float *logits, const int *logit_rows, int n_logit_rows,
                                     drift_error *err) {
@@ -1385,11 +1391,33 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
     if (n_logit_rows > 0)
         DCU_TRY(cudaMemcpyAsync(w->lidx, w->h_lidx, (size_t)n_logit_rows * sizeof(int), cudaMemcpyHostToDevice, c->st),
                 "uploading logit rows");
+#ifdef DCU_TRACE
+    /* DRIFT_CUDA_TRACE_OUT=file: the DRIFT_CUDA_TRACE_AT-th (default 40th) pass of one row in the process is
+     * traced (cuda_internal.cuh: DCU_TRACE); the file is not written when it cannot be opened */
+    static std::atomic<int> tr_count;
+    const char *tr_out = getenv("DRIFT_CUDA_TRACE_OUT");
+    const char *tr_at = getenv("DRIFT_CUDA_TRACE_AT");
+    bool tr = tr_out && B == 1 && ++tr_count == (tr_at ? atoi(tr_at) : 40);
+    if (tr) {
+        DCU_TRY(cudaStreamSynchronize(c->st), "trace");
+        dcu_trace_k(0, NULL);
+        dcu_trace_m(0, NULL);
+    }
+#endif
     int done = 0;
     tm.mark(0, c->st);
     if (graphs_usable(m) && (st = fwd_graph(m, B, chunk, max_npos, n_logit_rows, &done, err))) return st;
     if (!done && (st = fwd_enqueue(m, B, chunk, max_npos, n_logit_rows, err))) return st;
     tm.mark(1, c->st);
+#ifdef DCU_TRACE
+    if (tr) {
+        DCU_TRY(cudaStreamSynchronize(c->st), "trace");
+        FILE *f = fopen(tr_out, "w");
+        dcu_trace_k(1, f);
+        dcu_trace_m(1, f);
+        if (f) fclose(f);
+    }
+#endif
     tm.kernels_done();
     if ((st = fwd_download(m, B, hidden, logits, n_logit_rows, err))) return st;
     tm.finish();

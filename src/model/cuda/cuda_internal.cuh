@@ -270,13 +270,86 @@ drift_status dcu_launch_kv_load(dcu_ctx *c, int fmt, float *dst, const uint8_t *
 
 #define DCU_ROWT 256 /* threads of the per-row kernels */
 
+#ifdef DCU_TRACE
+#include <stdio.h>
+#include <stdlib.h>
+/* DCU_TRACE (cmake -DDRIFT_CUDA_TRACE=ON; for measuring only, the pass
+ * runs some 10% slower): while dcu_tr_on is set, thread 0 of every block
+ * stamps %globaltimer into its translation unit's buffer at its kernel's
+ * start (kind 0, in dcu_pdl_trigger), at each return of dcu_pdl_wait (1),
+ * at exit (2, kernels that declare DCU_TR_EXIT) and where a product kernel's
+ * warps have their weights multiplied (3). dcu_forward traces one pass of
+ * one row (DRIFT_CUDA_TRACE_OUT, DRIFT_CUDA_TRACE_AT); bench/cuda_trace.py
+ * reads the file. */
+struct dcu_trec {
+    unsigned long long t;
+    unsigned grid, blk, nthr, sm_kind;
+};
+#define DCU_TR_CAP (1u << 20)
+static __device__ dcu_trec dcu_tr_buf[DCU_TR_CAP];
+static __device__ unsigned dcu_tr_n;
+static __device__ int dcu_tr_on;
+static __device__ __forceinline__ void dcu_tr(unsigned kind) {
+    if (!*(volatile int *)&dcu_tr_on || (threadIdx.x | threadIdx.y | threadIdx.z)) return;
+    unsigned long long t;
+    unsigned sm;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    unsigned i = atomicAdd(&dcu_tr_n, 1u);
+    if (i >= DCU_TR_CAP) return;
+    dcu_trec r;
+    r.t = t;
+    r.grid = gridDim.x * gridDim.y * gridDim.z;
+    r.blk = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    r.nthr = blockDim.x * blockDim.y * blockDim.z;
+    r.sm_kind = sm | kind << 16;
+    dcu_tr_buf[i] = r;
+}
+/* the host side, one per translation unit (name, unit tag): op 0 clears the
+ * buffer and starts, op 1 stops and appends the records to f (NULL: none),
+ * a line each "t kind grid block threads sm unit"; returns the records
+ * taken, -1 on a CUDA or allocation failure */
+#define DCU_TRACE_HOST(name, tu)                                                                   \
+    extern "C" int name(int op, FILE *f) {                                                         \
+        int on = op == 0;                                                                          \
+        unsigned n = 0;                                                                            \
+        if ((op == 0 && cudaMemcpyToSymbol(dcu_tr_n, &n, sizeof n) != cudaSuccess) ||              \
+            cudaMemcpyToSymbol(dcu_tr_on, &on, sizeof on) != cudaSuccess)                          \
+            return -1;                                                                             \
+        if (op == 0) return 0;                                                                     \
+        if (cudaMemcpyFromSymbol(&n, dcu_tr_n, sizeof n) != cudaSuccess) return -1;                \
+        if (n > DCU_TR_CAP) n = DCU_TR_CAP;                                                        \
+        dcu_trec *h = (dcu_trec *)malloc((size_t)n * sizeof *h + 1);                               \
+        if (!h) return -1;                                                                         \
+        if (cudaMemcpyFromSymbol(h, dcu_tr_buf, (size_t)n * sizeof *h) != cudaSuccess) {           \
+            free(h);                                                                               \
+            return -1;                                                                             \
+        }                                                                                          \
+        for (unsigned i = 0; f && i < n; i++)                                                      \
+            fprintf(f, "%llu %u %u %u %u %u %s\n", h[i].t, h[i].sm_kind >> 16, h[i].grid, h[i].blk,  \
+                    h[i].nthr, h[i].sm_kind & 0xffffu, tu);                                        \
+        free(h);                                                                                   \
+        return (int)n;                                                                             \
+    }
+/* a block's exit (kind 2), at any return of the kernel that declares it */
+struct dcu_tr_exit {
+    __device__ ~dcu_tr_exit() { dcu_tr(2); }
+};
+#define DCU_TR_EXIT() dcu_tr_exit tr_exit_
+#else
+#define dcu_tr(kind) ((void)0)
+#define DCU_TR_EXIT() ((void)0)
+#endif
+
 /* dcu_launch's two halves on the device (no-ops without a dependency) */
 static __device__ __forceinline__ void dcu_pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+    dcu_tr(1);
 }
 static __device__ __forceinline__ void dcu_pdl_trigger() {
+    dcu_tr(0);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif

@@ -212,22 +212,32 @@ __global__ void __launch_bounds__(DCU_ROWT) k_norm(int acts, float *x, const flo
 template <int PER>
 __global__ void __launch_bounds__(NORM_MAX_T) k_norm_r(int acts, float *x, const float *r, int n, const float *w,
                                                      float eps, float *hidden, dact a, unsigned needs, int B) {
-    DCU_PDL_ENTER();
+    DCU_TR_EXIT();
+    dcu_pdl_trigger();
     __shared__ float sm[32];
     int row = blockIdx.x;
     int64_t kp = dcu_pad16(n);
     uint16_t *h = (needs & DCU_NEED_H) && a.h ? a.h + (size_t)row * kp : NULL;
     if (row >= B) { /* batch padding of h */
+        dcu_pdl_wait();
         if (h) zero_h_row(h, kp);
         return;
     }
+    /* w (a weight: no kernel of the pass writes it) is loaded before the
+     * wait, off the critical path: after it, only x and r, which the
+     * previous kernels wrote and the cache most likely still holds */
+    float xv[PER], wv[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        int i = (int)(threadIdx.x + k * blockDim.x);
+        wv[k] = i < n ? w[i] : 0.0f;
+    }
+    dcu_pdl_wait();
     float *xr = x + (size_t)row * n;
-    float xv[PER], wv[PER]; /* w loaded with x: no second round of loads */
 #pragma unroll
     for (int k = 0; k < PER; k++) {
         int i = (int)(threadIdx.x + k * blockDim.x);
         xv[k] = i < n ? xr[i] : 0.0f;
-        wv[k] = i < n ? w[i] : 0.0f;
     }
     if (r) { /* residual: x = act(x + r) */
         const float *rr = r + (size_t)row * n;
@@ -1220,6 +1230,7 @@ static __device__ __forceinline__ void att_prefetch_split(const uint8_t *cache, 
 #define ATT_RW_MAX 16
 template <int FMT, int NPL, int GM>
 __global__ void __launch_bounds__(32 * ATT_RW_MAX) k_attn_row(att_k P) {
+    DCU_TR_EXIT();
     dcu_pdl_trigger();
     extern __shared__ __align__(16) float smf[];
     const int hg = blockIdx.x, b = blockIdx.y;
@@ -1665,3 +1676,7 @@ drift_status dcu_launch_softmax(dcu_ctx *c, int fast_exp, float *x, int64_t rows
     }
     return DRIFT_OK;
 }
+
+#ifdef DCU_TRACE
+DCU_TRACE_HOST(dcu_trace_k, "k")
+#endif

@@ -33,7 +33,10 @@
  *    one writes them, and griddepcontrol.wait makes those writes visible to
  *    ordinary loads only. With __ldg, k_mm_tc1_gu on the H200 gave a
  *    qwen2-7m batch-1 step other bits than the same row in a batch of 200
- *    (two runs of two; with DRIFT_CUDA_PDL=0 the same bits).
+ *    (two runs of two; with DRIFT_CUDA_PDL=0 the same bits). Both stage
+ *    their weights with an L2 evict-first policy (each weight is read once
+ *    a launch; what the pass reads again stays in L2: +5% for the 1B model
+ *    at batch 1 on the H200); DRIFT_CUDA_EF=0: the default policy.
  *
  *  SIMT (every other format and accumulator): a row of W is read by R warps
  *    (R from N and K only); the row is cut into units of 16 bytes (4 f32, 8
@@ -360,6 +363,37 @@ static __device__ __forceinline__ void wm_stage_nc(T *buf, const T *wp, int64_t 
     }
 }
 
+/* wm_stage_nc's copies, evict-first in L2 when ef (pol: wm_policy()):
+ * k_mm_tc1 and k_mm_tc1_gu read each weight once a launch, and a batch-1
+ * pass streams some 90 MB a layer through the L2 (50 MB on an H100); evict-first keeps
+ * what the pass reads again (activations, norm weights, the KV cache) in
+ * it, and the latency-bound kernels between the products (norms,
+ * attention) wait less for their loads. Scheduling only: the same values
+ * land in shared memory. */
+static __device__ __forceinline__ uint64_t wm_policy(void) {
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+template <typename T>
+static __device__ __forceinline__ void wm_stage_p(T *buf, const T *wp, int64_t kp, int64_t kt, int64_t k_end,
+                                                  int lane, bool ef, uint64_t pol) {
+    if (!ef) {
+        wm_stage_nc(buf, wp, kp, kt, k_end, lane);
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < WM_PPL; j++) {
+        int c = lane + 32 * j, r = c / WM_CPR, cc = c % WM_CPR;
+        if (kt + cc / 2 < k_end) {
+            const unsigned d = (unsigned)__cvta_generic_to_shared(buf + r * WM_LDS + cc * 8);
+            asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(d),
+                         "l"(wp + (int64_t)r * kp + kt * 16 + cc * 8), "l"(pol)
+                         : "memory");
+        }
+    }
+}
+
 template <typename T>
 static __device__ __forceinline__ void wm_stage(T *buf, const T *wp, int64_t kp, int64_t kt, int64_t k_end,
                                                 int lane) {
@@ -418,6 +452,7 @@ __global__ void __launch_bounds__(512) k_mm_wmma(const T *__restrict__ W, int64_
         }
         __pipeline_wait_prior(0);
     }
+    dcu_tr(3);
     dcu_pdl_wait(); /* (warps without a strip) before y is written */
     __syncwarp(); /* the staged strip is read before the partials overwrite it */
 #pragma unroll
@@ -505,15 +540,19 @@ struct mm_sw {
     uint16_t *h;
 };
 
-/* early = 0: wait for the previous kernel before staging any weights (no
- * weight traffic while it runs); 1: stage the first slices first. At most
+/* early bit 0 clear: wait for the previous kernel before staging any
+ * weights (no weight traffic while it runs); set: stage the first slices
+ * first. Bit 1: the weights are staged evict-first (wm_stage_p). At most
  * 64 registers a thread: two 512-thread blocks an SM. */
 template <typename T, bool SW, int NST, bool TWO>
 __global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
                                                    const T *__restrict__ X, int B, float *__restrict__ y,
                                                    int64_t ldy, int KS, mm_sw sw, int early) {
+    DCU_TR_EXIT();
     dcu_pdl_trigger(); /* dcu_pdl_wait below: after the first weight slices are in flight */
-    if (!early) dcu_pdl_wait();
+    if (!(early & 1)) dcu_pdl_wait();
+    const bool ef = early & 2;
+    const uint64_t pol = ef ? wm_policy() : 0;
     constexpr int RS = NST * WM_BUF / 2; /* floats per warp: NST slice buffers of 2-byte values */
     static_assert(RS >= 256, "a partial tile fits a warp's region");
     extern __shared__ __align__(128) float wm_part[]; /* (warps, RS): staged slices, then partial tiles */
@@ -535,7 +574,10 @@ __global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int6
         const uint32_t *x0 = (const uint32_t *)(X + (int64_t)g * kp) + t; /* kp % 16 == 0: 4-byte aligned */
         const uint32_t *x1 = (const uint32_t *)(X + (int64_t)(g + 8) * kp) + t;
 #pragma unroll
-        for (int q = 0; q < NST; q++) wm_stage(stg + q * WM_BUF, wp, kp, k_begin + q * WM_ST, k_end, lane);
+        for (int q = 0; q < NST; q++) {
+            wm_stage_p(stg + q * WM_BUF, wp, kp, k_begin + q * WM_ST, k_end, lane, ef, pol);
+            __pipeline_commit();
+        }
         dcu_pdl_wait(); /* the weights are constant; X comes from the previous kernel */
         /* the activation fragments of a slice: loaded one slice ahead (a, then an) */
         uint32_t a[WM_ST][4], an[WM_ST][4];
@@ -557,7 +599,8 @@ __global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int6
                 }
             }
             __syncwarp(); /* the buffer is read before it is refilled */
-            wm_stage(stg + s * WM_BUF, wp, kp, kt + NST * WM_ST, k_end, lane);
+            wm_stage_p(stg + s * WM_BUF, wp, kp, kt + NST * WM_ST, k_end, lane, ef, pol);
+            __pipeline_commit();
 #pragma unroll
             for (int i = 0; i < WM_ST; i++)
 #pragma unroll
@@ -565,6 +608,7 @@ __global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int6
         }
         __pipeline_wait_prior(0);
     }
+    dcu_tr(3);
     dcu_pdl_wait(); /* (warps without a strip) before y is written */
     __syncwarp(); /* the staged strip is read before the partials overwrite it */
     tc_put_tile(region, c, g, t);
@@ -612,8 +656,11 @@ __global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int6
 template <typename T, int NST, bool TWO>
 __global__ void __launch_bounds__(256, 3) k_mm_tc1_gu(const T *__restrict__ W, int64_t kp,
                                                       const T *__restrict__ X, int B, int KS, mm_sw sw, int early) {
+    DCU_TR_EXIT();
     dcu_pdl_trigger();
-    if (!early) dcu_pdl_wait();
+    if (!(early & 1)) dcu_pdl_wait();
+    const bool ef = early & 2;
+    const uint64_t pol = ef ? wm_policy() : 0;
     constexpr int RS = NST * WM_BUF; /* floats per warp: NST x 2 slice buffers of 2-byte values */
     static_assert(RS >= 512, "two partial tiles fit a warp's region");
     extern __shared__ __align__(128) float wm_part[];
@@ -634,8 +681,9 @@ __global__ void __launch_bounds__(256, 3) k_mm_tc1_gu(const T *__restrict__ W, i
         const uint32_t *x1 = (const uint32_t *)(X + (int64_t)(g + 8) * kp) + t;
 #pragma unroll
         for (int q = 0; q < NST; q++) {
-            wm_stage_nc(stg + (2 * q) * WM_BUF, wg, kp, k_begin + q * WM_ST, k_end, lane);
-            wm_stage(stg + (2 * q + 1) * WM_BUF, wu, kp, k_begin + q * WM_ST, k_end, lane);
+            wm_stage_p(stg + (2 * q) * WM_BUF, wg, kp, k_begin + q * WM_ST, k_end, lane, ef, pol);
+            wm_stage_p(stg + (2 * q + 1) * WM_BUF, wu, kp, k_begin + q * WM_ST, k_end, lane, ef, pol);
+            __pipeline_commit();
         }
         dcu_pdl_wait();
         uint32_t a[WM_ST][4], an[WM_ST][4];
@@ -659,8 +707,9 @@ __global__ void __launch_bounds__(256, 3) k_mm_tc1_gu(const T *__restrict__ W, i
                 }
             }
             __syncwarp();
-            wm_stage_nc(stg + (2 * s) * WM_BUF, wg, kp, kt + NST * WM_ST, k_end, lane);
-            wm_stage(stg + (2 * s + 1) * WM_BUF, wu, kp, kt + NST * WM_ST, k_end, lane);
+            wm_stage_p(stg + (2 * s) * WM_BUF, wg, kp, kt + NST * WM_ST, k_end, lane, ef, pol);
+            wm_stage_p(stg + (2 * s + 1) * WM_BUF, wu, kp, kt + NST * WM_ST, k_end, lane, ef, pol);
+            __pipeline_commit();
 #pragma unroll
             for (int i = 0; i < WM_ST; i++)
 #pragma unroll
@@ -668,6 +717,7 @@ __global__ void __launch_bounds__(256, 3) k_mm_tc1_gu(const T *__restrict__ W, i
         }
         __pipeline_wait_prior(0);
     }
+    dcu_tr(3);
     dcu_pdl_wait();
     __syncwarp();
     tc_put_tile(region, cg, g, t);
@@ -808,6 +858,7 @@ static int wm_ks(const dmat *W) {
 struct tc_env {
     int st[DCU_MM_NTAGS];    /* 0: from the grid */
     int early[DCU_MM_NTAGS];
+    int ef; /* k_mm_tc1 / k_mm_tc1_gu stage weights evict-first (DRIFT_CUDA_EF=0: off) */
     int smem_sm;
 };
 static const tc_env &tc_env_get(void) {
@@ -824,6 +875,7 @@ static const tc_env &tc_env_get(void) {
             v.st[t] = ch >= '2' && ch <= '0' + TC_MAX_ST ? ch - '0' : 0;
         }
     }
+    v.ef = dcu_env_not_zero("DRIFT_CUDA_EF");
     e = getenv("DRIFT_CUDA_EARLY");
     if (e && strlen(e) == DCU_MM_NTAGS - 1)
         for (int t = 1; t < DCU_MM_NTAGS; t++) v.early[t] = e[t - 1] != '0';
@@ -897,7 +949,7 @@ static void launch_tc1(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t 
                        float *y, int64_t ldy, int KS, mm_sw sw) {
     const int tag = c->mm_tag >= 0 && c->mm_tag < DCU_MM_NTAGS ? c->mm_tag : DCU_MM_OTHER;
     const int nst = tc_stages(c, gx, nwarps, tag);
-    const int early = tc_env_get().early[tag];
+    const int early = tc_env_get().early[tag] | (tc_env_get().ef ? 2 : 0);
     const size_t smem = (size_t)nwarps * nst * WM_BUF * 2;
     const bool two = B > 8;
     const unsigned th = (unsigned)nwarps * 32;
@@ -944,7 +996,7 @@ template <typename T, bool TWO>
 static void launch_gu(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t kp, const T *xh, int B, int KS,
                       mm_sw sw) {
     const int nst = gu_stages<T, TWO>(c, gx, nwarps);
-    const int early = tc_env_get().early[DCU_MM_GU];
+    const int early = tc_env_get().early[DCU_MM_GU] | (tc_env_get().ef ? 2 : 0);
     const size_t smem = (size_t)nwarps * nst * WM_BUF * 4;
     if (nst == 4) dcu_launch(k_mm_tc1_gu<T, 4, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
     else if (nst == 3) dcu_launch(k_mm_tc1_gu<T, 3, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
@@ -1184,3 +1236,7 @@ drift_status dcu_mm(dcu_ctx *c, const drift_numeric_profile *p, const dmat *W, c
     }
     return DRIFT_OK;
 }
+
+#ifdef DCU_TRACE
+DCU_TRACE_HOST(dcu_trace_m, "m")
+#endif
