@@ -330,7 +330,7 @@ struct dcu_ws {
     int lcap;                 /* logit rows */
     dact aL;
     float *logits;
-    float *h_hid, *h_lg;      /* pinned (cap, dim), (lcap, n_vocab): large downloads land here first */
+    float *h_hid, *h_lg;      /* pinned (cap, dim), (lcap, n_vocab): downloads land here first */
     int *lidx, *h_lidx;
     float *part;
     size_t part_floats;
@@ -1216,8 +1216,15 @@ static copy_pool *pool_get(void) {
     return g_pool;
 }
 
+/* DRIFT_CUDA_STAGE=0: small downloads straight into the caller's (pageable) memory */
+static int small_staged_on(void) {
+    static int on = -1;
+    return env_switch_on(&on, "DRIFT_CUDA_STAGE");
+}
+
 /* Queues the downloads of hidden (B rows) and the logits, and waits for
- * them: through pinned memory and the pool when large, else directly. */
+ * them: through pinned memory and the pool when large, through pinned
+ * memory and one memcpy when small. */
 static drift_status fwd_download(dcu_model *m, int B, float *hidden, float *logits, int n_logit_rows,
                                  drift_error *err) {
     dcu_ctx *c = &m->ctx;
@@ -1225,6 +1232,17 @@ static drift_status fwd_download(dcu_model *m, int B, float *hidden, float *logi
     size_t hb = hidden ? (size_t)B * m->dim * sizeof(float) : 0;
     size_t row = (size_t)m->n_vocab * sizeof(float), lb = (size_t)n_logit_rows * row;
     copy_pool *pool = hb + lb >= DL_PINNED_MIN && (!hb || w->h_hid) && (!lb || w->h_lg) ? pool_get() : NULL;
+    if (!pool && small_staged_on() && (!hb || w->h_hid) && (!lb || w->h_lg)) {
+        /* small (a decode step's logits): into the pinned buffers, then copied out here. A copy into pageable
+         * memory goes through the driver's own staging: the 1B model's batch-1 step spent 34 us downloading
+         * its 128 KB of logits that way, 19 us this way (+1.1% tokens/s on the H200) */
+        if (hb) DCU_TRY(cudaMemcpyAsync(w->h_hid, w->hid, hb, cudaMemcpyDeviceToHost, c->st), "copying hidden states");
+        if (lb) DCU_TRY(cudaMemcpyAsync(w->h_lg, w->logits, lb, cudaMemcpyDeviceToHost, c->st), "copying logits");
+        DCU_TRY(cudaStreamSynchronize(c->st), "running the forward pass");
+        if (hb) memcpy(hidden, w->h_hid, hb);
+        if (lb) memcpy(logits, w->h_lg, lb);
+        return DRIFT_OK;
+    }
     if (!pool) {
         if (hb) DCU_TRY(cudaMemcpyAsync(hidden, w->hid, hb, cudaMemcpyDeviceToHost, c->st), "copying hidden states");
         if (lb) DCU_TRY(cudaMemcpyAsync(logits, w->logits, lb, cudaMemcpyDeviceToHost, c->st), "copying logits");
