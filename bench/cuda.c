@@ -1,7 +1,7 @@
 /* cuda.c - throughput of the embedded engine's CUDA backend (issue 8).
  *
  *   bench_cuda [OUT.json] [--models DIR] [--big PATH|none] [--prompt 512]
- *              [--ctx 128] [--gen 32] [--batch 64] [--batch-big 512] [--iters 5]
+ *              [--ctx 128] [--gen 32] [--batch 64] [--batch-big 1024] [--iters 5]
  *              [--gpu-profiles cuda-f32,cuda-bf16] [--big-profiles cuda-f32,cuda-bf16,cuda-fp8]
  *              [--cpu-profile cpu-f32] [--cpu-threads N] [--cpu-steps 8] [--cpu-iters 3]
  *              [--no-cpu] [--copy-mib 4096] [--gemm-n 8192]
@@ -33,7 +33,10 @@
  *     GPU/CPU ratios of batched decode tokens/s per GPU profile: GPU at
  *     --batch and GPU at --batch-big, both over the CPU at --batch (the
  *     issue's target does not fix the batch size; the CPU stays at --batch,
- *     its best). Target: >= 100x.
+ *     its best). Target: >= 100x. --batch-big is 1024: the 7M models' GPU
+ *     legs are still launch-bound at 512 (460-520K tok/s on the H200, 555-705K
+ *     at 1024), and at 512 the ratio fell below 100x whenever the CPU leg ran
+ *     fast (it varies 2x between runs on the device machine).
  * With DRIFT_CUDA_TIMING=1 in the environment, each GPU decode leg also
  * prints (stderr) where a step's time went: host work before the kernels,
  * the kernels, the downloads (dcu_timing_read).
@@ -505,7 +508,7 @@ static void stem_of(const char *path, char *out, size_t n) {
 
 static int parse_args(int argc, char **argv, opts *o) {
     *o = (opts){.models_dir = "models", .gpu_profiles = "cuda-f32,cuda-bf16", .big_profiles = "cuda-f32,cuda-bf16,cuda-fp8",
-                .cpu_profile = "cpu-f32", .prompt = 512, .ctx = 128, .gen = 32, .batch = 64, .batch_big = 512, .iters = 5,
+                .cpu_profile = "cpu-f32", .prompt = 512, .ctx = 128, .gen = 32, .batch = 64, .batch_big = 1024, .iters = 5,
                 .cpu_steps = 8,
                 .cpu_iters = 3, .copy_mib = 4096, .gemm_n = 8192, .big_dim = 2048, .big_layers = 22, .big_heads = 32,
                 .big_kv_heads = 4, .big_hidden = 5632, .big_vocab = 32000};
