@@ -746,7 +746,7 @@ int main(int argc, char **argv) {
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t k = 0; k < n_legs; k++) {
         const leg *g = &legs[k];
-        char pre[32], d1[32], dB[32], dG[32], tf[32] = "-", gb[32] = "-", pct[32] = "-";
+        char pre[32], d1[32], dB[32], dG[32], tf[32] = "-", gb[32] = "-", pct[48] = "-";
         fmt_rate(pre, sizeof pre, g->prefill);
         fmt_rate(d1, sizeof d1, g->dec1);
         fmt_rate(dB, sizeof dB, g->decB);
@@ -754,7 +754,12 @@ int main(int argc, char **argv) {
         if (g->prefill.n) snprintf(tf, sizeof tf, "%.2f", g->prefill.med * 2 * g->params / 1e12);
         if (g->dec1.n) {
             snprintf(gb, sizeof gb, "%.0f", g->dec1.med * g->wbytes / 1e9);
-            if (copy.n) snprintf(pct, sizeof pct, "%.0f%%%s", 100 * g->dec1.med * g->wbytes / 1e9 / copy.med, k >= first_big ? " (target 50%)" : "");
+            if (copy.n) {
+                /* two decimals, so a share just under the target never prints as 50% */
+                double share = 100 * g->dec1.med * g->wbytes / 1e9 / copy.med;
+                snprintf(pct, sizeof pct, "%.2f%%%s", share,
+                         k < first_big ? "" : share >= 50.0 ? " (target 50%: met)" : " (target 50%: missed)");
+            }
         }
         if (g->error[0])
             printf("| %s | %s | | FAILED: %.120s | | | | | | |\n", g->model, g->profile, g->error);
