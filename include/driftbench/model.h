@@ -97,6 +97,14 @@ DRIFT_API drift_status drift_session_forward(drift_session *s, const int32_t *to
 DRIFT_API drift_status drift_session_forward_batch(drift_session *const *sessions, const int32_t *tokens, size_t n,
                                                    float *logits, drift_error *err);
 
+/* drift_session_forward_batch's step, keeping only each session's greedy
+ * pick: next[i] = the index of session i's largest logit (the first on
+ * ties; NaN never chosen unless it is the first logit), what generation
+ * picks at temperature 0. With the CUDA backend the pick is made on the
+ * GPU and only the ids come back, not n x n_vocab logits. */
+DRIFT_API drift_status drift_session_forward_greedy(drift_session *const *sessions, const int32_t *tokens, size_t n,
+                                                    int32_t *next, drift_error *err);
+
 /* ---- generation ---- */
 typedef struct drift_token_logprob {
     int32_t id;

@@ -29,7 +29,7 @@ static int cmp_cand(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int32_t argmax(const float *x, int n) {
+int32_t samp_argmax(const float *x, int n) {
     int32_t best = 0;
     for (int i = 1; i < n; i++)
         if (x[i] > x[best]) best = i;
@@ -38,10 +38,10 @@ static int32_t argmax(const float *x, int n) {
 
 int32_t samp_pick(const float *logits, int n, const drift_gen_params *p, drift_rng *rng) {
     if (n <= 0) return -1;
-    if (p->temperature <= 0) return argmax(logits, n);
+    if (p->temperature <= 0) return samp_argmax(logits, n);
     cand *c = malloc((size_t)n * sizeof *c);
     if (!c) return -1;
-    double mx = logits[argmax(logits, n)], s = 0;
+    double mx = logits[samp_argmax(logits, n)], s = 0;
     for (int i = 0; i < n; i++) {
         c[i].id = i;
         c[i].p = exp(((double)logits[i] - mx) / p->temperature);

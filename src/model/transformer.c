@@ -774,13 +774,14 @@ static drift_status check_rows(const drift_model *m, drift_session *const *sess,
 }
 
 #ifdef DRIFT_HAVE_CUDA
-/* forward_rows on the GPU: hidden (B, dim) always; logits (NULL: none) of
+/* forward_rows on the GPU: hidden (B, dim; NULL: not downloaded); logits
+ * and / or next (the greedy picks, chosen on the device; NULL: none) of
  * every row (all_logits) or of the last row only. */
 static drift_status cuda_rows(const drift_model *m, drift_session *const *sess, const int *pos, const int32_t *tok, int B,
-                              float *hidden, float *logits, int all_logits, drift_error *err) {
+                              float *hidden, float *logits, int32_t *next, int all_logits, drift_error *err) {
     drift_status st = check_rows(m, sess, pos, tok, B, err);
     if (st) return st;
-    int n_rows = logits ? (all_logits ? B : 1) : 0;
+    int n_rows = logits || next ? (all_logits ? B : 1) : 0;
     dcu_kv **kv = malloc((size_t)B * sizeof *kv);
     int *rows = malloc((size_t)(n_rows ? n_rows : 1) * sizeof *rows);
     if (!kv || !rows) {
@@ -791,7 +792,7 @@ static drift_status cuda_rows(const drift_model *m, drift_session *const *sess, 
     for (int b = 0; b < B; b++) kv[b] = sess[b]->dkv;
     for (int r = 0; r < n_rows; r++) rows[r] = all_logits ? r : B - 1;
     pthread_mutex_lock((pthread_mutex_t *)&m->dcu_mu);
-    st = dcu_forward(m->dcu, kv, pos, tok, B, hidden, n_rows ? logits : NULL, rows, n_rows, err);
+    st = dcu_forward(m->dcu, kv, pos, tok, B, hidden, n_rows ? logits : NULL, n_rows ? next : NULL, rows, n_rows, err);
     pthread_mutex_unlock((pthread_mutex_t *)&m->dcu_mu);
     free(kv);
     free(rows);
@@ -921,8 +922,8 @@ drift_status drift_session_forward(drift_session *s, const int32_t *tokens, size
         pos[b] = s->pos + b;
     }
 #ifdef DRIFT_HAVE_CUDA
-    if (m->dcu) {
-        st = cuda_rows(m, sess, pos, tokens, B, hid, logits, all_logits, err);
+    if (m->dcu) { /* hidden states come back only when asked for */
+        st = cuda_rows(m, sess, pos, tokens, B, hidden, logits, NULL, all_logits, err);
         if (!st) s->pos += B;
         goto done;
     }
@@ -959,15 +960,22 @@ static drift_status check_distinct(drift_session *const *sessions, size_t n, dri
     return i < n ? drift_error_set(err, DRIFT_ERR_INVALID, "session appears twice in one batch") : DRIFT_OK;
 }
 
-drift_status drift_session_forward_batch(drift_session *const *sessions, const int32_t *tokens, size_t n, float *logits,
-                                         drift_error *err) {
+/* One step of n sessions: logits (n, n_vocab) and / or next (n greedy picks)
+ * of every row; either may be NULL. */
+static drift_status batch_step(drift_session *const *sessions, const int32_t *tokens, size_t n, float *logits, int32_t *next,
+                               drift_error *err) {
     if (n == 0) return DRIFT_OK;
     const drift_model *m = sessions[0]->m;
     int B = (int)n, D = m->info.dim;
+#ifdef DRIFT_HAVE_CUDA
+    const int on_gpu = m->dcu != NULL;
+#else
+    const int on_gpu = 0;
+#endif
     int *pos = calloc(n, sizeof *pos);
-    float *hid = malloc(n * (size_t)D * sizeof *hid);
+    float *hid = on_gpu ? NULL : malloc(n * (size_t)D * sizeof *hid); /* the GPU's stay on the GPU */
     drift_status st = DRIFT_OK;
-    if (!pos || !hid) {
+    if (!pos || (!on_gpu && !hid)) {
         st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -980,8 +988,8 @@ drift_status drift_session_forward_batch(drift_session *const *sessions, const i
     }
     if ((st = check_distinct(sessions, n, err))) goto done;
 #ifdef DRIFT_HAVE_CUDA
-    if (m->dcu) {
-        st = cuda_rows(m, sessions, pos, tokens, B, hid, logits, 1, err);
+    if (m->dcu) { /* no hidden states back; the greedy picks chosen on the device */
+        st = cuda_rows(m, sessions, pos, tokens, B, NULL, logits, next, 1, err);
         if (!st)
             for (int b = 0; b < B; b++) sessions[b]->pos++;
         goto done;
@@ -989,11 +997,31 @@ drift_status drift_session_forward_batch(drift_session *const *sessions, const i
 #endif
     if ((st = forward_rows(m, sessions, pos, tokens, B, hid, err))) goto done;
     for (int b = 0; b < B; b++) sessions[b]->pos++;
-    if (logits) st = num_matmul(&m->prof, logits, hid, &m->output, B, err);
+    if (logits || next) {
+        int V = m->info.n_vocab;
+        float *lg = logits ? logits : malloc((size_t)B * V * sizeof *lg);
+        if (!lg) {
+            st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        st = num_matmul(&m->prof, lg, hid, &m->output, B, err);
+        for (int b = 0; !st && next && b < B; b++) next[b] = samp_argmax(lg + (size_t)b * V, V);
+        if (lg != logits) free(lg);
+    }
 done:
     free(pos);
     free(hid);
     return st;
+}
+
+drift_status drift_session_forward_batch(drift_session *const *sessions, const int32_t *tokens, size_t n, float *logits,
+                                         drift_error *err) {
+    return batch_step(sessions, tokens, n, logits, NULL, err);
+}
+
+drift_status drift_session_forward_greedy(drift_session *const *sessions, const int32_t *tokens, size_t n, int32_t *next,
+                                          drift_error *err) {
+    return batch_step(sessions, tokens, n, NULL, next, err);
 }
 
 /* -------------------------------------------------------------- generation */
@@ -1128,9 +1156,12 @@ drift_status drift_model_generate(const drift_model *m, const int32_t *const *pr
     drift_session **live = malloc((size_t)batch * sizeof *live);
     int32_t *feed = malloc((size_t)batch * sizeof *feed);
     int *idx = malloc((size_t)batch * sizeof *idx);
-    float *logits = malloc((size_t)batch * V * sizeof *logits);
+    /* greedy without logprobs: only the picks come back (chosen on the device with the CUDA backend) */
+    const int greedy = params->temperature <= 0 && params->logprobs <= 0;
+    float *logits = greedy ? NULL : malloc((size_t)batch * V * sizeof *logits);
+    int32_t *picks = greedy ? malloc((size_t)batch * sizeof *picks) : NULL;
     drift_status st = DRIFT_OK;
-    if (!qs || !live || !feed || !idx || !logits) {
+    if (!qs || !live || !feed || !idx || (!greedy && !logits) || (greedy && !picks)) {
         st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -1152,7 +1183,8 @@ drift_status drift_model_generate(const drift_model *m, const int32_t *const *pr
                 }
             if (!nl) break;
             drift_error e;
-            drift_status s2 = drift_session_forward_batch(live, feed, (size_t)nl, logits, &e);
+            drift_status s2 = greedy ? drift_session_forward_greedy(live, feed, (size_t)nl, picks, &e)
+                                     : drift_session_forward_batch(live, feed, (size_t)nl, logits, &e);
             if (s2) {
                 for (int j = 0; j < nl; j++) {
                     out[g0 + idx[j]].error = drift_strdup(e.msg);
@@ -1162,8 +1194,8 @@ drift_status drift_model_generate(const drift_model *m, const int32_t *const *pr
             }
             for (int j = 0; j < nl; j++) {
                 seqstate *q = &qs[idx[j]];
-                const float *lg = logits + (size_t)j * V;
-                int32_t id = samp_pick(lg, V, params, &q->rng);
+                const float *lg = greedy ? NULL : logits + (size_t)j * V; /* seq_accept reads it for logprobs only */
+                int32_t id = greedy ? picks[j] : samp_pick(lg, V, params, &q->rng);
                 seq_accept(m, q, lg, id, params, &out[g0 + idx[j]]);
                 q->next = id;
             }
@@ -1181,6 +1213,7 @@ done:
     free(feed);
     free(idx);
     free(logits);
+    free(picks);
     return st;
 }
 

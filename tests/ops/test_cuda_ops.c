@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "model/numerics.h"
+#include "model/sampler.h"
 #include "util/util.h"
 #ifdef DRIFT_HAVE_CUDA
 #include "model/cuda/cuda_backend.h"
@@ -417,6 +418,57 @@ static void test_elementwise(void **state) {
     if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
 }
 
+/* dcu_op_argmax (the forward pass's greedy pick) against the sampler's
+ * argmax: random rows, the largest value twice, NaN first / in the middle /
+ * everywhere, all -inf, -0 before +0, rows longer than the block */
+static void test_argmax(void **state) {
+    (void)state;
+    static const int NS[] = {1, 7, 1000, 32000, 151936};
+    enum { ROWS = 9 };
+    drift_error err;
+    drift_rng rng; /* its own generator: the shared RNG's stream (the other tests' data) stays as it was */
+    drift_rng_seed(&rng, 8);
+    for (size_t k = 0; k < sizeof NS / sizeof NS[0]; k++) {
+        int n = NS[k];
+        float *x = malloc(sizeof(float) * ROWS * (size_t)n);
+        assert_non_null(x);
+        for (size_t i = 0; i < (size_t)ROWS * (size_t)n; i++) x[i] = (float)(drift_rng_uniform(&rng) * 8.0 - 4.0);
+        int32_t got[ROWS];
+        float *r;
+        r = x + 1 * n; /* the largest value twice: the first one */
+        r[n / 2] = 9.0f, r[n - 1] = 9.0f;
+        r = x + 2 * n; /* NaN at 0: index 0 */
+        r[0] = NAN, r[n - 1] = 9.0f;
+        r = x + 3 * n; /* NaN in the middle: skipped */
+        r[n / 2] = NAN;
+        r = x + 4 * n; /* all NaN */
+        for (int i = 0; i < n; i++) r[i] = NAN;
+        r = x + 5 * n; /* all -inf */
+        for (int i = 0; i < n; i++) r[i] = -INFINITY;
+        r = x + 6 * n; /* -0 then +0 as the largest: the first */
+        for (int i = 0; i < n; i++) r[i] = -1.0f;
+        r[n / 3] = -0.0f, r[n - 1] = 0.0f;
+        r = x + 7 * n; /* +inf last */
+        r[n - 1] = INFINITY;
+        r = x + 8 * n; /* the largest at index 0 */
+        r[0] = 9.0f;
+        assert_int_equal(dcu_op_argmax(x, ROWS, n, got, &err), DRIFT_OK);
+        char what[64];
+        snprintf(what, sizeof what, "%d rows of %d", ROWS, n);
+        int ok = 1;
+        for (int i = 0; i < ROWS; i++)
+            if (got[i] != samp_argmax(x + (size_t)i * n, n)) {
+                fprintf(stderr, "argmax %s: row %d: device %d, host %d\n", what, i, got[i], samp_argmax(x + (size_t)i * n, n));
+                ok = 0;
+            }
+        n_cases++;
+        if (!ok) n_failed++;
+        printf("  %-10s %-52s %s\n", "argmax", what, ok ? "the host's picks  OK" : "FAILED");
+        free(x);
+    }
+    if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
+}
+
 static void test_rope(void **state) {
     (void)state;
     enum { H = 3, D = 64 };
@@ -771,7 +823,7 @@ static void ref_forward(const tmodel *m, const drift_numeric_profile *r, tsess *
 static void gpu_rows(dcu_model *gm, dcu_kv **kv, const int *pos, const int32_t *tok, int B, float *hidden,
                      float *logits, const int *lrows, int nl) {
     drift_error err;
-    if (dcu_forward(gm, kv, pos, tok, B, hidden, logits, lrows, nl, &err)) fail_msg("dcu_forward: %s", err.msg);
+    if (dcu_forward(gm, kv, pos, tok, B, hidden, logits, NULL, lrows, nl, &err)) fail_msg("dcu_forward: %s", err.msg);
 }
 
 enum { SEQ = 10 };
@@ -821,6 +873,18 @@ static void fwd_case(const char *spec, drift_gemm g, int qwen, int moe, int wind
     int lastrow = SEQ - 1;
     gpu_rows(gm, kv, pos, seq, SEQ, NULL, last, &lastrow, 1);
     if (check_inv && !bits_equal(last, lg_g + (SEQ - 1) * V, V)) fail_msg("%s: last-row logits differ", spec);
+    /* greedy picks on the device (dcu_forward's next, no logits back): the host's argmax of the same logits */
+    if (check_inv) {
+        dcu_kv *kg = NULL;
+        assert_int_equal(dcu_kv_new(gm, TM_CTX, &kg, &err), DRIFT_OK);
+        for (int i = 0; i < SEQ; i++) kv[i] = kg;
+        int32_t nx[SEQ];
+        if (dcu_forward(gm, kv, pos, seq, SEQ, NULL, NULL, nx, rows, SEQ, &err)) fail_msg("dcu_forward: %s", err.msg);
+        for (int i = 0; i < SEQ; i++)
+            if (nx[i] != samp_argmax(lg_g + (size_t)i * V, V))
+                fail_msg("%s: row %d: device pick %d, host argmax %d", spec, i, nx[i], samp_argmax(lg_g + (size_t)i * V, V));
+        dcu_kv_free(kg);
+    }
     if (check_inv) {
         /* A2: tokens 0..3 in one call with C's prefill of 5, then one token a
          * call with C (decoding) and D (prefilled with 7 before) */
@@ -909,6 +973,7 @@ int main(void) {
         cmocka_unit_test_setup(test_round_acts, reset_failed),    cmocka_unit_test_setup(test_kv_vectors, reset_failed),
         cmocka_unit_test_setup(test_matmul_vs_ref, reset_failed), cmocka_unit_test_setup(test_matmul_invariance, reset_failed),
         cmocka_unit_test_setup(test_elementwise, reset_failed),   cmocka_unit_test_setup(test_rope, reset_failed),
+        cmocka_unit_test_setup(test_argmax, reset_failed),
         cmocka_unit_test_setup(test_attention, reset_failed),     cmocka_unit_test_setup(test_forward, reset_failed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,9 @@
  * bit-identical; generate with batch 1 and 4: same tokens); cuda-fp8 loads
  * and generates; the MoE model on cuda-f32 close to ref; the embedded
  * target records the GPU as its hardware; a batch of 200 rows (logits
- * downloaded through pinned memory in pieces) equal to each row alone.
+ * downloaded through pinned memory in pieces) equal to each row alone;
+ * greedy steps (the pick made on the GPU) equal to the host's argmax of the
+ * same step's logits, for 1 and 24 rows.
  *
  * Without a GPU the GPU part is skipped: exit code 77 (ctest: skipped). */
 #include <setjmp.h>
@@ -499,6 +501,51 @@ static void test_large_batch(void **state) {
     drift_model_free(m);
 }
 
+/* drift_session_forward_greedy on the GPU (the pick made on the device, no
+ * logits back): each row's pick is the host's argmax of the logits of the
+ * same step, for 1 row and for 24 (twin sessions fed the same tokens). */
+static void test_greedy_picks(void **state) {
+    (void)state;
+    enum { NB = 24, STEPS = 3 };
+    static const char *const P[4] = {"Hello.", "2 + 2 =", "def add(a, b):", "Once upon a time there was"};
+    drift_model *m = load("qwen2-7m", "profile=cuda-bf16");
+    int V = drift_model_get_info(m)->n_vocab;
+    drift_error err;
+    drift_session *a[NB], *g[NB];
+    int32_t next[NB], picks[NB];
+    float *lg = malloc((size_t)NB * V * sizeof *lg);
+    for (int nb = 1; nb <= NB; nb += NB - 1) {
+        for (int b = 0; b < nb; b++) {
+            size_t n;
+            int32_t *ids = tokens(m, P[b % 4], &n);
+            assert_int_equal(drift_session_new(m, 0, &a[b], &err), DRIFT_OK);
+            assert_int_equal(drift_session_new(m, 0, &g[b], &err), DRIFT_OK);
+            assert_int_equal(drift_session_forward(a[b], ids, n - 1, 0, NULL, NULL, &err), DRIFT_OK);
+            assert_int_equal(drift_session_forward(g[b], ids, n - 1, 0, NULL, NULL, &err), DRIFT_OK);
+            next[b] = ids[n - 1];
+            free(ids);
+        }
+        for (int k = 0; k < STEPS; k++) {
+            if (drift_session_forward_batch(a, next, (size_t)nb, lg, &err)) fail_msg("%s", err.msg);
+            if (drift_session_forward_greedy(g, next, (size_t)nb, picks, &err)) fail_msg("%s", err.msg);
+            for (int b = 0; b < nb; b++) {
+                int best = 0;
+                for (int v = 1; v < V; v++)
+                    if (lg[(size_t)b * V + v] > lg[(size_t)b * V + best]) best = v;
+                if (picks[b] != best) fail_msg("batch of %d, step %d, row %d: GPU pick %d, host argmax %d", nb, k, b, picks[b], best);
+                next[b] = best;
+            }
+        }
+        fprintf(stderr, "greedy picks on the GPU: %d steps of %d rows equal to the host's argmax of the logits\n", STEPS, nb);
+        for (int b = 0; b < nb; b++) {
+            drift_session_free(a[b]);
+            drift_session_free(g[b]);
+        }
+    }
+    free(lg);
+    drift_model_free(m);
+}
+
 static void test_fp8_generates(void **state) {
     (void)state;
     drift_model *m = load("qwen2-7m", "profile=cuda-fp8");
@@ -564,6 +611,7 @@ int main(void) {
         cmocka_unit_test(test_batch_invariance_f32),  cmocka_unit_test(test_batch_invariance_bf16),
         cmocka_unit_test(test_fp8_generates),         cmocka_unit_test(test_moe_f32_logits),
         cmocka_unit_test(test_target_records_gpu),    cmocka_unit_test(test_large_batch),
+        cmocka_unit_test(test_greedy_picks),
     };
     return cmocka_run_group_tests_name("cuda: models on the GPU", gpu, NULL, NULL);
 }

@@ -244,6 +244,27 @@ static void test_batch_invariance(void **state) {
             assert_int_equal(drift_session_forward_batch(ss, ids, 3, lg, &err), DRIFT_OK);
             assert_memory_equal(lg + V, pre + (size_t)t * V, (size_t)V * sizeof *lg);
         }
+        { /* the greedy step: each session's pick is the argmax of that step's logits (fresh twins of the sessions) */
+            drift_session *a[3], *g[3];
+            int32_t first[3] = {TOKS[0], 5, 260}, ids[3] = {TOKS[1], 7, 9}, picks[3];
+            for (int i = 0; i < 3; i++) {
+                assert_int_equal(drift_session_new(m, 64, &a[i], &err), DRIFT_OK);
+                assert_int_equal(drift_session_new(m, 64, &g[i], &err), DRIFT_OK);
+                assert_int_equal(drift_session_forward(a[i], &first[i], 1, 0, NULL, NULL, &err), DRIFT_OK);
+                assert_int_equal(drift_session_forward(g[i], &first[i], 1, 0, NULL, NULL, &err), DRIFT_OK);
+            }
+            assert_int_equal(drift_session_forward_batch(a, ids, 3, lg, &err), DRIFT_OK);
+            assert_int_equal(drift_session_forward_greedy(g, ids, 3, picks, &err), DRIFT_OK);
+            for (int i = 0; i < 3; i++) {
+                int best = 0;
+                for (int v = 1; v < V; v++)
+                    if (lg[(size_t)i * V + v] > lg[(size_t)i * V + best]) best = v;
+                assert_int_equal(picks[i], best);
+                assert_int_equal(drift_session_pos(g[i]), 2);
+                drift_session_free(a[i]);
+                drift_session_free(g[i]);
+            }
+        }
         { /* a session twice in one batch is refused before any row runs (no position moves) */
             drift_session *dup[3] = {o2, s, o2};
             int32_t ids[3] = {5, 5, 5};

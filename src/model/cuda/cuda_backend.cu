@@ -332,6 +332,7 @@ struct dcu_ws {
     float *logits;
     float *h_hid, *h_lg;      /* pinned (cap, dim), (lcap, n_vocab): downloads land here first */
     int *lidx, *h_lidx;
+    int *amax, *h_amax;       /* (lcap) greedy picks of the logit rows (dcu_forward's next), pinned copy */
     float *part;
     size_t part_floats;
     dcu_allocs al, al_l, al_p;
@@ -774,6 +775,10 @@ static drift_status ws_logits(dcu_model *m, int n, drift_error *err) {
     w->lidx = (int *)p;
     if ((st = pinned_get(w->pinned_l, (size_t)cap * sizeof(int), &p, err))) return st;
     w->h_lidx = (int *)p;
+    if ((st = w->al_l.get((size_t)cap * sizeof(int), &p, "greedy picks", err))) return st;
+    w->amax = (int *)p;
+    if ((st = pinned_get(w->pinned_l, (size_t)cap * sizeof(int), &p, err))) return st;
+    w->h_amax = (int *)p;
     w->h_lg = (float *)pinned_try(w->pinned_l, (size_t)cap * (size_t)m->n_vocab * sizeof(float));
     w->lcap = cap;
     return DRIFT_OK;
@@ -1222,15 +1227,17 @@ static int small_staged_on(void) {
     return env_switch_on(&on, "DRIFT_CUDA_STAGE");
 }
 
-/* Queues the downloads of hidden (B rows) and the logits, and waits for
- * them: through pinned memory and the pool when large, through pinned
- * memory and one memcpy when small. */
-static drift_status fwd_download(dcu_model *m, int B, float *hidden, float *logits, int n_logit_rows,
+/* Queues the downloads of hidden (B rows), the logits and the greedy picks
+ * (each when asked for), and waits for them: through pinned memory and the
+ * pool when large, through pinned memory and one memcpy when small. */
+static drift_status fwd_download(dcu_model *m, int B, float *hidden, float *logits, int32_t *next, int n_logit_rows,
                                  drift_error *err) {
     dcu_ctx *c = &m->ctx;
     dcu_ws *w = &m->ws;
     size_t hb = hidden ? (size_t)B * m->dim * sizeof(float) : 0;
-    size_t row = (size_t)m->n_vocab * sizeof(float), lb = (size_t)n_logit_rows * row;
+    size_t row = (size_t)m->n_vocab * sizeof(float), lb = logits ? (size_t)n_logit_rows * row : 0;
+    const size_t nb = next ? (size_t)n_logit_rows * sizeof(int) : 0; /* the greedy picks: first, then the rest */
+    if (nb) DCU_TRY(cudaMemcpyAsync(w->h_amax, w->amax, nb, cudaMemcpyDeviceToHost, c->st), "copying greedy picks");
     const bool pinned = (!hb || w->h_hid) && (!lb || w->h_lg);
     copy_pool *pool = hb + lb >= DL_PINNED_MIN && pinned ? pool_get() : NULL;
     if (!pool) {
@@ -1245,6 +1252,7 @@ static drift_status fwd_download(dcu_model *m, int B, float *hidden, float *logi
         DCU_TRY(cudaStreamSynchronize(c->st), "running the forward pass");
         if (staged && hb) memcpy(hidden, w->h_hid, hb);
         if (staged && lb) memcpy(logits, w->h_lg, lb);
+        if (nb) memcpy(next, w->h_amax, nb);
         return DRIFT_OK;
     }
     if (hb) {
@@ -1272,6 +1280,7 @@ static drift_status fwd_download(dcu_model *m, int B, float *hidden, float *logi
         pool->copy(logits + (size_t)r0 * m->n_vocab, w->h_lg + (size_t)r0 * m->n_vocab, (size_t)nr * row);
     }
     DCU_TRY(cudaStreamSynchronize(c->st), "running the forward pass");
+    if (nb) memcpy(next, w->h_amax, nb);
     return DRIFT_OK;
 }
 
@@ -1355,13 +1364,13 @@ extern "C" int dcu_trace_m(int op, FILE *f);
 #endif
 
 extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *pos, const int32_t *tok, int B,
-                                    float *hidden, float *logits, const int *logit_rows, int n_logit_rows,
-                                    drift_error *err) {
+                                    float *hidden, float *logits, int32_t *next, const int *logit_rows,
+                                    int n_logit_rows, drift_error *err) {
     if (B <= 0) return DRIFT_OK;
     const drift_numeric_profile *p = &m->p;
     dcu_ctx *c = &m->ctx;
     dcu_ws *w = &m->ws;
-    if (!logits) n_logit_rows = 0;
+    if (!logits && !next) n_logit_rows = 0;
     drift_status st;
     fwd_timer tm;
     tm.start();
@@ -1434,8 +1443,10 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
         if (f) fclose(f);
     }
 #endif
+    if (next && n_logit_rows > 0 && (st = dcu_launch_argmax(c, w->logits, n_logit_rows, m->n_vocab, w->amax, err)))
+        return st;
     tm.kernels_done();
-    if ((st = fwd_download(m, B, hidden, logits, n_logit_rows, err))) return st;
+    if ((st = fwd_download(m, B, hidden, logits, next, n_logit_rows, err))) return st;
     tm.finish();
     return DRIFT_OK;
 }
@@ -1461,10 +1472,16 @@ static drift_status op_ctx(dcu_ctx **out, drift_error *err) {
     return DRIFT_OK;
 }
 
+/* A pageable cudaMemcpy to the device may return before its DMA has landed,
+ * and the op's stream is non-blocking (not ordered after the legacy
+ * stream's copy): the op would read a partly uploaded input (seen once: the
+ * last row of a 1.2 MB argmax input, on the H200). So the device is
+ * synchronized before the op runs. */
 static drift_status op_up(dcu_allocs *al, const void *src, size_t bytes, void **out, drift_error *err) {
     drift_status st = al->get(bytes, out, "op input", err);
     if (st) return st;
     if (bytes) DCU_TRY(cudaMemcpy(*out, src, bytes, cudaMemcpyHostToDevice), "uploading op input");
+    if (bytes) DCU_TRY(cudaDeviceSynchronize(), "uploading op input");
     return DRIFT_OK;
 }
 
@@ -1526,6 +1543,20 @@ extern "C" drift_status dcu_op_softmax(const drift_numeric_profile *p, float *x,
         (st = dcu_launch_softmax(c, p->exp == DRIFT_EXP_FAST, (float *)dx, rows, n, err)))
         return st;
     return op_finish(c, x, dx, (size_t)(rows * n) * sizeof(float), err);
+}
+
+extern "C" drift_status dcu_op_argmax(const float *x, int64_t rows, int64_t n, int32_t *out, drift_error *err) {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    dcu_ctx *c;
+    drift_status st = op_ctx(&c, err);
+    if (st || rows <= 0) return st;
+    dcu_allocs al;
+    void *dx, *dout;
+    if ((st = op_up(&al, x, (size_t)(rows * n) * sizeof(float), &dx, err)) ||
+        (st = al.get((size_t)rows * sizeof(int), &dout, "op output", err)) ||
+        (st = dcu_launch_argmax(c, (const float *)dx, rows, n, (int *)dout, err)))
+        return st;
+    return op_finish(c, out, dout, (size_t)rows * sizeof(int), err);
 }
 
 extern "C" drift_status dcu_op_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_t pos,

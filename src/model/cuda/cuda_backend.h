@@ -99,9 +99,12 @@ void dcu_kv_free(dcu_kv *kv);                    /* NULL-safe */
  * written before any row attends, as on the CPU. Outputs (host, may be NULL):
  * hidden (B, dim) the final normed hidden states; logits (n_logit_rows,
  * n_vocab) for the rows listed in logit_rows (e.g. only the last row of a
- * prefill). Validation (token range, positions < n_ctx) is the caller's. */
+ * prefill); next (n_logit_rows) the greedy pick of each of those rows (the
+ * index samp_pick chooses at temperature 0), computed on the device, so
+ * with logits NULL only the picks come back. Validation (token range,
+ * positions < n_ctx) is the caller's. */
 drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *pos, const int32_t *tok, int B, float *hidden,
-                         float *logits, const int *logit_rows, int n_logit_rows, drift_error *err);
+                         float *logits, int32_t *next, const int *logit_rows, int n_logit_rows, drift_error *err);
 
 /* ---- single ops, for tests/ops/test_cuda_ops.c (host in, host out; each
  * call uploads, runs the same device code the forward pass uses, downloads).
@@ -111,6 +114,9 @@ drift_status dcu_op_matmul(const drift_numeric_profile *p, float *y, const float
 drift_status dcu_op_rmsnorm(const drift_numeric_profile *p, float *out, const float *x, const float *w, int64_t rows,
                             int64_t n, float eps, drift_error *err);
 drift_status dcu_op_softmax(const drift_numeric_profile *p, float *x, int64_t rows, int64_t n, drift_error *err);
+/* The greedy pick of each of rows rows of n values (out: rows ints), as
+ * dcu_forward's next. */
+drift_status dcu_op_argmax(const float *x, int64_t rows, int64_t n, int32_t *out, drift_error *err);
 drift_status dcu_op_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_t pos, const num_rope_params *rp,
                          drift_error *err);
 drift_status dcu_op_swiglu(const drift_numeric_profile *p, float *out, const float *gate, const float *up, int64_t n,

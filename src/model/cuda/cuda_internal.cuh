@@ -257,6 +257,10 @@ drift_status dcu_launch_moe_comb(dcu_ctx *c, const float *ye, const int *sel, co
                                  int K, int D, drift_error *err);
 /* x (rows, n) <- softmax in place. */
 drift_status dcu_launch_softmax(dcu_ctx *c, int fast_exp, float *x, int64_t rows, int64_t n, drift_error *err);
+/* out[r] (device ints) = the host argmax's pick in row r of x (rows of n):
+ * the first index of the largest value, NaN never chosen unless x[0] is
+ * NaN (then 0), as sampler.c's greedy choice. */
+drift_status dcu_launch_argmax(dcu_ctx *c, const float *x, int64_t rows, int64_t n, int *out, drift_error *err);
 /* KV vectors: dst (n_vec, vb) <- src (n_vec, n); dst (n_vec, n) <- src (n_vec, vb). */
 drift_status dcu_launch_kv_store(dcu_ctx *c, int fmt, uint8_t *dst, const float *src, int n_vec, int n,
                                  drift_error *err);

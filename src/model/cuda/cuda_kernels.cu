@@ -58,6 +58,7 @@
  * and chosen from the batch size and the SM count with batch_invariant=0. */
 #include "model/cuda/cuda_internal.cuh"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1673,6 +1674,78 @@ drift_status dcu_launch_softmax(dcu_ctx *c, int fast_exp, float *x, int64_t rows
         int64_t nr = rows - r0 < 65535 ? rows - r0 : 65535;
         dcu_launch(k_softmax, (unsigned)nr, DCU_ROWT, 0, c->st, fast_exp, x + (size_t)r0 * n, n);
         DCU_LAUNCHED("softmax kernel");
+    }
+    return DRIFT_OK;
+}
+
+/* ---------------------------------------------------------------- argmax */
+/* (value, index) a thread or lane keeps: the larger value, the smaller
+ * index on ties; NaN is never larger, nor equal */
+static __device__ __forceinline__ void amax_take(float &bv, int &bi, float v, int i) {
+    if (v > bv || (v == bv && i < bi)) bv = v, bi = i;
+}
+
+/* out[r] = the index the host's argmax (sampler.c) picks in row r of x
+ * (rows of n): it keeps index 0 until a value is larger than the current
+ * best, so the first index of the largest non-NaN value, or 0 when x[0] is
+ * NaN (nothing compares larger than NaN) or every value is. Each thread
+ * takes its values (16-byte loads, AMAX_UNR of them in flight, where the
+ * row allows) in any order, then lanes and warps combine (value, index)
+ * pairs, ties to the smaller index: the same choice in any order. One
+ * block of AMAX_T threads a row: a decode step's row of 32000 logits is
+ * one round of loads. */
+#define AMAX_T 1024
+#define AMAX_UNR 8
+__global__ void __launch_bounds__(AMAX_T) k_argmax(const float *x, int64_t n, int *out) {
+    DCU_PDL_ENTER();
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    const float *r = x + (size_t)blockIdx.x * n;
+    float bv = -INFINITY;
+    int bi = INT_MAX;
+    if (n % 4 == 0 && ((uintptr_t)r & 15u) == 0) {
+        const float4 *r4 = (const float4 *)r;
+        const int64_t n4 = n / 4, step = (int64_t)AMAX_UNR * blockDim.x;
+        for (int64_t j0 = threadIdx.x; j0 < n4; j0 += step) {
+            float4 v[AMAX_UNR];
+#pragma unroll
+            for (int u = 0; u < AMAX_UNR; u++) {
+                const int64_t j = j0 + (int64_t)u * blockDim.x;
+                v[u] = j < n4 ? r4[j] : make_float4(NAN, NAN, NAN, NAN); /* NaN: never taken */
+            }
+#pragma unroll
+            for (int u = 0; u < AMAX_UNR; u++) {
+                const int i = (int)((j0 + (int64_t)u * blockDim.x) * 4);
+                amax_take(bv, bi, v[u].x, i);
+                amax_take(bv, bi, v[u].y, i + 1);
+                amax_take(bv, bi, v[u].z, i + 2);
+                amax_take(bv, bi, v[u].w, i + 3);
+            }
+        }
+    } else {
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) amax_take(bv, bi, r[i], (int)i);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        amax_take(bv, bi, ov, oi);
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    if (lane == 0) sv[warp] = bv, si[warp] = bi;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < nw; w++) amax_take(bv, bi, sv[w], si[w]);
+        out[blockIdx.x] = n < 1 || isnan(r[0]) || bi == INT_MAX ? 0 : bi;
+    }
+}
+
+drift_status dcu_launch_argmax(dcu_ctx *c, const float *x, int64_t rows, int64_t n, int *out, drift_error *err) {
+    if (n > INT_MAX) return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: argmax over %lld values", (long long)n);
+    for (int64_t r0 = 0; r0 < rows; r0 += 65535) {
+        int64_t nr = rows - r0 < 65535 ? rows - r0 : 65535;
+        dcu_launch(k_argmax, (unsigned)nr, AMAX_T, 0, c->st, x + (size_t)r0 * n, n, out + r0);
+        DCU_LAUNCHED("argmax kernel");
     }
     return DRIFT_OK;
 }

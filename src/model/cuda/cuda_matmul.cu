@@ -542,10 +542,13 @@ struct mm_sw {
 
 /* early bit 0 clear: wait for the previous kernel before staging any
  * weights (no weight traffic while it runs); set: stage the first slices
- * first. Bit 1: the weights are staged evict-first (wm_stage_p). At most
- * 64 registers a thread: two 512-thread blocks an SM. */
+ * first. Bit 1: the weights are staged evict-first (wm_stage_p). Up to 3
+ * slice buffers, at most 64 registers a thread: two 512-thread blocks an
+ * SM. With 4 (147 KB of shared memory: one block an SM anyway) the compiler
+ * may use up to 128 (the 1B model's wo and down: +0.7% tokens/s at batch 1
+ * on the H200, bench/BENCHMARKS.md, session 11). */
 template <typename T, bool SW, int NST, bool TWO>
-__global__ void __launch_bounds__(512, 2) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
+__global__ void __launch_bounds__(512, NST == 4 ? 1 : 2) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
                                                    const T *__restrict__ X, int B, float *__restrict__ y,
                                                    int64_t ldy, int KS, mm_sw sw, int early) {
     DCU_TR_EXIT();
@@ -895,7 +898,8 @@ static int tc_stages(const dcu_ctx *c, unsigned gx, int nwarps, int tag) {
     for (int nst = TC_MAX_ST; nst > 2; nst--) {
         size_t smem = (size_t)nwarps * nst * WM_BUF * 2;
         long by_smem = v.smem_sm > 0 ? (long)v.smem_sm / (long)(smem + 1024) : 0;
-        long by_regs = 65536L / (nwarps * 32L * 64L), by_thr = 2048L / (nwarps * 32L);
+        const long regs = nst == 4 ? 128 : 64; /* k_mm_tc1's launch bounds (at most) */
+        long by_regs = 65536L / (nwarps * 32L * regs), by_thr = 2048L / (nwarps * 32L);
         long bps = by_smem < by_regs ? by_smem : by_regs;
         if (by_thr < bps) bps = by_thr;
         if ((long)gx <= bps * c->sm_count) return nst;
