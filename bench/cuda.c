@@ -458,6 +458,9 @@ static void run_leg(const char *path, const char *model_name, const char *profil
     drift_model_free(m);
 }
 
+/* the weight bytes a batch-1 step reads at rate's median, as a % of copy bandwidth */
+static double share_pct(stat3 rate, double wbytes, double copy_gbps) { return 100 * rate.med * wbytes / 1e9 / copy_gbps; }
+
 /* "50.12%" (two decimals, so a share just under the target never prints as
  * 50%), with the target's verdict for the 1B model (target); "-" without a
  * figure */
@@ -466,7 +469,7 @@ static void share_str(char *out, size_t n, stat3 rate, double wbytes, double cop
         snprintf(out, n, "-");
         return;
     }
-    double share = 100 * rate.med * wbytes / 1e9 / copy_gbps;
+    double share = share_pct(rate, wbytes, copy_gbps);
     snprintf(out, n, "%.2f%%%s", share, !target ? "" : share >= 50.0 ? " (target 50%: met)" : " (target 50%: missed)");
 }
 
@@ -482,13 +485,12 @@ static json_t *leg_json(const leg *g, double copy_gbps) {
     if (g->dec1g.n) {
         json_object_set_new(j, "decode_b1_greedy_tok_s", stat_json(g->dec1g));
         if (copy_gbps > 0)
-            json_object_set_new(j, "decode_b1_greedy_pct_of_copy", json_real(100 * g->dec1g.med * g->wbytes / 1e9 / copy_gbps));
+            json_object_set_new(j, "decode_b1_greedy_pct_of_copy", json_real(share_pct(g->dec1g, g->wbytes, copy_gbps)));
     }
     if (g->prefill.n) json_object_set_new(j, "prefill_tflops", json_real(g->prefill.med * 2 * g->params / 1e12));
     if (g->dec1.n) {
-        double gbps = g->dec1.med * g->wbytes / 1e9;
-        json_object_set_new(j, "decode_b1_weight_gbps", json_real(gbps));
-        if (copy_gbps > 0) json_object_set_new(j, "decode_b1_pct_of_copy", json_real(100 * gbps / copy_gbps));
+        json_object_set_new(j, "decode_b1_weight_gbps", json_real(g->dec1.med * g->wbytes / 1e9));
+        if (copy_gbps > 0) json_object_set_new(j, "decode_b1_pct_of_copy", json_real(share_pct(g->dec1, g->wbytes, copy_gbps)));
     }
     json_object_set_new(j, "error", g->error[0] ? json_string(g->error) : json_null());
     return j;

@@ -988,7 +988,7 @@ static drift_status batch_step(drift_session *const *sessions, const int32_t *to
     }
     if ((st = check_distinct(sessions, n, err))) goto done;
 #ifdef DRIFT_HAVE_CUDA
-    if (m->dcu) { /* no hidden states back; the greedy picks chosen on the device */
+    if (on_gpu) { /* no hidden states back; the greedy picks chosen on the device */
         st = cuda_rows(m, sessions, pos, tokens, B, NULL, logits, next, 1, err);
         if (!st)
             for (int b = 0; b < B; b++) sessions[b]->pos++;

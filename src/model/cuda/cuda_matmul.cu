@@ -888,6 +888,13 @@ static const tc_env &tc_env_get(void) {
     return v;
 }
 
+/* the early argument of k_mm_tc1 / k_mm_tc1_gu for product tag: bit 0
+ * DRIFT_CUDA_EARLY's choice, bit 1 evict-first staging (DRIFT_CUDA_EF) */
+static int tc_early(int tag) {
+    const tc_env &v = tc_env_get();
+    return v.early[tag] | (v.ef ? 2 : 0);
+}
+
 /* k_mm_tc1's slice buffers per warp: 2, or 3 / 4 when the grid still fits
  * in one wave with the larger shared memory (more of each warp's weights in
  * flight; the same mma sequence, so the same bits), unless tc_env forces a
@@ -953,7 +960,7 @@ static void launch_tc1(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t 
                        float *y, int64_t ldy, int KS, mm_sw sw) {
     const int tag = c->mm_tag >= 0 && c->mm_tag < DCU_MM_NTAGS ? c->mm_tag : DCU_MM_OTHER;
     const int nst = tc_stages(c, gx, nwarps, tag);
-    const int early = tc_env_get().early[tag] | (tc_env_get().ef ? 2 : 0);
+    const int early = tc_early(tag);
     const size_t smem = (size_t)nwarps * nst * WM_BUF * 2;
     const bool two = B > 8;
     const unsigned th = (unsigned)nwarps * 32;
@@ -1000,7 +1007,7 @@ template <typename T, bool TWO>
 static void launch_gu(dcu_ctx *c, unsigned gx, int nwarps, const T *w, int64_t kp, const T *xh, int B, int KS,
                       mm_sw sw) {
     const int nst = gu_stages<T, TWO>(c, gx, nwarps);
-    const int early = tc_env_get().early[DCU_MM_GU] | (tc_env_get().ef ? 2 : 0);
+    const int early = tc_early(DCU_MM_GU);
     const size_t smem = (size_t)nwarps * nst * WM_BUF * 4;
     if (nst == 4) dcu_launch(k_mm_tc1_gu<T, 4, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
     else if (nst == 3) dcu_launch(k_mm_tc1_gu<T, 3, TWO>, gx, nwarps * 32, smem, c->st, w, kp, xh, B, KS, sw, early);
