@@ -11,14 +11,35 @@
  *    that continues the prompt (HumanEval convention): prompt + completion.
  *    Then the reference's tests (`test` or `test_cases`, defining
  *    check(candidate)) and `check(ENTRY)` are appended.
- * 2. Run it in the sandbox (sandbox.c) through a small runner that compiles
- *    the program first (SyntaxError -> syntax_error), executes it (any
- *    exception -> failed_test) and reports on fd 3 with a per-run nonce read
- *    from stdin, so an answer that calls exit(0) early cannot pass.
- * 3. Verdict: passed, failed_test, syntax_error, timeout, killed (signal),
- *    or sandbox_error (DRIFT_LABEL_ERROR, never a fail). The detail keeps the
- *    reason, the extraction rule, the program hash, exit code / signal, wall
- *    time, the runner's message and the last 500 bytes of stderr. */
+ * 2. Run it in the sandbox (sandbox.c) as two processes that share nothing:
+ *    - the runner (trusted code, ours) holds the reference's tests and the
+ *      verdict channel (fd 3). It reads a per-run nonce and the job (prompt,
+ *      tests, entry point) from stdin, makes itself non-dumpable (so no
+ *      process of the same uid can read its memory or descriptors through
+ *      /proc or ptrace), ignores catchable signals, reports "ready", then
+ *      starts the host;
+ *    - the host runs the answer's program (prompt + completion, never the
+ *      tests) and answers the runner's calls of the entry point over two
+ *      pipes: arguments in, a return value or an exception out, encoded as
+ *      JSON with only exact builtin types (so an object whose __eq__ is
+ *      always true cannot come back, and nothing the host sends can run code
+ *      in the runner).
+ *    The runner executes the prompt (for its helper functions) and the tests
+ *    with `candidate` bound to a proxy of the host's entry point. Model code
+ *    never runs in the runner, so it cannot reach the nonce, the tests, the
+ *    channel or the runner's frames; it can only answer calls, or die.
+ * 3. Verdict, decided here from what the supervisor observed:
+ *    - no "ready" on the channel: the sandbox or the interpreter failed before
+ *      any model code ran -> sandbox_error (DRIFT_LABEL_ERROR, never a fail);
+ *      no byte the program prints decides this;
+ *    - "passed" counts only with the runner's clean exit (code 0);
+ *    - failed_test, syntax_error, killed (the host or the runner died of a
+ *      signal), timeout (wall clock; a timeout whose CPU time was under half
+ *      the wall time is run once more, so a loaded machine does not make a
+ *      flip out of a slow start).
+ *    The detail keeps the reason, the extraction rule, the program hash, exit
+ *    code / signal, wall and CPU time, the runner's message and the last 500
+ *    bytes of stderr. */
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -29,6 +50,7 @@
 #include <unistd.h>
 
 #include "driftbench/eval.h"
+#include "eval/code_internal.h"
 #include "eval/sandbox.h"
 #include "util/util.h"
 
@@ -120,9 +142,8 @@ static const char *pick_code(const char *answer, const char *entry, const char *
     return "raw";
 }
 
-/* Builds the program; returns malloc'd text and sets *rule. */
-static char *build_program(const char *answer, const char *prompt, const char *tests, const char *entry,
-                           const char **rule, const char **mode) {
+char *code_build_program(const char *answer, const char *prompt, const char *entry, const char **rule,
+                         const char **mode) {
     const char *code;
     size_t clen;
     *rule = pick_code(answer, entry, &code, &clen);
@@ -133,44 +154,273 @@ static char *build_program(const char *answer, const char *prompt, const char *t
     if (standalone && b.len && b.data[b.len - 1] != '\n') buf_puts(&b, "\n");
     if (standalone) buf_puts(&b, "\n");
     buf_append(&b, code, clen);
-    buf_puts(&b, "\n\n");
-    buf_puts(&b, tests);
-    buf_printf(&b, "\n\ncheck(%s)\n", entry);
+    buf_puts(&b, "\n");
     return buf_steal(&b);
 }
 
-/* ---- the runner ---- */
+/* ---- the runner and the host (Python, see the top of the file) ---- */
 
-static const char RUNNER[] =
-    "import sys, os\n"
-    "_nonce = sys.stdin.readline().strip()\n"
-    "def _report(kind, msg=''):\n"
-    "    try:\n"
-    "        line = '%s %s %s\\n' % (kind, _nonce, msg.replace('\\n', ' ')[:400])\n"
-    "        os.write(3, line.encode('utf-8', 'replace'))\n"
-    "    except BaseException:\n"
-    "        pass\n"
-    "def _describe(e):\n"
-    "    try:\n"
-    "        return '%s: %s' % (type(e).__name__, e)\n"
-    "    except BaseException:\n"
+/* Shared by the runner and the host: framing (4-byte big-endian length +
+ * JSON, at most 16 MiB) and the value encoding (exact builtin types only:
+ * None, bool, str and lists as JSON; tagged ints {"i"}, floats {"f"},
+ * tuples {"t"}, dicts {"d"}, sets {"s"}, frozensets {"z"}, bytes {"b"},
+ * complex {"c"}). The runner's decoder builds nothing else. */
+#define PY_CODEC \
+    "import sys, os, json\n" \
+    "_CAP = 1 << 24\n" \
+    "class SolutionProcessError(BaseException):\n" \
+    "    pass\n" \
+    "def _rd(fd, n):\n" \
+    "    b = b''\n" \
+    "    while len(b) < n:\n" \
+    "        c = os.read(fd, n - len(b))\n" \
+    "        if not c:\n" \
+    "            raise EOFError('channel closed')\n" \
+    "        b += c\n" \
+    "    return b\n" \
+    "def _send(fd, obj):\n" \
+    "    d = json.dumps(obj, ensure_ascii=True).encode()\n" \
+    "    d = len(d).to_bytes(4, 'big') + d\n" \
+    "    while d:\n" \
+    "        d = d[os.write(fd, d):]\n" \
+    "def _recv(fd):\n" \
+    "    n = int.from_bytes(_rd(fd, 4), 'big')\n" \
+    "    if n > _CAP:\n" \
+    "        raise SolutionProcessError('message of %d bytes' % n)\n" \
+    "    return json.loads(_rd(fd, n).decode('utf-8'))\n" \
+    "def _enc(v, d=0):\n" \
+    "    if d > 200:\n" \
+    "        raise ValueError('nested too deeply')\n" \
+    "    t = type(v)\n" \
+    "    if v is None or t is bool or t is str:\n" \
+    "        return v\n" \
+    "    if t is int:\n" \
+    "        return {'i': str(v)}\n" \
+    "    if t is float:\n" \
+    "        return {'f': repr(v)}\n" \
+    "    if t is list:\n" \
+    "        return [_enc(x, d + 1) for x in v]\n" \
+    "    if t is tuple:\n" \
+    "        return {'t': [_enc(x, d + 1) for x in v]}\n" \
+    "    if t is dict:\n" \
+    "        return {'d': [[_enc(k, d + 1), _enc(x, d + 1)] for k, x in v.items()]}\n" \
+    "    if t is set:\n" \
+    "        return {'s': [_enc(x, d + 1) for x in v]}\n" \
+    "    if t is frozenset:\n" \
+    "        return {'z': [_enc(x, d + 1) for x in v]}\n" \
+    "    if t is bytes:\n" \
+    "        return {'b': v.hex()}\n" \
+    "    if t is complex:\n" \
+    "        return {'c': [repr(v.real), repr(v.imag)]}\n" \
+    "    return _enc_other(v, d)\n" \
+    "def _dec(v, d=0):\n" \
+    "    if d > 200:\n" \
+    "        raise SolutionProcessError('nested too deeply')\n" \
+    "    if v is None or v is True or v is False:\n" \
+    "        return v\n" \
+    "    t = type(v)\n" \
+    "    if t is str:\n" \
+    "        return v\n" \
+    "    if t is list:\n" \
+    "        return [_dec(x, d + 1) for x in v]\n" \
+    "    if t is dict and len(v) == 1:\n" \
+    "        k, x = next(iter(v.items()))\n" \
+    "        tx = type(x)\n" \
+    "        if k == 'i' and tx is str:\n" \
+    "            return int(x)\n" \
+    "        if k == 'f' and tx is str:\n" \
+    "            return float(x)\n" \
+    "        if k == 'b' and tx is str:\n" \
+    "            return bytes.fromhex(x)\n" \
+    "        if tx is list:\n" \
+    "            if k == 't':\n" \
+    "                return tuple(_dec(y, d + 1) for y in x)\n" \
+    "            if k == 's':\n" \
+    "                return set(_dec(y, d + 1) for y in x)\n" \
+    "            if k == 'z':\n" \
+    "                return frozenset(_dec(y, d + 1) for y in x)\n" \
+    "            if k == 'c' and len(x) == 2 and type(x[0]) is str and type(x[1]) is str:\n" \
+    "                return complex(float(x[0]), float(x[1]))\n" \
+    "            if k == 'd':\n" \
+    "                out = {}\n" \
+    "                for p in x:\n" \
+    "                    if type(p) is not list or len(p) != 2:\n" \
+    "                        raise SolutionProcessError('bad dict item')\n" \
+    "                    out[_dec(p[0], d + 1)] = _dec(p[1], d + 1)\n" \
+    "                return out\n" \
+    "    raise SolutionProcessError('unexpected value')\n" \
+    "def _describe(e):\n" \
+    "    try:\n" \
+    "        return '%s: %s' % (type(e).__name__, e)\n" \
+    "    except BaseException:\n" \
     "        return type(e).__name__\n"
+
+static const char HOST[] = PY_CODEC
+    "# The solution host: runs the answer's code and answers the runner's calls.\n"
+    "# Everything here is reachable by the answer, so nothing here is trusted.\n"
+    "def _enc_other(v, d):\n"
+    "    if isinstance(v, bool):\n"
+    "        return bool(v)\n"
+    "    if isinstance(v, int) or hasattr(v, '__index__'):\n"
+    "        return {'i': str(int(v.__index__()))}\n"
+    "    if isinstance(v, float):\n"
+    "        return {'f': repr(float(v))}\n"
+    "    if isinstance(v, str):\n"
+    "        return str(v)\n"
+    "    raise TypeError('a %s cannot be passed back' % type(v).__name__)\n"
+    "def _main():\n"
+    "    entry = sys.argv[1]\n"
+    "    try:\n"
+    "        with open('solution.py', 'rb') as f:\n"
+    "            code = compile(f.read(), 'solution.py', 'exec')\n"
+    "    except (SyntaxError, ValueError) as e:\n"
+    "        _send(4, {'k': 'syntax_error', 'm': _describe(e)})\n"
+    "        os._exit(3)\n"
+    "    g = {'__name__': '__solution__', '__builtins__': __builtins__}\n"
+    "    try:\n"
+    "        exec(code, g)\n"
+    "    except BaseException as e:\n"
+    "        import traceback\n"
+    "        traceback.print_exc()\n"
+    "        _send(4, {'k': 'load_error', 'm': _describe(e)})\n"
+    "        os._exit(1)\n"
+    "    fn = g.get(entry)\n"
+    "    if not callable(fn):\n"
+    "        _send(4, {'k': 'load_error', 'm': 'NameError: %s is not defined' % entry})\n"
+    "        os._exit(1)\n"
+    "    _send(4, {'k': 'ok'})\n"
+    "    while True:\n"
+    "        try:\n"
+    "            m = _recv(3)\n"
+    "            a, kw = _dec(m[0]), _dec(m[1])\n"
+    "        except BaseException:\n"
+    "            os._exit(0)\n"
+    "        try:\n"
+    "            r = fn(*a, **kw)\n"
+    "        except BaseException as e:\n"
+    "            _send(4, {'k': 'exc', 'e': type(e).__name__, 'm': _describe(e)})\n"
+    "            continue\n"
+    "        try:\n"
+    "            v = _enc(r)\n"
+    "        except BaseException as e:\n"
+    "            _send(4, {'k': 'exc', 'e': 'TypeError', 'm': 'the return value: ' + _describe(e)})\n"
+    "            continue\n"
+    "        _send(4, {'k': 'ret', 'v': v})\n"
+    "_main()\n";
+
+static const char RUNNER[] = PY_CODEC
+    "# The runner: holds the tests and the verdict channel (fd 3). It runs the\n"
+    "# answer's code only in a separate process (the host), which it cannot reach.\n"
+    "import signal, builtins, time\n"
+    "def _enc_other(v, d):\n"
+    "    raise TypeError('a %s cannot be passed to the solution' % type(v).__name__)\n"
+    "for _n in ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGVTALRM',\n"
+    "           'SIGPROF', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGIO', 'SIGPWR', 'SIGURG', 'SIGWINCH', 'SIGPIPE'):\n"
+    "    try:\n"
+    "        signal.signal(getattr(signal, _n), signal.SIG_IGN)\n"
+    "    except (AttributeError, OSError, ValueError):\n"
+    "        pass\n"
+    "os.set_inheritable(3, False)\n"
+    "import ctypes\n"
+    "if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:\n"
+    "    os._exit(4)\n"
+    "_raw = sys.stdin.buffer.read()\n"
+    "_nl = _raw.index(b'\\n')\n"
+    "_nonce = _raw[:_nl].decode('ascii')\n"
+    "_job = json.loads(_raw[_nl + 1:].decode('utf-8'))\n"
+    "del _raw\n"
+    "def _report(kind, msg=''):\n"
+    "    line = '%s %s %s\\n' % (kind, _nonce, msg.replace('\\n', ' ')[:400])\n"
+    "    os.write(3, line.encode('utf-8', 'replace'))\n"
+    "_report('ready')\n"
+    "_rq_r, _rq_w = os.pipe()\n"
+    "_rs_r, _rs_w = os.pipe()\n"
+    "_argv = [sys.executable, '-I'] + (['-S'] if _job['nosite'] else []) + ['-c', _job['host'], _job['entry']]\n"
+    "_pid = os.posix_spawn(sys.executable, _argv, dict(os.environ), file_actions=[\n"
+    "    (os.POSIX_SPAWN_OPEN, 0, '/dev/null', os.O_RDONLY, 0),\n"
+    "    (os.POSIX_SPAWN_DUP2, _rq_r, 3), (os.POSIX_SPAWN_DUP2, _rs_w, 4)])\n"
+    "os.close(_rq_r)\n"
+    "os.close(_rs_w)\n"
+    "def _finish(code, kind, msg=''):\n"
+    "    try:\n"
+    "        os.kill(_pid, signal.SIGKILL)\n"
+    "        os.waitpid(_pid, 0)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    _report(kind, msg)\n"
+    "    os._exit(code)\n"
+    "def _reply():\n"
+    "    try:\n"
+    "        return _recv(_rs_r)\n"
+    "    except SolutionProcessError:\n"
+    "        raise\n"
+    "    except BaseException as e:\n"
+    "        raise SolutionProcessError('the solution process: ' + _describe(e))\n"
+    "_broken = []\n"
+    "def _exc(name, msg):\n"
+    "    c = getattr(builtins, name, None) if type(name) is str else None\n"
+    "    if not (isinstance(c, type) and issubclass(c, Exception)) or issubclass(c, (StopIteration, StopAsyncIteration)):\n"
+    "        c = RuntimeError\n"
+    "    try:\n"
+    "        return c(msg if type(msg) is str else '')\n"
+    "    except BaseException:\n"
+    "        return RuntimeError(msg if type(msg) is str else '')\n"
+    "def candidate(*a, **kw):\n"
+    "    if _broken:\n"
+    "        raise SolutionProcessError(_broken[0])\n"
+    "    req = [_enc(list(a)), _enc(kw)]\n"
+    "    try:\n"
+    "        _send(_rq_w, req)\n"
+    "        m = _reply()\n"
+    "        if type(m) is dict and m.get('k') == 'ret' and 'v' in m:\n"
+    "            return _dec(m['v'])\n"
+    "        if type(m) is not dict or m.get('k') != 'exc':\n"
+    "            raise SolutionProcessError('an unexpected reply from the solution process')\n"
+    "    except BaseException as x:\n"
+    "        _broken.append(str(x) if isinstance(x, SolutionProcessError) else 'the solution process: ' + _describe(x))\n"
+    "        raise SolutionProcessError(_broken[0])\n"
+    "    raise _exc(m.get('e'), m.get('m'))\n"
+    "def _host_signal():\n"
+    "    for _ in range(100):\n"
+    "        try:\n"
+    "            p, st = os.waitpid(_pid, os.WNOHANG)\n"
+    "        except OSError:\n"
+    "            return 0\n"
+    "        if p:\n"
+    "            return os.WTERMSIG(st) if os.WIFSIGNALED(st) else 0\n"
+    "        time.sleep(0.01)\n"
+    "    return 0\n"
+    "def _host_died(why):\n"
+    "    s = _host_signal()\n"
+    "    if s:\n"
+    "        _finish(1, 'killed', signal.Signals(s).name if s in signal.valid_signals() else 'signal %d' % s)\n"
+    "    _finish(1, 'failed_test', why)\n"
     "try:\n"
-    "    with open('solution.py', 'rb') as f:\n"
-    "        _src = f.read()\n"
-    "    _code = compile(_src, 'solution.py', 'exec')\n"
-    "except (SyntaxError, ValueError) as e:\n"
-    "    _report('syntax_error', _describe(e))\n"
-    "    sys.exit(3)\n"
-    "_g = {'__name__': '__solution__', '__builtins__': __builtins__}\n"
+    "    _m = _reply()\n"
+    "except BaseException as e:\n"
+    "    _host_died('the solution process ended before it loaded (%s)' % _describe(e))\n"
+    "if type(_m) is dict and _m.get('k') == 'syntax_error':\n"
+    "    _finish(3, 'syntax_error', str(_m.get('m')))\n"
+    "if type(_m) is not dict or _m.get('k') != 'ok':\n"
+    "    _finish(1, 'failed_test', str(_m.get('m')) if type(_m) is dict else 'bad first message')\n"
+    "_g = {'__name__': '__tests__', '__builtins__': builtins}\n"
     "try:\n"
-    "    exec(_code, _g)\n"
+    "    exec(compile(_job['prompt'], 'prompt.py', 'exec'), _g)\n"
+    "except BaseException:\n"
+    "    pass\n"
+    "_g[_job['entry']] = candidate\n"
+    "try:\n"
+    "    exec(compile(_job['tests'], 'tests.py', 'exec'), _g)\n"
+    "    _g['check'](candidate)\n"
+    "    if _broken:\n"
+    "        raise SolutionProcessError(_broken[0])\n"
     "except BaseException as e:\n"
     "    import traceback\n"
     "    traceback.print_exc()\n"
-    "    _report('failed_test', _describe(e))\n"
-    "    sys.exit(1)\n"
-    "_report('passed')\n";
+    "    if _broken:\n"
+    "        _host_died(_describe(e))\n"
+    "    _finish(1, 'failed_test', _describe(e))\n"
+    "_finish(0, 'passed')\n";
 
 static const char *sig_name(int sig) {
     switch (sig) {
@@ -187,24 +437,48 @@ static const char *sig_name(int sig) {
     }
 }
 
-/* Finds the runner's report carrying the nonce: "KIND NONCE message". */
-static const char *chan_verdict(const char *chan, const char *nonce, const char **msg) {
-    static const char *const kinds[] = {"passed", "failed_test", "syntax_error"};
-    const char *line = chan;
-    size_t nl = strlen(nonce);
-    while (line && *line) {
-        for (size_t i = 0; i < 3; i++) {
-            size_t kl = strlen(kinds[i]);
-            if (strncmp(line, kinds[i], kl) == 0 && line[kl] == ' ' && strncmp(line + kl + 1, nonce, nl) == 0 &&
-                (line[kl + 1 + nl] == ' ' || line[kl + 1 + nl] == '\n')) {
-                *msg = line[kl + 1 + nl] == ' ' ? line + kl + 2 + nl : "";
-                return kinds[i];
+/* The runner's lines on the channel: "KIND NONCE message". */
+static int chan_line(const char *line, size_t n, const char *kind, const char *nonce, const char **msg) {
+    size_t kl = strlen(kind), nl = strlen(nonce);
+    if (n < kl + 1 + nl || memcmp(line, kind, kl) != 0 || line[kl] != ' ' || memcmp(line + kl + 1, nonce, nl) != 0)
+        return 0;
+    if (n > kl + 1 + nl && line[kl + 1 + nl] != ' ') return 0;
+    *msg = line + (n > kl + 1 + nl ? kl + 2 + nl : kl + 1 + nl);
+    return 1;
+}
+
+int code_chan_ready(const char *chan, size_t len, const char *nonce) {
+    const char *msg;
+    size_t n = memchr(chan, '\n', len) ? (size_t)((const char *)memchr(chan, '\n', len) - chan) : len;
+    return nonce[0] && chan_line(chan, n, "ready", nonce, &msg);
+}
+
+int code_parse_verdict(const char *chan, size_t len, const char *nonce, char *kind, size_t kind_cap, char *msg,
+                       size_t msg_cap) {
+    static const char *const kinds[] = {"passed", "failed_test", "syntax_error", "killed"};
+    if (kind_cap) kind[0] = '\0';
+    if (msg_cap) msg[0] = '\0';
+    if (!nonce[0]) return 0;
+    const char *p = chan, *end = chan + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+            const char *m;
+            if (!chan_line(p, n, kinds[i], nonce, &m)) continue;
+            snprintf(kind, kind_cap, "%s", kinds[i]);
+            size_t ml = (size_t)(p + n - m);
+            if (msg_cap) {
+                if (ml >= msg_cap) ml = msg_cap - 1;
+                memcpy(msg, m, ml);
+                msg[ml] = '\0';
             }
+            return 1;
         }
-        line = strchr(line, '\n');
-        if (line) line++;
+        if (!nl) break;
+        p = nl + 1;
     }
-    return NULL;
+    return 0;
 }
 
 /* A JSON string of bytes that may not be valid UTF-8 (a tail cut in the
@@ -287,11 +561,27 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     }
 
     const char *rule, *mode;
-    char *program = build_program(answer, prompt, tests, entry, &rule, &mode);
+    char *program = code_build_program(answer, prompt, entry, &rule, &mode);
+    /* the job for the runner, on its stdin after the nonce line */
+    json_t *job = json_pack("{s:s,s:s,s:s,s:b,s:s}", "prompt", prompt, "tests", tests, "entry", entry, "nosite",
+                            !o->site_packages, "host", HOST);
+    char *job_s = job ? json_dumps(job, JSON_COMPACT) : NULL;
+    json_decref(job);
     json_decref(ref);
-    if (!program) return drift_error_set(err, DRIFT_ERR_NOMEM, "code: out of memory");
+    if (!program || !job_s) {
+        free(program);
+        free(job_s);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "code: out of memory");
+    }
     char hash[17];
-    drift_hash_hex(program, strlen(program), hash);
+    {
+        drift_buf hb = {0};
+        buf_puts(&hb, program);
+        buf_puts(&hb, "\n# tests\n");
+        buf_puts(&hb, tests);
+        drift_hash_hex(hb.data ? hb.data : "", hb.len, hash);
+        free(hb.data);
+    }
 
     /* nonce: not derivable from the program */
     char nonce[40];
@@ -303,8 +593,12 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
         snprintf(nonce, sizeof nonce, "%016llx%016llx", (unsigned long long)drift_rng_next(&rng),
                  (unsigned long long)drift_rng_next(&rng));
     }
-    char stdin_line[48];
-    snprintf(stdin_line, sizeof stdin_line, "%s\n", nonce);
+    char *stdin_data = drift_asprintf("%s\n%s", nonce, job_s);
+    free(job_s);
+    if (!stdin_data) {
+        free(program);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "code: out of memory");
+    }
 
     static const char *const args_s[] = {"-I", "-S", "-c", RUNNER, NULL};
     static const char *const args_site[] = {"-I", "-c", RUNNER, NULL};
@@ -315,8 +609,8 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     s.args = o->site_packages ? args_site : args_s;
     s.files = &file;
     s.n_files = 1;
-    s.stdin_data = stdin_line;
-    s.stdin_len = strlen(stdin_line);
+    s.stdin_data = stdin_data;
+    s.stdin_len = strlen(stdin_data);
     sbx_limits_default(&s.lim);
     if (o->timeout_s > 0) s.lim.timeout_s = o->timeout_s;
     if (o->cpu_s > 0) s.lim.cpu_s = o->cpu_s;
@@ -326,13 +620,31 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     sbx_result r;
     drift_error serr = {0};
     drift_status src = sbx_run(&s, &r, &serr);
+    /* A wall timeout that used under half its time on the CPU may be the
+     * machine's load, not the answer: run it once more before calling it a
+     * timeout. A loop that spins hits the CPU limit or uses its wall time. */
+    int reran = 0;
+    double first_wall_ms = 0, first_cpu_ms = 0;
+    if (src == DRIFT_OK && r.timed_out && r.cpu_ms < 0.5 * r.wall_ms) {
+        first_wall_ms = r.wall_ms;
+        first_cpu_ms = r.cpu_ms;
+        sbx_result_free(&r);
+        reran = 1;
+        src = sbx_run(&s, &r, &serr);
+    }
     free(program);
+    free(stdin_data);
 
     json_t *det = json_object();
     json_object_set_new(det, "extraction", json_string(rule));
     json_object_set_new(det, "mode", json_string(mode));
     json_object_set_new(det, "program_hash", json_string(hash));
     json_object_set_new(det, "sandbox", json_string(mech_s));
+    if (reran) {
+        json_object_set_new(det, "reran_after_timeout", json_true());
+        json_object_set_new(det, "first_wall_ms", json_real(round(first_wall_ms * 10) / 10));
+        json_object_set_new(det, "first_cpu_ms", json_real(round(first_cpu_ms * 10) / 10));
+    }
     if (src != DRIFT_OK) {
         json_object_set_new(det, "reason", json_string("sandbox_error"));
         json_object_set_new(det, "message", json_text(serr.msg, strlen(serr.msg)));
@@ -343,6 +655,7 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     char tail[501];
     sbx_stream_tail(&r.err, tail, sizeof tail);
     json_object_set_new(det, "wall_ms", json_real(round(r.wall_ms * 10) / 10));
+    json_object_set_new(det, "cpu_ms", json_real(round(r.cpu_ms * 10) / 10));
     json_object_set_new(det, "stderr_tail", json_text(tail, strlen(tail)));
     json_object_set_new(det, "stdout_bytes", json_integer((json_int_t)r.out.total));
     if (r.exited) json_object_set_new(det, "exit_code", json_integer(r.exit_code));
@@ -350,35 +663,48 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     if (r.stray) json_object_set_new(det, "stray_processes", json_true());
     if (r.oom_kills) json_object_set_new(det, "oom_kills", json_integer(r.oom_kills));
 
-    const char *msg = "";
-    const char *v = chan_verdict(r.chan, nonce, &msg);
+    /* Only the runner writes the channel, and only trusted code has run when
+     * it writes "ready"; everything below is decided from the channel and
+     * from what the supervisor saw (exit status, signal, timer), never from
+     * what the program printed. */
+    char kind[16], msgb[420];
+    int ready = code_chan_ready(r.chan, r.chan_len, nonce);
+    int have = code_parse_verdict(r.chan, r.chan_len, nonce, kind, sizeof kind, msgb, sizeof msgb);
+    const char *msg = have ? msgb : "";
     const char *reason;
     int label;
-    if (r.timed_out) {
+    if (!ready) {
+        reason = "sandbox_error";
+        label = DRIFT_LABEL_ERROR;
+        snprintf(msgb, sizeof msgb, "the test runner did not start (%s%s%d)",
+                 r.timed_out ? "wall timeout, " : "", r.term_signal ? "signal " : "exit code ",
+                 r.term_signal ? r.term_signal : r.exit_code);
+        msg = msgb;
+    } else if (r.timed_out) {
         reason = "timeout";
         label = DRIFT_LABEL_FAIL;
-    } else if (v && strcmp(v, "passed") == 0 && r.exited) {
-        reason = "passed";
-        label = DRIFT_LABEL_PASS;
-    } else if (v && strcmp(v, "syntax_error") == 0) {
+    } else if (have && strcmp(kind, "passed") == 0) {
+        /* "passed" with anything but the runner's clean exit is not a pass */
+        int clean = r.exited && r.exit_code == 0;
+        reason = clean ? "passed" : r.term_signal ? "killed" : "failed_test";
+        label = clean ? DRIFT_LABEL_PASS : DRIFT_LABEL_FAIL;
+        if (!clean) msg = "the test runner did not exit cleanly after its report";
+    } else if (have && strcmp(kind, "syntax_error") == 0) {
         reason = "syntax_error";
+        label = DRIFT_LABEL_FAIL;
+    } else if (have && strcmp(kind, "killed") == 0) {
+        reason = "killed";
+        label = DRIFT_LABEL_FAIL;
+    } else if (have) {
+        reason = "failed_test";
         label = DRIFT_LABEL_FAIL;
     } else if (r.term_signal) {
         reason = "killed";
         label = DRIFT_LABEL_FAIL;
-    } else if (v) {
-        reason = "failed_test";
-        label = DRIFT_LABEL_FAIL;
-    } else if (r.exited && r.exit_code == 1 && strncmp(r.err.head, "bwrap:", 6) == 0) {
-        reason = "sandbox_error";
-        label = DRIFT_LABEL_ERROR;
-        msg = "bubblewrap failed";
     } else {
-        /* exited without the runner's report: os._exit, exit() inside the
-         * program, or the interpreter died before the tests ran */
         reason = "failed_test";
         label = DRIFT_LABEL_FAIL;
-        msg = "the program exited before the tests completed";
+        msg = "the test runner ended without a verdict";
     }
     json_object_set_new(det, "reason", json_string(reason));
     if (msg[0]) {

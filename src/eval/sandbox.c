@@ -123,9 +123,14 @@ static void bpf_build(void) {
         return;
     }
     for (size_t i = 0; i < sizeof denied / sizeof denied[0] && rc == 0; i++) rc = bpf_deny(ctx, denied[i], EPERM);
-    /* Sockets: only AF_UNIX (multiprocessing uses socketpairs). */
-    if (rc == 0)
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+    /* No sockets at all: socket() is how a program reaches the network and
+     * the abstract unix sockets of host processes (which a private uid does
+     * not protect). socketpair() stays: multiprocessing uses it. */
+    if (rc == 0) rc = bpf_deny(ctx, "socket", EACCES);
+    /* No SysV IPC objects: they outlive the run and no namespace holds them
+     * in the fallback mode (POSIX shm lives in /dev/shm, which does). */
+    static const char *const sysv[] = {"shmget", "semget", "msgget", "ipc"};
+    for (size_t i = 0; i < sizeof sysv / sizeof sysv[0] && rc == 0; i++) rc = bpf_deny(ctx, sysv[i], EPERM);
     /* No new namespaces through clone; clone3 hides its flags in memory, so
      * it answers ENOSYS and glibc falls back to clone. */
     for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0] && rc == 0; i++)
@@ -203,12 +208,13 @@ static void slot_release(int s) {
 
 /* ---- process counting ---- */
 
-int sbx_count_uid_procs(uid_t uid) {
+/* Sums, over the live processes of uid, 1 (tasks == 0) or their thread count. */
+static int count_uid(uid_t uid, int tasks) {
     DIR *d = opendir("/proc");
     if (!d) return -1;
     int n = 0;
     struct dirent *e;
-    char path[64], buf[512];
+    char path[64], buf[1536];
     while ((e = readdir(d))) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
         snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
@@ -219,11 +225,17 @@ int sbx_count_uid_procs(uid_t uid) {
         if (k <= 0) continue;
         buf[k] = '\0';
         const char *u = strstr(buf, "\nUid:");
-        if (u && strtoul(u + 5, NULL, 10) == (unsigned long)uid) n++;
+        if (!u || strtoul(u + 5, NULL, 10) != (unsigned long)uid) continue;
+        const char *t = tasks ? strstr(buf, "\nThreads:") : NULL;
+        long nt = t ? strtol(t + 9, NULL, 10) : 1;
+        n += nt > 0 ? (int)nt : 1;
     }
     closedir(d);
     return n;
 }
+
+int sbx_count_uid_procs(uid_t uid) { return count_uid(uid, 0); }
+int sbx_count_uid_tasks(uid_t uid) { return count_uid(uid, 1); }
 
 /* ---- output capture ---- */
 
@@ -351,7 +363,7 @@ static int cg_create(sbx_cg *cg, const sbx_limits *l, int slot) {
         if (mkdir(cg->pids, 0755) != 0 && errno != EEXIST) goto fail;
     }
     /* the whole tree: the program's memory plus the two tmpfs mounts */
-    long long bytes = ((long long)l->mem_mb + 2LL * l->fsize_mb + 64) << 20;
+    long long bytes = ((long long)l->mem_mb + 3LL * l->fsize_mb + 64) << 20; /* + the three tmpfs */
     snprintf(v, sizeof v, "%lld", bytes);
     if (cg_write(cg->mem, "memory.limit_in_bytes", v) == 0) {
         cg_write(cg->mem, "memory.memsw.limit_in_bytes", v); /* no swapping around it (if accounted) */
@@ -390,6 +402,119 @@ static int cg_oom_kills(const sbx_cg *cg) {
     return 0;
 }
 
+/* ---- Landlock (the fallback mode's file system) ----
+ *
+ * Without bubblewrap the program sees the host's file system, protected only
+ * by its private uid: world-readable files (the store, other users' data),
+ * world-writable dirs (/tmp, /dev/shm) and /proc (every command line) are
+ * open to it. Where the kernel has Landlock (5.13+), the run gets a ruleset:
+ * read and execute under /usr, /bin, /lib*, /sbin and the interpreter's
+ * prefix, /etc/ld.so.cache, the null/zero/random devices, and everything in
+ * its own working dir; nothing else. From ABI 4 TCP bind/connect are denied
+ * too, from ABI 6 signals and abstract unix sockets are scoped to the run.
+ * The ruleset is built here (before the fork); the program only calls
+ * landlock_restrict_self. The UAPI values below are the kernel's
+ * (include/uapi/linux/landlock.h), spelled out because bookworm's headers
+ * stop at ABI 2. */
+#define LL_CREATE_VERSION 1u
+#define LL_RULE_PATH_BENEATH 1
+#define LL_FS_EXECUTE (1ull << 0)
+#define LL_FS_WRITE_FILE (1ull << 1)
+#define LL_FS_READ_FILE (1ull << 2)
+#define LL_FS_READ_DIR (1ull << 3)
+#define LL_FS_TRUNCATE (1ull << 14)
+#define LL_FS_IOCTL_DEV (1ull << 15)
+#define LL_NET_BIND_TCP (1ull << 0)
+#define LL_NET_CONNECT_TCP (1ull << 1)
+#define LL_SCOPE_ABSTRACT_UNIX (1ull << 0)
+#define LL_SCOPE_SIGNAL (1ull << 1)
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+
+struct ll_ruleset_attr {
+    uint64_t handled_access_fs, handled_access_net, scoped;
+};
+struct ll_path_beneath {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+
+/* The kernel's Landlock ABI version, 0 when absent or disabled. */
+static pthread_once_t g_ll_once = PTHREAD_ONCE_INIT;
+static int g_ll_abi;
+
+static void ll_probe(void) {
+    long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_VERSION);
+    g_ll_abi = v > 0 ? (int)v : 0;
+}
+
+static int ll_abi(void) {
+    pthread_once(&g_ll_once, ll_probe);
+    return g_ll_abi;
+}
+
+static uint64_t ll_fs_all(int abi) {
+    int bits = abi >= 5 ? 16 : abi >= 3 ? 15 : abi >= 2 ? 14 : 13;
+    return (1ull << bits) - 1;
+}
+
+static int ll_allow(int rs, const char *path, uint64_t access, uint64_t handled) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        access &= LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
+    struct ll_path_beneath pb = {.allowed_access = access & handled, .parent_fd = fd};
+    long rc = syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0);
+    close(fd);
+    return rc == 0 ? 0 : -1;
+}
+
+/* The ruleset of one run (an fd for landlock_restrict_self), or -1. */
+static int ll_ruleset(const char *workdir, const char *python) {
+    int abi = ll_abi();
+    if (abi < 1) return -1;
+    struct ll_ruleset_attr ra = {.handled_access_fs = ll_fs_all(abi)};
+    size_t sz = sizeof ra.handled_access_fs;
+    if (abi >= 4) {
+        ra.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+        sz += sizeof ra.handled_access_net;
+    }
+    if (abi >= 6) {
+        ra.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
+        sz += sizeof ra.scoped;
+    }
+    int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sz, 0);
+    if (rs < 0) return -1;
+    uint64_t h = ra.handled_access_fs;
+    const uint64_t ro = LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR;
+    const uint64_t dev_rw = LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE;
+    static const char *const ro_paths[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32",
+                                           "/etc/ld.so.cache", "/dev/urandom", "/dev/random"};
+    static const char *const rw_devs[] = {"/dev/null", "/dev/zero", "/dev/full"};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof ro_paths / sizeof ro_paths[0]; i++) bad |= ll_allow(rs, ro_paths[i], ro, h);
+    for (size_t i = 0; i < sizeof rw_devs / sizeof rw_devs[0]; i++) bad |= ll_allow(rs, rw_devs[i], dev_rw, h);
+    /* an interpreter outside /usr: its prefix (two levels above the binary) */
+    char real[PATH_MAX];
+    if (python && realpath(python, real) && strncmp(real, "/usr/", 5) != 0) {
+        for (int up = 0; up < 2; up++) {
+            char *sl = strrchr(real, '/');
+            if (sl && sl != real) *sl = '\0';
+        }
+        bad |= ll_allow(rs, real, ro, h);
+    }
+    bad |= ll_allow(rs, workdir, h, h);
+    if (bad) {
+        close(rs);
+        return -1;
+    }
+    return rs;
+}
+
 /* ---- the forked side ---- */
 
 /* Everything the children need, prepared before fork. */
@@ -406,6 +531,7 @@ typedef struct sbx_plan {
     int fd_status;           /* supervisor -> caller */
     pid_t caller_pid;
     const char *cg_procs[2]; /* cgroup.procs files to join ("" / NULL: none) */
+    int fd_landlock;         /* Landlock ruleset to enter, or -1 */
 } sbx_plan;
 
 typedef struct sbx_status {
@@ -414,6 +540,7 @@ typedef struct sbx_status {
     int timed_out;
     int exec_errno;
     int stray;
+    double cpu_ms;           /* CPU of the tree: reaped children, or sampled at the timeout */
 } sbx_status;
 
 static volatile sig_atomic_t g_sup_stop; /* only touched in the supervisor process */
@@ -447,21 +574,25 @@ static void sys_write_all(int fd, const void *p, size_t n) {
 
 static __attribute__((noreturn)) void prog_main(const sbx_plan *p, int fd_exec_err, pid_t sup_pid) {
     int e;
-    setpgid(0, 0);
+    /* A session of its own: its process group is the supervisor's target,
+     * and without a controlling terminal /dev/tty cannot be opened. */
+    if (setsid() < 0) _exit(127);
     /* Lift every needed fd above 9 first so the dup2s below cannot clobber
-     * each other, then place them at 0..5. */
-    int src[6] = {p->fd_in, p->fd_out, p->fd_err, p->fd_chan, p->fd_bpf, fd_exec_err};
-    int hi[6];
-    for (int i = 0; i < 6; i++) {
+     * each other, then place them at 0..6 (6: the Landlock ruleset, closed
+     * before exec). */
+    int src[7] = {p->fd_in, p->fd_out, p->fd_err, p->fd_chan, p->fd_bpf, fd_exec_err, p->fd_landlock};
+    int hi[7];
+    for (int i = 0; i < 7; i++) {
         hi[i] = src[i] < 0 ? -1 : fcntl(src[i], F_DUPFD, 10);
         if (src[i] >= 0 && hi[i] < 0) goto fail;
     }
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         if (hi[i] >= 0 && fd_place(hi[i], i) != 0) goto fail;
     if (fcntl(5, F_SETFD, FD_CLOEXEC) != 0) goto fail;
     if (hi[4] < 0) close(4);
-    if (syscall(SYS_close_range, 6u, ~0u, 0u) != 0)
-        for (int fd = 6; fd < 4096; fd++) close(fd);
+    if (hi[6] < 0) close(6);
+    if (syscall(SYS_close_range, 7u, ~0u, 0u) != 0)
+        for (int fd = 7; fd < 4096; fd++) close(fd);
 
     sigset_t none;
     sigemptyset(&none);
@@ -501,6 +632,10 @@ static __attribute__((noreturn)) void prog_main(const sbx_plan *p, int fd_exec_e
     if (getppid() != sup_pid) _exit(126);
     if (chdir((p->mech & SBX_MECH_BWRAP) ? "/" : p->workdir) != 0) goto fail;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) goto fail;
+    if (hi[6] >= 0) {
+        if (syscall(SYS_landlock_restrict_self, 6, 0u) != 0) goto fail;
+        close(6);
+    }
     if ((p->mech & SBX_MECH_SECCOMP) && !(p->mech & SBX_MECH_BWRAP))
         if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &p->fprog) != 0) goto fail;
     execve(p->argv[0], p->argv, p->envp);
@@ -513,6 +648,82 @@ fail:
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* CPU time (ms) of root and all its live descendants, with what they reaped:
+ * the supervisor samples it when the wall timer fires, because a tree
+ * killed inside bubblewrap's pid namespace is reaped by the namespace's init
+ * and its usage never reaches our getrusage. Raw syscalls and stack buffers
+ * only (this runs in a child forked from a threaded process). */
+typedef struct tree_ent {
+    int pid, ppid;
+    unsigned long long ticks;
+} tree_ent;
+
+static unsigned long long dec_field(const char **q) {
+    unsigned long long v = 0;
+    while (**q == ' ') (*q)++;
+    while (**q >= '0' && **q <= '9') v = v * 10 + (unsigned long long)(*(*q)++ - '0');
+    while (**q && **q != ' ') (*q)++;
+    return v;
+}
+
+static double tree_cpu_ms(pid_t root) {
+    static tree_ent ents[4096]; /* the supervisor's own copy (a forked process) */
+    static char dents[8192];
+    int n = 0;
+    int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return 0;
+    for (;;) {
+        long k = syscall(SYS_getdents64, dfd, dents, sizeof dents);
+        if (k <= 0) break;
+        for (long off = 0; off < k;) {
+            struct { unsigned long long ino; long long off; unsigned short reclen; unsigned char type; char name[]; }
+                *de = (void *)(dents + off);
+            off += de->reclen;
+            if (de->name[0] < '1' || de->name[0] > '9' || n >= 4096) continue;
+            char path[64] = "/proc/", buf[1024];
+            size_t pl = 6;
+            for (const char *c = de->name; *c && pl < 40; c++) path[pl++] = *c;
+            memcpy(path + pl, "/stat", 6);
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) continue;
+            ssize_t got = read(fd, buf, sizeof buf - 1);
+            close(fd);
+            if (got <= 0) continue;
+            buf[got] = '\0';
+            const char *q = buf + got;
+            while (q > buf && *q != ')') q--; /* comm may hold spaces and parentheses */
+            if (*q != ')') continue;
+            q++;
+            unsigned long long f[15];
+            dec_field(&q); /* state */
+            for (int i = 1; i < 15; i++) f[i] = dec_field(&q);
+            const char *pc = de->name;
+            ents[n].pid = (int)dec_field(&pc);
+            ents[n].ppid = (int)f[1];
+            ents[n].ticks = f[11] + f[12] + f[13] + f[14];
+            n++;
+        }
+    }
+    close(dfd);
+    /* the tree: root, then whoever has a parent in it, until nothing moves */
+    static unsigned char in[4096];
+    memset(in, 0, sizeof in);
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < n; i++) {
+            if (in[i]) continue;
+            int yes = ents[i].pid == root;
+            for (int j = 0; j < n && !yes; j++) yes = in[j] && ents[j].pid == ents[i].ppid;
+            if (yes) in[i] = 1, changed = 1;
+        }
+    }
+    unsigned long long t = 0;
+    for (int i = 0; i < n; i++)
+        if (in[i]) t += ents[i].ticks;
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? (double)t * 1000.0 / (double)hz : 0;
 }
 
 static __attribute__((noreturn)) void sup_main(const sbx_plan *p) {
@@ -556,7 +767,6 @@ static __attribute__((noreturn)) void sup_main(const sbx_plan *p) {
         sys_write_all(p->fd_status, &st, sizeof st);
         _exit(0);
     }
-    setpgid(g, g);
     close(ee[1]);
     close(p->fd_in);
     close(p->fd_out);
@@ -581,7 +791,10 @@ static __attribute__((noreturn)) void sup_main(const sbx_plan *p) {
         }
         if (w < 0 && errno == ECHILD) break;
     }
-    if (g_sup_stop && !st.got_status) st.timed_out = 1;
+    if (g_sup_stop && !st.got_status) {
+        st.timed_out = 1;
+        st.cpu_ms = tree_cpu_ms(g);
+    }
     /* Clean up: the program's group, in uid mode every process of the uid,
      * then reap until no child is left. */
     memset(&it, 0, sizeof it);
@@ -611,6 +824,14 @@ static __attribute__((noreturn)) void sup_main(const sbx_plan *p) {
         }
         sleep_ms(1);
     }
+    /* Every process of the tree was reaped by its parent, the namespace's
+     * init or this subreaper, so the children's usage is the tree's. */
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+        double ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000.0 +
+                    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000.0;
+        if (ms > st.cpu_ms) st.cpu_ms = ms;
+    }
     sys_write_all(p->fd_status, &st, sizeof st);
     _exit(0);
 }
@@ -626,6 +847,100 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 static void rm_tree(const char *dir) {
     nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+/* Removes the entries of /tmp, /var/tmp and /dev/shm that uid owns (the
+ * fallback mode's private uid: nothing else of the host's is its). */
+static int clean_owned(uid_t uid) {
+    static const char *const dirs[] = {"/tmp", "/var/tmp", "/dev/shm"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        DIR *d = opendir(dirs[i]);
+        if (!d) continue;
+        struct dirent *e;
+        char path[PATH_MAX];
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            struct stat sb;
+            if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || sb.st_uid != uid) continue;
+            snprintf(path, sizeof path, "%s/%s", dirs[i], e->d_name);
+            if (S_ISDIR(sb.st_mode)) rm_tree(path);
+            else unlink(path);
+            n++;
+        }
+        closedir(d);
+    }
+    return n;
+}
+
+/* "driftbench-sbx-PID-..." -> PID when that process is gone, else 0. */
+static pid_t stale_owner(const char *name) {
+    static const char pre[] = "driftbench-sbx-";
+    if (strncmp(name, pre, sizeof pre - 1) != 0) return 0;
+    char *end;
+    long pid = strtol(name + sizeof pre - 1, &end, 10);
+    if (end == name + sizeof pre - 1 || *end != '-' || pid <= 0 || pid == (long)getpid()) return 0;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) return 0;
+    return (pid_t)pid;
+}
+
+/* A run cgroup of a dead owner: its remaining tasks killed, then removed. */
+static int stale_cgroup(const char *path) {
+    char procs[PATH_MAX + 16], buf[4096];
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
+    for (int t = 0; t < 200; t++) {
+        if (rmdir(path) == 0) return 1;
+        if (errno != EBUSY) return 0;
+        int fd = open(procs, O_RDONLY | O_CLOEXEC);
+        ssize_t k = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0) close(fd);
+        if (k > 0) {
+            buf[k] = '\0';
+            for (char *q = buf; *q;) {
+                long pid = strtol(q, &q, 10);
+                if (pid > 0) kill((pid_t)pid, SIGKILL);
+                while (*q == '\n') q++;
+                if (pid <= 0) break;
+            }
+        }
+        sleep_ms(5);
+    }
+    return 0;
+}
+
+int sbx_clean_stale(void) {
+    int n = 0;
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !tmp[0] || strlen(tmp) > 200) tmp = "/tmp";
+    DIR *d = opendir(tmp);
+    if (d) {
+        struct dirent *e;
+        char path[PATH_MAX];
+        while ((e = readdir(d))) {
+            if (!stale_owner(e->d_name)) continue;
+            snprintf(path, sizeof path, "%s/%s", tmp, e->d_name);
+            rm_tree(path);
+            n++;
+        }
+        closedir(d);
+    }
+    pthread_once(&g_cg_once, cg_find);
+    const char *parents[2] = {g_cg_mem, strcmp(g_cg_mem, g_cg_pids) ? g_cg_pids : ""};
+    for (int i = 0; i < 2; i++) {
+        if (!parents[i][0] || !(d = opendir(parents[i]))) continue;
+        struct dirent *e;
+        char path[PATH_MAX + 300];
+        while ((e = readdir(d))) {
+            if (!stale_owner(e->d_name)) continue;
+            snprintf(path, sizeof path, "%s/%s", parents[i], e->d_name);
+            n += stale_cgroup(path);
+        }
+        closedir(d);
+    }
+    return n;
+}
+
+static pthread_once_t g_stale_once = PTHREAD_ONCE_INIT;
+static void stale_once(void) { (void)sbx_clean_stale(); }
 
 typedef struct argv_b {
     char **v;
@@ -703,15 +1018,18 @@ static void bwrap_args(argv_b *a, const sbx_spec *s, const char *dir, int with_b
     av_push(a, "/proc");
     av_push(a, "--dev");
     av_push(a, "/dev");
+    /* Every writable mount is a size-capped tmpfs (/tmp, /dev/shm, the
+     * working dir); the root and /dev, tmpfs that bwrap makes uncapped, are
+     * remounted read-only below, so without a memory cgroup files cannot
+     * fill the host's memory. */
     snprintf(num, sizeof num, "%ld", s->lim.fsize_mb << 20);
-    av_push(a, "--size");
-    av_push(a, num);
-    av_push(a, "--tmpfs");
-    av_push(a, "/tmp");
-    av_push(a, "--size");
-    av_push(a, num);
-    av_push(a, "--tmpfs");
-    av_push(a, "/sandbox");
+    static const char *const capped[] = {"/tmp", "/dev/shm", "/sandbox"};
+    for (size_t i = 0; i < sizeof capped / sizeof capped[0]; i++) {
+        av_push(a, "--size");
+        av_push(a, num);
+        av_push(a, "--tmpfs");
+        av_push(a, capped[i]);
+    }
     for (size_t i = 0; i < s->n_files; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, s->files[i].name);
         av_push(a, "--ro-bind");
@@ -719,6 +1037,10 @@ static void bwrap_args(argv_b *a, const sbx_spec *s, const char *dir, int with_b
         snprintf(path, sizeof path, "/sandbox/%s", s->files[i].name);
         av_push(a, path);
     }
+    av_push(a, "--remount-ro");
+    av_push(a, "/dev");
+    av_push(a, "--remount-ro");
+    av_push(a, "/");
     av_push(a, "--chdir");
     av_push(a, "/sandbox");
     if (with_bpf) {
@@ -769,7 +1091,7 @@ static void close_fd(int *fd) {
 
 drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     memset(r, 0, sizeof *r);
-    if (!s || !s->python || s->stdin_len > 4096)
+    if (!s || !s->python || s->stdin_len > SBX_STDIN_MAX)
         return drift_error_set(err, DRIFT_ERR_INVALID, "sandbox: bad spec");
     size_t cap = s->lim.out_cap_bytes;
     r->out.head = malloc(cap + 1);
@@ -782,7 +1104,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
 
     drift_status rc = DRIFT_OK;
     unsigned mech = s->mech;
-    int slot = -1, have_cg = 0;
+    int slot = -1, have_cg = 0, ll_fd = -1;
     sbx_cg cg;
     uid_t uid = getuid();
     char dir[PATH_MAX] = "";
@@ -809,7 +1131,9 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     r->uid = uid;
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !tmp[0] || strlen(tmp) > 200) tmp = "/tmp";
-    snprintf(dir, sizeof dir, "%s/driftbench-sbx-XXXXXX", tmp);
+    pthread_once(&g_stale_once, stale_once);
+    /* the owner's pid in the name: a killed scorer's dirs are found by it */
+    snprintf(dir, sizeof dir, "%s/driftbench-sbx-%d-XXXXXX", tmp, (int)getpid());
     if (!mkdtemp(dir)) {
         rc = drift_error_set(err, DRIFT_ERR_SANDBOX, "sandbox: mkdtemp in %s: %s", tmp, strerror(errno));
         dir[0] = '\0';
@@ -822,6 +1146,10 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     for (size_t i = 0; i < s->n_files; i++)
         if ((rc = write_file(dir, &s->files[i], uid, (mech & SBX_MECH_UID) != 0, err)) != DRIFT_OK) goto done;
 
+    if ((mech & SBX_MECH_LANDLOCK) && (ll_fd = ll_ruleset(dir, s->python)) < 0) {
+        rc = drift_error_set(err, DRIFT_ERR_SANDBOX, "sandbox: cannot build the Landlock ruleset: %s", strerror(errno));
+        goto done;
+    }
     int use_bpf_fd = (mech & SBX_MECH_BWRAP) && (mech & SBX_MECH_SECCOMP);
     if (mech & SBX_MECH_BWRAP) bwrap_args(&av, s, dir, use_bpf_fd);
     av_push(&av, s->python);
@@ -830,9 +1158,11 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "sandbox: out of memory");
         goto done;
     }
-    char env_home[PATH_MAX + 8];
+    char env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
     snprintf(env_home, sizeof env_home, "HOME=%s", (mech & SBX_MECH_BWRAP) ? "/sandbox" : dir);
-    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", env_home, "LANG=C.UTF-8",
+    /* without bubblewrap, temporary files go to the run's own dir */
+    snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", (mech & SBX_MECH_BWRAP) ? "/tmp" : dir);
+    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", env_home, env_tmp, "LANG=C.UTF-8",
                     "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1", NULL};
 
     int sv[2];
@@ -855,7 +1185,9 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
 
     long nproc = s->lim.nproc;
     if (!(mech & SBX_MECH_UID) && getuid() != 0) {
-        int have = sbx_count_uid_procs(getuid());
+        /* RLIMIT_NPROC counts threads: a browser or a JVM of this user
+         * must not leave the program without room to start */
+        int have = sbx_count_uid_tasks(getuid());
         nproc += have > 0 ? have : 0;
         struct rlimit cur;
         if (getrlimit(RLIMIT_NPROC, &cur) == 0 && cur.rlim_max != RLIM_INFINITY && (rlim_t)nproc > cur.rlim_max)
@@ -865,7 +1197,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
         .argv = av.v, .envp = envp, .workdir = dir, .mech = mech, .uid = uid, .nproc = nproc,
         .lim = &s->lim, .fd_in = fds[1], .fd_out = fds[3], .fd_err = fds[5], .fd_chan = fds[7],
         .fd_bpf = use_bpf_fd ? fds[10] : -1, .fd_status = fds[9], .caller_pid = getpid(),
-        .cg_procs = {have_cg ? cg.mem_procs : NULL, have_cg ? cg.pids_procs : NULL}};
+        .cg_procs = {have_cg ? cg.mem_procs : NULL, have_cg ? cg.pids_procs : NULL}, .fd_landlock = ll_fd};
     if (bpf) {
         plan.fprog.len = (unsigned short)(bpf_len / sizeof(struct sock_filter));
         plan.fprog.filter = (struct sock_filter *)(void *)bpf;
@@ -884,8 +1216,10 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     close_fd(&fds[7]);
     close_fd(&fds[9]);
     close_fd(&fds[10]);
-    if (s->stdin_len) send(fds[0], s->stdin_data, s->stdin_len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    shutdown(fds[0], SHUT_WR);
+    /* stdin is written from the loop below as the program reads it */
+    size_t in_off = 0;
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    if (!s->stdin_len) shutdown(fds[0], SHUT_WR);
     for (int i = 2; i <= 8; i += 2) fcntl(fds[i], F_SETFL, O_NONBLOCK);
 
     sbx_status st;
@@ -901,8 +1235,8 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     }
     int open_n = 4, status_eof = 0;
     while (open_n > 0) {
-        struct pollfd pf[4];
-        int idx[4], n = 0;
+        struct pollfd pf[5];
+        int idx[5], n = 0;
         for (int i = 2; i <= 8; i += 2)
             if (fds[i] >= 0) {
                 pf[n].fd = fds[i];
@@ -910,6 +1244,12 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
                 pf[n].revents = 0;
                 idx[n++] = i;
             }
+        if (in_off < s->stdin_len) {
+            pf[n].fd = fds[0];
+            pf[n].events = POLLOUT;
+            pf[n].revents = 0;
+            idx[n++] = 0;
+        }
         double now = drift_now_ms();
         if (now > guard_ms) {
             kill(sup, SIGTERM);
@@ -927,6 +1267,14 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
         for (int j = 0; j < n; j++) {
             if (!pf[j].revents) continue;
             int i = idx[j];
+            if (i == 0) { /* stdin: write what fits; on error or once done, EOF */
+                ssize_t w = send(fds[0], s->stdin_data + in_off, s->stdin_len - in_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (w > 0) in_off += (size_t)w;
+                if ((w < 0 && errno != EAGAIN && errno != EINTR) || (pf[j].revents & (POLLERR | POLLHUP)))
+                    in_off = s->stdin_len;
+                if (in_off >= s->stdin_len) shutdown(fds[0], SHUT_WR);
+                continue;
+            }
             ssize_t k = read(fds[i], chunk, 65536);
             if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
             if (k <= 0) {
@@ -962,6 +1310,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     }
     r->timed_out = st.timed_out;
     r->exec_errno = st.exec_errno;
+    r->cpu_ms = st.cpu_ms;
     r->stray = st.stray;
     if (st.exec_errno) {
         rc = drift_error_set(err, DRIFT_ERR_SANDBOX, "sandbox: cannot start %s: %s", av.v[0],
@@ -991,6 +1340,11 @@ done:
     for (int i = 0; i < 12; i++) close_fd(&fds[i]);
     av_free(&av);
     if (dir[0]) rm_tree(dir);
+    if (ll_fd >= 0) close(ll_fd);
+    /* Without a mount namespace the program may have left files in the
+     * shared writable dirs (if Landlock did not stop it): remove what its
+     * private uid owns. */
+    if ((mech & SBX_MECH_UID) && !(mech & SBX_MECH_BWRAP) && sup > 0) r->leftovers = clean_owned(uid);
     if (have_cg) {
         r->oom_kills = cg_oom_kills(&cg);
         cg_remove(&cg);
@@ -1037,11 +1391,15 @@ static int probe_try(const char *python, unsigned mech, char *why, size_t cap) {
 }
 
 static void mech_name(unsigned m, char *out, size_t cap) {
-    snprintf(out, cap, "%s%s%s%s%s", (m & SBX_MECH_BWRAP) ? "bubblewrap" : "",
-             (m & SBX_MECH_SECCOMP) ? ((m & SBX_MECH_BWRAP) ? "+seccomp" : "seccomp") : "",
-             (m & SBX_MECH_UID) ? ((m & (SBX_MECH_BWRAP | SBX_MECH_SECCOMP)) ? "+uid" : "uid") : "",
-             (m & SBX_MECH_CGROUP) ? ((m & ~(unsigned)SBX_MECH_CGROUP) ? "+cgroup" : "cgroup") : "",
-             m ? "" : "none");
+    static const struct { unsigned bit; const char *name; } names[] = {
+        {SBX_MECH_BWRAP, "bubblewrap"}, {SBX_MECH_SECCOMP, "seccomp"}, {SBX_MECH_UID, "uid"},
+        {SBX_MECH_LANDLOCK, "landlock"}, {SBX_MECH_CGROUP, "cgroup"}};
+    size_t len = 0;
+    if (cap) out[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((m & names[i].bit) && len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "+" : "", names[i].name);
+    if (!m) snprintf(out, cap, "none");
 }
 
 static void probe_fill(probe_entry *pe) {
@@ -1068,7 +1426,12 @@ static void probe_fill(probe_entry *pe) {
     /* Without bubblewrap, files are protected only by running under a
      * private uid, so that needs root (to change uid) and seccomp. */
     if (have_sc && root) {
-        if (probe_try(pe->python, base, why_s, sizeof why_s)) {
+        unsigned fb = base | (ll_abi() >= 1 ? SBX_MECH_LANDLOCK : 0);
+        if (probe_try(pe->python, fb, why_s, sizeof why_s)) {
+            pe->mech = fb;
+            return;
+        }
+        if (fb != base && probe_try(pe->python, base, why_s, sizeof why_s)) {
             pe->mech = base;
             return;
         }

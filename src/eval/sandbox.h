@@ -15,7 +15,9 @@ enum {
     SBX_MECH_BWRAP = 1,   /* bubblewrap: mount/pid/net/ipc/uts/user namespaces */
     SBX_MECH_SECCOMP = 2, /* seccomp-bpf syscall filter */
     SBX_MECH_UID = 4,     /* program runs under an unprivileged per-slot uid */
-    SBX_MECH_CGROUP = 8   /* a cgroup per run: memory of the whole tree, pids.max */
+    SBX_MECH_CGROUP = 8,  /* a cgroup per run: memory of the whole tree, pids.max */
+    SBX_MECH_LANDLOCK = 16 /* without bubblewrap: Landlock confines files, signals and
+                              abstract unix sockets to the run */
 };
 
 typedef struct sbx_limits {
@@ -41,7 +43,7 @@ typedef struct sbx_spec {
     const char *const *args;       /* argv after the interpreter, NULL-terminated */
     const sbx_file *files;         /* written into the working directory */
     size_t n_files;
-    const char *stdin_data;        /* at most 4096 bytes, then EOF */
+    const char *stdin_data;        /* at most SBX_STDIN_MAX bytes, then EOF */
     size_t stdin_len;
     sbx_limits lim;
     unsigned mech;                 /* mechanisms to use (from sbx_probe) */
@@ -63,12 +65,15 @@ typedef struct sbx_result {
     int exec_errno;                /* exec of the interpreter / bwrap failed */
     int stray;                     /* descendants still alive after cleanup (should be 0) */
     double wall_ms;
+    double cpu_ms;                 /* user + system CPU of the whole process tree */
     sbx_stream out, err;
     char chan[1024];               /* what the program wrote on fd 3 (result channel) */
     size_t chan_len;
     uid_t uid;                     /* uid the program ran as */
     int cgroup;                    /* 1: the run had its own cgroup (memory, pids) */
     int oom_kills;                 /* memory cgroup: processes the OOM killer ended */
+    int leftovers;                 /* fallback mode: files of the run's uid removed from
+                                      /tmp, /var/tmp, /dev/shm after it */
 } sbx_result;
 
 /* Which mechanisms work here for this interpreter. Probed once per
@@ -98,8 +103,19 @@ size_t sbx_stream_tail(const sbx_stream *st, char *dst, size_t n);
 /* Number of live processes (zombies included) whose real uid is uid. */
 int sbx_count_uid_procs(uid_t uid);
 
+/* Number of tasks (threads) of live processes whose real uid is uid: what
+ * RLIMIT_NPROC counts. */
+int sbx_count_uid_tasks(uid_t uid);
+
+/* Removes what killed scorers left behind: sandbox directories
+ * (TMPDIR/driftbench-sbx-PID-*) and run cgroups (driftbench-sbx-PID-SLOT)
+ * whose owner PID is no longer alive. Runs once per process on the first
+ * sbx_run; callable directly (tests). Returns the number of entries removed. */
+int sbx_clean_stale(void);
+
 /* First uid of this process's sandbox uid range (slots follow it). */
 uid_t sbx_uid_base(void);
 #define SBX_SLOTS 64
+#define SBX_STDIN_MAX (16u << 20)
 
 #endif

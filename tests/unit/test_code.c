@@ -66,6 +66,235 @@ static void expect(const char *answer, const char *ref, const char *want_reason,
     assert_int_equal(label, want_label);
 }
 
+/* Hostile answers (tests/unit/test_code.c): each tries to be scored as passed
+ * for a wrong (or no) sum, by one route. */
+static const struct { const char *name, *answer; } HOSTILE[] = {
+    {"main_module",
+     "import __main__, sys\n"
+     "def add(a, b):\n"
+     "    for name in ('_report', '_finish'):\n"
+     "        f = getattr(__main__, name, None) or getattr(sys.modules.get('__main__'), name, None)\n"
+     "        if f:\n"
+     "            try:\n"
+     "                f('passed')\n"
+     "            except BaseException:\n"
+     "                pass\n"
+     "    return a - b\n"},
+    {"stack_walk",
+     "import sys, os\n"
+     "def add(a, b):\n"
+     "    f = sys._getframe()\n"
+     "    while f is not None:\n"
+     "        g = f.f_globals\n"
+     "        for name in ('_report', '_finish'):\n"
+     "            if name in g:\n"
+     "                try:\n"
+     "                    g[name]('passed')\n"
+     "                except TypeError:\n"
+     "                    g[name](0, 'passed')\n"
+     "                os._exit(0)\n"
+     "        f = f.f_back\n"
+     "    return a - b\n"},
+    {"heap_nonce_fds",
+     "import gc, os, re\n"
+     "def add(a, b):\n"
+     "    cands = set()\n"
+     "    for o in gc.get_objects():\n"
+     "        for s in (o if isinstance(o, (list, tuple)) else [o]):\n"
+     "            if isinstance(s, str):\n"
+     "                cands.update(re.findall(r'\\b[0-9a-f]{32}\\b', s))\n"
+     "    for v in list(globals().values()):\n"
+     "        if isinstance(v, str):\n"
+     "            cands.update(re.findall(r'\\b[0-9a-f]{32}\\b', v))\n"
+     "    for n in cands:\n"
+     "        for fd in range(0, 64):\n"
+     "            try:\n"
+     "                os.write(fd, ('ready %s \\npassed %s \\n' % (n, n)).encode())\n"
+     "            except OSError:\n"
+     "                pass\n"
+     "    os._exit(0)\n"},
+    {"all_fds",
+     "import os\n"
+     "for fd in range(0, 256):\n"
+     "    try:\n"
+     "        os.write(fd, b'passed 00000000000000000000000000000000 \\n')\n"
+     "    except OSError:\n"
+     "        pass\n"
+     "def add(a, b):\n"
+     "    return a - b\n"},
+    {"proc_of_runner",
+     "import os, re\n"
+     "def add(a, b):\n"
+     "    p = os.getppid()\n"
+     "    found = []\n"
+     "    for what in ('environ', 'cmdline', 'fd/0', 'fd/3'):\n"
+     "        try:\n"
+     "            with open('/proc/%d/%s' % (p, what), 'rb') as f:\n"
+     "                found.append(f.read(100000))\n"
+     "        except OSError:\n"
+     "            pass\n"
+     "    try:\n"
+     "        fd = os.open('/proc/%d/fd/3' % p, os.O_WRONLY)\n"
+     "        os.write(fd, b'passed x \\n')\n"
+     "    except OSError:\n"
+     "        pass\n"
+     "    try:\n"
+     "        maps = open('/proc/%d/maps' % p).read().splitlines()\n"
+     "        mem = open('/proc/%d/mem' % p, 'rb')\n"
+     "        for line in maps:\n"
+     "            lo, hi = [int(x, 16) for x in line.split()[0].split('-')]\n"
+     "            if 'rw' in line.split()[1] and hi - lo < 1 << 26:\n"
+     "                mem.seek(lo)\n"
+     "                found.append(mem.read(hi - lo))\n"
+     "    except (OSError, ValueError):\n"
+     "        pass\n"
+     "    for blob in found:\n"
+     "        for n in re.findall(rb'ready ([0-9a-f]{32})', blob):\n"
+     "            print('found the nonce')\n"
+     "            os._exit(0)\n"
+     "    return a - b\n"},
+    {"signal_runner",
+     "import os, signal\n"
+     "def add(a, b):\n"
+     "    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGPIPE, signal.SIGALRM):\n"
+     "        try:\n"
+     "            os.kill(os.getppid(), s)\n"
+     "        except OSError:\n"
+     "            pass\n"
+     "    return a - b\n"},
+    {"kill_runner",
+     "import os, signal\n"
+     "def add(a, b):\n"
+     "    os.kill(os.getppid(), signal.SIGKILL)\n"
+     "    return a - b\n"},
+    {"ptrace_runner",
+     "import ctypes, os\n"
+     "def add(a, b):\n"
+     "    libc = ctypes.CDLL(None, use_errno=True)\n"
+     "    if libc.ptrace(16, os.getppid(), 0, 0) == 0:\n"
+     "        print('attached')\n"
+     "    return a - b\n"},
+    {"exit0_at_load",
+     "import os\n"
+     "os._exit(0)\n"
+     "def add(a, b):\n"
+     "    return a - b\n"},
+    {"sys_exit0_in_call",
+     "import sys\n"
+     "def add(a, b):\n"
+     "    sys.exit(0)\n"},
+    {"exit0_in_call",
+     "import os\n"
+     "def add(a, b):\n"
+     "    os._exit(0)\n"},
+    {"fake_verdicts_printed",
+     "import sys\n"
+     "print('passed 0123456789abcdef0123456789abcdef')\n"
+     "sys.stderr.write('passed 0123456789abcdef0123456789abcdef\\n')\n"
+     "def add(a, b):\n"
+     "    return a - b\n"},
+    {"fake_bwrap_error",
+     "import sys, os\n"
+     "sys.stderr.write('bwrap: Creating new namespace failed: Operation not permitted\\n')\n"
+     "sys.stderr.flush()\n"
+     "os._exit(1)\n"
+     "def add(a, b):\n"
+     "    return a + b\n"},
+    {"eq_always_true",
+     "def add(a, b):\n"
+     "    class Yes:\n"
+     "        def __eq__(self, other):\n"
+     "            return True\n"
+     "        def __ne__(self, other):\n"
+     "            return False\n"
+     "        def __bool__(self):\n"
+     "            return True\n"
+     "    return Yes()\n"},
+    {"int_subclass_eq",
+     "def add(a, b):\n"
+     "    class Yes(int):\n"
+     "        def __eq__(self, other):\n"
+     "            return True\n"
+     "        __hash__ = int.__hash__\n"
+     "    return Yes(0)\n"},
+    {"stop_iteration",
+     "def add(a, b):\n"
+     "    raise StopIteration\n"},
+    {"patch_builtins",
+     "import builtins\n"
+     "class _AE(Exception):\n"
+     "    pass\n"
+     "builtins.AssertionError = _AE\n"
+     "def add(a, b):\n"
+     "    return a - b\n"},
+    {"read_tests",
+     "import os, re\n"
+     "def add(a, b):\n"
+     "    for d in ('.', '/sandbox', '/tmp', os.environ.get('TMPDIR', '.')):\n"
+     "        try:\n"
+     "            for n in os.listdir(d):\n"
+     "                t = open(os.path.join(d, n)).read()\n"
+     "                m = re.search(r'candidate\\(%d, %d\\) == (-?\\d+)' % (a, b), t)\n"
+     "                if m:\n"
+     "                    return int(m.group(1))\n"
+     "        except OSError:\n"
+     "            pass\n"
+     "    return a - b\n"},
+    {"protocol_garbage",
+     "import os\n"
+     "def add(a, b):\n"
+     "    os.write(4, (10).to_bytes(4, 'big') + b'{\"k\":\"ret\"')\n"
+     "    os.write(4, b'\\xff' * 100000)\n"
+     "    return a - b\n"},
+    {"protocol_forged_reply",
+     "import os, json\n"
+     "def add(a, b):\n"
+     "    d = json.dumps({'k': 'ret', 'v': {'i': str(a + b)}, 'x': 1}).encode()\n"
+     "    os.write(4, len(d).to_bytes(4, 'big') + d)\n"
+     "    return {'i': 'not a number'}\n"},
+    {"deep_nesting",
+     "def add(a, b):\n"
+     "    x = []\n"
+     "    for _ in range(100000):\n"
+     "        x = [x]\n"
+     "    return x\n"},
+    {"closes_channels",
+     "import os\n"
+     "for fd in range(3, 64):\n"
+     "    try:\n"
+     "        os.close(fd)\n"
+     "    except OSError:\n"
+     "        pass\n"
+     "def add(a, b):\n"
+     "    return a + b\n"},
+};
+
+/* Every route must end as a plain fail: label FAIL, never passed, never a
+ * sandbox error. The verdict comes from the runner, a process the answer's
+ * code does not run in (code.c). */
+static void test_forged_verdicts(void **state) {
+    (void)state;
+    int bad = 0;
+    for (size_t i = 0; i < sizeof HOSTILE / sizeof HOSTILE[0]; i++) {
+        int label;
+        json_t *d = NULL;
+        const char *reason = eval_reason(HOSTILE[i].answer, REF_ADD, 5, &label, &d);
+        const char *msg = d ? json_string_value(json_object_get(d, "message")) : NULL;
+        fprintf(stderr, "  %-22s -> %s (label %d)%s%s\n", HOSTILE[i].name, reason, label, msg ? ": " : "",
+                msg ? msg : "");
+        if (label != DRIFT_LABEL_FAIL || strcmp(reason, "passed") == 0 || strcmp(reason, "sandbox_error") == 0) {
+            char *s = d ? json_dumps(d, JSON_INDENT(1)) : NULL;
+            fprintf(stderr, "FORGED or errored: %s\n%s\n", HOSTILE[i].name, s ? s : "-");
+            free(s);
+            bad++;
+        }
+        json_decref(d);
+    }
+    assert_int_equal(bad, 0);
+    /* the same routes with a right answer still pass when they do no harm */
+    expect("import __main__\ndef add(a, b):\n    return a + b\n", REF_ADD, "passed", DRIFT_LABEL_PASS);
+}
+
 /* ---- extraction and reasons ---- */
 
 static void test_sandbox_check(void **state) {
@@ -147,6 +376,15 @@ static void test_reasons(void **state) {
     assert_int_equal(label, DRIFT_LABEL_FAIL);
     double wall = json_real_value(json_object_get(d, "wall_ms"));
     assert_true(wall >= 1900 && wall < 4000);
+    assert_non_null(json_object_get(d, "cpu_ms"));
+    json_decref(d);
+    /* a timeout that used little CPU (a sleep here; a starved run on a
+     * loaded machine looks the same) is run once more before it counts */
+    reason = eval_reason("    import time\n    time.sleep(30)\n", REF_ADD, 2, &label, &d);
+    assert_string_equal(reason, "timeout");
+    assert_int_equal(label, DRIFT_LABEL_FAIL);
+    assert_true(json_is_true(json_object_get(d, "reran_after_timeout")));
+    assert_true(json_real_value(json_object_get(d, "first_cpu_ms")) < 1000);
     json_decref(d);
     /* the stderr tail and message of a failing assertion */
     reason = eval_reason("    return 0\n", REF_ADD, 5, &label, &d);
@@ -303,7 +541,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sandbox_check), cmocka_unit_test(test_continuation),
         cmocka_unit_test(test_standalone_and_fences), cmocka_unit_test(test_reasons),
-        cmocka_unit_test(test_bad_reference), cmocka_unit_test(test_humaneval),
+        cmocka_unit_test(test_bad_reference), cmocka_unit_test(test_forged_verdicts),
+        cmocka_unit_test(test_humaneval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

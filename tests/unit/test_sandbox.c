@@ -23,6 +23,10 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "eval/sandbox.h"
@@ -334,6 +338,10 @@ static void test_infinite_loop_cpu(void **state) {
     print_result("loop/wall", &r);
     assert_true(r.timed_out);
     assert_true(r.wall_ms >= 1400 && r.wall_ms < 3000);
+    /* the CPU time of the tree is recorded (it spun; a loaded machine may
+     * have given it less than the wall time, never nothing) */
+    fprintf(stderr, "loop/wall cpu %.0f ms\n", r.cpu_ms);
+    assert_true(r.cpu_ms > 200 && r.cpu_ms <= r.wall_ms + 100);
     sbx_result_free(&r);
 }
 
@@ -346,6 +354,8 @@ static void test_sleep_timeout(void **state) {
     assert_int_equal(r.term_signal, SIGKILL);
     assert_null(strstr(r.out.head, "WOKE"));
     assert_true(r.wall_ms >= 1950 && r.wall_ms < 2600);
+    fprintf(stderr, "sleep cpu %.0f ms\n", r.cpu_ms);
+    assert_true(r.cpu_ms < 0.5 * r.wall_ms); /* what code.c tells from a spinning loop */
     sbx_result_free(&r);
 }
 
@@ -502,6 +512,210 @@ static void test_stream_tail(void **state) {
 }
 
 /* The same attacks without bubblewrap: seccomp + private uid (root only). */
+
+/* Without a memory cgroup the mounts are the limit: every writable one is a
+ * capped tmpfs, the root and /dev are read-only. The program writes 10 MB
+ * files into /dev/shm, /tmp and its own dir until refused (192 MB asked of
+ * each) and tries the root and /dev. */
+static void test_writable_mounts(void **state) {
+    (void)state;
+    if (!(g_mech & SBX_MECH_BWRAP)) skip();
+    sbx_result r;
+    run_py("import os\n"
+           "for p in ('/pwned', '/dev/pwned', '/usr/pwned'):\n"
+           "    try:\n"
+           "        open(p, 'w').write('x'); print('WROTE', p)\n"
+           "    except OSError as e:\n"
+           "        print('DENIED', p, e.errno)\n"
+           "blk = b'x' * (10 << 20)\n"
+           "for d in ('/dev/shm', '/tmp', '.'):\n"
+           "    total = 0\n"
+           "    for i in range(19):\n"
+           "        try:\n"
+           "            with open('%s/f%d' % (d, i), 'wb') as f: f.write(blk)\n"
+           "            total += len(blk)\n"
+           "        except OSError as e:\n"
+           "            break\n"
+           "    print('TOTAL', d, total >> 20)\n",
+           20, 20, &r);
+    print_result("mounts", &r);
+    assert_true(r.exited);
+    assert_non_null(strstr(r.out.head, "DENIED /pwned"));
+    assert_non_null(strstr(r.out.head, "DENIED /dev/pwned"));
+    assert_non_null(strstr(r.out.head, "DENIED /usr/pwned"));
+    static const char *const dirs[] = {"/dev/shm", "/tmp", "."};
+    for (int i = 0; i < 3; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "TOTAL %s ", dirs[i]);
+        const char *t = strstr(r.out.head, key);
+        assert_non_null(t);
+        long mb = strtol(t + strlen(key), NULL, 10);
+        fprintf(stderr, "%s took %ld MB (cap %d)\n", dirs[i], mb, 64);
+        assert_true(mb <= 64);
+    }
+    sbx_result_free(&r);
+}
+
+/* The fallback mode (no bubblewrap) closes what a private uid alone leaves
+ * open: its files in /tmp, /var/tmp, /dev/shm are removed after the run (or,
+ * with Landlock, never written), SysV IPC and socket() are denied (so host
+ * processes' abstract unix sockets cannot be reached), there is no
+ * controlling terminal, and with Landlock world-readable files (a store) and
+ * other processes' command lines cannot be read. */
+static void test_fallback_leaks(void **state) {
+    (void)state;
+    if (g_mech & SBX_MECH_BWRAP) skip();
+    /* a host process's abstract unix socket */
+    int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(ls >= 0);
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    char name[64];
+    snprintf(name, sizeof name, "drift-test-abstract-%d", (int)getpid());
+    memcpy(sa.sun_path + 1, name, strlen(name));
+    socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sl), 0);
+    assert_int_equal(listen(ls, 4), 0);
+    /* a world-readable "store" */
+    char store[] = "/tmp/drift-test-store-XXXXXX";
+    int fd = mkstemp(store);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "STORESECRET", 11), 11);
+    fchmod(fd, 0644);
+    close(fd);
+    char code[4096];
+    snprintf(code, sizeof code,
+             "import os, socket, ctypes, sys\n"
+             "tag = 'drift-leak-%d'\n"
+             "for p in ('/tmp/' + tag, '/var/tmp/' + tag, '/dev/shm/' + tag):\n"
+             "    try:\n"
+             "        open(p, 'w').write('x'); print('WROTE', p)\n"
+             "    except OSError as e:\n"
+             "        print('NOWRITE', p, e.errno)\n"
+             "libc = ctypes.CDLL(None, use_errno=True)\n"
+             "print('SHMGET', libc.shmget(0, 4096, 0o1000 | 0o666), ctypes.get_errno())\n"
+             "try:\n"
+             "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+             "    s.connect('\\0%s'); print('CONNECTED')\n"
+             "except OSError as e:\n"
+             "    print('NOSOCK', e.errno)\n"
+             "try:\n"
+             "    open('/dev/tty', 'w').write('x'); print('TTY')\n"
+             "except OSError as e:\n"
+             "    print('NOTTY', e.errno)\n"
+             "for p in ('%s', '/proc/1/cmdline', '/proc/%d/cmdline'):\n"
+             "    try:\n"
+             "        print('READ', p, open(p, 'rb').read()[:30])\n"
+             "    except OSError as e:\n"
+             "        print('NOREAD', p, e.errno)\n",
+             (int)getpid(), name, store, (int)getpid());
+    sbx_result r;
+    run_py(code, 10, 10, &r);
+    print_result("fallback leaks", &r);
+    close(ls);
+    unlink(store);
+    assert_true(r.exited);
+    assert_int_equal(r.exit_code, 0);
+    /* nothing of the run's uid is left in the shared dirs */
+    static const char *const dirs[] = {"/tmp", "/var/tmp", "/dev/shm"};
+    for (int i = 0; i < 3; i++) {
+        char p[128];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/drift-leak-%d", dirs[i], (int)getpid());
+        assert_int_not_equal(stat(p, &sb), 0);
+    }
+    assert_non_null(strstr(r.out.head, "SHMGET -1"));
+    assert_non_null(strstr(r.out.head, "NOSOCK"));
+    assert_null(strstr(r.out.head, "CONNECTED"));
+    assert_non_null(strstr(r.out.head, "NOTTY"));
+    if (g_mech & SBX_MECH_LANDLOCK) {
+        assert_null(strstr(r.out.head, "WROTE"));
+        assert_null(strstr(r.out.head, "STORESECRET"));
+        assert_null(strstr(r.out.head, "\nREAD /proc"));
+    }
+    sbx_result_free(&r);
+}
+
+/* A scorer killed in the middle of a run leaves its sandbox dir (and run
+ * cgroup) behind; the next start removes them by their dead owner's pid. */
+static void test_stale_after_kill(void **state) {
+    (void)state;
+    pid_t kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        sbx_result r;
+        static const char *const args[] = {"-I", "-c", "import time; time.sleep(60)", NULL};
+        sbx_spec s;
+        memset(&s, 0, sizeof s);
+        s.python = "/usr/bin/python3";
+        s.args = args;
+        sbx_limits_default(&s.lim);
+        s.lim.timeout_s = 60;
+        s.mech = g_mech;
+        sbx_run(&s, &r, NULL);
+        _exit(0);
+    }
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "driftbench-sbx-%d-", (int)kid);
+    const char *tmp = getenv("TMPDIR");
+    int seen = 0;
+    for (int t = 0; t < 500 && !seen; t++) {
+        DIR *d = opendir(tmp && tmp[0] ? tmp : "/tmp");
+        struct dirent *e;
+        while (d && (e = readdir(d)))
+            if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) seen = 1;
+        if (d) closedir(d);
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(seen);
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    nanosleep(&ts, NULL);
+    int removed = sbx_clean_stale();
+    fprintf(stderr, "stale entries removed: %d\n", removed);
+    assert_true(removed >= 1);
+    DIR *d = opendir(tmp && tmp[0] ? tmp : "/tmp");
+    struct dirent *e;
+    int left = 0;
+    while (d && (e = readdir(d)))
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) left++;
+    if (d) closedir(d);
+    assert_int_equal(left, 0);
+    if (g_mech & SBX_MECH_UID) {
+        /* the sleeping program went with its supervisor */
+        for (int t = 0; t < 200 && sbx_count_uid_procs(sbx_uid_base()) > 0; t++) nanosleep(&ts, NULL);
+    }
+}
+
+/* RLIMIT_NPROC counts threads: the count the limit is sized from must too. */
+static void *idle_thread(void *arg) {
+    pthread_barrier_t *b = arg;
+    pthread_barrier_wait(b);
+    pthread_barrier_wait(b);
+    return NULL;
+}
+
+static void test_count_tasks(void **state) {
+    (void)state;
+    int procs0 = sbx_count_uid_procs(getuid()), tasks0 = sbx_count_uid_tasks(getuid());
+    assert_true(tasks0 >= procs0 && procs0 >= 1);
+    pthread_barrier_t b;
+    pthread_barrier_init(&b, NULL, 21);
+    pthread_t t[20];
+    for (int i = 0; i < 20; i++) assert_int_equal(pthread_create(&t[i], NULL, idle_thread, &b), 0);
+    pthread_barrier_wait(&b);
+    int tasks1 = sbx_count_uid_tasks(getuid());
+    pthread_barrier_wait(&b);
+    for (int i = 0; i < 20; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&b);
+    fprintf(stderr, "tasks %d -> %d (processes %d)\n", tasks0, tasks1, procs0);
+    assert_true(tasks1 >= tasks0 + 20 - 2); /* other processes of the uid may come and go */
+}
+
 static int setup_nobwrap(void **state) {
     (void)state;
     if (setup(state) != 0) return -1;
@@ -511,6 +725,28 @@ static int setup_nobwrap(void **state) {
     }
     g_mech = (g_mech & SBX_MECH_CGROUP) | SBX_MECH_SECCOMP | SBX_MECH_UID;
     fprintf(stderr, "sandbox mechanism forced to seccomp+uid\n");
+    return 0;
+}
+
+/* The fallback as the probe picks it where the kernel has Landlock. */
+static int setup_landlock(void **state) {
+    if (setup_nobwrap(state) != 0) return -1;
+    long abi = syscall(444, NULL, 0, 1u);
+    if (abi < 1) {
+        fprintf(stderr, "no Landlock here: group skipped\n");
+        return -1;
+    }
+    g_mech |= SBX_MECH_LANDLOCK;
+    fprintf(stderr, "sandbox mechanism forced to seccomp+uid+landlock (ABI %ld)\n", abi);
+    return 0;
+}
+
+/* bubblewrap without a cgroup: what a non-root user or a container has. */
+static int setup_nocgroup(void **state) {
+    if (setup(state) != 0) return -1;
+    if (!(g_mech & SBX_MECH_BWRAP)) return -1;
+    g_mech &= ~(unsigned)SBX_MECH_CGROUP;
+    fprintf(stderr, "sandbox mechanism forced to bubblewrap without a cgroup\n");
     return 0;
 }
 
@@ -532,6 +768,15 @@ int main(void) {
         cmocka_unit_test(test_background_child),
         cmocka_unit_test(test_namespace_escape),
         cmocka_unit_test(test_parallel),
+        cmocka_unit_test(test_writable_mounts),
+        cmocka_unit_test(test_stale_after_kill),
+        cmocka_unit_test(test_count_tasks),
+    };
+    const struct CMUnitTest nocgroup[] = {
+        cmocka_unit_test(test_writable_mounts),
+        cmocka_unit_test(test_fork_bomb),
+        cmocka_unit_test(test_memory_10gb),
+        cmocka_unit_test(test_print_1gb),
     };
     const struct CMUnitTest nobwrap[] = {
         cmocka_unit_test(test_network_blocked),
@@ -542,6 +787,8 @@ int main(void) {
         cmocka_unit_test(test_kill_parent),
         cmocka_unit_test(test_background_child),
         cmocka_unit_test(test_namespace_escape),
+        cmocka_unit_test(test_fallback_leaks),
+        cmocka_unit_test(test_stale_after_kill),
     };
     /* a private TMPDIR, so that the count of sandbox dirs left behind is
      * ours alone (other tests running beside this one make their own) */
@@ -552,7 +799,11 @@ int main(void) {
         return 1;
     }
     int rc = cmocka_run_group_tests_name("bubblewrap", tests, setup, NULL);
-    if (geteuid() == 0) rc |= cmocka_run_group_tests_name("seccomp+uid", nobwrap, setup_nobwrap, NULL);
+    rc |= cmocka_run_group_tests_name("bubblewrap, no cgroup", nocgroup, setup_nocgroup, NULL);
+    if (geteuid() == 0) {
+        rc |= cmocka_run_group_tests_name("seccomp+uid", nobwrap, setup_nobwrap, NULL);
+        rc |= cmocka_run_group_tests_name("seccomp+uid+landlock", nobwrap, setup_landlock, NULL);
+    }
     rmdir(tmp);
     return rc;
 }
