@@ -280,6 +280,46 @@ size_t sbx_stream_tail(const sbx_stream *st, char *dst, size_t n) {
 static pthread_once_t g_cg_once = PTHREAD_ONCE_INIT;
 static char g_cg_mem[PATH_MAX], g_cg_pids[PATH_MAX];
 
+static int cg_write(const char *dir, const char *file, const char *val);
+
+/* cgroup v2 forbids processes in a cgroup that hands controllers to its
+ * children ("no internal processes"), so a cgroup we may write to but sit in
+ * cannot get run cgroups with memory and pids limits. When we are its only
+ * process, we move into a leaf of our own (driftbench-sbx-PID-self, removed
+ * as stale once we are gone), then enable +memory +pids for the children.
+ * With other processes in it we leave it alone: moving them is not ours to do. */
+static int cg_v2_delegate(const char *dir) {
+    char p[PATH_MAX + 64], buf[4096];
+    snprintf(p, sizeof p, "%s/cgroup.controllers", dir);
+    FILE *f = fopen(p, "re");
+    if (!f) return -1;
+    if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+    fclose(f);
+    if (!strstr(buf, "memory") || !strstr(buf, "pids")) return -1;
+    snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k < 0) return -1;
+    buf[k] = '\0';
+    for (char *q = buf; *q;) { /* only our own pid may be listed */
+        long pid = strtol(q, &q, 10);
+        if (pid > 0 && pid != (long)getpid()) return -1;
+        while (*q == '\n') q++;
+        if (pid <= 0) break;
+    }
+    char leaf[PATH_MAX + 64], self[32];
+    snprintf(leaf, sizeof leaf, "%s/driftbench-sbx-%d-self", dir, (int)getpid());
+    if (mkdir(leaf, 0755) != 0 && errno != EEXIST) return -1;
+    snprintf(self, sizeof self, "%d", (int)getpid());
+    if (cg_write(leaf, "cgroup.procs", self) != 0 || cg_write(dir, "cgroup.subtree_control", "+memory +pids") != 0) {
+        rmdir(leaf); /* fails harmlessly if we did move in */
+        return -1;
+    }
+    return 0;
+}
+
 static void cg_find(void) {
     FILE *f = fopen("/proc/self/cgroup", "re");
     if (!f) return;
@@ -301,6 +341,8 @@ static void cg_find(void) {
                 if (!fgets(ctl, sizeof ctl, sc)) ctl[0] = '\0';
                 fclose(sc);
             }
+            if ((!strstr(ctl, "memory") || !strstr(ctl, "pids")) && access(dir, W_OK) == 0 && cg_v2_delegate(dir) == 0)
+                snprintf(ctl, sizeof ctl, "memory pids");
             if (strstr(ctl, "memory") && !g_cg_mem[0] && access(dir, W_OK) == 0) snprintf(g_cg_mem, sizeof g_cg_mem, "%s", dir);
             if (strstr(ctl, "pids") && !g_cg_pids[0] && access(dir, W_OK) == 0) snprintf(g_cg_pids, sizeof g_cg_pids, "%s", dir);
             continue;
