@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "driftbench/eval.h"
-#include "eval/sandbox.h"
+#include "sandbox/sandbox.h"
 #include "util/util.h"
 
 static int cmp_d(const void *a, const void *b) {

@@ -51,7 +51,7 @@
 
 #include "driftbench/eval.h"
 #include "eval/code_internal.h"
-#include "eval/sandbox.h"
+#include "sandbox/sandbox.h"
 #include "util/util.h"
 
 void drift_code_opts_default(drift_code_opts *o) {

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "eval/sandbox.h"
+#include "sandbox/sandbox.h"
 
 static unsigned g_mech;
 static char g_mech_name[64];

@@ -1,8 +1,59 @@
 /* sandbox.h - internal: run an untrusted program (Python) in isolation.
  *
- * Used by the code evaluator (code.c), its tests and bench/sandbox_bench.c.
- * See sandbox.c for the design (supervisor process, bubblewrap, seccomp,
- * per-slot uids, rlimits). Not public API. */
+ * Process tree of one run:
+ *
+ *   caller thread ── fork ──> supervisor (our uid, own process group,
+ *        │                     child subreaper, wall timer)
+ *        │ pipes: stdout,          └─ fork ──> program (own process group,
+ *        │ stderr, fd 3, status                rlimits, per-slot uid, seccomp,
+ *        │                                     exec bwrap -> python, or python)
+ *
+ * - The supervisor is a subreaper: every orphan of the program is
+ *   re-parented to it and reaped, so nothing is left behind as a zombie
+ *   (the container's init here does not reap). It arms ITIMER_REAL with the
+ *   wall timeout; on expiry (or SIGTERM, its parent-death signal) it kills
+ *   the program's process group, and in uid mode every process of the
+ *   sandbox uid, then reaps until no child is left (bounded: 2 s, then it
+ *   reports "stray"). It writes a status record and exits.
+ * - Isolation, probed once per interpreter (sbx_probe):
+ *   bubblewrap (pid, net, ipc, uts, user, mount namespaces; only /usr and the
+ *   /lib, /bin links read-only; /proc, /dev; a size-capped tmpfs as /tmp,
+ *   /dev/shm and the working dir /sandbox, with the program files bound
+ *   read-only; the root and /dev remounted read-only);
+ *   seccomp (a deny list: socket(), SysV IPC, namespace creation,
+ *   ptrace, mount, bpf, io_uring, kernel modules, setsid/setpgid, kill(-1),
+ *   ...), built once with libseccomp and exported as BPF before any fork;
+ *   the child only calls prctl (or hands the BPF to bwrap on fd 4).
+ * - Fork bombs: RLIMIT_NPROC is ignored for uid 0, so when we are root the
+ *   program runs under a private uid (0x60000000 + 64 * (pid % 2^22) + slot;
+ *   one slot per concurrent run), where RLIMIT_NPROC holds; bwrap's pid
+ *   namespace and the supervisor's kill of the group/uid end the rest.
+ *   Not root: RLIMIT_NPROC is set to the user's current thread count + nproc
+ *   (the limit counts threads).
+ * - cgroups (when our own cgroup is writable, v1 memory/pids controllers or
+ *   v2 with them enabled): one child cgroup per run caps the memory of the
+ *   whole tree (RLIMIT_AS is per process: 64 processes x 1 GB would not be
+ *   contained) and the number of tasks; the program joins it before exec.
+ * - Without bubblewrap (seccomp + private uid [+ Landlock]): network, SysV
+ *   IPC and namespaces are blocked by seccomp, other users' processes by the
+ *   uid, the terminal by a new session; Landlock (where the kernel has it)
+ *   confines files to /usr, the libraries and the run's own dir (TMPDIR), and
+ *   scopes signals and abstract sockets. Without Landlock, world-readable
+ *   files can be read and /tmp, /dev/shm written; what the run's uid leaves
+ *   there is removed after it.
+ * - A killed scorer leaves its dirs (TMPDIR/driftbench-sbx-PID-*) and run
+ *   cgroups (driftbench-sbx-PID-SLOT); the next start removes those of dead
+ *   PIDs (sbx_clean_stale).
+ * - Output: stdout and stderr are drained continuously; the first
+ *   out_cap_bytes and the last 4 KiB are kept, so a program printing 1 GB
+ *   neither blocks nor fills memory.
+ * Files: seccomp.c (the filter), cgroup.c (run cgroups, v2 delegation),
+ * landlock.c (the fallback's ruleset), child.c (supervisor and program, the
+ * forked side), cleanup.c (leftovers and stale entries), run.c (sbx_run, the
+ * caller side), probe.c (which mechanism works here).
+ * Between fork and exec only async-signal-safe calls (raw syscalls, dup2,
+ * prctl, setrlimit, sigaction, execve) are made; everything else (argv,
+ * environment, BPF, paths) is prepared before the fork. */
 #ifndef DRIFT_SANDBOX_H
 #define DRIFT_SANDBOX_H
 
