@@ -1,6 +1,6 @@
 /* cuda_backend.cu - the C interface of the CUDA backend (cuda_backend.h):
- * devices, weight upload, KV caches, the forward pass, single ops for the
- * tests, benchmarks.
+ * devices, weight upload, KV caches, the forward pass. The single ops for
+ * the tests are in cuda_ops.cu, the device benchmarks in cuda_bench.cu.
  *
  * A dcu_model owns one CUDA stream, a cuBLAS and a cuBLASLt handle, every
  * weight (uploaded once, in its format, with its scales) and a workspace of
@@ -27,7 +27,6 @@
  * Errors: every CUDA / cuBLAS status is checked; messages say "cuda: ..."
  * with the library's own error string. Nothing prints or exits. */
 #include "model/cuda/cuda_internal.cuh"
-#include <cuda_profiler_api.h>
 
 #include <math.h>
 #include <atomic>
@@ -106,34 +105,6 @@ void dcu_ctx_destroy(dcu_ctx *c) {
     memset(c, 0, sizeof *c);
 }
 
-/* Device allocations freed together (a model's weights; an op's buffers). */
-struct dcu_allocs {
-    std::vector<void *> v;
-    ~dcu_allocs() { release(); }
-    void release() {
-        for (void *p : v) cudaFree(p);
-        v.clear();
-    }
-    drift_status get(size_t bytes, void **out, const char *what, drift_error *err) {
-        *out = NULL;
-        void *p = NULL;
-        cudaError_t e = cudaMalloc(&p, bytes ? bytes : 16);
-        if (e != cudaSuccess) {
-            cudaGetLastError();
-            return drift_error_set(err, e == cudaErrorMemoryAllocation ? DRIFT_ERR_NOMEM : DRIFT_ERR_INTERNAL,
-                                   "cuda: allocating %zu bytes for %s (%s)", bytes, what, cudaGetErrorString(e));
-        }
-        try {
-            v.push_back(p);
-        } catch (...) {
-            cudaFree(p);
-            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-        }
-        *out = p;
-        return DRIFT_OK;
-    }
-};
-
 /* ------------------------------------------------------------------ device */
 
 extern "C" int dcu_device_count(void) {
@@ -196,7 +167,7 @@ static bool can_stack(const drift_qmat *const *ms, int n) {
 }
 
 /* Uploads n matrices (can_stack) as one device matrix of their rows. */
-static drift_status upload_mats(dcu_allocs *al, const drift_qmat *const *ms, int n, dmat *out, drift_error *err) {
+drift_status dcu_upload_mats(dcu_allocs *al, const drift_qmat *const *ms, int n, dmat *out, drift_error *err) {
     memset(out, 0, sizeof *out);
     const drift_qmat *m0 = ms[0];
     const num_traits *tr = num_traits_of(m0->dtype);
@@ -282,7 +253,7 @@ static drift_status upload_vec(dcu_allocs *al, const float *v, int64_t n, const 
     return DRIFT_OK;
 }
 
-static drift_status upload_freqs(dcu_allocs *al, const num_rope_params *rp, const double **out, drift_error *err) {
+drift_status dcu_upload_freqs(dcu_allocs *al, const num_rope_params *rp, const double **out, drift_error *err) {
     int npair = rp->n_rot / 2 > 0 ? rp->n_rot / 2 : 1;
     std::vector<double> f;
     try {
@@ -408,7 +379,7 @@ extern "C" void dcu_model_free(dcu_model *m) {
     if (m) model_destroy(m);
 }
 
-static drift_status check_profile(const drift_numeric_profile *p, drift_error *err) {
+drift_status dcu_check_profile(const drift_numeric_profile *p, drift_error *err) {
     if (p->accum == DRIFT_ACCUM_BF16)
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
                                "cuda: accum=bf16 is not supported on the GPU (f32 or f64 are)");
@@ -435,17 +406,17 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
         return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d: attention matrices of the wrong shape", l);
     L->qkv_stacked = can_stack(qkv, 3);
     if (L->qkv_stacked) {
-        if ((st = upload_mats(al, qkv, 3, &L->qkv, err))) return st;
+        if ((st = dcu_upload_mats(al, qkv, 3, &L->qkv, err))) return st;
         add_needs(m, &L->qkv);
     } else {
-        if ((st = upload_mats(al, &qkv[0], 1, &L->wq, err)) || (st = upload_mats(al, &qkv[1], 1, &L->wk, err)) ||
-            (st = upload_mats(al, &qkv[2], 1, &L->wv, err)))
+        if ((st = dcu_upload_mats(al, &qkv[0], 1, &L->wq, err)) || (st = dcu_upload_mats(al, &qkv[1], 1, &L->wk, err)) ||
+            (st = dcu_upload_mats(al, &qkv[2], 1, &L->wv, err)))
             return st;
         add_needs(m, &L->wq);
         add_needs(m, &L->wk);
         add_needs(m, &L->wv);
     }
-    if ((st = upload_mats(al, &s->wo, 1, &L->wo, err))) return st;
+    if ((st = dcu_upload_mats(al, &s->wo, 1, &L->wo, err))) return st;
     add_needs(m, &L->wo);
     if (d->n_experts) {
         if (!s->router || !s->e_gate || !s->e_up || !s->e_down)
@@ -456,7 +427,7 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
             if (s->e_gate[e].rows != d->hidden_dim || s->e_gate[e].cols != d->dim || s->e_up[e].rows != d->hidden_dim ||
                 s->e_up[e].cols != d->dim || s->e_down[e].rows != d->dim || s->e_down[e].cols != d->hidden_dim)
                 return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d: expert %d of the wrong shape", l, e);
-        if ((st = upload_mats(al, &s->router, 1, &L->router, err))) return st;
+        if ((st = dcu_upload_mats(al, &s->router, 1, &L->router, err))) return st;
         add_needs(m, &L->router);
         try {
             L->eg.resize((size_t)d->n_experts);
@@ -478,7 +449,7 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
         }
         L->egu_stacked = can_stack(gu.data(), (int)gu.size()) && (!is16(s->e_gate[0].dtype) || d->hidden_dim % 16 == 0);
         if (L->egu_stacked) {
-            if ((st = upload_mats(al, gu.data(), (int)gu.size(), &L->egu, err))) return st;
+            if ((st = dcu_upload_mats(al, gu.data(), (int)gu.size(), &L->egu, err))) return st;
             add_needs(m, &L->egu);
             for (int e = 0; e < d->n_experts; e++) {
                 L->eg[(size_t)e] = mat_view(L->egu, (int64_t)2 * e * d->hidden_dim, d->hidden_dim);
@@ -487,9 +458,9 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
         }
         for (int e = 0; e < d->n_experts; e++) {
             const drift_qmat *g = &s->e_gate[e], *u = &s->e_up[e], *w = &s->e_down[e];
-            if ((!L->egu_stacked && ((st = upload_mats(al, &g, 1, &L->eg[(size_t)e], err)) ||
-                                     (st = upload_mats(al, &u, 1, &L->eu[(size_t)e], err)))) ||
-                (st = upload_mats(al, &w, 1, &L->ed[(size_t)e], err)))
+            if ((!L->egu_stacked && ((st = dcu_upload_mats(al, &g, 1, &L->eg[(size_t)e], err)) ||
+                                     (st = dcu_upload_mats(al, &u, 1, &L->eu[(size_t)e], err)))) ||
+                (st = dcu_upload_mats(al, &w, 1, &L->ed[(size_t)e], err)))
                 return st;
             add_needs(m, &L->eg[(size_t)e]);
             add_needs(m, &L->eu[(size_t)e]);
@@ -504,15 +475,15 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
         const drift_qmat *gu[2] = {s->w_gate, s->w_up};
         L->gu_stacked = can_stack(gu, 2);
         if (L->gu_stacked) {
-            if ((st = upload_mats(al, gu, 2, &L->gu, err))) return st;
+            if ((st = dcu_upload_mats(al, gu, 2, &L->gu, err))) return st;
             add_needs(m, &L->gu);
         } else {
-            if ((st = upload_mats(al, &gu[0], 1, &L->gate, err)) || (st = upload_mats(al, &gu[1], 1, &L->up, err)))
+            if ((st = dcu_upload_mats(al, &gu[0], 1, &L->gate, err)) || (st = dcu_upload_mats(al, &gu[1], 1, &L->up, err)))
                 return st;
             add_needs(m, &L->gate);
             add_needs(m, &L->up);
         }
-        if ((st = upload_mats(al, &s->w_down, 1, &L->down, err))) return st;
+        if ((st = dcu_upload_mats(al, &s->w_down, 1, &L->down, err))) return st;
         add_needs(m, &L->down);
     }
     return DRIFT_OK;
@@ -521,7 +492,7 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
 extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_numeric_profile *p, dcu_model **out,
                                          drift_error *err) {
     *out = NULL;
-    drift_status st = check_profile(p, err);
+    drift_status st = dcu_check_profile(p, err);
     if (st) return st;
     if (dcu_device_count() == 0) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU found");
     if (d->dim < 1 || d->n_layers < 0 || d->n_heads < 1 || d->n_kv_heads < 1 || d->n_heads % d->n_kv_heads ||
@@ -571,17 +542,17 @@ extern "C" drift_status dcu_model_upload(const dcu_model_desc *d, const drift_nu
         st = drift_error_set(err, DRIFT_ERR_INVALID, "cuda: embedding / output matrices of the wrong shape");
         goto fail;
     }
-    if ((st = upload_mats(&m->al, &d->tok_embd, 1, &m->tok, err))) goto fail;
+    if ((st = dcu_upload_mats(&m->al, &d->tok_embd, 1, &m->tok, err))) goto fail;
     if (d->output == d->tok_embd ||
         (d->output->data == d->tok_embd->data && d->output->dtype == d->tok_embd->dtype &&
          d->output->scales == d->tok_embd->scales)) {
         m->out = m->tok; /* tied */
-    } else if ((st = upload_mats(&m->al, &d->output, 1, &m->out, err))) {
+    } else if ((st = dcu_upload_mats(&m->al, &d->output, 1, &m->out, err))) {
         goto fail;
     }
     add_needs(m, &m->out);
     if ((st = upload_vec(&m->al, d->output_norm, d->dim, &m->onorm, err))) goto fail;
-    if ((st = upload_freqs(&m->al, &d->rope, &m->freq, err))) goto fail;
+    if ((st = dcu_upload_freqs(&m->al, &d->rope, &m->freq, err))) goto fail;
     try {
         m->layers.resize((size_t)d->n_layers);
     } catch (...) {
@@ -677,7 +648,7 @@ static void *pinned_try(std::vector<void *> &v, size_t bytes) {
 }
 
 /* An act buffer of rows x K (h and q per needs). */
-static drift_status act_alloc(dcu_allocs *al, int rows, int64_t K, unsigned needs, dact *a, drift_error *err) {
+drift_status dcu_act_alloc(dcu_allocs *al, int rows, int64_t K, unsigned needs, dact *a, drift_error *err) {
     memset(a, 0, sizeof *a);
     drift_status st;
     void *p;
@@ -726,7 +697,7 @@ static drift_status ws_rows(dcu_model *m, int B, drift_error *err) {
     WS_GET(acnt, c * (size_t)m->n_heads * sizeof(unsigned));
     DCU_TRY(cudaMemsetAsync(w->acnt, 0, c * (size_t)m->n_heads * sizeof(unsigned), m->ctx.st),
             "clearing the attention counters");
-    if ((st = act_alloc(&w->al, cap, D, m->needs, &w->aA, err)) || (st = act_alloc(&w->al, cap, KB, m->needs, &w->aB, err)))
+    if ((st = dcu_act_alloc(&w->al, cap, D, m->needs, &w->aA, err)) || (st = dcu_act_alloc(&w->al, cap, KB, m->needs, &w->aB, err)))
         return st;
     if (m->n_exp) {
         WS_GET(rl, c * E * 4);
@@ -735,12 +706,12 @@ static drift_status ws_rows(dcu_model *m, int B, drift_error *err) {
         if (m->moe_dense) {
             WS_GET(hbE, c * 2 * E * H * 4);
             WS_GET(yE, (size_t)E * c * D * 4);
-            if ((st = act_alloc(&w->al, E * (int)dcu_pad16(cap), H, m->needs, &w->aE, err))) return st;
+            if ((st = dcu_act_alloc(&w->al, E * (int)dcu_pad16(cap), H, m->needs, &w->aE, err))) return st;
         } else {
             WS_GET(slot, c * KE * D * 4);
             WS_GET(ye, c * D * 4);
             WS_GET(moe_idx, c * KE * 2 * sizeof(int));
-            if ((st = act_alloc(&w->al, cap, D, m->needs, &w->aG, err))) return st;
+            if ((st = dcu_act_alloc(&w->al, cap, D, m->needs, &w->aG, err))) return st;
         }
     }
 #undef WS_GET
@@ -768,7 +739,7 @@ static drift_status ws_logits(dcu_model *m, int n, drift_error *err) {
     int cap = n < 16 ? 16 : n;
     drift_status st;
     void *p;
-    if ((st = act_alloc(&w->al_l, cap, m->dim, m->needs, &w->aL, err))) return st;
+    if ((st = dcu_act_alloc(&w->al_l, cap, m->dim, m->needs, &w->aL, err))) return st;
     if ((st = w->al_l.get((size_t)cap * (size_t)m->n_vocab * sizeof(float), &p, "logits", err))) return st;
     w->logits = (float *)p;
     if ((st = w->al_l.get((size_t)cap * sizeof(int), &p, "logit rows", err))) return st;
@@ -803,7 +774,7 @@ static drift_status ws_part(dcu_model *m, size_t floats, size_t min_floats, drif
 }
 
 /* positions per attention split (see cuda_kernels.cu) */
-static int attn_chunk(const drift_numeric_profile *p, int B, int n_heads, int max_npos, int sm_count) {
+int dcu_attn_chunk(const drift_numeric_profile *p, int B, int n_heads, int max_npos, int sm_count) {
     if (p->batch_invariant) return p->attn == DRIFT_ATTN_ONLINE ? (p->attn_block > 0 ? p->attn_block : 1) : 256;
     /* batch-variant: about two blocks per SM over the batch's (row, head) pairs */
     long work = (long)B * n_heads;
@@ -1389,7 +1360,7 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
         int start = m->window > 0 && pos[b] + 1 > m->window ? pos[b] + 1 - m->window : 0;
         if (pos[b] - start + 1 > max_npos) max_npos = pos[b] - start + 1;
     }
-    int chunk = attn_chunk(p, B, m->n_heads, max_npos, c->sm_count);
+    int chunk = dcu_attn_chunk(p, B, m->n_heads, max_npos, c->sm_count);
     size_t part = dcu_attn_part_floats(B, m->n_heads, m->hd, chunk, max_npos);
     size_t part_row = dcu_attn_part_floats(1, m->n_heads, m->hd, chunk, max_npos);
     int cap0 = w->cap, lcap0 = w->lcap;
@@ -1448,371 +1419,5 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
     tm.kernels_done();
     if ((st = fwd_download(m, B, hidden, logits, next, n_logit_rows, err))) return st;
     tm.finish();
-    return DRIFT_OK;
-}
-
-/* ------------------------------------------------------------ single ops */
-
-static std::mutex g_op_mu;
-static dcu_ctx g_op;
-static int g_op_ready;
-
-/* the shared context of the single ops (created once, kept) */
-static drift_status op_ctx(dcu_ctx **out, drift_error *err) {
-    if (!g_op_ready) {
-        if (dcu_device_count() == 0) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU found");
-        drift_status st = dcu_ctx_init(&g_op, err);
-        if (st) {
-            dcu_ctx_destroy(&g_op);
-            return st;
-        }
-        g_op_ready = 1;
-    }
-    *out = &g_op;
-    return DRIFT_OK;
-}
-
-/* A pageable cudaMemcpy to the device may return before its DMA has landed,
- * and the op's stream is non-blocking (not ordered after the legacy
- * stream's copy): the op would read a partly uploaded input (seen once: the
- * last row of a 1.2 MB argmax input, on the H200). So the device is
- * synchronized before the op runs. */
-static drift_status op_up(dcu_allocs *al, const void *src, size_t bytes, void **out, drift_error *err) {
-    drift_status st = al->get(bytes, out, "op input", err);
-    if (st) return st;
-    if (bytes) DCU_TRY(cudaMemcpy(*out, src, bytes, cudaMemcpyHostToDevice), "uploading op input");
-    if (bytes) DCU_TRY(cudaDeviceSynchronize(), "uploading op input");
-    return DRIFT_OK;
-}
-
-static drift_status op_finish(dcu_ctx *c, void *dst, const void *src, size_t bytes, drift_error *err) {
-    DCU_TRY(cudaStreamSynchronize(c->st), "running the op");
-    if (bytes) DCU_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copying the op result");
-    return DRIFT_OK;
-}
-
-extern "C" drift_status dcu_op_matmul(const drift_numeric_profile *p, float *y, const float *x, const drift_qmat *W,
-                                      int64_t B, drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = check_profile(p, err);
-    if (st || (st = op_ctx(&c, err))) return st;
-    if (B <= 0) return DRIFT_OK;
-    dcu_allocs al;
-    dmat dW;
-    if ((st = upload_mats(&al, &W, 1, &dW, err))) return st;
-    unsigned needs = dcu_mm_needs(p, &dW);
-    int64_t K = W->cols, N = W->rows;
-    void *dx, *dy;
-    dact a;
-    if ((st = op_up(&al, x, (size_t)(B * K) * sizeof(float), &dx, err)) ||
-        (st = act_alloc(&al, (int)B, K, needs, &a, err)) ||
-        (st = al.get((size_t)(B * N) * sizeof(float), &dy, "op output", err)) ||
-        (st = dcu_launch_prep(c, p->acts, (const float *)dx, K, NULL, (int)B, (int)K, &a, needs, err)) ||
-        (st = dcu_mm(c, p, &dW, &a, B, (float *)dy, N, err)))
-        return st;
-    return op_finish(c, y, dy, (size_t)(B * N) * sizeof(float), err);
-}
-
-extern "C" drift_status dcu_op_rmsnorm(const drift_numeric_profile *p, float *out, const float *x, const float *w,
-                                       int64_t rows, int64_t n, float eps, drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st || rows <= 0) return st;
-    dcu_allocs al;
-    void *dx, *dw, *dout;
-    if ((st = op_up(&al, x, (size_t)(rows * n) * sizeof(float), &dx, err)) ||
-        (st = op_up(&al, w, (size_t)n * sizeof(float), &dw, err)) ||
-        (st = al.get((size_t)(rows * n) * sizeof(float), &dout, "op output", err)) ||
-        (st = dcu_launch_norm(c, p->acts, (float *)dx, NULL, (int)rows, (int)n, (const float *)dw, eps, (float *)dout,
-                              NULL, 0, err)))
-        return st;
-    return op_finish(c, out, dout, (size_t)(rows * n) * sizeof(float), err);
-}
-
-extern "C" drift_status dcu_op_softmax(const drift_numeric_profile *p, float *x, int64_t rows, int64_t n,
-                                       drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st || rows <= 0) return st;
-    dcu_allocs al;
-    void *dx;
-    if ((st = op_up(&al, x, (size_t)(rows * n) * sizeof(float), &dx, err)) ||
-        (st = dcu_launch_softmax(c, p->exp == DRIFT_EXP_FAST, (float *)dx, rows, n, err)))
-        return st;
-    return op_finish(c, x, dx, (size_t)(rows * n) * sizeof(float), err);
-}
-
-extern "C" drift_status dcu_op_argmax(const float *x, int64_t rows, int64_t n, int32_t *out, drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st || rows <= 0) return st;
-    dcu_allocs al;
-    void *dx, *dout;
-    if ((st = op_up(&al, x, (size_t)(rows * n) * sizeof(float), &dx, err)) ||
-        (st = al.get((size_t)rows * sizeof(int), &dout, "op output", err)) ||
-        (st = dcu_launch_argmax(c, (const float *)dx, rows, n, (int *)dout, err)))
-        return st;
-    return op_finish(c, out, dout, (size_t)rows * sizeof(int), err);
-}
-
-extern "C" drift_status dcu_op_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_t pos,
-                                    const num_rope_params *rp, drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st || n_heads <= 0) return st;
-    if (rp->head_dim < 1 || rp->head_dim > 1024 || rp->n_rot < 0 || rp->n_rot > rp->head_dim || rp->n_rot % 2 ||
-        pos < 0 || pos > INT32_MAX)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: rope of head_dim %d, n_rot %d at %lld", rp->head_dim,
-                               rp->n_rot, (long long)pos);
-    dcu_allocs al;
-    size_t bytes = (size_t)n_heads * (size_t)rp->head_dim * sizeof(float);
-    drow row = {NULL, NULL, (int)pos, 0, 1, 0};
-    const double *freq;
-    void *dx, *drw;
-    if ((st = op_up(&al, x, bytes, &dx, err)) || (st = op_up(&al, &row, sizeof row, &drw, err)) ||
-        (st = upload_freqs(&al, rp, &freq, err)))
-        return st;
-    dcu_qkv_args qa;
-    memset(&qa, 0, sizeof qa);
-    qa.q = (float *)dx;
-    qa.ldq = (int64_t)n_heads * rp->head_dim;
-    qa.freq = freq;
-    qa.n_heads = n_heads;
-    qa.n_kvh = 0;
-    qa.head_dim = rp->head_dim;
-    qa.n_rot = rp->n_rot;
-    qa.neox = rp->neox;
-    qa.rows = (const drow *)drw;
-    qa.kvfmt = p->kv;
-    if ((st = dcu_launch_qkv(c, &qa, 1, err))) return st;
-    return op_finish(c, x, dx, bytes, err);
-}
-
-extern "C" drift_status dcu_op_swiglu(const drift_numeric_profile *p, float *out, const float *gate, const float *up,
-                                      int64_t n, drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st || n <= 0) return st;
-    dcu_allocs al;
-    void *dg, *du, *dout;
-    if ((st = op_up(&al, gate, (size_t)n * sizeof(float), &dg, err)) ||
-        (st = op_up(&al, up, (size_t)n * sizeof(float), &du, err)) ||
-        (st = al.get((size_t)n * sizeof(float), &dout, "op output", err)))
-        return st;
-    dact a = {(float *)dout, NULL, NULL, NULL};
-    if ((st = dcu_launch_swiglu(c, DRIFT_DTYPE_F32, p->exp == DRIFT_EXP_FAST, (const float *)dg, (const float *)du, n,
-                                1, (int)n, &a, 0, err)))
-        return st;
-    return op_finish(c, out, dout, (size_t)n * sizeof(float), err);
-}
-
-extern "C" drift_status dcu_op_attention(const drift_numeric_profile *p, float *out, const float *q, const void *k,
-                                         const void *v, size_t stride_bytes, int n_pos, int head_dim, float scale,
-                                         drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st) return st;
-    if (n_pos <= 0) {
-        for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
-        return DRIFT_OK;
-    }
-    size_t vb = num_kv_bytes(p->kv, head_dim);
-    dcu_allocs al;
-    void *dq, *dk, *dv, *dout, *drw, *dpart = NULL, *dcnt;
-    if ((st = op_up(&al, q, (size_t)head_dim * sizeof(float), &dq, err)) ||
-        (st = al.get((size_t)n_pos * vb, &dk, "op K", err)) || (st = al.get((size_t)n_pos * vb, &dv, "op V", err)) ||
-        (st = al.get((size_t)head_dim * sizeof(float), &dout, "op output", err)))
-        return st;
-    DCU_TRY(cudaMemcpy2D(dk, vb, k, stride_bytes, vb, (size_t)n_pos, cudaMemcpyHostToDevice), "uploading K");
-    DCU_TRY(cudaMemcpy2D(dv, vb, v, stride_bytes, vb, (size_t)n_pos, cudaMemcpyHostToDevice), "uploading V");
-    drow row = {(uint8_t *)dk, (uint8_t *)dv, n_pos - 1, 0, n_pos, 0};
-    if ((st = op_up(&al, &row, sizeof row, &drw, err))) return st;
-    int chunk = attn_chunk(p, 1, 1, n_pos, c->sm_count);
-    size_t part = dcu_attn_part_floats(1, 1, head_dim, chunk, n_pos);
-    if (part && (st = al.get(part * sizeof(float), &dpart, "attention workspace", err))) return st;
-    if ((st = al.get(sizeof(unsigned), &dcnt, "attention counter", err))) return st;
-    DCU_TRY(cudaMemsetAsync(dcnt, 0, sizeof(unsigned), c->st), "clearing the attention counter");
-    dcu_attn_args aa;
-    memset(&aa, 0, sizeof aa);
-    aa.q = (const float *)dq;
-    aa.ldq = head_dim;
-    aa.out = (float *)dout;
-    aa.ldo = head_dim;
-    aa.rows = (const drow *)drw;
-    aa.layer = 0;
-    aa.n_heads = 1;
-    aa.n_kvh = 1;
-    aa.head_dim = head_dim;
-    aa.window = 0;
-    aa.kvfmt = p->kv;
-    aa.fast_exp = p->exp == DRIFT_EXP_FAST;
-    aa.vb = vb;
-    aa.scale = scale;
-    aa.chunk = chunk;
-    aa.max_npos = n_pos;
-    aa.part = (float *)dpart;
-    aa.part_floats = part;
-    aa.cnt = (unsigned *)dcnt;
-    aa.cnt_rows = 1;
-    if ((st = dcu_launch_attention(c, &aa, 1, err))) return st;
-    return op_finish(c, out, dout, (size_t)head_dim * sizeof(float), err);
-}
-
-extern "C" drift_status dcu_op_embedding(const drift_numeric_profile *p, float *out, const drift_qmat *W, int64_t row,
-                                         drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st) return st;
-    if (row < 0 || row >= W->rows)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: embedding row %lld outside %lld", (long long)row,
-                               (long long)W->rows);
-    dcu_allocs al;
-    dmat dW;
-    int tok = (int)row;
-    void *dtok, *dout;
-    if ((st = upload_mats(&al, &W, 1, &dW, err)) || (st = op_up(&al, &tok, sizeof tok, &dtok, err)) ||
-        (st = al.get((size_t)W->cols * sizeof(float), &dout, "op output", err)) ||
-        (st = dcu_launch_embed(c, p->acts, &dW, NULL, (const int *)dtok, 1, (float *)dout, err)))
-        return st;
-    return op_finish(c, out, dout, (size_t)W->cols * sizeof(float), err);
-}
-
-extern "C" drift_status dcu_op_round_acts(drift_dtype t, float *x, int64_t rows, int64_t n, drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st || rows <= 0 || n <= 0) return st;
-    dcu_allocs al;
-    size_t bytes = (size_t)(rows * n) * sizeof(float);
-    void *dx;
-    dact a;
-    unsigned needs = (t == DRIFT_DTYPE_BF16 || t == DRIFT_DTYPE_F16)   ? DCU_NEED_H
-                     : t == DRIFT_DTYPE_FP8_E4M3                          ? DCU_NEED_Q
-                                                                          : 0;
-    if ((st = op_up(&al, x, bytes, &dx, err)) || (st = act_alloc(&al, (int)rows, n, needs, &a, err)) ||
-        (st = dcu_launch_prep(c, t, (const float *)dx, n, NULL, (int)rows, (int)n, &a, needs, err)))
-        return st;
-    return op_finish(c, x, a.f, bytes, err);
-}
-
-extern "C" drift_status dcu_op_kv_store(drift_dtype t, void *dst, const float *src, int n_vec, int n,
-                                        drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st || n_vec <= 0 || n <= 0) return st;
-    size_t vb = num_kv_bytes(t, n);
-    dcu_allocs al;
-    void *ds, *dd;
-    if ((st = op_up(&al, src, (size_t)n_vec * n * sizeof(float), &ds, err)) ||
-        (st = al.get((size_t)n_vec * vb, &dd, "op output", err)) ||
-        (st = dcu_launch_kv_store(c, t, (uint8_t *)dd, (const float *)ds, n_vec, n, err)))
-        return st;
-    return op_finish(c, dst, dd, (size_t)n_vec * vb, err);
-}
-
-extern "C" drift_status dcu_op_kv_load(drift_dtype t, float *dst, const void *src, int n_vec, int n, drift_error *err) {
-    std::lock_guard<std::mutex> lk(g_op_mu);
-    dcu_ctx *c;
-    drift_status st = op_ctx(&c, err);
-    if (st || n_vec <= 0 || n <= 0) return st;
-    size_t vb = num_kv_bytes(t, n);
-    dcu_allocs al;
-    void *ds, *dd;
-    if ((st = op_up(&al, src, (size_t)n_vec * vb, &ds, err)) ||
-        (st = al.get((size_t)n_vec * n * sizeof(float), &dd, "op output", err)) ||
-        (st = dcu_launch_kv_load(c, t, (float *)dd, (const uint8_t *)ds, n_vec, n, err)))
-        return st;
-    return op_finish(c, dst, dd, (size_t)n_vec * n * sizeof(float), err);
-}
-
-/* ------------------------------------------------------------- benchmarks */
-
-/* events, stream and buffers of one benchmark, released on every path */
-struct bench_res {
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    cudaStream_t st = NULL;
-    cublasHandle_t h = NULL;
-    dcu_allocs al;
-    ~bench_res() {
-        if (st) cudaStreamSynchronize(st);
-        if (e0) cudaEventDestroy(e0);
-        if (e1) cudaEventDestroy(e1);
-        if (h) cublasDestroy(h);
-        if (st) cudaStreamDestroy(st);
-    }
-};
-
-extern "C" drift_status dcu_bench_copy(size_t bytes, int reps, double *gbps, drift_error *err) {
-    *gbps = 0;
-    if (dcu_device_count() == 0) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU found");
-    if (bytes == 0 || reps < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: copy of %zu bytes x %d", bytes, reps);
-    DCU_TRY(cudaSetDevice(0), "selecting device 0");
-    bench_res r;
-    drift_status st;
-    void *a, *b;
-    if ((st = r.al.get(bytes, &a, "copy source", err)) || (st = r.al.get(bytes, &b, "copy destination", err)))
-        return st;
-    DCU_TRY(cudaMemset(a, 1, bytes), "filling the copy source");
-    DCU_TRY(cudaStreamCreateWithFlags(&r.st, cudaStreamNonBlocking), "creating a stream");
-    DCU_TRY(cudaEventCreate(&r.e0), "creating an event");
-    DCU_TRY(cudaEventCreate(&r.e1), "creating an event");
-    DCU_TRY(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, r.st), "warm-up copy");
-    DCU_TRY(cudaEventRecord(r.e0, r.st), "recording an event");
-    for (int i = 0; i < reps; i++) DCU_TRY(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, r.st), "copying");
-    DCU_TRY(cudaEventRecord(r.e1, r.st), "recording an event");
-    DCU_TRY(cudaEventSynchronize(r.e1), "waiting for the copies");
-    float ms = 0;
-    DCU_TRY(cudaEventElapsedTime(&ms, r.e0, r.e1), "reading the timer");
-    if (ms <= 0) return drift_error_set(err, DRIFT_ERR_INTERNAL, "cuda: copy timer read %g ms", (double)ms);
-    *gbps = 2.0 * (double)bytes * reps / (ms * 1e-3) / 1e9;
-    return DRIFT_OK;
-}
-
-extern "C" void dcu_profiler(int on) {
-    if (on) cudaProfilerStart();
-    else cudaProfilerStop();
-}
-
-extern "C" drift_status dcu_bench_gemm(int n, int reps, double *tflops, drift_error *err) {
-    *tflops = 0;
-    if (dcu_device_count() == 0) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "cuda: no GPU found");
-    if (n < 16 || reps < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: gemm of n = %d x %d", n, reps);
-    DCU_TRY(cudaSetDevice(0), "selecting device 0");
-    bench_res r;
-    drift_status st;
-    void *a, *b, *cc;
-    size_t nn = (size_t)n * (size_t)n;
-    if ((st = r.al.get(nn * 2, &a, "gemm A", err)) || (st = r.al.get(nn * 2, &b, "gemm B", err)) ||
-        (st = r.al.get(nn * 4, &cc, "gemm C", err)))
-        return st;
-    DCU_TRY(cudaMemset(a, 0x3c, nn * 2), "filling gemm A"); /* bf16 0x3c3c ~ 0.0115 */
-    DCU_TRY(cudaMemset(b, 0x3c, nn * 2), "filling gemm B");
-    DCU_TRY(cudaStreamCreateWithFlags(&r.st, cudaStreamNonBlocking), "creating a stream");
-    DCU_TRY_BLAS(cublasCreate(&r.h), "cublasCreate");
-    DCU_TRY_BLAS(cublasSetStream(r.h, r.st), "cublasSetStream");
-    DCU_TRY(cudaEventCreate(&r.e0), "creating an event");
-    DCU_TRY(cudaEventCreate(&r.e1), "creating an event");
-    const float one = 1.0f, zero = 0.0f;
-    for (int i = 0; i <= reps; i++) {
-        if (i == 1) DCU_TRY(cudaEventRecord(r.e0, r.st), "recording an event"); /* the first is a warm-up */
-        DCU_TRY_BLAS(cublasGemmEx(r.h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n,
-                                  &zero, cc, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                     "cublasGemmEx");
-    }
-    DCU_TRY(cudaEventRecord(r.e1, r.st), "recording an event");
-    DCU_TRY(cudaEventSynchronize(r.e1), "waiting for the GEMMs");
-    float ms = 0;
-    DCU_TRY(cudaEventElapsedTime(&ms, r.e0, r.e1), "reading the timer");
-    if (ms <= 0) return drift_error_set(err, DRIFT_ERR_INTERNAL, "cuda: gemm timer read %g ms", (double)ms);
-    *tflops = 2.0 * (double)n * n * n * reps / (ms * 1e-3) / 1e12;
     return DRIFT_OK;
 }

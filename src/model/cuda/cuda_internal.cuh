@@ -35,6 +35,7 @@
 #include <cublasLt.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <vector>
 
 extern "C" {
 #include "model/numerics.h"
@@ -152,6 +153,41 @@ static inline void dcu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t
 
 /* Creates / destroys a context (stream, cuBLAS, cuBLASLt, Lt workspace). */
 drift_status dcu_ctx_init(dcu_ctx *c, drift_error *err);
+
+/* Device allocations freed together (a model's weights; an op's buffers). */
+struct dcu_allocs {
+    std::vector<void *> v;
+    ~dcu_allocs() { release(); }
+    void release() {
+        for (void *p : v) cudaFree(p);
+        v.clear();
+    }
+    drift_status get(size_t bytes, void **out, const char *what, drift_error *err) {
+        *out = NULL;
+        void *p = NULL;
+        cudaError_t e = cudaMalloc(&p, bytes ? bytes : 16);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            return drift_error_set(err, e == cudaErrorMemoryAllocation ? DRIFT_ERR_NOMEM : DRIFT_ERR_INTERNAL,
+                                   "cuda: allocating %zu bytes for %s (%s)", bytes, what, cudaGetErrorString(e));
+        }
+        try {
+            v.push_back(p);
+        } catch (...) {
+            cudaFree(p);
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+        *out = p;
+        return DRIFT_OK;
+    }
+};
+
+/* cuda_backend.cu's helpers that the single ops (cuda_ops.cu) share. */
+drift_status dcu_check_profile(const drift_numeric_profile *p, drift_error *err);
+drift_status dcu_act_alloc(dcu_allocs *al, int rows, int64_t K, unsigned needs, dact *a, drift_error *err);
+drift_status dcu_upload_mats(dcu_allocs *al, const drift_qmat *const *ms, int n, dmat *out, drift_error *err);
+drift_status dcu_upload_freqs(dcu_allocs *al, const num_rope_params *rp, const double **out, drift_error *err);
+int dcu_attn_chunk(const drift_numeric_profile *p, int B, int n_heads, int max_npos, int sm_count);
 void dcu_ctx_destroy(dcu_ctx *c);
 
 /* ------------------------------------------------------------ launchers */
