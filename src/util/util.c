@@ -1,4 +1,4 @@
-/* util.c - string buffer, file reading, hashing, clocks, RNG (see util.h). */
+/* util.c - string buffer, file reading, base64, hashing, clocks, RNG (see util.h). */
 #include "util/util.h"
 
 #include <errno.h>
@@ -110,6 +110,62 @@ drift_status drift_read_file(const char *path, char **out, size_t *len, drift_er
     if (len) *len = b.len;
     *out = buf_steal(&b);
     return DRIFT_OK;
+}
+
+/* Base64, RFC 4648 section 4. */
+static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *drift_b64_encode(const void *p, size_t n) {
+    const unsigned char *s = p;
+    if (n / 3 >= (SIZE_MAX - 1) / 4 - 1) return NULL;
+    char *o = malloc(4 * ((n + 2) / 3) + 1);
+    if (!o) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) | (i + 2 < n ? s[i + 2] : 0);
+        o[k++] = b64_alphabet[v >> 18 & 63];
+        o[k++] = b64_alphabet[v >> 12 & 63];
+        o[k++] = i + 1 < n ? b64_alphabet[v >> 6 & 63] : '=';
+        o[k++] = i + 2 < n ? b64_alphabet[v & 63] : '=';
+    }
+    o[k] = 0;
+    return o;
+}
+
+/* the 6-bit value of a base64 character, -1 for any other */
+static int b64_value(char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+unsigned char *drift_b64_decode(const char *s, size_t *n) {
+    size_t len = strlen(s);
+    if (len % 4) return NULL;
+    unsigned char *o = malloc(len / 4 * 3 + 1);
+    if (!o) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        unsigned v = 0;
+        int pad = 0;
+        for (int j = 0; j < 4; j++) {
+            char c = s[i + j];
+            int x = b64_value(c);
+            /* '=' only as the last one or two characters of the text */
+            if (c == '=' && i + 4 == len && j >= 2) { pad++; v <<= 6; continue; }
+            if (x < 0 || pad) { free(o); return NULL; }
+            v = v << 6 | (unsigned)x;
+        }
+        o[k++] = (unsigned char)(v >> 16);
+        if (pad < 2) o[k++] = (unsigned char)(v >> 8);
+        if (pad < 1) o[k++] = (unsigned char)v;
+    }
+    o[k] = 0;
+    *n = k;
+    return o;
 }
 
 /* UTF-8 validation (RFC 3629: no overlongs, no surrogates, <= U+10FFFF). */

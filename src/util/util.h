@@ -1,5 +1,5 @@
 /* util.h - internal helpers shared across modules (not public API):
- * growable string buffer, file reading, hashing, time. */
+ * growable string buffer, file reading, base64, hashing, time. */
 #ifndef DRIFT_UTIL_H
 #define DRIFT_UTIL_H
 
@@ -34,6 +34,13 @@ drift_status drift_read_file(const char *path, char **out, size_t *len, drift_er
 /* Copy of s (len bytes) as valid UTF-8: every byte that does not start a
  * valid sequence becomes U+FFFD. NULL on nomem. */
 char *drift_utf8_clean(const char *s, size_t len);
+
+/* Base64 (RFC 4648 section 4: standard alphabet, '=' padding, no line
+ * breaks). encode: n bytes -> malloc'd NUL-terminated text, NULL on nomem.
+ * decode: text whose length is a multiple of 4, padding only at the end ->
+ * malloc'd bytes (*n of them, NUL after), NULL on bad input or nomem. */
+char *drift_b64_encode(const void *p, size_t n);
+unsigned char *drift_b64_decode(const char *s, size_t *n);
 
 /* FNV-1a 64-bit hash and its 16-char lowercase hex form. */
 uint64_t drift_fnv1a64(const void *p, size_t n, uint64_t seed);
