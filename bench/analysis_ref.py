@@ -4,7 +4,7 @@ for the speed ratio: statsmodels anova_lm types 1/2/3 (+ 4 workload strata
 each), then the PRI evaluation with xgboost (same features; the same
 evaluations: random 80/20, 5-fold, 20 held-out levels, 2 xgboost ablations +
 a linear model, importance), twice: fixed hyper-parameters (depth 4, eta 0.1,
-200 trees, hist, 1 thread) and tuned as src/analysis/pri.c tunes: depth
+200 trees, hist, 1 thread) and tuned as src/analysis/pri_eval.c tunes: depth
 {3,5} at eta 0.3, 3 inner folds grown side by side one tree at a time, the
 tree count by early stopping on the summed validation error (patience 10,
 minimum gain 0.3%, at most 300 trees), matrices built once per fold, one

@@ -1,4 +1,4 @@
-/* analysis_internal.h - helpers shared by anova.c and pri.c (not public).
+/* analysis_internal.h - helpers shared by anova.c and the PRI (pri_eval.c) (not public).
  * Matrices are column-major: X[j * n + i] is row i, column j. */
 #ifndef DRIFT_ANALYSIS_INTERNAL_H
 #define DRIFT_ANALYSIS_INTERNAL_H

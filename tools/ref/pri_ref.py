@@ -4,7 +4,7 @@ hyper-parameters (depth 4, eta 0.1, min_child_weight 1, 200 trees, hist,
 seed 42, 1 thread), computed with Debian's python3-xgboost on the same 56
 features (one-hot + precision x workload, framework x workload,
 hardware x precision; levels sorted). The held-out splits are deterministic
-(train without one level, test on it), so src/analysis/pri.c with tune = 0
+(train without one level, test on it), so src/analysis/pri_eval.c with tune = 0
 must give the same figures; tests/unit/test_pri.c compares them.
 
     /usr/bin/python3 tools/ref/pri_ref.py ../shared/driftbench-ae/data/flip_rates.csv \
