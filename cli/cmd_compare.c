@@ -67,7 +67,7 @@ static int cmd_compare(int argc, char **argv) {
     if (optind < argc) return cli_error("compare", "unexpected argument '%s'", argv[optind]);
     if (!db || !base || !targ) return cli_error("compare", "--db, --baseline and --target are required (see --help)");
     drift_store *st = NULL;
-    if (drift_store_open(db, &st, &err)) return cli_error_lib("compare", &err);
+    if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
     int rc = cli_do_compare("compare", st, base, targ, &o, fmt, out);
     drift_store_close(st);
     return rc;

@@ -111,7 +111,10 @@ static int cmd_measure(int argc, char **argv) {
         a.config = tconf;
         rc = cli_do_run("measure", st, &a);
     }
+    /* scoring is not interruptible yet: a signal during it stops measure right after (a second one at once) */
+    if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
     if (rc == CLI_EXIT_PASS) rc = cli_do_score("measure", st, NULL, &so);
+    if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
     if (rc == CLI_EXIT_PASS) rc = cli_do_compare("measure", st, blabel, tlabel, &co, fmt, out);
     if (!cli_quiet && rc != CLI_EXIT_ERROR) fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", db, blabel, tlabel);
     drift_store_close(st);

@@ -161,7 +161,7 @@ static int cmd_monitor(int argc, char **argv) {
 
     drift_error err = {0};
     drift_store *st = NULL;
-    if (drift_store_open(db, &st, &err) != DRIFT_OK) return cli_error_lib(MON_CMD, &err);
+    if (drift_store_open_readonly(db, &st, &err) != DRIFT_OK) return cli_error_lib(MON_CMD, &err);
     int rc = CLI_EXIT_ERROR;
     drift_monitor_data d;
     drift_comparison *cmp = NULL;

@@ -43,7 +43,7 @@ static int cmd_report(int argc, char **argv) {
     }
     drift_error err = {0};
     drift_store *st = NULL;
-    if (drift_store_open(db, &st, &err)) return cli_error_lib("report", &err);
+    if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("report", &err);
     char *page = NULL;
     drift_status rc = drift_report_html(st, &o, &page, &err);
     drift_store_close(st);

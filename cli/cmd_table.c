@@ -59,7 +59,7 @@ static int cmd_table(int argc, char **argv) {
     if (strcmp(format, "csv") && strcmp(format, "text")) return cli_error("table", "--format: csv or text, not '%s'", format);
     drift_error err = {0};
     drift_store *st = NULL;
-    if (drift_store_open(db, &st, &err)) return cli_error_lib("table", &err);
+    if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("table", &err);
     drift_table *t = NULL;
     drift_status rc = drift_matrix_flip_table(st, baseline, &t, &err);
     drift_store_close(st);

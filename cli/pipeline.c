@@ -4,7 +4,15 @@
  * -> target generate, results buffered and written in batches (one
  * transaction each, at least every 256 results or every second) so a killed
  * run loses at most what was in flight, and a run started again with the
- * same label resumes with what is missing. */
+ * same label resumes with what is missing.
+ *
+ * Interruption: the first SIGINT/SIGTERM sets cli_interrupted, which the
+ * target's cancel hook reads: requests in flight are aborted and retry
+ * back-offs end at once, nothing is stored for them (they stay missing, so
+ * the next run asks them again), what was received is flushed, the run lock
+ * released, and the command exits 2. A second signal exits at once: every
+ * committed batch is safe in the store (WAL), the lock is taken over by the
+ * next run because its owner is gone. */
 #include "pipeline.h"
 
 #include <jansson.h>
@@ -13,15 +21,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "util/util.h"
 
-volatile int cli_interrupted;
+volatile sig_atomic_t cli_interrupted;
 
 static void on_signal(int sig) {
     (void)sig;
+    if (cli_interrupted) { /* the second one: go now (async-signal-safe calls only) */
+        static const char msg[] = "\ndriftbench: interrupted again: exiting now; what was stored is kept\n";
+        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)w;
+        _exit(CLI_EXIT_ERROR);
+    }
     cli_interrupted = 1;
+}
+
+int cli_cancel_requested(void *user) {
+    (void)user;
+    return cli_interrupted != 0;
 }
 
 void cli_install_signal_handlers(void) {
@@ -162,7 +182,8 @@ static int on_result(void *user, const drift_gen_request *req, drift_gen_result 
         if (sink_flush(s)) return 1;
     }
     cli_progress(NULL, "run", s->done, s->total);
-    return cli_interrupted ? 1 : 0;
+    return 0; /* a signal stops the target through its cancel hook (cli_do_run), which first
+               * hands over every answer it already has */
 }
 
 static const int64_t *sort_rowids; /* qsort has no user pointer */
@@ -186,9 +207,13 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
     char *config_s = NULL, *decoding_s = NULL, *templates_s = NULL, *suites_s = NULL;
     run_sink sink = {0};
     int rc = CLI_EXIT_ERROR;
+    int locked = 0; /* run_begin took the label's writer lock */
     (void)rendered_storage;
 
-    if (drift_target_open(a->target, &a->topts, &t, &err)) {
+    drift_target_opts topts = a->topts;
+    topts.cancel = cli_cancel_requested; /* a signal ends requests and back-offs at once */
+    topts.cancel_user = NULL;
+    if (drift_target_open(a->target, &topts, &t, &err)) {
         cli_error_lib(cmd, &err);
         goto out;
     }
@@ -258,11 +283,17 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
     info.tool_version = version;
     int64_t run_id = 0;
     int resumed = 0;
+    if (cli_interrupted) {
+        free(all_rowids);
+        fprintf(stderr, "%s: interrupted before run '%s' started; nothing was asked\n", cmd, a->label);
+        goto out;
+    }
     if (drift_store_run_begin(st, &info, &run_id, &resumed, &err)) {
         free(all_rowids);
         cli_error_lib(cmd, &err);
         goto out;
     }
+    locked = 1;
     if (drift_store_pending(st, run_id, all_rowids, total_prompts, a->replicates, &pend_p, &pend_r, &n_pend, &err)) {
         free(all_rowids);
         cli_error_lib(cmd, &err);
@@ -324,8 +355,8 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
         goto out;
     }
     if (grc == DRIFT_ERR_CANCELLED || cli_interrupted) {
-        fprintf(stderr, "%s: interrupted: %zu of %zu stored; run the same command again to resume\n", cmd, sink.done,
-                n_pend);
+        fprintf(stderr, "%s: interrupted: %zu of %zu stored in run '%s'; run the same command again to resume\n", cmd,
+                sink.done, n_pend, a->label);
         rc = CLI_EXIT_ERROR;
         goto out;
     }
@@ -347,6 +378,7 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
     }
     rc = CLI_EXIT_PASS;
 out:
+    if (locked) drift_store_run_unlock(st, a->label, NULL); /* finish released it already when it ran */
     if (rendered)
         for (size_t i = 0; i < total_prompts; i++) free(rendered[i]);
     free(rendered);

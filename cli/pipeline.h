@@ -4,6 +4,8 @@
 #ifndef DRIFT_CLI_PIPELINE_H
 #define DRIFT_CLI_PIPELINE_H
 
+#include <signal.h>
+
 #include "driftbench/compare.h"
 #include "driftbench/eval.h"
 #include "driftbench/report.h"
@@ -34,9 +36,13 @@ int cli_do_score(const char *cmd, drift_store *st, const char *label, const drif
 int cli_do_compare(const char *cmd, drift_store *st, const char *base, const char *targ,
                    const drift_compare_opts *o, drift_format fmt, const char *out_path);
 
-/* Installs SIGINT/SIGTERM handlers that ask running loops to stop. */
+/* Installs SIGINT/SIGTERM handlers: the first asks running loops (and the
+ * targets' requests, through cli_cancel_requested) to stop; the second
+ * exits at once with CLI_EXIT_ERROR. */
 void cli_install_signal_handlers(void);
-extern volatile int cli_interrupted;
+extern volatile sig_atomic_t cli_interrupted;
+/* A drift_target_opts.cancel hook: nonzero once a signal asked to stop. */
+int cli_cancel_requested(void *user);
 
 /* getopt_long ids of the run options, shared by run and measure. */
 enum {

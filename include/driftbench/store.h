@@ -12,6 +12,8 @@
  *        unique(run_id,prompt_rowid,replicate)
  *   scores(id, response_id, evaluator, label, value, detail json) unique(response_id,evaluator)
  *   embeddings(response_id, embedder, dim, vec blob float32) unique(response_id,embedder)
+ *   run_locks(label primary key, pid, host, proc_start, token, started_at)  (v2: who
+ *        writes a run now; see drift_store_run_begin)
  * plus covering indexes responses_scan(run_id, prompt_rowid, replicate, failed)
  * and scores_latest(response_id, id, label, value, evaluator) for load_scored.
  * PRAGMA application_id = 0x44524654 ("DRFT") marks a DriftBench store.
@@ -29,11 +31,35 @@ extern "C" {
 
 typedef struct drift_store drift_store;
 
-#define DRIFT_STORE_SCHEMA_VERSION 1
+#define DRIFT_STORE_SCHEMA_VERSION 2
 
 /* Opens (creating and migrating if needed) the store at path. A file that is
  * not a DriftBench store, or has a newer schema, is refused. */
 DRIFT_API drift_status drift_store_open(const char *path, drift_store **out, drift_error *err);
+
+/* Opens an existing store for reading only (compare, table, report, monitor).
+ *  - path must name an existing file: otherwise DRIFT_ERR_NOT_FOUND naming it;
+ *    nothing is ever created. An empty file is DRIFT_ERR_NOT_FOUND too (no
+ *    store was written there yet); foreign files and newer schemas are
+ *    refused as by drift_store_open; older schemas are read as they are
+ *    (never migrated).
+ *  - Nothing is written: SQLite opens the file with SQLITE_OPEN_READONLY
+ *    (query_only on), no journal mode is set, no lock is taken, and the
+ *    file's bytes, size and mtime stay as they were. So a store on a
+ *    read-only mount, or a 0444 file of another user in a directory we
+ *    cannot write, can be read.
+ *  - How: when PATH-wal exists (a writer is running, or one crashed before
+ *    its last checkpoint) the file is read through SQLite's WAL protocol
+ *    ("mode=ro"), which needs PATH-shm to exist or be creatable; when there
+ *    is no PATH-wal, every committed row is in the main file and it is read
+ *    with "immutable=1": no locks, no -wal or -shm created. A writer that
+ *    starts during such a read writes to its own -wal first, so the read is
+ *    consistent unless that writer also checkpoints into the main file
+ *    (after ~4 MB of writes) before the read ends; rerun the read then.
+ *  - Every write function fails on such a handle (DRIFT_ERR_STORE). */
+DRIFT_API drift_status drift_store_open_readonly(const char *path, drift_store **out, drift_error *err);
+
+/* Closes the handle; releases the run locks it still holds (see run_begin). */
 DRIFT_API void drift_store_close(drift_store *st);
 
 /* ---- prompts ---- */
@@ -60,10 +86,25 @@ typedef struct drift_run_info {
 
 /* Creates the run `info->label`, or, if it exists, checks that target,
  * decoding and config agree (else DRIFT_ERR_MISMATCH naming the field) and
- * resumes it: *resumed = 1. Sets *run_id. */
+ * resumes it: *resumed = 1. Sets *run_id.
+ * It also takes the label's writer lock for this handle, in the same
+ * transaction: a row of run_locks with the owner's pid, host name, process
+ * start time and a token of the handle. While a live handle holds it,
+ * run_begin of that label through any other handle (this process or
+ * another) fails with DRIFT_ERR_STORE, a message naming the label and the
+ * owner (pid, host, since when), and changes nothing; so two processes never
+ * both ask every prompt of one run. A lock of a process that is gone (same
+ * host, pid dead, a zombie, or the pid now another process) is taken over;
+ * a lock from another host is never taken over (the message says how to
+ * remove it). run_begin again through the holding handle is fine. The lock
+ * ends with drift_store_run_unlock, drift_store_run_finish or
+ * drift_store_close (a killed process leaves it, to be taken over). */
 DRIFT_API drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info,
                                              int64_t *run_id, int *resumed, drift_error *err);
+/* Marks the run finished and releases its writer lock (if this handle holds it). */
 DRIFT_API drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error *err);
+/* Releases this handle's writer lock on `label`; nothing if it holds none. */
+DRIFT_API drift_status drift_store_run_unlock(drift_store *st, const char *label, drift_error *err);
 /* Looks a run up by label (DRIFT_ERR_NOT_FOUND names the label and lists the
  * labels that exist). Free with drift_run_info_free. */
 DRIFT_API drift_status drift_store_run_get(drift_store *st, const char *label, drift_run_info *out,

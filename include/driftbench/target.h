@@ -22,6 +22,18 @@ typedef struct drift_target_opts {
     double backoff_base_s;    /* first retry delay; default 0.5, doubled each retry, + jitter */
     double backoff_max_s;     /* cap on one delay (also caps Retry-After); default 30 */
     const char *api_key;      /* sent as Bearer if non-NULL (default: $OPENAI_API_KEY) */
+    /* Cancellation (default NULL: never). The library polls cancel(cancel_user)
+     * on the calling thread, at least every 100 ms while generate or embed
+     * waits (on the network or in a retry back-off); it knows nothing of
+     * signals, so a caller's signal handler may just set a flag that cancel
+     * reads. Once it returns nonzero: transfers in flight are aborted, back-off
+     * waits end, and the call returns DRIFT_ERR_CANCELLED soon after (http:
+     * within about 100 ms; embedded: after the batch being computed). Every
+     * outcome delivered before that went through the callback as usual; a
+     * request that had not finished gets no callback at all: it is neither an
+     * answer nor an error, so a resumed run asks it again. */
+    int (*cancel)(void *cancel_user);
+    void *cancel_user;
 } drift_target_opts;
 
 /* Fills opts with the defaults above. */
@@ -77,13 +89,15 @@ DRIFT_API const char *drift_target_config_json(const drift_target *t);
 
 /* Runs all n requests; every one produces exactly one callback (answer or
  * error). Returns DRIFT_OK even if individual requests failed: failures are
- * results. Returns an error only if the target as a whole cannot work
- * (or DRIFT_ERR_CANCELLED when the callback asked to stop). */
+ * results. Returns an error only if the target as a whole cannot work, or
+ * DRIFT_ERR_CANCELLED when the callback asked to stop or opts.cancel fired:
+ * then the requests not yet called back got no callback (none will come). */
 DRIFT_API drift_status drift_target_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
                                              const drift_gen_params *params, drift_result_fn cb, void *user,
                                              drift_error *err);
 
-/* Embeds n texts: *vecs = n*dim floats (malloc'd), *dim set. */
+/* Embeds n texts: *vecs = n*dim floats (malloc'd), *dim set.
+ * DRIFT_ERR_CANCELLED (and no vectors) when opts.cancel fired. */
 DRIFT_API drift_status drift_target_embed(drift_target *t, const char *const *texts, size_t n, float **vecs,
                                           int *dim, drift_error *err);
 

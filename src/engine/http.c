@@ -20,7 +20,15 @@
  * except that a Retry-After header on 429/503 (seconds or HTTP date) sets the
  * delay to its value, capped by backoff_max. Other non-2xx statuses and a
  * non-JSON content type fail at once. Everything runs on the calling thread,
- * callbacks included; a target is not safe to share between threads. */
+ * callbacks included; a target is not safe to share between threads.
+ *
+ * Cancellation (opts.cancel, see target.h): the generate loop asks the hook
+ * before it starts anything and after every wait, and never waits longer
+ * than CANCEL_POLL_MS while a hook is set; libcurl's progress callback asks
+ * it too, which aborts a blocking embed transfer. On cancel every slot is
+ * dropped (its transfer aborted, its back-off forgotten) without a callback:
+ * an unfinished request is no outcome at all, so the caller stores nothing
+ * for it and a resumed run asks it again. */
 #include <curl/curl.h>
 #include <ctype.h>
 #include <math.h>
@@ -31,6 +39,9 @@
 
 #include "engine/http_internal.h"
 #include "engine/target_impl.h"
+
+/* Longest wait between two looks at the cancel hook (when there is one). */
+#define CANCEL_POLL_MS 100.0
 
 enum slot_state { SLOT_IDLE = 0, SLOT_ACTIVE, SLOT_WAITING };
 
@@ -246,6 +257,18 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *user) {
     return n;
 }
 
+/* libcurl's progress callback: nonzero aborts the transfer with
+ * CURLE_ABORTED_BY_CALLBACK. Installed only when the target has a cancel
+ * hook; libcurl calls it often during a transfer and about once a second
+ * while nothing moves. */
+static int on_xferinfo(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return drift_target_cancelled(user);
+}
+
 /* Sets the options of an easy handle that do not change between requests. */
 static int easy_setup(drift_target *t, http_impl *h, http_slot *s) {
     if (!s->easy) s->easy = curl_easy_init();
@@ -264,6 +287,11 @@ static int easy_setup(drift_target *t, http_impl *h, http_slot *s) {
     bad |= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_POST, 1L) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_USERAGENT, "driftbench/" DRIFT_VERSION) != CURLE_OK;
+    if (o->cancel) {
+        bad |= curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_xferinfo) != CURLE_OK;
+        bad |= curl_easy_setopt(e, CURLOPT_XFERINFODATA, t) != CURLE_OK;
+        bad |= curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L) != CURLE_OK;
+    }
     return bad ? -1 : 0;
 }
 
@@ -311,6 +339,7 @@ static int retryable_curl(CURLcode rc) {
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_NOT_BUILT_IN:
     case CURLE_WRITE_ERROR: /* our own abort: reply too big */
+    case CURLE_ABORTED_BY_CALLBACK: /* cancelled: never retried (and never reported) */
         return 0;
     default: return 1;
     }
@@ -414,6 +443,25 @@ static void abandon_all(http_impl *h) {
     }
 }
 
+/* The error of a cancelled generate; the caller abandons the slots. */
+static drift_status cancelled(drift_error *err, size_t done, size_t n) {
+    return drift_error_set(err, DRIFT_ERR_CANCELLED, "generate cancelled: %zu of %zu requests unfinished", n - done,
+                           n);
+}
+
+/* Sleeps seconds, in slices, until done or the cancel hook fires. Returns 1
+ * when cancelled. */
+static int sleep_unless_cancelled(drift_target *t, double seconds) {
+    double end = drift_now_ms() + seconds * 1000.0;
+    for (;;) {
+        if (drift_target_cancelled(t)) return 1;
+        double left = end - drift_now_ms();
+        if (left <= 0) return 0;
+        if (t->opts.cancel && left > CANCEL_POLL_MS) left = CANCEL_POLL_MS;
+        usleep((useconds_t)(left * 1000.0));
+    }
+}
+
 static drift_status http_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
                                   const drift_gen_params *params, drift_result_fn cb, void *user,
                                   drift_error *err) {
@@ -433,6 +481,11 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
     size_t next = 0, done = 0;
     drift_gen_result res;
     while (done < n) {
+        /* 0. the caller may have asked to stop while we waited */
+        if (drift_target_cancelled(t)) {
+            st = cancelled(err, done, n);
+            goto out;
+        }
         /* 1. give idle slots new requests; restart waiting slots that are due */
         double now = drift_now_ms();
         for (int i = 0; i < ns; i++) {
@@ -479,7 +532,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
         }
 
         /* 3. finished transfers -> outcome, retry or callback */
-        int finished = 0;
+        int finished = 0, aborted = 0;
         CURLMsg *msg;
         int left;
         while ((msg = curl_multi_info_read(h->multi, &left))) {
@@ -490,6 +543,11 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
             curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s);
             curl_multi_remove_handle(h->multi, e);
             finished++;
+            if (rc == CURLE_ABORTED_BY_CALLBACK) { /* cancelled mid-transfer: no outcome */
+                s->state = SLOT_IDLE;
+                aborted = 1;
+                continue;
+            }
             double end = drift_now_ms();
             attempt_outcome o;
             classify(t, s, rc, &o);
@@ -523,10 +581,14 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                 goto out;
             }
         }
+        if (aborted) {
+            st = cancelled(err, done, n);
+            goto out;
+        }
         if (finished) continue;
 
         /* 4. wait for network activity or the next retry due time */
-        double wait_ms = 1000.0;
+        double wait_ms = t->opts.cancel ? CANCEL_POLL_MS : 1000.0;
         now = drift_now_ms();
         for (int i = 0; i < ns; i++)
             if (h->slots[i].state == SLOT_WAITING && h->slots[i].due_ms - now < wait_ms)
@@ -593,6 +655,10 @@ static drift_status http_embed(drift_target *t, const char *const *texts, size_t
             curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->req.len);
             s->attempts++;
             CURLcode rc = curl_easy_perform(e);
+            if (rc == CURLE_ABORTED_BY_CALLBACK) {
+                st = drift_error_set(err, DRIFT_ERR_CANCELLED, "embed cancelled");
+                break;
+            }
             attempt_outcome o;
             classify(t, s, rc, &o);
             if (o.ok) {
@@ -621,7 +687,10 @@ static drift_status http_embed(drift_target *t, const char *const *texts, size_t
             }
             if (o.retryable && s->attempts <= t->opts.max_retries) {
                 double wait = backoff_s(t, h, s->attempts, o.retry_after_s);
-                usleep((useconds_t)(wait * 1e6));
+                if (sleep_unless_cancelled(t, wait)) {
+                    st = drift_error_set(err, DRIFT_ERR_CANCELLED, "embed cancelled");
+                    break;
+                }
                 continue;
             }
             char *m = final_error(&o, s->attempts);
@@ -712,6 +781,7 @@ drift_status drift_http_target_open(drift_target *t, const char *spec, drift_err
     }
     t->vt = &http_vt;
     t->impl = h;
+    t->polls_cancel = 1;
     return DRIFT_OK;
 fail:
     impl_free(h);

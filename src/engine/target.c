@@ -125,6 +125,25 @@ const char *drift_target_config_json(const drift_target *t) {
     return (t && t->config_json) ? t->config_json : "{}";
 }
 
+int drift_target_cancelled(const drift_target *t) {
+    return t && t->opts.cancel && t->opts.cancel(t->opts.cancel_user) != 0;
+}
+
+/* The caller's callback, followed by a look at the cancel hook: so a kind
+ * that never looks at the hook itself (the embedded engine) stops at the
+ * first outcome after a cancel. */
+typedef struct cancel_relay {
+    const drift_target *t;
+    drift_result_fn cb;
+    void *user;
+} cancel_relay;
+
+static int relay_result(void *user, const drift_gen_request *req, drift_gen_result *res) {
+    cancel_relay *r = user;
+    int stop = r->cb(r->user, req, res);
+    return stop || drift_target_cancelled(r->t);
+}
+
 drift_status drift_target_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
                                    const drift_gen_params *params, drift_result_fn cb, void *user,
                                    drift_error *err) {
@@ -145,7 +164,11 @@ drift_status drift_target_generate(drift_target *t, const drift_gen_request *req
     for (size_t i = 0; i < n; i++)
         if (!reqs[i].prompt)
             return drift_error_set(err, DRIFT_ERR_INVALID, "generate: request %zu has no prompt", i);
-    return t->vt->generate(t, reqs, n, params, cb, user, err);
+    if (n && drift_target_cancelled(t))
+        return drift_error_set(err, DRIFT_ERR_CANCELLED, "generate cancelled before the first request");
+    if (!t->opts.cancel || t->polls_cancel) return t->vt->generate(t, reqs, n, params, cb, user, err);
+    cancel_relay relay = {t, cb, user};
+    return t->vt->generate(t, reqs, n, params, relay_result, &relay, err);
 }
 
 drift_status drift_target_embed(drift_target *t, const char *const *texts, size_t n, float **vecs, int *dim,
@@ -156,5 +179,7 @@ drift_status drift_target_embed(drift_target *t, const char *const *texts, size_
     if (!vecs || !dim || (n && !texts)) return drift_error_set(err, DRIFT_ERR_INVALID, "embed: bad arguments");
     if (!t->vt->embed)
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "embed: target kind '%s' cannot embed", t->vt->kind);
+    if (n && drift_target_cancelled(t))
+        return drift_error_set(err, DRIFT_ERR_CANCELLED, "embed cancelled before the first request");
     return t->vt->embed(t, texts, n, vecs, dim, err);
 }

@@ -21,7 +21,14 @@ struct drift_target {
     drift_api api;
     drift_target_opts opts;
     void *impl;          /* the kind's own state */
+    int polls_cancel;    /* 1: the kind asks opts.cancel itself while it waits and
+                          * calls back every outcome it has before it stops; 0:
+                          * target.c stops it at the first outcome after a cancel */
 };
+
+/* 1 when the caller's cancel hook (t->opts.cancel) says stop; 0 when there is
+ * no hook or it says go on. Kinds call it while they wait (target.h). */
+int drift_target_cancelled(const drift_target *t);
 
 /* Openers of each kind (spec already matched to the scheme). Each fills t->vt,
  * t->impl, t->api, t->config_json. */

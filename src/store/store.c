@@ -39,17 +39,40 @@
  * reading them never follows overflow pages.
  *
  * Logprobs are stored as one zstd frame of the JSON text (level 3).
- * A drift_store handle is not thread-safe: use one per thread. */
+ * A drift_store handle is not thread-safe: use one per thread.
+ *
+ * Run locks (schema v2): one writer per label. run_begin inserts
+ * run_locks(label, pid, host, proc_start, token) inside its IMMEDIATE
+ * transaction, so two processes that begin the same label at once are
+ * serialised by SQLite and the second one sees the first one's row. The
+ * token names the handle (pid, process start, a counter, a clock reading):
+ * only the handle that holds a lock releases it (run_finish, run_unlock,
+ * close), so an owner that was taken over cannot delete its successor's
+ * row. An owner is gone when, on this host, kill(pid, 0) says ESRCH, or
+ * /proc/PID/stat shows a zombie or a different start time (the pid was
+ * reused); locks of other hosts are never judged (their pids mean nothing
+ * here). Containers that share one store file and one host name but not
+ * one pid namespace would misjudge each other: give them distinct names.
+ *
+ * Read-only handles (drift_store_open_readonly): opened with
+ * SQLITE_OPEN_READONLY through a "file:" URI, "immutable=1" when there is no
+ * -wal file (nothing to miss, nothing created), "mode=ro" when there is one
+ * (the WAL protocol through -shm); never a journal-mode change, a
+ * migration or a lock. */
 #include "driftbench/store.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "util/util.h"
@@ -115,6 +138,16 @@ static const char STORE_SCHEMA_V1[] =
     "  vec BLOB NOT NULL,\n"
     "  PRIMARY KEY(response_id, embedder));\n";
 
+/* v2: who writes which run now (see "Run locks" above). */
+static const char STORE_SCHEMA_V2[] =
+    "CREATE TABLE run_locks(\n"
+    "  label TEXT PRIMARY KEY,\n"
+    "  pid INTEGER NOT NULL,\n"
+    "  host TEXT NOT NULL,\n"
+    "  proc_start INTEGER NOT NULL DEFAULT 0,\n" /* owner's start, clock ticks after boot; 0 unknown */
+    "  token TEXT NOT NULL,\n"
+    "  started_at TEXT NOT NULL);\n";
+
 /* Migration i takes the schema from version store_migrations[i].to - 1 to
  * store_migrations[i].to. */
 static const struct {
@@ -122,6 +155,7 @@ static const struct {
     const char *sql;
 } store_migrations[] = {
     {1, STORE_SCHEMA_V1},
+    {2, STORE_SCHEMA_V2},
 };
 
 _Static_assert(sizeof store_migrations / sizeof store_migrations[0] == DRIFT_STORE_SCHEMA_VERSION,
@@ -142,6 +176,11 @@ struct drift_store {
     char *path;
     sqlite3_stmt *stmts[STMT_COUNT];
     ZSTD_CCtx *zc; /* reused across responses: a fresh context per call costs more than the compression */
+    int readonly;         /* opened by drift_store_open_readonly */
+    int holds_locks;      /* run_begin took a run lock through this handle */
+    unsigned long long proc_start; /* this process's start (clock ticks after boot); 0 unknown */
+    char host[256];       /* this host's name, for run locks */
+    char token[128];      /* this handle's run-lock token */
 };
 
 static drift_status db_error(drift_store *st, drift_error *err, const char *what) {
@@ -291,6 +330,56 @@ static drift_status store_migrate(drift_store *st, int from, drift_error *err) {
     return DRIFT_OK;
 }
 
+/* ---- run locks: identity of a writer ---- */
+
+/* State letter and start time (clock ticks after boot, field 22) of process
+ * pid from /proc/PID/stat. 0 ok, -1 when unreadable (no /proc, no process). */
+static int proc_stat(long long pid, char *state, unsigned long long *start) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
+    if (!p) return -1;
+    char *save = NULL, *tok = strtok_r(p + 1, " ", &save);
+    if (!tok) return -1;
+    *state = tok[0];
+    for (int i = 0; tok && i < 19; i++) tok = strtok_r(NULL, " ", &save); /* state is field 3, start 22 */
+    if (!tok) return -1;
+    *start = strtoull(tok, NULL, 10);
+    return 0;
+}
+
+/* 1 when the process that took a lock on this host is gone. */
+static int owner_gone(long long pid, unsigned long long start) {
+    if (pid <= 0 || pid > 0x7fffffffLL) return 1;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return 1;
+    char state = 0;
+    unsigned long long now_start = 0;
+    if (proc_stat(pid, &state, &now_start) == 0) {
+        if (state == 'Z' || state == 'X') return 1; /* dead, not yet reaped */
+        if (start && now_start && now_start != start) return 1; /* the pid was reused */
+    }
+    return 0;
+}
+
+/* Fills the handle's host name, process start and lock token. */
+static void lock_identity(drift_store *st) {
+    static unsigned counter;
+    if (gethostname(st->host, sizeof st->host) != 0 || !st->host[0]) snprintf(st->host, sizeof st->host, "?");
+    st->host[sizeof st->host - 1] = '\0';
+    char state;
+    if (proc_stat((long long)getpid(), &state, &st->proc_start)) st->proc_start = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned k = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(st->token, sizeof st->token, "%lld:%llu:%u:%lld.%09ld", (long long)getpid(), st->proc_start, k,
+             (long long)ts.tv_sec, ts.tv_nsec);
+}
+
 drift_status drift_store_open(const char *path, drift_store **out, drift_error *err) {
     *out = NULL;
     if (!path || !*path) return drift_error_set(err, DRIFT_ERR_INVALID, "store path is empty");
@@ -337,12 +426,108 @@ drift_status drift_store_open(const char *path, drift_store **out, drift_error *
             return ds;
         }
     }
+    lock_identity(st);
+    *out = st;
+    return DRIFT_OK;
+}
+
+/* "file:" URI of path with the query q: bytes outside [A-Za-z0-9/._~-] are
+ * %-escaped, and a leading "//" is one "/" (no URI authority). */
+static char *path_uri(const char *path, const char *q) {
+    drift_buf b = {0};
+    buf_puts(&b, "file:");
+    const char *p = path;
+    while (p[0] == '/' && p[1] == '/') p++;
+    for (; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (isalnum(c) || strchr("/._~-", c)) buf_append(&b, p, 1);
+        else buf_printf(&b, "%%%02X", c);
+    }
+    buf_printf(&b, "?%s", q);
+    return b.data ? buf_steal(&b) : NULL;
+}
+
+/* Opens st->path read-only with the URI query q and reads the schema
+ * version once; returns the SQLite code of the first failure. */
+static int open_ro(drift_store *st, const char *q) {
+    if (st->db) {
+        sqlite3_close(st->db);
+        st->db = NULL;
+    }
+    char *uri = path_uri(st->path, q);
+    if (!uri) return SQLITE_NOMEM;
+    int rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    free(uri);
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(st->db, 0);
+    int v = 0;
+    return pragma_int(st->db, "PRAGMA user_version", &v);
+}
+
+drift_status drift_store_open_readonly(const char *path, drift_store **out, drift_error *err) {
+    *out = NULL;
+    if (!path || !*path) return drift_error_set(err, DRIFT_ERR_INVALID, "store path is empty");
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no such store (no such file)", path);
+        return drift_error_set(err, DRIFT_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    }
+    if (!S_ISREG(sb.st_mode)) return drift_error_set(err, DRIFT_ERR_IO, "%s: not a regular file", path);
+    if (sb.st_size == 0)
+        return drift_error_set(err, DRIFT_ERR_NOT_FOUND,
+                               "%s: empty file, not a DriftBench store (nothing was run into it)", path);
+    drift_store *st = calloc(1, sizeof *st);
+    if (!st || !(st->path = drift_strdup(path))) {
+        free(st);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening %s", path);
+    }
+    st->readonly = 1;
+    char *wal = drift_asprintf("%s-wal", path);
+    struct stat wb;
+    int have_wal = wal && stat(wal, &wb) == 0;
+    free(wal);
+    /* No -wal: every commit is in the main file and no writer is connected
+     * (SQLite removes the -wal when the last connection closes), so read it
+     * as immutable: no locks, nothing created. A -wal: go through it. */
+    int rc = open_ro(st, have_wal ? "mode=ro" : "immutable=1");
+    if (rc != SQLITE_OK && rc != SQLITE_NOTADB && have_wal && wb.st_size == 0)
+        rc = open_ro(st, "immutable=1"); /* an empty -wal we cannot share (no -shm): nothing in it to miss */
+    if (rc != SQLITE_OK && rc != SQLITE_NOTADB) {
+        drift_status ds = drift_error_set(
+            err, DRIFT_ERR_STORE, "%s: cannot open read-only: %s%s", path,
+            st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc),
+            have_wal ? " (its -wal file holds writes that need a -shm file next to it; open the store once "
+                       "with a writing command where its directory is writable)"
+                     : "");
+        drift_store_close(st);
+        return ds;
+    }
+    int version = 0;
+    drift_status ds = store_identify(st, &version, err);
+    if (!ds && version == 0)
+        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: an empty database, not a DriftBench store yet", path);
+    if (!ds && sqlite3_exec(st->db, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
+        ds = db_error(st, err, "setting query_only");
+    if (ds) {
+        drift_store_close(st);
+        return ds;
+    }
     *out = st;
     return DRIFT_OK;
 }
 
 void drift_store_close(drift_store *st) {
     if (!st) return;
+    if (st->holds_locks && !st->readonly && st->db) {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(st->db, "DELETE FROM run_locks WHERE token=?", -1, &s, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(s, 1, st->token, -1, SQLITE_STATIC);
+            sqlite3_step(s); /* best effort: a lock left behind is taken over once we are gone */
+        }
+        sqlite3_finalize(s);
+    }
     for (int i = 0; i < STMT_COUNT; i++) sqlite3_finalize(st->stmts[i]);
     ZSTD_freeCCtx(st->zc);
     if (st->db) sqlite3_close(st->db);
@@ -579,12 +764,85 @@ void drift_run_info_array_free(drift_run_info *infos, size_t n) {
     free(infos);
 }
 
+/* Takes the writer lock on label for this handle; call inside an IMMEDIATE
+ * transaction (see "Run locks" at the top). DRIFT_ERR_STORE naming the label
+ * and the owner when a live writer holds it. */
+static drift_status lock_take(drift_store *st, const char *label, drift_error *err) {
+    sqlite3_stmt *s =
+        stmt_prepare(st, "SELECT pid, host, proc_start, token, started_at FROM run_locks WHERE label=?", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_text(s, 1, label, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        long long pid = sqlite3_column_int64(s, 0);
+        const char *host = (const char *)sqlite3_column_text(s, 1);
+        unsigned long long start = (unsigned long long)sqlite3_column_int64(s, 2);
+        const char *token = (const char *)sqlite3_column_text(s, 3);
+        const char *since = (const char *)sqlite3_column_text(s, 4);
+        host = host ? host : "?";
+        since = since ? since : "?";
+        int ours = token && !strcmp(token, st->token);
+        int same_host = !strcmp(host, st->host);
+        if (!ours && !(same_host && owner_gone(pid, start))) {
+            drift_status ds;
+            if (same_host)
+                ds = drift_error_set(err, DRIFT_ERR_STORE,
+                                     "%s: run '%s' is being written by another driftbench (pid %lld on this host, "
+                                     "since %s); wait for it to end or stop it, then run again to resume",
+                                     st->path, label, pid, since);
+            else
+                ds = drift_error_set(err, DRIFT_ERR_STORE,
+                                     "%s: run '%s' is being written by another driftbench (pid %lld on host %s, "
+                                     "since %s); wait for it to end or stop it. If that process is gone, remove "
+                                     "its lock: sqlite3 %s \"DELETE FROM run_locks WHERE label='%s'\"",
+                                     st->path, label, pid, host, since, st->path, label);
+            sqlite3_finalize(s);
+            return ds;
+        }
+    } else if (rc != SQLITE_DONE) {
+        sqlite3_finalize(s);
+        return db_error(st, err, "reading run locks");
+    }
+    sqlite3_finalize(s);
+    char now[32];
+    drift_utc_iso(now);
+    s = stmt_prepare(st,
+                     "INSERT OR REPLACE INTO run_locks(label,pid,host,proc_start,token,started_at) "
+                     "VALUES(?,?,?,?,?,?)",
+                     err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_text(s, 1, label, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)getpid());
+    sqlite3_bind_text(s, 3, st->host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)st->proc_start);
+    sqlite3_bind_text(s, 5, st->token, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, now, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return db_error(st, err, "taking the run lock");
+    st->holds_locks = 1;
+    return DRIFT_OK;
+}
+
+drift_status drift_store_run_unlock(drift_store *st, const char *label, drift_error *err) {
+    if (!st->holds_locks || !label) return DRIFT_OK;
+    sqlite3_stmt *s = stmt_prepare(st, "DELETE FROM run_locks WHERE label=? AND token=?", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_text(s, 1, label, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, st->token, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return db_error(st, err, "releasing the run lock");
+    return DRIFT_OK;
+}
+
 drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, int64_t *run_id, int *resumed,
                                    drift_error *err) {
     if (!info->label || !*info->label) return drift_error_set(err, DRIFT_ERR_INVALID, "run label is empty");
     if (resumed) *resumed = 0;
     drift_status ds = tx_begin(st, err);
     if (ds) return ds;
+    if (lock_take(st, info->label, err)) goto fail;
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT %s FROM runs WHERE label=?", RUN_COLS);
     sqlite3_stmt *s = stmt_prepare(st, sql, err);
@@ -687,6 +945,14 @@ drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error
     if (rc != SQLITE_DONE) return db_error(st, err, "finishing a run");
     if (sqlite3_changes(st->db) == 0)
         return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no run with id %lld", st->path, (long long)run_id);
+    if (!st->holds_locks) return DRIFT_OK;
+    s = stmt_prepare(st, "DELETE FROM run_locks WHERE token=? AND label=(SELECT label FROM runs WHERE id=?)", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_text(s, 1, st->token, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, run_id);
+    rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return db_error(st, err, "releasing the run lock");
     return DRIFT_OK;
 }
 

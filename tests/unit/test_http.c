@@ -3,8 +3,10 @@
  * from tests/data/fake/), one server per test, killed at the end of it.
  * Covers: both APIs, usage, finish_reason, logprobs, request fields, every
  * injected fault class (with /stats proving the retries happened), timing of
- * Retry-After, concurrency, bad specs, unreachable servers, embeddings, and
- * the reply parser directly. */
+ * Retry-After, concurrency, bad specs, unreachable servers, embeddings,
+ * cancellation through opts.cancel (in flight, in back-off, before the
+ * start, against a peer that never answers; the embedded engine stopped by
+ * target.c), and the reply parser directly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,11 +72,15 @@ static const char *env_or(const char *name, const char *dflt) {
     return v && *v ? v : dflt;
 }
 
-/* Starts fakeserver with tests/data/fake/<script> and extra args; asserts it reported a port. */
+/* Starts fakeserver with tests/data/fake/<script> (or the absolute path
+ * script) and extra args; asserts it reported a port. */
 static void server_start(server *s, const char *script, const char *extra1, const char *extra2) {
     char bin[1024], path[1024];
     snprintf(bin, sizeof bin, "%s/fakeserver", env_or("DRIFT_BUILD", "."));
-    snprintf(path, sizeof path, "%s/tests/data/fake/%s", env_or("DRIFT_SOURCE", DRIFT_SOURCE_DIR), script);
+    if (script[0] == '/')
+        snprintf(path, sizeof path, "%s", script);
+    else
+        snprintf(path, sizeof path, "%s/tests/data/fake/%s", env_or("DRIFT_SOURCE", DRIFT_SOURCE_DIR), script);
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     pid_t pid = fork();
@@ -852,6 +858,258 @@ static void test_embed(void **state) {
     server_stop(&s);
 }
 
+/* ---------- tests: cancellation through opts.cancel ---------- */
+
+/* A cancel hook that says stop once the clock passes at_ms. */
+typedef struct cancel_clock {
+    double at_ms;
+    long calls;
+} cancel_clock;
+
+static int cancel_after(void *user) {
+    cancel_clock *c = user;
+    c->calls++;
+    return drift_now_ms() >= c->at_ms;
+}
+
+/* Writes a fake-server script to a temporary file; returns its path (static). */
+static const char *temp_script(const char *text) {
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/test_http_script.XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t n = strlen(text);
+    assert_int_equal(write(fd, text, n), (ssize_t)n);
+    close(fd);
+    return path;
+}
+
+static void test_cancel_in_flight(void **state) {
+    server s;
+    const char *script = temp_script("default | echo\nfault | HANG | sleep | seconds=600\n");
+    server_start(&s, script, NULL, NULL);
+    unlink(script);
+    cancel_clock cc = {drift_now_ms() + 1e12, 0};
+    drift_target_opts o = fast_opts();
+    o.read_timeout_s = 120; /* the hanging requests would outlive the test: only the hook can end them */
+    o.concurrency = 4;
+    o.cancel = cancel_after;
+    o.cancel_user = &cc;
+    drift_target *t = open_target(&s, "model=m", &o);
+    drift_gen_request rq[4] = {
+        {0, "ANSWER=1", 0}, {1, "HANG ANSWER=2", 0}, {2, "ANSWER=3", 0}, {3, "HANG ANSWER=4", 0}};
+    sink k;
+    sink_init(&k, 4);
+    drift_error err = {0};
+    double t0 = drift_now_ms();
+    cc.at_ms = t0 + 400;
+    assert_int_equal(drift_target_generate(t, rq, 4, NULL, on_result, &k, &err), DRIFT_ERR_CANCELLED);
+    double el = drift_now_ms() - t0;
+    assert_true(el >= 400 && el < 1200);
+    assert_true(contains(err.msg, "cancelled"));
+    assert_true(cc.calls > 0);
+    /* what was answered came back; the hanging ones got no callback at all
+     * (neither an answer nor an error) */
+    assert_int_equal(k.g[0].calls, 1);
+    assert_string_equal(k.g[0].r.text, "The answer is 1.\n#### 1");
+    assert_int_equal(k.g[2].calls, 1);
+    assert_string_equal(k.g[2].r.text, "The answer is 3.\n#### 3");
+    assert_int_equal(k.g[1].calls, 0);
+    assert_int_equal(k.g[3].calls, 0);
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "generate", NULL), 4);
+
+    /* the target still works once the hook says go on */
+    cc.at_ms = drift_now_ms() + 1e12;
+    gen_one(t, "ANSWER=8", NULL, &k);
+    assert_string_equal(k.g[0].r.text, "The answer is 8.\n#### 8");
+    sink_free(&k);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+static void test_cancel_in_backoff(void **state) {
+    server s;
+    const char *script = temp_script("default | echo\nfault | BUSY | 503 | retry_after=30\n");
+    server_start(&s, script, NULL, NULL);
+    unlink(script);
+    cancel_clock cc = {drift_now_ms() + 1e12, 0};
+    drift_target_opts o = fast_opts();
+    o.backoff_max_s = 60; /* Retry-After: 30 is honoured in full */
+    o.max_retries = 4;
+    o.cancel = cancel_after;
+    o.cancel_user = &cc;
+    drift_target *t = open_target(&s, "model=m", &o);
+    drift_gen_request rq[2] = {{0, "BUSY ANSWER=1", 0}, {1, "ANSWER=2", 0}};
+    sink k;
+    sink_init(&k, 2);
+    drift_error err = {0};
+    double t0 = drift_now_ms();
+    cc.at_ms = t0 + 400;
+    assert_int_equal(drift_target_generate(t, rq, 2, NULL, on_result, &k, &err), DRIFT_ERR_CANCELLED);
+    double el = drift_now_ms() - t0;
+    assert_true(el >= 400 && el < 1200);
+    assert_int_equal(k.g[0].calls, 0); /* waiting for its retry: no outcome, not an error */
+    assert_int_equal(k.g[1].calls, 1);
+    assert_null(k.g[1].r.error);
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "statuses", "503"), 1); /* the retry was never sent */
+
+    /* a hook that says stop before anything starts: no request at all */
+    cc.at_ms = 0;
+    sink_init(&k, 2);
+    assert_int_equal(drift_target_generate(t, rq + 1, 1, NULL, on_result, &k, &err), DRIFT_ERR_CANCELLED);
+    assert_int_equal(k.order, 0);
+    sink_free(&k);
+    assert_int_equal(server_stat(&s, "generate", NULL), 2);
+    float *v = NULL;
+    int dim = 0;
+    const char *texts[1] = {"x"};
+    assert_int_equal(drift_target_embed(t, texts, 1, &v, &dim, &err), DRIFT_ERR_CANCELLED);
+    assert_null(v);
+    assert_int_equal(server_stat(&s, "embeddings", NULL), 0);
+    drift_target_close(t);
+    server_stop(&s);
+}
+
+/* A TCP peer on 127.0.0.1 that completes connections (the kernel's backlog)
+ * but never reads or answers. Returns the listening fd; sets *port. */
+static int silent_peer(int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 16), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static void test_cancel_silent_peer_and_embed(void **state) {
+    int port = 0;
+    int fd = silent_peer(&port);
+    char spec[128];
+    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=m&embed_model=e", port);
+    cancel_clock cc = {0, 0};
+    drift_target_opts o = fast_opts();
+    o.read_timeout_s = 120;
+    o.cancel = cancel_after;
+    o.cancel_user = &cc;
+    drift_target *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_target_open(spec, &o, &t, &err), DRIFT_OK);
+
+    /* generate: the request waits for a reply that never comes */
+    drift_gen_request rq = {0, "ANSWER=1", 0};
+    sink k;
+    sink_init(&k, 1);
+    double t0 = drift_now_ms();
+    cc.at_ms = t0 + 300;
+    assert_int_equal(drift_target_generate(t, &rq, 1, NULL, on_result, &k, &err), DRIFT_ERR_CANCELLED);
+    double el = drift_now_ms() - t0;
+    assert_true(el >= 300 && el < 1100);
+    assert_int_equal(k.order, 0);
+    sink_free(&k);
+
+    /* embed is a blocking transfer: libcurl's progress callback ends it (it
+     * runs about once a second while nothing moves) */
+    float *v = NULL;
+    int dim = 0;
+    const char *texts[2] = {"a", "b"};
+    t0 = drift_now_ms();
+    cc.at_ms = t0 + 300;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(drift_target_embed(t, texts, 2, &v, &dim, &err), DRIFT_ERR_CANCELLED);
+    el = drift_now_ms() - t0;
+    assert_true(el >= 300 && el < 2000);
+    assert_null(v);
+    assert_true(contains(err.msg, "cancelled"));
+    drift_target_close(t);
+    close(fd);
+}
+
+static void test_cancel_embed_backoff(void **state) {
+    /* a peer that accepts and hangs up at once: every embed attempt fails
+     * (empty reply) and is retried after a long back-off */
+    int port = 0;
+    int fd = silent_peer(&port);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(30);
+        for (;;) {
+            int c = accept(fd, NULL, NULL);
+            if (c >= 0) close(c);
+        }
+    }
+    track_pid(pid, 1);
+    close(fd);
+    char spec[128];
+    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=m", port);
+    cancel_clock cc = {0, 0};
+    drift_target_opts o = fast_opts();
+    o.backoff_base_s = 20;
+    o.backoff_max_s = 20;
+    o.max_retries = 3;
+    o.cancel = cancel_after;
+    o.cancel_user = &cc;
+    drift_target *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_target_open(spec, &o, &t, &err), DRIFT_OK);
+    float *v = NULL;
+    int dim = 0;
+    const char *texts[1] = {"a"};
+    /* full jitter: the delays are uniform in [0, 20] s, so the three retries
+     * all fall within 300 ms with a chance of about 1e-6 */
+    double t0 = drift_now_ms();
+    cc.at_ms = t0 + 300;
+    assert_int_equal(drift_target_embed(t, texts, 1, &v, &dim, &err), DRIFT_ERR_CANCELLED);
+    double el = drift_now_ms() - t0;
+    assert_true(el >= 300 && el < 1000);
+    assert_null(v);
+    drift_target_close(t);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    track_pid(pid, 0);
+}
+
+/* The embedded engine never looks at the hook: target.c stops it at the first
+ * outcome after a cancel. */
+static int cancel_after_two(void *user) { return ((sink *)user)->order >= 2; }
+
+static void test_cancel_embedded_relay(void **state) {
+    (void)state;
+    char spec[1024];
+    snprintf(spec, sizeof spec, "embedded:%s/tests/data/models/tiny-qwen2-f16.gguf?profile=cpu-f32",
+             env_or("DRIFT_SOURCE", DRIFT_SOURCE_DIR));
+    sink k;
+    sink_init(&k, 6);
+    drift_target_opts o;
+    drift_target_opts_default(&o);
+    o.concurrency = 1; /* one prompt per batch: an outcome after each */
+    o.cancel = cancel_after_two;
+    o.cancel_user = &k;
+    drift_target *t = NULL;
+    drift_error err = {0};
+    drift_status st = drift_target_open(spec, &o, &t, &err);
+    if (st) fprintf(stderr, "open %s: %s\n", spec, err.msg);
+    assert_int_equal(st, DRIFT_OK);
+    drift_gen_request rq[6];
+    for (int i = 0; i < 6; i++) rq[i] = (drift_gen_request){(size_t)i, "Once upon a time", 0};
+    drift_gen_params p;
+    drift_gen_params_default(&p);
+    p.max_tokens = 4;
+    assert_int_equal(drift_target_generate(t, rq, 6, &p, on_result, &k, &err), DRIFT_ERR_CANCELLED);
+    assert_int_equal(k.order, 2);
+    for (int i = 0; i < 6; i++) assert_int_equal(k.g[i].calls, i < 2 ? 1 : 0);
+    sink_free(&k);
+    drift_target_close(t);
+}
+
 /* ---------- tests: the parser alone ---------- */
 
 static void test_parse_reply_shapes(void **state) {
@@ -931,6 +1189,11 @@ int main(void) {
         cmocka_unit_test_teardown(test_cancel_and_bad_prompt, kill_servers),
         cmocka_unit_test_teardown(test_unreachable, kill_servers),
         cmocka_unit_test_teardown(test_embed, kill_servers),
+        cmocka_unit_test_teardown(test_cancel_in_flight, kill_servers),
+        cmocka_unit_test_teardown(test_cancel_in_backoff, kill_servers),
+        cmocka_unit_test_teardown(test_cancel_silent_peer_and_embed, kill_servers),
+        cmocka_unit_test_teardown(test_cancel_embed_backoff, kill_servers),
+        cmocka_unit_test(test_cancel_embedded_relay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

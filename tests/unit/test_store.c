@@ -1,6 +1,8 @@
 /* test_store.c - the SQLite store: round trips, resume semantics, schema
  * identity and migration, refusal of foreign files (left byte-identical),
- * and crash safety with a real fork + SIGKILL mid-way through writing. */
+ * crash safety with a real fork + SIGKILL mid-way through writing, run
+ * locks (one writer per label, stale locks taken over), and read-only
+ * handles (nothing created, nothing written). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,8 +124,9 @@ static void test_migrate_empty_file(void **state) {
     FILE *f = fopen(path, "w");
     fclose(f);
     drift_store *st = open_ok(path);
-    assert_int_equal(count_rows(st, "PRAGMA user_version"), 1);
+    assert_int_equal(count_rows(st, "PRAGMA user_version"), DRIFT_STORE_SCHEMA_VERSION);
     assert_int_equal(count_rows(st, "SELECT count(*) FROM runs"), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_locks"), 0);
     drift_store_close(st);
 }
 
@@ -552,6 +555,373 @@ static void test_load_scored_interleaved(void **state) {
     drift_store_close(st);
 }
 
+/* ---- run locks: one writer per label ---- */
+
+static void exec_ok(drift_store *st, const char *sql) {
+    char *msg = NULL;
+    int rc = sqlite3_exec(drift_store_db(st), sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) fprintf(stderr, "%s: %s\n", sql, msg ? msg : "?");
+    sqlite3_free(msg);
+    assert_int_equal(rc, SQLITE_OK);
+}
+
+/* Puts a lock row for label as if process pid on host had taken it. */
+static void plant_lock(drift_store *st, const char *label, long long pid, const char *host, long long start) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT OR REPLACE INTO run_locks(label,pid,host,proc_start,token,started_at) "
+             "VALUES('%s',%lld,'%s',%lld,'planted','2026-01-01T00:00:00Z')",
+             label, pid, host, start);
+    exec_ok(st, sql);
+}
+
+static void test_run_lock_two_handles(void **state) {
+    (void)state;
+    const char *path = tpath("lock.db");
+    drift_store *a = open_ok(path), *b = open_ok(path);
+    drift_error err = {0};
+    drift_run_info ri = run_info("L", "http://x/v1?model=m", "{\"temperature\":0}");
+    drift_run_info other = run_info("M", "http://x/v1?model=m", "{\"temperature\":0}");
+    int64_t ra = 0, rb = 0, rm = 0;
+    int resumed = 0;
+    assert_int_equal(drift_store_run_begin(a, &ri, &ra, &resumed, &err), DRIFT_OK);
+    assert_int_equal(count_rows(a, "SELECT count(*) FROM run_locks WHERE label='L'"), 1);
+    assert_int_equal(count_rows(a, "SELECT pid FROM run_locks WHERE label='L'"), (int64_t)getpid());
+
+    /* a second writer of L (another handle: as another process would be) is refused */
+    memset(&err, 0, sizeof err);
+    assert_int_equal(drift_store_run_begin(b, &ri, &rb, &resumed, &err), DRIFT_ERR_STORE);
+    assert_non_null(strstr(err.msg, "run 'L' is being written"));
+    char pid_s[32];
+    snprintf(pid_s, sizeof pid_s, "pid %lld", (long long)getpid());
+    assert_non_null(strstr(err.msg, pid_s));
+    assert_non_null(strstr(err.msg, "lock.db"));
+    /* the refused begin changed nothing: still one run, one lock, a's */
+    assert_int_equal(count_rows(a, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(count_rows(a, "SELECT count(*) FROM run_locks"), 1);
+
+    /* another label is free; the holder may begin L again (resume in-process) */
+    assert_int_equal(drift_store_run_begin(b, &other, &rm, &resumed, &err), DRIFT_OK);
+    assert_int_equal(drift_store_run_begin(a, &ri, &ra, &resumed, &err), DRIFT_OK);
+    assert_int_equal(resumed, 1);
+
+    /* unlock by the non-holder does nothing; by the holder frees L */
+    assert_int_equal(drift_store_run_unlock(b, "L", &err), DRIFT_OK);
+    assert_int_equal(drift_store_run_begin(b, &ri, &rb, &resumed, &err), DRIFT_ERR_STORE);
+    assert_int_equal(drift_store_run_unlock(a, "L", &err), DRIFT_OK);
+    assert_int_equal(drift_store_run_begin(b, &ri, &rb, &resumed, &err), DRIFT_OK);
+    assert_int_equal(rb, ra);
+
+    /* finish releases: a can take L back */
+    assert_int_equal(drift_store_run_begin(a, &ri, &ra, &resumed, &err), DRIFT_ERR_STORE);
+    assert_int_equal(drift_store_run_finish(b, rb, &err), DRIFT_OK);
+    assert_int_equal(drift_store_run_begin(a, &ri, &ra, &resumed, &err), DRIFT_OK);
+
+    /* close releases every lock of the handle (a holds L, b holds M) */
+    drift_store_close(b);
+    assert_int_equal(count_rows(a, "SELECT count(*) FROM run_locks"), 1);
+    drift_store_close(a);
+    a = open_ok(path);
+    assert_int_equal(count_rows(a, "SELECT count(*) FROM run_locks"), 0);
+    drift_store_close(a);
+}
+
+static void test_run_lock_stale_and_foreign(void **state) {
+    (void)state;
+    const char *path = tpath("stale.db");
+    drift_store *st = open_ok(path);
+    drift_error err = {0};
+    drift_run_info ri = run_info("S", "http://x/v1?model=m", "{\"temperature\":0}");
+    int64_t run = 0;
+    int resumed = 0;
+    char host[256] = "";
+    assert_int_equal(gethostname(host, sizeof host), 0);
+
+    /* a dead owner on this host (its pid reaped) is taken over */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) _exit(0);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    plant_lock(st, "S", child, host, 0);
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_OK);
+    assert_int_equal(count_rows(st, "SELECT pid FROM run_locks WHERE label='S'"), (int64_t)getpid());
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_locks WHERE token='planted'"), 0);
+
+    /* a zombie owner (exited, not reaped yet) is gone too */
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) _exit(0);
+    for (int i = 0; i < 200; i++) { /* wait until it has exited, without reaping it */
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == child) break;
+        usleep(5000);
+    }
+    plant_lock(st, "S", child, host, 0);
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_OK);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+
+    /* a live pid that is another process than the owner (pid reused: another
+     * start time than the one recorded) is gone; a live pid whose start time
+     * matches, or was not recorded (0), is alive. Our own pid stands in for
+     * another process: the planted token is not this handle's. */
+    plant_lock(st, "S", (long long)getpid(), host, 1);
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_OK);
+    plant_lock(st, "S", (long long)getpid(), host, 0);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_ERR_STORE);
+    assert_non_null(strstr(err.msg, "run 'S' is being written"));
+    assert_non_null(strstr(err.msg, "on this host"));
+
+    /* another host's lock is never judged: refused, with how to remove it */
+    plant_lock(st, "S", 1, "elsewhere.example", 0);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_ERR_STORE);
+    assert_non_null(strstr(err.msg, "host elsewhere.example"));
+    assert_non_null(strstr(err.msg, "DELETE FROM run_locks WHERE label='S'"));
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_locks WHERE token='planted'"), 1);
+    exec_ok(st, "DELETE FROM run_locks WHERE label='S'");
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_OK);
+    drift_store_close(st);
+}
+
+/* ---- read-only handles ---- */
+
+typedef struct file_state {
+    int exists;
+    off_t size;
+    struct timespec mtime;
+    char *bytes;
+    size_t len;
+} file_state;
+
+static file_state file_snapshot(const char *path) {
+    file_state f = {0};
+    struct stat sb;
+    if (stat(path, &sb) != 0) return f;
+    f.exists = 1;
+    f.size = sb.st_size;
+    f.mtime = sb.st_mtim;
+    f.bytes = slurp(path, &f.len);
+    return f;
+}
+
+static void assert_same_file(const file_state *a, const file_state *b) {
+    assert_int_equal(a->exists, b->exists);
+    assert_int_equal(a->size, b->size);
+    assert_int_equal(a->mtime.tv_sec, b->mtime.tv_sec);
+    assert_int_equal(a->mtime.tv_nsec, b->mtime.tv_nsec);
+    assert_int_equal(a->len, b->len);
+    assert_memory_equal(a->bytes, b->bytes, a->len);
+}
+
+static int exists_with(const char *path, const char *suffix) {
+    char p[600];
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    return access(p, F_OK) == 0;
+}
+
+/* A store with one run "R" of 4 prompts (q2 an error), closed. */
+static void make_closed_store(const char *path) {
+    drift_store *st = open_ok(path);
+    drift_error err = {0};
+    drift_suite *su = make_suite("s", 4);
+    int64_t ids[4];
+    assert_int_equal(drift_store_put_prompts(st, su, ids, &err), DRIFT_OK);
+    drift_run_info ri = run_info("R", "http://x/v1?model=m", "{\"temperature\":0}");
+    int64_t run;
+    int resumed;
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_OK);
+    drift_response r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = (drift_response){.prompt_rowid = ids[i], .text = i == 2 ? NULL : "ok",
+                                .error = i == 2 ? "HTTP 500" : NULL, .prompt_tokens = -1, .completion_tokens = -1};
+    assert_int_equal(drift_store_put_responses(st, run, r, 4, &err), DRIFT_OK);
+    assert_int_equal(drift_store_run_finish(st, run, &err), DRIFT_OK);
+    free_suite(su);
+    drift_store_close(st);
+}
+
+static void test_readonly_missing_and_empty(void **state) {
+    (void)state;
+    drift_store *st = NULL;
+    drift_error err = {0};
+    const char *missing = tpath("missing.db");
+    assert_int_equal(drift_store_open_readonly(missing, &st, &err), DRIFT_ERR_NOT_FOUND);
+    assert_null(st);
+    assert_non_null(strstr(err.msg, "missing.db"));
+    assert_non_null(strstr(err.msg, "no such store"));
+    assert_int_not_equal(access(missing, F_OK), 0); /* never created */
+    assert_false(exists_with(missing, "-wal") || exists_with(missing, "-shm") || exists_with(missing, "-journal"));
+    const char *in_missing_dir = tpath("nodir/x.db");
+    assert_int_equal(drift_store_open_readonly(in_missing_dir, &st, &err), DRIFT_ERR_NOT_FOUND);
+
+    const char *empty = tpath("empty-ro.db");
+    FILE *f = fopen(empty, "w");
+    fclose(f);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(drift_store_open_readonly(empty, &st, &err), DRIFT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "empty-ro.db"));
+    struct stat sb;
+    assert_int_equal(stat(empty, &sb), 0);
+    assert_int_equal(sb.st_size, 0);
+
+    /* foreign files are refused as by the writable open, left as they are */
+    const char *txt = tpath("notes-ro.txt");
+    f = fopen(txt, "w");
+    for (int i = 0; i < 100; i++) fprintf(f, "not a database, line %d\n", i);
+    fclose(f);
+    file_state before = file_snapshot(txt);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(drift_store_open_readonly(txt, &st, &err), DRIFT_ERR_STORE);
+    assert_non_null(strstr(err.msg, "not a DriftBench store"));
+    file_state after = file_snapshot(txt);
+    assert_same_file(&before, &after);
+    free(before.bytes);
+    free(after.bytes);
+
+    /* a newer schema is refused */
+    const char *future = tpath("future-ro.db");
+    st = open_ok(future);
+    exec_ok(st, "PRAGMA user_version=9");
+    drift_store_close(st);
+    st = NULL;
+    assert_int_equal(drift_store_open_readonly(future, &st, &err), DRIFT_ERR_STORE);
+    assert_non_null(strstr(err.msg, "schema version 9 is newer"));
+}
+
+static void test_readonly_reads_and_writes_nothing(void **state) {
+    (void)state;
+    const char *path = tpath("ro.db");
+    make_closed_store(path);
+    /* closed cleanly: no -wal, no -shm */
+    assert_false(exists_with(path, "-wal") || exists_with(path, "-shm"));
+    file_state before = file_snapshot(path);
+    struct timespec pause = {0, 20 * 1000 * 1000}; /* so a write would show in mtime */
+    nanosleep(&pause, NULL);
+
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open_readonly(path, &st, &err), DRIFT_OK);
+    drift_run_info info;
+    assert_int_equal(drift_store_run_get(st, "R", &info, &err), DRIFT_OK);
+    assert_non_null(info.finished_at);
+    drift_scored_set set;
+    assert_int_equal(drift_store_load_scored(st, info.id, &set, &err), DRIFT_OK);
+    assert_int_equal(set.n, 4);
+    assert_int_equal(set.rows[2].is_error, 1);
+    drift_scored_set_free(&set);
+    /* no file appeared next to it while it is open */
+    assert_false(exists_with(path, "-wal") || exists_with(path, "-shm") || exists_with(path, "-journal"));
+
+    /* every write fails and changes nothing */
+    drift_response r = {.prompt_rowid = 1, .text = "x", .prompt_tokens = -1, .completion_tokens = -1};
+    memset(&err, 0, sizeof err);
+    assert_int_equal(drift_store_put_responses(st, info.id, &r, 1, &err), DRIFT_ERR_STORE);
+    drift_run_info ri = run_info("new", "http://x/v1?model=m", "{\"temperature\":0}");
+    int64_t run;
+    int resumed;
+    assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_ERR_STORE);
+    drift_score sc = {.response_id = 1, .evaluator = "math", .label = 1, .value = 1};
+    assert_int_equal(drift_store_put_scores(st, &sc, 1, &err), DRIFT_ERR_STORE);
+    drift_run_info_free(&info);
+    drift_store_close(st);
+
+    file_state after = file_snapshot(path);
+    assert_same_file(&before, &after);
+    assert_false(exists_with(path, "-wal") || exists_with(path, "-shm") || exists_with(path, "-journal"));
+    free(before.bytes);
+    free(after.bytes);
+}
+
+static void test_readonly_odd_path(void **state) {
+    (void)state;
+    /* the path travels in a file: URI: characters URIs give a meaning to
+     * (space, %, ?, #) must still name the same file */
+    const char *path = tpath("odd name 100%3F?#x.db");
+    make_closed_store(path);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    drift_status rc = drift_store_open_readonly(path, &st, &err);
+    if (rc) fprintf(stderr, "open_readonly: %s\n", err.msg);
+    assert_int_equal(rc, DRIFT_OK);
+    drift_run_info info;
+    assert_int_equal(drift_store_run_get(st, "R", &info, &err), DRIFT_OK);
+    drift_run_info_free(&info);
+    drift_store_close(st);
+    /* a relative path, and one with a doubled leading slash */
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(tmpdir), 0);
+    rc = drift_store_open_readonly("odd name 100%3F?#x.db", &st, &err);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rc, DRIFT_OK);
+    drift_store_close(st);
+    char slashed[600];
+    snprintf(slashed, sizeof slashed, "/%s", path);
+    assert_int_equal(drift_store_open_readonly(slashed, &st, &err), DRIFT_OK);
+    drift_store_close(st);
+}
+
+static void test_readonly_beside_a_writer(void **state) {
+    (void)state;
+    const char *path = tpath("live.db");
+    make_closed_store(path);
+    /* a writer is connected: the -wal exists and holds commits not yet in the
+     * main file; the reader must see them (the WAL path, not immutable) */
+    drift_store *w = open_ok(path);
+    drift_error err = {0};
+    drift_suite *su = make_suite("s", 4);
+    int64_t ids[4];
+    assert_int_equal(drift_store_put_prompts(w, su, ids, &err), DRIFT_OK);
+    drift_run_info ri = run_info("W", "http://x/v1?model=m", "{\"temperature\":0}");
+    int64_t run;
+    int resumed;
+    assert_int_equal(drift_store_run_begin(w, &ri, &run, &resumed, &err), DRIFT_OK);
+    drift_response r = {.prompt_rowid = ids[0], .text = "live", .prompt_tokens = -1, .completion_tokens = -1};
+    assert_int_equal(drift_store_put_responses(w, run, &r, 1, &err), DRIFT_OK);
+    assert_true(exists_with(path, "-wal"));
+
+    drift_store *ro = NULL;
+    assert_int_equal(drift_store_open_readonly(path, &ro, &err), DRIFT_OK);
+    drift_run_info info;
+    assert_int_equal(drift_store_run_get(ro, "W", &info, &err), DRIFT_OK);
+    drift_scored_set set;
+    assert_int_equal(drift_store_load_scored(ro, info.id, &set, &err), DRIFT_OK);
+    assert_int_equal(set.n, 1);
+    drift_scored_set_free(&set);
+    /* a commit made after the reader opened is seen by its next read */
+    r.prompt_rowid = ids[1];
+    assert_int_equal(drift_store_put_responses(w, run, &r, 1, &err), DRIFT_OK);
+    assert_int_equal(drift_store_load_scored(ro, info.id, &set, &err), DRIFT_OK);
+    assert_int_equal(set.n, 2);
+    drift_scored_set_free(&set);
+    drift_run_info_free(&info);
+    drift_store_close(ro);
+    drift_store_close(w);
+    free_suite(su);
+}
+
+static void test_readonly_old_schema_not_migrated(void **state) {
+    (void)state;
+    const char *path = tpath("v1.db");
+    make_closed_store(path);
+    drift_store *st = open_ok(path);
+    exec_ok(st, "DROP TABLE run_locks; PRAGMA user_version=1"); /* what a v1 tool wrote */
+    drift_store_close(st);
+    drift_error err = {0};
+    assert_int_equal(drift_store_open_readonly(path, &st, &err), DRIFT_OK);
+    assert_int_equal(count_rows(st, "PRAGMA user_version"), 1);
+    drift_run_info info;
+    assert_int_equal(drift_store_run_get(st, "R", &info, &err), DRIFT_OK);
+    drift_run_info_free(&info);
+    drift_store_close(st);
+    st = open_ok(path); /* a writer migrates it */
+    assert_int_equal(count_rows(st, "PRAGMA user_version"), DRIFT_STORE_SCHEMA_VERSION);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_locks"), 0);
+    drift_store_close(st);
+}
+
 /* ---- crash safety: a child writes batches, the parent SIGKILLs it ---- */
 
 #define KILL_PROMPTS 4000
@@ -671,6 +1041,13 @@ int main(void) {
         cmocka_unit_test(test_resume_semantics),
         cmocka_unit_test(test_load_scored_interleaved),
         cmocka_unit_test(test_kill_safety),
+        cmocka_unit_test(test_run_lock_two_handles),
+        cmocka_unit_test(test_run_lock_stale_and_foreign),
+        cmocka_unit_test(test_readonly_missing_and_empty),
+        cmocka_unit_test(test_readonly_reads_and_writes_nothing),
+        cmocka_unit_test(test_readonly_odd_path),
+        cmocka_unit_test(test_readonly_beside_a_writer),
+        cmocka_unit_test(test_readonly_old_schema_not_migrated),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
