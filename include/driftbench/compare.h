@@ -73,6 +73,22 @@ typedef struct drift_taxonomy {
     long semantic_drift, semantic_pairs;  /* chat pairs with SDR > threshold, of those compared */
 } drift_taxonomy;
 
+/* Which isolation ran code answers: a "sandbox" value of the code scores'
+ * detail (score.c writes it), with how many PASS / FAIL code answers of
+ * each run it judged. "unrecorded" stands for scores whose detail has none
+ * (stores scored before the field existed). */
+#define DRIFT_COMPARE_MAX_SANDBOXES 8
+typedef struct drift_sandbox_use {
+    char mechanism[64];        /* "bubblewrap+seccomp+uid", "none (unsafe)", ..., "other" (past the table) */
+    long baseline, target;     /* code answers of each run judged under it */
+    int weak;                  /* drift_sandbox_weak(mechanism) */
+} drift_sandbox_use;
+
+/* 1 when a sandbox mechanism name (drift_sandbox_check's) is weaker than
+ * bubblewrap: no "bubblewrap" in it, or marked "(unsafe)"; NULL and ""
+ * (nothing recorded) count as weak. */
+DRIFT_API int drift_sandbox_weak(const char *mechanism);
+
 typedef struct drift_comparison {
     drift_run_info baseline;
     drift_run_info target;
@@ -82,6 +98,10 @@ typedef struct drift_comparison {
     long total_errors;
     double sdr_threshold;          /* the chat threshold used (opts->sdr_threshold) */
     drift_taxonomy taxonomy;       /* filled by drift_compare_runs */
+    /* The mechanisms that judged the code answers of both runs, most used
+     * first; n_sandboxes = 0 when the comparison has no code pairs. */
+    drift_sandbox_use sandboxes[DRIFT_COMPARE_MAX_SANDBOXES];
+    size_t n_sandboxes;
 } drift_comparison;
 
 /* The flip taxonomy of c, computed from c->wl[] and c->present[] (so it is

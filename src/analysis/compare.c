@@ -28,9 +28,14 @@
  * Divergence of each flipped pair (where the answers part, a word diff) is
  * divergence.c's, computed on demand from the store, never here: compare
  * reads no answer text.
- * The comparison owns both scored sets: flip prompt ids point into them. */
+ * The comparison owns both scored sets: flip prompt ids point into them.
+ * Code sandboxes: when code pairs are present, one grouped query per run
+ * (raw handle; the latest score of each answered code response, PASS or
+ * FAIL) counts the "sandbox" value of the score details, so a report can
+ * say which isolation judged the code answers and flag a weak one. */
 #include <math.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,6 +340,75 @@ static void stochastic_stats(drift_comparison *c, const drift_scored_set *b, con
 }
 
 /* See compare.h. */
+int drift_sandbox_weak(const char *mechanism) {
+    return !mechanism || !mechanism[0] || !strstr(mechanism, "bubblewrap") || strstr(mechanism, "(unsafe)");
+}
+
+/* Adds count answers of one side (0 baseline, 1 target) under mech to c's
+ * table; once DRIFT_COMPARE_MAX_SANDBOXES - 1 names are in it, further
+ * names share a last entry "other" (weak: nothing is known of it). */
+static void sandbox_add(drift_comparison *c, const char *mech, int side, long count) {
+    size_t i = 0;
+    while (i < c->n_sandboxes && strcmp(c->sandboxes[i].mechanism, mech) != 0) i++;
+    if (i == c->n_sandboxes) {
+        if (i >= DRIFT_COMPARE_MAX_SANDBOXES - 1) {
+            i = DRIFT_COMPARE_MAX_SANDBOXES - 1;
+            mech = "other";
+        }
+        if (i == c->n_sandboxes) {
+            drift_sandbox_use *u = &c->sandboxes[i];
+            snprintf(u->mechanism, sizeof u->mechanism, "%s", mech);
+            u->weak = drift_sandbox_weak(u->mechanism);
+            c->n_sandboxes++;
+        }
+    }
+    if (side == 0) c->sandboxes[i].baseline += count;
+    else c->sandboxes[i].target += count;
+}
+
+static int cmp_sandbox_use(const void *a, const void *b) {
+    const drift_sandbox_use *x = a, *y = b;
+    long nx = x->baseline + x->target, ny = y->baseline + y->target;
+    if (nx != ny) return nx > ny ? -1 : 1;
+    return strcmp(x->mechanism, y->mechanism);
+}
+
+/* Fills c->sandboxes from the code scores of both runs (see the top). */
+static drift_status load_sandboxes(drift_store *st, drift_comparison *c, drift_error *err) {
+    sqlite3 *db = drift_store_db(st);
+    const char *sql =
+        "SELECT CASE WHEN json_valid(s.detail) THEN json_extract(s.detail, '$.sandbox') END AS m, count(*) "
+        "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid JOIN scores s ON s.response_id = r.id "
+        "WHERE r.run_id = ?1 AND r.failed = 0 AND p.workload = ?2 AND s.label IN (?3, ?4) "
+        "AND s.id = (SELECT max(x.id) FROM scores x WHERE x.response_id = r.id) "
+        "GROUP BY m ORDER BY count(*) DESC, m";
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return drift_error_set(err, DRIFT_ERR_STORE, "reading code sandboxes: %s", sqlite3_errmsg(db));
+    drift_status rc = DRIFT_OK;
+    const int64_t ids[2] = {c->baseline.id, c->target.id};
+    for (int side = 0; side < 2 && !rc; side++) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, ids[side]);
+        sqlite3_bind_text(q, 2, drift_workload_name(DRIFT_WL_CODE), -1, SQLITE_STATIC);
+        sqlite3_bind_int(q, 3, DRIFT_LABEL_PASS);
+        sqlite3_bind_int(q, 4, DRIFT_LABEL_FAIL);
+        int step;
+        while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+            const char *m = (const char *)sqlite3_column_text(q, 0);
+            sandbox_add(c, m && m[0] ? m : "unrecorded", side, (long)sqlite3_column_int64(q, 1));
+        }
+        if (step != SQLITE_DONE)
+            rc = drift_error_set(err, DRIFT_ERR_STORE, "reading code sandboxes: %s", sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(q);
+    /* most used first; a full table keeps "other" last */
+    size_t named = c->n_sandboxes == DRIFT_COMPARE_MAX_SANDBOXES ? c->n_sandboxes - 1 : c->n_sandboxes;
+    if (named > 1) qsort(c->sandboxes, named, sizeof c->sandboxes[0], cmp_sandbox_use);
+    return rc;
+}
+
+/* See compare.h. */
 drift_status drift_compare_runs(drift_store *st, const char *baseline_label, const char *target_label,
                                 const drift_compare_opts *opts, drift_comparison **out, drift_error *err) {
     *out = NULL;
@@ -458,6 +532,10 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     }
     stochastic_stats(c, &o->base, &o->targ, opts);
     drift_comparison_taxonomy(c, &c->taxonomy);
+    if (c->present[DRIFT_WL_CODE] && (rc = load_sandboxes(st, c, err)) != DRIFT_OK) {
+        drift_comparison_free(c);
+        return rc;
+    }
     *out = c;
     return DRIFT_OK;
 nomem:

@@ -10,16 +10,24 @@
  *                                     (so the answer is not embedded again)
  *
  * Plan per run: load_scored says which responses are pending (answered,
- * no score yet; with opts->rescore, every answered one) and of which
- * workload. Evaluators are opened only for workloads with pending work; one
- * that is unavailable (DRIFT_ERR_UNSUPPORTED or a failed open/check) does not
- * fail the run: its pending responses are counted in not_computable with the
- * reason. Texts are then read in chunks of SCORE_CHUNK in key order
- * (prompt_rowid, replicate) with keyset pagination through the store's raw
- * handle, so scoring is linear in the run's size; rows of unavailable
- * workloads are passed over without reading their texts.
+ * and no score yet or a latest score of DRIFT_LABEL_ERROR; with
+ * opts->rescore, every answered one) and of which workload. An evaluator
+ * error (a sandbox that failed, a guard reply that made no sense) is an
+ * error for now, not forever: the next score retries it, while a stored
+ * PASS / FAIL / NONE stays as it is. A failed *request* is not retried
+ * here (it has no answer): `run` asks it again. Evaluators are opened only
+ * for workloads with pending work; one that is unavailable
+ * (DRIFT_ERR_UNSUPPORTED or a failed open/check) does not fail the run: its
+ * pending responses are counted in not_computable with the reason. Texts
+ * are then read in chunks of SCORE_CHUNK in key order (prompt_rowid,
+ * replicate) with keyset pagination through the store's raw handle, so
+ * scoring is linear in the run's size; rows of unavailable workloads are
+ * passed over without reading their texts.
  * Scores of a chunk are stored in one transaction (drift_store_put_scores).
- * Failed requests (error responses) are never scored. */
+ * Failed requests (error responses) are never scored.
+ * Code: the isolation drift_sandbox_check finds is written into every code
+ * score's detail ("sandbox", when the evaluator did not put it there), so
+ * the store says which mechanism judged each answer (compare reports it). */
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -54,6 +62,7 @@ typedef struct scorer {
     drift_guard *guard;
     drift_embedder *emb;
     drift_code_opts code;
+    char code_mech[128];              /* drift_sandbox_check's mechanism; "" until checked */
     int jobs;
     size_t done, total;
     size_t stored[DRIFT_WL_COUNT];    /* scores stored for the current run */
@@ -78,9 +87,10 @@ static int ensure_open(scorer *s, drift_workload wl) {
         if (drift_embedder_open(s->opts->embedder_spec, &s->emb, &e) != DRIFT_OK || !s->emb)
             set_unavailable(s, wl, "chat: no embedder available: ", e.msg[0] ? e.msg : "no --embedder given");
     } else if (wl == DRIFT_WL_CODE) {
-        char mech[128];
-        if (drift_sandbox_check(&s->code, mech, sizeof mech, &e) != DRIFT_OK)
+        if (drift_sandbox_check(&s->code, s->code_mech, sizeof s->code_mech, &e) != DRIFT_OK) {
+            s->code_mech[0] = '\0';
             set_unavailable(s, wl, "code: cannot run programs: ", e.msg[0] ? e.msg : "no sandbox");
+        }
     }
     return s->avail[wl];
 }
@@ -107,6 +117,31 @@ static void eval_simple(scorer *s, item *it) {
 }
 
 /* ---- code, in parallel ---- */
+
+/* Adds "sandbox": mech to a code score's detail when the evaluator did not
+ * record it and the sandbox was involved (a label, or a sandbox_error);
+ * not for a bad reference, which never reached the sandbox. */
+static void code_note_sandbox(drift_eval_result *res, const char *mech) {
+    if (!mech || !mech[0]) return;
+    json_error_t je;
+    json_t *d = res->detail_json ? json_loads(res->detail_json, 0, &je) : json_object();
+    if (!json_is_object(d) || json_object_get(d, "sandbox")) {
+        json_decref(d);
+        return;
+    }
+    const char *reason = json_string_value(json_object_get(d, "reason"));
+    if (res->label == DRIFT_LABEL_ERROR && !(reason && !strcmp(reason, "sandbox_error"))) {
+        json_decref(d);
+        return;
+    }
+    json_object_set_new(d, "sandbox", json_string(mech));
+    char *s = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(d);
+    if (!s) return; /* out of memory: keep the detail as it was */
+    free(res->detail_json);
+    res->detail_json = s;
+}
+
 typedef struct code_job {
     scorer *s;
     item **items;
@@ -145,6 +180,7 @@ static void *code_worker(void *arg) {
             it->res.detail_json = d ? json_dumps(d, JSON_COMPACT) : NULL;
             json_decref(d);
         }
+        code_note_sandbox(&it->res, j->s->code_mech);
         it->evaluator = EV_CODE;
         it->stored = 1;
     }
@@ -307,7 +343,9 @@ static char *col_dup(sqlite3_stmt *q, int i) {
  * after the last key of the one before (keyset pagination through the
  * store's raw handle and the responses/prompts tables of store.h), so the
  * cost is linear in the run's size however many rows stay unscored. Without
- * rescore only responses with no score at all are read. */
+ * rescore only responses with no score at all, or whose latest score (the
+ * highest scores.id, as load_scored's; one seek in scores_latest) is an
+ * evaluator error, are read. */
 static drift_status score_scan(scorer *s, int64_t run_id, drift_error *err) {
     sqlite3 *db = drift_store_db(s->st);
     const char *sql =
@@ -315,7 +353,8 @@ static drift_status score_scan(scorer *s, int64_t run_id, drift_error *err) {
         "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
         "WHERE r.run_id = ?1 AND r.error IS NULL AND r.text IS NOT NULL "
         "AND (r.prompt_rowid, r.replicate) > (?2, ?3) "
-        "AND (?4 OR NOT EXISTS (SELECT 1 FROM scores x WHERE x.response_id = r.id)) "
+        "AND (?4 OR COALESCE((SELECT x.label FROM scores x WHERE x.response_id = r.id "
+        "ORDER BY x.id DESC LIMIT 1), ?6) = ?6) "
         "ORDER BY r.prompt_rowid, r.replicate LIMIT ?5";
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
@@ -333,6 +372,7 @@ static drift_status score_scan(scorer *s, int64_t run_id, drift_error *err) {
         sqlite3_bind_int(q, 3, last_r);
         sqlite3_bind_int(q, 4, s->opts->rescore ? 1 : 0);
         sqlite3_bind_int(q, 5, SCORE_CHUNK);
+        sqlite3_bind_int(q, 6, DRIFT_LABEL_ERROR);
         size_t n = 0;
         int step;
         while ((step = sqlite3_step(q)) == SQLITE_ROW) {
@@ -382,7 +422,7 @@ static drift_status score_one_run(scorer *s, const drift_run_info *run, drift_er
     for (size_t i = 0; i < set.n; i++) {
         const drift_scored *r = &set.rows[i];
         if (r->is_error || r->workload < 0 || r->workload >= DRIFT_WL_COUNT) continue;
-        if (r->evaluator && !s->opts->rescore) {
+        if (r->evaluator && r->label != DRIFT_LABEL_ERROR && !s->opts->rescore) {
             s->sum->already[r->workload]++;
             continue;
         }

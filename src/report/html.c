@@ -9,7 +9,9 @@
  * same in a browser, a mail client or headless Chromium.
  *
  *   summary -> heatmap (config x workload, rate + CI) -> direction bars
- *   -> taxonomy -> ANOVA (type II, factors with >= 2 levels) -> PRI
+ *   -> taxonomy -> code sandbox (which isolation judged the code answers of
+ *   each run, when any were judged; weaker than bubblewrap is flagged)
+ *   -> ANOVA (type II, factors with >= 2 levels) -> PRI
  *   (held-out evaluations) -> flipped prompts (answers side by side). */
 #include <jansson.h>
 #include <math.h>
@@ -366,6 +368,47 @@ static void section_taxonomy(drift_buf *b, const experiment *e, size_t n) {
     buf_free(&rows);
 }
 
+/* One row per (run, mechanism) of a comparison side: side 0 baseline, 1 target. */
+static void sandbox_rows(drift_buf *b, const drift_comparison *c, int side, int *weak) {
+    const char *label = side ? c->target.label : c->baseline.label;
+    for (size_t k = 0; k < c->n_sandboxes; k++) {
+        const drift_sandbox_use *u = &c->sandboxes[k];
+        long cnt = side ? u->target : u->baseline;
+        if (!cnt) continue;
+        buf_puts(b, "<tr><td>");
+        html_text(b, label ? label : "");
+        buf_printf(b, "</td><td>%s</td><td>", side ? "target" : "baseline");
+        html_text(b, u->mechanism);
+        buf_printf(b, "%s</td><td class=\"num\">%ld</td></tr>\n",
+                   u->weak ? " <span class=\"c2i\">weaker than bubblewrap</span>" : "", cnt);
+        *weak |= u->weak;
+    }
+}
+
+/* Which isolation judged each run's code answers (baselines listed once). */
+static void section_sandbox(drift_buf *b, const experiment *e, size_t n) {
+    int any = 0, weak = 0;
+    for (size_t i = 0; i < n; i++) any |= e[i].cmp->n_sandboxes > 0;
+    if (!any) return;
+    drift_buf rows = {0};
+    for (size_t i = 0; i < n; i++) {
+        const drift_comparison *c = e[i].cmp;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(e[j].baseline, e[i].baseline);
+        if (!seen) sandbox_rows(&rows, c, 0, &weak);
+        sandbox_rows(&rows, c, 1, &weak);
+    }
+    buf_puts(b, "<h2 id=\"sandbox\">Code sandbox</h2>\n");
+    if (weak)
+        buf_puts(b, "<p class=\"note\">Some code answers were run under isolation weaker than bubblewrap "
+                    "(see below).</p>\n");
+    buf_puts(b, "<div class=\"card\"><table><tr><th>run</th><th>role</th><th>mechanism</th>"
+                "<th>code answers judged</th></tr>\n");
+    buf_puts(b, rows.data ? rows.data : "");
+    buf_puts(b, "</table></div>\n");
+    buf_free(&rows);
+}
+
 /* A numeric cell: kind 0 = integer, 1 = %.4g, 2 = %.3g, 3 = %.3f; NAN = empty. */
 static void num_cell(drift_buf *b, double v, int kind) {
     buf_puts(b, "<td class=\"num\">");
@@ -637,6 +680,7 @@ drift_status drift_report_html(drift_store *st, const drift_html_opts *o, char *
         section_heatmap(&b, e, n, wl_on, n_wl);
         section_directions(&b, e, n, wl_on);
         section_taxonomy(&b, e, n);
+        section_sandbox(&b, e, n);
     }
     if (o->analysis) {
         section_anova(&b, t);

@@ -19,6 +19,10 @@
  *             is given) in a <details> block.
  *   junit     one <testcase> per workload, <failure> when over budget; the
  *             taxonomy in the suite's <system-out>.
+ * Code sandboxes (c->sandboxes): text, markdown and junit say which
+ * isolation judged the code answers of each run and warn when one is
+ * weaker than bubblewrap; JSON adds "sandbox" to the code workload:
+ * [{"mechanism":..,"baseline":N,"target":N,"weak":bool}, ...].
  * Only workloads with pairs (present[]) are shown. Divergences are computed
  * here, for the flips shown only, two store reads each (divergence.c). */
 #include <jansson.h>
@@ -206,6 +210,26 @@ static void describe_flip(drift_buf *b, drift_store *st, const drift_flip *f, co
     drift_response_free(&rt);
 }
 
+/* "code sandbox: A (baseline N, target M); B (...)\n", plus a warning
+ * line naming the mechanisms weaker than bubblewrap; nothing when no code
+ * answer was judged. */
+static void sandbox_text(drift_buf *b, const drift_comparison *c) {
+    if (!c->n_sandboxes) return;
+    buf_puts(b, "code sandbox: ");
+    int weak = 0;
+    for (size_t i = 0; i < c->n_sandboxes; i++) {
+        const drift_sandbox_use *u = &c->sandboxes[i];
+        buf_printf(b, "%s%s (baseline %ld, target %ld)", i ? "; " : "", u->mechanism, u->baseline, u->target);
+        weak |= u->weak;
+    }
+    buf_puts(b, "\n");
+    if (!weak) return;
+    buf_puts(b, "warning: code answers were run under isolation weaker than bubblewrap:");
+    for (size_t i = 0; i < c->n_sandboxes; i++)
+        if (c->sandboxes[i].weak) buf_printf(b, " %s", c->sandboxes[i].mechanism);
+    buf_puts(b, "\n");
+}
+
 static int n_present(const drift_comparison *c) {
     int n = 0;
     for (int i = 0; i < DRIFT_WL_COUNT; i++) n += c->present[i];
@@ -279,6 +303,7 @@ static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b
         else buf_printf(b, "%.2f%% (%ld of %ld)", 100 * w->majority_flip_rate, w->majority_flips, w->majority_n);
         buf_printf(b, ", %ld tie(s) left out\n", w->majority_ties);
     }
+    sandbox_text(b, c);
     long unscored = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
         if (c->present[k] && k != DRIFT_WL_CHAT) unscored += c->wl[k].unscored;
@@ -356,6 +381,18 @@ static json_t *taxonomy_json(const drift_comparison *c) {
                      "semantic_drift", (json_int_t)t.semantic_drift);
 }
 
+/* The code workload's "sandbox" array (additive). */
+static json_t *sandbox_json(const drift_comparison *c) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < c->n_sandboxes; i++) {
+        const drift_sandbox_use *u = &c->sandboxes[i];
+        json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:b}", "mechanism", u->mechanism, "baseline",
+                                           (json_int_t)u->baseline, "target", (json_int_t)u->target, "weak",
+                                           u->weak));
+    }
+    return a;
+}
+
 static json_t *wl_json(const drift_wl_result *w, drift_store *st, drift_error *err) {
     drift_workload k = w->workload;
     json_t *o = json_object();
@@ -427,7 +464,10 @@ static drift_status render_json(const drift_comparison *c, drift_store *st, char
         json_t *w = wl_json(&c->wl[k], st, &e);
         if (!w) rc = drift_error_set(err, e.code ? e.code : DRIFT_ERR_NOMEM, "%s",
                                      e.code ? e.msg : "out of memory rendering JSON");
-        else json_array_append_new(wls, w);
+        else {
+            if (k == DRIFT_WL_CODE) json_object_set_new(w, "sandbox", sandbox_json(c));
+            json_array_append_new(wls, w);
+        }
     }
     if (rc) {
         json_decref(wls);
@@ -497,6 +537,17 @@ static void render_markdown(const drift_comparison *c, drift_store *st, drift_bu
         if (isnan(w->sdr_mean)) snprintf(m, sizeof m, "-");
         else snprintf(m, sizeof m, "%.4f", w->sdr_mean);
         buf_printf(b, "Chat: flips = semantic drift (SDR > %.2f); mean SDR %s.\n", c->sdr_threshold, m);
+    }
+    if (c->n_sandboxes) {
+        buf_puts(b, "Code sandbox:");
+        for (size_t i = 0; i < c->n_sandboxes; i++) {
+            const drift_sandbox_use *u = &c->sandboxes[i];
+            buf_puts(b, i ? "; `" : " `");
+            md_cell(b, u->mechanism);
+            buf_printf(b, "` (baseline %ld, target %ld)%s", u->baseline, u->target,
+                       u->weak ? " **weaker than bubblewrap**" : "");
+        }
+        buf_puts(b, ".\n");
     }
     buf_printf(b, "Excluded pairs with errors: %ld.\n", c->total_errors);
     size_t total = 0;
@@ -630,6 +681,7 @@ static void render_junit(const drift_comparison *c, drift_buf *b) {
     drift_buf tx = {0};
     buf_puts(&tx, "flip taxonomy (highest risk first):\n");
     taxonomy_text(&tx, c, "->", "  ");
+    sandbox_text(&tx, c);
     buf_puts(b, "    <system-out>");
     xml_text(b, tx.data);
     buf_puts(b, "</system-out>\n");
