@@ -567,20 +567,22 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
                             !o->site_packages, "host", HOST);
     char *job_s = job ? json_dumps(job, JSON_COMPACT) : NULL;
     json_decref(job);
-    json_decref(ref);
-    if (!program || !job_s) {
-        free(program);
-        free(job_s);
-        return drift_error_set(err, DRIFT_ERR_NOMEM, "code: out of memory");
-    }
+    /* the program hash covers the tests too (prompt, tests and entry point
+     * live in ref: hashed before it is released) */
     char hash[17];
-    {
+    if (program) {
         drift_buf hb = {0};
         buf_puts(&hb, program);
         buf_puts(&hb, "\n# tests\n");
         buf_puts(&hb, tests);
         drift_hash_hex(hb.data ? hb.data : "", hb.len, hash);
         free(hb.data);
+    }
+    json_decref(ref);
+    if (!program || !job_s) {
+        free(program);
+        free(job_s);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "code: out of memory");
     }
 
     /* nonce: not derivable from the program */
