@@ -1,0 +1,166 @@
+/* pipeline.h - the stages of a study as library functions: run (a suite
+ * against one target into the store), matrix (every configuration of a spec:
+ * run + score). Scoring is drift_score_run (eval.h).
+ *
+ * Every stage has the same shape: it takes the open store, an options struct
+ * (filled with its _default function first), reports progress through one
+ * callback type (drift_progress_cb below, shared by all stages), stops when
+ * the options' cancel hook says so, and returns a drift_status with the
+ * message in drift_error plus a summary struct the caller owns. A stage never
+ * prints and never exits; the caller decides what to show.
+ *
+ * Progress events of one stage, in order:
+ *
+ *   BEGIN (total known) -> STEP* (done advances) -> (ITEM or SKIP)* -> END
+ *
+ * A stage that runs another stage (matrix runs run) passes the inner stage's
+ * events through unchanged: p->stage says whose event it is. */
+#ifndef DRIFTBENCH_PIPELINE_H
+#define DRIFTBENCH_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driftbench/eval.h"
+#include "driftbench/matrix.h"
+#include "driftbench/status.h"
+#include "driftbench/store.h"
+#include "driftbench/target.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- progress, shared by every stage ---- */
+
+typedef enum drift_progress_event {
+    DRIFT_PROGRESS_BEGIN = 0, /* the stage starts its work: total is known */
+    DRIFT_PROGRESS_STEP = 1,  /* done advanced by one or more units */
+    DRIFT_PROGRESS_ITEM = 2,  /* one item (label) of the stage finished */
+    DRIFT_PROGRESS_SKIP = 3,  /* one item (label) was complete already: nothing was done */
+    DRIFT_PROGRESS_END = 4    /* the stage stops (done, failed or cancelled): always after BEGIN */
+} drift_progress_event;
+
+typedef struct drift_progress {
+    const char *stage;            /* "run", "score", "matrix", "lab", ... */
+    drift_progress_event event;
+    const char *label;            /* the run label / item concerned; NULL if none */
+    size_t done, total;           /* units of the stage (requests, configurations); total 0 = unknown */
+    size_t errors;                /* units that ended in an error so far */
+    double elapsed_ms;            /* since the stage began */
+    double eta_ms;                /* estimated time left; < 0 when unknown */
+    /* The stage's summary as it stands, for a caller that shows more than the
+     * counts: a drift_run_summary for "run", a drift_matrix_summary for
+     * "matrix" (each stage's header says which type). Valid during the call. */
+    const void *summary;
+} drift_progress;
+
+/* Called on the thread that called the stage. */
+typedef void (*drift_progress_cb)(void *user, const drift_progress *p);
+
+/* ---- run: a suite against one target, stored under a label ---- */
+
+typedef struct drift_run_opts {
+    const char *label;               /* run label in the store (required) */
+    const char *target;              /* target spec: http://... or embedded:... (required) */
+    const char *const *suites;       /* (n_suites,) suite specs: files or builtin:NAME */
+    size_t n_suites;
+    const char *config;              /* "k=v,..." dimensions, over the detected ones; NULL = none */
+    drift_target_opts target_opts;   /* its cancel hook is replaced by the stage's */
+    drift_gen_params params;         /* decoding */
+    int replicates;                  /* samples per prompt; default 1 */
+    long limit;                      /* only the first `limit` prompts of each suite; 0 = all */
+    /* Cancellation (NULL: never): polled between steps and given to the
+     * target (drift_target_opts.cancel), so requests in flight end at once. */
+    int (*cancel)(void *cancel_user);
+    void *cancel_user;
+    drift_progress_cb progress;      /* NULL: none; events of stage "run", summary a drift_run_summary */
+    void *progress_user;
+} drift_run_opts;
+
+/* How far a run stage got. A failure leaves step at the one that failed. */
+typedef enum drift_run_step {
+    DRIFT_RUN_STEP_TARGET = 0,   /* opening the target */
+    DRIFT_RUN_STEP_CONFIG = 1,   /* merging the detected dimensions with opts.config */
+    DRIFT_RUN_STEP_SUITES = 2,   /* loading the suites, storing their prompts, rendering them */
+    DRIFT_RUN_STEP_BEGIN = 3,    /* beginning or resuming the run (label lock), finding what is missing */
+    DRIFT_RUN_STEP_GENERATE = 4, /* asking the target, storing outcomes in batches */
+    DRIFT_RUN_STEP_FINISH = 5,   /* marking the run finished */
+    DRIFT_RUN_STEP_CHECK = 6,    /* finished in the store; checking that some request was answered */
+    DRIFT_RUN_STEP_DONE = 7      /* success */
+} drift_run_step;
+
+typedef struct drift_run_summary {
+    drift_run_step step;
+    int resumed;                 /* the label existed: its stored outcomes were kept */
+    size_t prompts;              /* prompts of the suites (after limit) */
+    int replicates;
+    size_t requested;            /* (prompt, replicate) pairs missing at the start, asked now */
+    size_t done;                 /* of those, outcomes stored */
+    size_t answers, errors;      /* outcomes stored by this call: answers and failed requests */
+    char first_error[256];       /* the first failed request's message ("" if none) */
+    double elapsed_ms;
+} drift_run_summary;
+
+/* Fills o with the defaults: target and decoding defaults, one replicate. */
+DRIFT_API void drift_run_opts_default(drift_run_opts *o);
+
+/* Runs (or resumes) the run o->label of o->target over the suites into st.
+ * Loads every suite and stores its prompts, checks and records the
+ * configuration, begins the run (or resumes it: target, decoding and config
+ * must agree, DRIFT_ERR_MISMATCH otherwise) holding the label's writer lock
+ * for the call, asks the target the (prompt, replicate) pairs not stored yet
+ * and stores every outcome (answer or failed request) in batches of one
+ * transaction each (at least every 256 outcomes or every second), then marks
+ * the run finished. A cancel stops it with DRIFT_ERR_CANCELLED after storing
+ * what was received; what was not received stays missing, so calling again
+ * resumes. When every request failed the run is still finished and stored,
+ * but the call fails (step CHECK) with a message naming the first error.
+ * sum (required) is filled in every case; step says where a failure was. */
+DRIFT_API drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_run_summary *sum,
+                                         drift_error *err);
+
+/* ---- matrix: run + score every configuration of a spec ---- */
+
+typedef struct drift_matrix_opts {
+    int shard_index, shard_count;    /* run configurations i with i % count == index - 1; default 1/1 */
+    int concurrency;                 /* in-flight requests / batch size per target; 0 = target default */
+    drift_score_opts score;          /* how each configuration is scored */
+    int (*cancel)(void *cancel_user); /* NULL: never; polled between configurations and inside runs */
+    void *cancel_user;
+    /* Events of stage "matrix" (total = configurations of the shard; ITEM or
+     * SKIP per configuration; summary a drift_matrix_summary) and, in
+     * between, those of each configuration's "run" stage. */
+    drift_progress_cb progress;
+    void *progress_user;
+} drift_matrix_opts;
+
+typedef struct drift_matrix_summary {
+    size_t in_shard;             /* configurations of the spec in this shard */
+    size_t configs;              /* of those, done (run + scored) so far */
+    size_t skipped;              /* of those, complete before: not run again */
+    double run_ms, score_ms;     /* wall time in generation and in scoring */
+    drift_score_summary score;   /* summed over configurations */
+    const char *label;           /* configuration being worked on (points into the spec) */
+    double config_ms;            /* wall time of the last configuration done */
+    int failed_in_run;           /* on failure: 1 the run stage failed (see run), 0 scoring or a cancel between */
+    drift_run_summary run;       /* the last configuration's run stage */
+} drift_matrix_summary;
+
+/* Fills o with the defaults: shard 1/1, score defaults. */
+DRIFT_API void drift_matrix_opts_default(drift_matrix_opts *o);
+
+/* Runs every configuration of spec in the shard, in spec order: its run
+ * (drift_run_execute with the spec's suites, limit and decoding, the
+ * configuration's dimensions as config) unless the run is already finished
+ * in the store (a finished run's failed requests would fail again; SKIP),
+ * then scores it (drift_score_run with o->score). A cancel between
+ * configurations or inside a run stops with DRIFT_ERR_CANCELLED; calling
+ * again resumes. sum (required) is filled in every case. */
+DRIFT_API drift_status drift_matrix_run(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_opts *o,
+                                        drift_matrix_summary *sum, drift_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
