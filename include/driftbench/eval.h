@@ -134,9 +134,18 @@ typedef struct drift_score_summary {
     size_t eval_errors[DRIFT_WL_COUNT];   /* evaluator could not judge */
     size_t not_computable[DRIFT_WL_COUNT];/* no evaluator available (reason below) */
     char reason[DRIFT_WL_COUNT][256];     /* why not computable, e.g. "no --guard given" */
+    char code_sandbox[64];                /* isolation that ran code answers in this call
+                                             (drift_sandbox_check's name, e.g.
+                                             "bubblewrap+seccomp"); "" when none ran */
 } drift_score_summary;
 
-/* Scores every answered, unscored response of run `label` (NULL: all runs). */
+/* Scores every answered response of run `label` (NULL: all runs) that has
+ * no score yet or whose latest score is DRIFT_LABEL_ERROR: an evaluator
+ * error is retried by the next score, while a stored PASS / FAIL / NONE is
+ * kept (opts->rescore recomputes every answered one). Failed requests are
+ * never scored (`run` asks them again). An unavailable evaluator is no
+ * error: its pending answers are counted in summary->not_computable with
+ * the reason. Errors are store failures and running out of memory. */
 DRIFT_API drift_status drift_score_run(drift_store *st, const char *label, const drift_score_opts *opts,
                                        drift_score_summary *summary, drift_error *err);
 

@@ -27,7 +27,8 @@
  * Failed requests (error responses) are never scored.
  * Code: the isolation drift_sandbox_check finds is written into every code
  * score's detail ("sandbox", when the evaluator did not put it there), so
- * the store says which mechanism judged each answer (compare reports it). */
+ * the store says which mechanism judged each answer (compare reports it),
+ * and into summary->code_sandbox once a code answer has been run. */
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -297,6 +298,11 @@ static drift_status process_chunk(scorer *s, drift_response *rs, drift_prompt *p
     for (size_t i = 0; i < cnt[DRIFT_WL_MATH]; i++) eval_simple(s, by_wl[DRIFT_WL_MATH][i]);
     for (size_t i = 0; i < cnt[DRIFT_WL_LONG]; i++) eval_simple(s, by_wl[DRIFT_WL_LONG][i]);
     eval_code_batch(s, by_wl[DRIFT_WL_CODE], cnt[DRIFT_WL_CODE]);
+    for (size_t i = 0; i < cnt[DRIFT_WL_CODE]; i++)
+        if (by_wl[DRIFT_WL_CODE][i]->stored && s->code_mech[0]) {
+            snprintf(s->sum->code_sandbox, sizeof s->sum->code_sandbox, "%s", s->code_mech);
+            break;
+        }
     eval_safety_batch(s, by_wl[DRIFT_WL_SAFETY], cnt[DRIFT_WL_SAFETY]);
     rc = eval_chat_batch(s, by_wl[DRIFT_WL_CHAT], cnt[DRIFT_WL_CHAT], err);
     if (rc) goto out;

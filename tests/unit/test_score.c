@@ -195,6 +195,7 @@ static void test_retry_math(void **state) {
     assert_int_equal(drift_score_run(st, "r", &so, &sum, &err), DRIFT_OK);
     assert_int_equal(sum.scored[DRIFT_WL_MATH], 2);
     assert_int_equal(sum.eval_errors[DRIFT_WL_MATH], 1); /* g2: a reference without an answer */
+    assert_string_equal(sum.code_sandbox, ""); /* no code answer in this call */
     latest g0 = latest_score(st, response_of(st, run, "g0")), g1 = latest_score(st, response_of(st, run, "g1"));
     latest g2 = latest_score(st, response_of(st, run, "g2"));
     assert_int_equal(g0.label, DRIFT_LABEL_PASS);
@@ -268,6 +269,7 @@ static void test_retry_code(void **state) {
     assert_int_equal(sum.not_computable[DRIFT_WL_CODE], 3);
     assert_int_equal(sum.already[DRIFT_WL_CODE], 1);
     assert_int_equal(strncmp(sum.reason[DRIFT_WL_CODE], "code: ", 6), 0);
+    assert_string_equal(sum.code_sandbox, ""); /* no code answer ran */
     assert_int_equal(latest_id(st, k0), 0);
     assert_int_equal(latest_label(st, k2), DRIFT_LABEL_ERROR);
 
@@ -277,6 +279,7 @@ static void test_retry_code(void **state) {
     assert_int_equal(sum.scored[DRIFT_WL_CODE], 2);
     assert_int_equal(sum.eval_errors[DRIFT_WL_CODE], 1);
     assert_int_equal(sum.already[DRIFT_WL_CODE], 1);
+    assert_string_equal(sum.code_sandbox, mech); /* the isolation that ran them */
     latest l0 = latest_score(st, k0), l1 = latest_score(st, k1), l2 = latest_score(st, k2), l3 = latest_score(st, k3);
     assert_int_equal(l0.label, DRIFT_LABEL_PASS);
     assert_int_equal(l1.label, DRIFT_LABEL_ERROR);
