@@ -120,7 +120,7 @@ typedef struct drift_generation {
     int n_tokens;
     int prompt_tokens;
     drift_token_logprob *lp; /* n_tokens entries when params->logprobs > 0, else NULL */
-    const char *finish_reason; /* "stop" (EOS or stop string) or "length" (static string) */
+    const char *finish_reason; /* "stop" (EOS or stop string), "length" or "cancelled" (static string) */
     char *error;             /* NULL, or why this prompt could not be run (prompt too long ...) */
 } drift_generation;
 
@@ -136,6 +136,20 @@ DRIFT_API void drift_generation_clear(drift_generation *g);
 DRIFT_API drift_status drift_model_generate(const drift_model *m, const int32_t *const *prompts, const size_t *prompt_lens,
                                             size_t n, const drift_gen_params *params, const int64_t *seed_offsets,
                                             int batch, drift_generation *out, drift_error *err);
+
+/* Asked by drift_model_generate_cancellable before sequence i's prefill and
+ * before each of its decode steps (i indexes the call's prompts): nonzero
+ * ends sequence i there, with the tokens it has and finish_reason
+ * "cancelled". Called on the generating thread. */
+typedef int (*drift_gen_cancel_fn)(void *user, size_t i);
+
+/* drift_model_generate with a cancel hook (cancel NULL: never cancelled).
+ * The other sequences of the batch go on; with a batch-invariant profile
+ * their outputs do not change. */
+DRIFT_API drift_status drift_model_generate_cancellable(const drift_model *m, const int32_t *const *prompts,
+                                                        const size_t *prompt_lens, size_t n, const drift_gen_params *params,
+                                                        const int64_t *seed_offsets, int batch, drift_gen_cancel_fn cancel,
+                                                        void *cancel_user, drift_generation *out, drift_error *err);
 
 /* Mean over positions of the final hidden state (after output_norm) of the
  * text's tokens (with the model's default BOS). vec: info.dim floats. */

@@ -16,6 +16,18 @@
  * Retry-After when full), n, stop strings, max_tokens (clamped to the
  * context as the embedded target does).
  *
+ * Slow and abusive clients: a connection must deliver a whole request
+ * (headers and body) within request_timeout_s of opening or of its previous
+ * reply, else it is closed (a deadline: trickling bytes does not extend it).
+ * At most per_client_connections come from one address and max_connections
+ * in all; a new connection over a limit evicts the oldest one that is idle or
+ * still sending its request, and is refused only when every connection in the
+ * way is being answered. So idle or slowloris connections cannot lock other
+ * clients, or the same one, out of /health and the endpoints. When a client
+ * closes its connection while its request waits or decodes, that work is
+ * cancelled (its sequences end at the next decode step; the others in the
+ * batch go on).
+ *
  * Request defaults and limits: seed 42 when absent (answers are
  * reproducible); max_tokens 16 (completions, as OpenAI) or up to the
  * context (chat); choice j of n samples with seed + j. Chat takes one user
@@ -48,6 +60,9 @@ typedef struct drift_server_opts {
     int threads;               /* engine threads; 0 = keep the profile's */
     size_t max_body_bytes;     /* request body limit (413 past it); default 1 MiB */
     int max_connections;       /* concurrent connections; default 128 */
+    int per_client_connections;/* concurrent connections from one IP address; default 64 (clamped to max_connections) */
+    double request_timeout_s;  /* deadline for a whole request (headers + body), from the connection's
+                                  opening or its previous reply; default 10 */
     int max_queue;             /* queued + running sequences before 503; default 256 */
     int max_n;                 /* largest n (choices per prompt); default 16 */
     int max_tokens_limit;      /* largest max_tokens accepted; default 65536 */
@@ -76,15 +91,30 @@ typedef struct drift_server_stats {
     uint64_t batches;          /* drift_model_generate calls */
     uint64_t batched_sequences;/* sequences over all batches */
     int max_batch_seen;        /* largest batch decoded */
+    uint64_t drained;          /* 2xx replies sent while draining (part of answered) */
+    uint64_t cancelled;        /* requests cut at the drain deadline (503) */
+    uint64_t departed;         /* requests whose work was cancelled because the client closed the connection */
+    uint64_t timed_out;        /* connections closed for missing the request deadline */
+    uint64_t evicted;          /* idle / slow connections closed to admit a new one */
+    uint64_t refused_connections; /* connections refused: over a limit with every connection in the way busy */
 } drift_server_stats;
 
-/* Counters since start (a consistent snapshot). */
+/* Counters since start (a consistent snapshot). Valid after
+ * drift_server_drain too, until drift_server_stop. */
 DRIFT_API void drift_server_get_stats(drift_server *s, drift_server_stats *out);
 
-/* Stops accepting connections, answers every request already received
- * (queued ones are decoded), waits up to drain_timeout_s for replies to be
- * sent, then stops the daemon and the scheduler and frees everything.
- * NULL is a no-op. */
+/* Stops accepting connections and new requests (503 "shutting_down"), lets
+ * the requests already received finish (queued ones are decoded) for up to
+ * drain_timeout_s; past that deadline it cancels every request still queued
+ * or decoding (their clients get 503; a decoding batch ends at its next step,
+ * an embedding at its next input) and gives the replies up to one more
+ * second. Then it stops the daemon (closing every connection) and the
+ * threads. The server stays allocated so its final statistics can be read.
+ * Blocking; call it from one thread. A second call is a no-op. */
+DRIFT_API void drift_server_drain(drift_server *s, double drain_timeout_s);
+
+/* drift_server_drain (unless done already), then frees everything. NULL is
+ * a no-op. */
 DRIFT_API void drift_server_stop(drift_server *s, double drain_timeout_s);
 
 #ifdef __cplusplus

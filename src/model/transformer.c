@@ -1149,6 +1149,13 @@ static void seq_start(const drift_model *m, seqstate *q, const int32_t *prompt, 
 drift_status drift_model_generate(const drift_model *m, const int32_t *const *prompts, const size_t *prompt_lens, size_t n,
                                   const drift_gen_params *params, const int64_t *seed_offsets, int batch, drift_generation *out,
                                   drift_error *err) {
+    return drift_model_generate_cancellable(m, prompts, prompt_lens, n, params, seed_offsets, batch, NULL, NULL, out, err);
+}
+
+drift_status drift_model_generate_cancellable(const drift_model *m, const int32_t *const *prompts, const size_t *prompt_lens,
+                                              size_t n, const drift_gen_params *params, const int64_t *seed_offsets, int batch,
+                                              drift_gen_cancel_fn cancel, void *cancel_user, drift_generation *out,
+                                              drift_error *err) {
     memset(out, 0, n * sizeof *out);
     if (batch < 1) batch = 1;
     int V = m->info.n_vocab;
@@ -1170,17 +1177,27 @@ drift_status drift_model_generate(const drift_model *m, const int32_t *const *pr
         for (int i = 0; i < nb; i++) {
             memset(&qs[i], 0, sizeof qs[i]);
             out[g0 + i].finish_reason = "length";
+            if (cancel && cancel(cancel_user, g0 + (size_t)i)) { /* no prefill */
+                qs[i].done = 1;
+                out[g0 + i].finish_reason = "cancelled";
+                continue;
+            }
             uint64_t seed = (uint64_t)params->seed + (uint64_t)(seed_offsets ? seed_offsets[g0 + i] : 0);
             seq_start(m, &qs[i], prompts[g0 + i], prompt_lens[g0 + i], params, seed, &out[g0 + i]);
         }
         for (;;) {
             int nl = 0;
-            for (int i = 0; i < nb; i++)
+            for (int i = 0; i < nb; i++) {
+                if (!qs[i].done && cancel && cancel(cancel_user, g0 + (size_t)i)) {
+                    qs[i].done = 1;
+                    out[g0 + i].finish_reason = "cancelled";
+                }
                 if (!qs[i].done) {
                     live[nl] = qs[i].s;
                     feed[nl] = qs[i].next;
                     idx[nl++] = i;
                 }
+            }
             if (!nl) break;
             drift_error e;
             drift_status s2 = greedy ? drift_session_forward_greedy(live, feed, (size_t)nl, picks, &e)

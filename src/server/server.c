@@ -7,21 +7,50 @@
  *   scheduler thread (owns all engine calls):
  *        take the oldest job + every queued job with the same decoding
  *        parameters (seed aside) up to max_batch sequences ->
- *        drift_model_generate(batch = those sequences) -> wake the handlers
+ *        drift_model_generate_cancellable(batch = those sequences) -> wake
+ *        the handlers
  *
  * Seeds: the batch runs with params.seed = 0 and seed_offsets[i] = the
  * request's seed + choice index, which the engine adds: choice j of a request
  * with seed S samples with S + j, as the embedded target's replicate j does.
- * Memory: body <= max_body_bytes (413), connections <= max_connections (MHD
- * refuses more), queued + running sequences <= max_queue (503 + Retry-After),
- * so the worst case is bounded by the limits, not by the clients.
- * Shutdown: stop listening, refuse new requests with 503, let the scheduler
- * empty the queue, wait for the replies to be sent, then stop. */
+ * Memory: body <= max_body_bytes (413), queued + running sequences <=
+ * max_queue (503 + Retry-After), connections bounded (below), so the worst
+ * case is bounded by the limits, not by the clients.
+ *
+ * Connections (slow or abusive clients). Every TCP connection has a tracker
+ * (srv_conn, MHD's socket context) in one of three states:
+ *   WAIT  no request yet: waiting for headers (new, or keep-alive idle)
+ *   BODY  headers in, body being read
+ *   BUSY  request complete: being answered (queued, decoding, sending)
+ * - A connection must deliver a whole request (headers and body) within
+ *   request_timeout_s of opening or of its previous reply; the reaper thread
+ *   (every 100 ms) shuts the socket down otherwise. This is a deadline, not
+ *   an inactivity timer, so a client trickling one header byte at a time is
+ *   dropped too.
+ * - Accept policy: at most per_client_connections per source address and
+ *   max_connections in all. A newcomer over a limit evicts the oldest WAIT or
+ *   BODY connection (of its own address when that limit is hit), so idle or
+ *   slow connections cannot lock anyone out of /health; only when every
+ *   connection in the way is BUSY is the newcomer refused (closed at once).
+ *   MHD's own limits sit above ours (2x) as a backstop for evicted sockets
+ *   not yet cleaned up.
+ * - A BUSY connection whose client closes it (POLLRDHUP, seen by the reaper)
+ *   has its job cancelled: dropped from the queue, or its sequences ended at
+ *   the next decode step (drift_model_generate_cancellable). A client that
+ *   half-closes its sending side while it waits counts as gone.
+ *
+ * Shutdown (drift_server_drain): stop listening, refuse new requests with
+ * 503, let the scheduler work until the queue is empty and the replies are
+ * sent or the drain deadline passes; past it, cancel everything still queued
+ * or decoding (503 to those clients), give the replies up to a second, stop
+ * the daemon, the reaper and the scheduler. One uninterruptible step (a
+ * prefill, an embedding) may still finish first. */
 
 #include <jansson.h>
 #include <microhttpd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +80,25 @@ typedef struct job {
     drift_status st;
     char errmsg[512];
     int done;
+    int running;               /* taken by the scheduler */
+    int cancel;                /* end it: client gone (departed) or drain deadline */
+    int departed;
     struct job *next;
 } job;
+
+typedef enum conn_state { CONN_WAIT, CONN_BODY, CONN_BUSY } conn_state;
+
+/* One TCP connection (MHD's socket context); see the top of the file. */
+typedef struct srv_conn {
+    int fd;
+    int family;                /* AF_INET / AF_INET6 / other (no per-address limit) */
+    unsigned char addr[16];
+    conn_state state;
+    double since_ms;           /* start of the current wait: accept or the previous reply */
+    int closing;               /* shut down (timed out or evicted): no longer counted */
+    job *job;                  /* BUSY: the job its request waits for */
+    struct srv_conn *prev, *next;
+} srv_conn;
 
 struct drift_server {
     drift_server_opts o;
@@ -63,15 +109,20 @@ struct drift_server {
     struct MHD_Daemon *d;
     int port;
     srv_limits lim;
-    pthread_t sched;
-    int sched_started;
+    pthread_t sched, reaper;
+    int sched_started, reaper_started;
     pthread_mutex_t mu;
-    pthread_cond_t cv_sched, cv_done;
+    pthread_cond_t cv_sched, cv_done, cv_reap;
     job *head, *tail;
     int queued_seqs;   /* queued + running */
     int stopping;      /* scheduler: exit when the queue is empty */
+    int reaper_stop;
     int draining;      /* refuse new work */
+    int abort;         /* drain deadline passed: cancel everything */
+    int drained;       /* drift_server_drain done */
     int active;        /* requests between first call and completion */
+    srv_conn *conns;   /* every open connection */
+    int nconns;        /* of them not closing */
     uint64_t next_id;
     drift_server_stats stats;
 };
@@ -88,6 +139,20 @@ static int params_same(const drift_gen_params *a, const drift_gen_params *b) {
     return 1;
 }
 
+static int job_cancelled(drift_server *s, const job *j) {
+    pthread_mutex_lock(&s->mu);
+    int c = j->cancel || s->abort;
+    pthread_mutex_unlock(&s->mu);
+    return c;
+}
+
+/* Marks j cancelled (under mu: reads departed). */
+static void set_cancelled(job *j) {
+    j->st = DRIFT_ERR_CANCELLED;
+    snprintf(j->errmsg, sizeof j->errmsg, "%s",
+             j->departed ? "the client closed the connection" : "the server stopped before this request finished");
+}
+
 static void run_embed(drift_server *s, job *j) {
     int D = s->info->dim;
     j->vecs = malloc((j->ntexts ? j->ntexts : 1) * (size_t)D * sizeof *j->vecs);
@@ -97,6 +162,12 @@ static void run_embed(drift_server *s, job *j) {
         return;
     }
     for (size_t i = 0; i < j->ntexts; i++) {
+        if (job_cancelled(s, j)) {
+            pthread_mutex_lock(&s->mu);
+            set_cancelled(j);
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
         drift_error e;
         drift_status st = drift_model_embed(s->m, j->texts[i], j->vecs + i * (size_t)D, &e);
         if (st) {
@@ -107,6 +178,18 @@ static void run_embed(drift_server *s, job *j) {
     }
 }
 
+typedef struct batch_ctx {
+    drift_server *s;
+    job **seq_job; /* job of each sequence */
+} batch_ctx;
+
+/* drift_model_generate_cancellable's hook: the sequence's job is cancelled
+ * (client gone) or the drain deadline has passed. */
+static int seq_cancelled(void *user, size_t i) {
+    batch_ctx *b = user;
+    return job_cancelled(b->s, b->seq_job[i]);
+}
+
 /* Runs jobs[0..nj) (same params) as one drift_model_generate call. */
 static void run_batch(drift_server *s, job **jobs, size_t nj) {
     size_t total = 0;
@@ -114,10 +197,11 @@ static void run_batch(drift_server *s, job **jobs, size_t nj) {
     const int32_t **toks = malloc(total * sizeof *toks);
     size_t *lens = malloc(total * sizeof *lens);
     int64_t *offs = malloc(total * sizeof *offs);
+    job **seq_job = malloc(total * sizeof *seq_job);
     drift_generation *gens = calloc(total, sizeof *gens);
     drift_status st = DRIFT_OK;
     drift_error e;
-    if (!toks || !lens || !offs || !gens) {
+    if (!toks || !lens || !offs || !seq_job || !gens) {
         st = drift_error_set(&e, DRIFT_ERR_NOMEM, "out of memory");
     } else {
         size_t k = 0;
@@ -126,11 +210,14 @@ static void run_batch(drift_server *s, job **jobs, size_t nj) {
                 toks[k] = jobs[i]->toks[q];
                 lens[k] = jobs[i]->lens[q];
                 offs[k] = jobs[i]->offs[q];
+                seq_job[k] = jobs[i];
             }
         drift_gen_params p = jobs[0]->params;
         p.seed = 0;
         int batch = (int)(total < (size_t)s->o.max_batch ? total : (size_t)s->o.max_batch);
-        st = drift_model_generate(s->m, (const int32_t *const *)toks, lens, total, &p, offs, batch, gens, &e);
+        batch_ctx bc = {s, seq_job};
+        st = drift_model_generate_cancellable(s->m, (const int32_t *const *)toks, lens, total, &p, offs, batch,
+                                              seq_cancelled, &bc, gens, &e);
     }
     pthread_mutex_lock(&s->mu);
     s->stats.batches++;
@@ -148,6 +235,14 @@ static void run_batch(drift_server *s, job **jobs, size_t nj) {
             continue;
         }
         memcpy(j->gens, gens + k, j->nseq * sizeof *gens);
+        int cut = 0;
+        for (size_t q = 0; q < j->nseq; q++)
+            cut |= j->gens[q].finish_reason && !strcmp(j->gens[q].finish_reason, "cancelled");
+        if (cut) {
+            pthread_mutex_lock(&s->mu);
+            set_cancelled(j);
+            pthread_mutex_unlock(&s->mu);
+        }
         k += j->nseq;
     }
     if (st && gens)
@@ -155,6 +250,7 @@ static void run_batch(drift_server *s, job **jobs, size_t nj) {
     free(toks);
     free(lens);
     free(offs);
+    free(seq_job);
     free(gens);
 }
 
@@ -185,6 +281,7 @@ static void *sched_main(void *arg) {
                                       params_same(&j->params, &first->params) &&
                                       seqs + j->nseq <= (size_t)s->o.max_batch);
             if (fits && nj < cap && (first->kind == JOB_GEN || j == first)) {
+                j->running = 1;
                 take[nj++] = j;
                 seqs += j->nseq;
                 *link = nx;
@@ -211,9 +308,36 @@ static void *sched_main(void *arg) {
     return NULL;
 }
 
+/* Takes queued job j out of the queue and completes it as cancelled. Under mu. */
+static void cancel_queued(drift_server *s, job *j) {
+    job *prev = NULL;
+    for (job *q = s->head; q; prev = q, q = q->next) {
+        if (q != j) continue;
+        if (prev) prev->next = q->next;
+        else s->head = q->next;
+        if (s->tail == q) s->tail = prev;
+        s->queued_seqs -= (int)q->nseq;
+        set_cancelled(q);
+        q->done = 1;
+        pthread_cond_broadcast(&s->cv_done);
+        return;
+    }
+}
+
+/* Ends job j, whose client no longer waits for it: out of the queue at once,
+ * or, running, at its next decode step. Under mu. */
+static void cancel_departed(drift_server *s, job *j) {
+    if (j->done || j->cancel) return;
+    j->cancel = 1;
+    j->departed = 1;
+    if (!j->running) cancel_queued(s, j);
+}
+
 /* Queues j (counting nseq against max_queue) and waits for it. 0 ok; -1 when
- * the queue is full or the server drains (e says 503). */
-static int submit_wait(drift_server *s, job *j, srv_error *e) {
+ * the queue is full or the server drains (e says 503). The connection's
+ * tracker c (NULL when untracked) points at the job while it waits, so the
+ * reaper can cancel it when the client leaves. */
+static int submit_wait(drift_server *s, job *j, srv_conn *c, srv_error *e) {
     pthread_mutex_lock(&s->mu);
     if (s->draining) {
         pthread_mutex_unlock(&s->mu);
@@ -229,8 +353,14 @@ static int submit_wait(drift_server *s, job *j, srv_error *e) {
     if (s->tail) s->tail->next = j;
     else s->head = j;
     s->tail = j;
+    if (c) c->job = j;
     pthread_cond_signal(&s->cv_sched);
     while (!j->done) pthread_cond_wait(&s->cv_done, &s->mu);
+    if (c) c->job = NULL;
+    if (j->st == DRIFT_ERR_CANCELLED) { /* (a job whose sequences had all ended is answered) */
+        if (j->departed) s->stats.departed++;
+        else s->stats.cancelled++;
+    }
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -244,6 +374,8 @@ typedef struct reply {
     const char *ctype;
     int retry_after;   /* seconds, 0 = none */
     const char *allow; /* 405 */
+    int cancelled;     /* the request's work was cancelled (counted apart) */
+    int drop;          /* the client is gone: close without a reply */
 } reply;
 
 static void reply_error(reply *r, const srv_error *e) {
@@ -477,7 +609,16 @@ static int chat_prompt(const drift_server *s, const srv_request *rq, int32_t **i
     return 0;
 }
 
-static void do_generate(drift_server *s, srv_endpoint ep, const char *body, size_t len, reply *r) {
+/* A cancelled job's reply: none when the client left, else 503. */
+static void reply_cancelled(reply *r, const job *j) {
+    srv_error e;
+    srv_error_set(&e, 503, NULL, "shutting_down", "%s", j->errmsg);
+    reply_error(r, &e);
+    r->cancelled = 1;
+    r->drop = j->departed;
+}
+
+static void do_generate(drift_server *s, srv_conn *sc, srv_endpoint ep, const char *body, size_t len, reply *r) {
     srv_request rq;
     srv_error e;
     job j;
@@ -531,13 +672,18 @@ static void do_generate(drift_server *s, srv_endpoint ep, const char *body, size
                 j.lens[k] = plen[p];
                 j.offs[k] = (int64_t)((uint64_t)rq.params.seed + (uint64_t)q);
             }
-        fail = submit_wait(s, &j, &e);
-        if (!fail && j.st) fail = srv_error_set(&e, 500, NULL, NULL, "generation failed: %s", j.errmsg);
+        fail = submit_wait(s, &j, sc, &e);
+        if (!fail && j.st == DRIFT_ERR_CANCELLED) {
+            reply_cancelled(r, &j);
+            fail = 1;
+        } else if (!fail && j.st) {
+            fail = srv_error_set(&e, 500, NULL, NULL, "generation failed: %s", j.errmsg);
+        }
         for (size_t k = 0; k < nseq && !fail; k++)
             if (j.gens[k].error) fail = srv_error_set(&e, 400, NULL, "invalid_value", "%s", j.gens[k].error);
     }
     if (fail) {
-        reply_error(r, &e);
+        if (!r->cancelled) reply_error(r, &e);
     } else {
         c.rq = &rq;
         c.gens = j.gens;
@@ -593,7 +739,7 @@ static json_t *base64_floats(const float *v, int n) {
     return s;
 }
 
-static void do_embed(drift_server *s, const char *body, size_t len, reply *r) {
+static void do_embed(drift_server *s, srv_conn *sc, const char *body, size_t len, reply *r) {
     srv_request rq;
     srv_error e;
     if (srv_request_parse(SRV_EP_EMBEDDINGS, body, len, &s->lim, &rq, &e)) {
@@ -622,10 +768,15 @@ static void do_embed(drift_server *s, const char *body, size_t len, reply *r) {
                                  "input %zu has %zu tokens; this model's context is %d tokens", i, n, s->info->n_ctx_train);
         ptok += (int)n;
     }
-    if (!fail) fail = submit_wait(s, &j, &e);
-    if (!fail && j.st) fail = srv_error_set(&e, 500, NULL, NULL, "embedding failed: %s", j.errmsg);
+    if (!fail) fail = submit_wait(s, &j, sc, &e);
+    if (!fail && j.st == DRIFT_ERR_CANCELLED) {
+        reply_cancelled(r, &j);
+        fail = 1;
+    } else if (!fail && j.st) {
+        fail = srv_error_set(&e, 500, NULL, NULL, "embedding failed: %s", j.errmsg);
+    }
     if (fail) {
-        reply_error(r, &e);
+        if (!r->cancelled) reply_error(r, &e);
     } else {
         int D = s->info->dim;
         json_t *data = json_array();
@@ -651,11 +802,20 @@ static void do_embed(drift_server *s, const char *body, size_t len, reply *r) {
 /* ---------------------------------------------------------------------------
  * libmicrohttpd glue
  * ------------------------------------------------------------------------- */
-typedef struct conn {
+typedef struct conn { /* one request */
     drift_buf body;
     int too_big;
     int replied;
+    srv_conn *sc;      /* its connection's tracker (NULL: untracked) */
 } conn;
+
+static void conn_set_state(drift_server *s, srv_conn *sc, conn_state st) {
+    if (!sc) return;
+    pthread_mutex_lock(&s->mu);
+    sc->state = st;
+    if (st == CONN_WAIT) sc->since_ms = drift_now_ms();
+    pthread_mutex_unlock(&s->mu);
+}
 
 static enum MHD_Result send_reply(struct MHD_Connection *c, reply *r) {
     if (!r->body) {
@@ -683,15 +843,22 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, reply *r) {
     return rc;
 }
 
-static void count_status(drift_server *s, int status) {
+static void count_status(drift_server *s, const reply *r) {
     pthread_mutex_lock(&s->mu);
-    if (status < 300) s->stats.answered++;
-    else if (status == 503) s->stats.overloaded++;
-    else if (status < 500) s->stats.rejected++;
+    if (r->cancelled) { /* counted as cancelled or departed */
+    } else if (r->status < 300) {
+        s->stats.answered++;
+        if (s->draining) s->stats.drained++;
+    } else if (r->status == 503) {
+        s->stats.overloaded++;
+    } else if (r->status < 500) {
+        s->stats.rejected++;
+    }
     pthread_mutex_unlock(&s->mu);
 }
 
-static void route(drift_server *s, const char *url, const char *method, const char *body, size_t len, reply *r) {
+static void route(drift_server *s, srv_conn *sc, const char *url, const char *method, const char *body, size_t len,
+                  reply *r) {
     static const struct {
         const char *path;
         const char *method;
@@ -709,9 +876,9 @@ static void route(drift_server *s, const char *url, const char *method, const ch
             return;
         }
         switch (i) {
-        case 0: do_generate(s, SRV_EP_COMPLETIONS, body, len, r); return;
-        case 1: do_generate(s, SRV_EP_CHAT, body, len, r); return;
-        case 2: do_embed(s, body, len, r); return;
+        case 0: do_generate(s, sc, SRV_EP_COMPLETIONS, body, len, r); return;
+        case 1: do_generate(s, sc, SRV_EP_CHAT, body, len, r); return;
+        case 2: do_embed(s, sc, body, len, r); return;
         case 3:
             reply_json(r, 200, json_pack("{s:s, s:[{s:s, s:s, s:I, s:s}]}", "object", "list", "data", "id", s->name, "object",
                                          "model", "created", (json_int_t)0, "owned_by", "driftbench"));
@@ -738,9 +905,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         c = calloc(1, sizeof *c);
         if (!c) return MHD_NO;
         *con_cls = c;
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        c->sc = ci ? ci->socket_context : NULL;
         pthread_mutex_lock(&s->mu);
         s->active++;
         s->stats.requests++;
+        if (c->sc) c->sc->state = CONN_BODY; /* headers in; the deadline still runs */
         pthread_mutex_unlock(&s->mu);
         const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->o.max_body_bytes) {
@@ -750,7 +920,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
                           s->o.max_body_bytes);
             reply_error(&r, &e);
             c->replied = 1;
-            count_status(s, 413);
+            conn_set_state(s, c->sc, CONN_BUSY);
+            count_status(s, &r);
             return send_reply(mc, &r);
         }
         return MHD_YES;
@@ -766,16 +937,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     }
     if (c->replied) return MHD_YES;
     c->replied = 1;
+    conn_set_state(s, c->sc, CONN_BUSY);
     reply r = {0};
     if (c->too_big) {
         srv_error e;
         srv_error_set(&e, 413, NULL, "request_too_large", "the body is over the limit of %zu bytes", s->o.max_body_bytes);
         reply_error(&r, &e);
     } else {
-        route(s, url, method, c->body.data ? c->body.data : "", c->body.len, &r);
+        route(s, c->sc, url, method, c->body.data ? c->body.data : "", c->body.len, &r);
     }
     buf_free(&c->body);
-    count_status(s, r.status);
+    count_status(s, &r);
+    if (r.drop) { /* nobody to answer: close the connection */
+        free(r.body);
+        return MHD_NO;
+    }
     return send_reply(mc, &r);
 }
 
@@ -786,12 +962,169 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
     conn *c = *con_cls;
     if (!c) return;
     buf_free(&c->body);
-    free(c);
-    *con_cls = NULL;
     pthread_mutex_lock(&s->mu);
+    if (c->sc) { /* keep-alive: the next request must come within the timeout */
+        c->sc->state = CONN_WAIT;
+        c->sc->since_ms = drift_now_ms();
+    }
     s->active--;
     pthread_cond_broadcast(&s->cv_done);
     pthread_mutex_unlock(&s->mu);
+    free(c);
+    *con_cls = NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * Connection limits, request deadline, departed clients
+ * ------------------------------------------------------------------------- */
+static void addr_key(const struct sockaddr *a, int *family, unsigned char key[16]) {
+    memset(key, 0, 16);
+    *family = a ? a->sa_family : AF_UNSPEC;
+    if (*family == AF_INET) memcpy(key, &((const struct sockaddr_in *)(const void *)a)->sin_addr, 4);
+    else if (*family == AF_INET6) memcpy(key, &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr, 16);
+}
+
+/* Closes tracked connection c (its thread sees EOF; MHD cleans up). Under mu:
+ * the tracker leaves the list only in on_connection(CLOSED), which MHD calls
+ * before it closes the descriptor, so c->fd is still c's. */
+static void conn_shut(drift_server *s, srv_conn *c) {
+    if (c->closing) return;
+    c->closing = 1;
+    s->nconns--;
+    shutdown(c->fd, SHUT_RDWR);
+}
+
+/* MHD's accept policy: our per-address and total limits, with eviction of
+ * the oldest waiting connection (see the top of the file). */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+    (void)addrlen;
+    drift_server *s = cls;
+    int fam;
+    unsigned char key[16];
+    addr_key(addr, &fam, key);
+    pthread_mutex_lock(&s->mu);
+    int same = 0;
+    srv_conn *old_same = NULL, *old_any = NULL;
+    for (srv_conn *c = s->conns; c; c = c->next) {
+        if (c->closing) continue;
+        int mine = (fam == AF_INET || fam == AF_INET6) && c->family == fam && !memcmp(c->addr, key, 16);
+        same += mine;
+        if (c->state == CONN_BUSY) continue;
+        if (!old_any || c->since_ms < old_any->since_ms) old_any = c;
+        if (mine && (!old_same || c->since_ms < old_same->since_ms)) old_same = c;
+    }
+    srv_conn *victim = NULL;
+    int need = 0;
+    if (same >= s->o.per_client_connections) {
+        need = 1;
+        victim = old_same;
+    } else if (s->nconns >= s->o.max_connections) {
+        need = 1;
+        victim = old_any;
+    }
+    enum MHD_Result ok = MHD_YES;
+    if (victim) {
+        conn_shut(s, victim);
+        s->stats.evicted++;
+    } else if (need) {
+        s->stats.refused_connections++;
+        ok = MHD_NO;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    drift_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        srv_conn *c = calloc(1, sizeof *c);
+        const union MHD_ConnectionInfo *fd = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ad = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (!c || !fd) { /* untracked: MHD's own limits and timeout still hold */
+            free(c);
+            *socket_context = NULL;
+            return;
+        }
+        c->fd = fd->connect_fd;
+        addr_key(ad ? ad->client_addr : NULL, &c->family, c->addr);
+        c->state = CONN_WAIT;
+        c->since_ms = drift_now_ms();
+        pthread_mutex_lock(&s->mu);
+        c->next = s->conns;
+        if (s->conns) s->conns->prev = c;
+        s->conns = c;
+        s->nconns++;
+        pthread_mutex_unlock(&s->mu);
+        *socket_context = c;
+        return;
+    }
+    srv_conn *c = *socket_context;
+    if (!c) return;
+    pthread_mutex_lock(&s->mu);
+    if (c->prev) c->prev->next = c->next;
+    else s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    if (!c->closing) s->nconns--;
+    pthread_mutex_unlock(&s->mu);
+    free(c);
+    *socket_context = NULL;
+}
+
+/* Every 100 ms: close connections past the request deadline; cancel the jobs
+ * of BUSY connections whose client has gone. */
+static void *reaper_main(void *arg) {
+    drift_server *s = arg;
+    const double timeout_ms = s->o.request_timeout_s * 1000;
+    struct pollfd *pf = NULL;
+    srv_conn **pc = NULL;
+    size_t cap = 0;
+    pthread_mutex_lock(&s->mu);
+    while (!s->reaper_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->cv_reap, &s->mu, &ts);
+        if (s->reaper_stop) break;
+        double now = drift_now_ms();
+        size_t n = 0;
+        for (srv_conn *c = s->conns; c; c = c->next) {
+            if (c->state != CONN_BUSY) {
+                if (!c->closing && now - c->since_ms >= timeout_ms) {
+                    conn_shut(s, c);
+                    s->stats.timed_out++;
+                }
+            } else if (c->job && !c->job->done && !c->job->cancel) {
+                if (c->closing) { /* shut while its body came in: nobody to answer */
+                    cancel_departed(s, c->job);
+                    continue;
+                }
+                if (n == cap) {
+                    size_t nc = cap ? cap * 2 : 64;
+                    struct pollfd *npf = realloc(pf, nc * sizeof *npf);
+                    if (npf) pf = npf;
+                    srv_conn **npc = npf ? realloc(pc, nc * sizeof *npc) : NULL;
+                    if (npc) pc = npc;
+                    if (!npf || !npc) break;
+                    cap = nc;
+                }
+                pf[n] = (struct pollfd){.fd = c->fd, .events = POLLRDHUP};
+                pc[n++] = c;
+            }
+        }
+        /* under mu: no descriptor here can be closed and reused meanwhile */
+        if (n && poll(pf, (nfds_t)n, 0) > 0)
+            for (size_t i = 0; i < n; i++)
+                if (pf[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) cancel_departed(s, pc[i]->job);
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(pf);
+    free(pc);
+    return NULL;
 }
 
 /* ---------------------------------------------------------------------------
@@ -804,6 +1137,8 @@ void drift_server_opts_default(drift_server_opts *o) {
     o->batch_invariant = 1;
     o->max_body_bytes = (size_t)1 << 20;
     o->max_connections = 128;
+    o->per_client_connections = 64;
+    o->request_timeout_s = 10;
     o->max_queue = 256;
     o->max_n = 16;
     o->max_tokens_limit = 65536;
@@ -838,23 +1173,42 @@ static void server_free(drift_server *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv_sched);
     pthread_cond_destroy(&s->cv_done);
+    pthread_cond_destroy(&s->cv_reap);
     free(s);
+}
+
+/* Stops and joins the scheduler (after it empties its queue) and the reaper. */
+static void stop_threads(drift_server *s) {
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    s->reaper_stop = 1;
+    pthread_cond_broadcast(&s->cv_sched);
+    pthread_cond_broadcast(&s->cv_reap);
+    pthread_mutex_unlock(&s->mu);
+    if (s->sched_started) pthread_join(s->sched, NULL);
+    if (s->reaper_started) pthread_join(s->reaper, NULL);
+    s->sched_started = s->reaper_started = 0;
 }
 
 drift_status drift_server_start(const drift_server_opts *o, drift_server **out, drift_error *err) {
     *out = NULL;
     if (!o || !o->model_path) return drift_error_set(err, DRIFT_ERR_INVALID, "server: no model path");
-    if (o->max_batch < 1 || o->max_batch > 4096 || o->max_queue < 1 || o->max_connections < 1 || o->max_n < 1 ||
-        o->max_tokens_limit < 1 || o->max_body_bytes < 64 || o->port < 0 || o->port > 65535)
+    if (o->max_batch < 1 || o->max_batch > 4096 || o->max_queue < 1 || o->max_connections < 1 ||
+        o->max_connections > 65536 || o->per_client_connections < 1 || o->max_n < 1 || o->max_tokens_limit < 1 ||
+        o->max_body_bytes < 64 || o->port < 0 || o->port > 65535 || !(o->request_timeout_s > 0) ||
+        o->request_timeout_s > 86400)
         return drift_error_set(err, DRIFT_ERR_INVALID,
-                               "server: an option is out of range (max_batch 1..4096, max_queue/max_connections/max_n/"
-                               "max_tokens_limit >= 1, max_body_bytes >= 64, port 0..65535)");
+                               "server: an option is out of range (max_batch 1..4096, max_queue/max_n/max_tokens_limit/"
+                               "per_client_connections >= 1, max_connections 1..65536, max_body_bytes >= 64, "
+                               "request_timeout_s in (0, 86400], port 0..65535)");
     drift_server *s = calloc(1, sizeof *s);
     if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     s->o = *o;
+    if (s->o.per_client_connections > s->o.max_connections) s->o.per_client_connections = s->o.max_connections;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv_sched, NULL);
     pthread_cond_init(&s->cv_done, NULL);
+    pthread_cond_init(&s->cv_reap, NULL);
     s->lim.max_n = o->max_n;
     s->lim.max_tokens_limit = o->max_tokens_limit;
     drift_numeric_profile p;
@@ -885,17 +1239,25 @@ drift_status drift_server_start(const drift_server_opts *o, drift_server **out, 
         return drift_error_set(err, DRIFT_ERR_INTERNAL, "server: cannot start the scheduler thread");
     }
     s->sched_started = 1;
-    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC,
-                            0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
+    if (pthread_create(&s->reaper, NULL, reaper_main, s)) {
+        stop_threads(s);
+        server_free(s);
+        return drift_error_set(err, DRIFT_ERR_INTERNAL, "server: cannot start the reaper thread");
+    }
+    s->reaper_started = 1;
+    /* MHD's limits: a backstop 2x above ours (evicted sockets linger until
+     * MHD cleans them up); its inactivity timeout covers slow readers of a
+     * reply */
+    unsigned mhd_total = (unsigned)s->o.max_connections * 2, mhd_per_ip = (unsigned)s->o.per_client_connections * 2;
+    unsigned idle_s = (unsigned)(s->o.request_timeout_s + 0.999);
+    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, 0, on_accept,
+                            s, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+                            mhd_total, MHD_OPTION_PER_IP_CONNECTION_LIMIT, mhd_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+                            idle_s < 1 ? 1u : idle_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                            (size_t)64 * 1024, MHD_OPTION_END);
     if (!s->d) {
-        pthread_mutex_lock(&s->mu);
-        s->stopping = 1;
-        pthread_cond_broadcast(&s->cv_sched);
-        pthread_mutex_unlock(&s->mu);
-        pthread_join(s->sched, NULL);
+        stop_threads(s);
         server_free(s);
         return drift_error_set(err, DRIFT_ERR_IO, "server: cannot listen on %s:%d (in use, or not permitted)", host, o->port);
     }
@@ -915,15 +1277,9 @@ void drift_server_get_stats(drift_server *s, drift_server_stats *out) {
     pthread_mutex_unlock(&s->mu);
 }
 
-void drift_server_stop(drift_server *s, double drain_timeout_s) {
-    if (!s) return;
-    MHD_socket ls = MHD_quiesce_daemon(s->d); /* no new connections */
-    if (ls != MHD_INVALID_SOCKET) close(ls);
-    pthread_mutex_lock(&s->mu);
-    s->draining = 1;
-    double until = drift_now_ms() + drain_timeout_s * 1000;
-    /* requests already received finish: the scheduler keeps running */
-    while ((s->active > 0 || s->head) && drift_now_ms() < until) {
+/* Waits on cv_done (under mu) until cond() is false or until_ms passes. */
+static void wait_until(drift_server *s, double until_ms, int (*cond)(const drift_server *)) {
+    while (cond(s) && drift_now_ms() < until_ms) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 20 * 1000000L;
@@ -933,12 +1289,35 @@ void drift_server_stop(drift_server *s, double drain_timeout_s) {
         }
         pthread_cond_timedwait(&s->cv_done, &s->mu, &ts);
     }
-    pthread_mutex_unlock(&s->mu);
-    MHD_stop_daemon(s->d);
+}
+
+static int work_left(const drift_server *s) { return s->active > 0 || s->head; }
+
+static int replies_left(const drift_server *s) { return s->active > 0; }
+
+void drift_server_drain(drift_server *s, double drain_timeout_s) {
+    if (!s || s->drained) return;
+    MHD_socket ls = MHD_quiesce_daemon(s->d); /* no new connections */
+    if (ls != MHD_INVALID_SOCKET) close(ls);
     pthread_mutex_lock(&s->mu);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->cv_sched);
+    s->draining = 1;
+    /* requests already received finish: the scheduler keeps running */
+    wait_until(s, drift_now_ms() + (drain_timeout_s > 0 ? drain_timeout_s : 0) * 1000, work_left);
+    if (work_left(s)) { /* deadline: cancel what is queued or decoding */
+        s->abort = 1;
+        while (s->head) cancel_queued(s, s->head);
+        pthread_cond_broadcast(&s->cv_done);
+        wait_until(s, drift_now_ms() + 1000, replies_left); /* the 503s go out */
+    }
     pthread_mutex_unlock(&s->mu);
-    if (s->sched_started) pthread_join(s->sched, NULL);
+    MHD_stop_daemon(s->d); /* closes every connection, joins their threads */
+    s->d = NULL;
+    stop_threads(s);
+    s->drained = 1;
+}
+
+void drift_server_stop(drift_server *s, double drain_timeout_s) {
+    if (!s) return;
+    drift_server_drain(s, drain_timeout_s);
     server_free(s);
 }

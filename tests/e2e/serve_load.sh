@@ -2,7 +2,8 @@
 # serve_load.sh - `driftbench serve` (a process) under load from another
 # process (loadgen: 32 concurrent clients, every third request invalid):
 # every valid request answered, every invalid one refused with its 4xx, no
-# crash, resident memory steady across rounds, clean exit on SIGTERM.
+# crash, resident memory steady across rounds, clean exit on SIGTERM; the
+# default connection limits neither evict nor refuse any of its connections.
 set -euo pipefail
 : "${DRIFTBENCH:?}" "${DRIFT_SOURCE:?}" "${DRIFT_BUILD:?}"
 dir=$(mktemp -d /tmp/drift_e2e_load.XXXXXX)
@@ -32,4 +33,6 @@ kill -TERM $spid
 rc=0; wait $spid || rc=$?
 [ "$rc" = 0 ] || { echo "serve exited $rc"; cat "$dir/err"; exit 1; }
 grep -q "refused (4xx)" "$dir/err"
+# the default connection limits (64 per address) leave 32 clients of one address alone
+grep -q "connections: 0 timed out, 0 evicted, 0 refused" "$dir/err" || { echo "connections cut"; cat "$dir/err"; exit 1; }
 echo "serve_load: ok"

@@ -7,18 +7,28 @@
  * reasons, logprobs bit for bit); bad requests each get their 4xx and error
  * body; batch invariance on (load 1 vs load 32, n=1 vs n=8) and off (the
  * difference is measured and reported); a load test from a second process
- * (tests/server/loadgen) with steady RSS. */
+ * (tests/server/loadgen) with steady RSS; slow and abusive clients (idle
+ * connections evicted under the per-address and total limits, a busy
+ * address refused, the request deadline against a header trickler) and
+ * cancellation (a client that leaves, the drain deadline with a long
+ * generation of models/qwen2-7m.gguf in flight). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -758,6 +768,288 @@ static void test_load(void **state) {
     drift_server_stop(s, 10);
 }
 
+/* ---------------------------------------------------------------------------
+ * Slow and abusive clients; cancellation
+ * ------------------------------------------------------------------------- */
+/* The engine's cancel hook the scheduler uses: sequence 1 ends after its
+ * 3rd token, sequence 2 before its prefill; sequences 0 and 3 decode as
+ * without the hook (batch invariance), in one batch of 4. */
+typedef struct cancel_plan {
+    int asked[4];
+} cancel_plan;
+
+static int cancel_some(void *user, size_t i) {
+    cancel_plan *c = user;
+    int k = c->asked[i]++; /* 0: before the prefill, k: before decode step k */
+    return (i == 1 && k >= 3) || i == 2;
+}
+
+static void test_generate_cancel(void **state) {
+    (void)state;
+    drift_numeric_profile p;
+    drift_error err;
+    assert_int_equal(drift_profile_get("cpu-f32", &p, &err), DRIFT_OK);
+    drift_model *m;
+    assert_int_equal(drift_model_load(g_model, &p, &m, &err), DRIFT_OK);
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(drift_model_tokenize(m, "cancel me", 9, -1, 0, &ids, &n, &err), DRIFT_OK);
+    const int32_t *pr[4] = {ids, ids, ids, ids};
+    size_t lens[4] = {n, n, n, n};
+    int64_t offs[4] = {0, 1, 2, 3};
+    drift_gen_params gp;
+    drift_gen_params_default(&gp);
+    gp.max_tokens = 12;
+    gp.temperature = 0.8;
+    drift_generation full[4], cut[4];
+    assert_int_equal(drift_model_generate(m, pr, lens, 4, &gp, offs, 4, full, &err), DRIFT_OK);
+    cancel_plan plan = {{0}};
+    assert_int_equal(drift_model_generate_cancellable(m, pr, lens, 4, &gp, offs, 4, cancel_some, &plan, cut, &err),
+                     DRIFT_OK);
+    for (int i = 0; i < 4; i += 3) {
+        assert_int_equal(cut[i].n_tokens, full[i].n_tokens);
+        assert_memory_equal(cut[i].tokens, full[i].tokens, (size_t)full[i].n_tokens * sizeof(int32_t));
+        assert_string_equal(cut[i].finish_reason, full[i].finish_reason);
+    }
+    /* 1: the prefill's token and two decode steps' tokens, then cut */
+    assert_string_equal(cut[1].finish_reason, "cancelled");
+    assert_true(full[1].n_tokens > 3);
+    assert_int_equal(cut[1].n_tokens, 3);
+    assert_memory_equal(cut[1].tokens, full[1].tokens, 3 * sizeof(int32_t));
+    assert_string_equal(cut[2].finish_reason, "cancelled");
+    assert_int_equal(cut[2].n_tokens, 0);
+    assert_int_equal(plan.asked[2], 1);
+    for (int i = 0; i < 4; i++) {
+        drift_generation_clear(&full[i]);
+        drift_generation_clear(&cut[i]);
+    }
+    free(ids);
+    drift_model_free(m);
+}
+
+/* A TCP connection to 127.0.0.1:port from source address src. */
+static int tcp_from(const char *src, int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, src, &a.sin_addr), 1);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+    assert_int_equal(connect(fd, (struct sockaddr *)&d, sizeof d), 0);
+    return fd;
+}
+
+/* GET /health from source address src with a timeout; the curl code, and the
+ * status in *status. */
+static CURLcode health_from(const char *src, int port, long timeout_s, long *status) {
+    CURL *h = curl_easy_init();
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/health", port);
+    sink sk = {0};
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_INTERFACE, src);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sk);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
+    CURLcode rc = curl_easy_perform(h);
+    *status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_cleanup(h);
+    free(sk.d);
+    return rc;
+}
+
+static drift_server *start_opts(const char *model, int max_conn, int per_client, double timeout_s) {
+    drift_server_opts o;
+    drift_server_opts_default(&o);
+    o.model_path = model;
+    o.profile = "cpu-f32";
+    o.threads = 1;
+    o.max_connections = max_conn;
+    o.per_client_connections = per_client;
+    o.request_timeout_s = timeout_s;
+    drift_server *s;
+    drift_error err;
+    drift_status st = drift_server_start(&o, &s, &err);
+    if (st) fprintf(stderr, "start: %s\n", err.msg);
+    assert_int_equal(st, DRIFT_OK);
+    return s;
+}
+
+/* Waits up to secs for the uint64_t counter at offset off of the server's
+ * statistics to reach want. */
+static void wait_stat(drift_server *s, size_t off, uint64_t want, int secs) {
+    for (int i = 0; i < secs * 50; i++) {
+        drift_server_stats st;
+        drift_server_get_stats(s, &st);
+        uint64_t v;
+        memcpy(&v, (const char *)&st + off, sizeof v);
+        if (v >= want) return;
+        usleep(20000);
+    }
+}
+
+static void test_connection_limits(void **state) {
+    (void)state;
+    /* 8 in all, 4 per address; a deadline far beyond the test */
+    drift_server *s = start_opts(g_model, 8, 4, 600);
+    int port = drift_server_port(s);
+    int fds[8], nf = 0;
+    for (int i = 0; i < 4; i++) fds[nf++] = tcp_from("127.0.0.1", port); /* idle: its address is full */
+    usleep(200000); /* accepted */
+    long status;
+    double t0 = drift_now_ms();
+    CURLcode rc = health_from("127.0.0.1", port, 3, &status);
+    fprintf(stderr, "/health from a full address: curl %d, status %ld, %.0f ms\n", (int)rc, status, drift_now_ms() - t0);
+    assert_int_equal(rc, CURLE_OK);
+    assert_int_equal(status, 200);
+    /* fill the total: 3 idle left from .1, 4 from .2, 1 from .3 */
+    for (int i = 0; i < 4; i++) fds[nf++] = tcp_from("127.0.0.2", port);
+    int last = tcp_from("127.0.0.3", port);
+    usleep(200000);
+    t0 = drift_now_ms();
+    rc = health_from("127.0.0.4", port, 3, &status);
+    fprintf(stderr, "/health with every slot taken: curl %d, status %ld, %.0f ms\n", (int)rc, status, drift_now_ms() - t0);
+    assert_int_equal(rc, CURLE_OK);
+    assert_int_equal(status, 200);
+    drift_server_stats st;
+    drift_server_get_stats(s, &st);
+    fprintf(stderr, "evicted %llu, refused %llu, timed out %llu\n", (unsigned long long)st.evicted,
+            (unsigned long long)st.refused_connections, (unsigned long long)st.timed_out);
+    assert_true(st.evicted >= 2);
+    assert_int_equal(st.refused_connections, 0);
+    assert_int_equal(st.timed_out, 0);
+    /* the oldest idle connection (from 127.0.0.1) was closed by the server */
+    struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+    assert_int_equal(poll(&pf, 1, 2000), 1);
+    char b;
+    assert_true(recv(fds[0], &b, 1, 0) <= 0);
+    for (int i = 0; i < nf; i++) close(fds[i]);
+    close(last);
+    drift_server_stop(s, 10);
+}
+
+static void test_request_timeout(void **state) {
+    (void)state;
+    drift_server *s = start_opts(g_model, 16, 8, 1.0);
+    int port = drift_server_port(s);
+    int fd = tcp_from("127.0.0.1", port);
+    const char *hdr = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    assert_int_equal(send(fd, hdr, strlen(hdr), MSG_NOSIGNAL), (ssize_t)strlen(hdr));
+    /* a header byte every 100 ms: an inactivity timer would never fire */
+    double t0 = drift_now_ms(), closed_ms = -1;
+    while (drift_now_ms() - t0 < 15000) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) == 1) {
+            char b[64];
+            if (recv(fd, b, sizeof b, 0) <= 0) {
+                closed_ms = drift_now_ms() - t0;
+                break;
+            }
+        }
+        if (send(fd, "a", 1, MSG_NOSIGNAL) < 0) {
+            closed_ms = drift_now_ms() - t0;
+            break;
+        }
+    }
+    close(fd);
+    fprintf(stderr, "request deadline 1 s: header trickler closed after %.0f ms\n", closed_ms);
+    assert_true(closed_ms >= 500 && closed_ms <= 8000);
+    drift_server_stats st;
+    drift_server_get_stats(s, &st);
+    assert_int_equal(st.timed_out, 1);
+    long status;
+    assert_int_equal(health_from("127.0.0.1", port, 3, &status), CURLE_OK);
+    assert_int_equal(status, 200);
+    drift_server_stop(s, 10);
+}
+
+typedef struct bg_req {
+    int port;
+    const char *body;
+    long status;
+    char *reply;
+    CURLcode rc;
+} bg_req;
+
+static void *bg_post(void *arg) {
+    bg_req *q = arg;
+    CURL *h = curl_easy_init();
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/completions", q->port);
+    sink sk = {0};
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sk);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 600L);
+    q->rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &q->status);
+    curl_easy_cleanup(h);
+    q->reply = sk.d;
+    return NULL;
+}
+
+/* models/qwen2-7m.gguf decoding 8 x 4000 sampled tokens: well over 30 s on
+ * any CPU, so every check below passes only when the work is cut short. */
+static void test_cancel(void **state) {
+    (void)state;
+    const char *src = getenv("DRIFT_SOURCE");
+    char model[600];
+    snprintf(model, sizeof model, "%s/models/qwen2-7m.gguf", src ? src : ".");
+    drift_server *s = start_opts(model, 8, 1, 600); /* one connection per address */
+    int port = drift_server_port(s);
+    bg_req q = {port, "{\"prompt\":\"Once upon a time\",\"max_tokens\":4000,\"n\":8,\"temperature\":0.7,\"seed\":7}", 0, NULL,
+                CURLE_OK};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, bg_post, &q), 0);
+    wait_stat(s, offsetof(drift_server_stats, requests), 1, 30); /* received; decoding soon after */
+    usleep(500000);
+    /* 127.0.0.1's one connection is busy: a second is refused at once */
+    long status;
+    double t0 = drift_now_ms();
+    CURLcode rc = health_from("127.0.0.1", port, 3, &status);
+    fprintf(stderr, "/health from a busy address: curl %d (%s), %.0f ms\n", (int)rc, curl_easy_strerror(rc),
+            drift_now_ms() - t0);
+    assert_true(rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR || rc == CURLE_COULDNT_CONNECT);
+    drift_server_stats st;
+    drift_server_get_stats(s, &st);
+    assert_int_equal(st.refused_connections, 1);
+    assert_int_equal(health_from("127.0.0.2", port, 3, &status), CURLE_OK); /* another address is served */
+    assert_int_equal(status, 200);
+    /* a client that queues a request behind the long one, then leaves */
+    int fd = tcp_from("127.0.0.3", port);
+    const char *body = "{\"prompt\":\"queued\",\"max_tokens\":4000,\"temperature\":0.9}";
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     strlen(body), body);
+    assert_int_equal(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
+    usleep(500000);
+    close(fd);
+    wait_stat(s, offsetof(drift_server_stats, departed), 1, 10);
+    drift_server_get_stats(s, &st);
+    assert_int_equal(st.departed, 1);
+    /* the drain deadline cuts the long generation */
+    t0 = drift_now_ms();
+    drift_server_drain(s, 1.0);
+    double drain_ms = drift_now_ms() - t0;
+    pthread_join(th, NULL);
+    fprintf(stderr, "drain with a 1 s deadline took %.0f ms; the long request got curl %d, status %ld: %.120s\n", drain_ms,
+            (int)q.rc, q.status, q.reply ? q.reply : "");
+    assert_true(drain_ms < 10000);
+    assert_int_equal(q.rc, CURLE_OK);
+    assert_int_equal(q.status, 503);
+    assert_non_null(strstr(q.reply, "\"code\":\"shutting_down\""));
+    drift_server_get_stats(s, &st);
+    assert_int_equal(st.cancelled, 1);
+    assert_int_equal(st.answered, 1); /* the /health from 127.0.0.2 */
+    free(q.reply);
+    drift_server_stop(s, 0);
+}
+
 static int setup(void **state) {
     (void)state;
     const char *src = getenv("DRIFT_SOURCE");
@@ -770,7 +1062,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoints),       cmocka_unit_test(test_same_as_embedded),
         cmocka_unit_test(test_bad_requests),    cmocka_unit_test(test_batch_invariance),
-        cmocka_unit_test(test_load),
+        cmocka_unit_test(test_load),            cmocka_unit_test(test_connection_limits),
+        cmocka_unit_test(test_request_timeout), cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_generate_cancel),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
