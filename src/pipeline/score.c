@@ -1,4 +1,4 @@
-/* score.c - scoring a run (eval.h): every answered, unscored response goes
+/* score.c - the score stage (API in eval.h): every answered, unscored response goes
  * through its workload's evaluator and the label is stored.
  *
  *   workload      evaluator name      how
