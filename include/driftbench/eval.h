@@ -61,6 +61,10 @@ typedef struct drift_code_opts {
     int unsafe_exec;          /* allow running without isolation (explicit opt-in) */
     int site_packages;        /* 1: let the interpreter load site-packages (third-party
                                  modules, .pth hooks); default 0 runs python -I -S */
+    int (*cancel)(void *user); /* polled every 100 ms while a program runs; nonzero:
+                                  the run is killed and drift_eval_code returns
+                                  DRIFT_ERR_CANCELLED (out->label ERROR, nothing to keep) */
+    void *cancel_user;
 } drift_code_opts;
 
 DRIFT_API void drift_code_opts_default(drift_code_opts *o);
@@ -75,7 +79,8 @@ DRIFT_API drift_status drift_sandbox_check(const drift_code_opts *o, char *mecha
  * a sandbox failure is DRIFT_LABEL_ERROR with reason "sandbox_error".
  * Returns DRIFT_OK whenever out holds a label (sandbox_error included);
  * DRIFT_ERR_PARSE for a bad reference, DRIFT_ERR_SANDBOX when no isolation
- * works and o->unsafe_exec is 0 (out->label is then DRIFT_LABEL_ERROR).
+ * works and o->unsafe_exec is 0 (out->label is then DRIFT_LABEL_ERROR),
+ * DRIFT_ERR_CANCELLED when o->cancel stopped the run.
  * o may be NULL (defaults). Thread-safe: score calls it from several threads. */
 DRIFT_API drift_status drift_eval_code(const char *answer, const char *reference_json, const drift_code_opts *o,
                                        drift_eval_result *out, drift_error *err);

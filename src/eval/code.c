@@ -618,6 +618,8 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     if (o->cpu_s > 0) s.lim.cpu_s = o->cpu_s;
     if (o->mem_mb > 0) s.lim.mem_mb = o->mem_mb;
     s.mech = mech;
+    s.cancel = o->cancel;
+    s.cancel_user = o->cancel_user;
 
     sbx_result r;
     drift_error serr = {0};
@@ -627,7 +629,7 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
      * timeout. A loop that spins hits the CPU limit or uses its wall time. */
     int reran = 0;
     double first_wall_ms = 0, first_cpu_ms = 0;
-    if (src == DRIFT_OK && r.timed_out && r.cpu_ms < 0.5 * r.wall_ms) {
+    if (src == DRIFT_OK && r.timed_out && r.cpu_ms < 0.5 * r.wall_ms && !(o->cancel && o->cancel(o->cancel_user))) {
         first_wall_ms = r.wall_ms;
         first_cpu_ms = r.cpu_ms;
         sbx_result_free(&r);
@@ -636,6 +638,11 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     }
     free(program);
     free(stdin_data);
+    if (src == DRIFT_ERR_CANCELLED) {
+        sbx_result_free(&r);
+        drift_error_set(err, DRIFT_ERR_CANCELLED, "code: cancelled");
+        return fail_out(out, DRIFT_ERR_CANCELLED, "cancelled", err);
+    }
 
     json_t *det = json_object();
     json_object_set_new(det, "extraction", json_string(rule));

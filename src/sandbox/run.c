@@ -425,7 +425,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "sandbox: out of memory");
         goto done;
     }
-    int open_n = 4, status_eof = 0;
+    int open_n = 4, status_eof = 0, cancelled = 0;
     while (open_n > 0) {
         struct pollfd pf[5];
         int idx[5], n = 0;
@@ -447,9 +447,15 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
             kill(sup, SIGTERM);
             break;
         }
+        /* the caller gave up: the supervisor kills the tree and reports */
+        if (s->cancel && !cancelled && s->cancel(s->cancel_user)) {
+            cancelled = 1;
+            kill(sup, SIGTERM);
+        }
         /* Once the supervisor has reported, nothing is left to wait for:
          * drain what is buffered and stop (a stray may hold a pipe open). */
         int wait_ms = status_eof ? 0 : guard_ms - now > 1000 ? 1000 : (int)(guard_ms - now) + 1;
+        if (s->cancel && wait_ms > 100) wait_ms = 100;
         int pr = poll(pf, (nfds_t)n, wait_ms);
         if (pr < 0 && errno == EINTR) continue;
         if (pr <= 0) {
@@ -494,6 +500,10 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     int sws = 0;
     while (waitpid(sup, &sws, 0) < 0 && errno == EINTR) {}
     r->wall_ms = drift_now_ms() - t0;
+    if (cancelled) {
+        rc = drift_error_set(err, DRIFT_ERR_CANCELLED, "sandbox: cancelled");
+        goto done;
+    }
     if (st_len != sizeof st) {
         kill(-sup, SIGKILL);
         rc = drift_error_set(err, DRIFT_ERR_SANDBOX, "sandbox: supervisor ended without a status (%s)",

@@ -98,6 +98,9 @@ typedef struct sbx_spec {
     size_t stdin_len;
     sbx_limits lim;
     unsigned mech;                 /* mechanisms to use (from sbx_probe) */
+    int (*cancel)(void *user);     /* polled every 100 ms; nonzero: the tree is killed
+                                      and sbx_run returns DRIFT_ERR_CANCELLED */
+    void *cancel_user;
 } sbx_spec;
 
 /* Captured output of one stream: the first out_cap_bytes and the last 4 KiB. */

@@ -691,6 +691,43 @@ static void test_stale_after_kill(void **state) {
     }
 }
 
+/* A caller that gives up (Ctrl-C in the CLI) gets the run killed at once. */
+static double g_cancel_at;
+static int cancel_after(void *user) {
+    (void)user;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 >= g_cancel_at;
+}
+
+static void test_cancel(void **state) {
+    (void)state;
+    static const char *const args[] = {"-I", "-c", "import time; time.sleep(30)", NULL};
+    sbx_spec s;
+    memset(&s, 0, sizeof s);
+    s.python = "/usr/bin/python3";
+    s.args = args;
+    sbx_limits_default(&s.lim);
+    s.lim.timeout_s = 30;
+    s.mech = g_mech;
+    s.cancel = cancel_after;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double t0 = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    g_cancel_at = t0 + 300;
+    sbx_result r;
+    drift_error err = {0};
+    int dirs_before = count_sbx_dirs();
+    assert_int_equal(sbx_run(&s, &r, &err), DRIFT_ERR_CANCELLED);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double took = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 - t0;
+    fprintf(stderr, "cancelled after %.0f ms\n", took);
+    assert_true(took < 2000);
+    assert_true(count_sbx_dirs() <= dirs_before);
+    if (g_mech & SBX_MECH_UID) assert_int_equal(sbx_count_uid_procs(r.uid), 0);
+    sbx_result_free(&r);
+}
+
 /* RLIMIT_NPROC counts threads: the count the limit is sized from must too. */
 static void *idle_thread(void *arg) {
     pthread_barrier_t *b = arg;
@@ -771,6 +808,7 @@ int main(void) {
         cmocka_unit_test(test_writable_mounts),
         cmocka_unit_test(test_stale_after_kill),
         cmocka_unit_test(test_count_tasks),
+        cmocka_unit_test(test_cancel),
     };
     const struct CMUnitTest nocgroup[] = {
         cmocka_unit_test(test_writable_mounts),
