@@ -1,46 +1,27 @@
 /* cmd_lab.c - `driftbench lab`: the paper's study on the embedded engine, on
- * a machine without servers or GPUs.
+ * a machine without servers or GPUs. The study itself is the library's lab
+ * stage (include/driftbench/lab.h, src/pipeline/lab_*.c: models, design,
+ * cost model, stochastic leg); this file parses the flags, drives the
+ * stage's steps, prints between them and owns the exit code:
  *
- * 1. models: models/ *.gguf files (or --models DIR); when there are none, the tiny
- *    test fixtures, and the output says their answers are noise.
- * 2. the matrix (written to DIR/matrix.json, so `driftbench matrix` can re-run
- *    or shard it): per model, the `ref` profile as baseline ("ref@{model}")
- *    and the numeric profiles as the three axes the paper varies:
- *      precision  weight format f32 bf16 fp8 int8 int4 mxfp4 (+ f16 nvfp4 full)
- *      framework  kernel variant: reduction order / split-K / attention algo
- *      hardware   the vector ISA the fast kernels use (auto = best, avx2, ...),
- *                 and the GPU (backend=cuda, level = its name, e.g. h200)
- *                 when the build has CUDA and a GPU is visible
- *    --quick: at most two models; from f32/seq on the best ISA it moves one
- *    axis at a time (6 precisions, split-K 4, avx2; f32/seq itself keeps
- *    the ANOVA design identifiable): 9 runs per model with
- *    math 16, code 6, safety 12 (with a guard), chat 12 prompts and 32 new
- *    tokens; long context is left out: its prompts are prefills of 1-3k
- *    tokens; 4 of them on the 9 quick configurations of one model took
- *    391 s (2 cores, load ~5, 2026-11-30: 30-52 s per cpu configuration,
- *    83 s on ref), so ~13 minutes for the 18, against a 5-minute budget;
- *    the output says so with the figure estimated on the machine at hand. --full crosses everything (3 ISAs x 8 formats x 5
- *    kernel variants) on every model and every suite.
- * 2b. before anything runs: the size (configurations x prompts) and an
- *    estimate of the generation time from a cost measured on this machine
- *    (lab_plan); --full on fewer than 8 cores adds a WARNING with how to cut
- *    or shard it (it still runs). --dry-run stops here.
- * 3. run + score every configuration (resumable: DIR/lab.db), with the chat
- *    embedder on the first model with one fixed cpu-f32/avx2 profile (one
- *    judge for every configuration) and the
- *    safety guard given by --guard, else the built-in guard (models/guard/);
- *    when neither can be opened, safety is left out and the output says why.
- * 3b. the stochastic leg: the first model's f32 and int4 configurations at
- *    temperature 0.7 with 5 replicates on math; expected and majority-vote
- *    flip rates, and their ratio to the deterministic figure of the same pair
- *    (the paper's ~0.23x) -> DIR/stochastic.txt. These runs are no rows of
- *    the flip table (their decoding differs from the baseline's).
+ * 1. models (drift_lab_models_find; the fixtures when models/ has none, and
+ *    the output says their answers are noise), whether safety can be judged
+ *    (drift_lab_safety_check), the matrix (drift_lab_design) written to
+ *    DIR/matrix.json, so `driftbench matrix` can re-run or shard it.
+ * 2. before anything runs: the size (drift_lab_plan_size) and an estimate
+ *    of the generation time from a cost measured on this machine
+ *    (drift_lab_plan_estimate); --full on fewer than 8 cores adds a WARNING
+ *    with how to cut or shard it (it still runs). --dry-run stops here.
+ * 3. run + score every configuration (resumable: DIR/lab.db) with the
+ *    matrix runner (cli_matrix_run), the chat embedder and the safety guard
+ *    the study chose.
+ * 3b. the stochastic leg (drift_lab_stochastic_design; its two runs go
+ *    through cli_do_run / cli_do_score; drift_lab_stochastic_compare) ->
+ *    DIR/stochastic.txt.
  * 4. flip table -> DIR/flip_rates.csv, ANOVA -> DIR/anova.txt, PRI held-out
  *    evaluations -> DIR/pri.txt (when there are enough rows), the HTML
  *    report -> DIR/report.html; the summaries are printed too. */
 #include <errno.h>
-#include <glob.h>
-#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -53,8 +34,8 @@
 #include "cmd_matrix.h"
 #include "driftbench/analysis.h"
 #include "driftbench/eval.h"
+#include "driftbench/lab.h"
 #include "driftbench/matrix.h"
-#include "driftbench/profile.h"
 #include "driftbench/report_html.h"
 #include "pipeline.h"
 #include "util/util.h"
@@ -87,17 +68,6 @@ static const char lab_usage[] =
     "generation time from tokens/s measured on this machine; --full on fewer than 8 cores\n"
     "also prints a WARNING (on stderr) with the estimate and how to cut or shard the run.\n";
 
-/* --full warns (and still runs) on fewer cores than this */
-#define LAB_FEW_CORES 8
-/* requests per calibration batch (the matrix sends 8 at a time) */
-#define LAB_CALIB_BATCH 8
-/* long_context prompts --quick would take, for the estimate that says why it does not */
-#define LAB_QUICK_LONG_N 4
-
-typedef struct lab_model {
-    char *path;   /* absolute */
-    char *name;   /* file stem */
-} lab_model;
 
 static int mkdir_p(const char *dir) {
     char tmp[PATH_MAX];
@@ -112,332 +82,6 @@ static int mkdir_p(const char *dir) {
     return 0;
 }
 
-/* Models of dir (sorted, as glob sorts). */
-static size_t find_models(const char *dir, lab_model *out, size_t cap) {
-    char pat[PATH_MAX];
-    snprintf(pat, sizeof pat, "%s/*.gguf", dir);
-    glob_t g;
-    size_t n = 0;
-    if (glob(pat, 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc && n < cap; i++) {
-            char real[PATH_MAX];
-            if (!realpath(g.gl_pathv[i], real)) continue;
-            const char *base = strrchr(real, '/');
-            base = base ? base + 1 : real;
-            size_t len = strlen(base) - strlen(".gguf");
-            out[n].path = drift_strdup(real);
-            out[n].name = drift_strndup(base, len);
-            for (char *c = out[n].name; *c; c++)
-                if (*c == ',' || *c == '=' || *c == '{' || *c == '}') *c = '_';
-            n++;
-        }
-    }
-    globfree(&g);
-    return n;
-}
-
-/* The fixtures: ./tests/data/models, $DRIFT_SOURCE/..., or next to the binary's build dir. */
-static size_t find_fixtures(lab_model *out, size_t cap) {
-    size_t n = find_models("tests/data/models", out, cap);
-    if (n) return n;
-    const char *src = getenv("DRIFT_SOURCE");
-    if (src) {
-        char d[PATH_MAX];
-        snprintf(d, sizeof d, "%s/tests/data/models", src);
-        if ((n = find_models(d, out, cap))) return n;
-    }
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = 0;
-            char d[PATH_MAX + 32];
-            snprintf(d, sizeof d, "%s/../tests/data/models", exe);
-            if ((n = find_models(d, out, cap))) return n;
-        }
-    }
-    return 0;
-}
-
-typedef struct lab_variant {
-    const char *name;   /* level name */
-    const char *spec;   /* profile keys */
-} lab_variant;
-
-/* The embedded target of one configuration: weight format, ISA and kernel
- * variant over the cpu-f32 profile. */
-static void config_target(char *out, size_t cap, const char *model_path, const char *prec, const char *hw_spec,
-                          const char *fw_spec, int threads) {
-    snprintf(out, cap, "embedded:%s?profile=cpu-f32&weights=%s&%s&%s&threads=%d", model_path, prec, hw_spec, fw_spec,
-             threads);
-}
-
-static void add_config(json_t *configs, const lab_model *m, const char *hw_name, const char *hw_spec, const char *prec,
-                       const char *fw_name, const char *fw_spec, int threads) {
-    char label[512], target[PATH_MAX + 512];
-    snprintf(label, sizeof label, "%s/%s/%s/%s", m->name, hw_name, prec, fw_name);
-    config_target(target, sizeof target, m->path, prec, hw_spec, fw_spec, threads);
-    json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
-                                             "dims", "model", m->name, "hardware", hw_name, "precision", prec,
-                                             "framework", fw_name));
-}
-
-/* The lab's matrix as a spec JSON object. */
-static json_t *build_spec(const lab_model *models, size_t n_models, int full, long limit, int max_tokens, int with_safety,
-                          int threads, const char *gpu) {
-    static const char *const prec_quick[] = {"f32", "bf16", "fp8", "int8", "int4", "mxfp4"};
-    static const char *const prec_full[] = {"f32", "bf16", "f16", "fp8", "int8", "int4", "mxfp4", "nvfp4"};
-    static const lab_variant fw_quick[] = {{"seq", "reduce=sequential"}, {"splitk4", "reduce=blocked:4"}};
-    static const lab_variant fw_full[] = {{"seq", "reduce=sequential"},
-                                          {"pairwise", "reduce=pairwise"},
-                                          {"splitk4", "reduce=blocked:4"},
-                                          {"online64", "attn=online:64"},
-                                          {"fastexp", "exp=fast"}};
-    static const lab_variant hw_full[] = {{"cpu-best", "isa=auto"}, {"cpu-avx2", "isa=avx2"}, {"cpu-scalar", "isa=scalar"}};
-    json_t *spec = json_object();
-    json_object_set_new(spec, "name", json_string(full ? "driftbench lab --full" : "driftbench lab --quick"));
-    /* --quick sizes each suite by what it costs (a code answer runs a
-     * sandboxed program, a long-context prompt is a long prefill); --limit
-     * sets every size. Sizes travel in the suite spec ("?n=N"). */
-    static const struct {
-        const char *name;
-        int quick_n;
-    } suite_sizes[] = {{"math", 16}, {"code", 6}, {"safety", 12}, {"chat", 12}, {"long", 0}};
-    json_t *suites = json_array();
-    for (size_t i = 0; i < sizeof suite_sizes / sizeof suite_sizes[0]; i++) {
-        if (!with_safety && !strcmp(suite_sizes[i].name, "safety")) continue;
-        /* --quick leaves long-context out: each of its prompts is a prefill
-         * of thousands of tokens (seconds per prompt and configuration) */
-        if (!full && !suite_sizes[i].quick_n) continue;
-        long n = limit > 0 ? limit : full ? 0 : suite_sizes[i].quick_n;
-        char spec_s[64];
-        if (n > 0) snprintf(spec_s, sizeof spec_s, "builtin:%s?n=%ld", suite_sizes[i].name, n);
-        else snprintf(spec_s, sizeof spec_s, "builtin:%s", suite_sizes[i].name);
-        json_array_append_new(suites, json_string(spec_s));
-    }
-    json_object_set_new(spec, "suites", suites);
-    json_object_set_new(spec, "decoding", json_pack("{s:f, s:i, s:i}", "temperature", 0.0, "seed", 42, "max_tokens", max_tokens));
-    json_object_set_new(spec, "baseline", json_string("ref@{model}"));
-    json_t *configs = json_array();
-    for (size_t m = 0; m < n_models; m++) {
-        char label[512], target[PATH_MAX + 64];
-        snprintf(label, sizeof label, "ref@%s", models[m].name);
-        snprintf(target, sizeof target, "embedded:%s?profile=ref", models[m].path);
-        json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
-                                                 "dims", "model", models[m].name, "hardware", "ref", "precision", "f32",
-                                                 "framework", "ref"));
-    }
-    for (size_t m = 0; m < n_models; m++) {
-        if (full) {
-            for (size_t h = 0; h < sizeof hw_full / sizeof hw_full[0]; h++)
-                for (size_t p = 0; p < sizeof prec_full / sizeof prec_full[0]; p++)
-                    for (size_t f = 0; f < sizeof fw_full / sizeof fw_full[0]; f++)
-                        add_config(configs, &models[m], hw_full[h].name, hw_full[h].spec, prec_full[p], fw_full[f].name,
-                                   fw_full[f].spec, threads);
-        } else {
-            /* one axis at a time from f32/seq on the best ISA: every
-             * precision, one kernel variant, one other ISA */
-            for (size_t p = 0; p < sizeof prec_quick / sizeof prec_quick[0]; p++)
-                add_config(configs, &models[m], "cpu-best", "isa=auto", prec_quick[p], fw_quick[0].name, fw_quick[0].spec,
-                           threads);
-            add_config(configs, &models[m], "cpu-best", "isa=auto", "f32", fw_quick[1].name, fw_quick[1].spec, threads);
-            add_config(configs, &models[m], "cpu-avx2", "isa=avx2", "f32", "seq", "reduce=sequential", threads);
-        }
-        /* the GPU, when this build has CUDA and one is visible: hardware level
-         * = the device ("h200"); --quick moves only the hardware (f32, the
-         * fixed-order kernels), --full crosses it with every precision and
-         * both GPU kernel families (DriftBench's, the vendor's) */
-        if (gpu) {
-            if (full) {
-                for (size_t p = 0; p < sizeof prec_full / sizeof prec_full[0]; p++) {
-                    add_config(configs, &models[m], gpu, "backend=cuda", prec_full[p], "seq", "gemm=kernel", threads);
-                    add_config(configs, &models[m], gpu, "backend=cuda", prec_full[p], "vendor", "gemm=vendor", threads);
-                }
-            } else {
-                add_config(configs, &models[m], gpu, "backend=cuda", "f32", "seq", "gemm=kernel", threads);
-            }
-        }
-    }
-    json_object_set_new(spec, "configs", configs);
-    return spec;
-}
-
-/* ---- what a lab run will cost, said before it starts ----
- * Size: configurations x prompts per configuration (per suite), plus the
- * stochastic leg. Time: a cost model measured right now on this machine
- * with the first model and the matrix's engine threads: a request of P
- * prompt tokens and G new tokens takes
- *     a*P + b*P^2 + G*(d + 2*b*P)   seconds
- * (prefill per token a, attention growing with the context b, decode per
- * token d, each new token attending over the prompt), fitted per profile:
- * on the cpu-f32 configuration (for every cpu profile), a batch of 8 copies
- * of a short prompt prefilled gives a, the same batch with the run's new
- * tokens gives d (the matrix also sends 8 at a time), and a ~400-token
- * piece of a long-context document prefilled gives b (shorter when the
- * model's context is); the ref profile (reference kernels: slow matmuls,
- * attention less so) gets its own a, d, b from a 2-request batch and a
- * ~200-token piece. Short timings are the least of two tries. Prompt tokens
- * come from the rendered characters at the measured tokens per character.
- * The requests take a few seconds; on a loaded machine they are noisy, and
- * so is the estimate (the end of the run prints it beside the measured
- * generation time). */
-
-/* seconds = a*P + b*P^2 + G*(d + 2*b*P) for a request of P prompt and G new tokens */
-typedef struct lab_fit {
-    double a, b, d;          /* per prompt token, per token^2, per new token */
-} lab_fit;
-
-typedef struct lab_cost {
-    lab_fit cpu, ref;        /* the cpu profiles (measured on cpu-f32) and the ref profile */
-    double tokens_per_char;  /* prompt tokens per rendered character (short prompts) */
-    double long_tokens_per_char; /* the same on the long-context document */
-} lab_cost;
-
-typedef struct lab_suite_size {
-    char name[32];           /* the workload's name */
-    size_t n;                /* prompts */
-    double c1, c2;           /* sums of rendered characters and of their squares */
-} lab_suite_size;
-
-/* Prompts and rendered characters of suite `spec` (first `limit` prompts when
- * limit > 0); *first: its first rendered prompt (malloc'd) when first != NULL. */
-static drift_status lab_suite_size_of(const char *spec, long limit, lab_suite_size *out, char **first,
-                                      drift_error *err) {
-    drift_suite *s = NULL;
-    memset(out, 0, sizeof *out);
-    drift_status rc = drift_suite_load(spec, &s, err);
-    if (rc) return rc;
-    size_t n = limit > 0 && s->n > (size_t)limit ? (size_t)limit : s->n;
-    out->n = n;
-    snprintf(out->name, sizeof out->name, "%s", n ? drift_workload_name(s->prompts[0].workload) : spec);
-    for (size_t i = 0; i < n; i++) {
-        const char *tid = NULL;
-        char *r = drift_prompt_render(&s->prompts[i], DRIFT_API_COMPLETIONS, &tid);
-        if (!r) {
-            drift_suite_free(s);
-            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-        }
-        double c = (double)strlen(r);
-        out->c1 += c;
-        out->c2 += c * c;
-        if (first && i == 0) *first = r;
-        else free(r);
-    }
-    drift_suite_free(s);
-    return DRIFT_OK;
-}
-
-/* Seconds to generate a suite on one configuration under cost c. */
-static double lab_suite_seconds(const lab_cost *c, const lab_suite_size *s, int max_tokens, int replicates, int ref) {
-    const lab_fit *f = ref ? &c->ref : &c->cpu;
-    double tpc = strcmp(s->name, "long_context") ? c->tokens_per_char : c->long_tokens_per_char;
-    double p1 = s->c1 * tpc, p2 = s->c2 * tpc * tpc, g = max_tokens;
-    double t = f->a * p1 + f->b * p2 + g * (f->d * (double)s->n + 2 * f->b * p1);
-    return t * (replicates > 0 ? replicates : 1);
-}
-
-typedef struct lab_calib {
-    size_t answers;
-    int prompt_tokens;
-} lab_calib;
-
-static int lab_calib_cb(void *user, const drift_gen_request *req, drift_gen_result *res) {
-    (void)req;
-    lab_calib *c = user;
-    if (!res->error && res->prompt_tokens > 0) {
-        c->answers++;
-        c->prompt_tokens = res->prompt_tokens;
-    }
-    return 0;
-}
-
-/* `copies` requests of one prompt at once on an open target (a batch, as the
- * matrix sends them): seconds per request, the least of `tries` (other jobs
- * on the machine only ever add time); 0 on failure. */
-static double lab_time(drift_target *t, const char *prompt, size_t copies, int max_tokens, int tries,
-                       int *prompt_tokens) {
-    drift_gen_request req[LAB_CALIB_BATCH];
-    if (copies > LAB_CALIB_BATCH) copies = LAB_CALIB_BATCH;
-    for (size_t i = 0; i < copies; i++) req[i] = (drift_gen_request){i, prompt, 0};
-    drift_gen_params gp;
-    drift_gen_params_default(&gp);
-    gp.max_tokens = max_tokens;
-    double best = 0;
-    for (int k = 0; k < tries; k++) {
-        lab_calib c = {0, 0};
-        drift_error err = {0};
-        double t0 = drift_now_ms();
-        if (drift_target_generate(t, req, copies, &gp, lab_calib_cb, &c, &err) || c.answers != copies) return 0;
-        double s = (drift_now_ms() - t0) / 1000.0 / (double)copies;
-        if (k == 0 || s < best) best = s;
-        if (prompt_tokens) *prompt_tokens = c.prompt_tokens;
-    }
-    return best;
-}
-
-/* Fits a, b, d of one profile: `batch` copies of the short prompt prefilled
- * (a) and with max_tokens new tokens (d), then the long prompt prefilled
- * (b), cut in halves until the model takes it (its context). Returns 0 and
- * the prompt token counts, or -1. */
-static int lab_fit_profile(const char *spec, const char *short_prompt, char *long_prompt, size_t batch,
-                           int max_tokens, lab_fit *f, int *ps, int *pl, size_t *long_len) {
-    drift_target_opts to;
-    drift_target_opts_default(&to);
-    drift_target *t = NULL;
-    drift_error err = {0};
-    if (drift_target_open(spec, &to, &t, &err)) return -1;
-    lab_time(t, short_prompt, 1, 1, 1, NULL); /* warm-up */
-    double t_pre = lab_time(t, short_prompt, batch, 1, 2, ps);
-    double t_gen = lab_time(t, short_prompt, batch, max_tokens, 2, NULL);
-    double t_long = 0;
-    size_t len = strlen(long_prompt);
-    for (; len >= 100; len /= 2) {
-        long_prompt[len] = 0;
-        if ((t_long = lab_time(t, long_prompt, 1, 1, 1, pl)) > 0) break;
-    }
-    drift_target_close(t);
-    if (t_pre <= 0 || t_gen <= 0 || t_long <= 0 || *ps <= 0 || *pl <= 0) return -1;
-    f->a = t_pre / *ps;
-    f->d = max_tokens > 1 ? fmax(0, t_gen - t_pre) / (max_tokens - 1) : f->a;
-    /* no attention term when the piece is no longer than the short prompt
-     * (a model with a tiny context) */
-    f->b = *pl > *ps ? fmax(0, (t_long - f->a * *pl) / ((double)*pl * *pl)) : 0;
-    *long_len = len;
-    return 0;
-}
-
-/* Measures the cost model (see above); 0 on success. */
-static int lab_calibrate(const char *model_path, int threads, const char *short_prompt, int max_tokens, lab_cost *c) {
-    memset(c, 0, sizeof *c);
-    char cpu_spec[PATH_MAX + 160], ref_spec[PATH_MAX + 64];
-    config_target(cpu_spec, sizeof cpu_spec, model_path, "f32", "isa=auto", "reduce=sequential", threads);
-    snprintf(ref_spec, sizeof ref_spec, "embedded:%s?profile=ref", model_path);
-    /* a piece of a long-context document: ~400 tokens on cpu-f32, ~200 on
-     * the slower ref profile */
-    drift_suite *ls = NULL;
-    drift_error err = {0};
-    char long_prompt[1601] = "";
-    if (drift_suite_load("builtin:long?n=1", &ls, &err) == DRIFT_OK && ls->n) {
-        const char *tid = NULL;
-        char *r = drift_prompt_render(&ls->prompts[0], DRIFT_API_COMPLETIONS, &tid);
-        if (r) snprintf(long_prompt, sizeof long_prompt, "%s", r);
-        free(r);
-    }
-    drift_suite_free(ls);
-    if (!long_prompt[0]) return -1;
-    int ps = 0, pl = 0;
-    size_t len = 0;
-    if (lab_fit_profile(cpu_spec, short_prompt, long_prompt, LAB_CALIB_BATCH, max_tokens, &c->cpu, &ps, &pl, &len))
-        return -1;
-    c->tokens_per_char = (double)ps / (double)strlen(short_prompt);
-    c->long_tokens_per_char = (double)pl / (double)len;
-    long_prompt[len / 2] = 0;
-    if (lab_fit_profile(ref_spec, short_prompt, long_prompt, 2, max_tokens, &c->ref, &ps, &pl, &len)) return -1;
-    return 0;
-}
-
 static void fmt_duration(char *out, size_t cap, double s) {
     if (s < 120) snprintf(out, cap, "%.0f s", s);
     else if (s < 7200) snprintf(out, cap, "%.1f min", s / 60);
@@ -445,114 +89,61 @@ static void fmt_duration(char *out, size_t cap, double s) {
     else snprintf(out, cap, "%.1f days", s / 86400);
 }
 
-static int lab_config_done(drift_store *st, const char *label) {
-    if (!st) return 0;
-    drift_run_info info;
-    memset(&info, 0, sizeof info);
-    drift_error err = {0};
-    int done = drift_store_run_get(st, label, &info, &err) == DRIFT_OK && info.finished_at;
-    drift_run_info_free(&info);
-    return done;
+/* Prints the size of the run; 0 when it is known. */
+static int print_size(const drift_lab_plan *p, drift_status rc, const drift_error *err) {
+    if (rc) {
+        printf("size: not known (%s)\n", err->msg);
+        return -1;
+    }
+    printf("size: %zu configurations x %zu prompts (", p->n_configs, p->per_config);
+    for (size_t i = 0; i < p->n_suites; i++) printf("%s%s %zu", i ? ", " : "", p->suites[i].name, p->suites[i].n);
+    printf(") = %zu answers of at most %d new tokens, + 2 x %ld x %d sampled answers (stochastic leg)\n",
+           p->n_configs * p->per_config, p->max_tokens, p->stoch_prompts, p->stoch_replicates);
+    return 0;
 }
 
-/* Prints the size of the run and the time estimate; *gen_s: the estimated
- * seconds of generation left (0 when nothing is left or nothing measured).
- * st may be NULL (no store yet: every configuration is to run). For
+/* Prints the time estimate (and the WARNING of a large --full); for
  * --quick, long_note gets why long_context is left out, with what it would
  * cost here. */
-static void lab_plan(const drift_matrix_spec *spec, drift_store *st, const char *model_path, int threads, int full,
-                     const char *matrix_path, long quick_long_n, long stoch_n, double *gen_s, char *long_note,
-                     size_t long_note_cap) {
-    *gen_s = 0;
-    long_note[0] = 0;
-    drift_error err = {0};
-    lab_suite_size sizes[CLI_MAX_SUITES];
-    size_t ns = spec->n_suites < CLI_MAX_SUITES ? spec->n_suites : CLI_MAX_SUITES, per_config = 0, todo = 0;
-    char *first = NULL;
-    for (size_t i = 0; i < ns; i++) {
-        if (lab_suite_size_of(spec->suites[i], spec->limit, &sizes[i], i == 0 ? &first : NULL, &err)) {
-            printf("size: not known (%s)\n", err.msg);
-            free(first);
-            return;
-        }
-        per_config += sizes[i].n;
-    }
-    for (size_t c = 0; c < spec->n_configs; c++) todo += !lab_config_done(st, spec->configs[c].label);
-    printf("size: %zu configurations x %zu prompts (", spec->n_configs, per_config);
-    for (size_t i = 0; i < ns; i++) printf("%s%s %zu", i ? ", " : "", sizes[i].name, sizes[i].n);
-    printf(") = %zu answers of at most %d new tokens, + 2 x %ld x 5 sampled answers (stochastic leg)\n",
-           spec->n_configs * per_config, spec->max_tokens, stoch_n);
-    if (todo == 0) {
+static void print_estimate(const drift_lab_plan *p, drift_status rc, int threads, int full, const char *matrix_path,
+                           char *long_note, size_t long_note_cap) {
+    if (p->todo == 0) {
         printf("estimate: every configuration is stored already: nothing to generate but what the stochastic leg "
                "lacks\n");
-        free(first);
         return;
     }
-    lab_cost cost;
-    int cal = first ? lab_calibrate(model_path, threads, first, spec->max_tokens, &cost) : -1;
-    free(first);
-    if (cal) {
+    if (rc) {
         printf("estimate: not available (the calibration requests failed)\n");
         return;
     }
-    double secs = 0, long_s = 0;
-    for (size_t c = 0; c < spec->n_configs; c++) {
-        if (lab_config_done(st, spec->configs[c].label)) continue;
-        int ref = strstr(spec->configs[c].target, "profile=ref") != NULL;
-        for (size_t i = 0; i < ns; i++) {
-            double s = lab_suite_seconds(&cost, &sizes[i], spec->max_tokens, spec->replicates, ref);
-            secs += s;
-            if (!strcmp(sizes[i].name, "long_context")) long_s += s;
-        }
-    }
-    /* the stochastic leg: 2 cpu configurations x stoch_n math prompts x 5 replicates */
-    for (size_t i = 0; i < ns; i++)
-        if (!strcmp(sizes[i].name, "math") && sizes[i].n) {
-            lab_suite_size m = sizes[i];
-            double scale = (double)stoch_n / (double)m.n;
-            m.c1 *= scale;
-            m.c2 *= scale;
-            m.n = (size_t)stoch_n;
-            secs += 2 * lab_suite_seconds(&cost, &m, spec->max_tokens, 5, 0);
-        }
-    *gen_s = secs;
+    const drift_lab_cost *cost = &p->cost;
     char d[32], dl[32];
-    fmt_duration(d, sizeof d, secs);
-    fmt_duration(dl, sizeof dl, long_s);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    fmt_duration(d, sizeof d, p->gen_s);
+    fmt_duration(dl, sizeof dl, p->long_s);
     printf("estimate: %zu configurations to run: about %s of generation%s%s%s, from a cost measured just now on %d "
            "engine thread%s (%ld cores): prefill %.0f tokens/s, decode %.0f tokens/s, attention +%.2g s per "
            "token^2 on cpu-f32 (ref: %.0f, %.0f, %.2g); scoring comes on top\n",
-           todo, d, long_s > 0 ? " (long_context " : "", long_s > 0 ? dl : "", long_s > 0 ? ")" : "", threads,
-           threads == 1 ? "" : "s", cores, 1 / cost.cpu.a, cost.cpu.d > 0 ? 1 / cost.cpu.d : 0.0, cost.cpu.b,
-           1 / cost.ref.a, cost.ref.d > 0 ? 1 / cost.ref.d : 0.0, cost.ref.b);
-    if (full && cores < LAB_FEW_CORES) {
+           p->todo, d, p->long_s > 0 ? " (long_context " : "", p->long_s > 0 ? dl : "", p->long_s > 0 ? ")" : "",
+           threads, threads == 1 ? "" : "s", p->cores, 1 / cost->cpu.a, cost->cpu.d > 0 ? 1 / cost->cpu.d : 0.0,
+           cost->cpu.b, 1 / cost->ref.a, cost->ref.d > 0 ? 1 / cost->ref.d : 0.0, cost->ref.b);
+    if (p->warn_large) {
         fflush(stdout);
         fprintf(stderr,
                 "WARNING: --full is large for a %ld-core machine: %zu configurations x %zu prompts, about %s of "
                 "generation here (an estimate). It is not refused: it resumes where it stops (run the same command "
                 "again). To make it smaller use --limit N; to spread it, shard %s over machines (driftbench matrix "
                 "--spec %s --db M.db --shard I/N, then driftbench merge).\n",
-                cores, todo, per_config, d, matrix_path, matrix_path);
+                p->cores, p->todo, p->per_config, d, matrix_path, matrix_path);
     }
-    if (!full && quick_long_n > 0) {
-        /* what long_context would add to --quick, from the same cost */
-        char spec_s[64];
-        lab_suite_size ls;
-        snprintf(spec_s, sizeof spec_s, "builtin:long?n=%ld", quick_long_n);
-        if (lab_suite_size_of(spec_s, 0, &ls, NULL, &err) == DRIFT_OK && ls.n) {
-            double add = 0;
-            for (size_t c = 0; c < spec->n_configs; c++)
-                add += lab_suite_seconds(&cost, &ls, spec->max_tokens, spec->replicates,
-                                         strstr(spec->configs[c].target, "profile=ref") != NULL);
-            char d2[32];
-            fmt_duration(d2, sizeof d2, add);
-            snprintf(long_note, long_note_cap,
-                     "long_context is left out: %zu of its prompts (~%.0f tokens each) on the %zu configurations "
-                     "would add about %s of generation here, on top of the rest, against the 5-minute budget of "
-                     "--quick on 2 cores; --full runs it",
-                     ls.n, ls.c1 / (double)ls.n * cost.long_tokens_per_char, spec->n_configs, d2);
-        }
+    if (!full && p->long_suite.n) {
+        char d2[32];
+        fmt_duration(d2, sizeof d2, p->long_add_s);
+        snprintf(long_note, long_note_cap,
+                 "long_context is left out: %zu of its prompts (~%.0f tokens each) on the %zu configurations "
+                 "would add about %s of generation here, on top of the rest, against the 5-minute budget of "
+                 "--quick on 2 cores; --full runs it",
+                 p->long_suite.n, p->long_suite.c1 / (double)p->long_suite.n * cost->long_tokens_per_char, p->n_configs,
+                 d2);
     }
 }
 
@@ -642,38 +233,24 @@ static char *pri_text(const drift_table *t, drift_pri_eval **keep) {
     return buf_steal(&b);
 }
 
-/* The stochastic-serving leg (the paper's temperature 0.7, N=5 check): the
- * first model's f32 and int4 configurations again at temperature 0.7 with 5
- * replicates on math, compared as the expected flip rate over replicate
- * pairs, beside the deterministic flip rate of the same pair from the
- * matrix; the ratio is what the paper reports as ~0.23x. Writes
- * DIR/stochastic.txt and appends a sentence to note. */
-static int stochastic_leg(drift_store *st, const char *model_path, const char *model_name, long n_prompts,
-                          int max_tokens, int threads, const char *out, drift_buf *note) {
-    char spec_f32[PATH_MAX + 160], spec_int4[PATH_MAX + 160], lab_f32[300], lab_int4[300], det_f32[300],
-        det_int4[300], suite[64];
-    /* the same targets as the matrix's "cpu-best/f32/seq" and "cpu-best/int4/seq" */
-    config_target(spec_f32, sizeof spec_f32, model_path, "f32", "isa=auto", "reduce=sequential", threads);
-    config_target(spec_int4, sizeof spec_int4, model_path, "int4", "isa=auto", "reduce=sequential", threads);
-    snprintf(lab_f32, sizeof lab_f32, "stochastic/%s/f32", model_name);
-    snprintf(lab_int4, sizeof lab_int4, "stochastic/%s/int4", model_name);
-    snprintf(det_f32, sizeof det_f32, "%s/cpu-best/f32/seq", model_name);
-    snprintf(det_int4, sizeof det_int4, "%s/cpu-best/int4/seq", model_name);
-    snprintf(suite, sizeof suite, "builtin:math?n=%ld", n_prompts);
-    const int reps = 5;
-    const double temperature = 0.7;
-    printf("\n== stochastic serving (temperature %.1f, %d replicates, math, %s: f32 -> int4) ==\n", temperature, reps,
-           model_name);
+/* The stochastic-serving leg (drift_lab_stochastic_*): runs and scores its
+ * two labels, compares them, prints and writes DIR/stochastic.txt and
+ * appends a sentence to note. */
+static int stochastic_leg(drift_store *st, const drift_lab_study *study, const char *out, drift_buf *note) {
+    drift_lab_stochastic x;
+    drift_lab_stochastic_design(study, &x);
+    printf("\n== stochastic serving (temperature %.1f, %d replicates, math, %s: f32 -> int4) ==\n", x.temperature,
+           x.replicates, x.model);
     fflush(stdout);
     cli_run_args a;
     cli_run_args_default(&a);
-    a.suites[0] = suite;
+    a.suites[0] = x.suite;
     a.n_suites = 1;
-    a.replicates = reps;
-    a.params.temperature = temperature;
-    a.params.max_tokens = max_tokens;
+    a.replicates = x.replicates;
+    a.params.temperature = x.temperature;
+    a.params.max_tokens = x.max_tokens;
     a.topts.concurrency = 8;
-    const char *labels[2] = {lab_f32, lab_int4}, *specs[2] = {spec_f32, spec_int4};
+    const char *labels[2] = {x.label_f32, x.label_int4}, *specs[2] = {x.target_f32, x.target_int4};
     drift_score_opts so;
     drift_score_opts_default(&so);
     for (int k = 0; k < 2; k++) {
@@ -684,50 +261,44 @@ static int stochastic_leg(drift_store *st, const char *model_path, const char *m
         if (rc != CLI_EXIT_PASS) return rc;
     }
     drift_error err = {0};
-    drift_comparison *sc = NULL, *dc = NULL;
-    if (drift_compare_runs(st, lab_f32, lab_int4, NULL, &sc, &err)) return cli_error_lib("lab", &err);
-    drift_status drc = drift_compare_runs(st, det_f32, det_int4, NULL, &dc, &err);
-    const drift_wl_result *sw = &sc->wl[DRIFT_WL_MATH];
+    if (drift_lab_stochastic_compare(st, &x, &err)) return cli_error_lib("lab", &err);
     drift_buf txt = {0};
     buf_printf(&txt, "expected flip rate over replicate pairs: ");
-    if (isnan(sw->expected_flip_rate)) buf_puts(&txt, "-");
-    else buf_printf(&txt, "%.2f%%", 100 * sw->expected_flip_rate);
+    if (isnan(x.expected_flip_rate)) buf_puts(&txt, "-");
+    else buf_printf(&txt, "%.2f%%", 100 * x.expected_flip_rate);
     buf_puts(&txt, "; majority-vote flip rate: ");
-    if (isnan(sw->majority_flip_rate)) buf_puts(&txt, "-");
-    else buf_printf(&txt, "%.2f%% (%ld of %ld, %ld ties)", 100 * sw->majority_flip_rate, sw->majority_flips,
-                    sw->majority_n, sw->majority_ties);
+    if (isnan(x.majority_flip_rate)) buf_puts(&txt, "-");
+    else buf_printf(&txt, "%.2f%% (%ld of %ld, %ld ties)", 100 * x.majority_flip_rate, x.majority_flips, x.majority_n,
+                    x.majority_ties);
     buf_puts(&txt, "\n");
-    double ratio = NAN;
-    if (drc == DRIFT_OK && dc->present[DRIFT_WL_MATH]) {
-        const drift_wl_result *dw = &dc->wl[DRIFT_WL_MATH];
-        buf_printf(&txt, "deterministic flip rate (temperature 0, same pair, %ld prompts): %.2f%%\n", dw->n,
-                   100 * dw->flip_rate);
-        if (dw->flip_rate > 0 && !isnan(sw->expected_flip_rate)) ratio = sw->expected_flip_rate / dw->flip_rate;
-        if (isnan(ratio))
+    if (x.det_ok) {
+        buf_printf(&txt, "deterministic flip rate (temperature 0, same pair, %ld prompts): %.2f%%\n", x.det_n,
+                   100 * x.det_flip_rate);
+        if (isnan(x.ratio))
             buf_puts(&txt, "ratio stochastic / deterministic: - (no deterministic flips to compare with)\n");
         else
-            buf_printf(&txt, "ratio stochastic / deterministic: %.2fx (the paper: 0.23x)\n", ratio);
+            buf_printf(&txt, "ratio stochastic / deterministic: %.2fx (the paper: 0.23x)\n", x.ratio);
     } else {
-        buf_printf(&txt, "deterministic flip rate: not available (%s)\n", drc ? err.msg : "no math pairs");
+        buf_printf(&txt, "deterministic flip rate: not available (%s)\n", x.det_reason);
     }
     fputs(txt.data, stdout);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/stochastic.txt", out);
     write_text(path, txt.data);
-    if (!isnan(ratio))
+    if (!isnan(x.ratio))
         buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
                          "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x). ",
-                   model_name, 100 * sw->expected_flip_rate, ratio);
+                   x.model, 100 * x.expected_flip_rate, x.ratio);
     buf_free(&txt);
-    drift_comparison_free(sc);
-    drift_comparison_free(dc);
     return CLI_EXIT_PASS;
 }
 
 static int cmd_lab(int argc, char **argv) {
-    const char *out = "lab", *models_dir = NULL, *guard = NULL, *embedder = NULL;
-    int full = 0, dry_run = 0;
+    const char *out = "lab";
+    int dry_run = 0;
     long limit = -1, max_tokens = -1, threads = 1, jobs = 0;
+    drift_lab_opts lo;
+    drift_lab_opts_default(&lo);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -735,11 +306,11 @@ static int cmd_lab(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(a, "--quick")) {
-            full = 0;
+            lo.full = 0;
             continue;
         }
         if (!strcmp(a, "--full")) {
-            full = 1;
+            lo.full = 1;
             continue;
         }
         if (!strcmp(a, "--dry-run")) {
@@ -749,9 +320,9 @@ static int cmd_lab(int argc, char **argv) {
         if (i + 1 >= argc) return cli_error("lab", "unknown option or missing value '%s' (see --help)", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--models")) models_dir = v;
-        else if (!strcmp(a, "--guard")) guard = v;
-        else if (!strcmp(a, "--embedder")) embedder = v;
+        else if (!strcmp(a, "--models")) lo.models_dir = v;
+        else if (!strcmp(a, "--guard")) lo.guard_spec = v;
+        else if (!strcmp(a, "--embedder")) lo.embedder_spec = v;
         else if (!strcmp(a, "--limit")) {
             if (cli_parse_int("lab", "--limit", v, 1, 1000000, &limit)) return CLI_EXIT_ERROR;
         } else if (!strcmp(a, "--max-tokens")) {
@@ -762,107 +333,72 @@ static int cmd_lab(int argc, char **argv) {
             if (cli_parse_int("lab", "--jobs", v, 0, 1024, &jobs)) return CLI_EXIT_ERROR;
         } else return cli_error("lab", "unknown option '%s' (see --help)", a);
     }
-    if (max_tokens < 0) max_tokens = full ? 128 : 32;
+    const int full = lo.full;
+    lo.limit = limit;
+    lo.max_tokens = (int)max_tokens;
+    lo.threads = (int)threads;
     double t_start = drift_now_ms();
 
     /* 1. models */
-    lab_model models[16];
-    memset(models, 0, sizeof models);
-    size_t n_models = find_models(models_dir ? models_dir : "models", models, 16);
-    int fixtures = 0;
-    if (!n_models) {
-        if (models_dir) return cli_error("lab", "no *.gguf model in %s", models_dir);
-        n_models = find_fixtures(models, 16);
-        if (!n_models)
-            return cli_error("lab", "no shipped models in models/ and no test fixtures (tests/data/models) found; run from "
-                                    "the repository root or give --models DIR");
-        fixtures = 1;
-        printf("NOTE: no shipped models found in models/: using the test fixtures, whose answers are noise\n");
+    drift_lab_study study;
+    memset(&study, 0, sizeof study);
+    drift_error err = {0};
+    if (drift_lab_models_find(&study, &lo, &err)) {
+        drift_lab_study_clear(&study);
+        return cli_error("lab", "%s", err.msg);
     }
-    size_t found_models = n_models;
-    if (!full && n_models > 2) {
-        for (size_t i = 2; i < n_models; i++) {
-            free(models[i].path);
-            free(models[i].name);
-        }
-        n_models = 2;
-    }
-    printf("lab (%s): %zu model(s):", full ? "full" : "quick", n_models);
-    for (size_t i = 0; i < n_models; i++) printf(" %s", models[i].name);
-    if (found_models > n_models) printf(" (%zu found; --full uses all)", found_models);
+    if (study.fixtures) printf("NOTE: no shipped models found in models/: using the test fixtures, whose answers are noise\n");
+    printf("lab (%s): %zu model(s):", full ? "full" : "quick", study.n_models);
+    for (size_t i = 0; i < study.n_models; i++) printf(" %s", study.models[i].name);
+    if (study.n_found > study.n_models) printf(" (%zu found; --full uses all)", study.n_found);
     printf("\n");
 
     /* evaluators: say up front what can and cannot be judged */
-    drift_error err = {0};
-    int with_safety = 0;
-    char safety_reason[512] = "";
-    if (guard) {
-        drift_guard *g = NULL;
-        if (drift_guard_open(guard, &g, &err)) return cli_error_lib("lab", &err);
-        drift_guard_close(g);
-        with_safety = 1;
-    } else {
-        drift_guard *g = NULL;
-        if (drift_guard_open(NULL, &g, &err) == DRIFT_OK && g) {
-            drift_guard_close(g);
-            with_safety = 1;
-        } else {
-            snprintf(safety_reason, sizeof safety_reason, "%s", err.msg[0] ? err.msg : "no guard");
-            printf("safety: not computable, so not run: %s\n", safety_reason);
-        }
-    }
-    char emb_spec[PATH_MAX + 64];
-    if (!embedder) {
-        snprintf(emb_spec, sizeof emb_spec, "embedded:%s?profile=cpu-f32&isa=avx2&threads=1", models[0].path);
-        embedder = emb_spec;
-    }
-
-    /* 2. the matrix */
-    if (mkdir_p(out)) return cli_error("lab", "cannot create %s: %s", out, strerror(errno));
-    char gpu[32];
-    const char *gpu_level = drift_cuda_device_name(gpu, sizeof gpu) == 0 && gpu[0] ? gpu : NULL;
-    if (gpu_level) printf("hardware: the GPU (%s) joins the matrix beside the CPU\n", gpu_level);
-    json_t *spec_j = build_spec(models, n_models, full, limit, (int)max_tokens, with_safety, (int)threads, gpu_level);
-    char *spec_s = json_dumps(spec_j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(spec_j);
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/matrix.json", out);
-    write_text(path, spec_s ? spec_s : "");
-    drift_matrix_spec *spec = NULL;
-    drift_status prc = drift_matrix_spec_parse(spec_s, spec_s ? strlen(spec_s) : 0, path, &spec, &err);
-    free(spec_s);
-    char *stoch_path = drift_strdup(models[0].path), *stoch_name = drift_strdup(models[0].name);
-    for (size_t i = 0; i < n_models; i++) {
-        free(models[i].path);
-        free(models[i].name);
-    }
-    if (prc || !stoch_path || !stoch_name) {
-        free(stoch_path);
-        free(stoch_name);
-        drift_matrix_spec_free(spec);
-        if (!prc) return cli_error("lab", "out of memory");
+    if (drift_lab_safety_check(&study, &err)) {
+        drift_lab_study_clear(&study);
         return cli_error_lib("lab", &err);
     }
-    printf("matrix: %zu configurations x %zu suites, %s, %d new tokens (%s)\n", spec->n_configs, spec->n_suites,
-           limit > 0 ? "--limit prompts per suite" : full ? "whole suites" : "quick suite sizes", spec->max_tokens, path);
-    fflush(stdout);
+    if (!study.with_safety) printf("safety: not computable, so not run: %s\n", study.safety_reason);
+
+    /* 2. the matrix */
+    if (mkdir_p(out)) {
+        drift_lab_study_clear(&study);
+        return cli_error("lab", "cannot create %s: %s", out, strerror(errno));
+    }
     char matrix_path[PATH_MAX + 32];
-    snprintf(matrix_path, sizeof matrix_path, "%s", path);
+    snprintf(matrix_path, sizeof matrix_path, "%s/matrix.json", out);
+    drift_status prc = drift_lab_design(&study, matrix_path, &err);
+    if (study.gpu[0]) printf("hardware: the GPU (%s) joins the matrix beside the CPU\n", study.gpu);
+    write_text(matrix_path, study.spec_json ? study.spec_json : "");
+    if (prc) {
+        drift_lab_study_clear(&study);
+        if (prc == DRIFT_ERR_NOMEM) return cli_error("lab", "out of memory");
+        return cli_error_lib("lab", &err);
+    }
+    const drift_matrix_spec *spec = study.spec;
+    printf("matrix: %zu configurations x %zu suites, %s, %d new tokens (%s)\n", spec->n_configs, spec->n_suites,
+           limit > 0 ? "--limit prompts per suite" : full ? "whole suites" : "quick suite sizes", spec->max_tokens,
+           matrix_path);
+    fflush(stdout);
 
     /* 3. the size and the time estimate, then run + score (a dry run opens
      * the store only when it exists, to count what is stored) */
+    char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/lab.db", out);
     drift_store *st = NULL;
     if ((!dry_run || access(path, F_OK) == 0) && drift_store_open(path, &st, &err)) {
-        drift_matrix_spec_free(spec);
-        free(stoch_path);
-        free(stoch_name);
+        drift_lab_study_clear(&study);
         return cli_error_lib("lab", &err);
     }
-    double gen_s = 0;
-    char long_note[512];
-    lab_plan(spec, st, stoch_path, (int)threads, full, matrix_path, full ? 0 : LAB_QUICK_LONG_N,
-             limit > 0 ? limit : 16, &gen_s, long_note, sizeof long_note);
+    drift_lab_plan plan;
+    char long_note[512] = "";
+    if (print_size(&plan, drift_lab_plan_size(&study, st, &plan, &err), &err) == 0) {
+        fflush(stdout);
+        drift_status erc = drift_lab_plan_estimate(&study, &plan, &err);
+        print_estimate(&plan, erc, (int)threads, full, matrix_path, long_note, sizeof long_note);
+    }
+    double gen_s = plan.gen_s;
+    drift_lab_plan_clear(&plan);
     if (!full) {
         if (long_note[0]) printf("quick: %s\n", long_note);
         else printf("quick: long_context is left out (each prompt is a prefill of thousands of tokens); --full runs it\n");
@@ -871,9 +407,7 @@ static int cmd_lab(int argc, char **argv) {
     if (dry_run) {
         printf("dry run: nothing generated (the matrix is in %s)\n", matrix_path);
         drift_store_close(st);
-        drift_matrix_spec_free(spec);
-        free(stoch_path);
-        free(stoch_name);
+        drift_lab_study_clear(&study);
         return CLI_EXIT_PASS;
     }
     cli_install_signal_handlers();
@@ -882,20 +416,18 @@ static int cmd_lab(int argc, char **argv) {
     cli_matrix_opts mo;
     cli_matrix_opts_default(&mo);
     mo.progress_lines = 1;
-    mo.score.guard_spec = guard;
-    mo.score.embedder_spec = embedder;
+    mo.score.guard_spec = lo.guard_spec;
+    mo.score.embedder_spec = study.embedder;
     mo.score.jobs = (int)jobs;
     cli_matrix_stats ms;
     int rc = cli_matrix_run("lab", st, spec, &mo, &ms);
     drift_matrix_store_tokens(st, &tok1, &err);
-    int spec_max_tokens = spec->max_tokens;
-    drift_matrix_spec_free(spec);
     drift_buf stoch_note = {0};
-    if (rc == CLI_EXIT_PASS)
-        rc = stochastic_leg(st, stoch_path, stoch_name, limit > 0 ? limit : 16, spec_max_tokens, (int)threads, out,
-                            &stoch_note);
-    free(stoch_path);
-    free(stoch_name);
+    if (rc == CLI_EXIT_PASS) rc = stochastic_leg(st, &study, out, &stoch_note);
+    int fixtures = study.fixtures, with_safety = study.with_safety;
+    char safety_reason[sizeof study.safety_reason];
+    memcpy(safety_reason, study.safety_reason, sizeof safety_reason);
+    drift_lab_study_clear(&study);
     if (rc != CLI_EXIT_PASS) {
         buf_free(&stoch_note);
         drift_store_close(st);

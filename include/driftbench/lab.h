@@ -1,0 +1,254 @@
+/* lab.h - the lab stage: the paper's study on the embedded engine, as steps
+ * a caller drives (the CLI prints between them):
+ *
+ *   drift_lab_models_find     the models (models/ *.gguf, else the fixtures)
+ *   drift_lab_safety_check    can safety be judged (a guard that opens)?
+ *   drift_lab_design          the matrix: models x numeric profiles x suites
+ *   drift_lab_plan_size       configurations x prompts, what is stored already
+ *   drift_lab_plan_estimate   the cost model measured on this machine -> seconds
+ *   (the matrix is run and scored: the matrix runner)
+ *   drift_lab_stochastic_design / _compare   the temperature-0.7 leg
+ *
+ * Each step takes its inputs, returns a drift_status and fills a struct that
+ * holds what the caller prints or writes; nothing here prints or exits.
+ * The cost model's arithmetic (drift_lab_fit_solve, drift_lab_suite_seconds,
+ * drift_lab_plan_apply) is pure, so tests check it without timing anything. */
+#ifndef DRIFTBENCH_LAB_H
+#define DRIFTBENCH_LAB_H
+
+#include <stddef.h>
+
+#include "driftbench/matrix.h"
+#include "driftbench/pipeline.h"
+#include "driftbench/status.h"
+#include "driftbench/store.h"
+#include "driftbench/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DRIFT_LAB_MAX_MODELS 16
+#define DRIFT_LAB_MAX_SUITES 32
+/* --full warns (and still runs) on fewer cores than this */
+#define DRIFT_LAB_FEW_CORES 8
+/* long_context prompts --quick would take, for the estimate that says why it does not */
+#define DRIFT_LAB_QUICK_LONG_N 4
+/* room for a target spec (a model path plus its profile keys) */
+#define DRIFT_LAB_SPEC_MAX 4400
+#define DRIFT_LAB_LABEL_MAX 300
+
+typedef struct drift_lab_opts {
+    int full;                  /* 0 = --quick: at most 2 models, one axis at a time */
+    const char *models_dir;    /* NULL: models/, then the test fixtures */
+    long limit;                /* prompts per suite; <= 0: the mode's sizes */
+    int max_tokens;            /* new tokens per answer; <= 0: 128 full, 32 quick */
+    int threads;               /* engine threads per configuration (0 = the engine's default) */
+    const char *guard_spec;    /* safety guard; NULL: the built-in guard */
+    const char *embedder_spec; /* chat embedder; NULL: the first model, cpu-f32/avx2 */
+    /* Events of stage "lab" (may be NULL): the calibration's timed batches
+     * (BEGIN, STEP per batch, END; label = the profile's target). */
+    drift_progress_cb progress;
+    void *progress_user;
+} drift_lab_opts;
+
+/* Sets the defaults above (quick, 1 engine thread). */
+DRIFT_API void drift_lab_opts_default(drift_lab_opts *o);
+
+typedef struct drift_lab_model {
+    char *path;                /* absolute */
+    char *name;                /* file stem, with ",={}" made '_' */
+} drift_lab_model;
+
+/* The study: what drift_lab_models_find, drift_lab_safety_check and
+ * drift_lab_design decided. Zero it before the first step; free it with
+ * drift_lab_study_clear. */
+typedef struct drift_lab_study {
+    drift_lab_opts opts;       /* copied by drift_lab_models_find (strings borrowed) */
+    int max_tokens;            /* resolved */
+    long stoch_prompts;        /* math prompts of the stochastic leg */
+    drift_lab_model models[DRIFT_LAB_MAX_MODELS];
+    size_t n_models;           /* in the study (--quick: at most 2) */
+    size_t n_found;            /* found in the folder */
+    int fixtures;              /* 1: the test fixtures, whose answers are noise */
+    int with_safety;           /* 1: a guard opens, safety is a suite */
+    char safety_reason[512];   /* why not, when with_safety == 0 */
+    char *embedder;            /* the chat embedder spec (malloc'd) */
+    char gpu[32];              /* hardware level of the visible GPU; "" = none */
+    char *spec_json;           /* the matrix spec JSON (DIR/matrix.json's text; malloc'd) */
+    drift_matrix_spec *spec;   /* the same, parsed */
+} drift_lab_study;
+
+/* Finds the models: opts->models_dir's *.gguf (sorted), or when it is NULL
+ * models/'s, else the test fixtures (./tests/data/models,
+ * $DRIFT_SOURCE/tests/data/models, or ../tests/data/models beside the
+ * executable; s->fixtures = 1). --quick keeps the first two. Copies opts
+ * into s. DRIFT_ERR_NOT_FOUND with the message the user reads when there
+ * are none. */
+DRIFT_API drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opts, drift_error *err);
+
+/* Whether safety can be judged: s->opts.guard_spec must open (its error is
+ * returned); with none given, the built-in guard is tried and, when it
+ * does not open, s->with_safety = 0 and s->safety_reason says why (not an
+ * error). */
+DRIFT_API drift_status drift_lab_safety_check(drift_lab_study *s, drift_error *err);
+
+/* The matrix of the study (after drift_lab_models_find and
+ * drift_lab_safety_check): per model the ref baseline "ref@{model}" and the
+ * profiles labelled MODEL/HARDWARE/PRECISION/FRAMEWORK (--quick: every
+ * precision, split-K 4 and avx2 from f32/seq on the best ISA; --full: 3
+ * ISAs x 8 formats x 5 kernel variants), plus the visible GPU; suites math,
+ * code, safety (when with_safety), chat and, with --full, long context.
+ * Fills s->embedder, s->gpu, s->spec_json and then s->spec; on a parse
+ * failure s->spec_json is kept so the caller can still write it.
+ * spec_name: the file name parse messages give (NULL: "matrix.json"). */
+DRIFT_API drift_status drift_lab_design(drift_lab_study *s, const char *spec_name, drift_error *err);
+
+/* The same design for given models without looking for them: what
+ * drift_lab_design builds, for tests and callers with their own models.
+ * gpu: the GPU's hardware level or NULL. Returns the spec JSON (malloc'd)
+ * or NULL on nomem. */
+DRIFT_API char *drift_lab_design_json(const drift_lab_model *models, size_t n_models, int full, long limit,
+                                      int max_tokens, int with_safety, int threads, const char *gpu);
+
+/* Frees what the steps allocated and zeroes s. */
+DRIFT_API void drift_lab_study_clear(drift_lab_study *s);
+
+/* ---- the cost model ----
+ * A request of P prompt tokens and G new tokens takes
+ *     a*P + b*P^2 + G*(d + 2*b*P)   seconds
+ * (prefill per token a, attention growing with the context b, decode per
+ * token d, each new token attending over the prompt), fitted per profile
+ * from timed batches on this machine. */
+typedef struct drift_lab_fit {
+    double a, b, d;            /* per prompt token, per token^2, per new token */
+} drift_lab_fit;
+
+typedef struct drift_lab_cost {
+    drift_lab_fit cpu, ref;    /* the cpu profiles (measured on cpu-f32) and the ref profile */
+    double tokens_per_char;    /* prompt tokens per rendered character (short prompts) */
+    double long_tokens_per_char; /* the same on the long-context document */
+} drift_lab_cost;
+
+/* One profile's timings: seconds per request of a batch of short prompts
+ * prefilled (1 new token), the same batch with max_tokens new tokens, and
+ * one long prompt prefilled; and the prompt tokens of each prompt. */
+typedef struct drift_lab_timing {
+    double prefill_s, generate_s, long_s;
+    int short_tokens, long_tokens;
+    int max_tokens;
+} drift_lab_timing;
+
+/* Fits a, b, d from t: a = prefill_s / short_tokens; d = (generate_s -
+ * prefill_s) / (max_tokens - 1) (not below 0; a when max_tokens <= 1);
+ * b = (long_s - a * long_tokens) / long_tokens^2 (not below 0; 0 when the
+ * long prompt is no longer than the short one). DRIFT_ERR_INVALID when a
+ * time or a token count is not positive. */
+DRIFT_API drift_status drift_lab_fit_solve(const drift_lab_timing *t, drift_lab_fit *f, drift_error *err);
+
+/* A suite's size: its prompts and their rendered characters. */
+typedef struct drift_lab_suite_size {
+    char name[32];             /* the workload's name ("long_context" prices with long_tokens_per_char) */
+    size_t n;                  /* prompts */
+    double c1, c2;             /* sums of rendered characters and of their squares */
+} drift_lab_suite_size;
+
+/* Prompts and rendered characters of suite `spec` (its first `limit`
+ * prompts when limit > 0); *first: its first rendered prompt (malloc'd)
+ * when first != NULL. */
+DRIFT_API drift_status drift_lab_suite_size_of(const char *spec, long limit, drift_lab_suite_size *out, char **first,
+                                               drift_error *err);
+
+/* Seconds to generate suite s on one configuration (ref: the ref profile's
+ * fit) at max_tokens new tokens, times replicates (at least 1). */
+DRIFT_API double drift_lab_suite_seconds(const drift_lab_cost *c, const drift_lab_suite_size *s, int max_tokens,
+                                         int replicates, int ref);
+
+/* What the study will cost. drift_lab_plan_size fills the size part,
+ * drift_lab_plan_estimate the rest. Free with drift_lab_plan_clear. */
+typedef struct drift_lab_plan {
+    size_t n_suites;
+    drift_lab_suite_size suites[DRIFT_LAB_MAX_SUITES];
+    size_t n_configs;          /* configurations of the matrix */
+    size_t per_config;         /* prompts per configuration */
+    size_t todo;               /* configurations not stored complete */
+    unsigned char *done;       /* (n_configs,) 1 = stored complete */
+    int max_tokens;
+    long stoch_prompts;        /* the stochastic leg: 2 runs x stoch_prompts x stoch_replicates */
+    int stoch_replicates;
+    char *first_prompt;        /* the first suite's first prompt: the calibration's short prompt */
+    /* the estimate */
+    drift_lab_cost cost;
+    double gen_s;              /* seconds of generation left, with the stochastic leg */
+    double long_s;             /* of which long_context */
+    long cores;                /* online CPUs */
+    int warn_large;            /* --full on fewer than DRIFT_LAB_FEW_CORES cores */
+    /* --quick: what DRIFT_LAB_QUICK_LONG_N long_context prompts would add */
+    drift_lab_suite_size long_suite; /* n = 0: not estimated */
+    double long_add_s;
+} drift_lab_plan;
+
+/* The size of the study's matrix: every suite's prompts (as the matrix
+ * limits them) and which configurations st holds complete (st may be NULL:
+ * none). Zeroes p first. */
+DRIFT_API drift_status drift_lab_plan_size(const drift_lab_study *s, drift_store *st, drift_lab_plan *p,
+                                           drift_error *err);
+
+/* Measures the cost model on this machine (a few seconds: the first model
+ * on cpu-f32/seq at the study's engine threads with batches of 8 copies of
+ * p->first_prompt and a ~400-token long-context piece, and on ref with
+ * batches of 2 and a ~200-token piece; each short timing the least of two
+ * tries), then drift_lab_plan_apply. Only when p->todo > 0. Reports the
+ * requests through s->opts.progress. DRIFT_ERR_MODEL when the calibration
+ * requests fail. */
+DRIFT_API drift_status drift_lab_plan_estimate(const drift_lab_study *s, drift_lab_plan *p, drift_error *err);
+
+/* The estimate from p's sizes and p->cost, no timing: gen_s and long_s over
+ * the configurations not done (ref ones, by their target's profile=ref,
+ * with the ref fit), plus the stochastic leg (2 cpu runs of stoch_prompts
+ * math prompts, their characters scaled from the math suite's, x
+ * stoch_replicates); long_add_s over every configuration when
+ * p->long_suite.n > 0. */
+DRIFT_API void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec);
+
+DRIFT_API void drift_lab_plan_clear(drift_lab_plan *p);
+
+/* ---- the stochastic leg ----
+ * The first model's f32 and int4 configurations again at temperature 0.7
+ * with 5 replicates on math; the expected flip rate over replicate pairs
+ * beside the deterministic flip rate of the same pair from the matrix (the
+ * paper reports their ratio, ~0.23x). These runs are no rows of the flip
+ * table: their decoding differs from the baseline's. */
+typedef struct drift_lab_stochastic {
+    /* the design */
+    char model[256];
+    char target_f32[DRIFT_LAB_SPEC_MAX], target_int4[DRIFT_LAB_SPEC_MAX];
+    char label_f32[DRIFT_LAB_LABEL_MAX], label_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32" */
+    char det_f32[DRIFT_LAB_LABEL_MAX], det_int4[DRIFT_LAB_LABEL_MAX];     /* the matrix's runs of the pair */
+    char suite[64];
+    int replicates;
+    double temperature;
+    int max_tokens;
+    /* the comparison (drift_lab_stochastic_compare) */
+    double expected_flip_rate; /* NAN when unknown */
+    double majority_flip_rate; /* NAN when unknown */
+    long majority_flips, majority_n, majority_ties;
+    int det_ok;                /* the deterministic pair compared with math pairs */
+    long det_n;
+    double det_flip_rate;
+    char det_reason[DRIFT_ERROR_MSG_MAX]; /* why not, when det_ok == 0 */
+    double ratio;              /* expected / deterministic; NAN without deterministic flips */
+} drift_lab_stochastic;
+
+/* The leg's runs for the study's first model (its labels, targets, suite
+ * and decoding). */
+DRIFT_API void drift_lab_stochastic_design(const drift_lab_study *s, drift_lab_stochastic *out);
+
+/* Compares the two stochastic runs (their error is returned) and the
+ * deterministic pair (a failure is recorded in det_reason) in st. */
+DRIFT_API drift_status drift_lab_stochastic_compare(drift_store *st, drift_lab_stochastic *x, drift_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

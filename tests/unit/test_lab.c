@@ -1,0 +1,394 @@
+/* test_lab.c - the lab stage without the CLI: the study design for given
+ * models (configurations, labels, targets, suites, with and without the
+ * GPU), finding models in a folder, the cost model's fit and pricing
+ * checked against values computed by hand, the plan's size from the
+ * built-in suites, and the stochastic leg's design and comparison on a
+ * store with known labels. Nothing here loads a model or times a request. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "driftbench/lab.h"
+#include "driftbench/matrix.h"
+#include "driftbench/suite.h"
+
+#include "labelled_runs.h"
+
+#define TOL 1e-12
+
+static const drift_lab_model MODELS[2] = {{"/m/a.gguf", "a"}, {"/m/b.gguf", "b"}};
+
+static drift_matrix_spec *design(const drift_lab_model *models, size_t n, int full, long limit, int max_tokens,
+                                 int with_safety, int threads, const char *gpu) {
+    char *json = drift_lab_design_json(models, n, full, limit, max_tokens, with_safety, threads, gpu);
+    assert_non_null(json);
+    drift_matrix_spec *spec = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_spec_parse(json, strlen(json), "matrix.json", &spec, &err), DRIFT_OK);
+    free(json);
+    return spec;
+}
+
+static const drift_matrix_config *find_config(const drift_matrix_spec *s, const char *label) {
+    for (size_t i = 0; i < s->n_configs; i++)
+        if (!strcmp(s->configs[i].label, label)) return &s->configs[i];
+    return NULL;
+}
+
+/* --quick: per model the ref baseline and 8 profiles, one axis at a time. */
+static void test_design_quick(void **state) {
+    (void)state;
+    drift_matrix_spec *s = design(MODELS, 2, 0, -1, 32, 1, 1, NULL);
+    assert_string_equal(s->name, "driftbench lab --quick");
+    assert_string_equal(s->baseline, "ref@{model}");
+    assert_int_equal(s->n_configs, 2 + 2 * 8);
+    assert_int_equal(s->n_suites, 4);
+    assert_string_equal(s->suites[0], "builtin:math?n=16");
+    assert_string_equal(s->suites[1], "builtin:code?n=6");
+    assert_string_equal(s->suites[2], "builtin:safety?n=12");
+    assert_string_equal(s->suites[3], "builtin:chat?n=12");
+    assert_int_equal(s->max_tokens, 32);
+    assert_int_equal(s->seed, 42);
+    assert_true(s->temperature == 0.0);
+    /* the baselines first, then model a's profiles in order */
+    assert_string_equal(s->configs[0].label, "ref@a");
+    assert_string_equal(s->configs[0].target, "embedded:/m/a.gguf?profile=ref");
+    assert_string_equal(s->configs[1].label, "ref@b");
+    static const char *const a_labels[8] = {"a/cpu-best/f32/seq",   "a/cpu-best/bf16/seq", "a/cpu-best/fp8/seq",
+                                            "a/cpu-best/int8/seq",  "a/cpu-best/int4/seq", "a/cpu-best/mxfp4/seq",
+                                            "a/cpu-best/f32/splitk4", "a/cpu-avx2/f32/seq"};
+    for (int i = 0; i < 8; i++) assert_string_equal(s->configs[2 + i].label, a_labels[i]);
+    assert_string_equal(s->configs[2].target,
+                        "embedded:/m/a.gguf?profile=cpu-f32&weights=f32&isa=auto&reduce=sequential&threads=1");
+    assert_string_equal(s->configs[8].target,
+                        "embedded:/m/a.gguf?profile=cpu-f32&weights=f32&isa=auto&reduce=blocked:4&threads=1");
+    assert_string_equal(s->configs[9].target,
+                        "embedded:/m/a.gguf?profile=cpu-f32&weights=f32&isa=avx2&reduce=sequential&threads=1");
+    char *dims = drift_matrix_config_dims(find_config(s, "b/cpu-best/int4/seq"));
+    assert_string_equal(dims, "model=b,hardware=cpu-best,precision=int4,framework=seq");
+    free(dims);
+    dims = drift_matrix_config_dims(&s->configs[0]);
+    assert_string_equal(dims, "model=a,hardware=ref,precision=f32,framework=ref");
+    free(dims);
+    drift_matrix_spec_free(s);
+
+    /* no guard: no safety suite; --limit sizes every suite; threads travel */
+    s = design(MODELS, 1, 0, 3, 12, 0, 4, NULL);
+    assert_int_equal(s->n_configs, 1 + 8);
+    assert_int_equal(s->n_suites, 3);
+    assert_string_equal(s->suites[0], "builtin:math?n=3");
+    assert_string_equal(s->suites[1], "builtin:code?n=3");
+    assert_string_equal(s->suites[2], "builtin:chat?n=3");
+    assert_int_equal(s->max_tokens, 12);
+    assert_non_null(strstr(s->configs[1].target, "&threads=4"));
+    drift_matrix_spec_free(s);
+}
+
+/* --full: 3 ISAs x 8 formats x 5 kernel variants, whole suites with long
+ * context; a GPU adds 8 formats x 2 kernel families per model (--quick: 1). */
+static void test_design_full_gpu(void **state) {
+    (void)state;
+    drift_matrix_spec *s = design(MODELS, 2, 1, -1, 128, 1, 1, NULL);
+    assert_string_equal(s->name, "driftbench lab --full");
+    assert_int_equal(s->n_configs, 2 + 2 * 3 * 8 * 5);
+    assert_int_equal(s->n_suites, 5);
+    assert_string_equal(s->suites[0], "builtin:math");
+    assert_string_equal(s->suites[4], "builtin:long");
+    assert_non_null(find_config(s, "b/cpu-scalar/nvfp4/fastexp"));
+    assert_string_equal(find_config(s, "a/cpu-avx2/f16/online64")->target,
+                        "embedded:/m/a.gguf?profile=cpu-f32&weights=f16&isa=avx2&attn=online:64&threads=1");
+    drift_matrix_spec_free(s);
+
+    s = design(MODELS, 1, 1, -1, 128, 1, 1, "h200");
+    assert_int_equal(s->n_configs, 1 + 3 * 8 * 5 + 8 * 2);
+    const drift_matrix_config *c = find_config(s, "a/h200/fp8/vendor");
+    assert_non_null(c);
+    assert_string_equal(c->target, "embedded:/m/a.gguf?profile=cpu-f32&weights=fp8&backend=cuda&gemm=vendor&threads=1");
+    drift_matrix_spec_free(s);
+
+    s = design(MODELS, 2, 0, -1, 32, 1, 1, "h200");
+    assert_int_equal(s->n_configs, 2 + 2 * 9);
+    assert_non_null(find_config(s, "b/h200/f32/seq"));
+    drift_matrix_spec_free(s);
+}
+
+static void touch(const char *dir, const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    int fd = open(p, O_CREAT | O_WRONLY, 0644);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+/* Models: *.gguf sorted, names made safe for labels; --quick keeps two. */
+static void test_models_find(void **state) {
+    (void)state;
+    char dir[] = "/tmp/drift_test_lab_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    touch(dir, "c.gguf");
+    touch(dir, "a,x=1.gguf");
+    touch(dir, "b.gguf");
+    touch(dir, "notes.txt");
+    drift_lab_opts o;
+    drift_lab_opts_default(&o);
+    assert_int_equal(o.threads, 1);
+    o.models_dir = dir;
+    drift_lab_study s;
+    memset(&s, 0, sizeof s);
+    drift_error err = {0};
+    assert_int_equal(drift_lab_models_find(&s, &o, &err), DRIFT_OK);
+    assert_int_equal(s.n_found, 3);
+    assert_int_equal(s.n_models, 2);
+    assert_int_equal(s.fixtures, 0);
+    assert_string_equal(s.models[0].name, "a_x_1");
+    assert_string_equal(s.models[1].name, "b");
+    assert_non_null(strstr(s.models[1].path, "/b.gguf"));
+    assert_int_equal(s.max_tokens, 32);
+    assert_int_equal(s.stoch_prompts, 16);
+    drift_lab_study_clear(&s);
+
+    o.full = 1;
+    o.limit = 5;
+    assert_int_equal(drift_lab_models_find(&s, &o, &err), DRIFT_OK);
+    assert_int_equal(s.n_models, 3);
+    assert_string_equal(s.models[2].name, "c");
+    assert_int_equal(s.max_tokens, 128);
+    assert_int_equal(s.stoch_prompts, 5);
+    drift_lab_study_clear(&s);
+
+    char p[512];
+    const char *names[] = {"a,x=1.gguf", "b.gguf", "c.gguf", "notes.txt"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    assert_int_equal(drift_lab_models_find(&s, &o, &err), DRIFT_ERR_NOT_FOUND);
+    snprintf(p, sizeof p, "no *.gguf model in %s", dir);
+    assert_string_equal(err.msg, p);
+    drift_lab_study_clear(&s);
+    rmdir(dir);
+}
+
+/* a = prefill / tokens; d = (generate - prefill) / (G - 1); b from the long
+ * prefill beyond its linear part. */
+static void test_fit_solve(void **state) {
+    (void)state;
+    drift_lab_timing t = {.prefill_s = 0.01, .generate_s = 0.04, .long_s = 0.3,
+                          .short_tokens = 20, .long_tokens = 200, .max_tokens = 11};
+    drift_lab_fit f;
+    drift_error err = {0};
+    assert_int_equal(drift_lab_fit_solve(&t, &f, &err), DRIFT_OK);
+    assert_float_equal(f.a, 5e-4, TOL);
+    assert_float_equal(f.d, 3e-3, TOL);          /* 0.03 s over 10 more tokens */
+    assert_float_equal(f.b, 5e-6, TOL);          /* (0.3 - 5e-4 * 200) / 200^2 */
+    /* one new token: decode priced as prefill */
+    t.max_tokens = 1;
+    assert_int_equal(drift_lab_fit_solve(&t, &f, &err), DRIFT_OK);
+    assert_float_equal(f.d, f.a, TOL);
+    /* noise: generation faster than prefill, long prefill below its linear part */
+    t.max_tokens = 11;
+    t.generate_s = 0.005;
+    t.long_s = 0.05;
+    assert_int_equal(drift_lab_fit_solve(&t, &f, &err), DRIFT_OK);
+    assert_float_equal(f.d, 0, TOL);
+    assert_float_equal(f.b, 0, TOL);
+    /* a long piece no longer than the short prompt: no attention term */
+    t.long_s = 0.3;
+    t.long_tokens = 20;
+    assert_int_equal(drift_lab_fit_solve(&t, &f, &err), DRIFT_OK);
+    assert_float_equal(f.b, 0, TOL);
+    t.prefill_s = 0;
+    assert_int_equal(drift_lab_fit_solve(&t, &f, &err), DRIFT_ERR_INVALID);
+}
+
+static const drift_lab_cost COST = {
+    .cpu = {.a = 1e-3, .b = 1e-6, .d = 2e-3},
+    .ref = {.a = 4e-3, .b = 0, .d = 8e-3},
+    .tokens_per_char = 0.25,
+    .long_tokens_per_char = 0.5,
+};
+
+/* Two prompts of 100 and 300 characters = 25 and 75 tokens, 10 new tokens:
+ * per request a*P + b*P^2 + G*(d + 2*b*P) =
+ *   25: 0.025 + 0.000625 + 10*(0.002 + 0.00005) = 0.046125
+ *   75: 0.075 + 0.005625 + 10*(0.002 + 0.00015) = 0.102125   sum 0.14825 */
+static void test_suite_seconds(void **state) {
+    (void)state;
+    drift_lab_suite_size m = {"math", 2, 100 + 300, 100 * 100 + 300 * 300};
+    assert_float_equal(drift_lab_suite_seconds(&COST, &m, 10, 1, 0), 0.14825, TOL);
+    assert_float_equal(drift_lab_suite_seconds(&COST, &m, 10, 3, 0), 3 * 0.14825, TOL);
+    assert_float_equal(drift_lab_suite_seconds(&COST, &m, 10, 0, 0), 0.14825, TOL);
+    /* ref: 4e-3 * 100 tokens + 10 * 8e-3 * 2 prompts */
+    assert_float_equal(drift_lab_suite_seconds(&COST, &m, 10, 1, 1), 0.56, TOL);
+    /* long_context prices its characters at 0.5 tokens: one of 1000 = 500 tokens
+     *   0.5 + 1e-6 * 250000 + 10 * (0.002 + 2e-6 * 500) = 0.78 */
+    drift_lab_suite_size l = {"long_context", 1, 1000, 1000 * 1000};
+    assert_float_equal(drift_lab_suite_seconds(&COST, &l, 10, 1, 0), 0.78, TOL);
+}
+
+/* The estimate over a 1-model quick design (ref + 8 profiles), one profile
+ * stored already:
+ *   chat (one prompt of 200 chars = 50 tokens): cpu 0.05 + 0.0025 + 10 * 0.0021 = 0.0735,
+ *                                              ref 0.2 + 0.08 = 0.28
+ *   ref config: 0.56 + 0.28 = 0.84; 7 cpu configs: 7 * (0.14825 + 0.0735) = 1.55225
+ *   stochastic: math scaled to 4 prompts (c1 800, c2 200000, 200 tokens):
+ *     0.2 + 0.0125 + 10 * (0.008 + 0.0004) = 0.2965, x 5 replicates x 2 runs = 2.965
+ *   gen_s = 5.35725; long_context (not in the matrix) would add ref 2.08 + 8 * 0.78 = 8.32 */
+static void test_plan_apply(void **state) {
+    (void)state;
+    drift_matrix_spec *s = design(MODELS, 1, 0, -1, 10, 0, 1, NULL);
+    assert_int_equal(s->n_configs, 9);
+    unsigned char done[9] = {0};
+    done[1] = 1;
+    drift_lab_plan p;
+    memset(&p, 0, sizeof p);
+    p.n_suites = 2;
+    p.suites[0] = (drift_lab_suite_size){"math", 2, 400, 100000};
+    p.suites[1] = (drift_lab_suite_size){"chat", 1, 200, 40000};
+    p.n_configs = 9;
+    p.done = done;
+    p.max_tokens = 10;
+    p.stoch_prompts = 4;
+    p.stoch_replicates = 5;
+    p.cost = COST;
+    p.long_suite = (drift_lab_suite_size){"long_context", 1, 1000, 1000000};
+    drift_lab_plan_apply(&p, s);
+    assert_float_equal(p.gen_s, 0.84 + 1.55225 + 2.965, 1e-9);
+    assert_float_equal(p.long_s, 0, TOL);
+    assert_float_equal(p.long_add_s, 8.32, 1e-9);
+
+    /* long_context in the matrix counts in long_s too (nothing stored, no math:
+     * no stochastic leg): 9 configs, the ref one at 2.08 */
+    memset(done, 0, sizeof done);
+    p.n_suites = 1;
+    p.suites[0] = p.long_suite;
+    p.long_suite.n = 0;
+    drift_lab_plan_apply(&p, s);
+    assert_float_equal(p.gen_s, 8.32, 1e-9);
+    assert_float_equal(p.long_s, 8.32, 1e-9);
+    assert_float_equal(p.long_add_s, 0, TOL);
+    drift_matrix_spec_free(s);
+}
+
+/* The size from the built-in suites without a store: every configuration to
+ * run, the first prompt kept for the calibration; an estimate with nothing
+ * to run measures nothing. */
+static void test_plan_size(void **state) {
+    (void)state;
+    drift_lab_study st;
+    memset(&st, 0, sizeof st);
+    drift_lab_opts_default(&st.opts);
+    st.stoch_prompts = 3;
+    st.spec = design(MODELS, 2, 0, 3, 12, 0, 1, NULL);
+    drift_lab_plan p;
+    drift_error err = {0};
+    assert_int_equal(drift_lab_plan_size(&st, NULL, &p, &err), DRIFT_OK);
+    assert_int_equal(p.n_configs, 18);
+    assert_int_equal(p.todo, 18);
+    assert_int_equal(p.n_suites, 3);
+    assert_string_equal(p.suites[0].name, "math");
+    assert_string_equal(p.suites[1].name, "code");
+    assert_string_equal(p.suites[2].name, "chat");
+    assert_int_equal(p.per_config, 9);
+    assert_int_equal(p.max_tokens, 12);
+    assert_int_equal(p.stoch_prompts, 3);
+    assert_int_equal(p.stoch_replicates, 5);
+    assert_non_null(p.first_prompt);
+    /* the characters are those of the rendered prompts */
+    drift_lab_suite_size m;
+    char *first = NULL;
+    assert_int_equal(drift_lab_suite_size_of("builtin:math?n=5", 3, &m, &first, &err), DRIFT_OK);
+    assert_int_equal(m.n, 3);
+    assert_string_equal(first, p.first_prompt);
+    assert_float_equal(m.c1, p.suites[0].c1, TOL);
+    assert_float_equal(m.c2, p.suites[0].c2, TOL);
+    assert_true(m.c1 >= (double)strlen(first) && m.c2 * 3 >= m.c1 * m.c1);
+    free(first);
+    p.todo = 0;
+    assert_int_equal(drift_lab_plan_estimate(&st, &p, &err), DRIFT_OK);
+    assert_float_equal(p.gen_s, 0, TOL);
+    drift_lab_plan_clear(&p);
+    assert_null(p.done);
+    drift_lab_study_clear(&st);
+}
+
+/* The stochastic leg: its runs, and its comparison on known labels. */
+static void test_stochastic(void **state) {
+    (void)state;
+    drift_lab_study s;
+    memset(&s, 0, sizeof s);
+    drift_lab_opts_default(&s.opts);
+    s.opts.threads = 2;
+    s.stoch_prompts = 10;
+    s.max_tokens = 12;
+    s.models[0].path = strdup("/m/a.gguf");
+    s.models[0].name = strdup("a");
+    s.n_models = 1;
+    drift_lab_stochastic x;
+    drift_lab_stochastic_design(&s, &x);
+    assert_string_equal(x.label_f32, "stochastic/a/f32");
+    assert_string_equal(x.label_int4, "stochastic/a/int4");
+    assert_string_equal(x.det_f32, "a/cpu-best/f32/seq");
+    assert_string_equal(x.det_int4, "a/cpu-best/int4/seq");
+    assert_string_equal(x.target_int4,
+                        "embedded:/m/a.gguf?profile=cpu-f32&weights=int4&isa=auto&reduce=sequential&threads=2");
+    assert_string_equal(x.suite, "builtin:math?n=10");
+    assert_int_equal(x.replicates, 5);
+    assert_float_equal(x.temperature, 0.7, TOL);
+    assert_int_equal(x.max_tokens, 12);
+    drift_lab_study_clear(&s);
+
+    make_tmpdir();
+    drift_store *st = open_store("lab.db");
+    drift_error err = {0};
+    /* the stochastic runs missing: an error */
+    assert_int_not_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
+    const char *cfg = "{\"model\":\"a\"}";
+    add_run(st, x.label_f32, "t", cfg, 0x0);
+    add_run(st, x.label_int4, "t", cfg, 0x3);
+    /* no deterministic pair: said why, no ratio */
+    assert_int_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
+    assert_int_equal(x.det_ok, 0);
+    assert_true(x.det_reason[0] != 0);
+    assert_true(isnan(x.ratio));
+    /* deterministic pair: 2 of 10 prompts flip; one replicate each, so no
+     * expected rate and no ratio */
+    add_run(st, x.det_f32, "t", cfg, 0x1);
+    add_run(st, x.det_int4, "t", cfg, 0x7);
+    assert_int_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
+    assert_int_equal(x.det_ok, 1);
+    assert_int_equal(x.det_n, 10);
+    assert_float_equal(x.det_flip_rate, 0.2, TOL);
+    assert_true(isnan(x.expected_flip_rate));
+    assert_true(isnan(x.ratio));
+    drift_store_close(st);
+    char p[512];
+    db_path(p, sizeof p, "lab.db");
+    unlink(p);
+    char side[600];
+    snprintf(side, sizeof side, "%s-wal", p);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", p);
+    unlink(side);
+    rmdir(tmpdir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_design_quick), cmocka_unit_test(test_design_full_gpu),
+        cmocka_unit_test(test_models_find),  cmocka_unit_test(test_fit_solve),
+        cmocka_unit_test(test_suite_seconds), cmocka_unit_test(test_plan_apply),
+        cmocka_unit_test(test_plan_size),    cmocka_unit_test(test_stochastic),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
