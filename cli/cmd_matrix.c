@@ -1,7 +1,8 @@
 /* cmd_matrix.c - `driftbench matrix --spec F --db F [--shard I/N]`: runs the
  * configurations of a matrix spec (each a labelled run; a run that is
- * complete is skipped by the store's resume logic), then scores them.
- * The runner (cli_matrix_run) is shared with `lab`. */
+ * complete is skipped), then scores them: the library's matrix stage
+ * (drift_matrix_run) with the CLI's printing, which `lab` shares
+ * (cli_matrix_run). */
 #include "cmd_matrix.h"
 
 #include <getopt.h>
@@ -11,7 +12,6 @@
 
 #include "cli.h"
 #include "pipeline.h"
-#include "util/util.h"
 
 void cli_matrix_opts_default(cli_matrix_opts *o) {
     memset(o, 0, sizeof *o);
@@ -19,84 +19,61 @@ void cli_matrix_opts_default(cli_matrix_opts *o) {
     drift_score_opts_default(&o->score);
 }
 
+typedef struct matrix_view {
+    const char *cmd;
+    const drift_matrix_spec *spec;
+    const cli_matrix_opts *o;
+} matrix_view;
+
+/* The matrix stage's printer: its header line, then per configuration the
+ * run stage's own lines (or, with progress_lines, one line when done). */
+static void matrix_progress(void *user, const drift_progress *p) {
+    const matrix_view *v = user;
+    if (strcmp(p->stage, "matrix") != 0) {
+        if (!v->o->progress_lines) cli_run_progress(NULL, p);
+        return;
+    }
+    const drift_matrix_summary *s = p->summary;
+    if (cli_quiet) return;
+    switch (p->event) {
+    case DRIFT_PROGRESS_BEGIN:
+        fprintf(stderr, "%s: %zu of %zu configurations in shard %d/%d, %zu suite(s)%s\n", v->cmd, p->total,
+                v->spec->n_configs, v->o->shard_index, v->o->shard_count, v->spec->n_suites,
+                v->spec->limit ? " (limited)" : "");
+        break;
+    case DRIFT_PROGRESS_SKIP:
+        if (!v->o->progress_lines) fprintf(stderr, "run '%s': complete, skipped\n", p->label);
+        break;
+    case DRIFT_PROGRESS_ITEM:
+        if (v->o->progress_lines)
+            fprintf(stderr, "  [%zu/%zu] %-40s %6.1f s\n", p->done, p->total, p->label, s->config_ms / 1000.0);
+        break;
+    default: break;
+    }
+}
+
 int cli_matrix_run(const char *cmd, drift_store *st, const drift_matrix_spec *spec, const cli_matrix_opts *o,
                    cli_matrix_stats *stats) {
     cli_matrix_stats local;
     if (!stats) stats = &local;
-    memset(stats, 0, sizeof *stats);
-    if (spec->n_suites > CLI_MAX_SUITES) return cli_error(cmd, "at most %d suites", CLI_MAX_SUITES);
-    size_t mine = 0;
-    for (size_t i = 0; i < spec->n_configs; i++) mine += (size_t)drift_matrix_in_shard(i, o->shard_index, o->shard_count);
-    if (!cli_quiet)
-        fprintf(stderr, "%s: %zu of %zu configurations in shard %d/%d, %zu suite(s)%s\n", cmd, mine, spec->n_configs,
-                o->shard_index, o->shard_count, spec->n_suites, spec->limit ? " (limited)" : "");
-    int saved_quiet = cli_quiet;
-    size_t k = 0;
-    drift_score_summary total;
-    memset(&total, 0, sizeof total);
-    for (size_t i = 0; i < spec->n_configs; i++) {
-        if (!drift_matrix_in_shard(i, o->shard_index, o->shard_count)) continue;
-        const drift_matrix_config *c = &spec->configs[i];
-        k++;
-        cli_run_args a;
-        cli_run_args_default(&a);
-        a.label = c->label;
-        a.target = c->target;
-        for (size_t s = 0; s < spec->n_suites; s++) a.suites[a.n_suites++] = spec->suites[s];
-        char *dims = drift_matrix_config_dims(c);
-        a.config = dims;
-        a.limit = spec->limit;
-        a.replicates = spec->replicates;
-        a.params.temperature = spec->temperature;
-        a.params.top_p = spec->top_p;
-        a.params.seed = spec->seed;
-        a.params.max_tokens = spec->max_tokens;
-        if (o->concurrency > 0) a.topts.concurrency = o->concurrency;
-        double t0 = drift_now_ms();
-        /* a finished run is complete: its failed requests (e.g. a prompt
-         * longer than the model's context) would fail the same way again;
-         * `driftbench run` with the same label retries them */
-        drift_run_info prev;
-        memset(&prev, 0, sizeof prev);
-        drift_error gerr = {0};
-        int finished = drift_store_run_get(st, c->label, &prev, &gerr) == DRIFT_OK && prev.finished_at;
-        drift_run_info_free(&prev);
-        if (o->progress_lines) cli_quiet = 1;
-        int rc = finished ? CLI_EXIT_PASS : cli_do_run(cmd, st, &a);
-        cli_quiet = saved_quiet;
-        if (finished && !cli_quiet && !o->progress_lines) fprintf(stderr, "run '%s': complete, skipped\n", c->label);
-        double t1 = drift_now_ms();
-        stats->run_ms += t1 - t0;
-        stats->configs++;
-        free(dims);
-        if (rc != CLI_EXIT_PASS) return rc;
-        drift_score_summary sum;
-        memset(&sum, 0, sizeof sum);
-        drift_error err = {0};
-        drift_score_opts so = o->score;
-        if (drift_score_run(st, c->label, &so, &sum, &err)) return cli_error_lib(cmd, &err);
-        stats->score_ms += drift_now_ms() - t1;
-        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
-            total.scored[w] += sum.scored[w];
-            total.already[w] += sum.already[w];
-            total.eval_errors[w] += sum.eval_errors[w];
-            total.not_computable[w] += sum.not_computable[w];
-            if (!total.reason[w][0] && sum.reason[w][0]) memcpy(total.reason[w], sum.reason[w], sizeof total.reason[w]);
-        }
-        if (o->progress_lines && !cli_quiet)
-            fprintf(stderr, "  [%zu/%zu] %-40s %6.1f s\n", k, mine, c->label, (drift_now_ms() - t0) / 1000.0);
-        if (cli_interrupted) return cli_error(cmd, "interrupted; run the same command again to resume");
+    matrix_view view = {cmd, spec, o};
+    drift_matrix_opts mo;
+    drift_matrix_opts_default(&mo);
+    mo.shard_index = o->shard_index;
+    mo.shard_count = o->shard_count;
+    mo.concurrency = o->concurrency;
+    mo.score = o->score;
+    mo.cancel = cli_cancel_requested;
+    mo.progress = matrix_progress;
+    mo.progress_user = &view;
+    drift_error err = {0};
+    if (drift_matrix_run(st, spec, &mo, stats, &err)) {
+        if (stats->failed_in_run)
+            return cli_run_failed(cmd, stats->label, spec->configs[stats->config_index].target, &stats->run, &err);
+        if (err.code == DRIFT_ERR_CANCELLED) return cli_error(cmd, "interrupted; run the same command again to resume");
+        return cli_error_lib(cmd, &err);
     }
-    stats->score = total;
-    if (!cli_quiet)
-        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
-            size_t any = total.scored[w] + total.already[w] + total.eval_errors[w] + total.not_computable[w];
-            if (!any) continue;
-            fprintf(stderr, "score %-12s %6zu scored, %6zu already, %4zu evaluator errors", drift_workload_name(w),
-                    total.scored[w], total.already[w], total.eval_errors[w]);
-            if (total.not_computable[w]) fprintf(stderr, ", %zu NOT COMPUTABLE: %s", total.not_computable[w], total.reason[w]);
-            fputc('\n', stderr);
-        }
+    cli_print_score_summary(&stats->score, "NOT COMPUTABLE");
     return CLI_EXIT_PASS;
 }
 

@@ -29,7 +29,7 @@ static const char measure_usage[] =
 
 static int cmd_measure(int argc, char **argv) {
     enum { O_BASE = 400, O_TARG, O_DB, O_BLABEL, O_TLABEL, O_BCONF, O_TCONF, O_GUARD, O_EMB, O_UNSAFE, O_JOBS,
-           O_WL, O_BUDGET, O_SDR, O_FMT, O_HELP };
+           O_HELP };
     static const struct option longopts[] = {
         {"baseline", required_argument, 0, O_BASE}, {"target", required_argument, 0, O_TARG},
         {"db", required_argument, 0, O_DB}, {"baseline-label", required_argument, 0, O_BLABEL},
@@ -37,18 +37,15 @@ static int cmd_measure(int argc, char **argv) {
         {"target-config", required_argument, 0, O_TCONF}, RUN_LONG_OPTIONS,
         {"guard", required_argument, 0, O_GUARD}, {"embedder", required_argument, 0, O_EMB},
         {"unsafe-code-exec", no_argument, 0, O_UNSAFE}, {"jobs", required_argument, 0, O_JOBS},
-        {"workload", required_argument, 0, O_WL}, {"budget", required_argument, 0, O_BUDGET},
-        {"sdr-threshold", required_argument, 0, O_SDR}, {"format", required_argument, 0, O_FMT},
-        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        COMPARE_LONG_OPTIONS, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
     cli_run_args a;
     cli_run_args_default(&a);
     const char *base = NULL, *targ = NULL, *db = "driftbench-measure.db", *blabel = "baseline", *tlabel = "target";
-    const char *bconf = NULL, *tconf = NULL, *out = NULL;
+    const char *bconf = NULL, *tconf = NULL;
     drift_score_opts so;
     drift_score_opts_default(&so);
-    drift_compare_opts co;
-    drift_compare_opts_default(&co);
-    drift_format fmt = DRIFT_FORMAT_TEXT;
+    cli_compare_args co;
+    cli_compare_args_default(&co);
     drift_error err = {0};
     long v;
     int opt;
@@ -56,6 +53,7 @@ static int cmd_measure(int argc, char **argv) {
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
         int r = cli_parse_run_option("measure", opt, optarg, &a);
+        if (r == 0) r = cli_parse_compare_option("measure", opt, optarg, &co);
         if (r < 0) return CLI_EXIT_ERROR;
         if (r > 0) continue;
         switch (opt) {
@@ -73,21 +71,6 @@ static int cmd_measure(int argc, char **argv) {
             if (cli_parse_int("measure", "--jobs", optarg, 0, 1024, &v)) return CLI_EXIT_ERROR;
             so.jobs = (int)v;
             break;
-        case O_WL:
-            co.only_workload = drift_workload_parse(optarg);
-            if (co.only_workload == DRIFT_WL_UNKNOWN)
-                return cli_error("measure", "--workload: unknown workload '%s'", optarg);
-            break;
-        case O_BUDGET:
-            if (drift_compare_parse_budgets(&co, optarg, &err)) return cli_error_lib("measure", &err);
-            break;
-        case O_SDR:
-            if (cli_parse_double("measure", "--sdr-threshold", optarg, 0, 2, &co.sdr_threshold)) return CLI_EXIT_ERROR;
-            break;
-        case O_FMT:
-            if (drift_format_parse(optarg, &fmt, &err)) return cli_error_lib("measure", &err);
-            break;
-        case 'o': out = optarg; break;
         case 'h':
         case O_HELP: fputs(measure_usage, stdout); return 0;
         default: return cli_error("measure", "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
@@ -115,7 +98,7 @@ static int cmd_measure(int argc, char **argv) {
     if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
     if (rc == CLI_EXIT_PASS) rc = cli_do_score("measure", st, NULL, &so);
     if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
-    if (rc == CLI_EXIT_PASS) rc = cli_do_compare("measure", st, blabel, tlabel, &co, fmt, out);
+    if (rc == CLI_EXIT_PASS) rc = cli_do_compare("measure", st, blabel, tlabel, &co);
     if (!cli_quiet && rc != CLI_EXIT_ERROR) fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", db, blabel, tlabel);
     drift_store_close(st);
     return rc;

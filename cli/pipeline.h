@@ -1,6 +1,8 @@
-/* pipeline.h - the run -> score -> compare steps shared by `run`, `score`,
- * `compare` and `measure` (and later `matrix`/`lab`). Each step prints its
- * own summary to stderr and returns a CLI exit code. */
+/* pipeline.h - the CLI side of the stages (the library's run and matrix
+ * stages, drift_score_run, drift_compare_runs): their flags, parsed once for
+ * every command that takes them, and their printing: progress lines and
+ * summaries on stderr, errors, exit codes. The work is the library's
+ * (include/driftbench/pipeline.h). */
 #ifndef DRIFT_CLI_PIPELINE_H
 #define DRIFT_CLI_PIPELINE_H
 
@@ -8,11 +10,14 @@
 
 #include "driftbench/compare.h"
 #include "driftbench/eval.h"
+#include "driftbench/pipeline.h"
 #include "driftbench/report.h"
 #include "driftbench/store.h"
 #include "driftbench/target.h"
 
 #define CLI_MAX_SUITES 32
+
+/* ---- run ---- */
 
 typedef struct cli_run_args {
     const char *db;
@@ -28,26 +33,63 @@ typedef struct cli_run_args {
 } cli_run_args;
 
 void cli_run_args_default(cli_run_args *a);
-/* Runs (or resumes) one labelled run into an open store. */
+/* Runs (or resumes) one labelled run into an open store (drift_run_execute
+ * with the signal cancel hook), printing as cli_run_progress and
+ * cli_run_failed do. Returns a CLI exit code. */
 int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a);
+/* The run stage's printer (a drift_progress_cb; user unused): the
+ * "starting|resuming run" line, the progress bar, the "answers, errors
+ * stored" line; nothing but the bar's end with --quiet. */
+void cli_run_progress(void *user, const drift_progress *p);
+/* Prints why the run stage (of label, against target) failed: an
+ * interruption, every request failed, or the library's error. Returns
+ * CLI_EXIT_ERROR. */
+int cli_run_failed(const char *cmd, const char *label, const char *target, const drift_run_summary *s,
+                   const drift_error *err);
+
+/* ---- score ---- */
+
 /* Scores run `label` (NULL = all runs); prints what could not be computed. */
 int cli_do_score(const char *cmd, drift_store *st, const char *label, const drift_score_opts *o);
-/* Compares and renders; returns 0 pass / 1 over budget / 2 error. */
-int cli_do_compare(const char *cmd, drift_store *st, const char *base, const char *targ,
-                   const drift_compare_opts *o, drift_format fmt, const char *out_path);
+/* The score summary: one stderr line per workload with anything to say
+ * (nothing with --quiet); `not_computable` is how the count of answers no
+ * evaluator could judge is introduced ("not computable", "NOT COMPUTABLE"). */
+void cli_print_score_summary(const drift_score_summary *s, const char *not_computable);
 
-/* Installs SIGINT/SIGTERM handlers: the first asks running loops (and the
+/* ---- compare ---- */
+
+/* Compare's flags, for `compare` and `measure`. */
+typedef struct cli_compare_args {
+    drift_compare_opts opts;
+    drift_format fmt;          /* default text */
+    const char *out;           /* -o FILE; NULL = stdout */
+} cli_compare_args;
+
+void cli_compare_args_default(cli_compare_args *c);
+/* Parses a compare option into c; returns 1 if handled, 0 if not a compare
+ * option, -1 on a bad value (after printing). */
+int cli_parse_compare_option(const char *cmd, int opt, const char *arg, cli_compare_args *c);
+/* Compares and renders; returns 0 pass / 1 over budget / 2 error. */
+int cli_do_compare(const char *cmd, drift_store *st, const char *base, const char *targ, const cli_compare_args *c);
+
+/* ---- signals ---- */
+
+/* Installs SIGINT/SIGTERM handlers: the first asks running stages (and the
  * targets' requests, through cli_cancel_requested) to stop; the second
  * exits at once with CLI_EXIT_ERROR. */
 void cli_install_signal_handlers(void);
 extern volatile sig_atomic_t cli_interrupted;
-/* A drift_target_opts.cancel hook: nonzero once a signal asked to stop. */
+/* The stages' cancel hook: nonzero once a signal asked to stop. */
 int cli_cancel_requested(void *user);
 
-/* getopt_long ids of the run options, shared by run and measure. */
+/* ---- getopt_long ids and tables ---- */
+
+/* Run options (run, measure) and compare options (compare, measure); -o is
+ * compare's too. */
 enum {
     OPT_DB = 256, OPT_LABEL, OPT_TARGET, OPT_SUITE, OPT_CONFIG, OPT_CONC, OPT_TEMP, OPT_TOPP, OPT_TOPK, OPT_SEED,
-    OPT_MAXTOK, OPT_LOGPROBS, OPT_REPS, OPT_LIMIT, OPT_TIMEOUT, OPT_CTIMEOUT, OPT_RETRIES, OPT_HELP
+    OPT_MAXTOK, OPT_LOGPROBS, OPT_REPS, OPT_LIMIT, OPT_TIMEOUT, OPT_CTIMEOUT, OPT_RETRIES, OPT_HELP,
+    OPT_WORKLOAD, OPT_BUDGET, OPT_SDR, OPT_FORMAT
 };
 
 /* Parses a run option into a; returns 1 if handled, 0 if not a run option,
@@ -63,5 +105,9 @@ int cli_parse_run_option(const char *cmd, int opt, const char *arg, cli_run_args
         {"limit", required_argument, 0, OPT_LIMIT}, {"timeout", required_argument, 0, OPT_TIMEOUT},          \
         {"connect-timeout", required_argument, 0, OPT_CTIMEOUT}, {"retries", required_argument, 0, OPT_RETRIES}
 
+#define COMPARE_LONG_OPTIONS                                                                                 \
+    {"workload", required_argument, 0, OPT_WORKLOAD}, {"budget", required_argument, 0, OPT_BUDGET},          \
+        {"sdr-threshold", required_argument, 0, OPT_SDR}, {"format", required_argument, 0, OPT_FORMAT},      \
+        {"output", required_argument, 0, 'o'}
 
 #endif

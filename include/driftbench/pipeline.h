@@ -11,7 +11,7 @@
  *
  * Progress events of one stage, in order:
  *
- *   BEGIN (total known) -> STEP* (done advances) -> (ITEM or SKIP)* -> END
+ *   BEGIN (total known) -> (STEP | ITEM | SKIP)* -> END
  *
  * A stage that runs another stage (matrix runs run) passes the inner stage's
  * events through unchanged: p->stage says whose event it is. */
@@ -37,7 +37,7 @@ typedef enum drift_progress_event {
     DRIFT_PROGRESS_BEGIN = 0, /* the stage starts its work: total is known */
     DRIFT_PROGRESS_STEP = 1,  /* done advanced by one or more units */
     DRIFT_PROGRESS_ITEM = 2,  /* one item (label) of the stage finished */
-    DRIFT_PROGRESS_SKIP = 3,  /* one item (label) was complete already: nothing was done */
+    DRIFT_PROGRESS_SKIP = 3,  /* one item (label) was found complete already and not redone */
     DRIFT_PROGRESS_END = 4    /* the stage stops (done, failed or cancelled): always after BEGIN */
 } drift_progress_event;
 
@@ -128,9 +128,10 @@ typedef struct drift_matrix_opts {
     drift_score_opts score;          /* how each configuration is scored */
     int (*cancel)(void *cancel_user); /* NULL: never; polled between configurations and inside runs */
     void *cancel_user;
-    /* Events of stage "matrix" (total = configurations of the shard; ITEM or
-     * SKIP per configuration; summary a drift_matrix_summary) and, in
-     * between, those of each configuration's "run" stage. */
+    /* Events of stage "matrix" (total = configurations of the shard; SKIP
+     * when a configuration's run was finished before, ITEM when it is run and
+     * scored; summary a drift_matrix_summary) and, in between, those of each
+     * configuration's "run" stage. */
     drift_progress_cb progress;
     void *progress_user;
 } drift_matrix_opts;
@@ -141,7 +142,8 @@ typedef struct drift_matrix_summary {
     size_t skipped;              /* of those, complete before: not run again */
     double run_ms, score_ms;     /* wall time in generation and in scoring */
     drift_score_summary score;   /* summed over configurations */
-    const char *label;           /* configuration being worked on (points into the spec) */
+    size_t config_index;         /* configuration being worked on: spec->configs[config_index] */
+    const char *label;           /* its label (points into the spec) */
     double config_ms;            /* wall time of the last configuration done */
     int failed_in_run;           /* on failure: 1 the run stage failed (see run), 0 scoring or a cancel between */
     drift_run_summary run;       /* the last configuration's run stage */

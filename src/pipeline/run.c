@@ -1,0 +1,411 @@
+/* run.c - the run stage: a suite against one target, stored under a label.
+ *
+ *   target open -> config (detected dims + opts.config) -> suites: prompts
+ *   stored and rendered -> run begun or resumed (label lock) -> pending
+ *   (prompt, replicate) pairs -> target generate -> outcomes buffered and
+ *   written in batches -> run finished
+ *
+ * A batch is one transaction, written at least every FLUSH_EVERY outcomes or
+ * FLUSH_MS milliseconds, so a killed process loses at most what was in
+ * flight, and calling again with the same label asks only what is missing.
+ *
+ * Cancellation: the caller's cancel hook goes to the target, which aborts
+ * requests in flight and ends retry back-offs at once; nothing is stored for
+ * them (they stay missing), what was received is flushed, the label lock is
+ * released, and the stage returns DRIFT_ERR_CANCELLED. */
+#include "driftbench/pipeline.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+#define FLUSH_EVERY 256   /* outcomes per store transaction, at most */
+#define FLUSH_MS 1000.0   /* a batch waits no longer than this */
+
+void drift_run_opts_default(drift_run_opts *o) {
+    memset(o, 0, sizeof *o);
+    drift_target_opts_default(&o->target_opts);
+    drift_gen_params_default(&o->params);
+    o->replicates = 1;
+}
+
+/* ---- configuration and decoding records ---- */
+
+/* Parses "k=v,k=v" into obj (keys a-z, 0-9, '_', '-'; later ones win). */
+static drift_status config_merge(json_t *obj, const char *config, drift_error *err) {
+    char *copy = drift_strdup(config), *save = NULL;
+    if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_status rc = DRIFT_OK;
+    for (char *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq || eq == kv || !eq[1]) {
+            rc = drift_error_set(err, DRIFT_ERR_INVALID,
+                                 "--config: '%s' is not key=value (expected e.g. model=llama-3.1-8b,hardware=h100)", kv);
+            break;
+        }
+        *eq = '\0';
+        for (const char *c = kv; *c && !rc; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+                rc = drift_error_set(err, DRIFT_ERR_INVALID, "--config: key '%s' may only use a-z, 0-9, '_' and '-'", kv);
+        if (!rc) json_object_set_new(obj, kv, json_string(eq + 1));
+    }
+    free(copy);
+    return rc;
+}
+
+/* The run's configuration: the target's detected dimensions, then config
+ * (which wins); the paper's dimensions missing from both are "unknown". */
+static drift_status build_config(const drift_target *t, const char *config, json_t **out, drift_error *err) {
+    json_error_t jerr;
+    const char *detected = drift_target_config_json(t);
+    json_t *obj = detected ? json_loads(detected, 0, &jerr) : NULL;
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        obj = json_object();
+    }
+    if (config && *config) {
+        drift_status rc = config_merge(obj, config, err);
+        if (rc) {
+            json_decref(obj);
+            return rc;
+        }
+    }
+    static const char *const dims[] = {"model", "hardware", "precision", "framework"};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (!json_object_get(obj, dims[i])) json_object_set_new(obj, dims[i], json_string("unknown"));
+    *out = obj;
+    return DRIFT_OK;
+}
+
+static json_t *build_decoding(const drift_run_opts *o, drift_api api) {
+    json_t *d = json_object();
+    json_object_set_new(d, "temperature", json_real(o->params.temperature));
+    json_object_set_new(d, "top_p", json_real(o->params.top_p));
+    json_object_set_new(d, "top_k", json_integer(o->params.top_k));
+    json_object_set_new(d, "seed", json_integer(o->params.seed));
+    json_object_set_new(d, "max_tokens", json_integer(o->params.max_tokens));
+    json_object_set_new(d, "logprobs", json_integer(o->params.logprobs));
+    json_object_set_new(d, "replicates", json_integer(o->replicates));
+    json_object_set_new(d, "api", json_string(api == DRIFT_API_CHAT ? "chat" : "completions"));
+    return d;
+}
+
+static char *dump_sorted(json_t *j) { return json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17)); }
+
+/* ---- the prompts of the suites ---- */
+
+typedef struct run_prompts {
+    drift_suite **suites;     /* (n_suites,) */
+    size_t n_suites;
+    size_t n;                 /* prompts of all suites */
+    int64_t *rowids;          /* (n,) store row id of each prompt, suites in order */
+    char **rendered;          /* (n,) what is sent for it */
+    char *templates_s;        /* {"workload":"template id",...} */
+    char *suites_s;           /* ["suite spec",...] */
+} run_prompts;
+
+static void prompts_clear(run_prompts *p) {
+    for (size_t i = 0; p->rendered && i < p->n; i++) free(p->rendered[i]);
+    for (size_t i = 0; p->suites && i < p->n_suites; i++) drift_suite_free(p->suites[i]);
+    free(p->suites);
+    free(p->rowids);
+    free(p->rendered);
+    free(p->templates_s);
+    free(p->suites_s);
+    memset(p, 0, sizeof *p);
+}
+
+/* Loads every suite (keeping the first `limit` prompts of each) and stores
+ * its prompts; all suites are stored before any is rendered. */
+static drift_status prompts_store(drift_store *st, const drift_run_opts *o, run_prompts *p, drift_error *err) {
+    p->suites = calloc(o->n_suites ? o->n_suites : 1, sizeof *p->suites);
+    if (!p->suites) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    p->n_suites = o->n_suites;
+    for (size_t i = 0; i < o->n_suites; i++) {
+        drift_status rc = drift_suite_load(o->suites[i], &p->suites[i], err);
+        if (rc) return rc;
+        drift_suite *s = p->suites[i];
+        if (o->limit > 0 && s->n > (size_t)o->limit) {
+            for (size_t j = (size_t)o->limit; j < s->n; j++) drift_prompt_free(&s->prompts[j]);
+            s->n = (size_t)o->limit;
+        }
+        int64_t *grown = realloc(p->rowids, (p->n + s->n + 1) * sizeof *grown);
+        if (!grown) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        p->rowids = grown;
+        rc = drift_store_put_prompts(st, s, p->rowids + p->n, err);
+        if (rc) return rc;
+        p->n += s->n;
+    }
+    return DRIFT_OK;
+}
+
+/* Renders every prompt for api and records the template of each workload. */
+static drift_status prompts_render(const drift_run_opts *o, drift_api api, run_prompts *p, drift_error *err) {
+    p->rendered = calloc(p->n ? p->n : 1, sizeof *p->rendered);
+    json_t *templates = json_object(), *suites = json_array();
+    drift_status rc = DRIFT_OK;
+    if (!p->rendered || !templates || !suites) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < p->n_suites && !rc; i++) {
+        const drift_suite *s = p->suites[i];
+        for (size_t j = 0; j < s->n && !rc; j++, k++) {
+            const char *tid = NULL;
+            p->rendered[k] = drift_prompt_render(&s->prompts[j], api, &tid);
+            if (!p->rendered[k]) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering prompts");
+            else if (tid)
+                json_object_set_new(templates, drift_workload_name(s->prompts[j].workload), json_string(tid));
+        }
+        json_array_append_new(suites, json_string(o->suites[i]));
+    }
+    if (!rc) {
+        p->templates_s = dump_sorted(templates);
+        p->suites_s = dump_sorted(suites);
+        if (!p->templates_s || !p->suites_s) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    json_decref(templates);
+    json_decref(suites);
+    return rc;
+}
+
+/* ---- requests of the pending pairs ---- */
+
+typedef struct rowid_at {
+    int64_t rowid;
+    size_t at;                /* index into run_prompts */
+} rowid_at;
+
+static int cmp_rowid_at(const void *a, const void *b) {
+    int64_t x = ((const rowid_at *)a)->rowid, y = ((const rowid_at *)b)->rowid;
+    return (x > y) - (x < y);
+}
+
+/* reqs[i] asks pending pair i: its prompt's rendered text (binary search by
+ * row id; "" for a row id the suites do not hold, which cannot happen). */
+static drift_status build_requests(const run_prompts *p, const int64_t *pend_p, const int *pend_r, size_t n_pend,
+                                   drift_gen_request **out, drift_error *err) {
+    drift_gen_request *reqs = calloc(n_pend ? n_pend : 1, sizeof *reqs);
+    rowid_at *order = calloc(p->n ? p->n : 1, sizeof *order);
+    if (!reqs || !order) {
+        free(reqs);
+        free(order);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < p->n; i++) order[i] = (rowid_at){p->rowids[i], i};
+    qsort(order, p->n, sizeof *order, cmp_rowid_at);
+    for (size_t i = 0; i < n_pend; i++) {
+        size_t lo = 0, hi = p->n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (order[mid].rowid < pend_p[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        reqs[i].index = i;
+        reqs[i].prompt = (lo < p->n && order[lo].rowid == pend_p[i]) ? p->rendered[order[lo].at] : "";
+        reqs[i].replicate = pend_r[i];
+    }
+    free(order);
+    *out = reqs;
+    return DRIFT_OK;
+}
+
+/* ---- outcomes: buffered, written in batches, progress reported ---- */
+
+typedef struct run_sink {
+    drift_store *st;
+    const drift_run_opts *o;
+    drift_run_summary *sum;
+    int64_t run_id;
+    const int64_t *req_prompt;      /* request index -> prompt row id */
+    const int *req_rep;             /* request index -> replicate */
+    drift_response buf[FLUSH_EVERY];
+    size_t n;
+    double t0_ms, last_flush_ms;
+    drift_status failed;            /* a batch could not be written */
+    drift_error err;
+} run_sink;
+
+static void emit(const run_sink *s, drift_progress_event ev) {
+    if (!s->o->progress) return;
+    const drift_run_summary *sum = s->sum;
+    double elapsed = drift_now_ms() - s->t0_ms;
+    drift_progress p = {.stage = "run", .event = ev, .label = s->o->label, .done = sum->done,
+                        .total = sum->requested, .errors = sum->errors, .elapsed_ms = elapsed, .eta_ms = -1.0,
+                        .summary = sum};
+    if (sum->done && sum->requested >= sum->done)
+        p.eta_ms = elapsed / (double)sum->done * (double)(sum->requested - sum->done);
+    s->o->progress(s->o->progress_user, &p);
+}
+
+static void response_clear(drift_response *r) {
+    free(r->text);
+    free(r->finish_reason);
+    free(r->logprobs_json);
+    free(r->error);
+    memset(r, 0, sizeof *r);
+}
+
+static int sink_flush(run_sink *s) {
+    if (!s->n) return 0;
+    drift_status rc = drift_store_put_responses(s->st, s->run_id, s->buf, s->n, &s->err);
+    for (size_t i = 0; i < s->n; i++) response_clear(&s->buf[i]);
+    s->n = 0;
+    s->last_flush_ms = drift_now_ms();
+    if (rc) {
+        s->failed = rc;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_result(void *user, const drift_gen_request *req, drift_gen_result *res) {
+    run_sink *s = user;
+    drift_response *r = &s->buf[s->n++];
+    memset(r, 0, sizeof *r);
+    r->prompt_rowid = s->req_prompt[req->index];
+    r->replicate = s->req_rep[req->index];
+    r->text = res->text;
+    res->text = NULL;
+    r->finish_reason = res->finish_reason;
+    res->finish_reason = NULL;
+    r->logprobs_json = res->logprobs_json;
+    res->logprobs_json = NULL;
+    r->error = res->error;
+    res->error = NULL;
+    r->prompt_tokens = res->prompt_tokens;
+    r->completion_tokens = res->completion_tokens;
+    r->latency_ms = res->latency_ms;
+    r->http_status = res->http_status;
+    r->attempts = res->attempts;
+    if (r->error) {
+        if (!s->sum->errors++) snprintf(s->sum->first_error, sizeof s->sum->first_error, "%s", r->error);
+    } else {
+        s->sum->answers++;
+    }
+    s->sum->done++;
+    if (s->n == FLUSH_EVERY || drift_now_ms() - s->last_flush_ms > FLUSH_MS) {
+        if (sink_flush(s)) return 1;
+    }
+    emit(s, DRIFT_PROGRESS_STEP);
+    return 0; /* a cancel stops the target through its hook, which first hands over every answer it has */
+}
+
+/* ---- the stage ---- */
+
+static int cancelled(const drift_run_opts *o) { return o->cancel && o->cancel(o->cancel_user); }
+
+/* Asks the pending pairs and stores their outcomes; then finishes the run. */
+static drift_status generate(run_sink *s, drift_target *t, const drift_gen_request *reqs, drift_error *err) {
+    const drift_run_opts *o = s->o;
+    drift_run_summary *sum = s->sum;
+    sum->step = DRIFT_RUN_STEP_GENERATE;
+    drift_status grc = DRIFT_OK;
+    if (sum->requested) grc = drift_target_generate(t, reqs, sum->requested, &o->params, on_result, s, err);
+    sink_flush(s);
+    if (s->failed) {
+        *err = s->err;
+        return s->failed;
+    }
+    if (grc == DRIFT_ERR_CANCELLED || cancelled(o))
+        return drift_error_set(err, DRIFT_ERR_CANCELLED, "cancelled: %zu of %zu stored in run '%s'; calling again resumes",
+                               sum->done, sum->requested, o->label);
+    if (grc) return grc;
+    sum->step = DRIFT_RUN_STEP_FINISH;
+    drift_status rc = drift_store_run_finish(s->st, s->run_id, err);
+    if (rc) return rc;
+    sum->step = DRIFT_RUN_STEP_CHECK;
+    if (sum->answers == 0 && sum->errors > 0)
+        return drift_error_set(err, strncmp(o->target, "embedded:", 9) ? DRIFT_ERR_HTTP : DRIFT_ERR_MODEL,
+                               "every request to %s failed (first error: %s)", o->target, sum->first_error);
+    sum->step = DRIFT_RUN_STEP_DONE;
+    return DRIFT_OK;
+}
+
+/* From run_begin on: the label is locked until the end of the call. */
+static drift_status begin_and_generate(drift_store *st, const drift_run_opts *o, drift_target *t,
+                                       const run_prompts *p, const char *config_s, const char *decoding_s,
+                                       run_sink *s, drift_error *err) {
+    drift_run_summary *sum = s->sum;
+    char version[64];
+    snprintf(version, sizeof version, "driftbench %s", drift_version());
+    drift_run_info info = {.label = (char *)o->label, .target = (char *)o->target, .config_json = (char *)config_s,
+                           .decoding_json = (char *)decoding_s, .templates_json = p->templates_s,
+                           .suites_json = p->suites_s, .tool_version = version};
+    sum->step = DRIFT_RUN_STEP_BEGIN;
+    if (cancelled(o))
+        return drift_error_set(err, DRIFT_ERR_CANCELLED, "cancelled before run '%s' began; nothing was asked", o->label);
+    drift_status rc = drift_store_run_begin(st, &info, &s->run_id, &sum->resumed, err);
+    if (rc) return rc;
+    int64_t *pend_p = NULL;
+    int *pend_r = NULL;
+    drift_gen_request *reqs = NULL;
+    rc = drift_store_pending(st, s->run_id, p->rowids, p->n, o->replicates, &pend_p, &pend_r, &sum->requested, err);
+    if (!rc) rc = build_requests(p, pend_p, pend_r, sum->requested, &reqs, err);
+    if (!rc) {
+        s->req_prompt = pend_p;
+        s->req_rep = pend_r;
+        s->last_flush_ms = drift_now_ms();
+        emit(s, DRIFT_PROGRESS_BEGIN);
+        rc = generate(s, t, reqs, err);
+        emit(s, DRIFT_PROGRESS_END);
+    }
+    drift_store_run_unlock(st, o->label, NULL); /* run_finish released it already when it ran */
+    free(reqs);
+    free(pend_p);
+    free(pend_r);
+    return rc;
+}
+
+drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_run_summary *sum, drift_error *err) {
+    memset(sum, 0, sizeof *sum);
+    sum->replicates = o->replicates;
+    if (!st || !o->label || !o->target || !o->n_suites || !o->suites || o->replicates < 1)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "run: a store, a label, a target, suites and replicates >= 1 are needed");
+    double t0 = drift_now_ms();
+    drift_target *t = NULL;
+    json_t *config = NULL, *decoding = NULL;
+    char *config_s = NULL, *decoding_s = NULL;
+    run_prompts p = {0};
+    run_sink *s = NULL;
+
+    drift_target_opts topts = o->target_opts;
+    topts.cancel = o->cancel; /* a cancel ends requests and back-offs at once */
+    topts.cancel_user = o->cancel_user;
+    drift_status rc = drift_target_open(o->target, &topts, &t, err);
+    if (!rc) {
+        sum->step = DRIFT_RUN_STEP_CONFIG;
+        rc = build_config(t, o->config, &config, err);
+    }
+    if (!rc) {
+        sum->step = DRIFT_RUN_STEP_SUITES;
+        decoding = build_decoding(o, drift_target_api(t));
+        rc = prompts_store(st, o, &p, err);
+    }
+    if (!rc) {
+        sum->prompts = p.n;
+        config_s = dump_sorted(config);
+        decoding_s = dump_sorted(decoding);
+        rc = prompts_render(o, drift_target_api(t), &p, err);
+        if (!rc && (!config_s || !decoding_s)) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    if (!rc) {
+        s = calloc(1, sizeof *s);
+        if (!s) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    if (!rc) {
+        *s = (run_sink){.st = st, .o = o, .sum = sum, .t0_ms = t0};
+        rc = begin_and_generate(st, o, t, &p, config_s, decoding_s, s, err);
+        for (size_t i = 0; i < s->n; i++) response_clear(&s->buf[i]);
+    }
+    sum->elapsed_ms = drift_now_ms() - t0;
+    free(s);
+    prompts_clear(&p);
+    json_decref(config);
+    json_decref(decoding);
+    free(config_s);
+    free(decoding_s);
+    drift_target_close(t);
+    return rc;
+}
