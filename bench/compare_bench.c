@@ -20,6 +20,7 @@
 #include "driftbench/eval.h"
 #include "driftbench/report.h"
 #include "driftbench/store.h"
+#include "store/store_internal.h" /* store_sqlite: one transaction around the fixture's writes */
 #include "util/util.h"
 
 #define REPL 105
@@ -129,7 +130,7 @@ int main(int argc, char **argv) {
     free(rs);
 
     /* labels for code/safety/long and chat embeddings + NONE rows */
-    sqlite3 *db = drift_store_db(st);
+    sqlite3 *db = store_sqlite(st);
     float vec[DIM];
     for (int r = 0; r < 2; r++) {
         drift_scored_set set;

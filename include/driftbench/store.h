@@ -18,6 +18,9 @@
  * and scores_latest(response_id, id, label, value, evaluator) for load_scored.
  * PRAGMA application_id = 0x44524654 ("DRFT") marks a DriftBench store.
  * A handle must be used by one thread at a time (open one per thread).
+ *
+ * The stages and analyses reach the data only through these functions (no
+ * SQL outside src/store/), so another backend can stand behind them.
  */
 #ifndef DRIFTBENCH_STORE_H
 #define DRIFTBENCH_STORE_H
@@ -61,6 +64,15 @@ DRIFT_API drift_status drift_store_open_readonly(const char *path, drift_store *
 
 /* Closes the handle; releases the run locks it still holds (see run_begin). */
 DRIFT_API void drift_store_close(drift_store *st);
+
+/* Holds one read snapshot (a transaction) over the read calls that follow,
+ * until the matching drift_store_read_end: they see the same data and take
+ * the file's lock once. Pairs nest (the outermost one counts); when the
+ * handle already has a transaction open, nothing is begun. Best effort: when
+ * no snapshot can be taken, each read takes its own. No write may come
+ * between begin and end. */
+DRIFT_API void drift_store_read_begin(drift_store *st);
+DRIFT_API void drift_store_read_end(drift_store *st);
 
 /* ---- prompts ---- */
 /* Inserts the suite's prompts (or finds them: same suite+prompt_id and same
@@ -177,6 +189,15 @@ DRIFT_API drift_status drift_store_response_get(drift_store *st, int64_t respons
 DRIFT_API void drift_response_free(drift_response *r);
 DRIFT_API void drift_prompt_free(drift_prompt *p);
 
+/* The answer text of response `response_id`, malloc'd into *text ("" when
+ * the row is a failed request), and whether the row has stored logprobs
+ * (*has_logprobs). A point read with no join and no decoding, through a
+ * statement prepared once per handle: the read to make for many ids, inside
+ * drift_store_read_begin / _end. DRIFT_ERR_NOT_FOUND when there is no such
+ * response. */
+DRIFT_API drift_status drift_store_answer_text(drift_store *st, int64_t response_id, char **text,
+                                               int *has_logprobs, drift_error *err);
+
 /* Responses of run_id that have an answer but no score by `evaluator`
  * (NULL = no score at all), with their prompts, up to `limit` (0 = all). */
 DRIFT_API drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *evaluator,
@@ -202,9 +223,118 @@ DRIFT_API drift_status drift_store_put_embedding(drift_store *st, int64_t respon
 DRIFT_API drift_status drift_store_get_embedding(drift_store *st, int64_t response_id, const char *embedder,
                                                  float **vec, int *dim, drift_error *err);
 
-/* Raw handle for modules that need their own queries (analysis, matrix). */
-struct sqlite3;
-DRIFT_API struct sqlite3 *drift_store_db(drift_store *st);
+/* Every embedding by `embedder` of a response id in [lo, hi], in ascending
+ * response id order: one range scan of the embeddings' primary key, no
+ * join. Rows of other runs whose ids fall in the range come too (the caller
+ * looks up the ids it wants, e.g. by binary search). A row whose size does
+ * not match its dim is DRIFT_ERR_STORE naming the response. Empty *out with
+ * drift_embedding_set_clear. */
+typedef struct drift_embedding {
+    int64_t response_id;
+    int dim;
+    const float *vec;          /* (dim,) inside the set's pool */
+} drift_embedding;
+
+typedef struct drift_embedding_set {
+    drift_embedding *rows;     /* (n,) ascending response_id */
+    size_t n;
+    float *pool;               /* (sum of dims,) every vector, back to back */
+} drift_embedding_set;
+
+DRIFT_API drift_status drift_store_embeddings_range(drift_store *st, const char *embedder, int64_t lo, int64_t hi,
+                                                    drift_embedding_set *out, drift_error *err);
+DRIFT_API void drift_embedding_set_clear(drift_embedding_set *s);
+
+/* The embedder with the most embeddings over the responses of runs run_a
+ * and run_b (ties: the first name in SQLite's order), written to out; ""
+ * when neither run has any. */
+DRIFT_API drift_status drift_store_top_embedder(drift_store *st, int64_t run_a, int64_t run_b, char *out,
+                                                size_t cap, drift_error *err);
+
+/* Counts the values of `field`, a top-level string of the score detail
+ * JSON, over the answered responses of run_id to prompts of workload wl
+ * whose latest score is PASS or FAIL: fn(user, value, count) once per
+ * distinct value, most frequent first, ties by value; value is NULL for
+ * details without the field (or not JSON). compare counts "sandbox" of the
+ * code scores with it. */
+typedef void (*drift_detail_count_fn)(void *user, const char *value, long count);
+DRIFT_API drift_status drift_store_detail_counts(drift_store *st, int64_t run_id, drift_workload wl,
+                                                 const char *field, drift_detail_count_fn fn, void *user,
+                                                 drift_error *err);
+
+/* ---- the score stage's scan ---- */
+
+/* Where a chunked scan stands; zero it to start from the first row. */
+typedef struct drift_scan_cursor {
+    int64_t prompt_rowid;      /* key of the last row read */
+    int replicate;
+    int started;               /* 0: no row read yet */
+} drift_scan_cursor;
+
+/* Reads the next chunk of answers of run_id that wait for a score, in
+ * (prompt_rowid, replicate) order after *cursor: at most cap rows into
+ * resp[0..*n) and prompts[0..*n) (arrays of the caller; every entry filled
+ * is overwritten, and the caller empties it with drift_response_free and
+ * drift_prompt_free). Waiting = answered (never a failed request: `run`
+ * asks those again) and, unless `all`, with no score yet or a latest score
+ * (highest scores.id) of DRIFT_LABEL_ERROR: an evaluator error is retried,
+ * a stored PASS / FAIL / NONE is not. Every row has resp id, prompt_rowid,
+ * replicate and the prompt's workload (DRIFT_WL_UNKNOWN if not one of the
+ * five); the texts (answer text; prompt id, input, reference) are read only
+ * when want_text(user, workload) returns nonzero (want_text NULL: always),
+ * so rows nobody can judge cost no text; everything else is zero / NULL.
+ * *cursor moves past the last row read; *n < cap means the scan is over.
+ * The read ends before the call returns, so the caller may store scores
+ * between chunks; each chunk seeks to the cursor (keyset pagination), so a
+ * whole scan is linear in the run's size. */
+DRIFT_API drift_status drift_store_scan_pending(drift_store *st, int64_t run_id, int all, drift_scan_cursor *cursor,
+                                                size_t cap, int (*want_text)(void *user, drift_workload wl),
+                                                void *user, drift_response *resp, drift_prompt *prompts, size_t *n,
+                                                drift_error *err);
+
+/* ---- whole-store counts ---- */
+
+typedef struct drift_store_outcomes {
+    size_t answers[DRIFT_WL_COUNT];          /* responses holding an answer */
+    size_t errors[DRIFT_WL_COUNT];           /* failed requests */
+    char common_error[DRIFT_WL_COUNT][200];  /* the most frequent error text (its first 190 bytes); "" if none */
+} drift_store_outcomes;
+
+/* Answers and failed requests per workload over every run in the store, and
+ * the most frequent error text of each workload (digits are not normalised:
+ * "prompt of N tokens" errors count apart, but the first bytes say what kind
+ * of failure it is). Prompts of other workloads are left out. */
+DRIFT_API drift_status drift_store_count_outcomes(drift_store *st, drift_store_outcomes *out, drift_error *err);
+
+/* Sum of the completion tokens of every answer in the store (unknown counts
+ * are left out). */
+DRIFT_API drift_status drift_store_completion_tokens(drift_store *st, int64_t *tokens, drift_error *err);
+
+/* ---- merging stores ---- */
+
+/* What drift_store_merge copied. */
+typedef struct drift_store_merged {
+    size_t runs, runs_skipped;     /* skipped: an identical run was already in the output */
+    size_t prompts, responses, scores, embeddings;
+} drift_store_merged;
+
+/* Copies every run of the store at in_path, with its prompts, responses,
+ * scores and embeddings, into st, in one transaction (rolled back on any
+ * failure: st keeps what it had). in_path is opened once with
+ * drift_store_open first (checked to be a DriftBench store, migrated).
+ *  - prompts are deduplicated by (suite, prompt_id); the same key with
+ *    another hash is DRIFT_ERR_MISMATCH naming the prompt;
+ *  - a run whose label is new is copied under a new id; a label already in
+ *    st must have the same target, config, decoding and number of answers
+ *    (then it is skipped, counted in runs_skipped), else DRIFT_ERR_MISMATCH
+ *    naming the label: two different runs under one label would make every
+ *    later comparison ambiguous;
+ *  - responses, scores and embeddings are re-keyed to st's ids, scores in
+ *    the input's order so the latest score stays the latest.
+ * Messages begin "merge IN_PATH: ". The counts are added to *stats (NULL:
+ * not counted). */
+DRIFT_API drift_status drift_store_merge(drift_store *st, const char *in_path, drift_store_merged *stats,
+                                         drift_error *err);
 
 #ifdef __cplusplus
 }

@@ -13,9 +13,8 @@
  * 1 - cos, drifted when SDR > opts->sdr_threshold; flips = drifted pairs,
  * direction 0, flip_rate = semantic_drift_rate with its Wilson CI.
  * Embeddings are read in one range query over the chat response ids of both
- * runs through the store's raw handle (the embeddings table of store.h) and
- * looked up by binary search, so a comparison of ~10^5 chat pairs does not
- * pay 2x10^5 point queries.
+ * runs (drift_store_embeddings_range) and looked up by binary search, so a
+ * comparison of ~10^5 chat pairs does not pay 2x10^5 point queries.
  *
  * Rates: flip_rate = flips/n with a Wilson 95% interval; McNemar exact on
  * (correct_to_incorrect, incorrect_to_correct); accuracies are PASS shares
@@ -29,12 +28,11 @@
  * divergence.c's, computed on demand from the store, never here: compare
  * reads no answer text.
  * The comparison owns both scored sets: flip prompt ids point into them.
- * Code sandboxes: when code pairs are present, one grouped query per run
- * (raw handle; the latest score of each answered code response, PASS or
- * FAIL) counts the "sandbox" value of the score details, so a report can
- * say which isolation judged the code answers and flag a weak one. */
+ * Code sandboxes: when code pairs are present, drift_store_detail_counts
+ * counts per run the "sandbox" value of the score details (the latest score
+ * of each answered code response, PASS or FAIL), so a report can say which
+ * isolation judged the code answers and flag a weak one. */
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,18 +48,6 @@ typedef struct cmp_owner {
     drift_scored_set base, targ;
     char *embedder;        /* the embedder chat SDR used */
 } cmp_owner;
-
-typedef struct emb_entry {
-    int64_t response_id;
-    float *vec;            /* points into the pool */
-    int dim;
-} emb_entry;
-
-typedef struct emb_table {
-    emb_entry *e;
-    size_t n;
-    float *pool;
-} emb_table;
 
 void drift_compare_opts_default(drift_compare_opts *o) {
     memset(o, 0, sizeof *o);
@@ -126,94 +112,15 @@ drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec
     return rc;
 }
 
-static int cmp_emb(const void *a, const void *b) {
-    int64_t x = ((const emb_entry *)a)->response_id, y = ((const emb_entry *)b)->response_id;
-    return (x > y) - (x < y);
-}
-
-static void emb_free(emb_table *t) {
-    free(t->e);
-    free(t->pool);
-    memset(t, 0, sizeof *t);
-}
-
-/* Loads every embedding by `embedder` whose response id lies in [lo, hi]
- * (the chat responses of both runs): one range scan of the embeddings
- * primary key, no join and no sort in SQLite; rows of other runs in the
- * range are loaded too and simply never looked up. */
-static drift_status emb_load(drift_store *st, int64_t lo, int64_t hi, const char *embedder, emb_table *t,
-                             drift_error *err) {
-    memset(t, 0, sizeof *t);
-    sqlite3 *db = drift_store_db(st);
-    sqlite3_stmt *s = NULL;
-    const char *sql = "SELECT response_id, dim, vec FROM embeddings WHERE embedder = ?1 AND response_id BETWEEN ?2 AND ?3";
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-        return drift_error_set(err, DRIFT_ERR_STORE, "reading embeddings: %s", sqlite3_errmsg(db));
-    sqlite3_bind_text(s, 1, embedder, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, lo);
-    sqlite3_bind_int64(s, 3, hi);
-    size_t cap = 0, pool_len = 0, pool_cap = 0;
-    size_t *offs = NULL;
-    drift_status rc = DRIFT_OK;
-    int step;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        int dim = sqlite3_column_int(s, 1);
-        size_t bytes = (size_t)sqlite3_column_bytes(s, 2);
-        if (dim <= 0 || bytes != (size_t)dim * sizeof(float)) {
-            rc = drift_error_set(err, DRIFT_ERR_STORE, "embedding of response %lld by %s is corrupt (dim %d, %zu bytes)",
-                                 (long long)sqlite3_column_int64(s, 0), embedder, dim, bytes);
-            break;
-        }
-        if (t->n == cap) {
-            cap = cap ? cap * 2 : 256;
-            emb_entry *ne = realloc(t->e, cap * sizeof *ne);
-            size_t *no = ne ? realloc(offs, cap * sizeof *no) : NULL;
-            if (ne) t->e = ne;
-            if (no) offs = no;
-            if (!ne || !no) {
-                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading embeddings");
-                break;
-            }
-        }
-        if (pool_len + (size_t)dim > pool_cap) {
-            size_t nc = pool_cap ? pool_cap * 2 : 4096;
-            while (nc < pool_len + (size_t)dim) nc *= 2;
-            float *np = realloc(t->pool, nc * sizeof *np);
-            if (!np) {
-                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading embeddings");
-                break;
-            }
-            t->pool = np;
-            pool_cap = nc;
-        }
-        memcpy(t->pool + pool_len, sqlite3_column_blob(s, 2), bytes);
-        t->e[t->n].response_id = sqlite3_column_int64(s, 0);
-        t->e[t->n].dim = dim;
-        offs[t->n] = pool_len;
-        pool_len += (size_t)dim;
-        t->n++;
-    }
-    if (rc == DRIFT_OK && step != SQLITE_DONE)
-        rc = drift_error_set(err, DRIFT_ERR_STORE, "reading embeddings: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(s);
-    if (rc == DRIFT_OK) {
-        for (size_t i = 0; i < t->n; i++) t->e[i].vec = t->pool + offs[i];
-        if (t->n > 1) qsort(t->e, t->n, sizeof *t->e, cmp_emb); /* usually in order already */
-    } else {
-        emb_free(t);
-    }
-    free(offs);
-    return rc;
-}
-
-static const emb_entry *emb_find(const emb_table *t, int64_t id) {
+/* The embedding of response id in t (ascending ids), or NULL. */
+static const drift_embedding *emb_find(const drift_embedding_set *t, int64_t id) {
     size_t lo = 0, hi = t->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (t->e[mid].response_id < id) lo = mid + 1;
+        if (t->rows[mid].response_id < id) lo = mid + 1;
         else hi = mid;
     }
-    return lo < t->n && t->e[lo].response_id == id ? &t->e[lo] : NULL;
+    return lo < t->n && t->rows[lo].response_id == id ? &t->rows[lo] : NULL;
 }
 
 static int add_flip(drift_wl_result *w, size_t *cap, const drift_scored *b, const drift_scored *t, int dir,
@@ -373,35 +280,26 @@ static int cmp_sandbox_use(const void *a, const void *b) {
     return strcmp(x->mechanism, y->mechanism);
 }
 
+/* drift_store_detail_counts's callback: one side's count of one mechanism. */
+typedef struct sandbox_side {
+    drift_comparison *c;
+    int side;
+} sandbox_side;
+
+static void sandbox_count(void *user, const char *mech, long count) {
+    sandbox_side *u = user;
+    sandbox_add(u->c, mech && mech[0] ? mech : "unrecorded", u->side, count);
+}
+
 /* Fills c->sandboxes from the code scores of both runs (see the top). */
 static drift_status load_sandboxes(drift_store *st, drift_comparison *c, drift_error *err) {
-    sqlite3 *db = drift_store_db(st);
-    const char *sql =
-        "SELECT CASE WHEN json_valid(s.detail) THEN json_extract(s.detail, '$.sandbox') END AS m, count(*) "
-        "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid JOIN scores s ON s.response_id = r.id "
-        "WHERE r.run_id = ?1 AND r.failed = 0 AND p.workload = ?2 AND s.label IN (?3, ?4) "
-        "AND s.id = (SELECT max(x.id) FROM scores x WHERE x.response_id = r.id) "
-        "GROUP BY m ORDER BY count(*) DESC, m";
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-        return drift_error_set(err, DRIFT_ERR_STORE, "reading code sandboxes: %s", sqlite3_errmsg(db));
     drift_status rc = DRIFT_OK;
     const int64_t ids[2] = {c->baseline.id, c->target.id};
     for (int side = 0; side < 2 && !rc; side++) {
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, ids[side]);
-        sqlite3_bind_text(q, 2, drift_workload_name(DRIFT_WL_CODE), -1, SQLITE_STATIC);
-        sqlite3_bind_int(q, 3, DRIFT_LABEL_PASS);
-        sqlite3_bind_int(q, 4, DRIFT_LABEL_FAIL);
-        int step;
-        while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-            const char *m = (const char *)sqlite3_column_text(q, 0);
-            sandbox_add(c, m && m[0] ? m : "unrecorded", side, (long)sqlite3_column_int64(q, 1));
-        }
-        if (step != SQLITE_DONE)
-            rc = drift_error_set(err, DRIFT_ERR_STORE, "reading code sandboxes: %s", sqlite3_errmsg(db));
+        sandbox_side u = {c, side};
+        rc = drift_store_detail_counts(st, ids[side], DRIFT_WL_CODE, "sandbox", sandbox_count, &u, err);
+        if (rc) drift_error_prefix(err, "reading code sandboxes: ");
     }
-    sqlite3_finalize(q);
     /* most used first; a full table keeps "other" last */
     size_t named = c->n_sandboxes == DRIFT_COMPARE_MAX_SANDBOXES ? c->n_sandboxes - 1 : c->n_sandboxes;
     if (named > 1) qsort(c->sandboxes, named, sizeof c->sandboxes[0], cmp_sandbox_use);
@@ -428,7 +326,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     if (!rc) rc = drift_store_run_get(st, target_label, &c->target, err);
     if (!rc) rc = drift_store_load_scored(st, c->baseline.id, &o->base, err);
     if (!rc) rc = drift_store_load_scored(st, c->target.id, &o->targ, err);
-    emb_table emb = {0};
+    drift_embedding_set emb = {0};
     const char *embedder = NULL;
     if (!rc) {
         embedder = pick_embedder(opts, &o->base);
@@ -444,11 +342,11 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         if (embedder && lo <= hi &&
             (opts->only_workload == DRIFT_WL_UNKNOWN || opts->only_workload == DRIFT_WL_CHAT)) {
             o->embedder = drift_strdup(embedder);
-            rc = emb_load(st, lo, hi, embedder, &emb, err);
+            rc = drift_store_embeddings_range(st, embedder, lo, hi, &emb, err);
         }
     }
     if (rc) {
-        emb_free(&emb);
+        drift_embedding_set_clear(&emb);
         drift_comparison_free(c);
         return rc;
     }
@@ -482,7 +380,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
             continue;
         }
         if (wl == DRIFT_WL_CHAT) {
-            const emb_entry *eb1 = emb_find(&emb, b->response_id), *et1 = emb_find(&emb, t->response_id);
+            const drift_embedding *eb1 = emb_find(&emb, b->response_id), *et1 = emb_find(&emb, t->response_id);
             double sdr = eb1 && et1 && eb1->dim == et1->dim ? drift_sdr(eb1->vec, et1->vec, eb1->dim) : NAN;
             if (isnan(sdr)) {
                 w->unscored++;
@@ -513,7 +411,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
             if (add_flip(w, &cap[wl], b, t, dir, NAN)) goto nomem;
         }
     }
-    emb_free(&emb);
+    drift_embedding_set_clear(&emb);
     if (pairs == 0) {
         drift_status e = drift_error_set(err, DRIFT_ERR_INVALID,
                                          "runs \"%s\" (%zu responses) and \"%s\" (%zu responses) share no prompt: "
@@ -539,7 +437,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     *out = c;
     return DRIFT_OK;
 nomem:
-    emb_free(&emb);
+    drift_embedding_set_clear(&emb);
     drift_comparison_free(c);
     return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory listing flips");
 }

@@ -19,14 +19,14 @@
  * about max_chars bytes.
  * Nothing here reads the store except drift_flip_divergence, which loads
  * the two responses of one flip, and drift_flip_divergences, which reads
- * the texts of many flips through the store's raw handle with one prepared
- * statement (text and "has logprobs" only: the store's point read prepares
- * a join per call, ~30 us, which would dominate a report of 25,000 flips)
- * and decodes logprobs through the store only where both answers have
- * them. Callers compute divergences for flipped pairs only, on demand. */
+ * the texts of many flips in one read snapshot with drift_store_answer_text
+ * (text and "has logprobs" only, one statement prepared per handle: the
+ * full point read prepares a join per call, which would dominate a report
+ * of many thousands of flips) and decodes logprobs through the store only
+ * where both answers have them. Callers compute divergences for flipped
+ * pairs only, on demand. */
 #include <jansson.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -581,32 +581,13 @@ drift_status drift_flip_divergence(drift_store *st, const drift_flip *f, drift_d
     return rc;
 }
 
-/* One answer read by the batch statement: text (malloc'd) and whether the
- * row has stored logprobs. DRIFT_ERR_NOT_FOUND when there is no such row. */
-static drift_status batch_read(sqlite3_stmt *s, int64_t id, char **text, int *has_lp, drift_error *err) {
-    *text = NULL;
-    *has_lp = 0;
-    sqlite3_reset(s);
-    sqlite3_bind_int64(s, 1, id);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "no response with id %lld", (long long)id);
-    if (rc != SQLITE_ROW)
-        return drift_error_set(err, DRIFT_ERR_STORE, "reading response %lld: %s", (long long)id,
-                               sqlite3_errmsg(sqlite3_db_handle(s)));
-    const unsigned char *t = sqlite3_column_text(s, 0);
-    *text = drift_strdup(t ? (const char *)t : "");
-    *has_lp = sqlite3_column_int(s, 1);
-    return *text ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading response %lld", (long long)id);
-}
-
 /* One flip of the batch: DRIFT_OK with out filled, DRIFT_ERR_NOMEM/STORE
  * (fatal), or another status with the message in err (per flip). */
-static drift_status batch_one(drift_store *st, sqlite3_stmt *s, const drift_flip *f, drift_divergence *out,
-                              drift_error *err) {
+static drift_status batch_one(drift_store *st, const drift_flip *f, drift_divergence *out, drift_error *err) {
     char *tb = NULL, *tt = NULL;
     int lb = 0, lt = 0;
-    drift_status rc = batch_read(s, f->base_response_id, &tb, &lb, err);
-    if (!rc) rc = batch_read(s, f->targ_response_id, &tt, &lt, err);
+    drift_status rc = drift_store_answer_text(st, f->base_response_id, &tb, &lb, err);
+    if (!rc) rc = drift_store_answer_text(st, f->targ_response_id, &tt, &lt, err);
     if (!rc && lb && lt) {
         drift_response rb, rt;
         memset(&rt, 0, sizeof rt);
@@ -635,17 +616,11 @@ drift_status drift_flip_divergences(drift_store *st, const drift_flip *flips, si
     }
     if (n == 0) return DRIFT_OK;
     if (!st || !flips) return drift_error_set(err, DRIFT_ERR_INVALID, "divergences need a store and flips");
-    sqlite3 *db = drift_store_db(st);
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT text, logprobs IS NOT NULL FROM responses WHERE id = ?1", -1, &s, NULL) !=
-        SQLITE_OK)
-        return drift_error_set(err, DRIFT_ERR_STORE, "reading answers: %s", sqlite3_errmsg(db));
-    /* one snapshot for all reads, unless the caller already holds a transaction */
-    int own_tx = sqlite3_get_autocommit(db) && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    drift_store_read_begin(st); /* one snapshot for all reads */
     drift_status fatal = DRIFT_OK;
     for (size_t i = 0; i < n && !fatal; i++) {
         drift_error e = {0};
-        drift_status rc = batch_one(st, s, &flips[i], &out[i], &e);
+        drift_status rc = batch_one(st, &flips[i], &out[i], &e);
         if (rc == DRIFT_ERR_NOMEM || rc == DRIFT_ERR_STORE) {
             fatal = drift_error_set(err, rc, "prompt %s: %s", flips[i].prompt_id ? flips[i].prompt_id : "?", e.msg);
         } else if (rc) {
@@ -656,8 +631,7 @@ drift_status drift_flip_divergences(drift_store *st, const drift_flip *flips, si
             if (!out[i].error) fatal = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         }
     }
-    sqlite3_finalize(s);
-    if (own_tx) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    drift_store_read_end(st);
     if (fatal)
         for (size_t i = 0; i < n; i++) drift_divergence_free(&out[i]);
     return fatal;

@@ -48,7 +48,6 @@
 #include "driftbench/monitor.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,26 +548,9 @@ void drift_monitor_data_free(drift_monitor_data *d) {
 /* The embedder with the most vectors over the two runs' responses. */
 static drift_status mon_pick_embedder(drift_store *st, int64_t run_a, int64_t run_b, char *out, size_t cap,
                                       drift_error *err) {
-    sqlite3 *db = drift_store_db(st);
-    sqlite3_stmt *q = NULL;
-    const char *sql = "SELECT e.embedder, COUNT(*) AS n FROM embeddings e JOIN responses r ON r.id = e.response_id "
-                      "WHERE r.run_id IN (?1, ?2) GROUP BY e.embedder ORDER BY n DESC, e.embedder LIMIT 1";
-    if (!db || sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-        return drift_error_set(err, DRIFT_ERR_STORE, "monitor: cannot list embedders: %s",
-                               db ? sqlite3_errmsg(db) : "no database");
-    sqlite3_bind_int64(q, 1, run_a);
-    sqlite3_bind_int64(q, 2, run_b);
-    int rc = sqlite3_step(q);
-    drift_status st_ = DRIFT_OK;
-    if (rc == SQLITE_ROW) {
-        snprintf(out, cap, "%s", (const char *)sqlite3_column_text(q, 0));
-    } else if (rc == SQLITE_DONE) {
-        out[0] = 0;
-    } else {
-        st_ = drift_error_set(err, DRIFT_ERR_STORE, "monitor: cannot list embedders: %s", sqlite3_errmsg(db));
-    }
-    sqlite3_finalize(q);
-    return st_;
+    drift_status rc = drift_store_top_embedder(st, run_a, run_b, out, cap, err);
+    if (rc) drift_error_prefix(err, "monitor: cannot list embedders: ");
+    return rc;
 }
 
 /* Appends the embeddings of run_id's answered responses to *vecs. */

@@ -20,9 +20,9 @@
  * (DRIFT_ERR_UNSUPPORTED or a failed open/check) does not fail the run: its
  * pending responses are counted in not_computable with the reason. Texts
  * are then read in chunks of SCORE_CHUNK in key order (prompt_rowid,
- * replicate) with keyset pagination through the store's raw handle, so
- * scoring is linear in the run's size; rows of unavailable workloads are
- * passed over without reading their texts.
+ * replicate) by drift_store_scan_pending, so scoring is linear in the run's
+ * size; rows of unavailable workloads are passed over without reading
+ * their texts.
  * Scores of a chunk are stored in one transaction (drift_store_put_scores).
  * Failed requests (error responses) are never scored.
  * Code: the isolation drift_sandbox_check finds is written into every code
@@ -32,7 +32,6 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -340,73 +339,26 @@ out:
     return rc;
 }
 
-static char *col_dup(sqlite3_stmt *q, int i) {
-    const unsigned char *t = sqlite3_column_text(q, i);
-    return t ? drift_strndup((const char *)t, (size_t)sqlite3_column_bytes(q, i)) : NULL;
+/* drift_store_scan_pending's want_text: texts only for the workloads that
+ * can be judged now (opening their evaluators on first sight). */
+static int want_text(void *user, drift_workload wl) {
+    return wl != DRIFT_WL_UNKNOWN && ensure_open(user, wl);
 }
 
-/* Reads the texts in key order, SCORE_CHUNK at a time, each chunk starting
- * after the last key of the one before (keyset pagination through the
- * store's raw handle and the responses/prompts tables of store.h), so the
- * cost is linear in the run's size however many rows stay unscored. Without
- * rescore only responses with no score at all, or whose latest score (the
- * highest scores.id, as load_scored's; one seek in scores_latest) is an
- * evaluator error, are read. */
+/* Reads the pending answers SCORE_CHUNK at a time (drift_store_scan_pending:
+ * key order, each chunk after the last key of the one before, so the cost
+ * is linear in the run's size however many rows stay unscored) and scores
+ * each chunk before reading the next. */
 static drift_status score_scan(scorer *s, int64_t run_id, drift_error *err) {
-    sqlite3 *db = drift_store_db(s->st);
-    const char *sql =
-        "SELECT r.id, r.prompt_rowid, r.replicate, r.text, p.prompt_id, p.workload, p.input, p.reference "
-        "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
-        "WHERE r.run_id = ?1 AND r.error IS NULL AND r.text IS NOT NULL "
-        "AND (r.prompt_rowid, r.replicate) > (?2, ?3) "
-        "AND (?4 OR COALESCE((SELECT x.label FROM scores x WHERE x.response_id = r.id "
-        "ORDER BY x.id DESC LIMIT 1), ?6) = ?6) "
-        "ORDER BY r.prompt_rowid, r.replicate LIMIT ?5";
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-        return drift_error_set(err, DRIFT_ERR_STORE, "reading responses to score: %s", sqlite3_errmsg(db));
     drift_response *rs = calloc(SCORE_CHUNK, sizeof *rs);
     drift_prompt *ps = calloc(SCORE_CHUNK, sizeof *ps);
     drift_status rc = DRIFT_OK;
     if (!rs || !ps) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    int64_t last_p = INT64_MIN;
-    int last_r = INT32_MIN;
+    drift_scan_cursor cur = {0};
     while (!rc) {
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, run_id);
-        sqlite3_bind_int64(q, 2, last_p);
-        sqlite3_bind_int(q, 3, last_r);
-        sqlite3_bind_int(q, 4, s->opts->rescore ? 1 : 0);
-        sqlite3_bind_int(q, 5, SCORE_CHUNK);
-        sqlite3_bind_int(q, 6, DRIFT_LABEL_ERROR);
         size_t n = 0;
-        int step;
-        while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-            drift_response *r = &rs[n];
-            drift_prompt *p = &ps[n];
-            memset(r, 0, sizeof *r);
-            memset(p, 0, sizeof *p);
-            r->id = sqlite3_column_int64(q, 0);
-            r->prompt_rowid = sqlite3_column_int64(q, 1);
-            r->replicate = sqlite3_column_int(q, 2);
-            last_p = r->prompt_rowid;
-            last_r = r->replicate;
-            p->workload = drift_workload_parse((const char *)sqlite3_column_text(q, 5));
-            n++;
-            /* texts only for the workloads that can be judged now */
-            if (p->workload == DRIFT_WL_UNKNOWN || !ensure_open(s, p->workload)) continue;
-            r->text = col_dup(q, 3);
-            p->prompt_id = col_dup(q, 4);
-            p->input = col_dup(q, 6);
-            p->reference_json = col_dup(q, 7);
-            if (!r->text || !p->prompt_id || !p->input || !p->reference_json) {
-                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading responses");
-                break;
-            }
-        }
-        if (!rc && step != SQLITE_DONE && step != SQLITE_ROW)
-            rc = drift_error_set(err, DRIFT_ERR_STORE, "reading responses to score: %s", sqlite3_errmsg(db));
-        sqlite3_reset(q); /* release the read snapshot before writing scores */
+        rc = drift_store_scan_pending(s->st, run_id, s->opts->rescore, &cur, SCORE_CHUNK, want_text, s, rs, ps, &n,
+                                      err);
         if (!rc && n) rc = process_chunk(s, rs, ps, n, err);
         for (size_t i = 0; i < n; i++) {
             drift_response_free(&rs[i]);
@@ -414,7 +366,6 @@ static drift_status score_scan(scorer *s, int64_t run_id, drift_error *err) {
         }
         if (n < SCORE_CHUNK) break;
     }
-    sqlite3_finalize(q);
     free(rs);
     free(ps);
     return rc;

@@ -14,6 +14,7 @@
 #include "driftbench/report.h"
 #include "driftbench/compare.h"
 #include "driftbench/eval.h"
+#include "store/store_internal.h" /* store_sqlite: to look at what the store wrote */
 
 #define Z95 1.959963984540054
 
@@ -285,7 +286,7 @@ static void test_score(void **state) {
 
     /* the detail keeps what was extracted */
     sqlite3_stmt *q = NULL;
-    assert_int_equal(sqlite3_prepare_v2(drift_store_db(st),
+    assert_int_equal(sqlite3_prepare_v2(store_sqlite(st),
                                         "SELECT detail FROM scores s JOIN responses r ON r.id=s.response_id "
                                         "JOIN prompts p ON p.id=r.prompt_rowid WHERE p.prompt_id='g1'",
                                         -1, &q, NULL),

@@ -17,6 +17,7 @@
 #include "driftbench/compare.h"
 #include "driftbench/matrix.h"
 #include "driftbench/store.h"
+#include "store/store_internal.h" /* store_sqlite: to look at what the store wrote */
 #include "driftbench/suite.h"
 
 #include "labelled_runs.h"
@@ -30,7 +31,7 @@ static long count(drift_store *st, const char *table) {
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
     sqlite3_stmt *s = NULL;
-    assert_int_equal(sqlite3_prepare_v2(drift_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(store_sqlite(st), sql, -1, &s, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
     long n = (long)sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);

@@ -28,6 +28,7 @@
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "driftbench/store.h"
+#include "store/store_internal.h" /* store_sqlite: to look at what the store wrote */
 #include "util/util.h"
 
 #include "labelled_runs.h"
@@ -101,7 +102,7 @@ static void put_answers(drift_store *st, int64_t run, const int64_t *rowids, con
 
 static int64_t response_of(drift_store *st, int64_t run, const char *prompt_id) {
     sqlite3_stmt *q = NULL;
-    assert_int_equal(sqlite3_prepare_v2(drift_store_db(st),
+    assert_int_equal(sqlite3_prepare_v2(store_sqlite(st),
                                         "SELECT r.id FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
                                         "WHERE r.run_id = ?1 AND p.prompt_id = ?2",
                                         -1, &q, NULL),
@@ -124,7 +125,7 @@ typedef struct latest {
 static latest latest_score(drift_store *st, int64_t response_id) {
     latest l = {0, DRIFT_LABEL_NONE, NULL};
     sqlite3_stmt *q = NULL;
-    assert_int_equal(sqlite3_prepare_v2(drift_store_db(st),
+    assert_int_equal(sqlite3_prepare_v2(store_sqlite(st),
                                         "SELECT id, label, detail FROM scores WHERE response_id = ?1 "
                                         "ORDER BY id DESC LIMIT 1",
                                         -1, &q, NULL),
@@ -164,7 +165,7 @@ static void detail_field(const char *detail, const char *key, char *out, size_t 
 
 static void exec_sql(drift_store *st, const char *sql) {
     char *msg = NULL;
-    if (sqlite3_exec(drift_store_db(st), sql, NULL, NULL, &msg) != SQLITE_OK) fail_msg("%s: %s", sql, msg);
+    if (sqlite3_exec(store_sqlite(st), sql, NULL, NULL, &msg) != SQLITE_OK) fail_msg("%s: %s", sql, msg);
 }
 
 static void put_score(drift_store *st, int64_t response_id, const char *evaluator, int label, const char *detail) {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "driftbench/store.h"
+#include "store/store_internal.h" /* store_sqlite: to look at what the store wrote */
 #include "util/util.h"
 
 static char tmpdir[256];
@@ -91,7 +92,7 @@ static drift_run_info run_info(const char *label, const char *target, const char
 
 static int64_t count_rows(drift_store *st, const char *sql) {
     sqlite3_stmt *s = NULL;
-    assert_int_equal(sqlite3_prepare_v2(drift_store_db(st), sql, -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(store_sqlite(st), sql, -1, &s, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
     int64_t v = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
@@ -105,7 +106,7 @@ static void test_open_new_and_reopen(void **state) {
     assert_int_equal(count_rows(st, "PRAGMA user_version"), DRIFT_STORE_SCHEMA_VERSION);
     assert_int_equal(count_rows(st, "PRAGMA application_id"), 0x44524654);
     sqlite3_stmt *s;
-    sqlite3_prepare_v2(drift_store_db(st), "PRAGMA journal_mode", -1, &s, NULL);
+    sqlite3_prepare_v2(store_sqlite(st), "PRAGMA journal_mode", -1, &s, NULL);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
     assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
     sqlite3_finalize(s);
@@ -191,7 +192,7 @@ static void test_refuse_newer_schema(void **state) {
     (void)state;
     const char *path = tpath("future.db");
     drift_store *st = open_ok(path);
-    assert_int_equal(sqlite3_exec(drift_store_db(st), "PRAGMA user_version=7", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(store_sqlite(st), "PRAGMA user_version=7", NULL, NULL, NULL), SQLITE_OK);
     drift_store_close(st);
     drift_error err = {0};
     assert_int_equal(drift_store_open(path, &st, &err), DRIFT_ERR_STORE);
@@ -559,7 +560,7 @@ static void test_load_scored_interleaved(void **state) {
 
 static void exec_ok(drift_store *st, const char *sql) {
     char *msg = NULL;
-    int rc = sqlite3_exec(drift_store_db(st), sql, NULL, NULL, &msg);
+    int rc = sqlite3_exec(store_sqlite(st), sql, NULL, NULL, &msg);
     if (rc != SQLITE_OK) fprintf(stderr, "%s: %s\n", sql, msg ? msg : "?");
     sqlite3_free(msg);
     assert_int_equal(rc, SQLITE_OK);
@@ -982,7 +983,7 @@ static void test_kill_safety(void **state) {
 
     st = open_ok(path);
     sqlite3_stmt *s;
-    sqlite3_prepare_v2(drift_store_db(st), "PRAGMA integrity_check", -1, &s, NULL);
+    sqlite3_prepare_v2(store_sqlite(st), "PRAGMA integrity_check", -1, &s, NULL);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
     assert_string_equal((const char *)sqlite3_column_text(s, 0), "ok");
     sqlite3_finalize(s);

@@ -1,0 +1,650 @@
+/* store_runs.c - prompts, runs and responses in the store (store.h).
+ *
+ * Prompts are inserted or found by (suite, prompt_id) and must keep their
+ * hash; a run is created, or resumed when target, decoding and config agree
+ * (compared as canonical JSON, the first difference named); responses are
+ * written in one transaction per batch, an answer never overwritten, an
+ * error row replaced by a later result. Logprobs are kept as one zstd frame
+ * of their JSON text. Whole-store counts (answers and failed requests per
+ * workload, completion tokens) are read here too. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_internal.h"
+#include "util/util.h"
+
+/* Canonical form of a JSON text (sorted keys, compact) for comparisons;
+ * NULL or empty -> "{}"; invalid JSON is returned as it is. */
+static char *json_canonical(const char *text) {
+    if (!text || !*text) return drift_strdup("{}");
+    json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
+    if (!j) return drift_strdup(text);
+    char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    json_decref(j);
+    return s;
+}
+
+/* Describes how two JSON objects differ: "field.key: stored A, requested B"
+ * for the first key that differs. Returns 1 if they differ. */
+static int json_diff(const char *field, const char *stored, const char *given, char *out, size_t outsz) {
+    char *a = json_canonical(stored), *b = json_canonical(given);
+    int differ = !a || !b || strcmp(a, b) != 0;
+    if (differ) {
+        json_t *ja = a ? json_loads(a, 0, NULL) : NULL, *jb = b ? json_loads(b, 0, NULL) : NULL;
+        int done = 0;
+        if (json_is_object(ja) && json_is_object(jb)) {
+            const char *key;
+            json_t *va;
+            json_t *both[2] = {ja, jb};
+            for (int side = 0; side < 2 && !done; side++) {
+                json_object_foreach(both[side], key, va) {
+                    json_t *x = json_object_get(ja, key), *y = json_object_get(jb, key);
+                    if (x && y && json_equal(x, y)) continue;
+                    char *sx = x ? json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+                    char *sy = y ? json_dumps(y, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+                    snprintf(out, outsz, "%s.%s: stored %s, requested %s", field, key, sx ? sx : "(absent)",
+                             sy ? sy : "(absent)");
+                    free(sx);
+                    free(sy);
+                    done = 1;
+                    break;
+                }
+            }
+        }
+        if (!done) snprintf(out, outsz, "%s: stored %s, requested %s", field, a ? a : "?", b ? b : "?");
+        json_decref(ja);
+        json_decref(jb);
+    }
+    free(a);
+    free(b);
+    return differ;
+}
+
+/* ---- prompts ---- */
+
+drift_status drift_store_put_prompts(drift_store *st, const drift_suite *suite, int64_t *rowids,
+                                     drift_error *err) {
+    const char *suite_name = suite->name ? suite->name : "";
+    drift_status ds = store_tx_begin(st, err);
+    if (ds) return ds;
+    for (size_t i = 0; i < suite->n; i++) {
+        const drift_prompt *p = &suite->prompts[i];
+        sqlite3_stmt *ins = store_stmt_get(st, STORE_STMT_PROMPT_INSERT,
+                                     "INSERT INTO prompts(suite,prompt_id,workload,input,reference,hash) "
+                                     "VALUES(?,?,?,?,?,?) ON CONFLICT(suite,prompt_id) DO NOTHING",
+                                     err);
+        if (!ins) goto fail;
+        sqlite3_bind_text(ins, 1, suite_name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, p->prompt_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 3, drift_workload_name(p->workload), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 4, p->input ? p->input : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 5, p->reference_json ? p->reference_json : "{}", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 6, p->hash ? p->hash : "", -1, SQLITE_STATIC);
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            store_db_error(st, err, "inserting a prompt");
+            goto fail;
+        }
+        sqlite3_stmt *find =
+            store_stmt_get(st, STORE_STMT_PROMPT_FIND, "SELECT id, hash FROM prompts WHERE suite=? AND prompt_id=?", err);
+        if (!find) goto fail;
+        sqlite3_bind_text(find, 1, suite_name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(find, 2, p->prompt_id, -1, SQLITE_STATIC);
+        if (sqlite3_step(find) != SQLITE_ROW) {
+            store_db_error(st, err, "finding a prompt");
+            goto fail;
+        }
+        const char *h = (const char *)sqlite3_column_text(find, 1);
+        if (strcmp(h ? h : "", p->hash ? p->hash : "") != 0) {
+            drift_error_set(err, DRIFT_ERR_MISMATCH,
+                            "%s: prompt %s of suite %s is stored with hash %s but the suite now gives hash %s "
+                            "(its text or reference changed)",
+                            st->path, p->prompt_id, suite_name, h ? h : "", p->hash ? p->hash : "");
+            sqlite3_reset(find);
+            goto fail;
+        }
+        if (rowids) rowids[i] = sqlite3_column_int64(find, 0);
+        sqlite3_reset(find);
+    }
+    return store_tx_commit(st, err);
+fail:
+    store_tx_rollback(st);
+    return err ? err->code : DRIFT_ERR_STORE;
+}
+
+/* ---- runs ---- */
+
+static const char RUN_COLS[] =
+    "id,label,target,config,decoding,templates,suites,tool_version,started_at,finished_at";
+
+static drift_status run_from_row(sqlite3_stmt *s, drift_run_info *r) {
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(s, 0);
+    r->label = store_col_strdup(s, 1);
+    r->target = store_col_strdup(s, 2);
+    r->config_json = store_col_strdup(s, 3);
+    r->decoding_json = store_col_strdup(s, 4);
+    r->templates_json = store_col_strdup(s, 5);
+    r->suites_json = store_col_strdup(s, 6);
+    r->tool_version = store_col_strdup(s, 7);
+    r->started_at = store_col_strdup(s, 8);
+    r->finished_at = store_col_strdup(s, 9);
+    if (!r->label || !r->target || !r->config_json || !r->decoding_json || !r->started_at) {
+        drift_run_info_free(r);
+        return DRIFT_ERR_NOMEM;
+    }
+    return DRIFT_OK;
+}
+
+drift_status drift_store_run_get(drift_store *st, const char *label, drift_run_info *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM runs WHERE label=?", RUN_COLS);
+    sqlite3_stmt *s = store_stmt_prepare(st, sql, err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_text(s, 1, label, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    drift_status ds;
+    if (rc == SQLITE_ROW) {
+        ds = run_from_row(s, out);
+        if (ds) drift_error_set(err, ds, "out of memory reading run %s", label);
+        sqlite3_finalize(s);
+        return ds;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return store_db_error(st, err, "reading runs");
+    /* Not found: list what exists. */
+    drift_buf names = {0};
+    s = store_stmt_prepare(st, "SELECT label FROM runs ORDER BY id", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    int n = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        if (n < 50) buf_printf(&names, "%s%s", n ? ", " : "", (const char *)sqlite3_column_text(s, 0));
+        n++;
+    }
+    sqlite3_finalize(s);
+    if (n == 0)
+        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no run labelled '%s' (the store has no runs)",
+                             st->path, label);
+    else
+        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no run labelled '%s'; runs: %s%s", st->path, label,
+                             names.data, n > 50 ? ", ..." : "");
+    buf_free(&names);
+    return ds;
+}
+
+drift_status drift_store_run_list(drift_store *st, drift_run_info **out, size_t *n, drift_error *err) {
+    *out = NULL;
+    *n = 0;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM runs ORDER BY id", RUN_COLS);
+    sqlite3_stmt *s = store_stmt_prepare(st, sql, err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    drift_run_info *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (cnt == cap) {
+            cap = cap ? cap * 2 : 8;
+            drift_run_info *na = realloc(arr, cap * sizeof *arr);
+            if (!na) goto nomem;
+            arr = na;
+        }
+        if (run_from_row(s, &arr[cnt])) goto nomem;
+        cnt++;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) {
+        drift_run_info_array_free(arr, cnt);
+        return store_db_error(st, err, "listing runs");
+    }
+    *out = arr;
+    *n = cnt;
+    return DRIFT_OK;
+nomem:
+    sqlite3_finalize(s);
+    drift_run_info_array_free(arr, cnt);
+    return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory listing runs");
+}
+
+void drift_run_info_free(drift_run_info *r) {
+    if (!r) return;
+    free(r->label);
+    free(r->target);
+    free(r->config_json);
+    free(r->decoding_json);
+    free(r->templates_json);
+    free(r->suites_json);
+    free(r->tool_version);
+    free(r->started_at);
+    free(r->finished_at);
+    memset(r, 0, sizeof *r);
+}
+
+void drift_run_info_array_free(drift_run_info *infos, size_t n) {
+    if (!infos) return;
+    for (size_t i = 0; i < n; i++) drift_run_info_free(&infos[i]);
+    free(infos);
+}
+
+drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, int64_t *run_id, int *resumed,
+                                   drift_error *err) {
+    if (!info->label || !*info->label) return drift_error_set(err, DRIFT_ERR_INVALID, "run label is empty");
+    if (resumed) *resumed = 0;
+    drift_status ds = store_tx_begin(st, err);
+    if (ds) return ds;
+    if (store_lock_take(st, info->label, err)) goto fail;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM runs WHERE label=?", RUN_COLS);
+    sqlite3_stmt *s = store_stmt_prepare(st, sql, err);
+    if (!s) goto fail;
+    sqlite3_bind_text(s, 1, info->label, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        drift_run_info old;
+        if (run_from_row(s, &old)) {
+            sqlite3_finalize(s);
+            drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading run %s", info->label);
+            goto fail;
+        }
+        sqlite3_finalize(s);
+        char diff[768];
+        const char *given_target = info->target ? info->target : "";
+        if (strcmp(old.target, given_target) != 0) {
+            drift_error_set(err, DRIFT_ERR_MISMATCH,
+                            "run '%s' exists with another target: stored '%s', requested '%s' "
+                            "(use a new label for a new run)",
+                            info->label, old.target, given_target);
+        } else if (json_diff("decoding", old.decoding_json, info->decoding_json, diff, sizeof diff) ||
+                   json_diff("config", old.config_json, info->config_json, diff, sizeof diff)) {
+            drift_error_set(err, DRIFT_ERR_MISMATCH,
+                            "run '%s' exists with other settings: %s (use a new label for a new run)",
+                            info->label, diff);
+        } else {
+            int64_t id = old.id;
+            drift_run_info_free(&old);
+            sqlite3_stmt *u = store_stmt_prepare(st, "UPDATE runs SET finished_at=NULL WHERE id=?", err);
+            if (!u) goto fail;
+            sqlite3_bind_int64(u, 1, id);
+            rc = sqlite3_step(u);
+            sqlite3_finalize(u);
+            if (rc != SQLITE_DONE) {
+                store_db_error(st, err, "resuming a run");
+                goto fail;
+            }
+            *run_id = id;
+            if (resumed) *resumed = 1;
+            return store_tx_commit(st, err);
+        }
+        drift_run_info_free(&old);
+        goto fail;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) {
+        store_db_error(st, err, "reading runs");
+        goto fail;
+    }
+    {
+        char now[32];
+        drift_utc_iso(now);
+        char *cfg = json_canonical(info->config_json), *dec = json_canonical(info->decoding_json);
+        sqlite3_stmt *ins =
+            store_stmt_prepare(st,
+                         "INSERT INTO runs(label,target,config,decoding,templates,suites,tool_version,"
+                         "started_at) VALUES(?,?,?,?,?,?,?,?)",
+                         err);
+        if (!ins || !cfg || !dec) {
+            free(cfg);
+            free(dec);
+            sqlite3_finalize(ins);
+            if (ins) drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory creating run %s", info->label);
+            goto fail;
+        }
+        sqlite3_bind_text(ins, 1, info->label, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, info->target ? info->target : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 3, cfg, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 4, dec, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 5, info->templates_json ? info->templates_json : "{}", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 6, info->suites_json ? info->suites_json : "[]", -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 7, info->tool_version ? info->tool_version : drift_version(), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 8, now, -1, SQLITE_STATIC);
+        rc = sqlite3_step(ins);
+        sqlite3_finalize(ins);
+        free(cfg);
+        free(dec);
+        if (rc != SQLITE_DONE) {
+            store_db_error(st, err, "creating a run");
+            goto fail;
+        }
+        *run_id = sqlite3_last_insert_rowid(st->db);
+    }
+    return store_tx_commit(st, err);
+fail:
+    store_tx_rollback(st);
+    return err && err->code ? err->code : DRIFT_ERR_STORE;
+}
+
+drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error *err) {
+    char now[32];
+    drift_utc_iso(now);
+    sqlite3_stmt *s = store_stmt_prepare(st, "UPDATE runs SET finished_at=? WHERE id=?", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_text(s, 1, now, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, run_id);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return store_db_error(st, err, "finishing a run");
+    if (sqlite3_changes(st->db) == 0)
+        return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no run with id %lld", st->path, (long long)run_id);
+    if (!st->holds_locks) return DRIFT_OK;
+    s = store_stmt_prepare(st, "DELETE FROM run_locks WHERE token=? AND label=(SELECT label FROM runs WHERE id=?)", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_text(s, 1, st->token, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, run_id);
+    rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return store_db_error(st, err, "releasing the run lock");
+    return DRIFT_OK;
+}
+
+/* ---- responses ---- */
+
+drift_status store_logprobs_pack(drift_store *st, const char *json, void **blob, size_t *len) {
+    *blob = NULL;
+    *len = 0;
+    if (!json) return DRIFT_OK;
+    if (!st->zc && !(st->zc = ZSTD_createCCtx())) return DRIFT_ERR_NOMEM;
+    size_t n = strlen(json);
+    size_t cap = ZSTD_compressBound(n);
+    void *b = malloc(cap ? cap : 1);
+    if (!b) return DRIFT_ERR_NOMEM;
+    size_t z = ZSTD_compressCCtx(st->zc, b, cap, json, n, 3);
+    if (ZSTD_isError(z)) {
+        free(b);
+        return DRIFT_ERR_INTERNAL;
+    }
+    *blob = b;
+    *len = z;
+    return DRIFT_OK;
+}
+
+/* Decompresses a logprobs blob; NULL on absent or corrupt data (*bad set). */
+char *store_logprobs_unpack(const void *blob, size_t len, int *bad) {
+    *bad = 0;
+    if (!blob || len == 0) return NULL;
+    unsigned long long n = ZSTD_getFrameContentSize(blob, len);
+    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (1ull << 31)) {
+        *bad = 1;
+        return NULL;
+    }
+    char *out = malloc((size_t)n + 1);
+    if (!out) return NULL;
+    size_t got = ZSTD_decompress(out, (size_t)n, blob, len);
+    if (ZSTD_isError(got) || got != n) {
+        free(out);
+        *bad = 1;
+        return NULL;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const drift_response *r, size_t n,
+                                       drift_error *err) {
+    if (n == 0) return DRIFT_OK;
+    char now[32];
+    drift_utc_iso(now);
+    drift_status ds = store_tx_begin(st, err);
+    if (ds) return ds;
+    for (size_t i = 0; i < n; i++) {
+        const drift_response *x = &r[i];
+        sqlite3_stmt *s = store_stmt_get(
+            st, STORE_STMT_PUT_RESPONSE,
+            "INSERT INTO responses(run_id,prompt_rowid,replicate,text,prompt_tokens,completion_tokens,"
+            "finish_reason,latency_ms,logprobs,error,http_status,attempts,created_at,failed) "
+            "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?10 IS NOT NULL) "
+            "ON CONFLICT(run_id,prompt_rowid,replicate) DO UPDATE SET text=excluded.text,failed=excluded.failed,"
+            "prompt_tokens=excluded.prompt_tokens,completion_tokens=excluded.completion_tokens,"
+            "finish_reason=excluded.finish_reason,latency_ms=excluded.latency_ms,logprobs=excluded.logprobs,"
+            "error=excluded.error,http_status=excluded.http_status,attempts=excluded.attempts,"
+            "created_at=excluded.created_at WHERE responses.failed",
+            err);
+        if (!s) goto fail;
+        /* An answer is the text; an error row never carries text. */
+        const char *text = x->error ? NULL : (x->text ? x->text : "");
+        void *blob = NULL;
+        size_t blen = 0;
+        if (!x->error && store_logprobs_pack(st, x->logprobs_json, &blob, &blen)) {
+            drift_error_set(err, DRIFT_ERR_NOMEM, "compressing logprobs");
+            goto fail;
+        }
+        sqlite3_bind_int64(s, 1, run_id);
+        sqlite3_bind_int64(s, 2, x->prompt_rowid);
+        sqlite3_bind_int(s, 3, x->replicate);
+        store_bind_text_or_null(s, 4, text);
+        if (x->prompt_tokens >= 0) sqlite3_bind_int(s, 5, x->prompt_tokens);
+        if (x->completion_tokens >= 0) sqlite3_bind_int(s, 6, x->completion_tokens);
+        store_bind_text_or_null(s, 7, x->finish_reason);
+        sqlite3_bind_double(s, 8, x->latency_ms);
+        if (blob) sqlite3_bind_blob(s, 9, blob, (int)blen, free);
+        store_bind_text_or_null(s, 10, x->error);
+        sqlite3_bind_int(s, 11, x->http_status);
+        sqlite3_bind_int(s, 12, x->attempts);
+        sqlite3_bind_text(s, 13, now, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s);
+        sqlite3_reset(s);
+        if (rc != SQLITE_DONE) {
+            drift_error_set(err, DRIFT_ERR_STORE, "%s: storing the response to prompt row %lld replicate %d: %s",
+                            st->path, (long long)x->prompt_rowid, x->replicate, sqlite3_errmsg(st->db));
+            goto fail;
+        }
+    }
+    return store_tx_commit(st, err);
+fail:
+    store_tx_rollback(st);
+    return err && err->code ? err->code : DRIFT_ERR_STORE;
+}
+
+typedef struct {
+    int64_t prompt;
+    int rep;
+} pair_key;
+
+static int pair_cmp(const void *a, const void *b) {
+    const pair_key *x = a, *y = b;
+    if (x->prompt != y->prompt) return x->prompt < y->prompt ? -1 : 1;
+    return (x->rep > y->rep) - (x->rep < y->rep);
+}
+
+drift_status drift_store_pending(drift_store *st, int64_t run_id, const int64_t *prompt_rowids, size_t n_prompts,
+                                 int replicates, int64_t **out_prompts, int **out_replicates, size_t *n_out,
+                                 drift_error *err) {
+    *out_prompts = NULL;
+    *out_replicates = NULL;
+    *n_out = 0;
+    if (replicates < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "replicates must be >= 1 (got %d)", replicates);
+    sqlite3_stmt *s = store_stmt_prepare(
+        st, "SELECT prompt_rowid, replicate FROM responses WHERE run_id=? AND NOT failed ORDER BY 1,2", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_int64(s, 1, run_id);
+    pair_key *done = NULL;
+    size_t nd = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (nd == cap) {
+            cap = cap ? cap * 2 : 1024;
+            pair_key *nn = realloc(done, cap * sizeof *done);
+            if (!nn) {
+                free(done);
+                sqlite3_finalize(s);
+                return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading responses");
+            }
+            done = nn;
+        }
+        done[nd].prompt = sqlite3_column_int64(s, 0);
+        done[nd].rep = sqlite3_column_int(s, 1);
+        nd++;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) {
+        free(done);
+        return store_db_error(st, err, "reading responses");
+    }
+    size_t total = n_prompts * (size_t)replicates;
+    int64_t *op = malloc((total ? total : 1) * sizeof *op);
+    int *orp = malloc((total ? total : 1) * sizeof *orp);
+    if (!op || !orp) {
+        free(op);
+        free(orp);
+        free(done);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n_prompts; i++)
+        for (int r = 0; r < replicates; r++) {
+            pair_key key = {prompt_rowids[i], r};
+            if (nd && bsearch(&key, done, nd, sizeof *done, pair_cmp)) continue;
+            op[k] = prompt_rowids[i];
+            orp[k] = r;
+            k++;
+        }
+    free(done);
+    *out_prompts = op;
+    *out_replicates = orp;
+    *n_out = k;
+    return DRIFT_OK;
+}
+
+/* ---- single responses and unscored batches ---- */
+
+/* See store_internal.h. */
+drift_status store_answer_from_row(sqlite3_stmt *s, drift_response *r, drift_prompt *p) {
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(s, 0);
+    r->prompt_rowid = sqlite3_column_int64(s, 1);
+    r->replicate = sqlite3_column_int(s, 2);
+    r->text = store_col_strdup(s, 3);
+    r->prompt_tokens = sqlite3_column_type(s, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 4);
+    r->completion_tokens = sqlite3_column_type(s, 5) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 5);
+    r->finish_reason = store_col_strdup(s, 6);
+    r->latency_ms = sqlite3_column_double(s, 7);
+    int bad = 0;
+    r->logprobs_json = store_logprobs_unpack(sqlite3_column_blob(s, 8), (size_t)sqlite3_column_bytes(s, 8), &bad);
+    r->error = store_col_strdup(s, 9);
+    r->http_status = sqlite3_column_int(s, 10);
+    r->attempts = sqlite3_column_int(s, 11);
+    int oom = (sqlite3_column_type(s, 3) != SQLITE_NULL && !r->text) ||
+              (sqlite3_column_type(s, 9) != SQLITE_NULL && !r->error);
+    if (p) {
+        memset(p, 0, sizeof *p);
+        p->prompt_id = store_col_strdup(s, 12);
+        p->workload = drift_workload_parse((const char *)sqlite3_column_text(s, 13));
+        p->input = store_col_strdup(s, 14);
+        p->reference_json = store_col_strdup(s, 15);
+        p->hash = store_col_strdup(s, 16);
+        if (!p->prompt_id || !p->input || !p->reference_json || !p->hash) oom = 1;
+    }
+    if (oom) {
+        drift_response_free(r);
+        if (p) drift_prompt_free(p);
+        return DRIFT_ERR_NOMEM;
+    }
+    return bad ? DRIFT_ERR_STORE : DRIFT_OK;
+}
+
+drift_status drift_store_response_get(drift_store *st, int64_t response_id, drift_response *out,
+                                      drift_prompt *prompt_out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    if (prompt_out) memset(prompt_out, 0, sizeof *prompt_out);
+    sqlite3_stmt *s = store_stmt_prepare(
+        st, "SELECT " STORE_RESP_COLS " FROM responses r JOIN prompts p ON p.id = r.prompt_rowid WHERE r.id = ?", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_int64(s, 1, response_id);
+    int rc = sqlite3_step(s);
+    drift_status ds;
+    if (rc == SQLITE_ROW) {
+        ds = store_answer_from_row(s, out, prompt_out);
+        if (ds == DRIFT_ERR_NOMEM)
+            drift_error_set(err, ds, "out of memory reading response %lld", (long long)response_id);
+        else if (ds) {
+            drift_error_set(err, ds, "%s: response %lld has corrupt logprobs data", st->path,
+                            (long long)response_id);
+            drift_response_free(out);
+            if (prompt_out) drift_prompt_free(prompt_out);
+        }
+    } else if (rc == SQLITE_DONE) {
+        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no response with id %lld", st->path,
+                             (long long)response_id);
+    } else {
+        ds = store_db_error(st, err, "reading a response");
+    }
+    sqlite3_finalize(s);
+    return ds;
+}
+
+void drift_response_free(drift_response *r) {
+    if (!r) return;
+    free(r->text);
+    free(r->finish_reason);
+    free(r->logprobs_json);
+    free(r->error);
+    memset(r, 0, sizeof *r);
+}
+
+void drift_prompt_free(drift_prompt *p) {
+    if (!p) return;
+    free(p->prompt_id);
+    free(p->input);
+    free(p->reference_json);
+    free(p->hash);
+    memset(p, 0, sizeof *p);
+}
+
+
+/* ---- whole-store counts ---- */
+
+drift_status drift_store_count_outcomes(drift_store *st, drift_store_outcomes *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = store_stmt_prepare(st,
+                                         "SELECT p.workload, r.failed, count(*) FROM responses r JOIN prompts p "
+                                         "ON p.id = r.prompt_rowid GROUP BY p.workload, r.failed",
+                                         err);
+    if (!s) return store_err_code(err);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        drift_workload w = drift_workload_parse((const char *)sqlite3_column_text(s, 0));
+        if (w == DRIFT_WL_UNKNOWN) continue;
+        size_t n = (size_t)sqlite3_column_int64(s, 2);
+        if (sqlite3_column_int(s, 1)) out->errors[w] += n;
+        else out->answers[w] += n;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return store_db_error(st, err, "counting answers");
+    s = store_stmt_prepare(st,
+                           "SELECT p.workload, substr(r.error, 1, 190), count(*) AS c FROM responses r JOIN prompts p "
+                           "ON p.id = r.prompt_rowid WHERE r.failed = 1 GROUP BY 1, 2 ORDER BY c DESC",
+                           err);
+    if (!s) return store_err_code(err);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        drift_workload w = drift_workload_parse((const char *)sqlite3_column_text(s, 0));
+        const char *e = (const char *)sqlite3_column_text(s, 1);
+        if (w == DRIFT_WL_UNKNOWN || out->common_error[w][0] || !e) continue;
+        snprintf(out->common_error[w], sizeof out->common_error[w], "%s", e);
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return store_db_error(st, err, "counting errors");
+    return DRIFT_OK;
+}
+
+drift_status drift_store_completion_tokens(drift_store *st, int64_t *tokens, drift_error *err) {
+    *tokens = 0;
+    sqlite3_stmt *s = store_stmt_prepare(
+        st, "SELECT coalesce(sum(completion_tokens),0) FROM responses WHERE failed=0 AND completion_tokens > 0", err);
+    if (!s) return store_err_code(err);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) *tokens = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW) return store_db_error(st, err, "counting tokens");
+    return DRIFT_OK;
+}

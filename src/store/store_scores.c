@@ -1,0 +1,629 @@
+/* store_scores.c - scores, embeddings and the reads of the score stage
+ * and the analyses (store.h).
+ *
+ *   load_scored          every response of a run with its latest score, from
+ *                        two covering indexes (see store.c's top)
+ *   scan_pending         the score stage's chunks: answers without a score,
+ *                        or whose latest score is an evaluator error, read in
+ *                        (prompt_rowid, replicate) order by keyset pagination
+ *                        so scoring stays linear in the run's size
+ *   put_scores           one transaction per batch (INSERT OR REPLACE: a
+ *                        rewritten score becomes the latest)
+ *   embeddings           point reads and writes, and one range scan of the
+ *                        primary key for compare's chat pairs
+ *   answer_text          the cheap point read (text, has-logprobs) that
+ *                        divergences of many flips make inside one snapshot
+ *   detail_counts, top_embedder   the grouped reads of compare and monitor */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_internal.h"
+#include "util/util.h"
+
+/* ---- load_scored: one query, strings in an arena ---- */
+
+typedef struct arena_chunk {
+    struct arena_chunk *next;
+    size_t used, cap;
+    char data[];
+} arena_chunk;
+
+static char *arena_strdup(arena_chunk **head, const char *s, size_t n) {
+    arena_chunk *c = *head;
+    if (!c || c->cap - c->used < n + 1) {
+        size_t cap = n + 1 > 1u << 20 ? n + 1 : 1u << 20;
+        arena_chunk *nc = malloc(sizeof *nc + cap);
+        if (!nc) return NULL;
+        nc->next = c;
+        nc->used = 0;
+        nc->cap = cap;
+        *head = c = nc;
+    }
+    char *p = c->data + c->used;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    c->used += n + 1;
+    return p;
+}
+
+static void arena_free(arena_chunk *c) {
+    while (c) {
+        arena_chunk *n = c->next;
+        free(c);
+        c = n;
+    }
+}
+
+/* Copies column i into the arena, reusing *last when the text repeats
+ * (suite and evaluator names repeat on every row). */
+static const char *arena_col(arena_chunk **a, sqlite3_stmt *s, int i, const char **last, int *oom) {
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    if (!t) return NULL;
+    size_t n = (size_t)sqlite3_column_bytes(s, i);
+    if (last && *last && strcmp(*last, t) == 0) return *last;
+    char *p = arena_strdup(a, t, n);
+    if (!p) *oom = 1;
+    if (last) *last = p;
+    return p;
+}
+
+/* Position of each response id among the rows: a dense table over
+ * [min_id, max_id] when the ids are compact (the usual case: a run's
+ * responses are inserted in batches), else a sorted (id, row) list. */
+typedef struct {
+    int64_t min_id, max_id;
+    int32_t *dense; /* dense[id - min_id] = row or -1 */
+    int64_t *sorted_ids;
+    int32_t *sorted_rows;
+    size_t n;
+} id_index;
+
+static int id_row_cmp(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+static int id_index_build(id_index *ix, const drift_scored *rows, size_t n) {
+    memset(ix, 0, sizeof *ix);
+    ix->n = n;
+    if (n == 0) return 0;
+    ix->min_id = ix->max_id = rows[0].response_id;
+    for (size_t i = 1; i < n; i++) {
+        if (rows[i].response_id < ix->min_id) ix->min_id = rows[i].response_id;
+        if (rows[i].response_id > ix->max_id) ix->max_id = rows[i].response_id;
+    }
+    uint64_t span = (uint64_t)(ix->max_id - ix->min_id) + 1;
+    if (span <= 4 * (uint64_t)n + 1024) {
+        ix->dense = malloc(span * sizeof *ix->dense);
+        if (!ix->dense) return -1;
+        memset(ix->dense, 0xff, span * sizeof *ix->dense);
+        for (size_t i = 0; i < n; i++) ix->dense[rows[i].response_id - ix->min_id] = (int32_t)i;
+        return 0;
+    }
+    int64_t *pairs = malloc(n * 2 * sizeof *pairs);
+    ix->sorted_ids = malloc(n * sizeof *ix->sorted_ids);
+    ix->sorted_rows = malloc(n * sizeof *ix->sorted_rows);
+    if (!pairs || !ix->sorted_ids || !ix->sorted_rows) {
+        free(pairs);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        pairs[2 * i] = rows[i].response_id;
+        pairs[2 * i + 1] = (int64_t)i;
+    }
+    qsort(pairs, n, 2 * sizeof *pairs, id_row_cmp);
+    for (size_t i = 0; i < n; i++) {
+        ix->sorted_ids[i] = pairs[2 * i];
+        ix->sorted_rows[i] = (int32_t)pairs[2 * i + 1];
+    }
+    free(pairs);
+    return 0;
+}
+
+static int32_t id_index_find(const id_index *ix, int64_t id) {
+    if (ix->n == 0 || id < ix->min_id || id > ix->max_id) return -1;
+    if (ix->dense) return ix->dense[id - ix->min_id];
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->sorted_ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ix->n && ix->sorted_ids[lo] == id ? ix->sorted_rows[lo] : -1;
+}
+
+static void id_index_free(id_index *ix) {
+    free(ix->dense);
+    free(ix->sorted_ids);
+    free(ix->sorted_rows);
+}
+
+/* Two sequential reads instead of a join with two index seeks per row:
+ *   1. responses_scan (covering) joined to prompts, in (prompt, replicate)
+ *      order -> the rows, unscored;
+ *   2. scores_latest (covering) over the run's response-id range, in
+ *      (response_id, id) order -> each score lands on its row; a later score
+ *      of the same response overwrites an earlier one, so the latest wins.
+ * Scores of other runs inside the id range are read and skipped. */
+drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scored_set *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    /* Row count first so the array is allocated once. */
+    sqlite3_stmt *c = store_stmt_prepare(st, "SELECT count(*) FROM responses INDEXED BY responses_scan WHERE run_id=?", err);
+    if (!c) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_int64(c, 1, run_id);
+    size_t total = 0;
+    if (sqlite3_step(c) == SQLITE_ROW) total = (size_t)sqlite3_column_int64(c, 0);
+    sqlite3_finalize(c);
+    if (total > INT32_MAX) return drift_error_set(err, DRIFT_ERR_STORE, "%s: run %lld has too many responses (%zu)",
+                                                  st->path, (long long)run_id, total);
+
+    sqlite3_stmt *s = store_stmt_prepare(st,
+                                   "SELECT r.id, r.prompt_rowid, p.prompt_id, p.suite, p.workload, r.replicate, "
+                                   "r.failed FROM responses r INDEXED BY responses_scan "
+                                   "JOIN prompts p ON p.id = r.prompt_rowid "
+                                   "WHERE r.run_id = ? ORDER BY r.prompt_rowid, r.replicate",
+                                   err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_int64(s, 1, run_id);
+    drift_scored *rows = malloc((total ? total : 1) * sizeof *rows);
+    arena_chunk *arena = NULL;
+    id_index ix = {0};
+    if (!rows) {
+        sqlite3_finalize(s);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory loading %zu responses", total);
+    }
+    const char *last_suite = NULL, *last_eval = NULL, *last_wl_text = NULL, *last_pid = NULL;
+    int64_t last_prompt = -1;
+    drift_workload last_wl = DRIFT_WL_UNKNOWN;
+    size_t n = 0;
+    int rc, oom = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (n == total) { /* rows appeared since the count (another writer) */
+            size_t ncap = total ? total * 2 : 64;
+            drift_scored *nr = realloc(rows, ncap * sizeof *rows);
+            if (!nr || ncap > INT32_MAX) {
+                if (nr) rows = nr;
+                oom = 1;
+                break;
+            }
+            rows = nr;
+            total = ncap;
+        }
+        drift_scored *d = &rows[n];
+        d->response_id = sqlite3_column_int64(s, 0);
+        d->prompt_rowid = sqlite3_column_int64(s, 1);
+        if (d->prompt_rowid != last_prompt) { /* replicates share their prompt's strings */
+            last_prompt = d->prompt_rowid;
+            last_pid = arena_col(&arena, s, 2, NULL, &oom);
+        }
+        d->prompt_id = last_pid;
+        d->suite = arena_col(&arena, s, 3, &last_suite, &oom);
+        const char *wl = (const char *)sqlite3_column_text(s, 4);
+        if (!last_wl_text || !wl || strcmp(wl, last_wl_text) != 0) {
+            last_wl = drift_workload_parse(wl);
+            last_wl_text = last_wl == DRIFT_WL_UNKNOWN ? NULL : drift_workload_name(last_wl);
+        }
+        d->workload = last_wl;
+        d->replicate = sqlite3_column_int(s, 5);
+        d->is_error = sqlite3_column_int(s, 6) != 0;
+        d->label = DRIFT_LABEL_NONE;
+        d->value = NAN;
+        d->evaluator = NULL;
+        if (oom) break;
+        n++;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (oom) goto nomem;
+    if (rc != SQLITE_DONE) goto dberr;
+
+    if (n > 0) {
+        if (id_index_build(&ix, rows, n)) goto nomem;
+        s = store_stmt_prepare(st,
+                         "SELECT response_id, label, value, evaluator FROM scores INDEXED BY scores_latest "
+                         "WHERE response_id BETWEEN ? AND ? ORDER BY response_id, id",
+                         err);
+        if (!s) goto fail;
+        sqlite3_bind_int64(s, 1, ix.min_id);
+        sqlite3_bind_int64(s, 2, ix.max_id);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            int32_t i = id_index_find(&ix, sqlite3_column_int64(s, 0));
+            if (i < 0) continue; /* another run's response */
+            drift_scored *d = &rows[i];
+            d->label = sqlite3_column_int(s, 1);
+            d->value = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
+            d->evaluator = arena_col(&arena, s, 3, &last_eval, &oom);
+            if (oom) break;
+        }
+        sqlite3_finalize(s);
+        s = NULL;
+        if (oom) goto nomem;
+        if (rc != SQLITE_DONE) goto dberr;
+    }
+    id_index_free(&ix);
+    out->rows = rows;
+    out->n = n;
+    out->arena = arena;
+    return DRIFT_OK;
+nomem:
+    drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory loading responses");
+    goto fail;
+dberr:
+    store_db_error(st, err, "loading scored responses");
+fail:
+    free(rows);
+    arena_free(arena);
+    id_index_free(&ix);
+    return err && err->code ? err->code : DRIFT_ERR_STORE;
+}
+
+void drift_scored_set_free(drift_scored_set *s) {
+    if (!s) return;
+    free(s->rows);
+    arena_free(s->arena);
+    memset(s, 0, sizeof *s);
+}
+
+drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *evaluator, size_t limit,
+                                  drift_response **resp, drift_prompt **prompts, size_t *n, drift_error *err) {
+    *resp = NULL;
+    *prompts = NULL;
+    *n = 0;
+    sqlite3_stmt *s = store_stmt_prepare(
+        st,
+        "SELECT " STORE_RESP_COLS " FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
+        "WHERE r.run_id = ?1 AND NOT r.failed AND NOT EXISTS "
+        "(SELECT 1 FROM scores x WHERE x.response_id = r.id AND (?2 IS NULL OR x.evaluator = ?2)) "
+        "ORDER BY r.prompt_rowid, r.replicate LIMIT ?3",
+        err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_int64(s, 1, run_id);
+    store_bind_text_or_null(s, 2, evaluator);
+    sqlite3_bind_int64(s, 3, limit ? (sqlite3_int64)limit : -1);
+    drift_response *rs = NULL;
+    drift_prompt *ps = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc;
+    drift_status ds = DRIFT_OK;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (cnt == cap) {
+            cap = cap ? cap * 2 : 64;
+            drift_response *nr = realloc(rs, cap * sizeof *rs);
+            if (nr) rs = nr;
+            drift_prompt *np = nr ? realloc(ps, cap * sizeof *ps) : NULL;
+            if (np) ps = np;
+            if (!nr || !np) {
+                ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading unscored responses");
+                break;
+            }
+        }
+        ds = store_answer_from_row(s, &rs[cnt], &ps[cnt]);
+        if (ds == DRIFT_ERR_NOMEM) {
+            drift_error_set(err, ds, "out of memory reading unscored responses");
+            break;
+        }
+        if (ds) { /* corrupt logprobs: keep the response, without them */
+            ds = DRIFT_OK;
+        }
+        cnt++;
+    }
+    sqlite3_finalize(s);
+    if (!ds && rc != SQLITE_DONE) ds = store_db_error(st, err, "reading unscored responses");
+    if (ds) {
+        for (size_t i = 0; i < cnt; i++) {
+            drift_response_free(&rs[i]);
+            drift_prompt_free(&ps[i]);
+        }
+        free(rs);
+        free(ps);
+        return ds;
+    }
+    *resp = rs;
+    *prompts = ps;
+    *n = cnt;
+    return DRIFT_OK;
+}
+
+/* ---- scores and embeddings ---- */
+
+drift_status drift_store_put_scores(drift_store *st, const drift_score *sc, size_t n, drift_error *err) {
+    if (n == 0) return DRIFT_OK;
+    drift_status ds = store_tx_begin(st, err);
+    if (ds) return ds;
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *s = store_stmt_get(st, STORE_STMT_PUT_SCORE,
+                                   "INSERT OR REPLACE INTO scores(response_id,evaluator,label,value,detail) "
+                                   "VALUES(?,?,?,?,?)",
+                                   err);
+        if (!s) goto fail;
+        if (!sc[i].evaluator || !*sc[i].evaluator) {
+            drift_error_set(err, DRIFT_ERR_INVALID, "score %zu of the batch has no evaluator name", i);
+            goto fail;
+        }
+        sqlite3_bind_int64(s, 1, sc[i].response_id);
+        sqlite3_bind_text(s, 2, sc[i].evaluator, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 3, sc[i].label);
+        if (!isnan(sc[i].value)) sqlite3_bind_double(s, 4, sc[i].value);
+        store_bind_text_or_null(s, 5, sc[i].detail_json);
+        int rc = sqlite3_step(s);
+        sqlite3_reset(s);
+        if (rc != SQLITE_DONE) {
+            drift_error_set(err, DRIFT_ERR_STORE, "%s: storing the score of response %lld by %s: %s", st->path,
+                            (long long)sc[i].response_id, sc[i].evaluator, sqlite3_errmsg(st->db));
+            goto fail;
+        }
+    }
+    return store_tx_commit(st, err);
+fail:
+    store_tx_rollback(st);
+    return err && err->code ? err->code : DRIFT_ERR_STORE;
+}
+
+drift_status drift_store_put_embedding(drift_store *st, int64_t response_id, const char *embedder,
+                                       const float *vec, int dim, drift_error *err) {
+    if (!embedder || dim <= 0 || !vec)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "embedding needs an embedder name and dim > 0");
+    sqlite3_stmt *s = store_stmt_prepare(
+        st, "INSERT OR REPLACE INTO embeddings(response_id,embedder,dim,vec) VALUES(?,?,?,?)", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_int64(s, 1, response_id);
+    sqlite3_bind_text(s, 2, embedder, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 3, dim);
+    sqlite3_bind_blob(s, 4, vec, (int)((size_t)dim * sizeof(float)), SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return store_db_error(st, err, "storing an embedding");
+    return DRIFT_OK;
+}
+
+drift_status drift_store_get_embedding(drift_store *st, int64_t response_id, const char *embedder, float **vec,
+                                       int *dim, drift_error *err) {
+    *vec = NULL;
+    *dim = 0;
+    sqlite3_stmt *s =
+        store_stmt_prepare(st, "SELECT dim, vec FROM embeddings WHERE response_id=? AND embedder=?", err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_int64(s, 1, response_id);
+    sqlite3_bind_text(s, 2, embedder ? embedder : "", -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    drift_status ds = DRIFT_OK;
+    if (rc == SQLITE_ROW) {
+        int d = sqlite3_column_int(s, 0);
+        size_t bytes = (size_t)sqlite3_column_bytes(s, 1);
+        if (d <= 0 || bytes != (size_t)d * sizeof(float)) {
+            ds = drift_error_set(err, DRIFT_ERR_STORE,
+                                 "%s: embedding of response %lld by %s is corrupt (dim %d, %zu bytes)", st->path,
+                                 (long long)response_id, embedder ? embedder : "", d, bytes);
+        } else {
+            float *v = malloc(bytes);
+            if (!v) {
+                ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading an embedding");
+            } else {
+                memcpy(v, sqlite3_column_blob(s, 1), bytes);
+                *vec = v;
+                *dim = d;
+            }
+        }
+    } else if (rc == SQLITE_DONE) {
+        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "no embedding of response %lld by %s",
+                             (long long)response_id, embedder ? embedder : "(null)");
+    } else {
+        ds = store_db_error(st, err, "reading an embedding");
+    }
+    sqlite3_finalize(s);
+    return ds;
+}
+
+
+static int embedding_cmp(const void *a, const void *b) {
+    int64_t x = ((const drift_embedding *)a)->response_id, y = ((const drift_embedding *)b)->response_id;
+    return (x > y) - (x < y);
+}
+
+drift_status drift_store_embeddings_range(drift_store *st, const char *embedder, int64_t lo, int64_t hi,
+                                          drift_embedding_set *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = store_stmt_prepare(
+        st, "SELECT response_id, dim, vec FROM embeddings WHERE embedder = ?1 AND response_id BETWEEN ?2 AND ?3", err);
+    if (!s) return store_err_code(err);
+    sqlite3_bind_text(s, 1, embedder ? embedder : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, lo);
+    sqlite3_bind_int64(s, 3, hi);
+    size_t cap = 0, pool_len = 0, pool_cap = 0;
+    size_t *offs = NULL; /* offs[i]: rows[i]'s vector in the pool, which may still move */
+    drift_status rc = DRIFT_OK;
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        int dim = sqlite3_column_int(s, 1);
+        size_t bytes = (size_t)sqlite3_column_bytes(s, 2);
+        if (dim <= 0 || bytes != (size_t)dim * sizeof(float)) {
+            rc = drift_error_set(err, DRIFT_ERR_STORE, "embedding of response %lld by %s is corrupt (dim %d, %zu bytes)",
+                                 (long long)sqlite3_column_int64(s, 0), embedder, dim, bytes);
+            break;
+        }
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            drift_embedding *nr = realloc(out->rows, cap * sizeof *nr);
+            size_t *no = nr ? realloc(offs, cap * sizeof *no) : NULL;
+            if (nr) out->rows = nr;
+            if (no) offs = no;
+            if (!nr || !no) {
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading embeddings");
+                break;
+            }
+        }
+        if (pool_len + (size_t)dim > pool_cap) {
+            size_t nc = pool_cap ? pool_cap * 2 : 4096;
+            while (nc < pool_len + (size_t)dim) nc *= 2;
+            float *np = realloc(out->pool, nc * sizeof *np);
+            if (!np) {
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading embeddings");
+                break;
+            }
+            out->pool = np;
+            pool_cap = nc;
+        }
+        memcpy(out->pool + pool_len, sqlite3_column_blob(s, 2), bytes);
+        out->rows[out->n].response_id = sqlite3_column_int64(s, 0);
+        out->rows[out->n].dim = dim;
+        offs[out->n] = pool_len;
+        pool_len += (size_t)dim;
+        out->n++;
+    }
+    if (rc == DRIFT_OK && step != SQLITE_DONE) rc = store_db_error(st, err, "reading embeddings");
+    sqlite3_finalize(s);
+    if (rc == DRIFT_OK) {
+        for (size_t i = 0; i < out->n; i++) out->rows[i].vec = out->pool + offs[i];
+        if (out->n > 1) qsort(out->rows, out->n, sizeof *out->rows, embedding_cmp); /* in order already, as a rule */
+    } else {
+        drift_embedding_set_clear(out);
+    }
+    free(offs);
+    return rc;
+}
+
+void drift_embedding_set_clear(drift_embedding_set *s) {
+    if (!s) return;
+    free(s->rows);
+    free(s->pool);
+    memset(s, 0, sizeof *s);
+}
+
+drift_status drift_store_top_embedder(drift_store *st, int64_t run_a, int64_t run_b, char *out, size_t cap,
+                                      drift_error *err) {
+    if (cap) out[0] = '\0';
+    sqlite3_stmt *q = store_stmt_prepare(
+        st,
+        "SELECT e.embedder, COUNT(*) AS n FROM embeddings e JOIN responses r ON r.id = e.response_id "
+        "WHERE r.run_id IN (?1, ?2) GROUP BY e.embedder ORDER BY n DESC, e.embedder LIMIT 1",
+        err);
+    if (!q) return store_err_code(err);
+    sqlite3_bind_int64(q, 1, run_a);
+    sqlite3_bind_int64(q, 2, run_b);
+    int rc = sqlite3_step(q);
+    drift_status ds = DRIFT_OK;
+    if (rc == SQLITE_ROW) snprintf(out, cap, "%s", (const char *)sqlite3_column_text(q, 0));
+    else if (rc != SQLITE_DONE) ds = store_db_error(st, err, "listing embedders");
+    sqlite3_finalize(q);
+    return ds;
+}
+
+drift_status drift_store_detail_counts(drift_store *st, int64_t run_id, drift_workload wl, const char *field,
+                                       drift_detail_count_fn fn, void *user, drift_error *err) {
+    if (!field || !fn) return drift_error_set(err, DRIFT_ERR_INVALID, "detail counts need a field and a callback");
+    sqlite3_stmt *q = store_stmt_prepare(
+        st,
+        "SELECT CASE WHEN json_valid(s.detail) THEN json_extract(s.detail, ?5) END AS m, count(*) "
+        "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid JOIN scores s ON s.response_id = r.id "
+        "WHERE r.run_id = ?1 AND r.failed = 0 AND p.workload = ?2 AND s.label IN (?3, ?4) "
+        "AND s.id = (SELECT max(x.id) FROM scores x WHERE x.response_id = r.id) "
+        "GROUP BY m ORDER BY count(*) DESC, m",
+        err);
+    if (!q) return store_err_code(err);
+    char *path = drift_asprintf("$.\"%s\"", field);
+    if (!path) {
+        sqlite3_finalize(q);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    sqlite3_bind_int64(q, 1, run_id);
+    sqlite3_bind_text(q, 2, drift_workload_name(wl), -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 3, DRIFT_LABEL_PASS);
+    sqlite3_bind_int(q, 4, DRIFT_LABEL_FAIL);
+    sqlite3_bind_text(q, 5, path, -1, SQLITE_STATIC);
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW)
+        fn(user, (const char *)sqlite3_column_text(q, 0), (long)sqlite3_column_int64(q, 1));
+    drift_status ds = step == SQLITE_DONE ? DRIFT_OK : store_db_error(st, err, "counting score details");
+    sqlite3_finalize(q);
+    free(path);
+    return ds;
+}
+
+drift_status drift_store_answer_text(drift_store *st, int64_t response_id, char **text, int *has_logprobs,
+                                     drift_error *err) {
+    *text = NULL;
+    *has_logprobs = 0;
+    sqlite3_stmt *s = store_stmt_get(st, STORE_STMT_ANSWER_TEXT,
+                                     "SELECT text, logprobs IS NOT NULL FROM responses WHERE id = ?1", err);
+    if (!s) return store_err_code(err);
+    sqlite3_bind_int64(s, 1, response_id);
+    int rc = sqlite3_step(s);
+    drift_status ds = DRIFT_OK;
+    if (rc == SQLITE_DONE) {
+        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "no response with id %lld", (long long)response_id);
+    } else if (rc != SQLITE_ROW) {
+        ds = drift_error_set(err, DRIFT_ERR_STORE, "reading response %lld: %s", (long long)response_id,
+                             sqlite3_errmsg(st->db));
+    } else {
+        const unsigned char *t = sqlite3_column_text(s, 0);
+        *text = drift_strdup(t ? (const char *)t : "");
+        *has_logprobs = sqlite3_column_int(s, 1);
+        if (!*text)
+            ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading response %lld", (long long)response_id);
+    }
+    sqlite3_reset(s);
+    return ds;
+}
+
+/* ---- the score stage's scan ---- */
+
+static char *col_dup(sqlite3_stmt *q, int i) {
+    const unsigned char *t = sqlite3_column_text(q, i);
+    return t ? drift_strndup((const char *)t, (size_t)sqlite3_column_bytes(q, i)) : NULL;
+}
+
+drift_status drift_store_scan_pending(drift_store *st, int64_t run_id, int all, drift_scan_cursor *cursor, size_t cap,
+                                      int (*want_text)(void *user, drift_workload wl), void *user,
+                                      drift_response *resp, drift_prompt *prompts, size_t *n, drift_error *err) {
+    *n = 0;
+    if (cap == 0) return DRIFT_OK;
+    sqlite3_stmt *q = store_stmt_get(
+        st, STORE_STMT_SCAN_PENDING,
+        "SELECT r.id, r.prompt_rowid, r.replicate, r.text, p.prompt_id, p.workload, p.input, p.reference "
+        "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
+        "WHERE r.run_id = ?1 AND r.error IS NULL AND r.text IS NOT NULL "
+        "AND (r.prompt_rowid, r.replicate) > (?2, ?3) "
+        "AND (?4 OR COALESCE((SELECT x.label FROM scores x WHERE x.response_id = r.id "
+        "ORDER BY x.id DESC LIMIT 1), ?6) = ?6) "
+        "ORDER BY r.prompt_rowid, r.replicate LIMIT ?5",
+        err);
+    if (!q) return store_err_code(err);
+    sqlite3_bind_int64(q, 1, run_id);
+    sqlite3_bind_int64(q, 2, cursor->started ? cursor->prompt_rowid : INT64_MIN);
+    sqlite3_bind_int(q, 3, cursor->started ? cursor->replicate : INT32_MIN);
+    sqlite3_bind_int(q, 4, all ? 1 : 0);
+    sqlite3_bind_int64(q, 5, cap > INT64_MAX ? INT64_MAX : (sqlite3_int64)cap);
+    sqlite3_bind_int(q, 6, DRIFT_LABEL_ERROR);
+    drift_status rc = DRIFT_OK;
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        drift_response *r = &resp[*n];
+        drift_prompt *p = &prompts[*n];
+        memset(r, 0, sizeof *r);
+        memset(p, 0, sizeof *p);
+        r->id = sqlite3_column_int64(q, 0);
+        r->prompt_rowid = sqlite3_column_int64(q, 1);
+        r->replicate = sqlite3_column_int(q, 2);
+        cursor->prompt_rowid = r->prompt_rowid;
+        cursor->replicate = r->replicate;
+        cursor->started = 1;
+        p->workload = drift_workload_parse((const char *)sqlite3_column_text(q, 5));
+        (*n)++;
+        if (want_text && !want_text(user, p->workload)) continue;
+        r->text = col_dup(q, 3);
+        p->prompt_id = col_dup(q, 4);
+        p->input = col_dup(q, 6);
+        p->reference_json = col_dup(q, 7);
+        if (!r->text || !p->prompt_id || !p->input || !p->reference_json) {
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading responses");
+            break;
+        }
+    }
+    if (!rc && step != SQLITE_DONE && step != SQLITE_ROW) rc = store_db_error(st, err, "reading responses to score");
+    sqlite3_reset(q); /* ends the read: the caller writes scores next */
+    return rc;
+}
