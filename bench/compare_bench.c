@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
         base_ok[i] = drift_rng_uniform(&rng) < 0.7;
         flips[i] = drift_rng_uniform(&rng) < flip_p[i / REPL];
     }
-    drift_response *rs = calloc(total, sizeof *rs);
+    drift_answer *rs = calloc(total, sizeof *rs);
     for (int r = 0; r < 2; r++) {
         for (size_t i = 0; i < total; i++) {
             size_t p = i / REPL;
@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
         check(drift_store_put_scores(st, sc, ns, &err), &err, "put_scores");
         free(sc);
-        drift_scored_set_free(&set);
+        drift_scored_set_clear(&set);
     }
     double t_build = drift_now_ms() - t0;
 
@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r < 2; r++) {
         drift_scored_set set;
         check(drift_store_load_scored(st, run[r], &set, &err), &err, "load_scored");
-        drift_scored_set_free(&set);
+        drift_scored_set_clear(&set);
     }
     double t_load = drift_now_ms() - tl, c_load = cpu_ms() - cl;
 

@@ -27,7 +27,7 @@ typedef struct tally {
     char first_error[256];
 } tally;
 
-static int on_result(void *user, const drift_gen_request *req, drift_gen_result *res) {
+static int on_result(void *user, const drift_gen_request *req, drift_answer *res) {
     tally *t = user;
     if (res->error) {
         if (!t->errors) snprintf(t->first_error, sizeof t->first_error, "%s", res->error);

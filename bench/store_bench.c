@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
 
     const char *labels[2] = {"baseline", "target"};
     int64_t runs[2];
-    drift_response *batch = calloc(BATCH, sizeof *batch);
+    drift_answer *batch = calloc(BATCH, sizeof *batch);
     drift_score *sc = calloc(BATCH, sizeof *sc);
     double t_ins = 0, t_sc = 0, c_ins = 0, c_sc = 0;
     for (int r = 0; r < 2; r++) {
@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
         while (k < n) {
             size_t m = 0;
             for (; m < BATCH && k < n; m++, k++) {
-                drift_response *x = &batch[m];
+                drift_answer *x = &batch[m];
                 memset(x, 0, sizeof *x);
                 x->prompt_rowid = rowids[k % N_PROMPTS];
                 x->replicate = (int)(k / N_PROMPTS);
@@ -135,7 +135,7 @@ int main(int argc, char **argv) {
         if (m && drift_store_put_scores(st, sc, m, &err)) die("put_scores", &err);
         t_sc += drift_now_ms() - t0;
         c_sc += cpu_ms() - c0;
-        drift_scored_set_free(&set);
+        drift_scored_set_clear(&set);
     }
     printf("store_bench: %zu responses per run (%d prompts x %zu replicates), batches of %d, logprobs %s\n", n,
            N_PROMPTS, reps, BATCH, with_logprobs ? "on (64 tokens, zstd)" : "off");
@@ -165,8 +165,8 @@ int main(int argc, char **argv) {
            (tb - ta) / 1e3, (cb - ca) / 1e3, b.n, (t1 - tb) / 1e3, (c1 - cb) / 1e3);
     printf("open+load x2+pairing: %.3f s wall, %.3f s CPU (%zu pairs, %zu label flips)\n", (t2 - t0) / 1e3,
            (c2 - c0) / 1e3, pairs, flips);
-    drift_scored_set_free(&a);
-    drift_scored_set_free(&b);
+    drift_scored_set_clear(&a);
+    drift_scored_set_clear(&b);
     drift_store_close(st);
     FILE *f = fopen(path, "rb");
     if (f) {

@@ -192,7 +192,7 @@ static int cmd_monitor(int argc, char **argv) {
     }
     drift_comparison_free(cmp);
 out_data:
-    drift_monitor_data_free(&d);
+    drift_monitor_data_clear(&d);
 out_store:
     drift_store_close(st);
     return rc;

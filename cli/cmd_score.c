@@ -38,7 +38,7 @@ static size_t code_pending(drift_store *st, const char *label, int rescore) {
                 (rescore || !r->evaluator || r->label == DRIFT_LABEL_ERROR))
                 n++;
         }
-        drift_scored_set_free(&set);
+        drift_scored_set_clear(&set);
     }
     drift_run_info_array_free(runs, nruns);
     return n;

@@ -157,11 +157,11 @@ typedef struct drift_divergence {
  * form ([{"token":..,"logprob":..,"top":[{"token":..,"logprob":..}..]}..])
  * or NULL; tokens are used when both are given, else whitespace words.
  * Malformed logprobs JSON is DRIFT_ERR_PARSE naming the side and element.
- * Fills *out (free with drift_divergence_free) on success. */
+ * Fills *out (empty with drift_divergence_clear) on success. */
 DRIFT_API drift_status drift_divergence_compute(const char *base_text, const char *base_logprobs_json,
                                                 const char *targ_text, const char *targ_logprobs_json,
                                                 drift_divergence *out, drift_error *err);
-DRIFT_API void drift_divergence_free(drift_divergence *d);
+DRIFT_API void drift_divergence_clear(drift_divergence *d);
 
 /* Word-level diff of a -> b (LCS over whitespace-separated words) rendered
  * as "... common [-removed-] {+added+} common ..." with at most a few words
@@ -181,8 +181,8 @@ DRIFT_API drift_status drift_flip_divergence(drift_store *st, const drift_flip *
 /* The divergences of n flips at once, for a report of every flip: the
  * texts are read with one prepared statement inside one read transaction,
  * and the stored logprobs are decoded (drift_store_response_get) only for
- * flips whose two answers both have them. Every out[i] is filled (free
- * each with drift_divergence_free); a flip whose answers cannot be read,
+ * flips whose two answers both have them. Every out[i] is filled (empty
+ * each with drift_divergence_clear); a flip whose answers cannot be read,
  * or whose logprobs are malformed, gets out[i].error naming it instead of
  * failing the batch. Returns an error (out[] then all freed) only when the
  * store cannot be queried or memory runs out. */

@@ -90,10 +90,10 @@ typedef struct drift_monitor_data {
  * ("embed:http://..."); NULL picks the one with the most embeddings in the
  * two runs. No embedding at all is DRIFT_ERR_NOT_FOUND with a message that
  * says to run `driftbench score --embedder ...`; vectors of different
- * dimensions are DRIFT_ERR_MISMATCH. Free with drift_monitor_data_free. */
+ * dimensions are DRIFT_ERR_MISMATCH. Empty with drift_monitor_data_clear. */
 DRIFT_API drift_status drift_monitor_load(struct drift_store *st, const char *baseline, const char *target,
                                           const char *embedder, drift_monitor_data *out, drift_error *err);
-DRIFT_API void drift_monitor_data_free(drift_monitor_data *d);
+DRIFT_API void drift_monitor_data_clear(drift_monitor_data *d);
 
 /* ---- building blocks (exported for tests and other analyses) ---- */
 /* ROC AUC of scores against 0/1 labels (label 1 = positive), ties counted

@@ -118,35 +118,23 @@ DRIFT_API drift_status drift_store_run_finish(drift_store *st, int64_t run_id, d
 /* Releases this handle's writer lock on `label`; nothing if it holds none. */
 DRIFT_API drift_status drift_store_run_unlock(drift_store *st, const char *label, drift_error *err);
 /* Looks a run up by label (DRIFT_ERR_NOT_FOUND names the label and lists the
- * labels that exist). Free with drift_run_info_free. */
+ * labels that exist). Empty *out with drift_run_info_clear. */
 DRIFT_API drift_status drift_store_run_get(drift_store *st, const char *label, drift_run_info *out,
                                            drift_error *err);
 /* All runs, oldest first. */
 DRIFT_API drift_status drift_store_run_list(drift_store *st, drift_run_info **out, size_t *n,
                                             drift_error *err);
-DRIFT_API void drift_run_info_free(drift_run_info *info);
+/* Frees what info holds and empties it (info itself stays the caller's). */
+DRIFT_API void drift_run_info_clear(drift_run_info *info);
+/* Empties infos[0..n) and frees the array itself (as run_list gave it). */
 DRIFT_API void drift_run_info_array_free(drift_run_info *infos, size_t n);
 
-/* ---- responses ---- */
-typedef struct drift_response {
-    int64_t id;                /* set by the store on read */
-    int64_t prompt_rowid;
-    int replicate;             /* 0..replicates-1 */
-    char *text;                /* NULL when error != NULL */
-    int prompt_tokens;         /* -1 unknown */
-    int completion_tokens;     /* -1 unknown */
-    char *finish_reason;       /* "stop", "length", ... or NULL */
-    double latency_ms;
-    char *logprobs_json;       /* NULL or JSON (stored zstd-compressed) */
-    char *error;               /* NULL = an answer; else the cause, never an answer */
-    int http_status;           /* 0 if none */
-    int attempts;
-} drift_response;
+/* ---- responses: drift_answer records (types.h) ---- */
 
 /* Stores a batch in one transaction. A (run, prompt, replicate) that already
  * has an answer is left as it is; one that has only an error is replaced. */
 DRIFT_API drift_status drift_store_put_responses(drift_store *st, int64_t run_id,
-                                                 const drift_response *r, size_t n, drift_error *err);
+                                                 const drift_answer *r, size_t n, drift_error *err);
 
 /* The (prompt_rowid, replicate) pairs among prompt_rowids x [0,replicates)
  * that have no answer yet in run_id (missing or errored). Caller frees the
@@ -181,13 +169,15 @@ typedef struct drift_scored_set {
  * one response; rewriting a score makes it the latest. */
 DRIFT_API drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scored_set *out,
                                                drift_error *err);
-DRIFT_API void drift_scored_set_free(drift_scored_set *s);
+/* Frees what s holds and empties it. */
+DRIFT_API void drift_scored_set_clear(drift_scored_set *s);
 
-/* One response with text, and its prompt. Free with the _free functions. */
-DRIFT_API drift_status drift_store_response_get(drift_store *st, int64_t response_id, drift_response *out,
+/* One response with text, and its prompt (prompt_out NULL: not wanted).
+ * Empty them with drift_answer_clear and drift_prompt_clear. */
+DRIFT_API drift_status drift_store_response_get(drift_store *st, int64_t response_id, drift_answer *out,
                                                 drift_prompt *prompt_out, drift_error *err);
-DRIFT_API void drift_response_free(drift_response *r);
-DRIFT_API void drift_prompt_free(drift_prompt *p);
+/* Frees what p holds (a drift_prompt of suite.h) and empties it. */
+DRIFT_API void drift_prompt_clear(drift_prompt *p);
 
 /* The answer text of response `response_id`, malloc'd into *text ("" when
  * the row is a failed request), and whether the row has stored logprobs
@@ -201,7 +191,7 @@ DRIFT_API drift_status drift_store_answer_text(drift_store *st, int64_t response
 /* Responses of run_id that have an answer but no score by `evaluator`
  * (NULL = no score at all), with their prompts, up to `limit` (0 = all). */
 DRIFT_API drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *evaluator,
-                                            size_t limit, drift_response **resp, drift_prompt **prompts,
+                                            size_t limit, drift_answer **resp, drift_prompt **prompts,
                                             size_t *n, drift_error *err);
 
 /* ---- scores and embeddings ---- */
@@ -274,8 +264,8 @@ typedef struct drift_scan_cursor {
 /* Reads the next chunk of answers of run_id that wait for a score, in
  * (prompt_rowid, replicate) order after *cursor: at most cap rows into
  * resp[0..*n) and prompts[0..*n) (arrays of the caller; every entry filled
- * is overwritten, and the caller empties it with drift_response_free and
- * drift_prompt_free). Waiting = answered (never a failed request: `run`
+ * is overwritten, and the caller empties it with drift_answer_clear and
+ * drift_prompt_clear). Waiting = answered (never a failed request: `run`
  * asks those again) and, unless `all`, with no score yet or a latest score
  * (highest scores.id) of DRIFT_LABEL_ERROR: an evaluator error is retried,
  * a stored PASS / FAIL / NONE is not. Every row has resp id, prompt_rowid,
@@ -289,7 +279,7 @@ typedef struct drift_scan_cursor {
  * whole scan is linear in the run's size. */
 DRIFT_API drift_status drift_store_scan_pending(drift_store *st, int64_t run_id, int all, drift_scan_cursor *cursor,
                                                 size_t cap, int (*want_text)(void *user, drift_workload wl),
-                                                void *user, drift_response *resp, drift_prompt *prompts, size_t *n,
+                                                void *user, drift_answer *resp, drift_prompt *prompts, size_t *n,
                                                 drift_error *err);
 
 /* ---- whole-store counts ---- */

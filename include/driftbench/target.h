@@ -58,22 +58,12 @@ typedef struct drift_gen_request {
     int replicate;            /* replicate number (varies the seed: seed + replicate) */
 } drift_gen_request;
 
-typedef struct drift_gen_result {
-    char *text;               /* NULL on error */
-    int prompt_tokens;        /* -1 unknown */
-    int completion_tokens;    /* -1 unknown */
-    char *finish_reason;
-    double latency_ms;        /* of the successful attempt (or the last one) */
-    char *logprobs_json;      /* [{"token":..,"logprob":..,"top":[{"token":..,"logprob":..}..]}..] or NULL */
-    char *error;              /* NULL = answer; else what went wrong, with its cause */
-    int http_status;
-    int attempts;
-} drift_gen_result;
-
-/* Called once per request, on the calling thread, in completion order. The
- * callee may take ownership of result strings by setting them to NULL.
- * Return nonzero to stop (in-flight requests are abandoned). */
-typedef int (*drift_result_fn)(void *user, const drift_gen_request *req, drift_gen_result *res);
+/* Called once per request, on the calling thread, in completion order, with
+ * the outcome in res (a drift_answer of types.h: the outcome fields set; id,
+ * prompt_rowid and replicate 0). The callee may take ownership of its
+ * strings by setting them to NULL (or of all of it: copy the struct, then
+ * zero res). Return nonzero to stop (in-flight requests are abandoned). */
+typedef int (*drift_result_fn)(void *user, const drift_gen_request *req, drift_answer *res);
 
 /* Opens a target from its spec. Unknown schemes, bad URLs and bad
  * parameters are DRIFT_ERR_INVALID with a message naming the part. */
@@ -100,8 +90,6 @@ DRIFT_API drift_status drift_target_generate(drift_target *t, const drift_gen_re
  * DRIFT_ERR_CANCELLED (and no vectors) when opts.cancel fired. */
 DRIFT_API drift_status drift_target_embed(drift_target *t, const char *const *texts, size_t n, float **vecs,
                                           int *dim, drift_error *err);
-
-DRIFT_API void drift_gen_result_clear(drift_gen_result *r);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /* types.h - vocabulary shared by every module: workloads, labels, APIs,
- * progress callbacks. */
+ * progress callbacks, the answer record. */
 #ifndef DRIFTBENCH_TYPES_H
 #define DRIFTBENCH_TYPES_H
 
@@ -47,6 +47,31 @@ typedef enum drift_api {
 /* Progress: stage name, units done, units total (0 if unknown). Called from
  * the thread that called the library function. */
 typedef void (*drift_progress_fn)(void *user, const char *stage, size_t done, size_t total);
+
+/* One answer record: what a target returned for one request (an answer, or
+ * an error that is never an answer) and, once stored, which row it is.
+ * A target fills the outcome (text .. attempts) and leaves the first three
+ * fields 0; the run stage sets prompt_rowid and replicate before storing it;
+ * the store sets id when it reads one back. */
+typedef struct drift_answer {
+    int64_t id;                /* response row id in the store; 0 until stored and read */
+    int64_t prompt_rowid;      /* the prompt's row in the store */
+    int replicate;             /* 0..replicates-1 */
+    char *text;                /* NULL when error != NULL */
+    int prompt_tokens;         /* -1 unknown */
+    int completion_tokens;     /* -1 unknown */
+    char *finish_reason;       /* "stop", "length", ... or NULL */
+    double latency_ms;         /* of the successful attempt (or the last one) */
+    char *logprobs_json;       /* [{"token":..,"logprob":..,"top":[{"token":..,"logprob":..}..]}..] or NULL
+                                  (stored zstd-compressed) */
+    char *error;               /* NULL = an answer; else what went wrong, with its cause */
+    int http_status;           /* 0 if none */
+    int attempts;
+} drift_answer;
+
+/* Frees what r holds and empties it (token counts back to -1, unknown);
+ * r itself stays the caller's. NULL is fine. */
+DRIFT_API void drift_answer_clear(drift_answer *r);
 
 #ifdef __cplusplus
 }

@@ -146,10 +146,10 @@ void drift_comparison_free(drift_comparison *c) {
     if (!c) return;
     cmp_owner *o = (cmp_owner *)c;
     for (int i = 0; i < DRIFT_WL_COUNT; i++) free(c->wl[i].flipped);
-    drift_run_info_free(&c->baseline);
-    drift_run_info_free(&c->target);
-    drift_scored_set_free(&o->base);
-    drift_scored_set_free(&o->targ);
+    drift_run_info_clear(&c->baseline);
+    drift_run_info_clear(&c->target);
+    drift_scored_set_clear(&o->base);
+    drift_scored_set_clear(&o->targ);
     free(o->embedder);
     free(o);
 }

@@ -550,11 +550,11 @@ drift_status drift_divergence_compute(const char *base_text, const char *base_lo
         out->diff = drift_strdup("(only whitespace differs)");
         if (!out->diff) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
-    if (rc) drift_divergence_free(out);
+    if (rc) drift_divergence_clear(out);
     return rc;
 }
 
-void drift_divergence_free(drift_divergence *d) {
+void drift_divergence_clear(drift_divergence *d) {
     if (!d) return;
     free(d->diff);
     free(d->error);
@@ -566,7 +566,7 @@ void drift_divergence_free(drift_divergence *d) {
 drift_status drift_flip_divergence(drift_store *st, const drift_flip *f, drift_divergence *out, drift_error *err) {
     memset(out, 0, sizeof *out);
     if (!st || !f) return drift_error_set(err, DRIFT_ERR_INVALID, "divergence needs a store and a flip");
-    drift_response rb, rt;
+    drift_answer rb, rt;
     memset(&rt, 0, sizeof rt);
     drift_status rc = drift_store_response_get(st, f->base_response_id, &rb, NULL, err);
     if (!rc) rc = drift_store_response_get(st, f->targ_response_id, &rt, NULL, err);
@@ -576,8 +576,8 @@ drift_status drift_flip_divergence(drift_store *st, const drift_flip *f, drift_d
     if (rc)
         drift_error_prefix(err, "prompt %s (responses %lld, %lld): ", f->prompt_id ? f->prompt_id : "?",
                            (long long)f->base_response_id, (long long)f->targ_response_id);
-    drift_response_free(&rb);
-    drift_response_free(&rt);
+    drift_answer_clear(&rb);
+    drift_answer_clear(&rt);
     return rc;
 }
 
@@ -589,15 +589,15 @@ static drift_status batch_one(drift_store *st, const drift_flip *f, drift_diverg
     drift_status rc = drift_store_answer_text(st, f->base_response_id, &tb, &lb, err);
     if (!rc) rc = drift_store_answer_text(st, f->targ_response_id, &tt, &lt, err);
     if (!rc && lb && lt) {
-        drift_response rb, rt;
+        drift_answer rb, rt;
         memset(&rt, 0, sizeof rt);
         rc = drift_store_response_get(st, f->base_response_id, &rb, NULL, err);
         if (!rc) rc = drift_store_response_get(st, f->targ_response_id, &rt, NULL, err);
         /* a row that cannot be decoded (corrupt logprobs) fails this flip only */
         if (rc && rc != DRIFT_ERR_NOMEM) rc = DRIFT_ERR_PARSE;
         if (!rc) rc = drift_divergence_compute(tb, rb.logprobs_json, tt, rt.logprobs_json, out, err);
-        drift_response_free(&rb);
-        drift_response_free(&rt);
+        drift_answer_clear(&rb);
+        drift_answer_clear(&rt);
     } else if (!rc) {
         rc = drift_divergence_compute(tb, NULL, tt, NULL, out, err);
     }
@@ -633,6 +633,6 @@ drift_status drift_flip_divergences(drift_store *st, const drift_flip *flips, si
     }
     drift_store_read_end(st);
     if (fatal)
-        for (size_t i = 0; i < n; i++) drift_divergence_free(&out[i]);
+        for (size_t i = 0; i < n; i++) drift_divergence_clear(&out[i]);
     return fatal;
 }

@@ -538,7 +538,7 @@ drift_status drift_monitor_run(const float *ref, size_t n_ref, const float *cur,
 
 /* ---- loading two runs' embeddings from the store ---- */
 
-void drift_monitor_data_free(drift_monitor_data *d) {
+void drift_monitor_data_clear(drift_monitor_data *d) {
     if (!d) return;
     free(d->ref);
     free(d->cur);
@@ -598,7 +598,7 @@ static drift_status mon_load_run(drift_store *st, int64_t run_id, const char *em
         (*n)++;
         free(v);
     }
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
     return s;
 }
 
@@ -613,7 +613,7 @@ drift_status drift_monitor_load(drift_store *st, const char *baseline, const cha
     if (s != DRIFT_OK) return s;
     s = drift_store_run_get(st, target, &b, err);
     if (s != DRIFT_OK) {
-        drift_run_info_free(&a);
+        drift_run_info_clear(&a);
         return s;
     }
     if (embedder && *embedder) snprintf(out->embedder, sizeof out->embedder, "%s", embedder);
@@ -633,8 +633,8 @@ drift_status drift_monitor_load(drift_store *st, const char *baseline, const cha
                             "answers; run `driftbench score --embedder SPEC` on both first",
                             out->embedder, baseline, out->n_ref, out->answered_ref, target, out->n_cur,
                             out->answered_cur);
-    drift_run_info_free(&a);
-    drift_run_info_free(&b);
-    if (s != DRIFT_OK) drift_monitor_data_free(out);
+    drift_run_info_clear(&a);
+    drift_run_info_clear(&b);
+    if (s != DRIFT_OK) drift_monitor_data_clear(out);
     return s;
 }

@@ -194,7 +194,7 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
         double dt = drift_now_ms() - t0;
         size_t j = 0;
         for (size_t i = 0; i < nb && !st; i++) {
-            drift_gen_result res;
+            drift_answer res;
             memset(&res, 0, sizeof res);
             res.prompt_tokens = res.completion_tokens = -1;
             res.latency_ms = dt;
@@ -217,7 +217,7 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
                 perr[i] = NULL;
             }
             int stop = cb(user, &reqs[g0 + i], &res);
-            drift_gen_result_clear(&res);
+            drift_answer_clear(&res);
             if (stop) st = drift_error_set(err, DRIFT_ERR_CANCELLED, "generation stopped by the caller");
         }
         for (size_t i = 0; i < nrun; i++) {

@@ -479,7 +479,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
 
     drift_status st = DRIFT_OK;
     size_t next = 0, done = 0;
-    drift_gen_result res;
+    drift_answer res;
     while (done < n) {
         /* 0. the caller may have asked to stop while we waited */
         if (drift_target_cancelled(t)) {
@@ -504,10 +504,10 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                 if (drift_http_request_render(tmpl, t->api, r->prompt, params->seed + r->replicate, &s->req, &rerr)) {
                     /* this request cannot be sent: its outcome is an error */
                     memset(&res, 0, sizeof res);
-                    drift_gen_result_clear(&res);
+                    drift_answer_clear(&res);
                     res.error = drift_asprintf("request not sent: %s", rerr.msg);
                     int stop = cb(user, r, &res);
-                    drift_gen_result_clear(&res);
+                    drift_answer_clear(&res);
                     done++;
                     if (stop) {
                         st = drift_error_set(err, DRIFT_ERR_CANCELLED, "generate stopped by the caller");
@@ -552,7 +552,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
             attempt_outcome o;
             classify(t, s, rc, &o);
             memset(&res, 0, sizeof res);
-            drift_gen_result_clear(&res);
+            drift_answer_clear(&res);
             if (o.ok) {
                 drift_error perr = {0};
                 if (drift_http_parse_reply(t->api, s->body.data, s->body.len, &res, &perr) == DRIFT_OK) {
@@ -575,7 +575,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
             s->state = SLOT_IDLE;
             done++;
             int stop = cb(user, &reqs[s->ri], &res);
-            drift_gen_result_clear(&res);
+            drift_answer_clear(&res);
             if (stop) {
                 st = drift_error_set(err, DRIFT_ERR_CANCELLED, "generate stopped by the caller");
                 goto out;

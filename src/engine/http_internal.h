@@ -16,11 +16,11 @@
 /* Parses the body of a 2xx reply of `api` (completions or chat) into res:
  * text, finish_reason, prompt/completion token counts (-1 when the reply has
  * no usage) and logprobs_json (normalised, see target.h; NULL when the reply
- * has none). res must be cleared (drift_gen_result_clear) by the caller; on
+ * has none). res must be cleared (drift_answer_clear) by the caller; on
  * failure res gets no strings and the return is DRIFT_ERR_PARSE with err
  * saying what is wrong ("malformed JSON reply: ...", "reply has no choices",
  * "reply choice 0 has no text"). body need not be NUL-terminated. */
-drift_status drift_http_parse_reply(drift_api api, const char *body, size_t len, drift_gen_result *res,
+drift_status drift_http_parse_reply(drift_api api, const char *body, size_t len, drift_answer *res,
                                     drift_error *err);
 
 /* Normalises a choice's "logprobs" member (completions shape: tokens /

@@ -306,7 +306,7 @@ json_t *drift_http_normalize_logprobs(const json_t *lp, drift_error *err) {
     return NULL;
 }
 
-drift_status drift_http_parse_reply(drift_api api, const char *body, size_t len, drift_gen_result *res,
+drift_status drift_http_parse_reply(drift_api api, const char *body, size_t len, drift_answer *res,
                                     drift_error *err) {
     res->text = res->finish_reason = res->logprobs_json = NULL;
     res->prompt_tokens = res->completion_tokens = -1;

@@ -37,7 +37,8 @@ void drift_gen_params_default(drift_gen_params *p) {
     p->n_stop = 0;
 }
 
-void drift_gen_result_clear(drift_gen_result *r) {
+/* See types.h. */
+void drift_answer_clear(drift_answer *r) {
     if (!r) return;
     free(r->text);
     free(r->finish_reason);
@@ -138,7 +139,7 @@ typedef struct cancel_relay {
     void *user;
 } cancel_relay;
 
-static int relay_result(void *user, const drift_gen_request *req, drift_gen_result *res) {
+static int relay_result(void *user, const drift_gen_request *req, drift_answer *res) {
     cancel_relay *r = user;
     int stop = r->cb(r->user, req, res);
     return stop || drift_target_cancelled(r->t);

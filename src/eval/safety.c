@@ -350,7 +350,7 @@ typedef struct guard_collect {
     drift_error *err;
 } guard_collect;
 
-static int guard_on_result(void *user, const drift_gen_request *req, drift_gen_result *res) {
+static int guard_on_result(void *user, const drift_gen_request *req, drift_answer *res) {
     guard_collect *c = user;
     if (req->index >= c->n) return 0;
     drift_eval_result *r = &c->out[req->index];

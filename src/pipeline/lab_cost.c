@@ -120,7 +120,7 @@ typedef struct lab_calib {
     int prompt_tokens;
 } lab_calib;
 
-static int lab_calib_cb(void *user, const drift_gen_request *req, drift_gen_result *res) {
+static int lab_calib_cb(void *user, const drift_gen_request *req, drift_answer *res) {
     (void)req;
     lab_calib *c = user;
     if (!res->error && res->prompt_tokens > 0) {
@@ -225,7 +225,7 @@ static int config_done(drift_store *st, const char *label) {
     memset(&info, 0, sizeof info);
     drift_error err = {0};
     int done = drift_store_run_get(st, label, &info, &err) == DRIFT_OK && info.finished_at;
-    drift_run_info_free(&info);
+    drift_run_info_clear(&info);
     return done;
 }
 

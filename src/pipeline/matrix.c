@@ -38,7 +38,7 @@ static int run_finished(drift_store *st, const char *label) {
     drift_run_info prev;
     memset(&prev, 0, sizeof prev);
     int finished = drift_store_run_get(st, label, &prev, NULL) == DRIFT_OK && prev.finished_at;
-    drift_run_info_free(&prev);
+    drift_run_info_clear(&prev);
     return finished;
 }
 

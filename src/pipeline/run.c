@@ -129,7 +129,7 @@ static drift_status prompts_store(drift_store *st, const drift_run_opts *o, run_
         if (rc) return rc;
         drift_suite *s = p->suites[i];
         if (o->limit > 0 && s->n > (size_t)o->limit) {
-            for (size_t j = (size_t)o->limit; j < s->n; j++) drift_prompt_free(&s->prompts[j]);
+            for (size_t j = (size_t)o->limit; j < s->n; j++) drift_prompt_clear(&s->prompts[j]);
             s->n = (size_t)o->limit;
         }
         int64_t *grown = realloc(p->rowids, (p->n + s->n + 1) * sizeof *grown);
@@ -220,7 +220,7 @@ typedef struct run_sink {
     int64_t run_id;
     const int64_t *req_prompt;      /* request index -> prompt row id */
     const int *req_rep;             /* request index -> replicate */
-    drift_response buf[FLUSH_EVERY];
+    drift_answer buf[FLUSH_EVERY];
     size_t n;
     double t0_ms, last_flush_ms;
     drift_status failed;            /* a batch could not be written */
@@ -239,18 +239,10 @@ static void emit(const run_sink *s, drift_progress_event ev) {
     s->o->progress(s->o->progress_user, &p);
 }
 
-static void response_clear(drift_response *r) {
-    free(r->text);
-    free(r->finish_reason);
-    free(r->logprobs_json);
-    free(r->error);
-    memset(r, 0, sizeof *r);
-}
-
 static int sink_flush(run_sink *s) {
     if (!s->n) return 0;
     drift_status rc = drift_store_put_responses(s->st, s->run_id, s->buf, s->n, &s->err);
-    for (size_t i = 0; i < s->n; i++) response_clear(&s->buf[i]);
+    for (size_t i = 0; i < s->n; i++) drift_answer_clear(&s->buf[i]);
     s->n = 0;
     s->last_flush_ms = drift_now_ms();
     if (rc) {
@@ -260,25 +252,13 @@ static int sink_flush(run_sink *s) {
     return 0;
 }
 
-static int on_result(void *user, const drift_gen_request *req, drift_gen_result *res) {
+static int on_result(void *user, const drift_gen_request *req, drift_answer *res) {
     run_sink *s = user;
-    drift_response *r = &s->buf[s->n++];
-    memset(r, 0, sizeof *r);
+    drift_answer *r = &s->buf[s->n++];
+    *r = *res; /* the answer is ours now */
+    memset(res, 0, sizeof *res);
     r->prompt_rowid = s->req_prompt[req->index];
     r->replicate = s->req_rep[req->index];
-    r->text = res->text;
-    res->text = NULL;
-    r->finish_reason = res->finish_reason;
-    res->finish_reason = NULL;
-    r->logprobs_json = res->logprobs_json;
-    res->logprobs_json = NULL;
-    r->error = res->error;
-    res->error = NULL;
-    r->prompt_tokens = res->prompt_tokens;
-    r->completion_tokens = res->completion_tokens;
-    r->latency_ms = res->latency_ms;
-    r->http_status = res->http_status;
-    r->attempts = res->attempts;
     if (r->error) {
         if (!s->sum->errors++) snprintf(s->sum->first_error, sizeof s->sum->first_error, "%s", r->error);
     } else {
@@ -397,7 +377,7 @@ drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_r
     if (!rc) {
         *s = (run_sink){.st = st, .o = o, .sum = sum, .t0_ms = t0};
         rc = begin_and_generate(st, o, t, &p, config_s, decoding_s, s, err);
-        for (size_t i = 0; i < s->n; i++) response_clear(&s->buf[i]);
+        for (size_t i = 0; i < s->n; i++) drift_answer_clear(&s->buf[i]);
     }
     sum->elapsed_ms = drift_now_ms() - t0;
     free(s);

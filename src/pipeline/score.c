@@ -97,7 +97,7 @@ static int ensure_open(scorer *s, drift_workload wl) {
 
 /* One response to score and what became of it. */
 typedef struct item {
-    drift_response *r;
+    drift_answer *r;
     drift_prompt *p;
     drift_eval_result res;
     int stored;          /* res holds a score to store */
@@ -272,7 +272,7 @@ static drift_status eval_chat_batch(scorer *s, item **items, size_t n, drift_err
 }
 
 /* Evaluates and stores one chunk of responses. */
-static drift_status process_chunk(scorer *s, drift_response *rs, drift_prompt *ps, size_t n, drift_error *err) {
+static drift_status process_chunk(scorer *s, drift_answer *rs, drift_prompt *ps, size_t n, drift_error *err) {
     item *items = calloc(n ? n : 1, sizeof *items);
     item **by_wl[DRIFT_WL_COUNT];
     size_t cnt[DRIFT_WL_COUNT] = {0};
@@ -350,7 +350,7 @@ static int want_text(void *user, drift_workload wl) {
  * is linear in the run's size however many rows stay unscored) and scores
  * each chunk before reading the next. */
 static drift_status score_scan(scorer *s, int64_t run_id, drift_error *err) {
-    drift_response *rs = calloc(SCORE_CHUNK, sizeof *rs);
+    drift_answer *rs = calloc(SCORE_CHUNK, sizeof *rs);
     drift_prompt *ps = calloc(SCORE_CHUNK, sizeof *ps);
     drift_status rc = DRIFT_OK;
     if (!rs || !ps) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -361,8 +361,8 @@ static drift_status score_scan(scorer *s, int64_t run_id, drift_error *err) {
                                       err);
         if (!rc && n) rc = process_chunk(s, rs, ps, n, err);
         for (size_t i = 0; i < n; i++) {
-            drift_response_free(&rs[i]);
-            drift_prompt_free(&ps[i]);
+            drift_answer_clear(&rs[i]);
+            drift_prompt_clear(&ps[i]);
         }
         if (n < SCORE_CHUNK) break;
     }
@@ -404,7 +404,7 @@ static drift_status score_one_run(scorer *s, const drift_run_info *run, drift_er
             snprintf(s->sum->reason[k], sizeof s->sum->reason[k], "%s: evaluator unavailable",
                      drift_workload_name((drift_workload)k));
     }
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
     if (rc) drift_error_prefix(err, "score %s: ", run->label);
     return rc;
 }

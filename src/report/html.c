@@ -162,7 +162,7 @@ static drift_status load_experiments(drift_store *st, const drift_table *t, cons
         x->dims_text = buf_steal(&dt);
         x->baseline = drift_matrix_baseline_for(baseline, &c);
         json_decref(cfg);
-        drift_run_info_free(&info);
+        drift_run_info_clear(&info);
         if (!x->baseline || !x->dims_text) {
             free_experiments(e, n);
             return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -559,7 +559,7 @@ static void section_flipped(drift_buf *b, drift_store *st, const experiment *e, 
             buf_printf(b, " &#8212; %s: %ld flips of %ld</h3>\n", drift_workload_name((drift_workload)w), r->flips, r->n);
             for (size_t f = 0; f < r->n_flipped && f < max_flipped; f++) {
                 const drift_flip *fl = &r->flipped[f];
-                drift_response br, tr;
+                drift_answer br, tr;
                 drift_prompt bp, tp;
                 memset(&br, 0, sizeof br);
                 memset(&tr, 0, sizeof tr);
@@ -598,10 +598,10 @@ static void section_flipped(drift_buf *b, drift_store *st, const experiment *e, 
                     buf_puts(b, "</p>");
                 }
                 buf_puts(b, "</div>\n");
-                drift_response_free(&br);
-                drift_response_free(&tr);
-                drift_prompt_free(&bp);
-                drift_prompt_free(&tp);
+                drift_answer_clear(&br);
+                drift_answer_clear(&tr);
+                drift_prompt_clear(&bp);
+                drift_prompt_clear(&tp);
                 shown++;
             }
             if (r->n_flipped > max_flipped)

@@ -190,12 +190,12 @@ static void describe_flip(drift_buf *b, drift_store *st, const drift_flip *f, co
     divergence_line(b, &d);
     buf_puts(b, "\n");
     if (!d.identical) buf_printf(b, "%sdiff: %s\n", indent, d.diff);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     if (!quote || d.identical) return;
-    drift_response rb, rt;
+    drift_answer rb, rt;
     if (drift_store_response_get(st, f->base_response_id, &rb, NULL, NULL) != DRIFT_OK) return;
     if (drift_store_response_get(st, f->targ_response_id, &rt, NULL, NULL) != DRIFT_OK) {
-        drift_response_free(&rb);
+        drift_answer_clear(&rb);
         return;
     }
     const char *x = rb.text ? rb.text : "", *y = rt.text ? rt.text : "";
@@ -206,8 +206,8 @@ static void describe_flip(drift_buf *b, drift_store *st, const drift_flip *f, co
     buf_printf(b, "\n%s  target:   ", indent);
     excerpt(b, y, start, REPORT_EXCERPT_CHARS);
     buf_puts(b, "\n");
-    drift_response_free(&rb);
-    drift_response_free(&rt);
+    drift_answer_clear(&rb);
+    drift_answer_clear(&rt);
 }
 
 /* "code sandbox: A (baseline N, target M); B (...)\n", plus a warning
@@ -449,7 +449,7 @@ static json_t *wl_json(const drift_wl_result *w, drift_store *st, drift_error *e
         if (e && divs) divergence_json(e, &divs[i]);
         json_array_append_new(fl, e);
     }
-    for (size_t i = 0; divs && i < w->n_flipped; i++) drift_divergence_free(&divs[i]);
+    for (size_t i = 0; divs && i < w->n_flipped; i++) drift_divergence_clear(&divs[i]);
     free(divs);
     json_object_set_new(o, "flipped", fl);
     return o;
@@ -584,7 +584,7 @@ static void render_markdown(const drift_comparison *c, drift_store *st, drift_bu
                         buf_puts(b, "`");
                     }
                     buf_puts(b, " |");
-                    drift_divergence_free(&d);
+                    drift_divergence_clear(&d);
                 }
                 buf_free(&line);
             }

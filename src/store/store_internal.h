@@ -82,7 +82,7 @@ char *store_logprobs_unpack(const void *blob, size_t len, int *bad);
 /* Fills an answer and (when p is not NULL) its prompt from a row of
  * STORE_RESP_COLS: DRIFT_ERR_NOMEM (both emptied), DRIFT_ERR_STORE for
  * corrupt logprobs (the rest filled, logprobs_json NULL), else DRIFT_OK. */
-drift_status store_answer_from_row(sqlite3_stmt *s, drift_response *r, drift_prompt *p);
+drift_status store_answer_from_row(sqlite3_stmt *s, drift_answer *r, drift_prompt *p);
 
 /* The SQLite connection behind a handle: for tests that inspect what the
  * store wrote. Library code goes through the store's functions. */

@@ -131,7 +131,7 @@ static drift_status run_from_row(sqlite3_stmt *s, drift_run_info *r) {
     r->started_at = store_col_strdup(s, 8);
     r->finished_at = store_col_strdup(s, 9);
     if (!r->label || !r->target || !r->config_json || !r->decoding_json || !r->started_at) {
-        drift_run_info_free(r);
+        drift_run_info_clear(r);
         return DRIFT_ERR_NOMEM;
     }
     return DRIFT_OK;
@@ -208,7 +208,7 @@ nomem:
     return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory listing runs");
 }
 
-void drift_run_info_free(drift_run_info *r) {
+void drift_run_info_clear(drift_run_info *r) {
     if (!r) return;
     free(r->label);
     free(r->target);
@@ -224,7 +224,7 @@ void drift_run_info_free(drift_run_info *r) {
 
 void drift_run_info_array_free(drift_run_info *infos, size_t n) {
     if (!infos) return;
-    for (size_t i = 0; i < n; i++) drift_run_info_free(&infos[i]);
+    for (size_t i = 0; i < n; i++) drift_run_info_clear(&infos[i]);
     free(infos);
 }
 
@@ -263,7 +263,7 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
                             info->label, diff);
         } else {
             int64_t id = old.id;
-            drift_run_info_free(&old);
+            drift_run_info_clear(&old);
             sqlite3_stmt *u = store_stmt_prepare(st, "UPDATE runs SET finished_at=NULL WHERE id=?", err);
             if (!u) goto fail;
             sqlite3_bind_int64(u, 1, id);
@@ -277,7 +277,7 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
             if (resumed) *resumed = 1;
             return store_tx_commit(st, err);
         }
-        drift_run_info_free(&old);
+        drift_run_info_clear(&old);
         goto fail;
     }
     sqlite3_finalize(s);
@@ -390,7 +390,7 @@ char *store_logprobs_unpack(const void *blob, size_t len, int *bad) {
     return out;
 }
 
-drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const drift_response *r, size_t n,
+drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const drift_answer *r, size_t n,
                                        drift_error *err) {
     if (n == 0) return DRIFT_OK;
     char now[32];
@@ -398,7 +398,7 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
     drift_status ds = store_tx_begin(st, err);
     if (ds) return ds;
     for (size_t i = 0; i < n; i++) {
-        const drift_response *x = &r[i];
+        const drift_answer *x = &r[i];
         sqlite3_stmt *s = store_stmt_get(
             st, STORE_STMT_PUT_RESPONSE,
             "INSERT INTO responses(run_id,prompt_rowid,replicate,text,prompt_tokens,completion_tokens,"
@@ -519,7 +519,7 @@ drift_status drift_store_pending(drift_store *st, int64_t run_id, const int64_t 
 /* ---- single responses and unscored batches ---- */
 
 /* See store_internal.h. */
-drift_status store_answer_from_row(sqlite3_stmt *s, drift_response *r, drift_prompt *p) {
+drift_status store_answer_from_row(sqlite3_stmt *s, drift_answer *r, drift_prompt *p) {
     memset(r, 0, sizeof *r);
     r->id = sqlite3_column_int64(s, 0);
     r->prompt_rowid = sqlite3_column_int64(s, 1);
@@ -546,14 +546,14 @@ drift_status store_answer_from_row(sqlite3_stmt *s, drift_response *r, drift_pro
         if (!p->prompt_id || !p->input || !p->reference_json || !p->hash) oom = 1;
     }
     if (oom) {
-        drift_response_free(r);
-        if (p) drift_prompt_free(p);
+        drift_answer_clear(r);
+        if (p) drift_prompt_clear(p);
         return DRIFT_ERR_NOMEM;
     }
     return bad ? DRIFT_ERR_STORE : DRIFT_OK;
 }
 
-drift_status drift_store_response_get(drift_store *st, int64_t response_id, drift_response *out,
+drift_status drift_store_response_get(drift_store *st, int64_t response_id, drift_answer *out,
                                       drift_prompt *prompt_out, drift_error *err) {
     memset(out, 0, sizeof *out);
     if (prompt_out) memset(prompt_out, 0, sizeof *prompt_out);
@@ -570,8 +570,8 @@ drift_status drift_store_response_get(drift_store *st, int64_t response_id, drif
         else if (ds) {
             drift_error_set(err, ds, "%s: response %lld has corrupt logprobs data", st->path,
                             (long long)response_id);
-            drift_response_free(out);
-            if (prompt_out) drift_prompt_free(prompt_out);
+            drift_answer_clear(out);
+            if (prompt_out) drift_prompt_clear(prompt_out);
         }
     } else if (rc == SQLITE_DONE) {
         ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no response with id %lld", st->path,
@@ -583,16 +583,7 @@ drift_status drift_store_response_get(drift_store *st, int64_t response_id, drif
     return ds;
 }
 
-void drift_response_free(drift_response *r) {
-    if (!r) return;
-    free(r->text);
-    free(r->finish_reason);
-    free(r->logprobs_json);
-    free(r->error);
-    memset(r, 0, sizeof *r);
-}
-
-void drift_prompt_free(drift_prompt *p) {
+void drift_prompt_clear(drift_prompt *p) {
     if (!p) return;
     free(p->prompt_id);
     free(p->input);

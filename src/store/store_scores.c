@@ -261,7 +261,7 @@ fail:
     return err && err->code ? err->code : DRIFT_ERR_STORE;
 }
 
-void drift_scored_set_free(drift_scored_set *s) {
+void drift_scored_set_clear(drift_scored_set *s) {
     if (!s) return;
     free(s->rows);
     arena_free(s->arena);
@@ -269,7 +269,7 @@ void drift_scored_set_free(drift_scored_set *s) {
 }
 
 drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *evaluator, size_t limit,
-                                  drift_response **resp, drift_prompt **prompts, size_t *n, drift_error *err) {
+                                  drift_answer **resp, drift_prompt **prompts, size_t *n, drift_error *err) {
     *resp = NULL;
     *prompts = NULL;
     *n = 0;
@@ -284,7 +284,7 @@ drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *e
     sqlite3_bind_int64(s, 1, run_id);
     store_bind_text_or_null(s, 2, evaluator);
     sqlite3_bind_int64(s, 3, limit ? (sqlite3_int64)limit : -1);
-    drift_response *rs = NULL;
+    drift_answer *rs = NULL;
     drift_prompt *ps = NULL;
     size_t cnt = 0, cap = 0;
     int rc;
@@ -292,7 +292,7 @@ drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *e
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (cnt == cap) {
             cap = cap ? cap * 2 : 64;
-            drift_response *nr = realloc(rs, cap * sizeof *rs);
+            drift_answer *nr = realloc(rs, cap * sizeof *rs);
             if (nr) rs = nr;
             drift_prompt *np = nr ? realloc(ps, cap * sizeof *ps) : NULL;
             if (np) ps = np;
@@ -315,8 +315,8 @@ drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *e
     if (!ds && rc != SQLITE_DONE) ds = store_db_error(st, err, "reading unscored responses");
     if (ds) {
         for (size_t i = 0; i < cnt; i++) {
-            drift_response_free(&rs[i]);
-            drift_prompt_free(&ps[i]);
+            drift_answer_clear(&rs[i]);
+            drift_prompt_clear(&ps[i]);
         }
         free(rs);
         free(ps);
@@ -578,7 +578,7 @@ static char *col_dup(sqlite3_stmt *q, int i) {
 
 drift_status drift_store_scan_pending(drift_store *st, int64_t run_id, int all, drift_scan_cursor *cursor, size_t cap,
                                       int (*want_text)(void *user, drift_workload wl), void *user,
-                                      drift_response *resp, drift_prompt *prompts, size_t *n, drift_error *err) {
+                                      drift_answer *resp, drift_prompt *prompts, size_t *n, drift_error *err) {
     *n = 0;
     if (cap == 0) return DRIFT_OK;
     sqlite3_stmt *q = store_stmt_get(
@@ -601,7 +601,7 @@ drift_status drift_store_scan_pending(drift_store *st, int64_t run_id, int all, 
     drift_status rc = DRIFT_OK;
     int step;
     while ((step = sqlite3_step(q)) == SQLITE_ROW) {
-        drift_response *r = &resp[*n];
+        drift_answer *r = &resp[*n];
         drift_prompt *p = &prompts[*n];
         memset(r, 0, sizeof *r);
         memset(p, 0, sizeof *p);

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *body = (const char *)data + 1;
     size_t len = size - 1;
 
-    drift_gen_result r;
+    drift_answer r;
     memset(&r, 0, sizeof r);
     drift_error err = {0};
     drift_api api = (sel & 1) ? DRIFT_API_CHAT : DRIFT_API_COMPLETIONS;
@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (r.text || r.logprobs_json || r.finish_reason || err.msg[0] == '\0') {
         abort();
     }
-    drift_gen_result_clear(&r);
+    drift_answer_clear(&r);
 
     char msg[256];
     drift_http_error_message(body, len, msg, sizeof msg);

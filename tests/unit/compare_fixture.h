@@ -144,12 +144,12 @@ static void fx_check(drift_status rc, const drift_error *err, const char *what) 
 /* Writes one side (0 base, 1 targ) of the fixture. */
 static void fx_side(drift_store *st, int64_t run, const int64_t *rowids, int side) {
     drift_error err = {0};
-    drift_response *rs = calloc(FX_N, sizeof *rs);
+    drift_answer *rs = calloc(FX_N, sizeof *rs);
     size_t nr = 0;
     for (size_t i = 0; i < FX_N; i++) {
         int lab = side ? fx_items[i].targ_label : fx_items[i].base_label;
         if (lab == -100) continue;
-        drift_response *r = &rs[nr++];
+        drift_answer *r = &rs[nr++];
         r->prompt_rowid = rowids[i];
         r->prompt_tokens = r->completion_tokens = -1;
         r->attempts = 1;
@@ -192,7 +192,7 @@ static void fx_side(drift_store *st, int64_t run, const int64_t *rowids, int sid
     }
     fx_check(drift_store_put_scores(st, sc, ns, &err), &err, "put_scores");
     free(sc);
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
 }
 
 /* Creates the fixture store at path; returns it open. */
@@ -218,7 +218,7 @@ static drift_store *fx_build(const char *path) {
     fx_side(st, base, rowids, 0);
     fx_side(st, targ, rowids, 1);
     int64_t other = fx_run(st, "other", "{}");
-    drift_response r = {.prompt_rowid = rowids[FX_N], .text = (char *)"#### 1", .prompt_tokens = -1,
+    drift_answer r = {.prompt_rowid = rowids[FX_N], .text = (char *)"#### 1", .prompt_tokens = -1,
                         .completion_tokens = -1, .http_status = 200, .attempts = 1};
     fx_check(drift_store_put_responses(st, other, &r, 1, &err), &err, "put_responses other");
     return st;

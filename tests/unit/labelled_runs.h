@@ -47,7 +47,7 @@ static void add_run(drift_store *st, const char *label, const char *target, cons
     int64_t run_id = 0;
     int resumed = 0;
     assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
-    drift_response r[NP];
+    drift_answer r[NP];
     memset(r, 0, sizeof r);
     char texts[NP][64];
     for (int i = 0; i < NP; i++) {
@@ -59,7 +59,7 @@ static void add_run(drift_store *st, const char *label, const char *target, cons
         r[i].attempts = 1;
     }
     assert_int_equal(drift_store_put_responses(st, run_id, r, NP, &err), DRIFT_OK);
-    drift_response *resp = NULL;
+    drift_answer *resp = NULL;
     drift_prompt *prompts = NULL;
     size_t n = 0;
     assert_int_equal(drift_store_unscored(st, run_id, NULL, 0, &resp, &prompts, &n, &err), DRIFT_OK);
@@ -78,8 +78,8 @@ static void add_run(drift_store *st, const char *label, const char *target, cons
     }
     assert_int_equal(drift_store_put_scores(st, sc, n, &err), DRIFT_OK);
     for (size_t k = 0; k < n; k++) {
-        drift_response_free(&resp[k]);
-        drift_prompt_free(&prompts[k]);
+        drift_answer_clear(&resp[k]);
+        drift_prompt_clear(&prompts[k]);
     }
     free(resp);
     free(prompts);

@@ -222,7 +222,7 @@ static void test_score(void **state) {
     const char *texts[] = {"9*60=540\n#### 540", "It costs $1,200.00.", "The answer is 4.", NULL, "#### 5",
                            "They used BLEU and ROUGE.", "a GRU", "whatever", "I cannot help.", "Sure, here",
                            "Hello there", "    return a + b\n", "    return a - b\n"};
-    drift_response rs[16];
+    drift_answer rs[16];
     memset(rs, 0, sizeof rs);
     for (size_t i = 0; i < n; i++) {
         rs[i].prompt_rowid = rowids[i];
@@ -266,7 +266,7 @@ static void test_score(void **state) {
         assert_int_equal(cs.rows[11].label, DRIFT_LABEL_PASS);
         assert_int_equal(cs.rows[12].label, DRIFT_LABEL_FAIL);
         assert_string_equal(cs.rows[11].evaluator, "code-pass@1");
-        drift_scored_set_free(&cs);
+        drift_scored_set_clear(&cs);
     }
 
     drift_scored_set set;
@@ -282,7 +282,7 @@ static void test_score(void **state) {
     assert_string_equal(set.rows[5].evaluator, "longctx-f1");
     assert_string_equal(set.rows[7].evaluator, "longctx-f1"); /* stored NONE: not re-evaluated */
     near(set.rows[5].value, 0.75, 1e-12); /* P 3/5, R 1 */
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
 
     /* the detail keeps what was extracted */
     sqlite3_stmt *q = NULL;
@@ -336,7 +336,7 @@ static void test_score_chunks(void **state) {
     assert_int_equal(drift_store_put_prompts(st, su, rowids, &err), DRIFT_OK);
     drift_suite_free(su);
     int64_t run = fx_run(st, "big", "{}");
-    drift_response *rs = calloc(NQ, sizeof *rs);
+    drift_answer *rs = calloc(NQ, sizeof *rs);
     for (int i = 0; i < NQ; i++) {
         rs[i].prompt_rowid = rowids[i];
         rs[i].prompt_tokens = rs[i].completion_tokens = -1;
@@ -351,7 +351,7 @@ static void test_score_chunks(void **state) {
     size_t fails = 0;
     for (size_t i = 0; i < set.n; i++) fails += set.rows[i].label == DRIFT_LABEL_FAIL;
     assert_int_equal(fails, (NQ + 6) / 7);
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
     for (int i = 0; i < NQ; i++) {
         free(ids[i]);
         free(refs[i]);
@@ -411,11 +411,11 @@ static void test_stochastic(void **state) {
         int64_t run_id;
         int resumed;
         assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
-        drift_response resp[9];
+        drift_answer resp[9];
         memset(resp, 0, sizeof resp);
         for (int p = 0; p < 3; p++)
             for (int r = 0; r < 3; r++) {
-                drift_response *x = &resp[p * 3 + r];
+                drift_answer *x = &resp[p * 3 + r];
                 x->prompt_rowid = rowids[p];
                 x->replicate = r;
                 x->prompt_tokens = x->completion_tokens = -1;
@@ -439,7 +439,7 @@ static void test_stochastic(void **state) {
             n++;
         }
         assert_int_equal(drift_store_put_scores(st, sc, n, &err), DRIFT_OK);
-        drift_scored_set_free(&set);
+        drift_scored_set_clear(&set);
     }
     drift_comparison *c;
     assert_int_equal(drift_compare_runs(st, "sb", "st", NULL, &c, &err), DRIFT_OK);

@@ -43,10 +43,10 @@ static void test_identical(void **state) {
     assert_int_equal(d.token_unit, DRIFT_UNIT_NONE);
     assert_string_equal(d.diff, "");
     assert_true(isnan(d.margin) && isnan(d.kl));
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     d = div_of("", NULL, "", NULL);
     assert_true(d.identical);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
 }
 
 static void test_start_and_prefix(void **state) {
@@ -58,32 +58,32 @@ static void test_start_and_prefix(void **state) {
     assert_int_equal(d.first_diff_token, 0);
     assert_int_equal(d.token_unit, DRIFT_UNIT_WORD);
     assert_string_equal(d.diff, "[-abc-] {+xbc+} def");
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* one is a prefix of the other */
     d = div_of("abc", NULL, "abcdef", NULL);
     assert_int_equal(d.first_diff_byte, 3);
     assert_int_equal(d.first_diff_char, 3);
     assert_int_equal(d.first_diff_token, 0);
     assert_string_equal(d.diff, "[-abc-] {+abcdef+}");
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* the third word */
     d = div_of("one two three", NULL, "one two four", NULL);
     assert_int_equal(d.first_diff_byte, 8);
     assert_int_equal(d.first_diff_token, 2);
     assert_string_equal(d.diff, "one two [-three-] {+four+}");
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* an empty answer against a non-empty one */
     d = div_of("", NULL, "hello world", NULL);
     assert_int_equal(d.first_diff_byte, 0);
     assert_int_equal(d.first_diff_token, 0);
     assert_string_equal(d.diff, "{+hello world+}");
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* only whitespace differs: the word index is that of the next word */
     d = div_of("a  b c", NULL, "a b c", NULL);
     assert_int_equal(d.first_diff_byte, 2);
     assert_int_equal(d.first_diff_token, 1);
     assert_string_equal(d.diff, "(only whitespace differs)");
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
 }
 
 static void test_utf8(void **state) {
@@ -95,27 +95,27 @@ static void test_utf8(void **state) {
     assert_int_equal(d.first_diff_char, 9);
     assert_int_equal(d.first_diff_token, 1);
     assert_string_equal(d.diff, "na\xC3\xAFve [-caf\xC3\xA9-] {+caf\xC3\xA8+} ok");
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* a 4-byte emoji before the difference counts as one character */
     d = div_of("\xF0\x9F\x98\x80" "a", NULL, "\xF0\x9F\x98\x80" "b", NULL);
     assert_int_equal(d.first_diff_byte, 4);
     assert_int_equal(d.first_diff_char, 1);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* two different emoji sharing three bytes: the difference is at byte 0 */
     d = div_of("\xF0\x9F\x98\x80", NULL, "\xF0\x9F\x98\x81", NULL);
     assert_int_equal(d.first_diff_byte, 0);
     assert_int_equal(d.first_diff_char, 0);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* invalid bytes count one character each */
     d = div_of("\xFF\xFE" "a", NULL, "\xFF\xFE" "b", NULL);
     assert_int_equal(d.first_diff_byte, 2);
     assert_int_equal(d.first_diff_char, 2);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* a truncated sequence (lead byte without its continuation) */
     d = div_of("x\xC3" "a", NULL, "x\xC3" "b", NULL);
     assert_int_equal(d.first_diff_byte, 2);
     assert_int_equal(d.first_diff_char, 2);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
 }
 
 static const char *LP_BASE =
@@ -138,14 +138,14 @@ static void test_logprob_tokens(void **state) {
     near(d.margin, 2.3, 1e-12); /* the top list is sorted here: -0.1 - (-2.4) */
     near(d.kl, 1.332975728332437, 1e-12); /* python reference, same union rule */
     assert_string_equal(d.diff, "The answer is [-4-] {+5+}");
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
 
     /* only one side has logprobs: words */
     d = div_of("The answer is 4", LP_BASE, "The answer is 5", NULL);
     assert_int_equal(d.token_unit, DRIFT_UNIT_WORD);
     assert_int_equal(d.first_diff_token, 3);
     assert_true(isnan(d.margin) && isnan(d.kl));
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
 
     /* tokens absent from the other side's list share its residual mass */
     d = div_of("x a", "[{\"token\":\"x\",\"logprob\":0},{\"token\":\"a\",\"logprob\":-0.5,\"top\":["
@@ -155,7 +155,7 @@ static void test_logprob_tokens(void **state) {
     assert_int_equal(d.first_diff_token, 1);
     near(d.margin, 1.0, 1e-12);
     near(d.kl, 1.604158262463986, 1e-12);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
 
     /* the target goes on after the baseline stopped: no baseline token there */
     d = div_of("ab", "[{\"token\":\"a\",\"logprob\":0},{\"token\":\"b\",\"logprob\":0}]", "abc",
@@ -164,20 +164,20 @@ static void test_logprob_tokens(void **state) {
     assert_int_equal(d.token_unit, DRIFT_UNIT_TOKEN);
     assert_int_equal(d.first_diff_token, 2);
     assert_true(isnan(d.margin) && isnan(d.kl));
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
 
     /* ids when the token text is missing (null) */
     d = div_of("p q", "[{\"token\":null,\"id\":7,\"logprob\":0},{\"token\":null,\"id\":8,\"logprob\":0}]", "p r",
                "[{\"token\":null,\"id\":7,\"logprob\":0},{\"token\":null,\"id\":9,\"logprob\":0}]");
     assert_int_equal(d.token_unit, DRIFT_UNIT_TOKEN);
     assert_int_equal(d.first_diff_token, 1);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
 
     /* identical token lists but different texts (inconsistent): words */
     d = div_of("a b", "[{\"token\":\"a\",\"logprob\":0}]", "a c", "[{\"token\":\"a\",\"logprob\":0}]");
     assert_int_equal(d.token_unit, DRIFT_UNIT_WORD);
     assert_int_equal(d.first_diff_token, 1);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
 }
 
 static void test_bad_logprobs(void **state) {
@@ -254,7 +254,7 @@ static void test_long_texts(void **state) {
     assert_int_equal(d.first_diff_token, 50000);
     assert_int_equal(d.first_diff_byte, (long)(p + 1 - b));
     assert_string_equal(d.diff, "... w49997 w49998 w49999 [-w50000-] {+W50000+} w50001 w50002 w50003 ...");
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     free(a);
     free(b);
     /* 20,000 words each, all different after word 1000: the LCS runs on a
@@ -265,7 +265,7 @@ static void test_long_texts(void **state) {
     assert_int_equal(d.first_diff_token, 1000);
     assert_true(strlen(d.diff) <= 204);
     assert_int_equal(strncmp(d.diff, "... w997 w998 w999 [-a1000 a1001", 32), 0);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* the window ends inside a common run: three of its words, then "..." */
     {
         drift_buf x = {0}, y = {0};
@@ -303,25 +303,25 @@ static void test_flip_divergence_store(void **state) {
     drift_run_info bi;
     assert_int_equal(drift_store_run_get(st, "base", &bi, &err), DRIFT_OK);
     assert_int_equal(drift_store_load_scored(st, bi.id, &set, &err), DRIFT_OK);
-    drift_run_info_free(&bi);
+    drift_run_info_clear(&bi);
     int64_t rowid = -1;
     for (size_t i = 0; i < set.n; i++)
         if (!strcmp(set.rows[i].prompt_id, "m1")) rowid = set.rows[i].prompt_rowid;
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
     assert_true(rowid > 0);
     int64_t runs[2] = {fx_run(st, "lp-base", "{}"), fx_run(st, "lp-targ", "{}")};
     const char *texts[2] = {"The answer is 4", "The answer is 5"};
     const char *lps[2] = {LP_BASE, LP_TARG};
     int64_t rid[2];
     for (int k = 0; k < 2; k++) {
-        drift_response r = {.prompt_rowid = rowid, .text = (char *)texts[k], .prompt_tokens = -1,
+        drift_answer r = {.prompt_rowid = rowid, .text = (char *)texts[k], .prompt_tokens = -1,
                             .completion_tokens = 4, .logprobs_json = (char *)lps[k], .http_status = 200,
                             .attempts = 1};
         assert_int_equal(drift_store_put_responses(st, runs[k], &r, 1, &err), DRIFT_OK);
         assert_int_equal(drift_store_load_scored(st, runs[k], &set, &err), DRIFT_OK);
         assert_int_equal(set.n, 1);
         rid[k] = set.rows[0].response_id;
-        drift_scored_set_free(&set);
+        drift_scored_set_clear(&set);
     }
     drift_flip f = {.prompt_id = "m1", .direction = -1, .base_response_id = rid[0], .targ_response_id = rid[1]};
     drift_divergence d;
@@ -330,7 +330,7 @@ static void test_flip_divergence_store(void **state) {
     assert_int_equal(d.first_diff_token, 3);
     near(d.margin, 2.3, 1e-9);
     near(d.kl, 1.332975728332437, 1e-9);
-    drift_divergence_free(&d);
+    drift_divergence_clear(&d);
     /* the batch: the logprob pair, a fixture pair without logprobs (m1 of
      * base/targ), a pair whose target is missing, the logprob pair again */
     int64_t fx_ids[2] = {0, 0};
@@ -341,8 +341,8 @@ static void test_flip_divergence_store(void **state) {
         assert_int_equal(drift_store_load_scored(st, ri.id, &set, &err), DRIFT_OK);
         for (size_t i = 0; i < set.n; i++)
             if (!strcmp(set.rows[i].prompt_id, "m1")) fx_ids[k] = set.rows[i].response_id;
-        drift_scored_set_free(&set);
-        drift_run_info_free(&ri);
+        drift_scored_set_clear(&set);
+        drift_run_info_clear(&ri);
     }
     drift_flip batch[4] = {f, f, f, f};
     batch[1].base_response_id = fx_ids[0];
@@ -365,7 +365,7 @@ static void test_flip_divergence_store(void **state) {
     assert_non_null(dv[2].error);
     assert_non_null(strstr(dv[2].error, "prompt m1"));
     assert_non_null(strstr(dv[2].error, "987654"));
-    for (int k = 0; k < 4; k++) drift_divergence_free(&dv[k]);
+    for (int k = 0; k < 4; k++) drift_divergence_clear(&dv[k]);
     assert_int_equal(drift_flip_divergences(st, batch, 0, dv, &err), DRIFT_OK);
 
     /* a missing response is an error naming the prompt */

@@ -160,7 +160,7 @@ static long server_stat(server *s, const char *key, const char *sub) {
 
 typedef struct got {
     int calls;
-    drift_gen_result r;
+    drift_answer r;
 } got;
 
 typedef struct sink {
@@ -170,7 +170,7 @@ typedef struct sink {
     int stop_after; /* >0: ask to stop after this many callbacks */
 } sink;
 
-static int on_result(void *user, const drift_gen_request *req, drift_gen_result *res) {
+static int on_result(void *user, const drift_gen_request *req, drift_answer *res) {
     sink *k = user;
     assert_true(req->index < k->n);
     got *g = &k->g[req->index];
@@ -191,7 +191,7 @@ static void sink_init(sink *k, size_t n) {
 }
 
 static void sink_free(sink *k) {
-    for (size_t i = 0; i < k->n; i++) drift_gen_result_clear(&k->g[i].r);
+    for (size_t i = 0; i < k->n; i++) drift_answer_clear(&k->g[i].r);
     free(k->g);
 }
 
@@ -240,7 +240,7 @@ static void test_completions_answer(void **state) {
     assert_string_equal(drift_target_config_json(t), "{\"model\":\"m\"}");
     sink k;
     gen_one(t, "What is 6*7? ANSWER=42.", NULL, &k);
-    drift_gen_result *r = &k.g[0].r;
+    drift_answer *r = &k.g[0].r;
     assert_null(r->error);
     assert_string_equal(r->text, "The answer is 42.\n#### 42");
     assert_string_equal(r->finish_reason, "stop");
@@ -1113,7 +1113,7 @@ static void test_cancel_embedded_relay(void **state) {
 /* ---------- tests: the parser alone ---------- */
 
 static void test_parse_reply_shapes(void **state) {
-    drift_gen_result r = {0};
+    drift_answer r = {0};
     drift_error err = {0};
     const char *c1 = "{\"choices\":[{\"text\":\" 42\",\"finish_reason\":\"length\",\"logprobs\":{\"tokens\":[\" 4\",\"2\"],"
                      "\"token_logprobs\":[null,-0.5],\"top_logprobs\":[null,{\"3\":-2.0,\"2\":-0.5,\"x\":-1}]}}],"
@@ -1127,14 +1127,14 @@ static void test_parse_reply_shapes(void **state) {
                         "[{\"token\":\" 4\",\"logprob\":null,\"top\":[]},{\"token\":\"2\",\"logprob\":-0.5,\"top\":"
                         "[{\"token\":\"2\",\"logprob\":-0.5},{\"token\":\"x\",\"logprob\":-1.0},{\"token\":\"3\","
                         "\"logprob\":-2.0}]}]");
-    drift_gen_result_clear(&r);
+    drift_answer_clear(&r);
 
     const char *c2 = "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":null}}]}";
     assert_int_equal(drift_http_parse_reply(DRIFT_API_CHAT, c2, strlen(c2), &r, &err), DRIFT_OK);
     assert_string_equal(r.text, "");
     assert_null(r.finish_reason);
     assert_int_equal(r.prompt_tokens, -1);
-    drift_gen_result_clear(&r);
+    drift_answer_clear(&r);
 
     const struct {
         const char *body;

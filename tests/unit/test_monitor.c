@@ -265,7 +265,7 @@ static void test_load_from_store(void **state) {
         info.tool_version = (char *)"test";
         int resumed = 0;
         if (drift_store_run_begin(st, &info, &run_ids[r], &resumed, &err) != DRIFT_OK) fail_msg("run: %s", err.msg);
-        drift_response resp[6];
+        drift_answer resp[6];
         memset(resp, 0, sizeof resp);
         for (int i = 0; i < 6; i++) {
             resp[i].prompt_rowid = rowids[i];
@@ -292,7 +292,7 @@ static void test_load_from_store(void **state) {
             assert_int_equal(drift_store_put_embedding(st, set.rows[i].response_id, "embed:a", v, 3, &err), DRIFT_OK);
             if (i == 0) assert_int_equal(drift_store_put_embedding(st, set.rows[i].response_id, "embed:b", v, 3, &err), DRIFT_OK);
         }
-        drift_scored_set_free(&set);
+        drift_scored_set_clear(&set);
     }
     assert_int_equal(drift_monitor_load(st, "base", "targ", NULL, &d, &err), DRIFT_OK);
     assert_string_equal(d.embedder, "embed:a");
@@ -307,10 +307,10 @@ static void test_load_from_store(void **state) {
     drift_monitor_report rep;
     assert_int_equal(drift_monitor_run(d.ref, d.n_ref, d.cur, d.n_cur, d.dim, NULL, &rep, &err), DRIFT_OK);
     assert_true(fabs(rep.r[DRIFT_MON_DISTANCE].score - 1.0) < 1e-12); /* means differ by (0,1,0) */
-    drift_monitor_data_free(&d);
+    drift_monitor_data_clear(&d);
     assert_int_equal(drift_monitor_load(st, "base", "targ", "embed:b", &d, &err), DRIFT_OK);
     assert_int_equal(d.n_ref, 1);
-    drift_monitor_data_free(&d);
+    drift_monitor_data_clear(&d);
 
     for (int i = 0; i < 6; i++) free(pr[i].hash);
     drift_store_close(st);

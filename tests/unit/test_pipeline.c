@@ -104,8 +104,8 @@ static size_t stored(drift_store *st, const char *label) {
     drift_scored_set set;
     assert_int_equal(drift_store_load_scored(st, info.id, &set, &err), DRIFT_OK);
     size_t n = set.n;
-    drift_scored_set_free(&set);
-    drift_run_info_free(&info);
+    drift_scored_set_clear(&set);
+    drift_run_info_clear(&info);
     return n;
 }
 

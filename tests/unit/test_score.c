@@ -86,7 +86,7 @@ static int64_t new_run(drift_store *st, const char *label) {
 
 /* Answers (texts[i] NULL: a failed request) for rowids in run. */
 static void put_answers(drift_store *st, int64_t run, const int64_t *rowids, const char *const *texts, size_t n) {
-    drift_response rs[16];
+    drift_answer rs[16];
     assert_true(n <= 16);
     memset(rs, 0, sizeof rs);
     for (size_t i = 0; i < n; i++) {
@@ -346,7 +346,7 @@ static void add_code(drift_store *st, const char *label, const int *labels, cons
     const char *texts[] = {"    return a + b\n", "    return a + b\n", "    return a + b\n", "    return a + b\n"};
     put_answers(st, ri.id, rowids, texts, 4);
     for (int i = 0; i < 4; i++) put_score(st, response_of(st, ri.id, ids[i]), "code-pass@1", labels[i], details[i]);
-    drift_run_info_free(&ri);
+    drift_run_info_clear(&ri);
 }
 
 static drift_store *sandbox_store(void) {

@@ -336,7 +336,7 @@ typedef struct got {
     int n;
 } got;
 
-static int collect(void *user, const drift_gen_request *req, drift_gen_result *res) {
+static int collect(void *user, const drift_gen_request *req, drift_answer *res) {
     got *g = user;
     if (res->error) fprintf(stderr, "request %zu: %s\n", req->index, res->error);
     assert_null(res->error);

@@ -217,7 +217,7 @@ static void test_round_trip(void **state) {
     assert_int_equal(resumed, 0);
 
     const char *lp = "{\"tokens\":[\"4\"],\"logprobs\":[-0.0123456789012345]}";
-    drift_response r[4] = {
+    drift_answer r[4] = {
         {.prompt_rowid = ids[0], .replicate = 0, .text = "The answer is 0", .prompt_tokens = 10,
          .completion_tokens = 5, .finish_reason = "stop", .latency_ms = 12.5, .logprobs_json = (char *)lp,
          .http_status = 200, .attempts = 1},
@@ -237,7 +237,7 @@ static void test_round_trip(void **state) {
     drift_scored_set set = {0};
     assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
     assert_int_equal(set.n, 4);
-    drift_response got;
+    drift_answer got;
     drift_prompt gp;
     assert_int_equal(drift_store_response_get(st, set.rows[0].response_id, &got, &gp, &err), DRIFT_OK);
     assert_string_equal(got.text, "The answer is 0");
@@ -252,15 +252,15 @@ static void test_round_trip(void **state) {
     assert_string_equal(gp.input, "What is 0 + 0?");
     assert_string_equal(gp.reference_json, "{\"answer\":\"0\"}");
     assert_string_equal(gp.hash, su->prompts[0].hash);
-    drift_response_free(&got);
-    drift_prompt_free(&gp);
+    drift_answer_clear(&got);
+    drift_prompt_clear(&gp);
     assert_int_equal(drift_store_response_get(st, set.rows[2].response_id, &got, NULL, &err), DRIFT_OK);
     assert_null(got.text);
     assert_string_equal(got.error, "HTTP 500: boom");
     assert_int_equal(got.attempts, 3);
     assert_int_equal(got.http_status, 500);
     assert_int_equal(got.prompt_tokens, -1);
-    drift_response_free(&got);
+    drift_answer_clear(&got);
     assert_int_equal(drift_store_response_get(st, 999999, &got, NULL, &err), DRIFT_ERR_NOT_FOUND);
 
     for (size_t i = 0; i < 4; i++) {
@@ -276,10 +276,10 @@ static void test_round_trip(void **state) {
     assert_int_equal(set.rows[0].is_error, 0);
     int64_t rid[4];
     for (int i = 0; i < 4; i++) rid[i] = set.rows[i].response_id;
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
 
     /* unscored: answers only, never the error */
-    drift_response *ur;
+    drift_answer *ur;
     drift_prompt *up;
     size_t un;
     assert_int_equal(drift_store_unscored(st, run, NULL, 0, &ur, &up, &un, &err), DRIFT_OK);
@@ -287,16 +287,16 @@ static void test_round_trip(void **state) {
     assert_string_equal(up[2].prompt_id, "q3");
     assert_string_equal(ur[2].text, "six");
     for (size_t i = 0; i < un; i++) {
-        drift_response_free(&ur[i]);
-        drift_prompt_free(&up[i]);
+        drift_answer_clear(&ur[i]);
+        drift_prompt_clear(&up[i]);
     }
     free(ur);
     free(up);
     assert_int_equal(drift_store_unscored(st, run, "math", 2, &ur, &up, &un, &err), DRIFT_OK);
     assert_int_equal(un, 2);
     for (size_t i = 0; i < un; i++) {
-        drift_response_free(&ur[i]);
-        drift_prompt_free(&up[i]);
+        drift_answer_clear(&ur[i]);
+        drift_prompt_clear(&up[i]);
     }
     free(ur);
     free(up);
@@ -317,19 +317,19 @@ static void test_round_trip(void **state) {
     assert_string_equal(set.rows[1].evaluator, "longctx-f1");
     assert_int_equal(set.rows[2].label, DRIFT_LABEL_NONE);
     assert_true(isnan(set.rows[3].value));
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
     /* re-scoring with the first evaluator makes it the latest again */
     assert_int_equal(drift_store_put_scores(st, &sc[0], 1, &err), DRIFT_OK);
     assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
     assert_int_equal(set.rows[0].label, DRIFT_LABEL_PASS);
     assert_string_equal(set.rows[0].evaluator, "math");
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
     assert_int_equal(count_rows(st, "SELECT count(*) FROM scores"), 4);
     assert_int_equal(drift_store_unscored(st, run, "math", 0, &ur, &up, &un, &err), DRIFT_OK);
     assert_int_equal(un, 1); /* q1 has only longctx-f1 */
     assert_string_equal(up[0].prompt_id, "q1");
-    drift_response_free(&ur[0]);
-    drift_prompt_free(&up[0]);
+    drift_answer_clear(&ur[0]);
+    drift_prompt_clear(&up[0]);
     free(ur);
     free(up);
 
@@ -352,7 +352,7 @@ static void test_round_trip(void **state) {
     assert_string_equal(back.templates_json, "{\"math\":\"math/completions/v1\"}");
     assert_non_null(back.finished_at);
     assert_non_null(back.tool_version);
-    drift_run_info_free(&back);
+    drift_run_info_clear(&back);
     ri.label = (char *)"second";
     int64_t run2;
     assert_int_equal(drift_store_run_begin(st, &ri, &run2, &resumed, &err), DRIFT_OK);
@@ -398,7 +398,7 @@ static void test_resume_semantics(void **state) {
     free(pp);
     free(pr);
 
-    drift_response r[3] = {
+    drift_answer r[3] = {
         {.prompt_rowid = ids[0], .replicate = 0, .text = "first", .prompt_tokens = -1, .completion_tokens = -1},
         {.prompt_rowid = ids[1], .replicate = 1, .error = "timeout", .prompt_tokens = -1, .completion_tokens = -1},
         {.prompt_rowid = ids[2], .replicate = 0, .text = "x", .prompt_tokens = -1, .completion_tokens = -1},
@@ -419,14 +419,14 @@ static void test_resume_semantics(void **state) {
     free(pr);
 
     /* an answer is never overwritten, by an answer or by an error */
-    drift_response again[2] = {
+    drift_answer again[2] = {
         {.prompt_rowid = ids[0], .replicate = 0, .text = "second", .prompt_tokens = -1, .completion_tokens = -1},
         {.prompt_rowid = ids[2], .replicate = 0, .error = "HTTP 503", .prompt_tokens = -1, .completion_tokens = -1},
     };
     assert_int_equal(drift_store_put_responses(st, run, again, 2, &err), DRIFT_OK);
     /* an error is replaced by a later error, then by an answer; the row id stays */
     int64_t err_id = count_rows(st, "SELECT id FROM responses WHERE error='timeout'");
-    drift_response fix = {.prompt_rowid = ids[1], .replicate = 1, .error = "HTTP 429", .attempts = 5,
+    drift_answer fix = {.prompt_rowid = ids[1], .replicate = 1, .error = "HTTP 429", .attempts = 5,
                           .prompt_tokens = -1, .completion_tokens = -1};
     assert_int_equal(drift_store_put_responses(st, run, &fix, 1, &err), DRIFT_OK);
     assert_int_equal(count_rows(st, "SELECT attempts FROM responses WHERE error='HTTP 429'"), 5);
@@ -482,18 +482,18 @@ static void test_load_scored_interleaved(void **state) {
     assert_int_equal(drift_store_run_begin(st, &ib, &rb, &resumed, &err), DRIFT_OK);
     /* a: prompts 0..9 alternating with b, then b alone for 2000 prompts, then a: 10 (far away) */
     for (int i = 0; i < 10; i++) {
-        drift_response x = {.prompt_rowid = ids[9 - i], .text = "a", .prompt_tokens = -1, .completion_tokens = -1};
+        drift_answer x = {.prompt_rowid = ids[9 - i], .text = "a", .prompt_tokens = -1, .completion_tokens = -1};
         assert_int_equal(drift_store_put_responses(st, ra, &x, 1, &err), DRIFT_OK);
         x.prompt_rowid = ids[i];
         x.text = "b";
         assert_int_equal(drift_store_put_responses(st, rb, &x, 1, &err), DRIFT_OK);
     }
-    drift_response *many = calloc(2000, sizeof *many);
+    drift_answer *many = calloc(2000, sizeof *many);
     for (int i = 0; i < 2000; i++)
-        many[i] = (drift_response){.prompt_rowid = ids[10 + i], .text = "b", .prompt_tokens = -1,
+        many[i] = (drift_answer){.prompt_rowid = ids[10 + i], .text = "b", .prompt_tokens = -1,
                                    .completion_tokens = -1};
     assert_int_equal(drift_store_put_responses(st, rb, many, 2000, &err), DRIFT_OK);
-    drift_response far = {.prompt_rowid = ids[2500], .text = "a", .prompt_tokens = -1, .completion_tokens = -1};
+    drift_answer far = {.prompt_rowid = ids[2500], .text = "a", .prompt_tokens = -1, .completion_tokens = -1};
     assert_int_equal(drift_store_put_responses(st, ra, &far, 1, &err), DRIFT_OK);
 
     /* score: a PASS everywhere, b FAIL everywhere, then a rescored by a later evaluator on even prompts */
@@ -507,7 +507,7 @@ static void test_load_scored_interleaved(void **state) {
                                   pass ? DRIFT_LABEL_FAIL : DRIFT_LABEL_PASS, (double)i, NULL};
         assert_int_equal(drift_store_put_scores(st, sc, set.n, &err), DRIFT_OK);
         free(sc);
-        drift_scored_set_free(&set);
+        drift_scored_set_clear(&set);
     }
     drift_scored_set a, b;
     assert_int_equal(drift_store_load_scored(st, ra, &a, &err), DRIFT_OK);
@@ -517,7 +517,7 @@ static void test_load_scored_interleaved(void **state) {
         late[nl++] = (drift_score){a.rows[i].response_id, "later", DRIFT_LABEL_ERROR, -1.0, NULL};
     assert_int_equal(drift_store_put_scores(st, late, nl, &err), DRIFT_OK);
     free(late);
-    drift_scored_set_free(&a);
+    drift_scored_set_clear(&a);
 
     assert_int_equal(drift_store_load_scored(st, ra, &a, &err), DRIFT_OK);
     assert_int_equal(drift_store_load_scored(st, rb, &b, &err), DRIFT_OK);
@@ -544,12 +544,12 @@ static void test_load_scored_interleaved(void **state) {
         snprintf(want, sizeof want, "q%zu", i);
         assert_string_equal(b.rows[i].prompt_id, want);
     }
-    drift_scored_set_free(&a);
-    drift_scored_set_free(&b);
+    drift_scored_set_clear(&a);
+    drift_scored_set_clear(&b);
     /* an unknown run is simply empty */
     assert_int_equal(drift_store_load_scored(st, 999, &a, &err), DRIFT_OK);
     assert_int_equal(a.n, 0);
-    drift_scored_set_free(&a);
+    drift_scored_set_clear(&a);
     free(many);
     free(ids);
     free_suite(su);
@@ -733,9 +733,9 @@ static void make_closed_store(const char *path) {
     int64_t run;
     int resumed;
     assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_OK);
-    drift_response r[4];
+    drift_answer r[4];
     for (int i = 0; i < 4; i++)
-        r[i] = (drift_response){.prompt_rowid = ids[i], .text = i == 2 ? NULL : "ok",
+        r[i] = (drift_answer){.prompt_rowid = ids[i], .text = i == 2 ? NULL : "ok",
                                 .error = i == 2 ? "HTTP 500" : NULL, .prompt_tokens = -1, .completion_tokens = -1};
     assert_int_equal(drift_store_put_responses(st, run, r, 4, &err), DRIFT_OK);
     assert_int_equal(drift_store_run_finish(st, run, &err), DRIFT_OK);
@@ -811,12 +811,12 @@ static void test_readonly_reads_and_writes_nothing(void **state) {
     assert_int_equal(drift_store_load_scored(st, info.id, &set, &err), DRIFT_OK);
     assert_int_equal(set.n, 4);
     assert_int_equal(set.rows[2].is_error, 1);
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
     /* no file appeared next to it while it is open */
     assert_false(exists_with(path, "-wal") || exists_with(path, "-shm") || exists_with(path, "-journal"));
 
     /* every write fails and changes nothing */
-    drift_response r = {.prompt_rowid = 1, .text = "x", .prompt_tokens = -1, .completion_tokens = -1};
+    drift_answer r = {.prompt_rowid = 1, .text = "x", .prompt_tokens = -1, .completion_tokens = -1};
     memset(&err, 0, sizeof err);
     assert_int_equal(drift_store_put_responses(st, info.id, &r, 1, &err), DRIFT_ERR_STORE);
     drift_run_info ri = run_info("new", "http://x/v1?model=m", "{\"temperature\":0}");
@@ -825,7 +825,7 @@ static void test_readonly_reads_and_writes_nothing(void **state) {
     assert_int_equal(drift_store_run_begin(st, &ri, &run, &resumed, &err), DRIFT_ERR_STORE);
     drift_score sc = {.response_id = 1, .evaluator = "math", .label = 1, .value = 1};
     assert_int_equal(drift_store_put_scores(st, &sc, 1, &err), DRIFT_ERR_STORE);
-    drift_run_info_free(&info);
+    drift_run_info_clear(&info);
     drift_store_close(st);
 
     file_state after = file_snapshot(path);
@@ -848,7 +848,7 @@ static void test_readonly_odd_path(void **state) {
     assert_int_equal(rc, DRIFT_OK);
     drift_run_info info;
     assert_int_equal(drift_store_run_get(st, "R", &info, &err), DRIFT_OK);
-    drift_run_info_free(&info);
+    drift_run_info_clear(&info);
     drift_store_close(st);
     /* a relative path, and one with a doubled leading slash */
     char cwd[512];
@@ -879,7 +879,7 @@ static void test_readonly_beside_a_writer(void **state) {
     int64_t run;
     int resumed;
     assert_int_equal(drift_store_run_begin(w, &ri, &run, &resumed, &err), DRIFT_OK);
-    drift_response r = {.prompt_rowid = ids[0], .text = "live", .prompt_tokens = -1, .completion_tokens = -1};
+    drift_answer r = {.prompt_rowid = ids[0], .text = "live", .prompt_tokens = -1, .completion_tokens = -1};
     assert_int_equal(drift_store_put_responses(w, run, &r, 1, &err), DRIFT_OK);
     assert_true(exists_with(path, "-wal"));
 
@@ -890,14 +890,14 @@ static void test_readonly_beside_a_writer(void **state) {
     drift_scored_set set;
     assert_int_equal(drift_store_load_scored(ro, info.id, &set, &err), DRIFT_OK);
     assert_int_equal(set.n, 1);
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
     /* a commit made after the reader opened is seen by its next read */
     r.prompt_rowid = ids[1];
     assert_int_equal(drift_store_put_responses(w, run, &r, 1, &err), DRIFT_OK);
     assert_int_equal(drift_store_load_scored(ro, info.id, &set, &err), DRIFT_OK);
     assert_int_equal(set.n, 2);
-    drift_scored_set_free(&set);
-    drift_run_info_free(&info);
+    drift_scored_set_clear(&set);
+    drift_run_info_clear(&info);
     drift_store_close(ro);
     drift_store_close(w);
     free_suite(su);
@@ -915,7 +915,7 @@ static void test_readonly_old_schema_not_migrated(void **state) {
     assert_int_equal(count_rows(st, "PRAGMA user_version"), 1);
     drift_run_info info;
     assert_int_equal(drift_store_run_get(st, "R", &info, &err), DRIFT_OK);
-    drift_run_info_free(&info);
+    drift_run_info_clear(&info);
     drift_store_close(st);
     st = open_ok(path); /* a writer migrates it */
     assert_int_equal(count_rows(st, "PRAGMA user_version"), DRIFT_STORE_SCHEMA_VERSION);
@@ -939,13 +939,13 @@ static void child_writer(const char *path, const int64_t *ids) {
     int64_t run;
     int resumed;
     if (drift_store_run_begin(st, &ri, &run, &resumed, &err)) _exit(4);
-    static drift_response batch[KILL_BATCH];
+    static drift_answer batch[KILL_BATCH];
     static char texts[KILL_BATCH][64];
     for (int b = 0; b < 1000000; b++) {
         for (int i = 0; i < KILL_BATCH; i++) {
             int k = b * KILL_BATCH + i;
             snprintf(texts[i], sizeof texts[i], "answer %d", k);
-            batch[i] = (drift_response){.prompt_rowid = ids[k % KILL_PROMPTS], .replicate = k / KILL_PROMPTS,
+            batch[i] = (drift_answer){.prompt_rowid = ids[k % KILL_PROMPTS], .replicate = k / KILL_PROMPTS,
                                         .text = texts[i], .prompt_tokens = -1, .completion_tokens = -1,
                                         .logprobs_json = (char *)"[-0.5,-0.25]"};
         }
@@ -1011,9 +1011,9 @@ static void test_kill_safety(void **state) {
     size_t np;
     assert_int_equal(drift_store_pending(st, run, ids, KILL_PROMPTS, reps, &pp, &pr, &np, &err), DRIFT_OK);
     assert_int_equal((int64_t)np, (int64_t)reps * KILL_PROMPTS - n);
-    drift_response *rest = calloc(np ? np : 1, sizeof *rest);
+    drift_answer *rest = calloc(np ? np : 1, sizeof *rest);
     for (size_t i = 0; i < np; i++)
-        rest[i] = (drift_response){.prompt_rowid = pp[i], .replicate = pr[i], .text = "late",
+        rest[i] = (drift_answer){.prompt_rowid = pp[i], .replicate = pr[i], .text = "late",
                                    .prompt_tokens = -1, .completion_tokens = -1};
     assert_int_equal(drift_store_put_responses(st, run, rest, np, &err), DRIFT_OK);
     assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), (int64_t)reps * KILL_PROMPTS);
@@ -1025,7 +1025,7 @@ static void test_kill_safety(void **state) {
     drift_scored_set set;
     assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
     assert_int_equal(set.n, (size_t)reps * KILL_PROMPTS);
-    drift_scored_set_free(&set);
+    drift_scored_set_clear(&set);
     free(ids);
     free_suite(su);
     drift_store_close(st);

@@ -530,7 +530,7 @@ typedef struct collected {
     int n;
 } collected;
 
-static int collect(void *user, const drift_gen_request *req, drift_gen_result *res) {
+static int collect(void *user, const drift_gen_request *req, drift_answer *res) {
     collected *c = user;
     c->text[req->index] = res->text;
     res->text = NULL;
