@@ -120,5 +120,9 @@ for t in "$t_trickle" "$t_idle"; do
 done
 [ "$(curl -s -m 3 "http://127.0.0.1:$port/health")" = '{"status":"ok"}' ]
 stop
-grep -q "connections: 2 timed out" "$dir/err" || { echo "timed-out connections not counted"; cat "$dir/err"; exit 1; }
+# Both slow clients were closed in time (checked above); the count is at
+# least the trickling one: on a loaded machine libmicrohttpd's own idle
+# timeout (the backstop) may close the idle one before the deadline thread
+# counts it.
+grep -Eq "connections: [12] timed out" "$dir/err" || { echo "timed-out connections not counted"; cat "$dir/err"; exit 1; }
 echo "serve_limits: ok"

@@ -257,6 +257,31 @@ static int count_all_procs(void) {
     return n;
 }
 
+/* Live processes whose command line holds `word` as one of its arguments. */
+static int count_cmdline_procs(const char *word) {
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    char path[64], buf[4096];
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t k = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        for (ssize_t i = 0; i < k;) {
+            if (strcmp(buf + i, word) == 0) {
+                n++;
+                break;
+            }
+            i += (ssize_t)strnlen(buf + i, (size_t)(k - i)) + 1;
+        }
+    }
+    if (d) closedir(d);
+    return n;
+}
+
 static void test_fork_bomb(void **state) {
     (void)state;
     int before = count_all_procs();
@@ -274,8 +299,12 @@ static void test_fork_bomb(void **state) {
     assert_false(r.exited);
     assert_true(r.wall_ms < 6000);
     int after = count_all_procs();
-    fprintf(stderr, "processes on the machine: %d before, %d after\n", before, after);
-    assert_true(after < before + 20); /* others work on this machine too */
+    /* Other work on the machine moves the total, so the check is on the
+     * bomb's own processes: none may be left (any mode, uid or not). */
+    int left = count_cmdline_procs("prog.py");
+    fprintf(stderr, "processes on the machine: %d before, %d after; fork bomb processes left: %d\n", before, after,
+            left);
+    assert_int_equal(left, 0);
     sbx_result_free(&r);
 }
 
@@ -328,11 +357,12 @@ static void test_memory_many_processes(void **state) {
 static void test_infinite_loop_cpu(void **state) {
     (void)state;
     sbx_result r;
-    run_py("while True:\n    pass\n", 5, 1, &r); /* CPU limit (1 s) before the wall (5 s) */
+    run_py("while True:\n    pass\n", 8, 1, &r); /* CPU limit (1 s) before the wall (8 s) */
     print_result("loop/cpu", &r);
+    /* not timed out: the CPU limit ended it (on a loaded machine 1 s of
+     * CPU may take several seconds of wall time) */
     assert_false(r.timed_out);
     assert_true(r.term_signal == SIGXCPU || r.term_signal == SIGKILL);
-    assert_true(r.wall_ms < 4000);
     sbx_result_free(&r);
     run_py("while True:\n    pass\n", 1.5, 10, &r); /* wall first */
     print_result("loop/wall", &r);
