@@ -6,17 +6,16 @@
  *   pri fit     fits on the whole table and saves the model (JSON).
  *   pri predict predicted flip rate of one configuration, an interval from
  *               out-of-fold residuals, a risk level and the advice.
- * Risk levels on the predicted flip rate: low < 1%, medium 1-5%, high >= 5%. */
-#include <math.h>
+ * Risk levels on the predicted flip rate: low < 1%, medium 1-5%, high >= 5%.
+ * The results are rendered by pri_render.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "driftbench/analysis.h"
+#include "driftbench/report.h"
 #include "util/util.h"
 
 static const char *const CMD = "pri";
@@ -46,8 +45,6 @@ static void usage(FILE *f) {
             "framework or model, alone (idiosyncratic) or with others (combined), must be measured.\n"
             "Exit: 0 ok, 2 bad input (unknown level: the message lists the known ones).\n");
 }
-
-static json_t *jnum(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
 
 typedef struct popts {
     const char *table, *pri, *out, *format;
@@ -101,22 +98,6 @@ static int parse(int argc, char **argv, popts *p) {
     return 0;
 }
 
-static void holdout_text(drift_buf *b, const drift_pri_holdout *h) {
-    char paper[32] = "";
-    if (!isnan(h->paper_r2)) snprintf(paper, sizeof paper, "%8.4f %s", h->paper_r2, h->test_r2 > h->paper_r2 ? "better" : "worse");
-    buf_printf(b, "  %-32s %5zu %5zu %9.4f %9.4f %8.3f   %-16s d=%d eta=%.2f mcw=%d n=%d\n", h->name, h->n_train,
-               h->n_test, h->train_r2, h->test_r2, h->test_mae, paper, h->depth, h->eta, h->min_child_weight,
-               h->rounds);
-}
-
-static json_t *holdout_json(const drift_pri_holdout *h) {
-    return json_pack("{s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:i,s:i}}", "name", h->name, "n_train",
-                     (json_int_t)h->n_train, "n_test", (json_int_t)h->n_test, "train_r2", jnum(h->train_r2), "test_r2",
-                     jnum(h->test_r2), "test_mae", jnum(h->test_mae), "paper_r2", jnum(h->paper_r2), "params",
-                     "max_depth", h->depth, "eta", h->eta, "min_child_weight", h->min_child_weight, "n_estimators",
-                     h->rounds);
-}
-
 static int do_eval(popts *p) {
     if (!p->table) return cli_error(CMD, "eval: --table is required");
     drift_error err = {0};
@@ -128,60 +109,12 @@ static int do_eval(popts *p) {
     double ms = drift_now_ms() - t0;
     drift_table_free(t);
     if (st) return cli_error_lib(CMD, &err);
+    drift_format fmt = !strcmp(p->format, "json") ? DRIFT_FORMAT_JSON : DRIFT_FORMAT_TEXT;
+    char *text = NULL;
     int rc = CLI_EXIT_PASS;
-    if (!strcmp(p->format, "json")) {
-        json_t *root = json_object(), *lv = json_array(), *pp = json_array(), *imp = json_array(), *cv = json_array();
-        for (size_t i = 0; i < e->n_levels; i++) json_array_append_new(lv, holdout_json(&e->levels[i]));
-        for (size_t i = 0; i < e->n_paper; i++) json_array_append_new(pp, holdout_json(&e->paper[i]));
-        for (size_t i = 0; i < e->n_importance; i++)
-            json_array_append_new(imp, json_pack("{s:s,s:f}", "feature", e->importance[i].name, "gain_share",
-                                                 e->importance[i].gain_share));
-        for (int k = 0; k < 5; k++) json_array_append_new(cv, jnum(e->cv_fold_r2[k]));
-        json_object_set_new(root, "table", json_string(p->table));
-        json_object_set_new(root, "n_features", json_integer((json_int_t)e->n_features));
-        json_object_set_new(root, "random_split", holdout_json(&e->random_split));
-        json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o,s:i}", "mean_r2", jnum(e->cv_r2_mean), "sd_r2",
-                                                   jnum(e->cv_r2_sd), "folds", cv, "folds_defined",
-                                                   e->cv_folds_defined));
-        json_object_set_new(root, "held_out_paper", pp);
-        json_object_set_new(root, "held_out_levels", lv);
-        json_object_set_new(root, "ablations", json_pack("{s:o,s:o,s:o,s:o}", "hardware_only", jnum(e->abl_hardware_only),
-                                                         "linear", jnum(e->abl_linear), "no_interactions",
-                                                         jnum(e->abl_no_interactions), "full", jnum(e->abl_full)));
-        json_object_set_new(root, "importance", imp);
-        json_object_set_new(root, "elapsed_ms", json_real(ms));
-        char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
-        char *s2 = s ? drift_asprintf("%s\n", s) : NULL;
-        if (!s2 || cli_write_output(CMD, p->out, s2)) rc = CLI_EXIT_ERROR;
-        free(s);
-        free(s2);
-        json_decref(root);
-    } else {
-        drift_buf b = {0};
-        buf_printf(&b, "PRI evaluation of %s: %zu features, hyper-parameters %s\n\n", p->table, e->n_features,
-                   p->o.tune ? "chosen by inner CV inside each training set" : "fixed (--no-tune)");
-        buf_printf(&b, "  %-32s %5s %5s %9s %9s %8s   %-16s %s\n", "evaluation", "train", "test", "train R2",
-                   "test R2", "MAE", "paper R2", "chosen");
-        holdout_text(&b, &e->random_split);
-        buf_printf(&b, "  5-fold CV R2: %.4f +- %.4f over %d defined (folds", e->cv_r2_mean, e->cv_r2_sd, e->cv_folds_defined);
-        for (int k = 0; k < 5; k++) buf_printf(&b, " %.3f", e->cv_fold_r2[k]);
-        buf_puts(&b, ")\n\nHeld-out dimension, the paper's four cases (generalization_results.csv):\n");
-        if (!e->n_paper) buf_puts(&b, "  (none of b200, fp4, sglang, qwen-7b is in this table)\n");
-        for (size_t i = 0; i < e->n_paper; i++) holdout_text(&b, &e->paper[i]);
-        buf_puts(&b, "\nHeld-out level, every level of every dimension (train without it, test on it):\n");
-        for (size_t i = 0; i < e->n_levels; i++) holdout_text(&b, &e->levels[i]);
-        buf_printf(&b, "\nAblations, test R2 on the random split (paper: hardware-only -0.018, linear 0.235,\n"
-                       "forest without interactions 0.756, full 0.987):\n"
-                       "  hardware one-hot only (xgboost)  %8.4f\n  linear (OLS on one-hot)          %8.4f\n"
-                       "  one-hot only (xgboost)           %8.4f\n  full                             %8.4f\n",
-                   e->abl_hardware_only, e->abl_linear, e->abl_no_interactions, e->abl_full);
-        buf_puts(&b, "\nFeature importance (share of total gain, full model on all rows):\n");
-        for (size_t i = 0; i < e->n_importance && i < 15; i++)
-            buf_printf(&b, "  %-44s %6.2f%%\n", e->importance[i].name, 100 * e->importance[i].gain_share);
-        buf_printf(&b, "\nelapsed %.0f ms\n", ms);
-        if (cli_write_output(CMD, p->out, b.data)) rc = CLI_EXIT_ERROR;
-        buf_free(&b);
-    }
+    if (drift_pri_eval_render(e, p->table, p->o.tune, ms, fmt, &text, &err)) rc = cli_error_lib(CMD, &err);
+    else if (cli_write_output(CMD, p->out, text)) rc = CLI_EXIT_ERROR;
+    free(text);
     drift_pri_eval_free(e);
     return rc;
 }
@@ -221,31 +154,12 @@ static int do_predict(popts *p) {
     }
     const char *base[5];
     for (int d = 0; d < 5; d++) base[d] = p->bq[d] ? p->bq[d] : drift_pri_baseline(m, d) ? drift_pri_baseline(m, d) : p->q[d];
+    drift_pri_query shown = {base[0], base[1], base[2], base[3], base[4]};
+    drift_format fmt = !strcmp(p->format, "json") ? DRIFT_FORMAT_JSON : DRIFT_FORMAT_TEXT;
     int rc = CLI_EXIT_PASS;
-    char *text;
-    if (!strcmp(p->format, "json")) {
-        json_t *o = json_pack("{s:{s:s,s:s,s:s,s:s,s:s},s:{s:s,s:s,s:s,s:s},s:f,s:[f,f],s:f,s:s,s:s,s:s,s:s}",
-                              "config", "model", q.model, "hardware", q.hardware, "precision", q.precision,
-                              "framework", q.framework, "workload", q.workload, "baseline", "model", base[0],
-                              "hardware", base[1], "precision", base[2], "framework", base[3], "flip_rate",
-                              r.flip_rate / 100, "interval", r.lo / 100, r.hi / 100, "coverage", r.coverage, "risk",
-                              r.risk, "change", r.change, "differs", r.differs, "advice", r.advice);
-        char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
-        text = s ? drift_asprintf("%s\n", s) : NULL;
-        free(s);
-        json_decref(o);
-    } else {
-        text = drift_asprintf("config    %s / %s / %s / %s, workload %s\n"
-                              "baseline  %s / %s / %s / %s\n"
-                              "predicted flip rate %.2f%%  (%.0f%% interval %.2f%% .. %.2f%%, from out-of-fold residuals)\n"
-                              "risk      %s\n"
-                              "change    %s%s%s%s\n"
-                              "advice    %s\n",
-                              q.model, q.hardware, q.precision, q.framework, q.workload, base[0], base[1], base[2],
-                              base[3], r.flip_rate, 100 * r.coverage, r.lo, r.hi, r.risk, r.change,
-                              r.differs[0] ? " (" : "", r.differs, r.differs[0] ? ")" : "", r.advice);
-    }
-    if (!text || cli_write_output(CMD, p->out, text)) rc = CLI_EXIT_ERROR;
+    char *text = NULL;
+    if (drift_pri_prediction_render(&q, &shown, &r, fmt, &text, &err)) rc = cli_error_lib(CMD, &err);
+    else if (cli_write_output(CMD, p->out, text)) rc = CLI_EXIT_ERROR;
     free(text);
     drift_pri_free(m);
     return rc;

@@ -1,5 +1,6 @@
 /* cmd_report.c - `driftbench report --db F --html report.html`: the
- * self-contained HTML report of every run against its baseline. */
+ * self-contained HTML report of every run against its baseline, computed
+ * from the store (drift_matrix_report_load) and then rendered (html.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +45,13 @@ static int cmd_report(int argc, char **argv) {
     drift_error err = {0};
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("report", &err);
-    char *page = NULL;
-    drift_status rc = drift_report_html(st, &o, &page, &err);
+    drift_matrix_report *r = NULL;
+    drift_status rc = drift_matrix_report_load(st, &o, &r, &err);
     drift_store_close(st);
+    if (rc) return cli_error_lib("report", &err);
+    char *page = NULL;
+    rc = drift_html_render(r, &o, &page, &err);
+    drift_matrix_report_free(r);
     if (rc) return cli_error_lib("report", &err);
     int ret = cli_write_output("report", html, page) ? CLI_EXIT_ERROR : 0;
     free(page);

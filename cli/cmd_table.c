@@ -1,7 +1,7 @@
 /* cmd_table.c - `driftbench table --db F --baseline L`: the configuration x
  * workload flip table of a store, with the paper's columns (CSV, through the
  * analysis module's writer, so `anova` and `pri` read it back) or as text
- * grouped by workload. */
+ * grouped by workload (table_render.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,29 +10,15 @@
 #include "cmd_matrix.h"
 #include "driftbench/analysis.h"
 #include "driftbench/matrix.h"
+#include "driftbench/report.h"
 
+/* The text form (table_render.c) to f; the lab prints it too. */
 void cli_print_flip_table(FILE *f, const drift_table *t) {
-    static const char *const wls[] = {"math", "code", "safety", "chat", "long_context"};
-    int any_row = 0;
-    for (size_t w = 0; w < sizeof wls / sizeof wls[0]; w++) {
-        int header = 0;
-        for (size_t r = 0; r < t->n_rows; r++) {
-            const drift_table_row *row = &t->rows[r];
-            if (strcmp(row->dims[4], wls[w])) continue;
-            if (!header) {
-                fprintf(f, "\n%s\n  %-40s %-11s %-12s %-9s %-22s %8s  %-17s %9s\n", wls[w], "configuration", "model",
-                        "hardware", "precision", "framework", "flip", "95% CI", "flips/n");
-                header = 1;
-            }
-            char ci[40];
-            snprintf(ci, sizeof ci, "[%.1f, %.1f]", row->ci_low, row->ci_high);
-            fprintf(f, "  %-40.40s %-11.11s %-12.12s %-9.9s %-22.22s %7.2f%%  %-17s %4ld/%-4ld\n", row->experiment_id,
-                    row->dims[0], row->dims[1], row->dims[2], row->dims[3], row->flip_rate, ci, row->num_flips,
-                    row->num_comparisons);
-            any_row = 1;
-        }
-    }
-    if (!any_row) fprintf(f, "(no configuration has pairs against its baseline)\n");
+    char *text = NULL;
+    drift_error err = {0};
+    if (drift_table_render_text(t, &text, &err)) cli_error_lib("table", &err);
+    else fputs(text, f);
+    free(text);
 }
 
 static int cmd_table(int argc, char **argv) {

@@ -143,6 +143,20 @@ DRIFT_API void drift_anova_free(drift_anova_table *a);
 /* The paper's formula. */
 DRIFT_API const char *drift_anova_default_formula(void);
 
+/* One row of the artifact's ANOVA table (the paper's data directory holds
+ * anova_flip_rate_corrected.csv beside flip_rates.csv: Type III, computed
+ * on slightly different data, shown beside ours for reference). */
+typedef struct drift_anova_artifact_row {
+    char term[64];
+    double sum_sq, df, F, p, p_corrected, eta_sq; /* NAN where the file's field is empty */
+} drift_anova_artifact_row;
+
+/* Reads anova_flip_rate_corrected.csv from the directory that holds
+ * table_path into rows (at most max; the header line skipped, lines
+ * without seven fields ignored). Returns the number of rows read: 0 when
+ * there is no such file. */
+DRIFT_API size_t drift_anova_artifact_read(const char *table_path, drift_anova_artifact_row *rows, size_t max);
+
 /* Benjamini-Hochberg step-up adjusted p-values (NAN entries are skipped and
  * stay NAN); out may alias p. */
 DRIFT_API void drift_bh_adjust(const double *p, size_t n, double *out);
@@ -256,6 +270,41 @@ DRIFT_API void drift_pri_eval_free(drift_pri_eval *e);
  * R^2 when some had a constant flip rate); r2 and pm spell R^2 and +- for
  * the medium (text or HTML entities). NULL when out of memory; free() it. */
 DRIFT_API char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *pm);
+
+/* ------------------------------------------------- analyses of a table */
+
+/* The PRI evaluations mean nothing on fewer rows. */
+#define DRIFT_ANALYSES_PRI_MIN_ROWS 20
+
+/* The analyses the matrix reports (the HTML report, the lab's summary)
+ * show beside a flip table, each with why it is absent. Zero-initialise;
+ * clear with drift_table_analyses_clear. */
+typedef struct drift_table_analyses {
+    size_t n_rows;                  /* rows of the table */
+    char *formula;                  /* drift_table_varying_formula; NULL when no dimension varies */
+    size_t n_params;                /* parameters of formula */
+    int anova_fits;                 /* formula and n_rows >= n_params + 2: the ANOVA was run */
+    drift_anova_table *anova[4];    /* [type] for each type asked (1..3); NULL when not asked or failed */
+    drift_error anova_error[4];     /* [type]: code != DRIFT_OK when that type failed, with why */
+    int pri_asked;                  /* a PRI evaluation was asked for */
+    int pri_fits;                   /* n_rows >= DRIFT_ANALYSES_PRI_MIN_ROWS */
+    const drift_pri_eval *pri;      /* the evaluation (given or computed); NULL when absent */
+    drift_pri_eval *pri_own;        /* pri when computed here (freed by the clear) */
+    drift_error pri_error;          /* code != DRIFT_OK when the evaluation failed, with why */
+} drift_table_analyses;
+
+/* Runs the analyses of t: the ANOVA of every type in anova_types (a bit
+ * mask: 1u << type, types 1..3) with the formula of the dimensions that
+ * vary, when the table has rows enough; the PRI evaluation when pri_o is
+ * not NULL and the table has DRIFT_ANALYSES_PRI_MIN_ROWS rows, reusing
+ * pri_given (not freed; computed on the same table) when it is not NULL.
+ * A failing analysis is recorded in *out with its message, not returned
+ * (out of memory building the formula reads as no varying dimension); the
+ * status is DRIFT_ERR_INVALID only for a NULL table. */
+DRIFT_API drift_status drift_table_analyze(const drift_table *t, unsigned anova_types, const drift_pri_options *pri_o,
+                                           const drift_pri_eval *pri_given, drift_table_analyses *out,
+                                           drift_error *err);
+DRIFT_API void drift_table_analyses_clear(drift_table_analyses *a);
 
 /* R^2 = 1 - SS_res / SS_tot (around the mean of y); NAN when n < 2 or y constant. */
 DRIFT_API double drift_r2(const double *y, const double *pred, size_t n);

@@ -1,10 +1,25 @@
-/* report.h - renderings of a comparison: text (a terminal table), JSON (the
- * contract of DESIGN.md), markdown (a PR comment), JUnit XML (CI). The
- * library returns strings; the caller decides where they go. */
+/* report.h - the renderers: text, JSON, markdown and JUnit of what the
+ * analyses computed. Every renderer is a pure function of its structs (no
+ * store, no analysis, no printing) and returns a malloc'd string; the
+ * caller decides where it goes.
+ *
+ *   comparison        text, json, markdown, junit   (compare_render.c)
+ *   ANOVA             text, json; the matrix summary (anova_render.c)
+ *   PRI               evaluation text, json; prediction text, json;
+ *                     the matrix summary            (pri_render.c)
+ *   monitor           text, json                    (monitor_render.c)
+ *   flip table        text (CSV: drift_table_format_csv) (table_render.c)
+ *   matrix report     HTML                          (report_html.h, html.c)
+ *
+ * What a comparison report shows of its flips beyond the comparison (where
+ * the answers part, excerpts of both) is read from the store first by
+ * drift_comparison_details_load (src/analysis/flip_details.c). */
 #ifndef DRIFTBENCH_REPORT_H
 #define DRIFTBENCH_REPORT_H
 
+#include "driftbench/analysis.h"
 #include "driftbench/compare.h"
+#include "driftbench/monitor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -17,12 +32,115 @@ typedef enum drift_format {
     DRIFT_FORMAT_JUNIT = 3
 } drift_format;
 
+/* "text", "json", "markdown" (or "md"), "junit" (or "xml"), any case.
+ * Anything else is DRIFT_ERR_INVALID naming the known ones. */
 DRIFT_API drift_status drift_format_parse(const char *name, drift_format *out, drift_error *err);
 
-/* Renders c; the store (may be NULL) is used to quote flipped answers in
- * text and markdown. Returns a malloc'd string in *out. */
+/* ------------------------------------------------------------ comparison */
+
+#define DRIFT_REPORT_LISTED_FLIPS 50 /* flipped prompts listed per workload in text, markdown, junit */
+#define DRIFT_REPORT_QUOTED_FLIPS 3  /* of those, quoted with an excerpt of both answers */
+
+/* What a report shows of one flip beyond the comparison. */
+typedef struct drift_flip_detail {
+    drift_divergence div;        /* where the answers part; div.error (malloc'd) when it could not be
+                                  * computed, the other fields then unset */
+    char *base_text, *targ_text; /* both answers (malloc'd, "" for none) when quoted; NULL otherwise */
+} drift_flip_detail;
+
+/* The details of a comparison's flips: flips[k][i] belongs to
+ * c->wl[k].flipped[i] for i < n[k]. Zero-initialise; clear with
+ * drift_comparison_details_clear. */
+typedef struct drift_comparison_details {
+    drift_flip_detail *flips[DRIFT_WL_COUNT];
+    size_t n[DRIFT_WL_COUNT];
+} drift_comparison_details;
+
+/* Reads from the store what format fmt shows of c's flips (workloads with
+ * pairs only): JSON every flip's divergence (drift_flip_divergences, one
+ * read transaction); text and markdown the divergence of the first
+ * DRIFT_REPORT_LISTED_FLIPS per workload (drift_flip_divergence) and the
+ * answers of the first DRIFT_REPORT_QUOTED_FLIPS that are not identical;
+ * JUnit nothing. A flip whose answers cannot be read gets div.error; an
+ * error is returned (and *out left empty) only when JSON's batch read
+ * fails as a whole or memory runs out. */
+DRIFT_API drift_status drift_comparison_details_load(drift_store *st, const drift_comparison *c, drift_format fmt,
+                                                     drift_comparison_details *out, drift_error *err);
+DRIFT_API void drift_comparison_details_clear(drift_comparison_details *d);
+
+/* Renders c in fmt (see compare_render.c for each format's layout). d may
+ * be NULL (no divergences, diffs or excerpts: the contract's fields only);
+ * details beyond d->n[k] are rendered without. *out is malloc'd. */
+DRIFT_API drift_status drift_comparison_render(const drift_comparison *c, const drift_comparison_details *d,
+                                               drift_format fmt, char **out, drift_error *err);
+
+/* drift_comparison_details_load from st (when st is not NULL) followed by
+ * drift_comparison_render. Returns a malloc'd string in *out. */
 DRIFT_API drift_status drift_report_comparison(const drift_comparison *c, drift_store *st, drift_format fmt,
                                                char **out, drift_error *err);
+
+/* ----------------------------------------------------------------- ANOVA */
+
+/* What `driftbench anova` prints. */
+typedef struct drift_anova_doc {
+    const char *table;                        /* the flip table's file name, as given */
+    const char *formula;                      /* the formula used */
+    const drift_anova_table *const *tables;   /* (n_tables,) in the order shown */
+    size_t n_tables;
+    const drift_anova_table *type3;           /* our Type III table beside the artifact's; NULL = no
+                                               * artifact section */
+    const drift_anova_artifact_row *artifact; /* (n_artifact,) */
+    size_t n_artifact;
+} drift_anova_doc;
+
+/* Text: each table (type, stratum, formula, fit, then one row per term
+ * with "-" for NaN) and the artifact's table beside ours. JSON: {table,
+ * formula, [artifact_type3, artifact_note], tables}, NaN as null. Other
+ * formats are DRIFT_ERR_INVALID. *out is malloc'd. */
+DRIFT_API drift_status drift_anova_render(const drift_anova_doc *doc, drift_format fmt, char **out,
+                                          drift_error *err);
+
+/* The ANOVA block of the matrix summary (the lab's text): each computed
+ * type of a->anova[] compactly, "not computable" with the reason for a
+ * failed one, one sentence when the table is too small. */
+DRIFT_API drift_status drift_anova_summary_render(const drift_table_analyses *a, char **out, drift_error *err);
+
+/* ------------------------------------------------------------------- PRI */
+
+/* `driftbench pri eval`: text (tables of every evaluation, ablations, the
+ * first 15 features by gain, elapsed time) or JSON (every figure, NaN and
+ * infinities as null). table names the input; tuned says whether the
+ * hyper-parameters came from inner CV. */
+DRIFT_API drift_status drift_pri_eval_render(const drift_pri_eval *e, const char *table, int tuned,
+                                             double elapsed_ms, drift_format fmt, char **out, drift_error *err);
+
+/* `driftbench pri predict`: the configuration q (workload included), the
+ * baseline it is compared with (model .. framework; workload unused) and
+ * the prediction, as text lines or JSON (rates as fractions). */
+DRIFT_API drift_status drift_pri_prediction_render(const drift_pri_query *q, const drift_pri_query *baseline,
+                                                   const drift_pri_prediction *r, drift_format fmt, char **out,
+                                                   drift_error *err);
+
+/* The PRI block of the matrix summary (the lab's text): random split, CV,
+ * ablations, held-out levels, the top five features; one sentence when the
+ * table is too small or the evaluation failed; "" when none was asked. */
+DRIFT_API drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out, drift_error *err);
+
+/* --------------------------------------------------------------- monitor */
+
+/* `driftbench monitor`: the four detectors of rep on the embeddings d
+ * describes, beside the flips of cmp per workload and the verdict, as text
+ * or JSON. baseline and target are the two runs' labels. */
+DRIFT_API drift_status drift_monitor_render(const drift_monitor_data *d, const drift_monitor_report *rep,
+                                            const drift_comparison *cmp, const char *baseline, const char *target,
+                                            drift_format fmt, char **out, drift_error *err);
+
+/* ------------------------------------------------------------ flip table */
+
+/* The flip table as text grouped by workload (configuration, the four
+ * fixed dimensions, rate, 95% CI, flips/n), each group after a blank line;
+ * one line when the table has no row. *out is malloc'd. */
+DRIFT_API drift_status drift_table_render_text(const drift_table *t, char **out, drift_error *err);
 
 #ifdef __cplusplus
 }

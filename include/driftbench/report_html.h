@@ -3,13 +3,19 @@
  * offline and printable. Sections: summary, flip-rate heatmap (configuration
  * x workload, with Wilson CIs), direction of flips, taxonomy, ANOVA and PRI
  * (when the table has enough rows), and the flipped prompts with both
- * answers side by side and the character where they part. */
+ * answers side by side and the character where they part.
+ *
+ * Two steps: drift_matrix_report_load (src/matrix/report_data.c) computes
+ * everything the page shows from a store; drift_html_render (html.c) turns
+ * that into the page without touching the store. drift_report_html does
+ * both. */
 #ifndef DRIFTBENCH_REPORT_HTML_H
 #define DRIFTBENCH_REPORT_HTML_H
 
 #include <stddef.h>
 
 #include "driftbench/analysis.h"
+#include "driftbench/compare.h"
 #include "driftbench/store.h"
 
 #ifdef __cplusplus
@@ -27,9 +33,54 @@ typedef struct drift_html_opts {
 
 DRIFT_API void drift_html_opts_default(drift_html_opts *o);
 
-/* Renders the report of every run in st against its baseline. *out is a
- * malloc'd NUL-terminated HTML document. Every text from the store is
- * escaped (and invalid UTF-8 replaced), so answers cannot inject markup. */
+/* Both answers of one flipped prompt. */
+typedef struct drift_report_answers {
+    char *input;                 /* the prompt's input (baseline side); NULL when none */
+    char *base_text, *targ_text; /* NULL when an answer has no text */
+    char *error;                 /* non-NULL (malloc'd) when the answers could not be read; the rest NULL */
+} drift_report_answers;
+
+/* One configuration of the report: a run with pairs against its baseline. */
+typedef struct drift_report_experiment {
+    char *label;                                   /* the run's label */
+    char *baseline;                                /* its baseline run's label */
+    char *levels[4];                               /* its model, hardware, precision, framework as its
+                                                    * config records them; NULL when not a string */
+    drift_comparison *cmp;                         /* baseline vs run, default options */
+    drift_report_answers *answers[DRIFT_WL_COUNT]; /* (n_answers[w],) of cmp->wl[w].flipped[0..) */
+    size_t n_answers[DRIFT_WL_COUNT];
+} drift_report_experiment;
+
+/* Everything the matrix report shows. */
+typedef struct drift_matrix_report {
+    char *baseline;                        /* the baseline label (pattern) */
+    drift_table *table;                    /* drift_matrix_flip_table */
+    drift_report_experiment *experiments;  /* (n_experiments,) in the table's order */
+    size_t n_experiments;
+    int analysis;                          /* the analyses were asked for */
+    drift_table_analyses analyses;         /* ANOVA type II and the PRI evaluation, when analysis */
+    size_t max_flipped;                    /* flipped prompts loaded per configuration x workload */
+    char generated[32];                    /* when it was computed, UTC ISO 8601 */
+} drift_matrix_report;
+
+/* Computes the report of every run in st against its baseline
+ * (o->baseline, o->max_flipped, o->analysis, o->pri; NULL o = defaults):
+ * the flip table and its runs' comparisons, the analyses, the answers of
+ * the flipped prompts shown. A missing baseline or a failing comparison is
+ * an error; a failing analysis or unreadable answers are recorded for the
+ * page to say. Free with drift_matrix_report_free. */
+DRIFT_API drift_status drift_matrix_report_load(drift_store *st, const drift_html_opts *o, drift_matrix_report **out,
+                                                drift_error *err);
+DRIFT_API void drift_matrix_report_free(drift_matrix_report *r);
+
+/* Renders r as the HTML page (o->title and o->note; NULL o = defaults).
+ * Pure: reads nothing but r and o. *out is a malloc'd NUL-terminated HTML
+ * document. Every text from the store is escaped (and invalid UTF-8
+ * replaced), so answers cannot inject markup. */
+DRIFT_API drift_status drift_html_render(const drift_matrix_report *r, const drift_html_opts *o, char **out,
+                                         drift_error *err);
+
+/* drift_matrix_report_load then drift_html_render. */
 DRIFT_API drift_status drift_report_html(drift_store *st, const drift_html_opts *o, char **out, drift_error *err);
 
 /* Appends s to the HTML-escaped form (&, <, >, ", ' escaped; control bytes

@@ -21,7 +21,12 @@
  * when the rows are shuffled; tools/ref/anova_ref.py demonstrates it). We give
  * the well-defined values: df = rank added, SS = F * df * MSE. Where
  * statsmodels is stable (every Type III F and p, and every term of full-rank
- * designs) we agree with it to 1e-6 relative. */
+ * designs) we agree with it to 1e-6 relative.
+ *
+ * drift_anova_artifact_read reads the artifact's own Type III table when it
+ * sits beside the flip table (the paper's data directory), for `anova` to
+ * show beside ours. */
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -616,4 +621,43 @@ done:
     free(f2);
     free(lv);
     return st;
+}
+
+/* See analysis.h. */
+size_t drift_anova_artifact_read(const char *table_path, drift_anova_artifact_row *rows, size_t max) {
+    char *copy = drift_strdup(table_path);
+    char *path = copy ? drift_asprintf("%s/anova_flip_rate_corrected.csv", dirname(copy)) : NULL;
+    FILE *f = path ? fopen(path, "r") : NULL;
+    free(path);
+    free(copy);
+    if (!f) return 0;
+    char line[512];
+    size_t n = 0;
+    if (!fgets(line, sizeof line, f)) {
+        fclose(f);
+        return 0;
+    }
+    while (n < max && fgets(line, sizeof line, f)) {
+        char *fld[7];
+        int k = 0;
+        char *p = line;
+        line[strcspn(line, "\r\n")] = 0;
+        for (; k < 7; k++) {
+            fld[k] = p;
+            char *c = strchr(p, ',');
+            if (!c) {
+                k++;
+                break;
+            }
+            *c = 0;
+            p = c + 1;
+        }
+        if (k != 7) continue;
+        drift_anova_artifact_row *r = &rows[n++];
+        snprintf(r->term, sizeof r->term, "%s", fld[0]);
+        double *v[6] = {&r->sum_sq, &r->df, &r->F, &r->p, &r->p_corrected, &r->eta_sq};
+        for (int j = 0; j < 6; j++) *v[j] = *fld[j + 1] ? strtod(fld[j + 1], NULL) : NAN;
+    }
+    fclose(f);
+    return n;
 }

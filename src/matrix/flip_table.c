@@ -5,7 +5,9 @@
  * R, drift_compare_runs(B, R) gives one row per workload that has pairs.
  * Dimension levels come from R's config JSON (what `run --config` or the
  * embedded target recorded). Rates and CIs are percents, as in the paper's
- * flip_rates.csv. */
+ * flip_rates.csv. matrix_flip_table_runs also hands back, for each run with
+ * rows, its baseline and the comparison the rows came from, so the matrix
+ * report does not compare the runs a second time. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "driftbench/compare.h"
 #include "driftbench/matrix.h"
+#include "matrix/matrix_internal.h"
 #include "util/util.h"
 
 static const char *const fixed_dims[4] = {"model", "hardware", "precision", "framework"};
@@ -52,9 +55,53 @@ static int add_extra(char ***extras, size_t *n, const char *k) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+void matrix_table_runs_free(matrix_table_run *r, size_t n) {
+    for (size_t i = 0; r && i < n; i++) {
+        free(r[i].label);
+        free(r[i].baseline);
+        for (int d = 0; d < 4; d++) free(r[i].levels[d]);
+        drift_comparison_free(r[i].cmp);
+    }
+    free(r);
+}
+
+/* Appends a run with rows to *kept, taking c over. */
+static drift_status keep_run(matrix_table_run **kept, size_t *n_kept, const char *label, const char *baseline, json_t *cfg,
+                             drift_comparison *c, drift_error *err) {
+    matrix_table_run *p = realloc(*kept, (*n_kept + 1) * sizeof *p);
+    if (!p) {
+        drift_comparison_free(c);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    *kept = p;
+    matrix_table_run *r = &p[(*n_kept)++];
+    memset(r, 0, sizeof *r);
+    r->cmp = c;
+    r->label = drift_strdup(label);
+    r->baseline = drift_strdup(baseline);
+    int ok = r->label && r->baseline;
+    for (int d = 0; d < 4; d++) {
+        json_t *v = json_object_get(cfg, fixed_dims[d]);
+        if (!json_is_string(v)) continue;
+        r->levels[d] = drift_strdup(json_string_value(v));
+        ok &= r->levels[d] != NULL;
+    }
+    return ok ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+}
+
 drift_status drift_matrix_flip_table(drift_store *st, const char *baseline, drift_table **out, drift_error *err) {
+    return matrix_flip_table_runs(st, baseline, out, NULL, NULL, err);
+}
+
+/* See matrix_internal.h. */
+drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, drift_table **out, matrix_table_run **kept,
+                                    size_t *n_kept, drift_error *err) {
     if (!st || !baseline || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "flip table: missing arguments");
     *out = NULL;
+    if (kept) {
+        *kept = NULL;
+        *n_kept = 0;
+    }
     drift_run_info *runs = NULL;
     size_t n_runs = 0;
     drift_status rc = drift_store_run_list(st, &runs, &n_runs, err);
@@ -141,20 +188,28 @@ drift_status drift_matrix_flip_table(drift_store *st, const char *baseline, drif
             const char *s = json_string_value(json_object_get(cfg[i], extras[e]));
             dims[DRIFT_TABLE_FIXED_DIMS + e] = s ? s : "";
         }
+        int rows = 0;
         for (int w = 0; w < DRIFT_WL_COUNT && !rc; w++) {
             const drift_wl_result *r = &c->wl[w];
             if (!c->present[w] || r->n <= 0) continue;
             dims[4] = drift_workload_name((drift_workload)w);
             rc = drift_table_append(t, runs[i].label, dims, 100.0 * r->flip_rate, r->flips, r->n, 100.0 * r->ci95[0],
                                     100.0 * r->ci95[1], err);
+            rows++;
         }
         free(dims);
-        drift_comparison_free(c);
+        if (!rc && kept && rows) rc = keep_run(kept, n_kept, runs[i].label, base_of[i], cfg[i], c, err);
+        else drift_comparison_free(c);
         if (rc) goto out;
     }
     *out = t;
     t = NULL;
 out:
+    if (rc && kept) {
+        matrix_table_runs_free(*kept, *n_kept);
+        *kept = NULL;
+        *n_kept = 0;
+    }
     drift_table_free(t);
     for (size_t i = 0; i < n_runs; i++) {
         if (cfg) json_decref(cfg[i]);

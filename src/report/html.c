@@ -1,27 +1,25 @@
-/* html.c - the matrix report as one self-contained HTML page.
+/* html.c - the matrix report as one self-contained HTML page, pure.
  *
- * Data: the flip table of the store (drift_matrix_flip_table) and, for each
- * of its configurations, the comparison against its baseline
- * (drift_compare_runs) for directions, taxonomy and flipped prompts. The
- * page is built in one drift_buf; every string from the store goes through
- * html_text (escape + UTF-8 repair), every number through printf. Charts are
- * inline SVG with <title> tooltips; no script runs, so the page renders the
- * same in a browser, a mail client or headless Chromium.
+ * Data: a drift_matrix_report computed beforehand (src/matrix/report_data.c):
+ * the flip table, each configuration's comparison against its baseline
+ * (directions, taxonomy, flipped prompts), the analyses and the answers of
+ * the flipped prompts shown; nothing here reads the store or runs an
+ * analysis. The page is built in one drift_buf; every string from the store
+ * goes through html_text (escape + UTF-8 repair), every number through
+ * printf. Charts are inline SVG with <title> tooltips; no script runs, so
+ * the page renders the same in a browser, a mail client or headless
+ * Chromium.
  *
  *   summary -> heatmap (config x workload, rate + CI) -> direction bars
  *   -> taxonomy -> code sandbox (which isolation judged the code answers of
  *   each run, when any were judged; weaker than bubblewrap is flagged)
  *   -> ANOVA (type II, factors with >= 2 levels) -> PRI
  *   (held-out evaluations) -> flipped prompts (answers side by side). */
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "driftbench/analysis.h"
-#include "driftbench/compare.h"
-#include "driftbench/matrix.h"
 #include "driftbench/report_html.h"
 #include "util/util.h"
 
@@ -99,83 +97,7 @@ long drift_first_difference(const char *a, const char *b) {
     return i;
 }
 
-/* ---- data ---- */
-
-typedef struct experiment {
-    const char *label;          /* points into the table */
-    char *baseline;
-    char *dims_text;            /* "model=.., hardware=.." */
-    drift_comparison *cmp;
-} experiment;
-
-static const char *const fixed_dims[4] = {"model", "hardware", "precision", "framework"};
-
-static void free_experiments(experiment *e, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        free(e[i].baseline);
-        free(e[i].dims_text);
-        drift_comparison_free(e[i].cmp);
-    }
-    free(e);
-}
-
-/* Distinct experiments of the table in order, each compared with its baseline. */
-static drift_status load_experiments(drift_store *st, const drift_table *t, const char *baseline, experiment **out,
-                                     size_t *n_out, drift_error *err) {
-    experiment *e = calloc(t->n_rows ? t->n_rows : 1, sizeof *e);
-    size_t n = 0;
-    if (!e) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    drift_compare_opts co;
-    drift_compare_opts_default(&co);
-    for (size_t r = 0; r < t->n_rows; r++) {
-        const char *id = t->rows[r].experiment_id;
-        if (n && !strcmp(e[n - 1].label, id)) continue;
-        int seen = 0;
-        for (size_t i = 0; i < n && !seen; i++) seen = !strcmp(e[i].label, id);
-        if (seen) continue;
-        experiment *x = &e[n++];
-        x->label = id;
-        drift_run_info info;
-        memset(&info, 0, sizeof info);
-        drift_status rc = drift_store_run_get(st, id, &info, err);
-        if (rc) {
-            free_experiments(e, n);
-            return rc;
-        }
-        json_error_t je;
-        json_t *cfg = json_loads(info.config_json ? info.config_json : "{}", 0, &je);
-        char *names[64], *values[64];
-        drift_matrix_config c = {.dim_names = names, .dim_values = values};
-        const char *k;
-        json_t *v;
-        drift_buf dt = {0};
-        if (json_is_object(cfg)) json_object_foreach(cfg, k, v) {
-            if (!json_is_string(v) || c.n_dims == 64) continue;
-            names[c.n_dims] = (char *)k;
-            values[c.n_dims] = (char *)json_string_value(v);
-            c.n_dims++;
-        }
-        for (int d = 0; d < 4; d++) {
-            json_t *s = json_is_object(cfg) ? json_object_get(cfg, fixed_dims[d]) : NULL;
-            buf_printf(&dt, "%s%s=%s", d ? ", " : "", fixed_dims[d], json_is_string(s) ? json_string_value(s) : "?");
-        }
-        x->dims_text = buf_steal(&dt);
-        x->baseline = drift_matrix_baseline_for(baseline, &c);
-        json_decref(cfg);
-        drift_run_info_clear(&info);
-        if (!x->baseline || !x->dims_text) {
-            free_experiments(e, n);
-            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-        }
-        if ((rc = drift_compare_runs(st, x->baseline, id, &co, &x->cmp, err))) {
-            free_experiments(e, n);
-            return rc;
-        }
-    }
-    *out = e;
-    *n_out = n;
-    return DRIFT_OK;
-}
+typedef drift_report_experiment experiment;
 
 /* ---- page pieces ---- */
 
@@ -215,7 +137,8 @@ static void wl_colour(double intensity, char out[8]) {
     snprintf(out, 8, "#%02x%02x%02x", rgb[0] & 255, rgb[1] & 255, rgb[2] & 255);
 }
 
-static void section_heatmap(drift_buf *b, const experiment *e, size_t n, const int *wl_on, int n_wl) {
+static void section_heatmap(drift_buf *b, const experiment *e, size_t n, const int *wl_on, int n_wl,
+                            char *const *dim_names) {
     double maxr = 0.0;
     for (size_t i = 0; i < n; i++)
         for (int w = 0; w < DRIFT_WL_COUNT; w++)
@@ -243,7 +166,11 @@ static void section_heatmap(drift_buf *b, const experiment *e, size_t n, const i
         buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"12\"><title>", left - 8, y + ch / 2 + 4);
         html_text(b, e[i].label);
         buf_puts(b, " (");
-        html_text(b, e[i].dims_text);
+        drift_buf dt = {0};
+        for (int d = 0; d < 4; d++)
+            buf_printf(&dt, "%s%s=%s", d ? ", " : "", dim_names[d], e[i].levels[d] ? e[i].levels[d] : "?");
+        html_text(b, dt.data);
+        buf_free(&dt);
         buf_puts(b, ")</title>");
         html_text_n(b, e[i].label, 44);
         buf_puts(b, "</text>\n");
@@ -423,28 +350,24 @@ static void num_cell(drift_buf *b, double v, int kind) {
     buf_puts(b, "</td>");
 }
 
-static void section_anova(drift_buf *b, const drift_table *t) {
+/* The Type II table of the analyses. */
+static void section_anova(drift_buf *b, const drift_table_analyses *an) {
     buf_puts(b, "<h2 id=\"anova\">Analysis of variance</h2>\n<div class=\"card\">\n");
-    size_t params = 0;
-    char *formula = drift_table_varying_formula(t, &params);
-    if (!formula || t->n_rows < params + 2) {
+    if (!an->anova_fits) {
         buf_printf(b, "<p>Too few configurations for an ANOVA: %zu rows, and the factors that vary need %zu "
                       "parameters plus at least two residual degrees of freedom.</p>\n</div>\n",
-                   t->n_rows, params);
-        free(formula);
+                   an->n_rows, an->n_params);
         return;
     }
-    drift_anova_table *a = NULL;
-    drift_error err = {0};
-    if (drift_anova_run(t, formula, 2, &a, &err)) {
+    const drift_anova_table *a = an->anova[2];
+    if (!a) {
         buf_puts(b, "<p>ANOVA could not be computed: ");
-        html_text(b, err.msg);
+        html_text(b, an->anova_error[2].msg);
         buf_puts(b, "</p>\n</div>\n");
-        free(formula);
         return;
     }
     buf_puts(b, "<p class=\"sub\">Type II sums of squares, OLS with treatment coding. Formula: <code>");
-    html_text(b, formula);
+    html_text(b, an->formula);
     buf_printf(b, "</code>; %zu observations. &#951;&#178; = SS / total SS.</p>\n", a->nobs);
     buf_puts(b, "<table><tr><th>term</th><th>df</th><th>sum sq</th><th>F</th><th>p</th><th>p (BH)</th>"
                 "<th>&#951;&#178;</th></tr>\n");
@@ -462,32 +385,23 @@ static void section_anova(drift_buf *b, const drift_table *t) {
         buf_puts(b, "</tr>\n");
     }
     buf_puts(b, "</table>\n</div>\n");
-    drift_anova_free(a);
-    free(formula);
 }
 
-/* Minimum rows for the PRI evaluations to mean anything. */
-#define HTML_PRI_MIN_ROWS 20
-
-static void section_pri(drift_buf *b, const drift_table *t, const drift_pri_eval *given) {
+/* The PRI's held-out evaluation of the analyses. */
+static void section_pri(drift_buf *b, const drift_table_analyses *an) {
     buf_puts(b, "<h2 id=\"pri\">Portability Risk Index: held-out accuracy</h2>\n<div class=\"card\">\n");
-    if (t->n_rows < HTML_PRI_MIN_ROWS) {
+    if (!an->pri_fits) {
         buf_printf(b, "<p>Too few rows to fit and evaluate the PRI (%zu; it needs at least %d).</p>\n</div>\n",
-                   t->n_rows, HTML_PRI_MIN_ROWS);
+                   an->n_rows, DRIFT_ANALYSES_PRI_MIN_ROWS);
         return;
     }
-    drift_pri_options o;
-    drift_pri_options_init(&o);
-    drift_pri_eval *own = NULL;
-    const drift_pri_eval *ev = given;
-    drift_error err = {0};
-    if (!ev && drift_pri_evaluate(t, &o, &own, &err)) {
+    const drift_pri_eval *ev = an->pri;
+    if (!ev) {
         buf_puts(b, "<p>PRI could not be evaluated: ");
-        html_text(b, err.msg);
+        html_text(b, an->pri_error.msg);
         buf_puts(b, "</p>\n</div>\n");
         return;
     }
-    if (!ev) ev = own;
     buf_printf(b, "<p>Random 80/20 split: test R&#178; = %.3f (MAE %.3f points). ", ev->random_split.test_r2,
                ev->random_split.test_mae);
     char *cv = drift_pri_cv_summary(ev, "R&#178;", "&#177;");
@@ -516,7 +430,6 @@ static void section_pri(drift_buf *b, const drift_table *t, const drift_pri_eval
         buf_puts(b, "</table>\n");
     }
     buf_puts(b, "</div>\n");
-    drift_pri_eval_free(own);
 }
 
 /* One answer with the part after the first difference marked. */
@@ -544,7 +457,7 @@ static void answer_box(drift_buf *b, const char *text, long diff) {
     buf_puts(b, "</div>");
 }
 
-static void section_flipped(drift_buf *b, drift_store *st, const experiment *e, size_t n, size_t max_flipped) {
+static void section_flipped(drift_buf *b, const experiment *e, size_t n, size_t max_flipped) {
     buf_puts(b, "<h2 id=\"flipped\">Flipped prompts</h2>\n");
     buf_printf(b, "<p class=\"sub\">Up to %zu per configuration and workload; the highlighted text starts at the first "
                   "character where the two answers differ.</p>\n",
@@ -557,17 +470,9 @@ static void section_flipped(drift_buf *b, drift_store *st, const experiment *e, 
             buf_puts(b, "<div class=\"card\"><h3>");
             html_text(b, e[i].label);
             buf_printf(b, " &#8212; %s: %ld flips of %ld</h3>\n", drift_workload_name((drift_workload)w), r->flips, r->n);
-            for (size_t f = 0; f < r->n_flipped && f < max_flipped; f++) {
+            for (size_t f = 0; f < r->n_flipped && f < max_flipped && f < e[i].n_answers[w]; f++) {
                 const drift_flip *fl = &r->flipped[f];
-                drift_answer br, tr;
-                drift_prompt bp, tp;
-                memset(&br, 0, sizeof br);
-                memset(&tr, 0, sizeof tr);
-                memset(&bp, 0, sizeof bp);
-                memset(&tp, 0, sizeof tp);
-                drift_error err = {0};
-                int ok = !drift_store_response_get(st, fl->base_response_id, &br, &bp, &err) &&
-                         !drift_store_response_get(st, fl->targ_response_id, &tr, &tp, &err);
+                const drift_report_answers *an = &e[i].answers[w][f];
                 const char *dir = fl->direction < 0 ? (w == DRIFT_WL_SAFETY ? "safe&#8594;unsafe" : "correct&#8594;incorrect")
                                   : fl->direction > 0 ? (w == DRIFT_WL_SAFETY ? "unsafe&#8594;safe" : "incorrect&#8594;correct")
                                                       : "semantic drift";
@@ -576,32 +481,28 @@ static void section_flipped(drift_buf *b, drift_store *st, const experiment *e, 
                 html_text(b, fl->prompt_id);
                 buf_printf(b, "</b> &#183; <span class=\"%s\">%s</span>", cls, dir);
                 if (!isnan(fl->value)) buf_printf(b, " &#183; SDR %.3f", fl->value);
-                if (ok) {
-                    long d = drift_first_difference(br.text, tr.text);
+                if (!an->error) {
+                    long d = drift_first_difference(an->base_text, an->targ_text);
                     if (d < 0) buf_puts(b, " &#183; identical text (the label changed through the evaluator)");
                     else buf_printf(b, " &#183; answers part at character %ld", d);
                     buf_puts(b, "</div>\n<div class=\"meta\">");
-                    html_text_n(b, bp.input, 300);
-                    if (bp.input && strlen(bp.input) > 300) buf_puts(b, "&#8230;");
+                    html_text_n(b, an->input, 300);
+                    if (an->input && strlen(an->input) > 300) buf_puts(b, "&#8230;");
                     buf_puts(b, "</div>\n<div class=\"pair\"><div><div class=\"meta\">baseline ");
                     html_text(b, e[i].baseline);
                     buf_puts(b, "</div>");
-                    answer_box(b, br.text, d);
+                    answer_box(b, an->base_text, d);
                     buf_puts(b, "</div><div><div class=\"meta\">target ");
                     html_text(b, e[i].label);
                     buf_puts(b, "</div>");
-                    answer_box(b, tr.text, d);
+                    answer_box(b, an->targ_text, d);
                     buf_puts(b, "</div></div>");
                 } else {
                     buf_puts(b, "</div><p>answers unavailable: ");
-                    html_text(b, err.msg);
+                    html_text(b, an->error);
                     buf_puts(b, "</p>");
                 }
                 buf_puts(b, "</div>\n");
-                drift_answer_clear(&br);
-                drift_answer_clear(&tr);
-                drift_prompt_clear(&bp);
-                drift_prompt_clear(&tp);
                 shown++;
             }
             if (r->n_flipped > max_flipped)
@@ -612,22 +513,15 @@ static void section_flipped(drift_buf *b, drift_store *st, const experiment *e, 
     if (!shown) buf_puts(b, "<div class=\"card\"><p>No prompt flipped.</p></div>\n");
 }
 
-drift_status drift_report_html(drift_store *st, const drift_html_opts *o, char **out, drift_error *err) {
-    if (!st || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "html report: missing arguments");
+/* See report_html.h. */
+drift_status drift_html_render(const drift_matrix_report *r, const drift_html_opts *o, char **out, drift_error *err) {
+    if (!r || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "html report: missing arguments");
     *out = NULL;
     drift_html_opts def;
     drift_html_opts_default(&def);
     if (!o) o = &def;
-    const char *baseline = o->baseline ? o->baseline : "baseline";
-    drift_table *t = NULL;
-    drift_status rc = drift_matrix_flip_table(st, baseline, &t, err);
-    if (rc) return rc;
-    experiment *e = NULL;
-    size_t n = 0;
-    if ((rc = load_experiments(st, t, baseline, &e, &n, err))) {
-        drift_table_free(t);
-        return rc;
-    }
+    const experiment *e = r->experiments;
+    size_t n = r->n_experiments;
     int wl_on[DRIFT_WL_COUNT] = {0}, n_wl = 0;
     for (size_t i = 0; i < n; i++)
         for (int w = 0; w < DRIFT_WL_COUNT; w++)
@@ -636,8 +530,6 @@ drift_status drift_report_html(drift_store *st, const drift_html_opts *o, char *
                 n_wl++;
             }
     drift_buf b = {0};
-    char now[32];
-    drift_utc_iso(now);
     buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
     html_text(&b, o->title ? o->title : def.title);
@@ -646,9 +538,9 @@ drift_status drift_report_html(drift_store *st, const drift_html_opts *o, char *
     buf_puts(&b, "</style>\n</head>\n<body>\n<main>\n<h1>");
     html_text(&b, o->title ? o->title : def.title);
     buf_puts(&b, "</h1>\n<p class=\"sub\">Baseline <b>");
-    html_text(&b, baseline);
+    html_text(&b, r->baseline);
     buf_printf(&b, "</b> &#183; %zu configurations &#183; %zu table rows &#183; generated %s by driftbench %s</p>\n", n,
-               t->n_rows, now, drift_version());
+               r->table->n_rows, r->generated, drift_version());
     if (o->note && *o->note) {
         buf_puts(&b, "<p class=\"note\">");
         html_text(&b, o->note);
@@ -677,21 +569,19 @@ drift_status drift_report_html(drift_store *st, const drift_html_opts *o, char *
     buf_printf(&b, " / %s</span></div></div>\n", n ? drift_workload_name((drift_workload)worst_w) : "-");
     if (!n) buf_puts(&b, "<div class=\"card\"><p>No configuration with pairs against its baseline.</p></div>\n");
     else {
-        section_heatmap(&b, e, n, wl_on, n_wl);
+        section_heatmap(&b, e, n, wl_on, n_wl, r->table->dim_names);
         section_directions(&b, e, n, wl_on);
         section_taxonomy(&b, e, n);
         section_sandbox(&b, e, n);
     }
-    if (o->analysis) {
-        section_anova(&b, t);
-        section_pri(&b, t, o->pri);
+    if (r->analysis) {
+        section_anova(&b, &r->analyses);
+        section_pri(&b, &r->analyses);
     }
-    section_flipped(&b, st, e, n, o->max_flipped ? o->max_flipped : 5);
+    section_flipped(&b, e, n, r->max_flipped);
     buf_puts(&b, "<p class=\"sub\" style=\"margin-top:30px\">Flip: the workload's label of one prompt differs between "
                  "baseline and target with deterministic decoding. Errors on either side are excluded, never counted "
                  "as flips.</p>\n</main>\n</body>\n</html>\n");
-    free_experiments(e, n);
-    drift_table_free(t);
     if (!b.data) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     *out = buf_steal(&b);
     return DRIFT_OK;

@@ -1,6 +1,8 @@
 /* test_html.c - the HTML report: sections present, every answer escaped
  * (no markup from the store reaches the page), balanced tags, valid UTF-8,
- * first-difference positions, ANOVA shown only when the table is big enough. */
+ * first-difference positions, ANOVA shown only when the table is big enough.
+ * And the renderer alone on a hand-built report (no store): the same
+ * report loaded and rendered in two steps equals the one-step page. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,11 +155,115 @@ static void test_report_anova(void **state) {
     drift_store_close(st);
 }
 
+/* The page from a hand-built report: nothing but the struct is read. */
+static void test_render_pure(void **state) {
+    (void)state;
+    drift_table *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_table_create(NULL, 0, 1, &t, &err), DRIFT_OK);
+    const char *dims[] = {"m", "b200", "fp8", "vllm", "math"};
+    assert_int_equal(drift_table_append(t, "t<1>", dims, 50, 1, 2, 9.5, 90.5, &err), DRIFT_OK);
+    drift_comparison c;
+    memset(&c, 0, sizeof c);
+    c.baseline.label = (char *)"base";
+    c.target.label = (char *)"t<1>";
+    c.present[DRIFT_WL_MATH] = 1;
+    drift_flip fl[2] = {{.prompt_id = "p<0>", .direction = -1, .value = NAN},
+                        {.prompt_id = "p1", .direction = 1, .value = NAN}};
+    c.wl[DRIFT_WL_MATH] = (drift_wl_result){.workload = DRIFT_WL_MATH, .n = 2, .flips = 2, .flip_rate = 1,
+                                            .ci95 = {0.3, 1}, .correct_to_incorrect = 1, .incorrect_to_correct = 1,
+                                            .budget = -1, .pass = 1, .flipped = fl, .n_flipped = 2};
+    drift_report_answers ans[1] = {{.input = (char *)"2+2?", .base_text = (char *)"is <4>",
+                                    .targ_text = (char *)"is <5>"}};
+    drift_report_experiment e;
+    memset(&e, 0, sizeof e);
+    e.label = (char *)"t<1>";
+    e.baseline = (char *)"base";
+    e.levels[0] = (char *)"m";
+    e.levels[1] = (char *)"b200";
+    e.cmp = &c;
+    e.answers[DRIFT_WL_MATH] = ans;
+    e.n_answers[DRIFT_WL_MATH] = 1;
+    drift_matrix_report r;
+    memset(&r, 0, sizeof r);
+    r.baseline = (char *)"base";
+    r.table = t;
+    r.experiments = &e;
+    r.n_experiments = 1;
+    r.max_flipped = 1;
+    snprintf(r.generated, sizeof r.generated, "2000-01-01T00:00:00Z");
+    drift_html_opts o;
+    drift_html_opts_default(&o);
+    o.title = "T";
+    char *html = NULL;
+    assert_int_equal(drift_html_render(&r, &o, &html, &err), DRIFT_OK);
+    assert_non_null(strstr(html, "generated 2000-01-01T00:00:00Z by driftbench"));
+    assert_non_null(strstr(html, "t&lt;1&gt; (model=m, hardware=b200, precision=?, framework=?)"));
+    assert_non_null(strstr(html, "answers part at character 4"));
+    assert_non_null(strstr(html, "is &lt;<mark>5&gt;</mark>"));
+    assert_non_null(strstr(html, "&#8230; and 1 more"));
+    assert_null(strstr(html, "id=\"anova\"")); /* no analyses asked */
+    assert_int_equal(occurrences(html, "<div class=\"flip\">"), 1);
+    check_balanced(html);
+    free(html);
+    /* unreadable answers and failed analyses are said in place */
+    ans[0] = (drift_report_answers){.error = (char *)"no response <7>"};
+    r.analysis = 1;
+    r.analyses.n_rows = 30;
+    r.analyses.anova_fits = r.analyses.pri_fits = r.analyses.pri_asked = 1;
+    r.analyses.anova_error[2].code = DRIFT_ERR_NUMERIC;
+    snprintf(r.analyses.anova_error[2].msg, sizeof r.analyses.anova_error[2].msg, "singular <x>");
+    r.analyses.pri_error.code = DRIFT_ERR_XGBOOST;
+    snprintf(r.analyses.pri_error.msg, sizeof r.analyses.pri_error.msg, "no booster");
+    assert_int_equal(drift_html_render(&r, &o, &html, &err), DRIFT_OK);
+    assert_non_null(strstr(html, "answers unavailable: no response &lt;7&gt;"));
+    assert_non_null(strstr(html, "ANOVA could not be computed: singular &lt;x&gt;"));
+    assert_non_null(strstr(html, "PRI could not be evaluated: no booster"));
+    check_balanced(html);
+    free(html);
+    drift_table_free(t);
+}
+
+/* Load + render in two steps gives the one-step page (the time aside). */
+static void test_two_steps(void **state) {
+    (void)state;
+    make_tmpdir();
+    drift_store *st = open_store("steps.db");
+    add_run(st, "base", "http://a/v1", CFG_BASE, 0);
+    add_run(st, "t", "http://b/v1", "{\"model\":\"m\",\"hardware\":\"b200\",\"precision\":\"fp16\",\"framework\":\"vllm\"}",
+            0x5);
+    drift_html_opts o;
+    drift_html_opts_default(&o);
+    o.baseline = "base";
+    drift_error err = {0};
+    drift_matrix_report *r = NULL;
+    assert_int_equal(drift_matrix_report_load(st, &o, &r, &err), DRIFT_OK);
+    assert_int_equal(r->n_experiments, 1);
+    assert_string_equal(r->experiments[0].baseline, "base");
+    assert_string_equal(r->experiments[0].levels[1], "b200");
+    assert_int_equal(r->experiments[0].n_answers[DRIFT_WL_MATH], 2);
+    char *two = NULL, *one = NULL;
+    assert_int_equal(drift_html_render(r, &o, &two, &err), DRIFT_OK);
+    assert_int_equal(drift_report_html(st, &o, &one, &err), DRIFT_OK);
+    /* the pages differ at most in the generation time */
+    const char *g1 = strstr(one, "generated "), *g2 = strstr(two, "generated ");
+    assert_non_null(g1);
+    assert_int_equal(g1 - one, g2 - two);
+    assert_memory_equal(one, two, (size_t)(g1 - one));
+    assert_string_equal(strstr(g1, " by driftbench"), strstr(g2, " by driftbench"));
+    free(one);
+    free(two);
+    drift_matrix_report_free(r);
+    drift_store_close(st);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_report_small),
         cmocka_unit_test(test_report_anova),
+        cmocka_unit_test(test_render_pure),
+        cmocka_unit_test(test_two_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,13 +1,18 @@
 /* test_report.c - the four renderings of a comparison: JSON field names of
  * DESIGN.md's contract and their values, text table and verdict line,
  * markdown table, JUnit XML (escaping, one testcase per workload, failures),
- * and answer excerpts quoted from the store. */
+ * and answer excerpts quoted from the store. Then the pure renderers on
+ * hand-built structs, no store anywhere: a comparison with its flips'
+ * details, ANOVA, PRI (evaluation, prediction, the matrix summaries),
+ * monitor and the flip table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <jansson.h>
+
+#include <math.h>
 
 #include "compare_fixture.h"
 #include "driftbench/report.h"
@@ -344,6 +349,283 @@ static void test_junit(void **state) {
     free(s);
 }
 
+/* ---- the pure renderers, on hand-built structs ---- */
+
+/* A comparison of two flips in math, built by hand. */
+static void hand_comparison(drift_comparison *c, drift_flip *fl) {
+    memset(c, 0, sizeof *c);
+    c->baseline.label = (char *)"base";
+    c->target.label = (char *)"targ";
+    c->baseline.config_json = c->target.config_json = (char *)"{\"model\":\"m\"}";
+    c->present[DRIFT_WL_MATH] = 1;
+    fl[0] = (drift_flip){.prompt_id = "p0", .direction = -1, .value = NAN};
+    fl[1] = (drift_flip){.prompt_id = "p1", .direction = 1, .value = NAN};
+    c->wl[DRIFT_WL_MATH] = (drift_wl_result){.workload = DRIFT_WL_MATH, .n = 10, .flips = 2, .flip_rate = 0.2,
+                                             .ci95 = {0.05, 0.5}, .correct_to_incorrect = 1, .incorrect_to_correct = 1,
+                                             .budget = -1, .pass = 1, .flipped = fl, .n_flipped = 2, .mcnemar_p = 1,
+                                             .sdr_mean = NAN, .semantic_drift_rate = NAN};
+    c->pass = 1;
+}
+
+static void test_comparison_details(void **state) {
+    (void)state;
+    drift_comparison c;
+    drift_flip fl[2];
+    hand_comparison(&c, fl);
+    drift_flip_detail det[2];
+    memset(det, 0, sizeof det);
+    det[0].div = (drift_divergence){.first_diff_byte = 4, .first_diff_char = 4, .first_diff_token = 1,
+                                    .token_unit = DRIFT_UNIT_WORD, .margin = NAN, .kl = NAN,
+                                    .diff = (char *)"the [-4-] {+5+}"};
+    det[0].base_text = (char *)"the 4\nanswer";
+    det[0].targ_text = (char *)"the 5 answer";
+    det[1].div.error = (char *)"prompt p1: gone";
+    drift_comparison_details d;
+    memset(&d, 0, sizeof d);
+    d.flips[DRIFT_WL_MATH] = det;
+    d.n[DRIFT_WL_MATH] = 2;
+    char *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "  p0                        correct->incorrect\n"
+                              "    first difference at character 4 (byte 4), word 1\n"
+                              "    diff: the [-4-] {+5+}\n"
+                              "      baseline: \"the 4 answer\"\n"
+                              "      target:   \"the 5 answer\"\n"));
+    assert_non_null(strstr(s, "    divergence unavailable: prompt p1: gone\n"));
+    free(s);
+    assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_MARKDOWN, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "| math | `p0` | correct->incorrect | first difference at character 4 (byte 4), word 1 | "
+                              "`the [-4-] {+5+}` |\n"));
+    assert_non_null(strstr(s, "| math | `p1` | incorrect->correct | unavailable: prompt p1: gone | |\n"));
+    free(s);
+    assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    json_t *f = json_object_get(json_array_get(json_object_get(root, "workloads"), 0), "flipped");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(f, 0), "first_diff_char")), 4);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(f, 0), "token_unit")), "word");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(f, 1), "divergence_error")),
+                        "prompt p1: gone");
+    json_decref(root);
+    free(s);
+    /* without details: the same as the convenience without a store */
+    char *s2 = NULL;
+    assert_int_equal(drift_comparison_render(&c, NULL, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    assert_int_equal(drift_report_comparison(&c, NULL, DRIFT_FORMAT_TEXT, &s2, &err), DRIFT_OK);
+    assert_string_equal(s, s2);
+    assert_null(strstr(s, "first difference"));
+    free(s);
+    free(s2);
+    assert_int_equal(drift_comparison_render(&c, NULL, (drift_format)9, &s, &err), DRIFT_ERR_INVALID);
+    assert_null(s);
+}
+
+/* An ANOVA table of two rows, built by hand. */
+static void hand_anova(drift_anova_table *a, drift_anova_row *rows) {
+    memset(a, 0, sizeof *a);
+    rows[0] = (drift_anova_row){.term = (char *)"C(hardware)", .df = 1, .n_columns = 1, .sum_sq = 2.5,
+                                .mean_sq = 2.5, .F = 5, .p = 0.04, .p_bh = 0.04, .eta_sq = 0.25};
+    rows[1] = (drift_anova_row){.term = (char *)"Residual", .df = 15, .n_columns = 0, .sum_sq = 7.5, .mean_sq = 0.5,
+                                .F = NAN, .p = NAN, .p_bh = NAN, .eta_sq = 0.75};
+    a->type = 2;
+    a->formula = (char *)"flip_rate ~ C(hardware)";
+    a->nobs = 17;
+    a->n_columns = a->rank = 2;
+    a->df_resid = 15;
+    a->mse = 0.5;
+    a->n_rows = 2;
+    a->rows = rows;
+}
+
+static void test_anova_render(void **state) {
+    (void)state;
+    drift_anova_table a;
+    drift_anova_row rows[2];
+    hand_anova(&a, rows);
+    const drift_anova_table *tables[] = {&a};
+    drift_anova_artifact_row art = {.term = "C(hardware)", .F = 4.5, .p_corrected = 0.05, .eta_sq = 0.2,
+                                    .sum_sq = 2, .df = 1, .p = 0.05};
+    drift_anova_doc doc = {.table = "t.csv", .formula = a.formula, .tables = tables, .n_tables = 1};
+    char *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_anova_render(&doc, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "ANOVA type II  flip_rate ~ C(hardware)\n"
+                              "17 rows, 2 design columns, rank 2, residual df 15, MSE 0.5\n"));
+    assert_non_null(strstr(s, "\nResidual                         15    0            7.5          0.5          -"));
+    assert_null(strstr(s, "artifact"));
+    free(s);
+    doc.type3 = &a;
+    doc.artifact = &art;
+    doc.n_artifact = 1;
+    assert_int_equal(drift_anova_render(&doc, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "The artifact's table"));
+    assert_non_null(strstr(s, "\nC(hardware)                             4.5            5"));
+    free(s);
+    assert_int_equal(drift_anova_render(&doc, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    assert_string_equal(json_string_value(json_object_get(root, "table")), "t.csv");
+    json_t *r1 = json_array_get(json_object_get(json_array_get(json_object_get(root, "tables"), 0), "rows"), 1);
+    assert_true(json_is_null(json_object_get(r1, "F")));
+    assert_int_equal(json_array_size(json_object_get(root, "artifact_type3")), 1);
+    json_decref(root);
+    free(s);
+    assert_int_equal(drift_anova_render(&doc, DRIFT_FORMAT_MARKDOWN, &s, &err), DRIFT_ERR_INVALID);
+}
+
+static void test_summaries_render(void **state) {
+    (void)state;
+    drift_table_analyses an;
+    memset(&an, 0, sizeof an);
+    an.n_rows = 3;
+    an.n_params = 4;
+    an.pri_asked = 1;
+    char *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_anova_summary_render(&an, &s, &err), DRIFT_OK);
+    assert_string_equal(s, "ANOVA: too few rows (3) for the 4 parameters of the factors that vary plus two residual "
+                           "degrees of freedom; skipped.\n");
+    free(s);
+    assert_int_equal(drift_pri_summary_render(&an, &s, &err), DRIFT_OK);
+    assert_string_equal(s, "PRI: too few rows (3, need 20) to fit and evaluate; skipped.\n");
+    free(s);
+    /* type 1 failed, type 2 computed; the PRI failed */
+    drift_anova_table a;
+    drift_anova_row rows[2];
+    hand_anova(&a, rows);
+    an.n_rows = 40;
+    an.anova_fits = an.pri_fits = 1;
+    an.formula = a.formula;
+    an.anova[2] = &a;
+    an.anova_error[1].code = DRIFT_ERR_NUMERIC;
+    snprintf(an.anova_error[1].msg, sizeof an.anova_error[1].msg, "singular");
+    an.pri_error.code = DRIFT_ERR_XGBOOST;
+    snprintf(an.pri_error.msg, sizeof an.pri_error.msg, "no booster");
+    assert_int_equal(drift_anova_summary_render(&an, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "ANOVA type 1: not computable: singular\n"
+                              "ANOVA type 2  flip_rate ~ C(hardware)  (n=17, rank 2 of 2 columns)\n"));
+    assert_null(strstr(s, "type 3"));
+    free(s);
+    assert_int_equal(drift_pri_summary_render(&an, &s, &err), DRIFT_OK);
+    assert_string_equal(s, "PRI: not computable: no booster\n");
+    free(s);
+    an.pri_asked = 0;
+    assert_int_equal(drift_pri_summary_render(&an, &s, &err), DRIFT_OK);
+    assert_string_equal(s, "");
+    free(s);
+}
+
+static void test_pri_render(void **state) {
+    (void)state;
+    drift_pri_query q = {"m", "b200", "fp8", "vllm", "math"}, b = {"m", "h100", "fp16", "vllm", NULL};
+    drift_pri_prediction r = {.flip_rate = 2.5, .lo = 1, .hi = 4, .coverage = 0.95, .risk = "medium",
+                              .change = "systematic", .advice = "confirm on ~100 prompts"};
+    snprintf(r.differs, sizeof r.differs, "hardware,precision");
+    char *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_pri_prediction_render(&q, &b, &r, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    assert_string_equal(s, "config    m / b200 / fp8 / vllm, workload math\n"
+                           "baseline  m / h100 / fp16 / vllm\n"
+                           "predicted flip rate 2.50%  (95% interval 1.00% .. 4.00%, from out-of-fold residuals)\n"
+                           "risk      medium\n"
+                           "change    systematic (hardware,precision)\n"
+                           "advice    confirm on ~100 prompts\n");
+    free(s);
+    assert_int_equal(drift_pri_prediction_render(&q, &b, &r, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_true(fabs(json_real_value(json_object_get(root, "flip_rate")) - 0.025) < 1e-12);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "baseline"), "hardware")), "h100");
+    json_decref(root);
+    free(s);
+    /* an evaluation: NaN R^2 is null in JSON, printed as nan in text */
+    drift_pri_eval e;
+    memset(&e, 0, sizeof e);
+    e.random_split = (drift_pri_holdout){.name = "random 80/20", .n_train = 16, .n_test = 4, .train_r2 = 0.9,
+                                         .test_r2 = NAN, .test_mae = 0.5, .paper_r2 = NAN, .depth = 3, .eta = 0.3};
+    e.n_features = 7;
+    e.cv_r2_mean = e.cv_r2_sd = NAN;
+    for (int k = 0; k < 5; k++) e.cv_fold_r2[k] = NAN;
+    assert_int_equal(drift_pri_eval_render(&e, "t.csv", 1, 12, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "PRI evaluation of t.csv: 7 features, hyper-parameters chosen by inner CV"));
+    assert_non_null(strstr(s, "(none of b200, fp4, sglang, qwen-7b is in this table)"));
+    assert_non_null(strstr(s, "\nelapsed 12 ms\n"));
+    free(s);
+    assert_int_equal(drift_pri_eval_render(&e, "t.csv", 0, 12, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
+    root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    assert_true(json_is_null(json_object_get(json_object_get(root, "random_split"), "test_r2")));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "random_split"), "n_train")), 16);
+    json_decref(root);
+    free(s);
+}
+
+static void test_monitor_render(void **state) {
+    (void)state;
+    drift_monitor_data d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.embedder, sizeof d.embedder, "embed:x");
+    d.dim = 8;
+    d.n_ref = d.answered_ref = 10;
+    d.n_cur = 9;
+    d.answered_cur = 10;
+    drift_monitor_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.dim = 8;
+    for (int m = 0; m < DRIFT_MON_COUNT; m++) {
+        rep.r[m].method = (drift_monitor_method)m;
+        rep.r[m].score = 0.1;
+        rep.r[m].threshold = 0.2;
+        snprintf(rep.r[m].rule, sizeof rep.r[m].rule, "score > 0.2");
+    }
+    drift_comparison c;
+    drift_flip fl[2];
+    hand_comparison(&c, fl);
+    char *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_monitor_render(&d, &rep, &c, "base", "targ", DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "monitor: baseline 'base' vs target 'targ'\n"
+                              "embeddings: embed:x, dim 8: 10 of 10 baseline answers, 9 of 10 target answers\n"));
+    assert_non_null(strstr(s, "  math              10      2     20.00%  [5.00%, 50.00%]\n"));
+    assert_non_null(strstr(s, "verdict: 2 flipped answers, 0 distribution alarms: no distribution monitor"));
+    free(s);
+    assert_int_equal(drift_monitor_render(&d, &rep, &c, "base", "targ", DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_int_equal(json_integer_value(json_object_get(root, "total_flips")), 2);
+    assert_int_equal(json_array_size(json_object_get(root, "detectors")), DRIFT_MON_COUNT);
+    json_decref(root);
+    free(s);
+    assert_int_equal(drift_monitor_render(&d, &rep, &c, "base", "targ", DRIFT_FORMAT_JUNIT, &s, &err),
+                     DRIFT_ERR_INVALID);
+}
+
+static void test_table_render(void **state) {
+    (void)state;
+    drift_table *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_table_create(NULL, 0, 1, &t, &err), DRIFT_OK);
+    char *s = NULL;
+    assert_int_equal(drift_table_render_text(t, &s, &err), DRIFT_OK);
+    assert_string_equal(s, "(no configuration has pairs against its baseline)\n");
+    free(s);
+    const char *safety[] = {"m", "b200", "fp8", "vllm", "safety"}, *math[] = {"m", "b200", "fp8", "vllm", "math"};
+    assert_int_equal(drift_table_append(t, "m/b200", safety, 10, 1, 10, 2.5, 40, &err), DRIFT_OK);
+    assert_int_equal(drift_table_append(t, "m/b200", math, 0, 0, 20, 0, 16.1, &err), DRIFT_OK);
+    assert_int_equal(drift_table_render_text(t, &s, &err), DRIFT_OK);
+    /* math first (the workloads' order), then safety */
+    const char *m = strstr(s, "\nmath\n"), *sf = strstr(s, "\nsafety\n");
+    assert_non_null(m);
+    assert_non_null(sf);
+    assert_true(m < sf);
+    assert_non_null(strstr(s, "  m/b200                                   m           b200         fp8       vllm"
+                              "                     10.00%  [2.5, 40.0]          1/10  \n"));
+    free(s);
+    drift_table_free(t);
+}
+
 static int teardown(void **state) {
     (void)state;
     fx_cleanup();
@@ -354,6 +636,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format_parse), cmocka_unit_test(test_json), cmocka_unit_test(test_text),
         cmocka_unit_test(test_markdown), cmocka_unit_test(test_junit),
+        cmocka_unit_test(test_comparison_details), cmocka_unit_test(test_anova_render),
+        cmocka_unit_test(test_summaries_render), cmocka_unit_test(test_pri_render),
+        cmocka_unit_test(test_monitor_render), cmocka_unit_test(test_table_render),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -1,30 +1,32 @@
-/* report.c - renderings of a comparison (report.h).
+/* compare_render.c - renderings of a comparison (report.h), pure: the
+ * comparison and its flips' details (drift_comparison_details, read from
+ * the store beforehand) in, a string out.
  *
  *   text      the flip taxonomy (safety, correctness, semantic drift:
  *             highest risk first), then an aligned terminal table, rates as
  *             percentages with their 95% CI, both directions, accuracies,
  *             McNemar p, budget, verdict; then notes (safety / chat
  *             meanings), the excluded pairs, the verdict line and the
- *             flipped prompts (up to REPORT_TEXT_FLIPS per workload), each
- *             with where its answers part and a word diff when a store is
- *             given, the first few also with an excerpt of both answers.
+ *             flipped prompts (up to DRIFT_REPORT_LISTED_FLIPS per workload),
+ *             each with where its answers part and a word diff when
+ *             details are given, the first few also with an excerpt of
+ *             both answers.
  *   json      DESIGN.md's contract, built with jansson: rates are fractions,
  *             NaN becomes null, budget is null when none. Additive fields:
  *             a top-level "taxonomy" object, and in each flipped entry
- *             (when a store is given) the divergence: first_diff_byte,
+ *             (when details are given) the divergence: first_diff_byte,
  *             first_diff_char, first_diff_token, token_unit, margin, kl,
  *             diff, identical (or divergence_error).
  *   markdown  a PR comment: heading with the verdict, the taxonomy, one
- *             table, flipped prompts (with divergence and diff when a store
- *             is given) in a <details> block.
+ *             table, flipped prompts (with divergence and diff when details
+ *             are given) in a <details> block.
  *   junit     one <testcase> per workload, <failure> when over budget; the
  *             taxonomy in the suite's <system-out>.
  * Code sandboxes (c->sandboxes): text, markdown and junit say which
  * isolation judged the code answers of each run and warn when one is
  * weaker than bubblewrap; JSON adds "sandbox" to the code workload:
  * [{"mechanism":..,"baseline":N,"target":N,"weak":bool}, ...].
- * Only workloads with pairs (present[]) are shown. Divergences are computed
- * here, for the flips shown only, two store reads each (divergence.c). */
+ * Only workloads with pairs (present[]) are shown. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -34,8 +36,6 @@
 #include "driftbench/report.h"
 #include "util/util.h"
 
-#define REPORT_TEXT_FLIPS 50   /* flipped prompts listed per workload in text/markdown */
-#define REPORT_EXCERPTS 3      /* flips per workload quoted from the store */
 #define REPORT_EXCERPT_CHARS 100
 
 drift_status drift_format_parse(const char *name, drift_format *out, drift_error *err) {
@@ -82,6 +82,24 @@ static void pval(char *out, size_t cap, double p) {
     if (isnan(p)) snprintf(out, cap, "-");
     else if (p < 1e-4) snprintf(out, cap, "%.1e", p);
     else snprintf(out, cap, "%.4f", p);
+}
+
+/* A workload's figures as table cells: percentages ("-" for NaN), the
+ * McNemar p, the budget ("none" when there is none). */
+typedef struct wl_cells {
+    char fr[16], lo[16], hi[16], ba[16], ta[16], net[16], p[16], bud[16];
+} wl_cells;
+
+static void wl_cells_fill(wl_cells *x, const drift_wl_result *w) {
+    pct(x->fr, sizeof x->fr, w->flip_rate);
+    pct(x->lo, sizeof x->lo, w->ci95[0]);
+    pct(x->hi, sizeof x->hi, w->ci95[1]);
+    pct(x->ba, sizeof x->ba, w->baseline_accuracy);
+    pct(x->ta, sizeof x->ta, w->target_accuracy);
+    pct_signed(x->net, sizeof x->net, w->net_change);
+    pval(x->p, sizeof x->p, w->mcnemar_p);
+    if (w->budget < 0) snprintf(x->bud, sizeof x->bud, "none");
+    else pct(x->bud, sizeof x->bud, w->budget);
 }
 
 /* "model=x hardware=y ..." from a config JSON object (or the raw text). */
@@ -176,38 +194,32 @@ static void divergence_line(drift_buf *b, const drift_divergence *d) {
     if (!isnan(d->kl)) buf_printf(b, "%sKL %.3f", isnan(d->margin) ? "; " : ", ", d->kl);
 }
 
-/* Where a flip's answers part, its word diff and (when quote) an excerpt
- * of both answers around the first difference. A flip whose answers cannot
- * be read says so in place. */
-static void describe_flip(drift_buf *b, drift_store *st, const drift_flip *f, const char *indent, int quote) {
-    drift_divergence d;
-    drift_error e = {0};
-    if (drift_flip_divergence(st, f, &d, &e) != DRIFT_OK) {
-        buf_printf(b, "%sdivergence unavailable: %s\n", indent, e.msg);
+/* Where a flip's answers part, its word diff and, when both answers are
+ * in the detail, an excerpt of both around the first difference. A flip
+ * whose answers could not be read says so in place. */
+static void describe_flip(drift_buf *b, const drift_flip_detail *fd, const char *indent) {
+    const drift_divergence *d = &fd->div;
+    if (d->error) {
+        buf_printf(b, "%sdivergence unavailable: %s\n", indent, d->error);
         return;
     }
     buf_puts(b, indent);
-    divergence_line(b, &d);
+    divergence_line(b, d);
     buf_puts(b, "\n");
-    if (!d.identical) buf_printf(b, "%sdiff: %s\n", indent, d.diff);
-    drift_divergence_clear(&d);
-    if (!quote || d.identical) return;
-    drift_answer rb, rt;
-    if (drift_store_response_get(st, f->base_response_id, &rb, NULL, NULL) != DRIFT_OK) return;
-    if (drift_store_response_get(st, f->targ_response_id, &rt, NULL, NULL) != DRIFT_OK) {
-        drift_answer_clear(&rb);
-        return;
-    }
-    const char *x = rb.text ? rb.text : "", *y = rt.text ? rt.text : "";
-    size_t at = (size_t)d.first_diff_byte;
+    if (!d->identical) buf_printf(b, "%sdiff: %s\n", indent, d->diff);
+    if (d->identical || !fd->base_text || !fd->targ_text) return;
+    size_t at = (size_t)d->first_diff_byte;
     size_t start = at > REPORT_EXCERPT_CHARS / 3 ? at - REPORT_EXCERPT_CHARS / 3 : 0;
     buf_printf(b, "%s  baseline: ", indent);
-    excerpt(b, x, start, REPORT_EXCERPT_CHARS);
+    excerpt(b, fd->base_text, start, REPORT_EXCERPT_CHARS);
     buf_printf(b, "\n%s  target:   ", indent);
-    excerpt(b, y, start, REPORT_EXCERPT_CHARS);
+    excerpt(b, fd->targ_text, start, REPORT_EXCERPT_CHARS);
     buf_puts(b, "\n");
-    drift_answer_clear(&rb);
-    drift_answer_clear(&rt);
+}
+
+/* The detail of flip i of workload k, NULL when d holds none. */
+static const drift_flip_detail *detail_of(const drift_comparison_details *d, int k, size_t i) {
+    return d && i < d->n[k] ? &d->flips[k][i] : NULL;
 }
 
 /* "code sandbox: A (baseline N, target M); B (...)\n", plus a warning
@@ -238,7 +250,7 @@ static int n_present(const drift_comparison *c) {
 
 /* ---- text ---- */
 
-static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b) {
+static void render_text(const drift_comparison *c, const drift_comparison_details *d, drift_buf *b) {
     buf_printf(b, "DriftBench comparison: %s -> %s\n", c->baseline.label, c->target.label);
     buf_printf(b, "  baseline  %-12s ", c->baseline.label);
     config_line(b, c->baseline.config_json);
@@ -252,17 +264,10 @@ static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         if (!c->present[k]) continue;
         const drift_wl_result *w = &c->wl[k];
-        char fr[16], lo[16], hi[16], ci[40], ba[16], ta[16], net[16], p[16], bud[16], ci2i[16], ic2c[16];
-        pct(fr, sizeof fr, w->flip_rate);
-        pct(lo, sizeof lo, w->ci95[0]);
-        pct(hi, sizeof hi, w->ci95[1]);
-        snprintf(ci, sizeof ci, "[%s, %s]", lo, hi);
-        pct(ba, sizeof ba, w->baseline_accuracy);
-        pct(ta, sizeof ta, w->target_accuracy);
-        pct_signed(net, sizeof net, w->net_change);
-        pval(p, sizeof p, w->mcnemar_p);
-        if (w->budget < 0) snprintf(bud, sizeof bud, "none");
-        else pct(bud, sizeof bud, w->budget);
+        wl_cells x;
+        wl_cells_fill(&x, w);
+        char ci[40], ci2i[16], ic2c[16];
+        snprintf(ci, sizeof ci, "[%s, %s]", x.lo, x.hi);
         if (k == DRIFT_WL_CHAT) {
             snprintf(ci2i, sizeof ci2i, "-");
             snprintf(ic2c, sizeof ic2c, "-");
@@ -271,8 +276,8 @@ static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b
             snprintf(ic2c, sizeof ic2c, "%ld", w->incorrect_to_correct);
         }
         buf_printf(b, "%-13s %7ld %6ld %6ld %9s  %-18s %6s %6s %9s %9s %8s %9s %8s  %s\n",
-                   drift_workload_name((drift_workload)k), w->n, w->errors, w->flips, fr, ci, ci2i, ic2c, ba, ta, net,
-                   p, bud, w->pass ? "pass" : "FAIL");
+                   drift_workload_name((drift_workload)k), w->n, w->errors, w->flips, x.fr, ci, ci2i, ic2c, x.ba, x.ta,
+                   x.net, x.p, x.bud, w->pass ? "pass" : "FAIL");
     }
     buf_puts(b, "\n");
     if (c->present[DRIFT_WL_SAFETY]) {
@@ -328,17 +333,18 @@ static void render_text(const drift_comparison *c, drift_store *st, drift_buf *b
         const drift_wl_result *w = &c->wl[k];
         if (!c->present[k] || w->n_flipped == 0) continue;
         buf_printf(b, "\nflipped prompts, %s (%zu):\n", drift_workload_name((drift_workload)k), w->n_flipped);
-        for (size_t i = 0; i < w->n_flipped && i < REPORT_TEXT_FLIPS; i++) {
+        for (size_t i = 0; i < w->n_flipped && i < DRIFT_REPORT_LISTED_FLIPS; i++) {
             const drift_flip *f = &w->flipped[i];
             buf_printf(b, "  %-24s", f->prompt_id);
             if (f->replicate) buf_printf(b, " #%d", f->replicate);
             buf_printf(b, "  %s", dir_text((drift_workload)k, f->direction));
             if (k == DRIFT_WL_CHAT && !isnan(f->value)) buf_printf(b, " (SDR %.3f)", f->value);
             buf_puts(b, "\n");
-            if (st) describe_flip(b, st, f, "    ", i < REPORT_EXCERPTS);
+            const drift_flip_detail *fd = detail_of(d, k, i);
+            if (fd) describe_flip(b, fd, "    ");
         }
-        if (w->n_flipped > REPORT_TEXT_FLIPS)
-            buf_printf(b, "  ... and %zu more (--format json lists all)\n", w->n_flipped - REPORT_TEXT_FLIPS);
+        if (w->n_flipped > DRIFT_REPORT_LISTED_FLIPS)
+            buf_printf(b, "  ... and %zu more (--format json lists all)\n", w->n_flipped - DRIFT_REPORT_LISTED_FLIPS);
     }
 }
 
@@ -393,7 +399,7 @@ static json_t *sandbox_json(const drift_comparison *c) {
     return a;
 }
 
-static json_t *wl_json(const drift_wl_result *w, drift_store *st, drift_error *err) {
+static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details *d) {
     drift_workload k = w->workload;
     json_t *o = json_object();
     if (!o) return NULL;
@@ -426,44 +432,28 @@ static json_t *wl_json(const drift_wl_result *w, drift_store *st, drift_error *e
                                       "majority_flip_rate", num_or_null(w->majority_flip_rate), "majority_n",
                                       (json_int_t)w->majority_n, "majority_flips", (json_int_t)w->majority_flips,
                                       "majority_ties", (json_int_t)w->majority_ties));
-    drift_divergence *divs = NULL; /* every flip's, in one batch, when a store is given */
-    if (st && w->n_flipped) {
-        divs = calloc(w->n_flipped, sizeof *divs);
-        if (!divs) {
-            drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
-            json_decref(o);
-            return NULL;
-        }
-        if (drift_flip_divergences(st, w->flipped, w->n_flipped, divs, err) != DRIFT_OK) {
-            free(divs);
-            json_decref(o);
-            return NULL;
-        }
-    }
     json_t *fl = json_array();
     for (size_t i = 0; fl && i < w->n_flipped; i++) {
         const drift_flip *f = &w->flipped[i];
         json_t *e = json_pack("{s:s, s:s}", "prompt_id", f->prompt_id ? f->prompt_id : "", "direction",
                               dir_json(k, f->direction));
         if (e && f->replicate) json_object_set_new(e, "replicate", json_integer(f->replicate));
-        if (e && divs) divergence_json(e, &divs[i]);
+        const drift_flip_detail *fd = detail_of(d, k, i);
+        if (e && fd) divergence_json(e, &fd->div);
         json_array_append_new(fl, e);
     }
-    for (size_t i = 0; divs && i < w->n_flipped; i++) drift_divergence_clear(&divs[i]);
-    free(divs);
     json_object_set_new(o, "flipped", fl);
     return o;
 }
 
-static drift_status render_json(const drift_comparison *c, drift_store *st, char **out, drift_error *err) {
+static drift_status render_json(const drift_comparison *c, const drift_comparison_details *d, char **out,
+                                drift_error *err) {
     json_t *wls = json_array();
     drift_status rc = DRIFT_OK;
     for (int k = 0; k < DRIFT_WL_COUNT && wls && !rc; k++) {
         if (!c->present[k]) continue;
-        drift_error e = {0};
-        json_t *w = wl_json(&c->wl[k], st, &e);
-        if (!w) rc = drift_error_set(err, e.code ? e.code : DRIFT_ERR_NOMEM, "%s",
-                                     e.code ? e.msg : "out of memory rendering JSON");
+        json_t *w = wl_json(&c->wl[k], d);
+        if (!w) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
         else {
             if (k == DRIFT_WL_CODE) json_object_set_new(w, "sandbox", sandbox_json(c));
             json_array_append_new(wls, w);
@@ -496,7 +486,7 @@ static void md_cell(drift_buf *b, const char *s) {
     }
 }
 
-static void render_markdown(const drift_comparison *c, drift_store *st, drift_buf *b) {
+static void render_markdown(const drift_comparison *c, const drift_comparison_details *d, drift_buf *b) {
     buf_puts(b, "### DriftBench: `");
     md_cell(b, c->baseline.label);
     buf_puts(b, "` \xE2\x86\x92 `");
@@ -511,21 +501,13 @@ static void render_markdown(const drift_comparison *c, drift_store *st, drift_bu
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         if (!c->present[k]) continue;
         const drift_wl_result *w = &c->wl[k];
-        char fr[16], lo[16], hi[16], ba[16], ta[16], net[16], p[16], bud[16];
-        pct(fr, sizeof fr, w->flip_rate);
-        pct(lo, sizeof lo, w->ci95[0]);
-        pct(hi, sizeof hi, w->ci95[1]);
-        pct(ba, sizeof ba, w->baseline_accuracy);
-        pct(ta, sizeof ta, w->target_accuracy);
-        pct_signed(net, sizeof net, w->net_change);
-        pval(p, sizeof p, w->mcnemar_p);
-        if (w->budget < 0) snprintf(bud, sizeof bud, "none");
-        else pct(bud, sizeof bud, w->budget);
+        wl_cells x;
+        wl_cells_fill(&x, w);
         buf_printf(b, "| %s | %ld | %ld | %ld | %s (%s\xE2\x80\x93%s) | ", drift_workload_name((drift_workload)k), w->n,
-                   w->errors, w->flips, fr, lo, hi);
+                   w->errors, w->flips, x.fr, x.lo, x.hi);
         if (k == DRIFT_WL_CHAT) buf_puts(b, "- | - | ");
         else buf_printf(b, "%ld | %ld | ", w->correct_to_incorrect, w->incorrect_to_correct);
-        buf_printf(b, "%s | %s | %s | %s | %s | %s |\n", ba, ta, net, p, bud, w->pass ? "pass" : "**FAIL**");
+        buf_printf(b, "%s | %s | %s | %s | %s | %s |\n", x.ba, x.ta, x.net, x.p, x.bud, w->pass ? "pass" : "**FAIL**");
     }
     buf_puts(b, "\n");
     if (c->present[DRIFT_WL_SAFETY])
@@ -555,53 +537,56 @@ static void render_markdown(const drift_comparison *c, drift_store *st, drift_bu
         if (c->present[k]) total += c->wl[k].n_flipped;
     if (total == 0) return;
     buf_printf(b, "\n<details><summary>Flipped prompts (%zu)</summary>\n\n", total);
-    if (st) buf_puts(b, "| workload | prompt | direction | first difference | diff |\n|---|---|---|---|---|\n");
+    if (d) buf_puts(b, "| workload | prompt | direction | first difference | diff |\n|---|---|---|---|---|\n");
     else buf_puts(b, "| workload | prompt | direction |\n|---|---|---|\n");
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         const drift_wl_result *w = &c->wl[k];
         if (!c->present[k]) continue;
-        for (size_t i = 0; i < w->n_flipped && i < REPORT_TEXT_FLIPS; i++) {
+        for (size_t i = 0; i < w->n_flipped && i < DRIFT_REPORT_LISTED_FLIPS; i++) {
             buf_printf(b, "| %s | `", drift_workload_name((drift_workload)k));
             md_cell(b, w->flipped[i].prompt_id);
             buf_printf(b, "` | %s |", dir_text((drift_workload)k, w->flipped[i].direction));
-            if (st) {
-                drift_divergence d;
-                drift_error e = {0};
+            const drift_flip_detail *fd = detail_of(d, k, i);
+            if (fd) {
+                const drift_divergence *dv = &fd->div;
                 drift_buf line = {0};
-                if (drift_flip_divergence(st, &w->flipped[i], &d, &e) != DRIFT_OK) {
-                    buf_printf(&line, "unavailable: %s", e.msg);
+                if (dv->error) {
+                    buf_printf(&line, "unavailable: %s", dv->error);
                     buf_puts(b, " ");
                     md_cell(b, line.data);
                     buf_puts(b, " | |");
                 } else {
-                    divergence_line(&line, &d);
+                    divergence_line(&line, dv);
                     buf_puts(b, " ");
                     md_cell(b, line.data);
                     buf_puts(b, " | ");
-                    if (d.diff && d.diff[0]) {
+                    if (dv->diff && dv->diff[0]) {
                         buf_puts(b, "`");
-                        md_cell(b, d.diff);
+                        md_cell(b, dv->diff);
                         buf_puts(b, "`");
                     }
                     buf_puts(b, " |");
-                    drift_divergence_clear(&d);
                 }
                 buf_free(&line);
+            } else if (d) {
+                buf_puts(b, "  | |");
             }
             buf_puts(b, "\n");
         }
-        if (w->n_flipped > REPORT_TEXT_FLIPS)
+        if (w->n_flipped > DRIFT_REPORT_LISTED_FLIPS)
             buf_printf(b, "| %s | \xE2\x80\xA6 %zu more | |%s\n", drift_workload_name((drift_workload)k),
-                       w->n_flipped - REPORT_TEXT_FLIPS, st ? " | |" : "");
+                       w->n_flipped - DRIFT_REPORT_LISTED_FLIPS, d ? " | |" : "");
     }
-    if (st) {
+    if (d) {
         buf_puts(b, "\n");
         for (int k = 0; k < DRIFT_WL_COUNT; k++) {
             const drift_wl_result *w = &c->wl[k];
             if (!c->present[k]) continue;
-            for (size_t i = 0; i < w->n_flipped && i < REPORT_EXCERPTS; i++) {
+            for (size_t i = 0; i < w->n_flipped && i < DRIFT_REPORT_QUOTED_FLIPS; i++) {
+                const drift_flip_detail *fd = detail_of(d, k, i);
+                if (!fd) continue;
                 drift_buf q = {0};
-                describe_flip(&q, st, &w->flipped[i], "", 1);
+                describe_flip(&q, fd, "");
                 if (!q.data) continue;
                 buf_puts(b, "`");
                 md_cell(b, w->flipped[i].prompt_id);
@@ -648,12 +633,9 @@ static void render_junit(const drift_comparison *c, drift_buf *b) {
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         if (!c->present[k]) continue;
         const drift_wl_result *w = &c->wl[k];
-        char fr[16], lo[16], hi[16], bud[16];
-        pct(fr, sizeof fr, w->flip_rate);
-        pct(lo, sizeof lo, w->ci95[0]);
-        pct(hi, sizeof hi, w->ci95[1]);
-        if (w->budget < 0) snprintf(bud, sizeof bud, "none");
-        else pct(bud, sizeof bud, w->budget);
+        wl_cells x;
+        wl_cells_fill(&x, w);
+        const char *fr = x.fr, *lo = x.lo, *hi = x.hi, *bud = x.bud;
         buf_puts(b, "    <testcase classname=\"driftbench.");
         xml_text(b, c->baseline.label);
         buf_puts(b, "_vs_");
@@ -662,13 +644,13 @@ static void render_junit(const drift_comparison *c, drift_buf *b) {
         if (!w->pass) {
             buf_printf(b, "      <failure type=\"drift\" message=\"flip rate %s exceeds budget %s\">", fr, bud);
             buf_printf(b, "%ld of %ld pairs flipped (95%% CI %s - %s)\n", w->flips, w->n, lo, hi);
-            for (size_t i = 0; i < w->n_flipped && i < REPORT_TEXT_FLIPS; i++) {
+            for (size_t i = 0; i < w->n_flipped && i < DRIFT_REPORT_LISTED_FLIPS; i++) {
                 xml_text(b, w->flipped[i].prompt_id);
                 buf_puts(b, " ");
                 xml_text(b, dir_text((drift_workload)k, w->flipped[i].direction));
                 buf_puts(b, "\n");
             }
-            if (w->n_flipped > REPORT_TEXT_FLIPS) buf_printf(b, "... %zu more\n", w->n_flipped - REPORT_TEXT_FLIPS);
+            if (w->n_flipped > DRIFT_REPORT_LISTED_FLIPS) buf_printf(b, "... %zu more\n", w->n_flipped - DRIFT_REPORT_LISTED_FLIPS);
             buf_puts(b, "</failure>\n");
         }
         char tmp[320];
@@ -690,18 +672,16 @@ static void render_junit(const drift_comparison *c, drift_buf *b) {
 }
 
 /* See report.h. */
-drift_status drift_report_comparison(const drift_comparison *c, drift_store *st, drift_format fmt, char **out,
-                                     drift_error *err) {
+drift_status drift_comparison_render(const drift_comparison *c, const drift_comparison_details *d, drift_format fmt,
+                                     char **out, drift_error *err) {
     *out = NULL;
     if (!c) return drift_error_set(err, DRIFT_ERR_INVALID, "no comparison to report");
     drift_buf b = {0};
     switch (fmt) {
-    case DRIFT_FORMAT_TEXT: render_text(c, st, &b); break;
-    case DRIFT_FORMAT_MARKDOWN: render_markdown(c, st, &b); break;
+    case DRIFT_FORMAT_TEXT: render_text(c, d, &b); break;
+    case DRIFT_FORMAT_MARKDOWN: render_markdown(c, d, &b); break;
     case DRIFT_FORMAT_JUNIT: render_junit(c, &b); break;
-    case DRIFT_FORMAT_JSON: {
-        return render_json(c, st, out, err);
-    }
+    case DRIFT_FORMAT_JSON: return render_json(c, d, out, err);
     default: return drift_error_set(err, DRIFT_ERR_INVALID, "unknown report format %d", (int)fmt);
     }
     if (!b.data) {

@@ -1,0 +1,185 @@
+/* pri_render.c - the Portability Risk Index as text and JSON (report.h),
+ * pure.
+ *
+ *   drift_pri_eval_render        `driftbench pri eval`: one line per
+ *                                held-out evaluation (train/test rows, R^2,
+ *                                MAE, the paper's figure, the chosen
+ *                                hyper-parameters), CV, ablations, importance.
+ *   drift_pri_prediction_render  `driftbench pri predict`: configuration,
+ *                                baseline, rate with its interval, risk,
+ *                                change, advice.
+ *   drift_pri_summary_render     the matrix summary's compact block (lab).
+ * JSON: NaN and infinities are null. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/report.h"
+#include "util/util.h"
+
+static json_t *jnum(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
+
+/* "%s\n" of a JSON document, NULL when out of memory. */
+static char *dump_line(json_t *root, size_t flags) {
+    char *s = root ? json_dumps(root, flags) : NULL;
+    char *line = s ? drift_asprintf("%s\n", s) : NULL;
+    free(s);
+    return line;
+}
+
+static drift_status nomem(drift_error *err) { return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the PRI"); }
+
+static void holdout_text(drift_buf *b, const drift_pri_holdout *h) {
+    char paper[32] = "";
+    if (!isnan(h->paper_r2)) snprintf(paper, sizeof paper, "%8.4f %s", h->paper_r2, h->test_r2 > h->paper_r2 ? "better" : "worse");
+    buf_printf(b, "  %-32s %5zu %5zu %9.4f %9.4f %8.3f   %-16s d=%d eta=%.2f mcw=%d n=%d\n", h->name, h->n_train,
+               h->n_test, h->train_r2, h->test_r2, h->test_mae, paper, h->depth, h->eta, h->min_child_weight,
+               h->rounds);
+}
+
+static json_t *holdout_json(const drift_pri_holdout *h) {
+    return json_pack("{s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:i,s:i}}", "name", h->name, "n_train",
+                     (json_int_t)h->n_train, "n_test", (json_int_t)h->n_test, "train_r2", jnum(h->train_r2), "test_r2",
+                     jnum(h->test_r2), "test_mae", jnum(h->test_mae), "paper_r2", jnum(h->paper_r2), "params",
+                     "max_depth", h->depth, "eta", h->eta, "min_child_weight", h->min_child_weight, "n_estimators",
+                     h->rounds);
+}
+
+static char *eval_json(const drift_pri_eval *e, const char *table, double elapsed_ms) {
+    json_t *root = json_object(), *lv = json_array(), *pp = json_array(), *imp = json_array(), *cv = json_array();
+    for (size_t i = 0; i < e->n_levels; i++) json_array_append_new(lv, holdout_json(&e->levels[i]));
+    for (size_t i = 0; i < e->n_paper; i++) json_array_append_new(pp, holdout_json(&e->paper[i]));
+    for (size_t i = 0; i < e->n_importance; i++)
+        json_array_append_new(imp, json_pack("{s:s,s:f}", "feature", e->importance[i].name, "gain_share",
+                                             e->importance[i].gain_share));
+    for (int k = 0; k < 5; k++) json_array_append_new(cv, jnum(e->cv_fold_r2[k]));
+    json_object_set_new(root, "table", json_string(table));
+    json_object_set_new(root, "n_features", json_integer((json_int_t)e->n_features));
+    json_object_set_new(root, "random_split", holdout_json(&e->random_split));
+    json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o,s:i}", "mean_r2", jnum(e->cv_r2_mean), "sd_r2",
+                                               jnum(e->cv_r2_sd), "folds", cv, "folds_defined", e->cv_folds_defined));
+    json_object_set_new(root, "held_out_paper", pp);
+    json_object_set_new(root, "held_out_levels", lv);
+    json_object_set_new(root, "ablations", json_pack("{s:o,s:o,s:o,s:o}", "hardware_only", jnum(e->abl_hardware_only),
+                                                     "linear", jnum(e->abl_linear), "no_interactions",
+                                                     jnum(e->abl_no_interactions), "full", jnum(e->abl_full)));
+    json_object_set_new(root, "importance", imp);
+    json_object_set_new(root, "elapsed_ms", json_real(elapsed_ms));
+    char *s = dump_line(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+    json_decref(root);
+    return s;
+}
+
+static char *eval_text(const drift_pri_eval *e, const char *table, int tuned, double elapsed_ms) {
+    drift_buf b = {0};
+    buf_printf(&b, "PRI evaluation of %s: %zu features, hyper-parameters %s\n\n", table, e->n_features,
+               tuned ? "chosen by inner CV inside each training set" : "fixed (--no-tune)");
+    buf_printf(&b, "  %-32s %5s %5s %9s %9s %8s   %-16s %s\n", "evaluation", "train", "test", "train R2", "test R2",
+               "MAE", "paper R2", "chosen");
+    holdout_text(&b, &e->random_split);
+    buf_printf(&b, "  5-fold CV R2: %.4f +- %.4f over %d defined (folds", e->cv_r2_mean, e->cv_r2_sd, e->cv_folds_defined);
+    for (int k = 0; k < 5; k++) buf_printf(&b, " %.3f", e->cv_fold_r2[k]);
+    buf_puts(&b, ")\n\nHeld-out dimension, the paper's four cases (generalization_results.csv):\n");
+    if (!e->n_paper) buf_puts(&b, "  (none of b200, fp4, sglang, qwen-7b is in this table)\n");
+    for (size_t i = 0; i < e->n_paper; i++) holdout_text(&b, &e->paper[i]);
+    buf_puts(&b, "\nHeld-out level, every level of every dimension (train without it, test on it):\n");
+    for (size_t i = 0; i < e->n_levels; i++) holdout_text(&b, &e->levels[i]);
+    buf_printf(&b, "\nAblations, test R2 on the random split (paper: hardware-only -0.018, linear 0.235,\n"
+                   "forest without interactions 0.756, full 0.987):\n"
+                   "  hardware one-hot only (xgboost)  %8.4f\n  linear (OLS on one-hot)          %8.4f\n"
+                   "  one-hot only (xgboost)           %8.4f\n  full                             %8.4f\n",
+               e->abl_hardware_only, e->abl_linear, e->abl_no_interactions, e->abl_full);
+    buf_puts(&b, "\nFeature importance (share of total gain, full model on all rows):\n");
+    for (size_t i = 0; i < e->n_importance && i < 15; i++)
+        buf_printf(&b, "  %-44s %6.2f%%\n", e->importance[i].name, 100 * e->importance[i].gain_share);
+    buf_printf(&b, "\nelapsed %.0f ms\n", elapsed_ms);
+    return buf_steal(&b);
+}
+
+/* See report.h. */
+drift_status drift_pri_eval_render(const drift_pri_eval *e, const char *table, int tuned, double elapsed_ms,
+                                   drift_format fmt, char **out, drift_error *err) {
+    *out = NULL;
+    if (!e) return drift_error_set(err, DRIFT_ERR_INVALID, "no PRI evaluation to render");
+    if (!table) table = "";
+    if (fmt == DRIFT_FORMAT_TEXT) *out = eval_text(e, table, tuned, elapsed_ms);
+    else if (fmt == DRIFT_FORMAT_JSON) *out = eval_json(e, table, elapsed_ms);
+    else return drift_error_set(err, DRIFT_ERR_INVALID, "a PRI evaluation renders as text or json");
+    return *out ? DRIFT_OK : nomem(err);
+}
+
+/* See report.h. */
+drift_status drift_pri_prediction_render(const drift_pri_query *q, const drift_pri_query *base,
+                                         const drift_pri_prediction *r, drift_format fmt, char **out,
+                                         drift_error *err) {
+    *out = NULL;
+    if (!q || !base || !r) return drift_error_set(err, DRIFT_ERR_INVALID, "no PRI prediction to render");
+    if (fmt == DRIFT_FORMAT_JSON) {
+        json_t *o = json_pack("{s:{s:s,s:s,s:s,s:s,s:s},s:{s:s,s:s,s:s,s:s},s:f,s:[f,f],s:f,s:s,s:s,s:s,s:s}",
+                              "config", "model", q->model, "hardware", q->hardware, "precision", q->precision,
+                              "framework", q->framework, "workload", q->workload, "baseline", "model", base->model,
+                              "hardware", base->hardware, "precision", base->precision, "framework", base->framework,
+                              "flip_rate", r->flip_rate / 100, "interval", r->lo / 100, r->hi / 100, "coverage",
+                              r->coverage, "risk", r->risk, "change", r->change, "differs", r->differs, "advice",
+                              r->advice);
+        *out = dump_line(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        json_decref(o);
+    } else if (fmt == DRIFT_FORMAT_TEXT) {
+        *out = drift_asprintf("config    %s / %s / %s / %s, workload %s\n"
+                              "baseline  %s / %s / %s / %s\n"
+                              "predicted flip rate %.2f%%  (%.0f%% interval %.2f%% .. %.2f%%, from out-of-fold residuals)\n"
+                              "risk      %s\n"
+                              "change    %s%s%s%s\n"
+                              "advice    %s\n",
+                              q->model, q->hardware, q->precision, q->framework, q->workload, base->model,
+                              base->hardware, base->precision, base->framework, r->flip_rate, 100 * r->coverage, r->lo,
+                              r->hi, r->risk, r->change, r->differs[0] ? " (" : "", r->differs,
+                              r->differs[0] ? ")" : "", r->advice);
+    } else {
+        return drift_error_set(err, DRIFT_ERR_INVALID, "a PRI prediction renders as text or json");
+    }
+    return *out ? DRIFT_OK : nomem(err);
+}
+
+/* See report.h. */
+drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out, drift_error *err) {
+    *out = NULL;
+    if (!a) return drift_error_set(err, DRIFT_ERR_INVALID, "no analyses to render");
+    drift_buf b = {0};
+    const drift_pri_eval *ev = a->pri;
+    if (!a->pri_asked) {
+        /* nothing asked, nothing said */
+    } else if (!a->pri_fits) {
+        buf_printf(&b, "PRI: too few rows (%zu, need %d) to fit and evaluate; skipped.\n", a->n_rows,
+                   DRIFT_ANALYSES_PRI_MIN_ROWS);
+    } else if (!ev) {
+        buf_printf(&b, "PRI: not computable: %s\n", a->pri_error.msg);
+    } else {
+        buf_printf(&b, "PRI (xgboost, %zu features, hyper-parameters by inner CV)\n", ev->n_features);
+        buf_printf(&b, "  random 80/20 split: test R^2 %.3f, MAE %.3f points (train %zu, test %zu)\n",
+                   ev->random_split.test_r2, ev->random_split.test_mae, ev->random_split.n_train,
+                   ev->random_split.n_test);
+        char *cv = drift_pri_cv_summary(ev, "R^2", "+-");
+        buf_printf(&b, "  %s\n", cv ? cv : "5-fold CV: out of memory");
+        free(cv);
+        buf_printf(&b, "  ablations (test R^2): hardware-only %.3f, linear %.3f, no interactions %.3f, full %.3f\n",
+                   ev->abl_hardware_only, ev->abl_linear, ev->abl_no_interactions, ev->abl_full);
+        buf_printf(&b, "  held-out level                     train  test   test R^2  MAE\n");
+        for (size_t i = 0; i < ev->n_levels; i++) {
+            const drift_pri_holdout *h = &ev->levels[i];
+            buf_printf(&b, "  %-34s %5zu %5zu %10.3f %6.3f\n", h->name, h->n_train, h->n_test, h->test_r2, h->test_mae);
+        }
+        buf_puts(&b, "  (R^2 is NAN where the held-out rows have constant flip rate)\n");
+        if (ev->n_importance) {
+            buf_puts(&b, "  top features by gain:");
+            for (size_t i = 0; i < ev->n_importance && i < 5; i++)
+                buf_printf(&b, " %s (%.2f)%s", ev->importance[i].name, ev->importance[i].gain_share,
+                           i + 1 < ev->n_importance && i < 4 ? "," : "");
+            buf_puts(&b, "\n");
+        }
+    }
+    *out = buf_steal(&b);
+    return *out ? DRIFT_OK : nomem(err);
+}

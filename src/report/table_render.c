@@ -1,0 +1,41 @@
+/* table_render.c - the configuration x workload flip table as text
+ * (report.h), pure: one group per workload in the workloads' order, each
+ * row a configuration with its four fixed dimensions, the rate, its 95%
+ * CI and flips/n (percent, as the table holds them). The CSV form is the
+ * table's own file format (drift_table_format_csv). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/report.h"
+#include "util/util.h"
+
+/* See report.h. */
+drift_status drift_table_render_text(const drift_table *t, char **out, drift_error *err) {
+    *out = NULL;
+    if (!t) return drift_error_set(err, DRIFT_ERR_INVALID, "no flip table to render");
+    drift_buf b = {0};
+    int any_row = 0;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+        const char *wl = drift_workload_name((drift_workload)w);
+        int header = 0;
+        for (size_t r = 0; r < t->n_rows; r++) {
+            const drift_table_row *row = &t->rows[r];
+            if (strcmp(row->dims[4], wl)) continue;
+            if (!header) {
+                buf_printf(&b, "\n%s\n  %-40s %-11s %-12s %-9s %-22s %8s  %-17s %9s\n", wl, "configuration", "model",
+                           "hardware", "precision", "framework", "flip", "95% CI", "flips/n");
+                header = 1;
+            }
+            char ci[40];
+            snprintf(ci, sizeof ci, "[%.1f, %.1f]", row->ci_low, row->ci_high);
+            buf_printf(&b, "  %-40.40s %-11.11s %-12.12s %-9.9s %-22.22s %7.2f%%  %-17s %4ld/%-4ld\n",
+                       row->experiment_id, row->dims[0], row->dims[1], row->dims[2], row->dims[3], row->flip_rate, ci,
+                       row->num_flips, row->num_comparisons);
+            any_row = 1;
+        }
+    }
+    if (!any_row) buf_puts(&b, "(no configuration has pairs against its baseline)\n");
+    *out = buf_steal(&b);
+    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the flip table");
+}
