@@ -12,12 +12,11 @@
  *    of the generation time from a cost measured on this machine
  *    (drift_lab_plan_estimate); --full on fewer than 8 cores adds a WARNING
  *    with how to cut or shard it (it still runs). --dry-run stops here.
- * 3. run + score every configuration (resumable: DIR/lab.db) with the
- *    matrix runner (cli_matrix_run), the chat embedder and the safety guard
- *    the study chose.
- * 3b. the stochastic leg (drift_lab_stochastic_design; its two runs go
- *    through cli_do_run / cli_do_score; drift_lab_stochastic_compare) ->
- *    DIR/stochastic.txt.
+ * 3. run + score every configuration (resumable: DIR/lab.db): the matrix
+ *    stage (drift_matrix_run, printed by cli_matrix_run as `matrix` does)
+ *    with the chat embedder and the safety guard the study chose.
+ * 3b. the stochastic leg (drift_lab_stochastic_design, _run with the run
+ *    and score printers of `run` and `score`, _compare) -> DIR/stochastic.txt.
  * 4. flip table -> DIR/flip_rates.csv, ANOVA -> DIR/anova.txt, PRI held-out
  *    evaluations -> DIR/pri.txt (when there are enough rows), the HTML
  *    report -> DIR/report.html; the summaries are printed too. */
@@ -233,6 +232,19 @@ static char *pri_text(const drift_table *t, drift_pri_eval **keep) {
     return buf_steal(&b);
 }
 
+/* The stochastic leg's printer: each run as `run` prints it, each score
+ * summary as `score` does. */
+static void stochastic_progress(void *user, const drift_progress *p) {
+    (void)user;
+    if (!strcmp(p->stage, "run")) {
+        cli_run_progress(NULL, p);
+    } else if (p->event == DRIFT_PROGRESS_ITEM) {
+        const drift_lab_stochastic_summary *s = p->summary;
+        cli_progress_done();
+        cli_print_score_summary(&s->score, "not computable");
+    }
+}
+
 /* The stochastic-serving leg (drift_lab_stochastic_*): runs and scores its
  * two labels, compares them, prints and writes DIR/stochastic.txt and
  * appends a sentence to note. */
@@ -242,25 +254,18 @@ static int stochastic_leg(drift_store *st, const drift_lab_study *study, const c
     printf("\n== stochastic serving (temperature %.1f, %d replicates, math, %s: f32 -> int4) ==\n", x.temperature,
            x.replicates, x.model);
     fflush(stdout);
-    cli_run_args a;
-    cli_run_args_default(&a);
-    a.suites[0] = x.suite;
-    a.n_suites = 1;
-    a.replicates = x.replicates;
-    a.params.temperature = x.temperature;
-    a.params.max_tokens = x.max_tokens;
-    a.topts.concurrency = 8;
-    const char *labels[2] = {x.label_f32, x.label_int4}, *specs[2] = {x.target_f32, x.target_int4};
-    drift_score_opts so;
-    drift_score_opts_default(&so);
-    for (int k = 0; k < 2; k++) {
-        a.label = labels[k];
-        a.target = specs[k];
-        int rc = cli_do_run("lab", st, &a);
-        if (rc == CLI_EXIT_PASS) rc = cli_do_score("lab", st, labels[k], &so);
-        if (rc != CLI_EXIT_PASS) return rc;
-    }
+    drift_lab_stochastic_opts so;
+    drift_lab_stochastic_opts_default(&so);
+    so.score.progress = cli_progress;
+    so.cancel = cli_cancel_requested;
+    so.progress = stochastic_progress;
+    drift_lab_stochastic_summary sum;
     drift_error err = {0};
+    if (drift_lab_stochastic_run(st, &x, &so, &sum, &err)) {
+        if (sum.failed_in_run) return cli_run_failed("lab", sum.label, sum.target, &sum.run, &err);
+        cli_progress_done();
+        return cli_error_lib("lab", &err);
+    }
     if (drift_lab_stochastic_compare(st, &x, &err)) return cli_error_lib("lab", &err);
     drift_buf txt = {0};
     buf_printf(&txt, "expected flip rate over replicate pairs: ");

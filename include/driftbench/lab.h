@@ -6,8 +6,8 @@
  *   drift_lab_design          the matrix: models x numeric profiles x suites
  *   drift_lab_plan_size       configurations x prompts, what is stored already
  *   drift_lab_plan_estimate   the cost model measured on this machine -> seconds
- *   (the matrix is run and scored: the matrix runner)
- *   drift_lab_stochastic_design / _compare   the temperature-0.7 leg
+ *   (the matrix is run and scored: drift_matrix_run, pipeline.h)
+ *   drift_lab_stochastic_design / _run / _compare   the temperature-0.7 leg
  *
  * Each step takes its inputs, returns a drift_status and fills a struct that
  * holds what the caller prints or writes; nothing here prints or exits.
@@ -243,6 +243,38 @@ typedef struct drift_lab_stochastic {
 /* The leg's runs for the study's first model (its labels, targets, suite
  * and decoding). */
 DRIFT_API void drift_lab_stochastic_design(const drift_lab_study *s, drift_lab_stochastic *out);
+
+typedef struct drift_lab_stochastic_opts {
+    int concurrency;                  /* in-flight requests per target; default 8 (as the matrix) */
+    drift_score_opts score;           /* how the two runs are scored; default drift_score_opts_default */
+    int (*cancel)(void *cancel_user); /* NULL: never; given to the run stage */
+    void *cancel_user;
+    /* The run stage's events of each run (stage "run") pass through; after
+     * each run is scored, an ITEM of stage "lab" (label = the run, done =
+     * runs scored of total 2, summary = the drift_lab_stochastic_summary). */
+    drift_progress_cb progress;
+    void *progress_user;
+} drift_lab_stochastic_opts;
+
+/* Fills o with the defaults above. */
+DRIFT_API void drift_lab_stochastic_opts_default(drift_lab_stochastic_opts *o);
+
+typedef struct drift_lab_stochastic_summary {
+    size_t done;                      /* runs run and scored (0..2) */
+    const char *label, *target;       /* the run being worked on (point into the design) */
+    int failed_in_run;                /* on failure: 1 the run stage failed (see run), 0 its scoring */
+    drift_run_summary run;            /* the run stage of that run */
+    drift_score_summary score;        /* its scoring */
+} drift_lab_stochastic_summary;
+
+/* Runs (or resumes: drift_run_execute) and scores (drift_score_run) the
+ * leg's two runs of x into st, f32 first, at x's temperature, replicates
+ * and new tokens. Stops at the first failure, returning its error with sum
+ * saying which run and which step (sum required, filled in every case).
+ * Then drift_lab_stochastic_compare gives the figures. */
+DRIFT_API drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochastic *x,
+                                                const drift_lab_stochastic_opts *o,
+                                                drift_lab_stochastic_summary *sum, drift_error *err);
 
 /* Compares the two stochastic runs (their error is returned) and the
  * deterministic pair (a failure is recorded in det_reason) in st. */

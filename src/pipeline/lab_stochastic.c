@@ -9,13 +9,14 @@
  * deterministic flip rate of the same pair comes from the matrix's runs;
  * the ratio is what the paper reports as ~0.23x.
  *
- *   design  -> (the caller runs + scores the two labels) -> compare */
+ *   design -> run (the run stage + scoring, per label) -> compare */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "driftbench/compare.h"
 #include "driftbench/lab.h"
+#include "driftbench/pipeline.h"
 #include "pipeline/lab_internal.h"
 
 void drift_lab_stochastic_design(const drift_lab_study *s, drift_lab_stochastic *x) {
@@ -35,6 +36,53 @@ void drift_lab_stochastic_design(const drift_lab_study *s, drift_lab_stochastic 
     x->temperature = 0.7;
     x->max_tokens = s->spec ? s->spec->max_tokens : s->max_tokens;
     x->expected_flip_rate = x->majority_flip_rate = x->det_flip_rate = x->ratio = NAN;
+}
+
+void drift_lab_stochastic_opts_default(drift_lab_stochastic_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->concurrency = 8;
+    drift_score_opts_default(&o->score);
+}
+
+drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochastic *x, const drift_lab_stochastic_opts *o,
+                                      drift_lab_stochastic_summary *sum, drift_error *err) {
+    memset(sum, 0, sizeof *sum);
+    const char *labels[2] = {x->label_f32, x->label_int4}, *targets[2] = {x->target_f32, x->target_int4};
+    const char *suites[1] = {x->suite};
+    for (int k = 0; k < 2; k++) {
+        sum->label = labels[k];
+        sum->target = targets[k];
+        drift_run_opts r;
+        drift_run_opts_default(&r);
+        r.label = labels[k];
+        r.target = targets[k];
+        r.suites = suites;
+        r.n_suites = 1;
+        r.replicates = x->replicates;
+        r.params.temperature = x->temperature;
+        r.params.max_tokens = x->max_tokens;
+        if (o->concurrency > 0) r.target_opts.concurrency = o->concurrency;
+        r.cancel = o->cancel;
+        r.cancel_user = o->cancel_user;
+        r.progress = o->progress;
+        r.progress_user = o->progress_user;
+        drift_status rc = drift_run_execute(st, &r, &sum->run, err);
+        if (rc) {
+            sum->failed_in_run = 1;
+            return rc;
+        }
+        memset(&sum->score, 0, sizeof sum->score);
+        drift_score_opts so = o->score;
+        rc = drift_score_run(st, labels[k], &so, &sum->score, err);
+        if (rc) return rc;
+        sum->done++;
+        if (o->progress) {
+            drift_progress p = {.stage = "lab", .event = DRIFT_PROGRESS_ITEM, .label = labels[k], .done = sum->done,
+                                .total = 2, .eta_ms = -1.0, .summary = sum};
+            o->progress(o->progress_user, &p);
+        }
+    }
+    return DRIFT_OK;
 }
 
 drift_status drift_lab_stochastic_compare(drift_store *st, drift_lab_stochastic *x, drift_error *err) {

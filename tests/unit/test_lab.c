@@ -3,7 +3,8 @@
  * GPU), finding models in a folder, the cost model's fit and pricing
  * checked against values computed by hand, the plan's size from the
  * built-in suites, and the stochastic leg's design and comparison on a
- * store with known labels. Nothing here loads a model or times a request. */
+ * store with known labels; its runs on the tiny fixture model. Nothing here
+ * times a request. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 
 #include "driftbench/lab.h"
 #include "driftbench/matrix.h"
+#include "driftbench/pipeline.h"
 #include "driftbench/suite.h"
 
 #include "labelled_runs.h"
@@ -383,12 +385,94 @@ static void test_stochastic(void **state) {
     rmdir(tmpdir);
 }
 
+typedef struct events {
+    int run_begin, run_end, items;
+    size_t last_done;
+} events;
+
+static void count_events(void *user, const drift_progress *p) {
+    events *e = user;
+    if (!strcmp(p->stage, "run")) {
+        e->run_begin += p->event == DRIFT_PROGRESS_BEGIN;
+        e->run_end += p->event == DRIFT_PROGRESS_END;
+    } else if (!strcmp(p->stage, "lab") && p->event == DRIFT_PROGRESS_ITEM) {
+        const drift_lab_stochastic_summary *s = p->summary;
+        e->items++;
+        e->last_done = s->done;
+        assert_int_equal(p->total, 2);
+        assert_string_equal(p->label, s->label);
+    }
+}
+
+/* The leg's two runs on the tiny fixture (2 math prompts x 5 replicates, 4
+ * new tokens): stored, scored, compared without a deterministic pair; run
+ * again, nothing is asked. */
+static void test_stochastic_run(void **state) {
+    (void)state;
+    const char *src = getenv("DRIFT_SOURCE");
+    if (!src) src = ".";
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tests/data/models", src);
+    drift_lab_opts o;
+    drift_lab_opts_default(&o);
+    o.models_dir = dir;
+    o.limit = 2;
+    o.max_tokens = 4;
+    drift_lab_study s;
+    memset(&s, 0, sizeof s);
+    drift_error err = {0};
+    assert_int_equal(drift_lab_models_find(&s, &o, &err), DRIFT_OK);
+    drift_lab_stochastic x;
+    drift_lab_stochastic_design(&s, &x);
+    assert_string_equal(x.suite, "builtin:math?n=2");
+    assert_int_equal(x.max_tokens, 4);
+
+    make_tmpdir();
+    drift_store *st = open_store("stoch.db");
+    drift_lab_stochastic_opts so;
+    drift_lab_stochastic_opts_default(&so);
+    assert_int_equal(so.concurrency, 8);
+    events ev = {0};
+    so.progress = count_events;
+    so.progress_user = &ev;
+    drift_lab_stochastic_summary sum;
+    assert_int_equal(drift_lab_stochastic_run(st, &x, &so, &sum, &err), DRIFT_OK);
+    assert_int_equal(sum.done, 2);
+    assert_string_equal(sum.label, x.label_int4);
+    assert_int_equal(sum.run.requested, 2 * 5);
+    assert_int_equal(sum.run.answers + sum.run.errors, 2 * 5);
+    assert_int_equal(sum.score.scored[DRIFT_WL_MATH] + sum.score.eval_errors[DRIFT_WL_MATH], sum.run.answers);
+    assert_int_equal(ev.run_begin, 2);
+    assert_int_equal(ev.run_end, 2);
+    assert_int_equal(ev.items, 2);
+    assert_int_equal(ev.last_done, 2);
+    assert_int_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
+    assert_int_equal(x.det_ok, 0);
+    assert_true(isnan(x.ratio));
+    if (sum.run.answers == 10) assert_false(isnan(x.expected_flip_rate));
+    /* resumed: nothing left to ask or score */
+    assert_int_equal(drift_lab_stochastic_run(st, &x, &so, &sum, &err), DRIFT_OK);
+    assert_int_equal(sum.run.requested, 0);
+    assert_int_equal(sum.score.scored[DRIFT_WL_MATH], 0);
+    drift_store_close(st);
+    drift_lab_study_clear(&s);
+    char p[512], side[600];
+    db_path(p, sizeof p, "stoch.db");
+    unlink(p);
+    snprintf(side, sizeof side, "%s-wal", p);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", p);
+    unlink(side);
+    rmdir(tmpdir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_design_quick), cmocka_unit_test(test_design_full_gpu),
         cmocka_unit_test(test_models_find),  cmocka_unit_test(test_fit_solve),
         cmocka_unit_test(test_suite_seconds), cmocka_unit_test(test_plan_apply),
         cmocka_unit_test(test_plan_size),    cmocka_unit_test(test_stochastic),
+        cmocka_unit_test(test_stochastic_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
