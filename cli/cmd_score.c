@@ -1,64 +1,14 @@
 /* cmd_score.c - `driftbench score`: judge stored answers with each
- * workload's evaluator. When code answers are to be run, the isolation
- * that will run them is said once on stderr ("score: code sandbox: ...");
- * one weaker than bubblewrap is a warning (even with --quiet). */
+ * workload's evaluator. The summary (cli_print_score_summary) names the
+ * isolation that ran code answers ("score: code sandbox: ..."); one weaker
+ * than bubblewrap is a warning (even with --quiet). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "driftbench/compare.h"
 #include "pipeline.h"
-
-/* Code answers that scoring will run now: answered, of the code workload,
- * with no score yet or an evaluator error (retried), or any with rescore -
- * drift_score_run's plan. 0 on any store error (the score itself reports it). */
-static size_t code_pending(drift_store *st, const char *label, int rescore) {
-    drift_run_info *runs = NULL;
-    size_t nruns = 0, n = 0;
-    drift_error err = {0};
-    if (label) {
-        runs = calloc(1, sizeof *runs);
-        if (!runs) return 0;
-        if (drift_store_run_get(st, label, runs, &err) != DRIFT_OK) {
-            free(runs);
-            return 0;
-        }
-        nruns = 1;
-    } else if (drift_store_run_list(st, &runs, &nruns, &err) != DRIFT_OK) {
-        return 0;
-    }
-    for (size_t i = 0; i < nruns; i++) {
-        drift_scored_set set;
-        if (drift_store_load_scored(st, runs[i].id, &set, &err) != DRIFT_OK) continue;
-        for (size_t k = 0; k < set.n; k++) {
-            const drift_scored *r = &set.rows[k];
-            if (r->workload == DRIFT_WL_CODE && !r->is_error &&
-                (rescore || !r->evaluator || r->label == DRIFT_LABEL_ERROR))
-                n++;
-        }
-        drift_scored_set_clear(&set);
-    }
-    drift_run_info_array_free(runs, nruns);
-    return n;
-}
-
-/* Says which isolation will run the code answers (the same check the
- * scorer makes); when none works, the score summary says why. */
-static void say_sandbox(const drift_score_opts *o) {
-    drift_code_opts co;
-    drift_code_opts_default(&co);
-    if (o->python) co.python = o->python;
-    co.unsafe_exec = o->unsafe_code_exec;
-    char mech[128];
-    drift_error err = {0};
-    if (drift_sandbox_check(&co, mech, sizeof mech, &err) != DRIFT_OK) return;
-    if (!cli_quiet) fprintf(stderr, "score: code sandbox: %s\n", mech);
-    if (drift_sandbox_weak(mech))
-        fprintf(stderr, "score: warning: code sandbox '%s' is weaker than bubblewrap: generated code runs with "
-                        "less isolation than it should\n", mech);
-}
 
 static const char score_usage[] =
     "usage: driftbench score --db FILE [--label L] [options]\n"
@@ -119,7 +69,6 @@ static int cmd_score(int argc, char **argv) {
     drift_error err = {0};
     drift_store *st = NULL;
     if (drift_store_open(db, &st, &err)) return cli_error_lib("score", &err);
-    if (code_pending(st, label, o.rescore)) say_sandbox(&o);
     int rc = cli_do_score("score", st, label, &o);
     drift_store_close(st);
     return rc;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "driftbench/compare.h"
 
 volatile sig_atomic_t cli_interrupted;
 
@@ -117,6 +118,12 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
 /* ---- score ---- */
 
 void cli_print_score_summary(const drift_score_summary *s, const char *not_computable) {
+    /* the isolation that ran code answers; weaker than bubblewrap is a
+     * warning even when quiet */
+    if (s->code_sandbox[0] && !cli_quiet) fprintf(stderr, "score: code sandbox: %s\n", s->code_sandbox);
+    if (s->code_sandbox[0] && drift_sandbox_weak(s->code_sandbox))
+        fprintf(stderr, "score: warning: code sandbox '%s' is weaker than bubblewrap: generated code runs with "
+                        "less isolation than it should\n", s->code_sandbox);
     if (cli_quiet) return;
     for (int w = 0; w < DRIFT_WL_COUNT; w++) {
         size_t any = s->scored[w] + s->already[w] + s->eval_errors[w] + s->not_computable[w];

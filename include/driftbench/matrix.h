@@ -2,7 +2,7 @@
  * targets (src/matrix/spec.c documents the format), deterministic shards of
  * it, merging shard stores into one, and the configuration x workload flip
  * table of a store (the paper's flip_rates.csv). Running the configurations
- * is the CLI's job (it owns the run loop); the library says what to run. */
+ * is the matrix stage's job (drift_matrix_run in pipeline.h). */
 #ifndef DRIFTBENCH_MATRIX_H
 #define DRIFTBENCH_MATRIX_H
 
