@@ -304,6 +304,7 @@ typedef struct drift_table_analyses {
 DRIFT_API drift_status drift_table_analyze(const drift_table *t, unsigned anova_types, const drift_pri_options *pri_o,
                                            const drift_pri_eval *pri_given, drift_table_analyses *out,
                                            drift_error *err);
+/* Frees what a holds (not a given PRI evaluation) and leaves it empty. */
 DRIFT_API void drift_table_analyses_clear(drift_table_analyses *a);
 
 /* R^2 = 1 - SS_res / SS_tot (around the mean of y); NAN when n < 2 or y constant. */

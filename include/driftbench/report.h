@@ -66,6 +66,7 @@ typedef struct drift_comparison_details {
  * fails as a whole or memory runs out. */
 DRIFT_API drift_status drift_comparison_details_load(drift_store *st, const drift_comparison *c, drift_format fmt,
                                                      drift_comparison_details *out, drift_error *err);
+/* Frees what d holds and leaves it empty (d itself is the caller's). */
 DRIFT_API void drift_comparison_details_clear(drift_comparison_details *d);
 
 /* Renders c in fmt (see compare_render.c for each format's layout). d may

@@ -71,6 +71,7 @@ typedef struct drift_matrix_report {
  * page to say. Free with drift_matrix_report_free. */
 DRIFT_API drift_status drift_matrix_report_load(drift_store *st, const drift_html_opts *o, drift_matrix_report **out,
                                                 drift_error *err);
+/* Frees r and all it holds (not o->pri); NULL is fine. */
 DRIFT_API void drift_matrix_report_free(drift_matrix_report *r);
 
 /* Renders r as the HTML page (o->title and o->note; NULL o = defaults).
