@@ -39,19 +39,6 @@ typedef struct drift_target_opts {
 /* Fills opts with the defaults above. */
 DRIFT_API void drift_target_opts_default(drift_target_opts *opts);
 
-typedef struct drift_gen_params {
-    double temperature;       /* default 0 */
-    double top_p;             /* default 1 */
-    int top_k;                /* 0 = off (not sent over http unless > 0) */
-    int64_t seed;             /* default 42 */
-    int max_tokens;           /* default 512 */
-    int logprobs;             /* 0 = off; else number of top alternatives per token */
-    const char *const *stop;  /* stop strings, n_stop of them */
-    int n_stop;
-} drift_gen_params;
-
-DRIFT_API void drift_gen_params_default(drift_gen_params *p);
-
 typedef struct drift_gen_request {
     size_t index;             /* caller's index, passed back */
     const char *prompt;       /* completions: full text; chat: the user message */

@@ -1,5 +1,5 @@
 /* types.h - vocabulary shared by every module: workloads, labels, APIs,
- * progress callbacks, the answer record. */
+ * decoding parameters, progress callbacks, the answer record. */
 #ifndef DRIFTBENCH_TYPES_H
 #define DRIFTBENCH_TYPES_H
 
@@ -43,6 +43,23 @@ typedef enum drift_api {
     DRIFT_API_COMPLETIONS = 0,
     DRIFT_API_CHAT = 1
 } drift_api;
+
+/* Decoding parameters of one generation request, the same for every
+ * target (an http endpoint gets them in its request; the embedded engine,
+ * model.h, decodes with them). */
+typedef struct drift_gen_params {
+    double temperature;       /* default 0 */
+    double top_p;             /* default 1 */
+    int top_k;                /* 0 = off (not sent over http unless > 0) */
+    int64_t seed;             /* default 42 */
+    int max_tokens;           /* default 512 */
+    int logprobs;             /* 0 = off; else number of top alternatives per token */
+    const char *const *stop;  /* stop strings, n_stop of them */
+    int n_stop;
+} drift_gen_params;
+
+/* Fills *p with the defaults above (no stop strings). */
+DRIFT_API void drift_gen_params_default(drift_gen_params *p);
 
 /* Progress: stage name, units done, units total (0 if unknown). Called from
  * the thread that called the library function. */

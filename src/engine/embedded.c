@@ -31,7 +31,7 @@
 
 #include "driftbench/model.h"
 #include "engine/target_impl.h"
-#include "model/numerics.h"
+#include "model/cpu_features.h"
 #include "util/util.h"
 #ifdef DRIFT_HAVE_CUDA
 #include "model/cuda/cuda_backend.h"

@@ -99,31 +99,8 @@ static float *scratch_get(int slot, size_t bytes) {
 }
 
 /* ---------------------------------------------------------------------------
- * ISA selection
+ * ISA (chosen by cpu_features.c)
  * ------------------------------------------------------------------------- */
-drift_isa num_isa_resolve(drift_isa want) {
-    if (want == DRIFT_ISA_REF || want == DRIFT_ISA_SCALAR) return want;
-    __builtin_cpu_init();
-    int has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl");
-    int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
-    if ((want == DRIFT_ISA_AUTO || want == DRIFT_ISA_AVX512) && has512) return DRIFT_ISA_AVX512;
-    if (has2) return DRIFT_ISA_AVX2;
-    return DRIFT_ISA_SCALAR;
-}
-
-const char *num_isa_name(drift_isa isa) {
-    switch (isa) {
-    case DRIFT_ISA_AUTO: return "auto";
-    case DRIFT_ISA_REF: return "ref";
-    case DRIFT_ISA_SCALAR: return "scalar";
-    case DRIFT_ISA_AVX2: return "avx2";
-    case DRIFT_ISA_AVX512: return "avx512";
-    }
-    return "?";
-}
-
 static int isa_lanes(drift_isa isa) {
     return isa == DRIFT_ISA_AVX512 ? 16 : isa == DRIFT_ISA_AVX2 ? 8 : 1;
 }
@@ -267,8 +244,7 @@ static void deq_row(const drift_qmat *W, int64_t r, float *dst, drift_isa isa) {
     }
     if (W->dtype == DRIFT_DTYPE_BF16 && isa == DRIFT_ISA_AVX2)
         deq_bf16_avx2(dst, src, W->cols);
-    else if (W->dtype == DRIFT_DTYPE_F16 && isa != DRIFT_ISA_SCALAR &&
-             __builtin_cpu_supports("f16c"))
+    else if (W->dtype == DRIFT_DTYPE_F16 && isa != DRIFT_ISA_SCALAR && num_cpu_has_f16c())
         deq_f16_f16c(dst, src, W->cols); /* F16C conversion is exact, as the scalar one */
     else
         drift_qmat_dequantize_row(W, r, dst);

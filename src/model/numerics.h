@@ -43,6 +43,7 @@
 #include <stdint.h>
 #include "driftbench/profile.h"
 #include "driftbench/status.h"
+#include "model/cpu_features.h" /* the fast kernels' ISA: num_isa_resolve, num_isa_name */
 
 /* ---------------------------------------------------------------------------
  * 1. Scalar conversions
@@ -251,11 +252,6 @@ float num_exp(const drift_numeric_profile *p, float x);
 /* Fast exp: 2^n * P(r), degree-6 polynomial on |r| <= ln2/2; relative error
  * < 4e-7 for x in [-87, 88]; under -87.3 -> 0, over 88.7 -> inf, NaN -> NaN. */
 float num_exp_fast(float x);
-
-/* ISA the fast kernels will use for a profile (auto -> best supported;
- * a requested ISA the CPU lacks -> the best it has below that). */
-drift_isa num_isa_resolve(drift_isa want);
-const char *num_isa_name(drift_isa isa);
 
 /* Test hook: 1 makes num_fast_matmul use its generic (lane-emulating C)
  * path even where the SIMD path applies; the two must agree bit for bit. */

@@ -4,7 +4,9 @@
  * static table; a spec starts from one of them (profile=NAME, default
  * cpu-f32) and applies key=value overrides in order through one setter, so
  * the CLI, target specs and tests all share the same vocabulary. to_spec is
- * the inverse of parse (round-trip tested).
+ * the inverse of parse (round-trip tested). Format names are read from the
+ * traits table (numerics.c) and ISA names from cpu_features.c; no second
+ * list of either lives here.
  *
  * backend=cuda: the GPU ignores isa, threads and reduce; its matmuls follow gemm
  * (kernel | vendor) and its attention is split-KV with attn_block positions
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/cpu_features.h"
 #include "model/numerics.h"
 #include "util/util.h"
 #ifdef DRIFT_HAVE_CUDA
@@ -74,17 +77,12 @@ static const named_profile PROFILES[] = {
 };
 #define N_PROFILES (sizeof PROFILES / sizeof PROFILES[0])
 
-static const char *const DTYPE_NAMES[DRIFT_DTYPE_COUNT] = {
-    [DRIFT_DTYPE_F32] = "f32", [DRIFT_DTYPE_F16] = "f16", [DRIFT_DTYPE_BF16] = "bf16",
-    [DRIFT_DTYPE_FP8_E4M3] = "fp8-e4m3", [DRIFT_DTYPE_FP8_E5M2] = "fp8-e5m2",
-    [DRIFT_DTYPE_INT8] = "int8", [DRIFT_DTYPE_INT4] = "int4", [DRIFT_DTYPE_MXFP4] = "mxfp4",
-    [DRIFT_DTYPE_NVFP4] = "nvfp4", [DRIFT_DTYPE_Q8_0] = "q8_0", [DRIFT_DTYPE_Q4_0] = "q4_0",
-};
-
+/* Format names are the traits table's (numerics.c); "native" is not a format
+ * but a choice (keep the file's). */
 const char *drift_dtype_name(drift_dtype t) {
     if (t == DRIFT_DTYPE_NATIVE) return "native";
-    if ((int)t < 0 || t >= DRIFT_DTYPE_COUNT) return "?";
-    return DTYPE_NAMES[t];
+    const num_traits *tr = num_traits_of(t);
+    return tr ? tr->name : "?";
 }
 
 int drift_dtype_parse(const char *name, drift_dtype *out) {
@@ -95,7 +93,7 @@ int drift_dtype_parse(const char *name, drift_dtype *out) {
     if (!strcmp(name, "fp32") || !strcmp(name, "float32")) { *out = DRIFT_DTYPE_F32; return 0; }
     if (!strcmp(name, "fp16") || !strcmp(name, "float16")) { *out = DRIFT_DTYPE_F16; return 0; }
     for (int i = 0; i < DRIFT_DTYPE_COUNT; i++)
-        if (!strcmp(name, DTYPE_NAMES[i])) { *out = (drift_dtype)i; return 0; }
+        if (!strcmp(name, num_traits_of((drift_dtype)i)->name)) { *out = (drift_dtype)i; return 0; }
     return -1;
 }
 
@@ -119,9 +117,29 @@ drift_status drift_profile_get(const char *name, drift_numeric_profile *p, drift
 }
 
 static const char *ACCUM_NAMES[] = {"f32", "f64", "bf16"};
-static const char *ISA_NAMES[] = {"auto", "ref", "scalar", "avx2", "avx512"};
 static const char *SCALE_NAMES[] = {"per-channel", "per-tensor"};
 static const char *GEMM_NAMES[] = {"kernel", "vendor"};
+
+/* Formats activations and the KV cache may take (the others need side
+ * scales or blocks that a vector rounded between ops does not have). */
+static const drift_dtype ACT_FORMATS[] = {DRIFT_DTYPE_F32, DRIFT_DTYPE_BF16, DRIFT_DTYPE_F16,
+                                          DRIFT_DTYPE_FP8_E4M3, DRIFT_DTYPE_FP8_E5M2};
+#define N_ACT_FORMATS (sizeof ACT_FORMATS / sizeof ACT_FORMATS[0])
+
+static int is_act_format(drift_dtype t) {
+    for (size_t i = 0; i < N_ACT_FORMATS; i++)
+        if (ACT_FORMATS[i] == t) return 1;
+    return 0;
+}
+
+/* "f32, bf16, f16, fp8-e4m3 or fp8-e5m2" */
+static void act_formats_text(char *out, size_t n) {
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < N_ACT_FORMATS && len < n; i++)
+        len += (size_t)snprintf(out + len, n - len, "%s%s", i == 0 ? "" : i + 1 < N_ACT_FORMATS ? ", " : " or ",
+                                drift_dtype_name(ACT_FORMATS[i]));
+}
 
 static int parse_int(const char *s, long lo, long hi, int *out) {
     char *end;
@@ -152,10 +170,11 @@ drift_status drift_profile_set(drift_numeric_profile *p, const char *key, const 
         p->weights = t;
     } else if (!strcmp(key, "acts") || !strcmp(key, "kv")) {
         drift_dtype t;
-        if (drift_dtype_parse(v, &t) || (t != DRIFT_DTYPE_F32 && t != DRIFT_DTYPE_BF16 &&
-                                         t != DRIFT_DTYPE_F16 && t != DRIFT_DTYPE_FP8_E4M3 &&
-                                         t != DRIFT_DTYPE_FP8_E5M2))
-            return BAD("f32, bf16, f16, fp8-e4m3 or fp8-e5m2");
+        if (drift_dtype_parse(v, &t) || !is_act_format(t)) {
+            char what[96];
+            act_formats_text(what, sizeof what);
+            return BAD(what);
+        }
         if (!strcmp(key, "acts")) p->acts = t;
         else p->kv = t;
     } else if (!strcmp(key, "accum")) {
@@ -207,8 +226,7 @@ drift_status drift_profile_set(drift_numeric_profile *p, const char *key, const 
         else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "off")) p->batch_invariant = 0;
         else return BAD("0 or 1");
     } else if (!strcmp(key, "isa")) {
-        if ((i = index_of(v, ISA_NAMES, 5)) < 0) return BAD("auto, ref, scalar, avx2 or avx512");
-        p->isa = (drift_isa)i;
+        if (num_isa_parse(v, &p->isa)) return BAD("auto, ref, scalar, avx2 or avx512");
     } else if (!strcmp(key, "group")) {
         if (parse_int(v, 2, 4096, &p->group_size) || p->group_size % 2) return BAD("32 or 128");
     } else if (!strcmp(key, "wscale")) {
@@ -347,7 +365,7 @@ char *drift_profile_to_spec(const drift_numeric_profile *p) {
                           p->group_size, drift_dtype_name(p->acts), drift_dtype_name(p->kv),
                           ACCUM_NAMES[p->accum], red, att,
                           p->exp == DRIFT_EXP_FAST ? "fast" : "libm", p->threads,
-                          cuda ? "cuda" : "cpu", p->batch_invariant, ISA_NAMES[p->isa],
+                          cuda ? "cuda" : "cpu", p->batch_invariant, num_isa_name(p->isa),
                           cuda ? "&gemm=" : "", cuda ? GEMM_NAMES[p->gemm] : "");
 }
 
@@ -438,7 +456,7 @@ char *drift_profile_describe(const drift_numeric_profile *p) {
     buf_printf(&b, "  batch_invariant=%-4d %s\n", p->batch_invariant,
                p->batch_invariant ? "a row's result never depends on the batch it is in"
                                   : "reduction split depends on the batch size (study mode)");
-    buf_printf(&b, "  isa=%-16s kernel set (auto -> %s on this CPU)%s\n", ISA_NAMES[p->isa],
+    buf_printf(&b, "  isa=%-16s kernel set (auto -> %s on this CPU)%s\n", num_isa_name(p->isa),
                num_isa_name(p->isa == DRIFT_ISA_REF ? DRIFT_ISA_REF : num_isa_resolve(p->isa)),
                p->backend == DRIFT_BACKEND_CUDA ? "; CPU only" : "");
     return buf_steal(&b);
@@ -458,7 +476,7 @@ char *drift_profile_to_json(const drift_numeric_profile *p) {
                           ACCUM_NAMES[p->accum], "reduce", red, "attn", att, "exp",
                           p->exp == DRIFT_EXP_FAST ? "fast" : "libm", "threads", p->threads,
                           "backend", p->backend == DRIFT_BACKEND_CUDA ? "cuda" : "cpu",
-                          "batch_invariant", p->batch_invariant, "isa", ISA_NAMES[p->isa],
+                          "batch_invariant", p->batch_invariant, "isa", num_isa_name(p->isa),
                           "precision", prec, "framework", fw);
     if (!o) return NULL;
     if (p->backend == DRIFT_BACKEND_CUDA) json_object_set_new(o, "gemm", json_string(GEMM_NAMES[p->gemm]));
