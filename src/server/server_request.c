@@ -29,19 +29,6 @@ int srv_error_set(srv_error *e, int status, const char *param, const char *code,
     return -1;
 }
 
-char *srv_error_json(const srv_error *e) {
-    const char *type = e->http_status >= 500 ? "server_error" : "invalid_request_error";
-    if (e->http_status == 404 && !strcmp(e->code, "model_not_found")) type = "invalid_request_error";
-    char *msg = drift_utf8_clean(e->message, strlen(e->message));
-    json_t *o = json_pack("{s:{s:s, s:s, s:o, s:o}}", "error", "message", msg ? msg : "error", "type", type, "param",
-                          e->param[0] ? json_string(e->param) : json_null(), "code",
-                          e->code[0] ? json_string(e->code) : json_null());
-    free(msg);
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return s;
-}
-
 void srv_request_free(srv_request *r) {
     if (!r) return;
     free(r->model);

@@ -1,0 +1,274 @@
+/* server_endpoints.c - the routes and their handlers: a request's method,
+ * path and body in, an srv_reply (status, body, headers) out. No HTTP
+ * library here (server_httpd.c sends the reply).
+ *
+ *   POST /v1/completions, /v1/chat/completions:
+ *        parse + validate (server_request.c) -> check the model name ->
+ *        tokenize each prompt (chat: the built-in template), check the
+ *        context -> one job of prompts x n sequences (server_scheduler.c),
+ *        wait -> render (server_reply.c), whole or streamed
+ *   POST /v1/embeddings: parse -> check -> one embedding job -> render
+ *   GET  /v1/models, /health (HEAD too); any other method on these: 405
+ *
+ * A request whose work was cancelled gets 503, or, when its client has
+ * gone, no reply at all (srv_reply.drop). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server_internal.h"
+#include "util/util.h"
+
+void srv_reply_error(srv_reply *r, const srv_error *e) {
+    r->status = e->http_status;
+    r->body = srv_error_json(e);
+    r->ctype = "application/json";
+    if (e->http_status == 503) r->retry_after = 1;
+}
+
+/* r = status with body (rendered text, malloc'd; NULL: 500). */
+static void reply_body(srv_reply *r, int status, char *body, const char *ctype) {
+    r->status = status;
+    r->body = body;
+    r->ctype = ctype;
+    if (!r->body) {
+        srv_error e;
+        srv_error_set(&e, 500, NULL, NULL, "out of memory rendering the reply");
+        srv_reply_error(r, &e);
+    }
+}
+
+/* A cancelled job's reply: none when the client left, else 503. */
+static void reply_cancelled(srv_reply *r, const srv_job *j) {
+    srv_error e;
+    srv_error_set(&e, 503, NULL, "shutting_down", "%s", j->errmsg);
+    srv_reply_error(r, &e);
+    r->cancelled = 1;
+    r->drop = j->departed;
+}
+
+static int model_ok(const drift_server *s, const srv_request *rq, srv_error *e) {
+    if (!rq->model || !strcmp(rq->model, s->name) || (s->alias && !strcmp(rq->model, s->alias))) return 0;
+    return srv_error_set(e, 404, "model", "model_not_found", "the model '%.200s' does not exist (this server serves '%s')",
+                         rq->model, s->name);
+}
+
+/* Prompt tokens of a chat request: the model's built-in template with one
+ * user message (what the embedded target's chat api sends). */
+static int chat_prompt(const drift_server *s, const srv_request *rq, int32_t **ids, size_t *n, srv_error *e) {
+    const char *user = NULL;
+    for (size_t i = 0; i < rq->n_messages; i++) {
+        const srv_message *m = &rq->messages[i];
+        if (!strcmp(m->role, "user") && !user) {
+            user = m->content;
+        } else {
+            return srv_error_set(e, 400, "messages", "unsupported_value",
+                                 "the embedded chat template takes one user message; messages[%zu] (%s) is not supported",
+                                 i, m->role);
+        }
+    }
+    drift_error err;
+    if (drift_model_chat_tokens(s->m, user, ids, n, &err))
+        return srv_error_set(e, 400, "messages", "invalid_value", "cannot tokenize the message: %s", err.msg);
+    return 0;
+}
+
+/* The renderer's view of the served model's tokenizer. */
+static char *vocab_token_text(const void *user, int32_t id) { return drift_model_token_text(user, id); }
+
+static size_t vocab_prefix_bytes(const void *user, const int32_t *ids, size_t n) {
+    size_t len = 0;
+    free(drift_model_detokenize(user, ids, n, &len));
+    return len;
+}
+
+/* Renders the decoded job j of request rq (np prompts of plens tokens) into r. */
+static void reply_completion(drift_server *s, const srv_request *rq, const srv_job *j, size_t np, const size_t *plens,
+                             srv_reply *r) {
+    long long created = (long long)time(NULL);
+    pthread_mutex_lock(&s->mu);
+    uint64_t seq = ++s->next_id;
+    pthread_mutex_unlock(&s->mu);
+    char id[48];
+    snprintf(id, sizeof id, "%s-%llx%06llx", rq->ep == SRV_EP_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)created,
+             (unsigned long long)seq);
+    srv_completion c = {.ep = rq->ep,
+                        .id = id,
+                        .created = created,
+                        .model = s->name,
+                        .gens = j->gens,
+                        .n_choices = j->nseq,
+                        .want_logprobs = rq->want_logprobs,
+                        .top_logprobs = rq->top_logprobs,
+                        .include_usage = rq->include_usage,
+                        .vocab = {vocab_token_text, vocab_prefix_bytes, s->m}};
+    for (size_t p = 0; p < np; p++) c.prompt_tokens += (long long)plens[p];
+    if (rq->stream) reply_body(r, 200, srv_render_stream(&c), "text/event-stream");
+    else reply_body(r, 200, srv_render_completion(&c), "application/json");
+}
+
+/* Tokenizes prompt p of rq into ptok/plen and checks it against the context. */
+static int prompt_tokens(const drift_server *s, const srv_request *rq, size_t p, int32_t **ptok, size_t *plen,
+                         srv_error *e) {
+    int chat = rq->ep == SRV_EP_CHAT;
+    if (chat) {
+        if (chat_prompt(s, rq, ptok, plen, e)) return -1;
+    } else {
+        drift_error err;
+        if (drift_model_tokenize(s->m, rq->prompts[p], strlen(rq->prompts[p]), -1, 0, ptok, plen, &err))
+            return srv_error_set(e, 400, "prompt", "invalid_value", "cannot tokenize prompt %zu: %s", p, err.msg);
+    }
+    if (*plen == 0)
+        return srv_error_set(e, 400, chat ? "messages" : "prompt", "invalid_value", "prompt %zu has no tokens", p);
+    if (*plen >= (size_t)s->info->n_ctx_train)
+        return srv_error_set(e, 400, chat ? "messages" : "prompt", "context_length_exceeded",
+                             "prompt %zu has %zu tokens; this model's context is %d tokens", p, *plen,
+                             s->info->n_ctx_train);
+    return 0;
+}
+
+static void do_generate(drift_server *s, srv_job **waiting, srv_endpoint ep, const char *body, size_t len,
+                        srv_reply *r) {
+    srv_request rq;
+    srv_error e;
+    srv_job j;
+    memset(&j, 0, sizeof j);
+    if (srv_request_parse(ep, body, len, &s->lim, &rq, &e)) {
+        srv_reply_error(r, &e);
+        return;
+    }
+    int fail = model_ok(s, &rq, &e);
+    size_t np = ep == SRV_EP_CHAT ? 1 : rq.n_prompts;
+    size_t nseq = np * (size_t)rq.n;
+    if (!fail && nseq > (size_t)s->o.max_queue)
+        fail = srv_error_set(&e, 400, "n", "invalid_value",
+                             "%zu prompts x n=%d = %zu sequences is more than the server takes (%d)", np, rq.n, nseq,
+                             s->o.max_queue);
+    int32_t **ptok = fail ? NULL : calloc(np, sizeof *ptok);
+    size_t *plen = fail ? NULL : calloc(np, sizeof *plen);
+    j.toks = fail ? NULL : calloc(nseq, sizeof *j.toks);
+    j.lens = fail ? NULL : calloc(nseq, sizeof *j.lens);
+    j.offs = fail ? NULL : calloc(nseq, sizeof *j.offs);
+    j.gens = fail ? NULL : calloc(nseq, sizeof *j.gens);
+    if (!fail && (!ptok || !plen || !j.toks || !j.lens || !j.offs || !j.gens))
+        fail = srv_error_set(&e, 500, NULL, NULL, "out of memory");
+    for (size_t p = 0; p < np && !fail; p++) fail = prompt_tokens(s, &rq, p, &ptok[p], &plen[p], &e);
+    if (!fail) {
+        j.kind = SRV_JOB_GEN;
+        j.params = rq.params;
+        j.nseq = nseq;
+        for (size_t p = 0; p < np; p++)
+            for (int q = 0; q < rq.n; q++) {
+                size_t k = p * (size_t)rq.n + (size_t)q;
+                j.toks[k] = ptok[p];
+                j.lens[k] = plen[p];
+                j.offs[k] = (int64_t)((uint64_t)rq.params.seed + (uint64_t)q);
+            }
+        fail = srv_sched_submit_wait(s, &j, waiting, &e);
+        if (!fail && j.st == DRIFT_ERR_CANCELLED) {
+            reply_cancelled(r, &j);
+            fail = 1;
+        } else if (!fail && j.st) {
+            fail = srv_error_set(&e, 500, NULL, NULL, "generation failed: %s", j.errmsg);
+        }
+        for (size_t k = 0; k < nseq && !fail; k++)
+            if (j.gens[k].error) fail = srv_error_set(&e, 400, NULL, "invalid_value", "%s", j.gens[k].error);
+    }
+    if (fail) {
+        if (!r->cancelled) srv_reply_error(r, &e);
+    } else {
+        reply_completion(s, &rq, &j, np, plen, r);
+    }
+    for (size_t k = 0; j.gens && k < nseq; k++) drift_generation_clear(&j.gens[k]);
+    for (size_t p = 0; ptok && p < np; p++) free(ptok[p]);
+    free(ptok);
+    free(plen);
+    free(j.toks);
+    free(j.lens);
+    free(j.offs);
+    free(j.gens);
+    srv_request_free(&rq);
+}
+
+static void do_embed(drift_server *s, srv_job **waiting, const char *body, size_t len, srv_reply *r) {
+    srv_request rq;
+    srv_error e;
+    if (srv_request_parse(SRV_EP_EMBEDDINGS, body, len, &s->lim, &rq, &e)) {
+        srv_reply_error(r, &e);
+        return;
+    }
+    srv_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = SRV_JOB_EMBED;
+    j.texts = rq.prompts;
+    j.ntexts = rq.n_prompts;
+    j.nseq = rq.n_prompts;
+    int fail = model_ok(s, &rq, &e);
+    long long ptok = 0;
+    for (size_t i = 0; i < rq.n_prompts && !fail; i++) {
+        int32_t *ids;
+        size_t n;
+        drift_error err;
+        if (drift_model_tokenize(s->m, rq.prompts[i], strlen(rq.prompts[i]), -1, 0, &ids, &n, &err)) {
+            fail = srv_error_set(&e, 400, "input", "invalid_value", "cannot tokenize input %zu: %s", i, err.msg);
+            break;
+        }
+        free(ids);
+        if (n > (size_t)s->info->n_ctx_train)
+            fail = srv_error_set(&e, 400, "input", "context_length_exceeded",
+                                 "input %zu has %zu tokens; this model's context is %d tokens", i, n, s->info->n_ctx_train);
+        ptok += (long long)n;
+    }
+    if (!fail) fail = srv_sched_submit_wait(s, &j, waiting, &e);
+    if (!fail && j.st == DRIFT_ERR_CANCELLED) {
+        reply_cancelled(r, &j);
+        fail = 1;
+    } else if (!fail && j.st) {
+        fail = srv_error_set(&e, 500, NULL, NULL, "embedding failed: %s", j.errmsg);
+    }
+    if (fail) {
+        if (!r->cancelled) srv_reply_error(r, &e);
+    } else {
+        reply_body(r, 200, srv_render_embeddings(s->name, j.vecs, rq.n_prompts, s->info->dim, rq.emb_base64, ptok),
+                   "application/json");
+    }
+    free(j.vecs);
+    srv_request_free(&rq);
+}
+
+void srv_route(drift_server *s, const char *url, const char *method, const char *body, size_t len,
+               srv_job **waiting, srv_reply *r) {
+    static const struct {
+        const char *path;
+        const char *method;
+    } routes[] = {{"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/embeddings", "POST"},
+                  {"/v1/models", "GET"},       {"/health", "GET"}};
+    srv_error e;
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        if (strcmp(url, routes[i].path)) continue;
+        int head = !strcmp(method, "HEAD") && !strcmp(routes[i].method, "GET");
+        if (strcmp(method, routes[i].method) && !head) {
+            srv_error_set(&e, 405, NULL, "method_not_allowed", "%s is not allowed on %s (use %s)", method, url,
+                          routes[i].method);
+            srv_reply_error(r, &e);
+            r->allow = routes[i].method;
+            return;
+        }
+        switch (i) {
+        case 0: do_generate(s, waiting, SRV_EP_COMPLETIONS, body, len, r); return;
+        case 1: do_generate(s, waiting, SRV_EP_CHAT, body, len, r); return;
+        case 2: do_embed(s, waiting, body, len, r); return;
+        case 3: reply_body(r, 200, srv_render_models(s->name), "application/json"); return;
+        default: {
+            pthread_mutex_lock(&s->mu);
+            int draining = s->draining;
+            pthread_mutex_unlock(&s->mu);
+            reply_body(r, draining ? 503 : 200, srv_render_health(draining), "application/json");
+            return;
+        }
+        }
+    }
+    srv_error_set(&e, 404, NULL, "not_found", "no such endpoint: %s %.200s", method, url);
+    srv_reply_error(r, &e);
+}
