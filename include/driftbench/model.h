@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include "driftbench/profile.h"
 #include "driftbench/status.h"
-#include "driftbench/target.h"
+#include "driftbench/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,7 +77,10 @@ DRIFT_API int drift_model_is_eog(const drift_model *m, int32_t id);
 DRIFT_API drift_status drift_model_chat_tokens(const drift_model *m, const char *user_message, int32_t **ids, size_t *n,
                                                drift_error *err);
 
-/* A sequence: KV cache for up to n_ctx positions (0 = min(n_ctx_train, 4096)). */
+/* A sequence: KV cache for up to n_ctx positions (0 = min(n_ctx_train, 4096)).
+ * A session also keeps the activation buffers of its forward calls between
+ * calls (sized by the largest call so far; a prefill of n tokens holds n
+ * rows' worth), freed with it. */
 DRIFT_API drift_status drift_session_new(const drift_model *m, int n_ctx, drift_session **out, drift_error *err);
 DRIFT_API void drift_session_free(drift_session *s);
 DRIFT_API void drift_session_reset(drift_session *s);
@@ -93,7 +96,7 @@ DRIFT_API drift_status drift_session_forward(drift_session *s, const int32_t *to
 
 /* One step of several sessions at once: token[i] is appended to sessions[i];
  * logits (n, n_vocab) receives each session's next-token logits. The rows go
- * through every matmul as one batch. */
+ * through every matmul as one batch, in sessions[0]'s activation buffers. */
 DRIFT_API drift_status drift_session_forward_batch(drift_session *const *sessions, const int32_t *tokens, size_t n,
                                                    float *logits, drift_error *err);
 

@@ -1,7 +1,7 @@
 /* cuda_backend.h - C interface of the embedded engine's CUDA backend (internal).
  *
  * Built only when CMake finds nvcc (DRIFT_HAVE_CUDA); the sources beside this
- * file (*.cu) implement it. transformer.c calls it when a profile says
+ * file (*.cu) implement it. model_load.c and forward.c call it when a profile says
  * backend=cuda: the whole forward pass runs on the GPU, weights uploaded once
  * (dcu_model_upload), each session's KV cache on the device (dcu_kv).
  *
@@ -56,7 +56,7 @@ int dcu_device_count(void);
 /* Device 0's description. DRIFT_ERR_UNSUPPORTED when there is no GPU. */
 drift_status dcu_device_get_info(dcu_device_info *out, drift_error *err);
 
-/* One layer's weights, as transformer.c holds them (host memory, already in
+/* One layer's weights, as model_load.c holds them (host memory, already in
  * the profile's weight format). Dense: w_gate/w_up/w_down set, router and
  * experts NULL. MoE: router (n_experts, dim) and e_* arrays of n_experts. */
 typedef struct dcu_layer_desc {

@@ -1,0 +1,260 @@
+/* generate.c - generation and embeddings over the forward pass.
+ *
+ * drift_model_generate decodes n prompts in groups of `batch`: each
+ * sequence of a group is prefilled alone, then the live sequences advance
+ * together, one batched step (forward.c) per token, until each stops (an
+ * end-of-generation token, a stop string, max_tokens, a full context, or the
+ * cancel hook). The engine is batch-invariant, so a sequence's tokens do not
+ * depend on the grouping. At temperature 0 without logprobs only the greedy
+ * picks come back from a step (chosen on the device with backend=cuda);
+ * otherwise the logits, and sampler.c picks. One run state serves the whole
+ * call: its buffers grow to the longest prompt (prefill) and the batch
+ * (steps), and are freed at the end.
+ *
+ * drift_model_embed mean-pools the final hidden states of one text. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "model/sampler.h"
+#include "util/util.h"
+
+void drift_generation_clear(drift_generation *g) {
+    if (!g) return;
+    free(g->text);
+    free(g->tokens);
+    free(g->lp);
+    free(g->error);
+    memset(g, 0, sizeof *g);
+}
+
+typedef struct seqstate {
+    drift_session *s;
+    drift_rng rng;
+    drift_buf text;
+    int32_t *toks;
+    drift_token_logprob *lp;
+    int n, cap;
+    int done;
+    int32_t next;       /* token chosen, to be fed */
+} seqstate;
+
+/* Records token id (already sampled from logits) into q; decides whether the
+ * sequence is finished. */
+static void seq_accept(const drift_model *m, seqstate *q, const float *logits, int32_t id, const drift_gen_params *pr,
+                       drift_generation *g) {
+    if (tok_is_eog(m->tok, id)) {
+        q->done = 1;
+        g->finish_reason = "stop";
+        return;
+    }
+    if (q->n == q->cap) {
+        int nc = q->cap ? q->cap * 2 : 64;
+        int32_t *nt = realloc(q->toks, (size_t)nc * sizeof *nt);
+        if (nt) q->toks = nt;
+        if (pr->logprobs > 0) {
+            drift_token_logprob *nl = realloc(q->lp, (size_t)nc * sizeof *nl);
+            if (nl) q->lp = nl;
+            if (!nl) nt = NULL;
+        }
+        if (!nt) {
+            q->done = 1;
+            g->finish_reason = "length";
+            return;
+        }
+        q->cap = nc;
+    }
+    if (pr->logprobs > 0) samp_logprobs(logits, m->info.n_vocab, id, pr->logprobs, &q->lp[q->n]);
+    q->toks[q->n++] = id;
+    size_t before = q->text.len;
+    tok_decode_token(m->tok, id, 0, &q->text);
+    /* stop strings: search the new tail */
+    for (int i = 0; i < pr->n_stop; i++) {
+        const char *st = pr->stop[i];
+        size_t sl = st ? strlen(st) : 0;
+        if (!sl || q->text.len < sl) continue;
+        size_t from = before >= sl ? before - sl + 1 : 0;
+        const char *hit = q->text.data ? memmem(q->text.data + from, q->text.len - from, st, sl) : NULL;
+        if (hit) {
+            q->text.len = (size_t)(hit - q->text.data);
+            q->text.data[q->text.len] = 0;
+            q->done = 1;
+            g->finish_reason = "stop";
+            return;
+        }
+    }
+    if (q->n >= pr->max_tokens) {
+        q->done = 1;
+        g->finish_reason = "length";
+    } else if (q->s->pos >= q->s->n_ctx) {
+        q->done = 1;
+        g->finish_reason = "length";
+    }
+}
+
+static void seq_finish(seqstate *q, drift_generation *g) {
+    g->text = buf_steal(&q->text);
+    g->tokens = q->toks;
+    g->n_tokens = q->n;
+    g->lp = q->lp;
+    q->toks = NULL;
+    q->lp = NULL;
+    drift_session_free(q->s);
+    q->s = NULL;
+}
+
+static int ctx_for(const drift_model *m, size_t plen, const drift_gen_params *pr) {
+    size_t want = plen + (size_t)(pr->max_tokens > 0 ? pr->max_tokens : 0) + 1;
+    size_t cap = (size_t)m->info.n_ctx_train;
+    return (int)(want < cap ? want : cap);
+}
+
+/* Prefills sequence i with rs's buffers, its last logits into logits
+ * (n_vocab); on failure records the error in g and marks it done. */
+static void seq_start(const drift_model *m, model_run_state *rs, seqstate *q, const int32_t *prompt, size_t plen,
+                      const drift_gen_params *pr, uint64_t seed, float *logits, drift_generation *g) {
+    drift_error e;
+    drift_rng_seed(&q->rng, seed);
+    g->prompt_tokens = (int)plen;
+    drift_status st = DRIFT_OK;
+    if (plen == 0) st = drift_error_set(&e, DRIFT_ERR_INVALID, "empty prompt (no tokens)");
+    if (!st && plen >= (size_t)m->info.n_ctx_train)
+        st = drift_error_set(&e, DRIFT_ERR_INVALID, "prompt of %zu tokens does not fit the context of %d", plen, m->info.n_ctx_train);
+    if (!st) st = drift_session_new(m, ctx_for(m, plen, pr), &q->s, &e);
+    if (!st) st = model_forward_seq(rs, q->s, prompt, plen, 0, logits, NULL, &e);
+    if (st) {
+        g->error = drift_strdup(e.msg);
+        q->done = 1;
+        return;
+    }
+    if (pr->max_tokens <= 0) {
+        q->done = 1;
+        g->finish_reason = "length";
+    } else {
+        int32_t id = samp_pick(logits, m->info.n_vocab, pr, &q->rng);
+        seq_accept(m, q, logits, id, pr, g);
+        q->next = id;
+    }
+}
+
+drift_status drift_model_generate(const drift_model *m, const int32_t *const *prompts, const size_t *prompt_lens, size_t n,
+                                  const drift_gen_params *params, const int64_t *seed_offsets, int batch, drift_generation *out,
+                                  drift_error *err) {
+    return drift_model_generate_cancellable(m, prompts, prompt_lens, n, params, seed_offsets, batch, NULL, NULL, out, err);
+}
+
+drift_status drift_model_generate_cancellable(const drift_model *m, const int32_t *const *prompts, const size_t *prompt_lens,
+                                              size_t n, const drift_gen_params *params, const int64_t *seed_offsets, int batch,
+                                              drift_gen_cancel_fn cancel, void *cancel_user, drift_generation *out,
+                                              drift_error *err) {
+    memset(out, 0, n * sizeof *out);
+    if (batch < 1) batch = 1;
+    int V = m->info.n_vocab;
+    seqstate *qs = calloc((size_t)batch, sizeof *qs);
+    drift_session **live = malloc((size_t)batch * sizeof *live);
+    int32_t *feed = malloc((size_t)batch * sizeof *feed);
+    int *idx = malloc((size_t)batch * sizeof *idx);
+    /* greedy without logprobs: only the picks come back (chosen on the device with the CUDA backend) */
+    const int greedy = params->temperature <= 0 && params->logprobs <= 0;
+    float *logits = greedy ? NULL : malloc((size_t)batch * V * sizeof *logits);
+    int32_t *picks = greedy ? malloc((size_t)batch * sizeof *picks) : NULL;
+    float *first = malloc((size_t)V * sizeof *first); /* a prefill's last logits */
+    model_run_state rs = {0}; /* the activations of every prefill and step of this call */
+    drift_status st = DRIFT_OK;
+    if (!qs || !live || !feed || !idx || (!greedy && !logits) || (greedy && !picks) || !first) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t g0 = 0; g0 < n; g0 += (size_t)batch) {
+        int nb = (int)(n - g0 < (size_t)batch ? n - g0 : (size_t)batch);
+        for (int i = 0; i < nb; i++) {
+            memset(&qs[i], 0, sizeof qs[i]);
+            out[g0 + i].finish_reason = "length";
+            if (cancel && cancel(cancel_user, g0 + (size_t)i)) { /* no prefill */
+                qs[i].done = 1;
+                out[g0 + i].finish_reason = "cancelled";
+                continue;
+            }
+            uint64_t seed = (uint64_t)params->seed + (uint64_t)(seed_offsets ? seed_offsets[g0 + i] : 0);
+            seq_start(m, &rs, &qs[i], prompts[g0 + i], prompt_lens[g0 + i], params, seed, first, &out[g0 + i]);
+        }
+        for (;;) {
+            int nl = 0;
+            for (int i = 0; i < nb; i++) {
+                if (!qs[i].done && cancel && cancel(cancel_user, g0 + (size_t)i)) {
+                    qs[i].done = 1;
+                    out[g0 + i].finish_reason = "cancelled";
+                }
+                if (!qs[i].done) {
+                    live[nl] = qs[i].s;
+                    feed[nl] = qs[i].next;
+                    idx[nl++] = i;
+                }
+            }
+            if (!nl) break;
+            drift_error e;
+            drift_status s2 = model_forward_step(&rs, live, feed, (size_t)nl, logits, picks, &e);
+            if (s2) {
+                for (int j = 0; j < nl; j++) {
+                    out[g0 + idx[j]].error = drift_strdup(e.msg);
+                    qs[idx[j]].done = 1;
+                }
+                continue;
+            }
+            for (int j = 0; j < nl; j++) {
+                seqstate *q = &qs[idx[j]];
+                const float *lg = greedy ? NULL : logits + (size_t)j * V; /* seq_accept reads it for logprobs only */
+                int32_t id = greedy ? picks[j] : samp_pick(lg, V, params, &q->rng);
+                seq_accept(m, q, lg, id, params, &out[g0 + idx[j]]);
+                q->next = id;
+            }
+        }
+        for (int i = 0; i < nb; i++) {
+            seq_finish(&qs[i], &out[g0 + i]);
+            buf_free(&qs[i].text);
+            free(qs[i].toks);
+            free(qs[i].lp);
+        }
+    }
+done:
+    free(qs);
+    free(live);
+    free(feed);
+    free(idx);
+    free(logits);
+    free(picks);
+    free(first);
+    model_run_state_free(&rs);
+    return st;
+}
+
+drift_status drift_model_embed(const drift_model *m, const char *text, float *vec, drift_error *err) {
+    int32_t *ids;
+    size_t n;
+    drift_status st = drift_model_tokenize(m, text, strlen(text), -1, 0, &ids, &n, err);
+    if (st) return st;
+    int D = m->info.dim;
+    if (n == 0) {
+        free(ids);
+        memset(vec, 0, (size_t)D * sizeof *vec);
+        return DRIFT_OK;
+    }
+    if (n > (size_t)m->info.n_ctx_train) n = (size_t)m->info.n_ctx_train;
+    drift_session *s = NULL;
+    float *hid = malloc(n * (size_t)D * sizeof *hid);
+    if (!hid) st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    if (!st) st = drift_session_new(m, (int)n, &s, err);
+    if (!st) st = drift_session_forward(s, ids, n, 0, NULL, hid, err);
+    if (!st) {
+        for (int d = 0; d < D; d++) {
+            double acc = 0;
+            for (size_t t = 0; t < n; t++) acc += hid[t * (size_t)D + (size_t)d];
+            vec[d] = (float)(acc / (double)n);
+        }
+    }
+    drift_session_free(s);
+    free(hid);
+    free(ids);
+    return st;
+}
+
