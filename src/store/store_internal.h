@@ -9,7 +9,9 @@
  *   store_merge.c    copying shard stores into one
  *
  * Nothing outside src/store/ includes this header except tests, which may
- * read the database with store_sqlite() to check what the store wrote. */
+ * read the database with store_sqlite() to check what the store wrote, and
+ * bench/compare_bench.c, which wraps its fixture's writes in one
+ * transaction. */
 #ifndef DRIFT_STORE_INTERNAL_H
 #define DRIFT_STORE_INTERNAL_H
 
@@ -84,8 +86,8 @@ char *store_logprobs_unpack(const void *blob, size_t len, int *bad);
  * corrupt logprobs (the rest filled, logprobs_json NULL), else DRIFT_OK. */
 drift_status store_answer_from_row(sqlite3_stmt *s, drift_answer *r, drift_prompt *p);
 
-/* The SQLite connection behind a handle: for tests that inspect what the
- * store wrote. Library code goes through the store's functions. */
+/* The SQLite connection behind a handle: for tests and benchmarks (see the
+ * top). Library code goes through the store's functions. */
 sqlite3 *store_sqlite(drift_store *st);
 
 #endif
