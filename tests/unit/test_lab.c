@@ -324,6 +324,18 @@ static void test_plan_size(void **state) {
     drift_lab_study_clear(&st);
 }
 
+/* Removes store NAME (with its WAL files) and the temporary directory. */
+static void remove_store(const char *name) {
+    char p[512], side[600];
+    db_path(p, sizeof p, name);
+    unlink(p);
+    snprintf(side, sizeof side, "%s-wal", p);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", p);
+    unlink(side);
+    rmdir(tmpdir);
+}
+
 /* The stochastic leg: its runs, and its comparison on known labels. */
 static void test_stochastic(void **state) {
     (void)state;
@@ -374,15 +386,7 @@ static void test_stochastic(void **state) {
     assert_true(isnan(x.expected_flip_rate));
     assert_true(isnan(x.ratio));
     drift_store_close(st);
-    char p[512];
-    db_path(p, sizeof p, "lab.db");
-    unlink(p);
-    char side[600];
-    snprintf(side, sizeof side, "%s-wal", p);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", p);
-    unlink(side);
-    rmdir(tmpdir);
+    remove_store("lab.db");
 }
 
 typedef struct events {
@@ -456,14 +460,7 @@ static void test_stochastic_run(void **state) {
     assert_int_equal(sum.score.scored[DRIFT_WL_MATH], 0);
     drift_store_close(st);
     drift_lab_study_clear(&s);
-    char p[512], side[600];
-    db_path(p, sizeof p, "stoch.db");
-    unlink(p);
-    snprintf(side, sizeof side, "%s-wal", p);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", p);
-    unlink(side);
-    rmdir(tmpdir);
+    remove_store("stoch.db");
 }
 
 int main(void) {
