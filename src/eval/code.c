@@ -11,19 +11,22 @@
  *    that continues the prompt (HumanEval convention): prompt + completion.
  *    Then the reference's tests (`test` or `test_cases`, defining
  *    check(candidate)) and `check(ENTRY)` are appended.
- * 2. Run it in the sandbox (sandbox.c) as two processes that share nothing:
+ * 2. Run it in the sandbox (src/sandbox/) as two processes that share nothing
+ *    the answer could use:
  *    - the runner (trusted code, ours) holds the reference's tests and the
- *      verdict channel (fd 3). It reads a per-run nonce and the job (prompt,
- *      tests, entry point) from stdin, makes itself non-dumpable (so no
- *      process of the same uid can read its memory or descriptors through
- *      /proc or ptrace), ignores catchable signals, reports "ready", then
- *      starts the host;
- *    - the host runs the answer's program (prompt + completion, never the
- *      tests) and answers the runner's calls of the entry point over two
- *      pipes: arguments in, a return value or an exception out, encoded as
- *      JSON with only exact builtin types (so an object whose __eq__ is
- *      always true cannot come back, and nothing the host sends can run code
- *      in the runner).
+ *      verdict channel (fd 3). It ignores catchable signals, makes itself
+ *      non-dumpable (so no process of the same uid can read its memory or
+ *      descriptors through /proc or ptrace), forks the host, and only then
+ *      reads a per-run nonce and the job (prompt, tests, entry point) from
+ *      stdin and reports "ready";
+ *    - the host, forked before the runner read anything secret, closes the
+ *      channel and stdin first, then runs the answer's program (prompt +
+ *      completion, never the tests) and answers the runner's calls of the
+ *      entry point over two pipes: arguments in, a return value or an
+ *      exception out, encoded as JSON with only exact builtin types (so an
+ *      object whose __eq__ is always true cannot come back, and nothing the
+ *      host sends can run code in the runner). A fork, not a second
+ *      interpreter: one interpreter start per answer.
  *    The runner executes the prompt (for its helper functions) and the tests
  *    with `candidate` bound to a proxy of the host's entry point. Model code
  *    never runs in the runner, so it cannot reach the nonce, the tests, the
@@ -160,105 +163,121 @@ char *code_build_program(const char *answer, const char *prompt, const char *ent
 
 /* ---- the runner and the host (Python, see the top of the file) ---- */
 
-/* Shared by the runner and the host: framing (4-byte big-endian length +
- * JSON, at most 16 MiB) and the value encoding (exact builtin types only:
- * None, bool, str and lists as JSON; tagged ints {"i"}, floats {"f"},
- * tuples {"t"}, dicts {"d"}, sets {"s"}, frozensets {"z"}, bytes {"b"},
- * complex {"c"}). The runner's decoder builds nothing else. */
-#define PY_CODEC \
-    "import sys, os, json\n" \
-    "_CAP = 1 << 24\n" \
-    "class SolutionProcessError(BaseException):\n" \
-    "    pass\n" \
-    "def _rd(fd, n):\n" \
-    "    b = b''\n" \
-    "    while len(b) < n:\n" \
-    "        c = os.read(fd, n - len(b))\n" \
-    "        if not c:\n" \
-    "            raise EOFError('channel closed')\n" \
-    "        b += c\n" \
-    "    return b\n" \
-    "def _send(fd, obj):\n" \
-    "    d = json.dumps(obj, ensure_ascii=True).encode()\n" \
-    "    d = len(d).to_bytes(4, 'big') + d\n" \
-    "    while d:\n" \
-    "        d = d[os.write(fd, d):]\n" \
-    "def _recv(fd):\n" \
-    "    n = int.from_bytes(_rd(fd, 4), 'big')\n" \
-    "    if n > _CAP:\n" \
-    "        raise SolutionProcessError('message of %d bytes' % n)\n" \
-    "    return json.loads(_rd(fd, n).decode('utf-8'))\n" \
-    "def _enc(v, d=0):\n" \
-    "    if d > 200:\n" \
-    "        raise ValueError('nested too deeply')\n" \
-    "    t = type(v)\n" \
-    "    if v is None or t is bool or t is str:\n" \
-    "        return v\n" \
-    "    if t is int:\n" \
-    "        return {'i': str(v)}\n" \
-    "    if t is float:\n" \
-    "        return {'f': repr(v)}\n" \
-    "    if t is list:\n" \
-    "        return [_enc(x, d + 1) for x in v]\n" \
-    "    if t is tuple:\n" \
-    "        return {'t': [_enc(x, d + 1) for x in v]}\n" \
-    "    if t is dict:\n" \
-    "        return {'d': [[_enc(k, d + 1), _enc(x, d + 1)] for k, x in v.items()]}\n" \
-    "    if t is set:\n" \
-    "        return {'s': [_enc(x, d + 1) for x in v]}\n" \
-    "    if t is frozenset:\n" \
-    "        return {'z': [_enc(x, d + 1) for x in v]}\n" \
-    "    if t is bytes:\n" \
-    "        return {'b': v.hex()}\n" \
-    "    if t is complex:\n" \
-    "        return {'c': [repr(v.real), repr(v.imag)]}\n" \
-    "    return _enc_other(v, d)\n" \
-    "def _dec(v, d=0):\n" \
-    "    if d > 200:\n" \
-    "        raise SolutionProcessError('nested too deeply')\n" \
-    "    if v is None or v is True or v is False:\n" \
-    "        return v\n" \
-    "    t = type(v)\n" \
-    "    if t is str:\n" \
-    "        return v\n" \
-    "    if t is list:\n" \
-    "        return [_dec(x, d + 1) for x in v]\n" \
-    "    if t is dict and len(v) == 1:\n" \
-    "        k, x = next(iter(v.items()))\n" \
-    "        tx = type(x)\n" \
-    "        if k == 'i' and tx is str:\n" \
-    "            return int(x)\n" \
-    "        if k == 'f' and tx is str:\n" \
-    "            return float(x)\n" \
-    "        if k == 'b' and tx is str:\n" \
-    "            return bytes.fromhex(x)\n" \
-    "        if tx is list:\n" \
-    "            if k == 't':\n" \
-    "                return tuple(_dec(y, d + 1) for y in x)\n" \
-    "            if k == 's':\n" \
-    "                return set(_dec(y, d + 1) for y in x)\n" \
-    "            if k == 'z':\n" \
-    "                return frozenset(_dec(y, d + 1) for y in x)\n" \
-    "            if k == 'c' and len(x) == 2 and type(x[0]) is str and type(x[1]) is str:\n" \
-    "                return complex(float(x[0]), float(x[1]))\n" \
-    "            if k == 'd':\n" \
-    "                out = {}\n" \
-    "                for p in x:\n" \
-    "                    if type(p) is not list or len(p) != 2:\n" \
-    "                        raise SolutionProcessError('bad dict item')\n" \
-    "                    out[_dec(p[0], d + 1)] = _dec(p[1], d + 1)\n" \
-    "                return out\n" \
-    "    raise SolutionProcessError('unexpected value')\n" \
-    "def _describe(e):\n" \
-    "    try:\n" \
-    "        return '%s: %s' % (type(e).__name__, e)\n" \
-    "    except BaseException:\n" \
+/* One program: the framing both sides use (4-byte big-endian length + JSON,
+ * at most 16 MiB) and the value encoding (exact builtin types only: None,
+ * bool, str and lists as JSON; tagged ints {"i"}, floats {"f"}, tuples {"t"},
+ * dicts {"d"}, sets {"s"}, frozensets {"z"}, bytes {"b"}, complex {"c"}; the
+ * runner's decoder builds nothing else), then the host's main (run in the
+ * forked child) and the runner's. */
+static const char RUNNER[] =
+    "import sys, os, json\n"
+    "_CAP = 1 << 24\n"
+    "class SolutionProcessError(BaseException):\n"
+    "    pass\n"
+    "def _rd(fd, n):\n"
+    "    b = b''\n"
+    "    while len(b) < n:\n"
+    "        c = os.read(fd, n - len(b))\n"
+    "        if not c:\n"
+    "            raise EOFError('channel closed')\n"
+    "        b += c\n"
+    "    return b\n"
+    "def _send(fd, obj):\n"
+    "    d = json.dumps(obj, ensure_ascii=True).encode()\n"
+    "    d = len(d).to_bytes(4, 'big') + d\n"
+    "    while d:\n"
+    "        d = d[os.write(fd, d):]\n"
+    "def _recv(fd):\n"
+    "    n = int.from_bytes(_rd(fd, 4), 'big')\n"
+    "    if n > _CAP:\n"
+    "        raise SolutionProcessError('message of %d bytes' % n)\n"
+    "    return json.loads(_rd(fd, n).decode('utf-8'))\n"
+    "def _enc(v, d=0):\n"
+    "    if d > 200:\n"
+    "        raise ValueError('nested too deeply')\n"
+    "    t = type(v)\n"
+    "    if v is None or t is bool or t is str:\n"
+    "        return v\n"
+    "    if t is int:\n"
+    "        return {'i': str(v)}\n"
+    "    if t is float:\n"
+    "        return {'f': repr(v)}\n"
+    "    if t is list:\n"
+    "        return [_enc(x, d + 1) for x in v]\n"
+    "    if t is tuple:\n"
+    "        return {'t': [_enc(x, d + 1) for x in v]}\n"
+    "    if t is dict:\n"
+    "        return {'d': [[_enc(k, d + 1), _enc(x, d + 1)] for k, x in v.items()]}\n"
+    "    if t is set:\n"
+    "        return {'s': [_enc(x, d + 1) for x in v]}\n"
+    "    if t is frozenset:\n"
+    "        return {'z': [_enc(x, d + 1) for x in v]}\n"
+    "    if t is bytes:\n"
+    "        return {'b': v.hex()}\n"
+    "    if t is complex:\n"
+    "        return {'c': [repr(v.real), repr(v.imag)]}\n"
+    "    return _enc_other(v, d)\n"
+    "def _dec(v, d=0):\n"
+    "    if d > 200:\n"
+    "        raise SolutionProcessError('nested too deeply')\n"
+    "    if v is None or v is True or v is False:\n"
+    "        return v\n"
+    "    t = type(v)\n"
+    "    if t is str:\n"
+    "        return v\n"
+    "    if t is list:\n"
+    "        return [_dec(x, d + 1) for x in v]\n"
+    "    if t is dict and len(v) == 1:\n"
+    "        k, x = next(iter(v.items()))\n"
+    "        tx = type(x)\n"
+    "        if k == 'i' and tx is str:\n"
+    "            return int(x)\n"
+    "        if k == 'f' and tx is str:\n"
+    "            return float(x)\n"
+    "        if k == 'b' and tx is str:\n"
+    "            return bytes.fromhex(x)\n"
+    "        if tx is list:\n"
+    "            if k == 't':\n"
+    "                return tuple(_dec(y, d + 1) for y in x)\n"
+    "            if k == 's':\n"
+    "                return set(_dec(y, d + 1) for y in x)\n"
+    "            if k == 'z':\n"
+    "                return frozenset(_dec(y, d + 1) for y in x)\n"
+    "            if k == 'c' and len(x) == 2 and type(x[0]) is str and type(x[1]) is str:\n"
+    "                return complex(float(x[0]), float(x[1]))\n"
+    "            if k == 'd':\n"
+    "                out = {}\n"
+    "                for p in x:\n"
+    "                    if type(p) is not list or len(p) != 2:\n"
+    "                        raise SolutionProcessError('bad dict item')\n"
+    "                    out[_dec(p[0], d + 1)] = _dec(p[1], d + 1)\n"
+    "                return out\n"
+    "    raise SolutionProcessError('unexpected value')\n"
+    "def _describe(e):\n"
+    "    try:\n"
+    "        return '%s: %s' % (type(e).__name__, e)\n"
+    "    except BaseException:\n"
     "        return type(e).__name__\n"
-
-static const char HOST[] = PY_CODEC
-    "# The solution host: runs the answer's code and answers the runner's calls.\n"
-    "# Everything here is reachable by the answer, so nothing here is trusted.\n"
+    "# The runner: holds the tests and the verdict channel (fd 3). It runs the\n"
+    "# answer's code only in a separate process (the host), which it cannot reach.\n"
+    "import signal, builtins, time\n"
     "def _enc_other(v, d):\n"
+    "    raise TypeError('a %s cannot be passed to the solution' % type(v).__name__)\n"
+    "_IGNORED = ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGVTALRM',\n"
+    "            'SIGPROF', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGIO', 'SIGPWR', 'SIGURG', 'SIGWINCH', 'SIGPIPE')\n"
+    "for _n in _IGNORED:\n"
+    "    try:\n"
+    "        signal.signal(getattr(signal, _n), signal.SIG_IGN)\n"
+    "    except (AttributeError, OSError, ValueError):\n"
+    "        pass\n"
+    "import ctypes\n"
+    "if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:\n"
+    "    os._exit(4)\n"
+    "# The host: the forked child that runs the answer's code and answers the\n"
+    "# runner's calls. It is forked before the runner reads its stdin, so it never\n"
+    "# holds the nonce or the tests, and it closes the verdict channel first.\n"
+    "# Everything here is reachable by the answer, so nothing here is trusted.\n"
+    "def _host_enc_other(v, d):\n"
     "    if isinstance(v, bool):\n"
     "        return bool(v)\n"
     "    if isinstance(v, int) or hasattr(v, '__index__'):\n"
@@ -268,15 +287,37 @@ static const char HOST[] = PY_CODEC
     "    if isinstance(v, str):\n"
     "        return str(v)\n"
     "    raise TypeError('a %s cannot be passed back' % type(v).__name__)\n"
-    "def _main():\n"
-    "    entry = sys.argv[1]\n"
+    "def _host_main(rq, rs, others):\n"
+    "    global _enc_other\n"
+    "    _enc_other = _host_enc_other\n"
+    "    os.close(3)\n"
+    "    for fd in others:\n"
+    "        os.close(fd)\n"
+    "    nul = os.open('/dev/null', os.O_RDONLY)\n"
+    "    os.dup2(nul, 0)\n"
+    "    os.close(nul)\n"
+    "    os.dup2(rq, 3)\n"
+    "    os.dup2(rs, 4)\n"
+    "    for fd in (rq, rs):\n"
+    "        if fd > 4:\n"
+    "            os.close(fd)\n"
+    "    for n in _IGNORED:\n"
+    "        try:\n"
+    "            signal.signal(getattr(signal, n), signal.SIG_DFL)\n"
+    "        except (AttributeError, OSError, ValueError):\n"
+    "            pass\n"
+    "    signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "    signal.signal(signal.SIGPIPE, signal.SIG_IGN)\n"
     "    try:\n"
+    "        entry = _recv(3)['entry']\n"
     "        with open('solution.py', 'rb') as f:\n"
     "            code = compile(f.read(), 'solution.py', 'exec')\n"
     "    except (SyntaxError, ValueError) as e:\n"
     "        _send(4, {'k': 'syntax_error', 'm': _describe(e)})\n"
     "        os._exit(3)\n"
-    "    g = {'__name__': '__solution__', '__builtins__': __builtins__}\n"
+    "    except BaseException as e:\n"
+    "        os._exit(5)\n"
+    "    g = {'__name__': '__solution__', '__builtins__': builtins}\n"
     "    try:\n"
     "        exec(code, g)\n"
     "    except BaseException as e:\n"
@@ -306,24 +347,16 @@ static const char HOST[] = PY_CODEC
     "            _send(4, {'k': 'exc', 'e': 'TypeError', 'm': 'the return value: ' + _describe(e)})\n"
     "            continue\n"
     "        _send(4, {'k': 'ret', 'v': v})\n"
-    "_main()\n";
-
-static const char RUNNER[] = PY_CODEC
-    "# The runner: holds the tests and the verdict channel (fd 3). It runs the\n"
-    "# answer's code only in a separate process (the host), which it cannot reach.\n"
-    "import signal, builtins, time\n"
-    "def _enc_other(v, d):\n"
-    "    raise TypeError('a %s cannot be passed to the solution' % type(v).__name__)\n"
-    "for _n in ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGVTALRM',\n"
-    "           'SIGPROF', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGIO', 'SIGPWR', 'SIGURG', 'SIGWINCH', 'SIGPIPE'):\n"
+    "_rq_r, _rq_w = os.pipe()\n"
+    "_rs_r, _rs_w = os.pipe()\n"
+    "_pid = os.fork()\n"
+    "if _pid == 0:\n"
     "    try:\n"
-    "        signal.signal(getattr(signal, _n), signal.SIG_IGN)\n"
-    "    except (AttributeError, OSError, ValueError):\n"
-    "        pass\n"
-    "os.set_inheritable(3, False)\n"
-    "import ctypes\n"
-    "if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:\n"
-    "    os._exit(4)\n"
+    "        _host_main(_rq_r, _rs_w, (_rq_w, _rs_r))\n"
+    "    finally:\n"
+    "        os._exit(6)\n"
+    "os.close(_rq_r)\n"
+    "os.close(_rs_w)\n"
     "_raw = sys.stdin.buffer.read()\n"
     "_nl = _raw.index(b'\\n')\n"
     "_nonce = _raw[:_nl].decode('ascii')\n"
@@ -333,14 +366,7 @@ static const char RUNNER[] = PY_CODEC
     "    line = '%s %s %s\\n' % (kind, _nonce, msg.replace('\\n', ' ')[:400])\n"
     "    os.write(3, line.encode('utf-8', 'replace'))\n"
     "_report('ready')\n"
-    "_rq_r, _rq_w = os.pipe()\n"
-    "_rs_r, _rs_w = os.pipe()\n"
-    "_argv = [sys.executable, '-I'] + (['-S'] if _job['nosite'] else []) + ['-c', _job['host'], _job['entry']]\n"
-    "_pid = os.posix_spawn(sys.executable, _argv, dict(os.environ), file_actions=[\n"
-    "    (os.POSIX_SPAWN_OPEN, 0, '/dev/null', os.O_RDONLY, 0),\n"
-    "    (os.POSIX_SPAWN_DUP2, _rq_r, 3), (os.POSIX_SPAWN_DUP2, _rs_w, 4)])\n"
-    "os.close(_rq_r)\n"
-    "os.close(_rs_w)\n"
+    "_send(_rq_w, {'entry': _job['entry']})\n"
     "def _finish(code, kind, msg=''):\n"
     "    try:\n"
     "        os.kill(_pid, signal.SIGKILL)\n"
@@ -563,8 +589,7 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     const char *rule, *mode;
     char *program = code_build_program(answer, prompt, entry, &rule, &mode);
     /* the job for the runner, on its stdin after the nonce line */
-    json_t *job = json_pack("{s:s,s:s,s:s,s:b,s:s}", "prompt", prompt, "tests", tests, "entry", entry, "nosite",
-                            !o->site_packages, "host", HOST);
+    json_t *job = json_pack("{s:s,s:s,s:s}", "prompt", prompt, "tests", tests, "entry", entry);
     char *job_s = job ? json_dumps(job, JSON_COMPACT) : NULL;
     json_decref(job);
     /* the program hash covers the tests too (prompt, tests and entry point
