@@ -132,18 +132,26 @@ void drift_server_get_stats(drift_server *s, drift_server_stats *out) {
     pthread_mutex_unlock(&s->mu);
 }
 
+void srv_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, double ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = ts.tv_nsec + (long long)(ms * 1e6);
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+void srv_thread_stop(drift_server *s, pthread_t t, int *flag, pthread_cond_t *cv) {
+    pthread_mutex_lock(&s->mu);
+    *flag = 1;
+    pthread_cond_broadcast(cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(t, NULL);
+}
+
 /* Waits on cv_done (under mu) until cond() is false or until_ms passes. */
 static void wait_until(drift_server *s, double until_ms, int (*cond)(const drift_server *)) {
-    while (cond(s) && drift_now_ms() < until_ms) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&s->cv_done, &s->mu, &ts);
-    }
+    while (cond(s) && drift_now_ms() < until_ms) srv_cond_wait_ms(&s->cv_done, &s->mu, 20);
 }
 
 static int work_left(const drift_server *s) { return s->active > 0 || s->head; }

@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "server/server_internal.h"
@@ -301,14 +300,7 @@ static void *reaper_main(void *arg) {
     size_t cap = 0;
     pthread_mutex_lock(&s->mu);
     while (!s->reaper_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&s->cv_reap, &s->mu, &ts);
+        srv_cond_wait_ms(&s->cv_reap, &s->mu, 100);
         if (s->reaper_stop) break;
         double now = drift_now_ms();
         size_t n = 0;
@@ -349,11 +341,7 @@ static void *reaper_main(void *arg) {
 
 static void reaper_stop(drift_server *s) {
     if (!s->reaper_started) return;
-    pthread_mutex_lock(&s->mu);
-    s->reaper_stop = 1;
-    pthread_cond_broadcast(&s->cv_reap);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->reaper, NULL);
+    srv_thread_stop(s, s->reaper, &s->reaper_stop, &s->cv_reap);
     s->reaper_started = 0;
 }
 

@@ -205,6 +205,12 @@ struct drift_server {
     drift_server_stats stats;
 };
 
+/* Waits on cv (mu held) for at most ms milliseconds (server.c). */
+void srv_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, double ms);
+
+/* Sets *flag under s->mu, wakes cv and joins thread t (server.c). */
+void srv_thread_stop(drift_server *s, pthread_t t, int *flag, pthread_cond_t *cv);
+
 /* ---------------------------------------------------------------------------
  * Scheduler (server_scheduler.c)
  * ------------------------------------------------------------------------- */

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "server/server_internal.h"
 #include "util/util.h"
@@ -186,14 +185,8 @@ static void *sched_main(void *arg) {
     for (;;) {
         while (!s->head && !s->stopping) pthread_cond_wait(&s->cv_sched, &s->mu);
         if (!s->head) break; /* stopping and drained */
-        if (s->o.batch_window_ms > 0 && s->queued_seqs < s->o.max_batch) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            long ns = ts.tv_nsec + (long)(s->o.batch_window_ms * 1e6);
-            ts.tv_sec += ns / 1000000000L;
-            ts.tv_nsec = ns % 1000000000L;
-            pthread_cond_timedwait(&s->cv_sched, &s->mu, &ts);
-        }
+        if (s->o.batch_window_ms > 0 && s->queued_seqs < s->o.max_batch)
+            srv_cond_wait_ms(&s->cv_sched, &s->mu, s->o.batch_window_ms);
         srv_job *first = s->head;
         size_t nj = take_batch(s, take, cap);
         pthread_mutex_unlock(&s->mu);
@@ -219,11 +212,7 @@ int srv_sched_start(drift_server *s) {
 
 void srv_sched_stop(drift_server *s) {
     if (!s->sched_started) return;
-    pthread_mutex_lock(&s->mu);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->cv_sched);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->sched, NULL);
+    srv_thread_stop(s, s->sched, &s->stopping, &s->cv_sched);
     s->sched_started = 0;
 }
 
