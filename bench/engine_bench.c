@@ -9,10 +9,14 @@
  * 300-token test vocabulary). Prefill = one forward over --prompt tokens;
  * decode = --gen single-token steps after it. Reported per row: tokens/s,
  * the matmul GFLOP/s they imply (2 x matrix parameters per token) and, for
- * decode, the weight bytes streamed per second in the profile's format. */
+ * decode, the weight bytes streamed per second in the profile's format and
+ * the tokens per second of process CPU time ("cpu t/s": what the decode
+ * costs, barely moved by other work on a shared machine, unlike wall time;
+ * with threads > 1 it counts every thread's time, OpenMP's spinning too). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "driftbench/model.h"
 #include "model/numerics.h"
@@ -23,6 +27,12 @@ static double weight_bytes(const drift_numeric_profile *p, double n_params) {
     const num_traits *tr = num_traits_of(p->weights);
     if (!tr) return n_params * 2; /* native: F16 file */
     return n_params * (double)tr->block_bytes / tr->block_size;
+}
+
+static double cpu_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv) {
@@ -60,7 +70,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < prompt + gen; i++) toks[i] = 33 + (i * 7) % 200;
     printf("# model %s: dim %d, layers %d, hidden %d, heads %d; prompt %d, decode %d tokens\n", model, dim, layers, hidden, heads,
            prompt, gen);
-    printf("%-10s %7s %12s %10s %12s %10s %10s\n", "profile", "threads", "prefill t/s", "GFLOP/s", "decode t/s", "GFLOP/s", "GB/s");
+    printf("%-10s %7s %12s %10s %12s %10s %10s %10s\n", "profile", "threads", "prefill t/s", "GFLOP/s", "decode t/s", "GFLOP/s", "GB/s",
+           "cpu t/s");
     char *pl = drift_strdup(profiles);
     char *s1 = NULL;
     for (char *pn = strtok_r(pl, ",", &s1); pn; pn = strtok_r(NULL, ",", &s1)) {
@@ -89,13 +100,13 @@ int main(int argc, char **argv) {
             float *lg = malloc((size_t)in->n_vocab * sizeof *lg);
             double t0 = drift_now_ms();
             if (drift_session_forward(s, toks, (size_t)prompt, 0, lg, NULL, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
-            double t1 = drift_now_ms();
+            double t1 = drift_now_ms(), c1 = cpu_now_s();
             for (int i = 0; i < gen; i++)
                 if (drift_session_forward(s, toks + prompt + i, 1, 0, lg, NULL, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
-            double t2 = drift_now_ms();
+            double t2 = drift_now_ms(), c2 = cpu_now_s();
             double pre = prompt / ((t1 - t0) / 1000), dec = gen / ((t2 - t1) / 1000);
-            printf("%-10s %7s %12.1f %10.2f %12.2f %10.2f %10.2f\n", pn, tn, pre, pre * 2 * mat / 1e9, dec, dec * 2 * mat / 1e9,
-                   dec * weight_bytes(&p, mat) / 1e9);
+            printf("%-10s %7s %12.1f %10.2f %12.2f %10.2f %10.2f %10.2f\n", pn, tn, pre, pre * 2 * mat / 1e9, dec, dec * 2 * mat / 1e9,
+                   dec * weight_bytes(&p, mat) / 1e9, gen / (c2 - c1));
             fflush(stdout);
             free(lg);
             drift_session_free(s);
