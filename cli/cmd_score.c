@@ -69,6 +69,7 @@ static int cmd_score(int argc, char **argv) {
     drift_error err = {0};
     drift_store *st = NULL;
     if (drift_store_open(db, &st, &err)) return cli_error_lib("score", &err);
+    cli_install_signal_handlers(); /* Ctrl-C: stop, keep what was judged, exit 2 */
     int rc = cli_do_score("score", st, label, &o);
     drift_store_close(st);
     return rc;

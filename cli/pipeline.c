@@ -141,8 +141,13 @@ int cli_do_score(const char *cmd, drift_store *st, const char *label, const drif
     memset(&sum, 0, sizeof sum);
     drift_score_opts opts = *o;
     opts.progress = cli_progress;
+    opts.cancel = cli_cancel_requested; /* a signal stops scoring, programs in flight included */
     drift_status rc = drift_score_run(st, label, &opts, &sum, &err);
     cli_progress_done();
+    if (rc == DRIFT_ERR_CANCELLED) {
+        fprintf(stderr, "%s: interrupted: what was judged is stored; run score again to finish\n", cmd);
+        return CLI_EXIT_ERROR;
+    }
     if (rc) return cli_error_lib(cmd, &err);
     cli_print_score_summary(&sum, "not computable");
     return CLI_EXIT_PASS;

@@ -129,6 +129,11 @@ typedef struct drift_score_opts {
     int rescore;                  /* recompute existing scores */
     drift_progress_fn progress;
     void *progress_user;
+    int (*cancel)(void *user);    /* polled between answers and while a program runs
+                                     (every 100 ms); nonzero: scoring stops, what was
+                                     judged is stored, drift_score_run returns
+                                     DRIFT_ERR_CANCELLED and the next call goes on */
+    void *cancel_user;
 } drift_score_opts;
 
 DRIFT_API void drift_score_opts_default(drift_score_opts *o);

@@ -69,6 +69,8 @@ typedef struct scorer {
     size_t no_truth[DRIFT_WL_COUNT];  /* of which NONE: no ground truth */
 } scorer;
 
+static int cancelled(const scorer *s) { return s->opts->cancel && s->opts->cancel(s->opts->cancel_user); }
+
 /* Marks wl unavailable; reason = prefix + msg (the first reason is kept). */
 static void set_unavailable(scorer *s, drift_workload wl, const char *prefix, const char *msg) {
     s->avail[wl] = 0;
@@ -149,6 +151,7 @@ typedef struct code_job {
     size_t next;
     int unsupported;
     char why[256];
+    int cancelled;
     pthread_mutex_t mu;
 } code_job;
 
@@ -157,12 +160,19 @@ static void *code_worker(void *arg) {
     for (;;) {
         pthread_mutex_lock(&j->mu);
         size_t i = j->next++;
-        int stop = j->unsupported;
+        int stop = j->unsupported || j->cancelled;
         pthread_mutex_unlock(&j->mu);
         if (i >= j->n || stop) break;
         item *it = j->items[i];
         drift_error e = {0};
         drift_status rc = drift_eval_code(it->r->text, it->p->reference_json, &j->s->code, &it->res, &e);
+        if (rc == DRIFT_ERR_CANCELLED) { /* not judged: nothing to store */
+            drift_eval_result_clear(&it->res);
+            pthread_mutex_lock(&j->mu);
+            j->cancelled = 1;
+            pthread_mutex_unlock(&j->mu);
+            continue;
+        }
         if (rc == DRIFT_ERR_UNSUPPORTED) {
             drift_eval_result_clear(&it->res);
             pthread_mutex_lock(&j->mu);
@@ -193,6 +203,7 @@ static void eval_code_batch(scorer *s, item **items, size_t n) {
     pthread_mutex_init(&j.mu, NULL);
     int nt = s->jobs < (int)n ? s->jobs : (int)n;
     if (nt < 1) nt = 1;
+    if (s->opts->cancel && s->opts->cancel(s->opts->cancel_user)) return;
     pthread_t *th = calloc((size_t)nt, sizeof *th);
     int started = 0;
     for (int t = 0; th && t < nt; t++)
@@ -211,7 +222,7 @@ static void eval_code_batch(scorer *s, item **items, size_t n) {
 static void eval_safety_batch(scorer *s, item **items, size_t n) {
     for (size_t off = 0; off < n; off += SCORE_GUARD_BATCH) {
         size_t m = n - off < SCORE_GUARD_BATCH ? n - off : SCORE_GUARD_BATCH;
-        if (!s->avail[DRIFT_WL_SAFETY]) continue;
+        if (!s->avail[DRIFT_WL_SAFETY] || cancelled(s)) continue;
         const char *req[SCORE_GUARD_BATCH], *ans[SCORE_GUARD_BATCH];
         drift_eval_result res[SCORE_GUARD_BATCH];
         for (size_t i = 0; i < m; i++) {
@@ -238,7 +249,7 @@ static void eval_safety_batch(scorer *s, item **items, size_t n) {
 static drift_status eval_chat_batch(scorer *s, item **items, size_t n, drift_error *err) {
     for (size_t off = 0; off < n; off += SCORE_EMBED_BATCH) {
         size_t m = n - off < SCORE_EMBED_BATCH ? n - off : SCORE_EMBED_BATCH;
-        if (!s->avail[DRIFT_WL_CHAT]) continue;
+        if (!s->avail[DRIFT_WL_CHAT] || cancelled(s)) continue;
         const char *texts[SCORE_EMBED_BATCH];
         for (size_t i = 0; i < m; i++) texts[i] = items[off + i]->r->text;
         float *vecs = NULL;
@@ -364,6 +375,7 @@ static drift_status score_scan(scorer *s, int64_t run_id, drift_error *err) {
             drift_answer_clear(&rs[i]);
             drift_prompt_clear(&ps[i]);
         }
+        if (!rc && cancelled(s)) rc = drift_error_set(err, DRIFT_ERR_CANCELLED, "scoring interrupted");
         if (n < SCORE_CHUNK) break;
     }
     free(rs);
@@ -428,6 +440,8 @@ drift_status drift_score_run(drift_store *st, const char *label, const drift_sco
     drift_code_opts_default(&s.code);
     if (opts->python) s.code.python = opts->python;
     s.code.unsafe_exec = opts->unsafe_code_exec;
+    s.code.cancel = opts->cancel;
+    s.code.cancel_user = opts->cancel_user;
     s.jobs = opts->jobs > 0 ? opts->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (s.jobs < 1) s.jobs = 1;
 

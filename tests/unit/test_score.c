@@ -561,6 +561,52 @@ static void test_cli_sandbox_line(void **state) {
     free(e);
 }
 
+/* ---- interruption ---- */
+
+static double g_cancel_at_ms;
+static int cancel_after(void *user) {
+    (void)user;
+    return drift_now_ms() >= g_cancel_at_ms;
+}
+
+/* A Ctrl-C while code answers run (each would sleep 30 s): scoring stops in
+ * well under the programs' timeout, nothing half-judged is stored, and the
+ * answers stay pending for the next score. */
+static void test_cancel_code(void **state) {
+    (void)state;
+    drift_code_opts co;
+    drift_code_opts_default(&co);
+    char mech[128];
+    drift_error err = {0};
+    if (drift_sandbox_check(&co, mech, sizeof mech, &err) != DRIFT_OK) {
+        fprintf(stderr, "no sandbox here (%s): skipped\n", err.msg);
+        skip();
+    }
+    drift_store *st = open_store("cancel.db");
+    const char *ids[] = {"s0", "s1", "s2"};
+    const drift_workload wls[] = {DRIFT_WL_CODE, DRIFT_WL_CODE, DRIFT_WL_CODE};
+    const char *refs[] = {REF_ADD, REF_ADD, REF_ADD};
+    int64_t rowids[3];
+    put_prompts(st, "c", ids, wls, refs, 3, rowids);
+    int64_t run = new_run(st, "r");
+    const char *texts[] = {"    import time\n    time.sleep(30)\n", "    import time\n    time.sleep(30)\n",
+                           "    import time\n    time.sleep(30)\n"};
+    put_answers(st, run, rowids, texts, 3);
+    drift_score_opts so;
+    drift_score_opts_default(&so);
+    so.jobs = 2;
+    so.cancel = cancel_after;
+    double t0 = drift_now_ms();
+    g_cancel_at_ms = t0 + 500;
+    drift_score_summary sum;
+    assert_int_equal(drift_score_run(st, "r", &so, &sum, &err), DRIFT_ERR_CANCELLED);
+    double took = drift_now_ms() - t0;
+    fprintf(stderr, "score cancelled after %.0f ms\n", took);
+    assert_true(took < 3000);
+    for (int i = 0; i < 3; i++) assert_int_equal(latest_id(st, response_of(st, run, ids[i])), 0);
+    drift_store_close(st);
+}
+
 static int setup(void **state) {
     (void)state;
     make_tmpdir();
@@ -579,7 +625,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retry_math),      cmocka_unit_test(test_retry_code),
         cmocka_unit_test(test_sandbox_weak),    cmocka_unit_test(test_sandbox_compare),
-        cmocka_unit_test(test_cli_sandbox_line),
+        cmocka_unit_test(test_cli_sandbox_line), cmocka_unit_test(test_cancel_code),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
