@@ -17,9 +17,11 @@
  *    with the chat embedder and the safety guard the study chose.
  * 3b. the stochastic leg (drift_lab_stochastic_design, _run with the run
  *    and score printers of `run` and `score`, _compare) -> DIR/stochastic.txt.
- * 4. flip table -> DIR/flip_rates.csv, ANOVA -> DIR/anova.txt, PRI held-out
- *    evaluations -> DIR/pri.txt (when there are enough rows), the HTML
- *    report -> DIR/report.html; the summaries are printed too. */
+ * 4. flip table -> DIR/flip_rates.csv; the ANOVA and the PRI held-out
+ *    evaluations computed once (drift_table_analyze) -> DIR/anova.txt,
+ *    DIR/pri.txt (when there are enough rows), and the same PRI evaluation
+ *    in the HTML report -> DIR/report.html; the summaries are printed too.
+ * Every text block comes from a renderer of src/report/ (report.h). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -35,6 +37,7 @@
 #include "driftbench/eval.h"
 #include "driftbench/lab.h"
 #include "driftbench/matrix.h"
+#include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "pipeline.h"
 #include "util/util.h"
@@ -156,82 +159,6 @@ static void write_text(const char *path, const char *text) {
     fclose(f);
 }
 
-static char *anova_text(const drift_table *t) {
-    drift_buf b = {0};
-    size_t params = 0;
-    char *formula = drift_table_varying_formula(t, &params);
-    if (!formula || t->n_rows < params + 2) {
-        buf_printf(&b, "ANOVA: too few rows (%zu) for the %zu parameters of the factors that vary plus two residual "
-                       "degrees of freedom; skipped.\n",
-                   t->n_rows, params);
-        free(formula);
-        return buf_steal(&b);
-    }
-    for (int type = 1; type <= 3; type++) {
-        drift_anova_table *a = NULL;
-        drift_error err = {0};
-        if (drift_anova_run(t, formula, type, &a, &err)) {
-            buf_printf(&b, "ANOVA type %d: not computable: %s\n", type, err.msg);
-            continue;
-        }
-        buf_printf(&b, "ANOVA type %d  %s  (n=%zu, rank %zu of %zu columns)\n", type, formula, a->nobs, a->rank,
-                   a->n_columns);
-        buf_printf(&b, "  %-34s %5s %12s %10s %10s %10s %7s\n", "term", "df", "sum_sq", "F", "p", "p_BH", "eta^2");
-        for (size_t i = 0; i < a->n_rows; i++) {
-            const drift_anova_row *r = &a->rows[i];
-            buf_printf(&b, "  %-34s %5.0f %12.5g %10.4g %10.3g %10.3g %7.3f\n", r->term, r->df, r->sum_sq, r->F, r->p,
-                       r->p_bh, r->eta_sq);
-        }
-        buf_puts(&b, "\n");
-        drift_anova_free(a);
-    }
-    free(formula);
-    return buf_steal(&b);
-}
-
-#define LAB_PRI_MIN_ROWS 20
-
-static char *pri_text(const drift_table *t, drift_pri_eval **keep) {
-    drift_buf b = {0};
-    if (t->n_rows < LAB_PRI_MIN_ROWS) {
-        buf_printf(&b, "PRI: too few rows (%zu, need %d) to fit and evaluate; skipped.\n", t->n_rows, LAB_PRI_MIN_ROWS);
-        return buf_steal(&b);
-    }
-    drift_pri_options o;
-    drift_pri_options_init(&o);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN); /* evaluations side by side; same results */
-    o.nthread = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1;
-    drift_pri_eval *ev = NULL;
-    drift_error err = {0};
-    if (drift_pri_evaluate(t, &o, &ev, &err)) {
-        buf_printf(&b, "PRI: not computable: %s\n", err.msg);
-        return buf_steal(&b);
-    }
-    buf_printf(&b, "PRI (xgboost, %zu features, hyper-parameters by inner CV)\n", ev->n_features);
-    buf_printf(&b, "  random 80/20 split: test R^2 %.3f, MAE %.3f points (train %zu, test %zu)\n", ev->random_split.test_r2,
-               ev->random_split.test_mae, ev->random_split.n_train, ev->random_split.n_test);
-    char *cv = drift_pri_cv_summary(ev, "R^2", "+-");
-    buf_printf(&b, "  %s\n", cv ? cv : "5-fold CV: out of memory");
-    free(cv);
-    buf_printf(&b, "  ablations (test R^2): hardware-only %.3f, linear %.3f, no interactions %.3f, full %.3f\n",
-               ev->abl_hardware_only, ev->abl_linear, ev->abl_no_interactions, ev->abl_full);
-    buf_printf(&b, "  held-out level                     train  test   test R^2  MAE\n");
-    for (size_t i = 0; i < ev->n_levels; i++) {
-        const drift_pri_holdout *h = &ev->levels[i];
-        buf_printf(&b, "  %-34s %5zu %5zu %10.3f %6.3f\n", h->name, h->n_train, h->n_test, h->test_r2, h->test_mae);
-    }
-    buf_puts(&b, "  (R^2 is NAN where the held-out rows have constant flip rate)\n");
-    if (ev->n_importance) {
-        buf_puts(&b, "  top features by gain:");
-        for (size_t i = 0; i < ev->n_importance && i < 5; i++)
-            buf_printf(&b, " %s (%.2f)%s", ev->importance[i].name, ev->importance[i].gain_share,
-                       i + 1 < ev->n_importance && i < 4 ? "," : "");
-        buf_puts(&b, "\n");
-    }
-    *keep = ev;
-    return buf_steal(&b);
-}
-
 /* The stochastic leg's printer: each run as `run` prints it, each score
  * summary as `score` does. */
 static void stochastic_progress(void *user, const drift_progress *p) {
@@ -267,34 +194,17 @@ static int stochastic_leg(drift_store *st, const drift_lab_study *study, const c
         return cli_error_lib("lab", &err);
     }
     if (drift_lab_stochastic_compare(st, &x, &err)) return cli_error_lib("lab", &err);
-    drift_buf txt = {0};
-    buf_printf(&txt, "expected flip rate over replicate pairs: ");
-    if (isnan(x.expected_flip_rate)) buf_puts(&txt, "-");
-    else buf_printf(&txt, "%.2f%%", 100 * x.expected_flip_rate);
-    buf_puts(&txt, "; majority-vote flip rate: ");
-    if (isnan(x.majority_flip_rate)) buf_puts(&txt, "-");
-    else buf_printf(&txt, "%.2f%% (%ld of %ld, %ld ties)", 100 * x.majority_flip_rate, x.majority_flips, x.majority_n,
-                    x.majority_ties);
-    buf_puts(&txt, "\n");
-    if (x.det_ok) {
-        buf_printf(&txt, "deterministic flip rate (temperature 0, same pair, %ld prompts): %.2f%%\n", x.det_n,
-                   100 * x.det_flip_rate);
-        if (isnan(x.ratio))
-            buf_puts(&txt, "ratio stochastic / deterministic: - (no deterministic flips to compare with)\n");
-        else
-            buf_printf(&txt, "ratio stochastic / deterministic: %.2fx (the paper: 0.23x)\n", x.ratio);
-    } else {
-        buf_printf(&txt, "deterministic flip rate: not available (%s)\n", x.det_reason);
-    }
-    fputs(txt.data, stdout);
+    char *txt = NULL;
+    if (drift_lab_stochastic_render(&x, &txt, &err)) return cli_error_lib("lab", &err);
+    fputs(txt, stdout);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/stochastic.txt", out);
-    write_text(path, txt.data);
+    write_text(path, txt);
+    free(txt);
     if (!isnan(x.ratio))
         buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
                          "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x). ",
                    x.model, 100 * x.expected_flip_rate, x.ratio);
-    buf_free(&txt);
     return CLI_EXIT_PASS;
 }
 
@@ -448,35 +358,45 @@ static int cmd_lab(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/flip_rates.csv", out);
     if (drift_table_write_csv(t, path, &err)) rc = cli_error_lib("lab", &err);
     printf("\n== flip rate by workload (percent, 95%% Wilson CI; baseline = ref profile of the same model) ==");
-    cli_print_flip_table(stdout, t);
-    drift_store_health health;
-    drift_buf why = {0};
-    if (drift_matrix_store_health(st, &health, &err) == DRIFT_OK)
-        for (int w = 0; w < DRIFT_WL_COUNT; w++)
-            if (health.errors[w])
-                buf_printf(&why, "%s: %zu of %zu requests failed (e.g. \"%s\"): failed requests are never pairs%s. ",
-                           drift_workload_name((drift_workload)w), health.errors[w], health.errors[w] + health.answers[w],
-                           health.common_error[w], health.answers[w] ? "" : ", so this workload has no rows");
-    if (why.data) printf("%s\n", why.data);
+    char *text = NULL;
+    if (drift_table_render_text(t, &text, &err)) cli_error_lib("lab", &err);
+    else fputs(text, stdout);
+    free(text);
+    drift_store_outcomes outcomes;
+    char *why = NULL;
+    if (drift_store_count_outcomes(st, &outcomes, &err) == DRIFT_OK &&
+        drift_store_outcomes_render(&outcomes, &why, &err) == DRIFT_OK && why[0])
+        printf("%s\n", why);
     for (int w = 0; w < DRIFT_WL_COUNT; w++)
         if (ms.score.not_computable[w])
             printf("%s: %zu answers not computable: %s\n", drift_workload_name((drift_workload)w), ms.score.not_computable[w],
                    ms.score.reason[w]);
     printf("(written to %s)\n\n== ANOVA ==\n", path);
     fflush(stdout);
-    char *at = anova_text(t);
-    fputs(at, stdout);
-    snprintf(path, sizeof path, "%s/anova.txt", out);
-    write_text(path, at);
+    drift_pri_options po;
+    drift_pri_options_init(&po);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN); /* evaluations side by side; same results */
+    po.nthread = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1;
+    drift_table_analyses an;
+    drift_table_analyze(t, 1u << 1 | 1u << 2 | 1u << 3, &po, NULL, &an, &err);
+    char *at = NULL;
+    if (drift_anova_summary_render(&an, &at, &err)) rc = cli_error_lib("lab", &err);
+    else {
+        fputs(at, stdout);
+        snprintf(path, sizeof path, "%s/anova.txt", out);
+        write_text(path, at);
+    }
     free(at);
     printf("== PRI held-out evaluation ==\n");
     fflush(stdout);
-    drift_pri_eval *pev = NULL;
-    char *pt = pri_text(t, &pev);
-    fputs(pt, stdout);
-    if (t->n_rows >= LAB_PRI_MIN_ROWS) {
-        snprintf(path, sizeof path, "%s/pri.txt", out);
-        write_text(path, pt);
+    char *pt = NULL;
+    if (drift_pri_summary_render(&an, &pt, &err)) rc = cli_error_lib("lab", &err);
+    else {
+        fputs(pt, stdout);
+        if (an.pri_fits) {
+            snprintf(path, sizeof path, "%s/pri.txt", out);
+            write_text(path, pt);
+        }
     }
     free(pt);
     size_t n_rows = t->n_rows;
@@ -494,11 +414,11 @@ static int cmd_lab(int argc, char **argv) {
         buf_puts(&note, "The quick matrix leaves long-context out (each prompt is a prefill of thousands of "
                         "tokens); `driftbench lab --full` runs it. ");
     if (ms.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
-    if (why.data) buf_puts(&note, why.data);
+    if (why && why[0]) buf_puts(&note, why);
     if (stoch_note.data) buf_puts(&note, stoch_note.data);
     buf_free(&stoch_note);
     ho.note = note.data;
-    ho.pri = pev;
+    ho.pri = an.pri;
     char *page = NULL;
     if (drift_report_html(st, &ho, &page, &err)) rc = cli_error_lib("lab", &err);
     else {
@@ -507,8 +427,8 @@ static int cmd_lab(int argc, char **argv) {
     }
     free(page);
     buf_free(&note);
-    buf_free(&why);
-    drift_pri_eval_free(pev);
+    free(why);
+    drift_table_analyses_clear(&an);
     drift_table_free(t);
     drift_store_close(st);
 

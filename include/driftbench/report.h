@@ -9,6 +9,8 @@
  *                     the matrix summary            (pri_render.c)
  *   monitor           text, json                    (monitor_render.c)
  *   flip table        text (CSV: drift_table_format_csv) (table_render.c)
+ *   lab               the stochastic leg, a store's failed requests
+ *                                                   (lab_render.c)
  *   matrix report     HTML                          (report_html.h, html.c)
  *
  * What a comparison report shows of its flips beyond the comparison (where
@@ -19,6 +21,7 @@
 
 #include "driftbench/analysis.h"
 #include "driftbench/compare.h"
+#include "driftbench/lab.h"
 #include "driftbench/monitor.h"
 
 #ifdef __cplusplus
@@ -142,6 +145,21 @@ DRIFT_API drift_status drift_monitor_render(const drift_monitor_data *d, const d
  * fixed dimensions, rate, 95% CI, flips/n), each group after a blank line;
  * one line when the table has no row. *out is malloc'd. */
 DRIFT_API drift_status drift_table_render_text(const drift_table *t, char **out, drift_error *err);
+
+/* ------------------------------------------------------------------- lab */
+
+/* The stochastic leg (x after drift_lab_stochastic_compare) as the lab
+ * prints it and writes DIR/stochastic.txt: the expected flip rate over
+ * replicate pairs and the majority-vote flip rate ("-" when unknown), then
+ * the deterministic flip rate of the same pair and the ratio, or why the
+ * deterministic rate is not available. *out is malloc'd. */
+DRIFT_API drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **out, drift_error *err);
+
+/* The failed requests of a store (drift_store_count_outcomes): one
+ * sentence per workload with failures ("math: 3 of 12 requests failed
+ * (e.g. "..."): failed requests are never pairs. "), each ending in a
+ * space; "" when no request failed. *out is malloc'd. */
+DRIFT_API drift_status drift_store_outcomes_render(const drift_store_outcomes *o, char **out, drift_error *err);
 
 #ifdef __cplusplus
 }
