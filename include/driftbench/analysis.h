@@ -265,11 +265,6 @@ typedef struct drift_pri_eval {
 DRIFT_API drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o,
                                           drift_pri_eval **out, drift_error *err);
 DRIFT_API void drift_pri_eval_free(drift_pri_eval *e);
-/* The 5-fold CV result as one sentence without a final stop, the same in
- * every report ("5-fold CV R^2 = 0.512 +- 0.101", and how many folds had no
- * R^2 when some had a constant flip rate); r2 and pm spell R^2 and +- for
- * the medium (text or HTML entities). NULL when out of memory; free() it. */
-DRIFT_API char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *pm);
 
 /* ------------------------------------------------- analyses of a table */
 

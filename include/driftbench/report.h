@@ -125,6 +125,12 @@ DRIFT_API drift_status drift_pri_prediction_render(const drift_pri_query *q, con
                                                    const drift_pri_prediction *r, drift_format fmt, char **out,
                                                    drift_error *err);
 
+/* The 5-fold CV result as one sentence without a final stop, the same in
+ * every report ("5-fold CV R^2 = 0.512 +- 0.101", and how many folds had no
+ * R^2 when some had a constant flip rate); r2 and pm spell R^2 and +- for
+ * the medium (text or HTML entities). NULL when out of memory; free() it. */
+DRIFT_API char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *pm);
+
 /* The PRI block of the matrix summary (the lab's text): random split, CV,
  * ablations, held-out levels, the top five features; one sentence when the
  * table is too small or the evaluation failed; "" when none was asked. */

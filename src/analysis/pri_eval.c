@@ -321,15 +321,6 @@ static const struct { const char *dim, *level; double r2; } paper_cases[4] = {
     {"hardware", "b200", 0.9094}, {"precision", "fp4", 0.7626}, {"framework", "sglang", 0.4789},
     {"model", "qwen-7b", 0.1181}};
 
-/* See analysis.h. */
-char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *pm) {
-    if (e->cv_folds_defined >= 5) return drift_asprintf("5-fold CV %s = %.3f %s %.3f", r2, e->cv_r2_mean, pm, e->cv_r2_sd);
-    if (e->cv_folds_defined > 0)
-        return drift_asprintf("5-fold CV %s = %.3f %s %.3f over %d folds (%d had one flip rate in all test rows: no %s)",
-                              r2, e->cv_r2_mean, pm, e->cv_r2_sd, e->cv_folds_defined, 5 - e->cv_folds_defined, r2);
-    return drift_asprintf("5-fold CV %s: none defined (every fold's test rows share one flip rate)", r2);
-}
-
 void drift_pri_eval_free(drift_pri_eval *e) {
     if (!e) return;
     free(e->levels);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "util/util.h"
 

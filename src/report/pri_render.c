@@ -9,6 +9,8 @@
  *                                baseline, rate with its interval, risk,
  *                                change, advice.
  *   drift_pri_summary_render     the matrix summary's compact block (lab).
+ *   drift_pri_cv_summary         the 5-fold CV sentence that block and the
+ *                                HTML report share.
  * JSON: NaN and infinities are null. */
 #include <jansson.h>
 #include <math.h>
@@ -141,6 +143,15 @@ drift_status drift_pri_prediction_render(const drift_pri_query *q, const drift_p
         return drift_error_set(err, DRIFT_ERR_INVALID, "a PRI prediction renders as text or json");
     }
     return *out ? DRIFT_OK : nomem(err);
+}
+
+/* See report.h. */
+char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *pm) {
+    if (e->cv_folds_defined >= 5) return drift_asprintf("5-fold CV %s = %.3f %s %.3f", r2, e->cv_r2_mean, pm, e->cv_r2_sd);
+    if (e->cv_folds_defined > 0)
+        return drift_asprintf("5-fold CV %s = %.3f %s %.3f over %d folds (%d had one flip rate in all test rows: no %s)",
+                              r2, e->cv_r2_mean, pm, e->cv_r2_sd, e->cv_folds_defined, 5 - e->cv_folds_defined, r2);
+    return drift_asprintf("5-fold CV %s: none defined (every fold's test rows share one flip rate)", r2);
 }
 
 /* See report.h. */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "driftbench/analysis.h"
+#include "driftbench/report.h"
 
 static drift_table *paper_table(void) {
     const char *shared = getenv("DRIFT_SHARED");
