@@ -327,7 +327,7 @@ static int cmd_lab(int argc, char **argv) {
     }
     cli_install_signal_handlers();
     int64_t tok0 = 0, tok1 = 0;
-    drift_matrix_store_tokens(st, &tok0, &err);
+    drift_store_completion_tokens(st, &tok0, &err);
     cli_matrix_opts mo;
     cli_matrix_opts_default(&mo);
     mo.progress_lines = 1;
@@ -336,7 +336,7 @@ static int cmd_lab(int argc, char **argv) {
     mo.score.jobs = (int)jobs;
     cli_matrix_stats ms;
     int rc = cli_matrix_run("lab", st, spec, &mo, &ms);
-    drift_matrix_store_tokens(st, &tok1, &err);
+    drift_store_completion_tokens(st, &tok1, &err);
     drift_buf stoch_note = {0};
     if (rc == CLI_EXIT_PASS) rc = stochastic_leg(st, &study, out, &stoch_note);
     int fixtures = study.fixtures, with_safety = study.with_safety;

@@ -1,10 +1,12 @@
 /* cmd_merge.c - `driftbench merge --db OUT IN1.db IN2.db ...`: joins shard
- * stores (runs, prompts, responses, scores, embeddings) into one. */
+ * stores (runs, prompts, responses, scores, embeddings) into one, each input
+ * by drift_store_merge (store.h says how), in one transaction per input: a
+ * failure leaves the output with what earlier inputs added. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-#include "driftbench/matrix.h"
+#include "driftbench/store.h"
 
 static int cmd_merge(int argc, char **argv) {
     const char *out = NULL;
@@ -33,8 +35,9 @@ static int cmd_merge(int argc, char **argv) {
     drift_error err = {0};
     drift_store *st = NULL;
     if (drift_store_open(out, &st, &err)) return cli_error_lib("merge", &err);
-    drift_merge_stats s;
-    drift_status rc = drift_matrix_merge(st, in, n, &s, &err);
+    drift_store_merged s = {0};
+    drift_status rc = DRIFT_OK;
+    for (size_t i = 0; i < n && !rc; i++) rc = drift_store_merge(st, in[i], &s, &err); /* one transaction each */
     drift_store_close(st);
     if (rc) return cli_error_lib("merge", &err);
     if (!cli_quiet)

@@ -1,8 +1,9 @@
 /* matrix.h - the configuration matrix: a JSON spec of dimensions, levels and
  * targets (src/matrix/spec.c documents the format), deterministic shards of
- * it, merging shard stores into one, and the configuration x workload flip
- * table of a store (the paper's flip_rates.csv). Running the configurations
- * is the matrix stage's job (drift_matrix_run in pipeline.h). */
+ * it, and the configuration x workload flip table of a store (the paper's
+ * flip_rates.csv). Running the configurations is the matrix stage's job
+ * (drift_matrix_run in pipeline.h); merging shard stores into one is the
+ * store's (drift_store_merge in store.h). */
 #ifndef DRIFTBENCH_MATRIX_H
 #define DRIFTBENCH_MATRIX_H
 
@@ -63,35 +64,6 @@ DRIFT_API drift_status drift_matrix_shard_parse(const char *s, int *index, int *
  * shard index/count: config_index % count == index - 1. Every configuration
  * is in exactly one shard. */
 DRIFT_API int drift_matrix_in_shard(size_t config_index, int index, int count);
-
-/* What a merge copied. */
-typedef struct drift_merge_stats {
-    size_t runs, runs_skipped;     /* skipped: identical run already in the output */
-    size_t prompts, responses, scores, embeddings;
-} drift_merge_stats;
-
-/* Copies every run with its prompts, responses, scores and embeddings from
- * the stores in[0..n-1] into out (opened). Prompts are deduplicated by suite
- * + prompt_id (their hashes must agree: DRIFT_ERR_MISMATCH otherwise). A run
- * whose label already exists with the same target, config and decoding is
- * skipped when it has the same number of answers, else DRIFT_ERR_MISMATCH
- * naming the label and the input. Each input is merged in one transaction. */
-DRIFT_API drift_status drift_matrix_merge(drift_store *out, const char *const *in, size_t n,
-                                          drift_merge_stats *stats, drift_error *err);
-
-/* Sum of completion tokens of every answer in the store (unknown counts are
- * left out): lab reports generation speed from it. */
-DRIFT_API drift_status drift_matrix_store_tokens(drift_store *st, int64_t *tokens, drift_error *err);
-
-/* Per workload: answers and failed requests in the whole store, and the
- * most frequent error text of each workload (truncated), so a caller can
- * say why a workload has no pairs. */
-typedef struct drift_store_health {
-    size_t answers[DRIFT_WL_COUNT];
-    size_t errors[DRIFT_WL_COUNT];
-    char common_error[DRIFT_WL_COUNT][200];
-} drift_store_health;
-DRIFT_API drift_status drift_matrix_store_health(drift_store *st, drift_store_health *out, drift_error *err);
 
 /* The flip table of a store: for every run other than its baseline, the
  * comparison (drift_compare_runs, default options) against the baseline

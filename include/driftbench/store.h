@@ -173,11 +173,9 @@ DRIFT_API drift_status drift_store_load_scored(drift_store *st, int64_t run_id, 
 DRIFT_API void drift_scored_set_clear(drift_scored_set *s);
 
 /* One response with text, and its prompt (prompt_out NULL: not wanted).
- * Empty them with drift_answer_clear and drift_prompt_clear. */
+ * Empty them with drift_answer_clear and drift_prompt_clear (suite.h). */
 DRIFT_API drift_status drift_store_response_get(drift_store *st, int64_t response_id, drift_answer *out,
                                                 drift_prompt *prompt_out, drift_error *err);
-/* Frees what p holds (a drift_prompt of suite.h) and empties it. */
-DRIFT_API void drift_prompt_clear(drift_prompt *p);
 
 /* The answer text of response `response_id`, malloc'd into *text ("" when
  * the row is a failed request), and whether the row has stored logprobs

@@ -27,6 +27,10 @@ typedef struct drift_prompt {
     char *hash;             /* 16 hex chars over workload, input and reference */
 } drift_prompt;
 
+/* Frees what p holds and empties it (p itself stays the caller's). NULL is
+ * fine. The store fills prompts the caller empties with it. */
+DRIFT_API void drift_prompt_clear(drift_prompt *p);
+
 typedef struct drift_suite {
     char *name;             /* "gsm8k_prompts", "builtin:math", ... */
     char *source;           /* path or builtin spec, as given */

@@ -583,6 +583,7 @@ drift_status drift_store_response_get(drift_store *st, int64_t response_id, drif
     return ds;
 }
 
+/* See suite.h. */
 void drift_prompt_clear(drift_prompt *p) {
     if (!p) return;
     free(p->prompt_id);

@@ -226,6 +226,16 @@ static void test_table_per_model_baseline(void **state) {
 
 /* ---- merge ---- */
 
+/* What `driftbench merge` does: each input by drift_store_merge, in order,
+ * stopping at the first failure; *ms counts this call only. */
+static drift_status merge_all(drift_store *out, const char *const *in, size_t n, drift_store_merged *ms,
+                              drift_error *err) {
+    memset(ms, 0, sizeof *ms);
+    drift_status rc = DRIFT_OK;
+    for (size_t i = 0; i < n && !rc; i++) rc = drift_store_merge(out, in[i], ms, err);
+    return rc;
+}
+
 static void test_merge(void **state) {
     (void)state;
     make_tmpdir();
@@ -245,9 +255,9 @@ static void test_merge(void **state) {
     db_path(pa, sizeof pa, "a.db");
     db_path(pb, sizeof pb, "b.db");
     const char *in[2] = {pa, pb};
-    drift_merge_stats ms;
+    drift_store_merged ms = {0};
     drift_error err = {0};
-    assert_int_equal(drift_matrix_merge(m, in, 2, &ms, &err), DRIFT_OK);
+    assert_int_equal(merge_all(m, in, 2, &ms, &err), DRIFT_OK);
     assert_int_equal(ms.runs, 3);
     assert_int_equal(ms.runs_skipped, 0);
     assert_int_equal(ms.prompts, NP);
@@ -271,7 +281,7 @@ static void test_merge(void **state) {
     drift_table_free(ts);
     drift_table_free(tm);
     /* merging a again: identical runs are skipped */
-    assert_int_equal(drift_matrix_merge(m, in, 1, &ms, &err), DRIFT_OK);
+    assert_int_equal(merge_all(m, in, 1, &ms, &err), DRIFT_OK);
     assert_int_equal(ms.runs, 0);
     assert_int_equal(ms.runs_skipped, 2);
     assert_int_equal(count(m, "responses"), 3 * NP);
@@ -283,7 +293,7 @@ static void test_merge(void **state) {
     char pc[512];
     db_path(pc, sizeof pc, "c.db");
     const char *inc[1] = {pc};
-    assert_int_equal(drift_matrix_merge(m, inc, 1, &ms, &err), DRIFT_ERR_MISMATCH);
+    assert_int_equal(merge_all(m, inc, 1, &ms, &err), DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "'t1'"));
     assert_non_null(strstr(err.msg, "target"));
     assert_int_equal(count(m, "runs"), 3);
@@ -294,7 +304,7 @@ static void test_merge(void **state) {
     fputs("hello", f);
     fclose(f);
     const char *inb[1] = {bad};
-    assert_int_not_equal(drift_matrix_merge(m, inb, 1, &ms, &err), DRIFT_OK);
+    assert_int_not_equal(merge_all(m, inb, 1, &ms, &err), DRIFT_OK);
     drift_store_close(m);
     drift_store_close(single);
 }
