@@ -13,7 +13,7 @@
  *
  * The activations live in a model_run_state (model_internal.h) that the
  * caller owns and that keeps its buffers between calls, grown to the largest
- * batch seen: a decode step allocates nothing.
+ * batch seen: on the CPU a decode step allocates nothing once they have grown.
  *
  * Batch invariance: every matmul is batch-invariant (numerics' contract),
  * attention and norms are per row, the MoE sum order depends on the row's
