@@ -704,7 +704,7 @@ static uint8_t *tkv_at(const tmodel *m, size_t vb, uint8_t *base, int l, int pos
     return base + (((size_t)l * TM_CTX + (size_t)pos) * (size_t)m->n_kvh + (size_t)kvh) * vb;
 }
 
-/* moe_ffn of transformer.c with the reference kernels */
+/* moe_ffn of forward.c with the reference kernels */
 static void ref_moe(const tmodel *m, const drift_numeric_profile *r, const tlayer *L, const float *xb, int B,
                     float *out) {
     drift_error err;
@@ -759,7 +759,7 @@ static void ref_moe(const tmodel *m, const drift_numeric_profile *r, const tlaye
     free(lg), free(wt), free(sel), free(who), free(slot), free(g), free(h1), free(h3), free(o);
 }
 
-/* forward_rows of transformer.c with the reference kernels */
+/* forward_rows of forward.c with the reference kernels */
 static void ref_forward(const tmodel *m, const drift_numeric_profile *r, tsess *const *sess, const int *pos,
                         const int32_t *tok, int B, float *hidden) {
     drift_error err;
