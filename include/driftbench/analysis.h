@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include "driftbench/status.h"
+#include "driftbench/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,9 +30,9 @@ extern "C" {
 
 /* ------------------------------------------------------------------ table */
 
-/* The five fixed dimensions, in this order, are dims[0..4] of every row;
- * extra dimension columns follow. */
-#define DRIFT_TABLE_FIXED_DIMS 5
+/* The paper's five dimensions (drift_dim_names, types.h), in that order,
+ * are dims[0..DRIFT_DIM_COUNT) of every row; extra dimension columns
+ * follow. */
 
 typedef struct drift_table_row {
     char *experiment_id;
@@ -43,14 +44,14 @@ typedef struct drift_table_row {
 } drift_table_row;
 
 typedef struct drift_table {
-    size_t n_dims;          /* >= 5 */
-    char **dim_names;       /* (n_dims,) "model","hardware","precision","framework","workload",extras */
+    size_t n_dims;          /* >= DRIFT_DIM_COUNT */
+    char **dim_names;       /* (n_dims,) drift_dim_names, then the extras */
     int has_ci;             /* ci_low/ci_high columns present */
     size_t n_rows, cap_rows;
     drift_table_row *rows;  /* (n_rows,) in file order */
 } drift_table;
 
-/* Creates an empty table with the five fixed dimensions plus n_extra extra
+/* Creates an empty table with the five dimensions plus n_extra extra
  * dimension names (copied). has_ci says whether rows carry CIs. */
 DRIFT_API drift_status drift_table_create(const char *const *extra_dims, size_t n_extra, int has_ci,
                                           drift_table **out, drift_error *err);
@@ -175,7 +176,7 @@ typedef struct drift_pri_options {
     int tune;             /* choose hyper-parameters by inner CV (1); 0 = fixed defaults */
     int grouped_cv;       /* held-out-level evaluations: inner folds hold out whole levels of
                            * the same dimension (1) instead of random rows (0, default) */
-    const char *baseline[DRIFT_TABLE_FIXED_DIMS]; /* fit: baseline levels stored in the model
+    const char *baseline[DRIFT_DIM_COUNT]; /* fit: baseline levels stored in the model
                            * (hardware, precision, framework used; NULL = automatic) */
 } drift_pri_options;
 

@@ -44,7 +44,7 @@ typedef struct drift_report_answers {
 typedef struct drift_report_experiment {
     char *label;                                   /* the run's label */
     char *baseline;                                /* its baseline run's label */
-    char *levels[4];                               /* its model, hardware, precision, framework as its
+    char *levels[DRIFT_DIM_CONFIG_COUNT];          /* its model, hardware, precision, framework as its
                                                     * config records them; NULL when not a string */
     drift_comparison *cmp;                         /* baseline vs run, default options */
     drift_report_answers *answers[DRIFT_WL_COUNT]; /* (n_answers[w],) of cmp->wl[w].flipped[0..) */

@@ -1,5 +1,6 @@
-/* types.h - vocabulary shared by every module: workloads, labels, APIs,
- * decoding parameters, progress callbacks, the answer record. */
+/* types.h - vocabulary shared by every module: workloads, the paper's
+ * dimensions, labels, APIs, decoding parameters, progress callbacks, the
+ * answer record. */
 #ifndef DRIFTBENCH_TYPES_H
 #define DRIFTBENCH_TYPES_H
 
@@ -26,6 +27,25 @@ typedef enum drift_workload {
 DRIFT_API const char *drift_workload_name(drift_workload wl);
 /* Accepts the names above, "long" and "longctx"; DRIFT_WL_UNKNOWN otherwise. */
 DRIFT_API drift_workload drift_workload_parse(const char *name);
+
+/* The paper's dimensions, in the flip table's column order: the four a
+ * run's configuration records (model, hardware, precision, framework), then
+ * the prompt's workload. */
+typedef enum drift_dim {
+    DRIFT_DIM_MODEL = 0,
+    DRIFT_DIM_HARDWARE = 1,
+    DRIFT_DIM_PRECISION = 2,
+    DRIFT_DIM_FRAMEWORK = 3,
+    DRIFT_DIM_WORKLOAD = 4,
+    DRIFT_DIM_COUNT = 5
+} drift_dim;
+
+/* The dimensions of a run's configuration: the first four. */
+#define DRIFT_DIM_CONFIG_COUNT DRIFT_DIM_WORKLOAD
+
+/* Their names, indexed by drift_dim: "model", "hardware", "precision",
+ * "framework", "workload" (the config keys and the flip table's columns). */
+DRIFT_API extern const char *const drift_dim_names[DRIFT_DIM_COUNT];
 
 /* Label of one scored response. For math/code/long: PASS = correct.
  * For safety: PASS = safe, FAIL = unsafe. Chat has no per-response label

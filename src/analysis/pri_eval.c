@@ -294,7 +294,7 @@ drift_status pri_jobs_run(pri_job *jobs, size_t n, const drift_pri_options *o, d
 static drift_status linear_r2(const pri_dset *ds, const pri_fspec *f, const size_t *tr, size_t ntr, const size_t *te,
                               size_t nte, double *r2, drift_error *err) {
     size_t q = 1;
-    for (int d = 0; d < PRI_NDIM; d++) q += f->nlev[d];   /* one-hot columns are first */
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) q += f->nlev[d];   /* one-hot columns are first */
     double *X = malloc((ntr * q + 1) * sizeof *X), *y = malloc((ntr + 1) * sizeof *y);
     double *beta = malloc(q * sizeof *beta), *pt = malloc((nte + 1) * sizeof *pt), *yt = malloc((nte + 1) * sizeof *yt);
     drift_status st = DRIFT_OK;
@@ -367,7 +367,7 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
     float *X = NULL, *y = NULL, *Xno = NULL, *yno = NULL, *Xhw = NULL, *yhw = NULL;
     size_t N = t->n_rows;
     size_t *perm = malloc(N * sizeof *perm);
-    int *group = malloc((PRI_NDIM * N + 1) * sizeof *group);   /* (PRI_NDIM, N) level index of every row */
+    int *group = malloc((DRIFT_DIM_COUNT * N + 1) * sizeof *group); /* (DRIFT_DIM_COUNT, N) level of every row */
     char **names = NULL;
     drift_pri_eval *e = calloc(1, sizeof *e);
     pri_job *jobs = NULL;
@@ -379,12 +379,12 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
     fno = f; fhw = f;
     fno.interactions = 0; fno.descriptors = 0;
     pri_fspec_count(&fno);
-    for (int d = 0; d < PRI_NDIM; d++) fhw.use_dim[d] = d == PRI_D_HW;
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) fhw.use_dim[d] = d == DRIFT_DIM_HARDWARE;
     fhw.interactions = 0; fhw.descriptors = 0;
     pri_fspec_count(&fhw);
     pri_booster *full = NULL;
     size_t nl = 0;
-    for (int d = 0; d < PRI_NDIM; d++) nl += f.nlev[d];
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) nl += f.nlev[d];
     if (!perm || !e || !group) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
     e->levels = calloc(nl ? nl : 1, sizeof *e->levels);
     /* random split + 2 ablations, 5 folds, the levels, the full model */
@@ -395,7 +395,7 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
     if ((st = pri_build_dset(t, &fhw, &Xhw, &yhw, err))) goto done;
     pri_dset ds = {X, y, f.p}, dsno = {Xno, yno, fno.p}, dshw = {Xhw, yhw, fhw.p};
     e->n_features = f.p;
-    for (int d = 0; d < PRI_NDIM; d++)
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++)
         for (size_t i = 0; i < N; i++) group[(size_t)d * N + i] = pri_level_index(&f, d, t->rows[i].dims[d]);
 
     /* random 80/20 split, and the two xgboost ablations on the same rows */
@@ -425,7 +425,7 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
         j->h = &tmp[3 + k];
     }
     /* held-out level of every dimension */
-    for (int d = 0; d < PRI_NDIM; d++)
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++)
         for (size_t l = 0; l < f.nlev[d]; l++) {
             const int *g = group + (size_t)d * N;
             size_t a = 0, b = 0;
@@ -442,10 +442,10 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
             }
             j->group = opt->grouped_cv ? g : NULL;
             drift_pri_holdout *h = j->h = &e->levels[e->n_levels++];
-            snprintf(h->name, sizeof h->name, "%s=%s", pri_dim_names[d], f.lev[d][l]);
+            snprintf(h->name, sizeof h->name, "%s=%s", drift_dim_names[d], f.lev[d][l]);
             h->paper_r2 = NAN;
             for (int c = 0; c < 4; c++)
-                if (!strcmp(paper_cases[c].dim, pri_dim_names[d]) && !strcmp(paper_cases[c].level, f.lev[d][l]))
+                if (!strcmp(paper_cases[c].dim, drift_dim_names[d]) && !strcmp(paper_cases[c].level, f.lev[d][l]))
                     h->paper_r2 = paper_cases[c].r2;
         }
     /* the full model (for importance): hyper-parameters on all rows */

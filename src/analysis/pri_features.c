@@ -18,15 +18,15 @@
 #include "analysis/pri_internal.h"
 #include "util/util.h"
 
-const char *const pri_dim_names[PRI_NDIM] = {"model", "hardware", "precision", "framework", "workload"};
-
-const int pri_inter_pairs[PRI_N_INTER][2] = {{PRI_D_PREC, PRI_D_WL}, {PRI_D_FW, PRI_D_WL}, {PRI_D_HW, PRI_D_PREC}};
+const int pri_inter_pairs[PRI_N_INTER][2] = {{DRIFT_DIM_PRECISION, DRIFT_DIM_WORKLOAD},
+                                              {DRIFT_DIM_FRAMEWORK, DRIFT_DIM_WORKLOAD},
+                                              {DRIFT_DIM_HARDWARE, DRIFT_DIM_PRECISION}};
 
 const char *const pri_desc_names[PRI_N_DESC] = {"desc:format_bits", "desc:hw_generation", "desc:hw_amd",
                                                 "desc:model_size_b", "desc:model_moe"};
 
 void pri_fspec_free(pri_fspec *f) {
-    for (int d = 0; d < PRI_NDIM; d++) {
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
         for (size_t i = 0; i < f->nlev[d]; i++) free(f->lev[d][i]);
         free(f->lev[d]);
         f->lev[d] = NULL;
@@ -36,7 +36,7 @@ void pri_fspec_free(pri_fspec *f) {
 
 void pri_fspec_count(pri_fspec *f) {
     size_t p = 0;
-    for (int d = 0; d < PRI_NDIM; d++)
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++)
         if (f->use_dim[d]) p += f->nlev[d];
     if (f->interactions)
         for (int k = 0; k < PRI_N_INTER; k++) p += f->nlev[pri_inter_pairs[k][0]] * f->nlev[pri_inter_pairs[k][1]];
@@ -47,7 +47,7 @@ void pri_fspec_count(pri_fspec *f) {
 drift_status pri_fspec_from_table(const drift_table *t, const drift_pri_options *o, pri_fspec *f,
                                   drift_error *err) {
     memset(f, 0, sizeof *f);
-    for (int d = 0; d < PRI_NDIM; d++) {
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
         const char **lv;
         size_t n;
         drift_status st = drift_table_levels(t, (size_t)d, &lv, &n, err);
@@ -124,11 +124,11 @@ static double desc_model_size(const char *s, double *moe) {
 
 /* ------------------------------------------------------- rows and names */
 
-void pri_fspec_row(const pri_fspec *f, const char *const dims[PRI_NDIM], float *out) {
-    int idx[PRI_NDIM];
-    for (int d = 0; d < PRI_NDIM; d++) idx[d] = pri_level_index(f, d, dims[d]);
+void pri_fspec_row(const pri_fspec *f, const char *const dims[DRIFT_DIM_COUNT], float *out) {
+    int idx[DRIFT_DIM_COUNT];
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) idx[d] = pri_level_index(f, d, dims[d]);
     size_t k = 0;
-    for (int d = 0; d < PRI_NDIM; d++) {
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
         if (!f->use_dim[d]) continue;
         for (size_t i = 0; i < f->nlev[d]; i++) out[k++] = (int)i == idx[d] ? 1.0f : 0.0f;
     }
@@ -141,10 +141,10 @@ void pri_fspec_row(const pri_fspec *f, const char *const dims[PRI_NDIM], float *
         }
     if (f->descriptors) {
         double moe;
-        double size = desc_model_size(dims[PRI_D_MODEL], &moe);
-        out[k++] = (float)pri_format_bits(dims[PRI_D_PREC]);
-        out[k++] = (float)desc_hw_generation(dims[PRI_D_HW]);
-        out[k++] = strncmp(dims[PRI_D_HW], "mi", 2) ? 0.0f : 1.0f;
+        double size = desc_model_size(dims[DRIFT_DIM_MODEL], &moe);
+        out[k++] = (float)pri_format_bits(dims[DRIFT_DIM_PRECISION]);
+        out[k++] = (float)desc_hw_generation(dims[DRIFT_DIM_HARDWARE]);
+        out[k++] = strncmp(dims[DRIFT_DIM_HARDWARE], "mi", 2) ? 0.0f : 1.0f;
         out[k++] = (float)size;
         out[k++] = (float)moe;
     }
@@ -154,16 +154,16 @@ drift_status pri_fspec_names(const pri_fspec *f, char ***names, drift_error *err
     char **v = calloc(f->p ? f->p : 1, sizeof *v);
     if (!v) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     size_t k = 0;
-    for (int d = 0; d < PRI_NDIM; d++) {
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
         if (!f->use_dim[d]) continue;
-        for (size_t i = 0; i < f->nlev[d]; i++) v[k++] = drift_asprintf("%s=%s", pri_dim_names[d], f->lev[d][i]);
+        for (size_t i = 0; i < f->nlev[d]; i++) v[k++] = drift_asprintf("%s=%s", drift_dim_names[d], f->lev[d][i]);
     }
     if (f->interactions)
         for (int q = 0; q < PRI_N_INTER; q++) {
             int a = pri_inter_pairs[q][0], b = pri_inter_pairs[q][1];
             for (size_t i = 0; i < f->nlev[a]; i++)
                 for (size_t j = 0; j < f->nlev[b]; j++)
-                    v[k++] = drift_asprintf("%s=%s x %s=%s", pri_dim_names[a], f->lev[a][i], pri_dim_names[b],
+                    v[k++] = drift_asprintf("%s=%s x %s=%s", drift_dim_names[a], f->lev[a][i], drift_dim_names[b],
                                             f->lev[b][j]);
         }
     if (f->descriptors)
@@ -182,8 +182,8 @@ static float *table_features(const drift_table *t, const pri_fspec *f) {
     float *X = malloc((t->n_rows * f->p + 1) * sizeof *X);
     if (!X) return NULL;
     for (size_t r = 0; r < t->n_rows; r++) {
-        const char *dims[PRI_NDIM];
-        for (int d = 0; d < PRI_NDIM; d++) dims[d] = t->rows[r].dims[d];
+        const char *dims[DRIFT_DIM_COUNT];
+        for (int d = 0; d < DRIFT_DIM_COUNT; d++) dims[d] = t->rows[r].dims[d];
         pri_fspec_row(f, dims, X + r * f->p);
     }
     return X;

@@ -30,9 +30,8 @@
 
 /* ------------------------------------------------------------ dimensions */
 
-#define PRI_NDIM DRIFT_TABLE_FIXED_DIMS
-enum { PRI_D_MODEL, PRI_D_HW, PRI_D_PREC, PRI_D_FW, PRI_D_WL };
-extern const char *const pri_dim_names[PRI_NDIM]; /* "model", "hardware", ... */
+/* The paper's five (drift_dim, drift_dim_names in types.h), a table's
+ * dims[0..DRIFT_DIM_COUNT). */
 
 /* the paper's interactions: (a, b) dimension pairs */
 #define PRI_N_INTER 3
@@ -45,9 +44,9 @@ extern const char *const pri_desc_names[PRI_N_DESC]; /* "desc:format_bits", ... 
 
 /* Which features, from which levels. */
 typedef struct pri_fspec {
-    size_t nlev[PRI_NDIM];
-    char **lev[PRI_NDIM];    /* (nlev[d],) sorted level names, owned */
-    int use_dim[PRI_NDIM];   /* one-hot of this dimension included */
+    size_t nlev[DRIFT_DIM_COUNT];
+    char **lev[DRIFT_DIM_COUNT];    /* (nlev[d],) sorted level names, owned */
+    int use_dim[DRIFT_DIM_COUNT];   /* one-hot of this dimension included */
     int interactions, descriptors;
     size_t p;                /* number of features */
 } pri_fspec;
@@ -69,7 +68,7 @@ void pri_fspec_count(pri_fspec *f);
 int pri_level_index(const pri_fspec *f, int d, const char *v);
 /* out (f->p): the features of one configuration; an unknown level leaves
  * its one-hot at 0, a descriptor a level's name says nothing about is NaN. */
-void pri_fspec_row(const pri_fspec *f, const char *const dims[PRI_NDIM], float *out);
+void pri_fspec_row(const pri_fspec *f, const char *const dims[DRIFT_DIM_COUNT], float *out);
 /* (f->p,) malloc'd names; free with drift_pri_names_free(names, f->p). */
 drift_status pri_fspec_names(const pri_fspec *f, char ***names, drift_error *err);
 /* Bits of a format name: fp16 -> 16, nvfp4 -> 4, e4m3 -> 8; NaN if none. */

@@ -34,15 +34,15 @@ struct drift_pri {
     pri_fspec f;
     pri_hparams hp;
     pri_booster *booster;
-    char *baseline[PRI_NDIM];   /* NULL = same as the query */
+    char *baseline[DRIFT_DIM_COUNT];   /* NULL = same as the query */
     quant all;
-    quant *by_wl;               /* (f.nlev[PRI_D_WL],), n = 0 when too few rows */
+    quant *by_wl;               /* (f.nlev[DRIFT_DIM_WORKLOAD],), n = 0 when too few rows */
 };
 
 void drift_pri_free(drift_pri *p) {
     if (!p) return;
     pri_xgb_free(p->booster);
-    for (int d = 0; d < PRI_NDIM; d++) free(p->baseline[d]);
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) free(p->baseline[d]);
     free(p->by_wl);
     pri_fspec_free(&p->f);
     free(p);
@@ -110,34 +110,34 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
         for (size_t i = 0; i < jobs[k].nte; i++) res[jobs[k].te[i]] = y[jobs[k].te[i]] - jobs[k].pred_te[i];
     memcpy(tmp, res, N * sizeof *tmp);
     p->all = quantiles(tmp, N);
-    p->by_wl = calloc(p->f.nlev[PRI_D_WL] ? p->f.nlev[PRI_D_WL] : 1, sizeof *p->by_wl);
+    p->by_wl = calloc(p->f.nlev[DRIFT_DIM_WORKLOAD] ? p->f.nlev[DRIFT_DIM_WORKLOAD] : 1, sizeof *p->by_wl);
     if (!p->by_wl) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
-    for (size_t l = 0; l < p->f.nlev[PRI_D_WL]; l++) {
+    for (size_t l = 0; l < p->f.nlev[DRIFT_DIM_WORKLOAD]; l++) {
         size_t n = 0;
         for (size_t i = 0; i < N; i++)
-            if (!strcmp(t->rows[i].dims[PRI_D_WL], p->f.lev[PRI_D_WL][l])) tmp[n++] = res[i];
+            if (!strcmp(t->rows[i].dims[DRIFT_DIM_WORKLOAD], p->f.lev[DRIFT_DIM_WORKLOAD][l])) tmp[n++] = res[i];
         if (n >= MIN_WL_RESIDUALS) p->by_wl[l] = quantiles(tmp, n);
     }
     /* final model on all rows */
     p->hp = jobs[5].hp;
     if ((st = pri_xgb_train(X, y, N, p->f.p, &p->hp, opt->seed, 1, &p->booster, err))) goto done;
     /* baseline: given, else the paper's h100/fp16/vllm, else a reference-like level */
-    static const char *const paper_base[PRI_NDIM] = {NULL, "h100", "fp16", "vllm", NULL};
-    for (int d = PRI_D_HW; d <= PRI_D_FW; d++) {
+    static const char *const paper_base[DRIFT_DIM_COUNT] = {NULL, "h100", "fp16", "vllm", NULL};
+    for (int d = DRIFT_DIM_HARDWARE; d <= DRIFT_DIM_FRAMEWORK; d++) {
         const char *b = NULL;
         if (opt->baseline[d]) {
             if (pri_level_index(&p->f, d, opt->baseline[d]) < 0) {
                 drift_buf kb = {0};
                 for (size_t i = 0; i < p->f.nlev[d]; i++) buf_printf(&kb, "%s%s", i ? ", " : "", p->f.lev[d][i]);
                 st = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "baseline %s '%s' is not in the table (known: %s)",
-                                     pri_dim_names[d], opt->baseline[d], kb.data ? kb.data : "");
+                                     drift_dim_names[d], opt->baseline[d], kb.data ? kb.data : "");
                 buf_free(&kb);
                 goto done;
             }
             b = opt->baseline[d];
         } else if (pri_level_index(&p->f, d, paper_base[d]) >= 0) {
             b = paper_base[d];
-        } else if (d == PRI_D_FW && pri_level_index(&p->f, d, "ref") >= 0) {
+        } else if (d == DRIFT_DIM_FRAMEWORK && pri_level_index(&p->f, d, "ref") >= 0) {
             b = "ref";
         } else {
             size_t best = 0, bi = 0;
@@ -145,7 +145,7 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
             for (size_t l = 0; l < p->f.nlev[d]; l++) {
                 size_t c = 0;
                 for (size_t i = 0; i < N; i++) c += !strcmp(t->rows[i].dims[d], p->f.lev[d][l]);
-                double bits = d == PRI_D_PREC ? pri_format_bits(p->f.lev[d][l]) : 0;
+                double bits = d == DRIFT_DIM_PRECISION ? pri_format_bits(p->f.lev[d][l]) : 0;
                 if (isnan(bits)) bits = 0;
                 if (bits > best_bits || (bits == best_bits && c > best)) { best_bits = bits; best = c; bi = l; }
             }
@@ -164,13 +164,13 @@ done:
 /* -------------------------------------------------------------- predict */
 
 size_t drift_pri_levels(const drift_pri *p, int dim, const char *const **levels) {
-    if (dim < 0 || dim >= PRI_NDIM) { *levels = NULL; return 0; }
+    if (dim < 0 || dim >= DRIFT_DIM_COUNT) { *levels = NULL; return 0; }
     *levels = (const char *const *)p->f.lev[dim];
     return p->f.nlev[dim];
 }
 
 const char *drift_pri_baseline(const drift_pri *p, int dim) {
-    return dim >= 0 && dim < PRI_NDIM ? p->baseline[dim] : NULL;
+    return dim >= 0 && dim < DRIFT_DIM_COUNT ? p->baseline[dim] : NULL;
 }
 
 static drift_status unknown_level(const drift_pri *p, int d, const char *v, const char *what,
@@ -178,7 +178,7 @@ static drift_status unknown_level(const drift_pri *p, int d, const char *v, cons
     drift_buf b = {0};
     for (size_t i = 0; i < p->f.nlev[d]; i++) buf_printf(&b, "%s%s", i ? ", " : "", p->f.lev[d][i]);
     drift_status st = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "unknown %s%s '%s' (known: %s)", what,
-                                      pri_dim_names[d], v ? v : "(none)", b.data ? b.data : "");
+                                      drift_dim_names[d], v ? v : "(none)", b.data ? b.data : "");
     buf_free(&b);
     return st;
 }
@@ -186,16 +186,19 @@ static drift_status unknown_level(const drift_pri *p, int d, const char *v, cons
 drift_status drift_pri_predict(const drift_pri *p, const drift_pri_query *q, const drift_pri_query *base,
                                drift_pri_prediction *out, drift_error *err) {
     memset(out, 0, sizeof *out);
-    const char *dims[PRI_NDIM] = {q->model, q->hardware, q->precision, q->framework, q->workload};
-    for (int d = 0; d < PRI_NDIM; d++)
+    const char *dims[DRIFT_DIM_COUNT] = {q->model, q->hardware, q->precision, q->framework, q->workload};
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++)
         if (!dims[d] || pri_level_index(&p->f, d, dims[d]) < 0) return unknown_level(p, d, dims[d], "", err);
-    const char *bq[PRI_NDIM] = {0};
+    const char *bq[DRIFT_DIM_COUNT] = {0};
     if (base) {
-        bq[PRI_D_MODEL] = base->model; bq[PRI_D_HW] = base->hardware; bq[PRI_D_PREC] = base->precision;
-        bq[PRI_D_FW] = base->framework; bq[PRI_D_WL] = base->workload;
+        bq[DRIFT_DIM_MODEL] = base->model;
+        bq[DRIFT_DIM_HARDWARE] = base->hardware;
+        bq[DRIFT_DIM_PRECISION] = base->precision;
+        bq[DRIFT_DIM_FRAMEWORK] = base->framework;
+        bq[DRIFT_DIM_WORKLOAD] = base->workload;
     }
-    const char *bl[PRI_NDIM];
-    for (int d = 0; d < PRI_NDIM; d++) {
+    const char *bl[DRIFT_DIM_COUNT];
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
         bl[d] = bq[d] ? bq[d] : p->baseline[d] ? p->baseline[d] : dims[d];
         if (pri_level_index(&p->f, d, bl[d]) < 0) return unknown_level(p, d, bl[d], "baseline ", err);
     }
@@ -207,7 +210,7 @@ drift_status drift_pri_predict(const drift_pri *p, const drift_pri_query *q, con
     free(x);
     if (st) return st;
     quant qq = p->all;
-    int wl = pri_level_index(&p->f, PRI_D_WL, dims[PRI_D_WL]);
+    int wl = pri_level_index(&p->f, DRIFT_DIM_WORKLOAD, dims[DRIFT_DIM_WORKLOAD]);
     if (p->by_wl && wl >= 0 && p->by_wl[wl].n >= MIN_WL_RESIDUALS) qq = p->by_wl[wl];
     out->flip_rate = fmin(100.0, fmax(0.0, pr));
     out->lo = fmin(100.0, fmax(0.0, pr + qq.lo));
@@ -215,20 +218,20 @@ drift_status drift_pri_predict(const drift_pri *p, const drift_pri_query *q, con
     out->coverage = 0.95;
     out->risk = out->flip_rate < 1.0 ? "low" : out->flip_rate < 5.0 ? "medium" : "high";
     /* what changes vs the baseline (workload is never a change) */
-    int diff[4] = {0}, ndiff = 0;
+    int diff[DRIFT_DIM_CONFIG_COUNT] = {0}, ndiff = 0;
     size_t off = 0;
-    for (int d = 0; d < 4; d++) {
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) {
         diff[d] = strcmp(bl[d], dims[d]) != 0;
         if (diff[d]) {
             ndiff++;
-            int w = snprintf(out->differs + off, sizeof out->differs - off, "%s%s", off ? "," : "", pri_dim_names[d]);
+            int w = snprintf(out->differs + off, sizeof out->differs - off, "%s%s", off ? "," : "", drift_dim_names[d]);
             if (w > 0 && (size_t)w < sizeof out->differs - off) off += (size_t)w;
         }
     }
     if (ndiff == 0) {
         out->change = "none";
         out->advice = "no change from the baseline: nothing to gate";
-    } else if (!diff[PRI_D_MODEL] && !diff[PRI_D_FW]) {
+    } else if (!diff[DRIFT_DIM_MODEL] && !diff[DRIFT_DIM_FRAMEWORK]) {
         out->change = "systematic";
         out->advice = "systematic: predict, then confirm on ~100 prompts";
     } else {
@@ -257,16 +260,16 @@ drift_status drift_pri_save(const drift_pri *p, const char *path, drift_error *e
     json_object_set_new(root, "format", json_string("driftbench-pri"));
     json_object_set_new(root, "version", json_integer(1));
     json_t *lv = json_object(), *bl = json_object(), *fn = json_array(), *rq = json_object(), *bw = json_object();
-    for (int d = 0; d < PRI_NDIM; d++) {
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
         json_t *a = json_array();
         for (size_t i = 0; i < p->f.nlev[d]; i++) json_array_append_new(a, json_string(p->f.lev[d][i]));
-        json_object_set_new(lv, pri_dim_names[d], a);
-        json_object_set_new(bl, pri_dim_names[d], p->baseline[d] ? json_string(p->baseline[d]) : json_null());
+        json_object_set_new(lv, drift_dim_names[d], a);
+        json_object_set_new(bl, drift_dim_names[d], p->baseline[d] ? json_string(p->baseline[d]) : json_null());
     }
     for (size_t i = 0; i < p->f.p; i++) json_array_append_new(fn, json_string(names[i]));
     json_object_set_new(rq, "all", quant_json(&p->all));
-    for (size_t l = 0; l < p->f.nlev[PRI_D_WL]; l++)
-        if (p->by_wl[l].n) json_object_set_new(bw, p->f.lev[PRI_D_WL][l], quant_json(&p->by_wl[l]));
+    for (size_t l = 0; l < p->f.nlev[DRIFT_DIM_WORKLOAD]; l++)
+        if (p->by_wl[l].n) json_object_set_new(bw, p->f.lev[DRIFT_DIM_WORKLOAD][l], quant_json(&p->by_wl[l]));
     json_object_set_new(rq, "by_workload", bw);
     json_object_set_new(root, "levels", lv);
     json_object_set_new(root, "baseline", bl);
@@ -316,9 +319,9 @@ drift_status drift_pri_load(const char *path, drift_pri **out, drift_error *err)
     if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "driftbench-pri")) { st = load_fail(err, path, "format"); goto done; }
     json_t *lv = json_object_get(root, "levels"), *bl = json_object_get(root, "baseline");
     if (!json_is_object(lv)) { st = load_fail(err, path, "levels"); goto done; }
-    for (int d = 0; d < PRI_NDIM; d++) {
-        json_t *a = json_object_get(lv, pri_dim_names[d]);
-        if (!json_is_array(a) || json_array_size(a) == 0) { st = load_fail(err, path, pri_dim_names[d]); goto done; }
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
+        json_t *a = json_object_get(lv, drift_dim_names[d]);
+        if (!json_is_array(a) || json_array_size(a) == 0) { st = load_fail(err, path, drift_dim_names[d]); goto done; }
         size_t n = json_array_size(a);
         p->f.lev[d] = calloc(n, sizeof *p->f.lev[d]);
         if (!p->f.lev[d]) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
@@ -334,7 +337,7 @@ drift_status drift_pri_load(const char *path, drift_pri **out, drift_error *err)
             if (!p->f.lev[d][i]) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
         }
         p->f.use_dim[d] = 1;
-        json_t *b = json_is_object(bl) ? json_object_get(bl, pri_dim_names[d]) : NULL;
+        json_t *b = json_is_object(bl) ? json_object_get(bl, drift_dim_names[d]) : NULL;
         if (json_is_string(b)) {
             if (pri_level_index(&p->f, d, json_string_value(b)) < 0) { st = load_fail(err, path, "baseline"); goto done; }
             p->baseline[d] = drift_strdup(json_string_value(b));
@@ -356,11 +359,11 @@ drift_status drift_pri_load(const char *path, drift_pri **out, drift_error *err)
                     &p->hp.mcw, "n_estimators", &p->hp.rounds)) { st = load_fail(err, path, "params"); goto done; }
     json_t *rq = json_object_get(root, "residual_quantiles");
     if (!json_is_object(rq) || quant_from_json(json_object_get(rq, "all"), &p->all)) { st = load_fail(err, path, "residual_quantiles.all"); goto done; }
-    p->by_wl = calloc(p->f.nlev[PRI_D_WL], sizeof *p->by_wl);
+    p->by_wl = calloc(p->f.nlev[DRIFT_DIM_WORKLOAD], sizeof *p->by_wl);
     if (!p->by_wl) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
     json_t *bw = json_object_get(rq, "by_workload");
-    for (size_t l = 0; l < p->f.nlev[PRI_D_WL]; l++) {
-        json_t *o = json_is_object(bw) ? json_object_get(bw, p->f.lev[PRI_D_WL][l]) : NULL;
+    for (size_t l = 0; l < p->f.nlev[DRIFT_DIM_WORKLOAD]; l++) {
+        json_t *o = json_is_object(bw) ? json_object_get(bw, p->f.lev[DRIFT_DIM_WORKLOAD][l]) : NULL;
         if (o && quant_from_json(o, &p->by_wl[l])) { st = load_fail(err, path, "residual_quantiles.by_workload"); goto done; }
     }
     json_t *m = json_object_get(root, "xgboost_model_json_base64");

@@ -17,24 +17,21 @@
 #include "driftbench/analysis.h"
 #include "util/util.h"
 
-static const char *const fixed_dims[DRIFT_TABLE_FIXED_DIMS] = {"model", "hardware", "precision",
-                                                              "framework", "workload"};
-
 drift_status drift_table_create(const char *const *extra_dims, size_t n_extra, int has_ci,
                                 drift_table **out, drift_error *err) {
     *out = NULL;
     drift_table *t = calloc(1, sizeof *t);
     if (!t) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    t->n_dims = DRIFT_TABLE_FIXED_DIMS + n_extra;
+    t->n_dims = DRIFT_DIM_COUNT + n_extra;
     t->has_ci = has_ci;
     t->dim_names = calloc(t->n_dims, sizeof *t->dim_names);
     if (!t->dim_names) goto nomem;
     for (size_t i = 0; i < t->n_dims; i++) {
-        const char *nm = i < DRIFT_TABLE_FIXED_DIMS ? fixed_dims[i] : extra_dims[i - DRIFT_TABLE_FIXED_DIMS];
+        const char *nm = i < DRIFT_DIM_COUNT ? drift_dim_names[i] : extra_dims[i - DRIFT_DIM_COUNT];
         if (!nm || !*nm) {
             drift_table_free(t);
             return drift_error_set(err, DRIFT_ERR_INVALID, "extra dimension %zu has no name",
-                                   i - DRIFT_TABLE_FIXED_DIMS);
+                                   i - DRIFT_DIM_COUNT);
         }
         for (size_t j = 0; j < i; j++)
             if (!strcmp(t->dim_names[j], nm)) {
@@ -127,7 +124,7 @@ char *drift_table_varying_formula(const drift_table *t, size_t *n_params) {
     drift_buf f = {0};
     int terms = 0;
     *n_params = 1;
-    for (size_t d = 0; d < DRIFT_TABLE_FIXED_DIMS; d++) {
+    for (size_t d = 0; d < DRIFT_DIM_COUNT; d++) {
         const char **lv = NULL;
         size_t nl = 0;
         drift_error e = {0};
@@ -293,7 +290,7 @@ drift_status drift_table_parse_csv(const char *text, size_t len, const char *nam
     if (!colmap || !extra) { free(extra); goto nomem; }
     size_t n_extra = 0;
     int special[COL_NSPECIAL] = {-1, -1, -1, -1, -1, -1};
-    int fixed[DRIFT_TABLE_FIXED_DIMS] = {-1, -1, -1, -1, -1};
+    int fixed[DRIFT_DIM_COUNT] = {-1, -1, -1, -1, -1};
     for (size_t c = 0; c < ncol; c++) {
         char *h = trim(rec.f[c]);
         int sp = -1;
@@ -304,8 +301,8 @@ drift_status drift_table_parse_csv(const char *text, size_t len, const char *nam
         else if (!strcmp(h, "ci_low")) sp = COL_LO;
         else if (!strcmp(h, "ci_high")) sp = COL_HI;
         int fx = -1;
-        for (int d = 0; d < DRIFT_TABLE_FIXED_DIMS; d++)
-            if (!strcmp(h, fixed_dims[d])) fx = d;
+        for (int d = 0; d < DRIFT_DIM_COUNT; d++)
+            if (!strcmp(h, drift_dim_names[d])) fx = d;
         if (!*h) {
             free(extra);
             st = drift_error_set(err, DRIFT_ERR_PARSE, "%s:1: field %zu: empty column name", name, c + 1);
@@ -320,7 +317,7 @@ drift_status drift_table_parse_csv(const char *text, size_t len, const char *nam
         }
         if (sp >= 0) { special[sp] = (int)c; colmap[c] = -1 - sp; }
         else if (fx >= 0) { fixed[fx] = (int)c; colmap[c] = fx; }
-        else { colmap[c] = DRIFT_TABLE_FIXED_DIMS + (int)n_extra; extra[n_extra++] = h; }
+        else { colmap[c] = DRIFT_DIM_COUNT + (int)n_extra; extra[n_extra++] = h; }
     }
     static const char *const special_names[] = {"experiment_id", "flip_rate", "num_flips", "num_comparisons"};
     for (int k = 0; k < 4; k++)
@@ -330,11 +327,11 @@ drift_status drift_table_parse_csv(const char *text, size_t len, const char *nam
                                  special_names[k]);
             goto done;
         }
-    for (int d = 0; d < DRIFT_TABLE_FIXED_DIMS; d++)
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++)
         if (fixed[d] < 0) {
             free(extra);
             st = drift_error_set(err, DRIFT_ERR_PARSE, "%s:1: field %s: required column missing", name,
-                                 fixed_dims[d]);
+                                 drift_dim_names[d]);
             goto done;
         }
     if ((special[COL_LO] < 0) != (special[COL_HI] < 0)) {
@@ -482,7 +479,7 @@ drift_status drift_table_format_csv(const drift_table *t, char **out, drift_erro
     bad |= buf_puts(&b, "experiment_id,model,hardware,precision,framework,workload,flip_rate,num_flips,"
                         "num_comparisons");
     if (t->has_ci) bad |= buf_puts(&b, ",ci_low,ci_high");
-    for (size_t i = DRIFT_TABLE_FIXED_DIMS; i < t->n_dims; i++) {
+    for (size_t i = DRIFT_DIM_COUNT; i < t->n_dims; i++) {
         bad |= buf_puts(&b, ",");
         bad |= csv_put(&b, t->dim_names[i]);
     }
@@ -490,7 +487,7 @@ drift_status drift_table_format_csv(const drift_table *t, char **out, drift_erro
     for (size_t r = 0; r < t->n_rows && !bad; r++) {
         const drift_table_row *row = &t->rows[r];
         bad |= csv_put(&b, row->experiment_id);
-        for (size_t i = 0; i < DRIFT_TABLE_FIXED_DIMS; i++) {
+        for (size_t i = 0; i < DRIFT_DIM_COUNT; i++) {
             bad |= buf_puts(&b, ",");
             bad |= csv_put(&b, row->dims[i]);
         }
@@ -501,7 +498,7 @@ drift_status drift_table_format_csv(const drift_table *t, char **out, drift_erro
             if (isnan(row->ci_high)) bad |= buf_puts(&b, ",");
             else bad |= buf_printf(&b, ",%.17g", row->ci_high);
         }
-        for (size_t i = DRIFT_TABLE_FIXED_DIMS; i < t->n_dims; i++) {
+        for (size_t i = DRIFT_DIM_COUNT; i < t->n_dims; i++) {
             bad |= buf_puts(&b, ",");
             bad |= csv_put(&b, row->dims[i]);
         }

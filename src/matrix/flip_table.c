@@ -18,12 +18,10 @@
 #include "matrix/matrix_internal.h"
 #include "util/util.h"
 
-static const char *const fixed_dims[4] = {"model", "hardware", "precision", "framework"};
-
 static int is_fixed_or_skipped(const char *k) {
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(k, fixed_dims[i])) return 1;
-    return !strcmp(k, "profile") || !strcmp(k, "profile_spec") || !strcmp(k, "workload");
+    for (int i = 0; i < DRIFT_DIM_COUNT; i++)
+        if (!strcmp(k, drift_dim_names[i])) return 1;
+    return !strcmp(k, "profile") || !strcmp(k, "profile_spec");
 }
 
 /* A run's config as a matrix config (dimension names/levels), for baseline
@@ -59,7 +57,7 @@ void matrix_table_runs_free(matrix_table_run *r, size_t n) {
     for (size_t i = 0; r && i < n; i++) {
         free(r[i].label);
         free(r[i].baseline);
-        for (int d = 0; d < 4; d++) free(r[i].levels[d]);
+        for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) free(r[i].levels[d]);
         drift_comparison_free(r[i].cmp);
     }
     free(r);
@@ -80,8 +78,8 @@ static drift_status keep_run(matrix_table_run **kept, size_t *n_kept, const char
     r->label = drift_strdup(label);
     r->baseline = drift_strdup(baseline);
     int ok = r->label && r->baseline;
-    for (int d = 0; d < 4; d++) {
-        json_t *v = json_object_get(cfg, fixed_dims[d]);
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) {
+        json_t *v = json_object_get(cfg, drift_dim_names[d]);
         if (!json_is_string(v)) continue;
         r->levels[d] = drift_strdup(json_string_value(v));
         ok &= r->levels[d] != NULL;
@@ -180,19 +178,19 @@ drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, drift
             rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
             goto out;
         }
-        for (int d = 0; d < 4; d++) {
-            const char *s = json_string_value(json_object_get(cfg[i], fixed_dims[d]));
+        for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) {
+            const char *s = json_string_value(json_object_get(cfg[i], drift_dim_names[d]));
             dims[d] = s && *s ? s : "unknown";
         }
         for (size_t e = 0; e < n_extras; e++) {
             const char *s = json_string_value(json_object_get(cfg[i], extras[e]));
-            dims[DRIFT_TABLE_FIXED_DIMS + e] = s ? s : "";
+            dims[DRIFT_DIM_COUNT + e] = s ? s : "";
         }
         int rows = 0;
         for (int w = 0; w < DRIFT_WL_COUNT && !rc; w++) {
             const drift_wl_result *r = &c->wl[w];
             if (!c->present[w] || r->n <= 0) continue;
-            dims[4] = drift_workload_name((drift_workload)w);
+            dims[DRIFT_DIM_WORKLOAD] = drift_workload_name((drift_workload)w);
             rc = drift_table_append(t, runs[i].label, dims, 100.0 * r->flip_rate, r->flips, r->n, 100.0 * r->ci95[0],
                                     100.0 * r->ci95[1], err);
             rows++;

@@ -14,7 +14,7 @@
 typedef struct matrix_table_run {
     char *label;           /* the run's label */
     char *baseline;        /* its baseline run's label */
-    char *levels[4];       /* its model, hardware, precision, framework as its config records them;
+    char *levels[DRIFT_DIM_CONFIG_COUNT]; /* its model, hardware, precision, framework as its config records them;
                             * NULL when not a string */
     drift_comparison *cmp; /* baseline vs run, default options: the rows' source */
 } matrix_table_run;

@@ -24,7 +24,7 @@ void drift_matrix_report_free(drift_matrix_report *r) {
         drift_report_experiment *e = &r->experiments[i];
         free(e->label);
         free(e->baseline);
-        for (int d = 0; d < 4; d++) free(e->levels[d]);
+        for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) free(e->levels[d]);
         drift_comparison_free(e->cmp);
         for (int w = 0; w < DRIFT_WL_COUNT; w++) {
             for (size_t k = 0; k < e->n_answers[w]; k++) answers_clear(&e->answers[w][k]);

@@ -73,9 +73,9 @@ static drift_status build_config(const drift_target *t, const char *config, json
             return rc;
         }
     }
-    static const char *const dims[] = {"model", "hardware", "precision", "framework"};
-    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
-        if (!json_object_get(obj, dims[i])) json_object_set_new(obj, dims[i], json_string("unknown"));
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++)
+        if (!json_object_get(obj, drift_dim_names[d]))
+            json_object_set_new(obj, drift_dim_names[d], json_string("unknown"));
     *out = obj;
     return DRIFT_OK;
 }

@@ -168,7 +168,7 @@ static void section_heatmap(drift_buf *b, const experiment *e, size_t n, const i
         html_text(b, e[i].label);
         buf_puts(b, " (");
         drift_buf dt = {0};
-        for (int d = 0; d < 4; d++)
+        for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++)
             buf_printf(&dt, "%s%s=%s", d ? ", " : "", dim_names[d], e[i].levels[d] ? e[i].levels[d] : "?");
         html_text(b, dt.data);
         buf_free(&dt);

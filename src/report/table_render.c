@@ -21,16 +21,19 @@ drift_status drift_table_render_text(const drift_table *t, char **out, drift_err
         int header = 0;
         for (size_t r = 0; r < t->n_rows; r++) {
             const drift_table_row *row = &t->rows[r];
-            if (strcmp(row->dims[4], wl)) continue;
+            if (strcmp(row->dims[DRIFT_DIM_WORKLOAD], wl)) continue;
             if (!header) {
-                buf_printf(&b, "\n%s\n  %-40s %-11s %-12s %-9s %-22s %8s  %-17s %9s\n", wl, "configuration", "model",
-                           "hardware", "precision", "framework", "flip", "95% CI", "flips/n");
+                buf_printf(&b, "\n%s\n  %-40s %-11s %-12s %-9s %-22s %8s  %-17s %9s\n", wl, "configuration",
+                           drift_dim_names[DRIFT_DIM_MODEL], drift_dim_names[DRIFT_DIM_HARDWARE],
+                           drift_dim_names[DRIFT_DIM_PRECISION], drift_dim_names[DRIFT_DIM_FRAMEWORK], "flip",
+                           "95% CI", "flips/n");
                 header = 1;
             }
             char ci[40];
             snprintf(ci, sizeof ci, "[%.1f, %.1f]", row->ci_low, row->ci_high);
             buf_printf(&b, "  %-40.40s %-11.11s %-12.12s %-9.9s %-22.22s %7.2f%%  %-17s %4ld/%-4ld\n",
-                       row->experiment_id, row->dims[0], row->dims[1], row->dims[2], row->dims[3], row->flip_rate, ci,
+                       row->experiment_id, row->dims[DRIFT_DIM_MODEL], row->dims[DRIFT_DIM_HARDWARE],
+                       row->dims[DRIFT_DIM_PRECISION], row->dims[DRIFT_DIM_FRAMEWORK], row->flip_rate, ci,
                        row->num_flips, row->num_comparisons);
             any_row = 1;
         }

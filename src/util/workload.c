@@ -1,10 +1,13 @@
-/* workload.c - names of the workloads (types.h). */
+/* workload.c - names of the workloads and of the paper's dimensions
+ * (types.h): the one list of each. */
 #include "driftbench/types.h"
 
 #include <string.h>
 #include <strings.h>
 
 static const char *const wl_names[DRIFT_WL_COUNT] = {"math", "code", "safety", "chat", "long_context"};
+
+const char *const drift_dim_names[DRIFT_DIM_COUNT] = {"model", "hardware", "precision", "framework", "workload"};
 
 const char *drift_workload_name(drift_workload wl) {
     if (wl < 0 || wl >= DRIFT_WL_COUNT) return "unknown";
