@@ -18,12 +18,15 @@
 #include "analysis/pri_internal.h"
 #include "util/util.h"
 
-const int pri_inter_pairs[PRI_N_INTER][2] = {{DRIFT_DIM_PRECISION, DRIFT_DIM_WORKLOAD},
-                                              {DRIFT_DIM_FRAMEWORK, DRIFT_DIM_WORKLOAD},
-                                              {DRIFT_DIM_HARDWARE, DRIFT_DIM_PRECISION}};
+/* the paper's interactions: (a, b) dimension pairs */
+#define PRI_N_INTER 3
+static const int pri_inter_pairs[PRI_N_INTER][2] = {{DRIFT_DIM_PRECISION, DRIFT_DIM_WORKLOAD},
+                                                     {DRIFT_DIM_FRAMEWORK, DRIFT_DIM_WORKLOAD},
+                                                     {DRIFT_DIM_HARDWARE, DRIFT_DIM_PRECISION}};
 
-const char *const pri_desc_names[PRI_N_DESC] = {"desc:format_bits", "desc:hw_generation", "desc:hw_amd",
-                                                "desc:model_size_b", "desc:model_moe"};
+#define PRI_N_DESC 5
+static const char *const pri_desc_names[PRI_N_DESC] = {"desc:format_bits", "desc:hw_generation", "desc:hw_amd",
+                                                       "desc:model_size_b", "desc:model_moe"};
 
 void pri_fspec_free(pri_fspec *f) {
     for (int d = 0; d < DRIFT_DIM_COUNT; d++) {

@@ -28,17 +28,8 @@
 #include "driftbench/analysis.h"
 #include "driftbench/status.h"
 
-/* ------------------------------------------------------------ dimensions */
-
-/* The paper's five (drift_dim, drift_dim_names in types.h), a table's
- * dims[0..DRIFT_DIM_COUNT). */
-
-/* the paper's interactions: (a, b) dimension pairs */
-#define PRI_N_INTER 3
-extern const int pri_inter_pairs[PRI_N_INTER][2];
-
-#define PRI_N_DESC 5
-extern const char *const pri_desc_names[PRI_N_DESC]; /* "desc:format_bits", ... */
+/* Dimensions are the paper's five (drift_dim, drift_dim_names in types.h),
+ * a table's dims[0..DRIFT_DIM_COUNT). */
 
 /* ---------------------------------------------------- pri_features.c */
 

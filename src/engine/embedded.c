@@ -265,7 +265,7 @@ static void emb_close(drift_target *t) {
 }
 
 
-static const drift_target_vtable EMB_VT = {"embedded", emb_generate, emb_embed, emb_close};
+static const eng_target_vtable EMB_VT = {"embedded", emb_generate, emb_embed, emb_close};
 
 /* Decodes %XX and '+' in a query value in place. */
 static void url_decode(char *s) {
@@ -319,7 +319,7 @@ static char *config_json(const drift_model *m, const drift_numeric_profile *p) {
     return s;
 }
 
-drift_status drift_embedded_target_open(drift_target *t, const char *spec, drift_error *err) {
+drift_status eng_embedded_open(drift_target *t, const char *spec, drift_error *err) {
     const char *body = spec + strlen("embedded:");
     const char *q = strchr(body, '?');
     char *path = q ? drift_strndup(body, (size_t)(q - body)) : drift_strdup(body);

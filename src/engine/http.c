@@ -49,7 +49,7 @@ typedef struct http_slot {
     CURL *easy;
     drift_buf body;          /* reply body of the current attempt */
     drift_buf req;           /* request JSON of the current request */
-    int too_big;             /* reply passed DRIFT_HTTP_MAX_BODY_BYTES */
+    int too_big;             /* reply passed ENG_HTTP_MAX_BODY_BYTES */
     enum slot_state state;
     size_t ri;               /* index into the reqs[] of the current generate() */
     int attempts;            /* attempts made so far for this request */
@@ -249,7 +249,7 @@ done:
 static size_t on_body(char *p, size_t size, size_t nmemb, void *user) {
     http_slot *s = user;
     size_t n = size * nmemb;
-    if (s->body.len + n > DRIFT_HTTP_MAX_BODY_BYTES) {
+    if (s->body.len + n > ENG_HTTP_MAX_BODY_BYTES) {
         s->too_big = 1;
         return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
     }
@@ -266,7 +266,7 @@ static int on_xferinfo(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
     (void)dlnow;
     (void)ultotal;
     (void)ulnow;
-    return drift_target_cancelled(user);
+    return eng_target_cancelled(user);
 }
 
 /* Sets the options of an easy handle that do not change between requests. */
@@ -354,7 +354,7 @@ static void classify(drift_target *t, http_slot *s, CURLcode rc, attempt_outcome
     if (rc != CURLE_OK) {
         o->retryable = retryable_curl(rc);
         if (s->too_big) {
-            snprintf(o->head, sizeof o->head, "reply larger than %zu MiB", DRIFT_HTTP_MAX_BODY_BYTES >> 20);
+            snprintf(o->head, sizeof o->head, "reply larger than %zu MiB", ENG_HTTP_MAX_BODY_BYTES >> 20);
             o->retryable = 0;
         } else if (rc == CURLE_OPERATION_TIMEDOUT) {
             curl_off_t connect_us = 0;
@@ -390,7 +390,7 @@ static void classify(drift_target *t, http_slot *s, CURLcode rc, attempt_outcome
                     o->retry_after_s = (double)ra;
             }
         } else {
-            drift_http_error_message(s->body.data, s->body.len, msg, sizeof msg);
+            eng_http_error_message(s->body.data, s->body.len, msg, sizeof msg);
         }
         snprintf(o->tail, sizeof o->tail, ": %s", msg);
         return;
@@ -454,7 +454,7 @@ static drift_status cancelled(drift_error *err, size_t done, size_t n) {
 static int sleep_unless_cancelled(drift_target *t, double seconds) {
     double end = drift_now_ms() + seconds * 1000.0;
     for (;;) {
-        if (drift_target_cancelled(t)) return 1;
+        if (eng_target_cancelled(t)) return 1;
         double left = end - drift_now_ms();
         if (left <= 0) return 0;
         if (t->opts.cancel && left > CANCEL_POLL_MS) left = CANCEL_POLL_MS;
@@ -474,7 +474,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
         h->slots[i].state = SLOT_IDLE;
         curl_easy_setopt(h->slots[i].easy, CURLOPT_URL, h->url_gen);
     }
-    json_t *tmpl = drift_http_request_template(t->api, h->model, params);
+    json_t *tmpl = eng_http_request_template(t->api, h->model, params);
     if (!tmpl) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory building the request template");
 
     drift_status st = DRIFT_OK;
@@ -482,7 +482,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
     drift_answer res;
     while (done < n) {
         /* 0. the caller may have asked to stop while we waited */
-        if (drift_target_cancelled(t)) {
+        if (eng_target_cancelled(t)) {
             st = cancelled(err, done, n);
             goto out;
         }
@@ -501,7 +501,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                 s->ri = next++;
                 s->attempts = 0;
                 drift_error rerr = {0};
-                if (drift_http_request_render(tmpl, t->api, r->prompt, params->seed + r->replicate, &s->req, &rerr)) {
+                if (eng_http_request_render(tmpl, t->api, r->prompt, params->seed + r->replicate, &s->req, &rerr)) {
                     /* this request cannot be sent: its outcome is an error */
                     memset(&res, 0, sizeof res);
                     drift_answer_clear(&res);
@@ -555,7 +555,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
             drift_answer_clear(&res);
             if (o.ok) {
                 drift_error perr = {0};
-                if (drift_http_parse_reply(t->api, s->body.data, s->body.len, &res, &perr) == DRIFT_OK) {
+                if (eng_http_parse_reply(t->api, s->body.data, s->body.len, &res, &perr) == DRIFT_OK) {
                     /* answer */
                 } else {
                     o.ok = 0;
@@ -666,7 +666,7 @@ static drift_status http_embed(drift_target *t, const char *const *texts, size_t
                 float *dst = all ? all + from * (size_t)d : NULL;
                 float *got = dst;
                 int gd = d;
-                if (drift_http_parse_embeddings(s->body.data, s->body.len, cnt, &got, &gd, &perr) == DRIFT_OK) {
+                if (eng_http_parse_embeddings(s->body.data, s->body.len, cnt, &got, &gd, &perr) == DRIFT_OK) {
                     if (!all) {
                         /* first batch: the dimension is now known; make room for all */
                         d = gd;
@@ -718,11 +718,11 @@ static void http_close(drift_target *t) {
     t->impl = NULL;
 }
 
-static const drift_target_vtable http_vt = {"http", http_generate, http_embed, http_close};
+static const eng_target_vtable http_vt = {"http", http_generate, http_embed, http_close};
 
 /* Opens an http(s) target: parses and checks the spec, prepares the multi
  * handle and the headers. No connection is made until the first request. */
-drift_status drift_http_target_open(drift_target *t, const char *spec, drift_error *err) {
+drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) {
     pthread_once(&curl_once, curl_init_once);
     if (curl_init_rc != CURLE_OK)
         return drift_error_set(err, DRIFT_ERR_HTTP, "libcurl init failed: %s", curl_easy_strerror(curl_init_rc));

@@ -1,6 +1,7 @@
 /* http_internal.h - pieces of the HTTP target shared between http.c (the
  * libcurl client), http_reply.c (request bodies, reply parsing) and the fuzz
- * and unit tests. Internal: not installed, not part of the public API. */
+ * and unit tests. Internal: not installed, not part of the public API; the
+ * engine module's eng_ prefix. */
 #ifndef DRIFT_HTTP_INTERNAL_H
 #define DRIFT_HTTP_INTERNAL_H
 
@@ -11,7 +12,7 @@
 #include "util/util.h"
 
 /* Largest reply body the client accepts (a reply past this is an error). */
-#define DRIFT_HTTP_MAX_BODY_BYTES ((size_t)64 << 20)
+#define ENG_HTTP_MAX_BODY_BYTES ((size_t)64 << 20)
 
 /* Parses the body of a 2xx reply of `api` (completions or chat) into res:
  * text, finish_reason, prompt/completion token counts (-1 when the reply has
@@ -20,36 +21,36 @@
  * failure res gets no strings and the return is DRIFT_ERR_PARSE with err
  * saying what is wrong ("malformed JSON reply: ...", "reply has no choices",
  * "reply choice 0 has no text"). body need not be NUL-terminated. */
-drift_status drift_http_parse_reply(drift_api api, const char *body, size_t len, drift_answer *res,
+drift_status eng_http_parse_reply(drift_api api, const char *body, size_t len, drift_answer *res,
                                     drift_error *err);
 
 /* Normalises a choice's "logprobs" member (completions shape: tokens /
  * token_logprobs / top_logprobs; chat shape: content[] with token / logprob /
  * top_logprobs[]) into the array form of target.h. Returns a new reference,
  * json null when lp is null/absent, or NULL with err set when malformed. */
-json_t *drift_http_normalize_logprobs(const json_t *lp, drift_error *err);
+json_t *eng_http_normalize_logprobs(const json_t *lp, drift_error *err);
 
 /* Request template: every field of a generation request except the prompt
  * and the seed (model, temperature, top_p, max_tokens, stop, top_k if > 0,
  * logprobs if asked). NULL when out of memory. */
-json_t *drift_http_request_template(drift_api api, const char *model, const drift_gen_params *p);
+json_t *eng_http_request_template(drift_api api, const char *model, const drift_gen_params *p);
 
 /* Fills the template with one request's prompt and seed and serialises it
  * into out (reused between requests). 0 ok; -1 when the prompt is not valid
  * UTF-8 or memory runs out (err says which). */
-int drift_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, drift_buf *out,
+int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, drift_buf *out,
                               drift_error *err);
 
 /* Writes into out (cap bytes) the error message of an error reply: the
  * OpenAI shape {"error":{"message":..}}, {"error":".."}, {"detail":..},
  * {"message":..}, or else the first 200 bytes of the body, made printable. */
-void drift_http_error_message(const char *body, size_t len, char *out, size_t cap);
+void eng_http_error_message(const char *body, size_t len, char *out, size_t cap);
 
 /* Parses an /v1/embeddings reply holding `n` vectors into vecs (n*dim floats,
  * malloc'd by the callee when *vecs is NULL, else with room for n * *dim
  * floats, where *dim must match). Vectors are placed by their "index".
  * DRIFT_ERR_PARSE with err set on any mismatch. */
-drift_status drift_http_parse_embeddings(const char *body, size_t len, size_t n, float **vecs, int *dim,
+drift_status eng_http_parse_embeddings(const char *body, size_t len, size_t n, float **vecs, int *dim,
                                          drift_error *err);
 
 #endif

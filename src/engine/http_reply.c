@@ -24,7 +24,7 @@
 
 /* ---------- requests ---------- */
 
-json_t *drift_http_request_template(drift_api api, const char *model, const drift_gen_params *p) {
+json_t *eng_http_request_template(drift_api api, const char *model, const drift_gen_params *p) {
     json_t *o = json_object();
     if (!o) return NULL;
     int bad = 0;
@@ -62,7 +62,7 @@ json_t *drift_http_request_template(drift_api api, const char *model, const drif
     return o;
 }
 
-int drift_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, drift_buf *out,
+int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, drift_buf *out,
                               drift_error *err) {
     json_t *s = json_string(prompt);
     if (!s) {
@@ -292,7 +292,7 @@ nomem:
     return NULL;
 }
 
-json_t *drift_http_normalize_logprobs(const json_t *lp, drift_error *err) {
+json_t *eng_http_normalize_logprobs(const json_t *lp, drift_error *err) {
     if (!lp || json_is_null(lp)) return json_null();
     if (!json_is_object(lp)) {
         drift_error_set(err, DRIFT_ERR_PARSE, "logprobs is not an object");
@@ -306,7 +306,7 @@ json_t *drift_http_normalize_logprobs(const json_t *lp, drift_error *err) {
     return NULL;
 }
 
-drift_status drift_http_parse_reply(drift_api api, const char *body, size_t len, drift_answer *res,
+drift_status eng_http_parse_reply(drift_api api, const char *body, size_t len, drift_answer *res,
                                     drift_error *err) {
     res->text = res->finish_reason = res->logprobs_json = NULL;
     res->prompt_tokens = res->completion_tokens = -1;
@@ -325,7 +325,7 @@ drift_status drift_http_parse_reply(drift_api api, const char *body, size_t len,
         const json_t *e = json_object_get(root, "error");
         if (e) {
             char msg[256];
-            drift_http_error_message(body, len, msg, sizeof msg);
+            eng_http_error_message(body, len, msg, sizeof msg);
             st = drift_error_set(err, DRIFT_ERR_PARSE, "reply is an error: %s", msg);
         } else {
             st = drift_error_set(err, DRIFT_ERR_PARSE, "reply has no choices");
@@ -377,7 +377,7 @@ drift_status drift_http_parse_reply(drift_api api, const char *body, size_t len,
         res->completion_tokens = json_to_int(json_object_get(usage, "completion_tokens"));
     }
 
-    json_t *lp = drift_http_normalize_logprobs(json_object_get(c0, "logprobs"), err);
+    json_t *lp = eng_http_normalize_logprobs(json_object_get(c0, "logprobs"), err);
     if (!lp) {
         st = err ? err->code : DRIFT_ERR_PARSE;
         if (st == DRIFT_OK) st = DRIFT_ERR_PARSE;
@@ -412,7 +412,7 @@ static void printable(const char *s, size_t len, char *out, size_t cap) {
     out[o] = '\0';
 }
 
-void drift_http_error_message(const char *body, size_t len, char *out, size_t cap) {
+void eng_http_error_message(const char *body, size_t len, char *out, size_t cap) {
     if (cap == 0) return;
     out[0] = '\0';
     if (!body || len == 0) {
@@ -435,7 +435,7 @@ void drift_http_error_message(const char *body, size_t len, char *out, size_t ca
     json_decref(root);
 }
 
-drift_status drift_http_parse_embeddings(const char *body, size_t len, size_t n, float **vecs, int *dim,
+drift_status eng_http_parse_embeddings(const char *body, size_t len, size_t n, float **vecs, int *dim,
                                          drift_error *err) {
     json_error_t je;
     json_t *root = json_loadb(body ? body : "", len, 0, &je);

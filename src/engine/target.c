@@ -91,9 +91,9 @@ drift_status drift_target_open(const char *spec, const drift_target_opts *opts, 
     }
 
     if (has_prefix(spec, "http://") || has_prefix(spec, "https://")) {
-        st = drift_http_target_open(t, spec, err);
+        st = eng_http_open(t, spec, err);
     } else if (has_prefix(spec, "embedded:")) {
-        st = drift_embedded_target_open(t, spec, err);
+        st = eng_embedded_open(t, spec, err);
     } else {
         st = drift_error_set(err, DRIFT_ERR_INVALID,
                              "target '%s': unknown scheme (expected http://, https:// or embedded:)", spec);
@@ -126,7 +126,7 @@ const char *drift_target_config_json(const drift_target *t) {
     return (t && t->config_json) ? t->config_json : "{}";
 }
 
-int drift_target_cancelled(const drift_target *t) {
+int eng_target_cancelled(const drift_target *t) {
     return t && t->opts.cancel && t->opts.cancel(t->opts.cancel_user) != 0;
 }
 
@@ -142,7 +142,7 @@ typedef struct cancel_relay {
 static int relay_result(void *user, const drift_gen_request *req, drift_answer *res) {
     cancel_relay *r = user;
     int stop = r->cb(r->user, req, res);
-    return stop || drift_target_cancelled(r->t);
+    return stop || eng_target_cancelled(r->t);
 }
 
 drift_status drift_target_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
@@ -165,7 +165,7 @@ drift_status drift_target_generate(drift_target *t, const drift_gen_request *req
     for (size_t i = 0; i < n; i++)
         if (!reqs[i].prompt)
             return drift_error_set(err, DRIFT_ERR_INVALID, "generate: request %zu has no prompt", i);
-    if (n && drift_target_cancelled(t))
+    if (n && eng_target_cancelled(t))
         return drift_error_set(err, DRIFT_ERR_CANCELLED, "generate cancelled before the first request");
     if (!t->opts.cancel || t->polls_cancel) return t->vt->generate(t, reqs, n, params, cb, user, err);
     cancel_relay relay = {t, cb, user};
@@ -180,7 +180,7 @@ drift_status drift_target_embed(drift_target *t, const char *const *texts, size_
     if (!vecs || !dim || (n && !texts)) return drift_error_set(err, DRIFT_ERR_INVALID, "embed: bad arguments");
     if (!t->vt->embed)
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "embed: target kind '%s' cannot embed", t->vt->kind);
-    if (n && drift_target_cancelled(t))
+    if (n && eng_target_cancelled(t))
         return drift_error_set(err, DRIFT_ERR_CANCELLED, "embed cancelled before the first request");
     return t->vt->embed(t, texts, n, vecs, dim, err);
 }

@@ -1,21 +1,22 @@
 /* target_impl.h - how a kind of target plugs into target.c: a table of
- * function pointers, as ggml's backends. Internal. */
+ * function pointers, as ggml's backends. Internal: what the engine's files
+ * share carries the module's eng_ prefix. */
 #ifndef DRIFT_TARGET_IMPL_H
 #define DRIFT_TARGET_IMPL_H
 
 #include "driftbench/target.h"
 
-typedef struct drift_target_vtable {
+typedef struct eng_target_vtable {
     const char *kind; /* "http", "embedded" */
     drift_status (*generate)(drift_target *t, const drift_gen_request *reqs, size_t n,
                              const drift_gen_params *params, drift_result_fn cb, void *user, drift_error *err);
     drift_status (*embed)(drift_target *t, const char *const *texts, size_t n, float **vecs, int *dim,
                           drift_error *err);
     void (*close)(drift_target *t);
-} drift_target_vtable;
+} eng_target_vtable;
 
 struct drift_target {
-    const drift_target_vtable *vt;
+    const eng_target_vtable *vt;
     char *spec;
     char *config_json;   /* owned */
     drift_api api;
@@ -28,12 +29,12 @@ struct drift_target {
 
 /* 1 when the caller's cancel hook (t->opts.cancel) says stop; 0 when there is
  * no hook or it says go on. Kinds call it while they wait (target.h). */
-int drift_target_cancelled(const drift_target *t);
+int eng_target_cancelled(const drift_target *t);
 
 /* Openers of each kind (spec already matched to the scheme). Each fills t->vt,
  * t->impl, t->api, t->config_json. */
-drift_status drift_http_target_open(drift_target *t, const char *spec, drift_error *err);
+drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err);
 /* The embedded engine's opener (embedded.c). */
-drift_status drift_embedded_target_open(drift_target *t, const char *spec, drift_error *err);
+drift_status eng_embedded_open(drift_target *t, const char *spec, drift_error *err);
 
 #endif

@@ -69,12 +69,6 @@ void store_bind_text_or_null(sqlite3_stmt *s, int i, const char *t);
  * call inside an IMMEDIATE transaction. */
 drift_status store_lock_take(drift_store *st, const char *label, drift_error *err);
 
-/* Logprobs are one zstd frame of the JSON text. pack: *blob malloc'd (NULL
- * for NULL json); DRIFT_ERR_NOMEM / DRIFT_ERR_INTERNAL. unpack: NULL for
- * absent data, or for corrupt data with *bad set. */
-drift_status store_logprobs_pack(drift_store *st, const char *json, void **blob, size_t *len);
-char *store_logprobs_unpack(const void *blob, size_t len, int *bad);
-
 /* The columns of a response row with its prompt, as store_answer_from_row
  * reads them ("r" = responses, "p" = prompts). */
 #define STORE_RESP_COLS                                                                                  \

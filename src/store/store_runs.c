@@ -350,7 +350,9 @@ drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error
 
 /* ---- responses ---- */
 
-drift_status store_logprobs_pack(drift_store *st, const char *json, void **blob, size_t *len) {
+/* Logprobs are one zstd frame of the JSON text. *blob malloc'd (NULL for
+ * NULL json); DRIFT_ERR_NOMEM / DRIFT_ERR_INTERNAL. */
+static drift_status logprobs_pack(drift_store *st, const char *json, void **blob, size_t *len) {
     *blob = NULL;
     *len = 0;
     if (!json) return DRIFT_OK;
@@ -370,7 +372,7 @@ drift_status store_logprobs_pack(drift_store *st, const char *json, void **blob,
 }
 
 /* Decompresses a logprobs blob; NULL on absent or corrupt data (*bad set). */
-char *store_logprobs_unpack(const void *blob, size_t len, int *bad) {
+static char *logprobs_unpack(const void *blob, size_t len, int *bad) {
     *bad = 0;
     if (!blob || len == 0) return NULL;
     unsigned long long n = ZSTD_getFrameContentSize(blob, len);
@@ -415,7 +417,7 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
         const char *text = x->error ? NULL : (x->text ? x->text : "");
         void *blob = NULL;
         size_t blen = 0;
-        if (!x->error && store_logprobs_pack(st, x->logprobs_json, &blob, &blen)) {
+        if (!x->error && logprobs_pack(st, x->logprobs_json, &blob, &blen)) {
             drift_error_set(err, DRIFT_ERR_NOMEM, "compressing logprobs");
             goto fail;
         }
@@ -530,7 +532,7 @@ drift_status store_answer_from_row(sqlite3_stmt *s, drift_answer *r, drift_promp
     r->finish_reason = store_col_strdup(s, 6);
     r->latency_ms = sqlite3_column_double(s, 7);
     int bad = 0;
-    r->logprobs_json = store_logprobs_unpack(sqlite3_column_blob(s, 8), (size_t)sqlite3_column_bytes(s, 8), &bad);
+    r->logprobs_json = logprobs_unpack(sqlite3_column_blob(s, 8), (size_t)sqlite3_column_bytes(s, 8), &bad);
     r->error = store_col_strdup(s, 9);
     r->http_status = sqlite3_column_int(s, 10);
     r->attempts = sqlite3_column_int(s, 11);

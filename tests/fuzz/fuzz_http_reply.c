@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(&r, 0, sizeof r);
     drift_error err = {0};
     drift_api api = (sel & 1) ? DRIFT_API_CHAT : DRIFT_API_COMPLETIONS;
-    drift_status st = drift_http_parse_reply(api, body, len, &r, &err);
+    drift_status st = eng_http_parse_reply(api, body, len, &r, &err);
     if (st == DRIFT_OK) {
         if (!r.text) abort();
         if (r.logprobs_json) {
@@ -35,13 +35,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     drift_answer_clear(&r);
 
     char msg[256];
-    drift_http_error_message(body, len, msg, sizeof msg);
+    eng_http_error_message(body, len, msg, sizeof msg);
     if (strlen(msg) >= sizeof msg) abort();
 
     float *vecs = NULL;
     int dim = 0;
     size_t n = (sel >> 1) & 7;
-    if (drift_http_parse_embeddings(body, len, n, &vecs, &dim, &err) == DRIFT_OK) {
+    if (eng_http_parse_embeddings(body, len, n, &vecs, &dim, &err) == DRIFT_OK) {
         if (n > 0 && (!vecs || dim <= 0)) abort();
     } else if (vecs) {
         abort();

@@ -1118,7 +1118,7 @@ static void test_parse_reply_shapes(void **state) {
     const char *c1 = "{\"choices\":[{\"text\":\" 42\",\"finish_reason\":\"length\",\"logprobs\":{\"tokens\":[\" 4\",\"2\"],"
                      "\"token_logprobs\":[null,-0.5],\"top_logprobs\":[null,{\"3\":-2.0,\"2\":-0.5,\"x\":-1}]}}],"
                      "\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2}}";
-    assert_int_equal(drift_http_parse_reply(DRIFT_API_COMPLETIONS, c1, strlen(c1), &r, &err), DRIFT_OK);
+    assert_int_equal(eng_http_parse_reply(DRIFT_API_COMPLETIONS, c1, strlen(c1), &r, &err), DRIFT_OK);
     assert_string_equal(r.text, " 42");
     assert_string_equal(r.finish_reason, "length");
     assert_int_equal(r.prompt_tokens, 10);
@@ -1130,7 +1130,7 @@ static void test_parse_reply_shapes(void **state) {
     drift_answer_clear(&r);
 
     const char *c2 = "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":null}}]}";
-    assert_int_equal(drift_http_parse_reply(DRIFT_API_CHAT, c2, strlen(c2), &r, &err), DRIFT_OK);
+    assert_int_equal(eng_http_parse_reply(DRIFT_API_CHAT, c2, strlen(c2), &r, &err), DRIFT_OK);
     assert_string_equal(r.text, "");
     assert_null(r.finish_reason);
     assert_int_equal(r.prompt_tokens, -1);
@@ -1152,7 +1152,7 @@ static void test_parse_reply_shapes(void **state) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         drift_api api = strstr(bad[i].body, "message") ? DRIFT_API_CHAT : DRIFT_API_COMPLETIONS;
-        drift_status st = drift_http_parse_reply(api, bad[i].body, strlen(bad[i].body), &r, &err);
+        drift_status st = eng_http_parse_reply(api, bad[i].body, strlen(bad[i].body), &r, &err);
         if (st == DRIFT_OK || !strstr(err.msg, bad[i].msg))
             fprintf(stderr, "body %zu: st %d msg '%s' (want '%s')\n", i, st, err.msg, bad[i].msg);
         assert_int_equal(st, DRIFT_ERR_PARSE);
@@ -1162,9 +1162,9 @@ static void test_parse_reply_shapes(void **state) {
     }
 
     char msg[256];
-    drift_http_error_message("{\"detail\":\"Not Found\"}", 22, msg, sizeof msg);
+    eng_http_error_message("{\"detail\":\"Not Found\"}", 22, msg, sizeof msg);
     assert_string_equal(msg, "Not Found");
-    drift_http_error_message("<html>\n<b>bad gateway</b>", 25, msg, sizeof msg);
+    eng_http_error_message("<html>\n<b>bad gateway</b>", 25, msg, sizeof msg);
     assert_string_equal(msg, "<html> <b>bad gateway</b>");
 }
 
