@@ -6,7 +6,7 @@
  * embeddings, with its defaults, over the baseline (reference) and target
  * (current) answers' embeddings.
  *
- * Sources (read 2026-11-30): Evidently's embedding drift methods,
+ * Sources: Evidently's embedding drift methods,
  * src/evidently/metrics/data_drift/embedding_drift_methods.py, the metric
  * src/evidently/metrics/data_drift/embeddings_drift.py, the stattest
  * src/evidently/calculations/stattests/wasserstein_distance_norm.py, and the

@@ -30,16 +30,16 @@
  * existing one, so the score with the largest scores.id is the one written
  * last. load_scored takes that one when several evaluators scored a response.
  *
- * Indexes: load_scored (what compare reads, 2 x 236,985 rows in well under
- * a second) must never touch the wide response rows (text, logprobs), so it
- * reads two covering indexes only: responses_scan(run_id, prompt_rowid,
- * replicate, failed) gives filter, order (no sort step), id and the error
- * flag; scores_latest(response_id, id, label, value, evaluator) gives the
- * latest score of a response by one seek. `failed` mirrors `error IS NOT
- * NULL` for that reason. The UNIQUE constraints give the upsert targets:
- * responses(run_id, prompt_rowid, replicate), scores(response_id, evaluator),
- * prompts(suite, prompt_id). Narrow columns come first in responses, so
- * reading them never follows overflow pages.
+ * Indexes: load_scored (what compare reads; bench/BENCHMARKS.md times it at
+ * the paper's scale) must never touch the wide response rows (text,
+ * logprobs), so it reads two covering indexes only: responses_scan(run_id,
+ * prompt_rowid, replicate, failed) gives filter, order (no sort step), id
+ * and the error flag; scores_latest(response_id, id, label, value,
+ * evaluator) gives the latest score of a response by one seek. `failed`
+ * mirrors `error IS NOT NULL` for that reason. The UNIQUE constraints give
+ * the upsert targets: responses(run_id, prompt_rowid, replicate),
+ * scores(response_id, evaluator), prompts(suite, prompt_id). Narrow columns
+ * come first in responses, so reading them never follows overflow pages.
  *
  * Logprobs are stored as one zstd frame of the JSON text (level 3).
  * A drift_store handle is not thread-safe: use one per thread.

@@ -47,7 +47,7 @@ uint64_t drift_fnv1a64(const void *p, size_t n, uint64_t seed);
 void drift_hash_hex(const void *p, size_t n, char out[17]);
 
 double drift_now_ms(void);                /* monotonic clock, milliseconds */
-void drift_utc_iso(char out[32]);         /* "2026-11-30T02:06:27Z" */
+void drift_utc_iso(char out[32]);         /* UTC now, "YYYY-MM-DDTHH:MM:SSZ" */
 
 /* splitmix64 / xoshiro-style deterministic RNG. */
 typedef struct drift_rng { uint64_t s[4]; } drift_rng;
