@@ -1214,8 +1214,8 @@ static drift_status fwd_download(dcu_model *m, int B, float *hidden, float *logi
     if (!pool) {
         /* small (a decode step's logits), or no pinned buffers: into the pinned buffers where they exist, then
          * copied out here, else straight into the caller's memory. A copy into pageable
-         * memory goes through the driver's own staging: the 1B model's batch-1 step spent 34 us downloading
-         * its 128 KB of logits that way, 19 us this way (+1.1% tokens/s on the H200) */
+         * memory goes through the driver's own staging, which is slower for a batch-1 step's logits
+         * (bench/BENCHMARKS.md, session 10) */
         const bool staged = pinned && small_staged_on();
         float *hd = staged ? w->h_hid : hidden, *ld = staged ? w->h_lg : logits;
         if (hb) DCU_TRY(cudaMemcpyAsync(hd, w->hid, hb, cudaMemcpyDeviceToHost, c->st), "copying hidden states");

@@ -314,7 +314,7 @@ drift_status dcu_launch_kv_load(dcu_ctx *c, int fmt, float *dst, const uint8_t *
 #include <stdio.h>
 #include <stdlib.h>
 /* DCU_TRACE (cmake -DDRIFT_CUDA_TRACE=ON; for measuring only, the pass
- * runs some 10% slower): while dcu_tr_on is set, thread 0 of every block
+ * runs slower): while dcu_tr_on is set, thread 0 of every block
  * stamps %globaltimer into its translation unit's buffer at its kernel's
  * start (kind 0, in dcu_pdl_trigger), at each return of dcu_pdl_wait (1),
  * at exit (2, kernels that declare DCU_TR_EXIT) and where a product kernel's

@@ -19,7 +19,7 @@
  *    decode) k_mm_tc1 runs the same products with the activation fragments
  *    loaded into registers a slice at a time before the wait on the weights
  *    (raw m16n8k16 mma, the instruction the WMMA tiles compile to: the same
- *    values in the same order, so the same bits; ~1.6x faster at batch 1).
+ *    values in the same order, so the same bits; faster at batch 1).
  *    A stacked gate|up product at B <= 16 runs as k_mm_tc1_gu
  *    (dcu_mm_swiglu): a warp takes one segment of gate strip p and of up
  *    strip p + H / 16 (the unfused launch's KS), two accumulators fed by the
@@ -35,8 +35,8 @@
  *    qwen2-7m batch-1 step other bits than the same row in a batch of 200
  *    (two runs of two; with DRIFT_CUDA_PDL=0 the same bits). Both stage
  *    their weights with an L2 evict-first policy (each weight is read once
- *    a launch; what the pass reads again stays in L2: +5% for the 1B model
- *    at batch 1 on the H200); DRIFT_CUDA_EF=0: the default policy.
+ *    a launch; what the pass reads again stays in L2; bench/BENCHMARKS.md,
+ *    session 9); DRIFT_CUDA_EF=0: the default policy.
  *
  *  SIMT (every other format and accumulator): a row of W is read by R warps
  *    (R from N and K only); the row is cut into units of 16 bytes (4 f32, 8
@@ -545,8 +545,8 @@ struct mm_sw {
  * first. Bit 1: the weights are staged evict-first (wm_stage_p). Up to 3
  * slice buffers, at most 64 registers a thread: two 512-thread blocks an
  * SM. With 4 (147 KB of shared memory: one block an SM anyway) the compiler
- * may use up to 128 (the 1B model's wo and down: +0.7% tokens/s at batch 1
- * on the H200, bench/BENCHMARKS.md, session 11). */
+ * may use up to 128 (the 1B model's wo and down at batch 1: bench/BENCHMARKS.md,
+ * session 11). */
 template <typename T, bool SW, int NST, bool TWO>
 __global__ void __launch_bounds__(512, NST == 4 ? 1 : 2) k_mm_tc1(const T *__restrict__ W, int64_t kp, int64_t N,
                                                    const T *__restrict__ X, int B, float *__restrict__ y,
