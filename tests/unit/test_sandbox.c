@@ -33,6 +33,9 @@
 
 static unsigned g_mech;
 static char g_mech_name[64];
+/* the programs' file name: ours alone (prog-PID.py), so that counting the
+ * fork bomb's processes by command line sees no other test's */
+static char g_prog[32] = "prog.py";
 
 static int count_sbx_dirs(void) {
     const char *tmp = getenv("TMPDIR");
@@ -48,8 +51,8 @@ static int count_sbx_dirs(void) {
 
 /* Runs `code` as prog.py with the given wall timeout; checks cleanup. */
 static void run_py_mem(const char *code, double timeout_s, double cpu_s, long mem_mb, sbx_result *r) {
-    static const char *const args[] = {"-I", "prog.py", NULL};
-    sbx_file f = {"prog.py", code, strlen(code)};
+    const char *const args[] = {"-I", g_prog, NULL};
+    sbx_file f = {g_prog, code, strlen(code)};
     sbx_spec s;
     memset(&s, 0, sizeof s);
     s.python = "/usr/bin/python3";
@@ -301,7 +304,7 @@ static void test_fork_bomb(void **state) {
     int after = count_all_procs();
     /* Other work on the machine moves the total, so the check is on the
      * bomb's own processes: none may be left (any mode, uid or not). */
-    int left = count_cmdline_procs("prog.py");
+    int left = count_cmdline_procs(g_prog);
     fprintf(stderr, "processes on the machine: %d before, %d after; fork bomb processes left: %d\n", before, after,
             left);
     assert_int_equal(left, 0);
@@ -487,8 +490,8 @@ static void *thread_run(void *arg) {
     snprintf(code, sizeof code, "import time\ntime.sleep(0.2)\nprint('thread %ld')\n", i);
     snprintf(want, sizeof want, "thread %ld\n", i);
     sbx_result r;
-    static const char *const args[] = {"-I", "prog.py", NULL};
-    sbx_file f = {"prog.py", code, strlen(code)};
+    const char *const args[] = {"-I", g_prog, NULL};
+    sbx_file f = {g_prog, code, strlen(code)};
     sbx_spec s;
     memset(&s, 0, sizeof s);
     s.python = "/usr/bin/python3";
@@ -866,6 +869,7 @@ int main(void) {
         fprintf(stderr, "test_sandbox: cannot make a private TMPDIR\n");
         return 1;
     }
+    snprintf(g_prog, sizeof g_prog, "prog-%d.py", (int)getpid());
     int rc = cmocka_run_group_tests_name("bubblewrap", tests, setup, NULL);
     rc |= cmocka_run_group_tests_name("bubblewrap, no cgroup", nocgroup, setup_nocgroup, NULL);
     if (geteuid() == 0) {
