@@ -1,10 +1,13 @@
 # The two commands of the README:
 #   make lab   installs what is missing, builds, runs the main job, says where the report is
 #   make test  installs what is missing, builds (-Werror), runs every test, then again under ASan/UBSan
+# CUDA=AUTO (default) builds the CUDA backend only where nvcc and a GPU are found;
+# CUDA=ON builds it whenever nvcc is found, CUDA=OFF never (CMake's DRIFT_CUDA).
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc)
 LAB_OUT    ?= lab
+CUDA       ?= AUTO
 
 MAKEFLAGS += --no-print-directory
 
@@ -15,7 +18,7 @@ deps:
 	@bash scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFT_WERROR=ON >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFT_WERROR=ON -DDRIFT_CUDA=$(CUDA) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)

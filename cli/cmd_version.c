@@ -1,4 +1,8 @@
-/* cmd_version.c - `driftbench version`: tool version and what was built in. */
+/* cmd_version.c - `driftbench version [--gpu]`: tool version and what was
+ * built in. Counting GPUs starts the CUDA runtime (a driver load that takes
+ * time and memory), so a CUDA build counts them only when asked (--gpu):
+ * no CLI command starts CUDA unless a cuda profile is opened or the user
+ * asks about the GPU (issue 23). */
 #include <stdio.h>
 #include <string.h>
 
@@ -6,17 +10,28 @@
 #include "driftbench/profile.h"
 
 static int cmd_version(int argc, char **argv) {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: driftbench version\n");
-        return 0;
+    int gpu = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: driftbench version [--gpu]\n"
+                   "  --gpu  also count the CUDA GPUs this process can use (starts the CUDA runtime)\n");
+            return CLI_EXIT_PASS;
+        }
+        if (!strcmp(argv[i], "--gpu")) gpu = 1;
+        else return cli_error("version", "unknown argument '%s' (see --help)", argv[i]);
     }
     printf("driftbench %s\n", drift_version());
 #ifdef DRIFT_HAVE_CUDA
-    int n = drift_cuda_device_count();
-    printf("cuda: built in, %d GPU%s visible\n", n, n == 1 ? "" : "s");
+    if (gpu) {
+        int n = drift_cuda_device_count();
+        printf("cuda: built in, %d GPU%s visible\n", n, n == 1 ? "" : "s");
+    } else {
+        printf("cuda: built in (`driftbench version --gpu` counts the GPUs)\n");
+    }
 #else
-    printf("cuda: not built (nvcc was not found at configure time, or DRIFT_CUDA=OFF)\n");
+    (void)gpu;
+    printf("cuda: not built (no nvcc or no GPU at configure time, or DRIFT_CUDA=OFF)\n");
 #endif
-    return 0;
+    return CLI_EXIT_PASS;
 }
 CLI_COMMAND(version, "version", "print the version and the optional parts built in", cmd_version)

@@ -13,9 +13,14 @@
  * per split (batch_invariant=1) or a batch-dependent split count (0). So
  * gemm appears in the spec only for cuda (CPU specs are unchanged), and the
  * framework string of a cuda profile names gemm and the split instead of the
- * ISA and the CPU's attention algorithm. */
+ * ISA and the CPU's attention algorithm.
+ *
+ * Nothing here starts CUDA except drift_cuda_device_count/_name, and those
+ * only where the kernel shows an NVIDIA GPU (cuda_node_visible): parsing,
+ * describing and listing profiles never touch the device (issue 23). */
 #include "driftbench/profile.h"
 
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,15 +284,33 @@ drift_status drift_profile_validate(const drift_numeric_profile *p, drift_error 
 #ifndef DRIFT_HAVE_CUDA
     if (p->backend == DRIFT_BACKEND_CUDA)
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
-                               "profile: backend=cuda: this build has no CUDA backend (nvcc was "
-                               "not found at configure time, or DRIFT_CUDA=OFF)");
+                               "profile: backend=cuda: this build has no CUDA backend (configured "
+                               "without nvcc or without a GPU visible, or DRIFT_CUDA=OFF; `make CUDA=ON` "
+                               "builds it)");
 #endif
     return DRIFT_OK;
 }
 
+#ifdef DRIFT_HAVE_CUDA
+/* Whether the kernel shows an NVIDIA GPU at all: a device node /dev/nvidiaN
+ * (the Linux driver's; a container gets those of the GPUs it is given) or
+ * /dev/dxg (WSL2). Without one CUDA cannot see a GPU either, and asking it
+ * would load and start the CUDA runtime for nothing. */
+static int cuda_node_visible(void) {
+    DIR *d = opendir("/dev");
+    if (!d) return 1; /* cannot tell: let CUDA say */
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        found = !strcmp(e->d_name, "dxg") ||
+                (!strncmp(e->d_name, "nvidia", 6) && e->d_name[6] >= '0' && e->d_name[6] <= '9');
+    closedir(d);
+    return found;
+}
+#endif
+
 int drift_cuda_device_count(void) {
 #ifdef DRIFT_HAVE_CUDA
-    return dcu_device_count();
+    return cuda_node_visible() ? dcu_device_count() : 0;
 #else
     return 0;
 #endif
@@ -298,7 +321,7 @@ int drift_cuda_device_name(char *out, size_t n) {
 #ifdef DRIFT_HAVE_CUDA
     dcu_device_info info;
     drift_error e = {0};
-    if (dcu_device_count() > 0 && dcu_device_get_info(&info, &e) == DRIFT_OK) {
+    if (drift_cuda_device_count() > 0 && dcu_device_get_info(&info, &e) == DRIFT_OK) {
         snprintf(out, n, "%s", info.short_name);
         return 0;
     }
@@ -449,8 +472,7 @@ char *drift_profile_describe(const drift_numeric_profile *p) {
     buf_printf(&b, "  threads=%-12d OpenMP threads (0 = default); never changes results%s\n",
                p->threads, p->backend == DRIFT_BACKEND_CUDA ? " (CPU only)" : "");
     if (p->backend == DRIFT_BACKEND_CUDA)
-        buf_printf(&b, "  backend=%-12s device: the whole forward pass on the GPU (%d visible)\n", "cuda",
-                   drift_cuda_device_count());
+        buf_printf(&b, "  backend=%-12s device: the whole forward pass on the GPU\n", "cuda");
     else
         buf_printf(&b, "  backend=%-12s device\n", "cpu");
     buf_printf(&b, "  batch_invariant=%-4d %s\n", p->batch_invariant,

@@ -1,9 +1,14 @@
 /* cuda_backend.h - C interface of the embedded engine's CUDA backend (internal).
  *
- * Built only when CMake finds nvcc (DRIFT_HAVE_CUDA); the sources beside this
- * file (*.cu) implement it. model_load.c and forward.c call it when a profile says
- * backend=cuda: the whole forward pass runs on the GPU, weights uploaded once
+ * Built only where CMake finds nvcc and (DRIFT_CUDA=AUTO, the default) a GPU
+ * (DRIFT_HAVE_CUDA); the sources beside this file (*.cu) implement it.
+ * model_load.c and forward.c call it when a profile says backend=cuda: the
+ * whole forward pass runs on the GPU, weights uploaded once
  * (dcu_model_upload), each session's KV cache on the device (dcu_kv).
+ * Nothing here runs at start-up: the CUDA runtime starts at the first call,
+ * and cuBLAS/cuBLASLt are opened when first used (cuda_blas_lazy.c), so a
+ * process that opens no cuda profile pays nothing for the backend being
+ * built in.
  *
  * Numerics on the GPU follow numerics.h's semantics (act() rounding, deq()
  * of every format, KV formats, RoPE, rmsnorm, SwiGLU, MoE routing), with the
