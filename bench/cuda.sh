@@ -9,7 +9,7 @@
 # as tools/device/bundle.sh makes it; its bundle.tar.xz is unpacked if needed.
 #
 # MODE
-#   ops     nvidia-smi -L, `driftbench version`, then the GPU op tests
+#   ops     nvidia-smi -L, `driftbench version --gpu`, then the GPU op tests
 #           (test_cuda_ops: every op x format against the CPU reference) and
 #           the model tests (test_cuda_model).
 #   suites  the built-in suites on every shipped model (models/*.gguf, guard
@@ -127,7 +127,7 @@ need_bin() {
 
 cuda_built() {
   local v
-  v=$("$(find_bin driftbench)" version 2>&1)
+  v=$("$(find_bin driftbench)" version --gpu 2>&1)
   echo "$v"
   if grep -q "cuda: not built" <<<"$v"; then
     say "FAIL: this driftbench was built without the CUDA backend; rebuild the bundle on a machine with nvcc"
