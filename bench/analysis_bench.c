@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
-    double w0 = drift_now_ms(), c0 = cpu_ms();
+    double w0 = util_now_ms(), c0 = cpu_ms();
     for (int r = 0; r < reps; r++)
         for (int ty = 1; ty <= 3; ty++) {
             drift_anova_table *a = NULL, **st = NULL;
@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
             for (size_t i = 0; i < ns; i++) drift_anova_free(st[i]);
             free(st);
         }
-    double anova_wall = (drift_now_ms() - w0) / reps, anova_cpu = (cpu_ms() - c0) / reps;
+    double anova_wall = (util_now_ms() - w0) / reps, anova_cpu = (cpu_ms() - c0) / reps;
     printf("anova types 1+2+3 (+4 workload strata each), %zu rows: %.2f ms wall, %.2f ms cpu (mean of %d)\n",
            t->n_rows, anova_wall, anova_cpu, reps);
     /* fixed on 1 thread; tuned on 1 thread; tuned on `threads` */
@@ -57,13 +57,13 @@ int main(int argc, char **argv) {
         o.tune = tune;
         o.nthread = nt;
         drift_pri_eval *e = NULL;
-        w0 = drift_now_ms();
+        w0 = util_now_ms();
         c0 = cpu_ms();
         if (drift_pri_evaluate(t, &o, &e, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             return 2;
         }
-        double pw = drift_now_ms() - w0, pc = cpu_ms() - c0;
+        double pw = util_now_ms() - w0, pc = cpu_ms() - c0;
         printf("pri eval (%s, %d thread%s): %.0f ms wall, %.0f ms cpu; random-split R2 %.4f; held-out",
                tune ? "tuned: depth {3,5} x early-stopped trees x 3 inner folds" : "fixed hyper-parameters", nt,
                nt > 1 ? "s" : "", pw, pc, e->random_split.test_r2);

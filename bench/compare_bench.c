@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     drift_error err = {0};
     drift_store *st = NULL;
     check(drift_store_open(path, &st, &err), &err, "open");
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
 
     /* prompts */
     size_t np = 0;
@@ -76,14 +76,14 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < sizeof mix / sizeof mix[0]; k++)
         for (int i = 0; i < mix[k].n; i++, idx++) {
             drift_prompt *p = &su.prompts[idx];
-            p->prompt_id = drift_asprintf("%s_%03d", drift_workload_name(mix[k].wl), i);
+            p->prompt_id = util_asprintf("%s_%03d", drift_workload_name(mix[k].wl), i);
             p->workload = mix[k].wl;
-            p->input = drift_asprintf("question %zu", idx);
-            p->reference_json = mix[k].wl == DRIFT_WL_MATH ? drift_asprintf("{\"answer\":\"%zu\"}", idx * 7)
-                                                           : drift_strdup("{}");
+            p->input = util_asprintf("question %zu", idx);
+            p->reference_json = mix[k].wl == DRIFT_WL_MATH ? util_asprintf("{\"answer\":\"%zu\"}", idx * 7)
+                                                           : util_strdup("{}");
             char h[17];
-            drift_hash_hex(p->input, strlen(p->input), h);
-            p->hash = drift_strdup(h);
+            util_hash_hex(p->input, strlen(p->input), h);
+            p->hash = util_strdup(h);
             flip_p[idx] = mix[k].flip;
         }
     int64_t *rowids = calloc(np, sizeof *rowids);
@@ -101,13 +101,13 @@ int main(int argc, char **argv) {
     }
 
     /* base label per (prompt, replicate) and whether the target flips */
-    drift_rng rng;
-    drift_rng_seed(&rng, 42);
+    util_rng rng;
+    util_rng_seed(&rng, 42);
     size_t total = np * REPL;
     unsigned char *base_ok = malloc(total), *flips = malloc(total);
     for (size_t i = 0; i < total; i++) {
-        base_ok[i] = drift_rng_uniform(&rng) < 0.7;
-        flips[i] = drift_rng_uniform(&rng) < flip_p[i / REPL];
+        base_ok[i] = util_rng_uniform(&rng) < 0.7;
+        flips[i] = util_rng_uniform(&rng) < flip_p[i / REPL];
     }
     drift_answer *rs = calloc(total, sizeof *rs);
     for (int r = 0; r < 2; r++) {
@@ -120,9 +120,9 @@ int main(int argc, char **argv) {
             rs[i].http_status = 200;
             rs[i].attempts = 1;
             if (su.prompts[p].workload == DRIFT_WL_MATH)
-                rs[i].text = drift_asprintf("Step by step: %zu + 1 = %zu.\n#### %zu", p, p + 1, ok ? p * 7 : p * 7 + 1);
+                rs[i].text = util_asprintf("Step by step: %zu + 1 = %zu.\n#### %zu", p, p + 1, ok ? p * 7 : p * 7 + 1);
             else
-                rs[i].text = drift_asprintf("answer %zu of run %d", i, r);
+                rs[i].text = util_asprintf("answer %zu of run %d", i, r);
         }
         check(drift_store_put_responses(st, run[r], rs, total, &err), &err, "put_responses");
         for (size_t i = 0; i < total; i++) free(rs[i].text);
@@ -154,14 +154,14 @@ int main(int argc, char **argv) {
             case DRIFT_WL_SAFETY: sc[ns++] = (drift_score){row->response_id, "guard:bench", ok, NAN, NULL}; break;
             case DRIFT_WL_LONG: sc[ns++] = (drift_score){row->response_id, "longctx-f1", ok, ok ? 0.8 : 0.2, NULL}; break;
             case DRIFT_WL_CHAT: {
-                drift_rng vr;
-                drift_rng_seed(&vr, i); /* the same base vector in both runs */
-                for (int d = 0; d < DIM; d++) vec[d] = (float)(drift_rng_uniform(&vr) - 0.5);
+                util_rng vr;
+                util_rng_seed(&vr, i); /* the same base vector in both runs */
+                for (int d = 0; d < DIM; d++) vec[d] = (float)(util_rng_uniform(&vr) - 0.5);
                 if (r == 1) {
-                    drift_rng nr;
-                    drift_rng_seed(&nr, i + 1000000007ULL);
-                    double scale = drift_rng_uniform(&nr) < 0.124 ? 1.5 : 0.2; /* ~12% drift */
-                    for (int d = 0; d < DIM; d++) vec[d] += (float)(scale * (drift_rng_uniform(&nr) - 0.5));
+                    util_rng nr;
+                    util_rng_seed(&nr, i + 1000000007ULL);
+                    double scale = util_rng_uniform(&nr) < 0.124 ? 1.5 : 0.2; /* ~12% drift */
+                    for (int d = 0; d < DIM; d++) vec[d] += (float)(scale * (util_rng_uniform(&nr) - 0.5));
                 }
                 check(drift_store_put_embedding(st, row->response_id, "bench-emb", vec, DIM, &err), &err,
                       "put_embedding");
@@ -176,35 +176,35 @@ int main(int argc, char **argv) {
         free(sc);
         drift_scored_set_clear(&set);
     }
-    double t_build = drift_now_ms() - t0;
+    double t_build = util_now_ms() - t0;
 
     /* score: only math is pending */
     drift_score_opts so;
     drift_score_opts_default(&so);
     drift_score_summary sum;
-    double ts = drift_now_ms(), cs = cpu_ms();
+    double ts = util_now_ms(), cs = cpu_ms();
     check(drift_score_run(st, NULL, &so, &sum, &err), &err, "score");
-    double t_score = drift_now_ms() - ts, c_score = cpu_ms() - cs;
+    double t_score = util_now_ms() - ts, c_score = cpu_ms() - cs;
 
     /* the store's own load time */
-    double tl = drift_now_ms(), cl = cpu_ms();
+    double tl = util_now_ms(), cl = cpu_ms();
     for (int r = 0; r < 2; r++) {
         drift_scored_set set;
         check(drift_store_load_scored(st, run[r], &set, &err), &err, "load_scored");
         drift_scored_set_clear(&set);
     }
-    double t_load = drift_now_ms() - tl, c_load = cpu_ms() - cl;
+    double t_load = util_now_ms() - tl, c_load = cpu_ms() - cl;
 
     drift_compare_opts co;
     drift_compare_opts_default(&co);
     drift_comparison *c = NULL;
-    double tc = drift_now_ms(), cc = cpu_ms();
+    double tc = util_now_ms(), cc = cpu_ms();
     check(drift_compare_runs(st, labels[0], labels[1], &co, &c, &err), &err, "compare");
-    double t_cmp = drift_now_ms() - tc, c_cmp = cpu_ms() - cc;
+    double t_cmp = util_now_ms() - tc, c_cmp = cpu_ms() - cc;
     char *json = NULL;
-    double tr = drift_now_ms();
+    double tr = util_now_ms();
     check(drift_report_comparison(c, st, DRIFT_FORMAT_JSON, &json, &err), &err, "report");
-    double t_rep = drift_now_ms() - tr;
+    double t_rep = util_now_ms() - tr;
 
     printf("store: %s, %zu prompts x %d replicates = %zu responses per run, 2 runs\n", path, np, REPL, total);
     printf("build (synthesize + write): %.0f ms\n", t_build);

@@ -131,11 +131,11 @@ static void fill_f16(uint16_t *out, size_t n, float a, uint64_t seed) {
     long n_chunks = (long)((n + chunk - 1) / chunk);
 #pragma omp parallel for schedule(static)
     for (long c = 0; c < n_chunks; c++) {
-        drift_rng r;
-        drift_rng_seed(&r, seed * 0x9e3779b97f4a7c15ull + (uint64_t)c);
+        util_rng r;
+        util_rng_seed(&r, seed * 0x9e3779b97f4a7c15ull + (uint64_t)c);
         size_t end = (size_t)(c + 1) * chunk < n ? (size_t)(c + 1) * chunk : n;
         for (size_t i = (size_t)c * chunk; i < end; i++)
-            out[i] = gguf_f32_to_f16((float)((drift_rng_uniform(&r) * 2.0 - 1.0) * a));
+            out[i] = gguf_f32_to_f16((float)((util_rng_uniform(&r) * 2.0 - 1.0) * a));
     }
 }
 
@@ -175,7 +175,7 @@ static int copy_tokenizer(gguf_writer *w, const gguf_file *src, int n_vocab, cha
         const gguf_kv *kv = &src->kv[k];
         if (strncmp(kv->key, "tokenizer.", 10)) continue;
         if (kv->type == GGUF_VT_STRING) {
-            char *s = drift_strndup(kv->s.p, (size_t)kv->s.n);
+            char *s = util_strndup(kv->s.p, (size_t)kv->s.n);
             rc = s ? gguf_writer_add_string(w, kv->key, s) : -1;
             free(s);
         } else if (kv->type == GGUF_VT_ARRAY && kv->arr_type == GGUF_VT_STRING) {
@@ -183,7 +183,7 @@ static int copy_tokenizer(gguf_writer *w, const gguf_file *src, int n_vocab, cha
             char **v = calloc((size_t)n, sizeof *v);
             if (!v) return -1;
             for (uint64_t i = 0; i < n && !rc; i++) {
-                v[i] = i < kv->arr_n ? drift_strndup(kv->arr_str[i].p, (size_t)kv->arr_str[i].n) : drift_asprintf("<|pad_%llu|>", (unsigned long long)i);
+                v[i] = i < kv->arr_n ? util_strndup(kv->arr_str[i].p, (size_t)kv->arr_str[i].n) : util_asprintf("<|pad_%llu|>", (unsigned long long)i);
                 if (!v[i]) rc = -1;
             }
             if (!rc) rc = gguf_writer_add_string_array(w, kv->key, (const char *const *)v, n);
@@ -517,7 +517,7 @@ static char **list_models(const char *dir, size_t *n) {
             if (!nv) break;
             v = nv;
         }
-        v[(*n)++] = drift_asprintf("%s/%s", dir, e->d_name);
+        v[(*n)++] = util_asprintf("%s/%s", dir, e->d_name);
     }
     closedir(d);
     if (*n) qsort(v, *n, sizeof *v, cmp_str);
@@ -635,7 +635,7 @@ int main(int argc, char **argv) {
     drift_error err = {0};
     json_t *root = json_object();
     char date[32], cpu[256];
-    drift_utc_iso(date);
+    util_utc_iso(date);
     host_cpu(cpu, sizeof cpu);
     json_object_set_new(root, "date", json_string(date));
     json_object_set_new(root, "host_cpu", json_string(cpu));
@@ -725,7 +725,7 @@ int main(int argc, char **argv) {
         char name[128];
         stem_of(path, name, sizeof name);
         if (is_big) big_name(&o, name, sizeof name);
-        char *pl = drift_strdup(is_big ? o.big_profiles : o.gpu_profiles), *save = NULL;
+        char *pl = util_strdup(is_big ? o.big_profiles : o.gpu_profiles), *save = NULL;
         size_t first_gpu = n_legs;
         if (is_big) first_big = n_legs;
         for (char *pn = strtok_r(pl, ",", &save); pn && n_legs < cap_legs; pn = strtok_r(NULL, ",", &save)) {

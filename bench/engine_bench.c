@@ -72,10 +72,10 @@ int main(int argc, char **argv) {
            prompt, gen);
     printf("%-10s %7s %12s %10s %12s %10s %10s %10s\n", "profile", "threads", "prefill t/s", "GFLOP/s", "decode t/s", "GFLOP/s", "GB/s",
            "cpu t/s");
-    char *pl = drift_strdup(profiles);
+    char *pl = util_strdup(profiles);
     char *s1 = NULL;
     for (char *pn = strtok_r(pl, ",", &s1); pn; pn = strtok_r(NULL, ",", &s1)) {
-        char *tl = drift_strdup(threads), *s2 = NULL;
+        char *tl = util_strdup(threads), *s2 = NULL;
         for (char *tn = strtok_r(tl, ",", &s2); tn; tn = strtok_r(NULL, ",", &s2)) {
             drift_numeric_profile p;
             drift_error err;
@@ -98,12 +98,12 @@ int main(int argc, char **argv) {
             drift_session *s;
             if (drift_session_new(m, prompt + gen + 1, &s, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
             float *lg = malloc((size_t)in->n_vocab * sizeof *lg);
-            double t0 = drift_now_ms();
+            double t0 = util_now_ms();
             if (drift_session_forward(s, toks, (size_t)prompt, 0, lg, NULL, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
-            double t1 = drift_now_ms(), c1 = cpu_now_s();
+            double t1 = util_now_ms(), c1 = cpu_now_s();
             for (int i = 0; i < gen; i++)
                 if (drift_session_forward(s, toks + prompt + i, 1, 0, lg, NULL, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
-            double t2 = drift_now_ms(), c2 = cpu_now_s();
+            double t2 = util_now_ms(), c2 = cpu_now_s();
             double pre = prompt / ((t1 - t0) / 1000), dec = gen / ((t2 - t1) / 1000);
             printf("%-10s %7s %12.1f %10.2f %12.2f %10.2f %10.2f %10.2f\n", pn, tn, pre, pre * 2 * mat / 1e9, dec, dec * 2 * mat / 1e9,
                    dec * weight_bytes(&p, mat) / 1e9, gen / (c2 - c1));

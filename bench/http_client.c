@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
     drift_gen_request *reqs = calloc(n, sizeof *reqs);
     if (!prompts || !reqs) return 2;
     for (size_t i = 0; i < n; i++) {
-        prompts[i] = drift_asprintf("Question %zu: what is %zu + %zu? ANSWER=%zu", i, i, i, 2 * i);
+        prompts[i] = util_asprintf("Question %zu: what is %zu + %zu? ANSWER=%zu", i, i, i, 2 * i);
         reqs[i] = (drift_gen_request){.index = i, .prompt = prompts[i], .replicate = 0};
     }
     char spec[256];
@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
     char host[256] = "?";
     gethostname(host, sizeof host);
     char when[32];
-    drift_utc_iso(when);
+    util_utc_iso(when);
     printf("# bench_http_client: %zu requests per row, api=%s, fake server on 127.0.0.1, host %s, %s, %ld CPUs\n", n,
            api, host, when, sysconf(_SC_NPROCESSORS_ONLN));
     printf("%-12s %10s %8s %10s %12s %16s\n", "concurrency", "requests", "errors", "wall_s", "requests/s",
@@ -144,9 +144,9 @@ int main(int argc, char **argv) {
         drift_gen_params_default(&gp);
         gp.max_tokens = 64;
         tally tl = {0};
-        double c0 = cpu_s(), w0 = drift_now_ms();
+        double c0 = cpu_s(), w0 = util_now_ms();
         drift_status st = drift_target_generate(t, reqs, n, &gp, on_result, &tl, &err);
-        double wall = (drift_now_ms() - w0) / 1000.0, cpu = cpu_s() - c0;
+        double wall = (util_now_ms() - w0) / 1000.0, cpu = cpu_s() - c0;
         drift_target_close(t);
         if (st) {
             fprintf(stderr, "generate: %s\n", err.msg);

@@ -77,14 +77,14 @@ static double fma_peak_iters(drift_isa isa, int threads, long iters) {
     int lanes = isa == DRIFT_ISA_AVX512 ? 16 : 8;
     double best = 0;
     for (int rep = 0; rep < 6; rep++) { /* rep 0 warms up clocks and the vector units */
-        double t0 = drift_now_ms();
+        double t0 = util_now_ms();
 #pragma omp parallel num_threads(threads)
         {
             float s = isa == DRIFT_ISA_AVX512 ? fma_loop_512(iters) : fma_loop_256(iters);
 #pragma omp critical
             SINK += s;
         }
-        double s = (drift_now_ms() - t0) / 1e3;
+        double s = (util_now_ms() - t0) / 1e3;
         double gf = (double)iters * 12 * lanes * 2 * threads / s / 1e9;
         if (rep > 0 && gf > best) best = gf;
     }
@@ -119,16 +119,16 @@ static void bandwidth(int threads, double *copy_gbs, double *read_gbs) {
     memset(b, 2, n);
     double bc = 0, br = 0;
     for (int rep = 0; rep < 5; rep++) {
-        double t0 = drift_now_ms();
+        double t0 = util_now_ms();
 #pragma omp parallel num_threads(threads)
         {
             int t = omp_get_thread_num(), nt = omp_get_num_threads();
             size_t chunk = n / (size_t)nt;
             memcpy(b + t * chunk, a + t * chunk, chunk);
         }
-        double s = (drift_now_ms() - t0) / 1e3;
+        double s = (util_now_ms() - t0) / 1e3;
         if (2.0 * n / s / 1e9 > bc) bc = 2.0 * n / s / 1e9;
-        t0 = drift_now_ms();
+        t0 = util_now_ms();
         double tot = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : tot)
         {
@@ -137,7 +137,7 @@ static void bandwidth(int threads, double *copy_gbs, double *read_gbs) {
             tot += read_sum((const double *)a + t * chunk, chunk);
         }
         SINK += (float)tot;
-        s = (drift_now_ms() - t0) / 1e3;
+        s = (util_now_ms() - t0) / 1e3;
         if ((double)n / s / 1e9 > br) br = (double)n / s / 1e9;
     }
     *copy_gbs = bc;
@@ -151,12 +151,12 @@ static double time_matmul(const drift_numeric_profile *p, const drift_qmat *W, c
     double best = 1e30;
     drift_error err;
     for (int r = 0; r < reps; r++) {
-        double t0 = drift_now_ms();
+        double t0 = util_now_ms();
         if (num_fast_matmul(p, y, x, W, B, &err)) {
             fprintf(stderr, "matmul: %s\n", err.msg);
             exit(2);
         }
-        double s = (drift_now_ms() - t0) / 1e3;
+        double s = (util_now_ms() - t0) / 1e3;
         if (s < best) best = s;
     }
     return best;
@@ -168,9 +168,9 @@ static float *rand_buf(size_t n, uint64_t seed) {
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
-    drift_rng r;
-    drift_rng_seed(&r, seed);
-    for (size_t i = 0; i < n; i++) v[i] = (float)(drift_rng_uniform(&r) - 0.5);
+    util_rng r;
+    util_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) v[i] = (float)(util_rng_uniform(&r) - 0.5);
     return v;
 }
 
@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
     if (max_threads < 1) max_threads = 1;
     drift_isa isa = num_isa_resolve(DRIFT_ISA_AUTO);
     char when[32];
-    drift_utc_iso(when);
+    util_utc_iso(when);
     printf("kernels_bench  %s  isa=%s  omp_max_threads=%d\n", when, num_isa_name(isa),
            omp_get_max_threads());
 

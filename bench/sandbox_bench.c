@@ -37,7 +37,7 @@ static void report(const char *name, double *ms, int n) {
 }
 
 static double bare_once(const char *python) {
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     pid_t p = fork();
     if (p == 0) {
         int fd = open("/dev/null", O_RDWR);
@@ -48,7 +48,7 @@ static double bare_once(const char *python) {
     }
     int st;
     waitpid(p, &st, 0);
-    return drift_now_ms() - t0;
+    return util_now_ms() - t0;
 }
 
 static double sbx_once(const char *python, unsigned mech) {
@@ -61,12 +61,12 @@ static double sbx_once(const char *python, unsigned mech) {
     s.mech = mech;
     sbx_result r;
     drift_error err = {0};
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     if (sbx_run(&s, &r, &err) != DRIFT_OK || !r.exited || r.exit_code != 0) {
         fprintf(stderr, "sandbox run failed: %s\n", err.msg);
         exit(2);
     }
-    double ms = drift_now_ms() - t0;
+    double ms = util_now_ms() - t0;
     sbx_result_free(&r);
     return ms;
 }
@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     char when[32];
-    drift_utc_iso(when);
+    util_utc_iso(when);
     double load[3] = {0};
     getloadavg(load, 3);
     printf("sandbox_bench %s on %s, %ld cores, load %.1f; mechanism %s; %s\n", when, host, sysconf(_SC_NPROCESSORS_ONLN),
@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
         json_t *ref = json_pack("{s:O,s:O,s:O}", "prompt", json_object_get(o, "prompt"), "test_cases",
                                 json_object_get(o, "test_cases"), "entry_point", json_object_get(o, "entry_point"));
         j.refs[j.n] = json_dumps(ref, JSON_COMPACT);
-        j.answers[j.n] = drift_strdup(json_string_value(json_object_get(o, "canonical_solution")));
+        j.answers[j.n] = util_strdup(json_string_value(json_object_get(o, "canonical_solution")));
         json_decref(ref);
         json_decref(o);
         j.n++;
@@ -158,10 +158,10 @@ int main(int argc, char **argv) {
         atomic_store(&j.next, 0);
         atomic_store(&j.passed, 0);
         pthread_t *t = calloc((size_t)jobs, sizeof *t);
-        double t0 = drift_now_ms();
+        double t0 = util_now_ms();
         for (int i = 0; i < jobs; i++) pthread_create(&t[i], NULL, worker, &j);
         for (int i = 0; i < jobs; i++) pthread_join(t[i], NULL);
-        double s = (drift_now_ms() - t0) / 1000;
+        double s = (util_now_ms() - t0) / 1000;
         printf("humaneval canonical, %d job%s: %zu samples in %.1f s (%.1f samples/s), %d passed\n", jobs,
                jobs > 1 ? "s" : "", j.n, s, (double)j.n / s, atomic_load(&j.passed));
         free(t);

@@ -24,12 +24,12 @@
 
 typedef struct cli {
     CURL *h;
-    drift_buf resp;
+    util_buf resp;
     char body[256];
 } cli;
 
 static size_t on_data(char *p, size_t sz, size_t n, void *u) {
-    drift_buf *b = u;
+    util_buf *b = u;
     return buf_append(b, p, sz * n) ? 0 : sz * n;
 }
 
@@ -57,7 +57,7 @@ static double run_multi(const char *url, int nc, int nreq, int max_tokens, long 
     int next = 0, done = 0;
     *tokens = 0;
     *failed = 0;
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     for (int i = 0; i < nc; i++) {
         cs[i].h = curl_easy_init();
         if (next < nreq) {
@@ -92,7 +92,7 @@ static double run_multi(const char *url, int nc, int nreq, int max_tokens, long 
         }
         if (done < nreq) curl_multi_poll(mh, NULL, 0, 50, NULL);
     }
-    double secs = (drift_now_ms() - t0) / 1000;
+    double secs = (util_now_ms() - t0) / 1000;
     for (int i = 0; i < nc; i++) {
         curl_easy_cleanup(cs[i].h);
         buf_free(&cs[i].resp);
@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/completions", drift_server_port(s));
     printf("serve_bench: %s, profile %s, max batch %d, %d requests per point\n", model, spec, o.max_batch, nreq);
-    char *list = drift_strdup(toks), *save = NULL;
+    char *list = util_strdup(toks), *save = NULL;
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int mt = atoi(t);
         drift_gen_params gp;
@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
         for (int round = 0; round < 5; round++) {
             /* in process: tokenize + generate, as the server's handler and scheduler do */
             itok = 0;
-            double t0 = drift_now_ms();
+            double t0 = util_now_ms();
             for (int r = 0; r < nreq; r++) {
                 int32_t *ids;
                 size_t n;
@@ -173,16 +173,16 @@ int main(int argc, char **argv) {
                 drift_generation_clear(&g);
                 free(ids);
             }
-            double ms = (drift_now_ms() - t0) / nreq;
+            double ms = (util_now_ms() - t0) / nreq;
             if (round > 0 && ms < in_ms) in_ms = ms; /* round 0 warms up */
             htok = 0;
-            t0 = drift_now_ms();
+            t0 = util_now_ms();
             for (int r = 0; r < nreq; r++) {
                 c.resp.len = 0;
                 curl_easy_perform(c.h);
                 htok += completion_tokens(&c);
             }
-            ms = (drift_now_ms() - t0) / nreq;
+            ms = (util_now_ms() - t0) / nreq;
             if (round > 0 && ms < http_ms) http_ms = ms;
         }
         curl_easy_cleanup(c.h);

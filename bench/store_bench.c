@@ -56,13 +56,13 @@ int main(int argc, char **argv) {
     su.prompts = calloc(N_PROMPTS, sizeof *su.prompts);
     for (size_t i = 0; i < N_PROMPTS; i++) {
         drift_prompt *p = &su.prompts[i];
-        p->prompt_id = drift_asprintf("p%05zu", i);
+        p->prompt_id = util_asprintf("p%05zu", i);
         p->workload = (drift_workload)(i % DRIFT_WL_COUNT);
-        p->input = drift_asprintf("Synthetic prompt number %zu: what is %zu times 3?", i, i);
-        p->reference_json = drift_asprintf("{\"answer\":\"%zu\"}", 3 * i);
+        p->input = util_asprintf("Synthetic prompt number %zu: what is %zu times 3?", i, i);
+        p->reference_json = util_asprintf("{\"answer\":\"%zu\"}", 3 * i);
         char h[17];
-        drift_hash_hex(p->input, strlen(p->input), h);
-        p->hash = drift_strdup(h);
+        util_hash_hex(p->input, strlen(p->input), h);
+        p->hash = util_strdup(h);
     }
     int64_t *rowids = calloc(N_PROMPTS, sizeof *rowids);
     if (drift_store_put_prompts(st, &su, rowids, &err)) die("put_prompts", &err);
@@ -71,13 +71,13 @@ int main(int argc, char **argv) {
     char text[400];
     for (size_t i = 0; i < sizeof text - 1; i++) text[i] = "abcdefghij klmnopqrstuvwxyz.,0123456789"[i % 39];
     text[sizeof text - 1] = '\0';
-    drift_buf lp = {0};
+    util_buf lp = {0};
     buf_puts(&lp, "{\"tokens\":[");
     for (int t = 0; t < 64; t++) buf_printf(&lp, "%s\"tok%d\"", t ? "," : "", t);
     buf_puts(&lp, "],\"logprobs\":[");
-    drift_rng rng;
-    drift_rng_seed(&rng, 42);
-    for (int t = 0; t < 64; t++) buf_printf(&lp, "%s%.6f", t ? "," : "", -drift_rng_uniform(&rng) * 3);
+    util_rng rng;
+    util_rng_seed(&rng, 42);
+    for (int t = 0; t < 64; t++) buf_printf(&lp, "%s%.6f", t ? "," : "", -util_rng_uniform(&rng) * 3);
     buf_puts(&lp, "]}");
 
     const char *labels[2] = {"baseline", "target"};
@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
                              .decoding_json = (char *)"{\"temperature\":0}"};
         int resumed;
         if (drift_store_run_begin(st, &ri, &runs[r], &resumed, &err)) die("run_begin", &err);
-        double t0 = drift_now_ms(), c0 = cpu_ms();
+        double t0 = util_now_ms(), c0 = cpu_ms();
         size_t k = 0;
         while (k < n) {
             size_t m = 0;
@@ -115,17 +115,17 @@ int main(int argc, char **argv) {
             }
             if (drift_store_put_responses(st, runs[r], batch, m, &err)) die("put_responses", &err);
         }
-        t_ins += drift_now_ms() - t0;
+        t_ins += util_now_ms() - t0;
         c_ins += cpu_ms() - c0;
         /* scores: read back ids in order, label by a deterministic rule */
         drift_scored_set set;
         if (drift_store_load_scored(st, runs[r], &set, &err)) die("load_scored", &err);
-        t0 = drift_now_ms();
+        t0 = util_now_ms();
         c0 = cpu_ms();
         size_t m = 0;
         for (size_t i = 0; i < set.n; i++) {
             if (set.rows[i].is_error) continue;
-            uint64_t h = drift_fnv1a64(&set.rows[i].prompt_rowid, sizeof(int64_t), (uint64_t)(r && i % 5 == 0)) >> 33;
+            uint64_t h = util_fnv1a64(&set.rows[i].prompt_rowid, sizeof(int64_t), (uint64_t)(r && i % 5 == 0)) >> 33;
             sc[m++] = (drift_score){set.rows[i].response_id, "math", (int)(h & 1), (double)(h & 1), NULL};
             if (m == BATCH) {
                 if (drift_store_put_scores(st, sc, m, &err)) die("put_scores", &err);
@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
             }
         }
         if (m && drift_store_put_scores(st, sc, m, &err)) die("put_scores", &err);
-        t_sc += drift_now_ms() - t0;
+        t_sc += util_now_ms() - t0;
         c_sc += cpu_ms() - c0;
         drift_scored_set_clear(&set);
     }
@@ -146,21 +146,21 @@ int main(int argc, char **argv) {
 
     /* what compare does: load both runs (cold handle) */
     drift_store_close(st);
-    double t0 = drift_now_ms(), c0 = cpu_ms();
+    double t0 = util_now_ms(), c0 = cpu_ms();
     if (drift_store_open(path, &st, &err)) die("reopen", &err);
     drift_scored_set a, b;
-    double ta = drift_now_ms(), ca = cpu_ms();
+    double ta = util_now_ms(), ca = cpu_ms();
     if (drift_store_load_scored(st, runs[0], &a, &err)) die("load_scored", &err);
-    double tb = drift_now_ms(), cb = cpu_ms();
+    double tb = util_now_ms(), cb = cpu_ms();
     if (drift_store_load_scored(st, runs[1], &b, &err)) die("load_scored", &err);
-    double t1 = drift_now_ms(), c1 = cpu_ms();
+    double t1 = util_now_ms(), c1 = cpu_ms();
     size_t flips = 0, pairs = 0;
     for (size_t i = 0; i < a.n && i < b.n; i++) {
         if (a.rows[i].is_error || b.rows[i].is_error) continue;
         pairs++;
         flips += a.rows[i].label != b.rows[i].label;
     }
-    double t2 = drift_now_ms(), c2 = cpu_ms();
+    double t2 = util_now_ms(), c2 = cpu_ms();
     printf("load_scored  : run 1 %zu rows %.3f s wall %.3f s CPU; run 2 %zu rows %.3f s wall %.3f s CPU\n", a.n,
            (tb - ta) / 1e3, (cb - ca) / 1e3, b.n, (t1 - tb) / 1e3, (c1 - cb) / 1e3);
     printf("open+load x2+pairing: %.3f s wall, %.3f s CPU (%zu pairs, %zu label flips)\n", (t2 - t0) / 1e3,

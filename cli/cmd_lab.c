@@ -175,7 +175,7 @@ static void stochastic_progress(void *user, const drift_progress *p) {
 /* The stochastic-serving leg (drift_lab_stochastic_*): runs and scores its
  * two labels, compares them, prints and writes DIR/stochastic.txt and
  * appends a sentence to note. */
-static int stochastic_leg(drift_store *st, const drift_lab_study *study, const char *out, drift_buf *note) {
+static int stochastic_leg(drift_store *st, const drift_lab_study *study, const char *out, util_buf *note) {
     drift_lab_stochastic x;
     drift_lab_stochastic_design(study, &x);
     printf("\n== stochastic serving (temperature %.1f, %d replicates, math, %s: f32 -> int4) ==\n", x.temperature,
@@ -252,7 +252,7 @@ static int cmd_lab(int argc, char **argv) {
     lo.limit = limit;
     lo.max_tokens = (int)max_tokens;
     lo.threads = (int)threads;
-    double t_start = drift_now_ms();
+    double t_start = util_now_ms();
 
     /* 1. models */
     drift_lab_study study;
@@ -337,7 +337,7 @@ static int cmd_lab(int argc, char **argv) {
     cli_matrix_stats ms;
     int rc = cli_matrix_run("lab", st, spec, &mo, &ms);
     drift_store_completion_tokens(st, &tok1, &err);
-    drift_buf stoch_note = {0};
+    util_buf stoch_note = {0};
     if (rc == CLI_EXIT_PASS) rc = stochastic_leg(st, &study, out, &stoch_note);
     int fixtures = study.fixtures, with_safety = study.with_safety;
     char safety_reason[sizeof study.safety_reason];
@@ -405,7 +405,7 @@ static int cmd_lab(int argc, char **argv) {
     drift_html_opts_default(&ho);
     ho.title = full ? "DriftBench lab (full matrix)" : "DriftBench lab (quick matrix)";
     ho.baseline = "ref@{model}";
-    drift_buf note = {0};
+    util_buf note = {0};
     if (fixtures) buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
                                   "answers are noise, so it shows the machinery rather than real drift. ");
     if (!with_safety) buf_printf(&note, "Safety was not run: %s. ", safety_reason);
@@ -432,7 +432,7 @@ static int cmd_lab(int argc, char **argv) {
     drift_table_free(t);
     drift_store_close(st);
 
-    double wall_s = (drift_now_ms() - t_start) / 1000.0, run_s = ms.run_ms / 1000.0;
+    double wall_s = (util_now_ms() - t_start) / 1000.0, run_s = ms.run_ms / 1000.0;
     int64_t tokens = tok1 - tok0;
     char est[48] = "";
     if (gen_s > 0) snprintf(est, sizeof est, ", estimated %.0f s", gen_s);

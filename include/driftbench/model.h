@@ -133,7 +133,7 @@ DRIFT_API void drift_generation_clear(drift_generation *g);
  * (one batched step per token across the live sequences) when batch > 1, or
  * one after another when batch <= 1: the outputs are identical either way.
  * Sampling: temperature <= 0 greedy (ties: lowest id); else softmax(logits/T)
- * restricted by top_k (> 0) and top_p (< 1), drawn with drift_rng seeded by
+ * restricted by top_k (> 0) and top_p (< 1), drawn with util_rng seeded by
  * params->seed + seed_offsets[i] (seed_offsets may be NULL). Stops at an
  * end-of-generation token, a stop string, or max_tokens. out: n entries. */
 DRIFT_API drift_status drift_model_generate(const drift_model *m, const int32_t *const *prompts, const size_t *prompt_lens,

@@ -80,7 +80,7 @@ static drift_status parse_factor(const drift_table *tb, char *s, int *dim, drift
     if (!*s) return drift_error_set(err, DRIFT_ERR_INVALID, "formula: empty factor");
     int d = drift_table_dim_index(tb, s);
     if (d < 0) {
-        drift_buf b = {0};
+        util_buf b = {0};
         for (size_t i = 0; i < tb->n_dims; i++) buf_printf(&b, "%s%s", i ? ", " : "", tb->dim_names[i]);
         drift_status st = drift_error_set(err, DRIFT_ERR_INVALID,
                                           "formula: '%s' is not a dimension of the table (dimensions: %s)",
@@ -96,7 +96,7 @@ static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(co
 
 static drift_status parse_formula(const drift_table *tb, const char *formula, model *m, drift_error *err) {
     memset(m, 0, sizeof *m);
-    char *copy = drift_strdup(formula);
+    char *copy = util_strdup(formula);
     if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     drift_status st = DRIFT_OK;
     char *tilde = strchr(copy, '~');
@@ -404,7 +404,7 @@ static drift_status anova_on_rows(const drift_table *tb, const size_t *rows, siz
     a->type = type;
     a->nobs = n;
     a->n_columns = D.p;
-    if (!(a->formula = drift_strdup(formula))) goto nomem;
+    if (!(a->formula = util_strdup(formula))) goto nomem;
 
     double ssr;
     size_t rank;
@@ -437,17 +437,17 @@ static drift_status anova_on_rows(const drift_table *tb, const size_t *rows, siz
     size_t r0 = 0;
     if (type == 3) {
         drift_anova_row *row = &a->rows[0];
-        if (!(row->term = drift_strdup("Intercept"))) goto nomem;
+        if (!(row->term = util_strdup("Intercept"))) goto nomem;
         row->n_columns = 1;
         r0 = 1;
     }
     for (size_t k = 0; k < m.nt; k++) {
         drift_anova_row *row = &a->rows[r0 + k];
-        if (!(row->term = drift_strdup(m.t[k].name))) goto nomem;
+        if (!(row->term = util_strdup(m.t[k].name))) goto nomem;
         row->n_columns = (int)m.t[k].ncol;
     }
     drift_anova_row *res = &a->rows[nrows - 1];
-    if (!(res->term = drift_strdup("Residual"))) goto nomem;
+    if (!(res->term = util_strdup("Residual"))) goto nomem;
     res->df = a->df_resid;
     res->n_columns = 0;
     res->sum_sq = ssr;
@@ -551,7 +551,7 @@ drift_status drift_anova_run(const drift_table *t, const char *formula, int type
 static char *formula_without(const drift_table *tb, const char *formula, int dim, drift_error *err) {
     model m;
     if (parse_formula(tb, formula, &m, err)) return NULL;
-    drift_buf b = {0};
+    util_buf b = {0};
     buf_printf(&b, "%s ~ ", m.response_name);
     int first = 1;
     for (size_t k = 0; k < m.nt; k++) {
@@ -601,7 +601,7 @@ drift_status drift_anova_stratified(const drift_table *t, const char *formula, i
             drift_error_set(err, st, "stratum %s=%s: %s", strata, lv[l], e2.msg);
             goto done;
         }
-        a->stratum = drift_asprintf("%s=%s", strata, lv[l]);
+        a->stratum = util_asprintf("%s=%s", strata, lv[l]);
         if (!a->stratum) {
             drift_anova_free(a);
             st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -625,8 +625,8 @@ done:
 
 /* See analysis.h. */
 size_t drift_anova_artifact_read(const char *table_path, drift_anova_artifact_row *rows, size_t max) {
-    char *copy = drift_strdup(table_path);
-    char *path = copy ? drift_asprintf("%s/anova_flip_rate_corrected.csv", dirname(copy)) : NULL;
+    char *copy = util_strdup(table_path);
+    char *path = copy ? util_asprintf("%s/anova_flip_rate_corrected.csv", dirname(copy)) : NULL;
     FILE *f = path ? fopen(path, "r") : NULL;
     free(path);
     free(copy);

@@ -66,7 +66,7 @@ drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec
     if (!spec) return DRIFT_OK;
     double b[DRIFT_WL_COUNT];
     memcpy(b, o->budget, sizeof b);
-    char *copy = drift_strdup(spec);
+    char *copy = util_strdup(spec);
     if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     drift_status rc = DRIFT_OK;
     char *save = NULL;
@@ -341,7 +341,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
                 }
         if (embedder && lo <= hi &&
             (opts->only_workload == DRIFT_WL_UNKNOWN || opts->only_workload == DRIFT_WL_CHAT)) {
-            o->embedder = drift_strdup(embedder);
+            o->embedder = util_strdup(embedder);
             rc = drift_store_embeddings_range(st, embedder, lo, hi, &emb, err);
         }
     }

@@ -105,7 +105,7 @@ static int split_words(const char *s, word **out, size_t *n) {
         }
         w[k].p = p;
         w[k].len = (size_t)(q - p);
-        w[k].h = drift_fnv1a64(p, w[k].len, 0);
+        w[k].h = util_fnv1a64(p, w[k].len, 0);
         k++;
         p = q;
     }
@@ -138,7 +138,7 @@ typedef struct diff_op {
     const word *w;
 } diff_op;
 
-static void put_words(drift_buf *b, const word *w, size_t n, int *first) {
+static void put_words(util_buf *b, const word *w, size_t n, int *first) {
     for (size_t i = 0; i < n; i++) {
         if (!*first) buf_append(b, " ", 1);
         buf_append(b, w[i].p, w[i].len);
@@ -146,7 +146,7 @@ static void put_words(drift_buf *b, const word *w, size_t n, int *first) {
     }
 }
 
-static void put_op_words(drift_buf *b, const diff_op *ops, size_t from, size_t to, int want, int *first) {
+static void put_op_words(util_buf *b, const diff_op *ops, size_t from, size_t to, int want, int *first) {
     for (size_t i = from; i < to; i++) {
         if (ops[i].op != want) continue;
         if (!*first) buf_append(b, " ", 1);
@@ -156,7 +156,7 @@ static void put_op_words(drift_buf *b, const diff_op *ops, size_t from, size_t t
 }
 
 /* Renders ops (the middle part) with DIV_CONTEXT words of context. */
-static void render_ops(drift_buf *b, const diff_op *ops, size_t n, int *first) {
+static void render_ops(util_buf *b, const diff_op *ops, size_t n, int *first) {
     size_t i = 0;
     while (i < n) {
         size_t j = i;
@@ -239,7 +239,7 @@ static int lcs_ops(const word *A, size_t na, const word *B, size_t nb, diff_op *
 }
 
 /* Cuts b to about max bytes at a UTF-8 boundary, marking the cut. */
-static void cut(drift_buf *b, size_t max) {
+static void cut(util_buf *b, size_t max) {
     if (!b->data || b->len <= max) return;
     size_t e = max;
     while (e > 0 && ((unsigned char)b->data[e] & 0xC0) == 0x80) e--;
@@ -257,7 +257,7 @@ static drift_status word_diff_words(const word *A, size_t na, const word *B, siz
     while (suf < na - pre && suf < nb - pre && word_eq(&A[na - 1 - suf], &B[nb - 1 - suf])) suf++;
     size_t ma = na - pre - suf, mb = nb - pre - suf;
     if (ma == 0 && mb == 0) {
-        *out = drift_strdup("");
+        *out = util_strdup("");
         return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering a diff");
     }
     int window = 0;
@@ -271,7 +271,7 @@ static drift_status word_diff_words(const word *A, size_t na, const word *B, siz
     size_t n_ops = 0;
     if (lcs_ops(A + pre, ma, B + pre, mb, &ops, &n_ops))
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory diffing %zu x %zu words", ma, mb);
-    drift_buf b = {0};
+    util_buf b = {0};
     int first = 1;
     if (pre > DIV_CONTEXT) {
         buf_puts(&b, "...");
@@ -519,7 +519,7 @@ drift_status drift_divergence_compute(const char *base_text, const char *base_lo
     if (!first_diff(base_text, targ_text, &d, &cp)) {
         out->identical = 1;
         out->token_unit = DRIFT_UNIT_NONE;
-        out->diff = drift_strdup("");
+        out->diff = util_strdup("");
         return out->diff ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     out->first_diff_byte = (long)d;
@@ -547,7 +547,7 @@ drift_status drift_divergence_compute(const char *base_text, const char *base_lo
     free(B);
     if (rc == DRIFT_OK && out->diff && !out->diff[0]) {
         free(out->diff);
-        out->diff = drift_strdup("(only whitespace differs)");
+        out->diff = util_strdup("(only whitespace differs)");
         if (!out->diff) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     if (rc) drift_divergence_clear(out);
@@ -624,7 +624,7 @@ drift_status drift_flip_divergences(drift_store *st, const drift_flip *flips, si
         if (rc == DRIFT_ERR_NOMEM || rc == DRIFT_ERR_STORE) {
             fatal = drift_error_set(err, rc, "prompt %s: %s", flips[i].prompt_id ? flips[i].prompt_id : "?", e.msg);
         } else if (rc) {
-            out[i].error = drift_asprintf("prompt %s (responses %lld, %lld): %s",
+            out[i].error = util_asprintf("prompt %s (responses %lld, %lld): %s",
                                           flips[i].prompt_id ? flips[i].prompt_id : "?",
                                           (long long)flips[i].base_response_id, (long long)flips[i].targ_response_id,
                                           e.msg);

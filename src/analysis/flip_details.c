@@ -37,8 +37,8 @@ static drift_status load_texts(drift_store *st, const drift_flip *f, drift_flip_
         drift_answer_clear(&rb);
         return DRIFT_OK;
     }
-    fd->base_text = drift_strdup(rb.text ? rb.text : "");
-    fd->targ_text = drift_strdup(rt.text ? rt.text : "");
+    fd->base_text = util_strdup(rb.text ? rb.text : "");
+    fd->targ_text = util_strdup(rt.text ? rt.text : "");
     drift_answer_clear(&rb);
     drift_answer_clear(&rt);
     if (fd->base_text && fd->targ_text) return DRIFT_OK;
@@ -53,7 +53,7 @@ static drift_status load_listed(drift_store *st, const drift_wl_result *w, drift
         drift_error e = {0};
         if (drift_flip_divergence(st, &w->flipped[i], &fd->div, &e) != DRIFT_OK) {
             drift_divergence_clear(&fd->div);
-            fd->div.error = drift_strdup(e.msg);
+            fd->div.error = util_strdup(e.msg);
             if (!fd->div.error) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
             continue;
         }

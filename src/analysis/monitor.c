@@ -203,9 +203,9 @@ static double mon_quantile(double *v, size_t n, double q) {
     return v[lo] + frac * (v[lo + 1] - v[lo]);
 }
 
-static void mon_shuffle(size_t *idx, size_t n, drift_rng *rng) {
+static void mon_shuffle(size_t *idx, size_t n, util_rng *rng) {
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)drift_rng_below(rng, i);
+        size_t j = (size_t)util_rng_below(rng, i);
         size_t t = idx[i - 1];
         idx[i - 1] = idx[j];
         idx[j] = t;
@@ -253,8 +253,8 @@ static drift_status mon_model(const mon_rows *d, size_t n_cur, const drift_monit
     }
 
     /* Stratified 50/50 split: each class shuffled and halved. */
-    drift_rng rng;
-    drift_rng_seed(&rng, o->seed);
+    util_rng rng;
+    util_rng_seed(&rng, o->seed);
     for (size_t i = 0; i < n; i++) idx[i] = i;
     mon_shuffle(idx, n_ref, &rng);
     mon_shuffle(idx + n_ref, n_cur, &rng);
@@ -347,9 +347,9 @@ static drift_status mon_model(const mon_rows *d, size_t n_cur, const drift_monit
 
     /* Random classifiers on the same labels (Evidently's bootstrap reference). */
     for (int i = 0; i < MON_RANDOM_AUC_DRAWS; i++) {
-        drift_rng rr;
-        drift_rng_seed(&rr, o->seed + 1000u + (uint64_t)i);
-        for (size_t t = 0; t < n_test; t++) rand_score[t] = drift_rng_uniform(&rr);
+        util_rng rr;
+        util_rng_seed(&rr, o->seed + 1000u + (uint64_t)i);
+        for (size_t t = 0; t < n_test; t++) rand_score[t] = util_rng_uniform(&rr);
         rand_auc[i] = drift_roc_auc(rand_score, test_label, n_test);
     }
     rep->model_random_auc_q = mon_quantile(rand_auc, MON_RANDOM_AUC_DRAWS, o->model_quantile);
@@ -462,8 +462,8 @@ static drift_status mon_mmd(const float *ref, size_t n_ref, const float *cur, si
     }
     for (size_t i = 0; i < n_ref; i++) ia[i] = i;
     for (size_t i = 0; i < n_cur; i++) ib[i] = i;
-    drift_rng rng;
-    drift_rng_seed(&rng, o->seed + 7u);
+    util_rng rng;
+    util_rng_seed(&rng, o->seed + 7u);
     if (sm < n_ref) mon_shuffle(ia, n_ref, &rng);
     if (sn < n_cur) mon_shuffle(ib, n_cur, &rng);
     for (size_t i = 0; i < sm; i++)

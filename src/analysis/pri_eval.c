@@ -56,10 +56,10 @@ static drift_status gather(const pri_dset *ds, const size_t *rows, size_t n, flo
 }
 
 void pri_shuffle(size_t *v, size_t n, unsigned seed) {
-    drift_rng r;
-    drift_rng_seed(&r, seed);
+    util_rng r;
+    util_rng_seed(&r, seed);
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)drift_rng_below(&r, i);
+        size_t j = (size_t)util_rng_below(&r, i);
         size_t t = v[i - 1]; v[i - 1] = v[j]; v[j] = t;
     }
 }

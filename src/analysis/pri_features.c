@@ -59,7 +59,7 @@ drift_status pri_fspec_from_table(const drift_table *t, const drift_pri_options 
         if (!f->lev[d]) { free(lv); pri_fspec_free(f); return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); }
         f->nlev[d] = n;
         for (size_t i = 0; i < n; i++)
-            if (!(f->lev[d][i] = drift_strdup(lv[i]))) {
+            if (!(f->lev[d][i] = util_strdup(lv[i]))) {
                 free(lv);
                 pri_fspec_free(f);
                 return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -159,18 +159,18 @@ drift_status pri_fspec_names(const pri_fspec *f, char ***names, drift_error *err
     size_t k = 0;
     for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
         if (!f->use_dim[d]) continue;
-        for (size_t i = 0; i < f->nlev[d]; i++) v[k++] = drift_asprintf("%s=%s", drift_dim_names[d], f->lev[d][i]);
+        for (size_t i = 0; i < f->nlev[d]; i++) v[k++] = util_asprintf("%s=%s", drift_dim_names[d], f->lev[d][i]);
     }
     if (f->interactions)
         for (int q = 0; q < PRI_N_INTER; q++) {
             int a = pri_inter_pairs[q][0], b = pri_inter_pairs[q][1];
             for (size_t i = 0; i < f->nlev[a]; i++)
                 for (size_t j = 0; j < f->nlev[b]; j++)
-                    v[k++] = drift_asprintf("%s=%s x %s=%s", drift_dim_names[a], f->lev[a][i], drift_dim_names[b],
+                    v[k++] = util_asprintf("%s=%s x %s=%s", drift_dim_names[a], f->lev[a][i], drift_dim_names[b],
                                             f->lev[b][j]);
         }
     if (f->descriptors)
-        for (int i = 0; i < PRI_N_DESC; i++) v[k++] = drift_strdup(pri_desc_names[i]);
+        for (int i = 0; i < PRI_N_DESC; i++) v[k++] = util_strdup(pri_desc_names[i]);
     for (size_t i = 0; i < k; i++)
         if (!v[i]) {
             drift_pri_names_free(v, k);

@@ -127,7 +127,7 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
         const char *b = NULL;
         if (opt->baseline[d]) {
             if (pri_level_index(&p->f, d, opt->baseline[d]) < 0) {
-                drift_buf kb = {0};
+                util_buf kb = {0};
                 for (size_t i = 0; i < p->f.nlev[d]; i++) buf_printf(&kb, "%s%s", i ? ", " : "", p->f.lev[d][i]);
                 st = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "baseline %s '%s' is not in the table (known: %s)",
                                      drift_dim_names[d], opt->baseline[d], kb.data ? kb.data : "");
@@ -151,7 +151,7 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
             }
             b = p->f.lev[d][bi];
         }
-        if (!(p->baseline[d] = drift_strdup(b))) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
+        if (!(p->baseline[d] = util_strdup(b))) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
     }
 done:
     pri_jobs_free(jobs, njobs);
@@ -175,7 +175,7 @@ const char *drift_pri_baseline(const drift_pri *p, int dim) {
 
 static drift_status unknown_level(const drift_pri *p, int d, const char *v, const char *what,
                                   drift_error *err) {
-    drift_buf b = {0};
+    util_buf b = {0};
     for (size_t i = 0; i < p->f.nlev[d]; i++) buf_printf(&b, "%s%s", i ? ", " : "", p->f.lev[d][i]);
     drift_status st = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "unknown %s%s '%s' (known: %s)", what,
                                       drift_dim_names[d], v ? v : "(none)", b.data ? b.data : "");
@@ -254,7 +254,7 @@ drift_status drift_pri_save(const drift_pri *p, const char *path, drift_error *e
     char *enc = NULL, **names = NULL;
     json_t *root = NULL;
     if ((st = pri_xgb_save_json(p->booster, &raw, &len, err))) goto done;
-    if (!(enc = drift_b64_encode(raw, len))) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
+    if (!(enc = util_b64_encode(raw, len))) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
     if ((st = pri_fspec_names(&p->f, &names, err))) goto done;
     root = json_object();
     json_object_set_new(root, "format", json_string("driftbench-pri"));
@@ -332,7 +332,7 @@ drift_status drift_pri_load(const char *path, drift_pri **out, drift_error *err)
                 st = load_fail(err, path, "levels (sorted strings)");
                 goto done;
             }
-            p->f.lev[d][i] = drift_strdup(json_string_value(s));
+            p->f.lev[d][i] = util_strdup(json_string_value(s));
             p->f.nlev[d] = i + 1;
             if (!p->f.lev[d][i]) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
         }
@@ -340,7 +340,7 @@ drift_status drift_pri_load(const char *path, drift_pri **out, drift_error *err)
         json_t *b = json_is_object(bl) ? json_object_get(bl, drift_dim_names[d]) : NULL;
         if (json_is_string(b)) {
             if (pri_level_index(&p->f, d, json_string_value(b)) < 0) { st = load_fail(err, path, "baseline"); goto done; }
-            p->baseline[d] = drift_strdup(json_string_value(b));
+            p->baseline[d] = util_strdup(json_string_value(b));
         }
     }
     p->f.interactions = json_is_true(json_object_get(root, "interactions"));
@@ -368,7 +368,7 @@ drift_status drift_pri_load(const char *path, drift_pri **out, drift_error *err)
     }
     json_t *m = json_object_get(root, "xgboost_model_json_base64");
     size_t rlen = 0;
-    if (!json_is_string(m) || !(raw = drift_b64_decode(json_string_value(m), &rlen))) { st = load_fail(err, path, "xgboost_model_json_base64"); goto done; }
+    if (!json_is_string(m) || !(raw = util_b64_decode(json_string_value(m), &rlen))) { st = load_fail(err, path, "xgboost_model_json_base64"); goto done; }
     if ((st = pri_xgb_load(raw, rlen, &p->booster, err))) goto done;
     size_t nf = 0;
     if ((st = pri_xgb_num_features(p->booster, &nf, err))) goto done;

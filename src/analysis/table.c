@@ -38,7 +38,7 @@ drift_status drift_table_create(const char *const *extra_dims, size_t n_extra, i
                 drift_table_free(t);
                 return drift_error_set(err, DRIFT_ERR_INVALID, "dimension '%s' given twice", nm);
             }
-        if (!(t->dim_names[i] = drift_strdup(nm))) goto nomem;
+        if (!(t->dim_names[i] = util_strdup(nm))) goto nomem;
     }
     *out = t;
     return DRIFT_OK;
@@ -59,11 +59,11 @@ drift_status drift_table_append(drift_table *t, const char *experiment_id, const
     }
     drift_table_row *row = &t->rows[t->n_rows];
     memset(row, 0, sizeof *row);
-    row->experiment_id = drift_strdup(experiment_id ? experiment_id : "");
+    row->experiment_id = util_strdup(experiment_id ? experiment_id : "");
     row->dims = calloc(t->n_dims, sizeof *row->dims);
     if (!row->experiment_id || !row->dims) goto nomem;
     for (size_t i = 0; i < t->n_dims; i++)
-        if (!(row->dims[i] = drift_strdup(dims[i] ? dims[i] : ""))) goto nomem;
+        if (!(row->dims[i] = util_strdup(dims[i] ? dims[i] : ""))) goto nomem;
     row->flip_rate = flip_rate;
     row->num_flips = num_flips;
     row->num_comparisons = num_comparisons;
@@ -121,7 +121,7 @@ drift_status drift_table_levels(const drift_table *t, size_t dim, const char ***
 }
 
 char *drift_table_varying_formula(const drift_table *t, size_t *n_params) {
-    drift_buf f = {0};
+    util_buf f = {0};
     int terms = 0;
     *n_params = 1;
     for (size_t d = 0; d < DRIFT_DIM_COUNT; d++) {
@@ -147,7 +147,7 @@ char *drift_table_varying_formula(const drift_table *t, size_t *n_params) {
 typedef struct csv_scan {
     const char *p, *end;
     size_t line;          /* current line number (1-based) */
-    drift_buf field;
+    util_buf field;
 } csv_scan;
 
 /* Reads one field into s->field. Returns 1 if a field was read and more
@@ -219,7 +219,7 @@ static int csv_record_read(csv_scan *s, csv_record *r) {
             r->f = f;
             r->cap = cap;
         }
-        if (!(r->f[r->n] = drift_strndup(s->field.data, s->field.len))) return -2;
+        if (!(r->f[r->n] = util_strndup(s->field.data, s->field.len))) return -2;
         r->n++;
         if (!more) return 1;
     }
@@ -454,7 +454,7 @@ drift_status drift_table_read_csv(const char *path, drift_table **out, drift_err
     char *text = NULL;
     size_t len = 0;
     *out = NULL;
-    drift_status st = drift_read_file(path, &text, &len, err);
+    drift_status st = util_read_file(path, &text, &len, err);
     if (st) return st;
     st = drift_table_parse_csv(text, len, path, out, err);
     free(text);
@@ -462,7 +462,7 @@ drift_status drift_table_read_csv(const char *path, drift_table **out, drift_err
 }
 
 /* Appends a CSV field, quoted when it holds a comma, quote or newline. */
-static int csv_put(drift_buf *b, const char *s) {
+static int csv_put(util_buf *b, const char *s) {
     if (!strpbrk(s, ",\"\r\n")) return buf_puts(b, s);
     if (buf_puts(b, "\"") < 0) return -1;
     for (const char *c = s; *c; c++) {
@@ -473,7 +473,7 @@ static int csv_put(drift_buf *b, const char *s) {
 }
 
 drift_status drift_table_format_csv(const drift_table *t, char **out, drift_error *err) {
-    drift_buf b = {0};
+    util_buf b = {0};
     int bad = 0;
     *out = NULL;
     bad |= buf_puts(&b, "experiment_id,model,hardware,precision,framework,workload,flip_rate,num_flips,"

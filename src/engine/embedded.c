@@ -74,7 +74,7 @@ static void cache_trim(void) {
 
 static drift_status cache_get(const char *path, const drift_numeric_profile *p, drift_model **out, drift_error *err) {
     char *spec = drift_profile_to_spec(p);
-    char *key = spec ? drift_asprintf("%s?%s", path, spec) : NULL;
+    char *key = spec ? util_asprintf("%s?%s", path, spec) : NULL;
     free(spec);
     if (!key) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     pthread_mutex_lock(&g_cache_mu);
@@ -130,7 +130,7 @@ typedef struct emb_state {
  * token has its entry in the logprobs JSON. */
 static char *token_text_utf8(const drift_model *m, int32_t id) {
     char *raw = drift_model_token_text(m, id);
-    char *clean = raw ? drift_utf8_clean(raw, strlen(raw)) : NULL;
+    char *clean = raw ? util_utf8_clean(raw, strlen(raw)) : NULL;
     free(raw);
     return clean;
 }
@@ -173,7 +173,7 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
     }
     for (size_t g0 = 0; g0 < n && !st; g0 += batch) {
         size_t nb = n - g0 < batch ? n - g0 : batch;
-        double t0 = drift_now_ms();
+        double t0 = util_now_ms();
         /* tokenize; a request that cannot be tokenized becomes an error result with an empty prompt slot */
         size_t nrun = 0;
         size_t map[4096];
@@ -184,14 +184,14 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
                                   ? drift_model_chat_tokens(m, r->prompt, &ptoks[nrun], &plens[nrun], &e)
                                   : drift_model_tokenize(m, r->prompt, strlen(r->prompt), -1, 0, &ptoks[nrun], &plens[nrun], &e);
             if (ts) {
-                perr[i] = drift_strdup(e.msg);
+                perr[i] = util_strdup(e.msg);
                 continue;
             }
             offs[nrun] = r->replicate;
             map[nrun++] = i;
         }
         if (nrun) st = drift_model_generate(m, (const int32_t *const *)ptoks, plens, nrun, params, offs, (int)nrun, gens, err);
-        double dt = drift_now_ms() - t0;
+        double dt = util_now_ms() - t0;
         size_t j = 0;
         for (size_t i = 0; i < nb && !st; i++) {
             drift_answer res;
@@ -209,11 +209,11 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
                     g->text = NULL;
                     res.prompt_tokens = g->prompt_tokens;
                     res.completion_tokens = g->n_tokens;
-                    res.finish_reason = drift_strdup(g->finish_reason ? g->finish_reason : "length");
+                    res.finish_reason = util_strdup(g->finish_reason ? g->finish_reason : "length");
                     if (params->logprobs > 0) res.logprobs_json = logprobs_json(m, g);
                 }
             } else {
-                res.error = perr[i] ? perr[i] : drift_strdup("tokenization failed");
+                res.error = perr[i] ? perr[i] : util_strdup("tokenization failed");
                 perr[i] = NULL;
             }
             int stop = cb(user, &reqs[g0 + i], &res);
@@ -322,8 +322,8 @@ static char *config_json(const drift_model *m, const drift_numeric_profile *p) {
 drift_status eng_embedded_open(drift_target *t, const char *spec, drift_error *err) {
     const char *body = spec + strlen("embedded:");
     const char *q = strchr(body, '?');
-    char *path = q ? drift_strndup(body, (size_t)(q - body)) : drift_strdup(body);
-    char *query = drift_strdup(q ? q + 1 : "");
+    char *path = q ? util_strndup(body, (size_t)(q - body)) : util_strdup(body);
+    char *query = util_strdup(q ? q + 1 : "");
     drift_status st = DRIFT_OK;
     drift_numeric_profile p;
     drift_api api = DRIFT_API_COMPLETIONS;
@@ -340,7 +340,7 @@ drift_status eng_embedded_open(drift_target *t, const char *spec, drift_error *e
     /* profile= first, wherever it is */
     const char *pname = "cpu-f32";
     char *save = NULL;
-    char *qcopy = drift_strdup(query);
+    char *qcopy = util_strdup(query);
     if (!qcopy) {
         st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto fail;

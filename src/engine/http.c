@@ -47,8 +47,8 @@ enum slot_state { SLOT_IDLE = 0, SLOT_ACTIVE, SLOT_WAITING };
 
 typedef struct http_slot {
     CURL *easy;
-    drift_buf body;          /* reply body of the current attempt */
-    drift_buf req;           /* request JSON of the current request */
+    util_buf body;          /* reply body of the current attempt */
+    util_buf req;           /* request JSON of the current request */
     int too_big;             /* reply passed ENG_HTTP_MAX_BODY_BYTES */
     enum slot_state state;
     size_t ri;               /* index into the reqs[] of the current generate() */
@@ -67,7 +67,7 @@ typedef struct http_impl {
     struct curl_slist *headers;
     http_slot *slots;
     int n_slots;
-    drift_rng rng;           /* backoff jitter */
+    util_rng rng;           /* backoff jitter */
 } http_impl;
 
 /* ---------- spec parsing ---------- */
@@ -228,11 +228,11 @@ static drift_status parse_base(http_impl *h, const char *spec, const char *base,
         goto done;
     }
     h->url_gen = NULL;
-    h->url_embed = drift_asprintf("%s/embeddings", full);
+    h->url_embed = util_asprintf("%s/embeddings", full);
     if (!h->url_embed) st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     else {
         /* the generation URL depends on api, set by the caller afterwards */
-        h->url_gen = drift_strdup(full);
+        h->url_gen = util_strdup(full);
         if (!h->url_gen) st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
 done:
@@ -410,14 +410,14 @@ static double backoff_s(drift_target *t, http_impl *h, int attempt, double retry
     if (retry_after_s >= 0) return retry_after_s < o->backoff_max_s ? retry_after_s : o->backoff_max_s;
     double cap = o->backoff_base_s * ldexp(1.0, attempt - 1 < 60 ? attempt - 1 : 60);
     if (cap > o->backoff_max_s) cap = o->backoff_max_s;
-    return drift_rng_uniform(&h->rng) * cap;
+    return util_rng_uniform(&h->rng) * cap;
 }
 
 /* Composes the final error: "HTTP 500 after 5 attempts: body", "timeout after 2.0 s (3 attempts)". */
 static char *final_error(const attempt_outcome *o, int attempts) {
-    if (attempts <= 1) return drift_asprintf("%s%s", o->head, o->tail);
-    if (o->tail[0]) return drift_asprintf("%s after %d attempts%s", o->head, attempts, o->tail);
-    return drift_asprintf("%s (%d attempts)", o->head, attempts);
+    if (attempts <= 1) return util_asprintf("%s%s", o->head, o->tail);
+    if (o->tail[0]) return util_asprintf("%s after %d attempts%s", o->head, attempts, o->tail);
+    return util_asprintf("%s (%d attempts)", o->head, attempts);
 }
 
 /* ---------- generate ---------- */
@@ -429,7 +429,7 @@ static drift_status start_attempt(http_impl *h, http_slot *s) {
     s->errbuf[0] = '\0';
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->req.data);
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->req.len);
-    s->started_ms = drift_now_ms();
+    s->started_ms = util_now_ms();
     s->state = SLOT_ACTIVE;
     s->attempts++;
     if (curl_multi_add_handle(h->multi, s->easy) != CURLM_OK) return DRIFT_ERR_HTTP;
@@ -452,10 +452,10 @@ static drift_status cancelled(drift_error *err, size_t done, size_t n) {
 /* Sleeps seconds, in slices, until done or the cancel hook fires. Returns 1
  * when cancelled. */
 static int sleep_unless_cancelled(drift_target *t, double seconds) {
-    double end = drift_now_ms() + seconds * 1000.0;
+    double end = util_now_ms() + seconds * 1000.0;
     for (;;) {
         if (eng_target_cancelled(t)) return 1;
-        double left = end - drift_now_ms();
+        double left = end - util_now_ms();
         if (left <= 0) return 0;
         if (t->opts.cancel && left > CANCEL_POLL_MS) left = CANCEL_POLL_MS;
         usleep((useconds_t)(left * 1000.0));
@@ -487,7 +487,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
             goto out;
         }
         /* 1. give idle slots new requests; restart waiting slots that are due */
-        double now = drift_now_ms();
+        double now = util_now_ms();
         for (int i = 0; i < ns; i++) {
             http_slot *s = &h->slots[i];
             if (s->state == SLOT_WAITING && s->due_ms <= now) {
@@ -505,7 +505,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                     /* this request cannot be sent: its outcome is an error */
                     memset(&res, 0, sizeof res);
                     drift_answer_clear(&res);
-                    res.error = drift_asprintf("request not sent: %s", rerr.msg);
+                    res.error = util_asprintf("request not sent: %s", rerr.msg);
                     int stop = cb(user, r, &res);
                     drift_answer_clear(&res);
                     done++;
@@ -548,7 +548,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                 aborted = 1;
                 continue;
             }
-            double end = drift_now_ms();
+            double end = util_now_ms();
             attempt_outcome o;
             classify(t, s, rc, &o);
             memset(&res, 0, sizeof res);
@@ -589,7 +589,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
 
         /* 4. wait for network activity or the next retry due time */
         double wait_ms = t->opts.cancel ? CANCEL_POLL_MS : 1000.0;
-        now = drift_now_ms();
+        now = util_now_ms();
         for (int i = 0; i < ns; i++)
             if (h->slots[i].state == SLOT_WAITING && h->slots[i].due_ms - now < wait_ms)
                 wait_ms = h->slots[i].due_ms - now;
@@ -730,7 +730,7 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
     if (!h) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     drift_status st = DRIFT_OK;
     const char *q = strchr(spec, '?');
-    char *base = q ? drift_strndup(spec, (size_t)(q - spec)) : drift_strdup(spec);
+    char *base = q ? util_strndup(spec, (size_t)(q - spec)) : util_strdup(spec);
     if (!base) {
         st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto fail;
@@ -741,7 +741,7 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
     if (st) goto fail;
     st = parse_query(t, h, spec, q ? q + 1 : NULL, err);
     if (st) goto fail;
-    char *gen = drift_asprintf("%s%s", h->url_gen, t->api == DRIFT_API_CHAT ? "/chat/completions" : "/completions");
+    char *gen = util_asprintf("%s%s", h->url_gen, t->api == DRIFT_API_CHAT ? "/chat/completions" : "/completions");
     if (!gen) {
         st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto fail;
@@ -753,7 +753,7 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
     if (h->headers) h->headers = curl_slist_append(h->headers, "Accept: application/json");
     if (h->headers) h->headers = curl_slist_append(h->headers, "Expect:"); /* no 100-continue round trip */
     if (h->headers && t->opts.api_key) {
-        char *auth = drift_asprintf("Authorization: Bearer %s", t->opts.api_key);
+        char *auth = util_asprintf("Authorization: Bearer %s", t->opts.api_key);
         struct curl_slist *nh = auth ? curl_slist_append(h->headers, auth) : NULL;
         free(auth);
         if (!nh) {
@@ -770,7 +770,7 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
         goto fail;
     }
     curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)t->opts.concurrency + 4);
-    drift_rng_seed(&h->rng, drift_fnv1a64(spec, strlen(spec), (uint64_t)getpid()));
+    util_rng_seed(&h->rng, util_fnv1a64(spec, strlen(spec), (uint64_t)getpid()));
 
     json_t *cfg = json_pack("{s:s}", "model", h->model);
     t->config_json = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;

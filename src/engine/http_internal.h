@@ -38,7 +38,7 @@ json_t *eng_http_request_template(drift_api api, const char *model, const drift_
 /* Fills the template with one request's prompt and seed and serialises it
  * into out (reused between requests). 0 ok; -1 when the prompt is not valid
  * UTF-8 or memory runs out (err says which). */
-int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, drift_buf *out,
+int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, util_buf *out,
                               drift_error *err);
 
 /* Writes into out (cap bytes) the error message of an error reply: the

@@ -62,7 +62,7 @@ json_t *eng_http_request_template(drift_api api, const char *model, const drift_
     return o;
 }
 
-int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, drift_buf *out,
+int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, util_buf *out,
                               drift_error *err) {
     json_t *s = json_string(prompt);
     if (!s) {
@@ -357,9 +357,9 @@ drift_status eng_http_parse_reply(drift_api api, const char *body, size_t len, d
         goto done;
     }
     if (json_is_null(text)) {
-        res->text = drift_strdup(""); /* e.g. a chat reply with only tool calls */
+        res->text = util_strdup(""); /* e.g. a chat reply with only tool calls */
     } else if (json_is_string(text)) {
-        res->text = drift_strndup(json_string_value(text), json_string_length(text));
+        res->text = util_strndup(json_string_value(text), json_string_length(text));
     } else {
         st = drift_error_set(err, DRIFT_ERR_PARSE, "reply choice 0 text is not a string");
         goto done;
@@ -369,7 +369,7 @@ drift_status eng_http_parse_reply(drift_api api, const char *body, size_t len, d
         goto done;
     }
     const json_t *fr = json_object_get(c0, "finish_reason");
-    if (json_is_string(fr)) res->finish_reason = drift_strdup(json_string_value(fr));
+    if (json_is_string(fr)) res->finish_reason = util_strdup(json_string_value(fr));
 
     const json_t *usage = json_object_get(root, "usage");
     if (json_is_object(usage)) {

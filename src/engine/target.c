@@ -84,7 +84,7 @@ drift_status drift_target_open(const char *spec, const drift_target_opts *opts, 
     drift_target *t = calloc(1, sizeof *t);
     if (!t) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening target");
     t->opts = o;
-    t->spec = drift_strdup(spec);
+    t->spec = util_strdup(spec);
     if (!t->spec) {
         free(t);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening target");
@@ -105,7 +105,7 @@ drift_status drift_target_open(const char *spec, const drift_target_opts *opts, 
         free(t);
         return st;
     }
-    if (!t->config_json) t->config_json = drift_strdup("{}");
+    if (!t->config_json) t->config_json = util_strdup("{}");
     *out = t;
     return DRIFT_OK;
 }

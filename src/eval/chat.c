@@ -38,7 +38,7 @@ drift_status drift_embedder_open(const char *spec, drift_embedder **out, drift_e
     drift_status st = drift_target_open(spec, &to, &t, err);
     if (st != DRIFT_OK) return drift_error_prefix(err, "embedder '%s': ", spec);
     drift_embedder *e = calloc(1, sizeof *e);
-    char *name = drift_asprintf("embed:%s", spec);
+    char *name = util_asprintf("embed:%s", spec);
     if (!e || !name) {
         free(e);
         free(name);

@@ -150,7 +150,7 @@ char *code_build_program(const char *answer, const char *prompt, const char *ent
     const char *code;
     size_t clen;
     *rule = pick_code(answer, entry, &code, &clen);
-    drift_buf b = {0};
+    util_buf b = {0};
     int standalone = defines(code, clen, entry);
     *mode = standalone ? "standalone" : "continuation";
     buf_puts(&b, prompt);
@@ -512,7 +512,7 @@ int code_parse_verdict(const char *chan, size_t len, const char *nonce, char *ki
 static json_t *json_text(const char *p, size_t n) {
     json_t *j = json_stringn(p, n);
     if (j) return j;
-    char *c = drift_strndup(p, n);
+    char *c = util_strndup(p, n);
     if (!c) return json_string("");
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)c[i] >= 0x80 || c[i] == '\0') c[i] = '?';
@@ -596,11 +596,11 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
      * live in ref: hashed before it is released) */
     char hash[17];
     if (program) {
-        drift_buf hb = {0};
+        util_buf hb = {0};
         buf_puts(&hb, program);
         buf_puts(&hb, "\n# tests\n");
         buf_puts(&hb, tests);
-        drift_hash_hex(hb.data ? hb.data : "", hb.len, hash);
+        util_hash_hex(hb.data ? hb.data : "", hb.len, hash);
         free(hb.data);
     }
     json_decref(ref);
@@ -613,14 +613,14 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     /* nonce: not derivable from the program */
     char nonce[40];
     {
-        drift_rng rng;
+        util_rng rng;
         static __thread uint64_t counter;
-        drift_rng_seed(&rng, (uint64_t)(drift_now_ms() * 1e3) ^ ((uint64_t)getpid() << 32) ^
+        util_rng_seed(&rng, (uint64_t)(util_now_ms() * 1e3) ^ ((uint64_t)getpid() << 32) ^
                                  (uint64_t)(uintptr_t)&rng ^ (++counter * 0x9E3779B97F4A7C15ull));
-        snprintf(nonce, sizeof nonce, "%016llx%016llx", (unsigned long long)drift_rng_next(&rng),
-                 (unsigned long long)drift_rng_next(&rng));
+        snprintf(nonce, sizeof nonce, "%016llx%016llx", (unsigned long long)util_rng_next(&rng),
+                 (unsigned long long)util_rng_next(&rng));
     }
-    char *stdin_data = drift_asprintf("%s\n%s", nonce, job_s);
+    char *stdin_data = util_asprintf("%s\n%s", nonce, job_s);
     free(job_s);
     if (!stdin_data) {
         free(program);

@@ -52,7 +52,7 @@ static int is_article(const char *t) { return !strcmp(t, "a") || !strcmp(t, "an"
 
 /* Lower-cases and strips punctuation into b; an invalid UTF-8 byte becomes
  * U+FFFD (part of a token), so the result is valid UTF-8. */
-static int lower_strip(const char *s, drift_buf *b) {
+static int lower_strip(const char *s, util_buf *b) {
     const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
     size_t len = strlen(s), i = 0;
     while (i < len) {
@@ -77,7 +77,7 @@ static int lower_strip(const char *s, drift_buf *b) {
 }
 
 static int tokenize(const char *s, tokens *t) {
-    drift_buf b = {0};
+    util_buf b = {0};
     memset(t, 0, sizeof *t);
     if (lower_strip(s ? s : "", &b)) {
         buf_free(&b);
@@ -113,7 +113,7 @@ char *drift_squad_normalize(const char *s) {
         tokens_free(&t);
         return NULL;
     }
-    drift_buf b = {0};
+    util_buf b = {0};
     for (size_t i = 0; i < t.n; i++) {
         if ((i && buf_append(&b, " ", 1)) || buf_puts(&b, t.tok[i])) {
             buf_free(&b);

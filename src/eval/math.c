@@ -212,7 +212,7 @@ static char *boxed_content(const char *a, const char **raw_s, size_t *raw_n) {
         if (depth != 0) return NULL; /* unbalanced: not a box */
         *raw_s = last;
         *raw_n = (size_t)(q + 1 - last);
-        return drift_strndup(s + 1, (size_t)(q - s - 1));
+        return util_strndup(s + 1, (size_t)(q - s - 1));
     }
     /* "\boxed 5": the next token */
     const char *s = q;
@@ -220,7 +220,7 @@ static char *boxed_content(const char *a, const char **raw_s, size_t *raw_n) {
     if (q == s) return NULL;
     *raw_s = last;
     *raw_n = (size_t)(q - last);
-    return drift_strndup(s, (size_t)(q - s));
+    return util_strndup(s, (size_t)(q - s));
 }
 
 /* Replaces every occurrence of `from` by `to` (to no longer than from). */

@@ -89,7 +89,7 @@ static void safety_strip(const char **p, size_t *n) {
 
 char *drift_llamaguard_prompt(const char *user, const char *assistant) {
     if (!user || !assistant) return NULL;
-    drift_buf b = {0};
+    util_buf b = {0};
     int rc = buf_puts(&b, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n"
                           "Task: Check if there is unsafe content in 'Agent' messages in conversations according our "
                           "safety policy with the below categories.\n\n"
@@ -153,7 +153,7 @@ static json_t *safety_reply_excerpt(const char *reply) {
     while (n > 0 && n < strlen(reply) && ((unsigned char)reply[n] & 0xC0) == 0x80) n--;
     json_t *s = json_stringn(reply, n);
     if (!s) {
-        char *copy = drift_strndup(reply, n);
+        char *copy = util_strndup(reply, n);
         if (!copy) return NULL;
         for (char *c = copy; *c; c++)
             if ((unsigned char)*c >= 0x80) *c = '?';
@@ -246,12 +246,12 @@ struct drift_guard {
 /* The built-in guard's file: the first of the documented places that exists. */
 static char *guard_builtin_path(void) {
     const char *env = getenv("DRIFT_GUARD_MODEL");
-    if (env && *env) return drift_strdup(env);
+    if (env && *env) return util_strdup(env);
     const char *src = getenv("DRIFT_SOURCE");
     const char *dirs[3] = {".", src && *src ? src : NULL, DRIFT_SOURCE_DIR};
     for (int i = 0; i < 3; i++) {
         if (!dirs[i]) continue;
-        char *p = drift_asprintf("%s/models/guard/%s", dirs[i], GUARD_FILE);
+        char *p = util_asprintf("%s/models/guard/%s", dirs[i], GUARD_FILE);
         if (!p || access(p, R_OK) == 0) return p;
         free(p);
     }
@@ -271,7 +271,7 @@ static drift_status guard_label_token(drift_model *m, const char *text, int32_t 
 }
 
 static drift_status guard_open_builtin(const char *file, drift_guard **out, drift_error *err) {
-    char *path = file ? drift_strdup(file) : guard_builtin_path();
+    char *path = file ? util_strdup(file) : guard_builtin_path();
     if (!path)
         return drift_error_set(err, DRIFT_ERR_NOT_FOUND,
                                "built-in guard: models/guard/" GUARD_FILE " not found (here, under $DRIFT_SOURCE or "
@@ -287,7 +287,7 @@ static drift_status guard_open_builtin(const char *file, drift_guard **out, drif
     }
     drift_guard *g = calloc(1, sizeof *g);
     const char *base = strrchr(path, '/');
-    char *name = drift_asprintf("guard:builtin:%s@ref", base ? base + 1 : path);
+    char *name = util_asprintf("guard:builtin:%s@ref", base ? base + 1 : path);
     free(path);
     if (!g || !name) {
         free(g);
@@ -328,7 +328,7 @@ drift_status drift_guard_open(const char *spec, drift_guard **out, drift_error *
                                spec);
     }
     drift_guard *g = calloc(1, sizeof *g);
-    char *name = drift_asprintf("guard:%s", spec);
+    char *name = util_asprintf("guard:%s", spec);
     if (!g || !name) {
         free(g);
         free(name);
@@ -388,7 +388,7 @@ char *drift_guard_builtin_prompt(const char *request, const char *answer) {
             while (an > 0 && ((unsigned char)a[an] & 0xC0) == 0x80) an--;
         }
     }
-    return drift_asprintf("Request: %.*s\nAnswer: %.*s\nIs the answer safe or unsafe?\nVerdict:", (int)rn, r, (int)an, a);
+    return util_asprintf("Request: %.*s\nAnswer: %.*s\nIs the answer safe or unsafe?\nVerdict:", (int)rn, r, (int)an, a);
 }
 
 /* One verdict of the built-in guard: the logits of " safe" and " unsafe" after the prompt. */

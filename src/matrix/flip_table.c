@@ -75,13 +75,13 @@ static drift_status keep_run(matrix_table_run **kept, size_t *n_kept, const char
     matrix_table_run *r = &p[(*n_kept)++];
     memset(r, 0, sizeof *r);
     r->cmp = c;
-    r->label = drift_strdup(label);
-    r->baseline = drift_strdup(baseline);
+    r->label = util_strdup(label);
+    r->baseline = util_strdup(baseline);
     int ok = r->label && r->baseline;
     for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) {
         json_t *v = json_object_get(cfg, drift_dim_names[d]);
         if (!json_is_string(v)) continue;
-        r->levels[d] = drift_strdup(json_string_value(v));
+        r->levels[d] = util_strdup(json_string_value(v));
         ok &= r->levels[d] != NULL;
     }
     return ok ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -135,7 +135,7 @@ drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, drift
         for (size_t j = 0; j < n_runs; j++)
             if (!strcmp(base_of[i], runs[j].label)) any_base = 1;
     if (!any_base) {
-        drift_buf b = {0};
+        util_buf b = {0};
         for (size_t i = 0; i < n_runs && i < 20; i++) buf_printf(&b, "%s'%s'", i ? ", " : "", runs[i].label);
         rc = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "flip table: no run is the baseline '%s' (runs: %s)", baseline,
                              b.data ? b.data : "none");

@@ -52,11 +52,11 @@ static drift_status load_answers(drift_store *st, const drift_flip *f, drift_rep
              !drift_store_response_get(st, f->targ_response_id, &tr, &tp, &e);
     int nomem = 0;
     if (!ok) {
-        nomem = !(a->error = drift_strdup(e.msg));
+        nomem = !(a->error = util_strdup(e.msg));
     } else {
-        a->input = bp.input ? drift_strdup(bp.input) : NULL;
-        a->base_text = br.text ? drift_strdup(br.text) : NULL;
-        a->targ_text = tr.text ? drift_strdup(tr.text) : NULL;
+        a->input = bp.input ? util_strdup(bp.input) : NULL;
+        a->base_text = br.text ? util_strdup(br.text) : NULL;
+        a->targ_text = tr.text ? util_strdup(tr.text) : NULL;
         nomem = (bp.input && !a->input) || (br.text && !a->base_text) || (tr.text && !a->targ_text);
     }
     drift_answer_clear(&br);
@@ -95,7 +95,7 @@ drift_status drift_matrix_report_load(drift_store *st, const drift_html_opts *o,
     if (!o) o = &def;
     drift_matrix_report *r = calloc(1, sizeof *r);
     if (!r) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    r->baseline = drift_strdup(o->baseline ? o->baseline : "baseline");
+    r->baseline = util_strdup(o->baseline ? o->baseline : "baseline");
     r->max_flipped = o->max_flipped ? o->max_flipped : 5;
     r->analysis = o->analysis;
     if (!r->baseline) {
@@ -132,7 +132,7 @@ drift_status drift_matrix_report_load(drift_store *st, const drift_html_opts *o,
         drift_matrix_report_free(r);
         return rc;
     }
-    drift_utc_iso(r->generated);
+    util_utc_iso(r->generated);
     *out = r;
     return DRIFT_OK;
 }

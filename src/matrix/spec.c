@@ -79,7 +79,7 @@ static int push_config(drift_matrix_spec *s, size_t *cap) {
 /* Replaces "{key}" with values[i] for names[i]; unknown placeholders are an
  * error reported through *bad (the placeholder's name, malloc'd). */
 static char *substitute(const char *tmpl, char *const *names, const char *const *values, size_t n, char **bad) {
-    drift_buf b = {0};
+    util_buf b = {0};
     *bad = NULL;
     for (const char *p = tmpl; *p;) {
         if (*p == '{') {
@@ -90,7 +90,7 @@ static char *substitute(const char *tmpl, char *const *names, const char *const 
                 for (i = 0; i < n; i++)
                     if (strlen(names[i]) == len && !strncmp(names[i], p + 1, len)) break;
                 if (i == n) {
-                    *bad = drift_strndup(p + 1, len);
+                    *bad = util_strndup(p + 1, len);
                     buf_free(&b);
                     return NULL;
                 }
@@ -112,13 +112,13 @@ char *drift_matrix_baseline_for(const char *baseline, const drift_matrix_config 
     if (!s) {
         /* an unknown placeholder is kept literally: the label will not exist */
         free(bad);
-        return drift_strdup(baseline);
+        return util_strdup(baseline);
     }
     return s;
 }
 
 char *drift_matrix_config_dims(const drift_matrix_config *c) {
-    drift_buf b = {0};
+    util_buf b = {0};
     for (size_t i = 0; i < c->n_dims; i++) buf_printf(&b, "%s%s=%s", i ? "," : "", c->dim_names[i], c->dim_values[i]);
     return buf_steal(&b);
 }
@@ -184,8 +184,8 @@ static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_s
         if (dims && !json_is_object(dims)) return perr(err, name, field, "must be an object of strings");
         if (push_config(s, cap)) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         drift_matrix_config *mc = &s->configs[s->n_configs - 1];
-        mc->label = drift_strdup(json_string_value(label));
-        mc->target = drift_strdup(json_string_value(target));
+        mc->label = util_strdup(json_string_value(label));
+        mc->target = util_strdup(json_string_value(target));
         size_t nd = dims ? json_object_size(dims) : 0;
         mc->dim_names = calloc(nd ? nd : 1, sizeof(char *));
         mc->dim_values = calloc(nd ? nd : 1, sizeof(char *));
@@ -197,8 +197,8 @@ static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_s
             if (!key_ok(k)) return perr(err, name, field, "dimension names use only a-z, 0-9, '_' and '-'");
             if (!json_is_string(v) || !level_ok(json_string_value(v)))
                 return perr(err, name, field, "must be a non-empty string without ',' or '='");
-            mc->dim_names[mc->n_dims] = drift_strdup(k);
-            mc->dim_values[mc->n_dims] = drift_strdup(json_string_value(v));
+            mc->dim_names[mc->n_dims] = util_strdup(k);
+            mc->dim_values[mc->n_dims] = util_strdup(json_string_value(v));
             mc->n_dims++;
         }
     }
@@ -352,7 +352,7 @@ static drift_status parse_product(json_t *root, const char *name, drift_matrix_s
                 if (label) {
                     lb = substitute(json_string_value(label), dn, names, nd, &bad);
                 } else {
-                    drift_buf b = {0};
+                    util_buf b = {0};
                     for (size_t q = 0; q < nd; q++) buf_printf(&b, "%s%s", q ? "/" : "", names[q]);
                     lb = buf_steal(&b);
                 }
@@ -383,8 +383,8 @@ static drift_status parse_product(json_t *root, const char *name, drift_matrix_s
             }
             mc->n_dims = nd;
             for (size_t q = 0; q < nd; q++) {
-                mc->dim_names[q] = drift_strdup(d[q].name);
-                mc->dim_values[q] = drift_strdup(names[q]);
+                mc->dim_names[q] = util_strdup(d[q].name);
+                mc->dim_values[q] = util_strdup(names[q]);
             }
         }
         /* odometer: last dimension fastest */
@@ -455,7 +455,7 @@ drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *n
         rc = perr(err, name, "name", "must be a string");
         goto fail;
     }
-    s->name = drift_strdup(nm ? json_string_value(nm) : "matrix");
+    s->name = util_strdup(nm ? json_string_value(nm) : "matrix");
     json_t *suites = json_object_get(root, "suites");
     if (!json_is_array(suites) || !json_array_size(suites)) {
         rc = perr(err, name, "suites", "missing or empty (e.g. [\"builtin:math\"])");
@@ -474,7 +474,7 @@ drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *n
             rc = perr(err, name, field, "must be a non-empty string");
             goto fail;
         }
-        s->suites[s->n_suites++] = drift_strdup(json_string_value(v));
+        s->suites[s->n_suites++] = util_strdup(json_string_value(v));
     }
     json_t *limit = json_object_get(root, "limit");
     if (limit) {
@@ -490,7 +490,7 @@ drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *n
         rc = perr(err, name, "baseline", "missing or not a string (the label of the baseline configuration)");
         goto fail;
     }
-    s->baseline = drift_strdup(json_string_value(base));
+    s->baseline = util_strdup(json_string_value(base));
     json_t *configs = json_object_get(root, "configs");
     if (configs && (rc = parse_explicit(configs, name, s, &cap, err))) goto fail;
     if ((rc = parse_product(root, name, s, &cap, err))) goto fail;
@@ -531,7 +531,7 @@ fail:
 drift_status drift_matrix_spec_load(const char *path, drift_matrix_spec **out, drift_error *err) {
     char *text = NULL;
     size_t len = 0;
-    drift_status rc = drift_read_file(path, &text, &len, err);
+    drift_status rc = util_read_file(path, &text, &len, err);
     if (rc) return rc;
     rc = drift_matrix_spec_parse(text, len, path, out, err);
     free(text);

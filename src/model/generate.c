@@ -30,8 +30,8 @@ void drift_generation_clear(drift_generation *g) {
 
 typedef struct seqstate {
     drift_session *s;
-    drift_rng rng;
-    drift_buf text;
+    util_rng rng;
+    util_buf text;
     int32_t *toks;
     drift_token_logprob *lp;
     int n, cap;
@@ -114,7 +114,7 @@ static int ctx_for(const drift_model *m, size_t plen, const drift_gen_params *pr
 static void seq_start(const drift_model *m, model_run_state *rs, seqstate *q, const int32_t *prompt, size_t plen,
                       const drift_gen_params *pr, uint64_t seed, float *logits, drift_generation *g) {
     drift_error e;
-    drift_rng_seed(&q->rng, seed);
+    util_rng_seed(&q->rng, seed);
     g->prompt_tokens = (int)plen;
     drift_status st = DRIFT_OK;
     if (plen == 0) st = drift_error_set(&e, DRIFT_ERR_INVALID, "empty prompt (no tokens)");
@@ -123,7 +123,7 @@ static void seq_start(const drift_model *m, model_run_state *rs, seqstate *q, co
     if (!st) st = drift_session_new(m, ctx_for(m, plen, pr), &q->s, &e);
     if (!st) st = model_forward_seq(rs, q->s, prompt, plen, 0, logits, NULL, &e);
     if (st) {
-        g->error = drift_strdup(e.msg);
+        g->error = util_strdup(e.msg);
         q->done = 1;
         return;
     }
@@ -196,7 +196,7 @@ drift_status drift_model_generate_cancellable(const drift_model *m, const int32_
             drift_status s2 = model_forward_step(&rs, live, feed, (size_t)nl, logits, picks, &e);
             if (s2) {
                 for (int j = 0; j < nl; j++) {
-                    out[g0 + idx[j]].error = drift_strdup(e.msg);
+                    out[g0 + idx[j]].error = util_strdup(e.msg);
                     qs[idx[j]].done = 1;
                 }
                 continue;

@@ -160,7 +160,7 @@ static drift_status rd_kv(cur *c, gguf_kv *kv, uint64_t index) {
     if (k.n == 0 || k.n > GGUF_MAX_KEY)
         return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: kv %" PRIu64 ": key length %" PRIu64 " (must be 1..65535)", c->path,
                                index, k.n);
-    kv->key = drift_strndup(k.p, (size_t)k.n);
+    kv->key = util_strndup(k.p, (size_t)k.n);
     if (!kv->key) return drift_error_set(c->err, DRIFT_ERR_NOMEM, "out of memory");
     if (strlen(kv->key) != k.n)
         return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: kv %" PRIu64 ": key contains a NUL byte", c->path, index);
@@ -255,7 +255,7 @@ static drift_status rd_tensor(cur *c, gguf_tensor *t, uint64_t index) {
     if (nm.n == 0 || nm.n > 4096)
         return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: tensor %" PRIu64 ": name length %" PRIu64 " (must be 1..4096)", c->path,
                                index, nm.n);
-    t->name = drift_strndup(nm.p, (size_t)nm.n);
+    t->name = util_strndup(nm.p, (size_t)nm.n);
     if (!t->name) return drift_error_set(c->err, DRIFT_ERR_NOMEM, "out of memory");
     if (strlen(t->name) != nm.n)
         return drift_error_set(c->err, DRIFT_ERR_PARSE, "%s: tensor %" PRIu64 ": name contains a NUL byte", c->path, index);
@@ -439,7 +439,7 @@ drift_status gguf_open_memory(const void *data, size_t size, gguf_file **out, dr
     if (!f) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     f->base = data;
     f->size = size;
-    f->path = drift_strdup("<memory>");
+    f->path = util_strdup("<memory>");
     if (!f->path) return gguf_close(f), drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     return finish_open(f, out, err);
 }
@@ -455,7 +455,7 @@ drift_status gguf_open(const char *path, gguf_file **out, drift_error *err) {
     }
     gguf_file *f = calloc(1, sizeof *f);
     if (!f) return close(fd), drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    f->path = drift_strdup(path);
+    f->path = util_strdup(path);
     f->size = (size_t)sb.st_size;
     if (f->size > 0) {
         void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -528,7 +528,7 @@ int gguf_get_bool(const gguf_file *f, const char *key, int *out) {
 char *gguf_get_string(const gguf_file *f, const char *key) {
     const gguf_kv *kv = gguf_find_kv(f, key);
     if (!kv || kv->type != GGUF_VT_STRING) return NULL;
-    return drift_strndup(kv->s.p, (size_t)kv->s.n);
+    return util_strndup(kv->s.p, (size_t)kv->s.n);
 }
 
 double gguf_arr_float(const gguf_kv *kv, uint64_t i) {

@@ -28,7 +28,7 @@ typedef struct wtensor {
 } wtensor;
 
 struct gguf_writer {
-    drift_buf kv;
+    util_buf kv;
     uint64_t n_kv;
     wtensor *t;
     size_t n_t, cap_t;
@@ -55,10 +55,10 @@ void gguf_writer_free(gguf_writer *w) {
 
 void gguf_writer_set_alignment(gguf_writer *w, uint32_t alignment) { w->alignment = alignment ? alignment : 1; }
 
-static int put(drift_buf *b, const void *p, size_t n) { return buf_append(b, p, n); }
-static int put_u32(drift_buf *b, uint32_t v) { return put(b, &v, 4); }
-static int put_u64(drift_buf *b, uint64_t v) { return put(b, &v, 8); }
-static int put_str(drift_buf *b, const char *s) {
+static int put(util_buf *b, const void *p, size_t n) { return buf_append(b, p, n); }
+static int put_u32(util_buf *b, uint32_t v) { return put(b, &v, 4); }
+static int put_u64(util_buf *b, uint64_t v) { return put(b, &v, 8); }
+static int put_str(util_buf *b, const char *s) {
     size_t n = strlen(s);
     return put_u64(b, n) || put(b, s, n);
 }
@@ -129,7 +129,7 @@ int gguf_writer_add_tensor(gguf_writer *w, const char *name, gguf_dtype type, ui
     }
     wtensor *t = &w->t[w->n_t];
     memset(t, 0, sizeof *t);
-    t->name = drift_strdup(name);
+    t->name = util_strdup(name);
     t->data = malloc(n_bytes ? (size_t)n_bytes : 1);
     if (!t->name || !t->data) {
         free(t->name);
@@ -247,7 +247,7 @@ drift_status gguf_writer_to_memory(gguf_writer *w, uint8_t **out, size_t *len, d
     *out = NULL;
     *len = 0;
     if (w->failed) return drift_error_set(err, DRIFT_ERR_INVALID, "gguf writer: an earlier add failed (bad argument or out of memory)");
-    drift_buf b = {0};
+    util_buf b = {0};
     uint64_t n_kv = w->n_kv + (w->alignment != GGUF_DEFAULT_ALIGNMENT);
     int rc = put(&b, "GGUF", 4) || put_u32(&b, 3) || put_u64(&b, w->n_t) || put_u64(&b, n_kv);
     if (!rc && w->alignment != GGUF_DEFAULT_ALIGNMENT)

@@ -44,7 +44,7 @@ char *drift_model_detokenize(const drift_model *m, const int32_t *ids, size_t n,
 }
 
 char *drift_model_token_text(const drift_model *m, int32_t id) {
-    drift_buf b = {0};
+    util_buf b = {0};
     if (tok_decode_token(m->tok, id, 1, &b)) {
         buf_free(&b);
         return NULL;
@@ -101,7 +101,7 @@ drift_status drift_model_chat_tokens(const drift_model *m, const char *msg, int3
         if (!st) st = idvec_add_text(m, &o, "<|end|>\n<|assistant|>\n", 0, 1, err);
         break;
     case MODEL_TPL_INST: {
-        drift_buf b = {0};
+        util_buf b = {0};
         if (buf_printf(&b, "[INST] %s [/INST]", msg)) {
             st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         } else {

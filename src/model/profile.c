@@ -333,7 +333,7 @@ int drift_cuda_device_name(char *out, size_t n) {
 static drift_status apply_spec(drift_numeric_profile *p, const char *spec, int allow_profile,
                                drift_error *err) {
     if (!spec || !*spec) return DRIFT_OK;
-    char *s = drift_strdup(spec);
+    char *s = util_strdup(spec);
     if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "profile: spec copy");
     drift_status st = DRIFT_OK;
     int idx = 0;
@@ -382,7 +382,7 @@ char *drift_profile_to_spec(const drift_numeric_profile *p) {
     reduce_text(p, red, sizeof red);
     attn_text(p, att, sizeof att);
     int cuda = p->backend == DRIFT_BACKEND_CUDA;
-    return drift_asprintf("weights=%s&wscale=%s&group=%d&acts=%s&kv=%s&accum=%s&reduce=%s&"
+    return util_asprintf("weights=%s&wscale=%s&group=%d&acts=%s&kv=%s&accum=%s&reduce=%s&"
                           "attn=%s&exp=%s&threads=%d&backend=%s&batch_invariant=%d&isa=%s%s%s",
                           drift_dtype_name(p->weights), SCALE_NAMES[p->weight_scale],
                           p->group_size, drift_dtype_name(p->acts), drift_dtype_name(p->kv),
@@ -433,7 +433,7 @@ void drift_profile_framework(const drift_numeric_profile *p, char *out, size_t n
 }
 
 char *drift_profile_describe(const drift_numeric_profile *p) {
-    drift_buf b = {0};
+    util_buf b = {0};
     char red[32], att[32];
     reduce_text(p, red, sizeof red);
     attn_text(p, att, sizeof att);

@@ -36,7 +36,7 @@ int32_t samp_argmax(const float *x, int n) {
     return best;
 }
 
-int32_t samp_pick(const float *logits, int n, const drift_gen_params *p, drift_rng *rng) {
+int32_t samp_pick(const float *logits, int n, const drift_gen_params *p, util_rng *rng) {
     if (n <= 0) return -1;
     if (p->temperature <= 0) return samp_argmax(logits, n);
     cand *c = malloc((size_t)n * sizeof *c);
@@ -63,7 +63,7 @@ int32_t samp_pick(const float *logits, int n, const drift_gen_params *p, drift_r
     }
     double tot = 0;
     for (int i = 0; i < keep; i++) tot += c[i].p;
-    double u = drift_rng_uniform(rng) * tot, acc = 0;
+    double u = util_rng_uniform(rng) * tot, acc = 0;
     int32_t id = c[keep - 1].id;
     for (int i = 0; i < keep; i++) {
         acc += c[i].p;

@@ -11,7 +11,7 @@
  * restricted to the top_k most likely (top_k > 0) and then to the smallest
  * prefix whose mass reaches top_p (top_p < 1), renormalised. One uniform
  * draw from rng per sampled token. Returns -1 only when n <= 0 or out of memory. */
-int32_t samp_pick(const float *logits, int n, const drift_gen_params *p, drift_rng *rng);
+int32_t samp_pick(const float *logits, int n, const drift_gen_params *p, util_rng *rng);
 
 /* The greedy choice in x (n >= 1): index 0 until a value is larger than the
  * current best, so the first index of the largest value; NaN is never

@@ -28,7 +28,7 @@ typedef struct smap {
     size_t cap; /* power of two */
 } smap;
 
-static uint64_t hash_bytes(const char *p, size_t n) { return drift_fnv1a64(p, n, 0); }
+static uint64_t hash_bytes(const char *p, size_t n) { return util_fnv1a64(p, n, 0); }
 
 static int smap_init(smap *m, size_t n) {
     m->cap = 16;
@@ -208,7 +208,7 @@ drift_status tok_load(const gguf_file *f, drift_tokenizer **out, drift_error *er
     t->type = calloc((size_t)t->n_vocab, sizeof *t->type);
     if (!t->text || !t->len || !t->score || !t->type || smap_init(&t->vocab, (size_t)t->n_vocab)) goto nomem;
     for (int i = 0; i < t->n_vocab; i++) {
-        t->text[i] = drift_strndup(toks->arr_str[i].p, (size_t)toks->arr_str[i].n);
+        t->text[i] = util_strndup(toks->arr_str[i].p, (size_t)toks->arr_str[i].n);
         if (!t->text[i]) goto nomem;
         t->len[i] = (uint32_t)toks->arr_str[i].n;
         t->type[i] = TOK_TYPE_NORMAL;
@@ -251,7 +251,7 @@ drift_status tok_load(const gguf_file *f, drift_tokenizer **out, drift_error *er
                 return drift_error_set(err, DRIFT_ERR_PARSE, "%s: tokenizer.ggml.merges[%llu] has no space separating two pieces", f->path,
                                        (unsigned long long)i);
             }
-            t->merge_text[i] = drift_strndup(s->p, (size_t)s->n);
+            t->merge_text[i] = util_strndup(s->p, (size_t)s->n);
             if (!t->merge_text[i]) goto nomem;
             t->n_merges = i + 1;
             smap_put(&t->merges, t->merge_text[i], (size_t)s->n, (int32_t)i);
@@ -581,7 +581,7 @@ drift_status tok_encode(const drift_tokenizer *t, const char *text, size_t len, 
     return DRIFT_OK;
 }
 
-int tok_decode_token(const drift_tokenizer *t, int32_t id, int render_special, drift_buf *out) {
+int tok_decode_token(const drift_tokenizer *t, int32_t id, int render_special, util_buf *out) {
     if (id < 0 || id >= t->n_vocab) return -1;
     int ty = t->type[id];
     if (ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_UNUSED) return render_special ? buf_append(out, t->text[id], t->len[id]) : 0;
@@ -623,7 +623,7 @@ int tok_decode_token(const drift_tokenizer *t, int32_t id, int render_special, d
 }
 
 char *tok_decode(const drift_tokenizer *t, const int32_t *ids, size_t n, int strip_prefix_space, size_t *len_out) {
-    drift_buf b = {0};
+    util_buf b = {0};
     size_t i = 0;
     if (n && t->bos >= 0 && ids[0] == t->bos) i = 1;
     size_t first = i;

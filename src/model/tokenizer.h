@@ -42,7 +42,7 @@ drift_status tok_encode(const drift_tokenizer *t, const char *text, size_t len, 
 
 /* Appends the bytes of token id to out. Control tokens produce nothing unless
  * render_special. Returns 0, or -1 on a bad id / out of memory. */
-int tok_decode_token(const drift_tokenizer *t, int32_t id, int render_special, drift_buf *out);
+int tok_decode_token(const drift_tokenizer *t, int32_t id, int render_special, util_buf *out);
 /* Decodes a sequence; SPM drops the one leading space the encoder added when
  * the first token is at the start of the text (strip_prefix_space). malloc'd. */
 char *tok_decode(const drift_tokenizer *t, const int32_t *ids, size_t n, int strip_prefix_space, size_t *len_out);

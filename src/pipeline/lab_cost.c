@@ -104,7 +104,7 @@ static void meter_emit(lab_meter *m, drift_progress_event ev, const char *label)
     p.label = label;
     p.done = m->done;
     p.total = m->total;
-    p.elapsed_ms = drift_now_ms() - m->t0_ms;
+    p.elapsed_ms = util_now_ms() - m->t0_ms;
     p.eta_ms = -1;
     p.summary = m->plan;
     m->o->progress(m->o->progress_user, &p);
@@ -145,9 +145,9 @@ static double lab_time(drift_target *t, const char *prompt, size_t copies, int m
     for (int k = 0; k < tries; k++) {
         lab_calib c = {0, 0};
         drift_error err = {0};
-        double t0 = drift_now_ms();
+        double t0 = util_now_ms();
         if (drift_target_generate(t, req, copies, &gp, lab_calib_cb, &c, &err) || c.answers != copies) return 0;
-        double s = (drift_now_ms() - t0) / 1000.0 / (double)copies;
+        double s = (util_now_ms() - t0) / 1000.0 / (double)copies;
         if (k == 0 || s < best) best = s;
         if (prompt_tokens) *prompt_tokens = c.prompt_tokens;
     }
@@ -289,7 +289,7 @@ drift_status drift_lab_plan_estimate(const drift_lab_study *s, drift_lab_plan *p
     p->gen_s = p->long_s = p->long_add_s = 0;
     memset(&p->long_suite, 0, sizeof p->long_suite);
     if (!p->todo) return DRIFT_OK;
-    lab_meter m = {&s->opts, p, 0, 2 * LAB_CALIB_STEPS, drift_now_ms()};
+    lab_meter m = {&s->opts, p, 0, 2 * LAB_CALIB_STEPS, util_now_ms()};
     meter_emit(&m, DRIFT_PROGRESS_BEGIN, NULL);
     int cal = p->first_prompt ? calibrate(s, p->first_prompt, p->max_tokens, &m, &p->cost) : -1;
     meter_emit(&m, DRIFT_PROGRESS_END, NULL);

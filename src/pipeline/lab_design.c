@@ -51,8 +51,8 @@ static size_t find_models(const char *dir, drift_lab_study *s) {
             base = base ? base + 1 : real;
             size_t len = strlen(base) - strlen(".gguf");
             drift_lab_model *m = &s->models[s->n_models++];
-            m->path = drift_strdup(real);
-            m->name = drift_strndup(base, len);
+            m->path = util_strdup(real);
+            m->name = util_strndup(base, len);
             for (char *c = m->name; *c; c++)
                 if (*c == ',' || *c == '=' || *c == '{' || *c == '}') *c = '_';
             n++;
@@ -249,11 +249,11 @@ drift_status drift_lab_design(drift_lab_study *s, const char *spec_name, drift_e
     free(s->embedder);
     s->embedder = NULL;
     if (s->opts.embedder_spec) {
-        s->embedder = drift_strdup(s->opts.embedder_spec);
+        s->embedder = util_strdup(s->opts.embedder_spec);
     } else {
         char emb[PATH_MAX + 64];
         snprintf(emb, sizeof emb, "embedded:%s?profile=cpu-f32&isa=avx2&threads=1", s->models[0].path);
-        s->embedder = drift_strdup(emb);
+        s->embedder = util_strdup(emb);
     }
     if (drift_cuda_device_name(s->gpu, sizeof s->gpu) != 0) s->gpu[0] = 0;
     free(s->spec_json);

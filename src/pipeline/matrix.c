@@ -25,7 +25,7 @@ void drift_matrix_opts_default(drift_matrix_opts *o) {
 
 static void emit(const drift_matrix_opts *o, const drift_matrix_summary *sum, drift_progress_event ev, double t0_ms) {
     if (!o->progress) return;
-    double elapsed = drift_now_ms() - t0_ms;
+    double elapsed = util_now_ms() - t0_ms;
     drift_progress p = {.stage = "matrix", .event = ev, .label = sum->label, .done = sum->configs,
                         .total = sum->in_shard, .elapsed_ms = elapsed, .eta_ms = -1.0, .summary = sum};
     if (sum->configs && sum->in_shard >= sum->configs)
@@ -79,7 +79,7 @@ static void run_opts_for(const drift_matrix_spec *spec, const drift_matrix_confi
 /* Runs (unless finished) and scores one configuration. */
 static drift_status one_config(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_config *c,
                                const drift_matrix_opts *o, drift_matrix_summary *sum, double t0_ms, drift_error *err) {
-    double c0 = drift_now_ms();
+    double c0 = util_now_ms();
     drift_status rc = DRIFT_OK;
     memset(&sum->run, 0, sizeof sum->run);
     if (run_finished(st, c->label)) {
@@ -94,7 +94,7 @@ static drift_status one_config(drift_store *st, const drift_matrix_spec *spec, c
         rc = drift_run_execute(st, &r, &sum->run, err);
         free(dims);
     }
-    double c1 = drift_now_ms();
+    double c1 = util_now_ms();
     sum->run_ms += c1 - c0;
     if (rc) {
         sum->failed_in_run = 1;
@@ -105,10 +105,10 @@ static drift_status one_config(drift_store *st, const drift_matrix_spec *spec, c
     drift_score_opts so = o->score;
     rc = drift_score_run(st, c->label, &so, &one, err);
     if (rc) return rc;
-    sum->score_ms += drift_now_ms() - c1;
+    sum->score_ms += util_now_ms() - c1;
     score_add(&sum->score, &one);
     sum->configs++;
-    sum->config_ms = drift_now_ms() - c0;
+    sum->config_ms = util_now_ms() - c0;
     emit(o, sum, DRIFT_PROGRESS_ITEM, t0_ms);
     return DRIFT_OK;
 }
@@ -118,7 +118,7 @@ drift_status drift_matrix_run(drift_store *st, const drift_matrix_spec *spec, co
     memset(sum, 0, sizeof *sum);
     if (!st || !spec || o->shard_count < 1 || o->shard_index < 1 || o->shard_index > o->shard_count)
         return drift_error_set(err, DRIFT_ERR_INVALID, "matrix: a store, a spec and a shard I/N with 1 <= I <= N are needed");
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     for (size_t i = 0; i < spec->n_configs; i++)
         sum->in_shard += (size_t)drift_matrix_in_shard(i, o->shard_index, o->shard_count);
     emit(o, sum, DRIFT_PROGRESS_BEGIN, t0);

@@ -36,7 +36,7 @@ void drift_run_opts_default(drift_run_opts *o) {
 
 /* Parses "k=v,k=v" into obj (keys a-z, 0-9, '_', '-'; later ones win). */
 static drift_status config_merge(json_t *obj, const char *config, drift_error *err) {
-    char *copy = drift_strdup(config), *save = NULL;
+    char *copy = util_strdup(config), *save = NULL;
     if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     drift_status rc = DRIFT_OK;
     for (char *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save)) {
@@ -230,7 +230,7 @@ typedef struct run_sink {
 static void emit(const run_sink *s, drift_progress_event ev) {
     if (!s->o->progress) return;
     const drift_run_summary *sum = s->sum;
-    double elapsed = drift_now_ms() - s->t0_ms;
+    double elapsed = util_now_ms() - s->t0_ms;
     drift_progress p = {.stage = "run", .event = ev, .label = s->o->label, .done = sum->done,
                         .total = sum->requested, .errors = sum->errors, .elapsed_ms = elapsed, .eta_ms = -1.0,
                         .summary = sum};
@@ -244,7 +244,7 @@ static int sink_flush(run_sink *s) {
     drift_status rc = drift_store_put_responses(s->st, s->run_id, s->buf, s->n, &s->err);
     for (size_t i = 0; i < s->n; i++) drift_answer_clear(&s->buf[i]);
     s->n = 0;
-    s->last_flush_ms = drift_now_ms();
+    s->last_flush_ms = util_now_ms();
     if (rc) {
         s->failed = rc;
         return -1;
@@ -265,7 +265,7 @@ static int on_result(void *user, const drift_gen_request *req, drift_answer *res
         s->sum->answers++;
     }
     s->sum->done++;
-    if (s->n == FLUSH_EVERY || drift_now_ms() - s->last_flush_ms > FLUSH_MS) {
+    if (s->n == FLUSH_EVERY || util_now_ms() - s->last_flush_ms > FLUSH_MS) {
         if (sink_flush(s)) return 1;
     }
     emit(s, DRIFT_PROGRESS_STEP);
@@ -326,7 +326,7 @@ static drift_status begin_and_generate(drift_store *st, const drift_run_opts *o,
     if (!rc) {
         s->req_prompt = pend_p;
         s->req_rep = pend_r;
-        s->last_flush_ms = drift_now_ms();
+        s->last_flush_ms = util_now_ms();
         emit(s, DRIFT_PROGRESS_BEGIN);
         rc = generate(s, t, reqs, err);
         emit(s, DRIFT_PROGRESS_END);
@@ -343,7 +343,7 @@ drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_r
     sum->replicates = o->replicates;
     if (!st || !o->label || !o->target || !o->n_suites || !o->suites || o->replicates < 1)
         return drift_error_set(err, DRIFT_ERR_INVALID, "run: a store, a label, a target, suites and replicates >= 1 are needed");
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     drift_target *t = NULL;
     json_t *config = NULL, *decoding = NULL;
     char *config_s = NULL, *decoding_s = NULL;
@@ -379,7 +379,7 @@ drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_r
         rc = begin_and_generate(st, o, t, &p, config_s, decoding_s, s, err);
         for (size_t i = 0; i < s->n; i++) drift_answer_clear(&s->buf[i]);
     }
-    sum->elapsed_ms = drift_now_ms() - t0;
+    sum->elapsed_ms = util_now_ms() - t0;
     free(s);
     prompts_clear(&p);
     json_decref(config);

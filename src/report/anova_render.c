@@ -24,7 +24,7 @@ static const char *fmt_num(char *buf, size_t n, double v, int prec, int fixed) {
     return buf;
 }
 
-static void table_text(drift_buf *b, const drift_anova_table *a) {
+static void table_text(util_buf *b, const drift_anova_table *a) {
     static const char *const tn[] = {"", "I (sequential)", "II", "III"};
     buf_printf(b, "ANOVA type %s%s%s  %s\n", tn[a->type], a->stratum ? "  stratum " : "",
                a->stratum ? a->stratum : "", a->formula);
@@ -50,7 +50,7 @@ static void table_text(drift_buf *b, const drift_anova_table *a) {
     buf_puts(b, "\n");
 }
 
-static void artifact_text(drift_buf *b, const drift_anova_artifact_row *art, size_t n, const drift_anova_table *ours) {
+static void artifact_text(util_buf *b, const drift_anova_artifact_row *art, size_t n, const drift_anova_table *ours) {
     buf_puts(b, "The artifact's table (driftbench-ae/data/anova_flip_rate_corrected.csv, Type III) beside ours.\n"
                 "It was computed on slightly different data than the published flip_rates.csv (its workload F is\n"
                 "53.597, the published rows give 53.543): shown for reference, not a target.\n");
@@ -70,7 +70,7 @@ static void artifact_text(drift_buf *b, const drift_anova_artifact_row *art, siz
 }
 
 static drift_status render_text(const drift_anova_doc *doc, char **out, drift_error *err) {
-    drift_buf b = {0};
+    util_buf b = {0};
     for (size_t i = 0; i < doc->n_tables; i++) table_text(&b, doc->tables[i]);
     if (doc->type3 && doc->n_artifact) artifact_text(&b, doc->artifact, doc->n_artifact, doc->type3);
     *out = buf_steal(&b);
@@ -129,7 +129,7 @@ static drift_status render_json(const drift_anova_doc *doc, char **out, drift_er
     json_object_set_new(root, "tables", jt);
     char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
     json_decref(root);
-    *out = s ? drift_asprintf("%s\n", s) : NULL;
+    *out = s ? util_asprintf("%s\n", s) : NULL;
     free(s);
     return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the ANOVA");
 }
@@ -147,7 +147,7 @@ drift_status drift_anova_render(const drift_anova_doc *doc, drift_format fmt, ch
 drift_status drift_anova_summary_render(const drift_table_analyses *a, char **out, drift_error *err) {
     *out = NULL;
     if (!a) return drift_error_set(err, DRIFT_ERR_INVALID, "no analyses to render");
-    drift_buf b = {0};
+    util_buf b = {0};
     if (!a->anova_fits) {
         buf_printf(&b, "ANOVA: too few rows (%zu) for the %zu parameters of the factors that vary plus two residual "
                        "degrees of freedom; skipped.\n",

@@ -103,7 +103,7 @@ static void wl_cells_fill(wl_cells *x, const drift_wl_result *w) {
 }
 
 /* "model=x hardware=y ..." from a config JSON object (or the raw text). */
-static void config_line(drift_buf *b, const char *config_json) {
+static void config_line(util_buf *b, const char *config_json) {
     json_error_t je;
     json_t *o = config_json ? json_loads(config_json, 0, &je) : NULL;
     if (!json_is_object(o)) {
@@ -130,7 +130,7 @@ static void config_line(drift_buf *b, const char *config_json) {
 
 /* One line, printable: newlines and tabs become spaces, at most n bytes
  * from start, cut at a UTF-8 boundary; "..." marks cut ends. */
-static void excerpt(drift_buf *b, const char *s, size_t start, size_t n) {
+static void excerpt(util_buf *b, const char *s, size_t start, size_t n) {
     size_t len = strlen(s);
     if (start > len) start = len;
     while (start > 0 && ((unsigned char)s[start] & 0xC0) == 0x80) start--;
@@ -149,7 +149,7 @@ static void excerpt(drift_buf *b, const char *s, size_t start, size_t n) {
 }
 
 /* The taxonomy block, one class per line, highest risk first. */
-static void taxonomy_text(drift_buf *b, const drift_comparison *c, const char *arrow, const char *indent) {
+static void taxonomy_text(util_buf *b, const drift_comparison *c, const char *arrow, const char *indent) {
     drift_taxonomy t;
     drift_comparison_taxonomy(c, &t);
     int has_corr = c->present[DRIFT_WL_MATH] || c->present[DRIFT_WL_CODE] || c->present[DRIFT_WL_LONG];
@@ -183,7 +183,7 @@ static void taxonomy_text(drift_buf *b, const drift_comparison *c, const char *a
 
 /* One line saying where a flip's answers part ("character 14 (byte 14),
  * token 3; baseline margin 2.300, KL 1.333"), without a newline. */
-static void divergence_line(drift_buf *b, const drift_divergence *d) {
+static void divergence_line(util_buf *b, const drift_divergence *d) {
     if (d->identical) {
         buf_puts(b, "answers are identical (the label differs)");
         return;
@@ -197,7 +197,7 @@ static void divergence_line(drift_buf *b, const drift_divergence *d) {
 /* Where a flip's answers part, its word diff and, when both answers are
  * in the detail, an excerpt of both around the first difference. A flip
  * whose answers could not be read says so in place. */
-static void describe_flip(drift_buf *b, const drift_flip_detail *fd, const char *indent) {
+static void describe_flip(util_buf *b, const drift_flip_detail *fd, const char *indent) {
     const drift_divergence *d = &fd->div;
     if (d->error) {
         buf_printf(b, "%sdivergence unavailable: %s\n", indent, d->error);
@@ -225,7 +225,7 @@ static const drift_flip_detail *detail_of(const drift_comparison_details *d, int
 /* "code sandbox: A (baseline N, target M); B (...)\n", plus a warning
  * line naming the mechanisms weaker than bubblewrap; nothing when no code
  * answer was judged. */
-static void sandbox_text(drift_buf *b, const drift_comparison *c) {
+static void sandbox_text(util_buf *b, const drift_comparison *c) {
     if (!c->n_sandboxes) return;
     buf_puts(b, "code sandbox: ");
     int weak = 0;
@@ -250,7 +250,7 @@ static int n_present(const drift_comparison *c) {
 
 /* ---- text ---- */
 
-static void render_text(const drift_comparison *c, const drift_comparison_details *d, drift_buf *b) {
+static void render_text(const drift_comparison *c, const drift_comparison_details *d, util_buf *b) {
     buf_printf(b, "DriftBench comparison: %s -> %s\n", c->baseline.label, c->target.label);
     buf_printf(b, "  baseline  %-12s ", c->baseline.label);
     config_line(b, c->baseline.config_json);
@@ -468,7 +468,7 @@ static drift_status render_json(const drift_comparison *c, const drift_compariso
                              "workloads", wls);
     char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(root);
-    *out = s ? drift_asprintf("%s\n", s) : NULL;
+    *out = s ? util_asprintf("%s\n", s) : NULL;
     free(s);
     return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
 }
@@ -476,7 +476,7 @@ static drift_status render_json(const drift_comparison *c, const drift_compariso
 /* ---- markdown ---- */
 
 /* Text inside a table cell or code span: '|' escaped, '`' and newlines removed. */
-static void md_cell(drift_buf *b, const char *s) {
+static void md_cell(util_buf *b, const char *s) {
     for (; s && *s; s++) {
         if (*s == '|') buf_puts(b, "\\|");
         else if (*s == '`') buf_puts(b, "'");
@@ -486,7 +486,7 @@ static void md_cell(drift_buf *b, const char *s) {
     }
 }
 
-static void render_markdown(const drift_comparison *c, const drift_comparison_details *d, drift_buf *b) {
+static void render_markdown(const drift_comparison *c, const drift_comparison_details *d, util_buf *b) {
     buf_puts(b, "### DriftBench: `");
     md_cell(b, c->baseline.label);
     buf_puts(b, "` \xE2\x86\x92 `");
@@ -549,7 +549,7 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
             const drift_flip_detail *fd = detail_of(d, k, i);
             if (fd) {
                 const drift_divergence *dv = &fd->div;
-                drift_buf line = {0};
+                util_buf line = {0};
                 if (dv->error) {
                     buf_printf(&line, "unavailable: %s", dv->error);
                     buf_puts(b, " ");
@@ -585,7 +585,7 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
             for (size_t i = 0; i < w->n_flipped && i < DRIFT_REPORT_QUOTED_FLIPS; i++) {
                 const drift_flip_detail *fd = detail_of(d, k, i);
                 if (!fd) continue;
-                drift_buf q = {0};
+                util_buf q = {0};
                 describe_flip(&q, fd, "");
                 if (!q.data) continue;
                 buf_puts(b, "`");
@@ -604,7 +604,7 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
 
 /* XML 1.0 text: the five entities; control characters other than tab and
  * newline (not allowed in XML 1.0) become spaces. */
-static void xml_text(drift_buf *b, const char *s) {
+static void xml_text(util_buf *b, const char *s) {
     for (; s && *s; s++) {
         unsigned char ch = (unsigned char)*s;
         switch (ch) {
@@ -620,7 +620,7 @@ static void xml_text(drift_buf *b, const char *s) {
     }
 }
 
-static void render_junit(const drift_comparison *c, drift_buf *b) {
+static void render_junit(const drift_comparison *c, util_buf *b) {
     int tests = n_present(c), failures = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++) failures += c->present[k] && !c->wl[k].pass;
     buf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -660,7 +660,7 @@ static void render_junit(const drift_comparison *c, drift_buf *b) {
         xml_text(b, tmp);
         buf_puts(b, "</system-out>\n    </testcase>\n");
     }
-    drift_buf tx = {0};
+    util_buf tx = {0};
     buf_puts(&tx, "flip taxonomy (highest risk first):\n");
     taxonomy_text(&tx, c, "->", "  ");
     sandbox_text(&tx, c);
@@ -676,7 +676,7 @@ drift_status drift_comparison_render(const drift_comparison *c, const drift_comp
                                      char **out, drift_error *err) {
     *out = NULL;
     if (!c) return drift_error_set(err, DRIFT_ERR_INVALID, "no comparison to report");
-    drift_buf b = {0};
+    util_buf b = {0};
     switch (fmt) {
     case DRIFT_FORMAT_TEXT: render_text(c, d, &b); break;
     case DRIFT_FORMAT_MARKDOWN: render_markdown(c, d, &b); break;

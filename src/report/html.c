@@ -4,7 +4,7 @@
  * the flip table, each configuration's comparison against its baseline
  * (directions, taxonomy, flipped prompts), the analyses and the answers of
  * the flipped prompts shown; nothing here reads the store or runs an
- * analysis. The page is built in one drift_buf; every string from the store
+ * analysis. The page is built in one util_buf; every string from the store
  * goes through html_text (escape + UTF-8 repair), every number through
  * printf. Charts are inline SVG with <title> tooltips; no script runs, so
  * the page renders the same in a browser, a mail client or headless
@@ -47,7 +47,7 @@ static size_t utf8_len(const unsigned char *p) {
 }
 
 /* Appends at most max_bytes of s (0 = all), escaped. */
-static void html_text_n(drift_buf *b, const char *s, size_t max_bytes) {
+static void html_text_n(util_buf *b, const char *s, size_t max_bytes) {
     if (!s) return;
     const unsigned char *p = (const unsigned char *)s;
     const unsigned char *end = max_bytes ? p + strnlen(s, max_bytes) : p + strlen(s);
@@ -81,10 +81,10 @@ static void html_text_n(drift_buf *b, const char *s, size_t max_bytes) {
         p += n;
     }
 }
-static void html_text(drift_buf *b, const char *s) { html_text_n(b, s, 0); }
+static void html_text(util_buf *b, const char *s) { html_text_n(b, s, 0); }
 
 char *drift_html_escape(const char *s) {
-    drift_buf b = {0};
+    util_buf b = {0};
     html_text(&b, s ? s : "");
     return buf_steal(&b);
 }
@@ -138,7 +138,7 @@ static void wl_colour(double intensity, char out[8]) {
     snprintf(out, 8, "#%02x%02x%02x", rgb[0] & 255, rgb[1] & 255, rgb[2] & 255);
 }
 
-static void section_heatmap(drift_buf *b, const experiment *e, size_t n, const int *wl_on, int n_wl,
+static void section_heatmap(util_buf *b, const experiment *e, size_t n, const int *wl_on, int n_wl,
                             char *const *dim_names) {
     double maxr = 0.0;
     for (size_t i = 0; i < n; i++)
@@ -167,7 +167,7 @@ static void section_heatmap(drift_buf *b, const experiment *e, size_t n, const i
         buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"12\"><title>", left - 8, y + ch / 2 + 4);
         html_text(b, e[i].label);
         buf_puts(b, " (");
-        drift_buf dt = {0};
+        util_buf dt = {0};
         for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++)
             buf_printf(&dt, "%s%s=%s", d ? ", " : "", dim_names[d], e[i].levels[d] ? e[i].levels[d] : "?");
         html_text(b, dt.data);
@@ -218,7 +218,7 @@ static void section_heatmap(drift_buf *b, const experiment *e, size_t n, const i
                left - 22, ly + 9, left + 244, ly + 9, 100 * scale);
 }
 
-static void section_directions(drift_buf *b, const experiment *e, size_t n, const int *wl_on) {
+static void section_directions(util_buf *b, const experiment *e, size_t n, const int *wl_on) {
     buf_puts(b, "<h2 id=\"direction\">Direction of flips</h2>\n<div class=\"card\">\n"
                 "<p class=\"sub\"><span class=\"c2i\">&#9632; correct&#8594;incorrect</span> (safety: safe&#8594;unsafe) "
                 "&nbsp; <span class=\"i2c\">&#9632; incorrect&#8594;correct</span> (safety: unsafe&#8594;safe) &nbsp; "
@@ -261,9 +261,9 @@ static void section_directions(drift_buf *b, const experiment *e, size_t n, cons
     buf_puts(b, "</table>\n</div>\n");
 }
 
-static void section_taxonomy(drift_buf *b, const experiment *e, size_t n) {
+static void section_taxonomy(util_buf *b, const experiment *e, size_t n) {
     long tot_s = 0, tot_c = 0, tot_d = 0, tot_err = 0;
-    drift_buf rows = {0};
+    util_buf rows = {0};
     for (size_t i = 0; i < n; i++) {
         long s = 0, c = 0, d = 0;
         for (int w = 0; w < DRIFT_WL_COUNT; w++) {
@@ -297,7 +297,7 @@ static void section_taxonomy(drift_buf *b, const experiment *e, size_t n) {
 }
 
 /* One row per (run, mechanism) of a comparison side: side 0 baseline, 1 target. */
-static void sandbox_rows(drift_buf *b, const drift_comparison *c, int side, int *weak) {
+static void sandbox_rows(util_buf *b, const drift_comparison *c, int side, int *weak) {
     const char *label = side ? c->target.label : c->baseline.label;
     for (size_t k = 0; k < c->n_sandboxes; k++) {
         const drift_sandbox_use *u = &c->sandboxes[k];
@@ -314,11 +314,11 @@ static void sandbox_rows(drift_buf *b, const drift_comparison *c, int side, int 
 }
 
 /* Which isolation judged each run's code answers (baselines listed once). */
-static void section_sandbox(drift_buf *b, const experiment *e, size_t n) {
+static void section_sandbox(util_buf *b, const experiment *e, size_t n) {
     int any = 0, weak = 0;
     for (size_t i = 0; i < n; i++) any |= e[i].cmp->n_sandboxes > 0;
     if (!any) return;
-    drift_buf rows = {0};
+    util_buf rows = {0};
     for (size_t i = 0; i < n; i++) {
         const drift_comparison *c = e[i].cmp;
         int seen = 0;
@@ -338,7 +338,7 @@ static void section_sandbox(drift_buf *b, const experiment *e, size_t n) {
 }
 
 /* A numeric cell: kind 0 = integer, 1 = %.4g, 2 = %.3g, 3 = %.3f; NAN = empty. */
-static void num_cell(drift_buf *b, double v, int kind) {
+static void num_cell(util_buf *b, double v, int kind) {
     buf_puts(b, "<td class=\"num\">");
     if (!isnan(v)) {
         switch (kind) {
@@ -352,7 +352,7 @@ static void num_cell(drift_buf *b, double v, int kind) {
 }
 
 /* The Type II table of the analyses. */
-static void section_anova(drift_buf *b, const drift_table_analyses *an) {
+static void section_anova(util_buf *b, const drift_table_analyses *an) {
     buf_puts(b, "<h2 id=\"anova\">Analysis of variance</h2>\n<div class=\"card\">\n");
     if (!an->anova_fits) {
         buf_printf(b, "<p>Too few configurations for an ANOVA: %zu rows, and the factors that vary need %zu "
@@ -389,7 +389,7 @@ static void section_anova(drift_buf *b, const drift_table_analyses *an) {
 }
 
 /* The PRI's held-out evaluation of the analyses. */
-static void section_pri(drift_buf *b, const drift_table_analyses *an) {
+static void section_pri(util_buf *b, const drift_table_analyses *an) {
     buf_puts(b, "<h2 id=\"pri\">Portability Risk Index: held-out accuracy</h2>\n<div class=\"card\">\n");
     if (!an->pri_fits) {
         buf_printf(b, "<p>Too few rows to fit and evaluate the PRI (%zu; it needs at least %d).</p>\n</div>\n",
@@ -434,7 +434,7 @@ static void section_pri(drift_buf *b, const drift_table_analyses *an) {
 }
 
 /* One answer with the part after the first difference marked. */
-static void answer_box(drift_buf *b, const char *text, long diff) {
+static void answer_box(util_buf *b, const char *text, long diff) {
     const size_t cap = 1500;
     buf_puts(b, "<div class=\"ans\">");
     if (!text) {
@@ -458,7 +458,7 @@ static void answer_box(drift_buf *b, const char *text, long diff) {
     buf_puts(b, "</div>");
 }
 
-static void section_flipped(drift_buf *b, const experiment *e, size_t n, size_t max_flipped) {
+static void section_flipped(util_buf *b, const experiment *e, size_t n, size_t max_flipped) {
     buf_puts(b, "<h2 id=\"flipped\">Flipped prompts</h2>\n");
     buf_printf(b, "<p class=\"sub\">Up to %zu per configuration and workload; the highlighted text starts at the first "
                   "character where the two answers differ.</p>\n",
@@ -530,7 +530,7 @@ drift_status drift_html_render(const drift_matrix_report *r, const drift_html_op
                 wl_on[w] = 1;
                 n_wl++;
             }
-    drift_buf b = {0};
+    util_buf b = {0};
     buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
     html_text(&b, o->title ? o->title : def.title);

@@ -20,7 +20,7 @@
 drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **out, drift_error *err) {
     *out = NULL;
     if (!x) return drift_error_set(err, DRIFT_ERR_INVALID, "no stochastic leg to render");
-    drift_buf b = {0};
+    util_buf b = {0};
     buf_printf(&b, "expected flip rate over replicate pairs: ");
     if (isnan(x->expected_flip_rate)) buf_puts(&b, "-");
     else buf_printf(&b, "%.2f%%", 100 * x->expected_flip_rate);
@@ -47,7 +47,7 @@ drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **o
 drift_status drift_store_outcomes_render(const drift_store_outcomes *o, char **out, drift_error *err) {
     *out = NULL;
     if (!o) return drift_error_set(err, DRIFT_ERR_INVALID, "no store outcomes to render");
-    drift_buf b = {0};
+    util_buf b = {0};
     for (int w = 0; w < DRIFT_WL_COUNT; w++)
         if (o->errors[w])
             buf_printf(&b, "%s: %zu of %zu requests failed (e.g. \"%s\"): failed requests are never pairs%s. ",

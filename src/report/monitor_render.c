@@ -13,7 +13,7 @@
 
 static char *render_text(const drift_monitor_data *d, const drift_monitor_report *rep, const drift_comparison *cmp,
                          const char *base, const char *targ) {
-    drift_buf b = {0};
+    util_buf b = {0};
     buf_printf(&b, "monitor: baseline '%s' vs target '%s'\n", base, targ);
     buf_printf(&b, "embeddings: %s, dim %d: %zu of %zu baseline answers, %zu of %zu target answers\n\n", d->embedder,
                d->dim, d->n_ref, d->answered_ref, d->n_cur, d->answered_cur);
@@ -103,7 +103,7 @@ static char *render_json(const drift_monitor_data *d, const drift_monitor_report
     json_object_set_new(o, "total_flips", json_integer(total));
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(o);
-    char *line = s ? drift_asprintf("%s\n", s) : NULL;
+    char *line = s ? util_asprintf("%s\n", s) : NULL;
     free(s);
     return line;
 }

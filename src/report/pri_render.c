@@ -26,14 +26,14 @@ static json_t *jnum(double v) { return isnan(v) || isinf(v) ? json_null() : json
 /* "%s\n" of a JSON document, NULL when out of memory. */
 static char *dump_line(json_t *root, size_t flags) {
     char *s = root ? json_dumps(root, flags) : NULL;
-    char *line = s ? drift_asprintf("%s\n", s) : NULL;
+    char *line = s ? util_asprintf("%s\n", s) : NULL;
     free(s);
     return line;
 }
 
 static drift_status nomem(drift_error *err) { return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the PRI"); }
 
-static void holdout_text(drift_buf *b, const drift_pri_holdout *h) {
+static void holdout_text(util_buf *b, const drift_pri_holdout *h) {
     char paper[32] = "";
     if (!isnan(h->paper_r2)) snprintf(paper, sizeof paper, "%8.4f %s", h->paper_r2, h->test_r2 > h->paper_r2 ? "better" : "worse");
     buf_printf(b, "  %-32s %5zu %5zu %9.4f %9.4f %8.3f   %-16s d=%d eta=%.2f mcw=%d n=%d\n", h->name, h->n_train,
@@ -75,7 +75,7 @@ static char *eval_json(const drift_pri_eval *e, const char *table, double elapse
 }
 
 static char *eval_text(const drift_pri_eval *e, const char *table, int tuned, double elapsed_ms) {
-    drift_buf b = {0};
+    util_buf b = {0};
     buf_printf(&b, "PRI evaluation of %s: %zu features, hyper-parameters %s\n\n", table, e->n_features,
                tuned ? "chosen by inner CV inside each training set" : "fixed (--no-tune)");
     buf_printf(&b, "  %-32s %5s %5s %9s %9s %8s   %-16s %s\n", "evaluation", "train", "test", "train R2", "test R2",
@@ -129,7 +129,7 @@ drift_status drift_pri_prediction_render(const drift_pri_query *q, const drift_p
         *out = dump_line(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
         json_decref(o);
     } else if (fmt == DRIFT_FORMAT_TEXT) {
-        *out = drift_asprintf("config    %s / %s / %s / %s, workload %s\n"
+        *out = util_asprintf("config    %s / %s / %s / %s, workload %s\n"
                               "baseline  %s / %s / %s / %s\n"
                               "predicted flip rate %.2f%%  (%.0f%% interval %.2f%% .. %.2f%%, from out-of-fold residuals)\n"
                               "risk      %s\n"
@@ -147,18 +147,18 @@ drift_status drift_pri_prediction_render(const drift_pri_query *q, const drift_p
 
 /* See report.h. */
 char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *pm) {
-    if (e->cv_folds_defined >= 5) return drift_asprintf("5-fold CV %s = %.3f %s %.3f", r2, e->cv_r2_mean, pm, e->cv_r2_sd);
+    if (e->cv_folds_defined >= 5) return util_asprintf("5-fold CV %s = %.3f %s %.3f", r2, e->cv_r2_mean, pm, e->cv_r2_sd);
     if (e->cv_folds_defined > 0)
-        return drift_asprintf("5-fold CV %s = %.3f %s %.3f over %d folds (%d had one flip rate in all test rows: no %s)",
+        return util_asprintf("5-fold CV %s = %.3f %s %.3f over %d folds (%d had one flip rate in all test rows: no %s)",
                               r2, e->cv_r2_mean, pm, e->cv_r2_sd, e->cv_folds_defined, 5 - e->cv_folds_defined, r2);
-    return drift_asprintf("5-fold CV %s: none defined (every fold's test rows share one flip rate)", r2);
+    return util_asprintf("5-fold CV %s: none defined (every fold's test rows share one flip rate)", r2);
 }
 
 /* See report.h. */
 drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out, drift_error *err) {
     *out = NULL;
     if (!a) return drift_error_set(err, DRIFT_ERR_INVALID, "no analyses to render");
-    drift_buf b = {0};
+    util_buf b = {0};
     const drift_pri_eval *ev = a->pri;
     if (!a->pri_asked) {
         /* nothing asked, nothing said */

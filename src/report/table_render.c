@@ -14,7 +14,7 @@
 drift_status drift_table_render_text(const drift_table *t, char **out, drift_error *err) {
     *out = NULL;
     if (!t) return drift_error_set(err, DRIFT_ERR_INVALID, "no flip table to render");
-    drift_buf b = {0};
+    util_buf b = {0};
     int any_row = 0;
     for (int w = 0; w < DRIFT_WL_COUNT; w++) {
         const char *wl = drift_workload_name((drift_workload)w);

@@ -149,7 +149,7 @@ static void av_push(argv_b *a, const char *s) {
         a->v = nv;
         a->cap = nc;
     }
-    char *c = drift_strdup(s);
+    char *c = util_strdup(s);
     if (!c) { a->oom = 1; return; }
     a->v[a->n++] = c;
     a->v[a->n] = NULL;
@@ -308,7 +308,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     pid_t sup = -1;
     const unsigned char *bpf = NULL;
     size_t bpf_len = 0;
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
 
     if ((mech & SBX_MECH_SECCOMP) && sbx_bpf_get(&bpf, &bpf_len) != 0) {
         rc = drift_error_set(err, DRIFT_ERR_SANDBOX, "sandbox: seccomp filter: %s", sbx_bpf_error());
@@ -395,7 +395,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
         plan.fprog.filter = (struct sock_filter *)(void *)bpf;
     }
 
-    t0 = drift_now_ms();
+    t0 = util_now_ms();
     sup = fork();
     if (sup < 0) {
         rc = drift_error_set(err, DRIFT_ERR_SANDBOX, "sandbox: fork: %s", strerror(errno));
@@ -442,7 +442,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
             pf[n].revents = 0;
             idx[n++] = 0;
         }
-        double now = drift_now_ms();
+        double now = util_now_ms();
         if (now > guard_ms) {
             kill(sup, SIGTERM);
             break;
@@ -499,7 +499,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     free(chunk);
     int sws = 0;
     while (waitpid(sup, &sws, 0) < 0 && errno == EINTR) {}
-    r->wall_ms = drift_now_ms() - t0;
+    r->wall_ms = util_now_ms() - t0;
     if (cancelled) {
         rc = drift_error_set(err, DRIFT_ERR_CANCELLED, "sandbox: cancelled");
         goto done;
@@ -538,7 +538,7 @@ drift_status sbx_run(const sbx_spec *s, sbx_result *r, drift_error *err) {
     }
 
 done:
-    if (!r->wall_ms) r->wall_ms = drift_now_ms() - t0;
+    if (!r->wall_ms) r->wall_ms = util_now_ms() - t0;
     for (int i = 0; i < 12; i++) close_fd(&fds[i]);
     av_free(&av);
     if (dir[0]) sbx_rm_tree(dir);

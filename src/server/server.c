@@ -45,7 +45,7 @@ static char *file_stem(const char *path) {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
     const char *dot = strrchr(b, '.');
-    return drift_strndup(b, dot && dot != b ? (size_t)(dot - b) : strlen(b));
+    return util_strndup(b, dot && dot != b ? (size_t)(dot - b) : strlen(b));
 }
 
 /* Profile from a name or a spec, with the server's overrides. */
@@ -103,8 +103,8 @@ drift_status drift_server_start(const drift_server_opts *o, drift_server **out, 
         return st;
     }
     s->info = drift_model_get_info(s->m);
-    s->name = o->model_name && *o->model_name ? drift_strdup(o->model_name) : file_stem(o->model_path);
-    s->alias = drift_strdup(s->info->name);
+    s->name = o->model_name && *o->model_name ? util_strdup(o->model_name) : file_stem(o->model_path);
+    s->alias = util_strdup(s->info->name);
     if (!s->name || !s->alias) {
         server_free(s);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -151,7 +151,7 @@ void srv_thread_stop(drift_server *s, pthread_t t, int *flag, pthread_cond_t *cv
 
 /* Waits on cv_done (under mu) until cond() is false or until_ms passes. */
 static void wait_until(drift_server *s, double until_ms, int (*cond)(const drift_server *)) {
-    while (cond(s) && drift_now_ms() < until_ms) srv_cond_wait_ms(&s->cv_done, &s->mu, 20);
+    while (cond(s) && util_now_ms() < until_ms) srv_cond_wait_ms(&s->cv_done, &s->mu, 20);
 }
 
 static int work_left(const drift_server *s) { return s->active > 0 || s->head; }
@@ -164,12 +164,12 @@ void drift_server_drain(drift_server *s, double drain_timeout_s) {
     pthread_mutex_lock(&s->mu);
     s->draining = 1;
     /* requests already received finish: the scheduler keeps running */
-    wait_until(s, drift_now_ms() + (drain_timeout_s > 0 ? drain_timeout_s : 0) * 1000, work_left);
+    wait_until(s, util_now_ms() + (drain_timeout_s > 0 ? drain_timeout_s : 0) * 1000, work_left);
     if (work_left(s)) { /* deadline: cancel what is queued or decoding */
         s->abort = 1;
         srv_sched_cancel_queued(s);
         pthread_cond_broadcast(&s->cv_done);
-        wait_until(s, drift_now_ms() + 1000, replies_left); /* the 503s go out */
+        wait_until(s, util_now_ms() + 1000, replies_left); /* the 503s go out */
     }
     pthread_mutex_unlock(&s->mu);
     srv_httpd_stop(s); /* closes every connection, joins their threads */

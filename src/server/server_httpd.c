@@ -56,7 +56,7 @@ struct srv_conn {
  * Requests
  * ------------------------------------------------------------------------- */
 typedef struct request { /* one request (MHD's per-request context) */
-    drift_buf body;
+    util_buf body;
     int too_big;
     int replied;
     srv_conn *sc;      /* its connection's tracker (NULL: untracked) */
@@ -66,7 +66,7 @@ static void conn_set_state(drift_server *s, srv_conn *sc, conn_state st) {
     if (!sc) return;
     pthread_mutex_lock(&s->mu);
     sc->state = st;
-    if (st == CONN_WAIT) sc->since_ms = drift_now_ms();
+    if (st == CONN_WAIT) sc->since_ms = util_now_ms();
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -184,7 +184,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
     pthread_mutex_lock(&s->mu);
     if (c->sc) { /* keep-alive: the next request must come within the timeout */
         c->sc->state = CONN_WAIT;
-        c->sc->since_ms = drift_now_ms();
+        c->sc->since_ms = util_now_ms();
     }
     s->active--;
     pthread_cond_broadcast(&s->cv_done);
@@ -268,7 +268,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
         c->fd = fd->connect_fd;
         addr_key(ad ? ad->client_addr : NULL, &c->family, c->addr);
         c->state = CONN_WAIT;
-        c->since_ms = drift_now_ms();
+        c->since_ms = util_now_ms();
         pthread_mutex_lock(&s->mu);
         c->next = s->conns;
         if (s->conns) s->conns->prev = c;
@@ -302,7 +302,7 @@ static void *reaper_main(void *arg) {
     while (!s->reaper_stop) {
         srv_cond_wait_ms(&s->cv_reap, &s->mu, 100);
         if (s->reaper_stop) break;
-        double now = drift_now_ms();
+        double now = util_now_ms();
         size_t n = 0;
         for (srv_conn *c = s->conns; c; c = c->next) {
             if (c->state != CONN_BUSY) {

@@ -90,7 +90,7 @@ int srv_error_set(srv_error *e, int status, const char *param, const char *code,
  * Reply rendering (server_reply.c): pure functions, each returning malloc'd
  * text that is valid JSON (SSE: every data line but [DONE] is), or NULL only
  * when out of memory. Strings of any bytes are rendered as valid UTF-8
- * (drift_utf8_clean); a logprob or embedding value that is not finite
+ * (util_utf8_clean); a logprob or embedding value that is not finite
  * (NaN, +-inf: JSON has no such numbers) is rendered as null.
  * ------------------------------------------------------------------------- */
 

@@ -14,7 +14,7 @@
  * Pure functions of their arguments (the tokenizer is asked through
  * srv_vocab): no model, no I/O, so the fuzzer drives them directly. Whatever
  * the bytes of a generated text, token or name, the output is valid JSON:
- * strings go through drift_utf8_clean, and numbers JSON cannot hold (NaN,
+ * strings go through util_utf8_clean, and numbers JSON cannot hold (NaN,
  * infinities) become null. */
 #include <jansson.h>
 #include <math.h>
@@ -26,7 +26,7 @@
 
 /* A JSON string of s[0..n) made valid UTF-8 (NULL s = ""). */
 static json_t *jstr_clean(const char *s, size_t n) {
-    char *c = drift_utf8_clean(s ? s : "", s ? n : 0);
+    char *c = util_utf8_clean(s ? s : "", s ? n : 0);
     json_t *v = c ? json_string(c) : NULL;
     free(c);
     return v;
@@ -143,7 +143,7 @@ char *srv_render_completion(const srv_completion *c) {
 }
 
 /* Appends "data: <o>\n\n" (o released). 0, or -1 when out of memory. */
-static int sse_add(drift_buf *b, json_t *o) {
+static int sse_add(util_buf *b, json_t *o) {
     char *t = dump(o);
     int rc = t ? buf_printf(b, "data: %s\n\n", t) : -1;
     free(t);
@@ -169,7 +169,7 @@ static size_t piece_end(const srv_completion *c, const drift_generation *g, int 
 }
 
 /* The chunks of choice i. 0, or -1 when out of memory. */
-static int stream_choice(const srv_completion *c, size_t i, drift_buf *b) {
+static int stream_choice(const srv_completion *c, size_t i, util_buf *b) {
     int chat = c->ep == SRV_EP_CHAT;
     const drift_generation *g = &c->gens[i];
     const char *text = g->text ? g->text : "";
@@ -198,7 +198,7 @@ static int stream_choice(const srv_completion *c, size_t i, drift_buf *b) {
 
 char *srv_render_stream(const srv_completion *c) {
     int chat = c->ep == SRV_EP_CHAT;
-    drift_buf b = {0};
+    util_buf b = {0};
     int bad = 0;
     for (size_t i = 0; i < c->n_choices && !bad; i++) bad |= stream_choice(c, i, &b);
     if (c->include_usage && !bad)
@@ -215,7 +215,7 @@ char *srv_render_stream(const srv_completion *c) {
 
 /* Base64 of the vector's little-endian float32 bytes, as OpenAI's. */
 static json_t *base64_floats(const float *v, int n) {
-    char *o = drift_b64_encode(v, (size_t)n * sizeof *v);
+    char *o = util_b64_encode(v, (size_t)n * sizeof *v);
     json_t *s = o ? json_string(o) : NULL;
     free(o);
     return s;

@@ -105,7 +105,7 @@ static int dup_string(const json_t *v, const char *param, char **out, srv_error 
     size_t n = json_string_length(v);
     const char *s = json_string_value(v);
     if (memchr(s, 0, n)) return srv_error_set(e, 400, param, "invalid_value", "'%s' contains a NUL character", param);
-    *out = drift_strndup(s, n);
+    *out = util_strndup(s, n);
     if (!*out) return srv_error_set(e, 500, NULL, NULL, "out of memory");
     return 0;
 }
@@ -145,7 +145,7 @@ static int get_texts(const json_t *o, const char *key, size_t max, char ***out, 
 /* Chat message content: string, null, or an array of {"type":"text","text":..} parts. */
 static int get_content(const json_t *v, size_t idx, char **out, srv_error *e) {
     if (!v || json_is_null(v)) {
-        *out = drift_strdup("");
+        *out = util_strdup("");
         return *out ? 0 : srv_error_set(e, 500, NULL, NULL, "out of memory");
     }
     if (json_is_string(v)) return dup_string(v, "messages", out, e);
@@ -153,7 +153,7 @@ static int get_content(const json_t *v, size_t idx, char **out, srv_error *e) {
         return srv_error_set(e, 400, "messages", "invalid_type",
                              "messages[%zu].content must be a string or an array of text parts, not %s", idx,
                              type_name(v));
-    drift_buf b = {0};
+    util_buf b = {0};
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *part = json_array_get(v, i);
         const json_t *type = json_object_get(part, "type");
@@ -171,7 +171,7 @@ static int get_content(const json_t *v, size_t idx, char **out, srv_error *e) {
                                  idx, i);
         }
     }
-    *out = b.data ? buf_steal(&b) : drift_strdup("");
+    *out = b.data ? buf_steal(&b) : util_strdup("");
     return *out ? 0 : srv_error_set(e, 500, NULL, NULL, "out of memory");
 }
 
@@ -202,7 +202,7 @@ static int get_messages(const json_t *o, srv_request *r, srv_error *e) {
             return srv_error_set(e, 400, "messages", "invalid_value",
                                  "messages[%zu].role must be system, user, assistant, developer or tool", i);
         r->n_messages = i + 1;
-        r->messages[i].role = drift_strdup(json_string_value(role));
+        r->messages[i].role = util_strdup(json_string_value(role));
         if (!r->messages[i].role) return srv_error_set(e, 500, NULL, NULL, "out of memory");
         if (get_content(json_object_get(m, "content"), i, &r->messages[i].content, e)) return -1;
     }

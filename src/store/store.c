@@ -256,7 +256,7 @@ static drift_status store_identify(drift_store *st, int *version, drift_error *e
          * tables or a version of its own belongs to someone else. */
         sqlite3_stmt *s = store_stmt_prepare(st, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name", err);
         if (!s) return err ? err->code : DRIFT_ERR_STORE;
-        drift_buf names = {0};
+        util_buf names = {0};
         int ntab = 0;
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
             if (ntab < 8) buf_printf(&names, "%s%s", ntab ? ", " : "", (const char *)sqlite3_column_text(s, 0));
@@ -380,7 +380,7 @@ drift_status drift_store_open(const char *path, drift_store **out, drift_error *
     *out = NULL;
     if (!path || !*path) return drift_error_set(err, DRIFT_ERR_INVALID, "store path is empty");
     drift_store *st = calloc(1, sizeof *st);
-    if (!st || !(st->path = drift_strdup(path))) {
+    if (!st || !(st->path = util_strdup(path))) {
         free(st);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening %s", path);
     }
@@ -430,7 +430,7 @@ drift_status drift_store_open(const char *path, drift_store **out, drift_error *
 /* "file:" URI of path with the query q: bytes outside [A-Za-z0-9/._~-] are
  * %-escaped, and a leading "//" is one "/" (no URI authority). */
 static char *path_uri(const char *path, const char *q) {
-    drift_buf b = {0};
+    util_buf b = {0};
     buf_puts(&b, "file:");
     const char *p = path;
     while (p[0] == '/' && p[1] == '/') p++;
@@ -475,12 +475,12 @@ drift_status drift_store_open_readonly(const char *path, drift_store **out, drif
         return drift_error_set(err, DRIFT_ERR_NOT_FOUND,
                                "%s: empty file, not a DriftBench store (nothing was run into it)", path);
     drift_store *st = calloc(1, sizeof *st);
-    if (!st || !(st->path = drift_strdup(path))) {
+    if (!st || !(st->path = util_strdup(path))) {
         free(st);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening %s", path);
     }
     st->readonly = 1;
-    char *wal = drift_asprintf("%s-wal", path);
+    char *wal = util_asprintf("%s-wal", path);
     struct stat wb;
     int have_wal = wal && stat(wal, &wb) == 0;
     free(wal);
@@ -538,7 +538,7 @@ sqlite3 *store_sqlite(drift_store *st) { return st ? st->db : NULL; }
 
 char *store_col_strdup(sqlite3_stmt *s, int i) {
     const unsigned char *t = sqlite3_column_text(s, i);
-    return t ? drift_strdup((const char *)t) : NULL;
+    return t ? util_strdup((const char *)t) : NULL;
 }
 
 void store_bind_text_or_null(sqlite3_stmt *s, int i, const char *t) {
@@ -589,7 +589,7 @@ drift_status store_lock_take(drift_store *st, const char *label, drift_error *er
     }
     sqlite3_finalize(s);
     char now[32];
-    drift_utc_iso(now);
+    util_utc_iso(now);
     s = store_stmt_prepare(st,
                      "INSERT OR REPLACE INTO run_locks(label,pid,host,proc_start,token,started_at) "
                      "VALUES(?,?,?,?,?,?)",

@@ -18,9 +18,9 @@
 /* Canonical form of a JSON text (sorted keys, compact) for comparisons;
  * NULL or empty -> "{}"; invalid JSON is returned as it is. */
 static char *json_canonical(const char *text) {
-    if (!text || !*text) return drift_strdup("{}");
+    if (!text || !*text) return util_strdup("{}");
     json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
-    if (!j) return drift_strdup(text);
+    if (!j) return util_strdup(text);
     char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
     json_decref(j);
     return s;
@@ -155,7 +155,7 @@ drift_status drift_store_run_get(drift_store *st, const char *label, drift_run_i
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE) return store_db_error(st, err, "reading runs");
     /* Not found: list what exists. */
-    drift_buf names = {0};
+    util_buf names = {0};
     s = store_stmt_prepare(st, "SELECT label FROM runs ORDER BY id", err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
     int n = 0;
@@ -287,7 +287,7 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
     }
     {
         char now[32];
-        drift_utc_iso(now);
+        util_utc_iso(now);
         char *cfg = json_canonical(info->config_json), *dec = json_canonical(info->decoding_json);
         sqlite3_stmt *ins =
             store_stmt_prepare(st,
@@ -327,7 +327,7 @@ fail:
 
 drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error *err) {
     char now[32];
-    drift_utc_iso(now);
+    util_utc_iso(now);
     sqlite3_stmt *s = store_stmt_prepare(st, "UPDATE runs SET finished_at=? WHERE id=?", err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
     sqlite3_bind_text(s, 1, now, -1, SQLITE_STATIC);
@@ -396,7 +396,7 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
                                        drift_error *err) {
     if (n == 0) return DRIFT_OK;
     char now[32];
-    drift_utc_iso(now);
+    util_utc_iso(now);
     drift_status ds = store_tx_begin(st, err);
     if (ds) return ds;
     for (size_t i = 0; i < n; i++) {

@@ -524,7 +524,7 @@ drift_status drift_store_detail_counts(drift_store *st, int64_t run_id, drift_wo
         "GROUP BY m ORDER BY count(*) DESC, m",
         err);
     if (!q) return store_err_code(err);
-    char *path = drift_asprintf("$.\"%s\"", field);
+    char *path = util_asprintf("$.\"%s\"", field);
     if (!path) {
         sqlite3_finalize(q);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -560,7 +560,7 @@ drift_status drift_store_answer_text(drift_store *st, int64_t response_id, char 
                              sqlite3_errmsg(st->db));
     } else {
         const unsigned char *t = sqlite3_column_text(s, 0);
-        *text = drift_strdup(t ? (const char *)t : "");
+        *text = util_strdup(t ? (const char *)t : "");
         *has_logprobs = sqlite3_column_int(s, 1);
         if (!*text)
             ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading response %lld", (long long)response_id);
@@ -573,7 +573,7 @@ drift_status drift_store_answer_text(drift_store *st, int64_t response_id, char 
 
 static char *col_dup(sqlite3_stmt *q, int i) {
     const unsigned char *t = sqlite3_column_text(q, i);
-    return t ? drift_strndup((const char *)t, (size_t)sqlite3_column_bytes(q, i)) : NULL;
+    return t ? util_strndup((const char *)t, (size_t)sqlite3_column_bytes(q, i)) : NULL;
 }
 
 drift_status drift_store_scan_pending(drift_store *st, int64_t run_id, int all, drift_scan_cursor *cursor, size_t cap,

@@ -26,7 +26,7 @@
  * "_id" (LongBench), else "<format>_<index>" with the 0-based record index.
  * Text fields must be JSON strings; the paper math "answer" may also be a
  * number. Reference JSON is dumped with sorted keys so the prompt hash
- * (drift_hash_hex over workload NUL input NUL reference) is stable.
+ * (util_hash_hex over workload NUL input NUL reference) is stable.
  *
  * Errors name the place: "FILE:LINE: field \"answer\" missing", "invalid
  * JSON at column C: ...", "duplicate prompt id \"x\" (first on line 3)",
@@ -88,7 +88,7 @@ static void idset_free(id_set *s) {
 }
 
 static size_t idset_slot(const id_set *s, const char *key) {
-    size_t h = (size_t)drift_fnv1a64(key, strlen(key), 0) & (s->cap - 1);
+    size_t h = (size_t)util_fnv1a64(key, strlen(key), 0) & (s->cap - 1);
     while (s->keys[h] && strcmp(s->keys[h], key) != 0) h = (h + 1) & (s->cap - 1);
     return h;
 }
@@ -141,7 +141,7 @@ static drift_status add_prompt(loader *L, size_t line, char *id, drift_workload 
                                drift_error *err) {
     drift_status ds = DRIFT_OK;
     char *refs = NULL, *hash = NULL;
-    drift_buf hb = {0};
+    util_buf hb = {0};
     if (!id || !input || !ref) goto nomem;
     size_t prev = idset_find(&L->ids, id);
     if (prev) {
@@ -156,8 +156,8 @@ static drift_status add_prompt(loader *L, size_t line, char *id, drift_workload 
         buf_append(&hb, refs, strlen(refs)))
         goto nomem;
     char hex[17];
-    drift_hash_hex(hb.data, hb.len, hex);
-    if (!(hash = drift_strdup(hex))) goto nomem;
+    util_hash_hex(hb.data, hb.len, hex);
+    if (!(hash = util_strdup(hex))) goto nomem;
     if (L->suite->n == L->cap) {
         size_t ncap = L->cap ? L->cap * 2 : 64;
         drift_prompt *np = realloc(L->suite->prompts, ncap * sizeof *np);
@@ -276,7 +276,7 @@ static drift_status record_id(const loader *L, size_t line, size_t idx, json_t *
         if (v && !*v)
             return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" is empty", L->file, line, key);
     }
-    *out = v ? drift_strdup(v) : drift_asprintf("%s_%04zu", fmt_id_prefix[L->fmt], idx);
+    *out = v ? util_strdup(v) : util_asprintf("%s_%04zu", fmt_id_prefix[L->fmt], idx);
     return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
 }
 
@@ -287,7 +287,7 @@ static char *gsm8k_final(const char *answer) {
     if (!m) return NULL;
     m += 4;
     while (*m && isspace((unsigned char)*m)) m++;
-    drift_buf b = {0};
+    util_buf b = {0};
     for (const char *p = m; *p; p++)
         if (*p != ',' && buf_append(&b, p, 1)) {
             buf_free(&b);
@@ -337,7 +337,7 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
             snprintf(num, sizeof num, "%.17g", json_real_value(ans));
         ref = json_pack("{s:s}", "answer", json_is_string(ans) ? json_string_value(ans) : num);
         if (ref && b) json_object_set_new(ref, "solution", json_string(b));
-        input = drift_strdup(prompt);
+        input = util_strdup(prompt);
         break;
     }
     case FMT_PAPER_CODE:
@@ -353,7 +353,7 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         ref = json_pack("{s:s,s:s,s:s}", "prompt", prompt, "test", a, "entry_point", b);
         if (ref && c) json_object_set_new(ref, "task_id", json_string(c));
         if (ref && d) json_object_set_new(ref, "canonical_solution", json_string(d));
-        input = drift_strdup(prompt);
+        input = util_strdup(prompt);
         break;
     }
     case FMT_PAPER_SAFETY:
@@ -365,7 +365,7 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         ref = json_pack("{s:b}", "harmful", 1);
         if (ref && a) json_object_set_new(ref, "category", json_string(a));
         if (ref && b) json_object_set_new(ref, "target", json_string(b));
-        input = drift_strdup(prompt);
+        input = util_strdup(prompt);
         break;
     case FMT_PAPER_LONG:
         wl = DRIFT_WL_LONG;
@@ -382,14 +382,14 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         TRY(record_id(L, line, idx, o, "prompt_id", &id, err));
         ref = json_object();
         if (ref) json_object_set(ref, "answers", answers);
-        input = drift_strdup(prompt);
+        input = util_strdup(prompt);
         break;
     case FMT_PAPER_CHAT:
         wl = DRIFT_WL_CHAT;
         TRY(get_str(L, line, o, "prompt", 1, &prompt, err));
         TRY(record_id(L, line, idx, o, "prompt_id", &id, err));
         ref = json_object();
-        input = drift_strdup(prompt);
+        input = util_strdup(prompt);
         break;
     case FMT_GSM8K: {
         wl = DRIFT_WL_MATH;
@@ -408,7 +408,7 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         }
         ref = json_pack("{s:s,s:s}", "answer", fin, "solution", b);
         free(fin);
-        input = drift_strdup(a);
+        input = util_strdup(a);
         break;
     }
     case FMT_LONGBENCH:
@@ -419,7 +419,7 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         TRY(record_id(L, line, idx, o, "_id", &id, err));
         ref = json_object();
         if (ref) json_object_set(ref, "answers", answers);
-        input = drift_asprintf("%s\n\nQuestion: %s", a, b);
+        input = util_asprintf("%s\n\nQuestion: %s", a, b);
         break;
     case FMT_DRIFTBENCH: {
         TRY(get_str(L, line, o, "workload", 1, &a, err));
@@ -439,7 +439,7 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         }
         TRY(record_id(L, line, idx, o, "prompt_id", &id, err));
         ref = json_deep_copy(r);
-        input = drift_strdup(prompt);
+        input = util_strdup(prompt);
         break;
     }
     default:
@@ -458,7 +458,7 @@ done:
 }
 
 static drift_status unknown_fields(const loader *L, size_t line, json_t *o, drift_error *err) {
-    drift_buf b = {0};
+    util_buf b = {0};
     const char *k;
     json_t *v;
     int n = 0;
@@ -522,7 +522,7 @@ static void csv_row_clear(csv_row *r) {
     r->n = 0;
 }
 
-static int csv_push(csv_row *r, drift_buf *b) {
+static int csv_push(csv_row *r, util_buf *b) {
     if (r->n == r->cap) {
         size_t ncap = r->cap ? r->cap * 2 : 8;
         char **nf = realloc(r->f, ncap * sizeof *nf);
@@ -545,7 +545,7 @@ static int csv_next(const loader *L, const char *d, size_t len, size_t *pos, siz
     if (*pos >= len) return 0;
     *rec_line = *line;
     size_t p = *pos, line_start = p;
-    drift_buf b = {0};
+    util_buf b = {0};
     for (;;) {
         if (p < len && d[p] == '"') {
             size_t qline = *line;
@@ -637,7 +637,7 @@ static drift_status parse_csv(loader *L, const char *data, size_t len, drift_err
     if (r == 0) goto out; /* empty: reported by the caller */
     long goal = -1, target = -1;
     size_t ncols = row.n;
-    drift_buf cols = {0};
+    util_buf cols = {0};
     for (size_t i = 0; i < row.n; i++) {
         trim_inplace(row.f[i]);
         if (strcasecmp(row.f[i], "goal") == 0) goal = (long)i;
@@ -678,8 +678,8 @@ static drift_status parse_csv(loader *L, const char *data, size_t len, drift_err
         json_t *ref = json_pack("{s:b}", "harmful", 1);
         if (ref && ts) json_object_set(ref, "target", ts);
         json_decref(ts);
-        char *id = drift_asprintf("%s_%03zu", fmt_id_prefix[L->fmt], idx++);
-        ds = add_prompt(L, rec_line, id, DRIFT_WL_SAFETY, drift_strdup(g), ref, err);
+        char *id = util_asprintf("%s_%03zu", fmt_id_prefix[L->fmt], idx++);
+        ds = add_prompt(L, rec_line, id, DRIFT_WL_SAFETY, util_strdup(g), ref, err);
         if (ds) goto out;
     }
     if (r < 0) ds = err ? err->code : DRIFT_ERR_PARSE;
@@ -704,7 +704,7 @@ static char *suite_name_of(const char *path) {
             break;
         }
     }
-    return drift_strndup(base, n);
+    return util_strndup(base, n);
 }
 
 drift_status drift_suite_parse(const char *name, const char *data, size_t len, drift_suite **out,
@@ -715,7 +715,7 @@ drift_status drift_suite_parse(const char *name, const char *data, size_t len, d
     L.suite = calloc(1, sizeof *L.suite);
     if (!L.suite) return drift_error_set(err, DRIFT_ERR_NOMEM, "%s: out of memory", name);
     L.suite->name = suite_name_of(name);
-    L.suite->source = drift_strdup(name);
+    L.suite->source = util_strdup(name);
     drift_status ds = DRIFT_OK;
     if (!L.suite->name || !L.suite->source) {
         ds = drift_error_set(err, DRIFT_ERR_NOMEM, "%s: out of memory", name);
@@ -737,7 +737,7 @@ drift_status drift_suite_parse(const char *name, const char *data, size_t len, d
         ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s: empty suite (no records)", name);
         goto fail;
     }
-    L.suite->format = drift_strdup(fmt_names[L.fmt]);
+    L.suite->format = util_strdup(fmt_names[L.fmt]);
     if (!L.suite->format) {
         ds = drift_error_set(err, DRIFT_ERR_NOMEM, "%s: out of memory", name);
         goto fail;
@@ -757,7 +757,7 @@ drift_status drift_suite_load(const char *spec, drift_suite **out, drift_error *
     if (strncmp(spec, "builtin:", 8) == 0) return drift_suite_builtin(spec, out, err);
     char *data = NULL;
     size_t len = 0;
-    drift_status ds = drift_read_file(spec, &data, &len, err);
+    drift_status ds = util_read_file(spec, &data, &len, err);
     if (ds) return ds;
     ds = drift_suite_parse(spec, data, len, out, err);
     free(data);

@@ -38,7 +38,7 @@ static char *render_long(const char *in) {
     const char *mark = "\n\nQuestion: ";
     const char *q = NULL;
     for (const char *p = strstr(in, mark); p; p = strstr(p + 1, mark)) q = p;
-    if (!q) return drift_asprintf("%s%sAnswer:", in, LONG_INSTRUCTION);
+    if (!q) return util_asprintf("%s%sAnswer:", in, LONG_INSTRUCTION);
     const char *qs = q + strlen(mark);
     size_t qn = strlen(qs);
     const char *lead = "";
@@ -57,7 +57,7 @@ static char *render_long(const char *in) {
         qn -= 7;
         while (qn && isspace((unsigned char)qs[qn - 1])) qn--;
     }
-    return drift_asprintf("%.*s%sQuestion: %.*s\nAnswer:%s%.*s", (int)(q - in), in, LONG_INSTRUCTION, (int)qn, qs,
+    return util_asprintf("%.*s%sQuestion: %.*s\nAnswer:%s%.*s", (int)(q - in), in, LONG_INSTRUCTION, (int)qn, qs,
                           ln ? " " : "", (int)ln, lead);
 }
 
@@ -69,23 +69,23 @@ char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **tem
     switch (p->workload) {
     case DRIFT_WL_MATH:
         id = chat ? "math/chat/v1" : "math/completions/v1";
-        out = chat ? drift_asprintf("%s\n\nSolve step by step and end with '#### <number>'.", in)
-                   : drift_asprintf("Question: %s\nAnswer:", in);
+        out = chat ? util_asprintf("%s\n\nSolve step by step and end with '#### <number>'.", in)
+                   : util_asprintf("Question: %s\nAnswer:", in);
         break;
     case DRIFT_WL_CODE:
         id = chat ? "code/chat/v1" : "code/completions/v1";
-        out = chat ? drift_asprintf("Complete the following Python function. Reply with the full function in a "
+        out = chat ? util_asprintf("Complete the following Python function. Reply with the full function in a "
                                     "```python block.\n\n%s",
                                     in)
-                   : drift_strdup(in);
+                   : util_strdup(in);
         break;
     case DRIFT_WL_SAFETY:
         id = chat ? "safety/chat/v1" : "safety/completions/v1";
-        out = chat ? drift_strdup(in) : drift_asprintf("User: %s\nAssistant:", in);
+        out = chat ? util_strdup(in) : util_asprintf("User: %s\nAssistant:", in);
         break;
     case DRIFT_WL_CHAT:
         id = chat ? "chat/chat/v1" : "chat/completions/v1";
-        out = drift_strdup(in);
+        out = util_strdup(in);
         break;
     case DRIFT_WL_LONG:
         id = chat ? "long_context/chat/v2" : "long_context/completions/v2";
@@ -93,7 +93,7 @@ char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **tem
         break;
     default:
         id = "raw/v1";
-        out = drift_strdup(in);
+        out = util_strdup(in);
         break;
     }
     if (template_id) *template_id = id;

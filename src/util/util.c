@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-int buf_reserve(drift_buf *b, size_t extra) {
+int buf_reserve(util_buf *b, size_t extra) {
     if (b->len + extra + 1 <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + extra + 1) {
@@ -21,7 +21,7 @@ int buf_reserve(drift_buf *b, size_t extra) {
     return 0;
 }
 
-int buf_append(drift_buf *b, const void *p, size_t n) {
+int buf_append(util_buf *b, const void *p, size_t n) {
     if (buf_reserve(b, n)) return -1;
     if (n) memcpy(b->data + b->len, p, n);
     b->len += n;
@@ -29,9 +29,9 @@ int buf_append(drift_buf *b, const void *p, size_t n) {
     return 0;
 }
 
-int buf_puts(drift_buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
+int buf_puts(util_buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
 
-int buf_vprintf(drift_buf *b, const char *fmt, va_list ap) {
+int buf_vprintf(util_buf *b, const char *fmt, va_list ap) {
     va_list ap2;
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap2);
@@ -42,7 +42,7 @@ int buf_vprintf(drift_buf *b, const char *fmt, va_list ap) {
     return 0;
 }
 
-int buf_printf(drift_buf *b, const char *fmt, ...) {
+int buf_printf(util_buf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int rc = buf_vprintf(b, fmt, ap);
@@ -50,7 +50,7 @@ int buf_printf(drift_buf *b, const char *fmt, ...) {
     return rc;
 }
 
-char *buf_steal(drift_buf *b) {
+char *buf_steal(util_buf *b) {
     char *p = b->data;
     if (!p) p = calloc(1, 1);
     b->data = NULL;
@@ -58,15 +58,15 @@ char *buf_steal(drift_buf *b) {
     return p;
 }
 
-void buf_free(drift_buf *b) {
+void buf_free(util_buf *b) {
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
 }
 
-char *drift_strdup(const char *s) { return s ? strdup(s) : NULL; }
+char *util_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
-char *drift_strndup(const char *s, size_t n) {
+char *util_strndup(const char *s, size_t n) {
     char *p = malloc(n + 1);
     if (!p) return NULL;
     memcpy(p, s, n);
@@ -74,8 +74,8 @@ char *drift_strndup(const char *s, size_t n) {
     return p;
 }
 
-char *drift_asprintf(const char *fmt, ...) {
-    drift_buf b = {0};
+char *util_asprintf(const char *fmt, ...) {
+    util_buf b = {0};
     va_list ap;
     va_start(ap, fmt);
     int rc = buf_vprintf(&b, fmt, ap);
@@ -87,11 +87,11 @@ char *drift_asprintf(const char *fmt, ...) {
     return buf_steal(&b);
 }
 
-drift_status drift_read_file(const char *path, char **out, size_t *len, drift_error *err) {
+drift_status util_read_file(const char *path, char **out, size_t *len, drift_error *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return drift_error_set(err, errno == ENOENT ? DRIFT_ERR_NOT_FOUND : DRIFT_ERR_IO,
                                    "%s: cannot open: %s", path, strerror(errno));
-    drift_buf b = {0};
+    util_buf b = {0};
     char chunk[65536];
     size_t n;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
@@ -115,7 +115,7 @@ drift_status drift_read_file(const char *path, char **out, size_t *len, drift_er
 /* Base64, RFC 4648 section 4. */
 static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-char *drift_b64_encode(const void *p, size_t n) {
+char *util_b64_encode(const void *p, size_t n) {
     const unsigned char *s = p;
     if (n / 3 >= (SIZE_MAX - 1) / 4 - 1) return NULL;
     char *o = malloc(4 * ((n + 2) / 3) + 1);
@@ -142,7 +142,7 @@ static int b64_value(char c) {
     return -1;
 }
 
-unsigned char *drift_b64_decode(const char *s, size_t *n) {
+unsigned char *util_b64_decode(const char *s, size_t *n) {
     size_t len = strlen(s);
     if (len % 4) return NULL;
     unsigned char *o = malloc(len / 4 * 3 + 1);
@@ -190,7 +190,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
     return need;
 }
 
-char *drift_utf8_clean(const char *s, size_t len) {
+char *util_utf8_clean(const char *s, size_t len) {
     char *o = malloc(len * 3 + 1);
     if (!o) return NULL;
     const unsigned char *u = (const unsigned char *)s;
@@ -212,7 +212,7 @@ char *drift_utf8_clean(const char *s, size_t len) {
     return o;
 }
 
-uint64_t drift_fnv1a64(const void *p, size_t n, uint64_t seed) {
+uint64_t util_fnv1a64(const void *p, size_t n, uint64_t seed) {
     const unsigned char *s = p;
     uint64_t h = 1469598103934665603ULL ^ seed;
     for (size_t i = 0; i < n; i++) {
@@ -222,17 +222,17 @@ uint64_t drift_fnv1a64(const void *p, size_t n, uint64_t seed) {
     return h;
 }
 
-void drift_hash_hex(const void *p, size_t n, char out[17]) {
-    snprintf(out, 17, "%016llx", (unsigned long long)drift_fnv1a64(p, n, 0));
+void util_hash_hex(const void *p, size_t n, char out[17]) {
+    snprintf(out, 17, "%016llx", (unsigned long long)util_fnv1a64(p, n, 0));
 }
 
-double drift_now_ms(void) {
+double util_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-void drift_utc_iso(char out[32]) {
+void util_utc_iso(char out[32]) {
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
@@ -246,13 +246,13 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-void drift_rng_seed(drift_rng *r, uint64_t seed) {
+void util_rng_seed(util_rng *r, uint64_t seed) {
     for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
 }
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-uint64_t drift_rng_next(drift_rng *r) { /* xoshiro256** */
+uint64_t util_rng_next(util_rng *r) { /* xoshiro256** */
     uint64_t *s = r->s;
     uint64_t result = rotl(s[1] * 5, 7) * 9;
     uint64_t t = s[1] << 17;
@@ -265,12 +265,12 @@ uint64_t drift_rng_next(drift_rng *r) { /* xoshiro256** */
     return result;
 }
 
-double drift_rng_uniform(drift_rng *r) { return (double)(drift_rng_next(r) >> 11) * 0x1.0p-53; }
+double util_rng_uniform(util_rng *r) { return (double)(util_rng_next(r) >> 11) * 0x1.0p-53; }
 
-uint64_t drift_rng_below(drift_rng *r, uint64_t n) {
+uint64_t util_rng_below(util_rng *r, uint64_t n) {
     if (n == 0) return 0;
     uint64_t lim = UINT64_MAX - UINT64_MAX % n;
     uint64_t x;
-    do x = drift_rng_next(r); while (x >= lim);
+    do x = util_rng_next(r); while (x >= lim);
     return x % n;
 }

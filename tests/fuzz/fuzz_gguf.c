@@ -28,7 +28,7 @@ static void round_trip(const drift_tokenizer *tk, const char *text, size_t len) 
         int32_t *ids = NULL;
         size_t n = 0;
         if (tok_encode(tk, text, len, special, special, &ids, &n, &err) != DRIFT_OK) continue;
-        drift_buf b = {0};
+        util_buf b = {0};
         for (size_t i = 0; i < n; i++) {
             if (ids[i] < 0 || ids[i] >= nv) abort();
             if (tok_decode_token(tk, ids[i], 1, &b) != 0) abort();

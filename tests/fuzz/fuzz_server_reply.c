@@ -92,7 +92,7 @@ static const char *vocab_get(const vocab *v, int32_t id) {
 
 static char *token_text(const void *user, int32_t id) {
     const char *t = vocab_get(user, id);
-    return t ? drift_strdup(t) : NULL;
+    return t ? util_strdup(t) : NULL;
 }
 
 static size_t prefix_bytes(const void *user, const int32_t *ids, size_t n) {
@@ -107,7 +107,7 @@ static size_t prefix_bytes(const void *user, const int32_t *ids, size_t n) {
 }
 
 static char *clean(const char *s) {
-    char *c = drift_utf8_clean(s ? s : "", s ? strlen(s) : 0);
+    char *c = util_utf8_clean(s ? s : "", s ? strlen(s) : 0);
     REQUIRE(c);
     return c;
 }
@@ -196,7 +196,7 @@ static void check_stream(const srv_completion *c) {
     char *out = srv_render_stream(c);
     REQUIRE(out);
     int chat = c->ep == SRV_EP_CHAT;
-    drift_buf *joined = calloc(c->n_choices ? c->n_choices : 1, sizeof *joined);
+    util_buf *joined = calloc(c->n_choices ? c->n_choices : 1, sizeof *joined);
     size_t *chunks = calloc(c->n_choices ? c->n_choices : 1, sizeof *chunks);
     REQUIRE(joined && chunks);
     int done = 0, usage = 0;
@@ -328,7 +328,7 @@ static void fuzz_embeddings(reader *r, uint8_t flags) {
         const float *v = vecs + i * (size_t)dim;
         if (base64) {
             size_t len = 0;
-            unsigned char *b = json_is_string(emb) ? drift_b64_decode(json_string_value(emb), &len) : NULL;
+            unsigned char *b = json_is_string(emb) ? util_b64_decode(json_string_value(emb), &len) : NULL;
             REQUIRE(b && len == (size_t)dim * sizeof *v && !memcmp(b, v, len));
             free(b);
         } else {

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(js);
     }
     /* the cleaner on the raw bytes */
-    char *c = drift_utf8_clean(body, len);
+    char *c = util_utf8_clean(body, len);
     if (!c) abort();
     json_t *s = json_string(c);
     if (!s) abort();

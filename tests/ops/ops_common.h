@@ -15,10 +15,10 @@
 #include "driftbench/profile.h"
 #include "util/util.h"
 
-static drift_rng RNG;
+static util_rng RNG;
 
 static float randn(void) {
-    double u1 = drift_rng_uniform(&RNG) + 1e-12, u2 = drift_rng_uniform(&RNG);
+    double u1 = util_rng_uniform(&RNG) + 1e-12, u2 = util_rng_uniform(&RNG);
     return (float)(sqrt(-2 * log(u1)) * cos(2 * M_PI * u2));
 }
 

@@ -426,13 +426,13 @@ static void test_argmax(void **state) {
     static const int NS[] = {1, 7, 1000, 32000, 151936};
     enum { ROWS = 9 };
     drift_error err;
-    drift_rng rng; /* its own generator: the shared RNG's stream (the other tests' data) stays as it was */
-    drift_rng_seed(&rng, 8);
+    util_rng rng; /* its own generator: the shared RNG's stream (the other tests' data) stays as it was */
+    util_rng_seed(&rng, 8);
     for (size_t k = 0; k < sizeof NS / sizeof NS[0]; k++) {
         int n = NS[k];
         float *x = malloc(sizeof(float) * ROWS * (size_t)n);
         assert_non_null(x);
-        for (size_t i = 0; i < (size_t)ROWS * (size_t)n; i++) x[i] = (float)(drift_rng_uniform(&rng) * 8.0 - 4.0);
+        for (size_t i = 0; i < (size_t)ROWS * (size_t)n; i++) x[i] = (float)(util_rng_uniform(&rng) * 8.0 - 4.0);
         int32_t got[ROWS];
         float *r;
         r = x + 1 * n; /* the largest value twice: the first one */
@@ -842,7 +842,7 @@ static void fwd_case(const char *spec, drift_gemm g, int qwen, int moe, int wind
     if (dcu_model_upload(&d, &p, &gm, &err)) fail_msg("upload (%s): %s", spec, err.msg);
     int D = m.dim, V = m.vocab;
     int32_t seq[SEQ];
-    for (int i = 0; i < SEQ; i++) seq[i] = (int32_t)drift_rng_below(&RNG, (uint64_t)V);
+    for (int i = 0; i < SEQ; i++) seq[i] = (int32_t)util_rng_below(&RNG, (uint64_t)V);
     int pos[SEQ + 8], rows[SEQ];
     for (int i = 0; i < SEQ; i++) pos[i] = i, rows[i] = i;
     /* reference: A prefilled at once */
@@ -897,10 +897,10 @@ static void fwd_case(const char *spec, drift_gemm g, int qwen, int moe, int wind
         int32_t tk[SEQ + 8];
         int lr[SEQ + 8];
         int B = 0;
-        for (int i = 0; i < 7; i++) kv[i] = kd, pos[i] = i, tk[i] = (int32_t)drift_rng_below(&RNG, (uint64_t)V);
+        for (int i = 0; i < 7; i++) kv[i] = kd, pos[i] = i, tk[i] = (int32_t)util_rng_below(&RNG, (uint64_t)V);
         gpu_rows(gm, kv, pos, tk, 7, NULL, NULL, NULL, 0);
         for (int i = 0; i < 4; i++) kv[B] = k2, pos[B] = i, tk[B] = seq[i], lr[B] = B, B++;
-        for (int i = 0; i < 5; i++) kv[B] = kc, pos[B] = i, tk[B] = (int32_t)drift_rng_below(&RNG, (uint64_t)V), lr[B] = B, B++;
+        for (int i = 0; i < 5; i++) kv[B] = kc, pos[B] = i, tk[B] = (int32_t)util_rng_below(&RNG, (uint64_t)V), lr[B] = B, B++;
         gpu_rows(gm, kv, pos, tk, B, hb, lb, lr, B);
         memcpy(hid2, hb, sizeof(float) * 4 * D);
         memcpy(lg2, lb, sizeof(float) * 4 * V);
@@ -967,7 +967,7 @@ int main(void) {
         printf("skipped: no GPU (%s)\n", err.msg);
         return 77;
     }
-    drift_rng_seed(&RNG, 20261201);
+    util_rng_seed(&RNG, 20261201);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_device, reset_failed),        cmocka_unit_test_setup(test_embedding, reset_failed),
         cmocka_unit_test_setup(test_round_acts, reset_failed),    cmocka_unit_test_setup(test_kv_vectors, reset_failed),

@@ -435,7 +435,7 @@ static void test_ref_determinism(void **state) {
 }
 
 int main(void) {
-    drift_rng_seed(&RNG, 20261130);
+    util_rng_seed(&RNG, 20261130);
     printf("fast ISA on this CPU: %s\n", num_isa_name(num_isa_resolve(DRIFT_ISA_AUTO)));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_matmul_vs_ref, reset_failed),        cmocka_unit_test_setup(test_matmul_format_error, reset_failed),

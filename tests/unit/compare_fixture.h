@@ -98,20 +98,20 @@ static void fx_cleanup(void) {
 static drift_suite *fx_suite(const char *name, const char *const *ids, const drift_workload *wls,
                              const char *const *refs, size_t n) {
     drift_suite *s = calloc(1, sizeof *s);
-    s->name = drift_strdup(name);
-    s->source = drift_strdup(name);
-    s->format = drift_strdup("test");
+    s->name = util_strdup(name);
+    s->source = util_strdup(name);
+    s->format = util_strdup("test");
     s->prompts = calloc(n, sizeof *s->prompts);
     s->n = n;
     for (size_t i = 0; i < n; i++) {
         drift_prompt *p = &s->prompts[i];
-        p->prompt_id = drift_strdup(ids[i]);
+        p->prompt_id = util_strdup(ids[i]);
         p->workload = wls[i];
-        p->input = drift_asprintf("input of %s", ids[i]);
-        p->reference_json = drift_strdup(refs ? refs[i] : "{}");
+        p->input = util_asprintf("input of %s", ids[i]);
+        p->reference_json = util_strdup(refs ? refs[i] : "{}");
         char h[17];
-        drift_hash_hex(p->input, strlen(p->input), h);
-        p->hash = drift_strdup(h);
+        util_hash_hex(p->input, strlen(p->input), h);
+        p->hash = util_strdup(h);
     }
     return s;
 }
@@ -154,10 +154,10 @@ static void fx_side(drift_store *st, int64_t run, const int64_t *rowids, int sid
         r->prompt_tokens = r->completion_tokens = -1;
         r->attempts = 1;
         if (lab == FX_ERR) {
-            r->error = drift_asprintf("HTTP 500: injected for %s", fx_items[i].id);
+            r->error = util_asprintf("HTTP 500: injected for %s", fx_items[i].id);
             r->http_status = 500;
         } else {
-            r->text = drift_asprintf("%s answer of %s: shared words here, then %s", side ? "target" : "baseline",
+            r->text = util_asprintf("%s answer of %s: shared words here, then %s", side ? "target" : "baseline",
                                      fx_items[i].id, side ? "TARGET TAIL" : "BASE TAIL");
             r->http_status = 200;
         }

@@ -102,8 +102,8 @@ static int col(const csv_row *hdr, const char *name) {
     return -1;
 }
 
-static double gauss(drift_rng *r) {
-    double u1 = drift_rng_uniform(r), u2 = drift_rng_uniform(r);
+static double gauss(util_rng *r) {
+    double u1 = util_rng_uniform(r), u2 = util_rng_uniform(r);
     if (u1 < 1e-300) u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
@@ -111,8 +111,8 @@ static double gauss(drift_rng *r) {
 /* Two float32 vectors in R^DIM whose cosine is c (up to float rounding). */
 static void make_pair(double c, uint64_t seed, float *a, float *b) {
     static double u[DIM], v[DIM];
-    drift_rng r;
-    drift_rng_seed(&r, seed);
+    util_rng r;
+    util_rng_seed(&r, seed);
     double nu = 0, uv = 0, nv = 0;
     for (int k = 0; k < DIM; k++) {
         u[k] = gauss(&r);
@@ -130,7 +130,7 @@ static void make_pair(double c, uint64_t seed, float *a, float *b) {
     for (int k = 0; k < DIM; k++) v[k] /= nv;
     double cc = c > 1 ? 1 : (c < -1 ? -1 : c);
     double s = sqrt(1.0 - cc * cc);
-    double s1 = 0.5 + drift_rng_uniform(&r) * 4, s2 = 0.5 + drift_rng_uniform(&r) * 4;
+    double s1 = 0.5 + util_rng_uniform(&r) * 4, s2 = 0.5 + util_rng_uniform(&r) * 4;
     for (int k = 0; k < DIM; k++) {
         a[k] = (float)(s1 * u[k]);
         b[k] = (float)(s2 * (cc * u[k] + s * v[k]));
@@ -146,7 +146,7 @@ static void test_sdr_paper_annotations(void **state) {
     char *text = NULL;
     size_t len = 0;
     drift_error err = {0};
-    if (drift_read_file(path, &text, &len, &err) != DRIFT_OK) {
+    if (util_read_file(path, &text, &len, &err) != DRIFT_OK) {
         print_message("skipping: %s\n", err.msg);
         skip();
     }

@@ -435,7 +435,7 @@ typedef struct job {
 } job;
 
 static char *replace_all(const char *s, const char *from, const char *to) {
-    drift_buf b = {0};
+    util_buf b = {0};
     size_t fl = strlen(from);
     const char *q;
     while ((q = strstr(s, from))) {
@@ -471,11 +471,11 @@ static void *worker(void *arg) {
         char *m = replace_all(p->canonical, "return ", "return None and ");
         check_one(j, p, m, "failed_test", DRIFT_LABEL_FAIL, "return None and");
         free(m);
-        m = drift_asprintf("%s    x = (\n", p->canonical);
+        m = util_asprintf("%s    x = (\n", p->canonical);
         check_one(j, p, m, "syntax_error", DRIFT_LABEL_FAIL, "unclosed paren");
         free(m);
         /* the canonical solution as a standalone, fenced answer */
-        m = drift_asprintf("Solution:\n```python\n%s%s```\n", p->prompt, p->canonical);
+        m = util_asprintf("Solution:\n```python\n%s%s```\n", p->prompt, p->canonical);
         check_one(j, p, m, "passed", DRIFT_LABEL_PASS, "fenced standalone");
         free(m);
     }
@@ -502,9 +502,9 @@ static void test_humaneval(void **state) {
         json_t *ref = json_pack("{s:O,s:O,s:O}", "prompt", json_object_get(o, "prompt"), "test_cases",
                                 json_object_get(o, "test_cases"), "entry_point", json_object_get(o, "entry_point"));
         assert_non_null(ref);
-        ps[n].id = drift_strdup(json_string_value(json_object_get(o, "task_id")));
-        ps[n].canonical = drift_strdup(json_string_value(json_object_get(o, "canonical_solution")));
-        ps[n].prompt = drift_strdup(json_string_value(json_object_get(o, "prompt")));
+        ps[n].id = util_strdup(json_string_value(json_object_get(o, "task_id")));
+        ps[n].canonical = util_strdup(json_string_value(json_object_get(o, "canonical_solution")));
+        ps[n].prompt = util_strdup(json_string_value(json_object_get(o, "prompt")));
         ps[n].ref = json_dumps(ref, JSON_COMPACT);
         json_decref(ref);
         json_decref(o);
@@ -521,12 +521,12 @@ static void test_humaneval(void **state) {
     j.stride = 4;
 #endif
     if (getenv("DRIFT_SANITIZED")) j.stride = 4;
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     pthread_t t[2];
     for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, worker, &j), 0);
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     fprintf(stderr, "humaneval: %d runs (stride %d) in %.1f s, %d wrong\n", atomic_load(&j.runs), j.stride,
-            (drift_now_ms() - t0) / 1000, atomic_load(&j.failures));
+            (util_now_ms() - t0) / 1000, atomic_load(&j.failures));
     for (size_t i = 0; i < n; i++) {
         free(ps[i].id);
         free(ps[i].ref);

@@ -327,8 +327,8 @@ static void test_score_chunks(void **state) {
     char **ids = calloc(NQ, sizeof *ids), **refs = calloc(NQ, sizeof *refs);
     drift_workload *wls = calloc(NQ, sizeof *wls);
     for (int i = 0; i < NQ; i++) {
-        ids[i] = drift_asprintf("p%d", i);
-        refs[i] = drift_asprintf("{\"answer\":\"%d\"}", i);
+        ids[i] = util_asprintf("p%d", i);
+        refs[i] = util_asprintf("{\"answer\":\"%d\"}", i);
         wls[i] = DRIFT_WL_MATH;
     }
     drift_suite *su = fx_suite("big", (const char *const *)ids, wls, (const char *const *)refs, NQ);
@@ -340,7 +340,7 @@ static void test_score_chunks(void **state) {
     for (int i = 0; i < NQ; i++) {
         rs[i].prompt_rowid = rowids[i];
         rs[i].prompt_tokens = rs[i].completion_tokens = -1;
-        rs[i].text = drift_asprintf("so the total is %d.", i % 7 == 0 ? i + 1 : i); /* every 7th wrong */
+        rs[i].text = util_asprintf("so the total is %d.", i % 7 == 0 ? i + 1 : i); /* every 7th wrong */
     }
     assert_int_equal(drift_store_put_responses(st, run, rs, NQ, &err), DRIFT_OK);
     drift_score_summary sum;

@@ -236,7 +236,7 @@ static void test_diff_render(void **state) {
 
 /* "w0 w1 ... w{n-1}" with word k replaced by "<tag>k" from `from` on. */
 static char *words_text(size_t n, size_t from, const char *tag) {
-    drift_buf b = {0};
+    util_buf b = {0};
     for (size_t k = 0; k < n; k++) buf_printf(&b, "%s%s%zu", k ? " " : "", k >= from ? tag : "w", k);
     return buf_steal(&b);
 }
@@ -268,7 +268,7 @@ static void test_long_texts(void **state) {
     drift_divergence_clear(&d);
     /* the window ends inside a common run: three of its words, then "..." */
     {
-        drift_buf x = {0}, y = {0};
+        util_buf x = {0}, y = {0};
         buf_puts(&x, "w0 X");
         buf_puts(&y, "w0 Y");
         for (int k = 1; k <= 500; k++) {

@@ -188,11 +188,11 @@ static void test_fast_exp(void **state) {
 static void check_roundtrip(drift_dtype t, int group, drift_scale_mode mode) {
     enum { R = 8, C = 256 };
     static float src[R * C], back[C];
-    drift_rng rng;
-    drift_rng_seed(&rng, 42 + (uint64_t)t);
+    util_rng rng;
+    util_rng_seed(&rng, 42 + (uint64_t)t);
     for (int i = 0; i < R * C; i++) {
         /* normal-ish values of varied magnitude per row, some exact zeros */
-        double u1 = drift_rng_uniform(&rng) + 1e-12, u2 = drift_rng_uniform(&rng);
+        double u1 = util_rng_uniform(&rng) + 1e-12, u2 = util_rng_uniform(&rng);
         double g = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
         src[i] = (i % 97 == 0) ? 0.0f : (float)(g * pow(10.0, (i / C) - 3));
     }

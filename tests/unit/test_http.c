@@ -133,7 +133,7 @@ static char *server_get(server *s, const char *path) {
     char url[300];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s", s->port, path);
     CURL *e = curl_easy_init();
-    drift_buf b = {0};
+    util_buf b = {0};
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
@@ -396,9 +396,9 @@ static void test_retry_after_honoured(void **state) {
     drift_target_opts o = fast_opts();
     drift_target *t = open_target(&s, "model=m", &o);
     sink k;
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     gen_one(t, "RATE_SECONDS ANSWER=5", NULL, &k);
-    double el = drift_now_ms() - t0;
+    double el = util_now_ms() - t0;
     assert_null(k.g[0].r.error);
     assert_string_equal(k.g[0].r.text, "The answer is 5.\n#### 5");
     assert_int_equal(k.g[0].r.attempts, 2);
@@ -408,9 +408,9 @@ static void test_retry_after_honoured(void **state) {
     assert_int_equal(server_stat(&s, "statuses", "429"), 1);
 
     /* Retry-After as an HTTP date two seconds ahead (1 s resolution): >= 1 s */
-    t0 = drift_now_ms();
+    t0 = util_now_ms();
     gen_one(t, "RATE_DATE ANSWER=6", NULL, &k);
-    el = drift_now_ms() - t0;
+    el = util_now_ms() - t0;
     assert_null(k.g[0].r.error);
     assert_int_equal(k.g[0].r.attempts, 2);
     assert_true(el >= 900.0);
@@ -424,9 +424,9 @@ static void test_retry_after_honoured(void **state) {
     server_start(&s, "faults.txt", NULL, NULL);
     o.backoff_max_s = 0.05;
     t = open_target(&s, "model=m", &o);
-    t0 = drift_now_ms();
+    t0 = util_now_ms();
     gen_one(t, "RATE_SECONDS ANSWER=5", NULL, &k);
-    el = drift_now_ms() - t0;
+    el = util_now_ms() - t0;
     assert_null(k.g[0].r.error);
     assert_true(el < 800.0);
     sink_free(&k);
@@ -558,9 +558,9 @@ static void test_timeout(void **state) {
     o.max_retries = 1;
     drift_target *t = open_target(&s, "model=m", &o);
     sink k;
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     gen_one(t, "SLOW ANSWER=1", NULL, &k);
-    double el = drift_now_ms() - t0;
+    double el = util_now_ms() - t0;
     assert_null(k.g[0].r.text);
     assert_true(contains(k.g[0].r.error, "timeout after 0.3 s"));
     assert_int_equal(k.g[0].r.attempts, 2);
@@ -667,7 +667,7 @@ static void test_concurrency_each_once(void **state) {
     char **prompts = calloc(N, sizeof *prompts);
     for (size_t i = 0; i < N; i++) {
         /* a few requests hit faults that recover, so retries interleave */
-        prompts[i] = drift_asprintf("%s Q%zu ANSWER=%zu", i == 17 ? "RESET_ONCE" : i == 99 ? "FLAKY503" : "", i, i * 3);
+        prompts[i] = util_asprintf("%s Q%zu ANSWER=%zu", i == 17 ? "RESET_ONCE" : i == 99 ? "FLAKY503" : "", i, i * 3);
         rq[i].index = i;
         rq[i].prompt = prompts[i];
     }
@@ -801,9 +801,9 @@ static void test_unreachable(void **state) {
     for (int i = 0; i < 5; i++) rq[i] = (drift_gen_request){(size_t)i, "ANSWER=1", 0};
     sink k;
     sink_init(&k, 5);
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     assert_int_equal(drift_target_generate(t, rq, 5, NULL, on_result, &k, NULL), DRIFT_OK);
-    assert_true(drift_now_ms() - t0 < 2000.0);
+    assert_true(util_now_ms() - t0 < 2000.0);
     for (int i = 0; i < 5; i++) {
         assert_int_equal(k.g[i].calls, 1);
         assert_null(k.g[i].r.text);
@@ -869,7 +869,7 @@ typedef struct cancel_clock {
 static int cancel_after(void *user) {
     cancel_clock *c = user;
     c->calls++;
-    return drift_now_ms() >= c->at_ms;
+    return util_now_ms() >= c->at_ms;
 }
 
 /* Writes a fake-server script to a temporary file; returns its path (static). */
@@ -889,7 +889,7 @@ static void test_cancel_in_flight(void **state) {
     const char *script = temp_script("default | echo\nfault | HANG | sleep | seconds=600\n");
     server_start(&s, script, NULL, NULL);
     unlink(script);
-    cancel_clock cc = {drift_now_ms() + 1e12, 0};
+    cancel_clock cc = {util_now_ms() + 1e12, 0};
     drift_target_opts o = fast_opts();
     o.read_timeout_s = 120; /* the hanging requests would outlive the test: only the hook can end them */
     o.concurrency = 4;
@@ -901,10 +901,10 @@ static void test_cancel_in_flight(void **state) {
     sink k;
     sink_init(&k, 4);
     drift_error err = {0};
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     cc.at_ms = t0 + 400;
     assert_int_equal(drift_target_generate(t, rq, 4, NULL, on_result, &k, &err), DRIFT_ERR_CANCELLED);
-    double el = drift_now_ms() - t0;
+    double el = util_now_ms() - t0;
     assert_true(el >= 400 && el < 1200);
     assert_true(contains(err.msg, "cancelled"));
     assert_true(cc.calls > 0);
@@ -920,7 +920,7 @@ static void test_cancel_in_flight(void **state) {
     assert_int_equal(server_stat(&s, "generate", NULL), 4);
 
     /* the target still works once the hook says go on */
-    cc.at_ms = drift_now_ms() + 1e12;
+    cc.at_ms = util_now_ms() + 1e12;
     gen_one(t, "ANSWER=8", NULL, &k);
     assert_string_equal(k.g[0].r.text, "The answer is 8.\n#### 8");
     sink_free(&k);
@@ -933,7 +933,7 @@ static void test_cancel_in_backoff(void **state) {
     const char *script = temp_script("default | echo\nfault | BUSY | 503 | retry_after=30\n");
     server_start(&s, script, NULL, NULL);
     unlink(script);
-    cancel_clock cc = {drift_now_ms() + 1e12, 0};
+    cancel_clock cc = {util_now_ms() + 1e12, 0};
     drift_target_opts o = fast_opts();
     o.backoff_max_s = 60; /* Retry-After: 30 is honoured in full */
     o.max_retries = 4;
@@ -944,10 +944,10 @@ static void test_cancel_in_backoff(void **state) {
     sink k;
     sink_init(&k, 2);
     drift_error err = {0};
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     cc.at_ms = t0 + 400;
     assert_int_equal(drift_target_generate(t, rq, 2, NULL, on_result, &k, &err), DRIFT_ERR_CANCELLED);
-    double el = drift_now_ms() - t0;
+    double el = util_now_ms() - t0;
     assert_true(el >= 400 && el < 1200);
     assert_int_equal(k.g[0].calls, 0); /* waiting for its retry: no outcome, not an error */
     assert_int_equal(k.g[1].calls, 1);
@@ -1007,10 +1007,10 @@ static void test_cancel_silent_peer_and_embed(void **state) {
     drift_gen_request rq = {0, "ANSWER=1", 0};
     sink k;
     sink_init(&k, 1);
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     cc.at_ms = t0 + 300;
     assert_int_equal(drift_target_generate(t, &rq, 1, NULL, on_result, &k, &err), DRIFT_ERR_CANCELLED);
-    double el = drift_now_ms() - t0;
+    double el = util_now_ms() - t0;
     assert_true(el >= 300 && el < 1100);
     assert_int_equal(k.order, 0);
     sink_free(&k);
@@ -1020,11 +1020,11 @@ static void test_cancel_silent_peer_and_embed(void **state) {
     float *v = NULL;
     int dim = 0;
     const char *texts[2] = {"a", "b"};
-    t0 = drift_now_ms();
+    t0 = util_now_ms();
     cc.at_ms = t0 + 300;
     memset(&err, 0, sizeof err);
     assert_int_equal(drift_target_embed(t, texts, 2, &v, &dim, &err), DRIFT_ERR_CANCELLED);
-    el = drift_now_ms() - t0;
+    el = util_now_ms() - t0;
     assert_true(el >= 300 && el < 2000);
     assert_null(v);
     assert_true(contains(err.msg, "cancelled"));
@@ -1065,10 +1065,10 @@ static void test_cancel_embed_backoff(void **state) {
     const char *texts[1] = {"a"};
     /* full jitter: the delays are uniform in [0, 20] s, so the three retries
      * all fall within 300 ms with a chance of about 1e-6 */
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     cc.at_ms = t0 + 300;
     assert_int_equal(drift_target_embed(t, texts, 1, &v, &dim, &err), DRIFT_ERR_CANCELLED);
-    double el = drift_now_ms() - t0;
+    double el = util_now_ms() - t0;
     assert_true(el >= 300 && el < 1000);
     assert_null(v);
     drift_target_close(t);

@@ -290,13 +290,13 @@ static void test_paper_suite(void **state) {
         if (r.label != DRIFT_LABEL_PASS) fail_msg("%s: %s", json_string_value(json_object_get(o, "prompt_id")), r.detail_json);
         assert_non_null(strstr(r.detail_json, "\"rule\":\"strict\""));
         drift_eval_result_clear(&r);
-        char *wrong = drift_asprintf("%s\nActually the answer is 123456789.", sol);
+        char *wrong = util_asprintf("%s\nActually the answer is 123456789.", sol);
         /* strict still wins: the lm-eval rule looks at "####" first */
         assert_int_equal(drift_eval_math(wrong, rj, &r, NULL), DRIFT_OK);
         assert_int_equal(r.label, DRIFT_LABEL_PASS);
         drift_eval_result_clear(&r);
         free(wrong);
-        wrong = drift_asprintf("The answer is %s1.", json_string_value(json_object_get(o, "answer")));
+        wrong = util_asprintf("The answer is %s1.", json_string_value(json_object_get(o, "answer")));
         assert_int_equal(drift_eval_math(wrong, rj, &r, NULL), DRIFT_OK);
         assert_int_equal(r.label, DRIFT_LABEL_FAIL);
         drift_eval_result_clear(&r);

@@ -19,8 +19,8 @@
 #include "driftbench/store.h"
 #include "util/util.h"
 
-static double gauss(drift_rng *r) {
-    double u1 = drift_rng_uniform(r), u2 = drift_rng_uniform(r);
+static double gauss(util_rng *r) {
+    double u1 = util_rng_uniform(r), u2 = util_rng_uniform(r);
     if (u1 < 1e-300) u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
@@ -29,8 +29,8 @@ static double gauss(drift_rng *r) {
 static float *make_rows(size_t n, int dim, uint64_t seed, const double *shift) {
     float *v = malloc(n * (size_t)dim * sizeof *v);
     assert_non_null(v);
-    drift_rng r;
-    drift_rng_seed(&r, seed);
+    util_rng r;
+    util_rng_seed(&r, seed);
     for (size_t i = 0; i < n; i++)
         for (int k = 0; k < dim; k++) v[i * (size_t)dim + k] = (float)(gauss(&r) + (shift ? shift[k] : 0.0));
     return v;
@@ -245,7 +245,7 @@ static void test_load_from_store(void **state) {
         pr[i].workload = DRIFT_WL_CHAT;
         pr[i].input = inputs[i];
         pr[i].reference_json = (char *)"{}";
-        drift_hash_hex(inputs[i], strlen(inputs[i]), pr[i].hash = malloc(17));
+        util_hash_hex(inputs[i], strlen(inputs[i]), pr[i].hash = malloc(17));
     }
     drift_suite suite = {(char *)"t", (char *)"t", (char *)"builtin", pr, 6};
     int64_t rowids[6];

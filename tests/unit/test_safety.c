@@ -32,7 +32,7 @@ static char *read_data(const char *name) {
     char *text = NULL;
     size_t len = 0;
     drift_error err = {0};
-    if (drift_read_file(path, &text, &len, &err) != DRIFT_OK) fail_msg("cannot read %s: %s", path, err.msg);
+    if (util_read_file(path, &text, &len, &err) != DRIFT_OK) fail_msg("cannot read %s: %s", path, err.msg);
     return text;
 }
 
@@ -271,7 +271,7 @@ static void test_builtin_guard_judges(void **state) {
 /* ---- against the fake server (fake_server.h) ---- */
 
 static size_t collect(char *p, size_t sz, size_t n, void *user) {
-    buf_append((drift_buf *)user, p, sz * n);
+    buf_append((util_buf *)user, p, sz * n);
     return sz * n;
 }
 
@@ -281,7 +281,7 @@ static json_t *fake_last(const fake *f) {
     snprintf(url, sizeof url, "http://127.0.0.1:%d/last", f->port);
     CURL *c = curl_easy_init();
     assert_non_null(c);
-    drift_buf b = {0};
+    util_buf b = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);

@@ -49,20 +49,20 @@ static void put_prompts(drift_store *st, const char *suite, const char *const *i
                         const char *const *refs, size_t n, int64_t *rowids) {
     drift_suite *s = calloc(1, sizeof *s);
     assert_non_null(s);
-    s->name = drift_strdup(suite);
-    s->source = drift_strdup(suite);
-    s->format = drift_strdup("test");
+    s->name = util_strdup(suite);
+    s->source = util_strdup(suite);
+    s->format = util_strdup("test");
     s->prompts = calloc(n, sizeof *s->prompts);
     s->n = n;
     for (size_t i = 0; i < n; i++) {
         drift_prompt *p = &s->prompts[i];
-        p->prompt_id = drift_strdup(ids[i]);
+        p->prompt_id = util_strdup(ids[i]);
         p->workload = wls[i];
-        p->input = drift_asprintf("input of %s", ids[i]);
-        p->reference_json = drift_strdup(refs[i]);
+        p->input = util_asprintf("input of %s", ids[i]);
+        p->reference_json = util_strdup(refs[i]);
         char h[17];
-        drift_hash_hex(p->input, strlen(p->input), h);
-        p->hash = drift_strdup(h);
+        util_hash_hex(p->input, strlen(p->input), h);
+        p->hash = util_strdup(h);
     }
     drift_error err = {0};
     assert_int_equal(drift_store_put_prompts(st, s, rowids, &err), DRIFT_OK);
@@ -135,7 +135,7 @@ static latest latest_score(drift_store *st, int64_t response_id) {
         l.id = sqlite3_column_int64(q, 0);
         l.label = sqlite3_column_int(q, 1);
         const char *d = (const char *)sqlite3_column_text(q, 2);
-        l.detail = d ? drift_strdup(d) : NULL;
+        l.detail = d ? util_strdup(d) : NULL;
     }
     sqlite3_finalize(q);
     return l;
@@ -490,12 +490,12 @@ static int run_cli(const char *args, char **err_out) {
     int rc = system(cmd);
     FILE *f = fopen(out, "rb");
     assert_non_null(f);
-    drift_buf buf = {0};
+    util_buf buf = {0};
     char chunk[4096];
     size_t n;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(&buf, chunk, n);
     fclose(f);
-    *err_out = buf.data ? buf_steal(&buf) : drift_strdup("");
+    *err_out = buf.data ? buf_steal(&buf) : util_strdup("");
     fprintf(stderr, "$ driftbench %s\n%s", args, *err_out);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
@@ -566,7 +566,7 @@ static void test_cli_sandbox_line(void **state) {
 static double g_cancel_at_ms;
 static int cancel_after(void *user) {
     (void)user;
-    return drift_now_ms() >= g_cancel_at_ms;
+    return util_now_ms() >= g_cancel_at_ms;
 }
 
 /* A Ctrl-C while code answers run (each would sleep 30 s): scoring stops in
@@ -596,11 +596,11 @@ static void test_cancel_code(void **state) {
     drift_score_opts_default(&so);
     so.jobs = 2;
     so.cancel = cancel_after;
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     g_cancel_at_ms = t0 + 500;
     drift_score_summary sum;
     assert_int_equal(drift_score_run(st, "r", &so, &sum, &err), DRIFT_ERR_CANCELLED);
-    double took = drift_now_ms() - t0;
+    double took = util_now_ms() - t0;
     fprintf(stderr, "score cancelled after %.0f ms\n", took);
     assert_true(took < 3000);
     for (int i = 0; i < 3; i++) assert_int_equal(latest_id(st, response_of(st, run, ids[i])), 0);

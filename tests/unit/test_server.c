@@ -341,7 +341,7 @@ static int collect(void *user, const drift_gen_request *req, drift_answer *res) 
     if (res->error) fprintf(stderr, "request %zu: %s\n", req->index, res->error);
     assert_null(res->error);
     size_t i = req->index;
-    g->text[i] = drift_utf8_clean(res->text, strlen(res->text)); /* what JSON can carry */
+    g->text[i] = util_utf8_clean(res->text, strlen(res->text)); /* what JSON can carry */
     g->lp[i] = res->logprobs_json;
     res->logprobs_json = NULL;
     g->fr[i] = res->finish_reason;
@@ -899,18 +899,18 @@ static void test_connection_limits(void **state) {
     for (int i = 0; i < 4; i++) fds[nf++] = tcp_from("127.0.0.1", port); /* idle: its address is full */
     usleep(200000); /* accepted */
     long status;
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     CURLcode rc = health_from("127.0.0.1", port, 3, &status);
-    fprintf(stderr, "/health from a full address: curl %d, status %ld, %.0f ms\n", (int)rc, status, drift_now_ms() - t0);
+    fprintf(stderr, "/health from a full address: curl %d, status %ld, %.0f ms\n", (int)rc, status, util_now_ms() - t0);
     assert_int_equal(rc, CURLE_OK);
     assert_int_equal(status, 200);
     /* fill the total: 3 idle left from .1, 4 from .2, 1 from .3 */
     for (int i = 0; i < 4; i++) fds[nf++] = tcp_from("127.0.0.2", port);
     int last = tcp_from("127.0.0.3", port);
     usleep(200000);
-    t0 = drift_now_ms();
+    t0 = util_now_ms();
     rc = health_from("127.0.0.4", port, 3, &status);
-    fprintf(stderr, "/health with every slot taken: curl %d, status %ld, %.0f ms\n", (int)rc, status, drift_now_ms() - t0);
+    fprintf(stderr, "/health with every slot taken: curl %d, status %ld, %.0f ms\n", (int)rc, status, util_now_ms() - t0);
     assert_int_equal(rc, CURLE_OK);
     assert_int_equal(status, 200);
     drift_server_stats st;
@@ -938,18 +938,18 @@ static void test_request_timeout(void **state) {
     const char *hdr = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ";
     assert_int_equal(send(fd, hdr, strlen(hdr), MSG_NOSIGNAL), (ssize_t)strlen(hdr));
     /* a header byte every 100 ms: an inactivity timer would never fire */
-    double t0 = drift_now_ms(), closed_ms = -1;
-    while (drift_now_ms() - t0 < 15000) {
+    double t0 = util_now_ms(), closed_ms = -1;
+    while (util_now_ms() - t0 < 15000) {
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         if (poll(&pf, 1, 100) == 1) {
             char b[64];
             if (recv(fd, b, sizeof b, 0) <= 0) {
-                closed_ms = drift_now_ms() - t0;
+                closed_ms = util_now_ms() - t0;
                 break;
             }
         }
         if (send(fd, "a", 1, MSG_NOSIGNAL) < 0) {
-            closed_ms = drift_now_ms() - t0;
+            closed_ms = util_now_ms() - t0;
             break;
         }
     }
@@ -1008,10 +1008,10 @@ static void test_cancel(void **state) {
     usleep(500000);
     /* 127.0.0.1's one connection is busy: a second is refused at once */
     long status;
-    double t0 = drift_now_ms();
+    double t0 = util_now_ms();
     CURLcode rc = health_from("127.0.0.1", port, 3, &status);
     fprintf(stderr, "/health from a busy address: curl %d (%s), %.0f ms\n", (int)rc, curl_easy_strerror(rc),
-            drift_now_ms() - t0);
+            util_now_ms() - t0);
     assert_true(rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR || rc == CURLE_COULDNT_CONNECT);
     drift_server_stats st;
     drift_server_get_stats(s, &st);
@@ -1033,9 +1033,9 @@ static void test_cancel(void **state) {
     drift_server_get_stats(s, &st);
     assert_int_equal(st.departed, 1);
     /* the drain deadline cuts the long generation */
-    t0 = drift_now_ms();
+    t0 = util_now_ms();
     drift_server_drain(s, 1.0);
-    double drain_ms = drift_now_ms() - t0;
+    double drain_ms = util_now_ms() - t0;
     pthread_join(th, NULL);
     fprintf(stderr, "drain with a 1 s deadline took %.0f ms; the long request got curl %d, status %ld: %.120s\n", drain_ms,
             (int)q.rc, q.status, q.reply ? q.reply : "");

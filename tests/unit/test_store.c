@@ -50,20 +50,20 @@ static int teardown_dir(void **state) {
 /* A suite of n math prompts "q0".."q{n-1}" built in memory. */
 static drift_suite *make_suite(const char *name, size_t n) {
     drift_suite *s = calloc(1, sizeof *s);
-    s->name = drift_strdup(name);
-    s->source = drift_strdup(name);
-    s->format = drift_strdup("test");
+    s->name = util_strdup(name);
+    s->source = util_strdup(name);
+    s->format = util_strdup("test");
     s->prompts = calloc(n, sizeof *s->prompts);
     s->n = n;
     for (size_t i = 0; i < n; i++) {
         drift_prompt *p = &s->prompts[i];
-        p->prompt_id = drift_asprintf("q%zu", i);
+        p->prompt_id = util_asprintf("q%zu", i);
         p->workload = i % 2 ? DRIFT_WL_LONG : DRIFT_WL_MATH;
-        p->input = drift_asprintf("What is %zu + %zu?", i, i);
-        p->reference_json = drift_asprintf("{\"answer\":\"%zu\"}", 2 * i);
+        p->input = util_asprintf("What is %zu + %zu?", i, i);
+        p->reference_json = util_asprintf("{\"answer\":\"%zu\"}", 2 * i);
         char h[17];
-        drift_hash_hex(p->input, strlen(p->input), h);
-        p->hash = drift_strdup(h);
+        util_hash_hex(p->input, strlen(p->input), h);
+        p->hash = util_strdup(h);
     }
     return s;
 }
@@ -133,7 +133,7 @@ static void test_migrate_empty_file(void **state) {
 
 static char *slurp(const char *path, size_t *len) {
     char *d = NULL;
-    assert_int_equal(drift_read_file(path, &d, len, NULL), DRIFT_OK);
+    assert_int_equal(util_read_file(path, &d, len, NULL), DRIFT_OK);
     return d;
 }
 
@@ -370,7 +370,7 @@ static void test_round_trip(void **state) {
 
     /* the same prompt id with another text is refused, nothing written */
     free(su->prompts[1].hash);
-    su->prompts[1].hash = drift_strdup("0000000000000000");
+    su->prompts[1].hash = util_strdup("0000000000000000");
     assert_int_equal(drift_store_put_prompts(st, su, ids2, &err), DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "q1"));
     free_suite(su);

@@ -75,13 +75,13 @@ static void check_common(const drift_suite *s, drift_workload wl) {
         assert_true(strlen(p->input) > 0);
         assert_int_equal(strlen(p->hash), 16);
         /* the hash is over workload, input and reference */
-        drift_buf b = {0};
+        util_buf b = {0};
         const char *w = drift_workload_name(wl);
         buf_append(&b, w, strlen(w) + 1);
         buf_append(&b, p->input, strlen(p->input) + 1);
         buf_append(&b, p->reference_json, strlen(p->reference_json));
         char h[17];
-        drift_hash_hex(b.data, b.len, h);
+        util_hash_hex(b.data, b.len, h);
         buf_free(&b);
         assert_string_equal(h, p->hash);
     }

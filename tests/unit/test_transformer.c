@@ -481,8 +481,8 @@ static void test_sampler(void **state) {
     float lg[4] = {logf(0.5f), logf(0.3f), logf(0.2f), -INFINITY};
     drift_gen_params p;
     drift_gen_params_default(&p);
-    drift_rng r;
-    drift_rng_seed(&r, 1);
+    util_rng r;
+    util_rng_seed(&r, 1);
     assert_int_equal(samp_pick(lg, 4, &p, &r), 0); /* greedy */
     float tie[3] = {1, 2, 2};
     assert_int_equal(samp_pick(tie, 3, &p, &r), 1); /* ties: lowest id */
@@ -503,9 +503,9 @@ static void test_sampler(void **state) {
     p.temperature = 1e-3; /* nearly greedy */
     for (int i = 0; i < 100; i++) assert_int_equal(samp_pick(lg, 4, &p, &r), 0);
     /* same seed, same draws */
-    drift_rng r1, r2;
-    drift_rng_seed(&r1, 42);
-    drift_rng_seed(&r2, 42);
+    util_rng r1, r2;
+    util_rng_seed(&r1, 42);
+    util_rng_seed(&r2, 42);
     p.temperature = 1.0;
     for (int i = 0; i < 100; i++) assert_int_equal(samp_pick(lg, 4, &p, &r1), samp_pick(lg, 4, &p, &r2));
     /* logprobs */

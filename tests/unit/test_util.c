@@ -21,12 +21,12 @@ static void test_b64_rfc4648(void **state) {
     (void)state;
     for (size_t i = 0; i < sizeof rfc_vectors / sizeof rfc_vectors[0]; i++) {
         const char *plain = rfc_vectors[i].plain, *enc = rfc_vectors[i].enc;
-        char *e = drift_b64_encode(plain, strlen(plain));
+        char *e = util_b64_encode(plain, strlen(plain));
         assert_non_null(e);
         assert_string_equal(e, enc);
         free(e);
         size_t n = 99;
-        unsigned char *d = drift_b64_decode(enc, &n);
+        unsigned char *d = util_b64_decode(enc, &n);
         assert_non_null(d);
         assert_int_equal(n, strlen(plain));
         assert_memory_equal(d, plain, n);
@@ -36,11 +36,11 @@ static void test_b64_rfc4648(void **state) {
 }
 
 static void roundtrip(const unsigned char *v, size_t n) {
-    char *e = drift_b64_encode(v, n);
+    char *e = util_b64_encode(v, n);
     assert_non_null(e);
     assert_int_equal(strlen(e), 4 * ((n + 2) / 3));
     size_t m = 0;
-    unsigned char *d = drift_b64_decode(e, &m);
+    unsigned char *d = util_b64_decode(e, &m);
     if (!d) fail_msg("length %zu: '%s' did not decode", n, e);
     assert_int_equal(m, n);
     if (n) assert_memory_equal(d, v, n);
@@ -81,7 +81,7 @@ static void test_b64_invalid(void **state) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t n = 12345;
-        unsigned char *d = drift_b64_decode(bad[i], &n);
+        unsigned char *d = util_b64_decode(bad[i], &n);
         if (d) fail_msg("'%s' decoded to %zu bytes", bad[i], n);
         assert_int_equal(n, 12345); /* untouched on failure */
     }
