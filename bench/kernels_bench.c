@@ -146,7 +146,7 @@ static void bandwidth(int threads, double *copy_gbs, double *read_gbs) {
 }
 
 /* ---- matmul ---- */
-static double time_matmul(const drift_numeric_profile *p, const drift_qmat *W, const float *x,
+static double time_matmul(const drift_numeric_profile *p, const num_qmat *W, const float *x,
                           float *y, int64_t B, int reps) {
     double best = 1e30;
     drift_error err;
@@ -214,8 +214,8 @@ int main(int argc, char **argv) {
     /* f32 runs again last: a drop there means the machine changed under us */
     for (size_t fi = 0; fi < sizeof PF / sizeof PF[0]; fi++) {
         if (!wanted(PF[fi])) continue;
-        drift_qmat W;
-        if (drift_qmat_quantize(&W, PF[fi], w, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err)) {
+        num_qmat W;
+        if (num_qmat_quantize(&W, PF[fi], w, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             return 2;
         }
@@ -235,7 +235,7 @@ int main(int argc, char **argv) {
                 printf("%-9s %-7d %5lld %10.1f %7.0f%% %11.1f %7.0f%%\n", drift_dtype_name(PF[fi]),
                        nthr[t], (long long)B, gf, 100 * gf / peak[t], pk, 100 * gf / pk);
             }
-        drift_qmat_free(&W);
+        num_qmat_free(&W);
     }
     free(w), free(x), free(y);
 
@@ -251,8 +251,8 @@ int main(int argc, char **argv) {
                                      DRIFT_DTYPE_FP8_E4M3, DRIFT_DTYPE_INT8, DRIFT_DTYPE_Q8_0,
                                      DRIFT_DTYPE_Q4_0};
     for (size_t fi = 0; fi < sizeof DF / sizeof DF[0]; fi++) {
-        drift_qmat W;
-        if (drift_qmat_quantize(&W, DF[fi], wd, DN, DK, 32, DRIFT_SCALE_PER_CHANNEL, &err)) {
+        num_qmat W;
+        if (num_qmat_quantize(&W, DF[fi], wd, DN, DK, 32, DRIFT_SCALE_PER_CHANNEL, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             return 2;
         }
@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
             printf("%-9s %-7d %9.1f %9.1f %8.0f%% %8.0f%%\n", drift_dtype_name(DF[fi]), nthr[t],
                    bytes / 1e6, gbs, 100 * gbs / copy[t], 100 * gbs / rd[t]);
         }
-        drift_qmat_free(&W);
+        num_qmat_free(&W);
     }
     free(wd), free(xd), free(yd);
     return 0;

@@ -221,7 +221,7 @@ __attribute__((target("avx512f"))) static void deq_e5m2_avx512(float *dst, const
     for (; i < n; i++) dst[i] = num_e5m2_to_f32(src[i]) * s;
 }
 
-static void deq_row(const drift_qmat *W, int64_t r, float *dst, drift_isa isa) {
+static void deq_row(const num_qmat *W, int64_t r, float *dst, drift_isa isa) {
     const void *src = (const char *)W->data + (size_t)r * W->row_bytes;
     int one_scale = W->group == W->cols; /* INT8 / FP8: a single scale per row */
     float s = W->scales ? W->scales[r * (W->cols / W->group)] * W->tensor_scale : W->tensor_scale;
@@ -247,16 +247,16 @@ static void deq_row(const drift_qmat *W, int64_t r, float *dst, drift_isa isa) {
     else if (W->dtype == DRIFT_DTYPE_F16 && isa != DRIFT_ISA_SCALAR && num_cpu_has_f16c())
         deq_f16_f16c(dst, src, W->cols); /* F16C conversion is exact, as the scalar one */
     else
-        drift_qmat_dequantize_row(W, r, dst);
+        num_qmat_dequantize_row(W, r, dst);
 }
 
-void num_fast_dequantize_row(const drift_qmat *m, int64_t r, float *dst) {
+void num_fast_dequantize_row(const num_qmat *m, int64_t r, float *dst) {
     deq_row(m, r, dst, num_isa_resolve(DRIFT_ISA_AUTO));
 }
 
 /* Pointer to an f32 panel of NP rows starting at row n0 (ld = K): W's own
  * memory for full f32 panels, otherwise buf filled (zero rows past N). */
-static const float *panel_get(const drift_qmat *W, int64_t n0, float *buf, drift_isa isa) {
+static const float *panel_get(const num_qmat *W, int64_t n0, float *buf, drift_isa isa) {
     int64_t K = W->cols, N = W->rows;
     if (W->dtype == DRIFT_DTYPE_F32 && n0 + NP <= N) return (const float *)W->data + n0 * K;
     for (int64_t j = 0; j < NP; j++) {
@@ -560,7 +560,7 @@ static void pack_x(float *dst, const float *x, int64_t B, int64_t K, int64_t Kp,
 
 /* Packs panel rows n0.. (NP of them, zero past N) into dst [jt][s][j][L];
  * rowbuf (K floats) receives dequantized rows. */
-static void pack_w(float *dst, const drift_qmat *W, int64_t n0, int64_t Kp, int NR, int L,
+static void pack_w(float *dst, const num_qmat *W, int64_t n0, int64_t Kp, int NR, int L,
                    float *rowbuf, drift_isa isa) {
     int64_t K = W->cols, N = W->rows, steps = Kp / L;
     for (int64_t j = 0; j < NP; j++) {
@@ -716,7 +716,7 @@ static float gen_dot(const drift_numeric_profile *p, const float *x, const float
 int num_fast_generic_only = 0;
 
 drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const float *x,
-                             const drift_qmat *W, int64_t B, drift_error *err) {
+                             const num_qmat *W, int64_t B, drift_error *err) {
     int64_t K = W->cols, N = W->rows;
     drift_isa isa = num_isa_resolve(p->isa == DRIFT_ISA_REF ? DRIFT_ISA_SCALAR : p->isa);
     int L = isa_lanes(isa);
@@ -929,7 +929,7 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
  * Dispatchers and shared small kernels
  * ------------------------------------------------------------------------- */
 drift_status num_matmul(const drift_numeric_profile *p, float *y, const float *x,
-                        const drift_qmat *W, int64_t B, drift_error *err) {
+                        const num_qmat *W, int64_t B, drift_error *err) {
     if (p->isa == DRIFT_ISA_REF) return num_ref_matmul(p, y, x, W, B, err);
     return num_fast_matmul(p, y, x, W, B, err);
 }
@@ -981,8 +981,8 @@ void num_attention(const drift_numeric_profile *p, float *out, const float *q, c
         num_fast_attention(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
 }
 
-void num_embedding(const drift_numeric_profile *p, float *out, const drift_qmat *W, int64_t row) {
-    if (p->isa == DRIFT_ISA_REF) drift_qmat_dequantize_row(W, row, out);
+void num_embedding(const drift_numeric_profile *p, float *out, const num_qmat *W, int64_t row) {
+    if (p->isa == DRIFT_ISA_REF) num_qmat_dequantize_row(W, row, out);
     else deq_row(W, row, out, num_isa_resolve(p->isa));
     num_round_acts(p->acts, out, W->cols);
 }

@@ -20,7 +20,7 @@
 #include "model/numerics.h"
 
 drift_status num_ref_matmul(const drift_numeric_profile *p, float *y, const float *x,
-                            const drift_qmat *W, int64_t B, drift_error *err) {
+                            const num_qmat *W, int64_t B, drift_error *err) {
     int64_t K = W->cols, N = W->rows;
     float *xa = malloc((size_t)(B * K) * sizeof(float));
     float *w = malloc((size_t)K * sizeof(float));
@@ -33,7 +33,7 @@ drift_status num_ref_matmul(const drift_numeric_profile *p, float *y, const floa
     memcpy(xa, x, (size_t)(B * K) * sizeof(float));
     for (int64_t b = 0; b < B; b++) num_round_acts(p->acts, xa + b * K, K);
     for (int64_t n = 0; n < N; n++) {
-        drift_qmat_dequantize_row(W, n, w);
+        num_qmat_dequantize_row(W, n, w);
         for (int64_t b = 0; b < B; b++) {
             const float *xr = xa + b * K;
             double acc = 0.0;

@@ -2,7 +2,7 @@
  * (internal to src/model/; the API is driftbench/model.h).
  *
  *   drift_model      = config (drift_model_info + rope params) + weights
- *                      (layer_w: drift_qmat views into the GGUF mapping, or
+ *                      (layer_w: num_qmat views into the GGUF mapping, or
  *                      copies converted to the profile's weight format).
  *                      Immutable after loading; shared by threads.
  *   drift_session    = one sequence: position + KV cache (layer, n_ctx,
@@ -44,16 +44,16 @@
 
 typedef struct layer_w {
     float *attn_norm;          /* (dim) */
-    drift_qmat wq;             /* (n_heads * head_dim, dim) */
-    drift_qmat wk, wv;         /* (n_kv_heads * head_dim, dim) */
+    num_qmat wq;             /* (n_heads * head_dim, dim) */
+    num_qmat wk, wv;         /* (n_kv_heads * head_dim, dim) */
     float *bq, *bk, *bv;       /* (q_dim), (kv_dim), (kv_dim): qwen2 only, else NULL */
-    drift_qmat wo;             /* (dim, n_heads * head_dim) */
+    num_qmat wo;             /* (dim, n_heads * head_dim) */
     float *ffn_norm;           /* (dim) */
-    drift_qmat w_gate, w_up;   /* (hidden, dim)   dense FFN */
-    drift_qmat w_down;         /* (dim, hidden) */
-    drift_qmat router;         /* (n_experts, dim)               MoE */
-    drift_qmat *e_gate, *e_up; /* n_experts x (hidden, dim) */
-    drift_qmat *e_down;        /* n_experts x (dim, hidden) */
+    num_qmat w_gate, w_up;   /* (hidden, dim)   dense FFN */
+    num_qmat w_down;         /* (dim, hidden) */
+    num_qmat router;         /* (n_experts, dim)               MoE */
+    num_qmat *e_gate, *e_up; /* n_experts x (hidden, dim) */
+    num_qmat *e_down;        /* n_experts x (dim, hidden) */
 } layer_w;
 
 /* Built-in chat templates (model_text.c). */
@@ -66,8 +66,8 @@ struct drift_model {
     drift_model_info info;
     num_rope_params rope;
     float *rope_freqs;         /* (n_rot / 2) or NULL */
-    drift_qmat tok_embd;       /* (n_vocab, dim) */
-    drift_qmat output;         /* (n_vocab, dim); a view of tok_embd when tied */
+    num_qmat tok_embd;       /* (n_vocab, dim) */
+    num_qmat output;         /* (n_vocab, dim); a view of tok_embd when tied */
     float *output_norm;        /* (dim) */
     layer_w *layers;           /* (n_layers) */
     int q_dim, kv_dim;

@@ -50,9 +50,9 @@ static drift_status dtype_of(const gguf_tensor *t, drift_dtype *d, drift_error *
  * k-quants (which the kernels have no format for) are decoded to f32 first and
  * quantized to the profile's weight format (f32 when it says native). */
 static drift_status mat_from(const drift_model *m, const gguf_tensor *t, const void *data, int64_t rows, int64_t cols,
-                             drift_qmat *out, drift_error *err) {
+                             num_qmat *out, drift_error *err) {
     drift_dtype d = DRIFT_DTYPE_F32;
-    drift_qmat src;
+    num_qmat src;
     if (t->type == GGUF_DT_Q4_K || t->type == GGUF_DT_Q5_K || t->type == GGUF_DT_Q6_K) {
         uint32_t be, bb;
         gguf_dtype_info(t->type, &be, &bb);
@@ -61,19 +61,19 @@ static drift_status mat_from(const drift_model *m, const gguf_tensor *t, const v
         if (!buf) return drift_error_set(err, DRIFT_ERR_NOMEM, "tensor '%s': out of memory decoding %s", t->name, gguf_dtype_name(t->type));
         drift_status st = gguf_tensor_to_f32(t, first, n, buf, err);
         drift_dtype w = m->prof.weights == DRIFT_DTYPE_NATIVE ? DRIFT_DTYPE_F32 : m->prof.weights;
-        if (!st) st = drift_qmat_quantize(out, w, buf, rows, cols, m->prof.group_size, m->prof.weight_scale, err);
+        if (!st) st = num_qmat_quantize(out, w, buf, rows, cols, m->prof.group_size, m->prof.weight_scale, err);
         free(buf);
         if (st) drift_error_prefix(err, "tensor '%s': ", t->name);
         return st;
     }
     drift_status st = dtype_of(t, &d, err);
-    if (!st) st = drift_qmat_wrap(&src, d, data, rows, cols, err);
-    if (!st) st = drift_qmat_convert(out, &src, &m->prof, err);
+    if (!st) st = num_qmat_wrap(&src, d, data, rows, cols, err);
+    if (!st) st = num_qmat_convert(out, &src, &m->prof, err);
     if (st) drift_error_prefix(err, "tensor '%s': ", t->name);
     return st;
 }
 
-static drift_status load_mat(const drift_model *m, const char *name, int64_t rows, int64_t cols, drift_qmat *out,
+static drift_status load_mat(const drift_model *m, const char *name, int64_t rows, int64_t cols, num_qmat *out,
                              drift_error *err) {
     const gguf_tensor *t;
     uint64_t ne[2] = {(uint64_t)cols, (uint64_t)rows};
@@ -95,7 +95,7 @@ static drift_status load_vec(const drift_model *m, const char *name, int64_t n, 
     return st;
 }
 
-static drift_status load_experts(const drift_model *m, const char *name, int n_exp, int64_t rows, int64_t cols, drift_qmat **out,
+static drift_status load_experts(const drift_model *m, const char *name, int n_exp, int64_t rows, int64_t cols, num_qmat **out,
                                  drift_error *err) {
     const gguf_tensor *t;
     uint64_t ne[3] = {(uint64_t)cols, (uint64_t)rows, (uint64_t)n_exp};
@@ -135,7 +135,7 @@ static drift_status need_int(const drift_model *m, const char *key, int64_t lo, 
     return DRIFT_OK;
 }
 
-static void free_mat(drift_qmat *q) { drift_qmat_free(q); }
+static void free_mat(num_qmat *q) { num_qmat_free(q); }
 
 void drift_model_free(drift_model *m) {
     if (!m) return;

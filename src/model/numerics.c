@@ -448,7 +448,7 @@ static drift_status qmat_check_shape(drift_dtype t, int64_t rows, int64_t cols, 
     return DRIFT_OK;
 }
 
-drift_status drift_qmat_quantize(drift_qmat *m, drift_dtype t, const float *src, int64_t rows,
+drift_status num_qmat_quantize(num_qmat *m, drift_dtype t, const float *src, int64_t rows,
                                  int64_t cols, int group, drift_scale_mode mode,
                                  drift_error *err) {
     memset(m, 0, sizeof *m);
@@ -493,7 +493,7 @@ drift_status drift_qmat_quantize(drift_qmat *m, drift_dtype t, const float *src,
     return DRIFT_OK;
 }
 
-drift_status drift_qmat_wrap(drift_qmat *m, drift_dtype t, const void *data, int64_t rows,
+drift_status num_qmat_wrap(num_qmat *m, drift_dtype t, const void *data, int64_t rows,
                              int64_t cols, drift_error *err) {
     memset(m, 0, sizeof *m);
     if (t != DRIFT_DTYPE_F32 && t != DRIFT_DTYPE_F16 && t != DRIFT_DTYPE_BF16 &&
@@ -513,7 +513,7 @@ drift_status drift_qmat_wrap(drift_qmat *m, drift_dtype t, const void *data, int
     return DRIFT_OK;
 }
 
-void drift_qmat_dequantize_row(const drift_qmat *m, int64_t r, float *dst) {
+void num_qmat_dequantize_row(const num_qmat *m, int64_t r, float *dst) {
     const num_traits *tr = num_traits_of(m->dtype);
     int64_t gpr = m->scales ? m->cols / m->group : 0;
     tr->dequantize_row(dst, (const char *)m->data + (size_t)r * m->row_bytes,
@@ -521,7 +521,7 @@ void drift_qmat_dequantize_row(const drift_qmat *m, int64_t r, float *dst) {
                        m->tensor_scale);
 }
 
-drift_status drift_qmat_convert(drift_qmat *dst, const drift_qmat *src,
+drift_status num_qmat_convert(num_qmat *dst, const num_qmat *src,
                                 const drift_numeric_profile *p, drift_error *err) {
     drift_dtype t = p->weights;
     bool same = t == src->dtype;
@@ -537,14 +537,14 @@ drift_status drift_qmat_convert(drift_qmat *dst, const drift_qmat *src,
     size_t n = (size_t)src->rows * (size_t)src->cols;
     float *tmp = malloc(n * sizeof(float));
     if (!tmp) return drift_error_set(err, DRIFT_ERR_NOMEM, "qmat convert: %zu floats", n);
-    for (int64_t r = 0; r < src->rows; r++) drift_qmat_dequantize_row(src, r, tmp + r * src->cols);
-    drift_status st = drift_qmat_quantize(dst, t, tmp, src->rows, src->cols, p->group_size,
+    for (int64_t r = 0; r < src->rows; r++) num_qmat_dequantize_row(src, r, tmp + r * src->cols);
+    drift_status st = num_qmat_quantize(dst, t, tmp, src->rows, src->cols, p->group_size,
                                           p->weight_scale, err);
     free(tmp);
     return st;
 }
 
-void drift_qmat_free(drift_qmat *m) {
+void num_qmat_free(num_qmat *m) {
     if (!m) return;
     free(m->owned);
     memset(m, 0, sizeof *m);

@@ -4,7 +4,7 @@
  *  1. Scalar conversions (f16, bf16, fp8 e4m3/e5m2, fp4 e2m1, e8m0), all
  *     round-to-nearest-even with NaN/Inf handled.
  *  2. A traits table indexed by drift_dtype (name, block layout, quantize,
- *     dequantize), and drift_qmat: a weight matrix W (rows, cols) in any
+ *     dequantize), and num_qmat: a weight matrix W (rows, cols) in any
  *     format, quantized from f32 or wrapping GGUF data zero-copy.
  *  3. Kernels. num_* dispatch on the profile: isa=ref -> num_ref_* (in
  *     kernels_ref.c: scalar, float64 accumulation, -ffp-contract=off), else
@@ -104,7 +104,7 @@ size_t num_row_bytes(drift_dtype t, int64_t n);
 
 /* Weight matrix W (rows, cols): rows = output features, cols = input features
  * (the reduction dimension). Row r starts at data + r * row_bytes. */
-typedef struct drift_qmat {
+typedef struct num_qmat {
     drift_dtype dtype;
     int64_t rows, cols;
     const void *data;        /* (rows, row_bytes) */
@@ -113,38 +113,38 @@ typedef struct drift_qmat {
     int group;               /* elements per scale (INT8 / FP8 per channel: cols) */
     drift_scale_mode scale_mode; /* FP8 */
     float tensor_scale;      /* FP8 per tensor, NVFP4; 1 otherwise */
-    void *owned;             /* memory freed by drift_qmat_free; NULL when wrapping */
-} drift_qmat;
+    void *owned;             /* memory freed by num_qmat_free; NULL when wrapping */
+} num_qmat;
 
 /* Quantizes src (rows, cols) f32 into *m with format t. group: INT4 group size
  * (32 or 128), ignored otherwise; mode: FP8 per channel / per tensor.
  * cols must be a multiple of the format's block (and group). Errors:
  * DRIFT_ERR_INVALID (shape, format), DRIFT_ERR_NOMEM. */
-drift_status drift_qmat_quantize(drift_qmat *m, drift_dtype t, const float *src, int64_t rows,
+drift_status num_qmat_quantize(num_qmat *m, drift_dtype t, const float *src, int64_t rows,
                                  int64_t cols, int group, drift_scale_mode mode,
                                  drift_error *err);
 
 /* Wraps existing data (zero copy; caller keeps it alive) of a format without
  * side scales: F32, F16, BF16, Q8_0, Q4_0 (what GGUF files hold). */
-drift_status drift_qmat_wrap(drift_qmat *m, drift_dtype t, const void *data, int64_t rows,
+drift_status num_qmat_wrap(num_qmat *m, drift_dtype t, const void *data, int64_t rows,
                              int64_t cols, drift_error *err);
 
 /* Converts src to the profile's weight format (p->weights, weight_scale,
  * group_size): DRIFT_DTYPE_NATIVE or the same format -> a zero-copy view of
  * src's data. Otherwise dequantizes row by row and quantizes. */
-drift_status drift_qmat_convert(drift_qmat *dst, const drift_qmat *src,
+drift_status num_qmat_convert(num_qmat *dst, const num_qmat *src,
                                 const drift_numeric_profile *p, drift_error *err);
 
 /* Dequantizes row r (0 <= r < rows) into dst (cols floats). */
-void drift_qmat_dequantize_row(const drift_qmat *m, int64_t r, float *dst);
+void num_qmat_dequantize_row(const num_qmat *m, int64_t r, float *dst);
 
 /* The same values, SIMD where the format has a vector path (bf16, f16, q8_0,
- * q4_0, int8, fp8): bit for bit equal to drift_qmat_dequantize_row (NaN
+ * q4_0, int8, fp8): bit for bit equal to num_qmat_dequantize_row (NaN
  * payloads aside). For embedding lookups and row conversions. */
-void num_fast_dequantize_row(const drift_qmat *m, int64_t r, float *dst);
+void num_fast_dequantize_row(const num_qmat *m, int64_t r, float *dst);
 
 /* Frees owned memory; leaves *m zeroed. NULL-safe. */
-void drift_qmat_free(drift_qmat *m);
+void num_qmat_free(num_qmat *m);
 
 /* Rounds x (n) in place to format t as activations are: f32 = no-op;
  * bf16/f16 RNE; fp8 with a dynamic scale amax(x)/max_finite over the n
@@ -186,11 +186,11 @@ double num_rope_freq(const num_rope_params *rp, int i);
 /* y (B, rows) = act(x) (B, cols) @ W^T, W (rows, cols) any format.
  * DRIFT_ERR_NOMEM if scratch cannot be allocated. */
 drift_status num_matmul(const drift_numeric_profile *p, float *y, const float *x,
-                        const drift_qmat *W, int64_t B, drift_error *err);
+                        const num_qmat *W, int64_t B, drift_error *err);
 drift_status num_ref_matmul(const drift_numeric_profile *p, float *y, const float *x,
-                            const drift_qmat *W, int64_t B, drift_error *err);
+                            const num_qmat *W, int64_t B, drift_error *err);
 drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const float *x,
-                             const drift_qmat *W, int64_t B, drift_error *err);
+                             const num_qmat *W, int64_t B, drift_error *err);
 
 /* out (n) = x (n) / sqrt(mean(x^2) + eps) * w (n). out may alias x. */
 void num_rmsnorm(const drift_numeric_profile *p, float *out, const float *x, const float *w,
@@ -245,7 +245,7 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
                         int head_dim, float scale, float *scratch);
 
 /* out (cols) = deq(W[row]), then rounded to p->acts. */
-void num_embedding(const drift_numeric_profile *p, float *out, const drift_qmat *W, int64_t row);
+void num_embedding(const drift_numeric_profile *p, float *out, const num_qmat *W, int64_t row);
 
 /* exp as the profile asks (libm expf or the fast polynomial). */
 float num_exp(const drift_numeric_profile *p, float x);

@@ -92,9 +92,9 @@ static int fits(drift_dtype t, int64_t K) {
     return t != DRIFT_DTYPE_INT4 || K % int4_group(K) == 0;
 }
 
-static void quantize(drift_qmat *W, drift_dtype t, const float *w, int64_t N, int64_t K, drift_scale_mode mode) {
+static void quantize(num_qmat *W, drift_dtype t, const float *w, int64_t N, int64_t K, drift_scale_mode mode) {
     drift_error err;
-    if (drift_qmat_quantize(W, t, w, N, K, int4_group(K), mode, &err))
+    if (num_qmat_quantize(W, t, w, N, K, int4_group(K), mode, &err))
         fail_msg("quantize %s %lldx%lld: %s", drift_dtype_name(t), (long long)N, (long long)K, err.msg);
 }
 
@@ -117,11 +117,11 @@ static void test_device(void **state) {
     float x[32] = {1}, y[2];
     float w[64];
     for (int i = 0; i < 64; i++) w[i] = (float)i / 64;
-    drift_qmat W;
+    num_qmat W;
     quantize(&W, DRIFT_DTYPE_F32, w, 2, 32, DRIFT_SCALE_PER_CHANNEL);
     assert_int_equal(dcu_op_matmul(&p, y, x, &W, 1, &err), DRIFT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "bf16"));
-    drift_qmat_free(&W);
+    num_qmat_free(&W);
     /* the benchmarks measure something */
     double gbps = 0, tf = 0;
     assert_int_equal(dcu_bench_copy((size_t)64 << 20, 3, &gbps, &err), DRIFT_OK);
@@ -151,7 +151,7 @@ static void test_embedding(void **state) {
                 row[2] = 1e-6f;
                 row[3] = -3e-5f;
                 row[4] = 7.5f;
-                drift_qmat W;
+                num_qmat W;
                 quantize(&W, t, w, R, C, (drift_scale_mode)mode);
                 float *a = malloc((size_t)C * sizeof(float)), *b = malloc((size_t)C * sizeof(float));
                 for (size_t ai = 0; ai < N_ACTS; ai++) {
@@ -159,7 +159,7 @@ static void test_embedding(void **state) {
                     p.acts = ACTS[ai];
                     for (int64_t r = 0; r < R; r += 3) {
                         assert_int_equal(dcu_op_embedding(&p, a, &W, r, &err), DRIFT_OK);
-                        drift_qmat_dequantize_row(&W, r, b);
+                        num_qmat_dequantize_row(&W, r, b);
                         num_round_acts(p.acts, b, C);
                         if (!same_or_both_nan(a, b, C))
                             fail_msg("embedding w=%s (mode %d) cols %lld acts=%s row %lld differs", drift_dtype_name(t),
@@ -168,7 +168,7 @@ static void test_embedding(void **state) {
                     }
                 }
                 free(a), free(b), free(w);
-                drift_qmat_free(&W);
+                num_qmat_free(&W);
             }
     printf("  %-10s %-52s %d rows bit for bit  OK\n", "embedding", "every format x acts, 96 and 90 columns", n);
 }
@@ -288,7 +288,7 @@ static void test_matmul_vs_ref(void **state) {
             float *w = rand_vec(N * K, 0.05f), *x = rand_vec(B * K, 1.0f);
             for (int64_t k = 0; k < K; k++) x[2 * K + k] = 0.0f; /* a zero row (fp8 scale 0) */
             drift_scale_mode mode = ki == 1 ? DRIFT_SCALE_PER_TENSOR : DRIFT_SCALE_PER_CHANNEL;
-            drift_qmat W;
+            num_qmat W;
             quantize(&W, t, w, N, K, mode);
             float *yg = malloc(sizeof(float) * B * N), *yr = malloc(sizeof(float) * B * N);
             float *xa = malloc(sizeof(float) * B * K), *wr = malloc(sizeof(float) * K);
@@ -298,7 +298,7 @@ static void test_matmul_vs_ref(void **state) {
                 memcpy(xa, x, sizeof(float) * B * K);
                 for (int b = 0; b < B; b++) num_round_acts(ACTS[ai], xa + b * K, K);
                 for (int n = 0; n < N; n++) {
-                    drift_qmat_dequantize_row(&W, n, wr);
+                    num_qmat_dequantize_row(&W, n, wr);
                     for (int b = 0; b < B; b++) {
                         double s = 0;
                         for (int64_t k = 0; k < K; k++) s += fabs((double)xa[b * K + k] * wr[k]);
@@ -320,7 +320,7 @@ static void test_matmul_vs_ref(void **state) {
                     check_rel(what, yg, yr, scale, B * N, tol_of(tp, p.accum));
                 }
             }
-            drift_qmat_free(&W);
+            num_qmat_free(&W);
             free(w), free(x), free(yg), free(yr), free(xa), free(wr), free(scale);
         }
     if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
@@ -333,7 +333,7 @@ static void inv_case(const char *spec, drift_gemm g, drift_dtype t, int64_t N, i
     drift_numeric_profile p = gprof(spec, g);
     float *w = rand_vec(N * K, 0.05f), *x = rand_vec(BB * K, 1.0f);
     float *full = malloc(sizeof(float) * BB * N), *part = malloc(sizeof(float) * BB * N);
-    drift_qmat W;
+    num_qmat W;
     quantize(&W, t, w, N, K, p.weight_scale);
     assert_int_equal(dcu_op_matmul(&p, full, x, &W, BB, &err), DRIFT_OK);
     for (int64_t b = 0; b < BB; b++)
@@ -354,7 +354,7 @@ static void inv_case(const char *spec, drift_gemm g, drift_dtype t, int64_t N, i
         if (!same) fail_msg("batch invariance broken: %s", what);
         printf("  %-10s %-52s bit-identical over B  OK\n", "invariant", what);
     }
-    drift_qmat_free(&W);
+    num_qmat_free(&W);
     free(w), free(x), free(full), free(part);
 }
 
@@ -557,8 +557,8 @@ enum { TM_LAYERS = 2, TM_EXP = 4, TM_CTX = 32 };
 
 typedef struct tlayer {
     float *an, *fn, *bq, *bk, *bv;
-    drift_qmat wq, wk, wv, wo, wg, wu, wd, router;
-    drift_qmat eg[TM_EXP], eu[TM_EXP], ed[TM_EXP];
+    num_qmat wq, wk, wv, wo, wg, wu, wd, router;
+    num_qmat eg[TM_EXP], eu[TM_EXP], ed[TM_EXP];
 } tlayer;
 
 typedef struct tmodel {
@@ -566,16 +566,16 @@ typedef struct tmodel {
     float eps;
     num_rope_params rope;
     float freqf[8];
-    drift_qmat tok;
+    num_qmat tok;
     float *onorm;
     tlayer L[TM_LAYERS];
 } tmodel;
 
-static void tm_mat(drift_qmat *m, const drift_numeric_profile *p, int64_t rows, int64_t cols, float scale) {
+static void tm_mat(num_qmat *m, const drift_numeric_profile *p, int64_t rows, int64_t cols, float scale) {
     float *w = rand_vec(rows * cols, scale);
     drift_error err;
     drift_dtype t = p->weights == DRIFT_DTYPE_NATIVE ? DRIFT_DTYPE_F32 : p->weights;
-    if (drift_qmat_quantize(m, t, w, rows, cols, p->group_size, p->weight_scale, &err)) fail_msg("%s", err.msg);
+    if (num_qmat_quantize(m, t, w, rows, cols, p->group_size, p->weight_scale, &err)) fail_msg("%s", err.msg);
     free(w);
 }
 
@@ -641,14 +641,14 @@ static void tm_build(tmodel *m, const drift_numeric_profile *p, int qwen, int mo
 }
 
 static void tm_free(tmodel *m) {
-    drift_qmat_free(&m->tok);
+    num_qmat_free(&m->tok);
     free(m->onorm);
     for (int l = 0; l < m->n_layers; l++) {
         tlayer *L = &m->L[l];
         free(L->an), free(L->fn), free(L->bq), free(L->bk), free(L->bv);
-        drift_qmat *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wg, &L->wu, &L->wd, &L->router};
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) drift_qmat_free(ms[i]);
-        for (int e = 0; e < TM_EXP; e++) drift_qmat_free(&L->eg[e]), drift_qmat_free(&L->eu[e]), drift_qmat_free(&L->ed[e]);
+        num_qmat *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wg, &L->wu, &L->wd, &L->router};
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) num_qmat_free(ms[i]);
+        for (int e = 0; e < TM_EXP; e++) num_qmat_free(&L->eg[e]), num_qmat_free(&L->eu[e]), num_qmat_free(&L->ed[e]);
     }
 }
 

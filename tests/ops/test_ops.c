@@ -61,8 +61,8 @@ static void test_matmul_vs_ref(void **state) {
         int64_t K = block_of(t) == 1 ? MK_TAIL : MK; /* tail of a SIMD vector when possible */
         float *w = rand_vec(MN * K, 0.05f), *x = rand_vec(MB_ * K, 1.0f);
         float *yf = malloc(MB_ * MN * sizeof(float)), *yr = malloc(MB_ * MN * sizeof(float));
-        drift_qmat W;
-        assert_int_equal(drift_qmat_quantize(&W, t, w, MN, K, 32, DRIFT_SCALE_PER_CHANNEL, &err),
+        num_qmat W;
+        assert_int_equal(num_qmat_quantize(&W, t, w, MN, K, 32, DRIFT_SCALE_PER_CHANNEL, &err),
                          DRIFT_OK);
         for (size_t ai = 0; ai < 3; ai++)
             for (size_t pi = 0; pi < sizeof PROFS / sizeof PROFS[0]; pi++) {
@@ -77,7 +77,7 @@ static void test_matmul_vs_ref(void **state) {
                 snprintf(what, sizeof what, "w=%s %s", drift_dtype_name(t), spec);
                 check_nmse("matmul", what, yf, yr, MB_ * MN, PROFS[pi].tol);
             }
-        drift_qmat_free(&W);
+        num_qmat_free(&W);
         free(w), free(x), free(yf), free(yr);
     }
     if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
@@ -97,13 +97,13 @@ static void test_matmul_format_error(void **state) {
     float *w = rand_vec(N * K, 0.05f), *x = rand_vec(B * K, 1.0f);
     float *y32 = malloc((size_t)(B * N) * sizeof(float)), *yq = malloc((size_t)(B * N) * sizeof(float));
     drift_numeric_profile r = prof("profile=ref");
-    drift_qmat W32;
-    assert_int_equal(drift_qmat_quantize(&W32, DRIFT_DTYPE_F32, w, N, K, 0, 0, &err), DRIFT_OK);
+    num_qmat W32;
+    assert_int_equal(num_qmat_quantize(&W32, DRIFT_DTYPE_F32, w, N, K, 0, 0, &err), DRIFT_OK);
     assert_int_equal(num_ref_matmul(&r, y32, x, &W32, B, &err), DRIFT_OK);
     double prev_e4m3 = 0;
     for (size_t i = 0; i < sizeof FT / sizeof FT[0]; i++) {
-        drift_qmat W;
-        assert_int_equal(drift_qmat_quantize(&W, FT[i].t, w, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err),
+        num_qmat W;
+        assert_int_equal(num_qmat_quantize(&W, FT[i].t, w, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err),
                          DRIFT_OK);
         assert_int_equal(num_ref_matmul(&r, yq, x, &W, B, &err), DRIFT_OK);
         char what[64];
@@ -112,21 +112,21 @@ static void test_matmul_format_error(void **state) {
         /* a lossy format must actually change the result */
         assert_false(bits_equal(yq, y32, B * N));
         if (FT[i].t == DRIFT_DTYPE_FP8_E4M3) prev_e4m3 = 1;
-        drift_qmat_free(&W);
+        num_qmat_free(&W);
     }
     assert_true(prev_e4m3 == 1);
     /* convert: profile weights from an f32 matrix; native = zero copy */
-    drift_qmat V;
+    num_qmat V;
     drift_numeric_profile p = prof("weights=native");
-    assert_int_equal(drift_qmat_convert(&V, &W32, &p, &err), DRIFT_OK);
+    assert_int_equal(num_qmat_convert(&V, &W32, &p, &err), DRIFT_OK);
     assert_ptr_equal(V.data, W32.data);
     assert_null(V.owned);
     p = prof("profile=cpu-int4&group=128");
-    assert_int_equal(drift_qmat_convert(&V, &W32, &p, &err), DRIFT_OK);
+    assert_int_equal(num_qmat_convert(&V, &W32, &p, &err), DRIFT_OK);
     assert_int_equal(V.dtype, DRIFT_DTYPE_INT4);
     assert_int_equal(V.group, 128);
-    drift_qmat_free(&V);
-    drift_qmat_free(&W32);
+    num_qmat_free(&V);
+    num_qmat_free(&W32);
     free(w), free(x), free(y32), free(yq);
     if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
 }
@@ -162,14 +162,14 @@ static void test_elementwise(void **state) {
     }
     /* embedding: dequantized row, rounded to the activation format */
     drift_error err;
-    drift_qmat E;
-    assert_int_equal(drift_qmat_quantize(&E, DRIFT_DTYPE_Q8_0, x, 10, 96, 0, 0, &err), DRIFT_OK);
+    num_qmat E;
+    assert_int_equal(num_qmat_quantize(&E, DRIFT_DTYPE_Q8_0, x, 10, 96, 0, 0, &err), DRIFT_OK);
     drift_numeric_profile pb = prof("acts=bf16");
     num_embedding(&pb, a, &E, 3);
-    drift_qmat_dequantize_row(&E, 3, b);
+    num_qmat_dequantize_row(&E, 3, b);
     for (int i = 0; i < 96; i++) assert_true(a[i] == num_bf16_to_f32(num_f32_to_bf16(b[i])));
     check_nmse("embedding", "q8_0 row vs f32 row", b, x + 3 * 96, 96, 1e-4);
-    drift_qmat_free(&E);
+    num_qmat_free(&E);
     free(x), free(w), free(u);
     if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
 }
@@ -272,28 +272,28 @@ static void test_fast_dequantize(void **state) {
     w[8] = -0.0f;
     for (size_t wi = 0; wi < N_W; wi++)
         for (int mode = 0; mode < 2; mode++) {
-            drift_qmat W;
-            assert_int_equal(drift_qmat_quantize(&W, ALL_W[wi], w, R, C, 32, (drift_scale_mode)mode, &err),
+            num_qmat W;
+            assert_int_equal(num_qmat_quantize(&W, ALL_W[wi], w, R, C, 32, (drift_scale_mode)mode, &err),
                              DRIFT_OK);
             for (int r = 0; r < R; r++) {
                 num_fast_dequantize_row(&W, r, a);
-                drift_qmat_dequantize_row(&W, r, b);
+                num_qmat_dequantize_row(&W, r, b);
                 if (!same_or_both_nan(a, b, C))
                     fail_msg("fast dequantize of %s (mode %d) row %d differs",
                              drift_dtype_name(ALL_W[wi]), mode, r);
             }
-            drift_qmat_free(&W);
+            num_qmat_free(&W);
         }
     /* every fp8 code, with a scale */
     uint8_t codes[256];
     for (int c = 0; c < 256; c++) codes[c] = (uint8_t)c;
     float big_a[256], big_b[256];
     for (int t = 0; t < 2; t++) {
-        drift_qmat W = {.dtype = t ? DRIFT_DTYPE_FP8_E5M2 : DRIFT_DTYPE_FP8_E4M3, .rows = 1,
+        num_qmat W = {.dtype = t ? DRIFT_DTYPE_FP8_E5M2 : DRIFT_DTYPE_FP8_E4M3, .rows = 1,
                         .cols = 256, .data = codes, .row_bytes = 256, .group = 256,
                         .tensor_scale = 0.375f};
         num_fast_dequantize_row(&W, 0, big_a);
-        drift_qmat_dequantize_row(&W, 0, big_b);
+        num_qmat_dequantize_row(&W, 0, big_b);
         if (!same_or_both_nan(big_a, big_b, 256)) fail_msg("fp8 codes (%d) differ", t);
     }
     printf("  %-10s %-46s SIMD == traits, bit for bit  OK\n", "dequant", "all formats, all fp8 codes");
@@ -308,8 +308,8 @@ static void check_invariance(const char *spec, drift_dtype t, int64_t N, int64_t
     drift_numeric_profile p = prof(spec);
     float *w = rand_vec(N * K, 0.05f), *x = rand_vec(BB * K, 1.0f);
     float *full = malloc((size_t)(BB * N) * sizeof(float)), *part = malloc((size_t)(BB * N) * sizeof(float));
-    drift_qmat W;
-    assert_int_equal(drift_qmat_quantize(&W, t, w, N, K, 32, p.weight_scale, &err), DRIFT_OK);
+    num_qmat W;
+    assert_int_equal(num_qmat_quantize(&W, t, w, N, K, 32, p.weight_scale, &err), DRIFT_OK);
     p.threads = 2;
     assert_int_equal(num_fast_matmul(&p, full, x, &W, BB, &err), DRIFT_OK);
     /* one row at a time, threads 1 and 3 */
@@ -328,7 +328,7 @@ static void check_invariance(const char *spec, drift_dtype t, int64_t N, int64_t
                      (long long)SUB[s][0], (long long)SUB[s][1]);
     }
     printf("  %-10s %-46s bit-identical over B and threads  OK\n", "invariant", spec);
-    drift_qmat_free(&W);
+    num_qmat_free(&W);
     free(w), free(x), free(full), free(part);
 }
 
@@ -358,8 +358,8 @@ static void test_batch_variant_mode(void **state) {
     drift_numeric_profile p = prof("batch_invariant=0");
     float *w = rand_vec(N * K, 0.05f), *x = rand_vec(B * K, 1.0f);
     float *full = malloc(B * N * sizeof(float)), *one = malloc(B * N * sizeof(float));
-    drift_qmat W;
-    assert_int_equal(drift_qmat_quantize(&W, DRIFT_DTYPE_F32, w, N, K, 0, 0, &err), DRIFT_OK);
+    num_qmat W;
+    assert_int_equal(num_qmat_quantize(&W, DRIFT_DTYPE_F32, w, N, K, 0, 0, &err), DRIFT_OK);
     assert_int_equal(num_fast_matmul(&p, full, x, &W, B, &err), DRIFT_OK);
     for (int b = 0; b < B; b++)
         assert_int_equal(num_fast_matmul(&p, one + b * N, x + b * K, &W, 1, &err), DRIFT_OK);
@@ -369,7 +369,7 @@ static void test_batch_variant_mode(void **state) {
            B * N);
     assert_true(differ > 0);
     check_nmse("variant", "B=1 vs B=16, batch_invariant=0", one, full, B * N, 1e-10);
-    drift_qmat_free(&W);
+    num_qmat_free(&W);
     free(w), free(x), free(full), free(one);
     if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
 }
@@ -384,8 +384,8 @@ static void test_simd_equals_emulation(void **state) {
     drift_error err;
     float *w = rand_vec(N * K, 0.05f), *x = rand_vec(B * K, 1.0f);
     float *ys = malloc(B * N * sizeof(float)), *yg = malloc(B * N * sizeof(float));
-    drift_qmat W;
-    assert_int_equal(drift_qmat_quantize(&W, DRIFT_DTYPE_F32, w, N, K, 0, 0, &err), DRIFT_OK);
+    num_qmat W;
+    assert_int_equal(num_qmat_quantize(&W, DRIFT_DTYPE_F32, w, N, K, 0, 0, &err), DRIFT_OK);
     for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
         drift_numeric_profile p = prof(SPECS[i]);
         if (num_isa_resolve(p.isa) != p.isa) {
@@ -404,7 +404,7 @@ static void test_simd_equals_emulation(void **state) {
     assert_int_equal(num_fast_matmul(&p512, ys, x, &W, B, &err), DRIFT_OK);
     assert_int_equal(num_fast_matmul(&pp, yg, x, &W, B, &err), DRIFT_OK);
     assert_false(bits_equal(ys, yg, B * N));
-    drift_qmat_free(&W);
+    num_qmat_free(&W);
     free(w), free(x), free(ys), free(yg);
 }
 
@@ -416,20 +416,20 @@ static void test_ref_determinism(void **state) {
     drift_numeric_profile r = prof("profile=ref"), g = prof("profile=gpu-fp8");
     float *w = rand_vec(N * K, 0.05f), *x = rand_vec(B * K, 1.0f);
     float y1[B * N], y2[B * N], y3[B * N];
-    drift_qmat W, Wg;
-    assert_int_equal(drift_qmat_quantize(&W, DRIFT_DTYPE_F32, w, N, K, 0, 0, &err), DRIFT_OK);
+    num_qmat W, Wg;
+    assert_int_equal(num_qmat_quantize(&W, DRIFT_DTYPE_F32, w, N, K, 0, 0, &err), DRIFT_OK);
     assert_int_equal(num_matmul(&r, y1, x, &W, B, &err), DRIFT_OK);
     assert_int_equal(num_matmul(&r, y2, x, &W, B, &err), DRIFT_OK);
     assert_true(bits_equal(y1, y2, B * N));
-    assert_int_equal(drift_qmat_convert(&Wg, &W, &g, &err), DRIFT_OK);
+    assert_int_equal(num_qmat_convert(&Wg, &W, &g, &err), DRIFT_OK);
     assert_int_equal(num_matmul(&g, y3, x, &Wg, B, &err), DRIFT_OK);
     assert_false(bits_equal(y1, y3, B * N));
     check_nmse("profiles", "gpu-fp8 vs ref (measurably different)", y3, y1, B * N, 5e-3);
     double se = 0;
     for (int i = 0; i < B * N; i++) se += (y3[i] - y1[i]) * (double)(y3[i] - y1[i]);
     assert_true(se > 0);
-    drift_qmat_free(&W);
-    drift_qmat_free(&Wg);
+    num_qmat_free(&W);
+    num_qmat_free(&Wg);
     free(w), free(x);
     if (n_failed) fail_msg("%d of %d cases failed", n_failed, n_cases);
 }

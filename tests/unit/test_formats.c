@@ -196,15 +196,15 @@ static void check_roundtrip(drift_dtype t, int group, drift_scale_mode mode) {
         double g = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
         src[i] = (i % 97 == 0) ? 0.0f : (float)(g * pow(10.0, (i / C) - 3));
     }
-    drift_qmat m;
+    num_qmat m;
     drift_error err;
-    assert_int_equal(drift_qmat_quantize(&m, t, src, R, C, group, mode, &err), DRIFT_OK);
+    assert_int_equal(num_qmat_quantize(&m, t, src, R, C, group, mode, &err), DRIFT_OK);
     const num_traits *tr = num_traits_of(t);
     assert_non_null(tr);
     assert_int_equal(m.row_bytes, num_row_bytes(t, C));
     double se = 0, ss = 0;
     for (int r = 0; r < R; r++) {
-        drift_qmat_dequantize_row(&m, r, back);
+        num_qmat_dequantize_row(&m, r, back);
         const float *x = src + r * C;
         for (int c = 0; c < C; c++) {
             double e = fabs((double)back[c] - (double)x[c]), a = fabs((double)x[c]);
@@ -272,7 +272,7 @@ static void check_roundtrip(drift_dtype t, int group, drift_scale_mode mode) {
     double nmse = se / ss;
     if (t == DRIFT_DTYPE_F32) assert_true(nmse == 0);
     else assert_true(nmse > 0 && nmse < 0.05);
-    drift_qmat_free(&m);
+    num_qmat_free(&m);
 }
 
 static void test_roundtrip_all(void **state) {
@@ -292,14 +292,14 @@ static void test_gguf_blocks(void **state) {
     for (int j = 0; j < 32; j++) q8[2 + j] = (uint8_t)(int8_t)(j - 16);
     memcpy(q4, &d, 2);
     for (int j = 0; j < 16; j++) q4[2 + j] = (uint8_t)(j | ((15 - j) << 4));
-    drift_qmat m;
+    num_qmat m;
     drift_error err;
     float out[32];
-    assert_int_equal(drift_qmat_wrap(&m, DRIFT_DTYPE_Q8_0, q8, 1, 32, &err), DRIFT_OK);
-    drift_qmat_dequantize_row(&m, 0, out);
+    assert_int_equal(num_qmat_wrap(&m, DRIFT_DTYPE_Q8_0, q8, 1, 32, &err), DRIFT_OK);
+    num_qmat_dequantize_row(&m, 0, out);
     for (int j = 0; j < 32; j++) assert_true(out[j] == (float)(j - 16) * 0.5f);
-    assert_int_equal(drift_qmat_wrap(&m, DRIFT_DTYPE_Q4_0, q4, 1, 32, &err), DRIFT_OK);
-    drift_qmat_dequantize_row(&m, 0, out);
+    assert_int_equal(num_qmat_wrap(&m, DRIFT_DTYPE_Q4_0, q4, 1, 32, &err), DRIFT_OK);
+    num_qmat_dequantize_row(&m, 0, out);
     for (int j = 0; j < 16; j++) {
         assert_true(out[j] == (float)(j - 8) * 0.5f);           /* low nibbles first */
         assert_true(out[j + 16] == (float)(15 - j - 8) * 0.5f); /* then high nibbles */
@@ -307,14 +307,14 @@ static void test_gguf_blocks(void **state) {
     /* ggml's Q4_0 quantizer: d = max/-8 where max is the signed extreme */
     float x[32];
     for (int j = 0; j < 32; j++) x[j] = (float)j - 8.0f; /* extreme +23 */
-    assert_int_equal(drift_qmat_quantize(&m, DRIFT_DTYPE_Q4_0, x, 1, 32, 0, 0, &err), DRIFT_OK);
+    assert_int_equal(num_qmat_quantize(&m, DRIFT_DTYPE_Q4_0, x, 1, 32, 0, 0, &err), DRIFT_OK);
     uint16_t dd;
     memcpy(&dd, m.data, 2);
     assert_true(num_f16_to_f32(dd) == num_f16_to_f32(num_f32_to_f16(23.0f / -8.0f)));
-    drift_qmat_free(&m);
+    num_qmat_free(&m);
     /* wrapping refuses formats that need side scales; bad shapes are errors */
-    assert_int_equal(drift_qmat_wrap(&m, DRIFT_DTYPE_INT4, q4, 1, 32, &err), DRIFT_ERR_INVALID);
-    assert_int_equal(drift_qmat_wrap(&m, DRIFT_DTYPE_Q8_0, q8, 1, 31, &err), DRIFT_ERR_INVALID);
+    assert_int_equal(num_qmat_wrap(&m, DRIFT_DTYPE_INT4, q4, 1, 32, &err), DRIFT_ERR_INVALID);
+    assert_int_equal(num_qmat_wrap(&m, DRIFT_DTYPE_Q8_0, q8, 1, 31, &err), DRIFT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "multiple of 32"));
 }
 

@@ -155,9 +155,9 @@ static bool is16(int dt) { return dt == DRIFT_DTYPE_F16 || dt == DRIFT_DTYPE_BF1
 
 /* Matrices that can be stacked into one (rows concatenated): the same
  * format, columns, group, scale layout and tensor scale. */
-static bool can_stack(const drift_qmat *const *ms, int n) {
+static bool can_stack(const num_qmat *const *ms, int n) {
     for (int i = 1; i < n; i++) {
-        const drift_qmat *a = ms[0], *b = ms[i];
+        const num_qmat *a = ms[0], *b = ms[i];
         if (a->dtype != b->dtype || a->cols != b->cols || (a->scales == NULL) != (b->scales == NULL) ||
             memcmp(&a->tensor_scale, &b->tensor_scale, sizeof(float)))
             return false;
@@ -167,9 +167,9 @@ static bool can_stack(const drift_qmat *const *ms, int n) {
 }
 
 /* Uploads n matrices (can_stack) as one device matrix of their rows. */
-drift_status dcu_upload_mats(dcu_allocs *al, const drift_qmat *const *ms, int n, dmat *out, drift_error *err) {
+drift_status dcu_upload_mats(dcu_allocs *al, const num_qmat *const *ms, int n, dmat *out, drift_error *err) {
     memset(out, 0, sizeof *out);
-    const drift_qmat *m0 = ms[0];
+    const num_qmat *m0 = ms[0];
     const num_traits *tr = num_traits_of(m0->dtype);
     if (!tr) return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: weight format %d has no traits", (int)m0->dtype);
     int64_t K = m0->cols, N = 0;
@@ -400,7 +400,7 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
         (st = upload_vec(al, s->bq, m->q_dim, &L->bq, err)) || (st = upload_vec(al, s->bk, m->kv_dim, &L->bk, err)) ||
         (st = upload_vec(al, s->bv, m->kv_dim, &L->bv, err)))
         return st;
-    const drift_qmat *qkv[3] = {s->wq, s->wk, s->wv};
+    const num_qmat *qkv[3] = {s->wq, s->wk, s->wv};
     if (s->wq->rows != m->q_dim || s->wk->rows != m->kv_dim || s->wv->rows != m->kv_dim || s->wq->cols != d->dim ||
         s->wk->cols != d->dim || s->wv->cols != d->dim || s->wo->rows != d->dim || s->wo->cols != m->q_dim)
         return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d: attention matrices of the wrong shape", l);
@@ -438,7 +438,7 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
         }
         /* gate|up of every expert stacked (one product for the dense path); eg / eu are views of it.
          * 16-bit rows are padded to 16 per matrix, so only when H is a multiple of 16. */
-        std::vector<const drift_qmat *> gu;
+        std::vector<const num_qmat *> gu;
         try {
             for (int e = 0; e < d->n_experts; e++) {
                 gu.push_back(&s->e_gate[e]);
@@ -457,7 +457,7 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
             }
         }
         for (int e = 0; e < d->n_experts; e++) {
-            const drift_qmat *g = &s->e_gate[e], *u = &s->e_up[e], *w = &s->e_down[e];
+            const num_qmat *g = &s->e_gate[e], *u = &s->e_up[e], *w = &s->e_down[e];
             if ((!L->egu_stacked && ((st = dcu_upload_mats(al, &g, 1, &L->eg[(size_t)e], err)) ||
                                      (st = dcu_upload_mats(al, &u, 1, &L->eu[(size_t)e], err)))) ||
                 (st = dcu_upload_mats(al, &w, 1, &L->ed[(size_t)e], err)))
@@ -472,7 +472,7 @@ static drift_status upload_layer(dcu_model *m, const dcu_model_desc *d, int l, d
         if (s->w_gate->rows != d->hidden_dim || s->w_gate->cols != d->dim || s->w_up->rows != d->hidden_dim ||
             s->w_up->cols != d->dim || s->w_down->rows != d->dim || s->w_down->cols != d->hidden_dim)
             return drift_error_set(err, DRIFT_ERR_INVALID, "cuda: layer %d: FFN matrices of the wrong shape", l);
-        const drift_qmat *gu[2] = {s->w_gate, s->w_up};
+        const num_qmat *gu[2] = {s->w_gate, s->w_up};
         L->gu_stacked = can_stack(gu, 2);
         if (L->gu_stacked) {
             if ((st = dcu_upload_mats(al, gu, 2, &L->gu, err))) return st;

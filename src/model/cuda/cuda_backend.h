@@ -66,11 +66,11 @@ drift_status dcu_device_get_info(dcu_device_info *out, drift_error *err);
  * experts NULL. MoE: router (n_experts, dim) and e_* arrays of n_experts. */
 typedef struct dcu_layer_desc {
     const float *attn_norm, *ffn_norm;           /* (dim) */
-    const drift_qmat *wq, *wk, *wv, *wo;
+    const num_qmat *wq, *wk, *wv, *wo;
     const float *bq, *bk, *bv;                   /* NULL unless qwen2 */
-    const drift_qmat *w_gate, *w_up, *w_down;    /* dense FFN or NULL */
-    const drift_qmat *router;                    /* MoE or NULL */
-    const drift_qmat *e_gate, *e_up, *e_down;    /* n_experts each, MoE */
+    const num_qmat *w_gate, *w_up, *w_down;    /* dense FFN or NULL */
+    const num_qmat *router;                    /* MoE or NULL */
+    const num_qmat *e_gate, *e_up, *e_down;    /* n_experts each, MoE */
 } dcu_layer_desc;
 
 typedef struct dcu_model_desc {
@@ -79,8 +79,8 @@ typedef struct dcu_model_desc {
     int sliding_window;                          /* 0 = none */
     float norm_eps;
     num_rope_params rope;                        /* freq_factors: host, may be NULL */
-    const drift_qmat *tok_embd;                  /* (n_vocab, dim) */
-    const drift_qmat *output;                    /* (n_vocab, dim); may equal tok_embd */
+    const num_qmat *tok_embd;                  /* (n_vocab, dim) */
+    const num_qmat *output;                    /* (n_vocab, dim); may equal tok_embd */
     const float *output_norm;                    /* (dim) */
     const dcu_layer_desc *layers;                /* (n_layers) */
 } dcu_model_desc;
@@ -114,7 +114,7 @@ drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *pos, const 
 /* ---- single ops, for tests/ops/test_cuda_ops.c (host in, host out; each
  * call uploads, runs the same device code the forward pass uses, downloads).
  * Same shapes and meaning as the num_* functions of numerics.h. */
-drift_status dcu_op_matmul(const drift_numeric_profile *p, float *y, const float *x, const drift_qmat *W, int64_t B,
+drift_status dcu_op_matmul(const drift_numeric_profile *p, float *y, const float *x, const num_qmat *W, int64_t B,
                            drift_error *err);
 drift_status dcu_op_rmsnorm(const drift_numeric_profile *p, float *out, const float *x, const float *w, int64_t rows,
                             int64_t n, float eps, drift_error *err);
@@ -130,7 +130,7 @@ drift_status dcu_op_swiglu(const drift_numeric_profile *p, float *out, const flo
  * out as num_attention's: vector t at byte offset t * stride_bytes). */
 drift_status dcu_op_attention(const drift_numeric_profile *p, float *out, const float *q, const void *k, const void *v,
                               size_t stride_bytes, int n_pos, int head_dim, float scale, drift_error *err);
-drift_status dcu_op_embedding(const drift_numeric_profile *p, float *out, const drift_qmat *W, int64_t row,
+drift_status dcu_op_embedding(const drift_numeric_profile *p, float *out, const num_qmat *W, int64_t row,
                               drift_error *err);
 /* act() rounding of rows x n values in place (num_round_acts on each row):
  * the kernel every matmul input goes through. */

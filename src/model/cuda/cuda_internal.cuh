@@ -185,7 +185,7 @@ struct dcu_allocs {
 /* cuda_backend.cu's helpers that the single ops (cuda_ops.cu) share. */
 drift_status dcu_check_profile(const drift_numeric_profile *p, drift_error *err);
 drift_status dcu_act_alloc(dcu_allocs *al, int rows, int64_t K, unsigned needs, dact *a, drift_error *err);
-drift_status dcu_upload_mats(dcu_allocs *al, const drift_qmat *const *ms, int n, dmat *out, drift_error *err);
+drift_status dcu_upload_mats(dcu_allocs *al, const num_qmat *const *ms, int n, dmat *out, drift_error *err);
 drift_status dcu_upload_freqs(dcu_allocs *al, const num_rope_params *rp, const double **out, drift_error *err);
 int dcu_attn_chunk(const drift_numeric_profile *p, int B, int n_heads, int max_npos, int sm_count);
 void dcu_ctx_destroy(dcu_ctx *c);
@@ -519,7 +519,7 @@ static __device__ __forceinline__ float dcu_fp8_round(int t, float x, float s, u
     return __fmul_rn(d, s);
 }
 
-/* Element k of row r of W, as drift_qmat_dequantize_row gives it. */
+/* Element k of row r of W, as num_qmat_dequantize_row gives it. */
 static __device__ float dcu_deq_elem(const dmat &W, int64_t r, int64_t k) {
     const uint8_t *row = W.data + (size_t)r * W.ld;
     switch (W.dt) {

@@ -49,7 +49,7 @@ static drift_status op_finish(dcu_ctx *c, void *dst, const void *src, size_t byt
     return DRIFT_OK;
 }
 
-extern "C" drift_status dcu_op_matmul(const drift_numeric_profile *p, float *y, const float *x, const drift_qmat *W,
+extern "C" drift_status dcu_op_matmul(const drift_numeric_profile *p, float *y, const float *x, const num_qmat *W,
                                       int64_t B, drift_error *err) {
     std::lock_guard<std::mutex> lk(g_op_mu);
     dcu_ctx *c;
@@ -223,7 +223,7 @@ extern "C" drift_status dcu_op_attention(const drift_numeric_profile *p, float *
     return op_finish(c, out, dout, (size_t)head_dim * sizeof(float), err);
 }
 
-extern "C" drift_status dcu_op_embedding(const drift_numeric_profile *p, float *out, const drift_qmat *W, int64_t row,
+extern "C" drift_status dcu_op_embedding(const drift_numeric_profile *p, float *out, const num_qmat *W, int64_t row,
                                          drift_error *err) {
     std::lock_guard<std::mutex> lk(g_op_mu);
     dcu_ctx *c;
