@@ -1,5 +1,5 @@
 /* cmd_matrix.h - the matrix stage as `matrix` and `lab` print it (the
- * runner is the library's drift_matrix_run), and the flip table's text. */
+ * runner is the library's drift_matrix_run). */
 #ifndef DRIFT_CLI_CMD_MATRIX_H
 #define DRIFT_CLI_CMD_MATRIX_H
 
@@ -29,8 +29,5 @@ void cli_matrix_opts_default(cli_matrix_opts *o);
  * Returns a CLI exit code. */
 int cli_matrix_run(const char *cmd, drift_store *st, const drift_matrix_spec *spec, const cli_matrix_opts *o,
                    cli_matrix_stats *stats);
-
-/* Prints the flip table grouped by workload (text; cmd_table.c). */
-void cli_print_flip_table(FILE *f, const drift_table *t);
 
 #endif

@@ -7,13 +7,12 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cmd_matrix.h"
 #include "driftbench/analysis.h"
 #include "driftbench/matrix.h"
 #include "driftbench/report.h"
 
-/* The text form (table_render.c) to f; the lab prints it too. */
-void cli_print_flip_table(FILE *f, const drift_table *t) {
+/* The flip table grouped by workload, as text (table_render.c), to f. */
+static void print_flip_table(FILE *f, const drift_table *t) {
     char *text = NULL;
     drift_error err = {0};
     if (drift_table_render_text(t, &text, &err)) cli_error_lib("table", &err);
@@ -56,11 +55,11 @@ static int cmd_table(int argc, char **argv) {
             FILE *f = fopen(out, "w");
             if (!f) ret = cli_error("table", "cannot write %s", out);
             else {
-                cli_print_flip_table(f, t);
+                print_flip_table(f, t);
                 fclose(f);
             }
         } else {
-            cli_print_flip_table(stdout, t);
+            print_flip_table(stdout, t);
         }
     } else {
         char *csv = NULL;
