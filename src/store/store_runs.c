@@ -586,15 +586,6 @@ drift_status drift_store_response_get(drift_store *st, int64_t response_id, drif
 }
 
 /* See suite.h. */
-void drift_prompt_clear(drift_prompt *p) {
-    if (!p) return;
-    free(p->prompt_id);
-    free(p->input);
-    free(p->reference_json);
-    free(p->hash);
-    memset(p, 0, sizeof *p);
-}
-
 
 /* ---- whole-store counts ---- */
 

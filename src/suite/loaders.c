@@ -764,14 +764,18 @@ drift_status drift_suite_load(const char *spec, drift_suite **out, drift_error *
     return ds;
 }
 
+void drift_prompt_clear(drift_prompt *p) {
+    if (!p) return;
+    free(p->prompt_id);
+    free(p->input);
+    free(p->reference_json);
+    free(p->hash);
+    memset(p, 0, sizeof *p);
+}
+
 void drift_suite_free(drift_suite *suite) {
     if (!suite) return;
-    for (size_t i = 0; i < suite->n; i++) {
-        free(suite->prompts[i].prompt_id);
-        free(suite->prompts[i].input);
-        free(suite->prompts[i].reference_json);
-        free(suite->prompts[i].hash);
-    }
+    for (size_t i = 0; i < suite->n; i++) drift_prompt_clear(&suite->prompts[i]);
     free(suite->prompts);
     free(suite->name);
     free(suite->source);
