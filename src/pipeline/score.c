@@ -198,12 +198,11 @@ static void *code_worker(void *arg) {
 }
 
 static void eval_code_batch(scorer *s, item **items, size_t n) {
-    if (n == 0) return;
+    if (n == 0 || cancelled(s)) return;
     code_job j = {.s = s, .items = items, .n = n};
     pthread_mutex_init(&j.mu, NULL);
     int nt = s->jobs < (int)n ? s->jobs : (int)n;
     if (nt < 1) nt = 1;
-    if (s->opts->cancel && s->opts->cancel(s->opts->cancel_user)) return;
     pthread_t *th = calloc((size_t)nt, sizeof *th);
     int started = 0;
     for (int t = 0; th && t < nt; t++)
