@@ -475,7 +475,8 @@ static int chan_line(const char *line, size_t n, const char *kind, const char *n
 
 int code_chan_ready(const char *chan, size_t len, const char *nonce) {
     const char *msg;
-    size_t n = memchr(chan, '\n', len) ? (size_t)((const char *)memchr(chan, '\n', len) - chan) : len;
+    const char *nl = memchr(chan, '\n', len);
+    size_t n = nl ? (size_t)(nl - chan) : len;
     return nonce[0] && chan_line(chan, n, "ready", nonce, &msg);
 }
 

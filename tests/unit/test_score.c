@@ -232,16 +232,22 @@ static void test_retry_math(void **state) {
     drift_store_close(st);
 }
 
-static void test_retry_code(void **state) {
-    (void)state;
+/* Skips the test where no isolation works for code; mech gets its name. */
+static void require_sandbox(char *mech, size_t cap) {
     drift_code_opts co;
     drift_code_opts_default(&co);
-    char mech[128];
     drift_error err = {0};
-    if (drift_sandbox_check(&co, mech, sizeof mech, &err) != DRIFT_OK) {
+    if (drift_sandbox_check(&co, mech, cap, &err) != DRIFT_OK) {
         fprintf(stderr, "no sandbox here (%s): skipped\n", err.msg);
         skip();
     }
+}
+
+static void test_retry_code(void **state) {
+    (void)state;
+    char mech[128];
+    require_sandbox(mech, sizeof mech);
+    drift_error err = {0};
     drift_store *st = open_store("code.db");
     const char *ids[] = {"k0", "k1", "k2", "k3"};
     const drift_workload wls[] = {DRIFT_WL_CODE, DRIFT_WL_CODE, DRIFT_WL_CODE, DRIFT_WL_CODE};
@@ -574,14 +580,9 @@ static int cancel_after(void *user) {
  * answers stay pending for the next score. */
 static void test_cancel_code(void **state) {
     (void)state;
-    drift_code_opts co;
-    drift_code_opts_default(&co);
     char mech[128];
+    require_sandbox(mech, sizeof mech);
     drift_error err = {0};
-    if (drift_sandbox_check(&co, mech, sizeof mech, &err) != DRIFT_OK) {
-        fprintf(stderr, "no sandbox here (%s): skipped\n", err.msg);
-        skip();
-    }
     drift_store *st = open_store("cancel.db");
     const char *ids[] = {"s0", "s1", "s2"};
     const drift_workload wls[] = {DRIFT_WL_CODE, DRIFT_WL_CODE, DRIFT_WL_CODE};
