@@ -543,10 +543,11 @@ done:
     av_free(&av);
     if (dir[0]) sbx_rm_tree(dir);
     if (ll_fd >= 0) close(ll_fd);
-    /* Without a mount namespace the program may have left files in the
-     * shared writable dirs (if Landlock did not stop it): remove what its
-     * private uid owns. */
-    if ((mech & SBX_MECH_UID) && !(mech & SBX_MECH_BWRAP) && sup > 0) r->leftovers = sbx_clean_owned(uid);
+    /* Without a mount namespace (and without Landlock, which denies the
+     * shared writable dirs) the program may have left files there: remove
+     * what its private uid owns. */
+    if ((mech & SBX_MECH_UID) && !(mech & (SBX_MECH_BWRAP | SBX_MECH_LANDLOCK)) && sup > 0)
+        r->leftovers = sbx_clean_owned(uid);
     if (have_cg) {
         r->oom_kills = sbx_cg_oom_kills(&cg);
         sbx_cg_remove(&cg);
