@@ -207,8 +207,9 @@ typedef struct drift_lab_summary_in {
  *    once (the configurations share their prompts: see lab_summary.c),
  *    beside the paper's mean (math 16.74%, safety 7.97%, long_context
  *    1.55%, code 0.09%; chat: its SDR figure 12.4%), and whether each
- *    interval is above, below or around the paper's figure, or too wide to
- *    tell it from both 0 and the paper's;
+ *    interval is above, below or around the paper's figure, "too few to
+ *    say" (it holds both 0 and the paper's figure) or "too wide to say"
+ *    (it holds the paper's figure and also half or double it);
  *  - whether the paper's order math > safety > long_context > code holds
  *    (every pair's intervals apart in that order), does not hold (some
  *    pair's intervals apart the other way) or cannot be said;

@@ -32,7 +32,9 @@
  * every configuration the pooled rate is that mean.
  *
  * Verdicts: an interval that holds both 0 and the paper's figure is "too
- * few prompts to say"; the order holds when every pair of workloads has
+ * few prompts to say"; one that holds the paper's figure and also half or
+ * double it is "too wide to pin down" (consistent only in the weakest
+ * sense); the order holds when every pair of workloads has
  * intervals apart in the paper's order, does not when some pair's are
  * apart the other way, and otherwise cannot be said (non-overlapping 95%
  * intervals are a conservative test, stated as such).
@@ -82,7 +84,11 @@ double drift_lab_summary_paper_rate(drift_workload w) {
 
 /* ------------------------------------------------------------ compute */
 
-enum vs_paper { VS_NONE, VS_TOO_FEW, VS_AROUND, VS_BELOW, VS_ABOVE };
+/* where an interval sits against the paper's figure P: holds 0 and P;
+ * holds P and also half or double it (too wide to pin down); holds P;
+ * below; above */
+enum vs_paper { VS_NONE, VS_TOO_FEW, VS_WIDE, VS_AROUND, VS_BELOW, VS_ABOVE };
+static const char *const vs_word[] = {"", "too few to say", "too wide to say", "consistent", "below", "above"};
 
 typedef struct wl_stat {
     int present;          /* some row with pairs */
@@ -162,7 +168,7 @@ static void compute(summary *s, const drift_lab_summary_in *in) {
         x->hi = 100 * hi;
         double pr = paper_rate[w];
         if (x->lo <= 0 && x->hi >= pr) x->vs = VS_TOO_FEW;
-        else if (x->lo <= pr && pr <= x->hi) x->vs = VS_AROUND;
+        else if (x->lo <= pr && pr <= x->hi) x->vs = x->lo <= pr / 2 || x->hi >= 2 * pr ? VS_WIDE : VS_AROUND;
         else x->vs = x->hi < pr ? VS_BELOW : VS_ABOVE;
     }
 }
@@ -214,6 +220,9 @@ static void clause_vs(sbuf *o, drift_workload w, const wl_stat *x) {
     switch (x->vs) {
     case VS_TOO_FEW:
         sb_printf(o, ": too few prompts to say (the interval holds both 0 and the paper's %s)", paper);
+        break;
+    case VS_WIDE:
+        sb_printf(o, ": holds the paper's %s, but also half or double it: too few prompts to pin it down", paper);
         break;
     case VS_AROUND: sb_printf(o, ": consistent with the paper's %s", paper); break;
     case VS_BELOW: sb_printf(o, ": below the paper's %s", paper); break;
@@ -450,7 +459,11 @@ static void sentence_pri(sbuf *o, const summary *s) {
     }
     sb_puts(o, ".");
     char a[32], b[32];
-    if (best_d[0] && strcmp(best_d, worst_d))
+    if (best_d[0] && !(best > 0))
+        sb_printf(o, " No axis is predictable here: every axis's mean held-out R^2 is at most 0 (best: %s, %s), "
+                     "no better than predicting the mean.",
+                  best_d, num(a, sizeof a, 2, best));
+    else if (best_d[0] && strcmp(best_d, worst_d))
         sb_printf(o, " Most predictable: %s (mean held-out R^2 %s); least: %s (%s).", best_d,
                   num(a, sizeof a, 2, best), worst_d, num(b, sizeof b, 2, worst));
     else if (best_d[0])
@@ -557,9 +570,8 @@ static void render_text(sbuf *o, const summary *s, char *const *sent) {
         }
         snprintf(iv, sizeof iv, "[%s, %s]", pct(b, sizeof b, x->lo), pct(c, sizeof c, x->hi));
         snprintf(fp, sizeof fp, "%lld / %lld", x->flips, x->pairs);
-        static const char *const vs[] = {"", "too few to say", "consistent", "below", "above"};
         sb_printf(o, "  %-13s %9s  %-20s %15s %8ld %8s  %s%s\n", wl_name(w), pct(a, sizeof a, x->rate), iv, fp,
-                  x->prompts, pct(p, sizeof p, paper_rate[w]), vs[x->vs], w == DRIFT_WL_CHAT ? " (paper: SDR)" : "");
+                  x->prompts, pct(p, sizeof p, paper_rate[w]), vs_word[x->vs], w == DRIFT_WL_CHAT ? " (paper: SDR)" : "");
     }
     sb_printf(o, "  (%zu configuration(s); paper = its mean over 105 configurations)\n\n", s->configs);
     for (size_t k = 1; k < N_SENTENCES; k++) {
@@ -671,7 +683,6 @@ static void render_html(sbuf *o, const summary *s, char *const *sent) {
     render_svg(o, s);
     sb_puts(o, "<table><tr><th>workload</th><th>here</th><th>95% interval</th><th>flips / pairs</th><th>prompts</th>"
                "<th>paper</th><th>here vs paper</th></tr>\n");
-    static const char *const vs[] = {"", "too few to say", "consistent", "below", "above"};
     for (int i = 0; i < DRIFT_WL_COUNT; i++) {
         drift_workload w = shown[i];
         const wl_stat *x = &s->wl[w];
@@ -684,7 +695,7 @@ static void render_html(sbuf *o, const summary *s, char *const *sent) {
                       x->prompts);
         else sb_puts(o, "<td>-</td><td></td><td></td><td></td>");
         sb_printf(o, "<td class=\"num\">%s%s</td><td>%s</td></tr>\n", pct(p, sizeof p, paper_rate[w]),
-                  w == DRIFT_WL_CHAT ? " (SDR)" : "", x->present ? vs[x->vs] : "not run");
+                  w == DRIFT_WL_CHAT ? " (SDR)" : "", x->present ? vs_word[x->vs] : "not run");
     }
     sb_printf(o, "</table>\n<p class=\"sub\">%zu configuration(s); paper = its mean over 105 configurations.</p>\n"
                  "</div>\n",

@@ -273,10 +273,26 @@ static void test_order_reversed_and_open(void **state) {
                               "paper's 0.09%)"));
     char iv[64], line[128];
     wilson_text(2, 16, iv, sizeof iv);
-    snprintf(line, sizeof line, "math 12.50%% %s: consistent with the paper's 16.74%%", iv);
+    snprintf(line, sizeof line, "math 12.50%% %s: holds the paper's 16.74%%, but also half or double it: too few "
+                                "prompts to pin it down", iv);
     assert_true(has(t, line));
+    assert_true(has(t, "  math             12.50%"));
+    assert_true(has(t, "too wide to say\n"));
     assert_finite_text(t);
     check_xml(h);
+    free(t);
+    free(h);
+    /* enough prompts: consistent with the paper */
+    drift_table_free(tb);
+    const char *w3[] = {"math", "safety"};
+    const long f3[] = {160, 80}, n3[] = {1000, 1000};
+    tb = two_config_table(w3, f3, n3, 2);
+    in.table = tb;
+    render(&in, &t, &h);
+    wilson_text(160, 1000, iv, sizeof iv);
+    snprintf(line, sizeof line, "math 16.00%% %s: consistent with the paper's 16.74%%", iv);
+    assert_true(has(t, line));
+    assert_true(has(t, "holds here, and the 95% intervals are apart for every pair of the 2 workloads that ran."));
     free(t);
     free(h);
     /* one workload only */
@@ -352,6 +368,13 @@ static void test_anova_and_pri(void **state) {
     assert_non_null(strstr(h, "fp8 no variance (no flips)"));
     free(t);
     free(h);
+    lv[2].test_r2 = -0.3; /* the only defined R^2 is negative */
+    render(&in, &t, &h);
+    assert_true(has(t, "No axis is predictable here: every axis's mean held-out R^2 is at most 0 (best: precision, "
+                       "-0.30), no better than predicting the mean."));
+    free(t);
+    free(h);
+    lv[2].test_r2 = 0.42;
     /* no stack axis significant; PRI not fitting; ANOVA too small */
     drift_anova_table *a = anova_table();
     a->rows[1].p_bh = 0.2;
