@@ -507,6 +507,9 @@ static void test_summaries_render(void **state) {
     assert_non_null(strstr(s, "ANOVA type 1: not computable: singular\n"
                               "ANOVA type 2  flip_rate ~ C(hardware)  (n=17, rank 2 of 2 columns)\n"));
     assert_null(strstr(s, "type 3"));
+    /* the residual row has no F or p: "-", never "nan" */
+    assert_non_null(strstr(s, "  Residual                              15          7.5          -          -          -   0.750\n"));
+    assert_null(strcasestr(s, "nan"));
     free(s);
     assert_int_equal(drift_pri_summary_render(&an, &s, &err), DRIFT_OK);
     assert_string_equal(s, "PRI: not computable: no booster\n");
