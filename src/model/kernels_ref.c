@@ -36,7 +36,9 @@
  *
  * Speed: the matmul converts each x row to double once per pass of up to
  * REF_XD_BYTES, reads f32 weight rows in place (other formats dequantized
- * once per pass) and computes tiles of x rows by weight rows in registers.
+ * once per pass) and computes tiles of x rows by weight rows in registers
+ * (4 x 4 with AVX-512; there the multiply-adds may be fused: exact
+ * products, so the same bits, see ref_block_avx512).
  *
  * These kernels ignore the profile's accum/reduce/attn/exp/threads/isa
  * (drift_profile_validate rejects isa=ref with anything but the reference
@@ -126,7 +128,11 @@ REF_INLINE void ref_block(int br, int nr, const double *xd, int64_t bc, const fl
 
 /* The same block compiled three times: for the x86-64 baseline (SSE2), for
  * AVX2 and for AVX-512F. Tile sizes fit each register file; the bits do not
- * depend on them. */
+ * depend on them. The AVX2 and AVX-512 forms let GCC fuse acc + x * w into
+ * one FMA: every product here is of two floats, exact in double, so the
+ * fused and the separate forms round the same way (test_ref_order checks
+ * these forms against the unfused scalar order). Only here: attention's
+ * e * v products are not exact, and its forms are not fused. */
 typedef void ref_block_fn(const double *xd, int64_t bc, const float *const *w, int nw, int64_t K,
                           float *y, int64_t N);
 
@@ -135,13 +141,13 @@ static void ref_block_base(const double *xd, int64_t bc, const float *const *w, 
     ref_block(2, 1, xd, bc, w, nw, K, y, N);
 }
 
-__attribute__((target("avx2"))) static void ref_block_avx2(const double *xd, int64_t bc,
+__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) static void ref_block_avx2(const double *xd, int64_t bc,
                                                           const float *const *w, int nw,
                                                           int64_t K, float *y, int64_t N) {
     ref_block(2, 2, xd, bc, w, nw, K, y, N);
 }
 
-__attribute__((target("avx512f"))) static void ref_block_avx512(const double *xd, int64_t bc,
+__attribute__((target("avx512f,fma"), optimize("fp-contract=fast"))) static void ref_block_avx512(const double *xd, int64_t bc,
                                                                const float *const *w, int nw,
                                                                int64_t K, float *y, int64_t N) {
     ref_block(4, 4, xd, bc, w, nw, K, y, N);
@@ -166,7 +172,7 @@ static ref_block_fn *ref_pick_block(int *nr) {
 }
 
 /* x rows per pass: their double copy stays within this many bytes (L2). */
-#define REF_XD_BYTES (256 * 1024)
+#define REF_XD_BYTES (512 * 1024)
 
 drift_status num_ref_matmul(const drift_numeric_profile *p, float *y, const float *x,
                             const num_qmat *W, int64_t B, drift_error *err) {
