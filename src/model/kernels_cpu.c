@@ -38,8 +38,9 @@
  * kernels do for small batches, so a row's result depends on its batch.
  *
  * The element-wise kernels (rmsnorm, softmax, rope, swiglu, attention) work
- * in float with 8 explicit lanes in plain C, so they give the same bits on
- * any x86-64 (no FMA contraction without -march). */
+ * in float with 8 explicit lanes (SSE2 intrinsics, a multiply then an add,
+ * never an FMA; scalar C elsewhere, no FMA contraction without -march), so
+ * they give the same bits on any x86-64. */
 #include <assert.h>
 #include <immintrin.h>
 #include <math.h>
@@ -54,16 +55,22 @@
 #define MB 48   /* activation rows per block (multiple of every MR) */
 #define KC 512  /* k-block (multiple of 16) */
 #define LMAX 16
+/* multiply-adds below which a matmul runs on the calling thread alone */
+#define MT_MIN_MACS 65536.0
 
 /* ---------------------------------------------------------------------------
- * Per-thread scratch of the calling thread (the activation copies), kept
- * between calls: a fresh megabyte-sized allocation per call costs a page
- * fault per 4 KiB, which in a VM was ~10% of a prefill matmul. Freed when the
- * thread exits (pthread key destructor).
+ * Per-thread scratch, kept between calls: the calling thread's activation
+ * copies, and each worker's weight panel, row and accumulator buffers (the
+ * pool's threads live on, so theirs are reused too). A fresh allocation per
+ * call costs a page fault per 4 KiB (in a VM ~10% of a prefill matmul) and,
+ * per decode step, a malloc / free round trip per matmul and thread. Freed
+ * when the thread exits (pthread key destructor).
  * ------------------------------------------------------------------------- */
+enum { SCR_XA, SCR_XPK, SCR_WBUF, SCR_ROWBUF, SCR_CBUF, SCR_SLOTS };
+
 typedef struct tl_scratch {
-    void *p[2];
-    size_t cap[2];
+    void *p[SCR_SLOTS];
+    size_t cap[SCR_SLOTS];
 } tl_scratch;
 
 static pthread_key_t g_scratch_key;
@@ -71,14 +78,14 @@ static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
 
 static void scratch_destroy(void *v) {
     tl_scratch *s = v;
-    free(s->p[0]);
-    free(s->p[1]);
+    for (int i = 0; i < SCR_SLOTS; i++) free(s->p[i]);
     free(s);
 }
 
 static void scratch_init(void) { (void)pthread_key_create(&g_scratch_key, scratch_destroy); }
 
-/* 64-byte aligned buffer of >= bytes in slot 0 or 1; NULL if out of memory. */
+/* 64-byte aligned buffer of >= bytes in slot (SCR_*) of the calling
+ * thread; NULL if out of memory. */
 static float *scratch_get(int slot, size_t bytes) {
     pthread_once(&g_scratch_once, scratch_init);
     tl_scratch *s = pthread_getspecific(g_scratch_key);
@@ -480,12 +487,6 @@ __attribute__((target("avx2"))) static float hsum256(const float *a) {
     return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
 }
 
-/* Fixed halving tree over L lanes: a[i] += a[i + h] for h = L/2 .. 1. */
-static float lanes_sum_f(float *a, int L) {
-    for (int h = L / 2; h >= 1; h /= 2)
-        for (int i = 0; i < h; i++) a[i] += a[i + h];
-    return a[0];
-}
 
 /* ---------------------------------------------------------------------------
  * Chunks of the reduction
@@ -594,7 +595,7 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
         int64_t bn = B - b0 < MB ? B - b0 : MB;
         for (int64_t c0 = 0; c0 < K; c0 += clen) {
             int64_t c1 = c0 + clen < K ? c0 + clen : K;
-            memset(cbuf, 0, (size_t)(MB * NP * L) * sizeof(float));
+            memset(cbuf, 0, (size_t)(bn * NP * L) * sizeof(float));
             for (int64_t k0 = c0; k0 < c1; k0 += KC) {
                 int64_t k1 = k0 + KC < c1 ? k0 + KC : c1;
                 for (int64_t i = 0; i < bn;) {
@@ -723,12 +724,16 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     int S = effective_split(p, B);
     int simd = isa != DRIFT_ISA_SCALAR && p->accum == DRIFT_ACCUM_F32 &&
                p->reduce != DRIFT_REDUCE_PAIRWISE && !num_fast_generic_only;
-    float *xa = scratch_get(0, (size_t)(B * K) * sizeof(float));
-    if (!xa) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: activations %lld x %lld",
-                                    (long long)B, (long long)K);
-    memcpy(xa, x, (size_t)(B * K) * sizeof(float));
-    if (p->acts != DRIFT_DTYPE_F32)
-        for (int64_t b = 0; b < B; b++) num_round_acts(p->acts, xa + b * K, K);
+    /* act(x): a rounded copy, or x itself when the activations are f32 */
+    const float *xa = x;
+    if (p->acts != DRIFT_DTYPE_F32) {
+        float *xr = scratch_get(SCR_XA, (size_t)(B * K) * sizeof(float));
+        if (!xr) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: activations %lld x %lld",
+                                        (long long)B, (long long)K);
+        memcpy(xr, x, (size_t)(B * K) * sizeof(float));
+        for (int64_t b = 0; b < B; b++) num_round_acts(p->acts, xr + b * K, K);
+        xa = xr;
+    }
     int64_t npanels = (N + NP - 1) / NP;
     int MR = isa == DRIFT_ISA_AVX512 ? A512_MR : A2_MR;
     int NR = isa == DRIFT_ISA_AVX512 ? A512_NR : A2_NR;
@@ -738,7 +743,7 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     int packed = simd && B >= MR;
     float *xpk = NULL;
     if (packed) {
-        xpk = scratch_get(1, (size_t)(B * Kp) * sizeof(float));
+        xpk = scratch_get(SCR_XPK, (size_t)(B * Kp) * sizeof(float));
         if (!xpk) {
             return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: packed activations");
         }
@@ -746,21 +751,25 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     }
     int nt = p->threads > 0 ? p->threads : omp_get_max_threads();
     if (nt > npanels) nt = (int)npanels;
+    /* a matrix too small to pay for waking a second thread runs on this one
+     * (the outputs do not depend on the thread count) */
+    if ((double)B * (double)N * (double)K < MT_MIN_MACS) nt = 1;
     int failed = 0;
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
     {
         /* 64-byte aligned: split cache-line loads halve Intel's load bandwidth */
-        float *wbuf = aligned_alloc(64, (size_t)(NP * Kp) * sizeof(float));
-        float *rowbuf = aligned_alloc(64, (size_t)Kp * sizeof(float));
-        float *cbuf = simd ? aligned_alloc(64, (size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
-        if (!wbuf || !rowbuf || (simd && !cbuf)) {
+        float *wbuf = scratch_get(SCR_WBUF, (size_t)(NP * Kp) * sizeof(float));
+        float *rowbuf = scratch_get(SCR_ROWBUF, (size_t)Kp * sizeof(float));
+        float *cbuf = simd ? scratch_get(SCR_CBUF, (size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
+        int ok = wbuf && rowbuf && (!simd || cbuf);
+        if (!ok) {
 #pragma omp atomic write
             failed = 1;
         }
-#pragma omp barrier
-        if (!failed) {
+        {
 #pragma omp for schedule(static)
             for (int64_t pi = 0; pi < npanels; pi++) {
+                if (!ok) continue;
                 int64_t n0 = pi * NP;
                 if (simd) {
                     simd_ops o = {.x = packed ? xpk : xa, .x_packed = packed,
@@ -796,9 +805,6 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
                                                     isa != DRIFT_ISA_SCALAR, S);
             }
         }
-        free(wbuf);
-        free(rowbuf);
-        free(cbuf);
     }
     if (failed) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: per-thread scratch");
     return DRIFT_OK;
@@ -807,29 +813,84 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
 /* ---------------------------------------------------------------------------
  * Element-wise fast kernels: float, 8 explicit lanes
  * ------------------------------------------------------------------------- */
+/* 8 lanes as two SSE vectors (SSE2 is in every x86-64, so no dispatch and
+ * the same bits everywhere): lane l accumulates the elements i = l (mod 8)
+ * in increasing i, one multiply then one add each (no FMA), and the lanes
+ * are summed by a fixed halving tree: a[i] += a[i + 4], then + 2, then + 1. */
+static inline float tree8(__m128 a0, __m128 a1) {
+    __m128 v = _mm_add_ps(a0, a1);
+    v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 1)));
+}
+
+/* The elements past the last full step of 8, into lane (i % 8). */
+static inline void tail8(__m128 *a0, __m128 *a1, const float *x, const float *y, int64_t i, int64_t n) {
+    if (i >= n) return;
+    float a[8];
+    _mm_storeu_ps(a, *a0);
+    _mm_storeu_ps(a + 4, *a1);
+    for (; i < n; i++) a[i % 8] += x[i] * (y ? y[i] : 1.0f);
+    *a0 = _mm_loadu_ps(a);
+    *a1 = _mm_loadu_ps(a + 4);
+}
+
 static float sum8(const float *x, int64_t n, int square) {
-    float a[8] = {0};
+    __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps();
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) a[l] += square ? x[i + l] * x[i + l] : x[i + l];
-    for (; i < n; i++) a[i % 8] += square ? x[i] * x[i] : x[i];
-    return lanes_sum_f(a, 8);
+    if (square) {
+        for (; i + 8 <= n; i += 8) {
+            __m128 v0 = _mm_loadu_ps(x + i), v1 = _mm_loadu_ps(x + i + 4);
+            a0 = _mm_add_ps(a0, _mm_mul_ps(v0, v0));
+            a1 = _mm_add_ps(a1, _mm_mul_ps(v1, v1));
+        }
+        tail8(&a0, &a1, x, x, i, n);
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            a0 = _mm_add_ps(a0, _mm_loadu_ps(x + i));
+            a1 = _mm_add_ps(a1, _mm_loadu_ps(x + i + 4));
+        }
+        tail8(&a0, &a1, x, NULL, i, n);
+    }
+    return tree8(a0, a1);
 }
 
 static float dot8(const float *x, const float *y, int64_t n) {
-    float a[8] = {0};
+    __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps();
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) a[l] += x[i + l] * y[i + l];
-    for (; i < n; i++) a[i % 8] += x[i] * y[i];
-    return lanes_sum_f(a, 8);
+    for (; i + 8 <= n; i += 8) {
+        a0 = _mm_add_ps(a0, _mm_mul_ps(_mm_loadu_ps(x + i), _mm_loadu_ps(y + i)));
+        a1 = _mm_add_ps(a1, _mm_mul_ps(_mm_loadu_ps(x + i + 4), _mm_loadu_ps(y + i + 4)));
+    }
+    tail8(&a0, &a1, x, y, i, n);
+    return tree8(a0, a1);
+}
+
+/* out (n) = a (n) * s, element by element. out may alias a. */
+static void scale_vec(float *out, const float *a, float s, int n) {
+    __m128 sv = _mm_set1_ps(s);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, _mm_mul_ps(_mm_loadu_ps(a + i), sv));
+    for (; i < n; i++) out[i] = a[i] * s;
+}
+
+/* acc (n) += e * v (n): a multiply then an add per element. */
+static void axpy_vec(float *acc, float e, const float *v, int n) {
+    __m128 ev = _mm_set1_ps(e);
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_ps(acc + i, _mm_add_ps(_mm_loadu_ps(acc + i), _mm_mul_ps(ev, _mm_loadu_ps(v + i))));
+    for (; i < n; i++) acc[i] += e * v[i];
 }
 
 void num_fast_rmsnorm(const drift_numeric_profile *p, float *out, const float *x, const float *w,
                       int64_t n, float eps) {
     float ss = sum8(x, n, 1);
     float r = 1.0f / sqrtf(ss / (float)n + eps);
-    for (int64_t i = 0; i < n; i++) out[i] = x[i] * r * w[i];
+    __m128 rv = _mm_set1_ps(r);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) /* (x * r) * w, as the scalar tail */
+        _mm_storeu_ps(out + i, _mm_mul_ps(_mm_mul_ps(_mm_loadu_ps(x + i), rv), _mm_loadu_ps(w + i)));
+    for (; i < n; i++) out[i] = x[i] * r * w[i];
 }
 
 void num_fast_softmax(const drift_numeric_profile *p, float *x, int64_t n) {
@@ -891,14 +952,16 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
     float *s = scratch;                 /* (n_pos) scores */
     float *kv = scratch + n_pos;        /* (head_dim) one K or V vector */
     float *acc = kv + head_dim;         /* (head_dim) weighted sum of V */
+    int f32 = p->kv == DRIFT_DTYPE_F32; /* f32 cache: vectors read in place */
     for (int d = 0; d < head_dim; d++) acc[d] = 0.0f;
     if (n_pos <= 0) {
         for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
         return;
     }
     for (int t = 0; t < n_pos; t++) {
-        num_kv_load(p->kv, kv, (const char *)k + (size_t)t * stride_bytes, head_dim);
-        s[t] = dot8(q, kv, head_dim) * scale;
+        const void *kt = (const char *)k + (size_t)t * stride_bytes;
+        if (!f32) num_kv_load(p->kv, kv, kt, head_dim);
+        s[t] = dot8(q, f32 ? (const float *)kt : kv, head_dim) * scale;
     }
     int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;
     float m = -INFINITY, l = 0.0f;
@@ -911,18 +974,19 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
         float corr = t0 == 0 ? 0.0f : num_exp(p, m - mn);
         if (t0 > 0) {
             l *= corr;
-            for (int d = 0; d < head_dim; d++) acc[d] *= corr;
+            scale_vec(acc, acc, corr, head_dim);
         }
         for (int t = t0; t < t1; t++) {
             float e = num_exp(p, s[t] - mn);
             l += e;
-            num_kv_load(p->kv, kv, (const char *)v + (size_t)t * stride_bytes, head_dim);
-            for (int d = 0; d < head_dim; d++) acc[d] += e * kv[d];
+            const void *vt = (const char *)v + (size_t)t * stride_bytes;
+            if (!f32) num_kv_load(p->kv, kv, vt, head_dim);
+            axpy_vec(acc, e, f32 ? (const float *)vt : kv, head_dim);
         }
         m = mn;
     }
     float inv = 1.0f / l;
-    for (int d = 0; d < head_dim; d++) out[d] = acc[d] * inv;
+    scale_vec(out, acc, inv, head_dim);
 }
 
 /* ---------------------------------------------------------------------------
