@@ -17,11 +17,15 @@
  *    double sum, within the float rounding plus K * 2^-52 * sum |x w|;
  *  - num_ref_exp, the RoPE sin/cos and frequencies against long double;
  *    special values;
- *  - a whole forward pass of two shipped-style models at profile ref gives
- *    the same logits under every compiled form;
+ *  - golden bits: a hash of the reference's outputs on fixed inputs
+ *    (matmul, attention, exp, RoPE, rmsnorm, softmax, SwiGLU) is pinned, so
+ *    a CI machine with another CPU checks the portability claim itself;
+ *  - a whole forward pass of three models (a shipped one, two test models)
+ *    at profile ref gives the same logits under every compiled form;
  *  - libm: glibc picks FMA or SSE2 versions of exp/sin/cos/pow by CPU; a
  *    child process run with GLIBC_TUNABLES hiding FMA/AVX2 (and the
- *    baseline kernels) must give the same ref logits as this process.
+ *    baseline kernels) must give the pinned hash and the same ref logits as
+ *    this process (with libm's exp inside the reference, the hash differs).
  * Forms the CPU lacks are skipped with a note. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -421,6 +425,97 @@ static void test_exp_sincos(void **state) {
     assert_true(off <= 4 * (300000 / 13 + 1) / 1000);
 }
 
+static uint64_t fnv(const void *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
+/* ------------------------------------------------------------ golden bits */
+/* The reference's bits on fixed inputs, pinned: the same hash on every
+ * x86-64 machine that runs this test is the portability claim itself (CI's
+ * CPU may differ from the one that pinned it). Inputs come from integer
+ * arithmetic only. A deliberate change of the reference's definition
+ * changes the hash: then document the new order and pin the new value. */
+static const uint64_t GOLDEN = 0xdceaa1c39ce7674eull;
+
+/* The hash of the reference's outputs on the fixed inputs. */
+static uint64_t golden_hash(void) {
+    drift_numeric_profile p;
+    drift_error err;
+    assert_int_equal(drift_profile_get("ref", &p, &err), DRIFT_OK);
+    uint64_t saved = g_rng;
+    g_rng = 0x2545F4914F6CDD1Dull;
+    uint64_t h = 1469598103934665603ull;
+    /* matmul: f32 and f16 weights, K with a tail, cancellation planted */
+    for (int wi = 0; wi < 2; wi++) {
+        int64_t B = 5, N = 7, K = 203;
+        float *w = rand_floats_narrow(N * K), *x = rand_floats_narrow(B * K), y[5 * 7];
+        plant_cancellation(x, B, w, N, K);
+        num_qmat W;
+        assert_int_equal(num_qmat_quantize(&W, wi ? DRIFT_DTYPE_F16 : DRIFT_DTYPE_F32, w, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err),
+                         DRIFT_OK);
+        assert_int_equal(num_ref_matmul(&p, y, x, &W, B, &err), DRIFT_OK);
+        h = (h ^ fnv(y, sizeof y)) * 1099511628211ull;
+        num_qmat_free(&W);
+        free(w);
+        free(x);
+    }
+    /* attention over 45 positions, head_dim 64, f32 KV */
+    {
+        int hd = 64, np = 45;
+        size_t stride = num_kv_bytes(DRIFT_DTYPE_F32, hd);
+        float *k = rand_floats_narrow(np * hd), *v = rand_floats_narrow(np * hd), *q = rand_floats_narrow(hd), out[64],
+              scr[45 + 2 * 64 + 16];
+        num_ref_attention(&p, out, q, k, v, stride, np, hd, 0.125f, scr);
+        h = (h ^ fnv(out, sizeof out)) * 1099511628211ull;
+        free(k);
+        free(v);
+        free(q);
+    }
+    /* exp on a grid, RoPE at far positions, rmsnorm, softmax, SwiGLU */
+    {
+        /* a grid over the whole range (subnormal and overflow ends), then
+         * random points: glibc's FMA and SSE2 exp differ on some of 512 */
+        double e[512];
+        for (int i = 0; i < 512; i++) e[i] = num_ref_exp(-745.0 + 1455.0 * i / 511.0);
+        h = (h ^ fnv(e, sizeof e)) * 1099511628211ull;
+        for (int i = 0; i < 4096; i++) {
+            double xe = -700.0 + 1400.0 * (double)(next_u64() >> 11) / 9007199254740992.0, ye = num_ref_exp(xe);
+            h = (h ^ fnv(&ye, sizeof ye)) * 1099511628211ull;
+        }
+        num_rope_params rp = {.head_dim = 64, .n_rot = 64, .theta_base = 500000.0f, .scaling_factor = 8.0f,
+                              .low_freq_factor = 1.0f, .high_freq_factor = 4.0f, .orig_ctx = 8192};
+        float *r = rand_floats_narrow(2 * 64), *g = rand_floats_narrow(300), *u = rand_floats_narrow(300), nw[64], sw[300];
+        num_ref_rope(&p, r, 2, 123457, &rp);
+        h = (h ^ fnv(r, 2 * 64 * sizeof *r)) * 1099511628211ull;
+        for (int i = 0; i < 64; i++) nw[i] = 1.0f + (float)i / 64.0f;
+        num_ref_rmsnorm(&p, r, r, nw, 64, 1e-5f);
+        num_ref_softmax(&p, r + 64, 64);
+        num_ref_swiglu(&p, sw, g, u, 300);
+        h = (h ^ fnv(r, 2 * 64 * sizeof *r)) * 1099511628211ull;
+        h = (h ^ fnv(sw, sizeof sw)) * 1099511628211ull;
+        free(r);
+        free(g);
+        free(u);
+    }
+    g_rng = saved;
+    return h;
+}
+
+static void test_golden_bits(void **state) {
+    (void)state;
+    for (int c = 0; c < N_CAPS; c++) {
+        if (!cap_available(c)) continue;
+        use_cap(c);
+        uint64_t h = golden_hash();
+        num_ref_isa_cap = DRIFT_ISA_AUTO;
+        printf("  %-8s reference bits on the fixed inputs: %016llx (pinned %016llx)\n", CAP_NAMES[c], (unsigned long long)h,
+               (unsigned long long)GOLDEN);
+        if (h != GOLDEN) fail_msg("%s: the reference's bits changed (see GOLDEN's comment)", CAP_NAMES[c]);
+    }
+}
+
 /* ------------------------------------------------------------ forward */
 static const int32_t TOKS[] = {84, 104, 101, 32, 99, 97, 116, 32, 115, 97, 116, 276, 260, 33, 10, 49, 50, 51, 44, 32};
 #define NT (int)(sizeof TOKS / sizeof TOKS[0])
@@ -445,12 +540,6 @@ static int forward_logits(const char *path, float **out) {
     drift_model_free(m);
     *out = lg;
     return V;
-}
-
-static uint64_t fnv(const void *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
-    return h;
 }
 
 static const char *MODELS[] = {"models/llama-gqa-7m.gguf", "tests/data/models/tiny-moe-q8_0.gguf",
@@ -495,6 +584,7 @@ static void test_forward_forms(void **state) {
 /* Child mode: print each model's logits hash (baseline kernels). */
 static int child_main(void) {
     num_ref_isa_cap = DRIFT_ISA_SCALAR;
+    printf("%016llx\n", (unsigned long long)golden_hash());
     for (int mi = 0; mi < N_MODELS; mi++) {
         char path[1024];
         model_file(path, sizeof path, mi);
@@ -524,6 +614,10 @@ static void test_libm_independent(void **state) {
     snprintf(cmd, sizeof cmd, "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA,-FMA4,-AVX512F DRIFT_REF_ORDER_CHILD=1 '%s'", exe);
     FILE *f = popen(cmd, "r");
     assert_non_null(f);
+    unsigned long long g = 0;
+    if (fscanf(f, "%llx", &g) != 1) fail_msg("child printed no golden hash");
+    printf("  fixed inputs: %016llx with libm's SSE2 code and baseline kernels (pinned %016llx)\n", g, (unsigned long long)GOLDEN);
+    if (g != GOLDEN) fail_msg("the reference's bits depend on libm's CPU dispatch");
     for (int mi = 0; mi < N_MODELS; mi++) {
         unsigned long long h = 0;
         if (fscanf(f, "%llx", &h) != 1) fail_msg("child printed no hash for %s", MODELS[mi]);
@@ -540,7 +634,8 @@ int main(void) {
         cmocka_unit_test(test_matmul_order),    cmocka_unit_test(test_contraction_harmless),
         cmocka_unit_test(test_matmul_accuracy), cmocka_unit_test(test_attention_order),
         cmocka_unit_test(test_swiglu_forms),    cmocka_unit_test(test_exp_sincos),
-        cmocka_unit_test(test_forward_forms),   cmocka_unit_test(test_libm_independent),
+        cmocka_unit_test(test_golden_bits),     cmocka_unit_test(test_forward_forms),
+        cmocka_unit_test(test_libm_independent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
