@@ -132,7 +132,13 @@ REF_INLINE void ref_block(int br, int nr, const double *xd, int64_t bc, const fl
  * one FMA: every product here is of two floats, exact in double, so the
  * fused and the separate forms round the same way (test_ref_order checks
  * these forms against the unfused scalar order). Only here: attention's
- * e * v products are not exact, and its forms are not fused. */
+ * e * v products are not exact, and its forms are not fused. (Clang has no
+ * per-function contraction switch: there the forms are not fused; same bits.) */
+#if defined(__clang__)
+#define REF_FUSED
+#else
+#define REF_FUSED __attribute__((optimize("fp-contract=fast")))
+#endif
 typedef void ref_block_fn(const double *xd, int64_t bc, const float *const *w, int nw, int64_t K,
                           float *y, int64_t N);
 
@@ -141,13 +147,13 @@ static void ref_block_base(const double *xd, int64_t bc, const float *const *w, 
     ref_block(2, 1, xd, bc, w, nw, K, y, N);
 }
 
-__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) static void ref_block_avx2(const double *xd, int64_t bc,
+__attribute__((target("avx2,fma"))) REF_FUSED static void ref_block_avx2(const double *xd, int64_t bc,
                                                           const float *const *w, int nw,
                                                           int64_t K, float *y, int64_t N) {
     ref_block(2, 2, xd, bc, w, nw, K, y, N);
 }
 
-__attribute__((target("avx512f,fma"), optimize("fp-contract=fast"))) static void ref_block_avx512(const double *xd, int64_t bc,
+__attribute__((target("avx512f,fma"))) REF_FUSED static void ref_block_avx512(const double *xd, int64_t bc,
                                                                const float *const *w, int nw,
                                                                int64_t K, float *y, int64_t N) {
     ref_block(4, 4, xd, bc, w, nw, K, y, N);
@@ -426,7 +432,7 @@ void num_ref_swiglu(const drift_numeric_profile *p, float *out, const float *gat
  * element over t in index order; out = acc / sum. */
 REF_INLINE void ref_attend(const drift_numeric_profile *p, float *out, const float *q,
                            const void *k, const void *v, size_t stride_bytes, int n_pos,
-                           int head_dim, float scale, float *scratch, double *s) {
+                           int head_dim, float scale, double *s) {
     double qd[REF_MAX_HEAD_DIM], acc[REF_MAX_HEAD_DIM];
     float kv[REF_MAX_NR * REF_MAX_HEAD_DIM]; /* (REF_MAX_NR, head_dim) loaded K or V vectors */
     for (int d = 0; d < head_dim; d++) qd[d] = (double)q[d];
@@ -495,12 +501,12 @@ REF_INLINE void ref_attend(const drift_numeric_profile *p, float *out, const flo
 
 typedef void ref_attend_fn(const drift_numeric_profile *p, float *out, const float *q,
                            const void *k, const void *v, size_t stride_bytes, int n_pos,
-                           int head_dim, float scale, float *scratch, double *s);
+                           int head_dim, float scale, double *s);
 
 static void ref_attend_base(const drift_numeric_profile *p, float *out, const float *q,
                             const void *k, const void *v, size_t stride_bytes, int n_pos,
-                            int head_dim, float scale, float *scratch, double *s) {
-    ref_attend(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch, s);
+                            int head_dim, float scale, double *s) {
+    ref_attend(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, s);
 }
 
 __attribute__((target("avx2"))) static void ref_attend_avx2(const drift_numeric_profile *p,
@@ -508,8 +514,8 @@ __attribute__((target("avx2"))) static void ref_attend_avx2(const drift_numeric_
                                                            const void *k, const void *v,
                                                            size_t stride_bytes, int n_pos,
                                                            int head_dim, float scale,
-                                                           float *scratch, double *s) {
-    ref_attend(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch, s);
+                                                           double *s) {
+    ref_attend(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, s);
 }
 
 __attribute__((target("avx512f"))) static void ref_attend_avx512(const drift_numeric_profile *p,
@@ -517,8 +523,8 @@ __attribute__((target("avx512f"))) static void ref_attend_avx512(const drift_num
                                                                 const void *k, const void *v,
                                                                 size_t stride_bytes, int n_pos,
                                                                 int head_dim, float scale,
-                                                                float *scratch, double *s) {
-    ref_attend(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch, s);
+                                                                double *s) {
+    ref_attend(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, s);
 }
 
 void num_ref_attention(const drift_numeric_profile *p, float *out, const float *q,
@@ -531,6 +537,9 @@ void num_ref_attention(const drift_numeric_profile *p, float *out, const float *
     ref_attend_fn *fn = isa == DRIFT_ISA_AVX512 ? ref_attend_avx512
                         : isa == DRIFT_ISA_AVX2 ? ref_attend_avx2
                                                 : ref_attend_base;
-    fn(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch, s);
+    /* the caller's scratch is not needed: K/V vectors of other formats are
+     * loaded into a buffer on the stack */
+    (void)scratch;
+    fn(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, s);
     if (s != s_stack) free(s);
 }
