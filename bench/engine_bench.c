@@ -30,8 +30,10 @@
  * lengths, --gen new tokens at most, batch B): generated tokens/s and the
  * GFLOP/s of everything the engine computed (prefills, every step's
  * matmuls including the vocabulary projection, attention's two products),
- * counted from the tokens actually run; with --peak-gflops (the FMA peak
- * bench_kernels_bench measures at the same thread count), its share. */
+ * counted from the tokens actually run, per second of wall time and per
+ * second of process CPU time (what one busy core computes: compare it with
+ * the 1-thread peak); with --peak-gflops (the FMA peak bench_kernels_bench
+ * --peak-only measures at the same thread count), the wall figure's share. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,13 +117,13 @@ static int gen_batch(drift_model *m, const char *pn, const char *tn, int B, int 
     gp.max_tokens = gen;
     double body, vocab;
     mat_params(in, &body, &vocab);
-    stat tps = {0}, gfl = {0};
+    stat tps = {0}, gfl = {0}, gflc = {0};
     long toks = 0;
     for (int r = 0; r <= reps; r++) { /* r = 0: warm-up */
-        double t0 = util_now_ms();
+        double t0 = util_now_ms(), c0 = cpu_now_s();
         if (drift_model_generate(m, (const int32_t *const *)pt, pl, (size_t)n, &gp, NULL, B, g, &err))
             return fprintf(stderr, "%s\n", err.msg), 1;
-        double dt = (util_now_ms() - t0) / 1000, flops = 0;
+        double dt = (util_now_ms() - t0) / 1000, dc = cpu_now_s() - c0, flops = 0;
         toks = 0;
         for (int i = 0; i < n; i++) {
             double p = (double)pl[i];
@@ -135,12 +137,13 @@ static int gen_batch(drift_model *m, const char *pn, const char *tn, int B, int 
         if (r == 0) continue;
         stat_add(&tps, (double)toks / dt);
         stat_add(&gfl, flops / dt / 1e9);
+        stat_add(&gflc, flops / dc / 1e9);
     }
     if (csv)
-        printf("csv,gen,%s,%s,%d,%d,%ld,%.2f,%.2f,%.3f,%.3f\n", pn, tn, B, n, toks, stat_mean(&tps), stat_sd(&tps), stat_mean(&gfl),
-               stat_sd(&gfl));
-    printf("%-10s %7s %6d %8d %8ld %12.1f %8.1f %10.2f %8.2f", pn, tn, B, n, toks, stat_mean(&tps), stat_sd(&tps),
-           stat_mean(&gfl), stat_sd(&gfl));
+        printf("csv,gen,%s,%s,%d,%d,%ld,%.2f,%.2f,%.3f,%.3f,%.3f\n", pn, tn, B, n, toks, stat_mean(&tps), stat_sd(&tps),
+               stat_mean(&gfl), stat_sd(&gfl), stat_mean(&gflc));
+    printf("%-10s %7s %6d %8d %8ld %12.1f %8.1f %10.2f %8.2f %10.2f", pn, tn, B, n, toks, stat_mean(&tps), stat_sd(&tps),
+           stat_mean(&gfl), stat_sd(&gfl), stat_mean(&gflc));
     if (peak > 0) printf(" %7.1f%%", 100 * stat_mean(&gfl) / peak);
     printf("\n");
     fflush(stdout);
@@ -235,8 +238,8 @@ int main(int argc, char **argv) {
                     printf("%-10s %7s %12s %8s %9s %10s %12s %8s %9s %8s %10s\n", "profile", "threads", "prefill t/s", "sd", "GFLOP/s",
                            "cpu t/s", "decode t/s", "sd", "GFLOP/s", "GB/s", "cpu t/s");
                 else
-                    printf("%-10s %7s %6s %8s %8s %12s %8s %10s %8s %8s\n", "profile", "threads", "batch", "prompts", "tokens",
-                           "gen t/s", "sd", "GFLOP/s", "sd", "of peak");
+                    printf("%-10s %7s %6s %8s %8s %12s %8s %10s %8s %10s %8s\n", "profile", "threads", "batch", "prompts", "tokens",
+                           "gen t/s", "sd", "GFLOP/s", "sd", "GFLOP/cpu-s", "of peak");
             }
             if (gen_b) {
                 char *bl = util_strdup(gen_b), *s3 = NULL;

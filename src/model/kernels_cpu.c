@@ -1,5 +1,6 @@
 /* kernels_cpu.c - fast CPU kernels (AVX-512 / AVX2+FMA chosen at run time,
- * OpenMP threads) and the dispatchers num_* (isa=ref -> kernels_ref.c).
+ * threads of workers.c's pool) and the dispatchers num_* (isa=ref ->
+ * kernels_ref.c).
  *
  * Matmul y (B, N) = act(x) (B, K) @ W^T, W (N, K) in any format.
  *
@@ -17,10 +18,12 @@
  *
  * Prefill (B >= MR): x is packed once into MR-row tiles and each w panel into
  * NR-row tiles, [step][row][L] (two sequential streams per tile, no 4 KiB
- * aliasing between rows). Decode (B < MR): plain rows, and f32/bf16/f16
+ * aliasing between rows). Batched decode (MR <= B < MB): x packed, full
+ * f32/bf16/f16 panels read in place (converting a panel per call would cost
+ * as much as its few tiles). Decode (B < MR): plain rows, and f32/bf16/f16
  * weights are read in place (bf16/f16 converted in registers; Q8_0/Q4_0
- * blocks too with AVX-512), so decode
- * streams the weights once at memory speed. Scratch: the activation copies
+ * blocks too with AVX-512), so decode streams the weights once at memory
+ * speed. Scratch: the activation copies
  * live in a per-thread buffer kept between calls (page faults of a fresh
  * allocation per call were half of prefill time in a VM).
  *
@@ -46,10 +49,12 @@
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/numerics.h"
+#include "model/workers.h"
 
 #define NP 24   /* weight rows per panel (multiple of every NR) */
 #define MB 48   /* activation rows per block (multiple of every MR) */
@@ -298,18 +303,30 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m512 ld512_
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
-mk512_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
+mk512_tile(float *acc, int first, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
            size_t ws, size_t wj, int64_t k0, int64_t k1) {
     __m512 c[A512_MR][A512_NR];
 #pragma GCC unroll 6
     for (int i = 0; i < A512_MR; i++)
 #pragma GCC unroll 4
         for (int j = 0; j < A512_NR; j++)
-            c[i][j] = i < mr ? _mm512_loadu_ps(acc + (i * A512_NR + j) * 16) : _mm512_setzero_ps();
+            c[i][j] = i < mr && !first ? _mm512_loadu_ps(acc + (i * A512_NR + j) * 16) : _mm512_setzero_ps();
     int64_t s = k0 / 16, k = k0;
     const float *xp = x + (size_t)s * xs;
     size_t wo = (size_t)s * ws;
-    if (mr == A512_MR) { /* packed f32 operands */
+    if (mr == A512_MR && wkind) { /* 16-bit weight rows in place, widened in registers */
+        for (; k + 16 <= k1; k += 16, xp += xs, wo += ws) {
+            __m512 wv[A512_NR];
+#pragma GCC unroll 4
+            for (int j = 0; j < A512_NR; j++) wv[j] = ld512_w(w, wkind, wo + j * wj, 0xffff);
+#pragma GCC unroll 6
+            for (int i = 0; i < A512_MR; i++) {
+                __m512 xv = _mm512_loadu_ps(xp + i * xi);
+#pragma GCC unroll 4
+                for (int j = 0; j < A512_NR; j++) c[i][j] = _mm512_fmadd_ps(xv, wv[j], c[i][j]);
+            }
+        }
+    } else if (mr == A512_MR) { /* f32 operands (packed, or weight rows in place) */
         const float *wp = (const float *)w + wo;
         for (; k + 16 <= k1; k += 16, xp += xs, wp += ws) {
             __m512 wv[A512_NR];
@@ -356,12 +373,12 @@ mk512_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void 
  * as the dequantizer does (convert, one multiply by d), then fma'd: the
  * same bits as dequantizing first. K is a multiple of 32, chunk bounds are
  * multiples of 16, so every step is a full half-block. */
-__attribute__((target("avx512f,f16c"))) static void mk512_row_q(float *acc, const float *x,
+__attribute__((target("avx512f,f16c"))) static void mk512_row_q(float *acc, int first, const float *x,
                                                                 const uint8_t *w, int wkind,
                                                                 size_t row_bytes, int64_t k0,
                                                                 int64_t k1) {
     __m512 c[A512_NR];
-    for (int j = 0; j < A512_NR; j++) c[j] = _mm512_loadu_ps(acc + j * 16);
+    for (int j = 0; j < A512_NR; j++) c[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + j * 16);
     const size_t bb = wkind == 3 ? 34 : 18;
     const __m512i m15 = _mm512_set1_epi32(15), eight = _mm512_set1_epi32(8);
     for (int64_t k = k0; k < k1; k += 16) {
@@ -412,18 +429,30 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 ld256_w(const void
 }
 
 __attribute__((target("avx2,fma,f16c"))) static inline void
-mk2_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
+mk2_tile(float *acc, int first, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
          size_t ws, size_t wj, int64_t k0, int64_t k1) {
     __m256 c[A2_MR][A2_NR];
 #pragma GCC unroll 4
     for (int i = 0; i < A2_MR; i++)
 #pragma GCC unroll 3
         for (int j = 0; j < A2_NR; j++)
-            c[i][j] = i < mr ? _mm256_loadu_ps(acc + (i * A2_NR + j) * 8) : _mm256_setzero_ps();
+            c[i][j] = i < mr && !first ? _mm256_loadu_ps(acc + (i * A2_NR + j) * 8) : _mm256_setzero_ps();
     int64_t s = k0 / 8, k = k0;
     const float *xp = x + (size_t)s * xs;
     size_t wo = (size_t)s * ws;
-    if (mr == A2_MR) {
+    if (mr == A2_MR && wkind) { /* 16-bit weight rows in place, widened in registers */
+        for (; k + 8 <= k1; k += 8, xp += xs, wo += ws) {
+            __m256 wv[A2_NR];
+#pragma GCC unroll 3
+            for (int j = 0; j < A2_NR; j++) wv[j] = ld256_w(w, wkind, wo + j * wj, 8);
+#pragma GCC unroll 4
+            for (int i = 0; i < A2_MR; i++) {
+                __m256 xv = _mm256_loadu_ps(xp + i * xi);
+#pragma GCC unroll 3
+                for (int j = 0; j < A2_NR; j++) c[i][j] = _mm256_fmadd_ps(xv, wv[j], c[i][j]);
+            }
+        }
+    } else if (mr == A2_MR) {
         const float *wp = (const float *)w + wo;
         for (; k + 8 <= k1; k += 8, xp += xs, wp += ws) {
             __m256 wv[A2_NR];
@@ -469,15 +498,45 @@ mk2_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void *w
             if (i < mr) _mm256_storeu_ps(acc + (i * A2_NR + j) * 8, c[i][j]);
 }
 
-/* The same halving tree in registers (a[i] += a[i+8], then +4, +2, +1). */
-__attribute__((target("avx512f"))) static float hsum512(const float *a) {
-    __m512 v = _mm512_loadu_ps(a);
-    __m256 lo = _mm512_castps512_ps256(v);
-    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    __m256 a8 = _mm256_add_ps(lo, hi);
-    __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
-    __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
-    return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
+/* The halving tree of four lane vectors at once, in registers: output o
+ * (lanes v_o[0..15]) gets v[i] += v[i + 8], then + 4, + 2, + 1 -- the same
+ * pairs added as one vector at a time, with the four vectors' lanes
+ * interleaved so that each add serves all of them. Lane o of the result is
+ * output o's sum. */
+__attribute__((target("avx512f"))) static inline __m128 tree4x16(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+    const __m512i lo8 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i hi8 = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    const __m512i lo4 = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const __m512i hi4 = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    const __m512i lo2 = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i hi2 = _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    /* lanes 8o'..8o'+7 of s01 / s23: v[i] + v[i + 8] of outputs 0, 1 / 2, 3 */
+    __m512 s01 = _mm512_add_ps(_mm512_permutex2var_ps(v0, lo8, v1), _mm512_permutex2var_ps(v0, hi8, v1));
+    __m512 s23 = _mm512_add_ps(_mm512_permutex2var_ps(v2, lo8, v3), _mm512_permutex2var_ps(v2, hi8, v3));
+    /* lanes 4o..4o+3: + 4 */
+    __m512 t = _mm512_add_ps(_mm512_permutex2var_ps(s01, lo4, s23), _mm512_permutex2var_ps(s01, hi4, s23));
+    /* lanes 2o, 2o+1: + 2 */
+    __m512 u = _mm512_add_ps(_mm512_permutexvar_ps(lo2, t), _mm512_permutexvar_ps(hi2, t));
+    /* lane o: + 1 */
+    __m512 w = _mm512_add_ps(_mm512_permutexvar_ps(ev, u), _mm512_permutexvar_ps(od, u));
+    return _mm512_castps512_ps128(w);
+}
+
+/* One tile's chunk sums into y: mr rows (y, y + ldy, ...) x nj <= 4 outputs,
+ * lane vectors acc (mr * 4, 16); first chunk: y = sum, else y += sum. */
+__attribute__((target("avx512f,avx512vl"))) static void finish512(float *y, int64_t ldy, const float *acc, int mr, int nj,
+                                                                 int first_chunk) {
+    __mmask8 m = (__mmask8)((1u << nj) - 1u);
+    for (int ii = 0; ii < mr; ii++) {
+        const float *a = acc + ii * A512_NR * 16;
+        __m128 sum = tree4x16(_mm512_loadu_ps(a), _mm512_loadu_ps(a + 16), _mm512_loadu_ps(a + 32),
+                              _mm512_loadu_ps(a + 48));
+        float *yr = y + ii * ldy;
+        if (!first_chunk) sum = _mm_add_ps(_mm_maskz_loadu_ps(m, yr), sum);
+        _mm_mask_storeu_ps(yr, m, sum);
+    }
 }
 
 __attribute__((target("avx2"))) static float hsum256(const float *a) {
@@ -595,9 +654,9 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
         int64_t bn = B - b0 < MB ? B - b0 : MB;
         for (int64_t c0 = 0; c0 < K; c0 += clen) {
             int64_t c1 = c0 + clen < K ? c0 + clen : K;
-            memset(cbuf, 0, (size_t)(bn * NP * L) * sizeof(float));
             for (int64_t k0 = c0; k0 < c1; k0 += KC) {
                 int64_t k1 = k0 + KC < c1 ? k0 + KC : c1;
+                int first = k0 == c0; /* the tiles start from zero accumulators */
                 for (int64_t i = 0; i < bn;) {
                     int mr = bn - i >= MR ? MR : 1;
                     int64_t b = b0 + i;
@@ -626,11 +685,11 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                             wj = (size_t)o->ldw;
                         }
                         if (o->wkind >= 3)
-                            mk512_row_q(acc, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
+                            mk512_row_q(acc, first, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
                         else if (isa == DRIFT_ISA_AVX512)
-                            mk512_tile(acc, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
+                            mk512_tile(acc, first, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
                         else
-                            mk2_tile(acc, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
+                            mk2_tile(acc, first, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
                     }
                     i += mr;
                 }
@@ -638,15 +697,18 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
             /* lanes -> chunk sum -> y (chunks added in order) */
             for (int64_t i = 0; i < bn;) {
                 int mr = bn - i >= MR ? MR : 1;
-                for (int64_t j = 0; j < NP; j += NR) {
+                for (int64_t j = 0; j < NP && j < nvalid; j += NR) {
                     float *acc = cbuf + (i * NP + j * mr) * L;
+                    int nj = nvalid - j < NR ? (int)(nvalid - j) : NR;
+                    float *yo = y + (b0 + i) * N + n0 + j;
+                    if (L == 16) {
+                        finish512(yo, N, acc, mr, nj, c0 == 0);
+                        continue;
+                    }
                     for (int ii = 0; ii < mr; ii++)
-                        for (int jj = 0; jj < NR; jj++) {
-                            if (j + jj >= nvalid) continue;
-                            const float *a = acc + (ii * NR + jj) * L;
-                            float sum = L == 16 ? hsum512(a) : hsum256(a);
-                            float *yo = y + (b0 + i + ii) * N + n0 + j + jj;
-                            *yo = c0 == 0 ? sum : *yo + sum;
+                        for (int jj = 0; jj < nj; jj++) {
+                            float sum = hsum256(acc + (ii * NR + jj) * L);
+                            yo[ii * N + jj] = c0 == 0 ? sum : yo[ii * N + jj] + sum;
                         }
                 }
                 i += mr;
@@ -716,6 +778,65 @@ static float gen_dot(const drift_numeric_profile *p, const float *x, const float
 
 int num_fast_generic_only = 0;
 
+/* One matmul, shared by the threads that run its panels. */
+typedef struct mm_job {
+    const drift_numeric_profile *p;
+    float *y;
+    const float *xa, *xpk;     /* act(x) (B, K); packed copy or NULL */
+    const num_qmat *W;
+    int64_t B, K, Kp, N;
+    drift_isa isa;
+    int L, S, NR, simd, packed;
+    atomic_int failed;         /* a thread's scratch could not be allocated */
+} mm_job;
+
+/* Panel pi of a matmul (rows pi * NP ..), on the calling thread's scratch. */
+static void mm_panel(void *ctx, int64_t pi, int worker) {
+    mm_job *jb = ctx;
+    const num_qmat *W = jb->W;
+    int64_t B = jb->B, K = jb->K, Kp = jb->Kp, N = jb->N, n0 = pi * NP;
+    drift_isa isa = jb->isa;
+    /* 64-byte aligned: split cache-line loads halve Intel's load bandwidth */
+    float *wbuf = scratch_get(SCR_WBUF, (size_t)(NP * Kp) * sizeof(float));
+    float *rowbuf = scratch_get(SCR_ROWBUF, (size_t)Kp * sizeof(float));
+    float *cbuf = jb->simd ? scratch_get(SCR_CBUF, (size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
+    if (!wbuf || !rowbuf || (jb->simd && !cbuf)) {
+        atomic_store(&jb->failed, 1);
+        return;
+    }
+    if (jb->simd) {
+        simd_ops o = {.x = jb->packed ? jb->xpk : jb->xa, .x_packed = jb->packed, .ldx = jb->packed ? Kp : K};
+        int direct = n0 + NP <= N &&
+                     (W->dtype == DRIFT_DTYPE_F32 || W->dtype == DRIFT_DTYPE_BF16 || W->dtype == DRIFT_DTYPE_F16);
+        int direct_q = n0 + NP <= N && isa == DRIFT_ISA_AVX512 &&
+                       (W->dtype == DRIFT_DTYPE_Q8_0 || W->dtype == DRIFT_DTYPE_Q4_0);
+        /* full panels of f32 / bf16 / f16 at a batch too small to amortise
+         * packing them (batched decode): rows read in place */
+        if (jb->packed && !(direct && B < MB)) {
+            pack_w(wbuf, W, n0, Kp, jb->NR, jb->L, rowbuf, isa);
+            o.w = wbuf;
+            o.w_packed = 1;
+        } else if (direct) {
+            o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
+            o.wkind = W->dtype == DRIFT_DTYPE_BF16 ? 1 : W->dtype == DRIFT_DTYPE_F16 ? 2 : 0;
+            o.ldw = K;
+        } else if (direct_q) {
+            o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
+            o.wkind = W->dtype == DRIFT_DTYPE_Q8_0 ? 3 : 4;
+            o.ldw = (int64_t)W->row_bytes;
+        } else {
+            o.w = panel_get(W, n0, wbuf, isa);
+            o.ldw = K;
+        }
+        simd_panel(isa, jb->y, &o, B, K, Kp, N, n0, cbuf, jb->S);
+        return;
+    }
+    const float *wp = panel_get(W, n0, wbuf, isa);
+    for (int64_t j = 0; j < NP && n0 + j < N; j++)
+        for (int64_t b = 0; b < B; b++)
+            jb->y[b * N + n0 + j] = gen_dot(jb->p, jb->xa + b * K, wp + j * K, K, jb->L, isa != DRIFT_ISA_SCALAR, jb->S);
+}
+
 drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const float *x,
                              const num_qmat *W, int64_t B, drift_error *err) {
     int64_t K = W->cols, N = W->rows;
@@ -754,59 +875,10 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     /* a matrix too small to pay for waking a second thread runs on this one
      * (the outputs do not depend on the thread count) */
     if ((double)B * (double)N * (double)K < MT_MIN_MACS) nt = 1;
-    int failed = 0;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        /* 64-byte aligned: split cache-line loads halve Intel's load bandwidth */
-        float *wbuf = scratch_get(SCR_WBUF, (size_t)(NP * Kp) * sizeof(float));
-        float *rowbuf = scratch_get(SCR_ROWBUF, (size_t)Kp * sizeof(float));
-        float *cbuf = simd ? scratch_get(SCR_CBUF, (size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
-        int ok = wbuf && rowbuf && (!simd || cbuf);
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-        {
-#pragma omp for schedule(static)
-            for (int64_t pi = 0; pi < npanels; pi++) {
-                if (!ok) continue;
-                int64_t n0 = pi * NP;
-                if (simd) {
-                    simd_ops o = {.x = packed ? xpk : xa, .x_packed = packed,
-                                  .ldx = packed ? Kp : K};
-                    int direct = n0 + NP <= N && (W->dtype == DRIFT_DTYPE_F32 ||
-                                                  W->dtype == DRIFT_DTYPE_BF16 ||
-                                                  W->dtype == DRIFT_DTYPE_F16);
-                    int direct_q = n0 + NP <= N && isa == DRIFT_ISA_AVX512 &&
-                                   (W->dtype == DRIFT_DTYPE_Q8_0 || W->dtype == DRIFT_DTYPE_Q4_0);
-                    if (packed) {
-                        pack_w(wbuf, W, n0, Kp, NR, L, rowbuf, isa);
-                        o.w = wbuf;
-                        o.w_packed = 1;
-                    } else if (direct) {
-                        o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
-                        o.wkind = W->dtype == DRIFT_DTYPE_BF16 ? 1 : W->dtype == DRIFT_DTYPE_F16 ? 2 : 0;
-                        o.ldw = K;
-                    } else if (direct_q) {
-                        o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
-                        o.wkind = W->dtype == DRIFT_DTYPE_Q8_0 ? 3 : 4;
-                        o.ldw = (int64_t)W->row_bytes;
-                    } else {
-                        o.w = panel_get(W, n0, wbuf, isa);
-                        o.ldw = K;
-                    }
-                    simd_panel(isa, y, &o, B, K, Kp, N, n0, cbuf, S);
-                    continue;
-                }
-                const float *wp = panel_get(W, n0, wbuf, isa);
-                for (int64_t j = 0; j < NP && n0 + j < N; j++)
-                    for (int64_t b = 0; b < B; b++)
-                        y[b * N + n0 + j] = gen_dot(p, xa + b * K, wp + j * K, K, L,
-                                                    isa != DRIFT_ISA_SCALAR, S);
-            }
-        }
-    }
-    if (failed) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: per-thread scratch");
+    mm_job job = {.p = p, .y = y, .xa = xa, .xpk = xpk, .W = W, .B = B, .K = K, .Kp = Kp, .N = N,
+                  .isa = isa, .L = L, .S = S, .NR = NR, .simd = simd, .packed = packed};
+    num_par_for(nt, npanels, mm_panel, &job);
+    if (atomic_load(&job.failed)) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: per-thread scratch");
     return DRIFT_OK;
 }
 
