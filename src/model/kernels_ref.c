@@ -147,15 +147,15 @@ static void ref_block_base(const double *xd, int64_t bc, const float *const *w, 
     ref_block(2, 1, xd, bc, w, nw, K, y, N);
 }
 
-__attribute__((target("avx2,fma"))) REF_FUSED static void ref_block_avx2(const double *xd, int64_t bc,
-                                                          const float *const *w, int nw,
-                                                          int64_t K, float *y, int64_t N) {
+__attribute__((target("avx2,fma"))) REF_FUSED
+static void ref_block_avx2(const double *xd, int64_t bc, const float *const *w, int nw, int64_t K,
+                           float *y, int64_t N) {
     ref_block(2, 2, xd, bc, w, nw, K, y, N);
 }
 
-__attribute__((target("avx512f,fma"))) REF_FUSED static void ref_block_avx512(const double *xd, int64_t bc,
-                                                               const float *const *w, int nw,
-                                                               int64_t K, float *y, int64_t N) {
+__attribute__((target("avx512f,fma"))) REF_FUSED
+static void ref_block_avx512(const double *xd, int64_t bc, const float *const *w, int nw, int64_t K,
+                             float *y, int64_t N) {
     ref_block(4, 4, xd, bc, w, nw, K, y, N);
 }
 
