@@ -47,7 +47,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores visible"
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "llama.cpp: $lb ($("$lb" --version 2>&1 | grep -m1 -i 'version' || echo 'version unknown'))"
+echo "llama.cpp: $lb"
 echo "ours: $eb, profile $profile; pp$prompt and tg$gen, threads $threads, $reps reps x $rounds rounds"
 
 run_llama() { # model round
@@ -73,11 +73,13 @@ python3 - "$out" "$prompt" "$gen" "$@" <<'EOF'
 import glob, json, os, sys
 out, prompt, gen, models = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 def mean(v): return sum(v) / len(v) if v else float("nan")
+commits = set()
 print(f"{'model':<22} {'test':<7} {'threads':>7} {'llama.cpp t/s':>14} {'ours t/s':>10} {'ours/llama':>10}")
 for i, m in enumerate(models):
     ll, ours = {}, {}
     for f in sorted(glob.glob(os.path.join(out, f"llama.{i}.*.json"))):
         for t in json.load(open(f)):
+            commits.add(str(t.get("build_commit", "?")))
             test = f"pp{t['n_prompt']}" if t["n_gen"] == 0 else f"tg{t['n_gen']}"
             ll.setdefault((test, int(t["n_threads"])), []).append(float(t["avg_ts"]))
     for f in sorted(glob.glob(os.path.join(out, f"ours.{i}.*.txt"))):
@@ -90,4 +92,5 @@ for i, m in enumerate(models):
     for key in sorted(set(ll) | set(ours), key=lambda k: (k[0][:2], k[1])):
         a, b = mean(ll.get(key, [])), mean(ours.get(key, []))
         print(f"{os.path.basename(m):<22} {key[0]:<7} {key[1]:>7} {a:>14.1f} {b:>10.1f} {b / a:>9.2f}x")
+print("llama.cpp build_commit: " + ", ".join(sorted(commits)))
 EOF

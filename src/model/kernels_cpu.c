@@ -20,7 +20,8 @@
  * NR-row tiles, [step][row][L] (two sequential streams per tile, no 4 KiB
  * aliasing between rows). Batched decode (MR <= B < MB): x packed, full
  * f32/bf16/f16 panels read in place (converting a panel per call would cost
- * as much as its few tiles). Decode (B < MR): plain rows, and f32/bf16/f16
+ * as much as its few tiles); bf16/f16 panels in place at any B too, unless
+ * their rows are a multiple of 4 KiB apart. Decode (B < MR): plain rows, and f32/bf16/f16
  * weights are read in place (bf16/f16 converted in registers; Q8_0/Q4_0
  * blocks too with AVX-512), so decode streams the weights once at memory
  * speed. Scratch: the activation copies
@@ -810,9 +811,12 @@ static void mm_panel(void *ctx, int64_t pi, int worker) {
                      (W->dtype == DRIFT_DTYPE_F32 || W->dtype == DRIFT_DTYPE_BF16 || W->dtype == DRIFT_DTYPE_F16);
         int direct_q = n0 + NP <= N && isa == DRIFT_ISA_AVX512 &&
                        (W->dtype == DRIFT_DTYPE_Q8_0 || W->dtype == DRIFT_DTYPE_Q4_0);
-        /* full panels of f32 / bf16 / f16 at a batch too small to amortise
-         * packing them (batched decode): rows read in place */
-        if (jb->packed && !(direct && B < MB)) {
+        /* full panels of f32 / bf16 / f16 read in place at a batch too small
+         * to amortise packing them (batched decode), and 16-bit panels at
+         * any batch when their rows do not alias in 4 KiB (packing them is a
+         * conversion pass that costs more than widening in registers) */
+        int row16 = W->dtype == DRIFT_DTYPE_BF16 || W->dtype == DRIFT_DTYPE_F16;
+        if (jb->packed && !(direct && (B < MB || (row16 && W->row_bytes % 4096 != 0)))) {
             pack_w(wbuf, W, n0, Kp, jb->NR, jb->L, rowbuf, isa);
             o.w = wbuf;
             o.w_packed = 1;
