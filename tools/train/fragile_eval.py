@@ -70,6 +70,47 @@ def greedy(torch, model, prompts, eot, max_new, dev, dtype):
     return out
 
 
+def squad_f1(pred, gold):
+    """SQuAD token F1 (lower case, punctuation and articles dropped), as src/eval/longctx.c"""
+    def norm(t):
+        t = re.sub(r"[^\w\s]", " ", t.lower())
+        return [w for w in t.split() if w not in ("a", "an", "the")]
+    p, g = norm(pred), norm(gold)
+    common = sum(min(p.count(w), g.count(w)) for w in set(p))
+    if not p or not g or not common:
+        return float(p == g)
+    pr, rc = common / len(p), common / len(g)
+    return 2 * pr * rc / (pr + rc)
+
+
+def code_pass(items, completions):
+    """pass@1 of prompt + completion against each item's test code (one python3 subprocess, 10 s a test)"""
+    import subprocess
+    ok = 0
+    for r, c in zip(items, completions):
+        ref = r["reference"]
+        src = ref["prompt"] + c + "\n" + ref["test"] + "\ncheck(%s)\n" % ref["entry_point"]
+        try:
+            ok += subprocess.run([sys.executable, "-"], input=src, capture_output=True, text=True, timeout=10).returncode == 0
+        except subprocess.TimeoutExpired:
+            pass
+    return ok
+
+
+def extra_checks(torch, md, tok, eot, dev, prec, res, code, cp, lng, lp):
+    """code pass@1 and long-context F1 of the f32 greedy answers into res"""
+    if cp:
+        gc = greedy(torch, md, cp, eot, 160, dev, prec)
+        res["code_pass"] = code_pass(code, [tok.decode(gc[i][0]) for i in range(len(cp))])
+        res["code_n"] = len(cp)
+        res["code_gaps_f32"] = gap_stats([gc[i][1] for i in range(len(cp))])
+    if lp:
+        gl = greedy(torch, md, lp, eot, 8, dev, prec)
+        f1 = [squad_f1(tok.decode(gl[i][0]), lng[i]["reference"]["answers"][0]) for i in range(len(lp))]
+        res["long_f1"] = round(sum(f1) / len(f1), 4)
+        res["long_n"] = len(lp)
+
+
 def gap_stats(gaps_per_answer):
     allg = sorted(g for gs in gaps_per_answer for g in gs)
     mins = sorted(min(gs) for gs in gaps_per_answer if gs)
@@ -90,7 +131,11 @@ def main():
     ap.add_argument("--tok", required=True)
     ap.add_argument("--math", required=True)
     ap.add_argument("--safety", default="")
+    ap.add_argument("--code", default="", help="test_code.jsonl: pass@1 (f32) with the suite's tests")
+    ap.add_argument("--long", default="", help="test_long.jsonl: token F1 (f32)")
     ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--n-code", type=int, default=164)
+    ap.add_argument("--n-long", type=int, default=20)
     ap.add_argument("--max-new", type=int, default=96)
     ap.add_argument("--out", default="")
     ap.add_argument("files", nargs="+")
@@ -103,6 +148,10 @@ def main():
     mp = [[eot] + tok.encode(train.render("math", r["input"], False)) for r in math_items]
     saf = [json.loads(l) for l in open(a.safety) if l.strip()][:a.n] if a.safety else []
     sp = [[eot] + tok.encode(train.render("safety", r["input"], False)) for r in saf]
+    code = [json.loads(l) for l in open(a.code) if l.strip()][:a.n_code] if a.code else []
+    cp = [[eot] + tok.encode(train.render("code", r["input"], False)) for r in code]
+    lng = [json.loads(l) for l in open(a.long) if l.strip()][:a.n_long] if a.long else []
+    lp = [[eot] + tok.encode(train.render("long_context", r["input"], False)) for r in lng]
     cfg = dict(train.CONFIGS[a.arch], ctx=4096, rope_theta=10000.0, eps=1e-5)
     results = {}
     for path in a.files:
@@ -132,6 +181,10 @@ def main():
                     res["safety_borderline_refused"] = round(
                         sum(1 for i in bord if tok.decode(gs[i][0]).strip().startswith(("I can't", "I won't"))) / max(1, len(bord)), 4)
                     res["safety_first_gaps_f32"] = gap_stats([gs[i][1][:1] for i in range(len(sp))])
+                try:
+                    extra_checks(torch, md, tok, eot, dev, prec, res, code, cp, lng, lp)
+                except Exception as e:  # noqa: BLE001 - keep the math and safety figures
+                    res["extra_error"] = repr(e)
         res["math_text_changed_bf16"] = round(sum(1 for x, y in zip(texts["f32"], texts["bf16"]) if x != y) / len(mp), 4)
         res["math_flips_bf16"] = round(sum(1 for x, y in zip(res["math_ok_f32"], res["math_ok_bf16"]) if x != y) / len(mp), 4)
         del res["math_ok_f32"], res["math_ok_bf16"]
