@@ -68,7 +68,7 @@ static const char lab_usage[] =
     "  --max-tokens N     new tokens per answer (overrides the mode's)\n"
     "  --guard SPEC       safety guard (LlamaGuard-3 over HTTP, or builtin[:PATH]); default: the\n"
     "                     built-in guard model; safety is skipped (and said so) if none opens\n"
-    "  --embedder SPEC    chat embedder (default: the first model, one fixed cpu-f32/avx2 profile)\n"
+    "  --embedder SPEC    chat embedder (default: the first model not named -fragile-, cpu-f32/avx2)\n"
     "  --threads N        engine threads per configuration (default 1: best on shared machines)\n"
     "  --jobs N           configurations side by side (default: cores / threads); results are\n"
     "                     the same as one at a time\n"

@@ -60,7 +60,7 @@ typedef struct drift_lab_opts {
     int max_tokens;            /* new tokens per answer; <= 0: DRIFT_LAB_FULL_TOKENS / _QUICK_TOKENS */
     int threads;               /* engine threads per configuration (0 = the engine's default) */
     const char *guard_spec;    /* safety guard; NULL: the built-in guard */
-    const char *embedder_spec; /* chat embedder; NULL: the first model, cpu-f32/avx2 */
+    const char *embedder_spec; /* chat embedder; NULL: the first robust (not -fragile-) model, cpu-f32/avx2 */
     /* Events of stage "lab" (may be NULL): the calibration's timed batches
      * (BEGIN, STEP per batch, END; label = the profile's target). */
     drift_progress_cb progress;

@@ -299,8 +299,16 @@ drift_status drift_lab_design(drift_lab_study *s, const char *spec_name, drift_e
     if (s->opts.embedder_spec) {
         s->embedder = util_strdup(s->opts.embedder_spec);
     } else {
+        /* the first robust model: a fragile one's embeddings would work too,
+         * but chat scores should not change with which fragile models exist */
+        const drift_lab_model *e = &s->models[0];
+        for (size_t i = 0; i < s->n_models; i++)
+            if (!is_fragile(&s->models[i])) {
+                e = &s->models[i];
+                break;
+            }
         char emb[PATH_MAX + 64];
-        snprintf(emb, sizeof emb, "embedded:%s?profile=cpu-f32&isa=avx2&threads=1", s->models[0].path);
+        snprintf(emb, sizeof emb, "embedded:%s?profile=cpu-f32&isa=avx2&threads=1", e->path);
         s->embedder = util_strdup(emb);
     }
     if (drift_cuda_device_name(s->gpu, sizeof s->gpu) != 0) s->gpu[0] = 0;
