@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/kernels_ref.h"
 #include "model/model_internal.h"
 #include "model/sampler.h"
 #include "model/workers.h"
@@ -208,7 +209,9 @@ static drift_status moe_ffn(const drift_model *m, model_run_state *rs, const lay
         double mx = lg[0], s = 0;
         for (int e = 1; e < E; e++)
             if (lg[e] > mx) mx = lg[e];
-        for (int e = 0; e < E; e++) s += (pr[e] = exp((double)lg[e] - mx));
+        /* ref's results must not depend on the CPU's libm (it picks FMA code or not) */
+        int ref = p->isa == DRIFT_ISA_REF;
+        for (int e = 0; e < E; e++) s += (pr[e] = ref ? num_ref_exp((double)lg[e] - mx) : exp((double)lg[e] - mx));
         double tot = 0;
         for (int k = 0; k < K; k++) {
             int best = -1;

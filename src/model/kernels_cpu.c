@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/kernels_ref.h"
 #include "model/numerics.h"
 #include "model/workers.h"
 
@@ -1101,7 +1102,7 @@ void num_silu(const drift_numeric_profile *p, float *out, const float *x, int64_
     for (int64_t i = 0; i < n; i++) {
         if (p->isa == DRIFT_ISA_REF) {
             double g = x[i];
-            out[i] = (float)(g / (1.0 + exp(-g)));
+            out[i] = (float)(g / (1.0 + num_ref_exp(-g))); /* not libm: its bits depend on the CPU */
         } else {
             out[i] = x[i] / (1.0f + num_exp(p, -x[i]));
         }
