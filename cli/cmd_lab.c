@@ -60,7 +60,7 @@ static const char lab_usage[] =
     "  --quick            at most 3 models (\"-fragile-\" ones first) x 9 profiles; math 150,\n"
     "                     code 164, safety 100, chat 100 prompts; long context 20 prompts on the\n"
     "                     first model's ref, f32, fp8 and int4 only; 128 new tokens; the\n"
-    "                     stochastic leg 100 math prompts x 5 replicates x 3 runs (default)\n"
+    "                     stochastic leg 100 math prompts x 5 replicates x 4 runs (default)\n"
     "  --full             every profile axis crossed, every prompt of each suite\n"
     "  --out DIR          output directory (default lab)\n"
     "  --models DIR       GGUF models (default models/; the test fixtures when empty)\n"
@@ -112,7 +112,7 @@ static int print_size(const drift_lab_plan *p, drift_status rc, const drift_erro
         printf(", + long_context %zu prompts on %zu of them (", p->long_suite.n, p->long_spec->n_configs);
     for (size_t i = 0; p->long_spec && i < p->long_spec->n_configs; i++)
         printf("%s%s", i ? ", " : "", p->long_spec->configs[i].label);
-    printf("%s, + 3 x %ld x %d sampled answers (stochastic leg: f32, int4, f32 null)\n", p->long_spec ? ")" : "",
+    printf("%s, + 4 x %ld x %d sampled answers (stochastic leg: f32, int4, and each again with other seeds)\n", p->long_spec ? ")" : "",
            p->stoch_prompts, p->stoch_replicates);
     return 0;
 }
@@ -183,7 +183,7 @@ static int stochastic_leg(drift_store *st, const drift_lab_study *study, const c
                           util_buf *note, drift_lab_stochastic *xo) {
     drift_lab_stochastic x;
     drift_lab_stochastic_design(study, &x);
-    printf("\n== stochastic serving (temperature %.1f, %d replicates, %s, %s: f32 -> int4, and f32 against itself "
+    printf("\n== stochastic serving (temperature %.1f, %d replicates, %s, %s: f32 -> int4, and each against itself "
            "with seeds %ld+r: the null) ==\n",
            x.temperature, x.replicates, x.suite, x.model, x.null_seed);
     fflush(stdout);
@@ -212,7 +212,7 @@ static int stochastic_leg(drift_store *st, const drift_lab_study *study, const c
     if (x.null_ok) {
         const drift_lab_beyond *d = &x.beyond;
         buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s f32 -> int4): %.2f%% "
-                         "of replicate pairs disagree, %.2f%% for f32 against itself with other seeds (the null), so "
+                         "of replicate pairs disagree, %.2f%% for each stack against itself with other seeds (the null), so "
                          "%+.2f points beyond the null (95%% CI %.2f to %.2f). ",
                    x.replicates, d->n, x.model, 100 * d->cross, 100 * d->null_rate, 100 * d->beyond,
                    100 * d->beyond_lo, 100 * d->beyond_hi);

@@ -204,7 +204,7 @@ typedef struct drift_lab_plan {
     size_t todo;               /* configurations not stored complete */
     unsigned char *done;       /* (n_configs,) 1 = stored complete */
     int max_tokens;
-    long stoch_prompts;        /* the stochastic leg: 3 runs x stoch_prompts x stoch_replicates */
+    long stoch_prompts;        /* the stochastic leg: 4 runs x stoch_prompts x stoch_replicates */
     int stoch_replicates;
     /* --quick's long-context spec (borrowed from the study; NULL: none) */
     const drift_matrix_spec *long_spec;
@@ -321,6 +321,7 @@ typedef struct drift_lab_stochastic {
     char target_f32[DRIFT_LAB_SPEC_MAX], target_int4[DRIFT_LAB_SPEC_MAX];
     char label_f32[DRIFT_LAB_LABEL_MAX], label_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32" */
     char label_null[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32-null": target_f32 at null_seed */
+    char label_null_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/int4-null": target_int4 at null_seed */
     long seed, null_seed;
     char det_f32[DRIFT_LAB_LABEL_MAX], det_int4[DRIFT_LAB_LABEL_MAX];     /* the matrix's runs of the pair */
     char suite[64];
@@ -370,8 +371,8 @@ typedef struct drift_lab_stochastic_summary {
 } drift_lab_stochastic_summary;
 
 /* Runs (or resumes: drift_run_execute) and scores (drift_score_run) the
- * leg's three runs of x into st, f32, int4, then the f32 null (its own
- * seed), at x's temperature, replicates and new tokens. Stops at the first failure, returning its error with sum
+ * leg's four runs of x into st, f32, int4, then both again at null_seed
+ * (the nulls), at x's temperature, replicates and new tokens. Stops at the first failure, returning its error with sum
  * saying which run and which step (sum required, filled in every case).
  * Then drift_lab_stochastic_compare gives the figures. */
 DRIFT_API drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochastic *x,

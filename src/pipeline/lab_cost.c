@@ -317,7 +317,7 @@ void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec) {
         secs += s;
         long_s += s;
     }
-    /* the stochastic leg: 3 cpu runs (f32, int4, the f32 null) x stoch_prompts math prompts x its replicates */
+    /* the stochastic leg: 4 cpu runs (f32, int4, each again at the null seed) x stoch_prompts math prompts x its replicates */
     for (size_t i = 0; i < p->n_suites; i++)
         if (!strcmp(p->suites[i].name, "math") && p->suites[i].n) {
             drift_lab_suite_size m = p->suites[i];
@@ -325,7 +325,7 @@ void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec) {
             m.c1 *= scale;
             m.c2 *= scale;
             m.n = (size_t)p->stoch_prompts;
-            p->stoch_s = 3 * drift_lab_suite_seconds(&p->cost, &m, p->max_tokens, p->stoch_replicates, 0);
+            p->stoch_s = 4 * drift_lab_suite_seconds(&p->cost, &m, p->max_tokens, p->stoch_replicates, 0);
             secs += p->stoch_s;
         }
     p->gen_s = secs;

@@ -11,11 +11,19 @@
  *
  * Sampling alone disagrees with itself: two replicates of one stack at
  * temperature 0.7 differ on a prompt whose pass probability p is not 0 or
- * 1 (2p(1-p) of the pairs). So f32 runs a third time with other seeds (the
- * null) and the leg reports the disagreement beyond it, per prompt
- * cross - null, with a paired bootstrap interval over prompts, and that
- * over the deterministic flip rate of the same prompts
- * (drift_lab_beyond_null).
+ * 1 (2p(1-p) of the pairs). So both stacks run a second time with other
+ * seeds (the nulls), and the leg reports the disagreement beyond them, per
+ * prompt cross - null, with a paired bootstrap interval over prompts, and
+ * that over the deterministic flip rate of the same prompts
+ * (drift_lab_beyond_null). Every compared pair of runs has different seeds:
+ *   cross = mean of d(f32@seed, int4@null_seed) and d(f32@null_seed, int4@seed)
+ *   null  = mean of d(f32@seed, f32@null_seed) and d(int4@seed, int4@null_seed)
+ * With pass probabilities p (f32) and q (int4), cross - null estimates
+ * p + q - 2pq - (p - p^2 + q - q^2) = (p - q)^2 >= 0 without bias: zero
+ * exactly when the stacks sample the same. (Comparing runs of the same
+ * seed would share random draws between the stacks and pull the cross
+ * rate below the null's; a null of f32 alone would leave a signed term
+ * (q - p)(1 - 2p).)
  *
  *   design -> run (the run stage + scoring, per label) -> compare
  *          -> per prompt (cross, null, det) -> drift_lab_beyond_null */
@@ -41,6 +49,7 @@ void drift_lab_stochastic_design(const drift_lab_study *s, drift_lab_stochastic 
     snprintf(x->label_f32, sizeof x->label_f32, "stochastic/%s/f32", name);
     snprintf(x->label_int4, sizeof x->label_int4, "stochastic/%s/int4", name);
     snprintf(x->label_null, sizeof x->label_null, "stochastic/%s/f32-null", name);
+    snprintf(x->label_null_int4, sizeof x->label_null_int4, "stochastic/%s/int4-null", name);
     x->seed = 42;
     x->null_seed = DRIFT_LAB_STOCH_NULL_SEED;
     snprintf(x->det_f32, sizeof x->det_f32, "%s/cpu-best/f32/seq", name);
@@ -195,14 +204,14 @@ static double disagree(long ap, long af, long bp, long bf) {
     return (double)(ap * bf + af * bp) / (double)((ap + af) * (bp + bf));
 }
 
-/* Per-prompt figures over the math prompts labelled in all five runs, then
+/* Per-prompt figures over the math prompts labelled in all six runs, then
  * drift_lab_beyond_null. */
 static drift_status against_null(drift_store *st, drift_lab_stochastic *x, drift_error *err) {
-    const char *labels[5] = {x->label_f32, x->label_int4, x->label_null, x->det_f32, x->det_int4};
-    prompt_labels pl[5];
+    const char *labels[6] = {x->label_f32, x->label_int4, x->label_null, x->label_null_int4, x->det_f32, x->det_int4};
+    prompt_labels pl[6];
     memset(pl, 0, sizeof pl);
     drift_status rc = DRIFT_OK;
-    for (int k = 0; k < 5 && !rc; k++) rc = load_labels(st, labels[k], &pl[k], err);
+    for (int k = 0; k < 6 && !rc; k++) rc = load_labels(st, labels[k], &pl[k], err);
     double *cross = NULL, *nul = NULL, *det = NULL;
     size_t n = 0;
     if (!rc) {
@@ -213,26 +222,29 @@ static drift_status against_null(drift_store *st, drift_lab_stochastic *x, drift
         if (!cross || !nul || !det) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     for (size_t i = 0; !rc && i < pl[0].n; i++) {
-        long at[5];
+        long at[6];
         at[0] = (long)i;
         int all = 1;
-        for (int k = 1; k < 5 && all; k++) all = (at[k] = find_rowid(&pl[k], pl[0].rowid[i])) >= 0;
+        for (int k = 1; k < 6 && all; k++) all = (at[k] = find_rowid(&pl[k], pl[0].rowid[i])) >= 0;
         if (!all) continue;
-        long bp = pl[0].pass[i], bf = pl[0].fail[i];
-        cross[n] = disagree(bp, bf, pl[1].pass[at[1]], pl[1].fail[at[1]]);
-        nul[n] = disagree(bp, bf, pl[2].pass[at[2]], pl[2].fail[at[2]]);
+#define D(a, b) disagree(pl[a].pass[at[a]], pl[a].fail[at[a]], pl[b].pass[at[b]], pl[b].fail[at[b]])
+        /* 0 f32@seed, 1 int4@seed, 2 f32@null_seed, 3 int4@null_seed: only
+         * pairs of different seeds (see the top of the file) */
+        cross[n] = (D(0, 3) + D(2, 1)) / 2;
+        nul[n] = (D(0, 2) + D(1, 3)) / 2;
+#undef D
         /* the deterministic pair has one answer each: a flip when they differ */
-        det[n] = (pl[3].pass[at[3]] > 0) != (pl[4].pass[at[4]] > 0);
+        det[n] = (pl[4].pass[at[4]] > 0) != (pl[5].pass[at[5]] > 0);
         n++;
     }
     if (!rc)
         rc = n < 2 ? drift_error_set(err, DRIFT_ERR_INVALID,
-                                     "%zu math prompts are labelled in all five runs (at least 2 are needed)", n)
+                                     "%zu math prompts are labelled in all six runs (at least 2 are needed)", n)
                    : drift_lab_beyond_null(cross, nul, det, n, 2000, 20261202, &x->beyond, err);
     free(cross);
     free(nul);
     free(det);
-    for (int k = 0; k < 5; k++) prompt_labels_clear(&pl[k]);
+    for (int k = 0; k < 6; k++) prompt_labels_clear(&pl[k]);
     return rc;
 }
 
@@ -245,11 +257,11 @@ void drift_lab_stochastic_opts_default(drift_lab_stochastic_opts *o) {
 drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochastic *x, const drift_lab_stochastic_opts *o,
                                       drift_lab_stochastic_summary *sum, drift_error *err) {
     memset(sum, 0, sizeof *sum);
-    const char *labels[3] = {x->label_f32, x->label_int4, x->label_null};
-    const char *targets[3] = {x->target_f32, x->target_int4, x->target_f32};
-    long seeds[3] = {x->seed, x->seed, x->null_seed};
+    const char *labels[4] = {x->label_f32, x->label_int4, x->label_null, x->label_null_int4};
+    const char *targets[4] = {x->target_f32, x->target_int4, x->target_f32, x->target_int4};
+    long seeds[4] = {x->seed, x->seed, x->null_seed, x->null_seed};
     const char *suites[1] = {x->suite};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         sum->label = labels[k];
         sum->target = targets[k];
         drift_run_opts r;
@@ -279,7 +291,7 @@ drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochasti
         sum->done++;
         if (o->progress) {
             drift_progress p = {.stage = "lab", .event = DRIFT_PROGRESS_ITEM, .label = labels[k], .done = sum->done,
-                                .total = 3, .eta_ms = -1.0, .summary = sum};
+                                .total = 4, .eta_ms = -1.0, .summary = sum};
             o->progress(o->progress_user, &p);
         }
     }

@@ -34,12 +34,12 @@ static void interval(util_buf *b, double lo, double hi, double scale, const char
  * beyond it and its ratio to the deterministic rate, or why not. */
 static void render_null(util_buf *b, const drift_lab_stochastic *x) {
     if (!x->null_ok) {
-        buf_printf(b, "against the null (f32 with seeds %ld+r): not computed (%s)\n", x->null_seed, x->null_reason);
+        buf_printf(b, "against the null (each stack with seeds %ld+r): not computed (%s)\n", x->null_seed, x->null_reason);
         return;
     }
     const drift_lab_beyond *d = &x->beyond;
-    buf_printf(b, "null: f32 against itself with seeds %ld+r disagrees on %.2f%% of replicate pairs (sampling alone); "
-                  "f32 -> int4: %.2f%%, over the same %zu prompts\n",
+    buf_printf(b, "null: each stack against itself with seeds %ld+r disagrees on %.2f%% of replicate pairs (sampling "
+                  "alone); f32 -> int4 across seeds: %.2f%%, over the same %zu prompts\n",
                x->null_seed, 100 * d->null_rate, 100 * d->cross, d->n);
     buf_printf(b, "drift beyond the null: %+.2f points, 95%% CI ", 100 * d->beyond);
     interval(b, d->beyond_lo, d->beyond_hi, 100, "");
@@ -92,7 +92,7 @@ drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **o
     *out = NULL;
     if (!x) return drift_error_set(err, DRIFT_ERR_INVALID, "no stochastic leg to render");
     util_buf b = {0};
-    buf_printf(&b, "expected flip rate over replicate pairs: ");
+    buf_printf(&b, "expected flip rate over replicate pairs (same seeds on both stacks): ");
     if (isnan(x->expected_flip_rate)) buf_puts(&b, "-");
     else buf_printf(&b, "%.2f%%", 100 * x->expected_flip_rate);
     buf_puts(&b, "; majority-vote flip rate: ");
@@ -106,7 +106,7 @@ drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **o
         if (isnan(x->ratio))
             buf_puts(&b, "ratio stochastic / deterministic: - (no deterministic flips to compare with)\n");
         else
-            buf_printf(&b, "ratio stochastic / deterministic: %.2fx (the paper: 0.23x)\n", x->ratio);
+            buf_printf(&b, "ratio stochastic / deterministic: %.2fx (same seeds, not against the null: see below)\n", x->ratio);
     } else {
         buf_printf(&b, "deterministic flip rate: not available (%s)\n", x->det_reason);
     }

@@ -52,9 +52,9 @@ runs=$(sqlite3 "$out/lab.db" "select count(*) from runs where finished_at is not
 [ "$runs" = "$configs" ] || { echo "FAIL: $runs finished runs for $configs configurations"; exit 1; }
 # the stochastic leg: two sampled runs (5 replicates) and its summary
 stoch=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label like 'stochastic/%'")
-[ "$stoch" = 45 ] || { echo "FAIL: stochastic leg stored $stoch responses (want 3 runs x 3 prompts x 5 replicates)"; exit 1; }
+[ "$stoch" = 60 ] || { echo "FAIL: stochastic leg stored $stoch responses (want 4 runs x 3 prompts x 5 replicates)"; exit 1; }
 grep -q "expected flip rate over replicate pairs" "$out/stochastic.txt" || { echo "FAIL: stochastic.txt"; exit 1; }
-grep -Eq "^(null: f32 against itself with seeds 1042\+r|against the null)" "$out/stochastic.txt" || { echo "FAIL: no null in stochastic.txt"; cat "$out/stochastic.txt"; exit 1; }
+grep -Eq "^(null: each stack against itself with seeds 1042\+r|against the null)" "$out/stochastic.txt" || { echo "FAIL: no null in stochastic.txt"; cat "$out/stochastic.txt"; exit 1; }
 cp "$out/flip_rates.csv" "$work/flip_rates.first"
 # resume: nothing left to generate
 "$DRIFTBENCH" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout2" 2>"$work/stderr2" || {

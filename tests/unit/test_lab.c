@@ -286,9 +286,9 @@ static void test_plan_apply(void **state) {
     p.long_todo = 3;
     p.long_suite = (drift_lab_suite_size){"long_context", 1, 1000, 1000000};
     drift_lab_plan_apply(&p, s);
-    assert_float_equal(p.gen_s, 0.84 + 1.55225 + 4.4475 + 3.64, 1e-9);
+    assert_float_equal(p.gen_s, 0.84 + 1.55225 + 5.93 + 3.64, 1e-9);
     assert_float_equal(p.long_s, 3.64, 1e-9);
-    assert_float_equal(p.stoch_s, 4.4475, 1e-9);
+    assert_float_equal(p.stoch_s, 5.93, 1e-9); /* 4 runs x 1.4825 s */
     assert_float_equal(p.wall_s, p.gen_s / 2, 1e-9);
     /* per configuration: the main spec's suites, or the long spec's */
     assert_float_equal(drift_lab_plan_config_seconds(&p, s, 0), 0.84, 1e-9);
@@ -434,12 +434,12 @@ static void count_events(void *user, const drift_progress *p) {
         const drift_lab_stochastic_summary *s = p->summary;
         e->items++;
         e->last_done = s->done;
-        assert_int_equal(p->total, 3);
+        assert_int_equal(p->total, 4);
         assert_string_equal(p->label, s->label);
     }
 }
 
-/* The leg's three runs (f32, int4, the f32 null) on the tiny fixture (2
+/* The leg's four runs (f32, int4, each again at the null seed) on the tiny fixture (2
  * math prompts x 5 replicates, 4 new tokens): stored, scored, compared
  * without a deterministic pair (so no null figures, said why); run again,
  * nothing is asked. */
@@ -473,16 +473,16 @@ static void test_stochastic_run(void **state) {
     so.progress_user = &ev;
     drift_lab_stochastic_summary sum;
     assert_int_equal(drift_lab_stochastic_run(st, &x, &so, &sum, &err), DRIFT_OK);
-    assert_int_equal(sum.done, 3);
-    assert_string_equal(sum.label, x.label_null);
+    assert_int_equal(sum.done, 4);
+    assert_string_equal(sum.label, x.label_null_int4);
     assert_int_equal(x.null_seed, DRIFT_LAB_STOCH_NULL_SEED);
     assert_int_equal(sum.run.requested, 2 * 5);
     assert_int_equal(sum.run.answers + sum.run.errors, 2 * 5);
     assert_int_equal(sum.score.scored[DRIFT_WL_MATH] + sum.score.eval_errors[DRIFT_WL_MATH], sum.run.answers);
-    assert_int_equal(ev.run_begin, 3);
-    assert_int_equal(ev.run_end, 3);
-    assert_int_equal(ev.items, 3);
-    assert_int_equal(ev.last_done, 3);
+    assert_int_equal(ev.run_begin, 4);
+    assert_int_equal(ev.run_end, 4);
+    assert_int_equal(ev.items, 4);
+    assert_int_equal(ev.last_done, 4);
     assert_int_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
     assert_int_equal(x.det_ok, 0);
     assert_true(isnan(x.ratio));
