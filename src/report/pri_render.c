@@ -41,7 +41,8 @@ static const char *fig(double v, int decimals, char *buf, size_t cap) {
     return buf;
 }
 
-static json_t *jnum(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
+/* See report_internal.h. */
+json_t *report_json_num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 /* "%s\n" of a JSON document, NULL when out of memory. */
 static char *dump_line(json_t *root, size_t flags) {
@@ -66,8 +67,8 @@ static void holdout_text(util_buf *b, const drift_pri_holdout *h) {
 
 static json_t *holdout_json(const drift_pri_holdout *h) {
     return json_pack("{s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:i,s:i}}", "name", h->name, "n_train",
-                     (json_int_t)h->n_train, "n_test", (json_int_t)h->n_test, "train_r2", jnum(h->train_r2), "test_r2",
-                     jnum(h->test_r2), "test_mae", jnum(h->test_mae), "paper_r2", jnum(h->paper_r2), "params",
+                     (json_int_t)h->n_train, "n_test", (json_int_t)h->n_test, "train_r2", report_json_num(h->train_r2), "test_r2",
+                     report_json_num(h->test_r2), "test_mae", report_json_num(h->test_mae), "paper_r2", report_json_num(h->paper_r2), "params",
                      "max_depth", h->depth, "eta", h->eta, "min_child_weight", h->min_child_weight, "n_estimators",
                      h->rounds);
 }
@@ -79,17 +80,17 @@ static char *eval_json(const drift_pri_eval *e, const char *table, double elapse
     for (size_t i = 0; i < e->n_importance; i++)
         json_array_append_new(imp, json_pack("{s:s,s:f}", "feature", e->importance[i].name, "gain_share",
                                              e->importance[i].gain_share));
-    for (int k = 0; k < 5; k++) json_array_append_new(cv, jnum(e->cv_fold_r2[k]));
+    for (int k = 0; k < 5; k++) json_array_append_new(cv, report_json_num(e->cv_fold_r2[k]));
     json_object_set_new(root, "table", json_string(table));
     json_object_set_new(root, "n_features", json_integer((json_int_t)e->n_features));
     json_object_set_new(root, "random_split", holdout_json(&e->random_split));
-    json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o,s:i}", "mean_r2", jnum(e->cv_r2_mean), "sd_r2",
-                                               jnum(e->cv_r2_sd), "folds", cv, "folds_defined", e->cv_folds_defined));
+    json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o,s:i}", "mean_r2", report_json_num(e->cv_r2_mean), "sd_r2",
+                                               report_json_num(e->cv_r2_sd), "folds", cv, "folds_defined", e->cv_folds_defined));
     json_object_set_new(root, "held_out_paper", pp);
     json_object_set_new(root, "held_out_levels", lv);
-    json_object_set_new(root, "ablations", json_pack("{s:o,s:o,s:o,s:o}", "hardware_only", jnum(e->abl_hardware_only),
-                                                     "linear", jnum(e->abl_linear), "no_interactions",
-                                                     jnum(e->abl_no_interactions), "full", jnum(e->abl_full)));
+    json_object_set_new(root, "ablations", json_pack("{s:o,s:o,s:o,s:o}", "hardware_only", report_json_num(e->abl_hardware_only),
+                                                     "linear", report_json_num(e->abl_linear), "no_interactions",
+                                                     report_json_num(e->abl_no_interactions), "full", report_json_num(e->abl_full)));
     json_object_set_new(root, "importance", imp);
     json_object_set_new(root, "elapsed_ms", json_real(elapsed_ms));
     char *s = dump_line(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));

@@ -3,6 +3,7 @@
 #ifndef DRIFT_REPORT_INTERNAL_H
 #define DRIFT_REPORT_INTERNAL_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 /* An R^2 as the reports say it: with `decimals` decimals when finite;
@@ -11,5 +12,9 @@
  * variance" (the rows share one flip rate: nothing to predict). Returns buf
  * or a literal. */
 const char *report_r2_text(double r2, size_t n, int decimals, char *buf, size_t cap);
+
+/* A number for the JSON outputs: v, or null when it is not finite (NaN or
+ * an infinity). A new reference. */
+json_t *report_json_num(double v);
 
 #endif
