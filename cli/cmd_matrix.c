@@ -1,6 +1,7 @@
 /* cmd_matrix.c - `driftbench matrix --spec F --db F [--shard I/N]`: runs the
- * configurations of a matrix spec (each a labelled run; a run that is
- * complete is skipped), then scores them: the library's matrix stage
+ * configurations of a matrix spec (each a labelled run, its server started
+ * and stopped around it when the spec gives one; a run that is complete is
+ * skipped), then scores them: the library's matrix stage
  * (drift_matrix_run) with the CLI's printing, which `lab` shares
  * (cli_matrix_run). */
 #include "cmd_matrix.h"
@@ -157,8 +158,13 @@ static const char matrix_usage[] =
     "skipped (their failed requests are not retried: use `driftbench run` with the label)\n"
     "and interrupted ones resume. --shard I/N runs configurations whose index\n"
     "(0-based, spec order) is I-1 modulo N; join shard stores with `driftbench merge`.\n"
+    "A configuration with a \"server\" has it started (its command, {port} = a free port),\n"
+    "waited for (GET /health until 200) and stopped after its run; configurations in a\n"
+    "row with the same command share one. A server that exits or never gets healthy stops\n"
+    "the matrix (exit 2, with the command and the end of its output); running the same\n"
+    "command again restarts it and asks only what is missing.\n"
     "\n"
-    "  --list                   print the configurations (label, target) and exit\n"
+    "  --list                   print the configurations (label, target[, server command]) and exit\n"
     "  --concurrency N          batch size / in-flight requests per target\n"
     "  --guard SPEC --embedder SPEC --unsafe-code-exec --jobs N   (as `score`)\n";
 
@@ -210,7 +216,9 @@ static int cmd_matrix(int argc, char **argv) {
     if (list) {
         for (size_t i = 0; i < spec->n_configs; i++)
             if (drift_matrix_in_shard(i, mo.shard_index, mo.shard_count))
-                printf("%zu\t%s\t%s\n", i, spec->configs[i].label, spec->configs[i].target);
+                printf("%zu\t%s\t%s%s%s\n", i, spec->configs[i].label, spec->configs[i].target,
+                       spec->configs[i].server.start ? "\t" : "",
+                       spec->configs[i].server.start ? spec->configs[i].server.start : "");
         drift_matrix_spec_free(spec);
         return 0;
     }

@@ -8,7 +8,8 @@
  * the next run asks them again), what was received is flushed, the run lock
  * released, and the command exits 2. A second signal exits at once: every
  * committed batch is safe in the store (WAL), the lock is taken over by the
- * next run because its owner is gone. */
+ * next run because its owner is gone; servers the command started (matrix,
+ * measure) are killed first (drift_server_proc_kill_all). */
 #include "pipeline.h"
 
 #include <signal.h>
@@ -19,6 +20,7 @@
 
 #include "cli.h"
 #include "driftbench/compare.h"
+#include "driftbench/server_proc.h"
 
 volatile sig_atomic_t cli_interrupted;
 
@@ -28,6 +30,7 @@ static void on_signal(int sig) {
         static const char msg[] = "\ndriftbench: interrupted again: exiting now; what was stored is kept\n";
         ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)w;
+        drift_server_proc_kill_all();
         _exit(CLI_EXIT_ERROR);
     }
     cli_interrupted = 1;

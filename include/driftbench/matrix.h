@@ -18,13 +18,23 @@
 extern "C" {
 #endif
 
+/* The server a configuration's target needs, started by the matrix stage
+ * (drift_server_proc_start in server_proc.h) for its run and stopped after. */
+typedef struct drift_matrix_server {
+    char *start;            /* shell command, placeholders filled but "{port}" (the port picked at
+                             * start); NULL: the configuration starts no server */
+    char *health;           /* path polled until HTTP 200; "/health" */
+    double ready_timeout_s; /* 120 */
+} drift_matrix_server;
+
 /* One configuration: a labelled run of a target with its dimension levels. */
 typedef struct drift_matrix_config {
     char *label;          /* run label in the store */
-    char *target;         /* target spec (embedded:... or http://...) */
+    char *target;         /* target spec (embedded:... or http://...); with a server it holds "{port}" */
     size_t n_dims;
     char **dim_names;     /* (n_dims,) "model","hardware",... in spec order */
     char **dim_values;    /* (n_dims,) levels */
+    drift_matrix_server server; /* server.start NULL: none */
 } drift_matrix_config;
 
 typedef struct drift_matrix_spec {
@@ -49,6 +59,11 @@ DRIFT_API drift_status drift_matrix_spec_parse(const char *text, size_t len, con
 /* Reads and parses a spec file. */
 DRIFT_API drift_status drift_matrix_spec_load(const char *path, drift_matrix_spec **out, drift_error *err);
 DRIFT_API void drift_matrix_spec_free(drift_matrix_spec *s);
+
+/* 1 when a and b are the same server (the same start command and health
+ * path, both non-NULL): configurations run one after another share one
+ * process. */
+DRIFT_API int drift_matrix_server_same(const drift_matrix_server *a, const drift_matrix_server *b);
 
 /* "k=v,k=v" of a configuration's dimensions (malloc'd), the form the run
  * command's --config takes. */

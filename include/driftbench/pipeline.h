@@ -63,6 +63,11 @@ typedef void (*drift_progress_cb)(void *user, const drift_progress *p);
 typedef struct drift_run_opts {
     const char *label;               /* run label in the store (required) */
     const char *target;              /* target spec: http://... or embedded:... (required) */
+    /* The address opened when it differs from target (NULL = target): a
+     * server started on a port chosen at start, where target keeps
+     * "{port}" so that a resumed run on another port is the same run. The
+     * store records target only. */
+    const char *target_url;
     const char *const *suites;       /* (n_suites,) suite specs: files or builtin:NAME */
     size_t n_suites;
     const char *config;              /* "k=v,..." dimensions, over the detected ones; NULL = none */

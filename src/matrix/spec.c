@@ -24,6 +24,22 @@
  *         "{dim}" becomes the level's name;
  *     "exclude": [{"precision":"int4","framework":"pairwise"}, ...]
  *         a combination matching every key of one entry is left out.
+ *   "server": how to start the target's server, optional, in an explicit
+ *                configuration (its "{dim}" placeholders are the
+ *                configuration's "dims" levels) or at the top level for the
+ *                product (placeholders as in "target": the level's text):
+ *       {"start": "llama-server -m {model} --port {port} -np 1",
+ *        "health": "/health", "ready_timeout_s": 120}
+ *         start: a /bin/sh command (required); "{port}" is a free TCP port
+ *         on 127.0.0.1 that DriftBench picks when it starts the server, and
+ *         the target must use it too ("http://127.0.0.1:{port}/v1?..."); a
+ *         brace group that is not a name ("${HOME}", JSON) is left as is;
+ *         health: the path polled until HTTP 200 (default "/health");
+ *         ready_timeout_s: how long it may take to get there (default 120).
+ *       The matrix starts it before the configuration's run and stops it
+ *       after; configurations one after another with the same start
+ *       command (after substitution) share one process. "{port}" is only
+ *       known with a server, so a dimension may not be called "port".
  *   At least one configuration (explicit or product); labels are unique.
  * Explicit configurations come first, then the product in odometer order
  * (last dimension fastest), so a configuration's index is stable and shards
@@ -49,6 +65,8 @@ static void config_clear(drift_matrix_config *c) {
     }
     free(c->dim_names);
     free(c->dim_values);
+    free(c->server.start);
+    free(c->server.health);
     memset(c, 0, sizeof *c);
 }
 
@@ -76,16 +94,37 @@ static int push_config(drift_matrix_spec *s, size_t *cap) {
     return 0;
 }
 
+enum {
+    SUB_KEEP_PORT = 1, /* "{port}" stays (filled when the server starts) */
+    SUB_SHELL = 2      /* a brace group that is not a name ("${HOME}", JSON) stays */
+};
+
+/* 1 when p[0..len) is a dimension name (a-z, 0-9, '_', '-'). */
+static int name_ok(const char *p, size_t len) {
+    if (!len) return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9') || p[i] == '_' || p[i] == '-')) return 0;
+    return 1;
+}
+
 /* Replaces "{key}" with values[i] for names[i]; unknown placeholders are an
- * error reported through *bad (the placeholder's name, malloc'd). */
-static char *substitute(const char *tmpl, char *const *names, const char *const *values, size_t n, char **bad) {
+ * error reported through *bad (the placeholder's name, malloc'd). flags:
+ * SUB_*. */
+static char *substitute_f(const char *tmpl, char *const *names, const char *const *values, size_t n, int flags,
+                          char **bad) {
     util_buf b = {0};
     *bad = NULL;
     for (const char *p = tmpl; *p;) {
         if (*p == '{') {
             const char *close = strchr(p, '}');
+            size_t len = close ? (size_t)(close - p - 1) : 0;
+            if (close && (flags & SUB_KEEP_PORT) && len == 4 && !strncmp(p + 1, "port", 4)) {
+                buf_puts(&b, "{port}");
+                p = close + 1;
+                continue;
+            }
+            if (close && (flags & SUB_SHELL) && !name_ok(p + 1, len)) close = NULL;
             if (close) {
-                size_t len = (size_t)(close - p - 1);
                 size_t i;
                 for (i = 0; i < n; i++)
                     if (strlen(names[i]) == len && !strncmp(names[i], p + 1, len)) break;
@@ -102,7 +141,74 @@ static char *substitute(const char *tmpl, char *const *names, const char *const 
         buf_append(&b, p, 1);
         p++;
     }
-    return buf_steal(&b);
+    char *out = buf_steal(&b);
+    return out ? out : util_strdup("");
+}
+
+static char *substitute(const char *tmpl, char *const *names, const char *const *values, size_t n, char **bad) {
+    return substitute_f(tmpl, names, values, n, 0, bad);
+}
+
+int drift_matrix_server_same(const drift_matrix_server *a, const drift_matrix_server *b) {
+    return a && b && a->start && b->start && !strcmp(a->start, b->start) && a->health && b->health &&
+           !strcmp(a->health, b->health);
+}
+
+/* The "server" object js at `field` into out, its start command's
+ * placeholders filled from names/values ("{port}" kept). */
+static drift_status parse_server(json_t *js, const char *name, const char *field, char *const *names,
+                                 const char *const *values, size_t n, drift_matrix_server *out, drift_error *err) {
+    char f[192];
+    if (!json_is_object(js)) return perr(err, name, field, "must be an object {\"start\": \"command with {port}\", ...}");
+    const char *k;
+    json_t *v;
+    json_object_foreach(js, k, v) {
+        if (strcmp(k, "start") && strcmp(k, "health") && strcmp(k, "ready_timeout_s")) {
+            snprintf(f, sizeof f, "%s.%s", field, k);
+            return perr(err, name, f, "unknown key (start, health, ready_timeout_s)");
+        }
+    }
+    json_t *start = json_object_get(js, "start"), *health = json_object_get(js, "health");
+    json_t *rt = json_object_get(js, "ready_timeout_s");
+    snprintf(f, sizeof f, "%s.start", field);
+    if (!json_is_string(start) || !*json_string_value(start))
+        return perr(err, name, f, "missing or not a string (the shell command that starts the server)");
+    if (!strstr(json_string_value(start), "{port}"))
+        return perr(err, name, f, "must use {port} (the free port DriftBench picks; pass it to the server's --port)");
+    snprintf(f, sizeof f, "%s.health", field);
+    if (health && (!json_is_string(health) || json_string_value(health)[0] != '/' ||
+                   strpbrk(json_string_value(health), " \t\r\n")))
+        return perr(err, name, f, "must be a path starting with '/' (e.g. \"/health\")");
+    snprintf(f, sizeof f, "%s.ready_timeout_s", field);
+    if (rt && (!json_is_number(rt) || !(json_number_value(rt) > 0) || json_number_value(rt) > 86400))
+        return perr(err, name, f, "must be a number of seconds in (0, 86400]");
+    char *bad = NULL;
+    char *cmd = substitute_f(json_string_value(start), names, values, n, SUB_KEEP_PORT | SUB_SHELL, &bad);
+    if (!cmd) {
+        snprintf(f, sizeof f, "%s.start", field);
+        drift_status rc = bad ? drift_error_set(err, DRIFT_ERR_PARSE, "%s: %s: placeholder {%s} is not a dimension", name,
+                                                f, bad)
+                              : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        free(bad);
+        return rc;
+    }
+    out->start = cmd;
+    out->health = util_strdup(health ? json_string_value(health) : "/health");
+    out->ready_timeout_s = rt ? json_number_value(rt) : 120;
+    if (!out->health) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    return DRIFT_OK;
+}
+
+/* A target and its server agree on "{port}": a server needs the target to
+ * use it, and without one it is unknown. */
+static drift_status check_port(const char *target, int has_server, const char *name, const char *field,
+                               drift_error *err) {
+    int uses = strstr(target, "{port}") != NULL;
+    if (has_server && !uses)
+        return perr(err, name, field, "must use {port} (the port of the server the matrix starts), e.g. "
+                                      "http://127.0.0.1:{port}/v1?model=m");
+    if (!has_server && uses) return perr(err, name, field, "uses {port}, which is only known with a \"server\" to start");
+    return DRIFT_OK;
 }
 
 char *drift_matrix_baseline_for(const char *baseline, const drift_matrix_config *c) {
@@ -126,7 +232,7 @@ char *drift_matrix_config_dims(const drift_matrix_config *c) {
 /* A dimension key may only use a-z, 0-9, '_' and '-' (as --config keys);
  * a level may not hold ',' or '=' (it travels in "k=v,k=v"). */
 static int key_ok(const char *k) {
-    if (!*k) return 0;
+    if (!*k || !strcmp(k, "port")) return 0; /* {port} is the server's */
     for (; *k; k++)
         if (!((*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') || *k == '_' || *k == '-')) return 0;
     return 1;
@@ -194,13 +300,24 @@ static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_s
         json_t *v;
         if (dims) json_object_foreach(dims, k, v) {
             snprintf(field, sizeof field, "configs[%zu].dims.%s", i, k);
-            if (!key_ok(k)) return perr(err, name, field, "dimension names use only a-z, 0-9, '_' and '-'");
+            if (!key_ok(k))
+                return perr(err, name, field, "dimension names use only a-z, 0-9, '_' and '-' (and \"port\" is the server's)");
             if (!json_is_string(v) || !level_ok(json_string_value(v)))
                 return perr(err, name, field, "must be a non-empty string without ',' or '='");
             mc->dim_names[mc->n_dims] = util_strdup(k);
             mc->dim_values[mc->n_dims] = util_strdup(json_string_value(v));
             mc->n_dims++;
         }
+        json_t *server = json_object_get(c, "server");
+        if (server) {
+            snprintf(field, sizeof field, "configs[%zu].server", i);
+            drift_status rc = parse_server(server, name, field, mc->dim_names, (const char *const *)mc->dim_values,
+                                           mc->n_dims, &mc->server, err);
+            if (rc) return rc;
+        }
+        snprintf(field, sizeof field, "configs[%zu].target", i);
+        drift_status rc = check_port(mc->target, server != NULL, name, field, err);
+        if (rc) return rc;
     }
     return DRIFT_OK;
 }
@@ -237,15 +354,22 @@ static drift_status parse_product(json_t *root, const char *name, drift_matrix_s
                                   drift_error *err) {
     json_t *dims = json_object_get(root, "dimensions");
     json_t *target = json_object_get(root, "target"), *label = json_object_get(root, "label");
-    json_t *exclude = json_object_get(root, "exclude");
+    json_t *exclude = json_object_get(root, "exclude"), *server = json_object_get(root, "server");
     if (!dims) {
         if (target) return perr(err, name, "dimensions", "missing (a target template needs dimensions)");
+        if (server)
+            return perr(err, name, "server",
+                        "is the product's (it needs \"dimensions\"); an explicit configuration takes its own \"server\"");
         return DRIFT_OK;
     }
     if (!json_is_object(dims) || !json_object_size(dims)) return perr(err, name, "dimensions", "must be a non-empty object");
     if (!json_is_string(target)) return perr(err, name, "target", "missing or not a string (the template of the product)");
     if (label && !json_is_string(label)) return perr(err, name, "label", "must be a string");
     if (exclude && !json_is_array(exclude)) return perr(err, name, "exclude", "must be an array of objects");
+    {
+        drift_status prc = check_port(json_string_value(target), server != NULL, name, "target", err);
+        if (prc) return prc;
+    }
     size_t nd = json_object_size(dims);
     dim_levels *d = calloc(nd, sizeof *d);
     size_t *idx = calloc(nd, sizeof *idx);
@@ -261,7 +385,7 @@ static drift_status parse_product(json_t *root, const char *name, drift_matrix_s
     json_object_foreach(dims, k, v) {
         snprintf(field, sizeof field, "dimensions.%s", k);
         if (!key_ok(k)) {
-            rc = perr(err, name, field, "dimension names use only a-z, 0-9, '_' and '-'");
+            rc = perr(err, name, field, "dimension names use only a-z, 0-9, '_' and '-' (and \"port\" is the server's)");
             goto out;
         }
         size_t n = json_is_array(v) ? json_array_size(v) : json_is_object(v) ? json_object_size(v) : 0;
@@ -346,7 +470,7 @@ static drift_status parse_product(json_t *root, const char *name, drift_matrix_s
                 texts[q] = d[q].texts[idx[q]];
             }
             char *bad = NULL;
-            char *tg = substitute(json_string_value(target), dn, texts, nd, &bad);
+            char *tg = substitute_f(json_string_value(target), dn, texts, nd, SUB_KEEP_PORT, &bad);
             char *lb = NULL;
             if (tg) {
                 if (label) {
@@ -386,6 +510,7 @@ static drift_status parse_product(json_t *root, const char *name, drift_matrix_s
                 mc->dim_names[q] = util_strdup(d[q].name);
                 mc->dim_values[q] = util_strdup(names[q]);
             }
+            if (server && (rc = parse_server(server, name, "server", dn, texts, nd, &mc->server, err))) break;
         }
         /* odometer: last dimension fastest */
         int done = 1;
@@ -438,7 +563,7 @@ drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *n
         goto fail;
     }
     static const char *const known[] = {"name", "suites", "limit", "decoding", "baseline", "configs",
-                                        "dimensions", "target", "label", "exclude", "description"};
+                                        "dimensions", "target", "label", "exclude", "description", "server"};
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {

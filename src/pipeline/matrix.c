@@ -20,7 +20,32 @@
  * own run, so what is stored does not depend on the order; SQLite's busy
  * timeout serialises the handles' writes. The first failure raises a stop
  * flag that the workers' cancel hook reads, so the others stop at their
- * next request boundary with what they have stored. */
+ * next request boundary with what they have stored.
+ *
+ * Servers (a configuration's "server" in the spec): the thread that runs a
+ * configuration holds at most one server process (a server_slot).
+ *
+ *   configuration skipped, or its server another  -> the held one stopped
+ *   configuration run with a server               -> the held one reused when
+ *       it is the same (start command and health path) and still running;
+ *       otherwise started (drift_server_proc_start: free port, /health)
+ *   its run                                       -> target "{port}" filled
+ *       for the connection (target_url); the stored target keeps "{port}",
+ *       so a resume on another port is the same run
+ *   the run's cancel hook                         -> also 1 once the server
+ *       has exited: the run stops at once, unfinished, with what it received
+ *   after the run                                 -> a server that exited is
+ *       the configuration's failure (DRIFT_ERR_IO naming the command, its
+ *       status and the tail of its output); else the server is kept only
+ *       when the next configuration of the shard uses the same one
+ *   the end, a failure or a cancel                -> every server stopped
+ *
+ * A server that dies mid-run leaves an unfinished run: the failed requests
+ * stored before its death was seen (a request that failed while retrying
+ * is only stored after its retries, which the dead server's check cuts
+ * short) are asked again on resume as any failed request of an unfinished
+ * run is (drift_store_pending), so the next call restarts the server and
+ * asks only what is missing. */
 #include "driftbench/pipeline.h"
 
 #include <errno.h>
@@ -30,6 +55,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "driftbench/server_proc.h"
 #include "util/util.h"
 
 void drift_matrix_opts_default(drift_matrix_opts *o) {
@@ -92,10 +118,65 @@ static void run_opts_for(const drift_matrix_spec *spec, const drift_matrix_confi
     r->progress_user = o->progress_user;
 }
 
+/* ---- servers ---- */
+
+/* The server a thread holds between configurations. */
+typedef struct server_slot {
+    drift_server_proc *proc;          /* NULL: none running */
+    const drift_matrix_server *spec;  /* the spec entry it was started for */
+} server_slot;
+
+static void slot_stop(server_slot *s) {
+    drift_server_proc_free(s->proc);
+    s->proc = NULL;
+    s->spec = NULL;
+}
+
+/* The run's cancel hook while a server runs: the caller's cancel, or the
+ * server has exited (died set). */
+typedef struct server_watch {
+    int (*cancel)(void *);
+    void *cancel_user;
+    server_slot *slot;
+    int died;
+} server_watch;
+
+static int watch_cancel(void *user) {
+    server_watch *w = user;
+    if (w->slot->proc && !drift_server_proc_alive(w->slot->proc)) {
+        w->died = 1;
+        return 1;
+    }
+    return w->cancel && w->cancel(w->cancel_user);
+}
+
+/* Makes slot run c's server (reused when the same and alive). */
+static drift_status slot_ensure(server_slot *slot, const drift_matrix_config *c, int (*cancel)(void *),
+                                void *cancel_user, drift_error *err) {
+    if (slot->proc && (!drift_matrix_server_same(slot->spec, &c->server) || !drift_server_proc_alive(slot->proc)))
+        slot_stop(slot);
+    if (slot->proc) return DRIFT_OK;
+    drift_server_proc_opts so;
+    drift_server_proc_opts_default(&so);
+    so.command = c->server.start;
+    so.health_path = c->server.health;
+    so.ready_timeout_s = c->server.ready_timeout_s;
+    so.cancel = cancel;
+    so.cancel_user = cancel_user;
+    drift_status rc = drift_server_proc_start(&so, &slot->proc, err);
+    if (rc) {
+        if (rc != DRIFT_ERR_CANCELLED) drift_error_prefix(err, "configuration '%s': ", c->label);
+        return rc;
+    }
+    slot->spec = &c->server;
+    return DRIFT_OK;
+}
+
 /* What one configuration did (either mode). */
 typedef struct config_result {
     int skipped;
     int failed_in_run;
+    int server_failed;     /* its server did not start or died: err says how (not a run failure) */
     drift_status rc;
     drift_error err;
     drift_run_summary run;
@@ -103,16 +184,52 @@ typedef struct config_result {
     double run_ms, score_ms, config_ms;
 } config_result;
 
+/* The run of configuration c with its server (slot) running: the run's
+ * cancel hook also watches the server; a server that exited during the run
+ * is the failure (out->rc, out->err), whatever the run returned. */
+static void run_with_server(drift_store *st, const drift_matrix_config *c, drift_run_opts *r, server_slot *slot,
+                            config_result *out) {
+    server_watch w = {r->cancel, r->cancel_user, slot, 0};
+    char *url = drift_server_proc_fill_port(c->target, drift_server_proc_port(slot->proc));
+    if (!url) {
+        out->rc = drift_error_set(&out->err, DRIFT_ERR_NOMEM, "out of memory");
+        return;
+    }
+    r->target_url = url;
+    r->cancel = watch_cancel;
+    r->cancel_user = &w;
+    out->rc = drift_run_execute(st, r, &out->run, &out->err);
+    free(url);
+    int alive = !w.died && drift_server_proc_alive(slot->proc);
+    if (!alive && out->rc == DRIFT_OK && out->run.errors == 0) {
+        slot_stop(slot); /* it ended after the last answer: the run is whole */
+    } else if (!alive) {
+        char ctx[256];
+        snprintf(ctx, sizeof ctx,
+                 "configuration '%s': run stopped (%zu of %zu requests stored; the same command again restarts the "
+                 "server and asks what is missing)",
+                 c->label, out->run.done, out->run.requested);
+        out->rc = drift_server_proc_check(slot->proc, ctx, &out->err);
+        if (!out->rc) out->rc = drift_error_set(&out->err, DRIFT_ERR_INTERNAL, "configuration '%s': server state", c->label);
+        out->server_failed = 1;
+        slot_stop(slot); /* reaped already; its log is kept */
+    }
+}
+
 /* Runs (unless finished and not rechecked) and scores configuration c into
- * st; run's cancel and progress hooks are r_cancel / r_progress. */
+ * st; run's cancel and progress hooks are r_cancel / r_progress. slot: the
+ * thread's server; next: the configuration the thread is likely to run
+ * next (NULL: none), whose server, when the same, is kept running. */
 static void do_config(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_config *c,
-                      const drift_matrix_opts *o, int (*r_cancel)(void *), void *r_cancel_user,
-                      drift_progress_cb r_progress, void *r_progress_user, config_result *out) {
+                      const drift_matrix_config *next, const drift_matrix_opts *o, int (*r_cancel)(void *),
+                      void *r_cancel_user, drift_progress_cb r_progress, void *r_progress_user, server_slot *slot,
+                      config_result *out) {
     memset(out, 0, sizeof *out);
     double c0 = util_now_ms();
     if (!o->recheck && run_finished(st, c->label)) {
         out->skipped = 1;
         out->run.step = DRIFT_RUN_STEP_DONE;
+        if (slot->proc) slot_stop(slot); /* not needed now */
     } else {
         char *dims = drift_matrix_config_dims(c);
         if (!dims) {
@@ -126,13 +243,22 @@ static void do_config(drift_store *st, const drift_matrix_spec *spec, const drif
         r.cancel_user = r_cancel_user;
         r.progress = r_progress;
         r.progress_user = r_progress_user;
-        out->rc = drift_run_execute(st, &r, &out->run, &out->err);
+        if (!c->server.start) {
+            if (slot->proc) slot_stop(slot);
+            out->rc = drift_run_execute(st, &r, &out->run, &out->err);
+        } else if ((out->rc = slot_ensure(slot, c, r_cancel, r_cancel_user, &out->err)) != DRIFT_OK) {
+            out->server_failed = 1;
+        } else {
+            run_with_server(st, c, &r, slot, out);
+        }
         free(dims);
+        /* scoring needs no server: keep it only for the next configuration */
+        if (slot->proc && !(next && drift_matrix_server_same(slot->spec, &next->server))) slot_stop(slot);
     }
     double c1 = util_now_ms();
     out->run_ms = c1 - c0;
     if (out->rc) {
-        out->failed_in_run = 1;
+        out->failed_in_run = !out->server_failed;
         return;
     }
     drift_score_opts so = o->score;
@@ -169,6 +295,13 @@ static drift_status fold(drift_matrix_summary *sum, size_t i, const drift_matrix
     return DRIFT_OK;
 }
 
+/* The configuration after i in the shard, or NULL. */
+static const drift_matrix_config *next_in_shard(const drift_matrix_spec *spec, const drift_matrix_opts *o, size_t i) {
+    for (size_t j = i + 1; j < spec->n_configs; j++)
+        if (drift_matrix_in_shard(j, o->shard_index, o->shard_count)) return &spec->configs[j];
+    return NULL;
+}
+
 /* ---- one at a time ---- */
 
 typedef struct serial_ctx {
@@ -189,6 +322,7 @@ static drift_status run_serial(drift_store *st, const drift_matrix_spec *spec, c
                                drift_matrix_summary *sum, double *frac, double t0, drift_error *err) {
     drift_status rc = DRIFT_OK;
     serial_ctx x = {o, sum, frac, 0};
+    server_slot slot = {0};
     config_result *r = calloc(1, sizeof *r);
     if (!r) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < spec->n_configs && !rc; i++) {
@@ -196,7 +330,8 @@ static drift_status run_serial(drift_store *st, const drift_matrix_spec *spec, c
         sum->config_index = i;
         sum->label = spec->configs[i].label;
         x.i = i;
-        do_config(st, spec, &spec->configs[i], o, o->cancel, o->cancel_user, serial_progress, &x, r);
+        do_config(st, spec, &spec->configs[i], next_in_shard(spec, o, i), o, o->cancel, o->cancel_user,
+                  serial_progress, &x, &slot, r);
         rc = fold(sum, i, spec, r, o, err);
         if (rc) break;
         frac[i] = 1;
@@ -206,6 +341,7 @@ static drift_status run_serial(drift_store *st, const drift_matrix_spec *spec, c
             rc = drift_error_set(err, DRIFT_ERR_CANCELLED, "cancelled after configuration '%s'; calling again resumes",
                                  sum->label);
     }
+    slot_stop(&slot);
     free(r);
     return rc;
 }
@@ -262,6 +398,7 @@ static void *pool_worker(void *arg) {
     drift_error oerr = {0};
     drift_status orc = drift_store_open(p->path, &st, &oerr);
     worker_ctx w = {p, 0};
+    server_slot slot = {0};
     for (;;) {
         pthread_mutex_lock(&p->mu);
         while (p->next < p->spec->n_configs && !drift_matrix_in_shard(p->next, p->o->shard_index, p->o->shard_count))
@@ -282,7 +419,8 @@ static void *pool_worker(void *arg) {
             r->failed_in_run = 1;
             r->run.step = DRIFT_RUN_STEP_BEGIN;
         } else {
-            do_config(st, p->spec, &p->spec->configs[i], p->o, pool_cancel, &w, pool_progress, &w, r);
+            do_config(st, p->spec, &p->spec->configs[i], next_in_shard(p->spec, p->o, i), p->o, pool_cancel, &w,
+                      pool_progress, &w, &slot, r);
         }
         int tolerated = r->rc && p->o->all_failed_ok && r->failed_in_run && r->run.step == DRIFT_RUN_STEP_CHECK;
         pthread_mutex_lock(&p->mu);
@@ -290,6 +428,7 @@ static void *pool_worker(void *arg) {
         pool_end(p, i, tolerated ? DRIFT_OK : r->rc);
         pthread_mutex_unlock(&p->mu);
     }
+    slot_stop(&slot); /* before the thread ends: the server's parent-death signal follows this thread */
     drift_store_close(st);
     pthread_mutex_lock(&p->mu);
     p->running--;

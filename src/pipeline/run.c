@@ -298,7 +298,8 @@ static drift_status generate(run_sink *s, drift_target *t, const drift_gen_reque
     sum->step = DRIFT_RUN_STEP_CHECK;
     if (sum->answers == 0 && sum->errors > 0)
         return drift_error_set(err, strncmp(o->target, "embedded:", 9) ? DRIFT_ERR_HTTP : DRIFT_ERR_MODEL,
-                               "every request to %s failed (first error: %s)", o->target, sum->first_error);
+                               "every request to %s failed (first error: %s)", o->target_url ? o->target_url : o->target,
+                               sum->first_error);
     sum->step = DRIFT_RUN_STEP_DONE;
     return DRIFT_OK;
 }
@@ -353,7 +354,7 @@ drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_r
     drift_target_opts topts = o->target_opts;
     topts.cancel = o->cancel; /* a cancel ends requests and back-offs at once */
     topts.cancel_user = o->cancel_user;
-    drift_status rc = drift_target_open(o->target, &topts, &t, err);
+    drift_status rc = drift_target_open(o->target_url ? o->target_url : o->target, &topts, &t, err);
     if (!rc) {
         sum->step = DRIFT_RUN_STEP_CONFIG;
         rc = build_config(t, o->config, &config, err);

@@ -3,6 +3,7 @@
  *
  * usage: fakeserver [--script FILE] [--port N] [--lifetime S] [--max-requests N]
  *                   [--model NAME] [--embed-dim N] [--api-key KEY] [--quiet]
+ *                   [--die-after N] [--health-after S] [--never-healthy]
  * Binds 127.0.0.1 (port 0 = ephemeral unless --port), prints "PORT <n>" on
  * stdout and flushes, then serves until --lifetime seconds passed (default
  * 120) or --max-requests requests were answered (default: no limit), so a test
@@ -16,6 +17,14 @@
  * last generation request, verbatim), /last_headers (request line and headers
  * of the last POST). With --api-key KEY, POSTs without "Authorization: Bearer
  * KEY" get 401.
+ *
+ * Server lifecycle faults (for the matrix's "server" start/stop tests):
+ * --die-after N: once the N-th generation reply is sent, the process writes
+ * "fakeserver: dying after N generation replies (--die-after)" to stderr and
+ * exits with status 3 at once, connections in flight cut (a crashed server).
+ * --health-after S: GET /health answers 503 {"status":"loading"} during the
+ * first S seconds (a model loading), 200 after. --never-healthy: /health is
+ * always 503 (a server that never gets ready).
  *
  * Script format: one directive per line, fields separated by " | " (spaces
  * around the bar optional), blank lines and lines starting with '#' ignored.
@@ -109,6 +118,10 @@ static const char *api_key;   /* --api-key: POSTs without "Authorization: Bearer
 static int embed_dim = 16;
 static int quiet;
 static long max_requests;
+static long die_after;        /* --die-after: exit(3) after this many generation replies; 0 = never */
+static double health_after_s; /* --health-after: /health is 503 before this many seconds */
+static int never_healthy;     /* --never-healthy: /health is always 503 */
+static struct timespec start_time;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static long gen_requests;     /* numbering for #N */
@@ -868,7 +881,11 @@ static void *conn_main(void *arg) {
             pthread_mutex_lock(&mu);
             n_health++;
             pthread_mutex_unlock(&mu);
-            set_json(&r, 200, json_pack("{s:s}", "status", "ok"));
+            struct timespec nw;
+            clock_gettime(CLOCK_MONOTONIC, &nw);
+            double up = (double)(nw.tv_sec - start_time.tv_sec) + (double)(nw.tv_nsec - start_time.tv_nsec) / 1e9;
+            if (never_healthy || up < health_after_s) set_json(&r, 503, json_pack("{s:s}", "status", "loading"));
+            else set_json(&r, 200, json_pack("{s:s}", "status", "ok"));
         } else if (!strcmp(path, "/stats")) {
             pthread_mutex_lock(&mu);
             n_stats++;
@@ -908,6 +925,17 @@ static void *conn_main(void *arg) {
         int rc = send_reply(fd, &r, !close_after);
         free(r.body);
         count_served();
+        if (die_after > 0 && is_post && strstr(path, "completions")) {
+            pthread_mutex_lock(&mu);
+            static long gen_replies;
+            long nrep = ++gen_replies;
+            pthread_mutex_unlock(&mu);
+            if (nrep >= die_after) {
+                fprintf(stderr, "fakeserver: dying after %ld generation replies (--die-after)\n", nrep);
+                fflush(stderr);
+                _exit(3);
+            }
+        }
         if (rc || close_after) break;
         /* keep bytes of a pipelined next request */
         memmove(buf, buf + total, have - (size_t)total);
@@ -925,13 +953,18 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--never-healthy")) {
+            never_healthy = 1;
+            continue;
+        }
         if (!strcmp(a, "--quiet")) {
             quiet = 1;
             continue;
         }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: fakeserver [--script FILE] [--port N] [--lifetime S] [--max-requests N] "
-                   "[--model NAME] [--embed-dim N] [--api-key KEY] [--quiet]\n");
+                   "[--model NAME] [--embed-dim N] [--api-key KEY] [--quiet] [--die-after N] "
+                   "[--health-after S] [--never-healthy]\n");
             return 0;
         }
         if (!v) die("%s needs a value", a);
@@ -943,6 +976,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--model")) served_model = v;
         else if (!strcmp(a, "--api-key")) api_key = v;
         else if (!strcmp(a, "--embed-dim")) embed_dim = atoi(v);
+        else if (!strcmp(a, "--die-after")) die_after = atol(v);
+        else if (!strcmp(a, "--health-after")) health_after_s = atof(v);
         else die("unknown option %s", a);
     }
     if (embed_dim < 1 || embed_dim > 65536) die("--embed-dim must be 1..65536");
@@ -966,6 +1001,7 @@ int main(int argc, char **argv) {
 
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    start_time = t0;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -1,0 +1,366 @@
+/* test_server_proc.c - the server process module against real processes:
+ * tests/server/fakeserver (built as $DRIFT_BUILD/fakeserver) and /bin/sh.
+ * A start that exits (status, output tail), a bad binary (127), a server
+ * that never gets healthy (bounded by the ready timeout), one that loads a
+ * while first, one that dies after serving (status 3 and its last words),
+ * stop: SIGTERM ignored -> SIGKILL after the grace, a compound command's
+ * whole process group, kill_all, cancel while starting, the tail's bounds
+ * and {port}. Every test bounds its own time; fakeserver ends by itself
+ * after 60 s whatever happens. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "driftbench/server_proc.h"
+#include "util/util.h"
+
+static char fake_exe[1024];
+static char tmpdir[256];
+
+static int setup(void **state) {
+    (void)state;
+    const char *build = getenv("DRIFT_BUILD");
+    snprintf(fake_exe, sizeof fake_exe, "%s/fakeserver", build ? build : ".");
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_server_proc.XXXXXX");
+    if (!mkdtemp(tmpdir)) return -1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void need_fake(void) {
+    if (access(fake_exe, X_OK) != 0) skip();
+}
+
+static drift_server_proc_opts opts_for(const char *cmd, double ready_s) {
+    drift_server_proc_opts o;
+    drift_server_proc_opts_default(&o);
+    o.command = cmd;
+    o.ready_timeout_s = ready_s;
+    o.stop_grace_s = 2;
+    o.log_dir = tmpdir;
+    return o;
+}
+
+/* The log path named in a message "(log PATH)"; copied to out. */
+static void log_from_msg(const char *msg, char *out, size_t cap) {
+    const char *p = strstr(msg, "(log ");
+    assert_non_null(p);
+    p += 5;
+    const char *e = strstr(p, ")");
+    assert_non_null(e);
+    snprintf(out, cap, "%.*s", (int)(e - p), p);
+}
+
+/* pid read from a file a command wrote with `echo $$ > F`; 0 if none. */
+static long read_pid(const char *path) {
+    FILE *f = fopen(path, "r");
+    long pid = 0;
+    if (f) {
+        if (fscanf(f, "%ld", &pid) != 1) pid = 0;
+        fclose(f);
+    }
+    return pid;
+}
+
+static int gone(long pid) { return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH; }
+
+/* Waits up to ms for pid to be gone (a grandchild is reaped by init). */
+static int gone_within(long pid, double ms) {
+    double t0 = util_now_ms();
+    while (util_now_ms() - t0 < ms) {
+        if (gone(pid)) return 1;
+        usleep(10000);
+    }
+    return gone(pid);
+}
+
+static void test_fill_port(void **state) {
+    (void)state;
+    char *s = drift_server_proc_fill_port("srv --port {port} --x {portx} {port}", 8123);
+    assert_string_equal(s, "srv --port 8123 --x {portx} 8123");
+    free(s);
+}
+
+static void test_exits_before_healthy(void **state) {
+    (void)state;
+    drift_server_proc_opts o = opts_for("echo starting up; echo 'bad flag --frob' >&2; exit 7", 10);
+    drift_server_proc *p = (drift_server_proc *)0x1;
+    drift_error err = {0};
+    double t0 = util_now_ms();
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_IO);
+    assert_true(util_now_ms() - t0 < 5000); /* not the ready timeout */
+    assert_null(p);
+    assert_non_null(strstr(err.msg, "exited with status 7 before it was healthy"));
+    assert_non_null(strstr(err.msg, "exit 7`"));
+    assert_non_null(strstr(err.msg, "\n  starting up\n  bad flag --frob"));
+    char log[512];
+    log_from_msg(err.msg, log, sizeof log);
+    assert_int_equal(access(log, R_OK), 0); /* kept for reading */
+    unlink(log);
+}
+
+static void test_bad_binary(void **state) {
+    (void)state;
+    drift_server_proc_opts o = opts_for("/nonexistent/llama-server --port {port}", 10);
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_IO);
+    assert_non_null(strstr(err.msg, "exited with status 127"));
+    assert_non_null(strstr(err.msg, "not found"));
+    /* the port was substituted into the command shown */
+    assert_null(strstr(err.msg, "{port}"));
+    char log[512];
+    log_from_msg(err.msg, log, sizeof log);
+    unlink(log);
+}
+
+static void test_never_healthy(void **state) {
+    (void)state;
+    need_fake();
+    char cmd[2048], pidf[512];
+    snprintf(pidf, sizeof pidf, "%s/never.pid", tmpdir);
+    snprintf(cmd, sizeof cmd, "echo $$ > %s; exec %s --port {port} --never-healthy --lifetime 60", pidf, fake_exe);
+    drift_server_proc_opts o = opts_for(cmd, 1.0);
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    double t0 = util_now_ms();
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_TIMEOUT);
+    double ms = util_now_ms() - t0;
+    assert_true(ms >= 1000 && ms < 6000);
+    assert_non_null(strstr(err.msg, "was not healthy within 1.0 s"));
+    assert_non_null(strstr(err.msg, "HTTP 503"));
+    assert_true(gone_within(read_pid(pidf), 2000)); /* stopped */
+    char log[512];
+    log_from_msg(err.msg, log, sizeof log);
+    unlink(log);
+}
+
+static size_t sink(char *p, size_t s, size_t n, void *u) {
+    (void)p;
+    (void)u;
+    return s * n;
+}
+
+/* One completion request to the server at port; the HTTP status. */
+static long ask(int port) {
+    CURL *c = curl_easy_init();
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/completions", port);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{\"model\":\"m\",\"prompt\":\"ANSWER=4\",\"max_tokens\":8}");
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
+    long st = 0;
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+    curl_easy_cleanup(c);
+    return st;
+}
+
+static void test_loads_then_serves_then_stops(void **state) {
+    (void)state;
+    need_fake();
+    char cmd[2048], pidf[512];
+    snprintf(pidf, sizeof pidf, "%s/ok.pid", tmpdir);
+    snprintf(cmd, sizeof cmd, "echo $$ > %s; exec %s --port {port} --health-after 0.4 --lifetime 60", pidf, fake_exe);
+    drift_server_proc_opts o = opts_for(cmd, 20);
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    double t0 = util_now_ms();
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_OK);
+    assert_true(util_now_ms() - t0 >= 400); /* waited for the 503s to end */
+    assert_non_null(p);
+    int port = drift_server_proc_port(p);
+    assert_true(port > 0 && port < 65536);
+    char want[64];
+    snprintf(want, sizeof want, "--port %d ", port);
+    assert_non_null(strstr(drift_server_proc_command(p), want));
+    assert_int_equal(drift_server_proc_alive(p), 1);
+    assert_int_equal(drift_server_proc_check(p, "ctx", &err), DRIFT_OK);
+    assert_int_equal(ask(port), 200);
+    long pid = read_pid(pidf);
+    assert_true(pid > 0 && !gone(pid));
+    drift_server_proc_free(p);
+    assert_true(gone(pid)); /* reaped: it was our child */
+    /* a clean stop removes the log */
+    char pat[600];
+    snprintf(pat, sizeof pat, "ls %s/driftbench-server-%d-*.log >/dev/null 2>&1", tmpdir, port);
+    assert_int_not_equal(system(pat), 0);
+}
+
+static void test_dies_mid_run(void **state) {
+    (void)state;
+    need_fake();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s --port {port} --die-after 2 --lifetime 60", fake_exe);
+    drift_server_proc_opts o = opts_for(cmd, 20);
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_OK);
+    int port = drift_server_proc_port(p);
+    assert_int_equal(ask(port), 200);
+    assert_int_equal(drift_server_proc_alive(p), 1);
+    assert_int_equal(ask(port), 200); /* the second reply is sent, then it dies */
+    double t0 = util_now_ms();
+    while (drift_server_proc_alive(p) && util_now_ms() - t0 < 5000) usleep(10000);
+    assert_int_equal(drift_server_proc_alive(p), 0);
+    assert_int_equal(drift_server_proc_check(p, "configuration 'x'", &err), DRIFT_ERR_IO);
+    assert_non_null(strstr(err.msg, "configuration 'x': server `"));
+    assert_non_null(strstr(err.msg, "exited with status 3"));
+    assert_non_null(strstr(err.msg, "dying after 2 generation replies"));
+    char log[512];
+    log_from_msg(err.msg, log, sizeof log);
+    drift_server_proc_free(p);
+    assert_int_equal(access(log, R_OK), 0); /* it died on its own: kept */
+    unlink(log);
+}
+
+static void test_sigterm_ignored(void **state) {
+    (void)state;
+    need_fake();
+    char cmd[2048], pidf[512];
+    snprintf(pidf, sizeof pidf, "%s/stubborn.pid", tmpdir);
+    snprintf(cmd, sizeof cmd, "trap '' TERM; echo $$ > %s; exec %s --port {port} --lifetime 60", pidf, fake_exe);
+    drift_server_proc_opts o = opts_for(cmd, 20);
+    o.stop_grace_s = 0.5;
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_OK);
+    long pid = read_pid(pidf);
+    double t0 = util_now_ms();
+    drift_server_proc_free(p);
+    double ms = util_now_ms() - t0;
+    assert_true(ms >= 450 && ms < 3000); /* the grace, then SIGKILL */
+    assert_true(gone(pid));
+}
+
+static void test_compound_group(void **state) {
+    (void)state;
+    need_fake();
+    char cmd[2048], pidf[512];
+    snprintf(pidf, sizeof pidf, "%s/child.pid", tmpdir);
+    /* the shell stays the parent: the server is its child in the group */
+    snprintf(cmd, sizeof cmd, "%s --port {port} --lifetime 60 & echo $! > %s; wait", fake_exe, pidf);
+    drift_server_proc_opts o = opts_for(cmd, 20);
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_OK);
+    long sub = read_pid(pidf);
+    assert_true(sub > 0);
+    assert_false(gone(sub));
+    drift_server_proc_free(p);
+    /* the server, the shell's child, is gone too: no orphan */
+    assert_true(gone_within(sub, 3000));
+}
+
+static void test_kill_all(void **state) {
+    (void)state;
+    need_fake();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s --port {port} --lifetime 60", fake_exe);
+    drift_server_proc_opts o = opts_for(cmd, 20);
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_OK);
+    drift_server_proc_kill_all();
+    double t0 = util_now_ms();
+    while (drift_server_proc_alive(p) && util_now_ms() - t0 < 3000) usleep(5000);
+    assert_int_equal(drift_server_proc_check(p, NULL, &err), DRIFT_ERR_IO);
+    assert_non_null(strstr(err.msg, "was killed by signal 9"));
+    char log[512];
+    log_from_msg(err.msg, log, sizeof log);
+    drift_server_proc_free(p);
+    unlink(log);
+}
+
+static int cancel_after(void *user) {
+    int *n = user;
+    return ++*n >= 3;
+}
+
+static void test_cancel_while_starting(void **state) {
+    (void)state;
+    need_fake();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s --port {port} --never-healthy --lifetime 60", fake_exe);
+    drift_server_proc_opts o = opts_for(cmd, 30);
+    int calls = 0;
+    o.cancel = cancel_after;
+    o.cancel_user = &calls;
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    double t0 = util_now_ms();
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_CANCELLED);
+    assert_true(util_now_ms() - t0 < 5000);
+    assert_non_null(strstr(err.msg, "cancelled while server"));
+}
+
+static void test_tail_bounds(void **state) {
+    (void)state;
+    /* 50 numbered lines then exit 1: the tail is lines 31..50 */
+    drift_server_proc_opts o = opts_for("i=1; while [ $i -le 50 ]; do echo \"line $i\"; i=$((i+1)); done; exit 1", 10);
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_IO);
+    assert_non_null(strstr(err.msg, "\n  line 31\n"));
+    assert_non_null(strstr(err.msg, "\n  line 50"));
+    assert_null(strstr(err.msg, "line 30\n"));
+    assert_true(strlen(err.msg) < DRIFT_ERROR_MSG_MAX);
+    char log[512];
+    log_from_msg(err.msg, log, sizeof log);
+    unlink(log);
+    /* a flood of long lines still fits the message, ending with the last */
+    o.command = "i=1; while [ $i -le 200 ]; do printf 'x%.0s' $(seq 150); echo \" end $i\"; i=$((i+1)); done; exit 2";
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_IO);
+    assert_true(strlen(err.msg) < DRIFT_ERROR_MSG_MAX);
+    assert_non_null(strstr(err.msg, " end 200"));
+    assert_non_null(strstr(err.msg, "exited with status 2"));
+    log_from_msg(err.msg, log, sizeof log);
+    unlink(log);
+}
+
+static void test_bad_opts(void **state) {
+    (void)state;
+    drift_server_proc_opts o = opts_for("", 1);
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_INVALID);
+    o.command = "true";
+    o.health_path = "health";
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "must start with '/'"));
+    drift_server_proc_free(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fill_port),
+        cmocka_unit_test(test_exits_before_healthy),
+        cmocka_unit_test(test_bad_binary),
+        cmocka_unit_test(test_never_healthy),
+        cmocka_unit_test(test_loads_then_serves_then_stops),
+        cmocka_unit_test(test_dies_mid_run),
+        cmocka_unit_test(test_sigterm_ignored),
+        cmocka_unit_test(test_compound_group),
+        cmocka_unit_test(test_kill_all),
+        cmocka_unit_test(test_cancel_while_starting),
+        cmocka_unit_test(test_tail_bounds),
+        cmocka_unit_test(test_bad_opts),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
