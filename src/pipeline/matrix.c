@@ -356,6 +356,7 @@ typedef struct pool {
     pthread_cond_t cv;
     size_t next;               /* next configuration to take */
     int stop;                  /* a failure or a cancel: take nothing more, cancel runs */
+    int failed;                /* a configuration failed (not cancelled): the others' cancels are its doing */
     double *frac;              /* (n_configs,) */
     config_result *res;        /* (n_configs,) */
     unsigned char *state;      /* (n_configs,) 0 waiting, 1 running, 2 ended (not yet reported), 3 reported */
@@ -389,6 +390,7 @@ static void pool_progress(void *user, const drift_progress *e) {
 static void pool_end(pool *p, size_t i, drift_status rc) {
     p->state[i] = 2;
     if (rc) p->stop = 1;
+    if (rc && rc != DRIFT_ERR_CANCELLED) p->failed = 1;
     pthread_cond_broadcast(&p->cv);
 }
 
@@ -470,6 +472,7 @@ static drift_status run_pool(drift_store *st, const drift_matrix_spec *spec, con
             if (p.state[i] != 2) continue;
             p.state[i] = 3;
             if (rc) continue; /* the first failure is the one returned */
+            if (p.failed && p.res[i].rc == DRIFT_ERR_CANCELLED) continue; /* stopped by another's failure */
             drift_error e = {0};
             drift_status r = fold(sum, i, spec, &p.res[i], o, &e);
             if (r) {
@@ -499,7 +502,7 @@ static drift_status run_pool(drift_store *st, const drift_matrix_spec *spec, con
     for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
     /* what ended after the last wake-up */
     for (size_t i = 0; i < n; i++)
-        if (p.state[i] == 2 && !rc) {
+        if (p.state[i] == 2 && !rc && !(p.failed && p.res[i].rc == DRIFT_ERR_CANCELLED)) {
             drift_error e = {0};
             rc = fold(sum, i, spec, &p.res[i], o, &e);
             if (rc && err) *err = e;

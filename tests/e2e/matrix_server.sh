@@ -148,6 +148,39 @@ check '[ "$(sql "$DB" "select finished_at is not null from runs")" = 1 ]' "the r
 check '[ "$(wc -l < "$T/starts.die")" = 2 ]' "the server was restarted once"
 check 'all_gone' "no server left running"
 
+# ---------------------------------------------------------------- signals
+# A slow server (every answer waits 5 s); SIGTERM once: the run stops, the
+# server is stopped, exit 2. SIGTERM twice, with a server that ignores
+# SIGTERM and runs as the shell's child (so the first stop waits its 10 s
+# grace, and the shell's parent-death signal would not reach it): the
+# second signal exits at once and SIGKILLs the server's process group on
+# the way out. Either way no orphan.
+printf 'fault | * | sleep | seconds=5\n' > "$T/slow.txt"
+slow_cmd[1]=$(start_cmd slow "--script $T/slow.txt")
+slow_cmd[2]="trap '' TERM; $FAKE --port {port} --lifetime 120 --script $T/slow.txt --model m & echo \$! >> $T/pids; wait"
+for n in 1 2; do
+  cat > "$T/slow$n.json" <<EOF
+{"suites": ["builtin:math"], "limit": 4, "baseline": "x",
+ "configs": [{"label": "x", "target": "$target", "dims": {"model": "m"},
+   "server": {"start": "${slow_cmd[$n]}"}}]}
+EOF
+  : > "$T/pids"
+  t0=$(now)
+  $D matrix --spec "$T/slow$n.json" --db "$T/slow$n.db" 2> "$T/slow$n.err" &
+  mp=$!
+  for _ in $(seq 100); do [ -s "$T/pids" ] && grep -q "starting run" "$T/slow$n.err" && break; sleep 0.05; done
+  sleep 0.3
+  for _ in $(seq $n); do kill -TERM $mp; sleep 0.5; done
+  wait $mp
+  rc=$?
+  check '[ $rc -eq 2 ]' "SIGTERM x$n: exit 2 (got $rc)"
+  check 'all_gone' "SIGTERM x$n: the server is gone, no orphan"
+  el=$(secs "$t0")
+  check 'awk -v s="$el" "BEGIN{exit !(s < 5)}"' "SIGTERM x$n: no wait for the slow answers or the grace ($el s)"
+done
+check 'grep -q "interrupted" "$T/slow1.err"' "SIGTERM once says interrupted ($(tail -2 "$T/slow1.err"))"
+check 'grep -q "interrupted again" "$T/slow2.err"' "SIGTERM twice exits at once"
+
 # ---------------------------------------------------------------- measure
 MDB=$T/measure.db
 $D --quiet measure --db "$MDB" --suite builtin:math --limit 4 --max-tokens 16 \

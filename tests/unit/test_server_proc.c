@@ -5,7 +5,8 @@
  * while first, one that dies after serving (status 3 and its last words),
  * stop: SIGTERM ignored -> SIGKILL after the grace, a compound command's
  * whole process group, kill_all, cancel while starting, the tail's bounds
- * and {port}. Every test bounds its own time; fakeserver ends by itself
+ * and {port}; and the matrix stage with servers side by side (jobs 2):
+ * shared and own servers, a death mid-run and its resume. Every test bounds its own time; fakeserver ends by itself
  * after 60 s whatever happens. */
 #include <errno.h>
 #include <setjmp.h>
@@ -20,8 +21,12 @@
 
 #include <cmocka.h>
 #include <curl/curl.h>
+#include <sqlite3.h>
 
+#include "driftbench/matrix.h"
+#include "driftbench/pipeline.h"
 #include "driftbench/server_proc.h"
+#include "store/store_internal.h" /* store_sqlite: to look at what the matrix stored */
 #include "util/util.h"
 
 static char fake_exe[1024];
@@ -334,6 +339,106 @@ static void test_tail_bounds(void **state) {
     unlink(log);
 }
 
+/* ---- the matrix stage with servers, side by side (jobs 2) ---- */
+
+static long count_sql(drift_store *st, const char *sql) {
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_prepare_v2(store_sqlite(st), sql, -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    long v = (long)sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* Every pid in the file is gone (within 3 s). */
+static int pids_gone(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    long pid;
+    int all = 1;
+    while (fscanf(f, "%ld", &pid) == 1) all &= gone_within(pid, 3000);
+    fclose(f);
+    return all;
+}
+
+static void test_matrix_jobs(void **state) {
+    (void)state;
+    need_fake();
+    char pidf[512], spec[8192], db[512];
+    snprintf(pidf, sizeof pidf, "%s/matrix.pids", tmpdir);
+    snprintf(db, sizeof db, "%s/matrix.db", tmpdir);
+    /* c0 and c1 share a command, c2 has its own, c3 (embedded-free: a
+     * server that dies after 2 replies) fails: jobs 2 runs them side by
+     * side and stops every server in the end */
+#define SRV_CMD "echo $$ >> %s; exec %s --port {port} --lifetime 60 --model {model}%s"
+    char c_shared[1024], c_own[1024], c_die[1024];
+    snprintf(c_shared, sizeof c_shared, SRV_CMD, pidf, fake_exe, "");
+    snprintf(c_own, sizeof c_own, SRV_CMD, pidf, fake_exe, " --embed-dim 8");
+    snprintf(c_die, sizeof c_die, SRV_CMD, pidf, fake_exe, " --die-after 2");
+#undef SRV_CMD
+    const char *tg = "http://127.0.0.1:{port}/v1?model=m&api=completions";
+    snprintf(spec, sizeof spec,
+             "{\"suites\":[\"builtin:math\"],\"limit\":5,\"decoding\":{\"max_tokens\":8},\"baseline\":\"c0\","
+             "\"configs\":["
+             "{\"label\":\"c0\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}},"
+             "{\"label\":\"c1\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}},"
+             "{\"label\":\"c2\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}}"
+             "%s]}",
+             tg, c_shared, tg, c_shared, tg, c_own, "");
+    drift_matrix_spec *sp = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_spec_parse(spec, strlen(spec), "t.json", &sp, &err), DRIFT_OK);
+    assert_true(drift_matrix_server_same(&sp->configs[0].server, &sp->configs[1].server));
+    assert_false(drift_matrix_server_same(&sp->configs[0].server, &sp->configs[2].server));
+    drift_store *st = NULL;
+    assert_int_equal(drift_store_open(db, &st, &err), DRIFT_OK);
+    drift_matrix_opts o;
+    drift_matrix_opts_default(&o);
+    o.jobs = 2;
+    drift_matrix_summary sum;
+    assert_int_equal(drift_matrix_run(st, sp, &o, &sum, &err), DRIFT_OK);
+    assert_int_equal(sum.jobs, 2);
+    assert_int_equal(count_sql(st, "SELECT count(*) FROM responses WHERE error IS NULL"), 15);
+    assert_int_equal(count_sql(st, "SELECT count(*) FROM runs WHERE finished_at IS NOT NULL"), 3);
+    assert_true(pids_gone(pidf));
+    drift_matrix_spec_free(sp);
+
+    /* a server dying mid-run, side by side with a healthy one: the
+     * matrix fails naming it, no server is left, and a call with a
+     * healthy command resumes it */
+    snprintf(spec, sizeof spec,
+             "{\"suites\":[\"builtin:math\"],\"limit\":6,\"decoding\":{\"max_tokens\":8},\"baseline\":\"d0\","
+             "\"configs\":["
+             "{\"label\":\"d0\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}},"
+             "{\"label\":\"d1\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}}]}",
+             tg, c_own, tg, c_die);
+    assert_int_equal(drift_matrix_spec_parse(spec, strlen(spec), "t.json", &sp, &err), DRIFT_OK);
+    o.concurrency = 1;
+    assert_int_equal(drift_matrix_run(st, sp, &o, &sum, &err), DRIFT_ERR_IO);
+    assert_non_null(strstr(err.msg, "configuration 'd1': run stopped"));
+    assert_non_null(strstr(err.msg, "exited with status 3"));
+    assert_int_equal(sum.failed_in_run, 0);
+    assert_true(pids_gone(pidf));
+    long stored = count_sql(st, "SELECT count(*) FROM responses r JOIN runs u ON u.id = r.run_id WHERE u.label = 'd1'");
+    assert_true(stored >= 1 && stored < 6);
+    drift_matrix_spec_free(sp);
+    snprintf(spec, sizeof spec,
+             "{\"suites\":[\"builtin:math\"],\"limit\":6,\"decoding\":{\"max_tokens\":8},\"baseline\":\"d0\","
+             "\"configs\":["
+             "{\"label\":\"d0\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}},"
+             "{\"label\":\"d1\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}}]}",
+             tg, c_own, tg, c_shared);
+    assert_int_equal(drift_matrix_spec_parse(spec, strlen(spec), "t.json", &sp, &err), DRIFT_OK);
+    assert_int_equal(drift_matrix_run(st, sp, &o, &sum, &err), DRIFT_OK);
+    assert_int_equal(count_sql(st, "SELECT count(*) FROM responses r JOIN runs u ON u.id = r.run_id "
+                                   "WHERE u.label = 'd1' AND r.error IS NULL"), 6);
+    assert_int_equal(count_sql(st, "SELECT count(*) FROM responses r JOIN runs u ON u.id = r.run_id WHERE u.label = 'd1'"),
+                     6);
+    assert_true(pids_gone(pidf));
+    drift_matrix_spec_free(sp);
+    drift_store_close(st);
+}
+
 static void test_bad_opts(void **state) {
     (void)state;
     drift_server_proc_opts o = opts_for("", 1);
@@ -360,6 +465,7 @@ int main(void) {
         cmocka_unit_test(test_kill_all),
         cmocka_unit_test(test_cancel_while_starting),
         cmocka_unit_test(test_tail_bounds),
+        cmocka_unit_test(test_matrix_jobs),
         cmocka_unit_test(test_bad_opts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
