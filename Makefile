@@ -14,8 +14,9 @@ MAKEFLAGS += --no-print-directory
 .PHONY: all deps configure build build-cli build-asan test test-fast test-asan lab bench clean
 all: build
 
+# the test targets also install PyTorch (the PyTorch server's e2e test); lab does not pay for it
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh $(if $(filter test test-fast test-asan,$(MAKECMDGOALS)),--test)
 
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFT_WERROR=ON -DDRIFT_CUDA=$(CUDA) >/dev/null

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian (bookworm) packages DriftBench builds and tests with,
 # only those that are missing. Safe to run again; does nothing when all are present.
-# Usage: scripts/install-deps.sh [--optional]   (--optional adds the python
-# comparison stack and chromium used by benchmarks and the report test)
+# Usage: scripts/install-deps.sh [--optional] [--test]
+#   --optional adds the python comparison stack and chromium used by benchmarks and the report test
+#   --test     adds what only the test suite needs: PyTorch for the PyTorch server's end-to-end test
+#              (tools/torch_server, tests/e2e/torch_server.sh); `make test` passes it, `make lab` does not
 set -eu
 need=(build-essential cmake pkg-config git
       libcurl4-openssl-dev libjansson-dev libsqlite3-dev sqlite3
       libxgboost-dev libgsl-dev libpcre2-dev libutf8proc-dev
       libmicrohttpd-dev libseccomp-dev bubblewrap libzstd-dev libcmocka-dev
       python3 curl clang libclang-rt-14-dev)
-if [ "${1:-}" = "--optional" ]; then
-  need+=(python3-statsmodels python3-sklearn python3-xgboost python3-numpy chromium)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --optional) need+=(python3-statsmodels python3-sklearn python3-xgboost python3-numpy chromium) ;;
+    --test) need+=(python3-torch python3-numpy) ;;
+    *) echo "install-deps: unknown option '$arg' (--optional, --test)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
