@@ -55,6 +55,7 @@
 #include <string.h>
 
 #include "model/kernels_ref.h"
+#include "model/model_internal.h"
 #include "model/numerics.h"
 #include "model/workers.h"
 
@@ -1023,9 +1024,270 @@ void num_fast_swiglu(const drift_numeric_profile *p, float *out, const float *ga
     }
 }
 
+/* ---------------------------------------------------------------------------
+ * Attention with AVX2: the same operations as the SSE path below, in the same
+ * order per value, so the same bits (IEEE adds and multiplies do not depend
+ * on the vector width):
+ *   scores: 8 positions at a time, each an 8-lane accumulator (lane l takes
+ *     the elements l (mod 8), a multiply then an add), the 8 x 8 lanes
+ *     transposed so that tree8's halving sums run across vectors;
+ *   exp(s - max): glibc's expf (the FMA variant libm picks on such a CPU)
+ *     4 at a time in double, checked once against this process's expf on
+ *     200,000 inputs and every special case; when any differs, expf is called
+ *     per position as before;
+ *   the weighted sum of V: the head_dim accumulators stay in registers over
+ *     all positions (one multiply then one add per element and position).
+ * Used for f32 / f16 / bf16 ... caches alike (other formats are loaded into
+ * a tile first), head_dim a multiple of 8 up to 128, exp=libm.
+ * ------------------------------------------------------------------------- */
+#define ATT_MAX_HD 128
+
+/* glibc's expf data (sysdeps/ieee754/flt-32: 2^(i/32) less i << 47, and the
+ * scaled cubic), filled once. */
+static uint64_t g_exp2f_tab[32];
+static int g_vexp_ok; /* 1: vexp8 gives expf's bits */
+static pthread_once_t g_vexp_once = PTHREAD_ONCE_INIT;
+#define VEXP_N 32.0
+static const double g_vexp_invln2n = 0x1.71547652b82fep+0 * VEXP_N, g_vexp_shift = 0x1.8p+52;
+static const double g_vexp_c0 = 0x1.c6af84b912394p-5 / VEXP_N / VEXP_N / VEXP_N,
+                    g_vexp_c1 = 0x1.ebfce50fac4f3p-3 / VEXP_N / VEXP_N, g_vexp_c2 = 0x1.62e42ff0c52d6p-1 / VEXP_N;
+
+/* expf of 4 values whose magnitudes are below 88 (the main path of glibc's
+ * expf: z = x * 32/ln2, k = round(z), r = z - k as one FMA, 2^(k/32) from
+ * the table, the cubic in r by FMAs, rounded to float once). */
+__attribute__((target("avx2,fma"))) static inline __m128 vexp4(__m128 x) {
+    __m256d xd = _mm256_cvtps_pd(x);
+    __m256d z = _mm256_mul_pd(_mm256_set1_pd(g_vexp_invln2n), xd);
+    __m256d kd = _mm256_add_pd(z, _mm256_set1_pd(g_vexp_shift));
+    __m256i ki = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, _mm256_set1_pd(g_vexp_shift));
+    __m256d r = _mm256_fmadd_pd(_mm256_set1_pd(g_vexp_invln2n), xd, _mm256_sub_pd(_mm256_setzero_pd(), kd));
+    __m256i idx = _mm256_and_si256(ki, _mm256_set1_epi64x(31));
+    __m256i t = _mm256_i64gather_epi64((const long long *)g_exp2f_tab, idx, 8);
+    t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+    __m256d s = _mm256_castsi256_pd(t);
+    __m256d zz = _mm256_fmadd_pd(_mm256_set1_pd(g_vexp_c0), r, _mm256_set1_pd(g_vexp_c1));
+    __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d y = _mm256_fmadd_pd(_mm256_set1_pd(g_vexp_c2), r, _mm256_set1_pd(1.0));
+    y = _mm256_fmadd_pd(zz, r2, y);
+    y = _mm256_mul_pd(y, s);
+    return _mm256_cvtpd_ps(y);
+}
+
+/* x[i] = expf(x[i] - m) for i < n; n a multiple of 4 (the caller pads). */
+__attribute__((target("avx2,fma"))) static void vexp_sub(float *x, int n, float m) {
+    __m128 mv = _mm_set1_ps(m), lim = _mm_set1_ps(88.0f), absmask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+    for (int i = 0; i < n; i += 4) {
+        __m128 d = _mm_sub_ps(_mm_loadu_ps(x + i), mv);
+        /* |d| >= 88 or NaN: glibc's special cases; expf itself */
+        if (_mm_movemask_ps(_mm_cmp_ps(_mm_and_ps(d, absmask), lim, _CMP_NLT_UQ))) {
+            float a[4];
+            _mm_storeu_ps(a, d);
+            for (int j = 0; j < 4; j++) x[i + j] = expf(a[j]);
+        } else {
+            _mm_storeu_ps(x + i, vexp4(d));
+        }
+    }
+}
+
+static void vexp_init(void) {
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+    for (int i = 0; i < 32; i++) {
+        double d = exp2((double)i / 32.0);
+        uint64_t u;
+        memcpy(&u, &d, sizeof u);
+        g_exp2f_tab[i] = u - ((uint64_t)i << 47);
+    }
+    /* against this process's expf: a sweep of [-110, 90] and the edges */
+    enum { NS = 200000 };
+    static const float edge[] = {0.0f, -0.0f, 1e-30f, -1e-30f, -87.33654f, -88.0f, -87.99999f, -103.97208f,
+                                 88.72283f, -1e-7f, 1e-7f, -1.0f, 1.0f, -0.5f, 0.5f, 87.99999f};
+    float buf[64];
+    int ok = 1;
+    for (int i = 0; ok && i < NS; i += 32) {
+        for (int j = 0; j < 32; j++) {
+            int k = i + j;
+            buf[j] = k < (int)(sizeof edge / sizeof edge[0]) ? edge[k] : -110.0f + 200.0f * (float)k / (float)NS;
+            buf[32 + j] = buf[j];
+        }
+        vexp_sub(buf, 32, 0.0f);
+        for (int j = 0; ok && j < 32; j++) {
+            float e = expf(buf[32 + j]);
+            ok = memcmp(&e, &buf[j], sizeof e) == 0;
+        }
+    }
+    g_vexp_ok = ok;
+}
+
+/* 1 when vexp_sub gives this process's expf bits. */
+static int vexp_usable(void) {
+    pthread_once(&g_vexp_once, vexp_init);
+    return g_vexp_ok;
+}
+
+/* s[t] = tree8(q . k_t) * scale for the 8 positions of kp (each head_dim
+ * floats), stored in position order. */
+__attribute__((target("avx2"))) static inline void scores8(float *s, const float *q, const float *const *kp, int hd,
+                                                           float scale) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    const float *k0 = kp[0], *k1 = kp[1], *k2 = kp[2], *k3 = kp[3], *k4 = kp[4], *k5 = kp[5], *k6 = kp[6], *k7 = kp[7];
+    for (int d = 0; d < hd; d += 8) {
+        __m256 qv = _mm256_loadu_ps(q + d);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(qv, _mm256_loadu_ps(k0 + d)));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(qv, _mm256_loadu_ps(k1 + d)));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(qv, _mm256_loadu_ps(k2 + d)));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(qv, _mm256_loadu_ps(k3 + d)));
+        a4 = _mm256_add_ps(a4, _mm256_mul_ps(qv, _mm256_loadu_ps(k4 + d)));
+        a5 = _mm256_add_ps(a5, _mm256_mul_ps(qv, _mm256_loadu_ps(k5 + d)));
+        a6 = _mm256_add_ps(a6, _mm256_mul_ps(qv, _mm256_loadu_ps(k6 + d)));
+        a7 = _mm256_add_ps(a7, _mm256_mul_ps(qv, _mm256_loadu_ps(k7 + d)));
+    }
+    __m256 a[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    /* tree8 per position: lanes (i, i + 4) first (lo + hi halves) */
+    __m256 x01 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[1], 0x20), _mm256_permute2f128_ps(a[0], a[1], 0x31));
+    __m256 x23 = _mm256_add_ps(_mm256_permute2f128_ps(a[2], a[3], 0x20), _mm256_permute2f128_ps(a[2], a[3], 0x31));
+    __m256 x45 = _mm256_add_ps(_mm256_permute2f128_ps(a[4], a[5], 0x20), _mm256_permute2f128_ps(a[4], a[5], 0x31));
+    __m256 x67 = _mm256_add_ps(_mm256_permute2f128_ps(a[6], a[7], 0x20), _mm256_permute2f128_ps(a[6], a[7], 0x31));
+    /* then (i, i + 2): per 128-bit half [P.v0 P.v1 Q.v0 Q.v1] + [P.v2 P.v3 Q.v2 Q.v3] */
+    __m256 y02 = _mm256_add_ps(_mm256_shuffle_ps(x01, x23, 0x44), _mm256_shuffle_ps(x01, x23, 0xEE));
+    __m256 y46 = _mm256_add_ps(_mm256_shuffle_ps(x45, x67, 0x44), _mm256_shuffle_ps(x45, x67, 0xEE));
+    /* then (0, 1): lanes hold positions 0 2 4 6 | 1 3 5 7 */
+    __m256 w = _mm256_add_ps(_mm256_shuffle_ps(y02, y46, 0x88), _mm256_shuffle_ps(y02, y46, 0xDD));
+    w = _mm256_mul_ps(w, _mm256_set1_ps(scale));
+    w = _mm256_permutevar8x32_ps(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_ps(s, w);
+}
+
+/* acc (hd, in registers for hd <= 32) += e[t] * v_t over t in [t0, t1), a
+ * multiply then an add per element, in t order. */
+__attribute__((target("avx2"))) static inline float wsum(float *acc, float l, const float *e, const void *v,
+                                                         size_t stride_bytes, int t0, int t1, int hd,
+                                                         const drift_numeric_profile *p, float *kvbuf) {
+    int f32 = p->kv == DRIFT_DTYPE_F32;
+    if (hd == 32) {
+        __m256 a0 = _mm256_loadu_ps(acc), a1 = _mm256_loadu_ps(acc + 8), a2 = _mm256_loadu_ps(acc + 16),
+               a3 = _mm256_loadu_ps(acc + 24);
+        for (int t = t0; t < t1; t++) {
+            const float *vt = (const float *)((const char *)v + (size_t)t * stride_bytes);
+            if (!f32) {
+                num_kv_load(p->kv, kvbuf, vt, hd);
+                vt = kvbuf;
+            }
+            l += e[t];
+            __m256 ev = _mm256_set1_ps(e[t]);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(ev, _mm256_loadu_ps(vt)));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(ev, _mm256_loadu_ps(vt + 8)));
+            a2 = _mm256_add_ps(a2, _mm256_mul_ps(ev, _mm256_loadu_ps(vt + 16)));
+            a3 = _mm256_add_ps(a3, _mm256_mul_ps(ev, _mm256_loadu_ps(vt + 24)));
+        }
+        _mm256_storeu_ps(acc, a0);
+        _mm256_storeu_ps(acc + 8, a1);
+        _mm256_storeu_ps(acc + 16, a2);
+        _mm256_storeu_ps(acc + 24, a3);
+        return l;
+    }
+    for (int t = t0; t < t1; t++) {
+        const float *vt = (const float *)((const char *)v + (size_t)t * stride_bytes);
+        if (!f32) {
+            num_kv_load(p->kv, kvbuf, vt, hd);
+            vt = kvbuf;
+        }
+        l += e[t];
+        __m256 ev = _mm256_set1_ps(e[t]);
+        for (int d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(acc + d, _mm256_add_ps(_mm256_loadu_ps(acc + d), _mm256_mul_ps(ev, _mm256_loadu_ps(vt + d))));
+    }
+    return l;
+}
+
+/* The largest of s[t0..t1) that is a number (-inf when none), as the
+ * sequential `if (s[t] > mb) mb = s[t]` finds it (lanes keep their own
+ * maxima by the same comparison; only the sign of a zero maximum can
+ * differ, and the scores minus either zero give the same exp). */
+__attribute__((target("avx2"))) static inline float block_max(const float *s, int t0, int t1) {
+    int t = t0;
+    float mb = -INFINITY;
+    if (t1 - t0 >= 16) {
+        __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
+        for (; t + 16 <= t1; t += 16) {
+            __m256 x0 = _mm256_loadu_ps(s + t), x1 = _mm256_loadu_ps(s + t + 8);
+            m0 = _mm256_blendv_ps(m0, x0, _mm256_cmp_ps(x0, m0, _CMP_GT_OQ));
+            m1 = _mm256_blendv_ps(m1, x1, _mm256_cmp_ps(x1, m1, _CMP_GT_OQ));
+        }
+        float l[16];
+        _mm256_storeu_ps(l, m0);
+        _mm256_storeu_ps(l + 8, m1);
+        for (int j = 0; j < 16; j++)
+            if (l[j] > mb) mb = l[j];
+    }
+    for (; t < t1; t++)
+        if (s[t] > mb) mb = s[t];
+    return mb;
+}
+
+/* num_fast_attention's contract, for head_dim a multiple of 8 up to
+ * ATT_MAX_HD and exp=libm when vexp_usable(); s: n_pos + 8 floats. */
+__attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_profile *p, float *out, const float *q,
+                                                        const void *k, const void *v, size_t stride_bytes, int n_pos,
+                                                        int hd, float scale, float *s) {
+    float kt[8 * ATT_MAX_HD], acc[ATT_MAX_HD];
+    int f32 = p->kv == DRIFT_DTYPE_F32;
+    for (int t0 = 0; t0 < n_pos; t0 += 8) {
+        const float *kp[8];
+        for (int j = 0; j < 8; j++) {
+            int t = t0 + j < n_pos ? t0 + j : t0; /* a short last tile repeats a position */
+            const void *src = (const char *)k + (size_t)t * stride_bytes;
+            if (f32) {
+                kp[j] = src;
+            } else {
+                num_kv_load(p->kv, kt + (size_t)j * hd, src, hd);
+                kp[j] = kt + (size_t)j * hd;
+            }
+        }
+        scores8(s + t0, q, kp, hd, scale);
+    }
+    for (int j = n_pos; j < ((n_pos + 7) & ~7) + 4; j++) s[j] = 0.0f; /* what vexp_sub may read past the end */
+    for (int d = 0; d < hd; d++) acc[d] = 0.0f;
+    int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;
+    if (blk <= 0) blk = n_pos;
+    float m = -INFINITY, l = 0.0f;
+    for (int t0 = 0; t0 < n_pos; t0 += blk) {
+        int t1 = t0 + blk < n_pos ? t0 + blk : n_pos;
+        float mb = block_max(s, t0, t1);
+        float mn = mb > m ? mb : m;
+        float corr = t0 == 0 ? 0.0f : num_exp(p, m - mn);
+        if (t0 > 0) {
+            l *= corr;
+            for (int d = 0; d < hd; d += 8)
+                _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), _mm256_set1_ps(corr)));
+        }
+        /* the weights in place of the scores (4 at a time: what lies past
+         * t1 in the last group is scratch or the next block's scores, which
+         * are saved and put back) */
+        int n4 = (t1 - t0 + 3) & ~3;
+        float keep[4];
+        memcpy(keep, s + t1, sizeof keep);
+        vexp_sub(s + t0, n4, mn);
+        memcpy(s + t1, keep, sizeof keep);
+        l = wsum(acc, l, s, v, stride_bytes, t0, t1, hd, p, kt);
+        m = mn;
+    }
+    float inv = 1.0f / l;
+    for (int d = 0; d < hd; d += 8)
+        _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), _mm256_set1_ps(inv)));
+}
+
+int num_fast_attention_sse_only;
+
+int num_fast_attention_avx2_active(void) { return vexp_usable(); }
+
 void num_fast_attention(const drift_numeric_profile *p, float *out, const float *q,
                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                         int head_dim, float scale, float *scratch) {
+    if (!num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
+        attend_avx2(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
+        return;
+    }
     float *s = scratch;                 /* (n_pos) scores */
     float *kv = scratch + n_pos;        /* (head_dim) one K or V vector */
     float *acc = kv + head_dim;         /* (head_dim) weighted sum of V */

@@ -137,6 +137,15 @@ drift_status model_forward_seq(model_run_state *rs, drift_session *s, const int3
 /* One step of n sessions with the buffers of rs: each row's logits
  * (n, n_vocab) and / or greedy pick next (n); either may be NULL
  * (forward.c). */
+/* Test hooks of kernels_cpu.c's attention: 1 in num_fast_attention_sse_only
+ * makes num_fast_attention take its SSE path (scalar expf) even where the
+ * AVX2 path applies; the two must agree bit for bit.
+ * num_fast_attention_avx2_active() says whether the AVX2 path can be taken
+ * here (AVX2 and FMA, and the vectorised expf gave this process's expf bits
+ * in the self-check). */
+extern int num_fast_attention_sse_only;
+int num_fast_attention_avx2_active(void);
+
 drift_status model_forward_step(model_run_state *rs, drift_session *const *sessions, const int32_t *tokens, size_t n,
                                 float *logits, int32_t *next, drift_error *err);
 
