@@ -22,8 +22,11 @@
  *    bar weighted by the cost model; then --quick's long-context subset
  *    (the same runs gain long-context answers); the answers cut by the
  *    token limit per workload (drift_lab_count_cuts).
- * 3b. the stochastic leg (drift_lab_stochastic_design, _run with the run
- *    and score printers of `run` and `score`, _compare) -> DIR/stochastic.txt.
+ * 3b. the stochastic leg (drift_lab_stochastic_design, _run, _compare) ->
+ *    DIR/stochastic.txt: it runs in a thread of its own while the
+ *    long-context subset runs (neither needs the other's answers; the long
+ *    ref configuration alone would leave a core idle), silent until it ends,
+ *    then its runs' scoring summaries and its comparison are printed.
  * 4. flip table -> DIR/flip_rates.csv; the ANOVA and the PRI held-out
  *    evaluations computed once (drift_table_analyze) -> DIR/anova.txt,
  *    DIR/pri.txt (when there are enough rows), and the same PRI evaluation
@@ -32,6 +35,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,43 +173,73 @@ static void write_text(const char *path, const char *text) {
     fclose(f);
 }
 
-/* The stochastic leg's printer: each run as `run` prints it, each score
- * summary as `score` does. */
-static void stochastic_progress(void *user, const drift_progress *p) {
-    (void)user;
-    if (!strcmp(p->stage, "run")) {
-        cli_run_progress(NULL, p);
-    } else if (p->event == DRIFT_PROGRESS_ITEM) {
+/* The stochastic leg runs in a thread of its own beside the long-context
+ * subset (both come after the matrix; the leg needs none of their answers),
+ * so the second core is not idle while the long ref configuration runs. It
+ * prints nothing while it runs (the long-context lines are being printed);
+ * each run's scoring summary is kept and printed after it ends. */
+typedef struct stoch_side {
+    char db[PATH_MAX + 32];             /* the store's path: the thread opens its own handle */
+    drift_lab_stochastic x;             /* the design */
+    drift_score_cache *cache;
+    atomic_int stop;                    /* 1: the lab failed elsewhere, stop */
+    drift_score_summary scores[4];      /* each run's scoring, in run order */
+    size_t n_scores;
+    drift_lab_stochastic_summary sum;
+    drift_status rc;
+    drift_error err;
+    double wall_s;
+} stoch_side;
+
+static int stoch_cancel(void *user) {
+    stoch_side *sd = user;
+    return atomic_load(&sd->stop) || cli_cancel_requested(NULL);
+}
+
+static void stoch_record(void *user, const drift_progress *p) {
+    stoch_side *sd = user;
+    if (strcmp(p->stage, "run") && p->event == DRIFT_PROGRESS_ITEM && sd->n_scores < 4) {
         const drift_lab_stochastic_summary *s = p->summary;
-        cli_progress_done();
-        cli_print_score_summary(&s->score, "not computable");
+        sd->scores[sd->n_scores++] = s->score;
     }
 }
 
-/* The stochastic-serving leg (drift_lab_stochastic_*): runs and scores its
- * two labels, compares them, prints and writes DIR/stochastic.txt and
- * appends a sentence to note. */
-static int stochastic_leg(drift_store *st, const drift_lab_study *study, const char *out, drift_score_cache *cache,
-                          util_buf *note, drift_lab_stochastic *xo) {
-    drift_lab_stochastic x;
-    drift_lab_stochastic_design(study, &x);
+static void *stoch_thread(void *arg) {
+    stoch_side *sd = arg;
+    double t0 = util_now_ms();
+    drift_store *st = NULL;
+    sd->rc = drift_store_open(sd->db, &st, &sd->err);
+    if (!sd->rc) {
+        drift_lab_stochastic_opts so;
+        drift_lab_stochastic_opts_default(&so);
+        so.concurrency = LAB_BATCH;
+        so.score.cache = sd->cache; /* no score.progress: the long-context lines are printing */
+        so.cancel = stoch_cancel;
+        so.cancel_user = sd;
+        so.progress = stoch_record;
+        so.progress_user = sd;
+        sd->rc = drift_lab_stochastic_run(st, &sd->x, &so, &sd->sum, &sd->err);
+    }
+    drift_store_close(st);
+    sd->wall_s = (util_now_ms() - t0) / 1000.0;
+    return NULL;
+}
+
+/* Prints what the stochastic leg's thread did, compares its runs, prints
+ * and writes DIR/stochastic.txt and appends a sentence to note. */
+static int stochastic_report(drift_store *st, stoch_side *sd, const char *out, util_buf *note,
+                             drift_lab_stochastic *xo) {
+    drift_lab_stochastic x = sd->x;
     printf("\n== stochastic serving (temperature %.1f, %d replicates, %s, %s: f32 -> int4, and each against itself "
-           "with seeds %ld+r: the null) ==\n",
-           x.temperature, x.replicates, x.suite, x.model, x.null_seed);
+           "with seeds %ld+r: the null; run beside long_context, %.1f s) ==\n",
+           x.temperature, x.replicates, x.suite, x.model, x.null_seed, sd->wall_s);
+    for (size_t i = 0; i < sd->n_scores; i++) cli_print_score_summary(&sd->scores[i], "not computable");
     fflush(stdout);
-    drift_lab_stochastic_opts so;
-    drift_lab_stochastic_opts_default(&so);
-    so.concurrency = LAB_BATCH;
-    so.score.progress = cli_progress;
-    so.score.cache = cache;
-    so.cancel = cli_cancel_requested;
-    so.progress = stochastic_progress;
-    drift_lab_stochastic_summary sum;
     drift_error err = {0};
-    if (drift_lab_stochastic_run(st, &x, &so, &sum, &err)) {
-        if (sum.failed_in_run) return cli_run_failed("lab", sum.label, sum.target, &sum.run, &err);
-        cli_progress_done();
-        return cli_error_lib("lab", &err);
+    if (sd->rc) {
+        if (sd->sum.failed_in_run && sd->sum.label)
+            return cli_run_failed("lab", sd->sum.label, sd->sum.target, &sd->sum.run, &sd->err);
+        return cli_error_lib("lab", &sd->err);
     }
     if (drift_lab_stochastic_compare(st, &x, &err)) return cli_error_lib("lab", &err);
     *xo = x;
@@ -413,6 +448,19 @@ static int cmd_lab(int argc, char **argv) {
     cli_matrix_stats ls_stats;
     memset(&ls_stats, 0, sizeof ls_stats);
     double long_wall_s = 0;
+    /* the stochastic leg in its own thread, beside the long-context subset */
+    double side0 = util_now_ms();
+    stoch_side *sd = calloc(1, sizeof *sd); /* large: on the heap */
+    pthread_t stoch_th;
+    int stoch_started = 0;
+    if (!sd && rc == CLI_EXIT_PASS) rc = cli_error("lab", "out of memory");
+    if (rc == CLI_EXIT_PASS) {
+        snprintf(sd->db, sizeof sd->db, "%s", path);
+        sd->cache = cache;
+        drift_lab_stochastic_design(&study, &sd->x);
+        stoch_started = pthread_create(&stoch_th, NULL, stoch_thread, sd) == 0;
+        if (!stoch_started) stoch_thread(sd); /* no thread: one after the other */
+    }
     if (rc == CLI_EXIT_PASS && study.long_spec) {
         /* the long-context subset: the same runs gain long-context answers */
         cli_matrix_opts lmo = mo;
@@ -430,17 +478,22 @@ static int cmd_lab(int argc, char **argv) {
     }
     free(weights);
     free(long_weights);
+    if (stoch_started) {
+        if (rc != CLI_EXIT_PASS) atomic_store(&sd->stop, 1);
+        pthread_join(stoch_th, NULL);
+    }
+    double side_wall_s = (util_now_ms() - side0) / 1000.0;
     drift_store_completion_tokens(st, &tok1, &err);
     util_buf stoch_note = {0};
-    double s0 = util_now_ms();
     drift_lab_stochastic *sx = calloc(1, sizeof *sx); /* large: on the heap */
     int stoch_ran = 0;
-    if (!sx) rc = cli_error("lab", "out of memory");
+    double stoch_wall_s = sd ? sd->wall_s : 0;
+    if (!sx && rc == CLI_EXIT_PASS) rc = cli_error("lab", "out of memory");
     if (rc == CLI_EXIT_PASS) {
-        rc = stochastic_leg(st, &study, out, cache, &stoch_note, sx);
+        rc = stochastic_report(st, sd, out, &stoch_note, sx);
         stoch_ran = rc == CLI_EXIT_PASS;
     }
-    double stoch_wall_s = (util_now_ms() - s0) / 1000.0;
+    free(sd);
     drift_score_cache_stats cstats;
     drift_score_cache_stats_get(cache, &cstats);
     drift_score_cache_free(cache);
@@ -596,19 +649,20 @@ static int cmd_lab(int argc, char **argv) {
     drift_table_free(t);
     drift_store_close(st);
 
-    double wall_s = (util_now_ms() - t_start) / 1000.0, run_s = main_wall_s + long_wall_s;
+    double wall_s = (util_now_ms() - t_start) / 1000.0, run_s = main_wall_s + side_wall_s;
     int64_t tokens = tok1 - tok0;
     size_t answers = 0;
     for (int w = 0; w < DRIFT_WL_COUNT; w++) answers += cuts.answers[w];
     char est[64] = "";
     if (gen_s > 0) snprintf(est, sizeof est, ", estimated %.0f s", (est_main_s + est_long_s) / (double)jobs);
     printf("\nlab: %zu configurations, %ld side by side, %zu table rows; wall %.1f s (generation %.1f s%s: matrix "
-           "%.1f s, long_context %.1f s; stochastic leg %.1f s; in the configurations' own time generating %.1f s, "
-           "scoring %.1f s); %zu answers in the matrix's runs",
-           ms.configs, jobs, n_rows, wall_s, run_s, est, main_wall_s, long_wall_s, stoch_wall_s,
+           "%.1f s, then long_context %.1f s with the stochastic leg beside it %.1f s, together %.1f s; in the "
+           "configurations' own time generating %.1f s, scoring %.1f s); %zu answers in the matrix's runs",
+           ms.configs, jobs, n_rows, wall_s, run_s, est, main_wall_s, long_wall_s, stoch_wall_s, side_wall_s,
            (ms.run_ms + ls_stats.run_ms) / 1000.0, (ms.score_ms + ls_stats.score_ms) / 1000.0, answers);
     if (tok0 == 0 && run_s > 0) printf(", %.1f answers/s", (double)answers / run_s);
-    printf("; %lld tokens generated now, %.0f tokens/s\n", (long long)tokens, run_s > 0 ? (double)tokens / run_s : 0.0);
+    printf("; %lld tokens generated now (the stochastic leg's too), %.0f tokens/s\n", (long long)tokens,
+           run_s > 0 ? (double)tokens / run_s : 0.0);
     printf("report: %s/report.html\n", out);
     return rc;
 }
