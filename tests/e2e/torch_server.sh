@@ -9,7 +9,8 @@
 # below the measured agreement: PyTorch's float32 kernels differ from ref's float64 accumulation, so a near-tie
 # may flip, which is the drift DriftBench measures, but a wrong forward pass or tokenizer breaks almost every
 # answer); the first token's logprob close to the engine's; bad requests get a 4xx with an OpenAI error
-# object and leave the server up; a file that is not GGUF and --attn sdpa on a torch without SDPA exit 2.
+# object and leave the server up; a truncated GGUF and --attn sdpa on a torch without SDPA exit 2; corrupted
+# GGUF files are rejected cleanly (fuzz_gguf.py).
 # Without a python3 that imports torch (Debian: python3-torch; `make test` installs it) it prints SKIP.
 set -u
 D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
@@ -170,6 +171,11 @@ if ! "$PY" -c 'import torch.nn.functional as F; assert hasattr(F, "scaled_dot_pr
   rc=$?
   check '[ $rc -eq 2 ] && grep -q "scaled_dot_product_attention" "$T/e2"' "--attn sdpa without SDPA: exit 2 (got $rc)"
 fi
+
+# the GGUF reader and tokenizer set-up on corrupted files: clean rejections only
+"$PY" "$S/tools/torch_server/fuzz_gguf.py" "$MODEL" 120 1 > "$T/fuzz" 2>&1
+check '[ $? -eq 0 ]' "fuzz_gguf: $(tail -5 "$T/fuzz")"
+tail -1 "$T/fuzz"
 
 phase "done"
 echo "torch_server: $passes passed, $fails failed"

@@ -8,7 +8,9 @@ order (reversed ne: a ggml matrix with ne = [in, out] becomes shape (out, in)).
 Types dequantised: F32, F16, BF16, F64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (the block layouts of
 ggml's ggml-common.h, written here from their definitions). The shipped models are F16 + F32; the others are
 what llama.cpp's llama-quantize writes for Q8_0 / Q4_0 / Q4_K_M files (K-quant tensors whose row length is not a
-multiple of 256 fall back to Q5_0 / Q8_0 there).
+multiple of 256 fall back to Q5_0 / Q5_1 / Q8_0 there). Q8_0, Q4_0, Q4_K, Q5_K and Q6_K were checked against the
+engine's decoders on the same bytes (requant.py); the engine has no Q4_1 / Q5_0 / Q5_1, so those follow ggml's
+definitions unchecked.
 """
 import mmap
 import struct

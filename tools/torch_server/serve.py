@@ -317,7 +317,6 @@ class Server:
     def __init__(self, a):
         import numpy
         import torch
-        import gguf_reader
         import model as model_mod
         import tokenizer
         self.np, self.torch = numpy, torch
@@ -373,7 +372,7 @@ class Server:
 
     def generate(self, jobs):
         """Decodes jobs together (padded batch) until each finishes; fills their tokens, text, logprobs, finish."""
-        np, torch, model, tok, cfg = self.np, self.torch, self.model, self.tok, self.cfg
+        np, torch, model, cfg = self.np, self.torch, self.model, self.cfg
         dev = model.device
         rows = []
         for j in jobs:
