@@ -96,6 +96,8 @@ static void free_acts(model_run_state *rs) {
 }
 
 void model_run_state_free(model_run_state *rs) {
+    for (int i = 0; i < rs->n_wcopy; i++) free(rs->wcopy[i].data);
+    free(rs->wcopy);
     free_acts(rs);
     free(rs->pos);
     free(rs->sess);
@@ -183,6 +185,53 @@ static drift_status rs_scratch(model_run_state *rs, int nt, size_t per, drift_er
 
 /* ---------------------------------------------------------------- forward */
 
+/* What the f32 weight copies of one run state may hold in all. */
+#define WCOPY_MAX_BYTES ((size_t)512 << 20)
+
+/* The matrix a matmul of rs should read for W: for a format the fast matmul
+ * converts to f32 panel by panel in every call (all but f32, bf16, f16,
+ * q8_0 and q4_0, which it reads in place), an f32 copy made once per run
+ * state -- a batched decode would otherwise convert every weight at every
+ * step. The matmul works on the converted values either way (the copy is
+ * num_qmat_dequantize_row's, which the SIMD converters equal bit for bit),
+ * so the bits do not change. W itself for the ref profile (its own
+ * kernels), and when the copy would not fit WCOPY_MAX_BYTES or memory. */
+static const num_qmat *rs_weights(model_run_state *rs, const drift_numeric_profile *p, const num_qmat *W) {
+    if (p->isa == DRIFT_ISA_REF) return W;
+    switch (W->dtype) {
+    case DRIFT_DTYPE_F32:
+    case DRIFT_DTYPE_BF16:
+    case DRIFT_DTYPE_F16:
+    case DRIFT_DTYPE_Q8_0:
+    case DRIFT_DTYPE_Q4_0: return W;
+    default: break;
+    }
+    for (int i = 0; i < rs->n_wcopy; i++)
+        if (rs->wcopy[i].src == W) return &rs->wcopy[i].f32;
+    size_t bytes = (size_t)W->rows * (size_t)W->cols * sizeof(float);
+    if (rs->wcopy_bytes + bytes > WCOPY_MAX_BYTES) return W;
+    if (rs->n_wcopy == rs->cap_wcopy) {
+        int cap = rs->cap_wcopy ? 2 * rs->cap_wcopy : 16;
+        struct model_wcopy *g = realloc(rs->wcopy, (size_t)cap * sizeof *g);
+        if (!g) return W;
+        rs->wcopy = g;
+        rs->cap_wcopy = cap;
+    }
+    float *d = malloc(bytes ? bytes : 1);
+    if (!d) return W;
+    for (int64_t r = 0; r < W->rows; r++) num_qmat_dequantize_row(W, r, d + r * W->cols);
+    struct model_wcopy *c = &rs->wcopy[rs->n_wcopy];
+    if (num_qmat_wrap(&c->f32, DRIFT_DTYPE_F32, d, W->rows, W->cols, NULL)) {
+        free(d);
+        return W;
+    }
+    c->src = W;
+    c->data = d;
+    rs->n_wcopy++;
+    rs->wcopy_bytes += bytes;
+    return &c->f32;
+}
+
 static uint8_t *kv_at(const drift_session *s, uint8_t *base, int layer, int pos, int kvh) {
     const drift_model *m = s->m;
     size_t idx = ((size_t)layer * (size_t)s->n_ctx + (size_t)pos) * (size_t)m->info.n_kv_heads + (size_t)kvh;
@@ -202,7 +251,7 @@ static drift_status moe_ffn(const drift_model *m, model_run_state *rs, const lay
     int *sel = rs->sel, *who = rs->who;
     double *pr = rs->prob;
     drift_status st;
-    if ((st = num_matmul(p, logits, xb, &w->router, B, err))) return st;
+    if ((st = num_matmul(p, logits, xb, rs_weights(rs, p, &w->router), B, err))) return st;
     for (int b = 0; b < B; b++) {
         /* softmax over all experts in double, top-k (ties: lower index), renormalise */
         const float *lg = logits + (size_t)b * E;
@@ -236,9 +285,9 @@ static drift_status moe_ffn(const drift_model *m, model_run_state *rs, const lay
                     cnt++;
                 }
         if (!cnt) continue;
-        if ((st = num_matmul(p, h1, g, &w->e_gate[e], cnt, err)) || (st = num_matmul(p, h3, g, &w->e_up[e], cnt, err))) return st;
+        if ((st = num_matmul(p, h1, g, rs_weights(rs, p, &w->e_gate[e]), cnt, err)) || (st = num_matmul(p, h3, g, rs_weights(rs, p, &w->e_up[e]), cnt, err))) return st;
         for (int r = 0; r < cnt; r++) num_swiglu(p, h1 + (size_t)r * H, h1 + (size_t)r * H, h3 + (size_t)r * H, H);
-        if ((st = num_matmul(p, o, h1, &w->e_down[e], cnt, err))) return st;
+        if ((st = num_matmul(p, o, h1, rs_weights(rs, p, &w->e_down[e]), cnt, err))) return st;
         for (int r = 0; r < cnt; r++) memcpy(slot + (size_t)who[r] * D, o + (size_t)r * D, (size_t)D * sizeof *o);
     }
     /* each row: its K slots weighted, summed in rank order */
@@ -341,8 +390,8 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
         /* attention rmsnorm */
         for (int b = 0; b < B; b++) num_rmsnorm(p, xb + (size_t)b * D, x + (size_t)b * D, w->attn_norm, D, in->norm_eps);
         /* q, k, v = xb @ Wq^T, Wk^T, Wv^T (+ bias) */
-        if ((st = num_matmul(p, q, xb, &w->wq, B, err)) || (st = num_matmul(p, k, xb, &w->wk, B, err)) ||
-            (st = num_matmul(p, v, xb, &w->wv, B, err)))
+        if ((st = num_matmul(p, q, xb, rs_weights(rs, p, &w->wq), B, err)) || (st = num_matmul(p, k, xb, rs_weights(rs, p, &w->wk), B, err)) ||
+            (st = num_matmul(p, v, xb, rs_weights(rs, p, &w->wv), B, err)))
             return st;
         for (int b = 0; b < B; b++) {
             if (w->bq) num_add(q + (size_t)b * QD, q + (size_t)b * QD, w->bq, QD);
@@ -363,7 +412,7 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
         int par = (long)B * in->n_heads * max_pos * hd >= 262144L;
         num_par_for(par ? nt : 1, (int64_t)B * in->n_heads, attn_item, &aj);
         /* output projection and residual */
-        if ((st = num_matmul(p, xb2, att, &w->wo, B, err))) return st;
+        if ((st = num_matmul(p, xb2, att, rs_weights(rs, p, &w->wo), B, err))) return st;
         for (int b = 0; b < B; b++) {
             num_add(x + (size_t)b * D, x + (size_t)b * D, xb2 + (size_t)b * D, D);
             num_round_acts(p->acts, x + (size_t)b * D, D);
@@ -373,9 +422,9 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
         if (in->n_experts) {
             if ((st = moe_ffn(m, rs, w, xb, B, xb2, err))) return st;
         } else {
-            if ((st = num_matmul(p, h1, xb, &w->w_gate, B, err)) || (st = num_matmul(p, h3, xb, &w->w_up, B, err))) return st;
+            if ((st = num_matmul(p, h1, xb, rs_weights(rs, p, &w->w_gate), B, err)) || (st = num_matmul(p, h3, xb, rs_weights(rs, p, &w->w_up), B, err))) return st;
             for (int b = 0; b < B; b++) num_swiglu(p, h1 + (size_t)b * H, h1 + (size_t)b * H, h3 + (size_t)b * H, H);
-            if ((st = num_matmul(p, xb2, h1, &w->w_down, B, err))) return st;
+            if ((st = num_matmul(p, xb2, h1, rs_weights(rs, p, &w->w_down), B, err))) return st;
         }
         for (int b = 0; b < B; b++) {
             num_add(x + (size_t)b * D, x + (size_t)b * D, xb2 + (size_t)b * D, D);
@@ -412,8 +461,8 @@ drift_status model_forward_seq(model_run_state *rs, drift_session *s, const int3
     if ((st = forward_rows(m, rs, rs->sess, rs->pos, tokens, B, hid, err))) return st;
     s->pos += B;
     if (logits) {
-        if (all_logits) st = num_matmul(&m->prof, logits, hid, &m->output, B, err);
-        else st = num_matmul(&m->prof, logits, hid + (size_t)(B - 1) * D, &m->output, 1, err);
+        if (all_logits) st = num_matmul(&m->prof, logits, hid, rs_weights(rs, &m->prof, &m->output), B, err);
+        else st = num_matmul(&m->prof, logits, hid + (size_t)(B - 1) * D, rs_weights(rs, &m->prof, &m->output), 1, err);
     }
     return st;
 }
@@ -468,7 +517,7 @@ drift_status model_forward_step(model_run_state *rs, drift_session *const *sessi
         int V = m->info.n_vocab;
         float *lg = logits ? logits : rs_logits(rs, m, B);
         if (!lg) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-        st = num_matmul(&m->prof, lg, rs->hid, &m->output, B, err);
+        st = num_matmul(&m->prof, lg, rs->hid, rs_weights(rs, &m->prof, &m->output), B, err);
         for (int b = 0; !st && next && b < B; b++) next[b] = samp_argmax(lg + (size_t)b * V, V);
     }
     return st;

@@ -112,6 +112,17 @@ typedef struct model_run_state {
     int scratch_threads;       /* attention scratch: threads ... */
     size_t scratch_stride;     /* ... x floats each (>= positions + 2 * head_dim + 16) */
     float *scratch;            /* (scratch_threads, scratch_stride) */
+
+    /* f32 copies of the weights whose format the matmul would convert panel
+     * by panel in every call (int8, int4, fp8, mxfp4, nvfp4), made on first
+     * use (forward.c: rs_weights) */
+    int n_wcopy, cap_wcopy;
+    struct model_wcopy {
+        const num_qmat *src;   /* the model's matrix */
+        num_qmat f32;          /* its values as f32, wrapping data */
+        float *data;
+    } *wcopy;
+    size_t wcopy_bytes;        /* held by the copies */
 } model_run_state;
 
 struct drift_session {
