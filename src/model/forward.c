@@ -193,8 +193,8 @@ static drift_status rs_scratch(model_run_state *rs, int nt, size_t per, drift_er
  * q8_0 and q4_0, which it reads in place), an f32 copy made once per run
  * state -- a batched decode would otherwise convert every weight at every
  * step. The matmul works on the converted values either way (the copy is
- * num_qmat_dequantize_row's, which the SIMD converters equal bit for bit),
- * so the bits do not change. W itself for the ref profile (its own
+ * num_fast_dequantize_row's, the converters the panels used, equal to
+ * num_qmat_dequantize_row bit for bit), so the bits do not change. W itself for the ref profile (its own
  * kernels), and when the copy would not fit WCOPY_MAX_BYTES or memory. */
 static const num_qmat *rs_weights(model_run_state *rs, const drift_numeric_profile *p, const num_qmat *W) {
     if (p->isa == DRIFT_ISA_REF) return W;
@@ -219,7 +219,7 @@ static const num_qmat *rs_weights(model_run_state *rs, const drift_numeric_profi
     }
     float *d = malloc(bytes ? bytes : 1);
     if (!d) return W;
-    for (int64_t r = 0; r < W->rows; r++) num_qmat_dequantize_row(W, r, d + r * W->cols);
+    for (int64_t r = 0; r < W->rows; r++) num_fast_dequantize_row(W, r, d + r * W->cols);
     struct model_wcopy *c = &rs->wcopy[rs->n_wcopy];
     if (num_qmat_wrap(&c->f32, DRIFT_DTYPE_F32, d, W->rows, W->cols, NULL)) {
         free(d);
