@@ -150,9 +150,13 @@ expect 400 $H '{"model": "qwen2-7m", "messages": [{"role": "wizard", "content": 
 expect 400 $H '{"model": "qwen2-7m", "messages": [{"role": "user", "content": "hi"}], "logprobs": 3}' "chat logprobs not a boolean"
 expect 400 $C "{\"model\": \"qwen2-7m\", \"prompt\": \"$(printf 'word %.0s' $(seq 5000))\"}" "prompt longer than the context"
 expect 404 /v1/nothing '{}' "unknown endpoint"
+expect 400 $C '{"model": "qwen2-7m", "prompt": "a\ud800b"}' "a lone surrogate in the prompt"
+expect 400 $C "$(printf '[%.0s' $(seq 20000))" "JSON nested 20000 deep"
 head -c 9000000 /dev/zero | tr '\0' ' ' > "$T/big"
 got=$(curl -s -m 30 -o "$T/resp" -w '%{http_code}' -H 'Content-Type: application/json' "$BASE$C" --data-binary @"$T/big")
 check '[ "$got" = 413 ] && err_ok' "oversize body: want 413, got $got"
+got=$(curl -s -m 30 -o "$T/resp" -w '%{http_code}' -H 'Expect:' -H 'Content-Type: application/json' "$BASE$C" --data-binary @"$T/big")
+check '[ "$got" = 413 ] && err_ok' "oversize body sent at once (no 100-continue): want 413, got $got"
 got=$(post $C '{"model": "qwen2-7m", "prompt": "Question: What is 2 + 3?\nAnswer:", "max_tokens": 4, "temperature": 0.8, "seed": 7}')
 cp "$T/resp" "$T/s1"
 post $C '{"model": "qwen2-7m", "prompt": "Question: What is 2 + 3?\nAnswer:", "max_tokens": 4, "temperature": 0.8, "seed": 7}' > /dev/null

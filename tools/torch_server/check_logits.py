@@ -38,8 +38,7 @@ def main():
     if a.threads:
         torch.set_num_threads(a.threads)
     if a.device == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = a.tf32 == "on"
-        torch.backends.cudnn.allow_tf32 = a.tf32 == "on"
+        model_mod.set_tf32(a.tf32 == "on")
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
     bad = 0
     for fx_path in a.fixtures:

@@ -57,6 +57,20 @@ def sdpa_context(backend):
     return k(enable_flash=backend == "flash", enable_mem_efficient=backend == "efficient", enable_math=backend == "math")
 
 
+def set_tf32(on):
+    """TF32 for float32 matmuls and convolutions on CUDA: the fp32_precision settings where this torch has them
+    (2.9 and later, which deprecate the allow_tf32 flags and refuse a mix of the two), else the allow_tf32 flags.
+    Returns a description of what was set."""
+    m = torch.backends.cuda.matmul
+    if hasattr(m, "fp32_precision"):
+        m.fp32_precision = "tf32" if on else "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "tf32" if on else "ieee"
+        return "cuda.matmul.fp32_precision=%s" % m.fp32_precision
+    m.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+    return "cuda.matmul.allow_tf32=%s" % m.allow_tf32
+
+
 class Config:
     def __init__(self, g):
         kv = g.kv

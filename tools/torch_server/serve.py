@@ -32,7 +32,8 @@ Design
 
 Knobs (all reported by GET /health and in /v1/models' "meta", so a run can record them):
   --dtype fp32|bf16|fp16     weights and activations (RMSNorm and the math softmax in fp32, logits fp32)
-  --tf32 on|off              torch.backends.cuda.matmul.allow_tf32 and cudnn.allow_tf32 (CUDA only; off default)
+  --tf32 on|off              TF32 for float32 matmuls on CUDA (cuda.matmul.fp32_precision "tf32" / "ieee" where
+                             torch has it, else allow_tf32; cudnn likewise); no effect on the CPU; default off
   --attn math|sdpa           explicit matmul + masked softmax, or F.scaled_dot_product_attention (torch >= 2.0;
                              asking for it on an older torch is a startup error, exit 2)
   --sdpa-backend auto|flash|efficient|math   pin SDPA's backend (torch >= 2.0; flash takes no mask, so it needs
@@ -156,6 +157,14 @@ def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _encode(fn, arg):
+    """fn(arg), or None where the text holds code points UTF-8 cannot encode (JSON's lone surrogate escapes)."""
+    try:
+        return fn(arg)
+    except UnicodeEncodeError:
+        return None
+
+
 class Job:
     """One validated request: prompt ids and generation parameters; filled by the scheduler."""
 
@@ -173,7 +182,7 @@ def parse_request(srv, api, body):
     """Job from a request body (bytes); raises ApiError (4xx)."""
     try:
         req = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ApiError(400, "request body is not valid JSON: %s" % e) from None
     if not isinstance(req, dict):
         raise ApiError(400, "request body must be a JSON object")
@@ -212,7 +221,7 @@ def parse_request(srv, api, body):
             if not isinstance(content, str):
                 raise ApiError(400, "messages[%d].content must be a string" % i, "messages")
             conv.append((role, content))
-        ids = tok.chat(conv)
+        ids = _encode(tok.chat, conv)
         lp = req.get("logprobs", False)
         if lp is not None and not isinstance(lp, bool):
             raise ApiError(400, "'logprobs' must be a boolean (chat); use top_logprobs for the count", "logprobs")
@@ -230,7 +239,7 @@ def parse_request(srv, api, body):
             prompt = prompt[0]
         if not isinstance(prompt, str):
             raise ApiError(400, "'prompt' is required and must be a string (one prompt per request)", "prompt")
-        ids = tok.encode(prompt)
+        ids = _encode(tok.encode, prompt)
         lp = req.get("logprobs")
         if lp is not None and (not _is_int(lp) or not 0 <= lp <= MAX_TOP_LOGPROBS):
             raise ApiError(400, "'logprobs' must be an integer in [0, %d] (completions)" % MAX_TOP_LOGPROBS, "logprobs")
@@ -270,6 +279,9 @@ def parse_request(srv, api, body):
     stop = [s.encode("utf-8") for s in stop if s]
     if any(len(s) > MAX_STOP_LEN for s in stop):
         raise ApiError(400, "a stop string is longer than %d bytes" % MAX_STOP_LEN, "stop")
+    if ids is None:
+        raise ApiError(400, "the %s is not valid Unicode (a lone surrogate escape?)" % ("prompt" if api != "chat" else "messages"),
+                       "prompt" if api != "chat" else "messages")
     if not ids:
         raise ApiError(400, "empty prompt (no tokens)", "prompt" if api != "chat" else "messages")
     if len(ids) >= srv.cfg.ctx:
@@ -325,9 +337,7 @@ class Server:
         self.batch_wait = a.batch_wait_ms / 1000.0
         if a.threads > 0:
             torch.set_num_threads(a.threads)
-        if a.device == "cuda":
-            torch.backends.cuda.matmul.allow_tf32 = a.tf32 == "on"
-            torch.backends.cudnn.allow_tf32 = a.tf32 == "on"
+        tf32_set = model_mod.set_tf32(a.tf32 == "on") if a.device == "cuda" else None
         dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
         self.g, self.model = model_mod.load(a.model, a.device, dtype, a.attn, a.sdpa_backend)
         self.cfg = self.model.cfg
@@ -344,7 +354,7 @@ class Server:
             "framework": "pytorch", "torch": torch.__version__, "numpy": numpy.__version__,
             "python": sys.version.split()[0], "device": a.device,
             "device_name": torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu",
-            "dtype": a.dtype, "tf32": a.tf32, "tf32_effective": a.device == "cuda" and a.tf32 == "on",
+            "dtype": a.dtype, "tf32": a.tf32, "tf32_effective": a.device == "cuda" and a.tf32 == "on", "tf32_setting": tf32_set,
             "attn": a.attn, "sdpa_backend": a.sdpa_backend if a.attn == "sdpa" else None,
             "batch": a.batch, "batch_wait_ms": a.batch_wait_ms, "prefill_chunk": a.prefill_chunk,
             "threads": torch.get_num_threads(), "seed": a.seed,
@@ -477,6 +487,7 @@ class Server:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "driftbench-torch-server/1"
+    timeout = 600  # seconds a connection may sit idle or half-sent before its thread lets it go
     srv = None  # Server, set in main
 
     def log_message(self, fmt, *args):
@@ -492,7 +503,26 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except OSError:  # the client went away
+            self.close_connection = True
+
+    def handle_expect_100(self):
+        """An oversize body is refused before the client sends it (curl asks "Expect: 100-continue" for large ones)."""
+        cl = self.headers.get("Content-Length", "")
+        if cl.strip().isdigit() and int(cl) > MAX_BODY:
+            self._error(ApiError(413, "request body of %d bytes (at most %d)" % (int(cl), MAX_BODY), code="request_too_large"),
+                        close=True)
+            return False
+        return super().handle_expect_100()
+
+    def send_error(self, code, message=None, explain=None):
+        """http.server's own errors (a malformed request line, headers too long, ...) in OpenAI's error shape."""
+        try:
+            self._send(code, ApiError(code, message or explain or "HTTP error %d" % code, code="http_error").body(), close=True)
+        except OSError:
+            self.close_connection = True
 
     def _error(self, e, close=False):
         self._send(e.status, e.body(), close)
@@ -518,6 +548,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(ApiError(411, "a valid Content-Length is required"), close=True)
         n = int(cl)
         if n > MAX_BODY:
+            if n <= 8 * MAX_BODY:  # read it (a client still sending would not see the answer), up to a bound
+                left = n
+                while left > 0:
+                    got = self.rfile.read(min(left, 1 << 20))
+                    if not got:
+                        break
+                    left -= len(got)
             return self._error(ApiError(413, "request body of %d bytes (at most %d)" % (n, MAX_BODY),
                                         code="request_too_large"), close=True)
         body = self.rfile.read(n)
@@ -530,6 +567,9 @@ class Handler(BaseHTTPRequestHandler):
             job = parse_request(self.srv, api, body)
         except ApiError as e:
             return self._error(e)
+        except Exception as e:  # noqa: BLE001 - a request must never take the connection down unanswered
+            return self._error(ApiError(500, "internal error reading the request: %s: %s" % (type(e).__name__, e),
+                                        etype="server_error"))
         self.srv.sched.submit(job)
         if job.error:
             return self._error(ApiError(500, "generation failed: %s" % job.error, etype="server_error"))
@@ -538,7 +578,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_PUT(self):
         self._error(ApiError(405, "method not allowed", code="method_not_allowed"))
 
-    do_DELETE = do_PATCH = do_PUT
+    do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_PUT
 
 
 def blas_libraries():
