@@ -160,7 +160,9 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
                                  drift_result_fn cb, void *user, drift_error *err) {
     emb_state *es = t->impl;
     drift_model *m = es->m;
-    size_t batch = (size_t)es->batch;
+    /* prompts per engine call: four batches, so the engine's continuous
+     * batching keeps its steps full past a batch's longest answer */
+    size_t batch = (size_t)es->batch * 4 < 4096 ? (size_t)es->batch * 4 : 4096;
     int32_t **ptoks = calloc(batch, sizeof *ptoks);
     size_t *plens = calloc(batch, sizeof *plens);
     int64_t *offs = calloc(batch, sizeof *offs);
@@ -190,7 +192,7 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
             offs[nrun] = r->replicate;
             map[nrun++] = i;
         }
-        if (nrun) st = drift_model_generate(m, (const int32_t *const *)ptoks, plens, nrun, params, offs, (int)nrun, gens, err);
+        if (nrun) st = drift_model_generate(m, (const int32_t *const *)ptoks, plens, nrun, params, offs, es->batch, gens, err);
         double dt = util_now_ms() - t0;
         size_t j = 0;
         for (size_t i = 0; i < nb && !st; i++) {

@@ -1,11 +1,14 @@
 /* generate.c - generation and embeddings over the forward pass.
  *
- * drift_model_generate decodes n prompts in groups of `batch`: each
- * sequence of a group is prefilled alone, then the live sequences advance
- * together, one batched step (forward.c) per token, until each stops (an
+ * drift_model_generate decodes n prompts in at most `batch` slots: each
+ * sequence is prefilled alone, then the live sequences advance together, one
+ * batched step (forward.c) per token, until each stops (an
  * end-of-generation token, a stop string, max_tokens, a full context, or the
- * cancel hook). The engine is batch-invariant, so a sequence's tokens do not
- * depend on the grouping. At temperature 0 without logprobs only the greedy
+ * cancel hook); a slot whose sequence stopped takes the next prompt before
+ * the next step (continuous batching: steps stay full while prompts are
+ * left, instead of a group finishing its longest answer at a few rows). The
+ * engine is batch-invariant, so a sequence's tokens do not depend on its
+ * companions or on when it joined. At temperature 0 without logprobs only the greedy
  * picks come back from a step (chosen on the device with backend=cuda);
  * otherwise the logits, and sampler.c picks. One run state serves the whole
  * call: its buffers grow to the longest prompt (prefill) and the batch
@@ -165,57 +168,87 @@ drift_status drift_model_generate_cancellable(const drift_model *m, const int32_
         st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t g0 = 0; g0 < n; g0 += (size_t)batch) {
-        int nb = (int)(n - g0 < (size_t)batch ? n - g0 : (size_t)batch);
-        for (int i = 0; i < nb; i++) {
-            memset(&qs[i], 0, sizeof qs[i]);
-            out[g0 + i].finish_reason = "length";
-            if (cancel && cancel(cancel_user, g0 + (size_t)i)) { /* no prefill */
-                qs[i].done = 1;
-                out[g0 + i].finish_reason = "cancelled";
-                continue;
+    /* continuous batching: a slot whose sequence ends takes the next
+     * prompt at once (prefilled alone), so steps stay full until the
+     * prompts run out; slot[i] = the prompt in slot i, or -1 */
+    size_t next_prompt = 0;
+    long *slot = malloc((size_t)batch * sizeof *slot);
+    if (!slot) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < batch; i++) slot[i] = -1;
+    for (;;) {
+        /* fill the free slots; a sequence that ends at its first token is
+         * finished here and its slot filled again */
+        for (int i = 0; i < batch; i++) {
+            while (slot[i] < 0 && next_prompt < n) {
+                size_t k = next_prompt++;
+                seqstate *q = &qs[i];
+                memset(q, 0, sizeof *q);
+                out[k].finish_reason = "length";
+                if (cancel && cancel(cancel_user, k)) { /* no prefill */
+                    out[k].finish_reason = "cancelled";
+                    seq_finish(q, &out[k]);
+                    continue;
+                }
+                uint64_t seed = (uint64_t)params->seed + (uint64_t)(seed_offsets ? seed_offsets[k] : 0);
+                seq_start(m, &rs, q, prompts[k], prompt_lens[k], params, seed, first, &out[k]);
+                if (q->done) {
+                    seq_finish(q, &out[k]);
+                    buf_free(&q->text);
+                    free(q->toks);
+                    free(q->lp);
+                    continue;
+                }
+                slot[i] = (long)k;
             }
-            uint64_t seed = (uint64_t)params->seed + (uint64_t)(seed_offsets ? seed_offsets[g0 + i] : 0);
-            seq_start(m, &rs, &qs[i], prompts[g0 + i], prompt_lens[g0 + i], params, seed, first, &out[g0 + i]);
         }
-        for (;;) {
-            int nl = 0;
-            for (int i = 0; i < nb; i++) {
-                if (!qs[i].done && cancel && cancel(cancel_user, g0 + (size_t)i)) {
-                    qs[i].done = 1;
-                    out[g0 + i].finish_reason = "cancelled";
-                }
-                if (!qs[i].done) {
-                    live[nl] = qs[i].s;
-                    feed[nl] = qs[i].next;
-                    idx[nl++] = i;
-                }
+        int nl = 0;
+        for (int i = 0; i < batch; i++) {
+            if (slot[i] < 0) continue;
+            if (cancel && cancel(cancel_user, (size_t)slot[i])) {
+                qs[i].done = 1;
+                out[slot[i]].finish_reason = "cancelled";
+            } else {
+                live[nl] = qs[i].s;
+                feed[nl] = qs[i].next;
+                idx[nl++] = i;
             }
-            if (!nl) break;
+        }
+        if (nl) {
             drift_error e;
             drift_status s2 = model_forward_step(&rs, live, feed, (size_t)nl, logits, picks, &e);
-            if (s2) {
-                for (int j = 0; j < nl; j++) {
-                    out[g0 + idx[j]].error = util_strdup(e.msg);
-                    qs[idx[j]].done = 1;
-                }
-                continue;
-            }
             for (int j = 0; j < nl; j++) {
                 seqstate *q = &qs[idx[j]];
+                if (s2) {
+                    out[slot[idx[j]]].error = util_strdup(e.msg);
+                    q->done = 1;
+                    continue;
+                }
                 const float *lg = greedy ? NULL : logits + (size_t)j * V; /* seq_accept reads it for logprobs only */
                 int32_t id = greedy ? picks[j] : samp_pick(lg, V, params, &q->rng);
-                seq_accept(m, q, lg, id, params, &out[g0 + idx[j]]);
+                seq_accept(m, q, lg, id, params, &out[slot[idx[j]]]);
                 q->next = id;
             }
         }
-        for (int i = 0; i < nb; i++) {
-            seq_finish(&qs[i], &out[g0 + i]);
-            buf_free(&qs[i].text);
-            free(qs[i].toks);
-            free(qs[i].lp);
+        /* the ended sequences give their slots back */
+        int active = 0;
+        for (int i = 0; i < batch; i++) {
+            if (slot[i] < 0) continue;
+            if (qs[i].done) {
+                seq_finish(&qs[i], &out[slot[i]]);
+                buf_free(&qs[i].text);
+                free(qs[i].toks);
+                free(qs[i].lp);
+                slot[i] = -1;
+            } else {
+                active++;
+            }
         }
+        if (!active && next_prompt >= n) break;
     }
+    free(slot);
 done:
     free(qs);
     free(live);
