@@ -9,7 +9,7 @@
 # below the measured agreement: PyTorch's float32 kernels differ from ref's float64 accumulation, so a near-tie
 # may flip, which is the drift DriftBench measures, but a wrong forward pass or tokenizer breaks almost every
 # answer); the first token's logprob close to the engine's; bad requests get a 4xx with an OpenAI error
-# object and leave the server up; a truncated GGUF and --attn sdpa on a torch without SDPA exit 2; corrupted
+# object and leave the server up; every shipped model's logits match the float64 fixtures; a truncated GGUF and --attn sdpa on a torch without SDPA exit 2; corrupted
 # GGUF files are rejected cleanly (fuzz_gguf.py).
 # Without a python3 that imports torch (Debian: python3-torch; `make test` installs it) it prints SKIP.
 set -u
@@ -175,6 +175,12 @@ if ! "$PY" -c 'import torch.nn.functional as F; assert hasattr(F, "scaled_dot_pr
   rc=$?
   check '[ $rc -eq 2 ] && grep -q "scaled_dot_product_attention" "$T/e2"' "--attn sdpa without SDPA: exit 2 (got $rc)"
 fi
+
+# every shipped architecture's forward pass (llama GQA, qwen2, llama MoE, the fragile ones) against the float64
+# reference logits of tests/data/models (measured max |diff| 0.9e-5 - 1.5e-5 in fp32; argmax must agree)
+"$PY" "$S/tools/torch_server/check_logits.py" --threads 1 --max-abs 1e-3 "$S"/tests/data/models/*.logits.json > "$T/logits" 2>&1
+check '[ $? -eq 0 ]' "check_logits: $(cat "$T/logits")"
+cat "$T/logits"
 
 # the GGUF reader and tokenizer set-up on corrupted files: clean rejections only
 "$PY" "$S/tools/torch_server/fuzz_gguf.py" "$MODEL" 120 1 > "$T/fuzz" 2>&1
