@@ -29,6 +29,15 @@
 #           writes $OUT/bench_cuda.json and $OUT/bench_cuda.md.
 #   all     ops, then suites (smaller default sizes), then bench, within
 #           $BUDGET_S seconds (the device call may run 10 minutes at most).
+#   ab      BUNDLE (the change, "after") against $AB_BUNDLE (another build,
+#           "before"): the suites (sizes as in suites, --logprobs
+#           $AB_LOGPROBS) on every model in each profile of $AB_PROFILES
+#           (NAME, or NAME=QUERY as in BI_PROFILES) at batch $BATCH, through both builds into two stores, compared
+#           response by response (texts and logprobs, 17 digits: the same
+#           bits); then $AB_ROUNDS rounds of bench_cuda ($BENCH_ARGS), each
+#           before, after and, with $AB_BEFORE_ENV (VAR=VALUE ...), before
+#           under that environment; writes $OUT/ab.md (the comparison and
+#           each leg's tables).
 #
 # Output ($OUT, default ./cuda_out): cuda.log (everything printed),
 # cuda_runs.db.gz, bench_cuda.json, bench_cuda.md; at most 4 files.
@@ -44,6 +53,9 @@
 #   OPS_TIMEOUT_S   [240] per test program
 #   BENCH_ARGS [none] extra bench_cuda options, e.g. "--big none --iters 3"
 #   DB         [a fresh store under $TMPDIR] an existing store resumes its runs
+#   AB_BUNDLE  (ab) the "before" build, laid out as BUNDLE
+#   AB_PROFILES [cuda-f32 cuda-bf16 cuda-fp8]  AB_LOGPROBS [2]  AB_ROUNDS [2]
+#   AB_BEFORE_ENV [none] (ab) e.g. DRIFT_CUDA_ATT_GM=1
 #
 # Exit: 0 everything ran and passed; 1 a test, run or benchmark failed;
 # 3 nothing failed but the time budget left steps out (listed at the end);
@@ -54,7 +66,10 @@ set -u -o pipefail
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 [ $# -eq 2 ] || { usage >&2; exit 2; }
 BUNDLE=$1 MODE=$2
-case "$MODE" in ops | suites | bench | all) ;; *) echo "cuda.sh: MODE must be ops, suites, bench or all (got '$MODE')" >&2; exit 2 ;; esac
+case "$MODE" in ops | suites | bench | all | ab) ;; *) echo "cuda.sh: MODE must be ops, suites, bench, all or ab (got '$MODE')" >&2; exit 2 ;; esac
+if [ "$MODE" = ab ]; then
+  [ -n "${AB_BUNDLE:-}" ] && [ -d "$AB_BUNDLE" ] || { echo "cuda.sh: ab needs AB_BUNDLE, the other build's directory" >&2; exit 2; }
+fi
 [ -d "$BUNDLE" ] || { echo "cuda.sh: $BUNDLE: no such directory" >&2; exit 2; }
 [ -d models ] || { echo "cuda.sh: run from the repository root (no models/ here)" >&2; exit 2; }
 
@@ -78,10 +93,14 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/driftbench_cuda.XXXXXX")
 DB=${DB:-$WORK/cuda_runs.db}
 
 # binaries and libraries (tools/device/bundle.sh packs them as BUNDLE/bundle.tar.xz)
-if [ ! -e "$BUNDLE/bin/driftbench" ] && [ ! -e "$BUNDLE/driftbench" ] && [ -f "$BUNDLE/bundle.tar.xz" ]; then
-  echo "cuda.sh: unpacking $BUNDLE/bundle.tar.xz"
-  tar -xJf "$BUNDLE/bundle.tar.xz" -C "$BUNDLE" || { echo "cuda.sh: cannot unpack $BUNDLE/bundle.tar.xz"; exit 1; }
-fi
+unpack() {
+  if [ ! -e "$1/bin/driftbench" ] && [ ! -e "$1/driftbench" ] && [ -f "$1/bundle.tar.xz" ]; then
+    echo "cuda.sh: unpacking $1/bundle.tar.xz"
+    tar -xJf "$1/bundle.tar.xz" -C "$1" || { echo "cuda.sh: cannot unpack $1/bundle.tar.xz"; exit 1; }
+  fi
+}
+unpack "$BUNDLE"
+[ "$MODE" = ab ] && unpack "$AB_BUNDLE"
 find_bin() {
   local d
   for d in "$BUNDLE/bin" "$BUNDLE"; do [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }; done
@@ -237,6 +256,76 @@ do_bench() {
   cp "$WORK/bench_cuda.md" "$OUT/bench_cuda.md"
 }
 
+# ab: the same runs through both builds, compared response by response; then
+# bench_cuda legs alternating between them
+ab_bin() { # ab_bin WHICH NAME: NAME of the after (BUNDLE) or before (AB_BUNDLE) build
+  local d b
+  [ "$1" = after ] && b=$BUNDLE || b=$AB_BUNDLE
+  for d in "$b/bin" "$b"; do [ -x "$d/$2" ] && { echo "$d/$2"; return 0; }; done
+  return 1
+}
+do_ab() {
+  local w m p pn pq n s args=()
+  for s in math:$MATH_N code:$CODE_N safety:$SAFETY_N chat:$CHAT_N long:$LONG_N; do
+    n=${s#*:}
+    [ "$n" -gt 0 ] && args+=(--suite "builtin:${s%%:*}?n=$n")
+  done
+  for w in before after; do
+    ab_bin "$w" driftbench >/dev/null || { say "FAIL: no driftbench in the $w build"; note "$w driftbench present" FAIL 0; FAILED=$((FAILED + 1)); return 0; }
+  done
+  say "ab: after $BUNDLE, before $AB_BUNDLE; models $(models | tr '\n' ' '); ${args[*]}; batch $BATCH; --logprobs ${AB_LOGPROBS:-2}"
+  for m in $(models); do
+    for p in ${AB_PROFILES:-cuda-f32 cuda-bf16 cuda-fp8}; do
+      pn=${p%%=*} pq=profile=$p
+      [ "$pn" != "$p" ] && pq=${p#*=}
+      for w in before after; do
+        STEP_CUT_OK=1 step "$w $pn@$m" "$(left)" "$(ab_bin "$w" driftbench)" run --db "$WORK/$w.db" --label "$pn@$m" \
+          --target "embedded:models/$m.gguf?$pq&batch=$BATCH" --concurrency "$BATCH" --config "batch=$BATCH" \
+          "${args[@]}" --max-tokens "$MAX_TOKENS" --logprobs "${AB_LOGPROBS:-2}" >/dev/null
+      done
+    done
+  done
+  say "ab: the two stores, response by response"
+  if python3 - "$WORK/before.db" "$WORK/after.db" >"$WORK/ab.md" <<'PY'; then note "ab: same responses" ok 0; else note "ab: same responses" FAIL 0; FAILED=$((FAILED + 1)); fi
+import sqlite3, sys
+q = ("SELECT r.label, p.suite, p.prompt_id, x.replicate, x.failed, x.text, x.logprobs, x.completion_tokens "
+     "FROM responses x JOIN runs r ON r.id = x.run_id JOIN prompts p ON p.id = x.prompt_rowid")
+def load(path):
+    return {(l, s, pid, rep): (f, t, lp, n) for l, s, pid, rep, f, t, lp, n in sqlite3.connect(path).execute(q)}
+b, a = load(sys.argv[1]), load(sys.argv[2])
+labels = sorted({k[0] for k in b} | {k[0] for k in a})
+print("| run | responses before / after | failed | same text | same logprobs | tokens |")
+print("|---|---:|---:|---:|---:|---:|")
+bad = 0
+for l in labels:
+    kb = {k for k in b if k[0] == l}
+    ka = {k for k in a if k[0] == l}
+    both = kb & ka
+    fail = sum(1 for k in both if b[k][0] or a[k][0])
+    st = sum(1 for k in both if b[k][1] == a[k][1])
+    sl = sum(1 for k in both if b[k][2] == a[k][2] and b[k][2] is not None)
+    tok = sum(a[k][3] or 0 for k in both)
+    print(f"| {l} | {len(kb)} / {len(ka)} | {fail} | {st} | {sl} | {tok} |")
+    if kb != ka or fail or st != len(both) or sl != len(both) or not both:
+        bad += 1
+print(f"\n{len(labels)} runs, {bad} with a difference (or failed, missing or empty)")
+sys.exit(1 if bad else 0)
+PY
+  cat "$WORK/ab.md"; cp "$WORK/ab.md" "$OUT/ab.md"
+  local r leg extra=() env=()
+  read -ra extra <<<"$BENCH_ARGS"
+  for r in $(seq 1 "${AB_ROUNDS:-2}"); do
+    for leg in before after ${AB_BEFORE_ENV:+before-env}; do
+      env=()
+      [ "$leg" = before-env ] && read -ra env <<<"$AB_BEFORE_ENV"
+      ab_bin "${leg%-env}" bench_cuda >/dev/null || { note "$leg bench_cuda present" FAIL 0; FAILED=$((FAILED + 1)); continue; }
+      STEP_STDOUT=$WORK/bench_$leg$r.md step "bench_cuda $leg $r ${env[*]}" "$(left)" env "${env[@]}" \
+        "$(ab_bin "${leg%-env}" bench_cuda)" "$WORK/bench_$leg$r.json" --models models "${extra[@]}"
+      { echo; echo "## bench_cuda, $leg, round $r ${env[*]}"; cat "$WORK/bench_$leg$r.md"; } >>"$OUT/ab.md"
+    done
+  done
+}
+
 say "bench/cuda.sh $MODE: bundle $BUNDLE, out $OUT, budget ${BUDGET_S}s, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 case "$MODE" in
@@ -244,6 +333,7 @@ case "$MODE" in
   suites) do_suites ;;
   bench) do_bench ;;
   all) do_ops; do_suites; do_bench ;;
+  ab) do_ab ;;
 esac
 
 say "summary ($MODE, ${SECONDS}s)"
