@@ -6,6 +6,7 @@
  * workspace. */
 #include "model/cuda/cuda_attn.cuh"
 
+#include <stdlib.h>
 #include <string.h>
 
 size_t dcu_attn_part_floats(int B, int n_heads, int head_dim, int chunk, int max_npos) {
@@ -16,12 +17,20 @@ size_t dcu_attn_part_floats(int B, int n_heads, int head_dim, int chunk, int max
 
 #define ATT_MAX_HD 1024 /* 32 lanes x 32 dimensions */
 
-/* DRIFT_CUDA_ATT_ROW=0 keeps the split grid where k_attn_row would serve a
- * row in one block (read once; a scheduling choice: the same operations) */
-static int att_row_env(void) {
-    static int r = -1;
-    if (r < 0) r = dcu_env_not_zero("DRIFT_CUDA_ATT_ROW");
-    return r;
+/* Scheduling overrides (read once; the same operations per head either
+ * way): DRIFT_CUDA_ATT_GM=1, 2 or 4 query heads per block where that
+ * divides the group and the head size and KV format allow it (else chosen
+ * from the grid size); DRIFT_CUDA_ATT_ROW=0 keeps the split grid where
+ * k_attn_row would serve a row in one block. */
+static void att_env(int *gm, int *row) {
+    static int g = -1, r = -1;
+    if (g < 0) {
+        const char *e = getenv("DRIFT_CUDA_ATT_GM");
+        g = e && (!strcmp(e, "1") || !strcmp(e, "2") || !strcmp(e, "4")) ? e[0] - '0' : 0;
+        r = dcu_env_not_zero("DRIFT_CUDA_ATT_ROW");
+    }
+    *gm = g;
+    *row = r;
 }
 
 drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, drift_error *err) {
@@ -83,10 +92,23 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
         if (fit < (size_t)slice) slice = (int)fit;
         if (cfit < (size_t)slice) slice = (int)cfit;
     }
-    const int gm = 1; /* query heads per block: cuda_attn.cuh instantiates GM = 1 only */
+    /* query heads per block: the largest of 4, 2, 1 dividing the group (2 at
+     * most for head_dim > 128, 1 above 256; 1 for the KV formats without
+     * GM > 1 kernels: dcu_attn_gm_max), halved while the grid would leave
+     * SMs idle. A scheduling choice only: per head the same operations. */
+    int group = a->n_heads / a->n_kvh;
+    int gmax = npl <= 4 ? 4 : npl <= 8 ? 2 : 1;
+    if (gmax > dcu_attn_gm_max(a->kvfmt)) gmax = dcu_attn_gm_max(a->kvfmt);
+    int gm = gmax;
+    while (gm > 1 && group % gm) gm /= 2;
+    int nb0 = B < slice ? B : slice;
+    while (gm > 1 && (long)nb0 * (a->n_heads / gm) * max_splits < 2L * c->sm_count) gm /= 2;
+    int gm_env, row_env;
+    att_env(&gm_env, &row_env);
+    if (gm_env && group % gm_env == 0 && gm_env <= gmax) gm = gm_env;
     int hq = (hd + 3) & ~3;
     /* one block per (row, head group) when its splits' warps fit (k_attn_row: the same operations) */
-    const bool row = dcu_fuse_on() && att_row_env() && (long)max_splits * nw <= ATT_RW_MAX &&
+    const bool row = dcu_fuse_on() && row_env && (long)max_splits * nw <= ATT_RW_MAX &&
                      (size_t)(gm * hq + max_splits * nw * gm * (hd + 2)) * sizeof(float) <= 48u * 1024u;
     const int threads = row ? 32 * max_splits * nw : 32 * nw;
     size_t smem = (size_t)(gm * hq + (threads / 32) * gm * (hd + 2)) * sizeof(float); /* <= 37 KB */
@@ -117,15 +139,15 @@ drift_status dcu_launch_attention(dcu_ctx *c, const dcu_attn_args *a, int B, dri
         dim3 g1 = row ? dim3((unsigned)(a->n_heads / gm), (unsigned)nb)
                       : dim3((unsigned)max_splits, (unsigned)(a->n_heads / gm), (unsigned)nb);
         switch (a->kvfmt) {
-        case DRIFT_DTYPE_F16: dcu_attn_launch_fmt<DRIFT_DTYPE_F16>(npl, row, g1, threads, smem, c->st, S); break;
-        case DRIFT_DTYPE_BF16: dcu_attn_launch_fmt<DRIFT_DTYPE_BF16>(npl, row, g1, threads, smem, c->st, S); break;
+        case DRIFT_DTYPE_F16: dcu_attn_launch_fmt<DRIFT_DTYPE_F16>(npl, gm, row, g1, threads, smem, c->st, S); break;
+        case DRIFT_DTYPE_BF16: dcu_attn_launch_fmt<DRIFT_DTYPE_BF16>(npl, gm, row, g1, threads, smem, c->st, S); break;
         case DRIFT_DTYPE_FP8_E4M3:
-            dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E4M3>(npl, row, g1, threads, smem, c->st, S);
+            dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E4M3>(npl, gm, row, g1, threads, smem, c->st, S);
             break;
         case DRIFT_DTYPE_FP8_E5M2:
-            dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E5M2>(npl, row, g1, threads, smem, c->st, S);
+            dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E5M2>(npl, gm, row, g1, threads, smem, c->st, S);
             break;
-        default: dcu_attn_launch_fmt<DRIFT_DTYPE_F32>(npl, row, g1, threads, smem, c->st, S); break;
+        default: dcu_attn_launch_fmt<DRIFT_DTYPE_F32>(npl, gm, row, g1, threads, smem, c->st, S); break;
         }
         DCU_LAUNCHED("attention kernel");
     }

@@ -41,10 +41,10 @@
  * and the SM count with batch_invariant=0.
  *
  * Instantiated: NPL 1, 2, 4, 8 and 32 (head_dim up to 32, 64, 128, 256 and
- * 1024) and GM = 1 only. The kernels can serve GM query heads of one KV head
- * in a block (the K and V loads shared, each head's operations unchanged),
- * but GM 2 and 4 tripled the attention kernels (120 instead of 50) and their
- * compile time; see bench/BENCHMARKS.md, "Issue 23: the CUDA build". */
+ * 1024); GM (query heads of one KV head per block, sharing the K and V
+ * loads) 1, 2 and 4 for the f32 and bf16 caches, 1 for the others
+ * (dcu_attn_gm_max): 78 attention kernels instead of 120. See
+ * bench/BENCHMARKS.md, "Issue 23: the CUDA build". */
 #ifndef DRIFT_MODEL_CUDA_ATTN_CUH
 #define DRIFT_MODEL_CUDA_ATTN_CUH
 
@@ -712,35 +712,58 @@ __global__ void __launch_bounds__(32 * ATT_RW_MAX) k_attn_row(att_k P) {
     }
 }
 
-/* Launches attention for KV format FMT on stream st: k_attn_row<FMT, npl, 1>
- * (grid (heads, rows)) when row, else k_attn_part<FMT, npl, 1> (grid
- * (splits, heads, rows)); npl 1, 2, 4, 8, or 32 for any other value.
- * Defined here, instantiated by cuda_attn_<format>.cu only (the extern
- * declarations below keep every other unit from instantiating it). */
-template <int FMT>
-void dcu_attn_launch_fmt(int npl, bool row, dim3 g, int threads, size_t smem, cudaStream_t st, const att_k &S) {
+/* The most query heads a block serves (GM) for KV format FMT: 4 for the KV
+ * formats of the named GPU profiles (f32; bf16, which cuda-bf16 and
+ * cuda-fp8 keep), where sharing the K/V loads pays in prefill and batched
+ * decode; 1 for f16, e4m3 and e5m2 (reachable through kv= only), which
+ * cost the most to compile. Per head the same operations either way. */
+static inline __host__ __device__ constexpr int dcu_attn_gm_max(int fmt) {
+    return fmt == DRIFT_DTYPE_F32 || fmt == DRIFT_DTYPE_BF16 ? 4 : 1;
+}
+
+/* k_attn_part / k_attn_row <FMT, NPL, gm> (gm 4 or 2 where FMT and NPL
+ * allow it, else 1) */
+template <int FMT, int NPL>
+static void att_launch_gm(int gm, bool row, dim3 g, int threads, size_t smem, cudaStream_t st, const att_k &S) {
+    constexpr int G4 = dcu_attn_gm_max(FMT) >= 4 && NPL <= 4 ? 4 : 1;
+    constexpr int G2 = dcu_attn_gm_max(FMT) >= 2 && NPL <= 8 ? 2 : 1;
     if (row) {
-        switch (npl) {
-        case 1: dcu_launch(k_attn_row<FMT, 1, 1>, g, threads, smem, st, S); break;
-        case 2: dcu_launch(k_attn_row<FMT, 2, 1>, g, threads, smem, st, S); break;
-        case 4: dcu_launch(k_attn_row<FMT, 4, 1>, g, threads, smem, st, S); break;
-        case 8: dcu_launch(k_attn_row<FMT, 8, 1>, g, threads, smem, st, S); break;
-        default: dcu_launch(k_attn_row<FMT, 32, 1>, g, threads, smem, st, S); break;
-        }
-        return;
-    }
-    switch (npl) {
-    case 1: dcu_launch(k_attn_part<FMT, 1, 1>, g, threads, smem, st, S); break;
-    case 2: dcu_launch(k_attn_part<FMT, 2, 1>, g, threads, smem, st, S); break;
-    case 4: dcu_launch(k_attn_part<FMT, 4, 1>, g, threads, smem, st, S); break;
-    case 8: dcu_launch(k_attn_part<FMT, 8, 1>, g, threads, smem, st, S); break;
-    default: dcu_launch(k_attn_part<FMT, 32, 1>, g, threads, smem, st, S); break;
+        if (G4 > 1 && gm == 4) dcu_launch(k_attn_row<FMT, NPL, G4>, g, threads, smem, st, S);
+        else if (G2 > 1 && gm == 2) dcu_launch(k_attn_row<FMT, NPL, G2>, g, threads, smem, st, S);
+        else dcu_launch(k_attn_row<FMT, NPL, 1>, g, threads, smem, st, S);
+    } else {
+        if (G4 > 1 && gm == 4) dcu_launch(k_attn_part<FMT, NPL, G4>, g, threads, smem, st, S);
+        else if (G2 > 1 && gm == 2) dcu_launch(k_attn_part<FMT, NPL, G2>, g, threads, smem, st, S);
+        else dcu_launch(k_attn_part<FMT, NPL, 1>, g, threads, smem, st, S);
     }
 }
-extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_F32>(int, bool, dim3, int, size_t, cudaStream_t, const att_k &);
-extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_F16>(int, bool, dim3, int, size_t, cudaStream_t, const att_k &);
-extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_BF16>(int, bool, dim3, int, size_t, cudaStream_t, const att_k &);
-extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E4M3>(int, bool, dim3, int, size_t, cudaStream_t, const att_k &);
-extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E5M2>(int, bool, dim3, int, size_t, cudaStream_t, const att_k &);
+
+/* Launches attention for KV format FMT on stream st: k_attn_row (grid
+ * (heads / gm, rows)) when row, else k_attn_part (grid (splits, heads / gm,
+ * rows)); npl 1, 2, 4, 8, or 32 for any other value; gm as the launcher
+ * chose it (<= dcu_attn_gm_max(FMT)). Defined here, instantiated by
+ * cuda_attn_<format>.cu only (the extern declarations below keep every
+ * other unit from instantiating it). */
+template <int FMT>
+void dcu_attn_launch_fmt(int npl, int gm, bool row, dim3 g, int threads, size_t smem, cudaStream_t st,
+                         const att_k &S) {
+    switch (npl) {
+    case 1: att_launch_gm<FMT, 1>(gm, row, g, threads, smem, st, S); break;
+    case 2: att_launch_gm<FMT, 2>(gm, row, g, threads, smem, st, S); break;
+    case 4: att_launch_gm<FMT, 4>(gm, row, g, threads, smem, st, S); break;
+    case 8: att_launch_gm<FMT, 8>(gm, row, g, threads, smem, st, S); break;
+    default: att_launch_gm<FMT, 32>(gm, row, g, threads, smem, st, S); break;
+    }
+}
+extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_F32>(int, int, bool, dim3, int, size_t, cudaStream_t,
+                                                         const att_k &);
+extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_F16>(int, int, bool, dim3, int, size_t, cudaStream_t,
+                                                         const att_k &);
+extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_BF16>(int, int, bool, dim3, int, size_t, cudaStream_t,
+                                                         const att_k &);
+extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E4M3>(int, int, bool, dim3, int, size_t, cudaStream_t,
+                                                         const att_k &);
+extern template void dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E5M2>(int, int, bool, dim3, int, size_t, cudaStream_t,
+                                                         const att_k &);
 
 #endif

@@ -3,7 +3,8 @@
  * format, so that a parallel build compiles the formats side by side. */
 #include "model/cuda/cuda_attn.cuh"
 
-template void dcu_attn_launch_fmt<DRIFT_DTYPE_BF16>(int, bool, dim3, int, size_t, cudaStream_t, const att_k &);
+template void dcu_attn_launch_fmt<DRIFT_DTYPE_BF16>(int, int, bool, dim3, int, size_t, cudaStream_t,
+                                                         const att_k &);
 
 #ifdef DCU_TRACE
 DCU_TRACE_HOST(dcu_trace_a_bf16, "k")

@@ -4,7 +4,8 @@
  * formats side by side. */
 #include "model/cuda/cuda_attn.cuh"
 
-template void dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E4M3>(int, bool, dim3, int, size_t, cudaStream_t, const att_k &);
+template void dcu_attn_launch_fmt<DRIFT_DTYPE_FP8_E4M3>(int, int, bool, dim3, int, size_t, cudaStream_t,
+                                                         const att_k &);
 
 #ifdef DCU_TRACE
 DCU_TRACE_HOST(dcu_trace_a_e4m3, "k")
