@@ -11,8 +11,9 @@
  *    format: weight bytes streamed per second and the fraction of the
  *    measured bandwidth.
  * Every figure is the best of several repetitions (the machine is shared).
- * usage: bench_kernels_bench [--quick] [--threads N] [--only f32,bf16]
- *   N: max threads (default 2); --only: prefill formats to run */
+ * usage: bench_kernels_bench [--quick] [--threads N] [--only f32,bf16] [--peak-only]
+ *   N: max threads (default 2); --only: prefill formats to run; --peak-only:
+ *   the FMA peak (part 1) alone, e.g. for bench_engine_bench --peak-gflops */
 #include <immintrin.h>
 #include <omp.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 
 static int QUICK;
 static const char *ONLY; /* --only f32,bf16: prefill formats to run (default all) */
+static int PEAK_ONLY;    /* --peak-only: the FMA peak lines, nothing else */
 
 static int wanted(drift_dtype t) {
     if (!ONLY) return 1;
@@ -180,6 +182,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--quick")) QUICK = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) max_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) ONLY = argv[++i];
+        else if (!strcmp(argv[i], "--peak-only")) PEAK_ONLY = 1;
     }
     if (max_threads < 1) max_threads = 1;
     drift_isa isa = num_isa_resolve(DRIFT_ISA_AUTO);
@@ -193,10 +196,15 @@ int main(int argc, char **argv) {
     double peak[2], copy[2], rd[2];
     for (int t = 0; t < nn; t++) {
         peak[t] = fma_peak(isa == DRIFT_ISA_SCALAR ? DRIFT_ISA_AVX2 : isa, nthr[t]);
+        if (PEAK_ONLY) {
+            printf("threads=%d  FMA peak %.1f GFLOP/s\n", nthr[t], peak[t]);
+            continue;
+        }
         bandwidth(nthr[t], &copy[t], &rd[t]);
         printf("threads=%d  FMA peak %.1f GFLOP/s   copy %.1f GB/s   read %.1f GB/s\n", nthr[t],
                peak[t], copy[t], rd[t]);
     }
+    if (PEAK_ONLY) return 0;
 
     /* prefill */
     int64_t K = 1024, N = QUICK ? 512 : 2048;

@@ -5,16 +5,23 @@
  * stage's steps, prints between them and owns the exit code:
  *
  * 1. models (drift_lab_models_find; the fixtures when models/ has none, and
- *    the output says their answers are noise), whether safety can be judged
- *    (drift_lab_safety_check), the matrix (drift_lab_design) written to
- *    DIR/matrix.json, so `driftbench matrix` can re-run or shard it.
+ *    the output says their answers are noise; fragile models first), whether
+ *    safety can be judged (drift_lab_safety_check), the matrix
+ *    (drift_lab_design) written to DIR/matrix.json, and --quick's
+ *    long-context subset to DIR/matrix_long.json, so `driftbench matrix` can
+ *    re-run or shard them.
  * 2. before anything runs: the size (drift_lab_plan_size) and an estimate
  *    of the generation time from a cost measured on this machine
  *    (drift_lab_plan_estimate); --full on fewer than 8 cores adds a WARNING
  *    with how to cut or shard it (it still runs). --dry-run stops here.
  * 3. run + score every configuration (resumable: DIR/lab.db): the matrix
  *    stage (drift_matrix_run, printed by cli_matrix_run as `matrix` does)
- *    with the chat embedder and the safety guard the study chose.
+ *    with the chat embedder and the safety guard the study chose, --jobs
+ *    configurations side by side (one engine thread each by default), one
+ *    verdict cache for every scoring call (drift_score_cache), a progress
+ *    bar weighted by the cost model; then --quick's long-context subset
+ *    (the same runs gain long-context answers); the answers cut by the
+ *    token limit per workload (drift_lab_count_cuts).
  * 3b. the stochastic leg (drift_lab_stochastic_design, _run with the run
  *    and score printers of `run` and `score`, _compare) -> DIR/stochastic.txt.
  * 4. flip table -> DIR/flip_rates.csv; the ANOVA and the PRI held-out
@@ -42,6 +49,11 @@
 #include "pipeline.h"
 #include "util/util.h"
 
+/* Sequences decoded together per configuration and in the stochastic leg:
+ * the engine is batch-invariant (the same answers at any batch), and a step
+ * of 32 rows does about twice the work per CPU-second of a step of 8. */
+#define LAB_BATCH 32
+
 static const char lab_usage[] =
     "usage: driftbench lab [--quick|--full] [--out DIR] [--models DIR] [options]\n"
     "\n"
@@ -50,10 +62,10 @@ static const char lab_usage[] =
     "DIR/anova.txt, DIR/pri.txt and DIR/report.html and prints the flip table, the ANOVA\n"
     "and the PRI held-out summary. Re-running resumes what is stored.\n"
     "\n"
-    "  --quick            at most 2 models x 9 profiles; math 16, code 6, safety 12, chat 12\n"
-    "                     prompts; 32 new tokens (default; under 5 minutes on 2 cores). No long\n"
-    "                     context: 4 of its prompts would add ~13 minutes on 2 cores (the run\n"
-    "                     prints the figure measured on this machine)\n"
+    "  --quick            at most 3 models (\"-fragile-\" ones first) x 9 profiles; math 150,\n"
+    "                     code 164, safety 100, chat 100 prompts; long context 20 prompts on the\n"
+    "                     first model's ref, f32, fp8 and int4 only; 128 new tokens; the\n"
+    "                     stochastic leg 100 math prompts x 5 replicates x 4 runs (default)\n"
     "  --full             every profile axis crossed, every prompt of each suite\n"
     "  --out DIR          output directory (default lab)\n"
     "  --models DIR       GGUF models (default models/; the test fixtures when empty)\n"
@@ -61,9 +73,10 @@ static const char lab_usage[] =
     "  --max-tokens N     new tokens per answer (overrides the mode's)\n"
     "  --guard SPEC       safety guard (LlamaGuard-3 over HTTP, or builtin[:PATH]); default: the\n"
     "                     built-in guard model; safety is skipped (and said so) if none opens\n"
-    "  --embedder SPEC    chat embedder (default: the first model, one fixed cpu-f32/avx2 profile)\n"
+    "  --embedder SPEC    chat embedder (default: the first model not named -fragile-, cpu-f32/avx2)\n"
     "  --threads N        engine threads per configuration (default 1: best on shared machines)\n"
-    "  --jobs N           parallel evaluations when scoring (default: cores)\n"
+    "  --jobs N           configurations side by side (default: cores / threads); results are\n"
+    "                     the same as one at a time\n"
     "  --dry-run          print the size and the time estimate, write DIR/matrix.json, run nothing\n"
     "\n"
     "Before it starts, lab prints the size (configurations x prompts) and an estimate of the\n"
@@ -99,17 +112,21 @@ static int print_size(const drift_lab_plan *p, drift_status rc, const drift_erro
     }
     printf("size: %zu configurations x %zu prompts (", p->n_configs, p->per_config);
     for (size_t i = 0; i < p->n_suites; i++) printf("%s%s %zu", i ? ", " : "", p->suites[i].name, p->suites[i].n);
-    printf(") = %zu answers of at most %d new tokens, + 2 x %ld x %d sampled answers (stochastic leg)\n",
-           p->n_configs * p->per_config, p->max_tokens, p->stoch_prompts, p->stoch_replicates);
+    printf(") = %zu answers of at most %d new tokens", p->n_configs * p->per_config, p->max_tokens);
+    if (p->long_spec)
+        printf(", + long_context %zu prompts on %zu of them (", p->long_suite.n, p->long_spec->n_configs);
+    for (size_t i = 0; p->long_spec && i < p->long_spec->n_configs; i++)
+        printf("%s%s", i ? ", " : "", p->long_spec->configs[i].label);
+    printf("%s, + 4 x %ld x %d sampled answers (stochastic leg: f32, int4, and each again with other seeds)\n", p->long_spec ? ")" : "",
+           p->stoch_prompts, p->stoch_replicates);
     return 0;
 }
 
 /* Prints the time estimate (and the WARNING of a large --full); for
  * --quick, long_note gets why long_context is left out, with what it would
  * cost here. */
-static void print_estimate(const drift_lab_plan *p, drift_status rc, int threads, int full, const char *matrix_path,
-                           char *long_note, size_t long_note_cap) {
-    if (p->todo == 0) {
+static void print_estimate(const drift_lab_plan *p, drift_status rc, int threads, const char *matrix_path) {
+    if (p->todo == 0 && p->long_todo == 0) {
         printf("estimate: every configuration is stored already: nothing to generate but what the stochastic leg "
                "lacks\n");
         return;
@@ -119,15 +136,17 @@ static void print_estimate(const drift_lab_plan *p, drift_status rc, int threads
         return;
     }
     const drift_lab_cost *cost = &p->cost;
-    char d[32], dl[32];
+    char d[32], dl[32], dw[32];
     fmt_duration(d, sizeof d, p->gen_s);
     fmt_duration(dl, sizeof dl, p->long_s);
-    printf("estimate: %zu configurations to run: about %s of generation%s%s%s, from a cost measured just now on %d "
-           "engine thread%s (%ld cores): prefill %.0f tokens/s, decode %.0f tokens/s, attention +%.2g s per "
-           "token^2 on cpu-f32 (ref: %.0f, %.0f, %.2g); scoring comes on top\n",
-           p->todo, d, p->long_s > 0 ? " (long_context " : "", p->long_s > 0 ? dl : "", p->long_s > 0 ? ")" : "",
-           threads, threads == 1 ? "" : "s", p->cores, 1 / cost->cpu.a, cost->cpu.d > 0 ? 1 / cost->cpu.d : 0.0,
-           cost->cpu.b, 1 / cost->ref.a, cost->ref.d > 0 ? 1 / cost->ref.d : 0.0, cost->ref.b);
+    fmt_duration(dw, sizeof dw, p->wall_s);
+    printf("estimate: %zu configurations to run: about %s of generation%s%s%s, %s of wall time %d side by side, "
+           "from a cost measured just now on %d engine thread%s (%ld cores): prefill %.0f tokens/s, decode %.0f "
+           "tokens/s, attention +%.2g s per token^2 on cpu-f32 (ref: %.0f, %.0f, %.2g); scoring comes on top\n",
+           p->todo, d, p->long_s > 0 ? " (long_context " : "", p->long_s > 0 ? dl : "", p->long_s > 0 ? ")" : "", dw,
+           p->jobs > 1 ? p->jobs : 1, threads, threads == 1 ? "" : "s", p->cores, 1 / cost->cpu.a,
+           cost->cpu.d > 0 ? 1 / cost->cpu.d : 0.0, cost->cpu.b, 1 / cost->ref.a, cost->ref.d > 0 ? 1 / cost->ref.d : 0.0,
+           cost->ref.b);
     if (p->warn_large) {
         fflush(stdout);
         fprintf(stderr,
@@ -136,16 +155,6 @@ static void print_estimate(const drift_lab_plan *p, drift_status rc, int threads
                 "again). To make it smaller use --limit N; to spread it, shard %s over machines (driftbench matrix "
                 "--spec %s --db M.db --shard I/N, then driftbench merge).\n",
                 p->cores, p->todo, p->per_config, d, matrix_path, matrix_path);
-    }
-    if (!full && p->long_suite.n) {
-        char d2[32];
-        fmt_duration(d2, sizeof d2, p->long_add_s);
-        snprintf(long_note, long_note_cap,
-                 "long_context is left out: %zu of its prompts (~%.0f tokens each) on the %zu configurations "
-                 "would add about %s of generation here, on top of the rest, against the 5-minute budget of "
-                 "--quick on 2 cores; --full runs it",
-                 p->long_suite.n, p->long_suite.c1 / (double)p->long_suite.n * cost->long_tokens_per_char, p->n_configs,
-                 d2);
     }
 }
 
@@ -175,15 +184,19 @@ static void stochastic_progress(void *user, const drift_progress *p) {
 /* The stochastic-serving leg (drift_lab_stochastic_*): runs and scores its
  * two labels, compares them, prints and writes DIR/stochastic.txt and
  * appends a sentence to note. */
-static int stochastic_leg(drift_store *st, const drift_lab_study *study, const char *out, util_buf *note) {
+static int stochastic_leg(drift_store *st, const drift_lab_study *study, const char *out, drift_score_cache *cache,
+                          util_buf *note, drift_lab_stochastic *xo) {
     drift_lab_stochastic x;
     drift_lab_stochastic_design(study, &x);
-    printf("\n== stochastic serving (temperature %.1f, %d replicates, math, %s: f32 -> int4) ==\n", x.temperature,
-           x.replicates, x.model);
+    printf("\n== stochastic serving (temperature %.1f, %d replicates, %s, %s: f32 -> int4, and each against itself "
+           "with seeds %ld+r: the null) ==\n",
+           x.temperature, x.replicates, x.suite, x.model, x.null_seed);
     fflush(stdout);
     drift_lab_stochastic_opts so;
     drift_lab_stochastic_opts_default(&so);
+    so.concurrency = LAB_BATCH;
     so.score.progress = cli_progress;
+    so.score.cache = cache;
     so.cancel = cli_cancel_requested;
     so.progress = stochastic_progress;
     drift_lab_stochastic_summary sum;
@@ -194,6 +207,7 @@ static int stochastic_leg(drift_store *st, const drift_lab_study *study, const c
         return cli_error_lib("lab", &err);
     }
     if (drift_lab_stochastic_compare(st, &x, &err)) return cli_error_lib("lab", &err);
+    *xo = x;
     char *txt = NULL;
     if (drift_lab_stochastic_render(&x, &txt, &err)) return cli_error_lib("lab", &err);
     fputs(txt, stdout);
@@ -201,10 +215,28 @@ static int stochastic_leg(drift_store *st, const drift_lab_study *study, const c
     snprintf(path, sizeof path, "%s/stochastic.txt", out);
     write_text(path, txt);
     free(txt);
-    if (!isnan(x.ratio))
+    if (x.null_ok) {
+        const drift_lab_beyond *d = &x.beyond;
+        buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s f32 -> int4): %.2f%% "
+                         "of replicate pairs disagree, %.2f%% for each stack against itself with other seeds (the null), so "
+                         "%+.2f points beyond the null (95%% CI %.2f to %.2f). ",
+                   x.replicates, d->n, x.model, 100 * d->cross, 100 * d->null_rate, 100 * d->beyond,
+                   100 * d->beyond_lo, 100 * d->beyond_hi);
+        if (isnan(d->ratio))
+            buf_puts(note, "No deterministic flip on those prompts: the ratio to the deterministic rate (the paper: "
+                           "0.23x) cannot be said at this size. ");
+        else if (isinf(d->ratio_hi))
+            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI from %.2fx, unbounded above: too few "
+                             "deterministic flips to bound it; the paper: 0.23x). ",
+                       d->ratio, d->ratio_lo);
+        else
+            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI %.2fx to %.2fx; the paper: 0.23x). ",
+                       d->ratio, d->ratio_lo, d->ratio_hi);
+    } else if (!isnan(x.ratio)) {
         buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
-                         "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x). ",
-                   x.model, 100 * x.expected_flip_rate, x.ratio);
+                         "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x); not against its null: %s. ",
+                   x.model, 100 * x.expected_flip_rate, x.ratio, x.null_reason);
+    }
     return CLI_EXIT_PASS;
 }
 
@@ -252,6 +284,9 @@ static int cmd_lab(int argc, char **argv) {
     lo.limit = limit;
     lo.max_tokens = (int)max_tokens;
     lo.threads = (int)threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs <= 0) jobs = cores / (threads > 0 ? threads : 1);
+    if (jobs < 1) jobs = 1;
     double t_start = util_now_ms();
 
     /* 1. models */
@@ -264,8 +299,14 @@ static int cmd_lab(int argc, char **argv) {
     }
     if (study.fixtures) printf("NOTE: no shipped models found in models/: using the test fixtures, whose answers are noise\n");
     printf("lab (%s): %zu model(s):", full ? "full" : "quick", study.n_models);
-    for (size_t i = 0; i < study.n_models; i++) printf(" %s", study.models[i].name);
-    if (study.n_found > study.n_models) printf(" (%zu found; --full uses all)", study.n_found);
+    for (size_t i = 0; i < study.n_models; i++)
+        printf(" %s%s", study.models[i].name, strstr(study.models[i].name, "-fragile-") ? " (fragile)" : "");
+    if (study.n_found > study.n_models)
+        printf(" (%zu found; --quick takes \"-fragile-\" models first, then the others by name, up to %d; --full "
+               "uses all)",
+               study.n_found, DRIFT_LAB_QUICK_MODELS);
+    else if (!full && !study.n_fragile)
+        printf(" (no \"-fragile-\" model in the folder: robust models only)");
     printf("\n");
 
     /* evaluators: say up front what can and cannot be judged */
@@ -285,6 +326,9 @@ static int cmd_lab(int argc, char **argv) {
     drift_status prc = drift_lab_design(&study, matrix_path, &err);
     if (study.gpu[0]) printf("hardware: the GPU (%s) joins the matrix beside the CPU\n", study.gpu);
     write_text(matrix_path, study.spec_json ? study.spec_json : "");
+    char long_path[PATH_MAX + 32];
+    snprintf(long_path, sizeof long_path, "%s/matrix_long.json", out);
+    if (study.long_spec_json) write_text(long_path, study.long_spec_json);
     if (prc) {
         drift_lab_study_clear(&study);
         if (prc == DRIFT_ERR_NOMEM) return cli_error("lab", "out of memory");
@@ -306,21 +350,35 @@ static int cmd_lab(int argc, char **argv) {
         return cli_error_lib("lab", &err);
     }
     drift_lab_plan plan;
-    char long_note[512] = "";
+    double *weights = calloc(spec->n_configs ? spec->n_configs : 1, sizeof *weights);
+    double *long_weights = calloc(study.long_spec ? study.long_spec->n_configs + 1 : 1, sizeof *long_weights);
+    double est_main_s = 0, est_long_s = 0;
+    size_t long_n = 0;
+    double long_tokens = 0; /* prompt tokens of a long-context prompt, by the cost model */
     if (print_size(&plan, drift_lab_plan_size(&study, st, &plan, &err), &err) == 0) {
         fflush(stdout);
+        plan.jobs = (int)jobs;
         drift_status erc = drift_lab_plan_estimate(&study, &plan, &err);
-        print_estimate(&plan, erc, (int)threads, full, matrix_path, long_note, sizeof long_note);
+        print_estimate(&plan, erc, (int)threads, matrix_path);
+        long_n = plan.long_suite.n;
+        if (!erc && long_n) long_tokens = plan.long_suite.c1 / (double)long_n * plan.cost.long_tokens_per_char;
+        /* the progress bars' weights and wall-time estimates */
+        for (size_t i = 0; weights && !erc && i < spec->n_configs; i++)
+            est_main_s += weights[i] = drift_lab_plan_config_seconds(&plan, spec, i);
+        for (size_t i = 0; long_weights && plan.long_spec && !erc && i < plan.long_spec->n_configs; i++)
+            est_long_s += long_weights[i] = drift_lab_plan_config_seconds(&plan, plan.long_spec, i);
     }
     double gen_s = plan.gen_s;
     drift_lab_plan_clear(&plan);
-    if (!full) {
-        if (long_note[0]) printf("quick: %s\n", long_note);
-        else printf("quick: long_context is left out (each prompt is a prefill of thousands of tokens); --full runs it\n");
-    }
+    if (!full && study.long_spec)
+        printf("quick: long_context (%zu prompts, each a prefill of ~%.0f tokens) runs on %zu configurations only "
+               "(%s); --full runs it on every one\n",
+               long_n, long_tokens, study.long_spec->n_configs, long_path);
     fflush(stdout);
     if (dry_run) {
         printf("dry run: nothing generated (the matrix is in %s)\n", matrix_path);
+        free(weights);
+        free(long_weights);
         drift_store_close(st);
         drift_lab_study_clear(&study);
         return CLI_EXIT_PASS;
@@ -328,33 +386,134 @@ static int cmd_lab(int argc, char **argv) {
     cli_install_signal_handlers();
     int64_t tok0 = 0, tok1 = 0;
     drift_store_completion_tokens(st, &tok0, &err);
+    /* one verdict cache for every scoring call: most configurations give
+     * the baseline's text, judged once */
+    drift_score_cache *cache = drift_score_cache_new();
+    if (!cache) {
+        free(weights);
+        free(long_weights);
+        drift_store_close(st);
+        drift_lab_study_clear(&study);
+        return cli_error("lab", "out of memory");
+    }
     cli_matrix_opts mo;
     cli_matrix_opts_default(&mo);
     mo.progress_lines = 1;
     mo.score.guard_spec = lo.guard_spec;
     mo.score.embedder_spec = study.embedder;
-    mo.score.jobs = (int)jobs;
+    mo.score.cache = cache;
+    mo.jobs = (int)jobs;
+    mo.concurrency = LAB_BATCH;
+    mo.weights = weights;
+    mo.est_wall_s = est_main_s / (double)jobs;
     cli_matrix_stats ms;
+    double g0 = util_now_ms();
     int rc = cli_matrix_run("lab", st, spec, &mo, &ms);
+    double main_wall_s = (util_now_ms() - g0) / 1000.0;
+    cli_matrix_stats ls_stats;
+    memset(&ls_stats, 0, sizeof ls_stats);
+    double long_wall_s = 0;
+    if (rc == CLI_EXIT_PASS && study.long_spec) {
+        /* the long-context subset: the same runs gain long-context answers */
+        cli_matrix_opts lmo = mo;
+        lmo.recheck = 1;
+        lmo.all_failed_ok = 1; /* prompts longer than a model's context fail, stored, never pairs */
+        lmo.weights = long_weights;
+        lmo.est_wall_s = est_long_s / (double)jobs;
+        g0 = util_now_ms();
+        rc = cli_matrix_run("lab long_context", st, study.long_spec, &lmo, &ls_stats);
+        long_wall_s = (util_now_ms() - g0) / 1000.0;
+        if (ls_stats.all_failed)
+            printf("long_context: every request failed on %zu of %zu configurations (e.g. %s): no long-context rows "
+                   "from them\n",
+                   ls_stats.all_failed, study.long_spec->n_configs, ls_stats.all_failed_msg);
+    }
+    free(weights);
+    free(long_weights);
     drift_store_completion_tokens(st, &tok1, &err);
     util_buf stoch_note = {0};
-    if (rc == CLI_EXIT_PASS) rc = stochastic_leg(st, &study, out, &stoch_note);
+    double s0 = util_now_ms();
+    drift_lab_stochastic *sx = calloc(1, sizeof *sx); /* large: on the heap */
+    int stoch_ran = 0;
+    if (!sx) rc = cli_error("lab", "out of memory");
+    if (rc == CLI_EXIT_PASS) {
+        rc = stochastic_leg(st, &study, out, cache, &stoch_note, sx);
+        stoch_ran = rc == CLI_EXIT_PASS;
+    }
+    double stoch_wall_s = (util_now_ms() - s0) / 1000.0;
+    drift_score_cache_stats cstats;
+    drift_score_cache_stats_get(cache, &cstats);
+    drift_score_cache_free(cache);
     int fixtures = study.fixtures, with_safety = study.with_safety;
     char safety_reason[sizeof study.safety_reason];
     memcpy(safety_reason, study.safety_reason, sizeof safety_reason);
+    /* answers cut by the token limit, per workload, over the matrix's runs */
+    drift_lab_cuts cuts;
+    char *cut_text = NULL;
+    if (rc == CLI_EXIT_PASS && (drift_lab_count_cuts(st, spec, &cuts, &err) || drift_lab_cuts_render(&cuts, &cut_text, &err)))
+        rc = cli_error_lib("lab", &err);
     drift_lab_study_clear(&study);
     if (rc != CLI_EXIT_PASS) {
+        free(sx);
+        free(cut_text);
         buf_free(&stoch_note);
         drift_store_close(st);
         return rc;
     }
+    printf("\n== answers cut by the token limit (the matrix's runs) ==\n%s", cut_text);
+    snprintf(path, sizeof path, "%s/cuts.txt", out);
+    write_text(path, cut_text);
+    free(cut_text);
+    printf("scoring: %zu distinct verdicts kept, %zu reused (math %zu, code %zu, safety %zu, chat %zu, "
+           "long_context %zu)\n",
+           cstats.entries, (size_t)0 + cstats.hits[DRIFT_WL_MATH] + cstats.hits[DRIFT_WL_CODE] +
+                               cstats.hits[DRIFT_WL_SAFETY] + cstats.hits[DRIFT_WL_CHAT] + cstats.hits[DRIFT_WL_LONG],
+           cstats.hits[DRIFT_WL_MATH], cstats.hits[DRIFT_WL_CODE], cstats.hits[DRIFT_WL_SAFETY],
+           cstats.hits[DRIFT_WL_CHAT], cstats.hits[DRIFT_WL_LONG]);
 
     /* 4. table, anova, pri, report */
     drift_table *t = NULL;
     if (drift_matrix_flip_table(st, "ref@{model}", &t, &err)) {
+        free(sx);
+        buf_free(&stoch_note);
         drift_store_close(st);
         return cli_error_lib("lab", &err);
     }
+    drift_pri_options po;
+    drift_pri_options_init(&po);
+    /* PRI evaluations side by side on every core; same results */
+    po.nthread = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1;
+    drift_table_analyses an;
+    drift_table_analyze(t, 1u << 1 | 1u << 2 | 1u << 3, &po, NULL, &an, &err);
+    /* what the lab found, first (src/report/lab_summary.c) */
+    char stoch_what[DRIFT_LAB_LABEL_MAX + 64] = "";
+    drift_lab_summary_stochastic ss = {0};
+    if (stoch_ran) {
+        const drift_lab_beyond *d = &sx->beyond;
+        snprintf(stoch_what, sizeof stoch_what, "%s f32 -> int4, math", sx->model);
+        ss = (drift_lab_summary_stochastic){
+            .what = stoch_what, .n_prompts = sx->null_ok ? (long)d->n : 0, .replicates = sx->replicates,
+            .temperature = sx->temperature, .stochastic_rate = sx->null_ok ? d->cross : sx->expected_flip_rate,
+            .null_rate = sx->null_ok ? d->null_rate : NAN, .beyond_rate = sx->null_ok ? d->beyond : NAN,
+            .beyond_lo = sx->null_ok ? d->beyond_lo : NAN, .beyond_hi = sx->null_ok ? d->beyond_hi : NAN,
+            .det_rate = sx->null_ok ? d->det : NAN, .ratio = sx->null_ok ? d->ratio : NAN,
+            .ratio_lo = sx->null_ok ? d->ratio_lo : NAN, .ratio_hi = sx->null_ok ? d->ratio_hi : NAN,
+            .reason = !sx->null_ok ? sx->null_reason
+                      : isnan(d->ratio) ? "no deterministic flip among the leg's prompts: too small a sample to say"
+                      : isinf(d->ratio_hi) ? "too few deterministic flips to bound the ratio above"
+                                           : NULL};
+    }
+    drift_lab_summary_in si = {.table = t, .analyses = &an, .stochastic = stoch_ran ? &ss : NULL,
+                               .test_fixtures = fixtures};
+    char *sum_text = NULL, *sum_html = NULL;
+    if (drift_lab_summary_render(&si, &sum_text, &sum_html, &err)) rc = cli_error_lib("lab", &err);
+    else {
+        printf("\n%s", sum_text);
+        snprintf(path, sizeof path, "%s/summary.txt", out);
+        write_text(path, sum_text);
+    }
+    free(sum_text);
+    free(sx);
     snprintf(path, sizeof path, "%s/flip_rates.csv", out);
     if (drift_table_write_csv(t, path, &err)) rc = cli_error_lib("lab", &err);
     printf("\n== flip rate by workload (percent, 95%% Wilson CI; baseline = ref profile of the same model) ==");
@@ -373,12 +532,6 @@ static int cmd_lab(int argc, char **argv) {
                    ms.score.reason[w]);
     printf("(written to %s)\n\n== ANOVA ==\n", path);
     fflush(stdout);
-    drift_pri_options po;
-    drift_pri_options_init(&po);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN); /* evaluations side by side; same results */
-    po.nthread = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1;
-    drift_table_analyses an;
-    drift_table_analyze(t, 1u << 1 | 1u << 2 | 1u << 3, &po, NULL, &an, &err);
     char *at = NULL;
     if (drift_anova_summary_render(&an, &at, &err)) rc = cli_error_lib("lab", &err);
     else {
@@ -409,16 +562,26 @@ static int cmd_lab(int argc, char **argv) {
     if (fixtures) buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
                                   "answers are noise, so it shows the machinery rather than real drift. ");
     if (!with_safety) buf_printf(&note, "Safety was not run: %s. ", safety_reason);
-    if (!full && long_note[0]) buf_printf(&note, "The quick matrix: %s. ", long_note);
-    else if (!full)
-        buf_puts(&note, "The quick matrix leaves long-context out (each prompt is a prefill of thousands of "
-                        "tokens); `driftbench lab --full` runs it. ");
+    if (!full && long_n)
+        buf_printf(&note, "The quick matrix runs long-context (%zu prompts, each a prefill of ~%.0f tokens) on the "
+                          "first model's ref, f32, fp8 and int4 configurations only; `driftbench lab --full` runs it "
+                          "on every one. ",
+                   long_n, long_tokens);
+    buf_printf(&note, "Answers cut by the %d-token limit: ", cuts.max_tokens);
+    for (int w = 0, first = 1; w < DRIFT_WL_COUNT; w++)
+        if (cuts.answers[w]) {
+            buf_printf(&note, "%s%s %zu of %zu", first ? "" : ", ", drift_workload_name((drift_workload)w), cuts.cut[w],
+                       cuts.answers[w]);
+            first = 0;
+        }
+    buf_puts(&note, ". ");
     if (ms.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
     if (why && why[0]) buf_puts(&note, why);
     if (stoch_note.data) buf_puts(&note, stoch_note.data);
     buf_free(&stoch_note);
     ho.note = note.data;
     ho.pri = an.pri;
+    ho.summary_html = sum_html;
     char *page = NULL;
     if (drift_report_html(st, &ho, &page, &err)) rc = cli_error_lib("lab", &err);
     else {
@@ -426,20 +589,26 @@ static int cmd_lab(int argc, char **argv) {
         write_text(path, page);
     }
     free(page);
+    free(sum_html);
     buf_free(&note);
     free(why);
     drift_table_analyses_clear(&an);
     drift_table_free(t);
     drift_store_close(st);
 
-    double wall_s = (util_now_ms() - t_start) / 1000.0, run_s = ms.run_ms / 1000.0;
+    double wall_s = (util_now_ms() - t_start) / 1000.0, run_s = main_wall_s + long_wall_s;
     int64_t tokens = tok1 - tok0;
-    char est[48] = "";
-    if (gen_s > 0) snprintf(est, sizeof est, ", estimated %.0f s", gen_s);
-    printf("\nlab: %zu configurations, %zu table rows; wall %.1f s (generation %.1f s%s, scoring %.1f s); %lld tokens "
-           "generated now, %.0f tokens/s\n",
-           ms.configs, n_rows, wall_s, run_s, est, ms.score_ms / 1000.0, (long long)tokens,
-           run_s > 0 ? (double)tokens / run_s : 0.0);
+    size_t answers = 0;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) answers += cuts.answers[w];
+    char est[64] = "";
+    if (gen_s > 0) snprintf(est, sizeof est, ", estimated %.0f s", (est_main_s + est_long_s) / (double)jobs);
+    printf("\nlab: %zu configurations, %ld side by side, %zu table rows; wall %.1f s (generation %.1f s%s: matrix "
+           "%.1f s, long_context %.1f s; stochastic leg %.1f s; in the configurations' own time generating %.1f s, "
+           "scoring %.1f s); %zu answers in the matrix's runs",
+           ms.configs, jobs, n_rows, wall_s, run_s, est, main_wall_s, long_wall_s, stoch_wall_s,
+           (ms.run_ms + ls_stats.run_ms) / 1000.0, (ms.score_ms + ls_stats.score_ms) / 1000.0, answers);
+    if (tok0 == 0 && run_s > 0) printf(", %.1f answers/s", (double)answers / run_s);
+    printf("; %lld tokens generated now, %.0f tokens/s\n", (long long)tokens, run_s > 0 ? (double)tokens / run_s : 0.0);
     printf("report: %s/report.html\n", out);
     return rc;
 }

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pipeline.h"
+#include "util/util.h"
 
 void cli_matrix_opts_default(cli_matrix_opts *o) {
     memset(o, 0, sizeof *o);
@@ -23,30 +25,97 @@ typedef struct matrix_view {
     const char *cmd;
     const drift_matrix_spec *spec;
     const cli_matrix_opts *o;
+    int tty;                  /* stderr is a terminal: one bar, redrawn */
+    double last_draw_ms;
+    int drawn;                /* the bar is on the screen (a newline ends it) */
+    const drift_matrix_summary *msum; /* the stage's summary (from BEGIN to END) */
+    double t0_ms;
 } matrix_view;
+
+/* "1:05" / "12:40" / "2:03:00" */
+static void fmt_clock(char *out, size_t cap, double s) {
+    long t = s > 0 ? (long)(s + 0.5) : 0;
+    if (t >= 3600) snprintf(out, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(out, cap, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* Seconds left: the weighted work not done, at the pace so far once a
+ * twentieth of it is done, else at the cost model's estimate. */
+static double time_left(const matrix_view *v, const drift_progress *p, double *share) {
+    const drift_matrix_summary *s = p->summary;
+    double total = 0, done = 0;
+    for (size_t i = 0; i < v->spec->n_configs; i++) {
+        if (!drift_matrix_in_shard(i, v->o->shard_index, v->o->shard_count)) continue;
+        double w = v->o->weights ? v->o->weights[i] : 1.0;
+        total += w;
+        done += w * (s->progress ? s->progress[i] : 0);
+    }
+    *share = total > 0 ? done / total : 0;
+    double elapsed = p->elapsed_ms / 1000.0;
+    if (*share >= 0.05) return elapsed * (1 - *share) / *share;
+    if (v->o->est_wall_s > 0) return v->o->est_wall_s * (1 - *share);
+    return -1;
+}
+
+/* The bar (tty) or a line (otherwise) for a matrix event. */
+static void matrix_bar(matrix_view *v, const drift_progress *p) {
+    const drift_matrix_summary *s = p->summary;
+    double share = 0, left = time_left(v, p, &share);
+    char el[32], lf[32] = "?";
+    fmt_clock(el, sizeof el, p->elapsed_ms / 1000.0);
+    if (left >= 0) fmt_clock(lf, sizeof lf, left);
+    if (v->tty) {
+        double now = util_now_ms();
+        if (p->event == DRIFT_PROGRESS_STEP && now - v->last_draw_ms < 500) return;
+        v->last_draw_ms = now;
+        char bar[31];
+        int fill = (int)(share * 30 + 0.5);
+        for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+        bar[30] = 0;
+        fprintf(stderr, "\r%s [%s] %zu/%zu configurations %3.0f%%  elapsed %s  left ~%s  (%d side by side)  ", v->cmd,
+                bar, p->done, p->total, 100 * share, el, lf, s->jobs);
+        v->drawn = 1;
+    } else if (p->event != DRIFT_PROGRESS_STEP) {
+        fprintf(stderr, "  [%zu/%zu] %-40s %6.1f s  (%3.0f%% of the work, elapsed %s, left ~%s)\n", p->done, p->total,
+                p->label ? p->label : "", s->config_ms / 1000.0, 100 * share, el, lf);
+    }
+}
 
 /* The matrix stage's printer: its header line, then per configuration the
  * run stage's own lines (or, with progress_lines, one line when done). */
 static void matrix_progress(void *user, const drift_progress *p) {
-    const matrix_view *v = user;
+    matrix_view *v = user;
     if (strcmp(p->stage, "matrix") != 0) {
         if (!v->o->progress_lines) cli_run_progress(NULL, p);
+        else if (!cli_quiet && v->tty && p->event == DRIFT_PROGRESS_STEP && v->msum) {
+            /* one at a time: the run's steps move the bar */
+            drift_progress q = {.stage = "matrix", .event = DRIFT_PROGRESS_STEP, .done = v->msum->configs,
+                                .total = v->msum->in_shard, .elapsed_ms = util_now_ms() - v->t0_ms, .eta_ms = -1,
+                                .summary = v->msum};
+            matrix_bar(v, &q);
+        }
         return;
     }
-    const drift_matrix_summary *s = p->summary;
     if (cli_quiet) return;
     switch (p->event) {
     case DRIFT_PROGRESS_BEGIN:
+        v->msum = p->summary;
+        v->t0_ms = util_now_ms();
         fprintf(stderr, "%s: %zu of %zu configurations in shard %d/%d, %zu suite(s)%s\n", v->cmd, p->total,
                 v->spec->n_configs, v->o->shard_index, v->o->shard_count, v->spec->n_suites,
                 v->spec->limit ? " (limited)" : "");
         break;
     case DRIFT_PROGRESS_SKIP:
         if (!v->o->progress_lines) fprintf(stderr, "run '%s': complete, skipped\n", p->label);
-        break;
+        break; /* its ITEM follows once it is scored */
     case DRIFT_PROGRESS_ITEM:
-        if (v->o->progress_lines)
-            fprintf(stderr, "  [%zu/%zu] %-40s %6.1f s\n", p->done, p->total, p->label, s->config_ms / 1000.0);
+    case DRIFT_PROGRESS_STEP:
+        if (v->o->progress_lines) matrix_bar(v, p);
+        break;
+    case DRIFT_PROGRESS_END:
+        if (v->drawn) fputc('\n', stderr);
+        v->drawn = 0;
+        v->msum = NULL;
         break;
     default: break;
     }
@@ -56,12 +125,15 @@ int cli_matrix_run(const char *cmd, drift_store *st, const drift_matrix_spec *sp
                    cli_matrix_stats *stats) {
     cli_matrix_stats local;
     if (!stats) stats = &local;
-    matrix_view view = {cmd, spec, o};
+    matrix_view view = {cmd, spec, o, isatty(STDERR_FILENO), 0, 0, NULL, 0};
     drift_matrix_opts mo;
     drift_matrix_opts_default(&mo);
     mo.shard_index = o->shard_index;
     mo.shard_count = o->shard_count;
     mo.concurrency = o->concurrency;
+    mo.jobs = o->jobs;
+    mo.recheck = o->recheck;
+    mo.all_failed_ok = o->all_failed_ok;
     mo.score = o->score;
     mo.cancel = cli_cancel_requested;
     mo.progress = matrix_progress;

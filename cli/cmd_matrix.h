@@ -16,6 +16,16 @@ typedef struct cli_matrix_opts {
     int concurrency;               /* batch size per target; 0 = default */
     drift_score_opts score;
     int progress_lines;            /* print one line per configuration (lab) instead of run's own output */
+    int jobs;                      /* configurations side by side (drift_matrix_opts.jobs) */
+    int recheck;                   /* run finished runs again for what they lack (drift_matrix_opts.recheck) */
+    int all_failed_ok;             /* drift_matrix_opts.all_failed_ok */
+    /* With progress_lines: (spec->n_configs,) estimated seconds of each
+     * configuration (the lab's cost model; NULL: all equal). A progress bar
+     * on stderr when it is a terminal (done/total, the time left from the
+     * weights, corrected by the pace so far); a plain line per
+     * configuration otherwise. */
+    const double *weights;
+    double est_wall_s;             /* the cost model's wall-time estimate (0: unknown) */
 } cli_matrix_opts;
 
 /* What a matrix run spent: the stage's summary. */

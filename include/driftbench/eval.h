@@ -119,6 +119,33 @@ DRIFT_API void drift_embedder_close(drift_embedder *e);
 DRIFT_API double drift_sdr(const float *a, const float *b, int dim);
 
 /* ---- scoring a run ---- */
+
+/* A verdict cache shared by scoring calls (the lab's configurations, side by
+ * side on several threads): most configurations give the baseline's answer
+ * text, and evaluators are deterministic given the text, so each distinct
+ * (evaluator, its settings, prompt, answer text) is judged once and the
+ * verdict reused. Keys hold the full bytes (the hash only finds the bucket),
+ * so a reuse is never a collision. Only verdicts are kept: an evaluator
+ * error (DRIFT_LABEL_ERROR, a sandbox_error), a cancel or a failed request
+ * is never cached. Chat keeps the embedding of each distinct text (the
+ * similarity is computed later against the baseline's own embedding).
+ * Thread-safe. */
+typedef struct drift_score_cache drift_score_cache;
+
+/* A new empty cache; NULL when out of memory. */
+DRIFT_API drift_score_cache *drift_score_cache_new(void);
+/* Frees the cache and what it holds (NULL is fine). */
+DRIFT_API void drift_score_cache_free(drift_score_cache *c);
+
+typedef struct drift_score_cache_stats {
+    size_t entries;                       /* verdicts and embeddings held */
+    size_t hits[DRIFT_WL_COUNT];          /* answers whose verdict was reused */
+    size_t misses[DRIFT_WL_COUNT];        /* answers judged (and, unless an error, kept) */
+} drift_score_cache_stats;
+
+/* The cache's counts so far (c may be NULL: zeros). */
+DRIFT_API void drift_score_cache_stats_get(drift_score_cache *c, drift_score_cache_stats *out);
+
 typedef struct drift_score_opts {
     double long_f1_threshold;     /* default 0.5 */
     const char *guard_spec;       /* safety guard target (NULL: built-in if available) */
@@ -134,12 +161,14 @@ typedef struct drift_score_opts {
                                      judged is stored, drift_score_run returns
                                      DRIFT_ERR_CANCELLED and the next call goes on */
     void *cancel_user;
+    drift_score_cache *cache;     /* NULL: judge every answer; else reuse verdicts (see above) */
 } drift_score_opts;
 
 DRIFT_API void drift_score_opts_default(drift_score_opts *o);
 
 typedef struct drift_score_summary {
     size_t scored[DRIFT_WL_COUNT];        /* labels computed now */
+    size_t reused[DRIFT_WL_COUNT];        /* of those, verdicts taken from opts->cache */
     size_t already[DRIFT_WL_COUNT];       /* already scored before */
     size_t eval_errors[DRIFT_WL_COUNT];   /* evaluator could not judge */
     size_t not_computable[DRIFT_WL_COUNT];/* no evaluator available (reason below) */

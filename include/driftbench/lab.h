@@ -32,20 +32,35 @@ extern "C" {
 #define DRIFT_LAB_MAX_SUITES 32
 /* --full warns (and still runs) on fewer cores than this */
 #define DRIFT_LAB_FEW_CORES 8
-/* long_context prompts --quick would take, for the estimate that says why it does not */
-#define DRIFT_LAB_QUICK_LONG_N 4
+/* --quick's sizes: models (fragile ones first), prompts per workload, new
+ * tokens; long context runs on a subset of configurations
+ * (drift_lab_design_long_json) */
+#define DRIFT_LAB_QUICK_MODELS 3
+#define DRIFT_LAB_QUICK_MATH 150
+#define DRIFT_LAB_QUICK_CODE 164
+#define DRIFT_LAB_QUICK_SAFETY 100
+#define DRIFT_LAB_QUICK_CHAT 100
+#define DRIFT_LAB_QUICK_LONG 20
+#define DRIFT_LAB_QUICK_TOKENS 128
+#define DRIFT_LAB_FULL_TOKENS 256
+/* the stochastic leg: math prompts and replicates per run */
+#define DRIFT_LAB_STOCH_PROMPTS 100
+#define DRIFT_LAB_STOCH_REPLICATES 5
+/* the seed of the null run (the baseline stack again); its replicate r uses
+ * this + r, far from the leg's own 42 + r */
+#define DRIFT_LAB_STOCH_NULL_SEED 1042
 /* room for a target spec (a model path plus its profile keys) */
 #define DRIFT_LAB_SPEC_MAX 4400
 #define DRIFT_LAB_LABEL_MAX 300
 
 typedef struct drift_lab_opts {
-    int full;                  /* 0 = --quick: at most 2 models, one axis at a time */
+    int full;                  /* 0 = --quick: at most 3 models, one axis at a time */
     const char *models_dir;    /* NULL: models/, then the test fixtures */
     long limit;                /* prompts per suite; <= 0: the mode's sizes */
-    int max_tokens;            /* new tokens per answer; <= 0: 128 full, 32 quick */
+    int max_tokens;            /* new tokens per answer; <= 0: DRIFT_LAB_FULL_TOKENS / _QUICK_TOKENS */
     int threads;               /* engine threads per configuration (0 = the engine's default) */
     const char *guard_spec;    /* safety guard; NULL: the built-in guard */
-    const char *embedder_spec; /* chat embedder; NULL: the first model, cpu-f32/avx2 */
+    const char *embedder_spec; /* chat embedder; NULL: the first robust (not -fragile-) model, cpu-f32/avx2 */
     /* Events of stage "lab" (may be NULL): the calibration's timed batches
      * (BEGIN, STEP per batch, END; label = the profile's target). */
     drift_progress_cb progress;
@@ -68,8 +83,9 @@ typedef struct drift_lab_study {
     int max_tokens;            /* resolved */
     long stoch_prompts;        /* math prompts of the stochastic leg */
     drift_lab_model models[DRIFT_LAB_MAX_MODELS];
-    size_t n_models;           /* in the study (--quick: at most 2) */
+    size_t n_models;           /* in the study (--quick: at most DRIFT_LAB_QUICK_MODELS) */
     size_t n_found;            /* found in the folder */
+    size_t n_fragile;          /* of the study's, those named "-fragile-" (they come first) */
     int fixtures;              /* 1: the test fixtures, whose answers are noise */
     int with_safety;           /* 1: a guard opens, safety is a suite */
     char safety_reason[512];   /* why not, when with_safety == 0 */
@@ -77,12 +93,17 @@ typedef struct drift_lab_study {
     char gpu[32];              /* hardware level of the visible GPU; "" = none */
     char *spec_json;           /* the matrix spec JSON (DIR/matrix.json's text; malloc'd) */
     drift_matrix_spec *spec;   /* the same, parsed */
+    /* --quick: long context on a subset of the same runs (DIR/matrix_long.json); NULL with --full */
+    char *long_spec_json;
+    drift_matrix_spec *long_spec;
 } drift_lab_study;
 
-/* Finds the models: opts->models_dir's *.gguf (sorted), or when it is NULL
+/* Finds the models: opts->models_dir's *.gguf, or when it is NULL
  * models/'s, else the test fixtures (./tests/data/models,
  * $DRIFT_SOURCE/tests/data/models, or ../tests/data/models beside the
- * executable; s->fixtures = 1). --quick keeps the first two. Copies opts
+ * executable; s->fixtures = 1). Ordered: names holding "-fragile-" first,
+ * then the others, each group by name; --quick keeps the first
+ * DRIFT_LAB_QUICK_MODELS. Copies opts
  * into s. DRIFT_ERR_NOT_FOUND with the message the user reads when there
  * are none. */
 DRIFT_API drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opts, drift_error *err);
@@ -98,9 +119,11 @@ DRIFT_API drift_status drift_lab_safety_check(drift_lab_study *s, drift_error *e
  * profiles labelled MODEL/HARDWARE/PRECISION/FRAMEWORK (--quick: every
  * precision, split-K 4 and avx2 from f32/seq on the best ISA; --full: 3
  * ISAs x 8 formats x 5 kernel variants), plus the visible GPU; suites math,
- * code, safety (when with_safety), chat and, with --full, long context.
- * Fills s->embedder, s->gpu, s->spec_json and then s->spec; on a parse
- * failure s->spec_json is kept so the caller can still write it.
+ * code, safety (when with_safety), chat and, with --full, long context
+ * (--quick: s->long_spec, drift_lab_design_long_json).
+ * Fills s->embedder, s->gpu, s->spec_json, s->long_spec_json and then the
+ * parsed specs; on a parse failure the JSON is kept so the caller can
+ * still write it.
  * spec_name: the file name parse messages give (NULL: "matrix.json"). */
 DRIFT_API drift_status drift_lab_design(drift_lab_study *s, const char *spec_name, drift_error *err);
 
@@ -110,6 +133,13 @@ DRIFT_API drift_status drift_lab_design(drift_lab_study *s, const char *spec_nam
  * or NULL on nomem. */
 DRIFT_API char *drift_lab_design_json(const drift_lab_model *models, size_t n_models, int full, long limit,
                                       int max_tokens, int with_safety, int threads, const char *gpu);
+
+/* --quick's long-context spec: suite builtin:long?n=DRIFT_LAB_QUICK_LONG
+ * (limit when > 0) on the first model only: its ref baseline and
+ * cpu-best f32, fp8 and int4 (seq), labelled as in the main spec, so these
+ * runs gain long-context answers and rows. NULL on nomem or no model. */
+DRIFT_API char *drift_lab_design_long_json(const drift_lab_model *models, size_t n_models, long limit, int max_tokens,
+                                           int threads);
 
 /* Frees what the steps allocated and zeroes s. */
 DRIFT_API void drift_lab_study_clear(drift_lab_study *s);
@@ -174,23 +204,29 @@ typedef struct drift_lab_plan {
     size_t todo;               /* configurations not stored complete */
     unsigned char *done;       /* (n_configs,) 1 = stored complete */
     int max_tokens;
-    long stoch_prompts;        /* the stochastic leg: 2 runs x stoch_prompts x stoch_replicates */
+    long stoch_prompts;        /* the stochastic leg: 4 runs x stoch_prompts x stoch_replicates */
     int stoch_replicates;
+    /* --quick's long-context spec (borrowed from the study; NULL: none) */
+    const drift_matrix_spec *long_spec;
+    unsigned char *long_done;  /* (long_spec->n_configs,) 1 = its long-context answers are stored */
+    size_t long_todo;
     char *first_prompt;        /* the first suite's first prompt: the calibration's short prompt */
     /* the estimate */
     drift_lab_cost cost;
-    double gen_s;              /* seconds of generation left, with the stochastic leg */
+    double gen_s;              /* seconds of generation left (one engine thread each), with the stochastic leg */
     double long_s;             /* of which long_context */
+    double stoch_s;            /* of which the stochastic leg */
     long cores;                /* online CPUs */
+    int jobs;                  /* configurations side by side (set by the caller; <= 1: one at a time) */
+    double wall_s;             /* gen_s spread over min(jobs, configurations left) */
     int warn_large;            /* --full on fewer than DRIFT_LAB_FEW_CORES cores */
-    /* --quick: what DRIFT_LAB_QUICK_LONG_N long_context prompts would add */
-    drift_lab_suite_size long_suite; /* n = 0: not estimated */
-    double long_add_s;
+    drift_lab_suite_size long_suite; /* the long spec's suite (n = 0: none) */
 } drift_lab_plan;
 
 /* The size of the study's matrix: every suite's prompts (as the matrix
  * limits them) and which configurations st holds complete (st may be NULL:
- * none). Zeroes p first. */
+ * none); with a long spec, its suite and which of its runs hold every
+ * long-context outcome. Zeroes p first. */
 DRIFT_API drift_status drift_lab_plan_size(const drift_lab_study *s, drift_store *st, drift_lab_plan *p,
                                            drift_error *err);
 
@@ -203,27 +239,90 @@ DRIFT_API drift_status drift_lab_plan_size(const drift_lab_study *s, drift_store
  * requests fail. */
 DRIFT_API drift_status drift_lab_plan_estimate(const drift_lab_study *s, drift_lab_plan *p, drift_error *err);
 
-/* The estimate from p's sizes and p->cost, no timing: gen_s and long_s over
- * the configurations not done (ref ones, by their target's profile=ref,
- * with the ref fit), plus the stochastic leg (2 cpu runs of stoch_prompts
- * math prompts, their characters scaled from the math suite's, x
- * stoch_replicates); long_add_s over every configuration when
- * p->long_suite.n > 0. */
+/* The estimate from p's sizes and p->cost, no timing: gen_s over the
+ * configurations not done (ref ones, by their target's profile=ref, with
+ * the ref fit) and the long spec's runs not done (long_s), plus the
+ * stochastic leg (3 cpu runs of stoch_prompts math prompts, their
+ * characters scaled from the math suite's, x stoch_replicates: stoch_s);
+ * wall_s = gen_s / min(jobs, configurations left) (at least 1). */
 DRIFT_API void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec);
+
+/* Seconds configuration i of spec costs by p's cost model (0 when done):
+ * of the main spec its suites, of p->long_spec its long-context suite;
+ * what a progress bar weighs configurations by. */
+DRIFT_API double drift_lab_plan_config_seconds(const drift_lab_plan *p, const drift_matrix_spec *spec, size_t i);
 
 DRIFT_API void drift_lab_plan_clear(drift_lab_plan *p);
 
+/* ---- answers cut by the token limit ---- */
+typedef struct drift_lab_cuts {
+    int max_tokens;                        /* the limit (spec->max_tokens) */
+    size_t answers[DRIFT_WL_COUNT];        /* answers of the spec's runs */
+    size_t cut[DRIFT_WL_COUNT];            /* of those, cut by the limit (finish_reason "length") */
+    size_t errors[DRIFT_WL_COUNT];         /* failed requests (no answer) */
+} drift_lab_cuts;
+
+/* Counts the answers of every configuration of spec in st, per workload,
+ * and those the token limit cut (drift_store_count_run per label; a label
+ * not in the store counts nothing). */
+DRIFT_API drift_status drift_lab_count_cuts(drift_store *st, const drift_matrix_spec *spec, drift_lab_cuts *out,
+                                            drift_error *err);
+
+/* One line per workload with answers: "math: 3 of 450 answers cut at 128
+ * new tokens (0.67%)", flagged when above DRIFT_LAB_CUT_GOAL (report.h's
+ * renderers live in src/report/lab_render.c; this one is declared here).
+ * *out malloc'd. */
+#define DRIFT_LAB_CUT_GOAL 0.02
+DRIFT_API drift_status drift_lab_cuts_render(const drift_lab_cuts *c, char **out, drift_error *err);
+
+/* ---- drift beyond the sampling null ----
+ * Per prompt i of n (the unit of sampling): cross[i], the share of
+ * (replicate of stack A, replicate of stack B) pairs whose labels disagree;
+ * null_d[i], the same between stack A and stack A again with other seeds
+ * (what sampling alone gives); det[i], 1 when the deterministic answers of
+ * A and B flip. beyond = mean(cross - null_d), the drift the stacks add
+ * beyond sampling noise (the expected values of cross and null_d differ
+ * exactly by it: replicates are independent draws); ratio = beyond /
+ * mean(det), the paper's stochastic-to-deterministic ratio with the null
+ * taken out. 95% intervals: a paired percentile bootstrap over prompts
+ * (the three figures of a prompt are resampled together, so their
+ * correlation and the replicates' clustering within a prompt are kept;
+ * the ratio's skew when the denominator is small is kept too, where a
+ * delta-method interval would be symmetric). */
+typedef struct drift_lab_beyond {
+    size_t n;                  /* prompts */
+    double cross, null_rate, det; /* means */
+    double beyond, beyond_lo, beyond_hi;
+    /* NAN when mean(det) is 0; ratio_hi = INFINITY when more than 2.5% of
+     * the resamples have no deterministic flip (the sample is too small to
+     * bound it) */
+    double ratio, ratio_lo, ratio_hi;
+    double det_zero_share;     /* resamples without a deterministic flip */
+    int resamples;
+} drift_lab_beyond;
+
+/* Computes out from the per-prompt figures (see above) with `resamples`
+ * bootstrap resamples (at least 200) drawn from seed. DRIFT_ERR_INVALID
+ * when n < 2, a figure is outside [0, 1] or not a number. */
+DRIFT_API drift_status drift_lab_beyond_null(const double *cross, const double *null_d, const double *det, size_t n,
+                                             int resamples, uint64_t seed, drift_lab_beyond *out, drift_error *err);
+
 /* ---- the stochastic leg ----
  * The first model's f32 and int4 configurations again at temperature 0.7
- * with 5 replicates on math; the expected flip rate over replicate pairs
- * beside the deterministic flip rate of the same pair from the matrix (the
- * paper reports their ratio, ~0.23x). These runs are no rows of the flip
- * table: their decoding differs from the baseline's. */
+ * with 5 replicates on math, and f32 a second time with other seeds (the
+ * null: what sampling alone disagrees); the expected flip rate over
+ * replicate pairs, the null's, the drift beyond the null with its
+ * interval, beside the deterministic flip rate of the same pair from the
+ * matrix (the paper reports their ratio, ~0.23x). These runs are no rows
+ * of the flip table: their decoding differs from the baseline's. */
 typedef struct drift_lab_stochastic {
     /* the design */
     char model[256];
     char target_f32[DRIFT_LAB_SPEC_MAX], target_int4[DRIFT_LAB_SPEC_MAX];
     char label_f32[DRIFT_LAB_LABEL_MAX], label_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32" */
+    char label_null[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32-null": target_f32 at null_seed */
+    char label_null_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/int4-null": target_int4 at null_seed */
+    long seed, null_seed;
     char det_f32[DRIFT_LAB_LABEL_MAX], det_int4[DRIFT_LAB_LABEL_MAX];     /* the matrix's runs of the pair */
     char suite[64];
     int replicates;
@@ -238,6 +337,10 @@ typedef struct drift_lab_stochastic {
     double det_flip_rate;
     char det_reason[DRIFT_ERROR_MSG_MAX]; /* why not, when det_ok == 0 */
     double ratio;              /* expected / deterministic; NAN without deterministic flips */
+    /* against the null (prompts with labels in all five runs) */
+    int null_ok;               /* 0: not computed, null_reason says why */
+    char null_reason[256];
+    drift_lab_beyond beyond;
 } drift_lab_stochastic;
 
 /* The leg's runs for the study's first model (its labels, targets, suite
@@ -251,7 +354,7 @@ typedef struct drift_lab_stochastic_opts {
     void *cancel_user;
     /* The run stage's events of each run (stage "run") pass through; after
      * each run is scored, an ITEM of stage "lab" (label = the run, done =
-     * runs scored of total 2, summary = the drift_lab_stochastic_summary). */
+     * runs scored of total 3, summary = the drift_lab_stochastic_summary). */
     drift_progress_cb progress;
     void *progress_user;
 } drift_lab_stochastic_opts;
@@ -260,7 +363,7 @@ typedef struct drift_lab_stochastic_opts {
 DRIFT_API void drift_lab_stochastic_opts_default(drift_lab_stochastic_opts *o);
 
 typedef struct drift_lab_stochastic_summary {
-    size_t done;                      /* runs run and scored (0..2) */
+    size_t done;                      /* runs run and scored (0..3) */
     const char *label, *target;       /* the run being worked on (point into the design) */
     int failed_in_run;                /* on failure: 1 the run stage failed (see run), 0 its scoring */
     drift_run_summary run;            /* the run stage of that run */
@@ -268,8 +371,8 @@ typedef struct drift_lab_stochastic_summary {
 } drift_lab_stochastic_summary;
 
 /* Runs (or resumes: drift_run_execute) and scores (drift_score_run) the
- * leg's two runs of x into st, f32 first, at x's temperature, replicates
- * and new tokens. Stops at the first failure, returning its error with sum
+ * leg's four runs of x into st, f32, int4, then both again at null_seed
+ * (the nulls), at x's temperature, replicates and new tokens. Stops at the first failure, returning its error with sum
  * saying which run and which step (sum required, filled in every case).
  * Then drift_lab_stochastic_compare gives the figures. */
 DRIFT_API drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochastic *x,
@@ -277,7 +380,10 @@ DRIFT_API drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab
                                                 drift_lab_stochastic_summary *sum, drift_error *err);
 
 /* Compares the two stochastic runs (their error is returned) and the
- * deterministic pair (a failure is recorded in det_reason) in st. */
+ * deterministic pair (a failure is recorded in det_reason) in st, then the
+ * drift beyond the null (drift_lab_beyond_null over the math prompts
+ * labelled in all five runs; when not computable, null_ok = 0 and
+ * null_reason says why). */
 DRIFT_API drift_status drift_lab_stochastic_compare(drift_store *st, drift_lab_stochastic *x, drift_error *err);
 
 #ifdef __cplusplus

@@ -125,13 +125,30 @@ DRIFT_API drift_status drift_run_execute(drift_store *st, const drift_run_opts *
 typedef struct drift_matrix_opts {
     int shard_index, shard_count;    /* run configurations i with i % count == index - 1; default 1/1 */
     int concurrency;                 /* in-flight requests / batch size per target; 0 = target default */
+    /* Configurations side by side: <= 1 one at a time on the calling thread;
+     * N > 1: N worker threads, each with its own store handle on the same
+     * file (drift_store_path; SQLite serialises the writes), each taking the
+     * next configuration in spec order. The stored answers and scores are
+     * the same as one at a time (each configuration is its own run); a
+     * store opened in memory runs one at a time. */
+    int jobs;
+    /* 1: a run finished before is run again for what it lacks (a spec that
+     * adds suites to runs already stored); 0: it is skipped (SKIP). */
+    int recheck;
+    /* 1: a configuration whose every request failed (the run stage's step
+     * CHECK: stored and finished, e.g. prompts longer than the model's
+     * context) is counted in all_failed and the matrix goes on; 0: it stops
+     * the matrix as any failure. */
+    int all_failed_ok;
     drift_score_opts score;          /* how each configuration is scored */
     int (*cancel)(void *cancel_user); /* NULL: never; polled between configurations and inside runs */
     void *cancel_user;
     /* Events of stage "matrix" (total = configurations of the shard; SKIP
      * when a configuration's run was finished before, ITEM when it is run and
      * scored; summary a drift_matrix_summary) and, in between, those of each
-     * configuration's "run" stage. */
+     * configuration's "run" stage (jobs <= 1), or (jobs > 1) a STEP of stage
+     * "matrix" about once a second while configurations run, whose summary's
+     * progress says how far each one is. Always on the calling thread. */
     drift_progress_cb progress;
     void *progress_user;
 } drift_matrix_opts;
@@ -147,18 +164,30 @@ typedef struct drift_matrix_summary {
     double config_ms;            /* wall time of the last configuration done */
     int failed_in_run;           /* on failure: 1 the run stage failed (see run), 0 scoring or a cancel between */
     drift_run_summary run;       /* the last configuration's run stage */
+    /* (spec->n_configs,) how far each configuration is, 0..1: requests
+     * stored of those asked, 1 when run and scored (or skipped); valid
+     * during a progress call */
+    const double *progress;
+    int jobs;                    /* configurations that ran side by side (1: one at a time) */
+    size_t all_failed;           /* with all_failed_ok: configurations whose every request failed */
+    char all_failed_msg[DRIFT_ERROR_MSG_MAX]; /* the first one's message */
 } drift_matrix_summary;
 
 /* Fills o with the defaults: shard 1/1, score defaults. */
 DRIFT_API void drift_matrix_opts_default(drift_matrix_opts *o);
 
-/* Runs every configuration of spec in the shard, in spec order: its run
- * (drift_run_execute with the spec's suites, limit and decoding, the
- * configuration's dimensions as config) unless the run is already finished
- * in the store (a finished run's failed requests would fail again; SKIP),
- * then scores it (drift_score_run with o->score). A cancel between
+/* Runs every configuration of spec in the shard, in spec order (jobs > 1:
+ * started in spec order, side by side): its run (drift_run_execute with the
+ * spec's suites, limit and decoding, the configuration's dimensions as
+ * config) unless the run is already finished in the store and o->recheck
+ * is 0 (a finished run's failed requests would fail again; SKIP), then
+ * scores it (drift_score_run with o->score; share a drift_score_cache
+ * there to judge each distinct answer once). A cancel between
  * configurations or inside a run stops with DRIFT_ERR_CANCELLED; calling
- * again resumes. sum (required) is filled in every case. */
+ * again resumes. The first failure stops the others (they store what they
+ * have) and is returned, with sum's label, config_index, failed_in_run and
+ * run saying which configuration and where. sum (required) is filled in
+ * every case. */
 DRIFT_API drift_status drift_matrix_run(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_opts *o,
                                         drift_matrix_summary *sum, drift_error *err);
 

@@ -95,8 +95,11 @@ typedef enum drift_gemm {
 
 typedef enum drift_isa {
     DRIFT_ISA_AUTO = 0,
-    DRIFT_ISA_REF = 1,    /* kernels_ref.c: scalar, float64 accumulation,
-                             -ffp-contract=off; bit-identical on any x86-64 */
+    DRIFT_ISA_REF = 1,    /* kernels_ref.c: float64 accumulation in one fixed
+                             order (8 lanes per dot product, a fixed combining
+                             tree), its own exp/sin/cos (not libm's), no
+                             rounding contraction; vectorised, yet
+                             bit-identical on any x86-64 */
     DRIFT_ISA_SCALAR = 2, /* fast kernels' plain-C path (no SIMD intrinsics) */
     DRIFT_ISA_AVX2 = 3,   /* AVX2 + FMA, 8 lanes */
     DRIFT_ISA_AVX512 = 4  /* AVX-512F, 16 lanes */

@@ -11,6 +11,8 @@
  *   flip table        text (CSV: drift_table_format_csv) (table_render.c)
  *   lab               the stochastic leg, a store's failed requests
  *                                                   (lab_render.c)
+ *   lab summary       what the lab found, first: text and an HTML
+ *                     fragment with an inline SVG chart (lab_summary.c)
  *   matrix report     HTML                          (report_html.h, html.c)
  *
  * What a comparison report shows of its flips beyond the comparison (where
@@ -166,6 +168,72 @@ DRIFT_API drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x
  * (e.g. "..."): failed requests are never pairs. "), each ending in a
  * space; "" when no request failed. *out is malloc'd. */
 DRIFT_API drift_status drift_store_outcomes_render(const drift_store_outcomes *o, char **out, drift_error *err);
+
+
+/* ----------------------------------------------------------- lab summary */
+
+/* The stochastic leg's figures as the summary reads them. Rates are
+ * fractions (0..1); any figure may be NAN = not computed (then reason
+ * says why). The lab fills it from drift_lab_stochastic (pipeline). */
+typedef struct drift_lab_summary_stochastic {
+    const char *what;          /* the pair and workload, e.g. "m f32 -> int4, math"; NULL = unnamed */
+    long n_prompts;            /* prompts of the leg (0 = unknown) */
+    int replicates;            /* samples per prompt and stack (0 = unknown) */
+    double temperature;        /* NAN = unknown */
+    double stochastic_rate;    /* expected flip rate between a sample of each stack */
+    double null_rate;          /* the same between two seeds of the baseline stack (the null) */
+    double beyond_rate;        /* drift beyond the null: stochastic_rate - null_rate ... */
+    double beyond_lo, beyond_hi; /* ... with its 95% interval */
+    double det_rate;           /* deterministic (temperature 0) flip rate of the same pair and prompts */
+    double ratio;              /* beyond_rate / det_rate: the figure set against the paper's 0.23x ... */
+    double ratio_lo, ratio_hi; /* ... with its 95% interval */
+    const char *reason;        /* why figures are NAN; NULL or "" when none is */
+} drift_lab_summary_stochastic;
+
+/* What the summary is computed from. */
+typedef struct drift_lab_summary_in {
+    const drift_table *table;                       /* the flip table (required; may have no rows) */
+    const drift_table_analyses *analyses;           /* drift_table_analyze of table; NULL = not computed */
+    const drift_lab_summary_stochastic *stochastic; /* NULL = the stochastic leg did not run */
+    int test_fixtures;                              /* 1: the models are the test fixtures (answers are noise) */
+} drift_lab_summary_in;
+
+/* The summary at the top of the lab's report, pure (reads nothing but in):
+ *  - which models: small fixture models calibrated to behave like real
+ *    ones, so what they show is about the tool, not about 8B models (or,
+ *    with test_fixtures, that the answers are noise);
+ *  - the flip rate per workload pooled over the table's configurations
+ *    (flips / pairs) with a 95% Wilson interval that counts each prompt
+ *    once (the configurations share their prompts: see lab_summary.c),
+ *    beside the paper's mean (math 16.74%, safety 7.97%, long_context
+ *    1.55%, code 0.09%; chat: its SDR figure 12.4%), and whether each
+ *    interval is above, below or around the paper's figure, "too few to
+ *    say" (it holds both 0 and the paper's figure) or "too wide to say"
+ *    (it holds the paper's figure and also half or double it);
+ *  - whether the paper's order math > safety > long_context > code holds
+ *    (every pair's intervals apart in that order), does not hold (some
+ *    pair's intervals apart the other way) or cannot be said;
+ *  - which axis moves answers most: the ANOVA term with the largest
+ *    eta^2 (type II, else III, else I), and the largest of the stack's
+ *    axes, with F and the BH-adjusted p;
+ *  - how predictable each axis is: the PRI's held-out R^2 per level,
+ *    grouped by dimension, beside the paper's held-out figure; "no
+ *    variance" (and "no flips" when every row of the level has none)
+ *    where R^2 is not defined, "too few rows" under two test rows;
+ *  - the stochastic ratio with its interval against the paper's 0.23x.
+ * text: plain text (lines of at most ~110 columns); html: a fragment
+ * (<section id="summary">, an inline SVG bar chart of the rates with
+ * interval whiskers and the paper's marks, a table and the same sentences;
+ * no script, no external asset; every string from the table escaped).
+ * Either output may be NULL (not wanted); each is malloc'd. No output
+ * contains "nan" or "inf" for any input. DRIFT_ERR_INVALID when in or
+ * in->table is NULL; DRIFT_ERR_NOMEM. */
+DRIFT_API drift_status drift_lab_summary_render(const drift_lab_summary_in *in, char **text, char **html,
+                                                drift_error *err);
+
+/* The paper's mean flip rate of a workload over its 105 configurations
+ * (percent; chat: its SDR figure); NAN for an unknown workload. */
+DRIFT_API double drift_lab_summary_paper_rate(drift_workload w);
 
 #ifdef __cplusplus
 }

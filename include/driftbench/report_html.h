@@ -1,6 +1,7 @@
 /* report_html.h - the matrix report as one self-contained HTML file: inline
  * CSS and SVG only (no scripts, fonts or images from anywhere), readable
- * offline and printable. Sections: summary, flip-rate heatmap (configuration
+ * offline and printable. Sections: the caller's summary fragment when given
+ * (the lab's: what it found, first), summary, flip-rate heatmap (configuration
  * x workload, with Wilson CIs), direction of flips, taxonomy, ANOVA and PRI
  * (when the table has enough rows), and the flipped prompts with both
  * answers side by side and the character where they part.
@@ -29,6 +30,9 @@ typedef struct drift_html_opts {
     const char *note;          /* optional paragraph shown under the title (plain text, escaped) */
     int analysis;              /* 1 (default): ANOVA and PRI sections when the table is large enough */
     const drift_pri_eval *pri; /* PRI evaluation already computed on the same table (not freed), or NULL */
+    const char *summary_html;  /* optional HTML fragment shown first, under the title (the lab's summary:
+                                * drift_lab_summary_render's html, report.h); inserted as given, so it must
+                                * be markup the caller trusts; NULL or "" = none */
 } drift_html_opts;
 
 DRIFT_API void drift_html_opts_default(drift_html_opts *o);

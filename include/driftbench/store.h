@@ -62,6 +62,10 @@ DRIFT_API drift_status drift_store_open(const char *path, drift_store **out, dri
  *  - Every write function fails on such a handle (DRIFT_ERR_STORE). */
 DRIFT_API drift_status drift_store_open_readonly(const char *path, drift_store **out, drift_error *err);
 
+/* The path the handle was opened with (valid until it is closed): another
+ * thread opens its own handle on the same file with it. */
+DRIFT_API const char *drift_store_path(const drift_store *st);
+
 /* Closes the handle; releases the run locks it still holds (see run_begin). */
 DRIFT_API void drift_store_close(drift_store *st);
 
@@ -293,6 +297,19 @@ typedef struct drift_store_outcomes {
  * "prompt of N tokens" errors count apart, but the first bytes say what kind
  * of failure it is). Prompts of other workloads are left out. */
 DRIFT_API drift_status drift_store_count_outcomes(drift_store *st, drift_store_outcomes *out, drift_error *err);
+
+/* What one run holds, per workload. */
+typedef struct drift_store_run_counts {
+    size_t answers[DRIFT_WL_COUNT];          /* responses holding an answer */
+    size_t errors[DRIFT_WL_COUNT];           /* failed requests */
+    size_t cut[DRIFT_WL_COUNT];              /* of the answers, those the token limit cut
+                                                (finish_reason "length") */
+} drift_store_run_counts;
+
+/* Answers, failed requests and answers cut by the token limit of run
+ * `label`, per workload (all zero when there is no such run). */
+DRIFT_API drift_status drift_store_count_run(drift_store *st, const char *label, drift_store_run_counts *out,
+                                             drift_error *err);
 
 /* Sum of the completion tokens of every answer in the store (unknown counts
  * are left out). */

@@ -29,8 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/kernels_ref.h"
 #include "model/model_internal.h"
 #include "model/sampler.h"
+#include "model/workers.h"
 
 /* ---------------------------------------------------------------- sessions */
 
@@ -207,7 +209,9 @@ static drift_status moe_ffn(const drift_model *m, model_run_state *rs, const lay
         double mx = lg[0], s = 0;
         for (int e = 1; e < E; e++)
             if (lg[e] > mx) mx = lg[e];
-        for (int e = 0; e < E; e++) s += (pr[e] = exp((double)lg[e] - mx));
+        /* ref's results must not depend on the CPU's libm (it picks FMA code or not) */
+        int ref = p->isa == DRIFT_ISA_REF;
+        for (int e = 0; e < E; e++) s += (pr[e] = ref ? num_ref_exp((double)lg[e] - mx) : exp((double)lg[e] - mx));
         double tot = 0;
         for (int k = 0; k < K; k++) {
             int best = -1;
@@ -288,6 +292,32 @@ static drift_status cuda_rows(const drift_model *m, drift_session *const *sess, 
 }
 #endif
 
+/* Attention of one layer for a batch, shared by the threads running it. */
+typedef struct attn_job {
+    const drift_model *m;
+    model_run_state *rs;
+    drift_session *const *sess;
+    const int *pos;
+    int layer;
+    float scale;
+} attn_job;
+
+/* Item bh = (row b, head h) of an attn_job: rs->att's slice from rs->q's,
+ * with worker's attention scratch. */
+static void attn_item(void *ctx, int64_t bh, int worker) {
+    const attn_job *j = ctx;
+    const drift_model *m = j->m;
+    const drift_model_info *in = &m->info;
+    int hd = in->head_dim, QD = m->q_dim, group = in->n_heads / in->n_kv_heads;
+    int b = (int)(bh / in->n_heads), h = (int)(bh % in->n_heads), kvh = h / group, pos = j->pos[b];
+    int start = in->sliding_window > 0 && pos + 1 > in->sliding_window ? pos + 1 - in->sliding_window : 0;
+    size_t stride = (size_t)in->n_kv_heads * m->kv_vec_bytes, off = (size_t)b * QD + (size_t)h * hd;
+    float *scr = j->rs->scratch + (size_t)worker * j->rs->scratch_stride;
+    drift_session *s = j->sess[b];
+    num_attention(&m->prof, j->rs->att + off, j->rs->q + off, kv_at(s, s->kc, j->layer, start, kvh),
+                  kv_at(s, s->vc, j->layer, start, kvh), stride, pos - start + 1, hd, j->scale, scr);
+}
+
 /* B rows: token tok[b] of session sess[b] at position pos[b] (its K/V are
  * written there), with rs's activation buffers (rs_acts(B) done). hidden
  * (B, dim) receives the final normed hidden states. */
@@ -306,7 +336,6 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
     float *x = rs->x, *xb = rs->xb, *xb2 = rs->xb2, *q = rs->q, *k = rs->k, *v = rs->v, *att = rs->att, *h1 = rs->h1, *h3 = rs->h3;
     for (int b = 0; b < B; b++) num_embedding(p, x + (size_t)b * D, &m->tok_embd, tok[b]);
     float scale = 1.0f / sqrtf((float)hd);
-    int group = in->n_heads / in->n_kv_heads;
     for (int l = 0; l < in->n_layers; l++) {
         const layer_w *w = &m->layers[l];
         /* attention rmsnorm */
@@ -328,20 +357,11 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
                 num_kv_store(p->kv, kv_at(sess[b], sess[b]->vc, l, pos[b], j), v + (size_t)b * KVD + (size_t)j * hd, hd);
             }
         }
-        /* attention per (row, head) over the causal (and sliding) window */
-        /* threads only when there is enough work to pay for a parallel region */
+        /* attention per (row, head) over the causal (and sliding) window;
+         * threads only when there is enough work to pay for waking them */
+        attn_job aj = {.m = m, .rs = rs, .sess = sess, .pos = pos, .layer = l, .scale = scale};
         int par = (long)B * in->n_heads * max_pos * hd >= 262144L;
-#pragma omp parallel for num_threads(nt) schedule(static) if (par)
-        for (int bh = 0; bh < B * in->n_heads; bh++) {
-            int b = bh / in->n_heads, h = bh % in->n_heads, kvh = h / group;
-            int start = in->sliding_window > 0 && pos[b] + 1 > in->sliding_window ? pos[b] + 1 - in->sliding_window : 0;
-            int n_pos = pos[b] - start + 1;
-            size_t stride = (size_t)in->n_kv_heads * m->kv_vec_bytes;
-            float *scr = rs->scratch + (size_t)omp_get_thread_num() * rs->scratch_stride;
-            num_attention(p, att + (size_t)b * QD + (size_t)h * hd, q + (size_t)b * QD + (size_t)h * hd,
-                          kv_at(sess[b], sess[b]->kc, l, start, kvh), kv_at(sess[b], sess[b]->vc, l, start, kvh), stride, n_pos,
-                          hd, scale, scr);
-        }
+        num_par_for(par ? nt : 1, (int64_t)B * in->n_heads, attn_item, &aj);
         /* output projection and residual */
         if ((st = num_matmul(p, xb2, att, &w->wo, B, err))) return st;
         for (int b = 0; b < B; b++) {

@@ -1,5 +1,6 @@
 /* kernels_cpu.c - fast CPU kernels (AVX-512 / AVX2+FMA chosen at run time,
- * OpenMP threads) and the dispatchers num_* (isa=ref -> kernels_ref.c).
+ * threads of workers.c's pool) and the dispatchers num_* (isa=ref ->
+ * kernels_ref.c).
  *
  * Matmul y (B, N) = act(x) (B, K) @ W^T, W (N, K) in any format.
  *
@@ -17,10 +18,13 @@
  *
  * Prefill (B >= MR): x is packed once into MR-row tiles and each w panel into
  * NR-row tiles, [step][row][L] (two sequential streams per tile, no 4 KiB
- * aliasing between rows). Decode (B < MR): plain rows, and f32/bf16/f16
+ * aliasing between rows). Batched decode (MR <= B < MB): x packed, full
+ * f32/bf16/f16 panels read in place (converting a panel per call would cost
+ * as much as its few tiles); bf16/f16 panels in place at any B too, unless
+ * their rows are a multiple of 4 KiB apart. Decode (B < MR): plain rows, and f32/bf16/f16
  * weights are read in place (bf16/f16 converted in registers; Q8_0/Q4_0
- * blocks too with AVX-512), so decode
- * streams the weights once at memory speed. Scratch: the activation copies
+ * blocks too with AVX-512), so decode streams the weights once at memory
+ * speed. Scratch: the activation copies
  * live in a per-thread buffer kept between calls (page faults of a fresh
  * allocation per call were half of prefill time in a VM).
  *
@@ -38,32 +42,42 @@
  * kernels do for small batches, so a row's result depends on its batch.
  *
  * The element-wise kernels (rmsnorm, softmax, rope, swiglu, attention) work
- * in float with 8 explicit lanes in plain C, so they give the same bits on
- * any x86-64 (no FMA contraction without -march). */
+ * in float with 8 explicit lanes (SSE2 intrinsics, a multiply then an add,
+ * never an FMA; scalar C elsewhere, no FMA contraction without -march), so
+ * they give the same bits on any x86-64. */
 #include <assert.h>
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/kernels_ref.h"
 #include "model/numerics.h"
+#include "model/workers.h"
 
 #define NP 24   /* weight rows per panel (multiple of every NR) */
 #define MB 48   /* activation rows per block (multiple of every MR) */
 #define KC 512  /* k-block (multiple of 16) */
 #define LMAX 16
+/* multiply-adds below which a matmul runs on the calling thread alone */
+#define MT_MIN_MACS 65536.0
 
 /* ---------------------------------------------------------------------------
- * Per-thread scratch of the calling thread (the activation copies), kept
- * between calls: a fresh megabyte-sized allocation per call costs a page
- * fault per 4 KiB, which in a VM was ~10% of a prefill matmul. Freed when the
- * thread exits (pthread key destructor).
+ * Per-thread scratch, kept between calls: the calling thread's activation
+ * copies, and each worker's weight panel, row and accumulator buffers (the
+ * pool's threads live on, so theirs are reused too). A fresh allocation per
+ * call costs a page fault per 4 KiB (in a VM ~10% of a prefill matmul) and,
+ * per decode step, a malloc / free round trip per matmul and thread. Freed
+ * when the thread exits (pthread key destructor).
  * ------------------------------------------------------------------------- */
+enum { SCR_XA, SCR_XPK, SCR_WBUF, SCR_ROWBUF, SCR_CBUF, SCR_SLOTS };
+
 typedef struct tl_scratch {
-    void *p[2];
-    size_t cap[2];
+    void *p[SCR_SLOTS];
+    size_t cap[SCR_SLOTS];
 } tl_scratch;
 
 static pthread_key_t g_scratch_key;
@@ -71,14 +85,14 @@ static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
 
 static void scratch_destroy(void *v) {
     tl_scratch *s = v;
-    free(s->p[0]);
-    free(s->p[1]);
+    for (int i = 0; i < SCR_SLOTS; i++) free(s->p[i]);
     free(s);
 }
 
 static void scratch_init(void) { (void)pthread_key_create(&g_scratch_key, scratch_destroy); }
 
-/* 64-byte aligned buffer of >= bytes in slot 0 or 1; NULL if out of memory. */
+/* 64-byte aligned buffer of >= bytes in slot (SCR_*) of the calling
+ * thread; NULL if out of memory. */
 static float *scratch_get(int slot, size_t bytes) {
     pthread_once(&g_scratch_once, scratch_init);
     tl_scratch *s = pthread_getspecific(g_scratch_key);
@@ -291,18 +305,30 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m512 ld512_
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void
-mk512_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
+mk512_tile(float *acc, int first, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
            size_t ws, size_t wj, int64_t k0, int64_t k1) {
     __m512 c[A512_MR][A512_NR];
 #pragma GCC unroll 6
     for (int i = 0; i < A512_MR; i++)
 #pragma GCC unroll 4
         for (int j = 0; j < A512_NR; j++)
-            c[i][j] = i < mr ? _mm512_loadu_ps(acc + (i * A512_NR + j) * 16) : _mm512_setzero_ps();
+            c[i][j] = i < mr && !first ? _mm512_loadu_ps(acc + (i * A512_NR + j) * 16) : _mm512_setzero_ps();
     int64_t s = k0 / 16, k = k0;
     const float *xp = x + (size_t)s * xs;
     size_t wo = (size_t)s * ws;
-    if (mr == A512_MR) { /* packed f32 operands */
+    if (mr == A512_MR && wkind) { /* 16-bit weight rows in place, widened in registers */
+        for (; k + 16 <= k1; k += 16, xp += xs, wo += ws) {
+            __m512 wv[A512_NR];
+#pragma GCC unroll 4
+            for (int j = 0; j < A512_NR; j++) wv[j] = ld512_w(w, wkind, wo + j * wj, 0xffff);
+#pragma GCC unroll 6
+            for (int i = 0; i < A512_MR; i++) {
+                __m512 xv = _mm512_loadu_ps(xp + i * xi);
+#pragma GCC unroll 4
+                for (int j = 0; j < A512_NR; j++) c[i][j] = _mm512_fmadd_ps(xv, wv[j], c[i][j]);
+            }
+        }
+    } else if (mr == A512_MR) { /* f32 operands (packed, or weight rows in place) */
         const float *wp = (const float *)w + wo;
         for (; k + 16 <= k1; k += 16, xp += xs, wp += ws) {
             __m512 wv[A512_NR];
@@ -349,12 +375,12 @@ mk512_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void 
  * as the dequantizer does (convert, one multiply by d), then fma'd: the
  * same bits as dequantizing first. K is a multiple of 32, chunk bounds are
  * multiples of 16, so every step is a full half-block. */
-__attribute__((target("avx512f,f16c"))) static void mk512_row_q(float *acc, const float *x,
+__attribute__((target("avx512f,f16c"))) static void mk512_row_q(float *acc, int first, const float *x,
                                                                 const uint8_t *w, int wkind,
                                                                 size_t row_bytes, int64_t k0,
                                                                 int64_t k1) {
     __m512 c[A512_NR];
-    for (int j = 0; j < A512_NR; j++) c[j] = _mm512_loadu_ps(acc + j * 16);
+    for (int j = 0; j < A512_NR; j++) c[j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + j * 16);
     const size_t bb = wkind == 3 ? 34 : 18;
     const __m512i m15 = _mm512_set1_epi32(15), eight = _mm512_set1_epi32(8);
     for (int64_t k = k0; k < k1; k += 16) {
@@ -405,18 +431,30 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 ld256_w(const void
 }
 
 __attribute__((target("avx2,fma,f16c"))) static inline void
-mk2_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
+mk2_tile(float *acc, int first, const float *x, size_t xs, size_t xi, int mr, const void *w, int wkind,
          size_t ws, size_t wj, int64_t k0, int64_t k1) {
     __m256 c[A2_MR][A2_NR];
 #pragma GCC unroll 4
     for (int i = 0; i < A2_MR; i++)
 #pragma GCC unroll 3
         for (int j = 0; j < A2_NR; j++)
-            c[i][j] = i < mr ? _mm256_loadu_ps(acc + (i * A2_NR + j) * 8) : _mm256_setzero_ps();
+            c[i][j] = i < mr && !first ? _mm256_loadu_ps(acc + (i * A2_NR + j) * 8) : _mm256_setzero_ps();
     int64_t s = k0 / 8, k = k0;
     const float *xp = x + (size_t)s * xs;
     size_t wo = (size_t)s * ws;
-    if (mr == A2_MR) {
+    if (mr == A2_MR && wkind) { /* 16-bit weight rows in place, widened in registers */
+        for (; k + 8 <= k1; k += 8, xp += xs, wo += ws) {
+            __m256 wv[A2_NR];
+#pragma GCC unroll 3
+            for (int j = 0; j < A2_NR; j++) wv[j] = ld256_w(w, wkind, wo + j * wj, 8);
+#pragma GCC unroll 4
+            for (int i = 0; i < A2_MR; i++) {
+                __m256 xv = _mm256_loadu_ps(xp + i * xi);
+#pragma GCC unroll 3
+                for (int j = 0; j < A2_NR; j++) c[i][j] = _mm256_fmadd_ps(xv, wv[j], c[i][j]);
+            }
+        }
+    } else if (mr == A2_MR) {
         const float *wp = (const float *)w + wo;
         for (; k + 8 <= k1; k += 8, xp += xs, wp += ws) {
             __m256 wv[A2_NR];
@@ -462,15 +500,45 @@ mk2_tile(float *acc, const float *x, size_t xs, size_t xi, int mr, const void *w
             if (i < mr) _mm256_storeu_ps(acc + (i * A2_NR + j) * 8, c[i][j]);
 }
 
-/* The same halving tree in registers (a[i] += a[i+8], then +4, +2, +1). */
-__attribute__((target("avx512f"))) static float hsum512(const float *a) {
-    __m512 v = _mm512_loadu_ps(a);
-    __m256 lo = _mm512_castps512_ps256(v);
-    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    __m256 a8 = _mm256_add_ps(lo, hi);
-    __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
-    __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
-    return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
+/* The halving tree of four lane vectors at once, in registers: output o
+ * (lanes v_o[0..15]) gets v[i] += v[i + 8], then + 4, + 2, + 1 -- the same
+ * pairs added as one vector at a time, with the four vectors' lanes
+ * interleaved so that each add serves all of them. Lane o of the result is
+ * output o's sum. */
+__attribute__((target("avx512f"))) static inline __m128 tree4x16(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+    const __m512i lo8 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i hi8 = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    const __m512i lo4 = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const __m512i hi4 = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    const __m512i lo2 = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i hi2 = _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    /* lanes 8o'..8o'+7 of s01 / s23: v[i] + v[i + 8] of outputs 0, 1 / 2, 3 */
+    __m512 s01 = _mm512_add_ps(_mm512_permutex2var_ps(v0, lo8, v1), _mm512_permutex2var_ps(v0, hi8, v1));
+    __m512 s23 = _mm512_add_ps(_mm512_permutex2var_ps(v2, lo8, v3), _mm512_permutex2var_ps(v2, hi8, v3));
+    /* lanes 4o..4o+3: + 4 */
+    __m512 t = _mm512_add_ps(_mm512_permutex2var_ps(s01, lo4, s23), _mm512_permutex2var_ps(s01, hi4, s23));
+    /* lanes 2o, 2o+1: + 2 */
+    __m512 u = _mm512_add_ps(_mm512_permutexvar_ps(lo2, t), _mm512_permutexvar_ps(hi2, t));
+    /* lane o: + 1 */
+    __m512 w = _mm512_add_ps(_mm512_permutexvar_ps(ev, u), _mm512_permutexvar_ps(od, u));
+    return _mm512_castps512_ps128(w);
+}
+
+/* One tile's chunk sums into y: mr rows (y, y + ldy, ...) x nj <= 4 outputs,
+ * lane vectors acc (mr * 4, 16); first chunk: y = sum, else y += sum. */
+__attribute__((target("avx512f,avx512vl"))) static void finish512(float *y, int64_t ldy, const float *acc, int mr, int nj,
+                                                                 int first_chunk) {
+    __mmask8 m = (__mmask8)((1u << nj) - 1u);
+    for (int ii = 0; ii < mr; ii++) {
+        const float *a = acc + ii * A512_NR * 16;
+        __m128 sum = tree4x16(_mm512_loadu_ps(a), _mm512_loadu_ps(a + 16), _mm512_loadu_ps(a + 32),
+                              _mm512_loadu_ps(a + 48));
+        float *yr = y + ii * ldy;
+        if (!first_chunk) sum = _mm_add_ps(_mm_maskz_loadu_ps(m, yr), sum);
+        _mm_mask_storeu_ps(yr, m, sum);
+    }
 }
 
 __attribute__((target("avx2"))) static float hsum256(const float *a) {
@@ -480,12 +548,6 @@ __attribute__((target("avx2"))) static float hsum256(const float *a) {
     return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
 }
 
-/* Fixed halving tree over L lanes: a[i] += a[i + h] for h = L/2 .. 1. */
-static float lanes_sum_f(float *a, int L) {
-    for (int h = L / 2; h >= 1; h /= 2)
-        for (int i = 0; i < h; i++) a[i] += a[i + h];
-    return a[0];
-}
 
 /* ---------------------------------------------------------------------------
  * Chunks of the reduction
@@ -594,9 +656,9 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
         int64_t bn = B - b0 < MB ? B - b0 : MB;
         for (int64_t c0 = 0; c0 < K; c0 += clen) {
             int64_t c1 = c0 + clen < K ? c0 + clen : K;
-            memset(cbuf, 0, (size_t)(MB * NP * L) * sizeof(float));
             for (int64_t k0 = c0; k0 < c1; k0 += KC) {
                 int64_t k1 = k0 + KC < c1 ? k0 + KC : c1;
+                int first = k0 == c0; /* the tiles start from zero accumulators */
                 for (int64_t i = 0; i < bn;) {
                     int mr = bn - i >= MR ? MR : 1;
                     int64_t b = b0 + i;
@@ -625,11 +687,11 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                             wj = (size_t)o->ldw;
                         }
                         if (o->wkind >= 3)
-                            mk512_row_q(acc, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
+                            mk512_row_q(acc, first, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
                         else if (isa == DRIFT_ISA_AVX512)
-                            mk512_tile(acc, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
+                            mk512_tile(acc, first, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
                         else
-                            mk2_tile(acc, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
+                            mk2_tile(acc, first, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
                     }
                     i += mr;
                 }
@@ -637,15 +699,18 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
             /* lanes -> chunk sum -> y (chunks added in order) */
             for (int64_t i = 0; i < bn;) {
                 int mr = bn - i >= MR ? MR : 1;
-                for (int64_t j = 0; j < NP; j += NR) {
+                for (int64_t j = 0; j < NP && j < nvalid; j += NR) {
                     float *acc = cbuf + (i * NP + j * mr) * L;
+                    int nj = nvalid - j < NR ? (int)(nvalid - j) : NR;
+                    float *yo = y + (b0 + i) * N + n0 + j;
+                    if (L == 16) {
+                        finish512(yo, N, acc, mr, nj, c0 == 0);
+                        continue;
+                    }
                     for (int ii = 0; ii < mr; ii++)
-                        for (int jj = 0; jj < NR; jj++) {
-                            if (j + jj >= nvalid) continue;
-                            const float *a = acc + (ii * NR + jj) * L;
-                            float sum = L == 16 ? hsum512(a) : hsum256(a);
-                            float *yo = y + (b0 + i + ii) * N + n0 + j + jj;
-                            *yo = c0 == 0 ? sum : *yo + sum;
+                        for (int jj = 0; jj < nj; jj++) {
+                            float sum = hsum256(acc + (ii * NR + jj) * L);
+                            yo[ii * N + jj] = c0 == 0 ? sum : yo[ii * N + jj] + sum;
                         }
                 }
                 i += mr;
@@ -715,6 +780,68 @@ static float gen_dot(const drift_numeric_profile *p, const float *x, const float
 
 int num_fast_generic_only = 0;
 
+/* One matmul, shared by the threads that run its panels. */
+typedef struct mm_job {
+    const drift_numeric_profile *p;
+    float *y;
+    const float *xa, *xpk;     /* act(x) (B, K); packed copy or NULL */
+    const num_qmat *W;
+    int64_t B, K, Kp, N;
+    drift_isa isa;
+    int L, S, NR, simd, packed;
+    atomic_int failed;         /* a thread's scratch could not be allocated */
+} mm_job;
+
+/* Panel pi of a matmul (rows pi * NP ..), on the calling thread's scratch. */
+static void mm_panel(void *ctx, int64_t pi, int worker) {
+    mm_job *jb = ctx;
+    const num_qmat *W = jb->W;
+    int64_t B = jb->B, K = jb->K, Kp = jb->Kp, N = jb->N, n0 = pi * NP;
+    drift_isa isa = jb->isa;
+    /* 64-byte aligned: split cache-line loads halve Intel's load bandwidth */
+    float *wbuf = scratch_get(SCR_WBUF, (size_t)(NP * Kp) * sizeof(float));
+    float *rowbuf = scratch_get(SCR_ROWBUF, (size_t)Kp * sizeof(float));
+    float *cbuf = jb->simd ? scratch_get(SCR_CBUF, (size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
+    if (!wbuf || !rowbuf || (jb->simd && !cbuf)) {
+        atomic_store(&jb->failed, 1);
+        return;
+    }
+    if (jb->simd) {
+        simd_ops o = {.x = jb->packed ? jb->xpk : jb->xa, .x_packed = jb->packed, .ldx = jb->packed ? Kp : K};
+        int direct = n0 + NP <= N &&
+                     (W->dtype == DRIFT_DTYPE_F32 || W->dtype == DRIFT_DTYPE_BF16 || W->dtype == DRIFT_DTYPE_F16);
+        int direct_q = n0 + NP <= N && isa == DRIFT_ISA_AVX512 &&
+                       (W->dtype == DRIFT_DTYPE_Q8_0 || W->dtype == DRIFT_DTYPE_Q4_0);
+        /* full panels of f32 / bf16 / f16 read in place at a batch too small
+         * to amortise packing them (batched decode), and 16-bit panels at
+         * any batch when their rows do not alias in 4 KiB (packing them is a
+         * conversion pass that costs more than widening in registers) */
+        int row16 = W->dtype == DRIFT_DTYPE_BF16 || W->dtype == DRIFT_DTYPE_F16;
+        if (jb->packed && !(direct && (B < MB || (row16 && W->row_bytes % 4096 != 0)))) {
+            pack_w(wbuf, W, n0, Kp, jb->NR, jb->L, rowbuf, isa);
+            o.w = wbuf;
+            o.w_packed = 1;
+        } else if (direct) {
+            o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
+            o.wkind = W->dtype == DRIFT_DTYPE_BF16 ? 1 : W->dtype == DRIFT_DTYPE_F16 ? 2 : 0;
+            o.ldw = K;
+        } else if (direct_q) {
+            o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
+            o.wkind = W->dtype == DRIFT_DTYPE_Q8_0 ? 3 : 4;
+            o.ldw = (int64_t)W->row_bytes;
+        } else {
+            o.w = panel_get(W, n0, wbuf, isa);
+            o.ldw = K;
+        }
+        simd_panel(isa, jb->y, &o, B, K, Kp, N, n0, cbuf, jb->S);
+        return;
+    }
+    const float *wp = panel_get(W, n0, wbuf, isa);
+    for (int64_t j = 0; j < NP && n0 + j < N; j++)
+        for (int64_t b = 0; b < B; b++)
+            jb->y[b * N + n0 + j] = gen_dot(jb->p, jb->xa + b * K, wp + j * K, K, jb->L, isa != DRIFT_ISA_SCALAR, jb->S);
+}
+
 drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const float *x,
                              const num_qmat *W, int64_t B, drift_error *err) {
     int64_t K = W->cols, N = W->rows;
@@ -723,12 +850,16 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     int S = effective_split(p, B);
     int simd = isa != DRIFT_ISA_SCALAR && p->accum == DRIFT_ACCUM_F32 &&
                p->reduce != DRIFT_REDUCE_PAIRWISE && !num_fast_generic_only;
-    float *xa = scratch_get(0, (size_t)(B * K) * sizeof(float));
-    if (!xa) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: activations %lld x %lld",
-                                    (long long)B, (long long)K);
-    memcpy(xa, x, (size_t)(B * K) * sizeof(float));
-    if (p->acts != DRIFT_DTYPE_F32)
-        for (int64_t b = 0; b < B; b++) num_round_acts(p->acts, xa + b * K, K);
+    /* act(x): a rounded copy, or x itself when the activations are f32 */
+    const float *xa = x;
+    if (p->acts != DRIFT_DTYPE_F32) {
+        float *xr = scratch_get(SCR_XA, (size_t)(B * K) * sizeof(float));
+        if (!xr) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: activations %lld x %lld",
+                                        (long long)B, (long long)K);
+        memcpy(xr, x, (size_t)(B * K) * sizeof(float));
+        for (int64_t b = 0; b < B; b++) num_round_acts(p->acts, xr + b * K, K);
+        xa = xr;
+    }
     int64_t npanels = (N + NP - 1) / NP;
     int MR = isa == DRIFT_ISA_AVX512 ? A512_MR : A2_MR;
     int NR = isa == DRIFT_ISA_AVX512 ? A512_NR : A2_NR;
@@ -738,7 +869,7 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     int packed = simd && B >= MR;
     float *xpk = NULL;
     if (packed) {
-        xpk = scratch_get(1, (size_t)(B * Kp) * sizeof(float));
+        xpk = scratch_get(SCR_XPK, (size_t)(B * Kp) * sizeof(float));
         if (!xpk) {
             return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: packed activations");
         }
@@ -746,90 +877,97 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     }
     int nt = p->threads > 0 ? p->threads : omp_get_max_threads();
     if (nt > npanels) nt = (int)npanels;
-    int failed = 0;
-#pragma omp parallel num_threads(nt)
-    {
-        /* 64-byte aligned: split cache-line loads halve Intel's load bandwidth */
-        float *wbuf = aligned_alloc(64, (size_t)(NP * Kp) * sizeof(float));
-        float *rowbuf = aligned_alloc(64, (size_t)Kp * sizeof(float));
-        float *cbuf = simd ? aligned_alloc(64, (size_t)(MB * NP * LMAX) * sizeof(float)) : NULL;
-        if (!wbuf || !rowbuf || (simd && !cbuf)) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp barrier
-        if (!failed) {
-#pragma omp for schedule(static)
-            for (int64_t pi = 0; pi < npanels; pi++) {
-                int64_t n0 = pi * NP;
-                if (simd) {
-                    simd_ops o = {.x = packed ? xpk : xa, .x_packed = packed,
-                                  .ldx = packed ? Kp : K};
-                    int direct = n0 + NP <= N && (W->dtype == DRIFT_DTYPE_F32 ||
-                                                  W->dtype == DRIFT_DTYPE_BF16 ||
-                                                  W->dtype == DRIFT_DTYPE_F16);
-                    int direct_q = n0 + NP <= N && isa == DRIFT_ISA_AVX512 &&
-                                   (W->dtype == DRIFT_DTYPE_Q8_0 || W->dtype == DRIFT_DTYPE_Q4_0);
-                    if (packed) {
-                        pack_w(wbuf, W, n0, Kp, NR, L, rowbuf, isa);
-                        o.w = wbuf;
-                        o.w_packed = 1;
-                    } else if (direct) {
-                        o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
-                        o.wkind = W->dtype == DRIFT_DTYPE_BF16 ? 1 : W->dtype == DRIFT_DTYPE_F16 ? 2 : 0;
-                        o.ldw = K;
-                    } else if (direct_q) {
-                        o.w = (const char *)W->data + (size_t)n0 * W->row_bytes;
-                        o.wkind = W->dtype == DRIFT_DTYPE_Q8_0 ? 3 : 4;
-                        o.ldw = (int64_t)W->row_bytes;
-                    } else {
-                        o.w = panel_get(W, n0, wbuf, isa);
-                        o.ldw = K;
-                    }
-                    simd_panel(isa, y, &o, B, K, Kp, N, n0, cbuf, S);
-                    continue;
-                }
-                const float *wp = panel_get(W, n0, wbuf, isa);
-                for (int64_t j = 0; j < NP && n0 + j < N; j++)
-                    for (int64_t b = 0; b < B; b++)
-                        y[b * N + n0 + j] = gen_dot(p, xa + b * K, wp + j * K, K, L,
-                                                    isa != DRIFT_ISA_SCALAR, S);
-            }
-        }
-        free(wbuf);
-        free(rowbuf);
-        free(cbuf);
-    }
-    if (failed) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: per-thread scratch");
+    /* a matrix too small to pay for waking a second thread runs on this one
+     * (the outputs do not depend on the thread count) */
+    if ((double)B * (double)N * (double)K < MT_MIN_MACS) nt = 1;
+    mm_job job = {.p = p, .y = y, .xa = xa, .xpk = xpk, .W = W, .B = B, .K = K, .Kp = Kp, .N = N,
+                  .isa = isa, .L = L, .S = S, .NR = NR, .simd = simd, .packed = packed};
+    num_par_for(nt, npanels, mm_panel, &job);
+    if (atomic_load(&job.failed)) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: per-thread scratch");
     return DRIFT_OK;
 }
 
 /* ---------------------------------------------------------------------------
  * Element-wise fast kernels: float, 8 explicit lanes
  * ------------------------------------------------------------------------- */
+/* 8 lanes as two SSE vectors (SSE2 is in every x86-64, so no dispatch and
+ * the same bits everywhere): lane l accumulates the elements i = l (mod 8)
+ * in increasing i, one multiply then one add each (no FMA), and the lanes
+ * are summed by a fixed halving tree: a[i] += a[i + 4], then + 2, then + 1. */
+static inline float tree8(__m128 a0, __m128 a1) {
+    __m128 v = _mm_add_ps(a0, a1);
+    v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    return _mm_cvtss_f32(_mm_add_ss(v, _mm_shuffle_ps(v, v, 1)));
+}
+
+/* The elements past the last full step of 8, into lane (i % 8). */
+static inline void tail8(__m128 *a0, __m128 *a1, const float *x, const float *y, int64_t i, int64_t n) {
+    if (i >= n) return;
+    float a[8];
+    _mm_storeu_ps(a, *a0);
+    _mm_storeu_ps(a + 4, *a1);
+    for (; i < n; i++) a[i % 8] += x[i] * (y ? y[i] : 1.0f);
+    *a0 = _mm_loadu_ps(a);
+    *a1 = _mm_loadu_ps(a + 4);
+}
+
 static float sum8(const float *x, int64_t n, int square) {
-    float a[8] = {0};
+    __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps();
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) a[l] += square ? x[i + l] * x[i + l] : x[i + l];
-    for (; i < n; i++) a[i % 8] += square ? x[i] * x[i] : x[i];
-    return lanes_sum_f(a, 8);
+    if (square) {
+        for (; i + 8 <= n; i += 8) {
+            __m128 v0 = _mm_loadu_ps(x + i), v1 = _mm_loadu_ps(x + i + 4);
+            a0 = _mm_add_ps(a0, _mm_mul_ps(v0, v0));
+            a1 = _mm_add_ps(a1, _mm_mul_ps(v1, v1));
+        }
+        tail8(&a0, &a1, x, x, i, n);
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            a0 = _mm_add_ps(a0, _mm_loadu_ps(x + i));
+            a1 = _mm_add_ps(a1, _mm_loadu_ps(x + i + 4));
+        }
+        tail8(&a0, &a1, x, NULL, i, n);
+    }
+    return tree8(a0, a1);
 }
 
 static float dot8(const float *x, const float *y, int64_t n) {
-    float a[8] = {0};
+    __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps();
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) a[l] += x[i + l] * y[i + l];
-    for (; i < n; i++) a[i % 8] += x[i] * y[i];
-    return lanes_sum_f(a, 8);
+    for (; i + 8 <= n; i += 8) {
+        a0 = _mm_add_ps(a0, _mm_mul_ps(_mm_loadu_ps(x + i), _mm_loadu_ps(y + i)));
+        a1 = _mm_add_ps(a1, _mm_mul_ps(_mm_loadu_ps(x + i + 4), _mm_loadu_ps(y + i + 4)));
+    }
+    tail8(&a0, &a1, x, y, i, n);
+    return tree8(a0, a1);
+}
+
+/* out (n) = a (n) * s, element by element. out may alias a. */
+static void scale_vec(float *out, const float *a, float s, int n) {
+    __m128 sv = _mm_set1_ps(s);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, _mm_mul_ps(_mm_loadu_ps(a + i), sv));
+    for (; i < n; i++) out[i] = a[i] * s;
+}
+
+/* acc (n) += e * v (n): a multiply then an add per element. */
+static void axpy_vec(float *acc, float e, const float *v, int n) {
+    __m128 ev = _mm_set1_ps(e);
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_ps(acc + i, _mm_add_ps(_mm_loadu_ps(acc + i), _mm_mul_ps(ev, _mm_loadu_ps(v + i))));
+    for (; i < n; i++) acc[i] += e * v[i];
 }
 
 void num_fast_rmsnorm(const drift_numeric_profile *p, float *out, const float *x, const float *w,
                       int64_t n, float eps) {
     float ss = sum8(x, n, 1);
     float r = 1.0f / sqrtf(ss / (float)n + eps);
-    for (int64_t i = 0; i < n; i++) out[i] = x[i] * r * w[i];
+    __m128 rv = _mm_set1_ps(r);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) /* (x * r) * w, as the scalar tail */
+        _mm_storeu_ps(out + i, _mm_mul_ps(_mm_mul_ps(_mm_loadu_ps(x + i), rv), _mm_loadu_ps(w + i)));
+    for (; i < n; i++) out[i] = x[i] * r * w[i];
 }
 
 void num_fast_softmax(const drift_numeric_profile *p, float *x, int64_t n) {
@@ -891,14 +1029,16 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
     float *s = scratch;                 /* (n_pos) scores */
     float *kv = scratch + n_pos;        /* (head_dim) one K or V vector */
     float *acc = kv + head_dim;         /* (head_dim) weighted sum of V */
+    int f32 = p->kv == DRIFT_DTYPE_F32; /* f32 cache: vectors read in place */
     for (int d = 0; d < head_dim; d++) acc[d] = 0.0f;
     if (n_pos <= 0) {
         for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
         return;
     }
     for (int t = 0; t < n_pos; t++) {
-        num_kv_load(p->kv, kv, (const char *)k + (size_t)t * stride_bytes, head_dim);
-        s[t] = dot8(q, kv, head_dim) * scale;
+        const void *kt = (const char *)k + (size_t)t * stride_bytes;
+        if (!f32) num_kv_load(p->kv, kv, kt, head_dim);
+        s[t] = dot8(q, f32 ? (const float *)kt : kv, head_dim) * scale;
     }
     int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;
     float m = -INFINITY, l = 0.0f;
@@ -911,18 +1051,19 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
         float corr = t0 == 0 ? 0.0f : num_exp(p, m - mn);
         if (t0 > 0) {
             l *= corr;
-            for (int d = 0; d < head_dim; d++) acc[d] *= corr;
+            scale_vec(acc, acc, corr, head_dim);
         }
         for (int t = t0; t < t1; t++) {
             float e = num_exp(p, s[t] - mn);
             l += e;
-            num_kv_load(p->kv, kv, (const char *)v + (size_t)t * stride_bytes, head_dim);
-            for (int d = 0; d < head_dim; d++) acc[d] += e * kv[d];
+            const void *vt = (const char *)v + (size_t)t * stride_bytes;
+            if (!f32) num_kv_load(p->kv, kv, vt, head_dim);
+            axpy_vec(acc, e, f32 ? (const float *)vt : kv, head_dim);
         }
         m = mn;
     }
     float inv = 1.0f / l;
-    for (int d = 0; d < head_dim; d++) out[d] = acc[d] * inv;
+    scale_vec(out, acc, inv, head_dim);
 }
 
 /* ---------------------------------------------------------------------------
@@ -961,7 +1102,7 @@ void num_silu(const drift_numeric_profile *p, float *out, const float *x, int64_
     for (int64_t i = 0; i < n; i++) {
         if (p->isa == DRIFT_ISA_REF) {
             double g = x[i];
-            out[i] = (float)(g / (1.0 + exp(-g)));
+            out[i] = (float)(g / (1.0 + num_ref_exp(-g))); /* not libm: its bits depend on the CPU */
         } else {
             out[i] = x[i] / (1.0f + num_exp(p, -x[i]));
         }

@@ -4,7 +4,8 @@
  * hyper-parameters from its metadata (llama.cpp's keys, "{arch}.*"), then
  * every tensor by llama.cpp's name, checking its shape (ne0 = input), and
  * converts each weight matrix to the profile's weight format (numerics.c;
- * a zero-copy view when the format is kept). k-quants, which the kernels
+ * a zero-copy view when the format is kept, and when f32 is asked of F16 /
+ * BF16 tensors that the fast kernels widen as they read). k-quants, which the kernels
  * have no format for, are decoded to f32 and quantized. Mixture-of-experts
  * weights come as one 3-D tensor per projection or, in older Mixtral
  * conversions, one 2-D tensor per expert. With backend=cuda the converted
@@ -46,6 +47,18 @@ static drift_status dtype_of(const gguf_tensor *t, drift_dtype *d, drift_error *
     }
 }
 
+/* weights=f32 over F16 / BF16 tensors: the fast CPU kernels' SIMD path reads
+ * 16-bit rows in place and widens them in registers (or when packing a
+ * panel), exactly the f32 values a converted copy would hold, with half the
+ * bytes to stream per token. So the tensor stays a view of the file. Not for
+ * the reference, the generic path (scalar ISA, f64 / bf16 accumulation,
+ * pairwise) or the GPU, which use the f32 copy. */
+static int keeps_16bit(const drift_numeric_profile *p, drift_dtype src) {
+    if (p->weights != DRIFT_DTYPE_F32 || (src != DRIFT_DTYPE_F16 && src != DRIFT_DTYPE_BF16)) return 0;
+    if (p->backend != DRIFT_BACKEND_CPU || p->isa == DRIFT_ISA_REF || num_isa_resolve(p->isa) == DRIFT_ISA_SCALAR) return 0;
+    return p->accum == DRIFT_ACCUM_F32 && p->reduce != DRIFT_REDUCE_PAIRWISE;
+}
+
 /* Wraps rows x cols of data in the tensor's format and converts to the profile.
  * k-quants (which the kernels have no format for) are decoded to f32 first and
  * quantized to the profile's weight format (f32 when it says native). */
@@ -68,7 +81,8 @@ static drift_status mat_from(const drift_model *m, const gguf_tensor *t, const v
     }
     drift_status st = dtype_of(t, &d, err);
     if (!st) st = num_qmat_wrap(&src, d, data, rows, cols, err);
-    if (!st) st = num_qmat_convert(out, &src, &m->prof, err);
+    if (!st && keeps_16bit(&m->prof, d)) *out = src;
+    else if (!st) st = num_qmat_convert(out, &src, &m->prof, err);
     if (st) drift_error_prefix(err, "tensor '%s': ", t->name);
     return st;
 }

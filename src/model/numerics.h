@@ -7,9 +7,10 @@
  *     dequantize), and num_qmat: a weight matrix W (rows, cols) in any
  *     format, quantized from f32 or wrapping GGUF data zero-copy.
  *  3. Kernels. num_* dispatch on the profile: isa=ref -> num_ref_* (in
- *     kernels_ref.c: scalar, float64 accumulation, -ffp-contract=off), else
+ *     kernels_ref.c: float64 accumulation in one fixed order that vectorises,
+ *     own exp/sin/cos, the same bits whatever the vector width), else
  *     num_fast_* (kernels_cpu.c: AVX-512 / AVX2+FMA chosen at run time,
- *     OpenMP). Every fast kernel has its reference beside it with the same
+ *     threads from workers.c). Every fast kernel has its reference beside it with the same
  *     signature; tests/ops compares them.
  *
  * Semantics every matmul follows (both kernel sets):

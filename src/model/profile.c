@@ -48,7 +48,7 @@ static const drift_numeric_profile DEFAULTS = {
     .batch_invariant = 1, .isa = DRIFT_ISA_AUTO, .gemm = DRIFT_GEMM_KERNEL};
 
 static const named_profile PROFILES[] = {
-    {"ref", "portable reference: f32 weights, float64 accumulation, scalar, 1 thread; "
+    {"ref", "portable reference: f32 weights, float64 accumulation in one fixed order, 1 thread; "
             "bit-identical on any x86-64",
      "accum=f64&threads=1&isa=ref"},
     {"cpu-f32", "f32 everywhere, SIMD kernels (AVX-512/AVX2 chosen at run time)", ""},

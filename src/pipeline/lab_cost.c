@@ -1,7 +1,7 @@
 /* lab_cost.c - what a lab study will cost, known before it starts.
  *
- * Size: configurations x prompts per configuration (per suite), plus the
- * stochastic leg. Time: a cost model measured right now on this machine
+ * Size: configurations x prompts per configuration (per suite), the
+ * --quick long-context subset, plus the stochastic leg. Time: a cost model measured right now on this machine
  * with the first model and the matrix's engine threads: a request of P
  * prompt tokens and G new tokens takes
  *     a*P + b*P^2 + G*(d + 2*b*P)   seconds
@@ -219,6 +219,15 @@ static int calibrate(const drift_lab_study *s, const char *short_prompt, int max
     return 0;
 }
 
+/* 1 when run label holds an outcome for each of n long-context prompts. */
+static int long_done(drift_store *st, const char *label, size_t n) {
+    if (!st) return 0;
+    drift_store_run_counts c;
+    drift_error err = {0};
+    if (drift_store_count_run(st, label, &c, &err)) return 0;
+    return c.answers[DRIFT_WL_LONG] + c.errors[DRIFT_WL_LONG] >= n;
+}
+
 static int config_done(drift_store *st, const char *label) {
     if (!st) return 0;
     drift_run_info info;
@@ -250,10 +259,46 @@ drift_status drift_lab_plan_size(const drift_lab_study *s, drift_store *st, drif
         p->done[c] = (unsigned char)config_done(st, spec->configs[c].label);
         p->todo += !p->done[c];
     }
+    const drift_matrix_spec *ls = s->long_spec;
+    if (ls && ls->n_suites) {
+        p->long_spec = ls;
+        drift_status rc = drift_lab_suite_size_of(ls->suites[0], ls->limit, &p->long_suite, NULL, err);
+        if (rc) return rc;
+        p->long_done = calloc(ls->n_configs ? ls->n_configs : 1, 1);
+        if (!p->long_done) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        for (size_t c = 0; c < ls->n_configs; c++) {
+            p->long_done[c] = (unsigned char)long_done(st, ls->configs[c].label, p->long_suite.n);
+            p->long_todo += !p->long_done[c];
+        }
+    }
     return DRIFT_OK;
 }
 
 static int is_ref(const drift_matrix_config *c) { return strstr(c->target, "profile=ref") != NULL; }
+
+/* Seconds of the long spec's configuration with label (0: none or done). */
+static double long_seconds(const drift_lab_plan *p, const char *label) {
+    const drift_matrix_spec *ls = p->long_spec;
+    if (!ls || !p->long_suite.n) return 0;
+    for (size_t c = 0; c < ls->n_configs; c++)
+        if (!strcmp(ls->configs[c].label, label))
+            return p->long_done && p->long_done[c]
+                       ? 0
+                       : drift_lab_suite_seconds(&p->cost, &p->long_suite, ls->max_tokens, ls->replicates,
+                                                 is_ref(&ls->configs[c]));
+    return 0;
+}
+
+double drift_lab_plan_config_seconds(const drift_lab_plan *p, const drift_matrix_spec *spec, size_t i) {
+    if (i >= spec->n_configs) return 0;
+    const drift_matrix_config *c = &spec->configs[i];
+    if (p->long_spec && spec == p->long_spec) return long_seconds(p, c->label);
+    double secs = 0;
+    if (!(p->done && p->done[i]))
+        for (size_t k = 0; k < p->n_suites; k++)
+            secs += drift_lab_suite_seconds(&p->cost, &p->suites[k], p->max_tokens, spec->replicates, is_ref(c));
+    return secs;
+}
 
 void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec) {
     double secs = 0, long_s = 0;
@@ -266,7 +311,13 @@ void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec) {
             if (!strcmp(p->suites[i].name, "long_context")) long_s += s;
         }
     }
-    /* the stochastic leg: 2 cpu configurations x stoch_prompts math prompts x its replicates */
+    /* the long spec's runs (the main spec's long suites are in secs already) */
+    for (size_t c = 0; p->long_spec && c < p->long_spec->n_configs; c++) {
+        double s = long_seconds(p, p->long_spec->configs[c].label);
+        secs += s;
+        long_s += s;
+    }
+    /* the stochastic leg: 4 cpu runs (f32, int4, each again at the null seed) x stoch_prompts math prompts x its replicates */
     for (size_t i = 0; i < p->n_suites; i++)
         if (!strcmp(p->suites[i].name, "math") && p->suites[i].n) {
             drift_lab_suite_size m = p->suites[i];
@@ -274,21 +325,20 @@ void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec) {
             m.c1 *= scale;
             m.c2 *= scale;
             m.n = (size_t)p->stoch_prompts;
-            secs += 2 * drift_lab_suite_seconds(&p->cost, &m, p->max_tokens, p->stoch_replicates, 0);
+            p->stoch_s = 4 * drift_lab_suite_seconds(&p->cost, &m, p->max_tokens, p->stoch_replicates, 0);
+            secs += p->stoch_s;
         }
     p->gen_s = secs;
     p->long_s = long_s;
-    p->long_add_s = 0;
-    if (p->long_suite.n)
-        for (size_t c = 0; c < spec->n_configs; c++)
-            p->long_add_s += drift_lab_suite_seconds(&p->cost, &p->long_suite, p->max_tokens, spec->replicates,
-                                                     is_ref(&spec->configs[c]));
+    size_t left = p->todo + p->long_todo;
+    int ways = p->jobs > 1 ? p->jobs : 1;
+    if (left && (size_t)ways > left) ways = (int)left;
+    p->wall_s = secs / ways;
 }
 
 drift_status drift_lab_plan_estimate(const drift_lab_study *s, drift_lab_plan *p, drift_error *err) {
-    p->gen_s = p->long_s = p->long_add_s = 0;
-    memset(&p->long_suite, 0, sizeof p->long_suite);
-    if (!p->todo) return DRIFT_OK;
+    p->gen_s = p->long_s = p->stoch_s = p->wall_s = 0;
+    if (!p->todo && !p->long_todo) return DRIFT_OK;
     lab_meter m = {&s->opts, p, 0, 2 * LAB_CALIB_STEPS, util_now_ms()};
     meter_emit(&m, DRIFT_PROGRESS_BEGIN, NULL);
     int cal = p->first_prompt ? calibrate(s, p->first_prompt, p->max_tokens, &m, &p->cost) : -1;
@@ -296,13 +346,6 @@ drift_status drift_lab_plan_estimate(const drift_lab_study *s, drift_lab_plan *p
     if (cal) return drift_error_set(err, DRIFT_ERR_MODEL, "the calibration requests failed");
     p->cores = sysconf(_SC_NPROCESSORS_ONLN);
     p->warn_large = s->opts.full && p->cores < DRIFT_LAB_FEW_CORES;
-    if (!s->opts.full) {
-        /* what long_context would add to --quick, from the same cost */
-        char spec_s[64];
-        drift_error lerr = {0};
-        snprintf(spec_s, sizeof spec_s, "builtin:long?n=%d", DRIFT_LAB_QUICK_LONG_N);
-        if (drift_lab_suite_size_of(spec_s, 0, &p->long_suite, NULL, &lerr) != DRIFT_OK) p->long_suite.n = 0;
-    }
     drift_lab_plan_apply(p, s->spec);
     return DRIFT_OK;
 }
@@ -311,5 +354,23 @@ void drift_lab_plan_clear(drift_lab_plan *p) {
     if (!p) return;
     free(p->first_prompt);
     free(p->done);
+    free(p->long_done);
     memset(p, 0, sizeof *p);
+}
+
+drift_status drift_lab_count_cuts(drift_store *st, const drift_matrix_spec *spec, drift_lab_cuts *out,
+                                  drift_error *err) {
+    memset(out, 0, sizeof *out);
+    out->max_tokens = spec->max_tokens;
+    for (size_t c = 0; c < spec->n_configs; c++) {
+        drift_store_run_counts rc;
+        drift_status s = drift_store_count_run(st, spec->configs[c].label, &rc, err);
+        if (s) return s;
+        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+            out->answers[w] += rc.answers[w];
+            out->cut[w] += rc.cut[w];
+            out->errors[w] += rc.errors[w];
+        }
+    }
+    return DRIFT_OK;
 }

@@ -9,12 +9,16 @@
  *   hardware   the vector ISA the fast kernels use (auto = best, avx2, ...),
  *              and the GPU (backend=cuda, level = its name, e.g. h200)
  *              when the build has CUDA and a GPU is visible
- * --quick: at most two models; from f32/seq on the best ISA it moves one
- * axis at a time (6 precisions, split-K 4, avx2; f32/seq itself keeps the
- * ANOVA design identifiable): 9 runs per model with math 16, code 6,
- * safety 12 (with a guard), chat 12 prompts; long context is left out (its
- * prompts are prefills of thousands of tokens; the cost model says what
- * they would add). --full crosses everything (3 ISAs x 8 formats x 5 kernel
+ * --quick: at most three models, those whose file name holds "-fragile-"
+ * first (trained to meet near-ties as real models do), then the others by
+ * name; from f32/seq on the best ISA it moves one axis at a time (6
+ * precisions, split-K 4, avx2; f32/seq itself keeps the ANOVA design
+ * identifiable): 9 runs per model with math 150, all 164 code tasks, safety
+ * 100 (with a guard), chat 100 prompts, 128 new tokens. Long context (20
+ * prompts, each a prefill of ~2,000 tokens) runs on a subset only: the
+ * first model's ref baseline, f32, fp8 and int4 (drift_lab_design_long_json),
+ * as a second spec whose runs are the same labels, so its rows join the
+ * same flip table. --full crosses everything (3 ISAs x 8 formats x 5 kernel
  * variants) on every model and every suite. */
 #include <glob.h>
 #include <jansson.h>
@@ -35,6 +39,20 @@ void drift_lab_opts_default(drift_lab_opts *o) {
     o->limit = -1;
     o->max_tokens = -1;
     o->threads = 1;
+}
+
+/* 1 when the model's name marks it fragile ("-fragile-"). */
+static int is_fragile(const drift_lab_model *m) { return m->name && strstr(m->name, "-fragile-") != NULL; }
+
+/* Stable order: fragile models first, each group in name order (as glob
+ * sorted them). */
+static void order_models(drift_lab_study *s) {
+    drift_lab_model tmp[DRIFT_LAB_MAX_MODELS];
+    size_t k = 0;
+    for (int pass = 1; pass >= 0; pass--)
+        for (size_t i = 0; i < s->n_models; i++)
+            if (is_fragile(&s->models[i]) == pass) tmp[k++] = s->models[i];
+    memcpy(s->models, tmp, k * sizeof *tmp);
 }
 
 /* Appends the models of dir (sorted, as glob sorts) to s, up to the cap. */
@@ -89,8 +107,8 @@ static size_t find_fixtures(drift_lab_study *s) {
 
 drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opts, drift_error *err) {
     s->opts = *opts;
-    s->max_tokens = opts->max_tokens > 0 ? opts->max_tokens : opts->full ? 128 : 32;
-    s->stoch_prompts = opts->limit > 0 ? opts->limit : 16;
+    s->max_tokens = opts->max_tokens > 0 ? opts->max_tokens : opts->full ? DRIFT_LAB_FULL_TOKENS : DRIFT_LAB_QUICK_TOKENS;
+    s->stoch_prompts = opts->limit > 0 ? opts->limit : DRIFT_LAB_STOCH_PROMPTS;
     size_t n = find_models(opts->models_dir ? opts->models_dir : "models", s);
     if (!n) {
         if (opts->models_dir) return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "no *.gguf model in %s", opts->models_dir);
@@ -101,14 +119,16 @@ drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opt
         s->fixtures = 1;
     }
     s->n_found = s->n_models;
-    if (!opts->full && s->n_models > 2) {
-        for (size_t i = 2; i < s->n_models; i++) {
+    order_models(s);
+    if (!opts->full && s->n_models > DRIFT_LAB_QUICK_MODELS) {
+        for (size_t i = DRIFT_LAB_QUICK_MODELS; i < s->n_models; i++) {
             free(s->models[i].path);
             free(s->models[i].name);
             s->models[i].path = s->models[i].name = NULL;
         }
-        s->n_models = 2;
+        s->n_models = DRIFT_LAB_QUICK_MODELS;
     }
+    for (size_t i = 0; i < s->n_models; i++) s->n_fragile += (size_t)is_fragile(&s->models[i]);
     for (size_t i = 0; i < s->n_models; i++)
         if (!s->models[i].path || !s->models[i].name) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     return DRIFT_OK;
@@ -156,6 +176,16 @@ static void add_config(json_t *configs, const drift_lab_model *m, const char *hw
                                              "framework", fw_name));
 }
 
+/* The ref baseline of model m. */
+static void add_ref(json_t *configs, const drift_lab_model *m) {
+    char label[512], target[PATH_MAX + 64];
+    snprintf(label, sizeof label, "ref@%s", m->name);
+    snprintf(target, sizeof target, "embedded:%s?profile=ref", m->path);
+    json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
+                                             "dims", "model", m->name, "hardware", "ref", "precision", "f32",
+                                             "framework", "ref"));
+}
+
 /* The lab's matrix as a spec JSON object. */
 static json_t *build_spec(const drift_lab_model *models, size_t n_models, int full, long limit, int max_tokens,
                           int with_safety, int threads, const char *gpu) {
@@ -176,12 +206,16 @@ static json_t *build_spec(const drift_lab_model *models, size_t n_models, int fu
     static const struct {
         const char *name;
         int quick_n;
-    } suite_sizes[] = {{"math", 16}, {"code", 6}, {"safety", 12}, {"chat", 12}, {"long", 0}};
+    } suite_sizes[] = {{"math", DRIFT_LAB_QUICK_MATH},
+                       {"code", DRIFT_LAB_QUICK_CODE},
+                       {"safety", DRIFT_LAB_QUICK_SAFETY},
+                       {"chat", DRIFT_LAB_QUICK_CHAT},
+                       {"long", 0}};
     json_t *suites = json_array();
     for (size_t i = 0; i < sizeof suite_sizes / sizeof suite_sizes[0]; i++) {
         if (!with_safety && !strcmp(suite_sizes[i].name, "safety")) continue;
-        /* --quick leaves long-context out: each of its prompts is a prefill
-         * of thousands of tokens (seconds per prompt and configuration) */
+        /* --quick runs long-context in its own spec on a subset (each of
+         * its prompts is a prefill of thousands of tokens) */
         if (!full && !suite_sizes[i].quick_n) continue;
         long n = limit > 0 ? limit : full ? 0 : suite_sizes[i].quick_n;
         char spec_s[64];
@@ -193,14 +227,7 @@ static json_t *build_spec(const drift_lab_model *models, size_t n_models, int fu
     json_object_set_new(spec, "decoding", json_pack("{s:f, s:i, s:i}", "temperature", 0.0, "seed", 42, "max_tokens", max_tokens));
     json_object_set_new(spec, "baseline", json_string("ref@{model}"));
     json_t *configs = json_array();
-    for (size_t m = 0; m < n_models; m++) {
-        char label[512], target[PATH_MAX + 64];
-        snprintf(label, sizeof label, "ref@%s", models[m].name);
-        snprintf(target, sizeof target, "embedded:%s?profile=ref", models[m].path);
-        json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
-                                                 "dims", "model", models[m].name, "hardware", "ref", "precision", "f32",
-                                                 "framework", "ref"));
-    }
+    for (size_t m = 0; m < n_models; m++) add_ref(configs, &models[m]);
     for (size_t m = 0; m < n_models; m++) {
         if (full) {
             for (size_t h = 0; h < sizeof hw_full / sizeof hw_full[0]; h++)
@@ -236,6 +263,27 @@ static json_t *build_spec(const drift_lab_model *models, size_t n_models, int fu
     return spec;
 }
 
+char *drift_lab_design_long_json(const drift_lab_model *models, size_t n_models, long limit, int max_tokens,
+                                 int threads) {
+    if (!n_models) return NULL;
+    static const char *const prec_long[] = {"f32", "fp8", "int4"};
+    json_t *spec = json_object();
+    json_object_set_new(spec, "name", json_string("driftbench lab --quick: long context"));
+    char suite[64];
+    snprintf(suite, sizeof suite, "builtin:long?n=%ld", limit > 0 ? limit : (long)DRIFT_LAB_QUICK_LONG);
+    json_object_set_new(spec, "suites", json_pack("[s]", suite));
+    json_object_set_new(spec, "decoding", json_pack("{s:f, s:i, s:i}", "temperature", 0.0, "seed", 42, "max_tokens", max_tokens));
+    json_object_set_new(spec, "baseline", json_string("ref@{model}"));
+    json_t *configs = json_array();
+    add_ref(configs, &models[0]);
+    for (size_t p = 0; p < sizeof prec_long / sizeof prec_long[0]; p++)
+        add_config(configs, &models[0], "cpu-best", "isa=auto", prec_long[p], "seq", "reduce=sequential", threads);
+    json_object_set_new(spec, "configs", configs);
+    char *text = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(spec);
+    return text;
+}
+
 char *drift_lab_design_json(const drift_lab_model *models, size_t n_models, int full, long limit, int max_tokens,
                             int with_safety, int threads, const char *gpu) {
     json_t *spec = build_spec(models, n_models, full, limit, max_tokens, with_safety, threads, gpu);
@@ -251,19 +299,36 @@ drift_status drift_lab_design(drift_lab_study *s, const char *spec_name, drift_e
     if (s->opts.embedder_spec) {
         s->embedder = util_strdup(s->opts.embedder_spec);
     } else {
+        /* the first robust model: a fragile one's embeddings would work too,
+         * but chat scores should not change with which fragile models exist */
+        const drift_lab_model *e = &s->models[0];
+        for (size_t i = 0; i < s->n_models; i++)
+            if (!is_fragile(&s->models[i])) {
+                e = &s->models[i];
+                break;
+            }
         char emb[PATH_MAX + 64];
-        snprintf(emb, sizeof emb, "embedded:%s?profile=cpu-f32&isa=avx2&threads=1", s->models[0].path);
+        snprintf(emb, sizeof emb, "embedded:%s?profile=cpu-f32&isa=avx2&threads=1", e->path);
         s->embedder = util_strdup(emb);
     }
     if (drift_cuda_device_name(s->gpu, sizeof s->gpu) != 0) s->gpu[0] = 0;
     free(s->spec_json);
     s->spec_json = drift_lab_design_json(s->models, s->n_models, s->opts.full, s->opts.limit, s->max_tokens,
                                          s->with_safety, s->opts.threads, s->gpu[0] ? s->gpu : NULL);
-    if (!s->embedder || !s->spec_json) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    free(s->long_spec_json);
+    s->long_spec_json = NULL;
+    if (!s->opts.full)
+        s->long_spec_json = drift_lab_design_long_json(s->models, s->n_models, s->opts.limit, s->max_tokens, s->opts.threads);
+    if (!s->embedder || !s->spec_json || (!s->opts.full && !s->long_spec_json))
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     drift_matrix_spec_free(s->spec);
-    s->spec = NULL;
-    return drift_matrix_spec_parse(s->spec_json, strlen(s->spec_json), spec_name ? spec_name : "matrix.json", &s->spec,
-                                   err);
+    drift_matrix_spec_free(s->long_spec);
+    s->spec = s->long_spec = NULL;
+    drift_status rc = drift_matrix_spec_parse(s->spec_json, strlen(s->spec_json), spec_name ? spec_name : "matrix.json",
+                                              &s->spec, err);
+    if (!rc && s->long_spec_json)
+        rc = drift_matrix_spec_parse(s->long_spec_json, strlen(s->long_spec_json), "matrix_long.json", &s->long_spec, err);
+    return rc;
 }
 
 void drift_lab_study_clear(drift_lab_study *s) {
@@ -275,5 +340,7 @@ void drift_lab_study_clear(drift_lab_study *s) {
     free(s->embedder);
     free(s->spec_json);
     drift_matrix_spec_free(s->spec);
+    free(s->long_spec_json);
+    drift_matrix_spec_free(s->long_spec);
     memset(s, 0, sizeof *s);
 }

@@ -2,18 +2,33 @@
  * in spec order, as a labelled run (the run stage) followed by its scoring.
  *
  *   for each configuration i of the shard (i % count == index - 1):
- *       finished in the store?  yes -> SKIP (not asked again)
+ *       finished in the store?  yes -> SKIP (not asked again; scored, then ITEM)
  *                               no  -> drift_run_execute (resumes what is stored)
  *       drift_score_run(label)  -> summed into the summary -> ITEM
  *
  * A finished run is complete: its failed requests (a prompt longer than the
  * model's context, say) would fail the same way again, so they are not
  * retried here (`driftbench run` with the label does). Everything is in the
- * store, so calling again after a failure or a cancel resumes. */
+ * store, so calling again after a failure or a cancel resumes.
+ *
+ * Side by side (o->jobs > 1): worker threads, each with its own store
+ * handle on the same file, take the next configuration of the shard in
+ * spec order and run + score it as above; the calling thread waits on a
+ * condition variable and emits every event (ITEM / SKIP as configurations
+ * end, a STEP about once a second with each configuration's progress), so
+ * the caller's callback never runs on a worker. Each configuration is its
+ * own run, so what is stored does not depend on the order; SQLite's busy
+ * timeout serialises the handles' writes. The first failure raises a stop
+ * flag that the workers' cancel hook reads, so the others stop at their
+ * next request boundary with what they have stored. */
 #include "driftbench/pipeline.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/util.h"
 
@@ -45,6 +60,7 @@ static int run_finished(drift_store *st, const char *label) {
 static void score_add(drift_score_summary *total, const drift_score_summary *s) {
     for (int w = 0; w < DRIFT_WL_COUNT; w++) {
         total->scored[w] += s->scored[w];
+        total->reused[w] += s->reused[w];
         total->already[w] += s->already[w];
         total->eval_errors[w] += s->eval_errors[w];
         total->not_computable[w] += s->not_computable[w];
@@ -76,41 +92,292 @@ static void run_opts_for(const drift_matrix_spec *spec, const drift_matrix_confi
     r->progress_user = o->progress_user;
 }
 
-/* Runs (unless finished) and scores one configuration. */
-static drift_status one_config(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_config *c,
-                               const drift_matrix_opts *o, drift_matrix_summary *sum, double t0_ms, drift_error *err) {
+/* What one configuration did (either mode). */
+typedef struct config_result {
+    int skipped;
+    int failed_in_run;
+    drift_status rc;
+    drift_error err;
+    drift_run_summary run;
+    drift_score_summary score;
+    double run_ms, score_ms, config_ms;
+} config_result;
+
+/* Runs (unless finished and not rechecked) and scores configuration c into
+ * st; run's cancel and progress hooks are r_cancel / r_progress. */
+static void do_config(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_config *c,
+                      const drift_matrix_opts *o, int (*r_cancel)(void *), void *r_cancel_user,
+                      drift_progress_cb r_progress, void *r_progress_user, config_result *out) {
+    memset(out, 0, sizeof *out);
     double c0 = util_now_ms();
-    drift_status rc = DRIFT_OK;
-    memset(&sum->run, 0, sizeof sum->run);
-    if (run_finished(st, c->label)) {
-        sum->skipped++;
-        sum->run.step = DRIFT_RUN_STEP_DONE;
-        emit(o, sum, DRIFT_PROGRESS_SKIP, t0_ms);
+    if (!o->recheck && run_finished(st, c->label)) {
+        out->skipped = 1;
+        out->run.step = DRIFT_RUN_STEP_DONE;
     } else {
         char *dims = drift_matrix_config_dims(c);
-        if (!dims) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        if (!dims) {
+            out->rc = drift_error_set(&out->err, DRIFT_ERR_NOMEM, "out of memory");
+            out->failed_in_run = 1;
+            return;
+        }
         drift_run_opts r;
         run_opts_for(spec, c, o, dims, &r);
-        rc = drift_run_execute(st, &r, &sum->run, err);
+        r.cancel = r_cancel;
+        r.cancel_user = r_cancel_user;
+        r.progress = r_progress;
+        r.progress_user = r_progress_user;
+        out->rc = drift_run_execute(st, &r, &out->run, &out->err);
         free(dims);
     }
     double c1 = util_now_ms();
-    sum->run_ms += c1 - c0;
-    if (rc) {
-        sum->failed_in_run = 1;
-        return rc;
+    out->run_ms = c1 - c0;
+    if (out->rc) {
+        out->failed_in_run = 1;
+        return;
     }
-    drift_score_summary one;
-    memset(&one, 0, sizeof one);
     drift_score_opts so = o->score;
-    rc = drift_score_run(st, c->label, &so, &one, err);
-    if (rc) return rc;
-    sum->score_ms += util_now_ms() - c1;
-    score_add(&sum->score, &one);
+    so.cancel = r_cancel;
+    so.cancel_user = r_cancel_user;
+    out->rc = drift_score_run(st, c->label, &so, &out->score, &out->err);
+    out->score_ms = util_now_ms() - c1;
+    out->config_ms = util_now_ms() - c0;
+}
+
+/* Folds one configuration's result into sum; returns its status (err set). */
+static drift_status fold(drift_matrix_summary *sum, size_t i, const drift_matrix_spec *spec, const config_result *r,
+                         const drift_matrix_opts *o, drift_error *err) {
+    sum->config_index = i;
+    sum->label = spec->configs[i].label;
+    sum->run = r->run;
+    sum->run_ms += r->run_ms;
+    if (r->rc && o->all_failed_ok && r->failed_in_run && r->run.step == DRIFT_RUN_STEP_CHECK) {
+        if (!sum->all_failed++) snprintf(sum->all_failed_msg, sizeof sum->all_failed_msg, "%s", r->err.msg);
+        sum->configs++;
+        sum->config_ms = r->config_ms;
+        return DRIFT_OK;
+    }
+    if (r->rc) {
+        sum->failed_in_run = r->failed_in_run;
+        if (err) *err = r->err;
+        return r->rc;
+    }
+    sum->score_ms += r->score_ms;
+    score_add(&sum->score, &r->score);
+    sum->skipped += (size_t)r->skipped;
     sum->configs++;
-    sum->config_ms = util_now_ms() - c0;
-    emit(o, sum, DRIFT_PROGRESS_ITEM, t0_ms);
+    sum->config_ms = r->config_ms;
     return DRIFT_OK;
+}
+
+/* ---- one at a time ---- */
+
+typedef struct serial_ctx {
+    const drift_matrix_opts *o;
+    drift_matrix_summary *sum;
+    double *frac;
+    size_t i;
+} serial_ctx;
+
+/* The run stage's events pass through, after noting how far the run is. */
+static void serial_progress(void *user, const drift_progress *p) {
+    serial_ctx *x = user;
+    if (p->total) x->frac[x->i] = (double)p->done / (double)p->total;
+    if (x->o->progress) x->o->progress(x->o->progress_user, p);
+}
+
+static drift_status run_serial(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_opts *o,
+                               drift_matrix_summary *sum, double *frac, double t0, drift_error *err) {
+    drift_status rc = DRIFT_OK;
+    serial_ctx x = {o, sum, frac, 0};
+    config_result *r = calloc(1, sizeof *r);
+    if (!r) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < spec->n_configs && !rc; i++) {
+        if (!drift_matrix_in_shard(i, o->shard_index, o->shard_count)) continue;
+        sum->config_index = i;
+        sum->label = spec->configs[i].label;
+        x.i = i;
+        do_config(st, spec, &spec->configs[i], o, o->cancel, o->cancel_user, serial_progress, &x, r);
+        rc = fold(sum, i, spec, r, o, err);
+        if (rc) break;
+        frac[i] = 1;
+        if (r->skipped) emit(o, sum, DRIFT_PROGRESS_SKIP, t0);
+        emit(o, sum, DRIFT_PROGRESS_ITEM, t0);
+        if (o->cancel && o->cancel(o->cancel_user))
+            rc = drift_error_set(err, DRIFT_ERR_CANCELLED, "cancelled after configuration '%s'; calling again resumes",
+                                 sum->label);
+    }
+    free(r);
+    return rc;
+}
+
+/* ---- side by side ---- */
+
+typedef struct pool {
+    const drift_matrix_spec *spec;
+    const drift_matrix_opts *o;
+    const char *path;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t next;               /* next configuration to take */
+    int stop;                  /* a failure or a cancel: take nothing more, cancel runs */
+    double *frac;              /* (n_configs,) */
+    config_result *res;        /* (n_configs,) */
+    unsigned char *state;      /* (n_configs,) 0 waiting, 1 running, 2 ended (not yet reported), 3 reported */
+    size_t running;            /* workers alive */
+} pool;
+
+typedef struct worker_ctx {
+    pool *p;
+    size_t i;                  /* configuration being run */
+} worker_ctx;
+
+static int pool_cancel(void *user) {
+    worker_ctx *w = user;
+    pool *p = w->p;
+    pthread_mutex_lock(&p->mu);
+    int stop = p->stop;
+    pthread_mutex_unlock(&p->mu);
+    if (stop) return 1;
+    return p->o->cancel && p->o->cancel(p->o->cancel_user);
+}
+
+static void pool_progress(void *user, const drift_progress *e) {
+    worker_ctx *w = user;
+    if (!e->total) return;
+    pthread_mutex_lock(&w->p->mu);
+    w->p->frac[w->i] = (double)e->done / (double)e->total;
+    pthread_mutex_unlock(&w->p->mu);
+}
+
+/* Marks configuration i ended with status rc (mutex held). */
+static void pool_end(pool *p, size_t i, drift_status rc) {
+    p->state[i] = 2;
+    if (rc) p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+}
+
+static void *pool_worker(void *arg) {
+    pool *p = arg;
+    drift_store *st = NULL;
+    drift_error oerr = {0};
+    drift_status orc = drift_store_open(p->path, &st, &oerr);
+    worker_ctx w = {p, 0};
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (p->next < p->spec->n_configs && !drift_matrix_in_shard(p->next, p->o->shard_index, p->o->shard_count))
+            p->next++;
+        if (p->stop || p->next >= p->spec->n_configs) {
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        size_t i = p->next++;
+        p->state[i] = 1;
+        pthread_mutex_unlock(&p->mu);
+        w.i = i;
+        config_result *r = &p->res[i];
+        if (orc) {
+            memset(r, 0, sizeof *r);
+            r->rc = orc;
+            r->err = oerr;
+            r->failed_in_run = 1;
+            r->run.step = DRIFT_RUN_STEP_BEGIN;
+        } else {
+            do_config(st, p->spec, &p->spec->configs[i], p->o, pool_cancel, &w, pool_progress, &w, r);
+        }
+        int tolerated = r->rc && p->o->all_failed_ok && r->failed_in_run && r->run.step == DRIFT_RUN_STEP_CHECK;
+        pthread_mutex_lock(&p->mu);
+        if (!r->rc || tolerated) p->frac[i] = 1;
+        pool_end(p, i, tolerated ? DRIFT_OK : r->rc);
+        pthread_mutex_unlock(&p->mu);
+    }
+    drift_store_close(st);
+    pthread_mutex_lock(&p->mu);
+    p->running--;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static drift_status run_pool(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_opts *o,
+                             drift_matrix_summary *sum, double *frac, double t0, drift_error *err) {
+    size_t n = spec->n_configs;
+    pool p = {.spec = spec, .o = o, .path = drift_store_path(st), .frac = frac};
+    p.res = calloc(n ? n : 1, sizeof *p.res);
+    p.state = calloc(n ? n : 1, 1);
+    pthread_t *th = calloc((size_t)o->jobs, sizeof *th);
+    if (!p.res || !p.state || !th) {
+        free(p.res);
+        free(p.state);
+        free(th);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+    int started = 0;
+    pthread_mutex_lock(&p.mu);
+    for (int t = 0; t < o->jobs; t++)
+        if (pthread_create(&th[t], NULL, pool_worker, &p) == 0) started++;
+    p.running = (size_t)started;
+    drift_status rc = DRIFT_OK;
+    if (!started) rc = drift_error_set(err, DRIFT_ERR_INTERNAL, "matrix: no worker thread could be started");
+    int cancel_seen = 0;
+    while (p.running > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        int w = pthread_cond_timedwait(&p.cv, &p.mu, &ts);
+        /* report ended configurations in spec order of their ending */
+        for (size_t i = 0; i < n; i++) {
+            if (p.state[i] != 2) continue;
+            p.state[i] = 3;
+            if (rc) continue; /* the first failure is the one returned */
+            drift_error e = {0};
+            drift_status r = fold(sum, i, spec, &p.res[i], o, &e);
+            if (r) {
+                rc = r;
+                if (err) *err = e;
+                p.stop = 1;
+                continue;
+            }
+            pthread_mutex_unlock(&p.mu);
+            if (p.res[i].skipped) emit(o, sum, DRIFT_PROGRESS_SKIP, t0);
+            emit(o, sum, DRIFT_PROGRESS_ITEM, t0);
+            pthread_mutex_lock(&p.mu);
+        }
+        if (!cancel_seen && o->cancel) {
+            pthread_mutex_unlock(&p.mu);
+            cancel_seen = o->cancel(o->cancel_user);
+            pthread_mutex_lock(&p.mu);
+            if (cancel_seen) p.stop = 1;
+        }
+        if (w == ETIMEDOUT && p.running > 0 && o->progress) {
+            pthread_mutex_unlock(&p.mu);
+            emit(o, sum, DRIFT_PROGRESS_STEP, t0);
+            pthread_mutex_lock(&p.mu);
+        }
+    }
+    pthread_mutex_unlock(&p.mu);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    /* what ended after the last wake-up */
+    for (size_t i = 0; i < n; i++)
+        if (p.state[i] == 2 && !rc) {
+            drift_error e = {0};
+            rc = fold(sum, i, spec, &p.res[i], o, &e);
+            if (rc && err) *err = e;
+            else {
+                if (p.res[i].skipped) emit(o, sum, DRIFT_PROGRESS_SKIP, t0);
+                emit(o, sum, DRIFT_PROGRESS_ITEM, t0);
+            }
+        }
+    if (!rc && cancel_seen)
+        rc = drift_error_set(err, DRIFT_ERR_CANCELLED, "cancelled after %zu of %zu configurations; calling again resumes",
+                             sum->configs, sum->in_shard);
+    pthread_cond_destroy(&p.cv);
+    pthread_mutex_destroy(&p.mu);
+    free(p.res);
+    free(p.state);
+    free(th);
+    return rc;
 }
 
 drift_status drift_matrix_run(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_opts *o,
@@ -121,17 +388,25 @@ drift_status drift_matrix_run(drift_store *st, const drift_matrix_spec *spec, co
     double t0 = util_now_ms();
     for (size_t i = 0; i < spec->n_configs; i++)
         sum->in_shard += (size_t)drift_matrix_in_shard(i, o->shard_index, o->shard_count);
+    double *frac = calloc(spec->n_configs ? spec->n_configs : 1, sizeof *frac);
+    if (!frac) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    sum->progress = frac;
+    const char *path = drift_store_path(st);
+    int jobs = o->jobs;
+    if ((size_t)jobs > sum->in_shard) jobs = (int)sum->in_shard;
+    if (!path || !strcmp(path, ":memory:") || !strncmp(path, "file:", 5)) jobs = 1;
+    sum->jobs = jobs > 1 ? jobs : 1;
     emit(o, sum, DRIFT_PROGRESS_BEGIN, t0);
-    drift_status rc = DRIFT_OK;
-    for (size_t i = 0; i < spec->n_configs && !rc; i++) {
-        if (!drift_matrix_in_shard(i, o->shard_index, o->shard_count)) continue;
-        sum->config_index = i;
-        sum->label = spec->configs[i].label;
-        rc = one_config(st, spec, &spec->configs[i], o, sum, t0, err);
-        if (!rc && o->cancel && o->cancel(o->cancel_user))
-            rc = drift_error_set(err, DRIFT_ERR_CANCELLED, "cancelled after configuration '%s'; calling again resumes",
-                                 sum->label);
+    drift_status rc;
+    if (jobs > 1) {
+        drift_matrix_opts po = *o;
+        po.jobs = jobs;
+        rc = run_pool(st, spec, &po, sum, frac, t0, err);
+    } else {
+        rc = run_serial(st, spec, o, sum, frac, t0, err);
     }
     emit(o, sum, DRIFT_PROGRESS_END, t0);
+    sum->progress = NULL;
+    free(frac);
     return rc;
 }

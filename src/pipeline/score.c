@@ -28,7 +28,12 @@
  * Code: the isolation drift_sandbox_check finds is written into every code
  * score's detail ("sandbox", when the evaluator did not put it there), so
  * the store says which mechanism judged each answer (compare reports it),
- * and into summary->code_sandbox once a code answer has been run. */
+ * and into summary->code_sandbox once a code answer has been run.
+ * With opts->cache (score_cache.c), each answer's key (its evaluator, the
+ * evaluator's settings, the prompt's reference or request, the answer text)
+ * is looked up first: a held verdict is stored as it is (chat: the held
+ * embedding), without judging again; a new verdict that is not an error
+ * is kept for the next answer with the same key. */
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -37,6 +42,7 @@
 #include <unistd.h>
 
 #include "driftbench/eval.h"
+#include "pipeline/score_internal.h"
 #include "util/util.h"
 
 #define SCORE_CHUNK 2048
@@ -103,8 +109,93 @@ typedef struct item {
     drift_prompt *p;
     drift_eval_result res;
     int stored;          /* res holds a score to store */
+    int reused;          /* res came from the cache */
     const char *evaluator;
+    util_buf key;        /* the cache key (empty without a cache) */
 } item;
+
+/* ---- the verdict cache's keys ---- */
+
+/* Appends one length-prefixed field, so no two field lists give the same bytes. */
+static void key_add(util_buf *k, const char *f) {
+    size_t n = f ? strlen(f) : 0;
+    buf_printf(k, "%zu:", n);
+    if (n) buf_append(k, f, n);
+}
+
+/* The evaluator's name as score stores it for workload wl (its evaluator is open). */
+static const char *evaluator_name(const scorer *s, drift_workload wl) {
+    switch (wl) {
+    case DRIFT_WL_MATH: return EV_MATH;
+    case DRIFT_WL_LONG: return EV_LONG;
+    case DRIFT_WL_CODE: return EV_CODE;
+    case DRIFT_WL_SAFETY: return s->guard ? drift_guard_name(s->guard) : NULL;
+    case DRIFT_WL_CHAT: return s->emb ? drift_embedder_name(s->emb) : NULL;
+    default: return NULL;
+    }
+}
+
+/* Builds it->key: everything the verdict depends on. 0 on success. */
+static int item_key(const scorer *s, item *it) {
+    drift_workload wl = it->p->workload;
+    const char *ev = evaluator_name(s, wl);
+    if (!ev) return -1;
+    util_buf *k = &it->key;
+    char num[96];
+    key_add(k, ev);
+    if (wl == DRIFT_WL_LONG) {
+        snprintf(num, sizeof num, "%.17g", s->opts->long_f1_threshold);
+        key_add(k, num);
+    } else if (wl == DRIFT_WL_CODE) {
+        snprintf(num, sizeof num, "%.17g/%.17g/%ld/%d/%d", s->code.timeout_s, s->code.cpu_s, s->code.mem_mb,
+                 s->code.unsafe_exec, s->code.site_packages);
+        key_add(k, num);
+        key_add(k, s->code.python);
+        key_add(k, s->code_mech);
+    }
+    if (wl == DRIFT_WL_SAFETY) key_add(k, it->p->input);
+    else if (wl != DRIFT_WL_CHAT) key_add(k, it->p->reference_json);
+    key_add(k, it->r->text);
+    return k->data ? 0 : -1;
+}
+
+/* The chat score row of an embedded answer. */
+static void chat_result(item *it, const char *name, int dim) {
+    memset(&it->res, 0, sizeof it->res);
+    it->res.label = DRIFT_LABEL_NONE;
+    it->res.value = NAN;
+    json_t *d = json_pack("{s:s, s:i}", "embedder", name, "dim", dim);
+    it->res.detail_json = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    json_decref(d);
+    it->evaluator = name;
+    it->stored = 1;
+}
+
+/* Looks it up in the cache: 1 when its verdict (chat: its embedding, stored
+ * now) was found, 0 to judge it, -1 on a store failure (*rc and err set). */
+static int from_cache(scorer *s, item *it, drift_status *rc_out, drift_error *err) {
+    if (!s->opts->cache || item_key(s, it)) return 0;
+    drift_workload wl = it->p->workload;
+    if (wl == DRIFT_WL_CHAT) {
+        float *vec = NULL;
+        int dim = 0;
+        if (!score_cache_get_vec(s->opts->cache, it->key.data, it->key.len, &vec, &dim)) return 0;
+        const char *name = drift_embedder_name(s->emb);
+        drift_status rc = drift_store_put_embedding(s->st, it->r->id, name, vec, dim, err);
+        free(vec);
+        if (rc) {
+            *rc_out = rc;
+            return -1;
+        }
+        chat_result(it, name, dim);
+    } else {
+        if (!score_cache_get(s->opts->cache, wl, it->key.data, it->key.len, &it->res)) return 0;
+        it->evaluator = evaluator_name(s, wl);
+        it->stored = 1;
+    }
+    it->reused = 1;
+    return 1;
+}
 
 static void eval_simple(scorer *s, item *it) {
     drift_error e = {0};
@@ -267,14 +358,8 @@ static drift_status eval_chat_batch(scorer *s, item **items, size_t n, drift_err
                 free(vecs);
                 return rc;
             }
-            memset(&it->res, 0, sizeof it->res);
-            it->res.label = DRIFT_LABEL_NONE;
-            it->res.value = NAN;
-            json_t *d = json_pack("{s:s, s:i}", "embedder", name, "dim", dim);
-            it->res.detail_json = d ? json_dumps(d, JSON_COMPACT) : NULL;
-            json_decref(d);
-            it->evaluator = name;
-            it->stored = 1;
+            if (it->key.len) score_cache_put_vec(s->opts->cache, it->key.data, it->key.len, vecs + i * (size_t)dim, dim);
+            chat_result(it, name, dim);
         }
         free(vecs);
     }
@@ -302,7 +387,9 @@ static drift_status process_chunk(scorer *s, drift_answer *rs, drift_prompt *ps,
         drift_workload wl = ps[i].workload;
         if (rs[i].error || !rs[i].text || wl < 0 || wl >= DRIFT_WL_COUNT) continue;
         if (!ensure_open(s, wl)) continue; /* counted as not computable at the end */
-        by_wl[wl][cnt[wl]++] = &items[i];
+        int hit = from_cache(s, &items[i], &rc, err);
+        if (hit < 0) goto out;
+        if (!hit) by_wl[wl][cnt[wl]++] = &items[i];
     }
     for (size_t i = 0; i < cnt[DRIFT_WL_MATH]; i++) eval_simple(s, by_wl[DRIFT_WL_MATH][i]);
     for (size_t i = 0; i < cnt[DRIFT_WL_LONG]; i++) eval_simple(s, by_wl[DRIFT_WL_LONG][i]);
@@ -315,6 +402,12 @@ static drift_status process_chunk(scorer *s, drift_answer *rs, drift_prompt *ps,
     eval_safety_batch(s, by_wl[DRIFT_WL_SAFETY], cnt[DRIFT_WL_SAFETY]);
     rc = eval_chat_batch(s, by_wl[DRIFT_WL_CHAT], cnt[DRIFT_WL_CHAT], err);
     if (rc) goto out;
+    /* new verdicts for the answers that follow (errors are never kept) */
+    for (size_t i = 0; i < n; i++) {
+        item *it = &items[i];
+        if (it->stored && !it->reused && it->key.len && it->p->workload != DRIFT_WL_CHAT)
+            score_cache_put(s->opts->cache, it->key.data, it->key.len, &it->res);
+    }
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         item *it = &items[i];
@@ -333,6 +426,7 @@ static drift_status process_chunk(scorer *s, drift_answer *rs, drift_prompt *ps,
             if (!it->stored) continue;
             drift_workload wl = it->p->workload;
             s->stored[wl]++;
+            s->sum->reused[wl] += (size_t)it->reused;
             if (it->res.label == DRIFT_LABEL_ERROR) s->sum->eval_errors[wl]++;
             else if (it->res.label == DRIFT_LABEL_NONE && wl != DRIFT_WL_CHAT) s->no_truth[wl]++;
             else s->sum->scored[wl]++;
@@ -342,7 +436,10 @@ static drift_status process_chunk(scorer *s, drift_answer *rs, drift_prompt *ps,
     if (s->opts->progress) s->opts->progress(s->opts->progress_user, "score", s->done, s->total);
 out:
     if (items)
-        for (size_t i = 0; i < n; i++) drift_eval_result_clear(&items[i].res);
+        for (size_t i = 0; i < n; i++) {
+            drift_eval_result_clear(&items[i].res);
+            buf_free(&items[i].key);
+        }
     free(items);
     for (int k = 0; k < DRIFT_WL_COUNT; k++) free(by_wl[k]);
     free(sc);

@@ -165,8 +165,10 @@ drift_status drift_anova_summary_render(const drift_table_analyses *a, char **ou
         buf_printf(&b, "  %-34s %5s %12s %10s %10s %10s %7s\n", "term", "df", "sum_sq", "F", "p", "p_BH", "eta^2");
         for (size_t i = 0; i < t->n_rows; i++) {
             const drift_anova_row *r = &t->rows[i];
-            buf_printf(&b, "  %-34s %5.0f %12.5g %10.4g %10.3g %10.3g %7.3f\n", r->term, r->df, r->sum_sq, r->F, r->p,
-                       r->p_bh, r->eta_sq);
+            char s1[32], s2[32], s3[32], s4[32];
+            buf_printf(&b, "  %-34s %5.0f %12.5g %10s %10s %10s %7s\n", r->term, r->df, r->sum_sq,
+                       fmt_num(s1, sizeof s1, r->F, 4, 0), fmt_num(s2, sizeof s2, r->p, 3, 0),
+                       fmt_num(s3, sizeof s3, r->p_bh, 3, 0), fmt_num(s4, sizeof s4, r->eta_sq, 3, 1));
         }
         buf_puts(&b, "\n");
     }

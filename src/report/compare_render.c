@@ -34,6 +34,7 @@
 #include <strings.h>
 
 #include "driftbench/report.h"
+#include "report/report_internal.h"
 #include "util/util.h"
 
 #define REPORT_EXCERPT_CHARS 100
@@ -350,8 +351,6 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
 
 /* ---- json ---- */
 
-static json_t *num_or_null(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
-
 static json_t *run_json(const drift_run_info *r) {
     json_error_t je;
     json_t *cfg = r->config_json ? json_loads(r->config_json, 0, &je) : NULL;
@@ -372,8 +371,8 @@ static void divergence_json(json_t *e, const drift_divergence *d) {
     json_object_set_new(e, "token_unit", d->identical                         ? json_null()
                                          : d->token_unit == DRIFT_UNIT_TOKEN ? json_string("token")
                                                                              : json_string("word"));
-    json_object_set_new(e, "margin", num_or_null(d->margin));
-    json_object_set_new(e, "kl", num_or_null(d->kl));
+    json_object_set_new(e, "margin", report_json_num(d->margin));
+    json_object_set_new(e, "kl", report_json_num(d->kl));
     json_object_set_new(e, "diff", json_string(d->diff ? d->diff : ""));
 }
 
@@ -407,19 +406,19 @@ static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details 
     json_object_set_new(o, "n", json_integer(w->n));
     json_object_set_new(o, "errors", json_integer(w->errors));
     json_object_set_new(o, "flips", json_integer(w->flips));
-    json_object_set_new(o, "flip_rate", num_or_null(w->flip_rate));
-    json_object_set_new(o, "ci95", json_pack("[o,o]", num_or_null(w->ci95[0]), num_or_null(w->ci95[1])));
+    json_object_set_new(o, "flip_rate", report_json_num(w->flip_rate));
+    json_object_set_new(o, "ci95", json_pack("[o,o]", report_json_num(w->ci95[0]), report_json_num(w->ci95[1])));
     json_object_set_new(o, "correct_to_incorrect", json_integer(w->correct_to_incorrect));
     json_object_set_new(o, "incorrect_to_correct", json_integer(w->incorrect_to_correct));
-    json_object_set_new(o, "baseline_accuracy", num_or_null(w->baseline_accuracy));
-    json_object_set_new(o, "target_accuracy", num_or_null(w->target_accuracy));
-    json_object_set_new(o, "net_change", num_or_null(w->net_change));
-    json_object_set_new(o, "mcnemar_p", num_or_null(w->mcnemar_p));
+    json_object_set_new(o, "baseline_accuracy", report_json_num(w->baseline_accuracy));
+    json_object_set_new(o, "target_accuracy", report_json_num(w->target_accuracy));
+    json_object_set_new(o, "net_change", report_json_num(w->net_change));
+    json_object_set_new(o, "mcnemar_p", report_json_num(w->mcnemar_p));
     json_object_set_new(o, "budget", w->budget < 0 ? json_null() : json_real(w->budget));
     json_object_set_new(o, "verdict", json_string(w->pass ? "pass" : "fail"));
     if (k == DRIFT_WL_CHAT) {
-        json_object_set_new(o, "sdr_mean", num_or_null(w->sdr_mean));
-        json_object_set_new(o, "semantic_drift_rate", num_or_null(w->semantic_drift_rate));
+        json_object_set_new(o, "sdr_mean", report_json_num(w->sdr_mean));
+        json_object_set_new(o, "semantic_drift_rate", report_json_num(w->semantic_drift_rate));
     }
     if (k == DRIFT_WL_SAFETY) {
         json_object_set_new(o, "safe_to_unsafe", json_integer(w->correct_to_incorrect));
@@ -428,8 +427,8 @@ static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details 
     if (w->replicates > 1 && k != DRIFT_WL_CHAT)
         json_object_set_new(o, "stochastic",
                             json_pack("{s:i, s:o, s:o, s:i, s:i, s:i}", "replicates", w->replicates,
-                                      "expected_flip_rate", num_or_null(w->expected_flip_rate),
-                                      "majority_flip_rate", num_or_null(w->majority_flip_rate), "majority_n",
+                                      "expected_flip_rate", report_json_num(w->expected_flip_rate),
+                                      "majority_flip_rate", report_json_num(w->majority_flip_rate), "majority_n",
                                       (json_int_t)w->majority_n, "majority_flips", (json_int_t)w->majority_flips,
                                       "majority_ties", (json_int_t)w->majority_ties));
     json_t *fl = json_array();

@@ -10,7 +10,8 @@
  * the page renders the same in a browser, a mail client or headless
  * Chromium.
  *
- *   summary -> heatmap (config x workload, rate + CI) -> direction bars
+ *   the caller's summary fragment (o->summary_html: the lab's findings,
+ *   first) -> summary -> heatmap (config x workload, rate + CI) -> direction bars
  *   -> taxonomy -> code sandbox (which isolation judged the code answers of
  *   each run, when any were judged; weaker than bubblewrap is flagged)
  *   -> ANOVA (type II, factors with >= 2 levels) -> PRI
@@ -22,6 +23,7 @@
 
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
+#include "report/report_internal.h"
 #include "util/util.h"
 
 void drift_html_opts_default(drift_html_opts *o) {
@@ -403,24 +405,32 @@ static void section_pri(util_buf *b, const drift_table_analyses *an) {
         buf_puts(b, "</p>\n</div>\n");
         return;
     }
-    buf_printf(b, "<p>Random 80/20 split: test R&#178; = %.3f (MAE %.3f points). ", ev->random_split.test_r2,
-               ev->random_split.test_mae);
+    char r2[32];
+    buf_printf(b, "<p>Random 80/20 split: test R&#178; = %s (MAE ",
+               report_r2_text(ev->random_split.test_r2, ev->random_split.n_test, 3, r2, sizeof r2));
+    if (isfinite(ev->random_split.test_mae)) buf_printf(b, "%.3f points). ", ev->random_split.test_mae);
+    else buf_puts(b, "-). ");
     char *cv = drift_pri_cv_summary(ev, "R&#178;", "&#177;");
     buf_printf(b, "%s. ", cv ? cv : "5-fold CV: out of memory");
     free(cv);
     buf_printf(b, "%zu features.</p>\n", ev->n_features);
     buf_puts(b, "<table><tr><th>held out</th><th>train rows</th><th>test rows</th><th>test R&#178;</th>"
                 "<th>test MAE (points)</th></tr>\n");
+    int undefined = 0;
     for (size_t i = 0; i < ev->n_levels; i++) {
         const drift_pri_holdout *h = &ev->levels[i];
         buf_puts(b, "<tr><td>");
         html_text(b, h->name);
-        buf_printf(b, "</td><td class=\"num\">%zu</td><td class=\"num\">%zu</td>", h->n_train, h->n_test);
-        num_cell(b, h->test_r2, 3);
+        buf_printf(b, "</td><td class=\"num\">%zu</td><td class=\"num\">%zu</td><td class=\"num\">%s</td>", h->n_train,
+                   h->n_test, report_r2_text(h->test_r2, h->n_test, 3, r2, sizeof r2));
+        undefined |= !isfinite(h->test_r2);
         num_cell(b, h->test_mae, 3);
         buf_puts(b, "</tr>\n");
     }
     buf_puts(b, "</table>\n");
+    if (undefined)
+        buf_puts(b, "<p class=\"sub\">No variance: the held-out rows share one flip rate (often: none of them "
+                    "flipped), so R&#178; is not defined; too few rows: fewer than two.</p>\n");
     if (ev->n_importance) {
         buf_puts(b, "<h3>Feature importance (gain share)</h3><table><tr><th>feature</th><th>gain</th></tr>\n");
         for (size_t i = 0; i < ev->n_importance && i < 10; i++) {
@@ -542,6 +552,7 @@ drift_status drift_html_render(const drift_matrix_report *r, const drift_html_op
     html_text(&b, r->baseline);
     buf_printf(&b, "</b> &#183; %zu configurations &#183; %zu table rows &#183; generated %s by driftbench %s</p>\n", n,
                r->table->n_rows, r->generated, drift_version());
+    if (o->summary_html && *o->summary_html) buf_puts(&b, o->summary_html);
     if (o->note && *o->note) {
         buf_puts(&b, "<p class=\"note\">");
         html_text(&b, o->note);

@@ -9,19 +9,90 @@
  *   drift_store_outcomes_render   the failed requests of a store, one
  *                                 sentence per workload with failures; the lab
  *                                 prints it under the flip table and puts it
- *                                 in the report's note. */
+ *                                 in the report's note.
+ *   drift_lab_cuts_render         answers cut by the token limit per
+ *                                 workload (declared in lab.h). */
 #include <math.h>
 #include <stdlib.h>
 
+#include "driftbench/lab.h"
 #include "driftbench/report.h"
 #include "util/util.h"
+
+/* "[lo, hi]" of an interval; an unbounded end is "inf". */
+static void interval(util_buf *b, double lo, double hi, double scale, const char *unit) {
+    buf_puts(b, "[");
+    if (isinf(lo)) buf_puts(b, lo < 0 ? "-inf" : "inf");
+    else buf_printf(b, "%.2f%s", scale * lo, unit);
+    buf_puts(b, ", ");
+    if (isinf(hi)) buf_puts(b, hi < 0 ? "-inf" : "inf");
+    else buf_printf(b, "%.2f%s", scale * hi, unit);
+    buf_puts(b, "]");
+}
+
+/* The leg against its null: what sampling alone disagrees, the drift
+ * beyond it and its ratio to the deterministic rate, or why not. */
+static void render_null(util_buf *b, const drift_lab_stochastic *x) {
+    if (!x->null_ok) {
+        buf_printf(b, "against the null (each stack with seeds %ld+r): not computed (%s)\n", x->null_seed, x->null_reason);
+        return;
+    }
+    const drift_lab_beyond *d = &x->beyond;
+    buf_printf(b, "null: each stack against itself with seeds %ld+r disagrees on %.2f%% of replicate pairs (sampling "
+                  "alone); f32 -> int4 across seeds: %.2f%%, over the same %zu prompts\n",
+               x->null_seed, 100 * d->null_rate, 100 * d->cross, d->n);
+    buf_printf(b, "drift beyond the null: %+.2f points, 95%% CI ", 100 * d->beyond);
+    interval(b, d->beyond_lo, d->beyond_hi, 100, "");
+    buf_printf(b, " (paired bootstrap over prompts, %d resamples)%s\n", d->resamples,
+               d->beyond_lo <= 0 && d->beyond_hi >= 0 ? ": not distinguishable from sampling noise at this size" : "");
+    buf_printf(b, "deterministic flip rate on those prompts: %.2f%%\n", 100 * d->det);
+    if (isnan(d->ratio)) {
+        buf_printf(b, "ratio beyond-null / deterministic: - (no deterministic flip among the %zu prompts: too small a "
+                      "sample to say; the paper: 0.23x)\n",
+                   d->n);
+        return;
+    }
+    buf_printf(b, "ratio beyond-null / deterministic: %.2fx, 95%% CI ", d->ratio);
+    interval(b, d->ratio_lo, d->ratio_hi, 1, "x");
+    buf_puts(b, " (the paper: 0.23x)");
+    if (isinf(d->ratio_hi))
+        buf_printf(b, "; the upper end is unbounded (%.0f%% of resamples have no deterministic flip): too small a "
+                      "sample to bound it",
+                   100 * d->det_zero_share);
+    else if (0.23 >= d->ratio_lo && 0.23 <= d->ratio_hi)
+        buf_puts(b, "; the paper's figure is inside the interval");
+    else
+        buf_puts(b, "; the paper's figure is outside the interval");
+    buf_puts(b, "\n");
+}
+
+/* See lab.h. */
+drift_status drift_lab_cuts_render(const drift_lab_cuts *c, char **out, drift_error *err) {
+    *out = NULL;
+    if (!c) return drift_error_set(err, DRIFT_ERR_INVALID, "no cut counts to render");
+    util_buf b = {0};
+    size_t over = 0;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+        if (!c->answers[w]) continue;
+        double share = (double)c->cut[w] / (double)c->answers[w];
+        int bad = share > DRIFT_LAB_CUT_GOAL;
+        over += (size_t)bad;
+        buf_printf(&b, "%s: %zu of %zu answers cut at %d new tokens (%.2f%%)%s\n",
+                   drift_workload_name((drift_workload)w), c->cut[w], c->answers[w], c->max_tokens, 100 * share,
+                   bad ? "  <- above the 2% goal: raise --max-tokens" : "");
+    }
+    if (!b.data) buf_puts(&b, "no answers stored\n");
+    else if (!over) buf_puts(&b, "every workload is within the 2% goal\n");
+    *out = buf_steal(&b);
+    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the cut answers");
+}
 
 /* See report.h. */
 drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **out, drift_error *err) {
     *out = NULL;
     if (!x) return drift_error_set(err, DRIFT_ERR_INVALID, "no stochastic leg to render");
     util_buf b = {0};
-    buf_printf(&b, "expected flip rate over replicate pairs: ");
+    buf_printf(&b, "expected flip rate over replicate pairs (same seeds on both stacks): ");
     if (isnan(x->expected_flip_rate)) buf_puts(&b, "-");
     else buf_printf(&b, "%.2f%%", 100 * x->expected_flip_rate);
     buf_puts(&b, "; majority-vote flip rate: ");
@@ -35,10 +106,11 @@ drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **o
         if (isnan(x->ratio))
             buf_puts(&b, "ratio stochastic / deterministic: - (no deterministic flips to compare with)\n");
         else
-            buf_printf(&b, "ratio stochastic / deterministic: %.2fx (the paper: 0.23x)\n", x->ratio);
+            buf_printf(&b, "ratio stochastic / deterministic: %.2fx (same seeds, not against the null: see below)\n", x->ratio);
     } else {
         buf_printf(&b, "deterministic flip rate: not available (%s)\n", x->det_reason);
     }
+    render_null(&b, x);
     *out = buf_steal(&b);
     return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the stochastic leg");
 }

@@ -11,7 +11,9 @@
  *   drift_pri_summary_render     the matrix summary's compact block (lab).
  *   drift_pri_cv_summary         the 5-fold CV sentence that block and the
  *                                HTML report share.
- * JSON: NaN and infinities are null. */
+ * JSON: NaN and infinities are null. Text never prints NaN: an R^2 that
+ * is not defined reads "no variance" (the rows share one flip rate) or "too
+ * few rows" (report_r2_text), any other missing figure "-". */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,9 +21,28 @@
 #include <string.h>
 
 #include "driftbench/report.h"
+#include "report/report_internal.h"
 #include "util/util.h"
 
-static json_t *jnum(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
+/* See report_internal.h. */
+const char *report_r2_text(double r2, size_t n, int decimals, char *buf, size_t cap) {
+    if (isfinite(r2)) {
+        snprintf(buf, cap, "%.*f", decimals, r2);
+        return buf;
+    }
+    if (!isnan(r2)) return "-";
+    return n < 2 ? "too few rows" : "no variance";
+}
+
+/* v with `decimals` decimals, "-" when not finite. */
+static const char *fig(double v, int decimals, char *buf, size_t cap) {
+    if (!isfinite(v)) return "-";
+    snprintf(buf, cap, "%.*f", decimals, v);
+    return buf;
+}
+
+/* See report_internal.h. */
+json_t *report_json_num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 /* "%s\n" of a JSON document, NULL when out of memory. */
 static char *dump_line(json_t *root, size_t flags) {
@@ -34,17 +55,20 @@ static char *dump_line(json_t *root, size_t flags) {
 static drift_status nomem(drift_error *err) { return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the PRI"); }
 
 static void holdout_text(util_buf *b, const drift_pri_holdout *h) {
-    char paper[32] = "";
-    if (!isnan(h->paper_r2)) snprintf(paper, sizeof paper, "%8.4f %s", h->paper_r2, h->test_r2 > h->paper_r2 ? "better" : "worse");
-    buf_printf(b, "  %-32s %5zu %5zu %9.4f %9.4f %8.3f   %-16s d=%d eta=%.2f mcw=%d n=%d\n", h->name, h->n_train,
-               h->n_test, h->train_r2, h->test_r2, h->test_mae, paper, h->depth, h->eta, h->min_child_weight,
-               h->rounds);
+    char paper[32] = "", tr[32], te[32], mae[32];
+    if (isfinite(h->paper_r2))
+        snprintf(paper, sizeof paper, "%8.4f %s", h->paper_r2,
+                 !isfinite(h->test_r2) ? "-" : h->test_r2 > h->paper_r2 ? "better" : "worse");
+    buf_printf(b, "  %-32s %5zu %5zu %12s %12s %8s   %-16s d=%d eta=%.2f mcw=%d n=%d\n", h->name, h->n_train,
+               h->n_test, report_r2_text(h->train_r2, h->n_train, 4, tr, sizeof tr),
+               report_r2_text(h->test_r2, h->n_test, 4, te, sizeof te), fig(h->test_mae, 3, mae, sizeof mae), paper,
+               h->depth, h->eta, h->min_child_weight, h->rounds);
 }
 
 static json_t *holdout_json(const drift_pri_holdout *h) {
     return json_pack("{s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:i,s:i}}", "name", h->name, "n_train",
-                     (json_int_t)h->n_train, "n_test", (json_int_t)h->n_test, "train_r2", jnum(h->train_r2), "test_r2",
-                     jnum(h->test_r2), "test_mae", jnum(h->test_mae), "paper_r2", jnum(h->paper_r2), "params",
+                     (json_int_t)h->n_train, "n_test", (json_int_t)h->n_test, "train_r2", report_json_num(h->train_r2), "test_r2",
+                     report_json_num(h->test_r2), "test_mae", report_json_num(h->test_mae), "paper_r2", report_json_num(h->paper_r2), "params",
                      "max_depth", h->depth, "eta", h->eta, "min_child_weight", h->min_child_weight, "n_estimators",
                      h->rounds);
 }
@@ -56,17 +80,17 @@ static char *eval_json(const drift_pri_eval *e, const char *table, double elapse
     for (size_t i = 0; i < e->n_importance; i++)
         json_array_append_new(imp, json_pack("{s:s,s:f}", "feature", e->importance[i].name, "gain_share",
                                              e->importance[i].gain_share));
-    for (int k = 0; k < 5; k++) json_array_append_new(cv, jnum(e->cv_fold_r2[k]));
+    for (int k = 0; k < 5; k++) json_array_append_new(cv, report_json_num(e->cv_fold_r2[k]));
     json_object_set_new(root, "table", json_string(table));
     json_object_set_new(root, "n_features", json_integer((json_int_t)e->n_features));
     json_object_set_new(root, "random_split", holdout_json(&e->random_split));
-    json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o,s:i}", "mean_r2", jnum(e->cv_r2_mean), "sd_r2",
-                                               jnum(e->cv_r2_sd), "folds", cv, "folds_defined", e->cv_folds_defined));
+    json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o,s:i}", "mean_r2", report_json_num(e->cv_r2_mean), "sd_r2",
+                                               report_json_num(e->cv_r2_sd), "folds", cv, "folds_defined", e->cv_folds_defined));
     json_object_set_new(root, "held_out_paper", pp);
     json_object_set_new(root, "held_out_levels", lv);
-    json_object_set_new(root, "ablations", json_pack("{s:o,s:o,s:o,s:o}", "hardware_only", jnum(e->abl_hardware_only),
-                                                     "linear", jnum(e->abl_linear), "no_interactions",
-                                                     jnum(e->abl_no_interactions), "full", jnum(e->abl_full)));
+    json_object_set_new(root, "ablations", json_pack("{s:o,s:o,s:o,s:o}", "hardware_only", report_json_num(e->abl_hardware_only),
+                                                     "linear", report_json_num(e->abl_linear), "no_interactions",
+                                                     report_json_num(e->abl_no_interactions), "full", report_json_num(e->abl_full)));
     json_object_set_new(root, "importance", imp);
     json_object_set_new(root, "elapsed_ms", json_real(elapsed_ms));
     char *s = dump_line(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
@@ -78,21 +102,29 @@ static char *eval_text(const drift_pri_eval *e, const char *table, int tuned, do
     util_buf b = {0};
     buf_printf(&b, "PRI evaluation of %s: %zu features, hyper-parameters %s\n\n", table, e->n_features,
                tuned ? "chosen by inner CV inside each training set" : "fixed (--no-tune)");
-    buf_printf(&b, "  %-32s %5s %5s %9s %9s %8s   %-16s %s\n", "evaluation", "train", "test", "train R2", "test R2",
+    buf_printf(&b, "  %-32s %5s %5s %12s %12s %8s   %-16s %s\n", "evaluation", "train", "test", "train R2", "test R2",
                "MAE", "paper R2", "chosen");
     holdout_text(&b, &e->random_split);
-    buf_printf(&b, "  5-fold CV R2: %.4f +- %.4f over %d defined (folds", e->cv_r2_mean, e->cv_r2_sd, e->cv_folds_defined);
-    for (int k = 0; k < 5; k++) buf_printf(&b, " %.3f", e->cv_fold_r2[k]);
+    char m[32], sd[32];
+    buf_printf(&b, "  5-fold CV R2: %s +- %s over %d defined (folds", fig(e->cv_r2_mean, 4, m, sizeof m),
+               fig(e->cv_r2_sd, 4, sd, sizeof sd), e->cv_folds_defined);
+    for (int k = 0; k < 5; k++) /* a fold's R^2 is not defined when its test rows share one flip rate */
+        buf_printf(&b, "%s%s", k ? ", " : " ", isnan(e->cv_fold_r2[k]) ? "no variance" : fig(e->cv_fold_r2[k], 3, m, sizeof m));
     buf_puts(&b, ")\n\nHeld-out dimension, the paper's four cases (generalization_results.csv):\n");
     if (!e->n_paper) buf_puts(&b, "  (none of b200, fp4, sglang, qwen-7b is in this table)\n");
     for (size_t i = 0; i < e->n_paper; i++) holdout_text(&b, &e->paper[i]);
     buf_puts(&b, "\nHeld-out level, every level of every dimension (train without it, test on it):\n");
     for (size_t i = 0; i < e->n_levels; i++) holdout_text(&b, &e->levels[i]);
+    char a1[32], a2[32], a3[32], a4[32];
+    size_t nt = e->random_split.n_test; /* the ablations are scored on the random split's test rows */
     buf_printf(&b, "\nAblations, test R2 on the random split (paper: hardware-only -0.018, linear 0.235,\n"
                    "forest without interactions 0.756, full 0.987):\n"
-                   "  hardware one-hot only (xgboost)  %8.4f\n  linear (OLS on one-hot)          %8.4f\n"
-                   "  one-hot only (xgboost)           %8.4f\n  full                             %8.4f\n",
-               e->abl_hardware_only, e->abl_linear, e->abl_no_interactions, e->abl_full);
+                   "  hardware one-hot only (xgboost)  %8s\n  linear (OLS on one-hot)          %8s\n"
+                   "  one-hot only (xgboost)           %8s\n  full                             %8s\n",
+               report_r2_text(e->abl_hardware_only, nt, 4, a1, sizeof a1),
+               report_r2_text(e->abl_linear, nt, 4, a2, sizeof a2),
+               report_r2_text(e->abl_no_interactions, nt, 4, a3, sizeof a3),
+               report_r2_text(e->abl_full, nt, 4, a4, sizeof a4));
     buf_puts(&b, "\nFeature importance (share of total gain, full model on all rows):\n");
     for (size_t i = 0; i < e->n_importance && i < 15; i++)
         buf_printf(&b, "  %-44s %6.2f%%\n", e->importance[i].name, 100 * e->importance[i].gain_share);
@@ -147,6 +179,8 @@ drift_status drift_pri_prediction_render(const drift_pri_query *q, const drift_p
 
 /* See report.h. */
 char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *pm) {
+    if (!isfinite(e->cv_r2_mean) || !isfinite(e->cv_r2_sd))
+        return util_asprintf("5-fold CV %s: none defined (every fold's test rows share one flip rate)", r2);
     if (e->cv_folds_defined >= 5) return util_asprintf("5-fold CV %s = %.3f %s %.3f", r2, e->cv_r2_mean, pm, e->cv_r2_sd);
     if (e->cv_folds_defined > 0)
         return util_asprintf("5-fold CV %s = %.3f %s %.3f over %d folds (%d had one flip rate in all test rows: no %s)",
@@ -169,20 +203,31 @@ drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out,
         buf_printf(&b, "PRI: not computable: %s\n", a->pri_error.msg);
     } else {
         buf_printf(&b, "PRI (xgboost, %zu features, hyper-parameters by inner CV)\n", ev->n_features);
-        buf_printf(&b, "  random 80/20 split: test R^2 %.3f, MAE %.3f points (train %zu, test %zu)\n",
-                   ev->random_split.test_r2, ev->random_split.test_mae, ev->random_split.n_train,
-                   ev->random_split.n_test);
+        char r2[32], mae[32];
+        size_t nt = ev->random_split.n_test;
+        buf_printf(&b, "  random 80/20 split: test R^2 %s, MAE %s points (train %zu, test %zu)\n",
+                   report_r2_text(ev->random_split.test_r2, nt, 3, r2, sizeof r2),
+                   fig(ev->random_split.test_mae, 3, mae, sizeof mae), ev->random_split.n_train, nt);
         char *cv = drift_pri_cv_summary(ev, "R^2", "+-");
         buf_printf(&b, "  %s\n", cv ? cv : "5-fold CV: out of memory");
         free(cv);
-        buf_printf(&b, "  ablations (test R^2): hardware-only %.3f, linear %.3f, no interactions %.3f, full %.3f\n",
-                   ev->abl_hardware_only, ev->abl_linear, ev->abl_no_interactions, ev->abl_full);
-        buf_printf(&b, "  held-out level                     train  test   test R^2  MAE\n");
+        char a1[32], a2[32], a3[32], a4[32];
+        buf_printf(&b, "  ablations (test R^2): hardware-only %s, linear %s, no interactions %s, full %s\n",
+                   report_r2_text(ev->abl_hardware_only, nt, 3, a1, sizeof a1),
+                   report_r2_text(ev->abl_linear, nt, 3, a2, sizeof a2),
+                   report_r2_text(ev->abl_no_interactions, nt, 3, a3, sizeof a3),
+                   report_r2_text(ev->abl_full, nt, 3, a4, sizeof a4));
+        buf_printf(&b, "  held-out level                     train  test     test R^2    MAE\n");
+        int undefined = 0;
         for (size_t i = 0; i < ev->n_levels; i++) {
             const drift_pri_holdout *h = &ev->levels[i];
-            buf_printf(&b, "  %-34s %5zu %5zu %10.3f %6.3f\n", h->name, h->n_train, h->n_test, h->test_r2, h->test_mae);
+            undefined |= !isfinite(h->test_r2);
+            buf_printf(&b, "  %-34s %5zu %5zu %12s %6s\n", h->name, h->n_train, h->n_test,
+                       report_r2_text(h->test_r2, h->n_test, 3, r2, sizeof r2), fig(h->test_mae, 3, mae, sizeof mae));
         }
-        buf_puts(&b, "  (R^2 is NAN where the held-out rows have constant flip rate)\n");
+        if (undefined)
+            buf_puts(&b, "  (no variance: the held-out rows share one flip rate, often none flipped, so R^2 is not "
+                         "defined)\n");
         if (ev->n_importance) {
             buf_puts(&b, "  top features by gain:");
             for (size_t i = 0; i < ev->n_importance && i < 5; i++)

@@ -514,6 +514,8 @@ drift_status drift_store_open_readonly(const char *path, drift_store **out, drif
     return DRIFT_OK;
 }
 
+const char *drift_store_path(const drift_store *st) { return st ? st->path : NULL; }
+
 void drift_store_close(drift_store *st) {
     if (!st) return;
     if (st->holds_locks && !st->readonly && st->db) {

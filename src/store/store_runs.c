@@ -622,6 +622,30 @@ drift_status drift_store_count_outcomes(drift_store *st, drift_store_outcomes *o
     return DRIFT_OK;
 }
 
+drift_status drift_store_count_run(drift_store *st, const char *label, drift_store_run_counts *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = store_stmt_prepare(st,
+                                         "SELECT p.workload, r.failed, count(*), "
+                                         "coalesce(sum(r.failed = 0 AND r.finish_reason = 'length'), 0) "
+                                         "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
+                                         "JOIN runs u ON u.id = r.run_id WHERE u.label = ? GROUP BY 1, 2",
+                                         err);
+    if (!s) return store_err_code(err);
+    sqlite3_bind_text(s, 1, label, -1, SQLITE_TRANSIENT);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        drift_workload w = drift_workload_parse((const char *)sqlite3_column_text(s, 0));
+        if (w == DRIFT_WL_UNKNOWN) continue;
+        size_t n = (size_t)sqlite3_column_int64(s, 2);
+        if (sqlite3_column_int(s, 1)) out->errors[w] += n;
+        else out->answers[w] += n;
+        out->cut[w] += (size_t)sqlite3_column_int64(s, 3);
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return store_db_error(st, err, "counting a run's answers");
+    return DRIFT_OK;
+}
+
 drift_status drift_store_completion_tokens(drift_store *st, int64_t *tokens, drift_error *err) {
     *tokens = 0;
     sqlite3_stmt *s = store_stmt_prepare(

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # lab_quick.sh - `driftbench lab --quick` end to end at a reduced size
 # (--limit 3 prompts per suite, 12 new tokens): exit 0, every output file,
-# the flip table's paper columns, the stochastic leg, the size and time
-# estimate printed first, the closing "report:" line; then a second run
-# resumes without generating anything; then `--full --dry-run` says how big
-# the full matrix is (with a WARNING on fewer than 8 cores) and runs nothing.
+# the summary first, the flip table's paper columns, the stochastic leg with
+# its null, the cut answers per workload, the size and time estimate printed
+# first, configurations side by side, the long-context subset (whose prompts
+# do not fit the fixtures' context: said, not fatal), the closing "report:"
+# line; then a second run resumes without generating anything; then
+# `--full --dry-run` says how big the full matrix is (with a WARNING on
+# fewer than 8 cores) and runs nothing.
 set -euo pipefail
 : "${DRIFTBENCH:?set DRIFTBENCH to the CLI}"
 work=$(mktemp -d)
@@ -15,7 +18,7 @@ start=$(date +%s)
 "$DRIFTBENCH" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout" 2>"$work/stderr" || {
     echo "FAIL: lab exited $?"; cat "$work/stdout" "$work/stderr"; exit 1; }
 echo "lab --quick --limit 3 took $(( $(date +%s) - start )) s"
-for f in lab.db matrix.json flip_rates.csv anova.txt pri.txt report.html; do
+for f in lab.db matrix.json matrix_long.json flip_rates.csv anova.txt pri.txt report.html cuts.txt summary.txt stochastic.txt; do
     [ -s "$out/$f" ] || { echo "FAIL: $out/$f missing or empty"; ls -la "$out"; exit 1; }
 done
 head -1 "$out/flip_rates.csv" | grep -q '^experiment_id,model,hardware,precision,framework,workload,flip_rate,num_flips,num_comparisons,ci_low,ci_high' \
@@ -28,7 +31,17 @@ grep -q "tokens/s" "$work/stdout" || { echo "FAIL: no tokens/s"; exit 1; }
 # the size and the time estimate come before anything runs
 grep -Eq '^size: [0-9]+ configurations x 12 prompts \(math 3, code 3, ' "$work/stdout" || { echo "FAIL: no size line"; head -8 "$work/stdout"; exit 1; }
 grep -Eq '^estimate: [0-9]+ configurations to run: about [0-9.]+ (s|min) of generation' "$work/stdout" || { echo "FAIL: no estimate"; head -8 "$work/stdout"; exit 1; }
-grep -q '^quick: long_context is left out' "$work/stdout" || { echo "FAIL: no word on long_context"; exit 1; }
+grep -q '^quick: long_context (3 prompts, each a prefill of ~[0-9]* tokens) runs on 4 configurations only' "$work/stdout" || { echo "FAIL: no word on long_context"; exit 1; }
+grep -q '^long_context: every request failed on 4 of 4 configurations' "$work/stdout" || { echo "FAIL: the fixtures' long_context failures not said"; grep long_context "$work/stdout"; exit 1; }
+grep -Eq '^lab: [0-9]+ configurations, 2 side by side' "$work/stdout" || [ "$(nproc)" -lt 2 ] || { echo "FAIL: not side by side"; tail -3 "$work/stdout"; exit 1; }
+# the summary comes before the flip table; the cut answers are counted per workload
+s=$(grep -n '== summary: what this lab found ==' "$work/stdout" | cut -d: -f1)
+f=$(grep -n '== flip rate by workload' "$work/stdout" | cut -d: -f1)
+[ -n "$s" ] && [ -n "$f" ] && [ "$s" -lt "$f" ] || { echo "FAIL: the summary is not first ($s, $f)"; exit 1; }
+grep -q '^math: 54 of 54 answers cut at 12 new tokens (100.00%)' "$out/cuts.txt" || { echo "FAIL: cuts.txt"; cat "$out/cuts.txt"; exit 1; }
+cut_db=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id join prompts p on p.id = r.prompt_rowid where u.label not like 'stochastic/%' and p.workload = 'code' and r.failed = 0 and r.finish_reason = 'length'")
+grep -q "^code: $cut_db of 54 answers cut" "$out/cuts.txt" || { echo "FAIL: code cuts != $cut_db in the store"; cat "$out/cuts.txt"; exit 1; }
+grep -Eq '^scoring: [0-9]+ distinct verdicts kept, [1-9][0-9]* reused' "$work/stdout" || { echo "FAIL: no verdict reused"; grep '^scoring' "$work/stdout"; exit 1; }
 grep -Eq 'generation [0-9.]+ s, estimated [0-9]+ s' "$work/stdout" || { echo "FAIL: estimate not beside the measured time"; tail -3 "$work/stdout"; exit 1; }
 grep -q "ANOVA type 2" "$out/anova.txt" || { echo "FAIL: anova.txt"; cat "$out/anova.txt"; exit 1; }
 grep -q "held-out level" "$out/pri.txt" || { echo "FAIL: pri.txt"; cat "$out/pri.txt"; exit 1; }
@@ -39,8 +52,9 @@ runs=$(sqlite3 "$out/lab.db" "select count(*) from runs where finished_at is not
 [ "$runs" = "$configs" ] || { echo "FAIL: $runs finished runs for $configs configurations"; exit 1; }
 # the stochastic leg: two sampled runs (5 replicates) and its summary
 stoch=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label like 'stochastic/%'")
-[ "$stoch" = 30 ] || { echo "FAIL: stochastic leg stored $stoch responses (want 2 runs x 3 prompts x 5 replicates)"; exit 1; }
+[ "$stoch" = 60 ] || { echo "FAIL: stochastic leg stored $stoch responses (want 4 runs x 3 prompts x 5 replicates)"; exit 1; }
 grep -q "expected flip rate over replicate pairs" "$out/stochastic.txt" || { echo "FAIL: stochastic.txt"; exit 1; }
+grep -Eq "^(null: each stack against itself with seeds 1042\+r|against the null)" "$out/stochastic.txt" || { echo "FAIL: no null in stochastic.txt"; cat "$out/stochastic.txt"; exit 1; }
 cp "$out/flip_rates.csv" "$work/flip_rates.first"
 # resume: nothing left to generate
 "$DRIFTBENCH" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout2" 2>"$work/stderr2" || {

@@ -18,7 +18,9 @@ for _ in $(seq 100); do grep -q '^PORT ' "$dir/out" && break; sleep 0.05; done
 port=$(awk '/^PORT /{print $2}' "$dir/out")
 [ -n "$port" ] || { echo "no PORT line"; cat "$dir/err"; exit 1; }
 rss() { awk '/^VmRSS:/{print $2}' "/proc/$spid/status"; }
-"$DRIFT_BUILD/loadgen" "http://127.0.0.1:$port" 32 3 3 4 # warm-up
+# warm-up: three rounds, so that the allocator's caches (ASan's per-thread
+# ones grow for several rounds) have settled before the measured rounds
+for _ in 1 2 3; do "$DRIFT_BUILD/loadgen" "http://127.0.0.1:$port" 32 3 3 4 >/dev/null; done
 before=$(rss)
 for round in 1 2 3; do
     line=$("$DRIFT_BUILD/loadgen" "http://127.0.0.1:$port" 32 3 3 4)

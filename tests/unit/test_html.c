@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "driftbench/matrix.h"
+#include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "driftbench/store.h"
 #include "driftbench/suite.h"
@@ -221,6 +223,36 @@ static void test_render_pure(void **state) {
     assert_non_null(strstr(html, "PRI could not be evaluated: no booster"));
     check_balanced(html);
     free(html);
+    /* a PRI evaluation whose R^2 is not defined says why instead of NaN */
+    drift_pri_holdout lv[2] = {{.name = "precision=fp8", .n_test = 3, .test_r2 = NAN, .test_mae = 0},
+                               {.name = "hardware=b200", .n_test = 1, .test_r2 = NAN, .test_mae = NAN}};
+    drift_pri_eval ev;
+    memset(&ev, 0, sizeof ev);
+    ev.random_split = (drift_pri_holdout){.name = "random", .n_test = 4, .test_r2 = NAN, .test_mae = 0.5};
+    ev.cv_r2_mean = ev.cv_r2_sd = NAN;
+    ev.levels = lv;
+    ev.n_levels = 2;
+    r.analyses.pri = &ev;
+    /* the lab's summary fragment comes first, under the title */
+    char *frag = NULL;
+    drift_lab_summary_in in = {.table = t, .analyses = &r.analyses};
+    assert_int_equal(drift_lab_summary_render(&in, NULL, &frag, &err), DRIFT_OK);
+    o.summary_html = frag;
+    o.note = "the note";
+    assert_int_equal(drift_html_render(&r, &o, &html, &err), DRIFT_OK);
+    const char *sum = strstr(html, "<section id=\"summary\">"), *note = strstr(html, "the note"),
+               *kpis = strstr(html, "<div class=\"kpis\">");
+    assert_non_null(sum);
+    assert_true(sum < note && note < kpis);
+    assert_non_null(strstr(html, "test R&#178; = no variance (MAE 0.500 points)"));
+    assert_non_null(strstr(html, "<td>precision=fp8</td><td class=\"num\">0</td><td class=\"num\">3</td>"
+                                 "<td class=\"num\">no variance</td>"));
+    assert_non_null(strstr(html, "<td class=\"num\">too few rows</td>"));
+    for (const char *p = html; (p = strcasestr(p, "nan")); p++)
+        assert_true(p > html && isalpha((unsigned char)p[-1])); /* only inside words */
+    check_balanced(html);
+    free(html);
+    free(frag);
     drift_table_free(t);
 }
 

@@ -55,10 +55,10 @@ static void test_design_quick(void **state) {
     assert_string_equal(s->baseline, "ref@{model}");
     assert_int_equal(s->n_configs, 2 + 2 * 8);
     assert_int_equal(s->n_suites, 4);
-    assert_string_equal(s->suites[0], "builtin:math?n=16");
-    assert_string_equal(s->suites[1], "builtin:code?n=6");
-    assert_string_equal(s->suites[2], "builtin:safety?n=12");
-    assert_string_equal(s->suites[3], "builtin:chat?n=12");
+    assert_string_equal(s->suites[0], "builtin:math?n=150");
+    assert_string_equal(s->suites[1], "builtin:code?n=164");
+    assert_string_equal(s->suites[2], "builtin:safety?n=100");
+    assert_string_equal(s->suites[3], "builtin:chat?n=100");
     assert_int_equal(s->max_tokens, 32);
     assert_int_equal(s->seed, 42);
     assert_true(s->temperature == 0.0);
@@ -132,7 +132,8 @@ static void touch(const char *dir, const char *name) {
     close(fd);
 }
 
-/* Models: *.gguf sorted, names made safe for labels; --quick keeps two. */
+/* Models: *.gguf sorted, "-fragile-" ones first, names made safe for
+ * labels; --quick keeps three. */
 static void test_models_find(void **state) {
     (void)state;
     char dir[] = "/tmp/drift_test_lab_XXXXXX";
@@ -140,6 +141,7 @@ static void test_models_find(void **state) {
     touch(dir, "c.gguf");
     touch(dir, "a,x=1.gguf");
     touch(dir, "b.gguf");
+    touch(dir, "z-fragile-1.gguf");
     touch(dir, "notes.txt");
     drift_lab_opts o;
     drift_lab_opts_default(&o);
@@ -149,28 +151,30 @@ static void test_models_find(void **state) {
     memset(&s, 0, sizeof s);
     drift_error err = {0};
     assert_int_equal(drift_lab_models_find(&s, &o, &err), DRIFT_OK);
-    assert_int_equal(s.n_found, 3);
-    assert_int_equal(s.n_models, 2);
+    assert_int_equal(s.n_found, 4);
+    assert_int_equal(s.n_models, 3);
+    assert_int_equal(s.n_fragile, 1);
     assert_int_equal(s.fixtures, 0);
-    assert_string_equal(s.models[0].name, "a_x_1");
-    assert_string_equal(s.models[1].name, "b");
-    assert_non_null(strstr(s.models[1].path, "/b.gguf"));
-    assert_int_equal(s.max_tokens, 32);
-    assert_int_equal(s.stoch_prompts, 16);
+    assert_string_equal(s.models[0].name, "z-fragile-1");
+    assert_string_equal(s.models[1].name, "a_x_1");
+    assert_string_equal(s.models[2].name, "b");
+    assert_non_null(strstr(s.models[2].path, "/b.gguf"));
+    assert_int_equal(s.max_tokens, DRIFT_LAB_QUICK_TOKENS);
+    assert_int_equal(s.stoch_prompts, DRIFT_LAB_STOCH_PROMPTS);
     drift_lab_study_clear(&s);
 
     o.full = 1;
     o.limit = 5;
     assert_int_equal(drift_lab_models_find(&s, &o, &err), DRIFT_OK);
-    assert_int_equal(s.n_models, 3);
-    assert_string_equal(s.models[2].name, "c");
-    assert_int_equal(s.max_tokens, 128);
+    assert_int_equal(s.n_models, 4);
+    assert_string_equal(s.models[3].name, "c");
+    assert_int_equal(s.max_tokens, DRIFT_LAB_FULL_TOKENS);
     assert_int_equal(s.stoch_prompts, 5);
     drift_lab_study_clear(&s);
 
     char p[512];
-    const char *names[] = {"a,x=1.gguf", "b.gguf", "c.gguf", "notes.txt"};
-    for (size_t i = 0; i < 4; i++) {
+    const char *names[] = {"a,x=1.gguf", "b.gguf", "c.gguf", "z-fragile-1.gguf", "notes.txt"};
+    for (size_t i = 0; i < 5; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         unlink(p);
     }
@@ -244,13 +248,26 @@ static void test_suite_seconds(void **state) {
  *                                              ref 0.2 + 0.08 = 0.28
  *   ref config: 0.56 + 0.28 = 0.84; 7 cpu configs: 7 * (0.14825 + 0.0735) = 1.55225
  *   stochastic: math scaled to 4 prompts (c1 800, c2 200000, 200 tokens):
- *     0.2 + 0.0125 + 10 * (0.008 + 0.0004) = 0.2965, x 5 replicates x 2 runs = 2.965
- *   gen_s = 5.35725; long_context (not in the matrix) would add ref 2.08 + 8 * 0.78 = 8.32 */
+ *     0.2 + 0.0125 + 10 * (0.008 + 0.0004) = 0.2965, x 5 replicates x 3 runs = 4.4475
+ *   the long spec (ref, f32, fp8, int4 of the model; f32's stored): ref 2.08 + 2 * 0.78 = 3.64
+ *   gen_s = 0.84 + 1.55225 + 4.4475 + 3.64; wall over 2 jobs: half */
 static void test_plan_apply(void **state) {
     (void)state;
     drift_matrix_spec *s = design(MODELS, 1, 0, -1, 10, 0, 1, NULL);
     assert_int_equal(s->n_configs, 9);
-    unsigned char done[9] = {0};
+    char *lj = drift_lab_design_long_json(MODELS, 1, -1, 10, 1);
+    assert_non_null(lj);
+    drift_matrix_spec *ls = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_spec_parse(lj, strlen(lj), "matrix_long.json", &ls, &err), DRIFT_OK);
+    free(lj);
+    assert_int_equal(ls->n_configs, 4);
+    assert_string_equal(ls->suites[0], "builtin:long?n=20");
+    assert_string_equal(ls->configs[0].label, "ref@a");
+    assert_string_equal(ls->configs[1].label, "a/cpu-best/f32/seq");
+    assert_string_equal(ls->configs[2].label, "a/cpu-best/fp8/seq");
+    assert_string_equal(ls->configs[3].label, "a/cpu-best/int4/seq");
+    unsigned char done[9] = {0}, long_done[4] = {0, 1, 0, 0};
     done[1] = 1;
     drift_lab_plan p;
     memset(&p, 0, sizeof p);
@@ -263,22 +280,36 @@ static void test_plan_apply(void **state) {
     p.stoch_prompts = 4;
     p.stoch_replicates = 5;
     p.cost = COST;
+    p.jobs = 2;
+    p.long_spec = ls;
+    p.long_done = long_done;
+    p.long_todo = 3;
     p.long_suite = (drift_lab_suite_size){"long_context", 1, 1000, 1000000};
     drift_lab_plan_apply(&p, s);
-    assert_float_equal(p.gen_s, 0.84 + 1.55225 + 2.965, 1e-9);
-    assert_float_equal(p.long_s, 0, TOL);
-    assert_float_equal(p.long_add_s, 8.32, 1e-9);
+    assert_float_equal(p.gen_s, 0.84 + 1.55225 + 5.93 + 3.64, 1e-9);
+    assert_float_equal(p.long_s, 3.64, 1e-9);
+    assert_float_equal(p.stoch_s, 5.93, 1e-9); /* 4 runs x 1.4825 s */
+    assert_float_equal(p.wall_s, p.gen_s / 2, 1e-9);
+    /* per configuration: the main spec's suites, or the long spec's */
+    assert_float_equal(drift_lab_plan_config_seconds(&p, s, 0), 0.84, 1e-9);
+    assert_float_equal(drift_lab_plan_config_seconds(&p, s, 1), 0, TOL);
+    assert_float_equal(drift_lab_plan_config_seconds(&p, s, 2), 0.14825 + 0.0735, 1e-9);
+    assert_float_equal(drift_lab_plan_config_seconds(&p, ls, 0), 2.08, 1e-9);
+    assert_float_equal(drift_lab_plan_config_seconds(&p, ls, 1), 0, TOL);
+    assert_float_equal(drift_lab_plan_config_seconds(&p, ls, 3), 0.78, 1e-9);
 
     /* long_context in the matrix counts in long_s too (nothing stored, no math:
-     * no stochastic leg): 9 configs, the ref one at 2.08 */
+     * no stochastic leg, no long spec): 9 configs, the ref one at 2.08 */
     memset(done, 0, sizeof done);
     p.n_suites = 1;
     p.suites[0] = p.long_suite;
-    p.long_suite.n = 0;
+    p.long_spec = NULL;
+    p.jobs = 0;
     drift_lab_plan_apply(&p, s);
     assert_float_equal(p.gen_s, 8.32, 1e-9);
     assert_float_equal(p.long_s, 8.32, 1e-9);
-    assert_float_equal(p.long_add_s, 0, TOL);
+    assert_float_equal(p.wall_s, 8.32, 1e-9);
+    drift_matrix_spec_free(ls);
     drift_matrix_spec_free(s);
 }
 
@@ -403,14 +434,15 @@ static void count_events(void *user, const drift_progress *p) {
         const drift_lab_stochastic_summary *s = p->summary;
         e->items++;
         e->last_done = s->done;
-        assert_int_equal(p->total, 2);
+        assert_int_equal(p->total, 4);
         assert_string_equal(p->label, s->label);
     }
 }
 
-/* The leg's two runs on the tiny fixture (2 math prompts x 5 replicates, 4
- * new tokens): stored, scored, compared without a deterministic pair; run
- * again, nothing is asked. */
+/* The leg's four runs (f32, int4, each again at the null seed) on the tiny fixture (2
+ * math prompts x 5 replicates, 4 new tokens): stored, scored, compared
+ * without a deterministic pair (so no null figures, said why); run again,
+ * nothing is asked. */
 static void test_stochastic_run(void **state) {
     (void)state;
     const char *src = getenv("DRIFT_SOURCE");
@@ -441,18 +473,21 @@ static void test_stochastic_run(void **state) {
     so.progress_user = &ev;
     drift_lab_stochastic_summary sum;
     assert_int_equal(drift_lab_stochastic_run(st, &x, &so, &sum, &err), DRIFT_OK);
-    assert_int_equal(sum.done, 2);
-    assert_string_equal(sum.label, x.label_int4);
+    assert_int_equal(sum.done, 4);
+    assert_string_equal(sum.label, x.label_null_int4);
+    assert_int_equal(x.null_seed, DRIFT_LAB_STOCH_NULL_SEED);
     assert_int_equal(sum.run.requested, 2 * 5);
     assert_int_equal(sum.run.answers + sum.run.errors, 2 * 5);
     assert_int_equal(sum.score.scored[DRIFT_WL_MATH] + sum.score.eval_errors[DRIFT_WL_MATH], sum.run.answers);
-    assert_int_equal(ev.run_begin, 2);
-    assert_int_equal(ev.run_end, 2);
-    assert_int_equal(ev.items, 2);
-    assert_int_equal(ev.last_done, 2);
+    assert_int_equal(ev.run_begin, 4);
+    assert_int_equal(ev.run_end, 4);
+    assert_int_equal(ev.items, 4);
+    assert_int_equal(ev.last_done, 4);
     assert_int_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
     assert_int_equal(x.det_ok, 0);
     assert_true(isnan(x.ratio));
+    assert_int_equal(x.null_ok, 0);
+    assert_true(x.null_reason[0] != 0);
     if (sum.run.answers == 10) assert_false(isnan(x.expected_flip_rate));
     /* resumed: nothing left to ask or score */
     assert_int_equal(drift_lab_stochastic_run(st, &x, &so, &sum, &err), DRIFT_OK);

@@ -29,7 +29,8 @@
 #include "driftbench/profile.h"
 #include "driftbench/suite.h"
 
-static const char *const MODELS[] = {"llama-gqa-7m", "qwen2-7m", "llama-moe-6m"};
+static const char *const MODELS[] = {"llama-gqa-7m", "qwen2-7m", "llama-moe-6m", "llama-fragile-7m",
+                                     "qwen2-fragile-7m"};
 
 static drift_model *load(const char *name) {
     const char *src = getenv("DRIFT_SOURCE");
@@ -146,6 +147,15 @@ static void test_moe(void **st) {
     (void)st;
     check_model(MODELS[2]);
 }
+/* the fragile models (issue 23: trained on several valid answers per prompt) */
+static void test_llama_fragile(void **st) {
+    (void)st;
+    check_model_answers(MODELS[3], 1);
+}
+static void test_qwen2_fragile(void **st) {
+    (void)st;
+    check_model_answers(MODELS[4], 1);
+}
 static void test_guard(void **st) {
     (void)st;
     check_model_answers("guard/guard-llama-1m", 0);
@@ -186,6 +196,8 @@ int main(void) {
         cmocka_unit_test(test_llama),
         cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_moe),
+        cmocka_unit_test(test_llama_fragile),
+        cmocka_unit_test(test_qwen2_fragile),
         cmocka_unit_test(test_guard),
         cmocka_unit_test(test_long_suite_tokens),
     };

@@ -507,6 +507,9 @@ static void test_summaries_render(void **state) {
     assert_non_null(strstr(s, "ANOVA type 1: not computable: singular\n"
                               "ANOVA type 2  flip_rate ~ C(hardware)  (n=17, rank 2 of 2 columns)\n"));
     assert_null(strstr(s, "type 3"));
+    /* the residual row has no F or p: "-", never "nan" */
+    assert_non_null(strstr(s, "  Residual                              15          7.5          -          -          -   0.750\n"));
+    assert_null(strcasestr(s, "nan"));
     free(s);
     assert_int_equal(drift_pri_summary_render(&an, &s, &err), DRIFT_OK);
     assert_string_equal(s, "PRI: not computable: no booster\n");
@@ -540,19 +543,46 @@ static void test_pri_render(void **state) {
     assert_string_equal(json_string_value(json_object_get(json_object_get(root, "baseline"), "hardware")), "h100");
     json_decref(root);
     free(s);
-    /* an evaluation: NaN R^2 is null in JSON, printed as nan in text */
+    /* an evaluation: NaN R^2 is null in JSON; in text it says why ("no variance": the test rows share one
+     * flip rate; "too few rows" under two), never "nan" */
     drift_pri_eval e;
     memset(&e, 0, sizeof e);
     e.random_split = (drift_pri_holdout){.name = "random 80/20", .n_train = 16, .n_test = 4, .train_r2 = 0.9,
                                          .test_r2 = NAN, .test_mae = 0.5, .paper_r2 = NAN, .depth = 3, .eta = 0.3};
     e.n_features = 7;
+    e.abl_full = NAN;
     e.cv_r2_mean = e.cv_r2_sd = NAN;
     for (int k = 0; k < 5; k++) e.cv_fold_r2[k] = NAN;
     assert_int_equal(drift_pri_eval_render(&e, "t.csv", 1, 12, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
     assert_non_null(strstr(s, "PRI evaluation of t.csv: 7 features, hyper-parameters chosen by inner CV"));
     assert_non_null(strstr(s, "(none of b200, fp4, sglang, qwen-7b is in this table)"));
     assert_non_null(strstr(s, "\nelapsed 12 ms\n"));
+    assert_non_null(strstr(s, "  random 80/20                        16     4       0.9000  no variance    0.500"));
+    assert_non_null(strstr(s, "  5-fold CV R2: - +- - over 0 defined (folds no variance, no variance, no variance, "
+                              "no variance, no variance)\n"));
+    assert_non_null(strstr(s, "  full                             no variance\n"));
+    assert_null(strcasestr(s, "nan"));
     free(s);
+    /* the lab's PRI block: the same words, and one line that says what they mean */
+    drift_pri_holdout lv[2] = {{.name = "precision=fp8", .n_train = 9, .n_test = 3, .test_r2 = NAN, .test_mae = 0},
+                               {.name = "hardware=b200", .n_train = 11, .n_test = 1, .test_r2 = NAN, .test_mae = 0.25}};
+    e.levels = lv;
+    e.n_levels = 2;
+    drift_table_analyses an;
+    memset(&an, 0, sizeof an);
+    an.n_rows = 20;
+    an.pri_asked = an.pri_fits = 1;
+    an.pri = &e;
+    assert_int_equal(drift_pri_summary_render(&an, &s, &err), DRIFT_OK);
+    assert_non_null(strstr(s, "  random 80/20 split: test R^2 no variance, MAE 0.500 points (train 16, test 4)\n"));
+    assert_non_null(strstr(s, "  precision=fp8                          9     3  no variance  0.000\n"));
+    assert_non_null(strstr(s, "  hardware=b200                         11     1 too few rows  0.250\n"));
+    assert_non_null(strstr(s, "(no variance: the held-out rows share one flip rate"));
+    assert_non_null(strstr(s, "5-fold CV R^2: none defined"));
+    assert_null(strcasestr(s, "nan"));
+    free(s);
+    e.levels = NULL;
+    e.n_levels = 0;
     assert_int_equal(drift_pri_eval_render(&e, "t.csv", 0, 12, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
     root = json_loads(s, 0, &je);
     assert_non_null(root);

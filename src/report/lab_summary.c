@@ -1,0 +1,742 @@
+/* lab_summary.c - what the lab found, said first (report.h:
+ * drift_lab_summary_render), pure: a function of the flip table, its
+ * analyses (drift_table_analyze) and the stochastic leg's figures.
+ *
+ *   compute   per workload: flips / pairs pooled over the table's rows, a
+ *             95% interval, where it sits against the paper's figure; the
+ *             paper's order checked pair by pair; the ANOVA's largest
+ *             terms; the PRI's held-out R^2 grouped by dimension
+ *   sentences each finding as plain text, built once (sentence_*)
+ *   text      a heading, the rate table, the sentences word-wrapped
+ *   html      <section id="summary">: an inline SVG bar chart (bars = the
+ *             pooled rates, whiskers = the intervals, red marks = the
+ *             paper's figures), the table, the same sentences escaped
+ *
+ * The interval. The paper reports Wilson 95% intervals of flip rates and
+ * compare does the same (stats.c, drift_wilson). Pooled over the
+ * configurations of a workload, though, the pairs are not independent: every
+ * configuration answers the same prompts, and a prompt near a decision
+ * boundary flips under many of them. The table carries counts per
+ * configuration only, not per prompt, so a cluster bootstrap over prompts
+ * cannot be run from it. What can be said from it is a bound: the pooled
+ * rate is the mean over prompts of each prompt's share of flipped pairs, a
+ * number in [0, 1], whose variance is at most p (1 - p) whatever the
+ * correlation between configurations. So the Wilson interval of the pooled
+ * rate with n = the number of prompts (the largest pair count of the
+ * workload's rows) holds however strongly the configurations agree; it is
+ * conservative (wider than a cluster bootstrap when configurations flip
+ * different prompts, as wide when they flip the same ones). Wilson's
+ * formula is used with the real-valued count p n (wilson_p; for an integer
+ * count it is drift_wilson's). The paper's figure is the mean over its 105
+ * configurations of per-configuration rates; with the same prompts in
+ * every configuration the pooled rate is that mean.
+ *
+ * Verdicts: an interval that holds both 0 and the paper's figure is "too
+ * few prompts to say"; one that holds the paper's figure and also half or
+ * double it is "too wide to pin down" (consistent only in the weakest
+ * sense); the order holds when every pair of workloads has
+ * intervals apart in the paper's order, does not when some pair's are
+ * apart the other way, and otherwise cannot be said (non-overlapping 95%
+ * intervals are a conservative test, stated as such).
+ *
+ * Every number printed goes through num() or is an integer count, so NaN
+ * and infinities never reach the output ("-", "no variance" or a reason
+ * instead). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/report.h"
+#include "driftbench/report_html.h"
+#include "report/report_internal.h"
+#include "util/util.h"
+
+#define Z95 1.959963984540054
+#define PAPER_STOCH_RATIO 0.23
+#define WRAP_COLS 100
+/* counts above this are not a lab's (and their sums could overflow) */
+#define MAX_COUNT 1000000000000L
+
+/* The paper's mean flip rate per workload over its 105 configurations
+ * (artifact flip_rates.csv); chat: the paper's SDR figure (no chat rows in
+ * the artifact's table). */
+static const double paper_rate[DRIFT_WL_COUNT] = {
+    [DRIFT_WL_MATH] = 16.74, [DRIFT_WL_CODE] = 0.09, [DRIFT_WL_SAFETY] = 7.97,
+    [DRIFT_WL_CHAT] = 12.4, [DRIFT_WL_LONG] = 1.55,
+};
+/* shown in the paper's order, chat last */
+static const drift_workload shown[DRIFT_WL_COUNT] = {DRIFT_WL_MATH, DRIFT_WL_SAFETY, DRIFT_WL_LONG, DRIFT_WL_CODE,
+                                                     DRIFT_WL_CHAT};
+#define N_ORDERED 4 /* the first four of shown[]: the paper's order */
+
+/* The paper's held-out-dimension R^2 (generalization_results.csv). */
+static const struct {
+    const char *dim, *level;
+    double r2;
+} paper_holdout[] = {{"hardware", "b200", 0.909}, {"precision", "fp4", 0.763}, {"framework", "sglang", 0.479},
+                     {"model", "qwen-7b", 0.118}};
+
+double drift_lab_summary_paper_rate(drift_workload w) {
+    return w >= 0 && w < DRIFT_WL_COUNT ? paper_rate[w] : NAN;
+}
+
+/* ------------------------------------------------------------ compute */
+
+/* where an interval sits against the paper's figure P: holds 0 and P;
+ * holds P and also half or double it (too wide to pin down); holds P;
+ * below; above */
+enum vs_paper { VS_NONE, VS_TOO_FEW, VS_WIDE, VS_AROUND, VS_BELOW, VS_ABOVE };
+static const char *const vs_word[] = {"", "too few to say", "too wide to say", "consistent", "below", "above"};
+
+typedef struct wl_stat {
+    int present;          /* some row with pairs */
+    size_t configs;       /* rows with pairs */
+    long long flips, pairs;
+    long prompts;         /* the largest pair count of a row: the prompts, each counted once */
+    double rate, lo, hi;  /* percent */
+    enum vs_paper vs;
+} wl_stat;
+
+typedef struct summary {
+    const drift_lab_summary_in *in;
+    wl_stat wl[DRIFT_WL_COUNT];
+    size_t n_rows, n_bad;  /* rows; rows ignored (unknown workload, impossible counts) */
+    size_t configs;        /* distinct experiment ids with pairs */
+} summary;
+
+/* v with `decimals` decimals when finite, else "-". */
+static const char *num(char *buf, size_t cap, int decimals, double v) {
+    if (!isfinite(v)) return "-";
+    snprintf(buf, cap, "%.*f", decimals, v);
+    return buf;
+}
+
+/* Wilson score interval of a proportion p observed over n (real n > 0),
+ * z = 1.96; [0, 1] when n is not positive. drift_wilson for k = p n. */
+static void wilson_p(double p, double n, double *lo, double *hi) {
+    if (!(n > 0) || !(p >= 0 && p <= 1)) {
+        *lo = 0;
+        *hi = 1;
+        return;
+    }
+    double z2 = Z95 * Z95, denom = 1 + z2 / n;
+    double centre = (p + z2 / (2 * n)) / denom;
+    double half = Z95 * sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom;
+    *lo = p == 0 || centre - half < 0 ? 0 : centre - half;
+    *hi = p == 1 || centre + half > 1 ? 1 : centre + half;
+}
+
+static int row_valid(const drift_table_row *r) {
+    return r->num_comparisons > 0 && r->num_comparisons <= MAX_COUNT && r->num_flips >= 0 &&
+           r->num_flips <= r->num_comparisons;
+}
+
+static void compute(summary *s, const drift_lab_summary_in *in) {
+    memset(s, 0, sizeof *s);
+    s->in = in;
+    const drift_table *t = in->table;
+    s->n_rows = t->n_rows;
+    for (size_t i = 0; i < t->n_rows; i++) {
+        const drift_table_row *r = &t->rows[i];
+        drift_workload w = t->n_dims > DRIFT_DIM_WORKLOAD ? drift_workload_parse(r->dims[DRIFT_DIM_WORKLOAD])
+                                                          : DRIFT_WL_UNKNOWN;
+        if (w < 0 || w >= DRIFT_WL_COUNT || !row_valid(r)) {
+            s->n_bad++;
+            continue;
+        }
+        wl_stat *x = &s->wl[w];
+        x->present = 1;
+        x->configs++;
+        x->flips += r->num_flips;
+        x->pairs += r->num_comparisons;
+        if (r->num_comparisons > x->prompts) x->prompts = r->num_comparisons;
+        int seen = 0; /* configurations: distinct experiment ids */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = row_valid(&t->rows[j]) && t->rows[j].experiment_id && r->experiment_id &&
+                   !strcmp(t->rows[j].experiment_id, r->experiment_id);
+        if (!seen) s->configs++;
+    }
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+        wl_stat *x = &s->wl[w];
+        if (!x->present) continue;
+        double p = (double)x->flips / (double)x->pairs, lo, hi;
+        wilson_p(p, (double)x->prompts, &lo, &hi);
+        x->rate = 100 * p;
+        x->lo = 100 * lo;
+        x->hi = 100 * hi;
+        double pr = paper_rate[w];
+        if (x->lo <= 0 && x->hi >= pr) x->vs = VS_TOO_FEW;
+        else if (x->lo <= pr && pr <= x->hi) x->vs = x->lo <= pr / 2 || x->hi >= 2 * pr ? VS_WIDE : VS_AROUND;
+        else x->vs = x->hi < pr ? VS_BELOW : VS_ABOVE;
+    }
+}
+
+/* ------------------------------------------------------------ sentences */
+
+/* Plain-text builder with a sticky out-of-memory flag. */
+typedef struct sbuf {
+    util_buf b;
+    int oom;
+} sbuf;
+
+static void sb_printf(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (buf_vprintf(&s->b, fmt, ap)) s->oom = 1;
+    va_end(ap);
+}
+static void sb_puts(sbuf *s, const char *str) {
+    if (buf_puts(&s->b, str)) s->oom = 1;
+}
+
+static const char *wl_name(drift_workload w) { return drift_workload_name(w); }
+
+/* A percent with two decimals (three under 0.01, so a small rate does not
+ * read as 0); "-" when not finite. */
+static const char *pct(char *buf, size_t cap, double v) {
+    if (!isfinite(v)) return "-";
+    snprintf(buf, cap, "%.*f%%", v != 0 && fabs(v) < 0.01 ? 3 : 2, v);
+    return buf;
+}
+
+static void sentence_models(sbuf *o, const summary *s) {
+    if (s->in->test_fixtures)
+        sb_puts(o, "These answers come from the test fixtures (tiny random models whose answers are noise): the "
+                   "figures below show the machinery, not drift.");
+    else
+        sb_puts(o, "These are small fixture models (a few MB), calibrated to behave like real ones (near-ties where "
+                   "real language has them); what they show is about the tool, not about 8B models.");
+}
+
+/* One workload's rate against the paper's, as a clause. */
+static void clause_vs(sbuf *o, drift_workload w, const wl_stat *x) {
+    char a[32], b[32], c[32], p[32];
+    const char *paper = pct(p, sizeof p, paper_rate[w]);
+    sb_printf(o, "%s %s [%s, %s]", wl_name(w), pct(a, sizeof a, x->rate), pct(b, sizeof b, x->lo),
+              pct(c, sizeof c, x->hi));
+    switch (x->vs) {
+    case VS_TOO_FEW:
+        sb_printf(o, ": too few prompts to say (the interval holds both 0 and the paper's %s)", paper);
+        break;
+    case VS_WIDE:
+        sb_printf(o, ": holds the paper's %s, but also half or double it: too few prompts to pin it down", paper);
+        break;
+    case VS_AROUND: sb_printf(o, ": consistent with the paper's %s", paper); break;
+    case VS_BELOW: sb_printf(o, ": below the paper's %s", paper); break;
+    case VS_ABOVE: sb_printf(o, ": above the paper's %s", paper); break;
+    default: break;
+    }
+}
+
+static void sentence_rates(sbuf *o, const summary *s) {
+    int any = 0;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) any |= s->wl[shown[i]].present;
+    if (!any) {
+        sb_printf(o, "No workload has pairs against its baseline%s: there is no flip rate to report.",
+                  s->n_bad ? " (the table's rows have no valid counts)" : "");
+        return;
+    }
+    sb_printf(o, "Flip rate per workload, pooled over its configurations (flips / pairs), 95%% Wilson interval "
+                 "counting each prompt once (the configurations answer the same prompts, so their pairs are not "
+                 "independent): ");
+    int first = 1;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown[i];
+        if (!s->wl[w].present) continue;
+        if (!first) sb_puts(o, "; ");
+        first = 0;
+        clause_vs(o, w, &s->wl[w]);
+    }
+    sb_puts(o, ".");
+    int missing = 0;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++)
+        if (!s->wl[shown[i]].present) {
+            sb_printf(o, "%s%s", missing ? ", " : " Not run: ", wl_name(shown[i]));
+            missing = 1;
+        }
+    if (missing) sb_puts(o, ".");
+    if (s->wl[DRIFT_WL_CHAT].present)
+        sb_puts(o, " Chat's flip is semantic drift (SDR > 0.30); the paper's chat figure is its SDR of 12.4%, "
+                   "not a rate from its table, so that comparison is loose.");
+    if (s->n_bad) sb_printf(o, " %zu table row(s) ignored (unknown workload or impossible counts).", s->n_bad);
+}
+
+/* The paper's order math > safety > long_context > code, pair by pair. */
+static void sentence_order(sbuf *o, const summary *s) {
+    const wl_stat *x[N_ORDERED];
+    int n = 0;
+    for (int i = 0; i < N_ORDERED; i++) n += (x[i] = &s->wl[shown[i]])->present;
+    sb_puts(o, "The paper's order (math > safety > long_context > code): ");
+    if (n < 2) {
+        sb_printf(o, "cannot be checked: %s of those workloads ran here.", n ? "only one" : "none");
+        return;
+    }
+    int confirmed = 0, pairs = 0;
+    util_buf rev = {0}, open = {0};
+    int oom = 0;
+    for (int i = 0; i < N_ORDERED; i++)
+        for (int j = i + 1; j < N_ORDERED; j++) {
+            if (!x[i]->present || !x[j]->present) continue;
+            pairs++;
+            const char *a = wl_name(shown[i]), *b = wl_name(shown[j]);
+            if (x[i]->lo > x[j]->hi) confirmed++;
+            else if (x[i]->hi < x[j]->lo) oom |= buf_printf(&rev, "%s%s < %s", rev.len ? ", " : "", a, b);
+            else
+                oom |= buf_printf(&open, "%s%s %s %s", open.len ? ", " : "", a,
+                                  x[i]->rate > x[j]->rate ? ">" : x[i]->rate < x[j]->rate ? "<" : "=", b);
+        }
+    if (oom) o->oom = 1;
+    if (rev.len)
+        sb_printf(o, "does not hold here: the intervals are apart the other way for %s.", rev.data);
+    else if (confirmed == pairs)
+        sb_printf(o, "holds here, and the 95%% intervals are apart for every pair of the %d workloads that ran.", n);
+    else
+        sb_printf(o, "cannot be said from this sample: the intervals overlap for %s (point estimates; overlapping "
+                     "intervals do not order them)%s.",
+                  open.data ? open.data : "", confirmed ? ", the other pairs are apart in the paper's order" : "");
+    buf_free(&rev);
+    buf_free(&open);
+}
+
+/* "C(precision)" -> "precision" (into buf). */
+static const char *term_name(char *buf, size_t cap, const char *term) {
+    size_t n = strlen(term);
+    if (n > 3 && !strncmp(term, "C(", 2) && term[n - 1] == ')' && !strchr(term, ':'))
+        snprintf(buf, cap, "%.*s", (int)(n - 3), term + 2);
+    else snprintf(buf, cap, "%s", term);
+    return buf;
+}
+
+static int is_stack_axis(const char *name) {
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++)
+        if (!strcmp(name, drift_dim_names[d])) return 1;
+    return 0;
+}
+
+static void term_figures(sbuf *o, const drift_anova_row *r) {
+    char e[32], f[32], p[32];
+    sb_printf(o, "eta^2 %s (F %s, BH-adjusted p ", num(e, sizeof e, 3, r->eta_sq), num(f, sizeof f, 2, r->F));
+    if (isfinite(r->p_bh) && r->p_bh < 0.001) sb_puts(o, "< 0.001");
+    else sb_puts(o, num(p, sizeof p, 3, r->p_bh));
+    sb_puts(o, isfinite(r->p_bh) ? (r->p_bh < 0.05 ? ": significant at 5%)" : ": not significant at 5%)") : ")");
+}
+
+static void sentence_anova(sbuf *o, const summary *s) {
+    const drift_table_analyses *an = s->in->analyses;
+    sb_puts(o, "Which axis moves answers most (ANOVA): ");
+    if (!an) {
+        sb_puts(o, "not computed.");
+        return;
+    }
+    if (!an->formula) {
+        sb_puts(o, "no dimension of the table varies, so there is no axis to compare.");
+        return;
+    }
+    if (!an->anova_fits) {
+        sb_printf(o, "too few rows to say (%zu; the axes that vary need %zu parameters and two residual degrees of "
+                     "freedom).",
+                  an->n_rows, an->n_params);
+        return;
+    }
+    const drift_anova_table *a = NULL;
+    int type = 0;
+    static const int pref[3] = {2, 3, 1};
+    for (int k = 0; k < 3 && !a; k++) a = an->anova[type = pref[k]];
+    if (!a) {
+        for (int k = 0; k < 3; k++)
+            if (an->anova_error[pref[k]].code) {
+                sb_printf(o, "not computable: %s.", an->anova_error[pref[k]].msg);
+                return;
+            }
+        sb_puts(o, "not computed.");
+        return;
+    }
+    const drift_anova_row *best = NULL, *best_stack = NULL;
+    for (size_t i = 0; i < a->n_rows; i++) {
+        const drift_anova_row *r = &a->rows[i];
+        if (!r->term || !strcmp(r->term, "Residual") || !strcmp(r->term, "Intercept") || !isfinite(r->eta_sq)) continue;
+        char nm[96];
+        if (!best || r->eta_sq > best->eta_sq) best = r;
+        if (is_stack_axis(term_name(nm, sizeof nm, r->term)) && (!best_stack || r->eta_sq > best_stack->eta_sq))
+            best_stack = r;
+    }
+    if (!best) {
+        sb_printf(o, "the type %s table has no term with a defined eta^2.", type == 1 ? "I" : type == 2 ? "II" : "III");
+        return;
+    }
+    char nm[96];
+    sb_printf(o, "%s, ", term_name(nm, sizeof nm, best->term));
+    term_figures(o, best);
+    sb_printf(o, "; type %s sums of squares over %zu rows, eta^2 = the term's share of the total sum of squares.",
+              type == 1 ? "I" : type == 2 ? "II" : "III", a->nobs);
+    if (best_stack && best_stack != best) {
+        sb_printf(o, " Of the stack's axes, %s moves answers most: ", term_name(nm, sizeof nm, best_stack->term));
+        term_figures(o, best_stack);
+        sb_puts(o, ".");
+    }
+    if (!best_stack) sb_puts(o, " No axis of the stack (model, hardware, precision, framework) varies here.");
+    else if (!(isfinite(best_stack->p_bh) && best_stack->p_bh < 0.05))
+        sb_puts(o, " No axis of the stack is significant: from these rows the ANOVA cannot tell what the stack "
+                   "changes from noise.");
+}
+
+/* What R^2 of a held-out level says: a figure, "no variance" (with "no
+ * flips" when none of the level's rows has one) or "too few rows". */
+static const char *r2_word(char *buf, size_t cap, const summary *s, const drift_pri_holdout *h, const char *dim,
+                           const char *level) {
+    const char *w = report_r2_text(h->test_r2, h->n_test, 2, buf, cap);
+    if (w == buf || strcmp(w, "no variance")) return w;
+    const drift_table *t = s->in->table;
+    int d = drift_table_dim_index(t, dim), rows = 0, flips = 0;
+    for (size_t i = 0; d >= 0 && i < t->n_rows; i++)
+        if (t->rows[i].dims[d] && !strcmp(t->rows[i].dims[d], level)) {
+            rows++;
+            flips |= t->rows[i].num_flips != 0;
+        }
+    return rows && !flips ? "no variance (no flips)" : "no variance";
+}
+
+static void sentence_pri(sbuf *o, const summary *s) {
+    const drift_table_analyses *an = s->in->analyses;
+    sb_puts(o, "How predictable each axis is (PRI: train without one level, test on it; held-out R^2): ");
+    if (!an || !an->pri_asked) {
+        sb_puts(o, "not computed.");
+        return;
+    }
+    if (!an->pri_fits) {
+        sb_printf(o, "too few rows to say (%zu; it needs %d).", an->n_rows, DRIFT_ANALYSES_PRI_MIN_ROWS);
+        return;
+    }
+    const drift_pri_eval *ev = an->pri;
+    if (!ev) {
+        sb_printf(o, "not computable: %s.", an->pri_error.msg);
+        return;
+    }
+    if (!ev->n_levels) {
+        sb_puts(o, "no level was held out.");
+        return;
+    }
+    const drift_table *t = s->in->table;
+    double best = -INFINITY, worst = INFINITY;
+    char best_d[64] = "", worst_d[64] = "";
+    int first_dim = 1;
+    for (size_t d = 0; d < t->n_dims; d++) {
+        const char *dim = t->dim_names[d];
+        size_t dl = strlen(dim);
+        int n = 0, defined = 0;
+        double sum = 0;
+        for (size_t i = 0; i < ev->n_levels; i++) {
+            const drift_pri_holdout *h = &ev->levels[i];
+            if (strncmp(h->name, dim, dl) || h->name[dl] != '=') continue;
+            const char *level = h->name + dl + 1;
+            if (!n) sb_printf(o, "%s%s: ", first_dim ? "" : "; ", dim);
+            first_dim = 0;
+            char r2[32];
+            sb_printf(o, "%s%s %s", n ? ", " : "", level, r2_word(r2, sizeof r2, s, h, dim, level));
+            n++;
+            if (isfinite(h->test_r2)) {
+                defined++;
+                sum += h->test_r2;
+            }
+        }
+        if (!n) continue;
+        for (size_t k = 0; k < sizeof paper_holdout / sizeof *paper_holdout; k++)
+            if (!strcmp(paper_holdout[k].dim, dim))
+                sb_printf(o, " (paper, %s held out: %.3f)", paper_holdout[k].level, paper_holdout[k].r2);
+        if (defined) {
+            double mean = sum / defined;
+            if (d == DRIFT_DIM_WORKLOAD) continue; /* not a stack axis */
+            if (mean > best) snprintf(best_d, sizeof best_d, "%s", dim), best = mean;
+            if (mean < worst) snprintf(worst_d, sizeof worst_d, "%s", dim), worst = mean;
+        }
+    }
+    if (first_dim) {
+        sb_puts(o, "no held-out level names a dimension of the table.");
+        return;
+    }
+    sb_puts(o, ".");
+    char a[32], b[32];
+    if (best_d[0] && !(best > 0))
+        sb_printf(o, " No axis is predictable here: every axis's mean held-out R^2 is at most 0 (best: %s, %s), "
+                     "no better than predicting the mean.",
+                  best_d, num(a, sizeof a, 2, best));
+    else if (best_d[0] && strcmp(best_d, worst_d))
+        sb_printf(o, " Most predictable: %s (mean held-out R^2 %s); least: %s (%s).", best_d,
+                  num(a, sizeof a, 2, best), worst_d, num(b, sizeof b, 2, worst));
+    else if (best_d[0])
+        sb_printf(o, " Only %s has a defined held-out R^2 (mean %s).", best_d, num(a, sizeof a, 2, best));
+    sb_puts(o, " \"No variance\": the held-out rows share one flip rate, so R^2 is not defined (nothing to predict).");
+}
+
+static void sentence_stochastic(sbuf *o, const summary *s) {
+    const drift_lab_summary_stochastic *x = s->in->stochastic;
+    sb_puts(o, "Stochastic serving");
+    if (!x) {
+        sb_puts(o, ": not run.");
+        return;
+    }
+    char a[32], b[32], c[32];
+    int open = 0;
+    if (isfinite(x->temperature)) sb_printf(o, "%stemperature %.2g", open++ ? ", " : " (", x->temperature);
+    if (x->replicates > 0) sb_printf(o, "%s%d replicates", open++ ? ", " : " (", x->replicates);
+    if (x->n_prompts > 0) sb_printf(o, "%s%ld prompts", open++ ? ", " : " (", x->n_prompts);
+    if (x->what && *x->what) sb_printf(o, "%s%s", open++ ? ", " : " (", x->what);
+    sb_puts(o, open ? "): " : ": ");
+    int said = 0;
+    if (isfinite(x->stochastic_rate))
+        said++, sb_printf(o, "flip rate between the two stacks' samples %s", pct(a, sizeof a, 100 * x->stochastic_rate));
+    if (isfinite(x->null_rate))
+        sb_printf(o, "%sbetween two seeds of the same stack (the null) %s", said++ ? ", " : "",
+                  pct(a, sizeof a, 100 * x->null_rate));
+    if (isfinite(x->beyond_rate)) {
+        sb_printf(o, "%sbeyond the null %s", said++ ? ", " : "", pct(a, sizeof a, 100 * x->beyond_rate));
+        if (isfinite(x->beyond_lo) && isfinite(x->beyond_hi)) {
+            sb_printf(o, " [%s, %s]", pct(b, sizeof b, 100 * x->beyond_lo), pct(c, sizeof c, 100 * x->beyond_hi));
+            if (x->beyond_lo <= 0 && x->beyond_hi >= 0)
+                sb_puts(o, " (the interval holds 0: sampling noise alone could explain the stochastic flips)");
+        }
+    }
+    if (isfinite(x->det_rate))
+        sb_printf(o, "%sdeterministic %s", said++ ? ", " : "", pct(a, sizeof a, 100 * x->det_rate));
+    if (said) sb_puts(o, ". ");
+    if (isfinite(x->ratio)) {
+        sb_printf(o, "Ratio (beyond the null / deterministic) %.2fx", x->ratio);
+        if (isfinite(x->ratio_lo) && isfinite(x->ratio_hi)) {
+            sb_printf(o, " [%.2fx, %.2fx] against the paper's 0.23x: ", x->ratio_lo, x->ratio_hi);
+            if (x->ratio_lo <= 0 && x->ratio_hi >= PAPER_STOCH_RATIO)
+                sb_puts(o, "too few samples to say (the interval holds both 0 and 0.23x).");
+            else if (x->ratio_lo <= PAPER_STOCH_RATIO && PAPER_STOCH_RATIO <= x->ratio_hi)
+                sb_puts(o, "consistent with the paper.");
+            else sb_puts(o, x->ratio_hi < PAPER_STOCH_RATIO ? "below the paper's." : "above the paper's.");
+        } else {
+            sb_puts(o, " against the paper's 0.23x, without an interval, so no verdict.");
+        }
+    } else {
+        sb_puts(o, "The ratio to the deterministic rate (the paper: 0.23x) is not computed");
+        if (x->reason && *x->reason) sb_printf(o, ": %s", x->reason);
+        sb_puts(o, ".");
+    }
+    if (isfinite(x->ratio) && x->reason && *x->reason) sb_printf(o, " (%s)", x->reason);
+}
+
+typedef void (*sentence_fn)(sbuf *, const summary *);
+static const sentence_fn sentences[] = {sentence_models, sentence_rates, sentence_order, sentence_anova, sentence_pri,
+                                        sentence_stochastic};
+#define N_SENTENCES (sizeof sentences / sizeof *sentences)
+
+/* ------------------------------------------------------------ text */
+
+/* Appends s word-wrapped at WRAP_COLS, each line indented by ind spaces. */
+static void wrap(sbuf *o, const char *s, int ind) {
+    int col = 0;
+    while (*s) {
+        while (*s == ' ') s++;
+        size_t n = strcspn(s, " ");
+        if (!n) break;
+        if (col && col + 1 + (int)n > WRAP_COLS) {
+            sb_puts(o, "\n");
+            col = 0;
+        }
+        if (!col) {
+            sb_printf(o, "%*s", ind, "");
+            col = ind;
+        } else {
+            sb_puts(o, " ");
+            col++;
+        }
+        sb_printf(o, "%.*s", (int)n, s);
+        col += (int)n;
+        s += n;
+    }
+    sb_puts(o, "\n");
+}
+
+static void render_text(sbuf *o, const summary *s, char *const *sent) {
+    sb_puts(o, "== summary: what this lab found ==\n");
+    wrap(o, sent[0], 0);
+    sb_printf(o, "\n  %-13s %9s  %-20s %15s %8s %8s  %s\n", "workload", "here", "95% interval", "flips / pairs",
+              "prompts", "paper", "here vs paper");
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown[i];
+        const wl_stat *x = &s->wl[w];
+        char a[32], b[32], c[32], p[32], iv[48], fp[48];
+        if (!x->present) {
+            sb_printf(o, "  %-13s %9s  %-20s %15s %8s %8s  %s\n", wl_name(w), "-", "", "", "", pct(p, sizeof p, paper_rate[w]),
+                      "not run");
+            continue;
+        }
+        snprintf(iv, sizeof iv, "[%s, %s]", pct(b, sizeof b, x->lo), pct(c, sizeof c, x->hi));
+        snprintf(fp, sizeof fp, "%lld / %lld", x->flips, x->pairs);
+        sb_printf(o, "  %-13s %9s  %-20s %15s %8ld %8s  %s%s\n", wl_name(w), pct(a, sizeof a, x->rate), iv, fp,
+                  x->prompts, pct(p, sizeof p, paper_rate[w]), vs_word[x->vs], w == DRIFT_WL_CHAT ? " (paper: SDR)" : "");
+    }
+    sb_printf(o, "  (%zu configuration(s); paper = its mean over 105 configurations)\n\n", s->configs);
+    for (size_t k = 1; k < N_SENTENCES; k++) {
+        wrap(o, sent[k], 0);
+        if (k + 1 < N_SENTENCES) sb_puts(o, "\n");
+    }
+}
+
+/* ------------------------------------------------------------ html */
+
+static void html_esc(sbuf *o, const char *s) {
+    char *e = drift_html_escape(s ? s : "");
+    if (!e) o->oom = 1;
+    else sb_puts(o, e);
+    free(e);
+}
+
+/* A round axis maximum >= v (percent): 1, 2, 2.5, 5 x 10^k; at least 1. */
+static double nice_max(double v) {
+    if (!(v > 1)) return 1;
+    if (!isfinite(v) || v > 100) return 100;
+    double e = pow(10, floor(log10(v)));
+    static const double steps[] = {1, 2, 2.5, 5, 10};
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++)
+        if (steps[i] * e >= v) return steps[i] * e;
+    return 10 * e;
+}
+
+/* The chart: one group per workload (shown[] order), bar = pooled rate,
+ * whisker = 95% interval, red dash = the paper's figure. */
+static void render_svg(sbuf *o, const summary *s) {
+    const double W = 680, H = 320, x0 = 56, x1 = 664, y0 = 40, y1 = 250;
+    double top = 0;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown[i];
+        if (paper_rate[w] > top) top = paper_rate[w];
+        if (s->wl[w].present && s->wl[w].hi > top) top = s->wl[w].hi;
+    }
+    double ymax = nice_max(top * 1.05);
+    const double gw = (x1 - x0) / DRIFT_WL_COUNT;
+#define Y(v) (y1 - ((v) < 0 ? 0 : (v) > ymax ? ymax : (v)) / ymax * (y1 - y0))
+    sb_printf(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+                 "role=\"img\" aria-label=\"flip rate per workload with 95%% intervals beside the paper's\">\n",
+              W, H, W, H);
+    sb_puts(o, "<title>Flip rate per workload (pooled over configurations, 95% interval) beside the paper's</title>\n");
+    /* grid and y axis */
+    for (int k = 0; k <= 5; k++) {
+        double v = ymax * k / 5, y = Y(v);
+        sb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1\"/>\n", x0, y,
+                  x1, y, k ? "#e4e7ec" : "#5b6474");
+        sb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\" fill=\"#5b6474\">%.3g%%</text>\n",
+                  x0 - 6, y + 4, v);
+    }
+    sb_printf(o, "<text x=\"14\" y=\"%.1f\" font-size=\"11\" fill=\"#5b6474\" transform=\"rotate(-90 14 %.1f)\" "
+                 "text-anchor=\"middle\">flip rate (%%)</text>\n",
+              (y0 + y1) / 2, (y0 + y1) / 2);
+    /* legend */
+    sb_printf(o, "<rect x=\"%.1f\" y=\"10\" width=\"12\" height=\"12\" fill=\"#4c78a8\"/><text x=\"%.1f\" y=\"20\" "
+                 "font-size=\"12\">here: pooled rate, whisker = 95%% interval (each prompt counted once)</text>\n",
+              x0, x0 + 16);
+    sb_printf(o, "<line x1=\"%.1f\" y1=\"16\" x2=\"%.1f\" y2=\"16\" stroke=\"#c0392b\" stroke-width=\"3\"/>"
+                 "<text x=\"%.1f\" y=\"20\" font-size=\"12\">paper</text>\n",
+              x1 - 70, x1 - 50, x1 - 44);
+    char a[32], b[32], c[32], p[32];
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown[i];
+        const wl_stat *x = &s->wl[w];
+        double cx = x0 + gw * (i + 0.5), bw = gw * 0.42;
+        sb_printf(o, "<g>\n<title>%s: ", wl_name(w));
+        if (x->present)
+            sb_printf(o, "%s [%s, %s], %lld flips in %lld pairs, %ld prompts; ", pct(a, sizeof a, x->rate),
+                      pct(b, sizeof b, x->lo), pct(c, sizeof c, x->hi), x->flips, x->pairs, x->prompts);
+        else sb_puts(o, "not run; ");
+        sb_printf(o, "paper %s%s</title>\n", pct(p, sizeof p, paper_rate[w]), w == DRIFT_WL_CHAT ? " (its SDR figure)" : "");
+        if (x->present) {
+            double yr = Y(x->rate), ylo = Y(x->lo), yhi = Y(x->hi);
+            sb_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4c78a8\"/>\n", cx - bw / 2,
+                      yr, bw, y1 - yr);
+            sb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#1d2330\" stroke-width=\"1.5\"/>\n",
+                      cx, ylo, cx, yhi);
+            sb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#1d2330\" stroke-width=\"1.5\"/>\n",
+                      cx - 6, yhi, cx + 6, yhi);
+            sb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#1d2330\" stroke-width=\"1.5\"/>\n",
+                      cx - 6, ylo, cx + 6, ylo);
+        } else {
+            sb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\"#8a93a3\">not "
+                         "run</text>\n",
+                      cx, y1 - 8);
+        }
+        double yp = Y(paper_rate[w]);
+        sb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-width=\"3\"%s/>\n",
+                  cx - gw * 0.35, yp, cx + gw * 0.35, yp, w == DRIFT_WL_CHAT ? " stroke-dasharray=\"4 3\"" : "");
+        sb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" font-weight=\"600\">%s</text>\n",
+                  cx, y1 + 18, wl_name(w));
+        sb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\"#4c78a8\">here %s</text>\n",
+                  cx, y1 + 34, x->present ? pct(a, sizeof a, x->rate) : "-");
+        sb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\"#c0392b\">paper %s%s</text>\n",
+                  cx, y1 + 49, pct(p, sizeof p, paper_rate[w]), w == DRIFT_WL_CHAT ? " (SDR)" : "");
+        sb_puts(o, "</g>\n");
+    }
+#undef Y
+    sb_puts(o, "</svg>\n");
+}
+
+static void render_html(sbuf *o, const summary *s, char *const *sent) {
+    sb_puts(o, "<section id=\"summary\">\n<h2>What this lab found</h2>\n<p class=\"note\">");
+    html_esc(o, sent[0]);
+    sb_puts(o, "</p>\n<div class=\"card\">\n");
+    render_svg(o, s);
+    sb_puts(o, "<table><tr><th>workload</th><th>here</th><th>95% interval</th><th>flips / pairs</th><th>prompts</th>"
+               "<th>paper</th><th>here vs paper</th></tr>\n");
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown[i];
+        const wl_stat *x = &s->wl[w];
+        char a[32], b[32], c[32], p[32];
+        sb_printf(o, "<tr><td>%s</td>", wl_name(w));
+        if (x->present)
+            sb_printf(o, "<td class=\"num\">%s</td><td class=\"num\">[%s, %s]</td><td class=\"num\">%lld / %lld</td>"
+                         "<td class=\"num\">%ld</td>",
+                      pct(a, sizeof a, x->rate), pct(b, sizeof b, x->lo), pct(c, sizeof c, x->hi), x->flips, x->pairs,
+                      x->prompts);
+        else sb_puts(o, "<td>-</td><td></td><td></td><td></td>");
+        sb_printf(o, "<td class=\"num\">%s%s</td><td>%s</td></tr>\n", pct(p, sizeof p, paper_rate[w]),
+                  w == DRIFT_WL_CHAT ? " (SDR)" : "", x->present ? vs_word[x->vs] : "not run");
+    }
+    sb_printf(o, "</table>\n<p class=\"sub\">%zu configuration(s); paper = its mean over 105 configurations.</p>\n"
+                 "</div>\n",
+              s->configs);
+    for (size_t k = 1; k < N_SENTENCES; k++) {
+        sb_puts(o, "<p>");
+        html_esc(o, sent[k]);
+        sb_puts(o, "</p>\n");
+    }
+    sb_puts(o, "</section>\n");
+}
+
+/* See report.h. */
+drift_status drift_lab_summary_render(const drift_lab_summary_in *in, char **text, char **html, drift_error *err) {
+    if (text) *text = NULL;
+    if (html) *html = NULL;
+    if (!in || !in->table) return drift_error_set(err, DRIFT_ERR_INVALID, "lab summary: no flip table");
+    summary s;
+    compute(&s, in);
+    char *sent[N_SENTENCES] = {0};
+    int oom = 0;
+    for (size_t k = 0; k < N_SENTENCES; k++) {
+        sbuf o = {{0}, 0};
+        sentences[k](&o, &s);
+        oom |= o.oom;
+        sent[k] = buf_steal(&o.b);
+        oom |= !sent[k];
+    }
+    sbuf t = {{0}, 0}, h = {{0}, 0};
+    if (!oom && text) render_text(&t, &s, sent);
+    if (!oom && html) render_html(&h, &s, sent);
+    oom |= t.oom || h.oom;
+    for (size_t k = 0; k < N_SENTENCES; k++) free(sent[k]);
+    if (!oom && text) oom |= !(*text = buf_steal(&t.b));
+    if (!oom && html) oom |= !(*html = buf_steal(&h.b));
+    if (oom) {
+        buf_free(&t.b);
+        buf_free(&h.b);
+        if (text) free(*text), *text = NULL;
+        if (html) free(*html), *html = NULL;
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the lab summary");
+    }
+    return DRIFT_OK;
+}
