@@ -1332,6 +1332,7 @@ struct fwd_timer {
 #ifdef DCU_TRACE
 extern "C" int dcu_trace_k(int op, FILE *f);
 extern "C" int dcu_trace_m(int op, FILE *f);
+extern "C" int dcu_trace_a(int op, FILE *f);
 #endif
 
 extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *pos, const int32_t *tok, int B,
@@ -1398,6 +1399,7 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
         DCU_TRY(cudaStreamSynchronize(c->st), "trace");
         dcu_trace_k(0, NULL);
         dcu_trace_m(0, NULL);
+        dcu_trace_a(0, NULL);
     }
 #endif
     int done = 0;
@@ -1411,6 +1413,7 @@ extern "C" drift_status dcu_forward(dcu_model *m, dcu_kv *const *kv, const int *
         FILE *f = fopen(tr_out, "w");
         dcu_trace_k(1, f);
         dcu_trace_m(1, f);
+        dcu_trace_a(1, f);
         if (f) fclose(f);
     }
 #endif

@@ -1,8 +1,11 @@
 /* cuda_internal.cuh - internals shared by the CUDA backend's sources.
  *
  *   cuda_kernels.cu  row kernels (embedding, act rounding, rmsnorm, bias +
- *                    RoPE + KV store, split-KV attention, SwiGLU, MoE
- *                    gather / combine, softmax) and their launchers
+ *                    RoPE + KV store, SwiGLU, MoE gather / combine,
+ *                    softmax) and their launchers
+ *   cuda_attn.cu     split-KV attention's launcher; its kernels are in
+ *                    cuda_attn.cuh, instantiated per KV format by
+ *                    cuda_attn_<format>.cu
  *   cuda_matmul.cu   the matrix products: SIMT dequantize-in-kernel, WMMA
  *                    tensor cores, cuBLAS / cuBLASLt (gemm=vendor)
  *   cuda_backend.cu  the C interface of cuda_backend.h: devices, uploads,
@@ -640,6 +643,75 @@ static __device__ __forceinline__ float dcu_block_max(float v, float *sm, float 
     __syncthreads();
     v = l < nw ? sm[l] : ident;
     return dcu_warp_max(v);
+}
+
+/* KV vectors (num_kv_store / num_kv_load) and RoPE, shared by k_qkv, the KV
+ * kernels (cuda_kernels.cu) and attention (cuda_attn.cuh). */
+static __host__ __device__ __forceinline__ bool dcu_is_fp8(int t) {
+    return t == DRIFT_DTYPE_FP8_E4M3 || t == DRIFT_DTYPE_FP8_E5M2;
+}
+
+/* Stores v (n floats, shared or global) as one KV vector (num_kv_store).
+ * Block-cooperative; fmt is block-uniform. */
+static __device__ void dcu_kv_store(int fmt, uint8_t *dst, const float *v, int n, float *sm) {
+    switch (fmt) {
+    case DRIFT_DTYPE_F16:
+        for (int i = threadIdx.x; i < n; i += blockDim.x) ((uint16_t *)dst)[i] = dcu_f32_f16(v[i]);
+        break;
+    case DRIFT_DTYPE_BF16:
+        for (int i = threadIdx.x; i < n; i += blockDim.x) ((uint16_t *)dst)[i] = dcu_f32_bf16(v[i]);
+        break;
+    case DRIFT_DTYPE_FP8_E4M3:
+    case DRIFT_DTYPE_FP8_E5M2: {
+        float am = 0.0f;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) am = fmaxf(am, fabsf(v[i]));
+        am = dcu_block_max(am, sm, 0.0f);
+        float s = __fdiv_rn(am, dcu_fp8_max(fmt));
+        if (!(s > 0.0f) || s == __uint_as_float(0x7f800000u)) s = 1.0f;
+        if (threadIdx.x == 0) { /* the scale may be unaligned: bytes */
+            uint32_t u = __float_as_uint(s);
+            dst[0] = (uint8_t)u;
+            dst[1] = (uint8_t)(u >> 8);
+            dst[2] = (uint8_t)(u >> 16);
+            dst[3] = (uint8_t)(u >> 24);
+        }
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            float y = __fdiv_rn(v[i], s);
+            dst[4 + i] = fmt == DRIFT_DTYPE_FP8_E4M3 ? dcu_f32_e4m3(y) : dcu_f32_e5m2(y);
+        }
+        break;
+    }
+    default:
+        for (int i = threadIdx.x; i < n; i += blockDim.x) ((float *)dst)[i] = v[i];
+        break;
+    }
+}
+
+static __device__ __forceinline__ float dcu_kv_scale(int fmt, const uint8_t *vec) {
+    if (!dcu_is_fp8(fmt)) return 1.0f;
+    uint32_t u = (uint32_t)vec[0] | ((uint32_t)vec[1] << 8) | ((uint32_t)vec[2] << 16) | ((uint32_t)vec[3] << 24);
+    return __uint_as_float(u);
+}
+
+/* element d of a KV vector (num_kv_load); s = dcu_kv_scale(vec) */
+static __device__ __forceinline__ float dcu_kv_elem(int fmt, const uint8_t *vec, int d, float s) {
+    switch (fmt) {
+    case DRIFT_DTYPE_F16: return dcu_f16_f32(((const uint16_t *)vec)[d]);
+    case DRIFT_DTYPE_BF16: return dcu_bf16_f32(((const uint16_t *)vec)[d]);
+    case DRIFT_DTYPE_FP8_E4M3: return __fmul_rn(dcu_e4m3_f32(vec[4 + d]), s);
+    case DRIFT_DTYPE_FP8_E5M2: return __fmul_rn(dcu_e5m2_f32(vec[4 + d]), s);
+    default: return ((const float *)vec)[d];
+    }
+}
+
+/* RoPE of pair i of v (npair = n_rot / 2 pairs: neox, elements i and
+ * i + npair, else 2i and 2i + 1) by the angle whose sine and cosine are sn
+ * and cs, in double, as num_ref_rope: (float)(x0 c - x1 s), (float)(x0 s + x1 c) */
+static __device__ __forceinline__ void dcu_rope_pair(float *v, int i, int npair, int neox, double sn, double cs) {
+    const int i0 = neox ? i : 2 * i, i1 = neox ? i + npair : 2 * i + 1;
+    const double x0 = v[i0], x1 = v[i1];
+    v[i0] = (float)__dsub_rn(__dmul_rn(x0, cs), __dmul_rn(x1, sn));
+    v[i1] = (float)__dadd_rn(__dmul_rn(x0, sn), __dmul_rn(x1, cs));
 }
 
 #endif /* __CUDACC__ */
