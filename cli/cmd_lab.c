@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -275,6 +276,19 @@ static int stochastic_report(drift_store *st, stoch_side *sd, const char *out, u
     return CLI_EXIT_PASS;
 }
 
+/* CPU seconds (user + system) this process and its waited-for children
+ * (the code sandbox's programs) have used so far. */
+static double cpu_s(void) {
+    struct rusage self, kids;
+    if (getrusage(RUSAGE_SELF, &self) || getrusage(RUSAGE_CHILDREN, &kids)) return 0;
+    double s = 0;
+    const struct rusage *r[2] = {&self, &kids};
+    for (int i = 0; i < 2; i++)
+        s += (double)r[i]->ru_utime.tv_sec + (double)r[i]->ru_utime.tv_usec / 1e6 + (double)r[i]->ru_stime.tv_sec +
+             (double)r[i]->ru_stime.tv_usec / 1e6;
+    return s;
+}
+
 static int cmd_lab(int argc, char **argv) {
     const char *out = "lab";
     int dry_run = 0;
@@ -442,9 +456,9 @@ static int cmd_lab(int argc, char **argv) {
     mo.weights = weights;
     mo.est_wall_s = est_main_s / (double)jobs;
     cli_matrix_stats ms;
-    double g0 = util_now_ms();
+    double g0 = util_now_ms(), cpu0 = cpu_s();
     int rc = cli_matrix_run("lab", st, spec, &mo, &ms);
-    double main_wall_s = (util_now_ms() - g0) / 1000.0;
+    double main_wall_s = (util_now_ms() - g0) / 1000.0, cpu1 = cpu_s();
     cli_matrix_stats ls_stats;
     memset(&ls_stats, 0, sizeof ls_stats);
     double long_wall_s = 0;
@@ -482,7 +496,7 @@ static int cmd_lab(int argc, char **argv) {
         if (rc != CLI_EXIT_PASS) atomic_store(&sd->stop, 1);
         pthread_join(stoch_th, NULL);
     }
-    double side_wall_s = (util_now_ms() - side0) / 1000.0;
+    double side_wall_s = (util_now_ms() - side0) / 1000.0, cpu2 = cpu_s();
     drift_store_completion_tokens(st, &tok1, &err);
     util_buf stoch_note = {0};
     drift_lab_stochastic *sx = calloc(1, sizeof *sx); /* large: on the heap */
@@ -663,6 +677,10 @@ static int cmd_lab(int argc, char **argv) {
     if (tok0 == 0 && run_s > 0) printf(", %.1f answers/s", (double)answers / run_s);
     printf("; %lld tokens generated now (the stochastic leg's too), %.0f tokens/s\n", (long long)tokens,
            run_s > 0 ? (double)tokens / run_s : 0.0);
+    double cpu3 = cpu_s();
+    printf("lab CPU (user + system, with the code sandbox's programs): %.1f s in all; before the matrix %.1f s, "
+           "matrix %.1f s, long_context with the stochastic leg %.1f s, tables and report %.1f s\n",
+           cpu3, cpu0, cpu1 - cpu0, cpu2 - cpu1, cpu3 - cpu2);
     printf("report: %s/report.html\n", out);
     return rc;
 }
