@@ -166,14 +166,16 @@ static const char matrix_usage[] =
     "\n"
     "  --list                   print the configurations (label, target[, server command]) and exit\n"
     "  --concurrency N          batch size / in-flight requests per target\n"
+    "  --parallel N             configurations run side by side (default 1), each with its\n"
+    "                           own store connection and server; answers do not depend on N\n"
     "  --guard SPEC --embedder SPEC --unsafe-code-exec --jobs N   (as `score`)\n";
 
 static int cmd_matrix(int argc, char **argv) {
-    enum { O_SPEC = 500, O_DB, O_SHARD, O_LIST, O_CONC, O_GUARD, O_EMB, O_UNSAFE, O_JOBS, O_HELP };
+    enum { O_SPEC = 500, O_DB, O_SHARD, O_LIST, O_CONC, O_PAR, O_GUARD, O_EMB, O_UNSAFE, O_JOBS, O_HELP };
     static const struct option longopts[] = {
         {"spec", required_argument, 0, O_SPEC}, {"db", required_argument, 0, O_DB},
         {"shard", required_argument, 0, O_SHARD}, {"list", no_argument, 0, O_LIST},
-        {"concurrency", required_argument, 0, O_CONC}, {"guard", required_argument, 0, O_GUARD},
+        {"concurrency", required_argument, 0, O_CONC}, {"parallel", required_argument, 0, O_PAR}, {"guard", required_argument, 0, O_GUARD},
         {"embedder", required_argument, 0, O_EMB}, {"unsafe-code-exec", no_argument, 0, O_UNSAFE},
         {"jobs", required_argument, 0, O_JOBS}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
     const char *spec_path = NULL, *db = NULL;
@@ -196,6 +198,10 @@ static int cmd_matrix(int argc, char **argv) {
         case O_CONC:
             if (cli_parse_int("matrix", "--concurrency", optarg, 1, 4096, &v)) return CLI_EXIT_ERROR;
             mo.concurrency = (int)v;
+            break;
+        case O_PAR:
+            if (cli_parse_int("matrix", "--parallel", optarg, 1, 256, &v)) return CLI_EXIT_ERROR;
+            mo.jobs = (int)v;
             break;
         case O_GUARD: mo.score.guard_spec = optarg; break;
         case O_EMB: mo.score.embedder_spec = optarg; break;

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# run.sh - the real-stack study (issue 24) in one command: quantize the shipped
+# models with llama.cpp's llama-quantize, write the matrix spec
+# (tools/study/real_stacks.py), run it (every server started and stopped by
+# `driftbench matrix`), then the flip table, ANOVA, PRI held-out evaluation
+# and the paired comparisons the study's questions need.
+#
+#   tools/study/run.sh OUTDIR [MODEL.gguf ...]
+#
+# Environment (defaults in brackets):
+#   DRIFTBENCH [build/driftbench]   LLAMA_BIN [unset: no llama.cpp stacks]
+#   PY [unset: no PyTorch stacks; a python3 that imports torch]
+#   GPU [0; 1 adds the CUDA configurations]   JOBS [nproc/THREADS]   THREADS [2]
+#   MATH CODE SAFETY CHAT LONG [200 164 100 100 30]   MAX_TOKENS [512]
+#   API [completions]   GUARD / EMBEDDER [driftbench's defaults]
+# OUTDIR gets quant/ (the quantized files), matrix.json, study.db,
+# flip_rates.csv, anova.txt, pri_eval.txt, pairs.txt and run.log. Running it
+# again resumes: the matrix asks only what is missing.
+set -euo pipefail
+[ $# -ge 1 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+OUTDIR=$1; shift
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+D=${DRIFTBENCH:-$ROOT/build/driftbench}
+THREADS=${THREADS:-2}
+JOBS=${JOBS:-$(( $(nproc) / THREADS > 0 ? $(nproc) / THREADS : 1 ))}
+[ -x "$D" ] || { echo "run.sh: $D: not built (make build, or DRIFTBENCH=path)" >&2; exit 2; }
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=("$ROOT"/models/qwen2-7m.gguf "$ROOT"/models/llama-gqa-7m.gguf "$ROOT"/models/llama-moe-6m.gguf)
+mkdir -p "$OUTDIR/quant"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+exec > >(tee -a "$OUTDIR/run.log") 2>&1
+
+args=(--quant "$OUTDIR/quant" --threads "$THREADS" --api "${API:-completions}"
+      --math "${MATH:-200}" --code "${CODE:-164}" --safety "${SAFETY:-100}" --chat "${CHAT:-100}" --long "${LONG:-30}"
+      --max-tokens "${MAX_TOKENS:-512}")
+abs=()
+for m in "${models[@]}"; do
+  [ -f "$m" ] || { echo "run.sh: $m: no such file" >&2; exit 2; }
+  abs+=("$(cd "$(dirname "$m")" && pwd)/$(basename "$m")")
+done
+if [ -n "${LLAMA_BIN:-}" ]; then
+  [ -x "$LLAMA_BIN/llama-server" ] || { echo "run.sh: $LLAMA_BIN/llama-server: not found" >&2; exit 2; }
+  args+=(--llama-bin "$LLAMA_BIN")
+  for m in "${abs[@]}"; do
+    for q in Q8_0 Q4_0 Q4_K_M; do
+      f=$OUTDIR/quant/$(basename "$m" .gguf)-$q.gguf
+      [ -s "$f" ] || "$LLAMA_BIN/llama-quantize" "$m" "$f" "$q" >"$OUTDIR/quant/quantize.log" 2>&1 ||
+        { echo "run.sh: llama-quantize $m $q failed:"; tail -5 "$OUTDIR/quant/quantize.log"; exit 2; }
+    done
+  done
+fi
+if [ -n "${PY:-}" ]; then
+  "$PY" -c 'import torch' || { echo "run.sh: $PY cannot import torch" >&2; exit 2; }
+  args+=(--python "$PY")
+fi
+[ "${GPU:-0}" = 1 ] && args+=(--gpu)
+python3 "$ROOT/tools/study/real_stacks.py" --models "${abs[@]}" "${args[@]}" >"$OUTDIR/matrix.json"
+echo "run.sh: $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["configs"]))' "$OUTDIR/matrix.json") configurations, $JOBS side by side, $(date -u +%FT%TZ)"
+
+score=()
+[ -n "${GUARD:-}" ] && score+=(--guard "$GUARD")
+[ -n "${EMBEDDER:-}" ] && score+=(--embedder "$EMBEDDER")
+SECONDS=0
+"$D" matrix --spec "$OUTDIR/matrix.json" --db "$OUTDIR/study.db" --parallel "$JOBS" --concurrency 16 "${score[@]}"
+echo "run.sh: matrix done in ${SECONDS}s"
+"$D" table --db "$OUTDIR/study.db" --baseline 'ref@{model}' -o "$OUTDIR/flip_rates.csv"
+"$D" anova --table "$OUTDIR/flip_rates.csv" --strata workload >"$OUTDIR/anova.txt" || true
+"$D" pri eval --table "$OUTDIR/flip_rates.csv" >"$OUTDIR/pri_eval.txt" || true
+
+# the study's paired questions: framework drift at the same weights and
+# precision, batching in PyTorch
+: >"$OUTDIR/pairs.txt"
+pair() { # pair BASELINE TARGET: both labels must exist
+  local have
+  have=$("$D" matrix --spec "$OUTDIR/matrix.json" --db "$OUTDIR/study.db" --list | cut -f2)
+  grep -qx "$1" <<<"$have" && grep -qx "$2" <<<"$have" || return 0
+  { echo "== $1 -> $2"; "$D" compare --db "$OUTDIR/study.db" --baseline "$1" --target "$2" || true; echo; } >>"$OUTDIR/pairs.txt"
+}
+for m in "${abs[@]}"; do
+  s=$(basename "$m" .gguf)
+  for hw in cpu h200; do
+    pair "engine-$hw-q4_k_m@$s" "llamacpp-$hw-q4_k_m@$s"
+    pair "engine-$hw-q8_0@$s" "llamacpp-$hw-q8_0@$s"
+    pair "engine-$hw-f32@$s" "pytorch-$hw-f32@$s"
+    pair "pytorch-$hw-f32@$s" "pytorch-b16-$hw-f32@$s"
+    pair "pytorch-$hw-bf16@$s" "pytorch-b16-$hw-bf16@$s"
+    pair "engine-$hw-bf16@$s" "pytorch-$hw-bf16@$s"
+  done
+  pair "engine-cpu-f32@$s" "engine-h200-f32@$s"
+  pair "llamacpp-cpu-f16@$s" "llamacpp-h200-f16@$s"
+done
+echo "run.sh: $OUTDIR/flip_rates.csv, anova.txt, pri_eval.txt, pairs.txt"
