@@ -12,7 +12,8 @@
 #   PY [unset: no PyTorch stacks; a python3 that imports torch]
 #   GPU [0; 1 adds the CUDA configurations]   JOBS [nproc/THREADS]   THREADS [2]
 #   MATH CODE SAFETY CHAT LONG [200 164 100 100 30]   MAX_TOKENS [512]
-#   API [completions]   GUARD / EMBEDDER [driftbench's defaults]
+#   API [completions]   GUARD [driftbench's default guard]
+#   EMBEDDER [the robust llama-gqa-7m on cpu-f32, as the lab's chat embedder]
 # OUTDIR gets quant/ (the quantized files), matrix.json, study.db,
 # flip_rates.csv, anova.txt, pri_eval.txt, pairs.txt and run.log. Running it
 # again resumes: the matrix asks only what is missing.
@@ -59,7 +60,7 @@ echo "run.sh: $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1
 
 score=()
 [ -n "${GUARD:-}" ] && score+=(--guard "$GUARD")
-[ -n "${EMBEDDER:-}" ] && score+=(--embedder "$EMBEDDER")
+score+=(--embedder "${EMBEDDER:-embedded:$ROOT/models/llama-gqa-7m.gguf?profile=cpu-f32&threads=1}")
 SECONDS=0
 "$D" matrix --spec "$OUTDIR/matrix.json" --db "$OUTDIR/study.db" --parallel "$JOBS" --concurrency 16 "${score[@]}"
 echo "run.sh: matrix done in ${SECONDS}s"
