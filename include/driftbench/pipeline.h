@@ -192,7 +192,14 @@ DRIFT_API void drift_matrix_opts_default(drift_matrix_opts *o);
  * again resumes. The first failure stops the others (they store what they
  * have) and is returned, with sum's label, config_index, failed_in_run and
  * run saying which configuration and where. sum (required) is filled in
- * every case. */
+ * every case. A configuration with a server (drift_matrix_server) has it
+ * started before its run ("{port}" filled in the command and the target,
+ * ready when its health path answers 200), shared with the next
+ * configurations of the same worker that have the same command, and
+ * stopped after, on every failure and on a cancel; a server that exits
+ * during the run stops it unfinished (DRIFT_ERR_IO naming the command, its
+ * status and the end of its output), so calling again restarts the server
+ * and asks only what is missing. src/pipeline/matrix.c says more. */
 DRIFT_API drift_status drift_matrix_run(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_opts *o,
                                         drift_matrix_summary *sum, drift_error *err);
 
