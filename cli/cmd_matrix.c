@@ -135,6 +135,7 @@ int cli_matrix_run(const char *cmd, drift_store *st, const drift_matrix_spec *sp
     mo.jobs = o->jobs;
     mo.recheck = o->recheck;
     mo.all_failed_ok = o->all_failed_ok;
+    mo.no_score = o->no_score;
     mo.score = o->score;
     mo.cancel = cli_cancel_requested;
     mo.progress = matrix_progress;
@@ -168,14 +169,17 @@ static const char matrix_usage[] =
     "  --concurrency N          batch size / in-flight requests per target\n"
     "  --parallel N             configurations run side by side (default 1), each with its\n"
     "                           own store connection and server; answers do not depend on N\n"
+    "  --no-score               store the answers only; score them later (`driftbench score`),\n"
+    "                           e.g. on a machine with the code sandbox\n"
     "  --guard SPEC --embedder SPEC --unsafe-code-exec --jobs N   (as `score`)\n";
 
 static int cmd_matrix(int argc, char **argv) {
-    enum { O_SPEC = 500, O_DB, O_SHARD, O_LIST, O_CONC, O_PAR, O_GUARD, O_EMB, O_UNSAFE, O_JOBS, O_HELP };
+    enum { O_SPEC = 500, O_DB, O_SHARD, O_LIST, O_CONC, O_PAR, O_NOSCORE, O_GUARD, O_EMB, O_UNSAFE, O_JOBS, O_HELP };
     static const struct option longopts[] = {
         {"spec", required_argument, 0, O_SPEC}, {"db", required_argument, 0, O_DB},
         {"shard", required_argument, 0, O_SHARD}, {"list", no_argument, 0, O_LIST},
-        {"concurrency", required_argument, 0, O_CONC}, {"parallel", required_argument, 0, O_PAR}, {"guard", required_argument, 0, O_GUARD},
+        {"concurrency", required_argument, 0, O_CONC}, {"parallel", required_argument, 0, O_PAR},
+        {"no-score", no_argument, 0, O_NOSCORE}, {"guard", required_argument, 0, O_GUARD},
         {"embedder", required_argument, 0, O_EMB}, {"unsafe-code-exec", no_argument, 0, O_UNSAFE},
         {"jobs", required_argument, 0, O_JOBS}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
     const char *spec_path = NULL, *db = NULL;
@@ -203,6 +207,7 @@ static int cmd_matrix(int argc, char **argv) {
             if (cli_parse_int("matrix", "--parallel", optarg, 1, 256, &v)) return CLI_EXIT_ERROR;
             mo.jobs = (int)v;
             break;
+        case O_NOSCORE: mo.no_score = 1; break;
         case O_GUARD: mo.score.guard_spec = optarg; break;
         case O_EMB: mo.score.embedder_spec = optarg; break;
         case O_UNSAFE: mo.score.unsafe_code_exec = 1; break;

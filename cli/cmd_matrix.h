@@ -19,6 +19,7 @@ typedef struct cli_matrix_opts {
     int jobs;                      /* configurations side by side (drift_matrix_opts.jobs) */
     int recheck;                   /* run finished runs again for what they lack (drift_matrix_opts.recheck) */
     int all_failed_ok;             /* drift_matrix_opts.all_failed_ok */
+    int no_score;                  /* drift_matrix_opts.no_score */
     /* With progress_lines: (spec->n_configs,) estimated seconds of each
      * configuration (the lab's cost model; NULL: all equal). A progress bar
      * on stderr when it is a terminal (done/total, the time left from the

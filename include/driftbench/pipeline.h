@@ -146,6 +146,10 @@ typedef struct drift_matrix_opts {
      * the matrix as any failure. */
     int all_failed_ok;
     drift_score_opts score;          /* how each configuration is scored */
+    /* 1: answers are stored, not scored (score them later, elsewhere:
+     * drift_score_run, `driftbench score`), e.g. on a GPU machine that lacks
+     * the code sandbox; 0: each configuration is scored after its run. */
+    int no_score;
     int (*cancel)(void *cancel_user); /* NULL: never; polled between configurations and inside runs */
     void *cancel_user;
     /* Events of stage "matrix" (total = configurations of the shard; SKIP

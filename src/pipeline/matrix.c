@@ -261,6 +261,10 @@ static void do_config(drift_store *st, const drift_matrix_spec *spec, const drif
         out->failed_in_run = !out->server_failed;
         return;
     }
+    if (o->no_score) {
+        out->config_ms = util_now_ms() - c0;
+        return;
+    }
     drift_score_opts so = o->score;
     so.cancel = r_cancel;
     so.cancel_user = r_cancel_user;

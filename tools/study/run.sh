@@ -12,7 +12,9 @@
 #   PY [unset: no PyTorch stacks; a python3 that imports torch]
 #   GPU [0; 1 adds the CUDA configurations]   JOBS [nproc/THREADS]   THREADS [2]
 #   MATH CODE SAFETY CHAT LONG [200 164 100 100 30]   MAX_TOKENS [512]
-#   API [completions]   GUARD [driftbench's default guard]
+#   API [completions]   SCORE [1; 0 stores the answers only: score them on
+#   another machine with `driftbench score --db study.db`, e.g. where the GPU
+#   machine lacks the code sandbox]   GUARD [driftbench's default guard]
 #   EMBEDDER [the robust llama-gqa-7m on cpu-f32, as the lab's chat embedder]
 # OUTDIR gets quant/ (the quantized files), matrix.json, study.db,
 # flip_rates.csv, anova.txt, pri_eval.txt, pairs.txt and run.log. Running it
@@ -62,8 +64,13 @@ score=()
 [ -n "${GUARD:-}" ] && score+=(--guard "$GUARD")
 score+=(--embedder "${EMBEDDER:-embedded:$ROOT/models/llama-gqa-7m.gguf?profile=cpu-f32&threads=1}")
 SECONDS=0
+[ "${SCORE:-1}" = 0 ] && score+=(--no-score)
 "$D" matrix --spec "$OUTDIR/matrix.json" --db "$OUTDIR/study.db" --parallel "$JOBS" --concurrency 16 "${score[@]}"
 echo "run.sh: matrix done in ${SECONDS}s"
+if [ "${SCORE:-1}" = 0 ]; then
+  echo "run.sh: answers stored, not scored; next: driftbench score --db $OUTDIR/study.db, then run.sh again for the tables"
+  exit 0
+fi
 "$D" table --db "$OUTDIR/study.db" --baseline 'ref@{model}' -o "$OUTDIR/flip_rates.csv"
 "$D" anova --table "$OUTDIR/flip_rates.csv" --strata workload >"$OUTDIR/anova.txt" || true
 "$D" pri eval --table "$OUTDIR/flip_rates.csv" >"$OUTDIR/pri_eval.txt" || true
