@@ -64,7 +64,18 @@ typedef struct drift_wl_result {
     long majority_flips;
     double majority_flip_rate;
     long majority_ties;
+    /* Every counted pair (the n above) in the store's order: its prompt,
+     * replicate and whether it flipped; for a sequential replay
+     * (drift_compare_sequential). Owned by the comparison. */
+    struct drift_pair_outcome *pairs;
+    size_t n_pairs;
 } drift_wl_result;
+
+typedef struct drift_pair_outcome {
+    const char *prompt_id;     /* owned by the comparison */
+    int replicate;
+    int flipped;               /* 1 when the two labels differ (chat: SDR over the threshold) */
+} drift_pair_outcome;
 
 /* The flip taxonomy of a comparison, highest risk first. */
 typedef struct drift_taxonomy {
@@ -129,6 +140,100 @@ DRIFT_API void drift_comparison_free(drift_comparison *c);
 /* The embedder whose vectors chat SDR used (opts->embedder, or the one the
  * baseline's chat answers were embedded with); NULL when none. */
 DRIFT_API const char *drift_comparison_embedder(const drift_comparison *c);
+
+/* ---- sequential gate (sequential.c) ----
+ * An anytime-valid flip-rate gate over a finite suite of N paired prompts
+ * asked in a seeded random order (sampling without replacement): after
+ * each outcome it may stop with DEPLOY (the flip rate is surely under the
+ * budget) or BLOCK (surely over), each wrong with probability at most
+ * alpha/2 whatever the stopping rule; at the end of the suite the rate is
+ * known exactly and the verdict is compare's fixed-size one. The interval
+ * is a confidence sequence: it covers the suite's flip rate at every step
+ * at once with probability >= 1 - alpha. See sequential.c for the method. */
+typedef enum drift_seq_verdict {
+    DRIFT_SEQ_OPEN = 0,        /* not decided yet */
+    DRIFT_SEQ_DEPLOY = 1,      /* within budget */
+    DRIFT_SEQ_BLOCK = 2        /* over budget */
+} drift_seq_verdict;
+
+typedef struct drift_seq_gate {
+    long n_total;              /* N: prompts in the suite */
+    double budget;             /* fraction */
+    double alpha;
+    long asked;                /* outcomes seen so far */
+    long flips;                /* flips among them */
+    drift_seq_verdict verdict; /* sticky once decided */
+    long decided_at;           /* outcomes seen when decided; 0 while open */
+    int early;                 /* decided before the suite was exhausted */
+    double stop_lo, stop_hi;   /* the interval when decided (NAN unless kept, see init) */
+    /* internal: the two budget tests and the confidence sequence */
+    long k_hi, k_lo;           /* smallest flip count >= budget*N, largest <= budget*N */
+    double log_up, log_lo;     /* log capital of the upper (deploy) and lower (block) test */
+    long watch;                /* a flip count tracked by drift_seq_gate_covers; -1 none */
+    double watch_up, watch_lo;
+    int watch_out;
+    double *cs_up, *cs_lo;     /* log capital per flip count 0..N (NULL unless kept) */
+    unsigned char *cs_out;     /* flip count rejected at some step */
+} drift_seq_gate;
+
+/* Starts a gate for n_total >= 1 outcomes, budget in [0, 1] (fraction),
+ * alpha in (0, 1). keep_interval: also track the whole confidence sequence
+ * (O(n_total) memory and time per outcome) so drift_seq_gate_interval
+ * works; 0 keeps only the two budget tests (O(1) per outcome, same
+ * verdicts). watch: a flip count 0..n_total whose coverage
+ * drift_seq_gate_covers reports (tests), or -1. DRIFT_ERR_INVALID naming the
+ * bad argument; DRIFT_ERR_NOMEM. */
+DRIFT_API drift_status drift_seq_gate_init(drift_seq_gate *g, long n_total, double budget, double alpha,
+                                           int keep_interval, long watch, drift_error *err);
+DRIFT_API void drift_seq_gate_free(drift_seq_gate *g);
+/* Feeds the next outcome (flipped: 1 or 0) of the random order. Returns
+ * the verdict after it (sticky: once decided, later outcomes only update
+ * the counts and the interval). Past n_total outcomes it changes nothing. */
+DRIFT_API drift_seq_verdict drift_seq_gate_add(drift_seq_gate *g, int flipped);
+/* The confidence sequence now: the smallest and largest flip rate (k/N)
+ * not yet excluded. Returns 0, or -1 (lo, hi = NAN) when the gate does not
+ * keep the interval. An empty set (possible with probability <= alpha)
+ * gives lo > hi. */
+DRIFT_API int drift_seq_gate_interval(const drift_seq_gate *g, double *lo, double *hi);
+/* 1 while the watched flip count's rate has never been excluded. */
+DRIFT_API int drift_seq_gate_covers(const drift_seq_gate *g);
+
+/* The seeded random order of n items named ids[i] (with replicate reps[i],
+ * or NULL for all 0): perm[] gets the indices 0..n-1 sorted by a 64-bit
+ * hash of (seed, id, replicate), ties by index. The same prompt gets the
+ * same rank key in every run and suite subset. */
+DRIFT_API drift_status drift_seq_order(const char *const *ids, const int *reps, size_t n, uint64_t seed, size_t *perm,
+                                       drift_error *err);
+
+typedef struct drift_seq_wl {
+    drift_workload workload;
+    int gated;                 /* 1 when the workload has a budget and pairs */
+    long n_total;              /* counted pairs available */
+    long asked;                /* pairs replayed until the verdict */
+    long flips;                /* flips among them */
+    drift_seq_verdict verdict;
+    int early;                 /* decided before the suite was exhausted */
+    double lo, hi;             /* the anytime-valid interval at the stop (fractions) */
+    double budget;             /* fraction; < 0 none */
+    double full_rate;          /* the flip rate over all pairs (compare's) */
+    int full_pass;             /* compare's fixed-size verdict */
+} drift_seq_wl;
+
+typedef struct drift_seq_result {
+    drift_seq_wl wl[DRIFT_WL_COUNT];
+    int present[DRIFT_WL_COUNT]; /* as the comparison's */
+    double alpha;
+    uint64_t seed;
+    int pass;                  /* no gated workload BLOCKed */
+    long asked, available;     /* over gated workloads */
+} drift_seq_result;
+
+/* Replays each workload's counted pairs (c->wl[k].pairs) in the seeded
+ * order (drift_seq_order) through a gate at its budget until it decides;
+ * workloads without a budget are present but not gated. */
+DRIFT_API drift_status drift_compare_sequential(const drift_comparison *c, double alpha, uint64_t seed,
+                                                drift_seq_result *out, drift_error *err);
+/* Its rendering is report.h's drift_seq_render. */
 
 /* ---- divergence of a flipped pair (divergence.c) ---- */
 typedef enum drift_token_unit {

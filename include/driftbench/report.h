@@ -80,6 +80,11 @@ DRIFT_API void drift_comparison_details_clear(drift_comparison_details *d);
 DRIFT_API drift_status drift_comparison_render(const drift_comparison *c, const drift_comparison_details *d,
                                                drift_format fmt, char **out, drift_error *err);
 
+/* Renders a sequential replay r of c (drift_compare_sequential) in text,
+ * json or markdown (junit: DRIFT_ERR_INVALID). *out is malloc'd. */
+DRIFT_API drift_status drift_seq_render(const drift_comparison *c, const drift_seq_result *r, drift_format fmt,
+                                        char **out, drift_error *err);
+
 /* drift_comparison_details_load from st (when st is not NULL) followed by
  * drift_comparison_render. Returns a malloc'd string in *out. */
 DRIFT_API drift_status drift_report_comparison(const drift_comparison *c, drift_store *st, drift_format fmt,

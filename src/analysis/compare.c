@@ -28,6 +28,8 @@
  * divergence.c's, computed on demand from the store, never here: compare
  * reads no answer text.
  * The comparison owns both scored sets: flip prompt ids point into them.
+ * Every counted pair's outcome is kept too (wl[].pairs, store order), for
+ * a sequential replay (sequential.c).
  * Code sandboxes: when code pairs are present, drift_store_detail_counts
  * counts per run the "sandbox" value of the score details (the latest score
  * of each answered code response, PASS or FAIL), so a report can say which
@@ -123,6 +125,22 @@ static const drift_embedding *emb_find(const drift_embedding_set *t, int64_t id)
     return lo < t->n && t->rows[lo].response_id == id ? &t->rows[lo] : NULL;
 }
 
+/* Records a counted pair's outcome for a sequential replay. */
+static int add_pair(drift_wl_result *w, size_t *cap, const drift_scored *b, int flipped) {
+    if (w->n_pairs == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        drift_pair_outcome *np = realloc(w->pairs, nc * sizeof *np);
+        if (!np) return -1;
+        w->pairs = np;
+        *cap = nc;
+    }
+    drift_pair_outcome *p = &w->pairs[w->n_pairs++];
+    p->prompt_id = b->prompt_id;
+    p->replicate = b->replicate;
+    p->flipped = flipped;
+    return 0;
+}
+
 static int add_flip(drift_wl_result *w, size_t *cap, const drift_scored *b, const drift_scored *t, int dir,
                     double value) {
     if (w->n_flipped == *cap) {
@@ -145,7 +163,10 @@ static int add_flip(drift_wl_result *w, size_t *cap, const drift_scored *b, cons
 void drift_comparison_free(drift_comparison *c) {
     if (!c) return;
     cmp_owner *o = (cmp_owner *)c;
-    for (int i = 0; i < DRIFT_WL_COUNT; i++) free(c->wl[i].flipped);
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        free(c->wl[i].flipped);
+        free(c->wl[i].pairs);
+    }
     drift_run_info_clear(&c->baseline);
     drift_run_info_clear(&c->target);
     drift_scored_set_clear(&o->base);
@@ -352,7 +373,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     }
     long pass_b[DRIFT_WL_COUNT] = {0}, pass_t[DRIFT_WL_COUNT] = {0}, sdr_n[DRIFT_WL_COUNT] = {0};
     double sdr_sum[DRIFT_WL_COUNT] = {0};
-    size_t cap[DRIFT_WL_COUNT] = {0};
+    size_t cap[DRIFT_WL_COUNT] = {0}, pcap[DRIFT_WL_COUNT] = {0};
     size_t pairs = 0;
     for (int i = 0; i < DRIFT_WL_COUNT; i++) c->wl[i].workload = (drift_workload)i;
     const drift_scored *B = o->base.rows, *T = o->targ.rows;
@@ -389,6 +410,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
             w->n++;
             sdr_sum[wl] += sdr;
             sdr_n[wl]++;
+            if (add_pair(w, &pcap[wl], b, sdr > opts->sdr_threshold)) goto nomem;
             if (sdr > opts->sdr_threshold) {
                 w->flips++;
                 if (add_flip(w, &cap[wl], b, t, 0, sdr)) goto nomem;
@@ -403,6 +425,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         w->n++;
         pass_b[wl] += b->label == DRIFT_LABEL_PASS;
         pass_t[wl] += t->label == DRIFT_LABEL_PASS;
+        if (add_pair(w, &pcap[wl], b, b->label != t->label)) goto nomem;
         if (b->label != t->label) {
             int dir = b->label == DRIFT_LABEL_PASS ? -1 : +1;
             w->flips++;

@@ -690,3 +690,147 @@ drift_status drift_comparison_render(const drift_comparison *c, const drift_comp
     *out = buf_steal(&b);
     return DRIFT_OK;
 }
+
+/* ---- sequential replay (drift_compare_sequential) ----
+ * One row per present workload: prompts asked until the verdict of the
+ * N available, flips among them, the anytime-valid interval at the stop
+ * (sequential.c: a confidence sequence at 1 - alpha, not Wilson), budget,
+ * verdict (early or at the end of the suite) and, for reference, the
+ * fixed-size rate and verdict over all N. A workload without a budget is
+ * listed as not gated. JSON: {"baseline","target","sequential":{alpha,
+ * seed,asked,available},"verdict","workloads":[{workload,gated,n,asked,
+ * flips,verdict,early,interval:[lo,hi],budget,full_flip_rate,
+ * full_verdict}]}. */
+
+static const char *seq_verdict_name(drift_seq_verdict v) {
+    return v == DRIFT_SEQ_DEPLOY ? "deploy" : v == DRIFT_SEQ_BLOCK ? "block" : "open";
+}
+
+static void seq_cells(const drift_seq_wl *w, char *rate, char *ci, size_t cap, char *bud, char *full) {
+    char lo[16], hi[16];
+    pct(rate, 16, w->asked ? (double)w->flips / (double)w->asked : NAN);
+    pct(lo, sizeof lo, w->lo);
+    pct(hi, sizeof hi, w->hi);
+    snprintf(ci, cap, "[%s, %s]", lo, hi);
+    if (w->budget < 0) snprintf(bud, 16, "none");
+    else pct(bud, 16, w->budget);
+    pct(full, 16, w->full_rate);
+}
+
+static void seq_text(const drift_comparison *c, const drift_seq_result *r, util_buf *b) {
+    buf_printf(b, "DriftBench sequential gate: %s -> %s\n", c->baseline.label, c->target.label);
+    buf_printf(b, "prompts replayed in a seeded random order (seed %llu); each workload stops as soon as its "
+                  "anytime-valid %g%% interval leaves the budget\n\n",
+               (unsigned long long)r->seed, 100.0 * (1.0 - r->alpha));
+    buf_printf(b, "%-13s %7s %7s %6s %9s  %-20s %8s  %-16s %10s\n", "workload", "asked", "of", "flips", "rate",
+               "anytime interval", "budget", "verdict", "full suite");
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!r->present[k]) continue;
+        const drift_seq_wl *w = &r->wl[k];
+        const char *name = drift_workload_name((drift_workload)k);
+        if (!w->gated) {
+            buf_printf(b, "%-13s %7s %7ld %6s %9s  %-20s %8s  %s\n", name, "-", w->n_total, "-", "-", "-",
+                       w->budget < 0 ? "none" : "-",
+                       w->budget < 0 ? "no budget: cannot be gated" : "no counted pairs");
+            continue;
+        }
+        char rate[16], ci[48], bud[16], full[16], verdict[32];
+        seq_cells(w, rate, ci, sizeof ci, bud, full);
+        snprintf(verdict, sizeof verdict, "%s%s", w->verdict == DRIFT_SEQ_DEPLOY ? "DEPLOY" : "BLOCK",
+                 w->early ? " (early)" : " (suite end)");
+        buf_printf(b, "%-13s %7ld %7ld %6ld %9s  %-20s %8s  %-16s %10s %s\n", name, w->asked, w->n_total, w->flips,
+                   rate, ci, bud, verdict, full, w->full_pass ? "pass" : "FAIL");
+    }
+    buf_puts(b, "\n");
+    if (r->available)
+        buf_printf(b, "asked %ld of %ld prompts of the gated workloads (%.1f%%)\n", r->asked, r->available,
+                   100.0 * (double)r->asked / (double)r->available);
+    buf_printf(b, "verdict: %s\n", r->pass ? "PASS (every gated workload deploys)" : "FAIL (a workload is blocked)");
+}
+
+static drift_status seq_json(const drift_comparison *c, const drift_seq_result *r, char **out, drift_error *err) {
+    json_t *wls = json_array();
+    for (int k = 0; k < DRIFT_WL_COUNT && wls; k++) {
+        if (!r->present[k]) continue;
+        const drift_seq_wl *w = &r->wl[k];
+        json_t *e = json_pack("{s:s, s:b, s:I}", "workload", drift_workload_name((drift_workload)k), "gated",
+                              w->gated, "n", (json_int_t)w->n_total);
+        if (!e) break;
+        json_object_set_new(e, "budget", w->budget < 0 ? json_null() : json_real(w->budget));
+        if (w->gated) {
+            json_object_set_new(e, "asked", json_integer(w->asked));
+            json_object_set_new(e, "flips", json_integer(w->flips));
+            json_object_set_new(e, "verdict", json_string(seq_verdict_name(w->verdict)));
+            json_object_set_new(e, "early", json_boolean(w->early));
+            json_object_set_new(e, "interval", json_pack("[f, f]", w->lo, w->hi));
+        } else {
+            json_object_set_new(e, "verdict", json_string(w->budget < 0 ? "no budget" : "no pairs"));
+        }
+        json_object_set_new(e, "full_flip_rate", json_real(w->full_rate));
+        json_object_set_new(e, "full_verdict", json_string(w->full_pass ? "pass" : "fail"));
+        json_array_append_new(wls, e);
+    }
+    json_t *root = wls ? json_pack("{s:o, s:o, s:{s:f, s:I, s:I, s:I, s:s}, s:s, s:o}", "baseline",
+                                   run_json(&c->baseline), "target", run_json(&c->target), "sequential", "alpha",
+                                   r->alpha, "seed", (json_int_t)r->seed, "asked", (json_int_t)r->asked, "available",
+                                   (json_int_t)r->available, "method", "betting confidence sequence, without replacement",
+                                   "verdict", r->pass ? "pass" : "fail", "workloads", wls)
+                         : NULL;
+    char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
+    json_decref(root);
+    *out = s ? util_asprintf("%s\n", s) : NULL;
+    free(s);
+    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
+}
+
+static void seq_markdown(const drift_comparison *c, const drift_seq_result *r, util_buf *b) {
+    buf_puts(b, "### DriftBench sequential gate: `");
+    md_cell(b, c->baseline.label);
+    buf_puts(b, "` \xE2\x86\x92 `");
+    md_cell(b, c->target.label);
+    buf_printf(b, "` \xE2\x80\x94 **%s**\n\n", r->pass ? "PASS" : "FAIL");
+    buf_printf(b, "Seeded random order (seed %llu), anytime-valid %g%% intervals.\n\n", (unsigned long long)r->seed,
+               100.0 * (1.0 - r->alpha));
+    buf_puts(b, "| workload | asked / N | flips | interval at stop | budget | verdict | full suite |\n");
+    buf_puts(b, "|---|--:|--:|---|--:|---|--:|\n");
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!r->present[k]) continue;
+        const drift_seq_wl *w = &r->wl[k];
+        const char *name = drift_workload_name((drift_workload)k);
+        if (!w->gated) {
+            buf_printf(b, "| %s | - / %ld | - | - | %s | %s | - |\n", name, w->n_total, w->budget < 0 ? "none" : "-",
+                       w->budget < 0 ? "no budget: not gated" : "no counted pairs");
+            continue;
+        }
+        char rate[16], ci[48], bud[16], full[16];
+        seq_cells(w, rate, ci, sizeof ci, bud, full);
+        buf_printf(b, "| %s | %ld / %ld | %ld | %s | %s | %s%s | %s %s |\n", name, w->asked, w->n_total, w->flips, ci,
+                   bud, w->verdict == DRIFT_SEQ_DEPLOY ? "DEPLOY" : "**BLOCK**", w->early ? " (early)" : "", full,
+                   w->full_pass ? "pass" : "fail");
+    }
+    if (r->available)
+        buf_printf(b, "\nAsked %ld of %ld prompts (%.1f%%).\n", r->asked, r->available,
+                   100.0 * (double)r->asked / (double)r->available);
+}
+
+/* See report.h. */
+drift_status drift_seq_render(const drift_comparison *c, const drift_seq_result *r, drift_format fmt, char **out,
+                              drift_error *err) {
+    *out = NULL;
+    if (!c || !r) return drift_error_set(err, DRIFT_ERR_INVALID, "no sequential replay to report");
+    util_buf b = {0};
+    switch (fmt) {
+    case DRIFT_FORMAT_TEXT: seq_text(c, r, &b); break;
+    case DRIFT_FORMAT_MARKDOWN: seq_markdown(c, r, &b); break;
+    case DRIFT_FORMAT_JSON: return seq_json(c, r, out, err);
+    default:
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "the sequential gate renders text, json or markdown (not format %d)", (int)fmt);
+    }
+    if (!b.data) {
+        buf_free(&b);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the report");
+    }
+    *out = buf_steal(&b);
+    return DRIFT_OK;
+}
