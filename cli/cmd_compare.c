@@ -1,8 +1,14 @@
 /* cmd_compare.c - `driftbench compare`: paired flips between two stored runs
  * and the deploy/block verdict; compare's flags, parsed here for `compare`
- * and `measure` (cli_parse_compare_option). */
+ * and `measure` (cli_parse_compare_option). `compare --sequential` replays
+ * the stored pairs in a seeded random order through the sequential gate
+ * (drift_compare_sequential) and reports where each workload would have
+ * stopped; its flags (--sequential, --alpha, --seed) are compare's own. */
 #include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -20,6 +26,17 @@ static const char compare_usage[] =
     "  --sdr-threshold X    chat answers drift when SDR > X (default 0.30)\n"
     "  --format F           text (default), json, markdown, junit\n"
     "  -o FILE              write the report to FILE instead of stdout\n"
+    "\n"
+    "Sequential gate (a replay of the stored pairs):\n"
+    "  --sequential         ask the pairs in a seeded random order and stop each\n"
+    "                       workload as soon as an anytime-valid interval for its\n"
+    "                       flip rate is under its budget (deploy) or over it\n"
+    "                       (block); at the suite's end, the fixed-size verdict.\n"
+    "                       Reports prompts used, the interval at the stop and the\n"
+    "                       verdict (text, json, markdown); workloads without a\n"
+    "                       budget are not gated\n"
+    "  --alpha A            error rate of each verdict (default 0.05)\n"
+    "  --seed S             seed of the order (default 42)\n"
     "\n"
     "exit: 0 within budget, 1 drift over budget, 2 error\n";
 
@@ -51,17 +68,41 @@ int cli_parse_compare_option(const char *cmd, int opt, const char *arg, cli_comp
     return 0;
 }
 
+/* --sequential: the gate's replay of the comparison, rendered. */
+static int do_sequential(drift_store *st, const char *base, const char *targ, const cli_compare_args *a,
+                         double alpha, uint64_t seed) {
+    drift_error err = {0};
+    drift_comparison *c = NULL;
+    drift_seq_result r;
+    char *text = NULL;
+    if (a->fmt == DRIFT_FORMAT_JUNIT)
+        return cli_error("compare", "--sequential renders text, json or markdown (not junit)");
+    if (drift_compare_runs(st, base, targ, &a->opts, &c, &err)) return cli_error_lib("compare", &err);
+    if (drift_compare_sequential(c, alpha, seed, &r, &err) || drift_seq_render(c, &r, a->fmt, &text, &err)) {
+        drift_comparison_free(c);
+        return cli_error_lib("compare", &err);
+    }
+    int rc = cli_write_output("compare", a->out, text) ? CLI_EXIT_ERROR : (r.pass ? CLI_EXIT_PASS : CLI_EXIT_FAIL);
+    free(text);
+    drift_comparison_free(c);
+    return rc;
+}
+
 static int cmd_compare(int argc, char **argv) {
-    enum { O_BASE = 300 };
+    enum { O_BASE = 300, O_SEQ, O_ALPHA, O_SEQSEED };
     static const struct option longopts[] = {
         {"db", required_argument, 0, OPT_DB}, {"baseline", required_argument, 0, O_BASE},
         {"target", required_argument, 0, OPT_TARGET}, COMPARE_LONG_OPTIONS,
+        {"sequential", no_argument, 0, O_SEQ}, {"alpha", required_argument, 0, O_ALPHA},
+        {"seed", required_argument, 0, O_SEQSEED},
         {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
     const char *db = NULL, *base = NULL, *targ = NULL;
     cli_compare_args c;
     cli_compare_args_default(&c);
     drift_error err = {0};
-    int opt;
+    int opt, sequential = 0, seq_flags = 0;
+    double alpha = 0.05;
+    long seed = 42;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
@@ -72,6 +113,15 @@ static int cmd_compare(int argc, char **argv) {
         case OPT_DB: db = optarg; break;
         case O_BASE: base = optarg; break;
         case OPT_TARGET: targ = optarg; break;
+        case O_SEQ: sequential = 1; break;
+        case O_ALPHA:
+            if (cli_parse_double("compare", "--alpha", optarg, 1e-9, 0.5, &alpha)) return CLI_EXIT_ERROR;
+            seq_flags = 1;
+            break;
+        case O_SEQSEED:
+            if (cli_parse_int("compare", "--seed", optarg, 0, LONG_MAX, &seed)) return CLI_EXIT_ERROR;
+            seq_flags = 1;
+            break;
         case 'h':
         case OPT_HELP: fputs(compare_usage, stdout); return 0;
         default: return cli_error("compare", "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
@@ -79,9 +129,11 @@ static int cmd_compare(int argc, char **argv) {
     }
     if (optind < argc) return cli_error("compare", "unexpected argument '%s'", argv[optind]);
     if (!db || !base || !targ) return cli_error("compare", "--db, --baseline and --target are required (see --help)");
+    if (seq_flags && !sequential) return cli_error("compare", "--alpha and --seed go with --sequential");
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
-    int rc = cli_do_compare("compare", st, base, targ, &c);
+    int rc = sequential ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)
+                        : cli_do_compare("compare", st, base, targ, &c);
     drift_store_close(st);
     return rc;
 }

@@ -745,7 +745,9 @@ static void seq_text(const drift_comparison *c, const drift_seq_result *r, util_
     if (r->available)
         buf_printf(b, "asked %ld of %ld prompts of the gated workloads (%.1f%%)\n", r->asked, r->available,
                    100.0 * (double)r->asked / (double)r->available);
-    buf_printf(b, "verdict: %s\n", r->pass ? "PASS (every gated workload deploys)" : "FAIL (a workload is blocked)");
+    buf_printf(b, "verdict: %s\n", !r->pass          ? "FAIL (a workload is blocked)"
+                                    : r->available ? "PASS (every gated workload deploys)"
+                                                   : "PASS (no workload could be gated: no budget or no pairs)");
 }
 
 static drift_status seq_json(const drift_comparison *c, const drift_seq_result *r, char **out, drift_error *err) {
