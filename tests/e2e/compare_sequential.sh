@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# compare_sequential.sh - `compare --sequential` over a real store: two runs
+# of the 5-prompt math fixture through the fake server (4 counted pairs,
+# 1 flip, 1 error pair left out). Budget 1% allows no flip: BLOCK (exit 1)
+# as soon as the flip comes in the seeded order; budget 50% (2 of 4) is a
+# DEPLOY (exit 0) once 2 flips can no longer be reached; no budget is not
+# gated (exit 0, said so); the same seed gives the same report; text, json
+# and markdown; bad flags are exit 2 naming the flag.
+set -u
+D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
+FAKE=$B/fakeserver
+FIX=$S/tests/data/fake
+T=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
+trap cleanup EXIT
+fails=0 passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+check() { if eval "$1"; then ok; else bad "$2"; fi; }
+
+start_server() {
+  local out=$T/srv.$RANDOM
+  "$FAKE" --script "$1" --lifetime 300 --quiet > "$out" 2>/dev/null &
+  PIDS+=($!)
+  for _ in $(seq 100); do
+    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
+    [ -n "$PORT" ] && return 0
+    sleep 0.05
+  done
+  echo "server did not start"; exit 1
+}
+
+start_server "$FIX/math5_baseline.txt"; P1=$PORT
+start_server "$FIX/math5_target.txt"; P2=$PORT
+DB=$T/s.db
+$D --quiet run --db "$DB" --label base --target "http://127.0.0.1:$P1/v1?model=m" --suite "$FIX/math5.jsonl" \
+  --config model=m,hardware=h100,precision=fp16,framework=vllm
+$D --quiet run --db "$DB" --label targ --target "http://127.0.0.1:$P2/v1?model=m&api=chat" --suite "$FIX/math5.jsonl" \
+  --retries 1 --config model=m,hardware=b200,precision=fp8,framework=sglang
+$D --quiet score --db "$DB"
+C=(compare --db "$DB" --baseline base --target targ)
+
+"$D" "${C[@]}" --format json > "$T/plain.json"
+check 'grep -q "\"flips\": *1" "$T/plain.json" && ! grep -q sequential "$T/plain.json"' "plain compare: 1 flip, no sequential part"
+
+"$D" "${C[@]}" --sequential --budget math=1 --format json > "$T/block.json"; rc=$?
+check '[ $rc -eq 1 ]' "budget 1%: exit 1 (got $rc)"
+check 'python3 -c "
+import json,sys
+d=json.load(open(sys.argv[1]))
+w=[x for x in d[\"workloads\"] if x[\"workload\"]==\"math\"][0]
+assert d[\"verdict\"]==\"fail\" and w[\"gated\"] and w[\"verdict\"]==\"block\" and w[\"n\"]==4, w
+assert w[\"flips\"]==1 and 1<=w[\"asked\"]<=4 and w[\"interval\"][0]>0.01, w
+assert d[\"sequential\"][\"seed\"]==42 and d[\"sequential\"][\"alpha\"]==0.05
+" "$T/block.json"' "budget 1%: BLOCK at the flip, interval over the budget: $(head -c 400 "$T/block.json")"
+
+"$D" "${C[@]}" --sequential --budget math=50 > "$T/deploy.txt"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "DEPLOY" "$T/deploy.txt" && grep -q "^math .* 4 " "$T/deploy.txt"' \
+  "budget 50%: DEPLOY, exit 0 (rc $rc): $(cat "$T/deploy.txt")"
+"$D" "${C[@]}" --sequential --budget math=50 > "$T/deploy2.txt"
+check 'cmp -s "$T/deploy.txt" "$T/deploy2.txt"' "the same seed gives the same report"
+
+"$D" "${C[@]}" --sequential --budget math=none --format markdown > "$T/none.md"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "no budget" "$T/none.md" && grep -q "^| math |" "$T/none.md"' \
+  "no budget: not gated, exit 0 (rc $rc): $(cat "$T/none.md")"
+
+for bad in "--sequential --alpha 0.9" "--sequential --alpha x" "--seed 5" "--alpha 0.1" "--sequential --format junit"; do
+  # shellcheck disable=SC2086
+  "$D" "${C[@]}" $bad > /dev/null 2> "$T/bad.err"; rc=$?
+  check '[ $rc -eq 2 ] && [ -s "$T/bad.err" ]' "'$bad': exit 2 with a message (rc $rc: $(cat "$T/bad.err"))"
+done
+grep -q -- "--sequential" <("$D" compare --help) && ok || bad "compare --help mentions --sequential"
+
+echo "compare_sequential: $passes passed, $fails failed"
+[ $fails -eq 0 ]
