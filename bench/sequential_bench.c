@@ -11,8 +11,11 @@
  *    flip_rate, num_flips, num_comparisons): every row is a finite suite
  *    of num_comparisons prompts with num_flips flips, gated at the budget;
  *    rows are grouped by their rate's distance from the budget.
- * 3. --db: the real paired outcomes of a stored comparison, each workload
- *    with a budget (--budget applies to all) replayed in R seeded orders.
+ * 3. --db: the real paired outcomes of a stored comparison (--target L,
+ *    or --target all: the baseline against every other run of the store;
+ *    a lab's "ref@MODEL" against MODEL's runs),
+ *    each workload at the budget (--budget applies to all) replayed in
+ *    R/10 seeded orders.
  * Each figure is the mean over R orders of asked/N, with the share of
  * early stops and of wrong verdicts (against the suite's true rate). */
 #include <math.h>
@@ -149,22 +152,28 @@ static int flip_table(const char *path, double budget, double alpha, long runs, 
     return 0;
 }
 
-/* Real outcomes of a stored comparison, replayed in runs seeded orders. */
-static int stored(const char *db, const char *base, const char *targ, double budget, double alpha, long runs) {
-    drift_store *st = NULL;
+/* Real outcomes of stored comparisons: base against targ, or against every
+ * other run of the store (targ "all": runs sharing no prompt with base,
+ * "ref@" and "stochastic/" runs are skipped), each workload replayed in
+ * runs seeded orders at the budget. Per workload of one target a line;
+ * for "all", the workloads grouped by their rate's distance from the
+ * budget. agree: the sequential verdict equals compare's fixed-size one. */
+typedef struct real_band {
+    gate_stats s;
+    long agree, workloads;
+} real_band;
+
+static int stored_one(drift_store *st, const char *base, const char *targ, double budget, double alpha, long runs,
+                      int verbose, real_band *band) {
     drift_error err = {0};
     drift_comparison *c = NULL;
     drift_compare_opts o;
     drift_compare_opts_default(&o);
     for (int k = 0; k < DRIFT_WL_COUNT; k++) o.budget[k] = budget;
-    if (drift_store_open_readonly(db, &st, &err) || drift_compare_runs(st, base, targ, &o, &c, &err)) {
-        fprintf(stderr, "sequential_bench: %s\n", err.msg);
-        drift_store_close(st);
-        return 2;
+    if (drift_compare_runs(st, base, targ, &o, &c, &err)) {
+        if (verbose) fprintf(stderr, "sequential_bench: %s\n", err.msg);
+        return verbose ? 2 : 0;
     }
-    printf("\nstored comparison %s -> %s in %s (budget %.2f%%, %ld seeded orders)\n", base, targ, db, 100 * budget,
-           runs);
-    printf("  %-13s %6s %8s  %7s  %7s  %7s\n", "workload", "N", "rate", "asked", "early", "agree");
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         if (!c->present[k] || c->wl[k].n == 0) continue;
         gate_stats s = {0};
@@ -174,7 +183,6 @@ static int stored(const char *db, const char *base, const char *targ, double bud
             if (drift_compare_sequential(c, alpha, (uint64_t)r + 1, &res, &err)) {
                 fprintf(stderr, "sequential_bench: %s\n", err.msg);
                 drift_comparison_free(c);
-                drift_store_close(st);
                 return 2;
             }
             const drift_seq_wl *w = &res.wl[k];
@@ -183,13 +191,72 @@ static int stored(const char *db, const char *base, const char *targ, double bud
             agree += (w->verdict == DRIFT_SEQ_DEPLOY) == w->full_pass;
             s.runs++;
         }
-        printf("  %-13s %6ld %7.2f%%  %6.1f%%  %6.1f%%  %6.1f%%\n", drift_workload_name((drift_workload)k), c->wl[k].n,
-               100 * c->wl[k].flip_rate, 100 * s.used / (double)s.runs, 100.0 * (double)s.early / (double)s.runs,
-               100.0 * (double)agree / (double)s.runs);
+        if (verbose)
+            printf("  %-13s %6ld %7.2f%%  %6.1f%%  %6.1f%%  %6.1f%%\n", drift_workload_name((drift_workload)k),
+                   c->wl[k].n, 100 * c->wl[k].flip_rate, 100 * s.used / (double)s.runs,
+                   100.0 * (double)s.early / (double)s.runs, 100.0 * (double)agree / (double)s.runs);
+        double p = c->wl[k].flip_rate;
+        real_band *b = &band[p <= budget / 2 ? 0 : p >= 2 * budget ? 2 : 1];
+        b->s.used += s.used;
+        b->s.early += s.early;
+        b->s.runs += s.runs;
+        b->agree += agree;
+        b->workloads++;
     }
     drift_comparison_free(c);
-    drift_store_close(st);
     return 0;
+}
+
+static int stored(const char *db, const char *base, const char *targ, double budget, double alpha, long runs) {
+    drift_store *st = NULL;
+    drift_error err = {0};
+    if (drift_store_open_readonly(db, &st, &err)) {
+        fprintf(stderr, "sequential_bench: %s\n", err.msg);
+        return 2;
+    }
+    real_band band[3];
+    memset(band, 0, sizeof band);
+    int rc = 0;
+    if (strcmp(targ, "all") != 0) {
+        printf("\nstored comparison %s -> %s in %s (budget %.2f%%, %ld seeded orders)\n", base, targ, db,
+               100 * budget, runs);
+        printf("  %-13s %6s %8s  %7s  %7s  %7s\n", "workload", "N", "rate", "asked", "early", "agree");
+        rc = stored_one(st, base, targ, budget, alpha, runs, 1, band);
+    } else {
+        drift_run_info *ri = NULL;
+        size_t n = 0, used = 0;
+        if (drift_store_run_list(st, &ri, &n, &err)) {
+            fprintf(stderr, "sequential_bench: %s\n", err.msg);
+            drift_store_close(st);
+            return 2;
+        }
+        for (size_t i = 0; i < n && !rc; i++) {
+            const char *l = ri[i].label;
+            if (!strcmp(l, base) || !strncmp(l, "ref@", 4) || !strncmp(l, "stochastic/", 11)) continue;
+            /* a lab's reference "ref@MODEL" is compared with MODEL's runs only */
+            size_t ml = strlen(base) - 4;
+            if (!strncmp(base, "ref@", 4) && (strncmp(l, base + 4, ml) != 0 || l[ml] != '/')) continue;
+            long before = band[0].workloads + band[1].workloads + band[2].workloads;
+            rc = stored_one(st, base, l, budget, alpha, runs, 0, band);
+            used += band[0].workloads + band[1].workloads + band[2].workloads > before;
+        }
+        drift_run_info_array_free(ri, n);
+        printf("\nstored comparisons %s -> each of %zu runs in %s (budget %.2f%%, %ld seeded orders each)\n", base,
+               used, db, 100 * budget, runs);
+        printf("  %-34s %7s  %7s  %7s  %7s\n", "workloads by full-suite rate", "gates", "asked", "early", "agree");
+        static const char *names[] = {"rate <= budget/2", "budget/2 < rate < 2x budget", "rate >= 2x budget"};
+        for (int b = 0; b < 3; b++) {
+            if (!band[b].s.runs) continue;
+            char what[64];
+            snprintf(what, sizeof what, "%s (%ld)", names[b], band[b].workloads);
+            printf("  %-34s %7ld  %6.1f%%  %6.1f%%  %6.1f%%\n", what, band[b].s.runs,
+                   100.0 * band[b].s.used / (double)band[b].s.runs,
+                   100.0 * (double)band[b].s.early / (double)band[b].s.runs,
+                   100.0 * (double)band[b].agree / (double)band[b].s.runs);
+        }
+    }
+    drift_store_close(st);
+    return rc;
 }
 
 int main(int argc, char **argv) {
