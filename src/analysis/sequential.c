@@ -10,9 +10,10 @@
  * K, is the without-replacement mean
  *     mu_t(K) = (K - S_{t-1}) / (N - t + 1)
  * (Waudby-Smith & Ramdas, "Confidence sequences for sampling without
- * replacement", NeurIPS 2020, arXiv 2006.04347: the WoR-adjusted mean
- * mu_t^WoR(m) = (N m - sum_{i<t} X_i) / (N - t + 1) of their Section 3;
- * the section number is from memory of the paper, not checked here).
+ * replacement", NeurIPS 2020, arXiv 2006.04347: their WoR-adjusted mean
+ * mu_t^WoR(m) = (N m - sum_{i<t} X_i) / (N - t + 1), the centring of all
+ * their WoR martingales; the equation number was not checked against the
+ * paper's text, none being at hand here).
  *
  * Capital. For each candidate K two bettors play against mu_t(K) with
  * predictable stakes 0 <= l_t <= LAMBDA_MAX < 1 (functions of the past
@@ -21,9 +22,9 @@
  *     lo_t(K) = prod_{i<=t} (1 + ll_i (x_i - mu_i(K)))   bets "more flips than K"
  * This is the betting ("hedged capital") construction of Waudby-Smith &
  * Ramdas for [0,1]-bounded values, "Estimating means of bounded random
- * variables by betting" (JRSS-B 2024, arXiv 2010.09686), hedged capital
- * max(theta K+, (1-theta) K-) >= 1/alpha with theta = 1/2, i.e. each side
- * at alpha/2, with the WoR centring above in place of a fixed mean.
+ * variables by betting" (JRSS-B 2024, arXiv 2010.09686, whose WoR section
+ * bets against the same centring): hedged capital max(theta K+,
+ * (1-theta) K-) >= 1/alpha with theta = 1/2, i.e. each side at alpha/2.
  * Validity: under K = K0, E[x_t | past] = mu_t(K0) exactly, so both
  * products are nonnegative martingales (every factor is >= 1 - LAMBDA_MAX
  * > 0 because mu_t(K) is in [0,1] for every K still consistent with the
