@@ -1,6 +1,7 @@
 /* compare.h - paired comparison of a baseline run and a target run: flips
  * per workload in both directions with Wilson 95% CIs, exact McNemar,
- * accuracies, budgets and the verdict. Also the textbook statistics. */
+ * accuracies, budgets and the verdict. Also the textbook statistics and
+ * the sequential gate (an anytime-valid verdict from part of the suite). */
 #ifndef DRIFTBENCH_COMPARE_H
 #define DRIFTBENCH_COMPARE_H
 

@@ -697,10 +697,11 @@ drift_status drift_comparison_render(const drift_comparison *c, const drift_comp
  * (sequential.c: a confidence sequence at 1 - alpha, not Wilson), budget,
  * verdict (early or at the end of the suite) and, for reference, the
  * fixed-size rate and verdict over all N. A workload without a budget is
- * listed as not gated. JSON: {"baseline","target","sequential":{alpha,
- * seed,asked,available},"verdict","workloads":[{workload,gated,n,asked,
- * flips,verdict,early,interval:[lo,hi],budget,full_flip_rate,
- * full_verdict}]}. */
+ * listed as not gated. An empty interval (every rate excluded, a chance
+ * <= alpha) reads "empty" (JSON null). JSON: {"baseline","target",
+ * "sequential":{alpha,seed,asked,available,method},"verdict","workloads":
+ * [{workload,gated,n,budget,asked,flips,verdict,early,interval:[lo,hi],
+ * full_flip_rate,full_verdict}]}. */
 
 static const char *seq_verdict_name(drift_seq_verdict v) {
     return v == DRIFT_SEQ_DEPLOY ? "deploy" : v == DRIFT_SEQ_BLOCK ? "block" : "open";
@@ -711,7 +712,8 @@ static void seq_cells(const drift_seq_wl *w, char *rate, char *ci, size_t cap, c
     pct(rate, 16, w->asked ? (double)w->flips / (double)w->asked : NAN);
     pct(lo, sizeof lo, w->lo);
     pct(hi, sizeof hi, w->hi);
-    snprintf(ci, cap, "[%s, %s]", lo, hi);
+    if (w->lo > w->hi) snprintf(ci, cap, "empty"); /* every rate excluded: itself a chance <= alpha */
+    else snprintf(ci, cap, "[%s, %s]", lo, hi);
     if (w->budget < 0) snprintf(bud, 16, "none");
     else pct(bud, 16, w->budget);
     pct(full, 16, w->full_rate);
@@ -764,7 +766,7 @@ static drift_status seq_json(const drift_comparison *c, const drift_seq_result *
             json_object_set_new(e, "flips", json_integer(w->flips));
             json_object_set_new(e, "verdict", json_string(seq_verdict_name(w->verdict)));
             json_object_set_new(e, "early", json_boolean(w->early));
-            json_object_set_new(e, "interval", json_pack("[f, f]", w->lo, w->hi));
+            json_object_set_new(e, "interval", w->lo > w->hi ? json_null() : json_pack("[f, f]", w->lo, w->hi));
         } else {
             json_object_set_new(e, "verdict", json_string(w->budget < 0 ? "no budget" : "no pairs"));
         }
