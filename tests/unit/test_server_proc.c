@@ -331,7 +331,11 @@ static void test_tail_bounds(void **state) {
     log_from_msg(err.msg, log, sizeof log);
     unlink(log);
     /* a flood of long lines still fits the message, ending with the last */
-    o.command = "i=1; while [ $i -le 200 ]; do printf 'x%.0s' $(seq 150); echo \" end $i\"; i=$((i+1)); done; exit 2";
+    /* built without a subprocess per line, and a generous ready timeout: on a
+     * loaded machine 200 forks of seq outran the 10 s and the start timed out */
+    o.command = "x=xxxxxxxxxx; x=$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x; i=1; while [ $i -le 200 ]; do echo \"$x end $i\"; "
+                "i=$((i+1)); done; exit 2";
+    o.ready_timeout_s = 60;
     assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_IO);
     assert_true(strlen(err.msg) < DRIFT_ERROR_MSG_MAX);
     assert_non_null(strstr(err.msg, " end 200"));
