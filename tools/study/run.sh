@@ -12,6 +12,8 @@
 #   PY [unset: no PyTorch stacks; a python3 that imports torch]
 #   GPU [0; 1 adds the CUDA configurations]   JOBS [nproc/THREADS]   THREADS [2]
 #   MATH CODE SAFETY CHAT LONG [200 164 100 100 30]   MAX_TOKENS [512]
+#   MATRIX_TIMEOUT [none: seconds after which the matrix is stopped (SIGTERM:
+#   what was answered is kept) and run.sh exits; run it again to resume]
 #   API [completions]   SCORE [1; 0 stores the answers only: score them on
 #   another machine with `driftbench score --db study.db`, e.g. where the GPU
 #   machine lacks the code sandbox]   GUARD [driftbench's default guard]
@@ -65,7 +67,10 @@ score=()
 score+=(--embedder "${EMBEDDER:-embedded:$ROOT/models/llama-gqa-7m.gguf?profile=cpu-f32&threads=1}")
 SECONDS=0
 [ "${SCORE:-1}" = 0 ] && score+=(--no-score)
-"$D" matrix --spec "$OUTDIR/matrix.json" --db "$OUTDIR/study.db" --parallel "$JOBS" --concurrency 16 "${score[@]}"
+to=()
+[ -n "${MATRIX_TIMEOUT:-}" ] && to=(timeout "$MATRIX_TIMEOUT")
+"${to[@]}" "$D" matrix --spec "$OUTDIR/matrix.json" --db "$OUTDIR/study.db" --parallel "$JOBS" --concurrency 16 "${score[@]}" ||
+  { rc=$?; echo "run.sh: the matrix stopped (exit $rc) after ${SECONDS}s; run again to resume"; exit "$rc"; }
 echo "run.sh: matrix done in ${SECONDS}s"
 if [ "${SCORE:-1}" = 0 ]; then
   echo "run.sh: answers stored, not scored; next: driftbench score --db $OUTDIR/study.db, then run.sh again for the tables"
