@@ -295,6 +295,54 @@ DRIFT_API drift_status drift_flip_divergence(drift_store *st, const drift_flip *
 DRIFT_API drift_status drift_flip_divergences(drift_store *st, const drift_flip *flips, size_t n,
                                               drift_divergence *out, drift_error *err);
 
+/* ---- per-prompt flip risk (risk.c) ---- */
+#define DRIFT_RISK_VERSION "risk/v1" /* score = exp(-min_margin / 1 nat) */
+
+typedef struct drift_risk_features {
+    long n_tokens;             /* generated tokens (elements of the logprobs array) */
+    long n_margin;             /* tokens whose top list has >= 2 entries */
+    double min_margin;         /* smallest top-1 minus top-2 logprob over them (nats); NAN when n_margin == 0 */
+    long min_margin_pos;       /* its token index (the first on a tie); -1 when none */
+    double min_margin_frac;    /* min_margin_pos / n_tokens: share of the answer before it; NAN when none */
+    double mean_entropy;       /* mean entropy (nats) of the listed top-k, renormalised to sum 1 (the
+                                * unlisted mass is unknown, so it understates the true entropy); NAN when none */
+} drift_risk_features;
+
+/* The risk features of one baseline answer from its stored logprobs JSON
+ * (divergence's form above; "top" may be absent or null on a token).
+ * Malformed JSON is DRIFT_ERR_PARSE naming the element ("logprobs: element
+ * 3: top[1]: no numeric \"logprob\""); NULL json or out is DRIFT_ERR_INVALID.
+ * *out is always set (NAN/-1 fields on error). */
+DRIFT_API drift_status drift_risk_features_compute(const char *logprobs_json, drift_risk_features *out,
+                                                   drift_error *err);
+
+/* DRIFT_RISK_VERSION's score of f: exp(-min_margin), in (0, 1], higher =
+ * riskier; NAN when f has no margin (unknown, not safe). */
+DRIFT_API double drift_risk_score(const drift_risk_features *f);
+
+/* ROC AUC (Mann-Whitney: tied flipped/unflipped pairs count 1/2; NAN when
+ * all outcomes are equal) and precision among the top ceil(10% n) scores
+ * (a tie group across the cut counts its flip share for the slots it fills)
+ * of n scores with outcomes (nonzero = flipped). Either output may be NULL.
+ * DRIFT_ERR_INVALID for n == 0, NULL arrays or a NAN score. */
+DRIFT_API drift_status drift_risk_auc(const double *score, const int *outcome, size_t n, double *auc,
+                                      double *prec10, drift_error *err);
+
+typedef struct drift_risk_rank {
+    size_t n, n_flipped, top_n;  /* prompts, flipped ones, size of the top 10% */
+    double base_rate;            /* n_flipped / n: precision@10% of a random ranking */
+    double auc, auc_ci[2];       /* point estimate and bootstrap 95% percentile interval */
+    size_t auc_resamples;        /* resamples with both outcomes (the AUC interval's) */
+    double prec10, prec10_ci[2];
+} drift_risk_rank;
+
+/* drift_risk_auc's two figures with bootstrap 95% percentile intervals
+ * from `resamples` (>= 100) resamples of the n prompts with replacement,
+ * drawn from seed (same inputs and seed -> same intervals). Errors as
+ * drift_risk_auc, DRIFT_ERR_INVALID for too few resamples, DRIFT_ERR_NOMEM. */
+DRIFT_API drift_status drift_risk_rank_eval(const double *score, const int *outcome, size_t n, int resamples,
+                                            uint64_t seed, drift_risk_rank *out, drift_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,224 @@
+/* test_risk.c - per-prompt flip risk (risk.c): features of hand-written
+ * logprobs (min margin, its position and share, renormalised top-k entropy
+ * against python-computed values), malformed logprobs, the score, AUC on
+ * known rankings (perfect, reversed, all tied, a hand-computed case with
+ * ties), precision at 10% by hand (with a tie across the cut), the
+ * bootstrap's determinism and that its interval holds the point estimate,
+ * and a coverage simulation: outcomes drawn with P(flip | s) = s for s
+ * uniform on [0,1], whose population AUC is 5/6 analytically. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <string.h>
+
+#include "driftbench/compare.h"
+#include "util/util.h"
+
+static void near(double x, double y, double tol) {
+    if (!(fabs(x - y) <= tol)) fail_msg("%.17g != %.17g (tol %g)", x, y, tol);
+}
+
+static void test_features(void **state) {
+    (void)state;
+    const char *lp = "["
+                     "{\"token\":\"The\",\"logprob\":-0.1,\"top\":[{\"token\":\"The\",\"logprob\":-0.1},"
+                     "{\"token\":\"A\",\"logprob\":-2.5},{\"token\":\"It\",\"logprob\":-3.0}]},"
+                     "{\"token\":\" answer\",\"logprob\":-0.5,\"top\":[{\"token\":\" sum\",\"logprob\":-1.0},"
+                     "{\"token\":\" answer\",\"logprob\":-0.5}]},"
+                     "{\"token\":\" is\",\"logprob\":-0.3,\"top\":null},"
+                     "{\"token\":\" 4\",\"logprob\":-0.2,\"top\":[{\"token\":\" 4\",\"logprob\":-0.2},"
+                     "{\"token\":\" 5\",\"logprob\":-0.3},{\"token\":\" 6\",\"logprob\":-5}]},"
+                     "{\"token\":\".\",\"logprob\":-0.01,\"top\":[{\"token\":\".\",\"logprob\":-0.01}]},"
+                     "{\"id\":2,\"logprob\":-0.01}"
+                     "]";
+    drift_risk_features f;
+    drift_error err = {0};
+    assert_int_equal(drift_risk_features_compute(lp, &f, &err), DRIFT_OK);
+    assert_int_equal(f.n_tokens, 6);
+    assert_int_equal(f.n_margin, 3);
+    near(f.min_margin, 0.1, 1e-12);
+    assert_int_equal(f.min_margin_pos, 3);
+    near(f.min_margin_frac, 0.5, 1e-12);
+    near(f.mean_entropy, 0.6149505502552909, 1e-12); /* python: mean of the 3 renormalised entropies */
+    near(drift_risk_score(&f), exp(-0.1), 1e-12);
+
+    /* a tie between two margins: the first position */
+    assert_int_equal(drift_risk_features_compute("[{\"top\":[{\"logprob\":-1},{\"logprob\":-1.5}]},"
+                                                 "{\"top\":[{\"logprob\":-2},{\"logprob\":-1.5}]}]",
+                                                 &f, &err),
+                     DRIFT_OK);
+    near(f.min_margin, 0.5, 1e-12);
+    assert_int_equal(f.min_margin_pos, 0);
+    near(f.min_margin_frac, 0.0, 0);
+    near(f.mean_entropy, -(1 / (1 + exp(-0.5))) * log(1 / (1 + exp(-0.5))) -
+                             (exp(-0.5) / (1 + exp(-0.5))) * log(exp(-0.5) / (1 + exp(-0.5))),
+         1e-12);
+    /* an exact tie: margin 0, score 1, entropy log 2 */
+    assert_int_equal(drift_risk_features_compute("[{\"top\":[{\"logprob\":-0.7},{\"logprob\":-0.7}]}]", &f, &err),
+                     DRIFT_OK);
+    near(f.min_margin, 0, 0);
+    near(drift_risk_score(&f), 1.0, 0);
+    near(f.mean_entropy, log(2.0), 1e-12);
+
+    /* no alternatives anywhere / empty answer: no margin, unknown score */
+    assert_int_equal(drift_risk_features_compute("[{\"token\":\"x\",\"logprob\":-1}]", &f, &err), DRIFT_OK);
+    assert_int_equal(f.n_tokens, 1);
+    assert_int_equal(f.n_margin, 0);
+    assert_true(isnan(f.min_margin) && isnan(f.mean_entropy) && isnan(f.min_margin_frac));
+    assert_int_equal(f.min_margin_pos, -1);
+    assert_true(isnan(drift_risk_score(&f)));
+    assert_int_equal(drift_risk_features_compute("[]", &f, &err), DRIFT_OK);
+    assert_int_equal(f.n_tokens, 0);
+    assert_true(isnan(drift_risk_score(&f)));
+    assert_true(isnan(drift_risk_score(NULL)));
+}
+
+static void bad(const char *json, const char *want) {
+    drift_risk_features f;
+    drift_error err = {0};
+    assert_int_equal(drift_risk_features_compute(json, &f, &err), DRIFT_ERR_PARSE);
+    if (!strstr(err.msg, want)) fail_msg("'%s' lacks '%s'", err.msg, want);
+    assert_int_equal(f.n_tokens, 0);
+    assert_true(isnan(f.min_margin));
+}
+
+static void test_bad_logprobs(void **state) {
+    (void)state;
+    bad("[{\"top\":[", "logprobs: line 1");
+    bad("{}", "not a JSON array");
+    bad("[{\"top\":[]}, 3]", "element 1: not an object");
+    bad("[{\"top\":5}]", "element 0: \"top\" is not an array");
+    bad("[{},{},{\"top\":[{\"logprob\":-1},{\"logprob\":\"x\"}]}]", "element 2: top[1]: no numeric \"logprob\"");
+    bad("[{\"top\":[{\"logprob\":-1},7]}]", "element 0: top[1]");
+    drift_risk_features f;
+    drift_error err = {0};
+    assert_int_equal(drift_risk_features_compute(NULL, &f, &err), DRIFT_ERR_INVALID);
+    assert_int_equal(drift_risk_features_compute("[]", NULL, &err), DRIFT_ERR_INVALID);
+}
+
+static double auc_of(const double *s, const int *y, size_t n, double *prec) {
+    double a;
+    drift_error err = {0};
+    if (drift_risk_auc(s, y, n, &a, prec, &err)) fail_msg("auc: %s", err.msg);
+    return a;
+}
+
+static void test_auc_known(void **state) {
+    (void)state;
+    double s[6] = {0.9, 0.8, 0.7, 0.3, 0.2, 0.1};
+    int up[6] = {1, 1, 1, 0, 0, 0}, down[6] = {0, 0, 0, 1, 1, 1};
+    near(auc_of(s, up, 6, NULL), 1.0, 0);
+    near(auc_of(s, down, 6, NULL), 0.0, 0);
+    double flat[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+    near(auc_of(flat, up, 6, NULL), 0.5, 0);
+    /* hand: positives 0.9 (beats 3), 0.8 (tie 0.8 -> 1/2, beats 2), 0.5 (tie -> 1/2, beats 1): 7/9 */
+    double t[6] = {0.5, 0.8, 0.1, 0.9, 0.8, 0.5};
+    int ty[6] = {1, 0, 0, 1, 1, 0};
+    double p;
+    near(auc_of(t, ty, 6, &p), 7.0 / 9.0, 1e-15);
+    near(p, 1.0, 0); /* top ceil(0.6) = 1 prompt: the 0.9, flipped */
+    /* one class only: no AUC, still a precision */
+    int none[6] = {0};
+    assert_true(isnan(auc_of(s, none, 6, &p)));
+    near(p, 0.0, 0);
+
+    /* precision@10% by hand: n = 20, top 2; 0.95 flipped, then a tie group
+     * of three at 0.9 with one flip takes the last slot: (1 + 1/3) / 2 */
+    double s20[20];
+    int y20[20] = {0};
+    for (int i = 0; i < 20; i++) s20[i] = 0.5 - 0.01 * i;
+    s20[7] = 0.95, y20[7] = 1;
+    s20[3] = s20[11] = s20[15] = 0.9, y20[11] = 1;
+    y20[19] = 1;
+    near(auc_of(s20, y20, 20, &p), (17 + (1 + 15) + 0) / (3.0 * 17.0), 1e-15); /* 0.9 ties two negatives at 0.9 */
+    near(p, (1 + 1.0 / 3.0) / 2.0, 1e-15);
+    /* n = 25: top ceil(2.5) = 3 */
+    double s25[25];
+    int y25[25] = {0};
+    for (int i = 0; i < 25; i++) s25[i] = 1.0 - 0.01 * i;
+    y25[0] = y25[2] = y25[3] = 1;
+    auc_of(s25, y25, 25, &p);
+    near(p, 2.0 / 3.0, 1e-15);
+
+    drift_error err = {0};
+    double a;
+    double bads[2] = {0.1, NAN};
+    int by[2] = {0, 1};
+    assert_int_equal(drift_risk_auc(bads, by, 2, &a, NULL, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "score 1"));
+    assert_int_equal(drift_risk_auc(s, up, 0, &a, NULL, &err), DRIFT_ERR_INVALID);
+}
+
+static void test_bootstrap(void **state) {
+    (void)state;
+    util_rng g;
+    util_rng_seed(&g, 7);
+    enum { N = 150 };
+    double s[N];
+    int y[N];
+    for (int i = 0; i < N; i++) {
+        s[i] = floor(util_rng_uniform(&g) * 20) / 20; /* ties on purpose */
+        y[i] = util_rng_uniform(&g) < 0.1 + 0.6 * s[i];
+    }
+    drift_risk_rank a, b, c;
+    drift_error err = {0};
+    assert_int_equal(drift_risk_rank_eval(s, y, N, 2000, 42, &a, &err), DRIFT_OK);
+    assert_int_equal(drift_risk_rank_eval(s, y, N, 2000, 42, &b, &err), DRIFT_OK);
+    assert_int_equal(drift_risk_rank_eval(s, y, N, 2000, 43, &c, &err), DRIFT_OK);
+    assert_memory_equal(&a, &b, sizeof a);
+    assert_true(a.auc_ci[0] != c.auc_ci[0] || a.auc_ci[1] != c.auc_ci[1]);
+    double pa, pp;
+    assert_int_equal(drift_risk_auc(s, y, N, &pa, &pp, &err), DRIFT_OK);
+    near(a.auc, pa, 0);
+    near(a.prec10, pp, 0);
+    assert_true(a.auc_ci[0] <= a.auc && a.auc <= a.auc_ci[1]);
+    assert_true(a.auc_ci[0] < a.auc_ci[1]);
+    assert_true(a.prec10_ci[0] <= a.prec10 && a.prec10 <= a.prec10_ci[1]);
+    assert_true(a.auc > 0.5);
+    assert_int_equal(a.n, N);
+    assert_int_equal(a.top_n, 15);
+    assert_int_equal(a.auc_resamples, 2000);
+    long k = 0;
+    for (int i = 0; i < N; i++) k += y[i];
+    assert_int_equal(a.n_flipped, k);
+    near(a.base_rate, (double)k / N, 1e-15);
+    assert_int_equal(drift_risk_rank_eval(s, y, N, 50, 42, &a, &err), DRIFT_ERR_INVALID);
+}
+
+/* P(flip | s) = s, s ~ U(0,1): flipped scores have density 2s, the others
+ * 2(1-s); AUC = int_0^1 2s int_0^s 2(1-t) dt ds = 5/6. */
+static void test_coverage(void **state) {
+    (void)state;
+    enum { N = 200, REPS = 200 };
+    const double truth = 5.0 / 6.0;
+    double s[N];
+    int y[N];
+    util_rng g;
+    util_rng_seed(&g, 2026);
+    int covered = 0, above = 0;
+    for (int r = 0; r < REPS; r++) {
+        for (int i = 0; i < N; i++) {
+            s[i] = util_rng_uniform(&g);
+            y[i] = util_rng_uniform(&g) < s[i];
+        }
+        drift_risk_rank rk;
+        drift_error err = {0};
+        assert_int_equal(drift_risk_rank_eval(s, y, N, 1000, (uint64_t)r + 1, &rk, &err), DRIFT_OK);
+        covered += rk.auc_ci[0] <= truth && truth <= rk.auc_ci[1];
+        above += rk.auc > 0.5;
+    }
+    print_message("coverage of the true AUC 5/6: %d/%d\n", covered, REPS);
+    assert_int_equal(above, REPS);
+    assert_true(covered >= (int)(0.90 * REPS));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_features),  cmocka_unit_test(test_bad_logprobs), cmocka_unit_test(test_auc_known),
+        cmocka_unit_test(test_bootstrap), cmocka_unit_test(test_coverage),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
