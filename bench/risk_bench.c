@@ -44,6 +44,11 @@ static int one_target(drift_store *st, const char *base, const char *targ, base_
     int *y = malloc((w->n_pairs + 1) * sizeof *y);
     if (!risk || !ent || !len || !y) {
         fprintf(stderr, "out of memory\n");
+        free(risk);
+        free(ent);
+        free(len);
+        free(y);
+        drift_comparison_free(c);
         return 1;
     }
     double mm_flip = 0, mm_keep = 0;
