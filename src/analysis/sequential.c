@@ -149,8 +149,9 @@ drift_seq_verdict drift_seq_gate_add(drift_seq_gate *g, int flipped) {
     double thr = log(2.0 / g->alpha);
     /* the two budget tests, while their boundary is feasible */
     int hi_ok = g->k_hi >= s && g->k_hi <= s + r, lo_ok = g->k_lo >= s && g->k_lo <= s + r;
-    double dummy;
+    double dummy = 0; /* the side each call does not track */
     if (hi_ok) bet(&g->log_up, &dummy, g->k_hi, s, r, lu, ll, x);
+    dummy = 0;
     if (lo_ok) bet(&dummy, &g->log_lo, g->k_lo, s, r, lu, ll, x);
     if (g->watch >= 0 && !g->watch_out) {
         if (g->watch >= s && g->watch <= s + r) bet(&g->watch_up, &g->watch_lo, g->watch, s, r, lu, ll, x);
