@@ -38,7 +38,12 @@
  * REF_XD_BYTES, reads f32 weight rows in place (other formats dequantized
  * once per pass) and computes tiles of x rows by weight rows in registers
  * (4 x 4 with AVX-512; there the multiply-adds may be fused: exact
- * products, so the same bits, see ref_block_avx512).
+ * products, so the same bits, see ref_block_avx512). Attention (head_dim
+ * a multiple of 8, ref_attend_fast) scores eight keys per tile and ends
+ * their eight lane trees together by shuffles, runs four exp8s interleaved,
+ * and sums V with the accumulators in registers over all positions: the
+ * same operations on the same operands as the plain loops, so the same
+ * bits.
  *
  * These kernels ignore the profile's accum/reduce/attn/exp/threads/isa
  * (drift_profile_validate rejects isa=ref with anything but the reference
@@ -424,18 +429,203 @@ void num_ref_swiglu(const drift_numeric_profile *p, float *out, const float *gat
 
 #define REF_MAX_HEAD_DIM 1024
 #define REF_ATT_STACK 2048 /* scores kept on the stack up to this many positions */
+#define REF_ATT_KEYS 8     /* keys per score tile (the fast path) */
+#define REF_ATT_EXP 4      /* exp8 calls interleaved (the fast path) */
+
+/* e^x of REF_ATT_EXP * 8 values: ref_exp8's sequence of operations on each
+ * lane, with the REF_ATT_EXP vectors interleaved step by step so that their
+ * Horner chains overlap (lanes are independent: the same bits as
+ * REF_ATT_EXP calls of ref_exp8). */
+REF_INLINE void ref_exp8x(double *y, const double *xs) {
+    static const double C[] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+                               1.0 / 3628800.0,    1.0 / 362880.0,    1.0 / 40320.0,
+                               1.0 / 5040.0,       1.0 / 720.0,       1.0 / 120.0,
+                               1.0 / 24.0,         1.0 / 6.0,         1.0 / 2.0,
+                               1.0,                1.0};
+    const ref_v8d shift = (ref_v8d){0} + 0x1.8p52;
+    const ref_v8d lo_v = (ref_v8d){0} - 746.0, hi_v = (ref_v8d){0} + 710.0;
+    ref_v8d x[REF_ATT_EXP], t[REF_ATT_EXP], r[REF_ATT_EXP], e[REF_ATT_EXP];
+    ref_v8l nan[REF_ATT_EXP];
+#pragma GCC unroll 4
+    for (int u = 0; u < REF_ATT_EXP; u++) {
+        memcpy(&x[u], xs + 8 * u, sizeof x[u]);
+        ref_v8l lo = x[u] < -746.0, hi = x[u] > 710.0;
+        nan[u] = x[u] != x[u];
+        ref_v8l keep = ~(nan[u] | lo | hi);
+        ref_v8d xc =
+            (ref_v8d)(((ref_v8l)x[u] & keep) | ((ref_v8l)lo_v & lo) | ((ref_v8l)hi_v & hi));
+        t[u] = xc * 1.4426950408889634 + shift;
+        ref_v8d kd = t[u] - shift;
+        r[u] = (xc - kd * REF_LN2_HI) - kd * REF_LN2_LO;
+        e[u] = (ref_v8d){0} + C[0];
+    }
+    for (size_t i = 1; i < sizeof C / sizeof C[0]; i++)
+#pragma GCC unroll 4
+        for (int u = 0; u < REF_ATT_EXP; u++) e[u] = e[u] * r[u] + C[i];
+#pragma GCC unroll 4
+    for (int u = 0; u < REF_ATT_EXP; u++) {
+        ref_v8l k = (ref_v8l)t[u] - (ref_v8l)shift;
+        ref_v8l k1 = (ref_v8l)((ref_v8u)(k + 2048) >> 1) - 1024;
+        ref_v8l k2 = k - k1;
+        ref_v8d s1 = (ref_v8d)((k1 + 1023) << 52), s2 = (ref_v8d)((k2 + 1023) << 52);
+        ref_v8d res = e[u] * s1 * s2;
+        res = (ref_v8d)(((ref_v8l)res & ~nan[u]) | ((ref_v8l)x[u] & nan[u]));
+        memcpy(y + 8 * u, &res, sizeof res);
+    }
+}
+
+/* The dots q . w[j] of REF_ATT_KEYS = 8 key vectors in the lane order, K a
+ * multiple of 8: lane vectors a[j] as in ref_tile, then the fixed tree
+ * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) of each, done for
+ * eight keys at once by shuffles that pair the same lanes, with the same
+ * operands on the same sides of every add (so the same bits as
+ * ref_lanes_sum). o[j] = key j's dot times scale. */
+REF_INLINE void ref_dots8(double *o, const double *q, const float *const *w, int64_t K,
+                          double scale) {
+    ref_v8d a[REF_ATT_KEYS];
+#pragma GCC unroll 8
+    for (int j = 0; j < REF_ATT_KEYS; j++) a[j] = (ref_v8d){0};
+    for (int64_t k = 0; k < K; k += 8) {
+        ref_v8d qv;
+        memcpy(&qv, q + k, sizeof qv);
+#pragma GCC unroll 8
+        for (int j = 0; j < REF_ATT_KEYS; j++) {
+            ref_v8f f;
+            memcpy(&f, w[j] + k, sizeof f);
+            a[j] += qv * __builtin_convertvector(f, ref_v8d);
+        }
+    }
+    /* b[i]: lanes 0-3 = (l_i + l_{i+4}) of key 2i, lanes 4-7 of key 2i+1 */
+    ref_v8d b[4], c[2];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        b[i] = __builtin_shufflevector(a[2 * i], a[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11) +
+               __builtin_shufflevector(a[2 * i], a[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15);
+    /* c[i]: lane pairs (l0+l4)+(l2+l6), (l1+l5)+(l3+l7) of keys 4i .. 4i+3 */
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
+        c[i] = __builtin_shufflevector(b[2 * i], b[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13) +
+               __builtin_shufflevector(b[2 * i], b[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15);
+    ref_v8d dot = __builtin_shufflevector(c[0], c[1], 0, 2, 4, 6, 8, 10, 12, 14) +
+                  __builtin_shufflevector(c[0], c[1], 1, 3, 5, 7, 9, 11, 13, 15);
+    dot = dot * scale;
+    memcpy(o, &dot, sizeof dot);
+}
+
+/* acc[d] += e[t] * (double)row_t[d] for t < n in index order (row_t = rows
+ * + t * stride bytes), d < 8 * nv: the accumulators stay in registers over
+ * all of t; each element's chain of adds is the one of the plain loop. */
+REF_INLINE void ref_vacc(int nv, double *acc, const double *e, const char *rows, size_t stride,
+                         int n) {
+    ref_v8d a[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < nv; i++) memcpy(&a[i], acc + 8 * i, sizeof a[i]);
+    for (int t = 0; t < n; t++) {
+        const float *row = (const float *)(rows + (size_t)t * stride);
+        ref_v8d ev = (ref_v8d){0} + e[t];
+#pragma GCC unroll 4
+        for (int i = 0; i < nv; i++) {
+            ref_v8f f;
+            memcpy(&f, row + 8 * i, sizeof f);
+            a[i] += ev * __builtin_convertvector(f, ref_v8d);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < nv; i++) memcpy(acc + 8 * i, &a[i], sizeof a[i]);
+}
+
+/* ref_vacc over all of d < head_dim (a multiple of 8), 32 at a time. */
+REF_INLINE void ref_vacc_all(double *acc, const double *e, const char *rows, size_t stride, int n,
+                             int head_dim) {
+    int d = 0;
+    for (; d + 32 <= head_dim; d += 32) ref_vacc(4, acc + d, e, rows + 4 * d, stride, n);
+    switch ((head_dim - d) / 8) {
+    case 3: ref_vacc(3, acc + d, e, rows + 4 * d, stride, n); break;
+    case 2: ref_vacc(2, acc + d, e, rows + 4 * d, stride, n); break;
+    case 1: ref_vacc(1, acc + d, e, rows + 4 * d, stride, n); break;
+    default: break;
+    }
+}
+
+/* ref_attend's computation when head_dim is a multiple of 8 and the scores
+ * fit in s: the same operations in the same order per score, weight and
+ * element, arranged for speed: eight keys per score tile (ref_dots8),
+ * REF_ATT_EXP exp8s at a time, and V summed a block of positions at a time
+ * with the accumulators in registers (ref_vacc). kv: scratch of
+ * REF_ATT_KEYS * REF_MAX_HEAD_DIM floats for vectors of other formats, acc
+ * (head_dim) for the sums. */
+REF_INLINE void ref_attend_fast(const drift_numeric_profile *p, float *out, const double *qd,
+                                const void *k, const void *v, size_t stride_bytes, int n_pos,
+                                int head_dim, float scale, double *s, float *kv, double *acc) {
+    bool direct = p->kv == DRIFT_DTYPE_F32;
+    double m = -INFINITY;
+    /* pass 1: scores and their max */
+    for (int t0 = 0; t0 < n_pos; t0 += REF_ATT_KEYS) {
+        int nw = n_pos - t0 < REF_ATT_KEYS ? n_pos - t0 : REF_ATT_KEYS;
+        const float *wp[REF_ATT_KEYS];
+        for (int j = 0; j < REF_ATT_KEYS; j++) {
+            const char *src = (const char *)k + (size_t)(t0 + (j < nw ? j : 0)) * stride_bytes;
+            if (direct) {
+                wp[j] = (const float *)src;
+            } else if (j < nw) {
+                num_kv_load(p->kv, kv + (size_t)j * head_dim, src, head_dim);
+                wp[j] = kv + (size_t)j * head_dim;
+            } else {
+                wp[j] = kv;
+            }
+        }
+        double o[REF_ATT_KEYS];
+        ref_dots8(o, qd, wp, head_dim, (double)scale);
+        for (int j = 0; j < nw; j++) {
+            s[t0 + j] = o[j];
+            m = o[j] > m ? o[j] : m; /* the plain loop's if, without a branch */
+        }
+    }
+    /* pass 2: weights, 8 * REF_ATT_EXP at a time */
+    for (int t0 = 0; t0 < n_pos; t0 += 8 * REF_ATT_EXP) {
+        int nb = n_pos - t0 < 8 * REF_ATT_EXP ? n_pos - t0 : 8 * REF_ATT_EXP;
+        double a[8 * REF_ATT_EXP], e[8 * REF_ATT_EXP];
+        for (int j = 0; j < 8 * REF_ATT_EXP; j++) a[j] = j < nb ? s[t0 + j] - m : 0.0;
+        ref_exp8x(e, a);
+        for (int j = 0; j < nb; j++) s[t0 + j] = e[j];
+    }
+    /* pass 3: their sum, and the weighted sum of V */
+    double sum = 0.0;
+    for (int t = 0; t < n_pos; t++) sum += s[t];
+    for (int d = 0; d < head_dim; d++) acc[d] = 0.0;
+    if (direct) {
+        ref_vacc_all(acc, s, v, stride_bytes, n_pos, head_dim);
+    } else {
+        int rows = REF_ATT_KEYS * REF_MAX_HEAD_DIM / head_dim;
+        for (int t0 = 0; t0 < n_pos; t0 += rows) {
+            int nb = n_pos - t0 < rows ? n_pos - t0 : rows;
+            for (int j = 0; j < nb; j++)
+                num_kv_load(p->kv, kv + (size_t)j * head_dim,
+                            (const char *)v + (size_t)(t0 + j) * stride_bytes, head_dim);
+            ref_vacc_all(acc, s + t0, (const char *)kv, (size_t)head_dim * sizeof(float), nb,
+                         head_dim);
+        }
+    }
+    for (int d = 0; d < head_dim; d++) out[d] = n_pos > 0 ? (float)(acc[d] / sum) : 0.0f;
+}
 
 /* Attention of one query head (num_ref_attention's contract), s (n_pos)
  * scratch for the scores or NULL (then each score is computed twice, with
  * the same bits). Scores: q . k_t in the lane order (four positions per
  * tile), times scale, in double; weights exp(s_t - max); V summed per
- * element over t in index order; out = acc / sum. */
+ * element over t in index order; out = acc / sum. When head_dim is a
+ * multiple of 8 and s is given, ref_attend_fast does the same in a faster
+ * arrangement. */
 REF_INLINE void ref_attend(const drift_numeric_profile *p, float *out, const float *q,
                            const void *k, const void *v, size_t stride_bytes, int n_pos,
                            int head_dim, float scale, double *s) {
     double qd[REF_MAX_HEAD_DIM], acc[REF_MAX_HEAD_DIM];
-    float kv[REF_MAX_NR * REF_MAX_HEAD_DIM]; /* (REF_MAX_NR, head_dim) loaded K or V vectors */
+    float kv[REF_ATT_KEYS * REF_MAX_HEAD_DIM]; /* loaded K or V vectors */
     for (int d = 0; d < head_dim; d++) qd[d] = (double)q[d];
+    if (s && head_dim % 8 == 0) {
+        ref_attend_fast(p, out, qd, k, v, stride_bytes, n_pos, head_dim, scale, s, kv, acc);
+        return;
+    }
     bool direct = p->kv == DRIFT_DTYPE_F32; /* read f32 vectors in place */
     const double *xp[1] = {qd};
     double m = -INFINITY;
