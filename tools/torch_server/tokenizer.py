@@ -4,7 +4,7 @@ Mirrors src/model/tokenizer.c (tok_encode / tok_decode_token) and src/model/mode
 - encode: the text is split at special-token texts (longest first; CONTROL tokens only when parse_special,
   USER_DEFINED tokens always), each fragment between them is pre-tokenized with the GGUF's pre-tokenizer
   regex and every word merged by BPE rank (lowest rank, leftmost first). The regexes and the byte table are
-  tools/train/bpe.py's (checked there against the engine on 105,517 tokens); the merge loop is here.
+  tools/train/bpe.py's (checked there against the engine on 105,517 tokens), and so is the merge loop.
 - decode: control tokens render as nothing; a piece's code points map back to bytes through GPT-2's
   byte table. Text is built as bytes, token by token, as the engine does.
 - BOS: tokenizer.ggml.add_bos_token (default off for gpt2 vocabularies).
@@ -105,17 +105,7 @@ class Tokenizer:
 
     # ---- encode
     def _bpe_word(self, word):
-        syms = [bpe.B2U[b] for b in word.encode("utf-8")]
-        rank = self.rank
-        while len(syms) > 1:
-            best, bi = None, -1
-            for i in range(len(syms) - 1):
-                r = rank.get((syms[i], syms[i + 1]))
-                if r is not None and (best is None or r < best):
-                    best, bi = r, i
-            if best is None:
-                break
-            syms[bi:bi + 2] = [syms[bi] + syms[bi + 1]]
+        syms = bpe.merge_symbols(list(bpe.word_symbols(word)), self.rank)
         out = []
         for s in syms:
             i = self.id.get(s)

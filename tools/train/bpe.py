@@ -59,6 +59,22 @@ def word_symbols(word):
     return tuple(B2U[b] for b in word.encode("utf-8"))
 
 
+def merge_symbols(syms, rank):
+    """Applies the merges to a word's symbols (a list, changed in place and
+    returned): the adjacent pair of lowest rank first, the leftmost on a tie,
+    until no adjacent pair has a rank."""
+    while len(syms) > 1:
+        best, bi = None, -1
+        for i in range(len(syms) - 1):
+            r = rank.get((syms[i], syms[i + 1]))
+            if r is not None and (best is None or r < best):
+                best, bi = r, i
+        if best is None:
+            break
+        syms[bi:bi + 2] = [syms[bi] + syms[bi + 1]]
+    return syms
+
+
 def train(texts, vocab_size, specials=SPECIALS, min_count=2, log=None, pre="gpt-2"):
     """Learns merges from an iterable of strings. Returns (tokens, merges)
     where tokens is the list of token strings (byte-level unicode form) and
@@ -139,17 +155,7 @@ class Tokenizer:
         return self.id[name]
 
     def bpe(self, word):
-        syms = list(word_symbols(word))
-        rank = self.rank
-        while len(syms) > 1:
-            best, bi = None, -1
-            for i in range(len(syms) - 1):
-                r = rank.get((syms[i], syms[i + 1]))
-                if r is not None and (best is None or r < best):
-                    best, bi = r, i
-            if best is None:
-                break
-            syms[bi:bi + 2] = [syms[bi] + syms[bi + 1]]
+        syms = merge_symbols(list(word_symbols(word)), self.rank)
         return [self.id[s] for s in syms]
 
     def encode(self, text):
