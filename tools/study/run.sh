@@ -83,10 +83,9 @@ fi
 # the study's paired questions: framework drift at the same weights and
 # precision, batching in PyTorch
 : >"$OUTDIR/pairs.txt"
-pair() { # pair BASELINE TARGET: both labels must exist
-  local have
-  have=$("$D" matrix --spec "$OUTDIR/matrix.json" --db "$OUTDIR/study.db" --list | cut -f2)
-  grep -qx "$1" <<<"$have" && grep -qx "$2" <<<"$have" || return 0
+labels=$("$D" matrix --spec "$OUTDIR/matrix.json" --db "$OUTDIR/study.db" --list | cut -f2)
+pair() { # pair BASELINE TARGET: both labels must be in the spec
+  grep -qx "$1" <<<"$labels" && grep -qx "$2" <<<"$labels" || return 0
   { echo "== $1 -> $2"; "$D" compare --db "$OUTDIR/study.db" --baseline "$1" --target "$2" || true; echo; } >>"$OUTDIR/pairs.txt"
 }
 for m in "${abs[@]}"; do
