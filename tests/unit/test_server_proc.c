@@ -346,6 +346,14 @@ static void test_tail_bounds(void **state) {
 
 /* ---- the matrix stage with servers, side by side (jobs 2) ---- */
 
+/* Two configurations d0 and d1 of one target (%s), each with its server
+ * command (%s): d0's first, then d1's. */
+static const char TWO_SERVERS[] =
+    "{\"suites\":[\"builtin:math\"],\"limit\":6,\"decoding\":{\"max_tokens\":8},\"baseline\":\"d0\","
+    "\"configs\":["
+    "{\"label\":\"d0\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}},"
+    "{\"label\":\"d1\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}}]}";
+
 static long count_sql(drift_store *st, const char *sql) {
     sqlite3_stmt *s = NULL;
     assert_int_equal(sqlite3_prepare_v2(store_sqlite(st), sql, -1, &s, NULL), SQLITE_OK);
@@ -411,12 +419,7 @@ static void test_matrix_jobs(void **state) {
     /* a server dying mid-run, side by side with a healthy one: the
      * matrix fails naming it, no server is left, and a call with a
      * healthy command resumes it */
-    snprintf(spec, sizeof spec,
-             "{\"suites\":[\"builtin:math\"],\"limit\":6,\"decoding\":{\"max_tokens\":8},\"baseline\":\"d0\","
-             "\"configs\":["
-             "{\"label\":\"d0\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}},"
-             "{\"label\":\"d1\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}}]}",
-             tg, c_own, tg, c_die);
+    snprintf(spec, sizeof spec, TWO_SERVERS, tg, c_own, tg, c_die);
     assert_int_equal(drift_matrix_spec_parse(spec, strlen(spec), "t.json", &sp, &err), DRIFT_OK);
     o.concurrency = 1;
     assert_int_equal(drift_matrix_run(st, sp, &o, &sum, &err), DRIFT_ERR_IO);
@@ -427,12 +430,7 @@ static void test_matrix_jobs(void **state) {
     long stored = count_sql(st, "SELECT count(*) FROM responses r JOIN runs u ON u.id = r.run_id WHERE u.label = 'd1'");
     assert_true(stored >= 1 && stored < 6);
     drift_matrix_spec_free(sp);
-    snprintf(spec, sizeof spec,
-             "{\"suites\":[\"builtin:math\"],\"limit\":6,\"decoding\":{\"max_tokens\":8},\"baseline\":\"d0\","
-             "\"configs\":["
-             "{\"label\":\"d0\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}},"
-             "{\"label\":\"d1\",\"target\":\"%s\",\"dims\":{\"model\":\"m\"},\"server\":{\"start\":\"%s\"}}]}",
-             tg, c_own, tg, c_shared);
+    snprintf(spec, sizeof spec, TWO_SERVERS, tg, c_own, tg, c_shared);
     assert_int_equal(drift_matrix_spec_parse(spec, strlen(spec), "t.json", &sp, &err), DRIFT_OK);
     assert_int_equal(drift_matrix_run(st, sp, &o, &sum, &err), DRIFT_OK);
     assert_int_equal(count_sql(st, "SELECT count(*) FROM responses r JOIN runs u ON u.id = r.run_id "
