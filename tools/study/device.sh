@@ -11,7 +11,9 @@
 #   llamacpp-src.tar.xz  llama.cpp's source (CMakeLists.txt cmake common ggml
 #                        src include tools vendor app scripts), built here
 #   study.db.gz          optional: the store of an earlier call, resumed
-# $OUT gets study.db.gz (answers only: score them where the code sandbox is,
+# $OUT gets study.db.gz (15 MB parts study.db.gz.part-NN when larger: a file
+# that comes back is at most 16 MiB) with the answers only: score them where
+# the code sandbox is,
 # `driftbench score --db study.db`, then run.sh again for the tables),
 # run.log and the llama.cpp build log's tail.
 #
@@ -71,6 +73,11 @@ env "${llama[@]}" DRIFTBENCH=/tmp/driftbench PY=python3 GPU=1 SCORE=0 JOBS="${JO
   MATRIX_TIMEOUT="${STUDY_S:-480}" bash "$ROOT/tools/study/run.sh" "$S" "$@"
 rc=$?
 gzip -c "$S/study.db" >"$OUT/study.db.gz"
+# a file that comes back from the machine is at most 16 MiB: larger stores
+# come back in parts (cat study.db.gz.part-* > study.db.gz)
+if [ "$(stat -c %s "$OUT/study.db.gz")" -gt 15000000 ]; then
+  split -b 15000000 -d "$OUT/study.db.gz" "$OUT/study.db.gz.part-" && rm "$OUT/study.db.gz"
+fi
 cp "$S/run.log" "$OUT/" 2>/dev/null
 tail -n 5 "$L/build.log" >"$OUT/llamacpp_build_tail.txt" 2>/dev/null
 exit $rc
