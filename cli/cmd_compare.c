@@ -24,7 +24,10 @@ static const char compare_usage[] =
     "  --workload W         only this workload (math, code, safety, chat, long_context)\n"
     "  --budget W=PCT,...   drift budgets in percent (default safety=1,code=0.5)\n"
     "  --sdr-threshold X    chat answers drift when SDR > X (default 0.30)\n"
-    "  --format F           text (default), json, markdown, junit\n"
+    "  --format F           text (default), json, markdown, junit, github\n"
+    "                       github: ::error/::warning annotations per workload, then\n"
+    "                       the Markdown summary; when $GITHUB_STEP_SUMMARY is set,\n"
+    "                       the summary is appended to that file as well\n"
     "  -o FILE              write the report to FILE instead of stdout\n"
     "\n"
     "Sequential gate (a replay of the stored pairs):\n"
@@ -75,8 +78,8 @@ static int do_sequential(drift_store *st, const char *base, const char *targ, co
     drift_comparison *c = NULL;
     drift_seq_result r;
     char *text = NULL;
-    if (a->fmt == DRIFT_FORMAT_JUNIT)
-        return cli_error("compare", "--sequential renders text, json or markdown (not junit)");
+    if (a->fmt == DRIFT_FORMAT_JUNIT || a->fmt == DRIFT_FORMAT_GITHUB)
+        return cli_error("compare", "--sequential renders text, json or markdown (not junit or github)");
     if (drift_compare_runs(st, base, targ, &a->opts, &c, &err)) return cli_error_lib("compare", &err);
     if (drift_compare_sequential(c, alpha, seed, &r, &err) || drift_seq_render(c, &r, a->fmt, &text, &err)) {
         drift_comparison_free(c);
@@ -84,6 +87,33 @@ static int do_sequential(drift_store *st, const char *base, const char *targ, co
     }
     int rc = cli_write_output("compare", a->out, text) ? CLI_EXIT_ERROR : (r.pass ? CLI_EXIT_PASS : CLI_EXIT_FAIL);
     free(text);
+    drift_comparison_free(c);
+    return rc;
+}
+
+/* --format github: the annotations and summary to the output, the summary
+ * appended to $GITHUB_STEP_SUMMARY too when it is set. */
+static int do_github(drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
+    drift_error err = {0};
+    drift_comparison *c = NULL;
+    drift_comparison_details d = {0};
+    char *text = NULL, *summary = NULL;
+    int rc = CLI_EXIT_ERROR;
+    const char *path = getenv("GITHUB_STEP_SUMMARY");
+    if (drift_compare_runs(st, base, targ, &a->opts, &c, &err) ||
+        drift_comparison_details_load(st, c, DRIFT_FORMAT_GITHUB, &d, &err) ||
+        drift_github_render(c, &d, &text, &summary, &err)) {
+        cli_error_lib("compare", &err);
+    } else if (cli_write_output("compare", a->out, text) == 0) {
+        FILE *f = path && *path ? fopen(path, "a") : NULL;
+        int bad = path && *path && (!f || fputs(summary, f) < 0);
+        if (f && fclose(f)) bad = 1;
+        if (bad) cli_error("compare", "$GITHUB_STEP_SUMMARY %s: cannot append the summary", path);
+        else rc = c->pass ? CLI_EXIT_PASS : CLI_EXIT_FAIL;
+    }
+    free(text);
+    free(summary);
+    drift_comparison_details_clear(&d);
     drift_comparison_free(c);
     return rc;
 }
@@ -132,8 +162,9 @@ static int cmd_compare(int argc, char **argv) {
     if (seq_flags && !sequential) return cli_error("compare", "--alpha and --seed go with --sequential");
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
-    int rc = sequential ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)
-                        : cli_do_compare("compare", st, base, targ, &c);
+    int rc = sequential                       ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)
+             : c.fmt == DRIFT_FORMAT_GITHUB ? do_github(st, base, targ, &c)
+                                            : cli_do_compare("compare", st, base, targ, &c);
     drift_store_close(st);
     return rc;
 }

@@ -3,7 +3,8 @@
  * store, no analysis, no printing) and returns a malloc'd string; the
  * caller decides where it goes.
  *
- *   comparison        text, json, markdown, junit   (compare_render.c)
+ *   comparison        text, json, markdown, junit   (compare_render.c),
+ *                     github                        (github_render.c)
  *   ANOVA             text, json; the matrix summary (anova_render.c)
  *   PRI               evaluation text, json; prediction text, json;
  *                     the matrix summary            (pri_render.c)
@@ -34,10 +35,11 @@ typedef enum drift_format {
     DRIFT_FORMAT_TEXT = 0,
     DRIFT_FORMAT_JSON = 1,
     DRIFT_FORMAT_MARKDOWN = 2,
-    DRIFT_FORMAT_JUNIT = 3
+    DRIFT_FORMAT_JUNIT = 3,
+    DRIFT_FORMAT_GITHUB = 4   /* GitHub Actions annotations + step summary (comparisons only) */
 } drift_format;
 
-/* "text", "json", "markdown" (or "md"), "junit" (or "xml"), any case.
+/* "text", "json", "markdown" (or "md"), "junit" (or "xml"), "github", any case.
  * Anything else is DRIFT_ERR_INVALID naming the known ones. */
 DRIFT_API drift_status drift_format_parse(const char *name, drift_format *out, drift_error *err);
 
@@ -79,6 +81,19 @@ DRIFT_API void drift_comparison_details_clear(drift_comparison_details *d);
  * details beyond d->n[k] are rendered without. *out is malloc'd. */
 DRIFT_API drift_status drift_comparison_render(const drift_comparison *c, const drift_comparison_details *d,
                                                drift_format fmt, char **out, drift_error *err);
+
+/* GitHub Actions: in *out, one workflow-command annotation per finding
+ * (::error for a workload over its budget; ::warning for one within it
+ * whose 95% CI reaches over it, for pairs left out with errors, for code
+ * run under isolation weaker than bubblewrap), each one line with labels
+ * and prompt ids escaped as workflow commands require, then the Markdown
+ * summary (drift_comparison_render's markdown) fenced by ::stop-commands::
+ * so that none of its lines is run as a command. When summary is not
+ * NULL, *summary is that Markdown alone, for $GITHUB_STEP_SUMMARY. d as
+ * for drift_comparison_render. Both strings malloc'd; on error both NULL.
+ * drift_comparison_render with DRIFT_FORMAT_GITHUB gives the same *out. */
+DRIFT_API drift_status drift_github_render(const drift_comparison *c, const drift_comparison_details *d, char **out,
+                                           char **summary, drift_error *err);
 
 /* Renders a sequential replay r of c (drift_compare_sequential) in text,
  * json or markdown (junit: DRIFT_ERR_INVALID). *out is malloc'd. */

@@ -22,6 +22,8 @@
  *             are given) in a <details> block.
  *   junit     one <testcase> per workload, <failure> when over budget; the
  *             taxonomy in the suite's <system-out>.
+ *   github    annotations and the markdown as a step summary
+ *             (github_render.c).
  * Code sandboxes (c->sandboxes): text, markdown and junit say which
  * isolation judged the code answers of each run and warn when one is
  * weaker than bubblewrap; JSON adds "sandbox" to the code workload:
@@ -45,13 +47,14 @@ drift_status drift_format_parse(const char *name, drift_format *out, drift_error
         drift_format f;
     } names[] = {{"text", DRIFT_FORMAT_TEXT},         {"json", DRIFT_FORMAT_JSON},
                  {"markdown", DRIFT_FORMAT_MARKDOWN}, {"md", DRIFT_FORMAT_MARKDOWN},
-                 {"junit", DRIFT_FORMAT_JUNIT},       {"xml", DRIFT_FORMAT_JUNIT}};
+                 {"junit", DRIFT_FORMAT_JUNIT},       {"xml", DRIFT_FORMAT_JUNIT},
+                 {"github", DRIFT_FORMAT_GITHUB}};
     for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
         if (!strcasecmp(name, names[i].name)) {
             *out = names[i].f;
             return DRIFT_OK;
         }
-    return drift_error_set(err, DRIFT_ERR_INVALID, "unknown format \"%s\" (known: text, json, markdown, junit)",
+    return drift_error_set(err, DRIFT_ERR_INVALID, "unknown format \"%s\" (known: text, json, markdown, junit, github)",
                            name ? name : "(null)");
 }
 
@@ -681,6 +684,7 @@ drift_status drift_comparison_render(const drift_comparison *c, const drift_comp
     case DRIFT_FORMAT_MARKDOWN: render_markdown(c, d, &b); break;
     case DRIFT_FORMAT_JUNIT: render_junit(c, &b); break;
     case DRIFT_FORMAT_JSON: return render_json(c, d, out, err);
+    case DRIFT_FORMAT_GITHUB: return drift_github_render(c, d, out, NULL, err);
     default: return drift_error_set(err, DRIFT_ERR_INVALID, "unknown report format %d", (int)fmt);
     }
     if (!b.data) {

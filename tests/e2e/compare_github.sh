@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# compare_github.sh - `compare --format github` over a real store: two runs
+# of the 5-prompt math fixture through the fake server (4 counted pairs,
+# 1 flip, 1 error pair left out), the baseline labelled with characters
+# that workflow commands must escape. Budget 1%: exit 1, one ::error line
+# for math (escaped label, rate, CI, the flipped prompt) and one ::warning
+# for the error pair; the summary between ::stop-commands::TOKEN and
+# ::TOKEN:: is appended to $GITHUB_STEP_SUMMARY (what was there is kept);
+# budget 50%: exit 0, no ::error; an unwritable summary file and
+# --sequential with github are exit 2.
+set -u
+D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
+FAKE=$B/fakeserver
+FIX=$S/tests/data/fake
+T=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
+trap cleanup EXIT
+fails=0 passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+check() { if eval "$1"; then ok; else bad "$2"; fi; }
+
+start_server() {
+  local out=$T/srv.$RANDOM
+  "$FAKE" --script "$1" --lifetime 300 --quiet > "$out" 2>/dev/null &
+  PIDS+=($!)
+  for _ in $(seq 100); do
+    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
+    [ -n "$PORT" ] && return 0
+    sleep 0.05
+  done
+  echo "server did not start"; exit 1
+}
+
+start_server "$FIX/math5_baseline.txt"; P1=$PORT
+start_server "$FIX/math5_target.txt"; P2=$PORT
+DB=$T/s.db
+BASE='h100%fp16,vllm:1'
+$D --quiet run --db "$DB" --label "$BASE" --target "http://127.0.0.1:$P1/v1?model=m" --suite "$FIX/math5.jsonl"
+$D --quiet run --db "$DB" --label targ --target "http://127.0.0.1:$P2/v1?model=m&api=chat" --suite "$FIX/math5.jsonl" \
+  --retries 1
+$D --quiet score --db "$DB"
+C=(compare --db "$DB" --baseline "$BASE" --target targ)
+
+SUM=$T/step_summary.md
+echo "earlier step" > "$SUM"
+GITHUB_STEP_SUMMARY=$SUM "$D" "${C[@]}" --budget math=1 --format github > "$T/fail.out" 2> "$T/fail.err"; rc=$?
+check '[ $rc -eq 1 ]' "over budget: exit 1 (got $rc: $(cat "$T/fail.err"))"
+TITLE='title=DriftBench math (h100%25fp16%2Cvllm%3A1 -> targ)'
+check '[ "$(grep -c "^::error " "$T/fail.out")" = 1 ]' "one ::error line: $(grep '^::' "$T/fail.out")"
+check 'grep -qxF "::error $TITLE::math: flip rate 25.00%25 (95%25 CI 4.56%25 - 69.94%25) exceeds the budget 1.00%25: 1 of 4 pairs flipped%0Afirst flipped prompts:%0A  m1 (correct->incorrect)" "$T/fail.out"' \
+  "the math error: escaped title, rate, CI, budget, flipped prompt: $(grep '^::error' "$T/fail.out")"
+check 'grep -qxF "::warning $TITLE::math: 1 pair(s) left out for request or evaluator errors (4 compared)" "$T/fail.out"' \
+  "the error pair is a warning"
+# everything before the fence is an annotation; the fence closes on the last line
+fence=$(grep -n "^::stop-commands::" "$T/fail.out" | cut -d: -f1)
+token=$(sed -n "${fence}p" "$T/fail.out" | sed 's/^::stop-commands:://')
+check '[ -n "$fence" ] && [ ${#token} -ge 16 ]' "a ::stop-commands:: line with a token ($fence, $token)"
+check '[ "$(head -n $((fence - 1)) "$T/fail.out" | grep -vc "^::\(error\|warning\) title=")" = 0 ]' "only annotations before the fence"
+check '[ "$(tail -n 1 "$T/fail.out")" = "::$token::" ]' "the fence closes on the last line"
+check '[ "$(grep -c "^::" "$T/fail.out")" = $((fence + 1)) ]' "no other line starts with ::"
+# the step summary: what was there, then exactly the fenced Markdown
+sed -n "$((fence + 1)),\$p" "$T/fail.out" | sed '$d' > "$T/fenced.md"
+{ echo "earlier step"; cat "$T/fenced.md"; } > "$T/expect.md"
+check 'cmp -s "$SUM" "$T/expect.md"' "the summary is appended to \$GITHUB_STEP_SUMMARY: $(diff "$SUM" "$T/expect.md" | head -5)"
+check 'grep -q "^### DriftBench: .h100%fp16,vllm:1. .* \*\*FAIL\*\*" "$SUM" && grep -q "^| math | 4 | 1 | 1 | 25.00%" "$SUM"' \
+  "the summary is the Markdown report: $(head -3 "$SUM")"
+check '! grep -qF "$token" "$T/fenced.md"' "the token is not in the summary"
+
+# without the variable: the same output, no file written
+"$D" "${C[@]}" --budget math=1 --format github -o "$T/nofile.out"; rc=$?
+check '[ $rc -eq 1 ] && cmp -s "$T/nofile.out" "$T/fail.out"' "-o FILE: the same text without \$GITHUB_STEP_SUMMARY (rc $rc)"
+
+GITHUB_STEP_SUMMARY=$SUM "$D" "${C[@]}" --budget math=50 --format github > "$T/pass.out" 2>&1; rc=$?
+check '[ $rc -eq 0 ]' "within budget: exit 0 (got $rc)"
+check '! grep -q "^::error" "$T/pass.out" && grep -q "^::warning" "$T/pass.out"' "within budget: no error (CI over 50% warns)"
+check '[ "$(grep -c "^### DriftBench" "$SUM")" = 2 ]' "a second summary appended"
+
+GITHUB_STEP_SUMMARY=$T/no/such/dir/sum.md "$D" "${C[@]}" --format github > /dev/null 2> "$T/nodir.err"; rc=$?
+check '[ $rc -eq 2 ] && grep -q "GITHUB_STEP_SUMMARY $T/no/such/dir/sum.md: cannot append" "$T/nodir.err"' \
+  "an unwritable summary file: exit 2 naming it (rc $rc: $(cat "$T/nodir.err"))"
+"$D" "${C[@]}" --sequential --format github > /dev/null 2> "$T/seq.err"; rc=$?
+check '[ $rc -eq 2 ] && grep -q "not junit or github" "$T/seq.err"' "--sequential with github: exit 2 ($(cat "$T/seq.err"))"
+"$D" "${C[@]}" --format gitlab > /dev/null 2> "$T/fmt.err"; rc=$?
+check '[ $rc -eq 2 ] && grep -q "unknown format \"gitlab\" (known: text, json, markdown, junit, github)" "$T/fmt.err"' \
+  "unknown format names the known ones ($(cat "$T/fmt.err"))"
+
+echo "compare_github: $passes passed, $fails failed"
+[ $fails -eq 0 ]
