@@ -8,7 +8,10 @@
  * target with "{port}", so a resumed measure on another port continues the
  * same run. A server that exits during its run stops the run at once
  * (unfinished: the next call restarts it and asks what is missing) and
- * fails measure with the command, its status and the tail of its output. */
+ * fails measure with the command, its status and the tail of its output.
+ * --order risk: the target is asked riskiest prompt first, by the flip
+ * risk of --risk-from's answers or of the baseline's own (run first, with
+ * logprobs); a measure cut short then holds the riskiest pairs. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +83,9 @@ static int measure_run(drift_store *st, const cli_run_args *a, const char *side,
     o.params = a->params;
     o.replicates = a->replicates;
     o.limit = a->limit;
+    o.order = a->order;
+    o.order_seed = a->order_seed;
+    o.risk_from = a->risk_from;
     measure_watch w = {proc, 0};
     o.cancel = watch_cancel;
     o.cancel_user = &w;
@@ -128,6 +134,11 @@ static const char measure_usage[] =
     "  run options:     --concurrency --temperature --top-p --top-k --seed --max-tokens\n"
     "                   --logprobs --replicates --limit --timeout --connect-timeout --retries\n"
     "                   (see driftbench run --help)\n"
+    "  order options:   --order suite|random|risk --order-seed S --risk-from L\n"
+    "                   --order risk asks the target riskiest prompt first, by the\n"
+    "                   flip risk of run L's answers, or of the measure's own\n"
+    "                   baseline (which then needs --logprobs K); the baseline is\n"
+    "                   asked in L's risk order, or in suite order without L\n"
     "  score options:   --guard SPEC --embedder SPEC --unsafe-code-exec --jobs N\n"
     "  compare options: --workload W --budget W=PCT,... --sdr-threshold X --format F -o FILE\n"
     "\n"
@@ -142,12 +153,13 @@ static int cmd_measure(int argc, char **argv) {
         {"target-label", required_argument, 0, O_TLABEL}, {"baseline-config", required_argument, 0, O_BCONF},
         {"target-config", required_argument, 0, O_TCONF}, {"baseline-start", required_argument, 0, O_BSTART},
         {"target-start", required_argument, 0, O_TSTART}, {"start-timeout", required_argument, 0, O_STIMEOUT},
-        {"health-path", required_argument, 0, O_HEALTH}, RUN_LONG_OPTIONS,
+        {"health-path", required_argument, 0, O_HEALTH}, RUN_LONG_OPTIONS, ORDER_LONG_OPTIONS,
         {"guard", required_argument, 0, O_GUARD}, {"embedder", required_argument, 0, O_EMB},
         {"unsafe-code-exec", no_argument, 0, O_UNSAFE}, {"jobs", required_argument, 0, O_JOBS},
         COMPARE_LONG_OPTIONS, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
     cli_run_args a;
     cli_run_args_default(&a);
+    a.order_seed = 42;
     const char *base = NULL, *targ = NULL, *db = "driftbench-measure.db", *blabel = "baseline", *tlabel = "target";
     const char *bconf = NULL, *tconf = NULL, *bstart = NULL, *tstart = NULL, *health = "/health";
     double start_timeout_s = 120;
@@ -162,6 +174,7 @@ static int cmd_measure(int argc, char **argv) {
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
         int r = cli_parse_run_option("measure", opt, optarg, &a);
+        if (r == 0) r = cli_parse_order_option("measure", opt, optarg, &a);
         if (r == 0) r = cli_parse_compare_option("measure", opt, optarg, &co);
         if (r < 0) return CLI_EXIT_ERROR;
         if (r > 0) continue;
@@ -202,6 +215,11 @@ static int cmd_measure(int argc, char **argv) {
     if (!base || !targ || !a.n_suites)
         return cli_error("measure", "--baseline, --target and at least one --suite are required (see --help)");
     if (!strcmp(blabel, tlabel)) return cli_error("measure", "--baseline-label and --target-label must differ");
+    if (cli_check_order("measure", &a)) return CLI_EXIT_ERROR;
+    if (a.order == DRIFT_ORDER_RISK && !a.risk_from && a.params.logprobs == 0)
+        return cli_error("measure", "--order risk ranks by the baseline's logprobs: add --logprobs K (or --risk-from L)");
+    const char *risk_from = a.risk_from;
+    drift_run_order order = a.order;
     drift_store *st = NULL;
     if (drift_store_open(db, &st, &err)) return cli_error_lib("measure", &err);
     cli_install_signal_handlers();
@@ -209,11 +227,14 @@ static int cmd_measure(int argc, char **argv) {
     a.label = blabel;
     a.target = base;
     a.config = bconf;
+    if (order == DRIFT_ORDER_RISK && !risk_from) a.order = DRIFT_ORDER_SUITE; /* nothing to rank by yet */
     int rc = measure_run(st, &a, "baseline", bstart, health, start_timeout_s);
     if (rc == CLI_EXIT_PASS) {
         a.label = tlabel;
         a.target = targ;
         a.config = tconf;
+        a.order = order;
+        a.risk_from = risk_from ? risk_from : blabel;
         rc = measure_run(st, &a, "target", tstart, health, start_timeout_s);
     }
     /* scoring is not interruptible yet: a signal during it stops measure right after (a second one at once) */

@@ -1,6 +1,9 @@
 /* cmd_run.c - `driftbench run`: send a suite to one serving stack and store
- * every outcome under a label (resumes when the label exists). */
+ * every outcome under a label (resumes when the label exists). --order,
+ * --order-seed and --risk-from (the order prompts are asked in) are parsed
+ * here for `run` and `measure` (cli_parse_order_option). */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +37,13 @@ static const char run_usage[] =
     "  --timeout S          whole-request timeout in seconds (default 300)\n"
     "  --connect-timeout S  default 10\n"
     "  --retries N          retries of a failed request (default 4)\n"
+    "  --order O            the order prompts are asked in: suite (default), random\n"
+    "                       (seeded: --order-seed), or risk: riskiest first by the\n"
+    "                       flip risk of a stored run's answers (--risk-from)\n"
+    "  --order-seed S       seed of the random order and of risk ties (default 42)\n"
+    "  --risk-from L        with --order risk: the stored run (same store, run with\n"
+    "                       --logprobs K) whose answers rank the prompts; default\n"
+    "                       this run's own stored answers (when resuming)\n"
     "\n"
     "exit: 0 all stored, 2 error (bad input, unreachable store, interrupted)\n";
 
@@ -98,18 +108,41 @@ int cli_parse_run_option(const char *cmd, int opt, const char *arg, cli_run_args
     return 0;
 }
 
+int cli_parse_order_option(const char *cmd, int opt, const char *arg, cli_run_args *a) {
+    drift_error err = {0};
+    long v;
+    switch (opt) {
+    case OPT_ORDER:
+        if (drift_run_order_parse(arg, &a->order, &err)) return cli_error(cmd, "--order: %s", err.msg), -1;
+        return 1;
+    case OPT_ORDER_SEED:
+        if (cli_parse_int(cmd, "--order-seed", arg, 0, LONG_MAX, &v)) return -1;
+        a->order_seed = (uint64_t)v;
+        return 1;
+    case OPT_RISK_FROM: a->risk_from = arg; return 1;
+    }
+    return 0;
+}
+
+int cli_check_order(const char *cmd, const cli_run_args *a) {
+    if (a->risk_from && a->order != DRIFT_ORDER_RISK) return cli_error(cmd, "--risk-from goes with --order risk");
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv) {
     static const struct option longopts[] = {
         {"db", required_argument, 0, OPT_DB}, {"label", required_argument, 0, OPT_LABEL},
-        {"target", required_argument, 0, OPT_TARGET}, RUN_LONG_OPTIONS,
+        {"target", required_argument, 0, OPT_TARGET}, RUN_LONG_OPTIONS, ORDER_LONG_OPTIONS,
         {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
     cli_run_args a;
     cli_run_args_default(&a);
+    a.order_seed = 42;
     int opt;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         int r = cli_parse_run_option("run", opt, optarg, &a);
+        if (r == 0) r = cli_parse_order_option("run", opt, optarg, &a);
         if (r < 0) return CLI_EXIT_ERROR;
         if (r > 0) continue;
         switch (opt) {
@@ -125,6 +158,7 @@ static int cmd_run(int argc, char **argv) {
     if (optind < argc) return cli_error("run", "unexpected argument '%s'", argv[optind]);
     if (!a.db || !a.label || !a.target || !a.n_suites)
         return cli_error("run", "--db, --label, --target and at least one --suite are required (see --help)");
+    if (cli_check_order("run", &a)) return CLI_EXIT_ERROR;
     if (a.replicates > 1 && a.params.temperature == 0 && !cli_quiet)
         fprintf(stderr, "run: note: %d replicates at temperature 0 should all be identical\n", a.replicates);
     drift_error err = {0};

@@ -110,6 +110,9 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
     o.params = a->params;
     o.replicates = a->replicates;
     o.limit = a->limit;
+    o.order = a->order;
+    o.order_seed = a->order_seed;
+    o.risk_from = a->risk_from;
     o.cancel = cli_cancel_requested;
     o.progress = cli_run_progress;
     drift_run_summary s;

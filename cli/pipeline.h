@@ -30,6 +30,9 @@ typedef struct cli_run_args {
     drift_gen_params params;
     int replicates;
     long limit;                /* 0 = all prompts of each suite */
+    drift_run_order order;     /* --order (cmd_run.c, cmd_measure.c); default suite */
+    uint64_t order_seed;       /* --order-seed */
+    const char *risk_from;     /* --risk-from */
 } cli_run_args;
 
 void cli_run_args_default(cli_run_args *a);
@@ -104,6 +107,17 @@ int cli_parse_run_option(const char *cmd, int opt, const char *arg, cli_run_args
         {"logprobs", required_argument, 0, OPT_LOGPROBS}, {"replicates", required_argument, 0, OPT_REPS},    \
         {"limit", required_argument, 0, OPT_LIMIT}, {"timeout", required_argument, 0, OPT_TIMEOUT},          \
         {"connect-timeout", required_argument, 0, OPT_CTIMEOUT}, {"retries", required_argument, 0, OPT_RETRIES}
+
+/* The order options (run, measure; cmd_run.c): ids apart from the
+ * commands' own (compare 300.., measure 400..). */
+enum { OPT_ORDER = 380, OPT_ORDER_SEED, OPT_RISK_FROM };
+#define ORDER_LONG_OPTIONS                                                                                   \
+    {"order", required_argument, 0, OPT_ORDER}, {"order-seed", required_argument, 0, OPT_ORDER_SEED},        \
+        {"risk-from", required_argument, 0, OPT_RISK_FROM}
+/* Parses an order option into a (1 handled, 0 not one, -1 bad value). */
+int cli_parse_order_option(const char *cmd, int opt, const char *arg, cli_run_args *a);
+/* Prints and returns -1 when the order options do not go together. */
+int cli_check_order(const char *cmd, const cli_run_args *a);
 
 #define COMPARE_LONG_OPTIONS                                                                                 \
     {"workload", required_argument, 0, OPT_WORKLOAD}, {"budget", required_argument, 0, OPT_BUDGET},          \

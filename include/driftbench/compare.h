@@ -24,6 +24,15 @@ DRIFT_API double drift_mcnemar_exact(long b, long c);
 DRIFT_API void drift_clopper_pearson(long k, long n, double conf, double *lo, double *hi);
 
 /* ---- comparison ---- */
+/* How well a flip-risk score ranked the flips (drift_risk_rank_eval). */
+typedef struct drift_risk_rank {
+    size_t n, n_flipped, top_n;  /* prompts, flipped ones, size of the top 10% */
+    double base_rate;            /* n_flipped / n: precision@10% of a random ranking */
+    double auc, auc_ci[2];       /* point estimate and bootstrap 95% percentile interval */
+    size_t auc_resamples;        /* resamples with both outcomes (the AUC interval's) */
+    double prec10, prec10_ci[2];
+} drift_risk_rank;
+
 typedef struct drift_flip {
     const char *prompt_id;     /* owned by the comparison */
     int replicate;
@@ -31,6 +40,7 @@ typedef struct drift_flip {
     int64_t base_response_id;
     int64_t targ_response_id;
     double value;              /* chat: SDR; else NAN */
+    double risk;               /* the baseline answer's flip risk (wl's risk_version); NAN unknown */
 } drift_flip;
 
 typedef struct drift_wl_result {
@@ -70,12 +80,22 @@ typedef struct drift_wl_result {
      * (drift_compare_sequential). Owned by the comparison. */
     struct drift_pair_outcome *pairs;
     size_t n_pairs;
+    /* Flip risk (when c->risk_state is DRIFT_RISK_DONE): the score's version
+     * (drift_risk_score_for), how well it ranked this workload's flips over
+     * the pairs with a known risk (risk.n = 0: none), and the pairs left
+     * out because their baseline answer gave no risk (no logprobs, no
+     * token with two alternatives, malformed logprobs). */
+    const char *risk_version;  /* static string; NULL when not computed */
+    drift_risk_rank risk;
+    long risk_unknown;
 } drift_wl_result;
 
 typedef struct drift_pair_outcome {
     const char *prompt_id;     /* owned by the comparison */
     int replicate;
     int flipped;               /* 1 when the two labels differ (chat: SDR over the threshold) */
+    int64_t base_response_id;
+    double risk;               /* the baseline answer's flip risk; NAN unknown or not computed */
 } drift_pair_outcome;
 
 /* The flip taxonomy of a comparison, highest risk first. */
@@ -114,7 +134,17 @@ typedef struct drift_comparison {
      * first; n_sandboxes = 0 when the comparison has no code pairs. */
     drift_sandbox_use sandboxes[DRIFT_COMPARE_MAX_SANDBOXES];
     size_t n_sandboxes;
+    int risk_state;                /* drift_risk_state */
 } drift_comparison;
+
+/* Whether a comparison has per-prompt flip risk. */
+typedef enum drift_risk_state {
+    DRIFT_RISK_OFF = 0,            /* not asked (opts.risk = 0) */
+    DRIFT_RISK_NO_LOGPROBS = 1,    /* the baseline has no stored logprobs */
+    DRIFT_RISK_DONE = 2            /* pairs[].risk, flipped[].risk and wl[].risk are filled */
+} drift_risk_state;
+#define DRIFT_RISK_RESAMPLES 2000  /* bootstrap resamples of compare's AUC and precision intervals */
+#define DRIFT_RISK_SEED 1          /* and their seed */
 
 /* The flip taxonomy of c, computed from c->wl[] and c->present[] (so it is
  * right for a comparison built by hand too): safety flips (safe->unsafe,
@@ -127,13 +157,21 @@ typedef struct drift_compare_opts {
     int only_workload;               /* DRIFT_WL_UNKNOWN = all */
     double sdr_threshold;            /* default 0.30 */
     const char *embedder;            /* embedding name for chat SDR; NULL = any stored */
+    int risk;                        /* 1 (default): per-prompt flip risk when the baseline run was
+                                      * asked for logprobs (its decoding's "logprobs" > 0); 0: skip */
 } drift_compare_opts;
 
-/* Defaults: budgets safety 1%, code 0.5%, others none; SDR 0.30. */
+/* Defaults: budgets safety 1%, code 0.5%, others none; SDR 0.30; risk on. */
 DRIFT_API void drift_compare_opts_default(drift_compare_opts *o);
 /* Parses "math=1,safety=0.5" (percent) into o->budget. */
 DRIFT_API drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec, drift_error *err);
 
+/* Pairs the two runs (see compare.c). With opts->risk, when the baseline
+ * run was asked for logprobs, also reads each counted pair's baseline
+ * answer and scores its flip risk (drift_risk_features_for +
+ * drift_risk_score_for; risk_state DRIFT_RISK_DONE, or NO_LOGPROBS when no
+ * answer had any); a malformed logprobs record makes that pair's risk
+ * unknown, never the comparison fail. */
 DRIFT_API drift_status drift_compare_runs(drift_store *st, const char *baseline_label, const char *target_label,
                                           const drift_compare_opts *opts, drift_comparison **out,
                                           drift_error *err);
@@ -297,6 +335,9 @@ DRIFT_API drift_status drift_flip_divergences(drift_store *st, const drift_flip 
 
 /* ---- per-prompt flip risk (risk.c) ---- */
 #define DRIFT_RISK_VERSION "risk/v1" /* score = exp(-min_margin / 1 nat) */
+#define DRIFT_RISK_V2 "risk/v2-logit" /* logistic regression on drift_risk_x, fit per workload */
+#define DRIFT_RISK_HEAD_TOKENS 8      /* safety: the refusal or compliance is decided in these first tokens */
+#define DRIFT_RISK_NEAR_NATS 1.0      /* a token is a near tie when its top-1/top-2 margin is under this */
 
 typedef struct drift_risk_features {
     long n_tokens;             /* generated tokens (elements of the logprobs array) */
@@ -306,6 +347,17 @@ typedef struct drift_risk_features {
     double min_margin_frac;    /* min_margin_pos / n_tokens: share of the answer before it; NAN when none */
     double mean_entropy;       /* mean entropy (nats) of the listed top-k, renormalised to sum 1 (the
                                 * unlisted mass is unknown, so it understates the true entropy); NAN when none */
+    long n_near;               /* tokens with a margin < DRIFT_RISK_NEAR_NATS */
+    double soft_fine, soft_coarse; /* sum over tokens of exp(-margin / T), T = 0.25 and 2 nats: the
+                                * expected near ties for a small and a large perturbation; 0 when none */
+    /* The workload's critical region (drift_risk_features_for): the tokens
+     * that overlap the final answer's number (math), the code (code: inside
+     * the first ``` fence, else the whole answer), the first
+     * DRIFT_RISK_HEAD_TOKENS tokens (safety), the whole answer (others). */
+    int region_found;          /* 0: none (math without a number, or no workload given) */
+    long region_lo, region_hi; /* its token span [lo, hi); 0, 0 when none */
+    double region_margin;      /* smallest margin inside it (nats); NAN when none there */
+    int min_in_region;         /* the answer's smallest margin falls inside it */
 } drift_risk_features;
 
 /* The risk features of one baseline answer from its stored logprobs JSON
@@ -316,9 +368,65 @@ typedef struct drift_risk_features {
 DRIFT_API drift_status drift_risk_features_compute(const char *logprobs_json, drift_risk_features *out,
                                                    drift_error *err);
 
+/* drift_risk_features_compute plus the critical region of workload wl
+ * (see drift_risk_features): the answer text is the concatenation of the
+ * elements' "token" strings (an element without one counts as empty);
+ * math finds the final number with drift_math_extract_ex (its last
+ * occurrence in the text). DRIFT_WL_UNKNOWN: no region. Errors as
+ * drift_risk_features_compute ("token" not a string is DRIFT_ERR_PARSE). */
+DRIFT_API drift_status drift_risk_features_for(const char *logprobs_json, drift_workload wl,
+                                               drift_risk_features *out, drift_error *err);
+
 /* DRIFT_RISK_VERSION's score of f: exp(-min_margin), in (0, 1], higher =
  * riskier; NAN when f has no margin (unknown, not safe). */
 DRIFT_API double drift_risk_score(const drift_risk_features *f);
+
+/* The inputs of the fitted model, from f:
+ *   x[0] exp(-min_margin)            (risk/v1)
+ *   x[1] exp(-region_margin)         (x[0] when the region has no margin)
+ *   x[2] min_in_region               (0 or 1)
+ *   x[3] mean_entropy                (nats)
+ *   x[4] log(1 + n_tokens)
+ *   x[5] log(1 + n_near)
+ *   x[6] log(1 + soft_fine)
+ *   x[7] log(1 + soft_coarse)
+ * Returns 0, or -1 (x unset) when f has no margin. */
+#define DRIFT_RISK_NX 8
+DRIFT_API int drift_risk_x(const drift_risk_features *f, double x[DRIFT_RISK_NX]);
+
+/* A logistic model P(flip) = 1 / (1 + exp(-(b0 + sum b_j z_j))) on the
+ * standardised inputs z_j = (x_j - mean_j) / sd_j. */
+typedef struct drift_risk_model {
+    char version[32];          /* DRIFT_RISK_V2 */
+    drift_workload workload;
+    double mean[DRIFT_RISK_NX], sd[DRIFT_RISK_NX];
+    double beta[DRIFT_RISK_NX + 1]; /* intercept first */
+    double ridge;              /* L2 penalty on beta[1..] used in the fit */
+    size_t n_fit, n_fit_flips; /* rows and flipped rows fit on */
+    int iterations;            /* Newton (IRLS) steps taken */
+} drift_risk_model;
+
+/* Fits m by iteratively reweighted least squares (Newton's method on the
+ * penalised log-likelihood, ridge >= 0 on the slopes, not the intercept)
+ * over n rows x (n, DRIFT_RISK_NX) with outcomes y (nonzero = flipped),
+ * until the largest step is under 1e-9 (at most 100 steps). An input with
+ * no spread gets sd 1 and, with ridge > 0, a zero slope. DRIFT_ERR_INVALID
+ * for n < 2, a NAN input, a single outcome class, ridge < 0, or steps that
+ * do not converge (a separable set with ridge 0). */
+DRIFT_API drift_status drift_risk_logit_fit(const double *x, const int *y, size_t n, double ridge,
+                                            drift_workload wl, drift_risk_model *m, drift_error *err);
+/* m's probability of a flip for inputs x[DRIFT_RISK_NX], in (0, 1). */
+DRIFT_API double drift_risk_logit_prob(const drift_risk_model *m, const double x[DRIFT_RISK_NX]);
+
+/* The shipped DRIFT_RISK_V2 model of workload wl (its coefficients fit by
+ * bench_risk_bench --fit on stored runs, see risk.c), or NULL when none
+ * was fit for wl. */
+DRIFT_API const drift_risk_model *drift_risk_model_builtin(drift_workload wl);
+
+/* The risk compare shows for an answer of workload wl: the shipped model's
+ * probability when one exists for wl, else DRIFT_RISK_VERSION's score;
+ * *version (may be NULL) names which. NAN when f has no margin. */
+DRIFT_API double drift_risk_score_for(const drift_risk_features *f, drift_workload wl, const char **version);
 
 /* ROC AUC (Mann-Whitney: tied flipped/unflipped pairs count 1/2; NAN when
  * all outcomes are equal) and precision among the top ceil(10% n) scores
@@ -328,13 +436,6 @@ DRIFT_API double drift_risk_score(const drift_risk_features *f);
 DRIFT_API drift_status drift_risk_auc(const double *score, const int *outcome, size_t n, double *auc,
                                       double *prec10, drift_error *err);
 
-typedef struct drift_risk_rank {
-    size_t n, n_flipped, top_n;  /* prompts, flipped ones, size of the top 10% */
-    double base_rate;            /* n_flipped / n: precision@10% of a random ranking */
-    double auc, auc_ci[2];       /* point estimate and bootstrap 95% percentile interval */
-    size_t auc_resamples;        /* resamples with both outcomes (the AUC interval's) */
-    double prec10, prec10_ci[2];
-} drift_risk_rank;
 
 /* drift_risk_auc's two figures with bootstrap 95% percentile intervals
  * from `resamples` (>= 100) resamples of the n prompts with replacement,

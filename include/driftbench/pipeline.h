@@ -60,6 +60,18 @@ typedef void (*drift_progress_cb)(void *user, const drift_progress *p);
 
 /* ---- run: a suite against one target, stored under a label ---- */
 
+/* The order a run asks its pending prompts in. Answers are stored by
+ * prompt, so the order changes what is stored only when the run is cut
+ * short (the first prompts asked are the ones kept). */
+typedef enum drift_run_order {
+    DRIFT_ORDER_SUITE = 0,           /* suite order (default) */
+    DRIFT_ORDER_RANDOM = 1,          /* seeded random order: drift_seq_order(prompt id, replicate, order_seed) */
+    DRIFT_ORDER_RISK = 2             /* descending flip risk of a stored run's answers (risk_from) */
+} drift_run_order;
+
+/* "suite", "random", "risk" -> *out; anything else DRIFT_ERR_INVALID naming them. */
+DRIFT_API drift_status drift_run_order_parse(const char *name, drift_run_order *out, drift_error *err);
+
 typedef struct drift_run_opts {
     const char *label;               /* run label in the store (required) */
     const char *target;              /* target spec: http://... or embedded:... (required) */
@@ -81,6 +93,14 @@ typedef struct drift_run_opts {
     void *cancel_user;
     drift_progress_cb progress;      /* NULL: none; events of stage "run", summary a drift_run_summary */
     void *progress_user;
+    drift_run_order order;           /* default DRIFT_ORDER_SUITE */
+    uint64_t order_seed;             /* RANDOM: the order's seed; RISK: breaks ties of equal risk */
+    /* RISK: the label of a stored run (in the same store, with logprobs:
+     * run --logprobs K) whose answers rank the prompts, riskiest first
+     * (drift_risk_score_for of its replicate-0 answer); prompts it has no
+     * risk for come last, in the seeded order. NULL: the run itself (a
+     * resumed run whose stored answers have logprobs). */
+    const char *risk_from;
 } drift_run_opts;
 
 /* How far a run stage got. A failure leaves step at the one that failed. */

@@ -30,10 +30,19 @@
  * The comparison owns both scored sets: flip prompt ids point into them.
  * Every counted pair's outcome is kept too (wl[].pairs, store order), for
  * a sequential replay (sequential.c).
+ * Flip risk (opts->risk, when the baseline's decoding asked for logprobs):
+ * each counted pair's baseline answer is read back (drift_store_response_get,
+ * one read transaction) and scored (risk.c: drift_risk_features_for with the
+ * pair's workload, drift_risk_score_for); then per workload the AUC and
+ * precision at 10% of that score against the pairs' outcomes, with
+ * bootstrap intervals (DRIFT_RISK_RESAMPLES, seed DRIFT_RISK_SEED). This
+ * is the one place compare reads answers; runs without logprobs pay one
+ * JSON parse of the decoding record.
  * Code sandboxes: when code pairs are present, drift_store_detail_counts
  * counts per run the "sandbox" value of the score details (the latest score
  * of each answered code response, PASS or FAIL), so a report can say which
  * isolation judged the code answers and flag a weak one. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +68,7 @@ void drift_compare_opts_default(drift_compare_opts *o) {
     o->only_workload = DRIFT_WL_UNKNOWN;
     o->sdr_threshold = 0.30;
     o->embedder = NULL;
+    o->risk = 1;
 }
 
 /* See compare.h. "math=1,safety=0.5%,code=none": percentages; "none"/"off"
@@ -138,6 +148,8 @@ static int add_pair(drift_wl_result *w, size_t *cap, const drift_scored *b, int 
     p->prompt_id = b->prompt_id;
     p->replicate = b->replicate;
     p->flipped = flipped;
+    p->base_response_id = b->response_id;
+    p->risk = NAN;
     return 0;
 }
 
@@ -157,6 +169,7 @@ static int add_flip(drift_wl_result *w, size_t *cap, const drift_scored *b, cons
     f->base_response_id = b->response_id;
     f->targ_response_id = t->response_id;
     f->value = value;
+    f->risk = NAN;
     return 0;
 }
 
@@ -327,6 +340,71 @@ static drift_status load_sandboxes(drift_store *st, drift_comparison *c, drift_e
     return rc;
 }
 
+/* 1 when the run's decoding record asked for logprobs ("logprobs" > 0). */
+static int asked_logprobs(const drift_run_info *r) {
+    json_t *d = r->decoding_json ? json_loads(r->decoding_json, 0, NULL) : NULL;
+    json_t *lp = json_object_get(d, "logprobs");
+    int yes = json_is_integer(lp) && json_integer_value(lp) > 0;
+    json_decref(d);
+    return yes;
+}
+
+/* Flip risk of every counted pair (see the top): the baseline answers are
+ * read in one read transaction; a pair whose answer has no usable logprobs
+ * keeps risk NAN. Then each workload's ranking quality. */
+static drift_status compute_risk(drift_store *st, drift_comparison *c, drift_error *err) {
+    c->risk_state = DRIFT_RISK_NO_LOGPROBS;
+    if (!asked_logprobs(&c->baseline)) return DRIFT_OK;
+    size_t with_lp = 0;
+    drift_status rc = DRIFT_OK;
+    drift_store_read_begin(st);
+    for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++) {
+        drift_wl_result *w = &c->wl[k];
+        if (!c->present[k]) continue;
+        for (size_t i = 0; i < w->n_pairs && !rc; i++) {
+            drift_pair_outcome *p = &w->pairs[i];
+            drift_answer a = {0};
+            drift_error e = {0};
+            drift_status r = drift_store_response_get(st, p->base_response_id, &a, NULL, &e);
+            if (r == DRIFT_ERR_NOMEM) rc = drift_error_set(err, r, "out of memory reading baseline logprobs");
+            if (!r && a.logprobs_json) {
+                drift_risk_features f;
+                with_lp++;
+                if (drift_risk_features_for(a.logprobs_json, (drift_workload)k, &f, &e) == DRIFT_OK)
+                    p->risk = drift_risk_score_for(&f, (drift_workload)k, &w->risk_version);
+            }
+            drift_answer_clear(&a);
+        }
+    }
+    drift_store_read_end(st);
+    if (rc || with_lp == 0) return rc;
+    c->risk_state = DRIFT_RISK_DONE;
+    for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++) {
+        drift_wl_result *w = &c->wl[k];
+        if (!c->present[k]) continue;
+        if (!w->risk_version) drift_risk_score_for(NULL, (drift_workload)k, &w->risk_version);
+        double *score = malloc((w->n_pairs + 1) * sizeof *score);
+        int *y = malloc((w->n_pairs + 1) * sizeof *y);
+        if (!score || !y) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory ranking flip risk");
+        size_t n = 0, f = 0;
+        for (size_t i = 0; i < w->n_pairs && !rc; i++) {
+            const drift_pair_outcome *p = &w->pairs[i];
+            if (p->flipped && f < w->n_flipped) w->flipped[f++].risk = p->risk;
+            if (isnan(p->risk)) {
+                w->risk_unknown++;
+                continue;
+            }
+            score[n] = p->risk;
+            y[n++] = p->flipped;
+        }
+        if (!rc && n > 0)
+            rc = drift_risk_rank_eval(score, y, n, DRIFT_RISK_RESAMPLES, DRIFT_RISK_SEED, &w->risk, err);
+        free(score);
+        free(y);
+    }
+    return rc;
+}
+
 /* See compare.h. */
 drift_status drift_compare_runs(drift_store *st, const char *baseline_label, const char *target_label,
                                 const drift_compare_opts *opts, drift_comparison **out, drift_error *err) {
@@ -454,6 +532,10 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     stochastic_stats(c, &o->base, &o->targ, opts);
     drift_comparison_taxonomy(c, &c->taxonomy);
     if (c->present[DRIFT_WL_CODE] && (rc = load_sandboxes(st, c, err)) != DRIFT_OK) {
+        drift_comparison_free(c);
+        return rc;
+    }
+    if (opts->risk && (rc = compute_risk(st, c, err)) != DRIFT_OK) {
         drift_comparison_free(c);
         return rc;
     }

@@ -15,6 +15,16 @@
  *                true entropy, comparable only between runs with the same k;
  *   length       the number of generated tokens.
  *
+ *   near ties    tokens whose margin is under DRIFT_RISK_NEAR_NATS (1 nat);
+ *   region       drift_risk_features_for only: the tokens that decide the
+ *                label - those overlapping the final answer's number (math:
+ *                the evaluator's own extraction, drift_math_extract_ex, its
+ *                last occurrence in the text the tokens spell), the code
+ *                (inside the first ``` fence, else all of it), the first
+ *                DRIFT_RISK_HEAD_TOKENS tokens (safety: refusal or
+ *                compliance), the whole answer (others); the smallest margin
+ *                inside it and whether the answer's smallest falls there.
+ *
  * Score risk/v1 = exp(-min_margin / T), T = 1 nat, in (0, 1]. Why this and
  * nothing fitted: a numerical change of the stack (quantisation, kernel
  * order) perturbs the logits by a small amount; greedy decoding takes a
@@ -26,6 +36,16 @@
  * formula has no parameter fitted on data, so every configuration it is
  * evaluated on is held out. An answer with no token listing two
  * alternatives has no margin: its score is NAN (unknown), never 0.
+ *
+ * Score risk/v2-logit (drift_risk_logit_*): a logistic regression of
+ * "flipped" on six inputs (drift_risk_x: v1's score, the same of the
+ * region's margin, the min-in-region flag, entropy, log length, log near
+ * ties), standardised, fit by IRLS (Newton on the log-likelihood with a
+ * small ridge on the slopes so a separable or flat input cannot diverge;
+ * 7x7 Cholesky per step). Its coefficients depend on the stack pairs it
+ * was fit on, so it is evaluated on configurations left out of the fit
+ * (bench_risk_bench); the shipped coefficients (builtin_models) carry the
+ * version string and how many rows they were fit on.
  *
  * Ranking quality (drift_risk_rank_eval): ROC AUC in the Mann-Whitney form
  * (midranks, so a tie between a flipped and an unflipped prompt counts
@@ -42,37 +62,95 @@
 #include <string.h>
 
 #include "driftbench/compare.h"
+#include "driftbench/eval.h"
 #include "util/util.h"
 
 #define RISK_T 1.0 /* nats */
 
 /* ---- features ---- */
 
-drift_status drift_risk_features_compute(const char *logprobs_json, drift_risk_features *out, drift_error *err) {
-    if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "risk features need an output");
+static void features_reset(drift_risk_features *out) {
     memset(out, 0, sizeof *out);
-    out->min_margin = NAN;
+    out->min_margin = out->min_margin_frac = out->mean_entropy = out->region_margin = NAN;
     out->min_margin_pos = -1;
-    out->min_margin_frac = NAN;
-    out->mean_entropy = NAN;
+}
+
+/* Byte span [*s, *e) of wl's critical text in text[0..n); 0 when none
+ * (math without a number). Safety and others are token spans, not here. */
+static int region_bytes(const char *text, size_t n, drift_workload wl, size_t *s, size_t *e) {
+    if (wl == DRIFT_WL_MATH) {
+        char num[128], raw[128];
+        if (!drift_math_extract_ex(text, num, sizeof num, raw, sizeof raw) || !raw[0]) return 0;
+        size_t rl = strlen(raw);
+        const char *last = NULL;
+        for (const char *p = strstr(text, raw); p; p = strstr(p + 1, raw)) last = p;
+        if (!last) return 0;
+        *s = (size_t)(last - text);
+        *e = *s + rl;
+        return 1;
+    }
+    if (wl == DRIFT_WL_CODE) {
+        const char *f = strstr(text, "```");
+        *s = 0;
+        *e = n;
+        if (f) {
+            const char *nl = strchr(f + 3, '\n');
+            *s = nl ? (size_t)(nl + 1 - text) : (size_t)(f + 3 - text);
+            const char *close = strstr(text + *s, "```");
+            *e = close ? (size_t)(close - text) : n;
+        }
+        return *e > *s;
+    }
+    *s = 0;
+    *e = n;
+    return n > 0;
+}
+
+drift_status drift_risk_features_for(const char *logprobs_json, drift_workload wl, drift_risk_features *out,
+                                     drift_error *err) {
+    if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "risk features need an output");
+    features_reset(out);
     if (!logprobs_json) return drift_error_set(err, DRIFT_ERR_INVALID, "risk features need logprobs");
     json_error_t je;
     json_t *root = json_loads(logprobs_json, 0, &je);
     if (!root)
         return drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: line %d column %d: %s", je.line, je.column, je.text);
     drift_status rc = DRIFT_OK;
+    double *margin = NULL; /* (n,) per token, NAN without two alternatives */
+    size_t *tok_end = NULL; /* (n,) byte offset just past each token in text */
+    util_buf text = {0};
     if (!json_is_array(root)) {
         rc = drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: not a JSON array");
         goto done;
     }
     size_t n = json_array_size(root);
+    margin = malloc((n + 1) * sizeof *margin);
+    tok_end = malloc((n + 1) * sizeof *tok_end);
+    if (!margin || !tok_end) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading %zu logprobs", n);
+        goto done;
+    }
     double ent_sum = 0;
+    int oom = 0;
     for (size_t i = 0; i < n; i++) {
+        margin[i] = NAN;
         json_t *e = json_array_get(root, i);
         if (!json_is_object(e)) {
             rc = drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: not an object", i);
             goto done;
         }
+        json_t *tok = json_object_get(e, "token");
+        if (tok && !json_is_null(tok)) {
+            if (!json_is_string(tok)) {
+                rc = drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: \"token\" is not a string", i);
+                goto done;
+            }
+            /* a NUL inside the token would cut the text: count its bytes, keep the text a C string */
+            const char *ts = json_string_value(tok);
+            size_t tl = json_string_length(tok);
+            for (size_t k = 0; k < tl && !oom; k++) oom = buf_append(&text, ts[k] ? &ts[k] : " ", 1) != 0;
+        }
+        tok_end[i] = text.len;
         json_t *top = json_object_get(e, "top");
         if (!top || json_is_null(top)) continue;
         if (!json_is_array(top)) {
@@ -112,30 +190,210 @@ drift_status drift_risk_features_compute(const char *logprobs_json, drift_risk_f
         }
         ent_sum += h;
         out->n_margin++;
-        double margin = best - second;
-        if (out->min_margin_pos < 0 || margin < out->min_margin) {
-            out->min_margin = margin;
+        margin[i] = best - second;
+        out->n_near += margin[i] < DRIFT_RISK_NEAR_NATS;
+        out->soft_fine += exp(-margin[i] / 0.25);
+        out->soft_coarse += exp(-margin[i] / 2.0);
+        if (out->min_margin_pos < 0 || margin[i] < out->min_margin) {
+            out->min_margin = margin[i];
             out->min_margin_pos = (long)i;
         }
+    }
+    if (oom) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading %zu logprobs", n);
+        goto done;
     }
     out->n_tokens = (long)n;
     if (out->n_margin > 0) {
         out->mean_entropy = ent_sum / (double)out->n_margin;
         out->min_margin_frac = (double)out->min_margin_pos / (double)n;
     }
+    /* the critical region: a token span */
+    size_t lo = 0, hi = 0;
+    if (wl == DRIFT_WL_SAFETY) {
+        hi = n < DRIFT_RISK_HEAD_TOKENS ? n : DRIFT_RISK_HEAD_TOKENS;
+    } else if (wl != DRIFT_WL_UNKNOWN && n > 0) {
+        size_t bs = 0, be = 0;
+        if (region_bytes(text.data ? text.data : "", text.len, wl, &bs, &be)) {
+            /* token i covers bytes [tok_end[i-1], tok_end[i]); it is in when it overlaps [bs, be) */
+            lo = n;
+            for (size_t i = 0; i < n; i++) {
+                size_t ts = i ? tok_end[i - 1] : 0, te = tok_end[i];
+                if (te > bs && ts < be) {
+                    if (lo == n) lo = i;
+                    hi = i + 1;
+                }
+            }
+            if (lo == n) lo = hi = 0;
+        }
+    }
+    if (hi > lo) {
+        out->region_found = 1;
+        out->region_lo = (long)lo;
+        out->region_hi = (long)hi;
+        for (size_t i = lo; i < hi; i++)
+            if (!isnan(margin[i]) && (isnan(out->region_margin) || margin[i] < out->region_margin))
+                out->region_margin = margin[i];
+        out->min_in_region = out->min_margin_pos >= (long)lo && out->min_margin_pos < (long)hi;
+    }
 done:
     json_decref(root);
-    if (rc) {
-        memset(out, 0, sizeof *out);
-        out->min_margin = out->min_margin_frac = out->mean_entropy = NAN;
-        out->min_margin_pos = -1;
-    }
+    free(margin);
+    free(tok_end);
+    buf_free(&text);
+    if (rc) features_reset(out);
     return rc;
+}
+
+drift_status drift_risk_features_compute(const char *logprobs_json, drift_risk_features *out, drift_error *err) {
+    return drift_risk_features_for(logprobs_json, DRIFT_WL_UNKNOWN, out, err);
 }
 
 double drift_risk_score(const drift_risk_features *f) {
     if (!f || f->n_margin <= 0 || !(f->min_margin >= 0)) return NAN;
     return exp(-f->min_margin / RISK_T);
+}
+
+/* ---- the fitted model (risk/v2-logit) ---- */
+
+int drift_risk_x(const drift_risk_features *f, double x[DRIFT_RISK_NX]) {
+    if (!f || f->n_margin <= 0 || !(f->min_margin >= 0)) return -1;
+    x[0] = exp(-f->min_margin / RISK_T);
+    x[1] = f->region_margin >= 0 ? exp(-f->region_margin / RISK_T) : x[0];
+    x[2] = f->min_in_region ? 1.0 : 0.0;
+    x[3] = f->mean_entropy >= 0 ? f->mean_entropy : 0.0;
+    x[4] = log1p((double)f->n_tokens);
+    x[5] = log1p((double)f->n_near);
+    x[6] = log1p(f->soft_fine);
+    x[7] = log1p(f->soft_coarse);
+    return 0;
+}
+
+static double logistic(double t) { return t >= 0 ? 1.0 / (1.0 + exp(-t)) : exp(t) / (1.0 + exp(t)); }
+
+double drift_risk_logit_prob(const drift_risk_model *m, const double x[DRIFT_RISK_NX]) {
+    double t = m->beta[0];
+    for (int j = 0; j < DRIFT_RISK_NX; j++) t += m->beta[j + 1] * (x[j] - m->mean[j]) / m->sd[j];
+    return logistic(t);
+}
+
+/* Solves the symmetric positive definite system a (p, p) x = b in place
+ * (Cholesky); b gets x. Returns -1 when a is not positive definite. */
+static int chol_solve(double *a, double *b, int p) {
+    for (int j = 0; j < p; j++) {
+        double d = a[j * p + j];
+        for (int k = 0; k < j; k++) d -= a[j * p + k] * a[j * p + k];
+        if (!(d > 1e-300)) return -1;
+        d = sqrt(d);
+        a[j * p + j] = d;
+        for (int i = j + 1; i < p; i++) {
+            double v = a[i * p + j];
+            for (int k = 0; k < j; k++) v -= a[i * p + k] * a[j * p + k];
+            a[i * p + j] = v / d;
+        }
+    }
+    for (int i = 0; i < p; i++) { /* L y = b */
+        double v = b[i];
+        for (int k = 0; k < i; k++) v -= a[i * p + k] * b[k];
+        b[i] = v / a[i * p + i];
+    }
+    for (int i = p - 1; i >= 0; i--) { /* L^T x = y */
+        double v = b[i];
+        for (int k = i + 1; k < p; k++) v -= a[k * p + i] * b[k];
+        b[i] = v / a[i * p + i];
+    }
+    return 0;
+}
+
+drift_status drift_risk_logit_fit(const double *x, const int *y, size_t n, double ridge, drift_workload wl,
+                                  drift_risk_model *m, drift_error *err) {
+    enum { P = DRIFT_RISK_NX + 1 };
+    if (!m) return drift_error_set(err, DRIFT_ERR_INVALID, "risk fit needs an output");
+    memset(m, 0, sizeof *m);
+    if (!x || !y || n < 2) return drift_error_set(err, DRIFT_ERR_INVALID, "risk fit needs at least 2 rows");
+    if (!(ridge >= 0) || !isfinite(ridge)) return drift_error_set(err, DRIFT_ERR_INVALID, "risk fit: ridge %g < 0", ridge);
+    snprintf(m->version, sizeof m->version, "%s", DRIFT_RISK_V2);
+    m->workload = wl;
+    m->ridge = ridge;
+    m->n_fit = n;
+    for (size_t i = 0; i < n; i++) {
+        m->n_fit_flips += y[i] != 0;
+        for (int j = 0; j < DRIFT_RISK_NX; j++)
+            if (!isfinite(x[i * DRIFT_RISK_NX + j]))
+                return drift_error_set(err, DRIFT_ERR_INVALID, "risk fit: row %zu input %d is not finite", i, j);
+    }
+    if (m->n_fit_flips == 0 || m->n_fit_flips == n)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "risk fit: %zu of %zu rows flipped (both outcomes needed)",
+                               m->n_fit_flips, n);
+    for (int j = 0; j < DRIFT_RISK_NX; j++) {
+        double s = 0, ss = 0;
+        for (size_t i = 0; i < n; i++) s += x[i * DRIFT_RISK_NX + j];
+        m->mean[j] = s / (double)n;
+        for (size_t i = 0; i < n; i++) {
+            double d = x[i * DRIFT_RISK_NX + j] - m->mean[j];
+            ss += d * d;
+        }
+        m->sd[j] = sqrt(ss / (double)n);
+        if (!(m->sd[j] > 1e-12)) m->sd[j] = 1.0;
+    }
+    double base = (double)m->n_fit_flips / (double)n;
+    m->beta[0] = log(base / (1 - base));
+    for (int it = 1; it <= 100; it++) {
+        double h[P * P] = {0}, g[P] = {0};
+        for (size_t i = 0; i < n; i++) {
+            double z[P];
+            z[0] = 1;
+            for (int j = 0; j < DRIFT_RISK_NX; j++) z[j + 1] = (x[i * DRIFT_RISK_NX + j] - m->mean[j]) / m->sd[j];
+            double t = 0;
+            for (int j = 0; j < P; j++) t += m->beta[j] * z[j];
+            double p = logistic(t), w = p * (1 - p), r = (y[i] != 0) - p;
+            for (int a = 0; a < P; a++) {
+                g[a] += z[a] * r;
+                for (int b = 0; b <= a; b++) h[a * P + b] += w * z[a] * z[b];
+            }
+        }
+        for (int a = 0; a < P; a++) {
+            for (int b = a + 1; b < P; b++) h[a * P + b] = h[b * P + a];
+            if (a) {
+                h[a * P + a] += ridge;
+                g[a] -= ridge * m->beta[a];
+            }
+        }
+        h[0] += 1e-12; /* keeps a flat intercept direction solvable */
+        if (chol_solve(h, g, P))
+            return drift_error_set(err, DRIFT_ERR_INVALID, "risk fit: singular curvature at step %d (use ridge > 0)", it);
+        double big = 0;
+        for (int a = 0; a < P; a++) {
+            m->beta[a] += g[a];
+            if (fabs(g[a]) > big) big = fabs(g[a]);
+        }
+        m->iterations = it;
+        if (big < 1e-9) return DRIFT_OK;
+        if (!isfinite(big) || fabs(m->beta[0]) > 1e6) break;
+    }
+    return drift_error_set(err, DRIFT_ERR_INVALID, "risk fit: no convergence in %d steps (separable data? use ridge > 0)",
+                           m->iterations);
+}
+
+/* The shipped models: none yet for any workload (drift_risk_score_for then
+ * falls back to risk/v1). */
+static const drift_risk_model builtin_models[] = {
+    {.version = DRIFT_RISK_V2, .workload = DRIFT_WL_UNKNOWN},
+};
+
+const drift_risk_model *drift_risk_model_builtin(drift_workload wl) {
+    for (size_t i = 0; i < sizeof builtin_models / sizeof builtin_models[0]; i++)
+        if (builtin_models[i].workload == wl && builtin_models[i].n_fit > 0) return &builtin_models[i];
+    return NULL;
+}
+
+double drift_risk_score_for(const drift_risk_features *f, drift_workload wl, const char **version) {
+    const drift_risk_model *m = drift_risk_model_builtin(wl);
+    double x[DRIFT_RISK_NX];
+    if (version) *version = m ? m->version : DRIFT_RISK_VERSION;
+    if (!m) return drift_risk_score(f);
+    if (drift_risk_x(f, x)) return NAN;
+    return drift_risk_logit_prob(m, x);
 }
 
 /* ---- ranking quality ---- */

@@ -9,6 +9,14 @@
  * FLUSH_MS milliseconds, so a killed process loses at most what was in
  * flight, and calling again with the same label asks only what is missing.
  *
+ * Order: the pending pairs come from the store in prompt order; with
+ * o->order they are permuted before the requests are built - RANDOM by
+ * drift_seq_order's hash of (seed, prompt id, replicate), so a prompt has
+ * the same rank in every run and subset; RISK by descending flip risk of
+ * the answers of run o->risk_from (risk.c), read once, unknown risks last
+ * in the seeded order. A RISK run whose source has no logprobs is an error
+ * naming it, not a silent suite order.
+ *
  * Cancellation: the caller's cancel hook goes to the target, which aborts
  * requests in flight and ends retry back-offs at once; nothing is stored for
  * them (they stay missing), what was received is flushed, the label lock is
@@ -16,10 +24,12 @@
 #include "driftbench/pipeline.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "driftbench/compare.h"
 #include "util/util.h"
 
 #define FLUSH_EVERY 256   /* outcomes per store transaction, at most */
@@ -211,6 +221,150 @@ static drift_status build_requests(const run_prompts *p, const int64_t *pend_p, 
     return DRIFT_OK;
 }
 
+/* ---- order of the pending pairs ---- */
+
+drift_status drift_run_order_parse(const char *name, drift_run_order *out, drift_error *err) {
+    static const char *names[] = {"suite", "random", "risk"};
+    for (int i = 0; name && i < 3; i++)
+        if (!strcmp(name, names[i])) {
+            *out = (drift_run_order)i;
+            return DRIFT_OK;
+        }
+    return drift_error_set(err, DRIFT_ERR_INVALID, "order \"%s\": expected suite, random or risk", name ? name : "");
+}
+
+typedef struct rowid_risk {
+    int64_t rowid;
+    double risk;
+} rowid_risk;
+
+static int cmp_rowid_risk(const void *a, const void *b) {
+    int64_t x = ((const rowid_risk *)a)->rowid, y = ((const rowid_risk *)b)->rowid;
+    return (x > y) - (x < y);
+}
+
+/* The risk of each prompt row of run `label` (replicate 0 answers with
+ * logprobs), sorted by row id, in *out (*n of them). */
+static drift_status load_risks(drift_store *st, const char *label, rowid_risk **out, size_t *n, drift_error *err) {
+    *out = NULL;
+    *n = 0;
+    drift_run_info ri = {0};
+    drift_scored_set set = {0};
+    drift_status rc = drift_store_run_get(st, label, &ri, err);
+    if (rc) return drift_error_prefix(err, "--risk-from: "), rc;
+    rc = drift_store_load_scored(st, ri.id, &set, err);
+    rowid_risk *r = rc ? NULL : malloc((set.n + 1) * sizeof *r);
+    if (!rc && !r) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    size_t k = 0, with_lp = 0;
+    drift_store_read_begin(st);
+    for (size_t i = 0; !rc && i < set.n; i++) {
+        const drift_scored *s = &set.rows[i];
+        if (s->is_error || s->replicate != 0) continue;
+        drift_answer a = {0};
+        drift_error e = {0};
+        drift_status g = drift_store_response_get(st, s->response_id, &a, NULL, &e);
+        if (g == DRIFT_ERR_NOMEM) rc = drift_error_set(err, g, "out of memory reading run '%s'", label);
+        if (!g && a.logprobs_json) {
+            drift_risk_features f;
+            with_lp++;
+            double risk = drift_risk_features_for(a.logprobs_json, s->workload, &f, &e) == DRIFT_OK
+                              ? drift_risk_score_for(&f, s->workload, NULL)
+                              : NAN;
+            r[k++] = (rowid_risk){s->prompt_rowid, risk};
+        }
+        drift_answer_clear(&a);
+    }
+    drift_store_read_end(st);
+    if (!rc && with_lp == 0)
+        rc = drift_error_set(err, DRIFT_ERR_INVALID,
+                             "--order risk: run '%s' has no stored logprobs to rank prompts by (run it with --logprobs N)",
+                             label);
+    drift_scored_set_clear(&set);
+    drift_run_info_clear(&ri);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    qsort(r, k, sizeof *r, cmp_rowid_risk);
+    *out = r;
+    *n = k;
+    return DRIFT_OK;
+}
+
+typedef struct pend_key {
+    size_t at;                /* index into the pending arrays */
+    double risk;              /* NAN last */
+    size_t seq;               /* rank in the seeded order */
+} pend_key;
+
+static int cmp_pend_key(const void *a, const void *b) {
+    const pend_key *x = a, *y = b;
+    int xn = isnan(x->risk), yn = isnan(y->risk);
+    if (xn != yn) return xn - yn;
+    if (!xn && x->risk != y->risk) return x->risk > y->risk ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The prompt id of prompt `at` of the suites (in suite order). */
+static const char *prompt_id_at(const run_prompts *p, size_t at) {
+    for (size_t i = 0; i < p->n_suites; i++) {
+        if (at < p->suites[i]->n) return p->suites[i]->prompts[at].prompt_id;
+        at -= p->suites[i]->n;
+    }
+    return "";
+}
+
+/* Permutes the n pending pairs (pend_p, pend_r) into o->order. */
+static drift_status order_pending(drift_store *st, const drift_run_opts *o, const run_prompts *p, int64_t *pend_p,
+                                  int *pend_r, size_t n, drift_error *err) {
+    if (o->order == DRIFT_ORDER_SUITE || n < 2) return DRIFT_OK;
+    const char **ids = calloc(n, sizeof *ids);
+    size_t *perm = calloc(n, sizeof *perm);
+    pend_key *keys = calloc(n, sizeof *keys);
+    rowid_at *byrow = calloc(p->n ? p->n : 1, sizeof *byrow);
+    int64_t *np = malloc(n * sizeof *np);
+    int *nr = malloc(n * sizeof *nr);
+    rowid_risk *risks = NULL;
+    size_t n_risks = 0;
+    drift_status rc = DRIFT_OK;
+    if (!ids || !perm || !keys || !byrow || !np || !nr) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    if (!rc) {
+        /* prompt ids of the pending rows (the suites hold every one) */
+        for (size_t i = 0; i < p->n; i++) byrow[i] = (rowid_at){p->rowids[i], i};
+        qsort(byrow, p->n, sizeof *byrow, cmp_rowid_at);
+        for (size_t i = 0; i < n; i++) {
+            rowid_at key = {pend_p[i], 0};
+            const rowid_at *hit = bsearch(&key, byrow, p->n, sizeof *byrow, cmp_rowid_at);
+            ids[i] = hit ? prompt_id_at(p, hit->at) : "";
+        }
+        rc = drift_seq_order(ids, pend_r, n, o->order_seed, perm, err);
+    }
+    if (!rc && o->order == DRIFT_ORDER_RISK) rc = load_risks(st, o->risk_from ? o->risk_from : o->label, &risks, &n_risks, err);
+    if (!rc) {
+        for (size_t r = 0; r < n; r++) keys[perm[r]] = (pend_key){perm[r], NAN, r};
+        for (size_t i = 0; i < n && risks; i++) {
+            rowid_risk key = {pend_p[i], 0};
+            const rowid_risk *hit = bsearch(&key, risks, n_risks, sizeof *risks, cmp_rowid_risk);
+            if (hit) keys[i].risk = hit->risk;
+        }
+        qsort(keys, n, sizeof *keys, cmp_pend_key);
+        for (size_t i = 0; i < n; i++) {
+            np[i] = pend_p[keys[i].at];
+            nr[i] = pend_r[keys[i].at];
+        }
+        memcpy(pend_p, np, n * sizeof *np);
+        memcpy(pend_r, nr, n * sizeof *nr);
+    }
+    free(ids);
+    free(perm);
+    free(keys);
+    free(byrow);
+    free(np);
+    free(nr);
+    free(risks);
+    return rc;
+}
+
 /* ---- outcomes: buffered, written in batches, progress reported ---- */
 
 typedef struct run_sink {
@@ -323,6 +477,7 @@ static drift_status begin_and_generate(drift_store *st, const drift_run_opts *o,
     int *pend_r = NULL;
     drift_gen_request *reqs = NULL;
     rc = drift_store_pending(st, s->run_id, p->rowids, p->n, o->replicates, &pend_p, &pend_r, &sum->requested, err);
+    if (!rc) rc = order_pending(st, o, p, pend_p, pend_r, sum->requested, err);
     if (!rc) rc = build_requests(p, pend_p, pend_r, sum->requested, &reqs, err);
     if (!rc) {
         s->req_prompt = pend_p;

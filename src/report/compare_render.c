@@ -252,6 +252,51 @@ static int n_present(const drift_comparison *c) {
     return n;
 }
 
+/* ---- flip risk (shared by the formats) ---- */
+
+#define RISK_NO_LOGPROBS "flip risk: the baseline has no logprobs; run it with --logprobs N"
+
+/* "0.912 [0.850, 0.960]" or "-" for a NAN point. */
+static void risk_ci(char *out, size_t cap, double v, const double ci[2]) {
+    if (isnan(v)) snprintf(out, cap, "-");
+    else snprintf(out, cap, "%.3f [%.3f, %.3f]", v, ci[0], ci[1]);
+}
+
+/* The 1-based rank of risk r among w's pairs with a known risk (ties share
+ * the best rank); 0 when r is unknown. */
+static size_t risk_rank(const drift_wl_result *w, double r) {
+    if (isnan(r)) return 0;
+    size_t above = 0;
+    for (size_t i = 0; i < w->n_pairs; i++) above += !isnan(w->pairs[i].risk) && w->pairs[i].risk > r;
+    return above + 1;
+}
+
+/* One workload's ranking line: AUC, precision at 10%, the sizes. */
+static void risk_line(util_buf *b, const drift_wl_result *w, const char *indent) {
+    const drift_risk_rank *r = &w->risk;
+    char auc[48], prec[48];
+    risk_ci(auc, sizeof auc, r->auc, r->auc_ci);
+    risk_ci(prec, sizeof prec, r->n ? r->prec10 : NAN, r->prec10_ci);
+    buf_printf(b, "%s%-13s %-14s AUC %-22s prec@10%% %-22s %zu flips of %zu, top %zu, base rate %.3f", indent,
+               drift_workload_name(w->workload), w->risk_version ? w->risk_version : "-", auc, prec, r->n_flipped,
+               r->n, r->top_n, r->n ? r->base_rate : 0.0);
+    if (r->n && !r->n_flipped) buf_puts(b, " (no flips: no AUC)");
+    if (w->risk_unknown) buf_printf(b, "; %ld without a risk", w->risk_unknown);
+    buf_puts(b, "\n");
+}
+
+static void risk_text(util_buf *b, const drift_comparison *c) {
+    if (c->risk_state == DRIFT_RISK_NO_LOGPROBS) {
+        buf_puts(b, RISK_NO_LOGPROBS "\n");
+        return;
+    }
+    if (c->risk_state != DRIFT_RISK_DONE) return;
+    buf_printf(b, "flip risk from the baseline's logprobs (AUC 0.5 = chance; 95%% bootstrap, %d resamples):\n",
+               DRIFT_RISK_RESAMPLES);
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (c->present[k]) risk_line(b, &c->wl[k], "  ");
+}
+
 /* ---- text ---- */
 
 static void render_text(const drift_comparison *c, const drift_comparison_details *d, util_buf *b) {
@@ -313,6 +358,7 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
         buf_printf(b, ", %ld tie(s) left out\n", w->majority_ties);
     }
     sandbox_text(b, c);
+    risk_text(b, c);
     long unscored = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
         if (c->present[k] && k != DRIFT_WL_CHAT) unscored += c->wl[k].unscored;
@@ -343,6 +389,10 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
             if (f->replicate) buf_printf(b, " #%d", f->replicate);
             buf_printf(b, "  %s", dir_text((drift_workload)k, f->direction));
             if (k == DRIFT_WL_CHAT && !isnan(f->value)) buf_printf(b, " (SDR %.3f)", f->value);
+            if (c->risk_state == DRIFT_RISK_DONE) {
+                if (isnan(f->risk)) buf_puts(b, "  risk -");
+                else buf_printf(b, "  risk %.3f (rank %zu of %zu)", f->risk, risk_rank(w, f->risk), w->risk.n);
+            }
             buf_puts(b, "\n");
             const drift_flip_detail *fd = detail_of(d, k, i);
             if (fd) describe_flip(b, fd, "    ");
@@ -401,7 +451,30 @@ static json_t *sandbox_json(const drift_comparison *c) {
     return a;
 }
 
-static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details *d) {
+/* The risk object of a workload and its per-prompt listing (store order). */
+static void risk_json(json_t *o, const drift_wl_result *w) {
+    const drift_risk_rank *r = &w->risk;
+    json_object_set_new(
+        o, "risk",
+        json_pack("{s:s, s:i, s:i, s:i, s:o, s:[o,o], s:o, s:[o,o], s:i, s:o}", "version",
+                  w->risk_version ? w->risk_version : "", "n", (json_int_t)r->n, "flips", (json_int_t)r->n_flipped,
+                  "unknown", (json_int_t)w->risk_unknown, "auc", report_json_num(r->auc), "auc_ci95",
+                  report_json_num(r->n ? r->auc_ci[0] : NAN), report_json_num(r->n ? r->auc_ci[1] : NAN), "prec10",
+                  report_json_num(r->n ? r->prec10 : NAN), "prec10_ci95", report_json_num(r->n ? r->prec10_ci[0] : NAN),
+                  report_json_num(r->n ? r->prec10_ci[1] : NAN), "top_n", (json_int_t)r->top_n, "base_rate",
+                  report_json_num(r->n ? r->base_rate : NAN)));
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < w->n_pairs; i++) {
+        const drift_pair_outcome *p = &w->pairs[i];
+        json_t *e = json_pack("{s:s, s:o, s:b}", "prompt_id", p->prompt_id ? p->prompt_id : "", "risk",
+                              report_json_num(p->risk), "flipped", p->flipped);
+        if (e && p->replicate) json_object_set_new(e, "replicate", json_integer(p->replicate));
+        json_array_append_new(a, e);
+    }
+    json_object_set_new(o, "risk_by_prompt", a);
+}
+
+static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details *d, int risk) {
     drift_workload k = w->workload;
     json_t *o = json_object();
     if (!o) return NULL;
@@ -440,11 +513,13 @@ static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details 
         json_t *e = json_pack("{s:s, s:s}", "prompt_id", f->prompt_id ? f->prompt_id : "", "direction",
                               dir_json(k, f->direction));
         if (e && f->replicate) json_object_set_new(e, "replicate", json_integer(f->replicate));
+        if (e && risk) json_object_set_new(e, "risk", report_json_num(f->risk));
         const drift_flip_detail *fd = detail_of(d, k, i);
         if (e && fd) divergence_json(e, &fd->div);
         json_array_append_new(fl, e);
     }
     json_object_set_new(o, "flipped", fl);
+    if (risk) risk_json(o, w);
     return o;
 }
 
@@ -454,7 +529,7 @@ static drift_status render_json(const drift_comparison *c, const drift_compariso
     drift_status rc = DRIFT_OK;
     for (int k = 0; k < DRIFT_WL_COUNT && wls && !rc; k++) {
         if (!c->present[k]) continue;
-        json_t *w = wl_json(&c->wl[k], d);
+        json_t *w = wl_json(&c->wl[k], d, c->risk_state == DRIFT_RISK_DONE);
         if (!w) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
         else {
             if (k == DRIFT_WL_CODE) json_object_set_new(w, "sandbox", sandbox_json(c));
@@ -468,6 +543,9 @@ static drift_status render_json(const drift_comparison *c, const drift_compariso
     json_t *root = json_pack("{s:o, s:o, s:s, s:o, s:o}", "baseline", run_json(&c->baseline), "target",
                              run_json(&c->target), "verdict", c->pass ? "pass" : "fail", "taxonomy", taxonomy_json(c),
                              "workloads", wls);
+    /* risk keys only when computed: a baseline without logprobs keeps the contract's key set */
+    if (root && c->risk_state == DRIFT_RISK_DONE)
+        json_object_set_new(root, "risk", json_pack("{s:i, s:i}", "resamples", DRIFT_RISK_RESAMPLES, "seed", DRIFT_RISK_SEED));
     char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(root);
     *out = s ? util_asprintf("%s\n", s) : NULL;
@@ -534,13 +612,32 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
         buf_puts(b, ".\n");
     }
     buf_printf(b, "Excluded pairs with errors: %ld.\n", c->total_errors);
+    if (c->risk_state == DRIFT_RISK_NO_LOGPROBS) buf_puts(b, "\n" RISK_NO_LOGPROBS ".\n");
+    if (c->risk_state == DRIFT_RISK_DONE) {
+        buf_printf(b, "\n**Flip risk** from the baseline's logprobs (AUC 0.5 = chance; 95%% bootstrap, %d "
+                      "resamples):\n\n| workload | score | AUC (95%% CI) | precision@10%% (95%% CI) | flips | pairs | "
+                      "top 10%% | base rate | no risk |\n|---|---|---|---|--:|--:|--:|--:|--:|\n",
+                   DRIFT_RISK_RESAMPLES);
+        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+            if (!c->present[k]) continue;
+            const drift_wl_result *w = &c->wl[k];
+            const drift_risk_rank *r = &w->risk;
+            char auc[48], prec[48];
+            risk_ci(auc, sizeof auc, r->auc, r->auc_ci);
+            risk_ci(prec, sizeof prec, r->n ? r->prec10 : NAN, r->prec10_ci);
+            buf_printf(b, "| %s | `%s` | %s | %s | %zu | %zu | %zu | %.3f | %ld |\n", drift_workload_name(w->workload),
+                       w->risk_version ? w->risk_version : "-", auc, prec, r->n_flipped, r->n, r->top_n,
+                       r->n ? r->base_rate : 0.0, w->risk_unknown);
+        }
+    }
+    int risk = c->risk_state == DRIFT_RISK_DONE;
     size_t total = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
         if (c->present[k]) total += c->wl[k].n_flipped;
     if (total == 0) return;
     buf_printf(b, "\n<details><summary>Flipped prompts (%zu)</summary>\n\n", total);
-    if (d) buf_puts(b, "| workload | prompt | direction | first difference | diff |\n|---|---|---|---|---|\n");
-    else buf_puts(b, "| workload | prompt | direction |\n|---|---|---|\n");
+    buf_printf(b, "| workload | prompt | direction |%s%s\n|---|---|---|%s%s\n", risk ? " risk (rank) |" : "",
+               d ? " first difference | diff |" : "", risk ? "--:|" : "", d ? "---|---|" : "");
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         const drift_wl_result *w = &c->wl[k];
         if (!c->present[k]) continue;
@@ -548,6 +645,11 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
             buf_printf(b, "| %s | `", drift_workload_name((drift_workload)k));
             md_cell(b, w->flipped[i].prompt_id);
             buf_printf(b, "` | %s |", dir_text((drift_workload)k, w->flipped[i].direction));
+            if (risk) {
+                double r = w->flipped[i].risk;
+                if (isnan(r)) buf_puts(b, " - |");
+                else buf_printf(b, " %.3f (%zu of %zu) |", r, risk_rank(w, r), w->risk.n);
+            }
             const drift_flip_detail *fd = detail_of(d, k, i);
             if (fd) {
                 const drift_divergence *dv = &fd->div;
@@ -576,8 +678,8 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
             buf_puts(b, "\n");
         }
         if (w->n_flipped > DRIFT_REPORT_LISTED_FLIPS)
-            buf_printf(b, "| %s | \xE2\x80\xA6 %zu more | |%s\n", drift_workload_name((drift_workload)k),
-                       w->n_flipped - DRIFT_REPORT_LISTED_FLIPS, d ? " | |" : "");
+            buf_printf(b, "| %s | \xE2\x80\xA6 %zu more | |%s%s\n", drift_workload_name((drift_workload)k),
+                       w->n_flipped - DRIFT_REPORT_LISTED_FLIPS, risk ? " |" : "", d ? " | |" : "");
     }
     if (d) {
         buf_puts(b, "\n");
