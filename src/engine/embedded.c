@@ -156,6 +156,18 @@ static char *logprobs_json(const drift_model *m, const drift_generation *g) {
     return s;
 }
 
+const drift_model *eng_embedded_model(const drift_target *t) {
+    return t && t->vt && !strcmp(t->vt->kind, "embedded") ? ((const emb_state *)t->impl)->m : NULL;
+}
+
+drift_status eng_embedded_prompt_tokens(const drift_target *t, const char *prompt, int32_t **ids, size_t *n,
+                                        drift_error *err) {
+    const drift_model *m = eng_embedded_model(t);
+    if (!m) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "not an embedded target");
+    return t->api == DRIFT_API_CHAT ? drift_model_chat_tokens(m, prompt, ids, n, err)
+                                    : drift_model_tokenize(m, prompt, strlen(prompt), -1, 0, ids, n, err);
+}
+
 static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs, size_t n, const drift_gen_params *params,
                                  drift_result_fn cb, void *user, drift_error *err) {
     emb_state *es = t->impl;
@@ -182,9 +194,7 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
         for (size_t i = 0; i < nb; i++) {
             const drift_gen_request *r = &reqs[g0 + i];
             drift_error e;
-            drift_status ts = t->api == DRIFT_API_CHAT
-                                  ? drift_model_chat_tokens(m, r->prompt, &ptoks[nrun], &plens[nrun], &e)
-                                  : drift_model_tokenize(m, r->prompt, strlen(r->prompt), -1, 0, &ptoks[nrun], &plens[nrun], &e);
+            drift_status ts = eng_embedded_prompt_tokens(t, r->prompt, &ptoks[nrun], &plens[nrun], &e);
             if (ts) {
                 perr[i] = util_strdup(e.msg);
                 continue;

@@ -1,0 +1,200 @@
+/* divergence.h - token-level divergence between two stacks, teacher-forced
+ * ("tokdiv"): both models read the same token sequence and, at every scored
+ * position, their two next-token distributions are compared over the full
+ * vocabulary.
+ *
+ * Per position (drift_tokdiv_compare): KL(baseline || target) in nats, the
+ * probability both give the forced token (the token that actually follows),
+ * and both top-1 tokens. Over many positions (drift_tokdiv_acc): mean KL with
+ * its standard error, KL percentiles, the share of positions whose top-1
+ * tokens agree, and percentiles of delta-p = p_target(token) - p_base(token).
+ * The figures are those llama.cpp's `llama-perplexity --kl-divergence`
+ * prints, with the same percentile rule (linear between order statistics at
+ * fraction * (n - 1)) and the same "±" (sqrt(variance / (n - 1))).
+ *
+ * Two sources of sequences (src/pipeline/teacher_forced.c):
+ *   runs  two stored runs of embedded stacks: the prompt as the baseline run
+ *         rendered and tokenized it (its api and templates), followed by the
+ *         baseline's answer tokens (the stored token ids when the run kept
+ *         logprobs, else the answer text tokenized without BOS); scored at
+ *         every answer position; figures per prompt, per workload, overall.
+ *         An HTTP stack is DRIFT_ERR_UNSUPPORTED: teacher forcing needs the
+ *         embedded engine's logits (a server's prompt logprobs, "echo", are
+ *         not used yet).
+ *   text  a raw text split as llama-perplexity splits it: tokenized with the
+ *         model's BOS, cut into floor(n / ctx) chunks of ctx tokens (at least
+ *         2 * ctx tokens needed), each chunk's first token replaced by BOS
+ *         when the model adds one, and only the second half scored: the
+ *         logits at chunk positions ctx/2 .. ctx-2, each against the next
+ *         token (ctx - 1 - ctx/2 positions per chunk).
+ * The math lives in src/analysis/token_kl.c, the renderers in
+ * src/report/divergence_render.c. Nothing here prints. */
+#ifndef DRIFTBENCH_DIVERGENCE_H
+#define DRIFTBENCH_DIVERGENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "driftbench/status.h"
+#include "driftbench/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- one position ---- */
+typedef struct drift_tokdiv_pos {
+    double kl;          /* KL(base || target), nats, over the full vocabulary; NaN when a logit is NaN or +inf */
+    double p_base;      /* probability of the forced token under the baseline */
+    double p_target;    /* ... and under the target */
+    int32_t top_base;   /* argmax of the baseline's logits (the first on ties) */
+    int32_t top_target;
+    double lp_base;     /* log p_base(token), log p_target(token): the perplexities' terms */
+    double lp_target;
+} drift_tokdiv_pos;
+
+/* Compares two next-token distributions given as logits (n_vocab floats
+ * each; softmax at temperature 1, computed in double) at a position whose
+ * actual next token is `token` (0 <= token < n_vocab, else p_* and lp_*
+ * are NaN).
+ * KL = sum_i p_b(i) (log p_b(i) - log p_t(i)); terms with p_b(i) = 0 count
+ * 0; a value rounded below 0 is returned as 0, so identical logits give
+ * exactly 0. */
+DRIFT_API drift_tokdiv_pos drift_tokdiv_compare(const float *base_logits, const float *target_logits, int n_vocab,
+                                                int32_t token);
+
+/* ---- many positions ---- */
+typedef struct drift_tokdiv_acc {
+    double *kl;          /* (n) per-position KL */
+    double *dp;          /* (n) per-position p_target - p_base */
+    size_t n, cap;
+    double sum_nll_base, sum_nll_target; /* sums of -log p(token) over the n positions */
+    size_t n_same_top;   /* positions whose two top-1 tokens agree */
+    size_t n_nonfinite;  /* positions left out: KL or a probability not finite */
+} drift_tokdiv_acc;
+
+/* Adds one position (a non-finite one only counts in n_nonfinite).
+ * DRIFT_ERR_NOMEM. Zero-initialise the accumulator first. */
+DRIFT_API drift_status drift_tokdiv_acc_add(drift_tokdiv_acc *a, const drift_tokdiv_pos *p, drift_error *err);
+/* Appends every position of src to dst. DRIFT_ERR_NOMEM. */
+DRIFT_API drift_status drift_tokdiv_acc_merge(drift_tokdiv_acc *dst, const drift_tokdiv_acc *src, drift_error *err);
+/* Frees what a holds and empties it. */
+DRIFT_API void drift_tokdiv_acc_clear(drift_tokdiv_acc *a);
+
+typedef struct drift_tokdiv_summary {
+    size_t n;                       /* positions with finite figures */
+    size_t n_nonfinite;
+    double kl_mean, kl_se;          /* se = sqrt(var / (n - 1)); NaN when n < 2 */
+    double kl_p50, kl_p90, kl_p99, kl_max;
+    double same_top, same_top_se;   /* share in [0,1]; se = sqrt(p (1 - p) / (n - 1)) */
+    double dp_mean, dp_se, dp_rms;
+    double dp_min, dp_p01, dp_p05, dp_p10, dp_p25, dp_p50, dp_p75, dp_p90, dp_p95, dp_p99, dp_max;
+    double ppl_base, ppl_target;    /* exp(mean -log p(token)) of each stack over the positions */
+} drift_tokdiv_summary;
+
+/* Summarises a (a is left as it was). With n = 0 every figure is NaN. */
+DRIFT_API drift_status drift_tokdiv_acc_summary(const drift_tokdiv_acc *a, drift_tokdiv_summary *out,
+                                               drift_error *err);
+
+/* The fraction-quantile of sorted[0..n) (ascending): linear between the
+ * order statistics around fraction * (n - 1), as llama-perplexity; fraction
+ * <= 0 gives the minimum, >= 1 the maximum; NaN when n = 0. */
+DRIFT_API double drift_tokdiv_percentile(const double *sorted, size_t n, double fraction);
+
+/* Pearson and Spearman (average ranks for ties) correlation of x and y over
+ * n pairs, and percentile-bootstrap 95% intervals over the pairs (n_boot
+ * resamples from seed; a resample with no variance in x or y is drawn
+ * again, up to n_boot more times). NaN when n < 3 or a side has no variance.
+ * For bench/kl_flip_bench.c: mean KL per configuration against flip rate. */
+typedef struct drift_tokdiv_corr {
+    size_t n;
+    double pearson, pearson_ci[2];
+    double spearman, spearman_ci[2];
+    int n_boot;
+} drift_tokdiv_corr;
+DRIFT_API drift_status drift_tokdiv_correlate(const double *x, const double *y, size_t n, int n_boot, uint64_t seed,
+                                             drift_tokdiv_corr *out, drift_error *err);
+
+/* ---- a whole comparison ---- */
+typedef struct drift_tokdiv_prompt {
+    char *prompt_id;
+    drift_workload workload;
+    int n_prompt_tokens;
+    int n_answer_tokens;        /* positions scored */
+    int tokens_from_logprobs;   /* 1: the answer's stored token ids; 0: its text re-tokenized */
+    drift_tokdiv_summary s;
+    int first_diff;             /* answer index of the first top-1 disagreement, -1 when none */
+    int32_t first_base_id, first_target_id;
+    char *first_base_text;      /* those two tokens' text (valid UTF-8), NULL when first_diff < 0 */
+    char *first_target_text;
+    char *error;                /* NULL, or why this prompt has no figures (too long, empty answer, ...) */
+} drift_tokdiv_prompt;
+
+typedef struct drift_tokdiv_report {
+    int text_mode;              /* 0: two runs; 1: a raw text (llama-perplexity's chunks) */
+    char *baseline, *target;    /* run labels (runs) or the specs (text) */
+    char *baseline_spec, *target_spec; /* the stacks as opened (a remapped model path shows here) */
+    char *api;                  /* "completions" or "chat" (runs) */
+    size_t limit;               /* per workload; 0 = all (runs) */
+    uint64_t seed;              /* the sample's seed (runs, limit > 0) */
+    drift_tokdiv_prompt *prompts; /* (n_prompts) runs: in prompt order */
+    size_t n_prompts;
+    size_t n_skipped;           /* prompts with an error */
+    int present[DRIFT_WL_COUNT];
+    drift_tokdiv_summary wl[DRIFT_WL_COUNT]; /* positions of all prompts of a workload pooled */
+    drift_tokdiv_summary overall;            /* every position pooled */
+    int ctx;                    /* text: chunk length */
+    size_t n_text_tokens;       /* text: tokens of the file (BOS included) */
+    int n_chunks;               /* text */
+    double elapsed_ms;
+} drift_tokdiv_report;
+
+/* Frees what r holds and empties it. */
+DRIFT_API void drift_tokdiv_report_clear(drift_tokdiv_report *r);
+
+typedef struct drift_tokdiv_opts {
+    drift_workload workload;    /* DRIFT_WL_UNKNOWN (default) = every workload */
+    size_t limit;               /* prompts per workload, a seeded random sample; 0 = all */
+    uint64_t seed;              /* default 1 */
+    const char *models_dir;     /* NULL, or where to look (by file name) for a run's model file
+                                 * whose recorded path no longer exists */
+    drift_progress_fn progress; /* NULL, or called after each prompt / chunk */
+    void *progress_user;
+    int (*cancel)(void *cancel_user); /* NULL, or nonzero to stop: DRIFT_ERR_CANCELLED */
+    void *cancel_user;
+} drift_tokdiv_opts;
+
+DRIFT_API void drift_tokdiv_opts_default(drift_tokdiv_opts *o);
+
+typedef struct drift_store drift_store;
+
+/* Teacher-forces the target run's stack over the baseline run's answers
+ * (replicate 0, answered, of every workload or o->workload; o->limit per
+ * workload) and fills *out (runs mode). Both runs' targets are read from
+ * the store's runs table and opened. Errors: DRIFT_ERR_NOT_FOUND (a label,
+ * a model file: the message says --models DIR helps), DRIFT_ERR_UNSUPPORTED
+ * (an HTTP run), DRIFT_ERR_MISMATCH (the runs' apis differ, the two
+ * vocabularies differ, or a workload's template is not the one the run
+ * recorded), DRIFT_ERR_INVALID (no answers to score). A prompt that cannot
+ * be scored (longer than the context, empty answer, bad stored token ids)
+ * gets its error and no figures. */
+DRIFT_API drift_status drift_tokdiv_runs(drift_store *st, const char *baseline_label, const char *target_label,
+                                        const drift_tokdiv_opts *o, drift_tokdiv_report *out, drift_error *err);
+
+/* Text mode: baseline and target are embedded specs; text (len bytes) is
+ * tokenized by the baseline; ctx >= 4. DRIFT_ERR_INVALID when the text has
+ * fewer than 2 * ctx tokens or ctx exceeds a model's context; otherwise as
+ * drift_tokdiv_runs. */
+DRIFT_API drift_status drift_tokdiv_text(const char *baseline_spec, const char *target_spec, const char *text,
+                                        size_t len, int ctx, const drift_tokdiv_opts *o, drift_tokdiv_report *out,
+                                        drift_error *err);
+
+/* Renders r: fmt 0 text, 1 JSON, 2 markdown (drift_format's values;
+ * src/report/divergence_render.c). max_prompts: per-prompt rows shown in
+ * text and markdown (the highest mean KL first; 0 = none); JSON has all. */
+DRIFT_API drift_status drift_tokdiv_render(const drift_tokdiv_report *r, int fmt, size_t max_prompts, char **out,
+                                          drift_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
