@@ -3,7 +3,20 @@
  * and stopped around it when the spec gives one; a run that is complete is
  * skipped), then scores them: the library's matrix stage
  * (drift_matrix_run) with the CLI's printing, which `lab` shares
- * (cli_matrix_run). */
+ * (cli_matrix_run).
+ *
+ * Job arrays: without --shard, the shard comes from the scheduler's
+ * environment (shard_from_env), and stderr says which:
+ *   Slurm       SLURM_ARRAY_TASK_ID, with SLURM_ARRAY_TASK_COUNT or
+ *               SLURM_ARRAY_TASK_MIN/MAX (and _STEP): shard
+ *               (ID - MIN) / STEP + 1 of COUNT (or of the MIN..MAX span);
+ *               an array with gaps (--array=1,3,7) does not map to shards.
+ *   Kubernetes  JOB_COMPLETION_INDEX (an Indexed Job), with the count from
+ *               --shard-count N or DRIFT_SHARD_COUNT (the Job's completions).
+ * Values that are not numbers, out of range or inconsistent are exit 2
+ * naming the variable. A task the scheduler retries runs the same shard
+ * into the same store: complete runs are skipped, an interrupted one
+ * resumes. */
 #include "cmd_matrix.h"
 
 #include <getopt.h>
@@ -151,6 +164,117 @@ int cli_matrix_run(const char *cmd, drift_store *st, const drift_matrix_spec *sp
     return CLI_EXIT_PASS;
 }
 
+/* ---- shard from a job array's environment ---- */
+
+#define SHARD_MAX 100000 /* drift_matrix_shard_parse's bound */
+
+/* getenv(name) as a number in [0, SHARD_MAX]: 1 set (in *v), 0 unset, -1
+ * bad (printed). */
+static int env_num(const char *name, long *v) {
+    const char *s = getenv(name);
+    if (!s) return 0;
+    char *end;
+    long x = *s >= '0' && *s <= '9' ? strtol(s, &end, 10) : -1;
+    if (x < 0 || *end || x > SHARD_MAX) {
+        cli_error("matrix", "%s='%s' is not an integer in [0, %d]", name, s, SHARD_MAX);
+        return -1;
+    }
+    *v = x;
+    return 1;
+}
+
+/* Slurm's array task: 0 ok (*index0, *count), -1 bad (printed). count_flag
+ * is --shard-count (0: none), which must agree. */
+static int shard_slurm(long id, long count_flag, long *index0, long *count, char *said, size_t cap) {
+    long mn = 0, mx = 0, step = 1, n = 0;
+    int has_min, has_max, has_step, has_count;
+    if ((has_min = env_num("SLURM_ARRAY_TASK_MIN", &mn)) < 0 || (has_max = env_num("SLURM_ARRAY_TASK_MAX", &mx)) < 0 ||
+        (has_step = env_num("SLURM_ARRAY_TASK_STEP", &step)) < 0 ||
+        (has_count = env_num("SLURM_ARRAY_TASK_COUNT", &n)) < 0)
+        return -1;
+    if (has_step && step < 1) return cli_error("matrix", "SLURM_ARRAY_TASK_STEP=%ld must be at least 1", step), -1;
+    if (id < mn)
+        return cli_error("matrix", "SLURM_ARRAY_TASK_ID=%ld is below SLURM_ARRAY_TASK_MIN=%ld", id, mn), -1;
+    if ((id - mn) % step)
+        return cli_error("matrix", "SLURM_ARRAY_TASK_ID=%ld is not SLURM_ARRAY_TASK_MIN=%ld plus a multiple of "
+                                   "SLURM_ARRAY_TASK_STEP=%ld", id, mn, step), -1;
+    long span = 0;
+    if (has_max) {
+        if (mx < id)
+            return cli_error("matrix", "SLURM_ARRAY_TASK_ID=%ld is above SLURM_ARRAY_TASK_MAX=%ld", id, mx), -1;
+        if ((mx - mn) % step)
+            return cli_error("matrix", "SLURM_ARRAY_TASK_MAX=%ld is not SLURM_ARRAY_TASK_MIN=%ld plus a multiple of "
+                                       "SLURM_ARRAY_TASK_STEP=%ld", mx, mn, step), -1;
+        span = (mx - mn) / step + 1;
+    }
+    if (has_count && n < 1) return cli_error("matrix", "SLURM_ARRAY_TASK_COUNT=%ld must be at least 1", n), -1;
+    if (has_count && has_max && n != span)
+        return cli_error("matrix", "SLURM_ARRAY_TASK_COUNT=%ld but SLURM_ARRAY_TASK_MIN..MAX (%ld..%ld, step %ld) "
+                                   "holds %ld task ids: an array with gaps (--array=1,3,7) does not map to shards; "
+                                   "use --shard I/N", n, mn, mx, step, span), -1;
+    if (!has_count) n = has_max ? span : count_flag;
+    if (!n)
+        return cli_error("matrix", "SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor "
+                                   "SLURM_ARRAY_TASK_MAX is: give --shard-count N or --shard I/N"), -1;
+    if (count_flag && count_flag != n)
+        return cli_error("matrix", "--shard-count %ld but the Slurm array has %ld tasks", count_flag, n), -1;
+    *index0 = (id - mn) / step;
+    if (*index0 >= n)
+        return cli_error("matrix", "SLURM_ARRAY_TASK_ID=%ld is task %ld of an array of %ld (SLURM_ARRAY_TASK_COUNT)",
+                         id, *index0 + 1, n), -1;
+    *count = n;
+    int k = snprintf(said, cap, "Slurm (SLURM_ARRAY_TASK_ID=%ld", id);
+    if (has_count && k > 0 && (size_t)k < cap) k += snprintf(said + k, cap - (size_t)k, ", SLURM_ARRAY_TASK_COUNT=%ld", n);
+    if (has_max && k > 0 && (size_t)k < cap)
+        k += snprintf(said + k, cap - (size_t)k, ", SLURM_ARRAY_TASK_MIN..MAX=%ld..%ld", mn, mx);
+    if (step > 1 && k > 0 && (size_t)k < cap) k += snprintf(said + k, cap - (size_t)k, ", STEP=%ld", step);
+    if (!has_count && !has_max && k > 0 && (size_t)k < cap) k += snprintf(said + k, cap - (size_t)k, ", --shard-count %ld", n);
+    if (k > 0 && (size_t)k < cap) snprintf(said + k, cap - (size_t)k, ")");
+    return 0;
+}
+
+/* The shard of a job array's task when --shard is not given: Slurm or a
+ * Kubernetes Indexed Job (see the top of the file). 0 ok: o->shard_* set
+ * (left 1/1 without a job array) and *said what was used ("" for none);
+ * -1 bad (printed). */
+static int shard_from_env(long count_flag, cli_matrix_opts *o, char *said, size_t cap) {
+    long id = 0, k8s = 0, index0 = 0, count = 0, env_count = 0;
+    said[0] = 0;
+    int has_slurm = env_num("SLURM_ARRAY_TASK_ID", &id), has_k8s = env_num("JOB_COMPLETION_INDEX", &k8s);
+    if (has_slurm < 0 || has_k8s < 0) return -1;
+    if (has_slurm && has_k8s)
+        return cli_error("matrix", "both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set: which shard is "
+                                   "ambiguous; give --shard I/N"), -1;
+    if (!has_slurm && !has_k8s) {
+        if (count_flag)
+            return cli_error("matrix", "--shard-count goes with a job array's index (JOB_COMPLETION_INDEX or "
+                                       "SLURM_ARRAY_TASK_ID), which is not set; use --shard I/N"), -1;
+        return 0;
+    }
+    if (has_slurm) {
+        if (shard_slurm(id, count_flag, &index0, &count, said, cap)) return -1;
+    } else {
+        int has_env = env_num("DRIFT_SHARD_COUNT", &env_count);
+        if (has_env < 0) return -1;
+        if (has_env && env_count < 1) return cli_error("matrix", "DRIFT_SHARD_COUNT=%ld must be at least 1", env_count), -1;
+        if (count_flag && has_env && count_flag != env_count)
+            return cli_error("matrix", "--shard-count %ld but DRIFT_SHARD_COUNT=%ld", count_flag, env_count), -1;
+        count = count_flag ? count_flag : env_count;
+        if (!count)
+            return cli_error("matrix", "JOB_COMPLETION_INDEX is set but not the shard count: give --shard-count N "
+                                       "or DRIFT_SHARD_COUNT (the Job's completions)"), -1;
+        if (k8s >= count)
+            return cli_error("matrix", "JOB_COMPLETION_INDEX=%ld is not below the shard count %ld (%s)", k8s, count,
+                             count_flag ? "--shard-count" : "DRIFT_SHARD_COUNT"), -1;
+        index0 = k8s;
+        snprintf(said, cap, "a Kubernetes Indexed Job (JOB_COMPLETION_INDEX=%ld, %s%ld)", k8s,
+                 count_flag ? "--shard-count " : "DRIFT_SHARD_COUNT=", count);
+    }
+    o->shard_index = (int)index0 + 1;
+    o->shard_count = (int)count;
+    return 0;
+}
+
 static const char matrix_usage[] =
     "usage: driftbench matrix --spec FILE --db FILE [--shard I/N] [options]\n"
     "\n"
@@ -159,6 +283,11 @@ static const char matrix_usage[] =
     "skipped (their failed requests are not retried: use `driftbench run` with the label)\n"
     "and interrupted ones resume. --shard I/N runs configurations whose index\n"
     "(0-based, spec order) is I-1 modulo N; join shard stores with `driftbench merge`.\n"
+    "Without --shard, a job array's task picks its shard from the environment, and\n"
+    "says which on stderr: Slurm (SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT or\n"
+    "SLURM_ARRAY_TASK_MIN/MAX/STEP: shard (ID-MIN)/STEP+1 of the array's tasks) or a\n"
+    "Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with the count from --shard-count N\n"
+    "or DRIFT_SHARD_COUNT). A retried task resumes its shard (give each its own --db).\n"
     "A configuration with a \"server\" has it started (its command, {port} = a free port),\n"
     "waited for (GET /health until 200) and stopped after its run; configurations in a\n"
     "row with the same command share one. A server that exits or never gets healthy stops\n"
@@ -166,6 +295,7 @@ static const char matrix_usage[] =
     "command again restarts it and asks only what is missing.\n"
     "\n"
     "  --list                   print the configurations (label, target[, server command]) and exit\n"
+    "  --shard-count N          the number of shards of a Kubernetes Indexed Job (its completions)\n"
     "  --concurrency N          batch size / in-flight requests per target\n"
     "  --parallel N             configurations run side by side (default 1), each with its\n"
     "                           own store connection and server; answers do not depend on N\n"
@@ -174,16 +304,20 @@ static const char matrix_usage[] =
     "  --guard SPEC --embedder SPEC --unsafe-code-exec --jobs N   (as `score`)\n";
 
 static int cmd_matrix(int argc, char **argv) {
-    enum { O_SPEC = 500, O_DB, O_SHARD, O_LIST, O_CONC, O_PAR, O_NOSCORE, O_GUARD, O_EMB, O_UNSAFE, O_JOBS, O_HELP };
+    enum { O_SPEC = 500, O_DB, O_SHARD, O_LIST, O_CONC, O_PAR, O_NOSCORE, O_GUARD, O_EMB, O_UNSAFE, O_JOBS, O_HELP,
+           O_SHARDN };
     static const struct option longopts[] = {
         {"spec", required_argument, 0, O_SPEC}, {"db", required_argument, 0, O_DB},
         {"shard", required_argument, 0, O_SHARD}, {"list", no_argument, 0, O_LIST},
         {"concurrency", required_argument, 0, O_CONC}, {"parallel", required_argument, 0, O_PAR},
         {"no-score", no_argument, 0, O_NOSCORE}, {"guard", required_argument, 0, O_GUARD},
         {"embedder", required_argument, 0, O_EMB}, {"unsafe-code-exec", no_argument, 0, O_UNSAFE},
-        {"jobs", required_argument, 0, O_JOBS}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        {"jobs", required_argument, 0, O_JOBS}, {"help", no_argument, 0, O_HELP},
+        {"shard-count", required_argument, 0, O_SHARDN}, {0, 0, 0, 0}};
     const char *spec_path = NULL, *db = NULL;
-    int list = 0;
+    int list = 0, shard_given = 0;
+    long shard_count = 0;
+    char shard_said[256];
     cli_matrix_opts mo;
     cli_matrix_opts_default(&mo);
     drift_error err = {0};
@@ -197,6 +331,10 @@ static int cmd_matrix(int argc, char **argv) {
         case O_DB: db = optarg; break;
         case O_SHARD:
             if (drift_matrix_shard_parse(optarg, &mo.shard_index, &mo.shard_count, &err)) return cli_error_lib("matrix", &err);
+            shard_given = 1;
+            break;
+        case O_SHARDN:
+            if (cli_parse_int("matrix", "--shard-count", optarg, 1, SHARD_MAX, &shard_count)) return CLI_EXIT_ERROR;
             break;
         case O_LIST: list = 1; break;
         case O_CONC:
@@ -222,6 +360,12 @@ static int cmd_matrix(int argc, char **argv) {
     }
     if (optind < argc) return cli_error("matrix", "unexpected argument '%s'", argv[optind]);
     if (!spec_path || (!db && !list)) return cli_error("matrix", "--spec and --db are required (see --help)");
+    if (shard_given && shard_count) return cli_error("matrix", "--shard and --shard-count: give one");
+    if (!shard_given) {
+        if (shard_from_env(shard_count, &mo, shard_said, sizeof shard_said)) return CLI_EXIT_ERROR;
+        if (shard_said[0] && !cli_quiet)
+            fprintf(stderr, "matrix: shard %d/%d from %s\n", mo.shard_index, mo.shard_count, shard_said);
+    }
     drift_matrix_spec *spec = NULL;
     if (drift_matrix_spec_load(spec_path, &spec, &err)) return cli_error_lib("matrix", &err);
     if (list) {
