@@ -315,8 +315,8 @@ static const char *prompt_id_at(const run_prompts *p, size_t at) {
 }
 
 /* Permutes the n pending pairs (pend_p, pend_r) into o->order. */
-static drift_status order_pending(drift_store *st, const drift_run_opts *o, const run_prompts *p, int64_t *pend_p,
-                                  int *pend_r, size_t n, drift_error *err) {
+static drift_status order_pending(const drift_run_opts *o, const run_prompts *p, const rowid_risk *risks,
+                                  size_t n_risks, int64_t *pend_p, int *pend_r, size_t n, drift_error *err) {
     if (o->order == DRIFT_ORDER_SUITE || n < 2) return DRIFT_OK;
     const char **ids = calloc(n, sizeof *ids);
     size_t *perm = calloc(n, sizeof *perm);
@@ -324,8 +324,6 @@ static drift_status order_pending(drift_store *st, const drift_run_opts *o, cons
     rowid_at *byrow = calloc(p->n ? p->n : 1, sizeof *byrow);
     int64_t *np = malloc(n * sizeof *np);
     int *nr = malloc(n * sizeof *nr);
-    rowid_risk *risks = NULL;
-    size_t n_risks = 0;
     drift_status rc = DRIFT_OK;
     if (!ids || !perm || !keys || !byrow || !np || !nr) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     if (!rc) {
@@ -339,7 +337,6 @@ static drift_status order_pending(drift_store *st, const drift_run_opts *o, cons
         }
         rc = drift_seq_order(ids, pend_r, n, o->order_seed, perm, err);
     }
-    if (!rc && o->order == DRIFT_ORDER_RISK) rc = load_risks(st, o->risk_from ? o->risk_from : o->label, &risks, &n_risks, err);
     if (!rc) {
         for (size_t r = 0; r < n; r++) keys[perm[r]] = (pend_key){perm[r], NAN, r};
         for (size_t i = 0; i < n && risks; i++) {
@@ -361,7 +358,6 @@ static drift_status order_pending(drift_store *st, const drift_run_opts *o, cons
     free(byrow);
     free(np);
     free(nr);
-    free(risks);
     return rc;
 }
 
@@ -378,6 +374,8 @@ typedef struct run_sink {
     size_t n;
     double t0_ms, last_flush_ms;
     drift_status failed;            /* a batch could not be written */
+    rowid_risk *risks;              /* --order risk: the source run's risks by prompt row (n_risks) */
+    size_t n_risks;
     drift_error err;
 } run_sink;
 
@@ -477,7 +475,7 @@ static drift_status begin_and_generate(drift_store *st, const drift_run_opts *o,
     int *pend_r = NULL;
     drift_gen_request *reqs = NULL;
     rc = drift_store_pending(st, s->run_id, p->rowids, p->n, o->replicates, &pend_p, &pend_r, &sum->requested, err);
-    if (!rc) rc = order_pending(st, o, p, pend_p, pend_r, sum->requested, err);
+    if (!rc) rc = order_pending(o, p, s->risks, s->n_risks, pend_p, pend_r, sum->requested, err);
     if (!rc) rc = build_requests(p, pend_p, pend_r, sum->requested, &reqs, err);
     if (!rc) {
         s->req_prompt = pend_p;
@@ -532,10 +530,16 @@ drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_r
     }
     if (!rc) {
         *s = (run_sink){.st = st, .o = o, .sum = sum, .t0_ms = t0};
+        /* the risk order's source is read before the run begins: a bad source creates no run */
+        if (o->order == DRIFT_ORDER_RISK)
+            rc = load_risks(st, o->risk_from ? o->risk_from : o->label, &s->risks, &s->n_risks, err);
+    }
+    if (!rc) {
         rc = begin_and_generate(st, o, t, &p, config_s, decoding_s, s, err);
         for (size_t i = 0; i < s->n; i++) drift_answer_clear(&s->buf[i]);
     }
     sum->elapsed_ms = util_now_ms() - t0;
+    if (s) free(s->risks);
     free(s);
     prompts_clear(&p);
     json_decref(config);

@@ -5,7 +5,11 @@
  * ties), precision at 10% by hand (with a tie across the cut), the
  * bootstrap's determinism and that its interval holds the point estimate,
  * and a coverage simulation: outcomes drawn with P(flip | s) = s for s
- * uniform on [0,1], whose population AUC is 5/6 analytically. */
+ * uniform on [0,1], whose population AUC is 5/6 analytically. The
+ * critical region per workload (math's final number, code's fence,
+ * safety's first tokens) on hand-built answers; the logistic fit recovers
+ * the coefficients of data drawn from a known model, shrinks them with a
+ * ridge, and refuses separable (ridge 0), one-class and NAN inputs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -215,10 +219,163 @@ static void test_coverage(void **state) {
     assert_true(covered >= (int)(0.90 * REPS));
 }
 
+/* One logprobs element: token text and its top-2 logprobs (margin a - b). */
+static void lp_elem(util_buf *b, const char *tok, double a, double c) {
+    buf_printf(b, "%s{\"token\":\"%s\",\"logprob\":%g,\"top\":[{\"token\":\"x\",\"logprob\":%g},"
+                  "{\"token\":\"y\",\"logprob\":%g}]}",
+               b->len > 1 ? "," : "", tok, a, a, c);
+}
+
+static void test_region(void **state) {
+    (void)state;
+    drift_risk_features f;
+    drift_error err = {0};
+    /* math: "3*2=6. #### 6" - the final number is the last token; the smallest margin (0.05) is in "=" */
+    util_buf b = {0};
+    buf_puts(&b, "[");
+    lp_elem(&b, " 3*2", -0.1, -3.1);
+    lp_elem(&b, "=", -0.6, -0.65);
+    lp_elem(&b, "6.", -0.2, -2.2);
+    lp_elem(&b, " ####", -0.01, -5.0);
+    lp_elem(&b, " 6", -0.3, -1.0);
+    buf_puts(&b, "]");
+    assert_int_equal(drift_risk_features_for(b.data, DRIFT_WL_MATH, &f, &err), DRIFT_OK);
+    assert_int_equal(f.n_tokens, 5);
+    assert_int_equal(f.region_found, 1);
+    assert_int_equal(f.region_lo, 4);
+    assert_int_equal(f.region_hi, 5);
+    near(f.region_margin, 0.7, 1e-12);
+    near(f.min_margin, 0.05, 1e-12);
+    assert_int_equal(f.min_in_region, 0);
+    assert_int_equal(f.n_near, 2); /* 0.05 and 0.7 are under 1 nat */
+    near(f.soft_fine, exp(-3 / 0.25) + exp(-0.05 / 0.25) + exp(-2 / 0.25) + exp(-4.99 / 0.25) + exp(-0.7 / 0.25),
+         1e-12);
+    near(f.soft_coarse, exp(-3 / 2.0) + exp(-0.05 / 2.0) + exp(-2 / 2.0) + exp(-4.99 / 2.0) + exp(-0.7 / 2.0), 1e-12);
+    /* the same answer without a workload: no region; safety: the first 8 tokens (all 5 here) */
+    assert_int_equal(drift_risk_features_for(b.data, DRIFT_WL_UNKNOWN, &f, &err), DRIFT_OK);
+    assert_int_equal(f.region_found, 0);
+    assert_true(isnan(f.region_margin));
+    assert_int_equal(drift_risk_features_for(b.data, DRIFT_WL_SAFETY, &f, &err), DRIFT_OK);
+    assert_int_equal(f.region_lo, 0);
+    assert_int_equal(f.region_hi, 5);
+    assert_int_equal(f.min_in_region, 1);
+    near(f.region_margin, 0.05, 1e-12);
+    buf_free(&b);
+
+    /* code: only the fenced part; the number spanning two tokens in math */
+    buf_puts(&b, "[");
+    lp_elem(&b, "Here:\\n```py\\n", -0.1, -0.2); /* margin 0.1, outside the code */
+    lp_elem(&b, "return 1", -0.1, -0.5);
+    lp_elem(&b, "2\\n", -0.1, -1.5);
+    lp_elem(&b, "```", -0.1, -4.1);
+    lp_elem(&b, " done", -0.1, -0.15);
+    buf_puts(&b, "]");
+    assert_int_equal(drift_risk_features_for(b.data, DRIFT_WL_CODE, &f, &err), DRIFT_OK);
+    assert_int_equal(f.region_lo, 1);
+    assert_int_equal(f.region_hi, 3);
+    near(f.region_margin, 0.4, 1e-12);
+    near(f.min_margin, 0.05, 1e-12);
+    assert_int_equal(f.min_in_region, 0);
+    assert_int_equal(drift_risk_features_for(b.data, DRIFT_WL_MATH, &f, &err), DRIFT_OK);
+    assert_int_equal(f.region_lo, 1); /* "12" = "...1" + "2\n": tokens 1 and 2 */
+    assert_int_equal(f.region_hi, 3);
+    buf_free(&b);
+
+    /* math without any number: no region; a token that is not a string is a parse error */
+    assert_int_equal(drift_risk_features_for("[{\"token\":\"no\",\"top\":[{\"logprob\":-1},{\"logprob\":-2}]}]",
+                                             DRIFT_WL_MATH, &f, &err),
+                     DRIFT_OK);
+    assert_int_equal(f.region_found, 0);
+    assert_int_equal(drift_risk_features_for("[{\"token\":3}]", DRIFT_WL_MATH, &f, &err), DRIFT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "element 0"));
+    assert_int_equal(f.n_tokens, 0);
+}
+
+/* Rows drawn from a known logistic model over the inputs; the fit must
+ * recover the generating coefficients (standardised scale) closely. */
+static void test_logit_fit(void **state) {
+    (void)state;
+    enum { N = 20000 };
+    static double x[N * DRIFT_RISK_NX];
+    static int y[N];
+    const double beta[DRIFT_RISK_NX + 1] = {-1.0, 1.2, 0, -0.5, 0.8, 0, 0, 0.3, 0};
+    util_rng rng;
+    util_rng_seed(&rng, 7);
+    for (size_t i = 0; i < N; i++) {
+        double t = beta[0];
+        for (int j = 0; j < DRIFT_RISK_NX; j++) {
+            double u = util_rng_uniform(&rng) * 2 - 1; /* mean 0, sd 1/sqrt(3) */
+            x[i * DRIFT_RISK_NX + j] = 5 + u;          /* an offset the standardisation removes */
+            t += beta[j + 1] * u * sqrt(3.0);
+        }
+        y[i] = util_rng_uniform(&rng) < 1 / (1 + exp(-t));
+    }
+    drift_risk_model m;
+    drift_error err = {0};
+    assert_int_equal(drift_risk_logit_fit(x, y, N, 0.0, DRIFT_WL_MATH, &m, &err), DRIFT_OK);
+    assert_string_equal(m.version, DRIFT_RISK_V2);
+    assert_int_equal(m.n_fit, N);
+    for (int j = 0; j <= DRIFT_RISK_NX; j++) near(m.beta[j], beta[j], 0.08);
+    /* the probability is the model's: the mean input gives the intercept's */
+    near(drift_risk_logit_prob(&m, m.mean), 1 / (1 + exp(-m.beta[0])), 1e-12);
+    /* a ridge shrinks the slopes */
+    drift_risk_model r;
+    assert_int_equal(drift_risk_logit_fit(x, y, N, 2000.0, DRIFT_WL_MATH, &r, &err), DRIFT_OK);
+    assert_true(fabs(r.beta[1]) < fabs(m.beta[1]));
+    /* separable: input 0 decides the outcome; ridge 0 cannot converge, a ridge can */
+    for (size_t i = 0; i < 200; i++) y[i] = x[i * DRIFT_RISK_NX] > 5;
+    assert_int_equal(drift_risk_logit_fit(x, y, 200, 0.0, DRIFT_WL_MATH, &m, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "ridge"));
+    assert_int_equal(drift_risk_logit_fit(x, y, 200, 1.0, DRIFT_WL_MATH, &m, &err), DRIFT_OK);
+    assert_true(m.beta[1] > 1);
+    /* one class only, a NAN input */
+    for (size_t i = 0; i < 200; i++) y[i] = 0;
+    assert_int_equal(drift_risk_logit_fit(x, y, 200, 1.0, DRIFT_WL_MATH, &m, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "both outcomes"));
+    y[0] = 1;
+    x[3] = NAN;
+    assert_int_equal(drift_risk_logit_fit(x, y, 200, 1.0, DRIFT_WL_MATH, &m, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "row 0 input 3"));
+}
+
+static void test_score_for(void **state) {
+    (void)state;
+    drift_risk_features f;
+    drift_error err = {0};
+    assert_int_equal(drift_risk_features_for("[{\"token\":\"a\",\"top\":[{\"logprob\":-1},{\"logprob\":-1.25}]}]",
+                                             DRIFT_WL_CHAT, &f, &err),
+                     DRIFT_OK);
+    double x[DRIFT_RISK_NX];
+    assert_int_equal(drift_risk_x(&f, x), 0);
+    near(x[0], exp(-0.25), 1e-12);
+    near(x[1], exp(-0.25), 1e-12);
+    near(x[2], 1, 0);
+    near(x[4], log(2), 1e-12);
+    near(x[5], log(2), 1e-12);
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        const char *v = NULL;
+        double s = drift_risk_score_for(&f, (drift_workload)k, &v);
+        const drift_risk_model *m = drift_risk_model_builtin((drift_workload)k);
+        assert_non_null(v);
+        if (m) {
+            assert_string_equal(v, DRIFT_RISK_V2);
+            near(s, drift_risk_logit_prob(m, x), 1e-15);
+        } else {
+            assert_string_equal(v, DRIFT_RISK_VERSION);
+            near(s, exp(-0.25), 1e-12);
+        }
+    }
+    /* no margin: unknown under either version, and no inputs */
+    assert_int_equal(drift_risk_features_for("[{\"token\":\"a\"}]", DRIFT_WL_MATH, &f, &err), DRIFT_OK);
+    assert_true(isnan(drift_risk_score_for(&f, DRIFT_WL_MATH, NULL)));
+    assert_int_equal(drift_risk_x(&f, x), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_features),  cmocka_unit_test(test_bad_logprobs), cmocka_unit_test(test_auc_known),
-        cmocka_unit_test(test_bootstrap), cmocka_unit_test(test_coverage),
+        cmocka_unit_test(test_bootstrap), cmocka_unit_test(test_coverage),    cmocka_unit_test(test_region),
+        cmocka_unit_test(test_logit_fit), cmocka_unit_test(test_score_for),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
