@@ -14,6 +14,8 @@
  *   first) -> summary -> heatmap (config x workload, rate + CI) -> direction bars
  *   -> taxonomy -> code sandbox (which isolation judged the code answers of
  *   each run, when any were judged; weaker than bubblewrap is flagged)
+ *   -> flip risk against outcome (a dot per prompt at its risk, flipped or
+ *   kept, with AUC and precision@10%; only when a baseline has logprobs)
  *   -> ANOVA (type II, factors with >= 2 levels) -> PRI
  *   (held-out evaluations) -> flipped prompts (answers side by side). */
 #include <math.h>
@@ -259,6 +261,65 @@ static void section_directions(util_buf *b, const experiment *e, size_t n, const
             buf_puts(b, "</td>");
         }
         buf_puts(b, "</tr>\n");
+    }
+    buf_puts(b, "</table>\n</div>\n");
+}
+
+/* Flip risk against outcome (only when some configuration's baseline has
+ * logprobs, cmp->risk_state DRIFT_RISK_DONE): per configuration and
+ * workload with a known risk, every pair as a dot at its risk (x, 0..1),
+ * flipped ones on the upper row in red, kept ones below in grey, with the
+ * ROC AUC and precision at the top 10% and their bootstrap intervals. */
+static void section_risk(util_buf *b, const experiment *e, size_t n) {
+    int any = 0;
+    for (size_t i = 0; i < n; i++) any |= e[i].cmp->risk_state == DRIFT_RISK_DONE;
+    if (!any) return;
+    buf_puts(b, "<h2 id=\"risk\">Flip risk against outcome</h2>\n<div class=\"card\">\n"
+                "<p class=\"sub\">Each dot is a prompt at the flip risk of its baseline answer (from the baseline's own "
+                "logprobs; right = riskier). <span class=\"c2i\">&#9679; flipped</span> on the upper row, "
+                "<span class=\"sub\">&#9679; kept</span> below. AUC 0.5 = a random ranking; precision@10% = flipped "
+                "share of the riskiest tenth (random: the base rate). 95% bootstrap intervals.</p>\n"
+                "<table><tr><th>configuration</th><th>workload</th><th>risk vs outcome</th><th>AUC</th>"
+                "<th>precision@10%</th></tr>\n");
+    const int W = 320, H = 44;
+    for (size_t i = 0; i < n; i++) {
+        const drift_comparison *c = e[i].cmp;
+        if (c->risk_state != DRIFT_RISK_DONE) continue;
+        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+            const drift_wl_result *r = &c->wl[w];
+            if (!c->present[w] || r->risk.n == 0) continue;
+            buf_puts(b, "<tr><td>");
+            html_text(b, e[i].label);
+            buf_printf(b, "</td><td>%s<br><span class=\"sub\">", drift_workload_name((drift_workload)w));
+            html_text(b, r->risk_version ? r->risk_version : "");
+            buf_printf(b, "</span></td><td><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                          "role=\"img\" aria-label=\"flip risk of each prompt, flipped above, kept below\">"
+                          "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f7f8fa\"/>"
+                          "<line x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#d0d4da\"/>",
+                       W, H + 12, W, H, H / 2, W, H / 2);
+            for (size_t k = 0; k < r->n_pairs; k++) {
+                const drift_pair_outcome *p = &r->pairs[k];
+                if (isnan(p->risk)) continue;
+                double x = 4 + p->risk * (W - 8);
+                double y = (p->flipped ? 4.0 : H / 2.0 + 4.0) + (double)((k * 7) % 13); /* fixed jitter */
+                buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\" fill-opacity=\"%s\"><title>",
+                           x, y, p->flipped ? "3" : "2", p->flipped ? "#b2182b" : "#8a94a3",
+                           p->flipped ? "0.9" : "0.5");
+                html_text(b, p->prompt_id);
+                buf_printf(b, ": risk %.3f, %s</title></circle>", p->risk, p->flipped ? "flipped" : "kept");
+            }
+            buf_printf(b, "<text x=\"0\" y=\"%d\" font-size=\"10\" fill=\"#667\">0</text>"
+                          "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667\" text-anchor=\"end\">risk 1</text>"
+                          "</svg></td>",
+                       H + 11, W, H + 11);
+            if (isnan(r->risk.auc))
+                buf_printf(b, "<td class=\"num\">&#8212;<br><span class=\"sub\">%zu flips</span></td>", r->risk.n_flipped);
+            else
+                buf_printf(b, "<td class=\"num\">%.3f<br><span class=\"sub\">[%.3f, %.3f]; %zu flips of %zu</span></td>",
+                           r->risk.auc, r->risk.auc_ci[0], r->risk.auc_ci[1], r->risk.n_flipped, r->risk.n);
+            buf_printf(b, "<td class=\"num\">%.3f<br><span class=\"sub\">[%.3f, %.3f]; base %.3f</span></td></tr>\n",
+                       r->risk.prec10, r->risk.prec10_ci[0], r->risk.prec10_ci[1], r->risk.base_rate);
+        }
     }
     buf_puts(b, "</table>\n</div>\n");
 }
@@ -585,6 +646,7 @@ drift_status drift_html_render(const drift_matrix_report *r, const drift_html_op
         section_directions(&b, e, n, wl_on);
         section_taxonomy(&b, e, n);
         section_sandbox(&b, e, n);
+        section_risk(&b, e, n);
     }
     if (r->analysis) {
         section_anova(&b, &r->analyses);
