@@ -30,6 +30,13 @@ static const char compare_usage[] =
     "                       the summary is appended to that file as well\n"
     "  -o FILE              write the report to FILE instead of stdout\n"
     "\n"
+    "Flip risk: when the baseline run has logprobs (run --logprobs K), each\n"
+    "prompt's flip risk from the baseline's own answer is shown beside its\n"
+    "outcome (flip listing: risk and rank; json: risk_by_prompt), and per\n"
+    "workload how well it ranked the flips: ROC AUC and precision at the top\n"
+    "10% with bootstrap 95% intervals (text, json, markdown).\n"
+    "  --no-risk            skip it (compare then reads no answer)\n"
+    "\n"
     "Sequential gate (a replay of the stored pairs):\n"
     "  --sequential         ask the pairs in a seeded random order and stop each\n"
     "                       workload as soon as an anytime-valid interval for its\n"
@@ -119,12 +126,12 @@ static int do_github(drift_store *st, const char *base, const char *targ, const 
 }
 
 static int cmd_compare(int argc, char **argv) {
-    enum { O_BASE = 300, O_SEQ, O_ALPHA, O_SEQSEED };
+    enum { O_BASE = 300, O_SEQ, O_ALPHA, O_SEQSEED, O_NORISK = 320 };
     static const struct option longopts[] = {
         {"db", required_argument, 0, OPT_DB}, {"baseline", required_argument, 0, O_BASE},
         {"target", required_argument, 0, OPT_TARGET}, COMPARE_LONG_OPTIONS,
         {"sequential", no_argument, 0, O_SEQ}, {"alpha", required_argument, 0, O_ALPHA},
-        {"seed", required_argument, 0, O_SEQSEED},
+        {"seed", required_argument, 0, O_SEQSEED}, {"no-risk", no_argument, 0, O_NORISK},
         {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
     const char *db = NULL, *base = NULL, *targ = NULL;
     cli_compare_args c;
@@ -144,6 +151,7 @@ static int cmd_compare(int argc, char **argv) {
         case O_BASE: base = optarg; break;
         case OPT_TARGET: targ = optarg; break;
         case O_SEQ: sequential = 1; break;
+        case O_NORISK: c.opts.risk = 0; break;
         case O_ALPHA:
             if (cli_parse_double("compare", "--alpha", optarg, 1e-9, 0.5, &alpha)) return CLI_EXIT_ERROR;
             seq_flags = 1;

@@ -34,6 +34,9 @@ check 'grep -Eq "(correct|incorrect)->(correct|incorrect)  risk [0-9.]+ \(rank [
   "text: each flip shows its risk and rank: $(grep -- "->" "$T/c.txt" | head -3)"
 check '! grep -q "no logprobs" "$T/c.txt"' "text: no 'no logprobs' note when there are logprobs"
 
+"$D" "${C[@]}" --baseline ref --target int4 --no-risk > "$T/c0.txt"
+check '! grep -q "flip risk\|  risk [0-9]" "$T/c0.txt" && grep -q "^math " "$T/c0.txt"' "--no-risk: no risk shown"
+
 "$D" "${C[@]}" --baseline ref --target int4 --format json > "$T/c.json"
 check 'python3 - "$T/c.json" <<"EOF"
 import json, math, sys
