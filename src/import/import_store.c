@@ -1,0 +1,436 @@
+/* import_store.c - parsed imports into the store as runs, all or nothing.
+ *
+ *   checks      labels distinct; runs of one suite cover the same documents
+ *               with the same content (this call's runs pairwise, and
+ *               against the runs the store already holds), naming both
+ *               files and the document
+ *   private     a temporary store (mkdtemp) gets, per run: the prompts
+ *   store       (suite, prompt id, workload, input, reference, hash), the
+ *               run (target "import:<framework>:<file>", config, decoding),
+ *               the answers (tool errors as failed requests), the tool's
+ *               verdicts as scores, then DriftBench's own evaluators through
+ *               drift_score_run (rescore, so ours is written after the
+ *               tool's and is the latest), then the tool's verdicts again
+ *               where ours cannot judge (or for every answer with
+ *               DRIFT_IMPORT_VERDICT_TOOL), so they are the latest there
+ *   merge       drift_store_merge copies the private store into the
+ *               caller's in one transaction: a failure leaves it as it was
+ *
+ * The summary sets the two verdicts side by side per run, read back with
+ * drift_store_load_scored before the tool's verdicts are rewritten. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "driftbench/eval.h"
+#include "import/import_internal.h"
+#include "util/util.h"
+
+void drift_import_store_opts_default(drift_import_store_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->verdict = DRIFT_IMPORT_VERDICT_OURS;
+}
+
+/* A run of this call with its label. */
+typedef struct {
+    drift_import_run *run;
+    const char *label;
+} item;
+
+/* "k=v,..." over obj (values as strings). */
+static drift_status apply_config(json_t *obj, const char *spec, drift_error *err) {
+    if (!spec || !*spec) return DRIFT_OK;
+    char *copy = util_strdup(spec), *save = NULL;
+    if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_status rc = DRIFT_OK;
+    for (char *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq || eq == kv || !eq[1]) {
+            rc = drift_error_set(err, DRIFT_ERR_INVALID, "--config: '%s' is not key=value", kv);
+            break;
+        }
+        *eq = 0;
+        if (json_object_set_new(obj, kv, json_string(eq + 1)))
+            rc = drift_error_set(err, DRIFT_ERR_INVALID, "--config: '%s' is not valid UTF-8", kv);
+    }
+    free(copy);
+    return rc;
+}
+
+static char *run_config(const drift_import_run *r, const char *spec, drift_error *err) {
+    json_t *c = json_pack("{s:s, s:s, s:s, s:s}", "model", r->model, "hardware", "unknown", "precision", "unknown",
+                          "framework", r->framework);
+    if (!c) {
+        drift_error_set(err, DRIFT_ERR_INVALID, "%s: the model name is not valid UTF-8", r->source);
+        return NULL;
+    }
+    char *out = NULL;
+    if (!apply_config(c, spec, err) && !(out = import_json_canonical(c)))
+        drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    json_decref(c);
+    return out;
+}
+
+/* 1 when the run's suites_json (a JSON array of strings) holds suite. */
+static int run_has_suite(const drift_run_info *ri, const char *suite) {
+    json_t *a = ri->suites_json ? json_loads(ri->suites_json, 0, NULL) : NULL;
+    int yes = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) if (json_is_string(v) && !strcmp(json_string_value(v), suite)) yes = 1;
+    json_decref(a);
+    return yes;
+}
+
+/* The file a stored run was imported from (its target after "import:X:"). */
+static const char *stored_source(const drift_run_info *ri) {
+    const char *t = ri->target ? ri->target : "";
+    if (strncmp(t, "import:", 7) != 0) return t;
+    const char *c = strchr(t + 7, ':');
+    return c ? c + 1 : t;
+}
+
+static int find_sample(const drift_import_run *r, const char *pid) {
+    for (size_t i = 0; i < r->n; i++)
+        if (!strcmp(r->samples[i].prompt_id, pid)) return (int)i;
+    return -1;
+}
+
+/* Checks run it against the stored run ri of the same suite: the same
+ * documents (unless partial) and, once per suite (check_content), the same
+ * content as the stored prompts. */
+static drift_status check_stored(drift_store *st, const item *it, const drift_run_info *ri, int partial,
+                                 int check_content, drift_error *err) {
+    drift_scored_set set = {0};
+    drift_status rc = drift_store_load_scored(st, ri->id, &set, err);
+    if (rc) return rc;
+    const drift_import_run *r = it->run;
+    char *seen = calloc(r->n ? r->n : 1, 1);
+    if (!seen) {
+        drift_scored_set_clear(&set);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < set.n && !rc; k++) {
+        const drift_scored *row = &set.rows[k];
+        if (!row->suite || strcmp(row->suite, r->suite) != 0 || row->replicate != 0) continue;
+        int i = find_sample(r, row->prompt_id);
+        if (i < 0) {
+            if (!partial)
+                rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
+                                     "%s and %s (stored run %s): document %s of %s is only in %s: the two runs "
+                                     "cover different documents (--partial allows it)",
+                                     r->source, stored_source(ri), ri->label, row->prompt_id, r->suite,
+                                     stored_source(ri));
+            continue;
+        }
+        seen[i] = 1;
+        if (!check_content) continue;
+        drift_prompt p = {0};
+        drift_answer a = {0};
+        rc = drift_store_response_get(st, row->response_id, &a, &p, err);
+        drift_answer_clear(&a);
+        if (!rc && strcmp(p.hash ? p.hash : "", r->samples[i].hash) != 0)
+            rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
+                                 "%s (line %ld) and %s (stored run %s): document %s of %s differs (content hash "
+                                 "%s vs %s): not the same document",
+                                 r->source, r->samples[i].where, stored_source(ri), ri->label, row->prompt_id,
+                                 r->suite, r->samples[i].hash, p.hash ? p.hash : "");
+        drift_prompt_clear(&p);
+    }
+    for (size_t i = 0; i < r->n && !rc && !partial; i++)
+        if (!seen[i])
+            rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
+                                 "%s and %s (stored run %s): document %s of %s is only in %s (line %ld): the two "
+                                 "runs cover different documents (--partial allows it)",
+                                 r->source, stored_source(ri), ri->label, r->samples[i].prompt_id, r->suite,
+                                 r->source, r->samples[i].where);
+    free(seen);
+    drift_scored_set_clear(&set);
+    return rc;
+}
+
+static drift_status check_all(drift_store *st, const item *items, size_t n, int partial, drift_error *err) {
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(items[i].label, items[j].label))
+                return drift_error_set(err, DRIFT_ERR_INVALID,
+                                       "two runs would be stored as '%s' (%s and %s): give each its own --label",
+                                       items[i].label, items[j].run->source, items[i].run->source);
+    if (!partial)
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (!strcmp(items[i].run->suite, items[j].run->suite)) {
+                    drift_status rc = drift_import_check_pair(items[j].run, items[i].run, err);
+                    if (rc) return rc;
+                    break; /* the first of the suite stands for the others */
+                }
+    drift_run_info *infos = NULL;
+    size_t n_infos = 0;
+    drift_status rc = drift_store_run_list(st, &infos, &n_infos, err);
+    if (rc) return rc;
+    for (size_t i = 0; i < n && !rc; i++) {
+        int content_checked = 0;
+        for (size_t k = 0; k < n_infos && !rc; k++) {
+            const drift_run_info *ri = &infos[k];
+            int ours = 0;
+            for (size_t j = 0; j < n; j++)
+                if (!strcmp(ri->label, items[j].label)) ours = 1; /* re-import: the merge compares it */
+            if (ours || !run_has_suite(ri, items[i].run->suite)) continue;
+            rc = check_stored(st, &items[i], ri, partial, !content_checked, err);
+            content_checked = 1;
+        }
+    }
+    drift_run_info_array_free(infos, n_infos);
+    return rc;
+}
+
+/* The response id of each sample (-1 none) from the private store. */
+static drift_status response_ids(drift_store *tmp, int64_t run_id, const int64_t *rowids, size_t n, int64_t *ids,
+                                 drift_error *err) {
+    drift_scored_set set = {0};
+    drift_status rc = drift_store_load_scored(tmp, run_id, &set, err);
+    if (rc) return rc;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = -1;
+        size_t lo = 0, hi = set.n; /* rows are in prompt_rowid order */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (set.rows[mid].prompt_rowid < rowids[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo < set.n && set.rows[lo].prompt_rowid == rowids[i] && !set.rows[lo].is_error)
+            ids[i] = set.rows[lo].response_id;
+    }
+    drift_scored_set_clear(&set);
+    return DRIFT_OK;
+}
+
+/* Writes the tool's verdict of the samples (all, or only those ours cannot
+ * judge) as scores. */
+static drift_status put_tool_scores(drift_store *tmp, const drift_import_run *r, const int64_t *ids, int only_theirs,
+                                    drift_error *err) {
+    drift_score *sc = calloc(r->n ? r->n : 1, sizeof *sc);
+    if (!sc) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    size_t m = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const drift_import_sample *p = &r->samples[i];
+        if (ids[i] < 0 || (only_theirs && p->ours)) continue;
+        sc[m++] = (drift_score){.response_id = ids[i], .evaluator = r->evaluator, .label = p->verdict,
+                                .value = p->value, .detail_json = p->detail_json};
+    }
+    drift_status rc = m ? drift_store_put_scores(tmp, sc, m, err) : DRIFT_OK;
+    free(sc);
+    return rc;
+}
+
+/* Counts the two verdicts side by side from the latest scores. */
+static drift_status summarize(drift_store *tmp, const item *it, int64_t run_id, const int64_t *rowids,
+                              const drift_score_summary *ss, drift_import_summary *out, drift_error *err) {
+    const drift_import_run *r = it->run;
+    memset(out, 0, sizeof *out);
+    snprintf(out->label, sizeof out->label, "%s", it->label);
+    snprintf(out->evaluator, sizeof out->evaluator, "%s", r->evaluator);
+    drift_scored_set set = {0};
+    drift_status rc = drift_store_load_scored(tmp, run_id, &set, err);
+    if (rc) return rc;
+    int any_ours = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const drift_import_sample *p = &r->samples[i];
+        if (!p->answer) {
+            out->errors++;
+            continue;
+        }
+        out->answers++;
+        if (p->verdict == DRIFT_LABEL_PASS) out->tool_pass++;
+        else if (p->verdict == DRIFT_LABEL_FAIL) out->tool_fail++;
+        if (!p->ours) continue;
+        any_ours = 1;
+        const drift_scored *row = NULL;
+        for (size_t k = 0; k < set.n && !row; k++)
+            if (set.rows[k].prompt_rowid == rowids[i]) row = &set.rows[k];
+        if (!row || !row->evaluator || !strcmp(row->evaluator, r->evaluator)) continue; /* ours did not run */
+        snprintf(out->ours_evaluator, sizeof out->ours_evaluator, "%s", row->evaluator);
+        if (row->label != DRIFT_LABEL_PASS && row->label != DRIFT_LABEL_FAIL) {
+            out->ours_error++;
+            continue;
+        }
+        out->ours_scored++;
+        out->ours_pass += row->label == DRIFT_LABEL_PASS;
+        if (row->label == p->verdict) out->agree++;
+        else if (p->verdict == DRIFT_LABEL_PASS) out->tool_pass_ours_fail++;
+        else out->tool_fail_ours_pass++;
+    }
+    drift_scored_set_clear(&set);
+    if (!any_ours)
+        snprintf(out->ours_note, sizeof out->ours_note, "no reference DriftBench's evaluators can use (%s)",
+                 r->samples && r->n ? drift_workload_name(r->samples[0].workload) : "empty");
+    else if (!out->ours_evaluator[0] && ss)
+        for (int w = 0; w < DRIFT_WL_COUNT; w++)
+            if (ss->not_computable[w]) snprintf(out->ours_note, sizeof out->ours_note, "%s", ss->reason[w]);
+    return DRIFT_OK;
+}
+
+/* One run into the private store. */
+static drift_status store_run(drift_store *tmp, const item *it, const drift_import_store_opts *o,
+                              drift_import_summary *sum, drift_error *err) {
+    const drift_import_run *r = it->run;
+    drift_status rc = DRIFT_OK;
+    drift_prompt *pr = calloc(r->n ? r->n : 1, sizeof *pr);
+    int64_t *rowids = calloc(r->n ? r->n : 1, sizeof *rowids), *ids = calloc(r->n ? r->n : 1, sizeof *ids);
+    drift_answer *ans = calloc(r->n ? r->n : 1, sizeof *ans);
+    char *config = NULL, *target = NULL, *suites = NULL;
+    if (!pr || !rowids || !ids || !ans) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        const drift_import_sample *p = &r->samples[i];
+        pr[i] = (drift_prompt){.prompt_id = p->prompt_id, .workload = p->workload, .input = p->input,
+                               .reference_json = p->reference_json, .hash = p->hash};
+    }
+    drift_suite suite = {.name = r->suite, .source = r->source, .format = r->framework, .prompts = pr, .n = r->n};
+    if ((rc = drift_store_put_prompts(tmp, &suite, rowids, err))) goto done;
+    json_t *sj = json_pack("[s]", r->suite);
+    suites = sj ? import_json_canonical(sj) : NULL;
+    json_decref(sj);
+    if (!(config = run_config(r, o->config, err))) {
+        rc = err && err->code ? err->code : DRIFT_ERR_NOMEM;
+        goto done;
+    }
+    target = util_asprintf("import:%s:%s", r->framework, r->source);
+    if (!suites || !target) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    drift_run_info info = {.label = (char *)it->label, .target = target, .config_json = config,
+                           .decoding_json = r->decoding_json, .templates_json = "{}", .suites_json = suites,
+                           .tool_version = (char *)drift_version()};
+    int64_t run_id = 0;
+    int resumed = 0;
+    if ((rc = drift_store_run_begin(tmp, &info, &run_id, &resumed, err))) goto done;
+    for (size_t i = 0; i < r->n; i++) {
+        const drift_import_sample *p = &r->samples[i];
+        ans[i] = (drift_answer){.prompt_rowid = rowids[i], .text = p->answer, .error = p->error,
+                                .prompt_tokens = p->prompt_tokens, .completion_tokens = p->completion_tokens,
+                                .latency_ms = p->latency_ms, .attempts = 1};
+    }
+    if ((rc = drift_store_put_responses(tmp, run_id, ans, r->n, err))) goto done;
+    if ((rc = response_ids(tmp, run_id, rowids, r->n, ids, err))) goto done;
+    if ((rc = put_tool_scores(tmp, r, ids, 0, err))) goto done;
+    int any_ours = 0;
+    for (size_t i = 0; i < r->n; i++) any_ours |= r->samples[i].ours && r->samples[i].answer;
+    drift_score_summary ss;
+    memset(&ss, 0, sizeof ss);
+    if (any_ours) {
+        drift_score_opts so;
+        drift_score_opts_default(&so);
+        so.rescore = 1;
+        so.unsafe_code_exec = o->unsafe_code_exec;
+        so.python = o->python;
+        so.jobs = o->jobs;
+        if ((rc = drift_score_run(tmp, it->label, &so, &ss, err))) goto done;
+    }
+    if (sum && (rc = summarize(tmp, it, run_id, rowids, any_ours ? &ss : NULL, sum, err))) goto done;
+    if (any_ours && (rc = put_tool_scores(tmp, r, ids, o->verdict != DRIFT_IMPORT_VERDICT_TOOL, err))) goto done;
+    rc = drift_store_run_finish(tmp, run_id, err);
+done:
+    free(pr);
+    free(rowids);
+    free(ids);
+    free(ans);
+    free(config);
+    free(target);
+    free(suites);
+    return rc;
+}
+
+static void remove_private(const char *dir, const char *db) {
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (int i = 0; i < 4; i++) {
+        char *p = util_asprintf("%s%s", db, sfx[i]);
+        if (p) unlink(p);
+        free(p);
+    }
+    rmdir(dir);
+}
+
+drift_status drift_import_store(drift_store *st, drift_import_set *const *sets, size_t n_sets,
+                                const char *const *labels, size_t n_labels, const drift_import_store_opts *opts,
+                                drift_import_summary **summaries, size_t *n_summaries, drift_error *err) {
+    drift_import_store_opts def;
+    if (!opts) {
+        drift_import_store_opts_default(&def);
+        opts = &def;
+    }
+    if (summaries) *summaries = NULL;
+    if (n_summaries) *n_summaries = 0;
+    if (!st || (!sets && n_sets)) return drift_error_set(err, DRIFT_ERR_INVALID, "import: bad arguments");
+    size_t n = 0;
+    for (size_t s = 0; s < n_sets; s++) n += sets[s]->n;
+    if (n == 0) return drift_error_set(err, DRIFT_ERR_INVALID, "import: no runs to store");
+    if (n_labels > n)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "import: %zu labels for %zu runs", n_labels, n);
+    item *items = calloc(n, sizeof *items);
+    drift_import_summary *sums = calloc(n, sizeof *sums);
+    if (!items || !sums) {
+        free(items);
+        free(sums);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    size_t k = 0;
+    for (size_t s = 0; s < n_sets; s++)
+        for (size_t i = 0; i < sets[s]->n; i++, k++) {
+            items[k].run = &sets[s]->runs[i];
+            items[k].label = labels && k < n_labels && labels[k] ? labels[k] : items[k].run->label;
+        }
+    drift_status rc = check_all(st, items, n, opts->partial, err);
+    char *db = NULL;
+    drift_store *tmp = NULL;
+    if (rc) goto done;
+    const char *td = getenv("TMPDIR");
+    char *tmpl = util_asprintf("%s/driftbench-import-XXXXXX", td && *td ? td : "/tmp");
+    char *made = tmpl ? mkdtemp(tmpl) : NULL;
+    if (!made) {
+        free(tmpl);
+        rc = drift_error_set(err, DRIFT_ERR_IO, "import: cannot make a temporary directory under %s",
+                             td && *td ? td : "/tmp");
+        goto done;
+    }
+    db = util_asprintf("%s/import.db", made);
+    if (!db) {
+        rmdir(made);
+        free(tmpl);
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (!(rc = drift_store_open(db, &tmp, err))) {
+        for (size_t i = 0; i < n && !rc; i++) {
+            rc = store_run(tmp, &items[i], opts, &sums[i], err);
+            if (rc) drift_error_prefix(err, "%s: ", items[i].run->source);
+        }
+        drift_store_close(tmp);
+    }
+    for (size_t i = 0; i < n && !rc; i++) {
+        drift_run_info ri = {0};
+        drift_error e = {0};
+        sums[i].already = drift_store_run_get(st, items[i].label, &ri, &e) == DRIFT_OK;
+        drift_run_info_clear(&ri);
+    }
+    if (!rc) {
+        drift_store_merged m = {0};
+        rc = drift_store_merge(st, db, &m, err);
+    }
+    remove_private(made, db);
+    free(tmpl);
+done:
+    free(db);
+    free(items);
+    if (!rc && summaries) {
+        *summaries = sums;
+        if (n_summaries) *n_summaries = n;
+    } else {
+        free(sums);
+    }
+    return rc;
+}
