@@ -180,6 +180,20 @@ typedef struct drift_store drift_store;
 DRIFT_API drift_status drift_tokdiv_runs(drift_store *st, const char *baseline_label, const char *target_label,
                                         const drift_tokdiv_opts *o, drift_tokdiv_report *out, drift_error *err);
 
+/* drift_tokdiv_runs for n_targets target runs against one baseline run at
+ * once: each prompt's baseline logits are computed once and compared with
+ * every target's, so a matrix of N configurations costs one baseline pass
+ * per prompt. *out = n_targets reports (the i-th for target_labels[i]),
+ * freed with drift_tokdiv_reports_free. The same errors; any one of them
+ * fails the whole call. The per-configuration mean KL a matrix report shows
+ * is (*out)[i].overall.kl_mean, per workload (*out)[i].wl[w].kl_mean. */
+DRIFT_API drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
+                                             const char *const *target_labels, size_t n_targets,
+                                             const drift_tokdiv_opts *o, drift_tokdiv_report **out,
+                                             drift_error *err);
+/* Clears r[0..n) and frees the array. NULL is fine. */
+DRIFT_API void drift_tokdiv_reports_free(drift_tokdiv_report *r, size_t n);
+
 /* Text mode: baseline and target are embedded specs; text (len bytes) is
  * tokenized by the baseline; ctx >= 4. DRIFT_ERR_INVALID when the text has
  * fewer than 2 * ctx tokens or ctx exceeds a model's context; otherwise as

@@ -266,6 +266,18 @@ static void test_runs_mode(void **state) {
     assert_int_equal(sum_pos, r.overall.n);
     assert_int_equal(r.wl[DRIFT_WL_MATH].n + r.wl[DRIFT_WL_CHAT].n, r.overall.n);
     drift_tokdiv_report_clear(&r);
+    /* several targets at once: the same figures as one at a time */
+    drift_tokdiv_report one;
+    assert_int_equal(drift_tokdiv_runs(st, "base", "f32", NULL, &one, &err), DRIFT_OK);
+    assert_true(one.overall.kl_mean > 0);
+    const char *many_labels[] = {"same", "f32"};
+    drift_tokdiv_report *many = NULL;
+    assert_int_equal(drift_tokdiv_runs_many(st, "base", many_labels, 2, NULL, &many, &err), DRIFT_OK);
+    assert_true(many[0].overall.kl_mean == 0.0 && many[0].overall.n == one.overall.n);
+    assert_true(many[1].overall.kl_mean == one.overall.kl_mean && many[1].overall.same_top == one.overall.same_top);
+    assert_string_equal(many[1].target, "f32");
+    drift_tokdiv_reports_free(many, 2);
+    drift_tokdiv_report_clear(&one);
     /* stored token ids: used, and at ref against ref the greedy answer is each position's top-1 */
     drift_tokdiv_opts o;
     drift_tokdiv_opts_default(&o);
