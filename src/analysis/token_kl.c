@@ -122,7 +122,13 @@ double drift_tokdiv_percentile(const double *sorted, size_t n, double fraction) 
     size_t ip = (size_t)p;
     p -= (double)ip;
     size_t hi = ip + 1 < n ? ip + 1 : n - 1;
-    return (1 - p) * sorted[ip] + p * sorted[hi];
+    double a = sorted[ip], b = sorted[hi];
+    if (p == 0 || a == b) return a;
+    /* a + p (b - a), kept within [a, b]: llama-perplexity's (1 - p) a + p b
+     * in exact arithmetic, but never above the next order statistic by a
+     * rounding (so p99 <= max holds for any values) */
+    double v = a + p * (b - a);
+    return v < a ? a : v > b ? b : v;
 }
 
 static int cmp_double(const void *a, const void *b) {
