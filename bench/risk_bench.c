@@ -2,7 +2,7 @@
  * that actually flipped, on stored comparisons, held out by configuration.
  *
  *   bench_risk_bench --db FILE [--db FILE]... --baseline L [--workload W]...
- *                    [--resamples B] [--seed S] [--ridge R] [--emit]
+ *                    [--resamples B] [--seed S] [--ridge R] [--holdout-model] [--emit]
  *
  * Each store holds one baseline run (label L, run with --logprobs K) and
  * targets (every other run). A configuration is (store, target label); the
@@ -18,7 +18,9 @@
  *       the other precisions (every store), scored on this configuration's
  * the ROC AUC and precision at the top 10% with bootstrap 95% intervals
  * (drift_risk_rank_eval). A "pooled" line per workload ranks all held-out
- * predictions together. --emit prints each workload's fit on every row as
+ * predictions together. --holdout-model fits v2 instead on the same
+ * precision (label) in the other stores: a model of "this precision",
+ * tested on a model it was not fit on. --emit prints each workload's fit on every row as
  * a C initializer for risk.c's builtin_models. Rows whose baseline answer
  * has no margin are counted as "skip" and left out. */
 #include <math.h>
@@ -195,9 +197,11 @@ static void print_line(const char *wl, const char *name, size_t n, long skip, co
     printf("%-8s %-28s %5zu %5zu %4ld  %s  %s  %s  %s\n", wl, name, n, v1->n_flipped, skip, a1, p1, a2, p2);
 }
 
-/* Fits wl's model on the rows selected by keep(cfg) (NULL: all). */
-static int fit(const data *d, drift_workload wl, const char *leave_label, double ridge, drift_risk_model *m,
-               drift_error *err) {
+/* Fits wl's model on every row (leave < 0), or held out from configuration
+ * `leave`: by precision, the rows of the other target labels (every store);
+ * by model, the rows of the same label in the other stores. */
+static int by_model = 0;
+static int fit(const data *d, drift_workload wl, int leave, double ridge, drift_risk_model *m, drift_error *err) {
     double *x = malloc((d->n + 1) * DRIFT_RISK_NX * sizeof *x);
     int *y = malloc((d->n + 1) * sizeof *y);
     if (!x || !y) {
@@ -208,7 +212,12 @@ static int fit(const data *d, drift_workload wl, const char *leave_label, double
     size_t n = 0;
     for (size_t i = 0; i < d->n; i++) {
         const row *r = &d->rows[i];
-        if (r->wl != wl || (leave_label && !strcmp(d->cfgs[r->cfg].label, leave_label))) continue;
+        if (r->wl != wl) continue;
+        if (leave >= 0) {
+            int same_label = !strcmp(d->cfgs[r->cfg].label, d->cfgs[leave].label);
+            int same_db = d->cfgs[r->cfg].db == d->cfgs[leave].db;
+            if (by_model ? (!same_label || same_db) : same_label) continue;
+        }
         memcpy(&x[n * DRIFT_RISK_NX], r->x, sizeof r->x);
         y[n++] = r->y;
     }
@@ -229,7 +238,7 @@ static void evaluate(const data *d, drift_workload wl, int resamples, uint64_t s
     if (!s1 || !s2 || !ps1 || !ps2 || !y || !py) goto out;
     for (int c = 0; c < d->n_cfg; c++) {
         drift_risk_model m;
-        int have_m = fit(d, wl, d->cfgs[c].label, ridge, &m, &err) == 0;
+        int have_m = fit(d, wl, c, ridge, &m, &err) == 0;
         size_t n = 0;
         for (size_t i = 0; i < d->n; i++) {
             const row *r = &d->rows[i];
@@ -275,7 +284,7 @@ out:
 static void emit(const data *d, drift_workload wl, double ridge) {
     drift_risk_model m;
     drift_error err = {0};
-    if (fit(d, wl, NULL, ridge, &m, &err)) {
+    if (fit(d, wl, -1, ridge, &m, &err)) {
         printf("/* %s: no fit: %s */\n", drift_workload_name(wl), err.msg);
         return;
     }
@@ -306,6 +315,10 @@ int main(int argc, char **argv) {
             emit_model = 1;
             continue;
         }
+        if (!strcmp(a, "--holdout-model")) {
+            by_model = 1;
+            continue;
+        }
         if (!v) goto usage;
         if (!strcmp(a, "--db") && ndb < MAX_DB) dbs[ndb++] = v;
         else if (!strcmp(a, "--baseline")) base = v;
@@ -330,8 +343,10 @@ int main(int argc, char **argv) {
             free(d);
             return 2;
         }
-    printf("# %s (no fitted parameter) beside %s (ridge %g) fit on the other precisions; %d resamples, seed %llu\n",
-           DRIFT_RISK_VERSION, DRIFT_RISK_V2, ridge, resamples, (unsigned long long)seed);
+    printf("# %s (no fitted parameter) beside %s (ridge %g) fit on %s; %d resamples, seed %llu\n", DRIFT_RISK_VERSION,
+           DRIFT_RISK_V2, ridge,
+           by_model ? "the same precision of the other models (stores)" : "the other precisions of every model",
+           resamples, (unsigned long long)seed);
     printf("%-8s %-28s %5s %5s %4s  %-20s  %-20s  %-20s  %-20s\n", "workload", "model/held-out precision", "n",
            "flips", "skip", "v1 AUC [95%]", "v1 prec@10% [95%]", "v2 AUC [95%]", "v2 prec@10% [95%]");
     for (int i = 0; i < nwl; i++) evaluate(d, wls[i], resamples, seed, ridge);
@@ -345,7 +360,7 @@ int main(int argc, char **argv) {
 usage:
     fprintf(stderr,
             "usage: %s --db FILE [--db FILE]... --baseline L [--workload W]... [--resamples B] [--seed S] [--ridge R] "
-            "[--emit]\n",
+            "[--holdout-model] [--emit]\n",
             argv[0]);
     return 2;
 }

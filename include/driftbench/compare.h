@@ -1,7 +1,8 @@
 /* compare.h - paired comparison of a baseline run and a target run: flips
  * per workload in both directions with Wilson 95% CIs, exact McNemar,
- * accuracies, budgets and the verdict. Also the textbook statistics and
- * the sequential gate (an anytime-valid verdict from part of the suite). */
+ * accuracies, budgets and the verdict. Also the textbook statistics, the
+ * sequential gate (an anytime-valid verdict from part of the suite) and the
+ * per-prompt flip risk from the baseline's logprobs (risk.c). */
 #ifndef DRIFTBENCH_COMPARE_H
 #define DRIFTBENCH_COMPARE_H
 
