@@ -91,9 +91,29 @@ static const char *stored_source(const drift_run_info *ri) {
     return c ? c + 1 : t;
 }
 
-static int find_sample(const drift_import_run *r, const char *pid) {
-    for (size_t i = 0; i < r->n; i++)
-        if (!strcmp(r->samples[i].prompt_id, pid)) return (int)i;
+/* The run's samples by prompt id (sorted index), for lookups by id. */
+static int cmp_idx_id(const void *a, const void *b, void *ctx) {
+    const drift_import_run *r = ctx;
+    return strcmp(r->samples[*(const size_t *)a].prompt_id, r->samples[*(const size_t *)b].prompt_id);
+}
+
+static size_t *index_by_id(const drift_import_run *r) {
+    size_t *ix = malloc((r->n ? r->n : 1) * sizeof *ix);
+    if (!ix) return NULL;
+    for (size_t i = 0; i < r->n; i++) ix[i] = i;
+    qsort_r(ix, r->n, sizeof *ix, cmp_idx_id, (void *)r);
+    return ix;
+}
+
+static int find_sample(const drift_import_run *r, const size_t *ix, const char *pid) {
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(r->samples[ix[mid]].prompt_id, pid);
+        if (c == 0) return (int)ix[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return -1;
 }
 
@@ -107,14 +127,17 @@ static drift_status check_stored(drift_store *st, const item *it, const drift_ru
     if (rc) return rc;
     const drift_import_run *r = it->run;
     char *seen = calloc(r->n ? r->n : 1, 1);
-    if (!seen) {
+    size_t *ix = index_by_id(r);
+    if (!seen || !ix) {
+        free(seen);
+        free(ix);
         drift_scored_set_clear(&set);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     for (size_t k = 0; k < set.n && !rc; k++) {
         const drift_scored *row = &set.rows[k];
         if (!row->suite || strcmp(row->suite, r->suite) != 0 || row->replicate != 0) continue;
-        int i = find_sample(r, row->prompt_id);
+        int i = find_sample(r, ix, row->prompt_id);
         if (i < 0) {
             if (!partial)
                 rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
@@ -146,6 +169,7 @@ static drift_status check_stored(drift_store *st, const item *it, const drift_ru
                                  r->source, stored_source(ri), ri->label, r->samples[i].prompt_id, r->suite,
                                  r->source, r->samples[i].where);
     free(seen);
+    free(ix);
     drift_scored_set_clear(&set);
     return rc;
 }
@@ -247,8 +271,13 @@ static drift_status summarize(drift_store *tmp, const item *it, int64_t run_id, 
         if (!p->ours) continue;
         any_ours = 1;
         const drift_scored *row = NULL;
-        for (size_t k = 0; k < set.n && !row; k++)
-            if (set.rows[k].prompt_rowid == rowids[i]) row = &set.rows[k];
+        size_t lo = 0, hi = set.n; /* rows are in prompt_rowid order */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (set.rows[mid].prompt_rowid < rowids[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo < set.n && set.rows[lo].prompt_rowid == rowids[i]) row = &set.rows[lo];
         if (!row || !row->evaluator || !strcmp(row->evaluator, r->evaluator)) continue; /* ours did not run */
         snprintf(out->ours_evaluator, sizeof out->ours_evaluator, "%s", row->evaluator);
         if (row->label != DRIFT_LABEL_PASS && row->label != DRIFT_LABEL_FAIL) {

@@ -166,11 +166,6 @@ static drift_status do_result(pf *P, size_t idx, json_t *res, drift_error *err) 
         snprintf(id, sizeof id, "%ld@%.8s", ti, json_string_value(pid));
     else
         snprintf(id, sizeof id, "%ld", ti);
-    for (size_t i = 0; i < r->n; i++)
-        if (!strcmp(r->samples[i].prompt_id, id))
-            return drift_error_set(err, DRIFT_ERR_PARSE,
-                                   "%s: results[%zu]: test %s of provider %s appears twice (first at results[%ld])",
-                                   P->name, idx, id, key, r->samples[i].where);
     drift_import_sample *p = import_sample_add(r);
     if (!p) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     p->where = (long)idx;
@@ -209,6 +204,32 @@ static drift_status do_result(pf *P, size_t idx, json_t *res, drift_error *err) 
               import_sample_finish(p, ref);
     json_decref(ref);
     return bad ? drift_error_set(err, DRIFT_ERR_NOMEM, "%s: results[%zu]: out of memory", P->name, idx) : DRIFT_OK;
+}
+
+static int cmp_where_id(const void *a, const void *b) {
+    const drift_import_sample *x = *(const drift_import_sample *const *)a, *y = *(const drift_import_sample *const *)b;
+    int c = strcmp(x->prompt_id, y->prompt_id);
+    return c ? c : (x->where > y->where) - (x->where < y->where);
+}
+
+/* A test of a provider twice is an error naming both results. */
+static drift_status check_duplicates(const pf *P, drift_error *err) {
+    for (size_t k = 0; k < P->out->n; k++) {
+        const drift_import_run *r = &P->out->runs[k];
+        const drift_import_sample **v = malloc((r->n ? r->n : 1) * sizeof *v);
+        if (!v) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < r->n; i++) v[i] = &r->samples[i];
+        qsort(v, r->n, sizeof *v, cmp_where_id);
+        drift_status rc = DRIFT_OK;
+        for (size_t i = 1; i < r->n && !rc; i++)
+            if (!strcmp(v[i]->prompt_id, v[i - 1]->prompt_id))
+                rc = drift_error_set(err, DRIFT_ERR_PARSE,
+                                     "%s: results[%ld]: test %s of provider %s appears twice (first at results[%ld])",
+                                     P->name, v[i]->where, v[i]->prompt_id, r->label, v[i - 1]->where);
+        free(v);
+        if (rc) return rc;
+    }
+    return DRIFT_OK;
 }
 
 drift_status import_parse_promptfoo(const char *name, const char *data, size_t len, const drift_import_opts *o,
@@ -250,6 +271,7 @@ drift_status import_parse_promptfoo(const char *name, const char *data, size_t l
     json_array_foreach(list, i, e) {
         if ((rc = do_result(&P, i, e, err))) break;
     }
+    if (!rc) rc = check_duplicates(&P, err);
 done:
     free(P.suite);
     json_decref(P.vars_seen);

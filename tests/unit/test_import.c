@@ -250,6 +250,11 @@ static void test_bad_files(void **state) {
                DRIFT_ERR_PARSE, "r.json: results[0]: field success: missing or not a boolean");
     expect_bad("r.json", "{\"results\":{\"results\":[{\"provider\":{},\"prompt\":{\"raw\":\"x\"}}]}}", DRIFT_ERR_PARSE,
                "results[0]: field provider: no label or id");
+#define PFR(t) "{\"provider\":{\"id\":\"p\"},\"prompt\":{\"raw\":\"x\"},\"testIdx\":" #t ",\"success\":true,\"response\":{\"output\":\"#### 1\"},\"testCase\":{\"metadata\":{\"workload\":\"math\"}}}"
+    expect_bad("r.json", "{\"results\":{\"results\":[" PFR(0) "," PFR(1) "," PFR(0) "]}}", DRIFT_ERR_PARSE,
+               "r.json: results[2]: test 0 of provider p appears twice (first at results[0])");
+    expect_bad("r.json", "{\"results\":{\"results\":[" PFR(0) ",{\"provider\":\"p\",\"prompt\":{\"raw\":\"x\"},\"testIdx\":1,"
+               "\"success\":false,\"response\":{}}]}}", DRIFT_ERR_PARSE, "results[1]: field response.output: missing");
 
     /* a pass/fail task the harness names, with --workload */
     drift_import_opts o;
