@@ -466,12 +466,49 @@ static void test_verdicts_side_by_side(void **state) {
     drift_store_close(st);
 }
 
+/* HumanEval: our code evaluator runs the completions with the documents'
+ * tests (when a sandbox works here) and agrees with the harness's pass@1;
+ * without one, the summary says why and the harness's verdict stands. */
+static void test_store_humaneval(void **state) {
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/h.db", tmpdir);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
+    drift_import_set *s = load(fixture(HE16), NULL);
+    drift_import_summary *sum = NULL;
+    size_t n = 0;
+    drift_status rc = drift_import_store(st, &s, 1, NULL, 0, NULL, &sum, &n, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, DRIFT_OK);
+    assert_int_equal(sum[0].answers, s->runs[0].n);
+    json_t *rows = rows_of(fixture(HE16));
+    size_t want_pass = 0, i;
+    json_t *r;
+    json_array_foreach(rows, i, r) want_pass += json_number_value(json_object_get(r, "pass@1")) == 1.0;
+    assert_int_equal(sum[0].tool_pass, want_pass);
+    if (sum[0].ours_evaluator[0]) {
+        assert_string_equal(sum[0].ours_evaluator, "code-pass@1");
+        assert_int_equal(sum[0].ours_scored + sum[0].ours_error, sum[0].answers);
+        assert_int_equal(sum[0].agree, sum[0].ours_scored);
+    } else {
+        fprintf(stderr, "no sandbox here: %s\n", sum[0].ours_note);
+        assert_true(sum[0].ours_note[0] != 0);
+    }
+    json_decref(rows);
+    free(sum);
+    drift_import_set_free(s);
+    drift_store_close(st);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lmeval_gsm8k),   cmocka_unit_test(test_lmeval_old_and_pair),
         cmocka_unit_test(test_pair_mismatch),  cmocka_unit_test(test_lmeval_humaneval),
         cmocka_unit_test(test_bad_files),      cmocka_unit_test(test_promptfoo),
         cmocka_unit_test(test_store_and_compare), cmocka_unit_test(test_verdicts_side_by_side),
+        cmocka_unit_test(test_store_humaneval),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
