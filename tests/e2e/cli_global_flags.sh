@@ -4,7 +4,8 @@
 # its arguments, with getopt commands (run, compare) and hand-parsed ones
 # (merge); an option's value that reads "-q" or "-v" (`--label -q`) stays
 # the value; after `--` nothing is taken out; after a flag without a value
-# (`--sequential -q`) the global flag is still one.
+# (`--sequential -q`) the global flag is still one; and main.c's table of
+# flags without a value holds every getopt no_argument option of cli/*.c.
 set -u
 D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
 FAKE=$B/fakeserver
@@ -63,6 +64,13 @@ check '[ $rc -eq 2 ] && grep -q "unknown or incomplete option .-x." "$T/c3.err"'
 check '[ $rc -eq 2 ] && grep -q "unknown format \"-q\"" "$T/c4.err"' "--format -q: '-q' is the format's value ($(cat "$T/c4.err"))"
 "$D" --verbose compare --help -q > "$T/h.out"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "usage: driftbench compare" "$T/h.out"' "flags on both sides of the command with --help"
+
+# every getopt flag without a value (no_argument in cli/*.c) is in main.c's table
+missing=""
+for o in $(grep -ho '{"[a-z0-9-]*", no_argument' "$S"/cli/*.c | cut -d'"' -f2 | sort -u); do
+  grep -q "\"--$o\"" "$S/cli/main.c" || missing="$missing --$o"
+done
+check '[ -z "$missing" ]' "options without a value missing from main.c's no_value_options:$missing"
 
 echo "cli_global_flags: $passes passed, $fails failed"
 [ $fails -eq 0 ]
