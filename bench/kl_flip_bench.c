@@ -12,7 +12,9 @@
  * the correlations; every figure is computed here from the store.
  *
  * usage: bench_kl_flip_bench --db STORE --baseline 'ref@{model}' [--limit N]
- *        [--seed S] [--models DIR] [--boot N]
+ *        [--seed S] [--models DIR] [--boot N] [--workloads W,W,..]
+ * --workloads restricts both sides (the KL sample and the flips counted) to
+ * those workloads (default: all).
  * The store is opened read-only; --models DIR finds the runs' model files
  * by name when the recorded paths are gone (a store made elsewhere). */
 #include <jansson.h>
@@ -55,7 +57,7 @@ static int greedy_run(drift_store *st, const char *label) {
 }
 
 int main(int argc, char **argv) {
-    const char *db = NULL, *base = NULL, *models = NULL;
+    const char *db = NULL, *base = NULL, *models = NULL, *wls = NULL;
     long limit = 40, seed = 1, boot = 2000;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--db")) db = argv[i + 1];
@@ -64,6 +66,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--limit")) limit = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--seed")) seed = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--boot")) boot = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--workloads")) wls = argv[i + 1];
         else {
             fprintf(stderr, "kl_flip_bench: unknown option %s\n", argv[i]);
             return 2;
@@ -73,6 +76,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s --db STORE --baseline 'ref@{model}' [--limit N] [--seed S] [--models DIR] [--boot N]\n",
                 argv[0]);
         return 2;
+    }
+    unsigned mask = 0;
+    if (wls) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", wls);
+        for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+            drift_workload x = drift_workload_parse(w);
+            if (x == DRIFT_WL_UNKNOWN) {
+                fprintf(stderr, "kl_flip_bench: unknown workload '%s'\n", w);
+                return 2;
+            }
+            mask |= 1u << x;
+        }
     }
     drift_error err = {0};
     drift_store *st = NULL;
@@ -91,7 +107,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < t->n_rows; i++) {
         const drift_table_row *r = &t->rows[i];
         drift_workload w = drift_workload_parse(r->dims[DRIFT_DIM_WORKLOAD]);
-        if (w == DRIFT_WL_UNKNOWN) continue;
+        if (w == DRIFT_WL_UNKNOWN || (mask && !(mask & (1u << w)))) continue;
         size_t k = 0;
         while (k < nc && strcmp(c[k].id, r->experiment_id)) k++;
         if (k == nc) {
@@ -104,7 +120,8 @@ int main(int argc, char **argv) {
         c[k].flips[w] += r->num_flips;
         c[k].pairs[w] += r->num_comparisons;
     }
-    printf("store %s, baseline %s, KL over a sample of %ld prompts per workload (seed %ld)\n", db, base, limit, seed);
+    printf("store %s, baseline %s, KL over a sample of %ld prompts per workload (seed %ld), workloads %s\n", db, base,
+           limit, seed, wls ? wls : "all");
     printf("%-40s %9s %10s %11s %8s  %s\n", "configuration", "positions", "mean KL", "same top-1", "flip %",
            "mean KL per workload (math code safety chat long)");
     double *x = malloc((nc ? nc : 1) * sizeof *x), *y = malloc((nc ? nc : 1) * sizeof *y);
@@ -134,6 +151,7 @@ int main(int argc, char **argv) {
         o.limit = (size_t)limit;
         o.seed = (uint64_t)seed;
         o.models_dir = models;
+        o.workloads = mask;
         drift_tokdiv_report *rep = NULL;
         if (drift_tokdiv_runs_many(st, bl, labels, m, &o, &rep, &err)) {
             fprintf(stderr, "kl_flip_bench: baseline %s: %s\n", bl, err.msg);

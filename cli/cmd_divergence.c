@@ -32,7 +32,7 @@ static int div_cancelled(void *user) {
 
 static void divergence_usage(FILE *f) {
     fprintf(f,
-            "usage: driftbench divergence --db F --baseline LABEL --target LABEL [--workload W] [--limit N]\n"
+            "usage: driftbench divergence --db F --baseline LABEL --target LABEL [--workload W[,W..]] [--limit N]\n"
             "                             [--seed S] [--models DIR] [--top N] [--format text|json|markdown] [--out F]\n"
             "       driftbench divergence --baseline SPEC --target SPEC --text FILE --ctx N [--format ...] [--out F]\n"
             "Teacher-forced token divergence: both stacks read the same tokens and their next-token\n"
@@ -111,10 +111,19 @@ static int cmd_divergence(int argc, char **argv) {
     o.models_dir = models;
     o.progress = cli_quiet ? NULL : cli_progress;
     o.cancel = div_cancelled;
-    if (wl) {
-        o.workload = drift_workload_parse(wl);
-        if (o.workload == DRIFT_WL_UNKNOWN)
-            return cli_error(DIV_CMD, "--workload '%s': one of math, code, safety, chat, long_context", wl);
+    if (wl) { /* a comma-separated list */
+        char *copy = util_strdup(wl), *save = NULL;
+        for (char *w = copy ? strtok_r(copy, ",", &save) : NULL; w; w = strtok_r(NULL, ",", &save)) {
+            drift_workload x = drift_workload_parse(w);
+            if (x == DRIFT_WL_UNKNOWN) {
+                int ec = cli_error(DIV_CMD, "--workload '%s': one of math, code, safety, chat, long_context (or a list)", w);
+                free(copy);
+                return ec;
+            }
+            o.workloads |= 1u << x;
+        }
+        free(copy);
+        if (!o.workloads) return cli_error(DIV_CMD, "--workload '%s': no workload named", wl);
     }
     signal(SIGINT, div_on_signal);
     signal(SIGTERM, div_on_signal);

@@ -152,7 +152,7 @@ typedef struct drift_tokdiv_report {
 DRIFT_API void drift_tokdiv_report_clear(drift_tokdiv_report *r);
 
 typedef struct drift_tokdiv_opts {
-    drift_workload workload;    /* DRIFT_WL_UNKNOWN (default) = every workload */
+    unsigned workloads;         /* the workloads to score: bit (1u << w) per drift_workload; 0 (default) = all */
     size_t limit;               /* prompts per workload, a seeded random sample; 0 = all */
     uint64_t seed;              /* default 1 */
     const char *models_dir;     /* NULL, or where to look (by file name) for a run's model file
@@ -168,7 +168,7 @@ DRIFT_API void drift_tokdiv_opts_default(drift_tokdiv_opts *o);
 typedef struct drift_store drift_store;
 
 /* Teacher-forces the target run's stack over the baseline run's answers
- * (replicate 0, answered, of every workload or o->workload; o->limit per
+ * (replicate 0, answered, of every workload or those of o->workloads; o->limit per
  * workload) and fills *out (runs mode). Both runs' targets are read from
  * the store's runs table and opened. Errors: DRIFT_ERR_NOT_FOUND (a label,
  * a model file: the message says --models DIR helps), DRIFT_ERR_UNSUPPORTED

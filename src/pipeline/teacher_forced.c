@@ -42,7 +42,6 @@ static const char *TF_HTTP_MSG =
 
 void drift_tokdiv_opts_default(drift_tokdiv_opts *o) {
     memset(o, 0, sizeof *o);
-    o->workload = DRIFT_WL_UNKNOWN;
     o->seed = 1;
 }
 
@@ -290,7 +289,7 @@ static unsigned char *pick_rows(const drift_scored_set *set, const drift_tokdiv_
     util_rng_seed(&rng, o->seed);
     *n_picked = 0;
     for (int w = 0; w < DRIFT_WL_COUNT; w++) {
-        if (o->workload != DRIFT_WL_UNKNOWN && o->workload != (drift_workload)w) continue;
+        if (o->workloads && !(o->workloads & (1u << w))) continue;
         size_t k = 0;
         for (size_t i = 0; i < set->n; i++) {
             const drift_scored *r = &set->rows[i];
@@ -488,9 +487,8 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
     size_t n_pick = 0;
     if (!rc && !(pick = pick_rows(&set, o, &n_pick))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     if (!rc && n_pick == 0)
-        rc = drift_error_set(err, DRIFT_ERR_INVALID, "baseline run '%s' has no answers%s%s to score", baseline_label,
-                             o->workload != DRIFT_WL_UNKNOWN ? " of workload " : "",
-                             o->workload != DRIFT_WL_UNKNOWN ? drift_workload_name(o->workload) : "");
+        rc = drift_error_set(err, DRIFT_ERR_INVALID, "baseline run '%s' has no answers%s to score", baseline_label,
+                             o->workloads ? " of the workloads asked for" : "");
     for (size_t k = 0; k < n_targets && !rc; k++)
         if (!(c.out[k].prompts = calloc(n_pick, sizeof *c.out[k].prompts)))
             rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");

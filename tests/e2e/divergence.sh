@@ -97,6 +97,12 @@ check '[ $rc -eq 2 ] && grep -q "none.db" "$T/e3" && [ ! -e "$T/none.db" ]' "mis
 check '[ $rc -eq 2 ] && grep -q "nofile.txt" "$T/e4"' "missing text: exit 2 naming it (rc $rc): $(cat "$T/e4")"
 "$D" --quiet divergence --text "$T/text.txt" --ctx 4096 --baseline "embedded:$M" --target "embedded:$M" > /dev/null 2> "$T/e5"; rc=$?
 check '[ $rc -eq 2 ] && grep -q "needs at least 8192" "$T/e5"' "text too short: exit 2 (rc $rc): $(cat "$T/e5")"
+"$D" --quiet divergence --db "$DB" --baseline ref --target ref2 --workload math,poetry > /dev/null 2> "$T/e6"; rc=$?
+check '[ $rc -eq 2 ] && grep -q "poetry" "$T/e6"' "a bad workload in a list: exit 2 naming it (rc $rc): $(cat "$T/e6")"
+"$D" --quiet divergence --db "$DB" --baseline ref --target int4 --workload math,chat --format json > "$T/both.json"; rc=$?
+check '[ $rc -eq 0 ] && cmp -s <(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"overall\"])" "$T/both.json") \
+  <(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"overall\"])" "$T/int4.json")' \
+  "--workload math,chat = all workloads of this store (rc $rc)"
 for b in "--format junit" "--ctx 64" "--limit x" "--workload poetry" "--bogus 1"; do
   # shellcheck disable=SC2086
   "$D" --quiet divergence --db "$DB" --baseline ref --target ref2 $b > /dev/null 2> "$T/bad.err"; rc=$?

@@ -281,7 +281,7 @@ static void test_runs_mode(void **state) {
     /* stored token ids: used, and at ref against ref the greedy answer is each position's top-1 */
     drift_tokdiv_opts o;
     drift_tokdiv_opts_default(&o);
-    o.workload = DRIFT_WL_MATH;
+    o.workloads = 1u << DRIFT_WL_MATH;
     o.limit = 2;
     assert_int_equal(drift_tokdiv_runs(st, "base-lp", "f32", &o, &r, &err), DRIFT_OK);
     assert_int_equal(r.n_prompts, 2);
