@@ -136,6 +136,7 @@ void cli_print_score_summary(const drift_score_summary *s, const char *not_compu
         if (!any) continue;
         fprintf(stderr, "score %-12s %6zu scored, %6zu already, %4zu evaluator errors", drift_workload_name(w),
                 s->scored[w], s->already[w], s->eval_errors[w]);
+        if (s->reused[w]) fprintf(stderr, " (%zu of the scored reused: same text judged before)", s->reused[w]);
         if (s->not_computable[w]) fprintf(stderr, ", %zu %s: %s", s->not_computable[w], not_computable, s->reason[w]);
         fputc('\n', stderr);
     }
@@ -148,7 +149,12 @@ int cli_do_score(const char *cmd, drift_store *st, const char *label, const drif
     drift_score_opts opts = *o;
     opts.progress = cli_progress;
     opts.cancel = cli_cancel_requested; /* a signal stops scoring, programs in flight included */
+    /* one verdict cache for the whole call: the runs of a matrix stored with
+     * --no-score mostly repeat the baseline's texts, each judged once */
+    drift_score_cache *own = NULL;
+    if (!opts.cache) opts.cache = own = drift_score_cache_new();
     drift_status rc = drift_score_run(st, label, &opts, &sum, &err);
+    drift_score_cache_free(own);
     cli_progress_done();
     if (rc == DRIFT_ERR_CANCELLED) {
         fprintf(stderr, "%s: interrupted: what was judged is stored; run score again to finish\n", cmd);

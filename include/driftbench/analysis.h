@@ -64,7 +64,8 @@ DRIFT_API drift_status drift_table_append(drift_table *t, const char *experiment
 
 /* Parses CSV text (RFC 4180 quoting, header line required, columns in any
  * order; the nine paper columns are required, ci_low/ci_high optional, every
- * other column is an extra dimension). `name` is used in messages:
+ * other column is an extra dimension, whose value may be empty: a row with
+ * no value for it). `name` is used in messages:
  * "NAME:LINE: field X: ...". Bad rows -> DRIFT_ERR_PARSE. The header
  * "flip_rate(percent)" is accepted for flip_rate. */
 DRIFT_API drift_status drift_table_parse_csv(const char *text, size_t len, const char *name,

@@ -14,7 +14,7 @@
 # $OUT gets study.db.gz (15 MB parts study.db.gz.part-NN when larger: a file
 # that comes back is at most 16 MiB) with the answers only: score them where
 # the code sandbox is,
-# `driftbench score --db study.db`, then run.sh again for the tables),
+# `driftbench score --db study.db`, then tools/study/tables.sh for the tables),
 # run.log and the llama.cpp build log's tail.
 #
 # llama.cpp's CUDA build takes about 8 minutes on 16 cores: the first call

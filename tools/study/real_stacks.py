@@ -34,6 +34,26 @@ import os
 import sys
 
 QUANTS = [("q8_0", "Q8_0"), ("q4_0", "Q4_0"), ("q4_k_m", "Q4_K_M")]
+# the tensor types the embedded engine reads (src/model/gguf.c); llama-quantize
+# may mix in others (its Q4_K_M keeps Q5_0 for MoE experts whose rows are no
+# multiple of 256), and a file with one of them is left out of the engine
+ENGINE_TYPES = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K"}
+
+
+def engine_unreadable(path):
+    """the tensor types of a GGUF file the engine cannot read (empty: it can),
+    or None when the file cannot be inspected here (no numpy for the reader)"""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torch_server"))
+    try:
+        import gguf_reader
+    except ImportError:
+        return None
+    f = gguf_reader.GGUFFile(path)
+    try:
+        names = {gguf_reader.BLOCK.get(t.type, (0, 0, f"type {t.type}"))[2] for t in f.tensors.values()}
+    finally:
+        f.close()
+    return sorted(names - ENGINE_TYPES)
 
 
 def main():
@@ -97,13 +117,24 @@ def main():
         eng("ref", f"{path}?profile=ref&threads={t}", dims("cpu", "f32", "ref"))
         eng("engine-cpu-f32", f"{path}?profile=cpu-f32&threads={t}", dims("cpu", "f32", "driftbench"))
         eng("engine-cpu-bf16", f"{path}?profile=cpu-bf16&threads={t}", dims("cpu", "bf16", "driftbench"))
+        eqfiles = []
         for lvl, qp in qfiles:
+            bad = engine_unreadable(qp)
+            if bad is None:
+                print(f"real_stacks.py: {os.path.basename(qp)}: its tensor types are not checked (the GGUF reader "
+                      f"needs numpy); a type the engine cannot read stops the matrix", file=sys.stderr)
+            if bad:
+                print(f"real_stacks.py: {os.path.basename(qp)} holds {', '.join(bad)}, which the engine does not "
+                      f"read: its engine configurations are left out", file=sys.stderr)
+            else:
+                eqfiles.append((lvl, qp))
+        for lvl, qp in eqfiles:
             eng(f"engine-cpu-{lvl}", f"{qp}?profile=cpu-f32&threads={t}", dims("cpu", lvl, "driftbench"))
         if a.gpu:
             eng("engine-h200-f32", f"{path}?profile=cuda-f32", dims("h200", "f32", "driftbench"))
             eng("engine-h200-bf16", f"{path}?profile=cuda-bf16", dims("h200", "bf16", "driftbench"))
             eng("engine-h200-fp8", f"{path}?profile=cuda-fp8", dims("h200", "fp8", "driftbench"))
-            for lvl, qp in qfiles:
+            for lvl, qp in eqfiles:
                 eng(f"engine-h200-{lvl}", f"{qp}?profile=cuda-f32", dims("h200", lvl, "driftbench"))
 
         url = "http://127.0.0.1:{port}/v1?model=" + m + "&api=" + api

@@ -18,8 +18,9 @@
 #   another machine with `driftbench score --db study.db`, e.g. where the GPU
 #   machine lacks the code sandbox]   GUARD [driftbench's default guard]
 #   EMBEDDER [the robust llama-gqa-7m on cpu-f32, as the lab's chat embedder]
-# OUTDIR gets quant/ (the quantized files), matrix.json, study.db,
-# flip_rates.csv, anova.txt, pri_eval.txt, pairs.txt and run.log. Running it
+# OUTDIR gets quant/ (the quantized files), matrix.json, study.db, run.log,
+# and tools/study/tables.sh's flip_rates.csv, anova.txt, pri_eval.txt,
+# pairs.txt, pairs.csv and summary.md. Running it
 # again resumes: the matrix asks only what is missing.
 set -euo pipefail
 [ $# -ge 1 ] || { sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -73,32 +74,7 @@ to=()
   { rc=$?; echo "run.sh: the matrix stopped (exit $rc) after ${SECONDS}s; run again to resume"; exit "$rc"; }
 echo "run.sh: matrix done in ${SECONDS}s"
 if [ "${SCORE:-1}" = 0 ]; then
-  echo "run.sh: answers stored, not scored; next: driftbench score --db $OUTDIR/study.db, then run.sh again for the tables"
+  echo "run.sh: answers stored, not scored; next: driftbench score --db $OUTDIR/study.db, then tools/study/tables.sh $OUTDIR"
   exit 0
 fi
-"$D" table --db "$OUTDIR/study.db" --baseline 'ref@{model}' -o "$OUTDIR/flip_rates.csv"
-"$D" anova --table "$OUTDIR/flip_rates.csv" --strata workload >"$OUTDIR/anova.txt" || true
-"$D" pri eval --table "$OUTDIR/flip_rates.csv" >"$OUTDIR/pri_eval.txt" || true
-
-# the study's paired questions: framework drift at the same weights and
-# precision, batching in PyTorch
-: >"$OUTDIR/pairs.txt"
-labels=$("$D" matrix --spec "$OUTDIR/matrix.json" --db "$OUTDIR/study.db" --list | cut -f2)
-pair() { # pair BASELINE TARGET: both labels must be in the spec
-  grep -qx "$1" <<<"$labels" && grep -qx "$2" <<<"$labels" || return 0
-  { echo "== $1 -> $2"; "$D" compare --db "$OUTDIR/study.db" --baseline "$1" --target "$2" || true; echo; } >>"$OUTDIR/pairs.txt"
-}
-for m in "${abs[@]}"; do
-  s=$(basename "$m" .gguf)
-  for hw in cpu h200; do
-    pair "engine-$hw-q4_k_m@$s" "llamacpp-$hw-q4_k_m@$s"
-    pair "engine-$hw-q8_0@$s" "llamacpp-$hw-q8_0@$s"
-    pair "engine-$hw-f32@$s" "pytorch-$hw-f32@$s"
-    pair "pytorch-$hw-f32@$s" "pytorch-b16-$hw-f32@$s"
-    pair "pytorch-$hw-bf16@$s" "pytorch-b16-$hw-bf16@$s"
-    pair "engine-$hw-bf16@$s" "pytorch-$hw-bf16@$s"
-  done
-  pair "engine-cpu-f32@$s" "engine-h200-f32@$s"
-  pair "llamacpp-cpu-f16@$s" "llamacpp-h200-f16@$s"
-done
-echo "run.sh: $OUTDIR/flip_rates.csv, anova.txt, pri_eval.txt, pairs.txt"
+DRIFTBENCH="$D" bash "$ROOT/tools/study/tables.sh" "$OUTDIR"
