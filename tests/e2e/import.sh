@@ -74,6 +74,8 @@ check '[ $rc -eq 0 ] && [ "$GN $GE $GF" = "$PN $PERR $PFLIPS" ]' \
 BEFORE=$(runs "$DB")
 "$D" --quiet import --db "$DB" "$A"; rc=$?
 check '[ $rc -eq 0 ] && [ "$(runs "$DB")" = "$BEFORE" ]' "re-import: exit 0, same runs (got $rc)"
+"$D" import --db "$DB" --partial -q "$A" > "$T/q.txt"; rc=$?
+check '[ $rc -eq 0 ] && [ ! -s "$T/q.txt" ]' "--partial -q: -q is the global flag, not --partial's value (exit $rc)"
 
 # ---- bad files: exit 2, file:line: field, nothing stored ----
 head -c 300 "$A" > "$T/samples_gsm8k_2026-01-01.jsonl"
