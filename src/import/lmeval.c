@@ -345,6 +345,9 @@ static drift_status do_row(lm *L, size_t line, json_t *row, drift_error *err) {
     json_t *fr = json_object_get(row, "filtered_resps");
     json_t *det = json_pack("{s:s, s:s, s:O?, s:O?}", "metric", L->metric, "filter", L->filter, "filtered",
                             json_is_array(fr) ? json_array_get(fr, 0) : NULL, "target", target);
+    /* compare reports which isolation ran code answers (the "sandbox" field):
+     * the harness ran these itself, outside DriftBench's sandbox */
+    if (det && L->wl == DRIFT_WL_CODE) json_object_set_new(det, "sandbox", json_string("lm-eval's own (not DriftBench's)"));
     p->detail_json = det ? import_json_canonical(det) : NULL;
     json_decref(det);
     if (!p->detail_json) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");

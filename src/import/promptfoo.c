@@ -195,6 +195,8 @@ static drift_status do_result(pf *P, size_t idx, json_t *res, drift_error *err) 
     json_t *gr = json_object_get(res, "gradingResult");
     json_t *det = json_pack("{s:O?, s:O?, s:O?}", "reason", json_object_get(gr, "reason"), "description",
                             json_object_get(tc, "description"), "score", score);
+    if (det && wl == DRIFT_WL_CODE) /* compare's "sandbox" field: not DriftBench's isolation */
+        json_object_set_new(det, "sandbox", json_string("promptfoo's own (not DriftBench's)"));
     p->detail_json = det ? import_json_canonical(det) : NULL;
     json_decref(det);
     int ours = 0;

@@ -210,6 +210,8 @@ static void test_lmeval_humaneval(void **state) {
         assert_true(json_is_string(json_object_get(ref, "prompt")));
         /* the raw completion, not the filter's prompt + completion */
         assert_null(strstr(r->samples[i].answer, json_string_value(json_object_get(ref, "prompt"))));
+        /* compare names who ran the harness's code verdicts */
+        assert_non_null(strstr(r->samples[i].detail_json, "\"sandbox\":\"lm-eval's own (not DriftBench's)\""));
         json_decref(ref);
     }
     drift_import_set_free(s);
