@@ -47,7 +47,9 @@ unc() { awk -v k="$1" 'index($0, k) == 1 { sub(/^[^±]*±[ ]*/, ""); print $1; e
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.3f", a / b }'; }
 
 echo "machine: $(uname -m), $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "model $model, text $text, ctx $ctx, profile $profile, llama.cpp $("$bin/llama-perplexity" --version 2>&1 | grep -m1 -o 'version: .*' || echo '?')"
+ver=$("$bin/llama-perplexity" --version 2>&1 || true)
+ver=$(printf '%s\n' "$ver" | grep -m1 -o 'version: .*' || true)
+echo "model $model, text $text, ctx $ctx, profile $profile, llama.cpp ${ver:-?}"
 "$bin/llama-perplexity" -m "$model" -f "$text" -c "$ctx" -t "$threads" --kl-divergence-base "$tmp/base.kld" \
     > "$tmp/base.log" 2>&1 || { tail -5 "$tmp/base.log" >&2; exit 1; }
 printf '\n%-6s %-10s %12s %22s %16s %10s\n' type tool "PPL(base)" "mean KL ± unc" "same top-1 %" "RMS dp %"
