@@ -376,7 +376,6 @@ drift_status drift_risk_logit_fit(const double *x, const int *y, size_t n, doubl
 }
 
 /* The shipped models, one per workload at most (drift_risk_score_for falls
-<<<<<<< HEAD
  * back to risk/v1 for a workload without one). None is shipped. On the
  * fragile models' stores (bench_risk_bench, figures in bench/BENCHMARKS.md)
  * math: held out by precision the fit ranked the coarse formats' flips
@@ -385,14 +384,6 @@ drift_status drift_risk_logit_fit(const double *x, const int *y, size_t n, doubl
  * held out by model, on few flips; safety: no flips to fit. A fit earns a
  * row here only by beating v1 held out both ways. A row: bench_risk_bench
  * --emit's output for that workload. */
-=======
- * back to risk/v1 for a workload without one). None is shipped: held out by
- * precision on the fragile models' stores (bench_risk_bench, figures in
- * bench/BENCHMARKS.md), the fit ranked the coarse formats' flips (int4,
- * mxfp4) better than v1 and the fine ones' (bf16, fp8, int8) worse, and v1
- * won on average; a fit earns a row here only by beating v1 held out.
- * A row: bench_risk_bench --emit's output for that workload. */
->>>>>>> main
 static const drift_risk_model builtin_models[] = {
     {.version = DRIFT_RISK_V2, .workload = DRIFT_WL_UNKNOWN},
 };
