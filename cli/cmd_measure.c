@@ -11,7 +11,19 @@
  * fails measure with the command, its status and the tail of its output.
  * --order risk: the target is asked riskiest prompt first, by the flip
  * risk of --risk-from's answers or of the baseline's own (run first, with
- * logprobs); a measure cut short then holds the riskiest pairs. */
+ * logprobs); a measure cut short then holds the riskiest pairs.
+ *
+ * --sequential: both stacks are asked in chunks, in the seeded random
+ * order: each chunk asks every gated workload (one with a budget) its next
+ * SEQ_CHUNK pairs (the run's select hook: rank < horizon, so baseline and
+ * target ask the same pairs, resumed or not; workloads without a budget
+ * are asked whole in the first chunk), scores them, and replays the
+ * comparison through the sequential gate (drift_compare_sequential, the
+ * same function as compare --sequential, over the suite's size recorded in
+ * the runs): a workload whose verdict is certain is asked no more. It ends
+ * when every gated workload has stopped or been asked whole; the runs stay
+ * stored as ordinary (partial, unfinished) runs. --order risk is refused
+ * (sequential.c: the gate's argument needs the random order). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +32,8 @@
 #include "cli.h"
 #include "driftbench/server_proc.h"
 #include "pipeline.h"
+
+#define SEQ_CHUNK 16 /* pairs per gated workload asked between two looks at the gate */
 
 /* The run's cancel hook with a server: a signal, or the server exited. */
 typedef struct measure_watch {
@@ -86,6 +100,9 @@ static int measure_run(drift_store *st, const cli_run_args *a, const char *side,
     o.order = a->order;
     o.order_seed = a->order_seed;
     o.risk_from = a->risk_from;
+    o.select = a->select;
+    o.select_user = a->select_user;
+    o.seq_alpha = a->seq_alpha;
     measure_watch w = {proc, 0};
     o.cancel = watch_cancel;
     o.cancel_user = &w;
@@ -107,6 +124,109 @@ static int measure_run(drift_store *st, const cli_run_args *a, const char *side,
     }
     drift_server_proc_free(proc);
     free(url);
+    return rc;
+}
+
+/* ---- --sequential ---- */
+
+typedef struct seq_state {
+    const double *budget;                 /* compare's budgets: < 0 = not gated */
+    long horizon[DRIFT_WL_COUNT];         /* ask pairs of rank < horizon */
+    int stopped[DRIFT_WL_COUNT];          /* verdict certain, or asked whole */
+    size_t n_wl[DRIFT_WL_COUNT];          /* the suite's pairs (from the hook) */
+} seq_state;
+
+static int seq_select(void *user, drift_workload wl, size_t rank, size_t n_wl) {
+    seq_state *q = user;
+    q->n_wl[wl] = n_wl;
+    if (q->budget[wl] < 0) return 1;
+    return !q->stopped[wl] && rank < (size_t)q->horizon[wl];
+}
+
+/* Scores what the chunk added, printing nothing (the summary comes once,
+ * at the end). */
+static int seq_score(drift_store *st, const drift_score_opts *so, drift_score_cache *cache) {
+    drift_score_opts o = *so;
+    o.cache = cache;
+    o.cancel = cli_cancel_requested;
+    drift_score_summary sum;
+    drift_error err = {0};
+    memset(&sum, 0, sizeof sum);
+    drift_status rc = drift_score_run(st, NULL, &o, &sum, &err);
+    if (rc == DRIFT_ERR_CANCELLED) return cli_error("measure", "interrupted; run the same command to resume");
+    if (rc) return cli_error_lib("measure", &err);
+    return CLI_EXIT_PASS;
+}
+
+/* One line per gated workload after a chunk. */
+static void seq_print(const drift_seq_result *r, const seq_state *q, int chunk) {
+    if (cli_quiet) return;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        const drift_seq_wl *w = &r->wl[k];
+        if (!r->present[k] || !w->gated) continue;
+        fprintf(stderr, "measure: chunk %d %-12s %ld of %ld pairs, %ld flips, interval [%.2f%%, %.2f%%] vs budget "
+                        "%.2f%%: %s\n",
+                chunk, drift_workload_name((drift_workload)k), w->asked, w->n_total, w->flips, 100 * w->lo,
+                100 * w->hi, 100 * w->budget,
+                q->stopped[k] ? (w->verdict == DRIFT_SEQ_DEPLOY ? "DEPLOY" : "BLOCK") : "open");
+    }
+}
+
+/* The chunked loop (see the top); returns the exit code with the gate's
+ * report written like compare --sequential's. */
+static int measure_sequential(drift_store *st, cli_run_args *a, const char *bstart, const char *tstart,
+                              const char *health, double ready_s, const char *blabel, const char *base,
+                              const char *bconf, const char *tlabel, const char *targ, const char *tconf,
+                              const drift_score_opts *so, const cli_compare_args *co, double alpha) {
+    seq_state q;
+    memset(&q, 0, sizeof q);
+    q.budget = co->opts.budget;
+    a->select = seq_select;
+    a->select_user = &q;
+    a->seq_alpha = alpha;
+    drift_score_cache *cache = drift_score_cache_new();
+    drift_comparison *c = NULL;
+    drift_seq_result r;
+    drift_error err = {0};
+    int rc = CLI_EXIT_PASS;
+    memset(&r, 0, sizeof r);
+    for (int chunk = 1; rc == CLI_EXIT_PASS; chunk++) {
+        for (int k = 0; k < DRIFT_WL_COUNT; k++)
+            if (!q.stopped[k]) q.horizon[k] += SEQ_CHUNK;
+        a->label = blabel, a->target = base, a->config = bconf;
+        rc = measure_run(st, a, "baseline", bstart, health, ready_s);
+        if (rc == CLI_EXIT_PASS) {
+            a->label = tlabel, a->target = targ, a->config = tconf;
+            rc = measure_run(st, a, "target", tstart, health, ready_s);
+        }
+        if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
+        if (rc == CLI_EXIT_PASS) rc = seq_score(st, so, cache);
+        if (rc != CLI_EXIT_PASS) break;
+        drift_comparison_free(c);
+        c = NULL;
+        if (drift_compare_runs(st, blabel, tlabel, &co->opts, &c, &err) ||
+            drift_compare_sequential(c, alpha, a->order_seed, &r, &err)) {
+            rc = cli_error_lib("measure", &err);
+            break;
+        }
+        int open = 0;
+        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+            if (q.budget[k] < 0 || q.n_wl[k] == 0) continue; /* not gated, or not in the suites */
+            if (r.wl[k].early || (size_t)q.horizon[k] >= q.n_wl[k]) q.stopped[k] = 1;
+            if (!q.stopped[k]) open = 1;
+        }
+        seq_print(&r, &q, chunk);
+        if (!open) break;
+    }
+    drift_score_cache_free(cache);
+    if (rc == CLI_EXIT_PASS) rc = cli_do_score("measure", st, NULL, so); /* nothing left: the summary */
+    if (rc == CLI_EXIT_PASS) {
+        char *text = NULL;
+        if (drift_seq_render(c, &r, co->fmt, &text, &err)) rc = cli_error_lib("measure", &err);
+        else rc = cli_write_output("measure", co->out, text) ? CLI_EXIT_ERROR : (r.pass ? CLI_EXIT_PASS : CLI_EXIT_FAIL);
+        free(text);
+    }
+    drift_comparison_free(c);
     return rc;
 }
 
@@ -142,11 +262,23 @@ static const char measure_usage[] =
     "  score options:   --guard SPEC --embedder SPEC --unsafe-code-exec --jobs N\n"
     "  compare options: --workload W --budget W=PCT,... --sdr-threshold X --format F -o FILE\n"
     "\n"
+    "Sequential gate:\n"
+    "  --sequential             ask both stacks in a seeded random order (--order-seed,\n"
+    "                           default 42), in chunks of 16 pairs per workload with a\n"
+    "                           budget, and stop asking a workload as soon as an\n"
+    "                           anytime-valid interval for its flip rate is under its\n"
+    "                           budget (deploy) or over it (block); the suite's end\n"
+    "                           gives the fixed-size verdict. Reports pairs asked of the\n"
+    "                           suite, the interval at the stop and the verdict (text,\n"
+    "                           json, markdown), as compare --sequential --seed S does on\n"
+    "                           the stored (partial) runs. Not with --order suite|risk\n"
+    "  --alpha A                error rate of each verdict (default 0.05)\n"
+    "\n"
     "exit: 0 within budget, 1 drift over budget, 2 error\n";
 
 static int cmd_measure(int argc, char **argv) {
     enum { O_BASE = 400, O_TARG, O_DB, O_BLABEL, O_TLABEL, O_BCONF, O_TCONF, O_GUARD, O_EMB, O_UNSAFE, O_JOBS,
-           O_BSTART, O_TSTART, O_STIMEOUT, O_HEALTH, O_HELP };
+           O_BSTART, O_TSTART, O_STIMEOUT, O_HEALTH, O_HELP, O_SEQ, O_ALPHA };
     static const struct option longopts[] = {
         {"baseline", required_argument, 0, O_BASE}, {"target", required_argument, 0, O_TARG},
         {"db", required_argument, 0, O_DB}, {"baseline-label", required_argument, 0, O_BLABEL},
@@ -156,7 +288,8 @@ static int cmd_measure(int argc, char **argv) {
         {"health-path", required_argument, 0, O_HEALTH}, RUN_LONG_OPTIONS, ORDER_LONG_OPTIONS,
         {"guard", required_argument, 0, O_GUARD}, {"embedder", required_argument, 0, O_EMB},
         {"unsafe-code-exec", no_argument, 0, O_UNSAFE}, {"jobs", required_argument, 0, O_JOBS},
-        COMPARE_LONG_OPTIONS, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        COMPARE_LONG_OPTIONS, {"sequential", no_argument, 0, O_SEQ}, {"alpha", required_argument, 0, O_ALPHA},
+        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
     cli_run_args a;
     cli_run_args_default(&a);
     a.order_seed = 42;
@@ -169,10 +302,12 @@ static int cmd_measure(int argc, char **argv) {
     cli_compare_args_default(&co);
     drift_error err = {0};
     long v;
-    int opt;
+    int opt, sequential = 0, alpha_given = 0, order_given = 0;
+    double alpha = 0.05;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+        if (opt == OPT_ORDER) order_given = 1;
         int r = cli_parse_run_option("measure", opt, optarg, &a);
         if (r == 0) r = cli_parse_order_option("measure", opt, optarg, &a);
         if (r == 0) r = cli_parse_compare_option("measure", opt, optarg, &co);
@@ -199,6 +334,11 @@ static int cmd_measure(int argc, char **argv) {
             if (optarg[0] != '/') return cli_error("measure", "--health-path: '%s' must start with '/'", optarg);
             health = optarg;
             break;
+        case O_SEQ: sequential = 1; break;
+        case O_ALPHA:
+            if (cli_parse_double("measure", "--alpha", optarg, 1e-9, 0.5, &alpha)) return CLI_EXIT_ERROR;
+            alpha_given = 1;
+            break;
         case O_GUARD: so.guard_spec = optarg; break;
         case O_EMB: so.embedder_spec = optarg; break;
         case O_UNSAFE: so.unsafe_code_exec = 1; break;
@@ -216,6 +356,17 @@ static int cmd_measure(int argc, char **argv) {
         return cli_error("measure", "--baseline, --target and at least one --suite are required (see --help)");
     if (!strcmp(blabel, tlabel)) return cli_error("measure", "--baseline-label and --target-label must differ");
     if (cli_check_order("measure", &a)) return CLI_EXIT_ERROR;
+    if (alpha_given && !sequential) return cli_error("measure", "--alpha goes with --sequential");
+    if (sequential) {
+        if (order_given && a.order == DRIFT_ORDER_RISK)
+            return cli_error("measure", "--sequential cannot use --order risk: the gate's guarantee needs a uniformly "
+                                        "random order (a risk order puts likely flips first); use --order random");
+        if (order_given && a.order != DRIFT_ORDER_RANDOM)
+            return cli_error("measure", "--sequential asks in a seeded random order: --order suite does not go with it");
+        if (co.fmt != DRIFT_FORMAT_TEXT && co.fmt != DRIFT_FORMAT_JSON && co.fmt != DRIFT_FORMAT_MARKDOWN)
+            return cli_error("measure", "--sequential renders text, json or markdown (not junit or github)");
+        a.order = DRIFT_ORDER_RANDOM;
+    }
     if (a.order == DRIFT_ORDER_RISK && !a.risk_from && a.params.logprobs == 0)
         return cli_error("measure", "--order risk ranks by the baseline's logprobs: add --logprobs K (or --risk-from L)");
     const char *risk_from = a.risk_from;
@@ -227,6 +378,14 @@ static int cmd_measure(int argc, char **argv) {
     a.label = blabel;
     a.target = base;
     a.config = bconf;
+    if (sequential) {
+        int rc = measure_sequential(st, &a, bstart, tstart, health, start_timeout_s, blabel, base, bconf, tlabel, targ,
+                                    tconf, &so, &co, alpha);
+        if (!cli_quiet && rc != CLI_EXIT_ERROR)
+            fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", db, blabel, tlabel);
+        drift_store_close(st);
+        return rc;
+    }
     if (order == DRIFT_ORDER_RISK && !risk_from) a.order = DRIFT_ORDER_SUITE; /* nothing to rank by yet */
     int rc = measure_run(st, &a, "baseline", bstart, health, start_timeout_s);
     if (rc == CLI_EXIT_PASS) {

@@ -113,6 +113,9 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
     o.order = a->order;
     o.order_seed = a->order_seed;
     o.risk_from = a->risk_from;
+    o.select = a->select;
+    o.select_user = a->select_user;
+    o.seq_alpha = a->seq_alpha;
     o.cancel = cli_cancel_requested;
     o.progress = cli_run_progress;
     drift_run_summary s;

@@ -33,6 +33,10 @@ typedef struct cli_run_args {
     drift_run_order order;     /* --order (cmd_run.c, cmd_measure.c); default suite */
     uint64_t order_seed;       /* --order-seed */
     const char *risk_from;     /* --risk-from */
+    /* measure --sequential: drift_run_opts' select hook and alpha (NULL: all) */
+    int (*select)(void *select_user, drift_workload wl, size_t rank, size_t n_wl);
+    void *select_user;
+    double seq_alpha;
 } cli_run_args;
 
 void cli_run_args_default(cli_run_args *a);

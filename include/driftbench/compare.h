@@ -273,7 +273,31 @@ typedef struct drift_seq_result {
  * workloads without a budget are present but not gated. */
 DRIFT_API drift_status drift_compare_sequential(const drift_comparison *c, double alpha, uint64_t seed,
                                                 drift_seq_result *out, drift_error *err);
-/* Its rendering is report.h's drift_seq_render. */
+/* Its rendering is report.h's drift_seq_render. A workload's gate plays
+ * over the suite's recorded size when the target run comes from measure
+ * --sequential (drift_seq_recorded; its partial runs hold only the pairs
+ * asked), else over the pairs present; when the stored pairs run out with
+ * the gate still open, the verdict is compare's over them (early = 0). */
+
+/* The sequential record of c's target run (measure --sequential's, in its
+ * decoding record): 1 and alpha, the order's seed and pairs[k] (the
+ * suite's pairs of workload k, -1 when not recorded) when there is one;
+ * 0 (pairs all -1) when not or malformed. */
+DRIFT_API int drift_seq_recorded(const drift_comparison *c, double *alpha, uint64_t *seed, long pairs[DRIFT_WL_COUNT]);
+
+/* One step of a stopping curve: the confidence sequence after `asked`
+ * pairs ([lo, hi] as flip rates; lo > hi when empty). */
+typedef struct drift_seq_point {
+    long asked, flips;
+    double lo, hi;
+} drift_seq_point;
+
+/* The stopping curve of workload wl (with a budget and pairs): the replay
+ * of drift_compare_sequential for that workload, with the confidence
+ * sequence after each pair until the stop. *stop gets the workload's
+ * replay result; *out (caller frees) its stop->asked points. */
+DRIFT_API drift_status drift_seq_curve(const drift_comparison *c, drift_workload wl, double alpha, uint64_t seed,
+                                       drift_seq_wl *stop, drift_seq_point **out, size_t *n_out, drift_error *err);
 
 /* ---- divergence of a flipped pair (divergence.c) ---- */
 typedef enum drift_token_unit {

@@ -101,6 +101,20 @@ typedef struct drift_run_opts {
      * risk for come last, in the seeded order. NULL: the run itself (a
      * resumed run whose stored answers have logprobs). */
     const char *risk_from;
+    /* Sequential asking (measure --sequential); NULL: every pending pair is
+     * asked. Needs order RANDOM. Called once per pending pair, in the run's
+     * order, before any request is sent: wl is the prompt's workload, rank
+     * the pair's 0-based rank in the seeded order (drift_seq_order with
+     * order_seed) among all n_wl pairs (prompts x replicates) of that
+     * workload in the suites, whether stored or not. Returns 1 to ask the
+     * pair now, 0 to leave it missing (the run then stays unfinished, and a
+     * later call asks it if select says so). With select set the decoding
+     * record gets "sequential": {"alpha": seq_alpha, "order_seed": S,
+     * "pairs": {"math": n_wl, ...}} so that a replay of the stored runs
+     * (drift_compare_sequential) and the report know the suite's size. */
+    int (*select)(void *select_user, drift_workload wl, size_t rank, size_t n_wl);
+    void *select_user;
+    double seq_alpha;                /* recorded with select (the gate's error rate) */
 } drift_run_opts;
 
 /* How far a run stage got. A failure leaves step at the one that failed. */
@@ -123,6 +137,7 @@ typedef struct drift_run_summary {
     size_t requested;            /* (prompt, replicate) pairs missing at the start, asked now */
     size_t done;                 /* of those, outcomes stored */
     size_t answers, errors;      /* outcomes stored by this call: answers and failed requests */
+    size_t deferred;             /* pending pairs opts.select left missing (the run stays unfinished) */
     char first_error[256];       /* the first failed request's message ("" if none) */
     double elapsed_ms;
 } drift_run_summary;

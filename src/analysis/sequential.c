@@ -54,7 +54,22 @@
  * budget by PRIOR_WEIGHT pseudo-outcomes, clipped to [0, LAMBDA_MAX]; a
  * bettor whose estimate is on the wrong side of the boundary stakes 0.
  * Only the two budget tests are O(1) per outcome; the whole confidence
- * sequence (keep_interval) is O(N) per outcome. */
+ * sequence (keep_interval) is O(N) per outcome.
+ *
+ * Order. The argument needs the uniformly random order: mu_t(K) is the
+ * conditional mean of the next outcome only when every remaining pair is
+ * equally likely to come next. A risk order (riskiest first), though fixed
+ * before the run, puts the likely flips first, so E[x_t | past] is not
+ * mu_t(K0) and neither product is a martingale: measure --sequential
+ * refuses --order risk.
+ *
+ * A sequential measure's runs hold only the pairs asked. Its decoding
+ * record says the suite's size per workload ("sequential": "pairs"); the
+ * replay then plays a gate over the whole suite (n_total = that size) with
+ * the stored pairs in the same seeded order: a prompt's rank key does not
+ * depend on which others are present, so the stored pairs come in the
+ * order the measure saw them and the replay stops where it stopped. */
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,36 +255,116 @@ drift_status drift_seq_order(const char *const *ids, const int *reps, size_t n, 
 
 /* ---- replay of a comparison ---- */
 
-/* One workload's pairs through a gate in the seeded order. */
-static drift_status replay_wl(const drift_wl_result *w, double alpha, uint64_t seed, drift_seq_wl *o,
-                              drift_error *err) {
+/* One workload's pairs through a gate of n_total pairs in the seeded order.
+ * n_total >= n_pairs: a sequential measure's partial runs hold only the
+ * pairs asked, the gate's population is the whole suite (its recorded
+ * size); pairs never asked simply never come. With curve: the confidence
+ * sequence after every pair until the verdict ((asked) points). */
+static drift_status replay_wl(const drift_wl_result *w, long n_total, double alpha, uint64_t seed, drift_seq_wl *o,
+                              drift_seq_point **curve, drift_error *err) {
     size_t n = w->n_pairs;
-    const char **ids = malloc(n * sizeof *ids);
-    int *reps = malloc(n * sizeof *reps);
-    size_t *perm = malloc(n * sizeof *perm);
+    const char **ids = malloc((n ? n : 1) * sizeof *ids);
+    int *reps = malloc((n ? n : 1) * sizeof *reps);
+    size_t *perm = malloc((n ? n : 1) * sizeof *perm);
+    drift_seq_point *pts = curve ? calloc(n ? n : 1, sizeof *pts) : NULL;
     drift_status rc = DRIFT_OK;
-    if (!ids || !reps || !perm) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory replaying %zu pairs", n);
+    if (!ids || !reps || !perm || (curve && !pts))
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory replaying %zu pairs", n);
     for (size_t i = 0; !rc && i < n; i++) {
         ids[i] = w->pairs[i].prompt_id;
         reps[i] = w->pairs[i].replicate;
     }
     if (!rc) rc = drift_seq_order(ids, reps, n, seed, perm, err);
     drift_seq_gate g;
-    if (!rc) rc = drift_seq_gate_init(&g, (long)n, w->budget, alpha, 1, -1, err);
+    if (!rc) rc = drift_seq_gate_init(&g, n_total, w->budget, alpha, 1, -1, err);
     if (!rc) {
-        for (size_t i = 0; i < n && g.verdict == DRIFT_SEQ_OPEN; i++) drift_seq_gate_add(&g, w->pairs[perm[i]].flipped);
+        for (size_t i = 0; i < n && g.verdict == DRIFT_SEQ_OPEN; i++) {
+            drift_seq_gate_add(&g, w->pairs[perm[i]].flipped);
+            if (pts) {
+                pts[i].asked = g.asked;
+                pts[i].flips = g.flips;
+                drift_seq_gate_interval(&g, &pts[i].lo, &pts[i].hi);
+            }
+        }
         o->asked = g.asked;
         o->flips = g.flips;
         o->verdict = g.verdict;
         o->early = g.early;
         o->lo = g.stop_lo;
         o->hi = g.stop_hi;
+        if (g.verdict == DRIFT_SEQ_OPEN) {
+            /* the stored pairs ran out before the suite (a sequential
+             * measure's errors or an interrupted one): compare's verdict
+             * over them, at the interval reached */
+            o->verdict = w->pass ? DRIFT_SEQ_DEPLOY : DRIFT_SEQ_BLOCK;
+            drift_seq_gate_interval(&g, &o->lo, &o->hi);
+        }
         drift_seq_gate_free(&g);
     }
     free(ids);
     free(reps);
     free(perm);
+    if (curve && !rc) *curve = pts;
+    else free(pts);
     return rc;
+}
+
+int drift_seq_recorded(const drift_comparison *c, double *alpha, uint64_t *seed, long pairs[DRIFT_WL_COUNT]) {
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) pairs[k] = -1;
+    const char *dj = c ? c->target.decoding_json : NULL;
+    json_t *d = dj ? json_loads(dj, 0, NULL) : NULL;
+    json_t *seq = json_object_get(d, "sequential");
+    json_t *a = json_object_get(seq, "alpha"), *s = json_object_get(seq, "order_seed");
+    json_t *p = json_object_get(seq, "pairs");
+    int ok = json_is_object(seq) && json_is_number(a) && json_is_integer(s) && json_integer_value(s) >= 0 &&
+             json_is_object(p);
+    if (ok) {
+        *alpha = json_number_value(a);
+        *seed = (uint64_t)json_integer_value(s);
+        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+            json_t *v = json_object_get(p, drift_workload_name((drift_workload)k));
+            if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 1000000000)
+                pairs[k] = (long)json_integer_value(v);
+        }
+    }
+    json_decref(d);
+    return ok;
+}
+
+/* The gate's population for workload k: the recorded suite size of a
+ * sequential measure (never under the pairs present), else the pairs. */
+static long population(const drift_wl_result *w, const long *pairs, int k) {
+    long n = (long)w->n_pairs;
+    return pairs && pairs[k] > n ? pairs[k] : n;
+}
+
+drift_status drift_seq_curve(const drift_comparison *c, drift_workload wl, double alpha, uint64_t seed,
+                             drift_seq_wl *stop, drift_seq_point **out, size_t *n_out, drift_error *err) {
+    *out = NULL;
+    *n_out = 0;
+    memset(stop, 0, sizeof *stop);
+    if (!c || wl < 0 || wl >= DRIFT_WL_COUNT || !c->present[wl])
+        return drift_error_set(err, DRIFT_ERR_INVALID, "stopping curve: no pairs of that workload");
+    const drift_wl_result *w = &c->wl[wl];
+    if (w->budget < 0 || w->n_pairs == 0)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "stopping curve: %s has no budget or no pairs",
+                               drift_workload_name(wl));
+    double a0;
+    uint64_t s0;
+    long pairs[DRIFT_WL_COUNT];
+    int rec = drift_seq_recorded(c, &a0, &s0, pairs);
+    stop->workload = wl;
+    stop->gated = 1;
+    stop->budget = w->budget;
+    stop->n_total = population(w, rec ? pairs : NULL, wl);
+    stop->full_rate = w->flip_rate;
+    stop->full_pass = w->pass;
+    drift_seq_point *pts = NULL;
+    drift_status rc = replay_wl(w, stop->n_total, alpha, seed, stop, &pts, err);
+    if (rc) return rc;
+    *out = pts;
+    *n_out = (size_t)stop->asked;
+    return DRIFT_OK;
 }
 
 drift_status drift_compare_sequential(const drift_comparison *c, double alpha, uint64_t seed, drift_seq_result *out,
@@ -280,12 +375,16 @@ drift_status drift_compare_sequential(const drift_comparison *c, double alpha, u
     out->alpha = alpha;
     out->seed = seed;
     out->pass = 1;
+    double rec_alpha;
+    uint64_t rec_seed;
+    long pairs[DRIFT_WL_COUNT];
+    int rec = drift_seq_recorded(c, &rec_alpha, &rec_seed, pairs);
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         const drift_wl_result *w = &c->wl[k];
         drift_seq_wl *o = &out->wl[k];
         o->workload = (drift_workload)k;
         o->budget = w->budget;
-        o->n_total = (long)w->n_pairs;
+        o->n_total = population(w, rec ? pairs : NULL, k);
         o->full_rate = w->flip_rate;
         o->full_pass = w->pass;
         o->lo = o->hi = NAN;
@@ -298,7 +397,7 @@ drift_status drift_compare_sequential(const drift_comparison *c, double alpha, u
                                    drift_workload_name((drift_workload)k), w->n_pairs, w->n);
         o->gated = w->budget >= 0 && w->n_pairs > 0;
         if (!o->gated) continue;
-        drift_status rc = replay_wl(w, alpha, seed, o, err);
+        drift_status rc = replay_wl(w, o->n_total, alpha, seed, o, NULL, err);
         if (rc) {
             drift_error_prefix(err, "%s: ", drift_workload_name((drift_workload)k));
             return rc;

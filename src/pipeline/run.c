@@ -17,6 +17,15 @@
  * in the seeded order. A RISK run whose source has no logprobs is an error
  * naming it, not a silent suite order.
  *
+ * Sequential asking (o->select, measure --sequential): after ordering, each
+ * pending pair is offered to the hook with its workload and its rank in the
+ * seeded order among all the workload's pairs of the suites (stored or
+ * not), so a caller can ask "the first h pairs of each workload" in chunks
+ * and two runs of one measure ask exactly the same pairs, resumed or not.
+ * Pairs it declines stay missing and the run is not marked finished. The
+ * decoding record then carries "sequential" (alpha, seed, pairs per
+ * workload), which a replay of the stored runs needs: the suite's size.
+ *
  * Cancellation: the caller's cancel hook goes to the target, which aborts
  * requests in flight and ends retry back-offs at once; nothing is stored for
  * them (they stay missing), what was received is flushed, the label lock is
@@ -314,6 +323,88 @@ static const char *prompt_id_at(const run_prompts *p, size_t at) {
     return "";
 }
 
+/* The workload of prompt `at` of the suites. */
+static drift_workload prompt_wl_at(const run_prompts *p, size_t at) {
+    for (size_t i = 0; i < p->n_suites; i++) {
+        if (at < p->suites[i]->n) return p->suites[i]->prompts[at].workload;
+        at -= p->suites[i]->n;
+    }
+    return DRIFT_WL_UNKNOWN;
+}
+
+/* Pairs (prompts x replicates) of each workload in the suites. */
+static void count_pairs(const run_prompts *p, int replicates, size_t n_wl[DRIFT_WL_COUNT]) {
+    memset(n_wl, 0, DRIFT_WL_COUNT * sizeof *n_wl);
+    for (size_t at = 0; at < p->n; at++) {
+        drift_workload w = prompt_wl_at(p, at);
+        if (w >= 0 && w < DRIFT_WL_COUNT) n_wl[w] += (size_t)replicates;
+    }
+}
+
+/* o->select over the n pending pairs (already in o->order): keeps the ones
+ * it asks for, in order, and counts the others in sum->deferred. A pair's
+ * rank is its place in the seeded order among all pairs of its workload. */
+static drift_status select_pending(const drift_run_opts *o, const run_prompts *p, int64_t *pend_p, int *pend_r,
+                                   size_t *n, size_t *deferred, drift_error *err) {
+    size_t R = (size_t)o->replicates, n_all = p->n * R, n_wl[DRIFT_WL_COUNT], cnt[DRIFT_WL_COUNT] = {0};
+    count_pairs(p, o->replicates, n_wl);
+    const char **ids = calloc(n_all ? n_all : 1, sizeof *ids);
+    int *reps = calloc(n_all ? n_all : 1, sizeof *reps);
+    size_t *perm = calloc(n_all ? n_all : 1, sizeof *perm), *rank = calloc(n_all ? n_all : 1, sizeof *rank);
+    rowid_at *byrow = calloc(p->n ? p->n : 1, sizeof *byrow);
+    drift_status rc = DRIFT_OK;
+    if (!ids || !reps || !perm || !rank || !byrow) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n_all; i++) {
+        ids[i] = prompt_id_at(p, i / R);
+        reps[i] = (int)(i % R);
+    }
+    if (!rc) rc = drift_seq_order(ids, reps, n_all, o->order_seed, perm, err);
+    for (size_t k = 0; !rc && k < n_all; k++) {
+        drift_workload w = prompt_wl_at(p, perm[k] / R);
+        rank[perm[k]] = (w >= 0 && w < DRIFT_WL_COUNT) ? cnt[w]++ : 0;
+    }
+    if (!rc) {
+        for (size_t i = 0; i < p->n; i++) byrow[i] = (rowid_at){p->rowids[i], i};
+        qsort(byrow, p->n, sizeof *byrow, cmp_rowid_at);
+        size_t kept = 0;
+        for (size_t i = 0; i < *n; i++) {
+            rowid_at key = {pend_p[i], 0};
+            const rowid_at *hit = bsearch(&key, byrow, p->n, sizeof *byrow, cmp_rowid_at);
+            drift_workload w = hit ? prompt_wl_at(p, hit->at) : DRIFT_WL_UNKNOWN;
+            int ask = 0;
+            if (hit && w >= 0 && w < DRIFT_WL_COUNT && pend_r[i] >= 0 && (size_t)pend_r[i] < R)
+                ask = o->select(o->select_user, w, rank[hit->at * R + (size_t)pend_r[i]], n_wl[w]);
+            if (ask) {
+                pend_p[kept] = pend_p[i];
+                pend_r[kept] = pend_r[i];
+                kept++;
+            } else {
+                (*deferred)++;
+            }
+        }
+        *n = kept;
+    }
+    free(ids);
+    free(reps);
+    free(perm);
+    free(rank);
+    free(byrow);
+    return rc;
+}
+
+/* The decoding record's "sequential" entry (see select_pending). */
+static void decoding_add_sequential(json_t *d, const drift_run_opts *o, const run_prompts *p) {
+    size_t n_wl[DRIFT_WL_COUNT];
+    count_pairs(p, o->replicates, n_wl);
+    json_t *pairs = json_object(), *seq = json_object();
+    for (int w = 0; w < DRIFT_WL_COUNT; w++)
+        if (n_wl[w]) json_object_set_new(pairs, drift_workload_name((drift_workload)w), json_integer((json_int_t)n_wl[w]));
+    json_object_set_new(seq, "alpha", json_real(o->seq_alpha));
+    json_object_set_new(seq, "order_seed", json_integer((json_int_t)o->order_seed));
+    json_object_set_new(seq, "pairs", pairs);
+    json_object_set_new(d, "sequential", seq);
+}
+
 /* Permutes the n pending pairs (pend_p, pend_r) into o->order. */
 static drift_status order_pending(const drift_run_opts *o, const run_prompts *p, const rowid_risk *risks,
                                   size_t n_risks, int64_t *pend_p, int *pend_r, size_t n, drift_error *err) {
@@ -445,7 +536,7 @@ static drift_status generate(run_sink *s, drift_target *t, const drift_gen_reque
                                sum->done, sum->requested, o->label);
     if (grc) return grc;
     sum->step = DRIFT_RUN_STEP_FINISH;
-    drift_status rc = drift_store_run_finish(s->st, s->run_id, err);
+    drift_status rc = sum->deferred ? DRIFT_OK : drift_store_run_finish(s->st, s->run_id, err); /* partial: not finished */
     if (rc) return rc;
     sum->step = DRIFT_RUN_STEP_CHECK;
     if (sum->answers == 0 && sum->errors > 0)
@@ -476,6 +567,7 @@ static drift_status begin_and_generate(drift_store *st, const drift_run_opts *o,
     drift_gen_request *reqs = NULL;
     rc = drift_store_pending(st, s->run_id, p->rowids, p->n, o->replicates, &pend_p, &pend_r, &sum->requested, err);
     if (!rc) rc = order_pending(o, p, s->risks, s->n_risks, pend_p, pend_r, sum->requested, err);
+    if (!rc && o->select) rc = select_pending(o, p, pend_p, pend_r, &sum->requested, &sum->deferred, err);
     if (!rc) rc = build_requests(p, pend_p, pend_r, sum->requested, &reqs, err);
     if (!rc) {
         s->req_prompt = pend_p;
@@ -497,6 +589,10 @@ drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_r
     sum->replicates = o->replicates;
     if (!st || !o->label || !o->target || !o->n_suites || !o->suites || o->replicates < 1)
         return drift_error_set(err, DRIFT_ERR_INVALID, "run: a store, a label, a target, suites and replicates >= 1 are needed");
+    if (o->select && (o->order != DRIFT_ORDER_RANDOM || !(o->seq_alpha > 0 && o->seq_alpha < 1)))
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "run: sequential asking needs the random order and an alpha in (0, 1) (order %d, alpha %g)",
+                               (int)o->order, o->seq_alpha);
     double t0 = util_now_ms();
     drift_target *t = NULL;
     json_t *config = NULL, *decoding = NULL;
@@ -519,6 +615,7 @@ drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_r
     }
     if (!rc) {
         sum->prompts = p.n;
+        if (o->select) decoding_add_sequential(decoding, o, &p);
         config_s = dump_sorted(config);
         decoding_s = dump_sorted(decoding);
         rc = prompts_render(o, drift_target_api(t), &p, err);
