@@ -684,6 +684,42 @@ static void dec_q6_k(const uint8_t *b, float *y) {
     }
 }
 
+/* The legacy blocks of 32 beside Q4_0 / Q8_0, as ggml lays them out (the
+ * element j < 16 from the low nibble of qs[j], j + 16 from its high nibble;
+ * Q5's fifth bit of element i is bit i of the little-endian u32 qh):
+ *   Q4_1 (20 B): f16 d, f16 m, u8 qs[16]            x = nib * d + m
+ *   Q5_0 (22 B): f16 d, u8 qh[4], u8 qs[16]         x = (q5 - 16) * d
+ *   Q5_1 (24 B): f16 d, f16 m, u8 qh[4], u8 qs[16]  x = q5 * d + m
+ * Each product and sum is rounded to float on its own (no contraction in
+ * ISO C11), as ggml's reference dequantizers compute them. */
+static void dec_q4_1(const uint8_t *b, float *y) {
+    float d = rd_f16(b), m = rd_f16(b + 2);
+    const uint8_t *qs = b + 4;
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)(qs[j] & 0xF) * d + m;
+        y[j + 16] = (float)(qs[j] >> 4) * d + m;
+    }
+}
+
+static uint32_t rd_u32le(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static void dec_q5(const uint8_t *qh4, const uint8_t *qs, float d, float m, int has_min, float *y) {
+    uint32_t qh = rd_u32le(qh4);
+    for (int j = 0; j < 16; j++) {
+        int q0 = (qs[j] & 0xF) | (int)(((qh >> j) & 1u) << 4);
+        int q1 = (qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1u) << 4);
+        if (has_min) {
+            y[j] = (float)q0 * d + m;
+            y[j + 16] = (float)q1 * d + m;
+        } else {
+            y[j] = (float)(q0 - 16) * d;
+            y[j + 16] = (float)(q1 - 16) * d;
+        }
+    }
+}
+
 drift_status gguf_tensor_to_f32(const gguf_tensor *t, uint64_t first, uint64_t n, float *dst, drift_error *err) {
     uint32_t be, bb;
     if (gguf_dtype_info(t->type, &be, &bb))
@@ -729,6 +765,15 @@ drift_status gguf_tensor_to_f32(const gguf_tensor *t, uint64_t first, uint64_t n
             }
         }
         return DRIFT_OK;
+    case GGUF_DT_Q4_1:
+        for (uint64_t b = 0; b < n / 32; b++, p += 20) dec_q4_1(p, dst + b * 32);
+        return DRIFT_OK;
+    case GGUF_DT_Q5_0:
+        for (uint64_t b = 0; b < n / 32; b++, p += 22) dec_q5(p + 2, p + 6, rd_f16(p), 0.0f, 0, dst + b * 32);
+        return DRIFT_OK;
+    case GGUF_DT_Q5_1:
+        for (uint64_t b = 0; b < n / 32; b++, p += 24) dec_q5(p + 4, p + 8, rd_f16(p), rd_f16(p + 2), 1, dst + b * 32);
+        return DRIFT_OK;
     case GGUF_DT_Q4_K:
         for (uint64_t b = 0; b < n / 256; b++, p += 144) dec_q4_k(p, dst + b * 256);
         return DRIFT_OK;
@@ -740,7 +785,7 @@ drift_status gguf_tensor_to_f32(const gguf_tensor *t, uint64_t first, uint64_t n
         return DRIFT_OK;
     default:
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
-                               "tensor '%s': type %s is not decoded by this engine (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K are)",
+                               "tensor '%s': type %s is not decoded by this engine (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K are)",
                                t->name, gguf_dtype_name(t->type));
     }
 }

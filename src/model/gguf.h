@@ -51,9 +51,9 @@ typedef enum gguf_dtype {
     GGUF_DT_F32 = 0,   /* decoded */
     GGUF_DT_F16 = 1,   /* decoded */
     GGUF_DT_Q4_0 = 2,  /* decoded: block 32 = f16 d + 16 bytes of nibbles, x = (q - 8) * d */
-    GGUF_DT_Q4_1 = 3,
-    GGUF_DT_Q5_0 = 6,
-    GGUF_DT_Q5_1 = 7,
+    GGUF_DT_Q4_1 = 3,  /* decoded (to f32 at load, as the k-quants) */
+    GGUF_DT_Q5_0 = 6,  /* decoded */
+    GGUF_DT_Q5_1 = 7,  /* decoded */
     GGUF_DT_Q8_0 = 8,  /* decoded: block 32 = f16 d + 32 int8, x = q * d */
     GGUF_DT_Q8_1 = 9,
     GGUF_DT_Q2_K = 10,

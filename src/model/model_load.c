@@ -42,7 +42,7 @@ static drift_status dtype_of(const gguf_tensor *t, drift_dtype *d, drift_error *
     case GGUF_DT_Q8_0: *d = DRIFT_DTYPE_Q8_0; return DRIFT_OK;
     case GGUF_DT_Q4_0: *d = DRIFT_DTYPE_Q4_0; return DRIFT_OK;
     default:
-        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "tensor '%s': type %s not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K are)",
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "tensor '%s': type %s not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K are)",
                                t->name, gguf_dtype_name(t->type));
     }
 }
@@ -60,13 +60,16 @@ static int keeps_16bit(const drift_numeric_profile *p, drift_dtype src) {
 }
 
 /* Wraps rows x cols of data in the tensor's format and converts to the profile.
- * k-quants (which the kernels have no format for) are decoded to f32 first and
+ * Q4_1, Q5_0, Q5_1 and the k-quants (which the kernels have no format for;
+ * llama-quantize's Q4_K_M mixes Q5_0 into MoE experts whose rows are no
+ * multiple of 256) are decoded to f32 first and
  * quantized to the profile's weight format (f32 when it says native). */
 static drift_status mat_from(const drift_model *m, const gguf_tensor *t, const void *data, int64_t rows, int64_t cols,
                              num_qmat *out, drift_error *err) {
     drift_dtype d = DRIFT_DTYPE_F32;
     num_qmat src;
-    if (t->type == GGUF_DT_Q4_K || t->type == GGUF_DT_Q5_K || t->type == GGUF_DT_Q6_K) {
+    if (t->type == GGUF_DT_Q4_1 || t->type == GGUF_DT_Q5_0 || t->type == GGUF_DT_Q5_1 || t->type == GGUF_DT_Q4_K ||
+        t->type == GGUF_DT_Q5_K || t->type == GGUF_DT_Q6_K) {
         uint32_t be, bb;
         gguf_dtype_info(t->type, &be, &bb);
         uint64_t first = (uint64_t)((const uint8_t *)data - (const uint8_t *)t->data) / bb * be, n = (uint64_t)rows * (uint64_t)cols;

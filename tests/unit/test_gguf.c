@@ -241,6 +241,59 @@ static void test_kquants(void **state) {
     free(p);
 }
 
+/* Q4_1, Q5_0, Q5_1 blocks built by hand; expected values from ggml's layout
+ * (element j < 16: low nibble of qs[j], j + 16: its high nibble; the fifth
+ * bit of element i is bit i of qh as a little-endian u32) */
+static void test_legacy_quants(void **state) {
+    (void)state;
+    uint8_t q41[20] = {0}, q50[22] = {0}, q51[24] = {0};
+    uint16_t half = 0x3800, one = 0x3c00, m_neg3 = 0xc200; /* 0.5, 1, -3 */
+    memcpy(q41, &half, 2);
+    memcpy(q41 + 2, &m_neg3, 2);
+    q41[4 + 0] = 0xA3;  /* element 0: 3, element 16: 10 */
+    q41[4 + 15] = 0x0F; /* element 15: 15, element 31: 0 */
+    memcpy(q50, &half, 2);
+    q50[2] = 0x01;      /* qh bit 0: element 0's fifth bit */
+    q50[4] = 0x80;      /* qh bit 23: element 23's fifth bit */
+    q50[6 + 0] = 0x52;  /* element 0: 2 | 16 = 18, element 16: 5 */
+    q50[6 + 7] = 0xF0;  /* element 7: 0, element 23: 15 | 16 = 31 */
+    memcpy(q51, &one, 2);
+    memcpy(q51 + 2, &m_neg3, 2);
+    q51[4 + 3] = 0x80;  /* qh bit 31: element 31's fifth bit */
+    q51[8 + 15] = 0x71; /* element 15: 1, element 31: 7 | 16 = 23 */
+    gguf_writer *w = gguf_writer_new();
+    uint64_t ne[1] = {32};
+    gguf_writer_add_tensor(w, "q41", GGUF_DT_Q4_1, 1, ne, q41, sizeof q41);
+    gguf_writer_add_tensor(w, "q50", GGUF_DT_Q5_0, 1, ne, q50, sizeof q50);
+    gguf_writer_add_tensor(w, "q51", GGUF_DT_Q5_1, 1, ne, q51, sizeof q51);
+    uint8_t *p;
+    size_t len;
+    drift_error err;
+    assert_int_equal(gguf_writer_to_memory(w, &p, &len, &err), DRIFT_OK);
+    gguf_writer_free(w);
+    gguf_file *f;
+    assert_int_equal(gguf_open_memory(p, len, &f, &err), DRIFT_OK);
+    float y[32];
+    assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "q41"), 0, 32, y, &err), DRIFT_OK);
+    assert_true(y[0] == -1.5f);   /* 3 * 0.5 - 3 */
+    assert_true(y[16] == 2.0f);   /* 10 * 0.5 - 3 */
+    assert_true(y[15] == 4.5f);   /* 15 * 0.5 - 3 */
+    assert_true(y[31] == -3.0f);
+    assert_true(y[1] == -3.0f);
+    assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "q50"), 0, 32, y, &err), DRIFT_OK);
+    assert_true(y[0] == 1.0f);    /* (18 - 16) * 0.5 */
+    assert_true(y[16] == -5.5f);  /* (5 - 16) * 0.5 */
+    assert_true(y[7] == -8.0f);   /* (0 - 16) * 0.5 */
+    assert_true(y[23] == 7.5f);   /* (31 - 16) * 0.5 */
+    assert_true(y[1] == -8.0f);
+    assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "q51"), 0, 32, y, &err), DRIFT_OK);
+    assert_true(y[15] == -2.0f);  /* 1 * 1 - 3 */
+    assert_true(y[31] == 20.0f);  /* 23 * 1 - 3 */
+    assert_true(y[0] == -3.0f);
+    gguf_close(f);
+    free(p);
+}
+
 static void test_every_truncation(void **state) {
     (void)state;
     size_t len;
@@ -443,7 +496,8 @@ static void test_file_io(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_half_conversions), cmocka_unit_test(test_kquants), cmocka_unit_test(test_every_truncation),
+        cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_half_conversions), cmocka_unit_test(test_kquants),
+        cmocka_unit_test(test_legacy_quants), cmocka_unit_test(test_every_truncation),
         cmocka_unit_test(test_random_flips), cmocka_unit_test(test_bad_files),        cmocka_unit_test(test_file_io),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

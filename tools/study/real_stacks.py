@@ -34,10 +34,9 @@ import os
 import sys
 
 QUANTS = [("q8_0", "Q8_0"), ("q4_0", "Q4_0"), ("q4_k_m", "Q4_K_M")]
-# the tensor types the embedded engine reads (src/model/gguf.c); llama-quantize
-# may mix in others (its Q4_K_M keeps Q5_0 for MoE experts whose rows are no
-# multiple of 256), and a file with one of them is left out of the engine
-ENGINE_TYPES = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K"}
+# the tensor types the embedded engine reads (src/model/gguf.c); a file that
+# llama-quantize mixed another one into is left out of the engine
+ENGINE_TYPES = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}
 
 
 def engine_unreadable(path):
