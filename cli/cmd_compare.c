@@ -3,7 +3,9 @@
  * and `measure` (cli_parse_compare_option). `compare --sequential` replays
  * the stored pairs in a seeded random order through the sequential gate
  * (drift_compare_sequential) and reports where each workload would have
- * stopped; its flags (--sequential, --alpha, --seed) are compare's own. */
+ * stopped; its flags (--sequential, --alpha, --seed) are compare's own.
+ * So are --evaluator NAME (one evaluator's scores of imported runs) and
+ * --kl [--kl-limit N] (teacher-forced token KL of two embedded stacks). */
 #include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
@@ -36,6 +38,20 @@ static const char compare_usage[] =
     "workload how well it ranked the flips: ROC AUC and precision at the top\n"
     "10% with bootstrap 95% intervals (text, json, markdown).\n"
     "  --no-risk            skip it (compare then reads no answer)\n"
+    "\n"
+    "  --evaluator NAME     use only this evaluator's scores (default: each answer's\n"
+    "                       latest). Imported runs carry two: the tool's own verdict\n"
+    "                       (\"lm_eval:exact_match,strict-match\", \"promptfoo\") and\n"
+    "                       DriftBench's (\"math\", \"code-pass@1\"); a name a run\n"
+    "                       lacks is an error listing the ones it has\n"
+    "  --kl                 token-level divergence of the two stacks, teacher-forced:\n"
+    "                       the target reads the baseline's answers; per workload the\n"
+    "                       mean KL(baseline||target), the share of positions with the\n"
+    "                       same top-1 token and where the top-1 tokens first part\n"
+    "                       (text, json, markdown). Embedded runs only: for an HTTP\n"
+    "                       run one line says why it is not computed\n"
+    "  --kl-limit N         with --kl: a seeded sample of N prompts per workload\n"
+    "                       (default: all answered prompts)\n"
     "\n"
     "Sequential gate (a replay of the stored pairs):\n"
     "  --sequential         ask the pairs in a seeded random order and stop each\n"
@@ -126,18 +142,20 @@ static int do_github(drift_store *st, const char *base, const char *targ, const 
 }
 
 static int cmd_compare(int argc, char **argv) {
-    enum { O_BASE = 300, O_SEQ, O_ALPHA, O_SEQSEED, O_NORISK = 320 };
+    enum { O_BASE = 300, O_SEQ, O_ALPHA, O_SEQSEED, O_NORISK = 320, O_EVAL, O_KL, O_KLLIMIT };
     static const struct option longopts[] = {
         {"db", required_argument, 0, OPT_DB}, {"baseline", required_argument, 0, O_BASE},
         {"target", required_argument, 0, OPT_TARGET}, COMPARE_LONG_OPTIONS,
         {"sequential", no_argument, 0, O_SEQ}, {"alpha", required_argument, 0, O_ALPHA},
         {"seed", required_argument, 0, O_SEQSEED}, {"no-risk", no_argument, 0, O_NORISK},
+        {"evaluator", required_argument, 0, O_EVAL}, {"kl", no_argument, 0, O_KL},
+        {"kl-limit", required_argument, 0, O_KLLIMIT},
         {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
     const char *db = NULL, *base = NULL, *targ = NULL;
     cli_compare_args c;
     cli_compare_args_default(&c);
     drift_error err = {0};
-    int opt, sequential = 0, seq_flags = 0;
+    int opt, sequential = 0, seq_flags = 0, kl_limit = 0;
     double alpha = 0.05;
     long seed = 42;
     optind = 1;
@@ -152,6 +170,18 @@ static int cmd_compare(int argc, char **argv) {
         case OPT_TARGET: targ = optarg; break;
         case O_SEQ: sequential = 1; break;
         case O_NORISK: c.opts.risk = 0; break;
+        case O_EVAL:
+            if (!*optarg) return cli_error("compare", "--evaluator needs a name (see --help)");
+            c.opts.evaluator = optarg;
+            break;
+        case O_KL: c.opts.kl = 1; break;
+        case O_KLLIMIT: {
+            long v;
+            if (cli_parse_int("compare", "--kl-limit", optarg, 1, 100000000L, &v)) return CLI_EXIT_ERROR;
+            c.opts.kl_limit = (size_t)v;
+            kl_limit = 1;
+            break;
+        }
         case O_ALPHA:
             if (cli_parse_double("compare", "--alpha", optarg, 1e-9, 0.5, &alpha)) return CLI_EXIT_ERROR;
             seq_flags = 1;
@@ -168,6 +198,7 @@ static int cmd_compare(int argc, char **argv) {
     if (optind < argc) return cli_error("compare", "unexpected argument '%s'", argv[optind]);
     if (!db || !base || !targ) return cli_error("compare", "--db, --baseline and --target are required (see --help)");
     if (seq_flags && !sequential) return cli_error("compare", "--alpha and --seed go with --sequential");
+    if (kl_limit && !c.opts.kl) return cli_error("compare", "--kl-limit goes with --kl");
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
     int rc = sequential                       ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)

@@ -136,7 +136,24 @@ typedef struct drift_comparison {
     drift_sandbox_use sandboxes[DRIFT_COMPARE_MAX_SANDBOXES];
     size_t n_sandboxes;
     int risk_state;                /* drift_risk_state */
+    /* Answers (prompt x replicate) of one run with no counterpart in the
+     * other (runs over different document sets, e.g. imports made with
+     * --partial): left out of every count above. Within opts->only_workload. */
+    long unpaired_baseline, unpaired_target;
+    const char *evaluator;         /* opts->evaluator (owned by the comparison), or NULL: latest score */
+    /* Teacher-forced token divergence (opts->kl): kl_state says whether it
+     * was computed; kl is the report (owned by the comparison) when
+     * DRIFT_KL_DONE; kl_note says why not when DRIFT_KL_UNSUPPORTED. */
+    int kl_state;                  /* drift_kl_state */
+    const struct drift_tokdiv_report *kl;
+    char kl_note[256];
 } drift_comparison;
+
+typedef enum drift_kl_state {
+    DRIFT_KL_OFF = 0,              /* not asked (opts.kl = 0) */
+    DRIFT_KL_UNSUPPORTED = 1,      /* a run is not an embedded stack: kl_note says which */
+    DRIFT_KL_DONE = 2              /* kl holds the report */
+} drift_kl_state;
 
 /* Whether a comparison has per-prompt flip risk. */
 typedef enum drift_risk_state {
@@ -160,6 +177,13 @@ typedef struct drift_compare_opts {
     const char *embedder;            /* embedding name for chat SDR; NULL = any stored */
     int risk;                        /* 1 (default): per-prompt flip risk when the baseline run was
                                       * asked for logprobs (its decoding's "logprobs" > 0); 0: skip */
+    const char *evaluator;           /* NULL (default): each answer's latest score; else only the scores
+                                      * of this evaluator (an imported run's "promptfoo" or
+                                      * "lm_eval:<metric>,<filter>" beside our "math", ...) */
+    int kl;                          /* 1: also teacher-forced token KL of the two stacks
+                                      * (drift_tokdiv_runs); 0 (default): skip */
+    size_t kl_limit;                 /* prompts per workload for kl, a seeded sample; 0 = all */
+    uint64_t kl_seed;                /* the sample's seed (default 1) */
 } drift_compare_opts;
 
 /* Defaults: budgets safety 1%, code 0.5%, others none; SDR 0.30; risk on. */
@@ -167,7 +191,14 @@ DRIFT_API void drift_compare_opts_default(drift_compare_opts *o);
 /* Parses "math=1,safety=0.5" (percent) into o->budget. */
 DRIFT_API drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec, drift_error *err);
 
-/* Pairs the two runs (see compare.c). With opts->risk, when the baseline
+/* Pairs the two runs (see compare.c). With opts->evaluator, each run's
+ * scores by that evaluator only (drift_store_load_scored_evaluator); a run
+ * it scored nothing of is DRIFT_ERR_NOT_FOUND naming the run and the
+ * evaluators it has. With opts->kl, the target stack teacher-forced over
+ * the baseline's answers (drift_tokdiv_runs, opts->kl_limit prompts per
+ * workload): kl_state DRIFT_KL_DONE, or DRIFT_KL_UNSUPPORTED with kl_note
+ * when a run is not embedded (not an error); other failures of it are.
+ * With opts->risk, when the baseline
  * run was asked for logprobs, also reads each counted pair's baseline
  * answer and scores its flip risk (drift_risk_features_for +
  * drift_risk_score_for; risk_state DRIFT_RISK_DONE, or NO_LOGPROBS when no

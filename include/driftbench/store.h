@@ -173,6 +173,14 @@ typedef struct drift_scored_set {
  * one response; rewriting a score makes it the latest. */
 DRIFT_API drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scored_set *out,
                                                drift_error *err);
+/* drift_store_load_scored keeping only the scores by `evaluator` (its
+ * latest one per response; other evaluators' scores are ignored, so a
+ * response it did not score has no label). NULL evaluator: the same as
+ * drift_store_load_scored. When the evaluator scored no response of the
+ * run: DRIFT_ERR_NOT_FOUND whose message names the evaluators that did
+ * ("none" when nothing is scored); *out is then empty. */
+DRIFT_API drift_status drift_store_load_scored_evaluator(drift_store *st, int64_t run_id, const char *evaluator,
+                                                         drift_scored_set *out, drift_error *err);
 /* Frees what s holds and empties it. */
 DRIFT_API void drift_scored_set_clear(drift_scored_set *s);
 

@@ -41,7 +41,13 @@
  * Code sandboxes: when code pairs are present, drift_store_detail_counts
  * counts per run the "sandbox" value of the score details (the latest score
  * of each answered code response, PASS or FAIL), so a report can say which
- * isolation judged the code answers and flag a weak one. */
+ * isolation judged the code answers and flag a weak one.
+ * Evaluator (opts->evaluator): both sets are loaded with only that
+ * evaluator's scores (an imported run holds the tool's verdict and ours).
+ * Unpaired answers: the merge pass counts the rows of each side that found
+ * no counterpart, so runs over different document sets say so.
+ * Token KL (opts->kl): drift_tokdiv_runs over the two runs; an HTTP run
+ * makes it DRIFT_KL_UNSUPPORTED with the library's reason, not an error. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -49,6 +55,7 @@
 #include <string.h>
 
 #include "driftbench/compare.h"
+#include "driftbench/divergence.h"
 #include "driftbench/eval.h"
 #include "util/util.h"
 
@@ -58,6 +65,8 @@ typedef struct cmp_owner {
     drift_comparison c;    /* first: the public part */
     drift_scored_set base, targ;
     char *embedder;        /* the embedder chat SDR used */
+    char *evaluator;       /* opts->evaluator, copied */
+    drift_tokdiv_report kl;
 } cmp_owner;
 
 void drift_compare_opts_default(drift_compare_opts *o) {
@@ -69,6 +78,7 @@ void drift_compare_opts_default(drift_compare_opts *o) {
     o->sdr_threshold = 0.30;
     o->embedder = NULL;
     o->risk = 1;
+    o->kl_seed = 1;
 }
 
 /* See compare.h. "math=1,safety=0.5%,code=none": percentages; "none"/"off"
@@ -185,6 +195,8 @@ void drift_comparison_free(drift_comparison *c) {
     drift_scored_set_clear(&o->base);
     drift_scored_set_clear(&o->targ);
     free(o->embedder);
+    free(o->evaluator);
+    drift_tokdiv_report_clear(&o->kl);
     free(o);
 }
 
@@ -405,6 +417,43 @@ static drift_status compute_risk(drift_store *st, drift_comparison *c, drift_err
     return rc;
 }
 
+/* 1 when a row of workload wl is inside the comparison (opts->only_workload). */
+static int wl_wanted(const drift_compare_opts *opts, drift_workload wl) {
+    if (wl < 0 || wl >= DRIFT_WL_COUNT) return 0;
+    return opts->only_workload == DRIFT_WL_UNKNOWN || wl == (drift_workload)opts->only_workload;
+}
+
+/* Teacher-forced token KL of the two runs (see the top), over the
+ * comparison's workloads. */
+static drift_status compute_kl(drift_store *st, cmp_owner *o, const char *base, const char *targ,
+                               const drift_compare_opts *opts, drift_error *err) {
+    drift_comparison *c = &o->c;
+    drift_tokdiv_opts to;
+    drift_tokdiv_opts_default(&to);
+    to.limit = opts->kl_limit;
+    to.seed = opts->kl_seed;
+    if (opts->only_workload != DRIFT_WL_UNKNOWN) to.workloads = 1u << opts->only_workload;
+    drift_error e = {0};
+    drift_status rc = drift_tokdiv_runs(st, base, targ, &to, &o->kl, &e);
+    if (rc == DRIFT_ERR_UNSUPPORTED) {
+        drift_tokdiv_report_clear(&o->kl);
+        c->kl_state = DRIFT_KL_UNSUPPORTED;
+        snprintf(c->kl_note, sizeof c->kl_note, "%s", e.msg);
+        return DRIFT_OK;
+    }
+    if (rc) {
+        drift_tokdiv_report_clear(&o->kl);
+        if (err) {
+            *err = e;
+            drift_error_prefix(err, "token KL: ");
+        }
+        return rc;
+    }
+    c->kl_state = DRIFT_KL_DONE;
+    c->kl = &o->kl;
+    return DRIFT_OK;
+}
+
 /* See compare.h. */
 drift_status drift_compare_runs(drift_store *st, const char *baseline_label, const char *target_label,
                                 const drift_compare_opts *opts, drift_comparison **out, drift_error *err) {
@@ -423,8 +472,14 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     drift_comparison *c = &o->c;
     drift_status rc = drift_store_run_get(st, baseline_label, &c->baseline, err);
     if (!rc) rc = drift_store_run_get(st, target_label, &c->target, err);
-    if (!rc) rc = drift_store_load_scored(st, c->baseline.id, &o->base, err);
-    if (!rc) rc = drift_store_load_scored(st, c->target.id, &o->targ, err);
+    if (!rc && opts->evaluator) {
+        c->evaluator = o->evaluator = util_strdup(opts->evaluator);
+        if (!o->evaluator) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    if (!rc && (rc = drift_store_load_scored_evaluator(st, c->baseline.id, opts->evaluator, &o->base, err)))
+        drift_error_prefix(err, "baseline \"%s\": ", baseline_label);
+    if (!rc && (rc = drift_store_load_scored_evaluator(st, c->target.id, opts->evaluator, &o->targ, err)))
+        drift_error_prefix(err, "target \"%s\": ", target_label);
     drift_embedding_set emb = {0};
     const char *embedder = NULL;
     if (!rc) {
@@ -460,10 +515,13 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         const drift_scored *b = &B[i], *t = &T[j];
         if (b->prompt_rowid != t->prompt_rowid || b->replicate != t->replicate) {
             if (b->prompt_rowid < t->prompt_rowid ||
-                (b->prompt_rowid == t->prompt_rowid && b->replicate < t->replicate))
+                (b->prompt_rowid == t->prompt_rowid && b->replicate < t->replicate)) {
+                c->unpaired_baseline += wl_wanted(opts, b->workload);
                 i++;
-            else
+            } else {
+                c->unpaired_target += wl_wanted(opts, t->workload);
                 j++;
+            }
             continue;
         }
         i++;
@@ -512,6 +570,8 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
             if (add_flip(w, &cap[wl], b, t, dir, NAN)) goto nomem;
         }
     }
+    for (; i < o->base.n; i++) c->unpaired_baseline += wl_wanted(opts, B[i].workload);
+    for (; j < o->targ.n; j++) c->unpaired_target += wl_wanted(opts, T[j].workload);
     drift_embedding_set_clear(&emb);
     if (pairs == 0) {
         drift_status e = drift_error_set(err, DRIFT_ERR_INVALID,
@@ -536,6 +596,10 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         return rc;
     }
     if (opts->risk && (rc = compute_risk(st, c, err)) != DRIFT_OK) {
+        drift_comparison_free(c);
+        return rc;
+    }
+    if (opts->kl && (rc = compute_kl(st, o, baseline_label, target_label, opts, err)) != DRIFT_OK) {
         drift_comparison_free(c);
         return rc;
     }

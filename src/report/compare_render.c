@@ -28,13 +28,24 @@
  * isolation judged the code answers of each run and warn when one is
  * weaker than bubblewrap; JSON adds "sandbox" to the code workload:
  * [{"mechanism":..,"baseline":N,"target":N,"weak":bool}, ...].
- * Only workloads with pairs (present[]) are shown. */
+ * Only workloads with pairs (present[]) are shown.
+ * Scores of one evaluator (c->evaluator), unpaired answers (runs over
+ * different document sets) and teacher-forced token KL (c->kl_state):
+ * text and markdown say them in a line or a table; JSON adds the keys
+ * "evaluator", "unpaired" {baseline, target} and "token_kl" only when they
+ * apply, so a plain comparison keeps the contract's key set (unpaired
+ * answers are said when a run is an import: show_unpaired). Token KL per
+ * workload: prompts scored, positions, mean KL with its standard error,
+ * the share of positions whose top-1 tokens agree, and the prompts whose
+ * top-1 tokens part somewhere with the median and earliest answer token
+ * where they first do. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "driftbench/divergence.h"
 #include "driftbench/report.h"
 #include "report/report_internal.h"
 #include "util/util.h"
@@ -297,6 +308,191 @@ static void risk_text(util_buf *b, const drift_comparison *c) {
         if (c->present[k]) risk_line(b, &c->wl[k], "  ");
 }
 
+/* ---- evaluator, unpaired answers, token KL (shared by the formats) ---- */
+
+static void md_cell(util_buf *b, const char *s);
+
+/* One workload's (or, with wl < 0, every workload's) first top-1
+ * disagreements over the prompts of a token-KL report. */
+typedef struct kl_first {
+    size_t prompts;            /* prompts with figures */
+    size_t skipped;            /* prompts with an error */
+    size_t parted;             /* prompts whose top-1 tokens differ somewhere */
+    double median;             /* median answer index of the first difference; NAN when none */
+    int earliest;              /* smallest; -1 when none */
+} kl_first;
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static void kl_first_fill(const drift_tokdiv_report *r, int wl, kl_first *f) {
+    memset(f, 0, sizeof *f);
+    f->median = NAN;
+    f->earliest = -1;
+    int *at = malloc((r->n_prompts + 1) * sizeof *at);
+    for (size_t i = 0; i < r->n_prompts; i++) {
+        const drift_tokdiv_prompt *p = &r->prompts[i];
+        if (wl >= 0 && (int)p->workload != wl) continue;
+        if (p->error) {
+            f->skipped++;
+            continue;
+        }
+        f->prompts++;
+        if (p->first_diff < 0) continue;
+        if (at) at[f->parted] = p->first_diff;
+        f->parted++;
+    }
+    if (at && f->parted) {
+        qsort(at, f->parted, sizeof *at, cmp_int);
+        size_t m = f->parted / 2;
+        f->median = f->parted % 2 ? at[m] : 0.5 * (at[m - 1] + at[m]);
+        f->earliest = at[0];
+    }
+    free(at);
+}
+
+/* "0.001234 ±0.000050" or "-". */
+static void kl_cell(char *out, size_t cap, const drift_tokdiv_summary *s) {
+    if (isnan(s->kl_mean)) snprintf(out, cap, "-");
+    else if (isnan(s->kl_se)) snprintf(out, cap, "%.6f", s->kl_mean);
+    else snprintf(out, cap, "%.6f \xC2\xB1%.6f", s->kl_mean, s->kl_se);
+}
+
+static void top1_cell(char *out, size_t cap, const drift_tokdiv_summary *s) {
+    if (isnan(s->same_top)) snprintf(out, cap, "-");
+    else snprintf(out, cap, "%.2f%%", 100 * s->same_top);
+}
+
+/* "3 of 4 (median token 7, earliest 2)" */
+static void first_cell(char *out, size_t cap, const kl_first *f) {
+    if (!f->parted) snprintf(out, cap, "0 of %zu", f->prompts);
+    else snprintf(out, cap, "%zu of %zu (median token %.1f, earliest %d)", f->parted, f->prompts, f->median, f->earliest);
+}
+
+static void kl_intro(util_buf *b, const drift_tokdiv_report *r) {
+    buf_puts(b, "token KL(baseline||target), teacher-forced: the target stack reads the baseline's answers; ");
+    if (r->limit) buf_printf(b, "%zu prompts per workload (seed %llu)", r->limit, (unsigned long long)r->seed);
+    else buf_puts(b, "every answered prompt");
+    if (r->n_skipped) buf_printf(b, "; %zu prompt(s) skipped (too long, empty answer)", r->n_skipped);
+}
+
+static void kl_text(util_buf *b, const drift_comparison *c) {
+    if (c->kl_state == DRIFT_KL_UNSUPPORTED) {
+        buf_printf(b, "token KL: not computed: %s\n", c->kl_note);
+        return;
+    }
+    if (c->kl_state != DRIFT_KL_DONE || !c->kl) return;
+    const drift_tokdiv_report *r = c->kl;
+    kl_intro(b, r);
+    buf_puts(b, ":\n");
+    buf_printf(b, "  %-13s %7s %9s  %-22s %10s  %s\n", "workload", "prompts", "positions", "mean KL (nats, \xC2\xB1se)",
+               "same top-1", "prompts whose top-1 parts (first at)");
+    for (int k = 0; k <= DRIFT_WL_COUNT; k++) {
+        int overall = k == DRIFT_WL_COUNT;
+        if (!overall && !r->present[k]) continue;
+        const drift_tokdiv_summary *sm = overall ? &r->overall : &r->wl[k];
+        kl_first f;
+        kl_first_fill(r, overall ? -1 : k, &f);
+        char kl[64], top[16], first[96];
+        kl_cell(kl, sizeof kl, sm);
+        top1_cell(top, sizeof top, sm);
+        first_cell(first, sizeof first, &f);
+        buf_printf(b, "  %-13s %7zu %9zu  %-23s %10s  %s\n", overall ? "all" : drift_workload_name((drift_workload)k),
+                   f.prompts, sm->n, kl, top, first);
+    }
+}
+
+/* Unpaired answers are said when either run was imported (its target
+ * "import:..."): imports of one task may cover different documents
+ * (--partial). Runs of our own keep the contract's output. */
+static int show_unpaired(const drift_comparison *c) {
+    if (!c->unpaired_baseline && !c->unpaired_target) return 0;
+    const char *t[2] = {c->baseline.target, c->target.target};
+    for (int i = 0; i < 2; i++)
+        if (t[i] && !strncmp(t[i], "import:", 7)) return 1;
+    return 0;
+}
+
+static void evaluator_text(util_buf *b, const drift_comparison *c) {
+    if (c->evaluator) buf_printf(b, "scores: evaluator \"%s\" only (--evaluator)\n", c->evaluator);
+    if (show_unpaired(c))
+        buf_printf(b, "unpaired: %ld baseline and %ld target answer(s) have no counterpart in the other run "
+                      "(different document sets): left out\n",
+                   c->unpaired_baseline, c->unpaired_target);
+}
+
+static json_t *real_or_null(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
+
+static json_t *kl_summary_json(const drift_tokdiv_report *r, int wl, const drift_tokdiv_summary *sm) {
+    kl_first f;
+    kl_first_fill(r, wl, &f);
+    return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "prompts", (json_int_t)f.prompts,
+                     "skipped", (json_int_t)f.skipped, "positions", (json_int_t)sm->n, "kl_mean", real_or_null(sm->kl_mean),
+                     "kl_se", real_or_null(sm->kl_se), "kl_p99", real_or_null(sm->kl_p99), "kl_max",
+                     real_or_null(sm->kl_max), "same_top", real_or_null(sm->same_top), "prompts_top1_parted",
+                     (json_int_t)f.parted, "first_diff_median", real_or_null(f.median), "first_diff_min",
+                     f.earliest < 0 ? json_null() : json_integer(f.earliest));
+}
+
+/* Adds "evaluator", "unpaired" and "token_kl" to root when they apply. */
+static void extras_json(json_t *root, const drift_comparison *c) {
+    if (c->evaluator) json_object_set_new(root, "evaluator", json_string(c->evaluator));
+    if (show_unpaired(c))
+        json_object_set_new(root, "unpaired", json_pack("{s:I, s:I}", "baseline", (json_int_t)c->unpaired_baseline,
+                                                        "target", (json_int_t)c->unpaired_target));
+    if (c->kl_state == DRIFT_KL_UNSUPPORTED)
+        json_object_set_new(root, "token_kl", json_pack("{s:s}", "unavailable", c->kl_note));
+    if (c->kl_state != DRIFT_KL_DONE || !c->kl) return;
+    const drift_tokdiv_report *r = c->kl;
+    json_t *wls = json_object();
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (r->present[k]) json_object_set_new(wls, drift_workload_name((drift_workload)k), kl_summary_json(r, k, &r->wl[k]));
+    json_object_set_new(root, "token_kl",
+                        json_pack("{s:I, s:I, s:o, s:o}", "limit", (json_int_t)r->limit, "seed", (json_int_t)r->seed,
+                                  "overall", kl_summary_json(r, -1, &r->overall), "workloads", wls));
+}
+
+static void kl_markdown(util_buf *b, const drift_comparison *c) {
+    if (c->evaluator) {
+        buf_puts(b, "Scores of evaluator `");
+        md_cell(b, c->evaluator);
+        buf_puts(b, "` only.\n");
+    }
+    if (show_unpaired(c))
+        buf_printf(b, "Unpaired: %ld baseline and %ld target answer(s) have no counterpart in the other run "
+                      "(left out).\n",
+                   c->unpaired_baseline, c->unpaired_target);
+    if (c->kl_state == DRIFT_KL_UNSUPPORTED) {
+        buf_puts(b, "\nToken KL: not computed: ");
+        md_cell(b, c->kl_note);
+        buf_puts(b, ".\n");
+    }
+    if (c->kl_state != DRIFT_KL_DONE || !c->kl) return;
+    const drift_tokdiv_report *r = c->kl;
+    buf_puts(b, "\n**Token KL** ");
+    util_buf intro = {0};
+    kl_intro(&intro, r);
+    if (intro.data) buf_printf(b, "(%s)", intro.data);
+    buf_free(&intro);
+    buf_puts(b, ":\n\n| workload | prompts | positions | mean KL (nats) | same top-1 | top-1 parts (first at) |\n"
+                "|---|--:|--:|--:|--:|---|\n");
+    for (int k = 0; k <= DRIFT_WL_COUNT; k++) {
+        int overall = k == DRIFT_WL_COUNT;
+        if (!overall && !r->present[k]) continue;
+        const drift_tokdiv_summary *sm = overall ? &r->overall : &r->wl[k];
+        kl_first f;
+        kl_first_fill(r, overall ? -1 : k, &f);
+        char kl[64], top[16], first[96];
+        kl_cell(kl, sizeof kl, sm);
+        top1_cell(top, sizeof top, sm);
+        first_cell(first, sizeof first, &f);
+        buf_printf(b, "| %s | %zu | %zu | %s | %s | %s |\n", overall ? "**all**" : drift_workload_name((drift_workload)k),
+                   f.prompts, sm->n, kl, top, first);
+    }
+}
+
 /* ---- text ---- */
 
 static void render_text(const drift_comparison *c, const drift_comparison_details *d, util_buf *b) {
@@ -359,6 +555,8 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
     }
     sandbox_text(b, c);
     risk_text(b, c);
+    kl_text(b, c);
+    evaluator_text(b, c);
     long unscored = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
         if (c->present[k] && k != DRIFT_WL_CHAT) unscored += c->wl[k].unscored;
@@ -546,6 +744,7 @@ static drift_status render_json(const drift_comparison *c, const drift_compariso
     /* risk keys only when computed: a baseline without logprobs keeps the contract's key set */
     if (root && c->risk_state == DRIFT_RISK_DONE)
         json_object_set_new(root, "risk", json_pack("{s:i, s:i}", "resamples", DRIFT_RISK_RESAMPLES, "seed", DRIFT_RISK_SEED));
+    if (root) extras_json(root, c);
     char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(root);
     *out = s ? util_asprintf("%s\n", s) : NULL;
@@ -630,6 +829,7 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
                        r->n ? r->base_rate : 0.0, w->risk_unknown);
         }
     }
+    kl_markdown(b, c);
     int risk = c->risk_state == DRIFT_RISK_DONE;
     size_t total = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)

@@ -2,7 +2,11 @@
  * and the analyses (store.h).
  *
  *   load_scored          every response of a run with its latest score, from
- *                        two covering indexes (see store.c's top)
+ *                        two covering indexes (see store.c's top); the
+ *                        _evaluator form keeps only one evaluator's scores
+ *                        (an imported run carries the tool's verdict and
+ *                        ours side by side), and when that evaluator scored
+ *                        nothing of the run, names the ones that did
  *   scan_pending         the score stage's chunks: answers without a score,
  *                        or whose latest score is an evaluator error, read in
  *                        (prompt_rowid, replicate) order by keyset pagination
@@ -149,8 +153,10 @@ static void id_index_free(id_index *ix) {
  *      (response_id, id) order -> each score lands on its row; a later score
  *      of the same response overwrites an earlier one, so the latest wins.
  * Scores of other runs inside the id range are read and skipped. */
-drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scored_set *out, drift_error *err) {
+static drift_status load_scored(drift_store *st, int64_t run_id, const char *evaluator, size_t *n_matched,
+                                drift_scored_set *out, drift_error *err) {
     memset(out, 0, sizeof *out);
+    *n_matched = 0;
     /* Row count first so the array is allocated once. */
     sqlite3_stmt *c = store_stmt_prepare(st, "SELECT count(*) FROM responses INDEXED BY responses_scan WHERE run_id=?", err);
     if (!c) return err ? err->code : DRIFT_ERR_STORE;
@@ -224,16 +230,20 @@ drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scor
     if (n > 0) {
         if (id_index_build(&ix, rows, n)) goto nomem;
         s = store_stmt_prepare(st,
-                         "SELECT response_id, label, value, evaluator FROM scores INDEXED BY scores_latest "
-                         "WHERE response_id BETWEEN ? AND ? ORDER BY response_id, id",
+                         evaluator ? "SELECT response_id, label, value, evaluator FROM scores INDEXED BY scores_latest "
+                                     "WHERE response_id BETWEEN ? AND ? AND evaluator = ? ORDER BY response_id, id"
+                                   : "SELECT response_id, label, value, evaluator FROM scores INDEXED BY scores_latest "
+                                     "WHERE response_id BETWEEN ? AND ? ORDER BY response_id, id",
                          err);
         if (!s) goto fail;
         sqlite3_bind_int64(s, 1, ix.min_id);
         sqlite3_bind_int64(s, 2, ix.max_id);
+        if (evaluator) sqlite3_bind_text(s, 3, evaluator, -1, SQLITE_STATIC);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
             int32_t i = id_index_find(&ix, sqlite3_column_int64(s, 0));
             if (i < 0) continue; /* another run's response */
             drift_scored *d = &rows[i];
+            (*n_matched)++;
             d->label = sqlite3_column_int(s, 1);
             d->value = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
             d->evaluator = arena_col(&arena, s, 3, &last_eval, &oom);
@@ -259,6 +269,52 @@ fail:
     arena_free(arena);
     id_index_free(&ix);
     return err && err->code ? err->code : DRIFT_ERR_STORE;
+}
+
+drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scored_set *out, drift_error *err) {
+    size_t matched;
+    return load_scored(st, run_id, NULL, &matched, out, err);
+}
+
+/* The distinct evaluators that scored some response of run_id, as
+ * "a, b, c" (or "none") into buf. */
+static drift_status run_evaluators(drift_store *st, int64_t run_id, char *buf, size_t cap, drift_error *err) {
+    sqlite3_stmt *s = store_stmt_prepare(st,
+                                         "SELECT DISTINCT s.evaluator FROM responses r INDEXED BY responses_scan "
+                                         "JOIN scores s ON s.response_id = r.id WHERE r.run_id = ? ORDER BY 1",
+                                         err);
+    if (!s) return err ? err->code : DRIFT_ERR_STORE;
+    sqlite3_bind_int64(s, 1, run_id);
+    size_t len = 0;
+    int rc;
+    buf[0] = '\0';
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *e = (const char *)sqlite3_column_text(s, 0);
+        if (!e) continue;
+        int w = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", e);
+        if (w < 0 || (size_t)w >= cap - len) { /* cut: say so */
+            if (cap > 5) snprintf(buf + cap - 5, 5, " ...");
+            len = cap - 1;
+            break;
+        }
+        len += (size_t)w;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return store_db_error(st, err, "listing a run's evaluators");
+    if (!len) snprintf(buf, cap, "none");
+    return DRIFT_OK;
+}
+
+drift_status drift_store_load_scored_evaluator(drift_store *st, int64_t run_id, const char *evaluator,
+                                               drift_scored_set *out, drift_error *err) {
+    size_t matched = 0;
+    drift_status rc = load_scored(st, run_id, evaluator, &matched, out, err);
+    if (rc || !evaluator || matched > 0) return rc;
+    drift_scored_set_clear(out);
+    char names[1024];
+    if ((rc = run_evaluators(st, run_id, names, sizeof names, err)) != DRIFT_OK) return rc;
+    return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "run %lld has no score by evaluator \"%s\" (its evaluators: %s)",
+                           (long long)run_id, evaluator, names);
 }
 
 void drift_scored_set_clear(drift_scored_set *s) {
