@@ -20,8 +20,10 @@
  *
  * Server lifecycle faults (for the matrix's "server" start/stop tests):
  * --die-after N: once the N-th generation reply is sent, the process writes
- * "fakeserver: dying after N generation replies (--die-after)" to stderr and
- * exits with status 3 at once, connections in flight cut (a crashed server).
+ * "fakeserver: dying after N generation replies (--die-after)" to stderr,
+ * answers nothing more, and exits with status 3 0.3 s later (so clients can
+ * read the replies already sent), connections in flight cut (a crashed
+ * server).
  * --health-after S: GET /health answers 503 {"status":"loading"} during the
  * first S seconds (a model loading), 200 after. --never-healthy: /health is
  * always 503 (a server that never gets ready).
@@ -119,6 +121,7 @@ static int embed_dim = 16;
 static int quiet;
 static long max_requests;
 static long die_after;        /* --die-after: exit(3) after this many generation replies; 0 = never */
+static int dying;             /* set at the N-th reply: no further reply is sent */
 static double health_after_s; /* --health-after: /health is 503 before this many seconds */
 static int never_healthy;     /* --never-healthy: /health is always 503 */
 static struct timespec start_time;
@@ -922,6 +925,10 @@ static void *conn_main(void *arg) {
             count_served();
             break;
         }
+        if (__atomic_load_n(&dying, __ATOMIC_SEQ_CST)) { /* no reply after the N-th: the process is going */
+            free(r.body);
+            break;
+        }
         int rc = send_reply(fd, &r, !close_after);
         free(r.body);
         count_served();
@@ -931,8 +938,13 @@ static void *conn_main(void *arg) {
             long nrep = ++gen_replies;
             pthread_mutex_unlock(&mu);
             if (nrep >= die_after) {
+                __atomic_store_n(&dying, 1, __ATOMIC_SEQ_CST);
                 fprintf(stderr, "fakeserver: dying after %ld generation replies (--die-after)\n", nrep);
                 fflush(stderr);
+                /* let the clients read the replies sent: exiting at once
+                 * closes connections with unread requests by RST, which can
+                 * discard a reply already in the client's queue */
+                usleep(300 * 1000);
                 _exit(3);
             }
         }
