@@ -103,6 +103,7 @@ static int measure_run(drift_store *st, const cli_run_args *a, const char *side,
     o.select = a->select;
     o.select_user = a->select_user;
     o.seq_alpha = a->seq_alpha;
+    o.seq_budget = a->seq_budget;
     measure_watch w = {proc, 0};
     o.cancel = watch_cancel;
     o.cancel_user = &w;
@@ -184,6 +185,7 @@ static int measure_sequential(drift_store *st, cli_run_args *a, const char *bsta
     a->select = seq_select;
     a->select_user = &q;
     a->seq_alpha = alpha;
+    a->seq_budget = co->opts.budget;
     drift_score_cache *cache = drift_score_cache_new();
     drift_comparison *c = NULL;
     drift_seq_result r;

@@ -116,6 +116,7 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
     o.select = a->select;
     o.select_user = a->select_user;
     o.seq_alpha = a->seq_alpha;
+    o.seq_budget = a->seq_budget;
     o.cancel = cli_cancel_requested;
     o.progress = cli_run_progress;
     drift_run_summary s;

@@ -37,6 +37,7 @@ typedef struct cli_run_args {
     int (*select)(void *select_user, drift_workload wl, size_t rank, size_t n_wl);
     void *select_user;
     double seq_alpha;
+    const double *seq_budget;  /* (DRIFT_WL_COUNT,) the gate's budgets, recorded */
 } cli_run_args;
 
 void cli_run_args_default(cli_run_args *a);

@@ -311,10 +311,12 @@ DRIFT_API drift_status drift_compare_sequential(const drift_comparison *c, doubl
  * the gate still open, the verdict is compare's over them (early = 0). */
 
 /* The sequential record of c's target run (measure --sequential's, in its
- * decoding record): 1 and alpha, the order's seed and pairs[k] (the
- * suite's pairs of workload k, -1 when not recorded) when there is one;
- * 0 (pairs all -1) when not or malformed. */
-DRIFT_API int drift_seq_recorded(const drift_comparison *c, double *alpha, uint64_t *seed, long pairs[DRIFT_WL_COUNT]);
+ * decoding record): 1 and alpha, the order's seed, pairs[k] (the suite's
+ * pairs of workload k, -1 when not recorded) and budget[k] (the fraction
+ * its stop was decided at, -1 none) when there is one; 0 (all -1) when
+ * not or malformed. */
+DRIFT_API int drift_seq_recorded(const drift_comparison *c, double *alpha, uint64_t *seed, long pairs[DRIFT_WL_COUNT],
+                                 double budget[DRIFT_WL_COUNT]);
 
 /* One step of a stopping curve: the confidence sequence after `asked`
  * pairs ([lo, hi] as flip rates; lo > hi when empty). */
@@ -324,9 +326,11 @@ typedef struct drift_seq_point {
 } drift_seq_point;
 
 /* The stopping curve of workload wl (with a budget and pairs): the replay
- * of drift_compare_sequential for that workload, with the confidence
+ * of drift_compare_sequential for that workload at the recorded budget
+ * (drift_seq_recorded; else the comparison's), with the confidence
  * sequence after each pair until the stop. *stop gets the workload's
- * replay result; *out (caller frees) its stop->asked points. */
+ * replay result; *out (caller frees) its stop->asked points.
+ * DRIFT_ERR_INVALID when wl has no pairs or no budget. */
 DRIFT_API drift_status drift_seq_curve(const drift_comparison *c, drift_workload wl, double alpha, uint64_t seed,
                                        drift_seq_wl *stop, drift_seq_point **out, size_t *n_out, drift_error *err);
 

@@ -110,11 +110,13 @@ typedef struct drift_run_opts {
      * pair now, 0 to leave it missing (the run then stays unfinished, and a
      * later call asks it if select says so). With select set the decoding
      * record gets "sequential": {"alpha": seq_alpha, "order_seed": S,
-     * "pairs": {"math": n_wl, ...}} so that a replay of the stored runs
-     * (drift_compare_sequential) and the report know the suite's size. */
+     * "pairs": {"math": n_wl, ...}, "budget": {"math": 0.02, ...}} so that
+     * a replay of the stored runs (drift_compare_sequential) and the report
+     * know the suite's size and the budgets the stops were decided at. */
     int (*select)(void *select_user, drift_workload wl, size_t rank, size_t n_wl);
     void *select_user;
     double seq_alpha;                /* recorded with select (the gate's error rate) */
+    const double *seq_budget;        /* (DRIFT_WL_COUNT,) recorded with select: fractions, < 0 none; NULL none */
 } drift_run_opts;
 
 /* How far a run stage got. A failure leaves step at the one that failed. */

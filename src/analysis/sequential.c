@@ -260,8 +260,8 @@ drift_status drift_seq_order(const char *const *ids, const int *reps, size_t n, 
  * pairs asked, the gate's population is the whole suite (its recorded
  * size); pairs never asked simply never come. With curve: the confidence
  * sequence after every pair until the verdict ((asked) points). */
-static drift_status replay_wl(const drift_wl_result *w, long n_total, double alpha, uint64_t seed, drift_seq_wl *o,
-                              drift_seq_point **curve, drift_error *err) {
+static drift_status replay_wl(const drift_wl_result *w, long n_total, double budget, double alpha, uint64_t seed,
+                              drift_seq_wl *o, drift_seq_point **curve, drift_error *err) {
     size_t n = w->n_pairs;
     const char **ids = malloc((n ? n : 1) * sizeof *ids);
     int *reps = malloc((n ? n : 1) * sizeof *reps);
@@ -276,7 +276,7 @@ static drift_status replay_wl(const drift_wl_result *w, long n_total, double alp
     }
     if (!rc) rc = drift_seq_order(ids, reps, n, seed, perm, err);
     drift_seq_gate g;
-    if (!rc) rc = drift_seq_gate_init(&g, n_total, w->budget, alpha, 1, -1, err);
+    if (!rc) rc = drift_seq_gate_init(&g, n_total, budget, alpha, 1, -1, err);
     if (!rc) {
         for (size_t i = 0; i < n && g.verdict == DRIFT_SEQ_OPEN; i++) {
             drift_seq_gate_add(&g, w->pairs[perm[i]].flipped);
@@ -296,7 +296,7 @@ static drift_status replay_wl(const drift_wl_result *w, long n_total, double alp
             /* the stored pairs ran out before the suite (a sequential
              * measure's errors or an interrupted one): compare's verdict
              * over them, at the interval reached */
-            o->verdict = w->pass ? DRIFT_SEQ_DEPLOY : DRIFT_SEQ_BLOCK;
+            o->verdict = w->flip_rate <= budget + 1e-12 ? DRIFT_SEQ_DEPLOY : DRIFT_SEQ_BLOCK;
             drift_seq_gate_interval(&g, &o->lo, &o->hi);
         }
         drift_seq_gate_free(&g);
@@ -309,8 +309,9 @@ static drift_status replay_wl(const drift_wl_result *w, long n_total, double alp
     return rc;
 }
 
-int drift_seq_recorded(const drift_comparison *c, double *alpha, uint64_t *seed, long pairs[DRIFT_WL_COUNT]) {
-    for (int k = 0; k < DRIFT_WL_COUNT; k++) pairs[k] = -1;
+int drift_seq_recorded(const drift_comparison *c, double *alpha, uint64_t *seed, long pairs[DRIFT_WL_COUNT],
+                       double budget[DRIFT_WL_COUNT]) {
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) pairs[k] = -1, budget[k] = -1;
     const char *dj = c ? c->target.decoding_json : NULL;
     json_t *d = dj ? json_loads(dj, 0, NULL) : NULL;
     json_t *seq = json_object_get(d, "sequential");
@@ -325,6 +326,9 @@ int drift_seq_recorded(const drift_comparison *c, double *alpha, uint64_t *seed,
             json_t *v = json_object_get(p, drift_workload_name((drift_workload)k));
             if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 1000000000)
                 pairs[k] = (long)json_integer_value(v);
+            json_t *b = json_object_get(json_object_get(seq, "budget"), drift_workload_name((drift_workload)k));
+            if (json_is_number(b) && json_number_value(b) >= 0 && json_number_value(b) <= 1)
+                budget[k] = json_number_value(b);
         }
     }
     json_decref(d);
@@ -346,21 +350,22 @@ drift_status drift_seq_curve(const drift_comparison *c, drift_workload wl, doubl
     if (!c || wl < 0 || wl >= DRIFT_WL_COUNT || !c->present[wl])
         return drift_error_set(err, DRIFT_ERR_INVALID, "stopping curve: no pairs of that workload");
     const drift_wl_result *w = &c->wl[wl];
-    if (w->budget < 0 || w->n_pairs == 0)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "stopping curve: %s has no budget or no pairs",
-                               drift_workload_name(wl));
-    double a0;
+    double a0, budget[DRIFT_WL_COUNT];
     uint64_t s0;
     long pairs[DRIFT_WL_COUNT];
-    int rec = drift_seq_recorded(c, &a0, &s0, pairs);
+    int rec = drift_seq_recorded(c, &a0, &s0, pairs, budget);
+    double bud = rec && budget[wl] >= 0 ? budget[wl] : w->budget;
+    if (bud < 0 || w->n_pairs == 0)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "stopping curve: %s has no budget or no pairs",
+                               drift_workload_name(wl));
     stop->workload = wl;
     stop->gated = 1;
-    stop->budget = w->budget;
+    stop->budget = bud;
     stop->n_total = population(w, rec ? pairs : NULL, wl);
     stop->full_rate = w->flip_rate;
-    stop->full_pass = w->pass;
+    stop->full_pass = w->flip_rate <= bud + 1e-12;
     drift_seq_point *pts = NULL;
-    drift_status rc = replay_wl(w, stop->n_total, alpha, seed, stop, &pts, err);
+    drift_status rc = replay_wl(w, stop->n_total, bud, alpha, seed, stop, &pts, err);
     if (rc) return rc;
     *out = pts;
     *n_out = (size_t)stop->asked;
@@ -378,7 +383,8 @@ drift_status drift_compare_sequential(const drift_comparison *c, double alpha, u
     double rec_alpha;
     uint64_t rec_seed;
     long pairs[DRIFT_WL_COUNT];
-    int rec = drift_seq_recorded(c, &rec_alpha, &rec_seed, pairs);
+    double rec_budget[DRIFT_WL_COUNT];
+    int rec = drift_seq_recorded(c, &rec_alpha, &rec_seed, pairs, rec_budget);
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         const drift_wl_result *w = &c->wl[k];
         drift_seq_wl *o = &out->wl[k];
@@ -397,7 +403,7 @@ drift_status drift_compare_sequential(const drift_comparison *c, double alpha, u
                                    drift_workload_name((drift_workload)k), w->n_pairs, w->n);
         o->gated = w->budget >= 0 && w->n_pairs > 0;
         if (!o->gated) continue;
-        drift_status rc = replay_wl(w, o->n_total, alpha, seed, o, NULL, err);
+        drift_status rc = replay_wl(w, o->n_total, w->budget, alpha, seed, o, NULL, err);
         if (rc) {
             drift_error_prefix(err, "%s: ", drift_workload_name((drift_workload)k));
             return rc;

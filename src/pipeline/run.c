@@ -23,8 +23,8 @@
  * not), so a caller can ask "the first h pairs of each workload" in chunks
  * and two runs of one measure ask exactly the same pairs, resumed or not.
  * Pairs it declines stay missing and the run is not marked finished. The
- * decoding record then carries "sequential" (alpha, seed, pairs per
- * workload), which a replay of the stored runs needs: the suite's size.
+ * decoding record then carries "sequential" (alpha, seed, pairs and budget
+ * per workload), which a replay of the stored runs needs: the suite's size.
  *
  * Cancellation: the caller's cancel hook goes to the target, which aborts
  * requests in flight and ends retry back-offs at once; nothing is stored for
@@ -402,6 +402,11 @@ static void decoding_add_sequential(json_t *d, const drift_run_opts *o, const ru
     json_object_set_new(seq, "alpha", json_real(o->seq_alpha));
     json_object_set_new(seq, "order_seed", json_integer((json_int_t)o->order_seed));
     json_object_set_new(seq, "pairs", pairs);
+    json_t *budget = json_object();
+    for (int w = 0; o->seq_budget && w < DRIFT_WL_COUNT; w++)
+        if (n_wl[w] && o->seq_budget[w] >= 0)
+            json_object_set_new(budget, drift_workload_name((drift_workload)w), json_real(o->seq_budget[w]));
+    json_object_set_new(seq, "budget", budget);
     json_object_set_new(d, "sequential", seq);
 }
 

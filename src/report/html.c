@@ -16,7 +16,11 @@
  *   each run, when any were judged; weaker than bubblewrap is flagged)
  *   -> flip risk against outcome (a dot per prompt at its risk, flipped or
  *   kept, with AUC and precision@10%; only when a baseline has logprobs)
- *   -> ANOVA (type II, factors with >= 2 levels) -> PRI
+ *   -> stopping curves of sequential measures (section_seq_curve: for runs
+ *   whose decoding record carries measure --sequential's "sequential" entry,
+ *   the gate is replayed from the stored pairs in the recorded seeded order
+ *   with drift_seq_curve - the one computation done here, cheap and the
+ *   same as compare --sequential's) -> ANOVA (type II, factors with >= 2 levels) -> PRI
  *   (held-out evaluations) -> flipped prompts (answers side by side). */
 #include <math.h>
 #include <stdio.h>
@@ -322,6 +326,100 @@ static void section_risk(util_buf *b, const experiment *e, size_t n) {
         }
     }
     buf_puts(b, "</table>\n</div>\n");
+}
+
+/* Stopping curves: per configuration from a sequential measure and gated
+ * workload, the flip-rate confidence sequence (lower and upper bound)
+ * against pairs asked, the budget, the stop and the suite's end. The
+ * points come from drift_seq_curve over the stored pairs in the recorded
+ * seeded order (a prompt's rank does not depend on which others were
+ * asked, so this is the order the measure asked them in). */
+enum { SEQ_W = 440, SEQ_H = 150, SEQ_L = 40, SEQ_TOP = 8 }; /* plot box at (SEQ_L, SEQ_TOP) */
+
+/* Pairs asked -> x; a rate (clipped at ymax) -> y. */
+static double seq_x(double asked, double n_total) { return SEQ_L + asked / n_total * SEQ_W; }
+static double seq_y(double rate, double ymax) { return SEQ_TOP + SEQ_H - (rate > ymax ? ymax : rate) / ymax * SEQ_H; }
+
+static void section_seq_curve(util_buf *b, const experiment *e, size_t n) {
+    util_buf rows = {0};
+    const int W = SEQ_W, H = SEQ_H, L = SEQ_L, TOP = SEQ_TOP;
+    for (size_t i = 0; i < n; i++) {
+        const drift_comparison *c = e[i].cmp;
+        double alpha, budget[DRIFT_WL_COUNT];
+        uint64_t seed;
+        long pairs[DRIFT_WL_COUNT];
+        if (!drift_seq_recorded(c, &alpha, &seed, pairs, budget)) continue;
+        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+            drift_seq_wl stop;
+            drift_seq_point *pts = NULL;
+            size_t np = 0;
+            drift_error err = {0};
+            if (!c->present[w] || drift_seq_curve(c, (drift_workload)w, alpha, seed, &stop, &pts, &np, &err)) continue;
+            double ymax = 3 * stop.budget;
+            if (stop.asked > 0 && 1.5 * (double)stop.flips / (double)stop.asked > ymax)
+                ymax = 1.5 * (double)stop.flips / (double)stop.asked;
+            if (ymax < 0.02) ymax = 0.02;
+            if (ymax > 1) ymax = 1;
+            double nx = (double)(stop.n_total > 0 ? stop.n_total : 1);
+            buf_puts(&rows, "<tr><td>");
+            html_text(&rows, e[i].label);
+            buf_printf(&rows, "</td><td>%s</td><td><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+                              "height=\"%d\" role=\"img\" aria-label=\"flip-rate confidence sequence against "
+                              "pairs asked\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f7f8fa\"/>",
+                       drift_workload_name((drift_workload)w), L + W + 10, TOP + H + 28, L, TOP, W, H);
+            /* the band between the bounds, then each bound as a line */
+            util_buf lo = {0}, hi = {0};
+            for (size_t k = 0; k < np; k++) {
+                if (pts[k].lo > pts[k].hi) continue; /* empty: itself a chance <= alpha */
+                buf_printf(&lo, "%.1f,%.1f ", seq_x((double)pts[k].asked, nx), seq_y(pts[k].lo, ymax));
+                buf_printf(&hi, "%.1f,%.1f ", seq_x((double)pts[k].asked, nx), seq_y(pts[k].hi, ymax));
+            }
+            if (lo.data && hi.data) {
+                buf_printf(&rows, "<polyline points=\"%s\" fill=\"none\" stroke=\"#2166ac\" stroke-width=\"1.5\">"
+                                  "<title>lower bound</title></polyline>", lo.data);
+                buf_printf(&rows, "<polyline points=\"%s\" fill=\"none\" stroke=\"#b2182b\" stroke-width=\"1.5\">"
+                                  "<title>upper bound (clipped at %.0f%%)</title></polyline>", hi.data, 100 * ymax);
+            }
+            buf_free(&lo);
+            buf_free(&hi);
+            buf_printf(&rows, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\" "
+                              "stroke-dasharray=\"5,3\"><title>budget %.2f%%</title></line>",
+                       L, seq_y(stop.budget, ymax), L + W, seq_y(stop.budget, ymax), 100 * stop.budget);
+            const char *verdict = stop.verdict == DRIFT_SEQ_DEPLOY ? "DEPLOY" : "BLOCK";
+            buf_printf(&rows, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\">"
+                              "<title>stop after %ld of %ld pairs: %s</title></line>",
+                       seq_x((double)stop.asked, nx), TOP, seq_x((double)stop.asked, nx), TOP + H,
+                       stop.verdict == DRIFT_SEQ_DEPLOY ? "#1a9850" : "#d73027", stop.asked, stop.n_total, verdict);
+            buf_printf(&rows, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667\" text-anchor=\"end\">"
+                              "%.0f%%</text><text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667\" "
+                              "text-anchor=\"end\">0</text><text x=\"%d\" y=\"%d\" font-size=\"10\" "
+                              "fill=\"#667\">0</text><text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667\" "
+                              "text-anchor=\"end\">%ld pairs (suite)</text></svg></td>",
+                       L - 3, TOP + 8, 100 * ymax, L - 3, TOP + H, L, TOP + H + 14, L + W, TOP + H + 14,
+                       stop.n_total);
+            char lo_s[24], hi_s[24];
+            snprintf(lo_s, sizeof lo_s, "%.2f%%", 100 * stop.lo);
+            snprintf(hi_s, sizeof hi_s, "%.2f%%", 100 * stop.hi);
+            buf_printf(&rows, "<td class=\"num\">%ld / %ld<br><span class=\"sub\">%ld flips</span></td>"
+                              "<td class=\"num\">[%s, %s]<br><span class=\"sub\">budget %.2f%%</span></td>"
+                              "<td><b>%s</b><br><span class=\"sub\">%s</span></td></tr>\n",
+                       stop.asked, stop.n_total, stop.flips, lo_s, hi_s, 100 * stop.budget, verdict,
+                       stop.early ? "early" : "suite end");
+            free(pts);
+        }
+    }
+    if (!rows.data) return;
+    buf_puts(b, "<h2 id=\"sequential\">Stopping curves of sequential measures</h2>\n<div class=\"card\">\n"
+                "<p class=\"sub\">measure --sequential asked both stacks in a seeded random order and stopped a "
+                "workload once its anytime-valid interval for the flip rate left the budget. "
+                "<span style=\"color:#2166ac\">lower</span> and <span style=\"color:#b2182b\">upper</span> bound "
+                "against pairs asked (x up to the suite's size), the budget dashed, the stop as a vertical line "
+                "(green deploy, red block). Replayed from the stored pairs in the recorded order, at the recorded "
+                "alpha and budget.</p>\n<table><tr><th>configuration</th><th>workload</th><th>confidence sequence"
+                "</th><th>asked</th><th>interval at the stop</th><th>verdict</th></tr>\n");
+    buf_puts(b, rows.data);
+    buf_puts(b, "</table>\n</div>\n");
+    buf_free(&rows);
 }
 
 static void section_taxonomy(util_buf *b, const experiment *e, size_t n) {
@@ -647,6 +745,7 @@ drift_status drift_html_render(const drift_matrix_report *r, const drift_html_op
         section_taxonomy(&b, e, n);
         section_sandbox(&b, e, n);
         section_risk(&b, e, n);
+        section_seq_curve(&b, e, n);
     }
     if (r->analysis) {
         section_anova(&b, &r->analyses);

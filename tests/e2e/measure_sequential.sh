@@ -7,7 +7,8 @@
 # suite were asked (the stored runs hold only those, unfinished), and
 # compare --sequential on the stored runs gives the same pairs asked,
 # flips, interval and verdict; running the command again asks nothing new
-# and gives the same report. Bad flag combinations exit 2 naming them.
+# and gives the same report. The HTML report draws each stopping curve
+# (stop, budget, verdict). Bad flag combinations exit 2 naming them.
 set -u
 D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
 M=$S/models/llama-fragile-7m.gguf
@@ -53,12 +54,21 @@ assert $asked <= w[\"n\"] < 300, w
 "$D" --quiet measure --db "$DB" --baseline "$REF" --target "$INT4" "${R[@]}" --limit 300 --budget math=2 > "$T/b2.json"; rc=$?
 check '[ $rc -eq 1 ] && cmp -s "$T/b.json" "$T/b2.json"' "the same command again: the same report (rc $rc)"
 
+# the HTML report's stopping curve, replayed from the stored runs
+"$D" --quiet report --db "$DB" --html "$T/b.html"; rc=$?
+check '[ $rc -eq 0 ] && grep -q "id=\"sequential\"" "$T/b.html" && grep -q "<td class=\"num\">$asked / 300<br>" "$T/b.html" \
+  && grep -q "budget 2.00%</title>" "$T/b.html" && grep -q "<b>BLOCK</b><br><span class=\"sub\">early" "$T/b.html" \
+  && [ "$(grep -o "<title>lower bound</title>" "$T/b.html" | wc -l)" -eq 1 ]' \
+  "report: a stopping curve with the stop at $asked of 300, the budget and BLOCK (rc $rc)"
+
 # 2. the same stack against itself (rate 0) under a 10% budget: DEPLOY early
 DB=$T/d.db
 "$D" --quiet measure --db "$DB" --baseline "$REF" --target "$REF" "${R[@]}" --limit 200 --budget math=10 > "$T/d.json"; rc=$?
 check '[ $rc -eq 0 ]' "ref vs ref, budget 10%: exit 0 (got $rc)"
 "$D" compare --db "$DB" --baseline baseline --target target --sequential --budget math=10 --format json > "$T/dc.json"
 check 'same "$T/d.json" "$T/dc.json" 200 deploy' "DEPLOY early, compare --sequential agrees: $(head -c 600 "$T/d.json")"
+"$D" --quiet report --db "$DB" --html "$T/d.html"
+check 'grep -q "<b>DEPLOY</b><br><span class=\"sub\">early" "$T/d.html"' "report: the DEPLOY stop"
 
 # 3. bad combinations: exit 2, naming the problem
 M2=(measure --db "$T/x.db" --baseline "$REF" --target "$INT4" --suite builtin:math --limit 2)
