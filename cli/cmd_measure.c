@@ -17,7 +17,8 @@
  * order: each chunk asks every gated workload (one with a budget) its next
  * SEQ_CHUNK pairs (the run's select hook: rank < horizon, so baseline and
  * target ask the same pairs, resumed or not; workloads without a budget
- * are asked whole in the first chunk), scores them, and replays the
+ * are asked whole in the first chunk; with --workload W, only W is
+ * asked), scores them, and replays the
  * comparison through the sequential gate (drift_compare_sequential, the
  * same function as compare --sequential, over the suite's size recorded in
  * the runs): a workload whose verdict is certain is asked no more. It ends
@@ -132,6 +133,7 @@ static int measure_run(drift_store *st, const cli_run_args *a, const char *side,
 
 typedef struct seq_state {
     const double *budget;                 /* compare's budgets: < 0 = not gated */
+    int only;                             /* --workload: the only one asked; DRIFT_WL_UNKNOWN = all */
     long horizon[DRIFT_WL_COUNT];         /* ask pairs of rank < horizon */
     int stopped[DRIFT_WL_COUNT];          /* verdict certain, or asked whole */
     size_t n_wl[DRIFT_WL_COUNT];          /* the suite's pairs (from the hook) */
@@ -140,6 +142,7 @@ typedef struct seq_state {
 static int seq_select(void *user, drift_workload wl, size_t rank, size_t n_wl) {
     seq_state *q = user;
     q->n_wl[wl] = n_wl;
+    if (q->only != DRIFT_WL_UNKNOWN && (int)wl != q->only) return 0; /* compare would leave it out */
     if (q->budget[wl] < 0) return 1;
     return !q->stopped[wl] && rank < (size_t)q->horizon[wl];
 }
@@ -182,6 +185,7 @@ static int measure_sequential(drift_store *st, cli_run_args *a, const char *bsta
     seq_state q;
     memset(&q, 0, sizeof q);
     q.budget = co->opts.budget;
+    q.only = co->opts.only_workload;
     a->select = seq_select;
     a->select_user = &q;
     a->seq_alpha = alpha;
@@ -214,6 +218,7 @@ static int measure_sequential(drift_store *st, cli_run_args *a, const char *bsta
         int open = 0;
         for (int k = 0; k < DRIFT_WL_COUNT; k++) {
             if (q.budget[k] < 0 || q.n_wl[k] == 0) continue; /* not gated, or not in the suites */
+            if (q.only != DRIFT_WL_UNKNOWN && k != q.only) continue;
             if (r.wl[k].early || (size_t)q.horizon[k] >= q.n_wl[k]) q.stopped[k] = 1;
             if (!q.stopped[k]) open = 1;
         }

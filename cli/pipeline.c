@@ -67,7 +67,8 @@ void cli_run_progress(void *user, const drift_progress *p) {
         if (!cli_quiet)
             fprintf(stderr, "%s run '%s': %zu prompts x %d replicate(s), %zu to request%s\n",
                     s->resumed ? "resuming" : "starting", p->label, s->prompts, s->replicates, s->requested,
-                    s->resumed ? " (the rest are stored)" : "");
+                    s->deferred ? " now (the others are stored or left for later)"
+                    : s->resumed ? " (the rest are stored)" : "");
         break;
     case DRIFT_PROGRESS_STEP: cli_progress(NULL, p->stage, p->done, p->total); break;
     case DRIFT_PROGRESS_END:
