@@ -16,6 +16,8 @@
  *   each run, when any were judged; weaker than bubblewrap is flagged)
  *   -> flip risk against outcome (a dot per prompt at its risk, flipped or
  *   kept, with AUC and precision@10%; only when a baseline has logprobs)
+ *   -> token KL against flip rate (o->kl: a log-scale scatter per
+ *   configuration with Spearman's rho; only when asked)
  *   -> stopping curves of sequential measures (section_seq_curve: for runs
  *   whose decoding record carries measure --sequential's "sequential" entry,
  *   the gate is replayed from the stored pairs in the recorded seeded order
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driftbench/divergence.h"
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "report/report_internal.h"
@@ -326,6 +329,134 @@ static void section_risk(util_buf *b, const experiment *e, size_t n) {
         }
     }
     buf_puts(b, "</table>\n</div>\n");
+}
+
+/* Token KL against flip rate (o->kl, report --kl N): one dot per embedded
+ * configuration at its mean teacher-forced KL (log scale; a KL of exactly
+ * 0, the baseline's own arithmetic, sits in a lane left of the axis) and
+ * its flip rate (every workload's flips / pairs pooled), with Spearman's
+ * rho and Pearson's r over the configurations (drift_tokdiv_correlate,
+ * bootstrap 95% intervals); then the figures as a table. */
+static void section_kl(util_buf *b, const experiment *e, size_t n, const drift_html_kl *kl) {
+    if (!kl) return;
+    buf_printf(b, "<h2 id=\"kl\">Token KL against flip rate</h2>\n<div class=\"card\">\n"
+                  "<p class=\"sub\">Each dot is a configuration: its mean KL(baseline&#8201;||&#8201;configuration) "
+                  "per token, teacher-forced over %zu sampled prompts per workload (seed %llu; the configuration's "
+                  "stack reads the baseline's answers), against its flip rate over every workload. KL on a log "
+                  "scale; KL 0 (the baseline's own arithmetic) on the left lane.</p>\n",
+               kl->limit, (unsigned long long)kl->seed);
+    size_t m = 0;
+    double *x = malloc((kl->n + 1) * sizeof *x), *y = malloc((kl->n + 1) * sizeof *y);
+    const experiment **ex = malloc((kl->n + 1) * sizeof *ex);
+    const drift_html_kl_point **pt = malloc((kl->n + 1) * sizeof *pt);
+    if (!x || !y || !ex || !pt) {
+        buf_puts(b, "<p>Out of memory drawing the chart.</p></div>\n");
+        free(x);
+        free(y);
+        free(ex);
+        free(pt);
+        return;
+    }
+    for (size_t i = 0; i < kl->n; i++) {
+        const drift_html_kl_point *p = &kl->points[i];
+        const experiment *hit = NULL;
+        for (size_t j = 0; j < n && !hit; j++)
+            if (!strcmp(e[j].label, p->label)) hit = &e[j];
+        if (!hit || isnan(p->kl_mean)) continue;
+        long f = 0, pairs = 0;
+        for (int w = 0; w < DRIFT_WL_COUNT; w++)
+            if (hit->cmp->present[w]) {
+                f += hit->cmp->wl[w].flips;
+                pairs += hit->cmp->wl[w].n;
+            }
+        if (!pairs) continue;
+        x[m] = p->kl_mean;
+        y[m] = (double)f / (double)pairs;
+        ex[m] = hit;
+        pt[m++] = p;
+    }
+    if (m == 0) {
+        buf_puts(b, "<p>No embedded configuration with pairs and a KL: nothing to draw.</p>\n");
+    } else {
+        double lo = INFINITY, hi = -INFINITY, ymax = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (x[i] > 0 && x[i] < lo) lo = x[i];
+            if (x[i] > 0 && x[i] > hi) hi = x[i];
+            if (y[i] > ymax) ymax = y[i];
+        }
+        int any_pos = hi > 0;
+        double d0 = any_pos ? floor(log10(lo)) : -6, d1 = any_pos ? ceil(log10(hi)) : -5;
+        if (d1 <= d0) d1 = d0 + 1;
+        double ytop = ymax > 0 ? ymax * 1.1 : 0.01;
+        const int W = 560, H = 260, L = 90, R = 16, T = 12, B = 40, LANE = 30;
+        const int px0 = L, px1 = W - R, py0 = H - B, py1 = T;
+        buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
+                      "aria-label=\"mean token KL per configuration against its flip rate\">"
+                      "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>"
+                      "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#889\"/>"
+                      "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#889\"/>",
+                   W, H, W, H, px0, py0, px1, py0, px0, py0, px0, py1);
+        int step = (int)ceil((d1 - d0) / 7); /* at most about 8 decade labels */
+        for (int d = (int)d0; d <= (int)d1; d++) {
+            double gx = px0 + (d - d0) / (d1 - d0) * (px1 - px0);
+            buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eceef2\"/>", gx, py0, gx, py1);
+            if ((d - (int)d0) % step == 0)
+                buf_printf(b, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" fill=\"#667\" text-anchor=\"middle\">1e%d</text>",
+                           gx, py0 + 13, d);
+        }
+        for (int k = 0; k <= 4; k++) {
+            double v = ytop * k / 4, gy = py0 - (double)k / 4 * (py0 - py1);
+            buf_printf(b, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" fill=\"#667\" text-anchor=\"end\">%.2f%%</text>",
+                       px0 - 4, gy + 3, 100 * v);
+        }
+        buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667\" text-anchor=\"middle\">KL 0</text>"
+                      "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#334\" text-anchor=\"middle\">mean KL per token "
+                      "(nats, log scale)</text>",
+                   px0 - LANE - 12, py0 + 13, (px0 + px1) / 2, H - 6);
+        for (size_t i = 0; i < m; i++) {
+            double cx = x[i] > 0 ? px0 + (log10(x[i]) - d0) / (d1 - d0) * (px1 - px0) : px0 - LANE - 12;
+            double cy = py0 - y[i] / ytop * (py0 - py1);
+            buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#2166ac\" fill-opacity=\"0.8\"><title>", cx,
+                       cy);
+            html_text(b, ex[i]->label);
+            buf_printf(b, ": KL %.3g, flip rate %.2f%%</title></circle>", x[i], 100 * y[i]);
+        }
+        buf_puts(b, "</svg>\n");
+        drift_tokdiv_corr cr;
+        drift_error cerr = {0};
+        if (m >= 3 && drift_tokdiv_correlate(x, y, m, 1000, kl->seed, &cr, &cerr) == DRIFT_OK && !isnan(cr.spearman))
+            buf_printf(b, "<p>Spearman's rho = <b>%.3f</b> [%.3f, %.3f], Pearson's r = %.3f [%.3f, %.3f] over %zu "
+                          "configurations (bootstrap 95%%, %d resamples).</p>\n",
+                       cr.spearman, cr.spearman_ci[0], cr.spearman_ci[1], cr.pearson, cr.pearson_ci[0],
+                       cr.pearson_ci[1], cr.n, cr.n_boot);
+        else
+            buf_printf(b, "<p>Spearman's rho: not defined for these %zu configuration(s) (needs 3 or more, with "
+                          "spread in both KL and flip rate).</p>\n", m);
+        buf_puts(b, "<table><tr><th>configuration</th><th>mean KL (nats)</th><th>same top-1</th><th>positions</th>"
+                    "<th>flip rate</th></tr>\n");
+        for (size_t i = 0; i < m; i++) {
+            buf_puts(b, "<tr><td>");
+            html_text(b, ex[i]->label);
+            buf_printf(b, "</td><td class=\"num\">%.3e</td><td class=\"num\">%.2f%%</td><td class=\"num\">%zu</td>"
+                          "<td class=\"num\">%.2f%%</td></tr>\n",
+                       x[i], 100 * pt[i]->same_top, pt[i]->positions, 100 * y[i]);
+        }
+        buf_puts(b, "</table>\n");
+    }
+    if (kl->n_not_embedded) {
+        buf_puts(b, "<p class=\"sub\">Not drawn (the configuration or its baseline is not an embedded stack: "
+                    "teacher forcing needs the engine's logits): ");
+        for (size_t i = 0; i < kl->n_not_embedded; i++) {
+            if (i) buf_puts(b, ", ");
+            html_text(b, kl->not_embedded[i]);
+        }
+        buf_puts(b, ".</p>\n");
+    }
+    buf_puts(b, "</div>\n");
+    free(x);
+    free(y);
+    free(ex);
+    free(pt);
 }
 
 /* Stopping curves: per configuration from a sequential measure and gated
@@ -745,6 +876,7 @@ drift_status drift_html_render(const drift_matrix_report *r, const drift_html_op
         section_taxonomy(&b, e, n);
         section_sandbox(&b, e, n);
         section_risk(&b, e, n);
+        section_kl(&b, e, n, o->kl);
         section_seq_curve(&b, e, n);
     }
     if (r->analysis) {
