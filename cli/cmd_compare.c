@@ -52,6 +52,8 @@ static const char compare_usage[] =
     "                       run one line says why it is not computed\n"
     "  --kl-limit N         with --kl: a seeded sample of N prompts per workload\n"
     "                       (default: all answered prompts)\n"
+    "  --models DIR         with --kl: find a run's model file by name in DIR when the\n"
+    "                       path it recorded is gone (a store made on another machine)\n"
     "\n"
     "Sequential gate (a replay of the stored pairs):\n"
     "  --sequential         ask the pairs in a seeded random order and stop each\n"
@@ -142,14 +144,14 @@ static int do_github(drift_store *st, const char *base, const char *targ, const 
 }
 
 static int cmd_compare(int argc, char **argv) {
-    enum { O_BASE = 300, O_SEQ, O_ALPHA, O_SEQSEED, O_NORISK = 320, O_EVAL, O_KL, O_KLLIMIT };
+    enum { O_BASE = 300, O_SEQ, O_ALPHA, O_SEQSEED, O_NORISK = 320, O_EVAL, O_KL, O_KLLIMIT, O_MODELS };
     static const struct option longopts[] = {
         {"db", required_argument, 0, OPT_DB}, {"baseline", required_argument, 0, O_BASE},
         {"target", required_argument, 0, OPT_TARGET}, COMPARE_LONG_OPTIONS,
         {"sequential", no_argument, 0, O_SEQ}, {"alpha", required_argument, 0, O_ALPHA},
         {"seed", required_argument, 0, O_SEQSEED}, {"no-risk", no_argument, 0, O_NORISK},
         {"evaluator", required_argument, 0, O_EVAL}, {"kl", no_argument, 0, O_KL},
-        {"kl-limit", required_argument, 0, O_KLLIMIT},
+        {"kl-limit", required_argument, 0, O_KLLIMIT}, {"models", required_argument, 0, O_MODELS},
         {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
     const char *db = NULL, *base = NULL, *targ = NULL;
     cli_compare_args c;
@@ -175,6 +177,10 @@ static int cmd_compare(int argc, char **argv) {
             c.opts.evaluator = optarg;
             break;
         case O_KL: c.opts.kl = 1; break;
+        case O_MODELS:
+            c.opts.kl_models_dir = optarg;
+            kl_limit = 1;
+            break;
         case O_KLLIMIT: {
             long v;
             if (cli_parse_int("compare", "--kl-limit", optarg, 1, 100000000L, &v)) return CLI_EXIT_ERROR;
@@ -198,7 +204,7 @@ static int cmd_compare(int argc, char **argv) {
     if (optind < argc) return cli_error("compare", "unexpected argument '%s'", argv[optind]);
     if (!db || !base || !targ) return cli_error("compare", "--db, --baseline and --target are required (see --help)");
     if (seq_flags && !sequential) return cli_error("compare", "--alpha and --seed go with --sequential");
-    if (kl_limit && !c.opts.kl) return cli_error("compare", "--kl-limit goes with --kl");
+    if (kl_limit && !c.opts.kl) return cli_error("compare", "--kl-limit and --models go with --kl");
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
     int rc = sequential                       ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)

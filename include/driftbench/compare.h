@@ -184,6 +184,8 @@ typedef struct drift_compare_opts {
                                       * (drift_tokdiv_runs); 0 (default): skip */
     size_t kl_limit;                 /* prompts per workload for kl, a seeded sample; 0 = all */
     uint64_t kl_seed;                /* the sample's seed (default 1) */
+    const char *kl_models_dir;       /* NULL, or where kl looks (by file name) for a run's model file whose
+                                      * recorded path is gone (drift_tokdiv_opts.models_dir) */
 } drift_compare_opts;
 
 /* Defaults: budgets safety 1%, code 0.5%, others none; SDR 0.30; risk on. */

@@ -432,6 +432,7 @@ static drift_status compute_kl(drift_store *st, cmp_owner *o, const char *base, 
     drift_tokdiv_opts_default(&to);
     to.limit = opts->kl_limit;
     to.seed = opts->kl_seed;
+    to.models_dir = opts->kl_models_dir;
     if (opts->only_workload != DRIFT_WL_UNKNOWN) to.workloads = 1u << opts->only_workload;
     drift_error e = {0};
     drift_status rc = drift_tokdiv_runs(st, base, targ, &to, &o->kl, &e);

@@ -65,7 +65,7 @@ check '[ $rc -eq 0 ] && grep -q "^\*\*Token KL\*\*" "$T/int4.md" && grep -q "^| 
 check 'python3 -c "import json,sys; assert \"token_kl\" not in json.load(open(sys.argv[1]))" "$T/nokl.json"' \
   "without --kl: no token_kl key"
 "$D" compare --db "$DB" --baseline ref --target int4 --kl-limit 3 2> "$T/e1"; rc=$?
-check '[ $rc -eq 2 ] && grep -q -- "--kl-limit goes with --kl" "$T/e1"' "--kl-limit alone: exit 2 (rc $rc)"
+check '[ $rc -eq 2 ] && grep -q -- "--kl-limit and --models go with --kl" "$T/e1"' "--kl-limit alone: exit 2 (rc $rc)"
 "$D" compare --db "$DB" --baseline ref --target int4 --kl --kl-limit 0 2> "$T/e2"; rc=$?
 check '[ $rc -eq 2 ] && grep -q -- "--kl-limit" "$T/e2"' "--kl-limit 0: exit 2 (rc $rc)"
 
