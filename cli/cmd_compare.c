@@ -205,6 +205,8 @@ static int cmd_compare(int argc, char **argv) {
     if (!db || !base || !targ) return cli_error("compare", "--db, --baseline and --target are required (see --help)");
     if (seq_flags && !sequential) return cli_error("compare", "--alpha and --seed go with --sequential");
     if (kl_limit && !c.opts.kl) return cli_error("compare", "--kl-limit and --models go with --kl");
+    if (c.opts.kl && (sequential || c.fmt == DRIFT_FORMAT_GITHUB || c.fmt == DRIFT_FORMAT_JUNIT))
+        return cli_error("compare", "--kl shows in text, json and markdown (not with --sequential, junit or github)");
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
     int rc = sequential                       ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)

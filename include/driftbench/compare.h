@@ -146,7 +146,7 @@ typedef struct drift_comparison {
      * DRIFT_KL_DONE; kl_note says why not when DRIFT_KL_UNSUPPORTED. */
     int kl_state;                  /* drift_kl_state */
     const struct drift_tokdiv_report *kl;
-    char kl_note[256];
+    char kl_note[512];
 } drift_comparison;
 
 typedef enum drift_kl_state {

@@ -69,6 +69,11 @@ check '[ $rc -eq 2 ] && grep -q -- "--kl-limit and --models go with --kl" "$T/e1
 "$D" compare --db "$DB" --baseline ref --target int4 --kl --kl-limit 0 2> "$T/e2"; rc=$?
 check '[ $rc -eq 2 ] && grep -q -- "--kl-limit" "$T/e2"' "--kl-limit 0: exit 2 (rc $rc)"
 
+"$D" compare --db "$DB" --baseline ref --target int4 --kl --format junit 2> "$T/e5"; rc=$?
+check '[ $rc -eq 2 ] && grep -q -- "--kl shows in text, json and markdown" "$T/e5"' "--kl with junit: exit 2 (rc $rc)"
+"$D" compare --db "$DB" --baseline ref --target int4 --kl --sequential 2> "$T/e6"; rc=$?
+check '[ $rc -eq 2 ] && grep -q -- "--kl shows in text, json and markdown" "$T/e6"' "--kl with --sequential: exit 2 (rc $rc)"
+
 # ---- report --kl ----
 "$D" --quiet report --db "$DB" --baseline ref --html "$T/r.html"; rc=$?
 check '[ $rc -eq 0 ] && ! grep -q "id=\"kl\"" "$T/r.html"' "report without --kl: no KL section (rc $rc)"
