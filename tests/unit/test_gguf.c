@@ -168,6 +168,17 @@ static void test_half_conversions(void **state) {
     assert_true(gguf_bf16_to_f32(0xc040) == -3.0f);
 }
 
+/* Writes w to memory (freeing w) and opens the result; *p is the buffer to free after gguf_close. */
+static gguf_file *open_written(gguf_writer *w, uint8_t **p) {
+    size_t len;
+    drift_error err;
+    assert_int_equal(gguf_writer_to_memory(w, p, &len, &err), DRIFT_OK);
+    gguf_writer_free(w);
+    gguf_file *f;
+    assert_int_equal(gguf_open_memory(*p, len, &f, &err), DRIFT_OK);
+    return f;
+}
+
 /* k-quant super-blocks built by hand; expected values worked out from ggml's layout */
 static void test_kquants(void **state) {
     (void)state;
@@ -197,12 +208,8 @@ static void test_kquants(void **state) {
     gguf_writer_add_tensor(w, "q5k", GGUF_DT_Q5_K, 1, ne, q5, sizeof q5);
     gguf_writer_add_tensor(w, "q6k", GGUF_DT_Q6_K, 1, ne, q6, sizeof q6);
     uint8_t *p;
-    size_t len;
     drift_error err;
-    assert_int_equal(gguf_writer_to_memory(w, &p, &len, &err), DRIFT_OK);
-    gguf_writer_free(w);
-    gguf_file *f;
-    assert_int_equal(gguf_open_memory(p, len, &f, &err), DRIFT_OK);
+    gguf_file *f = open_written(w, &p);
     float y[256];
     assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "q4k"), 0, 256, y, &err), DRIFT_OK);
     assert_true(y[0] == 18.5f);   /* 2 * 10 - 0.5 * 3 */
@@ -228,9 +235,7 @@ static void test_kquants(void **state) {
     w = gguf_writer_new();
     uint64_t ne2[2] = {256, 2};
     assert_int_equal(gguf_writer_add_tensor_f32(w, "e", GGUF_DT_Q6_K, 2, ne2, x), 0);
-    assert_int_equal(gguf_writer_to_memory(w, &p, &len, &err), DRIFT_OK);
-    gguf_writer_free(w);
-    assert_int_equal(gguf_open_memory(p, len, &f, &err), DRIFT_OK);
+    f = open_written(w, &p);
     assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "e"), 0, 512, back, &err), DRIFT_OK);
     for (int g = 0; g < 32; g++) {
         float amax = 0;
@@ -267,12 +272,8 @@ static void test_legacy_quants(void **state) {
     gguf_writer_add_tensor(w, "q50", GGUF_DT_Q5_0, 1, ne, q50, sizeof q50);
     gguf_writer_add_tensor(w, "q51", GGUF_DT_Q5_1, 1, ne, q51, sizeof q51);
     uint8_t *p;
-    size_t len;
     drift_error err;
-    assert_int_equal(gguf_writer_to_memory(w, &p, &len, &err), DRIFT_OK);
-    gguf_writer_free(w);
-    gguf_file *f;
-    assert_int_equal(gguf_open_memory(p, len, &f, &err), DRIFT_OK);
+    gguf_file *f = open_written(w, &p);
     float y[32];
     assert_int_equal(gguf_tensor_to_f32(gguf_find_tensor(f, "q41"), 0, 32, y, &err), DRIFT_OK);
     assert_true(y[0] == -1.5f);   /* 3 * 0.5 - 3 */
