@@ -9,14 +9,14 @@
 #              `make test` passes it, `make lab` does not
 set -eu
 need=(build-essential cmake pkg-config git
-      libcurl4-openssl-dev libjansson-dev libsqlite3-dev sqlite3
+      libcurl4-openssl-dev libjansson-dev libsqlite3-dev sqlite3 libpq-dev
       libxgboost-dev libgsl-dev libpcre2-dev libutf8proc-dev
       libmicrohttpd-dev libseccomp-dev bubblewrap libzstd-dev libcmocka-dev
       python3 curl clang libclang-rt-14-dev)
 for arg in "$@"; do
   case "$arg" in
     --optional) need+=(python3-statsmodels python3-sklearn python3-xgboost python3-numpy chromium) ;;
-    --test) need+=(python3-torch python3-numpy slurmctld slurmd slurm-client munge) ;;
+    --test) need+=(python3-torch python3-numpy slurmctld slurmd slurm-client munge postgresql) ;;
     *) echo "install-deps: unknown option '$arg' (--optional, --test)" >&2; exit 2 ;;
   esac
 done

@@ -12,7 +12,15 @@
  *   responses   re-keyed by the output's prompt rowid and run id;
  *   scores, embeddings  re-keyed through (run, prompt, replicate), in the
  *               input's id order, so "the latest score" stays the latest.
- * A failure rolls the transaction back and detaches the input. */
+ * A failure rolls the transaction back and detaches the input.
+ *
+ * When the output or the input is a PostgreSQL store, nothing can be
+ * attached: the input is opened as a store of its own and its rows are
+ * read and written one by one through the statement layer, under the same
+ * rules, in one transaction of the output (PostgreSQL: holding a
+ * transaction advisory lock, so two merges into one database take turns).
+ * The ids are mapped in memory (prompt and response ids of the input to
+ * the output's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +208,349 @@ detach:
     return rc;
 }
 
+/* ---- any store into any store, row by row ---- */
+
+#define MERGE_PG_KEY 1146242645 /* the PostgreSQL merge lock ("DRFT" + 1) */
+
+/* Sorted (old id -> new id) pairs. */
+typedef struct {
+    int64_t *old_ids, *new_ids;
+    size_t n, cap;
+} id_map;
+
+static int id_map_add(id_map *m, int64_t o, int64_t n) {
+    if (m->n == m->cap) {
+        size_t c = m->cap ? m->cap * 2 : 1024;
+        int64_t *a = realloc(m->old_ids, c * sizeof *a);
+        if (a) m->old_ids = a;
+        int64_t *b = a ? realloc(m->new_ids, c * sizeof *b) : NULL;
+        if (b) m->new_ids = b;
+        if (!a || !b) return -1;
+        m->cap = c;
+    }
+    /* the inputs come in ascending old id (ORDER BY id), so the map stays sorted */
+    m->old_ids[m->n] = o;
+    m->new_ids[m->n] = n;
+    m->n++;
+    return 0;
+}
+
+static int64_t id_map_get(const id_map *m, int64_t o) {
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->old_ids[mid] < o) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < m->n && m->old_ids[lo] == o ? m->new_ids[lo] : -1;
+}
+
+static void id_map_free(id_map *m) {
+    free(m->old_ids);
+    free(m->new_ids);
+    memset(m, 0, sizeof *m);
+}
+
+static drift_status copy_err(drift_store *st, drift_error *err, const char *what, const char *in) {
+    return drift_error_set(err, DRIFT_ERR_STORE, "merge %s: %s: %s", in, what, sq_errmsg(st));
+}
+
+/* Binds column c of row q as parameter i of w, keeping its kind. */
+static void bind_col_int(store_q *w, int i, store_q *q, int c) {
+    if (sq_is_null(q, c)) sq_bind_null(w, i);
+    else sq_bind_int64(w, i, sq_int64(q, c));
+}
+
+static int64_t count_answers_q(drift_store *st, int64_t run_id) {
+    store_q *q = sq_prepare(st, "SELECT count(*) FROM responses WHERE run_id=?1 AND failed=0", NULL);
+    int64_t n = -1;
+    if (q) {
+        sq_bind_int64(q, 1, run_id);
+        if (sq_step(q) == SQ_ROW) n = sq_int64(q, 0);
+    }
+    sq_done(q);
+    return n;
+}
+
+static drift_status copy_prompts(drift_store *dst, drift_store *src, const char *in, id_map *pm,
+                                 drift_store_merged *stats, drift_error *err) {
+    drift_status rc = DRIFT_OK;
+    store_q *r = sq_prepare(src, "SELECT id, suite, prompt_id, workload, input, reference, hash FROM prompts ORDER BY id",
+                            err);
+    store_q *ins = r ? sq_prepare(dst,
+                                  "INSERT INTO prompts(suite,prompt_id,workload,input,reference,hash) "
+                                  "VALUES(?,?,?,?,?,?) ON CONFLICT(suite,prompt_id) DO NOTHING",
+                                  err)
+                     : NULL;
+    store_q *find = ins ? sq_prepare(dst, "SELECT id, hash FROM prompts WHERE suite=?1 AND prompt_id=?2", err) : NULL;
+    if (!find) {
+        rc = drift_error_prefix(err, "merge: ");
+        goto out;
+    }
+    int step;
+    while ((step = sq_step(r)) == SQ_ROW) {
+        const char *suite = sq_text(r, 1), *pid = sq_text(r, 2), *hash = sq_text(r, 6);
+        sq_reset(find);
+        sq_bind_text(find, 1, suite);
+        sq_bind_text(find, 2, pid);
+        int f = sq_step(find);
+        if (f == SQ_ROW && strcmp(sq_text(find, 1), hash) != 0) {
+            rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
+                                 "merge %s: prompt '%s' of suite '%s' differs from the one already in the output "
+                                 "(other hash): the shards did not run the same suite",
+                                 in, pid, suite);
+            goto out;
+        }
+        if (f == SQ_ERROR) {
+            rc = copy_err(dst, err, "checking prompts", in);
+            goto out;
+        }
+        if (f == SQ_DONE) {
+            sq_reset(ins);
+            for (int c = 1; c <= 6; c++) sq_bind_text(ins, c, sq_text(r, c));
+            if (sq_step(ins) != SQ_DONE) {
+                rc = copy_err(dst, err, "copying prompts", in);
+                goto out;
+            }
+            stats->prompts += (size_t)sq_changes(ins);
+            sq_reset(find);
+            if (sq_step(find) != SQ_ROW) {
+                rc = copy_err(dst, err, "copying prompts", in);
+                goto out;
+            }
+        }
+        if (id_map_add(pm, sq_int64(r, 0), sq_int64(find, 0))) {
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "merge %s: out of memory", in);
+            goto out;
+        }
+    }
+    if (step == SQ_ERROR) rc = copy_err(src, err, "reading prompts", in);
+out:
+    sq_done(r);
+    sq_done(ins);
+    sq_done(find);
+    return rc;
+}
+
+/* Copies the responses, scores and embeddings of src's run old_id into
+ * dst's run new_id. */
+static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char *in, int64_t old_id, int64_t new_id,
+                                  const id_map *pm, drift_store_merged *stats, drift_error *err) {
+    drift_status rc = DRIFT_OK;
+    id_map rm = {0};
+    store_q *r = NULL, *w = NULL;
+    r = sq_prepare(src,
+                   "SELECT id, prompt_rowid, replicate, failed, http_status, attempts, prompt_tokens, "
+                   "completion_tokens, latency_ms, finish_reason, created_at, error, text, logprobs "
+                   "FROM responses WHERE run_id = ?1 ORDER BY id",
+                   err);
+    w = r ? sq_prepare(dst,
+                       "INSERT INTO responses(run_id,prompt_rowid,replicate,failed,http_status,attempts,"
+                       "prompt_tokens,completion_tokens,latency_ms,finish_reason,created_at,error,text,logprobs) "
+                       "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                       err)
+          : NULL;
+    if (!w) {
+        rc = drift_error_prefix(err, "merge: ");
+        goto out;
+    }
+    sq_bind_int64(r, 1, old_id);
+    int step;
+    while ((step = sq_step(r)) == SQ_ROW) {
+        int64_t prompt = id_map_get(pm, sq_int64(r, 1));
+        if (prompt < 0) {
+            rc = drift_error_set(err, DRIFT_ERR_STORE, "merge %s: response %lld names a prompt the input lacks", in,
+                                 (long long)sq_int64(r, 0));
+            goto out;
+        }
+        sq_reset(w);
+        sq_bind_int64(w, 1, new_id);
+        sq_bind_int64(w, 2, prompt);
+        for (int c = 2; c <= 7; c++) bind_col_int(w, c + 1, r, c);
+        if (sq_is_null(r, 8)) sq_bind_null(w, 9);
+        else sq_bind_double(w, 9, sq_double(r, 8));
+        sq_bind_text(w, 10, sq_text(r, 9));
+        sq_bind_text(w, 11, sq_text(r, 10));
+        sq_bind_bytes_text(w, 12, sq_text(r, 11));
+        sq_bind_bytes_text(w, 13, sq_text(r, 12));
+        sq_bind_blob(w, 14, sq_blob(r, 13), sq_bytes(r, 13));
+        if (sq_step(w) != SQ_ROW) {
+            rc = copy_err(dst, err, "copying responses", in);
+            goto out;
+        }
+        if (id_map_add(&rm, sq_int64(r, 0), sq_int64(w, 0))) {
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "merge %s: out of memory", in);
+            goto out;
+        }
+        stats->responses++;
+    }
+    if (step == SQ_ERROR) {
+        rc = copy_err(src, err, "reading responses", in);
+        goto out;
+    }
+    sq_done(r);
+    sq_done(w);
+    /* scores in the input's id order: the latest stays the latest */
+    r = sq_prepare(src,
+                   "SELECT s.response_id, s.evaluator, s.label, s.value, s.detail FROM scores s "
+                   "JOIN responses x ON x.id = s.response_id WHERE x.run_id = ?1 ORDER BY s.id",
+                   err);
+    w = r ? sq_prepare(dst, "INSERT INTO scores(response_id,evaluator,label,value,detail) VALUES(?,?,?,?,?)", err)
+          : NULL;
+    if (!w) {
+        rc = drift_error_prefix(err, "merge: ");
+        goto out;
+    }
+    sq_bind_int64(r, 1, old_id);
+    while ((step = sq_step(r)) == SQ_ROW) {
+        sq_reset(w);
+        sq_bind_int64(w, 1, id_map_get(&rm, sq_int64(r, 0)));
+        sq_bind_text(w, 2, sq_text(r, 1));
+        sq_bind_int64(w, 3, sq_int64(r, 2));
+        if (sq_is_null(r, 3)) sq_bind_null(w, 4);
+        else sq_bind_double(w, 4, sq_double(r, 3));
+        sq_bind_text(w, 5, sq_text(r, 4));
+        if (sq_step(w) != SQ_DONE) {
+            rc = copy_err(dst, err, "copying scores", in);
+            goto out;
+        }
+        stats->scores++;
+    }
+    if (step == SQ_ERROR) {
+        rc = copy_err(src, err, "reading scores", in);
+        goto out;
+    }
+    sq_done(r);
+    sq_done(w);
+    r = sq_prepare(src,
+                   "SELECT e.response_id, e.embedder, e.dim, e.vec FROM embeddings e "
+                   "JOIN responses x ON x.id = e.response_id WHERE x.run_id = ?1 ORDER BY e.response_id, e.embedder",
+                   err);
+    w = r ? sq_prepare(dst, "INSERT INTO embeddings(response_id,embedder,dim,vec) VALUES(?,?,?,?)", err) : NULL;
+    if (!w) {
+        rc = drift_error_prefix(err, "merge: ");
+        goto out;
+    }
+    sq_bind_int64(r, 1, old_id);
+    while ((step = sq_step(r)) == SQ_ROW) {
+        sq_reset(w);
+        sq_bind_int64(w, 1, id_map_get(&rm, sq_int64(r, 0)));
+        sq_bind_text(w, 2, sq_text(r, 1));
+        sq_bind_int64(w, 3, sq_int64(r, 2));
+        sq_bind_blob(w, 4, sq_blob(r, 3), sq_bytes(r, 3));
+        if (sq_step(w) != SQ_DONE) {
+            rc = copy_err(dst, err, "copying embeddings", in);
+            goto out;
+        }
+        stats->embeddings++;
+    }
+    if (step == SQ_ERROR) rc = copy_err(src, err, "reading embeddings", in);
+out:
+    sq_done(r);
+    sq_done(w);
+    id_map_free(&rm);
+    return rc;
+}
+
+static drift_status copy_runs(drift_store *dst, drift_store *src, const char *in, const id_map *pm,
+                              drift_store_merged *stats, drift_error *err) {
+    drift_status rc = DRIFT_OK;
+    store_q *runs = sq_prepare(src,
+                               "SELECT id, label, target, config, decoding, templates, suites, tool_version, "
+                               "started_at, finished_at FROM runs ORDER BY id",
+                               err);
+    store_q *find =
+        runs ? sq_prepare(dst, "SELECT id, target, config, decoding FROM runs WHERE label=?1", err) : NULL;
+    store_q *ins = find ? sq_prepare(dst,
+                                     "INSERT INTO runs(label,target,config,decoding,templates,suites,tool_version,"
+                                     "started_at,finished_at) VALUES(?,?,?,?,?,?,?,?,?) RETURNING id",
+                                     err)
+                        : NULL;
+    if (!ins) {
+        rc = drift_error_prefix(err, "merge: ");
+        goto out;
+    }
+    int step;
+    while ((step = sq_step(runs)) == SQ_ROW) {
+        int64_t old_id = sq_int64(runs, 0);
+        const char *label = sq_text(runs, 1);
+        sq_reset(find);
+        sq_bind_text(find, 1, label);
+        int f = sq_step(find);
+        if (f == SQ_ERROR) {
+            rc = copy_err(dst, err, "reading runs", in);
+            goto out;
+        }
+        if (f == SQ_ROW) {
+            const char *field = !same_text((const unsigned char *)sq_text(find, 1),
+                                           (const unsigned char *)sq_text(runs, 2))   ? "target"
+                                : !same_text((const unsigned char *)sq_text(find, 2),
+                                             (const unsigned char *)sq_text(runs, 3)) ? "config"
+                                : !same_text((const unsigned char *)sq_text(find, 3),
+                                             (const unsigned char *)sq_text(runs, 4)) ? "decoding"
+                                                                                      : NULL;
+            int64_t have = count_answers_q(dst, sq_int64(find, 0)), give = count_answers_q(src, old_id);
+            if (field || have != give) {
+                rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
+                                     "merge %s: run '%s' is already in the output with different %s; rename one of "
+                                     "them or merge only one",
+                                     in, label, field ? field : "answers (counts differ)");
+                goto out;
+            }
+            stats->runs_skipped++;
+            continue;
+        }
+        sq_reset(ins);
+        for (int c = 1; c <= 9; c++) sq_bind_text(ins, c, sq_text(runs, c));
+        if (sq_step(ins) != SQ_ROW) {
+            rc = copy_err(dst, err, "copying a run", in);
+            goto out;
+        }
+        int64_t new_id = sq_int64(ins, 0);
+        if ((rc = copy_run_rows(dst, src, in, old_id, new_id, pm, stats, err))) goto out;
+        stats->runs++;
+    }
+    if (step == SQ_ERROR) rc = copy_err(src, err, "reading runs", in);
+out:
+    sq_done(runs);
+    sq_done(find);
+    sq_done(ins);
+    return rc;
+}
+
+static drift_status merge_copy(drift_store *dst, const char *in, drift_store_merged *stats, drift_error *err) {
+    drift_store *src = NULL;
+    drift_status rc = drift_store_open(in, &src, err);
+    if (rc) return drift_error_prefix(err, "merge: ");
+    id_map pm = {0};
+    drift_store_merged got = {0};
+    if ((rc = store_tx_begin(dst, err))) goto out;
+    if (dst->kind == STORE_PG) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%d)", MERGE_PG_KEY);
+        if ((rc = sq_exec(dst, sql, err))) goto rollback;
+    }
+    drift_store_read_begin(src);
+    rc = copy_prompts(dst, src, in, &pm, &got, err);
+    if (!rc) rc = copy_runs(dst, src, in, &pm, &got, err);
+    drift_store_read_end(src);
+    if (rc) goto rollback;
+    if ((rc = store_tx_commit(dst, err))) goto out;
+    stats->runs += got.runs;
+    stats->runs_skipped += got.runs_skipped;
+    stats->prompts += got.prompts;
+    stats->responses += got.responses;
+    stats->scores += got.scores;
+    stats->embeddings += got.embeddings;
+    goto out;
+rollback:
+    store_tx_rollback(dst);
+out:
+    id_map_free(&pm);
+    drift_store_close(src);
+    return rc;
+}
+
 drift_status drift_store_merge(drift_store *st, const char *in_path, drift_store_merged *stats, drift_error *err) {
     if (!st || !in_path) return drift_error_set(err, DRIFT_ERR_INVALID, "merge: missing arguments");
     drift_store_merged local;
@@ -207,5 +558,6 @@ drift_status drift_store_merge(drift_store *st, const char *in_path, drift_store
         memset(&local, 0, sizeof local);
         stats = &local;
     }
-    return merge_one(st->db, in_path, stats, err);
+    if (st->kind == STORE_SQLITE && !store_is_pg_url(in_path)) return merge_one(st->db, in_path, stats, err);
+    return merge_copy(st, in_path, stats, err);
 }

@@ -71,41 +71,41 @@ drift_status drift_store_put_prompts(drift_store *st, const drift_suite *suite, 
     if (ds) return ds;
     for (size_t i = 0; i < suite->n; i++) {
         const drift_prompt *p = &suite->prompts[i];
-        sqlite3_stmt *ins = store_stmt_get(st, STORE_STMT_PROMPT_INSERT,
+        store_q *ins = sq_cached(st, STORE_STMT_PROMPT_INSERT,
                                      "INSERT INTO prompts(suite,prompt_id,workload,input,reference,hash) "
                                      "VALUES(?,?,?,?,?,?) ON CONFLICT(suite,prompt_id) DO NOTHING",
                                      err);
         if (!ins) goto fail;
-        sqlite3_bind_text(ins, 1, suite_name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 2, p->prompt_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 3, drift_workload_name(p->workload), -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 4, p->input ? p->input : "", -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 5, p->reference_json ? p->reference_json : "{}", -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 6, p->hash ? p->hash : "", -1, SQLITE_STATIC);
-        if (sqlite3_step(ins) != SQLITE_DONE) {
+        sq_bind_text(ins, 1, suite_name);
+        sq_bind_text(ins, 2, p->prompt_id);
+        sq_bind_text(ins, 3, drift_workload_name(p->workload));
+        sq_bind_text(ins, 4, p->input ? p->input : "");
+        sq_bind_text(ins, 5, p->reference_json ? p->reference_json : "{}");
+        sq_bind_text(ins, 6, p->hash ? p->hash : "");
+        if (sq_step(ins) != SQ_DONE) {
             store_db_error(st, err, "inserting a prompt");
             goto fail;
         }
-        sqlite3_stmt *find =
-            store_stmt_get(st, STORE_STMT_PROMPT_FIND, "SELECT id, hash FROM prompts WHERE suite=? AND prompt_id=?", err);
+        store_q *find =
+            sq_cached(st, STORE_STMT_PROMPT_FIND, "SELECT id, hash FROM prompts WHERE suite=? AND prompt_id=?", err);
         if (!find) goto fail;
-        sqlite3_bind_text(find, 1, suite_name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(find, 2, p->prompt_id, -1, SQLITE_STATIC);
-        if (sqlite3_step(find) != SQLITE_ROW) {
+        sq_bind_text(find, 1, suite_name);
+        sq_bind_text(find, 2, p->prompt_id);
+        if (sq_step(find) != SQ_ROW) {
             store_db_error(st, err, "finding a prompt");
             goto fail;
         }
-        const char *h = (const char *)sqlite3_column_text(find, 1);
+        const char *h = sq_text(find, 1);
         if (strcmp(h ? h : "", p->hash ? p->hash : "") != 0) {
             drift_error_set(err, DRIFT_ERR_MISMATCH,
                             "%s: prompt %s of suite %s is stored with hash %s but the suite now gives hash %s "
                             "(its text or reference changed)",
-                            st->path, p->prompt_id, suite_name, h ? h : "", p->hash ? p->hash : "");
-            sqlite3_reset(find);
+                            st->shown, p->prompt_id, suite_name, h ? h : "", p->hash ? p->hash : "");
+            sq_done(find);
             goto fail;
         }
-        if (rowids) rowids[i] = sqlite3_column_int64(find, 0);
-        sqlite3_reset(find);
+        if (rowids) rowids[i] = sq_int64(find, 0);
+        sq_done(find);
     }
     return store_tx_commit(st, err);
 fail:
@@ -118,9 +118,9 @@ fail:
 static const char RUN_COLS[] =
     "id,label,target,config,decoding,templates,suites,tool_version,started_at,finished_at";
 
-static drift_status run_from_row(sqlite3_stmt *s, drift_run_info *r) {
+static drift_status run_from_row(store_q *s, drift_run_info *r) {
     memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(s, 0);
+    r->id = sq_int64(s, 0);
     r->label = store_col_strdup(s, 1);
     r->target = store_col_strdup(s, 2);
     r->config_json = store_col_strdup(s, 3);
@@ -141,34 +141,34 @@ drift_status drift_store_run_get(drift_store *st, const char *label, drift_run_i
     memset(out, 0, sizeof *out);
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT %s FROM runs WHERE label=?", RUN_COLS);
-    sqlite3_stmt *s = store_stmt_prepare(st, sql, err);
+    store_q *s = sq_prepare(st, sql, err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_text(s, 1, label, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(s);
+    sq_bind_text(s, 1, label);
+    int rc = sq_step(s);
     drift_status ds;
-    if (rc == SQLITE_ROW) {
+    if (rc == SQ_ROW) {
         ds = run_from_row(s, out);
         if (ds) drift_error_set(err, ds, "out of memory reading run %s", label);
-        sqlite3_finalize(s);
+        sq_done(s);
         return ds;
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return store_db_error(st, err, "reading runs");
+    sq_done(s);
+    if (rc != SQ_DONE) return store_db_error(st, err, "reading runs");
     /* Not found: list what exists. */
     util_buf names = {0};
-    s = store_stmt_prepare(st, "SELECT label FROM runs ORDER BY id", err);
+    s = sq_prepare(st, "SELECT label FROM runs ORDER BY id", err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
     int n = 0;
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        if (n < 50) buf_printf(&names, "%s%s", n ? ", " : "", (const char *)sqlite3_column_text(s, 0));
+    while (sq_step(s) == SQ_ROW) {
+        if (n < 50) buf_printf(&names, "%s%s", n ? ", " : "", sq_text(s, 0));
         n++;
     }
-    sqlite3_finalize(s);
+    sq_done(s);
     if (n == 0)
         ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no run labelled '%s' (the store has no runs)",
-                             st->path, label);
+                             st->shown, label);
     else
-        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no run labelled '%s'; runs: %s%s", st->path, label,
+        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no run labelled '%s'; runs: %s%s", st->shown, label,
                              names.data, n > 50 ? ", ..." : "");
     buf_free(&names);
     return ds;
@@ -179,12 +179,12 @@ drift_status drift_store_run_list(drift_store *st, drift_run_info **out, size_t 
     *n = 0;
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT %s FROM runs ORDER BY id", RUN_COLS);
-    sqlite3_stmt *s = store_stmt_prepare(st, sql, err);
+    store_q *s = sq_prepare(st, sql, err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
     drift_run_info *arr = NULL;
     size_t cnt = 0, cap = 0;
     int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = sq_step(s)) == SQ_ROW) {
         if (cnt == cap) {
             cap = cap ? cap * 2 : 8;
             drift_run_info *na = realloc(arr, cap * sizeof *arr);
@@ -194,8 +194,8 @@ drift_status drift_store_run_list(drift_store *st, drift_run_info **out, size_t 
         if (run_from_row(s, &arr[cnt])) goto nomem;
         cnt++;
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) {
+    sq_done(s);
+    if (rc != SQ_DONE) {
         drift_run_info_array_free(arr, cnt);
         return store_db_error(st, err, "listing runs");
     }
@@ -203,7 +203,7 @@ drift_status drift_store_run_list(drift_store *st, drift_run_info **out, size_t 
     *n = cnt;
     return DRIFT_OK;
 nomem:
-    sqlite3_finalize(s);
+    sq_done(s);
     drift_run_info_array_free(arr, cnt);
     return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory listing runs");
 }
@@ -234,21 +234,22 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
     if (resumed) *resumed = 0;
     drift_status ds = store_tx_begin(st, err);
     if (ds) return ds;
-    if (store_lock_take(st, info->label, err)) goto fail;
+    int lock_taken = 0;
+    if (store_lock_take(st, info->label, &lock_taken, err)) goto fail;
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT %s FROM runs WHERE label=?", RUN_COLS);
-    sqlite3_stmt *s = store_stmt_prepare(st, sql, err);
+    store_q *s = sq_prepare(st, sql, err);
     if (!s) goto fail;
-    sqlite3_bind_text(s, 1, info->label, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
+    sq_bind_text(s, 1, info->label);
+    int rc = sq_step(s);
+    if (rc == SQ_ROW) {
         drift_run_info old;
         if (run_from_row(s, &old)) {
-            sqlite3_finalize(s);
+            sq_done(s);
             drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading run %s", info->label);
             goto fail;
         }
-        sqlite3_finalize(s);
+        sq_done(s);
         char diff[768];
         const char *given_target = info->target ? info->target : "";
         if (strcmp(old.target, given_target) != 0) {
@@ -264,24 +265,26 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
         } else {
             int64_t id = old.id;
             drift_run_info_clear(&old);
-            sqlite3_stmt *u = store_stmt_prepare(st, "UPDATE runs SET finished_at=NULL WHERE id=?", err);
+            store_q *u = sq_prepare(st, "UPDATE runs SET finished_at=NULL WHERE id=?", err);
             if (!u) goto fail;
-            sqlite3_bind_int64(u, 1, id);
-            rc = sqlite3_step(u);
-            sqlite3_finalize(u);
-            if (rc != SQLITE_DONE) {
+            sq_bind_int64(u, 1, id);
+            rc = sq_step(u);
+            sq_done(u);
+            if (rc != SQ_DONE) {
                 store_db_error(st, err, "resuming a run");
                 goto fail;
             }
             *run_id = id;
             if (resumed) *resumed = 1;
-            return store_tx_commit(st, err);
+            if ((ds = store_tx_commit(st, err)) && lock_taken && st->kind == STORE_PG)
+                store_pg_lock_release(st, info->label);
+            return ds;
         }
         drift_run_info_clear(&old);
         goto fail;
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) {
+    sq_done(s);
+    if (rc != SQ_DONE) {
         store_db_error(st, err, "reading runs");
         goto fail;
     }
@@ -289,62 +292,70 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
         char now[32];
         util_utc_iso(now);
         char *cfg = json_canonical(info->config_json), *dec = json_canonical(info->decoding_json);
-        sqlite3_stmt *ins =
-            store_stmt_prepare(st,
+        store_q *ins =
+            sq_prepare(st,
                          "INSERT INTO runs(label,target,config,decoding,templates,suites,tool_version,"
-                         "started_at) VALUES(?,?,?,?,?,?,?,?)",
+                         "started_at) VALUES(?,?,?,?,?,?,?,?) RETURNING id",
                          err);
         if (!ins || !cfg || !dec) {
             free(cfg);
             free(dec);
-            sqlite3_finalize(ins);
+            sq_done(ins);
             if (ins) drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory creating run %s", info->label);
             goto fail;
         }
-        sqlite3_bind_text(ins, 1, info->label, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 2, info->target ? info->target : "", -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 3, cfg, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 4, dec, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 5, info->templates_json ? info->templates_json : "{}", -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 6, info->suites_json ? info->suites_json : "[]", -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 7, info->tool_version ? info->tool_version : drift_version(), -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 8, now, -1, SQLITE_STATIC);
-        rc = sqlite3_step(ins);
-        sqlite3_finalize(ins);
+        sq_bind_text(ins, 1, info->label);
+        sq_bind_text(ins, 2, info->target ? info->target : "");
+        sq_bind_text(ins, 3, cfg);
+        sq_bind_text(ins, 4, dec);
+        sq_bind_text(ins, 5, info->templates_json ? info->templates_json : "{}");
+        sq_bind_text(ins, 6, info->suites_json ? info->suites_json : "[]");
+        sq_bind_text(ins, 7, info->tool_version ? info->tool_version : drift_version());
+        sq_bind_text(ins, 8, now);
+        rc = sq_step(ins);
+        if (rc == SQ_ROW) *run_id = sq_int64(ins, 0);
+        else store_db_error(st, err, "creating a run");
+        sq_done(ins);
         free(cfg);
         free(dec);
-        if (rc != SQLITE_DONE) {
-            store_db_error(st, err, "creating a run");
-            goto fail;
-        }
-        *run_id = sqlite3_last_insert_rowid(st->db);
+        if (rc != SQ_ROW) goto fail;
     }
-    return store_tx_commit(st, err);
+    if ((ds = store_tx_commit(st, err)) && lock_taken && st->kind == STORE_PG) store_pg_lock_release(st, info->label);
+    return ds;
 fail:
     store_tx_rollback(st);
+    if (lock_taken && st->kind == STORE_PG) store_pg_lock_release(st, info->label); /* a row lock rolls back by itself */
     return err && err->code ? err->code : DRIFT_ERR_STORE;
 }
 
 drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error *err) {
     char now[32];
     util_utc_iso(now);
-    sqlite3_stmt *s = store_stmt_prepare(st, "UPDATE runs SET finished_at=? WHERE id=?", err);
+    store_q *s = sq_prepare(st, "UPDATE runs SET finished_at=? WHERE id=?", err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_text(s, 1, now, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, run_id);
-    int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return store_db_error(st, err, "finishing a run");
-    if (sqlite3_changes(st->db) == 0)
-        return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no run with id %lld", st->path, (long long)run_id);
+    sq_bind_text(s, 1, now);
+    sq_bind_int64(s, 2, run_id);
+    int rc = sq_step(s);
+    long changed = rc == SQ_DONE ? sq_changes(s) : 0;
+    sq_done(s);
+    if (rc != SQ_DONE) return store_db_error(st, err, "finishing a run");
+    if (changed == 0)
+        return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no run with id %lld", st->shown, (long long)run_id);
     if (!st->holds_locks) return DRIFT_OK;
-    s = store_stmt_prepare(st, "DELETE FROM run_locks WHERE token=? AND label=(SELECT label FROM runs WHERE id=?)", err);
+    s = sq_prepare(st, "DELETE FROM run_locks WHERE token=? AND label=(SELECT label FROM runs WHERE id=?)", err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_text(s, 1, st->token, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, run_id);
-    rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return store_db_error(st, err, "releasing the run lock");
+    sq_bind_text(s, 1, st->token);
+    sq_bind_int64(s, 2, run_id);
+    rc = sq_step(s);
+    sq_done(s);
+    if (rc != SQ_DONE) return store_db_error(st, err, "releasing the run lock");
+    if (st->kind == STORE_PG) { /* the advisory lock of the run's label */
+        s = sq_prepare(st, "SELECT label FROM runs WHERE id=?", err);
+        if (!s) return store_err_code(err);
+        sq_bind_int64(s, 1, run_id);
+        if (sq_step(s) == SQ_ROW && sq_text(s, 0)) store_pg_lock_release(st, sq_text(s, 0));
+        sq_done(s);
+    }
     return DRIFT_OK;
 }
 
@@ -401,16 +412,16 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
     if (ds) return ds;
     for (size_t i = 0; i < n; i++) {
         const drift_answer *x = &r[i];
-        sqlite3_stmt *s = store_stmt_get(
+        store_q *s = sq_cached(
             st, STORE_STMT_PUT_RESPONSE,
             "INSERT INTO responses(run_id,prompt_rowid,replicate,text,prompt_tokens,completion_tokens,"
             "finish_reason,latency_ms,logprobs,error,http_status,attempts,created_at,failed) "
-            "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?10 IS NOT NULL) "
+            "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,CASE WHEN ?10 IS NULL THEN 0 ELSE 1 END) "
             "ON CONFLICT(run_id,prompt_rowid,replicate) DO UPDATE SET text=excluded.text,failed=excluded.failed,"
             "prompt_tokens=excluded.prompt_tokens,completion_tokens=excluded.completion_tokens,"
             "finish_reason=excluded.finish_reason,latency_ms=excluded.latency_ms,logprobs=excluded.logprobs,"
             "error=excluded.error,http_status=excluded.http_status,attempts=excluded.attempts,"
-            "created_at=excluded.created_at WHERE responses.failed",
+            "created_at=excluded.created_at WHERE responses.failed <> 0",
             err);
         if (!s) goto fail;
         /* An answer is the text; an error row never carries text. */
@@ -421,24 +432,25 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
             drift_error_set(err, DRIFT_ERR_NOMEM, "compressing logprobs");
             goto fail;
         }
-        sqlite3_bind_int64(s, 1, run_id);
-        sqlite3_bind_int64(s, 2, x->prompt_rowid);
-        sqlite3_bind_int(s, 3, x->replicate);
-        store_bind_text_or_null(s, 4, text);
-        if (x->prompt_tokens >= 0) sqlite3_bind_int(s, 5, x->prompt_tokens);
-        if (x->completion_tokens >= 0) sqlite3_bind_int(s, 6, x->completion_tokens);
-        store_bind_text_or_null(s, 7, x->finish_reason);
-        sqlite3_bind_double(s, 8, x->latency_ms);
-        if (blob) sqlite3_bind_blob(s, 9, blob, (int)blen, free);
-        store_bind_text_or_null(s, 10, x->error);
-        sqlite3_bind_int(s, 11, x->http_status);
-        sqlite3_bind_int(s, 12, x->attempts);
-        sqlite3_bind_text(s, 13, now, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(s);
-        sqlite3_reset(s);
-        if (rc != SQLITE_DONE) {
+        sq_bind_int64(s, 1, run_id);
+        sq_bind_int64(s, 2, x->prompt_rowid);
+        sq_bind_int64(s, 3, x->replicate);
+        sq_bind_bytes_text(s, 4, text);
+        if (x->prompt_tokens >= 0) sq_bind_int64(s, 5, x->prompt_tokens);
+        if (x->completion_tokens >= 0) sq_bind_int64(s, 6, x->completion_tokens);
+        sq_bind_text(s, 7, x->finish_reason);
+        sq_bind_double(s, 8, x->latency_ms);
+        if (blob) sq_bind_blob(s, 9, blob, blen);
+        sq_bind_bytes_text(s, 10, x->error);
+        sq_bind_int64(s, 11, x->http_status);
+        sq_bind_int64(s, 12, x->attempts);
+        sq_bind_text(s, 13, now);
+        int rc = sq_step(s);
+        sq_reset(s);
+        free(blob);
+        if (rc != SQ_DONE) {
             drift_error_set(err, DRIFT_ERR_STORE, "%s: storing the response to prompt row %lld replicate %d: %s",
-                            st->path, (long long)x->prompt_rowid, x->replicate, sqlite3_errmsg(st->db));
+                            st->shown, (long long)x->prompt_rowid, x->replicate, sq_errmsg(st));
             goto fail;
         }
     }
@@ -466,30 +478,30 @@ drift_status drift_store_pending(drift_store *st, int64_t run_id, const int64_t 
     *out_replicates = NULL;
     *n_out = 0;
     if (replicates < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "replicates must be >= 1 (got %d)", replicates);
-    sqlite3_stmt *s = store_stmt_prepare(
-        st, "SELECT prompt_rowid, replicate FROM responses WHERE run_id=? AND NOT failed ORDER BY 1,2", err);
+    store_q *s = sq_prepare(
+        st, "SELECT prompt_rowid, replicate FROM responses WHERE run_id=? AND failed = 0 ORDER BY 1,2", err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_int64(s, 1, run_id);
+    sq_bind_int64(s, 1, run_id);
     pair_key *done = NULL;
     size_t nd = 0, cap = 0;
     int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = sq_step(s)) == SQ_ROW) {
         if (nd == cap) {
             cap = cap ? cap * 2 : 1024;
             pair_key *nn = realloc(done, cap * sizeof *done);
             if (!nn) {
                 free(done);
-                sqlite3_finalize(s);
+                sq_done(s);
                 return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading responses");
             }
             done = nn;
         }
-        done[nd].prompt = sqlite3_column_int64(s, 0);
-        done[nd].rep = sqlite3_column_int(s, 1);
+        done[nd].prompt = sq_int64(s, 0);
+        done[nd].rep = sq_int(s, 1);
         nd++;
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) {
+    sq_done(s);
+    if (rc != SQ_DONE) {
         free(done);
         return store_db_error(st, err, "reading responses");
     }
@@ -521,27 +533,27 @@ drift_status drift_store_pending(drift_store *st, int64_t run_id, const int64_t 
 /* ---- single responses and unscored batches ---- */
 
 /* See store_internal.h. */
-drift_status store_answer_from_row(sqlite3_stmt *s, drift_answer *r, drift_prompt *p) {
+drift_status store_answer_from_row(store_q *s, drift_answer *r, drift_prompt *p) {
     memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(s, 0);
-    r->prompt_rowid = sqlite3_column_int64(s, 1);
-    r->replicate = sqlite3_column_int(s, 2);
+    r->id = sq_int64(s, 0);
+    r->prompt_rowid = sq_int64(s, 1);
+    r->replicate = sq_int(s, 2);
     r->text = store_col_strdup(s, 3);
-    r->prompt_tokens = sqlite3_column_type(s, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 4);
-    r->completion_tokens = sqlite3_column_type(s, 5) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 5);
+    r->prompt_tokens = sq_is_null(s, 4) ? -1 : sq_int(s, 4);
+    r->completion_tokens = sq_is_null(s, 5) ? -1 : sq_int(s, 5);
     r->finish_reason = store_col_strdup(s, 6);
-    r->latency_ms = sqlite3_column_double(s, 7);
+    r->latency_ms = sq_double(s, 7);
     int bad = 0;
-    r->logprobs_json = logprobs_unpack(sqlite3_column_blob(s, 8), (size_t)sqlite3_column_bytes(s, 8), &bad);
+    r->logprobs_json = logprobs_unpack(sq_blob(s, 8), (size_t)sq_bytes(s, 8), &bad);
     r->error = store_col_strdup(s, 9);
-    r->http_status = sqlite3_column_int(s, 10);
-    r->attempts = sqlite3_column_int(s, 11);
-    int oom = (sqlite3_column_type(s, 3) != SQLITE_NULL && !r->text) ||
-              (sqlite3_column_type(s, 9) != SQLITE_NULL && !r->error);
+    r->http_status = sq_int(s, 10);
+    r->attempts = sq_int(s, 11);
+    int oom = (!sq_is_null(s, 3) && !r->text) ||
+              (!sq_is_null(s, 9) && !r->error);
     if (p) {
         memset(p, 0, sizeof *p);
         p->prompt_id = store_col_strdup(s, 12);
-        p->workload = drift_workload_parse((const char *)sqlite3_column_text(s, 13));
+        p->workload = drift_workload_parse(sq_text(s, 13));
         p->input = store_col_strdup(s, 14);
         p->reference_json = store_col_strdup(s, 15);
         p->hash = store_col_strdup(s, 16);
@@ -559,29 +571,29 @@ drift_status drift_store_response_get(drift_store *st, int64_t response_id, drif
                                       drift_prompt *prompt_out, drift_error *err) {
     memset(out, 0, sizeof *out);
     if (prompt_out) memset(prompt_out, 0, sizeof *prompt_out);
-    sqlite3_stmt *s = store_stmt_prepare(
+    store_q *s = sq_prepare(
         st, "SELECT " STORE_RESP_COLS " FROM responses r JOIN prompts p ON p.id = r.prompt_rowid WHERE r.id = ?", err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_int64(s, 1, response_id);
-    int rc = sqlite3_step(s);
+    sq_bind_int64(s, 1, response_id);
+    int rc = sq_step(s);
     drift_status ds;
-    if (rc == SQLITE_ROW) {
+    if (rc == SQ_ROW) {
         ds = store_answer_from_row(s, out, prompt_out);
         if (ds == DRIFT_ERR_NOMEM)
             drift_error_set(err, ds, "out of memory reading response %lld", (long long)response_id);
         else if (ds) {
-            drift_error_set(err, ds, "%s: response %lld has corrupt logprobs data", st->path,
+            drift_error_set(err, ds, "%s: response %lld has corrupt logprobs data", st->shown,
                             (long long)response_id);
             drift_answer_clear(out);
             if (prompt_out) drift_prompt_clear(prompt_out);
         }
-    } else if (rc == SQLITE_DONE) {
-        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no response with id %lld", st->path,
+    } else if (rc == SQ_DONE) {
+        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no response with id %lld", st->shown,
                              (long long)response_id);
     } else {
         ds = store_db_error(st, err, "reading a response");
     }
-    sqlite3_finalize(s);
+    sq_done(s);
     return ds;
 }
 
@@ -591,69 +603,69 @@ drift_status drift_store_response_get(drift_store *st, int64_t response_id, drif
 
 drift_status drift_store_count_outcomes(drift_store *st, drift_store_outcomes *out, drift_error *err) {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = store_stmt_prepare(st,
+    store_q *s = sq_prepare(st,
                                          "SELECT p.workload, r.failed, count(*) FROM responses r JOIN prompts p "
                                          "ON p.id = r.prompt_rowid GROUP BY p.workload, r.failed",
                                          err);
     if (!s) return store_err_code(err);
     int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        drift_workload w = drift_workload_parse((const char *)sqlite3_column_text(s, 0));
+    while ((rc = sq_step(s)) == SQ_ROW) {
+        drift_workload w = drift_workload_parse(sq_text(s, 0));
         if (w == DRIFT_WL_UNKNOWN) continue;
-        size_t n = (size_t)sqlite3_column_int64(s, 2);
-        if (sqlite3_column_int(s, 1)) out->errors[w] += n;
+        size_t n = (size_t)sq_int64(s, 2);
+        if (sq_int(s, 1)) out->errors[w] += n;
         else out->answers[w] += n;
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return store_db_error(st, err, "counting answers");
-    s = store_stmt_prepare(st,
+    sq_done(s);
+    if (rc != SQ_DONE) return store_db_error(st, err, "counting answers");
+    s = sq_prepare(st,
                            "SELECT p.workload, substr(r.error, 1, 190), count(*) AS c FROM responses r JOIN prompts p "
                            "ON p.id = r.prompt_rowid WHERE r.failed = 1 GROUP BY 1, 2 ORDER BY c DESC",
                            err);
     if (!s) return store_err_code(err);
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        drift_workload w = drift_workload_parse((const char *)sqlite3_column_text(s, 0));
-        const char *e = (const char *)sqlite3_column_text(s, 1);
+    while ((rc = sq_step(s)) == SQ_ROW) {
+        drift_workload w = drift_workload_parse(sq_text(s, 0));
+        const char *e = sq_text(s, 1);
         if (w == DRIFT_WL_UNKNOWN || out->common_error[w][0] || !e) continue;
         snprintf(out->common_error[w], sizeof out->common_error[w], "%s", e);
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return store_db_error(st, err, "counting errors");
+    sq_done(s);
+    if (rc != SQ_DONE) return store_db_error(st, err, "counting errors");
     return DRIFT_OK;
 }
 
 drift_status drift_store_count_run(drift_store *st, const char *label, drift_store_run_counts *out, drift_error *err) {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = store_stmt_prepare(st,
+    store_q *s = sq_prepare(st,
                                          "SELECT p.workload, r.failed, count(*), "
-                                         "coalesce(sum(r.failed = 0 AND r.finish_reason = 'length'), 0) "
+                                         "coalesce(sum(CASE WHEN r.failed = 0 AND r.finish_reason = 'length' THEN 1 ELSE 0 END), 0) "
                                          "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
                                          "JOIN runs u ON u.id = r.run_id WHERE u.label = ? GROUP BY 1, 2",
                                          err);
     if (!s) return store_err_code(err);
-    sqlite3_bind_text(s, 1, label, -1, SQLITE_TRANSIENT);
+    sq_bind_text(s, 1, label);
     int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        drift_workload w = drift_workload_parse((const char *)sqlite3_column_text(s, 0));
+    while ((rc = sq_step(s)) == SQ_ROW) {
+        drift_workload w = drift_workload_parse(sq_text(s, 0));
         if (w == DRIFT_WL_UNKNOWN) continue;
-        size_t n = (size_t)sqlite3_column_int64(s, 2);
-        if (sqlite3_column_int(s, 1)) out->errors[w] += n;
+        size_t n = (size_t)sq_int64(s, 2);
+        if (sq_int(s, 1)) out->errors[w] += n;
         else out->answers[w] += n;
-        out->cut[w] += (size_t)sqlite3_column_int64(s, 3);
+        out->cut[w] += (size_t)sq_int64(s, 3);
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return store_db_error(st, err, "counting a run's answers");
+    sq_done(s);
+    if (rc != SQ_DONE) return store_db_error(st, err, "counting a run's answers");
     return DRIFT_OK;
 }
 
 drift_status drift_store_completion_tokens(drift_store *st, int64_t *tokens, drift_error *err) {
     *tokens = 0;
-    sqlite3_stmt *s = store_stmt_prepare(
+    store_q *s = sq_prepare(
         st, "SELECT coalesce(sum(completion_tokens),0) FROM responses WHERE failed=0 AND completion_tokens > 0", err);
     if (!s) return store_err_code(err);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) *tokens = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_ROW) return store_db_error(st, err, "counting tokens");
+    int rc = sq_step(s);
+    if (rc == SQ_ROW) *tokens = sq_int64(s, 0);
+    sq_done(s);
+    if (rc != SQ_ROW) return store_db_error(st, err, "counting tokens");
     return DRIFT_OK;
 }

@@ -11,8 +11,8 @@
  *                        or whose latest score is an evaluator error, read in
  *                        (prompt_rowid, replicate) order by keyset pagination
  *                        so scoring stays linear in the run's size
- *   put_scores           one transaction per batch (INSERT OR REPLACE: a
- *                        rewritten score becomes the latest)
+ *   put_scores           one transaction per batch (a rewritten score gets
+ *                        a new, largest id: it becomes the latest)
  *   embeddings           point reads and writes, and one range scan of the
  *                        primary key for compare's chat pairs
  *   answer_text          the cheap point read (text, has-logprobs) that
@@ -62,10 +62,10 @@ static void arena_free(arena_chunk *c) {
 
 /* Copies column i into the arena, reusing *last when the text repeats
  * (suite and evaluator names repeat on every row). */
-static const char *arena_col(arena_chunk **a, sqlite3_stmt *s, int i, const char **last, int *oom) {
-    const char *t = (const char *)sqlite3_column_text(s, i);
+static const char *arena_col(arena_chunk **a, store_q *s, int i, const char **last, int *oom) {
+    const char *t = sq_text(s, i);
     if (!t) return NULL;
-    size_t n = (size_t)sqlite3_column_bytes(s, i);
+    size_t n = (size_t)sq_bytes(s, i);
     if (last && *last && strcmp(*last, t) == 0) return *last;
     char *p = arena_strdup(a, t, n);
     if (!p) *oom = 1;
@@ -158,28 +158,28 @@ static drift_status load_scored(drift_store *st, int64_t run_id, const char *eva
     memset(out, 0, sizeof *out);
     *n_matched = 0;
     /* Row count first so the array is allocated once. */
-    sqlite3_stmt *c = store_stmt_prepare(st, "SELECT count(*) FROM responses INDEXED BY responses_scan WHERE run_id=?", err);
+    store_q *c = sq_prepare(st, "SELECT count(*) FROM responses INDEXED BY responses_scan WHERE run_id=?", err);
     if (!c) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_int64(c, 1, run_id);
+    sq_bind_int64(c, 1, run_id);
     size_t total = 0;
-    if (sqlite3_step(c) == SQLITE_ROW) total = (size_t)sqlite3_column_int64(c, 0);
-    sqlite3_finalize(c);
+    if (sq_step(c) == SQ_ROW) total = (size_t)sq_int64(c, 0);
+    sq_done(c);
     if (total > INT32_MAX) return drift_error_set(err, DRIFT_ERR_STORE, "%s: run %lld has too many responses (%zu)",
-                                                  st->path, (long long)run_id, total);
+                                                  st->shown, (long long)run_id, total);
 
-    sqlite3_stmt *s = store_stmt_prepare(st,
+    store_q *s = sq_prepare(st,
                                    "SELECT r.id, r.prompt_rowid, p.prompt_id, p.suite, p.workload, r.replicate, "
                                    "r.failed FROM responses r INDEXED BY responses_scan "
                                    "JOIN prompts p ON p.id = r.prompt_rowid "
                                    "WHERE r.run_id = ? ORDER BY r.prompt_rowid, r.replicate",
                                    err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_int64(s, 1, run_id);
+    sq_bind_int64(s, 1, run_id);
     drift_scored *rows = malloc((total ? total : 1) * sizeof *rows);
     arena_chunk *arena = NULL;
     id_index ix = {0};
     if (!rows) {
-        sqlite3_finalize(s);
+        sq_done(s);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory loading %zu responses", total);
     }
     const char *last_suite = NULL, *last_eval = NULL, *last_wl_text = NULL, *last_pid = NULL;
@@ -187,7 +187,7 @@ static drift_status load_scored(drift_store *st, int64_t run_id, const char *eva
     drift_workload last_wl = DRIFT_WL_UNKNOWN;
     size_t n = 0;
     int rc, oom = 0;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = sq_step(s)) == SQ_ROW) {
         if (n == total) { /* rows appeared since the count (another writer) */
             size_t ncap = total ? total * 2 : 64;
             drift_scored *nr = realloc(rows, ncap * sizeof *rows);
@@ -200,59 +200,59 @@ static drift_status load_scored(drift_store *st, int64_t run_id, const char *eva
             total = ncap;
         }
         drift_scored *d = &rows[n];
-        d->response_id = sqlite3_column_int64(s, 0);
-        d->prompt_rowid = sqlite3_column_int64(s, 1);
+        d->response_id = sq_int64(s, 0);
+        d->prompt_rowid = sq_int64(s, 1);
         if (d->prompt_rowid != last_prompt) { /* replicates share their prompt's strings */
             last_prompt = d->prompt_rowid;
             last_pid = arena_col(&arena, s, 2, NULL, &oom);
         }
         d->prompt_id = last_pid;
         d->suite = arena_col(&arena, s, 3, &last_suite, &oom);
-        const char *wl = (const char *)sqlite3_column_text(s, 4);
+        const char *wl = sq_text(s, 4);
         if (!last_wl_text || !wl || strcmp(wl, last_wl_text) != 0) {
             last_wl = drift_workload_parse(wl);
             last_wl_text = last_wl == DRIFT_WL_UNKNOWN ? NULL : drift_workload_name(last_wl);
         }
         d->workload = last_wl;
-        d->replicate = sqlite3_column_int(s, 5);
-        d->is_error = sqlite3_column_int(s, 6) != 0;
+        d->replicate = sq_int(s, 5);
+        d->is_error = sq_int(s, 6) != 0;
         d->label = DRIFT_LABEL_NONE;
         d->value = NAN;
         d->evaluator = NULL;
         if (oom) break;
         n++;
     }
-    sqlite3_finalize(s);
+    sq_done(s);
     s = NULL;
     if (oom) goto nomem;
-    if (rc != SQLITE_DONE) goto dberr;
+    if (rc != SQ_DONE) goto dberr;
 
     if (n > 0) {
         if (id_index_build(&ix, rows, n)) goto nomem;
-        s = store_stmt_prepare(st,
+        s = sq_prepare(st,
                          evaluator ? "SELECT response_id, label, value, evaluator FROM scores INDEXED BY scores_latest "
                                      "WHERE response_id BETWEEN ? AND ? AND evaluator = ? ORDER BY response_id, id"
                                    : "SELECT response_id, label, value, evaluator FROM scores INDEXED BY scores_latest "
                                      "WHERE response_id BETWEEN ? AND ? ORDER BY response_id, id",
                          err);
         if (!s) goto fail;
-        sqlite3_bind_int64(s, 1, ix.min_id);
-        sqlite3_bind_int64(s, 2, ix.max_id);
-        if (evaluator) sqlite3_bind_text(s, 3, evaluator, -1, SQLITE_STATIC);
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-            int32_t i = id_index_find(&ix, sqlite3_column_int64(s, 0));
+        sq_bind_int64(s, 1, ix.min_id);
+        sq_bind_int64(s, 2, ix.max_id);
+        if (evaluator) sq_bind_text(s, 3, evaluator);
+        while ((rc = sq_step(s)) == SQ_ROW) {
+            int32_t i = id_index_find(&ix, sq_int64(s, 0));
             if (i < 0) continue; /* another run's response */
             drift_scored *d = &rows[i];
             (*n_matched)++;
-            d->label = sqlite3_column_int(s, 1);
-            d->value = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
+            d->label = sq_int(s, 1);
+            d->value = sq_is_null(s, 2) ? NAN : sq_double(s, 2);
             d->evaluator = arena_col(&arena, s, 3, &last_eval, &oom);
             if (oom) break;
         }
-        sqlite3_finalize(s);
+        sq_done(s);
         s = NULL;
         if (oom) goto nomem;
-        if (rc != SQLITE_DONE) goto dberr;
+        if (rc != SQ_DONE) goto dberr;
     }
     id_index_free(&ix);
     out->rows = rows;
@@ -279,17 +279,17 @@ drift_status drift_store_load_scored(drift_store *st, int64_t run_id, drift_scor
 /* The distinct evaluators that scored some response of run_id, as
  * "a, b, c" (or "none") into buf. */
 static drift_status run_evaluators(drift_store *st, int64_t run_id, char *buf, size_t cap, drift_error *err) {
-    sqlite3_stmt *s = store_stmt_prepare(st,
+    store_q *s = sq_prepare(st,
                                          "SELECT DISTINCT s.evaluator FROM responses r INDEXED BY responses_scan "
                                          "JOIN scores s ON s.response_id = r.id WHERE r.run_id = ? ORDER BY 1",
                                          err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_int64(s, 1, run_id);
+    sq_bind_int64(s, 1, run_id);
     size_t len = 0;
     int rc;
     buf[0] = '\0';
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *e = (const char *)sqlite3_column_text(s, 0);
+    while ((rc = sq_step(s)) == SQ_ROW) {
+        const char *e = sq_text(s, 0);
         if (!e) continue;
         int w = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", e);
         if (w < 0 || (size_t)w >= cap - len) { /* cut: say so */
@@ -299,8 +299,8 @@ static drift_status run_evaluators(drift_store *st, int64_t run_id, char *buf, s
         }
         len += (size_t)w;
     }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return store_db_error(st, err, "listing a run's evaluators");
+    sq_done(s);
+    if (rc != SQ_ROW && rc != SQ_DONE) return store_db_error(st, err, "listing a run's evaluators");
     if (!len) snprintf(buf, cap, "none");
     return DRIFT_OK;
 }
@@ -329,23 +329,23 @@ drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *e
     *resp = NULL;
     *prompts = NULL;
     *n = 0;
-    sqlite3_stmt *s = store_stmt_prepare(
+    store_q *s = sq_prepare(
         st,
         "SELECT " STORE_RESP_COLS " FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
-        "WHERE r.run_id = ?1 AND NOT r.failed AND NOT EXISTS "
+        "WHERE r.run_id = ?1 AND r.failed = 0 AND NOT EXISTS "
         "(SELECT 1 FROM scores x WHERE x.response_id = r.id AND (?2 IS NULL OR x.evaluator = ?2)) "
         "ORDER BY r.prompt_rowid, r.replicate LIMIT ?3",
         err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_int64(s, 1, run_id);
-    store_bind_text_or_null(s, 2, evaluator);
-    sqlite3_bind_int64(s, 3, limit ? (sqlite3_int64)limit : -1);
+    sq_bind_int64(s, 1, run_id);
+    sq_bind_text(s, 2, evaluator);
+    sq_bind_int64(s, 3, limit && limit < (size_t)INT64_MAX ? (int64_t)limit : INT64_MAX);
     drift_answer *rs = NULL;
     drift_prompt *ps = NULL;
     size_t cnt = 0, cap = 0;
     int rc;
     drift_status ds = DRIFT_OK;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = sq_step(s)) == SQ_ROW) {
         if (cnt == cap) {
             cap = cap ? cap * 2 : 64;
             drift_answer *nr = realloc(rs, cap * sizeof *rs);
@@ -367,8 +367,8 @@ drift_status drift_store_unscored(drift_store *st, int64_t run_id, const char *e
         }
         cnt++;
     }
-    sqlite3_finalize(s);
-    if (!ds && rc != SQLITE_DONE) ds = store_db_error(st, err, "reading unscored responses");
+    sq_done(s);
+    if (!ds && rc != SQ_DONE) ds = store_db_error(st, err, "reading unscored responses");
     if (ds) {
         for (size_t i = 0; i < cnt; i++) {
             drift_answer_clear(&rs[i]);
@@ -391,25 +391,30 @@ drift_status drift_store_put_scores(drift_store *st, const drift_score *sc, size
     drift_status ds = store_tx_begin(st, err);
     if (ds) return ds;
     for (size_t i = 0; i < n; i++) {
-        sqlite3_stmt *s = store_stmt_get(st, STORE_STMT_PUT_SCORE,
-                                   "INSERT OR REPLACE INTO scores(response_id,evaluator,label,value,detail) "
-                                   "VALUES(?,?,?,?,?)",
-                                   err);
+        store_q *s = sq_cached(st, STORE_STMT_PUT_SCORE,
+                               SQ_SQL(st,
+                                      "INSERT OR REPLACE INTO scores(response_id,evaluator,label,value,detail) "
+                                      "VALUES(?,?,?,?,?)",
+                                      "INSERT INTO scores(response_id,evaluator,label,value,detail) VALUES(?,?,?,?,?) "
+                                      "ON CONFLICT(response_id,evaluator) DO UPDATE SET "
+                                      "id=nextval(pg_get_serial_sequence('scores','id')), label=excluded.label, "
+                                      "value=excluded.value, detail=excluded.detail"),
+                               err);
         if (!s) goto fail;
         if (!sc[i].evaluator || !*sc[i].evaluator) {
             drift_error_set(err, DRIFT_ERR_INVALID, "score %zu of the batch has no evaluator name", i);
             goto fail;
         }
-        sqlite3_bind_int64(s, 1, sc[i].response_id);
-        sqlite3_bind_text(s, 2, sc[i].evaluator, -1, SQLITE_STATIC);
-        sqlite3_bind_int(s, 3, sc[i].label);
-        if (!isnan(sc[i].value)) sqlite3_bind_double(s, 4, sc[i].value);
-        store_bind_text_or_null(s, 5, sc[i].detail_json);
-        int rc = sqlite3_step(s);
-        sqlite3_reset(s);
-        if (rc != SQLITE_DONE) {
-            drift_error_set(err, DRIFT_ERR_STORE, "%s: storing the score of response %lld by %s: %s", st->path,
-                            (long long)sc[i].response_id, sc[i].evaluator, sqlite3_errmsg(st->db));
+        sq_bind_int64(s, 1, sc[i].response_id);
+        sq_bind_text(s, 2, sc[i].evaluator);
+        sq_bind_int64(s, 3, sc[i].label);
+        if (!isnan(sc[i].value)) sq_bind_double(s, 4, sc[i].value);
+        sq_bind_text(s, 5, sc[i].detail_json);
+        int rc = sq_step(s);
+        sq_reset(s);
+        if (rc != SQ_DONE) {
+            drift_error_set(err, DRIFT_ERR_STORE, "%s: storing the score of response %lld by %s: %s", st->shown,
+                            (long long)sc[i].response_id, sc[i].evaluator, sq_errmsg(st));
             goto fail;
         }
     }
@@ -423,16 +428,19 @@ drift_status drift_store_put_embedding(drift_store *st, int64_t response_id, con
                                        const float *vec, int dim, drift_error *err) {
     if (!embedder || dim <= 0 || !vec)
         return drift_error_set(err, DRIFT_ERR_INVALID, "embedding needs an embedder name and dim > 0");
-    sqlite3_stmt *s = store_stmt_prepare(
-        st, "INSERT OR REPLACE INTO embeddings(response_id,embedder,dim,vec) VALUES(?,?,?,?)", err);
+    store_q *s = sq_prepare(
+        st,
+        "INSERT INTO embeddings(response_id,embedder,dim,vec) VALUES(?,?,?,?) "
+        "ON CONFLICT(response_id,embedder) DO UPDATE SET dim=excluded.dim, vec=excluded.vec",
+        err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_int64(s, 1, response_id);
-    sqlite3_bind_text(s, 2, embedder, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 3, dim);
-    sqlite3_bind_blob(s, 4, vec, (int)((size_t)dim * sizeof(float)), SQLITE_STATIC);
-    int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return store_db_error(st, err, "storing an embedding");
+    sq_bind_int64(s, 1, response_id);
+    sq_bind_text(s, 2, embedder);
+    sq_bind_int64(s, 3, dim);
+    sq_bind_blob(s, 4, vec, (size_t)dim * sizeof(float));
+    int rc = sq_step(s);
+    sq_done(s);
+    if (rc != SQ_DONE) return store_db_error(st, err, "storing an embedding");
     return DRIFT_OK;
 }
 
@@ -440,37 +448,37 @@ drift_status drift_store_get_embedding(drift_store *st, int64_t response_id, con
                                        int *dim, drift_error *err) {
     *vec = NULL;
     *dim = 0;
-    sqlite3_stmt *s =
-        store_stmt_prepare(st, "SELECT dim, vec FROM embeddings WHERE response_id=? AND embedder=?", err);
+    store_q *s =
+        sq_prepare(st, "SELECT dim, vec FROM embeddings WHERE response_id=? AND embedder=?", err);
     if (!s) return err ? err->code : DRIFT_ERR_STORE;
-    sqlite3_bind_int64(s, 1, response_id);
-    sqlite3_bind_text(s, 2, embedder ? embedder : "", -1, SQLITE_STATIC);
-    int rc = sqlite3_step(s);
+    sq_bind_int64(s, 1, response_id);
+    sq_bind_text(s, 2, embedder ? embedder : "");
+    int rc = sq_step(s);
     drift_status ds = DRIFT_OK;
-    if (rc == SQLITE_ROW) {
-        int d = sqlite3_column_int(s, 0);
-        size_t bytes = (size_t)sqlite3_column_bytes(s, 1);
+    if (rc == SQ_ROW) {
+        int d = sq_int(s, 0);
+        size_t bytes = (size_t)sq_bytes(s, 1);
         if (d <= 0 || bytes != (size_t)d * sizeof(float)) {
             ds = drift_error_set(err, DRIFT_ERR_STORE,
-                                 "%s: embedding of response %lld by %s is corrupt (dim %d, %zu bytes)", st->path,
+                                 "%s: embedding of response %lld by %s is corrupt (dim %d, %zu bytes)", st->shown,
                                  (long long)response_id, embedder ? embedder : "", d, bytes);
         } else {
             float *v = malloc(bytes);
             if (!v) {
                 ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading an embedding");
             } else {
-                memcpy(v, sqlite3_column_blob(s, 1), bytes);
+                memcpy(v, sq_blob(s, 1), bytes);
                 *vec = v;
                 *dim = d;
             }
         }
-    } else if (rc == SQLITE_DONE) {
+    } else if (rc == SQ_DONE) {
         ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "no embedding of response %lld by %s",
                              (long long)response_id, embedder ? embedder : "(null)");
     } else {
         ds = store_db_error(st, err, "reading an embedding");
     }
-    sqlite3_finalize(s);
+    sq_done(s);
     return ds;
 }
 
@@ -483,22 +491,22 @@ static int embedding_cmp(const void *a, const void *b) {
 drift_status drift_store_embeddings_range(drift_store *st, const char *embedder, int64_t lo, int64_t hi,
                                           drift_embedding_set *out, drift_error *err) {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *s = store_stmt_prepare(
+    store_q *s = sq_prepare(
         st, "SELECT response_id, dim, vec FROM embeddings WHERE embedder = ?1 AND response_id BETWEEN ?2 AND ?3", err);
     if (!s) return store_err_code(err);
-    sqlite3_bind_text(s, 1, embedder ? embedder : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, lo);
-    sqlite3_bind_int64(s, 3, hi);
+    sq_bind_text(s, 1, embedder ? embedder : "");
+    sq_bind_int64(s, 2, lo);
+    sq_bind_int64(s, 3, hi);
     size_t cap = 0, pool_len = 0, pool_cap = 0;
     size_t *offs = NULL; /* offs[i]: rows[i]'s vector in the pool, which may still move */
     drift_status rc = DRIFT_OK;
     int step;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        int dim = sqlite3_column_int(s, 1);
-        size_t bytes = (size_t)sqlite3_column_bytes(s, 2);
+    while ((step = sq_step(s)) == SQ_ROW) {
+        int dim = sq_int(s, 1);
+        size_t bytes = (size_t)sq_bytes(s, 2);
         if (dim <= 0 || bytes != (size_t)dim * sizeof(float)) {
             rc = drift_error_set(err, DRIFT_ERR_STORE, "embedding of response %lld by %s is corrupt (dim %d, %zu bytes)",
-                                 (long long)sqlite3_column_int64(s, 0), embedder, dim, bytes);
+                                 (long long)sq_int64(s, 0), embedder, dim, bytes);
             break;
         }
         if (out->n == cap) {
@@ -523,15 +531,15 @@ drift_status drift_store_embeddings_range(drift_store *st, const char *embedder,
             out->pool = np;
             pool_cap = nc;
         }
-        memcpy(out->pool + pool_len, sqlite3_column_blob(s, 2), bytes);
-        out->rows[out->n].response_id = sqlite3_column_int64(s, 0);
+        memcpy(out->pool + pool_len, sq_blob(s, 2), bytes);
+        out->rows[out->n].response_id = sq_int64(s, 0);
         out->rows[out->n].dim = dim;
         offs[out->n] = pool_len;
         pool_len += (size_t)dim;
         out->n++;
     }
-    if (rc == DRIFT_OK && step != SQLITE_DONE) rc = store_db_error(st, err, "reading embeddings");
-    sqlite3_finalize(s);
+    if (rc == DRIFT_OK && step != SQ_DONE) rc = store_db_error(st, err, "reading embeddings");
+    sq_done(s);
     if (rc == DRIFT_OK) {
         for (size_t i = 0; i < out->n; i++) out->rows[i].vec = out->pool + offs[i];
         if (out->n > 1) qsort(out->rows, out->n, sizeof *out->rows, embedding_cmp); /* in order already, as a rule */
@@ -552,49 +560,59 @@ void drift_embedding_set_clear(drift_embedding_set *s) {
 drift_status drift_store_top_embedder(drift_store *st, int64_t run_a, int64_t run_b, char *out, size_t cap,
                                       drift_error *err) {
     if (cap) out[0] = '\0';
-    sqlite3_stmt *q = store_stmt_prepare(
+    store_q *q = sq_prepare(
         st,
-        "SELECT e.embedder, COUNT(*) AS n FROM embeddings e JOIN responses r ON r.id = e.response_id "
-        "WHERE r.run_id IN (?1, ?2) GROUP BY e.embedder ORDER BY n DESC, e.embedder LIMIT 1",
+        SQ_SQL(st,
+               "SELECT e.embedder, COUNT(*) AS n FROM embeddings e JOIN responses r ON r.id = e.response_id "
+               "WHERE r.run_id IN (?1, ?2) GROUP BY e.embedder ORDER BY n DESC, e.embedder LIMIT 1",
+               "SELECT e.embedder, COUNT(*) AS n FROM embeddings e JOIN responses r ON r.id = e.response_id "
+               "WHERE r.run_id IN (?1, ?2) GROUP BY e.embedder ORDER BY n DESC, e.embedder COLLATE \"C\" LIMIT 1"),
         err);
     if (!q) return store_err_code(err);
-    sqlite3_bind_int64(q, 1, run_a);
-    sqlite3_bind_int64(q, 2, run_b);
-    int rc = sqlite3_step(q);
+    sq_bind_int64(q, 1, run_a);
+    sq_bind_int64(q, 2, run_b);
+    int rc = sq_step(q);
     drift_status ds = DRIFT_OK;
-    if (rc == SQLITE_ROW) snprintf(out, cap, "%s", (const char *)sqlite3_column_text(q, 0));
-    else if (rc != SQLITE_DONE) ds = store_db_error(st, err, "listing embedders");
-    sqlite3_finalize(q);
+    if (rc == SQ_ROW) snprintf(out, cap, "%s", sq_text(q, 0));
+    else if (rc != SQ_DONE) ds = store_db_error(st, err, "listing embedders");
+    sq_done(q);
     return ds;
 }
 
 drift_status drift_store_detail_counts(drift_store *st, int64_t run_id, drift_workload wl, const char *field,
                                        drift_detail_count_fn fn, void *user, drift_error *err) {
     if (!field || !fn) return drift_error_set(err, DRIFT_ERR_INVALID, "detail counts need a field and a callback");
-    sqlite3_stmt *q = store_stmt_prepare(
+    store_q *q = sq_prepare(
         st,
-        "SELECT CASE WHEN json_valid(s.detail) THEN json_extract(s.detail, ?5) END AS m, count(*) "
-        "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid JOIN scores s ON s.response_id = r.id "
-        "WHERE r.run_id = ?1 AND r.failed = 0 AND p.workload = ?2 AND s.label IN (?3, ?4) "
-        "AND s.id = (SELECT max(x.id) FROM scores x WHERE x.response_id = r.id) "
-        "GROUP BY m ORDER BY count(*) DESC, m",
+        SQ_SQL(st,
+               "SELECT CASE WHEN json_valid(s.detail) THEN json_extract(s.detail, ?5) END AS m, count(*) "
+               "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid JOIN scores s ON s.response_id = r.id "
+               "WHERE r.run_id = ?1 AND r.failed = 0 AND p.workload = ?2 AND s.label IN (?3, ?4) "
+               "AND s.id = (SELECT max(x.id) FROM scores x WHERE x.response_id = r.id) "
+               "GROUP BY m ORDER BY count(*) DESC, m",
+               /* drift_json_field: store_pg.c's schema; ?5 is the field's name there */
+               "SELECT drift_json_field(s.detail, ?5) AS m, count(*) "
+               "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid JOIN scores s ON s.response_id = r.id "
+               "WHERE r.run_id = ?1 AND r.failed = 0 AND p.workload = ?2 AND s.label IN (?3, ?4) "
+               "AND s.id = (SELECT max(x.id) FROM scores x WHERE x.response_id = r.id) "
+               "GROUP BY 1 ORDER BY 2 DESC, 1"),
         err);
     if (!q) return store_err_code(err);
-    char *path = util_asprintf("$.\"%s\"", field);
+    char *path = st->kind == STORE_PG ? util_strdup(field) : util_asprintf("$.\"%s\"", field);
     if (!path) {
-        sqlite3_finalize(q);
+        sq_done(q);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
-    sqlite3_bind_int64(q, 1, run_id);
-    sqlite3_bind_text(q, 2, drift_workload_name(wl), -1, SQLITE_STATIC);
-    sqlite3_bind_int(q, 3, DRIFT_LABEL_PASS);
-    sqlite3_bind_int(q, 4, DRIFT_LABEL_FAIL);
-    sqlite3_bind_text(q, 5, path, -1, SQLITE_STATIC);
+    sq_bind_int64(q, 1, run_id);
+    sq_bind_text(q, 2, drift_workload_name(wl));
+    sq_bind_int64(q, 3, DRIFT_LABEL_PASS);
+    sq_bind_int64(q, 4, DRIFT_LABEL_FAIL);
+    sq_bind_text(q, 5, path);
     int step;
-    while ((step = sqlite3_step(q)) == SQLITE_ROW)
-        fn(user, (const char *)sqlite3_column_text(q, 0), (long)sqlite3_column_int64(q, 1));
-    drift_status ds = step == SQLITE_DONE ? DRIFT_OK : store_db_error(st, err, "counting score details");
-    sqlite3_finalize(q);
+    while ((step = sq_step(q)) == SQ_ROW)
+        fn(user, sq_text(q, 0), (long)sq_int64(q, 1));
+    drift_status ds = step == SQ_DONE ? DRIFT_OK : store_db_error(st, err, "counting score details");
+    sq_done(q);
     free(path);
     return ds;
 }
@@ -603,33 +621,33 @@ drift_status drift_store_answer_text(drift_store *st, int64_t response_id, char 
                                      drift_error *err) {
     *text = NULL;
     *has_logprobs = 0;
-    sqlite3_stmt *s = store_stmt_get(st, STORE_STMT_ANSWER_TEXT,
+    store_q *s = sq_cached(st, STORE_STMT_ANSWER_TEXT,
                                      "SELECT text, logprobs IS NOT NULL FROM responses WHERE id = ?1", err);
     if (!s) return store_err_code(err);
-    sqlite3_bind_int64(s, 1, response_id);
-    int rc = sqlite3_step(s);
+    sq_bind_int64(s, 1, response_id);
+    int rc = sq_step(s);
     drift_status ds = DRIFT_OK;
-    if (rc == SQLITE_DONE) {
+    if (rc == SQ_DONE) {
         ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "no response with id %lld", (long long)response_id);
-    } else if (rc != SQLITE_ROW) {
+    } else if (rc != SQ_ROW) {
         ds = drift_error_set(err, DRIFT_ERR_STORE, "reading response %lld: %s", (long long)response_id,
-                             sqlite3_errmsg(st->db));
+                             sq_errmsg(st));
     } else {
-        const unsigned char *t = sqlite3_column_text(s, 0);
-        *text = util_strdup(t ? (const char *)t : "");
-        *has_logprobs = sqlite3_column_int(s, 1);
+        const char *t = sq_text(s, 0);
+        *text = util_strdup(t ? t : "");
+        *has_logprobs = sq_int(s, 1);
         if (!*text)
             ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading response %lld", (long long)response_id);
     }
-    sqlite3_reset(s);
+    sq_reset(s);
     return ds;
 }
 
 /* ---- the score stage's scan ---- */
 
-static char *col_dup(sqlite3_stmt *q, int i) {
-    const unsigned char *t = sqlite3_column_text(q, i);
-    return t ? util_strndup((const char *)t, (size_t)sqlite3_column_bytes(q, i)) : NULL;
+static char *col_dup(store_q *q, int i) {
+    const char *t = sq_text(q, i);
+    return t ? util_strndup(t, sq_bytes(q, i)) : NULL;
 }
 
 drift_status drift_store_scan_pending(drift_store *st, int64_t run_id, int all, drift_scan_cursor *cursor, size_t cap,
@@ -637,37 +655,37 @@ drift_status drift_store_scan_pending(drift_store *st, int64_t run_id, int all, 
                                       drift_answer *resp, drift_prompt *prompts, size_t *n, drift_error *err) {
     *n = 0;
     if (cap == 0) return DRIFT_OK;
-    sqlite3_stmt *q = store_stmt_get(
+    store_q *q = sq_cached(
         st, STORE_STMT_SCAN_PENDING,
         "SELECT r.id, r.prompt_rowid, r.replicate, r.text, p.prompt_id, p.workload, p.input, p.reference "
         "FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
         "WHERE r.run_id = ?1 AND r.error IS NULL AND r.text IS NOT NULL "
         "AND (r.prompt_rowid, r.replicate) > (?2, ?3) "
-        "AND (?4 OR COALESCE((SELECT x.label FROM scores x WHERE x.response_id = r.id "
+        "AND (?4 = 1 OR COALESCE((SELECT x.label FROM scores x WHERE x.response_id = r.id "
         "ORDER BY x.id DESC LIMIT 1), ?6) = ?6) "
         "ORDER BY r.prompt_rowid, r.replicate LIMIT ?5",
         err);
     if (!q) return store_err_code(err);
-    sqlite3_bind_int64(q, 1, run_id);
-    sqlite3_bind_int64(q, 2, cursor->started ? cursor->prompt_rowid : INT64_MIN);
-    sqlite3_bind_int(q, 3, cursor->started ? cursor->replicate : INT32_MIN);
-    sqlite3_bind_int(q, 4, all ? 1 : 0);
-    sqlite3_bind_int64(q, 5, cap > INT64_MAX ? INT64_MAX : (sqlite3_int64)cap);
-    sqlite3_bind_int(q, 6, DRIFT_LABEL_ERROR);
+    sq_bind_int64(q, 1, run_id);
+    sq_bind_int64(q, 2, cursor->started ? cursor->prompt_rowid : INT64_MIN);
+    sq_bind_int64(q, 3, cursor->started ? cursor->replicate : INT32_MIN);
+    sq_bind_int64(q, 4, all ? 1 : 0);
+    sq_bind_int64(q, 5, cap > INT64_MAX ? INT64_MAX : (sqlite3_int64)cap);
+    sq_bind_int64(q, 6, DRIFT_LABEL_ERROR);
     drift_status rc = DRIFT_OK;
     int step;
-    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+    while ((step = sq_step(q)) == SQ_ROW) {
         drift_answer *r = &resp[*n];
         drift_prompt *p = &prompts[*n];
         memset(r, 0, sizeof *r);
         memset(p, 0, sizeof *p);
-        r->id = sqlite3_column_int64(q, 0);
-        r->prompt_rowid = sqlite3_column_int64(q, 1);
-        r->replicate = sqlite3_column_int(q, 2);
+        r->id = sq_int64(q, 0);
+        r->prompt_rowid = sq_int64(q, 1);
+        r->replicate = sq_int(q, 2);
         cursor->prompt_rowid = r->prompt_rowid;
         cursor->replicate = r->replicate;
         cursor->started = 1;
-        p->workload = drift_workload_parse((const char *)sqlite3_column_text(q, 5));
+        p->workload = drift_workload_parse(sq_text(q, 5));
         (*n)++;
         if (want_text && !want_text(user, p->workload)) continue;
         r->text = col_dup(q, 3);
@@ -679,7 +697,7 @@ drift_status drift_store_scan_pending(drift_store *st, int64_t run_id, int all, 
             break;
         }
     }
-    if (!rc && step != SQLITE_DONE && step != SQLITE_ROW) rc = store_db_error(st, err, "reading responses to score");
-    sqlite3_reset(q); /* ends the read: the caller writes scores next */
+    if (!rc && step != SQ_DONE && step != SQ_ROW) rc = store_db_error(st, err, "reading responses to score");
+    sq_reset(q); /* ends the read: the caller writes scores next */
     return rc;
 }

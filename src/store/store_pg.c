@@ -1,0 +1,378 @@
+/* store_pg.c - a PostgreSQL database behind a store (store.h), through
+ * libpq: connecting, identity, schema and migrations, read-only handles,
+ * and the run locks.
+ *
+ * The URL is libpq's ("postgresql://user@host:port/db?options", with
+ * "host=/dir" for a Unix socket); the store's tables live in the schema
+ * the connection's search_path creates in (public, unless the URL's
+ * options say otherwise), so one database can hold several stores in
+ * several schemas.
+ *
+ * Tables: the SQLite file's, column for column, with these types:
+ *   - ids BIGSERIAL (a rewritten score takes nextval of scores' sequence,
+ *     so the latest score is still the one with the largest id);
+ *   - responses.text and responses.error are BYTEA: a model's output (and
+ *     a server's error body) may hold any bytes, and PostgreSQL's text
+ *     must be valid in the database's encoding; the statement layer binds
+ *     and reads them as C strings all the same (sq_bind_bytes_text);
+ *   - logprobs and embeddings.vec BYTEA, latency and values DOUBLE
+ *     PRECISION; the covering indexes use INCLUDE.
+ * driftbench_meta(key, value) marks a DriftBench store: "application" =
+ * "driftbench" and "schema_version" = the schema's version, the
+ * counterparts of SQLite's application_id and user_version. A database
+ * (schema) with tables but no such mark is refused, untouched; a newer
+ * version is refused; an older one is migrated on open. Migrations hold a
+ * transaction-level advisory lock, so runners that open a new store at once
+ * create it once.
+ *
+ * Concurrency: every batch is one READ COMMITTED transaction. Prompts are
+ * inserted with ON CONFLICT DO NOTHING and read back: a second runner
+ * inserting the same suite waits for the first one's commit and then finds
+ * its rows. Responses of one run come from the run lock's holder only.
+ * Read snapshots (drift_store_read_begin) are REPEATABLE READ READ ONLY.
+ *
+ * Run locks: pg_try_advisory_lock(hashtextextended(label, DRFT)), a
+ * session lock held by the handle's connection, reentrant for that
+ * handle (the labels it holds are kept in the handle, so it takes each
+ * once). The run_locks row records the holder for messages. When a
+ * connection ends (the runner exits, is killed, or its host is gone and
+ * TCP keepalives give up) the server drops its locks, so no lock needs
+ * taking over. A lost connection is an error of every later call on the
+ * handle (DRIFT_ERR_STORE naming the store); nothing is retried, and the
+ * next run resumes.
+ *
+ * Read-only handles: the session sets default_transaction_read_only, so
+ * every write fails with the server's "read-only transaction" error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store_internal.h"
+#include "util/util.h"
+
+#define STORE_PG_LOCK_SEED 1146242644 /* 0x44524654, "DRFT": the advisory locks' hash seed */
+#define STORE_PG_MIGRATE_KEY 1146242644
+
+/* The whole schema at version 2 (a new store starts here). */
+static const char PG_SCHEMA_V2[] =
+    "CREATE TABLE driftbench_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
+    "CREATE TABLE prompts(\n"
+    "  id BIGSERIAL PRIMARY KEY,\n"
+    "  suite TEXT NOT NULL,\n"
+    "  prompt_id TEXT NOT NULL,\n"
+    "  workload TEXT NOT NULL,\n"
+    "  input TEXT NOT NULL,\n"
+    "  reference TEXT NOT NULL,\n"
+    "  hash TEXT NOT NULL,\n"
+    "  UNIQUE(suite, prompt_id));\n"
+    "CREATE TABLE runs(\n"
+    "  id BIGSERIAL PRIMARY KEY,\n"
+    "  label TEXT NOT NULL UNIQUE,\n"
+    "  target TEXT NOT NULL,\n"
+    "  config TEXT NOT NULL DEFAULT '{}',\n"
+    "  decoding TEXT NOT NULL DEFAULT '{}',\n"
+    "  templates TEXT NOT NULL DEFAULT '{}',\n"
+    "  suites TEXT NOT NULL DEFAULT '[]',\n"
+    "  tool_version TEXT,\n"
+    "  started_at TEXT NOT NULL,\n"
+    "  finished_at TEXT);\n"
+    "CREATE TABLE responses(\n"
+    "  id BIGSERIAL PRIMARY KEY,\n"
+    "  run_id BIGINT NOT NULL REFERENCES runs(id),\n"
+    "  prompt_rowid BIGINT NOT NULL REFERENCES prompts(id),\n"
+    "  replicate INTEGER NOT NULL,\n"
+    "  failed INTEGER NOT NULL DEFAULT 0,\n"
+    "  http_status INTEGER,\n"
+    "  attempts INTEGER,\n"
+    "  prompt_tokens INTEGER,\n"
+    "  completion_tokens INTEGER,\n"
+    "  latency_ms DOUBLE PRECISION,\n"
+    "  finish_reason TEXT,\n"
+    "  created_at TEXT,\n"
+    "  error BYTEA,\n"
+    "  text BYTEA,\n"
+    "  logprobs BYTEA,\n"
+    "  UNIQUE(run_id, prompt_rowid, replicate));\n"
+    "CREATE INDEX responses_scan ON responses(run_id, prompt_rowid, replicate) INCLUDE (failed);\n"
+    "CREATE TABLE scores(\n"
+    "  id BIGSERIAL PRIMARY KEY,\n"
+    "  response_id BIGINT NOT NULL REFERENCES responses(id),\n"
+    "  evaluator TEXT NOT NULL,\n"
+    "  label INTEGER NOT NULL,\n"
+    "  value DOUBLE PRECISION,\n"
+    "  detail TEXT,\n"
+    "  UNIQUE(response_id, evaluator));\n"
+    "CREATE INDEX scores_latest ON scores(response_id, id) INCLUDE (label, value, evaluator);\n"
+    "CREATE TABLE embeddings(\n"
+    "  response_id BIGINT NOT NULL REFERENCES responses(id),\n"
+    "  embedder TEXT NOT NULL,\n"
+    "  dim INTEGER NOT NULL,\n"
+    "  vec BYTEA NOT NULL,\n"
+    "  PRIMARY KEY(response_id, embedder));\n"
+    "CREATE TABLE run_locks(\n"
+    "  label TEXT PRIMARY KEY,\n"
+    "  pid BIGINT NOT NULL,\n"
+    "  host TEXT NOT NULL,\n"
+    "  proc_start BIGINT NOT NULL DEFAULT 0,\n"
+    "  token TEXT NOT NULL,\n"
+    "  started_at TEXT NOT NULL);\n"
+    /* detail_counts' field of a score detail; NULL when the detail is not JSON */
+    "CREATE FUNCTION drift_json_field(doc TEXT, field TEXT) RETURNS TEXT AS $f$\n"
+    "BEGIN RETURN doc::jsonb ->> field; EXCEPTION WHEN others THEN RETURN NULL; END\n"
+    "$f$ LANGUAGE plpgsql IMMUTABLE;\n"
+    "INSERT INTO driftbench_meta VALUES ('application', 'driftbench'), ('schema_version', '0');\n";
+
+/* Migration i takes the schema to version pg_migrations[i].to from the
+ * version before it (0: an empty database). */
+static const struct {
+    int from, to;
+    const char *sql;
+} pg_migrations[] = {
+    {0, 2, PG_SCHEMA_V2},
+};
+
+/* The value of a one-row, one-column query (a malloc'd string, or NULL for
+ * no row or NULL) into *out; DRIFT_ERR_STORE on failure. */
+static drift_status pg_scalar(drift_store *st, const char *sql, const char *arg, char **out, drift_error *err) {
+    *out = NULL;
+    store_q *q = sq_prepare(st, sql, err);
+    if (!q) return store_err_code(err);
+    if (arg) sq_bind_text(q, 1, arg);
+    int rc = sq_step(q);
+    drift_status ds = DRIFT_OK;
+    if (rc == SQ_ROW && !sq_is_null(q, 0) && !(*out = util_strdup(sq_text(q, 0))))
+        ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    else if (rc == SQ_ERROR)
+        ds = store_db_error(st, err, "reading the schema");
+    sq_done(q);
+    return ds;
+}
+
+/* What the database (the connection's current schema) is: *version = the
+ * store's schema version, 0 for an empty schema; refused when it holds
+ * tables of something else or a newer store. */
+static drift_status pg_identify(drift_store *st, int *version, drift_error *err) {
+    *version = 0;
+    char *meta = NULL;
+    drift_status ds = pg_scalar(st, "SELECT to_regclass('driftbench_meta')::text", NULL, &meta, err);
+    if (ds) return ds;
+    if (!meta) {
+        store_q *q = sq_prepare(st,
+                                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                                "ORDER BY tablename",
+                                err);
+        if (!q) return store_err_code(err);
+        util_buf names = {0};
+        int ntab = 0, rc;
+        while ((rc = sq_step(q)) == SQ_ROW) {
+            if (ntab < 8) buf_printf(&names, "%s%s", ntab ? ", " : "", sq_text(q, 0));
+            ntab++;
+        }
+        sq_done(q);
+        if (rc == SQ_ERROR) {
+            buf_free(&names);
+            return store_db_error(st, err, "reading the table list");
+        }
+        if (ntab > 0) {
+            ds = drift_error_set(err, DRIFT_ERR_STORE,
+                                 "%s: not a DriftBench store (the database's schema holds %d table(s): %s%s and no "
+                                 "driftbench_meta); refusing to touch it",
+                                 st->shown, ntab, names.data, ntab > 8 ? ", ..." : "");
+            buf_free(&names);
+            return ds;
+        }
+        buf_free(&names);
+        return DRIFT_OK;
+    }
+    free(meta);
+    char *app = NULL, *ver = NULL;
+    if ((ds = pg_scalar(st, "SELECT value FROM driftbench_meta WHERE key = ?1", "application", &app, err)))
+        return ds;
+    if ((ds = pg_scalar(st, "SELECT value FROM driftbench_meta WHERE key = ?1", "schema_version", &ver, err))) {
+        free(app);
+        return ds;
+    }
+    int ok = app && !strcmp(app, "driftbench") && ver;
+    int v = ver ? atoi(ver) : 0;
+    free(app);
+    free(ver);
+    if (!ok)
+        return drift_error_set(err, DRIFT_ERR_STORE,
+                               "%s: not a DriftBench store (driftbench_meta lacks its marks); refusing to touch it",
+                               st->shown);
+    if (v > DRIFT_STORE_SCHEMA_VERSION)
+        return drift_error_set(err, DRIFT_ERR_STORE,
+                               "%s: store schema version %d is newer than this driftbench supports (%d); "
+                               "upgrade driftbench",
+                               st->shown, v, DRIFT_STORE_SCHEMA_VERSION);
+    *version = v;
+    return DRIFT_OK;
+}
+
+static drift_status pg_migrate(drift_store *st, drift_error *err) {
+    for (size_t i = 0; i < sizeof pg_migrations / sizeof pg_migrations[0]; i++) {
+        drift_status ds = store_tx_begin(st, err);
+        if (ds) return ds;
+        char sql[96];
+        snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%d)", STORE_PG_MIGRATE_KEY);
+        int now = 0;
+        if ((ds = sq_exec(st, sql, err)) || (ds = pg_identify(st, &now, err))) {
+            store_tx_rollback(st);
+            return ds;
+        }
+        if (now != pg_migrations[i].from) { /* done already (by another runner), or not this step's turn */
+            store_tx_rollback(st);
+            continue;
+        }
+        if (sq_exec(st, pg_migrations[i].sql, NULL)) {
+            ds = drift_error_set(err, DRIFT_ERR_STORE, "%s: migrating the schema to version %d: %s", st->shown,
+                                 pg_migrations[i].to, sq_errmsg(st));
+            store_tx_rollback(st);
+            return ds;
+        }
+        snprintf(sql, sizeof sql, "UPDATE driftbench_meta SET value = '%d' WHERE key = 'schema_version'",
+                 pg_migrations[i].to);
+        if (sq_exec(st, sql, NULL)) {
+            ds = store_db_error(st, err, "setting the schema version");
+            store_tx_rollback(st);
+            return ds;
+        }
+        if ((ds = store_tx_commit(st, err))) return ds;
+    }
+    return DRIFT_OK;
+}
+
+static void pg_notice_ignore(void *arg, const char *message) {
+    (void)arg;
+    (void)message;
+}
+
+drift_status store_pg_open(drift_store *st, int readonly, drift_error *err) {
+    st->pg = PQconnectdb(st->path);
+    if (!st->pg) return drift_error_set(err, DRIFT_ERR_NOMEM, "%s: out of memory connecting", st->shown);
+    if (PQstatus(st->pg) != CONNECTION_OK) {
+        char *m = util_strdup(PQerrorMessage(st->pg));
+        for (char *c = m; c && *c; c++)
+            if (*c == '\n') *c = *(c + 1) ? ' ' : '\0';
+        drift_status ds = drift_error_set(err, DRIFT_ERR_STORE,
+                                          "%s: cannot connect to PostgreSQL: %s", st->shown, m ? m : "?");
+        free(m);
+        return ds;
+    }
+    /* Messages of the server's notices (e.g. "relation exists, skipping")
+     * must not reach stdout or stderr: the library never prints. */
+    PQsetNoticeProcessor(st->pg, pg_notice_ignore, NULL);
+    drift_status ds = sq_exec(st, "SET client_min_messages = warning; SET TIME ZONE 'UTC'", err);
+    if (ds) return ds;
+    int version = 0;
+    if ((ds = pg_identify(st, &version, err))) return ds;
+    if (readonly) {
+        if (version == 0)
+            return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no DriftBench store there yet (nothing was run into it)",
+                                   st->shown);
+        return sq_exec(st, "SET default_transaction_read_only = on", err);
+    }
+    if (version < DRIFT_STORE_SCHEMA_VERSION) return pg_migrate(st, err);
+    return DRIFT_OK;
+}
+
+void store_pg_close(drift_store *st) {
+    if (st->pg) PQfinish(st->pg);
+    st->pg = NULL;
+    for (size_t i = 0; i < st->n_pg_locks; i++) free(st->pg_locks[i]);
+    free(st->pg_locks);
+    st->pg_locks = NULL;
+    st->n_pg_locks = 0;
+}
+
+/* ---- run locks ---- */
+
+static int held_index(drift_store *st, const char *label) {
+    for (size_t i = 0; i < st->n_pg_locks; i++)
+        if (!strcmp(st->pg_locks[i], label)) return (int)i;
+    return -1;
+}
+
+/* pg_try_advisory_lock / pg_advisory_unlock of label's key: 1 true, 0 false, -1 error. */
+static int pg_lock_call(drift_store *st, const char *fn, const char *label) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT %s(hashtextextended(?1, %d))", fn, STORE_PG_LOCK_SEED);
+    store_q *q = sq_prepare(st, sql, NULL);
+    if (!q) return -1;
+    sq_bind_text(q, 1, label);
+    int rc = sq_step(q) == SQ_ROW ? (int)sq_int64(q, 0) : -1;
+    sq_done(q);
+    return rc;
+}
+
+drift_status store_pg_lock_take(drift_store *st, const char *label, int *taken, drift_error *err) {
+    *taken = 0;
+    if (held_index(st, label) >= 0) return DRIFT_OK;
+    char **nl = realloc(st->pg_locks, (st->n_pg_locks + 1) * sizeof *nl);
+    if (!nl) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory taking a run lock");
+    st->pg_locks = nl;
+    int got = pg_lock_call(st, "pg_try_advisory_lock", label);
+    if (got < 0) return store_db_error(st, err, "taking the run lock");
+    if (!got) {
+        /* Who holds it: the row its holder wrote (absent if it is still
+         * inside its run_begin). */
+        store_q *q = sq_prepare(st, "SELECT pid, host, started_at FROM run_locks WHERE label = ?1", err);
+        if (!q) return store_err_code(err);
+        sq_bind_text(q, 1, label);
+        drift_status ds;
+        if (sq_step(q) == SQ_ROW)
+            ds = drift_error_set(err, DRIFT_ERR_STORE,
+                                 "%s: run '%s' is being written by another driftbench (pid %lld on host %s, since "
+                                 "%s); wait for it to end or stop it, then run again to resume (its lock ends with "
+                                 "its connection)",
+                                 st->shown, label, (long long)sq_int64(q, 0), sq_text(q, 1) ? sq_text(q, 1) : "?",
+                                 sq_text(q, 2) ? sq_text(q, 2) : "?");
+        else
+            ds = drift_error_set(err, DRIFT_ERR_STORE,
+                                 "%s: run '%s' is being started by another driftbench; wait for it to end, then "
+                                 "run again to resume",
+                                 st->shown, label);
+        sq_done(q);
+        return ds;
+    }
+    if (!(st->pg_locks[st->n_pg_locks] = util_strdup(label))) {
+        pg_lock_call(st, "pg_advisory_unlock", label);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory taking a run lock");
+    }
+    st->n_pg_locks++;
+    char now[32];
+    util_utc_iso(now);
+    store_q *q = sq_prepare(st,
+                            "INSERT INTO run_locks(label,pid,host,proc_start,token,started_at) VALUES(?,?,?,?,?,?) "
+                            "ON CONFLICT(label) DO UPDATE SET pid=excluded.pid, host=excluded.host, "
+                            "proc_start=excluded.proc_start, token=excluded.token, started_at=excluded.started_at",
+                            err);
+    int rc = SQ_ERROR;
+    if (q) {
+        sq_bind_text(q, 1, label);
+        sq_bind_int64(q, 2, (int64_t)getpid());
+        sq_bind_text(q, 3, st->host);
+        sq_bind_int64(q, 4, (int64_t)st->proc_start);
+        sq_bind_text(q, 5, st->token);
+        sq_bind_text(q, 6, now);
+        rc = sq_step(q);
+        sq_done(q);
+    }
+    if (rc != SQ_DONE) {
+        drift_status ds = q ? store_db_error(st, err, "recording the run lock") : store_err_code(err);
+        store_pg_lock_release(st, label);
+        return ds;
+    }
+    st->holds_locks = 1;
+    *taken = 1;
+    return DRIFT_OK;
+}
+
+void store_pg_lock_release(drift_store *st, const char *label) {
+    int i = held_index(st, label);
+    if (i < 0) return;
+    pg_lock_call(st, "pg_advisory_unlock", label);
+    free(st->pg_locks[i]);
+    st->pg_locks[i] = st->pg_locks[--st->n_pg_locks];
+}

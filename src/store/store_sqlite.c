@@ -1,0 +1,339 @@
+/* store_sqlite.c - the SQLite file behind a store (store.h): identity,
+ * schema and migrations, and opening it for writing or for reading only.
+ *
+ * One file in WAL mode (readers never block the writer; a process killed
+ * with SIGKILL loses at most the transaction it had open, never a committed
+ * one: synchronous=NORMAL is durable against process crashes, only a power
+ * loss may drop the last commits). busy_timeout lets several processes share
+ * one file.
+ *
+ * Identity and versions: a DriftBench store carries PRAGMA application_id
+ * 0x44524654 ("DRFT") and its schema version in PRAGMA user_version. On open:
+ *   - not an SQLite file, or an SQLite file with tables but no DriftBench
+ *     marks                                  -> refused, the file untouched
+ *   - user_version > DRIFT_STORE_SCHEMA_VERSION -> refused (newer tool wrote it)
+ *   - user_version < DRIFT_STORE_SCHEMA_VERSION -> the migrations of
+ *     `store_migrations` run one by one, each in its own transaction that also
+ *     bumps user_version (an empty file starts at version 0).
+ * To add schema v3: append {3, "ALTER TABLE ...; ..."} to store_migrations,
+ * the same change to store_pg.c's, and bump DRIFT_STORE_SCHEMA_VERSION in
+ * store.h.
+ *
+ * Indexes: load_scored (what compare reads; bench/BENCHMARKS.md times it at
+ * the paper's scale) must never touch the wide response rows (text,
+ * logprobs), so it reads two covering indexes only: responses_scan(run_id,
+ * prompt_rowid, replicate, failed) gives filter, order (no sort step), id
+ * and the error flag; scores_latest(response_id, id, label, value,
+ * evaluator) gives the latest score of a response by one seek. `failed`
+ * mirrors `error IS NOT NULL` for that reason. The UNIQUE constraints give
+ * the upsert targets: responses(run_id, prompt_rowid, replicate),
+ * scores(response_id, evaluator), prompts(suite, prompt_id). Narrow columns
+ * come first in responses, so reading them never follows overflow pages.
+ *
+ * Read-only handles (drift_store_open_readonly): opened with
+ * SQLITE_OPEN_READONLY through a "file:" URI, "immutable=1" when there is no
+ * -wal file (nothing to miss, nothing created), "mode=ro" when there is one
+ * (the WAL protocol through -shm); never a journal-mode change, a
+ * migration or a lock. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/store_internal.h"
+#include "util/util.h"
+
+#define STORE_APPLICATION_ID 0x44524654 /* "DRFT" */
+#define STORE_BUSY_TIMEOUT_MS 10000
+
+/* ---- schema and migrations ---- */
+
+static const char STORE_SCHEMA_V1[] =
+    "PRAGMA application_id = 1146242644;\n" /* 0x44524654 */
+    "CREATE TABLE prompts(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  suite TEXT NOT NULL,\n"
+    "  prompt_id TEXT NOT NULL,\n"
+    "  workload TEXT NOT NULL,\n"
+    "  input TEXT NOT NULL,\n"
+    "  reference TEXT NOT NULL,\n"
+    "  hash TEXT NOT NULL,\n"
+    "  UNIQUE(suite, prompt_id));\n"
+    "CREATE TABLE runs(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  label TEXT NOT NULL UNIQUE,\n"
+    "  target TEXT NOT NULL,\n"
+    "  config TEXT NOT NULL DEFAULT '{}',\n"
+    "  decoding TEXT NOT NULL DEFAULT '{}',\n"
+    "  templates TEXT NOT NULL DEFAULT '{}',\n"
+    "  suites TEXT NOT NULL DEFAULT '[]',\n"
+    "  tool_version TEXT,\n"
+    "  started_at TEXT NOT NULL,\n"
+    "  finished_at TEXT);\n"
+    "CREATE TABLE responses(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  prompt_rowid INTEGER NOT NULL REFERENCES prompts(id),\n"
+    "  replicate INTEGER NOT NULL,\n"
+    "  failed INTEGER NOT NULL DEFAULT 0,\n" /* 1 = error row (error IS NOT NULL) */
+    "  http_status INTEGER,\n"
+    "  attempts INTEGER,\n"
+    "  prompt_tokens INTEGER,\n"
+    "  completion_tokens INTEGER,\n"
+    "  latency_ms REAL,\n"
+    "  finish_reason TEXT,\n"
+    "  created_at TEXT,\n"
+    "  error TEXT,\n"
+    "  text TEXT,\n"
+    "  logprobs BLOB,\n"
+    "  UNIQUE(run_id, prompt_rowid, replicate));\n"
+    "CREATE INDEX responses_scan ON responses(run_id, prompt_rowid, replicate, failed);\n"
+    "CREATE TABLE scores(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  response_id INTEGER NOT NULL REFERENCES responses(id),\n"
+    "  evaluator TEXT NOT NULL,\n"
+    "  label INTEGER NOT NULL,\n"
+    "  value REAL,\n"
+    "  detail TEXT,\n"
+    "  UNIQUE(response_id, evaluator));\n"
+    "CREATE INDEX scores_latest ON scores(response_id, id, label, value, evaluator);\n"
+    "CREATE TABLE embeddings(\n"
+    "  response_id INTEGER NOT NULL REFERENCES responses(id),\n"
+    "  embedder TEXT NOT NULL,\n"
+    "  dim INTEGER NOT NULL,\n"
+    "  vec BLOB NOT NULL,\n"
+    "  PRIMARY KEY(response_id, embedder));\n";
+
+/* v2: who writes which run now (see "Run locks" above). */
+static const char STORE_SCHEMA_V2[] =
+    "CREATE TABLE run_locks(\n"
+    "  label TEXT PRIMARY KEY,\n"
+    "  pid INTEGER NOT NULL,\n"
+    "  host TEXT NOT NULL,\n"
+    "  proc_start INTEGER NOT NULL DEFAULT 0,\n" /* owner's start, clock ticks after boot; 0 unknown */
+    "  token TEXT NOT NULL,\n"
+    "  started_at TEXT NOT NULL);\n";
+
+/* Migration i takes the schema from version store_migrations[i].to - 1 to
+ * store_migrations[i].to. */
+static const struct {
+    int to;
+    const char *sql;
+} store_migrations[] = {
+    {1, STORE_SCHEMA_V1},
+    {2, STORE_SCHEMA_V2},
+};
+
+_Static_assert(sizeof store_migrations / sizeof store_migrations[0] == DRIFT_STORE_SCHEMA_VERSION,
+               "one migration per schema version");
+
+static int pragma_int(sqlite3 *db, const char *sql, int *out) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int(s, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* Checks what the file is before anything is written to it. Sets *version. */
+static drift_status store_identify(drift_store *st, int *version, drift_error *err) {
+    int uv = 0, app = 0;
+    int rc = pragma_int(st->db, "PRAGMA user_version", &uv);
+    if (rc == SQLITE_OK) rc = pragma_int(st->db, "PRAGMA application_id", &app);
+    if (rc == SQLITE_NOTADB)
+        return drift_error_set(err, DRIFT_ERR_STORE,
+                               "%s: not a DriftBench store (not an SQLite database); refusing to touch it",
+                               st->shown);
+    if (rc != SQLITE_OK) return store_db_error(st, err, "reading the schema version");
+
+    if (app != STORE_APPLICATION_ID) {
+        /* Empty database (new or zero-length file) is fine; anything with
+         * tables or a version of its own belongs to someone else. */
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(st->db, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name", -1, &s,
+                               NULL) != SQLITE_OK)
+            return store_db_error(st, err, "reading the table list");
+        util_buf names = {0};
+        int ntab = 0;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            if (ntab < 8) buf_printf(&names, "%s%s", ntab ? ", " : "", (const char *)sqlite3_column_text(s, 0));
+            ntab++;
+        }
+        sqlite3_finalize(s);
+        if (rc != SQLITE_DONE) {
+            buf_free(&names);
+            return store_db_error(st, err, "reading the table list");
+        }
+        if (ntab > 0 || uv != 0 || app != 0) {
+            drift_status ret = drift_error_set(
+                err, DRIFT_ERR_STORE,
+                "%s: not a DriftBench store (SQLite database with application_id %d, user_version %d, "
+                "%d table(s)%s%s%s); refusing to touch it",
+                st->shown, app, uv, ntab, ntab ? ": " : "", ntab ? names.data : "", ntab > 8 ? ", ..." : "");
+            buf_free(&names);
+            return ret;
+        }
+        buf_free(&names);
+        *version = 0;
+        return DRIFT_OK;
+    }
+    if (uv > DRIFT_STORE_SCHEMA_VERSION)
+        return drift_error_set(err, DRIFT_ERR_STORE,
+                               "%s: store schema version %d is newer than this driftbench supports (%d); "
+                               "upgrade driftbench",
+                               st->shown, uv, DRIFT_STORE_SCHEMA_VERSION);
+    *version = uv;
+    return DRIFT_OK;
+}
+
+static drift_status store_migrate(drift_store *st, int from, drift_error *err) {
+    for (size_t i = 0; i < sizeof store_migrations / sizeof store_migrations[0]; i++) {
+        int to = store_migrations[i].to;
+        if (to <= from) continue;
+        drift_status ds = store_tx_begin(st, err);
+        if (ds) return ds;
+        /* Another process may have migrated while we waited for the lock. */
+        int now = 0;
+        if (pragma_int(st->db, "PRAGMA user_version", &now) != SQLITE_OK) {
+            store_tx_rollback(st);
+            return store_db_error(st, err, "reading the schema version");
+        }
+        if (now >= to) {
+            store_tx_rollback(st);
+            continue;
+        }
+        char *errmsg = NULL;
+        if (sqlite3_exec(st->db, store_migrations[i].sql, NULL, NULL, &errmsg) != SQLITE_OK) {
+            ds = drift_error_set(err, DRIFT_ERR_STORE, "%s: migrating the schema to version %d: %s", st->shown,
+                                 to, errmsg ? errmsg : sqlite3_errmsg(st->db));
+            sqlite3_free(errmsg);
+            store_tx_rollback(st);
+            return ds;
+        }
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", to);
+        if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            ds = store_db_error(st, err, "setting the schema version");
+            store_tx_rollback(st);
+            return ds;
+        }
+        ds = store_tx_commit(st, err);
+        if (ds) return ds;
+    }
+    return DRIFT_OK;
+}
+
+
+/* Opens st->path for writing: creates and migrates (see the top). */
+static drift_status open_rw(drift_store *st, drift_error *err) {
+    const char *path = st->path;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return drift_error_set(err, DRIFT_ERR_IO, "%s: not a regular file", path);
+    int rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK)
+        return drift_error_set(err, DRIFT_ERR_STORE, "%s: cannot open: %s", path,
+                               st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(st->db, 0);
+
+    int version = 0;
+    drift_status ds = store_identify(st, &version, err);
+    if (ds) return ds;
+    /* From here on the file is ours to change. */
+    char *emsg = NULL;
+    if (sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+                     "PRAGMA cache_size=-32768;",
+                     NULL, NULL, &emsg) != SQLITE_OK) {
+        ds = drift_error_set(err, DRIFT_ERR_STORE, "%s: setting WAL mode: %s", path, emsg ? emsg : "?");
+        sqlite3_free(emsg);
+        return ds;
+    }
+    if (version < DRIFT_STORE_SCHEMA_VERSION) return store_migrate(st, version, err);
+    return DRIFT_OK;
+}
+
+/* "file:" URI of path with the query q: bytes outside [A-Za-z0-9/._~-] are
+ * %-escaped, and a leading "//" is one "/" (no URI authority). */
+static char *path_uri(const char *path, const char *q) {
+    util_buf b = {0};
+    buf_puts(&b, "file:");
+    const char *p = path;
+    while (p[0] == '/' && p[1] == '/') p++;
+    for (; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (isalnum(c) || strchr("/._~-", c)) buf_append(&b, p, 1);
+        else buf_printf(&b, "%%%02X", c);
+    }
+    buf_printf(&b, "?%s", q);
+    return b.data ? buf_steal(&b) : NULL;
+}
+
+/* Opens st->path read-only with the URI query q and reads the schema
+ * version once; returns the SQLite code of the first failure. */
+static int open_ro(drift_store *st, const char *q) {
+    if (st->db) {
+        sqlite3_close(st->db);
+        st->db = NULL;
+    }
+    char *uri = path_uri(st->path, q);
+    if (!uri) return SQLITE_NOMEM;
+    int rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    free(uri);
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(st->db, 0);
+    int v = 0;
+    return pragma_int(st->db, "PRAGMA user_version", &v);
+}
+
+/* Opens st->path for reading only (see drift_store_open_readonly). */
+static drift_status open_readonly(drift_store *st, drift_error *err) {
+    const char *path = st->path;
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no such store (no such file)", path);
+        return drift_error_set(err, DRIFT_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    }
+    if (!S_ISREG(sb.st_mode)) return drift_error_set(err, DRIFT_ERR_IO, "%s: not a regular file", path);
+    if (sb.st_size == 0)
+        return drift_error_set(err, DRIFT_ERR_NOT_FOUND,
+                               "%s: empty file, not a DriftBench store (nothing was run into it)", path);
+    char *wal = util_asprintf("%s-wal", path);
+    struct stat wb;
+    int have_wal = wal && stat(wal, &wb) == 0;
+    free(wal);
+    /* No -wal: every commit is in the main file and no writer is connected
+     * (SQLite removes the -wal when the last connection closes), so read it
+     * as immutable: no locks, nothing created. A -wal: go through it. */
+    int rc = open_ro(st, have_wal ? "mode=ro" : "immutable=1");
+    if (rc != SQLITE_OK && rc != SQLITE_NOTADB && have_wal && wb.st_size == 0)
+        rc = open_ro(st, "immutable=1"); /* an empty -wal we cannot share (no -shm): nothing in it to miss */
+    if (rc != SQLITE_OK && rc != SQLITE_NOTADB)
+        return drift_error_set(
+            err, DRIFT_ERR_STORE, "%s: cannot open read-only: %s%s", path,
+            st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc),
+            have_wal ? " (its -wal file holds writes that need a -shm file next to it; open the store once "
+                       "with a writing command where its directory is writable)"
+                     : "");
+    int version = 0;
+    drift_status ds = store_identify(st, &version, err);
+    if (!ds && version == 0)
+        ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: an empty database, not a DriftBench store yet", path);
+    if (!ds && sqlite3_exec(st->db, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
+        ds = store_db_error(st, err, "setting query_only");
+    return ds;
+}
+
+drift_status store_sqlite_open(drift_store *st, int readonly, drift_error *err) {
+    return readonly ? open_readonly(st, err) : open_rw(st, err);
+}
