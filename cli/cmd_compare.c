@@ -17,7 +17,7 @@
 #include "pipeline.h"
 
 static const char compare_usage[] =
-    "usage: driftbench compare --db FILE --baseline L --target L [options]\n"
+    "usage: driftbench compare --db STORE --baseline L --target L [options]\n"
     "\n"
     "Pairs the two runs prompt by prompt and reports, per workload, the flip\n"
     "rate with its Wilson 95% CI, both directions, accuracies, net change and\n"

@@ -32,7 +32,7 @@ static int div_cancelled(void *user) {
 
 static void divergence_usage(FILE *f) {
     fprintf(f,
-            "usage: driftbench divergence --db F --baseline LABEL --target LABEL [--workload W[,W..]] [--limit N]\n"
+            "usage: driftbench divergence --db STORE --baseline LABEL --target LABEL [--workload W[,W..]] [--limit N]\n"
             "                             [--seed S] [--models DIR] [--top N] [--format text|json|markdown] [--out F]\n"
             "       driftbench divergence --baseline SPEC --target SPEC --text FILE --ctx N [--format ...] [--out F]\n"
             "Teacher-forced token divergence: both stacks read the same tokens and their next-token\n"

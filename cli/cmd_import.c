@@ -14,7 +14,7 @@
 #include "driftbench/import.h"
 
 static const char import_usage[] =
-    "usage: driftbench import --db FILE [options] FILE...\n"
+    "usage: driftbench import --db STORE [options] FILE...\n"
     "\n"
     "Stores what another tool already ran as DriftBench runs:\n"
     "  lm-evaluation-harness --log_samples files (samples_<task>_<date>.jsonl): one run\n"
@@ -24,7 +24,7 @@ static const char import_usage[] =
     "    labelled with the provider's label or id; each (prompt, test) a prompt\n"
     "The tool's per-sample pass/fail is kept as an evaluator (lm_eval:<metric>,\n"
     "promptfoo); math and code answers are scored by DriftBench's evaluators too.\n"
-    "Then: driftbench compare --db FILE --baseline A --target B\n"
+    "Then: driftbench compare --db STORE --baseline A --target B\n"
     "\n"
     "  --label L            label of the next run (repeat: one per run, in order)\n"
     "  --format F           auto (default), lm-eval, promptfoo\n"

@@ -276,7 +276,7 @@ static int shard_from_env(long count_flag, cli_matrix_opts *o, char *said, size_
 }
 
 static const char matrix_usage[] =
-    "usage: driftbench matrix --spec FILE --db FILE [--shard I/N] [options]\n"
+    "usage: driftbench matrix --spec FILE --db STORE [--shard I/N] [options]\n"
     "\n"
     "Runs every configuration of the matrix spec (JSON; see tests/data/matrix/example.json)\n"
     "as a labelled run in the store, then scores the answers. Runs already complete are\n"

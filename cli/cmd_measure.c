@@ -244,7 +244,7 @@ static const char measure_usage[] =
     "target against baseline: the same as run + run + score + compare.\n"
     "Re-running the same command resumes whatever is missing.\n"
     "\n"
-    "  --db FILE                store (default driftbench-measure.db)\n"
+    "  --db STORE               store: SQLite file or postgresql:// URL (default driftbench-measure.db)\n"
     "  --baseline-label L       default 'baseline'\n"
     "  --target-label L         default 'target'\n"
     "  --baseline-config k=v,.. dimensions of the baseline stack\n"

@@ -14,13 +14,15 @@ static int cmd_merge(int argc, char **argv) {
     size_t n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: driftbench merge --db OUT.db IN1.db [IN2.db ...]\n"
-                   "Copies every run of the input stores into OUT.db (created if missing). Prompts are\n"
-                   "shared by suite + prompt id; a label present twice with different content is an error.\n");
+            printf("usage: driftbench merge --db OUT IN1.db [IN2.db ...]\n"
+                   "Copies every run of the input stores into OUT (an SQLite file, created if missing, or\n"
+                   "a postgresql:// URL: shard files merged into a shared PostgreSQL store). Prompts are\n"
+                   "shared by suite + prompt id; a label present twice with different content is an error;\n"
+                   "a run already there with the same content is skipped. Each input is one transaction.\n");
             return 0;
         }
         if (!strcmp(argv[i], "--db") || !strcmp(argv[i], "-o")) {
-            if (++i >= argc) return cli_error("merge", "--db needs a file");
+            if (++i >= argc) return cli_error("merge", "--db needs a store (a file or a postgresql:// URL)");
             out = argv[i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_error("merge", "unknown option '%s' (see --help)", argv[i]);

@@ -21,7 +21,7 @@
 static const char *MON_CMD = "monitor";
 
 static void monitor_usage(FILE *f) {
-    fprintf(f, "usage: driftbench monitor --db F --baseline L --target L [--embedder NAME]\n"
+    fprintf(f, "usage: driftbench monitor --db STORE --baseline L --target L [--embedder NAME]\n"
                "                          [--format text|json] [--seed N]\n"
                "Runs the distribution-drift detectors a monitoring stack (Evidently) would run on the\n"
                "embeddings of both runs' answers -- domain classifier ROC AUC, mean-embedding distance,\n"

@@ -18,7 +18,7 @@ static int cmd_report(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("usage: driftbench report --db FILE --html OUT.html [--baseline LABEL] [--title T]\n"
+            printf("usage: driftbench report --db STORE --html OUT.html [--baseline LABEL] [--title T]\n"
                    "       [--max-flipped N] [--no-analysis] [--kl N [--kl-seed S] [--models DIR]]\n"
                    "Writes one self-contained HTML page (inline CSS and SVG, no scripts): flip-rate heatmap\n"
                    "with CIs, direction of flips, taxonomy, ANOVA and PRI (when there are enough rows), and\n"

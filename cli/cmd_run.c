@@ -11,13 +11,13 @@
 #include "pipeline.h"
 
 static const char run_usage[] =
-    "usage: driftbench run --db FILE --label L --target SPEC --suite S [--suite S ...] [options]\n"
+    "usage: driftbench run --db STORE --label L --target SPEC --suite S [--suite S ...] [options]\n"
     "\n"
     "Sends every prompt of the suites to the target and stores each answer, or\n"
     "the error that stopped it, under label L. Running again with the same\n"
     "label resumes: stored answers are kept, errors and missing ones are asked again.\n"
     "\n"
-    "  --db FILE            the store (SQLite; created if missing)\n"
+    "  --db STORE           the store: an SQLite file (created if missing) or a\n                       postgresql://USER@HOST/DB URL (a shared PostgreSQL store)\n"
     "  --label L            name of this run (e.g. h100-fp16-vllm)\n"
     "  --target SPEC        http://HOST:PORT/v1?model=NAME&api=chat|completions\n"
     "                       or embedded:PATH.gguf?profile=P&...\n"

@@ -11,7 +11,7 @@
 #include "pipeline.h"
 
 static const char score_usage[] =
-    "usage: driftbench score --db FILE [--label L] [options]\n"
+    "usage: driftbench score --db STORE [--label L] [options]\n"
     "\n"
     "Scores every stored answer that has no score yet (all runs, or run L):\n"
     "math by the final number, code by running its tests in a sandbox, safety\n"

@@ -25,7 +25,7 @@ static int cmd_table(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("usage: driftbench table --db FILE --baseline LABEL [-o flip_rates.csv] [--format csv|text]\n"
+            printf("usage: driftbench table --db STORE --baseline LABEL [-o flip_rates.csv] [--format csv|text]\n"
                    "Compares every run with its baseline and prints the configuration x workload flip\n"
                    "table (experiment_id,model,hardware,precision,framework,workload,flip_rate,num_flips,\n"
                    "num_comparisons,ci_low,ci_high + extra dimensions; rates in percent). LABEL may hold\n"
