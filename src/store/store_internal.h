@@ -59,6 +59,7 @@ struct drift_store {
     int holds_locks;      /* run_begin took a run lock through this handle */
     int read_depth;       /* drift_store_read_begin calls not yet ended */
     int read_own_tx;      /* the outermost read_begin opened the transaction */
+    struct store_pipe *pipe; /* PostgreSQL: the open pipeline (sq_pipeline_begin), else NULL */
     char **pg_locks;      /* PostgreSQL: labels whose advisory lock this connection holds */
     size_t n_pg_locks;
     unsigned long long proc_start; /* this process's start (clock ticks after boot); 0 unknown */
@@ -112,6 +113,17 @@ long sq_changes(store_q *q);
 void sq_reset(store_q *q);
 /* Finalizes a fresh statement, resets a cached one; NULL is fine. */
 void sq_done(store_q *q);
+/* Batched writes: between sq_pipeline_begin and sq_pipeline_end, steps of
+ * statements that return no rows are sent without waiting for their
+ * results (PostgreSQL's pipeline mode: one round trip per 256 statements
+ * instead of one per statement; SQLite runs them as before, and both calls
+ * do nothing). Such a step returns SQ_DONE when the statement was sent;
+ * sq_pipeline_end waits for every result and returns DRIFT_ERR_STORE with
+ * the first failure's message, setting *failed to its statement's ordinal
+ * among the steps of the pipeline (from 0), or -1 when all succeeded. Only
+ * inside a transaction; the statements after a failure are not run. */
+void sq_pipeline_begin(drift_store *st);
+drift_status sq_pipeline_end(drift_store *st, long *failed, drift_error *err);
 /* Runs SQL without parameters (several statements allowed). */
 drift_status sq_exec(drift_store *st, const char *sql, drift_error *err);
 /* Runs SQL without parameters, ignoring failure (rollback, detach). */

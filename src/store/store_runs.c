@@ -410,6 +410,7 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
     util_utc_iso(now);
     drift_status ds = store_tx_begin(st, err);
     if (ds) return ds;
+    sq_pipeline_begin(st);
     for (size_t i = 0; i < n; i++) {
         const drift_answer *x = &r[i];
         store_q *s = sq_cached(
@@ -454,8 +455,22 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
             goto fail;
         }
     }
+    long bad = -1;
+    if (sq_pipeline_end(st, &bad, NULL)) {
+        const drift_answer *x = bad >= 0 && (size_t)bad < n ? &r[bad] : NULL;
+        if (x)
+            drift_error_set(err, DRIFT_ERR_STORE, "%s: storing the response to prompt row %lld replicate %d: %s",
+                            st->shown, (long long)x->prompt_rowid, x->replicate, sq_errmsg(st));
+        else
+            store_db_error(st, err, "storing responses");
+        goto fail;
+    }
     return store_tx_commit(st, err);
 fail:
+    {
+        long ignored;
+        sq_pipeline_end(st, &ignored, NULL);
+    }
     store_tx_rollback(st);
     return err && err->code ? err->code : DRIFT_ERR_STORE;
 }

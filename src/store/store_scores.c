@@ -390,6 +390,7 @@ drift_status drift_store_put_scores(drift_store *st, const drift_score *sc, size
     if (n == 0) return DRIFT_OK;
     drift_status ds = store_tx_begin(st, err);
     if (ds) return ds;
+    sq_pipeline_begin(st);
     for (size_t i = 0; i < n; i++) {
         store_q *s = sq_cached(st, STORE_STMT_PUT_SCORE,
                                SQ_SQL(st,
@@ -418,8 +419,21 @@ drift_status drift_store_put_scores(drift_store *st, const drift_score *sc, size
             goto fail;
         }
     }
+    long bad = -1;
+    if (sq_pipeline_end(st, &bad, NULL)) {
+        if (bad >= 0 && (size_t)bad < n)
+            drift_error_set(err, DRIFT_ERR_STORE, "%s: storing the score of response %lld by %s: %s", st->shown,
+                            (long long)sc[bad].response_id, sc[bad].evaluator, sq_errmsg(st));
+        else
+            store_db_error(st, err, "storing scores");
+        goto fail;
+    }
     return store_tx_commit(st, err);
 fail:
+    {
+        long ignored;
+        sq_pipeline_end(st, &ignored, NULL);
+    }
     store_tx_rollback(st);
     return err && err->code ? err->code : DRIFT_ERR_STORE;
 }

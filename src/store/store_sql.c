@@ -254,6 +254,146 @@ void sq_bind_null(store_q *q, int i) {
     if (p) *p = (pg_param){0};
 }
 
+/* ---- pipelines ---- */
+
+#define PIPE_DRAIN_EVERY 256 /* statements sent before their results are read: bounds both socket buffers */
+
+typedef struct store_pipe {
+    store_q **prep;    /* per sent item: the statement whose PQsendPrepare it was, NULL for a step */
+    size_t n, cap;     /* items sent since the last drain */
+    long steps;        /* steps sent in all (ordinal of the next) */
+    long steps_drained;
+    long failed;       /* ordinal of the first failed step, -1 none */
+    char *msg;         /* its message */
+} store_pipe;
+
+void sq_pipeline_begin(drift_store *st) {
+    if (st->kind != STORE_PG || st->pipe || !st->pg) return;
+    store_pipe *p = calloc(1, sizeof *p);
+    if (!p) return; /* statements then run one by one */
+    p->failed = -1;
+    if (PQenterPipelineMode(st->pg) != 1) {
+        free(p);
+        return;
+    }
+    st->pipe = p;
+}
+
+static int pipe_note(store_pipe *p, store_q *prep) {
+    if (p->n == p->cap) {
+        size_t c = p->cap ? p->cap * 2 : 64;
+        store_q **np = realloc(p->prep, c * sizeof *np);
+        if (!np) return -1;
+        p->prep = np;
+        p->cap = c;
+    }
+    p->prep[p->n++] = prep;
+    return 0;
+}
+
+/* Sends a sync and reads every result up to it. 0, or -1 when the
+ * connection broke (the message is then set). */
+static int pipe_drain(drift_store *st) {
+    store_pipe *p = st->pipe;
+    if (PQpipelineSync(st->pg) != 1) {
+        if (!p->msg) p->msg = util_strdup(PQerrorMessage(st->pg));
+        return -1;
+    }
+    size_t item = 0;
+    int nulls = 0;
+    for (;;) {
+        PGresult *r = PQgetResult(st->pg);
+        if (!r) {
+            if (PQstatus(st->pg) == CONNECTION_BAD || ++nulls > (int)p->n + 2) {
+                if (!p->msg) p->msg = util_strdup(PQerrorMessage(st->pg));
+                if (p->failed < 0) p->failed = p->steps_drained;
+                return -1;
+            }
+            continue; /* the end of one statement's results */
+        }
+        nulls = 0;
+        ExecStatusType es = PQresultStatus(r);
+        if (es == PGRES_PIPELINE_SYNC) {
+            PQclear(r);
+            break;
+        }
+        if (item < p->n) {
+            store_q *prep = p->prep[item];
+            if (es != PGRES_COMMAND_OK && es != PGRES_TUPLES_OK && es != PGRES_PIPELINE_ABORTED) {
+                if (prep) prep->prepared = 0; /* it was not prepared after all */
+                if (p->failed < 0) {
+                    p->failed = p->steps_drained;
+                    p->msg = util_strdup(PQresultErrorMessage(r));
+                }
+            } else if (es == PGRES_PIPELINE_ABORTED && prep) {
+                prep->prepared = 0;
+            }
+            if (!prep) p->steps_drained++;
+            item++;
+        }
+        PQclear(r);
+    }
+    p->n = 0;
+    return 0;
+}
+
+drift_status sq_pipeline_end(drift_store *st, long *failed, drift_error *err) {
+    *failed = -1;
+    store_pipe *p = st->pipe;
+    if (!p) return DRIFT_OK;
+    int broke = pipe_drain(st) != 0;
+    st->pipe = NULL;
+    if (!broke) PQexitPipelineMode(st->pg);
+    drift_status ds = DRIFT_OK;
+    if (p->failed >= 0 || broke) {
+        pg_fail(st, p->msg ? p->msg : "pipeline failed");
+        *failed = p->failed;
+        ds = drift_error_set(err, DRIFT_ERR_STORE, "%s: %s", st->shown, st->pg_msg ? st->pg_msg : "?");
+    }
+    free(p->prep);
+    free(p->msg);
+    free(p);
+    return ds;
+}
+
+/* Sends q's statement into the open pipeline. */
+static int pg_send(store_q *q) {
+    drift_store *st = q->st;
+    store_pipe *p = st->pipe;
+    int n = q->nparams;
+    enum { MAXP = 64 };
+    const char *vals[MAXP];
+    int lens[MAXP], fmts[MAXP];
+    Oid types[MAXP];
+    if (n > MAXP) {
+        pg_fail(st, "a pipelined statement with more than 64 parameters");
+        return SQ_ERROR;
+    }
+    for (int i = 0; i < n; i++) {
+        vals[i] = q->params[i].val;
+        lens[i] = q->params[i].len;
+        fmts[i] = q->params[i].fmt;
+        types[i] = q->params[i].type;
+    }
+    int ok;
+    if (q->cached) {
+        if (!q->prepared) {
+            if (PQsendPrepare(st->pg, q->name, q->sql, n, types) != 1 || pipe_note(p, q)) goto fail;
+            q->prepared = 1;
+        }
+        ok = PQsendQueryPrepared(st->pg, q->name, n, vals, lens, fmts, 0);
+    } else {
+        ok = PQsendQueryParams(st->pg, q->sql, n, types, vals, lens, fmts, 0);
+    }
+    if (ok != 1 || pipe_note(p, NULL)) goto fail;
+    p->steps++;
+    if (p->n >= PIPE_DRAIN_EVERY && pipe_drain(st)) return SQ_ERROR;
+    return SQ_DONE;
+fail:
+    pg_fail(st, PQerrorMessage(st->pg));
+    return SQ_ERROR;
+}
+
 /* ---- stepping ---- */
 
 static int pg_run(store_q *q) {
@@ -347,6 +487,7 @@ int sq_step(store_q *q) {
         int rc = sqlite3_step(q->s);
         return rc == SQLITE_ROW ? SQ_ROW : rc == SQLITE_DONE ? SQ_DONE : SQ_ERROR;
     }
+    if (q->st->pipe) return pg_send(q);
     if (!q->res) return pg_run(q);
     if (q->row < q->nrows) q->row++;
     return q->row < q->nrows ? SQ_ROW : SQ_DONE;
