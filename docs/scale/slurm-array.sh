@@ -15,6 +15,9 @@
 # A task that fails or is requeued (scontrol requeue, a node failure with
 # --requeue) runs the same shard into the same store again: complete runs
 # are skipped and an interrupted one resumes where it stopped.
+# OUT_DIR may instead be a PostgreSQL URL (postgresql://user@host/db): every
+# task then writes into that one shared store (run locks keep two tasks off
+# one configuration) and there is nothing to merge.
 # tests/e2e/slurm_array.sh runs this on a single-node Slurm it starts itself.
 #SBATCH --job-name=driftbench
 #SBATCH --cpus-per-task=2
@@ -25,6 +28,10 @@ set -eu
 SPEC=${1:?usage: sbatch --array=0-N slurm-array.sh SPEC.json OUT_DIR}
 OUT=${2:?usage: sbatch --array=0-N slurm-array.sh SPEC.json OUT_DIR}
 DRIFTBENCH=${DRIFTBENCH:-driftbench}
-mkdir -p "$OUT"
-# one store per task: SQLite files are not shared between nodes
-exec "$DRIFTBENCH" matrix --spec "$SPEC" --db "$OUT/shard-$SLURM_ARRAY_TASK_ID.db"
+case "$OUT" in
+  postgresql://* | postgres://*) DB=$OUT ;; # one shared PostgreSQL store
+  *)                                        # one SQLite file per task: files are not shared between nodes
+    mkdir -p "$OUT"
+    DB="$OUT/shard-$SLURM_ARRAY_TASK_ID.db" ;;
+esac
+exec "$DRIFTBENCH" matrix --spec "$SPEC" --db "$DB"
