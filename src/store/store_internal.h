@@ -161,7 +161,9 @@ char *store_col_strdup(store_q *s, int i);
 
 /* Run locks (store.c): takes the writer lock on label for this handle;
  * call inside the transaction of run_begin. *taken = 1 when this call took
- * it (it was not this handle's already). */
+ * it (it was not this handle's already), also when it then failed: on
+ * PostgreSQL the caller releases it (store_pg_lock_release) after rolling
+ * back, since an aborted transaction cannot run the unlock. */
 drift_status store_lock_take(drift_store *st, const char *label, int *taken, drift_error *err);
 
 /* The columns of a response row with its prompt, as store_answer_from_row

@@ -21,9 +21,10 @@
  * "driftbench" and "schema_version" = the schema's version, the
  * counterparts of SQLite's application_id and user_version. A database
  * (schema) with tables but no such mark is refused, untouched; a newer
- * version is refused; an older one is migrated on open. Migrations hold a
- * transaction-level advisory lock, so runners that open a new store at once
- * create it once.
+ * version is refused; an older one is migrated on open. Opening looks at
+ * the database (and creates or migrates it) holding a transaction-level
+ * advisory lock, so runners that open a new store at once create it once
+ * and none sees it half made.
  *
  * Concurrency: every batch is one READ COMMITTED transaction. Prompts are
  * inserted with ON CONFLICT DO NOTHING and read back: a second runner
@@ -210,35 +211,18 @@ static drift_status pg_identify(drift_store *st, int *version, drift_error *err)
     return DRIFT_OK;
 }
 
-static drift_status pg_migrate(drift_store *st, drift_error *err) {
+/* Runs the migrations from *version on, inside the caller's transaction. */
+static drift_status pg_migrate(drift_store *st, int *version, drift_error *err) {
     for (size_t i = 0; i < sizeof pg_migrations / sizeof pg_migrations[0]; i++) {
-        drift_status ds = store_tx_begin(st, err);
-        if (ds) return ds;
+        if (*version != pg_migrations[i].from) continue;
+        if (sq_exec(st, pg_migrations[i].sql, NULL))
+            return drift_error_set(err, DRIFT_ERR_STORE, "%s: migrating the schema to version %d: %s", st->shown,
+                                   pg_migrations[i].to, sq_errmsg(st));
         char sql[96];
-        snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%d)", STORE_PG_MIGRATE_KEY);
-        int now = 0;
-        if ((ds = sq_exec(st, sql, err)) || (ds = pg_identify(st, &now, err))) {
-            store_tx_rollback(st);
-            return ds;
-        }
-        if (now != pg_migrations[i].from) { /* done already (by another runner), or not this step's turn */
-            store_tx_rollback(st);
-            continue;
-        }
-        if (sq_exec(st, pg_migrations[i].sql, NULL)) {
-            ds = drift_error_set(err, DRIFT_ERR_STORE, "%s: migrating the schema to version %d: %s", st->shown,
-                                 pg_migrations[i].to, sq_errmsg(st));
-            store_tx_rollback(st);
-            return ds;
-        }
         snprintf(sql, sizeof sql, "UPDATE driftbench_meta SET value = '%d' WHERE key = 'schema_version'",
                  pg_migrations[i].to);
-        if (sq_exec(st, sql, NULL)) {
-            ds = store_db_error(st, err, "setting the schema version");
-            store_tx_rollback(st);
-            return ds;
-        }
-        if ((ds = store_tx_commit(st, err))) return ds;
+        if (sq_exec(st, sql, NULL)) return store_db_error(st, err, "setting the schema version");
+        *version = pg_migrations[i].to;
     }
     return DRIFT_OK;
 }
@@ -265,15 +249,26 @@ drift_status store_pg_open(drift_store *st, int readonly, drift_error *err) {
     PQsetNoticeProcessor(st->pg, pg_notice_ignore, NULL);
     drift_status ds = sq_exec(st, "SET client_min_messages = warning; SET TIME ZONE 'UTC'", err);
     if (ds) return ds;
+    /* Identify (and create or migrate) under a transaction advisory lock:
+     * a runner creating the schema holds it, so no one sees half a store
+     * and takes it for someone else's tables. */
+    if ((ds = store_tx_begin(st, err))) return ds;
+    char sql[64];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%d)", STORE_PG_MIGRATE_KEY);
     int version = 0;
-    if ((ds = pg_identify(st, &version, err))) return ds;
-    if (readonly) {
-        if (version == 0)
-            return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: no DriftBench store there yet (nothing was run into it)",
-                                   st->shown);
-        return sq_exec(st, "SET default_transaction_read_only = on", err);
+    if (!(ds = sq_exec(st, sql, err)) && !(ds = pg_identify(st, &version, err))) {
+        if (readonly && version == 0)
+            ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND,
+                                 "%s: no DriftBench store there yet (nothing was run into it)", st->shown);
+        else if (!readonly && version < DRIFT_STORE_SCHEMA_VERSION)
+            ds = pg_migrate(st, &version, err);
     }
-    if (version < DRIFT_STORE_SCHEMA_VERSION) return pg_migrate(st, err);
+    if (ds) {
+        store_tx_rollback(st);
+        return ds;
+    }
+    if ((ds = store_tx_commit(st, err))) return ds;
+    if (readonly) return sq_exec(st, "SET default_transaction_read_only = on", err);
     return DRIFT_OK;
 }
 
@@ -341,6 +336,9 @@ drift_status store_pg_lock_take(drift_store *st, const char *label, int *taken, 
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory taking a run lock");
     }
     st->n_pg_locks++;
+    *taken = 1; /* from here on the caller releases it if run_begin fails (after its rollback: an
+                   aborted transaction cannot unlock) */
+    st->holds_locks = 1;
     char now[32];
     util_utc_iso(now);
     store_q *q = sq_prepare(st,
@@ -359,13 +357,7 @@ drift_status store_pg_lock_take(drift_store *st, const char *label, int *taken, 
         rc = sq_step(q);
         sq_done(q);
     }
-    if (rc != SQ_DONE) {
-        drift_status ds = q ? store_db_error(st, err, "recording the run lock") : store_err_code(err);
-        store_pg_lock_release(st, label);
-        return ds;
-    }
-    st->holds_locks = 1;
-    *taken = 1;
+    if (rc != SQ_DONE) return q ? store_db_error(st, err, "recording the run lock") : store_err_code(err);
     return DRIFT_OK;
 }
 

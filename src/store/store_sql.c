@@ -224,7 +224,7 @@ void sq_bind_text(store_q *q, int i, const char *t) {
         return;
     }
     pg_param *p = pg_param_at(q, i);
-    if (p) *p = (pg_param){.val = t, .type = t ? PG_TEXT : 0};
+    if (p) *p = (pg_param){.val = t, .type = PG_TEXT}; /* a NULL is a text NULL: "?2 IS NULL OR x = ?2" needs the type */
 }
 
 void sq_bind_blob(store_q *q, int i, const void *d, size_t n) {

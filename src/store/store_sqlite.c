@@ -143,8 +143,8 @@ static int pragma_int(sqlite3 *db, const char *sql, int *out) {
     return rc;
 }
 
-/* Checks what the file is before anything is written to it. Sets *version. */
-static drift_status store_identify(drift_store *st, int *version, drift_error *err) {
+/* store_identify's reads, inside its read transaction. */
+static drift_status identify_reads(drift_store *st, int *version, drift_error *err) {
     int uv = 0, app = 0;
     int rc = pragma_int(st->db, "PRAGMA user_version", &uv);
     if (rc == SQLITE_OK) rc = pragma_int(st->db, "PRAGMA application_id", &app);
@@ -192,6 +192,17 @@ static drift_status store_identify(drift_store *st, int *version, drift_error *e
                                st->shown, uv, DRIFT_STORE_SCHEMA_VERSION);
     *version = uv;
     return DRIFT_OK;
+}
+
+/* Checks what the file is before anything is written to it. Sets *version.
+ * The reads share one read transaction: another process creating the store
+ * at the same moment is seen entirely or not at all (never its tables
+ * without its application_id, which would look like someone else's file). */
+static drift_status store_identify(drift_store *st, int *version, drift_error *err) {
+    int own = sqlite3_get_autocommit(st->db) && sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    drift_status ds = identify_reads(st, version, err);
+    if (own) sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+    return ds;
 }
 
 static drift_status store_migrate(drift_store *st, int from, drift_error *err) {
