@@ -189,15 +189,16 @@ static int known_bug(const char *what) {
     return 1;
 }
 
-/* PostgreSQL: waits (10 s at most) until no other session is connected to
- * st's database: the server ends a session whose client is gone (exited,
- * killed) on its own time, and releases its advisory locks before the
- * session leaves pg_stat_activity. 1 when they are gone. SQLite: 1. */
+/* PostgreSQL: waits (10 s at most) until no other client's session is
+ * connected to st's database: the server ends a session whose client is
+ * gone (exited, killed) on its own time, and releases its advisory locks
+ * before the session leaves pg_stat_activity. 1 when they are gone.
+ * SQLite: 1. */
 static int other_sessions_gone(drift_store *st) {
     if (st->kind != STORE_PG) return 1;
     for (int i = 0; i < 1000; i++) {
         if (count_rows(st, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND pid <> pg_backend_pid()") == 0)
+                           "AND backend_type = 'client backend' AND pid <> pg_backend_pid()") == 0)
             return 1;
         usleep(10000);
     }
