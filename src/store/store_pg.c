@@ -156,7 +156,12 @@ static drift_status pg_scalar(drift_store *st, const char *sql, const char *arg,
 static drift_status pg_identify(drift_store *st, int *version, drift_error *err) {
     *version = 0;
     char *meta = NULL;
-    drift_status ds = pg_scalar(st, "SELECT to_regclass('driftbench_meta')::text", NULL, &meta, err);
+    /* pg_tables (an MVCC read of the statement's snapshot), not to_regclass
+     * (a catalog cache that may lag a creation committed while we waited) */
+    drift_status ds = pg_scalar(st,
+                                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() "
+                                "AND tablename = 'driftbench_meta'",
+                                NULL, &meta, err);
     if (ds) return ds;
     if (!meta) {
         store_q *q = sq_prepare(st,
@@ -238,8 +243,11 @@ drift_status store_pg_open(drift_store *st, int readonly, drift_error *err) {
     if (PQstatus(st->pg) != CONNECTION_OK) {
         char *m = util_strdup(PQerrorMessage(st->pg));
         for (char *c = m; c && *c; c++)
-            if (*c == '\n') *c = *(c + 1) ? ' ' : '\0';
-        drift_status ds = drift_error_set(err, DRIFT_ERR_STORE,
+            if (*c == '\n' || *c == '\t') *c = *(c + 1) ? ' ' : '\0';
+        /* a read-only command naming a database that does not exist: no
+         * store there, as a missing file */
+        int missing = readonly && m && strstr(m, "does not exist");
+        drift_status ds = drift_error_set(err, missing ? DRIFT_ERR_NOT_FOUND : DRIFT_ERR_STORE,
                                           "%s: cannot connect to PostgreSQL: %s", st->shown, m ? m : "?");
         free(m);
         return ds;
@@ -273,6 +281,12 @@ drift_status store_pg_open(drift_store *st, int readonly, drift_error *err) {
 }
 
 void store_pg_close(drift_store *st) {
+    /* unlock now: the server would drop them only once this connection's
+     * backend has exited, a moment after PQfinish returns */
+    if (st->pg && st->n_pg_locks && PQstatus(st->pg) == CONNECTION_OK) {
+        if (sq_in_tx(st)) sq_exec_quiet(st, "ROLLBACK");
+        sq_exec_quiet(st, "SELECT pg_advisory_unlock_all()");
+    }
     if (st->pg) PQfinish(st->pg);
     st->pg = NULL;
     for (size_t i = 0; i < st->n_pg_locks; i++) free(st->pg_locks[i]);

@@ -105,7 +105,7 @@ static void pg_fail(drift_store *st, const char *msg) {
         size_t n = strlen(st->pg_msg);
         while (n && (st->pg_msg[n - 1] == '\n' || st->pg_msg[n - 1] == ' ')) st->pg_msg[--n] = '\0';
         for (char *c = st->pg_msg; *c; c++)
-            if (*c == '\n') *c = ' ';
+            if (*c == '\n' || *c == '\t') *c = ' ';
     }
 }
 

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "store/store_internal.h"
 #include "util/util.h"
@@ -259,12 +260,21 @@ static drift_status open_rw(drift_store *st, drift_error *err) {
     int version = 0;
     drift_status ds = store_identify(st, &version, err);
     if (ds) return ds;
-    /* From here on the file is ours to change. */
+    /* From here on the file is ours to change. Switching to WAL can answer
+     * SQLITE_BUSY at once, without the busy handler, while another process
+     * opens the same new file: retry it for the busy timeout. */
     char *emsg = NULL;
-    if (sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
-                     "PRAGMA cache_size=-32768;",
-                     NULL, NULL, &emsg) != SQLITE_OK) {
-        ds = drift_error_set(err, DRIFT_ERR_STORE, "%s: setting WAL mode: %s", path, emsg ? emsg : "?");
+    int rc_wal;
+    for (int waited = 0;; waited += 10) {
+        rc_wal = sqlite3_exec(st->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if (rc_wal != SQLITE_BUSY || waited >= STORE_BUSY_TIMEOUT_MS) break;
+        usleep(10 * 1000);
+    }
+    if (rc_wal != SQLITE_OK ||
+        sqlite3_exec(st->db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-32768;", NULL,
+                     NULL, &emsg) != SQLITE_OK) {
+        ds = drift_error_set(err, DRIFT_ERR_STORE, "%s: setting WAL mode: %s", path,
+                             emsg ? emsg : sqlite3_errmsg(st->db));
         sqlite3_free(emsg);
         return ds;
     }

@@ -179,16 +179,6 @@ static drift_status said(drift_status rc, const drift_error *err) {
     return rc;
 }
 
-/* 1 when a check must be left out because of a known bug of the store
- * (what: the bug), saying so on stderr; 0 (run it) when
- * DRIFT_TEST_KNOWN_BUGS is set, to see whether a fix holds. */
-static int known_bug(const char *what) {
-    const char *e = getenv("DRIFT_TEST_KNOWN_BUGS");
-    if (e && *e && strcmp(e, "0")) return 0;
-    fprintf(stderr, "KNOWN BUG, check left out (DRIFT_TEST_KNOWN_BUGS=1 runs it): %s\n", what);
-    return 1;
-}
-
 /* PostgreSQL: waits (10 s at most) until no other client's session is
  * connected to st's database: the server ends a session whose client is
  * gone (exited, killed) on its own time, and releases its advisory locks
@@ -408,9 +398,6 @@ static void test_round_trip(void **state) {
     drift_prompt *up;
     size_t un;
     for (int by = 0; by < 2; by++) {
-        if (by == 0 && on_pg && known_bug("drift_store_unscored(evaluator NULL) on PostgreSQL fails: could not "
-                                          "determine data type of parameter $2"))
-            continue;
         assert_int_equal(said(drift_store_unscored(st, run, by ? "nobody" : NULL, 0, &ur, &up, &un, &err), &err),
                          DRIFT_OK);
         assert_int_equal(un, 3);
@@ -1425,11 +1412,6 @@ static void test_concurrent_writers(void **state) {
 
 static void test_concurrent_create(void **state) {
     (void)state;
-    if (known_bug("a new store opened by several processes at once: an opener reads the store's marks and its "
-                  "table list in two snapshots, sees another opener's schema commit between them and refuses "
-                  "the store as 'not a DriftBench store'")) {
-        skip();
-    }
     int rounds = on_pg ? 3 : 10;
     for (int round = 0; round < rounds; round++) {
         char name[32];
@@ -1612,17 +1594,14 @@ static void test_pg_readonly_reads_and_writes_nothing(void **state) {
 
     /* the refused run_begins left no run lock behind: while the read-only
      * handle is still open, a writer may resume R */
-    if (!known_bug("a run_begin that fails to record its run lock (e.g. on a read-only handle) keeps the "
-                   "label's advisory lock: the unlock runs in the aborted transaction")) {
-        assert_int_equal(count_rows(st, "SELECT count(*) FROM pg_locks WHERE locktype='advisory' AND "
-                                        "pid=pg_backend_pid()"),
-                         0);
-        drift_store *w = open_ok(url);
-        ri.label = (char *)"R";
-        assert_int_equal(said(drift_store_run_begin(w, &ri, &run, &resumed, &err), &err), DRIFT_OK);
-        assert_int_equal(resumed, 1);
-        drift_store_close(w);
-    }
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM pg_locks WHERE locktype='advisory' AND "
+                                    "pid=pg_backend_pid()"),
+                     0);
+    drift_store *w = open_ok(url);
+    ri.label = (char *)"R";
+    assert_int_equal(said(drift_store_run_begin(w, &ri, &run, &resumed, &err), &err), DRIFT_OK);
+    assert_int_equal(resumed, 1);
+    drift_store_close(w);
     drift_run_info_clear(&info);
     drift_store_close(st);
 }
