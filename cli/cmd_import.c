@@ -163,7 +163,8 @@ static int cmd_import(int argc, char **argv) {
             size_t already = 0;
             for (size_t i = 0; i < n_sums; i++) already += sums[i].already != 0;
             if (!cli_quiet)
-                printf("imported %zu run%s into %s%s\n", n_sums - already, n_sums - already == 1 ? "" : "s", db,
+                printf("imported %zu run%s into %s%s\n", n_sums - already, n_sums - already == 1 ? "" : "s",
+                       drift_store_display(st),
                        already ? " (the others were there already)" : "");
             for (size_t i = 0; i < n_sums && !cli_quiet; i++) print_summary(&sums[i]);
             rc = fflush(stdout) ? CLI_EXIT_ERROR : CLI_EXIT_PASS;

@@ -385,7 +385,8 @@ static int cmd_matrix(int argc, char **argv) {
     cli_install_signal_handlers();
     int rc = cli_matrix_run("matrix", st, spec, &mo, NULL);
     if (rc == CLI_EXIT_PASS && !cli_quiet)
-        fprintf(stderr, "matrix: store %s; next: driftbench table --db %s --baseline '%s'\n", db, db, spec->baseline);
+        fprintf(stderr, "matrix: store %s; next: driftbench table --db '%s' --baseline '%s'\n", drift_store_display(st),
+                drift_store_display(st), spec->baseline);
     drift_store_close(st);
     drift_matrix_spec_free(spec);
     return rc;

@@ -389,7 +389,7 @@ static int cmd_measure(int argc, char **argv) {
         int rc = measure_sequential(st, &a, bstart, tstart, health, start_timeout_s, blabel, base, bconf, tlabel, targ,
                                     tconf, &so, &co, alpha);
         if (!cli_quiet && rc != CLI_EXIT_ERROR)
-            fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", db, blabel, tlabel);
+            fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", drift_store_display(st), blabel, tlabel);
         drift_store_close(st);
         return rc;
     }
@@ -408,7 +408,8 @@ static int cmd_measure(int argc, char **argv) {
     if (rc == CLI_EXIT_PASS) rc = cli_do_score("measure", st, NULL, &so);
     if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
     if (rc == CLI_EXIT_PASS) rc = cli_do_compare("measure", st, blabel, tlabel, &co);
-    if (!cli_quiet && rc != CLI_EXIT_ERROR) fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", db, blabel, tlabel);
+    if (!cli_quiet && rc != CLI_EXIT_ERROR)
+        fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", drift_store_display(st), blabel, tlabel);
     drift_store_close(st);
     return rc;
 }

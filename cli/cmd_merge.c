@@ -40,12 +40,15 @@ static int cmd_merge(int argc, char **argv) {
     drift_store_merged s = {0};
     drift_status rc = DRIFT_OK;
     for (size_t i = 0; i < n && !rc; i++) rc = drift_store_merge(st, in[i], &s, &err); /* one transaction each */
-    drift_store_close(st);
-    if (rc) return cli_error_lib("merge", &err);
+    if (rc) {
+        drift_store_close(st);
+        return cli_error_lib("merge", &err);
+    }
     if (!cli_quiet)
         fprintf(stderr, "merge: %zu runs copied (%zu already present), %zu new prompts, %zu responses, %zu scores, "
                         "%zu embeddings into %s\n",
-                s.runs, s.runs_skipped, s.prompts, s.responses, s.scores, s.embeddings, out);
+                s.runs, s.runs_skipped, s.prompts, s.responses, s.scores, s.embeddings, drift_store_display(st));
+    drift_store_close(st);
     return 0;
 }
 CLI_COMMAND(merge, "merge", "join shard stores into one", cmd_merge)

@@ -1,6 +1,9 @@
-/* store.h - the SQLite store (one file, WAL): prompts, runs, responses,
- * scores, embeddings. Every stage reads and writes it, so each stage can be
- * re-run alone and an interrupted run resumes.
+/* store.h - the store: prompts, runs, responses, scores, embeddings, in an
+ * SQLite file (one file, WAL; the default) or a PostgreSQL database (a
+ * "postgresql://" or "postgres://" URL: one store shared by many runners;
+ * the same tables and the same guarantees). Every stage reads and writes
+ * it, so each stage can be re-run alone and an interrupted run resumes.
+ * Every function below works on both.
  *
  * Schema (version in PRAGMA user_version, migrated forward on open):
  *   prompts(id, suite, prompt_id, workload, input, reference, hash)  unique(suite,prompt_id)
@@ -65,6 +68,10 @@ DRIFT_API drift_status drift_store_open_readonly(const char *path, drift_store *
 /* The path the handle was opened with (valid until it is closed): another
  * thread opens its own handle on the same file with it. */
 DRIFT_API const char *drift_store_path(const drift_store *st);
+
+/* The store's name for messages: the path, or the URL with its password
+ * replaced by "***" (valid until the handle is closed). */
+DRIFT_API const char *drift_store_display(const drift_store *st);
 
 /* Closes the handle; releases the run locks it still holds (see run_begin). */
 DRIFT_API void drift_store_close(drift_store *st);

@@ -210,6 +210,8 @@ drift_status drift_store_open_readonly(const char *path, drift_store **out, drif
 
 const char *drift_store_path(const drift_store *st) { return st ? st->path : NULL; }
 
+const char *drift_store_display(const drift_store *st) { return st ? st->shown : NULL; }
+
 void drift_store_close(drift_store *st) {
     if (!st) return;
     if (st->holds_locks && !st->readonly && (st->db || st->pg)) {

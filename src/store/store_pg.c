@@ -32,7 +32,7 @@
  * its rows. Responses of one run come from the run lock's holder only.
  * Read snapshots (drift_store_read_begin) are REPEATABLE READ READ ONLY.
  *
- * Run locks: pg_try_advisory_lock(hashtextextended(label, DRFT)), a
+ * Run locks: pg_try_advisory_lock(hashtextextended(schema.label, DRFT)), a
  * session lock held by the handle's connection, reentrant for that
  * handle (the labels it holds are kept in the handle, so it takes each
  * once). The run_locks row records the holder for messages. When a
@@ -306,7 +306,10 @@ static int held_index(drift_store *st, const char *label) {
 /* pg_try_advisory_lock / pg_advisory_unlock of label's key: 1 true, 0 false, -1 error. */
 static int pg_lock_call(drift_store *st, const char *fn, const char *label) {
     char sql[128];
-    snprintf(sql, sizeof sql, "SELECT %s(hashtextextended(?1, %d))", fn, STORE_PG_LOCK_SEED);
+    /* the key names the schema too: advisory locks are database-wide, and
+     * one database may hold a store per schema */
+    snprintf(sql, sizeof sql, "SELECT %s(hashtextextended(current_schema()::text || '.' || ?1::text, %d))", fn,
+             STORE_PG_LOCK_SEED);
     store_q *q = sq_prepare(st, sql, NULL);
     if (!q) return -1;
     sq_bind_text(q, 1, label);
