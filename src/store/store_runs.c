@@ -64,38 +64,116 @@ static int json_diff(const char *field, const char *stored, const char *given, c
 
 /* ---- prompts ---- */
 
+/* A suite's stored prompts, sorted by prompt id (put_prompts' first read). */
+typedef struct {
+    char *pid, *hash;
+    int64_t id;
+} known_prompt;
+
+static int known_cmp(const void *a, const void *b) {
+    return strcmp(((const known_prompt *)a)->pid, ((const known_prompt *)b)->pid);
+}
+
+static void known_free(known_prompt *k, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(k[i].pid);
+        free(k[i].hash);
+    }
+    free(k);
+}
+
+/* Reads every stored prompt of suite `name` into *out (sorted). */
+static drift_status known_prompts(drift_store *st, const char *name, known_prompt **out, size_t *n, drift_error *err) {
+    *out = NULL;
+    *n = 0;
+    store_q *q = sq_prepare(st, "SELECT prompt_id, id, hash FROM prompts WHERE suite = ?1", err);
+    if (!q) return store_err_code(err);
+    sq_bind_text(q, 1, name);
+    size_t cap = 0;
+    known_prompt *k = NULL;
+    int rc;
+    while ((rc = sq_step(q)) == SQ_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 256;
+            known_prompt *nk = realloc(k, cap * sizeof *nk);
+            if (!nk) break;
+            k = nk;
+        }
+        known_prompt *e = &k[*n];
+        e->pid = store_col_strdup(q, 0);
+        e->id = sq_int64(q, 1);
+        e->hash = util_strdup(sq_text(q, 2) ? sq_text(q, 2) : "");
+        (*n)++;
+        if (!e->pid || !e->hash) break;
+    }
+    sq_done(q);
+    if (rc == SQ_ROW) {
+        known_free(k, *n);
+        *n = 0;
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading prompts");
+    }
+    if (rc == SQ_ERROR) {
+        known_free(k, *n);
+        *n = 0;
+        return store_db_error(st, err, "reading prompts");
+    }
+    if (*n > 1) qsort(k, *n, sizeof *k, known_cmp);
+    *out = k;
+    return DRIFT_OK;
+}
+
+/* The suite's prompts are read once; only those not stored yet are
+ * inserted (and read back: another writer may insert the same one at the
+ * same moment, and then its row is the one). A matrix's later
+ * configurations of a suite so cost one read, not two statements per
+ * prompt. */
 drift_status drift_store_put_prompts(drift_store *st, const drift_suite *suite, int64_t *rowids,
                                      drift_error *err) {
     const char *suite_name = suite->name ? suite->name : "";
     drift_status ds = store_tx_begin(st, err);
     if (ds) return ds;
+    known_prompt *known = NULL;
+    size_t n_known = 0;
+    if (known_prompts(st, suite_name, &known, &n_known, err)) goto fail;
     for (size_t i = 0; i < suite->n; i++) {
         const drift_prompt *p = &suite->prompts[i];
-        store_q *ins = sq_cached(st, STORE_STMT_PROMPT_INSERT,
+        known_prompt key = {.pid = p->prompt_id}, *hit = NULL;
+        if (n_known && p->prompt_id) hit = bsearch(&key, known, n_known, sizeof *known, known_cmp);
+        const char *h = NULL;
+        int64_t id = 0;
+        store_q *find = NULL;
+        if (hit) {
+            h = hit->hash;
+            id = hit->id;
+        } else {
+            store_q *ins = sq_cached(st, STORE_STMT_PROMPT_INSERT,
                                      "INSERT INTO prompts(suite,prompt_id,workload,input,reference,hash) "
                                      "VALUES(?,?,?,?,?,?) ON CONFLICT(suite,prompt_id) DO NOTHING",
                                      err);
-        if (!ins) goto fail;
-        sq_bind_text(ins, 1, suite_name);
-        sq_bind_text(ins, 2, p->prompt_id);
-        sq_bind_text(ins, 3, drift_workload_name(p->workload));
-        sq_bind_text(ins, 4, p->input ? p->input : "");
-        sq_bind_text(ins, 5, p->reference_json ? p->reference_json : "{}");
-        sq_bind_text(ins, 6, p->hash ? p->hash : "");
-        if (sq_step(ins) != SQ_DONE) {
-            store_db_error(st, err, "inserting a prompt");
-            goto fail;
+            if (!ins) goto fail;
+            sq_bind_text(ins, 1, suite_name);
+            sq_bind_text(ins, 2, p->prompt_id);
+            sq_bind_text(ins, 3, drift_workload_name(p->workload));
+            sq_bind_text(ins, 4, p->input ? p->input : "");
+            sq_bind_text(ins, 5, p->reference_json ? p->reference_json : "{}");
+            sq_bind_text(ins, 6, p->hash ? p->hash : "");
+            if (sq_step(ins) != SQ_DONE) {
+                store_db_error(st, err, "inserting a prompt");
+                goto fail;
+            }
+            find = sq_cached(st, STORE_STMT_PROMPT_FIND, "SELECT id, hash FROM prompts WHERE suite=? AND prompt_id=?",
+                             err);
+            if (!find) goto fail;
+            sq_bind_text(find, 1, suite_name);
+            sq_bind_text(find, 2, p->prompt_id);
+            if (sq_step(find) != SQ_ROW) {
+                store_db_error(st, err, "finding a prompt");
+                sq_done(find);
+                goto fail;
+            }
+            h = sq_text(find, 1);
+            id = sq_int64(find, 0);
         }
-        store_q *find =
-            sq_cached(st, STORE_STMT_PROMPT_FIND, "SELECT id, hash FROM prompts WHERE suite=? AND prompt_id=?", err);
-        if (!find) goto fail;
-        sq_bind_text(find, 1, suite_name);
-        sq_bind_text(find, 2, p->prompt_id);
-        if (sq_step(find) != SQ_ROW) {
-            store_db_error(st, err, "finding a prompt");
-            goto fail;
-        }
-        const char *h = sq_text(find, 1);
         if (strcmp(h ? h : "", p->hash ? p->hash : "") != 0) {
             drift_error_set(err, DRIFT_ERR_MISMATCH,
                             "%s: prompt %s of suite %s is stored with hash %s but the suite now gives hash %s "
@@ -104,11 +182,13 @@ drift_status drift_store_put_prompts(drift_store *st, const drift_suite *suite, 
             sq_done(find);
             goto fail;
         }
-        if (rowids) rowids[i] = sq_int64(find, 0);
+        if (rowids) rowids[i] = id;
         sq_done(find);
     }
+    known_free(known, n_known);
     return store_tx_commit(st, err);
 fail:
+    known_free(known, n_known);
     store_tx_rollback(st);
     return err ? err->code : DRIFT_ERR_STORE;
 }
