@@ -17,3 +17,14 @@ if [ -x /usr/bin/python3 ] && [ -f bench/analysis_ref.py ]; then
   echo "## analysis_ref.py (Python reference for analysis_bench)"
   /usr/bin/python3 bench/analysis_ref.py 2>&1
 fi
+# the store's write rate by writer count, and a sharded matrix into one store:
+# PostgreSQL (a private server from tests/pg/with_server.sh) against SQLite
+if [ -x "$B/bench_store_writers" ]; then
+  echo "## store_writers"
+  "$B/bench_store_writers" --db "/tmp/store_writers.$$.db" 2>&1
+  "$B/bench_store_writers" --db "/tmp/store_writers.$$.db" --files 1 2>&1
+  bash tests/pg/with_server.sh bash -c 'psql "$DRIFT_TEST_PG" -qc "CREATE DATABASE writers" &&
+    "$0" --db "postgresql://postgres@/writers?host=$DRIFT_TEST_PG_DIR"' "$B/bench_store_writers" 2>&1
+fi
+echo "## matrix_scale"
+bash bench/matrix_scale.sh "$B" 2>&1
