@@ -596,8 +596,13 @@ extern "C" drift_status dcu_kv_new(dcu_model *m, int n_ctx, dcu_kv **out, drift_
     size_t bytes = (size_t)(m->n_layers > 0 ? m->n_layers : 1) * (size_t)n_ctx * (size_t)m->n_kvh * m->vb;
     cudaError_t e = cudaMalloc((void **)&kv->kc, bytes);
     if (e == cudaSuccess) e = cudaMalloc((void **)&kv->vc, bytes);
-    if (e == cudaSuccess) e = cudaMemset(kv->kc, 0, bytes);
-    if (e == cudaSuccess) e = cudaMemset(kv->vc, 0, bytes);
+    /* cleared on the model's stream, so that its kernels see the zeros
+     * first: a plain cudaMemset runs on the legacy default stream, which a
+     * non-blocking stream does not wait for. It could land after a forward
+     * pass had written the cache, and did when other work kept the GPU busy
+     * (bench/BENCHMARKS.md, issue 24's CUDA lead). */
+    if (e == cudaSuccess) e = cudaMemsetAsync(kv->kc, 0, bytes, m->ctx.st);
+    if (e == cudaSuccess) e = cudaMemsetAsync(kv->vc, 0, bytes, m->ctx.st);
     if (e != cudaSuccess) {
         cudaGetLastError();
         drift_status st = drift_error_set(err, e == cudaErrorMemoryAllocation ? DRIFT_ERR_NOMEM : DRIFT_ERR_INTERNAL,
