@@ -17,7 +17,11 @@
  * target records the GPU as its hardware; a batch of 200 rows (logits
  * downloaded through pinned memory in pieces) equal to each row alone;
  * greedy steps (the pick made on the GPU) equal to the host's argmax of the
- * same step's logits, for 1 and 24 rows.
+ * same step's logits, for 1 and 24 rows; four models generating side by side
+ * in threads while another process loads the GPU give the texts each gives
+ * alone on an idle GPU (the KV cache of a new generation was once cleared on
+ * the legacy default stream, and the clear could land after the model had
+ * written it: bench/BENCHMARKS.md, issue 24's CUDA lead).
  *
  * Without a GPU the GPU part is skipped: exit code 77 (ctest: skipped). */
 #include <setjmp.h>
@@ -32,9 +36,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "driftbench/model.h"
 #include "driftbench/profile.h"
 #include "driftbench/target.h"
+#ifdef DRIFT_HAVE_CUDA
+#include "model/cuda/cuda_backend.h"
+#endif
 
 static const char *model_path(const char *name) {
     static char path[4][1024];
@@ -589,7 +603,114 @@ static void test_target_records_gpu(void **state) {
     drift_target_close(t);
 }
 
-int main(void) {
+
+/* ---- side by side under load ---- */
+
+enum { SBS_MODELS = 4, SBS_SEQS = 16, SBS_TOKENS = 64, SBS_ROUNDS = 8 };
+
+typedef struct {
+    drift_model *m;
+    int32_t *ids[SBS_SEQS];
+    size_t n[SBS_SEQS];
+    drift_generation ref[SBS_SEQS]; /* alone, idle GPU */
+    int differ, seqs;
+} sbs_job;
+
+/* SBS_SEQS greedy generations in batches of SBS_SEQS (sessions side by
+ * side, each with a new KV cache) into out. */
+static void sbs_generate(const sbs_job *j, drift_generation *out) {
+    drift_gen_params gp;
+    drift_gen_params_default(&gp);
+    gp.temperature = 0;
+    gp.max_tokens = SBS_TOKENS;
+    drift_error err;
+    if (drift_model_generate(j->m, (const int32_t *const *)j->ids, j->n, SBS_SEQS, &gp, NULL, SBS_SEQS, out, &err))
+        fail_msg("generate: %s", err.msg);
+}
+
+static void *sbs_worker(void *arg) {
+    sbs_job *j = arg;
+    drift_generation g[SBS_SEQS];
+    for (int r = 0; r < SBS_ROUNDS; r++) {
+        sbs_generate(j, g);
+        for (int k = 0; k < SBS_SEQS; k++) {
+            j->differ += g[k].n_tokens != j->ref[k].n_tokens ||
+                         memcmp(g[k].tokens, j->ref[k].tokens, (size_t)g[k].n_tokens * sizeof *g[k].tokens) != 0;
+            j->seqs++;
+            drift_generation_clear(&g[k]);
+        }
+    }
+    return NULL;
+}
+
+/* Another process that keeps the GPU busy (bf16 GEMMs through cuBLAS) until
+ * it is killed, or 300 s; it dies with its parent. */
+static pid_t start_gpu_load(void) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return -1;
+    self[n] = 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execl(self, self, "--gpu-load", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void test_side_by_side_under_load(void **state) {
+    (void)state;
+    static const char *const NAMES[SBS_MODELS] = {"qwen2-7m", "llama-moe-6m", "qwen2-7m", "llama-moe-6m"};
+    sbs_job jobs[SBS_MODELS];
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < SBS_MODELS; i++) {
+        jobs[i].m = load(NAMES[i], "profile=cuda-f32");
+        for (int k = 0; k < SBS_SEQS; k++) {
+            char text[128];
+            snprintf(text, sizeof text, "Q: Tom has %d apples and buys %d more. How many now?\nA:", 3 + k + i, 5 + 2 * k);
+            jobs[i].ids[k] = tokens(jobs[i].m, text, &jobs[i].n[k]);
+        }
+        sbs_generate(&jobs[i], jobs[i].ref);
+    }
+    pid_t load_pid = start_gpu_load();
+    assert_true(load_pid > 0);
+    sleep(3); /* the load's context and first GEMMs */
+    pthread_t th[SBS_MODELS];
+    for (int i = 0; i < SBS_MODELS; i++) assert_int_equal(pthread_create(&th[i], NULL, sbs_worker, &jobs[i]), 0);
+    for (int i = 0; i < SBS_MODELS; i++) pthread_join(th[i], NULL);
+    int load_alive = waitpid(load_pid, NULL, WNOHANG) == 0;
+    kill(load_pid, SIGKILL);
+    waitpid(load_pid, NULL, 0);
+    int differ = 0;
+    for (int i = 0; i < SBS_MODELS; i++) {
+        fprintf(stderr, "side by side under load: %s: %d of %d generations differ from the idle ones\n", NAMES[i],
+                jobs[i].differ, jobs[i].seqs);
+        differ += jobs[i].differ;
+        for (int k = 0; k < SBS_SEQS; k++) {
+            drift_generation_clear(&jobs[i].ref[k]);
+            free(jobs[i].ids[k]);
+        }
+        drift_model_free(jobs[i].m);
+    }
+    assert_true(load_alive); /* the load ran the whole time */
+    assert_int_equal(differ, 0);
+}
+
+int main(int argc, char **argv) {
+#ifdef DRIFT_HAVE_CUDA
+    if (argc > 1 && !strcmp(argv[1], "--gpu-load")) { /* start_gpu_load's child */
+        time_t t0 = time(NULL);
+        double tf;
+        drift_error err;
+        while (time(NULL) - t0 < 300)
+            if (dcu_bench_gemm(8192, 20, &tf, &err)) return 1;
+        return 0;
+    }
+#else
+    (void)argc;
+    (void)argv;
+#endif
     const struct CMUnitTest cpu[] = {
         cmocka_unit_test(test_cuda_profiles),   cmocka_unit_test(test_gemm_key),
         cmocka_unit_test(test_cuda_framework),  cmocka_unit_test(test_cuda_validation),
@@ -611,7 +732,7 @@ int main(void) {
         cmocka_unit_test(test_batch_invariance_f32),  cmocka_unit_test(test_batch_invariance_bf16),
         cmocka_unit_test(test_fp8_generates),         cmocka_unit_test(test_moe_f32_logits),
         cmocka_unit_test(test_target_records_gpu),    cmocka_unit_test(test_large_batch),
-        cmocka_unit_test(test_greedy_picks),
+        cmocka_unit_test(test_greedy_picks),          cmocka_unit_test(test_side_by_side_under_load),
     };
     return cmocka_run_group_tests_name("cuda: models on the GPU", gpu, NULL, NULL);
 }
