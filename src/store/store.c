@@ -77,6 +77,13 @@ void store_tx_rollback(drift_store *st) {
     if (sq_in_tx(st)) sq_exec_quiet(st, "ROLLBACK");
 }
 
+drift_status store_check_version(drift_store *st, int v, drift_error *err) {
+    if (v <= DRIFT_STORE_SCHEMA_VERSION) return DRIFT_OK;
+    return drift_error_set(err, DRIFT_ERR_STORE,
+                           "%s: store schema version %d is newer than this driftbench supports (%d); upgrade driftbench",
+                           st->shown, v, DRIFT_STORE_SCHEMA_VERSION);
+}
+
 drift_status store_err_code(const drift_error *err) { return err && err->code ? err->code : DRIFT_ERR_STORE; }
 
 char *store_col_strdup(store_q *s, int i) {

@@ -152,6 +152,9 @@ drift_status store_db_error(drift_store *st, drift_error *err, const char *what)
 drift_status store_tx_begin(drift_store *st, drift_error *err);
 drift_status store_tx_commit(drift_store *st, drift_error *err);
 void store_tx_rollback(drift_store *st);
+/* DRIFT_ERR_STORE when schema version v is newer than this driftbench
+ * reads (both backends refuse such a store the same way), else DRIFT_OK. */
+drift_status store_check_version(drift_store *st, int v, drift_error *err);
 /* err's code when set, else DRIFT_ERR_STORE: the status of a step that
  * failed after setting err (or before it could). */
 drift_status store_err_code(const drift_error *err);

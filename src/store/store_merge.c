@@ -261,6 +261,11 @@ static void bind_col_int(store_q *w, int i, store_q *q, int c) {
     else sq_bind_int64(w, i, sq_int64(q, c));
 }
 
+static void bind_col_double(store_q *w, int i, store_q *q, int c) {
+    if (sq_is_null(q, c)) sq_bind_null(w, i);
+    else sq_bind_double(w, i, sq_double(q, c));
+}
+
 static int64_t count_answers_q(drift_store *st, int64_t run_id) {
     store_q *q = sq_prepare(st, "SELECT count(*) FROM responses WHERE run_id=?1 AND failed=0", NULL);
     int64_t n = -1;
@@ -367,8 +372,7 @@ static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char
         sq_bind_int64(w, 1, new_id);
         sq_bind_int64(w, 2, prompt);
         for (int c = 2; c <= 7; c++) bind_col_int(w, c + 1, r, c);
-        if (sq_is_null(r, 8)) sq_bind_null(w, 9);
-        else sq_bind_double(w, 9, sq_double(r, 8));
+        bind_col_double(w, 9, r, 8);
         sq_bind_text(w, 10, sq_text(r, 9));
         sq_bind_text(w, 11, sq_text(r, 10));
         sq_bind_bytes_text(w, 12, sq_text(r, 11));
@@ -407,8 +411,7 @@ static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char
         sq_bind_int64(w, 1, id_map_get(&rm, sq_int64(r, 0)));
         sq_bind_text(w, 2, sq_text(r, 1));
         sq_bind_int64(w, 3, sq_int64(r, 2));
-        if (sq_is_null(r, 3)) sq_bind_null(w, 4);
-        else sq_bind_double(w, 4, sq_double(r, 3));
+        bind_col_double(w, 4, r, 3);
         sq_bind_text(w, 5, sq_text(r, 4));
         if (sq_step(w) != SQ_DONE) {
             rc = copy_err(dst, err, "copying scores", in);

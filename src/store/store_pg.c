@@ -207,11 +207,7 @@ static drift_status pg_identify(drift_store *st, int *version, drift_error *err)
         return drift_error_set(err, DRIFT_ERR_STORE,
                                "%s: not a DriftBench store (driftbench_meta lacks its marks); refusing to touch it",
                                st->shown);
-    if (v > DRIFT_STORE_SCHEMA_VERSION)
-        return drift_error_set(err, DRIFT_ERR_STORE,
-                               "%s: store schema version %d is newer than this driftbench supports (%d); "
-                               "upgrade driftbench",
-                               st->shown, v, DRIFT_STORE_SCHEMA_VERSION);
+    if ((ds = store_check_version(st, v, err))) return ds;
     *version = v;
     return DRIFT_OK;
 }

@@ -30,14 +30,6 @@
 #define PG_TEXT 25
 #define PG_FLOAT8 701
 
-typedef struct {
-    const char *val; /* NULL: SQL NULL */
-    int len;
-    int fmt;         /* 0 text, 1 binary */
-    Oid type;        /* 0: let the server infer */
-    char num[32];    /* a number's text */
-} pg_param;
-
 struct store_q {
     drift_store *st;
     int cached;           /* stmts[which]: sq_done resets instead of freeing */
@@ -47,7 +39,12 @@ struct store_q {
     char name[24];        /* prepared statement's name (cached ones) */
     int prepared;
     int nparams;
-    pg_param *params;
+    /* the parameters as libpq takes them, set by the binds (index i - 1) */
+    const char **vals;    /* NULL: SQL NULL */
+    int *lens;            /* binary values' lengths */
+    int *fmts;            /* 0 text, 1 binary */
+    Oid *types;           /* 0: let the server infer */
+    char (*num)[32];      /* numbers' text */
     PGresult *res;
     int row, nrows;
     long changes;
@@ -117,6 +114,8 @@ static void pg_clear_result(store_q *q) {
     for (int i = 0; i < q->ncols; i++) q->buf_row[i] = -1;
 }
 
+static void q_free(store_q *q);
+
 static store_q *q_new(drift_store *st, const char *sql, drift_error *err) {
     store_q *q = calloc(1, sizeof *q);
     if (!q) {
@@ -134,11 +133,14 @@ static store_q *q_new(drift_store *st, const char *sql, drift_error *err) {
         return q;
     }
     q->sql = pg_translate(sql, &q->nparams);
-    q->params = calloc((size_t)(q->nparams ? q->nparams : 1), sizeof *q->params);
-    if (!q->sql || !q->params) {
-        free(q->sql);
-        free(q->params);
-        free(q);
+    size_t np = (size_t)(q->nparams ? q->nparams : 1);
+    q->vals = calloc(np, sizeof *q->vals);
+    q->lens = calloc(np, sizeof *q->lens);
+    q->fmts = calloc(np, sizeof *q->fmts);
+    q->types = calloc(np, sizeof *q->types);
+    q->num = calloc(np, sizeof *q->num);
+    if (!q->sql || !q->vals || !q->lens || !q->fmts || !q->types || !q->num) {
+        q_free(q);
         drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory preparing a statement");
         return NULL;
     }
@@ -160,7 +162,11 @@ static void q_free(store_q *q) {
     free(q->buf_len);
     free(q->buf_row);
     free(q->sql);
-    free(q->params);
+    free(q->vals);
+    free(q->lens);
+    free(q->fmts);
+    free(q->types);
+    free(q->num);
     free(q);
 }
 
@@ -176,7 +182,11 @@ store_q *sq_cached(drift_store *st, int which, const char *sql, drift_error *err
     }
     sq_reset(q);
     if (q->s) sqlite3_clear_bindings(q->s);
-    for (int i = 0; i < q->nparams; i++) q->params[i] = (pg_param){0};
+    for (int i = 0; i < q->nparams; i++) {
+        q->vals[i] = NULL;
+        q->lens[i] = q->fmts[i] = 0;
+        q->types[i] = 0;
+    }
     return q;
 }
 
@@ -189,18 +199,26 @@ void sq_free_cached(drift_store *st) {
 
 /* ---- binding ---- */
 
-static pg_param *pg_param_at(store_q *q, int i) { return i >= 1 && i <= q->nparams ? &q->params[i - 1] : NULL; }
+/* Sets PostgreSQL parameter i (from 1; others are ignored, as SQLite's
+ * range error would be) and returns its index, or -1. */
+static int pg_set(store_q *q, int i, const char *val, int len, int fmt, Oid type) {
+    if (i < 1 || i > q->nparams) return -1;
+    q->vals[i - 1] = val;
+    q->lens[i - 1] = len;
+    q->fmts[i - 1] = fmt;
+    q->types[i - 1] = type;
+    return i - 1;
+}
 
 void sq_bind_int64(store_q *q, int i, int64_t v) {
     if (q->s) {
         sqlite3_bind_int64(q->s, i, (sqlite3_int64)v);
         return;
     }
-    pg_param *p = pg_param_at(q, i);
-    if (!p) return;
-    *p = (pg_param){.type = PG_INT8};
-    snprintf(p->num, sizeof p->num, "%" PRId64, v);
-    p->val = p->num;
+    int k = pg_set(q, i, NULL, 0, 0, PG_INT8);
+    if (k < 0) return;
+    snprintf(q->num[k], sizeof q->num[k], "%" PRId64, v);
+    q->vals[k] = q->num[k];
 }
 
 void sq_bind_double(store_q *q, int i, double v) {
@@ -208,13 +226,12 @@ void sq_bind_double(store_q *q, int i, double v) {
         sqlite3_bind_double(q->s, i, v);
         return;
     }
-    pg_param *p = pg_param_at(q, i);
-    if (!p) return;
-    *p = (pg_param){.type = PG_FLOAT8};
-    if (isnan(v)) snprintf(p->num, sizeof p->num, "NaN");
-    else if (isinf(v)) snprintf(p->num, sizeof p->num, v > 0 ? "Infinity" : "-Infinity");
-    else snprintf(p->num, sizeof p->num, "%.17g", v);
-    p->val = p->num;
+    int k = pg_set(q, i, NULL, 0, 0, PG_FLOAT8);
+    if (k < 0) return;
+    if (isnan(v)) snprintf(q->num[k], sizeof q->num[k], "NaN");
+    else if (isinf(v)) snprintf(q->num[k], sizeof q->num[k], v > 0 ? "Infinity" : "-Infinity");
+    else snprintf(q->num[k], sizeof q->num[k], "%.17g", v);
+    q->vals[k] = q->num[k];
 }
 
 void sq_bind_text(store_q *q, int i, const char *t) {
@@ -223,8 +240,7 @@ void sq_bind_text(store_q *q, int i, const char *t) {
         else sqlite3_bind_null(q->s, i);
         return;
     }
-    pg_param *p = pg_param_at(q, i);
-    if (p) *p = (pg_param){.val = t, .type = PG_TEXT}; /* a NULL is a text NULL: "?2 IS NULL OR x = ?2" needs the type */
+    pg_set(q, i, t, 0, 0, PG_TEXT); /* a NULL is a text NULL: "?2 IS NULL OR x = ?2" needs the type */
 }
 
 void sq_bind_blob(store_q *q, int i, const void *d, size_t n) {
@@ -233,8 +249,7 @@ void sq_bind_blob(store_q *q, int i, const void *d, size_t n) {
         else sqlite3_bind_null(q->s, i);
         return;
     }
-    pg_param *p = pg_param_at(q, i);
-    if (p) *p = (pg_param){.val = d ? (d && n ? d : "") : NULL, .len = (int)n, .fmt = 1, .type = PG_BYTEA};
+    pg_set(q, i, d ? (n ? d : "") : NULL, (int)n, 1, PG_BYTEA);
 }
 
 void sq_bind_bytes_text(store_q *q, int i, const char *t) {
@@ -250,8 +265,7 @@ void sq_bind_null(store_q *q, int i) {
         sqlite3_bind_null(q->s, i);
         return;
     }
-    pg_param *p = pg_param_at(q, i);
-    if (p) *p = (pg_param){0};
+    pg_set(q, i, NULL, 0, 0, 0);
 }
 
 /* ---- pipelines ---- */
@@ -361,29 +375,15 @@ static int pg_send(store_q *q) {
     drift_store *st = q->st;
     store_pipe *p = st->pipe;
     int n = q->nparams;
-    enum { MAXP = 64 };
-    const char *vals[MAXP];
-    int lens[MAXP], fmts[MAXP];
-    Oid types[MAXP];
-    if (n > MAXP) {
-        pg_fail(st, "a pipelined statement with more than 64 parameters");
-        return SQ_ERROR;
-    }
-    for (int i = 0; i < n; i++) {
-        vals[i] = q->params[i].val;
-        lens[i] = q->params[i].len;
-        fmts[i] = q->params[i].fmt;
-        types[i] = q->params[i].type;
-    }
     int ok;
     if (q->cached) {
         if (!q->prepared) {
-            if (PQsendPrepare(st->pg, q->name, q->sql, n, types) != 1 || pipe_note(p, q)) goto fail;
+            if (PQsendPrepare(st->pg, q->name, q->sql, n, q->types) != 1 || pipe_note(p, q)) goto fail;
             q->prepared = 1;
         }
-        ok = PQsendQueryPrepared(st->pg, q->name, n, vals, lens, fmts, 0);
+        ok = PQsendQueryPrepared(st->pg, q->name, n, q->vals, q->lens, q->fmts, 0);
     } else {
-        ok = PQsendQueryParams(st->pg, q->sql, n, types, vals, lens, fmts, 0);
+        ok = PQsendQueryParams(st->pg, q->sql, n, q->types, q->vals, q->lens, q->fmts, 0);
     }
     if (ok != 1 || pipe_note(p, NULL)) goto fail;
     p->steps++;
@@ -399,55 +399,24 @@ fail:
 static int pg_run(store_q *q) {
     drift_store *st = q->st;
     int n = q->nparams;
-    const char **vals = NULL;
-    int *lens = NULL, *fmts = NULL;
-    Oid *types = NULL;
-    if (n) {
-        vals = malloc((size_t)n * sizeof *vals);
-        lens = malloc((size_t)n * sizeof *lens);
-        fmts = malloc((size_t)n * sizeof *fmts);
-        types = malloc((size_t)n * sizeof *types);
-        if (!vals || !lens || !fmts || !types) {
-            free(vals);
-            free(lens);
-            free(fmts);
-            free(types);
-            pg_fail(st, "out of memory");
-            return SQ_ERROR;
-        }
-        for (int i = 0; i < n; i++) {
-            vals[i] = q->params[i].val;
-            lens[i] = q->params[i].len;
-            fmts[i] = q->params[i].fmt;
-            types[i] = q->params[i].type;
-        }
-    }
-    PGresult *r = NULL;
-    int told = 0; /* the failure's message is set already */
+    PGresult *r;
     if (q->cached) {
         if (!q->prepared) {
-            r = PQprepare(st->pg, q->name, q->sql, n, types);
+            r = PQprepare(st->pg, q->name, q->sql, n, q->types);
             if (PQresultStatus(r) != PGRES_COMMAND_OK) {
                 pg_fail(st, r ? PQresultErrorMessage(r) : PQerrorMessage(st->pg));
                 PQclear(r);
-                r = NULL;
-                told = 1;
-                goto out;
+                return SQ_ERROR;
             }
             PQclear(r);
             q->prepared = 1;
         }
-        r = PQexecPrepared(st->pg, q->name, n, vals, lens, fmts, 0);
+        r = PQexecPrepared(st->pg, q->name, n, q->vals, q->lens, q->fmts, 0);
     } else {
-        r = PQexecParams(st->pg, q->sql, n, types, vals, lens, fmts, 0);
+        r = PQexecParams(st->pg, q->sql, n, q->types, q->vals, q->lens, q->fmts, 0);
     }
-out:
-    free(vals);
-    free(lens);
-    free(fmts);
-    free(types);
     if (!r) {
-        if (!told) pg_fail(st, PQerrorMessage(st->pg));
+        pg_fail(st, PQerrorMessage(st->pg));
         return SQ_ERROR;
     }
     ExecStatusType es = PQresultStatus(r);

@@ -186,11 +186,8 @@ static drift_status identify_reads(drift_store *st, int *version, drift_error *e
         *version = 0;
         return DRIFT_OK;
     }
-    if (uv > DRIFT_STORE_SCHEMA_VERSION)
-        return drift_error_set(err, DRIFT_ERR_STORE,
-                               "%s: store schema version %d is newer than this driftbench supports (%d); "
-                               "upgrade driftbench",
-                               st->shown, uv, DRIFT_STORE_SCHEMA_VERSION);
+    drift_status ds = store_check_version(st, uv, err);
+    if (ds) return ds;
     *version = uv;
     return DRIFT_OK;
 }
