@@ -23,8 +23,8 @@ static const char compare_usage[] =
     "rate with its Wilson 95% CI, both directions, accuracies, net change and\n"
     "the exact McNemar p; then the verdict against the drift budgets.\n"
     "\n"
-    "  --workload W         only this workload (math, code, safety, chat, long_context)\n"
-    "  --budget W=PCT,...   drift budgets in percent (default safety=1,code=0.5)\n"
+    "  --workload W         only this workload (math, code, safety, chat, long_context)\n";
+static const char compare_usage2[] =
     "  --sdr-threshold X    chat answers drift when SDR > X (default 0.30)\n"
     "  --format F           text (default), json, markdown, junit, github\n"
     "                       github: ::error/::warning annotations per workload, then\n"
@@ -66,7 +66,58 @@ static const char compare_usage[] =
     "  --alpha A            error rate of each verdict (default 0.05)\n"
     "  --seed S             seed of the order (default 42)\n"
     "\n"
-    "exit: 0 within budget, 1 drift over budget, 2 error\n";
+    ;
+
+/* The gate's options and exit codes, in compare's and measure's --help. */
+const char cli_gate_usage[] =
+    "  --budget W=PCT,...   drift budgets in percent; W=none leaves W out of the gate\n"
+    "                       (defaults: safety=1, code=0.5, math=2, long_context=2, chat=5)\n"
+    "  --decide RULE        interval (default): per workload, DEPLOY when the exact 95%\n"
+    "                       interval of the flip rate is within the budget, BLOCK when it\n"
+    "                       is over, INCONCLUSIVE when it straddles (with how many more\n"
+    "                       prompts would likely decide); point: the flip rate alone\n"
+    "  --max-left-out PCT   block a workload with over PCT% of its pairs left out by\n"
+    "                       request or evaluator errors or unscored answers (default 5)\n";
+
+static const char gate_exit_usage[] =
+    "exit: 0 deploy (or no workload gated), 1 block, 2 error (bad input, or a gated\n"
+    "workload without a single scored pair), 3 inconclusive (more prompts needed)\n";
+
+/* See pipeline.h. */
+int cli_gate_exit(const char *cmd, drift_store *st, const drift_comparison *c, drift_decision d) {
+    if (d == DRIFT_DECISION_NO_EVIDENCE && c) {
+        const char *db = st ? drift_store_display(st) : "STORE";
+        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+            const drift_wl_result *w = &c->wl[k];
+            if (!c->present[k] || w->decision != DRIFT_DECISION_NO_EVIDENCE) continue;
+            const char *name = drift_workload_name((drift_workload)k);
+            switch (w->reason) {
+            case DRIFT_REASON_UNSCORED:
+                cli_error(cmd, "%s: no scored pair: the answers of its %ld pairs were never scored; run `driftbench score --db %s` "
+                               "(or leave it out of the gate with --budget %s=none)",
+                          name, w->unscored, db, name);
+                break;
+            case DRIFT_REASON_NO_EMBEDDER:
+                cli_error(cmd, "%s: no scored pair: chat answers have no embeddings; run `driftbench score --db %s "
+                               "--embedder URL|embedded:MODEL.gguf` (or --budget chat=none)",
+                          name, db);
+                break;
+            case DRIFT_REASON_ERRORS:
+                cli_error(cmd, "%s: no scored pair: every pair has a failed request or evaluator error (baseline %ld, "
+                               "target %ld); see the failures `driftbench run` printed, then run that label again "
+                               "to retry them",
+                          name, w->errors_baseline, w->errors_target);
+                break;
+            default:
+                cli_error(cmd, "%s: no scored pair: %ld pairs with errors, %ld never scored; run `driftbench score "
+                               "--db %s` and retry the failed run",
+                          name, w->errors, w->unscored, db);
+                break;
+            }
+        }
+    }
+    return drift_decision_exit_code(d);
+}
 
 void cli_compare_args_default(cli_compare_args *c) {
     memset(c, 0, sizeof *c);
@@ -91,6 +142,17 @@ int cli_parse_compare_option(const char *cmd, int opt, const char *arg, cli_comp
     case OPT_FORMAT:
         if (drift_format_parse(arg, &c->fmt, &err)) return cli_error_lib(cmd, &err), -1;
         return 1;
+    case OPT_DECIDE:
+        if (!strcmp(arg, "interval")) c->opts.rule = DRIFT_DECIDE_INTERVAL;
+        else if (!strcmp(arg, "point")) c->opts.rule = DRIFT_DECIDE_POINT;
+        else return cli_error(cmd, "--decide: unknown rule '%s' (interval, point)", arg), -1;
+        return 1;
+    case OPT_MAX_LEFT_OUT: {
+        double pct;
+        if (cli_parse_double(cmd, "--max-left-out", arg, 0, 100, &pct)) return -1;
+        c->opts.max_left_out = pct / 100.0;
+        return 1;
+    }
     case 'o': c->out = arg; return 1;
     }
     return 0;
@@ -110,7 +172,7 @@ static int do_sequential(drift_store *st, const char *base, const char *targ, co
         drift_comparison_free(c);
         return cli_error_lib("compare", &err);
     }
-    int rc = cli_write_output("compare", a->out, text) ? CLI_EXIT_ERROR : (r.pass ? CLI_EXIT_PASS : CLI_EXIT_FAIL);
+    int rc = cli_write_output("compare", a->out, text) ? CLI_EXIT_ERROR : cli_gate_exit("compare", st, c, r.decision);
     free(text);
     drift_comparison_free(c);
     return rc;
@@ -134,7 +196,7 @@ static int do_github(drift_store *st, const char *base, const char *targ, const 
         int bad = path && *path && (!f || fputs(summary, f) < 0);
         if (f && fclose(f)) bad = 1;
         if (bad) cli_error("compare", "$GITHUB_STEP_SUMMARY %s: cannot append the summary", path);
-        else rc = c->pass ? CLI_EXIT_PASS : CLI_EXIT_FAIL;
+        else rc = cli_gate_exit("compare", st, c, c->decision);
     }
     free(text);
     free(summary);
@@ -197,7 +259,12 @@ static int cmd_compare(int argc, char **argv) {
             seq_flags = 1;
             break;
         case 'h':
-        case OPT_HELP: fputs(compare_usage, stdout); return 0;
+        case OPT_HELP: 
+            fputs(compare_usage, stdout);
+            fputs(cli_gate_usage, stdout);
+            fputs(compare_usage2, stdout);
+            fputs(gate_exit_usage, stdout);
+            return 0;
         default: return cli_error("compare", "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
         }
     }

@@ -172,7 +172,11 @@ static void seq_print(const drift_seq_result *r, const seq_state *q, int chunk) 
                         "%.2f%%: %s\n",
                 chunk, drift_workload_name((drift_workload)k), w->asked, w->n_total, w->flips, 100 * w->lo,
                 100 * w->hi, 100 * w->budget,
-                q->stopped[k] ? (w->verdict == DRIFT_SEQ_DEPLOY ? "DEPLOY" : "BLOCK") : "open");
+                !q->stopped[k]                               ? "open"
+                : w->decision == DRIFT_DECISION_DEPLOY       ? "DEPLOY"
+                : w->decision == DRIFT_DECISION_BLOCK        ? "BLOCK"
+                : w->decision == DRIFT_DECISION_INCONCLUSIVE ? "INCONCLUSIVE"
+                                                             : "ERROR");
     }
 }
 
@@ -230,7 +234,7 @@ static int measure_sequential(drift_store *st, cli_run_args *a, const char *bsta
     if (rc == CLI_EXIT_PASS) {
         char *text = NULL;
         if (drift_seq_render(c, &r, co->fmt, &text, &err)) rc = cli_error_lib("measure", &err);
-        else rc = cli_write_output("measure", co->out, text) ? CLI_EXIT_ERROR : (r.pass ? CLI_EXIT_PASS : CLI_EXIT_FAIL);
+        else rc = cli_write_output("measure", co->out, text) ? CLI_EXIT_ERROR : cli_gate_exit("measure", st, c, r.decision);
         free(text);
     }
     drift_comparison_free(c);
@@ -267,7 +271,8 @@ static const char measure_usage[] =
     "                   baseline (which then needs --logprobs K); the baseline is\n"
     "                   asked in L's risk order, or in suite order without L\n"
     "  score options:   --guard SPEC --embedder SPEC --unsafe-code-exec --jobs N\n"
-    "  compare options: --workload W --budget W=PCT,... --sdr-threshold X --format F -o FILE\n"
+    "  compare options: --workload W --sdr-threshold X --format F -o FILE, and the gate's:\n";
+static const char measure_usage2[] =
     "\n"
     "Sequential gate:\n"
     "  --sequential             ask both stacks in a seeded random order (--order-seed,\n"
@@ -275,13 +280,15 @@ static const char measure_usage[] =
     "                           budget, and stop asking a workload as soon as an\n"
     "                           anytime-valid interval for its flip rate is under its\n"
     "                           budget (deploy) or over it (block); the suite's end\n"
-    "                           gives the fixed-size verdict. Reports pairs asked of the\n"
+    "                           gives compare's decision (deploy, block or inconclusive).\n"
+    "                           Reports pairs asked of the\n"
     "                           suite, the interval at the stop and the verdict (text,\n"
     "                           json, markdown), as compare --sequential --seed S does on\n"
     "                           the stored (partial) runs. Not with --order suite|risk\n"
     "  --alpha A                error rate of each verdict (default 0.05)\n"
     "\n"
-    "exit: 0 within budget, 1 drift over budget, 2 error\n";
+    "exit: 0 deploy (or no workload gated), 1 block, 2 error (bad input, or a gated\n"
+    "workload without a single scored pair), 3 inconclusive (more prompts needed)\n";
 
 static int cmd_measure(int argc, char **argv) {
     enum { O_BASE = 400, O_TARG, O_DB, O_BLABEL, O_TLABEL, O_BCONF, O_TCONF, O_GUARD, O_EMB, O_UNSAFE, O_JOBS,
@@ -354,7 +361,9 @@ static int cmd_measure(int argc, char **argv) {
             so.jobs = (int)v;
             break;
         case 'h':
-        case O_HELP: fputs(measure_usage, stdout); return 0;
+        case O_HELP: fputs(measure_usage, stdout);
+            fputs(cli_gate_usage, stdout);
+            fputs(measure_usage2, stdout); return 0;
         default: return cli_error("measure", "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
         }
     }

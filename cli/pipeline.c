@@ -181,7 +181,7 @@ int cli_do_compare(const char *cmd, drift_store *st, const char *base, const cha
         drift_comparison_free(c);
         return cli_error_lib(cmd, &err);
     }
-    int rc = cli_write_output(cmd, a->out, text) ? CLI_EXIT_ERROR : (c->pass ? CLI_EXIT_PASS : CLI_EXIT_FAIL);
+    int rc = cli_write_output(cmd, a->out, text) ? CLI_EXIT_ERROR : cli_gate_exit(cmd, st, c, c->decision);
     free(text);
     drift_comparison_free(c);
     return rc;

@@ -77,8 +77,15 @@ void cli_compare_args_default(cli_compare_args *c);
 /* Parses a compare option into c; returns 1 if handled, 0 if not a compare
  * option, -1 on a bad value (after printing). */
 int cli_parse_compare_option(const char *cmd, int opt, const char *arg, cli_compare_args *c);
-/* Compares and renders; returns 0 pass / 1 over budget / 2 error. */
+/* Compares and renders; returns the decision's exit code (0 deploy or not
+ * gated, 1 block, 2 error or no evidence, 3 inconclusive). */
 int cli_do_compare(const char *cmd, drift_store *st, const char *base, const char *targ, const cli_compare_args *c);
+/* The exit code of a rendered decision; for a workload without evidence
+ * also prints, on stderr, what is missing and the command that supplies it
+ * (with st's name). */
+int cli_gate_exit(const char *cmd, drift_store *st, const drift_comparison *c, drift_decision d);
+/* The compare options' lines of --help (compare and measure). */
+extern const char cli_gate_usage[];
 
 /* ---- signals ---- */
 
@@ -97,7 +104,7 @@ int cli_cancel_requested(void *user);
 enum {
     OPT_DB = 256, OPT_LABEL, OPT_TARGET, OPT_SUITE, OPT_CONFIG, OPT_CONC, OPT_TEMP, OPT_TOPP, OPT_TOPK, OPT_SEED,
     OPT_MAXTOK, OPT_LOGPROBS, OPT_REPS, OPT_LIMIT, OPT_TIMEOUT, OPT_CTIMEOUT, OPT_RETRIES, OPT_HELP,
-    OPT_WORKLOAD, OPT_BUDGET, OPT_SDR, OPT_FORMAT
+    OPT_WORKLOAD, OPT_BUDGET, OPT_SDR, OPT_FORMAT, OPT_DECIDE, OPT_MAX_LEFT_OUT
 };
 
 /* Parses a run option into a; returns 1 if handled, 0 if not a run option,
@@ -127,6 +134,7 @@ int cli_check_order(const char *cmd, const cli_run_args *a);
 #define COMPARE_LONG_OPTIONS                                                                                 \
     {"workload", required_argument, 0, OPT_WORKLOAD}, {"budget", required_argument, 0, OPT_BUDGET},          \
         {"sdr-threshold", required_argument, 0, OPT_SDR}, {"format", required_argument, 0, OPT_FORMAT},      \
+        {"decide", required_argument, 0, OPT_DECIDE}, {"max-left-out", required_argument, 0, OPT_MAX_LEFT_OUT}, \
         {"output", required_argument, 0, 'o'}
 
 #endif

@@ -24,6 +24,81 @@ DRIFT_API double drift_mcnemar_exact(long b, long c);
  * conf (0.95). n == 0 gives [0,1]. */
 DRIFT_API void drift_clopper_pearson(long k, long n, double conf, double *lo, double *hi);
 
+/* ---- the gate's decision (gate.c) ----
+ * Each workload with a budget (a "gated" workload) is decided from its
+ * counted pairs:
+ *   rule INTERVAL (default): the exact (Clopper-Pearson) 95% interval of the
+ *     flip rate; DEPLOY when all of it is within the budget, BLOCK when all
+ *     of it is over, INCONCLUSIVE when it straddles the budget. Each side of
+ *     the interval errs with probability at most 2.5%, so a DEPLOY of a
+ *     workload whose true rate is over its budget (or a BLOCK of one within
+ *     it) happens at most 2.5% of the time (tests/unit/test_gate.c
+ *     simulates it).
+ *   rule POINT (--decide point): DEPLOY when the observed rate is within
+ *     the budget, else BLOCK; no error control.
+ * Before either rule: a gated workload with no counted pair has no
+ * evidence (NO_EVIDENCE, an error, never a pass), and one whose share of
+ * pairs left out (request or evaluator errors, unscored answers) is over
+ * max_left_out is BLOCKed (errors can hide drift). A workload without a
+ * budget (--budget W=none) is NOT_GATED. The comparison's decision is its
+ * worst gated workload's: NO_EVIDENCE, then BLOCK, then INCONCLUSIVE, then
+ * DEPLOY; NOT_GATED when no workload is gated. */
+typedef enum drift_decision {
+    DRIFT_DECISION_NOT_GATED = 0,    /* no budget: reported, not decided */
+    DRIFT_DECISION_DEPLOY = 1,       /* within budget */
+    DRIFT_DECISION_BLOCK = 2,        /* over budget, or too many pairs left out */
+    DRIFT_DECISION_INCONCLUSIVE = 3, /* the interval straddles the budget: more prompts needed */
+    DRIFT_DECISION_NO_EVIDENCE = 4   /* gated but no counted pair: an error */
+} drift_decision;
+
+typedef enum drift_decide_rule {
+    DRIFT_DECIDE_INTERVAL = 0,       /* the exact 95% interval against the budget (default) */
+    DRIFT_DECIDE_POINT = 1           /* the observed rate against the budget */
+} drift_decide_rule;
+
+/* Why a workload got its decision. */
+typedef enum drift_decision_reason {
+    DRIFT_REASON_NONE = 0,           /* not gated */
+    DRIFT_REASON_RATE = 1,           /* the rule, on the flip rate */
+    DRIFT_REASON_LEFT_OUT = 2,       /* BLOCK: errors + unscored over max_left_out of the pairs */
+    DRIFT_REASON_UNSCORED = 3,       /* NO_EVIDENCE: answers never scored (run `score`) */
+    DRIFT_REASON_ERRORS = 4,         /* NO_EVIDENCE: every pair has a request or evaluator error */
+    DRIFT_REASON_NO_EMBEDDER = 5,    /* NO_EVIDENCE: chat answers have no embeddings (score --embedder) */
+    DRIFT_REASON_ERRORS_UNSCORED = 6 /* NO_EVIDENCE: errors and unscored answers, nothing counted */
+} drift_decision_reason;
+
+#define DRIFT_GATE_CONF 0.95         /* the decision interval's confidence */
+#define DRIFT_GATE_MAX_LEFT_OUT 0.05 /* default largest share of pairs left out before a BLOCK */
+
+/* "deploy", "block", "inconclusive", "error", "not gated" (JSON: "not_gated"). */
+DRIFT_API const char *drift_decision_name(drift_decision d);
+/* The exit code of a decision: DEPLOY and NOT_GATED 0, BLOCK 1,
+ * NO_EVIDENCE 2, INCONCLUSIVE 3 (DRIFT_EXIT_INCONCLUSIVE). */
+#define DRIFT_EXIT_INCONCLUSIVE 3
+DRIFT_API int drift_decision_exit_code(drift_decision d);
+/* The more severe of two decisions: NO_EVIDENCE > BLOCK > INCONCLUSIVE >
+ * DEPLOY > NOT_GATED. */
+DRIFT_API drift_decision drift_decision_worst(drift_decision a, drift_decision b);
+
+/* The gate's decision for one workload: flips of n counted pairs, `left_out`
+ * pairs excluded (errors + unscored), budget (fraction, < 0 none),
+ * rule and max_left_out as above; lo/hi get the exact interval at
+ * DRIFT_GATE_CONF (0, 1 when n = 0) and *more (may be NULL) for an
+ * INCONCLUSIVE decision the extra counted pairs that would likely decide it
+ * at the observed rate (drift_gate_more_pairs), else 0. The NO_EVIDENCE
+ * reasons need the caller's knowledge: this returns NO_EVIDENCE with
+ * DRIFT_REASON_ERRORS_UNSCORED when n = 0, and the comparison refines it. */
+DRIFT_API drift_decision drift_gate_decide(long flips, long n, long left_out, double budget, drift_decide_rule rule,
+                                           double max_left_out, double *lo, double *hi, long *more,
+                                           drift_decision_reason *reason);
+/* How many more counted pairs than n would likely decide a workload whose
+ * observed rate flips/n straddles budget: the smallest N - n such that the
+ * exact interval of a rate equal to the observed one over N pairs lies
+ * wholly on one side of the budget (the observed rate's side). -1 when no
+ * N up to 10^9 does (the observed rate equals the budget, or a budget of 0
+ * with no flip); 0 when n already decides. */
+DRIFT_API long drift_gate_more_pairs(long flips, long n, double budget);
+
 /* ---- comparison ---- */
 /* How well a flip-risk score ranked the flips (drift_risk_rank_eval). */
 typedef struct drift_risk_rank {
@@ -48,6 +123,8 @@ typedef struct drift_wl_result {
     drift_workload workload;
     long n;                    /* pairs counted (both sides labelled) */
     long errors;               /* pairs excluded: a request or evaluator error on either side */
+    long errors_baseline;      /* of those, pairs whose baseline answer is an error */
+    long errors_target;        /* of those, pairs whose target answer is an error (both: counted in both) */
     long unscored;             /* pairs excluded: no label computable */
     long flips;
     double flip_rate;          /* fraction */
@@ -59,7 +136,17 @@ typedef struct drift_wl_result {
     double net_change;         /* target_accuracy - baseline_accuracy */
     double mcnemar_p;
     double budget;             /* fraction; < 0 = none */
-    int pass;                  /* flip_rate <= budget (or no budget) */
+    int pass;                  /* decision is DEPLOY or NOT_GATED */
+    /* The gate (see drift_decision): the decision, why, the exact 95%
+     * interval it was taken on (both rules report it), the share of pairs
+     * left out (errors + unscored over all pairs of the workload; 0 when
+     * none) and, for INCONCLUSIVE, the extra counted pairs that would
+     * likely decide it at the observed rate (-1: none would; else 0). */
+    drift_decision decision;
+    drift_decision_reason reason;
+    double decide_ci[2];
+    double left_out_share;
+    long more_pairs;
     double sdr_mean;           /* chat only, else NAN */
     double semantic_drift_rate;/* chat only, else NAN */
     drift_flip *flipped;
@@ -127,7 +214,11 @@ typedef struct drift_comparison {
     drift_run_info target;
     drift_wl_result wl[DRIFT_WL_COUNT];
     int present[DRIFT_WL_COUNT];   /* workload had any pairs */
-    int pass;                      /* every workload within budget */
+    int pass;                      /* decision is DEPLOY or NOT_GATED */
+    drift_decision decision;       /* the worst gated workload's (see drift_decision) */
+    drift_decide_rule rule;        /* opts->rule */
+    double max_left_out;           /* opts->max_left_out */
+    int gated;                     /* workloads present with a budget */
     long total_errors;
     double sdr_threshold;          /* the chat threshold used (opts->sdr_threshold) */
     drift_taxonomy taxonomy;       /* filled by drift_compare_runs */
@@ -171,7 +262,11 @@ typedef enum drift_risk_state {
 DRIFT_API void drift_comparison_taxonomy(const drift_comparison *c, drift_taxonomy *out);
 
 typedef struct drift_compare_opts {
-    double budget[DRIFT_WL_COUNT];   /* fraction; < 0 = no budget */
+    double budget[DRIFT_WL_COUNT];   /* fraction; < 0 = no budget (not gated) */
+    drift_decide_rule rule;          /* DRIFT_DECIDE_INTERVAL (default) or DRIFT_DECIDE_POINT */
+    double max_left_out;             /* share of a gated workload's pairs that may be left out
+                                      * (errors, unscored) before it is blocked; default
+                                      * DRIFT_GATE_MAX_LEFT_OUT */
     int only_workload;               /* DRIFT_WL_UNKNOWN = all */
     double sdr_threshold;            /* default 0.30 */
     const char *embedder;            /* embedding name for chat SDR; NULL = any stored */
@@ -188,7 +283,11 @@ typedef struct drift_compare_opts {
                                       * recorded path is gone (drift_tokdiv_opts.models_dir) */
 } drift_compare_opts;
 
-/* Defaults: budgets safety 1%, code 0.5%, others none; SDR 0.30; risk on. */
+/* The default drift budget of workload wl (fraction), the README's table:
+ * safety 1%, code 0.5%, math 2%, long_context 2%, chat 5%. */
+DRIFT_API double drift_default_budget(drift_workload wl);
+/* Defaults: every workload's default budget, the interval rule, at most 5%
+ * of pairs left out; SDR 0.30; risk on. */
 DRIFT_API void drift_compare_opts_default(drift_compare_opts *o);
 /* Parses "math=1,safety=0.5" (percent) into o->budget. */
 DRIFT_API drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec, drift_error *err);
@@ -280,7 +379,7 @@ DRIFT_API drift_status drift_seq_order(const char *const *ids, const int *reps, 
 
 typedef struct drift_seq_wl {
     drift_workload workload;
-    int gated;                 /* 1 when the workload has a budget and pairs */
+    int gated;                 /* 1 when the workload has a budget (and is present) */
     long n_total;              /* counted pairs available */
     long asked;                /* pairs replayed until the verdict */
     long flips;                /* flips among them */
@@ -290,6 +389,13 @@ typedef struct drift_seq_wl {
     double budget;             /* fraction; < 0 none */
     double full_rate;          /* the flip rate over all pairs (compare's) */
     int full_pass;             /* compare's fixed-size verdict */
+    /* The workload's outcome, in the gate's words (drift_decision): the
+     * sequential verdict when it stopped early (DEPLOY or BLOCK), else
+     * compare's fixed-size decision over the stored pairs at this budget
+     * (DEPLOY, BLOCK or INCONCLUSIVE); NO_EVIDENCE or BLOCK (too many pairs
+     * left out) whenever compare's is; NOT_GATED without a budget. */
+    drift_decision decision;
+    drift_decision_reason reason;
 } drift_seq_wl;
 
 typedef struct drift_seq_result {
@@ -297,7 +403,8 @@ typedef struct drift_seq_result {
     int present[DRIFT_WL_COUNT]; /* as the comparison's */
     double alpha;
     uint64_t seed;
-    int pass;                  /* no gated workload BLOCKed */
+    int pass;                  /* decision is DEPLOY or NOT_GATED */
+    drift_decision decision;   /* the worst workload's, as the comparison's */
     long asked, available;     /* over gated workloads */
 } drift_seq_result;
 

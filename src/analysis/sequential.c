@@ -47,7 +47,12 @@
  * up(K0) >= up(k_hi) >= 2/alpha, probability <= alpha/2; a wrong BLOCK
  * likewise. Both at the same step (an empty interval, itself an alpha
  * event) decides nothing. When the suite is exhausted the count is known
- * and the verdict is compare's (rate <= budget).
+ * and the gate's verdict is rate <= budget; the replay
+ * (drift_compare_sequential) reports an early stop as DEPLOY or BLOCK and,
+ * when the pairs ran out first, compare's fixed-size decision (gate.c: the
+ * exact interval, which can leave it INCONCLUSIVE), so a replay of every
+ * pair says what compare says. The early verdicts are about the suite's
+ * own flip rate (the finite population the order samples).
  * Stakes: Kelly's bet for a Bernoulli mean against the boundary's
  * without-replacement mean, l = KELLY_FRACTION * |mu_t(k) - p| /
  * (mu_t(k)(1 - mu_t(k))), with p the past flip rate shrunk towards the
@@ -261,7 +266,8 @@ drift_status drift_seq_order(const char *const *ids, const int *reps, size_t n, 
  * size); pairs never asked simply never come. With curve: the confidence
  * sequence after every pair until the verdict ((asked) points). */
 static drift_status replay_wl(const drift_wl_result *w, long n_total, double budget, double alpha, uint64_t seed,
-                              drift_seq_wl *o, drift_seq_point **curve, drift_error *err) {
+                              drift_decide_rule rule, double max_left_out, drift_seq_wl *o, drift_seq_point **curve,
+                              drift_error *err) {
     size_t n = w->n_pairs;
     const char **ids = malloc((n ? n : 1) * sizeof *ids);
     int *reps = malloc((n ? n : 1) * sizeof *reps);
@@ -298,6 +304,20 @@ static drift_status replay_wl(const drift_wl_result *w, long n_total, double bud
              * over them, at the interval reached */
             o->verdict = w->flip_rate <= budget + 1e-12 ? DRIFT_SEQ_DEPLOY : DRIFT_SEQ_BLOCK;
             drift_seq_gate_interval(&g, &o->lo, &o->hi);
+        }
+        /* the outcome in the gate's words: an early stop is certain; at
+         * the end of the pairs it is compare's fixed-size decision at this
+         * budget (the interval rule can leave it INCONCLUSIVE); no
+         * evidence and too many pairs left out decide before any rate */
+        drift_decision_reason why;
+        drift_decision fixed = drift_gate_decide(w->flips, w->n, w->errors + w->unscored, budget, rule,
+                                                 max_left_out, NULL, NULL, NULL, &why);
+        if (why == DRIFT_REASON_RATE && o->early) {
+            o->decision = o->verdict == DRIFT_SEQ_DEPLOY ? DRIFT_DECISION_DEPLOY : DRIFT_DECISION_BLOCK;
+            o->reason = DRIFT_REASON_RATE;
+        } else {
+            o->decision = fixed;
+            o->reason = why;
         }
         drift_seq_gate_free(&g);
     }
@@ -365,7 +385,7 @@ drift_status drift_seq_curve(const drift_comparison *c, drift_workload wl, doubl
     stop->full_rate = w->flip_rate;
     stop->full_pass = w->flip_rate <= bud + 1e-12;
     drift_seq_point *pts = NULL;
-    drift_status rc = replay_wl(w, stop->n_total, bud, alpha, seed, stop, &pts, err);
+    drift_status rc = replay_wl(w, stop->n_total, bud, alpha, seed, c->rule, c->max_left_out, stop, &pts, err);
     if (rc) return rc;
     *out = pts;
     *n_out = (size_t)stop->asked;
@@ -379,7 +399,7 @@ drift_status drift_compare_sequential(const drift_comparison *c, double alpha, u
     if (!(alpha > 0 && alpha < 1)) return drift_error_set(err, DRIFT_ERR_INVALID, "--alpha %g is not in (0, 1)", alpha);
     out->alpha = alpha;
     out->seed = seed;
-    out->pass = 1;
+    out->decision = DRIFT_DECISION_NOT_GATED;
     double rec_alpha;
     uint64_t rec_seed;
     long pairs[DRIFT_WL_COUNT];
@@ -394,6 +414,7 @@ drift_status drift_compare_sequential(const drift_comparison *c, double alpha, u
         o->full_rate = w->flip_rate;
         o->full_pass = w->pass;
         o->lo = o->hi = NAN;
+        o->decision = DRIFT_DECISION_NOT_GATED;
         out->present[k] = c->present[k];
         if (!c->present[k]) continue;
         if (w->n_pairs != (size_t)w->n)
@@ -401,16 +422,23 @@ drift_status drift_compare_sequential(const drift_comparison *c, double alpha, u
                                    "sequential replay: %s has %zu recorded pairs for %ld counted (a comparison built "
                                    "without pair outcomes)",
                                    drift_workload_name((drift_workload)k), w->n_pairs, w->n);
-        o->gated = w->budget >= 0 && w->n_pairs > 0;
+        o->gated = w->budget >= 0;
         if (!o->gated) continue;
-        drift_status rc = replay_wl(w, o->n_total, w->budget, alpha, seed, o, NULL, err);
+        if (w->n_pairs == 0) { /* no evidence: compare's error, nothing to replay */
+            o->decision = w->decision;
+            o->reason = w->reason;
+            out->decision = drift_decision_worst(out->decision, o->decision);
+            continue;
+        }
+        drift_status rc = replay_wl(w, o->n_total, w->budget, alpha, seed, c->rule, c->max_left_out, o, NULL, err);
         if (rc) {
             drift_error_prefix(err, "%s: ", drift_workload_name((drift_workload)k));
             return rc;
         }
         out->asked += o->asked;
         out->available += o->n_total;
-        if (o->verdict != DRIFT_SEQ_DEPLOY) out->pass = 0;
+        out->decision = drift_decision_worst(out->decision, o->decision);
     }
+    out->pass = out->decision == DRIFT_DECISION_DEPLOY || out->decision == DRIFT_DECISION_NOT_GATED;
     return DRIFT_OK;
 }

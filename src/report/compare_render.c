@@ -501,7 +501,9 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
     config_line(b, c->baseline.config_json);
     buf_printf(b, "\n  target    %-12s ", c->target.label);
     config_line(b, c->target.config_json);
-    buf_puts(b, "\n\nflip taxonomy (highest risk first):\n");
+    buf_puts(b, "\n\n");
+    report_decision_text(b, c);
+    buf_puts(b, "\nflip taxonomy (highest risk first):\n");
     taxonomy_text(b, c, "->", "  ");
     buf_puts(b, "\n");
     buf_printf(b, "%-13s %7s %6s %6s %9s  %-18s %6s %6s %9s %9s %8s %9s %8s  %s\n", "workload", "n", "errors", "flips",
@@ -522,7 +524,7 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
         }
         buf_printf(b, "%-13s %7ld %6ld %6ld %9s  %-18s %6s %6s %9s %9s %8s %9s %8s  %s\n",
                    drift_workload_name((drift_workload)k), w->n, w->errors, w->flips, x.fr, ci, ci2i, ic2c, x.ba, x.ta,
-                   x.net, x.p, x.bud, w->pass ? "pass" : "FAIL");
+                   x.net, x.p, x.bud, report_decision_word(w->decision));
     }
     buf_puts(b, "\n");
     if (c->present[DRIFT_WL_SAFETY]) {
@@ -562,21 +564,9 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
         if (c->present[k] && k != DRIFT_WL_CHAT) unscored += c->wl[k].unscored;
     buf_printf(b, "excluded: %ld pairs with a request or evaluator error, %ld without a label\n", c->total_errors,
                unscored);
-    if (c->pass) {
-        buf_puts(b, "verdict: PASS (every workload within its budget)\n");
-    } else {
-        buf_puts(b, "verdict: FAIL (");
-        int first = 1;
-        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
-            if (!c->present[k] || c->wl[k].pass) continue;
-            char fr[16], bud[16];
-            pct(fr, sizeof fr, c->wl[k].flip_rate);
-            pct(bud, sizeof bud, c->wl[k].budget);
-            buf_printf(b, "%s%s %s > budget %s", first ? "" : "; ", drift_workload_name((drift_workload)k), fr, bud);
-            first = 0;
-        }
-        buf_puts(b, ")\n");
-    }
+    buf_puts(b, "verdict: ");
+    report_verdict_summary(b, c);
+    buf_puts(b, "\n");
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         const drift_wl_result *w = &c->wl[k];
         if (!c->present[k] || w->n_flipped == 0) continue;
