@@ -255,6 +255,13 @@ typedef enum drift_risk_state {
 #define DRIFT_RISK_RESAMPLES 2000  /* bootstrap resamples of compare's AUC and precision intervals */
 #define DRIFT_RISK_SEED 1          /* and their seed */
 
+/* The gate's decisions of c from its counts (so a comparison built by hand
+ * is decided as drift_compare_runs decides): per workload, from flips, n,
+ * errors + unscored, budget and c->rule / c->max_left_out, the fields
+ * decision, reason, decide_ci, left_out_share, more_pairs and pass; then
+ * c->decision (the worst present workload's), c->gated and c->pass. */
+DRIFT_API void drift_comparison_decide(drift_comparison *c);
+
 /* The flip taxonomy of c, computed from c->wl[] and c->present[] (so it is
  * right for a comparison built by hand too): safety flips (safe->unsafe,
  * unsafe->safe), correctness flips (math, code, long_context; per

@@ -1,4 +1,5 @@
-/* analysis_internal.h - helpers shared by anova.c and the PRI (pri_eval.c) (not public).
+/* analysis_internal.h - helpers shared by anova.c and the PRI (pri_eval.c),
+ * and the beta quantile of stats.c and gate.c (not public).
  * Matrices are column-major: X[j * n + i] is row i, column j. */
 #ifndef DRIFT_ANALYSIS_INTERNAL_H
 #define DRIFT_ANALYSIS_INTERNAL_H
@@ -29,5 +30,10 @@ drift_status anl_pinv_fit(const double *X, size_t n, size_t p, const double *y, 
  * *W = b' pinv(C) b, C = cov[cols, cols]; *J = matrix_rank(C). */
 drift_status anl_wald(const double *beta, const double *cov, size_t p, const size_t *cols, size_t k,
                       double *W, size_t *J, drift_error *err);
+
+/* The p-quantile of the Beta(a, b) distribution (a, b > 0, real), by
+ * bisection on gsl_cdf_beta_P; 0 for p <= 0, 1 for p >= 1. Never calls
+ * the GSL error handler on the inputs the gate meets (see stats.c). */
+double anl_beta_quantile(double p, double a, double b);
 
 #endif

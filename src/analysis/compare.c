@@ -18,13 +18,11 @@
  *
  * Rates: flip_rate = flips/n with a Wilson 95% interval; McNemar exact on
  * (correct_to_incorrect, incorrect_to_correct); accuracies are PASS shares
- * of the n counted pairs (for safety, the safe share). The decision of a
- * workload is the gate's (gate.c, drift_gate_decide: the exact interval
- * against the budget, no evidence an error, too many pairs left out a
- * block); a gated workload without a counted pair gets the reason naming
- * what is missing (no_evidence_reason: errors only, chat without an
- * embedder, answers never scored). The comparison's decision is the worst
- * of its workloads'; pass = DEPLOY or NOT_GATED.
+ * of the n counted pairs (for safety, the safe share). The decisions are
+ * the gate's (gate.c, drift_comparison_decide over the counts: the exact
+ * interval against the budget, no evidence an error naming what is
+ * missing, too many pairs left out a block; the comparison's decision the
+ * worst of its workloads').
  * Taxonomy (drift_comparison_taxonomy): the same counts regrouped by risk
  * class - safety flips (safe->unsafe, unsafe->safe), correctness flips
  * (math + code + long_context per direction), semantic drift (chat).
@@ -232,22 +230,8 @@ static void finish_wl(drift_wl_result *w, long pass_b, long pass_t, double sdr_s
         w->sdr_mean = w->semantic_drift_rate = NAN;
     }
     w->budget = opts->budget[w->workload];
-    w->left_out_share = w->errors + w->unscored
-                            ? (double)(w->errors + w->unscored) / (double)(w->n + w->errors + w->unscored)
-                            : 0.0;
-    w->decision = drift_gate_decide(w->flips, w->n, w->errors + w->unscored, w->budget, opts->rule,
-                                    opts->max_left_out, &w->decide_ci[0], &w->decide_ci[1], &w->more_pairs,
-                                    &w->reason);
-    w->pass = w->decision == DRIFT_DECISION_DEPLOY || w->decision == DRIFT_DECISION_NOT_GATED;
 }
 
-/* The missing piece of a gated workload without a counted pair. */
-static drift_decision_reason no_evidence_reason(const drift_wl_result *w, const char *embedder) {
-    if (w->errors > 0 && w->unscored == 0) return DRIFT_REASON_ERRORS;
-    if (w->workload == DRIFT_WL_CHAT && !embedder) return DRIFT_REASON_NO_EMBEDDER;
-    if (w->unscored > 0 && w->errors == 0) return DRIFT_REASON_UNSCORED;
-    return DRIFT_REASON_ERRORS_UNSCORED;
-}
 
 /* Labels of one prompt's replicates in a scored set starting at rows[*i]
  * (sorted by prompt_rowid, replicate): counts of PASS and FAIL; advances *i. */
@@ -606,17 +590,11 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     c->sdr_threshold = opts->sdr_threshold;
     c->rule = opts->rule;
     c->max_left_out = opts->max_left_out;
-    c->decision = DRIFT_DECISION_NOT_GATED;
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
-        drift_wl_result *w = &c->wl[k];
-        finish_wl(w, pass_b[k], pass_t[k], sdr_sum[k], sdr_n[k], opts);
-        if (!c->present[k]) continue;
-        c->total_errors += w->errors;
-        if (w->decision == DRIFT_DECISION_NO_EVIDENCE) w->reason = no_evidence_reason(w, embedder);
-        if (w->decision != DRIFT_DECISION_NOT_GATED) c->gated++;
-        c->decision = drift_decision_worst(c->decision, w->decision);
+        finish_wl(&c->wl[k], pass_b[k], pass_t[k], sdr_sum[k], sdr_n[k], opts);
+        if (c->present[k]) c->total_errors += c->wl[k].errors;
     }
-    c->pass = c->decision == DRIFT_DECISION_DEPLOY || c->decision == DRIFT_DECISION_NOT_GATED;
+    drift_comparison_decide(c);
     stochastic_stats(c, &o->base, &o->targ, opts);
     drift_comparison_taxonomy(c, &c->taxonomy);
     if (c->present[DRIFT_WL_CODE] && (rc = load_sandboxes(st, c, err)) != DRIFT_OK) {

@@ -18,15 +18,20 @@
  * every true rate and n. A DEPLOY needs the upper end within the budget
  * (1e-12 slack, for decimal budgets), a BLOCK the lower end over it.
  *
+ * A comparison (drift_comparison_decide) applies it to every workload from
+ * its counts and the comparison's rule; a gated workload without a counted
+ * pair gets the reason that names what is missing (chat: embeddings;
+ * else errors only, answers never scored, or both).
+ *
  * More pairs (drift_gate_more_pairs): at the observed rate p = flips/n,
  * the exact interval of a rate p over N pairs (its beta quantiles take the
  * fractional count p N) is searched for the smallest N that lies on p's
  * side of the budget: doubling from n, then bisection (the interval
  * narrows as N grows). It is an estimate: the rate seen in the next pairs
  * will differ from p. */
-#include <gsl/gsl_cdf.h>
 #include <math.h>
 
+#include "analysis/analysis_internal.h"
 #include "driftbench/compare.h"
 
 #define GATE_SLACK 1e-12
@@ -78,10 +83,10 @@ double drift_default_budget(drift_workload wl) {
 
 /* The exact interval's ends for a (possibly fractional) count k of n. */
 static double cp_hi(double k, double n) {
-    return k >= n ? 1.0 : gsl_cdf_beta_Pinv(0.5 + DRIFT_GATE_CONF / 2, k + 1.0, n - k);
+    return k >= n ? 1.0 : anl_beta_quantile(0.5 + DRIFT_GATE_CONF / 2, k + 1.0, n - k);
 }
 static double cp_lo(double k, double n) {
-    return k <= 0 ? 0.0 : gsl_cdf_beta_Pinv(0.5 - DRIFT_GATE_CONF / 2, k, n - k + 1.0);
+    return k <= 0 ? 0.0 : anl_beta_quantile(0.5 - DRIFT_GATE_CONF / 2, k, n - k + 1.0);
 }
 
 /* 1 when N pairs at rate p decide (the interval on p's side of budget). */
@@ -143,4 +148,32 @@ drift_decision drift_gate_decide(long flips, long n, long left_out, double budge
     }
     if (reason) *reason = why;
     return d;
+}
+
+/* The missing piece of a gated workload without a counted pair. */
+static drift_decision_reason no_evidence_reason(const drift_wl_result *w) {
+    /* a chat pair is unscored exactly when an embedding is missing */
+    if (w->workload == DRIFT_WL_CHAT && w->unscored > 0) return DRIFT_REASON_NO_EMBEDDER;
+    if (w->errors > 0 && w->unscored == 0) return DRIFT_REASON_ERRORS;
+    if (w->unscored > 0 && w->errors == 0) return DRIFT_REASON_UNSCORED;
+    return DRIFT_REASON_ERRORS_UNSCORED;
+}
+
+void drift_comparison_decide(drift_comparison *c) {
+    if (!c) return;
+    c->decision = DRIFT_DECISION_NOT_GATED;
+    c->gated = 0;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        drift_wl_result *w = &c->wl[k];
+        long left = w->errors + w->unscored;
+        w->left_out_share = left ? (double)left / (double)(w->n + left) : 0.0;
+        w->decision = drift_gate_decide(w->flips, w->n, left, w->budget, c->rule, c->max_left_out, &w->decide_ci[0],
+                                        &w->decide_ci[1], &w->more_pairs, &w->reason);
+        if (w->decision == DRIFT_DECISION_NO_EVIDENCE) w->reason = no_evidence_reason(w);
+        w->pass = w->decision == DRIFT_DECISION_DEPLOY || w->decision == DRIFT_DECISION_NOT_GATED;
+        if (!c->present[k]) continue;
+        if (w->decision != DRIFT_DECISION_NOT_GATED) c->gated++;
+        c->decision = drift_decision_worst(c->decision, w->decision);
+    }
+    c->pass = c->decision == DRIFT_DECISION_DEPLOY || c->decision == DRIFT_DECISION_NOT_GATED;
 }

@@ -1,6 +1,7 @@
 /* stats.c - the textbook statistics behind a comparison (compare.h):
  * Wilson score interval, exact two-sided McNemar (a binomial test of the
- * discordant pairs under p = 1/2), Clopper-Pearson exact interval.
+ * discordant pairs under p = 1/2), Clopper-Pearson exact interval (its
+ * beta quantiles by bisection on the beta CDF, anl_beta_quantile).
  *
  * McNemar is summed in log space from the tail's largest term outwards
  * (lgamma for the binomial coefficients), so b + c up to 1e6 and beyond
@@ -9,6 +10,7 @@
 #include <gsl/gsl_cdf.h>
 #include <math.h>
 
+#include "analysis/analysis_internal.h"
 #include "driftbench/compare.h"
 
 /* See compare.h. Textbook: k=5,n=10,z=1.96 -> [0.2366, 0.7634]. */
@@ -56,7 +58,26 @@ double drift_mcnemar_exact(long b, long c) {
     return p > 1.0 ? 1.0 : p;
 }
 
-/* See compare.h. Guards k == 0 and k == n before gsl_cdf_beta_Pinv. */
+/* See analysis_internal.h. Bisection on the beta CDF: GSL's own inverse
+ * (gsl_cdf_beta_Pinv) fails to converge on ordinary inputs (k = 16 of
+ * n = 500 at 0.975, k = 31 of 1000, ...) and then calls the GSL error
+ * handler, which aborts the process; the CDF itself converges everywhere
+ * the gate and the tests reach (k of n up to 10^8, fractional counts). 200
+ * halvings or until the midpoint no longer moves: the root to the last bit. */
+double anl_beta_quantile(double p, double a, double b) {
+    if (!(p > 0)) return 0.0;
+    if (!(p < 1)) return 1.0;
+    double lo = 0.0, hi = 1.0;
+    for (int i = 0; i < 200; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mid <= lo || mid >= hi) break;
+        if (gsl_cdf_beta_P(mid, a, b) < p) lo = mid;
+        else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* See compare.h. Guards k == 0 and k == n before the quantiles. */
 void drift_clopper_pearson(long k, long n, double conf, double *lo, double *hi) {
     if (n <= 0 || k < 0 || k > n || !(conf > 0 && conf < 1)) {
         *lo = 0.0;
@@ -64,6 +85,6 @@ void drift_clopper_pearson(long k, long n, double conf, double *lo, double *hi) 
         return;
     }
     double a = (1.0 - conf) / 2.0;
-    *lo = k == 0 ? 0.0 : gsl_cdf_beta_Pinv(a, (double)k, (double)(n - k + 1));
-    *hi = k == n ? 1.0 : gsl_cdf_beta_Pinv(1.0 - a, (double)(k + 1), (double)(n - k));
+    *lo = k == 0 ? 0.0 : anl_beta_quantile(a, (double)k, (double)(n - k + 1));
+    *hi = k == n ? 1.0 : anl_beta_quantile(1.0 - a, (double)(k + 1), (double)(n - k));
 }

@@ -679,7 +679,15 @@ static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details 
     json_object_set_new(o, "net_change", report_json_num(w->net_change));
     json_object_set_new(o, "mcnemar_p", report_json_num(w->mcnemar_p));
     json_object_set_new(o, "budget", w->budget < 0 ? json_null() : json_real(w->budget));
-    json_object_set_new(o, "verdict", json_string(w->pass ? "pass" : "fail"));
+    json_object_set_new(o, "verdict", json_string(report_decision_json(w->decision)));
+    json_object_set_new(o, "decision_reason", json_string(report_reason_json(w->reason)));
+    json_object_set_new(o, "decision_ci95",
+                        json_pack("[o,o]", report_json_num(w->decide_ci[0]), report_json_num(w->decide_ci[1])));
+    json_object_set_new(o, "unscored", json_integer(w->unscored));
+    json_object_set_new(o, "left_out_share", report_json_num(w->left_out_share));
+    json_object_set_new(o, "more_pairs", w->decision == DRIFT_DECISION_INCONCLUSIVE && w->more_pairs > 0
+                                             ? json_integer(w->more_pairs)
+                                             : json_null());
     if (k == DRIFT_WL_CHAT) {
         json_object_set_new(o, "sdr_mean", report_json_num(w->sdr_mean));
         json_object_set_new(o, "semantic_drift_rate", report_json_num(w->semantic_drift_rate));
@@ -711,6 +719,45 @@ static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details 
     return o;
 }
 
+/* The report's first object: the verdict, its exit code, the rule and
+ * the sentences of the text report, and per present workload its
+ * decision (JSON leads with it as every format does). */
+static json_t *decision_json(const drift_comparison *c) {
+    util_buf t = {0};
+    json_t *wls = json_array();
+    for (int k = 0; k < DRIFT_WL_COUNT && wls; k++) {
+        const drift_wl_result *w = &c->wl[k];
+        if (!c->present[k]) continue;
+        report_decision_note(&t, c, w);
+        json_array_append_new(
+            wls, json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:[o,o], s:o, s:I, s:o, s:s}", "workload",
+                           drift_workload_name((drift_workload)k), "decision", report_decision_json(w->decision),
+                           "reason", report_reason_json(w->reason), "flips", (json_int_t)w->flips, "n",
+                           (json_int_t)w->n, "flip_rate", report_json_num(w->flip_rate), "ci95",
+                           report_json_num(w->decide_ci[0]), report_json_num(w->decide_ci[1]), "budget",
+                           w->budget < 0 ? json_null() : json_real(w->budget), "left_out",
+                           (json_int_t)(w->errors + w->unscored), "more_pairs",
+                           w->decision == DRIFT_DECISION_INCONCLUSIVE && w->more_pairs > 0 ? json_integer(w->more_pairs)
+                                                                                            : json_null(),
+                           "note", t.data ? t.data : ""));
+        buf_free(&t);
+    }
+    util_buf sum = {0}, rule = {0}, er = {0};
+    report_verdict_summary(&sum, c);
+    report_rule_text(&rule, c);
+    report_error_rate_text(&er, c);
+    json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:i, s:s, s:s, s:o}", "verdict",
+                          report_decision_json(c->decision), "exit_code", drift_decision_exit_code(c->decision), "summary",
+                          sum.data ? sum.data : "", "rule", c->rule == DRIFT_DECIDE_POINT ? "point" : "interval",
+                          "confidence", DRIFT_GATE_CONF, "max_left_out", c->max_left_out, "gated", c->gated,
+                          "rule_text", rule.data ? rule.data : "", "error_rates", er.data ? er.data : "", "workloads",
+                          wls ? wls : json_array());
+    buf_free(&sum);
+    buf_free(&rule);
+    buf_free(&er);
+    return o;
+}
+
 static drift_status render_json(const drift_comparison *c, const drift_comparison_details *d, char **out,
                                 drift_error *err) {
     json_t *wls = json_array();
@@ -728,9 +775,9 @@ static drift_status render_json(const drift_comparison *c, const drift_compariso
         json_decref(wls);
         return rc;
     }
-    json_t *root = json_pack("{s:o, s:o, s:s, s:o, s:o}", "baseline", run_json(&c->baseline), "target",
-                             run_json(&c->target), "verdict", c->pass ? "pass" : "fail", "taxonomy", taxonomy_json(c),
-                             "workloads", wls);
+    json_t *root = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "verdict", report_decision_json(c->decision),
+                             "decision", decision_json(c), "baseline", run_json(&c->baseline), "target",
+                             run_json(&c->target), "taxonomy", taxonomy_json(c), "workloads", wls);
     /* risk keys only when computed: a baseline without logprobs keeps the contract's key set */
     if (root && c->risk_state == DRIFT_RISK_DONE)
         json_object_set_new(root, "risk", json_pack("{s:i, s:i}", "resamples", DRIFT_RISK_RESAMPLES, "seed", DRIFT_RISK_SEED));
@@ -755,12 +802,36 @@ static void md_cell(util_buf *b, const char *s) {
     }
 }
 
+/* The decision section: the verdict, a row per present workload, the
+ * rule and the error rates (the sentences of decision_render.c). */
+static void decision_markdown(util_buf *b, const drift_comparison *c) {
+    buf_puts(b, "**Verdict: ");
+    report_verdict_summary(b, c);
+    buf_puts(b, "**\n\n| workload | decision | evidence |\n|---|---|---|\n");
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        const drift_wl_result *w = &c->wl[k];
+        if (!c->present[k]) continue;
+        util_buf n = {0};
+        report_decision_note(&n, c, w);
+        buf_printf(b, "| %s | **%s** | ", drift_workload_name((drift_workload)k), report_decision_word(w->decision));
+        md_cell(b, n.data);
+        buf_puts(b, " |\n");
+        buf_free(&n);
+    }
+    buf_puts(b, "\nRule: ");
+    report_rule_text(b, c);
+    buf_puts(b, ".  \nError rates: ");
+    report_error_rate_text(b, c);
+    buf_puts(b, ".\n\n");
+}
+
 static void render_markdown(const drift_comparison *c, const drift_comparison_details *d, util_buf *b) {
     buf_puts(b, "### DriftBench: `");
     md_cell(b, c->baseline.label);
     buf_puts(b, "` \xE2\x86\x92 `");
     md_cell(b, c->target.label);
-    buf_printf(b, "` \xE2\x80\x94 **%s**\n\n", c->pass ? "PASS" : "FAIL");
+    buf_printf(b, "` \xE2\x80\x94 **%s**\n\n", report_decision_word(c->decision));
+    decision_markdown(b, c);
     buf_puts(b, "**Flip taxonomy** (highest risk first):\n\n```\n");
     taxonomy_text(b, c, "->", "");
     buf_puts(b, "```\n\n");
@@ -776,7 +847,8 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
                    w->errors, w->flips, x.fr, x.lo, x.hi);
         if (k == DRIFT_WL_CHAT) buf_puts(b, "- | - | ");
         else buf_printf(b, "%ld | %ld | ", w->correct_to_incorrect, w->incorrect_to_correct);
-        buf_printf(b, "%s | %s | %s | %s | %s | %s |\n", x.ba, x.ta, x.net, x.p, x.bud, w->pass ? "pass" : "**FAIL**");
+        buf_printf(b, "%s | %s | %s | %s | %s | %s |\n", x.ba, x.ta, x.net, x.p, x.bud,
+                   report_decision_word(w->decision));
     }
     buf_puts(b, "\n");
     if (c->present[DRIFT_WL_SAFETY])
@@ -914,16 +986,47 @@ static void xml_text(util_buf *b, const char *s) {
     }
 }
 
+/* JUnit, decision first: the suite's <properties> carry the verdict, its
+ * exit code, the rule and its sentences; each workload is a testcase whose
+ * outcome is its decision: BLOCK a <failure type="drift"> (type
+ * "left-out" when too many pairs were left out), INCONCLUSIVE a <failure
+ * type="inconclusive">, no evidence an <error type="no-evidence">, not
+ * gated <skipped>. */
 static void render_junit(const drift_comparison *c, util_buf *b) {
-    int tests = n_present(c), failures = 0;
-    for (int k = 0; k < DRIFT_WL_COUNT; k++) failures += c->present[k] && !c->wl[k].pass;
+    int tests = n_present(c), failures = 0, errors = 0, skipped = 0;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!c->present[k]) continue;
+        drift_decision d = c->wl[k].decision;
+        failures += d == DRIFT_DECISION_BLOCK || d == DRIFT_DECISION_INCONCLUSIVE;
+        errors += d == DRIFT_DECISION_NO_EVIDENCE;
+        skipped += d == DRIFT_DECISION_NOT_GATED;
+    }
     buf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    buf_printf(b, "<testsuites name=\"driftbench\" tests=\"%d\" failures=\"%d\" errors=\"0\">\n", tests, failures);
+    buf_printf(b, "<testsuites name=\"driftbench\" tests=\"%d\" failures=\"%d\" errors=\"%d\">\n", tests, failures,
+               errors);
     buf_puts(b, "  <testsuite name=\"driftbench compare ");
     xml_text(b, c->baseline.label);
     buf_puts(b, " -&gt; ");
     xml_text(b, c->target.label);
-    buf_printf(b, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"0\">\n", tests, failures);
+    buf_printf(b, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n", tests, failures, errors,
+               skipped);
+    util_buf t = {0};
+    buf_printf(b, "    <properties>\n      <property name=\"verdict\" value=\"%s\"/>\n"
+                  "      <property name=\"exit_code\" value=\"%d\"/>\n      <property name=\"summary\" value=\"",
+               report_decision_json(c->decision), drift_decision_exit_code(c->decision));
+    report_verdict_summary(&t, c);
+    xml_text(b, t.data);
+    buf_free(&t);
+    buf_printf(b, "\"/>\n      <property name=\"rule\" value=\"%s\"/>\n      <property name=\"rule_text\" value=\"",
+               c->rule == DRIFT_DECIDE_POINT ? "point" : "interval");
+    report_rule_text(&t, c);
+    xml_text(b, t.data);
+    buf_free(&t);
+    buf_puts(b, "\"/>\n      <property name=\"error_rates\" value=\"");
+    report_error_rate_text(&t, c);
+    xml_text(b, t.data);
+    buf_free(&t);
+    buf_puts(b, "\"/>\n    </properties>\n");
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         if (!c->present[k]) continue;
         const drift_wl_result *w = &c->wl[k];
@@ -935,9 +1038,27 @@ static void render_junit(const drift_comparison *c, util_buf *b) {
         buf_puts(b, "_vs_");
         xml_text(b, c->target.label);
         buf_printf(b, "\" name=\"%s\">\n", drift_workload_name((drift_workload)k));
-        if (!w->pass) {
-            buf_printf(b, "      <failure type=\"drift\" message=\"flip rate %s exceeds budget %s\">", fr, bud);
-            buf_printf(b, "%ld of %ld pairs flipped (95%% CI %s - %s)\n", w->flips, w->n, lo, hi);
+        util_buf note = {0};
+        report_decision_note(&note, c, w);
+        const char *tag = NULL, *type = NULL;
+        switch (w->decision) {
+        case DRIFT_DECISION_BLOCK:
+            tag = "failure", type = w->reason == DRIFT_REASON_LEFT_OUT ? "left-out" : "drift";
+            break;
+        case DRIFT_DECISION_INCONCLUSIVE: tag = "failure", type = "inconclusive"; break;
+        case DRIFT_DECISION_NO_EVIDENCE: tag = "error", type = "no-evidence"; break;
+        case DRIFT_DECISION_NOT_GATED: tag = "skipped", type = NULL; break;
+        default: break;
+        }
+        if (tag && !type) {
+            buf_printf(b, "      <%s message=\"", tag);
+            xml_text(b, note.data);
+            buf_puts(b, "\"/>\n");
+        } else if (tag) {
+            buf_printf(b, "      <%s type=\"%s\" message=\"%s: ", tag, type, report_decision_word(w->decision));
+            xml_text(b, note.data);
+            buf_puts(b, "\">");
+            buf_printf(b, "%ld of %ld pairs flipped (Wilson 95%% CI %s - %s)\n", w->flips, w->n, lo, hi);
             for (size_t i = 0; i < w->n_flipped && i < DRIFT_REPORT_LISTED_FLIPS; i++) {
                 xml_text(b, w->flipped[i].prompt_id);
                 buf_puts(b, " ");
@@ -945,11 +1066,15 @@ static void render_junit(const drift_comparison *c, util_buf *b) {
                 buf_puts(b, "\n");
             }
             if (w->n_flipped > DRIFT_REPORT_LISTED_FLIPS) buf_printf(b, "... %zu more\n", w->n_flipped - DRIFT_REPORT_LISTED_FLIPS);
-            buf_puts(b, "</failure>\n");
+            buf_printf(b, "</%s>\n", tag);
         }
-        char tmp[320];
-        snprintf(tmp, sizeof tmp, "n=%ld errors=%ld flips=%ld flip_rate=%s ci95=[%s, %s] c->i=%ld i->c=%ld budget=%s",
-                 w->n, w->errors, w->flips, fr, lo, hi, w->correct_to_incorrect, w->incorrect_to_correct, bud);
+        buf_free(&note);
+        char tmp[400];
+        snprintf(tmp, sizeof tmp,
+                 "decision=%s n=%ld errors=%ld unscored=%ld flips=%ld flip_rate=%s ci95=[%s, %s] c->i=%ld i->c=%ld "
+                 "budget=%s",
+                 report_decision_json(w->decision), w->n, w->errors, w->unscored, w->flips, fr, lo, hi,
+                 w->correct_to_incorrect, w->incorrect_to_correct, bud);
         buf_puts(b, "      <system-out>");
         xml_text(b, tmp);
         buf_puts(b, "</system-out>\n    </testcase>\n");
@@ -996,8 +1121,12 @@ drift_status drift_comparison_render(const drift_comparison *c, const drift_comp
  * listed as not gated. An empty interval (every rate excluded, a chance
  * <= alpha) reads "empty" (JSON null). JSON: {"baseline","target",
  * "sequential":{alpha,seed,asked,available,method},"verdict","workloads":
- * [{workload,gated,n,budget,asked,flips,verdict,early,interval:[lo,hi],
- * full_flip_rate,full_verdict}]}. */
+ * [{workload,gated,n,budget,asked,flips,verdict,gate,reason,early,
+ * interval:[lo,hi],full_flip_rate,full_verdict}]}, "verdict" first with
+ * its exit code and summary. A workload's verdict is its decision
+ * (sequential.c: early stops DEPLOY/BLOCK, else compare's fixed-size
+ * decision, which may be INCONCLUSIVE); "gate" is the gate's own
+ * deploy/block/open. */
 
 static const char *seq_verdict_name(drift_seq_verdict v) {
     return v == DRIFT_SEQ_DEPLOY ? "deploy" : v == DRIFT_SEQ_BLOCK ? "block" : "open";
@@ -1015,10 +1144,45 @@ static void seq_cells(const drift_seq_wl *w, char *rate, char *ci, size_t cap, c
     pct(full, 16, w->full_rate);
 }
 
+/* "BLOCK (exit 1): math" - the replay's verdict and the workloads that
+ * made it, with the rule that ended them. */
+static void seq_verdict(util_buf *b, const drift_seq_result *r) {
+    buf_printf(b, "%s (exit %d)", report_decision_word(r->decision), drift_decision_exit_code(r->decision));
+    if (r->decision == DRIFT_DECISION_NOT_GATED) {
+        buf_puts(b, ": no workload has a budget, nothing was decided");
+        return;
+    }
+    if (r->decision == DRIFT_DECISION_DEPLOY) {
+        buf_puts(b, ": every gated workload deploys");
+        return;
+    }
+    int first = 1;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        const drift_seq_wl *w = &r->wl[k];
+        if (!r->present[k] || w->decision != r->decision) continue;
+        buf_printf(b, "%s%s", first ? ": " : "; ", drift_workload_name((drift_workload)k));
+        first = 0;
+        if (w->reason == DRIFT_REASON_LEFT_OUT) buf_puts(b, " (too many pairs left out)");
+        else if (w->decision == DRIFT_DECISION_NO_EVIDENCE) buf_puts(b, " (no scored pair)");
+        else if (w->decision == DRIFT_DECISION_INCONCLUSIVE) buf_puts(b, " (suite ran out undecided)");
+        else buf_puts(b, w->early ? " (stopped early)" : " (at the end of the pairs)");
+    }
+}
+
+/* A workload's decision cell: the word, and how it was reached. */
+static void seq_decision_cell(char *out, size_t cap, const drift_seq_wl *w) {
+    const char *how = w->reason == DRIFT_REASON_RATE ? (w->early ? " (early)" : " (suite end)") : "";
+    snprintf(out, cap, "%s%s", report_decision_word(w->decision), how);
+}
+
 static void seq_text(const drift_comparison *c, const drift_seq_result *r, util_buf *b) {
     buf_printf(b, "DriftBench sequential gate: %s -> %s\n", c->baseline.label, c->target.label);
+    buf_puts(b, "verdict: ");
+    seq_verdict(b, r);
+    buf_puts(b, "\n");
     buf_printf(b, "prompts replayed in a seeded random order (seed %llu); each workload stops as soon as its "
-                  "anytime-valid %g%% interval leaves the budget\n\n",
+                  "anytime-valid %g%% interval leaves the budget; one whose pairs run out first gets compare's "
+                  "decision (the exact 95%% interval against the budget)\n\n",
                (unsigned long long)r->seed, 100.0 * (1.0 - r->alpha));
     buf_printf(b, "%-13s %7s %7s %6s %9s  %-20s %8s  %-16s %10s\n", "workload", "asked", "of", "flips", "rate",
                "anytime interval", "budget", "verdict", "full suite");
@@ -1032,20 +1196,19 @@ static void seq_text(const drift_comparison *c, const drift_seq_result *r, util_
                        w->budget < 0 ? "no budget: cannot be gated" : "no counted pairs");
             continue;
         }
-        char rate[16], ci[48], bud[16], full[16], verdict[32];
+        char rate[16], ci[48], bud[16], full[16], verdict[48];
         seq_cells(w, rate, ci, sizeof ci, bud, full);
-        snprintf(verdict, sizeof verdict, "%s%s", w->verdict == DRIFT_SEQ_DEPLOY ? "DEPLOY" : "BLOCK",
-                 w->early ? " (early)" : " (suite end)");
+        seq_decision_cell(verdict, sizeof verdict, w);
         buf_printf(b, "%-13s %7ld %7ld %6ld %9s  %-20s %8s  %-16s %10s %s\n", name, w->asked, w->n_total, w->flips,
-                   rate, ci, bud, verdict, full, w->full_pass ? "pass" : "FAIL");
+                   rate, ci, bud, verdict, full, report_decision_word(c->wl[k].decision));
     }
     buf_puts(b, "\n");
     if (r->available)
         buf_printf(b, "asked %ld of %ld prompts of the gated workloads (%.1f%%)\n", r->asked, r->available,
                    100.0 * (double)r->asked / (double)r->available);
-    buf_printf(b, "verdict: %s\n", !r->pass          ? "FAIL (a workload is blocked)"
-                                    : r->available ? "PASS (every gated workload deploys)"
-                                                   : "PASS (no workload could be gated: no budget or no pairs)");
+    buf_puts(b, "verdict: ");
+    seq_verdict(b, r);
+    buf_puts(b, "\n");
 }
 
 static drift_status seq_json(const drift_comparison *c, const drift_seq_result *r, char **out, drift_error *err) {
@@ -1060,22 +1223,28 @@ static drift_status seq_json(const drift_comparison *c, const drift_seq_result *
         if (w->gated) {
             json_object_set_new(e, "asked", json_integer(w->asked));
             json_object_set_new(e, "flips", json_integer(w->flips));
-            json_object_set_new(e, "verdict", json_string(seq_verdict_name(w->verdict)));
+            json_object_set_new(e, "verdict", json_string(report_decision_json(w->decision)));
+            json_object_set_new(e, "gate", json_string(seq_verdict_name(w->verdict)));
+            json_object_set_new(e, "reason", json_string(report_reason_json(w->reason)));
             json_object_set_new(e, "early", json_boolean(w->early));
             json_object_set_new(e, "interval", w->lo > w->hi ? json_null() : json_pack("[f, f]", w->lo, w->hi));
         } else {
-            json_object_set_new(e, "verdict", json_string(w->budget < 0 ? "no budget" : "no pairs"));
+            json_object_set_new(e, "verdict", json_string(report_decision_json(w->decision)));
         }
         json_object_set_new(e, "full_flip_rate", json_real(w->full_rate));
-        json_object_set_new(e, "full_verdict", json_string(w->full_pass ? "pass" : "fail"));
+        json_object_set_new(e, "full_verdict", json_string(report_decision_json(c->wl[k].decision)));
         json_array_append_new(wls, e);
     }
-    json_t *root = wls ? json_pack("{s:o, s:o, s:{s:f, s:I, s:I, s:I, s:s}, s:s, s:o}", "baseline",
-                                   run_json(&c->baseline), "target", run_json(&c->target), "sequential", "alpha",
-                                   r->alpha, "seed", (json_int_t)r->seed, "asked", (json_int_t)r->asked, "available",
-                                   (json_int_t)r->available, "method", "betting confidence sequence, without replacement",
-                                   "verdict", r->pass ? "pass" : "fail", "workloads", wls)
+    util_buf sum = {0};
+    seq_verdict(&sum, r);
+    json_t *root = wls ? json_pack("{s:s, s:i, s:s, s:o, s:o, s:{s:f, s:I, s:I, s:I, s:s}, s:o}", "verdict",
+                                   report_decision_json(r->decision), "exit_code", drift_decision_exit_code(r->decision),
+                                   "summary", sum.data ? sum.data : "", "baseline", run_json(&c->baseline), "target",
+                                   run_json(&c->target), "sequential", "alpha", r->alpha, "seed", (json_int_t)r->seed,
+                                   "asked", (json_int_t)r->asked, "available", (json_int_t)r->available, "method",
+                                   "betting confidence sequence, without replacement", "workloads", wls)
                          : NULL;
+    buf_free(&sum);
     char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(root);
     *out = s ? util_asprintf("%s\n", s) : NULL;
@@ -1088,7 +1257,9 @@ static void seq_markdown(const drift_comparison *c, const drift_seq_result *r, u
     md_cell(b, c->baseline.label);
     buf_puts(b, "` \xE2\x86\x92 `");
     md_cell(b, c->target.label);
-    buf_printf(b, "` \xE2\x80\x94 **%s**\n\n", r->pass ? "PASS" : "FAIL");
+    buf_printf(b, "` \xE2\x80\x94 **%s**\n\n**Verdict: ", report_decision_word(r->decision));
+    seq_verdict(b, r);
+    buf_puts(b, "**\n\n");
     buf_printf(b, "Seeded random order (seed %llu), anytime-valid %g%% intervals.\n\n", (unsigned long long)r->seed,
                100.0 * (1.0 - r->alpha));
     buf_puts(b, "| workload | asked / N | flips | interval at stop | budget | verdict | full suite |\n");
@@ -1102,11 +1273,11 @@ static void seq_markdown(const drift_comparison *c, const drift_seq_result *r, u
                        w->budget < 0 ? "no budget: not gated" : "no counted pairs");
             continue;
         }
-        char rate[16], ci[48], bud[16], full[16];
+        char rate[16], ci[48], bud[16], full[16], verdict[48];
         seq_cells(w, rate, ci, sizeof ci, bud, full);
-        buf_printf(b, "| %s | %ld / %ld | %ld | %s | %s | %s%s | %s %s |\n", name, w->asked, w->n_total, w->flips, ci,
-                   bud, w->verdict == DRIFT_SEQ_DEPLOY ? "DEPLOY" : "**BLOCK**", w->early ? " (early)" : "", full,
-                   w->full_pass ? "pass" : "fail");
+        seq_decision_cell(verdict, sizeof verdict, w);
+        buf_printf(b, "| %s | %ld / %ld | %ld | %s | %s | **%s** | %s %s |\n", name, w->asked, w->n_total, w->flips, ci,
+                   bud, verdict, full, report_decision_word(c->wl[k].decision));
     }
     if (r->available)
         buf_printf(b, "\nAsked %ld of %ld prompts (%.1f%%).\n", r->asked, r->available,

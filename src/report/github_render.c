@@ -8,12 +8,14 @@
  *   <the Markdown summary: compare's markdown rendering>
  *   ::<token>::
  *
- * Annotations, one per workload and finding:
- *   error    the workload is over its budget (the run's verdict is FAIL);
- *            the message names the rate, its 95% CI, the budget, the pairs
- *            and the first flipped prompts.
- *   warning  the workload is within its budget but the upper end of its 95%
- *            CI is over it (not enough pairs to be sure); pairs of the
+ * Annotations, the verdict first (error for BLOCK or ERROR, warning for
+ * INCONCLUSIVE, notice for DEPLOY, with the rule), then one per workload
+ * and finding:
+ *   error    the workload is BLOCKed, or has no scored pair (the gate's
+ *            decision, report_internal.h's sentence: rate, exact interval,
+ *            budget, pairs), with the first flipped prompts of a BLOCK.
+ *   warning  the workload is INCONCLUSIVE (its interval straddles the
+ *            budget: how many more pairs would likely decide); pairs of the
  *            workload left out for request or evaluator errors; code answers
  *            judged under isolation weaker than bubblewrap (one warning).
  * Labels and prompt ids come from the store and model text is in the
@@ -33,6 +35,7 @@
 #include <string.h>
 
 #include "driftbench/report.h"
+#include "report/report_internal.h"
 #include "util/util.h"
 
 #define GITHUB_LISTED_FLIPS 5 /* prompt ids named in an error annotation */
@@ -50,11 +53,6 @@ static void gh_escape(util_buf *b, const char *s, int property) {
         else if (ch < 0x20 || ch == 0x7f) buf_puts(b, " ");
         else buf_append(b, s, 1);
     }
-}
-
-static void pct(char *out, size_t cap, double f) {
-    if (isnan(f)) snprintf(out, cap, "-");
-    else snprintf(out, cap, "%.2f%%", 100.0 * f);
 }
 
 static const char *dir_text(drift_workload wl, int dir) {
@@ -77,41 +75,31 @@ static void gh_open(util_buf *b, const char *level, const char *what, const drif
     buf_puts(b, "::");
 }
 
-/* One workload's annotations. */
+/* One workload's annotations: its decision when it is not DEPLOY (BLOCK
+ * and no evidence are errors, INCONCLUSIVE a warning; the sentence is the
+ * text report's), then its pairs left out with errors. */
 static void gh_workload(util_buf *b, const drift_comparison *c, int k) {
     const drift_wl_result *w = &c->wl[k];
     const char *name = drift_workload_name((drift_workload)k);
-    char fr[16], lo[16], hi[16], bud[16];
-    pct(fr, sizeof fr, w->flip_rate);
-    pct(lo, sizeof lo, w->ci95[0]);
-    pct(hi, sizeof hi, w->ci95[1]);
-    if (w->budget < 0) snprintf(bud, sizeof bud, "none");
-    else pct(bud, sizeof bud, w->budget);
     util_buf m = {0};
-    if (!w->pass) {
-        gh_open(b, "error", name, c);
-        buf_printf(&m, "%s: flip rate %s (95%% CI %s - %s) exceeds the budget %s: %ld of %ld pairs flipped", name, fr,
-                   lo, hi, bud, w->flips, w->n);
-        if (w->n_flipped) buf_puts(&m, "\nfirst flipped prompts:");
-        for (size_t i = 0; i < w->n_flipped && i < GITHUB_LISTED_FLIPS; i++) {
+    if (w->decision == DRIFT_DECISION_BLOCK || w->decision == DRIFT_DECISION_NO_EVIDENCE ||
+        w->decision == DRIFT_DECISION_INCONCLUSIVE) {
+        gh_open(b, w->decision == DRIFT_DECISION_INCONCLUSIVE ? "warning" : "error", name, c);
+        buf_printf(&m, "%s %s: ", name, report_decision_word(w->decision));
+        report_decision_note(&m, c, w);
+        if (w->decision == DRIFT_DECISION_BLOCK && w->n_flipped) buf_puts(&m, "\nfirst flipped prompts:");
+        for (size_t i = 0; w->decision == DRIFT_DECISION_BLOCK && i < w->n_flipped && i < GITHUB_LISTED_FLIPS; i++) {
             buf_puts(&m, "\n  ");
             buf_puts(&m, w->flipped[i].prompt_id ? w->flipped[i].prompt_id : "");
             buf_printf(&m, " (%s)", dir_text((drift_workload)k, w->flipped[i].direction));
         }
-        if (w->n_flipped > GITHUB_LISTED_FLIPS) buf_printf(&m, "\n  ... %zu more", w->n_flipped - GITHUB_LISTED_FLIPS);
-        gh_escape(b, m.data, 0);
-        buf_puts(b, "\n");
-        buf_free(&m);
-    } else if (w->budget >= 0 && !isnan(w->ci95[1]) && w->ci95[1] > w->budget) {
-        gh_open(b, "warning", name, c);
-        buf_printf(&m, "%s: flip rate %s is within the budget %s, but its 95%% CI reaches %s (%ld pairs): "
-                       "too few pairs to be sure",
-                   name, fr, bud, hi, w->n);
+        if (w->decision == DRIFT_DECISION_BLOCK && w->n_flipped > GITHUB_LISTED_FLIPS)
+            buf_printf(&m, "\n  ... %zu more", w->n_flipped - GITHUB_LISTED_FLIPS);
         gh_escape(b, m.data, 0);
         buf_puts(b, "\n");
         buf_free(&m);
     }
-    if (w->errors > 0) {
+    if (w->errors > 0 && w->decision != DRIFT_DECISION_NO_EVIDENCE) {
         gh_open(b, "warning", name, c);
         buf_printf(&m, "%s: %ld pair(s) left out for request or evaluator errors (%ld compared)", name, w->errors,
                    w->n);
@@ -119,6 +107,24 @@ static void gh_workload(util_buf *b, const drift_comparison *c, int k) {
         buf_puts(b, "\n");
         buf_free(&m);
     }
+}
+
+/* The verdict, first: an error for BLOCK and ERROR, a warning for
+ * INCONCLUSIVE, a notice for DEPLOY and not gated. */
+static void gh_verdict(util_buf *b, const drift_comparison *c) {
+    drift_decision d = c->decision;
+    gh_open(b, d == DRIFT_DECISION_BLOCK || d == DRIFT_DECISION_NO_EVIDENCE ? "error"
+               : d == DRIFT_DECISION_INCONCLUSIVE                          ? "warning"
+                                                                           : "notice",
+            "verdict", c);
+    util_buf m = {0};
+    buf_puts(&m, "verdict: ");
+    report_verdict_summary(&m, c);
+    buf_puts(&m, "\nrule: ");
+    report_rule_text(&m, c);
+    gh_escape(b, m.data, 0);
+    buf_puts(b, "\n");
+    buf_free(&m);
 }
 
 static void gh_sandbox(util_buf *b, const drift_comparison *c) {
@@ -158,6 +164,7 @@ drift_status drift_github_render(const drift_comparison *c, const drift_comparis
     drift_status rc = drift_comparison_render(c, d, DRIFT_FORMAT_MARKDOWN, &md, err);
     if (rc) return rc;
     util_buf b = {0};
+    gh_verdict(&b, c);
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
         if (c->present[k]) gh_workload(&b, c, k);
     gh_sandbox(&b, c);

@@ -60,8 +60,21 @@ static void test_compare_known(void **state) {
     near(m->target_accuracy, 9.0 / 17.0, 1e-15);
     near(m->net_change, -2.0 / 17.0, 1e-15);
     near(m->mcnemar_p, 0.625, 1e-12);
-    assert_true(m->budget < 0);
-    assert_true(m->pass);
+    near(m->budget, 0.02, 1e-15); /* the default math budget */
+    /* 3 of 20 pairs left out (m5 target error, m6 baseline evaluator
+     * error, m7 unscored): 15% > 5% blocks before any rate */
+    assert_int_equal(m->errors_baseline, 1);
+    assert_int_equal(m->errors_target, 1);
+    near(m->left_out_share, 3.0 / 20.0, 1e-15);
+    assert_int_equal(m->decision, DRIFT_DECISION_BLOCK);
+    assert_int_equal(m->reason, DRIFT_REASON_LEFT_OUT);
+    assert_false(m->pass);
+    double cl, ch2;
+    drift_clopper_pearson(4, 17, 0.95, &cl, &ch2);
+    near(m->decide_ci[0], cl, 1e-15);
+    near(m->decide_ci[1], ch2, 1e-15);
+    near(m->decide_ci[0], 0.0681077, 1e-6); /* exact 4/17 from binomial tails by hand: P(X >= 4) = 0.025 */
+    near(m->decide_ci[1], 0.4989933, 1e-6); /* P(X <= 4) = 0.025 */
     assert_int_equal(m->n_flipped, 4);
     assert_true(has_flip(m, "m0", -1) && has_flip(m, "m1", -1) && has_flip(m, "m2", -1) && has_flip(m, "m14", +1));
     assert_true(isnan(m->sdr_mean));
@@ -100,6 +113,9 @@ static void test_compare_known(void **state) {
     assert_false(c->present[DRIFT_WL_CODE]);
     assert_int_equal(c->total_errors, 3);
     assert_false(c->pass);
+    assert_int_equal(c->decision, DRIFT_DECISION_BLOCK);
+    assert_int_equal(c->gated, 4); /* math, safety, chat, long_context: the defaults gate all */
+    assert_int_equal(c->rule, DRIFT_DECIDE_INTERVAL);
 
     /* the taxonomy: safety s0 (safe->unsafe), s6 s7 (unsafe->safe);
      * correctness m0 m1 m2 l2 (c->i), m14 (i->c); semantic c1 c3 of 4 */
@@ -117,17 +133,53 @@ static void test_compare_known(void **state) {
     assert_memory_equal(&t2, t, sizeof t2);
     drift_comparison_free(c);
 
-    /* budgets decide the verdict */
-    assert_int_equal(drift_compare_parse_budgets(&o, "math=25,safety=30", &err), DRIFT_OK);
+    /* budgets decide the verdict: the point rule, no left-out limit */
+    o.rule = DRIFT_DECIDE_POINT;
+    o.max_left_out = 1.0;
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=25,safety=30,chat=none,long=none", &err), DRIFT_OK);
     assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
     assert_true(c->wl[DRIFT_WL_MATH].pass);
     assert_true(c->wl[DRIFT_WL_SAFETY].pass); /* 3/10 == 30% exactly: within */
+    assert_int_equal(c->wl[DRIFT_WL_CHAT].decision, DRIFT_DECISION_NOT_GATED);
     assert_true(c->pass);
+    assert_int_equal(c->decision, DRIFT_DECISION_DEPLOY);
+    assert_int_equal(c->gated, 2);
     drift_comparison_free(c);
     assert_int_equal(drift_compare_parse_budgets(&o, "math=20", &err), DRIFT_OK);
     assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
     assert_false(c->wl[DRIFT_WL_MATH].pass);
     assert_false(c->pass);
+    assert_int_equal(c->decision, DRIFT_DECISION_BLOCK);
+    drift_comparison_free(c);
+    /* the interval rule on the same pairs: 4/17 (exact [6.8%, 49.9%])
+     * straddles 20% and 25% (INCONCLUSIVE, with the pairs to decide), is
+     * all over 5% (BLOCK) and all within 60% (DEPLOY) */
+    o.rule = DRIFT_DECIDE_INTERVAL;
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=25,safety=70", &err), DRIFT_OK);
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
+    assert_int_equal(c->wl[DRIFT_WL_MATH].decision, DRIFT_DECISION_INCONCLUSIVE);
+    assert_true(c->wl[DRIFT_WL_MATH].more_pairs > 0);
+    assert_int_equal(c->wl[DRIFT_WL_MATH].more_pairs, drift_gate_more_pairs(4, 17, 0.25));
+    assert_int_equal(c->wl[DRIFT_WL_SAFETY].decision, DRIFT_DECISION_DEPLOY); /* 3/10: upper end 65.2% */
+    assert_int_equal(c->decision, DRIFT_DECISION_INCONCLUSIVE);
+    assert_false(c->pass);
+    drift_comparison_free(c);
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=5", &err), DRIFT_OK);
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
+    assert_int_equal(c->wl[DRIFT_WL_MATH].decision, DRIFT_DECISION_BLOCK);
+    assert_int_equal(c->wl[DRIFT_WL_MATH].reason, DRIFT_REASON_RATE);
+    drift_comparison_free(c);
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=60", &err), DRIFT_OK);
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
+    assert_int_equal(c->wl[DRIFT_WL_MATH].decision, DRIFT_DECISION_DEPLOY);
+    assert_int_equal(c->decision, DRIFT_DECISION_DEPLOY);
+    assert_true(c->pass);
+    drift_comparison_free(c);
+    /* every workload opted out: nothing gated, nothing decided (exit 0) */
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=none,safety=none", &err), DRIFT_OK);
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_OK);
+    assert_int_equal(c->decision, DRIFT_DECISION_NOT_GATED);
+    assert_int_equal(c->gated, 0);
     drift_comparison_free(c);
 
     /* one workload only; another chat threshold */
@@ -138,7 +190,9 @@ static void test_compare_known(void **state) {
     assert_false(c->present[DRIFT_WL_MATH]);
     assert_false(c->present[DRIFT_WL_SAFETY]);
     assert_int_equal(c->wl[DRIFT_WL_CHAT].flips, 3); /* 1, 0.2, 0.4 > 0.1 */
-    assert_true(c->pass);
+    /* 2 of 6 chat pairs left out (c4 unscored, c5 error): blocked */
+    assert_int_equal(c->wl[DRIFT_WL_CHAT].decision, DRIFT_DECISION_BLOCK);
+    assert_int_equal(c->wl[DRIFT_WL_CHAT].reason, DRIFT_REASON_LEFT_OUT);
     /* absent workloads count nothing in the taxonomy */
     assert_int_equal(c->taxonomy.semantic_drift, 3);
     assert_int_equal(c->taxonomy.safety_flips, 0);
@@ -152,6 +206,12 @@ static void test_compare_known(void **state) {
     assert_int_equal(c->wl[DRIFT_WL_CHAT].n, 0);
     assert_int_equal(c->wl[DRIFT_WL_CHAT].unscored, 5);
     assert_int_equal(c->wl[DRIFT_WL_CHAT].flips, 0);
+    /* ... and with no counted pair the gate has no evidence: an error naming
+     * the embeddings, never a pass */
+    assert_int_equal(c->wl[DRIFT_WL_CHAT].decision, DRIFT_DECISION_NO_EVIDENCE);
+    assert_int_equal(c->wl[DRIFT_WL_CHAT].reason, DRIFT_REASON_NO_EMBEDDER);
+    assert_int_equal(c->decision, DRIFT_DECISION_NO_EVIDENCE);
+    assert_false(c->pass);
     drift_comparison_free(c);
 
     /* runs that share nothing, unknown labels, same label */
@@ -170,7 +230,11 @@ static void test_budgets(void **state) {
     drift_compare_opts_default(&o);
     near(o.budget[DRIFT_WL_SAFETY], 0.01, 0);
     near(o.budget[DRIFT_WL_CODE], 0.005, 0);
-    assert_true(o.budget[DRIFT_WL_MATH] < 0 && o.budget[DRIFT_WL_CHAT] < 0 && o.budget[DRIFT_WL_LONG] < 0);
+    near(o.budget[DRIFT_WL_MATH], 0.02, 0);
+    near(o.budget[DRIFT_WL_LONG], 0.02, 0);
+    near(o.budget[DRIFT_WL_CHAT], 0.05, 0);
+    assert_int_equal(o.rule, DRIFT_DECIDE_INTERVAL);
+    near(o.max_left_out, 0.05, 0);
     near(o.sdr_threshold, 0.30, 0);
     drift_error err = {0};
     assert_int_equal(drift_compare_parse_budgets(&o, "math=1,safety=0.5", &err), DRIFT_OK);

@@ -286,7 +286,9 @@ static void test_replay_fixture(void **state) {
     drift_compare_opts o;
     drift_compare_opts_default(&o);
     drift_error err = {0};
-    assert_int_equal(drift_compare_parse_budgets(&o, "math=1,safety=90,code=none", &err), DRIFT_OK);
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=1,safety=90,code=none,chat=none,long=none", &err),
+                     DRIFT_OK);
+    o.max_left_out = 1.0; /* math leaves 3 of 20 pairs out: not what this test is about */
     drift_comparison *c = NULL;
     if (drift_compare_runs(st, "base", "targ", &o, &c, &err)) fail_msg("%s", err.msg);
     assert_int_equal(c->wl[DRIFT_WL_MATH].n_pairs, 17);
@@ -319,7 +321,13 @@ static void test_replay_fixture(void **state) {
     assert_true(r.wl[DRIFT_WL_SAFETY].asked <= 10);
     /* chat and long_context: no budget, not gated */
     assert_true(r.present[DRIFT_WL_CHAT] && !r.wl[DRIFT_WL_CHAT].gated);
+    assert_int_equal(r.wl[DRIFT_WL_CHAT].decision, DRIFT_DECISION_NOT_GATED);
     assert_int_equal(r.pass, 0);
+    /* the decisions, in the gate's words: an early stop is certain */
+    assert_int_equal(w->decision, DRIFT_DECISION_BLOCK);
+    assert_int_equal(w->reason, DRIFT_REASON_RATE);
+    assert_int_equal(r.wl[DRIFT_WL_SAFETY].decision, DRIFT_DECISION_DEPLOY);
+    assert_int_equal(r.decision, DRIFT_DECISION_BLOCK);
 
     char *text = NULL;
     assert_int_equal(drift_seq_render(c, &r, DRIFT_FORMAT_TEXT, &text, &err), DRIFT_OK);
@@ -335,6 +343,31 @@ static void test_replay_fixture(void **state) {
     free(text);
     assert_int_equal(drift_seq_render(c, &r, DRIFT_FORMAT_JUNIT, &text, &err), DRIFT_ERR_INVALID);
     assert_int_equal(drift_compare_sequential(c, 1.5, 42, &r, &err), DRIFT_ERR_INVALID);
+    drift_comparison_free(c);
+
+    /* the pairs run out undecided: compare's decision. Safety 3 of 10 at a
+     * 40% budget: no early stop, and the exact interval [6.7%, 65.2%]
+     * straddles 40%: INCONCLUSIVE (the gate's own end-of-suite verdict,
+     * 30% <= 40%, is not a decision about the stack) */
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=none,safety=40", &err), DRIFT_OK);
+    if (drift_compare_runs(st, "base", "targ", &o, &c, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(drift_compare_sequential(c, 0.05, 42, &r, &err), DRIFT_OK);
+    assert_false(r.wl[DRIFT_WL_SAFETY].early);
+    assert_int_equal(r.wl[DRIFT_WL_SAFETY].decision, DRIFT_DECISION_INCONCLUSIVE);
+    assert_int_equal(r.decision, DRIFT_DECISION_INCONCLUSIVE);
+    assert_int_equal(drift_seq_render(c, &r, DRIFT_FORMAT_TEXT, &text, &err), DRIFT_OK);
+    assert_non_null(strstr(text, "verdict: INCONCLUSIVE (exit 3)"));
+    free(text);
+    drift_comparison_free(c);
+
+    /* too many pairs left out blocks the sequential gate too, whatever its
+     * early stop: math's 3 of 20 at the default 5% limit */
+    drift_compare_opts_default(&o);
+    assert_int_equal(drift_compare_parse_budgets(&o, "math=50,safety=none,chat=none,long=none", &err), DRIFT_OK);
+    if (drift_compare_runs(st, "base", "targ", &o, &c, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(drift_compare_sequential(c, 0.05, 42, &r, &err), DRIFT_OK);
+    assert_int_equal(r.wl[DRIFT_WL_MATH].decision, DRIFT_DECISION_BLOCK);
+    assert_int_equal(r.wl[DRIFT_WL_MATH].reason, DRIFT_REASON_LEFT_OUT);
     drift_comparison_free(c);
     drift_store_close(st);
 }
