@@ -131,6 +131,18 @@ typedef enum drift_run_step {
     DRIFT_RUN_STEP_DONE = 7      /* success */
 } drift_run_step;
 
+/* One kind of failed request of a run: a cause (types.h) and, for
+ * DRIFT_FAIL_HTTP, the status ("HTTP 404" and "HTTP 500" are two kinds). */
+typedef struct drift_run_failure {
+    drift_fail_cause cause;
+    int http_status;             /* DRIFT_FAIL_HTTP: the status answered; else 0 */
+    size_t count;                /* failed requests of this kind stored by this call */
+    char first[256];             /* the first one's message */
+} drift_run_failure;
+
+/* Kinds of failure a run summary tells apart; more go to failures_other. */
+#define DRIFT_RUN_FAILURE_KINDS 8
+
 typedef struct drift_run_summary {
     drift_run_step step;
     int resumed;                 /* the label existed: its stored outcomes were kept */
@@ -141,8 +153,18 @@ typedef struct drift_run_summary {
     size_t answers, errors;      /* outcomes stored by this call: answers and failed requests */
     size_t deferred;             /* pending pairs opts.select left missing (the run stays unfinished) */
     char first_error[256];       /* the first failed request's message ("" if none) */
+    /* The errors by kind, in the order each kind first failed: (n_failures,)
+     * filled; their counts plus failures_other make errors. Fixed size: the
+     * summary is copied by value (matrix) and never allocates. */
+    drift_run_failure failures[DRIFT_RUN_FAILURE_KINDS];
+    size_t n_failures;
+    size_t failures_other;       /* failed requests of kinds past the table's room */
     double elapsed_ms;
 } drift_run_summary;
+
+/* The kind that failed most often in s (the first to fail of those tied);
+ * NULL when no request failed. 1 in *only when it is the only kind. */
+DRIFT_API const drift_run_failure *drift_run_failure_main(const drift_run_summary *s, int *only);
 
 /* Fills o with the defaults: target and decoding defaults, one replicate. */
 DRIFT_API void drift_run_opts_default(drift_run_opts *o);

@@ -5,7 +5,9 @@
  * run: a first call asks every (prompt, replicate) pair and reports BEGIN,
  * one STEP per outcome and END; a second call with the same label resumes
  * and asks nothing; a changed decoding is a mismatch; a bad config and a
- * cancel before the start fail at the step the summary names, asking nothing.
+ * cancel before the start fail at the step the summary names, asking nothing;
+ * failed requests are counted by kind (prompts longer than the context: the
+ * engine's cause), and a run whose every request failed fails at CHECK.
  * matrix: a two-configuration spec is run and scored (ITEM per
  * configuration, the inner run's events in between); a second call skips
  * both runs and only rescans their scores; shard 2/2 holds one of them. */
@@ -208,6 +210,51 @@ static void test_run_failures(void **state) {
     drift_store_close(st);
 }
 
+/* The failures of a run by kind: long-context prompts do not fit the tiny
+ * model's context, so each is an engine error; with math prompts beside
+ * them the run succeeds and counts them; alone, every request fails. */
+static void test_run_failure_kinds(void **state) {
+    (void)state;
+    drift_store *st = open_fresh();
+    drift_run_opts o;
+    seen s = {.order_ok = 1};
+    drift_run_summary sum;
+    drift_error err = {0};
+    static const char *const mixed[] = {"builtin:math?n=3", "builtin:long?n=2"};
+    run_opts(&o, "mixed", &s);
+    o.suites = mixed;
+    o.n_suites = 2;
+    assert_int_equal(drift_run_execute(st, &o, &sum, &err), DRIFT_OK);
+    assert_int_equal(sum.answers, 3);
+    assert_int_equal(sum.errors, 2);
+    assert_int_equal(sum.n_failures, 1);
+    assert_int_equal(sum.failures_other, 0);
+    assert_int_equal(sum.failures[0].cause, DRIFT_FAIL_ENGINE);
+    assert_int_equal(sum.failures[0].http_status, 0);
+    assert_int_equal(sum.failures[0].count, 2);
+    assert_non_null(strstr(sum.failures[0].first, "does not fit the context"));
+    assert_string_equal(sum.failures[0].first, sum.first_error);
+    int only = 0;
+    assert_ptr_equal(drift_run_failure_main(&sum, &only), &sum.failures[0]);
+    assert_int_equal(only, 1);
+
+    static const char *const longs[] = {"builtin:long?n=2"};
+    run_opts(&o, "all-long", &s);
+    o.suites = longs;
+    assert_int_equal(drift_run_execute(st, &o, &sum, &err), DRIFT_ERR_MODEL);
+    assert_int_equal(sum.step, DRIFT_RUN_STEP_CHECK);
+    assert_int_equal(sum.answers, 0);
+    assert_int_equal(sum.n_failures, 1);
+    assert_int_equal(sum.failures[0].count, 2);
+    assert_non_null(strstr(err.msg, "every request to"));
+
+    /* no failure: no kind */
+    memset(&sum, 0, sizeof sum);
+    assert_null(drift_run_failure_main(&sum, &only));
+    assert_int_equal(only, 0);
+    drift_store_close(st);
+}
+
 static drift_matrix_spec *two_configs(void) {
     char json[2048];
     snprintf(json, sizeof json,
@@ -299,6 +346,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_then_resume),
         cmocka_unit_test(test_run_failures),
+        cmocka_unit_test(test_run_failure_kinds),
         cmocka_unit_test(test_matrix_two_configs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
