@@ -199,10 +199,13 @@ typedef struct drift_matrix_opts {
     /* 1: a run finished before is run again for what it lacks (a spec that
      * adds suites to runs already stored); 0: it is skipped (SKIP). */
     int recheck;
-    /* 1: a configuration whose every request failed (the run stage's step
-     * CHECK: stored and finished, e.g. prompts longer than the model's
-     * context) is counted in all_failed and the matrix goes on; 0: it stops
-     * the matrix as any failure. */
+    /* 1: a configuration that failed entirely - every request failed (the
+     * run stage's step CHECK: stored and finished, e.g. prompts longer than
+     * the model's context, or a server that is down) or it could not start
+     * (its server did not start or get healthy, or its target could not be
+     * opened: step TARGET) - is counted in all_failed, listed in failed[],
+     * and the matrix goes on with the others; 0: it stops the matrix as any
+     * failure. */
     int all_failed_ok;
     drift_score_opts score;          /* how each configuration is scored */
     /* 1: answers are stored, not scored (score them later, elsewhere:
@@ -221,6 +224,20 @@ typedef struct drift_matrix_opts {
     void *progress_user;
 } drift_matrix_opts;
 
+/* A configuration that failed entirely (drift_matrix_opts.all_failed_ok). */
+typedef struct drift_matrix_failure {
+    size_t config_index;         /* spec->configs[config_index] */
+    int unstarted;               /* 1: it could not start (its server or its target), nothing was asked;
+                                    0: every request failed */
+    drift_run_failure main;      /* every request failed: the kind that failed most (drift_run_failure_main);
+                                    cause DRIFT_FAIL_NONE when unstarted */
+    int main_only;               /* main is the only kind that failed */
+    char msg[DRIFT_ERROR_MSG_MAX]; /* why: the run's or the server's error message */
+} drift_matrix_failure;
+
+/* Configurations that failed entirely a summary lists; more are counted only. */
+#define DRIFT_MATRIX_FAILURES_MAX 16
+
 typedef struct drift_matrix_summary {
     size_t in_shard;             /* configurations of the spec in this shard */
     size_t configs;              /* of those, done (run + scored) so far */
@@ -237,8 +254,11 @@ typedef struct drift_matrix_summary {
      * during a progress call */
     const double *progress;
     int jobs;                    /* configurations that ran side by side (1: one at a time) */
-    size_t all_failed;           /* with all_failed_ok: configurations whose every request failed */
+    size_t all_failed;           /* with all_failed_ok: configurations that failed entirely */
     char all_failed_msg[DRIFT_ERROR_MSG_MAX]; /* the first one's message */
+    /* with all_failed_ok: the first min(all_failed, DRIFT_MATRIX_FAILURES_MAX)
+     * of them, in the order they ended */
+    drift_matrix_failure failed[DRIFT_MATRIX_FAILURES_MAX];
 } drift_matrix_summary;
 
 /* Fills o with the defaults: shard 1/1, score defaults. */
@@ -247,14 +267,19 @@ DRIFT_API void drift_matrix_opts_default(drift_matrix_opts *o);
 /* Runs every configuration of spec in the shard, in spec order (jobs > 1:
  * started in spec order, side by side): its run (drift_run_execute with the
  * spec's suites, limit and decoding, the configuration's dimensions as
- * config) unless the run is already finished in the store and o->recheck
- * is 0 (a finished run's failed requests would fail again; SKIP), then
+ * config) unless the run is already finished in the store with at least
+ * one answer and o->recheck is 0 (a finished run's failed requests would
+ * fail again; SKIP; a finished run whose every request failed is run
+ * again, so a matrix never passes over one), then
  * scores it (drift_score_run with o->score; share a drift_score_cache
  * there to judge each distinct answer once). A cancel between
  * configurations or inside a run stops with DRIFT_ERR_CANCELLED; calling
  * again resumes. The first failure stops the others (they store what they
  * have) and is returned, with sum's label, config_index, failed_in_run and
- * run saying which configuration and where. sum (required) is filled in
+ * run saying which configuration and where; with o->all_failed_ok, a
+ * configuration that failed entirely is no such failure but is listed in
+ * sum->failed (the call returns DRIFT_OK: the caller decides what a failed
+ * configuration means). sum (required) is filled in
  * every case. A configuration with a server (drift_matrix_server) has it
  * started before its run ("{port}" filled in the command and the target,
  * ready when its health path answers 200), shared with the next

@@ -6,6 +6,11 @@
 #   refused port exits 2 with that hint; a server answering some requests
 #   500 stores the answers, exits 0 and counts the 500s on their own line;
 #   measure prints the same lines and exits 2 when one side fails entirely.
+#   matrix: a configuration whose server is down does not stop the others;
+#   the matrix then exits 2 naming it and why; called again it asks that
+#   run again (not skipped as complete) and, with the server back, exits 0;
+#   configurations that could not start (a server that never starts, a
+#   model file that is not there) are named too, side by side (--parallel).
 set -u
 D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?}
 FAKE=$B/fakeserver
@@ -100,6 +105,70 @@ check 'grep -q "^  2 x HTTP 500; first: " "$T/meas.err" && grep -q "^  6 x HTTP 
 check 'grep -q "^driftbench measure: every request to .*model=nope failed: HTTP 404 .*check the URL and the model name$" "$T/meas.err"' \
   "measure: the failure line says what to check"
 check '! grep -q "is the server up" "$T/meas.err"' "measure: no 'is the server up?' for a 404"
+
+# ---------------------------------------------------------------- matrix
+# three configurations; the middle one's server is down (a closed port)
+DOWN=$(free_port)
+cat > "$T/m.json" <<EOF
+{"suites": ["builtin:math"], "limit": 3, "decoding": {"max_tokens": 16}, "baseline": "up-a",
+ "configs": [
+  {"label": "up-a", "target": "http://127.0.0.1:$P/v1?model=served", "dims": {"model": "m", "framework": "a"}},
+  {"label": "down-b", "target": "http://127.0.0.1:$DOWN/v1?model=served", "dims": {"model": "m", "framework": "b"}},
+  {"label": "up-c", "target": "http://127.0.0.1:$P/v1?model=served", "dims": {"model": "m", "framework": "c"}}
+ ]}
+EOF
+MDB=$T/m.db
+$D matrix --spec "$T/m.json" --db "$MDB" 2> "$T/m.err"
+rc=$?
+check '[ $rc -eq 2 ]' "matrix with a configuration down: exit 2 (got $rc)"
+check '[ "$(sql "$MDB" "select count(*) from responses r join runs u on u.id = r.run_id where u.label = '"'up-c'"' and r.error is null")" = 3 ]' \
+  "matrix: the configuration after the failed one ran"
+check '[ "$(sql "$MDB" "select count(*) from scores s join responses r on r.id = s.response_id join runs u on u.id = r.run_id where u.label in ('"'up-a','up-c'"')")" -ge 6 ]' \
+  "matrix: the others are scored"
+check 'grep -q "^driftbench matrix: 1 of 3 configurations failed entirely" "$T/m.err"' \
+  "matrix: says how many failed ($(cat "$T/m.err"))"
+check 'grep -q "^  configuration .down-b.: every request to http://127.0.0.1:$DOWN/v1?model=served failed: could not connect (first error: connection failed: .*); is the server up?$" "$T/m.err"' \
+  "matrix: names the configuration and why"
+check '[ "$(grep -c "^  configuration " "$T/m.err")" = 1 ]' "matrix: names only the failed one"
+check '! grep -q "next: driftbench table" "$T/m.err"' "matrix: no 'next:' advice after a failure"
+# called again: the failed run is asked again (not skipped as complete), still exit 2
+$D matrix --spec "$T/m.json" --db "$MDB" 2> "$T/m2.err"
+rc=$?
+check '[ $rc -eq 2 ]' "matrix again, server still down: exit 2 (got $rc: $(cat "$T/m2.err"))"
+check 'grep -q "resuming run .down-b.: 3 prompts x 1 replicate(s), 3 to request" "$T/m2.err"' "matrix again: the failed run is asked again"
+check '[ "$(grep -c "complete, skipped" "$T/m2.err")" = 2 ]' "matrix again: the two complete runs are skipped"
+check 'grep -q "^  configuration .down-b.: " "$T/m2.err"' "matrix again: names it again"
+# with a server on that port, the same command completes
+printf 'default | echo\n' > "$T/echo.txt"
+start_server "$T/echo.txt" --port "$DOWN" --model served
+$D matrix --spec "$T/m.json" --db "$MDB" 2> "$T/m3.err"
+rc=$?
+check '[ $rc -eq 0 ]' "matrix with the server back: exit 0 (got $rc: $(cat "$T/m3.err"))"
+check '[ "$(sql "$MDB" "select count(*) from responses where error is not null")" = 0 ]' "no error left"
+
+# --parallel 2; configurations that could not start (a server that never
+# starts, a model file that does not exist) and one answered 404
+cat > "$T/p.json" <<EOF
+{"suites": ["builtin:math"], "limit": 2, "decoding": {"max_tokens": 16}, "baseline": "ok-1",
+ "configs": [
+  {"label": "ok-1", "target": "http://127.0.0.1:$P/v1?model=served", "dims": {"model": "m", "framework": "a"}},
+  {"label": "no-start", "target": "http://127.0.0.1:{port}/v1?model=served", "dims": {"model": "m", "framework": "b"},
+   "server": {"start": "/nonexistent/llama-server --port {port}"}},
+  {"label": "no-model", "target": "embedded:/nonexistent/m.gguf?profile=ref", "dims": {"model": "m", "framework": "e"}},
+  {"label": "wrong-model", "target": "http://127.0.0.1:$P/v1?model=nope", "dims": {"model": "m", "framework": "c"}},
+  {"label": "ok-2", "target": "http://127.0.0.1:$P/v1?model=served", "dims": {"model": "m", "framework": "d"}}
+ ]}
+EOF
+$D matrix --spec "$T/p.json" --db "$T/p.db" --parallel 2 2> "$T/p.err"
+rc=$?
+check '[ $rc -eq 2 ]' "matrix --parallel 2 with three failed configurations: exit 2 (got $rc)"
+check 'grep -q "^driftbench matrix: 3 of 5 configurations failed entirely" "$T/p.err"' "--parallel: three failed ($(cat "$T/p.err"))"
+check 'grep -q "^  configuration .no-start.: server \`/nonexistent/llama-server --port [0-9]*\` exited with status 127" "$T/p.err"' \
+  "--parallel: the server that never started is named with its status"
+check 'grep -q "^  configuration .no-model.: /nonexistent/m.gguf: " "$T/p.err"' "--parallel: the target that did not open is named"
+check 'grep -q "^  configuration .wrong-model.: every request to .* failed: HTTP 404 .*check the URL and the model name$" "$T/p.err"' \
+  "--parallel: the 404 configuration is named with what to check"
+check '[ "$(sql "$T/p.db" "select count(*) from responses where error is null")" = 4 ]' "--parallel: ok-1 and ok-2 answered"
 
 echo "run_failures: $passes passed, $fails failed"
 [ $fails -eq 0 ]
