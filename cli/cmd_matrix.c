@@ -3,7 +3,10 @@
  * and stopped around it when the spec gives one; a run that is complete is
  * skipped), then scores them: the library's matrix stage
  * (drift_matrix_run) with the CLI's printing, which `lab` shares
- * (cli_matrix_run).
+ * (cli_matrix_run). A configuration that fails entirely (every request
+ * failed, or it could not start: its server, its target) does not stop
+ * the others (all_failed_ok): once they are done, matrix names each one
+ * and why, and exits 2.
  *
  * Job arrays: without --shard, the shard comes from the scheduler's
  * environment (shard_from_env), and stderr says which:
@@ -275,6 +278,31 @@ static int shard_from_env(long count_flag, cli_matrix_opts *o, char *said, size_
     return 0;
 }
 
+/* The configurations that failed entirely (every request failed, or it
+ * could not start), each with why; returns CLI_EXIT_ERROR. Printed
+ * even with --quiet: they make the exit code. */
+static int print_failed_configs(const drift_matrix_spec *spec, const cli_matrix_stats *s) {
+    cli_error("matrix", "%zu of %zu configurations failed entirely (%sthe same command again asks them again):",
+              s->all_failed, s->in_shard, s->all_failed < s->in_shard ? "the others are done; " : "");
+    char why[1024], named[300];
+    for (size_t k = 0; k < s->all_failed && k < DRIFT_MATRIX_FAILURES_MAX; k++) {
+        const drift_matrix_failure *f = &s->failed[k];
+        const drift_matrix_config *c = &spec->configs[f->config_index];
+        const char *msg = f->msg;
+        if (f->unstarted || f->main.cause == DRIFT_FAIL_NONE) {
+            /* the server's message names the configuration already */
+            int n = snprintf(named, sizeof named, "configuration '%s': ", c->label);
+            if (n > 0 && (size_t)n < sizeof named && !strncmp(msg, named, (size_t)n)) msg += n;
+        } else {
+            msg = cli_all_failed_why(c->target, &f->main, f->main_only, why, sizeof why);
+        }
+        fprintf(stderr, "  configuration '%s': %s\n", c->label, msg);
+    }
+    if (s->all_failed > DRIFT_MATRIX_FAILURES_MAX)
+        fprintf(stderr, "  and %zu more\n", s->all_failed - DRIFT_MATRIX_FAILURES_MAX);
+    return CLI_EXIT_ERROR;
+}
+
 static const char matrix_usage[] =
     "usage: driftbench matrix --spec FILE --db STORE [--shard I/N] [options]\n"
     "\n"
@@ -290,9 +318,14 @@ static const char matrix_usage[] =
     "or DRIFT_SHARD_COUNT). A retried task resumes its shard (give each its own --db).\n"
     "A configuration with a \"server\" has it started (its command, {port} = a free port),\n"
     "waited for (GET /health until 200) and stopped after its run; configurations in a\n"
-    "row with the same command share one. A server that exits or never gets healthy stops\n"
-    "the matrix (exit 2, with the command and the end of its output); running the same\n"
-    "command again restarts it and asks only what is missing.\n"
+    "row with the same command share one. A server that exits mid-run stops the matrix\n"
+    "(exit 2, with the command and the end of its output); running the same command\n"
+    "again restarts it and asks only what is missing.\n"
+    "A configuration that fails entirely (every request failed: a server down, a wrong\n"
+    "URL or model name; or it could not start: its server never started or got healthy,\n"
+    "its target did not open) does not stop the others: once they are done, matrix\n"
+    "exits 2 naming each failed configuration and why. The same command again asks a\n"
+    "run whose every request failed again.\n"
     "\n"
     "  --list                   print the configurations (label, target[, server command]) and exit\n"
     "  --shard-count N          the number of shards of a Kubernetes Indexed Job (its completions)\n"
@@ -383,7 +416,10 @@ static int cmd_matrix(int argc, char **argv) {
         return cli_error_lib("matrix", &err);
     }
     cli_install_signal_handlers();
-    int rc = cli_matrix_run("matrix", st, spec, &mo, NULL);
+    mo.all_failed_ok = 1; /* a configuration that failed entirely is named at the end, after the others */
+    cli_matrix_stats stats;
+    int rc = cli_matrix_run("matrix", st, spec, &mo, &stats);
+    if (rc == CLI_EXIT_PASS && stats.all_failed) rc = print_failed_configs(spec, &stats);
     if (rc == CLI_EXIT_PASS && !cli_quiet)
         fprintf(stderr, "matrix: store %s; next: driftbench table --db '%s' --baseline '%s'\n", drift_store_display(st),
                 drift_store_display(st), spec->baseline);

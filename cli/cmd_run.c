@@ -45,7 +45,12 @@ static const char run_usage[] =
     "                       --logprobs K) whose answers rank the prompts; default\n"
     "                       this run's own stored answers (when resuming)\n"
     "\n"
-    "exit: 0 all stored, 2 error (bad input, unreachable store, interrupted)\n";
+    "Failed requests are stored as errors and counted on stderr by kind (an HTTP\n"
+    "status, could not connect, timeout, TLS, bad reply, ...) with the first message\n"
+    "of each; when every request failed, the message says what to check.\n"
+    "\n"
+    "exit: 0 all stored, 2 error (bad input, unreachable store, interrupted, every\n"
+    "      request failed)\n";
 
 int cli_parse_run_option(const char *cmd, int opt, const char *arg, cli_run_args *a) {
     long v;

@@ -9,7 +9,13 @@
  * released, and the command exits 2. A second signal exits at once: every
  * committed batch is safe in the store (WAL), the lock is taken over by the
  * next run because its owner is gone; servers the command started (matrix,
- * measure) are killed first (drift_server_proc_kill_all). */
+ * measure) are killed first (drift_server_proc_kill_all).
+ *
+ * Failed requests: the run stage counts them by kind (drift_run_summary's
+ * failures: a cause, or an HTTP status); the CLI prints one line per kind
+ * after the "answers, errors stored" line, and, when every request failed,
+ * what to check for the kind that failed most (cli_failure_hint): "is the
+ * server up?" only for connections that could not be made. */
 #include "pipeline.h"
 
 #include <signal.h>
@@ -59,6 +65,57 @@ void cli_run_args_default(cli_run_args *a) {
 
 /* ---- run ---- */
 
+const char *cli_failure_kind(const drift_run_failure *f, char *buf, size_t cap) {
+    if (f->cause == DRIFT_FAIL_HTTP && f->http_status) snprintf(buf, cap, "HTTP %d", f->http_status);
+    else snprintf(buf, cap, "%s", drift_fail_cause_name(f->cause));
+    return buf;
+}
+
+const char *cli_failure_hint(const drift_run_failure *f, char *buf, size_t cap) {
+    int st = f->http_status;
+    const char *why = "";
+    switch (f->cause) {
+    case DRIFT_FAIL_CONNECT: why = "is the server up?"; break;
+    case DRIFT_FAIL_TIMEOUT: why = "the server is slower than the timeout: raise --timeout or lower --concurrency"; break;
+    case DRIFT_FAIL_TLS: why = "check the server's certificate, or use http:// for a server without TLS"; break;
+    case DRIFT_FAIL_REPLY:
+        why = "the replies are not OpenAI-compatible answers: check the URL's path and api=chat|completions";
+        break;
+    case DRIFT_FAIL_LOST: why = "the server dropped the connections: did it crash? see its log"; break;
+    case DRIFT_FAIL_REQUEST: why = "the prompts could not be sent: check the suite's text"; break;
+    case DRIFT_FAIL_HTTP:
+        if (st == 401 || st == 403) why = "check the API key (OPENAI_API_KEY)";
+        else if (st == 404) why = "check the URL and the model name";
+        else if (st == 400 || st == 422) why = "it refused the requests: see its message (model name, prompt length, decoding options)";
+        else if (st == 429) why = "it is limiting the rate: lower --concurrency or raise --retries";
+        else if (st >= 500) why = "it failed: see its log";
+        else why = "see its message";
+        snprintf(buf, cap, "the server answered HTTP %d: %s", st, why);
+        return buf;
+    default: break;
+    }
+    snprintf(buf, cap, "%s", why);
+    return buf;
+}
+
+const char *cli_all_failed_why(const char *target, const drift_run_failure *f, int only, char *buf, size_t cap) {
+    char kind[64], hint[256];
+    cli_failure_kind(f, kind, sizeof kind);
+    cli_failure_hint(f, hint, sizeof hint);
+    snprintf(buf, cap, "every request to %s failed%s %s (first%s: %s)%s%s", target, only ? ":" : ", most of them:", kind,
+             only ? " error" : " of those", f->first, hint[0] ? "; " : "", hint);
+    return buf;
+}
+
+void cli_print_failures(const drift_run_summary *s, const char *indent) {
+    char kind[64];
+    for (size_t i = 0; i < s->n_failures; i++) {
+        const drift_run_failure *f = &s->failures[i];
+        fprintf(stderr, "%s%zu x %s; first: %s\n", indent, f->count, cli_failure_kind(f, kind, sizeof kind), f->first);
+    }
+    if (s->failures_other) fprintf(stderr, "%s%zu x of other kinds\n", indent, s->failures_other);
+}
+
 void cli_run_progress(void *user, const drift_progress *p) {
     (void)user;
     const drift_run_summary *s = p->summary;
@@ -73,9 +130,11 @@ void cli_run_progress(void *user, const drift_progress *p) {
     case DRIFT_PROGRESS_STEP: cli_progress(NULL, p->stage, p->done, p->total); break;
     case DRIFT_PROGRESS_END:
         cli_progress_done();
-        if (!cli_quiet && s->step >= DRIFT_RUN_STEP_CHECK)
+        if (!cli_quiet && s->step >= DRIFT_RUN_STEP_CHECK) {
             fprintf(stderr, "run '%s': %zu answers, %zu errors stored%s\n", p->label, s->answers, s->errors,
                     s->errors ? " (errors are kept out of flip counts; run again to retry them)" : "");
+            if (s->errors) cli_print_failures(s, "  ");
+        }
         break;
     default: break;
     }
@@ -92,9 +151,13 @@ int cli_run_failed(const char *cmd, const char *label, const char *target, const
                 s->done, s->requested, label);
         return CLI_EXIT_ERROR;
     }
-    if (s->step == DRIFT_RUN_STEP_CHECK)
-        return cli_error(cmd, "every request to %s failed (first error: %s); is the server up?", target,
-                         s->first_error[0] ? s->first_error : "?");
+    if (s->step == DRIFT_RUN_STEP_CHECK) {
+        int only = 0;
+        const drift_run_failure *f = drift_run_failure_main(s, &only);
+        if (!f) return cli_error(cmd, "every request to %s failed (first error: %s)", target, s->first_error);
+        char why[1024];
+        return cli_error(cmd, "%s", cli_all_failed_why(target, f, only, why, sizeof why));
+    }
     if (s->step == DRIFT_RUN_STEP_CONFIG || err->code == DRIFT_ERR_NOMEM) return cli_error(cmd, "%s", err->msg);
     return cli_error_lib(cmd, err);
 }

@@ -47,13 +47,31 @@ void cli_run_args_default(cli_run_args *a);
 int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a);
 /* The run stage's printer (a drift_progress_cb; user unused): the
  * "starting|resuming run" line, the progress bar, the "answers, errors
- * stored" line; nothing but the bar's end with --quiet. */
+ * stored" line and after it one line per kind of failed request
+ * (cli_print_failures); nothing but the bar's end with --quiet. */
 void cli_run_progress(void *user, const drift_progress *p);
 /* Prints why the run stage (of label, against target) failed: an
- * interruption, every request failed, or the library's error. Returns
- * CLI_EXIT_ERROR. */
+ * interruption, every request failed (with the kind that failed most, its
+ * first message and what to check: cli_failure_hint), or the library's
+ * error. Returns CLI_EXIT_ERROR. */
 int cli_run_failed(const char *cmd, const char *label, const char *target, const drift_run_summary *s,
                    const drift_error *err);
+/* A kind of failed request as printed: "HTTP 404", "could not connect",
+ * "timeout", ... (written into buf, returned). */
+const char *cli_failure_kind(const drift_run_failure *f, char *buf, size_t cap);
+/* What to check when requests fail with kind f, written into buf and
+ * returned: "is the server up?" for connections that could not be made,
+ * "the server answered HTTP 404: check the URL and the model name", ...;
+ * "" when there is nothing to say. */
+const char *cli_failure_hint(const drift_run_failure *f, char *buf, size_t cap);
+/* Why every request to target failed, f being the kind that failed most
+ * (only: the only kind), written into buf and returned: "every request to
+ * URL failed: HTTP 404 (first error: ...); the server answered HTTP 404:
+ * check the URL and the model name". */
+const char *cli_all_failed_why(const char *target, const drift_run_failure *f, int only, char *buf, size_t cap);
+/* One stderr line per kind of failed request of s, each after indent:
+ * "5 x HTTP 404; first: HTTP 404: The model `x` does not exist." */
+void cli_print_failures(const drift_run_summary *s, const char *indent);
 
 /* ---- score ---- */
 

@@ -131,6 +131,18 @@ typedef enum drift_run_step {
     DRIFT_RUN_STEP_DONE = 7      /* success */
 } drift_run_step;
 
+/* One kind of failed request of a run: a cause (types.h) and, for
+ * DRIFT_FAIL_HTTP, the status ("HTTP 404" and "HTTP 500" are two kinds). */
+typedef struct drift_run_failure {
+    drift_fail_cause cause;
+    int http_status;             /* DRIFT_FAIL_HTTP: the status answered; else 0 */
+    size_t count;                /* failed requests of this kind stored by this call */
+    char first[256];             /* the first one's message */
+} drift_run_failure;
+
+/* Kinds of failure a run summary tells apart; more go to failures_other. */
+#define DRIFT_RUN_FAILURE_KINDS 8
+
 typedef struct drift_run_summary {
     drift_run_step step;
     int resumed;                 /* the label existed: its stored outcomes were kept */
@@ -141,8 +153,18 @@ typedef struct drift_run_summary {
     size_t answers, errors;      /* outcomes stored by this call: answers and failed requests */
     size_t deferred;             /* pending pairs opts.select left missing (the run stays unfinished) */
     char first_error[256];       /* the first failed request's message ("" if none) */
+    /* The errors by kind, in the order each kind first failed: (n_failures,)
+     * filled; their counts plus failures_other make errors. Fixed size: the
+     * summary is copied by value (matrix) and never allocates. */
+    drift_run_failure failures[DRIFT_RUN_FAILURE_KINDS];
+    size_t n_failures;
+    size_t failures_other;       /* failed requests of kinds past the table's room */
     double elapsed_ms;
 } drift_run_summary;
+
+/* The kind that failed most often in s (the first to fail of those tied);
+ * NULL when no request failed. 1 in *only when it is the only kind. */
+DRIFT_API const drift_run_failure *drift_run_failure_main(const drift_run_summary *s, int *only);
 
 /* Fills o with the defaults: target and decoding defaults, one replicate. */
 DRIFT_API void drift_run_opts_default(drift_run_opts *o);
@@ -177,10 +199,13 @@ typedef struct drift_matrix_opts {
     /* 1: a run finished before is run again for what it lacks (a spec that
      * adds suites to runs already stored); 0: it is skipped (SKIP). */
     int recheck;
-    /* 1: a configuration whose every request failed (the run stage's step
-     * CHECK: stored and finished, e.g. prompts longer than the model's
-     * context) is counted in all_failed and the matrix goes on; 0: it stops
-     * the matrix as any failure. */
+    /* 1: a configuration that failed entirely - every request failed (the
+     * run stage's step CHECK: stored and finished, e.g. prompts longer than
+     * the model's context, or a server that is down) or it could not start
+     * (its server did not start or get healthy, or its target could not be
+     * opened: step TARGET) - is counted in all_failed, listed in failed[],
+     * and the matrix goes on with the others; 0: it stops the matrix as any
+     * failure. */
     int all_failed_ok;
     drift_score_opts score;          /* how each configuration is scored */
     /* 1: answers are stored, not scored (score them later, elsewhere:
@@ -199,6 +224,20 @@ typedef struct drift_matrix_opts {
     void *progress_user;
 } drift_matrix_opts;
 
+/* A configuration that failed entirely (drift_matrix_opts.all_failed_ok). */
+typedef struct drift_matrix_failure {
+    size_t config_index;         /* spec->configs[config_index] */
+    int unstarted;               /* 1: it could not start (its server or its target), nothing was asked;
+                                    0: every request failed */
+    drift_run_failure main;      /* every request failed: the kind that failed most (drift_run_failure_main);
+                                    cause DRIFT_FAIL_NONE when unstarted */
+    int main_only;               /* main is the only kind that failed */
+    char msg[DRIFT_ERROR_MSG_MAX]; /* why: the run's or the server's error message */
+} drift_matrix_failure;
+
+/* Configurations that failed entirely a summary lists; more are counted only. */
+#define DRIFT_MATRIX_FAILURES_MAX 16
+
 typedef struct drift_matrix_summary {
     size_t in_shard;             /* configurations of the spec in this shard */
     size_t configs;              /* of those, done (run + scored) so far */
@@ -215,8 +254,11 @@ typedef struct drift_matrix_summary {
      * during a progress call */
     const double *progress;
     int jobs;                    /* configurations that ran side by side (1: one at a time) */
-    size_t all_failed;           /* with all_failed_ok: configurations whose every request failed */
+    size_t all_failed;           /* with all_failed_ok: configurations that failed entirely */
     char all_failed_msg[DRIFT_ERROR_MSG_MAX]; /* the first one's message */
+    /* with all_failed_ok: the first min(all_failed, DRIFT_MATRIX_FAILURES_MAX)
+     * of them, in the order they ended */
+    drift_matrix_failure failed[DRIFT_MATRIX_FAILURES_MAX];
 } drift_matrix_summary;
 
 /* Fills o with the defaults: shard 1/1, score defaults. */
@@ -225,14 +267,19 @@ DRIFT_API void drift_matrix_opts_default(drift_matrix_opts *o);
 /* Runs every configuration of spec in the shard, in spec order (jobs > 1:
  * started in spec order, side by side): its run (drift_run_execute with the
  * spec's suites, limit and decoding, the configuration's dimensions as
- * config) unless the run is already finished in the store and o->recheck
- * is 0 (a finished run's failed requests would fail again; SKIP), then
+ * config) unless the run is already finished in the store with at least
+ * one answer and o->recheck is 0 (a finished run's failed requests would
+ * fail again; SKIP; a finished run whose every request failed is run
+ * again, so a matrix never passes over one), then
  * scores it (drift_score_run with o->score; share a drift_score_cache
  * there to judge each distinct answer once). A cancel between
  * configurations or inside a run stops with DRIFT_ERR_CANCELLED; calling
  * again resumes. The first failure stops the others (they store what they
  * have) and is returned, with sum's label, config_index, failed_in_run and
- * run saying which configuration and where. sum (required) is filled in
+ * run saying which configuration and where; with o->all_failed_ok, a
+ * configuration that failed entirely is no such failure but is listed in
+ * sum->failed (the call returns DRIFT_OK: the caller decides what a failed
+ * configuration means). sum (required) is filled in
  * every case. A configuration with a server (drift_matrix_server) has it
  * started before its run ("{port}" filled in the command and the target,
  * ready when its health path answers 200), shared with the next

@@ -46,8 +46,9 @@ typedef struct drift_gen_request {
 } drift_gen_request;
 
 /* Called once per request, on the calling thread, in completion order, with
- * the outcome in res (a drift_answer of types.h: the outcome fields set; id,
- * prompt_rowid and replicate 0). The callee may take ownership of its
+ * the outcome in res (a drift_answer of types.h: the outcome fields set, a
+ * failure with its cause, never DRIFT_FAIL_NONE; id, prompt_rowid and
+ * replicate 0). The callee may take ownership of its
  * strings by setting them to NULL (or of all of it: copy the struct, then
  * zero res). Return nonzero to stop (in-flight requests are abandoned). */
 typedef int (*drift_result_fn)(void *user, const drift_gen_request *req, drift_answer *res);

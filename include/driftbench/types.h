@@ -85,6 +85,29 @@ DRIFT_API void drift_gen_params_default(drift_gen_params *p);
  * the thread that called the library function. */
 typedef void (*drift_progress_fn)(void *user, const char *stage, size_t done, size_t total);
 
+/* Why a request failed: set by the target where the request fails, so that
+ * a run can count its failures by cause and say what to check. Values only
+ * grow. A cancelled request is no failure: it gets no outcome at all
+ * (target.h). */
+typedef enum drift_fail_cause {
+    DRIFT_FAIL_NONE = 0,      /* an answer: no failure */
+    DRIFT_FAIL_OTHER = 1,     /* a failure of no known cause (a transfer error libcurl does not say more of) */
+    DRIFT_FAIL_CONNECT = 2,   /* no connection: refused, host not found, connect timeout */
+    DRIFT_FAIL_TIMEOUT = 3,   /* connected, but no whole reply within the read timeout */
+    DRIFT_FAIL_TLS = 4,       /* the TLS handshake or the certificate failed */
+    DRIFT_FAIL_HTTP = 5,      /* the server answered a non-2xx status (drift_answer.http_status) */
+    DRIFT_FAIL_REPLY = 6,     /* a 2xx reply that is not an answer: not JSON, wrong shape, no choices,
+                                 another content type, too large */
+    DRIFT_FAIL_LOST = 7,      /* the connection broke mid-request: reset, closed with nothing sent back */
+    DRIFT_FAIL_REQUEST = 8,   /* the request could not be sent (a prompt that is not valid UTF-8) */
+    DRIFT_FAIL_ENGINE = 9,    /* the embedded engine could not answer (a prompt longer than the context) */
+    DRIFT_FAIL_COUNT = 10
+} drift_fail_cause;
+
+/* A short name of the cause: "could not connect", "timeout", "TLS", "HTTP",
+ * "bad reply", ... ("unknown cause" out of range). Never NULL. */
+DRIFT_API const char *drift_fail_cause_name(drift_fail_cause cause);
+
 /* One answer record: what a target returned for one request (an answer, or
  * an error that is never an answer) and, once stored, which row it is.
  * A target fills the outcome (text .. attempts) and leaves the first three
@@ -104,6 +127,8 @@ typedef struct drift_answer {
     char *error;               /* NULL = an answer; else what went wrong, with its cause */
     int http_status;           /* 0 if none */
     int attempts;
+    drift_fail_cause cause;    /* why the request failed (the target sets it); NONE for an answer,
+                                  and for an error read back from the store, which keeps no cause */
 } drift_answer;
 
 /* Frees what r holds and empties it (token counts back to -1, unknown);

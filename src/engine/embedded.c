@@ -215,6 +215,7 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
                 drift_generation *g = &gens[j++];
                 if (g->error) {
                     res.error = g->error;
+                    res.cause = DRIFT_FAIL_ENGINE;
                     g->error = NULL;
                 } else {
                     res.text = g->text;
@@ -226,6 +227,7 @@ static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs,
                 }
             } else {
                 res.error = perr[i] ? perr[i] : util_strdup("tokenization failed");
+                res.cause = DRIFT_FAIL_ENGINE;
                 perr[i] = NULL;
             }
             int stop = cb(user, &reqs[g0 + i], &res);

@@ -22,6 +22,11 @@
  * non-JSON content type fail at once. Everything runs on the calling thread,
  * callbacks included; a target is not safe to share between threads.
  *
+ * A failed request's outcome says why (drift_answer.cause, types.h), decided
+ * where the last attempt failed: libcurl's code (eng_http_transport_cause:
+ * no connection, timeout, TLS, connection lost), the HTTP status (HTTP, with
+ * http_status), or the reply (bad reply: content type, size, parse).
+ *
  * Cancellation (opts.cancel, see target.h): the generate loop asks the hook
  * before it starts anything and after every wait, and never waits longer
  * than CANCEL_POLL_MS while a hook is set; libcurl's progress callback asks
@@ -322,6 +327,7 @@ static int ensure_slots(drift_target *t, http_impl *h, int n) {
 typedef struct attempt_outcome {
     int ok;                  /* 2xx with a JSON-looking body: ready to parse */
     int retryable;
+    drift_fail_cause cause;  /* !ok: why */
     double retry_after_s;    /* from Retry-After on 429/503; < 0 if none */
     long status;             /* HTTP status, 0 when no reply */
     char head[160];          /* "HTTP 500", "timeout after 300.0 s", ... */
@@ -345,6 +351,41 @@ static int retryable_curl(CURLcode rc) {
     }
 }
 
+/* See http_internal.h. */
+drift_fail_cause eng_http_transport_cause(int curl_code, int connected) {
+    switch ((CURLcode)curl_code) {
+    case CURLE_OK: return DRIFT_FAIL_NONE;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return DRIFT_FAIL_CONNECT;
+    case CURLE_OPERATION_TIMEDOUT: return connected ? DRIFT_FAIL_TIMEOUT : DRIFT_FAIL_CONNECT;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_USE_SSL_FAILED: return DRIFT_FAIL_TLS;
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM: return DRIFT_FAIL_LOST;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_FILESIZE_EXCEEDED: return DRIFT_FAIL_REPLY;
+    default: return DRIFT_FAIL_OTHER;
+    }
+}
+
 static int retryable_status(long st) { return st == 429 || st == 500 || st == 502 || st == 503 || st == 504; }
 
 /* Classifies a finished transfer (transport result + status + headers). */
@@ -353,12 +394,14 @@ static void classify(drift_target *t, http_slot *s, CURLcode rc, attempt_outcome
     o->retry_after_s = -1;
     if (rc != CURLE_OK) {
         o->retryable = retryable_curl(rc);
+        curl_off_t connect_us = 0;
+        curl_easy_getinfo(s->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+        o->cause = eng_http_transport_cause(rc, connect_us != 0);
         if (s->too_big) {
             snprintf(o->head, sizeof o->head, "reply larger than %zu MiB", ENG_HTTP_MAX_BODY_BYTES >> 20);
             o->retryable = 0;
+            o->cause = DRIFT_FAIL_REPLY;
         } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-            curl_off_t connect_us = 0;
-            curl_easy_getinfo(s->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
             if (connect_us == 0)
                 snprintf(o->head, sizeof o->head, "connect timeout after %.1f s", t->opts.connect_timeout_s);
             else
@@ -373,6 +416,7 @@ static void classify(drift_target *t, http_slot *s, CURLcode rc, attempt_outcome
     if (o->status < 200 || o->status > 299) {
         char msg[220];
         o->retryable = retryable_status(o->status);
+        o->cause = DRIFT_FAIL_HTTP;
         snprintf(o->head, sizeof o->head, "HTTP %ld", o->status);
         if (o->retryable) {
             /* the first 200 bytes of the body, as is (made printable) */
@@ -399,6 +443,7 @@ static void classify(drift_target *t, http_slot *s, CURLcode rc, attempt_outcome
     curl_easy_getinfo(s->easy, CURLINFO_CONTENT_TYPE, &ctype);
     if (ctype && !strcasestr(ctype, "json")) {
         snprintf(o->head, sizeof o->head, "unexpected content-type %.100s", ctype);
+        o->cause = DRIFT_FAIL_REPLY;
         return;
     }
     o->ok = 1;
@@ -506,6 +551,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                     memset(&res, 0, sizeof res);
                     drift_answer_clear(&res);
                     res.error = util_asprintf("request not sent: %s", rerr.msg);
+                    res.cause = DRIFT_FAIL_REQUEST;
                     int stop = cb(user, r, &res);
                     drift_answer_clear(&res);
                     done++;
@@ -560,6 +606,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                 } else {
                     o.ok = 0;
                     o.retryable = perr.code != DRIFT_ERR_NOMEM;
+                    o.cause = perr.code == DRIFT_ERR_NOMEM ? DRIFT_FAIL_OTHER : DRIFT_FAIL_REPLY;
                     snprintf(o.head, sizeof o.head, "%.159s", perr.msg);
                 }
             }
@@ -568,7 +615,10 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                 s->due_ms = end + 1000.0 * backoff_s(t, h, s->attempts, o.retry_after_s);
                 continue;
             }
-            if (!o.ok) res.error = final_error(&o, s->attempts);
+            if (!o.ok) {
+                res.error = final_error(&o, s->attempts);
+                res.cause = o.cause;
+            }
             res.latency_ms = end - s->started_ms;
             res.http_status = (int)o.status;
             res.attempts = s->attempts;

@@ -41,6 +41,12 @@ json_t *eng_http_request_template(drift_api api, const char *model, const drift_
 int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, util_buf *out,
                               drift_error *err);
 
+/* Why a transfer that libcurl ended with curl_code (a CURLcode) failed:
+ * CONNECT for refused / unresolved / a connect timeout (connected 0), TIMEOUT
+ * for a timeout once connected, TLS, LOST for a connection that broke, REPLY
+ * for a reply libcurl could not read, OTHER for the rest; NONE for CURLE_OK. */
+drift_fail_cause eng_http_transport_cause(int curl_code, int connected);
+
 /* Writes into out (cap bytes) the error message of an error reply: the
  * OpenAI shape {"error":{"message":..}}, {"error":".."}, {"detail":..},
  * {"message":..}, or else the first 200 bytes of the body, made printable. */

@@ -3,7 +3,14 @@
  * (target_impl.h).
  *
  *   "http://..." / "https://..."  -> http.c      (OpenAI-compatible endpoint)
- *   "embedded:..."                -> embedded.c  (in-process engine) */
+ *   "embedded:..."                -> embedded.c  (in-process engine)
+ *
+ * Every outcome a kind calls back passes through relay_result on its way to
+ * the caller: a failure the kind left without a cause gets DRIFT_FAIL_OTHER
+ * (and an answer DRIFT_FAIL_NONE), so a caller counting failures by cause
+ * never sees an error without one; and, for a kind that never looks at the
+ * cancel hook itself (the embedded engine), the hook is asked after each
+ * outcome. */
 #include "engine/target_impl.h"
 
 #include <stdlib.h>
@@ -47,6 +54,25 @@ void drift_answer_clear(drift_answer *r) {
     memset(r, 0, sizeof *r);
     r->prompt_tokens = -1;
     r->completion_tokens = -1;
+}
+
+/* See types.h: indexed by drift_fail_cause. */
+static const char *const fail_cause_names[DRIFT_FAIL_COUNT] = {
+    [DRIFT_FAIL_NONE] = "no failure",
+    [DRIFT_FAIL_OTHER] = "other failure",
+    [DRIFT_FAIL_CONNECT] = "could not connect",
+    [DRIFT_FAIL_TIMEOUT] = "timeout",
+    [DRIFT_FAIL_TLS] = "TLS",
+    [DRIFT_FAIL_HTTP] = "HTTP",
+    [DRIFT_FAIL_REPLY] = "bad reply",
+    [DRIFT_FAIL_LOST] = "connection lost",
+    [DRIFT_FAIL_REQUEST] = "request not sent",
+    [DRIFT_FAIL_ENGINE] = "engine error",
+};
+
+const char *drift_fail_cause_name(drift_fail_cause cause) {
+    if ((int)cause < 0 || cause >= DRIFT_FAIL_COUNT) return "unknown cause";
+    return fail_cause_names[cause];
 }
 
 static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
@@ -130,19 +156,22 @@ int eng_target_cancelled(const drift_target *t) {
     return t && t->opts.cancel && t->opts.cancel(t->opts.cancel_user) != 0;
 }
 
-/* The caller's callback, followed by a look at the cancel hook: so a kind
- * that never looks at the hook itself (the embedded engine) stops at the
+/* Between a kind and the caller's callback: gives a failure without a cause
+ * DRIFT_FAIL_OTHER, then calls back, then (unless the kind polls the hook
+ * itself) looks at the cancel hook: so the embedded engine stops at the
  * first outcome after a cancel. */
-typedef struct cancel_relay {
+typedef struct result_relay {
     const drift_target *t;
     drift_result_fn cb;
     void *user;
-} cancel_relay;
+} result_relay;
 
 static int relay_result(void *user, const drift_gen_request *req, drift_answer *res) {
-    cancel_relay *r = user;
+    result_relay *r = user;
+    if (!res->error) res->cause = DRIFT_FAIL_NONE;
+    else if (res->cause <= DRIFT_FAIL_NONE || res->cause >= DRIFT_FAIL_COUNT) res->cause = DRIFT_FAIL_OTHER;
     int stop = r->cb(r->user, req, res);
-    return stop || eng_target_cancelled(r->t);
+    return stop || (!r->t->polls_cancel && eng_target_cancelled(r->t));
 }
 
 drift_status drift_target_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
@@ -167,8 +196,7 @@ drift_status drift_target_generate(drift_target *t, const drift_gen_request *req
             return drift_error_set(err, DRIFT_ERR_INVALID, "generate: request %zu has no prompt", i);
     if (n && eng_target_cancelled(t))
         return drift_error_set(err, DRIFT_ERR_CANCELLED, "generate cancelled before the first request");
-    if (!t->opts.cancel || t->polls_cancel) return t->vt->generate(t, reqs, n, params, cb, user, err);
-    cancel_relay relay = {t, cb, user};
+    result_relay relay = {t, cb, user};
     return t->vt->generate(t, reqs, n, params, relay_result, &relay, err);
 }
 

@@ -2,14 +2,24 @@
  * in spec order, as a labelled run (the run stage) followed by its scoring.
  *
  *   for each configuration i of the shard (i % count == index - 1):
- *       finished in the store?  yes -> SKIP (not asked again; scored, then ITEM)
+ *       complete in the store?  yes -> SKIP (not asked again; scored, then ITEM)
  *                               no  -> drift_run_execute (resumes what is stored)
  *       drift_score_run(label)  -> summed into the summary -> ITEM
  *
- * A finished run is complete: its failed requests (a prompt longer than the
- * model's context, say) would fail the same way again, so they are not
- * retried here (`driftbench run` with the label does). Everything is in the
+ * A finished run with an answer is complete: its failed requests (a prompt
+ * longer than the model's context, say) would fail the same way again, so
+ * they are not retried here (`driftbench run` with the label does). A
+ * finished run without a single answer is not: it is run again (its errors
+ * asked again), so a matrix called again after a server was down fails
+ * again, or succeeds, but never skips it as done. Everything is in the
  * store, so calling again after a failure or a cancel resumes.
+ *
+ * A configuration that failed entirely (every request failed, or it could
+ * not start: its server did not start, its target did not open) stops the
+ * matrix as any failure, unless
+ * o->all_failed_ok: then it is counted and listed in the summary's
+ * failed[] (fixed size, with its message and the kind of failure that
+ * dominated) and the others go on.
  *
  * Side by side (o->jobs > 1): worker threads, each with its own store
  * handle on the same file, take the next configuration of the shard in
@@ -74,13 +84,23 @@ static void emit(const drift_matrix_opts *o, const drift_matrix_summary *sum, dr
     o->progress(o->progress_user, &p);
 }
 
-/* 1 when the store holds run `label` marked finished. */
-static int run_finished(drift_store *st, const char *label) {
+/* 1 when the store holds run `label` marked finished with at least one
+ * answer (or no outcome at all); a finished run whose every stored outcome
+ * is an error is not complete. */
+static int run_complete(drift_store *st, const char *label) {
     drift_run_info prev;
     memset(&prev, 0, sizeof prev);
     int finished = drift_store_run_get(st, label, &prev, NULL) == DRIFT_OK && prev.finished_at;
     drift_run_info_clear(&prev);
-    return finished;
+    if (!finished) return 0;
+    drift_store_run_counts c;
+    if (drift_store_count_run(st, label, &c, NULL)) return 1; /* uncounted: finished is taken as complete */
+    size_t answers = 0, errors = 0;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+        answers += c.answers[w];
+        errors += c.errors[w];
+    }
+    return answers > 0 || errors == 0;
 }
 
 static void score_add(drift_score_summary *total, const drift_score_summary *s) {
@@ -177,6 +197,7 @@ typedef struct config_result {
     int skipped;
     int failed_in_run;
     int server_failed;     /* its server did not start or died: err says how (not a run failure) */
+    int server_unstarted;  /* of those, it did not start (nothing was asked) */
     drift_status rc;
     drift_error err;
     drift_run_summary run;
@@ -226,7 +247,7 @@ static void do_config(drift_store *st, const drift_matrix_spec *spec, const drif
                       config_result *out) {
     memset(out, 0, sizeof *out);
     double c0 = util_now_ms();
-    if (!o->recheck && run_finished(st, c->label)) {
+    if (!o->recheck && run_complete(st, c->label)) {
         out->skipped = 1;
         out->run.step = DRIFT_RUN_STEP_DONE;
         if (slot->proc) slot_stop(slot); /* not needed now */
@@ -248,6 +269,7 @@ static void do_config(drift_store *st, const drift_matrix_spec *spec, const drif
             out->rc = drift_run_execute(st, &r, &out->run, &out->err);
         } else if ((out->rc = slot_ensure(slot, c, r_cancel, r_cancel_user, &out->err)) != DRIFT_OK) {
             out->server_failed = 1;
+            out->server_unstarted = out->rc != DRIFT_ERR_CANCELLED;
         } else {
             run_with_server(st, c, &r, slot, out);
         }
@@ -273,6 +295,21 @@ static void do_config(drift_store *st, const drift_matrix_spec *spec, const drif
     out->config_ms = util_now_ms() - c0;
 }
 
+/* 1 when r could not start: its server did not start, or its target did
+ * not open (a missing model file, a CUDA profile without a GPU). */
+static int unstarted(const config_result *r) {
+    if (r->server_unstarted) return 1;
+    return r->failed_in_run && r->run.step == DRIFT_RUN_STEP_TARGET && r->rc != DRIFT_ERR_CANCELLED &&
+           r->rc != DRIFT_ERR_NOMEM;
+}
+
+/* 1 when r failed entirely and o lets the matrix go on past that: every
+ * request failed (the run stage's step CHECK) or it could not start. */
+static int failed_entirely_ok(const drift_matrix_opts *o, const config_result *r) {
+    if (!r->rc || !o->all_failed_ok) return 0;
+    return (r->failed_in_run && r->run.step == DRIFT_RUN_STEP_CHECK) || unstarted(r);
+}
+
 /* Folds one configuration's result into sum; returns its status (err set). */
 static drift_status fold(drift_matrix_summary *sum, size_t i, const drift_matrix_spec *spec, const config_result *r,
                          const drift_matrix_opts *o, drift_error *err) {
@@ -280,7 +317,16 @@ static drift_status fold(drift_matrix_summary *sum, size_t i, const drift_matrix
     sum->label = spec->configs[i].label;
     sum->run = r->run;
     sum->run_ms += r->run_ms;
-    if (r->rc && o->all_failed_ok && r->failed_in_run && r->run.step == DRIFT_RUN_STEP_CHECK) {
+    if (failed_entirely_ok(o, r)) {
+        if (sum->all_failed < DRIFT_MATRIX_FAILURES_MAX) {
+            drift_matrix_failure *f = &sum->failed[sum->all_failed];
+            memset(f, 0, sizeof *f);
+            f->config_index = i;
+            f->unstarted = unstarted(r);
+            const drift_run_failure *m = f->unstarted ? NULL : drift_run_failure_main(&r->run, &f->main_only);
+            if (m) f->main = *m;
+            snprintf(f->msg, sizeof f->msg, "%s", r->err.msg);
+        }
         if (!sum->all_failed++) snprintf(sum->all_failed_msg, sizeof sum->all_failed_msg, "%s", r->err.msg);
         sum->configs++;
         sum->config_ms = r->config_ms;
@@ -428,7 +474,7 @@ static void *pool_worker(void *arg) {
             do_config(st, p->spec, &p->spec->configs[i], next_in_shard(p->spec, p->o, i), p->o, pool_cancel, &w,
                       pool_progress, &w, &slot, r);
         }
-        int tolerated = r->rc && p->o->all_failed_ok && r->failed_in_run && r->run.step == DRIFT_RUN_STEP_CHECK;
+        int tolerated = failed_entirely_ok(p->o, r);
         pthread_mutex_lock(&p->mu);
         if (!r->rc || tolerated) p->frac[i] = 1;
         pool_end(p, i, tolerated ? DRIFT_OK : r->rc);

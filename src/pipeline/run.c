@@ -26,6 +26,13 @@
  * decoding record then carries "sequential" (alpha, seed, pairs and budget
  * per workload), which a replay of the stored runs needs: the suite's size.
  *
+ * Failures: every failed request is stored as an error and counted in the
+ * summary by kind (its cause, and the status for an HTTP one: target.h and
+ * types.h say who decides), with the first message of each kind, in a
+ * fixed table (drift_run_summary.failures), so a caller can say why without
+ * reading the store. When every request failed, the stage fails at step
+ * CHECK naming the first error.
+ *
  * Cancellation: the caller's cancel hook goes to the target, which aborts
  * requests in flight and ends retry back-offs at once; nothing is stored for
  * them (they stay missing), what was received is flushed, the label lock is
@@ -500,6 +507,36 @@ static int sink_flush(run_sink *s) {
     return 0;
 }
 
+/* Counts a failed request in its kind's row of sum->failures (a new row
+ * for a kind not seen yet, while there is room). */
+static void count_failure(drift_run_summary *sum, const drift_answer *r) {
+    int status = r->cause == DRIFT_FAIL_HTTP ? r->http_status : 0;
+    for (size_t i = 0; i < sum->n_failures; i++) {
+        drift_run_failure *f = &sum->failures[i];
+        if (f->cause == r->cause && f->http_status == status) {
+            f->count++;
+            return;
+        }
+    }
+    if (sum->n_failures == DRIFT_RUN_FAILURE_KINDS) {
+        sum->failures_other++;
+        return;
+    }
+    drift_run_failure *f = &sum->failures[sum->n_failures++];
+    f->cause = r->cause;
+    f->http_status = status;
+    f->count = 1;
+    snprintf(f->first, sizeof f->first, "%s", r->error);
+}
+
+const drift_run_failure *drift_run_failure_main(const drift_run_summary *s, int *only) {
+    const drift_run_failure *best = NULL;
+    for (size_t i = 0; s && i < s->n_failures; i++)
+        if (!best || s->failures[i].count > best->count) best = &s->failures[i];
+    if (only) *only = best && s->n_failures == 1 && s->failures_other == 0;
+    return best;
+}
+
 static int on_result(void *user, const drift_gen_request *req, drift_answer *res) {
     run_sink *s = user;
     drift_answer *r = &s->buf[s->n++];
@@ -509,6 +546,7 @@ static int on_result(void *user, const drift_gen_request *req, drift_answer *res
     r->replicate = s->req_rep[req->index];
     if (r->error) {
         if (!s->sum->errors++) snprintf(s->sum->first_error, sizeof s->sum->first_error, "%s", r->error);
+        count_failure(s->sum, r);
     } else {
         s->sum->answers++;
     }

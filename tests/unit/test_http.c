@@ -6,7 +6,10 @@
  * Retry-After, concurrency, bad specs, unreachable servers, embeddings,
  * cancellation through opts.cancel (in flight, in back-off, before the
  * start, against a peer that never answers; the embedded engine stopped by
- * target.c), and the reply parser directly. */
+ * target.c), the reply parser directly, and the cause every failed outcome
+ * carries (drift_answer.cause: HTTP with its status, bad reply, timeout,
+ * connection lost, could not connect, request not sent; libcurl's codes
+ * through eng_http_transport_cause). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -471,6 +474,7 @@ static void test_permanent_errors(void **state) {
     assert_true(contains(k.g[0].r.error, "HTTP 500 after 3 attempts: "));
     assert_true(contains(k.g[0].r.error, "injected fault: HTTP 500"));
     assert_int_equal(k.g[0].r.http_status, 500);
+    assert_int_equal(k.g[0].r.cause, DRIFT_FAIL_HTTP);
     assert_int_equal(k.g[0].r.attempts, 3);
     sink_free(&k);
     assert_int_equal(server_stat(&s, "statuses", "500"), 3);
@@ -479,28 +483,34 @@ static void test_permanent_errors(void **state) {
     assert_null(k.g[0].r.text);
     assert_string_equal(k.g[0].r.error, "HTTP 400: injected fault: HTTP 400");
     assert_int_equal(k.g[0].r.attempts, 1);
+    assert_int_equal(k.g[0].r.cause, DRIFT_FAIL_HTTP);
+    assert_int_equal(k.g[0].r.http_status, 400);
     sink_free(&k);
 
     gen_one(t, "ALWAYS_GARBLED", NULL, &k);
     assert_null(k.g[0].r.text);
     assert_true(contains(k.g[0].r.error, "malformed JSON reply"));
     assert_int_equal(k.g[0].r.attempts, 3);
+    assert_int_equal(k.g[0].r.cause, DRIFT_FAIL_REPLY);
     sink_free(&k);
 
     gen_one(t, "GARBLED_ONCE ANSWER=3", NULL, &k);
     assert_null(k.g[0].r.error);
+    assert_int_equal(k.g[0].r.cause, DRIFT_FAIL_NONE); /* an answer after a failed attempt */
     assert_int_equal(k.g[0].r.attempts, 2);
     sink_free(&k);
 
     gen_one(t, "NOCHOICES", NULL, &k);
     assert_null(k.g[0].r.text);
     assert_true(contains(k.g[0].r.error, "reply has no choices"));
+    assert_int_equal(k.g[0].r.cause, DRIFT_FAIL_REPLY);
     sink_free(&k);
 
     gen_one(t, "HTMLPAGE", NULL, &k);
     assert_null(k.g[0].r.text);
     assert_true(contains(k.g[0].r.error, "unexpected content-type text/html"));
     assert_int_equal(k.g[0].r.attempts, 1);
+    assert_int_equal(k.g[0].r.cause, DRIFT_FAIL_REPLY);
     sink_free(&k);
     assert_int_equal(server_stat(&s, "faults", "content_type"), 1);
     assert_int_equal(server_stat(&s, "faults", "empty_choices"), 3);
@@ -514,6 +524,8 @@ static void test_permanent_errors(void **state) {
     gen_one(t, "hi", NULL, &k);
     assert_true(contains(k.g[0].r.error, "HTTP 404: The model `other` does not exist."));
     assert_int_equal(k.g[0].r.attempts, 1);
+    assert_int_equal(k.g[0].r.cause, DRIFT_FAIL_HTTP);
+    assert_int_equal(k.g[0].r.http_status, 404);
     sink_free(&k);
     drift_target_close(t);
     server_stop(&s);
@@ -564,6 +576,7 @@ static void test_timeout(void **state) {
     assert_null(k.g[0].r.text);
     assert_true(contains(k.g[0].r.error, "timeout after 0.3 s"));
     assert_int_equal(k.g[0].r.attempts, 2);
+    assert_int_equal(k.g[0].r.cause, DRIFT_FAIL_TIMEOUT); /* connected: not a connection failure */
     assert_true(el >= 600.0 && el < 2500.0);
     sink_free(&k);
     /* the target still works afterwards */
@@ -589,6 +602,7 @@ static void test_reset_mid_body(void **state) {
     assert_null(k.g[0].r.text);
     assert_true(contains(k.g[0].r.error, "transfer failed"));
     assert_true(contains(k.g[0].r.error, "(3 attempts)"));
+    assert_int_equal(k.g[0].r.cause, DRIFT_FAIL_LOST);
     sink_free(&k);
     assert_int_equal(server_stat(&s, "faults", "reset"), 4);
     drift_target_close(t);
@@ -723,6 +737,7 @@ static void test_cancel_and_bad_prompt(void **state) {
     assert_null(k.g[0].r.error);
     assert_true(contains(k.g[1].r.error, "not valid UTF-8"));
     assert_null(k.g[1].r.text);
+    assert_int_equal(k.g[1].r.cause, DRIFT_FAIL_REQUEST);
     assert_null(k.g[2].r.error);
     for (int i = 0; i < 3; i++) assert_int_equal(k.g[i].calls, 1);
     sink_free(&k);
@@ -810,6 +825,7 @@ static void test_unreachable(void **state) {
         assert_true(contains(k.g[i].r.error, "connection failed"));
         assert_int_equal(k.g[i].r.attempts, 3);
         assert_int_equal(k.g[i].r.http_status, 0);
+        assert_int_equal(k.g[i].r.cause, DRIFT_FAIL_CONNECT);
     }
     sink_free(&k);
     float *v = NULL;
@@ -1112,6 +1128,28 @@ static void test_cancel_embedded_relay(void **state) {
 
 /* ---------- tests: the parser alone ---------- */
 
+/* libcurl's codes -> causes, for the ones no local server can provoke
+ * (DNS, TLS, a connect timeout), and the names the CLI prints. */
+static void test_transport_causes(void **state) {
+    (void)state;
+    assert_int_equal(eng_http_transport_cause(CURLE_OK, 1), DRIFT_FAIL_NONE);
+    assert_int_equal(eng_http_transport_cause(CURLE_COULDNT_CONNECT, 0), DRIFT_FAIL_CONNECT);
+    assert_int_equal(eng_http_transport_cause(CURLE_COULDNT_RESOLVE_HOST, 0), DRIFT_FAIL_CONNECT);
+    assert_int_equal(eng_http_transport_cause(CURLE_OPERATION_TIMEDOUT, 0), DRIFT_FAIL_CONNECT);
+    assert_int_equal(eng_http_transport_cause(CURLE_OPERATION_TIMEDOUT, 1), DRIFT_FAIL_TIMEOUT);
+    assert_int_equal(eng_http_transport_cause(CURLE_SSL_CONNECT_ERROR, 1), DRIFT_FAIL_TLS);
+    assert_int_equal(eng_http_transport_cause(CURLE_PEER_FAILED_VERIFICATION, 1), DRIFT_FAIL_TLS);
+    assert_int_equal(eng_http_transport_cause(CURLE_GOT_NOTHING, 1), DRIFT_FAIL_LOST);
+    assert_int_equal(eng_http_transport_cause(CURLE_RECV_ERROR, 1), DRIFT_FAIL_LOST);
+    assert_int_equal(eng_http_transport_cause(CURLE_WEIRD_SERVER_REPLY, 1), DRIFT_FAIL_REPLY);
+    assert_int_equal(eng_http_transport_cause(CURLE_UNSUPPORTED_PROTOCOL, 0), DRIFT_FAIL_OTHER);
+    assert_string_equal(drift_fail_cause_name(DRIFT_FAIL_CONNECT), "could not connect");
+    assert_string_equal(drift_fail_cause_name(DRIFT_FAIL_HTTP), "HTTP");
+    assert_string_equal(drift_fail_cause_name(DRIFT_FAIL_REPLY), "bad reply");
+    assert_string_equal(drift_fail_cause_name(DRIFT_FAIL_COUNT), "unknown cause");
+    for (int c = 0; c < DRIFT_FAIL_COUNT; c++) assert_non_null(drift_fail_cause_name((drift_fail_cause)c));
+}
+
 static void test_parse_reply_shapes(void **state) {
     drift_answer r = {0};
     drift_error err = {0};
@@ -1172,6 +1210,7 @@ int main(void) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_parse_reply_shapes, kill_servers),
+        cmocka_unit_test(test_transport_causes),
         cmocka_unit_test_teardown(test_bad_specs, kill_servers),
         cmocka_unit_test_teardown(test_completions_answer, kill_servers),
         cmocka_unit_test_teardown(test_chat_answer_and_length, kill_servers),

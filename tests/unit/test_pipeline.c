@@ -5,10 +5,15 @@
  * run: a first call asks every (prompt, replicate) pair and reports BEGIN,
  * one STEP per outcome and END; a second call with the same label resumes
  * and asks nothing; a changed decoding is a mismatch; a bad config and a
- * cancel before the start fail at the step the summary names, asking nothing.
+ * cancel before the start fail at the step the summary names, asking nothing;
+ * failed requests are counted by kind (prompts longer than the context: the
+ * engine's cause), and a run whose every request failed fails at CHECK.
  * matrix: a two-configuration spec is run and scored (ITEM per
  * configuration, the inner run's events in between); a second call skips
- * both runs and only rescans their scores; shard 2/2 holds one of them. */
+ * both runs and only rescans their scores; shard 2/2 holds one of them.
+ * Configurations that fail entirely stop the matrix, or with all_failed_ok
+ * are listed in the summary while the others go on; a finished run without
+ * an answer is not skipped by the next call. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -208,19 +213,67 @@ static void test_run_failures(void **state) {
     drift_store_close(st);
 }
 
-static drift_matrix_spec *two_configs(void) {
+/* The failures of a run by kind: long-context prompts do not fit the tiny
+ * model's context, so each is an engine error; with math prompts beside
+ * them the run succeeds and counts them; alone, every request fails. */
+static void test_run_failure_kinds(void **state) {
+    (void)state;
+    drift_store *st = open_fresh();
+    drift_run_opts o;
+    seen s = {.order_ok = 1};
+    drift_run_summary sum;
+    drift_error err = {0};
+    static const char *const mixed[] = {"builtin:math?n=3", "builtin:long?n=2"};
+    run_opts(&o, "mixed", &s);
+    o.suites = mixed;
+    o.n_suites = 2;
+    assert_int_equal(drift_run_execute(st, &o, &sum, &err), DRIFT_OK);
+    assert_int_equal(sum.answers, 3);
+    assert_int_equal(sum.errors, 2);
+    assert_int_equal(sum.n_failures, 1);
+    assert_int_equal(sum.failures_other, 0);
+    assert_int_equal(sum.failures[0].cause, DRIFT_FAIL_ENGINE);
+    assert_int_equal(sum.failures[0].http_status, 0);
+    assert_int_equal(sum.failures[0].count, 2);
+    assert_non_null(strstr(sum.failures[0].first, "does not fit the context"));
+    assert_string_equal(sum.failures[0].first, sum.first_error);
+    int only = 0;
+    assert_ptr_equal(drift_run_failure_main(&sum, &only), &sum.failures[0]);
+    assert_int_equal(only, 1);
+
+    static const char *const longs[] = {"builtin:long?n=2"};
+    run_opts(&o, "all-long", &s);
+    o.suites = longs;
+    assert_int_equal(drift_run_execute(st, &o, &sum, &err), DRIFT_ERR_MODEL);
+    assert_int_equal(sum.step, DRIFT_RUN_STEP_CHECK);
+    assert_int_equal(sum.answers, 0);
+    assert_int_equal(sum.n_failures, 1);
+    assert_int_equal(sum.failures[0].count, 2);
+    assert_non_null(strstr(err.msg, "every request to"));
+
+    /* no failure: no kind */
+    memset(&sum, 0, sizeof sum);
+    assert_null(drift_run_failure_main(&sum, &only));
+    assert_int_equal(only, 0);
+    drift_store_close(st);
+}
+
+/* Two configurations over suites (a JSON array's inside). */
+static drift_matrix_spec *two_configs_on(const char *suites) {
     char json[2048];
     snprintf(json, sizeof json,
-             "{\"suites\":[\"builtin:math\"],\"limit\":%d,\"decoding\":{\"max_tokens\":6},\"baseline\":\"qwen\","
+             "{\"suites\":[%s],\"limit\":%d,\"decoding\":{\"max_tokens\":6},\"baseline\":\"qwen\","
              "\"configs\":[{\"label\":\"qwen\",\"target\":\"%s\",\"dims\":{\"model\":\"tiny-qwen2\"}},"
              "{\"label\":\"moe\",\"target\":\"%s\",\"dims\":{\"model\":\"tiny-moe\"}}]}",
-             N_PROMPTS, target_qwen, target_moe);
+             suites, N_PROMPTS, target_qwen, target_moe);
     drift_matrix_spec *spec = NULL;
     drift_error err = {0};
     assert_int_equal(drift_matrix_spec_parse(json, strlen(json), "two.json", &spec, &err), DRIFT_OK);
     assert_int_equal(spec->n_configs, 2);
     return spec;
 }
+
+static drift_matrix_spec *two_configs(void) { return two_configs_on("\"builtin:math\""); }
 
 static size_t math_total(const drift_score_summary *s) {
     return s->scored[DRIFT_WL_MATH] + s->already[DRIFT_WL_MATH] + s->eval_errors[DRIFT_WL_MATH];
@@ -295,11 +348,82 @@ static void test_matrix_two_configs(void **state) {
     drift_store_close(st);
 }
 
+/* Both configurations fail entirely (long prompts, tiny context): the first
+ * stops the matrix; with all_failed_ok both are listed and the call
+ * succeeds; called again, neither is skipped as complete. A configuration
+ * whose target does not open could not start: listed too, the next runs. */
+static void test_matrix_failed_entirely(void **state) {
+    (void)state;
+    drift_store *st = open_fresh();
+    drift_matrix_spec *spec = two_configs_on("\"builtin:long?n=2\"");
+    drift_matrix_opts o;
+    drift_matrix_opts_default(&o);
+    o.no_score = 1;
+    seen s = {.order_ok = 1};
+    o.progress = count_progress;
+    o.progress_user = &s;
+    drift_matrix_summary *sum = calloc(1, sizeof *sum);
+    assert_non_null(sum);
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_run(st, spec, &o, sum, &err), DRIFT_ERR_MODEL);
+    assert_int_equal(sum->failed_in_run, 1);
+    assert_string_equal(sum->label, "qwen");
+    assert_int_equal(sum->run.step, DRIFT_RUN_STEP_CHECK);
+    assert_int_equal(s.run[DRIFT_PROGRESS_BEGIN], 1); /* moe never ran */
+
+    o.all_failed_ok = 1;
+    memset(&s, 0, sizeof s);
+    s.order_ok = 1;
+    assert_int_equal(drift_matrix_run(st, spec, &o, sum, &err), DRIFT_OK);
+    assert_int_equal(sum->configs, 2);
+    assert_int_equal(sum->skipped, 0); /* qwen's finished run has no answer: asked again */
+    assert_int_equal(s.run[DRIFT_PROGRESS_BEGIN], 2);
+    assert_int_equal(sum->all_failed, 2);
+    for (size_t k = 0; k < 2; k++) {
+        const drift_matrix_failure *f = &sum->failed[k];
+        assert_int_equal(f->config_index, k);
+        assert_int_equal(f->unstarted, 0);
+        assert_int_equal(f->main.cause, DRIFT_FAIL_ENGINE);
+        assert_int_equal(f->main.count, 2);
+        assert_int_equal(f->main_only, 1);
+        assert_non_null(strstr(f->msg, "every request to embedded:"));
+    }
+    assert_string_equal(sum->all_failed_msg, sum->failed[0].msg);
+    drift_matrix_spec_free(spec);
+
+    /* a target that does not open could not start: listed, the next one runs */
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"suites\":[\"builtin:math\"],\"limit\":%d,\"decoding\":{\"max_tokens\":6},\"baseline\":\"tiny\","
+             "\"configs\":[{\"label\":\"gone\",\"target\":\"embedded:%s/none.gguf\",\"dims\":{\"model\":\"x\"}},"
+             "{\"label\":\"tiny\",\"target\":\"%s\",\"dims\":{\"model\":\"tiny-qwen2\"}}]}",
+             N_PROMPTS, tmpdir, target_qwen);
+    drift_status prc = drift_matrix_spec_parse(json, strlen(json), "gone.json", &spec, &err);
+    if (prc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(prc, DRIFT_OK);
+    assert_int_equal(drift_matrix_run(st, spec, &o, sum, &err), DRIFT_OK);
+    assert_int_equal(sum->configs, 2);
+    assert_int_equal(sum->all_failed, 1);
+    assert_int_equal(sum->failed[0].config_index, 0);
+    assert_int_equal(sum->failed[0].unstarted, 1);
+    assert_int_equal(sum->failed[0].main.cause, DRIFT_FAIL_NONE);
+    assert_non_null(strstr(sum->failed[0].msg, "none.gguf"));
+    assert_int_equal(stored(st, "tiny"), N_PROMPTS);
+    o.all_failed_ok = 0; /* without it, the target that does not open stops the matrix */
+    assert_int_not_equal(drift_matrix_run(st, spec, &o, sum, &err), DRIFT_OK);
+    assert_int_equal(sum->run.step, DRIFT_RUN_STEP_TARGET);
+    free(sum);
+    drift_matrix_spec_free(spec);
+    drift_store_close(st);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_then_resume),
         cmocka_unit_test(test_run_failures),
+        cmocka_unit_test(test_run_failure_kinds),
         cmocka_unit_test(test_matrix_two_configs),
+        cmocka_unit_test(test_matrix_failed_entirely),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
