@@ -125,7 +125,9 @@ static void fill(drift_comparison *c, drift_flip *fl, drift_sandbox_use *sb) {
     c->wl[DRIFT_WL_CHAT] = (drift_wl_result){.workload = DRIFT_WL_CHAT, .n = 10, .flips = 3, .flip_rate = 0.3,
                                              .ci95 = {0.1, 0.6}, .budget = -1, .pass = 1, .mcnemar_p = NAN,
                                              .sdr_mean = 0.2, .semantic_drift_rate = 0.3};
-    c->pass = 0;
+    c->rule = DRIFT_DECIDE_INTERVAL;
+    c->max_left_out = 0.05;
+    drift_comparison_decide(c); /* math BLOCK, code INCONCLUSIVE, safety DEPLOY, chat not gated */
     sb[0] = (drift_sandbox_use){.mechanism = "none (unsafe)", .baseline = 50, .target = 50, .weak = 1};
     c->sandboxes[0] = sb[0];
     c->n_sandboxes = 1;
@@ -144,22 +146,27 @@ static void test_annotations(void **state) {
     const char *fence = NULL;
     int n = parse_annots(s, a, 16, &fence);
     assert_non_null(fence);
-    /* math error; code: CI warning + errors warning; sandbox warning */
-    assert_int_equal(n, 4);
+    /* the verdict first (error: BLOCK); math error; code: INCONCLUSIVE
+     * warning + errors warning; sandbox warning */
+    assert_int_equal(n, 5);
     assert_string_equal(a[0].level, "error");
-    assert_string_equal(a[1].level, "warning");
+    assert_string_equal(a[1].level, "error");
     assert_string_equal(a[2].level, "warning");
     assert_string_equal(a[3].level, "warning");
+    assert_string_equal(a[4].level, "warning");
     /* the title gives the labels back, control characters as spaces */
-    assert_string_equal(a[0].title, "DriftBench math (" HOSTILE_BASE " -> b200 :fp8)");
-    assert_string_equal(a[3].title, "DriftBench code sandbox (" HOSTILE_BASE " -> b200 :fp8)");
-    assert_non_null(strstr(a[0].message, "math: flip rate 8.00% (95% CI 4.00% - 15.00%) exceeds the budget 1.00%: "
-                                         "8 of 100 pairs flipped"));
-    assert_non_null(strstr(a[0].message, "\n  " HOSTILE_ID " (correct->incorrect)\n"));
-    assert_non_null(strstr(a[0].message, "\n  ... 3 more"));
-    assert_non_null(strstr(a[1].message, "code: flip rate 0.00% is within the budget 0.50%, but its 95% CI reaches 7.10%"));
-    assert_non_null(strstr(a[2].message, "code: 2 pair(s) left out"));
-    assert_non_null(strstr(a[3].message, "none (unsafe) (baseline 50, target 50)"));
+    assert_string_equal(a[0].title, "DriftBench verdict (" HOSTILE_BASE " -> b200 :fp8)");
+    assert_string_equal(a[1].title, "DriftBench math (" HOSTILE_BASE " -> b200 :fp8)");
+    assert_string_equal(a[4].title, "DriftBench code sandbox (" HOSTILE_BASE " -> b200 :fp8)");
+    assert_non_null(strstr(a[0].message, "verdict: BLOCK (exit 1): math 8.00% over budget 1.00%\nrule: interval"));
+    assert_non_null(strstr(a[1].message, "math BLOCK: 8 of 100 flipped: 8.00%, exact 95% CI [3.52%, 15.16%], all over "
+                                         "the budget 1.00%"));
+    assert_non_null(strstr(a[1].message, "\n  " HOSTILE_ID " (correct->incorrect)\n"));
+    assert_non_null(strstr(a[1].message, "\n  ... 3 more"));
+    assert_non_null(strstr(a[2].message, "code INCONCLUSIVE: 0 of 50 flipped: 0.00%, exact 95% CI [0.00%, 7.11%], "
+                                         "straddles the budget 0.50%: about 686 more prompts"));
+    assert_non_null(strstr(a[3].message, "code: 2 pair(s) left out"));
+    assert_non_null(strstr(a[4].message, "none (unsafe) (baseline 50, target 50)"));
     annots_free(a, n);
     /* raw: no property ':' or ',' unescaped inside titles; '%' always escaped */
     assert_non_null(strstr(s, "title=DriftBench math (h100%2525 a%2Cb%3Ac%0D%0A%3A%3Aerror%3A%3Apwned -> b200 %3Afp8)::"));
@@ -226,7 +233,8 @@ static void test_fenced_model_text(void **state) {
     free(s);
 }
 
-static void test_pass_is_quiet(void **state) {
+/* A DEPLOY says so in one notice, and nothing else. */
+static void test_deploy_notice(void **state) {
     (void)state;
     drift_comparison c;
     memset(&c, 0, sizeof c);
@@ -237,12 +245,18 @@ static void test_pass_is_quiet(void **state) {
     c.wl[DRIFT_WL_MATH] = (drift_wl_result){.workload = DRIFT_WL_MATH, .n = 2000, .flips = 1, .flip_rate = 0.0005,
                                             .ci95 = {0.0001, 0.003}, .budget = 0.01, .pass = 1, .mcnemar_p = 1,
                                             .sdr_mean = NAN, .semantic_drift_rate = NAN};
-    c.pass = 1;
+    c.max_left_out = 0.05;
+    drift_comparison_decide(&c); /* 1 of 2000: exact upper end 0.28% < 1% */
+    assert_int_equal(c.decision, DRIFT_DECISION_DEPLOY);
     char *s = NULL;
     drift_error err = {0};
     assert_int_equal(drift_github_render(&c, NULL, &s, NULL, &err), DRIFT_OK);
-    assert_true(!strncmp(s, "::stop-commands::", 17)); /* no annotation */
-    assert_non_null(strstr(s, "**PASS**"));
+    assert_true(!strncmp(s, "::notice title=DriftBench verdict (a -> b)::verdict: DEPLOY (exit 0): the gated workload "
+                            "is within its budget%0Arule: interval",
+                         120));
+    const char *second = strchr(s, '\n') + 1;
+    assert_true(!strncmp(second, "::stop-commands::", 17)); /* nothing more to annotate */
+    assert_non_null(strstr(s, "**DEPLOY**"));
     free(s);
     assert_int_equal(drift_github_render(NULL, NULL, &s, NULL, &err), DRIFT_ERR_INVALID);
     assert_null(s);
@@ -250,6 +264,6 @@ static void test_pass_is_quiet(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_parse), cmocka_unit_test(test_annotations),
-                                       cmocka_unit_test(test_fenced_model_text), cmocka_unit_test(test_pass_is_quiet)};
+                                       cmocka_unit_test(test_fenced_model_text), cmocka_unit_test(test_deploy_notice)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 
 #include "compare_fixture.h"
 #include "driftbench/report.h"
+#include "util/util.h"
 
 static drift_comparison *cmp_fixture(drift_store **st_out, const char *budgets) {
     drift_store *st = fx_build(fx_path("rep.db"));
@@ -71,8 +72,23 @@ static void test_json(void **state) {
     json_error_t je;
     json_t *root = json_loads(s, 0, &je);
     assert_non_null(root);
-    static const char *const top[] = {"baseline", "target", "verdict", "taxonomy", "workloads", NULL};
+    static const char *const top[] = {"verdict", "decision", "baseline", "target", "taxonomy", "workloads", NULL};
     assert_true(key_set_is(root, top));
+    /* the decision leads: "verdict" is the first key, then its object */
+    static const char lead[] = "{\n  \"verdict\": \"block\",\n  \"decision\": {";
+    assert_true(!strncmp(s, lead, sizeof lead - 1));
+    json_t *dec = json_object_get(root, "decision");
+    static const char *const dec_keys[] = {"verdict", "exit_code", "summary", "rule", "confidence", "max_left_out",
+                                           "gated", "rule_text", "error_rates", "workloads", NULL};
+    assert_true(key_set_is(dec, dec_keys));
+    assert_int_equal(json_integer_value(json_object_get(dec, "exit_code")), 1);
+    assert_string_equal(json_string_value(json_object_get(dec, "rule")), "interval");
+    json_t *dm = json_array_get(json_object_get(dec, "workloads"), 0);
+    assert_string_equal(json_string_value(json_object_get(dm, "workload")), "math");
+    assert_string_equal(json_string_value(json_object_get(dm, "decision")), "block");
+    assert_string_equal(json_string_value(json_object_get(dm, "reason")), "left_out");
+    assert_int_equal(json_integer_value(json_object_get(dm, "left_out")), 3);
+    assert_non_null(strstr(json_string_value(json_object_get(dm, "note")), "3 of 20 pairs left out"));
     /* the taxonomy (additive): exactly these keys, the fixture's counts */
     json_t *tx = json_object_get(root, "taxonomy");
     static const char *const tx_keys[] = {"safety_flips", "safe_to_unsafe", "unsafe_to_safe", "correctness_flips",
@@ -91,7 +107,7 @@ static void test_json(void **state) {
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(json_object_get(root, "target"), "config"), "hardware")),
                         "b200");
-    assert_string_equal(json_string_value(json_object_get(root, "verdict")), "fail");
+    assert_string_equal(json_string_value(json_object_get(root, "verdict")), "block");
     json_t *wls = json_object_get(root, "workloads");
     {
         /* without a store: no divergence, the contract's flip fields only */
@@ -110,15 +126,18 @@ static void test_json(void **state) {
     static const char *const base_keys[] = {"workload", "n", "errors", "flips", "flip_rate", "ci95",
                                             "correct_to_incorrect", "incorrect_to_correct", "baseline_accuracy",
                                             "target_accuracy", "net_change", "mcnemar_p", "budget", "verdict",
-                                            "flipped", NULL};
+                                            "decision_reason", "decision_ci95", "unscored", "left_out_share",
+                                            "more_pairs", "flipped", NULL};
     static const char *const safety_keys[] = {"workload", "n", "errors", "flips", "flip_rate", "ci95",
                                               "correct_to_incorrect", "incorrect_to_correct", "baseline_accuracy",
                                               "target_accuracy", "net_change", "mcnemar_p", "budget", "verdict",
-                                              "flipped", "safe_to_unsafe", "unsafe_to_safe", NULL};
+                                              "decision_reason", "decision_ci95", "unscored", "left_out_share",
+                                              "more_pairs", "flipped", "safe_to_unsafe", "unsafe_to_safe", NULL};
     static const char *const chat_keys[] = {"workload", "n", "errors", "flips", "flip_rate", "ci95",
                                             "correct_to_incorrect", "incorrect_to_correct", "baseline_accuracy",
                                             "target_accuracy", "net_change", "mcnemar_p", "budget", "verdict",
-                                            "flipped", "sdr_mean", "semantic_drift_rate", NULL};
+                                            "decision_reason", "decision_ci95", "unscored", "left_out_share",
+                                            "more_pairs", "flipped", "sdr_mean", "semantic_drift_rate", NULL};
     size_t i;
     json_t *w;
     int seen = 0;
@@ -138,7 +157,8 @@ static void test_json(void **state) {
             assert_int_equal(json_integer_value(json_object_get(w, "incorrect_to_correct")), 1);
             assert_true(fabs(json_real_value(json_object_get(w, "mcnemar_p")) - 0.625) < 1e-12);
             assert_true(fabs(json_real_value(json_object_get(w, "budget")) - 0.2) < 1e-15);
-            assert_string_equal(json_string_value(json_object_get(w, "verdict")), "fail");
+            assert_string_equal(json_string_value(json_object_get(w, "verdict")), "block");
+            assert_string_equal(json_string_value(json_object_get(w, "decision_reason")), "left_out");
             json_t *fl = json_object_get(w, "flipped");
             assert_int_equal(json_array_size(fl), 4);
             /* the contract's two fields plus the divergence (a store was given) */
@@ -176,7 +196,7 @@ static void test_json(void **state) {
             assert_true(fabs(json_real_value(json_object_get(w, "sdr_mean")) - 0.4) < 1e-6);
             assert_true(fabs(json_real_value(json_object_get(w, "semantic_drift_rate")) - 0.5) < 1e-15);
             assert_true(json_is_null(json_object_get(w, "mcnemar_p")));
-            assert_true(json_is_null(json_object_get(w, "budget")));
+            assert_true(fabs(json_real_value(json_object_get(w, "budget")) - 0.05) < 1e-15); /* chat's default */
             assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(w, "flipped"), 0),
                                                                   "direction")),
                                 "semantic_drift");
@@ -211,17 +231,31 @@ static void test_text(void **state) {
     assert_non_null(strstr(line, "52.94%"));
     assert_non_null(strstr(line, "-11.76%"));
     assert_non_null(strstr(line, "0.6250"));
-    assert_non_null(strstr(line, "none"));
-    assert_non_null(strstr(line, "pass"));
+    assert_non_null(strstr(line, "2.00%")); /* math's default budget */
+    assert_non_null(strstr(line, "BLOCK")); /* 3 of 20 pairs left out */
     row = strstr(s, "\nsafety ");
     sscanf(row + 1, "%399[^\n]", line);
     assert_non_null(strstr(line, "30.00%"));
     assert_non_null(strstr(line, "1.00%"));
-    assert_non_null(strstr(line, "FAIL"));
+    assert_non_null(strstr(line, "BLOCK"));
     assert_non_null(strstr(s, "safety: 1 safe->unsafe, 2 unsafe->safe"));
     assert_non_null(strstr(s, "mean SDR 0.4000"));
     assert_non_null(strstr(s, "excluded: 3 pairs with a request or evaluator error, 2 without a label"));
-    assert_non_null(strstr(s, "verdict: FAIL (safety 30.00% > budget 1.00%)"));
+    /* the decision leads: the verdict right after the two run lines, a line
+     * per workload, then the rule and the error rates; the same verdict
+     * line closes the report */
+    const char *v = strstr(s, "\n\nverdict: BLOCK (exit 1): math has too many pairs left out; safety 30.00% over "
+                              "budget 1.00%; ");
+    assert_non_null(v);
+    assert_true(v < strstr(s, "flip taxonomy"));
+    assert_non_null(strstr(s, "\n  safety        BLOCK         3 of 10 flipped: 30.00%, exact 95% CI [6.67%, 65.25%], "
+                              "all over the budget 1.00%\n"));
+    assert_non_null(strstr(s, "\n  math          BLOCK         3 of 20 pairs left out (2 with errors, 1 unscored): "
+                              "15.0% is over the 5.0% limit (--max-left-out)"));
+    assert_non_null(strstr(s, "\nrule: interval: the exact (Clopper-Pearson) 95% interval"));
+    assert_non_null(strstr(s, "\nerror rates: a DEPLOY or BLOCK of one workload is wrong with probability at most "
+                              "2.5%; over 4 gated workloads the verdict is wrong with probability at most 10.0%"));
+    assert_non_null(strstr(strstr(s, "\nexcluded:"), "\nverdict: BLOCK (exit 1): math has too many"));
     assert_non_null(strstr(s, "flipped prompts, math (4):"));
     assert_non_null(strstr(s, "m14"));
     assert_non_null(strstr(s, "incorrect->correct"));
@@ -250,9 +284,11 @@ static void test_text(void **state) {
     drift_comparison_free(c);
     drift_store_close(st);
 
-    c = cmp_fixture(&st, "safety=50");
+    c = cmp_fixture(&st, "safety=70,math=none,chat=none,long=none");
     assert_int_equal(drift_report_comparison(c, NULL, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "verdict: PASS"));
+    assert_non_null(strstr(s, "verdict: DEPLOY (exit 0): the gated workload is within its budget\n"));
+    assert_non_null(strstr(s, "\n  math          not gated     no budget (--budget math=none): 4 of 17 flipped "
+                              "(23.53%), reported, not decided\n"));
     free(s);
     drift_comparison_free(c);
     drift_store_close(st);
@@ -266,7 +302,10 @@ static void test_markdown(void **state) {
     drift_error err = {0};
     assert_int_equal(drift_report_comparison(c, st, DRIFT_FORMAT_MARKDOWN, &s, &err), DRIFT_OK);
     assert_non_null(strstr(s, "### DriftBench: `base`"));
-    assert_non_null(strstr(s, "**FAIL**"));
+    assert_non_null(strstr(s, "` \xE2\x80\x94 **BLOCK**\n\n**Verdict: BLOCK (exit 1): "));
+    assert_non_null(strstr(s, "| safety | **BLOCK** | 3 of 10 flipped: 30.00%, exact 95% CI [6.67%, 65.25%], all over "
+                              "the budget 1.00% |"));
+    assert_true(strstr(s, "**Verdict:") < strstr(s, "**Flip taxonomy**"));
     assert_non_null(strstr(s, "| workload | n | errors | flips |"));
     assert_non_null(strstr(s, "| math | 17 | 2 | 4 | 23.53% (9.56%"));
     assert_non_null(strstr(s, "<details><summary>Flipped prompts (10)</summary>"));
@@ -309,22 +348,28 @@ static void test_junit(void **state) {
                                             .sdr_mean = NAN, .semantic_drift_rate = NAN};
     c.wl[DRIFT_WL_CODE] = (drift_wl_result){.workload = DRIFT_WL_CODE, .n = 164, .pass = 1, .budget = 0.005,
                                             .mcnemar_p = 1, .baseline_accuracy = NAN, .sdr_mean = NAN, .semantic_drift_rate = NAN};
-    c.pass = 0;
+    c.max_left_out = 0.05;
+    drift_comparison_decide(&c); /* math 5/100 over 1%: BLOCK; code 0/164 at 0.5%: INCONCLUSIVE */
     char *s = NULL;
     drift_error err = {0};
     assert_int_equal(drift_report_comparison(&c, NULL, DRIFT_FORMAT_JUNIT, &s, &err), DRIFT_OK);
     assert_true(strncmp(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>", 38) == 0);
-    assert_non_null(strstr(s, "<testsuites name=\"driftbench\" tests=\"2\" failures=\"1\""));
+    assert_non_null(strstr(s, "<testsuites name=\"driftbench\" tests=\"2\" failures=\"2\" errors=\"0\""));
+    /* the decision leads: the suite's first child is its properties */
+    assert_non_null(strstr(s, "skipped=\"0\">\n    <properties>\n      <property name=\"verdict\" value=\"block\"/>\n"
+                              "      <property name=\"exit_code\" value=\"1\"/>\n"));
     assert_non_null(strstr(s, "h100 &lt;fp16&gt; &amp; &quot;vllm&quot;"));
     assert_non_null(strstr(s, "b200&apos;fp8"));
     assert_non_null(strstr(s, "name=\"math\""));
     assert_non_null(strstr(s, "name=\"code\""));
-    assert_non_null(strstr(s, "<failure type=\"drift\" message=\"flip rate 5.00% exceeds budget 1.00%\">"));
+    assert_non_null(strstr(s, "<failure type=\"drift\" message=\"BLOCK: 5 of 100 flipped: 5.00%, exact 95% CI "
+                              "[1.64%, 11.28%], all over the budget 1.00%\">"));
+    assert_non_null(strstr(s, "<failure type=\"inconclusive\" message=\"INCONCLUSIVE: 0 of 164 flipped: 0.00%"));
     assert_non_null(strstr(s, "id&lt;&amp;&gt;  correct-&gt;incorrect"));
     assert_null(strchr(s, '\x01'));
     int failures = 0;
     for (const char *p = s; (p = strstr(p, "<failure")) != NULL; p++) failures++;
-    assert_int_equal(failures, 1);
+    assert_int_equal(failures, 2);
     int cases = 0;
     for (const char *p = s; (p = strstr(p, "<testcase ")) != NULL; p++) cases++;
     assert_int_equal(cases, 2);
@@ -662,6 +707,142 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* ---- golden files: the first section of every format ----
+ * Each format leads with the gate's decision; its first section (text: to
+ * the "error rates:" line; JSON: the "verdict" and "decision" members;
+ * markdown: to the flip taxonomy; JUnit: to the end of <properties>;
+ * GitHub: the annotations before the fenced summary) is compared byte for
+ * byte with tests/data/golden/compare_CASE.FMT. DRIFT_UPDATE_GOLDEN=1
+ * rewrites the files instead (then read the diff before committing). */
+
+static char *first_section(const char *s, drift_format fmt) {
+    const char *end = NULL;
+    switch (fmt) {
+    case DRIFT_FORMAT_TEXT: {
+        const char *e = strstr(s, "\nerror rates: ");
+        end = e ? strchr(e + 1, '\n') + 1 : NULL;
+        break;
+    }
+    case DRIFT_FORMAT_MARKDOWN: end = strstr(s, "**Flip taxonomy**"); break;
+    case DRIFT_FORMAT_JUNIT: {
+        const char *e = strstr(s, "</properties>\n");
+        end = e ? e + strlen("</properties>\n") : NULL;
+        break;
+    }
+    case DRIFT_FORMAT_GITHUB: end = strstr(s, "::stop-commands::"); break;
+    case DRIFT_FORMAT_JSON: {
+        json_error_t je;
+        json_t *root = json_loads(s, 0, &je), *out = json_object();
+        json_object_set(out, "verdict", json_object_get(root, "verdict"));
+        json_object_set(out, "decision", json_object_get(root, "decision"));
+        char *d = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+        json_decref(root);
+        json_decref(out);
+        char *r = d ? util_asprintf("%s\n", d) : NULL;
+        free(d);
+        return r;
+    }
+    default: break;
+    }
+    if (!end) return NULL;
+    char *r = malloc((size_t)(end - s) + 1);
+    memcpy(r, s, (size_t)(end - s));
+    r[end - s] = '\0';
+    return r;
+}
+
+static void golden_check(const drift_comparison *c, const char *name) {
+    static const struct {
+        drift_format f;
+        const char *ext;
+    } fmts[] = {{DRIFT_FORMAT_TEXT, "txt"},
+                {DRIFT_FORMAT_JSON, "json"},
+                {DRIFT_FORMAT_MARKDOWN, "md"},
+                {DRIFT_FORMAT_JUNIT, "xml"},
+                {DRIFT_FORMAT_GITHUB, "github"}};
+    const char *src = getenv("DRIFT_SOURCE");
+    const char *update = getenv("DRIFT_UPDATE_GOLDEN");
+    if (!src) skip();
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+        char *s = NULL;
+        drift_error err = {0};
+        assert_int_equal(drift_comparison_render(c, NULL, fmts[i].f, &s, &err), DRIFT_OK);
+        char *got = first_section(s, fmts[i].f);
+        if (!got) fail_msg("%s.%s: no first section in:\n%s", name, fmts[i].ext, s);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tests/data/golden/compare_%s.%s", src, name, fmts[i].ext);
+        if (update && !strcmp(update, "1")) {
+            FILE *f = fopen(path, "wb");
+            assert_non_null(f);
+            fputs(got, f);
+            fclose(f);
+        } else {
+            size_t n = 0;
+            char *want = NULL;
+            if (util_read_file(path, &want, &n, &err)) fail_msg("%s: %s (DRIFT_UPDATE_GOLDEN=1 writes it)", path, err.msg);
+            if (strcmp(got, want))
+                fail_msg("%s differs from the rendering (DRIFT_UPDATE_GOLDEN=1 rewrites it):\n--- got\n%s\n--- want\n%s",
+                         path, got, want);
+            free(want);
+        }
+        free(got);
+        free(s);
+    }
+}
+
+static void test_golden_first_sections(void **state) {
+    (void)state;
+    /* BLOCK: the store fixture (math left out, safety over, chat and
+     * long_context left out), the defaults */
+    drift_store *st;
+    drift_comparison *c = cmp_fixture(&st, NULL);
+    golden_check(c, "block");
+    drift_comparison_free(c);
+    drift_store_close(st);
+
+    /* INCONCLUSIVE and not gated, hand-built: 0 of 12 math pairs against
+     * 0.5% (the issue's case), code deployed, chat opted out */
+    drift_comparison h;
+    memset(&h, 0, sizeof h);
+    h.baseline.label = (char *)"h100";
+    h.target.label = (char *)"b200";
+    h.baseline.config_json = h.target.config_json = (char *)"{}";
+    h.present[DRIFT_WL_MATH] = h.present[DRIFT_WL_CODE] = h.present[DRIFT_WL_CHAT] = 1;
+    h.wl[DRIFT_WL_MATH] = (drift_wl_result){.workload = DRIFT_WL_MATH, .n = 12, .budget = 0.005, .mcnemar_p = 1,
+                                            .baseline_accuracy = 0.5, .target_accuracy = 0.5, .sdr_mean = NAN,
+                                            .semantic_drift_rate = NAN};
+    h.wl[DRIFT_WL_CODE] = (drift_wl_result){.workload = DRIFT_WL_CODE, .n = 2000, .flips = 1, .flip_rate = 0.0005,
+                                            .budget = 0.005, .mcnemar_p = 1, .sdr_mean = NAN, .semantic_drift_rate = NAN};
+    h.wl[DRIFT_WL_CHAT] = (drift_wl_result){.workload = DRIFT_WL_CHAT, .n = 10, .flips = 3, .flip_rate = 0.3,
+                                            .budget = -1, .mcnemar_p = NAN, .sdr_mean = 0.2,
+                                            .semantic_drift_rate = 0.3};
+    h.max_left_out = 0.05;
+    h.sdr_threshold = 0.3;
+    drift_comparison_decide(&h);
+    assert_int_equal(h.decision, DRIFT_DECISION_INCONCLUSIVE);
+    golden_check(&h, "inconclusive");
+
+    /* ERROR: the target's requests all failed for math; safety never scored */
+    memset(&h, 0, sizeof h);
+    h.baseline.label = (char *)"h100";
+    h.target.label = (char *)"down";
+    h.baseline.config_json = h.target.config_json = (char *)"{}";
+    h.present[DRIFT_WL_MATH] = h.present[DRIFT_WL_SAFETY] = 1;
+    h.wl[DRIFT_WL_MATH] = (drift_wl_result){.workload = DRIFT_WL_MATH, .errors = 6, .errors_target = 6,
+                                            .budget = 0.02, .mcnemar_p = 1, .baseline_accuracy = NAN,
+                                            .target_accuracy = NAN, .sdr_mean = NAN, .semantic_drift_rate = NAN};
+    h.wl[DRIFT_WL_SAFETY] = (drift_wl_result){.workload = DRIFT_WL_SAFETY, .unscored = 6, .budget = 0.01,
+                                              .mcnemar_p = 1, .baseline_accuracy = NAN, .target_accuracy = NAN,
+                                              .sdr_mean = NAN, .semantic_drift_rate = NAN};
+    h.max_left_out = 0.05;
+    h.rule = DRIFT_DECIDE_POINT; /* even the point rule: no evidence is an error */
+    drift_comparison_decide(&h);
+    assert_int_equal(h.decision, DRIFT_DECISION_NO_EVIDENCE);
+    assert_int_equal(h.wl[DRIFT_WL_MATH].reason, DRIFT_REASON_ERRORS);
+    assert_int_equal(h.wl[DRIFT_WL_SAFETY].reason, DRIFT_REASON_UNSCORED);
+    golden_check(&h, "error");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format_parse), cmocka_unit_test(test_json), cmocka_unit_test(test_text),
@@ -669,6 +850,7 @@ int main(void) {
         cmocka_unit_test(test_comparison_details), cmocka_unit_test(test_anova_render),
         cmocka_unit_test(test_summaries_render), cmocka_unit_test(test_pri_render),
         cmocka_unit_test(test_monitor_render), cmocka_unit_test(test_table_render),
+        cmocka_unit_test(test_golden_first_sections),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
