@@ -232,7 +232,6 @@ static void finish_wl(drift_wl_result *w, long pass_b, long pass_t, double sdr_s
     w->budget = opts->budget[w->workload];
 }
 
-
 /* Labels of one prompt's replicates in a scored set starting at rows[*i]
  * (sorted by prompt_rowid, replicate): counts of PASS and FAIL; advances *i. */
 static void replicate_labels(const drift_scored_set *s, size_t *i, int64_t prompt, long *pass, long *fail) {
