@@ -104,7 +104,7 @@ drift_status drift_matrix_report_load(drift_store *st, const drift_html_opts *o,
     }
     matrix_table_run *runs = NULL;
     size_t n_runs = 0;
-    drift_status rc = matrix_flip_table_runs(st, r->baseline, &r->table, &runs, &n_runs, err);
+    drift_status rc = matrix_flip_table_runs(st, r->baseline, NULL, &r->table, &runs, &n_runs, err);
     if (!rc && n_runs && !(r->experiments = calloc(n_runs, sizeof *r->experiments)))
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     if (rc) {
