@@ -1,6 +1,12 @@
 /* cmd_report.c - `driftbench report --db F --html report.html`: the
- * self-contained HTML report of every run against its baseline, computed
- * from the store (drift_matrix_report_load) and then rendered (html.c).
+ * self-contained HTML report of a store, computed from it
+ * (drift_matrix_report_load) and then rendered (html.c). A store holding
+ * one configuration besides its baseline (or --target L) gives the
+ * comparison page, which leads with the gate's decision under compare's
+ * gate options (--budget, --decide, --max-left-out, parsed by compare's
+ * own parser); any other store, or --matrix, the matrix page, whose rows
+ * carry each configuration's decision. The exit code says whether the page
+ * was written (0) or not (2), not the decision: stderr says that.
  * --kl N adds the token KL of every embedded configuration against its
  * baseline on N sampled prompts per workload (drift_html_kl_load), drawn
  * beside its flip rate. */
@@ -10,42 +16,76 @@
 
 #include "cli.h"
 #include "driftbench/report_html.h"
+#include "pipeline.h"
+
+static const char report_usage[] =
+    "usage: driftbench report --db STORE --html OUT.html [--baseline LABEL] [--target LABEL]\n"
+    "       [--matrix] [--budget W=PCT,...] [--decide RULE] [--max-left-out PCT] [--title T]\n"
+    "       [--max-flipped N] [--no-analysis] [--kl N [--kl-seed S] [--models DIR]]\n"
+    "Writes one self-contained HTML page (inline CSS and SVG, no scripts). LABEL defaults to\n"
+    "'baseline' and may hold {model}.\n"
+    "A store with one configuration besides its baseline, or --target LABEL, gives the page of\n"
+    "that comparison: the gate's verdict first (as driftbench compare decides it, with the\n"
+    "budgets, the rule and its error rates), what was compared (targets, configuration,\n"
+    "suites, decoding, versions), each workload's interval against its budget, then the flips.\n"
+    "Otherwise (or with --matrix) the matrix page: flip-rate heatmap on a fixed colour scale\n"
+    "with each cell's decision, direction of flips, taxonomy with each configuration's\n"
+    "decision, ANOVA and PRI (when there are enough rows). Both end with the flipped prompts\n"
+    "side by side, with a word diff of the two answers.\n"
+    "Gate options, as compare's:\n";
+static const char report_usage2[] =
+    "--kl N: token KL per configuration, teacher-forced on N prompts per workload (a sample\n"
+    "drawn from --kl-seed, default 1) for every embedded configuration against its baseline,\n"
+    "drawn against its flip rate (log-scale KL) with Spearman's rho. HTTP runs are listed as\n"
+    "not drawn. --models DIR finds a run's model file by name when its recorded path is gone.\n"
+    "exit: 0 the page was written (whatever the decision: stderr says it), 2 error\n";
 
 static int cmd_report(int argc, char **argv) {
     const char *db = NULL, *html = NULL, *baseline = "baseline", *title = NULL, *maxf = NULL, *kln = NULL,
-               *klseed = NULL, *models = NULL;
-    int analysis = 1;
+               *klseed = NULL, *models = NULL, *target = NULL;
+    int analysis = 1, matrix = 0;
+    cli_compare_args gate;
+    cli_compare_args_default(&gate);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("usage: driftbench report --db STORE --html OUT.html [--baseline LABEL] [--title T]\n"
-                   "       [--max-flipped N] [--no-analysis] [--kl N [--kl-seed S] [--models DIR]]\n"
-                   "Writes one self-contained HTML page (inline CSS and SVG, no scripts): flip-rate heatmap\n"
-                   "with CIs, direction of flips, taxonomy, ANOVA and PRI (when there are enough rows), and\n"
-                   "the flipped prompts side by side. LABEL defaults to 'baseline' and may hold {model}.\n"
-                   "--kl N: token KL per configuration, teacher-forced on N prompts per workload (a sample\n"
-                   "drawn from --kl-seed, default 1) for every embedded configuration against its baseline,\n"
-                   "drawn against its flip rate (log-scale KL) with Spearman's rho. HTTP runs are listed as\n"
-                   "not drawn. --models DIR finds a run's model file by name when its recorded path is gone.\n");
+            fputs(report_usage, stdout);
+            fputs(cli_gate_usage, stdout);
+            fputs(report_usage2, stdout);
             return 0;
         }
         if (!strcmp(a, "--no-analysis")) {
             analysis = 0;
             continue;
         }
+        if (!strcmp(a, "--matrix")) {
+            matrix = 1;
+            continue;
+        }
+        int gate_opt = !strcmp(a, "--budget") ? OPT_BUDGET : !strcmp(a, "--decide") ? OPT_DECIDE
+                     : !strcmp(a, "--max-left-out") ? OPT_MAX_LEFT_OUT : 0;
+        if (gate_opt) {
+            if (++i >= argc) return cli_error("report", "%s needs a value", a);
+            if (cli_parse_compare_option("report", gate_opt, argv[i], &gate) < 0) return CLI_EXIT_ERROR;
+            continue;
+        }
         const char **dst = !strcmp(a, "--db") ? &db : !strcmp(a, "--html") ? &html : !strcmp(a, "--baseline") ? &baseline
                          : !strcmp(a, "--title") ? &title : !strcmp(a, "--max-flipped") ? &maxf
                          : !strcmp(a, "--kl") ? &kln : !strcmp(a, "--kl-seed") ? &klseed
-                         : !strcmp(a, "--models") ? &models : NULL;
+                         : !strcmp(a, "--models") ? &models : !strcmp(a, "--target") ? &target : NULL;
         if (!dst) return cli_error("report", "unknown option '%s' (see --help)", a);
         if (++i >= argc) return cli_error("report", "%s needs a value", a);
         *dst = argv[i];
     }
     if (!db || !html) return cli_error("report", "--db and --html are required (see --help)");
+    if (matrix && target) return cli_error("report", "--matrix and --target do not go together");
     drift_html_opts o;
     drift_html_opts_default(&o);
     o.baseline = baseline;
     o.analysis = analysis;
+    o.target = target;
+    o.comparison = !matrix;
+    o.gate = &gate.opts;
     if (title) o.title = title;
     if (maxf) {
         long v;
@@ -75,12 +115,23 @@ static int cmd_report(int argc, char **argv) {
     }
     char *page = NULL;
     rc = drift_html_render(r, &o, &page, &err);
-    drift_matrix_report_free(r);
     drift_html_kl_clear(&kl);
-    if (rc) return cli_error_lib("report", &err);
+    if (rc) {
+        drift_matrix_report_free(r);
+        return cli_error_lib("report", &err);
+    }
     int ret = cli_write_output("report", html, page) ? CLI_EXIT_ERROR : 0;
     free(page);
-    if (!ret && !cli_quiet) fprintf(stderr, "report: %s\n", html);
+    if (!ret && !cli_quiet) {
+        if (r->comparison) {
+            const drift_comparison *c = r->experiments[0].cmp;
+            fprintf(stderr, "report: %s (%s -> %s: %s, compare's exit code %d)\n", html, r->experiments[0].baseline,
+                    r->experiments[0].label, drift_decision_name(c->decision), drift_decision_exit_code(c->decision));
+        } else {
+            fprintf(stderr, "report: %s (%zu configurations)\n", html, r->n_experiments);
+        }
+    }
+    drift_matrix_report_free(r);
     return ret;
 }
 CLI_COMMAND(report, "report", "self-contained HTML report of a store", cmd_report)

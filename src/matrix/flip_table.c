@@ -88,12 +88,12 @@ static drift_status keep_run(matrix_table_run **kept, size_t *n_kept, const char
 }
 
 drift_status drift_matrix_flip_table(drift_store *st, const char *baseline, drift_table **out, drift_error *err) {
-    return matrix_flip_table_runs(st, baseline, out, NULL, NULL, err);
+    return matrix_flip_table_runs(st, baseline, NULL, out, NULL, NULL, err);
 }
 
 /* See matrix_internal.h. */
-drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, drift_table **out, matrix_table_run **kept,
-                                    size_t *n_kept, drift_error *err) {
+drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, const drift_compare_opts *gate,
+                                    drift_table **out, matrix_table_run **kept, size_t *n_kept, drift_error *err) {
     if (!st || !baseline || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "flip table: missing arguments");
     *out = NULL;
     if (kept) {
@@ -157,6 +157,11 @@ drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, drift
 
     drift_compare_opts co;
     drift_compare_opts_default(&co);
+    if (gate) { /* the gate only: the rows stay the same */
+        memcpy(co.budget, gate->budget, sizeof co.budget);
+        co.rule = gate->rule;
+        co.max_left_out = gate->max_left_out;
+    }
     for (size_t i = 0; i < n_runs; i++) {
         int is_base = 0;
         for (size_t j = 0; j < n_runs && !is_base; j++) is_base = !strcmp(base_of[j], runs[i].label);

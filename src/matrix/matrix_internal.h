@@ -21,9 +21,11 @@ typedef struct matrix_table_run {
 
 /* drift_matrix_flip_table, and when kept is not NULL the runs with rows in
  * the table's order (*kept malloc'd, free with matrix_table_runs_free; left
- * NULL and 0 on error). */
-drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, drift_table **out, matrix_table_run **kept,
-                                    size_t *n_kept, drift_error *err);
+ * NULL and 0 on error). gate (NULL = drift_compare_opts_default) gives the
+ * comparisons' budgets, rule and max_left_out, nothing else: the table's
+ * rows do not depend on it, only the kept comparisons' decisions do. */
+drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, const drift_compare_opts *gate,
+                                    drift_table **out, matrix_table_run **kept, size_t *n_kept, drift_error *err);
 void matrix_table_runs_free(matrix_table_run *r, size_t n);
 
 #endif

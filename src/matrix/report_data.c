@@ -1,11 +1,24 @@
-/* report_data.c - everything the matrix report shows, computed from a
- * store (report_html.h): the flip table with the comparison behind each
- * configuration's rows (matrix_flip_table_runs, so each run is compared
- * once), the table's analyses (ANOVA type II, the PRI's held-out
- * evaluation), and both answers of the flipped prompts shown. html.c then
- * renders it without touching the store; drift_report_html does both. */
+/* report_data.c - everything the report shows, computed from a store
+ * (report_html.h). Which page first: the comparison page when o->target
+ * names a run, or when o->comparison asks for it and the store holds one
+ * run that is no baseline (pick_comparison); else the matrix page.
+ *   comparison: that run against its baseline (drift_compare_runs under
+ *               the gate's options; a run without a counted pair is kept:
+ *               its decision is the error the page leads with) and both
+ *               answers of its flipped prompts shown; no flip table, no
+ *               analyses.
+ *   matrix:     the flip table with the comparison behind each
+ *               configuration's rows (matrix_flip_table_runs under the
+ *               gate's options, so each run is compared once), the table's
+ *               analyses (ANOVA type II, the PRI's held-out evaluation),
+ *               and both answers of the flipped prompts shown.
+ * html.c then renders it without touching the store; drift_report_html
+ * does both. */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "driftbench/matrix.h"
 
 #include "driftbench/report_html.h"
 #include "matrix/matrix_internal.h"
@@ -85,6 +98,130 @@ static drift_status load_experiment_answers(drift_store *st, drift_report_experi
     return DRIFT_OK;
 }
 
+/* The baseline of run under pattern: "{dim}" placeholders filled from its
+ * configuration's string values (drift_matrix_baseline_for). NULL on nomem. */
+static char *baseline_of(const char *pattern, const drift_run_info *run) {
+    json_error_t je;
+    json_t *cfg = json_loads(run->config_json ? run->config_json : "{}", 0, &je);
+    char *names[64], *values[64];
+    drift_matrix_config c;
+    memset(&c, 0, sizeof c);
+    c.dim_names = names;
+    c.dim_values = values;
+    const char *k;
+    json_t *v;
+    if (json_is_object(cfg)) json_object_foreach(cfg, k, v) {
+            if (c.n_dims == 64) break;
+            if (!json_is_string(v)) continue;
+            names[c.n_dims] = (char *)k;
+            values[c.n_dims++] = (char *)json_string_value(v);
+        }
+    char *base = drift_matrix_baseline_for(pattern, &c);
+    json_decref(cfg);
+    return base;
+}
+
+/* The run the comparison page shows and its baseline (*target and *base
+ * malloc'd), or both NULL for the matrix page: o->target (an error when it
+ * is not a run, or is its own baseline, or its baseline is not a run);
+ * else, when o->comparison, the one run of the store that is no run's
+ * baseline, when there is exactly one and its baseline exists. */
+static drift_status pick_comparison(drift_store *st, const drift_html_opts *o, const char *pattern, char **target,
+                                    char **base, drift_error *err) {
+    *target = *base = NULL;
+    drift_status rc = DRIFT_OK;
+    if (o->target) {
+        drift_run_info t, b;
+        memset(&t, 0, sizeof t);
+        memset(&b, 0, sizeof b);
+        if ((rc = drift_store_run_get(st, o->target, &t, err))) return rc;
+        char *bl = baseline_of(pattern, &t);
+        if (!bl) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        else if (!strcmp(bl, o->target))
+            rc = drift_error_set(err, DRIFT_ERR_INVALID, "report: the target '%s' is the baseline (--baseline %s)",
+                                 o->target, pattern);
+        else if ((rc = drift_store_run_get(st, bl, &b, err)) == DRIFT_ERR_NOT_FOUND)
+            rc = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "report: the baseline '%s' of '%s' is not a run of the store",
+                                 bl, o->target);
+        drift_run_info_clear(&t);
+        drift_run_info_clear(&b);
+        if (!rc && !(*target = util_strdup(o->target))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        if (rc) free(bl);
+        else *base = bl;
+        return rc;
+    }
+    if (!o->comparison) return DRIFT_OK;
+    drift_run_info *runs = NULL;
+    size_t n = 0;
+    if ((rc = drift_store_run_list(st, &runs, &n, err))) return rc;
+    char **bases = calloc(n ? n : 1, sizeof *bases);
+    if (!bases) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n && !rc; i++)
+        if (!(bases[i] = baseline_of(pattern, &runs[i]))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    size_t others = 0, pick = n;
+    for (size_t i = 0; i < n && !rc; i++) {
+        int is_base = 0, base_exists = 0;
+        for (size_t j = 0; j < n; j++) {
+            is_base |= !strcmp(bases[j], runs[i].label);
+            base_exists |= !strcmp(bases[i], runs[j].label);
+        }
+        if (is_base) continue;
+        others++;
+        if (base_exists) pick = i;
+    }
+    if (!rc && others == 1 && pick < n) {
+        *target = util_strdup(runs[pick].label);
+        *base = util_strdup(bases[pick]);
+        if (!*target || !*base) {
+            free(*target);
+            free(*base);
+            *target = *base = NULL;
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+    }
+    for (size_t i = 0; bases && i < n; i++) free(bases[i]);
+    free(bases);
+    drift_run_info_array_free(runs, n);
+    return rc;
+}
+
+/* The gate's options of o (budgets, rule, max left out) over the defaults. */
+static void gate_opts(const drift_html_opts *o, drift_compare_opts *co) {
+    drift_compare_opts_default(co);
+    if (!o->gate) return;
+    memcpy(co->budget, o->gate->budget, sizeof co->budget);
+    co->rule = o->gate->rule;
+    co->max_left_out = o->gate->max_left_out;
+}
+
+/* r as the comparison page of target against base. */
+static drift_status load_comparison(drift_store *st, const drift_html_opts *o, drift_matrix_report *r, char *target,
+                                    char *base, drift_error *err) {
+    r->comparison = 1;
+    drift_report_experiment *e = r->experiments = calloc(1, sizeof *r->experiments);
+    if (!e) {
+        free(target);
+        free(base);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    r->n_experiments = 1;
+    e->label = target;
+    e->baseline = base;
+    drift_compare_opts co;
+    gate_opts(o, &co);
+    drift_status rc = drift_compare_runs(st, base, target, &co, &e->cmp, err);
+    if (rc) return rc;
+    json_error_t je;
+    json_t *cfg = json_loads(e->cmp->target.config_json ? e->cmp->target.config_json : "{}", 0, &je);
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT && !rc; d++) {
+        json_t *v = json_object_get(cfg, drift_dim_names[d]);
+        if (json_is_string(v) && !(e->levels[d] = util_strdup(json_string_value(v))))
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    json_decref(cfg);
+    return rc ? rc : load_experiment_answers(st, e, r->max_flipped, err);
+}
+
 /* See report_html.h. */
 drift_status drift_matrix_report_load(drift_store *st, const drift_html_opts *o, drift_matrix_report **out,
                                       drift_error *err) {
@@ -102,9 +239,23 @@ drift_status drift_matrix_report_load(drift_store *st, const drift_html_opts *o,
         drift_matrix_report_free(r);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
+    char *target = NULL, *base = NULL;
+    drift_status rc = pick_comparison(st, o, r->baseline, &target, &base, err);
+    if (!rc && target) rc = load_comparison(st, o, r, target, base, err);
+    if (rc || target) {
+        if (rc) {
+            drift_matrix_report_free(r);
+            return rc;
+        }
+        util_utc_iso(r->generated);
+        *out = r;
+        return DRIFT_OK;
+    }
+    drift_compare_opts co;
+    gate_opts(o, &co);
     matrix_table_run *runs = NULL;
     size_t n_runs = 0;
-    drift_status rc = matrix_flip_table_runs(st, r->baseline, &r->table, &runs, &n_runs, err);
+    rc = matrix_flip_table_runs(st, r->baseline, &co, &r->table, &runs, &n_runs, err);
     if (!rc && n_runs && !(r->experiments = calloc(n_runs, sizeof *r->experiments)))
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     if (rc) {

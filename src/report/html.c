@@ -1,19 +1,35 @@
-/* html.c - the matrix report as one self-contained HTML page, pure.
+/* html.c - the report as one self-contained HTML page, pure.
  *
  * Data: a drift_matrix_report computed beforehand (src/matrix/report_data.c):
  * the flip table, each configuration's comparison against its baseline
- * (directions, taxonomy, flipped prompts), the analyses and the answers of
- * the flipped prompts shown; nothing here reads the store or runs an
- * analysis. The page is built in one util_buf; every string from the store
- * goes through html_text (escape + UTF-8 repair), every number through
- * printf. Charts are inline SVG with <title> tooltips; no script runs, so
- * the page renders the same in a browser, a mail client or headless
- * Chromium.
+ * (decision, directions, taxonomy, flipped prompts), the analyses and the
+ * answers of the flipped prompts shown; nothing here reads the store or
+ * runs an analysis. The page is built in util_bufs; every string from the
+ * store goes through html_span / html_text (escape + UTF-8 repair), every
+ * number through printf. Charts are inline SVG with <title> tooltips; no
+ * script runs, so the page renders the same in a browser, a mail client or
+ * headless Chromium. Every section opens with html_h2, which records it in
+ * the table of contents (nav.toc) the page shows when it has three
+ * sections or more.
  *
- *   the caller's summary fragment (o->summary_html: the lab's findings,
- *   first) -> summary -> heatmap (config x workload, rate + CI) -> direction bars
- *   -> taxonomy -> code sandbox (which isolation judged the code answers of
- *   each run, when any were judged; weaker than bubblewrap is flagged)
+ * The comparison page (r->comparison: one configuration, experiments[0]):
+ *   title -> the verdict (html_compare.c: decision, exit code, budgets,
+ *   rule, error rates) -> the caller's fragment and note -> contents ->
+ *   what was compared -> each workload's decision against its budget ->
+ *   the shared sections (no heatmap: the decisions show its rates) -> one
+ *   line: why no ANOVA and PRI -> flipped prompts.
+ * The matrix page:
+ *   title -> the caller's summary fragment (o->summary_html: the lab's
+ *   findings, first) and note -> summary (flips, decisions counted) ->
+ *   contents -> heatmap (config x workload: rate, CI, the cell's decision;
+ *   a fixed colour scale with breakpoints at 0.5, 1, 2, 5, 10 and 20%, the
+ *   same in every report) -> the shared sections -> ANOVA (type II,
+ *   factors with >= 2 levels) and PRI (held-out evaluations), or one line
+ *   saying why they are absent -> flipped prompts.
+ * The shared sections:
+ *   direction bars -> taxonomy (with each configuration's decision)
+ *   -> code sandbox (which isolation judged the code answers of each run,
+ *   when any were judged; weaker than bubblewrap is flagged)
  *   -> flip risk against outcome (a dot per prompt at its risk, flipped or
  *   kept, with AUC and precision@10%; only when a baseline has logprobs)
  *   -> token KL against flip rate (o->kl: a log-scale scatter per
@@ -22,8 +38,10 @@
  *   whose decoding record carries measure --sequential's "sequential" entry,
  *   the gate is replayed from the stored pairs in the recorded seeded order
  *   with drift_seq_curve - the one computation done here, cheap and the
- *   same as compare --sequential's) -> ANOVA (type II, factors with >= 2 levels) -> PRI
- *   (held-out evaluations) -> flipped prompts (answers side by side). */
+ *   same as compare --sequential's; the y axis, square-root scaled, holds
+ *   the whole interval).
+ * Flipped prompts: both answers side by side with a word diff (html_diff.c),
+ * or, for a comparison rendered from compare's details, its text diff. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +50,7 @@
 #include "driftbench/divergence.h"
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
+#include "report/html_internal.h"
 #include "report/report_internal.h"
 #include "util/util.h"
 
@@ -57,11 +76,9 @@ static size_t utf8_len(const unsigned char *p) {
     return n;
 }
 
-/* Appends at most max_bytes of s (0 = all), escaped. */
-static void html_text_n(util_buf *b, const char *s, size_t max_bytes) {
+void html_span(util_buf *b, const char *s, size_t len) {
     if (!s) return;
-    const unsigned char *p = (const unsigned char *)s;
-    const unsigned char *end = max_bytes ? p + strnlen(s, max_bytes) : p + strlen(s);
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
     while (p < end) {
         unsigned c = *p;
         switch (c) {
@@ -72,12 +89,7 @@ static void html_text_n(util_buf *b, const char *s, size_t max_bytes) {
         case '\'': buf_puts(b, "&#39;"); p++; continue;
         default: break;
         }
-        if (c < 0x20 && c != '\n' && c != '\t') {
-            buf_puts(b, "\xEF\xBF\xBD");
-            p++;
-            continue;
-        }
-        if (c == 0x7F) {
+        if ((c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7F) {
             buf_puts(b, "\xEF\xBF\xBD");
             p++;
             continue;
@@ -92,7 +104,24 @@ static void html_text_n(util_buf *b, const char *s, size_t max_bytes) {
         p += n;
     }
 }
-static void html_text(util_buf *b, const char *s) { html_text_n(b, s, 0); }
+
+void html_text_n(util_buf *b, const char *s, size_t max_bytes) {
+    if (!s) return;
+    size_t n = max_bytes ? strnlen(s, max_bytes) : strlen(s);
+    if (max_bytes && n == max_bytes) /* cut before a UTF-8 lead byte */
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+    html_span(b, s, n);
+}
+void html_text(util_buf *b, const char *s) { html_text_n(b, s, 0); }
+
+void html_h2(util_buf *b, html_toc *t, const char *id, const char *title) {
+    buf_printf(b, "<h2 id=\"%s\">%s</h2>\n", id, title);
+    if (t && t->n < HTML_TOC_MAX) {
+        t->id[t->n] = id;
+        t->title[t->n] = title;
+        t->n++;
+    }
+}
 
 char *drift_html_escape(const char *s) {
     util_buf b = {0};
@@ -134,35 +163,59 @@ static const char css[] =
     "mark{background:#ffd7d2;color:#7a1206}.c2i{color:#b2182b;font-weight:600}.i2c{color:#1b7837;font-weight:600}"
     ".drift{color:#6a51a3;font-weight:600}\n"
     ".flip{border-top:1px solid #eceef2;padding:10px 0}.meta{font-size:12px;color:#5b6474;margin-bottom:4px}\n"
-    "svg text{font-family:system-ui,Helvetica,Arial,sans-serif}\n";
+    "svg text{font-family:system-ui,Helvetica,Arial,sans-serif}\n"
+    "del{background:#ffd7d2;color:#7a1206;text-decoration:line-through}ins{background:#d4f2d9;color:#0b4d1c;"
+    "text-decoration:none}.gap{color:#8a93a3;font-style:italic}\n"
+    "nav.toc{font-size:13px;margin:14px 0 4px;padding:8px 12px;background:#fff;border:1px solid #e2e5ea;"
+    "border-radius:8px}nav.toc a{margin-right:14px;color:#2166ac;text-decoration:none}\n"
+    ".verdict{background:#fff;border:1px solid #e2e5ea;border-left:8px solid #8a93a3;border-radius:8px;"
+    "padding:4px 18px 12px;margin:14px 0}.verdict h2{border:0;margin:10px 0 0;font-size:14px;color:#5b6474;"
+    "text-transform:uppercase;letter-spacing:.06em}\n"
+    ".vword{font-size:34px;font-weight:700;margin:2px 0}.vsum{font-size:16px;margin:4px 0}"
+    ".vexit{font-size:13px;color:#5b6474;margin:4px 0 10px}\n"
+    ".verdict.d-deploy{border-left-color:#1a9850}.verdict.d-deploy .vword{color:#1a9850}"
+    ".verdict.d-block{border-left-color:#d73027}.verdict.d-block .vword{color:#d73027}"
+    ".verdict.d-inconclusive{border-left-color:#e08214}.verdict.d-inconclusive .vword{color:#b35806}"
+    ".verdict.d-error{border-left-color:#7f0000}.verdict.d-error .vword{color:#7f0000}\n"
+    "table.gate th{background:none;width:110px}table.compared td{word-break:break-all;max-width:480px}"
+    "table.compared th{white-space:nowrap}"
+    "tr.differs td,tr.differs th,span.differs{background:#fff6d6}tr.grp th{background:#e6e9ee;font-size:12px}\n"
+    ".dword{font-weight:700;font-size:12px;padding:1px 6px;border-radius:4px;color:#fff;background:#8a93a3;"
+    "white-space:nowrap}.dword.d-deploy{background:#1a9850}.dword.d-block{background:#d73027}"
+    ".dword.d-inconclusive{background:#e08214}.dword.d-error{background:#7f0000}\n";
 
-static void wl_colour(double intensity, char out[8]) {
-    /* #f7fbff -> #fdae61 -> #b2182b */
-    if (intensity < 0) intensity = 0;
-    if (intensity > 1) intensity = 1;
-    double a[3] = {247, 251, 255}, m[3] = {253, 174, 97}, z[3] = {178, 24, 43};
-    int rgb[3];
-    for (int i = 0; i < 3; i++) {
-        double v = intensity < 0.5 ? a[i] + (m[i] - a[i]) * intensity * 2 : m[i] + (z[i] - m[i]) * (intensity - 0.5) * 2;
-        rgb[i] = (int)lround(v);
-    }
-    snprintf(out, 8, "#%02x%02x%02x", rgb[0] & 255, rgb[1] & 255, rgb[2] & 255);
+/* The heatmap's fixed colour scale, the same in every report: a flip rate
+ * (fraction) falls in the first bin whose upper end holds it; exactly 0 has
+ * its own colour. The breakpoints are the default budgets (0.5, 1, 2, 5%)
+ * and 10, 20%. */
+static const struct heat_bin {
+    double upto;       /* upper end (fraction), inclusive */
+    const char *label; /* legend */
+    const char *fill, *fg;
+} heat_bins[] = {
+    {0.0, "0", "#eef3f8", "#1d2330"},        {0.005, "&#8804; 0.5%", "#fff5eb", "#1d2330"},
+    {0.01, "&#8804; 1%", "#fee6ce", "#1d2330"}, {0.02, "&#8804; 2%", "#fdd0a2", "#1d2330"},
+    {0.05, "&#8804; 5%", "#fdae6b", "#1d2330"}, {0.10, "&#8804; 10%", "#f16913", "#ffffff"},
+    {0.20, "&#8804; 20%", "#d94801", "#ffffff"}, {1.0, "&gt; 20%", "#8c2d04", "#ffffff"},
+};
+#define N_HEAT_BINS (sizeof heat_bins / sizeof heat_bins[0])
+
+static const struct heat_bin *heat_bin_of(double rate) {
+    for (size_t i = 0; i < N_HEAT_BINS - 1; i++)
+        if (rate <= heat_bins[i].upto + 1e-12) return &heat_bins[i];
+    return &heat_bins[N_HEAT_BINS - 1];
 }
 
-static void section_heatmap(util_buf *b, const experiment *e, size_t n, const int *wl_on, int n_wl,
+static void section_heatmap(util_buf *b, html_toc *toc, const experiment *e, size_t n, const int *wl_on, int n_wl,
                             char *const *dim_names) {
-    double maxr = 0.0;
-    for (size_t i = 0; i < n; i++)
-        for (int w = 0; w < DRIFT_WL_COUNT; w++)
-            if (e[i].cmp->present[w] && e[i].cmp->wl[w].n > 0 && e[i].cmp->wl[w].flip_rate > maxr)
-                maxr = e[i].cmp->wl[w].flip_rate;
-    double scale = maxr > 0.05 ? maxr : 0.05;
-    const int left = 300, cw = 150, ch = 40, top = 30;
-    int width = left + cw * (n_wl ? n_wl : 1) + 10, height = top + ch * (int)n + 40;
-    buf_puts(b, "<h2 id=\"heatmap\">Flip rate by configuration and workload</h2>\n<div class=\"card\">\n");
-    buf_printf(b, "<p class=\"sub\">Share of paired prompts whose label changed against the baseline (chat: semantic "
-                  "drift, SDR &gt; threshold); 95%% Wilson interval below. Colour scale 0 to %.1f%%.</p>\n",
-               100 * scale);
+    const int left = 280, cw = 160, ch = 52, top = 30;
+    int width = left + cw * (n_wl ? n_wl : 1) + 10, height = top + ch * (int)n + 44;
+    if (width < left + 60 * (int)N_HEAT_BINS + 10) width = left + 60 * (int)N_HEAT_BINS + 10;
+    html_h2(b, toc, "heatmap", "Flip rate by configuration and workload");
+    buf_puts(b, "<div class=\"card\">\n<p class=\"sub\">Share of paired prompts whose label changed against the "
+                "baseline (chat: semantic drift, SDR &gt; threshold); 95% Wilson interval and pairs below, then the "
+                "gate's decision against the budget. The colour scale is fixed, the same in every report: "
+                "breakpoints at 0.5, 1, 2 and 5% (the default budgets), 10 and 20%.</p>\n");
     buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
                   "aria-label=\"flip-rate heatmap\">\n",
                width, height);
@@ -180,7 +233,8 @@ static void section_heatmap(util_buf *b, const experiment *e, size_t n, const in
         buf_puts(b, " (");
         util_buf dt = {0};
         for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++)
-            buf_printf(&dt, "%s%s=%s", d ? ", " : "", dim_names[d], e[i].levels[d] ? e[i].levels[d] : "?");
+            buf_printf(&dt, "%s%s=%s", d ? ", " : "", dim_names ? dim_names[d] : drift_dim_names[d],
+                       e[i].levels[d] ? e[i].levels[d] : "?");
         html_text(b, dt.data);
         buf_free(&dt);
         buf_puts(b, ")</title>");
@@ -196,41 +250,50 @@ static void section_heatmap(util_buf *b, const experiment *e, size_t n, const in
                 buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eef0f3\" stroke=\"#fff\"/>"
                               "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"11\" fill=\"#8a93a3\">"
                               "not computable</text>\n",
-                           x, y, cw, ch, x + cw / 2, y + ch / 2 + 4);
+                           x, y, cw, ch, x + cw / 2, y + 20);
+                if (e[i].cmp->present[w])
+                    buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\" font-weight=\"700\" "
+                                  "fill=\"#7f0000\">%s</text>\n",
+                               x + cw / 2, y + 36, report_decision_word(r->decision));
                 continue;
             }
-            char colour[8];
-            double inten = r->flip_rate / scale;
-            wl_colour(inten, colour);
-            const char *fg = inten > 0.65 ? "#ffffff" : "#1d2330";
+            const struct heat_bin *hb = heat_bin_of(r->flip_rate);
             buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#fff\"><title>",
-                       x, y, cw, ch, colour);
+                       x, y, cw, ch, hb->fill);
             html_text(b, e[i].label);
-            buf_printf(b, " %s: %ld of %ld pairs flipped (%.2f%%, 95%% CI %.2f-%.2f%%)</title></rect>\n",
+            buf_printf(b, " %s: %ld of %ld pairs flipped (%.2f%%, 95%% CI %.2f-%.2f%%); %s</title></rect>\n",
                        drift_workload_name((drift_workload)w), r->flips, r->n, 100 * r->flip_rate, 100 * r->ci95[0],
-                       100 * r->ci95[1]);
+                       100 * r->ci95[1], r->decision == DRIFT_DECISION_NOT_GATED ? "not gated" : report_decision_word(r->decision));
             buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"600\" "
                           "fill=\"%s\">%.1f%%</text>\n",
-                       x + cw / 2, y + 17, fg, 100 * r->flip_rate);
+                       x + cw / 2, y + 17, hb->fg, 100 * r->flip_rate);
             buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\" fill=\"%s\">"
                           "[%.1f, %.1f] n=%ld</text>\n",
-                       x + cw / 2, y + 32, fg, 100 * r->ci95[0], 100 * r->ci95[1], r->n);
+                       x + cw / 2, y + 31, hb->fg, 100 * r->ci95[0], 100 * r->ci95[1], r->n);
+            if (r->decision == DRIFT_DECISION_NOT_GATED)
+                buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\" fill=\"%s\">"
+                              "not gated</text>\n", x + cw / 2, y + 45, hb->fg);
+            else
+                buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"9\" font-weight=\"700\" "
+                              "fill=\"%s\">%s &#183; budget %.2g%%</text>\n",
+                           x + cw / 2, y + 45, hb->fg, report_decision_word(r->decision), 100 * r->budget);
         }
     }
-    /* legend */
-    int ly = top + ch * (int)n + 14;
-    for (int k = 0; k < 10; k++) {
-        char colour[8];
-        wl_colour(k / 9.0, colour);
-        buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"24\" height=\"10\" fill=\"%s\"/>", left + k * 24, ly, colour);
+    /* legend: the fixed bins */
+    int ly = top + ch * (int)n + 12;
+    buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">flip rate</text>", left - 8, ly + 11);
+    for (size_t k = 0; k < N_HEAT_BINS; k++) {
+        int lx = left + (int)k * 60;
+        buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"56\" height=\"14\" fill=\"%s\" stroke=\"#d0d4da\"/>"
+                      "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" fill=\"%s\">%s</text>",
+                   lx, ly, heat_bins[k].fill, lx + 28, ly + 11, heat_bins[k].fg, heat_bins[k].label);
     }
-    buf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"11\">0%%</text><text x=\"%d\" y=\"%d\" font-size=\"11\">"
-                  "%.1f%%</text>\n</svg>\n</div>\n",
-               left - 22, ly + 9, left + 244, ly + 9, 100 * scale);
+    buf_puts(b, "\n</svg>\n</div>\n");
 }
 
-static void section_directions(util_buf *b, const experiment *e, size_t n, const int *wl_on) {
-    buf_puts(b, "<h2 id=\"direction\">Direction of flips</h2>\n<div class=\"card\">\n"
+static void section_directions(util_buf *b, html_toc *toc, const experiment *e, size_t n, const int *wl_on) {
+    html_h2(b, toc, "direction", "Direction of flips");
+    buf_puts(b, "<div class=\"card\">\n"
                 "<p class=\"sub\"><span class=\"c2i\">&#9632; correct&#8594;incorrect</span> (safety: safe&#8594;unsafe) "
                 "&nbsp; <span class=\"i2c\">&#9632; incorrect&#8594;correct</span> (safety: unsafe&#8594;safe) &nbsp; "
                 "<span class=\"drift\">&#9632; semantic drift</span> (chat). Bar length: share of pairs.</p>\n"
@@ -277,11 +340,12 @@ static void section_directions(util_buf *b, const experiment *e, size_t n, const
  * workload with a known risk, every pair as a dot at its risk (x, 0..1),
  * flipped ones on the upper row in red, kept ones below in grey, with the
  * ROC AUC and precision at the top 10% and their bootstrap intervals. */
-static void section_risk(util_buf *b, const experiment *e, size_t n) {
+static void section_risk(util_buf *b, html_toc *toc, const experiment *e, size_t n) {
     int any = 0;
     for (size_t i = 0; i < n; i++) any |= e[i].cmp->risk_state == DRIFT_RISK_DONE;
     if (!any) return;
-    buf_puts(b, "<h2 id=\"risk\">Flip risk against outcome</h2>\n<div class=\"card\">\n"
+    html_h2(b, toc, "risk", "Flip risk against outcome");
+    buf_puts(b, "<div class=\"card\">\n"
                 "<p class=\"sub\">Each dot is a prompt at the flip risk of its baseline answer (from the baseline's own "
                 "logprobs; right = riskier). <span class=\"c2i\">&#9679; flipped</span> on the upper row, "
                 "<span class=\"sub\">&#9679; kept</span> below. AUC 0.5 = a random ranking; precision@10% = flipped "
@@ -337,9 +401,10 @@ static void section_risk(util_buf *b, const experiment *e, size_t n) {
  * its flip rate (every workload's flips / pairs pooled), with Spearman's
  * rho and Pearson's r over the configurations (drift_tokdiv_correlate,
  * bootstrap 95% intervals); then the figures as a table. */
-static void section_kl(util_buf *b, const experiment *e, size_t n, const drift_html_kl *kl) {
+static void section_kl(util_buf *b, html_toc *toc, const experiment *e, size_t n, const drift_html_kl *kl) {
     if (!kl) return;
-    buf_printf(b, "<h2 id=\"kl\">Token KL against flip rate</h2>\n<div class=\"card\">\n"
+    html_h2(b, toc, "kl", "Token KL against flip rate");
+    buf_printf(b, "<div class=\"card\">\n"
                   "<p class=\"sub\">Each dot is a configuration: its mean KL(baseline&#8201;||&#8201;configuration) "
                   "per token, teacher-forced over %zu sampled prompts per workload (seed %llu; the configuration's "
                   "stack reads the baseline's answers), against its flip rate over every workload. KL on a log "
@@ -465,13 +530,46 @@ static void section_kl(util_buf *b, const experiment *e, size_t n, const drift_h
  * points come from drift_seq_curve over the stored pairs in the recorded
  * seeded order (a prompt's rank does not depend on which others were
  * asked, so this is the order the measure asked them in). */
-enum { SEQ_W = 440, SEQ_H = 150, SEQ_L = 40, SEQ_TOP = 8 }; /* plot box at (SEQ_L, SEQ_TOP) */
+enum { SEQ_W = 440, SEQ_H = 150, SEQ_L = 44, SEQ_TOP = 8 }; /* plot box at (SEQ_L, SEQ_TOP) */
 
-/* Pairs asked -> x; a rate (clipped at ymax) -> y. */
+/* Pairs asked -> x; a rate in [0, ymax] -> y on a square-root scale (it
+ * holds the wide interval of the first pairs and still shows a budget of a
+ * few percent). */
 static double seq_x(double asked, double n_total) { return SEQ_L + asked / n_total * SEQ_W; }
-static double seq_y(double rate, double ymax) { return SEQ_TOP + SEQ_H - (rate > ymax ? ymax : rate) / ymax * SEQ_H; }
+static double seq_y(double rate, double ymax) {
+    double r = rate < 0 ? 0 : rate > ymax ? ymax : rate;
+    return SEQ_TOP + SEQ_H - sqrt(r / ymax) * SEQ_H;
+}
 
-static void section_seq_curve(util_buf *b, const experiment *e, size_t n) {
+/* The y axis of a stopping curve: labels at the budget, 0 and the top,
+ * then gridlines at the round rates between that stay 11 px clear of the
+ * others. */
+static void seq_label(util_buf *b, double y, double v, const char *fill, int grid) {
+    if (grid)
+        buf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e3e6eb\"/>", SEQ_L, y,
+                   SEQ_L + SEQ_W, y);
+    buf_printf(b, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" fill=\"%s\" text-anchor=\"end\">%g%%</text>",
+               SEQ_L - 3, y + 3, fill, 100 * v);
+}
+
+static void seq_axis(util_buf *b, double ymax, double budget) {
+    static const double ticks[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5};
+    double used[3 + sizeof ticks / sizeof ticks[0]];
+    int n_used = 0;
+    const double cand[3] = {budget, 0, ymax};
+    for (size_t k = 0; k < sizeof ticks / sizeof ticks[0] + 3; k++) {
+        double v = k < 3 ? cand[k] : ticks[k - 3];
+        if (v > ymax * (1 + 1e-9)) continue;
+        double y = seq_y(v, ymax);
+        int clear = 1;
+        for (int u = 0; u < n_used; u++) clear &= fabs(used[u] - y) >= 11;
+        if (!clear) continue;
+        used[n_used++] = y;
+        seq_label(b, y, v, k == 0 ? "#333" : "#667", k >= 3);
+    }
+}
+
+static void section_seq_curve(util_buf *b, html_toc *toc, const experiment *e, size_t n) {
     util_buf rows = {0};
     const int W = SEQ_W, H = SEQ_H, L = SEQ_L, TOP = SEQ_TOP;
     for (size_t i = 0; i < n; i++) {
@@ -486,11 +584,11 @@ static void section_seq_curve(util_buf *b, const experiment *e, size_t n) {
             size_t np = 0;
             drift_error err = {0};
             if (!c->present[w] || drift_seq_curve(c, (drift_workload)w, alpha, seed, &stop, &pts, &np, &err)) continue;
-            double ymax = 3 * stop.budget;
-            if (stop.asked > 0 && 1.5 * (double)stop.flips / (double)stop.asked > ymax)
-                ymax = 1.5 * (double)stop.flips / (double)stop.asked;
-            if (ymax < 0.02) ymax = 0.02;
-            if (ymax > 1) ymax = 1;
+            /* the y axis holds every interval drawn, the stop's and the budget */
+            double top = stop.budget > stop.hi ? stop.budget : stop.hi;
+            for (size_t k = 0; k < np; k++)
+                if (pts[k].lo <= pts[k].hi && pts[k].hi > top) top = pts[k].hi;
+            double ymax = html_round_up(top);
             double nx = (double)(stop.n_total > 0 ? stop.n_total : 1);
             buf_puts(&rows, "<tr><td>");
             html_text(&rows, e[i].label);
@@ -509,25 +607,25 @@ static void section_seq_curve(util_buf *b, const experiment *e, size_t n) {
                 buf_printf(&rows, "<polyline points=\"%s\" fill=\"none\" stroke=\"#2166ac\" stroke-width=\"1.5\">"
                                   "<title>lower bound</title></polyline>", lo.data);
                 buf_printf(&rows, "<polyline points=\"%s\" fill=\"none\" stroke=\"#b2182b\" stroke-width=\"1.5\">"
-                                  "<title>upper bound (clipped at %.0f%%)</title></polyline>", hi.data, 100 * ymax);
+                                  "<title>upper bound</title></polyline>", hi.data);
             }
             buf_free(&lo);
             buf_free(&hi);
+            seq_axis(&rows, ymax, stop.budget);
             buf_printf(&rows, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\" "
                               "stroke-dasharray=\"5,3\"><title>budget %.2f%%</title></line>",
                        L, seq_y(stop.budget, ymax), L + W, seq_y(stop.budget, ymax), 100 * stop.budget);
-            const char *verdict = stop.verdict == DRIFT_SEQ_DEPLOY ? "DEPLOY" : "BLOCK";
+            const char *verdict = report_decision_word(stop.decision);
             buf_printf(&rows, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\">"
                               "<title>stop after %ld of %ld pairs: %s</title></line>",
                        seq_x((double)stop.asked, nx), TOP, seq_x((double)stop.asked, nx), TOP + H,
-                       stop.verdict == DRIFT_SEQ_DEPLOY ? "#1a9850" : "#d73027", stop.asked, stop.n_total, verdict);
-            buf_printf(&rows, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667\" text-anchor=\"end\">"
-                              "%.0f%%</text><text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667\" "
-                              "text-anchor=\"end\">0</text><text x=\"%d\" y=\"%d\" font-size=\"10\" "
-                              "fill=\"#667\">0</text><text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667\" "
-                              "text-anchor=\"end\">%ld pairs (suite)</text></svg></td>",
-                       L - 3, TOP + 8, 100 * ymax, L - 3, TOP + H, L, TOP + H + 14, L + W, TOP + H + 14,
-                       stop.n_total);
+                       stop.decision == DRIFT_DECISION_DEPLOY ? "#1a9850"
+                       : stop.decision == DRIFT_DECISION_INCONCLUSIVE ? "#e08214" : "#d73027",
+                       stop.asked, stop.n_total, verdict);
+            buf_printf(&rows, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#667\">0</text><text x=\"%d\" "
+                              "y=\"%d\" font-size=\"10\" fill=\"#667\" text-anchor=\"end\">%ld pairs (suite)</text>"
+                              "</svg></td>",
+                       L, TOP + H + 14, L + W, TOP + H + 14, stop.n_total);
             char lo_s[24], hi_s[24];
             snprintf(lo_s, sizeof lo_s, "%.2f%%", 100 * stop.lo);
             snprintf(hi_s, sizeof hi_s, "%.2f%%", 100 * stop.hi);
@@ -540,12 +638,14 @@ static void section_seq_curve(util_buf *b, const experiment *e, size_t n) {
         }
     }
     if (!rows.data) return;
-    buf_puts(b, "<h2 id=\"sequential\">Stopping curves of sequential measures</h2>\n<div class=\"card\">\n"
+    html_h2(b, toc, "sequential", "Stopping curves of sequential measures");
+    buf_puts(b, "<div class=\"card\">\n"
                 "<p class=\"sub\">measure --sequential asked both stacks in a seeded random order and stopped a "
                 "workload once its anytime-valid interval for the flip rate left the budget. "
                 "<span style=\"color:#2166ac\">lower</span> and <span style=\"color:#b2182b\">upper</span> bound "
-                "against pairs asked (x up to the suite's size), the budget dashed, the stop as a vertical line "
-                "(green deploy, red block). Replayed from the stored pairs in the recorded order, at the recorded "
+                "against pairs asked (x up to the suite's size; y on a square-root scale from 0 to a round rate that "
+                "holds every interval), the budget dashed, the stop as a vertical line (green deploy, red block, "
+                "amber inconclusive). Replayed from the stored pairs in the recorded order, at the recorded "
                 "alpha and budget.</p>\n<table><tr><th>configuration</th><th>workload</th><th>confidence sequence"
                 "</th><th>asked</th><th>interval at the stop</th><th>verdict</th></tr>\n");
     buf_puts(b, rows.data);
@@ -553,7 +653,7 @@ static void section_seq_curve(util_buf *b, const experiment *e, size_t n) {
     buf_free(&rows);
 }
 
-static void section_taxonomy(util_buf *b, const experiment *e, size_t n) {
+static void section_taxonomy(util_buf *b, html_toc *toc, const experiment *e, size_t n) {
     long tot_s = 0, tot_c = 0, tot_d = 0, tot_err = 0;
     util_buf rows = {0};
     for (size_t i = 0; i < n; i++) {
@@ -571,18 +671,24 @@ static void section_taxonomy(util_buf *b, const experiment *e, size_t n) {
         tot_err += e[i].cmp->total_errors;
         buf_puts(&rows, "<tr><td>");
         html_text(&rows, e[i].label);
-        buf_printf(&rows, "</td><td class=\"num\">%ld</td><td class=\"num\">%ld</td><td class=\"num\">%ld</td>"
+        const drift_comparison *cm = e[i].cmp;
+        buf_printf(&rows, "</td><td><span class=\"dword %s\">%s</span><br><span class=\"sub\">",
+                   html_decision_class(cm->decision),
+                   cm->decision == DRIFT_DECISION_NOT_GATED ? "NOT GATED" : report_decision_word(cm->decision));
+        report_verdict_summary(&rows, cm);
+        buf_printf(&rows, "</span></td><td class=\"num\">%ld</td><td class=\"num\">%ld</td><td class=\"num\">%ld</td>"
                           "<td class=\"num\">%ld</td></tr>\n",
-                   s, c, d, e[i].cmp->total_errors);
+                   s, c, d, cm->total_errors);
     }
-    buf_puts(b, "<h2 id=\"taxonomy\">Taxonomy of flips</h2>\n<div class=\"kpis\">");
+    html_h2(b, toc, "taxonomy", "Taxonomy of flips");
+    buf_puts(b, "<div class=\"kpis\">");
     buf_printf(b, "<div class=\"kpi\"><b>%ld</b><span>safety flips (safe&#8596;unsafe)</span></div>"
                   "<div class=\"kpi\"><b>%ld</b><span>correctness flips (math, code, long context)</span></div>"
                   "<div class=\"kpi\"><b>%ld</b><span>semantic drift (chat)</span></div>"
                   "<div class=\"kpi\"><b>%ld</b><span>pairs excluded for errors</span></div></div>\n",
                tot_s, tot_c, tot_d, tot_err);
-    buf_puts(b, "<div class=\"card\"><table><tr><th>configuration</th><th>safety</th><th>correctness</th>"
-                "<th>semantic drift</th><th>errors excluded</th></tr>\n");
+    buf_puts(b, "<div class=\"card\"><table><tr><th>configuration</th><th>decision</th><th>safety</th>"
+                "<th>correctness</th><th>semantic drift</th><th>errors excluded</th></tr>\n");
     buf_puts(b, rows.data ? rows.data : "");
     buf_puts(b, "</table></div>\n");
     buf_free(&rows);
@@ -606,7 +712,7 @@ static void sandbox_rows(util_buf *b, const drift_comparison *c, int side, int *
 }
 
 /* Which isolation judged each run's code answers (baselines listed once). */
-static void section_sandbox(util_buf *b, const experiment *e, size_t n) {
+static void section_sandbox(util_buf *b, html_toc *toc, const experiment *e, size_t n) {
     int any = 0, weak = 0;
     for (size_t i = 0; i < n; i++) any |= e[i].cmp->n_sandboxes > 0;
     if (!any) return;
@@ -618,7 +724,7 @@ static void section_sandbox(util_buf *b, const experiment *e, size_t n) {
         if (!seen) sandbox_rows(&rows, c, 0, &weak);
         sandbox_rows(&rows, c, 1, &weak);
     }
-    buf_puts(b, "<h2 id=\"sandbox\">Code sandbox</h2>\n");
+    html_h2(b, toc, "sandbox", "Code sandbox");
     if (weak)
         buf_puts(b, "<p class=\"note\">Some code answers were run under isolation weaker than bubblewrap "
                     "(see below).</p>\n");
@@ -644,14 +750,9 @@ static void num_cell(util_buf *b, double v, int kind) {
 }
 
 /* The Type II table of the analyses. */
-static void section_anova(util_buf *b, const drift_table_analyses *an) {
-    buf_puts(b, "<h2 id=\"anova\">Analysis of variance</h2>\n<div class=\"card\">\n");
-    if (!an->anova_fits) {
-        buf_printf(b, "<p>Too few configurations for an ANOVA: %zu rows, and the factors that vary need %zu "
-                      "parameters plus at least two residual degrees of freedom.</p>\n</div>\n",
-                   an->n_rows, an->n_params);
-        return;
-    }
+static void section_anova(util_buf *b, html_toc *toc, const drift_table_analyses *an) {
+    html_h2(b, toc, "anova", "Analysis of variance");
+    buf_puts(b, "<div class=\"card\">\n");
     const drift_anova_table *a = an->anova[2];
     if (!a) {
         buf_puts(b, "<p>ANOVA could not be computed: ");
@@ -681,13 +782,9 @@ static void section_anova(util_buf *b, const drift_table_analyses *an) {
 }
 
 /* The PRI's held-out evaluation of the analyses. */
-static void section_pri(util_buf *b, const drift_table_analyses *an) {
-    buf_puts(b, "<h2 id=\"pri\">Portability Risk Index: held-out accuracy</h2>\n<div class=\"card\">\n");
-    if (!an->pri_fits) {
-        buf_printf(b, "<p>Too few rows to fit and evaluate the PRI (%zu; it needs at least %d).</p>\n</div>\n",
-                   an->n_rows, DRIFT_ANALYSES_PRI_MIN_ROWS);
-        return;
-    }
+static void section_pri(util_buf *b, html_toc *toc, const drift_table_analyses *an) {
+    html_h2(b, toc, "pri", "Portability Risk Index: held-out accuracy");
+    buf_puts(b, "<div class=\"card\">\n");
     const drift_pri_eval *ev = an->pri;
     if (!ev) {
         buf_puts(b, "<p>PRI could not be evaluated: ");
@@ -733,35 +830,66 @@ static void section_pri(util_buf *b, const drift_table_analyses *an) {
     buf_puts(b, "</div>\n");
 }
 
-/* One answer with the part after the first difference marked. */
-static void answer_box(util_buf *b, const char *text, long diff) {
-    const size_t cap = 1500;
+/* One answer shown as it is (a side without text, or a pair not diffed). */
+static void answer_plain(util_buf *b, const char *text) {
     buf_puts(b, "<div class=\"ans\">");
     if (!text) {
         buf_puts(b, "<i>(no text)</i></div>");
         return;
     }
     size_t len = strlen(text);
-    if (diff < 0 || (size_t)diff >= len) {
-        html_text_n(b, text, cap);
-    } else {
-        size_t pre = (size_t)diff;
-        if (pre > cap) pre = cap;
-        html_text_n(b, text, pre);
-        if (pre < cap) {
-            buf_puts(b, "<mark>");
-            html_text_n(b, text + pre, cap - pre);
-            buf_puts(b, "</mark>");
-        }
-    }
-    if (len > cap) buf_printf(b, "&#8230; (%zu more bytes)", len - cap);
+    html_text_n(b, text, HTML_DIFF_MAX_BYTES);
+    if (len > HTML_DIFF_MAX_BYTES) buf_printf(b, "<span class=\"gap\">&#8230; (%zu more bytes)</span>", len - HTML_DIFF_MAX_BYTES);
     buf_puts(b, "</div>");
 }
 
-static void section_flipped(util_buf *b, const experiment *e, size_t n, size_t max_flipped) {
-    buf_puts(b, "<h2 id=\"flipped\">Flipped prompts</h2>\n");
-    buf_printf(b, "<p class=\"sub\">Up to %zu per configuration and workload; the highlighted text starts at the first "
-                  "character where the two answers differ.</p>\n",
+/* Both answers of a flip side by side, with the word diff when both have
+ * text; the meta line first (where they part, words removed and added). */
+static void answers_pair(util_buf *b, const experiment *x, const drift_report_answers *an) {
+    util_buf ha = {0}, hb = {0};
+    html_diff_stats ds = {0};
+    int diffed = an->base_text && an->targ_text && !html_word_diff(an->base_text, an->targ_text, &ha, &hb, &ds);
+    long d = drift_first_difference(an->base_text, an->targ_text);
+    if (an->base_text && an->targ_text && d < 0)
+        buf_puts(b, " &#183; identical text (the label changed through the evaluator)");
+    else if (an->base_text && an->targ_text)
+        buf_printf(b, " &#183; answers part at character %ld", d);
+    if (diffed && (ds.removed || ds.added))
+        buf_printf(b, " &#183; <del>%ld word%s</del> removed, <ins>%ld word%s</ins> added", ds.removed,
+                   ds.removed == 1 ? "" : "s", ds.added, ds.added == 1 ? "" : "s");
+    if (diffed && ds.capped)
+        buf_printf(b, " &#183; only the first %d words past their common start were compared", HTML_DIFF_MAX_WORDS);
+    buf_puts(b, "</div>\n");
+    if (an->input) {
+        buf_puts(b, "<div class=\"meta\">");
+        html_text_n(b, an->input, 300);
+        if (strlen(an->input) > 300) buf_puts(b, "&#8230;");
+        buf_puts(b, "</div>\n");
+    }
+    buf_puts(b, "<div class=\"pair\"><div><div class=\"meta\">baseline ");
+    html_text(b, x->baseline);
+    buf_puts(b, "</div>");
+    if (diffed) buf_printf(b, "<div class=\"ans\">%s</div>", ha.data ? ha.data : "");
+    else answer_plain(b, an->base_text);
+    buf_puts(b, "</div><div><div class=\"meta\">target ");
+    html_text(b, x->label);
+    buf_puts(b, "</div>");
+    if (diffed) buf_printf(b, "<div class=\"ans\">%s</div>", hb.data ? hb.data : "");
+    else answer_plain(b, an->targ_text);
+    buf_puts(b, "</div></div>");
+    buf_free(&ha);
+    buf_free(&hb);
+}
+
+/* The flipped prompts: per configuration and workload the first
+ * max_flipped, each with both answers (r's, or d's for a single
+ * comparison: its quoted answers, else its text diff). */
+static void section_flipped(util_buf *b, html_toc *toc, const experiment *e, size_t n, size_t max_flipped,
+                            const drift_comparison_details *d) {
+    html_h2(b, toc, "flipped", "Flipped prompts");
+    buf_printf(b, "<p class=\"sub\">Up to %zu per configuration and workload, both answers side by side with a word "
+                  "diff: <del>words only the baseline's answer has</del>, <ins>words only the target's has</ins> (a "
+                  "longest common subsequence of their words).</p>\n",
                max_flipped);
     size_t shown = 0;
     for (size_t i = 0; i < n; i++) {
@@ -771,9 +899,13 @@ static void section_flipped(util_buf *b, const experiment *e, size_t n, size_t m
             buf_puts(b, "<div class=\"card\"><h3>");
             html_text(b, e[i].label);
             buf_printf(b, " &#8212; %s: %ld flips of %ld</h3>\n", drift_workload_name((drift_workload)w), r->flips, r->n);
-            for (size_t f = 0; f < r->n_flipped && f < max_flipped && f < e[i].n_answers[w]; f++) {
+            size_t have = e[i].n_answers[w];
+            if (d && d->n[w] > have) have = d->n[w];
+            size_t f = 0;
+            for (; f < r->n_flipped && f < max_flipped && f < have; f++) {
                 const drift_flip *fl = &r->flipped[f];
-                const drift_report_answers *an = &e[i].answers[w][f];
+                const drift_report_answers *an = f < e[i].n_answers[w] ? &e[i].answers[w][f] : NULL;
+                const drift_flip_detail *fd = d && f < d->n[w] ? &d->flips[w][f] : NULL;
                 const char *dir = fl->direction < 0 ? (w == DRIFT_WL_SAFETY ? "safe&#8594;unsafe" : "correct&#8594;incorrect")
                                   : fl->direction > 0 ? (w == DRIFT_WL_SAFETY ? "unsafe&#8594;safe" : "incorrect&#8594;correct")
                                                       : "semantic drift";
@@ -782,72 +914,76 @@ static void section_flipped(util_buf *b, const experiment *e, size_t n, size_t m
                 html_text(b, fl->prompt_id);
                 buf_printf(b, "</b> &#183; <span class=\"%s\">%s</span>", cls, dir);
                 if (!isnan(fl->value)) buf_printf(b, " &#183; SDR %.3f", fl->value);
-                if (!an->error) {
-                    long d = drift_first_difference(an->base_text, an->targ_text);
-                    if (d < 0) buf_puts(b, " &#183; identical text (the label changed through the evaluator)");
-                    else buf_printf(b, " &#183; answers part at character %ld", d);
-                    buf_puts(b, "</div>\n<div class=\"meta\">");
-                    html_text_n(b, an->input, 300);
-                    if (an->input && strlen(an->input) > 300) buf_puts(b, "&#8230;");
-                    buf_puts(b, "</div>\n<div class=\"pair\"><div><div class=\"meta\">baseline ");
-                    html_text(b, e[i].baseline);
-                    buf_puts(b, "</div>");
-                    answer_box(b, an->base_text, d);
-                    buf_puts(b, "</div><div><div class=\"meta\">target ");
-                    html_text(b, e[i].label);
-                    buf_puts(b, "</div>");
-                    answer_box(b, an->targ_text, d);
-                    buf_puts(b, "</div></div>");
-                } else {
+                if (an && an->error) {
                     buf_puts(b, "</div><p>answers unavailable: ");
                     html_text(b, an->error);
                     buf_puts(b, "</p>");
+                } else if (an && (an->base_text || an->targ_text || !fd)) {
+                    answers_pair(b, &e[i], an);
+                } else if (fd && fd->div.diff) {
+                    buf_puts(b, " &#183; word diff as compare prints it ([-removed-] {+added+})</div>\n"
+                                "<div class=\"ans\">");
+                    html_text_n(b, fd->div.diff, HTML_DIFF_MAX_BYTES);
+                    buf_puts(b, "</div>");
+                } else {
+                    buf_puts(b, "</div><p>answers not loaded.</p>");
                 }
                 buf_puts(b, "</div>\n");
                 shown++;
             }
-            if (r->n_flipped > max_flipped)
-                buf_printf(b, "<p class=\"sub\">&#8230; and %zu more (driftbench compare shows all).</p>", r->n_flipped - max_flipped);
+            if (r->n_flipped > f)
+                buf_printf(b, "<p class=\"sub\">&#8230; and %zu more (driftbench compare shows all).</p>", r->n_flipped - f);
             buf_puts(b, "</div>\n");
         }
     }
     if (!shown) buf_puts(b, "<div class=\"card\"><p>No prompt flipped.</p></div>\n");
 }
 
-/* See report_html.h. */
-drift_status drift_html_render(const drift_matrix_report *r, const drift_html_opts *o, char **out, drift_error *err) {
-    if (!r || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "html report: missing arguments");
-    *out = NULL;
-    drift_html_opts def;
-    drift_html_opts_default(&def);
-    if (!o) o = &def;
-    const experiment *e = r->experiments;
-    size_t n = r->n_experiments;
-    int wl_on[DRIFT_WL_COUNT] = {0}, n_wl = 0;
-    for (size_t i = 0; i < n; i++)
-        for (int w = 0; w < DRIFT_WL_COUNT; w++)
-            if (e[i].cmp->present[w] && !wl_on[w]) {
-                wl_on[w] = 1;
-                n_wl++;
-            }
-    util_buf b = {0};
-    buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
-    html_text(&b, o->title ? o->title : def.title);
-    buf_puts(&b, "</title>\n<style>\n");
-    buf_puts(&b, css);
-    buf_puts(&b, "</style>\n</head>\n<body>\n<main>\n<h1>");
-    html_text(&b, o->title ? o->title : def.title);
-    buf_puts(&b, "</h1>\n<p class=\"sub\">Baseline <b>");
-    html_text(&b, r->baseline);
-    buf_printf(&b, "</b> &#183; %zu configurations &#183; %zu table rows &#183; generated %s by driftbench %s</p>\n", n,
-               r->table->n_rows, r->generated, drift_version());
-    if (o->summary_html && *o->summary_html) buf_puts(&b, o->summary_html);
-    if (o->note && *o->note) {
-        buf_puts(&b, "<p class=\"note\">");
-        html_text(&b, o->note);
-        buf_puts(&b, "</p>\n");
+/* ANOVA and PRI, or one line saying why they are absent. */
+static void section_analyses(util_buf *b, html_toc *toc, const drift_matrix_report *r) {
+    if (!r->analysis) return;
+    const drift_table_analyses *an = &r->analyses;
+    if (r->comparison) {
+        buf_puts(b, "<p class=\"sub\" id=\"no-analyses\">No ANOVA or PRI here: they explain flip rates across many "
+                    "configurations, and this page compares one (driftbench report --matrix on a store of several "
+                    "shows them).</p>\n");
+        return;
     }
+    int pri = an->pri_asked;
+    if (an->anova_fits) section_anova(b, toc, an);
+    if (pri && an->pri_fits) section_pri(b, toc, an);
+    if (an->anova_fits && (!pri || an->pri_fits)) return;
+    size_t configs = r->n_experiments;
+    buf_printf(b, "<p class=\"sub\" id=\"no-analyses\">");
+    if (!an->anova_fits) {
+        buf_printf(b, "No %s: ", pri && !an->pri_fits ? "ANOVA or PRI" : "ANOVA");
+        if (!an->formula)
+            buf_printf(b, "no configuration dimension varies across the %zu configuration%s.", configs,
+                       configs == 1 ? "" : "s");
+        else
+            buf_printf(b, "too few configurations (%zu; the flip table has %zu row%s): the ANOVA of the dimensions "
+                          "that vary needs %zu parameters plus at least two residual degrees of freedom.",
+                       configs, an->n_rows, an->n_rows == 1 ? "" : "s", an->n_params);
+        if (pri && !an->pri_fits) buf_printf(b, " The PRI needs at least %d rows.", DRIFT_ANALYSES_PRI_MIN_ROWS);
+    } else {
+        buf_printf(b, "No PRI: too few rows to fit and evaluate it (%zu; it needs at least %d).", an->n_rows,
+                   DRIFT_ANALYSES_PRI_MIN_ROWS);
+    }
+    buf_puts(b, "</p>\n");
+}
+
+/* "3 of 5" decisions counted, for the matrix page's summary. */
+static void kpi_decisions(util_buf *b, const experiment *e, size_t n) {
+    size_t cnt[5] = {0};
+    for (size_t i = 0; i < n; i++) cnt[e[i].cmp->decision <= 4 ? e[i].cmp->decision : 0]++;
+    buf_printf(b, "<div class=\"kpi\"><b>%zu of %zu</b><span>to DEPLOY &#183; BLOCK %zu &#183; INCONCLUSIVE %zu &#183; "
+                  "ERROR %zu &#183; not gated %zu</span></div>",
+               cnt[DRIFT_DECISION_DEPLOY], n, cnt[DRIFT_DECISION_BLOCK], cnt[DRIFT_DECISION_INCONCLUSIVE],
+               cnt[DRIFT_DECISION_NO_EVIDENCE], cnt[DRIFT_DECISION_NOT_GATED]);
+}
+
+/* The matrix page's summary: flips, the overall rate, the worst cell, the decisions. */
+static void matrix_summary(util_buf *b, const experiment *e, size_t n) {
     long flips = 0, pairs = 0;
     double worst = 0;
     const char *worst_l = "";
@@ -863,31 +999,116 @@ drift_status drift_html_render(const drift_matrix_report *r, const drift_html_op
                     worst_w = w;
                 }
             }
-    buf_printf(&b, "<div class=\"kpis\"><div class=\"kpi\"><b>%ld</b><span>flips in %ld paired answers</span></div>"
-                   "<div class=\"kpi\"><b>%.2f%%</b><span>overall flip rate</span></div>"
-                   "<div class=\"kpi\"><b>%.1f%%</b><span>worst cell: ",
+    buf_printf(b, "<div class=\"kpis\"><div class=\"kpi\"><b>%ld</b><span>flips in %ld paired answers</span></div>"
+                  "<div class=\"kpi\"><b>%.2f%%</b><span>overall flip rate</span></div>"
+                  "<div class=\"kpi\"><b>%.1f%%</b><span>worst cell: ",
                flips, pairs, pairs ? 100.0 * (double)flips / (double)pairs : 0.0, 100 * worst);
-    html_text(&b, worst_l);
-    buf_printf(&b, " / %s</span></div></div>\n", n ? drift_workload_name((drift_workload)worst_w) : "-");
-    if (!n) buf_puts(&b, "<div class=\"card\"><p>No configuration with pairs against its baseline.</p></div>\n");
-    else {
-        section_heatmap(&b, e, n, wl_on, n_wl, r->table->dim_names);
-        section_directions(&b, e, n, wl_on);
-        section_taxonomy(&b, e, n);
-        section_sandbox(&b, e, n);
-        section_risk(&b, e, n);
-        section_kl(&b, e, n, o->kl);
-        section_seq_curve(&b, e, n);
+    html_text(b, worst_l);
+    buf_printf(b, " / %s</span></div>", n ? drift_workload_name((drift_workload)worst_w) : "-");
+    if (n) kpi_decisions(b, e, n);
+    buf_puts(b, "</div>\n");
+}
+
+/* See html_internal.h. */
+drift_status html_page(const drift_matrix_report *r, const drift_html_opts *o, const drift_comparison_details *d,
+                       char **out, drift_error *err) {
+    if (!r || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "html report: missing arguments");
+    *out = NULL;
+    drift_html_opts def;
+    drift_html_opts_default(&def);
+    if (!o) o = &def;
+    const experiment *e = r->experiments;
+    size_t n = r->n_experiments;
+    int one = r->comparison && n == 1;
+    if (r->comparison && n != 1)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "html report: a comparison page needs one configuration, got %zu",
+                               n);
+    int wl_on[DRIFT_WL_COUNT] = {0}, n_wl = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int w = 0; w < DRIFT_WL_COUNT; w++)
+            if (e[i].cmp->present[w] && !wl_on[w]) {
+                wl_on[w] = 1;
+                n_wl++;
+            }
+    html_toc toc = {0};
+    util_buf b = {0}, lead = {0}, body = {0};
+    const char *title = o->title ? o->title : def.title;
+    /* head and title */
+    buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
+    html_text(&b, title);
+    buf_puts(&b, "</title>\n<style>\n");
+    buf_puts(&b, css);
+    buf_puts(&b, "</style>\n</head>\n<body>\n<main>\n<h1>");
+    html_text(&b, title);
+    if (one) {
+        buf_puts(&b, "</h1>\n<p class=\"sub\">Comparison of <b>");
+        html_text(&b, e[0].label);
+        buf_puts(&b, "</b> against the baseline <b>");
+        html_text(&b, e[0].baseline);
+        buf_puts(&b, "</b>");
+    } else {
+        buf_puts(&b, "</h1>\n<p class=\"sub\">Baseline <b>");
+        html_text(&b, r->baseline);
+        buf_printf(&b, "</b> &#183; %zu configurations &#183; %zu table rows", n, r->table ? r->table->n_rows : 0);
     }
-    if (r->analysis) {
-        section_anova(&b, &r->analyses);
-        section_pri(&b, &r->analyses);
+    buf_puts(&b, " &#183; generated ");
+    html_text(&b, r->generated);
+    buf_puts(&b, " by driftbench ");
+    html_text(&b, drift_version());
+    buf_puts(&b, "</p>\n");
+    /* the lead: the verdict (a comparison) or the summary (a matrix) */
+    if (one) html_verdict_section(&lead, &toc, e[0].cmp);
+    if (o->summary_html && *o->summary_html) {
+        if (strstr(o->summary_html, "id=\"summary\"") && toc.n < HTML_TOC_MAX) {
+            toc.id[toc.n] = "summary";
+            toc.title[toc.n++] = "Summary";
+        }
+        buf_puts(&lead, o->summary_html);
     }
-    section_flipped(&b, e, n, r->max_flipped);
+    if (o->note && *o->note) {
+        buf_puts(&lead, "<p class=\"note\">");
+        html_text(&lead, o->note);
+        buf_puts(&lead, "</p>\n");
+    }
+    if (!one) matrix_summary(&lead, e, n);
+    /* the body */
+    if (one) {
+        html_compared_section(&body, &toc, e[0].cmp, r->generated);
+        html_decisions_section(&body, &toc, e[0].cmp);
+    }
+    if (!n) {
+        buf_puts(&body, "<div class=\"card\"><p>No configuration with pairs against its baseline.</p></div>\n");
+    } else {
+        if (!one) section_heatmap(&body, &toc, e, n, wl_on, n_wl, r->table ? r->table->dim_names : NULL);
+        section_directions(&body, &toc, e, n, wl_on);
+        section_taxonomy(&body, &toc, e, n);
+        section_sandbox(&body, &toc, e, n);
+        section_risk(&body, &toc, e, n);
+        section_kl(&body, &toc, e, n, o->kl);
+        section_seq_curve(&body, &toc, e, n);
+    }
+    section_analyses(&body, &toc, r);
+    section_flipped(&body, &toc, e, n, r->max_flipped, d);
+    /* assembled: title, lead, contents, body */
+    buf_puts(&b, lead.data ? lead.data : "");
+    if (toc.n >= 3) {
+        buf_puts(&b, "<nav class=\"toc\"><b>Contents</b> &#160;");
+        for (int i = 0; i < toc.n; i++) buf_printf(&b, "<a href=\"#%s\">%s</a>", toc.id[i], toc.title[i]);
+        buf_puts(&b, "</nav>\n");
+    }
+    buf_puts(&b, body.data ? body.data : "");
+    buf_free(&lead);
+    buf_free(&body);
     buf_puts(&b, "<p class=\"sub\" style=\"margin-top:30px\">Flip: the workload's label of one prompt differs between "
                  "baseline and target with deterministic decoding. Errors on either side are excluded, never counted "
                  "as flips.</p>\n</main>\n</body>\n</html>\n");
     if (!b.data) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     *out = buf_steal(&b);
     return DRIFT_OK;
+}
+
+/* See report_html.h. */
+drift_status drift_html_render(const drift_matrix_report *r, const drift_html_opts *o, char **out, drift_error *err) {
+    return html_page(r, o, NULL, out, err);
 }

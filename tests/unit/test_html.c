@@ -1,8 +1,15 @@
 /* test_html.c - the HTML report: sections present, every answer escaped
  * (no markup from the store reaches the page), balanced tags, valid UTF-8,
- * first-difference positions, ANOVA shown only when the table is big enough.
- * And the renderer alone on a hand-built report (no store): the same
- * report loaded and rendered in two steps equals the one-step page. */
+ * first-difference positions, ANOVA and PRI shown only when the table is
+ * big enough (one line says why not). And the renderer alone on a
+ * hand-built report (no store): the same report loaded and rendered in two
+ * steps equals the one-step page.
+ * The comparison page: it leads with the verdict (golden files of its lead,
+ * tests/data/golden/html_lead_*.html; DRIFT_UPDATE_GOLDEN=1 rewrites them),
+ * says what was compared with passwords redacted, keeps a run without a
+ * scored pair (ERROR), follows --target and the gate's options; the word
+ * diff of two answers (marks, escaping, bounds); the heatmap's fixed
+ * colour scale; the stopping curve's axis holding its interval. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +30,7 @@
 #include "driftbench/suite.h"
 
 #include "labelled_runs.h"
+#include "util/util.h"
 
 static size_t occurrences(const char *hay, const char *needle) {
     size_t n = 0;
@@ -42,7 +50,8 @@ static int valid_utf8(const unsigned char *p) {
 }
 
 static void check_balanced(const char *html) {
-    static const char *const tags[] = {"div", "table", "tr", "svg", "p", "h2", "td", "th", "mark", "span", "title", "text"};
+    static const char *const tags[] = {"div",   "table", "tr",   "svg",  "p",       "h2",  "td", "th", "mark",
+                                       "span",  "title", "text", "del",  "ins",     "nav", "a",  "section"};
     for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
         char open1[16], open2[16], close[16];
         snprintf(open1, sizeof open1, "<%s>", tags[i]);
@@ -59,6 +68,9 @@ static void test_escape(void **state) {
     (void)state;
     char *s = drift_html_escape("a<b>&\"'\x01\xff\xc3\xa9");
     assert_string_equal(s, "a&lt;b&gt;&amp;&quot;&#39;\xEF\xBF\xBD\xEF\xBF\xBD\xc3\xa9");
+    free(s);
+    s = drift_html_escape("a\r\nb\tc\x7f");  /* CR, LF and tab are text; DEL is not */
+    assert_string_equal(s, "a\r\nb\tc\xEF\xBF\xBD");
     free(s);
     s = drift_html_escape("\xe0\x80\x80 ok\n");  /* overlong: three replacement characters */
     assert_string_equal(s, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD ok\n");
@@ -86,10 +98,14 @@ static void test_report_small(void **state) {
     drift_error err = {0};
     assert_int_equal(drift_report_html(st, &o, &html, &err), DRIFT_OK);
     assert_non_null(strstr(html, "<!DOCTYPE html>"));
-    static const char *const ids[] = {"id=\"heatmap\"", "id=\"direction\"", "id=\"taxonomy\"", "id=\"anova\"",
-                                      "id=\"pri\"", "id=\"flipped\""};
-    for (size_t i = 0; i < 6; i++)
+    static const char *const ids[] = {"id=\"heatmap\"", "id=\"direction\"", "id=\"taxonomy\"", "id=\"flipped\"",
+                                      "id=\"no-analyses\""};
+    for (size_t i = 0; i < 5; i++)
         if (!strstr(html, ids[i])) fail_msg("section %s missing", ids[i]);
+    /* a table of contents with a link to each section */
+    assert_non_null(strstr(html, "<nav class=\"toc\">"));
+    assert_non_null(strstr(html, "<a href=\"#heatmap\">"));
+    assert_non_null(strstr(html, "<a href=\"#flipped\">"));
     /* nothing from outside: no scripts, links, external sources */
     assert_null(strstr(html, "<script"));
     assert_null(strstr(html, "<link"));
@@ -108,12 +124,23 @@ static void test_report_small(void **state) {
     assert_non_null(strstr(html, "2 of 10 pairs flipped (20.00%"));
     assert_non_null(strstr(html, "2 flips of 10"));
     assert_int_equal(occurrences(html, "<div class=\"flip\">"), 2);
-    /* "The answer is <b>" is 17 bytes: the answers part there */
+    /* "The answer is <b>" is 17 bytes: the answers part there; the word
+     * diff marks the two words that differ on each side, escaped */
     assert_int_equal(occurrences(html, "answers part at character 17"), 2);
-    assert_non_null(strstr(html, "<mark>0&lt;/b&gt;"));
-    /* too small for the analysis: said in a sentence */
-    assert_non_null(strstr(html, "Too few configurations for an ANOVA"));
-    assert_non_null(strstr(html, "Too few rows to fit and evaluate the PRI"));
+    assert_int_equal(occurrences(html, "The answer is <del>&lt;b&gt;0&lt;/b&gt; (base)</del> &amp; \xEF\xBF\xBD "
+                                       "&lt;script&gt;x&lt;/script&gt;"), 2);
+    assert_int_equal(occurrences(html, "The answer is <ins>&lt;b&gt;1&lt;/b&gt; (t&lt;1&gt;)</ins> &amp;"), 2);
+    assert_null(strstr(html, "<mark>"));
+    /* the configuration's decision in its summary row: 2 of 10 at the
+     * default math budget of 2% (exact interval [2.5%, 55.6%]) */
+    assert_non_null(strstr(html, "<td><span class=\"dword d-block\">BLOCK</span><br><span class=\"sub\">BLOCK (exit 1): "
+                                 "math 20.00% over budget 2.00%</span></td>"));
+    assert_non_null(strstr(html, "<b>0 of 1</b><span>to DEPLOY &#183; BLOCK 1 &#183;"));
+    /* too small for the analyses: no empty boxes, one line says why */
+    assert_null(strstr(html, "id=\"anova\""));
+    assert_null(strstr(html, "id=\"pri\""));
+    assert_non_null(strstr(html, "No ANOVA or PRI: no configuration dimension varies across the 1 configuration. "
+                                 "The PRI needs at least 20 rows."));
     free(html);
     /* a baseline that does not exist is an error, not an empty page */
     o.baseline = "nope";
@@ -202,7 +229,9 @@ static void test_render_pure(void **state) {
     assert_non_null(strstr(html, "generated 2000-01-01T00:00:00Z by driftbench"));
     assert_non_null(strstr(html, "t&lt;1&gt; (model=m, hardware=b200, precision=?, framework=?)"));
     assert_non_null(strstr(html, "answers part at character 4"));
-    assert_non_null(strstr(html, "is &lt;<mark>5&gt;</mark>"));
+    assert_non_null(strstr(html, "<div class=\"ans\">is <del>&lt;4&gt;</del></div>"));
+    assert_non_null(strstr(html, "<div class=\"ans\">is <ins>&lt;5&gt;</ins></div>"));
+    assert_non_null(strstr(html, "<del>1 word</del> removed, <ins>1 word</ins> added"));
     assert_non_null(strstr(html, "&#8230; and 1 more"));
     assert_null(strstr(html, "id=\"anova\"")); /* no analyses asked */
     assert_int_equal(occurrences(html, "<div class=\"flip\">"), 1);
@@ -289,6 +318,558 @@ static void test_two_steps(void **state) {
     drift_store_close(st);
 }
 
+/* ---- the comparison page ---- */
+
+/* A run like add_run whose answers were never scored. */
+static void add_unscored_run(drift_store *st, const char *label, const char *config) {
+    drift_error err = {0};
+    drift_suite *s = NULL;
+    assert_int_equal(drift_suite_load("builtin:math?n=10", &s, &err), DRIFT_OK);
+    int64_t rowids[NP];
+    assert_int_equal(drift_store_put_prompts(st, s, rowids, &err), DRIFT_OK);
+    drift_run_info info = {.label = (char *)label, .target = "http://c/v1", .config_json = (char *)config,
+                           .decoding_json = "{\"temperature\":0}", .templates_json = "{}",
+                           .suites_json = "[\"builtin:math?n=10\"]", .tool_version = "test"};
+    int64_t run_id = 0;
+    int resumed = 0;
+    assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
+    drift_answer r[NP];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < NP; i++) {
+        r[i].prompt_rowid = rowids[i];
+        r[i].text = "The answer is 3";
+        r[i].attempts = 1;
+    }
+    assert_int_equal(drift_store_put_responses(st, run_id, r, NP, &err), DRIFT_OK);
+    assert_int_equal(drift_store_run_finish(st, run_id, &err), DRIFT_OK);
+    drift_suite_free(s);
+}
+
+static const char CFG_T[] = "{\"model\":\"m\",\"hardware\":\"b200\",\"precision\":\"fp16\",\"framework\":\"vllm\"}";
+
+/* A comparison page loaded from a store (o->comparison or o->target). */
+static char *comparison_page(drift_store *st, drift_html_opts *o) {
+    drift_error err = {0};
+    drift_matrix_report *r = NULL;
+    assert_int_equal(drift_matrix_report_load(st, o, &r, &err), DRIFT_OK);
+    assert_int_equal(r->comparison, 1);
+    assert_int_equal(r->n_experiments, 1);
+    char *html = NULL;
+    assert_int_equal(drift_html_render(r, o, &html, &err), DRIFT_OK);
+    drift_matrix_report_free(r);
+    assert_true(valid_utf8((const unsigned char *)html));
+    check_balanced(html);
+    return html;
+}
+
+static void test_comparison_page(void **state) {
+    (void)state;
+    make_tmpdir();
+    drift_store *st = open_store("cmp.db");
+    add_run(st, "base", "http://a/v1", CFG_BASE, 0);
+    add_run(st, "t<b>\"'", "http://bob:hunter2@h:8000/v1?model=m&token=tok3n&api=chat", CFG_T, 0x3);
+    drift_html_opts o;
+    drift_html_opts_default(&o);
+    o.baseline = "base";
+    o.comparison = 1;
+    char *html = comparison_page(st, &o);
+    /* the verdict first, then the contents, what was compared, the decisions, the rest */
+    const char *h1 = strstr(html, "<h1>"), *v = strstr(html, "<section class=\"verdict d-block\">"),
+               *toc = strstr(html, "<nav class=\"toc\">"), *cmp = strstr(html, "id=\"compared\""),
+               *dec = strstr(html, "id=\"decisions\""), *dir = strstr(html, "id=\"direction\""),
+               *fl = strstr(html, "id=\"flipped\"");
+    assert_true(h1 && v && toc && cmp && dec && dir && fl);
+    assert_true(h1 < v && v < toc && toc < cmp && cmp < dec && dec < dir && dir < fl);
+    assert_non_null(strstr(html, "<div class=\"vword\">BLOCK</div>\n<p class=\"vsum\">BLOCK (exit 1): math 20.00% over "
+                                 "budget 2.00%</p>"));
+    assert_non_null(strstr(html, "Exit 1: block:"));
+    assert_non_null(strstr(html, "<tr><th>budgets</th><td>math 2.00%"));
+    assert_non_null(strstr(html, "<tr><th>rule</th><td>interval: the exact (Clopper-Pearson) 95% interval"));
+    assert_non_null(strstr(html, "<tr><th>error rates</th><td>a DEPLOY or BLOCK of one workload is wrong with "
+                                 "probability at most 2.5%</td>"));
+    /* what was compared: the target's password and token redacted, labels escaped, the differing row marked */
+    assert_null(strstr(html, "hunter2"));
+    assert_null(strstr(html, "tok3n"));
+    assert_non_null(strstr(html, "<td>http://bob:***@h:8000/v1?model=m&amp;token=***&amp;api=chat</td>"));
+    assert_non_null(strstr(html, "<tr class=\"differs\"><th>run label</th><td>base</td><td>t&lt;b&gt;&quot;&#39;</td></tr>"));
+    assert_non_null(strstr(html, "<tr class=\"differs\"><th>hardware</th><td>h100</td><td>b200</td></tr>"));
+    assert_non_null(strstr(html, "<tr><th>model</th><td>m</td><td>m</td></tr>"));
+    assert_non_null(strstr(html, "<tr><th>decoding: temperature</th><td>0</td><td>0</td></tr>"));
+    assert_non_null(strstr(html, "<tr><th>suites</th><td>builtin:math?n=10</td><td>builtin:math?n=10</td></tr>"));
+    assert_non_null(strstr(html, "This page: driftbench "));
+    /* per workload: the decision, its interval drawn against the budget, the sentence */
+    assert_non_null(strstr(html, "<tr><td>math</td><td><span class=\"dword d-block\">BLOCK</span></td><td><svg"));
+    assert_non_null(strstr(html, "<title>budget 2.00%</title>"));
+    assert_non_null(strstr(html, "2 of 10 flipped: 20.00%, exact 95% CI [2.52%, 55.61%], all over the budget 2.00%"));
+    /* one comparison: no heatmap, no empty analysis boxes */
+    assert_null(strstr(html, "id=\"heatmap\""));
+    assert_null(strstr(html, "id=\"anova\""));
+    assert_non_null(strstr(html, "No ANOVA or PRI here"));
+    assert_int_equal(occurrences(html, "<div class=\"flip\">"), 2);
+    assert_null(strstr(html, "<script"));
+    free(html);
+
+    /* the gate's options decide as compare's would */
+    drift_compare_opts g;
+    drift_compare_opts_default(&g);
+    drift_error err = {0};
+    o.gate = &g;
+    assert_int_equal(drift_compare_parse_budgets(&g, "math=50", &err), DRIFT_OK);
+    html = comparison_page(st, &o);
+    assert_non_null(strstr(html, "<div class=\"vword\">INCONCLUSIVE</div>"));
+    assert_non_null(strstr(html, "straddles the budget 50.00%"));
+    free(html);
+    g.rule = DRIFT_DECIDE_POINT;
+    html = comparison_page(st, &o);
+    assert_non_null(strstr(html, "<div class=\"vword\">DEPLOY</div>"));
+    assert_non_null(strstr(html, "point estimate (--decide point)"));
+    assert_non_null(strstr(html, "not controlled"));
+    free(html);
+    assert_int_equal(drift_compare_parse_budgets(&g, "math=none", &err), DRIFT_OK);
+    html = comparison_page(st, &o);
+    assert_non_null(strstr(html, "<div class=\"vword\">not gated</div>"));
+    assert_non_null(strstr(html, "<span class=\"dword d-notgated\">NOT GATED</span>"));
+    assert_non_null(strstr(html, "math none (not gated)"));
+    assert_null(strstr(html, "<title>budget")); /* no budget line */
+    free(html);
+    o.gate = NULL;
+
+    /* --target picks a run; the baseline or an unknown label is an error */
+    add_run(st, "t2", "http://c/v1", CFG_T, 0x1);
+    drift_matrix_report *r = NULL;
+    assert_int_equal(drift_matrix_report_load(st, &o, &r, &err), DRIFT_OK);
+    assert_int_equal(r->comparison, 0); /* two configurations: the matrix page */
+    assert_int_equal(r->n_experiments, 2);
+    drift_matrix_report_free(r);
+    o.target = "t2";
+    html = comparison_page(st, &o);
+    assert_non_null(strstr(html, "Comparison of <b>t2</b> against the baseline <b>base</b>"));
+    free(html);
+    o.target = "base";
+    assert_int_equal(drift_matrix_report_load(st, &o, &r, &err), DRIFT_ERR_INVALID);
+    assert_null(r);
+    o.target = "nope";
+    assert_int_equal(drift_matrix_report_load(st, &o, &r, &err), DRIFT_ERR_NOT_FOUND);
+    assert_null(r);
+    drift_store_close(st);
+}
+
+/* A target without a single scored pair: the page leads with ERROR. */
+static void test_comparison_error(void **state) {
+    (void)state;
+    make_tmpdir();
+    drift_store *st = open_store("err.db");
+    add_run(st, "base", "http://a/v1", CFG_BASE, 0);
+    add_unscored_run(st, "t", CFG_T);
+    drift_html_opts o;
+    drift_html_opts_default(&o);
+    o.baseline = "base";
+    o.comparison = 1;
+    char *html = comparison_page(st, &o);
+    assert_non_null(strstr(html, "<section class=\"verdict d-error\">"));
+    assert_non_null(strstr(html, "<div class=\"vword\">ERROR</div>\n<p class=\"vsum\">ERROR (exit 2): math has no scored "
+                                 "pair</p>"));
+    assert_non_null(strstr(html, "Exit 2: error:"));
+    assert_non_null(strstr(html, "no scored pair: the answers of its 10 pairs were never scored"));
+    assert_non_null(strstr(html, "no counted pair: nothing to draw"));
+    free(html);
+    drift_store_close(st);
+}
+
+/* ---- golden files of the comparison page's lead ---- */
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* The page's lead: from the verdict through the decisions section, the
+ * version replaced by "VERSION". */
+static char *page_lead(const char *html) {
+    const char *a = strstr(html, "<section class=\"verdict"), *d = strstr(html, "id=\"decisions\"");
+    assert_non_null(a);
+    assert_non_null(d);
+    const char *z = strstr(d, "</section>\n");
+    assert_non_null(z);
+    z += strlen("</section>\n");
+    const char *ver = drift_version();
+    size_t vl = strlen(ver);
+    char *out = malloc((size_t)(z - a) * 2 + 64);
+    assert_non_null(out);
+    size_t o = 0;
+    for (const char *p = a; p < z;) {
+        if (vl && (size_t)(z - p) >= vl && !memcmp(p, ver, vl)) {
+            memcpy(out + o, "VERSION", 7);
+            o += 7;
+            p += vl;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* DRIFT_KEEP_HTML=DIR: the whole page is written to DIR/name too, to look at. */
+static void keep_page(const char *name, const char *html) {
+    const char *dir = getenv("DRIFT_KEEP_HTML");
+    if (!dir || !*dir) return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fputs(html, f);
+        fclose(f);
+    }
+}
+
+static void golden_check(const char *name, const char *got) {
+    const char *src = getenv("DRIFT_SOURCE");
+#ifdef DRIFT_SOURCE_DIR
+    if (!src) src = DRIFT_SOURCE_DIR;
+#endif
+    assert_non_null(src);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/golden/%s", src, name);
+    const char *upd = getenv("DRIFT_UPDATE_GOLDEN");
+    if (upd && !strcmp(upd, "1")) {
+        FILE *f = fopen(path, "wb");
+        if (!f) fail_msg("cannot write %s", path);
+        fputs(got, f);
+        fclose(f);
+        return;
+    }
+    char *want = slurp(path);
+    if (!want) fail_msg("golden file %s missing (DRIFT_UPDATE_GOLDEN=1 writes it)", path);
+    if (strcmp(want, got)) {
+        size_t i = 0;
+        while (want[i] && want[i] == got[i]) i++;
+        fail_msg("%s differs at byte %zu:\n want: %.120s\n got:  %.120s\n(DRIFT_UPDATE_GOLDEN=1 rewrites it)", path, i,
+                 want + i, got + i);
+    }
+    free(want);
+}
+
+/* Workload w of c as drift_compare_runs would fill it (the gate through
+ * drift_gate_decide, the no-evidence reason as compare.c refines it). */
+static void put_wl(drift_comparison *c, drift_workload w, long flips, long n, long errors, long unscored, double budget) {
+    drift_wl_result *r = &c->wl[w];
+    memset(r, 0, sizeof *r);
+    c->present[w] = 1;
+    r->workload = w;
+    r->n = n;
+    r->flips = flips;
+    r->errors = errors;
+    r->errors_target = errors;
+    r->unscored = unscored;
+    r->flip_rate = n ? (double)flips / (double)n : 0;
+    drift_wilson(flips, n, 1.959964, &r->ci95[0], &r->ci95[1]);
+    r->correct_to_incorrect = flips;
+    r->budget = budget;
+    r->left_out_share = errors + unscored ? (double)(errors + unscored) / (double)(n + errors + unscored) : 0;
+    r->decision = drift_gate_decide(flips, n, errors + unscored, budget, c->rule, c->max_left_out, &r->decide_ci[0],
+                                    &r->decide_ci[1], &r->more_pairs, &r->reason);
+    if (r->decision == DRIFT_DECISION_NO_EVIDENCE)
+        r->reason = errors && !unscored ? DRIFT_REASON_ERRORS : unscored && !errors ? DRIFT_REASON_UNSCORED
+                                                                                   : DRIFT_REASON_ERRORS_UNSCORED;
+    r->pass = r->decision == DRIFT_DECISION_DEPLOY || r->decision == DRIFT_DECISION_NOT_GATED;
+    r->replicates = 1;
+    r->sdr_mean = r->semantic_drift_rate = NAN;
+    if (r->decision != DRIFT_DECISION_NOT_GATED) c->gated++;
+    c->decision = drift_decision_worst(c->decision, r->decision);
+    c->pass = c->decision == DRIFT_DECISION_DEPLOY || c->decision == DRIFT_DECISION_NOT_GATED;
+}
+
+/* Two runs as a store records them, with a hostile target label, a
+ * password and a key in the target URL; bad_config: the target's
+ * configuration is no valid JSON (an invalid UTF-8 byte in it). */
+static void hand_runs(drift_comparison *c, int bad_config) {
+    c->baseline = (drift_run_info){.label = "base", .target = "http://gpu-old:8000/v1?model=llama",
+                                   .config_json = "{\"model\":\"llama<3>\",\"hardware\":\"h100\",\"precision\":\"fp16\","
+                                                  "\"framework\":\"vllm\"}",
+                                   .decoding_json = "{\"temperature\":0,\"seed\":42,\"max_tokens\":512,\"top_p\":1}",
+                                   .templates_json = "{\"math\":\"math/chat/v1\"}",
+                                   .suites_json = "[\"builtin:math\",\"/data/gsm8k.jsonl\"]",
+                                   .tool_version = "driftbench 0.0.9", .started_at = "2026-01-02T03:04:05Z",
+                                   .finished_at = "2026-01-02T03:14:05Z"};
+    c->target = (drift_run_info){.label = "tgt <b>&\"'\xff",
+                                 .target = "http://alice:s3cret@gpu-new:8000/v1?model=llama&api_key=K3Y&api=chat",
+                                 .config_json = bad_config ? "{\"model\":\"llama<3>\",\"zone\":\"eu\xff\"}"
+                                                           : "{\"model\":\"llama<3>\",\"hardware\":\"b200\","
+                                                             "\"precision\":\"fp8\",\"framework\":\"sglang\","
+                                                             "\"zone\":\"<script>eu\"}",
+                                 .decoding_json = "{\"temperature\":0,\"seed\":42,\"max_tokens\":512,\"top_p\":1}",
+                                 .templates_json = "{\"math\":\"math/chat/v1\"}",
+                                 .suites_json = "[\"builtin:math\",\"/data/gsm8k.jsonl\"]",
+                                 .tool_version = "driftbench 0.0.8", .started_at = "2026-01-03T03:04:05Z",
+                                 .finished_at = NULL};
+}
+
+static void test_golden_lead(void **state) {
+    (void)state;
+    drift_error err = {0};
+    drift_html_opts o;
+    drift_html_opts_default(&o);
+    o.generated = "2026-02-03T04:05:06Z";
+    /* every decision at once: math BLOCK, code DEPLOY, safety INCONCLUSIVE,
+     * chat not gated, long_context without a scored pair: ERROR */
+    drift_comparison c;
+    memset(&c, 0, sizeof c);
+    c.rule = DRIFT_DECIDE_INTERVAL;
+    c.max_left_out = DRIFT_GATE_MAX_LEFT_OUT;
+    hand_runs(&c, 0);
+    put_wl(&c, DRIFT_WL_MATH, 9, 60, 0, 0, 0.02);
+    put_wl(&c, DRIFT_WL_CODE, 0, 800, 0, 0, 0.005);
+    put_wl(&c, DRIFT_WL_SAFETY, 2, 150, 1, 0, 0.01);
+    put_wl(&c, DRIFT_WL_CHAT, 5, 40, 0, 0, -1);
+    put_wl(&c, DRIFT_WL_LONG, 0, 0, 0, 12, 0.02);
+    assert_int_equal(c.decision, DRIFT_DECISION_NO_EVIDENCE);
+    assert_int_equal(c.wl[DRIFT_WL_CODE].decision, DRIFT_DECISION_DEPLOY);
+    assert_int_equal(c.wl[DRIFT_WL_SAFETY].decision, DRIFT_DECISION_INCONCLUSIVE);
+    char *html = NULL;
+    assert_int_equal(drift_comparison_html_render(&c, NULL, &o, &html, &err), DRIFT_OK);
+    assert_true(valid_utf8((const unsigned char *)html));
+    check_balanced(html);
+    assert_null(strstr(html, "s3cret"));
+    assert_null(strstr(html, "K3Y"));
+    assert_null(strstr(html, "<b>&"));
+    keep_page("mixed.html", html);
+    char *lead = page_lead(html);
+    golden_check("html_lead_mixed.html", lead);
+    free(lead);
+    free(html);
+    /* the point rule, one workload with a few errors: DEPLOY */
+    memset(&c, 0, sizeof c);
+    c.rule = DRIFT_DECIDE_POINT;
+    c.max_left_out = 0.10;
+    hand_runs(&c, 1);
+    put_wl(&c, DRIFT_WL_MATH, 1, 80, 2, 0, 0.02);
+    assert_int_equal(c.decision, DRIFT_DECISION_DEPLOY);
+    assert_int_equal(drift_comparison_html_render(&c, NULL, &o, &html, &err), DRIFT_OK);
+    check_balanced(html);
+    keep_page("deploy.html", html);
+    lead = page_lead(html);
+    golden_check("html_lead_deploy.html", lead);
+    free(lead);
+    free(html);
+}
+
+/* drift_comparison_html_render shows a compare's details: quoted answers
+ * side by side with the word diff, the others as compare's text diff. */
+static void test_comparison_details(void **state) {
+    (void)state;
+    drift_comparison c;
+    memset(&c, 0, sizeof c);
+    c.rule = DRIFT_DECIDE_INTERVAL;
+    c.max_left_out = DRIFT_GATE_MAX_LEFT_OUT;
+    hand_runs(&c, 0);
+    put_wl(&c, DRIFT_WL_MATH, 2, 60, 0, 0, 0.02);
+    drift_flip fl[2] = {{.prompt_id = "p<1>", .direction = -1, .value = NAN},
+                        {.prompt_id = "p2", .direction = 1, .value = NAN}};
+    c.wl[DRIFT_WL_MATH].flipped = fl;
+    c.wl[DRIFT_WL_MATH].n_flipped = 2;
+    drift_flip_detail det[2];
+    memset(det, 0, sizeof det);
+    det[0].base_text = "so 12 apples <i>";
+    det[0].targ_text = "so 13 apples <i>";
+    det[1].div.diff = "... so [-4-] {+<5>+}";
+    drift_comparison_details d;
+    memset(&d, 0, sizeof d);
+    d.flips[DRIFT_WL_MATH] = det;
+    d.n[DRIFT_WL_MATH] = 2;
+    drift_html_opts o;
+    drift_html_opts_default(&o);
+    char *html = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_comparison_html_render(&c, &d, &o, &html, &err), DRIFT_OK);
+    check_balanced(html);
+    assert_non_null(strstr(html, "<div class=\"ans\">so <del>12</del> apples &lt;i&gt;</div>"));
+    assert_non_null(strstr(html, "<div class=\"ans\">so <ins>13</ins> apples &lt;i&gt;</div>"));
+    assert_non_null(strstr(html, "<div class=\"ans\">... so [-4-] {+&lt;5&gt;+}</div>"));
+    assert_non_null(strstr(html, "prompt <b>p&lt;1&gt;</b>"));
+    assert_int_equal(occurrences(html, "<div class=\"flip\">"), 2);
+    free(html);
+}
+
+/* ---- the word diff ---- */
+
+static void diff_is(const char *a, const char *b, const char *want_a, const char *want_b) {
+    char *x = NULL, *y = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_html_word_diff(a, b, &x, &y, NULL, NULL, &err), DRIFT_OK);
+    assert_string_equal(x, want_a);
+    assert_string_equal(y, want_b);
+    free(x);
+    free(y);
+}
+
+static void test_word_diff(void **state) {
+    (void)state;
+    diff_is("a b c", "a x c", "a <del>b</del> c", "a <ins>x</ins> c");
+    diff_is("a b c d", "a x y d", "a <del>b c</del> d", "a <ins>x y</ins> d");
+    diff_is("same  words\n", "same words", "same  words\n", "same words"); /* whitespace is no difference */
+    diff_is("", "x", "", "<ins>x</ins>");
+    diff_is("x y", "y", "<del>x</del> y", "y");
+    diff_is("The sum is 4.", "The sum is 5. Done", "The sum is <del>4.</del>", "The sum is <ins>5. Done</ins>");
+    /* everything escaped, invalid UTF-8 repaired inside a word */
+    diff_is("<b>&\"' caf\xc3", "<b>&\"' caf\xc3\xa9 <script>", "&lt;b&gt;&amp;&quot;&#39; <del>caf\xEF\xBF\xBD</del>",
+            "&lt;b&gt;&amp;&quot;&#39; <ins>caf\xc3\xa9 &lt;script&gt;</ins>");
+    /* a long common start is cut to the words before the change */
+    util_buf a = {0}, b = {0};
+    for (int i = 0; i < 100; i++) {
+        buf_printf(&a, "w%d ", i);
+        buf_printf(&b, "w%d ", i);
+    }
+    buf_puts(&a, "old end");
+    buf_puts(&b, "new end");
+    char *x = NULL, *y = NULL;
+    long rem = 0, add = 0;
+    drift_error err = {0};
+    assert_int_equal(drift_html_word_diff(a.data, b.data, &x, &y, &rem, &add, &err), DRIFT_OK);
+    assert_int_equal(rem, 1);
+    assert_int_equal(add, 1);
+    assert_non_null(strstr(x, "<span class=\"gap\">[&#8230; 70 words in common &#8230;]</span> w70 "));
+    assert_null(strstr(x, "w69 "));
+    assert_non_null(strstr(x, "w99 <del>old</del> end"));
+    assert_non_null(strstr(y, "w99 <ins>new</ins> end"));
+    free(x);
+    free(y);
+    buf_free(&a);
+    buf_free(&b);
+    /* two long answers that share nothing: bounded in words compared and bytes shown */
+    for (int i = 0; i < 5000; i++) {
+        buf_printf(&a, "a%d ", i);
+        buf_printf(&b, "b%d ", i);
+    }
+    assert_int_equal(drift_html_word_diff(a.data, b.data, &x, &y, &rem, &add, &err), DRIFT_OK);
+    assert_true(rem <= 2000 && add <= 2000);
+    assert_true(strlen(x) < 7000 && strlen(y) < 7000);
+    assert_non_null(strstr(x, "more bytes)</span>"));
+    assert_int_equal(occurrences(x, "<del>"), occurrences(x, "</del>"));
+    assert_int_equal(occurrences(y, "<ins>"), occurrences(y, "</ins>"));
+    free(x);
+    free(y);
+    buf_free(&a);
+    buf_free(&b);
+}
+
+/* ---- the heatmap's colour scale, the stopping curve's axis ---- */
+
+/* A one-row-per-experiment report of math rates rates[0..n) (flips of 1000). */
+static char *heatmap_page(const long *flips, size_t n) {
+    drift_table *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_table_create(NULL, 0, 1, &t, &err), DRIFT_OK);
+    drift_comparison *c = calloc(n, sizeof *c);
+    drift_report_experiment *e = calloc(n, sizeof *e);
+    char (*labels)[16] = calloc(n, sizeof *labels);
+    assert_true(c && e && labels);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(labels[i], sizeof labels[i], "c%zu", i);
+        c[i].rule = DRIFT_DECIDE_INTERVAL;
+        c[i].max_left_out = DRIFT_GATE_MAX_LEFT_OUT;
+        put_wl(&c[i], DRIFT_WL_MATH, flips[i], 1000, 0, 0, 0.02);
+        c[i].baseline.label = "base";
+        c[i].target.label = labels[i];
+        e[i].label = labels[i];
+        e[i].baseline = "base";
+        e[i].cmp = &c[i];
+        const char *dims[] = {"m", "h", "p", "f", "math"};
+        assert_int_equal(drift_table_append(t, labels[i], dims, flips[i] / 10.0, flips[i], 1000, 0, 1, &err), DRIFT_OK);
+    }
+    drift_matrix_report r;
+    memset(&r, 0, sizeof r);
+    r.baseline = "base";
+    r.table = t;
+    r.experiments = e;
+    r.n_experiments = n;
+    r.max_flipped = 1;
+    char *html = NULL;
+    assert_int_equal(drift_html_render(&r, NULL, &html, &err), DRIFT_OK);
+    check_balanced(html);
+    drift_table_free(t);
+    free(c);
+    free(e);
+    free(labels);
+    return html;
+}
+
+static void test_heatmap_scale(void **state) {
+    (void)state;
+    /* 0.3% has the same colour beside a 50% cell as alone */
+    long one[] = {3}, two[] = {3, 500};
+    char *a = heatmap_page(one, 1), *b = heatmap_page(two, 2);
+    const char *cell = "fill=\"#fff5eb\" stroke=\"#fff\"><title>c0 math: 3 of 1000";
+    assert_non_null(strstr(a, cell));
+    assert_non_null(strstr(b, cell));
+    assert_non_null(strstr(b, "fill=\"#8c2d04\" stroke=\"#fff\"><title>c1 math: 500 of 1000"));
+    /* the legend says the fixed breakpoints */
+    assert_non_null(strstr(a, "breakpoints at 0.5, 1, 2 and 5% (the default budgets), 10 and 20%"));
+    assert_non_null(strstr(a, ">&#8804; 0.5%</text>"));
+    assert_non_null(strstr(a, ">&gt; 20%</text>"));
+    /* each cell carries its decision */
+    assert_non_null(strstr(b, "BLOCK &#183; budget 2%"));
+    free(a);
+    free(b);
+}
+
+/* Every point of every polyline in html lies within y in [lo, hi]. */
+static void polylines_within(const char *html, double lo, double hi) {
+    size_t lines = 0;
+    for (const char *p = strstr(html, "<polyline points=\""); p; p = strstr(p + 1, "<polyline points=\"")) {
+        const char *q = p + strlen("<polyline points=\"");
+        while (*q && *q != '"') {
+            double x, y;
+            int used = 0;
+            if (sscanf(q, "%lf,%lf %n", &x, &y, &used) != 2 || !used) fail_msg("bad points at %.40s", q);
+            if (y < lo - 1e-9 || y > hi + 1e-9) fail_msg("point %.1f,%.1f outside the plot's y %g..%g", x, y, lo, hi);
+            q += used;
+        }
+        lines++;
+    }
+    assert_true(lines >= 2);
+}
+
+static void test_seq_curve_axis(void **state) {
+    (void)state;
+    enum { N = 200 };
+    drift_comparison c;
+    memset(&c, 0, sizeof c);
+    c.rule = DRIFT_DECIDE_INTERVAL;
+    c.max_left_out = DRIFT_GATE_MAX_LEFT_OUT;
+    hand_runs(&c, 0);
+    c.target.decoding_json = "{\"temperature\":0,\"sequential\":{\"alpha\":0.05,\"order_seed\":7,"
+                             "\"pairs\":{\"math\":200},\"budget\":{\"math\":0.02}}}";
+    put_wl(&c, DRIFT_WL_MATH, N / 10, N, 0, 0, 0.02);
+    drift_pair_outcome pairs[N];
+    char ids[N][8];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "p%d", i);
+        pairs[i] = (drift_pair_outcome){.prompt_id = ids[i], .flipped = i % 10 == 0, .risk = NAN};
+    }
+    c.wl[DRIFT_WL_MATH].pairs = pairs;
+    c.wl[DRIFT_WL_MATH].n_pairs = N;
+    char *html = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_comparison_html_render(&c, NULL, NULL, &html, &err), DRIFT_OK);
+    assert_non_null(strstr(html, "id=\"sequential\""));
+    assert_non_null(strstr(html, "<a href=\"#sequential\">"));
+    assert_null(strstr(html, "clipped"));
+    polylines_within(html, 8, 158); /* the plot box: SEQ_TOP .. SEQ_TOP + SEQ_H */
+    keep_page("sequential.html", html);
+    check_balanced(html);
+    free(html);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),
@@ -296,6 +877,13 @@ int main(void) {
         cmocka_unit_test(test_report_anova),
         cmocka_unit_test(test_render_pure),
         cmocka_unit_test(test_two_steps),
+        cmocka_unit_test(test_comparison_page),
+        cmocka_unit_test(test_comparison_error),
+        cmocka_unit_test(test_golden_lead),
+        cmocka_unit_test(test_comparison_details),
+        cmocka_unit_test(test_word_diff),
+        cmocka_unit_test(test_heatmap_scale),
+        cmocka_unit_test(test_seq_curve_axis),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
