@@ -26,10 +26,11 @@ static const char compare_usage[] =
     "  --workload W         only this workload (math, code, safety, chat, long_context)\n";
 static const char compare_usage2[] =
     "  --sdr-threshold X    chat answers drift when SDR > X (default 0.30)\n"
-    "  --format F           text (default), json, markdown, junit, github\n"
+    "  --format F           text (default), json, markdown, junit, github, html\n"
     "                       github: ::error/::warning annotations per workload, then\n"
     "                       the Markdown summary; when $GITHUB_STEP_SUMMARY is set,\n"
-    "                       the summary is appended to that file as well\n"
+    "                       the summary is appended to that file as well;\n"
+    "                       html: one self-contained page, the decision first\n"
     "  -o FILE              write the report to FILE instead of stdout\n"
     "\n"
     "Flip risk: when the baseline run has logprobs (run --logprobs K), each\n"
@@ -165,8 +166,8 @@ static int do_sequential(drift_store *st, const char *base, const char *targ, co
     drift_comparison *c = NULL;
     drift_seq_result r;
     char *text = NULL;
-    if (a->fmt == DRIFT_FORMAT_JUNIT || a->fmt == DRIFT_FORMAT_GITHUB)
-        return cli_error("compare", "--sequential renders text, json or markdown (not junit or github)");
+    if (a->fmt == DRIFT_FORMAT_JUNIT || a->fmt == DRIFT_FORMAT_GITHUB || a->fmt == DRIFT_FORMAT_HTML)
+        return cli_error("compare", "--sequential renders text, json or markdown (not junit, github or html)");
     if (drift_compare_runs(st, base, targ, &a->opts, &c, &err)) return cli_error_lib("compare", &err);
     if (drift_compare_sequential(c, alpha, seed, &r, &err) || drift_seq_render(c, &r, a->fmt, &text, &err)) {
         drift_comparison_free(c);
@@ -272,8 +273,9 @@ static int cmd_compare(int argc, char **argv) {
     if (!db || !base || !targ) return cli_error("compare", "--db, --baseline and --target are required (see --help)");
     if (seq_flags && !sequential) return cli_error("compare", "--alpha and --seed go with --sequential");
     if (kl_limit && !c.opts.kl) return cli_error("compare", "--kl-limit and --models go with --kl");
-    if (c.opts.kl && (sequential || c.fmt == DRIFT_FORMAT_GITHUB || c.fmt == DRIFT_FORMAT_JUNIT))
-        return cli_error("compare", "--kl shows in text, json and markdown (not with --sequential, junit or github)");
+    if (c.opts.kl && (sequential || c.fmt == DRIFT_FORMAT_GITHUB || c.fmt == DRIFT_FORMAT_JUNIT ||
+                      c.fmt == DRIFT_FORMAT_HTML))
+        return cli_error("compare", "--kl shows in text, json and markdown (not with --sequential, junit, github or html)");
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
     int rc = sequential                       ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)

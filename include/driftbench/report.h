@@ -36,7 +36,8 @@ typedef enum drift_format {
     DRIFT_FORMAT_JSON = 1,
     DRIFT_FORMAT_MARKDOWN = 2,
     DRIFT_FORMAT_JUNIT = 3,
-    DRIFT_FORMAT_GITHUB = 4   /* GitHub Actions annotations + step summary (comparisons only) */
+    DRIFT_FORMAT_GITHUB = 4,  /* GitHub Actions annotations + step summary (comparisons only) */
+    DRIFT_FORMAT_HTML = 5     /* one self-contained page (comparisons only: drift_comparison_html_render) */
 } drift_format;
 
 /* "text", "json", "markdown" (or "md"), "junit" (or "xml"), "github", any case.

@@ -24,6 +24,8 @@
  *             taxonomy in the suite's <system-out>.
  *   github    annotations and the markdown as a step summary
  *             (github_render.c).
+ *   html      one page leading with the decision (html_compare.c,
+ *             drift_comparison_html_render).
  * Code sandboxes (c->sandboxes): text, markdown and junit say which
  * isolation judged the code answers of each run and warn when one is
  * weaker than bubblewrap; JSON adds "sandbox" to the code workload:
@@ -47,6 +49,7 @@
 
 #include "driftbench/divergence.h"
 #include "driftbench/report.h"
+#include "driftbench/report_html.h"
 #include "report/report_internal.h"
 #include "util/util.h"
 
@@ -59,13 +62,14 @@ drift_status drift_format_parse(const char *name, drift_format *out, drift_error
     } names[] = {{"text", DRIFT_FORMAT_TEXT},         {"json", DRIFT_FORMAT_JSON},
                  {"markdown", DRIFT_FORMAT_MARKDOWN}, {"md", DRIFT_FORMAT_MARKDOWN},
                  {"junit", DRIFT_FORMAT_JUNIT},       {"xml", DRIFT_FORMAT_JUNIT},
-                 {"github", DRIFT_FORMAT_GITHUB}};
+                 {"github", DRIFT_FORMAT_GITHUB},     {"html", DRIFT_FORMAT_HTML}};
     for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
         if (!strcasecmp(name, names[i].name)) {
             *out = names[i].f;
             return DRIFT_OK;
         }
-    return drift_error_set(err, DRIFT_ERR_INVALID, "unknown format \"%s\" (known: text, json, markdown, junit, github)",
+    return drift_error_set(err, DRIFT_ERR_INVALID,
+                           "unknown format \"%s\" (known: text, json, markdown, junit, github, html)",
                            name ? name : "(null)");
 }
 
@@ -1102,6 +1106,7 @@ drift_status drift_comparison_render(const drift_comparison *c, const drift_comp
     case DRIFT_FORMAT_JUNIT: render_junit(c, &b); break;
     case DRIFT_FORMAT_JSON: return render_json(c, d, out, err);
     case DRIFT_FORMAT_GITHUB: return drift_github_render(c, d, out, NULL, err);
+    case DRIFT_FORMAT_HTML: return drift_comparison_html_render(c, d, NULL, out, err);
     default: return drift_error_set(err, DRIFT_ERR_INVALID, "unknown report format %d", (int)fmt);
     }
     if (!b.data) {
