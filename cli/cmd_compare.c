@@ -19,9 +19,10 @@
 static const char compare_usage[] =
     "usage: driftbench compare --db STORE --baseline L --target L [options]\n"
     "\n"
-    "Pairs the two runs prompt by prompt and reports, per workload, the flip\n"
-    "rate with its Wilson 95% CI, both directions, accuracies, net change and\n"
-    "the exact McNemar p; then the verdict against the drift budgets.\n"
+    "Pairs the two runs prompt by prompt and reports first the gate's decision,\n"
+    "per workload and in all (DEPLOY, BLOCK, INCONCLUSIVE or ERROR: see --decide),\n"
+    "then per workload the flip rate with its Wilson 95% CI, both directions,\n"
+    "accuracies, net change and the exact McNemar p.\n"
     "\n"
     "  --workload W         only this workload (math, code, safety, chat, long_context)\n";
 static const char compare_usage2[] =
