@@ -876,7 +876,11 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
         }
         buf_puts(b, ".\n");
     }
-    buf_printf(b, "Excluded pairs with errors: %ld.\n", c->total_errors);
+    long unscored_md = 0;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (c->present[k]) unscored_md += c->wl[k].unscored;
+    buf_printf(b, "Excluded pairs: %ld with a request or evaluator error, %ld without a label.\n", c->total_errors,
+               unscored_md);
     if (c->risk_state == DRIFT_RISK_NO_LOGPROBS) buf_puts(b, "\n" RISK_NO_LOGPROBS ".\n");
     if (c->risk_state == DRIFT_RISK_DONE) {
         buf_printf(b, "\n**Flip risk** from the baseline's logprobs (AUC 0.5 = chance; 95%% bootstrap, %d "
