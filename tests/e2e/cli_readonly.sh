@@ -59,10 +59,12 @@ check '[ -s "$DB" ] && [ ! -e "$DB-wal" ] && [ ! -e "$DB-shm" ]' "the store is c
 
 fingerprint() { echo "$(md5sum < "$1") $(stat -c '%s %.9Y' "$1") $(ls -A "$(dirname "$1")" | tr '\n' ' ')"; }
 # read_all DB OUTDIR [RUNNER...]: compare, table and report; each must succeed
+# (compare with --budget math=none: the fixture's error pair is 1 of 5 left out,
+# which the gate blocks, exit 1; what is checked here is that the store reads)
 read_all() {
   local db=$1 out=$2
   shift 2
-  "$@" "$D" compare --db "$db" --baseline base --target targ --format json > "$out/c.json" 2> "$out/c.err"
+  "$@" "$D" compare --db "$db" --baseline base --target targ --budget math=none --format json > "$out/c.json" 2> "$out/c.err"
   rc=$?
   check '[ $rc -eq 0 ] && grep -q "\"flips\": *1" "$out/c.json"' "compare reads $db ${*:-as root}: $(head -c 300 "$out/c.err")"
   "$@" "$D" table --db "$db" --baseline base --format csv > "$out/t.txt" 2> "$out/t.err"
@@ -127,7 +129,8 @@ EOF
   PIDS+=($W)
   for _ in $(seq 200); do grep -q committed "$T/writer.out" && break; sleep 0.05; done
   check '[ -s "$RDB-wal" ]' "the writer's commit is in the -wal"
-  "${NOBODY[@]}" "$D" compare --db "$RDB" --baseline base --target targ_live --format json > "$T/o2/live.json" 2> "$T/o2/live.err"
+  "${NOBODY[@]}" "$D" compare --db "$RDB" --baseline base --target targ_live --budget math=none --format json \
+    > "$T/o2/live.json" 2> "$T/o2/live.err"
   rc=$?
   check '[ $rc -eq 0 ] && grep -q "\"flips\": *1" "$T/o2/live.json"' \
     "nobody reads what is only in the live writer's -wal: $(head -c 300 "$T/o2/live.err")"

@@ -21,6 +21,10 @@ ok() { passes=$((passes + 1)); }
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 check() { if eval "$1"; then ok; else bad "$2"; fi; }
 BASE=qwen2-7m-f16 TARG=qwen2-7m-q4_0-ctx160
+# math out of the gate: the promptfoo fixture leaves 1 of 13 pairs out (a
+# request error), which the gate blocks (exit 1), and 9 lm-eval pairs are
+# INCONCLUSIVE (exit 3); this test is about which scores are counted
+NG=(--budget math=none)
 
 # ---- promptfoo with two tool verdicts inverted ----
 # Writes the edited copy and prints: pairs, errors, flips by the copy's
@@ -54,11 +58,12 @@ check '[ $rc -eq 0 ]' "import the edited promptfoo file: exit 0 (got $rc: $(cat 
 check 'grep -q "^$TARG: .*promptfoo pass & math fail [12]\|^$TARG: .*promptfoo fail & math pass [12]" "$T/imp.txt"' \
   "the import sees the tool and us disagree on the target ($(cat "$T/imp.txt"))"
 flips() { # evaluator -> "n errors flips"
-  "$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" --evaluator "$1" --format json > "$T/c_$1.json" || return
+  "$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" --evaluator "$1" "${NG[@]}" --format json > "$T/c_$1.json" || return
   python3 -c '
 import json,sys
 d=json.load(open(sys.argv[1])); w=d["workloads"][0]
 assert d["evaluator"]==sys.argv[2], d.get("evaluator")
+assert d["verdict"]=="not_gated", d["verdict"]
 print(w["n"], w["errors"], w["flips"])' "$T/c_$1.json" "$1"
 }
 GOT=$(flips promptfoo)
@@ -66,16 +71,16 @@ check '[ "$GOT" = "$PN $PERR $TOOLF" ]' "--evaluator promptfoo: n/errors/flips '
 GOT=$(flips math)
 check '[ "$GOT" = "$PN $PERR $OURF" ]' "--evaluator math: n/errors/flips '$GOT', want '$PN $PERR $OURF'"
 check '[ "$TOOLF" != "$OURF" ]' "the two evaluators' flip counts differ ($TOOLF vs $OURF): the test can tell them apart"
-"$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" --evaluator promptfoo > "$T/c.txt"; rc=$?
+"$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" --evaluator promptfoo "${NG[@]}" > "$T/c.txt"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^scores: evaluator \"promptfoo\" only" "$T/c.txt"' "text says which evaluator (exit $rc)"
-"$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" --evaluator promptfoo --format markdown > "$T/c.md"; rc=$?
+"$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" --evaluator promptfoo "${NG[@]}" --format markdown > "$T/c.md"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "Scores of evaluator .promptfoo. only" "$T/c.md"' "markdown says which evaluator (exit $rc)"
 "$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" --evaluator lm_eval:acc 2> "$T/e1"; rc=$?
 check '[ $rc -eq 2 ] && grep -q "baseline \"$BASE\": .*no score by evaluator \"lm_eval:acc\" (its evaluators: math, promptfoo)" "$T/e1"' \
   "unknown evaluator: exit 2 naming the run's evaluators (got $rc: $(cat "$T/e1"))"
 "$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" --evaluator "" 2> "$T/e2"; rc=$?
 check '[ $rc -eq 2 ] && grep -q -- "--evaluator needs a name" "$T/e2"' "empty --evaluator: exit 2 (got $rc)"
-"$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" --format json > "$T/plain.json"; rc=$?
+"$D" compare --db "$DB" --baseline "$BASE" --target "$TARG" "${NG[@]}" --format json > "$T/plain.json"; rc=$?
 check '[ $rc -eq 0 ] && python3 -c "
 import json,sys; d=json.load(open(sys.argv[1])); assert \"evaluator\" not in d and \"unpaired\" not in d, list(d)" "$T/plain.json"' \
   "without --evaluator, same documents: no evaluator or unpaired keys"
@@ -99,17 +104,17 @@ LDB=$T/lm.db
 "$D" --quiet import --db "$LDB" --label full "$A" 2> "$T/e3" &&
   "$D" --quiet import --db "$LDB" --partial --label part "$T/part/samples_gsm8k_2026-12-02T05-40-00.000000.jsonl" 2>> "$T/e3"; rc=$?
 check '[ $rc -eq 0 ]' "import a full and a partial lm-eval run (exit $rc: $(cat "$T/e3"))"
-"$D" compare --db "$LDB" --baseline full --target part --format json > "$T/u.json" 2> "$T/e4"; rc=$?
+"$D" compare --db "$LDB" --baseline full --target part "${NG[@]}" --format json > "$T/u.json" 2> "$T/e4"; rc=$?
 GOT=$(python3 -c '
 import json,sys
 d=json.load(open(sys.argv[1])); w=d["workloads"][0]
 print(w["n"], w["flips"], d["unpaired"]["baseline"], d["unpaired"]["target"])' "$T/u.json" 2>&1)
 check '[ $rc -eq 0 ] && [ "$GOT" = "$WN $WF 3 0" ]' "partial: n flips unpaired '$GOT', want '$WN $WF 3 0' (exit $rc: $(cat "$T/e4"))"
-"$D" compare --db "$LDB" --baseline part --target full > "$T/u.txt"; rc=$?
+"$D" compare --db "$LDB" --baseline part --target full "${NG[@]}" > "$T/u.txt"; rc=$?
 check '[ $rc -eq 0 ] && grep -q "^unpaired: 0 baseline and 3 target answer(s) have no counterpart" "$T/u.txt"' \
   "partial, the other way round: the text line (exit $rc)"
 "$D" compare --db "$LDB" --baseline full --target part --evaluator lm_eval:exact_match,strict-match \
-  --format json > "$T/u2.json"; rc=$?
+  "${NG[@]}" --format json > "$T/u2.json"; rc=$?
 GOT=$(python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); print(d["workloads"][0]["n"], d["unpaired"]["baseline"])' "$T/u2.json" 2>&1)
 check '[ $rc -eq 0 ] && [ "$GOT" = "$WN 3" ]' "partial with the harness's evaluator: '$GOT', want '$WN 3'"

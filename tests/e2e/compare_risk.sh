@@ -24,10 +24,12 @@ R=(--suite "builtin:math" --limit 40 --max-tokens 48 --concurrency 1)
 $D --quiet run --db "$DB" --label ref --target "embedded:$M?profile=ref&threads=1" "${R[@]}" --logprobs 5 || exit 1
 $D --quiet run --db "$DB" --label int4 --target "embedded:$M?profile=cpu-int4&threads=1" "${R[@]}" || exit 1
 $D --quiet score --db "$DB" --jobs 1 || exit 1
-C=(compare --db "$DB")
+# math out of the gate: 40 pairs with a few flips are INCONCLUSIVE under the
+# default 2% (exit 3); this test is about flip risk, not the gate
+C=(compare --db "$DB" --budget math=none)
 
 "$D" "${C[@]}" --baseline ref --target int4 > "$T/c.txt"; rc=$?
-check '[ $rc -le 1 ] && grep -q "^flip risk from the baseline.s logprobs" "$T/c.txt"' "text: a risk section (rc $rc)"
+check '[ $rc -eq 0 ] && grep -q "^flip risk from the baseline.s logprobs" "$T/c.txt"' "text: a risk section (rc $rc)"
 check 'grep -Eq "^  math +risk/v[12][-a-z]* +AUC [0-9.]+ \[[0-9.]+, [0-9.]+\] +prec@10% [0-9.]+ \[" "$T/c.txt"' \
   "text: math AUC and precision with intervals: $(grep -A2 "^flip risk" "$T/c.txt")"
 check 'grep -Eq "(correct|incorrect)->(correct|incorrect)  risk [0-9.]+ \(rank [0-9]+ of 40\)" "$T/c.txt"' \

@@ -4,8 +4,10 @@
 # and the two providers of a real promptfoo results.json. The expected flips
 # are counted from the fixture files with python here (tool verdicts that
 # differ between the two runs; our math evaluator agrees with them on these
-# answers, which the import's summary line says); the gate fails with a
-# budget under the flip rate (exit 1); bad files are exit 2 naming the file,
+# answers, which the import's summary line says); the gate on 12 lm-eval
+# pairs with a flip cannot decide 2% or 1% (INCONCLUSIVE, exit 3, "more
+# prompts") and the point rule blocks 1% (exit 1); the promptfoo pair with a
+# request error (1 of 13 left out) blocks; bad files are exit 2 naming the file,
 # line and field, and leave the store as it was; a document that differs
 # between two runs of a task names both files and the document.
 set -u
@@ -38,15 +40,20 @@ print(sum(a[d] != b[d] for d in a), sum(a[d] == 1 and b[d] == 0 for d in a), len
 EOF
 )"
 "$D" compare --db "$DB" --baseline qwen2-7m-f16/gsm8k --target qwen2-7m-q4_0/gsm8k --format json > "$T/c.json"; rc=$?
-check '[ $rc -eq 0 ]' "compare lm-eval runs without a budget: exit 0 (got $rc)"
+check '[ $rc -eq 3 ]' "compare lm-eval runs, the default math budget 2%: 12 pairs cannot decide it, exit 3 (got $rc)"
 read -r GOT_N GOT_FLIPS GOT_C2I VERDICT <<< "$(python3 -c '
 import json,sys
 d=json.load(open(sys.argv[1])); w=[x for x in d["workloads"] if x["workload"]=="math"][0]
 print(w["n"], w["flips"], w["correct_to_incorrect"], d["verdict"])' "$T/c.json")"
 check '[ "$GOT_N" = "$N" ] && [ "$GOT_FLIPS" = "$WANT_FLIPS" ] && [ "$GOT_C2I" = "$WANT_C2I" ] && [ "$WANT_FLIPS" -gt 0 ]' \
   "lm-eval compare: n $GOT_N flips $GOT_FLIPS c->i $GOT_C2I, want $N $WANT_FLIPS $WANT_C2I"
+check '[ "$VERDICT" = inconclusive ]' "lm-eval compare: json verdict inconclusive (got $VERDICT)"
 "$D" compare --db "$DB" --baseline qwen2-7m-f16/gsm8k --target qwen2-7m-q4_0/gsm8k --budget math=1 > "$T/g.txt"; rc=$?
-check '[ $rc -eq 1 ] && grep -q "verdict: FAIL" "$T/g.txt"' "budget math=1%: the gate blocks (exit 1, got $rc)"
+check '[ $rc -eq 3 ] && grep -q "^verdict: INCONCLUSIVE (exit 3): math needs more pairs" "$T/g.txt" && grep -q "straddles the budget 1.00%: about [0-9]* more prompts" "$T/g.txt"' \
+  "budget math=1%: the interval straddles it, INCONCLUSIVE with how many more prompts (exit 3, got $rc: $(sed -n 5,6p "$T/g.txt"))"
+"$D" compare --db "$DB" --baseline qwen2-7m-f16/gsm8k --target qwen2-7m-q4_0/gsm8k --budget math=1 --decide point > "$T/gp.txt"; rc=$?
+check '[ $rc -eq 1 ] && grep -q "^verdict: BLOCK (exit 1): math [0-9.]*% over budget 1.00%" "$T/gp.txt" && grep -q "^rule: point estimate" "$T/gp.txt"' \
+  "budget math=1% --decide point: the flip rate over the budget blocks (exit 1, got $rc: $(sed -n 5p "$T/gp.txt"))"
 
 # ---- promptfoo ----
 "$D" import --db "$DB" "$PF" > "$T/pf.txt" 2> "$T/pf.err"; rc=$?
@@ -64,11 +71,13 @@ print(len(ok), len(err), sum(a[t]["success"] != b[t]["success"] for t in ok))
 EOF
 )"
 "$D" compare --db "$DB" --baseline qwen2-7m-f16 --target qwen2-7m-q4_0-ctx160 --format json > "$T/p.json"; rc=$?
-read -r GN GE GF <<< "$(python3 -c '
+read -r GN GE GF GV GR <<< "$(python3 -c '
 import json,sys
-w=json.load(open(sys.argv[1]))["workloads"][0]; print(w["n"], w["errors"], w["flips"])' "$T/p.json")"
-check '[ $rc -eq 0 ] && [ "$GN $GE $GF" = "$PN $PERR $PFLIPS" ]' \
+d=json.load(open(sys.argv[1])); w=d["workloads"][0]; print(w["n"], w["errors"], w["flips"], d["verdict"], w["decision_reason"])' "$T/p.json")"
+check '[ "$GN $GE $GF" = "$PN $PERR $PFLIPS" ] && [ "$PERR" -gt 0 ]' \
   "promptfoo compare: n/errors/flips $GN $GE $GF, want $PN $PERR $PFLIPS (exit $rc)"
+# the pair with a request error is 1 of 13 left out, over the gate's 5%: BLOCK
+check '[ $rc -eq 1 ] && [ "$GV $GR" = "block left_out" ]' "promptfoo compare: the error pair blocks as left out (exit $rc, $GV $GR)"
 
 # ---- the same import again: nothing changes ----
 BEFORE=$(runs "$DB")

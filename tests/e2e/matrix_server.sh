@@ -189,7 +189,10 @@ $D --quiet measure --db "$MDB" --suite builtin:math --limit 4 --max-tokens 16 \
   --baseline "$target" --baseline-start "$(measure_cmd mb)" \
   --target "$target" --target-start "$(measure_cmd mt)" --start-timeout 20 > "$T/measure.out" 2> "$T/measure.err"
 rc=$?
-check '[ $rc -eq 0 ] || [ $rc -eq 1 ]' "measure with started servers: a verdict (got $rc: $(tail -3 "$T/measure.err"))"
+# the same fake server on both sides: 4 pairs, no flip, which cannot show a
+# rate within the default math budget 2%: INCONCLUSIVE, exit 3
+check '[ $rc -eq 3 ] && grep -q "^verdict: INCONCLUSIVE (exit 3): math needs more pairs" "$T/measure.out"' \
+  "measure with started servers: the gate's verdict, INCONCLUSIVE for 4 pairs (got $rc: $(tail -3 "$T/measure.err"; grep "^verdict" "$T/measure.out"))"
 check '[ "$(sql "$MDB" "select count(*) from responses where error is null")" = 8 ]' "measure: 2 x 4 answers"
 check '[ "$(wc -l < "$T/starts.mb")" = 1 ] && [ "$(wc -l < "$T/starts.mt")" = 1 ]' "measure started each server once"
 check 'all_gone' "measure left no server running"
