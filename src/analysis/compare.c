@@ -586,6 +586,17 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         drift_comparison_free(c);
         return e;
     }
+    if (opts->only_workload != DRIFT_WL_UNKNOWN && !c->present[opts->only_workload]) {
+        /* asked for one workload the runs do not share: nothing to decide,
+         * which must not read as a pass */
+        drift_status e = drift_error_set(err, DRIFT_ERR_INVALID,
+                                         "runs \"%s\" and \"%s\" share no %s prompt: nothing to compare (--workload %s)",
+                                         baseline_label, target_label,
+                                         drift_workload_name((drift_workload)opts->only_workload),
+                                         drift_workload_name((drift_workload)opts->only_workload));
+        drift_comparison_free(c);
+        return e;
+    }
     c->sdr_threshold = opts->sdr_threshold;
     c->rule = opts->rule;
     c->max_left_out = opts->max_left_out;

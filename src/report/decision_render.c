@@ -68,7 +68,10 @@ static void grouped(char *out, size_t cap, long v) {
     out[o] = '\0';
 }
 
-static const char *pairs_word(const drift_wl_result *w) { return w->replicates > 1 ? "pairs" : "prompts"; }
+static const char *pairs_word(const drift_wl_result *w, long n) {
+    if (w->replicates > 1) return n == 1 ? "pair" : "pairs";
+    return n == 1 ? "prompt" : "prompts";
+}
 
 void report_decision_note(util_buf *b, const drift_comparison *c, const drift_wl_result *w) {
     const char *name = drift_workload_name(w->workload);
@@ -122,7 +125,8 @@ void report_decision_note(util_buf *b, const drift_comparison *c, const drift_wl
         if (w->more_pairs > 0) {
             char more[32];
             grouped(more, sizeof more, w->more_pairs);
-            buf_printf(b, "about %s more %s at the rate seen would likely decide it", more, pairs_word(w));
+            buf_printf(b, "about %s more %s at the rate seen would likely decide it", more,
+                       pairs_word(w, w->more_pairs));
         } else if (w->budget <= 0) {
             buf_puts(b, "a budget of 0 cannot be shown met by any number of pairs");
         } else {
@@ -130,7 +134,8 @@ void report_decision_note(util_buf *b, const drift_comparison *c, const drift_wl
         }
     }
     if (left)
-        buf_printf(b, " (%ld pairs left out: %ld with errors, %ld unscored)", left, w->errors, w->unscored);
+        buf_printf(b, " (%ld %s left out: %ld with errors, %ld unscored)", left, left == 1 ? "pair" : "pairs",
+                   w->errors, w->unscored);
 }
 
 void report_verdict_summary(util_buf *b, const drift_comparison *c) {

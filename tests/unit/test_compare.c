@@ -199,6 +199,14 @@ static void test_compare_known(void **state) {
     assert_int_equal(c->taxonomy.correctness_flips, 0);
     drift_comparison_free(c);
 
+    /* one workload the runs do not share: an error, never "nothing gated" */
+    drift_compare_opts_default(&o);
+    o.only_workload = DRIFT_WL_CODE;
+    c = NULL;
+    assert_int_equal(drift_compare_runs(st, "base", "targ", &o, &c, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "share no code prompt"));
+    assert_null(c);
+
     /* an embedder with no vectors: chat pairs are unscored, never drift */
     drift_compare_opts_default(&o);
     o.embedder = "no-such-embedder";
