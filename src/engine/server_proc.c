@@ -863,12 +863,16 @@ static int choose_port(const drift_server_proc_opts *o, drift_error *err) {
         int r = port_others(port, NULL, 0, who, sizeof who, &total);
         if (r == 0) return port;
         if (r < 0 || o->port > 0) {
-            if (r < 0) drift_error_set(err, DRIFT_ERR_IO, "server: %s", who);
-            else drift_error_set(err, DRIFT_ERR_IO, "server: port %d is in use already: 127.0.0.1:%d is held by %s", port, port, who);
+            if (r < 0)
+                drift_error_set(err, DRIFT_ERR_IO, "server: %s", who);
+            else
+                drift_error_set(err, DRIFT_ERR_IO, "server: port %d is in use already: 127.0.0.1:%d is held by %s",
+                                port, port, who);
             return 0;
         }
     }
-    drift_error_set(err, DRIFT_ERR_IO, "server: %d ports picked by the kernel were each taken before they could be used (last: %s)",
+    drift_error_set(err, DRIFT_ERR_IO,
+                    "server: %d ports picked by the kernel were each taken before they could be used (last: %s)",
                     PORT_TRIES, who);
     return 0;
 }

@@ -254,7 +254,8 @@ static void sh_copy(util_buf *b, sh_scan *sc, const char *tmpl, const char **pp)
         const char *close = strchr(p, '}');
         take = close ? (size_t)(close - p + 1) : strlen(p);
         size_t inner = close ? (size_t)(close - p - 2) : 0; /* between "${" and "}" */
-        if (!close || strcspn(p + 2, "'\"`\\$") < inner) sc->lost = "comes after a ${...} with quotes or expansions in it";
+        if (!close || strcspn(p + 2, "'\"`\\$") < inner)
+            sc->lost = "comes after a ${...} with quotes or expansions in it";
     } else if (*p == '$' && p[1] == '(') {
         take = 2;
         sh_push(sc, SH_WORD);

@@ -267,9 +267,11 @@ static void test_server_placeholders_refused(void **state) {
     assert_null(spec_with_value("sh -c 'srv -m {v}; echo' --port {port}", "x", &err));
     assert_non_null(strstr(err.msg, "sh -c '... \"$1\" ...' sh {v}"));
     /* {port} may stand anywhere; quotes and comments elsewhere are fine */
-    drift_matrix_spec *s = spec_with_value("sh -c 'exec srv -m \"$1\" --port {port}; echo' sh {v} # \"{port}\"", "a b", &err);
+    drift_matrix_spec *s =
+        spec_with_value("sh -c 'exec srv -m \"$1\" --port {port}; echo' sh {v} # \"{port}\"", "a b", &err);
     assert_non_null(s);
-    assert_string_equal(s->configs[0].server.start, "sh -c 'exec srv -m \"$1\" --port {port}; echo' sh 'a b' # \"{port}\"");
+    assert_string_equal(s->configs[0].server.start,
+                        "sh -c 'exec srv -m \"$1\" --port {port}; echo' sh 'a b' # \"{port}\"");
     drift_matrix_spec_free(s);
     s = spec_with_value("srv \\{v} \"$(basename {v})\" --port {port}", "a b", &err);
     assert_non_null(s);

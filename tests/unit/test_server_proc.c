@@ -403,7 +403,8 @@ static pid_t squat_when_written(const char *portfile) {
             if (port > 0) {
                 char ps[16];
                 snprintf(ps, sizeof ps, "%d", port);
-                execl(fake_exe, fake_exe, "--port", ps, "--lifetime", "30", "--model", "squatter", "--quiet", (char *)NULL);
+                execl(fake_exe, fake_exe, "--port", ps, "--lifetime", "30", "--model", "squatter", "--quiet",
+                      (char *)NULL);
                 _exit(127);
             }
             usleep(10000);
