@@ -3,12 +3,14 @@
  *
  * With --baseline-start / --target-start, each side's server is started
  * (drift_server_proc_start: "{port}" = a free port in the command and in
- * the target, GET /health until 200) just before its run and stopped right
- * after, so the two stacks never share the machine. The run records the
- * target with "{port}", so a resumed measure on another port continues the
- * same run. A server that exits during its run stops the run at once
- * (unfinished: the next call restarts it and asks what is missing) and
- * fails measure with the command, its status and the tail of its output.
+ * the target, GET /health until 200 from a socket of the server's own:
+ * another process on the port is refused, exit 2) just before its run and
+ * stopped right after (with every process it started), so the two stacks
+ * never share the machine. The run records the target with "{port}", so a
+ * resumed measure on another port continues the same run. A server that
+ * exits during its run stops the run at once (unfinished: the next call
+ * restarts it and asks what is missing) and fails measure with the
+ * command, its status and the tail of its output.
  * --order risk: the target is asked riskiest prompt first, by the flip
  * risk of --risk-from's answers or of the baseline's own (run first, with
  * logprobs); a measure cut short then holds the riskiest pairs.
@@ -257,7 +259,8 @@ static const char measure_usage[] =
     "                           its run and stop it after; {port} in CMD and in --baseline\n"
     "                           is a free port picked then (e.g. --baseline-start\n"
     "                           'llama-server -m m.gguf --port {port} -np 1' --baseline\n"
-    "                           'http://127.0.0.1:{port}/v1?model=m')\n"
+    "                           'http://127.0.0.1:{port}/v1?model=m'); the server must\n"
+    "                           answer on {port} itself (another process there: exit 2)\n"
     "  --target-start CMD       the same for the target\n"
     "  --start-timeout S        seconds a started server may take to answer its health\n"
     "                           check with 200 (default 120)\n"

@@ -21,8 +21,9 @@ extern "C" {
 /* The server a configuration's target needs, started by the matrix stage
  * (drift_server_proc_start in server_proc.h) for its run and stopped after. */
 typedef struct drift_matrix_server {
-    char *start;            /* shell command, placeholders filled but "{port}" (the port picked at
-                             * start); NULL: the configuration starts no server */
+    char *start;            /* shell command, placeholders filled (each value quoted as one literal
+                             * word: data, never shell) but "{port}" (the port picked at start);
+                             * NULL: the configuration starts no server */
     char *health;           /* path polled until HTTP 200; "/health" */
     double ready_timeout_s; /* 120 */
 } drift_matrix_server;

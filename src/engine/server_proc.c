@@ -1,35 +1,77 @@
 /* server_proc.c - a server process started, watched and stopped by
  * DriftBench (server_proc.h says what and why).
  *
- * The child: fork, then only async-signal-safe calls (the parent may have
- * threads): its own process group, signals back to their defaults,
- * PR_SET_PDEATHSIG SIGKILL (the shell dies with us even on a hard kill),
- * stdin /dev/null, stdout + stderr appended to the log file, every other
- * descriptor closed, exec /bin/sh -c COMMAND. The parent sets the group too
- * (whichever runs first wins the race) and records the group in a fixed
- * table that drift_server_proc_kill_all walks without locks.
+ * Two processes of ours stand between DriftBench and the server:
+ *
+ *   driftbench ──fork──> supervisor ──fork──> /bin/sh -c COMMAND ──> server(s)
+ *   (p->pid is the       own process group,   new process group G
+ *    supervisor)         child subreaper,     (the shell's pid),
+ *                        parent-death signal  parent-death signal SIGKILL
+ *                        SIGUSR1
+ *
+ * The supervisor is a fork of DriftBench that never execs: async-signal-
+ * safe calls only (the parent may have threads; it blocks every signal
+ * around the fork so none of its handlers runs in the child), /proc read
+ * with raw syscalls into stack buffers. It waits in sigtimedwait:
+ *   SIGTERM (our stop)        -> SIGTERM to group G and to every descendant
+ *                                outside it (each once)
+ *   SIGUSR1 (kill_all, or the -> SIGKILL to G and to every descendant, again
+ *   parent-death signal: our     and again until none is left (orphans come
+ *   thread or process died,      back to it: it is their subreaper), then it
+ *   kill -9 included)            exits
+ *   the shell exits           -> the leftovers get SIGTERM, SIGKILL after
+ *                                the grace period
+ * and exits once it has no child left, as the shell did: the same exit
+ * status, or killed by the same signal, so "exited with status 127" and
+ * "was killed by signal 9" read as before. Descendants are found by
+ * walking /proc/<pid>/stat's parent links from the supervisor down; a
+ * subreaper keeps daemons (double fork, setsid) in that tree.
+ *
+ * The port is ours: the port is chosen (the kernel's pick for an ephemeral
+ * bind, or the caller's), then /proc/net/tcp{,6} must show no LISTEN socket
+ * that a connection to 127.0.0.1:PORT reaches (127.0.0.1, 0.0.0.0, ::,
+ * ::ffff:127.0.0.1; a chosen port that is taken is chosen again); after
+ * /health answers 200, every such socket must be one of the descriptors of
+ * the supervisor's tree (its inode among /proc/<pid>/fd's "socket:[N]"),
+ * else the start is refused, naming the process that holds the port (the
+ * one whose descriptors hold the inode, where we may read them). Once our
+ * server holds the port, no one else can bind it (short of SO_REUSEPORT by
+ * the same user), so the answers of the run come from it.
  *
  * Health: a fresh libcurl easy handle per probe (1 s budget), every 100 ms,
  * until HTTP 200. 503 while a model loads (llama-server) is "not yet".
  *
- * Stop: SIGTERM to the group; wait until the shell is reaped and the group
- * is empty (kill(-pgid, 0) fails) or the grace period ends; then SIGKILL to
- * whatever of the group is left. */
+ * Stop: SIGTERM to the supervisor; wait for it to be reaped until the grace
+ * period ends; then SIGUSR1 (it SIGKILLs the tree and exits); SIGKILL to it
+ * only if that did not end it either.
+ *
+ * Limits: a server that runs as another user (sudo -u, a setuid binary) or
+ * outside our process tree (docker's port forwarding) cannot be shown to
+ * hold its port and is refused; a SIGKILL of the supervisor itself (the OOM
+ * killer) takes the shell with it but may leave the shell's children; the
+ * supervisor shares, copy-on-write, the memory DriftBench had when the
+ * server started until the server stops; the parent-death signal follows
+ * the thread that started the server (matrix.c stops its servers before its
+ * workers end). */
 #include "driftbench/server_proc.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,55 +82,488 @@
 #define PROBE_BUDGET_MS 1000L
 #define TAIL_READ_BYTES 16384
 #define CMD_SHOWN_MAX 300      /* bytes of the command quoted in a message */
+#define OWNER_SHOWN_MAX 200    /* bytes of another process's command line in a message */
 #define MAX_LIVE 64            /* servers alive at once that kill_all can reach */
+#define TREE_MAX 1024          /* descendants of one supervisor it can see at once */
+#define LISTEN_MAX 16          /* listening sockets on one port looked at */
+#define PORT_TRIES 8           /* kernel-chosen ports tried when one is taken */
+#define SUP_POLL_MS 200        /* the supervisor's look at its parent when no signal comes */
+#define SUP_KILL_WAIT_MS 5000  /* after SIGKILL: how long the supervisor waits for its children */
+#define SIG_STOP_TREE SIGUSR1  /* to the supervisor: SIGKILL everything, exit */
 
 struct drift_server_proc {
-    pid_t pid;                 /* the shell; also the process group id */
+    pid_t pid;                 /* the supervisor (see the top of the file) */
     int port;
     char *command;             /* after {port} */
     char *log_path;
-    int reaped;                /* waitpid has returned the shell's status */
-    int status;                /* its wait status (when reaped) */
+    int reaped;                /* waitpid has returned the supervisor's status */
+    int status;                /* its wait status (when reaped): the shell's */
     int died;                  /* it exited on its own (not stopped by us): keep the log */
     double stop_grace_s;
 };
 
-/* ---- the table of live process groups (for kill_all and atexit) ---- */
+/* ---- the table of live supervisors (for kill_all and atexit) ---- */
 
-static volatile pid_t live_groups[MAX_LIVE];
+static volatile pid_t live_sups[MAX_LIVE];
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
 
 void drift_server_proc_kill_all(void) {
     for (int i = 0; i < MAX_LIVE; i++) {
-        pid_t g = live_groups[i];
-        if (g > 0) kill(-g, SIGKILL);
+        pid_t s = live_sups[i];
+        if (s > 0) kill(s, SIG_STOP_TREE);
     }
 }
 
 static void at_exit_kill(void) { drift_server_proc_kill_all(); }
 static void live_init(void) { atexit(at_exit_kill); }
 
-static int live_add(pid_t g) {
+static int live_add(pid_t s) {
     pthread_once(&live_once, live_init);
     pthread_mutex_lock(&live_mu);
     int ok = 0;
     for (int i = 0; i < MAX_LIVE && !ok; i++)
-        if (live_groups[i] == 0) {
-            live_groups[i] = g;
+        if (live_sups[i] == 0) {
+            live_sups[i] = s;
             ok = 1;
         }
     pthread_mutex_unlock(&live_mu);
     return ok ? 0 : -1;
 }
 
-static void live_remove(pid_t g) {
+static void live_remove(pid_t s) {
     pthread_mutex_lock(&live_mu);
     for (int i = 0; i < MAX_LIVE; i++)
-        if (live_groups[i] == g) live_groups[i] = 0;
+        if (live_sups[i] == s) live_sups[i] = 0;
     pthread_mutex_unlock(&live_mu);
 }
 
+/* ---- /proc with raw syscalls and the caller's buffers (async-signal-safe:
+ * the supervisor uses them too) ---- */
+
+/* "/proc/PID/LEAF" into out (64 bytes are enough for any leaf used here). */
+static void proc_path(char *out, size_t cap, pid_t pid, const char *leaf) {
+    char digits[24];
+    int nd = 0;
+    unsigned long v = (unsigned long)pid;
+    do {
+        digits[nd++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && nd < (int)sizeof digits);
+    size_t n = 0;
+    for (const char *c = "/proc/"; *c && n + 1 < cap; c++) out[n++] = *c;
+    while (nd && n + 1 < cap) out[n++] = digits[--nd];
+    if (n + 1 < cap) out[n++] = '/';
+    for (const char *c = leaf; *c && n + 1 < cap; c++) out[n++] = *c;
+    out[n] = '\0';
+}
+
+/* A /proc entry's name as a pid; 0 when it is not one. */
+static pid_t name_pid(const char *name) {
+    long v = 0;
+    if (*name < '1' || *name > '9') return 0;
+    for (; *name; name++) {
+        if (*name < '0' || *name > '9' || v > 100000000L) return 0;
+        v = v * 10 + (*name - '0');
+    }
+    return (pid_t)v;
+}
+
+/* pid's parent and state letter, from /proc/PID/stat; -1 when gone. */
+static int stat_read(pid_t pid, pid_t *ppid, char *state) {
+    char path[64], buf[512];
+    proc_path(path, sizeof path, pid, "stat");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t got = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (got <= 0) return -1;
+    buf[got] = '\0';
+    const char *q = buf + got;
+    while (q > buf && *q != ')') q--; /* comm may hold spaces and parentheses */
+    if (*q != ')' || q[1] != ' ' || !q[2] || q[3] != ' ') return -1;
+    *state = q[2];
+    long v = 0;
+    for (q += 4; *q >= '0' && *q <= '9'; q++) v = v * 10 + (*q - '0');
+    *ppid = (pid_t)v;
+    return 0;
+}
+
+static int pid_in(const pid_t *set, size_t n, pid_t pid) {
+    for (size_t i = 0; i < n; i++)
+        if (set[i] == pid) return 1;
+    return 0;
+}
+
+/* root's live descendants (zombies left out; not root itself) into
+ * out[0..cap): passes over /proc, each adding the processes whose parent is
+ * root or already in, until a pass adds none. Returns how many. */
+static size_t tree_list(pid_t root, pid_t *out, size_t cap) {
+    union {
+        char bytes[4096];
+        long long align;
+    } dents;
+    size_t n = 0;
+    for (int pass = 0; pass < 64; pass++) {
+        size_t before = n;
+        int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) return n;
+        long k;
+        while ((k = syscall(SYS_getdents64, dfd, dents.bytes, sizeof dents.bytes)) > 0) {
+            for (long off = 0; off < k;) {
+                struct {
+                    unsigned long long ino;
+                    long long off;
+                    unsigned short reclen;
+                    unsigned char type;
+                    char name[];
+                } *de = (void *)(dents.bytes + off);
+                off += de->reclen;
+                pid_t pid = name_pid(de->name), ppid = 0;
+                char state = 0;
+                if (pid <= 0 || pid == root || pid_in(out, n, pid) || n >= cap) continue;
+                if (stat_read(pid, &ppid, &state) || state == 'Z' || state == 'X') continue;
+                if (ppid == root || pid_in(out, n, ppid)) out[n++] = pid;
+            }
+        }
+        close(dfd);
+        if (n == before) break;
+    }
+    return n;
+}
+
+/* ---- the supervisor (the forked child: async-signal-safe calls only) ---- */
+
+static void write_str(int fd, const char *s) {
+    ssize_t w = write(fd, s, strlen(s));
+    (void)w;
+}
+
+static void nap_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+/* The shell: its own process group, dies with the supervisor, signals
+ * unblocked, exec /bin/sh -c cmd. Never returns. */
+static __attribute__((noreturn)) void shell_exec(const char *cmd, pid_t sup) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != sup) _exit(127); /* the supervisor is gone already */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    write_str(2, "driftbench: cannot exec /bin/sh\n");
+    _exit(127);
+}
+
+/* Reaps every child that has ended (the shell's status into *status, *done
+ * set). 1 while children are left, 0 when none is. */
+static int sup_reap(pid_t shell, int *done, int *status) {
+    for (;;) {
+        int st = 0;
+        pid_t r = waitpid(-1, &st, WNOHANG);
+        if (r > 0) {
+            if (r == shell) {
+                *done = 1;
+                *status = st;
+            }
+            continue;
+        }
+        if (r == 0) return 1;
+        if (errno == EINTR) continue;
+        return 0; /* ECHILD */
+    }
+}
+
+/* Ends the supervisor as the shell ended: the same exit status, or killed
+ * by the same signal (no core file); killed by SIGKILL when the shell was
+ * never reaped. */
+static __attribute__((noreturn)) void sup_exit_as(int done, int status) {
+    if (done && WIFEXITED(status)) _exit(WEXITSTATUS(status));
+    int sig = done && WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    kill(getpid(), sig);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL); /* delivered here */
+    _exit(128 + sig);
+}
+
+/* SIGTERM to the shell's group (while the shell is unreaped: its pid, the
+ * group's id, cannot be reused until then) and to every descendant
+ * outside it. */
+static void sup_term_tree(pid_t self, pid_t group, int shell_done) {
+    pid_t pids[TREE_MAX];
+    if (!shell_done) kill(-group, SIGTERM);
+    size_t n = tree_list(self, pids, TREE_MAX);
+    for (size_t i = 0; i < n; i++)
+        if (shell_done || getpgid(pids[i]) != group) kill(pids[i], SIGTERM);
+}
+
+/* SIGKILL to the group and every descendant until no child is left (or
+ * SUP_KILL_WAIT_MS passed: a process stuck in the kernel), then exit. */
+static __attribute__((noreturn)) void sup_kill_tree(pid_t self, pid_t shell, int *done, int *status) {
+    pid_t pids[TREE_MAX];
+    double t0 = util_now_ms();
+    for (;;) {
+        if (!*done) kill(-shell, SIGKILL); /* the shell's group (see sup_term_tree) */
+        size_t n = tree_list(self, pids, TREE_MAX);
+        for (size_t i = 0; i < n; i++) kill(pids[i], SIGKILL);
+        if (!sup_reap(shell, done, status) || util_now_ms() - t0 > SUP_KILL_WAIT_MS) break;
+        nap_ms(5);
+    }
+    sup_exit_as(*done, *status);
+}
+
+/* The supervisor (see the top of the file). Every signal is blocked on
+ * entry (the parent blocked them around fork). Never returns. */
+static __attribute__((noreturn)) void sup_main(const char *cmd, int logfd, int nullfd, pid_t parent, double grace_s) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL; /* the parent's handlers and ignores are not the server's */
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP) sigaction(s, &dfl, NULL);
+    setpgid(0, 0);
+    prctl(PR_SET_NAME, "drift-server-sv"); /* what ps and top show for it */
+    prctl(PR_SET_PDEATHSIG, SIG_STOP_TREE);
+    if (getppid() != parent) _exit(127); /* the parent is gone already */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) _exit(127);
+    if (close_range(3, ~0U, 0) != 0) /* a kernel without it: the usual range */
+        for (int fd = 3; fd < 4096; fd++) close(fd);
+    pid_t self = getpid();
+    pid_t shell = fork();
+    if (shell == 0) shell_exec(cmd, self);
+    if (shell < 0) {
+        write_str(2, "driftbench: cannot fork the server's shell\n");
+        _exit(127);
+    }
+    setpgid(shell, shell); /* also done by the shell: whichever comes first */
+    sigset_t wanted;
+    sigemptyset(&wanted);
+    sigaddset(&wanted, SIGCHLD);
+    sigaddset(&wanted, SIGTERM);
+    sigaddset(&wanted, SIG_STOP_TREE);
+    int done = 0, status = 0, termed = 0;
+    double leftovers_until = 0; /* the shell has ended: its leftovers' grace */
+    for (;;) {
+        struct timespec ts = {SUP_POLL_MS / 1000, (SUP_POLL_MS % 1000) * 1000000L};
+        siginfo_t si;
+        int sig = sigtimedwait(&wanted, &si, &ts);
+        int children = sup_reap(shell, &done, &status);
+        if (sig == SIG_STOP_TREE || getppid() != parent) sup_kill_tree(self, shell, &done, &status);
+        if (done && !children) sup_exit_as(done, status);
+        if (sig == SIGTERM && !termed) {
+            sup_term_tree(self, shell, done);
+            termed = 1;
+        }
+        if (done && !leftovers_until) {
+            if (!termed) sup_term_tree(self, shell, done);
+            termed = 1;
+            leftovers_until = util_now_ms() + grace_s * 1000.0;
+        }
+        if (leftovers_until && util_now_ms() >= leftovers_until) sup_kill_tree(self, shell, &done, &status);
+    }
+}
+
+/* ---- who listens on a port (the parent's side: ordinary calls) ---- */
+
+typedef struct listener {
+    unsigned long inode;
+    unsigned uid;
+} listener;
+
+/* 1 when a socket bound to the address in /proc/net/tcp{,6}'s hex form
+ * (native-order 32-bit words of the address's bytes) takes connections to
+ * 127.0.0.1: 127.0.0.1, 0.0.0.0, ::, ::ffff:127.0.0.1, ::ffff:0.0.0.0. */
+static int reaches_loopback(const char *hex) {
+    size_t len = strlen(hex);
+    unsigned char b[16];
+    if (len != 8 && len != 32) return 0;
+    for (size_t w = 0; w < len / 8; w++) {
+        char word[9];
+        memcpy(word, hex + 8 * w, 8);
+        word[8] = '\0';
+        uint32_t v = (uint32_t)strtoul(word, NULL, 16);
+        memcpy(b + 4 * w, &v, 4);
+    }
+    const unsigned char *v4 = b;
+    if (len == 32) {
+        static const unsigned char zero[16], mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (!memcmp(b, zero, 16)) return 1;
+        if (memcmp(b, mapped, 12)) return 0;
+        v4 = b + 12;
+    }
+    return (v4[0] == 127 && v4[1] == 0 && v4[2] == 0 && v4[3] == 1) || !(v4[0] | v4[1] | v4[2] | v4[3]);
+}
+
+/* The LISTEN sockets on port that take connections to 127.0.0.1, from
+ * /proc/net/tcp and /proc/net/tcp6, into out[0..cap) (*n of them). -1 with
+ * errno when neither file can be read. */
+static int port_listeners(int port, listener *out, size_t cap, size_t *n) {
+    static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    int read_any = 0, saved = 0;
+    *n = 0;
+    for (size_t f = 0; f < 2; f++) {
+        FILE *fp = fopen(files[f], "re");
+        if (!fp) {
+            saved = errno;
+            continue;
+        }
+        read_any = 1;
+        char line[512], addr[40];
+        unsigned lport = 0, st = 0, uid = 0;
+        unsigned long inode = 0;
+        while (fgets(line, sizeof line, fp))
+            if (sscanf(line, " %*u: %39[0-9A-Fa-f]:%x %*s %x %*s %*s %*s %u %*d %lu", addr, &lport, &st, &uid,
+                       &inode) == 5 &&
+                st == 0x0A /* TCP_LISTEN */ && (int)lport == port && reaches_loopback(addr) && *n < cap) {
+                out[*n].inode = inode;
+                out[(*n)++].uid = uid;
+            }
+        fclose(fp);
+    }
+    if (!read_any) errno = saved;
+    return read_any ? 0 : -1;
+}
+
+/* 1 when pid holds a descriptor of socket inode. */
+static int holds_socket(pid_t pid, unsigned long inode) {
+    char dir[64], want[48];
+    proc_path(dir, sizeof dir, pid, "fd");
+    snprintf(want, sizeof want, "socket:[%lu]", inode);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        char path[128], link[64];
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k <= 0) continue;
+        link[k] = '\0';
+        found = !strcmp(link, want);
+    }
+    closedir(d);
+    return found;
+}
+
+/* "pid P (`COMMAND LINE`)" for the process that holds socket inode (its
+ * command line cut and with control characters as '?'), or what is known
+ * when none we may look into does. */
+static void describe_holder(unsigned long inode, unsigned uid, char *out, size_t cap) {
+    pid_t holder = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && !holder && (e = readdir(d))) {
+        pid_t pid = name_pid(e->d_name);
+        if (pid > 0 && holds_socket(pid, inode)) holder = pid;
+    }
+    if (d) closedir(d);
+    if (!holder) {
+        snprintf(out, cap, "a process of uid %u that driftbench may not look into (socket inode %lu)", uid, inode);
+        return;
+    }
+    char path[64], cmd[OWNER_SHOWN_MAX + 1] = "";
+    proc_path(path, sizeof path, holder, "cmdline");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t k = fd >= 0 ? read(fd, cmd, sizeof cmd - 1) : 0;
+    if (fd >= 0) close(fd);
+    if (k < 0) k = 0;
+    int cut = k == (ssize_t)sizeof cmd - 1;
+    while (k > 0 && cmd[k - 1] == '\0') k--;
+    for (ssize_t i = 0; i < k; i++) {
+        unsigned char c = (unsigned char)cmd[i];
+        if (!c) cmd[i] = ' ';
+        else if (c < 0x20 || c == 0x7f || c == '`') cmd[i] = '?';
+    }
+    cmd[k] = '\0';
+    snprintf(out, cap, "pid %d (`%s%s`)", (int)holder, cmd, cut ? "..." : "");
+}
+
+/* Who, other than the processes in tree[0..n), listens on port for
+ * 127.0.0.1: 0 with who = "" when no one; 1 with who describing the first
+ * other (describe_holder); -1 with who saying why we cannot tell. *total:
+ * the listeners seen, ours included. */
+static int port_others(int port, const pid_t *tree, size_t n, char *who, size_t cap, size_t *total) {
+    listener ls[LISTEN_MAX];
+    size_t nl = 0;
+    who[0] = '\0';
+    *total = 0;
+    if (port_listeners(port, ls, LISTEN_MAX, &nl)) {
+        snprintf(who, cap, "cannot read /proc/net/tcp to see who listens on port %d: %s", port, strerror(errno));
+        return -1;
+    }
+    *total = nl;
+    for (size_t i = 0; i < nl; i++) {
+        int ours = 0;
+        for (size_t t = 0; t < n && !ours; t++) ours = holds_socket(tree[t], ls[i].inode);
+        if (!ours) {
+            describe_holder(ls[i].inode, ls[i].uid, who, cap);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The supervisor and its live descendants into tree (TREE_MAX + 1). */
+static size_t our_tree(const drift_server_proc *p, pid_t *tree) {
+    tree[0] = p->pid;
+    return 1 + tree_list(p->pid, tree + 1, TREE_MAX);
+}
+
+/* After /health answered 200: DRIFT_OK when every socket that takes
+ * 127.0.0.1:port is held by p's tree (and there is one); else DRIFT_ERR_IO
+ * with how. */
+static drift_status check_owner(const drift_server_proc *p, char *how, size_t cap) {
+    pid_t tree[TREE_MAX + 1];
+    size_t n = our_tree(p, tree), total = 0;
+    char who[OWNER_SHOWN_MAX + 160];
+    int r = port_others(p->port, tree, n, who, sizeof who, &total);
+    if (r < 0) {
+        snprintf(how, cap, "answered /health, but %s (refused: only the answers of the server started are taken)",
+                 who);
+        return DRIFT_ERR_IO;
+    }
+    if (r > 0) {
+        snprintf(how, cap,
+                 "did not get its port: 127.0.0.1:%d, where /health answered, is held by %s, not by the server "
+                 "started (refused: nothing was asked or stored)",
+                 p->port, who);
+        return DRIFT_ERR_IO;
+    }
+    if (!total) {
+        snprintf(how, cap,
+                 "answered /health on 127.0.0.1:%d, but no listening socket for it is in /proc/net/tcp: who "
+                 "answered cannot be told (refused)",
+                 p->port);
+        return DRIFT_ERR_IO;
+    }
+    return DRIFT_OK;
+}
+
+/* "; 127.0.0.1:PORT is held by WHO" appended to how when a process other
+ * than p's tree listens there (a start that failed may have failed for it). */
+static void note_others(const drift_server_proc *p, char *how, size_t cap) {
+    pid_t tree[TREE_MAX + 1];
+    size_t n = p->reaped ? 0 : our_tree(p, tree);
+    char who[OWNER_SHOWN_MAX + 160];
+    size_t total = 0;
+    if (port_others(p->port, tree, n, who, sizeof who, &total) > 0) {
+        size_t l = strlen(how);
+        snprintf(how + l, cap - l, "; 127.0.0.1:%d is held by %s", p->port, who);
+    }
+}
 /* ---- small helpers ---- */
 
 void drift_server_proc_opts_default(drift_server_proc_opts *o) {
@@ -126,9 +601,9 @@ static void sleep_ms(double ms) {
     }
 }
 
-/* A port nobody listens on now (the kernel's pick for an ephemeral bind);
- * 0 on failure. Another process could take it before the server binds it:
- * the server then fails to start, which is reported as any failed start. */
+/* A port the kernel picks for an ephemeral bind; 0 on failure. Another
+ * process may take it before the server binds it: start checks who holds
+ * it once /health answers (check_owner). */
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return 0;
@@ -159,13 +634,23 @@ static void shown_command(const char *cmd, char *out, size_t cap) {
     else snprintf(out, cap, "%.*s...", CMD_SHOWN_MAX, cmd);
 }
 
-int drift_server_proc_alive(drift_server_proc *p) {
-    if (!p || p->reaped) return 0;
+/* waitpid(WNOHANG) of the supervisor: 1 once it is reaped (status kept,
+ * and out of kill_all's table before its pid can be reused). */
+static int reap_nohang(drift_server_proc *p) {
+    if (p->reaped) return 1;
     int st = 0;
     pid_t r = waitpid(p->pid, &st, WNOHANG);
     if (r == p->pid || (r < 0 && errno == ECHILD)) {
         p->reaped = 1;
         p->status = r == p->pid ? st : 0;
+        live_remove(p->pid);
+    }
+    return p->reaped;
+}
+
+int drift_server_proc_alive(drift_server_proc *p) {
+    if (!p || p->reaped) return 0;
+    if (reap_nohang(p)) {
         p->died = 1;
         return 0;
     }
@@ -305,60 +790,35 @@ static long probe(const char *url, char *why, size_t cap) {
     return status;
 }
 
-/* The child side of fork: async-signal-safe calls only. Never returns. */
-static void child_exec(const char *cmd, int logfd, int nullfd, pid_t parent) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127); /* the parent is gone already */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP) sigaction(s, &sa, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    if (dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) _exit(127);
-    if (close_range(3, ~0U, 0) != 0) /* a kernel without it: the usual range */
-        for (int fd = 3; fd < 4096; fd++) close(fd);
-    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-    static const char msg[] = "driftbench: cannot exec /bin/sh\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
-    (void)w;
-    _exit(127);
+/* Waits up to ms for the supervisor to be reaped; 1 when it is. */
+static int reap_within(drift_server_proc *p, double ms) {
+    double deadline = util_now_ms() + ms;
+    while (!reap_nohang(p)) {
+        if (util_now_ms() >= deadline) return 0;
+        sleep_ms(10);
+    }
+    return 1;
 }
 
-/* Stops p's group (see the top of the file); p->reaped afterwards. */
-static void stop_group(drift_server_proc *p) {
-    if (!p->reaped) {
-        kill(-p->pid, SIGTERM);
-        double deadline = util_now_ms() + p->stop_grace_s * 1000.0;
-        while (util_now_ms() < deadline) {
-            if (!p->reaped) {
-                int st = 0;
-                pid_t r = waitpid(p->pid, &st, WNOHANG);
-                if (r == p->pid || (r < 0 && errno == ECHILD)) {
-                    p->reaped = 1;
-                    p->status = st;
-                }
-            }
-            if (p->reaped && kill(-p->pid, 0) < 0 && errno == ESRCH) break;
-            sleep_ms(10);
-        }
+/* Stops p's tree (see the top of the file); p->reaped afterwards. */
+static void stop_tree(drift_server_proc *p) {
+    if (p->reaped) return;
+    kill(p->pid, SIGTERM);
+    if (reap_within(p, p->stop_grace_s * 1000.0)) return;
+    kill(p->pid, SIG_STOP_TREE);
+    if (reap_within(p, SUP_KILL_WAIT_MS + 2000.0)) return;
+    kill(p->pid, SIGKILL); /* the supervisor itself does not end: a bug */
+    int st = 0;
+    while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR) {
     }
-    kill(-p->pid, SIGKILL); /* what is left of the group, if anything */
-    if (!p->reaped) {
-        int st = 0;
-        while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR) {
-        }
-        p->reaped = 1;
-        p->status = st;
-    }
+    p->reaped = 1;
+    p->status = st;
+    live_remove(p->pid);
 }
 
 static void proc_release(drift_server_proc *p, int keep_log) {
     if (!p) return;
-    live_remove(p->pid);
+    if (p->pid > 0) live_remove(p->pid);
     if (p->log_path && !keep_log) unlink(p->log_path);
     free(p->command);
     free(p->log_path);
@@ -368,14 +828,14 @@ static void proc_release(drift_server_proc *p, int keep_log) {
 void drift_server_proc_free(drift_server_proc *p) {
     if (!p) return;
     drift_server_proc_alive(p); /* did it die on its own? */
-    stop_group(p);
+    stop_tree(p);
     proc_release(p, p->died);
 }
 
 /* Fails the start with code and "server `COMMAND` HOW; ..." (the tail
  * follows); p is stopped and freed, its log kept (removed on a cancel). */
 static drift_status fail_start(drift_server_proc *p, drift_status code, const char *how, drift_error *err) {
-    stop_group(p);
+    stop_tree(p);
     p->died = 1;
     if (code == DRIFT_ERR_CANCELLED) {
         char cmd[CMD_SHOWN_MAX + 4];
@@ -388,6 +848,35 @@ static drift_status fail_start(drift_server_proc *p, drift_status code, const ch
     return code;
 }
 
+/* A port for the server: o->port, or one the kernel picks; either way one
+ * on which nothing takes 127.0.0.1 connections now (a picked one that is
+ * taken is picked again). 0 with err set when there is none. */
+static int choose_port(const drift_server_proc_opts *o, drift_error *err) {
+    char who[OWNER_SHOWN_MAX + 160];
+    size_t total = 0;
+    for (int i = 0; i < PORT_TRIES; i++) {
+        int port = o->port > 0 ? o->port : free_port();
+        if (port <= 0) {
+            drift_error_set(err, DRIFT_ERR_IO, "server: no free TCP port on 127.0.0.1: %s", strerror(errno));
+            return 0;
+        }
+        int r = port_others(port, NULL, 0, who, sizeof who, &total);
+        if (r == 0) return port;
+        if (r < 0 || o->port > 0) {
+            if (r < 0)
+                drift_error_set(err, DRIFT_ERR_IO, "server: %s", who);
+            else
+                drift_error_set(err, DRIFT_ERR_IO, "server: port %d is in use already: 127.0.0.1:%d is held by %s",
+                                port, port, who);
+            return 0;
+        }
+    }
+    drift_error_set(err, DRIFT_ERR_IO,
+                    "server: %d ports picked by the kernel were each taken before they could be used (last: %s)",
+                    PORT_TRIES, who);
+    return 0;
+}
+
 drift_status drift_server_proc_start(const drift_server_proc_opts *o, drift_server_proc **out, drift_error *err) {
     if (out) *out = NULL;
     if (!o || !out || !o->command || !*o->command)
@@ -397,8 +886,8 @@ drift_status drift_server_proc_start(const drift_server_proc_opts *o, drift_serv
     pthread_once(&curl_once, curl_init_once);
     if (curl_rc != CURLE_OK)
         return drift_error_set(err, DRIFT_ERR_HTTP, "server: libcurl init failed: %s", curl_easy_strerror(curl_rc));
-    int port = o->port > 0 ? o->port : free_port();
-    if (port <= 0) return drift_error_set(err, DRIFT_ERR_IO, "server: no free TCP port on 127.0.0.1: %s", strerror(errno));
+    int port = choose_port(o, err);
+    if (port <= 0) return err ? err->code : DRIFT_ERR_IO;
 
     drift_server_proc *p = calloc(1, sizeof *p);
     if (!p) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -426,27 +915,32 @@ drift_status drift_server_proc_start(const drift_server_proc_opts *o, drift_serv
         proc_release(p, 0);
         return drift_error_set(err, DRIFT_ERR_IO, "server: cannot open /dev/null: %s", strerror(errno));
     }
+    /* every signal blocked across fork: none of our handlers may run in the
+     * supervisor before it has reset them */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid == 0) child_exec(p->command, logfd, nullfd, parent);
+    if (pid == 0) sup_main(p->command, logfd, nullfd, parent, p->stop_grace_s);
     int fork_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(logfd);
     close(nullfd);
     if (pid < 0) {
         proc_release(p, 0);
         return drift_error_set(err, DRIFT_ERR_IO, "server: fork failed: %s", strerror(fork_errno));
     }
-    setpgid(pid, pid); /* also done by the child: whichever comes first */
     p->pid = pid;
     if (live_add(pid)) {
-        stop_group(p);
+        stop_tree(p);
         proc_release(p, 0);
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "server: more than %d servers at once", MAX_LIVE);
     }
 
     char *url = util_asprintf("http://127.0.0.1:%d%s", port, health);
     if (!url) {
-        stop_group(p);
+        stop_tree(p);
         proc_release(p, 0);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
@@ -455,23 +949,29 @@ drift_status drift_server_proc_start(const drift_server_proc_opts *o, drift_serv
     drift_status rc = DRIFT_OK;
     for (;;) {
         if (!drift_server_proc_alive(p)) {
-            char how[160];
+            char how[OWNER_SHOWN_MAX + 512];
             describe_status(p->status, how, 96);
             size_t hl = strlen(how);
             snprintf(how + hl, sizeof how - hl, " before it was healthy (%.1f s after start)",
                      (util_now_ms() - t0) / 1000.0);
+            note_others(p, how, sizeof how);
             rc = fail_start(p, DRIFT_ERR_IO, how, err);
             break;
         }
-        if (probe(url, why, sizeof why) == 200) break;
+        if (probe(url, why, sizeof why) == 200) {
+            char how[OWNER_SHOWN_MAX + 512];
+            if (check_owner(p, how, sizeof how) != DRIFT_OK) rc = fail_start(p, DRIFT_ERR_IO, how, err);
+            break;
+        }
         if (o->cancel && o->cancel(o->cancel_user)) {
             rc = fail_start(p, DRIFT_ERR_CANCELLED, "", err);
             break;
         }
         if (util_now_ms() >= deadline) {
-            char what[CURL_ERROR_SIZE + 160];
+            char what[CURL_ERROR_SIZE + OWNER_SHOWN_MAX + 512];
             snprintf(what, sizeof what, "was not healthy within %.1f s (last GET %s: %s)",
                      o->ready_timeout_s > 0 ? o->ready_timeout_s : 120, url, why);
+            note_others(p, what, sizeof what);
             rc = fail_start(p, DRIFT_ERR_TIMEOUT, what, err);
             break;
         }

@@ -33,13 +33,23 @@
  *         start: a /bin/sh command (required); "{port}" is a free TCP port
  *         on 127.0.0.1 that DriftBench picks when it starts the server, and
  *         the target must use it too ("http://127.0.0.1:{port}/v1?..."); a
- *         brace group that is not a name ("${HOME}", JSON) is left as is;
+ *         brace group that is not a name ("${HOME}", JSON) is left as is.
+ *         The template is a command, run with DriftBench's rights; what a
+ *         placeholder puts into it is data: each value becomes one literal
+ *         word (or part of one), quoted for /bin/sh, so "$(...)", ';' or a
+ *         quote in a level never runs. So a placeholder must stand outside
+ *         quotes (see substitute_shell below for the rule and what is
+ *         refused), and a level is one word, not a string of flags;
  *         health: the path polled until HTTP 200 (default "/health");
  *         ready_timeout_s: how long it may take to get there (default 120).
  *       The matrix starts it before the configuration's run and stops it
  *       after; configurations one after another with the same start
  *       command (after substitution) share one process. "{port}" is only
  *       known with a server, so a dimension may not be called "port".
+ *   Commands and data: "server"."start" is the only field that is a
+ *   command. Every other field (labels, dims, level names and texts,
+ *   targets, health) is data: no shell reads it, and values pasted into a
+ *   start command are quoted as above.
  *   At least one configuration (explicit or product); labels are unique.
  * Explicit configurations come first, then the product in odometer order
  * (last dimension fastest), so a configuration's index is stable and shards
@@ -95,8 +105,7 @@ static int push_config(drift_matrix_spec *s, size_t *cap) {
 }
 
 enum {
-    SUB_KEEP_PORT = 1, /* "{port}" stays (filled when the server starts) */
-    SUB_SHELL = 2      /* a brace group that is not a name ("${HOME}", JSON) stays */
+    SUB_KEEP_PORT = 1 /* "{port}" stays (filled when the server starts) */
 };
 
 /* 1 when p[0..len) is a dimension name (a-z, 0-9, '_', '-'). */
@@ -107,9 +116,18 @@ static int name_ok(const char *p, size_t len) {
     return 1;
 }
 
+/* Index of the name p[0..len) in names[0..n); n when absent. */
+static size_t name_index(char *const *names, size_t n, const char *p, size_t len) {
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (strlen(names[i]) == len && !strncmp(names[i], p, len)) break;
+    return i;
+}
+
 /* Replaces "{key}" with values[i] for names[i]; unknown placeholders are an
  * error reported through *bad (the placeholder's name, malloc'd). flags:
- * SUB_*. */
+ * SUB_*. For targets and labels, which no shell reads: values go in as
+ * they are. */
 static char *substitute_f(const char *tmpl, char *const *names, const char *const *values, size_t n, int flags,
                           char **bad) {
     util_buf b = {0};
@@ -123,11 +141,8 @@ static char *substitute_f(const char *tmpl, char *const *names, const char *cons
                 p = close + 1;
                 continue;
             }
-            if (close && (flags & SUB_SHELL) && !name_ok(p + 1, len)) close = NULL;
             if (close) {
-                size_t i;
-                for (i = 0; i < n; i++)
-                    if (strlen(names[i]) == len && !strncmp(names[i], p + 1, len)) break;
+                size_t i = name_index(names, n, p + 1, len);
                 if (i == n) {
                     *bad = util_strndup(p + 1, len);
                     buf_free(&b);
@@ -140,6 +155,175 @@ static char *substitute_f(const char *tmpl, char *const *names, const char *cons
         }
         buf_append(&b, p, 1);
         p++;
+    }
+    char *out = buf_steal(&b);
+    return out ? out : util_strdup("");
+}
+
+/* ---- the server's start command: a shell command whose values are data ----
+ *
+ * The template is read as /bin/sh will read it, far enough to know where
+ * each placeholder lands. A placeholder must stand in a bare word (outside
+ * any quotes, also inside $(...)), where its value goes in quoted: as is
+ * when it only holds [A-Za-z0-9_@%+:,./-], else '...' with each ' written
+ * '\'' (POSIX): one literal word, or a literal part of one, whatever it
+ * holds. Anywhere else its value cannot be made data for every reader:
+ * inside '...' or "..." (often a command in a string, sh -c '...', that a
+ * second shell parses again), `...`, $'...' (dash and bash disagree on where
+ * it ends), a # comment, after a here-document's <<, or after a $(...) with
+ * a case in it or a ${...} with quotes or expansions (where this reading
+ * may lose its place): refused. "{port}" (a number) may stand anywhere;
+ * "${...}" is the shell's; so is a brace group that is not a name
+ * ({"x":1}); "\{" is a literal brace. */
+
+enum { SH_WORD, SH_SINGLE, SH_DOUBLE, SH_BACK };
+
+#define SH_DEPTH 32
+
+typedef struct sh_scan {
+    unsigned char kind[SH_DEPTH]; /* kind[0] = SH_WORD: the command itself */
+    int parens[SH_DEPTH];         /* for a $( level: '(' not yet closed inside it */
+    int has_case[SH_DEPTH];       /* for a $( level: a "case" word in it */
+    int depth;                    /* the innermost level */
+    int comment;                  /* inside a # comment, until the newline */
+    const char *lost;             /* why placeholders after this point are refused */
+} sh_scan;
+
+#define SH_SAFE "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+:,./-"
+
+/* Why a placeholder cannot stand where the scan is; NULL when it can. */
+static const char *sh_refusal(const sh_scan *sc) {
+    if (sc->lost) return sc->lost;
+    if (sc->comment) return "is inside a # comment";
+    switch (sc->kind[sc->depth]) {
+    case SH_SINGLE: return "is inside '...' quotes";
+    case SH_DOUBLE: return "is inside \"...\" quotes";
+    case SH_BACK: return "is inside `...`";
+    default: return NULL;
+    }
+}
+
+/* v as one literal word (or part of one) for sh. */
+static void sh_put_word(util_buf *b, const char *v) {
+    if (*v && strspn(v, SH_SAFE) == strlen(v)) {
+        buf_puts(b, v);
+        return;
+    }
+    buf_puts(b, "'");
+    for (; *v; v++) {
+        if (*v == '\'') buf_puts(b, "'\\''");
+        else buf_append(b, v, 1);
+    }
+    buf_puts(b, "'");
+}
+
+static void sh_push(sh_scan *sc, int kind) {
+    if (sc->depth + 1 >= SH_DEPTH) {
+        sc->lost = "comes after quotes nested too deep to follow";
+        return;
+    }
+    sc->depth++;
+    sc->kind[sc->depth] = (unsigned char)kind;
+    sc->parens[sc->depth] = sc->has_case[sc->depth] = 0;
+}
+
+static void sh_pop(sh_scan *sc) {
+    if (sc->depth > 0) sc->depth--;
+}
+
+/* 1 when c ends a word for the shell (so '#' or a keyword may follow). */
+static int sh_breaks_word(char c) { return !c || strchr(" \t\n;&|()<>", c) != NULL; }
+
+/* Copies the template's text at *pp that is not a placeholder (one
+ * character, an escape pair, a whole "${...}", "$(" or "$'") into b and
+ * moves the scan's state over it. */
+static void sh_copy(util_buf *b, sh_scan *sc, const char *tmpl, const char **pp) {
+    const char *p = *pp;
+    char prev = p > tmpl ? p[-1] : 0;
+    int k = sc->kind[sc->depth];
+    size_t take = 1;
+    if (sc->comment) {
+        if (*p == '\n') sc->comment = 0;
+    } else if (k == SH_SINGLE) {
+        if (*p == '\'') sh_pop(sc);
+    } else if (*p == '\\' && p[1]) {
+        take = 2;
+    } else if (k == SH_BACK) {
+        if (*p == '`') sh_pop(sc);
+    } else if (*p == '$' && p[1] == '{') {
+        const char *close = strchr(p, '}');
+        take = close ? (size_t)(close - p + 1) : strlen(p);
+        size_t inner = close ? (size_t)(close - p - 2) : 0; /* between "${" and "}" */
+        if (!close || strcspn(p + 2, "'\"`\\$") < inner)
+            sc->lost = "comes after a ${...} with quotes or expansions in it";
+    } else if (*p == '$' && p[1] == '(') {
+        take = 2;
+        sh_push(sc, SH_WORD);
+    } else if (k == SH_DOUBLE) {
+        if (*p == '"') sh_pop(sc);
+        else if (*p == '`') sh_push(sc, SH_BACK);
+    } else if (*p == '$' && p[1] == '\'') {
+        take = 2;
+        sc->lost = "comes after $'...', which shells read differently";
+        sh_push(sc, SH_SINGLE);
+    } else if (*p == '\'') {
+        sh_push(sc, SH_SINGLE);
+    } else if (*p == '"') {
+        sh_push(sc, SH_DOUBLE);
+    } else if (*p == '`') {
+        sh_push(sc, SH_BACK);
+    } else if (*p == '#' && sh_breaks_word(prev)) {
+        sc->comment = 1;
+    } else if (*p == '<' && p[1] == '<') {
+        take = 2;
+        sc->lost = "comes after a here-document's <<";
+    } else if (sc->depth > 0 && sh_breaks_word(prev) && !strncmp(p, "case", 4) && sh_breaks_word(p[4])) {
+        take = 4;
+        sc->has_case[sc->depth] = 1;
+    } else if (*p == '(' && sc->depth > 0) {
+        sc->parens[sc->depth]++;
+    } else if (*p == ')' && sc->depth > 0) {
+        if (sc->parens[sc->depth]) {
+            sc->parens[sc->depth]--;
+        } else {
+            if (sc->has_case[sc->depth]) sc->lost = "comes after a $(...) with a case in it";
+            sh_pop(sc);
+        }
+    }
+    buf_append(b, p, take);
+    *pp = p + take;
+}
+
+/* The start command: tmpl with each "{name}" replaced by its value, one
+ * literal word for the shell (see above); "{port}" kept. NULL on failure:
+ * *bad = the placeholder's name (malloc'd), with *why = NULL when it is not
+ * a dimension, or why it may not stand where it is; both NULL on nomem. */
+static char *substitute_shell(const char *tmpl, char *const *names, const char *const *values, size_t n, char **bad,
+                              const char **why) {
+    util_buf b = {0};
+    sh_scan sc;
+    memset(&sc, 0, sizeof sc);
+    *bad = NULL;
+    *why = NULL;
+    for (const char *p = tmpl; *p;) {
+        const char *close = *p == '{' ? strchr(p, '}') : NULL;
+        size_t len = close ? (size_t)(close - p - 1) : 0;
+        if (!close || !name_ok(p + 1, len)) {
+            sh_copy(&b, &sc, tmpl, &p);
+            continue;
+        }
+        if (len == 4 && !strncmp(p + 1, "port", 4)) {
+            buf_puts(&b, "{port}");
+        } else {
+            size_t i = name_index(names, n, p + 1, len);
+            if (i == n || (*why = sh_refusal(&sc)) != NULL) {
+                *bad = util_strndup(p + 1, len);
+                buf_free(&b);
+                return NULL;
+            }
+            sh_put_word(&b, values[i]);
+        }
+        p = close + 1;
     }
     char *out = buf_steal(&b);
     return out ? out : util_strdup("");
@@ -183,12 +367,18 @@ static drift_status parse_server(json_t *js, const char *name, const char *field
     if (rt && (!json_is_number(rt) || !(json_number_value(rt) > 0) || json_number_value(rt) > 86400))
         return perr(err, name, f, "must be a number of seconds in (0, 86400]");
     char *bad = NULL;
-    char *cmd = substitute_f(json_string_value(start), names, values, n, SUB_KEEP_PORT | SUB_SHELL, &bad);
+    const char *why = NULL;
+    char *cmd = substitute_shell(json_string_value(start), names, values, n, &bad, &why);
     if (!cmd) {
         snprintf(f, sizeof f, "%s.start", field);
-        drift_status rc = bad ? drift_error_set(err, DRIFT_ERR_PARSE, "%s: %s: placeholder {%s} is not a dimension", name,
-                                                f, bad)
-                              : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        drift_status rc =
+            !bad ? drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory")
+            : why ? drift_error_set(err, DRIFT_ERR_PARSE,
+                                    "%s: %s: placeholder {%s} %s: a value may only stand in a bare word, where "
+                                    "DriftBench quotes it (write {%s} without quotes; to give it to a command in a "
+                                    "string, pass it as an argument: sh -c '... \"$1\" ...' sh {%s})",
+                                    name, f, bad, why, bad, bad)
+                  : drift_error_set(err, DRIFT_ERR_PARSE, "%s: %s: placeholder {%s} is not a dimension", name, f, bad);
         free(bad);
         return rc;
     }

@@ -38,7 +38,8 @@
  *   configuration skipped, or its server another  -> the held one stopped
  *   configuration run with a server               -> the held one reused when
  *       it is the same (start command and health path) and still running;
- *       otherwise started (drift_server_proc_start: free port, /health)
+ *       otherwise started (drift_server_proc_start: free port, /health,
+ *       answered from the server's own socket, else refused)
  *   its run                                       -> target "{port}" filled
  *       for the connection (target_url); the stored target keeps "{port}",
  *       so a resume on another port is the same run

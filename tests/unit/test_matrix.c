@@ -1,13 +1,18 @@
 /* test_matrix.c - matrix spec parsing (good and bad), shard partition,
  * merging shard stores (equal to one store holding every run), and the flip
- * table of a store built through the store API with known labels. */
+ * table of a store built through the store API with known labels. Values
+ * in a server's start command are data: hostile and random values, put in
+ * by the spec, run through /bin/sh and come out literally, and nothing they
+ * hold runs; placeholders where a value cannot be quoted are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +21,7 @@
 
 #include "driftbench/compare.h"
 #include "driftbench/matrix.h"
+#include "driftbench/server_proc.h"
 #include "driftbench/store.h"
 #include "store/store_internal.h" /* store_sqlite: to look at what the store wrote */
 #include "driftbench/suite.h"
@@ -129,6 +135,147 @@ static void test_spec_product(void **state) {
     char *b = drift_matrix_baseline_for(s->baseline, &s->configs[4]);
     assert_string_equal(b, "f32/c");
     free(b);
+    drift_matrix_spec_free(s);
+}
+
+/* ---- server values are data ---- */
+
+static char pwn_dir[64];
+
+/* The spec of one product configuration whose dimension v has the level
+ * text value, and whose server starts with tmpl; parsed (NULL: refused,
+ * err says why). */
+static drift_matrix_spec *spec_with_value(const char *tmpl, const char *value, drift_error *err) {
+    json_t *j = json_pack("{s:[s], s:s, s:{s:{s:s}}, s:s, s:{s:s}}", "suites", "s", "baseline", "a", "dimensions", "v",
+                          "a", value, "target", "http://127.0.0.1:{port}/v1", "server", "start", tmpl);
+    char *text = json_dumps(j, 0);
+    drift_matrix_spec *s = NULL;
+    drift_matrix_spec_parse(text, strlen(text), "v.json", &s, err);
+    free(text);
+    json_decref(j);
+    return s;
+}
+
+/* What `sh -c CMD` prints on stdout (malloc'd, up to 64 KB). */
+static char *sh_output(const char *cmd) {
+    FILE *f = popen(cmd, "r"); /* /bin/sh -c cmd */
+    assert_non_null(f);
+    size_t cap = 65536, n = 0;
+    char *out = malloc(cap + 1);
+    size_t k;
+    while (n < cap && (k = fread(out + n, 1, cap - n, f)) > 0) n += k;
+    out[n] = '\0';
+    pclose(f);
+    return out;
+}
+
+/* value, put by the spec into a start command in a bare word and inside
+ * one, reaches the command's argv literally, and nothing in pwn_dir is
+ * created by it. */
+static void check_value_literal(const char *value) {
+    static const char tmpl[] = "printf '<%s>' {v} pre{v}post \"$(printf %s {v})\" --port={port}";
+    drift_error err = {0};
+    drift_matrix_spec *s = spec_with_value(tmpl, value, &err);
+    if (!s) fail_msg("value '%s' refused: %s", value, err.msg);
+    char *cmd = drift_server_proc_fill_port(s->configs[0].server.start, 8080);
+    char *got = sh_output(cmd);
+    size_t vl = strlen(value);
+    char *want = malloc(3 * vl + 64);
+    /* $(...) drops trailing newlines, as it does for any command's output */
+    size_t sub = vl;
+    while (sub && value[sub - 1] == '\n') sub--;
+    sprintf(want, "<%s><pre%spost><%.*s><--port=8080>", value, value, (int)sub, value);
+    if (strcmp(got, want)) fail_msg("value '%s': command `%s` printed '%s', not '%s'", value, cmd, got, want);
+    char probe[128];
+    snprintf(probe, sizeof probe, "%s/pwned", pwn_dir);
+    if (access(probe, F_OK) == 0) fail_msg("value '%s' ran a command (through `%s`)", value, cmd);
+    free(want);
+    free(got);
+    free(cmd);
+    drift_matrix_spec_free(s);
+}
+
+static void test_server_values_are_data(void **state) {
+    (void)state;
+    snprintf(pwn_dir, sizeof pwn_dir, "/tmp/test_matrix_pwn.XXXXXX");
+    assert_non_null(mkdtemp(pwn_dir));
+    /* each '@' becomes pwn_dir/pwned */
+    const char *forms[] = {"$(touch @)", "`touch @`", "x'; touch @; '", "\"; touch @; \"", "a;touch @",
+                           "a && touch @ #", "a\ntouch @\n", "'\\''; touch @", "$(touch @)'$(touch @)'"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char v[512];
+        size_t n = 0;
+        for (const char *c = forms[i]; *c && n + 80 < sizeof v; c++) {
+            if (*c == '@') n += (size_t)snprintf(v + n, sizeof v - n, "%s/pwned", pwn_dir);
+            else v[n++] = *c;
+        }
+        v[n] = '\0';
+        check_value_literal(v);
+    }
+    const char *plain[] = {"models/b.gguf", "a b", "'", "''", "\\", "$HOME", "*", "~root", "-n", "", "{v}", "}{", "%s",
+                           "tab\there", "ünï"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) check_value_literal(plain[i]);
+    /* seeded random strings over the shell's own characters */
+    static const char alphabet[] = "ab $`'\"\\;&|()<>{}*?[]!#~=%\n\t-";
+    unsigned x = 12345;
+    for (int r = 0; r < 200; r++) {
+        char v[24];
+        int len = 1 + r % 20;
+        for (int i = 0; i < len; i++) {
+            x = x * 1103515245u + 12345u;
+            v[i] = alphabet[(x >> 16) % (sizeof alphabet - 1)];
+        }
+        v[len] = '\0';
+        check_value_literal(v);
+    }
+    /* a safe value stays as it is; an explicit configuration's dims are quoted too */
+    drift_error err = {0};
+    drift_matrix_spec *s = spec_with_value("exec srv -m {v} --port {port}", "models/b.gguf", &err);
+    assert_non_null(s);
+    assert_string_equal(s->configs[0].server.start, "exec srv -m models/b.gguf --port {port}");
+    drift_matrix_spec_free(s);
+    const char *ex = "{\"suites\":[\"s\"],\"baseline\":\"a\",\"configs\":[{\"label\":\"a\",\"target\":\"http://h:{port}/v1\","
+                     "\"dims\":{\"m\":\"$(id)\"},\"server\":{\"start\":\"srv -m {m} --port {port} ${HOME}/{m}\"}}]}";
+    assert_int_equal(drift_matrix_spec_parse(ex, strlen(ex), "e.json", &s, &err), DRIFT_OK);
+    assert_string_equal(s->configs[0].server.start, "srv -m '$(id)' --port {port} ${HOME}/'$(id)'");
+    drift_matrix_spec_free(s);
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", pwn_dir);
+    assert_int_equal(system(rm), 0);
+}
+
+/* A placeholder where its value cannot be quoted for every reader. */
+static void expect_refused(const char *tmpl, const char *needle) {
+    drift_error err = {0};
+    drift_matrix_spec *s = spec_with_value(tmpl, "x", &err);
+    if (s || !strstr(err.msg, needle) || !strstr(err.msg, "placeholder {v}"))
+        fail_msg("start '%s': expected a refusal naming '%s', got '%s'", tmpl, needle, s ? "(accepted)" : err.msg);
+}
+
+static void test_server_placeholders_refused(void **state) {
+    (void)state;
+    expect_refused("sh -c 'srv -m {v} --port {port}'", "inside '...' quotes");
+    expect_refused("srv -m \"{v}\" --port {port}", "inside \"...\" quotes");
+    expect_refused("srv -m `echo {v}` --port {port}", "inside `...`");
+    expect_refused("srv --port {port} # {v}", "inside a # comment");
+    expect_refused("srv --port {port} <<EOF\n{v}\nEOF", "here-document");
+    expect_refused("x=$'a\\'b'; srv {v} --port {port}", "$'...'");
+    expect_refused("srv ${X:-\"a b\"} {v} --port {port}", "${...} with quotes");
+    expect_refused("srv $(case a in a) echo;; esac) {v} --port {port}", "$(...) with a case");
+    /* the message says how to pass a value to a command in a string */
+    drift_error err = {0};
+    assert_null(spec_with_value("sh -c 'srv -m {v}; echo' --port {port}", "x", &err));
+    assert_non_null(strstr(err.msg, "sh -c '... \"$1\" ...' sh {v}"));
+    /* {port} may stand anywhere; quotes and comments elsewhere are fine */
+    drift_matrix_spec *s =
+        spec_with_value("sh -c 'exec srv -m \"$1\" --port {port}; echo' sh {v} # \"{port}\"", "a b", &err);
+    assert_non_null(s);
+    assert_string_equal(s->configs[0].server.start,
+                        "sh -c 'exec srv -m \"$1\" --port {port}; echo' sh 'a b' # \"{port}\"");
+    drift_matrix_spec_free(s);
+    s = spec_with_value("srv \\{v} \"$(basename {v})\" --port {port}", "a b", &err);
+    assert_non_null(s);
+    assert_string_equal(s->configs[0].server.start, "srv \\{v} \"$(basename 'a b')\" --port {port}");
     drift_matrix_spec_free(s);
 }
 
@@ -314,7 +461,8 @@ int main(void) {
         cmocka_unit_test(test_spec_example),  cmocka_unit_test(test_spec_bad),
         cmocka_unit_test(test_spec_product),  cmocka_unit_test(test_shards),
         cmocka_unit_test(test_table_known),   cmocka_unit_test(test_table_per_model_baseline),
-        cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_merge),         cmocka_unit_test(test_server_values_are_data),
+        cmocka_unit_test(test_server_placeholders_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,8 +6,14 @@
  * stop: SIGTERM ignored -> SIGKILL after the grace, a compound command's
  * whole process group, kill_all, cancel while starting, the tail's bounds
  * and {port}; and the matrix stage with servers side by side (jobs 2):
- * shared and own servers, a death mid-run and its resume. Every test bounds its own time; fakeserver ends by itself
- * after 60 s whatever happens. */
+ * shared and own servers, a death mid-run and its resume. The server is
+ * ours: a squatter that takes the port before the server and answers
+ * /health is refused by name, so is a given port already taken; and it dies
+ * with us: kill -9 of the process that started a server whose command is
+ * not an exec (the server a grandchild) or that left its process group
+ * (setsid), and a stop of the latter, leave nothing running. Every test
+ * bounds its own time; fakeserver ends by itself after 60 s whatever
+ * happens. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -16,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -344,6 +353,201 @@ static void test_tail_bounds(void **state) {
     unlink(log);
 }
 
+/* ---- the server is ours, and dies with us ---- */
+
+/* The pid of a process (not zombie) whose command line holds the argument
+ * arg; 0 when none. */
+static long pid_with_arg(const char *arg) {
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    long found = 0;
+    while (d && !found && (e = readdir(d))) {
+        long pid = atol(e->d_name);
+        if (pid <= 0) continue;
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        for (ssize_t i = 0; i < n && !found; i += (ssize_t)strlen(buf + i) + 1) {
+            buf[n] = '\0';
+            if (!strcmp(buf + i, arg)) found = pid;
+        }
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* Waits up to ms for a process whose command line holds arg; its pid or 0. */
+static long wait_pid_with_arg(const char *arg, double ms) {
+    double t0 = util_now_ms();
+    long pid = 0;
+    while (!(pid = pid_with_arg(arg)) && util_now_ms() - t0 < ms) usleep(20000);
+    return pid;
+}
+
+/* Forks a squatter: it waits for portfile to hold a port, then runs
+ * fakeserver on it (a process of the test's, not of the server's). */
+static pid_t squat_when_written(const char *portfile) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        for (int i = 0; i < 1000; i++) {
+            FILE *f = fopen(portfile, "r");
+            int port = 0;
+            if (f) {
+                if (fscanf(f, "%d", &port) != 1) port = 0;
+                fclose(f);
+            }
+            if (port > 0) {
+                char ps[16];
+                snprintf(ps, sizeof ps, "%d", port);
+                execl(fake_exe, fake_exe, "--port", ps, "--lifetime", "30", "--model", "squatter", "--quiet",
+                      (char *)NULL);
+                _exit(127);
+            }
+            usleep(10000);
+        }
+        _exit(1);
+    }
+    return pid;
+}
+
+static void reap(pid_t pid) {
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
+
+static void test_port_squatter(void **state) {
+    (void)state;
+    need_fake();
+    char cmd[2048], portf[512], pidf[512];
+    snprintf(portf, sizeof portf, "%s/squat.port", tmpdir);
+    snprintf(pidf, sizeof pidf, "%s/squat.pid", tmpdir);
+    /* the server writes its port, then takes a while to bind it: the
+     * squatter binds it first and answers /health 200 */
+    snprintf(cmd, sizeof cmd, "echo $$ > %s; echo {port} > %s; sleep 1.5; exec %s --port {port} --lifetime 60", pidf,
+             portf, fake_exe);
+    pid_t sq = squat_when_written(portf);
+    drift_server_proc_opts o = opts_for(cmd, 20);
+    drift_server_proc *p = (drift_server_proc *)0x1;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_IO);
+    assert_null(p);
+    char want[128];
+    snprintf(want, sizeof want, "is held by pid %d (`%s --port ", (int)sq, fake_exe);
+    if (!strstr(err.msg, want)) fail_msg("expected '%s' in: %s", want, err.msg);
+    assert_non_null(strstr(err.msg, "did not get its port: 127.0.0.1:"));
+    assert_non_null(strstr(err.msg, "not by the server started"));
+    assert_true(gone_within(read_pid(pidf), 3000)); /* ours is stopped */
+    assert_false(gone(sq));                        /* theirs is not ours to stop */
+    reap(sq);
+    char log[512];
+    log_from_msg(err.msg, log, sizeof log);
+    unlink(log);
+}
+
+static void test_port_taken(void **state) {
+    (void)state;
+    need_fake();
+    /* a server of someone else's on a port of its own choosing */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t other = fork();
+    assert_true(other >= 0);
+    if (other == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(fake_exe, fake_exe, "--port", "0", "--lifetime", "30", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char line[64] = "";
+    FILE *f = fdopen(fds[0], "r");
+    assert_non_null(fgets(line, sizeof line, f));
+    int port = 0;
+    assert_int_equal(sscanf(line, "PORT %d", &port), 1);
+    char cmd[1024], mark[512];
+    snprintf(mark, sizeof mark, "%s/taken.ran", tmpdir);
+    snprintf(cmd, sizeof cmd, "touch %s; exec %s --port {port} --lifetime 60", mark, fake_exe);
+    drift_server_proc_opts o = opts_for(cmd, 5);
+    o.port = port;
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_ERR_IO);
+    char want[128];
+    snprintf(want, sizeof want, "port %d is in use already: 127.0.0.1:%d is held by pid %d", port, port, (int)other);
+    if (!strstr(err.msg, want)) fail_msg("expected '%s' in: %s", want, err.msg);
+    assert_int_not_equal(access(mark, F_OK), 0); /* the command never ran */
+    fclose(f);
+    reap(other);
+}
+
+/* In a child process that is then killed with SIGKILL: starts cmd and
+ * reports its port on the pipe. The server's processes must all be gone a
+ * few seconds after. marker: an argument of the server's command line. */
+static void check_dies_with_starter(const char *cmd, const char *marker) {
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t starter = fork();
+    assert_true(starter >= 0);
+    if (starter == 0) {
+        close(fds[0]);
+        drift_server_proc_opts o = opts_for(cmd, 20);
+        drift_server_proc *p = NULL;
+        drift_error err = {0};
+        int port = drift_server_proc_start(&o, &p, &err) == DRIFT_OK ? drift_server_proc_port(p) : -1;
+        if (port < 0) fprintf(stderr, "start failed: %s\n", err.msg);
+        ssize_t w = write(fds[1], &port, sizeof port);
+        (void)w;
+        for (;;) pause();
+    }
+    close(fds[1]);
+    int port = 0;
+    assert_int_equal(read(fds[0], &port, sizeof port), (ssize_t)sizeof port);
+    close(fds[0]);
+    assert_true(port > 0);
+    long server = wait_pid_with_arg(marker, 3000);
+    assert_true(server > 0);
+    assert_true(server != starter);
+    kill(starter, SIGKILL);
+    while (waitpid(starter, NULL, 0) < 0 && errno == EINTR) {
+    }
+    if (!gone_within(server, 5000)) {
+        kill((pid_t)server, SIGKILL);
+        fail_msg("the server (pid %ld, `%s`) outlived kill -9 of the process that started it", server, cmd);
+    }
+    assert_int_equal(ask(port), 0); /* nothing answers on its port */
+}
+
+static void test_dies_with_us(void **state) {
+    (void)state;
+    need_fake();
+    char cmd[2048], marker[64];
+    /* not an exec: the server is the grandchild of the shell */
+    snprintf(marker, sizeof marker, "kill9-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "sh -c '%s --port {port} --lifetime 60 --model %s; echo'", fake_exe, marker);
+    check_dies_with_starter(cmd, marker);
+    /* a daemon that left the process group and the session */
+    if (access("/usr/bin/setsid", X_OK) != 0) return;
+    snprintf(marker, sizeof marker, "setsid-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "setsid -f %s --port {port} --lifetime 60 --model %s; sleep 60", fake_exe, marker);
+    check_dies_with_starter(cmd, marker);
+    /* and a plain stop of one reaches it too */
+    snprintf(marker, sizeof marker, "setsid-stop-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "setsid -f %s --port {port} --lifetime 60 --model %s; sleep 60", fake_exe, marker);
+    drift_server_proc_opts o = opts_for(cmd, 20);
+    drift_server_proc *p = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_server_proc_start(&o, &p, &err), DRIFT_OK);
+    long server = wait_pid_with_arg(marker, 3000);
+    assert_true(server > 0);
+    drift_server_proc_free(p);
+    assert_true(gone_within(server, 3000));
+}
+
 /* ---- the matrix stage with servers, side by side (jobs 2) ---- */
 
 /* Two configurations d0 and d1 of one target (%s), each with its server
@@ -468,6 +672,9 @@ int main(void) {
         cmocka_unit_test(test_kill_all),
         cmocka_unit_test(test_cancel_while_starting),
         cmocka_unit_test(test_tail_bounds),
+        cmocka_unit_test(test_port_squatter),
+        cmocka_unit_test(test_port_taken),
+        cmocka_unit_test(test_dies_with_us),
         cmocka_unit_test(test_matrix_jobs),
         cmocka_unit_test(test_bad_opts),
     };
