@@ -100,9 +100,9 @@ GITHUB_STEP_SUMMARY=$T/no/such/dir/sum.md "$D" "${C[@]}" --format github > /dev/
 check '[ $rc -eq 2 ] && grep -q "GITHUB_STEP_SUMMARY $T/no/such/dir/sum.md: cannot append" "$T/nodir.err"' \
   "an unwritable summary file: exit 2 naming it (rc $rc: $(cat "$T/nodir.err"))"
 "$D" "${C[@]}" --sequential --format github > /dev/null 2> "$T/seq.err"; rc=$?
-check '[ $rc -eq 2 ] && grep -q "not junit or github" "$T/seq.err"' "--sequential with github: exit 2 ($(cat "$T/seq.err"))"
+check '[ $rc -eq 2 ] && grep -q "not junit, github or html" "$T/seq.err"' "--sequential with github: exit 2 ($(cat "$T/seq.err"))"
 "$D" "${C[@]}" --format gitlab > /dev/null 2> "$T/fmt.err"; rc=$?
-check '[ $rc -eq 2 ] && grep -q "unknown format \"gitlab\" (known: text, json, markdown, junit, github)" "$T/fmt.err"' \
+check '[ $rc -eq 2 ] && grep -q "unknown format \"gitlab\" (known: text, json, markdown, junit, github, html)" "$T/fmt.err"' \
   "unknown format names the known ones ($(cat "$T/fmt.err"))"
 
 echo "compare_github: $passes passed, $fails failed"
