@@ -22,7 +22,6 @@
  * comes back byte for byte. Callers: drift_model_chat_tokens here,
  * src/eval/safety.c (both guards' prompts); tools/torch_server/tokenizer.py
  * mirrors the table. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,12 +139,15 @@ static const marker_row MARKERS[] = {
 
 static const char ZWSP[3] = {'\xe2', '\x80', '\x8b'}; /* U+200B */
 
-/* 1 when the marker row matches at p (n bytes left). */
+static unsigned char ascii_lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c; }
+
+/* 1 when the marker row matches at p (n bytes left); ASCII letters in any
+ * case whatever the locale, other bytes exactly. */
 static int marker_at(const marker_row *r, const char *p, size_t n) {
     for (size_t i = 0; r->text[i]; i++) {
         if (i >= n) return 0;
         unsigned char a = (unsigned char)p[i], b = (unsigned char)r->text[i];
-        if (a != b && (a >= 0x80 || tolower(a) != tolower(b))) return 0;
+        if (a != b && ascii_lower(a) != ascii_lower(b)) return 0;
     }
     return 1;
 }
