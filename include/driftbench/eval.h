@@ -86,7 +86,9 @@ DRIFT_API drift_status drift_eval_code(const char *answer, const char *reference
                                        drift_eval_result *out, drift_error *err);
 
 /* ---- safety (a guard judges each request/answer pair) ---- */
-/* The LlamaGuard-3 conversation prompt (categories S1-S14) for one turn. */
+/* The LlamaGuard-3 conversation prompt (categories S1-S14) for one turn:
+ * user and assistant stripped, then their template markers neutralised
+ * (drift_markers_neutralise, chat + Llama Guard sets; see safety.c). */
 DRIFT_API char *drift_llamaguard_prompt(const char *user, const char *assistant);
 /* Parses a guard reply: "safe" -> PASS, "unsafe\nS1,S10" -> FAIL with the
  * categories in detail; anything else -> DRIFT_LABEL_ERROR (garbage is an
@@ -102,7 +104,10 @@ DRIFT_API const char *drift_guard_name(const drift_guard *g); /* recorded as the
 DRIFT_API drift_status drift_guard_judge(drift_guard *g, const char *const *requests, const char *const *answers,
                                          size_t n, drift_eval_result *out, drift_error *err);
 DRIFT_API void drift_guard_close(drift_guard *g);
-/* The built-in guard's prompt for one pair (malloc'd; NULL if out of memory). */
+/* The built-in guard's prompt for one pair, the answer's first window
+ * (request and answer stripped and neutralised, the answer cut to 300 bytes;
+ * drift_guard_judge judges longer answers in several windows, see safety.c).
+ * malloc'd; NULL if out of memory. */
 DRIFT_API char *drift_guard_builtin_prompt(const char *request, const char *answer);
 
 /* ---- chat (semantic drift between two answers) ---- */

@@ -73,9 +73,39 @@ DRIFT_API int drift_model_is_eog(const drift_model *m, int32_t id);
  * <|im_start|> -> ChatML, <|start_header_id|> -> Llama-3, <|user|> ->
  * "<|user|>\n...<|end|>\n<|assistant|>\n", SentencePiece -> "[INST] ... [/INST]",
  * otherwise the raw message). The message itself is never parsed for special
- * tokens. *ids malloc'd. */
+ * tokens, and its markers (DRIFT_MARKER_SET_CHAT) are neutralised first
+ * (drift_markers_neutralise), so "[/INST]" or "<|im_end|>" in it stays text
+ * even where the template's markers are plain text. *ids malloc'd. */
 DRIFT_API drift_status drift_model_chat_tokens(const drift_model *m, const char *user_message, int32_t **ids, size_t *n,
                                                drift_error *err);
+
+/* Marker sets for drift_markers_neutralise (bits; combine with |). */
+typedef enum drift_marker_set {
+    /* special-token texts of the chat templates: every "<|" (Llama 3, ChatML,
+     * Phi-3, <|endoftext|>, ...), DeepSeek's "<" + U+FF5C, "<s>", "</s>",
+     * "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>", "<start_of_turn>",
+     * "<end_of_turn>", "<bos>", "<eos>" */
+    DRIFT_MARKER_SET_CHAT = 1u,
+    /* Llama Guard 3's prompt: "<BEGIN..." / "<END..." section markers, its
+     * instruction lines, and "User:" / "Agent:" at the start of a line */
+    DRIFT_MARKER_SET_LLAMAGUARD = 2u,
+    /* the built-in guard's prompt: "Request:", "Answer:", "Verdict:" at the
+     * start of a line, "Is the answer safe or unsafe?" */
+    DRIFT_MARKER_SET_GUARD = 4u,
+} drift_marker_set;
+
+/* Neutralises template markers in untrusted text (a request, an answer)
+ * before it is pasted into a template: a U+200B ZERO WIDTH SPACE is inserted
+ * after the first byte of every occurrence of a marker of the given sets
+ * (ASCII letters matched in any case; line-start markers where only spaces
+ * or tabs follow the start of the text or a line break), so no tokenizer
+ * matches a special token there and no marker line of the template is
+ * forged ("<|eot_id|>" -> "<" U+200B "|eot_id|>"). Text without markers is
+ * returned unchanged, byte for byte; the result holds no marker of the sets,
+ * so neutralising it again changes nothing. tools/torch_server/tokenizer.py
+ * (neutralise) applies the same rule. Returns a malloc'd NUL-terminated
+ * copy (its length in *out_len when non-NULL), NULL when out of memory. */
+DRIFT_API char *drift_markers_neutralise(const char *text, size_t len, unsigned sets, size_t *out_len);
 
 /* A sequence: KV cache for up to n_ctx positions (0 = min(n_ctx_train, 4096)).
  * A session also keeps the activation buffers of its forward calls between

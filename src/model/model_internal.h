@@ -18,7 +18,8 @@
  *
  * The files that share them:
  *   model_load.c  GGUF metadata and tensors -> drift_model (+ the device copy)
- *   model_text.c  tokenizer calls and the built-in chat templates
+ *   model_text.c  tokenizer calls, the built-in chat templates and the
+ *                 neutraliser of template markers in untrusted text
  *   forward.c     sessions, the run state, the forward pass (CPU and the
  *                 CUDA backend's entry), batched steps
  *   generate.c    the sampling loop over batches of sequences, embeddings

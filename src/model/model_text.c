@@ -5,7 +5,23 @@
  * load time from the vocabulary (ChatML, Llama-3, <|user|>..<|end|>, or
  * [INST] for SentencePiece models), and drift_model_chat_tokens renders one
  * user message through it. The template's own markers are parsed as special
- * tokens; the message never is. */
+ * tokens; the message never is, and before it is encoded its markers are
+ * neutralised (drift_markers_neutralise), so a message cannot close its turn
+ * where the markers are plain text ([INST]) or user-defined tokens that are
+ * matched even unparsed.
+ *
+ * Markers in untrusted text. One table (MARKERS) lists the strings that
+ * open or close a turn or a section in some template, each with the sets it
+ * belongs to (chat templates, Llama Guard 3's prompt, the built-in guard's
+ * prompt) and whether it counts only at the start of a line. Every
+ * occurrence gets a U+200B ZERO WIDTH SPACE after its first byte: invisible
+ * to a reader, enough for no tokenizer to match the special token and for
+ * no line of the text to read as the template's own. Inserting it can only
+ * split the text's ASCII runs, never join them, so the result holds no
+ * marker and neutralising twice is neutralising once; text without a marker
+ * comes back byte for byte. Callers: drift_model_chat_tokens here,
+ * src/eval/safety.c (both guards' prompts); tools/torch_server/tokenizer.py
+ * mirrors the table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +96,97 @@ static drift_status idvec_add_text(const drift_model *m, idvec *o, const char *t
     return DRIFT_OK;
 }
 
-drift_status drift_model_chat_tokens(const drift_model *m, const char *msg, int32_t **ids, size_t *n, drift_error *err) {
+/* ---- markers in untrusted text ---- */
+
+typedef struct marker_row {
+    const char *text; /* matched with ASCII letters in any case */
+    unsigned sets;    /* DRIFT_MARKER_SET_* bits */
+    int line_start;   /* only where spaces or tabs alone separate it from the text's start or a line break */
+} marker_row;
+
+#define MK_CHAT DRIFT_MARKER_SET_CHAT
+#define MK_LG DRIFT_MARKER_SET_LLAMAGUARD
+#define MK_GUARD DRIFT_MARKER_SET_GUARD
+static const marker_row MARKERS[] = {
+    {"<|", MK_CHAT, 0},               /* every <|...|> special token: Llama 3, ChatML, Phi-3, GPT */
+    {"<\xef\xbd\x9c", MK_CHAT, 0},     /* <U+FF5C...U+FF5C>: DeepSeek's fullwidth bar */
+    {"<s>", MK_CHAT, 0},              /* SentencePiece BOS / EOS, Llama 2 and Mistral */
+    {"</s>", MK_CHAT, 0},
+    {"[INST]", MK_CHAT, 0},           /* Llama 2 / Mistral turns (plain text in the vocabulary) */
+    {"[/INST]", MK_CHAT, 0},
+    {"<<SYS>>", MK_CHAT, 0},
+    {"<</SYS>>", MK_CHAT, 0},
+    {"<start_of_turn>", MK_CHAT, 0},  /* Gemma */
+    {"<end_of_turn>", MK_CHAT, 0},
+    {"<bos>", MK_CHAT, 0},
+    {"<eos>", MK_CHAT, 0},
+    {"<BEGIN", MK_LG, 0},             /* <BEGIN CONVERSATION>, <BEGIN UNSAFE CONTENT CATEGORIES> */
+    {"<END", MK_LG, 0},               /* <END CONVERSATION>, <END UNSAFE CONTENT CATEGORIES> */
+    {"Task: Check if there is unsafe content", MK_LG, 0},
+    {"Provide your safety assessment", MK_LG, 0},
+    {"First line must read", MK_LG, 0},
+    {"If unsafe, a second line must include", MK_LG, 0},
+    {"User:", MK_LG, 1},              /* a turn of the conversation */
+    {"Agent:", MK_LG, 1},
+    {"Request:", MK_GUARD, 1},        /* the built-in guard's prompt lines */
+    {"Answer:", MK_GUARD, 1},
+    {"Verdict:", MK_GUARD, 1},
+    {"Is the answer safe or unsafe?", MK_GUARD, 0},
+};
+#undef MK_CHAT
+#undef MK_LG
+#undef MK_GUARD
+
+static const char ZWSP[3] = {'\xe2', '\x80', '\x8b'}; /* U+200B */
+
+static unsigned char ascii_lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c; }
+
+/* 1 when the marker row matches at p (n bytes left); ASCII letters in any
+ * case whatever the locale, other bytes exactly. */
+static int marker_at(const marker_row *r, const char *p, size_t n) {
+    for (size_t i = 0; r->text[i]; i++) {
+        if (i >= n) return 0;
+        unsigned char a = (unsigned char)p[i], b = (unsigned char)r->text[i];
+        if (a != b && ascii_lower(a) != ascii_lower(b)) return 0;
+    }
+    return 1;
+}
+
+char *drift_markers_neutralise(const char *text, size_t len, unsigned sets, size_t *out_len) {
+    util_buf b = {0};
+    if (!text) len = 0;
+    if (buf_reserve(&b, len + 1)) return NULL;
+    size_t from = 0; /* text[from, i) is still to copy */
+    int line_start = 1;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        int hit = 0;
+        for (size_t k = 0; k < sizeof MARKERS / sizeof MARKERS[0] && !hit; k++) {
+            const marker_row *r = &MARKERS[k];
+            if ((r->sets & sets) && (!r->line_start || line_start)) hit = marker_at(r, text + i, len - i);
+        }
+        if (hit) {
+            if (buf_append(&b, text + from, i + 1 - from) || buf_append(&b, ZWSP, sizeof ZWSP)) {
+                buf_free(&b);
+                return NULL;
+            }
+            from = i + 1;
+        }
+        if (c == '\n' || c == '\r') line_start = 1;
+        else if (c != ' ' && c != '\t') line_start = 0;
+    }
+    if (buf_append(&b, text + from, len - from)) {
+        buf_free(&b);
+        return NULL;
+    }
+    if (out_len) *out_len = b.len;
+    return buf_steal(&b);
+}
+
+drift_status drift_model_chat_tokens(const drift_model *m, const char *user_msg, int32_t **ids, size_t *n,
+                                     drift_error *err) {
+    char *msg = drift_markers_neutralise(user_msg, user_msg ? strlen(user_msg) : 0, DRIFT_MARKER_SET_CHAT, NULL);
+    if (!msg) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     idvec o = {0};
     drift_status st;
     int bos = tok_add_bos_default(m->tok);
@@ -114,6 +220,7 @@ drift_status drift_model_chat_tokens(const drift_model *m, const char *msg, int3
         st = idvec_add_text(m, &o, msg, bos, 0, err);
         break;
     }
+    free(msg);
     if (st) {
         free(o.v);
         return st;

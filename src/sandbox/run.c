@@ -40,9 +40,11 @@ static pthread_mutex_t g_slot_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_slot_cv = PTHREAD_COND_INITIALIZER;
 static uint64_t g_slot_used;
 
-uid_t sbx_uid_base(void) {
-    return (uid_t)(SBX_UID_FIRST + (uint32_t)(getpid() % 4194304) * SBX_SLOTS);
+uid_t sbx_uid_base_of(pid_t pid) {
+    return (uid_t)(SBX_UID_FIRST + (uint32_t)(pid % 4194304) * SBX_SLOTS);
 }
+
+uid_t sbx_uid_base(void) { return sbx_uid_base_of(getpid()); }
 
 static int slot_acquire(void) {
     pthread_mutex_lock(&g_slot_mu);
@@ -541,7 +543,7 @@ done:
     if (!r->wall_ms) r->wall_ms = util_now_ms() - t0;
     for (int i = 0; i < 12; i++) close_fd(&fds[i]);
     av_free(&av);
-    if (dir[0]) sbx_rm_tree(dir);
+    if (dir[0]) sbx_rm_tree(dir, uid);
     if (ll_fd >= 0) close(ll_fd);
     /* Without a mount namespace (and without Landlock, which denies the
      * shared writable dirs) the program may have left files there: remove

@@ -43,7 +43,10 @@
  *   there is removed after it.
  * - A killed scorer leaves its dirs (TMPDIR/driftbench-sbx-PID-*) and run
  *   cgroups (driftbench-sbx-PID-SLOT); the next start removes those of dead
- *   PIDs (sbx_clean_stale).
+ *   PIDs (sbx_clean_stale): only real directories owned by us (or by the
+ *   dead PID's private uids), through directory descriptors, never
+ *   following a symlink, so a name planted in /tmp cannot steer a root
+ *   scorer's removal elsewhere.
  * - Output: stdout and stderr are drained continuously; the first
  *   out_cap_bytes and the last 4 KiB are kept, so a program printing 1 GB
  *   neither blocks nor fills memory.
@@ -163,7 +166,10 @@ int sbx_count_uid_tasks(uid_t uid);
 
 /* Removes what killed scorers left behind: sandbox directories
  * (TMPDIR/driftbench-sbx-PID-*) and run cgroups (driftbench-sbx-PID-SLOT)
- * whose owner PID is no longer alive. Runs once per process on the first
+ * whose owner PID is no longer alive. A directory is removed only if it is
+ * a real directory (not a symlink) owned by our effective uid or by one of
+ * that PID's private uids; its contents go through openat/unlinkat, links
+ * removed as links (cleanup.c). Runs once per process on the first
  * sbx_run; callable directly (tests). Returns the number of entries removed. */
 int sbx_clean_stale(void);
 

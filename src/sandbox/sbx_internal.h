@@ -68,8 +68,13 @@ __attribute__((noreturn)) void sbx_sup_main(const sbx_plan *p);
 void sbx_write_all(int fd, const void *p, size_t n);
 void sbx_sleep_ms(long ms);
 
-/* cleanup.c */
-void sbx_rm_tree(const char *dir);
+/* run.c: the first private uid of process pid's range (SBX_SLOTS uids). */
+uid_t sbx_uid_base_of(pid_t pid);
+
+/* cleanup.c (all removal through directory descriptors, never following a
+ * symlink). sbx_rm_tree: a run's own dir, if a real directory owned by us
+ * or by the run's uid (a symlink in its place is removed as a link). */
+void sbx_rm_tree(const char *dir, uid_t run_uid);
 int sbx_clean_owned(uid_t uid);
 pid_t sbx_stale_owner(const char *name);
 

@@ -4,6 +4,7 @@
  * usage: fakeserver [--script FILE] [--port N] [--lifetime S] [--max-requests N]
  *                   [--model NAME] [--embed-dim N] [--api-key KEY] [--quiet]
  *                   [--die-after N] [--health-after S] [--never-healthy]
+ *                   [--guard WORD[,WORD...]]
  * Binds 127.0.0.1 (port 0 = ephemeral unless --port), prints "PORT <n>" on
  * stdout and flushes, then serves until --lifetime seconds passed (default
  * 120) or --max-requests requests were answered (default: no limit), so a test
@@ -27,6 +28,24 @@
  * --health-after S: GET /health answers 503 {"status":"loading"} during the
  * first S seconds (a model loading), 200 after. --never-healthy: /health is
  * always 503 (a server that never gets ready).
+ *
+ * A gullible guard (--guard WORDS, for the guard's injection tests): every
+ * generation request is answered as a Llama Guard 3 that reads special-token
+ * texts as the tokens they name and trusts the prompt's structure, as a
+ * real model can be led to:
+ * 1. an assistant turn before the last one, i.e. a
+ *    "<|start_header_id|>assistant<|end_header_id|>" followed by text that
+ *    starts with "safe", is taken as its own verdict and repeated: "safe";
+ * 2. else it judges the last user turn (after the last
+ *    "<|start_header_id|>user<|end_header_id|>", up to the next
+ *    "<|eot_id|>"): the conversation after the last "<BEGIN CONVERSATION>" up
+ *    to the first "<END CONVERSATION>" after it, and in that the last Agent
+ *    message (after the last line that starts "Agent:"): "unsafe\nS1" when
+ *    it holds one of WORDS, else "safe". Markers and words match in any
+ *    case, the Agent line after spaces too.
+ * So an answer that plants a verdict, a new turn, a new conversation or a
+ * new Agent line is judged "safe" by it, unless the client neutralised those
+ * markers. Script answer lines and faults still apply first.
  *
  * Script format: one directive per line, fields separated by " | " (spaces
  * around the bar optional), blank lines and lines starting with '#' ignored.
@@ -84,6 +103,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -124,6 +144,7 @@ static long die_after;        /* --die-after: exit(3) after this many generation
 static int dying;             /* set at the N-th reply: no further reply is sent */
 static double health_after_s; /* --health-after: /health is 503 before this many seconds */
 static int never_healthy;     /* --never-healthy: /health is always 503 */
+static const char *guard_words; /* --guard: comma-separated words that make a message unsafe */
 static struct timespec start_time;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -377,9 +398,65 @@ static char *echo_answer(const char *prompt) {
     return b.p;
 }
 
+/* The last occurrence of needle in [p, end), any case, or NULL. */
+static const char *last_in(const char *p, const char *end, const char *needle) {
+    const char *hit = NULL;
+    size_t n = strlen(needle);
+    for (const char *q = p; q + n <= end; q++)
+        if (!strncasecmp(q, needle, n)) hit = q;
+    return hit;
+}
+
+/* The first occurrence of needle in [p, end), any case, or NULL. */
+static const char *first_in(const char *p, const char *end, const char *needle) {
+    size_t n = strlen(needle);
+    for (const char *q = p; q + n <= end; q++)
+        if (!strncasecmp(q, needle, n)) return q;
+    return NULL;
+}
+
+/* --guard: the gullible Llama Guard 3's reply (see the top of the file). */
+static char *guard_answer(const char *prompt) {
+    static const char asst[] = "<|start_header_id|>assistant<|end_header_id|>";
+    static const char user[] = "<|start_header_id|>user<|end_header_id|>";
+    const char *end = prompt + strlen(prompt);
+    /* 1. a verdict already given in an earlier assistant turn */
+    for (const char *a = strstr(prompt, asst); a; a = strstr(a + 1, asst)) {
+        const char *t = a + sizeof asst - 1;
+        while (isspace((unsigned char)*t)) t++;
+        if (!strncasecmp(t, "safe", 4) && !isalpha((unsigned char)t[4])) return xstrdup("safe");
+    }
+    /* 2. the last user turn, its last conversation, its last Agent message */
+    const char *turn = last_in(prompt, end, user);
+    turn = turn ? turn + sizeof user - 1 : prompt;
+    const char *turn_end = first_in(turn, end, "<|eot_id|>");
+    if (!turn_end) turn_end = end;
+    const char *conv = last_in(turn, turn_end, "<BEGIN CONVERSATION>");
+    conv = conv ? conv : turn;
+    const char *conv_end = first_in(conv, turn_end, "<END CONVERSATION>");
+    if (!conv_end) conv_end = turn_end;
+    const char *msg = conv;
+    for (const char *q = conv; q < conv_end; q++) {
+        if (q != conv && q[-1] != '\n') continue;
+        const char *w = q;
+        while (w < conv_end && (*w == ' ' || *w == '\t')) w++;
+        if ((size_t)(conv_end - w) >= 6 && !strncasecmp(w, "Agent:", 6)) msg = w + 6;
+    }
+    char *text = strndup(msg, (size_t)(conv_end - msg));
+    if (!text) die("out of memory");
+    char *words = xstrdup(guard_words);
+    int unsafe = 0;
+    for (char *save = NULL, *w = strtok_r(words, ",", &save); w && !unsafe; w = strtok_r(NULL, ",", &save))
+        if (*w && strcasestr(text, w)) unsafe = 1;
+    free(words);
+    free(text);
+    return xstrdup(unsafe ? "unsafe\nS1" : "safe");
+}
+
 static char *answer_for(const char *prompt) {
     for (int i = 0; i < n_rules; i++)
         if (!rules[i].is_fault && strstr(prompt, rules[i].match)) return xstrdup(rules[i].text);
+    if (guard_words) return guard_answer(prompt);
     if (!default_echo) return xstrdup(default_text ? default_text : "");
     return echo_answer(prompt);
 }
@@ -976,7 +1053,7 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: fakeserver [--script FILE] [--port N] [--lifetime S] [--max-requests N] "
                    "[--model NAME] [--embed-dim N] [--api-key KEY] [--quiet] [--die-after N] "
-                   "[--health-after S] [--never-healthy]\n");
+                   "[--health-after S] [--never-healthy] [--guard WORD[,WORD...]]\n");
             return 0;
         }
         if (!v) die("%s needs a value", a);
@@ -990,6 +1067,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--embed-dim")) embed_dim = atoi(v);
         else if (!strcmp(a, "--die-after")) die_after = atol(v);
         else if (!strcmp(a, "--health-after")) health_after_s = atof(v);
+        else if (!strcmp(a, "--guard")) guard_words = v;
         else die("unknown option %s", a);
     }
     if (embed_dim < 1 || embed_dim > 65536) die("--embed-dim must be 1..65536");

@@ -4,7 +4,10 @@
  * that the test process survives, that no process of the sandbox uid is
  * left and that the temp dirs are gone. The mechanism is probed first;
  * expectations that depend on it (file reads with or without bubblewrap)
- * say so. */
+ * say so. The removal of stale dirs (group "cleanup", any mechanism) never
+ * follows a symlink and removes only real directories of ours: a planted
+ * symlink's target and someone else's dir survive it, a dir of ours goes
+ * whole, however deep and oddly named. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -30,6 +33,7 @@
 #include <unistd.h>
 
 #include "sandbox/sandbox.h"
+#include "sandbox/sbx_internal.h"
 
 static unsigned g_mech;
 static char g_mech_name[64];
@@ -724,6 +728,142 @@ static void test_stale_after_kill(void **state) {
     }
 }
 
+/* ---- stale dirs: removed through descriptors, ours only ---- */
+
+static void put_file(const char *dir, const char *name, const char *text) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) fail_msg("create %s: %s", p, strerror(errno));
+    assert_true(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+}
+
+static int exists_nofollow(const char *path) {
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+/* A PID that is surely dead: a child we reaped. */
+static pid_t dead_pid(void) {
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) _exit(0);
+    waitpid(p, NULL, 0);
+    return p;
+}
+
+/* Path of a stale-looking entry TMPDIR/driftbench-sbx-PID-TAG. */
+static void stale_path(char *out, size_t cap, pid_t pid, const char *tag) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(out, cap, "%s/driftbench-sbx-%d-%s", tmp && tmp[0] ? tmp : "/tmp", (int)pid, tag);
+}
+
+/* A tree of depth levels under dir, with odd names at every level. */
+static void make_deep_tree(const char *dir, int depth, const char *target) {
+    static const char *const odd[] = {"a\nb", " lead", "-rf", "...", "*", "\xff\xfe", "tab\tname", "x\\y"};
+    char cur[8192];
+    snprintf(cur, sizeof cur, "%s", dir);
+    for (int d = 0; d < depth; d++) {
+        for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) put_file(cur, odd[i], "x");
+        char link[8400];
+        snprintf(link, sizeof link, "%s/link-to-target", cur);
+        assert_int_equal(symlink(target, link), 0); /* removed as a link, never followed */
+        size_t n = strlen(cur);
+        if (n + 8 >= sizeof cur) break;
+        snprintf(cur + n, sizeof cur - n, "/d%d", d % 10);
+        assert_int_equal(mkdir(cur, 0755), 0);
+    }
+    char fifo[8400];
+    snprintf(fifo, sizeof fifo, "%s/fifo", cur);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    char longname[300];
+    memset(longname, 'n', 255);
+    longname[255] = '\0';
+    put_file(cur, longname, "x");
+}
+
+static void test_stale_dirs_hygiene(void **state) {
+    (void)state;
+    /* a directory outside TMPDIR that a planted symlink points at */
+    char target[] = "/tmp/drift-test-target-XXXXXX";
+    assert_non_null(mkdtemp(target));
+    put_file(target, "keep", "precious");
+    char keep[64];
+    snprintf(keep, sizeof keep, "%s/keep", target);
+
+    pid_t dead = dead_pid();
+    char link[512], ours[512], other[512], sandbox_uid[512], other_range[512], live[512];
+    /* 1. a stale-looking name that is a symlink to the target dir */
+    stale_path(link, sizeof link, dead, "link");
+    assert_int_equal(symlink(target, link), 0);
+    /* 2. a real stale dir of ours: deep (more levels than the remover holds descriptors for), odd names,
+     *    symlinks to the target inside */
+    stale_path(ours, sizeof ours, dead, "ours");
+    assert_int_equal(mkdir(ours, 0700), 0);
+    make_deep_tree(ours, 45, target);
+    /* 3. a stale dir of ours whose pid is alive (our own): not stale */
+    stale_path(live, sizeof live, getpid(), "live");
+    assert_int_equal(mkdir(live, 0700), 0);
+    int root = geteuid() == 0;
+    if (root) {
+        /* 4. someone else's dir with the stale name: left alone */
+        stale_path(other, sizeof other, dead, "other");
+        assert_int_equal(mkdir(other, 0755), 0);
+        put_file(other, "theirs", "x");
+        assert_int_equal(chown(other, 12345, 12345), 0);
+        /* 5. a dir the dead scorer gave its run's private uid (fallback mode): removed */
+        stale_path(sandbox_uid, sizeof sandbox_uid, dead, "uid");
+        assert_int_equal(mkdir(sandbox_uid, 0700), 0);
+        put_file(sandbox_uid, "prog.py", "x");
+        assert_int_equal(chown(sandbox_uid, sbx_uid_base_of(dead) + 5, sbx_uid_base_of(dead) + 5), 0);
+        /* 6. one owned by another PID's private uid: left alone */
+        stale_path(other_range, sizeof other_range, dead, "range");
+        assert_int_equal(mkdir(other_range, 0700), 0);
+        assert_int_equal(chown(other_range, sbx_uid_base_of(dead + 1) + 5, 0), 0);
+    } else {
+        print_message("not root: the other-uid cases are skipped\n");
+    }
+
+    int removed = sbx_clean_stale();
+    fprintf(stderr, "stale entries removed: %d\n", removed);
+    assert_true(removed >= (root ? 2 : 1));
+    /* the symlink was not followed: the target and its file survive, and so does the link */
+    assert_true(exists_nofollow(keep));
+    assert_true(exists_nofollow(link));
+    /* ours went whole */
+    assert_false(exists_nofollow(ours));
+    assert_true(exists_nofollow(live));
+    if (root) {
+        char theirs[600];
+        snprintf(theirs, sizeof theirs, "%s/theirs", other);
+        assert_true(exists_nofollow(theirs));
+        assert_false(exists_nofollow(sandbox_uid));
+        assert_true(exists_nofollow(other_range));
+        rmdir(other_range);
+        unlink(theirs);
+        rmdir(other);
+    }
+    /* a run's own dir whose name became a symlink: the link goes, never its target */
+    char own[512];
+    stale_path(own, sizeof own, getpid(), "own");
+    assert_int_equal(symlink(target, own), 0);
+    sbx_rm_tree(own, getuid());
+    assert_false(exists_nofollow(own));
+    assert_true(exists_nofollow(keep));
+    /* and a real one goes whole */
+    assert_int_equal(mkdir(own, 0700), 0);
+    make_deep_tree(own, 3, target);
+    sbx_rm_tree(own, getuid());
+    assert_false(exists_nofollow(own));
+    assert_true(exists_nofollow(keep));
+
+    unlink(link);
+    rmdir(live);
+    unlink(keep);
+    rmdir(target);
+}
+
 /* A caller that gives up (Ctrl-C in the CLI) gets the run killed at once. */
 static double g_cancel_at;
 static int cancel_after(void *user) {
@@ -870,7 +1010,11 @@ int main(void) {
         return 1;
     }
     snprintf(g_prog, sizeof g_prog, "prog-%d.py", (int)getpid());
-    int rc = cmocka_run_group_tests_name("bubblewrap", tests, setup, NULL);
+    const struct CMUnitTest cleanup[] = {
+        cmocka_unit_test(test_stale_dirs_hygiene),
+    };
+    int rc = cmocka_run_group_tests_name("cleanup", cleanup, NULL, NULL);
+    rc |= cmocka_run_group_tests_name("bubblewrap", tests, setup, NULL);
     rc |= cmocka_run_group_tests_name("bubblewrap, no cgroup", nocgroup, setup_nocgroup, NULL);
     if (geteuid() == 0) {
         rc |= cmocka_run_group_tests_name("seccomp+uid", nobwrap, setup_nobwrap, NULL);

@@ -2,7 +2,11 @@
  * byte-level BPE (merge order, the three pre-tokenizer regexes told apart by
  * how they split digits, special tokens, ignore_merges of llama3) and
  * SentencePiece BPE (scores, U+2581, byte fallback); round trips on odd
- * UTF-8 (emoji, combining marks, CJK, invalid bytes, CRLF, whitespace runs). */
+ * UTF-8 (emoji, combining marks, CJK, invalid bytes, CRLF, whitespace runs);
+ * text whose markers drift_markers_neutralise has neutralised holds no
+ * special token for either tokenizer, even parsed for special tokens (a
+ * user-defined token is matched even unparsed: the reason the chat template
+ * neutralises its message). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "driftbench/model.h"
 #include "model/tokenizer.h"
 
 /* GPT-2 byte -> code point, written independently of the tokenizer */
@@ -317,6 +322,44 @@ static void test_spm(void **state) {
     tok_free(t);
 }
 
+/* Occurrences of id in ids[0, n). */
+static int count_id(const int32_t *ids, size_t n, int32_t id) {
+    int c = 0;
+    for (size_t i = 0; i < n; i++) c += ids[i] == id;
+    return c;
+}
+
+static void test_neutralised_specials(void **state) {
+    (void)state;
+    int32_t ids[256];
+    drift_tokenizer *t = load_bpe("qwen2"); /* 271 <|begin|>, 272 <|im_end|> control; 273 <|user|> user-defined */
+    const char *text = "hello<|begin|><|user|> world<|im_end|>";
+    size_t n = enc(t, text, strlen(text), 0, 1, ids, 256);
+    assert_true(count_id(ids, n, 271) == 1 && count_id(ids, n, 272) == 1 && count_id(ids, n, 273) == 1);
+    n = enc(t, text, strlen(text), 0, 0, ids, 256);
+    assert_int_equal(count_id(ids, n, 273), 1); /* user-defined: a special token even unparsed */
+    size_t nn = 0;
+    char *neut = drift_markers_neutralise(text, strlen(text), DRIFT_MARKER_SET_CHAT, &nn);
+    for (int parse = 0; parse < 2; parse++) {
+        n = enc(t, neut, nn, 0, parse, ids, 256);
+        assert_true(count_id(ids, n, 271) + count_id(ids, n, 272) + count_id(ids, n, 273) == 0);
+        char *d = tok_decode(t, ids, n, 0, NULL);
+        assert_string_equal(d, neut); /* the text itself, zero-width spaces and all */
+        free(d);
+    }
+    free(neut);
+    tok_free(t);
+
+    t = load_spm(); /* 1 <s>, 2 </s> control */
+    text = "<s>hello</s>";
+    neut = drift_markers_neutralise(text, strlen(text), DRIFT_MARKER_SET_CHAT, &nn);
+    assert_string_equal(neut, "<\xe2\x80\x8bs>hello<\xe2\x80\x8b/s>");
+    n = enc(t, neut, nn, 0, 1, ids, 256);
+    assert_int_equal(count_id(ids, n, 1) + count_id(ids, n, 2), 0);
+    free(neut);
+    tok_free(t);
+}
+
 static void test_bad_metadata(void **state) {
     (void)state;
     gguf_writer *w = gguf_writer_new();
@@ -343,6 +386,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bpe_merges), cmocka_unit_test(test_pretokenizer_regexes), cmocka_unit_test(test_round_trips_bpe),
         cmocka_unit_test(test_spm),        cmocka_unit_test(test_bad_metadata),
+        cmocka_unit_test(test_neutralised_specials),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

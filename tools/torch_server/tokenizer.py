@@ -12,10 +12,16 @@ Mirrors src/model/tokenizer.c (tok_encode / tok_decode_token) and src/model/mode
   <|end_of_text|> <|eom_id|> where present (tokenizer.c's list).
 - chat: the template is picked from the vocabulary as model_pick_template does (ChatML, Llama-3,
   <|user|>..<|end|> "phi3"); a conversation renders each message as the template's header (special tokens
-  parsed) + the content (never parsed) + its end marker, then the assistant header. For one user message
-  this is exactly drift_model_chat_tokens.
+  parsed) + the content (never parsed, its markers neutralised first) + its end marker, then the assistant
+  header. For one user message this is exactly drift_model_chat_tokens.
+- neutralise: drift_markers_neutralise (src/model/model_text.c), table for table: a U+200B ZERO WIDTH SPACE
+  after the first character of every template marker in untrusted text ("<|", "[INST]", "</s>", ...), so a
+  message cannot close its turn or plant one; text without markers is unchanged, and neutralising twice is
+  neutralising once. tests/data/markers/cases.json holds the cases both are checked against
+  (tests/e2e/template_markers.sh).
 """
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
@@ -27,6 +33,70 @@ EOG_NAMES = ["<|eot_id|>", "<|im_end|>", "<|end|>", "<|endoftext|>", "<|end_of_t
 
 class TokenizerError(Exception):
     pass
+
+
+# ---- markers in untrusted text: model_text.c's MARKERS, row for row (text, sets, line_start)
+MARKER_SET_CHAT, MARKER_SET_LLAMAGUARD, MARKER_SET_GUARD = 1, 2, 4
+MARKERS = [
+    ("<|", MARKER_SET_CHAT, False),
+    ("<\uff5c", MARKER_SET_CHAT, False),
+    ("<s>", MARKER_SET_CHAT, False),
+    ("</s>", MARKER_SET_CHAT, False),
+    ("[INST]", MARKER_SET_CHAT, False),
+    ("[/INST]", MARKER_SET_CHAT, False),
+    ("<<SYS>>", MARKER_SET_CHAT, False),
+    ("<</SYS>>", MARKER_SET_CHAT, False),
+    ("<start_of_turn>", MARKER_SET_CHAT, False),
+    ("<end_of_turn>", MARKER_SET_CHAT, False),
+    ("<bos>", MARKER_SET_CHAT, False),
+    ("<eos>", MARKER_SET_CHAT, False),
+    ("<BEGIN", MARKER_SET_LLAMAGUARD, False),
+    ("<END", MARKER_SET_LLAMAGUARD, False),
+    ("Task: Check if there is unsafe content", MARKER_SET_LLAMAGUARD, False),
+    ("Provide your safety assessment", MARKER_SET_LLAMAGUARD, False),
+    ("First line must read", MARKER_SET_LLAMAGUARD, False),
+    ("If unsafe, a second line must include", MARKER_SET_LLAMAGUARD, False),
+    ("User:", MARKER_SET_LLAMAGUARD, True),
+    ("Agent:", MARKER_SET_LLAMAGUARD, True),
+    ("Request:", MARKER_SET_GUARD, True),
+    ("Answer:", MARKER_SET_GUARD, True),
+    ("Verdict:", MARKER_SET_GUARD, True),
+    ("Is the answer safe or unsafe?", MARKER_SET_GUARD, False),
+]
+ZWSP = "\u200b"
+
+
+# where some marker starts (ASCII letters in any case, as the C side's tolower on bytes < 0x80: re.ASCII keeps
+# IGNORECASE from folding the Kelvin sign into "k")
+_MARKER_STARTS = re.compile("(?=(?:%s))" % "|".join(re.escape(m) for m, _, _ in MARKERS), re.IGNORECASE | re.ASCII)
+
+
+def _marker_at(marker, text, i):
+    """marker at text[i:], ASCII letters in any case."""
+    part = text[i:i + len(marker)]
+    return len(part) == len(marker) and all(c == m or (c.isascii() and c.lower() == m.lower())
+                                            for c, m in zip(part, marker))
+
+
+def _line_start(text, i):
+    """only spaces or tabs between the text's start or a line break and text[i]"""
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    return i == 0 or text[i - 1] in "\r\n"
+
+
+def neutralise(text, sets=MARKER_SET_CHAT):
+    """text with a U+200B after the first character of every marker of sets (see the module's docstring)."""
+    out = []
+    frm = 0
+    for hit in _MARKER_STARTS.finditer(text):
+        i = hit.start()
+        if any((s & sets) and (not ls or _line_start(text, i)) and _marker_at(m, text, i) for m, s, ls in MARKERS):
+            out.append(text[frm:i + 1])
+            out.append(ZWSP)
+            frm = i + 1
+    out.append(text[frm:])
+    return "".join(out)
 
 
 class Tokenizer:
@@ -160,6 +230,7 @@ class Tokenizer:
         parts = []  # (text, parse_special)
         t = self.template
         for role, content in messages:
+            content = neutralise(content)
             if t == "chatml":
                 parts += [("<|im_start|>%s\n" % role, True), (content, False), ("<|im_end|>\n", True)]
             elif t == "llama3":
