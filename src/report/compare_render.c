@@ -40,9 +40,18 @@
  * workload: prompts scored, positions, mean KL with its standard error,
  * the share of positions whose top-1 tokens agree, and the prompts whose
  * top-1 tokens part somewhere with the median and earliest answer token
- * where they first do. */
+ * where they first do.
+ * Text from outside (labels, configuration values, prompt ids, evaluator
+ * and sandbox names, error messages, diffs and answer excerpts) goes in
+ * through report_safe.c: sanitised as one line and cut to a byte budget
+ * in text, markdown (md_cell) and junit (xml_text, which also keeps to
+ * XML's characters); those three end with report_text_finish (the whole
+ * rendering sanitised once more as lines). JSON takes such strings through
+ * report_json_str (repaired to UTF-8: jansson would refuse them and the
+ * flip holding one would vanish) and is dumped hardened. */
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -51,6 +60,7 @@
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "report/report_internal.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #define REPORT_EXCERPT_CHARS 100
@@ -123,10 +133,9 @@ static void wl_cells_fill(wl_cells *x, const drift_wl_result *w) {
 
 /* "model=x hardware=y ..." from a config JSON object (or the raw text). */
 static void config_line(util_buf *b, const char *config_json) {
-    json_error_t je;
-    json_t *o = config_json ? json_loads(config_json, 0, &je) : NULL;
+    json_t *o = report_json_load(config_json);
     if (!json_is_object(o)) {
-        buf_puts(b, config_json ? config_json : "");
+        report_put_text(b, config_json, REPORT_NOTE_MAX_BYTES);
         json_decref(o);
         return;
     }
@@ -134,12 +143,14 @@ static void config_line(util_buf *b, const char *config_json) {
     json_t *v;
     int first = 1;
     json_object_foreach(o, k, v) {
-        buf_printf(b, "%s%s=", first ? "" : " ", k);
+        if (!first) buf_puts(b, " ");
+        report_put_name(b, k);
+        buf_puts(b, "=");
         if (json_is_string(v)) {
-            buf_puts(b, json_string_value(v));
+            report_put_name(b, json_string_value(v));
         } else {
             char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-            buf_puts(b, s ? s : "?");
+            report_put_name(b, s ? s : "?");
             free(s);
         }
         first = 0;
@@ -147,8 +158,9 @@ static void config_line(util_buf *b, const char *config_json) {
     json_decref(o);
 }
 
-/* One line, printable: newlines and tabs become spaces, at most n bytes
- * from start, cut at a UTF-8 boundary; "..." marks cut ends. */
+/* One line, printable: newlines and tabs become spaces, the rest goes
+ * through the sanitiser (report_safe.c); at most n bytes from start, cut
+ * at a UTF-8 boundary; "..." marks cut ends. */
 static void excerpt(util_buf *b, const char *s, size_t start, size_t n) {
     size_t len = strlen(s);
     if (start > len) start = len;
@@ -157,12 +169,15 @@ static void excerpt(util_buf *b, const char *s, size_t start, size_t n) {
     while (end < len && end > start && ((unsigned char)s[end] & 0xC0) == 0x80) end--;
     buf_puts(b, "\"");
     if (start > 0) buf_puts(b, "...");
+    util_buf t = {0};
     for (size_t i = start; i < end; i++) {
         unsigned char ch = (unsigned char)s[i];
-        if (ch == '"') buf_puts(b, "\\\"");
-        else if (ch < 0x20 || ch == 0x7f) buf_append(b, " ", 1);
-        else buf_append(b, &s[i], 1);
+        if (ch == '"') buf_puts(&t, "\\\"");
+        else if (ch == '\n' || ch == '\r' || ch == '\t') buf_append(&t, " ", 1);
+        else buf_append(&t, &s[i], 1);
     }
+    if (t.data) util_sanitize_append(b, t.data, t.len, UTIL_SAN_LINE);
+    buf_free(&t);
     if (end < len) buf_puts(b, "...");
     buf_puts(b, "\"");
 }
@@ -219,13 +234,19 @@ static void divergence_line(util_buf *b, const drift_divergence *d) {
 static void describe_flip(util_buf *b, const drift_flip_detail *fd, const char *indent) {
     const drift_divergence *d = &fd->div;
     if (d->error) {
-        buf_printf(b, "%sdivergence unavailable: %s\n", indent, d->error);
+        buf_printf(b, "%sdivergence unavailable: ", indent);
+        report_put_text(b, d->error, REPORT_NOTE_MAX_BYTES);
+        buf_puts(b, "\n");
         return;
     }
     buf_puts(b, indent);
     divergence_line(b, d);
     buf_puts(b, "\n");
-    if (!d->identical) buf_printf(b, "%sdiff: %s\n", indent, d->diff);
+    if (!d->identical) {
+        buf_printf(b, "%sdiff: ", indent);
+        report_put_text(b, d->diff, REPORT_DIFF_MAX_BYTES);
+        buf_puts(b, "\n");
+    }
     if (d->identical || !fd->base_text || !fd->targ_text) return;
     size_t at = (size_t)d->first_diff_byte;
     size_t start = at > REPORT_EXCERPT_CHARS / 3 ? at - REPORT_EXCERPT_CHARS / 3 : 0;
@@ -250,14 +271,19 @@ static void sandbox_text(util_buf *b, const drift_comparison *c) {
     int weak = 0;
     for (size_t i = 0; i < c->n_sandboxes; i++) {
         const drift_sandbox_use *u = &c->sandboxes[i];
-        buf_printf(b, "%s%s (baseline %ld, target %ld)", i ? "; " : "", u->mechanism, u->baseline, u->target);
+        if (i) buf_puts(b, "; ");
+        report_put_name(b, u->mechanism);
+        buf_printf(b, " (baseline %ld, target %ld)", u->baseline, u->target);
         weak |= u->weak;
     }
     buf_puts(b, "\n");
     if (!weak) return;
     buf_puts(b, "warning: code answers were run under isolation weaker than bubblewrap:");
     for (size_t i = 0; i < c->n_sandboxes; i++)
-        if (c->sandboxes[i].weak) buf_printf(b, " %s", c->sandboxes[i].mechanism);
+        if (c->sandboxes[i].weak) {
+            buf_puts(b, " ");
+            report_put_name(b, c->sandboxes[i].mechanism);
+        }
     buf_puts(b, "\n");
 }
 
@@ -292,8 +318,9 @@ static void risk_line(util_buf *b, const drift_wl_result *w, const char *indent)
     char auc[48], prec[48];
     risk_ci(auc, sizeof auc, r->auc, r->auc_ci);
     risk_ci(prec, sizeof prec, r->n ? r->prec10 : NAN, r->prec10_ci);
-    buf_printf(b, "%s%-13s %-14s AUC %-22s prec@10%% %-22s %zu flips of %zu, top %zu, base rate %.3f", indent,
-               drift_workload_name(w->workload), w->risk_version ? w->risk_version : "-", auc, prec, r->n_flipped,
+    buf_printf(b, "%s%-13s ", indent, drift_workload_name(w->workload));
+    report_put_name_pad(b, w->risk_version ? w->risk_version : "-", 14);
+    buf_printf(b, " AUC %-22s prec@10%% %-22s %zu flips of %zu, top %zu, base rate %.3f", auc, prec, r->n_flipped,
                r->n, r->top_n, r->n ? r->base_rate : 0.0);
     if (r->n && !r->n_flipped) buf_puts(b, " (no flips: no AUC)");
     if (w->risk_unknown) buf_printf(b, "; %ld without a risk", w->risk_unknown);
@@ -384,7 +411,9 @@ static void kl_intro(util_buf *b, const drift_tokdiv_report *r) {
 
 static void kl_text(util_buf *b, const drift_comparison *c) {
     if (c->kl_state == DRIFT_KL_UNSUPPORTED) {
-        buf_printf(b, "token KL: not computed: %s\n", c->kl_note);
+        buf_puts(b, "token KL: not computed: ");
+        report_put_text(b, c->kl_note, REPORT_NOTE_MAX_BYTES);
+        buf_puts(b, "\n");
         return;
     }
     if (c->kl_state != DRIFT_KL_DONE || !c->kl) return;
@@ -420,7 +449,11 @@ static int show_unpaired(const drift_comparison *c) {
 }
 
 static void evaluator_text(util_buf *b, const drift_comparison *c) {
-    if (c->evaluator) buf_printf(b, "scores: evaluator \"%s\" only (--evaluator)\n", c->evaluator);
+    if (c->evaluator) {
+        buf_puts(b, "scores: evaluator \"");
+        report_put_name(b, c->evaluator);
+        buf_puts(b, "\" only (--evaluator)\n");
+    }
     if (show_unpaired(c))
         buf_printf(b, "unpaired: %ld baseline and %ld target answer(s) have no counterpart in the other run "
                       "(different document sets): left out\n",
@@ -442,12 +475,12 @@ static json_t *kl_summary_json(const drift_tokdiv_report *r, int wl, const drift
 
 /* Adds "evaluator", "unpaired" and "token_kl" to root when they apply. */
 static void extras_json(json_t *root, const drift_comparison *c) {
-    if (c->evaluator) json_object_set_new(root, "evaluator", json_string(c->evaluator));
+    if (c->evaluator) json_object_set_new(root, "evaluator", report_json_str(c->evaluator));
     if (show_unpaired(c))
         json_object_set_new(root, "unpaired", json_pack("{s:I, s:I}", "baseline", (json_int_t)c->unpaired_baseline,
                                                         "target", (json_int_t)c->unpaired_target));
     if (c->kl_state == DRIFT_KL_UNSUPPORTED)
-        json_object_set_new(root, "token_kl", json_pack("{s:s}", "unavailable", c->kl_note));
+        json_object_set_new(root, "token_kl", json_pack("{s:o}", "unavailable", report_json_str(c->kl_note)));
     if (c->kl_state != DRIFT_KL_DONE || !c->kl) return;
     const drift_tokdiv_report *r = c->kl;
     json_t *wls = json_object();
@@ -500,10 +533,17 @@ static void kl_markdown(util_buf *b, const drift_comparison *c) {
 /* ---- text ---- */
 
 static void render_text(const drift_comparison *c, const drift_comparison_details *d, util_buf *b) {
-    buf_printf(b, "DriftBench comparison: %s -> %s\n", c->baseline.label, c->target.label);
-    buf_printf(b, "  baseline  %-12s ", c->baseline.label);
+    buf_puts(b, "DriftBench comparison: ");
+    report_put_name(b, c->baseline.label);
+    buf_puts(b, " -> ");
+    report_put_name(b, c->target.label);
+    buf_puts(b, "\n  baseline  ");
+    report_put_name_pad(b, c->baseline.label, 12);
+    buf_puts(b, " ");
     config_line(b, c->baseline.config_json);
-    buf_printf(b, "\n  target    %-12s ", c->target.label);
+    buf_puts(b, "\n  target    ");
+    report_put_name_pad(b, c->target.label, 12);
+    buf_puts(b, " ");
     config_line(b, c->target.config_json);
     buf_puts(b, "\n\n");
     report_decision_text(b, c);
@@ -577,7 +617,8 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
         buf_printf(b, "\nflipped prompts, %s (%zu):\n", drift_workload_name((drift_workload)k), w->n_flipped);
         for (size_t i = 0; i < w->n_flipped && i < DRIFT_REPORT_LISTED_FLIPS; i++) {
             const drift_flip *f = &w->flipped[i];
-            buf_printf(b, "  %-24s", f->prompt_id);
+            buf_puts(b, "  ");
+            report_put_name_pad(b, f->prompt_id, 24);
             if (f->replicate) buf_printf(b, " #%d", f->replicate);
             buf_printf(b, "  %s", dir_text((drift_workload)k, f->direction));
             if (k == DRIFT_WL_CHAT && !isnan(f->value)) buf_printf(b, " (SDR %.3f)", f->value);
@@ -597,16 +638,18 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
 /* ---- json ---- */
 
 static json_t *run_json(const drift_run_info *r) {
-    json_error_t je;
-    json_t *cfg = r->config_json ? json_loads(r->config_json, 0, &je) : NULL;
-    if (!cfg) cfg = json_object();
-    return json_pack("{s:s, s:o}", "label", r->label ? r->label : "", "config", cfg);
+    json_t *cfg = report_json_load(r->config_json);
+    if (!json_is_object(cfg)) {
+        json_decref(cfg);
+        cfg = json_object();
+    }
+    return json_pack("{s:o, s:o}", "label", report_json_str(r->label), "config", cfg);
 }
 
 /* The divergence fields of one flipped entry (additive to the contract). */
 static void divergence_json(json_t *e, const drift_divergence *d) {
     if (d->error) {
-        json_object_set_new(e, "divergence_error", json_string(d->error));
+        json_object_set_new(e, "divergence_error", report_json_str(d->error));
         return;
     }
     json_object_set_new(e, "identical", json_boolean(d->identical));
@@ -618,7 +661,7 @@ static void divergence_json(json_t *e, const drift_divergence *d) {
                                                                              : json_string("word"));
     json_object_set_new(e, "margin", report_json_num(d->margin));
     json_object_set_new(e, "kl", report_json_num(d->kl));
-    json_object_set_new(e, "diff", json_string(d->diff ? d->diff : ""));
+    json_object_set_new(e, "diff", report_json_str(d->diff));
 }
 
 static json_t *taxonomy_json(const drift_comparison *c) {
@@ -636,7 +679,7 @@ static json_t *sandbox_json(const drift_comparison *c) {
     json_t *a = json_array();
     for (size_t i = 0; a && i < c->n_sandboxes; i++) {
         const drift_sandbox_use *u = &c->sandboxes[i];
-        json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:b}", "mechanism", u->mechanism, "baseline",
+        json_array_append_new(a, json_pack("{s:o, s:I, s:I, s:b}", "mechanism", report_json_str(u->mechanism), "baseline",
                                            (json_int_t)u->baseline, "target", (json_int_t)u->target, "weak",
                                            u->weak));
     }
@@ -648,8 +691,8 @@ static void risk_json(json_t *o, const drift_wl_result *w) {
     const drift_risk_rank *r = &w->risk;
     json_object_set_new(
         o, "risk",
-        json_pack("{s:s, s:i, s:i, s:i, s:o, s:[o,o], s:o, s:[o,o], s:i, s:o}", "version",
-                  w->risk_version ? w->risk_version : "", "n", (json_int_t)r->n, "flips", (json_int_t)r->n_flipped,
+        json_pack("{s:o, s:i, s:i, s:i, s:o, s:[o,o], s:o, s:[o,o], s:i, s:o}", "version",
+                  report_json_str(w->risk_version), "n", (json_int_t)r->n, "flips", (json_int_t)r->n_flipped,
                   "unknown", (json_int_t)w->risk_unknown, "auc", report_json_num(r->auc), "auc_ci95",
                   report_json_num(r->n ? r->auc_ci[0] : NAN), report_json_num(r->n ? r->auc_ci[1] : NAN), "prec10",
                   report_json_num(r->n ? r->prec10 : NAN), "prec10_ci95", report_json_num(r->n ? r->prec10_ci[0] : NAN),
@@ -658,7 +701,7 @@ static void risk_json(json_t *o, const drift_wl_result *w) {
     json_t *a = json_array();
     for (size_t i = 0; a && i < w->n_pairs; i++) {
         const drift_pair_outcome *p = &w->pairs[i];
-        json_t *e = json_pack("{s:s, s:o, s:b}", "prompt_id", p->prompt_id ? p->prompt_id : "", "risk",
+        json_t *e = json_pack("{s:o, s:o, s:b}", "prompt_id", report_json_str(p->prompt_id), "risk",
                               report_json_num(p->risk), "flipped", p->flipped);
         if (e && p->replicate) json_object_set_new(e, "replicate", json_integer(p->replicate));
         json_array_append_new(a, e);
@@ -710,7 +753,7 @@ static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details 
     json_t *fl = json_array();
     for (size_t i = 0; fl && i < w->n_flipped; i++) {
         const drift_flip *f = &w->flipped[i];
-        json_t *e = json_pack("{s:s, s:s}", "prompt_id", f->prompt_id ? f->prompt_id : "", "direction",
+        json_t *e = json_pack("{s:o, s:s}", "prompt_id", report_json_str(f->prompt_id), "direction",
                               dir_json(k, f->direction));
         if (e && f->replicate) json_object_set_new(e, "replicate", json_integer(f->replicate));
         if (e && risk) json_object_set_new(e, "risk", report_json_num(f->risk));
@@ -786,24 +829,32 @@ static drift_status render_json(const drift_comparison *c, const drift_compariso
     if (root && c->risk_state == DRIFT_RISK_DONE)
         json_object_set_new(root, "risk", json_pack("{s:i, s:i}", "resamples", DRIFT_RISK_RESAMPLES, "seed", DRIFT_RISK_SEED));
     if (root) extras_json(root, c);
-    char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
+    *out = report_json_dump(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(root);
-    *out = s ? util_asprintf("%s\n", s) : NULL;
-    free(s);
     return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
 }
 
 /* ---- markdown ---- */
 
-/* Text inside a table cell or code span: '|' escaped, '`' and newlines removed. */
+/* Text inside a table cell or code span: newlines and tabs become
+ * spaces, the rest is sanitised (report_put_text, at most
+ * REPORT_NOTE_MAX_BYTES of it); then '|' escaped, '`' as "'", '<' as
+ * "&lt;". */
 static void md_cell(util_buf *b, const char *s) {
-    for (; s && *s; s++) {
-        if (*s == '|') buf_puts(b, "\\|");
-        else if (*s == '`') buf_puts(b, "'");
-        else if (*s == '\n' || *s == '\r' || *s == '\t') buf_puts(b, " ");
-        else if (*s == '<') buf_puts(b, "&lt;");
-        else buf_append(b, s, 1);
+    if (!s) return;
+    util_buf flat = {0}, safe = {0};
+    for (const char *p = s; *p && flat.len <= REPORT_NOTE_MAX_BYTES; p++)
+        buf_append(&flat, *p == '\n' || *p == '\r' || *p == '\t' ? " " : p, 1);
+    if (flat.data) report_put_text(&safe, flat.data, REPORT_NOTE_MAX_BYTES);
+    for (size_t i = 0; i < safe.len; i++) {
+        char ch = safe.data[i];
+        if (ch == '|') buf_puts(b, "\\|");
+        else if (ch == '`') buf_puts(b, "'");
+        else if (ch == '<') buf_puts(b, "&lt;");
+        else buf_append(b, &ch, 1);
     }
+    buf_free(&flat);
+    buf_free(&safe);
 }
 
 /* The decision section: the verdict, a row per present workload, the
@@ -894,8 +945,9 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
             char auc[48], prec[48];
             risk_ci(auc, sizeof auc, r->auc, r->auc_ci);
             risk_ci(prec, sizeof prec, r->n ? r->prec10 : NAN, r->prec10_ci);
-            buf_printf(b, "| %s | `%s` | %s | %s | %zu | %zu | %zu | %.3f | %ld |\n", drift_workload_name(w->workload),
-                       w->risk_version ? w->risk_version : "-", auc, prec, r->n_flipped, r->n, r->top_n,
+            buf_printf(b, "| %s | `", drift_workload_name(w->workload));
+            md_cell(b, w->risk_version ? w->risk_version : "-");
+            buf_printf(b, "` | %s | %s | %zu | %zu | %zu | %.3f | %ld |\n", auc, prec, r->n_flipped, r->n, r->top_n,
                        r->n ? r->base_rate : 0.0, w->risk_unknown);
         }
     }
@@ -976,22 +1028,51 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
 
 /* ---- junit ---- */
 
-/* XML 1.0 text: the five entities; control characters other than tab and
- * newline (not allowed in XML 1.0) become spaces. */
-static void xml_text(util_buf *b, const char *s) {
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
+/* XML 1.0 text of safe (sanitised) text: the five entities, and only
+ * XML's characters: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] |
+ * [#x10000-#x10FFFF]. The sanitiser has already repaired invalid UTF-8
+ * and written controls and U+FFFE/U+FFFF as visible escapes; what is
+ * still not an XML character (it should be nothing) is dropped here. */
+static void xml_escape(util_buf *b, const char *s, size_t len) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        unsigned ch = *p;
         switch (ch) {
-        case '&': buf_puts(b, "&amp;"); break;
-        case '<': buf_puts(b, "&lt;"); break;
-        case '>': buf_puts(b, "&gt;"); break;
-        case '"': buf_puts(b, "&quot;"); break;
-        case '\'': buf_puts(b, "&apos;"); break;
-        default:
-            if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f) buf_append(b, " ", 1);
-            else buf_append(b, s, 1);
+        case '&': buf_puts(b, "&amp;"); p++; continue;
+        case '<': buf_puts(b, "&lt;"); p++; continue;
+        case '>': buf_puts(b, "&gt;"); p++; continue;
+        case '"': buf_puts(b, "&quot;"); p++; continue;
+        case '\'': buf_puts(b, "&apos;"); p++; continue;
+        default: break;
         }
+        uint32_t cp;
+        size_t n = util_utf8_decode((const char *)p, (size_t)(end - p), &cp);
+        if (!n) { /* not UTF-8: dropped */
+            p++;
+            continue;
+        }
+        if ((cp >= 0x20 || cp == '\t' || cp == '\n' || cp == '\r') && cp != 0xFFFE && cp != 0xFFFF)
+            buf_append(b, p, n);
+        p += n;
     }
+}
+
+/* Text from outside as XML, one line: sanitised (report_put_name) and
+ * escaped. */
+static void xml_text(util_buf *b, const char *s) {
+    util_buf t = {0};
+    report_put_name(&t, s);
+    if (t.data) xml_escape(b, t.data, t.len);
+    buf_free(&t);
+}
+
+/* Text of lines (ours: the taxonomy, the sandbox lines) as XML: sanitised
+ * as lines and escaped. */
+static void xml_lines(util_buf *b, const char *s) {
+    util_buf t = {0};
+    if (s) util_sanitize_append(&t, s, strlen(s), UTIL_SAN_LINES);
+    if (t.data) xml_escape(b, t.data, t.len);
+    buf_free(&t);
 }
 
 /* JUnit, decision first: the suite's <properties> carry the verdict, its
@@ -1023,16 +1104,16 @@ static void render_junit(const drift_comparison *c, util_buf *b) {
                   "      <property name=\"exit_code\" value=\"%d\"/>\n      <property name=\"summary\" value=\"",
                report_decision_json(c->decision), drift_decision_exit_code(c->decision));
     report_verdict_summary(&t, c);
-    xml_text(b, t.data);
+    xml_lines(b, t.data);
     buf_free(&t);
     buf_printf(b, "\"/>\n      <property name=\"rule\" value=\"%s\"/>\n      <property name=\"rule_text\" value=\"",
                c->rule == DRIFT_DECIDE_POINT ? "point" : "interval");
     report_rule_text(&t, c);
-    xml_text(b, t.data);
+    xml_lines(b, t.data);
     buf_free(&t);
     buf_puts(b, "\"/>\n      <property name=\"error_rates\" value=\"");
     report_error_rate_text(&t, c);
-    xml_text(b, t.data);
+    xml_lines(b, t.data);
     buf_free(&t);
     buf_puts(b, "\"/>\n    </properties>\n");
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
@@ -1060,17 +1141,17 @@ static void render_junit(const drift_comparison *c, util_buf *b) {
         }
         if (tag && !type) {
             buf_printf(b, "      <%s message=\"", tag);
-            xml_text(b, note.data);
+            xml_lines(b, note.data);
             buf_puts(b, "\"/>\n");
         } else if (tag) {
             buf_printf(b, "      <%s type=\"%s\" message=\"%s: ", tag, type, report_decision_word(w->decision));
-            xml_text(b, note.data);
+            xml_lines(b, note.data);
             buf_puts(b, "\">");
             buf_printf(b, "%ld of %ld pairs flipped (Wilson 95%% CI %s - %s)\n", w->flips, w->n, lo, hi);
             for (size_t i = 0; i < w->n_flipped && i < DRIFT_REPORT_LISTED_FLIPS; i++) {
                 xml_text(b, w->flipped[i].prompt_id);
                 buf_puts(b, " ");
-                xml_text(b, dir_text((drift_workload)k, w->flipped[i].direction));
+                xml_lines(b, dir_text((drift_workload)k, w->flipped[i].direction));
                 buf_puts(b, "\n");
             }
             if (w->n_flipped > DRIFT_REPORT_LISTED_FLIPS) buf_printf(b, "... %zu more\n", w->n_flipped - DRIFT_REPORT_LISTED_FLIPS);
@@ -1084,7 +1165,7 @@ static void render_junit(const drift_comparison *c, util_buf *b) {
                  report_decision_json(w->decision), w->n, w->errors, w->unscored, w->flips, fr, lo, hi,
                  w->correct_to_incorrect, w->incorrect_to_correct, bud);
         buf_puts(b, "      <system-out>");
-        xml_text(b, tmp);
+        xml_lines(b, tmp);
         buf_puts(b, "</system-out>\n    </testcase>\n");
     }
     util_buf tx = {0};
@@ -1092,7 +1173,7 @@ static void render_junit(const drift_comparison *c, util_buf *b) {
     taxonomy_text(&tx, c, "->", "  ");
     sandbox_text(&tx, c);
     buf_puts(b, "    <system-out>");
-    xml_text(b, tx.data);
+    xml_lines(b, tx.data);
     buf_puts(b, "</system-out>\n");
     buf_free(&tx);
     buf_puts(b, "  </testsuite>\n</testsuites>\n");
@@ -1107,18 +1188,13 @@ drift_status drift_comparison_render(const drift_comparison *c, const drift_comp
     switch (fmt) {
     case DRIFT_FORMAT_TEXT: render_text(c, d, &b); break;
     case DRIFT_FORMAT_MARKDOWN: render_markdown(c, d, &b); break;
-    case DRIFT_FORMAT_JUNIT: render_junit(c, &b); break;
+    case DRIFT_FORMAT_JUNIT: render_junit(c, &b); break; /* XML of safe text (xml_text): the finish changes nothing */
     case DRIFT_FORMAT_JSON: return render_json(c, d, out, err);
     case DRIFT_FORMAT_GITHUB: return drift_github_render(c, d, out, NULL, err);
     case DRIFT_FORMAT_HTML: return drift_comparison_html_render(c, d, NULL, out, err);
     default: return drift_error_set(err, DRIFT_ERR_INVALID, "unknown report format %d", (int)fmt);
     }
-    if (!b.data) {
-        buf_free(&b);
-        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the report");
-    }
-    *out = buf_steal(&b);
-    return DRIFT_OK;
+    return report_text_finish(&b, out, err);
 }
 
 /* ---- sequential replay (drift_compare_sequential) ----
@@ -1185,7 +1261,11 @@ static void seq_decision_cell(char *out, size_t cap, const drift_seq_wl *w) {
 }
 
 static void seq_text(const drift_comparison *c, const drift_seq_result *r, util_buf *b) {
-    buf_printf(b, "DriftBench sequential gate: %s -> %s\n", c->baseline.label, c->target.label);
+    buf_puts(b, "DriftBench sequential gate: ");
+    report_put_name(b, c->baseline.label);
+    buf_puts(b, " -> ");
+    report_put_name(b, c->target.label);
+    buf_puts(b, "\n");
     buf_puts(b, "verdict: ");
     seq_verdict(b, r);
     buf_puts(b, "\n");
@@ -1254,10 +1334,8 @@ static drift_status seq_json(const drift_comparison *c, const drift_seq_result *
                                    "betting confidence sequence, without replacement", "workloads", wls)
                          : NULL;
     buf_free(&sum);
-    char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
+    *out = report_json_dump(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(root);
-    *out = s ? util_asprintf("%s\n", s) : NULL;
-    free(s);
     return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
 }
 
@@ -1307,10 +1385,5 @@ drift_status drift_seq_render(const drift_comparison *c, const drift_seq_result 
         return drift_error_set(err, DRIFT_ERR_INVALID,
                                "the sequential gate renders text, json or markdown (not format %d)", (int)fmt);
     }
-    if (!b.data) {
-        buf_free(&b);
-        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the report");
-    }
-    *out = buf_steal(&b);
-    return DRIFT_OK;
+    return report_text_finish(&b, out, err);
 }

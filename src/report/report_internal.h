@@ -20,6 +20,38 @@ const char *report_r2_text(double r2, size_t n, int decimals, char *buf, size_t 
  * an infinity). A new reference. */
 json_t *report_json_num(double v);
 
+/* ---- text from outside (report_safe.c) ----
+ * Labels, prompt ids, names from imports, evaluator names, error messages
+ * and model answers are hostile. In text and Markdown they go in through
+ * report_put_*: sanitised as one line (src/util/sanitize.h: controls and
+ * bidi controls as visible escapes, invalid UTF-8 repaired, CI runner
+ * commands broken) and cut to a byte budget ("..." marks a cut). */
+#define REPORT_NAME_MAX_BYTES 1024   /* a label, prompt id or name */
+#define REPORT_NOTE_MAX_BYTES 2048   /* an error message or a note */
+#define REPORT_DIFF_MAX_BYTES 1024   /* a word diff of two answers */
+/* At most max_bytes of s (cut at a UTF-8 lead byte), sanitised as one
+ * line; NULL appends nothing. */
+void report_put_text(util_buf *b, const char *s, size_t max_bytes);
+/* report_put_text with REPORT_NAME_MAX_BYTES. */
+void report_put_name(util_buf *b, const char *s);
+/* report_put_name, then spaces up to width bytes (printf's "%-Ns"). */
+void report_put_name_pad(util_buf *b, const char *s, size_t width);
+/* A text rendering's end: *out = b's text sanitised once more as lines
+ * (a no-op on what went in through report_put_*; a guard for the rest),
+ * b freed. DRIFT_ERR_NOMEM when b is empty for want of memory. */
+drift_status report_text_finish(util_buf *b, char **out, drift_error *err);
+/* A JSON string of s repaired to valid UTF-8 (NULL is ""): never NULL
+ * but out of memory, where json_string(s) is NULL for invalid UTF-8 and
+ * the entry holding it would be dropped. A new reference. */
+json_t *report_json_str(const char *s);
+/* The JSON value of text (a stored JSON document) after UTF-8 repair;
+ * NULL when it does not parse. A new reference. */
+json_t *report_json_load(const char *text);
+/* json_dumps(root, flags) hardened (util_json_harden: C1 and bidi
+ * controls, "##[" as \u escapes; the same data) and "\n"; NULL when
+ * root is NULL or out of memory. root is not released. */
+char *report_json_dump(json_t *root, size_t flags);
+
 /* ---- the gate's decision in words (decision_render.c) ---- */
 /* "DEPLOY", "BLOCK", "INCONCLUSIVE", "ERROR", "not gated". */
 const char *report_decision_word(drift_decision d);

@@ -223,13 +223,19 @@ static void test_fenced_model_text(void **state) {
     const char *close = strstr(fence, end);
     assert_non_null(close);
     assert_int_equal((int)strlen(close), (int)strlen(end)); /* the last line */
-    /* the model's lines are in the output, each at the start of a line, all inside the fence */
-    const char *hit = strstr(s, "\n::error::injected\n");
+    /* the model's text is inside the fence, and (since the Markdown goes
+     * through the sanitiser, issue 34) its lines are no lines of their
+     * own: its newlines are visible escapes, a "::" that would start a
+     * line is broken; so nothing is left for the fence to hold back */
+    const char *hit = strstr(s, "diff: -fine\\n::error::injected\\n::add-mask::y\n");
     assert_non_null(hit);
     assert_true(hit > fence && hit < close);
-    hit = strstr(s, "\n::add-mask::y");
+    hit = strstr(s, "\"\\x3a:error::x ::stop-commands:: ::add-mask::y\"");
     assert_non_null(hit);
     assert_true(hit > fence && hit < close);
+    assert_null(strstr(s, "\n::error::injected"));
+    assert_null(strstr(s, "\n::add-mask::y"));
+    assert_null(strstr(s, "\n::error::x"));
     free(s);
 }
 

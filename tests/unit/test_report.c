@@ -365,7 +365,7 @@ static void test_junit(void **state) {
     assert_non_null(strstr(s, "<failure type=\"drift\" message=\"BLOCK: 5 of 100 flipped: 5.00%, exact 95% CI "
                               "[1.64%, 11.28%], all over the budget 1.00%\">"));
     assert_non_null(strstr(s, "<failure type=\"inconclusive\" message=\"INCONCLUSIVE: 0 of 164 flipped: 0.00%"));
-    assert_non_null(strstr(s, "id&lt;&amp;&gt;  correct-&gt;incorrect"));
+    assert_non_null(strstr(s, "id&lt;&amp;&gt;\\x01 correct-&gt;incorrect")); /* a control: a visible escape */
     assert_null(strchr(s, '\x01'));
     int failures = 0;
     for (const char *p = s; (p = strstr(p, "<failure")) != NULL; p++) failures++;
