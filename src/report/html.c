@@ -5,8 +5,11 @@
  * (decision, directions, taxonomy, flipped prompts), the analyses and the
  * answers of the flipped prompts shown; nothing here reads the store or
  * runs an analysis. The page is built in util_bufs; every string from the
- * store goes through html_span / html_text (escape + UTF-8 repair), every
- * number through printf. Charts are inline SVG with <title> tooltips; no
+ * store goes through html_span / html_text (escape + UTF-8 repair, C1 and
+ * bidi controls shown as the sanitiser's escapes) within a byte budget
+ * (html_internal.h: a name 4 KB, an answer HTML_DIFF_MAX_BYTES, a prompt
+ * 300 bytes; a budget of 0 shows nothing), so the page's size does not
+ * follow its answers'; every number goes through printf. Charts are inline SVG with <title> tooltips; no
  * script runs, so the page renders the same in a browser, a mail client or
  * headless Chromium. Every section opens with html_h2, which records it in
  * the table of contents (nav.toc) the page shows when it has three
@@ -43,6 +46,7 @@
  * Flipped prompts: both answers side by side with a word diff (html_diff.c),
  * or, for a comparison rendered from compare's details, its text diff. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +56,7 @@
 #include "driftbench/report_html.h"
 #include "report/html_internal.h"
 #include "report/report_internal.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 void drift_html_opts_default(drift_html_opts *o) {
@@ -59,21 +64,6 @@ void drift_html_opts_default(drift_html_opts *o) {
     o->title = "DriftBench report";
     o->max_flipped = 5;
     o->analysis = 1;
-}
-
-/* Length of the valid UTF-8 sequence at p (1..4), 0 if invalid. */
-static size_t utf8_len(const unsigned char *p) {
-    unsigned c = p[0];
-    if (c < 0x80) return 1;
-    size_t n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (!n || c == 0xC0 || c == 0xC1 || c > 0xF4) return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
-    if (n == 3 && c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
-    if (n == 3 && c == 0xED && p[1] >= 0xA0) return 0; /* surrogate */
-    if (n == 4 && c == 0xF0 && p[1] < 0x90) return 0;
-    if (n == 4 && c == 0xF4 && p[1] >= 0x90) return 0;
-    return n;
 }
 
 void html_span(util_buf *b, const char *s, size_t len) {
@@ -94,25 +84,37 @@ void html_span(util_buf *b, const char *s, size_t len) {
             p++;
             continue;
         }
-        size_t n = utf8_len(p);
-        if (!n || p + n > end) {
+        uint32_t cp;
+        size_t n = util_utf8_decode((const char *)p, (size_t)(end - p), &cp);
+        if (!n) {
             buf_puts(b, "\xEF\xBF\xBD");
             p++;
             continue;
         }
-        buf_append(b, p, n);
+        if (cp >= 0x80 && util_sanitize_escapes(cp, UTIL_SAN_LINES)) /* C1, bidi: as the sanitiser writes them */
+            util_sanitize_append(b, (const char *)p, n, UTIL_SAN_LINES);
+        else buf_append(b, p, n);
         p += n;
     }
 }
 
-void html_text_n(util_buf *b, const char *s, size_t max_bytes) {
-    if (!s) return;
-    size_t n = max_bytes ? strnlen(s, max_bytes) : strlen(s);
-    if (max_bytes && n == max_bytes) /* cut before a UTF-8 lead byte */
+/* At most max_bytes of s (0: nothing), cut before a UTF-8 lead byte; 1
+ * when s was longer. */
+static int text_cut(util_buf *b, const char *s, size_t max_bytes) {
+    if (!s) return 0;
+    size_t n = strnlen(s, max_bytes);
+    int cut = n == max_bytes && s[n];
+    if (cut)
         while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
     html_span(b, s, n);
+    return cut;
 }
-void html_text(util_buf *b, const char *s) { html_text_n(b, s, 0); }
+
+void html_text_n(util_buf *b, const char *s, size_t max_bytes) { text_cut(b, s, max_bytes); }
+
+void html_text(util_buf *b, const char *s) {
+    if (text_cut(b, s, HTML_TEXT_MAX_BYTES)) buf_puts(b, "&#8230;");
+}
 
 void html_h2(util_buf *b, html_toc *t, const char *id, const char *title) {
     buf_printf(b, "<h2 id=\"%s\">%s</h2>\n", id, title);
@@ -125,7 +127,7 @@ void html_h2(util_buf *b, html_toc *t, const char *id, const char *title) {
 
 char *drift_html_escape(const char *s) {
     util_buf b = {0};
-    html_text(&b, s ? s : "");
+    if (s) html_span(&b, s, strlen(s));
     return buf_steal(&b);
 }
 
@@ -1068,7 +1070,7 @@ drift_status html_page(const drift_matrix_report *r, const drift_html_opts *o, c
     }
     if (o->note && *o->note) {
         buf_puts(&lead, "<p class=\"note\">");
-        html_text(&lead, o->note);
+        html_text_n(&lead, o->note, HTML_NOTE_MAX_BYTES);
         buf_puts(&lead, "</p>\n");
     }
     if (!one) matrix_summary(&lead, e, n);

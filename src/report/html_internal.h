@@ -10,7 +10,9 @@
  *   html_diff.c     the word-level diff of two answers, as marked-up HTML
  *
  * Every string that comes from a store goes through html_span / html_text
- * (escape + UTF-8 repair); sentences from decision_render.c hold only
+ * (escape + UTF-8 repair), each with a byte budget (html_text's, the
+ * answers' HTML_DIFF_MAX_BYTES, the prompt's 300): a page's size does not
+ * grow with its answers; sentences from decision_render.c hold only
  * numbers, workload names and fixed words and go in as they are. */
 #ifndef DRIFT_HTML_INTERNAL_H
 #define DRIFT_HTML_INTERNAL_H
@@ -23,12 +25,19 @@
 #include "util/util.h"
 
 /* Appends len bytes at p, escaped (&, <, >, ", ' as entities; control
- * bytes other than \n, \r and \t, and invalid UTF-8, as U+FFFD). */
+ * bytes other than \n, \r and \t, and invalid UTF-8, as U+FFFD; C1 and
+ * bidi controls, line separators and noncharacters as the sanitiser's
+ * visible \uXXXX, src/util/sanitize.h). Unbounded: callers bound len. */
 void html_span(util_buf *b, const char *p, size_t len);
-/* The same for a NUL-terminated string (NULL appends nothing); at most
- * max_bytes of it when max_bytes > 0. */
-void html_text(util_buf *b, const char *s);
+/* A NUL-terminated string (NULL appends nothing), html_span-escaped: at
+ * most max_bytes of it (0: nothing), cut before a UTF-8 lead byte. */
 void html_text_n(util_buf *b, const char *s, size_t max_bytes);
+/* html_text_n with HTML_TEXT_MAX_BYTES, "&#8230;" marking a cut: every
+ * label, id, name, value and message from a store, so no string makes a
+ * page of its own size. */
+#define HTML_TEXT_MAX_BYTES 4096
+#define HTML_NOTE_MAX_BYTES 16384   /* the caller's note under the title */
+void html_text(util_buf *b, const char *s);
 
 /* The page's table of contents: every <h2> a section opens with html_h2,
  * in page order. ids and titles are fixed strings (not escaped). */

@@ -81,6 +81,8 @@ static int needs_escape(uint32_t cp, unsigned flags) {
     return cp < 0x20 || cp == 0x7F || escaped_above_ascii(cp);
 }
 
+int util_sanitize_escapes(uint32_t cp, unsigned flags) { return needs_escape(cp, flags); }
+
 /* A default-ignorable code point that is printed as it is (not escaped):
  * invisible, and possibly skipped by a culture-aware match. */
 static int is_transparent(uint32_t cp) {

@@ -39,6 +39,10 @@ size_t util_utf8_decode(const char *s, size_t n, uint32_t *cp);
  * NUL bytes (escaped). Returns 0, or -1 when out of memory. */
 int util_sanitize_append(util_buf *b, const char *s, size_t len, unsigned flags);
 
+/* 1 when util_sanitize_append writes the code point cp as a visible
+ * escape under flags (for renderers with an escaping of their own). */
+int util_sanitize_escapes(uint32_t cp, unsigned flags);
+
 /* util_sanitize_append of the NUL-terminated s (NULL appends nothing). */
 int util_sanitize_puts(util_buf *b, const char *s, unsigned flags);
 

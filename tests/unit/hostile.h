@@ -34,7 +34,7 @@
 #define HOSTILE_FORMULA "=HYPERLINK(\"http://evil.example\",\"x\")"
 
 /* The well-formed UTF-8 code point at s (n bytes), its length or 0. */
-static size_t hostile_utf8(const unsigned char *s, size_t n, uint32_t *cp) {
+static inline size_t hostile_utf8(const unsigned char *s, size_t n, uint32_t *cp) {
     unsigned c = s[0];
     size_t need;
     uint32_t min;
@@ -54,11 +54,11 @@ static size_t hostile_utf8(const unsigned char *s, size_t n, uint32_t *cp) {
     return need;
 }
 
-static int hostile_ignorable(uint32_t cp) {
+static inline int hostile_ignorable(uint32_t cp) {
     return cp >= 0x80 && utf8proc_get_property((utf8proc_int32_t)cp)->ignorable;
 }
 
-static const char *hostile_check(const char *str, size_t n, int lines) {
+static inline const char *hostile_check(const char *str, size_t n, int lines) {
     const unsigned char *s = (const unsigned char *)str;
     int at_start = 1;           /* nothing but whitespace and ignorables yet on this line */
     uint32_t prev_sig = 0;      /* the line's first significant code point, while it is the only one */

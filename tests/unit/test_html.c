@@ -9,7 +9,13 @@
  * says what was compared with passwords redacted, keeps a run without a
  * scored pair (ERROR), follows --target and the gate's options; the word
  * diff of two answers (marks, escaping, bounds); the heatmap's fixed
- * colour scale; the stopping curve's axis holding its interval. */
+ * colour scale; the stopping curve's axis holding its interval.
+ * Outside text at its worst (issue 34): hostile labels, ids and answers
+ * reach the page escaped, with no terminal control, bidi control or
+ * invalid UTF-8; answers of 5 MB that part at their first byte, in every
+ * shape (one word, many words, whitespace runs, multi-byte text), give a
+ * page whose answer text stays under 200 KB, on the comparison page and
+ * the matrix page, and text and Markdown stay small too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +36,7 @@
 #include "driftbench/suite.h"
 
 #include "labelled_runs.h"
+#include "unit/hostile.h"
 #include "util/util.h"
 
 static size_t occurrences(const char *hay, const char *needle) {
@@ -870,6 +877,175 @@ static void test_seq_curve_axis(void **state) {
     free(html);
 }
 
+/* ---- outside text at its worst (issue 34) ---- */
+
+/* No terminal control, C1 or bidi control, invalid UTF-8 or markup. */
+static void check_page_safe(const char *html) {
+    assert_true(valid_utf8((const unsigned char *)html));
+    assert_null(strchr(html, '\x1b'));
+    assert_null(strchr(html, '\x07'));
+    assert_null(strstr(html, "\xc2\x9b"));
+    assert_null(strstr(html, "\xe2\x80\xae"));
+    assert_null(strstr(html, "\xe2\x81\xa6"));
+    assert_null(strstr(html, "\xef\xbf\xbe"));
+    assert_null(strstr(html, "<script"));
+    check_balanced(html);
+}
+
+static void test_hostile_names(void **state) {
+    (void)state;
+    drift_comparison c;
+    memset(&c, 0, sizeof c);
+    c.rule = DRIFT_DECIDE_INTERVAL;
+    c.max_left_out = DRIFT_GATE_MAX_LEFT_OUT;
+    hand_runs(&c, 0);
+    c.baseline.label = (char *)"base" HOSTILE;
+    c.target.label = (char *)"<script>" HOSTILE;
+    put_wl(&c, DRIFT_WL_MATH, 2, 60, 0, 0, 0.02);
+    drift_flip fl[2] = {{.prompt_id = "p" HOSTILE, .direction = -1, .value = NAN},
+                        {.prompt_id = HOSTILE_FORMULA, .direction = 1, .value = NAN}};
+    c.wl[DRIFT_WL_MATH].flipped = fl;
+    c.wl[DRIFT_WL_MATH].n_flipped = 2;
+    drift_flip_detail det[2];
+    memset(det, 0, sizeof det);
+    det[0].base_text = "fine";
+    det[0].targ_text = HOSTILE;
+    det[1].div.error = "server said: " HOSTILE;
+    drift_comparison_details d;
+    memset(&d, 0, sizeof d);
+    d.flips[DRIFT_WL_MATH] = det;
+    d.n[DRIFT_WL_MATH] = 2;
+    char *html = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_comparison_html_render(&c, &d, NULL, &html, &err), DRIFT_OK);
+    check_page_safe(html);
+    assert_non_null(strstr(html, "\\u202e")); /* shown, as an escape */
+    assert_non_null(strstr(html, "\\u009b"));
+    free(html);
+}
+
+#define BIG_BYTES ((size_t)5 << 20)
+
+/* An answer of BIG_BYTES whose first byte is `first`: one word (shape 0),
+ * words (1), one-letter lines (2), a few letters then blanks (3), two-byte
+ * characters (4). */
+static char *big_answer(int shape, char first) {
+    char *s = malloc(BIG_BYTES + 1);
+    assert_non_null(s);
+    for (size_t i = 0; i < BIG_BYTES; i++) {
+        char letter = (char)('a' + i % 7);
+        switch (shape) {
+        case 0: s[i] = letter; break;
+        case 1: s[i] = i % 6 == 5 ? ' ' : letter; break;
+        case 2: s[i] = i % 2 ? '\n' : letter; break;
+        case 3: s[i] = i < 10 ? letter : ' '; break;
+        default: s[i] = i % 2 ? (char)0xA9 : (char)0xC3; break; /* "é" */
+        }
+    }
+    s[BIG_BYTES] = 0;
+    s[0] = first;
+    if (shape == 4) s[1] = 'x'; /* keep it valid UTF-8 after the first byte */
+    return s;
+}
+
+/* Bytes of the page inside <div class="ans">...</div>. */
+static size_t answer_bytes(const char *html) {
+    size_t n = 0;
+    for (const char *p = strstr(html, "<div class=\"ans\">"); p; p = strstr(p + 1, "<div class=\"ans\">")) {
+        const char *e = strstr(p, "</div>");
+        assert_non_null(e);
+        n += (size_t)(e - p);
+    }
+    return n;
+}
+
+static void test_size_bound(void **state) {
+    (void)state;
+    for (int shape = 0; shape < 5; shape++) {
+        drift_comparison c;
+        memset(&c, 0, sizeof c);
+        c.rule = DRIFT_DECIDE_INTERVAL;
+        c.max_left_out = DRIFT_GATE_MAX_LEFT_OUT;
+        hand_runs(&c, 0);
+        put_wl(&c, DRIFT_WL_MATH, 3, 60, 0, 0, 0.02);
+        drift_flip fl[3] = {{.prompt_id = "p1", .direction = -1, .value = NAN},
+                            {.prompt_id = "p2", .direction = -1, .value = NAN},
+                            {.prompt_id = "p3", .direction = 1, .value = NAN}};
+        c.wl[DRIFT_WL_MATH].flipped = fl;
+        c.wl[DRIFT_WL_MATH].n_flipped = 3;
+        drift_flip_detail det[3];
+        drift_report_answers ans[3];
+        memset(det, 0, sizeof det);
+        memset(ans, 0, sizeof ans);
+        char *texts[6];
+        for (int i = 0; i < 3; i++) {
+            texts[2 * i] = big_answer(shape, 'X');
+            texts[2 * i + 1] = big_answer(shape, 'Y');
+            det[i].base_text = ans[i].base_text = texts[2 * i];
+            det[i].targ_text = ans[i].targ_text = texts[2 * i + 1];
+            det[i].div.diff = (char *)"[-X-] {+Y+}";
+            det[i].div.margin = det[i].div.kl = NAN;
+            ans[i].input = texts[2 * i]; /* a 5 MB prompt too */
+        }
+        drift_comparison_details d;
+        memset(&d, 0, sizeof d);
+        d.flips[DRIFT_WL_MATH] = det;
+        d.n[DRIFT_WL_MATH] = 3;
+        drift_error err = {0};
+        /* the comparison page */
+        char *html = NULL;
+        assert_int_equal(drift_comparison_html_render(&c, &d, NULL, &html, &err), DRIFT_OK);
+        check_page_safe(html);
+        assert_int_equal(occurrences(html, "<div class=\"flip\">"), 3);
+        size_t ab = answer_bytes(html);
+        if (ab >= 200 * 1024 || strlen(html) >= 300 * 1024)
+            fail_msg("shape %d: %zu bytes of answers, a page of %zu bytes", shape, ab, strlen(html));
+        free(html);
+        /* the matrix page, three configurations each with the three flips */
+        drift_table *t = NULL;
+        assert_int_equal(drift_table_create(NULL, 0, 1, &t, &err), DRIFT_OK);
+        drift_report_experiment e[3];
+        memset(e, 0, sizeof e);
+        char *labels[3] = {"t1", "t2", "t3"};
+        for (int i = 0; i < 3; i++) {
+            const char *dims[] = {"m", labels[i], "fp8", "vllm", "math"};
+            assert_int_equal(drift_table_append(t, labels[i], dims, 5, 3, 60, 1, 14, &err), DRIFT_OK);
+            e[i].label = labels[i];
+            e[i].baseline = (char *)"base";
+            e[i].cmp = &c;
+            e[i].answers[DRIFT_WL_MATH] = ans;
+            e[i].n_answers[DRIFT_WL_MATH] = 3;
+        }
+        drift_matrix_report r;
+        memset(&r, 0, sizeof r);
+        r.baseline = (char *)"base";
+        r.table = t;
+        r.experiments = e;
+        r.n_experiments = 3;
+        r.max_flipped = 5;
+        snprintf(r.generated, sizeof r.generated, "2000-01-01T00:00:00Z");
+        drift_html_opts o;
+        drift_html_opts_default(&o);
+        assert_int_equal(drift_html_render(&r, &o, &html, &err), DRIFT_OK);
+        check_page_safe(html);
+        assert_int_equal(occurrences(html, "<div class=\"flip\">"), 9);
+        ab = answer_bytes(html);
+        if (ab >= 3 * 200 * 1024 || strlen(html) >= 900 * 1024)
+            fail_msg("shape %d, matrix: %zu bytes of answers, a page of %zu bytes", shape, ab, strlen(html));
+        free(html);
+        drift_table_free(t);
+        /* text and Markdown quote excerpts only */
+        for (int f = 0; f < 2; f++) {
+            char *out = NULL;
+            assert_int_equal(drift_comparison_render(&c, &d, f ? DRIFT_FORMAT_MARKDOWN : DRIFT_FORMAT_TEXT, &out, &err),
+                             DRIFT_OK);
+            if (strlen(out) >= 32 * 1024) fail_msg("shape %d, format %d: %zu bytes", shape, f, strlen(out));
+            free(out);
+        }
+        for (int i = 0; i < 6; i++) free(texts[i]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),
@@ -884,6 +1060,8 @@ int main(void) {
         cmocka_unit_test(test_word_diff),
         cmocka_unit_test(test_heatmap_scale),
         cmocka_unit_test(test_seq_curve_axis),
+        cmocka_unit_test(test_hostile_names),
+        cmocka_unit_test(test_size_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
