@@ -7,7 +7,17 @@
  * is an extra dimension kept as a string. Every bad field is reported as
  * "NAME:LINE: field X: what is wrong" (LINE is the record's first line).
  * Rows are kept in file order: the ANOVA and PRI results depend on nothing
- * else, but the order is what a user sees in messages. */
+ * else, but the order is what a user sees in messages.
+ *
+ * CSV injection (OWASP): a spreadsheet runs a cell that starts with '=',
+ * '+', '-', '@', tab or CR as a formula, and the cells we write from
+ * outside (experiment ids, dimension names and levels) may. The writer
+ * prefixes such a cell with a single quote, unless it is a plain decimal
+ * number (a formula it cannot be; the numbers we compute are written as
+ * they are), and also a cell that already starts with a quote before one
+ * of those characters; the reader drops a first quote (after trimming)
+ * exactly when what follows is a cell the writer prefixes, so a table
+ * survives the round trip unchanged. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -239,6 +249,38 @@ static char *trim(char *s) {
     return s;
 }
 
+/* A character that makes a spreadsheet read the cell as a formula. */
+static int formula_lead(char c) { return c == '=' || c == '+' || c == '-' || c == '@' || c == '\t' || c == '\r'; }
+
+/* A plain decimal number: [+-]digits[.digits][e[+-]digits] (or .digits). */
+static int plain_number(const char *s) {
+    if (*s == '+' || *s == '-') s++;
+    int digits = 0;
+    while (*s >= '0' && *s <= '9') s++, digits++;
+    if (*s == '.') {
+        s++;
+        while (*s >= '0' && *s <= '9') s++, digits++;
+    }
+    if (!digits) return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return !*s;
+}
+
+/* 1 when the writer prefixes cell s with a quote (see the file's comment). */
+static int csv_needs_quote_prefix(const char *s) {
+    if (s[0] == '\'') return formula_lead(s[1]);
+    return formula_lead(s[0]) && !plain_number(s);
+}
+
+/* A read cell without the quote the writer put first: exactly when the
+ * rest is a cell the writer prefixes. */
+static char *csv_unprefix(char *s) { return s[0] == '\'' && csv_needs_quote_prefix(s + 1) ? s + 1 : s; }
+
 static int parse_double_field(const char *s, double *out) {
     if (!*s) return -1;
     errno = 0;
@@ -292,7 +334,7 @@ drift_status drift_table_parse_csv(const char *text, size_t len, const char *nam
     int special[COL_NSPECIAL] = {-1, -1, -1, -1, -1, -1};
     int fixed[DRIFT_DIM_COUNT] = {-1, -1, -1, -1, -1};
     for (size_t c = 0; c < ncol; c++) {
-        char *h = trim(rec.f[c]);
+        char *h = csv_unprefix(trim(rec.f[c]));
         int sp = -1;
         if (!strcmp(h, "experiment_id")) sp = COL_ID;
         else if (!strcmp(h, "flip_rate") || !strcmp(h, "flip_rate(percent)")) sp = COL_RATE;
@@ -361,7 +403,7 @@ drift_status drift_table_parse_csv(const char *text, size_t len, const char *nam
         long flips = 0, ncmp = 0;
         const char *id = "";
         for (size_t c = 0; c < ncol; c++) {
-            char *v = trim(rec.f[c]);
+            char *v = csv_unprefix(trim(rec.f[c]));
             int m = colmap[c];
             if (m >= 0) {
                 /* an extra dimension may be empty: the row has no value for
@@ -463,10 +505,12 @@ drift_status drift_table_read_csv(const char *path, drift_table **out, drift_err
     return st;
 }
 
-/* Appends a CSV field, quoted when it holds a comma, quote or newline. */
+/* Appends a CSV field, quoted when it holds a comma, quote or newline,
+ * with a quote first when a spreadsheet would take it for a formula. */
 static int csv_put(util_buf *b, const char *s) {
-    if (!strpbrk(s, ",\"\r\n")) return buf_puts(b, s);
-    if (buf_puts(b, "\"") < 0) return -1;
+    const char *lead = csv_needs_quote_prefix(s) ? "'" : "";
+    if (!strpbrk(s, ",\"\r\n")) return buf_puts(b, lead) || buf_puts(b, s) ? -1 : 0;
+    if (buf_puts(b, "\"") < 0 || buf_puts(b, lead) < 0) return -1;
     for (const char *c = s; *c; c++) {
         if (*c == '"' && buf_puts(b, "\"") < 0) return -1;
         if (buf_append(b, c, 1) < 0) return -1;

@@ -1,14 +1,32 @@
 /* table_render.c - the configuration x workload flip table as text
  * (report.h), pure: one group per workload in the workloads' order, each
  * row a configuration with its four fixed dimensions, the rate, its 95%
- * CI and flips/n (percent, as the table holds them). The CSV form is the
- * table's own file format (drift_table_format_csv). */
+ * CI and flips/n (percent, as the table holds them). Ids and levels come
+ * from outside: each cell is sanitised (report_safe.c), then cut to its
+ * column at a UTF-8 boundary and padded. The CSV form is the table's own
+ * file format (drift_table_format_csv, which keeps formulas out). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "driftbench/report.h"
+#include "report/report_internal.h"
 #include "util/util.h"
+
+/* s sanitised, at most width bytes of it (cut at a UTF-8 lead byte), padded
+ * to width, then a space. */
+static void cell(util_buf *b, const char *s, size_t width) {
+    util_buf t = {0};
+    report_put_name(&t, s);
+    size_t n = t.len;
+    if (n > width) {
+        n = width;
+        while (n > 0 && ((unsigned char)t.data[n] & 0xC0) == 0x80) n--;
+    }
+    if (n) buf_append(b, t.data, n);
+    buf_printf(b, "%*s", (int)(width - n + 1), "");
+    buf_free(&t);
+}
 
 /* See report.h. */
 drift_status drift_table_render_text(const drift_table *t, char **out, drift_error *err) {
@@ -31,14 +49,16 @@ drift_status drift_table_render_text(const drift_table *t, char **out, drift_err
             }
             char ci[40];
             snprintf(ci, sizeof ci, "[%.1f, %.1f]", row->ci_low, row->ci_high);
-            buf_printf(&b, "  %-40.40s %-11.11s %-12.12s %-9.9s %-22.22s %7.2f%%  %-17s %4ld/%-4ld\n",
-                       row->experiment_id, row->dims[DRIFT_DIM_MODEL], row->dims[DRIFT_DIM_HARDWARE],
-                       row->dims[DRIFT_DIM_PRECISION], row->dims[DRIFT_DIM_FRAMEWORK], row->flip_rate, ci,
-                       row->num_flips, row->num_comparisons);
+            buf_puts(&b, "  ");
+            cell(&b, row->experiment_id, 40);
+            cell(&b, row->dims[DRIFT_DIM_MODEL], 11);
+            cell(&b, row->dims[DRIFT_DIM_HARDWARE], 12);
+            cell(&b, row->dims[DRIFT_DIM_PRECISION], 9);
+            cell(&b, row->dims[DRIFT_DIM_FRAMEWORK], 22);
+            buf_printf(&b, "%7.2f%%  %-17s %4ld/%-4ld\n", row->flip_rate, ci, row->num_flips, row->num_comparisons);
             any_row = 1;
         }
     }
     if (!any_row) buf_puts(&b, "(no configuration has pairs against its baseline)\n");
-    *out = buf_steal(&b);
-    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the flip table");
+    return report_text_finish(&b, out, err);
 }

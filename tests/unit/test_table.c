@@ -1,6 +1,9 @@
 /* test_table.c - the flip-table CSV reader and writer: the paper's file,
  * our own columns (CIs, extra dimensions, quoting, CRLF), a write/read round
- * trip, and bad rows reported as FILE:LINE: field X. */
+ * trip, and bad rows reported as FILE:LINE: field X. Cells from outside
+ * that a spreadsheet would run as formulas get a quote first (plain
+ * numbers do not) and read back as they were; the text rendering of hostile
+ * ids and levels is sanitised (issue 34). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,8 @@
 #include <unistd.h>
 
 #include "driftbench/analysis.h"
+#include "driftbench/report.h"
+#include "unit/hostile.h"
 
 static void test_paper_file(void **state) {
     (void)state;
@@ -154,10 +159,99 @@ static void test_build(void **state) {
     assert_int_equal(drift_table_create(dup, 1, 0, &t, &err), DRIFT_ERR_INVALID);
 }
 
+/* The fields of CSV text (RFC 4180 quoting), each as its content, to f. */
+static void csv_fields(const char *csv, void (*f)(const char *cell, size_t n, void *u), void *u) {
+    char cell[4096];
+    size_t n = 0;
+    int quoted = 0;
+    for (const char *p = csv;; p++) {
+        if (quoted) {
+            if (*p == '"' && p[1] == '"') cell[n++] = *p++;
+            else if (*p == '"') quoted = 0;
+            else cell[n++] = *p;
+            continue;
+        }
+        if (*p == '"' && n == 0) { quoted = 1; continue; }
+        if (*p == ',' || *p == '\n' || !*p) {
+            cell[n] = 0;
+            f(cell, n, u);
+            n = 0;
+            if (!*p) break;
+            continue;
+        }
+        cell[n++] = *p;
+    }
+}
+
+static void no_formula(const char *cell, size_t n, void *u) {
+    size_t *count = u;
+    (*count)++;
+    if (!n) return;
+    int number = 1;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("+-.0123456789eE", cell[i])) number = 0;
+    if (strchr("=+-@\t\r", cell[0]) && !number) fail_msg("a cell starts a formula: '%s'", cell);
+}
+
+static void test_formula_cells(void **state) {
+    (void)state;
+    const char *extra[2] = {"=1+1", "n"};
+    drift_table *t = NULL, *u = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_table_create(extra, 2, 1, &t, &err), DRIFT_OK);
+    const char *d1[7] = {"+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\tvllm", "math", "'=already", "-1.5"};
+    const char *d2[7] = {"m", "\rh", "p'", "f", "code", "''x", "+7"};
+    assert_int_equal(drift_table_append(t, HOSTILE_FORMULA, d1, 2.5, 5, 200, 1.1, 5.7, &err), DRIFT_OK);
+    assert_int_equal(drift_table_append(t, "-x", d2, 0, 0, 10, 0, 30, &err), DRIFT_OK);
+    char *csv = NULL;
+    assert_int_equal(drift_table_format_csv(t, &csv, &err), DRIFT_OK);
+    size_t cells = 0;
+    csv_fields(csv, no_formula, &cells);
+    assert_int_equal(cells, 3 * 13 + 1); /* the header, two rows, the empty field after the last newline */
+    assert_non_null(strstr(csv, ",'=1+1,n\n"));
+    assert_non_null(strstr(csv, "\"'=HYPERLINK(\"\"http://evil.example\"\",\"\"x\"\")\",'+cmd|' /C calc'!A0,'-2+3,'@SUM(A1),"
+                                "'\tvllm,math,2.5,5,200,"));
+    assert_non_null(strstr(csv, ",''=already,-1.5\n"));      /* a quote kept; a plain number as it is */
+    assert_non_null(strstr(csv, "'-x,m,\"'\rh\",p',f,code,")); /* ids too; a quote elsewhere as it is */
+    assert_non_null(strstr(csv, ",''x,+7\n"));
+    /* read back: the table as it was */
+    assert_int_equal(drift_table_parse_csv(csv, strlen(csv), "back", &u, &err), DRIFT_OK);
+    assert_string_equal(u->dim_names[5], "=1+1");
+    assert_int_equal(u->n_rows, 2);
+    for (size_t r = 0; r < 2; r++) {
+        const char *want_id = r ? "-x" : HOSTILE_FORMULA;
+        assert_string_equal(u->rows[r].experiment_id, want_id);
+        for (size_t k = 0; k < 7; k++) {
+            assert_string_equal(u->rows[r].dims[k], (r ? d2 : d1)[k]); /* "\tvllm" too: the quote shields it */
+        }
+    }
+    free(csv);
+    drift_table_free(u);
+    drift_table_free(t);
+}
+
+static void test_text_hostile(void **state) {
+    (void)state;
+    drift_table *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_table_create(NULL, 0, 1, &t, &err), DRIFT_OK);
+    const char *d[5] = {"m" HOSTILE, "\xe2\x80\xae" "h", "p\x1b[2K", "f\n::error::x", "math"};
+    assert_int_equal(drift_table_append(t, "id" HOSTILE, d, 2.5, 5, 200, 1.1, 5.7, &err), DRIFT_OK);
+    char *text = NULL;
+    assert_int_equal(drift_table_render_text(t, &text, &err), DRIFT_OK);
+    const char *why = hostile_check(text, strlen(text), 1);
+    if (why) fail_msg("%s in:\n%s", why, text);
+    assert_non_null(strstr(text, "\\u202eh"));
+    assert_non_null(strstr(text, "  2.50%"));
+    free(text);
+    drift_table_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paper_file), cmocka_unit_test(test_own_columns_and_roundtrip),
         cmocka_unit_test(test_bad_rows), cmocka_unit_test(test_build),
+        cmocka_unit_test(test_formula_cells), cmocka_unit_test(test_text_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
