@@ -6,7 +6,9 @@
  *                               JSON), then the artifact's Type III table
  *                               beside ours when the input is the paper's.
  *   drift_anova_summary_render  the matrix summary's compact block (the
- *                               lab): one table per type, or why none. */
+ *                               lab): one table per type, or why none.
+ * Terms are the table file's column names: sanitised in text, repaired in
+ * JSON (report_safe.c). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "driftbench/report.h"
+#include "report/report_internal.h"
 #include "util/util.h"
 
 /* "%.<prec>g" of v, or "%.<prec>f" when fixed, or "-" for NaN */
@@ -26,8 +29,11 @@ static const char *fmt_num(char *buf, size_t n, double v, int prec, int fixed) {
 
 static void table_text(util_buf *b, const drift_anova_table *a) {
     static const char *const tn[] = {"", "I (sequential)", "II", "III"};
-    buf_printf(b, "ANOVA type %s%s%s  %s\n", tn[a->type], a->stratum ? "  stratum " : "",
-               a->stratum ? a->stratum : "", a->formula);
+    buf_printf(b, "ANOVA type %s%s", tn[a->type], a->stratum ? "  stratum " : "");
+    report_put_name(b, a->stratum);
+    buf_puts(b, "  ");
+    report_put_text(b, a->formula, REPORT_NOTE_MAX_BYTES);
+    buf_puts(b, "\n");
     buf_printf(b, "%zu rows, %zu design columns, rank %zu, residual df %.0f, MSE %.6g\n", a->nobs, a->n_columns,
                a->rank, a->df_resid, a->mse);
     buf_printf(b, "%-30s %4s %4s %14s %12s %10s %11s %11s %8s\n", "term", "df", "cols", "sum_sq", "mean_sq", "F",
@@ -35,7 +41,8 @@ static void table_text(util_buf *b, const drift_anova_table *a) {
     for (size_t i = 0; i < a->n_rows; i++) {
         const drift_anova_row *r = &a->rows[i];
         char s1[32], s2[32], s3[32], s4[32], s5[32];
-        buf_printf(b, "%-30s %4.0f %4d %14.6g %12s %10s %11s %11s %8s\n", r->term, r->df, r->n_columns, r->sum_sq,
+        report_put_name_pad(b, r->term, 30);
+        buf_printf(b, " %4.0f %4d %14.6g %12s %10s %11s %11s %8s\n", r->df, r->n_columns, r->sum_sq,
                    fmt_num(s1, sizeof s1, r->mean_sq, 6, 0), fmt_num(s2, sizeof s2, r->F, 5, 0),
                    fmt_num(s3, sizeof s3, r->p, 4, 0), fmt_num(s4, sizeof s4, r->p_bh, 4, 0),
                    fmt_num(s5, sizeof s5, r->eta_sq, 4, 1));
@@ -61,7 +68,8 @@ static void artifact_text(util_buf *b, const drift_anova_artifact_row *art, size
         for (size_t k = 0; k < ours->n_rows; k++)
             if (!strcmp(ours->rows[k].term, art[i].term)) r = &ours->rows[k];
         char s[6][32];
-        buf_printf(b, "%-30s %12s %12s %10s %10s %9s %9s\n", art[i].term, fmt_num(s[0], 32, art[i].F, 5, 0),
+        report_put_name_pad(b, art[i].term, 30);
+        buf_printf(b, " %12s %12s %10s %10s %9s %9s\n", fmt_num(s[0], 32, art[i].F, 5, 0),
                    fmt_num(s[1], 32, r ? r->F : NAN, 5, 0), fmt_num(s[2], 32, art[i].p_corrected, 4, 0),
                    fmt_num(s[3], 32, r ? r->p_bh : NAN, 4, 0), fmt_num(s[4], 32, art[i].eta_sq, 4, 1),
                    fmt_num(s[5], 32, r ? r->eta_sq : NAN, 4, 1));
@@ -73,8 +81,7 @@ static drift_status render_text(const drift_anova_doc *doc, char **out, drift_er
     util_buf b = {0};
     for (size_t i = 0; i < doc->n_tables; i++) table_text(&b, doc->tables[i]);
     if (doc->type3 && doc->n_artifact) artifact_text(&b, doc->artifact, doc->n_artifact, doc->type3);
-    *out = buf_steal(&b);
-    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the ANOVA");
+    return report_text_finish(&b, out, err);
 }
 
 /* NaN is null; a value jansson refuses (an infinity) leaves its key out. */
@@ -85,7 +92,7 @@ static json_t *table_json(const drift_anova_table *a) {
     for (size_t i = 0; i < a->n_rows; i++) {
         const drift_anova_row *r = &a->rows[i];
         json_t *o = json_object();
-        json_object_set_new(o, "term", json_string(r->term));
+        json_object_set_new(o, "term", report_json_str(r->term));
         json_object_set_new(o, "df", jnum(r->df));
         json_object_set_new(o, "n_columns", json_integer(r->n_columns));
         json_object_set_new(o, "sum_sq", jnum(r->sum_sq));
@@ -98,8 +105,8 @@ static json_t *table_json(const drift_anova_table *a) {
     }
     json_t *o = json_object();
     json_object_set_new(o, "type", json_integer(a->type));
-    json_object_set_new(o, "formula", json_string(a->formula));
-    json_object_set_new(o, "stratum", a->stratum ? json_string(a->stratum) : json_null());
+    json_object_set_new(o, "formula", report_json_str(a->formula));
+    json_object_set_new(o, "stratum", a->stratum ? report_json_str(a->stratum) : json_null());
     json_object_set_new(o, "nobs", json_integer((json_int_t)a->nobs));
     json_object_set_new(o, "n_columns", json_integer((json_int_t)a->n_columns));
     json_object_set_new(o, "rank", json_integer((json_int_t)a->rank));
@@ -111,14 +118,14 @@ static json_t *table_json(const drift_anova_table *a) {
 
 static drift_status render_json(const drift_anova_doc *doc, char **out, drift_error *err) {
     json_t *root = json_object(), *jt = json_array();
-    json_object_set_new(root, "table", json_string(doc->table));
-    json_object_set_new(root, "formula", json_string(doc->formula));
+    json_object_set_new(root, "table", report_json_str(doc->table));
+    json_object_set_new(root, "formula", report_json_str(doc->formula));
     for (size_t i = 0; i < doc->n_tables; i++) json_array_append_new(jt, table_json(doc->tables[i]));
     if (doc->type3 && doc->n_artifact) {
         json_t *ja = json_array();
         for (size_t i = 0; i < doc->n_artifact; i++) {
             const drift_anova_artifact_row *r = &doc->artifact[i];
-            json_array_append_new(ja, json_pack("{s:s,s:o,s:o,s:o,s:o}", "term", r->term, "F", jnum(r->F),
+            json_array_append_new(ja, json_pack("{s:o,s:o,s:o,s:o,s:o}", "term", report_json_str(r->term), "F", jnum(r->F),
                                                 "p_corrected", jnum(r->p_corrected), "eta_squared", jnum(r->eta_sq),
                                                 "sum_sq", jnum(r->sum_sq)));
         }
@@ -127,10 +134,8 @@ static drift_status render_json(const drift_anova_doc *doc, char **out, drift_er
                             json_string("the artifact's table was computed on slightly different data"));
     }
     json_object_set_new(root, "tables", jt);
-    char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    *out = report_json_dump(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(root);
-    *out = s ? util_asprintf("%s\n", s) : NULL;
-    free(s);
     return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the ANOVA");
 }
 
@@ -156,22 +161,26 @@ drift_status drift_anova_summary_render(const drift_table_analyses *a, char **ou
     for (int type = 1; type <= 3 && a->anova_fits; type++) {
         const drift_anova_table *t = a->anova[type];
         if (a->anova_error[type].code) {
-            buf_printf(&b, "ANOVA type %d: not computable: %s\n", type, a->anova_error[type].msg);
+            buf_printf(&b, "ANOVA type %d: not computable: ", type);
+            report_put_text(&b, a->anova_error[type].msg, REPORT_NOTE_MAX_BYTES);
+            buf_puts(&b, "\n");
             continue;
         }
         if (!t) continue;
-        buf_printf(&b, "ANOVA type %d  %s  (n=%zu, rank %zu of %zu columns)\n", type, a->formula, t->nobs, t->rank,
-                   t->n_columns);
+        buf_printf(&b, "ANOVA type %d  ", type);
+        report_put_text(&b, a->formula, REPORT_NOTE_MAX_BYTES);
+        buf_printf(&b, "  (n=%zu, rank %zu of %zu columns)\n", t->nobs, t->rank, t->n_columns);
         buf_printf(&b, "  %-34s %5s %12s %10s %10s %10s %7s\n", "term", "df", "sum_sq", "F", "p", "p_BH", "eta^2");
         for (size_t i = 0; i < t->n_rows; i++) {
             const drift_anova_row *r = &t->rows[i];
             char s1[32], s2[32], s3[32], s4[32];
-            buf_printf(&b, "  %-34s %5.0f %12.5g %10s %10s %10s %7s\n", r->term, r->df, r->sum_sq,
+            buf_puts(&b, "  ");
+            report_put_name_pad(&b, r->term, 34);
+            buf_printf(&b, " %5.0f %12.5g %10s %10s %10s %7s\n", r->df, r->sum_sq,
                        fmt_num(s1, sizeof s1, r->F, 4, 0), fmt_num(s2, sizeof s2, r->p, 3, 0),
                        fmt_num(s3, sizeof s3, r->p_bh, 3, 0), fmt_num(s4, sizeof s4, r->eta_sq, 3, 1));
         }
         buf_puts(&b, "\n");
     }
-    *out = buf_steal(&b);
-    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the ANOVA");
+    return report_text_finish(&b, out, err);
 }

@@ -1194,6 +1194,7 @@ drift_status drift_comparison_render(const drift_comparison *c, const drift_comp
     case DRIFT_FORMAT_HTML: return drift_comparison_html_render(c, d, NULL, out, err);
     default: return drift_error_set(err, DRIFT_ERR_INVALID, "unknown report format %d", (int)fmt);
     }
+    if (!b.data) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the report");
     return report_text_finish(&b, out, err);
 }
 

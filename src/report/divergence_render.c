@@ -8,7 +8,10 @@
  *             same top p), so the two outputs read side by side;
  *   markdown  the workload table and the top prompts;
  *   json      every figure, every prompt (probabilities and shares as
- *             fractions, KL in nats; non-finite numbers as null). */
+ *             fractions, KL in nats; non-finite numbers as null).
+ * Labels, stack specs, prompt ids, tokens and error messages come from
+ * outside: sanitised in text and markdown, repaired in JSON
+ * (report_safe.c); text and markdown end with report_text_finish. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include "driftbench/divergence.h"
 #include "driftbench/report.h"
 #include "report/report_internal.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 static const char *wl_name(drift_workload w) {
@@ -51,18 +55,30 @@ static const drift_tokdiv_prompt **ranked(const drift_tokdiv_report *r, size_t *
     return v;
 }
 
-/* A token's text for one line: quotes, with \n, \t, \\ and " escaped. */
+/* A token's text for one line: quotes, with \n, \t, \\ and " escaped,
+ * then the sanitiser (other controls, bidi, invalid UTF-8). */
 static void put_token(util_buf *b, const char *s) {
-    buf_puts(b, "\"");
-    for (; s && *s; s++) {
-        if (*s == '\n') buf_puts(b, "\\n");
-        else if (*s == '\t') buf_puts(b, "\\t");
-        else if (*s == '\r') buf_puts(b, "\\r");
-        else if (*s == '"' || *s == '\\') buf_printf(b, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) buf_printf(b, "\\x%02x", (unsigned char)*s);
-        else buf_append(b, s, 1);
+    util_buf t = {0};
+    buf_puts(&t, "\"");
+    for (; s && *s && t.len < REPORT_NAME_MAX_BYTES; s++) {
+        if (*s == '\n') buf_puts(&t, "\\n");
+        else if (*s == '\t') buf_puts(&t, "\\t");
+        else if (*s == '\r') buf_puts(&t, "\\r");
+        else if (*s == '"' || *s == '\\') buf_printf(&t, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20) buf_printf(&t, "\\x%02x", (unsigned char)*s);
+        else buf_append(&t, s, 1);
     }
-    buf_puts(b, "\"");
+    buf_puts(&t, "\"");
+    if (t.data) util_sanitize_append(b, t.data, t.len, UTIL_SAN_LINE);
+    buf_free(&t);
+}
+
+/* s in a Markdown code span of a table cell: sanitised, '|' and '`' as '?'. */
+static void md_code(util_buf *b, const char *s) {
+    size_t at = b->len;
+    report_put_name(b, s);
+    for (size_t k = at; k < b->len; k++)
+        if (b->data[k] == '|' || b->data[k] == '`') b->data[k] = '?';
 }
 
 static size_t count_diverged(const drift_tokdiv_report *r, size_t *scored) {
@@ -77,13 +93,22 @@ static size_t count_diverged(const drift_tokdiv_report *r, size_t *scored) {
 }
 
 static void text_header(util_buf *b, const drift_tokdiv_report *r) {
-    buf_printf(b, "token divergence, teacher-forced: baseline '%s' vs target '%s'\n", r->baseline, r->target);
+    buf_puts(b, "token divergence, teacher-forced: baseline '");
+    report_put_name(b, r->baseline);
+    buf_puts(b, "' vs target '");
+    report_put_name(b, r->target);
+    buf_puts(b, "'\n");
     if (r->text_mode) {
         buf_printf(b, "text: %zu tokens, %d chunks of %d, scored: second half of each chunk (%d positions per chunk)\n",
                    r->n_text_tokens, r->n_chunks, r->ctx, r->ctx - 1 - r->ctx / 2);
     } else {
-        buf_printf(b, "stacks: %s\n    vs  %s\n", r->baseline_spec, r->target_spec);
-        buf_printf(b, "api %s; %zu prompts", r->api ? r->api : "?", r->n_prompts);
+        buf_puts(b, "stacks: ");
+        report_put_name(b, r->baseline_spec);
+        buf_puts(b, "\n    vs  ");
+        report_put_name(b, r->target_spec);
+        buf_puts(b, "\napi ");
+        report_put_name(b, r->api ? r->api : "?");
+        buf_printf(b, "; %zu prompts", r->n_prompts);
         if (r->limit) buf_printf(b, " (a sample of at most %zu per workload, seed %llu)", r->limit, (unsigned long long)r->seed);
         buf_printf(b, ", %zu skipped; positions = the baseline's answer tokens\n", r->n_skipped);
     }
@@ -124,7 +149,9 @@ static void render_runs_text(util_buf *b, const drift_tokdiv_report *r, size_t m
         for (size_t i = 0; i < show; i++) {
             const drift_tokdiv_prompt *p = v[i];
             char k[32];
-            buf_printf(b, "  %-24s %-12s %6d %s %8.2f%%  ", p->prompt_id, wl_name(p->workload), p->n_answer_tokens,
+            buf_puts(b, "  ");
+            report_put_name_pad(b, p->prompt_id, 24);
+            buf_printf(b, " %-12s %6d %s %8.2f%%  ", wl_name(p->workload), p->n_answer_tokens,
                        kl_str(p->s.kl_mean, k, sizeof k), 100 * p->s.same_top);
             if (p->first_diff < 0) buf_puts(b, "none");
             else {
@@ -142,8 +169,11 @@ static void render_runs_text(util_buf *b, const drift_tokdiv_report *r, size_t m
         size_t shown = 0;
         for (size_t i = 0; i < r->n_prompts && shown < 10; i++)
             if (r->prompts[i].error) {
-                buf_printf(b, "  %s (%s): %s\n", r->prompts[i].prompt_id, wl_name(r->prompts[i].workload),
-                           r->prompts[i].error);
+                buf_puts(b, "  ");
+                report_put_name(b, r->prompts[i].prompt_id);
+                buf_printf(b, " (%s): ", wl_name(r->prompts[i].workload));
+                report_put_text(b, r->prompts[i].error, REPORT_NOTE_MAX_BYTES);
+                buf_puts(b, "\n");
                 shown++;
             }
         if (r->n_skipped > shown) buf_printf(b, "  ... and %zu more\n", r->n_skipped - shown);
@@ -180,13 +210,19 @@ static void render_text_mode(util_buf *b, const drift_tokdiv_report *r) {
 }
 
 static void render_markdown(util_buf *b, const drift_tokdiv_report *r, size_t max_prompts) {
-    buf_printf(b, "### Token divergence (teacher-forced): `%s` vs `%s`\n\n", r->baseline, r->target);
-    if (r->text_mode)
+    buf_puts(b, "### Token divergence (teacher-forced): `");
+    md_code(b, r->baseline);
+    buf_puts(b, "` vs `");
+    md_code(b, r->target);
+    buf_puts(b, "`\n\n");
+    if (r->text_mode) {
         buf_printf(b, "Text of %zu tokens, %d chunks of %d; the second half of each chunk scored.\n\n", r->n_text_tokens,
                    r->n_chunks, r->ctx);
-    else
-        buf_printf(b, "%zu prompts (%zu skipped), api %s; positions = the baseline's answer tokens.\n\n", r->n_prompts,
-                   r->n_skipped, r->api ? r->api : "?");
+    } else {
+        buf_printf(b, "%zu prompts (%zu skipped), api ", r->n_prompts, r->n_skipped);
+        report_put_name(b, r->api ? r->api : "?");
+        buf_puts(b, "; positions = the baseline's answer tokens.\n\n");
+    }
     buf_puts(b, "| workload | positions | mean KL (nats) | ± se | KL p50 | KL p90 | KL p99 | KL max | same top-1 | Δp p01 | Δp p50 | Δp p99 |\n");
     buf_puts(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int w = -1; w < DRIFT_WL_COUNT; w++) {
@@ -206,8 +242,10 @@ static void render_markdown(util_buf *b, const drift_tokdiv_report *r, size_t ma
         buf_puts(b, "|---|---|---:|---:|---:|---|\n");
         for (size_t i = 0; i < show; i++) {
             const drift_tokdiv_prompt *p = v[i];
-            buf_printf(b, "| `%s` | %s | %d | %.4g | %.2f%% | ", p->prompt_id, wl_name(p->workload), p->n_answer_tokens,
-                       p->s.kl_mean, 100 * p->s.same_top);
+            buf_puts(b, "| `");
+            md_code(b, p->prompt_id);
+            buf_printf(b, "` | %s | %d | %.4g | %.2f%% | ", wl_name(p->workload), p->n_answer_tokens, p->s.kl_mean,
+                       100 * p->s.same_top);
             if (p->first_diff < 0) buf_puts(b, "none |\n");
             else {
                 buf_printf(b, "%d: `", p->first_diff);
@@ -246,16 +284,16 @@ static json_t *summary_json(const drift_tokdiv_summary *s) {
 static char *render_json(const drift_tokdiv_report *r) {
     json_t *o = json_object();
     json_object_set_new(o, "mode", json_string(r->text_mode ? "text" : "runs"));
-    json_object_set_new(o, "baseline", json_string(r->baseline ? r->baseline : ""));
-    json_object_set_new(o, "target", json_string(r->target ? r->target : ""));
-    json_object_set_new(o, "baseline_spec", r->baseline_spec ? json_string(r->baseline_spec) : json_null());
-    json_object_set_new(o, "target_spec", r->target_spec ? json_string(r->target_spec) : json_null());
+    json_object_set_new(o, "baseline", report_json_str(r->baseline));
+    json_object_set_new(o, "target", report_json_str(r->target));
+    json_object_set_new(o, "baseline_spec", r->baseline_spec ? report_json_str(r->baseline_spec) : json_null());
+    json_object_set_new(o, "target_spec", r->target_spec ? report_json_str(r->target_spec) : json_null());
     if (r->text_mode) {
         json_object_set_new(o, "ctx", json_integer(r->ctx));
         json_object_set_new(o, "text_tokens", json_integer((json_int_t)r->n_text_tokens));
         json_object_set_new(o, "chunks", json_integer(r->n_chunks));
     } else {
-        json_object_set_new(o, "api", r->api ? json_string(r->api) : json_null());
+        json_object_set_new(o, "api", r->api ? report_json_str(r->api) : json_null());
         json_object_set_new(o, "limit_per_workload", json_integer((json_int_t)r->limit));
         json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
     }
@@ -271,21 +309,23 @@ static char *render_json(const drift_tokdiv_report *r) {
     for (size_t i = 0; i < r->n_prompts; i++) {
         const drift_tokdiv_prompt *p = &r->prompts[i];
         json_t *j = json_object();
-        json_object_set_new(j, "id", json_string(p->prompt_id ? p->prompt_id : ""));
+        json_object_set_new(j, "id", report_json_str(p->prompt_id));
         json_object_set_new(j, "workload", json_string(wl_name(p->workload)));
         json_object_set_new(j, "prompt_tokens", json_integer(p->n_prompt_tokens));
         json_object_set_new(j, "answer_tokens", json_integer(p->n_answer_tokens));
         if (p->error) {
-            json_object_set_new(j, "error", json_string(p->error));
+            json_object_set_new(j, "error", report_json_str(p->error));
         } else {
             if (!r->text_mode) json_object_set_new(j, "tokens_from", json_string(p->tokens_from_logprobs ? "logprobs" : "text"));
             json_object_set_new(j, "summary", summary_json(&p->s));
             if (p->first_diff >= 0) {
-                json_object_set_new(j, "first_diff", json_pack("{s:i, s:i, s:s?, s:i, s:s?}", "index", p->first_diff,
-                                                               "baseline_id", (json_int_t)p->first_base_id,
-                                                               "baseline_token", p->first_base_text, "target_id",
-                                                               (json_int_t)p->first_target_id, "target_token",
-                                                               p->first_target_text));
+                json_object_set_new(
+                    j, "first_diff",
+                    json_pack("{s:i, s:I, s:o?, s:I, s:o?}", "index", p->first_diff, "baseline_id",
+                              (json_int_t)p->first_base_id, "baseline_token",
+                              p->first_base_text ? report_json_str(p->first_base_text) : NULL, "target_id",
+                              (json_int_t)p->first_target_id, "target_token",
+                              p->first_target_text ? report_json_str(p->first_target_text) : NULL));
             } else {
                 json_object_set_new(j, "first_diff", json_null());
             }
@@ -293,11 +333,8 @@ static char *render_json(const drift_tokdiv_report *r) {
         json_array_append_new(arr, j);
     }
     json_object_set_new(o, r->text_mode ? "chunks_detail" : "prompts", arr);
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    char *t = report_json_dump(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(o);
-    if (!s) return NULL;
-    char *t = util_asprintf("%s\n", s);
-    free(s);
     return t;
 }
 
@@ -318,6 +355,5 @@ drift_status drift_tokdiv_render(const drift_tokdiv_report *r, int fmt, size_t m
     } else {
         return drift_error_set(err, DRIFT_ERR_INVALID, "divergence reports are text, json or markdown");
     }
-    *out = buf_steal(&b);
-    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    return report_text_finish(&b, out, err);
 }

@@ -17,6 +17,7 @@
 
 #include "driftbench/lab.h"
 #include "driftbench/report.h"
+#include "report/report_internal.h"
 #include "util/util.h"
 
 /* "[lo, hi]" of an interval; an unbounded end is "inf". */
@@ -83,8 +84,7 @@ drift_status drift_lab_cuts_render(const drift_lab_cuts *c, char **out, drift_er
     }
     if (!b.data) buf_puts(&b, "no answers stored\n");
     else if (!over) buf_puts(&b, "every workload is within the 2% goal\n");
-    *out = buf_steal(&b);
-    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the cut answers");
+    return report_text_finish(&b, out, err);
 }
 
 /* See report.h. */
@@ -111,8 +111,7 @@ drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **o
         buf_printf(&b, "deterministic flip rate: not available (%s)\n", x->det_reason);
     }
     render_null(&b, x);
-    *out = buf_steal(&b);
-    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the stochastic leg");
+    return report_text_finish(&b, out, err);
 }
 
 /* See report.h. */
@@ -121,10 +120,11 @@ drift_status drift_store_outcomes_render(const drift_store_outcomes *o, char **o
     if (!o) return drift_error_set(err, DRIFT_ERR_INVALID, "no store outcomes to render");
     util_buf b = {0};
     for (int w = 0; w < DRIFT_WL_COUNT; w++)
-        if (o->errors[w])
-            buf_printf(&b, "%s: %zu of %zu requests failed (e.g. \"%s\"): failed requests are never pairs%s. ",
-                       drift_workload_name((drift_workload)w), o->errors[w], o->errors[w] + o->answers[w],
-                       o->common_error[w], o->answers[w] ? "" : ", so this workload has no rows");
-    *out = buf_steal(&b);
-    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the failed requests");
+        if (o->errors[w]) { /* a stored error may quote a server's body: sanitised, bounded */
+            buf_printf(&b, "%s: %zu of %zu requests failed (e.g. \"", drift_workload_name((drift_workload)w), o->errors[w],
+                       o->errors[w] + o->answers[w]);
+            report_put_text(&b, o->common_error[w], REPORT_NOTE_MAX_BYTES);
+            buf_printf(&b, "\"): failed requests are never pairs%s. ", o->answers[w] ? "" : ", so this workload has no rows");
+        }
+    return report_text_finish(&b, out, err);
 }

@@ -729,7 +729,10 @@ drift_status drift_lab_summary_render(const drift_lab_summary_in *in, char **tex
     if (!oom && html) render_html(&h, &s, sent);
     oom |= t.oom || h.oom;
     for (size_t k = 0; k < N_SENTENCES; k++) free(sent[k]);
-    if (!oom && text) oom |= !(*text = buf_steal(&t.b));
+    if (!oom && text) { /* level names come from the table: the text through the sanitiser */
+        drift_error e2 = {0};
+        oom |= report_text_finish(&t.b, text, &e2) != DRIFT_OK;
+    }
     if (!oom && html) oom |= !(*html = buf_steal(&h.b));
     if (oom) {
         buf_free(&t.b);

@@ -2,21 +2,28 @@
  * beside what flipped (report.h), pure: the four detectors (score, alarm,
  * rule), the flips per workload of the comparison, and the verdict that
  * names the flips no alarm caught. Text for a terminal; JSON with the same
- * figures (rates as fractions). */
+ * figures (rates as fractions). The labels and the embedder's name come
+ * from outside: sanitised in text, repaired in JSON (report_safe.c). */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "driftbench/report.h"
+#include "report/report_internal.h"
 #include "util/util.h"
 
 static char *render_text(const drift_monitor_data *d, const drift_monitor_report *rep, const drift_comparison *cmp,
                          const char *base, const char *targ) {
     util_buf b = {0};
-    buf_printf(&b, "monitor: baseline '%s' vs target '%s'\n", base, targ);
-    buf_printf(&b, "embeddings: %s, dim %d: %zu of %zu baseline answers, %zu of %zu target answers\n\n", d->embedder,
-               d->dim, d->n_ref, d->answered_ref, d->n_cur, d->answered_cur);
+    buf_puts(&b, "monitor: baseline '");
+    report_put_name(&b, base);
+    buf_puts(&b, "' vs target '");
+    report_put_name(&b, targ);
+    buf_puts(&b, "'\nembeddings: ");
+    report_put_name(&b, d->embedder);
+    buf_printf(&b, ", dim %d: %zu of %zu baseline answers, %zu of %zu target answers\n\n", d->dim, d->n_ref,
+               d->answered_ref, d->n_cur, d->answered_cur);
     buf_puts(&b, "distribution-drift detectors (Evidently defaults)\n");
     buf_printf(&b, "  %-9s %10s  %-5s  %s\n", "method", "score", "alarm", "rule");
     for (int m = 0; m < DRIFT_MON_COUNT; m++) {
@@ -53,7 +60,10 @@ static char *render_text(const drift_monitor_data *d, const drift_monitor_report
     else
         buf_printf(&b, "verdict: %ld flipped answers, %d of %d distribution alarms\n", total, rep->alarms,
                    DRIFT_MON_COUNT);
-    return buf_steal(&b);
+    char *out = NULL;
+    drift_error err = {0};
+    report_text_finish(&b, &out, &err);
+    return out;
 }
 
 static char *render_json(const drift_monitor_data *d, const drift_monitor_report *rep, const drift_comparison *cmp,
@@ -65,9 +75,9 @@ static char *render_json(const drift_monitor_data *d, const drift_monitor_report
         json_decref(flips);
         return NULL;
     }
-    json_object_set_new(o, "baseline", json_string(base));
-    json_object_set_new(o, "target", json_string(targ));
-    json_object_set_new(o, "embedder", json_string(d->embedder));
+    json_object_set_new(o, "baseline", report_json_str(base));
+    json_object_set_new(o, "target", report_json_str(targ));
+    json_object_set_new(o, "embedder", report_json_str(d->embedder));
     json_object_set_new(o, "dim", json_integer(d->dim));
     json_object_set_new(o, "n_baseline", json_integer((json_int_t)d->n_ref));
     json_object_set_new(o, "n_target", json_integer((json_int_t)d->n_cur));
@@ -101,10 +111,8 @@ static char *render_json(const drift_monitor_data *d, const drift_monitor_report
     }
     json_object_set_new(o, "workloads", flips);
     json_object_set_new(o, "total_flips", json_integer(total));
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    char *line = report_json_dump(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(o);
-    char *line = s ? util_asprintf("%s\n", s) : NULL;
-    free(s);
     return line;
 }
 

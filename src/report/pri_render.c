@@ -13,7 +13,9 @@
  *                                HTML report share.
  * JSON: NaN and infinities are null. Text never prints NaN: an R^2 that
  * is not defined reads "no variance" (the rows share one flip rate) or "too
- * few rows" (report_r2_text), any other missing figure "-". */
+ * few rows" (report_r2_text), any other missing figure "-". Names of
+ * levels and features come from the table's file: sanitised in text,
+ * repaired in JSON (report_safe.c). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 
 #include "driftbench/report.h"
 #include "report/report_internal.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 /* See report_internal.h. */
@@ -44,12 +47,15 @@ static const char *fig(double v, int decimals, char *buf, size_t cap) {
 /* See report_internal.h. */
 json_t *report_json_num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
-/* "%s\n" of a JSON document, NULL when out of memory. */
-static char *dump_line(json_t *root, size_t flags) {
-    char *s = root ? json_dumps(root, flags) : NULL;
-    char *line = s ? util_asprintf("%s\n", s) : NULL;
-    free(s);
-    return line;
+/* "%s\n" of a JSON document, hardened; NULL when out of memory. */
+static char *dump_line(json_t *root, size_t flags) { return report_json_dump(root, flags); }
+
+/* A text rendering's end (report_text_finish); NULL when out of memory. */
+static char *finish(util_buf *b) {
+    char *out = NULL;
+    drift_error err = {0};
+    report_text_finish(b, &out, &err);
+    return out;
 }
 
 static drift_status nomem(drift_error *err) { return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the PRI"); }
@@ -59,14 +65,15 @@ static void holdout_text(util_buf *b, const drift_pri_holdout *h) {
     if (isfinite(h->paper_r2))
         snprintf(paper, sizeof paper, "%8.4f %s", h->paper_r2,
                  !isfinite(h->test_r2) ? "-" : h->test_r2 > h->paper_r2 ? "better" : "worse");
-    buf_printf(b, "  %-32s %5zu %5zu %12s %12s %8s   %-16s d=%d eta=%.2f mcw=%d n=%d\n", h->name, h->n_train,
-               h->n_test, report_r2_text(h->train_r2, h->n_train, 4, tr, sizeof tr),
+    buf_puts(b, "  ");
+    report_put_name_pad(b, h->name, 32);
+    buf_printf(b, " %5zu %5zu %12s %12s %8s   %-16s d=%d eta=%.2f mcw=%d n=%d\n", h->n_train, h->n_test, report_r2_text(h->train_r2, h->n_train, 4, tr, sizeof tr),
                report_r2_text(h->test_r2, h->n_test, 4, te, sizeof te), fig(h->test_mae, 3, mae, sizeof mae), paper,
                h->depth, h->eta, h->min_child_weight, h->rounds);
 }
 
 static json_t *holdout_json(const drift_pri_holdout *h) {
-    return json_pack("{s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:i,s:i}}", "name", h->name, "n_train",
+    return json_pack("{s:o,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:i,s:i}}", "name", report_json_str(h->name), "n_train",
                      (json_int_t)h->n_train, "n_test", (json_int_t)h->n_test, "train_r2", report_json_num(h->train_r2), "test_r2",
                      report_json_num(h->test_r2), "test_mae", report_json_num(h->test_mae), "paper_r2", report_json_num(h->paper_r2), "params",
                      "max_depth", h->depth, "eta", h->eta, "min_child_weight", h->min_child_weight, "n_estimators",
@@ -78,10 +85,10 @@ static char *eval_json(const drift_pri_eval *e, const char *table, double elapse
     for (size_t i = 0; i < e->n_levels; i++) json_array_append_new(lv, holdout_json(&e->levels[i]));
     for (size_t i = 0; i < e->n_paper; i++) json_array_append_new(pp, holdout_json(&e->paper[i]));
     for (size_t i = 0; i < e->n_importance; i++)
-        json_array_append_new(imp, json_pack("{s:s,s:f}", "feature", e->importance[i].name, "gain_share",
+        json_array_append_new(imp, json_pack("{s:o,s:f}", "feature", report_json_str(e->importance[i].name), "gain_share",
                                              e->importance[i].gain_share));
     for (int k = 0; k < 5; k++) json_array_append_new(cv, report_json_num(e->cv_fold_r2[k]));
-    json_object_set_new(root, "table", json_string(table));
+    json_object_set_new(root, "table", report_json_str(table));
     json_object_set_new(root, "n_features", json_integer((json_int_t)e->n_features));
     json_object_set_new(root, "random_split", holdout_json(&e->random_split));
     json_object_set_new(root, "cv5", json_pack("{s:o,s:o,s:o,s:i}", "mean_r2", report_json_num(e->cv_r2_mean), "sd_r2",
@@ -100,7 +107,9 @@ static char *eval_json(const drift_pri_eval *e, const char *table, double elapse
 
 static char *eval_text(const drift_pri_eval *e, const char *table, int tuned, double elapsed_ms) {
     util_buf b = {0};
-    buf_printf(&b, "PRI evaluation of %s: %zu features, hyper-parameters %s\n\n", table, e->n_features,
+    buf_puts(&b, "PRI evaluation of ");
+    report_put_name(&b, table);
+    buf_printf(&b, ": %zu features, hyper-parameters %s\n\n", e->n_features,
                tuned ? "chosen by inner CV inside each training set" : "fixed (--no-tune)");
     buf_printf(&b, "  %-32s %5s %5s %12s %12s %8s   %-16s %s\n", "evaluation", "train", "test", "train R2", "test R2",
                "MAE", "paper R2", "chosen");
@@ -126,10 +135,13 @@ static char *eval_text(const drift_pri_eval *e, const char *table, int tuned, do
                report_r2_text(e->abl_no_interactions, nt, 4, a3, sizeof a3),
                report_r2_text(e->abl_full, nt, 4, a4, sizeof a4));
     buf_puts(&b, "\nFeature importance (share of total gain, full model on all rows):\n");
-    for (size_t i = 0; i < e->n_importance && i < 15; i++)
-        buf_printf(&b, "  %-44s %6.2f%%\n", e->importance[i].name, 100 * e->importance[i].gain_share);
+    for (size_t i = 0; i < e->n_importance && i < 15; i++) {
+        buf_puts(&b, "  ");
+        report_put_name_pad(&b, e->importance[i].name, 44);
+        buf_printf(&b, " %6.2f%%\n", 100 * e->importance[i].gain_share);
+    }
     buf_printf(&b, "\nelapsed %.0f ms\n", elapsed_ms);
-    return buf_steal(&b);
+    return finish(&b);
 }
 
 /* See report.h. */
@@ -151,17 +163,19 @@ drift_status drift_pri_prediction_render(const drift_pri_query *q, const drift_p
     *out = NULL;
     if (!q || !base || !r) return drift_error_set(err, DRIFT_ERR_INVALID, "no PRI prediction to render");
     if (fmt == DRIFT_FORMAT_JSON) {
-        json_t *o = json_pack("{s:{s:s,s:s,s:s,s:s,s:s},s:{s:s,s:s,s:s,s:s},s:f,s:[f,f],s:f,s:s,s:s,s:s,s:s}",
-                              "config", "model", q->model, "hardware", q->hardware, "precision", q->precision,
-                              "framework", q->framework, "workload", q->workload, "baseline", "model", base->model,
-                              "hardware", base->hardware, "precision", base->precision, "framework", base->framework,
+        json_t *o = json_pack("{s:{s:o,s:o,s:o,s:o,s:o},s:{s:o,s:o,s:o,s:o},s:f,s:[f,f],s:f,s:s,s:s,s:o,s:s}",
+                              "config", "model", report_json_str(q->model), "hardware", report_json_str(q->hardware),
+                              "precision", report_json_str(q->precision), "framework", report_json_str(q->framework),
+                              "workload", report_json_str(q->workload), "baseline", "model", report_json_str(base->model),
+                              "hardware", report_json_str(base->hardware), "precision",
+                              report_json_str(base->precision), "framework", report_json_str(base->framework),
                               "flip_rate", r->flip_rate / 100, "interval", r->lo / 100, r->hi / 100, "coverage",
-                              r->coverage, "risk", r->risk, "change", r->change, "differs", r->differs, "advice",
+                              r->coverage, "risk", r->risk, "change", r->change, "differs", report_json_str(r->differs), "advice",
                               r->advice);
         *out = dump_line(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
         json_decref(o);
     } else if (fmt == DRIFT_FORMAT_TEXT) {
-        *out = util_asprintf("config    %s / %s / %s / %s, workload %s\n"
+        char *raw = util_asprintf("config    %s / %s / %s / %s, workload %s\n"
                               "baseline  %s / %s / %s / %s\n"
                               "predicted flip rate %.2f%%  (%.0f%% interval %.2f%% .. %.2f%%, from out-of-fold residuals)\n"
                               "risk      %s\n"
@@ -171,6 +185,8 @@ drift_status drift_pri_prediction_render(const drift_pri_query *q, const drift_p
                               base->hardware, base->precision, base->framework, r->flip_rate, 100 * r->coverage, r->lo,
                               r->hi, r->risk, r->change, r->differs[0] ? " (" : "", r->differs,
                               r->differs[0] ? ")" : "", r->advice);
+        *out = raw ? util_sanitize(raw, UTIL_SAN_LINES) : NULL; /* the query's names are the user's */
+        free(raw);
     } else {
         return drift_error_set(err, DRIFT_ERR_INVALID, "a PRI prediction renders as text or json");
     }
@@ -222,7 +238,9 @@ drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out,
         for (size_t i = 0; i < ev->n_levels; i++) {
             const drift_pri_holdout *h = &ev->levels[i];
             undefined |= !isfinite(h->test_r2);
-            buf_printf(&b, "  %-34s %5zu %5zu %12s %6s\n", h->name, h->n_train, h->n_test,
+            buf_puts(&b, "  ");
+            report_put_name_pad(&b, h->name, 34);
+            buf_printf(&b, " %5zu %5zu %12s %6s\n", h->n_train, h->n_test,
                        report_r2_text(h->test_r2, h->n_test, 3, r2, sizeof r2), fig(h->test_mae, 3, mae, sizeof mae));
         }
         if (undefined)
@@ -230,12 +248,14 @@ drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out,
                          "defined)\n");
         if (ev->n_importance) {
             buf_puts(&b, "  top features by gain:");
-            for (size_t i = 0; i < ev->n_importance && i < 5; i++)
-                buf_printf(&b, " %s (%.2f)%s", ev->importance[i].name, ev->importance[i].gain_share,
-                           i + 1 < ev->n_importance && i < 4 ? "," : "");
+            for (size_t i = 0; i < ev->n_importance && i < 5; i++) {
+                buf_puts(&b, " ");
+                report_put_name(&b, ev->importance[i].name);
+                buf_printf(&b, " (%.2f)%s", ev->importance[i].gain_share, i + 1 < ev->n_importance && i < 4 ? "," : "");
+            }
             buf_puts(&b, "\n");
         }
     }
-    *out = buf_steal(&b);
+    *out = finish(&b);
     return *out ? DRIFT_OK : nomem(err);
 }

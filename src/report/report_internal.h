@@ -38,7 +38,7 @@ void report_put_name(util_buf *b, const char *s);
 void report_put_name_pad(util_buf *b, const char *s, size_t width);
 /* A text rendering's end: *out = b's text sanitised once more as lines
  * (a no-op on what went in through report_put_*; a guard for the rest),
- * b freed. DRIFT_ERR_NOMEM when b is empty for want of memory. */
+ * b freed; an empty b gives "". DRIFT_ERR_NOMEM when out of memory. */
 drift_status report_text_finish(util_buf *b, char **out, drift_error *err);
 /* A JSON string of s repaired to valid UTF-8 (NULL is ""): never NULL
  * but out of memory, where json_string(s) is NULL for invalid UTF-8 and

@@ -48,12 +48,10 @@ void report_put_name_pad(util_buf *b, const char *s, size_t width) {
 }
 
 drift_status report_text_finish(util_buf *b, char **out, drift_error *err) {
+    util_buf t = {0};
     *out = NULL;
-    if (b->data) {
-        util_buf t = {0};
-        if (!util_sanitize_append(&t, b->data, b->len, UTIL_SAN_LINES)) *out = buf_steal(&t);
-        buf_free(&t);
-    }
+    if (!util_sanitize_append(&t, b->data ? b->data : "", b->len, UTIL_SAN_LINES)) *out = buf_steal(&t);
+    buf_free(&t);
     buf_free(b);
     return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the report");
 }

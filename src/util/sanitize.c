@@ -138,6 +138,7 @@ int util_sanitize_append(util_buf *b, const char *str, size_t len, unsigned flag
     san_hist h;
     memset(&h, 0, sizeof h);
     if (buf_reserve(b, len)) return -1;
+    b->data[b->len] = '\0'; /* NUL-terminated even when nothing is appended */
     for (size_t i = 0; i < len && !bad;) {
         uint32_t cp;
         size_t k = util_utf8_decode((const char *)s + i, len - i, &cp);
@@ -210,6 +211,7 @@ char *util_json_harden(const char *json) {
     san_hist h;
     memset(&h, 0, sizeof h);
     int bad = buf_reserve(&b, len);
+    if (!bad) b.data[0] = '\0';
     for (size_t i = 0; i < len && !bad;) {
         uint32_t cp;
         size_t k = util_utf8_decode((const char *)s + i, len - i, &cp);

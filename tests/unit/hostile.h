@@ -24,11 +24,14 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#define HOSTILE                                                                                     \
+#define HOSTILE_HEAD                                                                                \
     "id\x1b[2K\rverdict: PASS\x1b]8;;https://evil.example/\x07link\x1b]8;;\x07"                     \
     "\xc2\x9b" "31m\xe2\x80\xae" "desrever\xe2\x81\xa6" "iso\xe2\x81\xa9"                             \
     "\n::error::x\n  ::add-mask::secret\n##[error]x\n\xe2\x80\x8d::warning::zwj #\xe2\x80\x8d#[debug]y" \
-    " ##vso[task.setvariable variable=a]b \xef\xbf\xbe \xff\xc0\xaf tail"
+    " ##vso[task.setvariable variable=a]b \xef\xbf\xbe "
+#define HOSTILE HOSTILE_HEAD "\xff\xc0\xaf tail"
+/* HOSTILE with its invalid bytes as U+FFFD (what a JSON string holds). */
+#define HOSTILE_REPAIRED HOSTILE_HEAD "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd tail"
 
 /* A prompt id or label that a spreadsheet would run as a formula. */
 #define HOSTILE_FORMULA "=HYPERLINK(\"http://evil.example\",\"x\")"

@@ -4,7 +4,13 @@
  * and answer excerpts quoted from the store. Then the pure renderers on
  * hand-built structs, no store anywhere: a comparison with its flips'
  * details, ANOVA, PRI (evaluation, prediction, the matrix summaries),
- * monitor and the flip table. */
+ * monitor and the flip table. Outside text at its worst (issue 34):
+ * hostile labels, configuration values, prompt ids, evaluator and sandbox
+ * names, server errors and answers through text, markdown, JUnit and JSON
+ * of a comparison and through the monitor, divergence, ANOVA and PRI
+ * renderers: nothing commands a terminal or a CI runner (hostile.h's
+ * check), the XML keeps to XML's characters, the JSON parses with every
+ * flip present. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +21,9 @@
 #include <math.h>
 
 #include "compare_fixture.h"
+#include "driftbench/divergence.h"
 #include "driftbench/report.h"
+#include "unit/hostile.h"
 #include "util/util.h"
 
 static drift_comparison *cmp_fixture(drift_store **st_out, const char *budgets) {
@@ -843,6 +851,209 @@ static void test_golden_first_sections(void **state) {
     golden_check(&h, "error");
 }
 
+/* ---- outside text at its worst (issue 34) ---- */
+
+static void expect_safe(const char *what, const char *s) {
+    const char *why = hostile_check(s, strlen(s), 1);
+    if (why) fail_msg("%s: %s in:\n%s", what, why, s);
+}
+
+/* Only XML 1.0's characters (valid UTF-8, no C0 but tab/LF/CR, no U+FFFE/FFFF), no stray '<' or '&'. */
+static void expect_xml_chars(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        uint32_t cp = 0;
+        size_t k = hostile_utf8(p, strlen((const char *)p), &cp);
+        if (!k) fail_msg("invalid UTF-8 in the XML at %ld", (long)(p - (const unsigned char *)s));
+        if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE || cp == 0xFFFF)
+            fail_msg("U+%04X is not an XML character", (unsigned)cp);
+        if (cp == '&' && strncmp((const char *)p, "&amp;", 5) && strncmp((const char *)p, "&lt;", 4) &&
+            strncmp((const char *)p, "&gt;", 4) && strncmp((const char *)p, "&quot;", 6) && strncmp((const char *)p, "&apos;", 6))
+            fail_msg("a bare '&' in the XML");
+        p += k;
+    }
+}
+
+#define N_HOSTILE_FLIPS 5
+
+static void test_hostile_comparison(void **state) {
+    (void)state;
+    drift_comparison c;
+    drift_flip unused[2];
+    hand_comparison(&c, unused);
+    c.baseline.label = (char *)"base" HOSTILE;
+    c.target.label = (char *)"\n::error::targ\x1b[2K";
+    c.baseline.config_json = (char *)"{\"model\":\"m\\u001b[31m\\u202e\",\"zone\\n::error::k\":\"eu\xff\"}";
+    c.target.config_json = (char *)"not json " HOSTILE;
+    c.evaluator = (char *)"eval" HOSTILE;
+    snprintf(c.sandboxes[0].mechanism, sizeof c.sandboxes[0].mechanism, "bwrap\x1b[2K\n::error::x\xe2\x80\xae\xff");
+    c.sandboxes[0].baseline = c.sandboxes[0].target = c.sandboxes[0].weak = 1;
+    c.n_sandboxes = 1;
+    c.present[DRIFT_WL_CODE] = 1;
+    c.wl[DRIFT_WL_CODE] = (drift_wl_result){.workload = DRIFT_WL_CODE, .n = 3, .budget = -1, .pass = 1, .mcnemar_p = 1,
+                                            .sdr_mean = NAN, .semantic_drift_rate = NAN};
+    drift_flip fl[N_HOSTILE_FLIPS] = {{.prompt_id = "p" HOSTILE, .direction = -1, .value = NAN},
+                                      {.prompt_id = "\xff\xfe" "bad utf8 \xc3", .direction = 1, .value = NAN},
+                                      {.prompt_id = "nonchar \xef\xbf\xbe\xef\xbf\xbf", .direction = -1, .value = NAN},
+                                      {.prompt_id = HOSTILE_FORMULA, .direction = -1, .value = NAN},
+                                      {.prompt_id = "##[error]x", .direction = 1, .value = NAN}};
+    drift_wl_result *w = &c.wl[DRIFT_WL_MATH];
+    w->flipped = fl;
+    w->n_flipped = N_HOSTILE_FLIPS;
+    w->flips = N_HOSTILE_FLIPS;
+    w->flip_rate = 0.5;
+    w->budget = 0.01;
+    drift_comparison_decide(&c); /* math BLOCKs: JUnit lists its flipped ids */
+    drift_flip_detail det[N_HOSTILE_FLIPS];
+    memset(det, 0, sizeof det);
+    for (int i = 0; i < N_HOSTILE_FLIPS; i++) {
+        det[i].div = (drift_divergence){.first_diff_byte = 3, .first_diff_char = 3, .first_diff_token = 1,
+                                        .token_unit = DRIFT_UNIT_WORD, .margin = NAN, .kl = NAN,
+                                        .diff = (char *)"[-ok-] {+" HOSTILE "+}"};
+        det[i].base_text = (char *)"ok, the answer is 4";
+        det[i].targ_text = (char *)"ok," HOSTILE;
+    }
+    det[1].div = (drift_divergence){.error = (char *)"HTTP 500: " HOSTILE};
+    drift_comparison_details d;
+    memset(&d, 0, sizeof d);
+    d.flips[DRIFT_WL_MATH] = det;
+    d.n[DRIFT_WL_MATH] = N_HOSTILE_FLIPS;
+    drift_error err = {0};
+    char *s = NULL;
+    /* text and markdown: nothing left to command */
+    assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    expect_safe("text", s);
+    assert_non_null(strstr(s, "\\x1b[2K\\rverdict: PASS"));   /* the fake verdict, in plain sight */
+    assert_non_null(strstr(s, "PASS\\x1b]8;;"));            /* an OSC 8 link, shown */
+    assert_non_null(strstr(s, "\\n::error::x\\n"));          /* a newline and a command, shown on one line */
+    assert_non_null(strstr(s, "scores: evaluator \"eval"));
+    assert_non_null(strstr(s, "divergence unavailable: HTTP 500: id\\x1b[2K"));
+    free(s);
+    assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_MARKDOWN, &s, &err), DRIFT_OK);
+    expect_safe("markdown", s);
+    free(s);
+    /* JUnit: XML's characters only, the ids escaped */
+    assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_JUNIT, &s, &err), DRIFT_OK);
+    expect_safe("junit", s);
+    expect_xml_chars(s);
+    assert_non_null(strstr(s, "nonchar \\ufffe\\uffff correct-&gt;incorrect"));
+    free(s);
+    /* JSON: it parses, every flip is there (ids repaired), and it prints safely */
+    assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
+    expect_safe("json", s);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    if (!root) fail_msg("JSON does not parse: %s", je.text);
+    json_t *wls = json_object_get(root, "workloads"), *math = NULL;
+    for (size_t i = 0; i < json_array_size(wls); i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(wls, i), "workload")), "math"))
+            math = json_array_get(wls, i);
+    assert_non_null(math);
+    json_t *flipped = json_object_get(math, "flipped");
+    assert_int_equal(json_array_size(flipped), N_HOSTILE_FLIPS);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(flipped, 0), "prompt_id")), "p" HOSTILE_REPAIRED);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(flipped, 1), "prompt_id")),
+                        "\xef\xbf\xbd\xef\xbf\xbd" "bad utf8 \xef\xbf\xbd");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(flipped, 4), "prompt_id")), "##[error]x");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "target"), "label")),
+                        "\n::error::targ\x1b[2K");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(root, "baseline"), "config"),
+                                                           "zone\n::error::k")),
+                        "eu\xef\xbf\xbd");
+    json_decref(root);
+    free(s);
+}
+
+static void test_hostile_other_renderers(void **state) {
+    (void)state;
+    drift_error err = {0};
+    char *s = NULL;
+    /* monitor */
+    drift_monitor_data md;
+    memset(&md, 0, sizeof md);
+    snprintf(md.embedder, sizeof md.embedder, "emb\x1b]8;;x\x07\n::error::e");
+    drift_monitor_report rep;
+    memset(&rep, 0, sizeof rep);
+    drift_comparison c;
+    drift_flip fl[2];
+    hand_comparison(&c, fl);
+    assert_int_equal(drift_monitor_render(&md, &rep, &c, "b" HOSTILE, "t" HOSTILE, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+    expect_safe("monitor text", s);
+    free(s);
+    assert_int_equal(drift_monitor_render(&md, &rep, &c, "b" HOSTILE, "t" HOSTILE, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
+    expect_safe("monitor json", s);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    assert_string_equal(json_string_value(json_object_get(root, "baseline")), "b" HOSTILE_REPAIRED);
+    json_decref(root);
+    free(s);
+    /* token divergence */
+    drift_tokdiv_prompt pr[2];
+    memset(pr, 0, sizeof pr);
+    pr[0] = (drift_tokdiv_prompt){.prompt_id = (char *)"p" HOSTILE, .workload = DRIFT_WL_MATH, .n_answer_tokens = 3,
+                                  .first_diff = 1, .first_base_text = (char *)"\x1b[2K", .first_target_text = (char *)"\xe2\x80\xae"};
+    pr[0].s.n = 3;
+    pr[0].s.kl_mean = 0.5;
+    pr[1] = (drift_tokdiv_prompt){.prompt_id = (char *)"q\xff", .workload = DRIFT_WL_MATH, .first_diff = -1,
+                                  .error = (char *)"server said " HOSTILE};
+    drift_tokdiv_report tr;
+    memset(&tr, 0, sizeof tr);
+    tr.baseline = (char *)"b" HOSTILE;
+    tr.target = (char *)"t\n##[error]x";
+    tr.baseline_spec = (char *)"http://x/v1?" HOSTILE;
+    tr.target_spec = (char *)"embedded:m.gguf";
+    tr.api = (char *)"chat";
+    tr.prompts = pr;
+    tr.n_prompts = 2;
+    tr.n_skipped = 1;
+    tr.present[DRIFT_WL_MATH] = 1;
+    const int fmts[3] = {DRIFT_FORMAT_TEXT, DRIFT_FORMAT_MARKDOWN, DRIFT_FORMAT_JSON};
+    for (int f = 0; f < 3; f++) {
+        assert_int_equal(drift_tokdiv_render(&tr, fmts[f], 10, &s, &err), DRIFT_OK);
+        expect_safe("divergence", s);
+        if (fmts[f] == DRIFT_FORMAT_JSON) {
+            root = json_loads(s, 0, &je);
+            assert_non_null(root);
+            assert_int_equal(json_array_size(json_object_get(root, "prompts")), 2);
+            json_decref(root);
+        }
+        free(s);
+    }
+    /* ANOVA and PRI: terms and levels are a table file's column names and values */
+    drift_anova_table a;
+    drift_anova_row rows[2];
+    hand_anova(&a, rows);
+    rows[0].term = (char *)"C(hw" HOSTILE ")";
+    const drift_anova_table *tables[] = {&a};
+    drift_anova_doc doc = {.table = "t\n::error::x.csv", .formula = a.formula, .tables = tables, .n_tables = 1};
+    for (int f = 0; f < 2; f++) {
+        assert_int_equal(drift_anova_render(&doc, f ? DRIFT_FORMAT_JSON : DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
+        expect_safe("anova", s);
+        free(s);
+    }
+    drift_pri_holdout lv[1] = {{.n_test = 3, .test_r2 = NAN, .test_mae = 0}};
+    drift_pri_importance imp[1] = {{.gain_share = 1}};
+    const char *bad = "\x1b[2K\n::error::x ##[debug]\xe2\x80\xae\xc2\x9b\xff";
+    snprintf(lv[0].name, sizeof lv[0].name, "precision=%s", bad);
+    snprintf(imp[0].name, sizeof imp[0].name, "hardware=%s", bad);
+    drift_pri_eval ev;
+    memset(&ev, 0, sizeof ev);
+    ev.random_split = (drift_pri_holdout){.name = "random", .n_test = 4, .test_r2 = NAN, .test_mae = 0.5};
+    ev.cv_r2_mean = ev.cv_r2_sd = NAN;
+    for (int k = 0; k < 5; k++) ev.cv_fold_r2[k] = NAN;
+    ev.levels = lv;
+    ev.n_levels = 1;
+    ev.importance = imp;
+    ev.n_importance = 1;
+    for (int f = 0; f < 2; f++) {
+        assert_int_equal(drift_pri_eval_render(&ev, "t" HOSTILE, 1, 1, f ? DRIFT_FORMAT_JSON : DRIFT_FORMAT_TEXT, &s, &err),
+                         DRIFT_OK);
+        expect_safe("pri", s);
+        free(s);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format_parse), cmocka_unit_test(test_json), cmocka_unit_test(test_text),
@@ -851,6 +1062,7 @@ int main(void) {
         cmocka_unit_test(test_summaries_render), cmocka_unit_test(test_pri_render),
         cmocka_unit_test(test_monitor_render), cmocka_unit_test(test_table_render),
         cmocka_unit_test(test_golden_first_sections),
+        cmocka_unit_test(test_hostile_comparison), cmocka_unit_test(test_hostile_other_renderers),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -123,6 +123,10 @@ static void test_sanitize_classes(void **state) {
     expect_san("\xe2\x80\x8d:\xe2\x80\x8d:e #\xe2\x80\x8d#[x", UTIL_SAN_LINE,
                "\xe2\x80\x8d\\x3a\xe2\x80\x8d:e #\xe2\x80\x8d#\\x5bx");
     expect_san("# heading [link]", UTIL_SAN_LINE, "# heading [link]");
+    expect_san("", UTIL_SAN_LINE, "");
+    char *empty = util_json_harden("");
+    assert_string_equal(empty, "");
+    free(empty);
     /* NUL bytes inside a length-given text */
     util_buf b = {0};
     assert_int_equal(util_sanitize_append(&b, "a\0b", 3, UTIL_SAN_LINE), 0);
