@@ -5,13 +5,14 @@
  * (decision, directions, taxonomy, flipped prompts), the analyses and the
  * answers of the flipped prompts shown; nothing here reads the store or
  * runs an analysis. The page is built in util_bufs; every string from the
- * store goes through html_span / html_text (escape + UTF-8 repair, C1 and
- * bidi controls shown as the sanitiser's escapes) within a byte budget
+ * store goes through html_span / html_text (the sanitiser's HTML dialect:
+ * escaped, UTF-8 repaired, C1 and bidi controls shown as escapes, runner
+ * commands broken by entities that show the same) within a byte budget
  * (html_internal.h: a name 4 KB, an answer HTML_DIFF_MAX_BYTES, a prompt
  * 300 bytes; a budget of 0 shows nothing), so the page's size does not
- * follow its answers'; every number goes through printf. Charts are inline SVG with <title> tooltips; no
- * script runs, so the page renders the same in a browser, a mail client or
- * headless Chromium. Every section opens with html_h2, which records it in
+ * follow its answers'; every number goes through printf. Charts are
+ * inline SVG with <title> tooltips; no script runs, so the page renders
+ * the same in a browser, a mail client or headless Chromium. Every section opens with html_h2, which records it in
  * the table of contents (nav.toc) the page shows when it has three
  * sections or more.
  *
@@ -46,7 +47,6 @@
  * Flipped prompts: both answers side by side with a word diff (html_diff.c),
  * or, for a comparison rendered from compare's details, its text diff. */
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,35 +67,7 @@ void drift_html_opts_default(drift_html_opts *o) {
 }
 
 void html_span(util_buf *b, const char *s, size_t len) {
-    if (!s) return;
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    while (p < end) {
-        unsigned c = *p;
-        switch (c) {
-        case '&': buf_puts(b, "&amp;"); p++; continue;
-        case '<': buf_puts(b, "&lt;"); p++; continue;
-        case '>': buf_puts(b, "&gt;"); p++; continue;
-        case '"': buf_puts(b, "&quot;"); p++; continue;
-        case '\'': buf_puts(b, "&#39;"); p++; continue;
-        default: break;
-        }
-        if ((c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7F) {
-            buf_puts(b, "\xEF\xBF\xBD");
-            p++;
-            continue;
-        }
-        uint32_t cp;
-        size_t n = util_utf8_decode((const char *)p, (size_t)(end - p), &cp);
-        if (!n) {
-            buf_puts(b, "\xEF\xBF\xBD");
-            p++;
-            continue;
-        }
-        if (cp >= 0x80 && util_sanitize_escapes(cp, UTIL_SAN_LINES)) /* C1, bidi: as the sanitiser writes them */
-            util_sanitize_append(b, (const char *)p, n, UTIL_SAN_LINES);
-        else buf_append(b, p, n);
-        p += n;
-    }
+    if (s) util_sanitize_append(b, s, len, UTIL_SAN_LINES | UTIL_SAN_HTML);
 }
 
 /* At most max_bytes of s (0: nothing), cut before a UTF-8 lead byte; 1

@@ -24,10 +24,12 @@
 #include "driftbench/report_html.h"
 #include "util/util.h"
 
-/* Appends len bytes at p, escaped (&, <, >, ", ' as entities; control
- * bytes other than \n, \r and \t, and invalid UTF-8, as U+FFFD; C1 and
- * bidi controls, line separators and noncharacters as the sanitiser's
- * visible \uXXXX, src/util/sanitize.h). Unbounded: callers bound len. */
+/* Appends len bytes at p, escaped by the sanitiser's HTML dialect
+ * (src/util/sanitize.h: &, <, >, ", ' as entities; control bytes other
+ * than \n, \r and \t, and invalid UTF-8, as U+FFFD; C1 and bidi
+ * controls, line separators and noncharacters as visible \uXXXX; a
+ * runner command's ':' or '[' as an entity, shown the same). Unbounded:
+ * callers bound len. */
 void html_span(util_buf *b, const char *p, size_t len);
 /* A NUL-terminated string (NULL appends nothing), html_span-escaped: at
  * most max_bytes of it (0: nothing), cut before a UTF-8 lead byte. */

@@ -29,7 +29,14 @@
  * One pass over code points with a little state: whether the line has had
  * a significant code point yet (leading whitespace and ignorables are not)
  * and the last five significant ASCII characters (for "##[" / "##vso[").
- * "::" at a line's start needs one look ahead past ignorables. */
+ * "::" at a line's start needs one look ahead past ignorables.
+ *
+ * The HTML dialect (UTIL_SAN_HTML, html.c's escaping) writes the same text
+ * as HTML: the five markup characters as entities, C0 controls as U+FFFD
+ * (as the page always did; CR is kept, and starts a line), and the command
+ * patterns broken with &#58; and &#91;, which a browser shows as ':' and
+ * '[': the page reads as the answer did, and printed raw (report --html -)
+ * it commands no runner. */
 #include "util/sanitize.h"
 
 #include <stdint.h>
@@ -80,8 +87,6 @@ static int needs_escape(uint32_t cp, unsigned flags) {
     if (cp == '\n' || cp == '\t') return !(flags & UTIL_SAN_LINES);
     return cp < 0x20 || cp == 0x7F || escaped_above_ascii(cp);
 }
-
-int util_sanitize_escapes(uint32_t cp, unsigned flags) { return needs_escape(cp, flags); }
 
 /* A default-ignorable code point that is printed as it is (not escaped):
  * invisible, and possibly skipped by a culture-aware match. */
@@ -134,7 +139,7 @@ static long next_significant(const unsigned char *s, size_t len, size_t i) {
 
 int util_sanitize_append(util_buf *b, const char *str, size_t len, unsigned flags) {
     const unsigned char *s = (const unsigned char *)str;
-    int line_start = 1, bad = 0;
+    int line_start = 1, bad = 0, html = (flags & UTIL_SAN_HTML) != 0;
     san_hist h;
     memset(&h, 0, sizeof h);
     if (buf_reserve(b, len)) return -1;
@@ -149,28 +154,31 @@ int util_sanitize_append(util_buf *b, const char *str, size_t len, unsigned flag
             i++;
             continue;
         }
-        if (cp == '\n' && (flags & UTIL_SAN_LINES)) {
-            bad = buf_append(b, "\n", 1);
+        if ((cp == '\n' && (flags & UTIL_SAN_LINES)) || (cp == '\r' && html)) { /* a runner ends a line at either */
+            bad = buf_append(b, s + i, 1);
             line_start = 1;
             memset(&h, 0, sizeof h);
         } else if (needs_escape(cp, flags)) {
-            bad = put_escape(b, cp);
+            bad = html && (cp < 0x20 || cp == 0x7F) ? buf_puts(b, "\xEF\xBF\xBD") : put_escape(b, cp);
             line_start = 0;
             hist_push(&h, '\\');
         } else if (is_transparent(cp) || (line_start && is_lead_space(cp))) {
             bad = buf_append(b, s + i, k);
         } else if (line_start && cp == ':' && next_significant(s, len, i + 1) == ':') {
-            bad = buf_puts(b, "\\x3a");
+            bad = buf_puts(b, html ? "&#58;" : "\\x3a");
             line_start = 0;
             hist_push(&h, '\\');
         } else if (cp == '[' && hist_opens_command(&h)) {
-            bad = buf_puts(b, "\\x5b");
+            bad = buf_puts(b, html ? "&#91;" : "\\x5b");
             line_start = 0;
             hist_push(&h, '\\');
         } else {
-            bad = buf_append(b, s + i, k);
+            const char *ent = !html ? NULL
+                              : cp == '&' ? "&amp;" : cp == '<' ? "&lt;" : cp == '>' ? "&gt;"
+                              : cp == '"' ? "&quot;" : cp == '\'' ? "&#39;" : NULL;
+            bad = ent ? buf_puts(b, ent) : buf_append(b, s + i, k);
             line_start = 0;
-            hist_push(&h, cp);
+            hist_push(&h, ent ? ';' : cp);
         }
         i += k;
     }

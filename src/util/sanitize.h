@@ -19,6 +19,9 @@ size_t util_utf8_decode(const char *s, size_t n, uint32_t *cp);
 /* Flags of util_sanitize_append. */
 #define UTIL_SAN_LINE 0u      /* one line: '\n' and '\t' are escaped like every control */
 #define UTIL_SAN_LINES 1u     /* lines of a text: '\n' and '\t' are kept */
+#define UTIL_SAN_HTML 2u      /* HTML text: & < > " ' as entities, C0 controls but LF, TAB, CR
+                               * as U+FFFD, the command patterns broken as &#58; and &#91;
+                               * (shown as ':' and '['); not idempotent (HTML escaping) */
 
 /* Appends len bytes at s to b, made safe to print:
  *   - invalid UTF-8 (each byte that does not start a well-formed sequence)
@@ -38,10 +41,6 @@ size_t util_utf8_decode(const char *s, size_t n, uint32_t *cp);
  * is idempotent: sanitising its output again changes nothing. s may hold
  * NUL bytes (escaped). Returns 0, or -1 when out of memory. */
 int util_sanitize_append(util_buf *b, const char *s, size_t len, unsigned flags);
-
-/* 1 when util_sanitize_append writes the code point cp as a visible
- * escape under flags (for renderers with an escaping of their own). */
-int util_sanitize_escapes(uint32_t cp, unsigned flags);
 
 /* util_sanitize_append of the NUL-terminated s (NULL appends nothing). */
 int util_sanitize_puts(util_buf *b, const char *s, unsigned flags);

@@ -124,6 +124,9 @@ static void test_sanitize_classes(void **state) {
                "\xe2\x80\x8d\\x3a\xe2\x80\x8d:e #\xe2\x80\x8d#\\x5bx");
     expect_san("# heading [link]", UTIL_SAN_LINE, "# heading [link]");
     expect_san("", UTIL_SAN_LINE, "");
+    /* the HTML dialect: markup as entities, the command patterns broken by entities that show the same */
+    expect_san("a\n::error::x\r::e ##[y] <&>\"'\x1b\xc2\x9b", UTIL_SAN_LINES | UTIL_SAN_HTML,
+               "a\n&#58;:error::x\r&#58;:e ##&#91;y] &lt;&amp;&gt;&quot;&#39;\xef\xbf\xbd\\u009b");
     char *empty = util_json_harden("");
     assert_string_equal(empty, "");
     free(empty);
