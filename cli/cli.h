@@ -1,6 +1,7 @@
 /* cli.h - shared pieces of the command-line tool: command registration,
- * flag-value parsing, error printing, progress bars. Only the CLI prints to
- * stdout and decides exit codes:
+ * flag-value parsing, error printing, progress bars, the sanitiser for
+ * outside text in printed lines. Only the CLI prints to stdout and decides
+ * exit codes:
  *   0 = pass, 1 = drift over budget (or a check failed), 2 = error. */
 #ifndef DRIFT_CLI_H
 #define DRIFT_CLI_H
@@ -34,7 +35,10 @@ void cli_register(const cli_command *cmd);
 extern int cli_quiet;
 extern int cli_verbose;
 
-/* Prints "driftbench CMD: MESSAGE" to stderr and returns CLI_EXIT_ERROR. */
+/* Prints "driftbench CMD: MESSAGE" to stderr and returns CLI_EXIT_ERROR.
+ * MESSAGE goes through the sanitiser as one line (src/util/sanitize.h):
+ * library messages quote server bodies, file names and labels, which must
+ * not command the terminal or a CI runner; a newline in it shows as \n. */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the library error (code + message) and returns CLI_EXIT_ERROR. */
 int cli_error_lib(const char *cmd, const drift_error *err);
@@ -46,6 +50,16 @@ int cli_parse_double(const char *cmd, const char *flag, const char *s, double lo
 /* Progress bar on stderr when it is a TTY and not --quiet; a drift_progress_fn. */
 void cli_progress(void *user, const char *stage, size_t done, size_t total);
 void cli_progress_done(void);
+
+/* Text from outside (labels, prompt ids, names from imported files,
+ * evaluator names, stored or server error messages, model output) for a
+ * printf argument: sanitised as one line and cut to 4 KB ("..." marks a
+ * cut). The result is the caller's until 8 more calls on the same thread
+ * (a ring of buffers), so a line may take several. NULL gives "(null)". */
+const char *cli_safe(const char *s);
+/* The same for a text of lines (model output printed whole): newlines
+ * and tabs kept, no length cap. Same lifetime. */
+const char *cli_safe_lines(const char *s);
 
 /* Writes text to path ("-" or NULL = stdout). Returns 0 or prints and -1. */
 int cli_write_output(const char *cmd, const char *path, const char *text);

@@ -23,14 +23,7 @@ static void usage(void) {
 
 /* Prints s with control characters escaped, for the logprobs table. */
 static void put_escaped(const char *s) {
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '\n') fputs("\\n", stdout);
-        else if (c == '\t') fputs("\\t", stdout);
-        else if (c == '\r') fputs("\\r", stdout);
-        else if (c < 0x20) printf("\\x%02x", c);
-        else putchar(c);
-    }
+    fputs(cli_safe(s ? s : ""), stdout); /* a token may be a part of a character, or a control */
 }
 
 static int cmd_generate(int argc, char **argv) {
@@ -132,12 +125,12 @@ static int cmd_generate(int argc, char **argv) {
         }
         printf("\n");
     }
-    fputs(g.text, stdout);
+    fputs(cli_safe_lines(g.text), stdout); /* the model's answer: no control reaches the terminal */
     printf("\n");
     if (!cli_quiet) {
         const drift_model_info *in = drift_model_get_info(m);
         fprintf(stderr, "[%s, %s, profile %s] prompt %d tokens, completion %d tokens (%s), load %.0f ms, generate %.0f ms (%.1f tokens/s)\n",
-                in->name, in->arch, p.name, g.prompt_tokens, g.n_tokens, g.finish_reason, t_load, t_gen,
+                cli_safe(in->name), cli_safe(in->arch), p.name, g.prompt_tokens, g.n_tokens, g.finish_reason, t_load, t_gen,
                 t_gen > 0 ? (g.prompt_tokens + g.n_tokens) / (t_gen / 1000.0) : 0.0);
     }
     drift_generation_clear(&g);

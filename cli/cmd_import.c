@@ -45,18 +45,20 @@ static const char import_usage[] =
 
 static void print_summary(const drift_import_summary *s) {
     if (s->already) {
-        printf("%s: already stored by the same import, left as it was\n", s->label);
+        printf("%s: already stored by the same import, left as it was\n", cli_safe(s->label));
         return;
     }
-    printf("%s: %zu answers, %zu errors; %s pass %zu/%zu", s->label, s->answers, s->errors, s->evaluator,
-           s->tool_pass, s->tool_pass + s->tool_fail);
+    /* the label and the evaluator's name come from the imported file */
+    const char *label = cli_safe(s->label), *ev = cli_safe(s->evaluator), *ours = cli_safe(s->ours_evaluator);
+    printf("%s: %zu answers, %zu errors; %s pass %zu/%zu", label, s->answers, s->errors, ev, s->tool_pass,
+           s->tool_pass + s->tool_fail);
     if (s->ours_evaluator[0]) {
-        printf("; %s pass %zu/%zu", s->ours_evaluator, s->ours_pass, s->ours_scored);
+        printf("; %s pass %zu/%zu", ours, s->ours_pass, s->ours_scored);
         if (s->ours_error) printf(" (%zu not judged)", s->ours_error);
-        printf("; agree %zu, %s pass & %s fail %zu, %s fail & %s pass %zu\n", s->agree, s->evaluator,
-               s->ours_evaluator, s->tool_pass_ours_fail, s->evaluator, s->ours_evaluator, s->tool_fail_ours_pass);
+        printf("; agree %zu, %s pass & %s fail %zu, %s fail & %s pass %zu\n", s->agree, ev, ours,
+               s->tool_pass_ours_fail, ev, ours, s->tool_fail_ours_pass);
     } else {
-        printf("; DriftBench's evaluator: none (%s)\n", s->ours_note[0] ? s->ours_note : "not computable");
+        printf("; DriftBench's evaluator: none (%s)\n", s->ours_note[0] ? cli_safe(s->ours_note) : "not computable");
     }
 }
 
@@ -164,7 +166,7 @@ static int cmd_import(int argc, char **argv) {
             for (size_t i = 0; i < n_sums; i++) already += sums[i].already != 0;
             if (!cli_quiet)
                 printf("imported %zu run%s into %s%s\n", n_sums - already, n_sums - already == 1 ? "" : "s",
-                       drift_store_display(st),
+                       cli_safe(drift_store_display(st)),
                        already ? " (the others were there already)" : "");
             for (size_t i = 0; i < n_sums && !cli_quiet; i++) print_summary(&sums[i]);
             rc = fflush(stdout) ? CLI_EXIT_ERROR : CLI_EXIT_PASS;

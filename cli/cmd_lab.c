@@ -113,7 +113,7 @@ static void fmt_duration(char *out, size_t cap, double s) {
 /* Prints the size of the run; 0 when it is known. */
 static int print_size(const drift_lab_plan *p, drift_status rc, const drift_error *err) {
     if (rc) {
-        printf("size: not known (%s)\n", err->msg);
+        printf("size: not known (%s)\n", cli_safe(err->msg));
         return -1;
     }
     printf("size: %zu configurations x %zu prompts (", p->n_configs, p->per_config);
@@ -488,7 +488,7 @@ static int cmd_lab(int argc, char **argv) {
         if (ls_stats.all_failed)
             printf("long_context: every request failed on %zu of %zu configurations (e.g. %s): no long-context rows "
                    "from them\n",
-                   ls_stats.all_failed, study.long_spec->n_configs, ls_stats.all_failed_msg);
+                   ls_stats.all_failed, study.long_spec->n_configs, cli_safe(ls_stats.all_failed_msg));
     }
     free(weights);
     free(long_weights);
@@ -596,7 +596,7 @@ static int cmd_lab(int argc, char **argv) {
     for (int w = 0; w < DRIFT_WL_COUNT; w++)
         if (ms.score.not_computable[w])
             printf("%s: %zu answers not computable: %s\n", drift_workload_name((drift_workload)w), ms.score.not_computable[w],
-                   ms.score.reason[w]);
+                   cli_safe(ms.score.reason[w]));
     printf("(written to %s)\n\n== ANOVA ==\n", path);
     fflush(stdout);
     char *at = NULL;

@@ -94,7 +94,7 @@ static void matrix_bar(matrix_view *v, const drift_progress *p) {
         v->drawn = 1;
     } else if (p->event != DRIFT_PROGRESS_STEP) {
         fprintf(stderr, "  [%zu/%zu] %-40s %6.1f s  (%3.0f%% of the work, elapsed %s, left ~%s)\n", p->done, p->total,
-                p->label ? p->label : "", s->config_ms / 1000.0, 100 * share, el, lf);
+                cli_safe(p->label ? p->label : ""), s->config_ms / 1000.0, 100 * share, el, lf);
     }
 }
 
@@ -123,7 +123,7 @@ static void matrix_progress(void *user, const drift_progress *p) {
                 v->spec->limit ? " (limited)" : "");
         break;
     case DRIFT_PROGRESS_SKIP:
-        if (!v->o->progress_lines) fprintf(stderr, "run '%s': complete, skipped\n", p->label);
+        if (!v->o->progress_lines) fprintf(stderr, "run '%s': complete, skipped\n", cli_safe(p->label));
         break; /* its ITEM follows once it is scored */
     case DRIFT_PROGRESS_ITEM:
     case DRIFT_PROGRESS_STEP:
@@ -296,7 +296,7 @@ static int print_failed_configs(const drift_matrix_spec *spec, const cli_matrix_
         } else {
             msg = cli_all_failed_why(c->target, &f->main, f->main_only, why, sizeof why);
         }
-        fprintf(stderr, "  configuration '%s': %s\n", c->label, msg);
+        fprintf(stderr, "  configuration '%s': %s\n", cli_safe(c->label), cli_safe(msg)); /* msg: a server's words */
     }
     if (s->all_failed > DRIFT_MATRIX_FAILURES_MAX)
         fprintf(stderr, "  and %zu more\n", s->all_failed - DRIFT_MATRIX_FAILURES_MAX);
@@ -404,9 +404,9 @@ static int cmd_matrix(int argc, char **argv) {
     if (list) {
         for (size_t i = 0; i < spec->n_configs; i++)
             if (drift_matrix_in_shard(i, mo.shard_index, mo.shard_count))
-                printf("%zu\t%s\t%s%s%s\n", i, spec->configs[i].label, spec->configs[i].target,
+                printf("%zu\t%s\t%s%s%s\n", i, cli_safe(spec->configs[i].label), cli_safe(spec->configs[i].target),
                        spec->configs[i].server.start ? "\t" : "",
-                       spec->configs[i].server.start ? spec->configs[i].server.start : "");
+                       spec->configs[i].server.start ? cli_safe(spec->configs[i].server.start) : "");
         drift_matrix_spec_free(spec);
         return 0;
     }
@@ -421,8 +421,8 @@ static int cmd_matrix(int argc, char **argv) {
     int rc = cli_matrix_run("matrix", st, spec, &mo, &stats);
     if (rc == CLI_EXIT_PASS && stats.all_failed) rc = print_failed_configs(spec, &stats);
     if (rc == CLI_EXIT_PASS && !cli_quiet)
-        fprintf(stderr, "matrix: store %s; next: driftbench table --db '%s' --baseline '%s'\n", drift_store_display(st),
-                drift_store_display(st), spec->baseline);
+        fprintf(stderr, "matrix: store %s; next: driftbench table --db '%s' --baseline '%s'\n",
+                cli_safe(drift_store_display(st)), cli_safe(drift_store_display(st)), cli_safe(spec->baseline));
     drift_store_close(st);
     drift_matrix_spec_free(spec);
     return rc;

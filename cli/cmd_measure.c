@@ -76,7 +76,7 @@ static int measure_run(drift_store *st, const cli_run_args *a, const char *side,
     so.cancel = cli_cancel_requested;
     drift_server_proc *proc = NULL;
     drift_error err = {0};
-    if (!cli_quiet) fprintf(stderr, "measure: starting the %s server: %s\n", side, start);
+    if (!cli_quiet) fprintf(stderr, "measure: starting the %s server: %s\n", side, cli_safe(start));
     if (drift_server_proc_start(&so, &proc, &err)) {
         if (err.code == DRIFT_ERR_CANCELLED) return cli_error("measure", "interrupted while the %s server started", side);
         return cli_error("measure", "--%s-start: %s", side, err.msg);
@@ -401,7 +401,8 @@ static int cmd_measure(int argc, char **argv) {
         int rc = measure_sequential(st, &a, bstart, tstart, health, start_timeout_s, blabel, base, bconf, tlabel, targ,
                                     tconf, &so, &co, alpha);
         if (!cli_quiet && rc != CLI_EXIT_ERROR)
-            fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", drift_store_display(st), blabel, tlabel);
+            fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", cli_safe(drift_store_display(st)),
+                    cli_safe(blabel), cli_safe(tlabel));
         drift_store_close(st);
         return rc;
     }
@@ -421,7 +422,8 @@ static int cmd_measure(int argc, char **argv) {
     if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
     if (rc == CLI_EXIT_PASS) rc = cli_do_compare("measure", st, blabel, tlabel, &co);
     if (!cli_quiet && rc != CLI_EXIT_ERROR)
-        fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", drift_store_display(st), blabel, tlabel);
+        fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", cli_safe(drift_store_display(st)),
+                    cli_safe(blabel), cli_safe(tlabel));
     drift_store_close(st);
     return rc;
 }

@@ -125,10 +125,11 @@ static int cmd_report(int argc, char **argv) {
     if (!ret && !cli_quiet) {
         if (r->comparison) {
             const drift_comparison *c = r->experiments[0].cmp;
-            fprintf(stderr, "report: %s (%s -> %s: %s, compare's exit code %d)\n", html, r->experiments[0].baseline,
-                    r->experiments[0].label, drift_decision_name(c->decision), drift_decision_exit_code(c->decision));
+            fprintf(stderr, "report: %s (%s -> %s: %s, compare's exit code %d)\n", cli_safe(html),
+                    cli_safe(r->experiments[0].baseline), cli_safe(r->experiments[0].label),
+                    drift_decision_name(c->decision), drift_decision_exit_code(c->decision));
         } else {
-            fprintf(stderr, "report: %s (%zu configurations)\n", html, r->n_experiments);
+            fprintf(stderr, "report: %s (%zu configurations)\n", cli_safe(html), r->n_experiments);
         }
     }
     drift_matrix_report_free(r);

@@ -9,6 +9,8 @@
 
 #include "cli.h"
 #include "driftbench/suite.h"
+#include "util/sanitize.h"
+#include "util/util.h"
 
 static const char suites_usage[] =
     "usage: driftbench suites export SUITE [--split test|train] [--n N] [--seed S] [-o FILE]\n"
@@ -66,11 +68,12 @@ static int cmd_suites(int argc, char **argv) {
     if (drift_suite_load(spec, &s, &err)) return cli_error_lib("suites", &err);
     int rc = CLI_EXIT_PASS;
     if (!strcmp(action, "show")) {
-        printf("%s: %zu prompts, format %s\n", s->source, s->n, s->format ? s->format : "?");
+        printf("%s: %zu prompts, format %s\n", cli_safe(s->source), s->n, s->format ? cli_safe(s->format) : "?");
         size_t show = n ? (size_t)n : 3;
-        for (size_t i = 0; i < s->n && i < show; i++)
-            printf("\n[%s] %s\n%s\nreference: %s\n", s->prompts[i].prompt_id, drift_workload_name(s->prompts[i].workload),
-                   s->prompts[i].input, s->prompts[i].reference_json ? s->prompts[i].reference_json : "{}");
+        for (size_t i = 0; i < s->n && i < show; i++) /* a suite file's text: sanitised */
+            printf("\n[%s] %s\n%s\nreference: %s\n", cli_safe(s->prompts[i].prompt_id),
+                   drift_workload_name(s->prompts[i].workload), cli_safe_lines(s->prompts[i].input),
+                   s->prompts[i].reference_json ? cli_safe(s->prompts[i].reference_json) : "{}");
     } else if (!strcmp(action, "export")) {
         FILE *f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
         if (!f) {
@@ -81,10 +84,19 @@ static int cmd_suites(int argc, char **argv) {
         for (size_t i = 0; i < s->n && i < limit; i++) {
             const drift_prompt *p = &s->prompts[i];
             json_t *ref = p->reference_json ? json_loads(p->reference_json, 0, NULL) : NULL;
-            json_t *o = json_pack("{s:s, s:s, s:s, s:o}", "prompt_id", p->prompt_id, "workload",
-                                  drift_workload_name(p->workload), "input", p->input, "reference",
-                                  ref ? ref : json_object());
-            char *line = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+            /* a suite file's text: repaired to UTF-8 (json_pack refuses invalid UTF-8), printed hardened */
+            char *id = util_utf8_clean(p->prompt_id, strlen(p->prompt_id));
+            char *input = util_utf8_clean(p->input, strlen(p->input));
+            json_t *o = id && input ? json_pack("{s:s, s:s, s:s, s:o}", "prompt_id", id, "workload",
+                                                drift_workload_name(p->workload), "input", input, "reference",
+                                                ref ? ref : json_object())
+                                    : NULL;
+            if (!id || !input) json_decref(ref);
+            free(id);
+            free(input);
+            char *dumped = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+            char *line = dumped ? util_json_harden(dumped) : NULL;
+            free(dumped);
             json_decref(o);
             if (!line || fputs(line, f) < 0 || fputc('\n', f) < 0) {
                 free(line);

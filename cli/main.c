@@ -19,6 +19,8 @@
 
 #include "cli.h"
 #include "driftbench/status.h"
+#include "util/sanitize.h"
+#include "util/util.h"
 
 #define CLI_MAX_COMMANDS 64
 static const cli_command *commands[CLI_MAX_COMMANDS];
@@ -51,13 +53,50 @@ static void usage(FILE *f) {
 
 int cli_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
-    fprintf(stderr, "driftbench %s: ", cmd);
+    util_buf msg = {0};
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int bad = buf_vprintf(&msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    util_buf safe = {0};
+    if (!bad && msg.data) bad = util_sanitize_append(&safe, msg.data, msg.len, UTIL_SAN_LINE);
+    fprintf(stderr, "driftbench %s: %s\n", cli_safe(cmd), !bad && safe.data ? safe.data : "(out of memory)");
+    buf_free(&msg);
+    buf_free(&safe);
     return CLI_EXIT_ERROR;
 }
+
+#define CLI_SAFE_RING 8
+#define CLI_SAFE_MAX_BYTES 4096
+
+/* The ring of cli_safe's results, per thread. */
+static _Thread_local char *safe_ring[CLI_SAFE_RING];
+static _Thread_local unsigned safe_next;
+
+static const char *safe_keep(char *s) {
+    if (!s) return "(out of memory)";
+    unsigned k = safe_next++ % CLI_SAFE_RING;
+    free(safe_ring[k]);
+    safe_ring[k] = s;
+    return s;
+}
+
+const char *cli_safe(const char *s) {
+    if (!s) return "(null)";
+    size_t n = strnlen(s, CLI_SAFE_MAX_BYTES + 1);
+    int cut = n > CLI_SAFE_MAX_BYTES;
+    if (cut) { /* at a UTF-8 lead byte */
+        n = CLI_SAFE_MAX_BYTES;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+    }
+    util_buf b = {0};
+    if (util_sanitize_append(&b, s, n, UTIL_SAN_LINE) || (cut && buf_puts(&b, "..."))) {
+        buf_free(&b);
+        return "(out of memory)";
+    }
+    return safe_keep(buf_steal(&b));
+}
+
+const char *cli_safe_lines(const char *s) { return s ? safe_keep(util_sanitize(s, UTIL_SAN_LINES)) : "(null)"; }
 
 int cli_error_lib(const char *cmd, const drift_error *err) {
     return cli_error(cmd, "%s (%s)", err->msg[0] ? err->msg : "failed", drift_strerror(err->code));
@@ -181,7 +220,7 @@ int main(int argc, char **argv) {
             printf("driftbench %s\n", drift_version());
             return 0;
         } else {
-            fprintf(stderr, "driftbench: unknown option '%s'\n", argv[i]);
+            fprintf(stderr, "driftbench: unknown option '%s'\n", cli_safe(argv[i]));
             usage(stderr);
             return CLI_EXIT_ERROR;
         }
@@ -192,7 +231,7 @@ int main(int argc, char **argv) {
     }
     for (int c = 0; c < n_commands; c++)
         if (!strcmp(commands[c]->name, argv[i])) return commands[c]->fn(strip_global_flags(argc - i, argv + i), argv + i);
-    fprintf(stderr, "driftbench: unknown command '%s'\n", argv[i]);
+    fprintf(stderr, "driftbench: unknown command '%s'\n", cli_safe(argv[i]));
     usage(stderr);
     return CLI_EXIT_ERROR;
 }

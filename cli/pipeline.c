@@ -102,8 +102,9 @@ const char *cli_all_failed_why(const char *target, const drift_run_failure *f, i
     char kind[64], hint[256];
     cli_failure_kind(f, kind, sizeof kind);
     cli_failure_hint(f, hint, sizeof hint);
-    snprintf(buf, cap, "every request to %s failed%s %s (first%s: %s)%s%s", target, only ? ":" : ", most of them:", kind,
-             only ? " error" : " of those", f->first, hint[0] ? "; " : "", hint);
+    snprintf(buf, cap, "every request to %s failed%s %s (first%s: %s)%s%s", cli_safe(target),
+             only ? ":" : ", most of them:", kind, only ? " error" : " of those", cli_safe(f->first), hint[0] ? "; " : "",
+             hint);
     return buf;
 }
 
@@ -111,7 +112,8 @@ void cli_print_failures(const drift_run_summary *s, const char *indent) {
     char kind[64];
     for (size_t i = 0; i < s->n_failures; i++) {
         const drift_run_failure *f = &s->failures[i];
-        fprintf(stderr, "%s%zu x %s; first: %s\n", indent, f->count, cli_failure_kind(f, kind, sizeof kind), f->first);
+        fprintf(stderr, "%s%zu x %s; first: %s\n", indent, f->count, cli_failure_kind(f, kind, sizeof kind),
+                cli_safe(f->first)); /* a server's message */
     }
     if (s->failures_other) fprintf(stderr, "%s%zu x of other kinds\n", indent, s->failures_other);
 }
@@ -123,7 +125,7 @@ void cli_run_progress(void *user, const drift_progress *p) {
     case DRIFT_PROGRESS_BEGIN:
         if (!cli_quiet)
             fprintf(stderr, "%s run '%s': %zu prompts x %d replicate(s), %zu to request%s\n",
-                    s->resumed ? "resuming" : "starting", p->label, s->prompts, s->replicates, s->requested,
+                    s->resumed ? "resuming" : "starting", cli_safe(p->label), s->prompts, s->replicates, s->requested,
                     s->deferred ? " now (the others are stored or left for later)"
                     : s->resumed ? " (the rest are stored)" : "");
         break;
@@ -131,7 +133,7 @@ void cli_run_progress(void *user, const drift_progress *p) {
     case DRIFT_PROGRESS_END:
         cli_progress_done();
         if (!cli_quiet && s->step >= DRIFT_RUN_STEP_CHECK) {
-            fprintf(stderr, "run '%s': %zu answers, %zu errors stored%s\n", p->label, s->answers, s->errors,
+            fprintf(stderr, "run '%s': %zu answers, %zu errors stored%s\n", cli_safe(p->label), s->answers, s->errors,
                     s->errors ? " (errors are kept out of flip counts; run again to retry them)" : "");
             if (s->errors) cli_print_failures(s, "  ");
         }
@@ -143,12 +145,12 @@ void cli_run_progress(void *user, const drift_progress *p) {
 int cli_run_failed(const char *cmd, const char *label, const char *target, const drift_run_summary *s,
                    const drift_error *err) {
     if (err->code == DRIFT_ERR_CANCELLED && s->step <= DRIFT_RUN_STEP_BEGIN) {
-        fprintf(stderr, "%s: interrupted before run '%s' started; nothing was asked\n", cmd, label);
+        fprintf(stderr, "%s: interrupted before run '%s' started; nothing was asked\n", cmd, cli_safe(label));
         return CLI_EXIT_ERROR;
     }
     if (err->code == DRIFT_ERR_CANCELLED) {
         fprintf(stderr, "%s: interrupted: %zu of %zu stored in run '%s'; run the same command again to resume\n", cmd,
-                s->done, s->requested, label);
+                s->done, s->requested, cli_safe(label));
         return CLI_EXIT_ERROR;
     }
     if (s->step == DRIFT_RUN_STEP_CHECK) {
@@ -194,10 +196,10 @@ int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a) {
 void cli_print_score_summary(const drift_score_summary *s, const char *not_computable) {
     /* the isolation that ran code answers; weaker than bubblewrap is a
      * warning even when quiet */
-    if (s->code_sandbox[0] && !cli_quiet) fprintf(stderr, "score: code sandbox: %s\n", s->code_sandbox);
+    if (s->code_sandbox[0] && !cli_quiet) fprintf(stderr, "score: code sandbox: %s\n", cli_safe(s->code_sandbox));
     if (s->code_sandbox[0] && drift_sandbox_weak(s->code_sandbox))
         fprintf(stderr, "score: warning: code sandbox '%s' is weaker than bubblewrap: generated code runs with "
-                        "less isolation than it should\n", s->code_sandbox);
+                        "less isolation than it should\n", cli_safe(s->code_sandbox));
     if (cli_quiet) return;
     for (int w = 0; w < DRIFT_WL_COUNT; w++) {
         size_t any = s->scored[w] + s->already[w] + s->eval_errors[w] + s->not_computable[w];
@@ -205,7 +207,8 @@ void cli_print_score_summary(const drift_score_summary *s, const char *not_compu
         fprintf(stderr, "score %-12s %6zu scored, %6zu already, %4zu evaluator errors", drift_workload_name(w),
                 s->scored[w], s->already[w], s->eval_errors[w]);
         if (s->reused[w]) fprintf(stderr, " (%zu of the scored reused: same text judged before)", s->reused[w]);
-        if (s->not_computable[w]) fprintf(stderr, ", %zu %s: %s", s->not_computable[w], not_computable, s->reason[w]);
+        if (s->not_computable[w])
+            fprintf(stderr, ", %zu %s: %s", s->not_computable[w], not_computable, cli_safe(s->reason[w]));
         fputc('\n', stderr);
     }
 }
