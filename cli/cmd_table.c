@@ -1,7 +1,10 @@
 /* cmd_table.c - `driftbench table --db F --baseline L`: the configuration x
  * workload flip table of a store, with the paper's columns (CSV, through the
  * analysis module's writer, so `anova` and `pri` read it back) or as text
- * grouped by workload (table_render.c). */
+ * grouped by workload (table_render.c). The CSV written to a file (-o F)
+ * is the table's data as it is (formula cells quoted); printed (no -o, or
+ * -o -) it goes through the sanitiser as lines first, since a label may
+ * hold controls or a runner command and CSV has no escape for them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +67,7 @@ static int cmd_table(int argc, char **argv) {
     } else {
         char *csv = NULL;
         if (drift_table_format_csv(t, &csv, &err)) ret = cli_error_lib("table", &err);
-        else if (cli_write_output("table", out, csv)) ret = CLI_EXIT_ERROR;
+        else if (cli_write_output("table", out, out && strcmp(out, "-") ? csv : cli_safe_lines(csv))) ret = CLI_EXIT_ERROR;
         free(csv);
     }
     if (!ret && !cli_quiet && out) fprintf(stderr, "table: %zu rows written to %s\n", t->n_rows, out);
