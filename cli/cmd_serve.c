@@ -125,7 +125,7 @@ static int cmd_serve(int argc, char **argv) {
     fprintf(stderr,
             "listening on http://%s:%d (model '%s', max batch %d, batch invariance %s; connections: %d, %d per client, "
             "request timeout %g s)\n",
-            o.host ? o.host : "127.0.0.1", drift_server_port(s), drift_server_model_name(s), o.max_batch,
+            o.host ? cli_safe(o.host) : "127.0.0.1", drift_server_port(s), cli_safe(drift_server_model_name(s)), o.max_batch,
             o.batch_invariant ? "on" : "off", o.max_connections,
             o.per_client_connections < o.max_connections ? o.per_client_connections : o.max_connections,
             o.request_timeout_s);

@@ -3,7 +3,11 @@
  * escaping of workflow commands (a decoder here undoes it and must give the
  * hostile labels and prompt ids back), every annotation one line, and the
  * summary fenced by ::stop-commands:: with a token that is not in it, so a
- * model's "::error::" line inside the summary is never a command. */
+ * model's "::error::" line inside the summary is never a command. And (issue
+ * 34) the summary is compare's Markdown, which went through the sanitiser:
+ * with labels, ids, a server error and answers at their worst, it passes
+ * hostile.h's check on its own, in the step-summary file and inside the
+ * fence. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +20,7 @@
 #include <string.h>
 
 #include "driftbench/report.h"
+#include "unit/hostile.h"
 
 /* The runner's unescaping of a message (property = 0) or property value. */
 static char *gh_unescape(const char *s, size_t n, int property) {
@@ -239,6 +244,44 @@ static void test_fenced_model_text(void **state) {
     free(s);
 }
 
+/* Hostile labels, ids, a server error and answers: the summary and the
+ * fenced part of the output are safe to print as they are. */
+static void test_hostile_summary(void **state) {
+    (void)state;
+    drift_comparison c;
+    drift_flip fl[8];
+    drift_sandbox_use sb[1];
+    fill(&c, fl, sb);
+    c.baseline.label = (char *)"base" HOSTILE;
+    c.target.label = (char *)"targ" HOSTILE;
+    fl[0].prompt_id = "p" HOSTILE;
+    fl[1].prompt_id = "q\xff\xfe" HOSTILE_FORMULA;
+    drift_flip_detail det[2];
+    memset(det, 0, sizeof det);
+    det[0] = (drift_flip_detail){.base_text = "fine", .targ_text = HOSTILE};
+    det[0].div.diff = (char *)"[-fine-] {+" HOSTILE "+}";
+    det[0].div.margin = det[0].div.kl = NAN;
+    det[1].div.error = (char *)"HTTP 500: " HOSTILE;
+    drift_comparison_details d = {0};
+    d.flips[DRIFT_WL_MATH] = det;
+    d.n[DRIFT_WL_MATH] = 2;
+    char *s = NULL, *sum = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_github_render(&c, &d, &s, &sum, &err), DRIFT_OK);
+    const char *why = hostile_check(sum, strlen(sum), 1);
+    if (why) fail_msg("the step summary: %s", why);
+    const char *fence = strstr(s, "\n::stop-commands::");
+    assert_non_null(fence);
+    const char *body = strchr(fence + 1, '\n') + 1;
+    const char *close = strrchr(s, '\n');
+    while (close > body && close[-1] != '\n') close--; /* the last line: ::TOKEN:: */
+    why = hostile_check(body, (size_t)(close - body), 1);
+    if (why) fail_msg("the fenced summary: %s", why);
+    assert_string_equal(body + strlen(sum), close); /* the fence holds the summary, then closes */
+    free(s);
+    free(sum);
+}
+
 /* A DEPLOY says so in one notice, and nothing else. */
 static void test_deploy_notice(void **state) {
     (void)state;
@@ -270,6 +313,7 @@ static void test_deploy_notice(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_parse), cmocka_unit_test(test_annotations),
-                                       cmocka_unit_test(test_fenced_model_text), cmocka_unit_test(test_deploy_notice)};
+                                       cmocka_unit_test(test_fenced_model_text), cmocka_unit_test(test_deploy_notice),
+                                       cmocka_unit_test(test_hostile_summary)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
