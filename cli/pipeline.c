@@ -102,8 +102,10 @@ const char *cli_all_failed_why(const char *target, const drift_run_failure *f, i
     char kind[64], hint[256];
     cli_failure_kind(f, kind, sizeof kind);
     cli_failure_hint(f, hint, sizeof hint);
-    snprintf(buf, cap, "every request to %s failed%s %s (first%s: %s)%s%s", target, only ? ":" : ", most of them:", kind,
-             only ? " error" : " of those", f->first, hint[0] ? "; " : "", hint);
+    char *shown = drift_redact(target); /* the target without its secrets */
+    snprintf(buf, cap, "every request to %s failed%s %s (first%s: %s)%s%s", shown ? shown : "the target",
+             only ? ":" : ", most of them:", kind, only ? " error" : " of those", f->first, hint[0] ? "; " : "", hint);
+    free(shown);
     return buf;
 }
 
@@ -154,7 +156,13 @@ int cli_run_failed(const char *cmd, const char *label, const char *target, const
     if (s->step == DRIFT_RUN_STEP_CHECK) {
         int only = 0;
         const drift_run_failure *f = drift_run_failure_main(s, &only);
-        if (!f) return cli_error(cmd, "every request to %s failed (first error: %s)", target, s->first_error);
+        if (!f) {
+            char *shown = drift_redact(target);
+            int rc = cli_error(cmd, "every request to %s failed (first error: %s)", shown ? shown : "the target",
+                               s->first_error);
+            free(shown);
+            return rc;
+        }
         char why[1024];
         return cli_error(cmd, "%s", cli_all_failed_why(target, f, only, why, sizeof why));
     }
