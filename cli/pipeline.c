@@ -84,7 +84,9 @@ const char *cli_failure_hint(const drift_run_failure *f, char *buf, size_t cap) 
     case DRIFT_FAIL_LOST: why = "the server dropped the connections: did it crash? see its log"; break;
     case DRIFT_FAIL_REQUEST: why = "the prompts could not be sent: check the suite's text"; break;
     case DRIFT_FAIL_HTTP:
-        if (st == 401 || st == 403) why = "check the API key (OPENAI_API_KEY)";
+        if (st == 401 || st == 403)
+            why = "check the API key (api_key_env=NAME in the target; $OPENAI_API_KEY, the default, goes only over "
+                  "https or to this machine)";
         else if (st == 404) why = "check the URL and the model name";
         else if (st == 400 || st == 422) why = "it refused the requests: see its message (model name, prompt length, decoding options)";
         else if (st == 429) why = "it is limiting the rate: lower --concurrency or raise --retries";
