@@ -6,7 +6,10 @@
  * PATH/completions or PATH/chat/completions; embeddings to PATH/embeddings.
  *
  * Credentials: the API key is never written in the spec (api_key=, key=,
- * token= and password= are refused, naming api_key_env): it is read from
+ * token= and password= are refused, naming api_key_env; an api_key_env
+ * value that is no variable's name, or names an unset variable in lower
+ * case, may be the key given by mistake: refused without showing it): it
+ * is read from
  * the environment variable api_key_env names, else taken from
  * opts.api_key, else from opts.default_key_env ($OPENAI_API_KEY), and
  * sent as "Authorization: Bearer KEY"; a USER:PASSWORD in the URL is sent
@@ -177,6 +180,34 @@ static int secret_param(const char *q, size_t n) {
     return 0;
 }
 
+/* A bad api_key_env value may be the key itself: the message shows
+ * neither it nor the spec, only the spec's record form (without
+ * api_key_env, util_target_record). */
+static drift_status key_env_refused(const char *spec, drift_error *err) {
+    char *shown = util_target_record(spec);
+    drift_error_set(err, DRIFT_ERR_INVALID,
+                    "target '%s': api_key_env takes the name of an environment variable (letters, digits, '_'), "
+                    "not the key itself (its value is not shown)",
+                    shown ? shown : "?");
+    free(shown);
+    return DRIFT_ERR_INVALID;
+}
+
+/* Checks every api_key_env value of the spec's query before any message
+ * quotes the spec (parse_base's, parse_query's), so that a key given there
+ * by mistake is refused unseen. */
+static drift_status check_key_env(const char *spec, drift_error *err) {
+    for (const char *p = strchr(spec, '?'); p; p = strchr(p + 1, '&')) {
+        if (strncmp(p + 1, "api_key_env=", 12)) continue;
+        const char *v = p + 13;
+        size_t n = strcspn(v, "&");
+        int ok = n > 0 && !isdigit((unsigned char)v[0]);
+        for (size_t i = 0; i < n && ok; i++) ok = isalnum((unsigned char)v[i]) || v[i] == '_';
+        if (!ok) return key_env_refused(spec, err);
+    }
+    return DRIFT_OK;
+}
+
 /* Parses the query string into h and t->api. */
 static drift_status parse_query(drift_target *t, http_impl *h, const char *spec, const char *q, drift_error *err) {
     int have_api = 0;
@@ -206,12 +237,9 @@ static drift_status parse_query(drift_target *t, http_impl *h, const char *spec,
                                    "name it with api_key_env=NAME",
                                    (int)klen, q);
         } else if (klen == 11 && !memcmp(q, "api_key_env", 11)) {
-            if (!env_name_ok(val)) {
-                drift_error_set(err, DRIFT_ERR_INVALID,
-                                "target '%s': api_key_env=%s: expected the name of an environment variable", spec,
-                                val);
+            if (!env_name_ok(val)) { /* checked before (check_key_env): here only when %-escaped */
                 free(val);
-                return DRIFT_ERR_INVALID;
+                return key_env_refused(spec, err);
             }
             dst = &h->key_env;
         } else if (klen == 18 && !memcmp(q, "allow_insecure_key", 18)) {
@@ -884,9 +912,16 @@ static drift_status resolve_key(const drift_target *t, const http_impl *h, const
     *key = NULL;
     if (h->key_env) {
         const char *v = getenv(h->key_env);
-        if (!v || !*v)
-            return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': api_key_env=%s, but $%s is not set (or empty)",
-                                   spec, h->key_env, h->key_env);
+        if (!v || !*v) {
+            /* a name with lower-case letters may be the key itself: not shown */
+            int lower = strpbrk(h->key_env, "abcdefghijklmnopqrstuvwxyz") != NULL;
+            char *shown = util_target_record(spec);
+            drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': api_key_env=%s, but %s%s is not set (or empty)",
+                            shown ? shown : "?", lower ? "..." : h->key_env, lower ? "that variable" : "$",
+                            lower ? " (its name is not shown: is it the key itself?)" : h->key_env);
+            free(shown);
+            return DRIFT_ERR_INVALID;
+        }
         *key = v;
         snprintf(what, sizeof what, "the API key in $%.64s", h->key_env);
     } else if (o->api_key && *o->api_key) {
@@ -925,7 +960,8 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
         goto fail;
     }
     t->api = DRIFT_API_COMPLETIONS;
-    st = parse_base(h, spec, base, err);
+    st = check_key_env(spec, err);
+    if (!st) st = parse_base(h, spec, base, err);
     free(base);
     if (st) goto fail;
     st = parse_query(t, h, spec, q ? q + 1 : NULL, err);

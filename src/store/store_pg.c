@@ -372,7 +372,8 @@ static void secret_free(char *s) {
 static PGconn *pg_connect(const char *path) {
     char *secret[2] = {NULL, NULL};
     util_buf rest = {0};
-    int bad = strstr(path, "://") ? pg_split_url(path, &rest, secret) : pg_split_conninfo(path, &rest, secret);
+    int url = !strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11);
+    int bad = url ? pg_split_url(path, &rest, secret) : pg_split_conninfo(path, &rest, secret);
     PGconn *c = NULL;
     if (!bad) {
         const char *kw[4] = {"dbname"}, *val[4] = {rest.data ? rest.data : ""};

@@ -1265,6 +1265,16 @@ static void test_key_local_http(void **state) {
     assert_false(contains(err.msg, MARKER));
     snprintf(spec, sizeof spec, "%s?model=m&api_key_env=no-such-name", s.url);
     assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    /* the key given as api_key_env by mistake: refused unseen, even when
+     * another parameter is wrong first, or when it could be a name */
+    snprintf(spec, sizeof spec, "%s?model=m&foo=1&api_key_env=sk-" MARKER, s.url);
+    assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    assert_true(contains(err.msg, "not the key itself"));
+    assert_false(contains(err.msg, MARKER));
+    snprintf(spec, sizeof spec, "%s?model=m&api_key_env=abc" MARKER, s.url);
+    assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    assert_true(contains(err.msg, "is not set"));
+    assert_false(contains(err.msg, MARKER));
     setenv("DRIFT_TEST_BAD_KEY", "sk-1\r\nX-Injected: 1", 1);
     snprintf(spec, sizeof spec, "%s?model=m&api_key_env=DRIFT_TEST_BAD_KEY", s.url);
     assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
