@@ -14,7 +14,8 @@
 #      table, report; measure (both sides with credentials, and its {port}
 #      error); matrix --list of a spec whose target holds a password; merge
 #      of that store; the records hold the targets without password or key
-#      variable.
+#      variable; score with an embedder's and a guard's URL holding a
+#      password (their names are stored with the scores).
 #   2. PostgreSQL stores (tests/pg/with_server.sh; skipped when none can
 #      start): the password in the userinfo (raw '@' '/' '%', and escaped),
 #      in ?password=, in a libpq key=value string (quoted with a space and
@@ -110,6 +111,17 @@ check '[ $ms -lt 3000 ]' "the refusal came before any connection ($ms ms, connec
 dr run_dead 2 run --db "$A" --label dead --retries 0 --target "http://bob:$PW_ENC@127.0.0.1:$DEAD/v1?model=llama" --suite "$SUITE"
 said run_dead "every request to http://bob:\*\*\*@127.0.0.1:$DEAD/v1?model=llama failed"
 dr score 0 score --db "$A"
+# the embedder's and the guard's URLs: their names are stored with the scores
+start_server "$FIX/basic.txt"; P4=$PORT
+E=$T/e.db
+dr run_chat 0 run --db "$E" --label c --target "http://127.0.0.1:$P4/v1?model=m&api=chat" --suite builtin:chat --limit 2
+dr run_safety 0 run --db "$E" --label s --target "http://127.0.0.1:$P4/v1?model=m" --suite builtin:safety --limit 2
+dr score_urls 0 score --db "$E" --embedder "http://bob:$PW_ENC@127.0.0.1:$P4/v1?model=e" \
+  --guard "http://bob:$PW_ENC@127.0.0.1:$P4/v1?model=g&api_key_env=DRIFT_E2E_KEY"
+check '[ "$(sqlite3 "$E" "select distinct embedder from embeddings")" = "embed:http://bob:***@127.0.0.1:$P4/v1?model=e" ]' \
+  "the embedder's name in the store: the password as ***"
+check '[ "$(sqlite3 "$E" "select distinct evaluator from scores where evaluator like '"'guard:%'"'")" = "guard:http://bob:***@127.0.0.1:$P4/v1?model=g" ]' \
+  "the guard's name in the store: the password as ***, no key variable"
 dr compare 0\|1\|3 compare --db "$A" --baseline base --target targ
 dr compare_json 0\|1\|3 compare --db "$A" --baseline base --target targ --format json -o "$O/compare.json"
 dr compare_md 0\|1\|3 compare --db "$A" --baseline base --target targ --format markdown -o "$O/compare.md"
@@ -176,7 +188,7 @@ if [ -z "${DRIFT_SECRETS_NO_PG:-}" ]; then
 fi
 
 # ---------------------------------------------------------------- the marker, anywhere
-for f in "$A" "$T/m.db" "$T/merged.db" "$T"/pg_*.db; do
+for f in "$A" "$E" "$T/m.db" "$T/merged.db" "$T"/pg_*.db; do
   [ -f "$f" ] || continue
   check '! sqlite3 "$f" .dump | grep -q "$M"' "the marker is not in $(basename "$f") (sqlite3 .dump)"
 done
