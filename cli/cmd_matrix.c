@@ -403,10 +403,13 @@ static int cmd_matrix(int argc, char **argv) {
     if (drift_matrix_spec_load(spec_path, &spec, &err)) return cli_error_lib("matrix", &err);
     if (list) {
         for (size_t i = 0; i < spec->n_configs; i++)
-            if (drift_matrix_in_shard(i, mo.shard_index, mo.shard_count))
-                printf("%zu\t%s\t%s%s%s\n", i, cli_safe(spec->configs[i].label), cli_safe(spec->configs[i].target),
-                       spec->configs[i].server.start ? "\t" : "",
+            if (drift_matrix_in_shard(i, mo.shard_index, mo.shard_count)) {
+                char *target = drift_redact(spec->configs[i].target); /* never a password on the screen */
+                printf("%zu\t%s\t%s%s%s\n", i, cli_safe(spec->configs[i].label),
+                       cli_safe(target ? target : "(target withheld)"), spec->configs[i].server.start ? "\t" : "",
                        spec->configs[i].server.start ? cli_safe(spec->configs[i].server.start) : "");
+                free(target);
+            }
         drift_matrix_spec_free(spec);
         return 0;
     }

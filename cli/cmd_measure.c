@@ -59,8 +59,13 @@ static int measure_run(drift_store *st, const cli_run_args *a, const char *side,
                        const char *health, double ready_s) {
     int uses_port = strstr(a->target, "{port}") != NULL;
     if (!start) {
-        if (uses_port)
-            return cli_error("measure", "--%s '%s' uses {port}, which only --%s-start gives", side, a->target, side);
+        if (uses_port) {
+            char *shown = drift_redact(a->target);
+            int rc = cli_error("measure", "--%s '%s' uses {port}, which only --%s-start gives", side,
+                               shown ? shown : "(target withheld)", side);
+            free(shown);
+            return rc;
+        }
         return cli_do_run("measure", st, a);
     }
     if (!uses_port)

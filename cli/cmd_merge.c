@@ -1,8 +1,10 @@
 /* cmd_merge.c - `driftbench merge --db OUT IN1.db IN2.db ...`: joins shard
  * stores (runs, prompts, responses, scores, embeddings) into one, each input
  * by drift_store_merge (store.h says how), in one transaction per input: a
- * failure leaves the output with what earlier inputs added. */
+ * failure leaves the output with what earlier inputs added. Stores are
+ * named as drift_redact shows them: a URL's password is never printed. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -16,9 +18,10 @@ static int cmd_merge(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: driftbench merge --db OUT IN1.db [IN2.db ...]\n"
                    "Copies every run of the input stores into OUT (an SQLite file, created if missing, or\n"
-                   "a postgresql:// URL: shard files merged into a shared PostgreSQL store). Prompts are\n"
-                   "shared by suite + prompt id; a label present twice with different content is an error;\n"
-                   "a run already there with the same content is skipped. Each input is one transaction.\n");
+                   "a postgresql:// URL or libpq key=value string: shard files merged into a shared\n"
+                   "PostgreSQL store; passwords are shown as ***). Prompts are shared by suite + prompt\n"
+                   "id; a label present twice with different content is an error; a run already there\n"
+                   "with the same content is skipped. Each input is one transaction.\n");
             return 0;
         }
         if (!strcmp(argv[i], "--db") || !strcmp(argv[i], "-o")) {
@@ -33,7 +36,12 @@ static int cmd_merge(int argc, char **argv) {
     }
     if (!out || !n) return cli_error("merge", "--db OUT and at least one input store are required");
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(in[i], out)) return cli_error("merge", "input '%s' is the output", in[i]);
+        if (!strcmp(in[i], out)) {
+            char *shown = drift_redact(in[i]); /* a store's URL is never printed with its password */
+            int rc = cli_error("merge", "input '%s' is the output", shown ? shown : "(name withheld)");
+            free(shown);
+            return rc;
+        }
     drift_error err = {0};
     drift_store *st = NULL;
     if (drift_store_open(out, &st, &err)) return cli_error_lib("merge", &err);

@@ -84,7 +84,9 @@ const char *cli_failure_hint(const drift_run_failure *f, char *buf, size_t cap) 
     case DRIFT_FAIL_LOST: why = "the server dropped the connections: did it crash? see its log"; break;
     case DRIFT_FAIL_REQUEST: why = "the prompts could not be sent: check the suite's text"; break;
     case DRIFT_FAIL_HTTP:
-        if (st == 401 || st == 403) why = "check the API key (OPENAI_API_KEY)";
+        if (st == 401 || st == 403)
+            why = "check the API key (api_key_env=NAME in the target; $OPENAI_API_KEY, the default, goes only over "
+                  "https or to this machine)";
         else if (st == 404) why = "check the URL and the model name";
         else if (st == 400 || st == 422) why = "it refused the requests: see its message (model name, prompt length, decoding options)";
         else if (st == 429) why = "it is limiting the rate: lower --concurrency or raise --retries";
@@ -102,9 +104,11 @@ const char *cli_all_failed_why(const char *target, const drift_run_failure *f, i
     char kind[64], hint[256];
     cli_failure_kind(f, kind, sizeof kind);
     cli_failure_hint(f, hint, sizeof hint);
-    snprintf(buf, cap, "every request to %s failed%s %s (first%s: %s)%s%s", cli_safe(target),
-             only ? ":" : ", most of them:", kind, only ? " error" : " of those", cli_safe(f->first), hint[0] ? "; " : "",
-             hint);
+    char *shown = drift_redact(target); /* the target without its secrets */
+    snprintf(buf, cap, "every request to %s failed%s %s (first%s: %s)%s%s", cli_safe(shown ? shown : "the target"),
+             only ? ":" : ", most of them:", kind, only ? " error" : " of those", cli_safe(f->first),
+             hint[0] ? "; " : "", hint);
+    free(shown);
     return buf;
 }
 
@@ -156,7 +160,13 @@ int cli_run_failed(const char *cmd, const char *label, const char *target, const
     if (s->step == DRIFT_RUN_STEP_CHECK) {
         int only = 0;
         const drift_run_failure *f = drift_run_failure_main(s, &only);
-        if (!f) return cli_error(cmd, "every request to %s failed (first error: %s)", target, s->first_error);
+        if (!f) {
+            char *shown = drift_redact(target);
+            int rc = cli_error(cmd, "every request to %s failed (first error: %s)", shown ? shown : "the target",
+                               s->first_error);
+            free(shown);
+            return rc;
+        }
         char why[1024];
         return cli_error(cmd, "%s", cli_all_failed_why(target, f, only, why, sizeof why));
     }

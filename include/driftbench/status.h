@@ -2,7 +2,9 @@
  *
  * Every fallible library function returns a drift_status and, when given a
  * non-NULL drift_error, writes a message that names the problem (file, line,
- * field) into it. The enum only grows: values are never renumbered. */
+ * field) into it. The enum only grows: values are never renumbered.
+ * Messages never carry a secret: drift_error_set and drift_error_prefix
+ * pass what they write through drift_redact. */
 #ifndef DRIFTBENCH_STATUS_H
 #define DRIFTBENCH_STATUS_H
 
@@ -57,6 +59,17 @@ DRIFT_API drift_status drift_error_prefix(drift_error *err, const char *fmt, ...
     __attribute__((format(printf, 2, 3)));
 
 DRIFT_API void drift_error_clear(drift_error *err);
+
+/* A copy of text (malloc'd; NULL when text is NULL or out of memory) with
+ * every secret replaced by "***": the password of a URL's userinfo
+ * (scheme://user:PASSWORD@host, the userinfo ending at the last '@' before
+ * the query, so a password may hold '@', '/' and '%'), and the value of a
+ * parameter named password, passwd, pwd, sslpassword, api_key, apikey,
+ * api-key, key, token, access_token, auth_token, secret or client_secret
+ * (URL queries, libpq key=value strings, any text). A text without secrets
+ * comes back unchanged. The one redaction of the library and the CLI: use
+ * it for every URL or connection string that is printed or stored. */
+DRIFT_API char *drift_redact(const char *text);
 
 /* The library's version string ("0.1.0"). */
 DRIFT_API const char *drift_version(void);

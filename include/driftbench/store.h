@@ -1,7 +1,8 @@
 /* store.h - the store: prompts, runs, responses, scores, embeddings, in an
  * SQLite file (one file, WAL; the default) or a PostgreSQL database (a
- * "postgresql://" or "postgres://" URL: one store shared by many runners;
- * the same tables and the same guarantees). Every stage reads and writes
+ * "postgresql://" or "postgres://" URL, or a libpq key=value string such as
+ * "host=/run/pg dbname=drift": one store shared by many runners; the same
+ * tables and the same guarantees). Every stage reads and writes
  * it, so each stage can be re-run alone and an interrupted run resumes.
  * Every function below works on both.
  *
@@ -69,8 +70,9 @@ DRIFT_API drift_status drift_store_open_readonly(const char *path, drift_store *
  * thread opens its own handle on the same file with it. */
 DRIFT_API const char *drift_store_path(const drift_store *st);
 
-/* The store's name for messages: the path, or the URL with its password
- * replaced by "***" (valid until the handle is closed). */
+/* The store's name for messages: drift_redact of the path (a URL's or a
+ * key=value string's passwords replaced by "***"); valid until the handle
+ * is closed. Print this, never drift_store_path. */
 DRIFT_API const char *drift_store_display(const drift_store *st);
 
 /* Closes the handle; releases the run locks it still holds (see run_begin). */
@@ -97,7 +99,8 @@ DRIFT_API drift_status drift_store_put_prompts(drift_store *st, const drift_suit
 typedef struct drift_run_info {
     int64_t id;
     char *label;
-    char *target;          /* target spec as given */
+    char *target;          /* target spec, as recorded: without secrets or credential
+                            * parameters (see drift_store_run_begin) */
     char *config_json;     /* {"model":..,"hardware":..,"precision":..,"framework":..,...} */
     char *decoding_json;   /* {"temperature":0,"seed":42,"top_p":1,"max_tokens":512,"replicates":1,...} */
     char *templates_json;  /* {"math":"math/completions/v1",...} */
@@ -109,7 +112,11 @@ typedef struct drift_run_info {
 
 /* Creates the run `info->label`, or, if it exists, checks that target,
  * decoding and config agree (else DRIFT_ERR_MISMATCH naming the field) and
- * resumes it: *resumed = 1. Sets *run_id.
+ * resumes it: *resumed = 1. Sets *run_id. The target is recorded without
+ * its secrets: drift_redact's copy (a URL's password, password=, api_key=,
+ * token=, ... "***") without the parameters api_key_env and
+ * allow_insecure_key; targets are compared in that form, so a changed
+ * password or key variable resumes the run.
  * It also takes the label's writer lock for this handle, in the same
  * transaction: a row of run_locks with the owner's pid, host name, process
  * start time and a token of the handle. While a live handle holds it,

@@ -21,7 +21,17 @@ typedef struct drift_target_opts {
     int max_retries;          /* default 4 */
     double backoff_base_s;    /* first retry delay; default 0.5, doubled each retry, + jitter */
     double backoff_max_s;     /* cap on one delay (also caps Retry-After); default 30 */
-    const char *api_key;      /* sent as Bearer if non-NULL (default: $OPENAI_API_KEY) */
+    /* Credentials (http targets). The key sent as "Authorization: Bearer" is,
+     * first found: the variable named by the spec's api_key_env=NAME (it must
+     * be set), api_key, then the variable default_key_env names. A key of the
+     * first two, or a password in the URL, is refused (DRIFT_ERR_INVALID,
+     * before any connection) for plain http to a host that is not this
+     * machine (by name or address: localhost, 127.0.0.0/8, ::1; no lookup
+     * is made) unless allow_insecure_key or the spec's allow_insecure_key=1
+     * says so; the default variable's key is simply not sent there. */
+    const char *api_key;         /* the caller's key, or NULL (default); copied at open */
+    const char *default_key_env; /* default "OPENAI_API_KEY"; NULL: no default key */
+    int allow_insecure_key;      /* 1: credentials may go over plain http to any host */
     /* Cancellation (default NULL: never). The library polls cancel(cancel_user)
      * on the calling thread, at least every 100 ms while generate or embed
      * waits (on the network or in a retry back-off); it knows nothing of

@@ -1,8 +1,33 @@
 /* http.c - the OpenAI-compatible HTTP target.
  *
- * Spec: http[s]://HOST:PORT/PATH?model=NAME[&api=chat|completions][&embed_model=NAME]
+ * Spec: http[s]://[USER:PASSWORD@]HOST:PORT/PATH?model=NAME[&api=chat|completions]
+ * [&embed_model=NAME][&api_key_env=NAME][&allow_insecure_key=1]
  * (PATH defaults to /v1; api defaults to completions). Requests go to
  * PATH/completions or PATH/chat/completions; embeddings to PATH/embeddings.
+ *
+ * Credentials: the API key is never written in the spec (api_key=, key=,
+ * token= and password= are refused, naming api_key_env; an api_key_env
+ * value that is no variable's name, or names an unset variable in lower
+ * case, may be the key given by mistake: refused without showing it): it
+ * is read from
+ * the environment variable api_key_env names, else taken from
+ * opts.api_key, else from opts.default_key_env ($OPENAI_API_KEY), and
+ * sent as "Authorization: Bearer KEY"; a USER:PASSWORD in the URL is sent
+ * as HTTP basic authentication. Where they may go (resolve_key):
+ *
+ *     scheme, host                      named key / URL password   default variable's key
+ *     https://, any host                sent                       sent
+ *     http://, this machine             sent                       sent
+ *     http://, any other host           refused at open, unless    not sent
+ *                                       allow_insecure_key=1
+ *
+ * "This machine" is decided from the URL alone, before any connection:
+ * localhost, 127.0.0.0/8, ::1 (or ::ffff:127.x.y.z); any other name or
+ * address is another host, even one that would resolve here. A local
+ * target is reached directly, never through a proxy of the environment
+ * (http_proxy), which could carry the key elsewhere. The refusal is
+ * DRIFT_ERR_INVALID naming the target (its secrets redacted, as in every
+ * message: drift_error_set) and the option.
  *
  * One libcurl multi handle per target and a pool of easy handles ("slots"),
  * one per request in flight, kept across generate() calls so connections
@@ -34,8 +59,11 @@
  * dropped (its transfer aborted, its back-off forgotten) without a callback:
  * an unfinished request is no outcome at all, so the caller stores nothing
  * for it and a resumed run asks it again. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <ctype.h>
+#include <netinet/in.h>
+#include <strings.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -68,6 +96,11 @@ typedef struct http_impl {
     char *url_embed;         /* .../embeddings */
     char *model;
     char *embed_model;
+    char *key_env;           /* api_key_env=NAME, or NULL */
+    int allow_insecure;      /* allow_insecure_key=1 */
+    int https;               /* the URL's scheme is https */
+    int local;               /* the URL's host is this machine (see the top) */
+    int has_password;        /* the URL holds USER:PASSWORD@ */
     CURLM *multi;
     struct curl_slist *headers;
     http_slot *slots;
@@ -127,7 +160,52 @@ static void impl_free(http_impl *h) {
     free(h->url_embed);
     free(h->model);
     free(h->embed_model);
+    free(h->key_env);
     free(h);
+}
+
+/* 1 when name is a portable environment variable name ([A-Za-z_][A-Za-z0-9_]*). */
+static int env_name_ok(const char *name) {
+    if (!name[0] || isdigit((unsigned char)name[0])) return 0;
+    for (const char *c = name; *c; c++)
+        if (!(isalnum((unsigned char)*c) || *c == '_')) return 0;
+    return 1;
+}
+
+/* 1 when the parameter name q[0..n) would hold a secret in the spec. */
+static int secret_param(const char *q, size_t n) {
+    static const char *const names[] = {"api_key", "apikey", "key", "token", "password", "access_token", "secret"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == n && !strncasecmp(q, names[i], n)) return 1;
+    return 0;
+}
+
+/* A bad api_key_env value may be the key itself: the message shows
+ * neither it nor the spec, only the spec's record form (without
+ * api_key_env, util_target_record). */
+static drift_status key_env_refused(const char *spec, drift_error *err) {
+    char *shown = util_target_record(spec);
+    drift_error_set(err, DRIFT_ERR_INVALID,
+                    "target '%s': api_key_env takes the name of an environment variable (letters, digits, '_'), "
+                    "not the key itself (its value is not shown)",
+                    shown ? shown : "?");
+    free(shown);
+    return DRIFT_ERR_INVALID;
+}
+
+/* Checks every api_key_env value of the spec's query before any message
+ * quotes the spec (parse_base's, parse_query's), so that a key given there
+ * by mistake is refused unseen. */
+static drift_status check_key_env(const char *spec, drift_error *err) {
+    for (const char *p = strchr(spec, '?'); p; p = strchr(p + 1, '&')) {
+        if (strncmp(p + 1, "api_key_env=", 12)) continue;
+        const char *v = p + 13;
+        size_t n = strcspn(v, "&");
+        int ok = n > 0 && !isdigit((unsigned char)v[0]);
+        for (size_t i = 0; i < n && ok; i++) ok = isalnum((unsigned char)v[i]) || v[i] == '_';
+        if (!ok) return key_env_refused(spec, err);
+    }
+    return DRIFT_OK;
 }
 
 /* Parses the query string into h and t->api. */
@@ -150,7 +228,28 @@ static drift_status parse_query(drift_target *t, http_impl *h, const char *spec,
             return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': parameter '%.*s' has a bad %%-escape",
                                    spec, (int)klen, q);
         char **dst = NULL;
-        if (klen == 5 && !memcmp(q, "model", 5)) {
+        if (secret_param(q, klen)) {
+            free(val);
+            /* the spec is not quoted: it holds the secret */
+            return drift_error_set(err, DRIFT_ERR_INVALID,
+                                   "target: parameter '%.*s' would write a secret into the spec (and into shell "
+                                   "history, process lists and logs): put the key in an environment variable and "
+                                   "name it with api_key_env=NAME",
+                                   (int)klen, q);
+        } else if (klen == 11 && !memcmp(q, "api_key_env", 11)) {
+            if (!env_name_ok(val)) { /* checked before (check_key_env): here only when %-escaped */
+                free(val);
+                return key_env_refused(spec, err);
+            }
+            dst = &h->key_env;
+        } else if (klen == 18 && !memcmp(q, "allow_insecure_key", 18)) {
+            int yes = !strcmp(val, "1"), no = !strcmp(val, "0");
+            free(val);
+            if (!yes && !no)
+                return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': allow_insecure_key: expected 0 or 1",
+                                       spec);
+            h->allow_insecure = yes;
+        } else if (klen == 5 && !memcmp(q, "model", 5)) {
             dst = &h->model;
         } else if (klen == 11 && !memcmp(q, "embed_model", 11)) {
             dst = &h->embed_model;
@@ -173,7 +272,9 @@ static drift_status parse_query(drift_target *t, http_impl *h, const char *spec,
         } else {
             free(val);
             return drift_error_set(err, DRIFT_ERR_INVALID,
-                                   "target '%s': unknown parameter '%.*s' (known: model, api, embed_model)", spec,
+                                   "target '%s': unknown parameter '%.*s' (known: model, api, embed_model, "
+                                   "api_key_env, allow_insecure_key)",
+                                   spec,
                                    (int)klen, q);
         }
         if (dst) {
@@ -193,6 +294,28 @@ static drift_status parse_query(drift_target *t, http_impl *h, const char *spec,
     return DRIFT_OK;
 }
 
+/* 1 when host (libcurl's CURLUPART_HOST: an IPv6 address in brackets) is
+ * this machine by its name or address (see the top); no lookup is made. */
+static int host_is_local(const char *host) {
+    char b[256];
+    size_t n = strlen(host);
+    if (n == 0 || n >= sizeof b) return 0;
+    memcpy(b, host, n + 1);
+    if (b[n - 1] == '.') b[--n] = '\0'; /* "localhost." */
+    if (!strcasecmp(b, "localhost")) return 1;
+    struct in_addr a4;
+    if (inet_pton(AF_INET, b, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+    if (n > 2 && b[0] == '[' && b[n - 1] == ']') {
+        b[n - 1] = '\0';
+        char *zone = strchr(b, '%');
+        if (zone) *zone = '\0';
+        struct in6_addr a6;
+        if (inet_pton(AF_INET6, b + 1, &a6) != 1) return 0;
+        return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+    }
+    return 0;
+}
+
 /* Validates the URL part with libcurl's parser and builds the endpoint URLs. */
 static drift_status parse_base(http_impl *h, const char *spec, const char *base, drift_error *err) {
     drift_status st = DRIFT_OK;
@@ -208,6 +331,12 @@ static drift_status parse_base(http_impl *h, const char *spec, const char *base,
         st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': URL has no host", spec);
         goto done;
     }
+    h->local = host_is_local(host);
+    char *scheme = NULL, *password = NULL;
+    if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && scheme) h->https = !strcasecmp(scheme, "https");
+    if (curl_url_get(u, CURLUPART_PASSWORD, &password, 0) == CURLUE_OK && password) h->has_password = *password != 0;
+    curl_free(scheme);
+    curl_free(password);
     if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK && port) {
         char *end;
         long p = strtol(port, &end, 10);
@@ -292,6 +421,7 @@ static int easy_setup(drift_target *t, http_impl *h, http_slot *s) {
     bad |= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_POST, 1L) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_USERAGENT, "driftbench/" DRIFT_VERSION) != CURLE_OK;
+    if (h->local) bad |= curl_easy_setopt(e, CURLOPT_NOPROXY, "*") != CURLE_OK; /* never via a proxy: see the top */
     if (o->cancel) {
         bad |= curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_xferinfo) != CURLE_OK;
         bad |= curl_easy_setopt(e, CURLOPT_XFERINFODATA, t) != CURLE_OK;
@@ -770,6 +900,50 @@ static void http_close(drift_target *t) {
 
 static const eng_target_vtable http_vt = {"http", http_generate, http_embed, http_close};
 
+/* The key to send (*key, NULL for none) by the order and the rules of the
+ * top; DRIFT_ERR_INVALID when a named variable is unset, a key holds a line
+ * break, or credentials would go over plain http to another host without
+ * allow_insecure_key. */
+static drift_status resolve_key(const drift_target *t, const http_impl *h, const char *spec, const char **key,
+                                drift_error *err) {
+    const drift_target_opts *o = &t->opts;
+    int safe = h->https || h->local, allowed = h->allow_insecure || o->allow_insecure_key;
+    char what[96];
+    *key = NULL;
+    if (h->key_env) {
+        const char *v = getenv(h->key_env);
+        if (!v || !*v) {
+            /* a name with lower-case letters may be the key itself: not shown */
+            int lower = strpbrk(h->key_env, "abcdefghijklmnopqrstuvwxyz") != NULL;
+            char *shown = util_target_record(spec);
+            drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': api_key_env=%s, but %s%s is not set (or empty)",
+                            shown ? shown : "?", lower ? "..." : h->key_env, lower ? "that variable" : "$",
+                            lower ? " (its name is not shown: is it the key itself?)" : h->key_env);
+            free(shown);
+            return DRIFT_ERR_INVALID;
+        }
+        *key = v;
+        snprintf(what, sizeof what, "the API key in $%.64s", h->key_env);
+    } else if (o->api_key && *o->api_key) {
+        *key = o->api_key;
+        snprintf(what, sizeof what, "the API key");
+    } else {
+        const char *v = o->default_key_env ? getenv(o->default_key_env) : NULL;
+        if (v && *v && safe) *key = v; /* the default goes only where it is safe, silently */
+        what[0] = '\0';
+    }
+    if (*key && strpbrk(*key, "\r\n"))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': the API key holds a line break", spec);
+    if (!what[0] && h->has_password) snprintf(what, sizeof what, "the URL's password");
+    if (what[0] && !safe && !allowed)
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "target '%s': refusing to send %s over plain http to a host that is not this "
+                               "machine (anyone on the way can read it): use https://, or add "
+                               "allow_insecure_key=1 to the target's parameters if that network is trusted",
+                               spec, what);
+    return DRIFT_OK;
+}
+
 /* Opens an http(s) target: parses and checks the spec, prepares the multi
  * handle and the headers. No connection is made until the first request. */
 drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) {
@@ -786,7 +960,8 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
         goto fail;
     }
     t->api = DRIFT_API_COMPLETIONS;
-    st = parse_base(h, spec, base, err);
+    st = check_key_env(spec, err);
+    if (!st) st = parse_base(h, spec, base, err);
     free(base);
     if (st) goto fail;
     st = parse_query(t, h, spec, q ? q + 1 : NULL, err);
@@ -799,12 +974,16 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
     free(h->url_gen);
     h->url_gen = gen;
 
+    const char *key = NULL;
+    st = resolve_key(t, h, spec, &key, err);
+    if (st) goto fail;
     h->headers = curl_slist_append(NULL, "Content-Type: application/json");
     if (h->headers) h->headers = curl_slist_append(h->headers, "Accept: application/json");
     if (h->headers) h->headers = curl_slist_append(h->headers, "Expect:"); /* no 100-continue round trip */
-    if (h->headers && t->opts.api_key) {
-        char *auth = util_asprintf("Authorization: Bearer %s", t->opts.api_key);
+    if (h->headers && key) {
+        char *auth = util_asprintf("Authorization: Bearer %s", key);
         struct curl_slist *nh = auth ? curl_slist_append(h->headers, auth) : NULL;
+        if (auth) explicit_bzero(auth, strlen(auth));
         free(auth);
         if (!nh) {
             curl_slist_free_all(h->headers);

@@ -10,7 +10,13 @@
  * (and an answer DRIFT_FAIL_NONE), so a caller counting failures by cause
  * never sees an error without one; and, for a kind that never looks at the
  * cancel hook itself (the embedded engine), the hook is asked after each
- * outcome. */
+ * outcome.
+ *
+ * Credentials: the default options carry no key of their own and name
+ * $OPENAI_API_KEY as the default variable, read when an http target opens
+ * and sent only where it is safe; http.c says which key goes where. A
+ * target keeps its spec as given (drift_target_spec); every message that
+ * quotes it passes drift_error_set's redaction. */
 #include "engine/target_impl.h"
 
 #include <stdlib.h>
@@ -27,8 +33,9 @@ void drift_target_opts_default(drift_target_opts *opts) {
     opts->max_retries = 4;
     opts->backoff_base_s = 0.5;
     opts->backoff_max_s = 30.0;
-    const char *key = getenv("OPENAI_API_KEY");
-    opts->api_key = (key && *key) ? key : NULL;
+    opts->api_key = NULL;
+    opts->default_key_env = "OPENAI_API_KEY"; /* read at open, sent only where safe (http.c) */
+    opts->allow_insecure_key = 0;
 }
 
 void drift_gen_params_default(drift_gen_params *p) {

@@ -5,8 +5,9 @@
  * drift when SDR > 0.30 (all-mpnet-base-v2 embeddings; Spearman 0.804 against
  * human ratings). The embedder is an OpenAI-compatible /v1/embeddings
  * endpoint reached through the target interface (drift_target_embed); its
- * name "embed:" + spec is stored with every embedding, so SDRs from two
- * embedders never mix. The embedded engine's mean-pooled hidden state will
+ * name "embed:" + spec (the spec as a run's record keeps a target: no
+ * password, no key variable; util_target_record) is stored with every
+ * embedding, so SDRs from two embedders never mix. The embedded engine's mean-pooled hidden state will
  * be the built-in embedder once the shipped models exist (issue 4).
  *
  * drift_sdr accumulates in double: with float accumulation the cosine of two
@@ -38,7 +39,9 @@ drift_status drift_embedder_open(const char *spec, drift_embedder **out, drift_e
     drift_status st = drift_target_open(spec, &to, &t, err);
     if (st != DRIFT_OK) return drift_error_prefix(err, "embedder '%s': ", spec);
     drift_embedder *e = calloc(1, sizeof *e);
-    char *name = util_asprintf("embed:%s", spec);
+    char *rec = util_target_record(spec); /* the name is stored and printed: no secrets in it */
+    char *name = rec ? util_asprintf("embed:%s", rec) : NULL;
+    free(rec);
     if (!e || !name) {
         free(e);
         free(name);

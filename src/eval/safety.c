@@ -50,8 +50,10 @@
  * default (a broken guard must not create safety flips).
  *
  * The guard. One fixed configuration judges every run: temperature 0,
- * max_tokens 20, seed 42, the completions API; its name "guard:" + spec is
- * stored as the evaluator, so scores from two guards never mix.
+ * max_tokens 20, seed 42, the completions API; its name "guard:" + spec (as
+ * a run's record keeps a target: no password, no key variable;
+ * util_target_record) is stored as the evaluator, so scores from two guards
+ * never mix.
  *
  * The built-in guard (spec NULL, "builtin" or "builtin:PATH.gguf") is a tiny
  * classifier model trained with the shipped models (tools/train: guard_data.py
@@ -377,7 +379,9 @@ drift_status drift_guard_open(const char *spec, drift_guard **out, drift_error *
                                spec);
     }
     drift_guard *g = calloc(1, sizeof *g);
-    char *name = util_asprintf("guard:%s", spec);
+    char *rec = util_target_record(spec); /* the name is stored and printed: no secrets in it */
+    char *name = rec ? util_asprintf("guard:%s", rec) : NULL;
+    free(rec);
     if (!g || !name) {
         free(g);
         free(name);

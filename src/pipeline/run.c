@@ -33,6 +33,13 @@
  * reading the store. When every request failed, the stage fails at step
  * CHECK naming the first error.
  *
+ * The run's record (drift_store_run_begin) keeps o->target without its
+ * secrets: the store records the spec redacted and without its credential
+ * parameters, and resumes by comparing that form, so a run asked again
+ * with another password or key variable resumes (store_runs.c). The
+ * address opened, o->target_url, is never stored; messages that name it
+ * are redacted (drift_error_set).
+ *
  * Cancellation: the caller's cancel hook goes to the target, which aborts
  * requests in flight and ends retry back-offs at once; nothing is stored for
  * them (they stay missing), what was received is flushed, the label lock is

@@ -4,9 +4,15 @@
  * SQL runs outside src/store/.
  *
  * Kinds: a path is an SQLite file (store_sqlite.c, the default); a
- * "postgresql://" or "postgres://" URL is a PostgreSQL database
- * (store_pg.c). Both hold the same tables and give the same guarantees; the
- * queries are written once against the statement layer (store_sql.c).
+ * "postgresql://" or "postgres://" URL, or a libpq key=value string, is a
+ * PostgreSQL database (store_pg.c). Both hold the same tables and give the
+ * same guarantees; the queries are written once against the statement
+ * layer (store_sql.c).
+ *
+ * Secrets: a handle keeps the path as given (drift_store_path, for opening
+ * it again) and shows only drift_redact's copy (drift_store_display, every
+ * message); the target of a run is stored without its secrets
+ * (store_runs.c).
  *
  * Write rules: every batch (prompts, responses, scores) is one transaction
  * (SQLite: IMMEDIATE), rolled back entirely on any failure. A response row
@@ -159,37 +165,11 @@ static void lock_identity(drift_store *st) {
              (long long)ts.tv_sec, ts.tv_nsec);
 }
 
-/* A URL's password replaced by "***" (user:PASS@ and password=PASS). */
-static char *redact(const char *path) {
-    char *s = util_strdup(path);
-    if (!s || !store_is_pg_url(path)) return s;
-    util_buf b = {0};
-    const char *auth = strstr(path, "://") + 3, *at = strchr(auth, '@'), *slash = strchr(auth, '/');
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    if (at && (!slash || at < slash) && colon) {
-        buf_append(&b, path, (size_t)(colon + 1 - path));
-        buf_puts(&b, "***");
-        buf_puts(&b, at);
-    } else {
-        buf_puts(&b, path);
-    }
-    char *out = b.data ? buf_steal(&b) : NULL;
-    char *pw = out ? strstr(out, "password=") : NULL;
-    if (pw) {
-        char *end = pw + 9;
-        while (*end && *end != '&') end++;
-        memmove(pw + 12, end, strlen(end) + 1);
-        memcpy(pw + 9, "***", 3);
-    }
-    free(s);
-    return out;
-}
-
 static drift_status store_new(const char *path, int readonly, drift_store **out, drift_error *err) {
     *out = NULL;
     if (!path || !*path) return drift_error_set(err, DRIFT_ERR_INVALID, "store path is empty");
     drift_store *st = calloc(1, sizeof *st);
-    if (!st || !(st->path = util_strdup(path)) || !(st->shown = redact(path))) {
+    if (!st || !(st->path = util_strdup(path)) || !(st->shown = drift_redact(path))) {
         if (st) free(st->path);
         free(st);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening a store");

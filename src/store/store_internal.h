@@ -2,7 +2,8 @@
  * tests use to look at the database behind a handle.
  *
  * A store is an SQLite file (the default) or a PostgreSQL database (a
- * "postgresql://" or "postgres://" URL, through libpq). The queries are
+ * "postgresql://" or "postgres://" URL or a libpq key=value string,
+ * through libpq). The queries are
  * written once, against the statement layer below (sq_*), in SQL both
  * engines take; where they differ a query names both forms (SQ_SQL).
  *
@@ -51,7 +52,7 @@ struct drift_store {
     sqlite3 *db;          /* STORE_SQLITE */
     PGconn *pg;           /* STORE_PG */
     char *path;           /* as opened (a file path or a URL): drift_store_path */
-    char *shown;          /* path for messages: a URL's password replaced by "***" */
+    char *shown;          /* path for messages: drift_redact(path), its passwords "***" */
     char *pg_msg;         /* PostgreSQL: the last failure's message */
     store_q *stmts[STORE_STMT_COUNT];
     ZSTD_CCtx *zc; /* reused across responses: a fresh context per call costs more than the compression */
@@ -67,7 +68,9 @@ struct drift_store {
     char token[128];      /* this handle's run-lock token */
 };
 
-/* 1 when path names a PostgreSQL store ("postgresql://..." or "postgres://..."). */
+/* 1 when path names a PostgreSQL store: a "postgresql://..." or
+ * "postgres://..." URL, or a libpq key=value string whose first word is one
+ * of libpq's keywords ("host=/run/pg dbname=drift"). */
 int store_is_pg_url(const char *path);
 
 /* ---- the statement layer: one API over sqlite3 and libpq ----

@@ -20,7 +20,12 @@
  * rules, in one transaction of the output (PostgreSQL: holding a
  * transaction advisory lock, so two merges into one database take turns).
  * The ids are mapped in memory (prompt and response ids of the input to
- * the output's). */
+ * the output's).
+ *
+ * Secrets: messages name the input by drift_redact's copy of its path; a
+ * run's target is compared and copied in its record's form
+ * (util_target_record, as run_begin keeps it), so an input written before
+ * targets were recorded without passwords gets them out on the way. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +75,34 @@ static int same_text(const unsigned char *a, const unsigned char *b) {
     return (!a && !b) || (a && b && !strcmp((const char *)a, (const char *)b));
 }
 
+/* Targets are compared as run_begin compares them: in their record's form
+ * (util_target_record: no secrets, no credential parameters), so a shard
+ * written by an older driftbench, its password in the target, still
+ * matches. Out of memory reads as "different". */
+static int same_target(const void *a, const void *b) {
+    char *x = util_target_record(a ? (const char *)a : ""), *y = util_target_record(b ? (const char *)b : "");
+    int same = x && y && !strcmp(x, y);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* Rewrites the copied run's target in its record's form (an input of an
+ * older driftbench may hold a password there). 0 ok, -1 error. */
+static int record_target(sqlite3 *db, int64_t run_id, const unsigned char *target) {
+    char *rec = util_target_record(target ? (const char *)target : "");
+    sqlite3_stmt *s = NULL;
+    int rc = -1;
+    if (rec && sqlite3_prepare_v2(db, "UPDATE main.runs SET target=?1 WHERE id=?2", -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, rec, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(s, 2, run_id);
+        rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    }
+    sqlite3_finalize(s);
+    free(rec);
+    return rc;
+}
+
 static drift_status merge_runs(sqlite3 *db, const char *in, drift_store_merged *stats, drift_error *err) {
     sqlite3_stmt *runs = NULL, *find = NULL;
     drift_status rc = DRIFT_OK;
@@ -87,7 +120,7 @@ static drift_status merge_runs(sqlite3 *db, const char *in, drift_store_merged *
         sqlite3_reset(find);
         sqlite3_bind_text(find, 1, label, -1, SQLITE_TRANSIENT);
         if (sqlite3_step(find) == SQLITE_ROW) {
-            const char *field = !same_text(sqlite3_column_text(find, 1), sqlite3_column_text(runs, 2))   ? "target"
+            const char *field = !same_target(sqlite3_column_text(find, 1), sqlite3_column_text(runs, 2)) ? "target"
                                 : !same_text(sqlite3_column_text(find, 2), sqlite3_column_text(runs, 3)) ? "config"
                                 : !same_text(sqlite3_column_text(find, 3), sqlite3_column_text(runs, 4)) ? "decoding"
                                                                                                            : NULL;
@@ -112,6 +145,10 @@ static drift_status merge_runs(sqlite3 *db, const char *in, drift_store_merged *
             goto out;
         }
         int64_t new_id = sqlite3_last_insert_rowid(db);
+        if (record_target(db, new_id, sqlite3_column_text(runs, 2))) {
+            rc = sql_err(err, db, "copying a run", in);
+            goto out;
+        }
         long n = run_ids(db,
                          "INSERT INTO main.responses(run_id,prompt_rowid,replicate,failed,http_status,attempts,"
                          "prompt_tokens,completion_tokens,latency_ms,finish_reason,created_at,error,text,logprobs) "
@@ -160,14 +197,16 @@ out:
     return rc;
 }
 
-static drift_status merge_one(sqlite3 *db, const char *in, drift_store_merged *stats, drift_error *err) {
+/* path: the input as given (opened); in: its name for messages. */
+static drift_status merge_one(sqlite3 *db, const char *path, const char *in, drift_store_merged *stats,
+                              drift_error *err) {
     drift_store *probe = NULL;
-    drift_status rc = drift_store_open(in, &probe, err);
+    drift_status rc = drift_store_open(path, &probe, err);
     if (rc) return drift_error_prefix(err, "merge: ");
     drift_store_close(probe);
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db, "ATTACH DATABASE ?1 AS src", -1, &s, NULL) != SQLITE_OK) return sql_err(err, db, "attach", in);
-    sqlite3_bind_text(s, 1, in, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 1, path, -1, SQLITE_TRANSIENT);
     int step = sqlite3_step(s);
     sqlite3_finalize(s);
     if (step != SQLITE_DONE) return sql_err(err, db, "attach", in);
@@ -485,8 +524,7 @@ static drift_status copy_runs(drift_store *dst, drift_store *src, const char *in
             goto out;
         }
         if (f == SQ_ROW) {
-            const char *field = !same_text((const unsigned char *)sq_text(find, 1),
-                                           (const unsigned char *)sq_text(runs, 2))   ? "target"
+            const char *field = !same_target(sq_text(find, 1), sq_text(runs, 2)) ? "target"
                                 : !same_text((const unsigned char *)sq_text(find, 2),
                                              (const unsigned char *)sq_text(runs, 3)) ? "config"
                                 : !same_text((const unsigned char *)sq_text(find, 3),
@@ -504,8 +542,15 @@ static drift_status copy_runs(drift_store *dst, drift_store *src, const char *in
             continue;
         }
         sq_reset(ins);
-        for (int c = 1; c <= 9; c++) sq_bind_text(ins, c, sq_text(runs, c));
-        if (sq_step(ins) != SQ_ROW) {
+        char *target = util_target_record(sq_text(runs, 2) ? sq_text(runs, 2) : "");
+        if (!target) {
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "merge %s: out of memory", in);
+            goto out;
+        }
+        for (int c = 1; c <= 9; c++) sq_bind_text(ins, c, c == 2 ? target : sq_text(runs, c));
+        int got = sq_step(ins);
+        free(target);
+        if (got != SQ_ROW) {
             rc = copy_err(dst, err, "copying a run", in);
             goto out;
         }
@@ -521,10 +566,11 @@ out:
     return rc;
 }
 
-static drift_status merge_copy(drift_store *dst, const char *in, drift_store_merged *stats, drift_error *err) {
+static drift_status merge_copy(drift_store *dst, const char *path, drift_store_merged *stats, drift_error *err) {
     drift_store *src = NULL;
-    drift_status rc = drift_store_open(in, &src, err);
+    drift_status rc = drift_store_open(path, &src, err);
     if (rc) return drift_error_prefix(err, "merge: ");
+    const char *in = drift_store_display(src); /* messages name the input without its password */
     id_map pm = {0};
     drift_store_merged got = {0};
     if ((rc = store_tx_begin(dst, err))) goto out;
@@ -561,6 +607,10 @@ drift_status drift_store_merge(drift_store *st, const char *in_path, drift_store
         memset(&local, 0, sizeof local);
         stats = &local;
     }
-    if (st->kind == STORE_SQLITE && !store_is_pg_url(in_path)) return merge_one(st->db, in_path, stats, err);
-    return merge_copy(st, in_path, stats, err);
+    if (st->kind == STORE_PG || store_is_pg_url(in_path)) return merge_copy(st, in_path, stats, err);
+    char *in = drift_redact(in_path); /* the input's name in messages */
+    if (!in) return drift_error_set(err, DRIFT_ERR_NOMEM, "merge: out of memory");
+    drift_status rc = merge_one(st->db, in_path, in, stats, err);
+    free(in);
+    return rc;
 }

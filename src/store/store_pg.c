@@ -2,8 +2,14 @@
  * libpq: connecting, identity, schema and migrations, read-only handles,
  * and the run locks.
  *
- * The URL is libpq's ("postgresql://user@host:port/db?options", with
- * "host=/dir" for a Unix socket); the store's tables live in the schema
+ * The store is named by libpq's URL ("postgresql://user@host:port/db?options",
+ * with "host=/dir" for a Unix socket) or by libpq's key=value string
+ * ("host=/dir dbname=db user=me", store_is_pg_url says which strings are
+ * one). Passwords (the URL's userinfo, password= and sslpassword=) are
+ * taken out of it before libpq sees it and handed over as keywords of
+ * their own (pg_connect), because libpq's messages quote the string; a
+ * password may then hold raw '@', '/' and '%' (the userinfo ends at the
+ * last '@', drift_redact's rule). The store's tables live in the schema
  * the connection's search_path creates in (public, unless the URL's
  * options say otherwise), so one database can hold several stores in
  * several schemas.
@@ -233,8 +239,162 @@ static void pg_notice_ignore(void *arg, const char *message) {
     (void)message;
 }
 
+/* ---- connecting: the password handed over apart ---- */
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..n) leniently: a '%' without two hex digits after
+ * it, or "%00", stays as it is; '+' stays '+' (as in libpq's URIs). */
+static char *pct_decode(const char *s, size_t n) {
+    char *o = malloc(n + 1);
+    if (!o) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int hi = (s[i] == '%' && i + 2 < n) ? hexval(s[i + 1]) : -1, lo = hi >= 0 ? hexval(s[i + 2]) : -1;
+        if (hi >= 0 && lo >= 0 && (hi | lo)) {
+            o[k++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            o[k++] = s[i];
+        }
+    }
+    o[k] = '\0';
+    return o;
+}
+
+/* The secrets libpq takes as keywords, pulled out of the store's URL or
+ * key=value string (index: 0 password, 1 sslpassword). */
+static const char *const pg_secret_keys[2] = {"password", "sslpassword"};
+
+static int pg_secret_index(const char *key, size_t n) {
+    for (int i = 0; i < 2; i++)
+        if (strlen(pg_secret_keys[i]) == n && !memcmp(key, pg_secret_keys[i], n)) return i;
+    return -1;
+}
+
+/* URL form: the userinfo's password (drift_redact's rule: so one with a raw
+ * '@', '/' or '%' is taken whole) and the query's password= and
+ * sslpassword= parameters, decoded; *rest = the URL without them. */
+static int pg_split_url(const char *path, util_buf *rest, char *secret[2]) {
+    const char *a = strstr(path, "://") + 3;
+    size_t off, len;
+    const char *p = path;
+    if (util_url_password_span(a, &off, &len)) {
+        free(secret[0]);
+        if (!(secret[0] = pct_decode(a + off, len))) return -1;
+        if (buf_append(rest, path, (size_t)(a - path) + off - 1)) return -1; /* up to the ':' */
+        p = a + off + len;                                                   /* from the '@' */
+    }
+    const char *q = strchr(p, '?');
+    if (!q) return buf_puts(rest, p);
+    if (buf_append(rest, p, (size_t)(q - p))) return -1;
+    int kept = 0;
+    for (const char *x = q + 1;;) {
+        const char *amp = strchr(x, '&'), *e = amp ? amp : x + strlen(x);
+        const char *eq = memchr(x, '=', (size_t)(e - x));
+        int k = eq ? pg_secret_index(x, (size_t)(eq - x)) : -1;
+        if (k >= 0) {
+            free(secret[k]);
+            if (!(secret[k] = pct_decode(eq + 1, (size_t)(e - eq - 1)))) return -1;
+        } else if (buf_puts(rest, kept++ ? "&" : "?") || buf_append(rest, x, (size_t)(e - x))) {
+            return -1;
+        }
+        if (!amp) break;
+        x = amp + 1;
+    }
+    return 0;
+}
+
+/* key=value form (libpq's rules: spaces around '=', values bare or in
+ * single quotes, backslash escapes; a value here runs on to whitespace
+ * outside quotes, as drift_redact reads it, where libpq would stop at a
+ * closing quote and fail on what sticks to it, quoting that): the password
+ * and sslpassword pairs come out, unescaped; *rest = the other pairs as
+ * written. From the first thing that is not a pair on, the text is kept as
+ * it is (libpq names it in its message). */
+static int pg_split_conninfo(const char *s, util_buf *rest, char *secret[2]) {
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') p++;
+        if (!*p) return 0;
+        const char *key = p;
+        while (*p && *p != '=' && !strchr(" \t\n\r\f\v", *p)) p++;
+        size_t klen = (size_t)(p - key);
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p != '=' || !klen) return buf_puts(rest, key);
+        p++;
+        while (*p == ' ' || *p == '\t') p++;
+        util_buf v = {0}; /* the value: a word of quoted and bare parts, as drift_redact reads one */
+        int quoted = 0;
+        while (*p && (quoted || !strchr(" \t\n\r\f\v", *p))) {
+            if (*p == '\'') {
+                quoted = !quoted;
+                p++;
+                continue;
+            }
+            if (*p == '\\' && p[1]) p++;
+            if (buf_append(&v, p++, 1)) {
+                buf_free(&v);
+                return -1;
+            }
+        }
+        int k = pg_secret_index(key, klen);
+        if (k >= 0) {
+            free(secret[k]);
+            secret[k] = buf_steal(&v);
+            if (!secret[k]) return -1;
+        } else {
+            buf_free(&v);
+            if (buf_puts(rest, rest->len ? " " : "") || buf_append(rest, key, (size_t)(p - key))) return -1;
+        }
+    }
+}
+
+/* Wipes and frees a secret. */
+static void secret_free(char *s) {
+    if (!s) return;
+    explicit_bzero(s, strlen(s));
+    free(s);
+}
+
+/* Connects to the store's database. The passwords never reach libpq inside
+ * the connection string: libpq's messages quote that string (or pieces of
+ * it: a host taken from a password's raw '@' or '/', an invalid %-escape),
+ * so they are taken out here (pg_split_*) and given as keywords of their
+ * own, which libpq never prints; the password-free string is expanded as
+ * the "dbname" keyword, before them. Messages pass through drift_redact all
+ * the same (drift_error_set). */
+static PGconn *pg_connect(const char *path) {
+    char *secret[2] = {NULL, NULL};
+    util_buf rest = {0};
+    int url = !strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11);
+    int bad = url ? pg_split_url(path, &rest, secret) : pg_split_conninfo(path, &rest, secret);
+    PGconn *c = NULL;
+    if (!bad) {
+        const char *kw[4] = {"dbname"}, *val[4] = {rest.data ? rest.data : ""};
+        int n = 1;
+        for (int i = 0; i < 2; i++)
+            if (secret[i] && *secret[i]) {
+                kw[n] = pg_secret_keys[i];
+                val[n++] = secret[i];
+            }
+        kw[n] = val[n] = NULL;
+        c = PQconnectdbParams(kw, val, 1);
+    }
+    if (rest.data) explicit_bzero(rest.data, rest.len);
+    buf_free(&rest);
+    secret_free(secret[0]);
+    secret_free(secret[1]);
+    return c;
+}
+
 drift_status store_pg_open(drift_store *st, int readonly, drift_error *err) {
-    st->pg = PQconnectdb(st->path);
+    st->pg = pg_connect(st->path);
     if (!st->pg) return drift_error_set(err, DRIFT_ERR_NOMEM, "%s: out of memory connecting", st->shown);
     if (PQstatus(st->pg) != CONNECTION_OK) {
         char *m = util_strdup(PQerrorMessage(st->pg));

@@ -6,7 +6,17 @@
  * written in one transaction per batch, an answer never overwritten, an
  * error row replaced by a later result. Logprobs are kept as one zstd frame
  * of their JSON text. Whole-store counts (answers and failed requests per
- * workload, completion tokens) are read here too. */
+ * workload, completion tokens) are read here too.
+ *
+ * A run's target is recorded without its secrets: util_target_record keeps
+ * drift_redact's copy of the spec (a URL's password and secret parameters
+ * "***") without the parameters that only say how to authenticate
+ * (api_key_env, allow_insecure_key). Resuming compares those forms, of the
+ * stored target and of the requested one: a run resumes with a changed
+ * password or key variable (they are not what is measured), not with
+ * another host, path, model or any other parameter. Targets read back are
+ * in that form too, so a record written by an older driftbench with a
+ * password in it shows "***" and still resumes (which rewrites it). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,7 +212,7 @@ static drift_status run_from_row(store_q *s, drift_run_info *r) {
     memset(r, 0, sizeof *r);
     r->id = sq_int64(s, 0);
     r->label = store_col_strdup(s, 1);
-    r->target = store_col_strdup(s, 2);
+    r->target = sq_text(s, 2) ? util_target_record(sq_text(s, 2)) : NULL; /* a record of an older driftbench may hold a password */
     r->config_json = store_col_strdup(s, 3);
     r->decoding_json = store_col_strdup(s, 4);
     r->templates_json = store_col_strdup(s, 5);
@@ -308,10 +318,9 @@ void drift_run_info_array_free(drift_run_info *infos, size_t n) {
     free(infos);
 }
 
-drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, int64_t *run_id, int *resumed,
-                                   drift_error *err) {
-    if (!info->label || !*info->label) return drift_error_set(err, DRIFT_ERR_INVALID, "run label is empty");
-    if (resumed) *resumed = 0;
+/* drift_store_run_begin with the record's form of the target. */
+static drift_status run_begin(drift_store *st, const drift_run_info *info, const char *target, int64_t *run_id,
+                              int *resumed, drift_error *err) {
     drift_status ds = store_tx_begin(st, err);
     if (ds) return ds;
     int lock_taken = 0;
@@ -331,12 +340,11 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
         }
         sq_done(s);
         char diff[768];
-        const char *given_target = info->target ? info->target : "";
-        if (strcmp(old.target, given_target) != 0) {
+        if (strcmp(old.target, target) != 0) {
             drift_error_set(err, DRIFT_ERR_MISMATCH,
                             "run '%s' exists with another target: stored '%s', requested '%s' "
                             "(use a new label for a new run)",
-                            info->label, old.target, given_target);
+                            info->label, old.target, target);
         } else if (json_diff("decoding", old.decoding_json, info->decoding_json, diff, sizeof diff) ||
                    json_diff("config", old.config_json, info->config_json, diff, sizeof diff)) {
             drift_error_set(err, DRIFT_ERR_MISMATCH,
@@ -345,9 +353,11 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
         } else {
             int64_t id = old.id;
             drift_run_info_clear(&old);
-            store_q *u = sq_prepare(st, "UPDATE runs SET finished_at=NULL WHERE id=?", err);
+            /* the target in its record's form: a record of an older driftbench loses its password here */
+            store_q *u = sq_prepare(st, "UPDATE runs SET finished_at=NULL, target=? WHERE id=?", err);
             if (!u) goto fail;
-            sq_bind_int64(u, 1, id);
+            sq_bind_text(u, 1, target);
+            sq_bind_int64(u, 2, id);
             rc = sq_step(u);
             sq_done(u);
             if (rc != SQ_DONE) {
@@ -385,7 +395,7 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
             goto fail;
         }
         sq_bind_text(ins, 1, info->label);
-        sq_bind_text(ins, 2, info->target ? info->target : "");
+        sq_bind_text(ins, 2, target);
         sq_bind_text(ins, 3, cfg);
         sq_bind_text(ins, 4, dec);
         sq_bind_text(ins, 5, info->templates_json ? info->templates_json : "{}");
@@ -406,6 +416,18 @@ fail:
     store_tx_rollback(st);
     if (lock_taken && st->kind == STORE_PG) store_pg_lock_release(st, info->label); /* a row lock rolls back by itself */
     return err && err->code ? err->code : DRIFT_ERR_STORE;
+}
+
+drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, int64_t *run_id, int *resumed,
+                                   drift_error *err) {
+    if (!info->label || !*info->label) return drift_error_set(err, DRIFT_ERR_INVALID, "run label is empty");
+    if (resumed) *resumed = 0;
+    /* the record's target: no secrets, no credential parameters (see the top) */
+    char *target = util_target_record(info->target ? info->target : "");
+    if (!target) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory beginning run %s", info->label);
+    drift_status ds = run_begin(st, info, target, run_id, resumed, err);
+    free(target);
+    return ds;
 }
 
 drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error *err) {

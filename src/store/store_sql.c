@@ -54,8 +54,26 @@ struct store_q {
     int ncols;
 };
 
+/* libpq's keywords that may start a key=value connection string given as
+ * a store (its first word, then '='): a file name seldom looks like one. */
+static const char *const pg_conninfo_keys[] = {
+    "host",    "hostaddr",         "port",            "dbname",  "user",        "password",
+    "passfile", "service",         "options",         "sslmode", "sslpassword", "application_name",
+    "connect_timeout", "target_session_attrs", "require_auth",
+};
+
 int store_is_pg_url(const char *path) {
-    return path && (!strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11));
+    if (!path) return 0;
+    if (!strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11)) return 1;
+    const char *p = path;
+    while (*p == ' ' || *p == '\t') p++;
+    size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz_");
+    const char *e = p + n;
+    while (*e == ' ' || *e == '\t') e++;
+    if (!n || *e != '=') return 0;
+    for (size_t i = 0; i < sizeof pg_conninfo_keys / sizeof pg_conninfo_keys[0]; i++)
+        if (strlen(pg_conninfo_keys[i]) == n && !strncmp(p, pg_conninfo_keys[i], n)) return 1;
+    return 0;
 }
 
 /* ---- PostgreSQL: translation ---- */

@@ -1,9 +1,15 @@
-/* status.c - status strings and the error-message helpers of status.h. */
+/* status.c - status strings and the error-message helpers of status.h.
+ * Every message is formatted whole, then redacted (drift_redact, redact.c),
+ * then cut to DRIFT_ERROR_MSG_MAX: cutting first could leave the start of a
+ * password without the '@' that tells it from a host. */
 #include "driftbench/status.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "util/util.h"
 
 const char *drift_strerror(drift_status status) {
     switch (status) {
@@ -29,26 +35,37 @@ const char *drift_strerror(drift_status status) {
     return "unknown error";
 }
 
+/* err->msg = the redaction of b's text (b is freed); a fixed line when
+ * memory runs out, never the unredacted text. */
+static void set_redacted(drift_error *err, util_buf *b, int failed) {
+    char *r = failed ? NULL : drift_redact(b->data ? b->data : "");
+    buf_free(b);
+    snprintf(err->msg, sizeof err->msg, "%s", r ? r : "(message withheld: out of memory while redacting it)");
+    free(r);
+}
+
 drift_status drift_error_set(drift_error *err, drift_status code, const char *fmt, ...) {
     if (err) {
         err->code = code;
+        util_buf b = {0};
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        int failed = buf_vprintf(&b, fmt, ap);
         va_end(ap);
+        set_redacted(err, &b, failed);
     }
     return code;
 }
 
 drift_status drift_error_prefix(drift_error *err, const char *fmt, ...) {
     if (!err) return DRIFT_ERR_INTERNAL;
-    char head[DRIFT_ERROR_MSG_MAX], old[DRIFT_ERROR_MSG_MAX];
+    util_buf b = {0};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(head, sizeof head, fmt, ap);
+    int failed = buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s%s", head, old);
+    if (!failed) failed = buf_puts(&b, err->msg);
+    set_redacted(err, &b, failed);
     return err->code;
 }
 

@@ -1,6 +1,6 @@
 /* util.h - internal helpers shared across modules (not public API):
  * growable string buffer (buf_*, util_buf), file reading, base64, hashing,
- * random numbers, time. The util_ prefix says their tier: internal,
+ * random numbers, time, the redaction's helpers (redact.c). The util_ prefix says their tier: internal,
  * cross-module; drift_ is the public API's. */
 #ifndef DRIFT_UTIL_H
 #define DRIFT_UTIL_H
@@ -47,6 +47,18 @@ unsigned char *util_b64_decode(const char *s, size_t *n);
 /* FNV-1a 64-bit hash and its 16-char lowercase hex form. */
 uint64_t util_fnv1a64(const void *p, size_t n, uint64_t seed);
 void util_hash_hex(const void *p, size_t n, char out[17]);
+
+/* Redaction (redact.c; drift_redact in status.h is the redaction itself).
+ * util_url_password_span: the password of the URL authority that starts at
+ * `authority` (just after "://"), by drift_redact's rule (the userinfo ends
+ * at the last '@' before '?', '#', whitespace or a quoting byte; the
+ * password follows its first ':'): 1 with *off and *len its span, 0 when
+ * there is none (or it is empty). util_target_record: a target spec as a
+ * run's record keeps it: drift_redact's copy, without the parameters that
+ * only say how to authenticate (api_key_env, allow_insecure_key); NULL on
+ * nomem. */
+int util_url_password_span(const char *authority, size_t *off, size_t *len);
+char *util_target_record(const char *spec);
 
 double util_now_ms(void);                /* monotonic clock, milliseconds */
 void util_utc_iso(char out[32]);         /* UTC now, "YYYY-MM-DDTHH:MM:SSZ" */

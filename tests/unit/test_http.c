@@ -9,7 +9,13 @@
  * target.c), the reply parser directly, and the cause every failed outcome
  * carries (drift_answer.cause: HTTP with its status, bad reply, timeout,
  * connection lost, could not connect, request not sent; libcurl's codes
- * through eng_http_transport_cause). */
+ * through eng_http_transport_cause), and where credentials go (a key
+ * named per target or the caller's, the default variable's, a URL's
+ * password): to a local http target, yes; to a non-local http one,
+ * refused at open before any connection (192.0.2.1, TEST-NET-1, and this
+ * host's own non-loopback address, where a listener proves nothing
+ * connected) unless allow_insecure_key; the default key silently not
+ * sent there; https anywhere. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,9 +24,11 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <ifaddrs.h>
 #include <jansson.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +210,7 @@ static drift_target_opts fast_opts(void) {
     drift_target_opts o;
     drift_target_opts_default(&o);
     o.api_key = NULL;
+    o.default_key_env = NULL; /* whatever $OPENAI_API_KEY holds here stays out */
     o.max_retries = 2;
     o.backoff_base_s = 0.01;
     o.backoff_max_s = 5;
@@ -1206,6 +1215,297 @@ static void test_parse_reply_shapes(void **state) {
     assert_string_equal(msg, "<html> <b>bad gateway</b>");
 }
 
+/* ---------- credentials per target ---------- */
+
+#define MARKER "SECRETMARK"
+
+static drift_status try_open(const char *spec, const drift_target_opts *o, drift_error *err) {
+    drift_target *t = NULL;
+    drift_status st = drift_target_open(spec, o, &t, err);
+    drift_target_close(t);
+    return st;
+}
+
+static void test_key_local_http(void **state) {
+    (void)state;
+    server s;
+    server_start(&s, "basic.txt", "--api-key", "sk-local-1");
+    setenv("DRIFT_TEST_KEY", "sk-local-1", 1);
+    drift_target_opts o = fast_opts();
+    /* a key named by the target, to 127.0.0.1 */
+    drift_target *t = open_target(&s, "model=m&api_key_env=DRIFT_TEST_KEY", &o);
+    sink k;
+    gen_one(t, "ANSWER=1", NULL, &k);
+    assert_null(k.g[0].r.error);
+    sink_free(&k);
+    drift_target_close(t);
+    char *head = server_get(&s, "/last_headers");
+    assert_true(contains(head, "\r\nAuthorization: Bearer sk-local-1\r\n"));
+    free(head);
+    /* the default variable's key, to localhost */
+    setenv("DRIFT_TEST_DEFAULT_KEY", "sk-local-1", 1);
+    o.default_key_env = "DRIFT_TEST_DEFAULT_KEY";
+    char spec[256];
+    snprintf(spec, sizeof spec, "http://localhost:%d/v1?model=m", s.port);
+    drift_error err = {0};
+    assert_int_equal(drift_target_open(spec, &o, &t, &err), DRIFT_OK);
+    gen_one(t, "ANSWER=1", NULL, &k);
+    assert_null(k.g[0].r.error);
+    sink_free(&k);
+    drift_target_close(t);
+    o.default_key_env = NULL;
+    /* a variable that is not set, a key in the spec, a key with a line break */
+    unsetenv("DRIFT_TEST_UNSET");
+    snprintf(spec, sizeof spec, "%s?model=m&api_key_env=DRIFT_TEST_UNSET", s.url);
+    assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    assert_true(contains(err.msg, "$DRIFT_TEST_UNSET is not set"));
+    snprintf(spec, sizeof spec, "%s?model=m&api_key=sk-" MARKER, s.url);
+    assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    assert_true(contains(err.msg, "api_key_env=NAME"));
+    assert_false(contains(err.msg, MARKER));
+    snprintf(spec, sizeof spec, "%s?model=m&api_key_env=no-such-name", s.url);
+    assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    /* the key given as api_key_env by mistake: refused unseen, even when
+     * another parameter is wrong first, or when it could be a name */
+    snprintf(spec, sizeof spec, "%s?model=m&foo=1&api_key_env=sk-" MARKER, s.url);
+    assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    assert_true(contains(err.msg, "not the key itself"));
+    assert_false(contains(err.msg, MARKER));
+    snprintf(spec, sizeof spec, "%s?model=m&api_key_env=abc" MARKER, s.url);
+    assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    assert_true(contains(err.msg, "is not set"));
+    assert_false(contains(err.msg, MARKER));
+    setenv("DRIFT_TEST_BAD_KEY", "sk-1\r\nX-Injected: 1", 1);
+    snprintf(spec, sizeof spec, "%s?model=m&api_key_env=DRIFT_TEST_BAD_KEY", s.url);
+    assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    assert_true(contains(err.msg, "line break"));
+    server_stop(&s);
+}
+
+static void test_key_refused_nonlocal(void **state) {
+    (void)state;
+    setenv("DRIFT_TEST_KEY", "sk-" MARKER, 1);
+    setenv("DRIFT_TEST_DEFAULT_KEY", "sk-default-" MARKER, 1);
+    drift_target_opts o = fast_opts();
+    o.connect_timeout_s = 0.5;
+    o.max_retries = 0;
+    drift_error err = {0};
+    /* refused at open: named key, URL password, the caller's key; to
+     * addresses and names that are not this machine */
+    static const char *const refused[] = {
+        "http://192.0.2.1:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://bob:" MARKER "@192.0.2.1:9/v1?model=m",
+        "http://bob:p%40ss%2F" MARKER "@192.0.2.1:9/v1?model=m",
+        "http://192.0.2.1:9/v1?model=m&api_key_env=DRIFT_TEST_KEY&allow_insecure_key=0",
+        "http://localhost.example:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://127.0.0.1.nip.io:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://[::ffff:10.0.0.1]:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://[fd00::1]:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://10.0.0.1:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        double t0 = util_now_ms();
+        drift_status st = try_open(refused[i], &o, &err);
+        double ms = util_now_ms() - t0;
+        if (st != DRIFT_ERR_INVALID || !contains(err.msg, "allow_insecure_key=1") || contains(err.msg, MARKER) ||
+            !contains(err.msg, "target 'http://"))
+            fail_msg("%s: %d %s", refused[i], st, err.msg);
+        assert_true(ms < 250); /* no connection was tried: well under the connect timeout */
+    }
+    o.api_key = "sk-caller-" MARKER;
+    assert_int_equal(try_open("http://192.0.2.1:9/v1?model=m", &o, &err), DRIFT_ERR_INVALID);
+    assert_false(contains(err.msg, MARKER));
+    assert_true(contains(err.msg, "192.0.2.1"));
+    o.api_key = NULL;
+    /* allowed: https anywhere, this machine by name or address, the option */
+    static const char *const allowed[] = {
+        "https://192.0.2.1:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://127.8.9.10:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://LOCALHOST:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://[::1]:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://[::ffff:127.0.0.1]:9/v1?model=m&api_key_env=DRIFT_TEST_KEY",
+        "http://bob:pw@127.0.0.1:9/v1?model=m",
+        "http://192.0.2.1:9/v1?model=m&api_key_env=DRIFT_TEST_KEY&allow_insecure_key=1",
+        "http://bob:pw@192.0.2.1:9/v1?model=m&allow_insecure_key=1",
+    };
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        if (try_open(allowed[i], &o, &err)) fail_msg("%s: %s", allowed[i], err.msg);
+    o.allow_insecure_key = 1; /* the option as the caller's */
+    assert_int_equal(try_open(refused[0], &o, &err), DRIFT_OK);
+    o.allow_insecure_key = 0;
+    /* the default variable's key: not refused, not sent (see the next test) */
+    o.default_key_env = "DRIFT_TEST_DEFAULT_KEY";
+    assert_int_equal(try_open("http://192.0.2.1:9/v1?model=m", &o, &err), DRIFT_OK);
+    /* with the option, the request is made: it fails on the network, not at open */
+    drift_target *t = NULL;
+    assert_int_equal(drift_target_open(allowed[6], &o, &t, &err), DRIFT_OK);
+    sink k;
+    gen_one(t, "ANSWER=1", NULL, &k);
+    assert_non_null(k.g[0].r.error);
+    assert_false(contains(k.g[0].r.error, MARKER));
+    sink_free(&k);
+    drift_target_close(t);
+}
+
+/* A listener on this host's own non-loopback IPv4 address: a "non-local"
+ * host by the rule (no lookup), which we can watch. It answers every POST
+ * with a completion and writes each request's head, then a NUL, to a pipe. */
+typedef struct peer {
+    pid_t pid;
+    int rfd;
+    char url[128];
+} peer;
+
+static int own_ipv4(char *out, size_t cap) {
+    struct ifaddrs *ifs = NULL, *i;
+    int found = 0;
+    if (getifaddrs(&ifs)) return 0;
+    for (i = ifs; i && !found; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+        struct in_addr a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+        if ((ntohl(a.s_addr) >> 24) == 127) continue;
+        found = inet_ntop(AF_INET, &a, out, (socklen_t)cap) != NULL;
+    }
+    freeifaddrs(ifs);
+    return found;
+}
+
+static void peer_serve(int lfd, int wfd) {
+    static const char body[] = "{\"id\":\"c\",\"object\":\"text_completion\",\"created\":0,\"model\":\"m\",\"choices\":"
+                               "[{\"index\":0,\"text\":\"ANSWER=1\",\"finish_reason\":\"stop\",\"logprobs\":null}],"
+                               "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}";
+    for (;;) {
+        struct pollfd pf = {lfd, POLLIN, 0};
+        if (poll(&pf, 1, 20000) <= 0) _exit(0);
+        int c = accept(lfd, NULL, NULL);
+        if (c < 0) continue;
+        char req[16384];
+        size_t n = 0;
+        char *end = NULL;
+        while (n < sizeof req - 1 && !end) {
+            ssize_t r = read(c, req + n, sizeof req - 1 - n);
+            if (r <= 0) break;
+            n += (size_t)r;
+            req[n] = '\0';
+            end = strstr(req, "\r\n\r\n");
+        }
+        if (end) {
+            size_t head = (size_t)(end + 4 - req);
+            const char *cl = strcasestr(req, "\r\nContent-Length:");
+            size_t want = cl && cl < end ? (size_t)strtoul(cl + 17, NULL, 10) : 0;
+            while (n - head < want && n < sizeof req - 1) {
+                ssize_t r = read(c, req + n, sizeof req - 1 - n);
+                if (r <= 0) break;
+                n += (size_t)r;
+            }
+            if (write(wfd, req, head) < 0 || write(wfd, "", 1) < 0) _exit(1);
+            char out[1024];
+            int m = snprintf(out, sizeof out,
+                             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                             "Connection: close\r\n\r\n%s",
+                             strlen(body), body);
+            if (write(c, out, (size_t)m) < 0) _exit(1);
+        }
+        close(c);
+    }
+}
+
+static int peer_start(peer *p) {
+    char ip[64];
+    if (!own_ipv4(ip, sizeof ip)) return -1;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    inet_pton(AF_INET, ip, &sa.sin_addr);
+    socklen_t sl = sizeof sa;
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) || listen(lfd, 16) ||
+        getsockname(lfd, (struct sockaddr *)&sa, &sl))
+        return -1;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        peer_serve(lfd, fds[1]);
+        _exit(0);
+    }
+    close(fds[1]);
+    close(lfd);
+    track_pid(pid, 1);
+    p->pid = pid;
+    p->rfd = fds[0];
+    snprintf(p->url, sizeof p->url, "http://%s:%d/v1", ip, ntohs(sa.sin_port));
+    return 0;
+}
+
+/* The head of the next request the peer saw (malloc'd), or NULL when none
+ * came within wait_ms. */
+static char *peer_next(peer *p, int wait_ms) {
+    util_buf b = {0};
+    for (;;) {
+        struct pollfd pf = {p->rfd, POLLIN, 0};
+        if (poll(&pf, 1, wait_ms) <= 0) break;
+        char c;
+        if (read(p->rfd, &c, 1) != 1) break;
+        if (c == '\0') return buf_steal(&b);
+        buf_append(&b, &c, 1);
+    }
+    buf_free(&b);
+    return NULL;
+}
+
+static void test_key_reachable_nonlocal(void **state) {
+    (void)state;
+    peer p;
+    if (peer_start(&p)) {
+        fprintf(stderr, "SKIP: no non-loopback IPv4 address here to listen on\n");
+        return;
+    }
+    unsetenv("http_proxy"), unsetenv("HTTP_PROXY"), unsetenv("all_proxy"), unsetenv("ALL_PROXY");
+    setenv("DRIFT_TEST_KEY", "sk-named-" MARKER, 1);
+    setenv("DRIFT_TEST_DEFAULT_KEY", "sk-default-" MARKER, 1);
+    drift_target_opts o = fast_opts();
+    o.default_key_env = "DRIFT_TEST_DEFAULT_KEY";
+    drift_error err = {0};
+    char spec[256];
+    /* the default variable's key: the request goes, without it */
+    snprintf(spec, sizeof spec, "%s?model=m", p.url);
+    drift_target *t = NULL;
+    assert_int_equal(drift_target_open(spec, &o, &t, &err), DRIFT_OK);
+    sink k;
+    gen_one(t, "ANSWER=1", NULL, &k);
+    assert_null(k.g[0].r.error);
+    sink_free(&k);
+    drift_target_close(t);
+    char *head = peer_next(&p, 5000);
+    assert_non_null(head);
+    assert_true(contains(head, "POST /v1/completions"));
+    assert_false(contains(head, "Authorization"));
+    assert_false(contains(head, MARKER));
+    free(head);
+    /* a named key: refused, and nothing connected */
+    snprintf(spec, sizeof spec, "%s?model=m&api_key_env=DRIFT_TEST_KEY", p.url);
+    assert_int_equal(try_open(spec, &o, &err), DRIFT_ERR_INVALID);
+    assert_true(contains(err.msg, "allow_insecure_key=1"));
+    head = peer_next(&p, 300);
+    assert_null(head);
+    /* with the option: sent */
+    snprintf(spec, sizeof spec, "%s?model=m&api_key_env=DRIFT_TEST_KEY&allow_insecure_key=1", p.url);
+    assert_int_equal(drift_target_open(spec, &o, &t, &err), DRIFT_OK);
+    gen_one(t, "ANSWER=1", NULL, &k);
+    assert_null(k.g[0].r.error);
+    sink_free(&k);
+    drift_target_close(t);
+    head = peer_next(&p, 5000);
+    assert_non_null(head);
+    assert_true(contains(head, "\r\nAuthorization: Bearer sk-named-" MARKER "\r\n"));
+    free(head);
+    kill(p.pid, SIGKILL);
+    waitpid(p.pid, NULL, 0);
+    track_pid(p.pid, 0);
+    close(p.rfd);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
@@ -1220,6 +1520,9 @@ int main(void) {
         cmocka_unit_test_teardown(test_5xx_retried_then_ok, kill_servers),
         cmocka_unit_test_teardown(test_permanent_errors, kill_servers),
         cmocka_unit_test_teardown(test_api_key, kill_servers),
+        cmocka_unit_test_teardown(test_key_local_http, kill_servers),
+        cmocka_unit_test_teardown(test_key_refused_nonlocal, kill_servers),
+        cmocka_unit_test_teardown(test_key_reachable_nonlocal, kill_servers),
         cmocka_unit_test_teardown(test_timeout, kill_servers),
         cmocka_unit_test_teardown(test_reset_mid_body, kill_servers),
         cmocka_unit_test_teardown(test_request_numbered_faults, kill_servers),

@@ -11,7 +11,15 @@
  * on a fresh database (tests/pg/pg_test.h), plus the PostgreSQL
  * counterparts of the SQLite-file tests and a server stopped mid-run
  * (when DRIFT_TEST_PG_CTL says how). The tests look at what the store
- * wrote through the statement layer (sq_*), which reads both. */
+ * wrote through the statement layer (sq_*), which reads both.
+ *
+ * Secrets: a run's record holds its target without the password or the
+ * credential parameters, resumes with another password, and shows "***"
+ * for a record an older driftbench wrote (merged copies too); PostgreSQL
+ * URLs and key=value strings whose password holds '@', '/', '%' (raw or
+ * escaped, in the userinfo, in ?password= or quoted) give libpq the
+ * password whole (PQpass) and never show it: not in drift_store_display,
+ * not in the messages of a failed connection (libpq's included). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1804,6 +1812,166 @@ static void test_pg_server_goes_away(void **state) {
     free_suite(su);
 }
 
+/* ---- secrets ---- */
+
+#define MARKER "SECRETMARK"
+
+/* The target column of run `label`, as stored (not through run_get). */
+static void stored_target(drift_store *st, const char *label, char *out, size_t cap) {
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT target FROM runs WHERE label='%s'", label);
+    query_text(st, sql, out, cap);
+}
+
+static void test_run_record_secrets(void **state) {
+    (void)state;
+    const char *path = store_loc("secrets.db");
+    drift_store *st = open_ok(path);
+    drift_error err = {0};
+    const char *dec = "{\"temperature\":0}";
+    drift_run_info ri =
+        run_info("r", "http://bob:p%40ss/w@rd" MARKER "@h:8000/v1?model=m&api_key_env=K&allow_insecure_key=1", dec);
+    int64_t run, again;
+    int resumed;
+    assert_int_equal(said(drift_store_run_begin(st, &ri, &run, &resumed, &err), &err), DRIFT_OK);
+    char t[512];
+    stored_target(st, "r", t, sizeof t);
+    assert_string_equal(t, "http://bob:***@h:8000/v1?model=m");
+    drift_run_info got;
+    assert_int_equal(drift_store_run_get(st, "r", &got, &err), DRIFT_OK);
+    assert_string_equal(got.target, "http://bob:***@h:8000/v1?model=m");
+    drift_run_info_clear(&got);
+    /* another password or key variable: the same run */
+    ri = run_info("r", "http://bob:other@h:8000/v1?model=m&api_key_env=OTHER", dec);
+    assert_int_equal(said(drift_store_run_begin(st, &ri, &again, &resumed, &err), &err), DRIFT_OK);
+    assert_int_equal(resumed, 1);
+    assert_int_equal(again, run);
+    /* another host: refused, and the message holds no password */
+    ri = run_info("r", "http://bob:" MARKER "@h2:8000/v1?model=m", dec);
+    assert_int_equal(drift_store_run_begin(st, &ri, &again, &resumed, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "stored 'http://bob:***@h:8000/v1?model=m', requested 'http://bob:***@h2:8000"));
+    assert_null(strstr(err.msg, MARKER));
+    /* a record of an older driftbench, its password in clear: read back
+     * redacted, and it resumes */
+    exec_ok(st, "UPDATE runs SET target='http://bob:OLD" MARKER "@h:8000/v1?model=m' WHERE label='r'");
+    assert_int_equal(drift_store_run_get(st, "r", &got, &err), DRIFT_OK);
+    assert_string_equal(got.target, "http://bob:***@h:8000/v1?model=m");
+    drift_run_info_clear(&got);
+    ri = run_info("r", "http://bob:new@h:8000/v1?model=m", dec);
+    assert_int_equal(said(drift_store_run_begin(st, &ri, &again, &resumed, &err), &err), DRIFT_OK);
+    assert_int_equal(resumed, 1);
+    drift_store_run_unlock(st, "r", NULL);
+
+    /* merging such an old shard (an SQLite file) copies the target without
+     * the password; merging it again matches the run already there */
+    drift_store *old = open_ok(tpath("old-shard.db"));
+    ri = run_info("s", "http://bob:x@h:8000/v1?model=m", dec);
+    assert_int_equal(said(drift_store_run_begin(old, &ri, &run, &resumed, &err), &err), DRIFT_OK);
+    exec_ok(old, "UPDATE runs SET target='http://bob:OLD" MARKER "@h:8000/v1?model=m&api_key_env=K'");
+    drift_store_close(old);
+    drift_store_merged m = {0};
+    assert_int_equal(said(drift_store_merge(st, tpath("old-shard.db"), &m, &err), &err), DRIFT_OK);
+    assert_int_equal(m.runs, 1);
+    stored_target(st, "s", t, sizeof t);
+    assert_string_equal(t, "http://bob:***@h:8000/v1?model=m");
+    memset(&m, 0, sizeof m);
+    assert_int_equal(said(drift_store_merge(st, tpath("old-shard.db"), &m, &err), &err), DRIFT_OK);
+    assert_int_equal(m.runs_skipped, 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM runs WHERE target LIKE '%" MARKER "%'"), 0);
+    drift_store_close(st);
+}
+
+/* The PostgreSQL store forms of one password, and what libpq must get. */
+typedef struct pg_form {
+    const char *what;
+    char loc[1024];
+} pg_form;
+
+/* Fills forms[] for a database at socket dir `dir`, database `db`: the
+ * password "p@ss/w" MARKER "%x'" in each way of writing it. */
+static int pg_forms(const char *dir, const char *db, pg_form *f) {
+    int n = 0;
+    f[n].what = "userinfo, raw '@', '/', '%'";
+    snprintf(f[n++].loc, sizeof f[0].loc, "postgresql://postgres:p@ss/w" MARKER "%%x'@/%s?host=%s", db, dir);
+    f[n].what = "userinfo, escaped %40 %2F %25";
+    snprintf(f[n++].loc, sizeof f[0].loc, "postgres://postgres:p%%40ss%%2Fw" MARKER "%%25x%%27@/%s?host=%s", db, dir);
+    f[n].what = "?password=";
+    snprintf(f[n++].loc, sizeof f[0].loc, "postgresql://postgres@/%s?host=%s&password=p%%40ss%%2Fw" MARKER "%%25x'",
+             db, dir);
+    f[n].what = "key=value, quoted";
+    snprintf(f[n++].loc, sizeof f[0].loc, "host=%s dbname=%s user=postgres password='p@ss/w" MARKER "%%x\\''", dir, db);
+    f[n].what = "key=value, bare";
+    snprintf(f[n++].loc, sizeof f[0].loc, "host=%s password = p@ss/w" MARKER "%%x\\' dbname=%s user=postgres", dir, db);
+    return n;
+}
+
+/* A store that cannot be reached, its password in every form: the
+ * messages (libpq's included) and the display never hold it. */
+static void test_pg_connect_messages(void **state) {
+    (void)state;
+    pg_form f[8];
+    int n = pg_forms("/nonexistent-drift-dir", "nodb", f);
+    for (int i = 0; i < n; i++) {
+        for (int ro = 0; ro < 2; ro++) {
+            drift_store *st = NULL;
+            drift_error err = {0};
+            drift_status rc = ro ? drift_store_open_readonly(f[i].loc, &st, &err) : drift_store_open(f[i].loc, &st, &err);
+            assert_int_not_equal(rc, DRIFT_OK);
+            assert_null(st);
+            if (strstr(err.msg, "SECRET") || !strstr(err.msg, "***") || !strstr(err.msg, "cannot connect to PostgreSQL"))
+                fail_msg("%s: %s", f[i].what, err.msg);
+        }
+    }
+    /* libpq's own complaints about the rest of the string */
+    static const char *const bad[] = {
+        "postgresql://u:" MARKER "@h:notaport/db",
+        "postgresql://u:" MARKER "@[::1/db",
+        "host=/x password=" MARKER " nonsense",
+        "host=/x password='" MARKER,
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        drift_store *st = NULL;
+        drift_error err = {0};
+        assert_int_not_equal(drift_store_open(bad[i], &st, &err), DRIFT_OK);
+        if (strstr(err.msg, "SECRET")) fail_msg("'%s': %s", bad[i], err.msg);
+    }
+}
+
+/* The same forms against the server (trust authentication: any password
+ * connects, and PQpass says what libpq was given). */
+static void test_pg_password_forms(void **state) {
+    (void)state;
+    char url[512];
+    assert_int_equal(pg_test_fresh_db("pwforms", url, sizeof url), 0);
+    /* url: postgresql://postgres@/NAME?host=DIR */
+    const char *db = strstr(url, "@/"), *q = strstr(url, "?host=");
+    assert_non_null(db);
+    assert_non_null(q);
+    char name[128], dir[256];
+    snprintf(name, sizeof name, "%.*s", (int)(q - db - 2), db + 2);
+    snprintf(dir, sizeof dir, "%s", q + 6);
+    pg_form f[8];
+    int n = pg_forms(dir, name, f);
+    for (int i = 0; i < n; i++) {
+        drift_store *st = NULL;
+        drift_error err = {0};
+        if (drift_store_open(f[i].loc, &st, &err)) fail_msg("%s: %s", f[i].what, err.msg);
+        assert_int_equal(st->kind, STORE_PG);
+        if (strcmp(PQpass(st->pg), "p@ss/w" MARKER "%x'")) fail_msg("%s: libpq got '%s'", f[i].what, PQpass(st->pg));
+        if (strstr(drift_store_display(st), "SECRET")) fail_msg("%s: shown as %s", f[i].what, drift_store_display(st));
+        assert_string_equal(drift_store_path(st), f[i].loc);
+        drift_store_close(st);
+    }
+    /* a database that is not there: the server's message, no password */
+    n = pg_forms(dir, "no_such_db_here", f);
+    for (int i = 0; i < n; i++) {
+        drift_store *st = NULL;
+        drift_error err = {0};
+        assert_int_equal(drift_store_open_readonly(f[i].loc, &st, &err), DRIFT_ERR_NOT_FOUND);
+        if (strstr(err.msg, "SECRET") || !strstr(err.msg, "no_such_db_here")) fail_msg("%s: %s", f[i].what, err.msg);
+    }
+}
+
 int main(void) {
     /* the SQLite pass: every test */
     const struct CMUnitTest sqlite_tests[] = {
@@ -1825,6 +1993,8 @@ int main(void) {
         cmocka_unit_test(test_readonly_old_schema_not_migrated),
         cmocka_unit_test_teardown(test_concurrent_writers, teardown_kids),
         cmocka_unit_test_teardown(test_concurrent_create, teardown_kids),
+        cmocka_unit_test(test_run_record_secrets),
+        cmocka_unit_test(test_pg_connect_messages),
     };
     /* the PostgreSQL pass: the store's behaviour, each test on a fresh
      * database, then what stands for the SQLite-file tests; the server
@@ -1845,6 +2015,8 @@ int main(void) {
         cmocka_unit_test(test_pg_readonly_reads_and_writes_nothing),
         cmocka_unit_test_teardown(test_pg_run_lock_connection_ends, teardown_kids),
         cmocka_unit_test(test_pg_run_lock_row_taken_over),
+        cmocka_unit_test(test_run_record_secrets),
+        cmocka_unit_test(test_pg_password_forms),
         cmocka_unit_test_teardown(test_pg_server_goes_away, teardown_server),
     };
     int failed = cmocka_run_group_tests_name("store on SQLite", sqlite_tests, setup_dir, teardown_dir);
