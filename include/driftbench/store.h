@@ -361,6 +361,14 @@ typedef struct drift_store_merged {
  * not counted). */
 DRIFT_API drift_status drift_store_merge(drift_store *st, const char *in_path, drift_store_merged *stats,
                                          drift_error *err);
+/* drift_store_merge, but first, in the same transaction, the runs of st
+ * labelled replace[0..n_replace) (those that exist) are deleted with their
+ * responses, scores and embeddings, and so are the prompts of their suites
+ * that no response uses any more: the input's runs of those labels then
+ * take their place (what `import --replace` does). A failure leaves st as
+ * it was, the replaced runs included. */
+DRIFT_API drift_status drift_store_merge_replace(drift_store *st, const char *in_path, const char *const *replace,
+                                                 size_t n_replace, drift_store_merged *stats, drift_error *err);
 
 #ifdef __cplusplus
 }
