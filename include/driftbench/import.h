@@ -31,7 +31,17 @@
  * Both are errors naming the two files and the document.
  *
  * Outside data is hostile: every field is checked; an error names the file,
- * the line (lm-eval) or the result's index (promptfoo) and the field. */
+ * the line (lm-eval) or the result's index (promptfoo) and the field. What
+ * becomes an identifier (prompt ids, labels, suites, the file's path in the
+ * run's target) must be valid UTF-8 (a PostgreSQL store takes nothing
+ * else): an id that is not is refused naming the file and the line.
+ *
+ * Import is exact: the run records the file's size and content hash. The
+ * same file imported again under the same label changes nothing; a file
+ * whose content changed since is refused (DRIFT_ERR_MISMATCH naming the
+ * file and the run) unless the caller asks to replace the stored run
+ * (drift_import_store_opts.replace), which happens in the transaction that
+ * stores the new one. */
 #ifndef DRIFTBENCH_IMPORT_H
 #define DRIFTBENCH_IMPORT_H
 
@@ -103,6 +113,10 @@ typedef struct drift_import_set {
     drift_import_format format;
     drift_import_run *runs;
     size_t n;
+    /* the file's content, as parsed: its size and FNV-1a 64 hash (16 hex),
+     * stored with each run so that a re-import of a changed file is seen */
+    size_t file_bytes;
+    char file_hash[17];
 } drift_import_set;
 
 /* Parses one output file held in memory. `name` is used in messages (and as
