@@ -229,6 +229,15 @@ static int schema_expected(int v, schema_list *l) {
 
 static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
 
+/* A name from the file, for a message: valid UTF-8, control bytes as '?'
+ * (malloc'd; NULL nomem). */
+static char *shown_name(const char *s) {
+    char *c = util_utf8_clean(s, strlen(s));
+    for (char *p = c; p && *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    return c;
+}
+
 /* DRIFT_ERR_STORE naming the first object of the store's schema that is
  * not the one DriftBench creates for version v (see the top). */
 static drift_status check_schema(drift_store *st, int v, drift_error *err) {
@@ -249,7 +258,7 @@ static drift_status check_schema(drift_store *st, int v, drift_error *err) {
         const schema_obj *h = &have.v[i], *w = NULL;
         for (size_t j = 0; j < want.n && !w; j++)
             if (!strcmp(want.v[j].name, h->name)) w = &want.v[j];
-        char *name = util_utf8_clean(h->name, strlen(h->name)), *type = util_utf8_clean(h->type, strlen(h->type));
+        char *name = shown_name(h->name), *type = shown_name(h->type);
         if (!w)
             buf_printf(&why, "%s '%s', which is not DriftBench's", type ? type : "?", name ? name : "?");
         else if (strcmp(w->type, h->type) != 0)
