@@ -181,10 +181,11 @@ typedef struct drift_import_summary {
  *    checked pairwise (drift_import_check_pair, or the stored prompts'
  *    documents) unless opts->partial: DRIFT_ERR_MISMATCH naming both files
  *    and the document;
- *  - a label already in st must hold the same import: the same file path
- *    and the same content (size and hash), then it is skipped; else
- *    DRIFT_ERR_MISMATCH naming the file and the run (a changed file, one
- *    stored without a recorded content, one from another file), unless
+ *  - a label already in st must hold the same import: the same file path,
+ *    content (size and hash), config and decoding, then it is skipped;
+ *    else DRIFT_ERR_MISMATCH naming the file and the run (a changed file,
+ *    one stored without a recorded content, one from another file, another
+ *    --config), unless
  *    opts->replace and the stored run was imported: then its responses,
  *    scores, embeddings and the prompts only it used are deleted in the
  *    transaction that stores the new run (drift_store_merge_replace). A

@@ -22,8 +22,9 @@
  *               this import replaces: a failure leaves it as it was
  *
  * Re-imports. A label already in the store is the same import when its
- * target names the same framework and file and its templates record the
- * same size and hash: it is skipped (the merge skips it too). Anything else
+ * target names the same framework and file, its templates record the same
+ * size and hash, and its config and decoding are the ones this import
+ * writes: it is skipped (the merge skips it too). Anything else
  * is refused naming the file and the run: other content at the same path,
  * a run imported from another file, a run imported before the content was
  * recorded (whether it changed cannot be told), a run that was not imported.
@@ -231,7 +232,8 @@ static char *import_target(const drift_import_run *r) { return util_asprintf("im
 /* Label it->label is already held by the stored run ri: the same import
  * (it->same), refused, or with replace one to replace (it->replace). See
  * "Re-imports" at the top. */
-static drift_status check_reimport(item *it, const drift_run_info *ri, int replace, drift_error *err) {
+static drift_status check_reimport(item *it, const drift_run_info *ri, int replace, const char *config,
+                                   drift_error *err) {
     const drift_import_run *r = it->run;
     const drift_import_set *set = it->set;
     const char *have_target = ri->target ? ri->target : "";
@@ -247,7 +249,13 @@ static drift_status check_reimport(item *it, const drift_run_info *ri, int repla
     long long bytes = 0;
     char hash[17] = "";
     int recorded = stored_content(ri, &bytes, hash);
-    if (same_file && recorded && bytes == (long long)set->file_bytes && !strcmp(hash, set->file_hash)) {
+    int same_content = same_file && recorded && bytes == (long long)set->file_bytes && !strcmp(hash, set->file_hash);
+    char *cfg = same_content ? run_config(r, config, err) : NULL;
+    if (same_content && !cfg) return err && err->code ? err->code : DRIFT_ERR_NOMEM;
+    int same_record = cfg && !strcmp(cfg, ri->config_json ? ri->config_json : "") &&
+                      !strcmp(r->decoding_json, ri->decoding_json ? ri->decoding_json : "");
+    free(cfg);
+    if (same_content && same_record) {
         it->same = 1;
         return DRIFT_OK;
     }
@@ -260,6 +268,12 @@ static drift_status check_reimport(item *it, const drift_run_info *ri, int repla
                                "%s: run '%s' is already in the store, imported from %s: give this one another "
                                "--label, or --replace to replace the stored run",
                                r->source, it->label, stored_source(ri));
+    if (same_content)
+        return drift_error_set(err, DRIFT_ERR_MISMATCH,
+                               "%s: run '%s' is already in the store from this file, with another configuration "
+                               "(--config, --model) or decoding: --replace replaces it, --label stores this one "
+                               "beside it",
+                               r->source, it->label);
     if (!recorded)
         return drift_error_set(err, DRIFT_ERR_MISMATCH,
                                "%s: run '%s' is already in the store, imported by a DriftBench that did not record "
@@ -273,7 +287,9 @@ static drift_status check_reimport(item *it, const drift_run_info *ri, int repla
                            r->source, it->label, set->file_bytes, set->file_hash, bytes, hash);
 }
 
-static drift_status check_all(drift_store *st, item *items, size_t n, int partial, int replace, drift_error *err) {
+static drift_status check_all(drift_store *st, item *items, size_t n, const drift_import_store_opts *o,
+                              drift_error *err) {
+    int partial = o->partial;
     for (size_t i = 0; i < n; i++)
         if (!import_utf8_ok(items[i].label)) {
             char *shown = import_utf8_shown(items[i].label);
@@ -303,7 +319,8 @@ static drift_status check_all(drift_store *st, item *items, size_t n, int partia
     if (rc) return rc;
     for (size_t i = 0; i < n && !rc; i++)
         for (size_t k = 0; k < n_infos && !rc; k++)
-            if (!strcmp(infos[k].label, items[i].label)) rc = check_reimport(&items[i], &infos[k], replace, err);
+            if (!strcmp(infos[k].label, items[i].label))
+                rc = check_reimport(&items[i], &infos[k], o->replace, o->config, err);
     for (size_t i = 0; i < n && !rc; i++) {
         int content_checked = 0;
         for (size_t k = 0; k < n_infos && !rc; k++) {
@@ -577,13 +594,13 @@ static drift_status private_make(int *parent, int *fd, char **name, char **db, d
     char *tmpl = util_asprintf("%s/" PRIVATE_PREFIX "%ld-XXXXXX", root, (long)getpid());
     char *made = tmpl ? mkdtemp(tmpl) : NULL;
     if (!made) {
-        int e = errno;
+        int e = errno, nomem = !tmpl;
         free(tmpl);
         close(*parent);
         *parent = -1;
-        return tmpl ? drift_error_set(err, DRIFT_ERR_IO, "import: cannot make a temporary directory under %s: %s",
-                                      root, strerror(e))
-                    : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        return nomem ? drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory")
+                     : drift_error_set(err, DRIFT_ERR_IO, "import: cannot make a temporary directory under %s: %s",
+                                       root, strerror(e));
     }
     *fd = open(made, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     const char *base = strrchr(made, '/') + 1;
@@ -634,7 +651,7 @@ drift_status drift_import_store(drift_store *st, drift_import_set *const *sets, 
             items[k].set = sets[s];
             items[k].label = labels && k < n_labels && labels[k] ? labels[k] : items[k].run->label;
         }
-    drift_status rc = check_all(st, items, n, opts->partial, opts->replace, err);
+    drift_status rc = check_all(st, items, n, opts, err);
     char *db = NULL, *name = NULL;
     const char **replace = NULL;
     int parent = -1, dir = -1;

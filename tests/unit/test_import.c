@@ -712,6 +712,18 @@ static void test_reimport_changed(void **state) {
     assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "did not record the file's content"));
     assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, &so, NULL, NULL, &err), DRIFT_OK);
+    /* the same file with another --config: refused, or replaced */
+    drift_import_store_opts cfg;
+    drift_import_store_opts_default(&cfg);
+    cfg.config = "hardware=h100";
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, &cfg, NULL, NULL, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "from this file, with another configuration"));
+    cfg.replace = 1;
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, &cfg, NULL, NULL, &err), DRIFT_OK);
+    drift_run_info ri = {0};
+    assert_int_equal(drift_store_run_get(st, label0, &ri, &err), DRIFT_OK);
+    assert_non_null(strstr(ri.config_json, "\"hardware\":\"h100\""));
+    drift_run_info_clear(&ri);
     drift_import_set_free(s);
     drift_store_close(st);
     free(was);
