@@ -1281,7 +1281,8 @@ static pid_t huge_reply_server(int *port, size_t bytes) {
             }
             char head[256];
             int hn = snprintf(head, sizeof head,
-                              "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", bytes);
+                              "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                              bytes);
             if (write(c, head, (size_t)hn) != hn) _exit(0);
             static char chunk[65536];
             memset(chunk, 'a', sizeof chunk);

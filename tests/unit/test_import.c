@@ -546,7 +546,8 @@ static void test_promptfoo_ids(void **state) {
     buf_puts(&b, "{\"results\":{\"version\":3,\"results\":[");
     for (int p = 0; p < 2; p++)
         for (int t = 0; t < 2; t++) {
-            pf_result(&b, p, t, "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", 1, "a"); /* four euro signs: 12 bytes */
+            /* four euro signs: 12 bytes */
+            pf_result(&b, p, t, "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", 1, "a");
             pf_result(&b, p, t, "abcdefghij", 1, "a");
         }
     buf_puts(&b, "]}}");
@@ -593,7 +594,8 @@ static void test_invalid_utf8_ids(void **state) {
     drift_import_opts o;
     drift_import_opts_default(&o);
     o.model = "m";
-    assert_int_equal(drift_import_parse("ok/samples_gsm8k_2026-01-01.jsonl", data, strlen(data), &o, &s, &err), DRIFT_OK);
+    assert_int_equal(drift_import_parse("ok/samples_gsm8k_2026-01-01.jsonl", data, strlen(data), &o, &s, &err),
+                     DRIFT_OK);
     char path[128];
     snprintf(path, sizeof path, "%s/u.db", tmpdir);
     drift_store *st = NULL;
