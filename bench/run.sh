@@ -5,7 +5,8 @@
 set -u
 B=${1:-build}
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
-for prog in http_client store_bench compare_bench sandbox_bench kernels_bench engine_bench analysis_bench serve_bench; do
+for prog in http_client store_bench compare_bench sandbox_bench kernels_bench engine_bench analysis_bench serve_bench \
+            promptfoo_import; do
   exe=$B/bench_$prog
   [ -x "$exe" ] || { echo "## $prog: not built"; continue; }
   echo "## $prog"

@@ -3,7 +3,9 @@
  * runs (import.h), so `compare` pairs them without asking a server. Every
  * file is parsed before anything is written; all runs go into the store in
  * one transaction. Prints one line per run setting the tool's verdicts
- * beside DriftBench's own. */
+ * beside DriftBench's own. A file imported again under the same label is
+ * left as it was when its content is the same, refused (exit 2, naming the
+ * file) when it changed, replaced with --replace. */
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -37,10 +39,14 @@ static const char import_usage[] =
     "  --config k=v,...     configuration dimensions (hardware, precision, ...)\n"
     "  --verdict ours|tool  which label compare counts where both exist (default ours)\n"
     "  --partial            allow runs of a task that cover different documents\n"
+    "  --replace            a label already imported from other content (a changed\n"
+    "                       file) is replaced, in the same transaction; without it\n"
+    "                       such a re-import is refused\n"
     "  --unsafe-code-exec   run code answers without isolation when no sandbox works\n"
     "  --python PATH        interpreter for code answers (default /usr/bin/python3)\n"
     "  --jobs N             parallel code evaluations (default: cores)\n"
     "\n"
+    "The same file imported again changes nothing.\n"
     "exit: 0 stored, 2 error (nothing stored)\n";
 
 static void print_summary(const drift_import_summary *s) {
@@ -50,6 +56,7 @@ static void print_summary(const drift_import_summary *s) {
     }
     /* the label and the evaluator's name come from the imported file */
     const char *label = cli_safe(s->label), *ev = cli_safe(s->evaluator), *ours = cli_safe(s->ours_evaluator);
+    if (s->replaced) printf("%s: replaced the stored run (--replace)\n", label);
     printf("%s: %zu answers, %zu errors; %s pass %zu/%zu", label, s->answers, s->errors, ev, s->tool_pass,
            s->tool_pass + s->tool_fail);
     if (s->ours_evaluator[0]) {
@@ -64,7 +71,7 @@ static void print_summary(const drift_import_summary *s) {
 
 static int cmd_import(int argc, char **argv) {
     enum { O_DB = 400, O_LABEL, O_FORMAT, O_WORKLOAD, O_METRIC, O_FILTER, O_TASK, O_MODEL, O_CONFIG, O_VERDICT,
-           O_PARTIAL, O_UNSAFE, O_PYTHON, O_JOBS, O_HELP };
+           O_PARTIAL, O_UNSAFE, O_PYTHON, O_JOBS, O_REPLACE, O_HELP };
     static const struct option longopts[] = {
         {"db", required_argument, 0, O_DB},         {"label", required_argument, 0, O_LABEL},
         {"format", required_argument, 0, O_FORMAT}, {"workload", required_argument, 0, O_WORKLOAD},
@@ -73,7 +80,8 @@ static int cmd_import(int argc, char **argv) {
         {"config", required_argument, 0, O_CONFIG}, {"verdict", required_argument, 0, O_VERDICT},
         {"partial", no_argument, 0, O_PARTIAL},     {"unsafe-code-exec", no_argument, 0, O_UNSAFE},
         {"python", required_argument, 0, O_PYTHON}, {"jobs", required_argument, 0, O_JOBS},
-        {"help", no_argument, 0, O_HELP},           {0, 0, 0, 0}};
+        {"replace", no_argument, 0, O_REPLACE},     {"help", no_argument, 0, O_HELP},
+        {0, 0, 0, 0}};
     const char *db = NULL;
     const char **labels = calloc((size_t)argc + 1, sizeof *labels);
     if (!labels) return cli_error("import", "out of memory");
@@ -120,6 +128,7 @@ static int cmd_import(int argc, char **argv) {
             }
             break;
         case O_PARTIAL: so.partial = 1; break;
+        case O_REPLACE: so.replace = 1; break;
         case O_UNSAFE: so.unsafe_code_exec = 1; break;
         case O_PYTHON: so.python = optarg; break;
         case O_JOBS:

@@ -31,7 +31,17 @@
  * Both are errors naming the two files and the document.
  *
  * Outside data is hostile: every field is checked; an error names the file,
- * the line (lm-eval) or the result's index (promptfoo) and the field. */
+ * the line (lm-eval) or the result's index (promptfoo) and the field. What
+ * becomes an identifier (prompt ids, labels, suites, the file's path in the
+ * run's target) must be valid UTF-8 (a PostgreSQL store takes nothing
+ * else): an id that is not is refused naming the file and the line.
+ *
+ * Import is exact: the run records the file's size and content hash. The
+ * same file imported again under the same label changes nothing; a file
+ * whose content changed since is refused (DRIFT_ERR_MISMATCH naming the
+ * file and the run) unless the caller asks to replace the stored run
+ * (drift_import_store_opts.replace), which happens in the transaction that
+ * stores the new one. */
 #ifndef DRIFTBENCH_IMPORT_H
 #define DRIFTBENCH_IMPORT_H
 
@@ -103,6 +113,10 @@ typedef struct drift_import_set {
     drift_import_format format;
     drift_import_run *runs;
     size_t n;
+    /* the file's content, as parsed: its size and FNV-1a 64 hash (16 hex),
+     * stored with each run so that a re-import of a changed file is seen */
+    size_t file_bytes;
+    char file_hash[17];
 } drift_import_set;
 
 /* Parses one output file held in memory. `name` is used in messages (and as
@@ -134,6 +148,9 @@ typedef struct drift_import_store_opts {
     int unsafe_code_exec;          /* run code answers without isolation (explicit opt-in) */
     const char *python;            /* interpreter for code answers; NULL default */
     int jobs;                      /* parallel code evaluations; 0 = cores */
+    int replace;                   /* 1: a label already in st from an import of other content (or of a
+                                      file whose content was not recorded) is replaced, in the same
+                                      transaction, instead of refused */
 } drift_import_store_opts;
 
 DRIFT_API void drift_import_store_opts_default(drift_import_store_opts *o);
@@ -150,6 +167,7 @@ typedef struct drift_import_summary {
     char ours_evaluator[64];       /* "math", "code-pass@1", "" when none ran */
     char ours_note[256];           /* why ours did not run (no reference, no sandbox), "" */
     int already;                   /* the store held this run already (same import): left as it was */
+    int replaced;                  /* the store held this label from other content: replaced (opts.replace) */
 } drift_import_summary;
 
 /* Stores the runs of every set in sets[0..n_sets) into st, in one
@@ -163,8 +181,20 @@ typedef struct drift_import_summary {
  *    checked pairwise (drift_import_check_pair, or the stored prompts'
  *    documents) unless opts->partial: DRIFT_ERR_MISMATCH naming both files
  *    and the document;
- *  - a label already in st must hold the same import (then it is skipped,
- *    as merge does), else DRIFT_ERR_MISMATCH.
+ *  - a label already in st must hold the same import: the same file path,
+ *    content (size and hash), config and decoding, then it is skipped;
+ *    else DRIFT_ERR_MISMATCH naming the file and the run (a changed file,
+ *    one stored without a recorded content, one from another file, another
+ *    --config), unless
+ *    opts->replace and the stored run was imported: then its responses,
+ *    scores, embeddings and the prompts only it used are deleted in the
+ *    transaction that stores the new run (drift_store_merge_replace). A
+ *    label held by a run that was not imported is never replaced;
+ *  - an id, label or path that is not valid UTF-8 is DRIFT_ERR_INVALID.
+ * The private store lives in $TMPDIR/driftbench-import-PID-XXXXXX (flock'd
+ * while in use) and is removed when the call returns; private stores that a
+ * killed import left (their process gone, their lock free, owned by this
+ * user; never followed through a symlink) are removed by the next call. 
  * The run's config: model, framework ("lm-eval", "promptfoo"), hardware and
  * precision "unknown", overridden by opts->config. summaries (NULL: not
  * wanted) gets one entry per run; *n_summaries their count (free with

@@ -41,7 +41,10 @@ typedef struct drift_store drift_store;
 #define DRIFT_STORE_SCHEMA_VERSION 2
 
 /* Opens (creating and migrating if needed) the store at path. A file that is
- * not a DriftBench store, or has a newer schema, is refused. */
+ * not a DriftBench store, or has a newer schema, is refused; so is an SQLite
+ * store whose schema is not exactly the one DriftBench creates for its
+ * version (a view, a trigger, another table or index, other SQL):
+ * DRIFT_ERR_STORE naming the object, the file untouched. */
 DRIFT_API drift_status drift_store_open(const char *path, drift_store **out, drift_error *err);
 
 /* Opens an existing store for reading only (compare, table, report, monitor).
@@ -50,6 +53,9 @@ DRIFT_API drift_status drift_store_open(const char *path, drift_store **out, dri
  *    store was written there yet); foreign files and newer schemas are
  *    refused as by drift_store_open; older schemas are read as they are
  *    (never migrated).
+ *  - SQLite: every statement is bounded by the store's size (VM steps per
+ *    byte, store_sqlite.c); one that passes the bound fails with an error
+ *    that says so instead of running on.
  *  - Nothing is written: SQLite opens the file with SQLITE_OPEN_READONLY
  *    (query_only on), no journal mode is set, no lock is taken, and the
  *    file's bytes, size and mtime stay as they were. So a store on a
@@ -362,6 +368,14 @@ typedef struct drift_store_merged {
  * not counted). */
 DRIFT_API drift_status drift_store_merge(drift_store *st, const char *in_path, drift_store_merged *stats,
                                          drift_error *err);
+/* drift_store_merge, but first, in the same transaction, the runs of st
+ * labelled replace[0..n_replace) (those that exist) are deleted with their
+ * responses, scores and embeddings, and so are the prompts of their suites
+ * that no response uses any more: the input's runs of those labels then
+ * take their place (what `import --replace` does). A failure leaves st as
+ * it was, the replaced runs included. */
+DRIFT_API drift_status drift_store_merge_replace(drift_store *st, const char *in_path, const char *const *replace,
+                                                 size_t n_replace, drift_store_merged *stats, drift_error *err);
 
 #ifdef __cplusplus
 }

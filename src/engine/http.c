@@ -1,8 +1,9 @@
 /* http.c - the OpenAI-compatible HTTP target.
  *
  * Spec: http[s]://[USER:PASSWORD@]HOST:PORT/PATH?model=NAME[&api=chat|completions]
- * [&embed_model=NAME][&api_key_env=NAME][&allow_insecure_key=1]
- * (PATH defaults to /v1; api defaults to completions). Requests go to
+ * [&embed_model=NAME][&api_key_env=NAME][&allow_insecure_key=1][&max_reply_mb=N]
+ * (PATH defaults to /v1; api defaults to completions; a reply body past
+ * max_reply_mb, default 16, fails unparsed: http_reply.c). Requests go to
  * PATH/completions or PATH/chat/completions; embeddings to PATH/embeddings.
  *
  * Credentials: the API key is never written in the spec (api_key=, key=,
@@ -82,7 +83,8 @@ typedef struct http_slot {
     CURL *easy;
     util_buf body;          /* reply body of the current attempt */
     util_buf req;           /* request JSON of the current request */
-    int too_big;             /* reply passed ENG_HTTP_MAX_BODY_BYTES */
+    int too_big;             /* reply passed max_body */
+    size_t max_body;         /* the target's largest reply (max_reply_mb; http_reply.c) */
     enum slot_state state;
     size_t ri;               /* index into the reqs[] of the current generate() */
     int attempts;            /* attempts made so far for this request */
@@ -106,6 +108,7 @@ typedef struct http_impl {
     http_slot *slots;
     int n_slots;
     util_rng rng;           /* backoff jitter */
+    size_t max_reply;       /* largest reply body: ENG_HTTP_MAX_BODY_BYTES or max_reply_mb */
 } http_impl;
 
 /* ---------- spec parsing ---------- */
@@ -228,6 +231,7 @@ static drift_status parse_query(drift_target *t, http_impl *h, const char *spec,
             return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': parameter '%.*s' has a bad %%-escape",
                                    spec, (int)klen, q);
         char **dst = NULL;
+        int rp = 0;
         if (secret_param(q, klen)) {
             free(val);
             /* the spec is not quoted: it holds the secret */
@@ -249,6 +253,9 @@ static drift_status parse_query(drift_target *t, http_impl *h, const char *spec,
                 return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': allow_insecure_key: expected 0 or 1",
                                        spec);
             h->allow_insecure = yes;
+        } else if ((rp = eng_http_reply_param(spec, q, klen, val, &h->max_reply, err)) != 0) {
+            free(val);
+            if (rp < 0) return DRIFT_ERR_INVALID;
         } else if (klen == 5 && !memcmp(q, "model", 5)) {
             dst = &h->model;
         } else if (klen == 11 && !memcmp(q, "embed_model", 11)) {
@@ -273,9 +280,8 @@ static drift_status parse_query(drift_target *t, http_impl *h, const char *spec,
             free(val);
             return drift_error_set(err, DRIFT_ERR_INVALID,
                                    "target '%s': unknown parameter '%.*s' (known: model, api, embed_model, "
-                                   "api_key_env, allow_insecure_key)",
-                                   spec,
-                                   (int)klen, q);
+                                   "api_key_env, allow_insecure_key, max_reply_mb)",
+                                   spec, (int)klen, q);
         }
         if (dst) {
             if (*dst) {
@@ -383,12 +389,9 @@ done:
 static size_t on_body(char *p, size_t size, size_t nmemb, void *user) {
     http_slot *s = user;
     size_t n = size * nmemb;
-    if (s->body.len + n > ENG_HTTP_MAX_BODY_BYTES) {
-        s->too_big = 1;
-        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
-    }
-    if (buf_append(&s->body, p, n)) return 0;
-    return n;
+    int rc = eng_http_body_append(&s->body, p, n, s->max_body);
+    s->too_big = rc == 1;
+    return rc ? 0 : n; /* 0 aborts the transfer with CURLE_WRITE_ERROR */
 }
 
 /* libcurl's progress callback: nonzero aborts the transfer with
@@ -410,6 +413,7 @@ static int easy_setup(drift_target *t, http_impl *h, http_slot *s) {
     if (!e) return -1;
     const drift_target_opts *o = &t->opts;
     int bad = 0;
+    s->max_body = h->max_reply;
     bad |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
     bad |= curl_easy_setopt(e, CURLOPT_WRITEDATA, s) != CURLE_OK;
@@ -528,7 +532,8 @@ static void classify(drift_target *t, http_slot *s, CURLcode rc, attempt_outcome
         curl_easy_getinfo(s->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
         o->cause = eng_http_transport_cause(rc, connect_us != 0);
         if (s->too_big) {
-            snprintf(o->head, sizeof o->head, "reply larger than %zu MiB", ENG_HTTP_MAX_BODY_BYTES >> 20);
+            snprintf(o->head, sizeof o->head, "reply too large: over %zu MiB (max_reply_mb on the target raises it)",
+                     s->max_body >> 20);
             o->retryable = 0;
             o->cause = DRIFT_FAIL_REPLY;
         } else if (rc == CURLE_OPERATION_TIMEDOUT) {
@@ -952,6 +957,7 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
         return drift_error_set(err, DRIFT_ERR_HTTP, "libcurl init failed: %s", curl_easy_strerror(curl_init_rc));
     http_impl *h = calloc(1, sizeof *h);
     if (!h) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    h->max_reply = ENG_HTTP_MAX_BODY_BYTES;
     drift_status st = DRIFT_OK;
     const char *q = strchr(spec, '?');
     char *base = q ? util_strndup(spec, (size_t)(q - spec)) : util_strdup(spec);

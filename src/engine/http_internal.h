@@ -11,8 +11,26 @@
 #include "driftbench/target.h"
 #include "util/util.h"
 
-/* Largest reply body the client accepts (a reply past this is an error). */
-#define ENG_HTTP_MAX_BODY_BYTES ((size_t)64 << 20)
+/* Largest reply body the client accepts by default: a reply past it fails
+ * with "reply too large" before any of it is parsed. Parsing costs many
+ * times the body (jansson's tree of a reply with logprobs, the normalised
+ * copy, its text: ~79x was measured on a 60 MB reply), so this cap is what
+ * bounds the client's memory. A target raises or lowers it with
+ * max_reply_mb=N (1..ENG_HTTP_MAX_REPLY_MB_LIMIT) in its spec. */
+#define ENG_HTTP_MAX_BODY_BYTES ((size_t)16 << 20)
+#define ENG_HTTP_MAX_REPLY_MB_LIMIT 4096
+
+/* A target spec parameter of the reply side: key (klen bytes) with its
+ * decoded value val. 1 when it is one (max_reply_mb: *max_body_bytes set),
+ * 0 when it is not, -1 when its value is bad (err says why, naming spec). */
+int eng_http_reply_param(const char *spec, const char *key, size_t klen, const char *val, size_t *max_body_bytes,
+                         drift_error *err);
+
+/* Appends n bytes of a reply body to body unless the body would pass
+ * max_bytes: the buffer never grows past max_bytes + 1 bytes (the NUL), so
+ * a reply over the cap costs at most the cap. 0 appended, 1 over the cap
+ * (nothing appended), -1 out of memory. */
+int eng_http_body_append(util_buf *body, const char *p, size_t n, size_t max_bytes);
 
 /* Parses the body of a 2xx reply of `api` (completions or chat) into res:
  * text, finish_reason, prompt/completion token counts (-1 when the reply has

@@ -14,7 +14,14 @@
  *                 {"content":[{"token":..,"logprob":..,"top_logprobs":[{"token":..,"logprob":..}]}]}}],
  *                 "usage":{..}}
  * Logprobs of either shape become [{"token":..,"logprob":..,"top":[{"token":..,"logprob":..}..]}..]
- * with "top" sorted by decreasing logprob. */
+ * with "top" sorted by decreasing logprob.
+ *
+ * Size: a reply is parsed whole (jansson), and its tree, the normalised
+ * logprobs and their text cost many times the body (~79x measured), so the
+ * body is capped while it arrives (eng_http_body_append, called by the
+ * client's write callback): at most the target's max_reply_mb (default
+ * ENG_HTTP_MAX_BODY_BYTES, 16 MiB) is ever held, and a longer reply is an
+ * error ("reply too large") that is never parsed. */
 #include "engine/http_internal.h"
 
 #include <ctype.h>
@@ -98,6 +105,38 @@ int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int
 }
 
 /* ---------- replies ---------- */
+
+int eng_http_reply_param(const char *spec, const char *key, size_t klen, const char *val, size_t *max_body_bytes,
+                         drift_error *err) {
+    if (!(klen == 12 && !memcmp(key, "max_reply_mb", 12))) return 0;
+    char *end = NULL;
+    long mb = isdigit((unsigned char)val[0]) ? strtol(val, &end, 10) : -1;
+    if (!end || *end || mb < 1 || mb > ENG_HTTP_MAX_REPLY_MB_LIMIT) {
+        drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': max_reply_mb=%s: expected a whole number of MiB, 1 to %d",
+                        spec, val, ENG_HTTP_MAX_REPLY_MB_LIMIT);
+        return -1;
+    }
+    *max_body_bytes = (size_t)mb << 20;
+    return 1;
+}
+
+int eng_http_body_append(util_buf *body, const char *p, size_t n, size_t max_bytes) {
+    if (n > max_bytes || body->len > max_bytes - n) return 1;
+    size_t need = body->len + n + 1;
+    if (need > body->cap) {
+        size_t cap = body->cap ? body->cap : 4096;
+        while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+        if (cap > max_bytes + 1) cap = max_bytes + 1; /* need <= max_bytes + 1 */
+        char *d = realloc(body->data, cap);
+        if (!d) return -1;
+        body->data = d;
+        body->cap = cap;
+    }
+    memcpy(body->data + body->len, p, n);
+    body->len += n;
+    body->data[body->len] = '\0';
+    return 0;
+}
 
 static int json_to_int(const json_t *v) {
     if (json_is_integer(v)) {

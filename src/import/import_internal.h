@@ -28,6 +28,10 @@ drift_import_sample *import_sample_add(drift_import_run *r);
 int import_sample_finish(drift_import_sample *p, const json_t *ref);
 /* The JSON text of j, compact with sorted keys (malloc'd; NULL nomem). */
 char *import_json_canonical(const json_t *j);
+/* 1 when s is valid UTF-8 (RFC 3629; no NUL inside, by construction), else 0. */
+int import_utf8_ok(const char *s);
+/* s made printable for a message: invalid bytes as U+FFFD (malloc'd; NULL nomem). */
+char *import_utf8_shown(const char *s);
 /* The workload a task name says ("gsm8k*" math, "humaneval*" code), else
  * DRIFT_WL_UNKNOWN. */
 drift_workload import_task_workload(const char *task);

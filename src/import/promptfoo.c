@@ -14,9 +14,12 @@
  *     "stats": {..}},
  *   "config": {"description":.., "providers":.., "prompts":.., "tests":..}, ...}
  * A run is a provider (its label, else its id). A prompt is a test case of
- * a template: id "<testIdx>", or "<testIdx>@<first 8 of promptId>" when the
- * file has several templates; files without testIdx number the test cases
- * by their vars, in the order they first appear. The verdict is "success";
+ * a template: id "<testIdx>", or "<testIdx>@<promptId's first 8 bytes>"
+ * when the file has several templates (cut back to a character boundary, so
+ * the id stays valid UTF-8); files without testIdx number the test cases by
+ * their vars, in the order they first appear (looked up by the vars'
+ * canonical JSON in a hash table: linear in the results, not quadratic;
+ * bench/promptfoo_import.c). The verdict is "success";
  * failureReason 2 (or an error without an output) is a failed request.
  * The workload comes from --workload, else the test's metadata or vars
  * "workload"; a math test's vars "answer", a code test's vars prompt, test
@@ -33,7 +36,7 @@ typedef struct {
     drift_import_set *out;
     char *suite;
     int many_templates;
-    json_t *vars_seen;      /* vars of the test cases, for files without testIdx */
+    json_t *vars_seen;      /* files without testIdx: canonical vars JSON -> test index */
 } pf;
 
 /* The provider's key: label, else id, else the string itself. */
@@ -72,16 +75,29 @@ static drift_import_run *run_for(pf *P, json_t *prov, const char *key, drift_err
     return r;
 }
 
-/* The test's index: testIdx, else the position of its vars among those seen. */
+/* The test's index: testIdx, else the position of its vars among those
+ * seen (one hash lookup of the vars' canonical JSON). -1 when testIdx is
+ * not an index, -2 when out of memory. */
 static long test_index(pf *P, json_t *res, json_t *vars) {
     json_t *ti = json_object_get(res, "testIdx");
     if (json_is_integer(ti)) return json_integer_value(ti) >= 0 ? (long)json_integer_value(ti) : -1;
     if (ti) return -1;
-    size_t i;
-    json_t *v;
-    json_array_foreach(P->vars_seen, i, v) if (json_equal(v, vars)) return (long)i;
-    json_array_append(P->vars_seen, vars ? vars : json_null());
-    return (long)json_array_size(P->vars_seen) - 1;
+    char *key = vars ? import_json_canonical(vars) : util_strdup("null");
+    if (!key) return -2;
+    json_t *seen = json_object_get(P->vars_seen, key);
+    long idx = json_is_integer(seen) ? (long)json_integer_value(seen) : (long)json_object_size(P->vars_seen);
+    if (!seen && json_object_set_new(P->vars_seen, key, json_integer(idx))) idx = -2;
+    free(key);
+    return idx;
+}
+
+/* Bytes of s's first at most max bytes that end on a character boundary
+ * (s is valid UTF-8: jansson checked it). */
+static int utf8_prefix(const char *s, int max) {
+    int n = 0;
+    while (n < max && s[n]) n++;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--; /* s[n] continues a character: cut before it */
+    return n;
 }
 
 /* The workload of a result: --workload, else metadata / vars "workload". */
@@ -135,6 +151,7 @@ static drift_status do_result(pf *P, size_t idx, json_t *res, drift_error *err) 
     if (vars && !json_is_object(vars))
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s: results[%zu]: field vars: not an object", P->name, idx);
     long ti = test_index(P, res, vars);
+    if (ti == -2) return drift_error_set(err, DRIFT_ERR_NOMEM, "%s: results[%zu]: out of memory", P->name, idx);
     if (ti < 0)
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s: results[%zu]: field testIdx: not an index", P->name, idx);
     json_t *pid = json_object_get(res, "promptId");
@@ -163,7 +180,7 @@ static drift_status do_result(pf *P, size_t idx, json_t *res, drift_error *err) 
     if (!r) return DRIFT_ERR_NOMEM;
     char id[64];
     if (P->many_templates)
-        snprintf(id, sizeof id, "%ld@%.8s", ti, json_string_value(pid));
+        snprintf(id, sizeof id, "%ld@%.*s", ti, utf8_prefix(json_string_value(pid), 8), json_string_value(pid));
     else
         snprintf(id, sizeof id, "%ld", ti);
     drift_import_sample *p = import_sample_add(r);
@@ -240,7 +257,7 @@ drift_status import_parse_promptfoo(const char *name, const char *data, size_t l
     json_t *root = json_loadb(data, len, 0, &je);
     if (!root)
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%d: not JSON (%s)", name, je.line, je.text);
-    pf P = {.name = name, .o = o, .out = out, .vars_seen = json_array()};
+    pf P = {.name = name, .o = o, .out = out, .vars_seen = json_object()};
     drift_status rc = DRIFT_OK;
     json_t *res = json_object_get(root, "results");
     json_t *list = json_is_object(res) ? json_object_get(res, "results") : res;

@@ -8,7 +8,15 @@
  * which two formats were looked for.
  *
  * The pair check walks both runs' prompt ids sorted, so it reports the
- * smallest document id that differs, whatever the files' order. */
+ * smallest document id that differs, whatever the files' order.
+ *
+ * After a parse, every identifier of the set (the runs' label, suite,
+ * evaluator, model and source path, the samples' prompt ids) is checked to
+ * be valid UTF-8: jansson only gives valid strings, but labels, tasks and
+ * models also come from file and directory names, which are any bytes. An
+ * id that is not is a parse error naming the file and the line (result);
+ * the set records the file's size and FNV-1a 64 hash (import_store.c keeps
+ * them with the run to see a changed file). */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +72,30 @@ int import_sample_finish(drift_import_sample *p, const json_t *ref) {
     buf_free(&hb);
     return (p->hash = util_strdup(hex)) ? 0 : -1;
 }
+
+int import_utf8_ok(const char *s) {
+    const unsigned char *u = (const unsigned char *)s;
+    while (*u) {
+        unsigned c = *u, need, cp, min;
+        if (c < 0x80) {
+            u++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) need = 2, min = 0x80, cp = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF) need = 3, min = 0x800, cp = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4) need = 4, min = 0x10000, cp = c & 0x07;
+        else return 0;
+        for (unsigned i = 1; i < need; i++) {
+            if ((u[i] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
+            cp = (cp << 6) | (u[i] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        u += need;
+    }
+    return 1;
+}
+
+char *import_utf8_shown(const char *s) { return util_utf8_clean(s, strlen(s)); }
 
 drift_workload import_task_workload(const char *task) {
     if (!task) return DRIFT_WL_UNKNOWN;
@@ -123,6 +155,36 @@ static int looks_promptfoo(const char *data, size_t len) {
     return yes;
 }
 
+/* DRIFT_ERR_PARSE when an identifier of s is not valid UTF-8 (see the top). */
+static drift_status check_ids(const char *name, const drift_import_set *s, drift_error *err) {
+    for (size_t k = 0; k < s->n; k++) {
+        const drift_import_run *r = &s->runs[k];
+        const char *what[] = {"the file's path", "the run's label", "the suite", "the evaluator", "the model"};
+        const char *val[] = {r->source, r->label, r->suite, r->evaluator, r->model};
+        for (int i = 0; i < 5; i++) {
+            if (!val[i] || import_utf8_ok(val[i])) continue;
+            char *shown = import_utf8_shown(val[i]);
+            drift_error_set(err, DRIFT_ERR_PARSE,
+                            "%s: %s '%s' is not valid UTF-8 (the store keeps it as text)%s", name, what[i],
+                            shown ? shown : "?",
+                            i == 0   ? ": rename the file"
+                            : i == 4 ? ": give --model"
+                                     : ": it comes from the file's name; give --task, --model or --label");
+            free(shown);
+            return DRIFT_ERR_PARSE;
+        }
+        for (size_t j = 0; j < r->n; j++) {
+            const drift_import_sample *p = &r->samples[j];
+            if (import_utf8_ok(p->prompt_id)) continue;
+            if (s->format == DRIFT_IMPORT_PROMPTFOO)
+                return drift_error_set(err, DRIFT_ERR_PARSE, "%s: results[%ld]: the prompt id is not valid UTF-8",
+                                       name, p->where);
+            return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%ld: field doc_id: not valid UTF-8", name, p->where);
+        }
+    }
+    return DRIFT_OK;
+}
+
 drift_status drift_import_parse(const char *name, const char *data, size_t len, const drift_import_opts *opts,
                                 drift_import_set **out, drift_error *err) {
     drift_import_opts def;
@@ -148,10 +210,13 @@ drift_status drift_import_parse(const char *name, const char *data, size_t len, 
     s->format = fmt;
     drift_status rc = fmt == DRIFT_IMPORT_PROMPTFOO ? import_parse_promptfoo(name, data, len, opts, s, err)
                                                     : import_parse_lmeval(name, data, len, opts, s, err);
+    if (!rc) rc = check_ids(name, s, err);
     if (rc) {
         drift_import_set_free(s);
         return rc;
     }
+    s->file_bytes = len;
+    util_hash_hex(data ? data : "", len, s->file_hash);
     *out = s;
     return DRIFT_OK;
 }

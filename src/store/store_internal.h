@@ -11,12 +11,13 @@
  *                    snapshots, run locks
  *   store_sql.c      the statement layer (sq_*) over sqlite3 and libpq
  *   store_sqlite.c   the SQLite file: identity, schema and migrations,
- *                    read-only open
+ *                    the check that the schema is ours, read-only open
+ *                    and the bound on its statements
  *   store_pg.c       the PostgreSQL database: the same, and its run locks
  *   store_runs.c     prompts, runs, responses (write, pending, read one)
  *   store_scores.c   scored sets, the score stage's scan, scores,
  *                    embeddings, the analyses' reads
- *   store_merge.c    copying shard stores into one
+ *   store_merge.c    copying shard stores into one (replacing named runs)
  *
  * Nothing outside src/store/ includes this header except tests, which may
  * read the database with the statement layer (or store_sqlite()) to check
@@ -66,6 +67,10 @@ struct drift_store {
     unsigned long long proc_start; /* this process's start (clock ticks after boot); 0 unknown */
     char host[256];       /* this host's name, for run locks */
     char token[128];      /* this handle's run-lock token */
+    /* SQLite read-only handles: the bound on a statement's VM steps (store_sqlite.c) */
+    unsigned long long bound_steps, bound_max, bound_bytes;
+    int bound_hit;        /* the running statement passed it: sq_errmsg says bound_msg */
+    char bound_msg[320];
 };
 
 /* 1 when path names a PostgreSQL store: a "postgresql://..." or

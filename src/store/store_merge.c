@@ -25,7 +25,14 @@
  * Secrets: messages name the input by drift_redact's copy of its path; a
  * run's target is compared and copied in its record's form
  * (util_target_record, as run_begin keeps it), so an input written before
- * targets were recorded without passwords gets them out on the way. */
+ * targets were recorded without passwords gets them out on the way.
+ *
+ * Replacing (drift_store_merge_replace): right after the transaction
+ * begins, the named runs of the output are deleted (embeddings, scores,
+ * responses, the run row), then the prompts of their suites that no
+ * response references any more; the copy then goes on as above, so the
+ * input's runs of those labels are new ones. Written once against the
+ * statement layer, inside the output's transaction on both paths. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,9 +204,91 @@ out:
     return rc;
 }
 
+/* ---- replacing runs (both paths; inside the output's transaction) ---- */
+
+static drift_status copy_err(drift_store *st, drift_error *err, const char *what, const char *in);
+
+/* Runs sql with ?1 = v on st; -1 on failure. */
+static int del_exec(drift_store *st, const char *sql, int64_t v, const char *tv) {
+    store_q *q = sq_prepare(st, sql, NULL);
+    if (!q) return -1;
+    if (tv) sq_bind_text(q, 1, tv);
+    else sq_bind_int64(q, 1, v);
+    int rc = sq_step(q);
+    sq_done(q);
+    return rc == SQ_DONE ? 0 : -1;
+}
+
+/* Deletes the runs labelled labels[0..n) of st and the prompts of their
+ * suites that no response uses any more (see the top). */
+static drift_status delete_runs(drift_store *st, const char *in, const char *const *labels, size_t n,
+                                drift_error *err) {
+    char **suites = NULL;
+    size_t n_suites = 0;
+    drift_status rc = DRIFT_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        store_q *q = sq_prepare(st, "SELECT id FROM runs WHERE label=?1", err);
+        if (!q) return drift_error_prefix(err, "merge %s: ", in);
+        sq_bind_text(q, 1, labels[i]);
+        int step = sq_step(q);
+        int64_t id = step == SQ_ROW ? sq_int64(q, 0) : -1;
+        sq_done(q);
+        if (step == SQ_ERROR) {
+            rc = copy_err(st, err, "reading the runs to replace", in);
+            break;
+        }
+        if (id < 0) continue;
+        q = sq_prepare(st,
+                       "SELECT DISTINCT p.suite FROM responses r JOIN prompts p ON p.id = r.prompt_rowid "
+                       "WHERE r.run_id = ?1",
+                       err);
+        if (!q) {
+            rc = drift_error_prefix(err, "merge %s: ", in);
+            break;
+        }
+        sq_bind_int64(q, 1, id);
+        while ((step = sq_step(q)) == SQ_ROW) {
+            char **ns = realloc(suites, (n_suites + 1) * sizeof *ns);
+            if (!ns || !(ns[n_suites] = store_col_strdup(q, 0))) {
+                if (ns) suites = ns;
+                step = SQ_ERROR;
+                break;
+            }
+            suites = ns;
+            n_suites++;
+        }
+        sq_done(q);
+        if (step != SQ_DONE) {
+            rc = copy_err(st, err, "reading the runs to replace", in);
+            break;
+        }
+        if (del_exec(st, "DELETE FROM embeddings WHERE response_id IN (SELECT id FROM responses WHERE run_id=?1)",
+                     id, NULL) ||
+            del_exec(st, "DELETE FROM scores WHERE response_id IN (SELECT id FROM responses WHERE run_id=?1)", id,
+                     NULL) ||
+            del_exec(st, "DELETE FROM responses WHERE run_id=?1", id, NULL) ||
+            del_exec(st, "DELETE FROM runs WHERE id=?1", id, NULL))
+            rc = copy_err(st, err, "deleting a run to replace", in);
+    }
+    /* SQLite: NOT IN builds the set of used prompts once (responses has no
+     * index that leads with prompt_rowid); PostgreSQL: an anti-join. */
+    for (size_t i = 0; i < n_suites && !rc; i++)
+        if (del_exec(st,
+                     SQ_SQL(st,
+                            "DELETE FROM prompts WHERE suite=?1 AND id NOT IN (SELECT prompt_rowid FROM responses)",
+                            "DELETE FROM prompts p WHERE p.suite=?1 AND NOT EXISTS (SELECT 1 FROM responses r "
+                            "WHERE r.prompt_rowid = p.id)"),
+                     0, suites[i]))
+            rc = copy_err(st, err, "deleting the prompts of replaced runs", in);
+    for (size_t i = 0; i < n_suites; i++) free(suites[i]);
+    free(suites);
+    return rc;
+}
+
 /* path: the input as given (opened); in: its name for messages. */
-static drift_status merge_one(sqlite3 *db, const char *path, const char *in, drift_store_merged *stats,
-                              drift_error *err) {
+static drift_status merge_one(drift_store *st, const char *path, const char *in, const char *const *replace,
+                              size_t n_replace, drift_store_merged *stats, drift_error *err) {
+    sqlite3 *db = st->db;
     drift_store *probe = NULL;
     drift_status rc = drift_store_open(path, &probe, err);
     if (rc) return drift_error_prefix(err, "merge: ");
@@ -211,6 +300,7 @@ static drift_status merge_one(sqlite3 *db, const char *path, const char *in, dri
     sqlite3_finalize(s);
     if (step != SQLITE_DONE) return sql_err(err, db, "attach", in);
     if ((rc = exec(db, "BEGIN IMMEDIATE", in, err))) goto detach;
+    if ((rc = delete_runs(st, in, replace, n_replace, err))) goto rollback;
     /* prompts: the same key must mean the same prompt */
     if (sqlite3_prepare_v2(db,
                            "SELECT sp.suite, sp.prompt_id FROM src.prompts sp JOIN main.prompts mp "
@@ -566,7 +656,8 @@ out:
     return rc;
 }
 
-static drift_status merge_copy(drift_store *dst, const char *path, drift_store_merged *stats, drift_error *err) {
+static drift_status merge_copy(drift_store *dst, const char *path, const char *const *replace, size_t n_replace,
+                               drift_store_merged *stats, drift_error *err) {
     drift_store *src = NULL;
     drift_status rc = drift_store_open(path, &src, err);
     if (rc) return drift_error_prefix(err, "merge: ");
@@ -579,6 +670,7 @@ static drift_status merge_copy(drift_store *dst, const char *path, drift_store_m
         snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%d)", MERGE_PG_KEY);
         if ((rc = sq_exec(dst, sql, err))) goto rollback;
     }
+    if ((rc = delete_runs(dst, in, replace, n_replace, err))) goto rollback;
     drift_store_read_begin(src);
     rc = copy_prompts(dst, src, in, &pm, &got, err);
     if (!rc) rc = copy_runs(dst, src, in, &pm, &got, err);
@@ -601,16 +693,22 @@ out:
 }
 
 drift_status drift_store_merge(drift_store *st, const char *in_path, drift_store_merged *stats, drift_error *err) {
-    if (!st || !in_path) return drift_error_set(err, DRIFT_ERR_INVALID, "merge: missing arguments");
+    return drift_store_merge_replace(st, in_path, NULL, 0, stats, err);
+}
+
+drift_status drift_store_merge_replace(drift_store *st, const char *in_path, const char *const *replace,
+                                       size_t n_replace, drift_store_merged *stats, drift_error *err) {
+    if (!st || !in_path || (n_replace && !replace))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "merge: missing arguments");
     drift_store_merged local;
     if (!stats) {
         memset(&local, 0, sizeof local);
         stats = &local;
     }
-    if (st->kind == STORE_PG || store_is_pg_url(in_path)) return merge_copy(st, in_path, stats, err);
+    if (st->kind == STORE_PG || store_is_pg_url(in_path)) return merge_copy(st, in_path, replace, n_replace, stats, err);
     char *in = drift_redact(in_path); /* the input's name in messages */
     if (!in) return drift_error_set(err, DRIFT_ERR_NOMEM, "merge: out of memory");
-    drift_status rc = merge_one(st->db, in_path, in, stats, err);
+    drift_status rc = merge_one(st, in_path, in, replace, n_replace, stats, err);
     free(in);
     return rc;
 }

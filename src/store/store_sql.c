@@ -604,6 +604,8 @@ void sq_exec_quiet(drift_store *st, const char *sql) {
 }
 
 const char *sq_errmsg(drift_store *st) {
+    if (st->kind == STORE_SQLITE && st->db && st->bound_hit && sqlite3_errcode(st->db) == SQLITE_INTERRUPT)
+        return st->bound_msg; /* stopped by the read bound (store_sqlite.c) */
     if (st->kind == STORE_SQLITE) return st->db ? sqlite3_errmsg(st->db) : "no database";
     if (st->pg_msg) return st->pg_msg;
     return st->pg ? PQerrorMessage(st->pg) : "no connection";

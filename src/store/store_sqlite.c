@@ -34,9 +34,32 @@
  * SQLITE_OPEN_READONLY through a "file:" URI, "immutable=1" when there is no
  * -wal file (nothing to miss, nothing created), "mode=ro" when there is one
  * (the WAL protocol through -shm); never a journal-mode change, a
- * migration or a lock. */
+ * migration or a lock.
+ *
+ * The store is data, not code. A store file may come from anyone (a shard,
+ * a download), and SQLite runs what its schema says: a table replaced by a
+ * view over an endless recursive query hangs every reader, a trigger runs
+ * on every write. So opening a DriftBench store (either way) compares every
+ * object of its sqlite_master (type, name, table, SQL) with the schema this
+ * DriftBench creates for the store's version (the migrations up to it, run
+ * in a private in-memory database): any object that is not ours (a view, a
+ * trigger, a table or index of another name), one whose SQL differs, or
+ * one that is missing, and the store is refused (DRIFT_ERR_STORE naming the
+ * object), before anything reads or writes it.
+ *
+ * And reads are bounded: a read-only handle counts SQLite's VM steps
+ * (sqlite3_progress_handler, every STORE_BOUND_EVERY steps) from the start
+ * of each outermost statement (sqlite3_trace_v2's SQLITE_TRACE_STMT, when
+ * no other statement of the handle is running), and interrupts one that
+ * passes STORE_BOUND_STEPS_PER_BYTE steps per byte of the store (file and
+ * -wal, at the statement's start; at least STORE_BOUND_STEPS_MIN). With our
+ * schema no statement of ours comes near (a read visits each row a few
+ * times; bench/BENCHMARKS.md, "Store bounds"), so the bound only stops a
+ * store damaged in some way the schema check cannot see: the statement
+ * fails with a message that says so (sq_errmsg), never a hang. */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +167,126 @@ static int pragma_int(sqlite3 *db, const char *sql, int *out) {
     return rc;
 }
 
+/* ---- the schema is ours (see the top) ---- */
+
+/* One object of a sqlite_master. */
+typedef struct {
+    char *type, *name, *tbl, *sql; /* sql NULL for SQLite's own autoindexes */
+} schema_obj;
+
+typedef struct {
+    schema_obj *v;
+    size_t n;
+} schema_list;
+
+static void schema_free(schema_list *l) {
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].type);
+        free(l->v[i].name);
+        free(l->v[i].tbl);
+        free(l->v[i].sql);
+    }
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static char *col_dup(sqlite3_stmt *s, int i) {
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? util_strdup((const char *)t) : NULL;
+}
+
+/* Reads db's sqlite_master into l: an SQLite code. */
+static int schema_read(sqlite3 *db, schema_list *l) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name", -1, &s,
+                                NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        schema_obj *nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+        if (!nv) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        l->v = nv;
+        schema_obj *o = &nv[l->n++];
+        *o = (schema_obj){col_dup(s, 0), col_dup(s, 1), col_dup(s, 2), col_dup(s, 3)};
+        if (!o->type || !o->name || !o->tbl || (!o->sql && sqlite3_column_type(s, 3) != SQLITE_NULL)) rc = SQLITE_NOMEM;
+        rc = rc == SQLITE_ROW ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The schema of version v as this DriftBench creates it: an SQLite code. */
+static int schema_expected(int v, schema_list *l) {
+    sqlite3 *mem = NULL;
+    int rc = sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < sizeof store_migrations / sizeof store_migrations[0]; i++)
+        if (store_migrations[i].to <= v) rc = sqlite3_exec(mem, store_migrations[i].sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = schema_read(mem, l);
+    sqlite3_close(mem);
+    return rc;
+}
+
+static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
+
+/* A name from the file, for a message: valid UTF-8, control bytes as '?'
+ * (malloc'd; NULL nomem). */
+static char *shown_name(const char *s) {
+    char *c = util_utf8_clean(s, strlen(s));
+    for (char *p = c; p && *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    return c;
+}
+
+/* DRIFT_ERR_STORE naming the first object of the store's schema that is
+ * not the one DriftBench creates for version v (see the top). */
+static drift_status check_schema(drift_store *st, int v, drift_error *err) {
+    schema_list have = {0}, want = {0};
+    int rc = schema_expected(v, &want);
+    if (rc != SQLITE_OK) {
+        schema_free(&want);
+        return drift_error_set(err, DRIFT_ERR_STORE, "%s: building the expected schema: %s", st->shown,
+                               sqlite3_errstr(rc));
+    }
+    if ((rc = schema_read(st->db, &have)) != SQLITE_OK) {
+        schema_free(&want);
+        schema_free(&have);
+        return store_db_error(st, err, "reading the schema");
+    }
+    util_buf why = {0};
+    for (size_t i = 0; i < have.n && !why.len; i++) {
+        const schema_obj *h = &have.v[i], *w = NULL;
+        for (size_t j = 0; j < want.n && !w; j++)
+            if (!strcmp(want.v[j].name, h->name)) w = &want.v[j];
+        char *name = shown_name(h->name), *type = shown_name(h->type);
+        if (!w)
+            buf_printf(&why, "%s '%s', which is not DriftBench's", type ? type : "?", name ? name : "?");
+        else if (strcmp(w->type, h->type) != 0)
+            buf_printf(&why, "%s '%s' where DriftBench has %s %s", type ? type : "?", name ? name : "?",
+                       w->type[0] == 'i' ? "an" : "a", w->type);
+        else if (!same_str(w->tbl, h->tbl) || !same_str(w->sql, h->sql))
+            buf_printf(&why, "%s '%s', whose SQL is not the one DriftBench creates", type ? type : "?",
+                       name ? name : "?");
+        free(name);
+        free(type);
+    }
+    for (size_t j = 0; j < want.n && !why.len; j++) {
+        int found = 0;
+        for (size_t i = 0; i < have.n && !found; i++) found = !strcmp(want.v[j].name, have.v[i].name);
+        if (!found) buf_printf(&why, "%s '%s' is missing", want.v[j].type, want.v[j].name);
+    }
+    drift_status ds = DRIFT_OK;
+    if (why.len)
+        ds = drift_error_set(err, DRIFT_ERR_STORE,
+                             "%s: not a store as DriftBench writes it (schema version %d): %s; refusing to open it "
+                             "(a view or trigger in a store would run when it is read)",
+                             st->shown, v, why.data);
+    buf_free(&why);
+    schema_free(&want);
+    schema_free(&have);
+    return ds;
+}
+
 /* store_identify's reads, inside its read transaction. */
 static drift_status identify_reads(drift_store *st, int *version, drift_error *err) {
     int uv = 0, app = 0;
@@ -159,8 +302,7 @@ static drift_status identify_reads(drift_store *st, int *version, drift_error *e
         /* Empty database (new or zero-length file) is fine; anything with
          * tables or a version of its own belongs to someone else. */
         sqlite3_stmt *s = NULL;
-        if (sqlite3_prepare_v2(st->db, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name", -1, &s,
-                               NULL) != SQLITE_OK)
+        if (sqlite3_prepare_v2(st->db, "SELECT name FROM sqlite_master ORDER BY name", -1, &s, NULL) != SQLITE_OK)
             return store_db_error(st, err, "reading the table list");
         util_buf names = {0};
         int ntab = 0;
@@ -177,7 +319,7 @@ static drift_status identify_reads(drift_store *st, int *version, drift_error *e
             drift_status ret = drift_error_set(
                 err, DRIFT_ERR_STORE,
                 "%s: not a DriftBench store (SQLite database with application_id %d, user_version %d, "
-                "%d table(s)%s%s%s); refusing to touch it",
+                "%d object(s)%s%s%s); refusing to touch it",
                 st->shown, app, uv, ntab, ntab ? ": " : "", ntab ? names.data : "", ntab > 8 ? ", ..." : "");
             buf_free(&names);
             return ret;
@@ -187,6 +329,7 @@ static drift_status identify_reads(drift_store *st, int *version, drift_error *e
         return DRIFT_OK;
     }
     drift_status ds = store_check_version(st, uv, err);
+    if (!ds) ds = check_schema(st, uv, err);
     if (ds) return ds;
     *version = uv;
     return DRIFT_OK;
@@ -313,6 +456,57 @@ static int open_ro(drift_store *st, const char *q) {
     return pragma_int(st->db, "PRAGMA user_version", &v);
 }
 
+/* ---- a bound on the statements of a read-only handle (see the top) ---- */
+
+#define STORE_BOUND_EVERY 4096                     /* VM steps between two calls of the handler */
+#define STORE_BOUND_STEPS_PER_BYTE 8ULL            /* ours need < 0.03 (bench/BENCHMARKS.md) */
+#define STORE_BOUND_STEPS_MIN (64ULL << 20)       /* a small store's floor: well under a second */
+
+/* Bytes of the store: its file and its -wal. */
+static unsigned long long store_bytes(const drift_store *st) {
+    struct stat sb;
+    unsigned long long n = stat(st->path, &sb) == 0 ? (unsigned long long)sb.st_size : 0;
+    char wal[4096];
+    if (snprintf(wal, sizeof wal, "%s-wal", st->path) < (int)sizeof wal && stat(wal, &sb) == 0)
+        n += (unsigned long long)sb.st_size;
+    return n;
+}
+
+/* SQLITE_TRACE_STMT: a statement starts; an outermost one gets a fresh budget. */
+static int bound_trace(unsigned type, void *ctx, void *p, void *x) {
+    (void)x;
+    drift_store *st = ctx;
+    if (type != SQLITE_TRACE_STMT) return 0;
+    for (sqlite3_stmt *o = sqlite3_next_stmt(st->db, NULL); o; o = sqlite3_next_stmt(st->db, o))
+        if (o != p && sqlite3_stmt_busy(o)) return 0; /* nested in a running one: its budget goes on */
+    unsigned long long bytes = store_bytes(st);
+    st->bound_max = bytes > STORE_BOUND_STEPS_MIN / STORE_BOUND_STEPS_PER_BYTE ? bytes * STORE_BOUND_STEPS_PER_BYTE
+                                                                               : STORE_BOUND_STEPS_MIN;
+    st->bound_bytes = bytes;
+    st->bound_steps = 0;
+    st->bound_hit = 0;
+    return 0;
+}
+
+static int bound_progress(void *ctx) {
+    drift_store *st = ctx;
+    st->bound_steps += STORE_BOUND_EVERY;
+    if (st->bound_steps <= st->bound_max) return 0;
+    st->bound_hit = 1;
+    snprintf(st->bound_msg, sizeof st->bound_msg,
+             "a query passed its bound of %llu steps (%llu per byte of a %llu-byte store) and was stopped: no "
+             "query of DriftBench's needs that many on a store it wrote; the file is damaged or was made to hang "
+             "its readers",
+             st->bound_max, STORE_BOUND_STEPS_PER_BYTE, st->bound_bytes);
+    return 1;
+}
+
+static void bound_install(drift_store *st) {
+    st->bound_max = STORE_BOUND_STEPS_MIN;
+    sqlite3_trace_v2(st->db, SQLITE_TRACE_STMT, bound_trace, st);
+    sqlite3_progress_handler(st->db, STORE_BOUND_EVERY, bound_progress, st);
+}
+
 /* Opens st->path for reading only (see drift_store_open_readonly). */
 static drift_status open_readonly(drift_store *st, drift_error *err) {
     const char *path = st->path;
@@ -349,6 +543,7 @@ static drift_status open_readonly(drift_store *st, drift_error *err) {
         ds = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s: an empty database, not a DriftBench store yet", path);
     if (!ds && sqlite3_exec(st->db, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
         ds = store_db_error(st, err, "setting query_only");
+    if (!ds) bound_install(st);
     return ds;
 }
 

@@ -3,7 +3,10 @@
  * error-message extractor and the embeddings parser. The first byte picks
  * the API and the embeddings count; the rest is the body. Every outcome must
  * be a result or a DRIFT_ERR_PARSE, never a crash or a leak; a success must
- * give text and, when present, logprobs that are a JSON array. */
+ * give text and, when present, logprobs that are a JSON array. The body is
+ * also fed to the reply cap (eng_http_body_append) in chunks its bytes
+ * choose, under a cap the first byte chooses: what it keeps is a prefix of
+ * the body, never past the cap, in a buffer never past cap + 1. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,5 +50,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     }
     free(vecs);
+
+    util_buf b = {0};
+    size_t cap = (size_t)sel * 7, off = 0;
+    int over = 0;
+    while (off < len && !over) {
+        size_t step = 1 + (unsigned char)body[off] % 61;
+        if (step > len - off) step = len - off;
+        int rc = eng_http_body_append(&b, body + off, step, cap);
+        if (rc < 0) abort();
+        over = rc == 1;
+        if (!over) off += step;
+        if (b.len != off || b.len > cap || (b.data && (b.cap > cap + 1 || memcmp(b.data, body, b.len)))) abort();
+        if (over && off + step <= cap) abort();
+    }
+    buf_free(&b);
     return 0;
 }

@@ -15,7 +15,8 @@
  * refused at open before any connection (192.0.2.1, TEST-NET-1, and this
  * host's own non-loopback address, where a listener proves nothing
  * connected) unless allow_insecure_key; the default key silently not
- * sent there; https anywhere. */
+ * sent there; https anywhere; and the reply cap (max_reply_mb): a reply
+ * over it fails unparsed and costs no memory past the cap. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1506,6 +1507,136 @@ static void test_key_reachable_nonlocal(void **state) {
     close(p.rfd);
 }
 
+/* ---------- issue 34: a reply past the target's cap is never parsed ---------- */
+
+/* eng_http_body_append keeps at most the cap, never allocates past it, and
+ * says when a chunk would pass it; max_reply_mb is checked. */
+static void test_reply_cap_bound(void **state) {
+    (void)state;
+    util_buf b = {0};
+    char chunk[300];
+    memset(chunk, 'x', sizeof chunk);
+    for (int i = 0; i < 3; i++) assert_int_equal(eng_http_body_append(&b, chunk, sizeof chunk, 1000), 0);
+    assert_int_equal(eng_http_body_append(&b, chunk, sizeof chunk, 1000), 1); /* 1200 > 1000: refused whole */
+    assert_int_equal(b.len, 900);
+    assert_int_equal(eng_http_body_append(&b, chunk, 100, 1000), 0); /* exactly the cap */
+    assert_int_equal(b.len, 1000);
+    assert_true(b.cap <= 1001);
+    assert_int_equal(b.data[1000], '\0');
+    assert_int_equal(eng_http_body_append(&b, chunk, 1, 1000), 1);
+    assert_int_equal(eng_http_body_append(&b, chunk, SIZE_MAX, 1000), 1); /* no overflow */
+    buf_free(&b);
+    size_t cap = 0;
+    drift_error err = {0};
+    assert_int_equal(eng_http_reply_param("T", "max_reply_mb", 12, "2", &cap, &err), 1);
+    assert_int_equal(cap, (size_t)2 << 20);
+    static const char *const bad[] = {"0", "-1", "1.5", "", "x", "4097", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(eng_http_reply_param("T", "max_reply_mb", 12, bad[i], &cap, &err), -1);
+        assert_non_null(strstr(err.msg, "max_reply_mb="));
+    }
+    assert_int_equal(eng_http_reply_param("T", "model", 5, "m", &cap, &err), 0);
+}
+
+/* Peak resident memory of this process, KiB. */
+static long peak_rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kb = strtol(line + 6, NULL, 10);
+    if (f) fclose(f);
+    return kb;
+}
+
+/* A server (a child) that answers every request with 200 and a JSON body of
+ * `bytes` bytes, streamed from a small chunk. */
+static pid_t huge_reply_server(int *port, size_t bytes) {
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(ls >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(ls, 4), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &al), 0);
+    *port = ntohs(a.sin_port);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_IGN);
+        alarm(30);
+        for (;;) {
+            int c = accept(ls, NULL, NULL);
+            if (c < 0) _exit(0);
+            char req[8192];
+            size_t have = 0;
+            while (have < sizeof req - 1) { /* the headers and the short body: read what comes */
+                ssize_t r = read(c, req + have, sizeof req - 1 - have);
+                if (r <= 0) break;
+                have += (size_t)r;
+                req[have] = '\0';
+                char *hend = strstr(req, "\r\n\r\n");
+                const char *cl = strcasestr(req, "Content-Length:");
+                if (hend && (!cl || have >= (size_t)(hend + 4 - req) + (size_t)strtol(cl + 15, NULL, 10))) break;
+            }
+            char head[256];
+            int hn = snprintf(head, sizeof head,
+                              "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                              bytes);
+            if (write(c, head, (size_t)hn) != hn) _exit(0);
+            static char chunk[65536];
+            memset(chunk, 'a', sizeof chunk);
+            const char *open = "{\"choices\":[{\"text\":\"";
+            size_t sent = strlen(open);
+            if (write(c, open, sent) != (ssize_t)sent) sent = bytes;
+            while (sent < bytes) {
+                size_t n = bytes - sent < sizeof chunk ? bytes - sent : sizeof chunk;
+                ssize_t w = write(c, chunk, n);
+                if (w <= 0) break; /* the client hung up: over its cap */
+                sent += (size_t)w;
+            }
+            close(c);
+        }
+    }
+    close(ls);
+    track_pid(pid, 1);
+    return pid;
+}
+
+/* A 128 MiB reply to a target capped at 1 MiB: the request fails at once
+ * ("reply too large", a bad reply, not retried), nothing of it is parsed,
+ * and the client's peak memory grows by far less than the reply. */
+static void test_reply_too_large(void **state) {
+    (void)state;
+    int port = 0;
+    pid_t pid = huge_reply_server(&port, (size_t)128 << 20);
+    char spec[256];
+    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=m&max_reply_mb=1", port);
+    drift_target_opts o = fast_opts();
+    drift_target *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_target_open(spec, &o, &t, &err), DRIFT_OK);
+    long before = peak_rss_kb();
+    sink k;
+    gen_one(t, "hello", NULL, &k);
+    long after = peak_rss_kb();
+    assert_true(before > 0 && after - before < 48 * 1024); /* the reply is 128 MiB */
+    drift_answer *r = &k.g[0].r;
+    assert_null(r->text);
+    assert_true(contains(r->error, "reply too large: over 1 MiB"));
+    assert_int_equal(r->cause, DRIFT_FAIL_REPLY);
+    assert_int_equal(r->attempts, 1);
+    sink_free(&k);
+    drift_target_close(t);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    track_pid(pid, 0);
+    /* and the default cap: a bad value is refused at open */
+    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=m&max_reply_mb=0", port);
+    assert_int_equal(drift_target_open(spec, &o, &t, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "max_reply_mb=0"));
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
@@ -1536,6 +1667,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_cancel_silent_peer_and_embed, kill_servers),
         cmocka_unit_test_teardown(test_cancel_embed_backoff, kill_servers),
         cmocka_unit_test(test_cancel_embedded_relay),
+        cmocka_unit_test(test_reply_cap_bound),
+        cmocka_unit_test_teardown(test_reply_too_large, kill_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,10 @@
 /* test_import.c - driftbench import (import.h): the lm-eval --log_samples
  * fixtures (0.4.x rows and the older layout), the real promptfoo output, bad
  * files with the messages they must give, the pair check, and the store
- * step: runs, both verdicts, compare over imported runs, all-or-nothing.
+ * step: runs, both verdicts, compare over imported runs, all-or-nothing;
+ * ids cut at character boundaries and refused when not UTF-8, files
+ * without testIdx, re-imports of changed files (refused, or replaced), and
+ * the private stores killed imports leave.
  * Expected counts are read from the fixture files with jansson here, not
  * typed in. */
 #include <setjmp.h>
@@ -10,11 +13,17 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "driftbench/compare.h"
@@ -504,6 +513,303 @@ static void test_store_humaneval(void **state) {
     drift_store_close(st);
 }
 
+/* ---- issue 34: ids well-formed, import exact, no private store left ---- */
+
+/* A promptfoo result as JSON text (provider p, test t of template pid). */
+static void pf_result(util_buf *b, int p, int t, const char *pid, int with_idx, const char *var) {
+    buf_printf(b, "%s{\"provider\":{\"id\":\"m%d\",\"label\":\"s%d\"},\"prompt\":{\"raw\":\"Q %s %s\"},",
+               b->data[b->len - 1] == '[' ? "" : ",", p, p, var, pid ? pid : "-");
+    if (pid) buf_printf(b, "\"promptId\":\"%s\",", pid);
+    if (with_idx) buf_printf(b, "\"testIdx\":%d,", t);
+    buf_printf(b, "\"vars\":{\"v\":\"%s\",\"answer\":\"%d\"},\"response\":{\"output\":\"%d\"},\"success\":true}",
+               var, var[0], t);
+}
+
+static drift_import_set *pf_parse(const char *text, drift_status want, drift_error *err) {
+    drift_import_opts o;
+    drift_import_opts_default(&o);
+    o.workload = DRIFT_WL_MATH;
+    drift_import_set *s = NULL;
+    drift_status rc = drift_import_parse("pf.json", text, strlen(text), &o, &s, err);
+    if (rc != want) fprintf(stderr, "%s\n", err->msg);
+    assert_int_equal(rc, want);
+    return s;
+}
+
+/* promptIds whose 8th byte falls inside a character are cut before it (ids
+ * stay valid UTF-8, as PostgreSQL needs); a file without testIdx numbers its
+ * tests by their vars, in the order they first appear, the same test of two
+ * providers alike. */
+static void test_promptfoo_ids(void **state) {
+    (void)state;
+    util_buf b = {0};
+    buf_puts(&b, "{\"results\":{\"version\":3,\"results\":[");
+    for (int p = 0; p < 2; p++)
+        for (int t = 0; t < 2; t++) {
+            /* four euro signs: 12 bytes */
+            pf_result(&b, p, t, "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", 1, "a");
+            pf_result(&b, p, t, "abcdefghij", 1, "a");
+        }
+    buf_puts(&b, "]}}");
+    drift_error err = {0};
+    drift_import_set *s = pf_parse(b.data, DRIFT_OK, &err);
+    assert_int_equal(s->n, 2);
+    assert_non_null(sample(&s->runs[0], "1@\xe2\x82\xac\xe2\x82\xac")); /* 6 bytes: the third euro would pass 8 */
+    assert_non_null(sample(&s->runs[1], "0@abcdefgh"));
+    drift_import_set_free(s);
+    buf_free(&b);
+
+    buf_puts(&b, "{\"results\":{\"version\":3,\"results\":[");
+    static const char *const vars[] = {"x", "y", "x", "z", "y"}; /* x, y, z: tests 0, 1, 2 */
+    for (int p = 0; p < 2; p++)
+        for (int i = p; i < 4 + p; i++) pf_result(&b, p, i, NULL, 0, vars[i]);
+    buf_puts(&b, "]}}");
+    s = pf_parse(b.data, DRIFT_ERR_PARSE, &err); /* provider 0 has x twice */
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "test 0 of provider s0 appears twice"));
+    buf_free(&b);
+    buf_puts(&b, "{\"results\":{\"version\":3,\"results\":[");
+    static const char *const order[2][3] = {{"x", "y", "z"}, {"z", "x", "y"}};
+    for (int p = 0; p < 2; p++)
+        for (int i = 0; i < 3; i++) pf_result(&b, p, i, NULL, 0, order[p][i]);
+    buf_puts(&b, "]}}");
+    s = pf_parse(b.data, DRIFT_OK, &err);
+    assert_string_equal(sample(&s->runs[1], "2")->input, "Q z -"); /* z: first seen third */
+    assert_int_equal(drift_import_check_pair(&s->runs[0], &s->runs[1], &err), DRIFT_OK);
+    drift_import_set_free(s);
+    buf_free(&b);
+}
+
+/* An id that is not valid UTF-8 (here from a directory name) is refused
+ * naming the file; so is such a label. */
+static void test_invalid_utf8_ids(void **state) {
+    (void)state;
+    char *data = slurp(fixture(F16));
+    drift_import_set *s = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_import_parse("bad\xff/samples_gsm8k_2026-01-01.jsonl", data, strlen(data), NULL, &s, &err),
+                     DRIFT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "is not valid UTF-8"));
+    assert_non_null(strstr(err.msg, "/samples_gsm8k_2026-01-01.jsonl: the file's path"));
+    drift_import_opts o;
+    drift_import_opts_default(&o);
+    o.model = "m";
+    assert_int_equal(drift_import_parse("ok/samples_gsm8k_2026-01-01.jsonl", data, strlen(data), &o, &s, &err),
+                     DRIFT_OK);
+    char path[128];
+    snprintf(path, sizeof path, "%s/u.db", tmpdir);
+    drift_store *st = NULL;
+    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
+    const char *label = "lab\xc3";
+    assert_int_equal(drift_import_store(st, &s, 1, &label, 1, NULL, NULL, NULL, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "label 'lab\xef\xbf\xbd' is not valid UTF-8"));
+    assert_int_equal(n_runs(st), 0);
+    drift_store_close(st);
+    drift_import_set_free(s);
+    free(data);
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The stored text of the answer to prompt pid of run label. */
+static char *stored_answer(drift_store *st, const char *label, const char *pid) {
+    drift_run_info ri = {0};
+    drift_error err = {0};
+    assert_int_equal(drift_store_run_get(st, label, &ri, &err), DRIFT_OK);
+    drift_scored_set set = {0};
+    assert_int_equal(drift_store_load_scored(st, ri.id, &set, &err), DRIFT_OK);
+    char *out = NULL;
+    for (size_t i = 0; i < set.n && !out; i++)
+        if (!strcmp(set.rows[i].prompt_id, pid)) {
+            drift_prompt p = {0};
+            drift_answer a = {0};
+            assert_int_equal(drift_store_response_get(st, set.rows[i].response_id, &a, &p, &err), DRIFT_OK);
+            out = util_strdup(a.text);
+            drift_answer_clear(&a);
+            drift_prompt_clear(&p);
+        }
+    drift_scored_set_clear(&set);
+    drift_run_info_clear(&ri);
+    return out;
+}
+
+/* A file imported again: the same content changes nothing; other content
+ * at the same path is refused naming the file and the run, unless replace,
+ * which replaces the stored runs (their answers and the prompts only they
+ * used); a run imported before contents were recorded is refused too. */
+static void test_reimport_changed(void **state) {
+    (void)state;
+    char db[128], file[128];
+    snprintf(db, sizeof db, "%s/re.db", tmpdir);
+    snprintf(file, sizeof file, "%s/results.json", tmpdir);
+    char *orig = slurp(fixture(PF));
+    write_text(file, orig);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open(db, &st, &err), DRIFT_OK);
+    drift_import_set *s = load(file, NULL);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_OK);
+    drift_import_set_free(s);
+    drift_import_summary *sum = NULL;
+    size_t n_sum = 0;
+    s = load(file, NULL);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, &sum, &n_sum, &err), DRIFT_OK);
+    assert_int_equal(n_sum, 2);
+    assert_true(sum[0].already && sum[1].already && !sum[0].replaced);
+    free(sum);
+    drift_import_set_free(s);
+
+    /* test 0's answer and prompt changed (one provider's answer, both providers' prompt) */
+    json_t *root = json_loads(orig, 0, NULL);
+    json_t *list = json_object_get(json_object_get(root, "results"), "results"), *r;
+    size_t i;
+    const char *label0 = NULL;
+    json_array_foreach(list, i, r) {
+        if (json_integer_value(json_object_get(r, "testIdx")) != 0) continue;
+        json_t *pr = json_object_get(r, "prompt");
+        json_object_set_new(pr, "raw", json_string("an edited prompt"));
+        if (!label0) {
+            label0 = json_string_value(json_object_get(json_object_get(r, "provider"), "label"));
+            json_object_set_new(json_object_get(r, "response"), "output", json_string("an edited answer"));
+        }
+    }
+    char *changed = json_dumps(root, JSON_INDENT(1));
+    write_text(file, changed);
+    s = load(file, NULL);
+    size_t before = n_runs(st);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, file));
+    assert_non_null(strstr(err.msg, "changed since it was imported as run"));
+    char *was = stored_answer(st, label0, "0");
+    assert_string_not_equal(was, "an edited answer");
+    drift_import_store_opts so;
+    drift_import_store_opts_default(&so);
+    so.replace = 1;
+    drift_status rc = drift_import_store(st, &s, 1, NULL, 0, &so, &sum, &n_sum, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, DRIFT_OK);
+    assert_true(sum[0].replaced && sum[1].replaced && !sum[0].already);
+    free(sum);
+    assert_int_equal(n_runs(st), before);
+    char *now = stored_answer(st, label0, "0");
+    assert_string_equal(now, "an edited answer");
+    drift_import_set_free(s);
+    s = load(file, NULL); /* and now it is the same import */
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_OK);
+    drift_import_set_free(s);
+    drift_store_close(st);
+
+    /* a run stored without a recorded content: cannot tell, refused; replace works */
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "UPDATE runs SET templates='{}'", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    assert_int_equal(drift_store_open(db, &st, &err), DRIFT_OK);
+    s = load(file, NULL);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "did not record the file's content"));
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, &so, NULL, NULL, &err), DRIFT_OK);
+    /* the same file with another --config: refused, or replaced */
+    drift_import_store_opts cfg;
+    drift_import_store_opts_default(&cfg);
+    cfg.config = "hardware=h100";
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, &cfg, NULL, NULL, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "from this file, with another configuration"));
+    cfg.replace = 1;
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, &cfg, NULL, NULL, &err), DRIFT_OK);
+    drift_run_info ri = {0};
+    assert_int_equal(drift_store_run_get(st, label0, &ri, &err), DRIFT_OK);
+    assert_non_null(strstr(ri.config_json, "\"hardware\":\"h100\""));
+    drift_run_info_clear(&ri);
+    drift_import_set_free(s);
+    drift_store_close(st);
+    free(was);
+    free(now);
+    free(changed);
+    json_decref(root);
+    free(orig);
+}
+
+/* A pid that is gone: a child that exited and was reaped. */
+static pid_t dead_pid(void) {
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) _exit(0);
+    assert_int_equal(waitpid(p, NULL, 0), p);
+    return p;
+}
+
+/* Private stores a killed import left in $TMPDIR are removed by the next
+ * import; those of live imports (a live pid, or a lock held: another pid
+ * namespace), symlinks and what they point to are left alone; the import
+ * leaves none of its own. */
+static void test_private_store_cleanup(void **state) {
+    (void)state;
+    char tmp[128], path[512], target[256];
+    snprintf(tmp, sizeof tmp, "%s/tmp", tmpdir);
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    pid_t dead = dead_pid();
+    snprintf(path, sizeof path, "%s/driftbench-import-%d-AbCdEf", tmp, (int)dead); /* stale */
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/driftbench-import-%d-AbCdEf/import.db", tmp, (int)dead);
+    write_text(path, "x");
+    snprintf(path, sizeof path, "%s/driftbench-import-1-live01", tmp); /* pid 1 is alive */
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/driftbench-import-%d-locked", tmp, (int)dead); /* held by a live import */
+    assert_int_equal(mkdir(path, 0700), 0);
+    int held = open(path, O_RDONLY | O_DIRECTORY);
+    assert_true(held >= 0);
+    assert_int_equal(flock(held, LOCK_EX), 0);
+    snprintf(target, sizeof target, "%s/victim", tmpdir); /* a symlink to someone's directory */
+    assert_int_equal(mkdir(target, 0700), 0);
+    snprintf(path, sizeof path, "%s/victim/keep", tmpdir);
+    write_text(path, "keep");
+    snprintf(path, sizeof path, "%s/driftbench-import-%d-SymLnk", tmp, (int)dead);
+    assert_int_equal(symlink(target, path), 0);
+
+    const char *old = getenv("TMPDIR");
+    char *saved = old ? util_strdup(old) : NULL;
+    setenv("TMPDIR", tmp, 1);
+    char db[128];
+    snprintf(db, sizeof db, "%s/c.db", tmpdir);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open(db, &st, &err), DRIFT_OK);
+    drift_import_set *s = load(fixture(F16), NULL);
+    drift_status rc = drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err);
+    if (saved) setenv("TMPDIR", saved, 1);
+    else unsetenv("TMPDIR");
+    free(saved);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, DRIFT_OK);
+    drift_import_set_free(s);
+    drift_store_close(st);
+
+    snprintf(path, sizeof path, "%s/driftbench-import-%d-AbCdEf", tmp, (int)dead);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/driftbench-import-1-live01", tmp);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/driftbench-import-%d-locked", tmp, (int)dead);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/victim/keep", tmpdir);
+    assert_int_equal(access(path, F_OK), 0);
+    close(held);
+    /* nothing else: the import's own private store is gone */
+    DIR *d = opendir(tmp);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    assert_int_equal(n, 3); /* live01, locked, the symlink */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lmeval_gsm8k),   cmocka_unit_test(test_lmeval_old_and_pair),
@@ -511,6 +817,8 @@ int main(void) {
         cmocka_unit_test(test_bad_files),      cmocka_unit_test(test_promptfoo),
         cmocka_unit_test(test_store_and_compare), cmocka_unit_test(test_verdicts_side_by_side),
         cmocka_unit_test(test_store_humaneval),
+        cmocka_unit_test(test_promptfoo_ids),     cmocka_unit_test(test_invalid_utf8_ids),
+        cmocka_unit_test(test_reimport_changed),  cmocka_unit_test(test_private_store_cleanup),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,7 +3,9 @@
  * databases (left untouched), crash safety with a real fork + SIGKILL
  * mid-way through writing, run locks (one writer per label, stale locks
  * taken over), read-only handles (nothing created, nothing written), and
- * several writer processes at once.
+ * several writer processes at once; a store whose schema is not ours (a
+ * view, a trigger, another SQL) refused naming the object, and the bound
+ * on a read-only handle's statements.
  *
  * Two passes: every test on SQLite files in a temporary directory; then,
  * when DRIFT_TEST_PG names a PostgreSQL server (tests/pg/with_server.sh
@@ -1972,6 +1974,100 @@ static void test_pg_password_forms(void **state) {
     }
 }
 
+/* ---- issue 34: the store is data, not code ---- */
+
+/* Changes the closed store at path with sql through a plain SQLite
+ * connection (as anyone could), foreign keys off. */
+static void tamper(const char *path, const char *sql) {
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc) fprintf(stderr, "%s: %s\n", sql, msg ? msg : "?");
+    sqlite3_free(msg);
+    assert_int_equal(rc, SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* Both opens of path fail with DRIFT_ERR_STORE, the message holding want. */
+static void refused_naming(const char *path, const char *want) {
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open_readonly(path, &st, &err), DRIFT_ERR_STORE);
+    assert_null(st);
+    if (!strstr(err.msg, want)) fprintf(stderr, "readonly: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, want));
+    memset(&err, 0, sizeof err);
+    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_ERR_STORE);
+    assert_null(st);
+    if (!strstr(err.msg, want)) fprintf(stderr, "open: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, want));
+}
+
+/* A table replaced by a view over an endless recursive query (it would hang
+ * every reader), a trigger, an index or table of another name, a table
+ * whose SQL differs: each is refused by both opens, naming the object,
+ * before any query reads it; the untouched store still opens. */
+static void test_schema_not_ours(void **state) {
+    (void)state;
+    static const struct {
+        const char *sql, *want;
+    } cases[] = {
+        {"DROP TABLE responses; CREATE VIEW responses AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x+1 "
+         "FROM r) SELECT x AS id, 1 AS run_id, x AS prompt_rowid, 0 AS replicate, 0 AS failed, NULL AS "
+         "http_status, 1 AS attempts, NULL AS prompt_tokens, NULL AS completion_tokens, NULL AS latency_ms, NULL AS "
+         "finish_reason, NULL AS created_at, NULL AS error, 'x' AS text, NULL AS logprobs FROM r",
+         "view 'responses' where DriftBench has a table"},
+        {"CREATE TRIGGER t_scores AFTER INSERT ON scores BEGIN DELETE FROM runs; END",
+         "trigger 't_scores', which is not DriftBench's"},
+        {"CREATE VIEW v AS SELECT 1", "view 'v', which is not DriftBench's"},
+        {"CREATE INDEX extra ON responses(text)", "index 'extra', which is not DriftBench's"},
+        {"CREATE TABLE notes(x)", "table 'notes', which is not DriftBench's"},
+        {"ALTER TABLE runs ADD COLUMN x TEXT", "table 'runs', whose SQL is not the one DriftBench creates"},
+        {"DROP INDEX scores_latest", "index 'scores_latest' is missing"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "hostile%zu.db", i);
+        const char *path = tpath(name);
+        make_closed_store(path);
+        tamper(path, cases[i].sql);
+        refused_naming(path, cases[i].want);
+    }
+    const char *path = tpath("plain.db");
+    make_closed_store(path);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open_readonly(path, &st, &err), DRIFT_OK);
+    drift_store_close(st);
+}
+
+/* The read bound: on a read-only handle, a statement that would run for
+ * ever is stopped once it passes its budget of VM steps (the floor, for a
+ * small store), and the error says so; the handle then reads as before. */
+static void test_read_bound(void **state) {
+    (void)state;
+    const char *path = tpath("bound.db");
+    make_closed_store(path);
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open_readonly(path, &st, &err), DRIFT_OK);
+    store_q *q = sq_prepare(st, "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM r) "
+                                "SELECT count(*) FROM r", &err);
+    assert_non_null(q);
+    assert_int_equal(sq_step(q), SQ_ERROR);
+    const char *msg = sq_errmsg(st);
+    assert_non_null(strstr(msg, "passed its bound of"));
+    assert_true(st->bound_steps > st->bound_max && st->bound_steps <= st->bound_max + 4096);
+    sq_done(q);
+    drift_store_close(st);
+    assert_int_equal(drift_store_open_readonly(path, &st, &err), DRIFT_OK);
+    drift_run_info info;
+    assert_int_equal(drift_store_run_get(st, "R", &info, &err), DRIFT_OK);
+    drift_run_info_clear(&info);
+    drift_store_close(st);
+}
+
 int main(void) {
     /* the SQLite pass: every test */
     const struct CMUnitTest sqlite_tests[] = {
@@ -1995,6 +2091,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_concurrent_create, teardown_kids),
         cmocka_unit_test(test_run_record_secrets),
         cmocka_unit_test(test_pg_connect_messages),
+        cmocka_unit_test(test_schema_not_ours),
+        cmocka_unit_test(test_read_bound),
     };
     /* the PostgreSQL pass: the store's behaviour, each test on a fresh
      * database, then what stands for the SQLite-file tests; the server
