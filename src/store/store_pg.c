@@ -49,17 +49,31 @@
  * next run resumes.
  *
  * Read-only handles: the session sets default_transaction_read_only, so
- * every write fails with the server's "read-only transaction" error. */
+ * every write fails with the server's "read-only transaction" error, and
+ * a statement_timeout (STORE_PG_READ_TIMEOUT_MS) bounds every read.
+ *
+ * The store is data, not code (pg_not_ours, at every open of an existing
+ * store): the schema of a DriftBench store holds tables, their indexes and
+ * sequences only. A view, materialized view, foreign or partitioned table,
+ * a rule or a user trigger in the store's schema (a table replaced by a
+ * view over an endless recursive query hangs every reader; a rule or a
+ * trigger runs someone's code on our reads or writes) is refused with
+ * DRIFT_ERR_STORE naming the object. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "store/store_internal.h"
+#include "util/sanitize.h"
 #include "util/util.h"
 
 #define STORE_PG_LOCK_SEED 1146242644 /* 0x44524654, "DRFT": the advisory locks' hash seed */
 #define STORE_PG_MIGRATE_KEY 1146242644
+/* A read-only handle's bound on every statement (statement_timeout): 15 minutes,
+ * far past any read of ours on the largest stores measured, and an end to a
+ * query that would never finish. */
+#define STORE_PG_READ_TIMEOUT_MS (15 * 60 * 1000)
 
 /* The whole schema at version 2 (a new store starts here). */
 static const char PG_SCHEMA_V2[] =
@@ -152,6 +166,43 @@ static drift_status pg_scalar(drift_store *st, const char *sql, const char *arg,
         ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     else if (rc == SQ_ERROR)
         ds = store_db_error(st, err, "reading the schema");
+    sq_done(q);
+    return ds;
+}
+
+/* Refuses a store schema holding anything but tables, indexes and
+ * sequences (see the top). Names are the database's data: shown through
+ * util_sanitize's one-line form. */
+static drift_status pg_not_ours(drift_store *st, drift_error *err) {
+    store_q *q = sq_prepare(st,
+                            "SELECT kind, name FROM ("
+                            " SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view'"
+                            "  WHEN 'f' THEN 'foreign table' ELSE 'partitioned table' END AS kind,"
+                            "  c.relname::text AS name"
+                            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                            " WHERE n.nspname = current_schema() AND c.relkind IN ('v', 'm', 'f', 'p')"
+                            " UNION ALL SELECT 'rule', r.rulename::text || ' on ' || r.tablename::text"
+                            " FROM pg_rules r WHERE r.schemaname = current_schema()"
+                            " UNION ALL SELECT 'trigger', t.tgname::text || ' on ' || c.relname::text"
+                            " FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+                            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                            " WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
+                            ") x ORDER BY kind, name LIMIT 1",
+                            err);
+    if (!q) return store_err_code(err);
+    int rc = sq_step(q);
+    drift_status ds = DRIFT_OK;
+    if (rc == SQ_ROW) {
+        char *kind = util_sanitize(sq_text(q, 0), UTIL_SAN_LINE), *name = util_sanitize(sq_text(q, 1), UTIL_SAN_LINE);
+        ds = drift_error_set(err, DRIFT_ERR_STORE,
+                             "%s: the store's schema holds a %s '%s', which DriftBench never creates: a store is "
+                             "data, not code; refusing to read it",
+                             st->shown, kind ? kind : "?", name ? name : "?");
+        free(kind);
+        free(name);
+    } else if (rc == SQ_ERROR) {
+        ds = store_db_error(st, err, "checking the schema's objects");
+    }
     sq_done(q);
     return ds;
 }
@@ -426,13 +477,19 @@ drift_status store_pg_open(drift_store *st, int readonly, drift_error *err) {
                                  "%s: no DriftBench store there yet (nothing was run into it)", st->shown);
         else if (!readonly && version < DRIFT_STORE_SCHEMA_VERSION)
             ds = pg_migrate(st, &version, err);
+        if (!ds && version > 0) ds = pg_not_ours(st, err);
     }
     if (ds) {
         store_tx_rollback(st);
         return ds;
     }
     if ((ds = store_tx_commit(st, err))) return ds;
-    if (readonly) return sq_exec(st, "SET default_transaction_read_only = on", err);
+    if (readonly) {
+        char ro[128];
+        snprintf(ro, sizeof ro, "SET default_transaction_read_only = on; SET statement_timeout = %d",
+                 STORE_PG_READ_TIMEOUT_MS);
+        return sq_exec(st, ro, err);
+    }
     return DRIFT_OK;
 }
 

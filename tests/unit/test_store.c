@@ -1527,6 +1527,45 @@ static void test_pg_refuse_foreign_tables(void **state) {
     assert_int_equal(pg_test_scalar(url2, "SELECT count(*) FROM driftbench_meta"), 1);
 }
 
+/* The store is data, not code: a view (here over an endless recursive
+ * query, which would hang every reader), a user trigger or a rule in the
+ * store's schema is refused at open, read-only or not, naming it; the
+ * store opens again once it is gone. */
+static void test_pg_schema_not_ours(void **state) {
+    (void)state;
+    const char *url = store_loc("notours");
+    drift_store *st = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_store_open(url, &st, &err), DRIFT_OK);
+    drift_store_close(st);
+    st = NULL;
+    static const struct {
+        const char *make, *drop, *named;
+    } objs[] = {
+        {"CREATE VIEW endless AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x FROM r",
+         "DROP VIEW endless", "view 'endless'"},
+        {"CREATE FUNCTION drift_evil() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;"
+         "CREATE TRIGGER evil BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION drift_evil()",
+         "DROP TRIGGER evil ON runs; DROP FUNCTION drift_evil()", "trigger 'evil on runs'"},
+        {"CREATE RULE quiet AS ON INSERT TO scores DO INSTEAD NOTHING", "DROP RULE quiet ON scores",
+         "rule 'quiet on scores'"},
+    };
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
+        assert_int_equal(pg_test_exec(url, objs[i].make), 0);
+        memset(&err, 0, sizeof err);
+        assert_int_equal(drift_store_open_readonly(url, &st, &err), DRIFT_ERR_STORE);
+        assert_null(st);
+        if (!strstr(err.msg, objs[i].named)) fail_msg("%s not named: %s", objs[i].named, err.msg);
+        memset(&err, 0, sizeof err);
+        assert_int_equal(drift_store_open(url, &st, &err), DRIFT_ERR_STORE);
+        assert_null(st);
+        assert_int_equal(pg_test_exec(url, objs[i].drop), 0);
+    }
+    memset(&err, 0, sizeof err);
+    assert_int_equal(drift_store_open_readonly(url, &st, &err), DRIFT_OK);
+    drift_store_close(st);
+}
+
 static void test_pg_readonly_no_store(void **state) {
     (void)state;
     const char *url = store_loc("ronone");
@@ -2109,6 +2148,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_concurrent_writers, teardown_kids),
         cmocka_unit_test_teardown(test_concurrent_create, teardown_kids),
         cmocka_unit_test(test_pg_refuse_foreign_tables),
+        cmocka_unit_test(test_pg_schema_not_ours),
         cmocka_unit_test(test_pg_readonly_no_store),
         cmocka_unit_test(test_pg_readonly_reads_and_writes_nothing),
         cmocka_unit_test_teardown(test_pg_run_lock_connection_ends, teardown_kids),
