@@ -74,24 +74,10 @@ int import_sample_finish(drift_import_sample *p, const json_t *ref) {
 }
 
 int import_utf8_ok(const char *s) {
-    const unsigned char *u = (const unsigned char *)s;
-    while (*u) {
-        unsigned c = *u, need, cp, min;
-        if (c < 0x80) {
-            u++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF) need = 2, min = 0x80, cp = c & 0x1F;
-        else if (c >= 0xE0 && c <= 0xEF) need = 3, min = 0x800, cp = c & 0x0F;
-        else if (c >= 0xF0 && c <= 0xF4) need = 4, min = 0x10000, cp = c & 0x07;
-        else return 0;
-        for (unsigned i = 1; i < need; i++) {
-            if ((u[i] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
-            cp = (cp << 6) | (u[i] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-        u += need;
-    }
+    size_t n = strlen(s);
+    uint32_t cp;
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = util_utf8_decode(s + i, n - i, &cp))) return 0;
     return 1;
 }
 

@@ -45,32 +45,6 @@
 #include <string.h>
 #include <utf8proc.h>
 
-/* See sanitize.h. */
-size_t util_utf8_decode(const char *str, size_t n, uint32_t *cp) {
-    const unsigned char *s = (const unsigned char *)str;
-    if (!n) return 0;
-    unsigned c = s[0];
-    size_t need;
-    uint32_t min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c >= 0xC2 && c <= 0xDF) need = 2, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF) need = 3, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4) need = 4, min = 0x10000;
-    else return 0;
-    if (n < need) return 0;
-    uint32_t v = c & (need == 2 ? 0x1F : need == 3 ? 0x0F : 0x07);
-    for (size_t i = 1; i < need; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
-    *cp = v;
-    return need;
-}
-
 static int is_bidi_control(uint32_t cp) {
     return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
            (cp >= 0x2066 && cp <= 0x2069);

@@ -11,11 +11,6 @@
 
 #include "util/util.h"
 
-/* The well-formed UTF-8 code point at s (n bytes left) into *cp: its
- * length, 0 when the bytes there are not well-formed (RFC 3629: no
- * overlongs, no surrogates, nothing above U+10FFFF). NUL is a code point. */
-size_t util_utf8_decode(const char *s, size_t n, uint32_t *cp);
-
 /* Flags of util_sanitize_append. */
 #define UTIL_SAN_LINE 0u      /* one line: '\n' and '\t' are escaped like every control */
 #define UTIL_SAN_LINES 1u     /* lines of a text: '\n' and '\t' are kept */

@@ -168,26 +168,36 @@ unsigned char *util_b64_decode(const char *s, size_t *n) {
     return o;
 }
 
-/* UTF-8 validation (RFC 3629: no overlongs, no surrogates, <= U+10FFFF). */
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
+/* UTF-8 validation (RFC 3629: no overlongs, no surrogates, <= U+10FFFF); see util.h. */
+size_t util_utf8_decode(const char *str, size_t n, uint32_t *cp) {
+    const unsigned char *s = (const unsigned char *)str;
+    if (!n) return 0;
     unsigned c = s[0];
     size_t need;
-    unsigned min;
-    if (c == 0) return 0;
-    if (c < 0x80) return 1;
+    uint32_t min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
     if (c >= 0xC2 && c <= 0xDF) need = 2, min = 0x80;
     else if (c >= 0xE0 && c <= 0xEF) need = 3, min = 0x800;
     else if (c >= 0xF0 && c <= 0xF4) need = 4, min = 0x10000;
     else return 0;
     if (n < need) return 0;
-    unsigned cp = c & (need == 2 ? 0x1F : need == 3 ? 0x0F : 0x07);
+    uint32_t v = c & (need == 2 ? 0x1F : need == 3 ? 0x0F : 0x07);
     for (size_t i = 1; i < need; i++) {
         if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
+        v = (v << 6) | (s[i] & 0x3F);
     }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+    *cp = v;
     return need;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid or NUL. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    uint32_t cp;
+    return s[0] ? util_utf8_decode((const char *)s, n, &cp) : 0;
 }
 
 char *util_utf8_clean(const char *s, size_t len) {

@@ -33,6 +33,11 @@ char *util_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Reads a whole file; *out is NUL-terminated, *len excludes the NUL. */
 drift_status util_read_file(const char *path, char **out, size_t *len, drift_error *err);
 
+/* The well-formed UTF-8 code point at s (n bytes left) into *cp: its
+ * length, 0 when the bytes there are not well-formed (RFC 3629: no
+ * overlongs, no surrogates, nothing above U+10FFFF). NUL is a code point. */
+size_t util_utf8_decode(const char *s, size_t n, uint32_t *cp);
+
 /* Copy of s (len bytes) as valid UTF-8: every byte that does not start a
  * valid sequence becomes U+FFFD. NULL on nomem. */
 char *util_utf8_clean(const char *s, size_t len);
