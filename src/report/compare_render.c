@@ -1233,11 +1233,7 @@ static void seq_cells(const drift_seq_wl *w, char *rate, char *ci, size_t cap, c
 /* "BLOCK (exit 1): math" - the replay's verdict and the workloads that
  * made it, with the rule that ended them. */
 static void seq_verdict(util_buf *b, const drift_seq_result *r) {
-    buf_printf(b, "%s (exit %d)", report_decision_word(r->decision), drift_decision_exit_code(r->decision));
-    if (r->decision == DRIFT_DECISION_NOT_GATED) {
-        buf_puts(b, ": no workload has a budget, nothing was decided");
-        return;
-    }
+    if (report_verdict_open(b, r->decision)) return;
     if (r->decision == DRIFT_DECISION_DEPLOY) {
         buf_puts(b, ": every gated workload deploys");
         return;

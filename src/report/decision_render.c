@@ -10,7 +10,8 @@
  *                           likely decide; for no evidence, what is missing
  *                           and the command that supplies it
  *   report_verdict_summary  the comparison's verdict with its exit code and
- *                           the workloads that made it
+ *                           the workloads that made it (report_verdict_open:
+ *                           its start, shared with the sequential replay's)
  *   report_rule_text        which rule decided, and the left-out limit
  *   report_error_rate_text  how the per-workload error rates combine: a
  *                           union bound over the gated workloads
@@ -138,12 +139,15 @@ void report_decision_note(util_buf *b, const drift_comparison *c, const drift_wl
                    w->errors, w->unscored);
 }
 
+int report_verdict_open(util_buf *b, drift_decision d) {
+    buf_printf(b, "%s (exit %d)", report_decision_word(d), drift_decision_exit_code(d));
+    if (d != DRIFT_DECISION_NOT_GATED) return 0;
+    buf_puts(b, ": no workload has a budget, nothing was decided");
+    return 1;
+}
+
 void report_verdict_summary(util_buf *b, const drift_comparison *c) {
-    buf_printf(b, "%s (exit %d)", report_decision_word(c->decision), drift_decision_exit_code(c->decision));
-    if (c->decision == DRIFT_DECISION_NOT_GATED) {
-        buf_puts(b, ": no workload has a budget, nothing was decided");
-        return;
-    }
+    if (report_verdict_open(b, c->decision)) return;
     if (c->decision == DRIFT_DECISION_DEPLOY) {
         buf_printf(b, ": %s within its budget", c->gated == 1 ? "the gated workload is" : "every gated workload is");
         return;

@@ -65,6 +65,9 @@ const char *report_reason_json(drift_decision_reason r);
  * decide an INCONCLUSIVE one; for no evidence, what is missing and the
  * command that supplies it. Numbers and fixed words only. */
 void report_decision_note(util_buf *b, const drift_comparison *c, const drift_wl_result *w);
+/* A verdict sentence's start, "BLOCK (exit 1)"; for NOT_GATED the whole
+ * sentence (returns 1: nothing more to say), else 0. */
+int report_verdict_open(util_buf *b, drift_decision d);
 /* "BLOCK (exit 1): math 18.33% over budget 2.00%" (no newline). */
 void report_verdict_summary(util_buf *b, const drift_comparison *c);
 /* Which rule decided and the left-out limit (no newline). */
