@@ -34,10 +34,8 @@
  * the store, or exits: the CLI (cli/cmd_lab.c) does, and the report
  * sentences are renderers over the result (src/report/lab_render.c,
  * lab_summary.c). */
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
