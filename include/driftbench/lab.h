@@ -444,7 +444,9 @@ typedef enum drift_lab_leg {
 } drift_lab_leg;
 
 /* What the study did, filled as it goes (the progress callback may read it
- * during a phase event). Free with drift_lab_result_clear. */
+ * during a phase event; the stochastic leg's fields, stoch_* and
+ * stochastic, are its thread's until the STOCHASTIC phase). Free with
+ * drift_lab_result_clear. */
 typedef struct drift_lab_result {
     drift_lab_phase phase;       /* the last phase reached */
     drift_lab_study study;       /* models, evaluators, design */
