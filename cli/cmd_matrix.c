@@ -3,7 +3,7 @@
  * and stopped around it when the spec gives one; a run that is complete is
  * skipped), then scores them: the library's matrix stage
  * (drift_matrix_run) with the CLI's printing, which `lab` shares
- * (cli_matrix_run). A configuration that fails entirely (every request
+ * (cli_matrix_printer, cli_matrix_finish). A configuration that fails entirely (every request
  * failed, or it could not start: its server, its target) does not stop
  * the others (all_failed_ok): once they are done, matrix names each one
  * and why, and exits 2.
