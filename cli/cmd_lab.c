@@ -1,64 +1,48 @@
 /* cmd_lab.c - `driftbench lab`: the paper's study on the embedded engine, on
  * a machine without servers or GPUs. The study itself is the library's lab
- * stage (include/driftbench/lab.h, src/pipeline/lab_*.c: models, design,
- * cost model, stochastic leg); this file parses the flags, drives the
- * stage's steps, prints between them and owns the exit code:
+ * stage, one call (drift_lab_run, include/driftbench/lab.h,
+ * src/pipeline/lab.c: models, design, cost model, the matrix and its
+ * long-context subset, the stochastic leg on its own thread, the analyses);
+ * this file parses the flags, prints what each phase of the stage reports
+ * (its progress callback, lab_event), writes the files and owns the exit
+ * code:
  *
- * 1. models (drift_lab_models_find; the fixtures when models/ has none, and
- *    the output says their answers are noise; fragile models first), whether
- *    safety can be judged (drift_lab_safety_check), the matrix
- *    (drift_lab_design) written to DIR/matrix.json, and --quick's
- *    long-context subset to DIR/matrix_long.json, so `driftbench matrix` can
- *    re-run or shard them.
- * 2. before anything runs: the size (drift_lab_plan_size) and an estimate
- *    of the generation time from a cost measured on this machine
- *    (drift_lab_plan_estimate); --full on fewer than 8 cores adds a WARNING
- *    with how to cut or shard it (it still runs). --dry-run stops here.
- * 3. run + score every configuration (resumable: DIR/lab.db): the matrix
- *    stage (drift_matrix_run, printed by cli_matrix_run as `matrix` does)
- *    with the chat embedder and the safety guard the study chose, --jobs
- *    configurations side by side (one engine thread each by default), one
- *    verdict cache for every scoring call (drift_score_cache), a progress
- *    bar weighted by the cost model; then --quick's long-context subset
- *    (the same runs gain long-context answers); the answers cut by the
- *    token limit per workload (drift_lab_count_cuts).
- * 3b. the stochastic leg (drift_lab_stochastic_design, _run, _compare) ->
- *    DIR/stochastic.txt: it runs in a thread of its own while the
- *    long-context subset runs (neither needs the other's answers; the long
- *    ref configuration alone would leave a core idle), silent until it ends,
- *    then its runs' scoring summaries and its comparison are printed.
- * 4. flip table -> DIR/flip_rates.csv; the ANOVA and the PRI held-out
- *    evaluations computed once (drift_table_analyze) -> DIR/anova.txt,
- *    DIR/pri.txt (when there are enough rows), and the same PRI evaluation
- *    in the HTML report -> DIR/report.html; the summaries are printed too.
- * Every text block comes from a renderer of src/report/ (report.h). */
+ * 1. models, whether safety can be judged, the matrix written to
+ *    DIR/matrix.json and --quick's long-context subset to
+ *    DIR/matrix_long.json (so `driftbench matrix` can re-run or shard
+ *    them), the size and the time estimate (--full on fewer than 8 cores
+ *    adds a WARNING on stderr; it still runs). --dry-run stops here.
+ * 2. the matrix legs printed as `matrix` prints them (cli_matrix_printer,
+ *    a progress bar weighted by the cost model), then the stochastic leg's
+ *    scoring and comparison -> DIR/stochastic.txt, the answers cut by the
+ *    token limit -> DIR/cuts.txt, the verdict cache's reuse.
+ * 3. from the result: the summary (DIR/summary.txt), the flip table
+ *    (DIR/flip_rates.csv), the ANOVA (DIR/anova.txt), the PRI held-out
+ *    evaluation (DIR/pri.txt when there are enough rows) and the HTML
+ *    report (DIR/report.html) with its note; then the times.
+ * Every text block comes from a renderer of src/report/ (report.h, lab.h's
+ * drift_lab_result_summary_render and drift_lab_note_render).
+ *
+ * Exit codes: 0 done, 2 an error. A file that cannot be written is exit 2
+ * naming the path: before the matrix runs (DIR/matrix.json,
+ * DIR/matrix_long.json) it stops the lab at once; after, the other files
+ * are still written. */
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "cli.h"
 #include "cmd_matrix.h"
 #include "driftbench/analysis.h"
-#include "driftbench/eval.h"
 #include "driftbench/lab.h"
 #include "driftbench/matrix.h"
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "pipeline.h"
-#include "util/util.h"
-
-/* Sequences decoded together per configuration and in the stochastic leg:
- * the engine is batch-invariant (the same answers at any batch), and a step
- * of 32 rows does about twice the work per CPU-second of a step of 8. */
-#define LAB_BATCH 32
 
 static const char lab_usage[] =
     "usage: driftbench lab [--quick|--full] [--out DIR] [--models DIR] [options]\n"
@@ -89,7 +73,6 @@ static const char lab_usage[] =
     "generation time from tokens/s measured on this machine; --full on fewer than 8 cores\n"
     "also prints a WARNING (on stderr) with the estimate and how to cut or shard the run.\n";
 
-
 static int mkdir_p(const char *dir) {
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", dir);
@@ -110,11 +93,49 @@ static void fmt_duration(char *out, size_t cap, double s) {
     else snprintf(out, cap, "%.1f days", s / 86400);
 }
 
-/* Prints the size of the run; 0 when it is known. */
-static int print_size(const drift_lab_plan *p, drift_status rc, const drift_error *err) {
-    if (rc) {
-        printf("size: not known (%s)\n", cli_safe(err->msg));
-        return -1;
+
+/* Seconds on the monotonic clock (the lab's wall time). */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* What the command keeps while the stage runs. */
+typedef struct lab_cli {
+    const char *out;            /* DIR */
+    int full;
+    int threads;                /* engine threads per configuration (--threads) */
+    int dry_run;
+    char matrix_path[PATH_MAX + 32], long_path[PATH_MAX + 32];
+    int rc;                     /* CLI_EXIT_PASS, or the exit code of a failure printed already */
+    int stop;                   /* 1: stop the stage (a failure was printed) */
+    int write_failed;           /* a file could not be written (printed): exit 2 at the end */
+    cli_matrix_opts mo;         /* the running matrix leg's printing */
+    cli_matrix_printer *printer;
+    const char *leg_cmd;
+} lab_cli;
+
+/* Writes DIR/name; a failure is printed naming the path and makes the exit
+ * code 2. Returns 0 or -1. */
+static int write_file(lab_cli *c, const char *name, const char *text) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", c->out, name);
+    FILE *f = fopen(path, "w");
+    int ok = f && fputs(text, f) >= 0, e = errno;
+    if (f && fclose(f) && ok) ok = 0, e = errno;
+    if (ok) return 0;
+    cli_error("lab", "cannot write %s: %s", path, strerror(e));
+    c->write_failed = 1;
+    return -1;
+}
+
+/* Prints the size of the run. */
+static void print_size(const drift_lab_result *r) {
+    const drift_lab_plan *p = &r->plan;
+    if (r->size_rc) {
+        printf("size: not known (%s)\n", cli_safe(r->size_err.msg));
+        return;
     }
     printf("size: %zu configurations x %zu prompts (", p->n_configs, p->per_config);
     for (size_t i = 0; i < p->n_suites; i++) printf("%s%s %zu", i ? ", " : "", p->suites[i].name, p->suites[i].n);
@@ -125,19 +146,18 @@ static int print_size(const drift_lab_plan *p, drift_status rc, const drift_erro
         printf("%s%s", i ? ", " : "", p->long_spec->configs[i].label);
     printf("%s, + 4 x %ld x %d sampled answers (stochastic leg: f32, int4, and each again with other seeds)\n", p->long_spec ? ")" : "",
            p->stoch_prompts, p->stoch_replicates);
-    return 0;
+    fflush(stdout);
 }
 
-/* Prints the time estimate (and the WARNING of a large --full); for
- * --quick, long_note gets why long_context is left out, with what it would
- * cost here. */
-static void print_estimate(const drift_lab_plan *p, drift_status rc, int threads, const char *matrix_path) {
+/* Prints the time estimate (and the WARNING of a large --full). */
+static void print_estimate(const drift_lab_result *r, int threads, const char *matrix_path) {
+    const drift_lab_plan *p = &r->plan;
     if (p->todo == 0 && p->long_todo == 0) {
         printf("estimate: every configuration is stored already: nothing to generate but what the stochastic leg "
                "lacks\n");
         return;
     }
-    if (rc) {
+    if (r->estimate_rc) {
         printf("estimate: not available (the calibration requests failed)\n");
         return;
     }
@@ -164,134 +184,265 @@ static void print_estimate(const drift_lab_plan *p, drift_status rc, int threads
     }
 }
 
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "driftbench lab: cannot write %s: %s\n", path, strerror(errno));
+static void print_models(const drift_lab_result *r, int full) {
+    const drift_lab_study *s = &r->study;
+    if (s->fixtures) printf("NOTE: no shipped models found in models/: using the test fixtures, whose answers are noise\n");
+    printf("lab (%s): %zu model(s):", full ? "full" : "quick", s->n_models);
+    for (size_t i = 0; i < s->n_models; i++)
+        printf(" %s%s", s->models[i].name, strstr(s->models[i].name, "-fragile-") ? " (fragile)" : "");
+    if (s->n_found > s->n_models)
+        printf(" (%zu found; --quick takes \"-fragile-\" models first, then the others by name, up to %d; --full "
+               "uses all)",
+               s->n_found, DRIFT_LAB_QUICK_MODELS);
+    else if (!full && !s->n_fragile)
+        printf(" (no \"-fragile-\" model in the folder: robust models only)");
+    printf("\n");
+}
+
+/* The design: DIR, the matrix files, the matrix line. */
+static void on_design(lab_cli *c, const drift_lab_result *r) {
+    if (mkdir_p(c->out)) {
+        c->rc = cli_error("lab", "cannot create %s: %s", c->out, strerror(errno));
+        c->stop = 1;
         return;
     }
-    fputs(text, f);
-    fclose(f);
-}
-
-/* The stochastic leg runs in a thread of its own beside the long-context
- * subset (both come after the matrix; the leg needs none of their answers),
- * so the second core is not idle while the long ref configuration runs. It
- * prints nothing while it runs (the long-context lines are being printed);
- * each run's scoring summary is kept and printed after it ends. */
-typedef struct stoch_side {
-    char db[PATH_MAX + 32];             /* the store's path: the thread opens its own handle */
-    drift_lab_stochastic x;             /* the design */
-    drift_score_cache *cache;
-    atomic_int stop;                    /* 1: the lab failed elsewhere, stop */
-    drift_score_summary scores[4];      /* each run's scoring, in run order */
-    size_t n_scores;
-    drift_lab_stochastic_summary sum;
-    drift_status rc;
-    drift_error err;
-    double wall_s;
-} stoch_side;
-
-static int stoch_cancel(void *user) {
-    stoch_side *sd = user;
-    return atomic_load(&sd->stop) || cli_cancel_requested(NULL);
-}
-
-static void stoch_record(void *user, const drift_progress *p) {
-    stoch_side *sd = user;
-    if (strcmp(p->stage, "run") && p->event == DRIFT_PROGRESS_ITEM && sd->n_scores < 4) {
-        const drift_lab_stochastic_summary *s = p->summary;
-        sd->scores[sd->n_scores++] = s->score;
+    if (r->study.gpu[0]) printf("hardware: the GPU (%s) joins the matrix beside the CPU\n", r->study.gpu);
+    if (write_file(c, "matrix.json", r->study.spec_json ? r->study.spec_json : "") ||
+        (r->study.long_spec_json && write_file(c, "matrix_long.json", r->study.long_spec_json))) {
+        c->rc = CLI_EXIT_ERROR; /* nothing runs that could not be re-run or sharded from its files */
+        c->stop = 1;
+        return;
     }
+    if (r->design_rc) return;
+    const drift_matrix_spec *spec = r->study.spec;
+    printf("matrix: %zu configurations x %zu suites, %s, %d new tokens (%s)\n", spec->n_configs, spec->n_suites,
+           r->study.opts.limit > 0 ? "--limit prompts per suite" : c->full ? "whole suites" : "quick suite sizes",
+           spec->max_tokens, c->matrix_path);
+    fflush(stdout);
 }
 
-static void *stoch_thread(void *arg) {
-    stoch_side *sd = arg;
-    double t0 = util_now_ms();
-    drift_store *st = NULL;
-    sd->rc = drift_store_open(sd->db, &st, &sd->err);
-    if (!sd->rc) {
-        drift_lab_stochastic_opts so;
-        drift_lab_stochastic_opts_default(&so);
-        so.concurrency = LAB_BATCH;
-        so.score.cache = sd->cache; /* no score.progress: the long-context lines are printing */
-        so.cancel = stoch_cancel;
-        so.cancel_user = sd;
-        so.progress = stoch_record;
-        so.progress_user = sd;
-        sd->rc = drift_lab_stochastic_run(st, &sd->x, &so, &sd->sum, &sd->err);
-    }
-    drift_store_close(st);
-    sd->wall_s = (util_now_ms() - t0) / 1000.0;
-    return NULL;
+static void on_planned(lab_cli *c, const drift_lab_result *r) {
+    if (!c->full && r->study.long_spec)
+        printf("quick: long_context (%zu prompts, each a prefill of ~%.0f tokens) runs on %zu configurations only "
+               "(%s); --full runs it on every one\n",
+               r->long_n, r->long_tokens, r->study.long_spec->n_configs, c->long_path);
+    fflush(stdout);
+    if (!c->dry_run) cli_install_signal_handlers();
 }
 
-/* Prints what the stochastic leg's thread did, compares its runs, prints
- * and writes DIR/stochastic.txt and appends a sentence to note. */
-static int stochastic_report(drift_store *st, stoch_side *sd, const char *out, util_buf *note,
-                             drift_lab_stochastic *xo) {
-    drift_lab_stochastic x = sd->x;
+/* A matrix leg begins: its printer, as `matrix` prints (one line or a bar
+ * per configuration, weighted by the cost model). */
+static void on_leg_begin(lab_cli *c, const drift_lab_result *r) {
+    int lng = r->leg == DRIFT_LAB_LEG_LONG;
+    cli_matrix_opts_default(&c->mo);
+    c->mo.progress_lines = 1;
+    c->mo.jobs = r->jobs;
+    c->mo.concurrency = DRIFT_LAB_BATCH;
+    c->mo.weights = lng ? r->long_weights : r->weights;
+    c->mo.est_wall_s = (lng ? r->est_long_s : r->est_main_s) / (double)r->jobs;
+    c->leg_cmd = lng ? "lab long_context" : "lab";
+    c->printer = cli_matrix_printer_new(c->leg_cmd, lng ? r->study.long_spec : r->study.spec, &c->mo);
+}
+
+static void on_leg_end(lab_cli *c, const drift_lab_result *r) {
+    int lng = r->leg == DRIFT_LAB_LEG_LONG;
+    const drift_matrix_spec *spec = lng ? r->study.long_spec : r->study.spec;
+    const drift_matrix_summary *s = lng ? &r->lng : &r->main;
+    cli_matrix_printer_free(c->printer);
+    c->printer = NULL;
+    int rc = cli_matrix_finish(c->leg_cmd, spec, s, r->leg_rc, &r->leg_err);
+    if (rc != CLI_EXIT_PASS) c->rc = rc;
+    if (lng && s->all_failed)
+        printf("long_context: every request failed on %zu of %zu configurations (e.g. %s): no long-context rows "
+               "from them\n",
+               s->all_failed, spec->n_configs, cli_safe(s->all_failed_msg));
+}
+
+/* The stochastic leg's runs ended (beside the long-context leg, silent
+ * until now): their scoring, or why they failed. */
+static void on_stochastic(lab_cli *c, const drift_lab_result *r) {
+    const drift_lab_stochastic *x = &r->stochastic;
     printf("\n== stochastic serving (temperature %.1f, %d replicates, %s, %s: f32 -> int4, and each against itself "
            "with seeds %ld+r: the null; run beside long_context, %.1f s) ==\n",
-           x.temperature, x.replicates, x.suite, x.model, x.null_seed, sd->wall_s);
-    for (size_t i = 0; i < sd->n_scores; i++) cli_print_score_summary(&sd->scores[i], "not computable");
+           x->temperature, x->replicates, x->suite, x->model, x->null_seed, r->stoch_wall_s);
+    for (size_t i = 0; i < r->n_stoch_scores; i++) cli_print_score_summary(&r->stoch_scores[i], "not computable");
     fflush(stdout);
-    drift_error err = {0};
-    if (sd->rc) {
-        if (sd->sum.failed_in_run && sd->sum.label)
-            return cli_run_failed("lab", sd->sum.label, sd->sum.target, &sd->sum.run, &sd->err);
-        return cli_error_lib("lab", &sd->err);
-    }
-    if (drift_lab_stochastic_compare(st, &x, &err)) return cli_error_lib("lab", &err);
-    *xo = x;
-    char *txt = NULL;
-    if (drift_lab_stochastic_render(&x, &txt, &err)) return cli_error_lib("lab", &err);
-    fputs(txt, stdout);
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/stochastic.txt", out);
-    write_text(path, txt);
-    free(txt);
-    if (x.null_ok) {
-        const drift_lab_beyond *d = &x.beyond;
-        buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s f32 -> int4): %.2f%% "
-                         "of replicate pairs disagree, %.2f%% for each stack against itself with other seeds (the null), so "
-                         "%+.2f points beyond the null (95%% CI %.2f to %.2f). ",
-                   x.replicates, d->n, x.model, 100 * d->cross, 100 * d->null_rate, 100 * d->beyond,
-                   100 * d->beyond_lo, 100 * d->beyond_hi);
-        if (isnan(d->ratio))
-            buf_puts(note, "No deterministic flip on those prompts: the ratio to the deterministic rate (the paper: "
-                           "0.23x) cannot be said at this size. ");
-        else if (isinf(d->ratio_hi))
-            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI from %.2fx, unbounded above: too few "
-                             "deterministic flips to bound it; the paper: 0.23x). ",
-                       d->ratio, d->ratio_lo);
-        else
-            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI %.2fx to %.2fx; the paper: 0.23x). ",
-                       d->ratio, d->ratio_lo, d->ratio_hi);
-    } else if (!isnan(x.ratio)) {
-        buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
-                         "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x); not against its null: %s. ",
-                   x.model, 100 * x.expected_flip_rate, x.ratio, x.null_reason);
-    }
-    return CLI_EXIT_PASS;
+    if (!r->stoch_rc) return;
+    const drift_lab_stochastic_summary *s = &r->stoch_sum;
+    c->rc = s->failed_in_run && s->label ? cli_run_failed("lab", s->label, s->target, &s->run, &r->stoch_err)
+                                         : cli_error_lib("lab", &r->stoch_err);
 }
 
-/* CPU seconds (user + system) this process and its waited-for children
- * (the code sandbox's programs) have used so far. */
-static double cpu_s(void) {
-    struct rusage self, kids;
-    if (getrusage(RUSAGE_SELF, &self) || getrusage(RUSAGE_CHILDREN, &kids)) return 0;
-    double s = 0;
-    const struct rusage *r[2] = {&self, &kids};
-    for (int i = 0; i < 2; i++)
-        s += (double)r[i]->ru_utime.tv_sec + (double)r[i]->ru_utime.tv_usec / 1e6 + (double)r[i]->ru_stime.tv_sec +
-             (double)r[i]->ru_stime.tv_usec / 1e6;
-    return s;
+static void on_compared(lab_cli *c, const drift_lab_result *r) {
+    char *txt = NULL;
+    drift_error err = {0};
+    if (drift_lab_stochastic_render(&r->stochastic, &txt, &err)) {
+        c->rc = cli_error_lib("lab", &err);
+        c->stop = 1;
+        return;
+    }
+    fputs(txt, stdout);
+    write_file(c, "stochastic.txt", txt);
+    free(txt);
+}
+
+static void on_cuts(lab_cli *c, const drift_lab_result *r) {
+    char *cut_text = NULL;
+    drift_error err = {0};
+    if (drift_lab_cuts_render(&r->cuts, &cut_text, &err)) {
+        c->rc = cli_error_lib("lab", &err);
+        c->stop = 1;
+        return;
+    }
+    printf("\n== answers cut by the token limit (the matrix's runs) ==\n%s", cut_text);
+    write_file(c, "cuts.txt", cut_text);
+    free(cut_text);
+    const drift_score_cache_stats *cs = &r->cache;
+    printf("scoring: %zu distinct verdicts kept, %zu reused (math %zu, code %zu, safety %zu, chat %zu, "
+           "long_context %zu)\n",
+           cs->entries, (size_t)0 + cs->hits[DRIFT_WL_MATH] + cs->hits[DRIFT_WL_CODE] + cs->hits[DRIFT_WL_SAFETY] +
+                            cs->hits[DRIFT_WL_CHAT] + cs->hits[DRIFT_WL_LONG],
+           cs->hits[DRIFT_WL_MATH], cs->hits[DRIFT_WL_CODE], cs->hits[DRIFT_WL_SAFETY], cs->hits[DRIFT_WL_CHAT],
+           cs->hits[DRIFT_WL_LONG]);
+}
+
+/* The stage's progress: its phases (stage "lab", ITEM) and its matrix
+ * legs' events; the calibration's batches are not shown. */
+static void lab_event(void *user, const drift_progress *p) {
+    lab_cli *c = user;
+    if (strcmp(p->stage, "lab") != 0) {
+        if (c->printer) cli_matrix_printer_event(c->printer, p);
+        return;
+    }
+    if (p->event != DRIFT_PROGRESS_ITEM) return;
+    const drift_lab_result *r = p->summary;
+    switch (r->phase) {
+    case DRIFT_LAB_PHASE_MODELS: print_models(r, c->full); break;
+    case DRIFT_LAB_PHASE_SAFETY:
+        if (!r->study.with_safety) printf("safety: not computable, so not run: %s\n", r->study.safety_reason);
+        break;
+    case DRIFT_LAB_PHASE_DESIGN: on_design(c, r); break;
+    case DRIFT_LAB_PHASE_SIZE: print_size(r); break;
+    case DRIFT_LAB_PHASE_ESTIMATE: print_estimate(r, c->threads, c->matrix_path); break;
+    case DRIFT_LAB_PHASE_PLANNED: on_planned(c, r); break;
+    case DRIFT_LAB_PHASE_LEG_BEGIN: on_leg_begin(c, r); break;
+    case DRIFT_LAB_PHASE_LEG_END: on_leg_end(c, r); break;
+    case DRIFT_LAB_PHASE_STOCHASTIC: on_stochastic(c, r); break;
+    case DRIFT_LAB_PHASE_COMPARED: on_compared(c, r); break;
+    case DRIFT_LAB_PHASE_CUTS: on_cuts(c, r); break;
+    default: break;
+    }
+}
+
+static int lab_cancel(void *user) {
+    const lab_cli *c = user;
+    return c->stop || cli_cancel_requested(NULL);
+}
+
+/* A failure of the stage that no phase printed. */
+static int lab_failed(const drift_lab_result *r, const drift_error *err) {
+    if (r->phase == DRIFT_LAB_PHASE_NONE) return cli_error("lab", "%s", err->msg); /* no models: the user's words */
+    if (err->code == DRIFT_ERR_NOMEM) return cli_error("lab", "out of memory");
+    if (err->code == DRIFT_ERR_CANCELLED) return cli_error("lab", "interrupted; run the same command again to resume");
+    return cli_error_lib("lab", err);
+}
+
+/* Prints and writes what the study found, from its result: the summary,
+ * the flip table, the ANOVA, the PRI evaluation and the HTML report.
+ * Returns an exit code. */
+static int lab_report(lab_cli *c, const drift_lab_result *r) {
+    int rc = CLI_EXIT_PASS;
+    drift_error err = {0};
+    char *sum_text = NULL, *sum_html = NULL;
+    if (drift_lab_result_summary_render(r, &sum_text, &sum_html, &err)) rc = cli_error_lib("lab", &err);
+    else {
+        printf("\n%s", sum_text);
+        write_file(c, "summary.txt", sum_text);
+    }
+    free(sum_text);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/flip_rates.csv", c->out);
+    if (drift_table_write_csv(r->table, path, &err)) rc = cli_error_lib("lab", &err);
+    printf("\n== flip rate by workload (percent, 95%% Wilson CI; baseline = ref profile of the same model) ==");
+    char *text = NULL;
+    if (drift_table_render_text(r->table, &text, &err)) cli_error_lib("lab", &err);
+    else fputs(text, stdout);
+    free(text);
+    char *why = NULL;
+    if (r->outcomes_ok && drift_store_outcomes_render(&r->outcomes, &why, &err) == DRIFT_OK && why[0])
+        printf("%s\n", why);
+    free(why);
+    for (int w = 0; w < DRIFT_WL_COUNT; w++)
+        if (r->main.score.not_computable[w])
+            printf("%s: %zu answers not computable: %s\n", drift_workload_name((drift_workload)w),
+                   r->main.score.not_computable[w], cli_safe(r->main.score.reason[w]));
+    printf("(written to %s)\n\n== ANOVA ==\n", path);
+    fflush(stdout);
+    char *at = NULL;
+    if (drift_anova_summary_render(&r->analyses, &at, &err)) rc = cli_error_lib("lab", &err);
+    else {
+        fputs(at, stdout);
+        write_file(c, "anova.txt", at);
+    }
+    free(at);
+    printf("== PRI held-out evaluation ==\n");
+    fflush(stdout);
+    char *pt = NULL;
+    if (drift_pri_summary_render(&r->analyses, &pt, &err)) rc = cli_error_lib("lab", &err);
+    else {
+        fputs(pt, stdout);
+        if (r->analyses.pri_fits) write_file(c, "pri.txt", pt);
+    }
+    free(pt);
+
+    drift_html_opts ho;
+    drift_html_opts_default(&ho);
+    ho.title = c->full ? "DriftBench lab (full matrix)" : "DriftBench lab (quick matrix)";
+    ho.baseline = "ref@{model}";
+    char *note = NULL, *page = NULL;
+    drift_error herr = {0};
+    if (drift_lab_note_render(r, &note, &herr) == DRIFT_OK) {
+        ho.note = note;
+        ho.pri = r->analyses.pri;
+        ho.summary_html = sum_html;
+        if (drift_report_html(r->store, &ho, &page, &herr) == DRIFT_OK) write_file(c, "report.html", page);
+    }
+    if (herr.code) rc = cli_error_lib("lab", &herr);
+    free(page);
+    free(note);
+    free(sum_html);
+    return rc;
+}
+
+/* The closing lines: sizes, times, tokens, CPU. */
+static void print_times(const drift_lab_result *r, double wall_s, const char *out) {
+    double run_s = r->main_wall_s + r->side_wall_s;
+    int64_t tokens = r->tokens_after - r->tokens_before;
+    size_t answers = 0;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) answers += r->cuts.answers[w];
+    char est[64] = "";
+    if (r->gen_s > 0) snprintf(est, sizeof est, ", estimated %.0f s", (r->est_main_s + r->est_long_s) / (double)r->jobs);
+    printf("\nlab: %zu configurations, %d side by side, %zu table rows; wall %.1f s (generation %.1f s%s: matrix "
+           "%.1f s, then long_context %.1f s with the stochastic leg beside it %.1f s, together %.1f s; in the "
+           "configurations' own time generating %.1f s, scoring %.1f s); %zu answers in the matrix's runs",
+           r->main.configs, r->jobs, r->table->n_rows, wall_s, run_s, est, r->main_wall_s, r->long_wall_s,
+           r->stoch_wall_s, r->side_wall_s, (r->main.run_ms + r->lng.run_ms) / 1000.0,
+           (r->main.score_ms + r->lng.score_ms) / 1000.0, answers);
+    if (r->tokens_before == 0 && run_s > 0) printf(", %.1f answers/s", (double)answers / run_s);
+    printf("; %lld tokens generated now (the stochastic leg's too), %.0f tokens/s\n", (long long)tokens,
+           run_s > 0 ? (double)tokens / run_s : 0.0);
+    double cpu = drift_lab_cpu_s();
+    printf("lab CPU (user + system, with the code sandbox's programs): %.1f s in all; before the matrix %.1f s, "
+           "matrix %.1f s, long_context with the stochastic leg %.1f s, tables and report %.1f s\n",
+           cpu, r->cpu_before_s, r->cpu_matrix_s - r->cpu_before_s, r->cpu_side_s - r->cpu_matrix_s,
+           cpu - r->cpu_side_s);
+    printf("report: %s/report.html\n", out);
 }
 
 static int cmd_lab(int argc, char **argv) {
-    const char *out = "lab";
-    int dry_run = 0;
+    lab_cli c;
+    memset(&c, 0, sizeof c);
+    c.out = "lab";
     long limit = -1, max_tokens = -1, threads = 1, jobs = 0;
     drift_lab_opts lo;
     drift_lab_opts_default(&lo);
@@ -310,12 +461,12 @@ static int cmd_lab(int argc, char **argv) {
             continue;
         }
         if (!strcmp(a, "--dry-run")) {
-            dry_run = 1;
+            c.dry_run = 1;
             continue;
         }
         if (i + 1 >= argc) return cli_error("lab", "unknown option or missing value '%s' (see --help)", a);
         const char *v = argv[++i];
-        if (!strcmp(a, "--out")) out = v;
+        if (!strcmp(a, "--out")) c.out = v;
         else if (!strcmp(a, "--models")) lo.models_dir = v;
         else if (!strcmp(a, "--guard")) lo.guard_spec = v;
         else if (!strcmp(a, "--embedder")) lo.embedder_spec = v;
@@ -329,359 +480,40 @@ static int cmd_lab(int argc, char **argv) {
             if (cli_parse_int("lab", "--jobs", v, 0, 1024, &jobs)) return CLI_EXIT_ERROR;
         } else return cli_error("lab", "unknown option '%s' (see --help)", a);
     }
-    const int full = lo.full;
+    c.full = lo.full;
+    c.threads = (int)threads;
     lo.limit = limit;
     lo.max_tokens = (int)max_tokens;
     lo.threads = (int)threads;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (jobs <= 0) jobs = cores / (threads > 0 ? threads : 1);
-    if (jobs < 1) jobs = 1;
-    double t_start = util_now_ms();
+    lo.jobs = (int)jobs;
+    lo.dry_run = c.dry_run;
+    char db[PATH_MAX + 32];
+    snprintf(c.matrix_path, sizeof c.matrix_path, "%s/matrix.json", c.out);
+    snprintf(c.long_path, sizeof c.long_path, "%s/matrix_long.json", c.out);
+    snprintf(db, sizeof db, "%s/lab.db", c.out);
+    lo.db = db;
+    lo.spec_name = c.matrix_path;
+    lo.progress = lab_event;
+    lo.progress_user = &c;
+    lo.cancel = lab_cancel;
+    lo.cancel_user = &c;
+    double t_start = now_s();
 
-    /* 1. models */
-    drift_lab_study study;
-    memset(&study, 0, sizeof study);
+    drift_lab_result *r = calloc(1, sizeof *r); /* large: on the heap */
+    if (!r) return cli_error("lab", "out of memory");
     drift_error err = {0};
-    if (drift_lab_models_find(&study, &lo, &err)) {
-        drift_lab_study_clear(&study);
-        return cli_error("lab", "%s", err.msg);
+    drift_status src = drift_lab_run(&lo, r, &err);
+    cli_matrix_printer_free(c.printer);
+    int rc = c.rc;
+    if (rc == CLI_EXIT_PASS && src) rc = lab_failed(r, &err);
+    if (rc == CLI_EXIT_PASS && r->dry_run) printf("dry run: nothing generated (the matrix is in %s)\n", c.matrix_path);
+    else if (rc == CLI_EXIT_PASS) {
+        rc = lab_report(&c, r);
+        print_times(r, now_s() - t_start, c.out);
     }
-    if (study.fixtures) printf("NOTE: no shipped models found in models/: using the test fixtures, whose answers are noise\n");
-    printf("lab (%s): %zu model(s):", full ? "full" : "quick", study.n_models);
-    for (size_t i = 0; i < study.n_models; i++)
-        printf(" %s%s", study.models[i].name, strstr(study.models[i].name, "-fragile-") ? " (fragile)" : "");
-    if (study.n_found > study.n_models)
-        printf(" (%zu found; --quick takes \"-fragile-\" models first, then the others by name, up to %d; --full "
-               "uses all)",
-               study.n_found, DRIFT_LAB_QUICK_MODELS);
-    else if (!full && !study.n_fragile)
-        printf(" (no \"-fragile-\" model in the folder: robust models only)");
-    printf("\n");
-
-    /* evaluators: say up front what can and cannot be judged */
-    if (drift_lab_safety_check(&study, &err)) {
-        drift_lab_study_clear(&study);
-        return cli_error_lib("lab", &err);
-    }
-    if (!study.with_safety) printf("safety: not computable, so not run: %s\n", study.safety_reason);
-
-    /* 2. the matrix */
-    if (mkdir_p(out)) {
-        drift_lab_study_clear(&study);
-        return cli_error("lab", "cannot create %s: %s", out, strerror(errno));
-    }
-    char matrix_path[PATH_MAX + 32];
-    snprintf(matrix_path, sizeof matrix_path, "%s/matrix.json", out);
-    drift_status prc = drift_lab_design(&study, matrix_path, &err);
-    if (study.gpu[0]) printf("hardware: the GPU (%s) joins the matrix beside the CPU\n", study.gpu);
-    write_text(matrix_path, study.spec_json ? study.spec_json : "");
-    char long_path[PATH_MAX + 32];
-    snprintf(long_path, sizeof long_path, "%s/matrix_long.json", out);
-    if (study.long_spec_json) write_text(long_path, study.long_spec_json);
-    if (prc) {
-        drift_lab_study_clear(&study);
-        if (prc == DRIFT_ERR_NOMEM) return cli_error("lab", "out of memory");
-        return cli_error_lib("lab", &err);
-    }
-    const drift_matrix_spec *spec = study.spec;
-    printf("matrix: %zu configurations x %zu suites, %s, %d new tokens (%s)\n", spec->n_configs, spec->n_suites,
-           limit > 0 ? "--limit prompts per suite" : full ? "whole suites" : "quick suite sizes", spec->max_tokens,
-           matrix_path);
-    fflush(stdout);
-
-    /* 3. the size and the time estimate, then run + score (a dry run opens
-     * the store only when it exists, to count what is stored) */
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/lab.db", out);
-    drift_store *st = NULL;
-    if ((!dry_run || access(path, F_OK) == 0) && drift_store_open(path, &st, &err)) {
-        drift_lab_study_clear(&study);
-        return cli_error_lib("lab", &err);
-    }
-    drift_lab_plan plan;
-    double *weights = calloc(spec->n_configs ? spec->n_configs : 1, sizeof *weights);
-    double *long_weights = calloc(study.long_spec ? study.long_spec->n_configs + 1 : 1, sizeof *long_weights);
-    double est_main_s = 0, est_long_s = 0;
-    size_t long_n = 0;
-    double long_tokens = 0; /* prompt tokens of a long-context prompt, by the cost model */
-    if (print_size(&plan, drift_lab_plan_size(&study, st, &plan, &err), &err) == 0) {
-        fflush(stdout);
-        plan.jobs = (int)jobs;
-        drift_status erc = drift_lab_plan_estimate(&study, &plan, &err);
-        print_estimate(&plan, erc, (int)threads, matrix_path);
-        long_n = plan.long_suite.n;
-        if (!erc && long_n) long_tokens = plan.long_suite.c1 / (double)long_n * plan.cost.long_tokens_per_char;
-        /* the progress bars' weights and wall-time estimates */
-        for (size_t i = 0; weights && !erc && i < spec->n_configs; i++)
-            est_main_s += weights[i] = drift_lab_plan_config_seconds(&plan, spec, i);
-        for (size_t i = 0; long_weights && plan.long_spec && !erc && i < plan.long_spec->n_configs; i++)
-            est_long_s += long_weights[i] = drift_lab_plan_config_seconds(&plan, plan.long_spec, i);
-    }
-    double gen_s = plan.gen_s;
-    drift_lab_plan_clear(&plan);
-    if (!full && study.long_spec)
-        printf("quick: long_context (%zu prompts, each a prefill of ~%.0f tokens) runs on %zu configurations only "
-               "(%s); --full runs it on every one\n",
-               long_n, long_tokens, study.long_spec->n_configs, long_path);
-    fflush(stdout);
-    if (dry_run) {
-        printf("dry run: nothing generated (the matrix is in %s)\n", matrix_path);
-        free(weights);
-        free(long_weights);
-        drift_store_close(st);
-        drift_lab_study_clear(&study);
-        return CLI_EXIT_PASS;
-    }
-    cli_install_signal_handlers();
-    int64_t tok0 = 0, tok1 = 0;
-    drift_store_completion_tokens(st, &tok0, &err);
-    /* one verdict cache for every scoring call: most configurations give
-     * the baseline's text, judged once */
-    drift_score_cache *cache = drift_score_cache_new();
-    if (!cache) {
-        free(weights);
-        free(long_weights);
-        drift_store_close(st);
-        drift_lab_study_clear(&study);
-        return cli_error("lab", "out of memory");
-    }
-    cli_matrix_opts mo;
-    cli_matrix_opts_default(&mo);
-    mo.progress_lines = 1;
-    mo.score.guard_spec = lo.guard_spec;
-    mo.score.embedder_spec = study.embedder;
-    mo.score.cache = cache;
-    mo.jobs = (int)jobs;
-    mo.concurrency = LAB_BATCH;
-    mo.weights = weights;
-    mo.est_wall_s = est_main_s / (double)jobs;
-    cli_matrix_stats ms;
-    double g0 = util_now_ms(), cpu0 = cpu_s();
-    int rc = cli_matrix_run("lab", st, spec, &mo, &ms);
-    double main_wall_s = (util_now_ms() - g0) / 1000.0, cpu1 = cpu_s();
-    cli_matrix_stats ls_stats;
-    memset(&ls_stats, 0, sizeof ls_stats);
-    double long_wall_s = 0;
-    /* the stochastic leg in its own thread, beside the long-context subset */
-    double side0 = util_now_ms();
-    stoch_side *sd = calloc(1, sizeof *sd); /* large: on the heap */
-    pthread_t stoch_th;
-    int stoch_started = 0;
-    if (!sd && rc == CLI_EXIT_PASS) rc = cli_error("lab", "out of memory");
-    if (rc == CLI_EXIT_PASS) {
-        snprintf(sd->db, sizeof sd->db, "%s", path);
-        sd->cache = cache;
-        drift_lab_stochastic_design(&study, &sd->x);
-        stoch_started = pthread_create(&stoch_th, NULL, stoch_thread, sd) == 0;
-        if (!stoch_started) stoch_thread(sd); /* no thread: one after the other */
-    }
-    if (rc == CLI_EXIT_PASS && study.long_spec) {
-        /* the long-context subset: the same runs gain long-context answers */
-        cli_matrix_opts lmo = mo;
-        lmo.recheck = 1;
-        lmo.all_failed_ok = 1; /* prompts longer than a model's context fail, stored, never pairs */
-        lmo.weights = long_weights;
-        lmo.est_wall_s = est_long_s / (double)jobs;
-        g0 = util_now_ms();
-        rc = cli_matrix_run("lab long_context", st, study.long_spec, &lmo, &ls_stats);
-        long_wall_s = (util_now_ms() - g0) / 1000.0;
-        if (ls_stats.all_failed)
-            printf("long_context: every request failed on %zu of %zu configurations (e.g. %s): no long-context rows "
-                   "from them\n",
-                   ls_stats.all_failed, study.long_spec->n_configs, cli_safe(ls_stats.all_failed_msg));
-    }
-    free(weights);
-    free(long_weights);
-    if (stoch_started) {
-        if (rc != CLI_EXIT_PASS) atomic_store(&sd->stop, 1);
-        pthread_join(stoch_th, NULL);
-    }
-    double side_wall_s = (util_now_ms() - side0) / 1000.0, cpu2 = cpu_s();
-    drift_store_completion_tokens(st, &tok1, &err);
-    util_buf stoch_note = {0};
-    drift_lab_stochastic *sx = calloc(1, sizeof *sx); /* large: on the heap */
-    int stoch_ran = 0;
-    double stoch_wall_s = sd ? sd->wall_s : 0;
-    if (!sx && rc == CLI_EXIT_PASS) rc = cli_error("lab", "out of memory");
-    if (rc == CLI_EXIT_PASS) {
-        rc = stochastic_report(st, sd, out, &stoch_note, sx);
-        stoch_ran = rc == CLI_EXIT_PASS;
-    }
-    free(sd);
-    drift_score_cache_stats cstats;
-    drift_score_cache_stats_get(cache, &cstats);
-    drift_score_cache_free(cache);
-    int fixtures = study.fixtures, with_safety = study.with_safety;
-    char safety_reason[sizeof study.safety_reason];
-    memcpy(safety_reason, study.safety_reason, sizeof safety_reason);
-    /* answers cut by the token limit, per workload, over the matrix's runs */
-    drift_lab_cuts cuts;
-    char *cut_text = NULL;
-    if (rc == CLI_EXIT_PASS && (drift_lab_count_cuts(st, spec, &cuts, &err) || drift_lab_cuts_render(&cuts, &cut_text, &err)))
-        rc = cli_error_lib("lab", &err);
-    drift_lab_study_clear(&study);
-    if (rc != CLI_EXIT_PASS) {
-        free(sx);
-        free(cut_text);
-        buf_free(&stoch_note);
-        drift_store_close(st);
-        return rc;
-    }
-    printf("\n== answers cut by the token limit (the matrix's runs) ==\n%s", cut_text);
-    snprintf(path, sizeof path, "%s/cuts.txt", out);
-    write_text(path, cut_text);
-    free(cut_text);
-    printf("scoring: %zu distinct verdicts kept, %zu reused (math %zu, code %zu, safety %zu, chat %zu, "
-           "long_context %zu)\n",
-           cstats.entries, (size_t)0 + cstats.hits[DRIFT_WL_MATH] + cstats.hits[DRIFT_WL_CODE] +
-                               cstats.hits[DRIFT_WL_SAFETY] + cstats.hits[DRIFT_WL_CHAT] + cstats.hits[DRIFT_WL_LONG],
-           cstats.hits[DRIFT_WL_MATH], cstats.hits[DRIFT_WL_CODE], cstats.hits[DRIFT_WL_SAFETY],
-           cstats.hits[DRIFT_WL_CHAT], cstats.hits[DRIFT_WL_LONG]);
-
-    /* 4. table, anova, pri, report */
-    drift_table *t = NULL;
-    if (drift_matrix_flip_table(st, "ref@{model}", &t, &err)) {
-        free(sx);
-        buf_free(&stoch_note);
-        drift_store_close(st);
-        return cli_error_lib("lab", &err);
-    }
-    drift_pri_options po;
-    drift_pri_options_init(&po);
-    /* PRI evaluations side by side on every core; same results */
-    po.nthread = cores > 1 ? (int)(cores < 64 ? cores : 64) : 1;
-    drift_table_analyses an;
-    drift_table_analyze(t, 1u << 1 | 1u << 2 | 1u << 3, &po, NULL, &an, &err);
-    /* what the lab found, first (src/report/lab_summary.c) */
-    char stoch_what[DRIFT_LAB_LABEL_MAX + 64] = "";
-    drift_lab_summary_stochastic ss = {0};
-    if (stoch_ran) {
-        const drift_lab_beyond *d = &sx->beyond;
-        snprintf(stoch_what, sizeof stoch_what, "%s f32 -> int4, math", sx->model);
-        ss = (drift_lab_summary_stochastic){
-            .what = stoch_what, .n_prompts = sx->null_ok ? (long)d->n : 0, .replicates = sx->replicates,
-            .temperature = sx->temperature, .stochastic_rate = sx->null_ok ? d->cross : sx->expected_flip_rate,
-            .null_rate = sx->null_ok ? d->null_rate : NAN, .beyond_rate = sx->null_ok ? d->beyond : NAN,
-            .beyond_lo = sx->null_ok ? d->beyond_lo : NAN, .beyond_hi = sx->null_ok ? d->beyond_hi : NAN,
-            .det_rate = sx->null_ok ? d->det : NAN, .ratio = sx->null_ok ? d->ratio : NAN,
-            .ratio_lo = sx->null_ok ? d->ratio_lo : NAN, .ratio_hi = sx->null_ok ? d->ratio_hi : NAN,
-            .reason = !sx->null_ok ? sx->null_reason
-                      : isnan(d->ratio) ? "no deterministic flip among the leg's prompts: too small a sample to say"
-                      : isinf(d->ratio_hi) ? "too few deterministic flips to bound the ratio above"
-                                           : NULL};
-    }
-    drift_lab_summary_in si = {.table = t, .analyses = &an, .stochastic = stoch_ran ? &ss : NULL,
-                               .test_fixtures = fixtures};
-    char *sum_text = NULL, *sum_html = NULL;
-    if (drift_lab_summary_render(&si, &sum_text, &sum_html, &err)) rc = cli_error_lib("lab", &err);
-    else {
-        printf("\n%s", sum_text);
-        snprintf(path, sizeof path, "%s/summary.txt", out);
-        write_text(path, sum_text);
-    }
-    free(sum_text);
-    free(sx);
-    snprintf(path, sizeof path, "%s/flip_rates.csv", out);
-    if (drift_table_write_csv(t, path, &err)) rc = cli_error_lib("lab", &err);
-    printf("\n== flip rate by workload (percent, 95%% Wilson CI; baseline = ref profile of the same model) ==");
-    char *text = NULL;
-    if (drift_table_render_text(t, &text, &err)) cli_error_lib("lab", &err);
-    else fputs(text, stdout);
-    free(text);
-    drift_store_outcomes outcomes;
-    char *why = NULL;
-    if (drift_store_count_outcomes(st, &outcomes, &err) == DRIFT_OK &&
-        drift_store_outcomes_render(&outcomes, &why, &err) == DRIFT_OK && why[0])
-        printf("%s\n", why);
-    for (int w = 0; w < DRIFT_WL_COUNT; w++)
-        if (ms.score.not_computable[w])
-            printf("%s: %zu answers not computable: %s\n", drift_workload_name((drift_workload)w), ms.score.not_computable[w],
-                   cli_safe(ms.score.reason[w]));
-    printf("(written to %s)\n\n== ANOVA ==\n", path);
-    fflush(stdout);
-    char *at = NULL;
-    if (drift_anova_summary_render(&an, &at, &err)) rc = cli_error_lib("lab", &err);
-    else {
-        fputs(at, stdout);
-        snprintf(path, sizeof path, "%s/anova.txt", out);
-        write_text(path, at);
-    }
-    free(at);
-    printf("== PRI held-out evaluation ==\n");
-    fflush(stdout);
-    char *pt = NULL;
-    if (drift_pri_summary_render(&an, &pt, &err)) rc = cli_error_lib("lab", &err);
-    else {
-        fputs(pt, stdout);
-        if (an.pri_fits) {
-            snprintf(path, sizeof path, "%s/pri.txt", out);
-            write_text(path, pt);
-        }
-    }
-    free(pt);
-    size_t n_rows = t->n_rows;
-
-    drift_html_opts ho;
-    drift_html_opts_default(&ho);
-    ho.title = full ? "DriftBench lab (full matrix)" : "DriftBench lab (quick matrix)";
-    ho.baseline = "ref@{model}";
-    util_buf note = {0};
-    if (fixtures) buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
-                                  "answers are noise, so it shows the machinery rather than real drift. ");
-    if (!with_safety) buf_printf(&note, "Safety was not run: %s. ", safety_reason);
-    if (!full && long_n)
-        buf_printf(&note, "The quick matrix runs long-context (%zu prompts, each a prefill of ~%.0f tokens) on the "
-                          "first model's ref, f32, fp8 and int4 configurations only; `driftbench lab --full` runs it "
-                          "on every one. ",
-                   long_n, long_tokens);
-    buf_printf(&note, "Answers cut by the %d-token limit: ", cuts.max_tokens);
-    for (int w = 0, first = 1; w < DRIFT_WL_COUNT; w++)
-        if (cuts.answers[w]) {
-            buf_printf(&note, "%s%s %zu of %zu", first ? "" : ", ", drift_workload_name((drift_workload)w), cuts.cut[w],
-                       cuts.answers[w]);
-            first = 0;
-        }
-    buf_puts(&note, ". ");
-    if (ms.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
-    if (why && why[0]) buf_puts(&note, why);
-    if (stoch_note.data) buf_puts(&note, stoch_note.data);
-    buf_free(&stoch_note);
-    ho.note = note.data;
-    ho.pri = an.pri;
-    ho.summary_html = sum_html;
-    char *page = NULL;
-    if (drift_report_html(st, &ho, &page, &err)) rc = cli_error_lib("lab", &err);
-    else {
-        snprintf(path, sizeof path, "%s/report.html", out);
-        write_text(path, page);
-    }
-    free(page);
-    free(sum_html);
-    buf_free(&note);
-    free(why);
-    drift_table_analyses_clear(&an);
-    drift_table_free(t);
-    drift_store_close(st);
-
-    double wall_s = (util_now_ms() - t_start) / 1000.0, run_s = main_wall_s + side_wall_s;
-    int64_t tokens = tok1 - tok0;
-    size_t answers = 0;
-    for (int w = 0; w < DRIFT_WL_COUNT; w++) answers += cuts.answers[w];
-    char est[64] = "";
-    if (gen_s > 0) snprintf(est, sizeof est, ", estimated %.0f s", (est_main_s + est_long_s) / (double)jobs);
-    printf("\nlab: %zu configurations, %ld side by side, %zu table rows; wall %.1f s (generation %.1f s%s: matrix "
-           "%.1f s, then long_context %.1f s with the stochastic leg beside it %.1f s, together %.1f s; in the "
-           "configurations' own time generating %.1f s, scoring %.1f s); %zu answers in the matrix's runs",
-           ms.configs, jobs, n_rows, wall_s, run_s, est, main_wall_s, long_wall_s, stoch_wall_s, side_wall_s,
-           (ms.run_ms + ls_stats.run_ms) / 1000.0, (ms.score_ms + ls_stats.score_ms) / 1000.0, answers);
-    if (tok0 == 0 && run_s > 0) printf(", %.1f answers/s", (double)answers / run_s);
-    printf("; %lld tokens generated now (the stochastic leg's too), %.0f tokens/s\n", (long long)tokens,
-           run_s > 0 ? (double)tokens / run_s : 0.0);
-    double cpu3 = cpu_s();
-    printf("lab CPU (user + system, with the code sandbox's programs): %.1f s in all; before the matrix %.1f s, "
-           "matrix %.1f s, long_context with the stochastic leg %.1f s, tables and report %.1f s\n",
-           cpu3, cpu0, cpu1 - cpu0, cpu2 - cpu1, cpu3 - cpu2);
-    printf("report: %s/report.html\n", out);
+    if (rc == CLI_EXIT_PASS && c.write_failed) rc = CLI_EXIT_ERROR;
+    drift_lab_result_clear(r);
+    free(r);
     return rc;
 }
 CLI_COMMAND(lab, "lab", "the embedded study: matrix, flip table, ANOVA, PRI, report", cmd_lab)

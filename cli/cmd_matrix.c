@@ -3,7 +3,7 @@
  * and stopped around it when the spec gives one; a run that is complete is
  * skipped), then scores them: the library's matrix stage
  * (drift_matrix_run) with the CLI's printing, which `lab` shares
- * (cli_matrix_run). A configuration that fails entirely (every request
+ * (cli_matrix_printer, cli_matrix_finish). A configuration that fails entirely (every request
  * failed, or it could not start: its server, its target) does not stop
  * the others (all_failed_ok): once they are done, matrix names each one
  * and why, and exits 2.
@@ -138,6 +138,32 @@ static void matrix_progress(void *user, const drift_progress *p) {
     }
 }
 
+struct cli_matrix_printer {
+    matrix_view v;
+};
+
+cli_matrix_printer *cli_matrix_printer_new(const char *cmd, const drift_matrix_spec *spec, const cli_matrix_opts *o) {
+    cli_matrix_printer *pr = calloc(1, sizeof *pr);
+    if (pr) pr->v = (matrix_view){cmd, spec, o, isatty(STDERR_FILENO), 0, 0, NULL, 0};
+    return pr;
+}
+
+void cli_matrix_printer_event(cli_matrix_printer *pr, const drift_progress *p) { matrix_progress(&pr->v, p); }
+
+void cli_matrix_printer_free(cli_matrix_printer *pr) { free(pr); }
+
+int cli_matrix_finish(const char *cmd, const drift_matrix_spec *spec, const cli_matrix_stats *stats, drift_status rc,
+                      const drift_error *err) {
+    if (rc) {
+        if (stats->failed_in_run)
+            return cli_run_failed(cmd, stats->label, spec->configs[stats->config_index].target, &stats->run, err);
+        if (err->code == DRIFT_ERR_CANCELLED) return cli_error(cmd, "interrupted; run the same command again to resume");
+        return cli_error_lib(cmd, err);
+    }
+    cli_print_score_summary(&stats->score, "NOT COMPUTABLE");
+    return CLI_EXIT_PASS;
+}
+
 int cli_matrix_run(const char *cmd, drift_store *st, const drift_matrix_spec *spec, const cli_matrix_opts *o,
                    cli_matrix_stats *stats) {
     cli_matrix_stats local;
@@ -157,14 +183,8 @@ int cli_matrix_run(const char *cmd, drift_store *st, const drift_matrix_spec *sp
     mo.progress = matrix_progress;
     mo.progress_user = &view;
     drift_error err = {0};
-    if (drift_matrix_run(st, spec, &mo, stats, &err)) {
-        if (stats->failed_in_run)
-            return cli_run_failed(cmd, stats->label, spec->configs[stats->config_index].target, &stats->run, &err);
-        if (err.code == DRIFT_ERR_CANCELLED) return cli_error(cmd, "interrupted; run the same command again to resume");
-        return cli_error_lib(cmd, &err);
-    }
-    cli_print_score_summary(&stats->score, "NOT COMPUTABLE");
-    return CLI_EXIT_PASS;
+    drift_status rc = drift_matrix_run(st, spec, &mo, stats, &err);
+    return cli_matrix_finish(cmd, spec, stats, rc, &err);
 }
 
 /* ---- shard from a job array's environment ---- */

@@ -41,4 +41,16 @@ void cli_matrix_opts_default(cli_matrix_opts *o);
 int cli_matrix_run(const char *cmd, drift_store *st, const drift_matrix_spec *spec, const cli_matrix_opts *o,
                    cli_matrix_stats *stats);
 
+/* The same printing for a caller that runs the stage inside its own (lab:
+ * drift_lab_run): a printer of the stage's events (those of stages
+ * "matrix" and "run"; NULL when out of memory), and what follows the
+ * stage's return rc (the failure, or the scoring summary) with its exit
+ * code. */
+typedef struct cli_matrix_printer cli_matrix_printer;
+cli_matrix_printer *cli_matrix_printer_new(const char *cmd, const drift_matrix_spec *spec, const cli_matrix_opts *o);
+void cli_matrix_printer_event(cli_matrix_printer *pr, const drift_progress *p);
+void cli_matrix_printer_free(cli_matrix_printer *pr);
+int cli_matrix_finish(const char *cmd, const drift_matrix_spec *spec, const cli_matrix_stats *stats, drift_status rc,
+                      const drift_error *err);
+
 #endif

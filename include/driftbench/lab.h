@@ -11,6 +11,12 @@
  *
  * Each step takes its inputs, returns a drift_status and fills a struct that
  * holds what the caller prints or writes; nothing here prints or exits.
+ * drift_lab_run (src/pipeline/lab.c) is the whole study in one call: those
+ * steps, the matrix and its long-context subset, the stochastic leg beside
+ * the latter, the cut answers, the flip table and its analyses, reported
+ * phase by phase through the progress callback (drift_lab_phase), into a
+ * drift_lab_result that renderers read (drift_lab_result_summary_render,
+ * drift_lab_note_render; report.h's lab renderers).
  * The cost model's arithmetic (drift_lab_fit_solve, drift_lab_suite_seconds,
  * drift_lab_plan_apply) is pure, so tests check it without timing anything. */
 #ifndef DRIFTBENCH_LAB_H
@@ -18,6 +24,8 @@
 
 #include <stddef.h>
 
+#include "driftbench/analysis.h"
+#include "driftbench/eval.h"
 #include "driftbench/matrix.h"
 #include "driftbench/pipeline.h"
 #include "driftbench/status.h"
@@ -62,9 +70,22 @@ typedef struct drift_lab_opts {
     const char *guard_spec;    /* safety guard; NULL: the built-in guard */
     const char *embedder_spec; /* chat embedder; NULL: the first robust (not -fragile-) model, cpu-f32/avx2 */
     /* Events of stage "lab" (may be NULL): the calibration's timed batches
-     * (BEGIN, STEP per batch, END; label = the profile's target). */
+     * (BEGIN, STEP per batch, END; label = the profile's target); in
+     * drift_lab_run also one ITEM per phase (label = the phase's name,
+     * summary = the drift_lab_result; see drift_lab_phase) and the matrix
+     * legs' own events (stages "matrix" and "run", drift_matrix_run's). */
     drift_progress_cb progress;
     void *progress_user;
+    /* ---- drift_lab_run only ---- */
+    const char *db;            /* the store (the CLI: DIR/lab.db); required */
+    const char *spec_name;     /* the matrix's name in parse messages (DIR/matrix.json); NULL: "matrix.json" */
+    int dry_run;               /* 1: stop after the estimate; the store is opened only when it exists */
+    int jobs;                  /* configurations side by side; <= 0: online cores / threads (at least 1) */
+    /* Polled between configurations, inside runs, by the stochastic leg and
+     * after each phase event; nonzero stops the study with
+     * DRIFT_ERR_CANCELLED (NULL: never). */
+    int (*cancel)(void *cancel_user);
+    void *cancel_user;
 } drift_lab_opts;
 
 /* Sets the defaults above (quick, 1 engine thread). */
@@ -385,6 +406,135 @@ DRIFT_API drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab
  * labelled in all five runs; when not computable, null_ok = 0 and
  * null_reason says why). */
 DRIFT_API drift_status drift_lab_stochastic_compare(drift_store *st, drift_lab_stochastic *x, drift_error *err);
+
+/* ---- the whole study ---- */
+
+/* Sequences decoded together per configuration and in the stochastic leg:
+ * the engine is batch-invariant (the same answers at any batch), and a step
+ * of 32 rows does about twice the work per CPU-second of a step of 8. */
+#define DRIFT_LAB_BATCH 32
+
+/* The phases drift_lab_run reports (an ITEM of stage "lab" each, after the
+ * phase, in this order; r->phase is the last one reached). */
+typedef enum drift_lab_phase {
+    DRIFT_LAB_PHASE_NONE = 0,
+    DRIFT_LAB_PHASE_MODELS,      /* r->study's models (drift_lab_models_find) */
+    DRIFT_LAB_PHASE_SAFETY,      /* r->study.with_safety / safety_reason */
+    DRIFT_LAB_PHASE_DESIGN,      /* r->study.spec_json, long_spec_json and the parsed specs, or design_rc:
+                                    reported before a failed design is returned, so its JSON can be kept */
+    DRIFT_LAB_PHASE_SIZE,        /* r->plan's size, or size_rc / size_err */
+    DRIFT_LAB_PHASE_ESTIMATE,    /* r->plan's estimate, or estimate_rc (only when the size is known) */
+    DRIFT_LAB_PHASE_PLANNED,     /* weights, long_n, long_tokens; a dry run returns after it */
+    DRIFT_LAB_PHASE_LEG_BEGIN,   /* a matrix leg starts (r->leg; its spec and weights) */
+    DRIFT_LAB_PHASE_LEG_END,     /* it returned leg_rc (leg_err), its summary in r->main or r->lng */
+    DRIFT_LAB_PHASE_STOCHASTIC,  /* the stochastic leg's runs ended: stoch_rc, stoch_scores, stoch_wall_s */
+    DRIFT_LAB_PHASE_COMPARED,    /* r->stochastic compared (stoch_ran = 1) */
+    DRIFT_LAB_PHASE_CUTS,        /* r->cuts and r->cache counted */
+    DRIFT_LAB_PHASE_DONE         /* the flip table and its analyses: drift_lab_run returns */
+} drift_lab_phase;
+
+/* The phase's name ("models", "safety", "design", "size", "estimate",
+ * "planned", "leg_begin", "leg_end", "stochastic", "compared", "cuts",
+ * "done"). */
+DRIFT_API const char *drift_lab_phase_name(drift_lab_phase p);
+
+typedef enum drift_lab_leg {
+    DRIFT_LAB_LEG_MAIN = 0,      /* the matrix (study.spec) */
+    DRIFT_LAB_LEG_LONG = 1       /* --quick's long-context subset (study.long_spec) */
+} drift_lab_leg;
+
+/* What the study did, filled as it goes (the progress callback may read it
+ * during a phase event; the stochastic leg's fields, stoch_* and
+ * stochastic, are its thread's until the STOCHASTIC phase). Free with
+ * drift_lab_result_clear. */
+typedef struct drift_lab_result {
+    drift_lab_phase phase;       /* the last phase reached */
+    drift_lab_study study;       /* models, evaluators, design */
+    /* the session's store, open from before the size until
+     * drift_lab_result_clear (the report reads it); NULL in a dry run
+     * without a store */
+    drift_store *store;
+    long cores;                  /* online CPUs */
+    int jobs;                    /* configurations side by side (resolved) */
+    /* size and estimate */
+    drift_lab_plan plan;
+    drift_status design_rc, size_rc, estimate_rc;
+    drift_error size_err;
+    double *weights;             /* (spec->n_configs,) the cost model's seconds per configuration (0: unknown) */
+    double *long_weights;        /* (long_spec->n_configs,) the same for the long-context subset */
+    double est_main_s, est_long_s; /* their sums */
+    size_t long_n;               /* long-context prompts */
+    double long_tokens;          /* prompt tokens of a long-context prompt, by the cost model (0: unknown) */
+    double gen_s;                /* the estimate's generation seconds (0: none) */
+    int dry_run;                 /* 1: stopped after the estimate */
+    /* the matrix legs */
+    drift_lab_leg leg;           /* the leg of the last LEG_BEGIN / LEG_END */
+    drift_status leg_rc;         /* its status, with leg_err */
+    drift_error leg_err;
+    drift_matrix_summary main, lng; /* drift_matrix_run's summaries */
+    double main_wall_s, long_wall_s, side_wall_s; /* side: long_context with the stochastic leg beside it */
+    /* the stochastic leg */
+    drift_status stoch_rc;       /* its runs' status, with stoch_err and stoch_sum saying where */
+    drift_error stoch_err;
+    drift_lab_stochastic_summary stoch_sum;
+    drift_score_summary stoch_scores[4]; /* each run's scoring, in run order */
+    size_t n_stoch_scores;
+    double stoch_wall_s;
+    drift_lab_stochastic stochastic; /* the design, then the comparison */
+    int stoch_ran;               /* 1: compared */
+    /* the analyses */
+    drift_score_cache_stats cache; /* the verdict cache every scoring call shared */
+    drift_lab_cuts cuts;         /* over the matrix's runs */
+    drift_table *table;          /* the flip table against "ref@{model}" */
+    drift_table_analyses analyses; /* ANOVA types 1-3 and the PRI held-out evaluation */
+    int outcomes_ok;             /* outcomes counted */
+    drift_store_outcomes outcomes; /* every run's failed requests */
+    /* measurements */
+    int64_t tokens_before, tokens_after; /* completion tokens stored before the matrix and after the legs */
+    double cpu_before_s, cpu_matrix_s, cpu_side_s; /* drift_lab_cpu_s before the matrix, after it, after the side legs */
+} drift_lab_result;
+
+/* The study (see the top of this file): drift_lab_models_find,
+ * drift_lab_safety_check, drift_lab_design, opening o->db, the size and
+ * the estimate (o->dry_run returns there), then the matrix (scored with
+ * o->guard_spec and the study's embedder, one verdict cache for every
+ * scoring call, o->jobs side by side, DRIFT_LAB_BATCH sequences per
+ * step), then the long-context subset (recheck: the same runs gain
+ * long-context answers; a configuration whose every request fails is no
+ * error) with the stochastic leg on a thread of its own beside it (its own
+ * store handle), the stochastic comparison, the cut answers, the flip
+ * table against "ref@{model}", its ANOVA (types 1-3) and PRI held-out
+ * evaluation on every core, and the store's failed requests. Reports each
+ * phase through o->progress and stops at the first failure, returning it
+ * (r->phase says how far it came; a leg's failure is also in leg_rc /
+ * leg_err, the stochastic runs' in stoch_rc / stoch_err). r is zeroed
+ * first and filled in every case; free it with drift_lab_result_clear.
+ * Prints nothing, writes nothing but the store. */
+DRIFT_API drift_status drift_lab_run(const drift_lab_opts *o, drift_lab_result *r, drift_error *err);
+
+/* Closes the store and frees what r holds; zeroes r. */
+DRIFT_API void drift_lab_result_clear(drift_lab_result *r);
+
+/* CPU seconds (user + system) this process and its waited-for children
+ * (the code sandbox's programs) have used so far: the lab's readings. */
+DRIFT_API double drift_lab_cpu_s(void);
+
+/* ---- the lab's report sentences (src/report/, pure over the result) ---- */
+
+/* The summary at the top of the lab's report (drift_lab_summary_render)
+ * from r: its flip table, analyses and, when the stochastic leg was
+ * compared, its figures with the reason any is missing
+ * (src/report/lab_summary.c). Outputs as drift_lab_summary_render's. */
+DRIFT_API drift_status drift_lab_result_summary_render(const drift_lab_result *r, char **text, char **html,
+                                                       drift_error *err);
+
+/* The note at the top of the HTML report: the fixtures' warning, why
+ * safety was not run, --quick's long-context subset, the answers cut by
+ * the token limit, why chat was not computable, the store's failed
+ * requests and the stochastic leg against the paper's 0.23x
+ * (src/report/lab_render.c). *out malloc'd ("" when there is nothing to
+ * say). */
+DRIFT_API drift_status drift_lab_note_render(const drift_lab_result *r, char **out, drift_error *err);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,14 @@
  *                                 prints it under the flip table and puts it
  *                                 in the report's note.
  *   drift_lab_cuts_render         answers cut by the token limit per
- *                                 workload (declared in lab.h). */
+ *                                 workload (declared in lab.h).
+ *   drift_lab_note_render         the note at the top of the lab's HTML
+ *                                 report, from the study's result (lab.h):
+ *                                 what limits the report (fixtures, no
+ *                                 safety, --quick's long-context subset,
+ *                                 cut answers, chat not computable, failed
+ *                                 requests) and the stochastic leg's
+ *                                 figures against the paper's 0.23x. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -127,4 +134,66 @@ drift_status drift_store_outcomes_render(const drift_store_outcomes *o, char **o
             buf_printf(&b, "\"): failed requests are never pairs%s. ", o->answers[w] ? "" : ", so this workload has no rows");
         }
     return report_text_finish(&b, out, err);
+}
+
+/* The stochastic leg's sentences of the note: against the null when it
+ * was computed, else the expected rate against the deterministic one. */
+static void note_stochastic(util_buf *note, const drift_lab_stochastic *x) {
+    if (x->null_ok) {
+        const drift_lab_beyond *d = &x->beyond;
+        buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s f32 -> int4): %.2f%% "
+                         "of replicate pairs disagree, %.2f%% for each stack against itself with other seeds (the null), so "
+                         "%+.2f points beyond the null (95%% CI %.2f to %.2f). ",
+                   x->replicates, d->n, x->model, 100 * d->cross, 100 * d->null_rate, 100 * d->beyond,
+                   100 * d->beyond_lo, 100 * d->beyond_hi);
+        if (isnan(d->ratio))
+            buf_puts(note, "No deterministic flip on those prompts: the ratio to the deterministic rate (the paper: "
+                           "0.23x) cannot be said at this size. ");
+        else if (isinf(d->ratio_hi))
+            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI from %.2fx, unbounded above: too few "
+                             "deterministic flips to bound it; the paper: 0.23x). ",
+                       d->ratio, d->ratio_lo);
+        else
+            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI %.2fx to %.2fx; the paper: 0.23x). ",
+                       d->ratio, d->ratio_lo, d->ratio_hi);
+    } else if (!isnan(x->ratio)) {
+        buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
+                         "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x); not against its null: %s. ",
+                   x->model, 100 * x->expected_flip_rate, x->ratio, x->null_reason);
+    }
+}
+
+/* See lab.h. */
+drift_status drift_lab_note_render(const drift_lab_result *r, char **out, drift_error *err) {
+    *out = NULL;
+    if (!r) return drift_error_set(err, DRIFT_ERR_INVALID, "no lab result to render");
+    util_buf note = {0};
+    if (r->study.fixtures)
+        buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
+                        "answers are noise, so it shows the machinery rather than real drift. ");
+    if (!r->study.with_safety) buf_printf(&note, "Safety was not run: %s. ", r->study.safety_reason);
+    if (!r->study.opts.full && r->long_n)
+        buf_printf(&note, "The quick matrix runs long-context (%zu prompts, each a prefill of ~%.0f tokens) on the "
+                          "first model's ref, f32, fp8 and int4 configurations only; `driftbench lab --full` runs it "
+                          "on every one. ",
+                   r->long_n, r->long_tokens);
+    buf_printf(&note, "Answers cut by the %d-token limit: ", r->cuts.max_tokens);
+    for (int w = 0, first = 1; w < DRIFT_WL_COUNT; w++)
+        if (r->cuts.answers[w]) {
+            buf_printf(&note, "%s%s %zu of %zu", first ? "" : ", ", drift_workload_name((drift_workload)w),
+                       r->cuts.cut[w], r->cuts.answers[w]);
+            first = 0;
+        }
+    buf_puts(&note, ". ");
+    if (r->main.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", r->main.score.reason[DRIFT_WL_CHAT]);
+    char *why = NULL;
+    drift_error werr = {0};
+    if (r->outcomes_ok && drift_store_outcomes_render(&r->outcomes, &why, &werr) == DRIFT_OK && why[0])
+        buf_puts(&note, why);
+    free(why);
+    if (r->stoch_ran) note_stochastic(&note, &r->stochastic);
+    /* not sanitised here: the HTML renderer escapes the note (ho.note) as
+     * it always did */
+    if (!(*out = buf_steal(&note))) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    return DRIFT_OK;
 }

@@ -1,6 +1,8 @@
 /* lab_summary.c - what the lab found, said first (report.h:
  * drift_lab_summary_render), pure: a function of the flip table, its
- * analyses (drift_table_analyze) and the stochastic leg's figures.
+ * analyses (drift_table_analyze) and the stochastic leg's figures;
+ * drift_lab_result_summary_render (lab.h) reads them from the lab stage's
+ * result (the stochastic figures, or why one is missing, from its leg).
  *
  *   compute   per workload: flips / pairs pooled over the table's rows, a
  *             95% interval, where it sits against the paper's figure; the
@@ -48,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driftbench/lab.h"
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "report/report_internal.h"
@@ -742,4 +745,36 @@ drift_status drift_lab_summary_render(const drift_lab_summary_in *in, char **tex
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the lab summary");
     }
     return DRIFT_OK;
+}
+
+/* The stochastic leg's figures as the summary reads them, from the leg's
+ * comparison: against the null when it was computed, else the expected
+ * rate alone with why the rest is missing. what: room for the pair's name. */
+static drift_lab_summary_stochastic summary_stochastic(const drift_lab_stochastic *x, char *what, size_t cap) {
+    const drift_lab_beyond *d = &x->beyond;
+    snprintf(what, cap, "%s f32 -> int4, math", x->model);
+    int ok = x->null_ok;
+    return (drift_lab_summary_stochastic){
+        .what = what, .n_prompts = ok ? (long)d->n : 0, .replicates = x->replicates, .temperature = x->temperature,
+        .stochastic_rate = ok ? d->cross : x->expected_flip_rate, .null_rate = ok ? d->null_rate : NAN,
+        .beyond_rate = ok ? d->beyond : NAN, .beyond_lo = ok ? d->beyond_lo : NAN,
+        .beyond_hi = ok ? d->beyond_hi : NAN, .det_rate = ok ? d->det : NAN, .ratio = ok ? d->ratio : NAN,
+        .ratio_lo = ok ? d->ratio_lo : NAN, .ratio_hi = ok ? d->ratio_hi : NAN,
+        .reason = !ok                ? x->null_reason
+                  : isnan(d->ratio)  ? "no deterministic flip among the leg's prompts: too small a sample to say"
+                  : isinf(d->ratio_hi) ? "too few deterministic flips to bound the ratio above"
+                                       : NULL};
+}
+
+/* See lab.h. */
+drift_status drift_lab_result_summary_render(const drift_lab_result *r, char **text, char **html, drift_error *err) {
+    if (text) *text = NULL;
+    if (html) *html = NULL;
+    if (!r) return drift_error_set(err, DRIFT_ERR_INVALID, "no lab result to render");
+    char what[DRIFT_LAB_LABEL_MAX + 64];
+    drift_lab_summary_stochastic ss;
+    if (r->stoch_ran) ss = summary_stochastic(&r->stochastic, what, sizeof what);
+    drift_lab_summary_in si = {.table = r->table, .analyses = &r->analyses, .stochastic = r->stoch_ran ? &ss : NULL,
+                               .test_fixtures = r->study.fixtures};
+    return drift_lab_summary_render(&si, text, html, err);
 }

@@ -3,8 +3,9 @@
  * GPU), finding models in a folder, the cost model's fit and pricing
  * checked against values computed by hand, the plan's size from the
  * built-in suites, and the stochastic leg's design and comparison on a
- * store with known labels; its runs on the tiny fixture model. Nothing here
- * times a request. */
+ * store with known labels; its runs on the tiny fixture model; the whole
+ * study (drift_lab_run) on the fixtures at the smallest size, its phases
+ * and its result's renderers. Nothing here checks a timing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -498,13 +499,124 @@ static void test_stochastic_run(void **state) {
     remove_store("stoch.db");
 }
 
+/* drift_lab_run's phases as the caller sees them: their order, the
+ * matrix's own events in between, a stop asked after one of them. */
+typedef struct phases {
+    drift_lab_phase seen[64];
+    size_t n;
+    int matrix_events;
+    drift_lab_phase stop_after;       /* NONE: never stop */
+} phases;
+
+static void record_phase(void *user, const drift_progress *p) {
+    phases *ph = user;
+    if (!strcmp(p->stage, "matrix")) ph->matrix_events++;
+    if (strcmp(p->stage, "lab") || p->event != DRIFT_PROGRESS_ITEM || ph->n == 64) return;
+    const drift_lab_result *r = p->summary;
+    assert_string_equal(p->label, drift_lab_phase_name(r->phase));
+    ph->seen[ph->n++] = r->phase;
+}
+
+static int stop_phase(void *user) {
+    const phases *ph = user;
+    return ph->stop_after != DRIFT_LAB_PHASE_NONE && ph->n && ph->seen[ph->n - 1] == ph->stop_after;
+}
+
+static void lab_run_opts(drift_lab_opts *o, char *models, size_t mcap, char *db, size_t dcap, phases *ph) {
+    const char *src = getenv("DRIFT_SOURCE");
+    snprintf(models, mcap, "%s/tests/data/models", src ? src : ".");
+    db_path(db, dcap, "lab.db");
+    drift_lab_opts_default(o);
+    o->models_dir = models;
+    o->limit = 1;
+    o->max_tokens = 2;
+    o->jobs = 1;
+    o->db = db;
+    o->progress = record_phase;
+    o->progress_user = ph;
+    o->cancel = stop_phase;
+    o->cancel_user = ph;
+}
+
+/* The whole study on the fixtures (1 prompt per suite, 2 new tokens): a dry
+ * run stops after the estimate and makes no store; a stop asked after the
+ * design is DRIFT_ERR_CANCELLED; the run reports every phase in order,
+ * passes the matrix's events through and leaves a flip table, its
+ * analyses, the stochastic comparison and the cut answers in the result,
+ * which the note and the summary render. */
+static void test_lab_run(void **state) {
+    (void)state;
+    make_tmpdir();
+    char models[512], db[512];
+    drift_lab_opts o;
+    phases ph;
+    memset(&ph, 0, sizeof ph);
+    lab_run_opts(&o, models, sizeof models, db, sizeof db, &ph);
+    drift_lab_result *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    drift_error err = {0};
+
+    o.dry_run = 1;
+    assert_int_equal(drift_lab_run(&o, r, &err), DRIFT_OK);
+    assert_int_equal(r->dry_run, 1);
+    assert_int_equal(r->phase, DRIFT_LAB_PHASE_PLANNED);
+    assert_null(r->store);
+    assert_int_equal(access(db, F_OK), -1);
+    assert_true(r->jobs == 1);
+    drift_lab_result_clear(r);
+
+    o.dry_run = 0;
+    memset(&ph, 0, sizeof ph);
+    ph.stop_after = DRIFT_LAB_PHASE_DESIGN;
+    assert_int_equal(drift_lab_run(&o, r, &err), DRIFT_ERR_CANCELLED);
+    assert_int_equal(r->phase, DRIFT_LAB_PHASE_DESIGN);
+    assert_non_null(r->study.spec_json);
+    drift_lab_result_clear(r);
+
+    memset(&ph, 0, sizeof ph);
+    assert_int_equal(drift_lab_run(&o, r, &err), DRIFT_OK);
+    const drift_lab_phase want[] = {DRIFT_LAB_PHASE_MODELS,    DRIFT_LAB_PHASE_SAFETY,    DRIFT_LAB_PHASE_DESIGN,
+                                    DRIFT_LAB_PHASE_SIZE,      DRIFT_LAB_PHASE_ESTIMATE,  DRIFT_LAB_PHASE_PLANNED,
+                                    DRIFT_LAB_PHASE_LEG_BEGIN, DRIFT_LAB_PHASE_LEG_END,   DRIFT_LAB_PHASE_LEG_BEGIN,
+                                    DRIFT_LAB_PHASE_LEG_END,   DRIFT_LAB_PHASE_STOCHASTIC, DRIFT_LAB_PHASE_COMPARED,
+                                    DRIFT_LAB_PHASE_CUTS,      DRIFT_LAB_PHASE_DONE};
+    assert_int_equal(ph.n, sizeof want / sizeof *want);
+    for (size_t i = 0; i < ph.n; i++) assert_int_equal(ph.seen[i], want[i]);
+    assert_true(ph.matrix_events > 0);
+    assert_non_null(r->store);
+    assert_int_equal(r->main.configs, r->study.spec->n_configs);
+    assert_int_equal(r->leg, DRIFT_LAB_LEG_LONG);
+    assert_int_equal(r->stoch_ran, 1);
+    assert_int_equal(r->n_stoch_scores, 4);
+    assert_non_null(r->table);
+    assert_true(r->table->n_rows > 0);
+    assert_int_equal(r->cuts.max_tokens, 2);
+    assert_true(r->cuts.answers[DRIFT_WL_MATH] > 0);
+    assert_true(r->tokens_after > r->tokens_before);
+    char *note = NULL, *text = NULL, *html = NULL;
+    assert_int_equal(drift_lab_note_render(r, &note, &err), DRIFT_OK);
+    assert_int_equal(r->study.fixtures, 0); /* a folder given: its models, whatever they are */
+    assert_null(strstr(note, "this report uses the test fixtures"));
+    assert_non_null(strstr(note, "Answers cut by the 2-token limit: math "));
+    assert_int_equal(drift_lab_result_summary_render(r, &text, &html, &err), DRIFT_OK);
+    assert_non_null(strstr(text, "== summary: what this lab found =="));
+    assert_non_null(strstr(html, "<section id=\"summary\">"));
+    free(note);
+    free(text);
+    free(html);
+    drift_lab_result_clear(r);
+    assert_null(r->store);
+    free(r);
+    remove_store("lab.db");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_design_quick), cmocka_unit_test(test_design_full_gpu),
         cmocka_unit_test(test_models_find),  cmocka_unit_test(test_fit_solve),
         cmocka_unit_test(test_suite_seconds), cmocka_unit_test(test_plan_apply),
         cmocka_unit_test(test_plan_size),    cmocka_unit_test(test_stochastic),
-        cmocka_unit_test(test_stochastic_run),
+        cmocka_unit_test(test_stochastic_run), cmocka_unit_test(test_lab_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,315 @@
+/* lab.c - the lab stage in one call (drift_lab_run, lab.h): the paper's
+ * study on the embedded engine, in the order a person running it reads it:
+ *
+ *   models    drift_lab_models_find (the fixtures when models/ has none)
+ *   safety    drift_lab_safety_check: can safety be judged?
+ *   design    drift_lab_design: the matrix and --quick's long-context subset
+ *             (reported even when its parse fails, so the JSON can be kept)
+ *   size      the store opened once for the whole session (a dry run opens
+ *             it only when it exists, to count what is stored), then
+ *             drift_lab_plan_size, drift_lab_plan_estimate and the weights
+ *             of each configuration (what a progress bar weighs them by);
+ *             a dry run stops here
+ *   main leg  the matrix stage (drift_matrix_run) with the chat embedder and
+ *             the guard the study chose, one verdict cache for every scoring
+ *             call of the session (most configurations give the baseline's
+ *             text, judged once), jobs configurations side by side
+ *   side legs --quick's long-context subset (recheck: the same runs gain
+ *             long-context answers; prompts longer than a model's context
+ *             fail, stored, never pairs: all_failed_ok) and, on a thread of
+ *             its own beside it, the stochastic leg (neither needs the
+ *             other's answers; the long ref configuration alone would leave
+ *             a core idle). The thread has its own store handle (a handle
+ *             is used by one thread at a time) and records its runs'
+ *             scoring; a failure of the long-context leg stops it.
+ *   analyses  the stochastic comparison, the answers cut by the token
+ *             limit, the flip table against "ref@{model}", its ANOVA and
+ *             PRI held-out evaluation (drift_table_analyze, every core),
+ *             the store's failed requests
+ *
+ * After each phase one progress event (stage "lab", ITEM, label = the
+ * phase's name, summary = the result) lets the caller print and write what
+ * the phase produced, and o->cancel is polled; the matrix legs' own events
+ * pass through unchanged. Nothing here prints, writes a file other than
+ * the store, or exits: the CLI (cli/cmd_lab.c) does, and the report
+ * sentences are renderers over the result (src/report/lab_render.c,
+ * lab_summary.c). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "driftbench/analysis.h"
+#include "driftbench/lab.h"
+#include "driftbench/matrix.h"
+#include "util/util.h"
+
+static const char *const phase_names[] = {"none",     "models",     "safety",   "design", "size",
+                                          "estimate", "planned",    "leg_begin", "leg_end", "stochastic",
+                                          "compared", "cuts",       "done"};
+
+const char *drift_lab_phase_name(drift_lab_phase p) {
+    return (unsigned)p < sizeof phase_names / sizeof *phase_names ? phase_names[p] : "?";
+}
+
+/* See lab.h. */
+double drift_lab_cpu_s(void) {
+    struct rusage self, kids;
+    if (getrusage(RUSAGE_SELF, &self) || getrusage(RUSAGE_CHILDREN, &kids)) return 0;
+    double s = 0;
+    const struct rusage *r[2] = {&self, &kids};
+    for (int i = 0; i < 2; i++)
+        s += (double)r[i]->ru_utime.tv_sec + (double)r[i]->ru_utime.tv_usec / 1e6 + (double)r[i]->ru_stime.tv_sec +
+             (double)r[i]->ru_stime.tv_usec / 1e6;
+    return s;
+}
+
+/* The session: the options, the result being filled and the verdict cache
+ * every scoring call shares. */
+typedef struct lab_session {
+    const drift_lab_opts *o;
+    drift_lab_result *r;
+    drift_score_cache *cache;
+} lab_session;
+
+static int cancelled(const lab_session *s) { return s->o->cancel && s->o->cancel(s->o->cancel_user); }
+
+/* Reports phase p; nonzero when the caller asked to stop. */
+static int phase(lab_session *s, drift_lab_phase p) {
+    s->r->phase = p;
+    if (s->o->progress) {
+        drift_progress ev;
+        memset(&ev, 0, sizeof ev);
+        ev.stage = "lab";
+        ev.event = DRIFT_PROGRESS_ITEM;
+        ev.label = drift_lab_phase_name(p);
+        ev.eta_ms = -1;
+        ev.summary = s->r;
+        s->o->progress(s->o->progress_user, &ev);
+    }
+    return cancelled(s);
+}
+
+static drift_status stop_cancelled(drift_error *err) {
+    return drift_error_set(err, DRIFT_ERR_CANCELLED, "stopped");
+}
+
+/* The matrix stage's events pass through to the caller. */
+static void leg_progress(void *user, const drift_progress *p) {
+    const lab_session *s = user;
+    if (s->o->progress) s->o->progress(s->o->progress_user, p);
+}
+
+static int leg_cancel(void *user) { return cancelled(user); }
+
+/* Runs one matrix leg, between its LEG_BEGIN and LEG_END. */
+static drift_status run_leg(lab_session *s, drift_lab_leg leg, drift_error *err) {
+    drift_lab_result *r = s->r;
+    const drift_matrix_spec *spec = leg == DRIFT_LAB_LEG_MAIN ? r->study.spec : r->study.long_spec;
+    drift_matrix_summary *sum = leg == DRIFT_LAB_LEG_MAIN ? &r->main : &r->lng;
+    r->leg = leg;
+    if (phase(s, DRIFT_LAB_PHASE_LEG_BEGIN)) return stop_cancelled(err);
+    drift_matrix_opts mo;
+    drift_matrix_opts_default(&mo);
+    mo.concurrency = DRIFT_LAB_BATCH;
+    mo.jobs = r->jobs;
+    mo.recheck = leg == DRIFT_LAB_LEG_LONG;
+    mo.all_failed_ok = leg == DRIFT_LAB_LEG_LONG;
+    mo.score.guard_spec = s->o->guard_spec;
+    mo.score.embedder_spec = r->study.embedder;
+    mo.score.cache = s->cache;
+    mo.cancel = leg_cancel;
+    mo.cancel_user = s;
+    mo.progress = leg_progress;
+    mo.progress_user = s;
+    memset(&r->leg_err, 0, sizeof r->leg_err);
+    double t0 = util_now_ms();
+    r->leg_rc = drift_matrix_run(r->store, spec, &mo, sum, &r->leg_err);
+    double wall_s = (util_now_ms() - t0) / 1000.0;
+    if (leg == DRIFT_LAB_LEG_MAIN) {
+        r->main_wall_s = wall_s;
+        r->cpu_matrix_s = drift_lab_cpu_s();
+    } else {
+        r->long_wall_s = wall_s;
+    }
+    int stop = phase(s, DRIFT_LAB_PHASE_LEG_END);
+    if (r->leg_rc) {
+        *err = r->leg_err;
+        return r->leg_rc;
+    }
+    return stop ? stop_cancelled(err) : DRIFT_OK;
+}
+
+/* ---- the stochastic leg's thread ---- */
+
+typedef struct stoch_side {
+    lab_session *s;
+    atomic_int stop;                    /* 1: the lab failed elsewhere, stop */
+} stoch_side;
+
+static int stoch_cancel(void *user) {
+    stoch_side *sd = user;
+    return atomic_load(&sd->stop) || cancelled(sd->s);
+}
+
+/* Keeps each run's scoring summary (no scoring progress: the long-context
+ * leg is reporting). */
+static void stoch_record(void *user, const drift_progress *p) {
+    stoch_side *sd = user;
+    drift_lab_result *r = sd->s->r;
+    if (strcmp(p->stage, "run") && p->event == DRIFT_PROGRESS_ITEM && r->n_stoch_scores < 4) {
+        const drift_lab_stochastic_summary *sum = p->summary;
+        r->stoch_scores[r->n_stoch_scores++] = sum->score;
+    }
+}
+
+static void *stoch_thread(void *arg) {
+    stoch_side *sd = arg;
+    drift_lab_result *r = sd->s->r;
+    double t0 = util_now_ms();
+    drift_store *st = NULL;
+    r->stoch_rc = drift_store_open(sd->s->o->db, &st, &r->stoch_err);
+    if (!r->stoch_rc) {
+        drift_lab_stochastic_opts so;
+        drift_lab_stochastic_opts_default(&so);
+        so.concurrency = DRIFT_LAB_BATCH;
+        so.score.cache = sd->s->cache;
+        so.cancel = stoch_cancel;
+        so.cancel_user = sd;
+        so.progress = stoch_record;
+        so.progress_user = sd;
+        r->stoch_rc = drift_lab_stochastic_run(st, &r->stochastic, &so, &r->stoch_sum, &r->stoch_err);
+    }
+    drift_store_close(st);
+    r->stoch_wall_s = (util_now_ms() - t0) / 1000.0;
+    return NULL;
+}
+
+/* The long-context subset with the stochastic leg beside it, then the
+ * stochastic comparison. */
+static drift_status run_side_legs(lab_session *s, drift_error *err) {
+    drift_lab_result *r = s->r;
+    double side0 = util_now_ms();
+    stoch_side sd = {.s = s};
+    atomic_init(&sd.stop, 0);
+    drift_lab_stochastic_design(&r->study, &r->stochastic);
+    pthread_t th;
+    int started = pthread_create(&th, NULL, stoch_thread, &sd) == 0;
+    if (!started) stoch_thread(&sd); /* no thread: one after the other */
+    drift_status rc = DRIFT_OK;
+    if (r->study.long_spec) rc = run_leg(s, DRIFT_LAB_LEG_LONG, err);
+    if (started) {
+        if (rc) atomic_store(&sd.stop, 1);
+        pthread_join(th, NULL);
+    }
+    r->side_wall_s = (util_now_ms() - side0) / 1000.0;
+    r->cpu_side_s = drift_lab_cpu_s();
+    drift_error terr = {0};
+    drift_store_completion_tokens(r->store, &r->tokens_after, &terr);
+    if (rc) return rc;
+    int stop = phase(s, DRIFT_LAB_PHASE_STOCHASTIC);
+    if (r->stoch_rc) {
+        *err = r->stoch_err;
+        return r->stoch_rc;
+    }
+    if (stop) return stop_cancelled(err);
+    if ((rc = drift_lab_stochastic_compare(r->store, &r->stochastic, err))) return rc;
+    r->stoch_ran = 1;
+    return phase(s, DRIFT_LAB_PHASE_COMPARED) ? stop_cancelled(err) : DRIFT_OK;
+}
+
+/* Models, safety, design, the store, the size and the estimate. */
+static drift_status plan_study(lab_session *s, drift_error *err) {
+    const drift_lab_opts *o = s->o;
+    drift_lab_result *r = s->r;
+    drift_status rc;
+    if ((rc = drift_lab_models_find(&r->study, o, err))) return rc;
+    if (phase(s, DRIFT_LAB_PHASE_MODELS)) return stop_cancelled(err);
+    if ((rc = drift_lab_safety_check(&r->study, err))) return rc;
+    if (phase(s, DRIFT_LAB_PHASE_SAFETY)) return stop_cancelled(err);
+    r->design_rc = drift_lab_design(&r->study, o->spec_name, err);
+    int stop = phase(s, DRIFT_LAB_PHASE_DESIGN);
+    if (r->design_rc) return r->design_rc;
+    if (stop) return stop_cancelled(err);
+    if ((!o->dry_run || access(o->db, F_OK) == 0) && (rc = drift_store_open(o->db, &r->store, err))) return rc;
+    const drift_matrix_spec *spec = r->study.spec;
+    drift_lab_plan *p = &r->plan;
+    r->weights = calloc(spec->n_configs ? spec->n_configs : 1, sizeof *r->weights);
+    r->long_weights = calloc(r->study.long_spec ? r->study.long_spec->n_configs + 1 : 1, sizeof *r->long_weights);
+    r->size_rc = drift_lab_plan_size(&r->study, r->store, p, &r->size_err);
+    if (phase(s, DRIFT_LAB_PHASE_SIZE)) return stop_cancelled(err);
+    if (!r->size_rc) {
+        p->jobs = r->jobs;
+        drift_error eerr = {0};
+        r->estimate_rc = drift_lab_plan_estimate(&r->study, p, &eerr);
+        if (phase(s, DRIFT_LAB_PHASE_ESTIMATE)) return stop_cancelled(err);
+        r->long_n = p->long_suite.n;
+        if (!r->estimate_rc && r->long_n)
+            r->long_tokens = p->long_suite.c1 / (double)r->long_n * p->cost.long_tokens_per_char;
+        for (size_t i = 0; r->weights && !r->estimate_rc && i < spec->n_configs; i++)
+            r->est_main_s += r->weights[i] = drift_lab_plan_config_seconds(p, spec, i);
+        for (size_t i = 0; r->long_weights && p->long_spec && !r->estimate_rc && i < p->long_spec->n_configs; i++)
+            r->est_long_s += r->long_weights[i] = drift_lab_plan_config_seconds(p, p->long_spec, i);
+    }
+    r->gen_s = p->gen_s;
+    return phase(s, DRIFT_LAB_PHASE_PLANNED) ? stop_cancelled(err) : DRIFT_OK;
+}
+
+/* The cut answers, the flip table, its analyses and the failed requests. */
+static drift_status analyze(lab_session *s, drift_error *err) {
+    drift_lab_result *r = s->r;
+    drift_status rc;
+    if ((rc = drift_lab_count_cuts(r->store, r->study.spec, &r->cuts, err))) return rc;
+    if (phase(s, DRIFT_LAB_PHASE_CUTS)) return stop_cancelled(err);
+    if ((rc = drift_matrix_flip_table(r->store, "ref@{model}", &r->table, err))) return rc;
+    drift_pri_options po;
+    drift_pri_options_init(&po);
+    /* PRI evaluations side by side on every core; same results */
+    po.nthread = r->cores > 1 ? (int)(r->cores < 64 ? r->cores : 64) : 1;
+    drift_error aerr = {0}; /* a failing analysis is recorded in r->analyses */
+    drift_table_analyze(r->table, 1u << 1 | 1u << 2 | 1u << 3, &po, NULL, &r->analyses, &aerr);
+    r->outcomes_ok = drift_store_count_outcomes(r->store, &r->outcomes, &aerr) == DRIFT_OK;
+    phase(s, DRIFT_LAB_PHASE_DONE); /* nothing left to stop */
+    return DRIFT_OK;
+}
+
+/* See lab.h. */
+drift_status drift_lab_run(const drift_lab_opts *o, drift_lab_result *r, drift_error *err) {
+    memset(r, 0, sizeof *r);
+    if (!o || !o->db) return drift_error_set(err, DRIFT_ERR_INVALID, "lab: no store given");
+    r->cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long jobs = o->jobs;
+    if (jobs <= 0) jobs = r->cores / (o->threads > 0 ? o->threads : 1);
+    r->jobs = jobs < 1 ? 1 : (int)jobs;
+    lab_session s = {o, r, NULL};
+    drift_status rc = plan_study(&s, err);
+    if (rc || o->dry_run) {
+        r->dry_run = !rc;
+        return rc;
+    }
+    drift_error terr = {0};
+    drift_store_completion_tokens(r->store, &r->tokens_before, &terr);
+    if (!(s.cache = drift_score_cache_new())) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    r->cpu_before_s = drift_lab_cpu_s();
+    rc = run_leg(&s, DRIFT_LAB_LEG_MAIN, err);
+    if (!rc) rc = run_side_legs(&s, err);
+    drift_score_cache_stats_get(s.cache, &r->cache);
+    drift_score_cache_free(s.cache);
+    if (!rc) rc = analyze(&s, err);
+    return rc;
+}
+
+/* See lab.h. */
+void drift_lab_result_clear(drift_lab_result *r) {
+    if (!r) return;
+    drift_table_analyses_clear(&r->analyses);
+    drift_table_free(r->table);
+    drift_store_close(r->store);
+    drift_lab_plan_clear(&r->plan);
+    drift_lab_study_clear(&r->study);
+    free(r->weights);
+    free(r->long_weights);
+    memset(r, 0, sizeof *r);
+}
