@@ -1,5 +1,7 @@
-/* score.c - the score stage (API in eval.h): every answered, unscored response goes
- * through its workload's evaluator and the label is stored.
+/* score.c - the score stage (drift_score_run in eval.h; the open-once
+ * scorer, drift_scorer, in pipeline.h): every answered, unscored response
+ * of the runs asked for goes through its workload's evaluator and the
+ * label is stored.
  *
  *   workload      evaluator name      how
  *   math          "math"              drift_eval_math
