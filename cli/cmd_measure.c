@@ -1,176 +1,34 @@
 /* cmd_measure.c - `driftbench measure`: run + score + compare in one go,
  * for two targets (the production stack and the candidate).
  *
- * With --baseline-start / --target-start, each side's server is started
- * (drift_server_proc_start: "{port}" = a free port in the command and in
- * the target, GET /health until 200 from a socket of the server's own:
- * another process on the port is refused, exit 2) just before its run and
- * stopped right after (with every process it started), so the two stacks
- * never share the machine. The run records the target with "{port}", so a
- * resumed measure on another port continues the same run. A server that
- * exits during its run stops the run at once (unfinished: the next call
- * restarts it and asks what is missing) and fails measure with the
- * command, its status and the tail of its output.
- * --order risk: the target is asked riskiest prompt first, by the flip
- * risk of --risk-from's answers or of the baseline's own (run first, with
- * logprobs); a measure cut short then holds the riskiest pairs.
- *
- * --sequential: both stacks are asked in chunks, in the seeded random
- * order: each chunk asks every gated workload (one with a budget) its next
- * SEQ_CHUNK pairs (the run's select hook: rank < horizon, so baseline and
- * target ask the same pairs, resumed or not; workloads without a budget
- * are asked whole in the first chunk; with --workload W, only W is
- * asked), scores them, and replays the
- * comparison through the sequential gate (drift_compare_sequential, the
- * same function as compare --sequential, over the suite's size recorded in
- * the runs): a workload whose verdict is certain is asked no more. It ends
- * when every gated workload has stopped or been asked whole; the runs stay
- * stored as ordinary (partial, unfinished) runs. --order risk is refused
- * (sequential.c: the gate's argument needs the random order). */
+ * The work is the library's measure stage (drift_measure_run,
+ * src/pipeline/measure.c: servers, runs, the sequential gate's chunks,
+ * scoring the two labels, compare); this file has the flags, what is
+ * printed on stderr (servers starting and ready, the run stage's progress,
+ * one line per gated workload after each chunk, the score summary, the
+ * store), the report written to stdout or -o, and the exit code: the gate's
+ * decision, 2 for an error (a report that cannot be written included). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "driftbench/server_proc.h"
+#include "driftbench/measure.h"
 #include "pipeline.h"
 
-#define SEQ_CHUNK 16 /* pairs per gated workload asked between two looks at the gate */
+static const char *const SIDE[2] = {"baseline", "target"};
 
-/* The run's cancel hook with a server: a signal, or the server exited. */
-typedef struct measure_watch {
-    drift_server_proc *proc;
-    int died;
-} measure_watch;
-
-static int watch_cancel(void *user) {
-    measure_watch *w = user;
-    if (!drift_server_proc_alive(w->proc)) {
-        w->died = 1;
-        return 1;
-    }
-    return cli_cancel_requested(NULL);
-}
-
-/* One side's run: as cli_do_run, with its server started first and stopped
- * after when `start` is given. */
-static int measure_run(drift_store *st, const cli_run_args *a, const char *side, const char *start,
-                       const char *health, double ready_s) {
-    int uses_port = strstr(a->target, "{port}") != NULL;
-    if (!start) {
-        if (uses_port) {
-            char *shown = drift_redact(a->target);
-            int rc = cli_error("measure", "--%s '%s' uses {port}, which only --%s-start gives", side,
-                               shown ? shown : "(target withheld)", side);
-            free(shown);
-            return rc;
-        }
-        return cli_do_run("measure", st, a);
-    }
-    if (!uses_port)
-        return cli_error("measure", "--%s must use {port} with --%s-start (e.g. http://127.0.0.1:{port}/v1?model=m)",
-                         side, side);
-    if (!strstr(start, "{port}"))
-        return cli_error("measure", "--%s-start must use {port} (the free port measure picks for the server)", side);
-    drift_server_proc_opts so;
-    drift_server_proc_opts_default(&so);
-    so.command = start;
-    so.health_path = health;
-    so.ready_timeout_s = ready_s;
-    so.cancel = cli_cancel_requested;
-    drift_server_proc *proc = NULL;
-    drift_error err = {0};
-    if (!cli_quiet) fprintf(stderr, "measure: starting the %s server: %s\n", side, cli_safe(start));
-    if (drift_server_proc_start(&so, &proc, &err)) {
-        if (err.code == DRIFT_ERR_CANCELLED) return cli_error("measure", "interrupted while the %s server started", side);
-        return cli_error("measure", "--%s-start: %s", side, err.msg);
-    }
-    char *url = drift_server_proc_fill_port(a->target, drift_server_proc_port(proc));
-    if (!url) {
-        drift_server_proc_free(proc);
-        return cli_error("measure", "out of memory");
-    }
-    if (!cli_quiet) fprintf(stderr, "measure: %s server ready on port %d\n", side, drift_server_proc_port(proc));
-    /* cli_do_run's options, with the address opened and the cancel hook */
-    drift_run_opts o;
-    drift_run_opts_default(&o);
-    o.label = a->label;
-    o.target = a->target;
-    o.target_url = url;
-    o.suites = a->suites;
-    o.n_suites = (size_t)a->n_suites;
-    o.config = a->config;
-    o.target_opts = a->topts;
-    o.params = a->params;
-    o.replicates = a->replicates;
-    o.limit = a->limit;
-    o.order = a->order;
-    o.order_seed = a->order_seed;
-    o.risk_from = a->risk_from;
-    o.select = a->select;
-    o.select_user = a->select_user;
-    o.seq_alpha = a->seq_alpha;
-    o.seq_budget = a->seq_budget;
-    measure_watch w = {proc, 0};
-    o.cancel = watch_cancel;
-    o.cancel_user = &w;
-    o.progress = cli_run_progress;
-    drift_run_summary s;
-    int rc = CLI_EXIT_PASS;
-    drift_status r = drift_run_execute(st, &o, &s, &err);
-    int alive = !w.died && drift_server_proc_alive(proc);
-    if (!alive && !(r == DRIFT_OK && s.errors == 0)) {
-        char ctx[256];
-        snprintf(ctx, sizeof ctx,
-                 "run '%s' stopped (%zu of %zu requests stored; the same command again restarts the server and "
-                 "asks what is missing)",
-                 a->label, s.done, s.requested);
-        drift_server_proc_check(proc, ctx, &err);
-        rc = cli_error("measure", "%s", err.msg);
-    } else if (r) {
-        rc = cli_run_failed("measure", a->label, url, &s, &err);
-    }
-    drift_server_proc_free(proc);
-    free(url);
-    return rc;
-}
-
-/* ---- --sequential ---- */
-
-typedef struct seq_state {
-    const double *budget;                 /* compare's budgets: < 0 = not gated */
-    int only;                             /* --workload: the only one asked; DRIFT_WL_UNKNOWN = all */
-    long horizon[DRIFT_WL_COUNT];         /* ask pairs of rank < horizon */
-    int stopped[DRIFT_WL_COUNT];          /* verdict certain, or asked whole */
-    size_t n_wl[DRIFT_WL_COUNT];          /* the suite's pairs (from the hook) */
-} seq_state;
-
-static int seq_select(void *user, drift_workload wl, size_t rank, size_t n_wl) {
-    seq_state *q = user;
-    q->n_wl[wl] = n_wl;
-    if (q->only != DRIFT_WL_UNKNOWN && (int)wl != q->only) return 0; /* compare would leave it out */
-    if (q->budget[wl] < 0) return 1;
-    return !q->stopped[wl] && rank < (size_t)q->horizon[wl];
-}
-
-/* Scores what the chunk added, printing nothing (the summary comes once,
- * at the end). */
-static int seq_score(drift_store *st, const drift_score_opts *so, drift_score_cache *cache) {
-    drift_score_opts o = *so;
-    o.cache = cache;
-    o.cancel = cli_cancel_requested;
-    drift_score_summary sum;
-    drift_error err = {0};
-    memset(&sum, 0, sizeof sum);
-    drift_status rc = drift_score_run(st, NULL, &o, &sum, &err);
-    if (rc == DRIFT_ERR_CANCELLED) return cli_error("measure", "interrupted; run the same command to resume");
-    if (rc) return cli_error_lib("measure", &err);
-    return CLI_EXIT_PASS;
+static void on_server(void *user, int side, const char *command, int port) {
+    (void)user;
+    if (cli_quiet) return;
+    if (!port) fprintf(stderr, "measure: starting the %s server: %s\n", SIDE[side], cli_safe(command));
+    else fprintf(stderr, "measure: %s server ready on port %d\n", SIDE[side], port);
 }
 
 /* One line per gated workload after a chunk. */
-static void seq_print(const drift_seq_result *r, const seq_state *q, int chunk) {
+static void on_chunk(void *user, int chunk, const drift_seq_result *r, const int stopped[DRIFT_WL_COUNT]) {
+    (void)user;
     if (cli_quiet) return;
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         const drift_seq_wl *w = &r->wl[k];
@@ -179,7 +37,7 @@ static void seq_print(const drift_seq_result *r, const seq_state *q, int chunk) 
                         "%.2f%%: %s\n",
                 chunk, drift_workload_name((drift_workload)k), w->asked, w->n_total, w->flips, 100 * w->lo,
                 100 * w->hi, 100 * w->budget,
-                !q->stopped[k]                               ? "open"
+                !stopped[k]                                  ? "open"
                 : w->decision == DRIFT_DECISION_DEPLOY       ? "DEPLOY"
                 : w->decision == DRIFT_DECISION_BLOCK        ? "BLOCK"
                 : w->decision == DRIFT_DECISION_INCONCLUSIVE ? "INCONCLUSIVE"
@@ -187,62 +45,49 @@ static void seq_print(const drift_seq_result *r, const seq_state *q, int chunk) 
     }
 }
 
-/* The chunked loop (see the top); returns the exit code with the gate's
- * report written like compare --sequential's. */
-static int measure_sequential(drift_store *st, cli_run_args *a, const char *bstart, const char *tstart,
-                              const char *health, double ready_s, const char *blabel, const char *base,
-                              const char *bconf, const char *tlabel, const char *targ, const char *tconf,
-                              const drift_score_opts *so, const cli_compare_args *co, double alpha) {
-    seq_state q;
-    memset(&q, 0, sizeof q);
-    q.budget = co->opts.budget;
-    q.only = co->opts.only_workload;
-    a->select = seq_select;
-    a->select_user = &q;
-    a->seq_alpha = alpha;
-    a->seq_budget = co->opts.budget;
-    drift_score_cache *cache = drift_score_cache_new();
-    drift_comparison *c = NULL;
-    drift_seq_result r;
-    drift_error err = {0};
-    int rc = CLI_EXIT_PASS;
-    memset(&r, 0, sizeof r);
-    for (int chunk = 1; rc == CLI_EXIT_PASS; chunk++) {
-        for (int k = 0; k < DRIFT_WL_COUNT; k++)
-            if (!q.stopped[k]) q.horizon[k] += SEQ_CHUNK;
-        a->label = blabel, a->target = base, a->config = bconf;
-        rc = measure_run(st, a, "baseline", bstart, health, ready_s);
-        if (rc == CLI_EXIT_PASS) {
-            a->label = tlabel, a->target = targ, a->config = tconf;
-            rc = measure_run(st, a, "target", tstart, health, ready_s);
+/* Prints why the stage failed (sum->step says where). */
+static int measure_failed(const drift_measure_opts *o, const drift_measure_summary *sum, const drift_error *err) {
+    const char *side = SIDE[sum->side];
+    int cancel = err->code == DRIFT_ERR_CANCELLED;
+    switch (sum->step) {
+    case DRIFT_MEASURE_STEP_CHECK: return cli_error("measure", "%s", err->msg);
+    case DRIFT_MEASURE_STEP_SERVER:
+        if (cancel) return cli_error("measure", "interrupted while the %s server started", side);
+        return cli_error("measure", "--%s-start: %s", side, err->msg);
+    case DRIFT_MEASURE_STEP_RUN:
+        if (sum->server_died) return cli_error("measure", "%s", err->msg);
+        return cli_run_failed("measure", o->side[sum->side].label, sum->run_target, &sum->run, err);
+    case DRIFT_MEASURE_STEP_STOPPED: return cli_error("measure", "interrupted; run the same command to resume");
+    case DRIFT_MEASURE_STEP_CHUNK:
+        if (cancel) return cli_error("measure", "interrupted; run the same command to resume");
+        return cli_error_lib("measure", err);
+    case DRIFT_MEASURE_STEP_SCORE:
+        if (cancel) {
+            fprintf(stderr, "measure: interrupted: what was judged is stored; run score again to finish\n");
+            return CLI_EXIT_ERROR;
         }
-        if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
-        if (rc == CLI_EXIT_PASS) rc = seq_score(st, so, cache);
-        if (rc != CLI_EXIT_PASS) break;
-        drift_comparison_free(c);
-        c = NULL;
-        if (drift_compare_runs(st, blabel, tlabel, &co->opts, &c, &err) ||
-            drift_compare_sequential(c, alpha, a->order_seed, &r, &err)) {
-            rc = cli_error_lib("measure", &err);
-            break;
-        }
-        int open = 0;
-        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
-            if (q.budget[k] < 0 || q.n_wl[k] == 0) continue; /* not gated, or not in the suites */
-            if (q.only != DRIFT_WL_UNKNOWN && k != q.only) continue;
-            if (r.wl[k].early || (size_t)q.horizon[k] >= q.n_wl[k]) q.stopped[k] = 1;
-            if (!q.stopped[k]) open = 1;
-        }
-        seq_print(&r, &q, chunk);
-        if (!open) break;
+        return cli_error_lib("measure", err);
+    default: return cli_error_lib("measure", err);
     }
-    drift_score_cache_free(cache);
-    if (rc == CLI_EXIT_PASS) rc = cli_do_score("measure", st, NULL, so); /* nothing left: the summary */
-    if (rc == CLI_EXIT_PASS) {
+}
+
+/* Runs the stage and prints, renders and writes what it gives. */
+static int measure(drift_store *st, const drift_measure_opts *o, const cli_compare_args *co) {
+    drift_measure_summary sum;
+    drift_comparison *c = NULL;
+    drift_error err = {0};
+    drift_status r = drift_measure_run(st, o, &c, &sum, &err);
+    if (sum.scored || sum.step == DRIFT_MEASURE_STEP_SCORE) cli_progress_done();
+    if (sum.scored) cli_print_score_summary(&sum.score, "not computable");
+    if (r) return measure_failed(o, &sum, &err);
+    int rc;
+    if (o->sequential) {
         char *text = NULL;
-        if (drift_seq_render(c, &r, co->fmt, &text, &err)) rc = cli_error_lib("measure", &err);
-        else rc = cli_write_output("measure", co->out, text) ? CLI_EXIT_ERROR : cli_gate_exit("measure", st, c, r.decision);
+        if (drift_seq_render(c, &sum.seq, co->fmt, &text, &err)) rc = cli_error_lib("measure", &err);
+        else rc = cli_write_output("measure", co->out, text) ? CLI_EXIT_ERROR : cli_gate_exit("measure", st, c, sum.seq.decision);
         free(text);
+    } else {
+        rc = cli_render_compare("measure", st, c, co);
     }
     drift_comparison_free(c);
     return rc;
@@ -251,8 +96,9 @@ static int measure_sequential(drift_store *st, cli_run_args *a, const char *bsta
 static const char measure_usage[] =
     "usage: driftbench measure --baseline SPEC --target SPEC --suite S [--suite S ...] [options]\n"
     "\n"
-    "Runs the suites against both targets, scores every answer, and compares\n"
-    "target against baseline: the same as run + run + score + compare.\n"
+    "Runs the suites against both targets, scores every answer of the two runs,\n"
+    "and compares target against baseline: the same as run + run + score --label\n"
+    "(for each) + compare. Other runs of the store are not scored.\n"
     "Re-running the same command resumes whatever is missing.\n"
     "\n"
     "  --db STORE               store: SQLite file or postgresql:// URL (default driftbench-measure.db)\n"
@@ -292,7 +138,10 @@ static const char measure_usage2[] =
     "                           Reports pairs asked of the\n"
     "                           suite, the interval at the stop and the verdict (text,\n"
     "                           json, markdown), as compare --sequential --seed S does on\n"
-    "                           the stored (partial) runs. Not with --order suite|risk\n"
+    "                           the stored (partial) runs. Not with --order suite|risk.\n"
+    "                           With --baseline-start / --target-start, each server is\n"
+    "                           started once and both stay up until the last chunk\n"
+    "                           (asked one at a time)\n"
     "  --alpha A                error rate of each verdict (default 0.05)\n"
     "\n"
     "exit: 0 deploy (or no workload gated), 1 block, 2 error (bad input, or a gated\n"
@@ -315,17 +164,17 @@ static int cmd_measure(int argc, char **argv) {
     cli_run_args a;
     cli_run_args_default(&a);
     a.order_seed = 42;
-    const char *base = NULL, *targ = NULL, *db = "driftbench-measure.db", *blabel = "baseline", *tlabel = "target";
-    const char *bconf = NULL, *tconf = NULL, *bstart = NULL, *tstart = NULL, *health = "/health";
-    double start_timeout_s = 120;
-    drift_score_opts so;
-    drift_score_opts_default(&so);
+    drift_measure_opts mo;
+    drift_measure_opts_default(&mo);
+    drift_measure_side *b = &mo.side[DRIFT_MEASURE_BASELINE], *t = &mo.side[DRIFT_MEASURE_TARGET];
+    b->label = "baseline";
+    t->label = "target";
+    const char *db = "driftbench-measure.db";
     cli_compare_args co;
     cli_compare_args_default(&co);
     drift_error err = {0};
     long v;
-    int opt, sequential = 0, alpha_given = 0, order_given = 0;
-    double alpha = 0.05;
+    int opt, alpha_given = 0, order_given = 0;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
@@ -336,37 +185,37 @@ static int cmd_measure(int argc, char **argv) {
         if (r < 0) return CLI_EXIT_ERROR;
         if (r > 0) continue;
         switch (opt) {
-        case O_BASE: base = optarg; break;
-        case O_TARG: targ = optarg; break;
+        case O_BASE: b->target = optarg; break;
+        case O_TARG: t->target = optarg; break;
         case O_DB: db = optarg; break;
-        case O_BLABEL: blabel = optarg; break;
-        case O_TLABEL: tlabel = optarg; break;
-        case O_BCONF: bconf = optarg; break;
-        case O_TCONF: tconf = optarg; break;
-        case O_BSTART: bstart = optarg; break;
-        case O_TSTART: tstart = optarg; break;
+        case O_BLABEL: b->label = optarg; break;
+        case O_TLABEL: t->label = optarg; break;
+        case O_BCONF: b->config = optarg; break;
+        case O_TCONF: t->config = optarg; break;
+        case O_BSTART: b->start = optarg; break;
+        case O_TSTART: t->start = optarg; break;
         case O_STIMEOUT: {
             char *end = NULL;
-            start_timeout_s = strtod(optarg, &end);
-            if (end == optarg || *end || !(start_timeout_s > 0) || start_timeout_s > 86400)
+            mo.ready_timeout_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(mo.ready_timeout_s > 0) || mo.ready_timeout_s > 86400)
                 return cli_error("measure", "--start-timeout: '%s' is not a number of seconds in (0, 86400]", optarg);
             break;
         }
         case O_HEALTH:
             if (optarg[0] != '/') return cli_error("measure", "--health-path: '%s' must start with '/'", optarg);
-            health = optarg;
+            mo.health_path = optarg;
             break;
-        case O_SEQ: sequential = 1; break;
+        case O_SEQ: mo.sequential = 1; break;
         case O_ALPHA:
-            if (cli_parse_double("measure", "--alpha", optarg, 1e-9, 0.5, &alpha)) return CLI_EXIT_ERROR;
+            if (cli_parse_double("measure", "--alpha", optarg, 1e-9, 0.5, &mo.alpha)) return CLI_EXIT_ERROR;
             alpha_given = 1;
             break;
-        case O_GUARD: so.guard_spec = optarg; break;
-        case O_EMB: so.embedder_spec = optarg; break;
-        case O_UNSAFE: so.unsafe_code_exec = 1; break;
+        case O_GUARD: mo.score.guard_spec = optarg; break;
+        case O_EMB: mo.score.embedder_spec = optarg; break;
+        case O_UNSAFE: mo.score.unsafe_code_exec = 1; break;
         case O_JOBS:
             if (cli_parse_int("measure", "--jobs", optarg, 0, 1024, &v)) return CLI_EXIT_ERROR;
-            so.jobs = (int)v;
+            mo.score.jobs = (int)v;
             break;
         case 'h':
         case O_HELP: fputs(measure_usage, stdout);
@@ -376,12 +225,12 @@ static int cmd_measure(int argc, char **argv) {
         }
     }
     if (optind < argc) return cli_error("measure", "unexpected argument '%s'", argv[optind]);
-    if (!base || !targ || !a.n_suites)
+    if (!b->target || !t->target || !a.n_suites)
         return cli_error("measure", "--baseline, --target and at least one --suite are required (see --help)");
-    if (!strcmp(blabel, tlabel)) return cli_error("measure", "--baseline-label and --target-label must differ");
+    if (!strcmp(b->label, t->label)) return cli_error("measure", "--baseline-label and --target-label must differ");
     if (cli_check_order("measure", &a)) return CLI_EXIT_ERROR;
-    if (alpha_given && !sequential) return cli_error("measure", "--alpha goes with --sequential");
-    if (sequential) {
+    if (alpha_given && !mo.sequential) return cli_error("measure", "--alpha goes with --sequential");
+    if (mo.sequential) {
         if (order_given && a.order == DRIFT_ORDER_RISK)
             return cli_error("measure", "--sequential cannot use --order risk: the gate's guarantee needs a uniformly "
                                         "random order (a risk order puts likely flips first); use --order random");
@@ -393,42 +242,28 @@ static int cmd_measure(int argc, char **argv) {
     }
     if (a.order == DRIFT_ORDER_RISK && !a.risk_from && a.params.logprobs == 0)
         return cli_error("measure", "--order risk ranks by the baseline's logprobs: add --logprobs K (or --risk-from L)");
-    const char *risk_from = a.risk_from;
-    drift_run_order order = a.order;
+    mo.suites = a.suites;
+    mo.n_suites = (size_t)a.n_suites;
+    mo.target_opts = a.topts;
+    mo.params = a.params;
+    mo.replicates = a.replicates;
+    mo.limit = a.limit;
+    mo.order = a.order;
+    mo.order_seed = a.order_seed;
+    mo.risk_from = a.risk_from;
+    mo.compare = co.opts;
+    mo.score.progress = cli_progress;
+    mo.cancel = cli_cancel_requested;
+    mo.progress = cli_run_progress;
+    mo.on_server = on_server;
+    mo.on_chunk = on_chunk;
     drift_store *st = NULL;
     if (drift_store_open(db, &st, &err)) return cli_error_lib("measure", &err);
     cli_install_signal_handlers();
-    a.db = db;
-    a.label = blabel;
-    a.target = base;
-    a.config = bconf;
-    if (sequential) {
-        int rc = measure_sequential(st, &a, bstart, tstart, health, start_timeout_s, blabel, base, bconf, tlabel, targ,
-                                    tconf, &so, &co, alpha);
-        if (!cli_quiet && rc != CLI_EXIT_ERROR)
-            fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", cli_safe(drift_store_display(st)),
-                    cli_safe(blabel), cli_safe(tlabel));
-        drift_store_close(st);
-        return rc;
-    }
-    if (order == DRIFT_ORDER_RISK && !risk_from) a.order = DRIFT_ORDER_SUITE; /* nothing to rank by yet */
-    int rc = measure_run(st, &a, "baseline", bstart, health, start_timeout_s);
-    if (rc == CLI_EXIT_PASS) {
-        a.label = tlabel;
-        a.target = targ;
-        a.config = tconf;
-        a.order = order;
-        a.risk_from = risk_from ? risk_from : blabel;
-        rc = measure_run(st, &a, "target", tstart, health, start_timeout_s);
-    }
-    /* scoring is not interruptible yet: a signal during it stops measure right after (a second one at once) */
-    if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
-    if (rc == CLI_EXIT_PASS) rc = cli_do_score("measure", st, NULL, &so);
-    if (rc == CLI_EXIT_PASS && cli_interrupted) rc = cli_error("measure", "interrupted; run the same command to resume");
-    if (rc == CLI_EXIT_PASS) rc = cli_do_compare("measure", st, blabel, tlabel, &co);
+    int rc = measure(st, &mo, &co);
     if (!cli_quiet && rc != CLI_EXIT_ERROR)
         fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", cli_safe(drift_store_display(st)),
-                    cli_safe(blabel), cli_safe(tlabel));
+                cli_safe(b->label), cli_safe(t->label));
     drift_store_close(st);
     return rc;
 }

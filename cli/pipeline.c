@@ -248,17 +248,20 @@ int cli_do_score(const char *cmd, drift_store *st, const char *label, const drif
 
 /* ---- compare ---- */
 
+int cli_render_compare(const char *cmd, drift_store *st, const drift_comparison *c, const cli_compare_args *a) {
+    drift_error err = {0};
+    char *text = NULL;
+    if (drift_report_comparison(c, st, a->fmt, &text, &err)) return cli_error_lib(cmd, &err);
+    int rc = cli_write_output(cmd, a->out, text) ? CLI_EXIT_ERROR : cli_gate_exit(cmd, st, c, c->decision);
+    free(text);
+    return rc;
+}
+
 int cli_do_compare(const char *cmd, drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
     drift_error err = {0};
     drift_comparison *c = NULL;
-    char *text = NULL;
     if (drift_compare_runs(st, base, targ, &a->opts, &c, &err)) return cli_error_lib(cmd, &err);
-    if (drift_report_comparison(c, st, a->fmt, &text, &err)) {
-        drift_comparison_free(c);
-        return cli_error_lib(cmd, &err);
-    }
-    int rc = cli_write_output(cmd, a->out, text) ? CLI_EXIT_ERROR : cli_gate_exit(cmd, st, c, c->decision);
-    free(text);
+    int rc = cli_render_compare(cmd, st, c, a);
     drift_comparison_free(c);
     return rc;
 }

@@ -1,6 +1,8 @@
 /* pipeline.h - the stages of a study as library functions: run (a suite
  * against one target into the store), matrix (every configuration of a spec:
- * run + score). Scoring is drift_score_run (eval.h).
+ * run + score), the scorer (drift_scorer: evaluators opened once, given
+ * labels scored; drift_score_run, eval.h, is its one-call form) and measure
+ * (measure.h: two runs + scoring + compare over one session).
  *
  * Every stage has the same shape: it takes the open store, an options struct
  * (filled with its _default function first), reports progress through one
@@ -180,9 +182,62 @@ DRIFT_API void drift_run_opts_default(drift_run_opts *o);
  * what was received; what was not received stays missing, so calling again
  * resumes. When every request failed the run is still finished and stored,
  * but the call fails (step CHECK) with a message naming the first error.
- * sum (required) is filled in every case; step says where a failure was. */
+ * sum (required) is filled in every case; step says where a failure was.
+ * It is drift_run_begin + drift_run_ask + drift_run_end (below). */
 DRIFT_API drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_run_summary *sum,
                                          drift_error *err);
+
+/* The run stage in three calls, for a caller that asks one run several
+ * times (measure --sequential asks both runs in chunks): begin opens the
+ * target and loads, stores and renders the suites once; each ask then does
+ * what drift_run_execute does from beginning the run on (label lock,
+ * pending pairs, order, o->select, requests, outcomes stored, the run
+ * finished when nothing was deferred, the CHECK step); end closes what
+ * begin opened. o is copied; the strings, suites and hooks it points to
+ * must outlive the session. o->select is consulted by every ask, so a
+ * caller moves its selection (its hook's state) between asks. */
+typedef struct drift_run_session drift_run_session;
+
+/* Opens o->target (o->target_url when set) and stores and renders the
+ * suites (steps TARGET, CONFIG, SUITES). On success *out is a session for
+ * drift_run_ask; on failure *out is NULL, sum's step says where, and
+ * nothing is left open. sum (required) gets prompts and replicates. */
+DRIFT_API drift_status drift_run_begin(drift_store *st, const drift_run_opts *o, drift_run_session **out,
+                                       drift_run_summary *sum, drift_error *err);
+
+/* Asks the session's run what is missing and selected now (see
+ * drift_run_execute, from step BEGIN on); sum (required) is refilled for
+ * this ask. Failures and cancels are those of drift_run_execute; the
+ * session stays usable after one (a cancelled target stays cancelled while
+ * its hook says so). */
+DRIFT_API drift_status drift_run_ask(drift_run_session *s, drift_run_summary *sum, drift_error *err);
+
+/* Closes the target and frees the session (NULL is a no-op). */
+DRIFT_API void drift_run_end(drift_run_session *s);
+
+/* ---- score: an open-once scorer over given labels ---- */
+
+/* Evaluators opened once (each on its first use: the guard, the embedder,
+ * the code sandbox's check) and kept until drift_scorer_close, for a caller
+ * that scores the same store several times (measure --sequential after
+ * every chunk). drift_score_run (eval.h) is open + score + close. */
+typedef struct drift_scorer drift_scorer;
+
+/* A scorer over st with opts (NULL: defaults; copied, what it points to -
+ * specs, cache, hooks - must outlive the scorer). Opens no evaluator yet. */
+DRIFT_API drift_status drift_scorer_open(drift_store *st, const drift_score_opts *opts, drift_scorer **out,
+                                         drift_error *err);
+
+/* Scores the runs labels[0..n) (each must exist: the store's error
+ * otherwise, before anything is scored) as drift_score_run scores one run,
+ * and only them; summary (NULL: not wanted) is zeroed and filled for this
+ * call. An evaluator found unavailable by an earlier call stays so; its
+ * reason is given again in this call's summary. */
+DRIFT_API drift_status drift_scorer_score_labels(drift_scorer *s, const char *const *labels, size_t n,
+                                                 drift_score_summary *summary, drift_error *err);
+
+/* Closes the evaluators and frees s (NULL is a no-op). */
+DRIFT_API void drift_scorer_close(drift_scorer *s);
 
 /* ---- matrix: run + score every configuration of a spec ---- */
 

@@ -51,6 +51,9 @@
  *       when the next configuration of the shard uses the same one
  *   the end, a failure or a cancel                -> every server stopped
  *
+ * The start, the run's watch on its server and the failure of a server
+ * that died are server_run.c's, shared with measure.
+ *
  * A server that dies mid-run leaves an unfinished run: the failed requests
  * stored before its death was seen (a request that failed while retrying
  * is only stored after its retries, which the dead server's check cuts
@@ -67,6 +70,7 @@
 #include <time.h>
 
 #include "driftbench/server_proc.h"
+#include "pipeline/server_run_internal.h"
 #include "util/util.h"
 
 void drift_matrix_opts_default(drift_matrix_opts *o) {
@@ -153,38 +157,14 @@ static void slot_stop(server_slot *s) {
     s->spec = NULL;
 }
 
-/* The run's cancel hook while a server runs: the caller's cancel, or the
- * server has exited (died set). */
-typedef struct server_watch {
-    int (*cancel)(void *);
-    void *cancel_user;
-    server_slot *slot;
-    int died;
-} server_watch;
-
-static int watch_cancel(void *user) {
-    server_watch *w = user;
-    if (w->slot->proc && !drift_server_proc_alive(w->slot->proc)) {
-        w->died = 1;
-        return 1;
-    }
-    return w->cancel && w->cancel(w->cancel_user);
-}
-
 /* Makes slot run c's server (reused when the same and alive). */
 static drift_status slot_ensure(server_slot *slot, const drift_matrix_config *c, int (*cancel)(void *),
                                 void *cancel_user, drift_error *err) {
     if (slot->proc && (!drift_matrix_server_same(slot->spec, &c->server) || !drift_server_proc_alive(slot->proc)))
         slot_stop(slot);
     if (slot->proc) return DRIFT_OK;
-    drift_server_proc_opts so;
-    drift_server_proc_opts_default(&so);
-    so.command = c->server.start;
-    so.health_path = c->server.health;
-    so.ready_timeout_s = c->server.ready_timeout_s;
-    so.cancel = cancel;
-    so.cancel_user = cancel_user;
-    drift_status rc = drift_server_proc_start(&so, &slot->proc, err);
+    drift_status rc = server_run_start(c->server.start, c->server.health, c->server.ready_timeout_s, cancel,
+                                       cancel_user, &slot->proc, err);
     if (rc) {
         if (rc != DRIFT_ERR_CANCELLED) drift_error_prefix(err, "configuration '%s': ", c->label);
         return rc;
@@ -211,30 +191,20 @@ typedef struct config_result {
  * is the failure (out->rc, out->err), whatever the run returned. */
 static void run_with_server(drift_store *st, const drift_matrix_config *c, drift_run_opts *r, server_slot *slot,
                             config_result *out) {
-    server_watch w = {r->cancel, r->cancel_user, slot, 0};
-    char *url = drift_server_proc_fill_port(c->target, drift_server_proc_port(slot->proc));
-    if (!url) {
-        out->rc = drift_error_set(&out->err, DRIFT_ERR_NOMEM, "out of memory");
-        return;
-    }
-    r->target_url = url;
-    r->cancel = watch_cancel;
-    r->cancel_user = &w;
+    server_run_watch w;
+    char *url = NULL;
+    if ((out->rc = server_run_attach(r, slot->proc, &w, &url, &out->err)) != DRIFT_OK) return;
     out->rc = drift_run_execute(st, r, &out->run, &out->err);
     free(url);
-    int alive = !w.died && drift_server_proc_alive(slot->proc);
-    if (!alive && out->rc == DRIFT_OK && out->run.errors == 0) {
-        slot_stop(slot); /* it ended after the last answer: the run is whole */
-    } else if (!alive) {
-        char ctx[256];
-        snprintf(ctx, sizeof ctx,
-                 "configuration '%s': run stopped (%zu of %zu requests stored; the same command again restarts the "
-                 "server and asks what is missing)",
-                 c->label, out->run.done, out->run.requested);
-        out->rc = drift_server_proc_check(slot->proc, ctx, &out->err);
+    if (server_run_died(slot->proc, &w, out->rc, &out->run)) {
+        char stopped[160];
+        snprintf(stopped, sizeof stopped, "configuration '%s': run stopped", c->label);
+        out->rc = server_run_died_error(slot->proc, stopped, &out->run, &out->err);
         if (!out->rc) out->rc = drift_error_set(&out->err, DRIFT_ERR_INTERNAL, "configuration '%s': server state", c->label);
         out->server_failed = 1;
         slot_stop(slot); /* reaped already; its log is kept */
+    } else if (w.died || !drift_server_proc_alive(slot->proc)) {
+        slot_stop(slot); /* it ended after the last answer: the run is whole */
     }
 }
 

@@ -40,6 +40,15 @@
  * address opened, o->target_url, is never stored; messages that name it
  * are redacted (drift_error_set).
  *
+ * Session: drift_run_begin does the steps up to the suites once (target
+ * open, config, suites stored and rendered, the run's records built) and
+ * holds them; each drift_run_ask then begins or resumes the run (label
+ * lock), finds what is missing, orders it, offers it to o->select and asks
+ * it, as one call of the one-call stage would; drift_run_end closes the
+ * target. drift_run_execute is begin + ask + end. A caller that asks the
+ * same run in chunks (measure --sequential) keeps the target and the
+ * suites open between chunks: each ask is what a fresh call would ask.
+ *
  * Cancellation: the caller's cancel hook goes to the target, which aborts
  * requests in flight and ends retry back-offs at once; nothing is stored for
  * them (they stay missing), what was received is flushed, the label lock is
@@ -597,7 +606,7 @@ static drift_status generate(run_sink *s, drift_target *t, const drift_gen_reque
     return DRIFT_OK;
 }
 
-/* From run_begin on: the label is locked until the end of the call. */
+/* From run_begin on: the label is locked until the end of the ask. */
 static drift_status begin_and_generate(drift_store *st, const drift_run_opts *o, drift_target *t,
                                        const run_prompts *p, const char *config_s, const char *decoding_s,
                                        run_sink *s, drift_error *err) {
@@ -634,7 +643,36 @@ static drift_status begin_and_generate(drift_store *st, const drift_run_opts *o,
     return rc;
 }
 
-drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_run_summary *sum, drift_error *err) {
+/* ---- the session: begin / ask / end ---- */
+
+/* What begin opened and ask reuses: the target, the run's records, the
+ * suites (stored and rendered). */
+struct drift_run_session {
+    drift_store *st;
+    drift_run_opts o;          /* the caller's options (pointers borrowed) */
+    drift_target *t;
+    json_t *config, *decoding;
+    char *config_s, *decoding_s;
+    run_prompts p;
+    double t0_ms;              /* begin's start: the first ask's clock starts there */
+    int asked;                 /* asks so far */
+};
+
+void drift_run_end(drift_run_session *ss) {
+    if (!ss) return;
+    prompts_clear(&ss->p);
+    json_decref(ss->config);
+    json_decref(ss->decoding);
+    free(ss->config_s);
+    free(ss->decoding_s);
+    drift_target_close(ss->t);
+    free(ss);
+}
+
+drift_status drift_run_begin(drift_store *st, const drift_run_opts *o, drift_run_session **out, drift_run_summary *sum,
+                             drift_error *err) {
+    double t0 = util_now_ms();
+    *out = NULL;
     memset(sum, 0, sizeof *sum);
     sum->replicates = o->replicates;
     if (!st || !o->label || !o->target || !o->n_suites || !o->suites || o->replicates < 1)
@@ -643,56 +681,72 @@ drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_r
         return drift_error_set(err, DRIFT_ERR_INVALID,
                                "run: sequential asking needs the random order and an alpha in (0, 1) (order %d, alpha %g)",
                                (int)o->order, o->seq_alpha);
-    double t0 = util_now_ms();
-    drift_target *t = NULL;
-    json_t *config = NULL, *decoding = NULL;
-    char *config_s = NULL, *decoding_s = NULL;
-    run_prompts p = {0};
-    run_sink *s = NULL;
-
+    drift_run_session *ss = calloc(1, sizeof *ss);
+    if (!ss) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    ss->st = st;
+    ss->o = *o;
+    ss->t0_ms = t0;
     drift_target_opts topts = o->target_opts;
     topts.cancel = o->cancel; /* a cancel ends requests and back-offs at once */
     topts.cancel_user = o->cancel_user;
-    drift_status rc = drift_target_open(o->target_url ? o->target_url : o->target, &topts, &t, err);
+    drift_status rc = drift_target_open(o->target_url ? o->target_url : o->target, &topts, &ss->t, err);
     if (!rc) {
         sum->step = DRIFT_RUN_STEP_CONFIG;
-        rc = build_config(t, o->config, &config, err);
+        rc = build_config(ss->t, o->config, &ss->config, err);
     }
     if (!rc) {
         sum->step = DRIFT_RUN_STEP_SUITES;
-        decoding = build_decoding(o, drift_target_api(t));
-        rc = prompts_store(st, o, &p, err);
+        ss->decoding = build_decoding(o, drift_target_api(ss->t));
+        rc = prompts_store(st, o, &ss->p, err);
     }
     if (!rc) {
-        sum->prompts = p.n;
-        if (o->select) decoding_add_sequential(decoding, o, &p);
-        config_s = dump_sorted(config);
-        decoding_s = dump_sorted(decoding);
-        rc = prompts_render(o, drift_target_api(t), &p, err);
-        if (!rc && (!config_s || !decoding_s)) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        sum->prompts = ss->p.n;
+        if (o->select) decoding_add_sequential(ss->decoding, o, &ss->p);
+        ss->config_s = dump_sorted(ss->config);
+        ss->decoding_s = dump_sorted(ss->decoding);
+        rc = prompts_render(o, drift_target_api(ss->t), &ss->p, err);
+        if (!rc && (!ss->config_s || !ss->decoding_s)) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
-    if (!rc) {
-        s = calloc(1, sizeof *s);
-        if (!s) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    sum->elapsed_ms = util_now_ms() - t0;
+    if (rc) {
+        drift_run_end(ss);
+        return rc;
     }
+    *out = ss;
+    return DRIFT_OK;
+}
+
+drift_status drift_run_ask(drift_run_session *ss, drift_run_summary *sum, drift_error *err) {
+    const drift_run_opts *o = &ss->o;
+    double t0 = ss->asked++ ? util_now_ms() : ss->t0_ms;
+    memset(sum, 0, sizeof *sum);
+    sum->replicates = o->replicates;
+    sum->prompts = ss->p.n;
+    sum->step = DRIFT_RUN_STEP_SUITES;
+    run_sink *s = calloc(1, sizeof *s);
+    drift_status rc = s ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     if (!rc) {
-        *s = (run_sink){.st = st, .o = o, .sum = sum, .t0_ms = t0};
+        *s = (run_sink){.st = ss->st, .o = o, .sum = sum, .t0_ms = t0};
         /* the risk order's source is read before the run begins: a bad source creates no run */
         if (o->order == DRIFT_ORDER_RISK)
-            rc = load_risks(st, o->risk_from ? o->risk_from : o->label, &s->risks, &s->n_risks, err);
+            rc = load_risks(ss->st, o->risk_from ? o->risk_from : o->label, &s->risks, &s->n_risks, err);
     }
     if (!rc) {
-        rc = begin_and_generate(st, o, t, &p, config_s, decoding_s, s, err);
+        rc = begin_and_generate(ss->st, o, ss->t, &ss->p, ss->config_s, ss->decoding_s, s, err);
         for (size_t i = 0; i < s->n; i++) drift_answer_clear(&s->buf[i]);
     }
     sum->elapsed_ms = util_now_ms() - t0;
     if (s) free(s->risks);
     free(s);
-    prompts_clear(&p);
-    json_decref(config);
-    json_decref(decoding);
-    free(config_s);
-    free(decoding_s);
-    drift_target_close(t);
+    return rc;
+}
+
+/* begin + ask + end: the one-call run. */
+drift_status drift_run_execute(drift_store *st, const drift_run_opts *o, drift_run_summary *sum, drift_error *err) {
+    drift_run_session *ss = NULL;
+    drift_status rc = drift_run_begin(st, o, &ss, sum, err);
+    if (rc) return rc;
+    rc = drift_run_ask(ss, sum, err);
+    drift_run_end(ss);
     return rc;
 }

@@ -1,5 +1,7 @@
-/* score.c - the score stage (API in eval.h): every answered, unscored response goes
- * through its workload's evaluator and the label is stored.
+/* score.c - the score stage (drift_score_run in eval.h; the open-once
+ * scorer, drift_scorer, in pipeline.h): every answered, unscored response
+ * of the runs asked for goes through its workload's evaluator and the
+ * label is stored.
  *
  *   workload      evaluator name      how
  *   math          "math"              drift_eval_math
@@ -8,6 +10,14 @@
  *   safety        drift_guard_name()  drift_guard_judge on batches
  *   chat          drift_embedder_name() embeddings stored + a NONE score row
  *                                     (so the answer is not embedded again)
+ *
+ * The scorer (drift_scorer, pipeline.h): the evaluators and the code
+ * sandbox's check are opened on first use and kept until close, so a
+ * caller that scores several times (measure after every chunk) opens each
+ * once; each call scores the labels it is given and fills its own summary
+ * (an evaluator found unavailable before is reported again with its
+ * reason). drift_score_run is open + score (one label, or every run of the
+ * store) + close.
  *
  * Plan per run: load_scored says which responses are pending (answered,
  * and no score yet or a latest score of DRIFT_LABEL_ERROR; with
@@ -42,6 +52,7 @@
 #include <unistd.h>
 
 #include "driftbench/eval.h"
+#include "driftbench/pipeline.h"
 #include "pipeline/score_internal.h"
 #include "util/util.h"
 
@@ -59,12 +70,15 @@ void drift_score_opts_default(drift_score_opts *o) {
     o->python = "/usr/bin/python3";
 }
 
-/* Evaluators opened for one scoring call. */
-typedef struct scorer {
-    const drift_score_opts *opts;
+/* Evaluators opened once (on first use) and kept until drift_scorer_close:
+ * a drift_scorer. */
+typedef struct drift_scorer {
+    drift_score_opts opts_copy;       /* the caller's options (pointers borrowed) */
+    const drift_score_opts *opts;     /* &opts_copy */
     drift_store *st;
-    drift_score_summary *sum;
+    drift_score_summary *sum;         /* the current call's summary */
     int avail[DRIFT_WL_COUNT];        /* 1 usable, 0 unavailable, -1 not opened yet */
+    char why[DRIFT_WL_COUNT][256];    /* why unavailable (copied into each call's summary) */
     drift_guard *guard;
     drift_embedder *emb;
     drift_code_opts code;
@@ -73,18 +87,23 @@ typedef struct scorer {
     size_t done, total;
     size_t stored[DRIFT_WL_COUNT];    /* scores stored for the current run */
     size_t no_truth[DRIFT_WL_COUNT];  /* of which NONE: no ground truth */
-} scorer;
+} drift_scorer;
+typedef drift_scorer scorer;
 
 static int cancelled(const scorer *s) { return s->opts->cancel && s->opts->cancel(s->opts->cancel_user); }
 
 /* Marks wl unavailable; reason = prefix + msg (the first reason is kept). */
 static void set_unavailable(scorer *s, drift_workload wl, const char *prefix, const char *msg) {
     s->avail[wl] = 0;
-    if (!s->sum->reason[wl][0]) snprintf(s->sum->reason[wl], sizeof s->sum->reason[wl], "%s%s", prefix, msg);
+    snprintf(s->why[wl], sizeof s->why[wl], "%s%s", prefix, msg);
+    if (!s->sum->reason[wl][0]) snprintf(s->sum->reason[wl], sizeof s->sum->reason[wl], "%s", s->why[wl]);
 }
 
-/* Opens wl's evaluator on first use. */
+/* Opens wl's evaluator on first use; an unavailable one's reason goes into
+ * the current call's summary (the first reason is kept). */
 static int ensure_open(scorer *s, drift_workload wl) {
+    if (s->avail[wl] == 0 && !s->sum->reason[wl][0])
+        snprintf(s->sum->reason[wl], sizeof s->sum->reason[wl], "%s", s->why[wl]);
     if (s->avail[wl] >= 0) return s->avail[wl];
     drift_error e = {0};
     s->avail[wl] = 1;
@@ -517,49 +536,85 @@ static drift_status score_one_run(scorer *s, const drift_run_info *run, drift_er
     return rc;
 }
 
-/* See eval.h. Unavailable evaluators are reported in summary, not as an
- * error; errors are store failures and running out of memory. */
-drift_status drift_score_run(drift_store *st, const char *label, const drift_score_opts *opts,
-                             drift_score_summary *summary, drift_error *err) {
-    drift_score_opts defaults;
-    if (!opts) {
-        drift_score_opts_default(&defaults);
-        opts = &defaults;
-    }
+/* ---- the scorer: open once, score given labels, close ---- */
+
+drift_status drift_scorer_open(drift_store *st, const drift_score_opts *opts, drift_scorer **out, drift_error *err) {
+    *out = NULL;
+    if (!st) return drift_error_set(err, DRIFT_ERR_INVALID, "score needs a store");
+    scorer *s = calloc(1, sizeof *s);
+    if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    if (opts) s->opts_copy = *opts;
+    else drift_score_opts_default(&s->opts_copy);
+    s->opts = &s->opts_copy;
+    s->st = st;
+    opts = s->opts;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) s->avail[k] = -1;
+    s->avail[DRIFT_WL_MATH] = s->avail[DRIFT_WL_LONG] = 1;
+    drift_code_opts_default(&s->code);
+    if (opts->python) s->code.python = opts->python;
+    s->code.unsafe_exec = opts->unsafe_code_exec;
+    s->code.cancel = opts->cancel;
+    s->code.cancel_user = opts->cancel_user;
+    s->jobs = opts->jobs > 0 ? opts->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (s->jobs < 1) s->jobs = 1;
+    *out = s;
+    return DRIFT_OK;
+}
+
+void drift_scorer_close(drift_scorer *s) {
+    if (!s) return;
+    if (s->guard) drift_guard_close(s->guard);
+    if (s->emb) drift_embedder_close(s->emb);
+    free(s);
+}
+
+/* Scores the n runs in order into summary (zeroed first). */
+static drift_status scorer_score_runs(scorer *s, const drift_run_info *runs, size_t n, drift_score_summary *summary,
+                                      drift_error *err) {
+    memset(summary, 0, sizeof *summary);
+    s->sum = summary;
+    s->done = s->total = 0;
+    drift_status rc = DRIFT_OK;
+    for (size_t i = 0; i < n && !rc; i++) rc = score_one_run(s, &runs[i], err);
+    s->sum = NULL;
+    return rc;
+}
+
+drift_status drift_scorer_score_labels(drift_scorer *s, const char *const *labels, size_t n,
+                                       drift_score_summary *summary, drift_error *err) {
     drift_score_summary local;
     if (!summary) summary = &local;
     memset(summary, 0, sizeof *summary);
-    if (!st) return drift_error_set(err, DRIFT_ERR_INVALID, "score needs a store");
-    scorer s = {.opts = opts, .st = st, .sum = summary};
-    for (int k = 0; k < DRIFT_WL_COUNT; k++) s.avail[k] = -1;
-    s.avail[DRIFT_WL_MATH] = s.avail[DRIFT_WL_LONG] = 1;
-    drift_code_opts_default(&s.code);
-    if (opts->python) s.code.python = opts->python;
-    s.code.unsafe_exec = opts->unsafe_code_exec;
-    s.code.cancel = opts->cancel;
-    s.code.cancel_user = opts->cancel_user;
-    s.jobs = opts->jobs > 0 ? opts->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (s.jobs < 1) s.jobs = 1;
+    drift_run_info *runs = calloc(n ? n : 1, sizeof *runs);
+    if (!runs) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_status rc = DRIFT_OK;
+    size_t got = 0;
+    for (; got < n && !rc; got++) rc = drift_store_run_get(s->st, labels[got], &runs[got], err);
+    if (!rc) rc = scorer_score_runs(s, runs, n, summary, err);
+    drift_run_info_array_free(runs, got);
+    return rc;
+}
 
-    drift_run_info *runs = NULL;
-    size_t nruns = 0;
-    drift_status rc;
+/* See eval.h: a scorer over one label or every run of the store.
+ * Unavailable evaluators are reported in summary, not as an error; errors
+ * are store failures and running out of memory. */
+drift_status drift_score_run(drift_store *st, const char *label, const drift_score_opts *opts,
+                             drift_score_summary *summary, drift_error *err) {
+    drift_score_summary local;
+    if (!summary) summary = &local;
+    memset(summary, 0, sizeof *summary);
+    scorer *s = NULL;
+    drift_status rc = drift_scorer_open(st, opts, &s, err);
+    if (rc) return rc;
     if (label) {
-        runs = calloc(1, sizeof *runs);
-        if (!runs) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-        rc = drift_store_run_get(st, label, runs, err);
-        if (rc) {
-            free(runs);
-            return rc;
-        }
-        nruns = 1;
+        rc = drift_scorer_score_labels(s, &label, 1, summary, err);
     } else {
+        drift_run_info *runs = NULL;
+        size_t nruns = 0;
         rc = drift_store_run_list(st, &runs, &nruns, err);
-        if (rc) return rc;
+        if (!rc) rc = scorer_score_runs(s, runs, nruns, summary, err);
+        drift_run_info_array_free(runs, nruns);
     }
-    for (size_t i = 0; i < nruns && !rc; i++) rc = score_one_run(&s, &runs[i], err);
-    drift_run_info_array_free(runs, nruns);
-    if (s.guard) drift_guard_close(s.guard);
-    if (s.emb) drift_embedder_close(s.emb);
+    drift_scorer_close(s);
     return rc;
 }
