@@ -2,7 +2,8 @@
  * workload has every trait; its name and aliases go through the parser and
  * back; the default budgets are the README's ("defaults: safety 1%, ...");
  * every style names a direction with the same two words; the paper's order
- * is a permutation with the pairwise workload last. */
+ * is a permutation with the pairwise workload last; every workload has an
+ * evaluator method (eval/evaluator.c) with what its way of judging needs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "driftbench/compare.h"
+#include "eval/evaluator.h"
 #include "suite/workload.h"
 
 static void test_every_trait(void **state) {
@@ -130,6 +132,36 @@ static void test_paper_order(void **state) {
     assert_int_equal(wl_by_paper_rank(DRIFT_WL_COUNT), DRIFT_WL_UNKNOWN);
 }
 
+/* Every workload has an evaluator method with what its way of judging needs. */
+static void test_evaluator_methods(void **state) {
+    (void)state;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+        const eval_method *m = eval_method_of((drift_workload)w);
+        assert_non_null(m);
+        assert_true(m->name || m->state_name); /* something names the scores */
+        switch (m->how) {
+        case EVAL_EACH:
+        case EVAL_THREADS: assert_non_null(m->judge); break;
+        case EVAL_BATCH: assert_non_null(m->judge_batch); break;
+        case EVAL_EMBED: assert_non_null(m->embed); break;
+        default: fail();
+        }
+        /* a pairwise workload's verdict is at compare time: its scorer embeds */
+        assert_int_equal(m->how == EVAL_EMBED, wl_traits_of((drift_workload)w)->pairwise);
+        /* a workload that runs code says in which isolation */
+        assert_int_equal(m->isolation != NULL, wl_traits_of((drift_workload)w)->runs_code);
+        if (m->open) {
+            assert_non_null(m->unavailable);
+            assert_non_null(m->no_spec);
+        }
+        if (m->how != EVAL_EACH) assert_non_null(m->failed);
+    }
+    assert_null(eval_method_of(DRIFT_WL_UNKNOWN));
+    assert_string_equal(eval_method_name(eval_method_of(DRIFT_WL_MATH), NULL), "math");
+    assert_string_equal(eval_method_name(eval_method_of(DRIFT_WL_LONG), NULL), "longctx-f1");
+    assert_string_equal(eval_method_name(eval_method_of(DRIFT_WL_CODE), NULL), "code-pass@1");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_trait),
@@ -137,6 +169,7 @@ int main(void) {
         cmocka_unit_test(test_budgets_are_readme_defaults),
         cmocka_unit_test(test_direction_names_agree),
         cmocka_unit_test(test_paper_order),
+        cmocka_unit_test(test_evaluator_methods),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
