@@ -531,12 +531,12 @@ static int cmd_lab(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/cuts.txt", out);
     write_text(path, cut_text);
     free(cut_text);
-    printf("scoring: %zu distinct verdicts kept, %zu reused (math %zu, code %zu, safety %zu, chat %zu, "
-           "long_context %zu)\n",
-           cstats.entries, (size_t)0 + cstats.hits[DRIFT_WL_MATH] + cstats.hits[DRIFT_WL_CODE] +
-                               cstats.hits[DRIFT_WL_SAFETY] + cstats.hits[DRIFT_WL_CHAT] + cstats.hits[DRIFT_WL_LONG],
-           cstats.hits[DRIFT_WL_MATH], cstats.hits[DRIFT_WL_CODE], cstats.hits[DRIFT_WL_SAFETY],
-           cstats.hits[DRIFT_WL_CHAT], cstats.hits[DRIFT_WL_LONG]);
+    size_t reused = 0;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) reused += cstats.hits[w];
+    printf("scoring: %zu distinct verdicts kept, %zu reused (", cstats.entries, reused);
+    for (int w = 0; w < DRIFT_WL_COUNT; w++)
+        printf("%s%s %zu", w ? ", " : "", drift_workload_name((drift_workload)w), (size_t)cstats.hits[w]);
+    printf(")\n");
 
     /* 4. table, anova, pri, report */
     drift_table *t = NULL;

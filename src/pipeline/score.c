@@ -160,7 +160,7 @@ static int from_cache(scorer *s, item *it, drift_status *rc_out, drift_error *er
     if (eval_method_of(wl)->how == EVAL_EMBED) {
         float *vec = NULL;
         int dim = 0;
-        if (!score_cache_get_vec(s->opts->cache, it->key.data, it->key.len, &vec, &dim)) return 0;
+        if (!score_cache_get_vec(s->opts->cache, wl, it->key.data, it->key.len, &vec, &dim)) return 0;
         const char *name = evaluator_name(s, wl);
         drift_status rc = drift_store_put_embedding(s->st, it->r->id, name, vec, dim, err);
         free(vec);
