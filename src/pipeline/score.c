@@ -178,6 +178,7 @@ static int from_cache(scorer *s, item *it, drift_status *rc_out, drift_error *er
     return 1;
 }
 
+/* EVAL_EACH (math, long_context): one answer, here and now. */
 static void eval_simple(scorer *s, item *it) {
     drift_error e = {0};
     drift_workload wl = it->p->workload;
@@ -186,7 +187,7 @@ static void eval_simple(scorer *s, item *it) {
     it->stored = 1;
 }
 
-/* ---- code, in parallel ---- */
+/* ---- EVAL_THREADS (code): one answer at a time, in parallel ---- */
 
 typedef struct code_job {
     scorer *s;
@@ -254,7 +255,7 @@ static void eval_code_batch(scorer *s, drift_workload wl, item **items, size_t n
     }
 }
 
-/* ---- safety, in guard batches ---- */
+/* ---- EVAL_BATCH (safety): in guard batches ---- */
 static void eval_safety_batch(scorer *s, drift_workload wl, item **items, size_t n) {
     const eval_method *em = eval_method_of(wl);
     for (size_t off = 0; off < n; off += SCORE_GUARD_BATCH) {
@@ -282,7 +283,7 @@ static void eval_safety_batch(scorer *s, drift_workload wl, item **items, size_t
     }
 }
 
-/* ---- chat: embeddings ---- */
+/* ---- EVAL_EMBED (chat): embeddings ---- */
 static drift_status eval_chat_batch(scorer *s, drift_workload wl, item **items, size_t n, drift_error *err) {
     const eval_method *em = eval_method_of(wl);
     for (size_t off = 0; off < n; off += SCORE_EMBED_BATCH) {
