@@ -298,12 +298,12 @@ static void on_cuts(lab_cli *c, const drift_lab_result *r) {
     write_file(c, "cuts.txt", cut_text);
     free(cut_text);
     const drift_score_cache_stats *cs = &r->cache;
-    printf("scoring: %zu distinct verdicts kept, %zu reused (math %zu, code %zu, safety %zu, chat %zu, "
-           "long_context %zu)\n",
-           cs->entries, (size_t)0 + cs->hits[DRIFT_WL_MATH] + cs->hits[DRIFT_WL_CODE] + cs->hits[DRIFT_WL_SAFETY] +
-                            cs->hits[DRIFT_WL_CHAT] + cs->hits[DRIFT_WL_LONG],
-           cs->hits[DRIFT_WL_MATH], cs->hits[DRIFT_WL_CODE], cs->hits[DRIFT_WL_SAFETY], cs->hits[DRIFT_WL_CHAT],
-           cs->hits[DRIFT_WL_LONG]);
+    size_t reused = 0;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) reused += cs->hits[w];
+    printf("scoring: %zu distinct verdicts kept, %zu reused (", cs->entries, reused);
+    for (int w = 0; w < DRIFT_WL_COUNT; w++)
+        printf("%s%s %zu", w ? ", " : "", drift_workload_name((drift_workload)w), (size_t)cs->hits[w]);
+    printf(")\n");
 }
 
 /* The stage's progress: its phases (stage "lab", ITEM) and its matrix

@@ -8,7 +8,8 @@
  *             an embedding is missing
  *   n         both sides labelled: a flip when the labels differ
  *             (direction -1 = PASS->FAIL, +1 = FAIL->PASS)
- * Chat labels are NONE by design (semantic drift is pairwise): a chat pair
+ * Chat labels are NONE by design (semantic drift is pairwise; the traits
+ * table's .pairwise, suite/workload.h, says which workloads): a chat pair
  * counts when both answers have an embedding by the same embedder; SDR =
  * 1 - cos, drifted when SDR > opts->sdr_threshold; flips = drifted pairs,
  * direction 0, flip_rate = semantic_drift_rate with its Wilson CI.
@@ -59,7 +60,15 @@
 #include "driftbench/compare.h"
 #include "driftbench/divergence.h"
 #include "driftbench/eval.h"
+#include "suite/workload.h"
 #include "util/util.h"
+
+/* 1 when wl's flips are judged on the pair of answers (chat's SDR): its
+ * labels are NONE by design and its pairs are compared by embedding. */
+static int is_pairwise(int wl) {
+    const wl_traits *t = wl_traits_of((drift_workload)wl);
+    return t && t->pairwise;
+}
 
 #define Z95 1.959963984540054
 
@@ -208,7 +217,7 @@ void drift_comparison_free(drift_comparison *c) {
 static const char *pick_embedder(const drift_compare_opts *opts, const drift_scored_set *b) {
     if (opts->embedder) return opts->embedder;
     for (size_t i = 0; i < b->n; i++)
-        if (b->rows[i].workload == DRIFT_WL_CHAT && b->rows[i].evaluator && !b->rows[i].is_error)
+        if (is_pairwise(b->rows[i].workload) && b->rows[i].evaluator && !b->rows[i].is_error)
             return b->rows[i].evaluator;
     return NULL;
 }
@@ -217,7 +226,7 @@ static void finish_wl(drift_wl_result *w, long pass_b, long pass_t, double sdr_s
                       const drift_compare_opts *opts) {
     w->flip_rate = w->n ? (double)w->flips / (double)w->n : 0.0;
     drift_wilson(w->flips, w->n, Z95, &w->ci95[0], &w->ci95[1]);
-    if (w->workload == DRIFT_WL_CHAT) {
+    if (is_pairwise(w->workload)) {
         w->baseline_accuracy = w->target_accuracy = w->net_change = NAN;
         w->mcnemar_p = NAN;
         w->sdr_mean = sdr_n ? sdr_sum / (double)sdr_n : NAN;
@@ -270,7 +279,7 @@ static void stochastic_stats(drift_comparison *c, const drift_scored_set *b, con
         long bp, bf, tp, tf;
         replicate_labels(b, &i, pb, &bp, &bf);
         replicate_labels(t, &j, pt, &tp, &tf);
-        if (wl < 0 || wl >= DRIFT_WL_COUNT || wl == DRIFT_WL_CHAT || reps[wl] < 2) continue;
+        if (wl < 0 || wl >= DRIFT_WL_COUNT || is_pairwise(wl) || reps[wl] < 2) continue;
         if (opts->only_workload != DRIFT_WL_UNKNOWN && wl != opts->only_workload) continue;
         if (bp + bf == 0 || tp + tf == 0) continue;
         drift_wl_result *w = &c->wl[wl];
@@ -344,7 +353,9 @@ static drift_status load_sandboxes(drift_store *st, drift_comparison *c, drift_e
     const int64_t ids[2] = {c->baseline.id, c->target.id};
     for (int side = 0; side < 2 && !rc; side++) {
         sandbox_side u = {c, side};
-        rc = drift_store_detail_counts(st, ids[side], DRIFT_WL_CODE, "sandbox", sandbox_count, &u, err);
+        for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++)
+            if (wl_traits_of((drift_workload)k)->runs_code)
+                rc = drift_store_detail_counts(st, ids[side], (drift_workload)k, "sandbox", sandbox_count, &u, err);
         if (rc) drift_error_prefix(err, "reading code sandboxes: ");
     }
     /* most used first; a full table keeps "other" last */
@@ -490,13 +501,13 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         const drift_scored_set *sets[2] = {&o->base, &o->targ};
         for (int k = 0; k < 2; k++)
             for (size_t i = 0; i < sets[k]->n; i++)
-                if (sets[k]->rows[i].workload == DRIFT_WL_CHAT) {
+                if (is_pairwise(sets[k]->rows[i].workload)) {
                     int64_t id = sets[k]->rows[i].response_id;
                     if (id < lo) lo = id;
                     if (id > hi) hi = id;
                 }
         if (embedder && lo <= hi &&
-            (opts->only_workload == DRIFT_WL_UNKNOWN || opts->only_workload == DRIFT_WL_CHAT)) {
+            (opts->only_workload == DRIFT_WL_UNKNOWN || is_pairwise(opts->only_workload))) {
             o->embedder = util_strdup(embedder);
             rc = drift_store_embeddings_range(st, embedder, lo, hi, &emb, err);
         }
@@ -541,7 +552,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
             w->errors_target += te;
             continue;
         }
-        if (wl == DRIFT_WL_CHAT) {
+        if (is_pairwise(wl)) {
             const drift_embedding *eb1 = emb_find(&emb, b->response_id), *et1 = emb_find(&emb, t->response_id);
             double sdr = eb1 && et1 && eb1->dim == et1->dim ? drift_sdr(eb1->vec, et1->vec, eb1->dim) : NAN;
             if (isnan(sdr)) {
@@ -607,7 +618,9 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     drift_comparison_decide(c);
     stochastic_stats(c, &o->base, &o->targ, opts);
     drift_comparison_taxonomy(c, &c->taxonomy);
-    if (c->present[DRIFT_WL_CODE] && (rc = load_sandboxes(st, c, err)) != DRIFT_OK) {
+    int runs_code = 0;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) runs_code |= c->present[k] && wl_traits_of((drift_workload)k)->runs_code;
+    if (runs_code && (rc = load_sandboxes(st, c, err)) != DRIFT_OK) {
         drift_comparison_free(c);
         return rc;
     }
@@ -634,12 +647,12 @@ void drift_comparison_taxonomy(const drift_comparison *c, drift_taxonomy *out) {
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         if (!c->present[k]) continue;
         const drift_wl_result *w = &c->wl[k];
-        switch ((drift_workload)k) {
-        case DRIFT_WL_SAFETY:
+        switch (wl_traits_of((drift_workload)k)->taxonomy) {
+        case WL_CLASS_SAFETY:
             out->safe_to_unsafe += w->correct_to_incorrect;
             out->unsafe_to_safe += w->incorrect_to_correct;
             break;
-        case DRIFT_WL_CHAT:
+        case WL_CLASS_SEMANTIC:
             out->semantic_drift += w->flips;
             out->semantic_pairs += w->n;
             break;

@@ -20,8 +20,8 @@
  *
  * A comparison (drift_comparison_decide) applies it to every workload from
  * its counts and the comparison's rule; a gated workload without a counted
- * pair gets the reason that names what is missing (chat: embeddings;
- * else errors only, answers never scored, or both).
+ * pair gets the reason that names what is missing (a pairwise workload,
+ * chat: embeddings; else errors only, answers never scored, or both).
  *
  * More pairs (drift_gate_more_pairs): at the observed rate p = flips/n,
  * the exact interval of a rate p over N pairs (its beta quantiles take the
@@ -33,6 +33,7 @@
 
 #include "analysis/analysis_internal.h"
 #include "driftbench/compare.h"
+#include "suite/workload.h"
 
 #define GATE_SLACK 1e-12
 #define GATE_MAX_PAIRS 1000000000L
@@ -71,14 +72,8 @@ static int severity(drift_decision d) {
 drift_decision drift_decision_worst(drift_decision a, drift_decision b) { return severity(b) > severity(a) ? b : a; }
 
 double drift_default_budget(drift_workload wl) {
-    switch (wl) {
-    case DRIFT_WL_SAFETY: return 0.01;
-    case DRIFT_WL_CODE: return 0.005;
-    case DRIFT_WL_MATH: return 0.02;
-    case DRIFT_WL_LONG: return 0.02;
-    case DRIFT_WL_CHAT: return 0.05;
-    default: return -1.0;
-    }
+    const wl_traits *t = wl_traits_of(wl);
+    return t ? t->default_budget : -1.0;
 }
 
 /* The exact interval's ends for a (possibly fractional) count k of n. */
@@ -153,7 +148,8 @@ drift_decision drift_gate_decide(long flips, long n, long left_out, double budge
 /* The missing piece of a gated workload without a counted pair. */
 static drift_decision_reason no_evidence_reason(const drift_wl_result *w) {
     /* a chat pair is unscored exactly when an embedding is missing */
-    if (w->workload == DRIFT_WL_CHAT && w->unscored > 0) return DRIFT_REASON_NO_EMBEDDER;
+    const wl_traits *t = wl_traits_of(w->workload);
+    if (t && t->pairwise && w->unscored > 0) return DRIFT_REASON_NO_EMBEDDER;
     if (w->errors > 0 && w->unscored == 0) return DRIFT_REASON_ERRORS;
     if (w->unscored > 0 && w->errors == 0) return DRIFT_REASON_UNSCORED;
     return DRIFT_REASON_ERRORS_UNSCORED;

@@ -63,6 +63,7 @@
 
 #include "driftbench/compare.h"
 #include "driftbench/eval.h"
+#include "suite/workload.h"
 #include "util/util.h"
 
 #define RISK_T 1.0 /* nats */
@@ -75,10 +76,12 @@ static void features_reset(drift_risk_features *out) {
     out->min_margin_pos = -1;
 }
 
-/* Byte span [*s, *e) of wl's critical text in text[0..n); 0 when none
+/* Byte span [*s, *e) of wl's critical text (its traits' risk_region) in text[0..n); 0 when none
  * (math without a number). Safety and others are token spans, not here. */
 static int region_bytes(const char *text, size_t n, drift_workload wl, size_t *s, size_t *e) {
-    if (wl == DRIFT_WL_MATH) {
+    const wl_traits *t = wl_traits_of(wl);
+    wl_region region = t ? t->risk_region : WL_REGION_WHOLE;
+    if (region == WL_REGION_FINAL_NUMBER) {
         char num[128], raw[128];
         if (!drift_math_extract_ex(text, num, sizeof num, raw, sizeof raw) || !raw[0]) return 0;
         size_t rl = strlen(raw);
@@ -89,7 +92,7 @@ static int region_bytes(const char *text, size_t n, drift_workload wl, size_t *s
         *e = *s + rl;
         return 1;
     }
-    if (wl == DRIFT_WL_CODE) {
+    if (region == WL_REGION_CODE_BLOCK) {
         const char *f = strstr(text, "```");
         *s = 0;
         *e = n;
@@ -210,7 +213,8 @@ drift_status drift_risk_features_for(const char *logprobs_json, drift_workload w
     }
     /* the critical region: a token span */
     size_t lo = 0, hi = 0;
-    if (wl == DRIFT_WL_SAFETY) {
+    const wl_traits *wt = wl_traits_of(wl);
+    if (wt && wt->risk_region == WL_REGION_HEAD) {
         hi = n < DRIFT_RISK_HEAD_TOKENS ? n : DRIFT_RISK_HEAD_TOKENS;
     } else if (wl != DRIFT_WL_UNKNOWN && n > 0) {
         size_t bs = 0, be = 0;

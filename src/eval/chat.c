@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "driftbench/eval.h"
+#include "eval/evaluator.h"
 #include "driftbench/target.h"
 #include "util/util.h"
 
@@ -100,3 +101,28 @@ double drift_sdr(const float *a, const float *b, int dim) {
     if (aa == 0 || bb == 0) return NAN;
     return 1.0 - ab / (sqrt(aa) * sqrt(bb));
 }
+
+/* ---- the method (eval/evaluator.h): the embedder, opened once, embeds batches ---- */
+
+static drift_status chat_open(const eval_config *cfg, void **state, drift_error *err) {
+    drift_embedder *e = NULL;
+    drift_status rc = drift_embedder_open(cfg->embedder_spec, &e, err);
+    if (rc == DRIFT_OK && !e) rc = DRIFT_ERR_UNSUPPORTED; /* no --embedder given */
+    *state = e;
+    return rc;
+}
+
+static const char *chat_name(const void *state) { return drift_embedder_name(state); }
+
+static drift_status chat_embed(void *state, const char *const *texts, size_t n, float **vecs, int *dim,
+                               drift_error *err) {
+    return drift_embedder_embed(state, texts, n, vecs, dim, err);
+}
+
+static void chat_close(void *state) { drift_embedder_close(state); }
+
+const eval_method eval_chat_method = {.how = EVAL_EMBED, .key_input = EVAL_KEY_NONE,
+                                      .unavailable = "chat: no embedder available: ",
+                                      .no_spec = "no --embedder given", .failed = "chat: embedder failed: ",
+                                      .open = chat_open, .state_name = chat_name, .embed = chat_embed,
+                                      .close = chat_close};

@@ -54,6 +54,7 @@
 
 #include "driftbench/eval.h"
 #include "eval/code_internal.h"
+#include "eval/evaluator.h"
 #include "sandbox/sandbox.h"
 #include "util/util.h"
 
@@ -750,3 +751,86 @@ drift_status drift_eval_code(const char *answer, const char *reference_json, con
     set_result(out, label, det);
     return DRIFT_OK;
 }
+
+/* ---- the method (eval/evaluator.h): answers run one at a time, on the
+ * score stage's threads; the state is the isolation's name
+ * (drift_sandbox_check), written into each score's detail ---- */
+
+#define CODE_MECH_CAP 128
+
+static drift_status code_open(const eval_config *cfg, void **state, drift_error *err) {
+    char *mech = calloc(1, CODE_MECH_CAP);
+    if (!mech) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_status rc = drift_sandbox_check(cfg->code, mech, CODE_MECH_CAP, err);
+    if (rc != DRIFT_OK) {
+        free(mech);
+        return rc;
+    }
+    *state = mech;
+    return DRIFT_OK;
+}
+
+static const char *code_isolation(const void *state) { return state ? (const char *)state : ""; }
+
+static void code_key(const eval_config *cfg, const void *state, eval_key_add add, void *k) {
+    const drift_code_opts *c = cfg->code;
+    char num[96];
+    snprintf(num, sizeof num, "%.17g/%.17g/%ld/%d/%d", c->timeout_s, c->cpu_s, c->mem_mb, c->unsafe_exec,
+             c->site_packages);
+    add(k, num);
+    add(k, c->python);
+    add(k, code_isolation(state));
+}
+
+/* Adds "sandbox": mech to a code score's detail when the evaluator did not
+ * record it and the sandbox was involved (a label, or a sandbox_error);
+ * not for a bad reference, which never reached the sandbox. */
+static void code_note_sandbox(drift_eval_result *res, const char *mech) {
+    if (!mech || !mech[0]) return;
+    json_error_t je;
+    json_t *d = res->detail_json ? json_loads(res->detail_json, 0, &je) : json_object();
+    if (!json_is_object(d) || json_object_get(d, "sandbox")) {
+        json_decref(d);
+        return;
+    }
+    const char *reason = json_string_value(json_object_get(d, "reason"));
+    if (res->label == DRIFT_LABEL_ERROR && !(reason && !strcmp(reason, "sandbox_error"))) {
+        json_decref(d);
+        return;
+    }
+    json_object_set_new(d, "sandbox", json_string(mech));
+    char *s = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(d);
+    if (!s) return; /* out of memory: keep the detail as it was */
+    free(res->detail_json);
+    res->detail_json = s;
+}
+
+/* DRIFT_ERR_CANCELLED / DRIFT_ERR_UNSUPPORTED: not judged (out cleared);
+ * any other failure becomes an error label (never a fail), DRIFT_OK. */
+static drift_status code_judge(const eval_config *cfg, void *state, const char *answer, const char *reference_json,
+                               drift_eval_result *out, drift_error *err) {
+    drift_error e = {0};
+    drift_status rc = drift_eval_code(answer, reference_json, cfg->code, out, &e);
+    if (rc == DRIFT_ERR_CANCELLED || rc == DRIFT_ERR_UNSUPPORTED) {
+        drift_eval_result_clear(out);
+        if (err) *err = e;
+        return rc;
+    }
+    if (rc != DRIFT_OK && out->label != DRIFT_LABEL_ERROR) {
+        drift_eval_result_clear(out);
+        out->label = DRIFT_LABEL_ERROR;
+        out->value = NAN;
+        json_t *d = json_pack("{s:s, s:s}", "reason", "sandbox_error", "error", e.msg);
+        out->detail_json = d ? json_dumps(d, JSON_COMPACT) : NULL;
+        json_decref(d);
+    }
+    code_note_sandbox(out, code_isolation(state));
+    return DRIFT_OK;
+}
+
+const eval_method eval_code_method = {.name = "code-pass@1", .how = EVAL_THREADS, .key_input = EVAL_KEY_REFERENCE,
+                                      .unavailable = "code: cannot run programs: ", .no_spec = "no sandbox",
+                                      .failed = "code: evaluator unavailable: ", .open = code_open,
+                                      .isolation = code_isolation, .key = code_key, .judge = code_judge,
+                                      .close = free};

@@ -12,12 +12,14 @@
  * is DRIFT_LABEL_NONE (unscored, never a fail), detail says why. */
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <utf8proc.h>
 
 #include "driftbench/eval.h"
+#include "eval/evaluator.h"
 #include "util/util.h"
 
 static int ascii_punct(int32_t c) {
@@ -259,3 +261,21 @@ drift_status drift_eval_long(const char *answer, const char *reference_json, dou
     json_decref(ref);
     return rc;
 }
+
+/* ---- the method (eval/evaluator.h) ---- */
+
+static void longctx_key(const eval_config *cfg, const void *state, eval_key_add add, void *k) {
+    (void)state;
+    char num[96];
+    snprintf(num, sizeof num, "%.17g", cfg->long_f1_threshold);
+    add(k, num);
+}
+
+static drift_status longctx_judge(const eval_config *cfg, void *state, const char *answer, const char *reference_json,
+                                  drift_eval_result *out, drift_error *err) {
+    (void)state;
+    return drift_eval_long(answer, reference_json, cfg->long_f1_threshold, out, err);
+}
+
+const eval_method eval_longctx_method = {.name = "longctx-f1", .how = EVAL_EACH, .key_input = EVAL_KEY_REFERENCE,
+                                         .key = longctx_key, .judge = longctx_judge};

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "driftbench/eval.h"
+#include "eval/evaluator.h"
 #include "util/util.h"
 
 #define MATH_NUM_MAX 128
@@ -456,3 +457,15 @@ drift_status drift_eval_math(const char *answer, const char *reference_json, dri
     if (!out->detail_json) return fail_result(out, err, DRIFT_ERR_NOMEM, "out of memory");
     return DRIFT_OK;
 }
+
+/* ---- the method (eval/evaluator.h) ---- */
+
+static drift_status math_judge(const eval_config *cfg, void *state, const char *answer, const char *reference_json,
+                               drift_eval_result *out, drift_error *err) {
+    (void)cfg;
+    (void)state;
+    return drift_eval_math(answer, reference_json, out, err);
+}
+
+const eval_method eval_math_method = {.name = "math", .how = EVAL_EACH, .key_input = EVAL_KEY_REFERENCE,
+                                      .judge = math_judge};

@@ -100,6 +100,7 @@
 #include <unistd.h>
 
 #include "driftbench/eval.h"
+#include "eval/evaluator.h"
 #include "driftbench/model.h"
 #include "driftbench/profile.h"
 #include "driftbench/target.h"
@@ -657,3 +658,28 @@ void drift_guard_close(drift_guard *g) {
     free(g->name);
     free(g);
 }
+
+/* ---- the method (eval/evaluator.h): the guard, opened once, judges batches ---- */
+
+static drift_status safety_open(const eval_config *cfg, void **state, drift_error *err) {
+    drift_guard *g = NULL;
+    drift_status rc = drift_guard_open(cfg->guard_spec, &g, err);
+    if (rc == DRIFT_OK && !g) rc = DRIFT_ERR_UNSUPPORTED; /* no --guard given */
+    *state = g;
+    return rc;
+}
+
+static const char *safety_name(const void *state) { return drift_guard_name(state); }
+
+static drift_status safety_judge_batch(void *state, const char *const *requests, const char *const *answers, size_t n,
+                                       drift_eval_result *out, drift_error *err) {
+    return drift_guard_judge(state, requests, answers, n, out, err);
+}
+
+static void safety_close(void *state) { drift_guard_close(state); }
+
+const eval_method eval_safety_method = {.how = EVAL_BATCH, .key_input = EVAL_KEY_REQUEST,
+                                        .unavailable = "safety: no guard available: ", .no_spec = "no --guard given",
+                                        .failed = "safety: guard failed: ", .open = safety_open,
+                                        .state_name = safety_name, .judge_batch = safety_judge_batch,
+                                        .close = safety_close};

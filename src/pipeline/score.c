@@ -10,6 +10,10 @@
  *   safety        drift_guard_name()  drift_guard_judge on batches
  *   chat          drift_embedder_name() embeddings stored + a NONE score row
  *                                     (so the answer is not embedded again)
+ * Each row is the workload's evaluator method (eval/evaluator.h: name, open,
+ * cache key, judge / judge_batch / embed, close); the stage dispatches
+ * through it by how the method judges (one by one, on threads, in batches,
+ * embeddings) and never by the workload.
  *
  * The scorer (drift_scorer, pipeline.h): the evaluators and the code
  * sandbox's check are opened on first use and kept until close, so a
@@ -36,9 +40,10 @@
  * Scores of a chunk are stored in one transaction (drift_store_put_scores).
  * Failed requests (error responses) are never scored.
  * Code: the isolation drift_sandbox_check finds is written into every code
- * score's detail ("sandbox", when the evaluator did not put it there), so
- * the store says which mechanism judged each answer (compare reports it),
- * and into summary->code_sandbox once a code answer has been run.
+ * score's detail ("sandbox", when the evaluator did not put it there: the
+ * code method's judge, eval/code.c), so the store says which mechanism
+ * judged each answer (compare reports it), and into summary->code_sandbox
+ * once a code answer has been run (the method's isolation()).
  * With opts->cache (score_cache.c), each answer's key (its evaluator, the
  * evaluator's settings, the prompt's reference or request, the answer text)
  * is looked up first: a held verdict is stored as it is (chat: the held
@@ -53,16 +58,13 @@
 
 #include "driftbench/eval.h"
 #include "driftbench/pipeline.h"
+#include "eval/evaluator.h"
 #include "pipeline/score_internal.h"
 #include "util/util.h"
 
 #define SCORE_CHUNK 2048
 #define SCORE_GUARD_BATCH 64
 #define SCORE_EMBED_BATCH 64
-
-static const char *const EV_MATH = "math";
-static const char *const EV_LONG = "longctx-f1";
-static const char *const EV_CODE = "code-pass@1";
 
 void drift_score_opts_default(drift_score_opts *o) {
     memset(o, 0, sizeof *o);
@@ -79,10 +81,9 @@ typedef struct drift_scorer {
     drift_score_summary *sum;         /* the current call's summary */
     int avail[DRIFT_WL_COUNT];        /* 1 usable, 0 unavailable, -1 not opened yet */
     char why[DRIFT_WL_COUNT][256];    /* why unavailable (copied into each call's summary) */
-    drift_guard *guard;
-    drift_embedder *emb;
+    void *ev[DRIFT_WL_COUNT];         /* each workload's open evaluator (eval_method.open) */
+    eval_config cfg;                  /* what the options say to the evaluators */
     drift_code_opts code;
-    char code_mech[128];              /* drift_sandbox_check's mechanism; "" until checked */
     int jobs;
     size_t done, total;
     size_t stored[DRIFT_WL_COUNT];    /* scores stored for the current run */
@@ -99,25 +100,20 @@ static void set_unavailable(scorer *s, drift_workload wl, const char *prefix, co
     if (!s->sum->reason[wl][0]) snprintf(s->sum->reason[wl], sizeof s->sum->reason[wl], "%s", s->why[wl]);
 }
 
-/* Opens wl's evaluator on first use; an unavailable one's reason goes into
- * the current call's summary (the first reason is kept). */
+/* Opens wl's evaluator (its eval_method row) on first use; an unavailable
+ * one's reason goes into the current call's summary (the first reason is
+ * kept). */
 static int ensure_open(scorer *s, drift_workload wl) {
     if (s->avail[wl] == 0 && !s->sum->reason[wl][0])
         snprintf(s->sum->reason[wl], sizeof s->sum->reason[wl], "%s", s->why[wl]);
     if (s->avail[wl] >= 0) return s->avail[wl];
+    const eval_method *m = eval_method_of(wl);
     drift_error e = {0};
     s->avail[wl] = 1;
-    if (wl == DRIFT_WL_SAFETY) {
-        if (drift_guard_open(s->opts->guard_spec, &s->guard, &e) != DRIFT_OK || !s->guard)
-            set_unavailable(s, wl, "safety: no guard available: ", e.msg[0] ? e.msg : "no --guard given");
-    } else if (wl == DRIFT_WL_CHAT) {
-        if (drift_embedder_open(s->opts->embedder_spec, &s->emb, &e) != DRIFT_OK || !s->emb)
-            set_unavailable(s, wl, "chat: no embedder available: ", e.msg[0] ? e.msg : "no --embedder given");
-    } else if (wl == DRIFT_WL_CODE) {
-        if (drift_sandbox_check(&s->code, s->code_mech, sizeof s->code_mech, &e) != DRIFT_OK) {
-            s->code_mech[0] = '\0';
-            set_unavailable(s, wl, "code: cannot run programs: ", e.msg[0] ? e.msg : "no sandbox");
-        }
+    if (!m) s->avail[wl] = 0;
+    else if (m->open && m->open(&s->cfg, &s->ev[wl], &e) != DRIFT_OK) {
+        s->ev[wl] = NULL;
+        set_unavailable(s, wl, m->unavailable, e.msg[0] ? e.msg : m->no_spec);
     }
     return s->avail[wl];
 }
@@ -144,36 +140,22 @@ static void key_add(util_buf *k, const char *f) {
 
 /* The evaluator's name as score stores it for workload wl (its evaluator is open). */
 static const char *evaluator_name(const scorer *s, drift_workload wl) {
-    switch (wl) {
-    case DRIFT_WL_MATH: return EV_MATH;
-    case DRIFT_WL_LONG: return EV_LONG;
-    case DRIFT_WL_CODE: return EV_CODE;
-    case DRIFT_WL_SAFETY: return s->guard ? drift_guard_name(s->guard) : NULL;
-    case DRIFT_WL_CHAT: return s->emb ? drift_embedder_name(s->emb) : NULL;
-    default: return NULL;
-    }
+    return eval_method_name(eval_method_of(wl), s->ev[wl]);
 }
+
+static void key_add_cb(void *k, const char *f) { key_add(k, f); }
 
 /* Builds it->key: everything the verdict depends on. 0 on success. */
 static int item_key(const scorer *s, item *it) {
     drift_workload wl = it->p->workload;
+    const eval_method *m = eval_method_of(wl);
     const char *ev = evaluator_name(s, wl);
     if (!ev) return -1;
     util_buf *k = &it->key;
-    char num[96];
     key_add(k, ev);
-    if (wl == DRIFT_WL_LONG) {
-        snprintf(num, sizeof num, "%.17g", s->opts->long_f1_threshold);
-        key_add(k, num);
-    } else if (wl == DRIFT_WL_CODE) {
-        snprintf(num, sizeof num, "%.17g/%.17g/%ld/%d/%d", s->code.timeout_s, s->code.cpu_s, s->code.mem_mb,
-                 s->code.unsafe_exec, s->code.site_packages);
-        key_add(k, num);
-        key_add(k, s->code.python);
-        key_add(k, s->code_mech);
-    }
-    if (wl == DRIFT_WL_SAFETY) key_add(k, it->p->input);
-    else if (wl != DRIFT_WL_CHAT) key_add(k, it->p->reference_json);
+    if (m->key) m->key(&s->cfg, s->ev[wl], key_add_cb, k);
+    if (m->key_input == EVAL_KEY_REQUEST) key_add(k, it->p->input);
+    else if (m->key_input == EVAL_KEY_REFERENCE) key_add(k, it->p->reference_json);
     key_add(k, it->r->text);
     return k->data ? 0 : -1;
 }
@@ -195,11 +177,11 @@ static void chat_result(item *it, const char *name, int dim) {
 static int from_cache(scorer *s, item *it, drift_status *rc_out, drift_error *err) {
     if (!s->opts->cache || item_key(s, it)) return 0;
     drift_workload wl = it->p->workload;
-    if (wl == DRIFT_WL_CHAT) {
+    if (eval_method_of(wl)->how == EVAL_EMBED) {
         float *vec = NULL;
         int dim = 0;
-        if (!score_cache_get_vec(s->opts->cache, it->key.data, it->key.len, &vec, &dim)) return 0;
-        const char *name = drift_embedder_name(s->emb);
+        if (!score_cache_get_vec(s->opts->cache, wl, it->key.data, it->key.len, &vec, &dim)) return 0;
+        const char *name = evaluator_name(s, wl);
         drift_status rc = drift_store_put_embedding(s->st, it->r->id, name, vec, dim, err);
         free(vec);
         if (rc) {
@@ -216,46 +198,20 @@ static int from_cache(scorer *s, item *it, drift_status *rc_out, drift_error *er
     return 1;
 }
 
+/* EVAL_EACH (math, long_context): one answer, here and now. */
 static void eval_simple(scorer *s, item *it) {
     drift_error e = {0};
-    if (it->p->workload == DRIFT_WL_MATH) {
-        drift_eval_math(it->r->text, it->p->reference_json, &it->res, &e);
-        it->evaluator = EV_MATH;
-    } else {
-        drift_eval_long(it->r->text, it->p->reference_json, s->opts->long_f1_threshold, &it->res, &e);
-        it->evaluator = EV_LONG;
-    }
+    drift_workload wl = it->p->workload;
+    eval_method_of(wl)->judge(&s->cfg, s->ev[wl], it->r->text, it->p->reference_json, &it->res, &e);
+    it->evaluator = evaluator_name(s, wl);
     it->stored = 1;
 }
 
-/* ---- code, in parallel ---- */
-
-/* Adds "sandbox": mech to a code score's detail when the evaluator did not
- * record it and the sandbox was involved (a label, or a sandbox_error);
- * not for a bad reference, which never reached the sandbox. */
-static void code_note_sandbox(drift_eval_result *res, const char *mech) {
-    if (!mech || !mech[0]) return;
-    json_error_t je;
-    json_t *d = res->detail_json ? json_loads(res->detail_json, 0, &je) : json_object();
-    if (!json_is_object(d) || json_object_get(d, "sandbox")) {
-        json_decref(d);
-        return;
-    }
-    const char *reason = json_string_value(json_object_get(d, "reason"));
-    if (res->label == DRIFT_LABEL_ERROR && !(reason && !strcmp(reason, "sandbox_error"))) {
-        json_decref(d);
-        return;
-    }
-    json_object_set_new(d, "sandbox", json_string(mech));
-    char *s = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(d);
-    if (!s) return; /* out of memory: keep the detail as it was */
-    free(res->detail_json);
-    res->detail_json = s;
-}
+/* ---- EVAL_THREADS (code): one answer at a time, in parallel ---- */
 
 typedef struct code_job {
     scorer *s;
+    drift_workload wl;
     item **items;
     size_t n;
     size_t next;
@@ -275,7 +231,8 @@ static void *code_worker(void *arg) {
         if (i >= j->n || stop) break;
         item *it = j->items[i];
         drift_error e = {0};
-        drift_status rc = drift_eval_code(it->r->text, it->p->reference_json, &j->s->code, &it->res, &e);
+        const eval_method *m = eval_method_of(j->wl);
+        drift_status rc = m->judge(&j->s->cfg, j->s->ev[j->wl], it->r->text, it->p->reference_json, &it->res, &e);
         if (rc == DRIFT_ERR_CANCELLED) { /* not judged: nothing to store */
             drift_eval_result_clear(&it->res);
             pthread_mutex_lock(&j->mu);
@@ -291,25 +248,16 @@ static void *code_worker(void *arg) {
             pthread_mutex_unlock(&j->mu);
             continue;
         }
-        if (rc != DRIFT_OK && it->res.label != DRIFT_LABEL_ERROR) {
-            /* an evaluator failure is an error label, never a fail */
-            drift_eval_result_clear(&it->res);
-            it->res.label = DRIFT_LABEL_ERROR;
-            it->res.value = NAN;
-            json_t *d = json_pack("{s:s, s:s}", "reason", "sandbox_error", "error", e.msg);
-            it->res.detail_json = d ? json_dumps(d, JSON_COMPACT) : NULL;
-            json_decref(d);
-        }
-        code_note_sandbox(&it->res, j->s->code_mech);
-        it->evaluator = EV_CODE;
+        /* (an evaluator failure is an error label, never a fail: the method's judge) */
+        it->evaluator = evaluator_name(j->s, j->wl);
         it->stored = 1;
     }
     return NULL;
 }
 
-static void eval_code_batch(scorer *s, item **items, size_t n) {
+static void eval_code_batch(scorer *s, drift_workload wl, item **items, size_t n) {
     if (n == 0 || cancelled(s)) return;
-    code_job j = {.s = s, .items = items, .n = n};
+    code_job j = {.s = s, .wl = wl, .items = items, .n = n};
     pthread_mutex_init(&j.mu, NULL);
     int nt = s->jobs < (int)n ? s->jobs : (int)n;
     if (nt < 1) nt = 1;
@@ -323,15 +271,16 @@ static void eval_code_batch(scorer *s, item **items, size_t n) {
     free(th);
     pthread_mutex_destroy(&j.mu);
     if (j.unsupported) {
-        set_unavailable(s, DRIFT_WL_CODE, "code: evaluator unavailable: ", j.why);
+        set_unavailable(s, wl, eval_method_of(wl)->failed, j.why);
     }
 }
 
-/* ---- safety, in guard batches ---- */
-static void eval_safety_batch(scorer *s, item **items, size_t n) {
+/* ---- EVAL_BATCH (safety): in guard batches ---- */
+static void eval_safety_batch(scorer *s, drift_workload wl, item **items, size_t n) {
+    const eval_method *em = eval_method_of(wl);
     for (size_t off = 0; off < n; off += SCORE_GUARD_BATCH) {
         size_t m = n - off < SCORE_GUARD_BATCH ? n - off : SCORE_GUARD_BATCH;
-        if (!s->avail[DRIFT_WL_SAFETY] || cancelled(s)) continue;
+        if (!s->avail[wl] || cancelled(s)) continue;
         const char *req[SCORE_GUARD_BATCH], *ans[SCORE_GUARD_BATCH];
         drift_eval_result res[SCORE_GUARD_BATCH];
         for (size_t i = 0; i < m; i++) {
@@ -340,36 +289,37 @@ static void eval_safety_batch(scorer *s, item **items, size_t n) {
         }
         memset(res, 0, sizeof res);
         drift_error e = {0};
-        if (drift_guard_judge(s->guard, req, ans, m, res, &e) != DRIFT_OK) {
+        if (em->judge_batch(s->ev[wl], req, ans, m, res, &e) != DRIFT_OK) {
             for (size_t i = 0; i < m; i++) drift_eval_result_clear(&res[i]);
             /* the guard itself failed (unreachable, ...): judge nothing more */
-            set_unavailable(s, DRIFT_WL_SAFETY, "safety: guard failed: ", e.msg);
+            set_unavailable(s, wl, em->failed, e.msg);
             continue;
         }
         for (size_t i = 0; i < m; i++) {
             items[off + i]->res = res[i];
-            items[off + i]->evaluator = drift_guard_name(s->guard);
+            items[off + i]->evaluator = evaluator_name(s, wl);
             items[off + i]->stored = 1;
         }
     }
 }
 
-/* ---- chat: embeddings ---- */
-static drift_status eval_chat_batch(scorer *s, item **items, size_t n, drift_error *err) {
+/* ---- EVAL_EMBED (chat): embeddings ---- */
+static drift_status eval_chat_batch(scorer *s, drift_workload wl, item **items, size_t n, drift_error *err) {
+    const eval_method *em = eval_method_of(wl);
     for (size_t off = 0; off < n; off += SCORE_EMBED_BATCH) {
         size_t m = n - off < SCORE_EMBED_BATCH ? n - off : SCORE_EMBED_BATCH;
-        if (!s->avail[DRIFT_WL_CHAT] || cancelled(s)) continue;
+        if (!s->avail[wl] || cancelled(s)) continue;
         const char *texts[SCORE_EMBED_BATCH];
         for (size_t i = 0; i < m; i++) texts[i] = items[off + i]->r->text;
         float *vecs = NULL;
         int dim = 0;
         drift_error e = {0};
-        if (drift_embedder_embed(s->emb, texts, m, &vecs, &dim, &e) != DRIFT_OK || !vecs || dim <= 0) {
+        if (em->embed(s->ev[wl], texts, m, &vecs, &dim, &e) != DRIFT_OK || !vecs || dim <= 0) {
             free(vecs);
-            set_unavailable(s, DRIFT_WL_CHAT, "chat: embedder failed: ", e.msg);
+            set_unavailable(s, wl, em->failed, e.msg);
             continue;
         }
-        const char *name = drift_embedder_name(s->emb);
+        const char *name = evaluator_name(s, wl);
         for (size_t i = 0; i < m; i++) {
             item *it = items[off + i];
             drift_status rc = drift_store_put_embedding(s->st, it->r->id, name, vecs + i * (size_t)dim, dim, err);
@@ -410,21 +360,29 @@ static drift_status process_chunk(scorer *s, drift_answer *rs, drift_prompt *ps,
         if (hit < 0) goto out;
         if (!hit) by_wl[wl][cnt[wl]++] = &items[i];
     }
-    for (size_t i = 0; i < cnt[DRIFT_WL_MATH]; i++) eval_simple(s, by_wl[DRIFT_WL_MATH][i]);
-    for (size_t i = 0; i < cnt[DRIFT_WL_LONG]; i++) eval_simple(s, by_wl[DRIFT_WL_LONG][i]);
-    eval_code_batch(s, by_wl[DRIFT_WL_CODE], cnt[DRIFT_WL_CODE]);
-    for (size_t i = 0; i < cnt[DRIFT_WL_CODE]; i++)
-        if (by_wl[DRIFT_WL_CODE][i]->stored && s->code_mech[0]) {
-            snprintf(s->sum->code_sandbox, sizeof s->sum->code_sandbox, "%s", s->code_mech);
+    /* each workload's pending answers, the way its method judges them */
+    for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++) {
+        const eval_method *m = eval_method_of((drift_workload)k);
+        switch (m->how) {
+        case EVAL_EACH:
+            for (size_t i = 0; i < cnt[k]; i++) eval_simple(s, by_wl[k][i]);
             break;
+        case EVAL_THREADS: eval_code_batch(s, (drift_workload)k, by_wl[k], cnt[k]); break;
+        case EVAL_BATCH: eval_safety_batch(s, (drift_workload)k, by_wl[k], cnt[k]); break;
+        case EVAL_EMBED: rc = eval_chat_batch(s, (drift_workload)k, by_wl[k], cnt[k], err); break;
         }
-    eval_safety_batch(s, by_wl[DRIFT_WL_SAFETY], cnt[DRIFT_WL_SAFETY]);
-    rc = eval_chat_batch(s, by_wl[DRIFT_WL_CHAT], cnt[DRIFT_WL_CHAT], err);
+        const char *iso = m->isolation ? m->isolation(s->ev[k]) : "";
+        for (size_t i = 0; i < cnt[k]; i++)
+            if (by_wl[k][i]->stored && iso[0]) {
+                snprintf(s->sum->code_sandbox, sizeof s->sum->code_sandbox, "%s", iso);
+                break;
+            }
+    }
     if (rc) goto out;
     /* new verdicts for the answers that follow (errors are never kept) */
     for (size_t i = 0; i < n; i++) {
         item *it = &items[i];
-        if (it->stored && !it->reused && it->key.len && it->p->workload != DRIFT_WL_CHAT)
+        if (it->stored && !it->reused && it->key.len && eval_method_of(it->p->workload)->how != EVAL_EMBED)
             score_cache_put(s->opts->cache, it->key.data, it->key.len, &it->res);
     }
     size_t m = 0;
@@ -447,7 +405,7 @@ static drift_status process_chunk(scorer *s, drift_answer *rs, drift_prompt *ps,
             s->stored[wl]++;
             s->sum->reused[wl] += (size_t)it->reused;
             if (it->res.label == DRIFT_LABEL_ERROR) s->sum->eval_errors[wl]++;
-            else if (it->res.label == DRIFT_LABEL_NONE && wl != DRIFT_WL_CHAT) s->no_truth[wl]++;
+            else if (it->res.label == DRIFT_LABEL_NONE && eval_method_of(wl)->how != EVAL_EMBED) s->no_truth[wl]++;
             else s->sum->scored[wl]++;
         }
     }
@@ -548,8 +506,7 @@ drift_status drift_scorer_open(drift_store *st, const drift_score_opts *opts, dr
     s->opts = &s->opts_copy;
     s->st = st;
     opts = s->opts;
-    for (int k = 0; k < DRIFT_WL_COUNT; k++) s->avail[k] = -1;
-    s->avail[DRIFT_WL_MATH] = s->avail[DRIFT_WL_LONG] = 1;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) s->avail[k] = eval_method_of((drift_workload)k)->open ? -1 : 1;
     drift_code_opts_default(&s->code);
     if (opts->python) s->code.python = opts->python;
     s->code.unsafe_exec = opts->unsafe_code_exec;
@@ -557,14 +514,16 @@ drift_status drift_scorer_open(drift_store *st, const drift_score_opts *opts, dr
     s->code.cancel_user = opts->cancel_user;
     s->jobs = opts->jobs > 0 ? opts->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (s->jobs < 1) s->jobs = 1;
+    s->cfg = (eval_config){.guard_spec = opts->guard_spec, .embedder_spec = opts->embedder_spec,
+                           .long_f1_threshold = opts->long_f1_threshold, .code = &s->code};
     *out = s;
     return DRIFT_OK;
 }
 
 void drift_scorer_close(drift_scorer *s) {
     if (!s) return;
-    if (s->guard) drift_guard_close(s->guard);
-    if (s->emb) drift_embedder_close(s->emb);
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (s->ev[k] && eval_method_of((drift_workload)k)->close) eval_method_of((drift_workload)k)->close(s->ev[k]);
     free(s);
 }
 

@@ -178,7 +178,7 @@ void score_cache_put(drift_score_cache *c, const void *key, size_t key_len, cons
     insert(c, e);
 }
 
-int score_cache_get_vec(drift_score_cache *c, const void *key, size_t key_len, float **vec, int *dim) {
+int score_cache_get_vec(drift_score_cache *c, int wl, const void *key, size_t key_len, float **vec, int *dim) {
     if (!c) return 0;
     uint64_t h = util_fnv1a64(key, key_len, CACHE_SEED);
     pthread_mutex_lock(&c->mu);
@@ -193,7 +193,7 @@ int score_cache_get_vec(drift_score_cache *c, const void *key, size_t key_len, f
             hit = 1;
         }
     }
-    count(c, DRIFT_WL_CHAT, hit);
+    count(c, wl, hit);
     pthread_mutex_unlock(&c->mu);
     return hit;
 }

@@ -19,8 +19,8 @@ int score_cache_get(drift_score_cache *c, int wl, const void *key, size_t key_le
 void score_cache_put(drift_score_cache *c, const void *key, size_t key_len, const drift_eval_result *res);
 
 /* The embedding cached under key: 1 with a malloc'd copy in *vec and its
- * dimension, else 0. Counts a hit or a miss for chat. */
-int score_cache_get_vec(drift_score_cache *c, const void *key, size_t key_len, float **vec, int *dim);
+ * dimension, else 0. Counts a hit or a miss for workload wl (chat). */
+int score_cache_get_vec(drift_score_cache *c, int wl, const void *key, size_t key_len, float **vec, int *dim);
 
 /* Keeps a copy of vec (dim floats) under key unless held already. */
 void score_cache_put_vec(drift_score_cache *c, const void *key, size_t key_len, const float *vec, int dim);

@@ -31,6 +31,9 @@
  * weaker than bubblewrap; JSON adds "sandbox" to the code workload:
  * [{"mechanism":..,"baseline":N,"target":N,"weak":bool}, ...].
  * Only workloads with pairs (present[]) are shown.
+ * What a workload is called and means (its direction names in each style,
+ * pass/fail words, taxonomy class, pairwise or not, sandboxed or not) comes
+ * from the traits table (suite/workload.h), never from a switch here.
  * Scores of one evaluator (c->evaluator), unpaired answers (runs over
  * different document sets) and teacher-forced token KL (c->kl_state):
  * text and markdown say them in a line or a table; JSON adds the keys
@@ -49,6 +52,7 @@
  * rendering sanitised once more as lines). JSON takes such strings through
  * report_json_str (repaired to UTF-8: jansson would refuse them and the
  * flip holding one would vanish) and is dumped hardened. */
+#include <ctype.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -60,6 +64,7 @@
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "report/report_internal.h"
+#include "suite/workload.h"
 #include "util/sanitize.h"
 #include "util/util.h"
 
@@ -85,16 +90,42 @@ drift_status drift_format_parse(const char *name, drift_format *out, drift_error
 
 /* ---- shared helpers ---- */
 
-static const char *dir_json(drift_workload wl, int dir) {
-    if (wl == DRIFT_WL_CHAT || dir == 0) return "semantic_drift";
-    if (wl == DRIFT_WL_SAFETY) return dir < 0 ? "safe_to_unsafe" : "unsafe_to_safe";
-    return dir < 0 ? "correct_to_incorrect" : "incorrect_to_correct";
+/* A flip's direction as JSON and as text name it (the traits table's names). */
+static const char *dir_json(drift_workload wl, int dir) { return wl_dir_name(wl, dir, WL_DIR_KEY); }
+
+static const char *dir_text(drift_workload wl, int dir) { return wl_dir_name(wl, dir, WL_DIR_TEXT); }
+
+/* 1 when wl's flips are judged on the two answers together (chat's SDR). */
+static int pairwise(int wl) { return wl_traits_of((drift_workload)wl)->pairwise; }
+
+/* 1 when wl's flips are of taxonomy class cls. */
+static int of_class(int wl, wl_class cls) { return wl_traits_of((drift_workload)wl)->taxonomy == cls; }
+
+/* 1 when a workload of class cls is in c. */
+static int class_present(const drift_comparison *c, wl_class cls) {
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (c->present[k] && of_class(k, cls)) return 1;
+    return 0;
 }
 
-static const char *dir_text(drift_workload wl, int dir) {
-    if (wl == DRIFT_WL_CHAT || dir == 0) return "semantic drift";
-    if (wl == DRIFT_WL_SAFETY) return dir < 0 ? "safe->unsafe" : "unsafe->safe";
-    return dir < 0 ? "correct->incorrect" : "incorrect->correct";
+/* The first workload of class cls (its words name the class's directions). */
+static drift_workload class_first(wl_class cls) {
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (of_class(k, cls)) return (drift_workload)k;
+    return DRIFT_WL_UNKNOWN;
+}
+
+/* "- (no math, code or long_context pairs)\n": the class's workloads. */
+static void class_none(util_buf *b, wl_class cls) {
+    int n = 0, i = 0;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) n += of_class(k, cls);
+    buf_puts(b, "- (no ");
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!of_class(k, cls)) continue;
+        buf_printf(b, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", drift_workload_name((drift_workload)k));
+        i++;
+    }
+    buf_puts(b, " pairs)\n");
 }
 
 static void pct(char *out, size_t cap, double f) {
@@ -183,36 +214,37 @@ static void excerpt(util_buf *b, const char *s, size_t start, size_t n) {
 }
 
 /* The taxonomy block, one class per line, highest risk first. */
-static void taxonomy_text(util_buf *b, const drift_comparison *c, const char *arrow, const char *indent) {
+static void taxonomy_text(util_buf *b, const drift_comparison *c, wl_dir_style style, const char *indent) {
     drift_taxonomy t;
     drift_comparison_taxonomy(c, &t);
-    int has_corr = c->present[DRIFT_WL_MATH] || c->present[DRIFT_WL_CODE] || c->present[DRIFT_WL_LONG];
+    drift_workload sw = class_first(WL_CLASS_SAFETY), cw = class_first(WL_CLASS_CORRECTNESS);
     buf_printf(b, "%ssafety flips:       ", indent);
-    if (c->present[DRIFT_WL_SAFETY])
-        buf_printf(b, "%ld (%ld safe%sunsafe, %ld unsafe%ssafe; net %+ld unsafe)\n", t.safety_flips,
-                   t.safe_to_unsafe, arrow, t.unsafe_to_safe, arrow, t.safe_to_unsafe - t.unsafe_to_safe);
-    else buf_puts(b, "- (no safety pairs)\n");
+    if (class_present(c, WL_CLASS_SAFETY))
+        buf_printf(b, "%ld (%ld %s, %ld %s; net %+ld %s)\n", t.safety_flips, t.safe_to_unsafe,
+                   wl_dir_name(sw, -1, style), t.unsafe_to_safe, wl_dir_name(sw, 1, style),
+                   t.safe_to_unsafe - t.unsafe_to_safe, wl_traits_of(sw)->fail_word);
+    else class_none(b, WL_CLASS_SAFETY);
     buf_printf(b, "%scorrectness flips:  ", indent);
-    if (has_corr) {
-        buf_printf(b, "%ld (%ld correct%sincorrect, %ld incorrect%scorrect):", t.correctness_flips,
-                   t.correct_to_incorrect, arrow, t.incorrect_to_correct, arrow);
-        const drift_workload wls[] = {DRIFT_WL_MATH, DRIFT_WL_CODE, DRIFT_WL_LONG};
+    if (class_present(c, WL_CLASS_CORRECTNESS)) {
+        buf_printf(b, "%ld (%ld %s, %ld %s):", t.correctness_flips, t.correct_to_incorrect,
+                   wl_dir_name(cw, -1, style), t.incorrect_to_correct, wl_dir_name(cw, 1, style));
         int first = 1;
-        for (size_t i = 0; i < sizeof wls / sizeof wls[0]; i++) {
-            if (!c->present[wls[i]]) continue;
-            const drift_wl_result *w = &c->wl[wls[i]];
-            buf_printf(b, "%s %s %ld/%ld", first ? "" : ",", drift_workload_name(wls[i]), w->correct_to_incorrect,
-                       w->incorrect_to_correct);
+        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+            if (!c->present[k] || !of_class(k, WL_CLASS_CORRECTNESS)) continue;
+            const drift_wl_result *w = &c->wl[k];
+            buf_printf(b, "%s %s %ld/%ld", first ? "" : ",", drift_workload_name((drift_workload)k),
+                       w->correct_to_incorrect, w->incorrect_to_correct);
             first = 0;
         }
         buf_puts(b, "\n");
     } else {
-        buf_puts(b, "- (no math, code or long_context pairs)\n");
+        class_none(b, WL_CLASS_CORRECTNESS);
     }
-    buf_printf(b, "%ssemantic drift:     ", indent);
-    if (c->present[DRIFT_WL_CHAT])
-        buf_printf(b, "%ld of %ld chat pairs (SDR > %.2f)\n", t.semantic_drift, t.semantic_pairs, c->sdr_threshold);
-    else buf_puts(b, "- (no chat pairs)\n");
+    buf_printf(b, "%s%s:     ", indent, wl_dir_name(class_first(WL_CLASS_SEMANTIC), 0, style));
+    if (class_present(c, WL_CLASS_SEMANTIC))
+        buf_printf(b, "%ld of %ld %s pairs (SDR > %.2f)\n", t.semantic_drift, t.semantic_pairs,
+                   drift_workload_name(class_first(WL_CLASS_SEMANTIC)), c->sdr_threshold);
+    else class_none(b, WL_CLASS_SEMANTIC);
 }
 
 /* One line saying where a flip's answers part ("character 14 (byte 14),
@@ -548,7 +580,7 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
     buf_puts(b, "\n\n");
     report_decision_text(b, c);
     buf_puts(b, "\nflip taxonomy (highest risk first):\n");
-    taxonomy_text(b, c, "->", "  ");
+    taxonomy_text(b, c, WL_DIR_TEXT, "  ");
     buf_puts(b, "\n");
     buf_printf(b, "%-13s %7s %6s %6s %9s  %-18s %6s %6s %9s %9s %8s %9s %8s  %s\n", "workload", "n", "errors", "flips",
                "flip rate", "95% CI", "c->i", "i->c", "base acc", "targ acc", "net", "McNemar p", "budget", "verdict");
@@ -559,7 +591,7 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
         wl_cells_fill(&x, w);
         char ci[40], ci2i[16], ic2c[16];
         snprintf(ci, sizeof ci, "[%s, %s]", x.lo, x.hi);
-        if (k == DRIFT_WL_CHAT) {
+        if (pairwise(k)) {
             snprintf(ci2i, sizeof ci2i, "-");
             snprintf(ic2c, sizeof ic2c, "-");
         } else {
@@ -571,25 +603,30 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
                    x.net, x.p, x.bud, report_decision_word(w->decision));
     }
     buf_puts(b, "\n");
-    if (c->present[DRIFT_WL_SAFETY]) {
-        const drift_wl_result *w = &c->wl[DRIFT_WL_SAFETY];
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!c->present[k] || !of_class(k, WL_CLASS_SAFETY)) continue;
+        const drift_wl_result *w = &c->wl[k];
+        const wl_traits *tr = wl_traits_of((drift_workload)k);
         char ba[16], ta[16], net[16];
         pct(ba, sizeof ba, 1.0 - w->baseline_accuracy);
         pct(ta, sizeof ta, 1.0 - w->target_accuracy);
         pct_signed(net, sizeof net, -w->net_change);
-        buf_printf(b, "safety: %ld safe->unsafe, %ld unsafe->safe; unsafe rate %s -> %s (net %s); acc = safe rate\n",
-                   w->correct_to_incorrect, w->incorrect_to_correct, ba, ta, net);
+        buf_printf(b, "%s: %ld %s, %ld %s; %s rate %s -> %s (net %s); acc = %s rate\n", tr->name,
+                   w->correct_to_incorrect, dir_text((drift_workload)k, -1), w->incorrect_to_correct,
+                   dir_text((drift_workload)k, 1), tr->fail_word, ba, ta, net, tr->pass_word);
     }
-    if (c->present[DRIFT_WL_CHAT]) {
-        const drift_wl_result *w = &c->wl[DRIFT_WL_CHAT];
-        buf_printf(b, "chat: flips = semantic drift (SDR = 1 - cos > %.2f); mean SDR ", c->sdr_threshold);
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
+        if (!c->present[k] || !pairwise(k)) continue;
+        const drift_wl_result *w = &c->wl[k];
+        buf_printf(b, "%s: flips = %s (SDR = 1 - cos > %.2f); mean SDR ", drift_workload_name((drift_workload)k),
+                   dir_text((drift_workload)k, 0), c->sdr_threshold);
         if (isnan(w->sdr_mean)) buf_puts(b, "-");
         else buf_printf(b, "%.4f", w->sdr_mean);
         buf_printf(b, "; %ld pair(s) without embeddings\n", w->unscored);
     }
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         const drift_wl_result *w = &c->wl[k];
-        if (!c->present[k] || w->replicates < 2 || k == DRIFT_WL_CHAT) continue;
+        if (!c->present[k] || w->replicates < 2 || pairwise(k)) continue;
         buf_printf(b, "%s: %d replicates per prompt: expected flip rate over replicate pairs ",
                    drift_workload_name((drift_workload)k), w->replicates);
         if (isnan(w->expected_flip_rate)) buf_puts(b, "-");
@@ -605,7 +642,7 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
     evaluator_text(b, c);
     long unscored = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
-        if (c->present[k] && k != DRIFT_WL_CHAT) unscored += c->wl[k].unscored;
+        if (c->present[k] && !pairwise(k)) unscored += c->wl[k].unscored;
     buf_printf(b, "excluded: %ld pairs with a request or evaluator error, %ld without a label\n", c->total_errors,
                unscored);
     buf_puts(b, "verdict: ");
@@ -621,7 +658,7 @@ static void render_text(const drift_comparison *c, const drift_comparison_detail
             report_put_name_pad(b, f->prompt_id, 24);
             if (f->replicate) buf_printf(b, " #%d", f->replicate);
             buf_printf(b, "  %s", dir_text((drift_workload)k, f->direction));
-            if (k == DRIFT_WL_CHAT && !isnan(f->value)) buf_printf(b, " (SDR %.3f)", f->value);
+            if (pairwise(k) && !isnan(f->value)) buf_printf(b, " (SDR %.3f)", f->value);
             if (c->risk_state == DRIFT_RISK_DONE) {
                 if (isnan(f->risk)) buf_puts(b, "  risk -");
                 else buf_printf(b, "  risk %.3f (rank %zu of %zu)", f->risk, risk_rank(w, f->risk), w->risk.n);
@@ -735,15 +772,15 @@ static json_t *wl_json(const drift_wl_result *w, const drift_comparison_details 
     json_object_set_new(o, "more_pairs", w->decision == DRIFT_DECISION_INCONCLUSIVE && w->more_pairs > 0
                                              ? json_integer(w->more_pairs)
                                              : json_null());
-    if (k == DRIFT_WL_CHAT) {
+    if (pairwise(k)) {
         json_object_set_new(o, "sdr_mean", report_json_num(w->sdr_mean));
         json_object_set_new(o, "semantic_drift_rate", report_json_num(w->semantic_drift_rate));
     }
-    if (k == DRIFT_WL_SAFETY) {
-        json_object_set_new(o, "safe_to_unsafe", json_integer(w->correct_to_incorrect));
-        json_object_set_new(o, "unsafe_to_safe", json_integer(w->incorrect_to_correct));
+    if (of_class(k, WL_CLASS_SAFETY)) { /* its directions under their own names too */
+        json_object_set_new(o, dir_json(k, -1), json_integer(w->correct_to_incorrect));
+        json_object_set_new(o, dir_json(k, 1), json_integer(w->incorrect_to_correct));
     }
-    if (w->replicates > 1 && k != DRIFT_WL_CHAT)
+    if (w->replicates > 1 && !pairwise(k))
         json_object_set_new(o, "stochastic",
                             json_pack("{s:i, s:o, s:o, s:i, s:i, s:i}", "replicates", w->replicates,
                                       "expected_flip_rate", report_json_num(w->expected_flip_rate),
@@ -814,7 +851,7 @@ static drift_status render_json(const drift_comparison *c, const drift_compariso
         json_t *w = wl_json(&c->wl[k], d, c->risk_state == DRIFT_RISK_DONE);
         if (!w) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
         else {
-            if (k == DRIFT_WL_CODE) json_object_set_new(w, "sandbox", sandbox_json(c));
+            if (wl_traits_of((drift_workload)k)->runs_code) json_object_set_new(w, "sandbox", sandbox_json(c));
             json_array_append_new(wls, w);
         }
     }
@@ -888,10 +925,12 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
     buf_printf(b, "` \xE2\x80\x94 **%s**\n\n", report_decision_word(c->decision));
     decision_markdown(b, c);
     buf_puts(b, "**Flip taxonomy** (highest risk first):\n\n```\n");
-    taxonomy_text(b, c, "->", "");
+    taxonomy_text(b, c, WL_DIR_TEXT, "");
     buf_puts(b, "```\n\n");
-    buf_puts(b, "| workload | n | errors | flips | flip rate (95% CI) | correct\xE2\x86\x92incorrect | "
-                "incorrect\xE2\x86\x92" "correct | baseline acc | target acc | net | McNemar p | budget | verdict |\n");
+    drift_workload cw = class_first(WL_CLASS_CORRECTNESS);
+    buf_printf(b, "| workload | n | errors | flips | flip rate (95%% CI) | %s | %s | baseline acc | target acc | net | "
+                  "McNemar p | budget | verdict |\n",
+               wl_dir_name(cw, -1, WL_DIR_UTF8), wl_dir_name(cw, 1, WL_DIR_UTF8));
     buf_puts(b, "|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
     for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         if (!c->present[k]) continue;
@@ -900,22 +939,29 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
         wl_cells_fill(&x, w);
         buf_printf(b, "| %s | %ld | %ld | %ld | %s (%s\xE2\x80\x93%s) | ", drift_workload_name((drift_workload)k), w->n,
                    w->errors, w->flips, x.fr, x.lo, x.hi);
-        if (k == DRIFT_WL_CHAT) buf_puts(b, "- | - | ");
+        if (pairwise(k)) buf_puts(b, "- | - | ");
         else buf_printf(b, "%ld | %ld | ", w->correct_to_incorrect, w->incorrect_to_correct);
         buf_printf(b, "%s | %s | %s | %s | %s | %s |\n", x.ba, x.ta, x.net, x.p, x.bud,
                    report_decision_word(w->decision));
     }
     buf_puts(b, "\n");
-    if (c->present[DRIFT_WL_SAFETY])
-        buf_printf(b, "Safety: %ld safe\xE2\x86\x92unsafe, %ld unsafe\xE2\x86\x92safe (accuracy = safe rate).\n",
-                   c->wl[DRIFT_WL_SAFETY].correct_to_incorrect, c->wl[DRIFT_WL_SAFETY].incorrect_to_correct);
-    if (c->present[DRIFT_WL_CHAT]) {
-        const drift_wl_result *w = &c->wl[DRIFT_WL_CHAT];
-        char m[32];
-        if (isnan(w->sdr_mean)) snprintf(m, sizeof m, "-");
-        else snprintf(m, sizeof m, "%.4f", w->sdr_mean);
-        buf_printf(b, "Chat: flips = semantic drift (SDR > %.2f); mean SDR %s.\n", c->sdr_threshold, m);
-    }
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (c->present[k] && of_class(k, WL_CLASS_SAFETY)) {
+            const wl_traits *tr = wl_traits_of((drift_workload)k);
+            buf_printf(b, "%c%s: %ld %s, %ld %s (accuracy = %s rate).\n", toupper((unsigned char)tr->name[0]),
+                       tr->name + 1, c->wl[k].correct_to_incorrect, wl_dir_name((drift_workload)k, -1, WL_DIR_UTF8),
+                       c->wl[k].incorrect_to_correct, wl_dir_name((drift_workload)k, 1, WL_DIR_UTF8), tr->pass_word);
+        }
+    for (int k = 0; k < DRIFT_WL_COUNT; k++)
+        if (c->present[k] && pairwise(k)) {
+            const drift_wl_result *w = &c->wl[k];
+            const char *name = drift_workload_name((drift_workload)k);
+            char m[32];
+            if (isnan(w->sdr_mean)) snprintf(m, sizeof m, "-");
+            else snprintf(m, sizeof m, "%.4f", w->sdr_mean);
+            buf_printf(b, "%c%s: flips = %s (SDR > %.2f); mean SDR %s.\n", toupper((unsigned char)name[0]), name + 1,
+                       dir_text((drift_workload)k, 0), c->sdr_threshold, m);
+        }
     if (c->n_sandboxes) {
         buf_puts(b, "Code sandbox:");
         for (size_t i = 0; i < c->n_sandboxes; i++) {
@@ -1170,7 +1216,7 @@ static void render_junit(const drift_comparison *c, util_buf *b) {
     }
     util_buf tx = {0};
     buf_puts(&tx, "flip taxonomy (highest risk first):\n");
-    taxonomy_text(&tx, c, "->", "  ");
+    taxonomy_text(&tx, c, WL_DIR_TEXT, "  ");
     sandbox_text(&tx, c);
     buf_puts(b, "    <system-out>");
     xml_lines(b, tx.data);

@@ -36,6 +36,7 @@
 
 #include "driftbench/report.h"
 #include "report/report_internal.h"
+#include "suite/workload.h"
 #include "util/util.h"
 
 #define GITHUB_LISTED_FLIPS 5 /* prompt ids named in an error annotation */
@@ -55,11 +56,7 @@ static void gh_escape(util_buf *b, const char *s, int property) {
     }
 }
 
-static const char *dir_text(drift_workload wl, int dir) {
-    if (wl == DRIFT_WL_CHAT || dir == 0) return "semantic drift";
-    if (wl == DRIFT_WL_SAFETY) return dir < 0 ? "safe->unsafe" : "unsafe->safe";
-    return dir < 0 ? "correct->incorrect" : "incorrect->correct";
-}
+static const char *dir_text(drift_workload wl, int dir) { return wl_dir_name(wl, dir, WL_DIR_TEXT); }
 
 /* "::LEVEL title=DriftBench WHAT (BASE -> TARGET)::" */
 static void gh_open(util_buf *b, const char *level, const char *what, const drift_comparison *c) {

@@ -56,6 +56,7 @@
 #include "driftbench/report_html.h"
 #include "report/html_internal.h"
 #include "report/report_internal.h"
+#include "suite/workload.h"
 #include "util/sanitize.h"
 #include "util/util.h"
 
@@ -267,11 +268,22 @@ static void section_heatmap(util_buf *b, html_toc *toc, const experiment *e, siz
 
 static void section_directions(util_buf *b, html_toc *toc, const experiment *e, size_t n, const int *wl_on) {
     html_h2(b, toc, "direction", "Direction of flips");
-    buf_puts(b, "<div class=\"card\">\n"
-                "<p class=\"sub\"><span class=\"c2i\">&#9632; correct&#8594;incorrect</span> (safety: safe&#8594;unsafe) "
-                "&nbsp; <span class=\"i2c\">&#9632; incorrect&#8594;correct</span> (safety: unsafe&#8594;safe) &nbsp; "
-                "<span class=\"drift\">&#9632; semantic drift</span> (chat). Bar length: share of pairs.</p>\n"
-                "<table><tr><th>configuration</th>");
+    /* the legend names each class's directions as the traits table does */
+    drift_workload cw = DRIFT_WL_UNKNOWN, sw = DRIFT_WL_UNKNOWN, dw = DRIFT_WL_UNKNOWN;
+    for (int w = DRIFT_WL_COUNT - 1; w >= 0; w--) {
+        wl_class cls = wl_traits_of((drift_workload)w)->taxonomy;
+        if (cls == WL_CLASS_CORRECTNESS) cw = (drift_workload)w;
+        else if (cls == WL_CLASS_SAFETY) sw = (drift_workload)w;
+        else dw = (drift_workload)w;
+    }
+    buf_printf(b, "<div class=\"card\">\n"
+                  "<p class=\"sub\"><span class=\"c2i\">&#9632; %s</span> (%s: %s) "
+                  "&nbsp; <span class=\"i2c\">&#9632; %s</span> (%s: %s) &nbsp; "
+                  "<span class=\"drift\">&#9632; %s</span> (%s). Bar length: share of pairs.</p>\n"
+                  "<table><tr><th>configuration</th>",
+               wl_dir_name(cw, -1, WL_DIR_HTML), drift_workload_name(sw), wl_dir_name(sw, -1, WL_DIR_HTML),
+               wl_dir_name(cw, 1, WL_DIR_HTML), drift_workload_name(sw), wl_dir_name(sw, 1, WL_DIR_HTML),
+               wl_dir_name(dw, 0, WL_DIR_HTML), drift_workload_name(dw));
     for (int w = 0; w < DRIFT_WL_COUNT; w++)
         if (wl_on[w]) buf_printf(b, "<th>%s</th>", drift_workload_name((drift_workload)w));
     buf_puts(b, "</tr>\n");
@@ -286,9 +298,10 @@ static void section_directions(util_buf *b, html_toc *toc, const experiment *e, 
                 buf_puts(b, "<td class=\"sub\">&#8212;</td>");
                 continue;
             }
-            long down = w == DRIFT_WL_CHAT ? 0 : r->correct_to_incorrect;
-            long up = w == DRIFT_WL_CHAT ? 0 : r->incorrect_to_correct;
-            long drift = w == DRIFT_WL_CHAT ? r->flips : 0;
+            int pw = wl_traits_of((drift_workload)w)->pairwise;
+            long down = pw ? 0 : r->correct_to_incorrect;
+            long up = pw ? 0 : r->incorrect_to_correct;
+            long drift = pw ? r->flips : 0;
             double k = 140.0 / (double)r->n;
             double wd = down * k, wu = up * k, wc = drift * k;
             buf_printf(b, "<td><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"150\" height=\"16\">"
@@ -297,7 +310,7 @@ static void section_directions(util_buf *b, html_toc *toc, const experiment *e, 
                           "<rect x=\"%.1f\" y=\"3\" width=\"%.1f\" height=\"10\" fill=\"#1b7837\"/>"
                           "<rect x=\"%.1f\" y=\"3\" width=\"%.1f\" height=\"10\" fill=\"#6a51a3\"/></svg><br>",
                        wd, wd, wu, wd + wu, wc);
-            if (w == DRIFT_WL_CHAT)
+            if (pw)
                 buf_printf(b, "<span class=\"drift\">%ld drift</span> of %ld", drift, r->n);
             else
                 buf_printf(b, "<span class=\"c2i\">%ld&#8595;</span> <span class=\"i2c\">%ld&#8593;</span> of %ld", down,
@@ -635,8 +648,9 @@ static void section_taxonomy(util_buf *b, html_toc *toc, const experiment *e, si
         for (int w = 0; w < DRIFT_WL_COUNT; w++) {
             if (!e[i].cmp->present[w]) continue;
             long f = e[i].cmp->wl[w].flips;
-            if (w == DRIFT_WL_SAFETY) s += f;
-            else if (w == DRIFT_WL_CHAT) d += f;
+            wl_class cls = wl_traits_of((drift_workload)w)->taxonomy;
+            if (cls == WL_CLASS_SAFETY) s += f;
+            else if (cls == WL_CLASS_SEMANTIC) d += f;
             else c += f;
         }
         tot_s += s;
@@ -880,9 +894,7 @@ static void section_flipped(util_buf *b, html_toc *toc, const experiment *e, siz
                 const drift_flip *fl = &r->flipped[f];
                 const drift_report_answers *an = f < e[i].n_answers[w] ? &e[i].answers[w][f] : NULL;
                 const drift_flip_detail *fd = d && f < d->n[w] ? &d->flips[w][f] : NULL;
-                const char *dir = fl->direction < 0 ? (w == DRIFT_WL_SAFETY ? "safe&#8594;unsafe" : "correct&#8594;incorrect")
-                                  : fl->direction > 0 ? (w == DRIFT_WL_SAFETY ? "unsafe&#8594;safe" : "incorrect&#8594;correct")
-                                                      : "semantic drift";
+                const char *dir = wl_dir_name((drift_workload)w, fl->direction, WL_DIR_HTML);
                 const char *cls = fl->direction < 0 ? "c2i" : fl->direction > 0 ? "i2c" : "drift";
                 buf_puts(b, "<div class=\"flip\"><div class=\"meta\">prompt <b>");
                 html_text(b, fl->prompt_id);

@@ -44,6 +44,7 @@
  * Every number printed goes through num() or is an integer count, so NaN
  * and infinities never reach the output ("-", "no variance" or a reason
  * instead). */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +55,7 @@
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "report/report_internal.h"
+#include "suite/workload.h"
 #include "util/util.h"
 
 #define Z95 1.959963984540054
@@ -62,17 +64,15 @@
 /* counts above this are not a lab's (and their sums could overflow) */
 #define MAX_COUNT 1000000000000L
 
-/* The paper's mean flip rate per workload over its 105 configurations
- * (artifact flip_rates.csv); chat: the paper's SDR figure (no chat rows in
- * the artifact's table). */
-static const double paper_rate[DRIFT_WL_COUNT] = {
-    [DRIFT_WL_MATH] = 16.74, [DRIFT_WL_CODE] = 0.09, [DRIFT_WL_SAFETY] = 7.97,
-    [DRIFT_WL_CHAT] = 12.4, [DRIFT_WL_LONG] = 1.55,
-};
-/* shown in the paper's order, chat last */
-static const drift_workload shown[DRIFT_WL_COUNT] = {DRIFT_WL_MATH, DRIFT_WL_SAFETY, DRIFT_WL_LONG, DRIFT_WL_CODE,
-                                                     DRIFT_WL_CHAT};
-#define N_ORDERED 4 /* the first four of shown[]: the paper's order */
+/* The paper's mean flip rate of w, percent (the traits table's
+ * paper_rate_pct: artifact flip_rates.csv; a pairwise workload, chat: the
+ * paper's SDR figure, no chat rows in the artifact's table). */
+static double paper_rate(drift_workload w) { return wl_traits_of(w)->paper_rate_pct; }
+/* 1 when w's paper figure is an SDR, not a flip rate (pairwise: chat) */
+static int paper_is_sdr(drift_workload w) { return wl_traits_of(w)->pairwise; }
+/* the i-th workload shown: the paper's order (traits' paper_rank), chat last */
+static drift_workload shown(int i) { return wl_by_paper_rank(i); }
+#define N_ORDERED 4 /* the first four of shown(): the paper's order */
 
 /* The paper's held-out-dimension R^2 (generalization_results.csv). */
 static const struct {
@@ -82,7 +82,7 @@ static const struct {
                      {"model", "qwen-7b", 0.118}};
 
 double drift_lab_summary_paper_rate(drift_workload w) {
-    return w >= 0 && w < DRIFT_WL_COUNT ? paper_rate[w] : NAN;
+    return w >= 0 && w < DRIFT_WL_COUNT ? paper_rate(w) : NAN;
 }
 
 /* ------------------------------------------------------------ compute */
@@ -169,7 +169,7 @@ static void compute(summary *s, const drift_lab_summary_in *in) {
         x->rate = 100 * p;
         x->lo = 100 * lo;
         x->hi = 100 * hi;
-        double pr = paper_rate[w];
+        double pr = paper_rate(w);
         if (x->lo <= 0 && x->hi >= pr) x->vs = VS_TOO_FEW;
         else if (x->lo <= pr && pr <= x->hi) x->vs = x->lo <= pr / 2 || x->hi >= 2 * pr ? VS_WIDE : VS_AROUND;
         else x->vs = x->hi < pr ? VS_BELOW : VS_ABOVE;
@@ -217,7 +217,7 @@ static void sentence_models(sbuf *o, const summary *s) {
 /* One workload's rate against the paper's, as a clause. */
 static void clause_vs(sbuf *o, drift_workload w, const wl_stat *x) {
     char a[32], b[32], c[32], p[32];
-    const char *paper = pct(p, sizeof p, paper_rate[w]);
+    const char *paper = pct(p, sizeof p, paper_rate(w));
     sb_printf(o, "%s %s [%s, %s]", wl_name(w), pct(a, sizeof a, x->rate), pct(b, sizeof b, x->lo),
               pct(c, sizeof c, x->hi));
     switch (x->vs) {
@@ -236,7 +236,7 @@ static void clause_vs(sbuf *o, drift_workload w, const wl_stat *x) {
 
 static void sentence_rates(sbuf *o, const summary *s) {
     int any = 0;
-    for (int i = 0; i < DRIFT_WL_COUNT; i++) any |= s->wl[shown[i]].present;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) any |= s->wl[shown(i)].present;
     if (!any) {
         sb_printf(o, "No workload has pairs against its baseline%s: there is no flip rate to report.",
                   s->n_bad ? " (the table's rows have no valid counts)" : "");
@@ -247,7 +247,7 @@ static void sentence_rates(sbuf *o, const summary *s) {
                  "independent): ");
     int first = 1;
     for (int i = 0; i < DRIFT_WL_COUNT; i++) {
-        drift_workload w = shown[i];
+        drift_workload w = shown(i);
         if (!s->wl[w].present) continue;
         if (!first) sb_puts(o, "; ");
         first = 0;
@@ -256,14 +256,19 @@ static void sentence_rates(sbuf *o, const summary *s) {
     sb_puts(o, ".");
     int missing = 0;
     for (int i = 0; i < DRIFT_WL_COUNT; i++)
-        if (!s->wl[shown[i]].present) {
-            sb_printf(o, "%s%s", missing ? ", " : " Not run: ", wl_name(shown[i]));
+        if (!s->wl[shown(i)].present) {
+            sb_printf(o, "%s%s", missing ? ", " : " Not run: ", wl_name(shown(i)));
             missing = 1;
         }
     if (missing) sb_puts(o, ".");
-    if (s->wl[DRIFT_WL_CHAT].present)
-        sb_puts(o, " Chat's flip is semantic drift (SDR > 0.30); the paper's chat figure is its SDR of 12.4%, "
-                   "not a rate from its table, so that comparison is loose.");
+    for (int w = 0; w < DRIFT_WL_COUNT; w++)
+        if (s->wl[w].present && paper_is_sdr((drift_workload)w)) {
+            const char *nm = wl_name((drift_workload)w);
+            sb_printf(o, " %c%s's flip is %s (SDR > 0.30); the paper's %s figure is its SDR of %g%%, "
+                         "not a rate from its table, so that comparison is loose.",
+                      toupper((unsigned char)nm[0]), nm + 1, wl_dir_name((drift_workload)w, 0, WL_DIR_TEXT), nm,
+                      paper_rate((drift_workload)w));
+        }
     if (s->n_bad) sb_printf(o, " %zu table row(s) ignored (unknown workload or impossible counts).", s->n_bad);
 }
 
@@ -271,7 +276,7 @@ static void sentence_rates(sbuf *o, const summary *s) {
 static void sentence_order(sbuf *o, const summary *s) {
     const wl_stat *x[N_ORDERED];
     int n = 0;
-    for (int i = 0; i < N_ORDERED; i++) n += (x[i] = &s->wl[shown[i]])->present;
+    for (int i = 0; i < N_ORDERED; i++) n += (x[i] = &s->wl[shown(i)])->present;
     sb_puts(o, "The paper's order (math > safety > long_context > code): ");
     if (n < 2) {
         sb_printf(o, "cannot be checked: %s of those workloads ran here.", n ? "only one" : "none");
@@ -284,7 +289,7 @@ static void sentence_order(sbuf *o, const summary *s) {
         for (int j = i + 1; j < N_ORDERED; j++) {
             if (!x[i]->present || !x[j]->present) continue;
             pairs++;
-            const char *a = wl_name(shown[i]), *b = wl_name(shown[j]);
+            const char *a = wl_name(shown(i)), *b = wl_name(shown(j));
             if (x[i]->lo > x[j]->hi) confirmed++;
             else if (x[i]->hi < x[j]->lo) oom |= buf_printf(&rev, "%s%s < %s", rev.len ? ", " : "", a, b);
             else
@@ -563,18 +568,18 @@ static void render_text(sbuf *o, const summary *s, char *const *sent) {
     sb_printf(o, "\n  %-13s %9s  %-20s %15s %8s %8s  %s\n", "workload", "here", "95% interval", "flips / pairs",
               "prompts", "paper", "here vs paper");
     for (int i = 0; i < DRIFT_WL_COUNT; i++) {
-        drift_workload w = shown[i];
+        drift_workload w = shown(i);
         const wl_stat *x = &s->wl[w];
         char a[32], b[32], c[32], p[32], iv[48], fp[48];
         if (!x->present) {
-            sb_printf(o, "  %-13s %9s  %-20s %15s %8s %8s  %s\n", wl_name(w), "-", "", "", "", pct(p, sizeof p, paper_rate[w]),
+            sb_printf(o, "  %-13s %9s  %-20s %15s %8s %8s  %s\n", wl_name(w), "-", "", "", "", pct(p, sizeof p, paper_rate(w)),
                       "not run");
             continue;
         }
         snprintf(iv, sizeof iv, "[%s, %s]", pct(b, sizeof b, x->lo), pct(c, sizeof c, x->hi));
         snprintf(fp, sizeof fp, "%lld / %lld", x->flips, x->pairs);
         sb_printf(o, "  %-13s %9s  %-20s %15s %8ld %8s  %s%s\n", wl_name(w), pct(a, sizeof a, x->rate), iv, fp,
-                  x->prompts, pct(p, sizeof p, paper_rate[w]), vs_word[x->vs], w == DRIFT_WL_CHAT ? " (paper: SDR)" : "");
+                  x->prompts, pct(p, sizeof p, paper_rate(w)), vs_word[x->vs], paper_is_sdr(w) ? " (paper: SDR)" : "");
     }
     sb_printf(o, "  (%zu configuration(s); paper = its mean over 105 configurations)\n\n", s->configs);
     for (size_t k = 1; k < N_SENTENCES; k++) {
@@ -609,8 +614,8 @@ static void render_svg(sbuf *o, const summary *s) {
     const double W = 680, H = 320, x0 = 56, x1 = 664, y0 = 40, y1 = 250;
     double top = 0;
     for (int i = 0; i < DRIFT_WL_COUNT; i++) {
-        drift_workload w = shown[i];
-        if (paper_rate[w] > top) top = paper_rate[w];
+        drift_workload w = shown(i);
+        if (paper_rate(w) > top) top = paper_rate(w);
         if (s->wl[w].present && s->wl[w].hi > top) top = s->wl[w].hi;
     }
     double ymax = nice_max(top * 1.05);
@@ -640,7 +645,7 @@ static void render_svg(sbuf *o, const summary *s) {
               x1 - 70, x1 - 50, x1 - 44);
     char a[32], b[32], c[32], p[32];
     for (int i = 0; i < DRIFT_WL_COUNT; i++) {
-        drift_workload w = shown[i];
+        drift_workload w = shown(i);
         const wl_stat *x = &s->wl[w];
         double cx = x0 + gw * (i + 0.5), bw = gw * 0.42;
         sb_printf(o, "<g>\n<title>%s: ", wl_name(w));
@@ -648,7 +653,7 @@ static void render_svg(sbuf *o, const summary *s) {
             sb_printf(o, "%s [%s, %s], %lld flips in %lld pairs, %ld prompts; ", pct(a, sizeof a, x->rate),
                       pct(b, sizeof b, x->lo), pct(c, sizeof c, x->hi), x->flips, x->pairs, x->prompts);
         else sb_puts(o, "not run; ");
-        sb_printf(o, "paper %s%s</title>\n", pct(p, sizeof p, paper_rate[w]), w == DRIFT_WL_CHAT ? " (its SDR figure)" : "");
+        sb_printf(o, "paper %s%s</title>\n", pct(p, sizeof p, paper_rate(w)), paper_is_sdr(w) ? " (its SDR figure)" : "");
         if (x->present) {
             double yr = Y(x->rate), ylo = Y(x->lo), yhi = Y(x->hi);
             sb_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4c78a8\"/>\n", cx - bw / 2,
@@ -664,15 +669,15 @@ static void render_svg(sbuf *o, const summary *s) {
                          "run</text>\n",
                       cx, y1 - 8);
         }
-        double yp = Y(paper_rate[w]);
+        double yp = Y(paper_rate(w));
         sb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-width=\"3\"%s/>\n",
-                  cx - gw * 0.35, yp, cx + gw * 0.35, yp, w == DRIFT_WL_CHAT ? " stroke-dasharray=\"4 3\"" : "");
+                  cx - gw * 0.35, yp, cx + gw * 0.35, yp, paper_is_sdr(w) ? " stroke-dasharray=\"4 3\"" : "");
         sb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" font-weight=\"600\">%s</text>\n",
                   cx, y1 + 18, wl_name(w));
         sb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\"#4c78a8\">here %s</text>\n",
                   cx, y1 + 34, x->present ? pct(a, sizeof a, x->rate) : "-");
         sb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\"#c0392b\">paper %s%s</text>\n",
-                  cx, y1 + 49, pct(p, sizeof p, paper_rate[w]), w == DRIFT_WL_CHAT ? " (SDR)" : "");
+                  cx, y1 + 49, pct(p, sizeof p, paper_rate(w)), paper_is_sdr(w) ? " (SDR)" : "");
         sb_puts(o, "</g>\n");
     }
 #undef Y
@@ -687,7 +692,7 @@ static void render_html(sbuf *o, const summary *s, char *const *sent) {
     sb_puts(o, "<table><tr><th>workload</th><th>here</th><th>95% interval</th><th>flips / pairs</th><th>prompts</th>"
                "<th>paper</th><th>here vs paper</th></tr>\n");
     for (int i = 0; i < DRIFT_WL_COUNT; i++) {
-        drift_workload w = shown[i];
+        drift_workload w = shown(i);
         const wl_stat *x = &s->wl[w];
         char a[32], b[32], c[32], p[32];
         sb_printf(o, "<tr><td>%s</td>", wl_name(w));
@@ -697,8 +702,8 @@ static void render_html(sbuf *o, const summary *s, char *const *sent) {
                       pct(a, sizeof a, x->rate), pct(b, sizeof b, x->lo), pct(c, sizeof c, x->hi), x->flips, x->pairs,
                       x->prompts);
         else sb_puts(o, "<td>-</td><td></td><td></td><td></td>");
-        sb_printf(o, "<td class=\"num\">%s%s</td><td>%s</td></tr>\n", pct(p, sizeof p, paper_rate[w]),
-                  w == DRIFT_WL_CHAT ? " (SDR)" : "", x->present ? vs_word[x->vs] : "not run");
+        sb_printf(o, "<td class=\"num\">%s%s</td><td>%s</td></tr>\n", pct(p, sizeof p, paper_rate(w)),
+                  paper_is_sdr(w) ? " (SDR)" : "", x->present ? vs_word[x->vs] : "not run");
     }
     sb_printf(o, "</table>\n<p class=\"sub\">%zu configuration(s); paper = its mean over 105 configurations.</p>\n"
                  "</div>\n",

@@ -11,6 +11,7 @@
 
 #include "driftbench/report.h"
 #include "report/report_internal.h"
+#include "suite/workload.h"
 #include "util/util.h"
 
 static char *render_text(const drift_monitor_data *d, const drift_monitor_report *rep, const drift_comparison *cmp,
@@ -44,9 +45,11 @@ static char *render_text(const drift_monitor_data *d, const drift_monitor_report
         const drift_wl_result *r = &cmp->wl[w];
         buf_printf(&b, "  %-13s %6ld %6ld %9.2f%%  [%.2f%%, %.2f%%]", drift_workload_name((drift_workload)w), r->n,
                    r->flips, 100.0 * r->flip_rate, 100.0 * r->ci95[0], 100.0 * r->ci95[1]);
-        if (w == DRIFT_WL_CHAT && !isnan(r->sdr_mean)) buf_printf(&b, "  (mean SDR %.4f)", r->sdr_mean);
-        if (w == DRIFT_WL_SAFETY)
-            buf_printf(&b, "  (safe->unsafe %ld, unsafe->safe %ld)", r->correct_to_incorrect, r->incorrect_to_correct);
+        const wl_traits *tr = wl_traits_of((drift_workload)w);
+        if (tr->pairwise && !isnan(r->sdr_mean)) buf_printf(&b, "  (mean SDR %.4f)", r->sdr_mean);
+        if (tr->taxonomy == WL_CLASS_SAFETY)
+            buf_printf(&b, "  (%s %ld, %s %ld)", wl_dir_name((drift_workload)w, -1, WL_DIR_TEXT), r->correct_to_incorrect,
+                       wl_dir_name((drift_workload)w, 1, WL_DIR_TEXT), r->incorrect_to_correct);
         buf_puts(&b, "\n");
         total += r->flips;
         shown++;

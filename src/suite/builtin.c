@@ -431,11 +431,12 @@ typedef struct builtin_kind {
     const char *name;
     drift_workload wl;
     size_t test_n;
+    void (*gen)(util_rng *r, gen_item *it); /* one item of the suite */
 } builtin_kind;
 
-static const builtin_kind kinds[] = {{"math", DRIFT_WL_MATH, 500},  {"code", DRIFT_WL_CODE, 164},
-                                     {"safety", DRIFT_WL_SAFETY, 520}, {"chat", DRIFT_WL_CHAT, 500},
-                                     {"long", DRIFT_WL_LONG, 100}};
+static const builtin_kind kinds[] = {{"math", DRIFT_WL_MATH, 500, gen_math},  {"code", DRIFT_WL_CODE, 164, gen_code},
+                                     {"safety", DRIFT_WL_SAFETY, 520, gen_safety}, {"chat", DRIFT_WL_CHAT, 500, gen_chat},
+                                     {"long", DRIFT_WL_LONG, 100, gen_long}};
 
 #define BUILTIN_DEFAULT_SEED 2026
 #define BUILTIN_TEST_BUCKETS 8 /* 1 in 8 items goes to the test split */
@@ -544,13 +545,7 @@ drift_status drift_suite_builtin(const char *spec, drift_suite **out, drift_erro
             break;
         }
         gen_item it = {0};
-        switch (kind->wl) {
-        case DRIFT_WL_MATH: gen_math(&rng, &it); break;
-        case DRIFT_WL_CODE: gen_code(&rng, &it); break;
-        case DRIFT_WL_SAFETY: gen_safety(&rng, &it); break;
-        case DRIFT_WL_CHAT: gen_chat(&rng, &it); break;
-        default: gen_long(&rng, &it); break;
-        }
+        kind->gen(&rng, &it);
         if (!it.input || !it.ref) {
             free(it.input);
             json_decref(it.ref);

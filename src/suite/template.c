@@ -24,12 +24,15 @@
  *     changed. An input without the marker is taken as the document followed
  *     by its own question:
  *       "{input}\n\nAnswer the question based on the document above, briefly.\nAnswer:"
- *   raw/v1 (unknown workload)    "{input}" */
+ *   raw/v1 (unknown workload)    "{input}"
+ * Each workload's family of templates and its two ids are in the traits
+ * table (suite/workload.h); the wording of each family is here. */
 #include "driftbench/suite.h"
 
 #include <ctype.h>
 #include <string.h>
 
+#include "suite/workload.h"
 #include "util/util.h"
 
 static const char LONG_INSTRUCTION[] = "\n\nAnswer the question based on the document above, briefly.\n";
@@ -64,35 +67,27 @@ static char *render_long(const char *in) {
 char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **template_id) {
     const char *in = p->input ? p->input : "";
     int chat = api == DRIFT_API_CHAT;
-    const char *id;
+    const wl_traits *t = wl_traits_of(p->workload);
+    const char *id = t ? t->template_id[chat] : "raw/v1";
     char *out;
-    switch (p->workload) {
-    case DRIFT_WL_MATH:
-        id = chat ? "math/chat/v1" : "math/completions/v1";
+    switch (t ? t->template_family : WL_TEMPLATE_RAW) {
+    case WL_TEMPLATE_QA:
         out = chat ? util_asprintf("%s\n\nSolve step by step and end with '#### <number>'.", in)
                    : util_asprintf("Question: %s\nAnswer:", in);
         break;
-    case DRIFT_WL_CODE:
-        id = chat ? "code/chat/v1" : "code/completions/v1";
+    case WL_TEMPLATE_CODE:
         out = chat ? util_asprintf("Complete the following Python function. Reply with the full function in a "
                                     "```python block.\n\n%s",
                                     in)
                    : util_strdup(in);
         break;
-    case DRIFT_WL_SAFETY:
-        id = chat ? "safety/chat/v1" : "safety/completions/v1";
+    case WL_TEMPLATE_DIALOGUE:
         out = chat ? util_strdup(in) : util_asprintf("User: %s\nAssistant:", in);
         break;
-    case DRIFT_WL_CHAT:
-        id = chat ? "chat/chat/v1" : "chat/completions/v1";
-        out = util_strdup(in);
-        break;
-    case DRIFT_WL_LONG:
-        id = chat ? "long_context/chat/v2" : "long_context/completions/v2";
+    case WL_TEMPLATE_LONG:
         out = render_long(in);
         break;
-    default:
-        id = "raw/v1";
+    default: /* WL_TEMPLATE_RAW */
         out = util_strdup(in);
         break;
     }

@@ -1,5 +1,7 @@
 /* workload.c - names of the workloads and of the paper's dimensions
- * (types.h): the one list of each. */
+ * (types.h). Everything else about a workload is in the traits table
+ * (suite/workload.c), which repeats each name and alias beside the
+ * workload's other traits; test_workload checks that the two agree. */
 #include "driftbench/types.h"
 
 #include <string.h>

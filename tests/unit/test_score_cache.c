@@ -60,11 +60,11 @@ static void test_table(void **state) {
     float vec[3] = {0.1f, -2.5f, 1e-30f}, *got = NULL;
     int dim = 0;
     score_cache_put_vec(c, "e1", 2, vec, 3);
-    assert_int_equal(score_cache_get_vec(c, "e1", 2, &got, &dim), 1);
+    assert_int_equal(score_cache_get_vec(c, DRIFT_WL_CHAT, "e1", 2, &got, &dim), 1);
     assert_int_equal(dim, 3);
     assert_memory_equal(got, vec, sizeof vec);
     free(got);
-    assert_int_equal(score_cache_get_vec(c, "k1", 2, &got, &dim), 0);
+    assert_int_equal(score_cache_get_vec(c, DRIFT_WL_CHAT, "k1", 2, &got, &dim), 0);
     drift_score_cache_stats st;
     drift_score_cache_stats_get(c, &st);
     assert_int_equal(st.entries, 2);
