@@ -53,7 +53,7 @@
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "pipeline.h"
-#include "util/util.h"
+#include "driftbench/text.h"
 
 /* Sequences decoded together per configuration and in the stochastic leg:
  * the engine is batch-invariant (the same answers at any batch), and a step
@@ -207,7 +207,7 @@ static void stoch_record(void *user, const drift_progress *p) {
 
 static void *stoch_thread(void *arg) {
     stoch_side *sd = arg;
-    double t0 = util_now_ms();
+    double t0 = cli_now_ms();
     drift_store *st = NULL;
     sd->rc = drift_store_open(sd->db, &st, &sd->err);
     if (!sd->rc) {
@@ -222,13 +222,13 @@ static void *stoch_thread(void *arg) {
         sd->rc = drift_lab_stochastic_run(st, &sd->x, &so, &sd->sum, &sd->err);
     }
     drift_store_close(st);
-    sd->wall_s = (util_now_ms() - t0) / 1000.0;
+    sd->wall_s = (cli_now_ms() - t0) / 1000.0;
     return NULL;
 }
 
 /* Prints what the stochastic leg's thread did, compares its runs, prints
  * and writes DIR/stochastic.txt and appends a sentence to note. */
-static int stochastic_report(drift_store *st, stoch_side *sd, const char *out, util_buf *note,
+static int stochastic_report(drift_store *st, stoch_side *sd, const char *out, drift_buf *note,
                              drift_lab_stochastic *xo) {
     drift_lab_stochastic x = sd->x;
     printf("\n== stochastic serving (temperature %.1f, %d replicates, %s, %s: f32 -> int4, and each against itself "
@@ -253,23 +253,23 @@ static int stochastic_report(drift_store *st, stoch_side *sd, const char *out, u
     free(txt);
     if (x.null_ok) {
         const drift_lab_beyond *d = &x.beyond;
-        buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s f32 -> int4): %.2f%% "
+        drift_buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s f32 -> int4): %.2f%% "
                          "of replicate pairs disagree, %.2f%% for each stack against itself with other seeds (the null), so "
                          "%+.2f points beyond the null (95%% CI %.2f to %.2f). ",
                    x.replicates, d->n, x.model, 100 * d->cross, 100 * d->null_rate, 100 * d->beyond,
                    100 * d->beyond_lo, 100 * d->beyond_hi);
         if (isnan(d->ratio))
-            buf_puts(note, "No deterministic flip on those prompts: the ratio to the deterministic rate (the paper: "
+            drift_buf_puts(note, "No deterministic flip on those prompts: the ratio to the deterministic rate (the paper: "
                            "0.23x) cannot be said at this size. ");
         else if (isinf(d->ratio_hi))
-            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI from %.2fx, unbounded above: too few "
+            drift_buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI from %.2fx, unbounded above: too few "
                              "deterministic flips to bound it; the paper: 0.23x). ",
                        d->ratio, d->ratio_lo);
         else
-            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI %.2fx to %.2fx; the paper: 0.23x). ",
+            drift_buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI %.2fx to %.2fx; the paper: 0.23x). ",
                        d->ratio, d->ratio_lo, d->ratio_hi);
     } else if (!isnan(x.ratio)) {
-        buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
+        drift_buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
                          "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x); not against its null: %s. ",
                    x.model, 100 * x.expected_flip_rate, x.ratio, x.null_reason);
     }
@@ -336,7 +336,7 @@ static int cmd_lab(int argc, char **argv) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs <= 0) jobs = cores / (threads > 0 ? threads : 1);
     if (jobs < 1) jobs = 1;
-    double t_start = util_now_ms();
+    double t_start = cli_now_ms();
 
     /* 1. models */
     drift_lab_study study;
@@ -456,14 +456,14 @@ static int cmd_lab(int argc, char **argv) {
     mo.weights = weights;
     mo.est_wall_s = est_main_s / (double)jobs;
     cli_matrix_stats ms;
-    double g0 = util_now_ms(), cpu0 = cpu_s();
+    double g0 = cli_now_ms(), cpu0 = cpu_s();
     int rc = cli_matrix_run("lab", st, spec, &mo, &ms);
-    double main_wall_s = (util_now_ms() - g0) / 1000.0, cpu1 = cpu_s();
+    double main_wall_s = (cli_now_ms() - g0) / 1000.0, cpu1 = cpu_s();
     cli_matrix_stats ls_stats;
     memset(&ls_stats, 0, sizeof ls_stats);
     double long_wall_s = 0;
     /* the stochastic leg in its own thread, beside the long-context subset */
-    double side0 = util_now_ms();
+    double side0 = cli_now_ms();
     stoch_side *sd = calloc(1, sizeof *sd); /* large: on the heap */
     pthread_t stoch_th;
     int stoch_started = 0;
@@ -482,9 +482,9 @@ static int cmd_lab(int argc, char **argv) {
         lmo.all_failed_ok = 1; /* prompts longer than a model's context fail, stored, never pairs */
         lmo.weights = long_weights;
         lmo.est_wall_s = est_long_s / (double)jobs;
-        g0 = util_now_ms();
+        g0 = cli_now_ms();
         rc = cli_matrix_run("lab long_context", st, study.long_spec, &lmo, &ls_stats);
-        long_wall_s = (util_now_ms() - g0) / 1000.0;
+        long_wall_s = (cli_now_ms() - g0) / 1000.0;
         if (ls_stats.all_failed)
             printf("long_context: every request failed on %zu of %zu configurations (e.g. %s): no long-context rows "
                    "from them\n",
@@ -496,9 +496,9 @@ static int cmd_lab(int argc, char **argv) {
         if (rc != CLI_EXIT_PASS) atomic_store(&sd->stop, 1);
         pthread_join(stoch_th, NULL);
     }
-    double side_wall_s = (util_now_ms() - side0) / 1000.0, cpu2 = cpu_s();
+    double side_wall_s = (cli_now_ms() - side0) / 1000.0, cpu2 = cpu_s();
     drift_store_completion_tokens(st, &tok1, &err);
-    util_buf stoch_note = {0};
+    drift_buf stoch_note = {0};
     drift_lab_stochastic *sx = calloc(1, sizeof *sx); /* large: on the heap */
     int stoch_ran = 0;
     double stoch_wall_s = sd ? sd->wall_s : 0;
@@ -523,7 +523,7 @@ static int cmd_lab(int argc, char **argv) {
     if (rc != CLI_EXIT_PASS) {
         free(sx);
         free(cut_text);
-        buf_free(&stoch_note);
+        drift_buf_free(&stoch_note);
         drift_store_close(st);
         return rc;
     }
@@ -542,7 +542,7 @@ static int cmd_lab(int argc, char **argv) {
     drift_table *t = NULL;
     if (drift_matrix_flip_table(st, "ref@{model}", &t, &err)) {
         free(sx);
-        buf_free(&stoch_note);
+        drift_buf_free(&stoch_note);
         drift_store_close(st);
         return cli_error_lib("lab", &err);
     }
@@ -625,27 +625,27 @@ static int cmd_lab(int argc, char **argv) {
     drift_html_opts_default(&ho);
     ho.title = full ? "DriftBench lab (full matrix)" : "DriftBench lab (quick matrix)";
     ho.baseline = "ref@{model}";
-    util_buf note = {0};
-    if (fixtures) buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
+    drift_buf note = {0};
+    if (fixtures) drift_buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
                                   "answers are noise, so it shows the machinery rather than real drift. ");
-    if (!with_safety) buf_printf(&note, "Safety was not run: %s. ", safety_reason);
+    if (!with_safety) drift_buf_printf(&note, "Safety was not run: %s. ", safety_reason);
     if (!full && long_n)
-        buf_printf(&note, "The quick matrix runs long-context (%zu prompts, each a prefill of ~%.0f tokens) on the "
+        drift_buf_printf(&note, "The quick matrix runs long-context (%zu prompts, each a prefill of ~%.0f tokens) on the "
                           "first model's ref, f32, fp8 and int4 configurations only; `driftbench lab --full` runs it "
                           "on every one. ",
                    long_n, long_tokens);
-    buf_printf(&note, "Answers cut by the %d-token limit: ", cuts.max_tokens);
+    drift_buf_printf(&note, "Answers cut by the %d-token limit: ", cuts.max_tokens);
     for (int w = 0, first = 1; w < DRIFT_WL_COUNT; w++)
         if (cuts.answers[w]) {
-            buf_printf(&note, "%s%s %zu of %zu", first ? "" : ", ", drift_workload_name((drift_workload)w), cuts.cut[w],
+            drift_buf_printf(&note, "%s%s %zu of %zu", first ? "" : ", ", drift_workload_name((drift_workload)w), cuts.cut[w],
                        cuts.answers[w]);
             first = 0;
         }
-    buf_puts(&note, ". ");
-    if (ms.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
-    if (why && why[0]) buf_puts(&note, why);
-    if (stoch_note.data) buf_puts(&note, stoch_note.data);
-    buf_free(&stoch_note);
+    drift_buf_puts(&note, ". ");
+    if (ms.score.not_computable[DRIFT_WL_CHAT]) drift_buf_printf(&note, "%s. ", ms.score.reason[DRIFT_WL_CHAT]);
+    if (why && why[0]) drift_buf_puts(&note, why);
+    if (stoch_note.data) drift_buf_puts(&note, stoch_note.data);
+    drift_buf_free(&stoch_note);
     ho.note = note.data;
     ho.pri = an.pri;
     ho.summary_html = sum_html;
@@ -657,13 +657,13 @@ static int cmd_lab(int argc, char **argv) {
     }
     free(page);
     free(sum_html);
-    buf_free(&note);
+    drift_buf_free(&note);
     free(why);
     drift_table_analyses_clear(&an);
     drift_table_free(t);
     drift_store_close(st);
 
-    double wall_s = (util_now_ms() - t_start) / 1000.0, run_s = main_wall_s + side_wall_s;
+    double wall_s = (cli_now_ms() - t_start) / 1000.0, run_s = main_wall_s + side_wall_s;
     int64_t tokens = tok1 - tok0;
     size_t answers = 0;
     for (int w = 0; w < DRIFT_WL_COUNT; w++) answers += cuts.answers[w];
