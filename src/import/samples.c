@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "import/import_internal.h"
-#include "suite/suite_internal.h"
+#include "suite/prompt.h"
 #include "util/util.h"
 
 void drift_import_opts_default(drift_import_opts *o) {

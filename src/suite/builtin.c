@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "driftbench/suite.h"
-#include "suite/suite_internal.h"
+#include "suite/prompt.h"
 #include "util/util.h"
 
 /* Writes tmpl to out with every "%ld" or "%s" replaced by arg and "%%" by

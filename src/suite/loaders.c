@@ -41,7 +41,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "suite/suite_internal.h"
+#include "suite/prompt.h"
 #include "util/util.h"
 
 /* ---- building a suite ---- */

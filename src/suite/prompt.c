@@ -1,4 +1,4 @@
-/* prompt.c - the prompt content hash (suite_internal.h), the one place it
+/* prompt.c - the prompt content hash (prompt.h), the one place it
  * is computed: suite files, built-in suites and imported samples all call
  * it. A stored prompt's hash is what says "the same prompt": a run resumes,
  * a store merges, an import pairs only where the hashes agree. So the bytes
@@ -7,7 +7,7 @@
  * its layout, so that every store written before still matches. */
 #include <string.h>
 
-#include "suite/suite_internal.h"
+#include "suite/prompt.h"
 #include "util/util.h"
 
 char *suite_prompt_hash(drift_workload wl, const char *input, const char *reference_json, suite_hash_layout layout) {

@@ -1,8 +1,9 @@
-/* suite_internal.h - what the suite module shares with the modules that
- * make prompts of their own (import/): the prompt content hash (prompt.c).
- * Not public; suite_ is the module's tier. */
-#ifndef DRIFT_SUITE_INTERNAL_H
-#define DRIFT_SUITE_INTERNAL_H
+/* prompt.h - the prompt content hash (prompt.c), shared by the suite module
+ * and the modules that make prompts of their own (import/). Internal,
+ * cross-module (as sandbox/sandbox.h): suite_ is the module's tier, and
+ * unlike a *_internal.h it may be included from another module. */
+#ifndef DRIFT_SUITE_PROMPT_H
+#define DRIFT_SUITE_PROMPT_H
 
 #include "driftbench/types.h"
 
