@@ -36,7 +36,7 @@ extern int cli_quiet;
 extern int cli_verbose;
 
 /* Prints "driftbench CMD: MESSAGE" to stderr and returns CLI_EXIT_ERROR.
- * MESSAGE goes through the sanitiser as one line (src/util/sanitize.h):
+ * MESSAGE goes through the sanitiser as one line (drift_sanitize, text.h):
  * library messages quote server bodies, file names and labels, which must
  * not command the terminal or a CI runner; a newline in it shows as \n. */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -46,6 +46,10 @@ int cli_error_lib(const char *cmd, const drift_error *err);
 /* Flag values: return 0 ok, -1 bad (after printing which flag and why). */
 int cli_parse_int(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out);
 int cli_parse_double(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
+
+/* Monotonic clock in milliseconds, for the elapsed times the CLI prints
+ * (main.c). */
+double cli_now_ms(void);
 
 /* Progress bar on stderr when it is a TTY and not --quiet; a drift_progress_fn. */
 void cli_progress(void *user, const char *stage, size_t done, size_t total);

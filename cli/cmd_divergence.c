@@ -15,7 +15,7 @@
 #include "driftbench/divergence.h"
 #include "driftbench/report.h"
 #include "driftbench/store.h"
-#include "util/util.h"
+#include "driftbench/text.h"
 
 static const char *DIV_CMD = "divergence";
 static volatile sig_atomic_t div_stop;
@@ -112,7 +112,7 @@ static int cmd_divergence(int argc, char **argv) {
     o.progress = cli_quiet ? NULL : cli_progress;
     o.cancel = div_cancelled;
     if (wl) { /* a comma-separated list */
-        char *copy = util_strdup(wl), *save = NULL;
+        char *copy = strdup(wl), *save = NULL;
         for (char *w = copy ? strtok_r(copy, ",", &save) : NULL; w; w = strtok_r(NULL, ",", &save)) {
             drift_workload x = drift_workload_parse(w);
             if (x == DRIFT_WL_UNKNOWN) {
@@ -132,7 +132,7 @@ static int cmd_divergence(int argc, char **argv) {
     if (text_path) {
         char *text = NULL;
         size_t len = 0;
-        if (util_read_file(text_path, &text, &len, &err) != DRIFT_OK) return cli_error_lib(DIV_CMD, &err);
+        if (drift_file_read(text_path, &text, &len, &err) != DRIFT_OK) return cli_error_lib(DIV_CMD, &err);
         rc = drift_tokdiv_text(base, targ, text, len, (int)ctx, &o, &rep, &err);
         free(text);
     } else {

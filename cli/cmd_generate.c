@@ -9,7 +9,6 @@
 #include "cli.h"
 #include "driftbench/model.h"
 #include "driftbench/profile.h"
-#include "util/util.h"
 
 static void usage(void) {
     printf("usage: driftbench generate --model F.gguf [--profile P] --prompt TEXT [--chat]\n"
@@ -83,10 +82,10 @@ static int cmd_generate(int argc, char **argv) {
     drift_error err;
     drift_status st = strchr(profile, '=') ? drift_profile_parse(profile, &p, &err) : drift_profile_get(profile, &p, &err);
     if (st) return cli_error_lib(cmd, &err);
-    double t0 = util_now_ms();
+    double t0 = cli_now_ms();
     drift_model *m;
     if ((st = drift_model_load(model, &p, &m, &err))) return cli_error_lib(cmd, &err);
-    double t_load = util_now_ms() - t0;
+    double t_load = cli_now_ms() - t0;
     int32_t *ids;
     size_t n;
     st = chat ? drift_model_chat_tokens(m, prompt, &ids, &n, &err) : drift_model_tokenize(m, prompt, strlen(prompt), -1, 0, &ids, &n, &err);
@@ -95,9 +94,9 @@ static int cmd_generate(int argc, char **argv) {
         return cli_error_lib(cmd, &err);
     }
     drift_generation g;
-    t0 = util_now_ms();
+    t0 = cli_now_ms();
     st = drift_model_generate(m, (const int32_t *const *)&ids, &n, 1, &gp, NULL, 1, &g, &err);
-    double t_gen = util_now_ms() - t0;
+    double t_gen = cli_now_ms() - t0;
     free(ids);
     if (st || g.error) {
         int rc = st ? cli_error_lib(cmd, &err) : cli_error(cmd, "%s", g.error);

@@ -30,7 +30,6 @@
 
 #include "cli.h"
 #include "pipeline.h"
-#include "util/util.h"
 
 void cli_matrix_opts_default(cli_matrix_opts *o) {
     memset(o, 0, sizeof *o);
@@ -82,7 +81,7 @@ static void matrix_bar(matrix_view *v, const drift_progress *p) {
     fmt_clock(el, sizeof el, p->elapsed_ms / 1000.0);
     if (left >= 0) fmt_clock(lf, sizeof lf, left);
     if (v->tty) {
-        double now = util_now_ms();
+        double now = cli_now_ms();
         if (p->event == DRIFT_PROGRESS_STEP && now - v->last_draw_ms < 500) return;
         v->last_draw_ms = now;
         char bar[31];
@@ -107,7 +106,7 @@ static void matrix_progress(void *user, const drift_progress *p) {
         else if (!cli_quiet && v->tty && p->event == DRIFT_PROGRESS_STEP && v->msum) {
             /* one at a time: the run's steps move the bar */
             drift_progress q = {.stage = "matrix", .event = DRIFT_PROGRESS_STEP, .done = v->msum->configs,
-                                .total = v->msum->in_shard, .elapsed_ms = util_now_ms() - v->t0_ms, .eta_ms = -1,
+                                .total = v->msum->in_shard, .elapsed_ms = cli_now_ms() - v->t0_ms, .eta_ms = -1,
                                 .summary = v->msum};
             matrix_bar(v, &q);
         }
@@ -117,7 +116,7 @@ static void matrix_progress(void *user, const drift_progress *p) {
     switch (p->event) {
     case DRIFT_PROGRESS_BEGIN:
         v->msum = p->summary;
-        v->t0_ms = util_now_ms();
+        v->t0_ms = cli_now_ms();
         fprintf(stderr, "%s: %zu of %zu configurations in shard %d/%d, %zu suite(s)%s\n", v->cmd, p->total,
                 v->spec->n_configs, v->o->shard_index, v->o->shard_count, v->spec->n_suites,
                 v->spec->limit ? " (limited)" : "");

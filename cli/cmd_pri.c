@@ -16,7 +16,6 @@
 #include "cli.h"
 #include "driftbench/analysis.h"
 #include "driftbench/report.h"
-#include "util/util.h"
 
 static const char *const CMD = "pri";
 
@@ -104,9 +103,9 @@ static int do_eval(popts *p) {
     drift_table *t = NULL;
     if (drift_table_read_csv(p->table, &t, &err)) return cli_error_lib(CMD, &err);
     drift_pri_eval *e = NULL;
-    double t0 = util_now_ms();
+    double t0 = cli_now_ms();
     drift_status st = drift_pri_evaluate(t, &p->o, &e, &err);
-    double ms = util_now_ms() - t0;
+    double ms = cli_now_ms() - t0;
     drift_table_free(t);
     if (st) return cli_error_lib(CMD, &err);
     drift_format fmt = !strcmp(p->format, "json") ? DRIFT_FORMAT_JSON : DRIFT_FORMAT_TEXT;

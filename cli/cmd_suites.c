@@ -9,8 +9,7 @@
 
 #include "cli.h"
 #include "driftbench/suite.h"
-#include "util/sanitize.h"
-#include "util/util.h"
+#include "driftbench/text.h"
 
 static const char suites_usage[] =
     "usage: driftbench suites export SUITE [--split test|train] [--n N] [--seed S] [-o FILE]\n"
@@ -85,8 +84,8 @@ static int cmd_suites(int argc, char **argv) {
             const drift_prompt *p = &s->prompts[i];
             json_t *ref = p->reference_json ? json_loads(p->reference_json, 0, NULL) : NULL;
             /* a suite file's text: repaired to UTF-8 (json_pack refuses invalid UTF-8), printed hardened */
-            char *id = util_utf8_clean(p->prompt_id, strlen(p->prompt_id));
-            char *input = util_utf8_clean(p->input, strlen(p->input));
+            char *id = drift_utf8_clean(p->prompt_id, strlen(p->prompt_id));
+            char *input = drift_utf8_clean(p->input, strlen(p->input));
             json_t *o = id && input ? json_pack("{s:s, s:s, s:s, s:o}", "prompt_id", id, "workload",
                                                 drift_workload_name(p->workload), "input", input, "reference",
                                                 ref ? ref : json_object())
@@ -95,7 +94,7 @@ static int cmd_suites(int argc, char **argv) {
             free(id);
             free(input);
             char *dumped = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-            char *line = dumped ? util_json_harden(dumped) : NULL;
+            char *line = dumped ? drift_json_harden(dumped) : NULL;
             free(dumped);
             json_decref(o);
             if (!line || fputs(line, f) < 0 || fputc('\n', f) < 0) {

@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "driftbench/status.h"
-#include "util/sanitize.h"
-#include "util/util.h"
+#include "driftbench/text.h"
 
 #define CLI_MAX_COMMANDS 64
 static const cli_command *commands[CLI_MAX_COMMANDS];
@@ -53,15 +53,15 @@ static void usage(FILE *f) {
 
 int cli_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
-    util_buf msg = {0};
+    drift_buf msg = {0};
     va_start(ap, fmt);
-    int bad = buf_vprintf(&msg, fmt, ap);
+    int bad = drift_buf_vprintf(&msg, fmt, ap);
     va_end(ap);
-    util_buf safe = {0};
-    if (!bad && msg.data) bad = util_sanitize_append(&safe, msg.data, msg.len, UTIL_SAN_LINE);
+    drift_buf safe = {0};
+    if (!bad && msg.data) bad = drift_sanitize_append(&safe, msg.data, msg.len, DRIFT_SAN_LINE);
     fprintf(stderr, "driftbench %s: %s\n", cli_safe(cmd), !bad && safe.data ? safe.data : "(out of memory)");
-    buf_free(&msg);
-    buf_free(&safe);
+    drift_buf_free(&msg);
+    drift_buf_free(&safe);
     return CLI_EXIT_ERROR;
 }
 
@@ -88,15 +88,21 @@ const char *cli_safe(const char *s) {
         n = CLI_SAFE_MAX_BYTES;
         while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
     }
-    util_buf b = {0};
-    if (util_sanitize_append(&b, s, n, UTIL_SAN_LINE) || (cut && buf_puts(&b, "..."))) {
-        buf_free(&b);
+    drift_buf b = {0};
+    if (drift_sanitize_append(&b, s, n, DRIFT_SAN_LINE) || (cut && drift_buf_puts(&b, "..."))) {
+        drift_buf_free(&b);
         return "(out of memory)";
     }
-    return safe_keep(buf_steal(&b));
+    return safe_keep(drift_buf_steal(&b));
 }
 
-const char *cli_safe_lines(const char *s) { return s ? safe_keep(util_sanitize(s, UTIL_SAN_LINES)) : "(null)"; }
+double cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+const char *cli_safe_lines(const char *s) { return s ? safe_keep(drift_sanitize(s, DRIFT_SAN_LINES)) : "(null)"; }
 
 int cli_error_lib(const char *cmd, const drift_error *err) {
     return cli_error(cmd, "%s (%s)", err->msg[0] ? err->msg : "failed", drift_strerror(err->code));

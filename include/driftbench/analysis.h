@@ -184,12 +184,6 @@ typedef struct drift_pri_options {
 /* Defaults: nthread 1, seed 42, cv_folds 3, descriptors 0, interactions 1, tune 1. */
 DRIFT_API void drift_pri_options_init(drift_pri_options *o);
 
-/* Feature names the table would give (for tests): *names malloc'd array of
- * malloc'd strings; free with drift_pri_names_free. */
-DRIFT_API drift_status drift_pri_feature_names(const drift_table *t, const drift_pri_options *o,
-                                               char ***names, size_t *n, drift_error *err);
-DRIFT_API void drift_pri_names_free(char **names, size_t n);
-
 /* Fits on every row of the table: hyper-parameters by inner k-fold CV, then
  * out-of-fold residuals (5-fold) for the prediction interval, then the
  * final model on all rows. Baseline (for advice): o->baseline when given

@@ -95,17 +95,6 @@ DRIFT_API drift_status drift_monitor_load(struct drift_store *st, const char *ba
                                           const char *embedder, drift_monitor_data *out, drift_error *err);
 DRIFT_API void drift_monitor_data_clear(drift_monitor_data *d);
 
-/* ---- building blocks (exported for tests and other analyses) ---- */
-/* ROC AUC of scores against 0/1 labels (label 1 = positive), ties counted
- * half (Mann-Whitney). NAN when a class is empty. */
-DRIFT_API double drift_roc_auc(const double *score, const int *label, size_t n);
-/* First Wasserstein distance between two 1-D empirical distributions with
- * equal weights (scipy.stats.wasserstein_distance). NAN if a side is empty. */
-DRIFT_API double drift_wasserstein1(const double *a, size_t na, const double *b, size_t nb);
-/* Unbiased MMD^2 (Gretton et al.) of x (m x dim) and y (n x dim) with the
- * kernel exp(-gamma * ||u - v||^2); m, n >= 2. */
-DRIFT_API double drift_mmd2u_rbf(const float *x, size_t m, const float *y, size_t n, int dim, double gamma);
-
 #ifdef __cplusplus
 }
 #endif

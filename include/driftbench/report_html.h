@@ -171,25 +171,6 @@ DRIFT_API drift_status drift_comparison_html_render(const drift_comparison *c, c
 /* drift_matrix_report_load then drift_html_render. */
 DRIFT_API drift_status drift_report_html(drift_store *st, const drift_html_opts *o, char **out, drift_error *err);
 
-/* Appends s to the HTML-escaped form (&, <, >, ", ' escaped; control bytes
- * other than \n, \r and \t and invalid UTF-8 become U+FFFD). Returns a malloc'd
- * string. Exposed for tests. */
-DRIFT_API char *drift_html_escape(const char *s);
-
-/* Index (in bytes) of the first character where a and b differ; the length
- * of the shorter one when one is a prefix of the other; -1 when equal. */
-DRIFT_API long drift_first_difference(const char *a, const char *b);
-
-/* The word-level diff the page shows of two answers (an LCS over
- * whitespace-separated words, at most 2,000 words of each past their
- * common start compared, about 6,000 bytes of each shown): *a_html is a
- * escaped with the words b lacks in <del>, *b_html is b with the words a
- * lacks in <ins>; long common runs at the start and end are shortened to
- * the words next to the change. removed/added (may be NULL) get the
- * counts of marked words. Both malloc'd. Exposed for tests. */
-DRIFT_API drift_status drift_html_word_diff(const char *a, const char *b, char **a_html, char **b_html, long *removed,
-                                            long *added, drift_error *err);
-
 #ifdef __cplusplus
 }
 #endif

@@ -2,10 +2,12 @@
  * ("http://HOST:PORT/v1?model=NAME&api=chat|completions") or the embedded
  * engine ("embedded:PATH.gguf?profile=P&..."). One interface for both:
  * generate a batch of requests with bounded concurrency, calling back on
- * every outcome (answer or error), and embed texts. */
+ * every outcome (answer or error), and embed texts; and what only some
+ * kinds can do (their model, their prompt tokens). */
 #ifndef DRIFTBENCH_TARGET_H
 #define DRIFTBENCH_TARGET_H
 
+#include "driftbench/model.h"
 #include "driftbench/types.h"
 
 #ifdef __cplusplus
@@ -74,6 +76,23 @@ DRIFT_API const char *drift_target_spec(const drift_target *t);
 /* Configuration dimensions the target knows by itself, as a JSON object
  * (embedded: model, hardware, precision, framework, ...; http: {} or model). */
 DRIFT_API const char *drift_target_config_json(const drift_target *t);
+
+/* Capabilities beyond generate and embed, which not every kind has.
+ *
+ * drift_target_model: the model an in-process target answers with (the
+ * embedded engine's, model.h), for work that needs its logits or its
+ * tokenizer (teacher forcing); NULL for a kind with no model in this
+ * process (http). The target keeps owning it.
+ *
+ * drift_target_prompt_tokens: the prompt tokens the target feeds its model
+ * for a request's prompt (*ids malloc'd, *n of them): completions = the raw
+ * text with the model's default BOS, no special-token parsing; chat = one
+ * user message in the model's built-in template. The same code path as the
+ * target's own generation, so teacher forcing scores exactly what generation
+ * saw. DRIFT_ERR_UNSUPPORTED for a kind with no model in this process. */
+DRIFT_API const drift_model *drift_target_model(const drift_target *t);
+DRIFT_API drift_status drift_target_prompt_tokens(const drift_target *t, const char *prompt, int32_t **ids,
+                                                  size_t *n, drift_error *err);
 
 /* Runs all n requests; every one produces exactly one callback (answer or
  * error). Returns DRIFT_OK even if individual requests failed: failures are

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/monitor_internal.h"
 #include "driftbench/store.h"
 #include "util/util.h"
 
@@ -101,7 +102,7 @@ static int mon_cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-double drift_roc_auc(const double *score, const int *label, size_t n) {
+double anl_roc_auc(const double *score, const int *label, size_t n) {
     size_t npos = 0, nneg = 0;
     for (size_t i = 0; i < n; i++) {
         if (label[i]) npos++;
@@ -149,7 +150,7 @@ static double mon_w1_sorted(const double *a, size_t na, const double *b, size_t 
     return total;
 }
 
-double drift_wasserstein1(const double *a, size_t na, const double *b, size_t nb) {
+double anl_wasserstein1(const double *a, size_t na, const double *b, size_t nb) {
     if (na == 0 || nb == 0) return NAN;
     double *sa = malloc(na * sizeof *sa), *sb = malloc(nb * sizeof *sb);
     if (!sa || !sb) {
@@ -176,7 +177,7 @@ static double mon_sqdist(const float *u, const float *v, int dim) {
     return s;
 }
 
-double drift_mmd2u_rbf(const float *x, size_t m, const float *y, size_t n, int dim, double gamma) {
+double anl_mmd2u_rbf(const float *x, size_t m, const float *y, size_t n, int dim, double gamma) {
     if (m < 2 || n < 2 || dim < 1) return NAN;
     double kx = 0, ky = 0, kxy = 0;
     for (size_t i = 0; i < m; i++)
@@ -343,14 +344,14 @@ static drift_status mon_model(const mon_rows *d, size_t n_cur, const drift_monit
         test_label[n_test] = r < n_ref ? 1 : 0;
         n_test++;
     }
-    double auc = drift_roc_auc(test_score, test_label, n_test);
+    double auc = anl_roc_auc(test_score, test_label, n_test);
 
     /* Random classifiers on the same labels (Evidently's bootstrap reference). */
     for (int i = 0; i < MON_RANDOM_AUC_DRAWS; i++) {
         util_rng rr;
         util_rng_seed(&rr, o->seed + 1000u + (uint64_t)i);
         for (size_t t = 0; t < n_test; t++) rand_score[t] = util_rng_uniform(&rr);
-        rand_auc[i] = drift_roc_auc(rand_score, test_label, n_test);
+        rand_auc[i] = anl_roc_auc(rand_score, test_label, n_test);
     }
     rep->model_random_auc_q = mon_quantile(rand_auc, MON_RANDOM_AUC_DRAWS, o->model_quantile);
 
@@ -476,7 +477,7 @@ static drift_status mon_mmd(const float *ref, size_t n_ref, const float *cur, si
     double sigma2 = med * med;
     if (!(sigma2 > 0)) sigma2 = 1.0;
     rep->mmd_sigma2 = sigma2;
-    double mmd = drift_mmd2u_rbf(ref, n_ref, cur, n_cur, dim, 1.0 / sigma2);
+    double mmd = anl_mmd2u_rbf(ref, n_ref, cur, n_cur, dim, 1.0 / sigma2);
     drift_monitor_result *res = &rep->r[DRIFT_MON_MMD];
     res->method = DRIFT_MON_MMD;
     res->score = mmd > 0 ? mmd : 0.0;

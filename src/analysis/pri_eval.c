@@ -483,7 +483,7 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
 done:
     pri_xgb_free(full);
     pri_jobs_free(jobs, njobs);
-    drift_pri_names_free(names, f.p);
+    pri_names_free(names, f.p);
     pri_fspec_free(&f);
     free(X); free(y); free(Xno); free(yno); free(Xhw); free(yhw);
     free(perm); free(group);

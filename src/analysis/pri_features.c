@@ -173,7 +173,7 @@ drift_status pri_fspec_names(const pri_fspec *f, char ***names, drift_error *err
         for (int i = 0; i < PRI_N_DESC; i++) v[k++] = util_strdup(pri_desc_names[i]);
     for (size_t i = 0; i < k; i++)
         if (!v[i]) {
-            drift_pri_names_free(v, k);
+            pri_names_free(v, k);
             return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         }
     *names = v;
@@ -206,7 +206,7 @@ drift_status pri_build_dset(const drift_table *t, const pri_fspec *f, float **X,
 
 /* ------------------------------------------------------------ public API */
 
-void drift_pri_names_free(char **names, size_t n) {
+void pri_names_free(char **names, size_t n) {
     if (!names) return;
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
@@ -221,7 +221,7 @@ void drift_pri_options_init(drift_pri_options *o) {
     o->tune = 1;
 }
 
-drift_status drift_pri_feature_names(const drift_table *t, const drift_pri_options *o, char ***names,
+drift_status pri_feature_names(const drift_table *t, const drift_pri_options *o, char ***names,
                                      size_t *n, drift_error *err) {
     drift_pri_options def;
     if (!o) { drift_pri_options_init(&def); o = &def; }

@@ -60,7 +60,14 @@ int pri_level_index(const pri_fspec *f, int d, const char *v);
 /* out (f->p): the features of one configuration; an unknown level leaves
  * its one-hot at 0, a descriptor a level's name says nothing about is NaN. */
 void pri_fspec_row(const pri_fspec *f, const char *const dims[DRIFT_DIM_COUNT], float *out);
-/* (f->p,) malloc'd names; free with drift_pri_names_free(names, f->p). */
+/* Feature names the table would give (the tests look at them): *names
+ * malloc'd array of malloc'd strings, *n of them; free with
+ * pri_names_free. */
+drift_status pri_feature_names(const drift_table *t, const drift_pri_options *o, char ***names, size_t *n,
+                               drift_error *err);
+void pri_names_free(char **names, size_t n);
+
+/* (f->p,) malloc'd names; free with pri_names_free(names, f->p). */
 drift_status pri_fspec_names(const pri_fspec *f, char ***names, drift_error *err);
 /* Bits of a format name: fp16 -> 16, nvfp4 -> 4, e4m3 -> 8; NaN if none. */
 double pri_format_bits(const char *s);

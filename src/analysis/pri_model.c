@@ -285,7 +285,7 @@ drift_status drift_pri_save(const drift_pri *p, const char *path, drift_error *e
 done:
     json_decref(root);
     free(enc);
-    drift_pri_names_free(names, p->f.p);
+    pri_names_free(names, p->f.p);
     return st;
 }
 
@@ -378,7 +378,7 @@ drift_status drift_pri_load(const char *path, drift_pri **out, drift_error *err)
         goto done;
     }
 done:
-    drift_pri_names_free(names, p->f.p);
+    pri_names_free(names, p->f.p);
     free(raw);
     json_decref(root);
     if (st) drift_pri_free(p);

@@ -38,50 +38,6 @@ void drift_target_opts_default(drift_target_opts *opts) {
     opts->allow_insecure_key = 0;
 }
 
-void drift_gen_params_default(drift_gen_params *p) {
-    if (!p) return;
-    memset(p, 0, sizeof *p);
-    p->temperature = 0.0;
-    p->top_p = 1.0;
-    p->top_k = 0;
-    p->seed = 42;
-    p->max_tokens = 512;
-    p->logprobs = 0;
-    p->stop = NULL;
-    p->n_stop = 0;
-}
-
-/* See types.h. */
-void drift_answer_clear(drift_answer *r) {
-    if (!r) return;
-    free(r->text);
-    free(r->finish_reason);
-    free(r->logprobs_json);
-    free(r->error);
-    memset(r, 0, sizeof *r);
-    r->prompt_tokens = -1;
-    r->completion_tokens = -1;
-}
-
-/* See types.h: indexed by drift_fail_cause. */
-static const char *const fail_cause_names[DRIFT_FAIL_COUNT] = {
-    [DRIFT_FAIL_NONE] = "no failure",
-    [DRIFT_FAIL_OTHER] = "other failure",
-    [DRIFT_FAIL_CONNECT] = "could not connect",
-    [DRIFT_FAIL_TIMEOUT] = "timeout",
-    [DRIFT_FAIL_TLS] = "TLS",
-    [DRIFT_FAIL_HTTP] = "HTTP",
-    [DRIFT_FAIL_REPLY] = "bad reply",
-    [DRIFT_FAIL_LOST] = "connection lost",
-    [DRIFT_FAIL_REQUEST] = "request not sent",
-    [DRIFT_FAIL_ENGINE] = "engine error",
-};
-
-const char *drift_fail_cause_name(drift_fail_cause cause) {
-    if ((int)cause < 0 || cause >= DRIFT_FAIL_COUNT) return "unknown cause";
-    return fail_cause_names[cause];
-}
-
 static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
 /* Checks an options struct for values no target can work with. */
@@ -157,6 +113,18 @@ const char *drift_target_spec(const drift_target *t) { return t ? t->spec : NULL
 
 const char *drift_target_config_json(const drift_target *t) {
     return (t && t->config_json) ? t->config_json : "{}";
+}
+
+/* Capabilities (target.h): only the embedded engine has them today;
+ * embedded.c answers NULL / DRIFT_ERR_UNSUPPORTED for any other kind. */
+const drift_model *drift_target_model(const drift_target *t) { return eng_embedded_model(t); }
+
+drift_status drift_target_prompt_tokens(const drift_target *t, const char *prompt, int32_t **ids, size_t *n,
+                                        drift_error *err) {
+    if (ids) *ids = NULL;
+    if (n) *n = 0;
+    if (!prompt || !ids || !n) return drift_error_set(err, DRIFT_ERR_INVALID, "prompt tokens: bad arguments");
+    return eng_embedded_prompt_tokens(t, prompt, ids, n, err);
 }
 
 int eng_target_cancelled(const drift_target *t) {

@@ -37,13 +37,14 @@ int eng_target_cancelled(const drift_target *t);
 drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err);
 /* The embedded engine's opener (embedded.c). */
 drift_status eng_embedded_open(drift_target *t, const char *spec, drift_error *err);
-/* The model behind an embedded target; NULL for any other kind. */
+/* The model behind an embedded target; NULL for any other kind
+ * (drift_target_model, target.h). */
 const drift_model *eng_embedded_model(const drift_target *t);
 /* The prompt tokens an embedded target feeds its model for a request's
  * prompt: completions = the raw text with the model's default BOS, no
  * special-token parsing; chat = one user message in the model's built-in
- * template. emb_generate and teacher forcing (pipeline/teacher_forced.c)
- * both tokenize through it. DRIFT_ERR_UNSUPPORTED for another kind. */
+ * template. emb_generate and drift_target_prompt_tokens (target.h; teacher
+ * forcing) both tokenize through it. DRIFT_ERR_UNSUPPORTED for another kind. */
 drift_status eng_embedded_prompt_tokens(const drift_target *t, const char *prompt, int32_t **ids, size_t *n,
                                         drift_error *err);
 

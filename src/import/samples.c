@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "import/import_internal.h"
+#include "suite/prompt.h"
 #include "util/util.h"
 
 void drift_import_opts_default(drift_import_opts *o) {
@@ -60,17 +61,8 @@ int import_sample_finish(drift_import_sample *p, const json_t *ref) {
     free(p->hash);
     p->hash = NULL;
     if (!(p->reference_json = import_json_canonical(ref)) || !p->input) return -1;
-    util_buf hb = {0};
-    const char *w = drift_workload_name(p->workload);
-    if (buf_append(&hb, w, strlen(w) + 1) || buf_append(&hb, p->input, strlen(p->input) + 1) ||
-        buf_append(&hb, p->reference_json, strlen(p->reference_json))) {
-        buf_free(&hb);
-        return -1;
-    }
-    char hex[17];
-    util_hash_hex(hb.data, hb.len, hex);
-    buf_free(&hb);
-    return (p->hash = util_strdup(hex)) ? 0 : -1;
+    /* the layout of suite files (loaders.c), as imports always had */
+    return (p->hash = suite_prompt_hash(p->workload, p->input, p->reference_json, SUITE_HASH_NUL)) ? 0 : -1;
 }
 
 int import_utf8_ok(const char *s) {

@@ -14,8 +14,8 @@
  *
  *   runs  the sequence is the prompt tokens exactly as the baseline run's
  *         target made them (drift_prompt_render with the run's api, then
- *         engine/embedded.c's eng_embedded_prompt_tokens: the one code path
- *         generation uses) followed by the baseline's answer tokens, k0 =
+ *         the target's drift_target_prompt_tokens (target.h): the one code
+ *         path generation uses) followed by the baseline's answer tokens, k0 =
  *         the prompt's length. Every target must tokenize every prompt the
  *         same way (else DRIFT_ERR_MISMATCH).
  *   text  llama-perplexity's chunks (see divergence.h), k0 = ctx/2 + 1.
@@ -31,7 +31,6 @@
 #include "driftbench/store.h"
 #include "driftbench/suite.h"
 #include "driftbench/target.h"
-#include "engine/target_impl.h"
 #include "util/util.h"
 
 #define TF_PIECE 64
@@ -125,7 +124,7 @@ static drift_status stack_open(tf_stack *k, const char *spec, const char *models
         k->t = NULL;
         return drift_error_prefix(err, "%s: ", who);
     }
-    if (!(k->m = eng_embedded_model(k->t))) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "%s: %s", who, TF_HTTP_MSG);
+    if (!(k->m = drift_target_model(k->t))) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "%s: %s", who, TF_HTTP_MSG);
     return DRIFT_OK;
 }
 
@@ -373,7 +372,7 @@ static drift_status runs_prompt(runs_ctx *c, drift_store *st, const drift_scored
                              "run '%s' rendered %s prompts with template %s; this build renders %s: the prompts "
                              "would not be the ones the run sent",
                              c->baseline_label, drift_workload_name(row->workload), recorded, tid);
-    if (!rc) rc = eng_embedded_prompt_tokens(c->base.t, rendered, &pt, &np, err);
+    if (!rc) rc = drift_target_prompt_tokens(c->base.t, rendered, &pt, &np, err);
     if (!rc) {
         int got = logprob_ids(ans.logprobs_json, nv, &at, &na);
         if (got < 0) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -398,7 +397,7 @@ static drift_status runs_prompt(runs_ctx *c, drift_store *st, const drift_scored
         drift_tokdiv_prompt *p = &c->out[k].prompts[pi];
         free(pt2);
         pt2 = NULL;
-        rc = eng_embedded_prompt_tokens(t->k.t, rendered, &pt2, &np2, err);
+        rc = drift_target_prompt_tokens(t->k.t, rendered, &pt2, &np2, err);
         if (!rc && (np != np2 || memcmp(pt, pt2, np * sizeof *pt) != 0))
             rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
                                  "prompt '%s': the stacks of '%s' and '%s' tokenize it differently (%zu and %zu "

@@ -98,13 +98,13 @@ void html_h2(util_buf *b, html_toc *t, const char *id, const char *title) {
     }
 }
 
-char *drift_html_escape(const char *s) {
+char *html_escape(const char *s) {
     util_buf b = {0};
     if (s) html_span(&b, s, strlen(s));
     return buf_steal(&b);
 }
 
-long drift_first_difference(const char *a, const char *b) {
+long html_first_difference(const char *a, const char *b) {
     if (!a) a = "";
     if (!b) b = "";
     long i = 0;
@@ -837,7 +837,7 @@ static void answers_pair(util_buf *b, const experiment *x, const drift_report_an
     util_buf ha = {0}, hb = {0};
     html_diff_stats ds = {0};
     int diffed = an->base_text && an->targ_text && !html_word_diff(an->base_text, an->targ_text, &ha, &hb, &ds);
-    long d = drift_first_difference(an->base_text, an->targ_text);
+    long d = html_first_difference(an->base_text, an->targ_text);
     if (an->base_text && an->targ_text && d < 0)
         buf_puts(b, " &#183; identical text (the label changed through the evaluator)");
     else if (an->base_text && an->targ_text)

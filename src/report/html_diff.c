@@ -253,8 +253,8 @@ out:
     return rc;
 }
 
-/* See report_html.h. */
-drift_status drift_html_word_diff(const char *a, const char *b, char **a_html, char **b_html, long *removed,
+/* See html_internal.h. */
+drift_status html_word_diff_text(const char *a, const char *b, char **a_html, char **b_html, long *removed,
                                   long *added, drift_error *err) {
     if (!a_html || !b_html) return drift_error_set(err, DRIFT_ERR_INVALID, "word diff: missing arguments");
     *a_html = *b_html = NULL;

@@ -104,4 +104,25 @@ typedef struct html_diff_stats {
  * 0, -1 when out of memory. */
 int html_word_diff(const char *a, const char *b, util_buf *a_html, util_buf *b_html, html_diff_stats *st);
 
+/* Escaping and the answers' diff on their own, the tests' way in (html.c,
+ * html_diff.c); lab_summary.c's page escapes with html_escape too. */
+/* Appends s to the HTML-escaped form (&, <, >, ", ' escaped; control bytes
+ * other than \n, \r and \t and invalid UTF-8 become U+FFFD). Returns a malloc'd
+ * string. */
+char *html_escape(const char *s);
+
+/* Index (in bytes) of the first character where a and b differ; the length
+ * of the shorter one when one is a prefix of the other; -1 when equal. */
+long html_first_difference(const char *a, const char *b);
+
+/* The word-level diff the page shows of two answers (an LCS over
+ * whitespace-separated words, at most 2,000 words of each past their
+ * common start compared, about 6,000 bytes of each shown): *a_html is a
+ * escaped with the words b lacks in <del>, *b_html is b with the words a
+ * lacks in <ins>; long common runs at the start and end are shortened to
+ * the words next to the change. removed/added (may be NULL) get the
+ * counts of marked words. Both malloc'd. */
+drift_status html_word_diff_text(const char *a, const char *b, char **a_html, char **b_html, long *removed,
+                                  long *added, drift_error *err);
+
 #endif

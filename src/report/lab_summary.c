@@ -54,6 +54,7 @@
 #include "driftbench/lab.h"
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
+#include "report/html_internal.h"
 #include "report/report_internal.h"
 #include "suite/workload.h"
 #include "util/util.h"
@@ -591,7 +592,7 @@ static void render_text(sbuf *o, const summary *s, char *const *sent) {
 /* ------------------------------------------------------------ html */
 
 static void html_esc(sbuf *o, const char *s) {
-    char *e = drift_html_escape(s ? s : "");
+    char *e = html_escape(s ? s : "");
     if (!e) o->oom = 1;
     else sb_puts(o, e);
     free(e);

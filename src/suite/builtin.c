@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "driftbench/suite.h"
+#include "suite/prompt.h"
 #include "util/util.h"
 
 /* Writes tmpl to out with every "%ld" or "%s" replaced by arg and "%%" by
@@ -566,13 +567,7 @@ drift_status drift_suite_builtin(const char *spec, drift_suite **out, drift_erro
         p->input = it.input;
         p->reference_json = json_dumps(it.ref, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(it.ref);
-        char hashsrc_hex[17];
-        util_buf hb = {0};
-        buf_printf(&hb, "%s\n%s\n%s", drift_workload_name(p->workload), p->input,
-                   p->reference_json ? p->reference_json : "");
-        util_hash_hex(hb.data, hb.len, hashsrc_hex);
-        buf_free(&hb);
-        p->hash = util_strdup(hashsrc_hex);
+        p->hash = suite_prompt_hash(p->workload, p->input, p->reference_json, SUITE_HASH_LINES);
         s->n++;
         if (!p->prompt_id || !p->reference_json || !p->hash) {
             rc = drift_error_set(err, DRIFT_ERR_NOMEM, "%s: out of memory", spec);

@@ -26,7 +26,7 @@
  * "_id" (LongBench), else "<format>_<index>" with the 0-based record index.
  * Text fields must be JSON strings; the paper math "answer" may also be a
  * number. Reference JSON is dumped with sorted keys so the prompt hash
- * (util_hash_hex over workload NUL input NUL reference) is stable.
+ * (suite_prompt_hash: workload NUL input NUL reference) is stable.
  *
  * Errors name the place: "FILE:LINE: field \"answer\" missing", "invalid
  * JSON at column C: ...", "duplicate prompt id \"x\" (first on line 3)",
@@ -41,6 +41,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "suite/prompt.h"
 #include "util/util.h"
 
 /* ---- building a suite ---- */
@@ -141,7 +142,6 @@ static drift_status add_prompt(loader *L, size_t line, char *id, drift_workload 
                                drift_error *err) {
     drift_status ds = DRIFT_OK;
     char *refs = NULL, *hash = NULL;
-    util_buf hb = {0};
     if (!id || !input || !ref) goto nomem;
     size_t prev = idset_find(&L->ids, id);
     if (prev) {
@@ -151,13 +151,7 @@ static drift_status add_prompt(loader *L, size_t line, char *id, drift_workload 
     }
     refs = json_dumps(ref, JSON_COMPACT | JSON_SORT_KEYS);
     if (!refs) goto nomem;
-    const char *wname = drift_workload_name(wl);
-    if (buf_append(&hb, wname, strlen(wname) + 1) || buf_append(&hb, input, strlen(input) + 1) ||
-        buf_append(&hb, refs, strlen(refs)))
-        goto nomem;
-    char hex[17];
-    util_hash_hex(hb.data, hb.len, hex);
-    if (!(hash = util_strdup(hex))) goto nomem;
+    if (!(hash = suite_prompt_hash(wl, input, refs, SUITE_HASH_NUL))) goto nomem;
     if (L->suite->n == L->cap) {
         size_t ncap = L->cap ? L->cap * 2 : 64;
         drift_prompt *np = realloc(L->suite->prompts, ncap * sizeof *np);
@@ -171,7 +165,6 @@ static drift_status add_prompt(loader *L, size_t line, char *id, drift_workload 
     p->input = input;
     p->reference_json = refs;
     p->hash = hash;
-    buf_free(&hb);
     json_decref(ref);
     if (idset_add(&L->ids, p->prompt_id, line))
         return drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
@@ -179,7 +172,6 @@ static drift_status add_prompt(loader *L, size_t line, char *id, drift_workload 
 nomem:
     ds = drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
 fail:
-    buf_free(&hb);
     free(id);
     free(input);
     free(refs);

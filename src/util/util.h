@@ -9,14 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "driftbench/status.h"
+#include "driftbench/text.h"
 #include "driftbench/types.h"
 
-/* Growable NUL-terminated byte buffer. Zero-initialise; free with buf_free. */
-typedef struct util_buf {
-    char *data;
-    size_t len;
-    size_t cap;
-} util_buf;
+/* Growable NUL-terminated byte buffer. Zero-initialise; free with buf_free.
+ * The public drift_buf (text.h), so the CLI's buffers and the library's are
+ * one type. */
+typedef drift_buf util_buf;
 
 int buf_reserve(util_buf *b, size_t extra);           /* 0 ok, -1 nomem */
 int buf_append(util_buf *b, const void *p, size_t n); /* 0 ok, -1 nomem */

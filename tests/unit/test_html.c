@@ -36,6 +36,7 @@
 #include "driftbench/suite.h"
 
 #include "labelled_runs.h"
+#include "report/html_internal.h"
 #include "unit/hostile.h"
 #include "util/util.h"
 
@@ -73,20 +74,20 @@ static const char CFG_BASE[] = "{\"model\":\"m\",\"hardware\":\"h100\",\"precisi
 
 static void test_escape(void **state) {
     (void)state;
-    char *s = drift_html_escape("a<b>&\"'\x01\xff\xc3\xa9");
+    char *s = html_escape("a<b>&\"'\x01\xff\xc3\xa9");
     assert_string_equal(s, "a&lt;b&gt;&amp;&quot;&#39;\xEF\xBF\xBD\xEF\xBF\xBD\xc3\xa9");
     free(s);
-    s = drift_html_escape("a\r\nb\tc\x7f");  /* CR, LF and tab are text; DEL is not */
+    s = html_escape("a\r\nb\tc\x7f");  /* CR, LF and tab are text; DEL is not */
     assert_string_equal(s, "a\r\nb\tc\xEF\xBF\xBD");
     free(s);
-    s = drift_html_escape("\xe0\x80\x80 ok\n");  /* overlong: three replacement characters */
+    s = html_escape("\xe0\x80\x80 ok\n");  /* overlong: three replacement characters */
     assert_string_equal(s, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD ok\n");
     free(s);
-    assert_int_equal(drift_first_difference("abc", "abc"), -1);
-    assert_int_equal(drift_first_difference("abc", "abd"), 2);
-    assert_int_equal(drift_first_difference("ab", "abc"), 2);
-    assert_int_equal(drift_first_difference("", "x"), 0);
-    assert_int_equal(drift_first_difference(NULL, NULL), -1);
+    assert_int_equal(html_first_difference("abc", "abc"), -1);
+    assert_int_equal(html_first_difference("abc", "abd"), 2);
+    assert_int_equal(html_first_difference("ab", "abc"), 2);
+    assert_int_equal(html_first_difference("", "x"), 0);
+    assert_int_equal(html_first_difference(NULL, NULL), -1);
 }
 
 static void test_report_small(void **state) {
@@ -712,7 +713,7 @@ static void test_comparison_details(void **state) {
 static void diff_is(const char *a, const char *b, const char *want_a, const char *want_b) {
     char *x = NULL, *y = NULL;
     drift_error err = {0};
-    assert_int_equal(drift_html_word_diff(a, b, &x, &y, NULL, NULL, &err), DRIFT_OK);
+    assert_int_equal(html_word_diff_text(a, b, &x, &y, NULL, NULL, &err), DRIFT_OK);
     assert_string_equal(x, want_a);
     assert_string_equal(y, want_b);
     free(x);
@@ -741,7 +742,7 @@ static void test_word_diff(void **state) {
     char *x = NULL, *y = NULL;
     long rem = 0, add = 0;
     drift_error err = {0};
-    assert_int_equal(drift_html_word_diff(a.data, b.data, &x, &y, &rem, &add, &err), DRIFT_OK);
+    assert_int_equal(html_word_diff_text(a.data, b.data, &x, &y, &rem, &add, &err), DRIFT_OK);
     assert_int_equal(rem, 1);
     assert_int_equal(add, 1);
     assert_non_null(strstr(x, "<span class=\"gap\">[&#8230; 70 words in common &#8230;]</span> w70 "));
@@ -757,7 +758,7 @@ static void test_word_diff(void **state) {
         buf_printf(&a, "a%d ", i);
         buf_printf(&b, "b%d ", i);
     }
-    assert_int_equal(drift_html_word_diff(a.data, b.data, &x, &y, &rem, &add, &err), DRIFT_OK);
+    assert_int_equal(html_word_diff_text(a.data, b.data, &x, &y, &rem, &add, &err), DRIFT_OK);
     assert_true(rem <= 2000 && add <= 2000);
     assert_true(strlen(x) < 7000 && strlen(y) < 7000);
     assert_non_null(strstr(x, "more bytes)</span>"));

@@ -17,6 +17,7 @@
 
 #include "driftbench/monitor.h"
 #include "driftbench/store.h"
+#include "analysis/monitor_internal.h"
 #include "util/util.h"
 
 static double gauss(util_rng *r) {
@@ -41,35 +42,35 @@ static void test_roc_auc_known(void **state) {
     /* The classic example: AUC 0.75. */
     double s[] = {0.1, 0.4, 0.35, 0.8};
     int y[] = {0, 0, 1, 1};
-    assert_true(fabs(drift_roc_auc(s, y, 4) - 0.75) < 1e-12);
+    assert_true(fabs(anl_roc_auc(s, y, 4) - 0.75) < 1e-12);
     /* All tied: 0.5. Perfect: 1. Reversed: 0. One class: NAN. */
     double t[] = {1, 1, 1, 1};
-    assert_true(fabs(drift_roc_auc(t, y, 4) - 0.5) < 1e-12);
+    assert_true(fabs(anl_roc_auc(t, y, 4) - 0.5) < 1e-12);
     double p[] = {0, 0.1, 0.9, 1};
-    assert_true(fabs(drift_roc_auc(p, y, 4) - 1.0) < 1e-12);
+    assert_true(fabs(anl_roc_auc(p, y, 4) - 1.0) < 1e-12);
     int yr[] = {1, 1, 0, 0};
-    assert_true(fabs(drift_roc_auc(p, yr, 4) - 0.0) < 1e-12);
+    assert_true(fabs(anl_roc_auc(p, yr, 4) - 0.0) < 1e-12);
     int one[] = {1, 1, 1, 1};
-    assert_true(isnan(drift_roc_auc(p, one, 4)));
+    assert_true(isnan(anl_roc_auc(p, one, 4)));
     /* A tie across classes counts half: scores {1,1} labels {0,1} -> 0.5. */
     double q[] = {0.2, 0.5, 0.5, 0.9};
     int yq[] = {0, 0, 1, 1};
     /* positives 0.5, 0.9 vs negatives 0.2, 0.5: pairs won 1+0.5+1+1 = 3.5 of 4. */
-    assert_true(fabs(drift_roc_auc(q, yq, 4) - 0.875) < 1e-12);
+    assert_true(fabs(anl_roc_auc(q, yq, 4) - 0.875) < 1e-12);
 }
 
 static void test_wasserstein_known(void **state) {
     (void)state;
     double a[] = {0, 1, 3}, b[] = {5, 6, 8};
-    assert_true(fabs(drift_wasserstein1(a, 3, b, 3) - 5.0) < 1e-12);
-    assert_true(fabs(drift_wasserstein1(a, 3, a, 3)) < 1e-12);
+    assert_true(fabs(anl_wasserstein1(a, 3, b, 3) - 5.0) < 1e-12);
+    assert_true(fabs(anl_wasserstein1(a, 3, a, 3)) < 1e-12);
     /* Unequal sizes: F_a = 1 from 0; F_b = 0.5 on [0,2): integral 0.5 * 2 = 1. */
     double c[] = {0}, d[] = {2, 0};
-    assert_true(fabs(drift_wasserstein1(c, 1, d, 2) - 1.0) < 1e-12);
+    assert_true(fabs(anl_wasserstein1(c, 1, d, 2) - 1.0) < 1e-12);
     /* Order does not matter; a point mass moved by 0.25 costs 0.25. */
     double e[] = {3, 1, 2}, f[] = {1.25, 2.25, 3.25};
-    assert_true(fabs(drift_wasserstein1(e, 3, f, 3) - 0.25) < 1e-12);
-    assert_true(isnan(drift_wasserstein1(a, 0, b, 3)));
+    assert_true(fabs(anl_wasserstein1(e, 3, f, 3) - 0.25) < 1e-12);
+    assert_true(isnan(anl_wasserstein1(a, 0, b, 3)));
 }
 
 static void test_mmd_known(void **state) {
@@ -79,10 +80,10 @@ static void test_mmd_known(void **state) {
      * MMD^2_u = e^-1 + e^-4 - 2 (1 + e^-4 + 2e^-1)/4 = e^-4/2 - 1/2. */
     float x[] = {0, 1}, y[] = {0, 2};
     double want = exp(-4.0) / 2.0 - 0.5;
-    assert_true(fabs(drift_mmd2u_rbf(x, 2, y, 2, 1, 1.0) - want) < 1e-12);
+    assert_true(fabs(anl_mmd2u_rbf(x, 2, y, 2, 1, 1.0) - want) < 1e-12);
     /* Two-dimensional, identical sets of 3 points: never positive. */
     float z[] = {0, 0, 1, 0, 0, 1};
-    assert_true(drift_mmd2u_rbf(z, 3, z, 3, 2, 0.5) <= 1e-15);
+    assert_true(anl_mmd2u_rbf(z, 3, z, 3, 2, 0.5) <= 1e-15);
 }
 
 static void test_identical_sets_no_drift(void **state) {

@@ -19,6 +19,7 @@
 
 #include "driftbench/analysis.h"
 #include "driftbench/report.h"
+#include "analysis/pri_internal.h"
 
 static drift_table *paper_table(void) {
     const char *shared = getenv("DRIFT_SHARED");
@@ -44,22 +45,22 @@ static void test_features(void **state) {
     char **names;
     size_t n;
     drift_error err = {0};
-    assert_int_equal(drift_pri_feature_names(t, &o, &names, &n, &err), DRIFT_OK);
+    assert_int_equal(pri_feature_names(t, &o, &names, &n, &err), DRIFT_OK);
     assert_int_equal(n, 56); /* the paper's 20 one-hot + 36 interactions */
     int found = 0;
     for (size_t i = 0; i < n; i++) found += !strcmp(names[i], "precision=fp8 x workload=math");
     assert_int_equal(found, 1);
     assert_string_equal(names[0], "model=llama-3.1-70b");
-    drift_pri_names_free(names, n);
+    pri_names_free(names, n);
     o.descriptors = 1;
-    assert_int_equal(drift_pri_feature_names(t, &o, &names, &n, &err), DRIFT_OK);
+    assert_int_equal(pri_feature_names(t, &o, &names, &n, &err), DRIFT_OK);
     assert_int_equal(n, 61);
-    drift_pri_names_free(names, n);
+    pri_names_free(names, n);
     o.descriptors = 0;
     o.interactions = 0;
-    assert_int_equal(drift_pri_feature_names(t, &o, &names, &n, &err), DRIFT_OK);
+    assert_int_equal(pri_feature_names(t, &o, &names, &n, &err), DRIFT_OK);
     assert_int_equal(n, 20);
-    drift_pri_names_free(names, n);
+    pri_names_free(names, n);
     drift_table_free(t);
 }
 
