@@ -232,7 +232,8 @@ typedef struct drift_comparison {
      * --partial): left out of every count above. Within opts->only_workload. */
     long unpaired_baseline, unpaired_target;
     const char *evaluator;         /* opts->evaluator (owned by the comparison), or NULL: latest score */
-    /* Teacher-forced token divergence (opts->kl): kl_state says whether it
+    /* Teacher-forced token divergence (compare --kl: the pipeline's step,
+     * attached by drift_comparison_attach_kl): kl_state says whether it
      * was computed; kl is the report (owned by the comparison) when
      * DRIFT_KL_DONE; kl_note says why not when DRIFT_KL_UNSUPPORTED. */
     int kl_state;                  /* drift_kl_state */
@@ -282,8 +283,10 @@ typedef struct drift_compare_opts {
     const char *evaluator;           /* NULL (default): each answer's latest score; else only the scores
                                       * of this evaluator (an imported run's "promptfoo" or
                                       * "lm_eval:<metric>,<filter>" beside our "math", ...) */
-    int kl;                          /* 1: also teacher-forced token KL of the two stacks
-                                      * (drift_tokdiv_runs); 0 (default): skip */
+    int kl;                          /* 1: also teacher-forced token KL of the two stacks; read by
+                                      * the caller, who runs the pipeline's step (drift_tokdiv_step_run)
+                                      * and attaches it (drift_comparison_attach_kl), not by compare;
+                                      * 0 (default): skip. kl_* likewise */
     size_t kl_limit;                 /* prompts per workload for kl, a seeded sample; 0 = all */
     uint64_t kl_seed;                /* the sample's seed (default 1) */
     const char *kl_models_dir;       /* NULL, or where kl looks (by file name) for a run's model file whose
@@ -302,10 +305,7 @@ DRIFT_API drift_status drift_compare_parse_budgets(drift_compare_opts *o, const 
 /* Pairs the two runs (see compare.c). With opts->evaluator, each run's
  * scores by that evaluator only (drift_store_load_scored_evaluator); a run
  * it scored nothing of is DRIFT_ERR_NOT_FOUND naming the run and the
- * evaluators it has. With opts->kl, the target stack teacher-forced over
- * the baseline's answers (drift_tokdiv_runs, opts->kl_limit prompts per
- * workload): kl_state DRIFT_KL_DONE, or DRIFT_KL_UNSUPPORTED with kl_note
- * when a run is not embedded (not an error); other failures of it are.
+ * evaluators it has.
  * With opts->risk, when the baseline
  * run was asked for logprobs, also reads each counted pair's baseline
  * answer and scores its flip risk (drift_risk_features_for +
@@ -316,6 +316,12 @@ DRIFT_API drift_status drift_compare_runs(drift_store *st, const char *baseline_
                                           const drift_compare_opts *opts, drift_comparison **out,
                                           drift_error *err);
 DRIFT_API void drift_comparison_free(drift_comparison *c);
+/* Attaches token KL to c (compare --kl; the pipeline's step,
+ * drift_tokdiv_step_run in divergence.h, computes it): kl != NULL sets
+ * kl_state DRIFT_KL_DONE and takes over *kl's contents (leaving *kl
+ * empty; c frees them); kl == NULL sets DRIFT_KL_UNSUPPORTED with note
+ * (copied, cut to kl_note's size). Replaces what was attached before. */
+DRIFT_API void drift_comparison_attach_kl(drift_comparison *c, struct drift_tokdiv_report *kl, const char *note);
 /* The embedder whose vectors chat SDR used (opts->embedder, or the one the
  * baseline's chat answers were embedded with); NULL when none. */
 DRIFT_API const char *drift_comparison_embedder(const drift_comparison *c);

@@ -194,6 +194,60 @@ DRIFT_API drift_status drift_tokdiv_runs_many(drift_store *st, const char *basel
 /* Clears r[0..n) and frees the array. NULL is fine. */
 DRIFT_API void drift_tokdiv_reports_free(drift_tokdiv_report *r, size_t n);
 
+/* ---- token KL as a step of its own (src/pipeline/kl_step.c) ----
+ * The caller runs it beside what it reports and attaches the result
+ * (compare: drift_comparison_attach_kl; the HTML report: drift_html_opts.kl),
+ * so that neither the analyses nor the renderers run models. */
+
+/* compare --kl's step: drift_tokdiv_runs of the two runs under o. When a
+ * run is not an embedded stack (DRIFT_ERR_UNSUPPORTED) it succeeds with
+ * unsupported = 1, note the library's reason and report empty; any other
+ * failure is returned, its message prefixed "token KL: ". Clear
+ * out->report with drift_tokdiv_report_clear (or hand it over). */
+typedef struct drift_tokdiv_step {
+    int unsupported;            /* 1: a run is not an embedded stack (note says which) */
+    char note[512];
+    drift_tokdiv_report report; /* when !unsupported */
+} drift_tokdiv_step;
+DRIFT_API drift_status drift_tokdiv_step_run(drift_store *st, const char *baseline_label, const char *target_label,
+                                            const drift_tokdiv_opts *o, drift_tokdiv_step *out, drift_error *err);
+
+/* Token KL per configuration, for the HTML report's "token KL against flip
+ * rate" section (report --kl N). */
+typedef struct drift_tokdiv_config_kl {
+    char *label;                /* the configuration's run label */
+    double kl_mean;             /* mean KL(baseline || configuration), nats, over every sampled position */
+    double same_top;            /* share of those positions whose top-1 tokens agree */
+    size_t positions;           /* positions scored */
+} drift_tokdiv_config_kl;
+
+typedef struct drift_tokdiv_configs {
+    size_t limit;               /* prompts per workload sampled */
+    uint64_t seed;              /* the sample's seed */
+    drift_tokdiv_config_kl *points; /* (n) one per embedded configuration whose baseline is embedded */
+    size_t n;
+    char **not_embedded;        /* (n_not_embedded) configurations left out: they or their baseline are
+                                 * not embedded stacks (teacher forcing needs the engine's logits) */
+    size_t n_not_embedded;
+    double elapsed_ms;
+} drift_tokdiv_configs;
+
+/* Token KL of n configurations (run labels[i]) each against its baseline
+ * run baselines[i] (drift_tokdiv_runs_many, one call per baseline, in the
+ * order baselines first appear): limit prompts per workload (>= 1), a
+ * sample drawn from seed; models_dir as drift_tokdiv_opts. Configurations
+ * whose run or baseline is not an embedded stack are listed in
+ * out->not_embedded, not an error. progress (may be NULL) is called after
+ * each prompt. Errors of drift_tokdiv_runs_many (a model file gone,
+ * vocabularies that differ) fail the call, the message naming the
+ * baseline. Free with drift_tokdiv_configs_clear. */
+DRIFT_API drift_status drift_tokdiv_configs_run(drift_store *st, const char *const *labels,
+                                               const char *const *baselines, size_t n, size_t limit, uint64_t seed,
+                                               const char *models_dir, drift_progress_fn progress,
+                                               void *progress_user, drift_tokdiv_configs *out, drift_error *err);
+/* Frees what k holds and empties it. */
+DRIFT_API void drift_tokdiv_configs_clear(drift_tokdiv_configs *k);
+
 /* Text mode: baseline and target are embedded specs; text (len bytes) is
  * tokenized by the baseline; ctx >= 4. DRIFT_ERR_INVALID when the text has
  * fewer than 2 * ctx tokens or ctx exceeds a model's context; otherwise as

@@ -48,8 +48,9 @@
  * evaluator's scores (an imported run holds the tool's verdict and ours).
  * Unpaired answers: the merge pass counts the rows of each side that found
  * no counterpart, so runs over different document sets say so.
- * Token KL (opts->kl): drift_tokdiv_runs over the two runs; an HTTP run
- * makes it DRIFT_KL_UNSUPPORTED with the library's reason, not an error. */
+ * Token KL is not compare's: the pipeline's step (drift_tokdiv_step_run,
+ * src/pipeline/kl_step.c) runs the models and its caller attaches the
+ * result (drift_comparison_attach_kl), which the comparison then owns. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -424,36 +425,22 @@ static int wl_wanted(const drift_compare_opts *opts, drift_workload wl) {
     return opts->only_workload == DRIFT_WL_UNKNOWN || wl == (drift_workload)opts->only_workload;
 }
 
-/* Teacher-forced token KL of the two runs (see the top), over the
- * comparison's workloads. */
-static drift_status compute_kl(drift_store *st, cmp_owner *o, const char *base, const char *targ,
-                               const drift_compare_opts *opts, drift_error *err) {
-    drift_comparison *c = &o->c;
-    drift_tokdiv_opts to;
-    drift_tokdiv_opts_default(&to);
-    to.limit = opts->kl_limit;
-    to.seed = opts->kl_seed;
-    to.models_dir = opts->kl_models_dir;
-    if (opts->only_workload != DRIFT_WL_UNKNOWN) to.workloads = 1u << opts->only_workload;
-    drift_error e = {0};
-    drift_status rc = drift_tokdiv_runs(st, base, targ, &to, &o->kl, &e);
-    if (rc == DRIFT_ERR_UNSUPPORTED) {
-        drift_tokdiv_report_clear(&o->kl);
+/* See compare.h. */
+void drift_comparison_attach_kl(drift_comparison *c, struct drift_tokdiv_report *kl, const char *note) {
+    if (!c) return;
+    cmp_owner *o = (cmp_owner *)c;
+    drift_tokdiv_report_clear(&o->kl);
+    c->kl = NULL;
+    c->kl_note[0] = '\0';
+    if (!kl) {
         c->kl_state = DRIFT_KL_UNSUPPORTED;
-        snprintf(c->kl_note, sizeof c->kl_note, "%s", e.msg);
-        return DRIFT_OK;
+        snprintf(c->kl_note, sizeof c->kl_note, "%s", note ? note : "");
+        return;
     }
-    if (rc) {
-        drift_tokdiv_report_clear(&o->kl);
-        if (err) {
-            *err = e;
-            drift_error_prefix(err, "token KL: ");
-        }
-        return rc;
-    }
+    o->kl = *kl;
+    memset(kl, 0, sizeof *kl);
     c->kl_state = DRIFT_KL_DONE;
     c->kl = &o->kl;
-    return DRIFT_OK;
 }
 
 /* See compare.h. */
@@ -612,10 +599,6 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         return rc;
     }
     if (opts->risk && (rc = compute_risk(st, c, err)) != DRIFT_OK) {
-        drift_comparison_free(c);
-        return rc;
-    }
-    if (opts->kl && (rc = compute_kl(st, o, baseline_label, target_label, opts, err)) != DRIFT_OK) {
         drift_comparison_free(c);
         return rc;
     }

@@ -12,13 +12,35 @@
  * (two doubles each), so the percentiles are exact; the summary sorts
  * copies. Standard errors use a two-pass variance. The correlation helper
  * (Pearson, Spearman with average ranks, percentile bootstrap over pairs)
- * serves the KL-versus-flip-rate study in bench/. */
+ * serves the KL-versus-flip-rate study in bench/. The report's data
+ * (drift_tokdiv_report) is freed here too, beside its math, so that a
+ * comparison holding one (compare --kl) does not reach into the pipeline. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "driftbench/divergence.h"
 #include "util/util.h"
+
+static void prompt_clear(drift_tokdiv_prompt *p) {
+    free(p->prompt_id);
+    free(p->first_base_text);
+    free(p->first_target_text);
+    free(p->error);
+}
+
+/* See divergence.h. */
+void drift_tokdiv_report_clear(drift_tokdiv_report *r) {
+    if (!r) return;
+    for (size_t i = 0; i < r->n_prompts; i++) prompt_clear(&r->prompts[i]);
+    free(r->prompts);
+    free(r->baseline);
+    free(r->target);
+    free(r->baseline_spec);
+    free(r->target_spec);
+    free(r->api);
+    memset(r, 0, sizeof *r);
+}
 
 /* log(sum exp(x)) of row x (n), in double; *imax = the first maximum.
  * Returns NaN when a value is NaN or +inf. */

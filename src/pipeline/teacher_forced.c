@@ -45,25 +45,6 @@ void drift_tokdiv_opts_default(drift_tokdiv_opts *o) {
     o->seed = 1;
 }
 
-static void prompt_clear(drift_tokdiv_prompt *p) {
-    free(p->prompt_id);
-    free(p->first_base_text);
-    free(p->first_target_text);
-    free(p->error);
-}
-
-void drift_tokdiv_report_clear(drift_tokdiv_report *r) {
-    if (!r) return;
-    for (size_t i = 0; i < r->n_prompts; i++) prompt_clear(&r->prompts[i]);
-    free(r->prompts);
-    free(r->baseline);
-    free(r->target);
-    free(r->baseline_spec);
-    free(r->target_spec);
-    free(r->api);
-    memset(r, 0, sizeof *r);
-}
-
 /* ---- the stacks ---- */
 
 typedef struct tf_stack {
