@@ -192,8 +192,7 @@ static int do_github(drift_store *st, const char *base, const char *targ, const 
     char *text = NULL, *summary = NULL;
     int rc = CLI_EXIT_ERROR;
     const char *path = getenv("GITHUB_STEP_SUMMARY");
-    if (drift_compare_runs(st, base, targ, &a->opts, &c, &err) ||
-        drift_comparison_details_load(st, c, DRIFT_FORMAT_GITHUB, &d, &err) ||
+    if (drift_comparison_load(st, base, targ, &a->opts, DRIFT_FORMAT_GITHUB, &c, &d, &err) ||
         drift_github_render(c, &d, &text, &summary, &err)) {
         cli_error_lib("compare", &err);
     } else if (cli_write_output("compare", a->out, text) == 0) {
@@ -229,19 +228,23 @@ static drift_status attach_kl(drift_store *st, drift_comparison *c, const char *
     return DRIFT_OK;
 }
 
-/* Compare, token KL when asked, render, write; the gate's exit code. */
+/* Load (the comparison and its flips' details, one read transaction),
+ * token KL when asked, render, write; the gate's exit code. */
 static int do_compare(drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
-    if (!a->opts.kl) return cli_do_compare("compare", st, base, targ, a);
     drift_error err = {0};
     drift_comparison *c = NULL;
+    drift_comparison_details d = {0};
     char *text = NULL;
-    if (drift_compare_runs(st, base, targ, &a->opts, &c, &err) || attach_kl(st, c, base, targ, &a->opts, &err) ||
-        drift_report_comparison(c, st, a->fmt, &text, &err)) {
+    if (drift_comparison_load(st, base, targ, &a->opts, a->fmt, &c, &d, &err) ||
+        (a->opts.kl && attach_kl(st, c, base, targ, &a->opts, &err)) ||
+        drift_comparison_render(c, &d, a->fmt, &text, &err)) {
+        drift_comparison_details_clear(&d);
         drift_comparison_free(c);
         return cli_error_lib("compare", &err);
     }
     int rc = cli_write_output("compare", a->out, text) ? CLI_EXIT_ERROR : cli_gate_exit("compare", st, c, c->decision);
     free(text);
+    drift_comparison_details_clear(&d);
     drift_comparison_free(c);
     return rc;
 }

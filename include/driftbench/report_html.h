@@ -20,7 +20,7 @@
  * there are any, and the flipped prompts with both answers side by side
  * and a word-level diff (removed words in <del>, added in <ins>).
  *
- * Two steps: drift_matrix_report_load (src/matrix/report_data.c) computes
+ * Two steps: drift_matrix_report_load (src/report/load_matrix.c) computes
  * everything the page shows from a store; drift_html_render (html.c) turns
  * that into the page without touching the store. drift_report_html does
  * both. drift_comparison_html_render renders one comparison already

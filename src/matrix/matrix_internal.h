@@ -1,6 +1,6 @@
 /* matrix_internal.h - what the matrix module's files share (not public
  * API): the flip table together with the comparisons its rows came from,
- * for the matrix report (report_data.c). */
+ * for the matrix report (src/report/load_matrix.c). */
 #ifndef DRIFT_MATRIX_INTERNAL_H
 #define DRIFT_MATRIX_INTERNAL_H
 
