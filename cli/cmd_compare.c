@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "driftbench/divergence.h"
+#include "driftbench/teacher_forced.h"
 #include "pipeline.h"
 
 static const char compare_usage[] =

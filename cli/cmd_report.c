@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "driftbench/report_html.h"
+#include "driftbench/teacher_forced.h"
 #include "pipeline.h"
 
 static const char report_usage[] =

@@ -374,7 +374,7 @@ DRIFT_API drift_status drift_compare_runs(drift_store *st, const char *baseline_
                                           drift_error *err);
 DRIFT_API void drift_comparison_free(drift_comparison *c);
 /* Attaches token KL to c (compare --kl; the pipeline's step,
- * drift_tokdiv_step_run in divergence.h, computes it): kl != NULL sets
+ * drift_tokdiv_step_run in teacher_forced.h, computes it): kl != NULL sets
  * kl_state DRIFT_KL_DONE and takes over *kl's contents (leaving *kl
  * empty; c frees them); kl == NULL sets DRIFT_KL_UNSUPPORTED with note
  * (copied, cut to kl_note's size). Replaces what was attached before. */

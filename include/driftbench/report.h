@@ -22,7 +22,7 @@
  * in one read transaction, each answer read once (drift_comparison_load,
  * src/report/load.c); the matrix report's data (drift_matrix_report_load,
  * src/report/load_matrix.c). Token KL is the pipeline's step
- * (divergence.h), attached by the caller. */
+ * (teacher_forced.h), attached by the caller. */
 #ifndef DRIFTBENCH_REPORT_H
 #define DRIFTBENCH_REPORT_H
 

@@ -43,7 +43,7 @@ extern "C" {
 
 /* Teacher-forced token KL per configuration, for the report's "token KL
  * against flip rate" section (report --kl N): the pipeline's step
- * (drift_tokdiv_configs_run, divergence.h) computes it, the caller sets
+ * (drift_tokdiv_configs_run, teacher_forced.h) computes it, the caller sets
  * drift_html_opts.kl, drift_html_render draws it. */
 typedef drift_tokdiv_config_kl drift_html_kl_point;
 typedef drift_tokdiv_configs drift_html_kl;

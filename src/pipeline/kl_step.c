@@ -1,4 +1,4 @@
-/* kl_step.c - token KL as a step of its own (divergence.h): the caller
+/* kl_step.c - token KL as a step of its own (teacher_forced.h): the caller
  * runs it after computing what it reports and attaches the result, so
  * neither compare (src/analysis/) nor the renderers (src/report/) call
  * into the engine.
@@ -23,11 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driftbench/divergence.h"
+#include "driftbench/teacher_forced.h"
 #include "driftbench/store.h"
 #include "util/util.h"
 
-/* See divergence.h. */
+/* See teacher_forced.h. */
 drift_status drift_tokdiv_step_run(drift_store *st, const char *baseline_label, const char *target_label,
                                    const drift_tokdiv_opts *o, drift_tokdiv_step *out, drift_error *err) {
     memset(out, 0, sizeof *out);
@@ -58,16 +58,6 @@ static int run_embedded(drift_store *st, const char *label, drift_error *err) {
     return yes;
 }
 
-/* See divergence.h. */
-void drift_tokdiv_configs_clear(drift_tokdiv_configs *k) {
-    if (!k) return;
-    for (size_t i = 0; i < k->n; i++) free(k->points[i].label);
-    for (size_t i = 0; i < k->n_not_embedded; i++) free(k->not_embedded[i]);
-    free(k->points);
-    free(k->not_embedded);
-    memset(k, 0, sizeof *k);
-}
-
 static drift_status list_left_out(drift_tokdiv_configs *out, const char *label, drift_error *err) {
     char *s = util_strdup(label);
     if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -75,7 +65,7 @@ static drift_status list_left_out(drift_tokdiv_configs *out, const char *label, 
     return DRIFT_OK;
 }
 
-/* See divergence.h. */
+/* See teacher_forced.h. */
 drift_status drift_tokdiv_configs_run(drift_store *st, const char *const *labels, const char *const *baselines,
                                       size_t n, size_t limit, uint64_t seed, const char *models_dir,
                                       drift_progress_fn progress, void *progress_user, drift_tokdiv_configs *out,

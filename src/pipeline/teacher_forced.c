@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "driftbench/divergence.h"
+#include "driftbench/teacher_forced.h"
 #include "driftbench/model.h"
 #include "driftbench/store.h"
 #include "driftbench/suite.h"
@@ -401,11 +401,6 @@ static drift_status runs_prompt(runs_ctx *c, drift_store *st, const drift_scored
     drift_answer_clear(&ans);
     drift_prompt_clear(&pm);
     return rc;
-}
-
-void drift_tokdiv_reports_free(drift_tokdiv_report *r, size_t n) {
-    for (size_t i = 0; r && i < n; i++) drift_tokdiv_report_clear(&r[i]);
-    free(r);
 }
 
 drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label, const char *const *target_labels,

@@ -14,11 +14,12 @@
  *   4. flip risk, when asked and the baseline has logprobs: each counted
  *      pair's baseline answer read once (drift_store_response_get) and
  *      scored (drift_comparison_pair_risk), then ranked
- *      (drift_comparison_rank_risk). The baseline answers of the flips
- *      the details will show are kept, not read again;
+ *      (drift_comparison_rank_risk). A flipped pair's baseline answer,
+ *      while in hand, also gives that flip's details (step 5), so it is
+ *      not read again and no answer is held past its flip;
  *   5. the flip details the format shows (drift_comparison_load with
- *      details): where each flip's answers part (drift_divergence_compute)
- *      and, for the few quoted, both answers.
+ *      details) not given by step 4: where each flip's answers part
+ *      (drift_divergence_compute) and, for the few quoted, both answers.
  * Which flips, and how, follows the format: JSON lists every flip and
  * reads them in a batch (text and "has logprobs" by drift_store_answer_text,
  * one statement prepared per handle; logprobs decoded only where both
@@ -61,26 +62,17 @@ static drift_status load_sandboxes(drift_store *st, drift_comparison *c, drift_e
     return rc;
 }
 
-/* The baseline answers of flips kept from the risk pass for the details:
- * kept[k][f] belongs to c->wl[k].flipped[f] (f < n[k]); id 0 = not kept. */
-typedef struct kept_answers {
-    drift_answer *a[DRIFT_WL_COUNT];
-    size_t n[DRIFT_WL_COUNT];
-} kept_answers;
+/* The flip details being loaded: d (flips[k] allocated, n[k] set by
+ * details_begin), the format, and which of them are done (the risk pass
+ * fills those whose baseline answer it read). */
+typedef struct details_ctx {
+    drift_comparison_details *d;
+    drift_format fmt;
+    unsigned char *done[DRIFT_WL_COUNT];
+} details_ctx;
 
-static void kept_clear(kept_answers *k) {
-    for (int w = 0; w < DRIFT_WL_COUNT; w++) {
-        for (size_t i = 0; i < k->n[w]; i++) drift_answer_clear(&k->a[w][i]);
-        free(k->a[w]);
-    }
-    memset(k, 0, sizeof *k);
-}
-
-/* The kept baseline answer of flip f of workload w, or NULL. */
-static const drift_answer *kept_get(const kept_answers *k, int w, size_t f) {
-    if (!k || f >= k->n[w] || !k->a[w][f].id) return NULL;
-    return &k->a[w][f];
-}
+static drift_status detail_one(drift_store *st, const drift_comparison *c, details_ctx *x, int k, size_t i,
+                               const drift_answer *kb, drift_error *err);
 
 /* Flipped pairs of each workload whose details fmt shows (load_details). */
 static size_t details_count(const drift_comparison *c, int k, drift_format fmt) {
@@ -90,22 +82,17 @@ static size_t details_count(const drift_comparison *c, int k, drift_format fmt) 
     return n;
 }
 
-/* Step 4: each counted pair's baseline answer, read once, scored; the
- * answers of the first keep_n(k) flips kept in *kept (may be NULL). */
-static drift_status load_risk(drift_store *st, drift_comparison *c, int fmt, kept_answers *kept, drift_error *err) {
+/* Step 4: each counted pair's baseline answer, read once and scored; a
+ * flipped pair's answer also gives that flip's details when x (may be
+ * NULL) wants them, so it is not read again. */
+static drift_status load_risk(drift_store *st, drift_comparison *c, details_ctx *x, drift_error *err) {
     if (!drift_comparison_wants_risk(c)) return DRIFT_OK;
     size_t with_lp = 0;
     drift_status rc = DRIFT_OK;
     for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++) {
         drift_wl_result *w = &c->wl[k];
         if (!c->present[k]) continue;
-        size_t keep = kept ? details_count(c, k, (drift_format)fmt) : 0;
-        if (keep && !(kept->a[k] = calloc(keep, sizeof *kept->a[k]))) {
-            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading baseline logprobs");
-            break;
-        }
-        if (keep) kept->n[k] = keep;
-        size_t f = 0;
+        size_t keep = x ? x->d->n[k] : 0, f = 0;
         for (size_t i = 0; i < w->n_pairs && !rc; i++) {
             drift_pair_outcome *p = &w->pairs[i];
             size_t fi = p->flipped ? f++ : (size_t)-1;
@@ -117,18 +104,23 @@ static drift_status load_risk(drift_store *st, drift_comparison *c, int fmt, kep
                 with_lp++;
                 drift_comparison_pair_risk(c, (drift_workload)k, i, a.logprobs_json);
             }
-            if (!r && fi < keep) kept->a[k][fi] = a; /* the details' baseline answer */
-            else drift_answer_clear(&a);
+            if (!r && fi < keep) rc = detail_one(st, c, x, k, fi, &a, err); /* the flip's details, from this read */
+            drift_answer_clear(&a);
         }
     }
     if (rc) return rc;
     return drift_comparison_rank_risk(c, with_lp, err);
 }
 
-/* Steps 1-4 (the caller holds the read transaction). */
+static drift_status details_begin(const drift_comparison *c, drift_format fmt, drift_comparison_details *d,
+                                  details_ctx *x, drift_error *err);
+
+/* Steps 1-4 (the caller holds the read transaction); with x, the details
+ * of fmt are begun (x->d allocated) and those the risk pass can give,
+ * filled. */
 static drift_status load_compare(drift_store *st, const char *baseline_label, const char *target_label,
-                                 const drift_compare_opts *opts, int fmt, kept_answers *kept, drift_comparison **out,
-                                 drift_error *err) {
+                                 const drift_compare_opts *opts, drift_format fmt, drift_comparison_details *d,
+                                 details_ctx *x, drift_comparison **out, drift_error *err) {
     *out = NULL;
     if (!st || !baseline_label || !target_label)
         return drift_error_set(err, DRIFT_ERR_INVALID, "compare needs a store, a baseline and a target label");
@@ -158,7 +150,8 @@ static drift_status load_compare(drift_store *st, const char *baseline_label, co
     drift_scored_set_clear(&in.base);
     drift_scored_set_clear(&in.targ);
     if (!rc && c->present[DRIFT_WL_CODE]) rc = load_sandboxes(st, c, err);
-    if (!rc && opts->risk) rc = load_risk(st, c, fmt, kept, err);
+    if (!rc && x) rc = details_begin(c, fmt, d, x, err);
+    if (!rc && opts->risk) rc = load_risk(st, c, x, err);
     if (rc) {
         drift_comparison_free(c);
         return rc;
@@ -176,7 +169,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
         opts = &defaults;
     }
     drift_store_read_begin(st);
-    drift_status rc = load_compare(st, baseline_label, target_label, opts, DRIFT_FORMAT_JUNIT, NULL, out, err);
+    drift_status rc = load_compare(st, baseline_label, target_label, opts, DRIFT_FORMAT_JUNIT, NULL, NULL, out, err);
     drift_store_read_end(st);
     return rc;
 }
@@ -249,42 +242,43 @@ static drift_status batch_one(drift_store *st, const drift_flip *f, const drift_
     return rc;
 }
 
-/* drift_flip_divergences with the baseline answers already read (kb[i],
- * NULL entries or kb NULL: read here). */
-static drift_status divergences(drift_store *st, const drift_flip *flips, size_t n, const drift_answer *const *kb,
-                                drift_divergence *out, drift_error *err) {
-    for (size_t i = 0; i < n; i++) {
-        memset(&out[i], 0, sizeof out[i]);
-        out[i].first_diff_byte = out[i].first_diff_char = out[i].first_diff_token = -1;
-        out[i].margin = out[i].kl = NAN;
+/* A divergence before it is computed: nothing found yet. */
+static void div_init(drift_divergence *d) {
+    memset(d, 0, sizeof *d);
+    d->first_diff_byte = d->first_diff_char = d->first_diff_token = -1;
+    d->margin = d->kl = NAN;
+}
+
+/* One flip of a batch into out (div_init'ed): DRIFT_OK, with out->error
+ * (malloc'd) when this flip failed, or a fatal error (the store, memory)
+ * in err. */
+static drift_status batch_flip(drift_store *st, const drift_flip *f, const drift_answer *kb, drift_divergence *out,
+                               drift_error *err) {
+    drift_error e = {0};
+    drift_status rc = batch_one(st, f, kb, out, &e);
+    if (rc == DRIFT_ERR_NOMEM || rc == DRIFT_ERR_STORE)
+        return drift_error_set(err, rc, "prompt %s: %s", f->prompt_id ? f->prompt_id : "?", e.msg);
+    if (rc) {
+        out->error = util_asprintf("prompt %s (responses %lld, %lld): %s", f->prompt_id ? f->prompt_id : "?",
+                                   (long long)f->base_response_id, (long long)f->targ_response_id, e.msg);
+        if (!out->error) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
-    if (n == 0) return DRIFT_OK;
-    if (!st || !flips) return drift_error_set(err, DRIFT_ERR_INVALID, "divergences need a store and flips");
-    drift_store_read_begin(st); /* one snapshot for all reads */
-    drift_status fatal = DRIFT_OK;
-    for (size_t i = 0; i < n && !fatal; i++) {
-        drift_error e = {0};
-        drift_status rc = batch_one(st, &flips[i], kb ? kb[i] : NULL, &out[i], &e);
-        if (rc == DRIFT_ERR_NOMEM || rc == DRIFT_ERR_STORE) {
-            fatal = drift_error_set(err, rc, "prompt %s: %s", flips[i].prompt_id ? flips[i].prompt_id : "?", e.msg);
-        } else if (rc) {
-            out[i].error = util_asprintf("prompt %s (responses %lld, %lld): %s",
-                                          flips[i].prompt_id ? flips[i].prompt_id : "?",
-                                          (long long)flips[i].base_response_id, (long long)flips[i].targ_response_id,
-                                          e.msg);
-            if (!out[i].error) fatal = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-        }
-    }
-    drift_store_read_end(st);
-    if (fatal)
-        for (size_t i = 0; i < n; i++) drift_divergence_clear(&out[i]);
-    return fatal;
+    return DRIFT_OK;
 }
 
 /* See compare.h. */
 drift_status drift_flip_divergences(drift_store *st, const drift_flip *flips, size_t n, drift_divergence *out,
                                     drift_error *err) {
-    return divergences(st, flips, n, NULL, out, err);
+    for (size_t i = 0; i < n; i++) div_init(&out[i]);
+    if (n == 0) return DRIFT_OK;
+    if (!st || !flips) return drift_error_set(err, DRIFT_ERR_INVALID, "divergences need a store and flips");
+    drift_store_read_begin(st); /* one snapshot for all reads */
+    drift_status fatal = DRIFT_OK;
+    for (size_t i = 0; i < n && !fatal; i++) fatal = batch_flip(st, &flips[i], NULL, &out[i], err);
+    drift_store_read_end(st);
+    if (fatal)
+        for (size_t i = 0; i < n; i++) drift_divergence_clear(&out[i]);
+    return fatal;
 }
 
 void drift_comparison_details_clear(drift_comparison_details *d) {
@@ -334,48 +328,66 @@ static drift_status listed_one(drift_store *st, const drift_flip *f, const drift
     return out;
 }
 
-/* Step 5: the details fmt shows of c's flips (kept: baseline answers
- * already read, may be NULL). */
-static drift_status load_details(drift_store *st, const drift_comparison *c, drift_format fmt,
-                                 const kept_answers *kept, drift_comparison_details *out, drift_error *err) {
-    memset(out, 0, sizeof *out);
-    if (!st || !c) return drift_error_set(err, DRIFT_ERR_INVALID, "flip details need a store and a comparison");
-    drift_status rc = DRIFT_OK;
-    for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++) {
-        const drift_wl_result *w = &c->wl[k];
+/* Allocates the details fmt shows of c's flips into d (empty entries,
+ * none done). */
+static drift_status details_begin(const drift_comparison *c, drift_format fmt, drift_comparison_details *d,
+                                  details_ctx *x, drift_error *err) {
+    memset(d, 0, sizeof *d);
+    memset(x, 0, sizeof *x);
+    x->d = d;
+    x->fmt = fmt;
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
         size_t n = details_count(c, k, fmt);
         if (!n) continue;
-        if (!(out->flips[k] = calloc(n, sizeof *out->flips[k]))) {
-            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-            break;
-        }
-        out->n[k] = n; /* the clear frees what was filled; calloc'd entries free as empty */
-        if (fmt == DRIFT_FORMAT_JSON) {
-            drift_divergence *divs = calloc(n, sizeof *divs);
-            const drift_answer **kb = calloc(n, sizeof *kb);
-            if (!divs || !kb) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering JSON");
-            for (size_t i = 0; i < n && !rc; i++) kb[i] = kept_get(kept, k, i);
-            if (!rc) rc = divergences(st, w->flipped, n, kb, divs, err);
-            if (!rc)
-                for (size_t i = 0; i < n; i++) out->flips[k][i].div = divs[i];
-            free(divs);
-            free(kb);
-            continue;
-        }
-        for (size_t i = 0; i < n && !rc; i++)
-            rc = listed_one(st, &w->flipped[i], kept_get(kept, k, i), i < DRIFT_REPORT_QUOTED_FLIPS, &out->flips[k][i],
-                            err);
+        d->flips[k] = calloc(n, sizeof *d->flips[k]);
+        x->done[k] = calloc(n, 1);
+        if (!d->flips[k] || !x->done[k])
+            return drift_error_set(err, DRIFT_ERR_NOMEM, fmt == DRIFT_FORMAT_JSON ? "out of memory rendering JSON"
+                                                                                : "out of memory");
+        d->n[k] = n; /* the clear frees what was filled; calloc'd entries free as empty */
+        if (fmt == DRIFT_FORMAT_JSON)
+            for (size_t i = 0; i < n; i++) div_init(&d->flips[k][i].div);
     }
-    if (rc) drift_comparison_details_clear(out);
+    return DRIFT_OK;
+}
+
+static void details_end(details_ctx *x) {
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) free(x->done[k]);
+    memset(x->done, 0, sizeof x->done);
+}
+
+/* The details of flip i of workload k (kb: its baseline answer when read
+ * already, else NULL). */
+static drift_status detail_one(drift_store *st, const drift_comparison *c, details_ctx *x, int k, size_t i,
+                               const drift_answer *kb, drift_error *err) {
+    const drift_flip *f = &c->wl[k].flipped[i];
+    drift_flip_detail *fd = &x->d->flips[k][i];
+    x->done[k][i] = 1;
+    if (x->fmt == DRIFT_FORMAT_JSON) return batch_flip(st, f, kb, &fd->div, err);
+    return listed_one(st, f, kb, i < DRIFT_REPORT_QUOTED_FLIPS, fd, err);
+}
+
+/* Step 5: the details not done yet (the caller holds the read transaction). */
+static drift_status load_details(drift_store *st, const drift_comparison *c, details_ctx *x, drift_error *err) {
+    drift_status rc = DRIFT_OK;
+    for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++)
+        for (size_t i = 0; i < x->d->n[k] && !rc; i++)
+            if (!x->done[k][i]) rc = detail_one(st, c, x, k, i, NULL, err);
     return rc;
 }
 
 /* See report.h. */
 drift_status drift_comparison_details_load(drift_store *st, const drift_comparison *c, drift_format fmt,
                                            drift_comparison_details *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!st || !c) return drift_error_set(err, DRIFT_ERR_INVALID, "flip details need a store and a comparison");
+    details_ctx x;
     drift_store_read_begin(st);
-    drift_status rc = load_details(st, c, fmt, NULL, out, err);
+    drift_status rc = details_begin(c, fmt, out, &x, err);
+    if (!rc) rc = load_details(st, c, &x, err);
     drift_store_read_end(st);
+    details_end(&x);
+    if (rc) drift_comparison_details_clear(out);
     return rc;
 }
 
@@ -389,17 +401,20 @@ drift_status drift_comparison_load(drift_store *st, const char *baseline_label, 
         opts = &defaults;
     }
     *out = NULL;
-    if (details) memset(details, 0, sizeof *details);
-    kept_answers kept;
-    memset(&kept, 0, sizeof kept);
+    drift_comparison_details scratch;
+    drift_comparison_details *d = details ? details : &scratch;
+    memset(d, 0, sizeof *d);
+    details_ctx x;
+    memset(&x, 0, sizeof x);
     drift_store_read_begin(st);
-    drift_status rc = load_compare(st, baseline_label, target_label, opts, fmt, details ? &kept : NULL, out, err);
-    if (!rc && details && (rc = load_details(st, *out, fmt, &kept, details, err))) {
+    drift_status rc = load_compare(st, baseline_label, target_label, opts, fmt, d, details ? &x : NULL, out, err);
+    if (!rc && details && (rc = load_details(st, *out, &x, err))) {
         drift_comparison_free(*out);
         *out = NULL;
     }
     drift_store_read_end(st);
-    kept_clear(&kept);
+    details_end(&x);
+    if (rc && details) drift_comparison_details_clear(details);
     return rc;
 }
 
