@@ -1,6 +1,7 @@
 /* teacher_forced.c - token-level divergence of embedded stacks over the
- * same tokens (divergence.h): loads the models, builds each sequence, runs
- * the forward passes and feeds every scored position to token_kl.c's math.
+ * same tokens (teacher_forced.h, over divergence.h's data): loads the
+ * models, builds each sequence, runs the forward passes and feeds every
+ * scored position to token_kl.c's math.
  *
  * A sequence is scored from index k0 on: a first pass runs tokens [0, k0)
  * and keeps only the last row's logits (the distribution of token k0); the
