@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "driftbench/analysis.h"
-#include "driftbench/divergence.h"
+#include "driftbench/teacher_forced.h"
 #include "driftbench/matrix.h"
 #include "driftbench/store.h"
 

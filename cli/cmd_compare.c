@@ -5,7 +5,9 @@
  * (drift_compare_sequential) and reports where each workload would have
  * stopped; its flags (--sequential, --alpha, --seed) are compare's own.
  * So are --evaluator NAME (one evaluator's scores of imported runs) and
- * --kl [--kl-limit N] (teacher-forced token KL of two embedded stacks). */
+ * --kl [--kl-limit N] (teacher-forced token KL of two embedded stacks: the
+ * pipeline's step, drift_tokdiv_step_run, run after the comparison and
+ * attached to it before rendering, do_compare). */
 #include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "driftbench/teacher_forced.h"
 #include "pipeline.h"
 
 static const char compare_usage[] =
@@ -189,8 +192,7 @@ static int do_github(drift_store *st, const char *base, const char *targ, const 
     char *text = NULL, *summary = NULL;
     int rc = CLI_EXIT_ERROR;
     const char *path = getenv("GITHUB_STEP_SUMMARY");
-    if (drift_compare_runs(st, base, targ, &a->opts, &c, &err) ||
-        drift_comparison_details_load(st, c, DRIFT_FORMAT_GITHUB, &d, &err) ||
+    if (drift_comparison_load(st, base, targ, &a->opts, DRIFT_FORMAT_GITHUB, &c, &d, &err) ||
         drift_github_render(c, &d, &text, &summary, &err)) {
         cli_error_lib("compare", &err);
     } else if (cli_write_output("compare", a->out, text) == 0) {
@@ -202,6 +204,46 @@ static int do_github(drift_store *st, const char *base, const char *targ, const 
     }
     free(text);
     free(summary);
+    drift_comparison_details_clear(&d);
+    drift_comparison_free(c);
+    return rc;
+}
+
+/* --kl: the token-KL step over the comparison's two runs and workloads,
+ * attached to c (DRIFT_KL_UNSUPPORTED with the reason when a run is not
+ * an embedded stack). */
+static drift_status attach_kl(drift_store *st, drift_comparison *c, const char *base, const char *targ,
+                              const drift_compare_opts *co, drift_error *err) {
+    drift_tokdiv_opts to;
+    drift_tokdiv_opts_default(&to);
+    to.limit = co->kl_limit;
+    to.seed = co->kl_seed;
+    to.models_dir = co->kl_models_dir;
+    if (co->only_workload != DRIFT_WL_UNKNOWN) to.workloads = 1u << co->only_workload;
+    drift_tokdiv_step ks;
+    drift_status rc = drift_tokdiv_step_run(st, base, targ, &to, &ks, err);
+    if (rc) return rc;
+    drift_comparison_attach_kl(c, ks.unsupported ? NULL : &ks.report, ks.note);
+    drift_tokdiv_report_clear(&ks.report);
+    return DRIFT_OK;
+}
+
+/* Load (the comparison and its flips' details, one read transaction),
+ * token KL when asked, render, write; the gate's exit code. */
+static int do_compare(drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
+    drift_error err = {0};
+    drift_comparison *c = NULL;
+    drift_comparison_details d = {0};
+    char *text = NULL;
+    if (drift_comparison_load(st, base, targ, &a->opts, a->fmt, &c, &d, &err) ||
+        (a->opts.kl && attach_kl(st, c, base, targ, &a->opts, &err)) ||
+        drift_comparison_render(c, &d, a->fmt, &text, &err)) {
+        drift_comparison_details_clear(&d);
+        drift_comparison_free(c);
+        return cli_error_lib("compare", &err);
+    }
+    int rc = cli_write_output("compare", a->out, text) ? CLI_EXIT_ERROR : cli_gate_exit("compare", st, c, c->decision);
+    free(text);
     drift_comparison_details_clear(&d);
     drift_comparison_free(c);
     return rc;
@@ -281,7 +323,7 @@ static int cmd_compare(int argc, char **argv) {
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
     int rc = sequential                       ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)
              : c.fmt == DRIFT_FORMAT_GITHUB ? do_github(st, base, targ, &c)
-                                            : cli_do_compare("compare", st, base, targ, &c);
+                                            : do_compare(st, base, targ, &c);
     drift_store_close(st);
     return rc;
 }

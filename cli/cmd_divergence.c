@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "driftbench/divergence.h"
+#include "driftbench/teacher_forced.h"
 #include "driftbench/report.h"
 #include "driftbench/store.h"
 #include "driftbench/text.h"

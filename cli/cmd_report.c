@@ -8,14 +8,16 @@
  * carry each configuration's decision. The exit code says whether the page
  * was written (0) or not (2), not the decision: stderr says that.
  * --kl N adds the token KL of every embedded configuration against its
- * baseline on N sampled prompts per workload (drift_html_kl_load), drawn
- * beside its flip rate. */
+ * baseline on N sampled prompts per workload, drawn beside its flip rate:
+ * the pipeline's KL step (drift_tokdiv_configs_run) over the loaded
+ * report's configurations, attached to the page's options (o.kl). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "driftbench/report_html.h"
+#include "driftbench/teacher_forced.h"
 #include "pipeline.h"
 
 static const char report_usage[] =
@@ -39,6 +41,25 @@ static const char report_usage2[] =
     "drawn against its flip rate (log-scale KL) with Spearman's rho. HTTP runs are listed as\n"
     "not drawn. --models DIR finds a run's model file by name when its recorded path is gone.\n"
     "exit: 0 the page was written (whatever the decision: stderr says it), 2 error\n";
+
+/* --kl N: the token KL of the report's configurations against their
+ * baselines (drift_tokdiv_configs_run), with progress on stderr. */
+static drift_status report_kl(drift_store *st, const drift_matrix_report *r, size_t limit, uint64_t seed,
+                              const char *models, drift_html_kl *kl, drift_error *err) {
+    size_t n = r->n_experiments;
+    const char **labels = calloc(n + 1, sizeof *labels), **bases = calloc(n + 1, sizeof *bases);
+    drift_status rc = labels && bases ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n && !rc; i++) {
+        labels[i] = r->experiments[i].label;
+        bases[i] = r->experiments[i].baseline;
+    }
+    if (!rc)
+        rc = drift_tokdiv_configs_run(st, labels, bases, n, limit, seed, models, cli_quiet ? NULL : cli_progress, NULL,
+                                      kl, err);
+    free(labels);
+    free(bases);
+    return rc;
+}
 
 static int cmd_report(int argc, char **argv) {
     const char *db = NULL, *html = NULL, *baseline = "baseline", *title = NULL, *maxf = NULL, *kln = NULL,
@@ -103,8 +124,7 @@ static int cmd_report(int argc, char **argv) {
     drift_html_kl kl = {0};
     drift_status rc = drift_matrix_report_load(st, &o, &r, &err);
     if (!rc && kln) {
-        rc = drift_html_kl_load(st, r, (size_t)kl_limit, (uint64_t)kl_seed, models, cli_quiet ? NULL : cli_progress,
-                                NULL, &kl, &err);
+        rc = report_kl(st, r, (size_t)kl_limit, (uint64_t)kl_seed, models, &kl, &err);
         if (!cli_quiet) cli_progress_done();
         o.kl = &kl;
     }
@@ -115,7 +135,7 @@ static int cmd_report(int argc, char **argv) {
     }
     char *page = NULL;
     rc = drift_html_render(r, &o, &page, &err);
-    drift_html_kl_clear(&kl);
+    drift_tokdiv_configs_clear(&kl);
     if (rc) {
         drift_matrix_report_free(r);
         return cli_error_lib("report", &err);

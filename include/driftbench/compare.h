@@ -232,7 +232,8 @@ typedef struct drift_comparison {
      * --partial): left out of every count above. Within opts->only_workload. */
     long unpaired_baseline, unpaired_target;
     const char *evaluator;         /* opts->evaluator (owned by the comparison), or NULL: latest score */
-    /* Teacher-forced token divergence (opts->kl): kl_state says whether it
+    /* Teacher-forced token divergence (compare --kl: the pipeline's step,
+     * attached by drift_comparison_attach_kl): kl_state says whether it
      * was computed; kl is the report (owned by the comparison) when
      * DRIFT_KL_DONE; kl_note says why not when DRIFT_KL_UNSUPPORTED. */
     int kl_state;                  /* drift_kl_state */
@@ -282,8 +283,10 @@ typedef struct drift_compare_opts {
     const char *evaluator;           /* NULL (default): each answer's latest score; else only the scores
                                       * of this evaluator (an imported run's "promptfoo" or
                                       * "lm_eval:<metric>,<filter>" beside our "math", ...) */
-    int kl;                          /* 1: also teacher-forced token KL of the two stacks
-                                      * (drift_tokdiv_runs); 0 (default): skip */
+    int kl;                          /* 1: also teacher-forced token KL of the two stacks; read by
+                                      * the caller, who runs the pipeline's step (drift_tokdiv_step_run)
+                                      * and attaches it (drift_comparison_attach_kl), not by compare;
+                                      * 0 (default): skip. kl_* likewise */
     size_t kl_limit;                 /* prompts per workload for kl, a seeded sample; 0 = all */
     uint64_t kl_seed;                /* the sample's seed (default 1) */
     const char *kl_models_dir;       /* NULL, or where kl looks (by file name) for a run's model file whose
@@ -299,23 +302,83 @@ DRIFT_API void drift_compare_opts_default(drift_compare_opts *o);
 /* Parses "math=1,safety=0.5" (percent) into o->budget. */
 DRIFT_API drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec, drift_error *err);
 
-/* Pairs the two runs (see compare.c). With opts->evaluator, each run's
- * scores by that evaluator only (drift_store_load_scored_evaluator); a run
- * it scored nothing of is DRIFT_ERR_NOT_FOUND naming the run and the
- * evaluators it has. With opts->kl, the target stack teacher-forced over
- * the baseline's answers (drift_tokdiv_runs, opts->kl_limit prompts per
- * workload): kl_state DRIFT_KL_DONE, or DRIFT_KL_UNSUPPORTED with kl_note
- * when a run is not embedded (not an error); other failures of it are.
+/* ---- compare over scored sets: pure (compare.c) ----
+ * Load -> compute -> render: the loader (src/report/load.c, the only code
+ * of a report that reads the store) reads both runs, their scored answers,
+ * the chat embeddings, the code sandboxes and the answers that flip risk
+ * and the flip details need, in one read transaction, each answer once;
+ * compare computes from what it was given. */
+
+/* What compare is computed from. The runs and the scored sets (ordered by
+ * (prompt_rowid, replicate), as drift_store_load_scored gives them) are
+ * taken over by the comparison (left empty here); emb is only read. */
+typedef struct drift_compare_in {
+    drift_run_info baseline, target;
+    drift_scored_set base, targ;
+    const char *embedder;            /* chat SDR's embedder (copied), or NULL: no chat pair has an SDR */
+    const drift_embedding_set *emb;  /* its vectors of both runs' chat answers, ascending response id;
+                                      * NULL = none */
+} drift_compare_in;
+
+/* Which embeddings chat SDR needs (pure): *embedder = opts->embedder, else
+ * the evaluator of the baseline's first scored chat row; [*lo, *hi] the
+ * chat response ids of both sets. 1 when they are to be read (an
+ * embedder, chat rows, and opts->only_workload all or chat), else 0. */
+DRIFT_API int drift_compare_chat_range(const drift_compare_opts *opts, const drift_scored_set *base,
+                                       const drift_scored_set *targ, const char **embedder, int64_t *lo,
+                                       int64_t *hi);
+
+/* Pairs the two scored sets of in (see compare.c): counts, flips, rates,
+ * the gate's decisions, the stochastic figures and the taxonomy. Reads no
+ * store. risk_state is DRIFT_RISK_NO_LOGPROBS when opts->risk (the loader
+ * then scores the pairs: drift_comparison_pair_risk, _rank_risk), else
+ * OFF; n_sandboxes 0 (drift_comparison_add_sandbox). Runs that share no
+ * pair, or no pair of opts->only_workload, are DRIFT_ERR_INVALID. */
+DRIFT_API drift_status drift_compare_sets(drift_compare_in *in, const drift_compare_opts *opts,
+                                          drift_comparison **out, drift_error *err);
+
+/* Adds count code answers of one side (0 baseline, 1 target) judged under
+ * sandbox mechanism mech (NULL or "": "unrecorded") to c->sandboxes; call
+ * drift_comparison_sort_sandboxes after the last (most used first). */
+DRIFT_API void drift_comparison_add_sandbox(drift_comparison *c, int side, const char *mech, long count);
+DRIFT_API void drift_comparison_sort_sandboxes(drift_comparison *c);
+
+/* 1 when c's baseline run was asked for logprobs (its decoding's
+ * "logprobs" > 0): flip risk is worth reading the baseline answers for. */
+DRIFT_API int drift_comparison_wants_risk(const drift_comparison *c);
+/* The flip risk of counted pair c->wl[wl].pairs[i] from its baseline
+ * answer's logprobs (drift_risk_features_for + drift_risk_score_for); NULL
+ * or malformed logprobs leave it unknown (NAN). */
+DRIFT_API void drift_comparison_pair_risk(drift_comparison *c, drift_workload wl, size_t i,
+                                          const char *logprobs_json);
+/* After the pairs' risks: risk_state DRIFT_RISK_DONE when with_logprobs
+ * baseline answers had logprobs (else NO_LOGPROBS), the flips' risks and
+ * each workload's AUC and precision@10% with bootstrap intervals. */
+DRIFT_API drift_status drift_comparison_rank_risk(drift_comparison *c, size_t with_logprobs, drift_error *err);
+
+/* Loads and compares the two runs: the report layer's loader
+ * (src/report/load.c; drift_comparison_load adds the flip details), kept
+ * here for the stages and tools that want a comparison from a store. With
+ * opts->evaluator, each run's scores by that evaluator only
+ * (drift_store_load_scored_evaluator); a run it scored nothing of is
+ * DRIFT_ERR_NOT_FOUND naming the run and the evaluators it has.
  * With opts->risk, when the baseline
  * run was asked for logprobs, also reads each counted pair's baseline
  * answer and scores its flip risk (drift_risk_features_for +
  * drift_risk_score_for; risk_state DRIFT_RISK_DONE, or NO_LOGPROBS when no
  * answer had any); a malformed logprobs record makes that pair's risk
- * unknown, never the comparison fail. */
+ * unknown, never the comparison fail. Token KL is not read here (opts->kl:
+ * see drift_comparison_attach_kl). */
 DRIFT_API drift_status drift_compare_runs(drift_store *st, const char *baseline_label, const char *target_label,
                                           const drift_compare_opts *opts, drift_comparison **out,
                                           drift_error *err);
 DRIFT_API void drift_comparison_free(drift_comparison *c);
+/* Attaches token KL to c (compare --kl; the pipeline's step,
+ * drift_tokdiv_step_run in teacher_forced.h, computes it): kl != NULL sets
+ * kl_state DRIFT_KL_DONE and takes over *kl's contents (leaving *kl
+ * empty; c frees them); kl == NULL sets DRIFT_KL_UNSUPPORTED with note
+ * (copied, cut to kl_note's size). Replaces what was attached before. */
+DRIFT_API void drift_comparison_attach_kl(drift_comparison *c, struct drift_tokdiv_report *kl, const char *note);
 /* The embedder whose vectors chat SDR used (opts->embedder, or the one the
  * baseline's chat answers were embedded with); NULL when none. */
 DRIFT_API const char *drift_comparison_embedder(const drift_comparison *c);
@@ -450,7 +513,7 @@ typedef struct drift_seq_point {
 DRIFT_API drift_status drift_seq_curve(const drift_comparison *c, drift_workload wl, double alpha, uint64_t seed,
                                        drift_seq_wl *stop, drift_seq_point **out, size_t *n_out, drift_error *err);
 
-/* ---- divergence of a flipped pair (divergence.c) ---- */
+/* ---- divergence of a flipped pair (divergence.c computes, src/report/load.c reads) ---- */
 typedef enum drift_token_unit {
     DRIFT_UNIT_NONE = 0,       /* answers identical: no divergence */
     DRIFT_UNIT_TOKEN = 1,      /* index into the stored logprob token lists */
@@ -494,7 +557,8 @@ DRIFT_API drift_status drift_word_diff(const char *a, const char *b, size_t max_
                                        drift_error *err);
 
 /* The divergence of one flip: loads both answers (text and logprobs) from
- * the store by response id and calls drift_divergence_compute. */
+ * the store by response id and calls drift_divergence_compute (the
+ * report's loader, src/report/load.c, as drift_flip_divergences). */
 DRIFT_API drift_status drift_flip_divergence(drift_store *st, const drift_flip *f, drift_divergence *out,
                                              drift_error *err);
 

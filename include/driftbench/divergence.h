@@ -12,7 +12,8 @@
  * prints, with the same percentile rule (linear between order statistics at
  * fraction * (n - 1)) and the same "±" (sqrt(variance / (n - 1))).
  *
- * Two sources of sequences (src/pipeline/teacher_forced.c):
+ * Two sources of sequences (src/pipeline/teacher_forced.c, declared in
+ * teacher_forced.h: the steps that run models):
  *   runs  two stored runs of embedded stacks: the prompt as the baseline run
  *         rendered and tokenized it (its api and templates), followed by the
  *         baseline's answer tokens (the stored token ids when the run kept
@@ -27,8 +28,9 @@
  *         when the model adds one, and only the second half scored: the
  *         logits at chunk positions ctx/2 .. ctx-2, each against the next
  *         token (ctx - 1 - ctx/2 positions per chunk).
- * The math lives in src/analysis/token_kl.c, the renderers in
- * src/report/divergence_render.c. Nothing here prints. */
+ * This header holds the data and the math (src/analysis/token_kl.c) and
+ * the renderer (src/report/divergence_render.c); teacher_forced.h the
+ * pipeline's steps that fill the data. Nothing here prints. */
 #ifndef DRIFTBENCH_DIVERGENCE_H
 #define DRIFTBENCH_DIVERGENCE_H
 
@@ -151,56 +153,32 @@ typedef struct drift_tokdiv_report {
 /* Frees what r holds and empties it. */
 DRIFT_API void drift_tokdiv_report_clear(drift_tokdiv_report *r);
 
-typedef struct drift_tokdiv_opts {
-    unsigned workloads;         /* the workloads to score: bit (1u << w) per drift_workload; 0 (default) = all */
-    size_t limit;               /* prompts per workload, a seeded random sample; 0 = all */
-    uint64_t seed;              /* default 1 */
-    const char *models_dir;     /* NULL, or where to look (by file name) for a run's model file
-                                 * whose recorded path no longer exists */
-    drift_progress_fn progress; /* NULL, or called after each prompt / chunk */
-    void *progress_user;
-    int (*cancel)(void *cancel_user); /* NULL, or nonzero to stop: DRIFT_ERR_CANCELLED */
-    void *cancel_user;
-} drift_tokdiv_opts;
-
-DRIFT_API void drift_tokdiv_opts_default(drift_tokdiv_opts *o);
-
-typedef struct drift_store drift_store;
-
-/* Teacher-forces the target run's stack over the baseline run's answers
- * (replicate 0, answered, of every workload or those of o->workloads; o->limit per
- * workload) and fills *out (runs mode). Both runs' targets are read from
- * the store's runs table and opened. Errors: DRIFT_ERR_NOT_FOUND (a label,
- * a model file: the message says --models DIR helps), DRIFT_ERR_UNSUPPORTED
- * (an HTTP run), DRIFT_ERR_MISMATCH (the runs' apis differ, the two
- * vocabularies differ, or a workload's template is not the one the run
- * recorded), DRIFT_ERR_INVALID (no answers to score). A prompt that cannot
- * be scored (longer than the context, empty answer, bad stored token ids)
- * gets its error and no figures. */
-DRIFT_API drift_status drift_tokdiv_runs(drift_store *st, const char *baseline_label, const char *target_label,
-                                        const drift_tokdiv_opts *o, drift_tokdiv_report *out, drift_error *err);
-
-/* drift_tokdiv_runs for n_targets target runs against one baseline run at
- * once: each prompt's baseline logits are computed once and compared with
- * every target's, so a matrix of N configurations costs one baseline pass
- * per prompt. *out = n_targets reports (the i-th for target_labels[i]),
- * freed with drift_tokdiv_reports_free. The same errors; any one of them
- * fails the whole call. The per-configuration mean KL a matrix report shows
- * is (*out)[i].overall.kl_mean, per workload (*out)[i].wl[w].kl_mean. */
-DRIFT_API drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
-                                             const char *const *target_labels, size_t n_targets,
-                                             const drift_tokdiv_opts *o, drift_tokdiv_report **out,
-                                             drift_error *err);
 /* Clears r[0..n) and frees the array. NULL is fine. */
 DRIFT_API void drift_tokdiv_reports_free(drift_tokdiv_report *r, size_t n);
 
-/* Text mode: baseline and target are embedded specs; text (len bytes) is
- * tokenized by the baseline; ctx >= 4. DRIFT_ERR_INVALID when the text has
- * fewer than 2 * ctx tokens or ctx exceeds a model's context; otherwise as
- * drift_tokdiv_runs. */
-DRIFT_API drift_status drift_tokdiv_text(const char *baseline_spec, const char *target_spec, const char *text,
-                                        size_t len, int ctx, const drift_tokdiv_opts *o, drift_tokdiv_report *out,
-                                        drift_error *err);
+/* Token KL per configuration, for the HTML report's "token KL against flip
+ * rate" section (report --kl N). */
+typedef struct drift_tokdiv_config_kl {
+    char *label;                /* the configuration's run label */
+    double kl_mean;             /* mean KL(baseline || configuration), nats, over every sampled position */
+    double same_top;            /* share of those positions whose top-1 tokens agree */
+    size_t positions;           /* positions scored */
+} drift_tokdiv_config_kl;
+
+typedef struct drift_tokdiv_configs {
+    size_t limit;               /* prompts per workload sampled */
+    uint64_t seed;              /* the sample's seed */
+    drift_tokdiv_config_kl *points; /* (n) one per embedded configuration whose baseline is embedded */
+    size_t n;
+    char **not_embedded;        /* (n_not_embedded) configurations left out: they or their baseline are
+                                 * not embedded stacks (teacher forcing needs the engine's logits) */
+    size_t n_not_embedded;
+    double elapsed_ms;
+} drift_tokdiv_configs;
+
+/* Frees what k holds and empties it. */
+DRIFT_API void drift_tokdiv_configs_clear(drift_tokdiv_configs *k);
+
 
 /* Renders r: fmt 0 text, 1 JSON, 2 markdown (drift_format's values;
  * src/report/divergence_render.c). max_prompts: per-prompt rows shown in

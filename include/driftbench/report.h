@@ -16,9 +16,13 @@
  *                     fragment with an inline SVG chart (lab_summary.c)
  *   matrix report     HTML                          (report_html.h, html.c)
  *
- * What a comparison report shows of its flips beyond the comparison (where
- * the answers part, excerpts of both) is read from the store first by
- * drift_comparison_details_load (src/analysis/flip_details.c). */
+ * Load -> compute -> render: the loaders are the only report code that
+ * reads the store, all in this layer: a comparison and what its report
+ * shows of its flips beyond it (where the answers part, excerpts of both)
+ * in one read transaction, each answer read once (drift_comparison_load,
+ * src/report/load.c); the matrix report's data (drift_matrix_report_load,
+ * src/report/load_matrix.c). Token KL is the pipeline's step
+ * (teacher_forced.h), attached by the caller. */
 #ifndef DRIFTBENCH_REPORT_H
 #define DRIFTBENCH_REPORT_H
 
@@ -64,9 +68,20 @@ typedef struct drift_comparison_details {
     size_t n[DRIFT_WL_COUNT];
 } drift_comparison_details;
 
+/* Loads and compares the two runs and, when details is not NULL, what
+ * format fmt shows of their flips (drift_comparison_details_load's), in
+ * one read transaction, each answer read once: the baseline answers that
+ * flip risk reads (drift_compare_runs) serve the details too. On error
+ * *out is NULL and *details empty. Errors as drift_compare_runs, then as
+ * drift_comparison_details_load. */
+DRIFT_API drift_status drift_comparison_load(drift_store *st, const char *baseline_label, const char *target_label,
+                                             const drift_compare_opts *opts, drift_format fmt,
+                                             drift_comparison **out, drift_comparison_details *details,
+                                             drift_error *err);
+
 /* Reads from the store what format fmt shows of c's flips (workloads with
- * pairs only): JSON every flip's divergence (drift_flip_divergences, one
- * read transaction); text and markdown the divergence of the first
+ * pairs only), in one read transaction: JSON every flip's divergence
+ * (drift_flip_divergences); text, markdown, github and html the divergence of the first
  * DRIFT_REPORT_LISTED_FLIPS per workload (drift_flip_divergence) and the
  * answers of the first DRIFT_REPORT_QUOTED_FLIPS that are not identical;
  * JUnit nothing. A flip whose answers cannot be read gets div.error; an

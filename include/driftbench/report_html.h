@@ -20,7 +20,7 @@
  * there are any, and the flipped prompts with both answers side by side
  * and a word-level diff (removed words in <del>, added in <ins>).
  *
- * Two steps: drift_matrix_report_load (src/matrix/report_data.c) computes
+ * Two steps: drift_matrix_report_load (src/report/load_matrix.c) computes
  * everything the page shows from a store; drift_html_render (html.c) turns
  * that into the page without touching the store. drift_report_html does
  * both. drift_comparison_html_render renders one comparison already
@@ -33,6 +33,7 @@
 
 #include "driftbench/analysis.h"
 #include "driftbench/compare.h"
+#include "driftbench/divergence.h"
 #include "driftbench/report.h"
 #include "driftbench/store.h"
 
@@ -41,25 +42,11 @@ extern "C" {
 #endif
 
 /* Teacher-forced token KL per configuration, for the report's "token KL
- * against flip rate" section (report --kl N): drift_html_kl_load fills it
- * from the store, drift_html_render draws it when drift_html_opts.kl is set. */
-typedef struct drift_html_kl_point {
-    char *label;               /* the configuration's run label */
-    double kl_mean;            /* mean KL(baseline || configuration), nats, over every sampled position */
-    double same_top;           /* share of those positions whose top-1 tokens agree */
-    size_t positions;          /* positions scored */
-} drift_html_kl_point;
-
-typedef struct drift_html_kl {
-    size_t limit;              /* prompts per workload sampled */
-    uint64_t seed;             /* the sample's seed */
-    drift_html_kl_point *points; /* (n) one per embedded configuration whose baseline is embedded */
-    size_t n;
-    char **not_embedded;       /* (n_not_embedded) configurations left out: they or their baseline are
-                                * not embedded stacks (teacher forcing needs the engine's logits) */
-    size_t n_not_embedded;
-    double elapsed_ms;
-} drift_html_kl;
+ * against flip rate" section (report --kl N): the pipeline's step
+ * (drift_tokdiv_configs_run, teacher_forced.h) computes it, the caller sets
+ * drift_html_opts.kl, drift_html_render draws it. */
+typedef drift_tokdiv_config_kl drift_html_kl_point;
+typedef drift_tokdiv_configs drift_html_kl;
 
 typedef struct drift_html_opts {
     const char *title;         /* default "DriftBench report" */
@@ -133,20 +120,6 @@ DRIFT_API drift_status drift_matrix_report_load(drift_store *st, const drift_htm
                                                 drift_error *err);
 /* Frees r and all it holds (not o->pri); NULL is fine. */
 DRIFT_API void drift_matrix_report_free(drift_matrix_report *r);
-
-/* Token KL of every configuration of r against its baseline
- * (drift_tokdiv_runs_many, one call per baseline): limit prompts per
- * workload (>= 1), a sample drawn from seed; models_dir as
- * drift_tokdiv_opts. Configurations whose run or baseline is not an
- * embedded stack are listed in out->not_embedded, not an error. progress
- * (may be NULL) is called after each prompt. Errors of drift_tokdiv_runs_many
- * (a model file gone, vocabularies that differ) fail the call, the message
- * naming the baseline. Free with drift_html_kl_clear. */
-DRIFT_API drift_status drift_html_kl_load(drift_store *st, const drift_matrix_report *r, size_t limit, uint64_t seed,
-                                          const char *models_dir, drift_progress_fn progress, void *progress_user,
-                                          drift_html_kl *out, drift_error *err);
-/* Frees what k holds and empties it. */
-DRIFT_API void drift_html_kl_clear(drift_html_kl *k);
 
 /* Renders r as the HTML page, the comparison page when r->comparison
  * (o->title, o->note, o->summary_html, o->kl; NULL o = defaults). Pure:

@@ -1,8 +1,10 @@
-/* compare.c - paired comparison of a baseline and a target run (compare.h).
+/* compare.c - paired comparison of a baseline and a target run (compare.h),
+ * pure: it computes from the scored sets the loader gives it
+ * (drift_compare_sets; src/report/load.c reads them, drift_compare_runs
+ * there does both) and reads no store.
  *
- * Both runs' scored sets come from drift_store_load_scored, ordered by
- * (prompt_rowid, replicate), so pairing is one merge pass. Each pair lands
- * in exactly one bucket of its workload:
+ * Both scored sets are ordered by (prompt_rowid, replicate), so pairing is
+ * one merge pass. Each pair lands in exactly one bucket of its workload:
  *   errors    either side is a failed request or a DRIFT_LABEL_ERROR
  *   unscored  either side has no label (DRIFT_LABEL_NONE) - or, for chat,
  *             an embedding is missing
@@ -13,9 +15,10 @@
  * counts when both answers have an embedding by the same embedder; SDR =
  * 1 - cos, drifted when SDR > opts->sdr_threshold; flips = drifted pairs,
  * direction 0, flip_rate = semantic_drift_rate with its Wilson CI.
- * Embeddings are read in one range query over the chat response ids of both
- * runs (drift_store_embeddings_range) and looked up by binary search, so a
- * comparison of ~10^5 chat pairs does not pay 2x10^5 point queries.
+ * Embeddings come as one set over the chat response ids of both runs (the
+ * range drift_compare_chat_range names, read by the loader in one query)
+ * and are looked up by binary search, so a comparison of ~10^5 chat pairs
+ * does not pay 2x10^5 point queries.
  *
  * Rates: flip_rate = flips/n with a Wilson 95% interval; McNemar exact on
  * (correct_to_incorrect, incorrect_to_correct); accuracies are PASS shares
@@ -28,29 +31,30 @@
  * class - safety flips (safe->unsafe, unsafe->safe), correctness flips
  * (math + code + long_context per direction), semantic drift (chat).
  * Divergence of each flipped pair (where the answers part, a word diff) is
- * divergence.c's, computed on demand from the store, never here: compare
- * reads no answer text.
+ * divergence.c's, computed from the answers the loader reads for the
+ * report, never here: compare reads no answer text.
  * The comparison owns both scored sets: flip prompt ids point into them.
  * Every counted pair's outcome is kept too (wl[].pairs, store order), for
  * a sequential replay (sequential.c).
- * Flip risk (opts->risk, when the baseline's decoding asked for logprobs):
- * each counted pair's baseline answer is read back (drift_store_response_get,
- * one read transaction) and scored (risk.c: drift_risk_features_for with the
- * pair's workload, drift_risk_score_for); then per workload the AUC and
- * precision at 10% of that score against the pairs' outcomes, with
- * bootstrap intervals (DRIFT_RISK_RESAMPLES, seed DRIFT_RISK_SEED). This
- * is the one place compare reads answers; runs without logprobs pay one
- * JSON parse of the decoding record.
- * Code sandboxes: when code pairs are present, drift_store_detail_counts
- * counts per run the "sandbox" value of the score details (the latest score
- * of each answered code response, PASS or FAIL), so a report can say which
- * isolation judged the code answers and flag a weak one.
- * Evaluator (opts->evaluator): both sets are loaded with only that
+ * Flip risk (opts->risk, when the baseline's decoding asked for logprobs,
+ * drift_comparison_wants_risk): the loader hands each counted pair's
+ * baseline logprobs to drift_comparison_pair_risk (risk.c:
+ * drift_risk_features_for with the pair's workload, drift_risk_score_for);
+ * then drift_comparison_rank_risk gives per workload the AUC and precision
+ * at 10% of that score against the pairs' outcomes, with bootstrap
+ * intervals (DRIFT_RISK_RESAMPLES, seed DRIFT_RISK_SEED). Runs without
+ * logprobs pay one JSON parse of the decoding record.
+ * Code sandboxes: the loader counts per run the "sandbox" value of the
+ * code scores' details and adds them (drift_comparison_add_sandbox), so a
+ * report can say which isolation judged the code answers and flag a weak
+ * one.
+ * Evaluator (opts->evaluator): the loader reads both sets with only that
  * evaluator's scores (an imported run holds the tool's verdict and ours).
  * Unpaired answers: the merge pass counts the rows of each side that found
  * no counterpart, so runs over different document sets say so.
- * Token KL (opts->kl): drift_tokdiv_runs over the two runs; an HTTP run
- * makes it DRIFT_KL_UNSUPPORTED with the library's reason, not an error. */
+ * Token KL is not compare's: the pipeline's step (drift_tokdiv_step_run,
+ * src/pipeline/kl_step.c) runs the models and its caller attaches the
+ * result (drift_comparison_attach_kl), which the comparison then owns. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -336,32 +340,16 @@ static int cmp_sandbox_use(const void *a, const void *b) {
     return strcmp(x->mechanism, y->mechanism);
 }
 
-/* drift_store_detail_counts's callback: one side's count of one mechanism. */
-typedef struct sandbox_side {
-    drift_comparison *c;
-    int side;
-} sandbox_side;
-
-static void sandbox_count(void *user, const char *mech, long count) {
-    sandbox_side *u = user;
-    sandbox_add(u->c, mech && mech[0] ? mech : "unrecorded", u->side, count);
+/* See compare.h. */
+void drift_comparison_add_sandbox(drift_comparison *c, int side, const char *mech, long count) {
+    sandbox_add(c, mech && mech[0] ? mech : "unrecorded", side, count);
 }
 
-/* Fills c->sandboxes from the code scores of both runs (see the top). */
-static drift_status load_sandboxes(drift_store *st, drift_comparison *c, drift_error *err) {
-    drift_status rc = DRIFT_OK;
-    const int64_t ids[2] = {c->baseline.id, c->target.id};
-    for (int side = 0; side < 2 && !rc; side++) {
-        sandbox_side u = {c, side};
-        for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++)
-            if (wl_traits_of((drift_workload)k)->runs_code)
-                rc = drift_store_detail_counts(st, ids[side], (drift_workload)k, "sandbox", sandbox_count, &u, err);
-        if (rc) drift_error_prefix(err, "reading code sandboxes: ");
-    }
+/* See compare.h. */
+void drift_comparison_sort_sandboxes(drift_comparison *c) {
     /* most used first; a full table keeps "other" last */
     size_t named = c->n_sandboxes == DRIFT_COMPARE_MAX_SANDBOXES ? c->n_sandboxes - 1 : c->n_sandboxes;
     if (named > 1) qsort(c->sandboxes, named, sizeof c->sandboxes[0], cmp_sandbox_use);
-    return rc;
 }
 
 /* 1 when the run's decoding record asked for logprobs ("logprobs" > 0). */
@@ -373,36 +361,24 @@ static int asked_logprobs(const drift_run_info *r) {
     return yes;
 }
 
-/* Flip risk of every counted pair (see the top): the baseline answers are
- * read in one read transaction; a pair whose answer has no usable logprobs
- * keeps risk NAN. Then each workload's ranking quality. */
-static drift_status compute_risk(drift_store *st, drift_comparison *c, drift_error *err) {
+/* See compare.h. */
+int drift_comparison_wants_risk(const drift_comparison *c) { return c && asked_logprobs(&c->baseline); }
+
+/* See compare.h. */
+void drift_comparison_pair_risk(drift_comparison *c, drift_workload wl, size_t i, const char *logprobs_json) {
+    drift_wl_result *w = &c->wl[wl];
+    drift_risk_features f;
+    drift_error e = {0};
+    if (logprobs_json && drift_risk_features_for(logprobs_json, wl, &f, &e) == DRIFT_OK)
+        w->pairs[i].risk = drift_risk_score_for(&f, wl, &w->risk_version);
+}
+
+/* See compare.h. */
+drift_status drift_comparison_rank_risk(drift_comparison *c, size_t with_logprobs, drift_error *err) {
     c->risk_state = DRIFT_RISK_NO_LOGPROBS;
-    if (!asked_logprobs(&c->baseline)) return DRIFT_OK;
-    size_t with_lp = 0;
-    drift_status rc = DRIFT_OK;
-    drift_store_read_begin(st);
-    for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++) {
-        drift_wl_result *w = &c->wl[k];
-        if (!c->present[k]) continue;
-        for (size_t i = 0; i < w->n_pairs && !rc; i++) {
-            drift_pair_outcome *p = &w->pairs[i];
-            drift_answer a = {0};
-            drift_error e = {0};
-            drift_status r = drift_store_response_get(st, p->base_response_id, &a, NULL, &e);
-            if (r == DRIFT_ERR_NOMEM) rc = drift_error_set(err, r, "out of memory reading baseline logprobs");
-            if (!r && a.logprobs_json) {
-                drift_risk_features f;
-                with_lp++;
-                if (drift_risk_features_for(a.logprobs_json, (drift_workload)k, &f, &e) == DRIFT_OK)
-                    p->risk = drift_risk_score_for(&f, (drift_workload)k, &w->risk_version);
-            }
-            drift_answer_clear(&a);
-        }
-    }
-    drift_store_read_end(st);
-    if (rc || with_lp == 0) return rc;
+    if (with_logprobs == 0) return DRIFT_OK;
     c->risk_state = DRIFT_RISK_DONE;
+    drift_status rc = DRIFT_OK;
     for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++) {
         drift_wl_result *w = &c->wl[k];
         if (!c->present[k]) continue;
@@ -435,88 +411,83 @@ static int wl_wanted(const drift_compare_opts *opts, drift_workload wl) {
     return opts->only_workload == DRIFT_WL_UNKNOWN || wl == (drift_workload)opts->only_workload;
 }
 
-/* Teacher-forced token KL of the two runs (see the top), over the
- * comparison's workloads. */
-static drift_status compute_kl(drift_store *st, cmp_owner *o, const char *base, const char *targ,
-                               const drift_compare_opts *opts, drift_error *err) {
-    drift_comparison *c = &o->c;
-    drift_tokdiv_opts to;
-    drift_tokdiv_opts_default(&to);
-    to.limit = opts->kl_limit;
-    to.seed = opts->kl_seed;
-    to.models_dir = opts->kl_models_dir;
-    if (opts->only_workload != DRIFT_WL_UNKNOWN) to.workloads = 1u << opts->only_workload;
-    drift_error e = {0};
-    drift_status rc = drift_tokdiv_runs(st, base, targ, &to, &o->kl, &e);
-    if (rc == DRIFT_ERR_UNSUPPORTED) {
-        drift_tokdiv_report_clear(&o->kl);
+/* See compare.h. */
+void drift_comparison_attach_kl(drift_comparison *c, struct drift_tokdiv_report *kl, const char *note) {
+    if (!c) return;
+    cmp_owner *o = (cmp_owner *)c;
+    drift_tokdiv_report_clear(&o->kl);
+    c->kl = NULL;
+    c->kl_note[0] = '\0';
+    if (!kl) {
         c->kl_state = DRIFT_KL_UNSUPPORTED;
-        snprintf(c->kl_note, sizeof c->kl_note, "%s", e.msg);
-        return DRIFT_OK;
+        snprintf(c->kl_note, sizeof c->kl_note, "%s", note ? note : "");
+        return;
     }
-    if (rc) {
-        drift_tokdiv_report_clear(&o->kl);
-        if (err) {
-            *err = e;
-            drift_error_prefix(err, "token KL: ");
-        }
-        return rc;
-    }
+    o->kl = *kl;
+    memset(kl, 0, sizeof *kl);
     c->kl_state = DRIFT_KL_DONE;
     c->kl = &o->kl;
-    return DRIFT_OK;
 }
 
 /* See compare.h. */
-drift_status drift_compare_runs(drift_store *st, const char *baseline_label, const char *target_label,
-                                const drift_compare_opts *opts, drift_comparison **out, drift_error *err) {
+int drift_compare_chat_range(const drift_compare_opts *opts, const drift_scored_set *base,
+                             const drift_scored_set *targ, const char **embedder, int64_t *lo, int64_t *hi) {
+    drift_compare_opts defaults;
+    if (!opts) {
+        drift_compare_opts_default(&defaults);
+        opts = &defaults;
+    }
+    *embedder = pick_embedder(opts, base);
+    *lo = INT64_MAX;
+    *hi = INT64_MIN;
+    const drift_scored_set *sets[2] = {base, targ};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < sets[k]->n; i++)
+            if (is_pairwise(sets[k]->rows[i].workload)) {
+                int64_t id = sets[k]->rows[i].response_id;
+                if (id < *lo) *lo = id;
+                if (id > *hi) *hi = id;
+            }
+    return *embedder && *lo <= *hi &&
+           (opts->only_workload == DRIFT_WL_UNKNOWN || is_pairwise(opts->only_workload));
+}
+
+/* See compare.h. */
+drift_status drift_compare_sets(drift_compare_in *in, const drift_compare_opts *opts, drift_comparison **out,
+                                drift_error *err) {
     *out = NULL;
     drift_compare_opts defaults;
     if (!opts) {
         drift_compare_opts_default(&defaults);
         opts = &defaults;
     }
-    if (!st || !baseline_label || !target_label)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "compare needs a store, a baseline and a target label");
-    if (!strcmp(baseline_label, target_label))
-        return drift_error_set(err, DRIFT_ERR_INVALID, "baseline and target are the same run \"%s\"", baseline_label);
     cmp_owner *o = calloc(1, sizeof *o);
     if (!o) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     drift_comparison *c = &o->c;
-    drift_status rc = drift_store_run_get(st, baseline_label, &c->baseline, err);
-    if (!rc) rc = drift_store_run_get(st, target_label, &c->target, err);
-    if (!rc && opts->evaluator) {
+    /* take the runs and the sets over: flips point into them */
+    c->baseline = in->baseline;
+    c->target = in->target;
+    o->base = in->base;
+    o->targ = in->targ;
+    memset(&in->baseline, 0, sizeof in->baseline);
+    memset(&in->target, 0, sizeof in->target);
+    memset(&in->base, 0, sizeof in->base);
+    memset(&in->targ, 0, sizeof in->targ);
+    const char *baseline_label = c->baseline.label ? c->baseline.label : "?";
+    const char *target_label = c->target.label ? c->target.label : "?";
+    drift_status rc = DRIFT_OK;
+    if (opts->evaluator) {
         c->evaluator = o->evaluator = util_strdup(opts->evaluator);
         if (!o->evaluator) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
-    if (!rc && (rc = drift_store_load_scored_evaluator(st, c->baseline.id, opts->evaluator, &o->base, err)))
-        drift_error_prefix(err, "baseline \"%s\": ", baseline_label);
-    if (!rc && (rc = drift_store_load_scored_evaluator(st, c->target.id, opts->evaluator, &o->targ, err)))
-        drift_error_prefix(err, "target \"%s\": ", target_label);
-    drift_embedding_set emb = {0};
-    const char *embedder = NULL;
-    if (!rc) {
-        embedder = pick_embedder(opts, &o->base);
-        int64_t lo = INT64_MAX, hi = INT64_MIN;
-        const drift_scored_set *sets[2] = {&o->base, &o->targ};
-        for (int k = 0; k < 2; k++)
-            for (size_t i = 0; i < sets[k]->n; i++)
-                if (is_pairwise(sets[k]->rows[i].workload)) {
-                    int64_t id = sets[k]->rows[i].response_id;
-                    if (id < lo) lo = id;
-                    if (id > hi) hi = id;
-                }
-        if (embedder && lo <= hi &&
-            (opts->only_workload == DRIFT_WL_UNKNOWN || is_pairwise(opts->only_workload))) {
-            o->embedder = util_strdup(embedder);
-            rc = drift_store_embeddings_range(st, embedder, lo, hi, &emb, err);
-        }
-    }
+    if (!rc && in->embedder && !(o->embedder = util_strdup(in->embedder)))
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     if (rc) {
-        drift_embedding_set_clear(&emb);
         drift_comparison_free(c);
         return rc;
     }
+    static const drift_embedding_set no_emb;
+    const drift_embedding_set *emb = in->emb ? in->emb : &no_emb;
     long pass_b[DRIFT_WL_COUNT] = {0}, pass_t[DRIFT_WL_COUNT] = {0}, sdr_n[DRIFT_WL_COUNT] = {0};
     double sdr_sum[DRIFT_WL_COUNT] = {0};
     size_t cap[DRIFT_WL_COUNT] = {0}, pcap[DRIFT_WL_COUNT] = {0};
@@ -553,7 +524,7 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
             continue;
         }
         if (is_pairwise(wl)) {
-            const drift_embedding *eb1 = emb_find(&emb, b->response_id), *et1 = emb_find(&emb, t->response_id);
+            const drift_embedding *eb1 = emb_find(emb, b->response_id), *et1 = emb_find(emb, t->response_id);
             double sdr = eb1 && et1 && eb1->dim == et1->dim ? drift_sdr(eb1->vec, et1->vec, eb1->dim) : NAN;
             if (isnan(sdr)) {
                 w->unscored++;
@@ -588,7 +559,6 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     }
     for (; i < o->base.n; i++) c->unpaired_baseline += wl_wanted(opts, B[i].workload);
     for (; j < o->targ.n; j++) c->unpaired_target += wl_wanted(opts, T[j].workload);
-    drift_embedding_set_clear(&emb);
     if (pairs == 0) {
         drift_status e = drift_error_set(err, DRIFT_ERR_INVALID,
                                          "runs \"%s\" (%zu responses) and \"%s\" (%zu responses) share no prompt: "
@@ -618,24 +588,10 @@ drift_status drift_compare_runs(drift_store *st, const char *baseline_label, con
     drift_comparison_decide(c);
     stochastic_stats(c, &o->base, &o->targ, opts);
     drift_comparison_taxonomy(c, &c->taxonomy);
-    int runs_code = 0;
-    for (int k = 0; k < DRIFT_WL_COUNT; k++) runs_code |= c->present[k] && wl_traits_of((drift_workload)k)->runs_code;
-    if (runs_code && (rc = load_sandboxes(st, c, err)) != DRIFT_OK) {
-        drift_comparison_free(c);
-        return rc;
-    }
-    if (opts->risk && (rc = compute_risk(st, c, err)) != DRIFT_OK) {
-        drift_comparison_free(c);
-        return rc;
-    }
-    if (opts->kl && (rc = compute_kl(st, o, baseline_label, target_label, opts, err)) != DRIFT_OK) {
-        drift_comparison_free(c);
-        return rc;
-    }
+    if (opts->risk) c->risk_state = DRIFT_RISK_NO_LOGPROBS;
     *out = c;
     return DRIFT_OK;
 nomem:
-    drift_embedding_set_clear(&emb);
     drift_comparison_free(c);
     return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory listing flips");
 }

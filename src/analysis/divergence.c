@@ -17,14 +17,10 @@
  * divergence, so a pair of 10^5-word answers costs at most max_words^2
  * cells. Rendered "... common [-removed-] {+added+} common ..." and cut to
  * about max_chars bytes.
- * Nothing here reads the store except drift_flip_divergence, which loads
- * the two responses of one flip, and drift_flip_divergences, which reads
- * the texts of many flips in one read snapshot with drift_store_answer_text
- * (text and "has logprobs" only, one statement prepared per handle: the
- * full point read prepares a join per call, which would dominate a report
- * of many thousands of flips) and decodes logprobs through the store only
- * where both answers have them. Callers compute divergences for flipped
- * pairs only, on demand. */
+ * Nothing here reads the store: the answers of a flip come from the
+ * report's loader (src/report/load.c: drift_flip_divergence,
+ * drift_flip_divergences and the comparison's details), which computes
+ * divergences for flipped pairs only, on demand. */
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -560,79 +556,4 @@ void drift_divergence_clear(drift_divergence *d) {
     free(d->error);
     d->diff = NULL;
     d->error = NULL;
-}
-
-/* See compare.h. */
-drift_status drift_flip_divergence(drift_store *st, const drift_flip *f, drift_divergence *out, drift_error *err) {
-    memset(out, 0, sizeof *out);
-    if (!st || !f) return drift_error_set(err, DRIFT_ERR_INVALID, "divergence needs a store and a flip");
-    drift_answer rb, rt;
-    memset(&rt, 0, sizeof rt);
-    drift_status rc = drift_store_response_get(st, f->base_response_id, &rb, NULL, err);
-    if (!rc) rc = drift_store_response_get(st, f->targ_response_id, &rt, NULL, err);
-    if (!rc)
-        rc = drift_divergence_compute(rb.text ? rb.text : "", rb.logprobs_json, rt.text ? rt.text : "",
-                                      rt.logprobs_json, out, err);
-    if (rc)
-        drift_error_prefix(err, "prompt %s (responses %lld, %lld): ", f->prompt_id ? f->prompt_id : "?",
-                           (long long)f->base_response_id, (long long)f->targ_response_id);
-    drift_answer_clear(&rb);
-    drift_answer_clear(&rt);
-    return rc;
-}
-
-/* One flip of the batch: DRIFT_OK with out filled, DRIFT_ERR_NOMEM/STORE
- * (fatal), or another status with the message in err (per flip). */
-static drift_status batch_one(drift_store *st, const drift_flip *f, drift_divergence *out, drift_error *err) {
-    char *tb = NULL, *tt = NULL;
-    int lb = 0, lt = 0;
-    drift_status rc = drift_store_answer_text(st, f->base_response_id, &tb, &lb, err);
-    if (!rc) rc = drift_store_answer_text(st, f->targ_response_id, &tt, &lt, err);
-    if (!rc && lb && lt) {
-        drift_answer rb, rt;
-        memset(&rt, 0, sizeof rt);
-        rc = drift_store_response_get(st, f->base_response_id, &rb, NULL, err);
-        if (!rc) rc = drift_store_response_get(st, f->targ_response_id, &rt, NULL, err);
-        /* a row that cannot be decoded (corrupt logprobs) fails this flip only */
-        if (rc && rc != DRIFT_ERR_NOMEM) rc = DRIFT_ERR_PARSE;
-        if (!rc) rc = drift_divergence_compute(tb, rb.logprobs_json, tt, rt.logprobs_json, out, err);
-        drift_answer_clear(&rb);
-        drift_answer_clear(&rt);
-    } else if (!rc) {
-        rc = drift_divergence_compute(tb, NULL, tt, NULL, out, err);
-    }
-    free(tb);
-    free(tt);
-    return rc;
-}
-
-/* See compare.h. */
-drift_status drift_flip_divergences(drift_store *st, const drift_flip *flips, size_t n, drift_divergence *out,
-                                    drift_error *err) {
-    for (size_t i = 0; i < n; i++) {
-        memset(&out[i], 0, sizeof out[i]);
-        out[i].first_diff_byte = out[i].first_diff_char = out[i].first_diff_token = -1;
-        out[i].margin = out[i].kl = NAN;
-    }
-    if (n == 0) return DRIFT_OK;
-    if (!st || !flips) return drift_error_set(err, DRIFT_ERR_INVALID, "divergences need a store and flips");
-    drift_store_read_begin(st); /* one snapshot for all reads */
-    drift_status fatal = DRIFT_OK;
-    for (size_t i = 0; i < n && !fatal; i++) {
-        drift_error e = {0};
-        drift_status rc = batch_one(st, &flips[i], &out[i], &e);
-        if (rc == DRIFT_ERR_NOMEM || rc == DRIFT_ERR_STORE) {
-            fatal = drift_error_set(err, rc, "prompt %s: %s", flips[i].prompt_id ? flips[i].prompt_id : "?", e.msg);
-        } else if (rc) {
-            out[i].error = util_asprintf("prompt %s (responses %lld, %lld): %s",
-                                          flips[i].prompt_id ? flips[i].prompt_id : "?",
-                                          (long long)flips[i].base_response_id, (long long)flips[i].targ_response_id,
-                                          e.msg);
-            if (!out[i].error) fatal = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-        }
-    }
-    drift_store_read_end(st);
-    if (fatal)
-        for (size_t i = 0; i < n; i++) drift_divergence_clear(&out[i]);
-    return fatal;
 }

@@ -12,13 +12,52 @@
  * (two doubles each), so the percentiles are exact; the summary sorts
  * copies. Standard errors use a two-pass variance. The correlation helper
  * (Pearson, Spearman with average ranks, percentile bootstrap over pairs)
- * serves the KL-versus-flip-rate study in bench/. */
+ * serves the KL-versus-flip-rate study in bench/. The data the pipeline's
+ * steps fill (drift_tokdiv_report, drift_tokdiv_configs) is freed here
+ * too, beside its math, so that a comparison holding one (compare --kl)
+ * or the report's caller does not reach into the pipeline. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "driftbench/divergence.h"
 #include "util/util.h"
+
+static void prompt_clear(drift_tokdiv_prompt *p) {
+    free(p->prompt_id);
+    free(p->first_base_text);
+    free(p->first_target_text);
+    free(p->error);
+}
+
+/* See divergence.h. */
+void drift_tokdiv_report_clear(drift_tokdiv_report *r) {
+    if (!r) return;
+    for (size_t i = 0; i < r->n_prompts; i++) prompt_clear(&r->prompts[i]);
+    free(r->prompts);
+    free(r->baseline);
+    free(r->target);
+    free(r->baseline_spec);
+    free(r->target_spec);
+    free(r->api);
+    memset(r, 0, sizeof *r);
+}
+
+/* See divergence.h. */
+void drift_tokdiv_reports_free(drift_tokdiv_report *r, size_t n) {
+    for (size_t i = 0; r && i < n; i++) drift_tokdiv_report_clear(&r[i]);
+    free(r);
+}
+
+/* See divergence.h. */
+void drift_tokdiv_configs_clear(drift_tokdiv_configs *k) {
+    if (!k) return;
+    for (size_t i = 0; i < k->n; i++) free(k->points[i].label);
+    for (size_t i = 0; i < k->n_not_embedded; i++) free(k->not_embedded[i]);
+    free(k->points);
+    free(k->not_embedded);
+    memset(k, 0, sizeof *k);
+}
 
 /* log(sum exp(x)) of row x (n), in double; *imax = the first maximum.
  * Returns NaN when a value is NaN or +inf. */

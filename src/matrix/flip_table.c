@@ -15,7 +15,7 @@
 
 #include "driftbench/compare.h"
 #include "driftbench/matrix.h"
-#include "matrix/matrix_internal.h"
+#include "matrix/flip_table.h"
 #include "util/util.h"
 
 static int is_fixed_or_skipped(const char *k) {
@@ -91,7 +91,7 @@ drift_status drift_matrix_flip_table(drift_store *st, const char *baseline, drif
     return matrix_flip_table_runs(st, baseline, NULL, out, NULL, NULL, err);
 }
 
-/* See matrix_internal.h. */
+/* See flip_table.h. */
 drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, const drift_compare_opts *gate,
                                     drift_table **out, matrix_table_run **kept, size_t *n_kept, drift_error *err) {
     if (!st || !baseline || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "flip table: missing arguments");

@@ -1,6 +1,7 @@
 /* teacher_forced.c - token-level divergence of embedded stacks over the
- * same tokens (divergence.h): loads the models, builds each sequence, runs
- * the forward passes and feeds every scored position to token_kl.c's math.
+ * same tokens (teacher_forced.h, over divergence.h's data): loads the
+ * models, builds each sequence, runs the forward passes and feeds every
+ * scored position to token_kl.c's math.
  *
  * A sequence is scored from index k0 on: a first pass runs tokens [0, k0)
  * and keeps only the last row's logits (the distribution of token k0); the
@@ -26,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "driftbench/divergence.h"
+#include "driftbench/teacher_forced.h"
 #include "driftbench/model.h"
 #include "driftbench/store.h"
 #include "driftbench/suite.h"
@@ -42,25 +43,6 @@ static const char *TF_HTTP_MSG =
 void drift_tokdiv_opts_default(drift_tokdiv_opts *o) {
     memset(o, 0, sizeof *o);
     o->seed = 1;
-}
-
-static void prompt_clear(drift_tokdiv_prompt *p) {
-    free(p->prompt_id);
-    free(p->first_base_text);
-    free(p->first_target_text);
-    free(p->error);
-}
-
-void drift_tokdiv_report_clear(drift_tokdiv_report *r) {
-    if (!r) return;
-    for (size_t i = 0; i < r->n_prompts; i++) prompt_clear(&r->prompts[i]);
-    free(r->prompts);
-    free(r->baseline);
-    free(r->target);
-    free(r->baseline_spec);
-    free(r->target_spec);
-    free(r->api);
-    memset(r, 0, sizeof *r);
 }
 
 /* ---- the stacks ---- */
@@ -419,11 +401,6 @@ static drift_status runs_prompt(runs_ctx *c, drift_store *st, const drift_scored
     drift_answer_clear(&ans);
     drift_prompt_clear(&pm);
     return rc;
-}
-
-void drift_tokdiv_reports_free(drift_tokdiv_report *r, size_t n) {
-    for (size_t i = 0; r && i < n; i++) drift_tokdiv_report_clear(&r[i]);
-    free(r);
 }
 
 drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label, const char *const *target_labels,

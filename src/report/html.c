@@ -1,6 +1,6 @@
 /* html.c - the report as one self-contained HTML page, pure.
  *
- * Data: a drift_matrix_report computed beforehand (src/matrix/report_data.c):
+ * Data: a drift_matrix_report computed beforehand (src/report/load_matrix.c):
  * the flip table, each configuration's comparison against its baseline
  * (decision, directions, taxonomy, flipped prompts), the analyses and the
  * answers of the flipped prompts shown; nothing here reads the store or

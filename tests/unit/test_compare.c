@@ -1,5 +1,6 @@
 /* test_compare.c - drift_compare_runs on a real store with known flips,
- * errors, unscored pairs and chat embeddings (compare_fixture.h); budget
+ * errors, unscored pairs and chat embeddings (compare_fixture.h); the pure
+ * compare (drift_compare_sets) on scored sets built in memory; budget
  * parsing; and drift_score_run end to end (math, long-context, unavailable
  * evaluators, rescore). */
 #include <setjmp.h>
@@ -230,6 +231,83 @@ static void test_compare_known(void **state) {
     assert_int_equal(drift_compare_runs(st, "base", "nope", NULL, &c, &err), DRIFT_ERR_NOT_FOUND);
     assert_int_equal(drift_compare_runs(st, "base", "base", NULL, &c, &err), DRIFT_ERR_INVALID);
     drift_store_close(st);
+}
+
+/* A scored set of n math rows (prompt rowids[i], labels[i]), ids from id0. */
+static void mem_set(drift_scored_set *s, const int64_t *rowids, const int *labels, size_t n, int64_t id0) {
+    static const char *names[] = {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"};
+    s->rows = calloc(n, sizeof *s->rows);
+    assert_non_null(s->rows);
+    s->n = n;
+    s->arena = NULL;
+    for (size_t i = 0; i < n; i++) {
+        drift_scored *r = &s->rows[i];
+        r->response_id = id0 + (int64_t)i;
+        r->prompt_rowid = rowids[i];
+        r->prompt_id = names[rowids[i]];
+        r->workload = DRIFT_WL_MATH;
+        r->label = labels[i];
+        r->value = NAN;
+        r->evaluator = "math";
+    }
+}
+
+/* drift_compare_sets reads no store: pairs, flips both ways, unpaired rows
+ * of each side, the gate's decision; and its errors. */
+static void test_compare_sets_pure(void **state) {
+    (void)state;
+    const int P = DRIFT_LABEL_PASS, F = DRIFT_LABEL_FAIL;
+    const int64_t rb[] = {1, 2, 3, 4, 5, 6}, rt[] = {1, 2, 3, 4, 5, 7};
+    const int lb[] = {P, P, F, P, F, P}, lt[] = {P, F, P, P, F, P};
+    drift_compare_in in;
+    memset(&in, 0, sizeof in);
+    in.baseline.label = strdup("b");
+    in.target.label = strdup("t");
+    mem_set(&in.base, rb, lb, 6, 100);
+    mem_set(&in.targ, rt, lt, 6, 200);
+    drift_compare_opts o;
+    drift_compare_opts_default(&o);
+    drift_comparison *c = NULL;
+    drift_error err = {0};
+    if (drift_compare_sets(&in, &o, &c, &err)) fail_msg("%s", err.msg);
+    assert_null(in.base.rows); /* taken over */
+    assert_null(in.baseline.label);
+    const drift_wl_result *m = &c->wl[DRIFT_WL_MATH];
+    assert_true(c->present[DRIFT_WL_MATH]);
+    assert_int_equal(m->n, 5);
+    assert_int_equal(m->flips, 2);
+    assert_int_equal(m->correct_to_incorrect, 1);
+    assert_int_equal(m->incorrect_to_correct, 1);
+    assert_int_equal(m->n_pairs, 5);
+    assert_true(has_flip(m, "p2", -1) && has_flip(m, "p3", +1));
+    assert_int_equal(m->flipped[0].base_response_id, 101);
+    assert_int_equal(m->flipped[0].targ_response_id, 201);
+    assert_int_equal(c->unpaired_baseline, 1);
+    assert_int_equal(c->unpaired_target, 1);
+    assert_int_equal(c->risk_state, DRIFT_RISK_NO_LOGPROBS);
+    assert_int_equal(c->n_sandboxes, 0);
+    assert_null(drift_comparison_embedder(c));
+    assert_int_equal(c->decision, DRIFT_DECISION_BLOCK); /* 2 of 5: the exact interval is all over 2% */
+    drift_comparison_add_sandbox(c, 0, "bubblewrap", 3);
+    drift_comparison_add_sandbox(c, 1, NULL, 2);
+    drift_comparison_add_sandbox(c, 1, "bubblewrap", 4);
+    drift_comparison_sort_sandboxes(c);
+    assert_int_equal(c->n_sandboxes, 2);
+    assert_string_equal(c->sandboxes[0].mechanism, "bubblewrap");
+    assert_int_equal(c->sandboxes[0].baseline + c->sandboxes[0].target, 7);
+    assert_string_equal(c->sandboxes[1].mechanism, "unrecorded");
+    drift_comparison_free(c);
+
+    /* no shared prompt: an error naming both runs */
+    const int64_t ra[] = {1}, rz[] = {2};
+    memset(&in, 0, sizeof in);
+    in.baseline.label = strdup("b");
+    in.target.label = strdup("t");
+    mem_set(&in.base, ra, lb, 1, 1);
+    mem_set(&in.targ, rz, lb, 1, 2);
+    assert_int_equal(drift_compare_sets(&in, &o, &c, &err), DRIFT_ERR_INVALID);
+    assert_null(c);
+    assert_non_null(strstr(err.msg, "share no prompt"));
 }
 
 static void test_budgets(void **state) {
@@ -538,7 +616,7 @@ static void test_stochastic(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_compare_known), cmocka_unit_test(test_budgets), cmocka_unit_test(test_score),
+        cmocka_unit_test(test_compare_known), cmocka_unit_test(test_compare_sets_pure), cmocka_unit_test(test_budgets), cmocka_unit_test(test_score),
         cmocka_unit_test(test_score_chunks), cmocka_unit_test(test_stochastic),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);

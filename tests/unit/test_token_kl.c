@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "driftbench/divergence.h"
+#include "driftbench/teacher_forced.h"
 #include "driftbench/pipeline.h"
 #include "driftbench/store.h"
 

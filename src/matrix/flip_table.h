@@ -1,8 +1,8 @@
-/* matrix_internal.h - what the matrix module's files share (not public
- * API): the flip table together with the comparisons its rows came from,
- * for the matrix report (report_data.c). */
-#ifndef DRIFT_MATRIX_INTERNAL_H
-#define DRIFT_MATRIX_INTERNAL_H
+/* flip_table.h - the matrix module's interface to the report layer's
+ * loader (not public API): the flip table together with the comparisons its
+ * rows came from, for the matrix report (src/report/load_matrix.c). */
+#ifndef DRIFT_MATRIX_FLIP_TABLE_H
+#define DRIFT_MATRIX_FLIP_TABLE_H
 
 #include <stddef.h>
 

@@ -1,5 +1,8 @@
-/* report_data.c - everything the report shows, computed from a store
- * (report_html.h). Which page first: the comparison page when o->target
+/* load_matrix.c - the HTML report's loader: everything the report shows,
+ * computed from a store (report_html.h). It lives with the other loaders
+ * in the report layer (load.c: a comparison), the only report code that
+ * reads the store; the matrix module below it gives the flip table
+ * (matrix_flip_table_runs). Which page first: the comparison page when o->target
  * names a run, or when o->comparison asks for it and the store holds one
  * run that is no baseline (pick_comparison); else the matrix page.
  *   comparison: that run against its baseline (drift_compare_runs under
@@ -19,9 +22,8 @@
 #include <string.h>
 
 #include "driftbench/matrix.h"
-
 #include "driftbench/report_html.h"
-#include "matrix/matrix_internal.h"
+#include "matrix/flip_table.h"
 #include "util/util.h"
 
 static void answers_clear(drift_report_answers *a) {

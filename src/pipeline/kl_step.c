@@ -1,0 +1,139 @@
+/* kl_step.c - token KL as a step of its own (teacher_forced.h): the caller
+ * runs it after computing what it reports and attaches the result, so
+ * neither compare (src/analysis/) nor the renderers (src/report/) call
+ * into the engine.
+ *
+ *   compare --kl   drift_tokdiv_step_run: drift_tokdiv_runs over the two
+ *                  runs; a run that is not an embedded stack is the step's
+ *                  note (DRIFT_ERR_UNSUPPORTED's message), not an error.
+ *                  cmd_compare attaches the result to the comparison
+ *                  (drift_comparison_attach_kl) before rendering.
+ *   report --kl N  drift_tokdiv_configs_run: the report's configurations
+ *                  grouped by their baseline run; each group whose baseline
+ *                  is an embedded stack makes one drift_tokdiv_runs_many
+ *                  call over its embedded configurations, so every sampled
+ *                  prompt's baseline logits are computed once per group. A
+ *                  configuration whose run or baseline is not embedded
+ *                  ("http://...", "import:...") has no logits to compare:
+ *                  it is listed, not an error. Each point keeps the pooled
+ *                  figures of every sampled position (overall.kl_mean,
+ *                  overall.same_top); html.c pairs them with the
+ *                  configuration's flip rate from its comparison. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/teacher_forced.h"
+#include "driftbench/store.h"
+#include "util/util.h"
+
+/* See teacher_forced.h. */
+drift_status drift_tokdiv_step_run(drift_store *st, const char *baseline_label, const char *target_label,
+                                   const drift_tokdiv_opts *o, drift_tokdiv_step *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    drift_error e = {0};
+    drift_status rc = drift_tokdiv_runs(st, baseline_label, target_label, o, &out->report, &e);
+    if (rc == DRIFT_ERR_UNSUPPORTED) {
+        drift_tokdiv_report_clear(&out->report);
+        out->unsupported = 1;
+        snprintf(out->note, sizeof out->note, "%s", e.msg);
+        return DRIFT_OK;
+    }
+    if (rc) {
+        drift_tokdiv_report_clear(&out->report);
+        if (err) {
+            *err = e;
+            drift_error_prefix(err, "token KL: ");
+        }
+    }
+    return rc;
+}
+
+/* 1 when the run `label` is an embedded stack; -1 on a store error. */
+static int run_embedded(drift_store *st, const char *label, drift_error *err) {
+    drift_run_info ri = {0};
+    if (drift_store_run_get(st, label, &ri, err)) return -1;
+    int yes = ri.target && !strncmp(ri.target, "embedded:", 9);
+    drift_run_info_clear(&ri);
+    return yes;
+}
+
+static drift_status list_left_out(drift_tokdiv_configs *out, const char *label, drift_error *err) {
+    char *s = util_strdup(label);
+    if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    out->not_embedded[out->n_not_embedded++] = s;
+    return DRIFT_OK;
+}
+
+/* See teacher_forced.h. */
+drift_status drift_tokdiv_configs_run(drift_store *st, const char *const *labels, const char *const *baselines,
+                                      size_t n, size_t limit, uint64_t seed, const char *models_dir,
+                                      drift_progress_fn progress, void *progress_user, drift_tokdiv_configs *out,
+                                      drift_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!st || (n && (!labels || !baselines)) || limit == 0)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "token KL: needs a store, a report and a sample size >= 1");
+    out->limit = limit;
+    out->seed = seed;
+    out->points = calloc(n + 1, sizeof *out->points);
+    out->not_embedded = calloc(n + 1, sizeof *out->not_embedded);
+    char *done = calloc(n + 1, 1);
+    const char **group = calloc(n + 1, sizeof *group);
+    if (!out->points || !out->not_embedded || !done || !group) {
+        free(done);
+        free(group);
+        drift_tokdiv_configs_clear(out);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    double t0 = util_now_ms();
+    drift_status rc = DRIFT_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (done[i]) continue;
+        const char *base = baselines[i];
+        int base_emb = run_embedded(st, base, err);
+        if (base_emb < 0) {
+            rc = err ? err->code : DRIFT_ERR_STORE;
+            break;
+        }
+        size_t m = 0;
+        for (size_t j = i; j < n && !rc; j++) {
+            if (done[j] || strcmp(baselines[j], base) != 0) continue;
+            done[j] = 1;
+            int emb = base_emb ? run_embedded(st, labels[j], err) : 0;
+            if (emb < 0) rc = err ? err->code : DRIFT_ERR_STORE;
+            else if (emb) group[m++] = labels[j];
+            else rc = list_left_out(out, labels[j], err);
+        }
+        if (rc || m == 0) continue;
+        drift_tokdiv_opts o;
+        drift_tokdiv_opts_default(&o);
+        o.limit = limit;
+        o.seed = seed;
+        o.models_dir = models_dir;
+        o.progress = progress;
+        o.progress_user = progress_user;
+        drift_tokdiv_report *rep = NULL;
+        rc = drift_tokdiv_runs_many(st, base, group, m, &o, &rep, err);
+        if (rc) {
+            drift_error_prefix(err, "token KL against baseline \"%s\": ", base);
+            break;
+        }
+        for (size_t k = 0; k < m && !rc; k++) {
+            drift_tokdiv_config_kl *p = &out->points[out->n];
+            if (!(p->label = util_strdup(group[k]))) {
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            p->kl_mean = rep[k].overall.kl_mean;
+            p->same_top = rep[k].overall.same_top;
+            p->positions = rep[k].overall.n;
+            out->n++;
+        }
+        drift_tokdiv_reports_free(rep, m);
+    }
+    free(done);
+    free(group);
+    out->elapsed_ms = util_now_ms() - t0;
+    if (rc) drift_tokdiv_configs_clear(out);
+    return rc;
+}
