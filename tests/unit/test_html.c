@@ -33,6 +33,7 @@
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "driftbench/store.h"
+#include "support/store_builder.h"
 #include "driftbench/suite.h"
 
 #include "labelled_runs.h"
@@ -333,13 +334,12 @@ static void add_unscored_run(drift_store *st, const char *label, const char *con
     drift_suite *s = NULL;
     assert_int_equal(drift_suite_load("builtin:math?n=10", &s, &err), DRIFT_OK);
     int64_t rowids[NP];
-    assert_int_equal(drift_store_put_prompts(st, s, rowids, &err), DRIFT_OK);
+    sb_put_prompts(st, s, rowids);
     drift_run_info info = {.label = (char *)label, .target = "http://c/v1", .config_json = (char *)config,
                            .decoding_json = "{\"temperature\":0}", .templates_json = "{}",
                            .suites_json = "[\"builtin:math?n=10\"]", .tool_version = "test"};
-    int64_t run_id = 0;
-    int resumed = 0;
-    assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
+
+    int64_t run_id = sb_run_begin(st, &info);
     drift_answer r[NP];
     memset(r, 0, sizeof r);
     for (int i = 0; i < NP; i++) {
@@ -347,8 +347,8 @@ static void add_unscored_run(drift_store *st, const char *label, const char *con
         r[i].text = "The answer is 3";
         r[i].attempts = 1;
     }
-    assert_int_equal(drift_store_put_responses(st, run_id, r, NP, &err), DRIFT_OK);
-    assert_int_equal(drift_store_run_finish(st, run_id, &err), DRIFT_OK);
+    sb_put_answers(st, run_id, r, NP);
+    sb_run_finish(st, run_id);
     drift_suite_free(s);
 }
 
