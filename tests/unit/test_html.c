@@ -33,10 +33,11 @@
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "driftbench/store.h"
-#include "support/store_builder.h"
 #include "driftbench/suite.h"
 
 #include "labelled_runs.h"
+#include "support/golden.h"
+#include "support/store_builder.h"
 #include "unit/hostile.h"
 #include "util/util.h"
 
@@ -485,20 +486,6 @@ static void test_comparison_error(void **state) {
 
 /* ---- golden files of the comparison page's lead ---- */
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* The page's lead: from the verdict through the decisions section, the
  * version replaced by "VERSION". */
 static char *page_lead(const char *html) {
@@ -540,30 +527,8 @@ static void keep_page(const char *name, const char *html) {
 }
 
 static void golden_check(const char *name, const char *got) {
-    const char *src = getenv("DRIFT_SOURCE");
-#ifdef DRIFT_SOURCE_DIR
-    if (!src) src = DRIFT_SOURCE_DIR;
-#endif
-    assert_non_null(src);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/golden/%s", src, name);
-    const char *upd = getenv("DRIFT_UPDATE_GOLDEN");
-    if (upd && !strcmp(upd, "1")) {
-        FILE *f = fopen(path, "wb");
-        if (!f) fail_msg("cannot write %s", path);
-        fputs(got, f);
-        fclose(f);
-        return;
-    }
-    char *want = slurp(path);
-    if (!want) fail_msg("golden file %s missing (DRIFT_UPDATE_GOLDEN=1 writes it)", path);
-    if (strcmp(want, got)) {
-        size_t i = 0;
-        while (want[i] && want[i] == got[i]) i++;
-        fail_msg("%s differs at byte %zu:\n want: %.120s\n got:  %.120s\n(DRIFT_UPDATE_GOLDEN=1 rewrites it)", path, i,
-                 want + i, got + i);
-    }
-    free(want);
+    char why[2048];
+    if (golden_match(name, got, strlen(got), why, sizeof why)) fail_msg("%s", why);
 }
 
 /* Workload w of c as drift_compare_runs would fill it (the gate through
