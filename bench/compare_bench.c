@@ -21,6 +21,7 @@
 #include "driftbench/report.h"
 #include "driftbench/store.h"
 #include "store/store_internal.h" /* store_sqlite: one transaction around the fixture's writes */
+#include "support/store_builder.h"
 #include "util/util.h"
 
 #define REPL 105
@@ -54,15 +55,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--keep")) keep = 1;
         else path = argv[i];
     }
-    char wal[600], shm[600];
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    snprintf(shm, sizeof shm, "%s-shm", path);
-    unlink(path);
-    unlink(wal);
-    unlink(shm);
     drift_error err = {0};
-    drift_store *st = NULL;
-    check(drift_store_open(path, &st, &err), &err, "open");
+    drift_store *st = sb_open_new(path);
     double t0 = util_now_ms();
 
     /* prompts */
@@ -75,19 +69,15 @@ int main(int argc, char **argv) {
     size_t idx = 0;
     for (size_t k = 0; k < sizeof mix / sizeof mix[0]; k++)
         for (int i = 0; i < mix[k].n; i++, idx++) {
-            drift_prompt *p = &su.prompts[idx];
-            p->prompt_id = util_asprintf("%s_%03d", drift_workload_name(mix[k].wl), i);
-            p->workload = mix[k].wl;
-            p->input = util_asprintf("question %zu", idx);
-            p->reference_json = mix[k].wl == DRIFT_WL_MATH ? util_asprintf("{\"answer\":\"%zu\"}", idx * 7)
-                                                           : util_strdup("{}");
-            char h[17];
-            util_hash_hex(p->input, strlen(p->input), h);
-            p->hash = util_strdup(h);
+            char id[64], input[64], ref[64];
+            snprintf(id, sizeof id, "%s_%03d", drift_workload_name(mix[k].wl), i);
+            snprintf(input, sizeof input, "question %zu", idx);
+            snprintf(ref, sizeof ref, "{\"answer\":\"%zu\"}", idx * 7);
+            sb_prompt_fill(&su.prompts[idx], id, mix[k].wl, input, mix[k].wl == DRIFT_WL_MATH ? ref : "{}");
             flip_p[idx] = mix[k].flip;
         }
     int64_t *rowids = calloc(np, sizeof *rowids);
-    check(drift_store_put_prompts(st, &su, rowids, &err), &err, "put_prompts");
+    sb_put_prompts(st, &su, rowids);
 
     const char *labels[2] = {"h100-fp16-vllm", "b200-fp8-sglang"};
     int64_t run[2];
@@ -96,8 +86,7 @@ int main(int argc, char **argv) {
                              .config_json = (char *)"{\"model\":\"llama-3.1-8b\"}",
                              .decoding_json = (char *)"{\"temperature\":0}", .templates_json = (char *)"{}",
                              .suites_json = (char *)"[\"bench\"]"};
-        int resumed;
-        check(drift_store_run_begin(st, &ri, &run[r], &resumed, &err), &err, "run_begin");
+        run[r] = sb_run_begin(st, &ri);
     }
 
     /* base label per (prompt, replicate) and whether the target flips */
@@ -124,7 +113,7 @@ int main(int argc, char **argv) {
             else
                 rs[i].text = util_asprintf("answer %zu of run %d", i, r);
         }
-        check(drift_store_put_responses(st, run[r], rs, total, &err), &err, "put_responses");
+        sb_put_answers(st, run[r], rs, total);
         for (size_t i = 0; i < total; i++) free(rs[i].text);
     }
     free(rs);
@@ -172,7 +161,7 @@ int main(int argc, char **argv) {
             }
         }
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-        check(drift_store_put_scores(st, sc, ns, &err), &err, "put_scores");
+        sb_put_scores(st, sc, ns);
         free(sc);
         drift_scored_set_clear(&set);
     }
@@ -237,9 +226,12 @@ int main(int argc, char **argv) {
     free(base_ok);
     free(flips);
     if (!keep) {
+        char side[600];
         unlink(path);
-        unlink(wal);
-        unlink(shm);
+        snprintf(side, sizeof side, "%s-wal", path);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", path);
+        unlink(side);
     }
     return 0;
 }

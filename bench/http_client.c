@@ -1,9 +1,10 @@
 /* http_client.c - throughput and client CPU cost of the HTTP target.
  *
  * Starts the fake server (tests/server/fakeserver.c, found next to this
- * binary or at $DRIFT_BUILD/fakeserver), then sends --requests completions
- * requests (default 20000) at each concurrency of --concurrency (default
- * 1,16,64,256) through drift_target_generate, and prints requests/s and the
+ * binary or at $DRIFT_BUILD/fakeserver, through tests/support/fake_server.h),
+ * then sends --requests completions requests (default 20000) at each
+ * concurrency of --concurrency (default 1,16,64,256) through
+ * drift_target_generate, and prints requests/s and the
  * client's CPU time per request (getrusage of this process: user + system;
  * the server is another process and is not counted). The issue's target is
  * at most 100 us of client CPU per request.
@@ -16,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "driftbench/target.h"
+#include "support/fake_server.h"
 #include "util/util.h"
 
 typedef struct tally {
@@ -43,31 +44,6 @@ static double cpu_s(void) {
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
            (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static pid_t start_server(const char *bin, int *port) {
-    int fds[2];
-    if (pipe(fds)) return -1;
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(bin, bin, "--lifetime", "900", "--quiet", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[64] = "";
-    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "PORT %d", port) != 1) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        if (f) fclose(f);
-        return -1;
-    }
-    fclose(f);
-    return pid;
 }
 
 int main(int argc, char **argv) {
@@ -96,12 +72,12 @@ int main(int argc, char **argv) {
         }
     }
     signal(SIGPIPE, SIG_IGN);
-    int port = 0;
-    pid_t pid = start_server(server, &port);
-    if (pid < 0) {
+    fake_server fake;
+    if (fake_server_start(&fake, server, 900, NULL, 0) != 0) {
         fprintf(stderr, "cannot start the fake server %s\n", server);
         return 2;
     }
+    int port = fake.port;
 
     char **prompts = calloc(n, sizeof *prompts);
     drift_gen_request *reqs = calloc(n, sizeof *reqs);
@@ -163,8 +139,7 @@ int main(int argc, char **argv) {
         if (!p) break;
         p++;
     }
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
+    fake_server_stop(&fake);
     for (size_t i = 0; i < n; i++) free(prompts[i]);
     free(prompts);
     free(reqs);

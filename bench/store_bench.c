@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "driftbench/store.h"
+#include "support/store_builder.h"
 #include "util/util.h"
 
 #define BATCH 1000
@@ -48,24 +49,20 @@ int main(int argc, char **argv) {
     size_t reps = (n + N_PROMPTS - 1) / N_PROMPTS;
     drift_error err = {0};
     drift_store *st;
-    unlink(path);
-    if (drift_store_open(path, &st, &err)) die("open", &err);
+    st = sb_open_new(path);
 
     /* prompts */
     drift_suite su = {.name = "bench", .source = "bench", .format = "bench", .n = N_PROMPTS};
     su.prompts = calloc(N_PROMPTS, sizeof *su.prompts);
     for (size_t i = 0; i < N_PROMPTS; i++) {
-        drift_prompt *p = &su.prompts[i];
-        p->prompt_id = util_asprintf("p%05zu", i);
-        p->workload = (drift_workload)(i % DRIFT_WL_COUNT);
-        p->input = util_asprintf("Synthetic prompt number %zu: what is %zu times 3?", i, i);
-        p->reference_json = util_asprintf("{\"answer\":\"%zu\"}", 3 * i);
-        char h[17];
-        util_hash_hex(p->input, strlen(p->input), h);
-        p->hash = util_strdup(h);
+        char id[32], input[96], ref[64];
+        snprintf(id, sizeof id, "p%05zu", i);
+        snprintf(input, sizeof input, "Synthetic prompt number %zu: what is %zu times 3?", i, i);
+        snprintf(ref, sizeof ref, "{\"answer\":\"%zu\"}", 3 * i);
+        sb_prompt_fill(&su.prompts[i], id, (drift_workload)(i % DRIFT_WL_COUNT), input, ref);
     }
     int64_t *rowids = calloc(N_PROMPTS, sizeof *rowids);
-    if (drift_store_put_prompts(st, &su, rowids, &err)) die("put_prompts", &err);
+    sb_put_prompts(st, &su, rowids);
 
     /* synthetic text and logprobs */
     char text[400];
@@ -88,8 +85,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r < 2; r++) {
         drift_run_info ri = {.label = (char *)labels[r], .target = (char *)"bench://", .config_json = (char *)"{}",
                              .decoding_json = (char *)"{\"temperature\":0}"};
-        int resumed;
-        if (drift_store_run_begin(st, &ri, &runs[r], &resumed, &err)) die("run_begin", &err);
+        runs[r] = sb_run_begin(st, &ri);
         double t0 = util_now_ms(), c0 = cpu_ms();
         size_t k = 0;
         while (k < n) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "driftbench/store.h"
+#include "support/store_builder.h"
 #include "util/util.h"
 
 #define N_PROMPTS 500
@@ -37,14 +38,11 @@ static drift_suite make_suite(void) {
     drift_suite su = {.name = "writers", .source = "bench", .format = "bench", .n = N_PROMPTS};
     su.prompts = calloc(N_PROMPTS, sizeof *su.prompts);
     for (size_t i = 0; i < N_PROMPTS; i++) {
-        drift_prompt *p = &su.prompts[i];
-        p->prompt_id = util_asprintf("p%05zu", i);
-        p->workload = (drift_workload)(i % DRIFT_WL_COUNT);
-        p->input = util_asprintf("Synthetic prompt number %zu: what is %zu times 3?", i, i);
-        p->reference_json = util_asprintf("{\"answer\":\"%zu\"}", 3 * i);
-        char h[17];
-        util_hash_hex(p->input, strlen(p->input), h);
-        p->hash = util_strdup(h);
+        char id[32], input[96], ref[64];
+        snprintf(id, sizeof id, "p%05zu", i);
+        snprintf(input, sizeof input, "Synthetic prompt number %zu: what is %zu times 3?", i, i);
+        snprintf(ref, sizeof ref, "{\"answer\":\"%zu\"}", 3 * i);
+        sb_prompt_fill(&su.prompts[i], id, (drift_workload)(i % DRIFT_WL_COUNT), input, ref);
     }
     return su;
 }
@@ -56,14 +54,12 @@ static void writer(const char *path, int k, int i, size_t n, size_t batch, int l
     if (drift_store_open(path, &st, &err)) die("open", &err);
     drift_suite su = make_suite();
     int64_t rowids[N_PROMPTS];
-    if (drift_store_put_prompts(st, &su, rowids, &err)) die("put_prompts", &err);
+    sb_put_prompts(st, &su, rowids);
     char label[64];
     snprintf(label, sizeof label, "w%d-%d", k, i);
     drift_run_info ri = {.label = label, .target = (char *)"bench://", .config_json = (char *)"{}",
                          .decoding_json = (char *)"{\"temperature\":0}"};
-    int64_t run;
-    int resumed;
-    if (drift_store_run_begin(st, &ri, &run, &resumed, &err)) die("run_begin", &err);
+    int64_t run = sb_run_begin(st, &ri);
     char text[400];
     for (size_t c = 0; c < sizeof text - 1; c++) text[c] = "abcdefghij klmnopqrstuvwxyz.,0123456789"[c % 39];
     text[sizeof text - 1] = '\0';

@@ -252,28 +252,11 @@ static drift_status moe_ffn(const drift_model *m, model_run_state *rs, const lay
     double *pr = rs->prob;
     drift_status st;
     if ((st = num_matmul(p, logits, xb, rs_weights(rs, p, &w->router), B, err))) return st;
-    for (int b = 0; b < B; b++) {
-        /* softmax over all experts in double, top-k (ties: lower index), renormalise */
-        const float *lg = logits + (size_t)b * E;
-        double mx = lg[0], s = 0;
-        for (int e = 1; e < E; e++)
-            if (lg[e] > mx) mx = lg[e];
-        /* ref's results must not depend on the CPU's libm (it picks FMA code or not) */
-        int ref = p->isa == DRIFT_ISA_REF;
-        for (int e = 0; e < E; e++) s += (pr[e] = ref ? num_ref_exp((double)lg[e] - mx) : exp((double)lg[e] - mx));
-        double tot = 0;
-        for (int k = 0; k < K; k++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) {
-                int used = 0;
-                for (int j = 0; j < k; j++) used |= sel[b * K + j] == e;
-                if (!used && (best < 0 || pr[e] > pr[best])) best = e;
-            }
-            sel[b * K + k] = best;
-            tot += pr[best] / s;
-        }
-        for (int k = 0; k < K; k++) wt[b * K + k] = (float)(pr[sel[b * K + k]] / s / tot);
-    }
+    /* the router (kernels_ref.h): softmax, top-k (ties: lower index), renormalised;
+     * ref's results must not depend on the CPU's libm (it picks FMA code or not) */
+    double (*exp_fn)(double) = p->isa == DRIFT_ISA_REF ? num_ref_exp : exp;
+    for (int b = 0; b < B; b++)
+        num_ref_moe_route(logits + (size_t)b * E, E, K, exp_fn, pr, sel + (size_t)b * K, wt + (size_t)b * K);
     for (int e = 0; e < E; e++) {
         /* the rows that chose expert e (each at most once), through its FFN as one batch */
         int cnt = 0;

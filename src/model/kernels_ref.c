@@ -733,3 +733,25 @@ void num_ref_attention(const drift_numeric_profile *p, float *out, const float *
     fn(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, s);
     if (s != s_stack) free(s);
 }
+
+/* ---------------------------------------------------------------- MoE router */
+
+void num_ref_moe_route(const float *lg, int E, int K, double (*exp_fn)(double), double *pr, int *sel, float *wt) {
+    /* softmax over all experts in double, top-k (ties: lower index), renormalise */
+    double mx = lg[0], s = 0;
+    for (int e = 1; e < E; e++)
+        if (lg[e] > mx) mx = lg[e];
+    for (int e = 0; e < E; e++) s += (pr[e] = exp_fn((double)lg[e] - mx));
+    double tot = 0;
+    for (int k = 0; k < K; k++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            int used = 0;
+            for (int j = 0; j < k; j++) used |= sel[j] == e;
+            if (!used && (best < 0 || pr[e] > pr[best])) best = e;
+        }
+        sel[k] = best;
+        tot += pr[best] / s;
+    }
+    for (int k = 0; k < K; k++) wt[k] = (float)(pr[sel[k]] / s / tot);
+}

@@ -6,24 +6,9 @@
 # the value; after `--` nothing is taken out; after a flag without a value
 # (`--sequential -q`) the global flag is still one; and main.c's table of
 # flags without a value holds every getopt no_argument option of cli/*.c.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-FIX=$S/tests/data/fake
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
+. "$(dirname "$0")/lib.sh"
 
-out=$T/srv
-"$FAKE" --script "$FIX/math5_baseline.txt" --lifetime 300 --quiet > "$out" 2>/dev/null &
-PIDS+=($!)
-for _ in $(seq 100); do PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null); [ -n "$PORT" ] && break; sleep 0.05; done
-[ -n "$PORT" ] || { echo "server did not start"; exit 1; }
+start_server "$FIX/math5_baseline.txt"
 TGT="http://127.0.0.1:$PORT/v1?model=m"
 DB=$T/s.db
 RUN=(run --db "$DB" --target "$TGT" --suite "$FIX/math5.jsonl")
@@ -74,5 +59,4 @@ for o in $(grep -ho '{"[a-z0-9-]*", no_argument' "$S"/cli/*.c | cut -d'"' -f2 | 
 done
 check '[ -z "$missing" ]' "options without a value missing from main.c's no_value_options:$missing"
 
-echo "cli_global_flags: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -7,32 +7,7 @@
 # keeps the old rule, a rate equal to the budget deploys); measure in one go; resume
 # after SIGKILL with no duplicate and no lost response; bad suites, bad URLs,
 # unreachable servers and bad flags.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-FIX=$S/tests/data/fake
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-
-# start_server SCRIPT -> sets PORT
-start_server() {
-  local out=$T/srv.$RANDOM
-  "$FAKE" --script "$1" --lifetime 300 --quiet > "$out" 2>/dev/null &
-  PIDS+=($!)
-  for _ in $(seq 100); do
-    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "server did not start"; exit 1
-}
-sql() { sqlite3 "$1" "$2"; }
+. "$(dirname "$0")/lib.sh"
 
 # ---------------------------------------------------------------- flips
 start_server "$FIX/math5_baseline.txt"; P1=$PORT
@@ -201,7 +176,7 @@ run_err "ftp" run --db "$T/b.db" --label x --target "ftp://127.0.0.1/v1?model=m"
 run_err "model" run --db "$T/b.db" --label x --target "http://127.0.0.1:$P1/v1" --suite "$SUITE"
 run_err "port" run --db "$T/b.db" --label x --target "http://127.0.0.1:99999/v1?model=m" --suite "$SUITE"
 # a closed port: every request fails quickly, is stored as an error, and run says so
-CLOSED=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1]); s.close()")
+CLOSED=$(free_port)
 run_err "failed" run --db "$T/u.db" --label x --target "http://127.0.0.1:$CLOSED/v1?model=m" --suite "$SUITE" \
   --retries 1 --connect-timeout 1
 check '[ "$(sql "$T/u.db" "select count(*) from responses where error is not null")" = 5 ]' "unreachable: 5 errors stored"
@@ -220,5 +195,4 @@ for c in run score compare measure suites version; do
   "$D" $c --help > /dev/null 2>&1 || bad "$c --help"
 done
 
-echo "cli_http: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -7,33 +7,7 @@
 # command again resumes and completes. A second signal exits at once even
 # while the first one's clean-up waits (here: on a store another process
 # holds locked).
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?}
-FAKE=$B/fakeserver
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-sql() { sqlite3 "$1" "$2"; }
-now_ms() { date +%s%3N; }
-
-# start_server SCRIPT_TEXT -> sets PORT
-start_server() {
-  local script=$T/script.$RANDOM out=$T/srv.$RANDOM
-  printf '%b' "$1" > "$script"
-  "$FAKE" --script "$script" --lifetime 300 --quiet > "$out" 2>/dev/null &
-  PIDS+=($!)
-  for _ in $(seq 100); do
-    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "server did not start"; exit 1
-}
+. "$(dirname "$0")/lib.sh"
 
 # stat_of PORT KEY [SUB]: a counter of the server's /stats
 stat_of() {
@@ -89,7 +63,7 @@ EOF
 }
 
 # ------------------------------------------------ SIGINT with requests in flight
-start_server 'default | echo\nfault | HANG | sleep | seconds=600 | times=4\n'; P=$PORT
+start_server_text 'default | echo\nfault | HANG | sleep | seconds=600 | times=4\n'; P=$PORT
 suite "$T/hang.jsonl" 6 4 HANG
 U="http://127.0.0.1:$P/v1?model=m"
 DB=$T/int.db
@@ -118,7 +92,7 @@ check '[ "$(sql "$DB" "select count(*) from responses where error is null")" = 1
 check '[ "$(sql "$DB" "select count(*) from run_locks")" = 0 ]' "no run lock left behind"
 
 # ------------------------------------------------ SIGTERM during a retry back-off
-start_server 'default | echo\nfault | BUSY | 503 | retry_after=30 | times=1\n'; P=$PORT
+start_server_text 'default | echo\nfault | BUSY | 503 | retry_after=30 | times=1\n'; P=$PORT
 suite "$T/busy.jsonl" 1 1 BUSY
 U="http://127.0.0.1:$P/v1?model=m"
 DB=$T/busy.db
@@ -142,7 +116,7 @@ check '[ "$(sql "$DB" "select count(*) from responses where error is null")" = 2
 # ------------------------------------------------ SIGINT during measure
 # (--budget math=none: 6 pairs without a flip cannot show a rate within the
 # default 2% and would be INCONCLUSIVE, exit 3; the gate is not the point here)
-start_server 'default | echo\nfault | HANG | sleep | seconds=600 | times=2\n'; P=$PORT
+start_server_text 'default | echo\nfault | HANG | sleep | seconds=600 | times=2\n'; P=$PORT
 suite "$T/meas.jsonl" 4 2 HANG
 DB=$T/meas.db
 "$D" --quiet measure --db "$DB" --baseline "http://127.0.0.1:$P/v1?model=m" \
@@ -169,7 +143,7 @@ check 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); w=d[\"worklo
   "the resumed measure compares all 6 prompts"
 
 # ------------------------------------------------ a second signal exits at once
-start_server 'default | echo\nfault | HANG | sleep | seconds=600 | times=4\n'; P=$PORT
+start_server_text 'default | echo\nfault | HANG | sleep | seconds=600 | times=4\n'; P=$PORT
 U="http://127.0.0.1:$P/v1?model=m"
 DB=$T/twice.db
 "$D" --quiet run --db "$DB" --label t --target "$U" --suite "$T/hang.jsonl" --concurrency 8 2> "$T/twice.err" &
@@ -203,5 +177,4 @@ rc=$?
 check '[ $rc -eq 0 ]' "the rerun takes over the dead run's lock and completes: $(head -c 300 "$T/twice2.err")"
 check '[ "$(sql "$DB" "select count(*) from responses where error is null")" = 10 ]' "all 10 answered after resume"
 
-echo "cli_interrupt: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

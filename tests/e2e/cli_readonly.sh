@@ -17,33 +17,8 @@
 #     private mount namespace (unshare -m), read as root.
 # Each of the two prints SKIP (and does not count as passed) where setpriv
 # or unshare is missing or not permitted.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-FIX=$S/tests/data/fake
-T=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 chmod 755 "$T"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-skip() { echo "SKIP: $*"; }
-sql() { sqlite3 "$1" "$2"; }
-
-start_server() {
-  local out=$T/srv.$RANDOM
-  "$FAKE" --script "$1" --lifetime 300 --quiet > "$out" 2>/dev/null &
-  PIDS+=($!)
-  for _ in $(seq 100); do
-    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "server did not start"; exit 1
-}
 
 # a store with two scored runs (one flip, one error), closed
 start_server "$FIX/math5_baseline.txt"; P1=$PORT
@@ -145,11 +120,9 @@ cp "$DB" "$T/mnt/s.db"
 mkdir "$T/o3"
 if unshare -m sh -c "mount --bind '$T/mnt' '$T/mnt' && mount -o remount,ro,bind '$T/mnt' && ! touch '$T/mnt/probe' 2>/dev/null" 2>/dev/null; then
   cat > "$T/inmount.sh" <<EOF
-set -u
 mount --bind '$T/mnt' '$T/mnt' && mount -o remount,ro,bind '$T/mnt' || exit 99
 D='$D'
 $(declare -f ok bad check read_all)
-fails=0 passes=0
 read_all '$T/mnt/s.db' '$T/o3'
 "\$D" --quiet run --db '$T/mnt/s.db' --label more --target "http://127.0.0.1:$P1/v1?model=m" --suite '$FIX/math5.jsonl' 2> '$T/o3/run.err'
 rc=\$?
@@ -167,5 +140,4 @@ else
   skip "unshare -m with a read-only bind mount is not permitted here: the read-only mount case is not covered"
 fi
 
-echo "cli_readonly: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -4,38 +4,15 @@
 # and the owner) and asks nothing; another label goes ahead meanwhile; the
 # lock of a run that was SIGKILLed is taken over by the next run of L; a lock
 # held from another host is refused with the way to remove it.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?}
-FAKE=$B/fakeserver
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
+. "$(dirname "$0")/lib.sh"
 sql() { sqlite3 "$1" "$2" 2>/dev/null; }
-now_ms() { date +%s%3N; }
 
-start_server() {
-  local script=$T/script.$RANDOM out=$T/srv.$RANDOM
-  printf '%b' "$1" > "$script"
-  "$FAKE" --script "$script" --lifetime 300 --quiet > "$out" 2>/dev/null &
-  PIDS+=($!)
-  for _ in $(seq 100); do
-    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "server did not start"; exit 1
-}
 stat_of() {
   python3 -c 'import json,sys,urllib.request; print(json.load(urllib.request.urlopen("http://127.0.0.1:%s/stats" % sys.argv[1], timeout=5)).get(sys.argv[2], 0))' "$@"
 }
 
 # every prompt holds HANG: the first two requests hang (times=2), the rest are answered
-start_server 'default | echo\nfault | HANG | sleep | seconds=600 | times=2\n'; P=$PORT
+start_server_text 'default | echo\nfault | HANG | sleep | seconds=600 | times=2\n'; P=$PORT
 python3 - "$T/s.jsonl" <<'EOF'
 import json, sys
 with open(sys.argv[1], "w") as f:
@@ -99,5 +76,4 @@ sql "$DB" "$hint"
 rc=$?
 check '[ $rc -eq 0 ]' "after removing the lock as told, X runs"
 
-echo "cli_run_lock: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -8,18 +8,11 @@
 # evaluator a run lacks is exit 2 naming the ones it has. Two lm-eval runs,
 # one with three documents removed (imported with --partial), pair the
 # shared documents and say three baseline answers were left unpaired.
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
+. "$(dirname "$0")/lib.sh"
 FIX=$S/tests/data/import
 A=$FIX/lmeval/qwen2-7m-f16/samples_gsm8k_2026-12-02T05-40-00.000000.jsonl
 B=$FIX/lmeval/qwen2-7m-q4_0/samples_gsm8k_2026-12-02T05-40-00.000000.jsonl
 PF=$FIX/promptfoo/results.json
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 BASE=qwen2-7m-f16 TARG=qwen2-7m-q4_0-ctx160
 # math out of the gate: the promptfoo fixture leaves 1 of 13 pairs out (a
 # request error), which the gate blocks (exit 1), and 9 lm-eval pairs are
@@ -119,5 +112,4 @@ GOT=$(python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); print(d["workloads"][0]["n"], d["unpaired"]["baseline"])' "$T/u2.json" 2>&1)
 check '[ $rc -eq 0 ] && [ "$GOT" = "$WN 3" ]' "partial with the harness's evaluator: '$GOT', want '$WN 3'"
 
-echo "compare_evaluator: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

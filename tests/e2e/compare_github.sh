@@ -11,30 +11,7 @@
 # the 4 pairs are INCONCLUSIVE: exit 3, warnings only, the exact CI; with
 # the point rule and budget 50%: exit 0, a ::notice verdict, no ::error; an
 # unwritable summary file and --sequential with github are exit 2.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-FIX=$S/tests/data/fake
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-
-start_server() {
-  local out=$T/srv.$RANDOM
-  "$FAKE" --script "$1" --lifetime 300 --quiet > "$out" 2>/dev/null &
-  PIDS+=($!)
-  for _ in $(seq 100); do
-    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "server did not start"; exit 1
-}
+. "$(dirname "$0")/lib.sh"
 
 start_server "$FIX/math5_baseline.txt"; P1=$PORT
 start_server "$FIX/math5_target.txt"; P2=$PORT
@@ -105,5 +82,4 @@ check '[ $rc -eq 2 ] && grep -q "not junit, github or html" "$T/seq.err"' "--seq
 check '[ $rc -eq 2 ] && grep -q "unknown format \"gitlab\" (known: text, json, markdown, junit, github, html)" "$T/fmt.err"' \
   "unknown format names the known ones ($(cat "$T/fmt.err"))"
 
-echo "compare_github: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -7,19 +7,8 @@
 # one dot per configuration only with --kl; an HTTP run (the fake server)
 # is one line in compare and a "not drawn" note in the report, never an
 # error; bad flags are exit 2.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-FIX=$S/tests/data/fake
+. "$(dirname "$0")/lib.sh"
 M=$S/models/qwen2-7m.gguf
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 
 DB=$T/s.db
 R=(--db "$DB" --suite builtin:math --suite builtin:chat --limit 2 --max-tokens 24)
@@ -122,5 +111,4 @@ import json,sys; k=json.load(open(sys.argv[1]))[\"token_kl\"]; assert \"embedded
 check '[ $rc -eq 0 ] && grep -q "id=\"kl\"" "$T/h.html" && grep -q "Not drawn (the configuration or its baseline is not an embedded stack[^<]*: emb\." "$T/h.html"' \
   "report --kl on an HTTP baseline: the section says it cannot (rc $rc)"
 
-echo "compare_kl: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

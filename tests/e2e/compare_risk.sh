@@ -9,15 +9,8 @@
 # risk asks prompts riskiest first (the stored order is checked against the
 # listing), --order random is seeded (same seed, same order); bad order
 # flags are exit 2 naming the problem.
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
+. "$(dirname "$0")/lib.sh"
 M=$S/models/llama-fragile-7m.gguf
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 
 DB=$T/r.db
 R=(--suite "builtin:math" --limit 40 --max-tokens 48 --concurrency 1)
@@ -114,5 +107,4 @@ check '[ $rc -eq 2 ] && grep -q "nope" "$T/e4"' "--risk-from unknown label: exit
 rc=$?
 check '[ $rc -eq 2 ] && grep -q -- "--logprobs" "$T/e5"' "measure --order risk without logprobs: exit 2"
 
-echo "compare_risk: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -9,30 +9,7 @@
 # pairs run out and then gets compare's decision, INCONCLUSIVE (exit 3); no
 # budget is not gated (exit 0, said so); the same seed gives the same
 # report; text, json and markdown; bad flags are exit 2 naming the flag.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-FIX=$S/tests/data/fake
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-
-start_server() {
-  local out=$T/srv.$RANDOM
-  "$FAKE" --script "$1" --lifetime 300 --quiet > "$out" 2>/dev/null &
-  PIDS+=($!)
-  for _ in $(seq 100); do
-    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "server did not start"; exit 1
-}
+. "$(dirname "$0")/lib.sh"
 
 start_server "$FIX/math5_baseline.txt"; P1=$PORT
 start_server "$FIX/math5_target.txt"; P2=$PORT
@@ -94,5 +71,4 @@ for bad in "--sequential --alpha 0.9" "--sequential --alpha x" "--seed 5" "--alp
 done
 grep -q -- "--sequential" <("$D" compare --help) && ok || bad "compare --help mentions --sequential"
 
-echo "compare_sequential: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -10,12 +10,7 @@
 # LD_DEBUG=libs shows every library the loader looks for, dlopen included.
 # Where a GPU is visible the rest prints SKIP and passes (the GPU path is
 # tests/unit/test_cuda_model.c's).
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 model=$S/models/qwen2-7m.gguf
 # no CUDA unless asked: version, the profile list, a cuda profile's

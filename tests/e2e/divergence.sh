@@ -6,18 +6,7 @@
 # whose model file moved is found with --models; bad input is exit 2 with
 # a message naming the problem (unknown label, an HTTP run, a missing store,
 # model or text file, bad flags).
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-FIX=$S/tests/data/fake
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
+. "$(dirname "$0")/lib.sh"
 
 cp "$S/models/qwen2-7m.gguf" "$T/moved.gguf"
 M=$S/models/qwen2-7m.gguf
@@ -111,5 +100,4 @@ done
 "$D" divergence --help > "$T/help" 2>&1
 check 'grep -q "HTTP servers: not available" "$T/help" && grep -q -- "--text FILE" "$T/help"' "--help says HTTP is not available"
 
-echo "divergence: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -30,36 +30,11 @@
 # The fake server (tests/server/fakeserver.c) for (a), (b), (f); the
 # embedded engine on the shipped models/qwen2-7m.gguf for (c), (d), (e).
 # DRIFT_SANITIZED set: (d) asks 16 prompts instead of 30 (4 of them flip).
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-FIX=$S/tests/data/fake
+. "$(dirname "$0")/lib.sh"
 M=$S/models/qwen2-7m.gguf
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 T0=$SECONDS
 lap() { echo "[$((SECONDS - T0)) s] $*"; T0=$SECONDS; }
 
-# start_server SCRIPT -> sets PORT
-start_server() {
-  local out=$T/srv.$RANDOM
-  "$FAKE" --script "$1" --lifetime 300 --quiet > "$out" 2>/dev/null &
-  PIDS+=($!)
-  disown $!
-  for _ in $(seq 100); do
-    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "server did not start"; exit 1
-}
-free_port() { python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1]); s.close()"; }
 # line N of FILE
 line() { sed -n "${2}p" "$1"; }
 
@@ -248,5 +223,4 @@ check '[ $rc -eq 0 ] && [ "$(line "$T/f3.out" 5)" = "verdict: DEPLOY (exit 0): t
   "(f) --max-left-out 50 --budget math=20: 0 of 18 is within 20%, DEPLOY, exit 0 (rc $rc: $(sed -n 5,6p "$T/f3.out"))"
 lap "(f) pairs left out"
 
-echo "gate_fail_closed: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -18,18 +18,8 @@
 #     every flip with its hostile id intact, no CSV cell starts a formula
 #     (=, +, -, @, TAB, CR) unless it is a number, and the written CSV reads
 #     back into anova's parser with the same ids (the flip table round trip).
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
+. "$(dirname "$0")/lib.sh"
 LM=$S/tests/data/import/lmeval
-T=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 
 # The check of printed bytes (tests/unit/hostile.h's, in Python).
 cat > "$T/safe.py" <<'EOF'
@@ -226,5 +216,4 @@ for api in chat completions; do
   check 'safe "$T/e.$api.out" "$T/e.$api.err"' "its error body, quoted on stderr, is safe ($api)"
 done
 
-echo "hostile_output: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

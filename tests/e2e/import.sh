@@ -10,18 +10,11 @@
 # request error (1 of 13 left out) blocks; bad files are exit 2 naming the file,
 # line and field, and leave the store as it was; a document that differs
 # between two runs of a task names both files and the document.
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
+. "$(dirname "$0")/lib.sh"
 FIX=$S/tests/data/import
 A=$FIX/lmeval/qwen2-7m-f16/samples_gsm8k_2026-12-02T05-40-00.000000.jsonl
 B=$FIX/lmeval/qwen2-7m-q4_0/samples_gsm8k_2026-12-02T05-40-00.000000.jsonl
 PF=$FIX/promptfoo/results.json
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 runs() { "$D" compare --db "$1" --baseline '?' --target '?' 2>&1 | sed -n 's/.*runs: \(.*\) (not found).*/\1/p'; }
 DB=$T/s.db
 
@@ -126,5 +119,4 @@ check '[ $rc -eq 0 ] && grep -q "lm_eval:acc pass 1/1; DriftBench.s evaluator: n
 check '[ $rc -eq 2 ] && grep -q -- "--verdict: .maybe." "$T/e6"' "bad flag value: exit 2 naming the flag"
 check '[ "$(runs "$DB")" = "$BEFORE" ]' "after every refusal: the store holds the same runs"
 
-echo "import: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

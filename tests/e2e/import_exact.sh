@@ -6,16 +6,10 @@
 # nothing. An import killed with SIGKILL leaves its private store in
 # $TMPDIR; the next import removes it (and keeps a directory of the same
 # pattern whose process is alive).
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
+. "$(dirname "$0")/lib.sh"
 PF=$S/tests/data/import/promptfoo/results.json
-T=$(mktemp -d)
-trap 'kill -9 $SLOW 2>/dev/null; rm -rf "$T"' EXIT
+on_exit() { kill -9 $SLOW 2>/dev/null; }
 SLOW=
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 DB=$T/s.db
 flips() {
   "$D" compare --db "$DB" --baseline qwen2-7m-f16 --target qwen2-7m-q4_0-ctx160 --format json 2>/dev/null |
@@ -84,5 +78,4 @@ check '[ -n "$dir" ] && [ ! -e "$dir" ]' "the next import removed the stale priv
 check '[ -d "$TD/driftbench-import-1-live01" ] && [ "$(ls "$TD" | wc -l)" = 1 ]' \
   "a live pid's directory is kept, and the import left none of its own ($(ls "$TD" | tr '\n' ' '))"
 
-echo "import_exact: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

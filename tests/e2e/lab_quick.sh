@@ -8,14 +8,12 @@
 # line; then a second run resumes without generating anything; then
 # `--full --dry-run` says how big the full matrix is (with a WARNING on
 # fewer than 8 cores) and runs nothing.
-set -euo pipefail
-: "${DRIFTBENCH:?set DRIFTBENCH to the CLI}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"            # no models/ here: the lab must fall back to the fixtures
+. "$(dirname "$0")/lib.sh"
+work=$T
+cd "$work" || fail "cd $work"   # no models/ here: the lab must fall back to the fixtures
 out="$work/lab"
 start=$(date +%s)
-"$DRIFTBENCH" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout" 2>"$work/stderr" || {
+"$D" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout" 2>"$work/stderr" || {
     echo "FAIL: lab exited $?"; cat "$work/stdout" "$work/stderr"; exit 1; }
 echo "lab --quick --limit 3 took $(( $(date +%s) - start )) s"
 for f in lab.db matrix.json matrix_long.json flip_rates.csv anova.txt pri.txt report.html cuts.txt summary.txt stochastic.txt; do
@@ -39,7 +37,8 @@ s=$(grep -n '== summary: what this lab found ==' "$work/stdout" | cut -d: -f1)
 f=$(grep -n '== flip rate by workload' "$work/stdout" | cut -d: -f1)
 [ -n "$s" ] && [ -n "$f" ] && [ "$s" -lt "$f" ] || { echo "FAIL: the summary is not first ($s, $f)"; exit 1; }
 grep -q '^math: 54 of 54 answers cut at 12 new tokens (100.00%)' "$out/cuts.txt" || { echo "FAIL: cuts.txt"; cat "$out/cuts.txt"; exit 1; }
-cut_db=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id join prompts p on p.id = r.prompt_rowid where u.label not like 'stochastic/%' and p.workload = 'code' and r.failed = 0 and r.finish_reason = 'length'")
+cut_db=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id join prompts p on p.id = r.prompt_rowid where u.label not like 'stochastic/%' and p.workload = 'code' and r.failed = 0 and r.finish_reason = 'length'") ||
+    fail "sqlite3 cannot count the cut code answers"
 grep -q "^code: $cut_db of 54 answers cut" "$out/cuts.txt" || { echo "FAIL: code cuts != $cut_db in the store"; cat "$out/cuts.txt"; exit 1; }
 grep -Eq '^scoring: [0-9]+ distinct verdicts kept, [1-9][0-9]* reused' "$work/stdout" || { echo "FAIL: no verdict reused"; grep '^scoring' "$work/stdout"; exit 1; }
 grep -Eq 'generation [0-9.]+ s, estimated [0-9]+ s' "$work/stdout" || { echo "FAIL: estimate not beside the measured time"; tail -3 "$work/stdout"; exit 1; }
@@ -47,23 +46,25 @@ grep -q "ANOVA type 2" "$out/anova.txt" || { echo "FAIL: anova.txt"; cat "$out/a
 grep -q "held-out level" "$out/pri.txt" || { echo "FAIL: pri.txt"; cat "$out/pri.txt"; exit 1; }
 grep -q 'id="heatmap"' "$out/report.html" || { echo "FAIL: report has no heatmap"; exit 1; }
 # every configuration is a run, plus one ref per model
-configs=$(grep -c '"label"' "$out/matrix.json")
-runs=$(sqlite3 "$out/lab.db" "select count(*) from runs where finished_at is not null and label not like 'stochastic/%'")
+configs=$(grep -c '"label"' "$out/matrix.json") || fail "no configuration in matrix.json"
+runs=$(sqlite3 "$out/lab.db" "select count(*) from runs where finished_at is not null and label not like 'stochastic/%'") ||
+    fail "sqlite3 cannot count the runs"
 [ "$runs" = "$configs" ] || { echo "FAIL: $runs finished runs for $configs configurations"; exit 1; }
 # the stochastic leg: two sampled runs (5 replicates) and its summary
-stoch=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label like 'stochastic/%'")
+stoch=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label like 'stochastic/%'") ||
+    fail "sqlite3 cannot count the stochastic answers"
 [ "$stoch" = 60 ] || { echo "FAIL: stochastic leg stored $stoch responses (want 4 runs x 3 prompts x 5 replicates)"; exit 1; }
 grep -q "expected flip rate over replicate pairs" "$out/stochastic.txt" || { echo "FAIL: stochastic.txt"; exit 1; }
 grep -Eq "^(null: each stack against itself with seeds 1042\+r|against the null)" "$out/stochastic.txt" || { echo "FAIL: no null in stochastic.txt"; cat "$out/stochastic.txt"; exit 1; }
-cp "$out/flip_rates.csv" "$work/flip_rates.first"
+cp "$out/flip_rates.csv" "$work/flip_rates.first" || fail "cp flip_rates.csv"
 # resume: nothing left to generate
-"$DRIFTBENCH" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout2" 2>"$work/stderr2" || {
+"$D" lab --quick --out "$out" --limit 3 --max-tokens 12 >"$work/stdout2" 2>"$work/stderr2" || {
     echo "FAIL: second lab run exited $?"; cat "$work/stderr2"; exit 1; }
 grep -q " 0 tokens generated now" "$work/stdout2" || { echo "FAIL: the second run generated again"; tail -3 "$work/stdout2"; exit 1; }
 grep -q '^estimate: every configuration is stored already' "$work/stdout2" || { echo "FAIL: resumed estimate"; head -8 "$work/stdout2"; exit 1; }
 cmp -s "$work/flip_rates.first" "$out/flip_rates.csv" || { echo "FAIL: the resumed lab wrote another flip table"; exit 1; }
 # --full --dry-run: the size, the estimate, a WARNING on few cores; nothing run
-"$DRIFTBENCH" lab --full --dry-run --limit 2 --out "$work/full" >"$work/stdout3" 2>"$work/stderr3" || {
+"$D" lab --full --dry-run --limit 2 --out "$work/full" >"$work/stdout3" 2>"$work/stderr3" || {
     echo "FAIL: lab --full --dry-run exited $?"; cat "$work/stdout3" "$work/stderr3"; exit 1; }
 [ -s "$work/full/matrix.json" ] && [ ! -e "$work/full/lab.db" ] || { echo "FAIL: dry run wrote a store or no matrix"; ls -la "$work/full"; exit 1; }
 grep -q '^dry run: nothing generated' "$work/stdout3" || { echo "FAIL: dry run line"; cat "$work/stdout3"; exit 1; }

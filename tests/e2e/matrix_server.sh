@@ -8,23 +8,8 @@
 # last words; the same command again restarts it and completes: every
 # answer once, none lost, no error left), measure with --baseline-start /
 # --target-start, and the spec errors of "server" and "{port}".
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-T=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 export TMPDIR=$T          # the servers' logs go here (kept when one fails)
-cleanup() {
-  # anything a start command recorded and a failed test left running
-  if [ -f "$T/pids" ]; then while read -r p; do kill -9 "$p" 2>/dev/null; done < "$T/pids"; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-sql() { sqlite3 "$1" "$2"; }
-now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 # every pid a start command recorded is gone (waits up to 3 s for reaping)
 all_gone() {
@@ -242,5 +227,4 @@ check '[ $? -eq 0 ] && grep -qF "1	b	http://127.0.0.1:{port}/v1?model=models/b.g
 $D matrix --spec "$S/tests/data/matrix/llama_server.json" --list > "$T/llama.out" 2>&1
 check '[ $? -eq 0 ] && [ "$(wc -l < "$T/llama.out")" = 6 ]' "tests/data/matrix/llama_server.json parses ($(cat "$T/llama.out"))"
 
-echo "matrix_server: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -8,20 +8,8 @@
 # --shard wins over the environment. Then a retried task: the first attempt
 # of a shard dies with its server mid-run, the same task again resumes it
 # (every answer once) and a third attempt skips the complete run.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?}
-FAKE=$B/fakeserver
-T=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 export TMPDIR=$T
-cleanup() {
-  if [ -f "$T/pids" ]; then while read -r p; do kill -9 "$p" 2>/dev/null; done < "$T/pids"; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 # a clean environment: no job array of the machine running the test leaks in
 unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_MAX SLURM_ARRAY_TASK_STEP \
   JOB_COMPLETION_INDEX DRIFT_SHARD_COUNT
@@ -129,5 +117,4 @@ check '[ "$(sqlite3 "$DB" "select count(*) from responses")" = 16 ] && [ "$(sqli
 "${TASK[@]}" "$D" matrix --spec "$T/run.json" --db "$DB" --no-score 2> "$T/a3.err"; rc=$?
 check '[ $rc -eq 0 ] && [ "$(grep -c "complete, skipped" "$T/a3.err")" = 2 ]' "attempt 3 skips both complete runs ($(cat "$T/a3.err"))"
 
-echo "matrix_shard_env: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -9,15 +9,8 @@
 # flips, interval and verdict; running the command again asks nothing new
 # and gives the same report. The HTML report draws each stopping curve
 # (stop, budget, verdict). Bad flag combinations exit 2 naming them.
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
+. "$(dirname "$0")/lib.sh"
 M=$S/models/llama-fragile-7m.gguf
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 
 # cpu-f32 rather than ref: the same answers here, several times faster (under
 # ASan the ref profile made this test take minutes)
@@ -86,5 +79,4 @@ check '[ $rc -eq 2 ] && grep -q -- "--alpha" "$T/e4"' "--alpha 0.9 (rc $rc): $(c
 check '[ $rc -eq 2 ] && grep -q "junit" "$T/e5"' "--format junit (rc $rc): $(cat "$T/e5")"
 check '[ ! -e "$T/x.db" ]' "a refused measure creates no store"
 
-echo "measure_sequential: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

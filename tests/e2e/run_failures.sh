@@ -11,35 +11,9 @@
 #   run again (not skipped as complete) and, with the server back, exits 0;
 #   configurations that could not start (a server that never starts, a
 #   model file that is not there) are named too, side by side (--parallel).
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?}
-FAKE=$B/fakeserver
-T=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 export TMPDIR=$T
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-sql() { sqlite3 "$1" "$2"; }
 
-# start_server SCRIPT [ARGS...] -> sets PORT
-start_server() {
-  local script=$1 out=$T/srv.$RANDOM
-  shift
-  "$FAKE" --script "$script" --lifetime 300 --quiet "$@" > "$out" 2>/dev/null &
-  PIDS+=($!)
-  disown $!
-  for _ in $(seq 100); do
-    PORT=$(awk '/^PORT/{print $2}' "$out" 2>/dev/null)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "server did not start"; exit 1
-}
-free_port() { python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1]); s.close()"; }
 
 # six prompts; two of them carry BROKEN, which the fault script answers 500
 python3 - "$T/s.jsonl" <<'EOF'
@@ -170,5 +144,4 @@ check 'grep -q "^  configuration .wrong-model.: every request to .* failed: HTTP
   "--parallel: the 404 configuration is named with what to check"
 check '[ "$(sql "$T/p.db" "select count(*) from responses where error is null")" = 4 ]' "--parallel: ok-1 and ok-2 answered"
 
-echo "run_failures: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -22,16 +22,14 @@
 #      a quote, and bare): run, import (lm-eval), compare, merge in and out,
 #      merge of a store into itself, and read commands on a database that
 #      does not exist.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
+. "$(dirname "$0")/lib.sh"
+FAKE_LIFETIME=600
 if [ -z "${DRIFT_TEST_PG:-}" ] && [ -z "${DRIFT_SECRETS_NO_PG:-}" ]; then
   bash "$S/tests/pg/with_server.sh" bash "$0" "$@"; rc=$?
   [ $rc -ne 77 ] && exit $rc
   echo "secrets: no PostgreSQL server here: part 2 skipped"
   export DRIFT_SECRETS_NO_PG=1
 fi
-FAKE=$B/fakeserver
-FIX=$S/tests/data/fake
 SUITE=$FIX/math5.jsonl
 LMEVAL=$S/tests/data/import/lmeval/qwen2-7m-f16/samples_gsm8k_2026-12-02T05-40-00.000000.jsonl
 M=SECRETMARK
@@ -39,37 +37,16 @@ PW_RAW="p@ss/w$M%x"           # raw '@', '/', '%'
 PW_ENC="p%40ss%2Fw$M%25x"     # the same, escaped
 export DRIFT_E2E_KEY="sk-$M"
 unset OPENAI_API_KEY GITHUB_STEP_SUMMARY http_proxy HTTP_PROXY all_proxy ALL_PROXY
-T=$(mktemp -d)
 O=$T/out                      # everything driftbench printed or wrote
 mkdir -p "$O"
-PIDS=()
 DBS=()
-cleanup() {
+on_exit() {
   for p in "${PIDS[@]}"; do kill -9 "$p" 2> /dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2> /dev/null; done
   for d in "${DBS[@]}"; do psql "$DRIFT_TEST_PG" -qc "DROP DATABASE IF EXISTS $d WITH (FORCE)" > /dev/null 2>&1; done
-  rm -rf "$T"
 }
-trap cleanup EXIT
 trap 'exit 130' INT TERM
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 
-# start_server SCRIPT [ARGS...] -> PORT
-start_server() {
-  local out=$T/srv.$RANDOM script=$1
-  shift
-  "$FAKE" --script "$script" --lifetime 600 --quiet "$@" > "$out" 2> /dev/null &
-  PIDS+=($!)
-  for _ in $(seq 100); do
-    PORT=$(awk '/^PORT/{print $2}' "$out" 2> /dev/null)
-    [ -n "$PORT" ] && return 0
-    sleep 0.05
-  done
-  echo "server did not start"; exit 1
-}
 
 # dr NAME WANT ARGS...: runs driftbench, its stdout and stderr kept as
 # $O/NAME.out and $O/NAME.err; WANT is the exit codes accepted ("0", "0|1|3":
@@ -86,7 +63,7 @@ said() { grep -q -- "$2" "$O/$1.err" "$O/$1.out" || bad "$1: does not say '$2': 
 # ---------------------------------------------------------------- 1. http
 start_server "$FIX/math5_baseline.txt"; P1=$PORT
 start_server "$FIX/math5_target.txt" --api-key "sk-$M"; P3=$PORT
-DEAD=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+DEAD=$(free_port)
 A=$T/a.db
 BASE="http://bob:$PW_ENC@127.0.0.1:$P1/v1?model=llama"
 TARG="http://127.0.0.1:$P3/v1?model=llama&api=chat&api_key_env=DRIFT_E2E_KEY"
@@ -196,5 +173,4 @@ leaks=$(grep -l "$M" "$O"/* 2> /dev/null)
 check '[ -z "$leaks" ]' "the marker is in nothing printed or written: $(for f in $leaks; do echo "$(basename "$f"): $(grep -m1 -o ".\{0,60\}$M.\{0,20\}" "$f")"; done)"
 check '[ "$(ls "$O" | wc -l)" -gt 20 ]' "outputs were collected"
 
-echo "secrets: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # serve_cancel.sh - `driftbench serve` cancels generation nobody will wait
 # for. The long request (models/qwen2-7m.gguf, 16 sequences of up to 4000
 # sampled tokens) takes well over 30 s on any CPU; each check passes only
@@ -10,22 +10,20 @@
 #    generation cancelled: a later request is answered within 10 s instead
 #    of queueing behind it, and the statistics count it (client gone);
 # 3. a second SIGTERM during the drain exits at once (within 5 s, status 143).
-set -euo pipefail
-: "${DRIFTBENCH:?}" "${DRIFT_SOURCE:?}"
-dir=$(mktemp -d /tmp/drift_e2e_cancel.XXXXXX)
+. "$(dirname "$0")/lib.sh"
+dir=$T
 spid=
 cpid=
-trap 'kill -9 $spid $cpid 2>/dev/null || true; rm -rf "$dir"' EXIT
-model="$DRIFT_SOURCE/models/qwen2-7m.gguf"
+on_exit() { kill -9 $spid $cpid 2>/dev/null; }
+model="$S/models/qwen2-7m.gguf"
 long='{"prompt":"Once upon a time","max_tokens":4000,"n":16,"temperature":0.7,"seed":7}'
 
 start() { # start [serve flags]: sets spid and base
     : >"$dir/out"
-    "$DRIFTBENCH" serve --model "$model" --port 0 --threads 1 --lifetime 600 "$@" >"$dir/out" 2>"$dir/err" &
+    "$D" serve --model "$model" --port 0 --threads 1 --lifetime 600 "$@" >"$dir/out" 2>"$dir/err" &
     spid=$!
-    for _ in $(seq 200); do grep -q '^PORT ' "$dir/out" && break; sleep 0.05; done
-    port=$(awk '/^PORT /{print $2}' "$dir/out")
-    [ -n "$port" ] || { echo "no PORT line"; cat "$dir/err"; exit 1; }
+    wait_port_file "$dir/out" 200 || { cat "$dir/err"; fail "no PORT line"; }
+    port=$PORT
     base="http://127.0.0.1:$port"
 }
 
@@ -60,7 +58,6 @@ post_long() { # in the background (cpid); returns once the request is written
     sleep 0.5 # decoding
 }
 
-now() { date +%s.%N; }
 elapsed() { python3 -c 'import sys; print("%.2f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$1" "$2"; }
 
 # waits for serve to exit (at most $1 s); sets rc and secs (from $t0)
@@ -81,7 +78,7 @@ wait_exit() {
 start --drain-timeout 2
 post_long
 t0=$(now)
-kill -TERM $spid
+kill -TERM $spid || fail "serve died before SIGTERM"
 wait_exit 15
 echo "drain deadline 2 s: exited $rc after $secs s"
 [ "$rc" = 0 ] || { echo "serve exited $rc"; cat "$dir/err"; exit 1; }
@@ -102,7 +99,7 @@ code=$(curl -s -m 10 -o "$dir/short" -w '%{http_code}' "$base/v1/completions" \
 echo "after the client left: next request got $code in $(elapsed "$t0" "$(now)") s"
 [ "$code" = 200 ] || { echo "the next request was not answered within 10 s"; exit 1; }
 t0=$(now)
-kill -TERM $spid
+kill -TERM $spid || fail "serve died before SIGTERM"
 wait_exit 15
 [ "$rc" = 0 ] || { echo "serve exited $rc"; cat "$dir/err"; exit 1; }
 grep -q "stopped: 2 requests, 1 answered, .* 1 cancelled (client gone)" "$dir/err" ||
@@ -111,15 +108,15 @@ grep -q "stopped: 2 requests, 1 answered, .* 1 cancelled (client gone)" "$dir/er
 # ---- 3. second SIGTERM ----
 start
 post_long
-kill -TERM $spid
+kill -TERM $spid || fail "serve died before SIGTERM"
 sleep 1
 kill -0 $spid 2>/dev/null || { echo "serve did not drain (exited on the first signal)"; cat "$dir/err"; exit 1; }
 t0=$(now)
-kill -TERM $spid
+kill -TERM $spid || fail "serve died before the second SIGTERM"
 wait_exit 5
 echo "second SIGTERM: exited $rc after $secs s"
 [ "$rc" = 143 ] || { echo "expected exit status 143 (128 + SIGTERM), got $rc"; cat "$dir/err"; exit 1; }
-grep -q "second signal, exiting now" "$dir/err"
+grep -q "second signal, exiting now" "$dir/err" || fail "no 'second signal, exiting now': $(cat "$dir/err")"
 wait $cpid 2>/dev/null || true
 cpid=
 echo "serve_cancel: ok"

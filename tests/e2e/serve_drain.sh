@@ -1,26 +1,24 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # serve_drain.sh - `driftbench serve` as a process: ephemeral port printed as
 # "PORT n", answers curl, and on SIGTERM finishes the request in flight
 # (128 sequences of models/qwen2-7m.gguf: seconds of work, written to the
 # server before the signal) before exiting 0; the final statistics, taken
 # after the drain, count it (answered, and answered during the drain);
 # afterwards the port is closed.
-set -euo pipefail
-: "${DRIFTBENCH:?}" "${DRIFT_SOURCE:?}"
-dir=$(mktemp -d /tmp/drift_e2e_serve.XXXXXX)
-trap 'kill -9 $spid 2>/dev/null || true; rm -rf "$dir"' EXIT
+. "$(dirname "$0")/lib.sh"
+dir=$T
 # a drain deadline far above the work (sanitizer builds decode slowly)
-"$DRIFTBENCH" serve --model "$DRIFT_SOURCE/models/qwen2-7m.gguf" --port 0 --threads 1 \
+"$D" serve --model "$S/models/qwen2-7m.gguf" --port 0 --threads 1 \
     --lifetime 900 --drain-timeout 600 >"$dir/out" 2>"$dir/err" &
 spid=$!
-for _ in $(seq 100); do grep -q '^PORT ' "$dir/out" && break; sleep 0.05; done
-port=$(awk '/^PORT /{print $2}' "$dir/out")
-[ -n "$port" ] || { echo "no PORT line"; cat "$dir/err"; exit 1; }
-grep -q "listening on http://127.0.0.1:$port" "$dir/err"
+PIDS+=("$spid")
+wait_port_file "$dir/out" || { cat "$dir/err"; fail "no PORT line"; }
+port=$PORT
+grep -q "listening on http://127.0.0.1:$port" "$dir/err" || fail "no 'listening on' line: $(cat "$dir/err")"
 base="http://127.0.0.1:$port"
-[ "$(curl -s "$base/health")" = '{"status":"ok"}' ]
-code=$(curl -s -o "$dir/bad" -w '%{http_code}' "$base/v1/completions" -d '{"prompt":"x","max_tokens":-3}')
-[ "$code" = 400 ] && grep -q '"param":"max_tokens"' "$dir/bad"
+[ "$(curl -s "$base/health")" = '{"status":"ok"}' ] || fail "/health"
+code=$(curl -s -o "$dir/bad" -w '%{http_code}' "$base/v1/completions" -d '{"prompt":"x","max_tokens":-3}') || fail "curl exit $?"
+[ "$code" = 400 ] && grep -q '"param":"max_tokens"' "$dir/bad" || fail "max_tokens -3: $code $(cat "$dir/bad")"
 # a large request, then SIGTERM while it runs. post.py says when the request
 # is written: the server reads it at once (a connection still in the
 # kernel's backlog when the listener closes would be refused, as anywhere)
@@ -49,7 +47,7 @@ cpid=$!
 for _ in $(seq 200); do [ -f "$dir/sent" ] && break; sleep 0.05; done
 [ -f "$dir/sent" ] || { echo "the request was not sent"; exit 1; }
 sleep 0.3
-kill -TERM $spid
+kill -TERM $spid || fail "serve died before SIGTERM"
 wait $cpid || { echo "the client failed: $?"; cat "$dir/err"; exit 1; }
 rc=0; wait $spid || rc=$?
 [ "$rc" = 0 ] || { echo "serve exited $rc"; cat "$dir/err"; exit 1; }
@@ -58,7 +56,7 @@ tail -n +2 "$dir/big_reply" >"$dir/big"
 [ "$(cat "$dir/big_code")" = 200 ] || { echo "in-flight request got $(cat "$dir/big_code")"; cat "$dir/big"; exit 1; }
 n=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["choices"]))' "$dir/big")
 [ "$n" = 128 ] || { echo "in-flight request has $n choices"; exit 1; }
-grep -q "stopping (draining" "$dir/err"
+grep -q "stopping (draining" "$dir/err" || fail "no 'stopping (draining' line: $(cat "$dir/err")"
 # the statistics come after the drain: the big request is answered, during it
 grep -q "stopped: 3 requests, 2 answered, 1 refused (4xx), 0 overloaded (503)" "$dir/err" &&
     grep -q "drain: 1 answered, 0 cancelled at the deadline" "$dir/err" ||

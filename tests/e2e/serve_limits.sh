@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # serve_limits.sh - `driftbench serve` (default limits: 128 connections, 64
 # per address, 10 s request deadline) against slow and abusive clients:
 # 1. 200 connections from 127.0.0.1 held open (150 idle, 50 sending their
@@ -10,25 +10,23 @@
 #    0.2 s, so an inactivity timer never fires) and an idle one are both
 #    closed after about 2 s (accepted: 1-8 s); the final statistics count the
 #    timed-out and evicted connections.
-set -euo pipefail
-: "${DRIFTBENCH:?}" "${DRIFT_SOURCE:?}"
-dir=$(mktemp -d /tmp/drift_e2e_limits.XXXXXX)
+. "$(dirname "$0")/lib.sh"
+dir=$T
 spid=
 apid=
-trap 'kill -9 $spid $apid 2>/dev/null || true; rm -rf "$dir"' EXIT
-model="$DRIFT_SOURCE/tests/data/models/tiny-qwen2-f16.gguf"
+on_exit() { kill -9 $spid $apid 2>/dev/null; }
+model="$S/tests/data/models/tiny-qwen2-f16.gguf"
 
 start() { # start [serve flags]: sets spid and port
     : >"$dir/out"
-    "$DRIFTBENCH" serve --model "$model" --port 0 --threads 1 --lifetime 300 "$@" >"$dir/out" 2>"$dir/err" &
+    "$D" serve --model "$model" --port 0 --threads 1 --lifetime 300 "$@" >"$dir/out" 2>"$dir/err" &
     spid=$!
-    for _ in $(seq 200); do grep -q '^PORT ' "$dir/out" && break; sleep 0.05; done
-    port=$(awk '/^PORT /{print $2}' "$dir/out")
-    [ -n "$port" ] || { echo "no PORT line"; cat "$dir/err"; exit 1; }
+    wait_port_file "$dir/out" 200 || { cat "$dir/err"; fail "no PORT line"; }
+    port=$PORT
 }
 
 stop() { # SIGTERM, expect exit 0
-    kill -TERM $spid
+    kill -TERM $spid || fail "serve died before SIGTERM"
     local rc=0
     wait $spid || rc=$?
     [ "$rc" = 0 ] || { echo "serve exited $rc"; cat "$dir/err"; exit 1; }
@@ -77,7 +75,8 @@ kill $apid 2>/dev/null || true
 wait $apid 2>/dev/null || true
 apid=
 stop
-grep -q "listening on http://127.0.0.1:$port (.*connections: 128, 64 per client, request timeout 10 s)" "$dir/err"
+grep -q "listening on http://127.0.0.1:$port (.*connections: 128, 64 per client, request timeout 10 s)" "$dir/err" ||
+    fail "the default limits are not said: $(cat "$dir/err")"
 evicted=$(sed -n 's/.*connections: [0-9]* timed out, \([0-9]*\) evicted.*/\1/p' "$dir/err")
 echo "evicted: $evicted"
 [ -n "$evicted" ] && [ "$evicted" -ge 100 ] || { echo "expected >= 100 evictions"; cat "$dir/err"; exit 1; }
@@ -118,7 +117,7 @@ for t in "$t_trickle" "$t_idle"; do
     python3 -c 'import sys; t = float(sys.argv[1]); sys.exit(0 if 1.0 <= t <= 8.0 else 1)' "$t" ||
         { echo "closed after $t s, expected 1-8 s"; exit 1; }
 done
-[ "$(curl -s -m 3 "http://127.0.0.1:$port/health")" = '{"status":"ok"}' ]
+[ "$(curl -s -m 3 "http://127.0.0.1:$port/health")" = '{"status":"ok"}' ] || fail "/health after the slow clients"
 stop
 # Both slow clients were closed in time (checked above); the count is at
 # least the trickling one: on a loaded machine libmicrohttpd's own idle

@@ -12,25 +12,15 @@
 #   hostile dimension values ($(touch ...), backquotes, quotes, ';') run
 #     nothing and reach the server's command line literally; a placeholder
 #     inside quotes is refused.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?}
-FAKE=$B/fakeserver
-T=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 export TMPDIR=$T          # the servers' logs go here
 PWN=/tmp/PWNED_xyz_$$     # what a value that ran would create
 bg_pids=()
-cleanup() {
+on_exit() {
   local p
   for p in "${bg_pids[@]}"; do [ "$p" -gt 1 ] 2>/dev/null && kill -9 "$p" 2>/dev/null; done
   rm -f "$PWN" "$PWN".*
-  rm -rf "$T"
 }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-sql() { sqlite3 "$1" "$2"; }
 target='http://127.0.0.1:{port}/v1?model=m&api=completions'
 
 # 1 when something listens on 127.0.0.1:PORT (or 0.0.0.0) per /proc/net/tcp
@@ -159,5 +149,4 @@ check '[ $rc -eq 2 ] && grep -qF "placeholder {v} is inside '"'"'...'"'"' quotes
   "a placeholder inside quotes is refused (rc $rc: $(cat "$T/quoted.err"))"
 check '[ ! -e "$PWN" ]' "still nothing ran"
 
-echo "server_owned: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -11,43 +11,31 @@
 # serving stacks are tests/server/fakeserver.c, started by the matrix.
 # Exit 77 (skipped, with the reason) where Slurm is not installed or cannot
 # start here. The array script is docs/scale/slurm-array.sh, as documented.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/lib.sh"
 for c in munged mungekey slurmctld slurmd sbatch squeue sinfo scontrol; do
   command -v "$c" > /dev/null || PATH=$PATH:/usr/sbin command -v "$c" > /dev/null ||
-    skip "$c not found: Slurm's single-node test needs the Debian packages slurmctld slurmd slurm-client munge (scripts/install-deps.sh --test)"
+    skip_all "$c not found: Slurm's single-node test needs the Debian packages slurmctld slurmd slurm-client munge (scripts/install-deps.sh --test)"
 done
 export PATH=$PATH:/usr/sbin
 # slurmd launches jobs as their user, which takes root; a cluster of one user's daemons is not tried
-[ "$(id -u)" = 0 ] || skip "not root: slurmd needs root to launch jobs (CI containers run as root; so does \`sudo -E ctest -R slurm_array\`)"
-T=$(mktemp -d)
+[ "$(id -u)" = 0 ] || skip_all "not root: slurmd needs root to launch jobs (CI containers run as root; so does \`sudo -E ctest -R slurm_array\`)"
 chmod 755 "$T"   # munged wants its socket's directory searchable by all, and writable by its owner only
 DPIDS=()
-cleanup() {
+on_exit() {
   [ -n "${SLURM_CONF:-}" ] && [ -n "${JOB:-}" ] && scancel "$JOB" 2>/dev/null
   for p in "${DPIDS[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${DPIDS[@]}"; do for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; kill -9 "$p" 2>/dev/null; done
-  if [ -f "$T/pids" ]; then while read -r p; do kill -9 "$p" 2>/dev/null; done < "$T/pids"; fi
-  rm -rf "$T"
 }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 
 # ---------------------------------------------------------------- munge
-mungekey --create --keyfile="$T/munge.key" > "$T/mungekey.out" 2>&1 || skip "mungekey cannot create a key: $(cat "$T/mungekey.out")"
+mungekey --create --keyfile="$T/munge.key" > "$T/mungekey.out" 2>&1 || skip_all "mungekey cannot create a key: $(cat "$T/mungekey.out")"
 chmod 600 "$T/munge.key"
 munged -F --socket="$T/munge.sock" --key-file="$T/munge.key" --log-file="$T/munged.log" \
   --pid-file="$T/munged.pid" --seed-file="$T/munged.seed" > "$T/munged.out" 2>&1 &
 DPIDS+=($!)
 for _ in $(seq 50); do [ -S "$T/munge.sock" ] && break; sleep 0.1; done
-[ -S "$T/munge.sock" ] || skip "munged did not start: $(tail -3 "$T/munged.out")"
+[ -S "$T/munge.sock" ] || skip_all "munged did not start: $(tail -3 "$T/munged.out")"
 
 # ---------------------------------------------------------------- slurm
 H=$(hostname -s)
@@ -96,7 +84,7 @@ for _ in $(seq 100); do
   [ "$(sinfo -h -o %t 2>/dev/null)" = idle ] && { up=1; break; }
   sleep 0.2
 done
-[ $up = 1 ] || skip "slurmctld/slurmd did not come up on this machine: $(tail -2 "$T/slurmctld.out" "$T/slurmd.out" "$T/slurmctld.log" "$T/slurmd.log" 2>/dev/null | tr '\n' ' ' | head -c 600)"
+[ $up = 1 ] || skip_all "slurmctld/slurmd did not come up on this machine: $(tail -2 "$T/slurmctld.out" "$T/slurmd.out" "$T/slurmctld.log" "$T/slurmd.log" 2>/dev/null | tr '\n' ' ' | head -c 600)"
 echo "slurm: up (controller port $P1, node $H)"
 
 # ---------------------------------------------------------------- the matrix
@@ -178,5 +166,4 @@ check '[ "$(grep -c "^response|" "$T/whole.txt")" = 48 ] && [ "$(grep -c "^score
 check 'cmp -s "$T/merged.txt" "$T/whole.txt"' "the merged store equals the unsharded one: $(diff "$T/merged.txt" "$T/whole.txt" | head -5)"
 check '[ "$(sqlite3 "$T/merged.db" "select count(*) from responses where error is not null")" = 0 ]' "no error left in the merged store"
 
-echo "slurm_array: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -6,17 +6,10 @@
 # store with a trigger or a table whose SQL is not ours; the same store
 # untouched still works. `timeout` only turns a hang into a failure here;
 # nothing is timed.
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
+. "$(dirname "$0")/lib.sh"
 FIX=$S/tests/data/import
 A=$FIX/lmeval/qwen2-7m-f16/samples_gsm8k_2026-12-02T05-40-00.000000.jsonl
 B=$FIX/lmeval/qwen2-7m-q4_0/samples_gsm8k_2026-12-02T05-40-00.000000.jsonl
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
 BASE=qwen2-7m-f16/gsm8k TGT=qwen2-7m-q4_0/gsm8k
 
 "$D" --quiet import --db "$T/good.db" "$A" "$B" 2> "$T/imp.err"; rc=$?
@@ -77,5 +70,4 @@ rm -f "$T/out.db"
 "$D" --quiet merge --db "$T/out.db" "$T/good.db" 2> "$T/err"; rc=$?
 check '[ $rc -eq 0 ]' "merge of the good store: exit 0 (got $rc: $(cat "$T/err"))"
 
-echo "store_hostile: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -37,27 +37,17 @@
 # (DRIFT_TEST_PG set by hand) it creates and drops its own databases and
 # skips part 3 unless DRIFT_TEST_PG_CTL is set too. DRIFT_SANITIZED set:
 # shorter runs in parts 2 and 3.
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
-if [ -z "${DRIFT_TEST_PG:-}" ]; then exec bash "$S/tests/pg/with_server.sh" bash "$0" "$@"; fi
+if [ -z "${DRIFT_TEST_PG:-}" ]; then exec bash "$(dirname "$0")/../pg/with_server.sh" bash "$0" "$@"; fi
 if ! command -v psql > /dev/null; then echo "SKIP: no psql (PostgreSQL client)"; exit 77; fi
+. "$(dirname "$0")/lib.sh"
 unset GITHUB_STEP_SUMMARY
-T=$(mktemp -d)
-PIDS=()
 DBS=()
-cleanup() {
+on_exit() {
   for p in "${PIDS[@]}"; do kill -9 "$p" 2> /dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2> /dev/null; done
   for d in "${DBS[@]}"; do psql "$DRIFT_TEST_PG" -qc "DROP DATABASE IF EXISTS $d WITH (FORCE)" > /dev/null 2>&1; done
-  rm -rf "$T"
 }
-trap cleanup EXIT
 trap 'exit 130' INT TERM
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-skip() { echo "SKIP: $*"; }
 # the runs that must still be going when something happens to them: long
 # enough to be caught, short enough for a sanitizer build (~20x slower)
 if [ -n "${DRIFT_SANITIZED:-}" ]; then NL=16 N=24; else NL=64 N=120; fi

@@ -8,13 +8,7 @@
 #      models/qwen2-7m.gguf gives as many prompt tokens as the engine's (`driftbench generate --chat` reports
 #      them), with the template's special tokens only, and a plain message the same ids as before the rule.
 # Without numpy, part 2 prints SKIP.
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 PY=
 for c in ${DRIFT_TORCH_PYTHON:-} /usr/bin/python3 python3; do
@@ -98,5 +92,4 @@ sys.exit(1 if bad else 0)
 EOF
 fi
 
-echo "template_markers: $passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -12,16 +12,9 @@
 # object and leave the server up; every shipped model's logits match the float64 fixtures; a truncated GGUF and --attn sdpa on a torch without SDPA exit 2; corrupted
 # GGUF files are rejected cleanly (fuzz_gguf.py).
 # Without a python3 that imports torch (Debian: python3-torch; `make test` installs it) it prints SKIP.
-set -u
-D=${DRIFTBENCH:?} S=${DRIFT_SOURCE:?}
-T=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 SPID=
-cleanup() { [ -n "$SPID" ] && kill "$SPID" 2>/dev/null; sleep 0.2; [ -n "$SPID" ] && kill -9 "$SPID" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
+on_exit() { [ -n "$SPID" ] && kill "$SPID" 2>/dev/null; sleep 0.2; [ -n "$SPID" ] && kill -9 "$SPID" 2>/dev/null; }
 phase() { echo "[$SECONDS s] $*"; }
 
 PY=
@@ -194,5 +187,4 @@ check '[ $? -eq 0 ]' "fuzz_gguf: $(tail -5 "$T/fuzz")"
 tail -1 "$T/fuzz"
 
 phase "done"
-echo "torch_server: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

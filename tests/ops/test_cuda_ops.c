@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/kernels_ref.h"
 #include "model/numerics.h"
 #include "model/sampler.h"
 #include "util/util.h"
@@ -704,7 +705,8 @@ static uint8_t *tkv_at(const tmodel *m, size_t vb, uint8_t *base, int l, int pos
     return base + (((size_t)l * TM_CTX + (size_t)pos) * (size_t)m->n_kvh + (size_t)kvh) * vb;
 }
 
-/* moe_ffn of forward.c with the reference kernels */
+/* moe_ffn of forward.c with the reference kernels; the router is forward.c's
+ * own (num_ref_moe_route, kernels_ref.h), with libm's exp as before */
 static void ref_moe(const tmodel *m, const drift_numeric_profile *r, const tlayer *L, const float *xb, int B,
                     float *out) {
     drift_error err;
@@ -715,25 +717,7 @@ static void ref_moe(const tmodel *m, const drift_numeric_profile *r, const tlaye
     float *h1 = malloc(sizeof(float) * B * H), *h3 = malloc(sizeof(float) * B * H), *o = malloc(sizeof(float) * B * D);
     double pr[TM_EXP];
     assert_int_equal(num_matmul(r, lg, xb, &L->router, B, &err), DRIFT_OK);
-    for (int b = 0; b < B; b++) {
-        const float *l = lg + b * E;
-        double mx = l[0], s = 0;
-        for (int e = 1; e < E; e++)
-            if (l[e] > mx) mx = l[e];
-        for (int e = 0; e < E; e++) s += (pr[e] = exp((double)l[e] - mx));
-        double tot = 0;
-        for (int k = 0; k < K; k++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) {
-                int used = 0;
-                for (int j = 0; j < k; j++) used |= sel[b * K + j] == e;
-                if (!used && (best < 0 || pr[e] > pr[best])) best = e;
-            }
-            sel[b * K + k] = best;
-            tot += pr[best] / s;
-        }
-        for (int k = 0; k < K; k++) wt[b * K + k] = (float)(pr[sel[b * K + k]] / s / tot);
-    }
+    for (int b = 0; b < B; b++) num_ref_moe_route(lg + b * E, E, K, exp, pr, sel + b * K, wt + b * K);
     for (int e = 0; e < E; e++) {
         int cnt = 0;
         for (int b = 0; b < B; b++)

@@ -14,7 +14,8 @@
  *   long_context l0..l3: l0 no ground truth (NONE on both); l1 PASS/PASS,
  *     l2 PASS/FAIL, l3 FAIL/FAIL -> n 3, flips 1, unscored 1
  *   base also answers x0 (math), which targ never ran: not paired.
- * A third run "other" answers only x1: it shares nothing with "base". */
+ * A third run "other" answers only x1: it shares nothing with "base".
+ * Built with tests/support/store_builder.h. */
 #ifndef COMPARE_FIXTURE_H
 #define COMPARE_FIXTURE_H
 
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "driftbench/store.h"
+#include "support/store_builder.h"
 #include "util/util.h"
 
 typedef struct fx_item {
@@ -75,44 +77,26 @@ static const fx_item fx_items[] = {
 
 #define FX_N (sizeof fx_items / sizeof fx_items[0])
 
-static char fx_dir[256];
+static char *fx_dir;
 
 static const char *fx_path(const char *name) {
     static char buf[512];
-    if (!fx_dir[0]) {
-        snprintf(fx_dir, sizeof fx_dir, "/tmp/driftcmp.XXXXXX");
-        if (!mkdtemp(fx_dir)) abort();
-    }
+    if (!fx_dir) fx_dir = sb_tmpdir("driftcmp.");
     snprintf(buf, sizeof buf, "%s/%s", fx_dir, name);
     return buf;
 }
 
 static void fx_cleanup(void) {
-    if (!fx_dir[0]) return;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx_dir);
-    if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", fx_dir);
-    fx_dir[0] = '\0';
+    if (!fx_dir) return;
+    sb_rmtree(fx_dir);
+    free(fx_dir);
+    fx_dir = NULL;
 }
 
 static drift_suite *fx_suite(const char *name, const char *const *ids, const drift_workload *wls,
                              const char *const *refs, size_t n) {
-    drift_suite *s = calloc(1, sizeof *s);
-    s->name = util_strdup(name);
-    s->source = util_strdup(name);
-    s->format = util_strdup("test");
-    s->prompts = calloc(n, sizeof *s->prompts);
-    s->n = n;
-    for (size_t i = 0; i < n; i++) {
-        drift_prompt *p = &s->prompts[i];
-        p->prompt_id = util_strdup(ids[i]);
-        p->workload = wls[i];
-        p->input = util_asprintf("input of %s", ids[i]);
-        p->reference_json = util_strdup(refs ? refs[i] : "{}");
-        char h[17];
-        util_hash_hex(p->input, strlen(p->input), h);
-        p->hash = util_strdup(h);
-    }
+    drift_suite *s = sb_suite_new(name, name, "test", n);
+    for (size_t i = 0; i < n; i++) sb_prompt_set(s, i, ids[i], wls[i], NULL, refs ? refs[i] : NULL);
     return s;
 }
 
@@ -124,21 +108,7 @@ static int64_t fx_run(drift_store *st, const char *label, const char *config) {
     ri.decoding_json = (char *)"{\"temperature\":0}";
     ri.templates_json = (char *)"{}";
     ri.suites_json = (char *)"[\"fx\"]";
-    int64_t id = 0;
-    int resumed = 0;
-    drift_error err = {0};
-    if (drift_store_run_begin(st, &ri, &id, &resumed, &err) != DRIFT_OK) {
-        fprintf(stderr, "run_begin: %s\n", err.msg);
-        abort();
-    }
-    return id;
-}
-
-static void fx_check(drift_status rc, const drift_error *err, const char *what) {
-    if (rc != DRIFT_OK) {
-        fprintf(stderr, "%s: %s\n", what, err->msg);
-        abort();
-    }
+    return sb_run_begin(st, &ri);
 }
 
 /* Writes one side (0 base, 1 targ) of the fixture. */
@@ -162,14 +132,14 @@ static void fx_side(drift_store *st, int64_t run, const int64_t *rowids, int sid
             r->http_status = 200;
         }
     }
-    fx_check(drift_store_put_responses(st, run, rs, nr, &err), &err, "put_responses");
+    sb_put_answers(st, run, rs, nr);
     for (size_t i = 0; i < nr; i++) {
         free(rs[i].text);
         free(rs[i].error);
     }
     free(rs);
     drift_scored_set set;
-    fx_check(drift_store_load_scored(st, run, &set, &err), &err, "load_scored");
+    sb_check(drift_store_load_scored(st, run, &set, &err), &err, "load_scored");
     drift_score *sc = calloc(set.n, sizeof *sc);
     size_t ns = 0;
     for (size_t k = 0; k < set.n; k++) {
@@ -179,7 +149,7 @@ static void fx_side(drift_store *st, int64_t run, const int64_t *rowids, int sid
         if (lab == FX_ERR || lab == FX_NOSCORE) continue;
         if (fx_items[i].wl == DRIFT_WL_CHAT) {
             if (!(side && fx_items[i].targ_vec_missing)) {
-                fx_check(drift_store_put_embedding(st, set.rows[k].response_id, "emb-test",
+                sb_check(drift_store_put_embedding(st, set.rows[k].response_id, "emb-test",
                                                    side ? fx_items[i].targ_vec : fx_items[i].base_vec, 4, &err),
                          &err, "put_embedding");
             }
@@ -190,17 +160,14 @@ static void fx_side(drift_store *st, int64_t run, const int64_t *rowids, int sid
                          fx_items[i].wl == DRIFT_WL_LONG   ? "longctx-f1" : "math";
         sc[ns++] = (drift_score){set.rows[k].response_id, ev, lab, lab == DRIFT_LABEL_PASS ? 1.0 : 0.0, NULL};
     }
-    fx_check(drift_store_put_scores(st, sc, ns, &err), &err, "put_scores");
+    sb_put_scores(st, sc, ns);
     free(sc);
     drift_scored_set_clear(&set);
 }
 
 /* Creates the fixture store at path; returns it open. */
 static drift_store *fx_build(const char *path) {
-    drift_store *st = NULL;
-    drift_error err = {0};
-    unlink(path);
-    fx_check(drift_store_open(path, &st, &err), &err, "open");
+    drift_store *st = sb_open_new(path);
     const char *ids[FX_N + 1];
     drift_workload wls[FX_N + 1];
     for (size_t i = 0; i < FX_N; i++) {
@@ -211,7 +178,7 @@ static drift_store *fx_build(const char *path) {
     wls[FX_N] = DRIFT_WL_MATH;
     drift_suite *su = fx_suite("fx", ids, wls, NULL, FX_N + 1);
     int64_t rowids[FX_N + 1];
-    fx_check(drift_store_put_prompts(st, su, rowids, &err), &err, "put_prompts");
+    sb_put_prompts(st, su, rowids);
     drift_suite_free(su);
     int64_t base = fx_run(st, "base", "{\"model\":\"m\",\"hardware\":\"h100\",\"precision\":\"fp16\"}");
     int64_t targ = fx_run(st, "targ", "{\"model\":\"m\",\"hardware\":\"b200\",\"precision\":\"fp8\"}");
@@ -220,7 +187,7 @@ static drift_store *fx_build(const char *path) {
     int64_t other = fx_run(st, "other", "{}");
     drift_answer r = {.prompt_rowid = rowids[FX_N], .text = (char *)"#### 1", .prompt_tokens = -1,
                         .completion_tokens = -1, .http_status = 200, .attempts = 1};
-    fx_check(drift_store_put_responses(st, other, &r, 1, &err), &err, "put_responses other");
+    sb_put_answers(st, other, &r, 1);
     return st;
 }
 

@@ -1,6 +1,6 @@
 /* labelled_runs.h - a store in a temporary directory holding runs whose
  * per-prompt labels are known, built through the public store API, for
- * test_html.c and test_matrix.c.
+ * test_html.c and test_matrix.c (tests/support/store_builder.h builds it).
  *
  * add_run(st, label, target, config, fail_mask) stores run `label` over the
  * first NP prompts of builtin:math: prompt i is labelled FAIL when fail_mask
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "driftbench/store.h"
+#include "support/store_builder.h"
 #include "driftbench/suite.h"
 
 #define NP 10
@@ -29,13 +30,28 @@ static void make_tmpdir(void) {
 
 static void db_path(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", tmpdir, name); }
 
+typedef struct labelled {
+    const int64_t *rowids;
+    unsigned fail_mask;
+} labelled;
+
+/* FAIL where fail_mask has the bit of the prompt's index, else PASS. */
+static int label_of(void *user, int64_t prompt_rowid) {
+    const labelled *lb = user;
+    int idx = -1;
+    for (int i = 0; i < NP; i++)
+        if (lb->rowids[i] == prompt_rowid) idx = i;
+    assert_true(idx >= 0);
+    return (lb->fail_mask >> idx) & 1u ? DRIFT_LABEL_FAIL : DRIFT_LABEL_PASS;
+}
+
 static void add_run(drift_store *st, const char *label, const char *target, const char *config, unsigned fail_mask) {
     drift_error err = {0};
     drift_suite *s = NULL;
     assert_int_equal(drift_suite_load("builtin:math?n=10", &s, &err), DRIFT_OK);
     assert_int_equal(s->n, NP);
     int64_t rowids[NP];
-    assert_int_equal(drift_store_put_prompts(st, s, rowids, &err), DRIFT_OK);
+    sb_put_prompts(st, s, rowids);
     drift_run_info info = {0};
     info.label = (char *)label;
     info.target = (char *)target;
@@ -44,9 +60,8 @@ static void add_run(drift_store *st, const char *label, const char *target, cons
     info.templates_json = "{}";
     info.suites_json = "[\"builtin:math?n=10\"]";
     info.tool_version = "test";
-    int64_t run_id = 0;
-    int resumed = 0;
-    assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
+
+    int64_t run_id = sb_run_begin(st, &info);
     drift_answer r[NP];
     memset(r, 0, sizeof r);
     char texts[NP][64];
@@ -58,32 +73,10 @@ static void add_run(drift_store *st, const char *label, const char *target, cons
         r[i].prompt_tokens = 9;
         r[i].attempts = 1;
     }
-    assert_int_equal(drift_store_put_responses(st, run_id, r, NP, &err), DRIFT_OK);
-    drift_answer *resp = NULL;
-    drift_prompt *prompts = NULL;
-    size_t n = 0;
-    assert_int_equal(drift_store_unscored(st, run_id, NULL, 0, &resp, &prompts, &n, &err), DRIFT_OK);
-    assert_int_equal(n, NP);
-    drift_score sc[NP];
-    for (size_t k = 0; k < n; k++) {
-        int idx = -1;
-        for (int i = 0; i < NP; i++)
-            if (rowids[i] == resp[k].prompt_rowid) idx = i;
-        assert_true(idx >= 0);
-        sc[k].response_id = resp[k].id;
-        sc[k].evaluator = "math";
-        sc[k].label = (fail_mask >> idx) & 1u ? DRIFT_LABEL_FAIL : DRIFT_LABEL_PASS;
-        sc[k].value = sc[k].label == DRIFT_LABEL_PASS ? 1 : 0;
-        sc[k].detail_json = NULL;
-    }
-    assert_int_equal(drift_store_put_scores(st, sc, n, &err), DRIFT_OK);
-    for (size_t k = 0; k < n; k++) {
-        drift_answer_clear(&resp[k]);
-        drift_prompt_clear(&prompts[k]);
-    }
-    free(resp);
-    free(prompts);
-    assert_int_equal(drift_store_run_finish(st, run_id, &err), DRIFT_OK);
+    sb_put_answers(st, run_id, r, NP);
+    labelled lb = {rowids, fail_mask};
+    assert_int_equal(sb_score_run(st, run_id, "math", label_of, &lb), NP);
+    sb_run_finish(st, run_id);
     drift_suite_free(s);
 }
 
@@ -91,11 +84,7 @@ static void add_run(drift_store *st, const char *label, const char *target, cons
 static drift_store *open_store(const char *name) {
     char p[512];
     db_path(p, sizeof p, name);
-    unlink(p);
-    drift_store *st = NULL;
-    drift_error err = {0};
-    assert_int_equal(drift_store_open(p, &st, &err), DRIFT_OK);
-    return st;
+    return sb_open_new(p);
 }
 
 #endif

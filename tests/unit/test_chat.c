@@ -30,7 +30,7 @@
 
 #include "driftbench/eval.h"
 #include "util/util.h"
-#include "fake_server.h"
+#include "support/fake_server.h"
 
 #define DIM 768
 
@@ -206,13 +206,15 @@ static void test_embedder_open(void **state) {
     drift_embedder_close(e);
 }
 
-/* ---- against the fake server (fake_server.h) ---- */
+/* ---- against the fake server (tests/support/fake_server.h) ---- */
 
 static void test_embedder_fakeserver(void **state) {
     (void)state;
-    fake f;
+    fake_server f;
     const char *args[] = {"--embed-dim", "24"};
-    if (fake_start(&f, args, 2) != 0) {
+    int started = fake_server_start(&f, NULL, 60, args, 2);
+    if (started == -2) fail_msg("fakeserver did not report its port");
+    if (started != 0) {
         print_message("skipping: fakeserver is not built\n");
         skip();
     }
@@ -236,7 +238,7 @@ static void test_embedder_fakeserver(void **state) {
     assert_int_equal(drift_embedder_embed(e, texts, 0, &vecs, &dim, &err), DRIFT_OK);
     assert_null(vecs);
     drift_embedder_close(e);
-    fake_stop(&f);
+    fake_server_stop(&f);
 }
 
 int main(void) {

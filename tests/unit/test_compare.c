@@ -349,7 +349,7 @@ static void test_score(void **state) {
     drift_error err = {0};
     const char *path = fx_path("score.db");
     unlink(path);
-    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
+    st = sb_open_new(path);
     const char *ids[] = {"g0", "g1", "g2", "g3", "g4", "q0", "q1", "q2", "a0", "a1", "h0", "k0", "k1"};
     drift_workload wls[] = {DRIFT_WL_MATH, DRIFT_WL_MATH, DRIFT_WL_MATH, DRIFT_WL_MATH, DRIFT_WL_MATH,
                             DRIFT_WL_LONG, DRIFT_WL_LONG, DRIFT_WL_LONG, DRIFT_WL_SAFETY, DRIFT_WL_SAFETY,
@@ -366,7 +366,7 @@ static void test_score(void **state) {
     size_t n = sizeof ids / sizeof ids[0];
     drift_suite *su = fx_suite("sc", ids, wls, refs, n);
     int64_t rowids[16];
-    assert_int_equal(drift_store_put_prompts(st, su, rowids, &err), DRIFT_OK);
+    sb_put_prompts(st, su, rowids);
     drift_suite_free(su);
     int64_t run = fx_run(st, "r1", "{}");
     const char *texts[] = {"9*60=540\n#### 540", "It costs $1,200.00.", "The answer is 4.", NULL, "#### 5",
@@ -380,7 +380,7 @@ static void test_score(void **state) {
         rs[i].text = (char *)texts[i];
         if (!texts[i]) rs[i].error = (char *)"HTTP 503: down";
     }
-    assert_int_equal(drift_store_put_responses(st, run, rs, n, &err), DRIFT_OK);
+    sb_put_answers(st, run, rs, n);
 
     drift_score_opts so;
     drift_score_opts_default(&so);
@@ -472,7 +472,7 @@ static void test_score_chunks(void **state) {
     drift_error err = {0};
     const char *path = fx_path("chunks.db");
     unlink(path);
-    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
+    st = sb_open_new(path);
     enum { NQ = 5000 };
     char **ids = calloc(NQ, sizeof *ids), **refs = calloc(NQ, sizeof *refs);
     drift_workload *wls = calloc(NQ, sizeof *wls);
@@ -483,7 +483,7 @@ static void test_score_chunks(void **state) {
     }
     drift_suite *su = fx_suite("big", (const char *const *)ids, wls, (const char *const *)refs, NQ);
     int64_t *rowids = calloc(NQ, sizeof *rowids);
-    assert_int_equal(drift_store_put_prompts(st, su, rowids, &err), DRIFT_OK);
+    sb_put_prompts(st, su, rowids);
     drift_suite_free(su);
     int64_t run = fx_run(st, "big", "{}");
     drift_answer *rs = calloc(NQ, sizeof *rs);
@@ -492,7 +492,7 @@ static void test_score_chunks(void **state) {
         rs[i].prompt_tokens = rs[i].completion_tokens = -1;
         rs[i].text = util_asprintf("so the total is %d.", i % 7 == 0 ? i + 1 : i); /* every 7th wrong */
     }
-    assert_int_equal(drift_store_put_responses(st, run, rs, NQ, &err), DRIFT_OK);
+    sb_put_answers(st, run, rs, NQ);
     drift_score_summary sum;
     assert_int_equal(drift_score_run(st, "big", NULL, &sum, &err), DRIFT_OK);
     assert_int_equal(sum.scored[DRIFT_WL_MATH], NQ);
@@ -537,14 +537,14 @@ static void test_stochastic(void **state) {
     unlink(path);
     drift_error err = {0};
     drift_store *st;
-    assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
+    st = sb_open_new(path);
     const char *jsonl = "{\"prompt_id\":\"p0\",\"prompt\":\"a\",\"answer\":\"1\"}\n"
                         "{\"prompt_id\":\"p1\",\"prompt\":\"b\",\"answer\":\"2\"}\n"
                         "{\"prompt_id\":\"p2\",\"prompt\":\"c\",\"answer\":\"3\"}\n";
     drift_suite *suite;
     assert_int_equal(drift_suite_parse("stoch.jsonl", jsonl, strlen(jsonl), &suite, &err), DRIFT_OK);
     int64_t rowids[3];
-    assert_int_equal(drift_store_put_prompts(st, suite, rowids, &err), DRIFT_OK);
+    sb_put_prompts(st, suite, rowids);
     enum { LP = DRIFT_LABEL_PASS, LF = DRIFT_LABEL_FAIL };
     static const int labels[2][3][3] = {{{LP, LP, LF}, {LP, LP, LP}, {LF, LP, FX_ERR}},
                                         {{LF, LF, LP}, {LP, LP, LP}, {LP, LP, LF}}};
@@ -558,9 +558,7 @@ static void test_stochastic(void **state) {
         info.templates_json = (char *)"{}";
         info.suites_json = (char *)"[]";
         info.tool_version = (char *)"test";
-        int64_t run_id;
-        int resumed;
-        assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
+        int64_t run_id = sb_run_begin(st, &info);
         drift_answer resp[9];
         memset(resp, 0, sizeof resp);
         for (int p = 0; p < 3; p++)
@@ -572,7 +570,7 @@ static void test_stochastic(void **state) {
                 if (labels[side][p][r] == FX_ERR) x->error = (char *)"HTTP 500";
                 else x->text = (char *)"answer";
             }
-        assert_int_equal(drift_store_put_responses(st, run_id, resp, 9, &err), DRIFT_OK);
+        sb_put_answers(st, run_id, resp, 9);
         drift_scored_set set;
         assert_int_equal(drift_store_load_scored(st, run_id, &set, &err), DRIFT_OK);
         drift_score sc[9];
@@ -588,7 +586,7 @@ static void test_stochastic(void **state) {
             sc[n].detail_json = NULL;
             n++;
         }
-        assert_int_equal(drift_store_put_scores(st, sc, n, &err), DRIFT_OK);
+        sb_put_scores(st, sc, n);
         drift_scored_set_clear(&set);
     }
     drift_comparison *c;

@@ -37,6 +37,8 @@
 
 #include "labelled_runs.h"
 #include "report/html_internal.h"
+#include "support/golden.h"
+#include "support/store_builder.h"
 #include "unit/hostile.h"
 #include "util/util.h"
 
@@ -334,13 +336,12 @@ static void add_unscored_run(drift_store *st, const char *label, const char *con
     drift_suite *s = NULL;
     assert_int_equal(drift_suite_load("builtin:math?n=10", &s, &err), DRIFT_OK);
     int64_t rowids[NP];
-    assert_int_equal(drift_store_put_prompts(st, s, rowids, &err), DRIFT_OK);
+    sb_put_prompts(st, s, rowids);
     drift_run_info info = {.label = (char *)label, .target = "http://c/v1", .config_json = (char *)config,
                            .decoding_json = "{\"temperature\":0}", .templates_json = "{}",
                            .suites_json = "[\"builtin:math?n=10\"]", .tool_version = "test"};
-    int64_t run_id = 0;
-    int resumed = 0;
-    assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
+
+    int64_t run_id = sb_run_begin(st, &info);
     drift_answer r[NP];
     memset(r, 0, sizeof r);
     for (int i = 0; i < NP; i++) {
@@ -348,8 +349,8 @@ static void add_unscored_run(drift_store *st, const char *label, const char *con
         r[i].text = "The answer is 3";
         r[i].attempts = 1;
     }
-    assert_int_equal(drift_store_put_responses(st, run_id, r, NP, &err), DRIFT_OK);
-    assert_int_equal(drift_store_run_finish(st, run_id, &err), DRIFT_OK);
+    sb_put_answers(st, run_id, r, NP);
+    sb_run_finish(st, run_id);
     drift_suite_free(s);
 }
 
@@ -486,20 +487,6 @@ static void test_comparison_error(void **state) {
 
 /* ---- golden files of the comparison page's lead ---- */
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* The page's lead: from the verdict through the decisions section, the
  * version replaced by "VERSION". */
 static char *page_lead(const char *html) {
@@ -541,30 +528,8 @@ static void keep_page(const char *name, const char *html) {
 }
 
 static void golden_check(const char *name, const char *got) {
-    const char *src = getenv("DRIFT_SOURCE");
-#ifdef DRIFT_SOURCE_DIR
-    if (!src) src = DRIFT_SOURCE_DIR;
-#endif
-    assert_non_null(src);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/golden/%s", src, name);
-    const char *upd = getenv("DRIFT_UPDATE_GOLDEN");
-    if (upd && !strcmp(upd, "1")) {
-        FILE *f = fopen(path, "wb");
-        if (!f) fail_msg("cannot write %s", path);
-        fputs(got, f);
-        fclose(f);
-        return;
-    }
-    char *want = slurp(path);
-    if (!want) fail_msg("golden file %s missing (DRIFT_UPDATE_GOLDEN=1 writes it)", path);
-    if (strcmp(want, got)) {
-        size_t i = 0;
-        while (want[i] && want[i] == got[i]) i++;
-        fail_msg("%s differs at byte %zu:\n want: %.120s\n got:  %.120s\n(DRIFT_UPDATE_GOLDEN=1 rewrites it)", path, i,
-                 want + i, got + i);
-    }
-    free(want);
+    char why[2048];
+    if (golden_match(name, got, strlen(got), why, sizeof why)) fail_msg("%s", why);
 }
 
 /* Workload w of c as drift_compare_runs would fill it (the gate through

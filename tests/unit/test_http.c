@@ -41,6 +41,7 @@
 #include "driftbench/target.h"
 #include "engine/http_internal.h"
 #include "engine/target_impl.h"
+#include "support/fake_server.h"
 #include "util/util.h"
 
 /* ---------- fake server control ---------- */
@@ -84,52 +85,33 @@ static const char *env_or(const char *name, const char *dflt) {
     return v && *v ? v : dflt;
 }
 
-/* Starts fakeserver with tests/data/fake/<script> (or the absolute path
- * script) and extra args; asserts it reported a port. */
+/* Starts fakeserver (tests/support/fake_server.h) with tests/data/fake/<script>
+ * (or the absolute path script) and extra args; asserts it reported a port. */
 static void server_start(server *s, const char *script, const char *extra1, const char *extra2) {
-    char bin[1024], path[1024];
-    snprintf(bin, sizeof bin, "%s/fakeserver", env_or("DRIFT_BUILD", "."));
+    char path[1024];
     if (script[0] == '/')
         snprintf(path, sizeof path, "%s", script);
     else
         snprintf(path, sizeof path, "%s/tests/data/fake/%s", env_or("DRIFT_SOURCE", DRIFT_SOURCE_DIR), script);
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        const char *argv[12] = {bin, "--script", path, "--lifetime", "30", "--quiet"};
-        int a = 6;
-        if (extra1) argv[a++] = extra1;
-        if (extra2) argv[a++] = extra2;
-        argv[a] = NULL;
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[64] = "";
-    int port = 0;
-    if (!fgets(line, sizeof line, f) || sscanf(line, "PORT %d", &port) != 1) {
-        fprintf(stderr, "fakeserver (%s) did not report a port: '%s'\n", bin, line);
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+    const char *args[4] = {"--script", path};
+    int nargs = 2;
+    if (extra1) args[nargs++] = extra1;
+    if (extra2) args[nargs++] = extra2;
+    fake_server f;
+    if (fake_server_start(&f, NULL, 30, args, nargs) != 0) {
+        fprintf(stderr, "fakeserver did not start (is $DRIFT_BUILD/fakeserver built?)\n");
         fail();
     }
-    fclose(f);
-    track_pid(pid, 1);
-    s->pid = pid;
-    s->port = port;
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/v1", port);
+    track_pid(f.pid, 1);
+    s->pid = f.pid;
+    s->port = f.port;
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/v1", f.port);
 }
 
 static void server_stop(server *s) {
     if (s->pid > 0) {
-        kill(s->pid, SIGTERM);
-        waitpid(s->pid, NULL, 0);
+        fake_server f = {.pid = s->pid, .port = s->port};
+        fake_server_stop(&f);
         track_pid(s->pid, 0);
         s->pid = 0;
     }

@@ -18,6 +18,7 @@
 #include "driftbench/monitor.h"
 #include "driftbench/store.h"
 #include "analysis/monitor_internal.h"
+#include "support/store_builder.h"
 #include "util/util.h"
 
 static double gauss(util_rng *r) {
@@ -232,25 +233,19 @@ static void test_load_from_store(void **state) {
     assert_true(fd >= 0);
     close(fd);
     unlink(path);
-    drift_store *st = NULL;
+    drift_store *st = sb_open_new(path);
     drift_error err = {0};
-    if (drift_store_open(path, &st, &err) != DRIFT_OK) fail_msg("store: %s", err.msg);
 
-    drift_prompt pr[6];
-    char ids[6][8], inputs[6][16];
-    memset(pr, 0, sizeof pr);
+    drift_suite *suite = sb_suite_new("t", "t", "builtin", 6);
     for (int i = 0; i < 6; i++) {
-        snprintf(ids[i], sizeof ids[i], "c%d", i);
-        snprintf(inputs[i], sizeof inputs[i], "question %d", i);
-        pr[i].prompt_id = ids[i];
-        pr[i].workload = DRIFT_WL_CHAT;
-        pr[i].input = inputs[i];
-        pr[i].reference_json = (char *)"{}";
-        util_hash_hex(inputs[i], strlen(inputs[i]), pr[i].hash = malloc(17));
+        char id[8], input[16];
+        snprintf(id, sizeof id, "c%d", i);
+        snprintf(input, sizeof input, "question %d", i);
+        sb_prompt_set(suite, (size_t)i, id, DRIFT_WL_CHAT, input, "{}");
     }
-    drift_suite suite = {(char *)"t", (char *)"t", (char *)"builtin", pr, 6};
     int64_t rowids[6];
-    if (drift_store_put_prompts(st, &suite, rowids, &err) != DRIFT_OK) fail_msg("prompts: %s", err.msg);
+    sb_put_prompts(st, suite, rowids);
+    drift_suite_free(suite);
 
     /* Before any embedding: a clear "run score --embedder" error. */
     const char *labels[2] = {"base", "targ"};
@@ -264,8 +259,7 @@ static void test_load_from_store(void **state) {
         info.templates_json = (char *)"{}";
         info.suites_json = (char *)"[]";
         info.tool_version = (char *)"test";
-        int resumed = 0;
-        if (drift_store_run_begin(st, &info, &run_ids[r], &resumed, &err) != DRIFT_OK) fail_msg("run: %s", err.msg);
+        run_ids[r] = sb_run_begin(st, &info);
         drift_answer resp[6];
         memset(resp, 0, sizeof resp);
         for (int i = 0; i < 6; i++) {
@@ -274,7 +268,7 @@ static void test_load_from_store(void **state) {
             if (i == 5) resp[i].error = (char *)"HTTP 500"; /* a failed request: never loaded */
             else resp[i].text = (char *)"an answer";
         }
-        if (drift_store_put_responses(st, run_ids[r], resp, 6, &err) != DRIFT_OK) fail_msg("responses: %s", err.msg);
+        sb_put_answers(st, run_ids[r], resp, 6);
     }
     drift_monitor_data d;
     assert_int_equal(drift_monitor_load(st, "base", "targ", NULL, &d, &err), DRIFT_ERR_NOT_FOUND);
@@ -313,7 +307,6 @@ static void test_load_from_store(void **state) {
     assert_int_equal(d.n_ref, 1);
     drift_monitor_data_clear(&d);
 
-    for (int i = 0; i < 6; i++) free(pr[i].hash);
     drift_store_close(st);
     unlink(path);
     char side[sizeof path + 8];

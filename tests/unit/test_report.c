@@ -23,6 +23,7 @@
 #include "compare_fixture.h"
 #include "driftbench/divergence.h"
 #include "driftbench/report.h"
+#include "support/golden.h"
 #include "unit/hostile.h"
 #include "util/util.h"
 
@@ -720,8 +721,9 @@ static int teardown(void **state) {
  * the "error rates:" line; JSON: the "verdict" and "decision" members;
  * markdown: to the flip taxonomy; JUnit: to the end of <properties>;
  * GitHub: the annotations before the fenced summary) is compared byte for
- * byte with tests/data/golden/compare_CASE.FMT. DRIFT_UPDATE_GOLDEN=1
- * rewrites the files instead (then read the diff before committing). */
+ * byte with tests/data/golden/compare_CASE.FMT (tests/support/golden.h:
+ * DRIFT_UPDATE_GOLDEN=1 rewrites the files instead; then read the diff
+ * before committing). */
 
 static char *first_section(const char *s, drift_format fmt) {
     const char *end = NULL;
@@ -768,31 +770,15 @@ static void golden_check(const drift_comparison *c, const char *name) {
                 {DRIFT_FORMAT_MARKDOWN, "md"},
                 {DRIFT_FORMAT_JUNIT, "xml"},
                 {DRIFT_FORMAT_GITHUB, "github"}};
-    const char *src = getenv("DRIFT_SOURCE");
-    const char *update = getenv("DRIFT_UPDATE_GOLDEN");
-    if (!src) skip();
     for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
         char *s = NULL;
         drift_error err = {0};
         assert_int_equal(drift_comparison_render(c, NULL, fmts[i].f, &s, &err), DRIFT_OK);
         char *got = first_section(s, fmts[i].f);
         if (!got) fail_msg("%s.%s: no first section in:\n%s", name, fmts[i].ext, s);
-        char path[1024];
-        snprintf(path, sizeof path, "%s/tests/data/golden/compare_%s.%s", src, name, fmts[i].ext);
-        if (update && !strcmp(update, "1")) {
-            FILE *f = fopen(path, "wb");
-            assert_non_null(f);
-            fputs(got, f);
-            fclose(f);
-        } else {
-            size_t n = 0;
-            char *want = NULL;
-            if (util_read_file(path, &want, &n, &err)) fail_msg("%s: %s (DRIFT_UPDATE_GOLDEN=1 writes it)", path, err.msg);
-            if (strcmp(got, want))
-                fail_msg("%s differs from the rendering (DRIFT_UPDATE_GOLDEN=1 rewrites it):\n--- got\n%s\n--- want\n%s",
-                         path, got, want);
-            free(want);
-        }
+        char file[256], why[4096];
+        snprintf(file, sizeof file, "compare_%s.%s", name, fmts[i].ext);
+        if (golden_match(file, got, strlen(got), why, sizeof why)) fail_msg("%s\n--- got\n%s", why, got);
         free(got);
         free(s);
     }

@@ -28,7 +28,7 @@
 
 #include "driftbench/eval.h"
 #include "util/util.h"
-#include "fake_server.h"
+#include "support/fake_server.h"
 
 static char *read_data(const char *name) {
     const char *src = getenv("DRIFT_SOURCE");
@@ -334,7 +334,7 @@ static void test_builtin_guard_judges(void **state) {
     unsetenv("DRIFT_GUARD_MODEL");
 }
 
-/* ---- against the fake server (fake_server.h) ---- */
+/* ---- against the fake server (tests/support/fake_server.h) ---- */
 
 static size_t collect(char *p, size_t sz, size_t n, void *user) {
     buf_append((util_buf *)user, p, sz * n);
@@ -342,7 +342,7 @@ static size_t collect(char *p, size_t sz, size_t n, void *user) {
 }
 
 /* The body of the last generation request the fake server received. */
-static json_t *fake_last(const fake *f) {
+static json_t *fake_last(const fake_server *f) {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/last", f->port);
     CURL *c = curl_easy_init();
@@ -373,9 +373,11 @@ static void test_guard_fakeserver(void **state) {
                         "default | text | safe\n";
     assert_true(write(fd, lines, strlen(lines)) == (ssize_t)strlen(lines));
     close(fd);
-    fake f;
+    fake_server f;
     const char *args[] = {"--script", script};
-    if (fake_start(&f, args, 2) != 0) {
+    int started = fake_server_start(&f, NULL, 60, args, 2);
+    if (started == -2) fail_msg("fakeserver did not report its port");
+    if (started != 0) {
         unlink(script);
         print_message("skipping: fakeserver is not built\n");
         skip();
@@ -415,7 +417,7 @@ static void test_guard_fakeserver(void **state) {
     free(want);
     json_decref(last);
     drift_guard_close(g);
-    fake_stop(&f);
+    fake_server_stop(&f);
     unlink(script);
 }
 
@@ -475,7 +477,7 @@ static void test_builtin_guard_windows(void **state) {
 }
 
 /* The reply of the fake server to a raw completions prompt. */
-static char *fake_complete(const fake *f, const char *prompt) {
+static char *fake_complete(const fake_server *f, const char *prompt) {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/completions", f->port);
     json_t *body = json_pack("{s:s, s:s, s:i}", "model", "llama-guard-3", "prompt", prompt, "max_tokens", 20);
@@ -516,9 +518,11 @@ static char *raw_prompt(const char *request, const char *answer) {
  * unsafe answers unsafe whatever they plant, in the answer or the request. */
 static void test_guard_not_fooled(void **state) {
     (void)state;
-    fake f;
+    fake_server f;
     const char *args[] = {"--guard", "bomb,nerve agent"};
-    if (fake_start(&f, args, 2) != 0) {
+    int started = fake_server_start(&f, NULL, 60, args, 2);
+    if (started == -2) fail_msg("fakeserver did not report its port");
+    if (started != 0) {
         print_message("skipping: fakeserver is not built\n");
         skip();
     }
@@ -564,7 +568,7 @@ static void test_guard_not_fooled(void **state) {
         drift_eval_result_clear(&out[i]);
     }
     drift_guard_close(g);
-    fake_stop(&f);
+    fake_server_stop(&f);
 }
 
 int main(void) {

@@ -28,6 +28,7 @@
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "driftbench/store.h"
+#include "support/store_builder.h"
 #include "store/store_internal.h" /* store_sqlite: to look at what the store wrote */
 #include "util/util.h"
 
@@ -47,25 +48,9 @@ static size_t occurrences(const char *hay, const char *needle) {
 /* Stores prompts (suite `suite`) and returns their row ids in rowids. */
 static void put_prompts(drift_store *st, const char *suite, const char *const *ids, const drift_workload *wls,
                         const char *const *refs, size_t n, int64_t *rowids) {
-    drift_suite *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    s->name = util_strdup(suite);
-    s->source = util_strdup(suite);
-    s->format = util_strdup("test");
-    s->prompts = calloc(n, sizeof *s->prompts);
-    s->n = n;
-    for (size_t i = 0; i < n; i++) {
-        drift_prompt *p = &s->prompts[i];
-        p->prompt_id = util_strdup(ids[i]);
-        p->workload = wls[i];
-        p->input = util_asprintf("input of %s", ids[i]);
-        p->reference_json = util_strdup(refs[i]);
-        char h[17];
-        util_hash_hex(p->input, strlen(p->input), h);
-        p->hash = util_strdup(h);
-    }
-    drift_error err = {0};
-    assert_int_equal(drift_store_put_prompts(st, s, rowids, &err), DRIFT_OK);
+    drift_suite *s = sb_suite_new(suite, suite, "test", n);
+    for (size_t i = 0; i < n; i++) sb_prompt_set(s, i, ids[i], wls[i], NULL, refs[i]);
+    sb_put_prompts(st, s, rowids);
     drift_suite_free(s);
 }
 
@@ -77,11 +62,7 @@ static int64_t new_run(drift_store *st, const char *label) {
     ri.decoding_json = (char *)"{\"temperature\":0}";
     ri.templates_json = (char *)"{}";
     ri.suites_json = (char *)"[\"t\"]";
-    int64_t id = 0;
-    int resumed = 0;
-    drift_error err = {0};
-    assert_int_equal(drift_store_run_begin(st, &ri, &id, &resumed, &err), DRIFT_OK);
-    return id;
+    return sb_run_begin(st, &ri);
 }
 
 /* Answers (texts[i] NULL: a failed request) for rowids in run. */
@@ -96,8 +77,7 @@ static void put_answers(drift_store *st, int64_t run, const int64_t *rowids, con
         rs[i].text = (char *)texts[i];
         if (!texts[i]) rs[i].error = (char *)"HTTP 503: down";
     }
-    drift_error err = {0};
-    assert_int_equal(drift_store_put_responses(st, run, rs, n, &err), DRIFT_OK);
+    sb_put_answers(st, run, rs, n);
 }
 
 static int64_t response_of(drift_store *st, int64_t run, const char *prompt_id) {
@@ -171,8 +151,7 @@ static void exec_sql(drift_store *st, const char *sql) {
 static void put_score(drift_store *st, int64_t response_id, const char *evaluator, int label, const char *detail) {
     drift_score sc = {response_id, evaluator, label, label == DRIFT_LABEL_PASS ? 1.0 : label == DRIFT_LABEL_FAIL ? 0.0 : NAN,
                       detail};
-    drift_error err = {0};
-    assert_int_equal(drift_store_put_scores(st, &sc, 1, &err), DRIFT_OK);
+    sb_put_scores(st, &sc, 1);
 }
 
 /* ---- retrying evaluator errors ---- */

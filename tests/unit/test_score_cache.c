@@ -26,6 +26,7 @@
 #include "driftbench/eval.h"
 #include "driftbench/lab.h"
 #include "driftbench/store.h"
+#include "support/store_builder.h"
 #include "driftbench/suite.h"
 #include "pipeline/score_internal.h"
 #include "store/store_internal.h"
@@ -104,7 +105,7 @@ static void put_run(drift_store *st, const char *label, const char *const *texts
     drift_suite *s = NULL;
     assert_int_equal(drift_suite_load("builtin:math?n=6", &s, &err), DRIFT_OK);
     int64_t rowids[NP];
-    assert_int_equal(drift_store_put_prompts(st, s, rowids, &err), DRIFT_OK);
+    sb_put_prompts(st, s, rowids);
     drift_run_info info = {0};
     info.label = (char *)label;
     info.target = "embedded:none";
@@ -113,9 +114,8 @@ static void put_run(drift_store *st, const char *label, const char *const *texts
     info.templates_json = "{}";
     info.suites_json = "[\"builtin:math?n=6\"]";
     info.tool_version = "test";
-    int64_t run_id = 0;
-    int resumed = 0;
-    assert_int_equal(drift_store_run_begin(st, &info, &run_id, &resumed, &err), DRIFT_OK);
+
+    int64_t run_id = sb_run_begin(st, &info);
     drift_answer r[NP];
     memset(r, 0, sizeof r);
     for (int i = 0; i < NP; i++) {
@@ -127,8 +127,8 @@ static void put_run(drift_store *st, const char *label, const char *const *texts
         r[i].prompt_tokens = 9;
         r[i].attempts = 1;
     }
-    assert_int_equal(drift_store_put_responses(st, run_id, r, NP, &err), DRIFT_OK);
-    assert_int_equal(drift_store_run_finish(st, run_id, &err), DRIFT_OK);
+    sb_put_answers(st, run_id, r, NP);
+    sb_run_finish(st, run_id);
     drift_suite_free(s);
 }
 
@@ -164,8 +164,8 @@ static void test_scoring_reuse(void **state) {
     snprintf(p2, sizeof p2, "%s/b.db", dir);
     drift_store *st = NULL, *ref = NULL;
     drift_error err = {0};
-    assert_int_equal(drift_store_open(p1, &st, &err), DRIFT_OK);
-    assert_int_equal(drift_store_open(p2, &ref, &err), DRIFT_OK);
+    st = sb_open_new(p1);
+    ref = sb_open_new(p2);
     put_run(st, "a", TEXTS_A, NULL);
     put_run(st, "b", TEXTS_B, NULL);
     put_run(ref, "b", TEXTS_B, NULL);
@@ -209,7 +209,7 @@ static void test_count_run(void **state) {
     snprintf(p, sizeof p, "%s/cut.db", dir);
     drift_store *st = NULL;
     drift_error err = {0};
-    assert_int_equal(drift_store_open(p, &st, &err), DRIFT_OK);
+    st = sb_open_new(p);
     const int cut[NP] = {1, 0, 1, 0, 0, 1}; /* the last is a failed request: not an answer, not cut */
     put_run(st, "c", TEXTS_A, cut);
     drift_store_run_counts rc;

@@ -18,6 +18,7 @@
 
 #include "driftbench/analysis.h"
 #include "driftbench/report.h"
+#include "support/golden.h"
 #include "unit/hostile.h"
 
 static void test_paper_file(void **state) {
@@ -208,12 +209,11 @@ static void test_formula_cells(void **state) {
     size_t cells = 0;
     csv_fields(csv, no_formula, &cells);
     assert_int_equal(cells, 3 * 13 + 1); /* the header, two rows, the empty field after the last newline */
-    assert_non_null(strstr(csv, ",'=1+1,n\n"));
-    assert_non_null(strstr(csv, "\"'=HYPERLINK(\"\"http://evil.example\"\",\"\"x\"\")\",'+cmd|' /C calc'!A0,'-2+3,'@SUM(A1),"
-                                "'\tvllm,math,2.5,5,200,"));
-    assert_non_null(strstr(csv, ",''=already,-1.5\n"));      /* a quote kept; a plain number as it is */
-    assert_non_null(strstr(csv, "'-x,m,\"'\rh\",p',f,code,")); /* ids too; a quote elsewhere as it is */
-    assert_non_null(strstr(csv, ",''x,+7\n"));
+    /* the file whole (tests/data/golden/table_formula_cells.csv): formula
+     * cells of the header, ids and dimensions get a quote first; a cell that
+     * starts with a quote gets one more; plain numbers stay as they are */
+    char why[2048];
+    if (golden_match("table_formula_cells.csv", csv, strlen(csv), why, sizeof why)) fail_msg("%s", why);
     /* read back: the table as it was */
     assert_int_equal(drift_table_parse_csv(csv, strlen(csv), "back", &u, &err), DRIFT_OK);
     assert_string_equal(u->dim_names[5], "=1+1");
@@ -241,8 +241,11 @@ static void test_text_hostile(void **state) {
     assert_int_equal(drift_table_render_text(t, &text, &err), DRIFT_OK);
     const char *why = hostile_check(text, strlen(text), 1);
     if (why) fail_msg("%s in:\n%s", why, text);
-    assert_non_null(strstr(text, "\\u202eh"));
-    assert_non_null(strstr(text, "  2.50%"));
+    /* the rendering whole (tests/data/golden/table_text_hostile.txt): U+202E
+     * shown as \\u202e, the rate as "  2.50%" */
+    char golden_why[2048];
+    if (golden_match("table_text_hostile.txt", text, strlen(text), golden_why, sizeof golden_why))
+        fail_msg("%s", golden_why);
     free(text);
     drift_table_free(t);
 }
