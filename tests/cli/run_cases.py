@@ -126,6 +126,7 @@ def main():
     if not cli:
         print("set DRIFTBENCH to the CLI", file=sys.stderr)
         return 2
+    cli = os.path.abspath(cli)  # the cases run in their own directories
     src = os.environ.get("DRIFT_SOURCE") or os.path.dirname(os.path.dirname(HERE))
     update = os.environ.get("DRIFT_UPDATE_GOLDEN") == "1"
     names = sys.argv[1:] or sorted(f[:-5] for f in os.listdir(HERE) if f.endswith(".case"))
