@@ -256,12 +256,3 @@ int cli_render_compare(const char *cmd, drift_store *st, const drift_comparison 
     free(text);
     return rc;
 }
-
-int cli_do_compare(const char *cmd, drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
-    drift_error err = {0};
-    drift_comparison *c = NULL;
-    if (drift_compare_runs(st, base, targ, &a->opts, &c, &err)) return cli_error_lib(cmd, &err);
-    int rc = cli_render_compare(cmd, st, c, a);
-    drift_comparison_free(c);
-    return rc;
-}

@@ -95,11 +95,9 @@ void cli_compare_args_default(cli_compare_args *c);
 /* Parses a compare option into c; returns 1 if handled, 0 if not a compare
  * option, -1 on a bad value (after printing). */
 int cli_parse_compare_option(const char *cmd, int opt, const char *arg, cli_compare_args *c);
-/* Compares and renders; returns the decision's exit code (0 deploy or not
- * gated, 1 block, 2 error or no evidence, 3 inconclusive). */
-int cli_do_compare(const char *cmd, drift_store *st, const char *base, const char *targ, const cli_compare_args *c);
-/* Renders c (--format), writes it (-o; a failed write is exit 2) and
- * returns the decision's exit code, as cli_do_compare after comparing. */
+/* Renders c (--format; the flips' details read from st), writes it (-o; a
+ * failed write is exit 2) and returns the decision's exit code (0 deploy or
+ * not gated, 1 block, 2 error or no evidence, 3 inconclusive). */
 int cli_render_compare(const char *cmd, drift_store *st, const drift_comparison *c, const cli_compare_args *a);
 /* The exit code of a rendered decision; for a workload without evidence
  * also prints, on stderr, what is missing and the command that supplies it

@@ -9,22 +9,9 @@
 #    starts each server once (each start command appends a line to a
 #    file), leaves none running, and gives the same report as compare
 #    --sequential on its store.
-set -u
-D=${DRIFTBENCH:?} B=${DRIFT_BUILD:?} S=${DRIFT_SOURCE:?}
-FAKE=$B/fakeserver
+. "$(dirname "$0")/lib.sh"
 M=$S/models/llama-fragile-7m.gguf
-T=$(mktemp -d)
 export TMPDIR=$T
-cleanup() {
-  if [ -f "$T/pids" ]; then while read -r p; do kill -9 "$p" 2>/dev/null; done < "$T/pids"; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
-sql() { sqlite3 "$1" "$2"; }
 scored() { # DB LABEL: scores stored for the label's responses
   sql "$1" "select count(*) from scores s join responses r on r.id = s.response_id join runs u on u.id = r.run_id where u.label = '$2'"
 }
@@ -75,5 +62,4 @@ for k in ("asked", "flips", "verdict", "early", "interval", "n"):
     assert wm[k] == wc[k], (k, wm, wc)
 PY' "the same report as compare --sequential on the store"
 
-echo "measure_stage: $passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish
