@@ -18,6 +18,7 @@
 
 #include "driftbench/compare.h"
 #include "driftbench/eval.h"
+#include "driftbench/pipeline.h"
 #include "driftbench/report.h"
 #include "driftbench/store.h"
 #include "store/store_internal.h" /* store_sqlite: one transaction around the fixture's writes */

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "driftbench/import.h"
+#include "driftbench/pipeline.h"
 
 static const char import_usage[] =
     "usage: driftbench import --db STORE [options] FILE...\n"
@@ -90,6 +91,7 @@ static int cmd_import(int argc, char **argv) {
     drift_import_opts_default(&po);
     drift_import_store_opts so;
     drift_import_store_opts_default(&so);
+    so.score = drift_import_score; /* our evaluators: the pipeline's scoring */
     long jobs = 0;
     int opt, rc = CLI_EXIT_ERROR;
     optind = 1;

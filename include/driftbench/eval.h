@@ -1,11 +1,12 @@
 /* eval.h - evaluators: one per workload, each turning (answer, reference)
  * into a label with the evidence kept in detail_json, so a user can see why
  * an answer was judged as it was. An evaluator that cannot judge returns
- * DRIFT_LABEL_ERROR (never a fail, never a flip). */
+ * DRIFT_LABEL_ERROR (never a fail, never a flip). Scoring a stored run with
+ * them (drift_score_run, its options, summary and verdict cache) is the
+ * pipeline's (pipeline.h): this header knows no store. */
 #ifndef DRIFTBENCH_EVAL_H
 #define DRIFTBENCH_EVAL_H
 
-#include "driftbench/store.h"
 #include "driftbench/types.h"
 
 #ifdef __cplusplus
@@ -122,76 +123,6 @@ DRIFT_API void drift_embedder_close(drift_embedder *e);
 /* Semantic drift rate of two embeddings: 1 - cosine similarity (computed in
  * double). Zero vectors give NAN. */
 DRIFT_API double drift_sdr(const float *a, const float *b, int dim);
-
-/* ---- scoring a run ---- */
-
-/* A verdict cache shared by scoring calls (the lab's configurations, side by
- * side on several threads): most configurations give the baseline's answer
- * text, and evaluators are deterministic given the text, so each distinct
- * (evaluator, its settings, prompt, answer text) is judged once and the
- * verdict reused. Keys hold the full bytes (the hash only finds the bucket),
- * so a reuse is never a collision. Only verdicts are kept: an evaluator
- * error (DRIFT_LABEL_ERROR, a sandbox_error), a cancel or a failed request
- * is never cached. Chat keeps the embedding of each distinct text (the
- * similarity is computed later against the baseline's own embedding).
- * Thread-safe. */
-typedef struct drift_score_cache drift_score_cache;
-
-/* A new empty cache; NULL when out of memory. */
-DRIFT_API drift_score_cache *drift_score_cache_new(void);
-/* Frees the cache and what it holds (NULL is fine). */
-DRIFT_API void drift_score_cache_free(drift_score_cache *c);
-
-typedef struct drift_score_cache_stats {
-    size_t entries;                       /* verdicts and embeddings held */
-    size_t hits[DRIFT_WL_COUNT];          /* answers whose verdict was reused */
-    size_t misses[DRIFT_WL_COUNT];        /* answers judged (and, unless an error, kept) */
-} drift_score_cache_stats;
-
-/* The cache's counts so far (c may be NULL: zeros). */
-DRIFT_API void drift_score_cache_stats_get(drift_score_cache *c, drift_score_cache_stats *out);
-
-typedef struct drift_score_opts {
-    double long_f1_threshold;     /* default 0.5 */
-    const char *guard_spec;       /* safety guard target (NULL: built-in if available) */
-    const char *embedder_spec;    /* chat embedder target (NULL: built-in if available) */
-    int unsafe_code_exec;         /* run code without isolation (explicit opt-in) */
-    const char *python;           /* interpreter for code; default /usr/bin/python3 */
-    int jobs;                     /* parallel evaluations; 0 = number of cores */
-    int rescore;                  /* recompute existing scores */
-    drift_progress_fn progress;
-    void *progress_user;
-    int (*cancel)(void *user);    /* polled between answers and while a program runs
-                                     (every 100 ms); nonzero: scoring stops, what was
-                                     judged is stored, drift_score_run returns
-                                     DRIFT_ERR_CANCELLED and the next call goes on */
-    void *cancel_user;
-    drift_score_cache *cache;     /* NULL: judge every answer; else reuse verdicts (see above) */
-} drift_score_opts;
-
-DRIFT_API void drift_score_opts_default(drift_score_opts *o);
-
-typedef struct drift_score_summary {
-    size_t scored[DRIFT_WL_COUNT];        /* labels computed now */
-    size_t reused[DRIFT_WL_COUNT];        /* of those, verdicts taken from opts->cache */
-    size_t already[DRIFT_WL_COUNT];       /* already scored before */
-    size_t eval_errors[DRIFT_WL_COUNT];   /* evaluator could not judge */
-    size_t not_computable[DRIFT_WL_COUNT];/* no evaluator available (reason below) */
-    char reason[DRIFT_WL_COUNT][256];     /* why not computable, e.g. "no --guard given" */
-    char code_sandbox[64];                /* isolation that ran code answers in this call
-                                             (drift_sandbox_check's name, e.g.
-                                             "bubblewrap+seccomp"); "" when none ran */
-} drift_score_summary;
-
-/* Scores every answered response of run `label` (NULL: all runs) that has
- * no score yet or whose latest score is DRIFT_LABEL_ERROR: an evaluator
- * error is retried by the next score, while a stored PASS / FAIL / NONE is
- * kept (opts->rescore recomputes every answered one). Failed requests are
- * never scored (`run` asks them again). An unavailable evaluator is no
- * error: its pending answers are counted in summary->not_computable with
- * the reason. Errors are store failures and running out of memory. */
-DRIFT_API drift_status drift_score_run(drift_store *st, const char *label, const drift_score_opts *opts,
-                                       drift_score_summary *summary, drift_error *err);
 
 #ifdef __cplusplus
 }

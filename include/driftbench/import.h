@@ -18,7 +18,8 @@
  * and the document carries a reference (GSM8K's "#### N" answer, HumanEval's
  * prompt/test/entry_point, a promptfoo test's `answer` / `test` +
  * `entry_point` vars) DriftBench's own evaluator (math, code-pass@1) scores
- * the same answer too. The store's "latest score" rule decides which label
+ * the same answer too, through the scoring the caller hands in
+ * (drift_import_store_opts.score: the pipeline's drift_import_score). The store's "latest score" rule decides which label
  * `compare` counts: ours by default, the tool's with
  * DRIFT_IMPORT_VERDICT_TOOL (import a file twice under two labels to set
  * both side by side). Answers the tool recorded as errors are stored as
@@ -141,7 +142,18 @@ DRIFT_API void drift_import_set_free(drift_import_set *s);
 DRIFT_API drift_status drift_import_check_pair(const drift_import_run *a, const drift_import_run *b,
                                                drift_error *err);
 
-typedef struct drift_import_store_opts {
+typedef struct drift_import_store_opts drift_import_store_opts;
+
+/* Scores run `label` of the import's private store st with DriftBench's
+ * own evaluators, rescoring (so ours is written after the tool's verdicts),
+ * as o's unsafe_code_exec, python and jobs say; why (room cap) gets why an
+ * evaluator could not run, "" when none. The pipeline's drift_import_score
+ * (pipeline.h) is the one to give: scoring is a pipeline stage, which this
+ * layer does not call itself. */
+typedef drift_status (*drift_import_score_fn)(drift_store *st, const char *label, const drift_import_store_opts *o,
+                                              char *why, size_t cap, drift_error *err);
+
+struct drift_import_store_opts {
     drift_import_verdict verdict;  /* default OURS */
     const char *config;            /* "k=v,..." dimensions over the detected ones (model, framework) */
     int partial;                   /* 1: allow runs of a task with different document sets */
@@ -151,7 +163,10 @@ typedef struct drift_import_store_opts {
     int replace;                   /* 1: a label already in st from an import of other content (or of a
                                       file whose content was not recorded) is replaced, in the same
                                       transaction, instead of refused */
-} drift_import_store_opts;
+    drift_import_score_fn score;   /* how answers with a reference ours can use are scored by ours
+                                      (drift_import_score, pipeline.h); NULL (default): they are not,
+                                      and each run's ours_note says so */
+};
 
 DRIFT_API void drift_import_store_opts_default(drift_import_store_opts *o);
 

@@ -15,8 +15,12 @@
  * steps, the matrix and its long-context subset, the stochastic leg beside
  * the latter, the cut answers, the flip table and its analyses, reported
  * phase by phase through the progress callback (drift_lab_phase), into a
- * drift_lab_result that renderers read (drift_lab_result_summary_render,
- * drift_lab_note_render; report.h's lab renderers).
+ * drift_lab_result. The report layer renders a study without knowing this
+ * stage: the data it reads (drift_lab_cuts, drift_lab_stochastic, the
+ * drift_lab_report view) and its renderers are in lab_result.h, which this
+ * header includes; drift_lab_result_report takes the view of a result, and
+ * drift_lab_result_summary_render / drift_lab_note_render do that and
+ * render (src/pipeline/lab.c).
  * The cost model's arithmetic (drift_lab_fit_solve, drift_lab_suite_seconds,
  * drift_lab_plan_apply) is pure, so tests check it without timing anything. */
 #ifndef DRIFTBENCH_LAB_H
@@ -26,6 +30,7 @@
 
 #include "driftbench/analysis.h"
 #include "driftbench/eval.h"
+#include "driftbench/lab_result.h"
 #include "driftbench/matrix.h"
 #include "driftbench/pipeline.h"
 #include "driftbench/status.h"
@@ -57,9 +62,6 @@ extern "C" {
 /* the seed of the null run (the baseline stack again); its replicate r uses
  * this + r, far from the leg's own 42 + r */
 #define DRIFT_LAB_STOCH_NULL_SEED 1042
-/* room for a target spec (a model path plus its profile keys) */
-#define DRIFT_LAB_SPEC_MAX 4400
-#define DRIFT_LAB_LABEL_MAX 300
 
 typedef struct drift_lab_opts {
     int full;                  /* 0 = --quick: at most 3 models, one axis at a time */
@@ -275,95 +277,21 @@ DRIFT_API double drift_lab_plan_config_seconds(const drift_lab_plan *p, const dr
 
 DRIFT_API void drift_lab_plan_clear(drift_lab_plan *p);
 
-/* ---- answers cut by the token limit ---- */
-typedef struct drift_lab_cuts {
-    int max_tokens;                        /* the limit (spec->max_tokens) */
-    size_t answers[DRIFT_WL_COUNT];        /* answers of the spec's runs */
-    size_t cut[DRIFT_WL_COUNT];            /* of those, cut by the limit (finish_reason "length") */
-    size_t errors[DRIFT_WL_COUNT];         /* failed requests (no answer) */
-} drift_lab_cuts;
-
+/* ---- answers cut by the token limit (drift_lab_cuts, lab_result.h) ---- */
 /* Counts the answers of every configuration of spec in st, per workload,
  * and those the token limit cut (drift_store_count_run per label; a label
  * not in the store counts nothing). */
 DRIFT_API drift_status drift_lab_count_cuts(drift_store *st, const drift_matrix_spec *spec, drift_lab_cuts *out,
                                             drift_error *err);
 
-/* One line per workload with answers: "math: 3 of 450 answers cut at 128
- * new tokens (0.67%)", flagged when above DRIFT_LAB_CUT_GOAL (report.h's
- * renderers live in src/report/lab_render.c; this one is declared here).
- * *out malloc'd. */
-#define DRIFT_LAB_CUT_GOAL 0.02
-DRIFT_API drift_status drift_lab_cuts_render(const drift_lab_cuts *c, char **out, drift_error *err);
-
-/* ---- drift beyond the sampling null ----
- * Per prompt i of n (the unit of sampling): cross[i], the share of
- * (replicate of stack A, replicate of stack B) pairs whose labels disagree;
- * null_d[i], the same between stack A and stack A again with other seeds
- * (what sampling alone gives); det[i], 1 when the deterministic answers of
- * A and B flip. beyond = mean(cross - null_d), the drift the stacks add
- * beyond sampling noise (the expected values of cross and null_d differ
- * exactly by it: replicates are independent draws); ratio = beyond /
- * mean(det), the paper's stochastic-to-deterministic ratio with the null
- * taken out. 95% intervals: a paired percentile bootstrap over prompts
- * (the three figures of a prompt are resampled together, so their
- * correlation and the replicates' clustering within a prompt are kept;
- * the ratio's skew when the denominator is small is kept too, where a
- * delta-method interval would be symmetric). */
-typedef struct drift_lab_beyond {
-    size_t n;                  /* prompts */
-    double cross, null_rate, det; /* means */
-    double beyond, beyond_lo, beyond_hi;
-    /* NAN when mean(det) is 0; ratio_hi = INFINITY when more than 2.5% of
-     * the resamples have no deterministic flip (the sample is too small to
-     * bound it) */
-    double ratio, ratio_lo, ratio_hi;
-    double det_zero_share;     /* resamples without a deterministic flip */
-    int resamples;
-} drift_lab_beyond;
-
-/* Computes out from the per-prompt figures (see above) with `resamples`
+/* ---- drift beyond the sampling null (drift_lab_beyond, lab_result.h) ---- */
+/* Computes out from the per-prompt figures (see lab_result.h) with `resamples`
  * bootstrap resamples (at least 200) drawn from seed. DRIFT_ERR_INVALID
  * when n < 2, a figure is outside [0, 1] or not a number. */
 DRIFT_API drift_status drift_lab_beyond_null(const double *cross, const double *null_d, const double *det, size_t n,
                                              int resamples, uint64_t seed, drift_lab_beyond *out, drift_error *err);
 
-/* ---- the stochastic leg ----
- * The first model's f32 and int4 configurations again at temperature 0.7
- * with 5 replicates on math, and f32 a second time with other seeds (the
- * null: what sampling alone disagrees); the expected flip rate over
- * replicate pairs, the null's, the drift beyond the null with its
- * interval, beside the deterministic flip rate of the same pair from the
- * matrix (the paper reports their ratio, ~0.23x). These runs are no rows
- * of the flip table: their decoding differs from the baseline's. */
-typedef struct drift_lab_stochastic {
-    /* the design */
-    char model[256];
-    char target_f32[DRIFT_LAB_SPEC_MAX], target_int4[DRIFT_LAB_SPEC_MAX];
-    char label_f32[DRIFT_LAB_LABEL_MAX], label_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32" */
-    char label_null[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32-null": target_f32 at null_seed */
-    char label_null_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/int4-null": target_int4 at null_seed */
-    long seed, null_seed;
-    char det_f32[DRIFT_LAB_LABEL_MAX], det_int4[DRIFT_LAB_LABEL_MAX];     /* the matrix's runs of the pair */
-    char suite[64];
-    int replicates;
-    double temperature;
-    int max_tokens;
-    /* the comparison (drift_lab_stochastic_compare) */
-    double expected_flip_rate; /* NAN when unknown */
-    double majority_flip_rate; /* NAN when unknown */
-    long majority_flips, majority_n, majority_ties;
-    int det_ok;                /* the deterministic pair compared with math pairs */
-    long det_n;
-    double det_flip_rate;
-    char det_reason[DRIFT_ERROR_MSG_MAX]; /* why not, when det_ok == 0 */
-    double ratio;              /* expected / deterministic; NAN without deterministic flips */
-    /* against the null (prompts with labels in all five runs) */
-    int null_ok;               /* 0: not computed, null_reason says why */
-    char null_reason[256];
-    drift_lab_beyond beyond;
-} drift_lab_stochastic;
-
+/* ---- the stochastic leg (drift_lab_stochastic, lab_result.h) ---- */
 /* The leg's runs for the study's first model (its labels, targets, suite
  * and decoding). */
 DRIFT_API void drift_lab_stochastic_design(const drift_lab_study *s, drift_lab_stochastic *out);
@@ -519,21 +447,20 @@ DRIFT_API void drift_lab_result_clear(drift_lab_result *r);
  * (the code sandbox's programs) have used so far: the lab's readings. */
 DRIFT_API double drift_lab_cpu_s(void);
 
-/* ---- the lab's report sentences (src/report/, pure over the result) ---- */
+/* ---- the lab's report sentences (lab_result.h's renderers) ---- */
 
-/* The summary at the top of the lab's report (drift_lab_summary_render)
- * from r: its flip table, analyses and, when the stochastic leg was
- * compared, its figures with the reason any is missing
- * (src/report/lab_summary.c). Outputs as drift_lab_summary_render's. */
+/* The report layer's view of r (lab_result.h): the fixtures flag, safety
+ * and why not, --quick's long-context size, the cut answers, why chat was
+ * not computable (the main leg's scoring), the store's failed requests
+ * (when counted), the stochastic leg (when compared), the flip table and
+ * its analyses. out points into r: valid while r is. */
+DRIFT_API void drift_lab_result_report(const drift_lab_result *r, drift_lab_report *out);
+
+/* drift_lab_report_summary_render of r's view (drift_lab_result_report). */
 DRIFT_API drift_status drift_lab_result_summary_render(const drift_lab_result *r, char **text, char **html,
                                                        drift_error *err);
 
-/* The note at the top of the HTML report: the fixtures' warning, why
- * safety was not run, --quick's long-context subset, the answers cut by
- * the token limit, why chat was not computable, the store's failed
- * requests and the stochastic leg against the paper's 0.23x
- * (src/report/lab_render.c). *out malloc'd ("" when there is nothing to
- * say). */
+/* drift_lab_report_note_render of r's view (drift_lab_result_report). */
 DRIFT_API drift_status drift_lab_note_render(const drift_lab_result *r, char **out, drift_error *err);
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /* pipeline.h - the stages of a study as library functions: run (a suite
  * against one target into the store), matrix (every configuration of a spec:
  * run + score), the scorer (drift_scorer: evaluators opened once, given
- * labels scored; drift_score_run, eval.h, is its one-call form) and measure
+ * labels scored; drift_score_run below is its one-call form) and measure
  * (measure.h: two runs + scoring + compare over one session).
  *
  * Every stage has the same shape: it takes the open store, an options struct
@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "driftbench/eval.h"
+#include "driftbench/import.h"
 #include "driftbench/matrix.h"
 #include "driftbench/status.h"
 #include "driftbench/store.h"
@@ -215,12 +216,90 @@ DRIFT_API drift_status drift_run_ask(drift_run_session *s, drift_run_summary *su
 /* Closes the target and frees the session (NULL is a no-op). */
 DRIFT_API void drift_run_end(drift_run_session *s);
 
+/* ---- score: a stored run judged by the evaluators (eval.h), score.c ---- */
+
+/* A verdict cache shared by scoring calls (the lab's configurations, side by
+ * side on several threads): most configurations give the baseline's answer
+ * text, and evaluators are deterministic given the text, so each distinct
+ * (evaluator, its settings, prompt, answer text) is judged once and the
+ * verdict reused. Keys hold the full bytes (the hash only finds the bucket),
+ * so a reuse is never a collision. Only verdicts are kept: an evaluator
+ * error (DRIFT_LABEL_ERROR, a sandbox_error), a cancel or a failed request
+ * is never cached. Chat keeps the embedding of each distinct text (the
+ * similarity is computed later against the baseline's own embedding).
+ * Thread-safe. */
+typedef struct drift_score_cache drift_score_cache;
+
+/* A new empty cache; NULL when out of memory. */
+DRIFT_API drift_score_cache *drift_score_cache_new(void);
+/* Frees the cache and what it holds (NULL is fine). */
+DRIFT_API void drift_score_cache_free(drift_score_cache *c);
+
+typedef struct drift_score_cache_stats {
+    size_t entries;                       /* verdicts and embeddings held */
+    size_t hits[DRIFT_WL_COUNT];          /* answers whose verdict was reused */
+    size_t misses[DRIFT_WL_COUNT];        /* answers judged (and, unless an error, kept) */
+} drift_score_cache_stats;
+
+/* The cache's counts so far (c may be NULL: zeros). */
+DRIFT_API void drift_score_cache_stats_get(drift_score_cache *c, drift_score_cache_stats *out);
+
+typedef struct drift_score_opts {
+    double long_f1_threshold;     /* default 0.5 */
+    const char *guard_spec;       /* safety guard target (NULL: built-in if available) */
+    const char *embedder_spec;    /* chat embedder target (NULL: built-in if available) */
+    int unsafe_code_exec;         /* run code without isolation (explicit opt-in) */
+    const char *python;           /* interpreter for code; default /usr/bin/python3 */
+    int jobs;                     /* parallel evaluations; 0 = number of cores */
+    int rescore;                  /* recompute existing scores */
+    drift_progress_fn progress;
+    void *progress_user;
+    int (*cancel)(void *user);    /* polled between answers and while a program runs
+                                     (every 100 ms); nonzero: scoring stops, what was
+                                     judged is stored, drift_score_run returns
+                                     DRIFT_ERR_CANCELLED and the next call goes on */
+    void *cancel_user;
+    drift_score_cache *cache;     /* NULL: judge every answer; else reuse verdicts (see above) */
+} drift_score_opts;
+
+DRIFT_API void drift_score_opts_default(drift_score_opts *o);
+
+typedef struct drift_score_summary {
+    size_t scored[DRIFT_WL_COUNT];        /* labels computed now */
+    size_t reused[DRIFT_WL_COUNT];        /* of those, verdicts taken from opts->cache */
+    size_t already[DRIFT_WL_COUNT];       /* already scored before */
+    size_t eval_errors[DRIFT_WL_COUNT];   /* evaluator could not judge */
+    size_t not_computable[DRIFT_WL_COUNT];/* no evaluator available (reason below) */
+    char reason[DRIFT_WL_COUNT][256];     /* why not computable, e.g. "no --guard given" */
+    char code_sandbox[64];                /* isolation that ran code answers in this call
+                                             (drift_sandbox_check's name, e.g.
+                                             "bubblewrap+seccomp"); "" when none ran */
+} drift_score_summary;
+
+/* Scores every answered response of run `label` (NULL: all runs) that has
+ * no score yet or whose latest score is DRIFT_LABEL_ERROR: an evaluator
+ * error is retried by the next score, while a stored PASS / FAIL / NONE is
+ * kept (opts->rescore recomputes every answered one). Failed requests are
+ * never scored (`run` asks them again). An unavailable evaluator is no
+ * error: its pending answers are counted in summary->not_computable with
+ * the reason. Errors are store failures and running out of memory. */
+DRIFT_API drift_status drift_score_run(drift_store *st, const char *label, const drift_score_opts *opts,
+                                       drift_score_summary *summary, drift_error *err);
+
+/* The import's scoring (import.h's drift_import_score_fn, given by the
+ * caller as drift_import_store_opts.score): drift_score_run of run `label`
+ * of st with rescore and o's unsafe_code_exec, python and jobs (the rest
+ * default); why (room cap) gets the reason of an evaluator that could not
+ * run (of the last such workload), "" when none. */
+DRIFT_API drift_status drift_import_score(drift_store *st, const char *label, const drift_import_store_opts *o,
+                                          char *why, size_t cap, drift_error *err);
+
 /* ---- score: an open-once scorer over given labels ---- */
 
 /* Evaluators opened once (each on its first use: the guard, the embedder,
  * the code sandbox's check) and kept until drift_scorer_close, for a caller
  * that scores the same store several times (measure --sequential after
- * every chunk). drift_score_run (eval.h) is open + score + close. */
+ * every chunk). drift_score_run (above) is open + score + close. */
 typedef struct drift_scorer drift_scorer;
 
 /* A scorer over st with opts (NULL: defaults; copied, what it points to -

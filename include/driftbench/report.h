@@ -10,10 +10,12 @@
  *                     the matrix summary            (pri_render.c)
  *   monitor           text, json                    (monitor_render.c)
  *   flip table        text (CSV: drift_table_format_csv) (table_render.c)
- *   lab               the stochastic leg, a store's failed requests
- *                                                   (lab_render.c)
+ *   lab               a store's failed requests (lab_render.c); the
+ *                     stochastic leg, the cut answers and the lab's note
+ *                     over its data are in lab_result.h (lab_render.c)
  *   lab summary       what the lab found, first: text and an HTML
- *                     fragment with an inline SVG chart (lab_summary.c)
+ *                     fragment with an inline SVG chart (lab_summary.c;
+ *                     from a study's view: lab_result.h)
  *   matrix report     HTML                          (report_html.h, html.c)
  *
  * Load -> compute -> render: the loaders are the only report code that
@@ -28,7 +30,6 @@
 
 #include "driftbench/analysis.h"
 #include "driftbench/compare.h"
-#include "driftbench/lab.h"
 #include "driftbench/monitor.h"
 
 #ifdef __cplusplus
@@ -192,13 +193,6 @@ DRIFT_API drift_status drift_table_render_text(const drift_table *t, char **out,
 
 /* ------------------------------------------------------------------- lab */
 
-/* The stochastic leg (x after drift_lab_stochastic_compare) as the lab
- * prints it and writes DIR/stochastic.txt: the expected flip rate over
- * replicate pairs and the majority-vote flip rate ("-" when unknown), then
- * the deterministic flip rate of the same pair and the ratio, or why the
- * deterministic rate is not available. *out is malloc'd. */
-DRIFT_API drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **out, drift_error *err);
-
 /* The failed requests of a store (drift_store_count_outcomes): one
  * sentence per workload with failures ("math: 3 of 12 requests failed
  * (e.g. "..."): failed requests are never pairs. "), each ending in a
@@ -210,7 +204,8 @@ DRIFT_API drift_status drift_store_outcomes_render(const drift_store_outcomes *o
 
 /* The stochastic leg's figures as the summary reads them. Rates are
  * fractions (0..1); any figure may be NAN = not computed (then reason
- * says why). The lab fills it from drift_lab_stochastic (pipeline). */
+ * says why). drift_lab_report_summary_render fills it from a
+ * drift_lab_stochastic (lab_result.h). */
 typedef struct drift_lab_summary_stochastic {
     const char *what;          /* the pair and workload, e.g. "m f32 -> int4, math"; NULL = unnamed */
     long n_prompts;            /* prompts of the leg (0 = unknown) */

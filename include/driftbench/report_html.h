@@ -24,7 +24,9 @@
  * everything the page shows from a store; drift_html_render (html.c) turns
  * that into the page without touching the store. drift_report_html does
  * both. drift_comparison_html_render renders one comparison already
- * computed (compare's). */
+ * computed (compare's). The two that take a drift_store (the type comes
+ * with compare.h) are loaders, implemented in src/report/load_matrix.c: the
+ * report layer reads the store only there and in load.c (layers.txt). */
 #ifndef DRIFTBENCH_REPORT_HTML_H
 #define DRIFTBENCH_REPORT_HTML_H
 
@@ -35,7 +37,6 @@
 #include "driftbench/compare.h"
 #include "driftbench/divergence.h"
 #include "driftbench/report.h"
-#include "driftbench/store.h"
 
 #ifdef __cplusplus
 extern "C" {

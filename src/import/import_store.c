@@ -12,9 +12,11 @@
  *               templates record {"import":{"bytes":N,"fnv1a64":HEX}}: the
  *               file's size and content hash), the answers (tool errors as
  *               failed requests), the tool's verdicts as scores, then
- *               DriftBench's own evaluators through drift_score_run
- *               (rescore, so ours is written after the tool's and is the
- *               latest), then the tool's verdicts again where ours cannot
+ *               DriftBench's own evaluators through the caller's scoring
+ *               (opts->score: the pipeline's drift_import_score, a
+ *               drift_score_run with rescore, so ours is written after the
+ *               tool's and is the latest; this layer never calls the
+ *               pipeline itself), then the tool's verdicts again where ours cannot
  *               judge (or for every answer with DRIFT_IMPORT_VERDICT_TOOL),
  *               so they are the latest there
  *   merge       drift_store_merge_replace copies the private store into the
@@ -378,7 +380,7 @@ static drift_status put_tool_scores(drift_store *tmp, const drift_import_run *r,
 
 /* Counts the two verdicts side by side from the latest scores. */
 static drift_status summarize(drift_store *tmp, const item *it, int64_t run_id, const int64_t *rowids,
-                              const drift_score_summary *ss, drift_import_summary *out, drift_error *err) {
+                              const char *why, drift_import_summary *out, drift_error *err) {
     const drift_import_run *r = it->run;
     memset(out, 0, sizeof *out);
     snprintf(out->label, sizeof out->label, "%s", it->label);
@@ -422,9 +424,8 @@ static drift_status summarize(drift_store *tmp, const item *it, int64_t run_id, 
     if (!any_ours)
         snprintf(out->ours_note, sizeof out->ours_note, "no reference DriftBench's evaluators can use (%s)",
                  r->samples && r->n ? drift_workload_name(r->samples[0].workload) : "empty");
-    else if (!out->ours_evaluator[0] && ss)
-        for (int w = 0; w < DRIFT_WL_COUNT; w++)
-            if (ss->not_computable[w]) snprintf(out->ours_note, sizeof out->ours_note, "%s", ss->reason[w]);
+    else if (!out->ours_evaluator[0] && why && why[0])
+        snprintf(out->ours_note, sizeof out->ours_note, "%s", why);
     return DRIFT_OK;
 }
 
@@ -481,18 +482,13 @@ static drift_status store_run(drift_store *tmp, const item *it, const drift_impo
     if ((rc = put_tool_scores(tmp, r, ids, 0, err))) goto done;
     int any_ours = 0;
     for (size_t i = 0; i < r->n; i++) any_ours |= r->samples[i].ours && r->samples[i].answer;
-    drift_score_summary ss;
-    memset(&ss, 0, sizeof ss);
-    if (any_ours) {
-        drift_score_opts so;
-        drift_score_opts_default(&so);
-        so.rescore = 1;
-        so.unsafe_code_exec = o->unsafe_code_exec;
-        so.python = o->python;
-        so.jobs = o->jobs;
-        if ((rc = drift_score_run(tmp, it->label, &so, &ss, err))) goto done;
+    char why[256] = "";
+    if (any_ours && !o->score) {
+        snprintf(why, sizeof why, "no scoring given to the import (drift_import_store_opts.score)");
+        any_ours = 0;
     }
-    if (sum && (rc = summarize(tmp, it, run_id, rowids, any_ours ? &ss : NULL, sum, err))) goto done;
+    if (any_ours && (rc = o->score(tmp, it->label, o, why, sizeof why, err))) goto done;
+    if (sum && (rc = summarize(tmp, it, run_id, rowids, why, sum, err))) goto done;
     if (any_ours && (rc = put_tool_scores(tmp, r, ids, o->verdict != DRIFT_IMPORT_VERDICT_TOOL, err))) goto done;
     rc = drift_store_run_finish(tmp, run_id, err);
 done:

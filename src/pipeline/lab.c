@@ -32,8 +32,8 @@
  * the phase produced, and o->cancel is polled; the matrix legs' own events
  * pass through unchanged. Nothing here prints, writes a file other than
  * the store, or exits: the CLI (cli/cmd_lab.c) does, and the report
- * sentences are renderers over the result (src/report/lab_render.c,
- * lab_summary.c). */
+ * sentences are renderers over the result's view (drift_lab_result_report
+ * here; lab_result.h, rendered by src/report/lab_render.c, lab_summary.c). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -302,6 +302,30 @@ drift_status drift_lab_run(const drift_lab_opts *o, drift_lab_result *r, drift_e
 }
 
 /* See lab.h. */
+/* See lab.h: the report layer's view of the result (lab_result.h). */
+void drift_lab_result_report(const drift_lab_result *r, drift_lab_report *out) {
+    *out = (drift_lab_report){
+        .fixtures = r->study.fixtures, .with_safety = r->study.with_safety, .safety_reason = r->study.safety_reason,
+        .full = r->study.opts.full, .long_n = r->long_n, .long_tokens = r->long_tokens, .cuts = &r->cuts,
+        .chat_reason = r->main.score.not_computable[DRIFT_WL_CHAT] ? r->main.score.reason[DRIFT_WL_CHAT] : NULL,
+        .outcomes = r->outcomes_ok ? &r->outcomes : NULL, .stochastic = r->stoch_ran ? &r->stochastic : NULL,
+        .table = r->table, .analyses = &r->analyses};
+}
+
+/* See lab.h: the view, rendered by the report layer. */
+drift_status drift_lab_result_summary_render(const drift_lab_result *r, char **text, char **html, drift_error *err) {
+    drift_lab_report v;
+    if (r) drift_lab_result_report(r, &v);
+    return drift_lab_report_summary_render(r ? &v : NULL, text, html, err);
+}
+
+/* See lab.h. */
+drift_status drift_lab_note_render(const drift_lab_result *r, char **out, drift_error *err) {
+    drift_lab_report v;
+    if (r) drift_lab_result_report(r, &v);
+    return drift_lab_report_note_render(r ? &v : NULL, out, err);
+}
+
 void drift_lab_result_clear(drift_lab_result *r) {
     if (!r) return;
     drift_table_analyses_clear(&r->analyses);

@@ -1,5 +1,6 @@
-/* score.c - the score stage (drift_score_run in eval.h; the open-once
- * scorer, drift_scorer, in pipeline.h): every answered, unscored response
+/* score.c - the score stage (drift_score_run and the open-once scorer,
+ * drift_scorer, in pipeline.h; drift_import_score, the same for an
+ * import's private store): every answered, unscored response
  * of the runs asked for goes through its workload's evaluator and the
  * label is stored.
  *
@@ -554,7 +555,7 @@ drift_status drift_scorer_score_labels(drift_scorer *s, const char *const *label
     return rc;
 }
 
-/* See eval.h: a scorer over one label or every run of the store.
+/* See pipeline.h: a scorer over one label or every run of the store.
  * Unavailable evaluators are reported in summary, not as an error; errors
  * are store failures and running out of memory. */
 drift_status drift_score_run(drift_store *st, const char *label, const drift_score_opts *opts,
@@ -576,4 +577,27 @@ drift_status drift_score_run(drift_store *st, const char *label, const drift_sco
     }
     drift_scorer_close(s);
     return rc;
+}
+
+/* See pipeline.h: the import's scoring (import.h's drift_import_score_fn),
+ * drift_score_run with rescore; why: the last workload's reason an
+ * evaluator could not run. */
+drift_status drift_import_score(drift_store *st, const char *label, const drift_import_store_opts *o, char *why,
+                                size_t cap, drift_error *err) {
+    drift_score_summary ss;
+    memset(&ss, 0, sizeof ss);
+    if (why && cap) why[0] = '\0';
+    drift_score_opts so;
+    drift_score_opts_default(&so);
+    so.rescore = 1;
+    if (o) {
+        so.unsafe_code_exec = o->unsafe_code_exec;
+        so.python = o->python;
+        so.jobs = o->jobs;
+    }
+    drift_status rc = drift_score_run(st, label, &so, &ss, err);
+    if (rc) return rc;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++)
+        if (ss.not_computable[w] && why && cap) snprintf(why, cap, "%s", ss.reason[w]);
+    return DRIFT_OK;
 }

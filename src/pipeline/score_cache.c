@@ -1,4 +1,4 @@
-/* score_cache.c - the score stage's verdict cache (eval.h): a hash table of
+/* score_cache.c - the score stage's verdict cache (pipeline.h): a hash table of
  * chained entries, each the full key bytes and either a verdict (label,
  * value, detail JSON) or an embedding. One mutex guards the table: lookups
  * are a hash and a memcmp, negligible beside an evaluation (a sandboxed

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "driftbench/eval.h"
+#include "driftbench/pipeline.h"
 
 /* 1 and a copy of the cached verdict in out (detail malloc'd) when key is
  * held, else 0 (also when c is NULL or out of memory). Counts a hit or a

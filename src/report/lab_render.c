@@ -1,5 +1,6 @@
-/* lab_render.c - the lab's own text blocks (report.h), pure: each a
- * function of what the lab stage or the store computed.
+/* lab_render.c - the lab's own text blocks (lab_result.h, report.h), pure:
+ * each a function of what the lab stage or the store computed, read through
+ * lab_result.h's types (never the lab stage's own).
  *
  *   drift_lab_stochastic_render   the stochastic leg (drift_lab_stochastic
  *                                 after _compare): expected and majority-vote
@@ -11,9 +12,10 @@
  *                                 prints it under the flip table and puts it
  *                                 in the report's note.
  *   drift_lab_cuts_render         answers cut by the token limit per
- *                                 workload (declared in lab.h).
- *   drift_lab_note_render         the note at the top of the lab's HTML
- *                                 report, from the study's result (lab.h):
+ *                                 workload.
+ *   drift_lab_report_note_render  the note at the top of the lab's HTML
+ *                                 report, from the study's view
+ *                                 (drift_lab_report):
  *                                 what limits the report (fixtures, no
  *                                 safety, --quick's long-context subset,
  *                                 cut answers, chat not computable, failed
@@ -22,7 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "driftbench/lab.h"
+#include "driftbench/lab_result.h"
 #include "driftbench/report.h"
 #include "report/report_internal.h"
 #include "util/util.h"
@@ -94,7 +96,7 @@ drift_status drift_lab_cuts_render(const drift_lab_cuts *c, char **out, drift_er
     return report_text_finish(&b, out, err);
 }
 
-/* See report.h. */
+/* See lab_result.h. */
 drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **out, drift_error *err) {
     *out = NULL;
     if (!x) return drift_error_set(err, DRIFT_ERR_INVALID, "no stochastic leg to render");
@@ -163,35 +165,35 @@ static void note_stochastic(util_buf *note, const drift_lab_stochastic *x) {
     }
 }
 
-/* See lab.h. */
-drift_status drift_lab_note_render(const drift_lab_result *r, char **out, drift_error *err) {
+/* See lab_result.h. */
+drift_status drift_lab_report_note_render(const drift_lab_report *r, char **out, drift_error *err) {
     *out = NULL;
-    if (!r) return drift_error_set(err, DRIFT_ERR_INVALID, "no lab result to render");
+    if (!r || !r->cuts) return drift_error_set(err, DRIFT_ERR_INVALID, "no lab result to render");
     util_buf note = {0};
-    if (r->study.fixtures)
+    if (r->fixtures)
         buf_puts(&note, "No shipped models were found in models/: this report uses the test fixtures, whose "
                         "answers are noise, so it shows the machinery rather than real drift. ");
-    if (!r->study.with_safety) buf_printf(&note, "Safety was not run: %s. ", r->study.safety_reason);
-    if (!r->study.opts.full && r->long_n)
+    if (!r->with_safety) buf_printf(&note, "Safety was not run: %s. ", r->safety_reason);
+    if (!r->full && r->long_n)
         buf_printf(&note, "The quick matrix runs long-context (%zu prompts, each a prefill of ~%.0f tokens) on the "
                           "first model's ref, f32, fp8 and int4 configurations only; `driftbench lab --full` runs it "
                           "on every one. ",
                    r->long_n, r->long_tokens);
-    buf_printf(&note, "Answers cut by the %d-token limit: ", r->cuts.max_tokens);
+    buf_printf(&note, "Answers cut by the %d-token limit: ", r->cuts->max_tokens);
     for (int w = 0, first = 1; w < DRIFT_WL_COUNT; w++)
-        if (r->cuts.answers[w]) {
+        if (r->cuts->answers[w]) {
             buf_printf(&note, "%s%s %zu of %zu", first ? "" : ", ", drift_workload_name((drift_workload)w),
-                       r->cuts.cut[w], r->cuts.answers[w]);
+                       r->cuts->cut[w], r->cuts->answers[w]);
             first = 0;
         }
     buf_puts(&note, ". ");
-    if (r->main.score.not_computable[DRIFT_WL_CHAT]) buf_printf(&note, "%s. ", r->main.score.reason[DRIFT_WL_CHAT]);
+    if (r->chat_reason) buf_printf(&note, "%s. ", r->chat_reason);
     char *why = NULL;
     drift_error werr = {0};
-    if (r->outcomes_ok && drift_store_outcomes_render(&r->outcomes, &why, &werr) == DRIFT_OK && why[0])
+    if (r->outcomes && drift_store_outcomes_render(r->outcomes, &why, &werr) == DRIFT_OK && why[0])
         buf_puts(&note, why);
     free(why);
-    if (r->stoch_ran) note_stochastic(&note, &r->stochastic);
+    if (r->stochastic) note_stochastic(&note, r->stochastic);
     /* not sanitised here: the HTML renderer escapes the note (ho.note) as
      * it always did */
     if (!(*out = buf_steal(&note))) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");

@@ -1,8 +1,8 @@
 /* lab_summary.c - what the lab found, said first (report.h:
  * drift_lab_summary_render), pure: a function of the flip table, its
  * analyses (drift_table_analyze) and the stochastic leg's figures;
- * drift_lab_result_summary_render (lab.h) reads them from the lab stage's
- * result (the stochastic figures, or why one is missing, from its leg).
+ * drift_lab_report_summary_render (lab_result.h) reads them from a study's
+ * view (the stochastic figures, or why one is missing, from its leg).
  *
  *   compute   per workload: flips / pairs pooled over the table's rows, a
  *             95% interval, where it sits against the paper's figure; the
@@ -51,7 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driftbench/lab.h"
+#include "driftbench/lab_result.h"
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "report/html_internal.h"
@@ -772,15 +772,15 @@ static drift_lab_summary_stochastic summary_stochastic(const drift_lab_stochasti
                                        : NULL};
 }
 
-/* See lab.h. */
-drift_status drift_lab_result_summary_render(const drift_lab_result *r, char **text, char **html, drift_error *err) {
+/* See lab_result.h. */
+drift_status drift_lab_report_summary_render(const drift_lab_report *r, char **text, char **html, drift_error *err) {
     if (text) *text = NULL;
     if (html) *html = NULL;
     if (!r) return drift_error_set(err, DRIFT_ERR_INVALID, "no lab result to render");
     char what[DRIFT_LAB_LABEL_MAX + 64];
     drift_lab_summary_stochastic ss;
-    if (r->stoch_ran) ss = summary_stochastic(&r->stochastic, what, sizeof what);
-    drift_lab_summary_in si = {.table = r->table, .analyses = &r->analyses, .stochastic = r->stoch_ran ? &ss : NULL,
-                               .test_fixtures = r->study.fixtures};
+    if (r->stochastic) ss = summary_stochastic(r->stochastic, what, sizeof what);
+    drift_lab_summary_in si = {.table = r->table, .analyses = r->analyses, .stochastic = r->stochastic ? &ss : NULL,
+                               .test_fixtures = r->fixtures};
     return drift_lab_summary_render(&si, text, html, err);
 }

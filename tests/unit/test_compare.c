@@ -15,6 +15,7 @@
 #include "driftbench/report.h"
 #include "driftbench/compare.h"
 #include "driftbench/eval.h"
+#include "driftbench/pipeline.h"
 #include "store/store_internal.h" /* store_sqlite: to look at what the store wrote */
 
 #define Z95 1.959963984540054

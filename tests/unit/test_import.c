@@ -28,8 +28,21 @@
 
 #include "driftbench/compare.h"
 #include "driftbench/import.h"
+#include "driftbench/pipeline.h"
 #include "driftbench/store.h"
 #include "util/util.h"
+
+/* opts (NULL: the defaults) with our evaluators' scoring, as the CLI gives
+ * it (the import layer does not call the pipeline itself). */
+static const drift_import_store_opts *with_ours(drift_import_store_opts *o) {
+    static drift_import_store_opts def;
+    if (!o) {
+        drift_import_store_opts_default(&def);
+        o = &def;
+    }
+    o->score = drift_import_score;
+    return o;
+}
 
 #define DATE "2026-12-02T05-40-00.000000"
 #define F16 "lmeval/qwen2-7m-f16/samples_gsm8k_" DATE ".jsonl"
@@ -356,7 +369,7 @@ static void test_store_and_compare(void **state) {
     drift_import_set *sets[2] = {load(fixture(F16), NULL), load(fixture(Q40), NULL)};
     drift_import_summary *sum = NULL;
     size_t n_sum = 0;
-    drift_status rc = drift_import_store(st, sets, 2, NULL, 0, NULL, &sum, &n_sum, &err);
+    drift_status rc = drift_import_store(st, sets, 2, NULL, 0, with_ours(NULL), &sum, &n_sum, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(rc, DRIFT_OK);
     assert_int_equal(n_sum, 2);
@@ -390,7 +403,7 @@ static void test_store_and_compare(void **state) {
 
     /* the same import again: unchanged (merge skips identical runs) */
     size_t before = n_runs(st);
-    assert_int_equal(drift_import_store(st, sets, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_OK);
+    assert_int_equal(drift_import_store(st, sets, 1, NULL, 0, with_ours(NULL), NULL, NULL, &err), DRIFT_OK);
     assert_int_equal(n_runs(st), before);
 
     /* a run of the task with another document 3: refused, naming both files; nothing stored */
@@ -401,12 +414,12 @@ static void test_store_and_compare(void **state) {
                      DRIFT_OK);
     drift_import_set *both[2] = {e, d};
     const char *labels[2] = {"edited", "dropped"};
-    rc = drift_import_store(st, both, 1, labels, 1, NULL, NULL, NULL, &err);
+    rc = drift_import_store(st, both, 1, labels, 1, with_ours(NULL), NULL, NULL, &err);
     assert_int_equal(rc, DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "edited/samples_gsm8k_2026-01-01.jsonl (line"));
     assert_non_null(strstr(err.msg, fixture(F16)));
     assert_non_null(strstr(err.msg, "document 3"));
-    rc = drift_import_store(st, both + 1, 1, labels + 1, 1, NULL, NULL, NULL, &err);
+    rc = drift_import_store(st, both + 1, 1, labels + 1, 1, with_ours(NULL), NULL, NULL, &err);
     assert_int_equal(rc, DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "document 3 of lm-eval:gsm8k is only in"));
     assert_int_equal(n_runs(st), before);
@@ -414,13 +427,13 @@ static void test_store_and_compare(void **state) {
     drift_import_store_opts so;
     drift_import_store_opts_default(&so);
     so.partial = 1;
-    rc = drift_import_store(st, both + 1, 1, labels + 1, 1, &so, NULL, NULL, &err);
+    rc = drift_import_store(st, both + 1, 1, labels + 1, 1, with_ours(&so), NULL, NULL, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(rc, DRIFT_OK);
     assert_int_equal(n_runs(st), before + 1);
     const char *same[2] = {"x", "x"};
     drift_import_set *two[2] = {sets[0], sets[1]};
-    assert_int_equal(drift_import_store(st, two, 2, same, 2, NULL, NULL, NULL, &err), DRIFT_ERR_INVALID);
+    assert_int_equal(drift_import_store(st, two, 2, same, 2, with_ours(NULL), NULL, NULL, &err), DRIFT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "two runs would be stored as 'x'"));
     free(edited);
     free(dropped);
@@ -451,7 +464,7 @@ static void test_verdicts_side_by_side(void **state) {
     drift_import_summary *sum = NULL;
     size_t n = 0;
     const char *l1[1] = {"ours"};
-    assert_int_equal(drift_import_store(st, &s, 1, l1, 1, NULL, &sum, &n, &err), DRIFT_OK);
+    assert_int_equal(drift_import_store(st, &s, 1, l1, 1, with_ours(NULL), &sum, &n, &err), DRIFT_OK);
     assert_int_equal(sum[0].tool_fail, 2);
     assert_int_equal(sum[0].ours_pass, 1);
     assert_int_equal(sum[0].tool_fail_ours_pass, 1);
@@ -461,7 +474,7 @@ static void test_verdicts_side_by_side(void **state) {
     drift_import_store_opts_default(&so);
     so.verdict = DRIFT_IMPORT_VERDICT_TOOL;
     const char *l2[1] = {"tool"};
-    assert_int_equal(drift_import_store(st, &s, 1, l2, 1, &so, NULL, NULL, &err), DRIFT_OK);
+    assert_int_equal(drift_import_store(st, &s, 1, l2, 1, with_ours(&so), NULL, NULL, &err), DRIFT_OK);
     for (int k = 0; k < 2; k++) {
         drift_run_info ri = {0};
         drift_scored_set set = {0};
@@ -490,7 +503,7 @@ static void test_store_humaneval(void **state) {
     drift_import_set *s = load(fixture(HE16), NULL);
     drift_import_summary *sum = NULL;
     size_t n = 0;
-    drift_status rc = drift_import_store(st, &s, 1, NULL, 0, NULL, &sum, &n, &err);
+    drift_status rc = drift_import_store(st, &s, 1, NULL, 0, with_ours(NULL), &sum, &n, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(rc, DRIFT_OK);
     assert_int_equal(sum[0].answers, s->runs[0].n);
@@ -601,7 +614,7 @@ static void test_invalid_utf8_ids(void **state) {
     drift_store *st = NULL;
     assert_int_equal(drift_store_open(path, &st, &err), DRIFT_OK);
     const char *label = "lab\xc3";
-    assert_int_equal(drift_import_store(st, &s, 1, &label, 1, NULL, NULL, NULL, &err), DRIFT_ERR_INVALID);
+    assert_int_equal(drift_import_store(st, &s, 1, &label, 1, with_ours(NULL), NULL, NULL, &err), DRIFT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "label 'lab\xef\xbf\xbd' is not valid UTF-8"));
     assert_int_equal(n_runs(st), 0);
     drift_store_close(st);
@@ -653,12 +666,12 @@ static void test_reimport_changed(void **state) {
     drift_error err = {0};
     assert_int_equal(drift_store_open(db, &st, &err), DRIFT_OK);
     drift_import_set *s = load(file, NULL);
-    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_OK);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, with_ours(NULL), NULL, NULL, &err), DRIFT_OK);
     drift_import_set_free(s);
     drift_import_summary *sum = NULL;
     size_t n_sum = 0;
     s = load(file, NULL);
-    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, &sum, &n_sum, &err), DRIFT_OK);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, with_ours(NULL), &sum, &n_sum, &err), DRIFT_OK);
     assert_int_equal(n_sum, 2);
     assert_true(sum[0].already && sum[1].already && !sum[0].replaced);
     free(sum);
@@ -682,7 +695,7 @@ static void test_reimport_changed(void **state) {
     write_text(file, changed);
     s = load(file, NULL);
     size_t before = n_runs(st);
-    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_ERR_MISMATCH);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, with_ours(NULL), NULL, NULL, &err), DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, file));
     assert_non_null(strstr(err.msg, "changed since it was imported as run"));
     char *was = stored_answer(st, label0, "0");
@@ -690,7 +703,7 @@ static void test_reimport_changed(void **state) {
     drift_import_store_opts so;
     drift_import_store_opts_default(&so);
     so.replace = 1;
-    drift_status rc = drift_import_store(st, &s, 1, NULL, 0, &so, &sum, &n_sum, &err);
+    drift_status rc = drift_import_store(st, &s, 1, NULL, 0, with_ours(&so), &sum, &n_sum, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(rc, DRIFT_OK);
     assert_true(sum[0].replaced && sum[1].replaced && !sum[0].already);
@@ -700,7 +713,7 @@ static void test_reimport_changed(void **state) {
     assert_string_equal(now, "an edited answer");
     drift_import_set_free(s);
     s = load(file, NULL); /* and now it is the same import */
-    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_OK);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, with_ours(NULL), NULL, NULL, &err), DRIFT_OK);
     drift_import_set_free(s);
     drift_store_close(st);
 
@@ -711,17 +724,17 @@ static void test_reimport_changed(void **state) {
     sqlite3_close(raw);
     assert_int_equal(drift_store_open(db, &st, &err), DRIFT_OK);
     s = load(file, NULL);
-    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err), DRIFT_ERR_MISMATCH);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, with_ours(NULL), NULL, NULL, &err), DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "did not record the file's content"));
-    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, &so, NULL, NULL, &err), DRIFT_OK);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, with_ours(&so), NULL, NULL, &err), DRIFT_OK);
     /* the same file with another --config: refused, or replaced */
     drift_import_store_opts cfg;
     drift_import_store_opts_default(&cfg);
     cfg.config = "hardware=h100";
-    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, &cfg, NULL, NULL, &err), DRIFT_ERR_MISMATCH);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, with_ours(&cfg), NULL, NULL, &err), DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "from this file, with another configuration"));
     cfg.replace = 1;
-    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, &cfg, NULL, NULL, &err), DRIFT_OK);
+    assert_int_equal(drift_import_store(st, &s, 1, NULL, 0, with_ours(&cfg), NULL, NULL, &err), DRIFT_OK);
     drift_run_info ri = {0};
     assert_int_equal(drift_store_run_get(st, label0, &ri, &err), DRIFT_OK);
     assert_non_null(strstr(ri.config_json, "\"hardware\":\"h100\""));
@@ -781,7 +794,7 @@ static void test_private_store_cleanup(void **state) {
     drift_error err = {0};
     assert_int_equal(drift_store_open(db, &st, &err), DRIFT_OK);
     drift_import_set *s = load(fixture(F16), NULL);
-    drift_status rc = drift_import_store(st, &s, 1, NULL, 0, NULL, NULL, NULL, &err);
+    drift_status rc = drift_import_store(st, &s, 1, NULL, 0, with_ours(NULL), NULL, NULL, &err);
     if (saved) setenv("TMPDIR", saved, 1);
     else unsetenv("TMPDIR");
     free(saved);

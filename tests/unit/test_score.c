@@ -25,6 +25,7 @@
 
 #include "driftbench/compare.h"
 #include "driftbench/eval.h"
+#include "driftbench/pipeline.h"
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 #include "driftbench/store.h"

@@ -1,4 +1,4 @@
-/* test_score_cache.c - the score stage's verdict cache (eval.h,
+/* test_score_cache.c - the score stage's verdict cache (pipeline.h,
  * src/pipeline/score_cache.c) and the cut counts of a run:
  *  - the table: a verdict comes back as it went in (label, value, detail),
  *    keys are compared in full (same hash bucket, other bytes: a miss),
