@@ -95,7 +95,7 @@ static void page_golden(const char *name, const char *html, int times) {
     assert_non_null(out);
     size_t o = 0;
     for (const char *p = html; *p;) {
-        int ts = times && strlen(p) >= 20 && p[4] == '-' && p[7] == '-' && p[10] == 'T' && p[13] == ':' &&
+        int ts = times && strnlen(p, 20) == 20 && p[4] == '-' && p[7] == '-' && p[10] == 'T' && p[13] == ':' &&
                  p[16] == ':' && p[19] == 'Z';
         for (int i = 0; ts && i < 19; i++)
             if (i != 4 && i != 7 && i != 10 && i != 13 && i != 16 && !isdigit((unsigned char)p[i])) ts = 0;
