@@ -10,7 +10,13 @@
  * of a comparison and through the monitor, divergence, ANOVA and PRI
  * renderers: nothing commands a terminal or a CI runner (hostile.h's
  * check), the XML keeps to XML's characters, the JSON parses with every
- * flip present. */
+ * flip present.
+ * A deterministic rendering is compared whole with its golden file,
+ * tests/data/golden/report_TEST_CASE.EXT (DRIFT_UPDATE_GOLDEN=1 rewrites
+ * them; read the diff); what a golden file cannot say stays an explicit
+ * check beside it: no control byte (hostile.h), XML's characters, "nan"
+ * never printed, a markdown row's column count, counts from the test's own
+ * data, JSON values through jansson, two renderings that must agree. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,6 +59,13 @@ static int key_set_is(json_t *o, const char *const *keys) {
         return 0;
     }
     return 1;
+}
+
+/* One rendering compared whole with tests/data/golden/NAME (support/golden.h;
+ * DRIFT_UPDATE_GOLDEN=1 rewrites it). NAME is report_TEST_CASE.EXT. */
+static void golden(const char *name, const char *s) {
+    char why[4096];
+    if (golden_match(name, s, strlen(s), why, sizeof why)) fail_msg("%s\n--- got\n%s", why, s);
 }
 
 static void test_format_parse(void **state) {
@@ -227,77 +240,22 @@ static void test_text(void **state) {
     drift_comparison *c = cmp_fixture(&st, NULL);
     char *s = NULL;
     drift_error err = {0};
+    /* with a store: the decision, the taxonomy, the table, every flip with
+     * where its answers part, its diff and excerpts */
     assert_int_equal(drift_report_comparison(c, st, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    /* the math row: n, errors, flips, rate, CI, directions, accuracies, p */
-    const char *row = strstr(s, "\nmath ");
-    assert_non_null(row);
-    char line[400];
-    sscanf(row + 1, "%399[^\n]", line);
-    assert_non_null(strstr(line, " 17 "));
-    assert_non_null(strstr(line, "23.53%"));
-    assert_non_null(strstr(line, "[9.56%, 47.26%]"));
-    assert_non_null(strstr(line, "64.71%"));
-    assert_non_null(strstr(line, "52.94%"));
-    assert_non_null(strstr(line, "-11.76%"));
-    assert_non_null(strstr(line, "0.6250"));
-    assert_non_null(strstr(line, "2.00%")); /* math's default budget */
-    assert_non_null(strstr(line, "BLOCK")); /* 3 of 20 pairs left out */
-    row = strstr(s, "\nsafety ");
-    sscanf(row + 1, "%399[^\n]", line);
-    assert_non_null(strstr(line, "30.00%"));
-    assert_non_null(strstr(line, "1.00%"));
-    assert_non_null(strstr(line, "BLOCK"));
-    assert_non_null(strstr(s, "safety: 1 safe->unsafe, 2 unsafe->safe"));
-    assert_non_null(strstr(s, "mean SDR 0.4000"));
-    assert_non_null(strstr(s, "excluded: 3 pairs with a request or evaluator error, 2 without a label"));
-    /* the decision leads: the verdict right after the two run lines, a line
-     * per workload, then the rule and the error rates; the same verdict
-     * line closes the report */
-    const char *v = strstr(s, "\n\nverdict: BLOCK (exit 1): math has too many pairs left out; safety 30.00% over "
-                              "budget 1.00%; ");
-    assert_non_null(v);
-    assert_true(v < strstr(s, "flip taxonomy"));
-    assert_non_null(strstr(s, "\n  safety        BLOCK         3 of 10 flipped: 30.00%, exact 95% CI [6.67%, 65.25%], "
-                              "all over the budget 1.00%\n"));
-    assert_non_null(strstr(s, "\n  math          BLOCK         3 of 20 pairs left out (2 with errors, 1 unscored): "
-                              "15.0% is over the 5.0% limit (--max-left-out)"));
-    assert_non_null(strstr(s, "\nrule: interval: the exact (Clopper-Pearson) 95% interval"));
-    assert_non_null(strstr(s, "\nerror rates: a DEPLOY or BLOCK of one workload is wrong with probability at most "
-                              "2.5%; over 4 gated workloads the verdict is wrong with probability at most 10.0%"));
-    assert_non_null(strstr(strstr(s, "\nexcluded:"), "\nverdict: BLOCK (exit 1): math has too many"));
-    assert_non_null(strstr(s, "flipped prompts, math (4):"));
-    assert_non_null(strstr(s, "m14"));
-    assert_non_null(strstr(s, "incorrect->correct"));
-    assert_non_null(strstr(s, "c3"));
-    assert_non_null(strstr(s, "(SDR 0.400)"));
-    /* the taxonomy block comes before the table */
-    const char *tax = strstr(s, "flip taxonomy (highest risk first):\n"
-                                "  safety flips:       3 (1 safe->unsafe, 2 unsafe->safe; net -1 unsafe)\n"
-                                "  correctness flips:  5 (4 correct->incorrect, 1 incorrect->correct): math 3/1, "
-                                "long_context 1/0\n"
-                                "  semantic drift:     2 of 4 chat pairs (SDR > 0.30)\n");
-    assert_non_null(tax);
-    assert_true(tax < strstr(s, "\nmath "));
-    /* where each flip's answers part, its diff, and excerpts */
-    assert_non_null(strstr(s, "first difference at character 0 (byte 0), word 0\n"));
-    assert_non_null(strstr(s, "diff: [-baseline-] {+target+} answer of m0:"));
-    assert_non_null(strstr(s, "baseline: \"baseline answer of m0"));
-    assert_non_null(strstr(s, "target:   \"target answer of m0"));
+    golden("report_text_store.txt", s);
     free(s);
     /* no store: no excerpts */
     assert_int_equal(drift_report_comparison(c, NULL, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    assert_null(strstr(s, "first difference"));
-    assert_null(strstr(s, "diff:"));
-    assert_non_null(strstr(s, "safety flips:       3"));
+    golden("report_text_nostore.txt", s);
     free(s);
     drift_comparison_free(c);
     drift_store_close(st);
 
+    /* safety alone gated: DEPLOY, math reported, not decided */
     c = cmp_fixture(&st, "safety=70,math=none,chat=none,long=none");
     assert_int_equal(drift_report_comparison(c, NULL, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "verdict: DEPLOY (exit 0): the gated workload is within its budget\n"));
-    assert_non_null(strstr(s, "\n  math          not gated     no budget (--budget math=none): 4 of 17 flipped "
-                              "(23.53%), reported, not decided\n"));
+    golden("report_text_deploy.txt", s);
     free(s);
     drift_comparison_free(c);
     drift_store_close(st);
@@ -310,19 +268,8 @@ static void test_markdown(void **state) {
     char *s = NULL;
     drift_error err = {0};
     assert_int_equal(drift_report_comparison(c, st, DRIFT_FORMAT_MARKDOWN, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "### DriftBench: `base`"));
-    assert_non_null(strstr(s, "` \xE2\x80\x94 **BLOCK**\n\n**Verdict: BLOCK (exit 1): "));
-    assert_non_null(strstr(s, "| safety | **BLOCK** | 3 of 10 flipped: 30.00%, exact 95% CI [6.67%, 65.25%], all over "
-                              "the budget 1.00% |"));
-    assert_true(strstr(s, "**Verdict:") < strstr(s, "**Flip taxonomy**"));
-    assert_non_null(strstr(s, "| workload | n | errors | flips |"));
-    assert_non_null(strstr(s, "| math | 17 | 2 | 4 | 23.53% (9.56%"));
-    assert_non_null(strstr(s, "<details><summary>Flipped prompts (10)</summary>"));
-    assert_non_null(strstr(s, "| safety | `s0` | safe->unsafe | first difference at character 0 (byte 0), word 0 | "
-                              "`[-baseline-] {+target+} answer of s0:"));
-    assert_non_null(strstr(s, "**Flip taxonomy**"));
-    assert_non_null(strstr(s, "semantic drift:     2 of 4 chat pairs"));
-    /* flipped-prompt rows have the flipped table's column count */
+    golden("report_markdown_store.md", s);
+    /* beside the golden file, the rule: a row has its table's column count */
     const char *fh = strstr(s, "| workload | prompt | direction | first difference | diff |");
     assert_non_null(fh);
     int fcols = 0, rcols = 0;
@@ -362,30 +309,15 @@ static void test_junit(void **state) {
     char *s = NULL;
     drift_error err = {0};
     assert_int_equal(drift_report_comparison(&c, NULL, DRIFT_FORMAT_JUNIT, &s, &err), DRIFT_OK);
-    assert_true(strncmp(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>", 38) == 0);
-    assert_non_null(strstr(s, "<testsuites name=\"driftbench\" tests=\"2\" failures=\"2\" errors=\"0\""));
-    /* the decision leads: the suite's first child is its properties */
-    assert_non_null(strstr(s, "skipped=\"0\">\n    <properties>\n      <property name=\"verdict\" value=\"block\"/>\n"
-                              "      <property name=\"exit_code\" value=\"1\"/>\n"));
-    assert_non_null(strstr(s, "h100 &lt;fp16&gt; &amp; &quot;vllm&quot;"));
-    assert_non_null(strstr(s, "b200&apos;fp8"));
-    assert_non_null(strstr(s, "name=\"math\""));
-    assert_non_null(strstr(s, "name=\"code\""));
-    assert_non_null(strstr(s, "<failure type=\"drift\" message=\"BLOCK: 5 of 100 flipped: 5.00%, exact 95% CI "
-                              "[1.64%, 11.28%], all over the budget 1.00%\">"));
-    assert_non_null(strstr(s, "<failure type=\"inconclusive\" message=\"INCONCLUSIVE: 0 of 164 flipped: 0.00%"));
-    assert_non_null(strstr(s, "id&lt;&amp;&gt;\\x01 correct-&gt;incorrect")); /* a control: a visible escape */
-    assert_null(strchr(s, '\x01'));
+    golden("report_junit_escaping.xml", s);
+    assert_null(strchr(s, '\x01')); /* a control byte in an id: a visible escape, never the byte */
+    /* one testcase per present workload, both failing (BLOCK, INCONCLUSIVE) */
     int failures = 0;
     for (const char *p = s; (p = strstr(p, "<failure")) != NULL; p++) failures++;
     assert_int_equal(failures, 2);
     int cases = 0;
     for (const char *p = s; (p = strstr(p, "<testcase ")) != NULL; p++) cases++;
     assert_int_equal(cases, 2);
-    /* the taxonomy in the suite's system-out (hand-built: math 5 c->i) */
-    assert_non_null(strstr(s, "correctness flips:  5 (5 correct-&gt;incorrect, 0 incorrect-&gt;correct): math 5/0, "
-                              "code 0/0"));
-    assert_non_null(strstr(s, "safety flips:       - (no safety pairs)"));
     free(s);
 
     /* and JSON of the same: NaN and no budget become null */
@@ -441,17 +373,10 @@ static void test_comparison_details(void **state) {
     char *s = NULL;
     drift_error err = {0};
     assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "  p0                        correct->incorrect\n"
-                              "    first difference at character 4 (byte 4), word 1\n"
-                              "    diff: the [-4-] {+5+}\n"
-                              "      baseline: \"the 4 answer\"\n"
-                              "      target:   \"the 5 answer\"\n"));
-    assert_non_null(strstr(s, "    divergence unavailable: prompt p1: gone\n"));
+    golden("report_comparison_details_details.txt", s);
     free(s);
     assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_MARKDOWN, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "| math | `p0` | correct->incorrect | first difference at character 4 (byte 4), word 1 | "
-                              "`the [-4-] {+5+}` |\n"));
-    assert_non_null(strstr(s, "| math | `p1` | incorrect->correct | unavailable: prompt p1: gone | |\n"));
+    golden("report_comparison_details_details.md", s);
     free(s);
     assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
     json_error_t je;
@@ -468,7 +393,7 @@ static void test_comparison_details(void **state) {
     assert_int_equal(drift_comparison_render(&c, NULL, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
     assert_int_equal(drift_report_comparison(&c, NULL, DRIFT_FORMAT_TEXT, &s2, &err), DRIFT_OK);
     assert_string_equal(s, s2);
-    assert_null(strstr(s, "first difference"));
+    golden("report_comparison_details_none.txt", s);
     free(s);
     free(s2);
     assert_int_equal(drift_comparison_render(&c, NULL, (drift_format)9, &s, &err), DRIFT_ERR_INVALID);
@@ -504,17 +429,13 @@ static void test_anova_render(void **state) {
     char *s = NULL;
     drift_error err = {0};
     assert_int_equal(drift_anova_render(&doc, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "ANOVA type II  flip_rate ~ C(hardware)\n"
-                              "17 rows, 2 design columns, rank 2, residual df 15, MSE 0.5\n"));
-    assert_non_null(strstr(s, "\nResidual                         15    0            7.5          0.5          -"));
-    assert_null(strstr(s, "artifact"));
+    golden("report_anova_render_type2.txt", s);
     free(s);
     doc.type3 = &a;
     doc.artifact = &art;
     doc.n_artifact = 1;
     assert_int_equal(drift_anova_render(&doc, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "The artifact's table"));
-    assert_non_null(strstr(s, "\nC(hardware)                             4.5            5"));
+    golden("report_anova_render_artifact.txt", s);
     free(s);
     assert_int_equal(drift_anova_render(&doc, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
     json_error_t je;
@@ -558,11 +479,8 @@ static void test_summaries_render(void **state) {
     an.pri_error.code = DRIFT_ERR_XGBOOST;
     snprintf(an.pri_error.msg, sizeof an.pri_error.msg, "no booster");
     assert_int_equal(drift_anova_summary_render(&an, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "ANOVA type 1: not computable: singular\n"
-                              "ANOVA type 2  flip_rate ~ C(hardware)  (n=17, rank 2 of 2 columns)\n"));
-    assert_null(strstr(s, "type 3"));
-    /* the residual row has no F or p: "-", never "nan" */
-    assert_non_null(strstr(s, "  Residual                              15          7.5          -          -          -   0.750\n"));
+    golden("report_summaries_render_anova.txt", s);
+    /* the rule beside it: a missing F or p prints "-", never "nan" */
     assert_null(strcasestr(s, "nan"));
     free(s);
     assert_int_equal(drift_pri_summary_render(&an, &s, &err), DRIFT_OK);
@@ -608,14 +526,8 @@ static void test_pri_render(void **state) {
     e.cv_r2_mean = e.cv_r2_sd = NAN;
     for (int k = 0; k < 5; k++) e.cv_fold_r2[k] = NAN;
     assert_int_equal(drift_pri_eval_render(&e, "t.csv", 1, 12, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "PRI evaluation of t.csv: 7 features, hyper-parameters chosen by inner CV"));
-    assert_non_null(strstr(s, "(none of b200, fp4, sglang, qwen-7b is in this table)"));
-    assert_non_null(strstr(s, "\nelapsed 12 ms\n"));
-    assert_non_null(strstr(s, "  random 80/20                        16     4       0.9000  no variance    0.500"));
-    assert_non_null(strstr(s, "  5-fold CV R2: - +- - over 0 defined (folds no variance, no variance, no variance, "
-                              "no variance, no variance)\n"));
-    assert_non_null(strstr(s, "  full                             no variance\n"));
-    assert_null(strcasestr(s, "nan"));
+    golden("report_pri_render_eval.txt", s);
+    assert_null(strcasestr(s, "nan")); /* the rule: an undefined R^2 says why */
     free(s);
     /* the lab's PRI block: the same words, and one line that says what they mean */
     drift_pri_holdout lv[2] = {{.name = "precision=fp8", .n_train = 9, .n_test = 3, .test_r2 = NAN, .test_mae = 0},
@@ -628,11 +540,7 @@ static void test_pri_render(void **state) {
     an.pri_asked = an.pri_fits = 1;
     an.pri = &e;
     assert_int_equal(drift_pri_summary_render(&an, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "  random 80/20 split: test R^2 no variance, MAE 0.500 points (train 16, test 4)\n"));
-    assert_non_null(strstr(s, "  precision=fp8                          9     3  no variance  0.000\n"));
-    assert_non_null(strstr(s, "  hardware=b200                         11     1 too few rows  0.250\n"));
-    assert_non_null(strstr(s, "(no variance: the held-out rows share one flip rate"));
-    assert_non_null(strstr(s, "5-fold CV R^2: none defined"));
+    golden("report_pri_render_summary.txt", s);
     assert_null(strcasestr(s, "nan"));
     free(s);
     e.levels = NULL;
@@ -670,10 +578,7 @@ static void test_monitor_render(void **state) {
     char *s = NULL;
     drift_error err = {0};
     assert_int_equal(drift_monitor_render(&d, &rep, &c, "base", "targ", DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
-    assert_non_null(strstr(s, "monitor: baseline 'base' vs target 'targ'\n"
-                              "embeddings: embed:x, dim 8: 10 of 10 baseline answers, 9 of 10 target answers\n"));
-    assert_non_null(strstr(s, "  math              10      2     20.00%  [5.00%, 50.00%]\n"));
-    assert_non_null(strstr(s, "verdict: 2 flipped answers, 0 distribution alarms: no distribution monitor"));
+    golden("report_monitor_render_text.txt", s);
     free(s);
     assert_int_equal(drift_monitor_render(&d, &rep, &c, "base", "targ", DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
     json_error_t je;
@@ -699,13 +604,7 @@ static void test_table_render(void **state) {
     assert_int_equal(drift_table_append(t, "m/b200", safety, 10, 1, 10, 2.5, 40, &err), DRIFT_OK);
     assert_int_equal(drift_table_append(t, "m/b200", math, 0, 0, 20, 0, 16.1, &err), DRIFT_OK);
     assert_int_equal(drift_table_render_text(t, &s, &err), DRIFT_OK);
-    /* math first (the workloads' order), then safety */
-    const char *m = strstr(s, "\nmath\n"), *sf = strstr(s, "\nsafety\n");
-    assert_non_null(m);
-    assert_non_null(sf);
-    assert_true(m < sf);
-    assert_non_null(strstr(s, "  m/b200                                   m           b200         fp8       vllm"
-                              "                     10.00%  [2.5, 40.0]          1/10  \n"));
+    golden("report_table_render_two.txt", s); /* math first (the workloads' order), then safety */
     free(s);
     drift_table_free(t);
 }
@@ -909,11 +808,7 @@ static void test_hostile_comparison(void **state) {
     /* text and markdown: nothing left to command */
     assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_TEXT, &s, &err), DRIFT_OK);
     expect_safe("text", s);
-    assert_non_null(strstr(s, "\\x1b[2K\\rverdict: PASS"));   /* the fake verdict, in plain sight */
-    assert_non_null(strstr(s, "PASS\\x1b]8;;"));            /* an OSC 8 link, shown */
-    assert_non_null(strstr(s, "\\n::error::x\\n"));          /* a newline and a command, shown on one line */
-    assert_non_null(strstr(s, "scores: evaluator \"eval"));
-    assert_non_null(strstr(s, "divergence unavailable: HTTP 500: id\\x1b[2K"));
+    golden("report_hostile_comparison_text.txt", s); /* every control shown as a visible escape */
     free(s);
     assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_MARKDOWN, &s, &err), DRIFT_OK);
     expect_safe("markdown", s);
@@ -922,7 +817,7 @@ static void test_hostile_comparison(void **state) {
     assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_JUNIT, &s, &err), DRIFT_OK);
     expect_safe("junit", s);
     expect_xml_chars(s);
-    assert_non_null(strstr(s, "nonchar \\ufffe\\uffff correct-&gt;incorrect"));
+    golden("report_hostile_comparison_junit.xml", s);
     free(s);
     /* JSON: it parses, every flip is there (ids repaired), and it prints safely */
     assert_int_equal(drift_comparison_render(&c, &d, DRIFT_FORMAT_JSON, &s, &err), DRIFT_OK);
