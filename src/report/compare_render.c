@@ -959,8 +959,9 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
             char m[32];
             if (isnan(w->sdr_mean)) snprintf(m, sizeof m, "-");
             else snprintf(m, sizeof m, "%.4f", w->sdr_mean);
-            buf_printf(b, "%c%s: flips = %s (SDR > %.2f); mean SDR %s.\n", toupper((unsigned char)name[0]), name + 1,
-                       dir_text((drift_workload)k, 0), c->sdr_threshold, m);
+            buf_printf(b, "%c%s: flips = %s (SDR > %.2f); mean SDR %s; %ld pair(s) without embeddings.\n",
+                       toupper((unsigned char)name[0]), name + 1, dir_text((drift_workload)k, 0), c->sdr_threshold, m,
+                       w->unscored);
         }
     if (c->n_sandboxes) {
         buf_puts(b, "Code sandbox:");
@@ -975,7 +976,7 @@ static void render_markdown(const drift_comparison *c, const drift_comparison_de
     }
     long unscored_md = 0;
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
-        if (c->present[k]) unscored_md += c->wl[k].unscored;
+        if (c->present[k] && !pairwise(k)) unscored_md += c->wl[k].unscored; /* chat's: on its line */
     buf_printf(b, "Excluded pairs: %ld with a request or evaluator error, %ld without a label.\n", c->total_errors,
                unscored_md);
     if (c->risk_state == DRIFT_RISK_NO_LOGPROBS) buf_puts(b, "\n" RISK_NO_LOGPROBS ".\n");
