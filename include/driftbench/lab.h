@@ -319,8 +319,9 @@ typedef struct drift_lab_stochastic_summary {
     drift_score_summary score;        /* its scoring */
 } drift_lab_stochastic_summary;
 
-/* Runs (or resumes: drift_run_execute) and scores (drift_score_run) the
- * leg's four runs of x into st, f32, int4, then both again at null_seed
+/* Runs (or resumes: drift_run_execute) and scores (one drift_scorer with
+ * o->score for the four, each label as drift_score_run would) the leg's
+ * four runs of x into st, f32, int4, then both again at null_seed
  * (the nulls), at x's temperature, replicates and new tokens. Stops at the first failure, returning its error with sum
  * saying which run and which step (sum required, filled in every case).
  * Then drift_lab_stochastic_compare gives the figures. */

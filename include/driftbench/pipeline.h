@@ -299,7 +299,8 @@ DRIFT_API drift_status drift_import_score(drift_store *st, const char *label, co
 /* Evaluators opened once (each on its first use: the guard, the embedder,
  * the code sandbox's check) and kept until drift_scorer_close, for a caller
  * that scores the same store several times (measure --sequential after
- * every chunk). drift_score_run (above) is open + score + close. */
+ * every chunk, matrix after each configuration, the lab's stochastic leg
+ * after each run). drift_score_run (above) is open + score + close. */
 typedef struct drift_scorer drift_scorer;
 
 /* A scorer over st with opts (NULL: defaults; copied, what it points to -
@@ -405,8 +406,9 @@ DRIFT_API void drift_matrix_opts_default(drift_matrix_opts *o);
  * one answer and o->recheck is 0 (a finished run's failed requests would
  * fail again; SKIP; a finished run whose every request failed is run
  * again, so a matrix never passes over one), then
- * scores it (drift_score_run with o->score; share a drift_score_cache
- * there to judge each distinct answer once). A cancel between
+ * scores it (its label alone, as drift_score_run with o->score would:
+ * one drift_scorer per thread, opened once for all its configurations;
+ * share a drift_score_cache there to judge each distinct answer once). A cancel between
  * configurations or inside a run stops with DRIFT_ERR_CANCELLED; calling
  * again resumes. The first failure stops the others (they store what they
  * have) and is returned, with sum's label, config_index, failed_in_run and

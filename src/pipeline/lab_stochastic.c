@@ -25,7 +25,8 @@
  * rate below the null's; a null of f32 alone would leave a signed term
  * (q - p)(1 - 2p).)
  *
- *   design -> run (the run stage + scoring, per label) -> compare
+ *   design -> run (the run stage + scoring, per label; one scorer for the
+ *             four labels) -> compare
  *          -> per prompt (cross, null, det) -> drift_lab_beyond_null */
 #include <math.h>
 #include <stdio.h>
@@ -261,7 +262,9 @@ drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochasti
     const char *targets[4] = {x->target_f32, x->target_int4, x->target_f32, x->target_int4};
     long seeds[4] = {x->seed, x->seed, x->null_seed, x->null_seed};
     const char *suites[1] = {x->suite};
-    for (int k = 0; k < 4; k++) {
+    drift_scorer *scorer = NULL; /* opened at the first scoring, closed at the end */
+    drift_status rc = DRIFT_OK;
+    for (int k = 0; k < 4 && !rc; k++) {
         sum->label = labels[k];
         sum->target = targets[k];
         drift_run_opts r;
@@ -279,15 +282,15 @@ drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochasti
         r.cancel_user = o->cancel_user;
         r.progress = o->progress;
         r.progress_user = o->progress_user;
-        drift_status rc = drift_run_execute(st, &r, &sum->run, err);
+        rc = drift_run_execute(st, &r, &sum->run, err);
         if (rc) {
             sum->failed_in_run = 1;
-            return rc;
+            break;
         }
         memset(&sum->score, 0, sizeof sum->score);
-        drift_score_opts so = o->score;
-        rc = drift_score_run(st, labels[k], &so, &sum->score, err);
-        if (rc) return rc;
+        if (!scorer) rc = drift_scorer_open(st, &o->score, &scorer, err);
+        if (!rc) rc = drift_scorer_score_labels(scorer, &labels[k], 1, &sum->score, err);
+        if (rc) break;
         sum->done++;
         if (o->progress) {
             drift_progress p = {.stage = "lab", .event = DRIFT_PROGRESS_ITEM, .label = labels[k], .done = sum->done,
@@ -295,7 +298,8 @@ drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochasti
             o->progress(o->progress_user, &p);
         }
     }
-    return DRIFT_OK;
+    drift_scorer_close(scorer);
+    return rc;
 }
 
 drift_status drift_lab_stochastic_compare(drift_store *st, drift_lab_stochastic *x, drift_error *err) {

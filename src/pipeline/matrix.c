@@ -4,7 +4,16 @@
  *   for each configuration i of the shard (i % count == index - 1):
  *       complete in the store?  yes -> SKIP (not asked again; scored, then ITEM)
  *                               no  -> drift_run_execute (resumes what is stored)
- *       drift_score_run(label)  -> summed into the summary -> ITEM
+ *       scored (the thread's scorer)  -> summed into the summary -> ITEM
+ *
+ * Scoring: each thread that runs configurations (the calling thread, or
+ * each worker) keeps one scorer (drift_scorer, over its store handle),
+ * opened at its first scoring and closed when it ends, so the guard, the
+ * embedder and the code sandbox's check are opened once per thread, not
+ * once per configuration; each configuration's label is scored on its own
+ * (drift_scorer_score_labels), so its score summary is what
+ * drift_score_run would give (an evaluator found unavailable gives its
+ * reason in every configuration's summary).
  *
  * A finished run with an answer is complete: its failed requests (a prompt
  * longer than the model's context, say) would fail the same way again, so
@@ -209,13 +218,16 @@ static void run_with_server(drift_store *st, const drift_matrix_config *c, drift
 }
 
 /* Runs (unless finished and not rechecked) and scores configuration c into
- * st; run's cancel and progress hooks are r_cancel / r_progress. slot: the
- * thread's server; next: the configuration the thread is likely to run
- * next (NULL: none), whose server, when the same, is kept running. */
+ * st; run's cancel and progress hooks are r_cancel / r_progress (also the
+ * scorer's cancel hook: the same for every configuration of the thread).
+ * slot: the thread's server; next: the configuration the thread is likely
+ * to run next (NULL: none), whose server, when the same, is kept running.
+ * scorer: the thread's scorer over st (*scorer NULL: opened here at the
+ * first scoring; the thread closes it when it ends). */
 static void do_config(drift_store *st, const drift_matrix_spec *spec, const drift_matrix_config *c,
                       const drift_matrix_config *next, const drift_matrix_opts *o, int (*r_cancel)(void *),
                       void *r_cancel_user, drift_progress_cb r_progress, void *r_progress_user, server_slot *slot,
-                      config_result *out) {
+                      drift_scorer **scorer, config_result *out) {
     memset(out, 0, sizeof *out);
     double c0 = util_now_ms();
     if (!o->recheck && run_complete(st, c->label)) {
@@ -258,10 +270,14 @@ static void do_config(drift_store *st, const drift_matrix_spec *spec, const drif
         out->config_ms = util_now_ms() - c0;
         return;
     }
-    drift_score_opts so = o->score;
-    so.cancel = r_cancel;
-    so.cancel_user = r_cancel_user;
-    out->rc = drift_score_run(st, c->label, &so, &out->score, &out->err);
+    if (!*scorer) {
+        drift_score_opts so = o->score;
+        so.cancel = r_cancel;
+        so.cancel_user = r_cancel_user;
+        out->rc = drift_scorer_open(st, &so, scorer, &out->err);
+    }
+    const char *label = c->label;
+    if (!out->rc) out->rc = drift_scorer_score_labels(*scorer, &label, 1, &out->score, &out->err);
     out->score_ms = util_now_ms() - c1;
     out->config_ms = util_now_ms() - c0;
 }
@@ -344,6 +360,7 @@ static drift_status run_serial(drift_store *st, const drift_matrix_spec *spec, c
     drift_status rc = DRIFT_OK;
     serial_ctx x = {o, sum, frac, 0};
     server_slot slot = {0};
+    drift_scorer *scorer = NULL;
     config_result *r = calloc(1, sizeof *r);
     if (!r) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < spec->n_configs && !rc; i++) {
@@ -352,7 +369,7 @@ static drift_status run_serial(drift_store *st, const drift_matrix_spec *spec, c
         sum->label = spec->configs[i].label;
         x.i = i;
         do_config(st, spec, &spec->configs[i], next_in_shard(spec, o, i), o, o->cancel, o->cancel_user,
-                  serial_progress, &x, &slot, r);
+                  serial_progress, &x, &slot, &scorer, r);
         rc = fold(sum, i, spec, r, o, err);
         if (rc) break;
         frac[i] = 1;
@@ -363,6 +380,7 @@ static drift_status run_serial(drift_store *st, const drift_matrix_spec *spec, c
                                  sum->label);
     }
     slot_stop(&slot);
+    drift_scorer_close(scorer);
     free(r);
     return rc;
 }
@@ -422,6 +440,7 @@ static void *pool_worker(void *arg) {
     drift_status orc = drift_store_open(p->path, &st, &oerr);
     worker_ctx w = {p, 0};
     server_slot slot = {0};
+    drift_scorer *scorer = NULL; /* over st, this worker's own: one thread at a time */
     for (;;) {
         pthread_mutex_lock(&p->mu);
         while (p->next < p->spec->n_configs && !drift_matrix_in_shard(p->next, p->o->shard_index, p->o->shard_count))
@@ -443,7 +462,7 @@ static void *pool_worker(void *arg) {
             r->run.step = DRIFT_RUN_STEP_BEGIN;
         } else {
             do_config(st, p->spec, &p->spec->configs[i], next_in_shard(p->spec, p->o, i), p->o, pool_cancel, &w,
-                      pool_progress, &w, &slot, r);
+                      pool_progress, &w, &slot, &scorer, r);
         }
         int tolerated = failed_entirely_ok(p->o, r);
         pthread_mutex_lock(&p->mu);
@@ -452,6 +471,7 @@ static void *pool_worker(void *arg) {
         pthread_mutex_unlock(&p->mu);
     }
     slot_stop(&slot); /* before the thread ends: the server's parent-death signal follows this thread */
+    drift_scorer_close(scorer); /* before its store handle */
     drift_store_close(st);
     pthread_mutex_lock(&p->mu);
     p->running--;
