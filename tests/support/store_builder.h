@@ -10,7 +10,8 @@
  * fields (a NULL field is stored as the store stores NULL).
  *
  * Users: tests/unit/compare_fixture.h, labelled_runs.h, test_score.c,
- * test_score_cache.c, test_monitor.c, test_compare.c, test_html.c, and
+ * test_score_cache.c, test_monitor.c, test_compare.c, test_html.c,
+ * test_pipeline.c, test_stages.c (their private store), and
  * bench/compare_bench.c, store_bench.c, store_writers.c. */
 #ifndef STORE_BUILDER_H
 #define STORE_BUILDER_H

@@ -26,10 +26,11 @@
 #include <unistd.h>
 
 #include "driftbench/pipeline.h"
+#include "support/store_builder.h"
 
 #define N_PROMPTS 3
 
-static char tmpdir[256];
+static char *tmpdir;
 static char db[300];
 static char target_qwen[600], target_moe[600];
 
@@ -69,8 +70,7 @@ static int always_cancel(void *user) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/drift_pipeline_XXXXXX");
-    if (!mkdtemp(tmpdir)) return -1;
+    tmpdir = sb_tmpdir("drift_pipeline_");
     snprintf(db, sizeof db, "%s/store.db", tmpdir);
     const char *src = getenv("DRIFT_SOURCE");
     snprintf(target_qwen, sizeof target_qwen, "embedded:%s/tests/data/models/tiny-qwen2-f16.gguf?profile=ref",
@@ -82,23 +82,13 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    static const char *const files[] = {"store.db", "store.db-wal", "store.db-shm", "store.db-journal"};
-    char p[400];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", tmpdir, files[i]);
-        unlink(p);
-    }
-    rmdir(tmpdir);
+    sb_rmtree(tmpdir);
+    free(tmpdir);
     return 0;
 }
 
-static drift_store *open_fresh(void) {
-    unlink(db);
-    drift_store *st = NULL;
-    drift_error err = {0};
-    assert_int_equal(drift_store_open(db, &st, &err), DRIFT_OK);
-    return st;
-}
+/* A new, empty store at db (the store builder's). */
+static drift_store *open_fresh(void) { return sb_open_new(db); }
 
 /* Responses stored for run `label`. */
 static size_t stored(drift_store *st, const char *label) {

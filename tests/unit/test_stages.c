@@ -24,18 +24,18 @@
 
 #include "driftbench/measure.h"
 #include "driftbench/pipeline.h"
+#include "support/store_builder.h"
 
 #define N_PROMPTS 3
 
-static char tmpdir[256];
+static char *tmpdir;
 static char db[300];
 static char target_qwen[600];
 static const char *const SUITES[] = {"builtin:math?n=3"};
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/drift_stages_XXXXXX");
-    if (!mkdtemp(tmpdir)) return -1;
+    tmpdir = sb_tmpdir("drift_stages_");
     snprintf(db, sizeof db, "%s/store.db", tmpdir);
     const char *src = getenv("DRIFT_SOURCE");
     snprintf(target_qwen, sizeof target_qwen, "embedded:%s/tests/data/models/tiny-qwen2-f16.gguf?profile=ref",
@@ -45,23 +45,13 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    static const char *const files[] = {"store.db", "store.db-wal", "store.db-shm", "store.db-journal"};
-    char p[400];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", tmpdir, files[i]);
-        unlink(p);
-    }
-    rmdir(tmpdir);
+    sb_rmtree(tmpdir);
+    free(tmpdir);
     return 0;
 }
 
-static drift_store *open_fresh(void) {
-    unlink(db);
-    drift_store *st = NULL;
-    drift_error err = {0};
-    assert_int_equal(drift_store_open(db, &st, &err), DRIFT_OK);
-    return st;
-}
+/* A new, empty store at db (the store builder's). */
+static drift_store *open_fresh(void) { return sb_open_new(db); }
 
 /* Answers of run `label` stored, and of those scored (*scored). */
 static size_t stored(drift_store *st, const char *label, size_t *scored) {
