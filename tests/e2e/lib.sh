@@ -31,6 +31,8 @@
 # Other servers (driftbench serve, python) are waited for with
 #   wait_port_file FILE [TRIES]   the "PORT n" line a server prints -> PORT
 #   free_port                     prints a TCP port nobody listens on now
+# Servers driftbench starts itself: server_start_cmd NAME MODEL [EXTRA]
+# (counted starts in $T/starts.NAME) and all_gone (each has exited)
 
 set -u
 D=${DRIFTBENCH:?set DRIFTBENCH to the CLI}
@@ -100,4 +102,25 @@ start_server_text() {
 # free_port: a TCP port on 127.0.0.1 that nothing listens on now
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Servers that driftbench itself starts (matrix's "server", measure's
+# --baseline-start / --target-start):
+# server_start_cmd NAME MODEL [EXTRA]: a start command that records its pid
+# in $T/pids (exec keeps it) and one line per start in $T/starts.NAME, then
+# runs the fake server on {port} serving MODEL with EXTRA flags
+server_start_cmd() {
+  echo "echo \$\$ >> $T/pids; echo start >> $T/starts.$1; exec $FAKE --port {port} --lifetime 120 --model $2 ${3:-}"
+}
+# all_gone: every pid a start command recorded in $T/pids has exited
+# (waits up to 3 s for reaping)
+all_gone() {
+  local _ p left
+  for _ in $(seq 60); do
+    left=0
+    while read -r p; do kill -0 "$p" 2> /dev/null && left=1; done < "$T/pids"
+    [ $left = 0 ] && return 0
+    sleep 0.05
+  done
+  return 1
 }

@@ -11,25 +11,10 @@
 . "$(dirname "$0")/lib.sh"
 export TMPDIR=$T          # the servers' logs go here (kept when one fails)
 secs() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
-# every pid a start command recorded is gone (waits up to 3 s for reaping)
-all_gone() {
-  for _ in $(seq 60); do
-    local left=0
-    while read -r p; do kill -0 "$p" 2>/dev/null && left=1; done < "$T/pids"
-    [ $left = 0 ] && return 0
-    sleep 0.05
-  done
-  return 1
-}
-# A server start command: records its pid (exec keeps it) and one line per
-# start in $T/starts.NAME, then runs fakeserver with EXTRA flags.
-start_cmd() { # NAME EXTRA
-  echo "echo \$\$ >> $T/pids; echo start >> $T/starts.$1; exec $FAKE --port {port} --lifetime 120 --model {model} $2"
-}
-# the same for measure, where {port} is the only placeholder
-measure_cmd() { # NAME
-  echo "echo \$\$ >> $T/pids; echo start >> $T/starts.$1; exec $FAKE --port {port} --lifetime 120 --model m"
-}
+# A server start command (lib.sh's server_start_cmd): one line per start in
+# $T/starts.NAME; matrix fills {model}, measure serves model m
+start_cmd() { server_start_cmd "$1" '{model}' "$2"; } # NAME EXTRA
+measure_cmd() { server_start_cmd "$1" m; }            # NAME
 target='http://127.0.0.1:{port}/v1?model=m&api=completions'
 
 # ---------------------------------------------------------------- happy path

@@ -29,18 +29,7 @@ check '[ "$(scored "$DB" baseline)" = 3 ] && [ "$(scored "$DB" target)" = 3 ]' \
 check '[ "$(scored "$DB" other)" = 0 ]' "measure left the third run unscored (got $(scored "$DB" other) scores)"
 
 # 2. a sequential measure starts each server once
-start_cmd() { # NAME
-  echo "echo \$\$ >> $T/pids; echo start >> $T/starts.$1; exec $FAKE --port {port} --lifetime 120 --model m"
-}
-all_gone() {
-  for _ in $(seq 60); do
-    local left=0
-    while read -r p; do kill -0 "$p" 2>/dev/null && left=1; done < "$T/pids"
-    [ $left = 0 ] && return 0
-    sleep 0.05
-  done
-  return 1
-}
+start_cmd() { server_start_cmd "$1" m; } # NAME (lib.sh)
 target='http://127.0.0.1:{port}/v1?model=m&api=completions'
 DB=$T/seq.db
 "$D" measure --db "$DB" --suite builtin:math --limit 120 --max-tokens 16 --sequential --budget math=10 \
