@@ -438,7 +438,10 @@ typedef struct drift_logit_term {
     char *reference;        /* the reference level asked for */
     char *reference_used;   /* the reference of the fit (differs when the asked one was separated) */
     size_t n_levels;        /* levels in the data, reference included */
-    size_t n_estimated;     /* levels with an estimable coefficient (= df of the test) */
+    size_t n_estimated;     /* non-reference levels with an estimable coefficient */
+    size_t df;              /* degrees of freedom of the test: the rank of the cluster-robust
+                             * covariance of those coefficients (< n_estimated when the
+                             * prompts are too few to tell them apart) */
     double chi2, p;         /* Wald chi^2 (cluster-robust) that every estimated level is 0; NAN when none */
 } drift_logit_term;
 
@@ -457,10 +460,15 @@ typedef struct drift_logit_fit {
 } drift_logit_fit;
 
 /* Fits the model. y (n) 0/1, cluster (n) the prompt of each observation.
- * A factor with a single level adds nothing and has no term. Errors:
- * DRIFT_ERR_INVALID for n < 2, a y not 0/1, a NULL level string, or no
- * observation left after removing the separated levels; DRIFT_ERR_NUMERIC
- * when the Hessian cannot be factorised. */
+ * A factor with a single level adds nothing and has no term. A reference
+ * that is not among a factor's levels falls back to the first level
+ * (reference_used says which). When no observation is left after removing
+ * the separated levels (a workload without a single flip), the fit is
+ * returned with nobs_used = 0, converged = 0 and nothing estimable: not an
+ * error. The fit is over the observations left (nobs_used, n_clusters
+ * among them, n_params estimated): statsmodels on those rows gives the
+ * same numbers. Errors: DRIFT_ERR_INVALID for n < 2, a y not 0/1, a NULL
+ * level string; DRIFT_ERR_NUMERIC when the Hessian cannot be factorised. */
 DRIFT_API drift_status drift_logit_cluster_fit(const unsigned char *y, const int64_t *cluster, size_t n,
                                                const drift_logit_factor_in *factors, size_t n_factors,
                                                drift_logit_fit **out, drift_error *err);
