@@ -14,7 +14,12 @@
  *     pair as independent (Wilson over pairs) covers far less, the "each
  *     prompt counted once" interval (Wilson with n = prompts) more and is
  *     wider. Printed figures are recorded in bench/BENCHMARKS.md
- *     ("Statistics: coverage of the cluster bootstrap"). */
+ *     ("Statistics: coverage of the cluster bootstrap");
+ *   - the lab's math pairs that issue 36's audit read
+ *     (tests/data/analysis/lab_math_pairs.csv, lab_pairs.py): the old
+ *     interval [0.74%, 5.87%] and the audit's cluster bootstrap
+ *     [1.58%, 2.67%] (its seed and resample count unknown: within 0.15
+ *     points). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +29,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,6 +243,52 @@ static void test_coverage_two_way(void **state) {
     assert_true(c.cluster < c.two_way - 0.03);
 }
 
+static void test_lab_math(void **state) {
+    (void)state;
+    const char *src = getenv("DRIFT_SOURCE");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/analysis/lab_math_pairs.csv", src ? src : ".");
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot open %s", path);
+    char line[128];
+    assert_non_null(fgets(line, sizeof line, f));
+    size_t n = 0, cap = 4096;
+    drift_flip_pair *v = malloc(cap * sizeof *v);
+    long long pr, cf;
+    int b, c;
+    while (fscanf(f, "%lld,%lld,%d,%d", &pr, &cf, &b, &c) == 4) {
+        assert_true(n < cap);
+        v[n++] = P(pr, cf, b, c);
+    }
+    fclose(f);
+    assert_int_equal(n, 3600);
+    drift_flip_boot r, t;
+    drift_error err = {0};
+    assert_int_equal(drift_flip_boot_prompts(v, n, NULL, &r, &err), DRIFT_OK);
+    assert_int_equal(drift_flip_boot_two_way(v, n, NULL, &t, &err), DRIFT_OK);
+    assert_int_equal(r.n_prompts, 150);
+    assert_int_equal(r.n_configs, 24);
+    near("math pooled", r.flip.est, 76.0 / 3600, 1e-15);
+    double lo, hi;
+    drift_wilson_real(r.flip.est, (double)r.n_prompts, Z95, &lo, &hi);
+    print_message("lab math: %.2f%%, each prompt once [%.2f%%, %.2f%%], cluster over prompts [%.2f%%, %.2f%%], "
+                  "two-way [%.2f%%, %.2f%%] (mean over configurations %.2f%%); to wrong %.2f%% [%.2f%%, %.2f%%], "
+                  "to right %.2f%% [%.2f%%, %.2f%%], net %.2f%% [%.2f%%, %.2f%%]\n",
+                  100 * r.flip.est, 100 * lo, 100 * hi, 100 * r.flip.lo, 100 * r.flip.hi, 100 * t.flip.lo,
+                  100 * t.flip.hi, 100 * t.flip.est, 100 * r.to_wrong.est, 100 * r.to_wrong.lo, 100 * r.to_wrong.hi,
+                  100 * r.to_right.est, 100 * r.to_right.lo, 100 * r.to_right.hi, 100 * r.net.est, 100 * r.net.lo,
+                  100 * r.net.hi);
+    near("old lo", 100 * lo, 0.74, 0.005);
+    near("old hi", 100 * hi, 5.87, 0.005);
+    near("cluster lo", 100 * r.flip.lo, 1.58, 0.15);
+    near("cluster hi", 100 * r.flip.hi, 2.67, 0.15);
+    near("directions add up", r.to_wrong.est + r.to_right.est, r.flip.est, 1e-15);
+    /* every configuration has the same 150 prompts: the mean over configurations is the pooled rate */
+    near("two-way est", t.flip.est, r.flip.est, 1e-15);
+    assert_true(t.flip.hi - t.flip.lo >= r.flip.hi - r.flip.lo);
+    free(v);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_figures),
@@ -244,6 +296,7 @@ int main(void) {
         cmocka_unit_test(test_against_analytic),
         cmocka_unit_test(test_coverage_prompts),
         cmocka_unit_test(test_coverage_two_way),
+        cmocka_unit_test(test_lab_math),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
