@@ -8,7 +8,11 @@
  *     mean P(1-P) + Q(1-Q), and the 95% interval of beyond covers the
  *     truth in [0.90, 0.99] of the studies;
  *   - with both stacks alike (q = p) beyond is centred on 0 while cross
- *     (the raw majority-vote flip rate) is not. */
+ *     (the raw majority-vote flip rate) is not;
+ *   - the stochastic leg of the lab issue 36's audit read
+ *     (tests/data/analysis/lab_stoch.csv, made by lab_stoch.py): the
+ *     figures a separate Python computation of the same definition gives
+ *     (cross 0.19, null 0.14, beyond 0.05, det 0.10). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +23,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,10 +158,53 @@ static void test_simulation(void **state) {
     gsl_rng_free(g);
 }
 
+static void test_lab(void **state) {
+    (void)state;
+    const char *src = getenv("DRIFT_SOURCE");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/analysis/lab_stoch.csv", src ? src : ".");
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot open %s", path);
+    char line[256];
+    assert_non_null(fgets(line, sizeof line, f));
+    drift_stoch_prompt v[200];
+    size_t n = 0;
+    long id;
+    while (n < 200 && fscanf(f, "%ld,%ld,%ld,%ld,%ld,%ld,%ld,%ld,%ld,%d", &id, &v[n].pass[0], &v[n].fail[0], &v[n].pass[1],
+                             &v[n].fail[1], &v[n].pass[2], &v[n].fail[2], &v[n].pass[3], &v[n].fail[3],
+                             &v[n].det_flip) == 10)
+        n++;
+    fclose(f);
+    assert_int_equal(n, 100);
+    drift_stoch_estimand e;
+    drift_error err = {0};
+    assert_int_equal(drift_stoch_estimand_compute(v, n, NULL, &e, &err), DRIFT_OK);
+    print_message("lab: cross %.2f%% [%.2f%%, %.2f%%], null %.2f%% [%.2f%%, %.2f%%], beyond %.2f%% [%.2f%%, %.2f%%], "
+                  "det %.2f%% [%.2f%%, %.2f%%], cross/det %.2fx [%.2fx, %.2fx], beyond/det %.2fx [%.2fx, %.2fx], "
+                  "det 0 in %.1f%% of resamples\n",
+                  100 * e.cross.est, 100 * e.cross.lo, 100 * e.cross.hi, 100 * e.null.est, 100 * e.null.lo,
+                  100 * e.null.hi, 100 * e.beyond.est, 100 * e.beyond.lo, 100 * e.beyond.hi, 100 * e.det.est,
+                  100 * e.det.lo, 100 * e.det.hi, e.ratio_cross.est, e.ratio_cross.lo, e.ratio_cross.hi,
+                  e.ratio_beyond.est, e.ratio_beyond.lo, e.ratio_beyond.hi, 100 * e.det_zero_share);
+    near("cross", e.cross.est, 0.19, 1e-12);
+    near("null", e.null.est, 0.14, 1e-12);
+    near("beyond", e.beyond.est, 0.05, 1e-12);
+    near("det", e.det.est, 0.10, 1e-12);
+    near("ratio cross", e.ratio_cross.est, 1.9, 1e-12);
+    near("ratio beyond", e.ratio_beyond.est, 0.5, 1e-12);
+    assert_true(e.beyond.lo < e.beyond.est && e.beyond.est < e.beyond.hi);
+    assert_true(e.ratio_beyond.lo < 0.5 && e.ratio_beyond.hi > 0.5);
+    /* the same seed again: the same intervals */
+    drift_stoch_estimand e2;
+    assert_int_equal(drift_stoch_estimand_compute(v, n, NULL, &e2, &err), DRIFT_OK);
+    assert_memory_equal(&e, &e2, sizeof e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand),
         cmocka_unit_test(test_simulation),
+        cmocka_unit_test(test_lab),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
