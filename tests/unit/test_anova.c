@@ -285,8 +285,33 @@ static void test_balanced(void **state) {
     drift_table_free(t);
 }
 
+/* The lab's flip table that issue 36's audit read (tests/data/analysis/lab_flip_rates.csv, the
+ * `make lab` of 2026-12-06): its summary printed precision's "eta^2 0.303, the term's share of the
+ * total sum of squares"; 0.303 was the share of the type II SS column, the share of the total SS
+ * is 0.289. */
+static void test_lab_eta(void **state) {
+    (void)state;
+    const char *src = getenv("DRIFT_SOURCE");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/analysis/lab_flip_rates.csv", src ? src : ".");
+    drift_table *t = NULL;
+    drift_error err = {0};
+    if (drift_table_read_csv(path, &t, &err)) fail_msg("%s", err.msg);
+    drift_anova_table *a = NULL;
+    assert_int_equal(drift_anova_run(t, "flip_rate ~ C(model) + C(hardware) + C(precision) + C(framework) + C(workload)",
+                                     2, &a, &err),
+                     DRIFT_OK);
+    const drift_anova_row *p = find_row(a, "C(precision)");
+    near("eta2", "lab precision", p->eta_sq, 0.2894, 0, 5e-5);
+    near("SS share", "lab precision", p->ss_share, 0.3031, 0, 5e-5);
+    near("partial eta2", "lab precision", p->eta_sq_partial, 0.3478, 0, 5e-5);
+    drift_anova_free(a);
+    drift_table_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lab_eta),
         cmocka_unit_test(test_acceptance_type3), cmocka_unit_test(test_against_statsmodels),
         cmocka_unit_test(test_bh_textbook),      cmocka_unit_test(test_formulas),
         cmocka_unit_test(test_balanced),
