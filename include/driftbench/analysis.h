@@ -411,7 +411,9 @@ DRIFT_API void drift_wilson_real(double p, double n, double z, double *lo, doubl
  * level itself is separated, its observations leave the fit and the
  * factor's first remaining level (strcmp order) becomes the reference
  * (reference_used). A column that the others span (collinear design) is
- * also not estimable ("collinear with earlier columns"). If Newton's method
+ * also not estimable ("collinear with earlier columns"), and so is a level
+ * whose pairs all come from a single prompt (its prompt-clustered variance
+ * is 0 by construction). If Newton's method
  * still fails to converge (separation by a combination of levels), the fit
  * says so (converged = 0) and every coefficient whose |estimate| exceeds
  * 10 is marked not estimable. */

@@ -21,7 +21,11 @@
  *               with its default correction (use_correction=True)
  *   tests       z = est / se with the normal distribution (statsmodels'
  *               GLM default); per factor the Wald chi^2 of its estimable
- *               coefficients (anl_wald: b' pinv(V_S) b, df = rank V_S). */
+ *               coefficients (anl_wald: b' pinv(V_S) b, df = rank V_S).
+ *               A level whose pairs all come from one prompt has a
+ *               clustered variance of 0 by construction (its residuals sum
+ *               to 0 within that prompt at the estimate): not estimable,
+ *               where statsmodels would print a standard error of ~1e-9. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +197,7 @@ static void hess_grad(const double *X, size_t N, size_t K, const double *y, cons
 typedef struct fit_state {
     size_t N, K;
     double *X, *y, *b, *eta, *g, *d, *bt, *V;
+    size_t *ncl;          /* (K) clusters with a nonzero entry in each column */
     gsl_matrix *H;
 } fit_state;
 
@@ -280,13 +285,17 @@ static drift_status sandwich(fit_state *s, const int64_t *cl, size_t *G_out, dri
     size_t G = 0;
     for (size_t a = 0; a < N;) {
         size_t e = a;
-        for (size_t j = 0; j < K; j++) sg[j] = 0;
+        for (size_t j = 0; j < K; j++) sg[j] = T[j] = 0; /* T: column seen in this cluster */
         while (e < N && t[e].key == t[a].key) {
             size_t i = t[e].i;
             double r = s->y[i] - sigmoid(s->eta[i]);
-            for (size_t j = 0; j < K; j++) sg[j] += s->X[j * N + i] * r;
+            for (size_t j = 0; j < K; j++) {
+                sg[j] += s->X[j * N + i] * r;
+                if (s->X[j * N + i] != 0) T[j] = 1;
+            }
             e++;
         }
+        for (size_t j = 0; j < K; j++) s->ncl[j] += T[j] != 0;
         for (size_t p = 0; p < K; p++)
             for (size_t q = 0; q < K; q++) M[q * K + p] += sg[p] * sg[q];
         G++;
@@ -447,7 +456,8 @@ drift_status drift_logit_cluster_fit(const unsigned char *y, const int64_t *clus
         s.eta = calloc(N, sizeof *s.eta);
         s.V = calloc(K * K, sizeof *s.V);
         s.H = gsl_matrix_alloc(K, K);
-        if (!s.b || !s.bt || !s.g || !s.d || !s.eta || !s.V || !s.H) goto nomem;
+        s.ncl = calloc(K, sizeof *s.ncl);
+        if (!s.b || !s.bt || !s.g || !s.d || !s.eta || !s.V || !s.H || !s.ncl) goto nomem;
         if ((st = newton(&s, &R->converged, &R->iterations, err))) goto fail;
         if ((st = sandwich(&s, cl, &R->n_clusters, err))) goto fail;
         R->nobs_used = N;
@@ -512,7 +522,12 @@ drift_status drift_logit_cluster_fit(const unsigned char *y, const int64_t *clus
                 D->n_events = L->ev_all;
                 snprintf(D->why, sizeof D->why, "%s", L->why);
                 D->est = D->se = D->z = D->p = NAN;
-                if (fit_ok && L->col >= 0 && !L->why[0]) {
+                if (fit_ok && L->col >= 0 && !L->why[0] && s.ncl[L->col] < 2) {
+                    /* the estimate's residuals sum to 0 within its only prompt: the
+                     * prompt-clustered variance is 0 by construction, not information */
+                    snprintf(D->why, sizeof D->why, "its pairs come from %zu prompt: too few for a prompt-clustered error",
+                             s.ncl[L->col]);
+                } else if (fit_ok && L->col >= 0 && !L->why[0]) {
                     D->estimable = 1;
                     D->est = s.b[L->col];
                     D->se = sqrt(s.V[(size_t)L->col * K + (size_t)L->col]);
@@ -523,6 +538,10 @@ drift_status drift_logit_cluster_fit(const unsigned char *y, const int64_t *clus
                         D->est = D->se = D->z = D->p = NAN;
                         snprintf(D->why, sizeof D->why, "the fit did not converge and its estimate diverges "
                                                         "(separated by a combination of levels)");
+                    } else if (!(D->se > 0 && isfinite(D->se))) {
+                        D->estimable = 0;
+                        D->est = D->se = D->z = D->p = NAN;
+                        snprintf(D->why, sizeof D->why, "no usable prompt-clustered standard error");
                     } else cols[k++] = (size_t)L->col;
                 }
             }
@@ -571,7 +590,7 @@ done:
     factors_free(F, n_factors);
     free(in);
     free(cl);
-    free(s.X); free(s.y); free(s.b); free(s.bt); free(s.g); free(s.d); free(s.eta); free(s.V);
+    free(s.X); free(s.y); free(s.b); free(s.bt); free(s.g); free(s.d); free(s.eta); free(s.V); free(s.ncl);
     if (s.H) gsl_matrix_free(s.H);
     if (!st) *out = R;
     return st;

@@ -248,6 +248,20 @@ static void test_degenerate(void **state) {
     assert_false(coef(r, "framework", "y")->estimable);
     assert_non_null(strstr(coef(r, "framework", "y")->why, "collinear"));
     drift_logit_fit_free(r);
+    /* a level whose every pair flips; a level seen on one prompt only */
+    unsigned char y3[12] = {1, 0, 1, 0, 1, 1, 1, 0, 1, 0, 0, 1};
+    int64_t cl3[12] = {1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4};
+    const char *hw3[12] = {"a", "b", "c", "a", "b", "c", "a", "b", "c", "a", "d", "d"};
+    drift_logit_factor_in f3 = {.name = "hardware", .levels = hw3, .reference = "a"};
+    assert_int_equal(drift_logit_cluster_fit(y3, cl3, 12, &f3, 1, &r, &err), DRIFT_OK);
+    assert_false(coef(r, "hardware", "c")->estimable);
+    assert_string_equal(coef(r, "hardware", "c")->why, "every one of its 3 pairs flips");
+    assert_false(coef(r, "hardware", "d")->estimable);
+    assert_non_null(strstr(coef(r, "hardware", "d")->why, "1 prompt"));
+    assert_true(coef(r, "hardware", "b")->estimable);
+    assert_int_equal(r->terms[0].n_estimated, 1);
+    assert_int_equal(r->nobs_used, 9);
+    drift_logit_fit_free(r);
 }
 
 int main(void) {
