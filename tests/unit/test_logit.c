@@ -202,6 +202,32 @@ static void test_reference_separated(void **state) {
     json_decref(root);
 }
 
+/* The audited lab's math pairs: f32 (the reference), cpu-avx2 and splitk4
+ * never flip; what remains is model and precision against bf16. */
+static void test_lab_math(void **state) {
+    (void)state;
+    json_t *root = fixtures();
+    drift_logit_fit *r = check_case(get_case(root, "lab_math"));
+    assert_int_equal(r->nobs, 3600);
+    assert_int_equal(r->nobs_used, 2250);
+    const drift_logit_term *p = term(r, "precision"), *h = term(r, "hardware"), *f = term(r, "framework");
+    assert_string_equal(p->reference, "f32");
+    assert_string_equal(p->reference_used, "bf16");
+    assert_int_equal(p->n_estimated, 4);
+    assert_int_equal(h->n_estimated, 0);
+    assert_true(isnan(h->chi2));
+    assert_int_equal(f->n_estimated, 0);
+    assert_string_equal(coef(r, "hardware", "cpu-avx2")->why, "no flips in its 450 pairs");
+    assert_string_equal(coef(r, "framework", "splitk4")->why, "no flips in its 450 pairs");
+    assert_string_equal(coef(r, "precision", "f32")->why, "reference, no flips in its 1350 pairs");
+    print_message("lab math: %zu of %zu pairs in the fit, Newton %s in %d iterations; precision chi2 %.2f on %zu df "
+                  "(p %.2g), model chi2 %.2f on %zu df (p %.2g)\n",
+                  r->nobs_used, r->nobs, r->converged ? "converged" : "did not converge", r->iterations, p->chi2, p->df,
+                  p->p, term(r, "model")->chi2, term(r, "model")->df, term(r, "model")->p);
+    drift_logit_fit_free(r);
+    json_decref(root);
+}
+
 static void test_degenerate(void **state) {
     (void)state;
     drift_error err = {0};
@@ -269,6 +295,7 @@ int main(void) {
         cmocka_unit_test(test_crossed),
         cmocka_unit_test(test_separated),
         cmocka_unit_test(test_reference_separated),
+        cmocka_unit_test(test_lab_math),
         cmocka_unit_test(test_degenerate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,8 +22,15 @@ statsmodels' fit on the same rows ("rows_used"), which is the limit of the
 full likelihood as the separated coefficient goes to infinity.
 
 The data are simulated from a logistic model with a random prompt effect
-(seeded numpy generator): flips cluster by prompt as in the lab.
+(seeded numpy generator): flips cluster by prompt as in the lab; the last
+case is the lab's math pairs the issue's audit read (lab_math_pairs.csv and
+lab_configs.csv beside this script: 3,600 pairs, 24 configurations), where
+f32 (the reference), cpu-avx2 and splitk4 never flip: the separated levels
+are found by the same rule as drift_logit_cluster_fit (levels of factors
+with two or more levels whose remaining pairs are all 0 or all 1, removed
+until none is left) and statsmodels fits what remains.
 """
+import os
 import json
 import sys
 import warnings
@@ -92,6 +99,54 @@ def case(name, df, names, refs, drop=None, note="", refs_used=None):
     return out
 
 
+def separated_rows(df, names):
+    """The rows left once separated levels are removed (the C rule), and the levels removed."""
+    multi = [f for f in names if df[f].nunique() >= 2]
+    keep = np.ones(len(df), dtype=bool)
+    removed = []
+    while True:
+        sep = []
+        for f in multi:
+            g = df[keep].groupby(f)["y"].agg(["sum", "count"])
+            for level, r in g.iterrows():
+                if r["sum"] == 0 or r["sum"] == r["count"]:
+                    sep.append((f, level))
+        if not sep:
+            return keep, removed
+        removed += sep
+        for f, level in sep:
+            keep &= ~(df[f] == level).values
+
+
+def lab_case():
+    here = os.path.dirname(os.path.abspath(__file__))
+    pairs = pd.read_csv(os.path.join(here, "lab_math_pairs.csv"))
+    cfg = pd.read_csv(os.path.join(here, "lab_configs.csv"))
+    df = pairs.merge(cfg, on="config", how="left")
+    df["y"] = (df["base_ok"] != df["cfg_ok"]).astype(int)
+    df = df.rename(columns={"prompt": "prompt"})
+    names = ["model", "hardware", "precision", "framework"]
+    refs = {"model": "llama-fragile-7m", "hardware": "cpu-best", "precision": "f32", "framework": "seq"}
+    keep, removed = separated_rows(df, names)
+    used = df[keep]
+    refs_used = {}
+    fit_names = []
+    for f in names:
+        left = sorted(used[f].unique())
+        if len(left) >= 2:
+            fit_names.append(f)
+            refs_used[f] = refs[f] if refs[f] in left else left[0]
+    out = dict(name="lab_math", note="the audited lab's math pairs; separated: "
+               + ", ".join(f"{f}={l}" for f, l in removed),
+               y=[int(v) for v in df["y"]], cluster=[int(v) for v in df["prompt"]],
+               factors=[dict(name=f, reference=refs[f], levels=[str(v) for v in df[f]]) for f in names],
+               rows_used=int(len(used)), separated=[dict(factor=f, level=l) for f, l in removed],
+               reference_used=refs_used)
+    _, out["expected"] = fit(used, fit_names, refs_used)
+    out["expected"]["n_clusters"] = int(used["prompt"].nunique())
+    return out
+
+
 def main():
     rng = np.random.default_rng(20261206)
     cases = []
@@ -118,6 +173,7 @@ def main():
               drop=lambda d: d["precision"] == "bf16", refs_used={"hardware": "cpu-best", "precision": "fp8"},
               note="precision=bf16 (the reference) has no flips: its rows leave the fit, fp8 (first left) is the reference")
     cases.append(c3)
+    cases.append(lab_case())
     json.dump(dict(generator="tests/data/analysis/make_logit_fixtures.py", statsmodels=sm.__version__, cases=cases),
               sys.stdout, indent=1)
     sys.stdout.write("\n")
