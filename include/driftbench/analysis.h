@@ -351,7 +351,9 @@ typedef struct drift_boot_ci {
  * it hides). */
 typedef struct drift_flip_boot {
     size_t n_pairs, n_prompts, n_configs;
-    int resamples;
+    int resamples;               /* resamples behind the intervals (those holding a pair: a two-way
+                                  * resample whose drawn configurations saw none of the drawn prompts
+                                  * is skipped; fewer than half usable is DRIFT_ERR_INVALID) */
     double level;
     int two_way;                 /* 1: drift_flip_boot_two_way, 0: drift_flip_boot_prompts */
     drift_boot_ci flip, to_wrong, to_right, net;
@@ -375,8 +377,10 @@ DRIFT_API drift_status drift_flip_boot_prompts(const drift_flip_pair *pairs, siz
  * over the drawn configurations (multiplicities as weights); a drawn
  * configuration with no pair among the drawn prompts is left out of that
  * resample's mean. Answers "another draw of prompts AND of configurations
- * from their populations"; mildly conservative (Owen 2007: the pigeonhole
- * bootstrap over-counts the prompt x configuration interaction once).
+ * from their populations"; mildly conservative (Owen 2007, "The pigeonhole
+ * bootstrap": its variance overstates the crossed design's by terms of
+ * the interaction and noise; 0.967 coverage at nominal 0.95 in
+ * test_cluster_boot's simulation).
  * At least 2 prompts and 2 configurations, else DRIFT_ERR_INVALID. */
 DRIFT_API drift_status drift_flip_boot_two_way(const drift_flip_pair *pairs, size_t n, const drift_boot_opts *o,
                                                drift_flip_boot *out, drift_error *err);
