@@ -219,6 +219,10 @@ void drift_pri_options_init(drift_pri_options *o) {
     o->cv_folds = 3;
     o->interactions = 1;
     o->tune = 1;
+    o->cv_repeats = 3;
+    o->min_levels = 3;
+    o->bootstrap = 2000;
+    o->ablation_repeats = 3;
 }
 
 drift_status pri_feature_names(const drift_table *t, const drift_pri_options *o, char ***names,

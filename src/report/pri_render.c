@@ -204,6 +204,55 @@ char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *
     return util_asprintf("5-fold CV %s: none defined (every fold's test rows share one flip rate)", r2);
 }
 
+/* What size would say it: the comparisons per row for a ceiling of 0.5. */
+static void size_clause(util_buf *b, const drift_pri_holdout *h) {
+    if (isfinite(h->n_needed) && isfinite(h->table_true_sd))
+        buf_printf(b, "; rows whose true rates spread like the whole table's (sd %.2f points) would need about %.0f "
+                      "comparisons each for a ceiling of 0.5 (these have %.0f)",
+                   h->table_true_sd, ceil(h->n_needed), h->n_per_row);
+    else if (isfinite(h->n_per_row))
+        buf_printf(b, "; the table's own rows vary no more than binomial noise, so no size per row can be read from "
+                      "it (these have %.0f comparisons each): more configurations or a design whose levels move "
+                      "answers would say it", h->n_per_row);
+}
+
+/* See report.h. */
+char *drift_pri_holdout_text(const drift_pri_holdout *h, int decimals) {
+    util_buf b = {0};
+    int dp = decimals < 0 ? 3 : decimals > 6 ? 6 : decimals;
+    switch (h->cannot_say) {
+    case DRIFT_PRI_TOO_FEW:
+        buf_printf(&b, "cannot say: %zu held-out row%s (R^2 needs 2)", h->n_test, h->n_test == 1 ? "" : "s");
+        break;
+    case DRIFT_PRI_NO_FLIPS:
+        buf_printf(&b, "cannot say: no held-out row flipped (0 of %ld comparisons), nothing to predict",
+                   h->test_comparisons);
+        size_clause(&b, h);
+        break;
+    case DRIFT_PRI_NO_VARIANCE:
+        buf_puts(&b, "cannot say: the held-out rows share one flip rate, nothing to predict");
+        size_clause(&b, h);
+        break;
+    case DRIFT_PRI_AT_NOISE:
+        buf_printf(&b, "cannot say: the held-out rows vary no more than binomial noise (ceiling %.*f: sd %.2f points "
+                       "against noise %.2f)", dp, h->ceiling, h->obs_sd, h->noise_sd);
+        if (isfinite(h->test_r2)) buf_printf(&b, ", so R^2 %.*f measures noise", dp, h->test_r2);
+        size_clause(&b, h);
+        break;
+    default:
+        if (!isfinite(h->test_r2)) {
+            buf_puts(&b, "-");
+            break;
+        }
+        buf_printf(&b, "%.*f", dp, h->test_r2);
+        if (isfinite(h->r2_lo) && isfinite(h->r2_hi)) buf_printf(&b, " [%.*f, %.*f]", dp, h->r2_lo, dp, h->r2_hi);
+        if (h->cannot_say == DRIFT_PRI_NO_COUNTS) buf_puts(&b, ", ceiling unknown (no comparison counts)");
+        else if (isfinite(h->ceiling)) buf_printf(&b, ", ceiling %.*f", dp, h->ceiling);
+        break;
+    }
+    return finish(&b);
+}
+
 /* See report.h. */
 drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out, drift_error *err) {
     *out = NULL;
