@@ -45,13 +45,14 @@ static long name_index(const drift_pri_descriptors *d, const char *name) {
     return -1;
 }
 
-/* a new column, NAN for every configuration already there */
+/* a new column, NAN for every configuration already there; the rows keep
+ * their capacity cap_configs */
 static drift_status add_name(drift_pri_descriptors *d, const char *name, drift_error *err) {
-    size_t p = d->n_names + 1, cap = d->cap_configs ? d->cap_configs : 1;
-    double *v = malloc(cap * p * sizeof *v);
+    size_t p = d->n_names + 1, cap = d->cap_configs;
+    double *v = malloc((cap * p + 1) * sizeof *v);
     char **nn = realloc(d->names, p * sizeof *nn);
-    if (!v || !nn) { free(v); if (nn) d->names = nn; return nomem(err); }
-    d->names = nn;
+    if (nn) d->names = nn;
+    if (!v || !nn) { free(v); return nomem(err); }
     if (!(nn[p - 1] = util_strdup(name))) { free(v); return nomem(err); }
     for (size_t r = 0; r < d->n_configs; r++) {
         for (size_t c = 0; c + 1 < p; c++) v[r * p + c] = d->values[r * (p - 1) + c];
@@ -60,14 +61,14 @@ static drift_status add_name(drift_pri_descriptors *d, const char *name, drift_e
     free(d->values);
     d->values = v;
     d->n_names = p;
-    if (!d->cap_configs) d->cap_configs = cap;
     return DRIFT_OK;
 }
 
+/* a new row, NAN in every column */
 static drift_status add_config(drift_pri_descriptors *d, const char *config, drift_error *err) {
-    if (d->n_configs == d->cap_configs || !d->values) {
-        size_t cap = d->cap_configs ? 2 * d->cap_configs : 16, p = d->n_names ? d->n_names : 1;
-        double *v = realloc(d->values, cap * p * sizeof *v);
+    if (d->n_configs == d->cap_configs) {
+        size_t cap = d->cap_configs ? 2 * d->cap_configs : 16;
+        double *v = realloc(d->values, (cap * d->n_names + 1) * sizeof *v);
         if (!v) return nomem(err);
         d->values = v;
         char **c = realloc(d->configs, cap * sizeof *c);
