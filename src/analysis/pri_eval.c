@@ -722,7 +722,7 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
         }
         if (f.use_ud) {
             abl_variant *v = &var[nvar++];
-            v->name = "descriptors only";
+            v->name = "descriptors + workload only";
             v->f = f;
             for (int d = 0; d < DRIFT_DIM_COUNT; d++) v->f.use_dim[d] = d == DRIFT_DIM_WORKLOAD;
             v->f.interactions = v->f.descriptors = 0;

@@ -693,7 +693,7 @@ static void test_descriptors_unseen_level(void **state) {
     /* the ablations name the descriptor variants */
     int seen = 0;
     for (size_t i = 0; i < desc->n_ablations; i++)
-        seen += !strcmp(desc->ablations[i].name, "no descriptors") + !strcmp(desc->ablations[i].name, "descriptors only");
+        seen += !strcmp(desc->ablations[i].name, "no descriptors") + !strcmp(desc->ablations[i].name, "descriptors + workload only");
     assert_int_equal(seen, 2);
     /* a configuration without descriptors is refused, naming it */
     drift_pri_descriptors *d2 = NULL;
