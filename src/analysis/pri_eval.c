@@ -569,6 +569,7 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
     size_t *lvjob = NULL;        /* (n_levels,) its job */
     double *apred = NULL;        /* (nvar, reps, N) out-of-fold predictions of the ablations */
     size_t *aperm = NULL;        /* (reps, N) the ablations' shuffles, shared by every variant */
+    double *rspred = NULL;       /* (N / 5) the random split's test predictions */
     drift_pri_holdout *ahold = NULL;
     abl_variant var[MAX_VARIANTS];
     memset(var, 0, sizeof var);
@@ -613,6 +614,8 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
         j->nte = nte;
         j->ntr = ntr;
         j->h = &e->random_split;
+        if (!(rspred = calloc(nte + 1, sizeof *rspred))) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
+        j->pred_te = rspred;
     }
     snprintf(e->random_split.name, sizeof e->random_split.name, "random 80/20 (seed %u)", opt->seed);
     e->random_split.paper_r2 = 0.987;
@@ -688,6 +691,8 @@ drift_status drift_pri_evaluate(const drift_table *t, const drift_pri_options *o
         e->cv_r2_mean = nd ? s / nd : NAN;
         e->cv_r2_sd = nd > 1 ? sqrt(fmax(0, (s2 - s * s / nd) / (nd - 1))) : (nd ? 0 : NAN);
     }
+    if ((st = holdout_figures(t, jobs[0].te, jobs[0].nte, rspred, opt, tau2, pbar_table, &e->random_split, err)))
+        goto done;
     for (size_t i = 0; i < e->n_levels; i++) {
         const pri_job *j = &jobs[lvjob[i]];
         if ((st = holdout_figures(t, j->te, j->nte, lvpred[i], opt, tau2, pbar_table, &e->levels[i], err))) goto done;
@@ -830,7 +835,7 @@ done:
     pri_jobs_free(ajobs, najobs);
     for (size_t v = 1; v < nvar; v++) { free(var[v].X); free(var[v].y); }
     for (size_t i = 0; lvpred && i < nl; i++) free(lvpred[i]);
-    free(lvpred); free(lvjob); free(apred); free(aperm); free(ahold);
+    free(lvpred); free(lvjob); free(apred); free(aperm); free(ahold); free(rspred);
     pri_names_free(names, f.p);
     pri_fspec_free(&f);
     free(X); free(y);

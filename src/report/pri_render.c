@@ -159,13 +159,14 @@ static char *eval_json(const drift_pri_eval *e, const char *table, double elapse
 /* The issue-36 verdicts: each held-out R^2 with its interval beside its
  * noise ceiling, or "cannot say" with why and what size would say it. */
 static void verdicts_text(util_buf *b, const drift_pri_eval *e) {
-    if (!e->n_levels) return;
+    if (!e->n_levels && !e->random_split.n_configs) return;
     buf_puts(b, "\nWhat each held-out R2 can say: 95% interval by a bootstrap over the held-out configurations\n"
                 "(predictions fixed); ceiling = the R2 a perfect predictor (the true rates) would get given the\n"
                 "binomial noise of the observed rates, 1 - mean(y(1-y)/(n-1)) / var(y); \"cannot say\" where the\n"
                 "ceiling is at or below 0 or the held-out rows have nothing to predict:\n");
-    for (size_t i = 0; i < e->n_levels; i++) {
-        const drift_pri_holdout *h = &e->levels[i];
+    for (size_t i = 0; i <= e->n_levels; i++) {
+        const drift_pri_holdout *h = i ? &e->levels[i - 1] : &e->random_split;
+        if (!i && !h->n_configs) continue; /* filled before issue 36 */
         char *v = drift_pri_holdout_text(h, 3);
         buf_puts(b, "  ");
         report_put_name_pad(b, h->name, 32);
@@ -309,16 +310,27 @@ char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *
     return util_asprintf("5-fold CV %s: none defined (every fold's test rows share one flip rate)", r2);
 }
 
-/* What size would say it: the comparisons per row for a ceiling of 0.5. */
+/* What size would say it. The comparisons per row that would give a
+ * ceiling of 0.5 if the held-out rows' true rates spread as the whole
+ * table's do: when the rows have fewer, that many would say it; when they
+ * have more, the sample is not what is short: the level moves too few
+ * answers to be told from noise, and more comparisons would not say more. */
 static void size_clause(util_buf *b, const drift_pri_holdout *h) {
-    if (isfinite(h->n_needed) && isfinite(h->table_true_sd))
+    if (h->cannot_say == DRIFT_PRI_NO_FLIPS && h->n_per_row >= 1) /* per row: rows share their prompts */
+        buf_printf(b, "; each row's flip rate is below %.2g%% (95%%, rule of three on its ~%.0f comparisons)",
+                   300.0 / h->n_per_row, h->n_per_row);
+    if (isfinite(h->n_needed) && isfinite(h->table_true_sd) && isfinite(h->n_per_row) && h->n_per_row < h->n_needed)
         buf_printf(b, "; rows whose true rates spread like the whole table's (sd %.2f points) would need about %.0f "
                       "comparisons each for a ceiling of 0.5 (these have %.0f)",
                    h->table_true_sd, ceil(h->n_needed), h->n_per_row);
+    else if (isfinite(h->n_needed) && isfinite(h->table_true_sd) && isfinite(h->n_per_row))
+        buf_printf(b, "; these rows' %.0f comparisons each would give a ceiling above 0.5 had their true rates spread "
+                      "like the whole table's (sd %.2f points; %.0f would do): the level moves too few answers to "
+                      "tell, and more comparisons per row would not say more",
+                   h->n_per_row, h->table_true_sd, ceil(h->n_needed));
     else if (isfinite(h->n_per_row))
         buf_printf(b, "; the table's own rows vary no more than binomial noise, so no size per row can be read from "
-                      "it (these have %.0f comparisons each): more configurations or a design whose levels move "
-                      "answers would say it", h->n_per_row);
+                      "it (these have %.0f comparisons each)", h->n_per_row);
 }
 
 /* See report.h. */
@@ -381,9 +393,18 @@ drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out,
             buf_printf(&b, "PRI (xgboost, %zu features, hyper-parameters by inner CV)\n", ev->n_features);
         char r2[32], mae[32];
         size_t nt = ev->random_split.n_test;
-        buf_printf(&b, "  random 80/20 split: test R^2 %s, MAE %s points (train %zu, test %zu)\n",
-                   report_r2_text(ev->random_split.test_r2, nt, 3, r2, sizeof r2),
-                   fig(ev->random_split.test_mae, 3, mae, sizeof mae), ev->random_split.n_train, nt);
+        if (ev->random_split.n_configs) { /* with its interval and ceiling (issue 36) */
+            char *v = drift_pri_holdout_text(&ev->random_split, 3);
+            buf_puts(&b, "  random 80/20 split: test R^2 ");
+            report_put_name(&b, v ? v : "(out of memory)");
+            buf_printf(&b, "; MAE %s points (train %zu, test %zu)\n", fig(ev->random_split.test_mae, 3, mae, sizeof mae),
+                       ev->random_split.n_train, nt);
+            free(v);
+        } else {
+            buf_printf(&b, "  random 80/20 split: test R^2 %s, MAE %s points (train %zu, test %zu)\n",
+                       report_r2_text(ev->random_split.test_r2, nt, 3, r2, sizeof r2),
+                       fig(ev->random_split.test_mae, 3, mae, sizeof mae), ev->random_split.n_train, nt);
+        }
         char *cv = drift_pri_cv_summary(ev, "R^2", "+-");
         buf_printf(&b, "  %s\n", cv ? cv : "5-fold CV: out of memory");
         free(cv);

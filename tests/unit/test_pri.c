@@ -684,7 +684,9 @@ static void test_descriptors_unseen_level(void **state) {
     assert_int_equal(z->test_comparisons, 36 * 400);
     char *v = drift_pri_holdout_text(z, 3);
     assert_non_null(strstr(v, "cannot say: no held-out row flipped (0 of 14400 comparisons)"));
-    assert_non_null(strstr(v, "comparisons each for a ceiling of 0.5"));
+    assert_non_null(strstr(v, "each row's flip rate is below 0.75% (95%, rule of three on its ~400 comparisons)"));
+    assert_true(z->n_per_row == 400 && z->n_needed < 400);
+    assert_non_null(strstr(v, "more comparisons per row would not say more"));
     free(v);
     v = drift_pri_holdout_text(b, 3);
     assert_non_null(strstr(v, ", ceiling 0."));
