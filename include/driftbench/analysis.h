@@ -14,9 +14,13 @@
  * statsmodels does where statsmodels is numerically stable (see anova.c).
  *
  * PRI (Portability Risk Index): an XGBoost regressor of flip rate from the
- * one-hot configuration + the paper's pairwise interactions, with honest
- * evaluations (random split, k-fold, held-out dimension level, ablations)
- * and calibrated prediction intervals. */
+ * one-hot configuration + the paper's pairwise interactions (+ optional
+ * numeric descriptors of each configuration: what its levels are), with
+ * honest evaluations (random split, k-fold, held-out level of every
+ * dimension with >= 3 levels, each R^2 with a configuration-bootstrap
+ * interval beside its binomial noise ceiling or "cannot say"; ablations on
+ * one repeated CV; hyper-parameters by repeated inner CV, seeded) and
+ * calibrated prediction intervals. */
 #ifndef DRIFTBENCH_ANALYSIS_H
 #define DRIFTBENCH_ANALYSIS_H
 
