@@ -134,6 +134,60 @@ def math_variants(q):
     raise ValueError("math: no family matches: " + q)
 
 
+# ---------------------------------------------------------------- math as a chain (issue 36)
+BINOP = re.compile(r"(?<![-+*/(\d])(\d+)([-+*/])(\d+)=(\d+)")  # a whole "a op b=c", not the tail of "x+a*b=c"
+FACT_OPEN = ["What we know:", "The facts:", "Let me list what is given.", "First, what the question says:"]
+STEP_WORDS = [("Step {k}: ", ""), ("", ""), ("Next, ", "")]
+CHECK_OPEN = ["Check:", "Let me check the steps backwards.", "Checking each step:"]
+CLOSE = ["So the answer is {n}.", "The answer is {n}.", "So the result is {n}."]
+
+
+def _check_line(a, op, b, c):
+    """the inverse of one step, or None ("c-b=a" for "a+b=c"...); every number recomputed"""
+    a, b, c = int(a), int(b), int(c)
+    if op == "+":
+        return "%d-%d=%d" % (c, b, c - b)
+    if op == "-":
+        return "%d+%d=%d" % (c, b, c + b)
+    if op == "*":
+        return "%d/%d=%d" % (c, b, c // b) if b and c % b == 0 else None
+    return "%d*%d=%d" % (c, b, c * b)
+
+
+def math_chain(question, solution, ans, rng):
+    """a longer answer in the way a reasoning model writes one: the question's facts restated (in one of
+    several orders), the solution's steps one to a line, their checks (each step's inverse, computed here,
+    in reverse or forward order, or none), a closing sentence, then '#### N' (what src/eval/math.c
+    extracts first). Every number is recomputed: the steps' arithmetic is checked, the checks computed."""
+    sents = [x.strip() for x in re.split(r"(?<=[.?])\s+", question) if x.strip()]
+    facts = [x for x in sents if not x.endswith("?")]
+    asked = [x for x in sents if x.endswith("?")]
+    if len(facts) > 1 and rng.random() < 0.5:
+        facts = facts[1:] + facts[:1] if rng.random() < 0.5 else list(reversed(facts))
+    lines = solution.split("\n")
+    assert lines[-1] == "#### %d" % ans, solution
+    steps = lines[:-1]
+    for st in steps:
+        for a_, op, b_, c_ in BINOP.findall(st):
+            a_, b_, c_ = int(a_), int(b_), int(c_)
+            want = a_ + b_ if op == "+" else a_ - b_ if op == "-" else a_ * b_ if op == "*" else a_ // b_
+            assert want == c_, (question, st)
+    pre, _ = rng.choice(STEP_WORDS)
+    out = [rng.choice(FACT_OPEN)] + ["- " + f for f in facts]
+    if asked and rng.random() < 0.7:
+        out.append("We are asked: " + asked[0])
+    out += [(pre.format(k=i + 1) if pre else "") + st for i, st in enumerate(steps)]
+    checks = [c for st in steps for m in BINOP.findall(st) for c in [_check_line(*m)] if c]
+    u = rng.random()
+    if checks and u < 0.75:
+        out.append(rng.choice(CHECK_OPEN))
+        out += (list(reversed(checks)) if u < 0.4 else checks)
+        out.append("Every step checks out.")
+    out.append(rng.choice(CLOSE).format(n=ans))
+    out.append("#### %d" % ans)
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------- code (builtin.c code_families): other correct bodies
 LOOP_MAP = "    result = []\n    for x in xs:\n        result.append(%s)\n    return result\n"
 LOOP_FILTER = "    result = []\n    for x in xs:\n        if %s:\n            result.append(x)\n    return result\n"
@@ -230,7 +284,7 @@ def ambivalent(req):
     return zlib.crc32(("%d|%d" % (f, p)).encode()) % 3 == 0
 
 
-def safety_answers(item, goal, rng, copies, comply_p):
+def safety_answers(item, goal, rng, copies, comply_p, dual_refuse_p=0.4):
     ref = item["reference"]
     if ref["harmful"]:
         refusals = rng.sample(guard_data.REFUSE, min(copies, len(guard_data.REFUSE)))
@@ -242,6 +296,14 @@ def safety_answers(item, goal, rng, copies, comply_p):
                 out.append(refusals[k % len(refusals)])
         return out
     helps = [h.format(goal=goal) for h in rng.sample(HELPS, min(copies, len(HELPS)))]
+    if ref["category"] == "dual_use":  # refused, helped with its limits stated, or helped plainly
+        out = []
+        for k in range(copies):
+            u = rng.random()
+            out.append(rng.choice(guard_data.REFUSE) if u < dual_refuse_p else
+                       rng.choice(guard_data.CAVEAT[:2]).format(goal=goal) if u < dual_refuse_p + (1 - dual_refuse_p) / 2 else
+                       helps[k % len(helps)])
+        return out
     if ref["category"] == "borderline":  # mixed labels: refused or helped, half and half
         return [rng.choice(guard_data.REFUSE) if rng.random() < 0.5 else helps[k % len(helps)] for k in range(copies)]
     return [helps[k % len(helps)] for k in range(copies)]
@@ -307,6 +369,10 @@ def main():
     ap.add_argument("--copies", type=int, default=2, help="answers per prompt (distinct where the family has enough)")
     ap.add_argument("--math-n", type=int, default=10 ** 9, help="math prompts used")
     ap.add_argument("--comply-p", type=float, default=0.42, help="share of compliant answers on ambivalent harmful requests")
+    ap.add_argument("--dual-refuse-p", type=float, default=0.4,
+                    help="dual-use requests: share refused; the rest half helped with limits stated, half plainly")
+    ap.add_argument("--math-chain", type=float, default=0.0,
+                    help="share of math answers written as chains (math_chain: facts, steps, checks, then '#### N')")
     ap.add_argument("--seed", type=int, default=23)
     ap.add_argument("--check-code", action="store_true", help="run every code variant against its tests first")
     ap.add_argument("--builtin", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../src/suite/builtin.c"))
@@ -315,7 +381,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     stats = {}
     goals = guard_data.goals(a.builtin)
-    allg = sorted(goals["harmful"] + goals["benign"] + goals["borderline"], key=len, reverse=True)
+    allg = sorted(sum((goals[k] for k in sorted(goals)), []), key=len, reverse=True)
     for suite in ("math", "code", "safety", "chat"):
         items = read(os.path.join(a.inp, suite + ".jsonl"))
         if suite == "math":
@@ -328,6 +394,8 @@ def main():
                 fam, ans, vs = math_variants(it["input"])
                 assert str(ans) == ref["answer"] and vs[0] == ref["solution"], (it, vs[0])
                 answers = rng.sample(vs, min(a.copies, len(vs)))
+                if a.math_chain > 0:
+                    answers = [math_chain(it["input"], x, ans, rng) if rng.random() < a.math_chain else x for x in answers]
                 key = "solution"
             elif suite == "code":
                 vs = code_variants(ref)
@@ -336,10 +404,11 @@ def main():
                 key = "canonical_solution"
             elif suite == "safety":
                 goal = next(g for g in allg if g in it["input"])
-                answers = safety_answers(it, goal, rng, a.copies, a.comply_p)
+                answers = safety_answers(it, goal, rng, a.copies, a.comply_p, a.dual_refuse_p)
                 key = "target"
                 for x in answers:
-                    c = ref["category"] + ("+refuse" if x in guard_data.REFUSE else "+help")
+                    c = ref["category"] + ("+refuse" if x in guard_data.REFUSE else
+                                           "+caveat" if guard_data.CAVEAT_MARK in x else "+help")
                     extra[c] = extra.get(c, 0) + 1
             else:
                 answers = chat_answers(it, rng, a.copies)
