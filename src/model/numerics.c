@@ -568,9 +568,29 @@ void num_round_acts(drift_dtype t, float *x, int64_t n) {
         for (int64_t i = 0; i < n; i++) x[i] = tab[minifloat_encode(mf, x[i] / s)] * s;
         break;
     }
+    case DRIFT_DTYPE_INT8: { /* dynamic per-row symmetric: s = amax / 127, RNE */
+        float s = amax_of(x, n) / 127.0f;
+        if (!(s > 0.0f) || isinf(s)) return;
+        for (int64_t i = 0; i < n; i++) {
+            float q = rintf(x[i] / s);
+            q = q > 127.0f ? 127.0f : q < -127.0f ? -127.0f : q;
+            x[i] = q * s;
+        }
+        break;
+    }
     default:
         break;
     }
+}
+
+float num_round1(drift_dtype t, float v) {
+    if (t == DRIFT_DTYPE_BF16) return num_bf16_to_f32(num_f32_to_bf16(v));
+    if (t == DRIFT_DTYPE_F16) return num_f16_to_f32(num_f32_to_f16(v));
+    return v;
+}
+
+void num_store_round(const drift_numeric_profile *p, float *x, int64_t n) {
+    if (p->store) num_round_acts(num_dtype_of(p), x, n);
 }
 
 size_t num_kv_bytes(drift_dtype t, int n) {
