@@ -856,35 +856,41 @@ __attribute__((target("avx2"))) static inline __m256 ftz_v(__m256 v) {
     return _mm256_castsi256_ps(_mm256_blendv_epi8(u, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), den));
 }
 
-__attribute__((target("avx2,fma"))) static float hw_lanes_avx2(const drift_numeric_profile *p, const float *x,
-                                                               const float *w, int64_t n) {
-    int L = p->lanes;
-    float a[64];
+/* The lane loops. Products that must round before their add are in
+ * functions compiled for AVX2 without FMA, where GCC cannot contract them. */
+__attribute__((target("avx2,fma"))) static int64_t hw_loop_fma(__m256 *acc, int V, const float *x, const float *w, int64_t n) {
+    int L = 8 * V;
     int64_t k = 0;
-    if (L == 4) { /* dot=f32 only (validated) */
-        __m128 v = _mm_setzero_ps();
-        for (; k + 4 <= n; k += 4) {
-            __m128 xv = _mm_loadu_ps(x + k), wv = _mm_loadu_ps(w + k);
-            v = p->fma ? _mm_fmadd_ps(xv, wv, v) : _mm_add_ps(v, _mm_mul_ps(xv, wv));
-        }
-        _mm_storeu_ps(a, v);
-        hw_tail_f32(p, a, x, w, k, n);
-        return hw_combine(p, a, L);
-    }
-    int V = L / 8;
-    __m256 acc[8];
-    for (int v = 0; v < V; v++) acc[v] = _mm256_setzero_ps();
-    if (!p->dot_bf16) {
-        for (; k + L <= n; k += L)
-            for (int v = 0; v < V; v++) {
-                __m256 xv = _mm256_loadu_ps(x + k + 8 * v), wv = _mm256_loadu_ps(w + k + 8 * v);
-                acc[v] = p->fma ? _mm256_fmadd_ps(xv, wv, acc[v]) : _mm256_add_ps(acc[v], _mm256_mul_ps(xv, wv));
-            }
-        for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[v]);
-        hw_tail_f32(p, a, x, w, k, n);
-        return hw_combine(p, a, L);
-    }
+    for (; k + L <= n; k += L)
+        for (int v = 0; v < V; v++) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8 * v), _mm256_loadu_ps(w + k + 8 * v), acc[v]);
+    return k;
+}
+
+__attribute__((target("avx2"))) static int64_t hw_loop_nofma(__m256 *acc, int V, const float *x, const float *w, int64_t n) {
+    int L = 8 * V;
+    int64_t k = 0;
+    for (; k + L <= n; k += L)
+        for (int v = 0; v < V; v++)
+            acc[v] = _mm256_add_ps(acc[v], _mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * v), _mm256_loadu_ps(w + k + 8 * v)));
+    return k;
+}
+
+__attribute__((target("avx2,fma"))) static int64_t hw_loop4_fma(__m128 *acc, const float *x, const float *w, int64_t n) {
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4) *acc = _mm_fmadd_ps(_mm_loadu_ps(x + k), _mm_loadu_ps(w + k), *acc);
+    return k;
+}
+
+static int64_t hw_loop4_nofma(__m128 *acc, const float *x, const float *w, int64_t n) {
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4) *acc = _mm_add_ps(*acc, _mm_mul_ps(_mm_loadu_ps(x + k), _mm_loadu_ps(w + k)));
+    return k;
+}
+
+__attribute__((target("avx2"))) static int64_t hw_loop_bf16(__m256 *acc, int V, const float *x, const float *w, int64_t n) {
+    int L = 8 * V;
     const __m256i perm = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    int64_t k = 0;
     for (; k + 2 * L <= n; k += 2 * L)
         for (int v = 0; v < V; v++) {
             const float *xs = x + k + 16 * v, *ws = w + k + 16 * v;
@@ -897,8 +903,27 @@ __attribute__((target("avx2,fma"))) static float hw_lanes_avx2(const drift_numer
             acc[v] = ftz_v(_mm256_add_ps(acc[v], _mm256_mul_ps(xo, wo)));
             acc[v] = ftz_v(_mm256_add_ps(acc[v], _mm256_mul_ps(xe, we)));
         }
+    return k;
+}
+
+__attribute__((target("avx2"))) static float hw_lanes_avx2(const drift_numeric_profile *p, const float *x,
+                                                           const float *w, int64_t n) {
+    int L = p->lanes;
+    float a[64];
+    if (L == 4) { /* dot=f32 only (validated) */
+        __m128 v = _mm_setzero_ps();
+        int64_t k = p->fma ? hw_loop4_fma(&v, x, w, n) : hw_loop4_nofma(&v, x, w, n);
+        _mm_storeu_ps(a, v);
+        hw_tail_f32(p, a, x, w, k, n);
+        return hw_combine(p, a, L);
+    }
+    int V = L / 8;
+    __m256 acc[8];
+    for (int v = 0; v < V; v++) acc[v] = _mm256_setzero_ps();
+    int64_t k = p->dot_bf16 ? hw_loop_bf16(acc, V, x, w, n) : p->fma ? hw_loop_fma(acc, V, x, w, n) : hw_loop_nofma(acc, V, x, w, n);
     for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[v]);
-    hw_tail_bf16(a, x, w, k, n);
+    if (p->dot_bf16) hw_tail_bf16(a, x, w, k, n);
+    else hw_tail_f32(p, a, x, w, k, n);
     return hw_combine(p, a, L);
 }
 
