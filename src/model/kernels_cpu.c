@@ -1407,7 +1407,7 @@ __attribute__((target("avx2"))) static inline float wsum(float *acc, float l, co
                 vt = kvbuf;
             }
             l += e[t];
-            __m256 ev = _mm256_set1_ps(e[t]);
+            __m256 ev = _mm256_set1_ps(p->probs_lowp ? num_round1(num_dtype_of(p), e[t]) : e[t]);
             a0 = _mm256_add_ps(a0, _mm256_mul_ps(ev, _mm256_loadu_ps(vt)));
             a1 = _mm256_add_ps(a1, _mm256_mul_ps(ev, _mm256_loadu_ps(vt + 8)));
             a2 = _mm256_add_ps(a2, _mm256_mul_ps(ev, _mm256_loadu_ps(vt + 16)));
@@ -1426,7 +1426,7 @@ __attribute__((target("avx2"))) static inline float wsum(float *acc, float l, co
             vt = kvbuf;
         }
         l += e[t];
-        __m256 ev = _mm256_set1_ps(e[t]);
+        __m256 ev = _mm256_set1_ps(p->probs_lowp ? num_round1(num_dtype_of(p), e[t]) : e[t]);
         for (int d = 0; d < hd; d += 8)
             _mm256_storeu_ps(acc + d, _mm256_add_ps(_mm256_loadu_ps(acc + d), _mm256_mul_ps(ev, _mm256_loadu_ps(vt + d))));
     }
@@ -1479,6 +1479,8 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
         }
         scores8(s + t0, q, kp, hd, scale);
     }
+    if (p->scores_lowp)
+        for (int t = 0; t < n_pos; t++) s[t] = num_round1(num_dtype_of(p), s[t]);
     for (int j = n_pos; j < ((n_pos + 7) & ~7) + 4; j++) s[j] = 0.0f; /* what vexp_sub may read past the end */
     for (int d = 0; d < hd; d++) acc[d] = 0.0f;
     int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;
@@ -1517,9 +1519,8 @@ int num_fast_attention_avx2_active(void) { return vexp_usable(); }
 void num_fast_attention(const drift_numeric_profile *p, float *out, const float *q,
                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                         int head_dim, float scale, float *scratch) {
-    int lowp = p->scores_lowp || p->probs_lowp; /* the plain path rounds them (same bits otherwise) */
     drift_dtype dt = num_dtype_of(p);
-    if (!lowp && !num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
+    if (!num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
         attend_avx2(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
         return;
     }

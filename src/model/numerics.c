@@ -583,7 +583,7 @@ void num_round_acts(drift_dtype t, float *x, int64_t n) {
     }
 }
 
-float num_round1(drift_dtype t, float v) {
+float num_round1_slow(drift_dtype t, float v) {
     if (t == DRIFT_DTYPE_BF16) return num_bf16_to_f32(num_f32_to_bf16(v));
     if (t == DRIFT_DTYPE_F16) return num_f16_to_f32(num_f32_to_f16(v));
     return v;

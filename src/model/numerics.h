@@ -161,8 +161,20 @@ static inline drift_dtype num_dtype_of(const drift_numeric_profile *p) {
 static inline drift_dtype num_resid_of(const drift_numeric_profile *p) {
     return p->resid == DRIFT_DTYPE_NATIVE ? num_dtype_of(p) : p->resid;
 }
-/* One value rounded to a float format (f32, bf16, f16; others unchanged). */
-float num_round1(drift_dtype t, float v);
+/* One value rounded to a float format (f32, bf16, f16; others unchanged),
+ * as num_round_acts rounds it. */
+float num_round1_slow(drift_dtype t, float v);
+static inline float num_round1(drift_dtype t, float v) {
+    if (t == DRIFT_DTYPE_BF16) { /* RNE to the top 16 bits; NaN by the function (kept quiet) */
+        uint32_t u;
+        __builtin_memcpy(&u, &v, 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u) return num_round1_slow(t, v);
+        u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        __builtin_memcpy(&v, &u, 4);
+        return v;
+    }
+    return t == DRIFT_DTYPE_F16 ? num_round1_slow(t, v) : v;
+}
 /* store=dtype: x (n) rounded to the model dtype; store=f32: unchanged. */
 void num_store_round(const drift_numeric_profile *p, float *x, int64_t n);
 
