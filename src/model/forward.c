@@ -197,9 +197,11 @@ static drift_status rs_scratch(model_run_state *rs, int nt, size_t per, drift_er
  * num_qmat_dequantize_row bit for bit), so the bits do not change. W itself for the ref profile (its own
  * kernels), and when the copy would not fit WCOPY_MAX_BYTES or memory. */
 static const num_qmat *rs_weights(model_run_state *rs, const drift_numeric_profile *p, const num_qmat *W) {
-    if (p->isa == DRIFT_ISA_REF) return W;
-    switch (W->dtype) {
-    case DRIFT_DTYPE_F32:
+    if (p->isa == DRIFT_ISA_REF || W->dtype == DRIFT_DTYPE_F32) return W;
+    /* the hardware levels' dot products read f32 rows (num_hw_dot): a copy
+     * of every other format, or each call would convert the whole matrix */
+    int hw = p->lanes || p->mma;
+    switch (hw ? DRIFT_DTYPE_COUNT : W->dtype) {
     case DRIFT_DTYPE_BF16:
     case DRIFT_DTYPE_F16:
     case DRIFT_DTYPE_Q8_0:

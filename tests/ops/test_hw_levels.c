@@ -348,6 +348,28 @@ static void test_attention_rounding(void **state) {
     free(scr);
 }
 
+
+/* the accumulator cut by bits = by nextafterf, on random and edge values */
+static void test_trunc(void **state) {
+    (void)state;
+    const double edge[] = {0.0, -0.0, 1.0, -1.0, 0x1.fffffffffffffp-1, 3.4028235677973366e38, 3.5e38, -3.5e38, 1e-45, 1e-39,
+                           -1e-40, INFINITY, -INFINITY, 0x1.000001p0, 0x1.0000018p0, -0x1.0000008p0};
+    int bad = 0;
+    for (int bits = 1; bits <= 23; bits++) {
+        for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
+            float a = num_hw_trunc(edge[i], bits), b = num_hw_trunc_ref(edge[i], bits);
+            bad += memcmp(&a, &b, 4) != 0;
+        }
+        for (int i = 0; i < 20000; i++) {
+            double v = (double)randn() * ldexp(1.0, (int)(util_rng_uniform(&RNG) * 60) - 30);
+            float a = num_hw_trunc(v, bits), b = num_hw_trunc_ref(v, bits);
+            bad += memcmp(&a, &b, 4) != 0;
+            assert_true(fabs((double)a) <= fabs(v)); /* toward zero */
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_hw_dot_bits, setup),
@@ -355,6 +377,7 @@ int main(void) {
         cmocka_unit_test_setup(test_levels_are_the_isa_kernels, setup),
         cmocka_unit_test(test_bf16_dot_semantics),
         cmocka_unit_test(test_mma_semantics),
+        cmocka_unit_test_setup(test_trunc, setup),
         cmocka_unit_test_setup(test_levels_vs_f64, setup),
         cmocka_unit_test_setup(test_int8_acts, setup),
         cmocka_unit_test_setup(test_rounding_keys, setup),
