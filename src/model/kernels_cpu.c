@@ -1672,7 +1672,9 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                         int head_dim, float scale, float *scratch) {
     drift_dtype dt = num_dtype_of(p);
-    if (!num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
+    /* a hardware level computes the scores q.k with its own dot products */
+    int hw = p->lanes || p->mma;
+    if (!hw && !num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
         attend_avx2(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
         return;
     }
@@ -1688,7 +1690,8 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
     for (int t = 0; t < n_pos; t++) {
         const void *kt = (const char *)k + (size_t)t * stride_bytes;
         if (!f32) num_kv_load(p->kv, kv, kt, head_dim);
-        s[t] = dot8(q, f32 ? (const float *)kt : kv, head_dim) * scale;
+        const float *kf = f32 ? (const float *)kt : kv;
+        s[t] = (hw ? num_hw_dot(p, q, kf, head_dim, 1) : dot8(q, kf, head_dim)) * scale;
         if (p->scores_lowp) s[t] = num_round1(dt, s[t]);
     }
     int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;

@@ -370,6 +370,43 @@ static void test_trunc(void **state) {
     assert_int_equal(bad, 0);
 }
 
+
+/* a hardware level's attention: scores by its dot product (the
+ * definition), the rest as the plain path: a scalar transcription */
+static void test_hw_attention(void **state) {
+    (void)state;
+    const int hd = 64, npos = 77;
+    const char *specs[] = {"isa=avx2&lanes=16&attn=two-pass", "isa=avx2&mma=32&accbits=14&promote=128&attn=two-pass",
+                           "isa=avx2&lanes=8&fma=0&attn=two-pass", "isa=avx2&lanes=16&dot=bf16&attn=two-pass"};
+    float *q = rand_vec(hd, 1.0f), *k = rand_vec((int64_t)npos * hd, 1.0f), *v = rand_vec((int64_t)npos * hd, 1.0f);
+    float out[64], want[64], s[77], acc[64], *scr = malloc((size_t)(npos + 2 * hd + 16) * 4);
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+        drift_numeric_profile p = prof(specs[i]);
+        num_attention(&p, out, q, k, v, (size_t)hd * 4, npos, hd, 0.125f, scr);
+        float m = -INFINITY, l = 0.0f;
+        for (int t = 0; t < npos; t++) {
+            s[t] = num_hw_dot_ref(&p, q, k + t * hd, hd, 1) * 0.125f;
+            if (s[t] > m) m = s[t];
+        }
+        for (int d = 0; d < hd; d++) acc[d] = 0.0f;
+        for (int t = 0; t < npos; t++) {
+            float e = expf(s[t] - m);
+            l += e;
+            for (int d = 0; d < hd; d++) {
+                float pr = e * v[t * hd + d];
+                acc[d] = acc[d] + pr;
+            }
+        }
+        float inv = 1.0f / l;
+        for (int d = 0; d < hd; d++) want[d] = acc[d] * inv;
+        if (!bits_equal(out, want, hd)) fail_msg("%s: attention differs from its definition", specs[i]);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(scr);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_hw_dot_bits, setup),
@@ -378,6 +415,7 @@ int main(void) {
         cmocka_unit_test(test_bf16_dot_semantics),
         cmocka_unit_test(test_mma_semantics),
         cmocka_unit_test_setup(test_trunc, setup),
+        cmocka_unit_test_setup(test_hw_attention, setup),
         cmocka_unit_test_setup(test_levels_vs_f64, setup),
         cmocka_unit_test_setup(test_int8_acts, setup),
         cmocka_unit_test_setup(test_rounding_keys, setup),
