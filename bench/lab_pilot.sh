@@ -44,7 +44,7 @@ run() { # label spec model
     done
 }
 
-: >"$OUT/times.txt"
+touch "$OUT/times.txt" # appended: a resumed run (nothing left to ask) keeps its first, real time
 for m in $MODELS; do
     mn=$(basename "$m" .gguf)
     run "$mn-base" "$BASE" "$m"
@@ -65,7 +65,7 @@ done
             sn=${sn#builtin:}
             "$BIN" compare --db "$DB" --baseline "$mn-base-$sn" --target "$mn-$lv-$sn" --format json --no-risk \
                 >"$OUT/cmp-$mn-$lv-$sn.json" 2>/dev/null || true
-            secs=$(awk -v l="$mn-$lv-$sn" '$1 == l {printf "%.0f", $2}' "$OUT/times.txt")
+            secs=$(awk -v l="$mn-$lv-$sn" '$1 == l && $2 > m {m = $2} END {printf "%.0f", m}' "$OUT/times.txt")
             python3 - "$DB" "$mn-base-$sn" "$mn-$lv-$sn" "$OUT/cmp-$mn-$lv-$sn.json" "$mn" "$lv" "$secs" <<'EOF'
 import json, sqlite3, sys
 db, base, lvl, cmpf, model, level, secs = sys.argv[1:]
