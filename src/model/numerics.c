@@ -591,8 +591,12 @@ void num_qmat_free(num_qmat *m) {
 /* ---- activations and KV vectors ---- */
 void num_round_acts(drift_dtype t, float *x, int64_t n) {
     switch (t) {
-    case DRIFT_DTYPE_BF16:
-        for (int64_t i = 0; i < n; i++) x[i] = num_bf16_to_f32(num_f32_to_bf16(x[i]));
+    case DRIFT_DTYPE_BF16: /* num_bf16_to_f32(num_f32_to_bf16(x)), branch-free so that it vectorises */
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u = f2u(x[i]);
+            uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u, q = (u & 0xffff0000u) | 0x00400000u;
+            x[i] = u2f((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+        }
         break;
     case DRIFT_DTYPE_F16:
         for (int64_t i = 0; i < n; i++) x[i] = num_f16_to_f32(num_f32_to_f16(x[i]));

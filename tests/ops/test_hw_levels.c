@@ -407,6 +407,26 @@ static void test_hw_attention(void **state) {
     free(scr);
 }
 
+
+/* num_round_acts / num_round1 to bf16 = num_f32_to_bf16 then back, on
+ * random bit patterns (NaN, inf, subnormals, ties included) */
+static void test_bf16_rounding_paths(void **state) {
+    (void)state;
+    enum { N = 100000 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)(util_rng_uniform(&RNG) * 4294967296.0);
+        if (i % 7 == 0) u = (u & 0xffff0000u) | 0x8000u; /* a tie */
+        memcpy(&x[i], &u, 4);
+    }
+    memcpy(y, x, sizeof x);
+    num_round_acts(DRIFT_DTYPE_BF16, y, N);
+    for (int i = 0; i < N; i++) {
+        float want = num_bf16_to_f32(num_f32_to_bf16(x[i])), one = num_round1(DRIFT_DTYPE_BF16, x[i]);
+        if (memcmp(&want, &y[i], 4) || memcmp(&want, &one, 4)) fail_msg("bf16 rounding of %a differs", x[i]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_hw_dot_bits, setup),
@@ -418,6 +438,7 @@ int main(void) {
         cmocka_unit_test_setup(test_hw_attention, setup),
         cmocka_unit_test_setup(test_levels_vs_f64, setup),
         cmocka_unit_test_setup(test_int8_acts, setup),
+        cmocka_unit_test_setup(test_bf16_rounding_paths, setup),
         cmocka_unit_test_setup(test_rounding_keys, setup),
         cmocka_unit_test_setup_teardown(test_attention_rounding, setup, reset_failed),
     };
