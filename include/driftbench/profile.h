@@ -190,7 +190,9 @@ typedef struct drift_numeric_profile {
     int lanes;            /* lanes=: accumulator lanes per dot product (4, 8,
                              16, 32, 64); element k goes to lane k mod lanes
                              (dot=bf16: pair (k mod 2*lanes)/2); 0 = the isa's */
-    int fma;              /* fma=1|0: 0 = product rounded to f32 before the add */
+    int fma;              /* fma=1|0: 0 = product rounded to f32 before the add
+                             (no effect where the product is exact in f32:
+                             bf16 x bf16, f16 x f16) */
     int tree;             /* tree=halving|linear: lanes combined a[i]+=a[i+h]
                              for h = lanes/2 .. 1, or ((a0+a1)+a2)+... */
     int dot_bf16;         /* dot=f32|bf16: 1 = AVX512-BF16 VDPBF16PS: operands
@@ -231,7 +233,7 @@ typedef enum drift_profile_axis {
  * `framework=NAME` and `hardware=NAME` apply them in a spec.
  *   precision: w16a16 w16a16-f16 w8a8-fp8 w8a8-int8 w4a16 w4a16-mxfp4 w4a16-nvfp4
  *   framework: vllm sglang trtllm hf-eager
- *   hardware:  avx2 avx512 avx512-bf16 avx-nofma sse2 tc-bf16 tc-fp8 tc-fp8-nopromote
+ *   hardware:  avx2 avx512 avx512-bf16 sse2 tc-bf16 tc-fp8 tc-fp8-nopromote
  * The texts (profile.c) say exactly what each sets; all are emulations of
  * those stacks' numeric choices by this engine's kernels. */
 DRIFT_API size_t drift_profile_preset_count(drift_profile_axis axis);
