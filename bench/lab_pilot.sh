@@ -25,7 +25,7 @@ MODELS=${MODELS:-"models/llama-fragile-7m.gguf models/qwen2-fragile-7m.gguf"}
 SUITES=${SUITES:-"builtin:math?limit=150 builtin:code?limit=40"}
 CONC=${CONC:-2}
 BASE="precision=w16a16&framework=vllm&hardware=avx2"
-LEVELS=${LEVELS:-"hardware=avx512 hardware=avx512-bf16 hardware=avx-nofma hardware=sse2 hardware=tc-bf16 hardware=tc-fp8 hardware=tc-fp8-nopromote
+LEVELS=${LEVELS:-"hardware=avx512 hardware=avx512-bf16 hardware=sse2 hardware=tc-bf16 hardware=tc-fp8 hardware=tc-fp8-nopromote
 precision=w16a16-f16 precision=w8a8-fp8 precision=w8a8-int8 precision=w4a16 precision=w4a16-mxfp4 precision=w4a16-nvfp4
 framework=sglang framework=trtllm framework=hf-eager"}
 mkdir -p "$OUT"
