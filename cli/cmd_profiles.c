@@ -50,7 +50,9 @@ static int cmd_profiles(int argc, char **argv) {
         char prec[64], fw[256];
         drift_profile_precision(&p, prec, sizeof prec);
         drift_profile_framework(&p, fw, sizeof fw);
-        printf("%s\n  spec: %s\n  precision: %s\n  framework: %s\n", p.name, spec ? spec : "?", prec, fw);
+        char hw[128];
+        drift_profile_hardware(&p, hw, sizeof hw);
+        printf("%s\n  spec: %s\n  precision: %s\n  framework: %s\n  hardware: %s\n", p.name, spec ? spec : "?", prec, fw, hw);
         if (p.backend == DRIFT_BACKEND_CUDA) {
             const char *why = cuda_unavailable_reason(gpu);
             if (why) printf("  unavailable here: %s\n", why);
@@ -80,6 +82,14 @@ static int cmd_profiles(int argc, char **argv) {
     else if (!gpu)
         printf("\nbackend=cuda profiles need a GPU: `driftbench profiles --gpu` checks this machine.\n");
 #endif
+    static const char *AXES[] = {"precision", "framework", "hardware"};
+    for (int a = 0; a < DRIFT_AXIS_COUNT; a++) {
+        printf("\n%s presets (%s=NAME in a spec; emulations of those stacks' numerics):\n", AXES[a], AXES[a]);
+        for (size_t i = 0; i < drift_profile_preset_count((drift_profile_axis)a); i++)
+            printf("  %-18s %s\n  %-18s   sets: %s\n", drift_profile_preset_name((drift_profile_axis)a, i),
+                   drift_profile_preset_summary((drift_profile_axis)a, i), "",
+                   drift_profile_preset_spec((drift_profile_axis)a, i));
+    }
     printf("\n`driftbench profiles NAME` describes one; any key can be overridden in a target spec.\n");
     return CLI_EXIT_PASS;
 }

@@ -23,6 +23,22 @@
  *   gemm     backend=cuda only: kernel (DriftBench's fixed-order kernels) or
  *            vendor (cuBLAS / cuBLASLt)
  *
+ *
+ * Where values are rounded (the framework's choices; defaults = the
+ * engine's historical numerics, see the fields below): dtype (model dtype of
+ * the tensors between kernels), resid, store, norm, addnorm, swiglu, rope,
+ * scores, probs, bias, logits. How dot products are computed (the
+ * hardware's): lanes, fma, tree, dot, mma, accbits, promote -- each defines
+ * its bits exactly (src/model/hw_ref.c), the same on any x86-64 with
+ * AVX2+FMA, unlike isa=auto whose bits follow the host.
+ *
+ * Presets set whole axes: precision=NAME (a serving format: weights,
+ * activations, KV cache, stored tensors), framework=NAME (the rounding
+ * points, attention blocks and split-K of a serving stack, emulated),
+ * hardware=NAME (the dot products of a CPU or GPU matrix unit, emulated);
+ * drift_profile_preset_* list them. The lab's baseline is
+ * "precision=w16a16&framework=vllm&hardware=avx2".
+ *
  * Named profiles (`driftbench profiles` lists them) are starting points; a
  * spec "profile=NAME&key=value&..." applies overrides in order. */
 #ifndef DRIFTBENCH_PROFILE_H
@@ -125,7 +141,105 @@ typedef struct drift_numeric_profile {
     int batch_invariant;          /* 1 = results independent of batch size */
     drift_isa isa;
     drift_gemm gemm;              /* backend=cuda: kernel or vendor */
+
+    /* ---- Where values are rounded (framework and serving-format knobs).
+     * Defaults keep the engine's historical numerics: only matmul inputs,
+     * the embedding and the residual stream are rounded (to acts). ---- */
+    drift_dtype dtype;    /* dtype=: the model dtype, format of the tensors
+                             between kernels (residual, GEMM outputs, norm
+                             outputs ...). DRIFT_DTYPE_NATIVE = "acts": the
+                             same as acts (historical). A float format. */
+    drift_dtype resid;    /* resid=: format of the residual stream after each
+                             add; DRIFT_DTYPE_NATIVE = "dtype" (as dtype) */
+    int store;            /* store=f32|dtype: 1 = every tensor a kernel writes
+                             (GEMM outputs incl. bias, RoPE output, SwiGLU
+                             output, norm output) is stored in dtype, as a
+                             bf16/f16 serving stack's tensors are */
+    int norm_round;       /* norm=f32|round: 1 = RMSNorm rounds x*rsqrt(ms)
+                             to dtype before the weight multiply (HF / vLLM
+                             rms_norm kernel; store=dtype rounds the product
+                             too); 0 = f32 inside (flashinfer) */
+    int addnorm_f32;      /* addnorm=rounded|f32: 1 = the norm after a
+                             residual add reads the f32 sum (fused
+                             add+RMSNorm, flashinfer); 0 = it reads the
+                             rounded residual (unfused, or vLLM's
+                             fused_add_rms_norm whose sum is scalar_t) */
+    int swiglu_round;     /* swiglu=fused|round: 1 = silu(gate) rounded to
+                             dtype before the product (HF act_fn(gate)*up,
+                             vLLM silu_and_mul); 0 = f32 inside */
+    int rope_lowp;        /* rope=f32|dtype: 1 = cos/sin tables in dtype and
+                             each product and the sum rounded to dtype (HF
+                             rotary, vLLM's rotary kernel in scalar_t) */
+    int scores_lowp;      /* scores=f32|dtype: 1 = attention scores q.k*scale
+                             rounded to dtype (eager attention: the QK^T
+                             matmul writes dtype) */
+    int probs_lowp;       /* probs=f32|dtype: 1 = softmax weights rounded to
+                             dtype before the P.V product (FlashAttention
+                             converts P to bf16/f16 for its second GEMM) */
+    int bias_unfused;     /* bias=fused|unfused: 1 = GEMM output rounded to
+                             dtype, then the bias added and rounded again
+                             (a separate bias kernel); 0 = bias added in f32
+                             in the GEMM epilogue (one rounding) */
+    int logits_lowp;      /* logits=f32|dtype: 1 = the LM head writes its
+                             logits in dtype (vLLM, HF); 0 = f32 logits
+                             (TensorRT-LLM's default logits_dtype) */
+
+    /* ---- Hardware: how a matmul's dot products are computed. lanes = 0 and
+     * mma = 0: the isa's own kernels (historical). Otherwise the level defines
+     * the bits, the same on any x86-64 with AVX2+FMA (emulated). ---- */
+    int lanes;            /* lanes=: accumulator lanes per dot product (4, 8,
+                             16, 32, 64); element k goes to lane k mod lanes
+                             (dot=bf16: pair (k mod 2*lanes)/2); 0 = the isa's */
+    int fma;              /* fma=1|0: 0 = product rounded to f32 before the add
+                             (no effect where the product is exact in f32:
+                             bf16 x bf16, f16 x f16) */
+    int tree;             /* tree=halving|linear: lanes combined a[i]+=a[i+h]
+                             for h = lanes/2 .. 1, or ((a0+a1)+a2)+... */
+    int dot_bf16;         /* dot=f32|bf16: 1 = AVX512-BF16 VDPBF16PS: operands
+                             rounded to bf16 (RNE), denormal inputs zero
+                             (DAZ), per lane acc += odd pair product, then
+                             += even, each add RNE with FTZ */
+    int mma;              /* mma=K: matrix-unit dot: one accumulator per
+                             output; each chunk of K products and the
+                             accumulator summed in float64 (4 lanes, k mod 4)
+                             then cut to acc_bits mantissa bits toward zero
+                             (tensor cores truncate: Fasi et al. 2021);
+                             0 = lanes path */
+    int acc_bits;         /* accbits=: mantissa bits the mma accumulator keeps
+                             (23 = f32; ~14 = H800 FP8 GEMM, DeepSeek-V3 tech.
+                             report 3.3.2) */
+    int promote;          /* promote=N: every N elements the mma accumulator
+                             is added to an f32 accumulator (RNE) and reset
+                             (DeepGEMM's N_C = 128); 0 = never */
+
+    /* Names of the presets in effect (precision=, framework=, hardware=), ""
+     * when none or after a key of that axis changed one of its fields. */
+    char precision_preset[DRIFT_PROFILE_NAME_MAX];
+    char framework_preset[DRIFT_PROFILE_NAME_MAX];
+    char hardware_preset[DRIFT_PROFILE_NAME_MAX];
 } drift_numeric_profile;
+
+/* The three axes a run records, each with named presets. */
+typedef enum drift_profile_axis {
+    DRIFT_AXIS_PRECISION = 0,
+    DRIFT_AXIS_FRAMEWORK = 1,
+    DRIFT_AXIS_HARDWARE = 2,
+    DRIFT_AXIS_COUNT = 3
+} drift_profile_axis;
+
+/* Presets of an axis: count, and the i-th name, one-paragraph summary (what
+ * it changes, which real behaviour it emulates) and spec (the keys it sets
+ * after resetting its axis's fields); NULL past the end. `precision=NAME`,
+ * `framework=NAME` and `hardware=NAME` apply them in a spec.
+ *   precision: w16a16 w16a16-f16 w8a8-fp8 w8a8-int8 w4a16 w4a16-mxfp4 w4a16-nvfp4
+ *   framework: vllm sglang trtllm hf-eager
+ *   hardware:  avx2 avx512 avx512-bf16 sse2 tc-bf16 tc-fp8 tc-fp8-nopromote
+ * The texts (profile.c) say exactly what each sets; all are emulations of
+ * those stacks' numeric choices by this engine's kernels. */
+DRIFT_API size_t drift_profile_preset_count(drift_profile_axis axis);
+DRIFT_API const char *drift_profile_preset_name(drift_profile_axis axis, size_t i);
+DRIFT_API const char *drift_profile_preset_summary(drift_profile_axis axis, size_t i);
+DRIFT_API const char *drift_profile_preset_spec(drift_profile_axis axis, size_t i);
 
 /* Number of named profiles, and the i-th name (NULL past the end). */
 DRIFT_API size_t drift_profile_count(void);
@@ -143,7 +257,12 @@ DRIFT_API drift_status drift_profile_get(const char *name, drift_numeric_profile
  * `cpu-f32` when no profile= is given; profile= must come first when present.
  * Keys: profile weights acts kv accum reduce attn exp threads backend
  * batch_invariant isa group (int4 group size) wscale (per-channel|per-tensor)
- * gemm (kernel|vendor; emitted by to_spec only when backend=cuda).
+ * gemm (kernel|vendor; emitted by to_spec only when backend=cuda); the
+ * presets precision= framework= hardware= (precision=FORMAT still means
+ * weights=FORMAT); dtype resid store norm addnorm swiglu rope scores probs
+ * bias logits lanes fma tree dot mma accbits promote (emitted by to_spec
+ * only where they differ from the defaults; acts=int8 is the dynamic
+ * per-token int8 activation format).
  * Values: formats by name (f32 bf16 f16 fp8-e4m3 fp8-e5m2 int8 int4 mxfp4
  * nvfp4 q8_0 q4_0 native; "fp8" = fp8-e4m3), reduce=sequential|pairwise|
  * blocked:S, attn=two-pass|online:B, exp=libm|fast, isa=auto|ref|scalar|
@@ -185,14 +304,60 @@ DRIFT_API char *drift_profile_to_spec(const drift_numeric_profile *p);
 DRIFT_API char *drift_profile_describe(const drift_numeric_profile *p);
 
 /* JSON object (compact text, malloc'd) with every field, plus "precision"
- * (the weight format name) and "framework" ("driftbench-embedded/" + the
- * kernel choices), for recording with a run. */
+ * (the precision preset's name, or the weight format name), "framework"
+ * (the framework preset's name, or "driftbench-embedded/" + the kernel
+ * choices), "hardware" (drift_profile_hardware) and the three preset names
+ * ("" when none), for recording with a run. */
 DRIFT_API char *drift_profile_to_json(const drift_numeric_profile *p);
 
 /* The config dimensions a run records. out buffers receive NUL-terminated
- * text (truncated to their size). */
+ * text (truncated to their size). precision: the precision preset's name
+ * when one is in effect, else the weight format; framework: the framework
+ * preset's name, else "driftbench-embedded/ISA/reduce/attn/exp-E/acc-A" with
+ * "/key-value" for each rounding key that differs from the defaults. */
 DRIFT_API void drift_profile_precision(const drift_numeric_profile *p, char *out, size_t n);
 DRIFT_API void drift_profile_framework(const drift_numeric_profile *p, char *out, size_t n);
+/* The hardware dimension: the hardware preset's name when one is in effect,
+ * else "cpu-ISA" (the isa the CPU kernels resolve to; "cuda" for
+ * backend=cuda, whose device name a run records instead) with "/lanes-L",
+ * "/nofma", "/tree-linear", "/dot-bf16", "/mma-K/acc-B/promote-N" for the
+ * hardware keys that differ from the isa's own kernels. */
+DRIFT_API void drift_profile_hardware(const drift_numeric_profile *p, char *out, size_t n);
+
+/* Numeric descriptors of a profile: what it is, as numbers, for models that
+ * predict drift from them (PRI). Writes min(cap, total) pairs (names[i]
+ * static strings, values[i]) and returns the total (call with cap = 0 to
+ * size). Names and order are stable (new ones only appended):
+ *   w_mant, w_exp      weight format's mantissa / exponent bits (int8: 7/0,
+ *                      int4: 3/0, e2m1: 1/2, e4m3: 3/4, bf16: 7/8, f16:
+ *                      10/5, f32: 23/8; native: f32's)
+ *   w_block            elements per weight scale (0 = no scale: float
+ *                      formats; per-channel int8/fp8: -1 = a whole row;
+ *                      per-tensor fp8: -2; int4: group; mxfp4 32; nvfp4 16)
+ *   a_mant, a_exp      matmul-input activation format's bits
+ *   a_dynamic          1 = activations quantized with a dynamic per-token
+ *                      scale (fp8, int8), 0 = plain rounding
+ *   kv_mant, kv_exp    KV cache format's bits
+ *   dtype_mant         mantissa bits of the tensors between kernels (dtype)
+ *   resid_mant         mantissa bits of the residual stream
+ *   store_lowp         1 = kernel outputs stored in dtype (store=dtype)
+ *   norm_round, addnorm_f32, swiglu_round, rope_lowp, scores_lowp,
+ *   probs_lowp, bias_unfused, logits_lowp   the framework flags (0/1)
+ *   attn_block         positions per online-softmax block (0 = two-pass)
+ *   split_k            chunks of the matmul reduction (1 = none)
+ *   exp_fast           1 = fast polynomial exp
+ *   acc_mant           mantissa bits of the dot-product accumulator (23 for
+ *                      f32, 52 for f64, 7 for accum=bf16, acc_bits with mma)
+ *   lanes              accumulator lanes per dot product (1 for mma, the
+ *                      isa's width when lanes = 0: 8 avx2, 16 avx512, 1 scalar/ref)
+ *   fma                1 = fused multiply-add (mma: products exact = 1)
+ *   tree_linear        1 = lanes combined linearly, 0 = halving tree
+ *   dot_bf16           1 = VDPBF16PS pair dot products
+ *   mma_k              products per matrix-unit chunk (0 = lanes path)
+ *   promote            elements between promotions to f32 (0 = never / n.a.)
+ *   acc_trunc          1 = accumulator rounded toward zero (mma), 0 = RNE */
+DRIFT_API size_t drift_profile_descriptors(const drift_numeric_profile *p, const char **names, double *values,
+                                           size_t cap);
 
 /* Name of a format ("bf16", "fp8-e4m3", "native"); "?" if out of range.
  * drift_dtype_parse returns 0 and sets *out, or -1 for an unknown name. */

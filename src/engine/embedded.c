@@ -304,10 +304,8 @@ static char *config_json(const drift_model *m, const drift_numeric_profile *p) {
     char prec[64], fw[256];
     drift_profile_precision(p, prec, sizeof prec);
     drift_profile_framework(p, fw, sizeof fw);
-    drift_isa isa = p->isa == DRIFT_ISA_REF ? DRIFT_ISA_SCALAR : num_isa_resolve(p->isa);
-    char hw[64];
-    if (p->backend == DRIFT_BACKEND_CUDA) snprintf(hw, sizeof hw, "cuda"); /* the device's name replaces it below */
-    else snprintf(hw, sizeof hw, "cpu-%s", num_isa_name(isa));
+    char hw[128]; /* "cpu-ISA", a hardware preset's name, or "cuda" (the device's name replaces it below) */
+    drift_profile_hardware(p, hw, sizeof hw);
     char *spec = drift_profile_to_spec(p);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?}", "model", drift_model_get_info(m)->name, "hardware", hw, "precision", prec,
                           "framework", fw, "profile", p->name, "profile_spec", spec);

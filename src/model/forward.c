@@ -187,6 +187,8 @@ static drift_status rs_scratch(model_run_state *rs, int nt, size_t per, drift_er
 
 /* What the f32 weight copies of one run state may hold in all. */
 #define WCOPY_MAX_BYTES ((size_t)512 << 20)
+/* ... and at most this much of copies of 16-bit matrices (rs_weights) */
+#define WCOPY_SMALL_BYTES ((size_t)64 << 20)
 
 /* The matrix a matmul of rs should read for W: for a format the fast matmul
  * converts to f32 panel by panel in every call (all but f32, bf16, f16,
@@ -197,9 +199,18 @@ static drift_status rs_scratch(model_run_state *rs, int nt, size_t per, drift_er
  * num_qmat_dequantize_row bit for bit), so the bits do not change. W itself for the ref profile (its own
  * kernels), and when the copy would not fit WCOPY_MAX_BYTES or memory. */
 static const num_qmat *rs_weights(model_run_state *rs, const drift_numeric_profile *p, const num_qmat *W) {
-    if (p->isa == DRIFT_ISA_REF) return W;
-    switch (W->dtype) {
-    case DRIFT_DTYPE_F32:
+    if (p->isa == DRIFT_ISA_REF || W->dtype == DRIFT_DTYPE_F32) return W;
+    /* the hardware levels' dot products read f32 rows (num_hw_dot): a copy
+     * of every other format, or each call would convert the whole matrix */
+    int hw = p->lanes || p->mma;
+    /* bf16 / f16 matrices of a small model: an f32 copy too, while all the
+     * copies stay under WCOPY_SMALL_BYTES. Its weights then sit in the
+     * caches, where widening 16-bit values in the tile kernel costs more
+     * than reading twice the bytes (same values: the widening is exact); a
+     * big model streams its 16-bit weights from memory, in place. */
+    int small16 = (W->dtype == DRIFT_DTYPE_BF16 || W->dtype == DRIFT_DTYPE_F16) &&
+                  rs->wcopy_bytes + (size_t)W->rows * (size_t)W->cols * sizeof(float) <= WCOPY_SMALL_BYTES;
+    switch (hw || small16 ? DRIFT_DTYPE_COUNT : W->dtype) {
     case DRIFT_DTYPE_BF16:
     case DRIFT_DTYPE_F16:
     case DRIFT_DTYPE_Q8_0:
@@ -252,6 +263,7 @@ static drift_status moe_ffn(const drift_model *m, model_run_state *rs, const lay
     double *pr = rs->prob;
     drift_status st;
     if ((st = num_matmul(p, logits, xb, rs_weights(rs, p, &w->router), B, err))) return st;
+    num_store_round(p, logits, (int64_t)B * E);
     /* the router (kernels_ref.h): softmax, top-k (ties: lower index), renormalised;
      * ref's results must not depend on the CPU's libm (it picks FMA code or not) */
     double (*exp_fn)(double) = p->isa == DRIFT_ISA_REF ? num_ref_exp : exp;
@@ -269,8 +281,12 @@ static drift_status moe_ffn(const drift_model *m, model_run_state *rs, const lay
                 }
         if (!cnt) continue;
         if ((st = num_matmul(p, h1, g, rs_weights(rs, p, &w->e_gate[e]), cnt, err)) || (st = num_matmul(p, h3, g, rs_weights(rs, p, &w->e_up[e]), cnt, err))) return st;
+        num_store_round(p, h1, (int64_t)cnt * H);
+        num_store_round(p, h3, (int64_t)cnt * H);
         for (int r = 0; r < cnt; r++) num_swiglu(p, h1 + (size_t)r * H, h1 + (size_t)r * H, h3 + (size_t)r * H, H);
+        num_store_round(p, h1, (int64_t)cnt * H);
         if ((st = num_matmul(p, o, h1, rs_weights(rs, p, &w->e_down[e]), cnt, err))) return st;
+        num_store_round(p, o, (int64_t)cnt * D);
         for (int r = 0; r < cnt; r++) memcpy(slot + (size_t)who[r] * D, o + (size_t)r * D, (size_t)D * sizeof *o);
     }
     /* each row: its K slots weighted, summed in rank order */
@@ -281,6 +297,7 @@ static drift_status moe_ffn(const drift_model *m, model_run_state *rs, const lay
             for (int k = 0; k < K; k++) acc += wt[b * K + k] * slot[((size_t)b * K + k) * D + d];
             ob[d] = acc;
         }
+        num_store_round(p, ob, D);
     }
     return DRIFT_OK;
 }
@@ -323,6 +340,29 @@ static drift_status cuda_rows(const drift_model *m, drift_session *const *sess, 
     return st;
 }
 #endif
+
+/* A GEMM output row y (n) with its bias (NULL: none) as the profile
+ * stores it: store=f32 -> y + bias in f32; store=dtype -> rounded to the
+ * dtype once (bias=fused, the GEMM epilogue) or before and after the bias
+ * add (bias=unfused, a separate kernel). */
+static void gemm_out(const drift_numeric_profile *p, float *y, const float *bias, int n) {
+    if (bias && p->bias_unfused) num_store_round(p, y, n);
+    if (bias) num_add(y, y, bias, n);
+    num_store_round(p, y, n);
+}
+
+/* Residual add and the rmsnorm after it, for one row: x += d, x rounded to
+ * the residual format rfmt; out = rmsnorm(x) * w, stored. The norm reads
+ * the rounded x (addnorm=rounded), or the f32 sum (addnorm=f32: fused
+ * add+norm). */
+static void add_norm(const drift_numeric_profile *p, float *x, const float *d, float *out, const float *w, int n,
+                     float eps, drift_dtype rfmt) {
+    num_add(x, x, d, n);
+    if (!p->addnorm_f32) num_round_acts(rfmt, x, n);
+    num_rmsnorm(p, out, x, w, n, eps);
+    if (p->addnorm_f32) num_round_acts(rfmt, x, n);
+    num_store_round(p, out, n);
+}
 
 /* Attention of one layer for a batch, shared by the threads running it. */
 typedef struct attn_job {
@@ -368,21 +408,27 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
     float *x = rs->x, *xb = rs->xb, *xb2 = rs->xb2, *q = rs->q, *k = rs->k, *v = rs->v, *att = rs->att, *h1 = rs->h1, *h3 = rs->h3;
     for (int b = 0; b < B; b++) num_embedding(p, x + (size_t)b * D, &m->tok_embd, tok[b]);
     float scale = 1.0f / sqrtf((float)hd);
+    drift_dtype rfmt = num_resid_of(p);
+    /* the first attention rmsnorm; later ones follow the residual add before them */
+    for (int b = 0; b < B; b++) {
+        num_rmsnorm(p, xb + (size_t)b * D, x + (size_t)b * D, m->layers[0].attn_norm, D, in->norm_eps);
+        num_store_round(p, xb + (size_t)b * D, D);
+    }
     for (int l = 0; l < in->n_layers; l++) {
         const layer_w *w = &m->layers[l];
-        /* attention rmsnorm */
-        for (int b = 0; b < B; b++) num_rmsnorm(p, xb + (size_t)b * D, x + (size_t)b * D, w->attn_norm, D, in->norm_eps);
         /* q, k, v = xb @ Wq^T, Wk^T, Wv^T (+ bias) */
         if ((st = num_matmul(p, q, xb, rs_weights(rs, p, &w->wq), B, err)) || (st = num_matmul(p, k, xb, rs_weights(rs, p, &w->wk), B, err)) ||
             (st = num_matmul(p, v, xb, rs_weights(rs, p, &w->wv), B, err)))
             return st;
         for (int b = 0; b < B; b++) {
-            if (w->bq) num_add(q + (size_t)b * QD, q + (size_t)b * QD, w->bq, QD);
-            if (w->bk) num_add(k + (size_t)b * KVD, k + (size_t)b * KVD, w->bk, KVD);
-            if (w->bv) num_add(v + (size_t)b * KVD, v + (size_t)b * KVD, w->bv, KVD);
+            gemm_out(p, q + (size_t)b * QD, w->bq, QD);
+            gemm_out(p, k + (size_t)b * KVD, w->bk, KVD);
+            gemm_out(p, v + (size_t)b * KVD, w->bv, KVD);
             /* RoPE on q and k at the row's position */
             num_rope(p, q + (size_t)b * QD, in->n_heads, pos[b], &m->rope);
             num_rope(p, k + (size_t)b * KVD, in->n_kv_heads, pos[b], &m->rope);
+            num_store_round(p, q + (size_t)b * QD, QD);
+            num_store_round(p, k + (size_t)b * KVD, KVD);
             /* K, V into the cache */
             for (int j = 0; j < in->n_kv_heads; j++) {
                 num_kv_store(p->kv, kv_at(sess[b], sess[b]->kc, l, pos[b], j), k + (size_t)b * KVD + (size_t)j * hd, hd);
@@ -394,29 +440,38 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
         attn_job aj = {.m = m, .rs = rs, .sess = sess, .pos = pos, .layer = l, .scale = scale};
         int par = (long)B * in->n_heads * max_pos * hd >= 262144L;
         num_par_for(par ? nt : 1, (int64_t)B * in->n_heads, attn_item, &aj);
-        /* output projection and residual */
+        for (int b = 0; b < B; b++) num_store_round(p, att + (size_t)b * QD, QD);
+        /* output projection, residual, FFN rmsnorm */
         if ((st = num_matmul(p, xb2, att, rs_weights(rs, p, &w->wo), B, err))) return st;
         for (int b = 0; b < B; b++) {
-            num_add(x + (size_t)b * D, x + (size_t)b * D, xb2 + (size_t)b * D, D);
-            num_round_acts(p->acts, x + (size_t)b * D, D);
+            gemm_out(p, xb2 + (size_t)b * D, NULL, D);
+            add_norm(p, x + (size_t)b * D, xb2 + (size_t)b * D, xb + (size_t)b * D, w->ffn_norm, D, in->norm_eps, rfmt);
         }
-        /* FFN rmsnorm, SwiGLU FFN (dense or MoE), residual */
-        for (int b = 0; b < B; b++) num_rmsnorm(p, xb + (size_t)b * D, x + (size_t)b * D, w->ffn_norm, D, in->norm_eps);
+        /* SwiGLU FFN (dense or MoE), residual, the next rmsnorm */
         if (in->n_experts) {
             if ((st = moe_ffn(m, rs, w, xb, B, xb2, err))) return st;
         } else {
             if ((st = num_matmul(p, h1, xb, rs_weights(rs, p, &w->w_gate), B, err)) || (st = num_matmul(p, h3, xb, rs_weights(rs, p, &w->w_up), B, err))) return st;
-            for (int b = 0; b < B; b++) num_swiglu(p, h1 + (size_t)b * H, h1 + (size_t)b * H, h3 + (size_t)b * H, H);
+            for (int b = 0; b < B; b++) {
+                gemm_out(p, h1 + (size_t)b * H, NULL, H);
+                gemm_out(p, h3 + (size_t)b * H, NULL, H);
+                num_swiglu(p, h1 + (size_t)b * H, h1 + (size_t)b * H, h3 + (size_t)b * H, H);
+                num_store_round(p, h1 + (size_t)b * H, H);
+            }
             if ((st = num_matmul(p, xb2, h1, rs_weights(rs, p, &w->w_down), B, err))) return st;
+            for (int b = 0; b < B; b++) gemm_out(p, xb2 + (size_t)b * D, NULL, D);
         }
-        for (int b = 0; b < B; b++) {
-            num_add(x + (size_t)b * D, x + (size_t)b * D, xb2 + (size_t)b * D, D);
-            num_round_acts(p->acts, x + (size_t)b * D, D);
-        }
+        const float *next_norm = l + 1 < in->n_layers ? m->layers[l + 1].attn_norm : m->output_norm;
+        float *next_out = l + 1 < in->n_layers ? xb : hidden;
+        for (int b = 0; b < B; b++)
+            add_norm(p, x + (size_t)b * D, xb2 + (size_t)b * D, next_out + (size_t)b * D, next_norm, D, in->norm_eps, rfmt);
     }
-    /* final rmsnorm */
-    for (int b = 0; b < B; b++) num_rmsnorm(p, hidden + (size_t)b * D, x + (size_t)b * D, m->output_norm, D, in->norm_eps);
     return DRIFT_OK;
+}
+
+/* logits=dtype: the LM head writes its logits in the model dtype. */
+static void logits_out(const drift_numeric_profile *p, float *lg, int64_t n) {
+    if (p->logits_lowp) num_round_acts(num_dtype_of(p), lg, n);
 }
 
 drift_status model_forward_seq(model_run_state *rs, drift_session *s, const int32_t *tokens, size_t n, int all_logits,
@@ -446,6 +501,7 @@ drift_status model_forward_seq(model_run_state *rs, drift_session *s, const int3
     if (logits) {
         if (all_logits) st = num_matmul(&m->prof, logits, hid, rs_weights(rs, &m->prof, &m->output), B, err);
         else st = num_matmul(&m->prof, logits, hid + (size_t)(B - 1) * D, rs_weights(rs, &m->prof, &m->output), 1, err);
+        if (!st) logits_out(&m->prof, logits, (int64_t)(all_logits ? B : 1) * m->info.n_vocab);
     }
     return st;
 }
@@ -501,6 +557,7 @@ drift_status model_forward_step(model_run_state *rs, drift_session *const *sessi
         float *lg = logits ? logits : rs_logits(rs, m, B);
         if (!lg) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         st = num_matmul(&m->prof, lg, rs->hid, rs_weights(rs, &m->prof, &m->output), B, err);
+        if (!st) logits_out(&m->prof, lg, (int64_t)B * V);
         for (int b = 0; !st && next && b < B; b++) next[b] = samp_argmax(lg + (size_t)b * V, V);
     }
     return st;

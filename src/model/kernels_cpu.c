@@ -558,6 +558,8 @@ static int64_t chunk_len(int64_t K, int S) {
     return (c + 15) / 16 * 16;
 }
 
+int64_t num_chunk_len(int64_t K, int S) { return chunk_len(K, S); }
+
 static int effective_split(const drift_numeric_profile *p, int64_t B) {
     int S = p->reduce == DRIFT_REDUCE_BLOCKED ? p->split_k : 1;
     if (!p->batch_invariant && p->reduce != DRIFT_REDUCE_PAIRWISE && B <= 4) S *= 4;
@@ -781,6 +783,342 @@ static float gen_dot(const drift_numeric_profile *p, const float *x, const float
 
 int num_fast_generic_only = 0;
 
+/* ---------------------------------------------------------------------------
+ * Hardware levels (lanes / fma / tree / dot=bf16 / mma): hw_ref.c defines
+ * the bits; these compute the same with AVX2+FMA, L lanes as L/8 vector
+ * accumulators. The scalar tails live in plain functions (this file is
+ * compiled without -mfma, so no product-add there is ever contracted).
+ * ------------------------------------------------------------------------- */
+static float hw_combine(const drift_numeric_profile *p, float *a, int L) {
+    if (p->tree) {
+        float s = a[0];
+        for (int i = 1; i < L; i++) s = s + a[i];
+        return s;
+    }
+    for (int h = L / 2; h >= 1; h /= 2)
+        for (int i = 0; i < h; i++) a[i] = a[i] + a[i + h];
+    return a[0];
+}
+
+/* elements [k, n) of a step that starts at k into lanes a[(j - k) % L] */
+static void hw_tail_f32(const drift_numeric_profile *p, float *a, const float *x, const float *w, int64_t k, int64_t n) {
+    for (int64_t j = k; j < n; j++) {
+        int l = (int)(j - k);
+        if (p->fma) a[l] = fmaf(x[j], w[j], a[l]);
+        else {
+            float pr = x[j] * w[j];
+            a[l] = a[l] + pr;
+        }
+    }
+}
+
+static float bf16_daz_s(float v) {
+    float r = num_bf16_to_f32(num_f32_to_bf16(v));
+    uint32_t u;
+    memcpy(&u, &r, 4);
+    if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+    memcpy(&r, &u, 4);
+    return r;
+}
+
+static float ftz_s(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+static void hw_tail_bf16(float *a, const float *x, const float *w, int64_t k, int64_t n) {
+    for (int64_t j = k; j < n; j += 2) {
+        int l = (int)((j - k) / 2);
+        float xo = j + 1 < n ? bf16_daz_s(x[j + 1]) : 0.0f, wo = j + 1 < n ? bf16_daz_s(w[j + 1]) : 0.0f;
+        float xe = bf16_daz_s(x[j]), we = bf16_daz_s(w[j]);
+        float po = xo * wo, pe = xe * we;
+        a[l] = ftz_s(a[l] + po);
+        a[l] = ftz_s(a[l] + pe);
+    }
+}
+
+__attribute__((target("avx2"))) static inline __m256 bf16_daz_v(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    u = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+    u = _mm256_and_si256(u, _mm256_set1_epi32((int)0xffff0000u));
+    __m256i den = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f800000)), _mm256_setzero_si256());
+    u = _mm256_blendv_epi8(u, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), den);
+    return _mm256_castsi256_ps(u);
+}
+
+__attribute__((target("avx2"))) static inline __m256 ftz_v(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i den = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f800000)), _mm256_setzero_si256());
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(u, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), den));
+}
+
+/* The lane loops. Products that must round before their add are in
+ * functions compiled for AVX2 without FMA, where GCC cannot contract them. */
+__attribute__((target("avx2,fma"))) static int64_t hw_loop_fma(__m256 *acc, int V, const float *x, const float *w, int64_t n) {
+    int L = 8 * V;
+    int64_t k = 0;
+    for (; k + L <= n; k += L)
+        for (int v = 0; v < V; v++) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8 * v), _mm256_loadu_ps(w + k + 8 * v), acc[v]);
+    return k;
+}
+
+__attribute__((target("avx2"))) static int64_t hw_loop_nofma(__m256 *acc, int V, const float *x, const float *w, int64_t n) {
+    int L = 8 * V;
+    int64_t k = 0;
+    for (; k + L <= n; k += L)
+        for (int v = 0; v < V; v++)
+            acc[v] = _mm256_add_ps(acc[v], _mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * v), _mm256_loadu_ps(w + k + 8 * v)));
+    return k;
+}
+
+__attribute__((target("avx2,fma"))) static int64_t hw_loop4_fma(__m128 *acc, const float *x, const float *w, int64_t n) {
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4) *acc = _mm_fmadd_ps(_mm_loadu_ps(x + k), _mm_loadu_ps(w + k), *acc);
+    return k;
+}
+
+static int64_t hw_loop4_nofma(__m128 *acc, const float *x, const float *w, int64_t n) {
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4) *acc = _mm_add_ps(*acc, _mm_mul_ps(_mm_loadu_ps(x + k), _mm_loadu_ps(w + k)));
+    return k;
+}
+
+__attribute__((target("avx2"))) static int64_t hw_loop_bf16(__m256 *acc, int V, const float *x, const float *w, int64_t n) {
+    int L = 8 * V;
+    const __m256i perm = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    int64_t k = 0;
+    for (; k + 2 * L <= n; k += 2 * L)
+        for (int v = 0; v < V; v++) {
+            const float *xs = x + k + 16 * v, *ws = w + k + 16 * v;
+            __m256 x0 = bf16_daz_v(_mm256_loadu_ps(xs)), x1 = bf16_daz_v(_mm256_loadu_ps(xs + 8));
+            __m256 w0 = bf16_daz_v(_mm256_loadu_ps(ws)), w1 = bf16_daz_v(_mm256_loadu_ps(ws + 8));
+            __m256 xe = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
+            __m256 xo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
+            __m256 we = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
+            __m256 wo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
+            acc[v] = ftz_v(_mm256_add_ps(acc[v], _mm256_mul_ps(xo, wo)));
+            acc[v] = ftz_v(_mm256_add_ps(acc[v], _mm256_mul_ps(xe, we)));
+        }
+    return k;
+}
+
+__attribute__((target("avx2"))) static float hw_lanes_avx2(const drift_numeric_profile *p, const float *x,
+                                                           const float *w, int64_t n) {
+    int L = p->lanes;
+    float a[64];
+    if (L == 4) { /* dot=f32 only (validated) */
+        __m128 v = _mm_setzero_ps();
+        int64_t k = p->fma ? hw_loop4_fma(&v, x, w, n) : hw_loop4_nofma(&v, x, w, n);
+        _mm_storeu_ps(a, v);
+        hw_tail_f32(p, a, x, w, k, n);
+        return hw_combine(p, a, L);
+    }
+    int V = L / 8;
+    __m256 acc[8];
+    for (int v = 0; v < V; v++) acc[v] = _mm256_setzero_ps();
+    int64_t k = p->dot_bf16 ? hw_loop_bf16(acc, V, x, w, n) : p->fma ? hw_loop_fma(acc, V, x, w, n) : hw_loop_nofma(acc, V, x, w, n);
+    for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[v]);
+    if (p->dot_bf16) hw_tail_bf16(a, x, w, k, n);
+    else hw_tail_f32(p, a, x, w, k, n);
+    return hw_combine(p, a, L);
+}
+
+/* the tail of an mma chunk: elements [k, c1) into d[(j - c0) % 4] */
+static void hw_mma_tail(double *d, const float *x, const float *w, int64_t c0, int64_t k, int64_t c1) {
+    for (int64_t j = k; j < c1; j++) d[(j - c0) % 4] = fma((double)x[j], (double)w[j], d[(j - c0) % 4]);
+}
+
+__attribute__((target("avx2,fma"))) static float hw_mma_avx2(const drift_numeric_profile *p, const float *x,
+                                                             const float *w, int64_t n) {
+    float acc = 0.0f, hi = 0.0f;
+    int64_t since = 0;
+    for (int64_t c0 = 0; c0 < n; c0 += p->mma) {
+        int64_t c1 = c0 + p->mma < n ? c0 + p->mma : n, k = c0;
+        __m256d d = _mm256_setzero_pd();
+        for (; k + 4 <= c1; k += 4)
+            d = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + k)), _mm256_cvtps_pd(_mm_loadu_ps(w + k)), d);
+        double dl[4];
+        _mm256_storeu_pd(dl, d);
+        hw_mma_tail(dl, x, w, c0, k, c1);
+        double s = ((dl[0] + dl[1]) + (dl[2] + dl[3])) + (double)acc;
+        acc = num_hw_trunc(s, p->acc_bits);
+        if (p->promote) {
+            since += c1 - c0;
+            if (since >= p->promote) {
+                hi = hi + acc;
+                acc = 0.0f;
+                since = 0;
+            }
+        }
+    }
+    return p->promote ? hi + acc : acc;
+}
+
+static int hw_avx2_ok(void) {
+    static int ok = -1;
+    if (ok < 0) ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return ok;
+}
+
+float num_hw_dot(const drift_numeric_profile *p, const float *x, const float *w, int64_t K, int S) {
+    if (!hw_avx2_ok() || num_fast_generic_only) return num_hw_dot_ref(p, x, w, K, S);
+    int64_t clen = chunk_len(K, S);
+    float y = 0.0f;
+    for (int64_t c0 = 0; c0 < K; c0 += clen) {
+        int64_t c1 = c0 + clen < K ? c0 + clen : K;
+        float c = p->mma ? hw_mma_avx2(p, x + c0, w + c0, c1 - c0) : hw_lanes_avx2(p, x + c0, w + c0, c1 - c0);
+        y = c0 == 0 ? c : y + c;
+    }
+    return y;
+}
+
+/* Four outputs at once (four weight rows, one x): the same operations per
+ * output as above, x loaded (and for dot=bf16 rounded and split) once. */
+#define HW_R 4
+__attribute__((target("avx2,fma"), always_inline)) static inline int64_t hw4_loop_fma(__m256 (*acc)[8], const int V, const float *x,
+                                                                                     const float *const *w, int64_t n) {
+    int64_t k = 0;
+    for (; k + 8 * V <= n; k += 8 * V)
+        for (int v = 0; v < V; v++) {
+            __m256 xv = _mm256_loadu_ps(x + k + 8 * v);
+            for (int r = 0; r < HW_R; r++) acc[r][v] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w[r] + k + 8 * v), acc[r][v]);
+        }
+    return k;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_nofma(__m256 (*acc)[8], const int V, const float *x,
+                                                                                    const float *const *w, int64_t n) {
+    int64_t k = 0;
+    for (; k + 8 * V <= n; k += 8 * V)
+        for (int v = 0; v < V; v++) {
+            __m256 xv = _mm256_loadu_ps(x + k + 8 * v);
+            for (int r = 0; r < HW_R; r++)
+                acc[r][v] = _mm256_add_ps(acc[r][v], _mm256_mul_ps(xv, _mm256_loadu_ps(w[r] + k + 8 * v)));
+        }
+    return k;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_bf16(__m256 (*acc)[8], const int V, const float *x,
+                                                                                   const float *const *w, int64_t n) {
+    const __m256i perm = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    int64_t k = 0;
+    for (; k + 16 * V <= n; k += 16 * V)
+        for (int v = 0; v < V; v++) {
+            const float *xs = x + k + 16 * v;
+            __m256 x0 = bf16_daz_v(_mm256_loadu_ps(xs)), x1 = bf16_daz_v(_mm256_loadu_ps(xs + 8));
+            __m256 xe = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
+            __m256 xo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
+            for (int r = 0; r < HW_R; r++) {
+                const float *ws = w[r] + k + 16 * v;
+                __m256 w0 = bf16_daz_v(_mm256_loadu_ps(ws)), w1 = bf16_daz_v(_mm256_loadu_ps(ws + 8));
+                __m256 we = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
+                __m256 wo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
+                acc[r][v] = ftz_v(_mm256_add_ps(acc[r][v], _mm256_mul_ps(xo, wo)));
+                acc[r][v] = ftz_v(_mm256_add_ps(acc[r][v], _mm256_mul_ps(xe, we)));
+            }
+        }
+    return k;
+}
+
+/* the loops with V a constant (the compiler keeps the accumulators in registers) */
+#define HW4_CASES(fn)                                                                                                  \
+    switch (V) {                                                                                                       \
+    case 1: k = fn(acc, 1, x, w, n); break;                                                                            \
+    case 2: k = fn(acc, 2, x, w, n); break;                                                                            \
+    case 4: k = fn(acc, 4, x, w, n); break;                                                                            \
+    default: k = fn(acc, 8, x, w, n); break;                                                                           \
+    }
+
+__attribute__((target("avx2,fma"))) static int64_t hw4_fma(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
+    int64_t k;
+    HW4_CASES(hw4_loop_fma)
+    return k;
+}
+
+__attribute__((target("avx2"))) static int64_t hw4_nofma(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
+    int64_t k;
+    HW4_CASES(hw4_loop_nofma)
+    return k;
+}
+
+__attribute__((target("avx2"))) static int64_t hw4_bf16(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
+    int64_t k;
+    HW4_CASES(hw4_loop_bf16)
+    return k;
+}
+
+/* y[r] = the lanes dot of x and w[r] over n (lanes >= 8) */
+__attribute__((target("avx2"))) static void hw4_lanes(const drift_numeric_profile *p, const float *x, const float *const *w,
+                                                      int64_t n, float *y) {
+    int L = p->lanes, V = L / 8;
+    __m256 acc[HW_R][8];
+    for (int r = 0; r < HW_R; r++)
+        for (int v = 0; v < 8; v++) acc[r][v] = _mm256_setzero_ps();
+    int64_t k = p->dot_bf16 ? hw4_bf16(acc, V, x, w, n) : p->fma ? hw4_fma(acc, V, x, w, n) : hw4_nofma(acc, V, x, w, n);
+    for (int r = 0; r < HW_R; r++) {
+        float a[64];
+        for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[r][v]);
+        if (p->dot_bf16) hw_tail_bf16(a, x, w[r], k, n);
+        else hw_tail_f32(p, a, x, w[r], k, n);
+        y[r] = hw_combine(p, a, L);
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void hw4_mma(const drift_numeric_profile *p, const float *x, const float *const *w,
+                                                        int64_t n, float *y) {
+    float acc[HW_R] = {0}, hi[HW_R] = {0};
+    int64_t since = 0;
+    for (int64_t c0 = 0; c0 < n; c0 += p->mma) {
+        int64_t c1 = c0 + p->mma < n ? c0 + p->mma : n, k = c0;
+        __m256d d[HW_R];
+        for (int r = 0; r < HW_R; r++) d[r] = _mm256_setzero_pd();
+        for (; k + 4 <= c1; k += 4) {
+            __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(x + k));
+            for (int r = 0; r < HW_R; r++) d[r] = _mm256_fmadd_pd(xv, _mm256_cvtps_pd(_mm_loadu_ps(w[r] + k)), d[r]);
+        }
+        int promote = 0;
+        if (p->promote) {
+            since += c1 - c0;
+            if (since >= p->promote) promote = 1, since = 0;
+        }
+        for (int r = 0; r < HW_R; r++) {
+            double dl[4];
+            _mm256_storeu_pd(dl, d[r]);
+            hw_mma_tail(dl, x, w[r], c0, k, c1);
+            double s = ((dl[0] + dl[1]) + (dl[2] + dl[3])) + (double)acc[r];
+            acc[r] = num_hw_trunc(s, p->acc_bits);
+            if (promote) {
+                hi[r] = hi[r] + acc[r];
+                acc[r] = 0.0f;
+            }
+        }
+    }
+    for (int r = 0; r < HW_R; r++) y[r] = p->promote ? hi[r] + acc[r] : acc[r];
+}
+
+/* num_hw_dot of x with four weight rows at once */
+static void num_hw_dot4(const drift_numeric_profile *p, const float *x, const float *const *w, int64_t K, int S, float *y) {
+    if (!hw_avx2_ok() || num_fast_generic_only || (!p->mma && p->lanes < 8)) {
+        for (int r = 0; r < HW_R; r++) y[r] = num_hw_dot(p, x, w[r], K, S);
+        return;
+    }
+    int64_t clen = chunk_len(K, S);
+    for (int64_t c0 = 0; c0 < K; c0 += clen) {
+        int64_t c1 = c0 + clen < K ? c0 + clen : K;
+        const float *wc[HW_R];
+        float c[HW_R];
+        for (int r = 0; r < HW_R; r++) wc[r] = w[r] + c0;
+        if (p->mma) hw4_mma(p, x + c0, wc, c1 - c0, c);
+        else hw4_lanes(p, x + c0, wc, c1 - c0, c);
+        for (int r = 0; r < HW_R; r++) y[r] = c0 == 0 ? c[r] : y[r] + c[r];
+    }
+}
+
+
 /* One matmul, shared by the threads that run its panels. */
 typedef struct mm_job {
     const drift_numeric_profile *p;
@@ -789,7 +1127,7 @@ typedef struct mm_job {
     const num_qmat *W;
     int64_t B, K, Kp, N;
     drift_isa isa;
-    int L, S, NR, simd, packed;
+    int L, S, NR, simd, packed, hw;
     atomic_int failed;         /* a thread's scratch could not be allocated */
 } mm_job;
 
@@ -838,6 +1176,20 @@ static void mm_panel(void *ctx, int64_t pi, int worker) {
         return;
     }
     const float *wp = panel_get(W, n0, wbuf, isa);
+    if (jb->hw) { /* four outputs at a time, then the rest one by one */
+        int64_t nj = N - n0 < NP ? N - n0 : NP, j = 0;
+        for (; j + HW_R <= nj; j += HW_R) {
+            const float *wr[HW_R] = {wp + j * K, wp + (j + 1) * K, wp + (j + 2) * K, wp + (j + 3) * K};
+            for (int64_t b = 0; b < B; b++) {
+                float y4[HW_R];
+                num_hw_dot4(jb->p, jb->xa + b * K, wr, K, jb->S, y4);
+                for (int r = 0; r < HW_R; r++) jb->y[b * N + n0 + j + r] = y4[r];
+            }
+        }
+        for (; j < nj; j++)
+            for (int64_t b = 0; b < B; b++) jb->y[b * N + n0 + j] = num_hw_dot(jb->p, jb->xa + b * K, wp + j * K, K, jb->S);
+        return;
+    }
     for (int64_t j = 0; j < NP && n0 + j < N; j++)
         for (int64_t b = 0; b < B; b++)
             jb->y[b * N + n0 + j] = gen_dot(jb->p, jb->xa + b * K, wp + j * K, K, jb->L, isa != DRIFT_ISA_SCALAR, jb->S);
@@ -849,7 +1201,8 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     drift_isa isa = num_isa_resolve(p->isa == DRIFT_ISA_REF ? DRIFT_ISA_SCALAR : p->isa);
     int L = isa_lanes(isa);
     int S = effective_split(p, B);
-    int simd = isa != DRIFT_ISA_SCALAR && p->accum == DRIFT_ACCUM_F32 &&
+    int hw = p->lanes || p->mma; /* a hardware level: its own dot products (hw_ref.c) */
+    int simd = !hw && isa != DRIFT_ISA_SCALAR && p->accum == DRIFT_ACCUM_F32 &&
                p->reduce != DRIFT_REDUCE_PAIRWISE && !num_fast_generic_only;
     /* act(x): a rounded copy, or x itself when the activations are f32 */
     const float *xa = x;
@@ -882,7 +1235,7 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
      * (the outputs do not depend on the thread count) */
     if ((double)B * (double)N * (double)K < MT_MIN_MACS) nt = 1;
     mm_job job = {.p = p, .y = y, .xa = xa, .xpk = xpk, .W = W, .B = B, .K = K, .Kp = Kp, .N = N,
-                  .isa = isa, .L = L, .S = S, .NR = NR, .simd = simd, .packed = packed};
+                  .isa = isa, .L = L, .S = S, .NR = NR, .simd = simd, .packed = packed, .hw = hw};
     num_par_for(nt, npanels, mm_panel, &job);
     if (atomic_load(&job.failed)) return drift_error_set(err, DRIFT_ERR_NOMEM, "matmul: per-thread scratch");
     return DRIFT_OK;
@@ -964,6 +1317,11 @@ void num_fast_rmsnorm(const drift_numeric_profile *p, float *out, const float *x
                       int64_t n, float eps) {
     float ss = sum8(x, n, 1);
     float r = 1.0f / sqrtf(ss / (float)n + eps);
+    if (p->norm_round) { /* x * r rounded to the dtype before the weight */
+        drift_dtype dt = num_dtype_of(p);
+        for (int64_t i = 0; i < n; i++) out[i] = num_round1(dt, x[i] * r) * w[i];
+        return;
+    }
     __m128 rv = _mm_set1_ps(r);
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) /* (x * r) * w, as the scalar tail */
@@ -1005,6 +1363,25 @@ void num_fast_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_
         cs[i] = cosf(a);
         sn[i] = sinf(a);
     }
+    if (p->rope_lowp) { /* cos/sin in the dtype, each product and sum rounded */
+        drift_dtype dt = num_dtype_of(p);
+        for (int i = 0; i < half; i++) {
+            cs[i] = num_round1(dt, cs[i]);
+            sn[i] = num_round1(dt, sn[i]);
+        }
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (size_t)h * rp->head_dim;
+            for (int i = 0; i < half; i++) {
+                int i0 = rp->neox ? i : 2 * i, i1 = rp->neox ? i + half : 2 * i + 1;
+                float x0 = v[i0], x1 = v[i1];
+                float a = num_round1(dt, x0 * cs[i]), b = num_round1(dt, x1 * sn[i]);
+                float c = num_round1(dt, x0 * sn[i]), d = num_round1(dt, x1 * cs[i]);
+                v[i0] = num_round1(dt, a - b);
+                v[i1] = num_round1(dt, c + d);
+            }
+        }
+        return;
+    }
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * rp->head_dim;
         for (int i = 0; i < half; i++) {
@@ -1018,6 +1395,14 @@ void num_fast_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_
 
 void num_fast_swiglu(const drift_numeric_profile *p, float *out, const float *gate,
                      const float *up, int64_t n) {
+    if (p->swiglu_round) { /* silu(gate) rounded to the dtype before the product */
+        drift_dtype dt = num_dtype_of(p);
+        for (int64_t i = 0; i < n; i++) {
+            float g = gate[i];
+            out[i] = num_round1(dt, g / (1.0f + num_exp(p, -g))) * up[i];
+        }
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         float g = gate[i];
         out[i] = g / (1.0f + num_exp(p, -g)) * up[i];
@@ -1174,7 +1559,7 @@ __attribute__((target("avx2"))) static inline float wsum(float *acc, float l, co
                 vt = kvbuf;
             }
             l += e[t];
-            __m256 ev = _mm256_set1_ps(e[t]);
+            __m256 ev = _mm256_set1_ps(p->probs_lowp ? num_round1(num_dtype_of(p), e[t]) : e[t]);
             a0 = _mm256_add_ps(a0, _mm256_mul_ps(ev, _mm256_loadu_ps(vt)));
             a1 = _mm256_add_ps(a1, _mm256_mul_ps(ev, _mm256_loadu_ps(vt + 8)));
             a2 = _mm256_add_ps(a2, _mm256_mul_ps(ev, _mm256_loadu_ps(vt + 16)));
@@ -1193,7 +1578,7 @@ __attribute__((target("avx2"))) static inline float wsum(float *acc, float l, co
             vt = kvbuf;
         }
         l += e[t];
-        __m256 ev = _mm256_set1_ps(e[t]);
+        __m256 ev = _mm256_set1_ps(p->probs_lowp ? num_round1(num_dtype_of(p), e[t]) : e[t]);
         for (int d = 0; d < hd; d += 8)
             _mm256_storeu_ps(acc + d, _mm256_add_ps(_mm256_loadu_ps(acc + d), _mm256_mul_ps(ev, _mm256_loadu_ps(vt + d))));
     }
@@ -1246,6 +1631,8 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
         }
         scores8(s + t0, q, kp, hd, scale);
     }
+    if (p->scores_lowp)
+        for (int t = 0; t < n_pos; t++) s[t] = num_round1(num_dtype_of(p), s[t]);
     for (int j = n_pos; j < ((n_pos + 7) & ~7) + 4; j++) s[j] = 0.0f; /* what vexp_sub may read past the end */
     for (int d = 0; d < hd; d++) acc[d] = 0.0f;
     int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;
@@ -1284,7 +1671,10 @@ int num_fast_attention_avx2_active(void) { return vexp_usable(); }
 void num_fast_attention(const drift_numeric_profile *p, float *out, const float *q,
                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                         int head_dim, float scale, float *scratch) {
-    if (!num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
+    drift_dtype dt = num_dtype_of(p);
+    /* a hardware level computes the scores q.k with its own dot products */
+    int hw = p->lanes || p->mma;
+    if (!hw && !num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
         attend_avx2(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
         return;
     }
@@ -1300,7 +1690,9 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
     for (int t = 0; t < n_pos; t++) {
         const void *kt = (const char *)k + (size_t)t * stride_bytes;
         if (!f32) num_kv_load(p->kv, kv, kt, head_dim);
-        s[t] = dot8(q, f32 ? (const float *)kt : kv, head_dim) * scale;
+        const float *kf = f32 ? (const float *)kt : kv;
+        s[t] = (hw ? num_hw_dot(p, q, kf, head_dim, 1) : dot8(q, kf, head_dim)) * scale;
+        if (p->scores_lowp) s[t] = num_round1(dt, s[t]);
     }
     int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;
     float m = -INFINITY, l = 0.0f;
@@ -1320,7 +1712,7 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
             l += e;
             const void *vt = (const char *)v + (size_t)t * stride_bytes;
             if (!f32) num_kv_load(p->kv, kv, vt, head_dim);
-            axpy_vec(acc, e, f32 ? (const float *)vt : kv, head_dim);
+            axpy_vec(acc, p->probs_lowp ? num_round1(dt, e) : e, f32 ? (const float *)vt : kv, head_dim);
         }
         m = mn;
     }
@@ -1387,5 +1779,5 @@ void num_attention(const drift_numeric_profile *p, float *out, const float *q, c
 void num_embedding(const drift_numeric_profile *p, float *out, const num_qmat *W, int64_t row) {
     if (p->isa == DRIFT_ISA_REF) num_qmat_dequantize_row(W, row, out);
     else deq_row(W, row, out, num_isa_resolve(p->isa));
-    num_round_acts(p->acts, out, W->cols);
+    num_round_acts(num_resid_of(p), out, W->cols);
 }

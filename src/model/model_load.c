@@ -109,6 +109,9 @@ static drift_status load_vec(const drift_model *m, const char *name, int64_t n, 
     *out = malloc((size_t)n * sizeof(float));
     if (!*out) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     st = gguf_tensor_to_f32(t, 0, (uint64_t)n, *out, err);
+    /* store=dtype: norm weights and biases are tensors of the model dtype
+     * too (as a bf16 checkpoint loaded in bf16 holds them) */
+    if (!st) num_store_round(&m->prof, *out, n);
     return st;
 }
 

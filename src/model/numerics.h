@@ -149,8 +149,34 @@ void num_qmat_free(num_qmat *m);
 
 /* Rounds x (n) in place to format t as activations are: f32 = no-op;
  * bf16/f16 RNE; fp8 with a dynamic scale amax(x)/max_finite over the n
- * values (one row), values then x = fp8(x / s) * s. Other formats: no-op. */
+ * values (one row), values then x = fp8(x / s) * s; int8 with a dynamic
+ * symmetric scale s = amax(x)/127, x = clamp(rint(x / s), -127, 127) * s
+ * (RNE). Other formats: no-op. */
 void num_round_acts(drift_dtype t, float *x, int64_t n);
+
+/* The profile's model dtype (dtype=acts -> acts) and residual format. */
+static inline drift_dtype num_dtype_of(const drift_numeric_profile *p) {
+    return p->dtype == DRIFT_DTYPE_NATIVE ? p->acts : p->dtype;
+}
+static inline drift_dtype num_resid_of(const drift_numeric_profile *p) {
+    return p->resid == DRIFT_DTYPE_NATIVE ? num_dtype_of(p) : p->resid;
+}
+/* One value rounded to a float format (f32, bf16, f16; others unchanged),
+ * as num_round_acts rounds it. */
+float num_round1_slow(drift_dtype t, float v);
+static inline float num_round1(drift_dtype t, float v) {
+    if (t == DRIFT_DTYPE_BF16) { /* RNE to the top 16 bits; NaN by the function (kept quiet) */
+        uint32_t u;
+        __builtin_memcpy(&u, &v, 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u) return num_round1_slow(t, v);
+        u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        __builtin_memcpy(&v, &u, 4);
+        return v;
+    }
+    return t == DRIFT_DTYPE_F16 ? num_round1_slow(t, v) : v;
+}
+/* store=dtype: x (n) rounded to the model dtype; store=f32: unchanged. */
+void num_store_round(const drift_numeric_profile *p, float *x, int64_t n);
 
 /* KV cache vectors: one key or value vector of n floats (one head, one
  * position) stored in format t: F32/F16/BF16 plain; FP8: an f32 scale
@@ -245,7 +271,7 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                         int head_dim, float scale, float *scratch);
 
-/* out (cols) = deq(W[row]), then rounded to p->acts. */
+/* out (cols) = deq(W[row]), then rounded to the residual format (num_resid_of: acts by default). */
 void num_embedding(const drift_numeric_profile *p, float *out, const num_qmat *W, int64_t row);
 
 /* exp as the profile asks (libm expf or the fast polynomial). */
@@ -253,6 +279,32 @@ float num_exp(const drift_numeric_profile *p, float x);
 /* Fast exp: 2^n * P(r), degree-6 polynomial on |r| <= ln2/2; relative error
  * < 4e-7 for x in [-87, 88]; under -87.3 -> 0, over 88.7 -> inf, NaN -> NaN. */
 float num_exp_fast(float x);
+
+/* Length of each of the S chunks of a reduction over K (a multiple of 16;
+ * the last chunk may be shorter). */
+int64_t num_chunk_len(int64_t K, int S);
+
+/* One matmul output under the hardware keys (p->lanes or p->mma set):
+ * x . w over K elements in S chunks. num_hw_dot_ref (hw_ref.c) is the
+ * definition, element by element; num_hw_dot computes the same bits with
+ * AVX2+FMA (the reference where the CPU lacks them). */
+float num_hw_dot_ref(const drift_numeric_profile *p, const float *x, const float *w, int64_t K, int S);
+float num_hw_dot(const drift_numeric_profile *p, const float *x, const float *w, int64_t K, int S);
+/* s rounded toward zero to f32, then cut to acc_bits mantissa bits (toward
+ * zero). num_hw_trunc_ref (hw_ref.c) by nextafterf; num_hw_trunc the same by
+ * bits: RNE overshot in magnitude -> one step down in magnitude (from inf:
+ * FLT_MAX); NaN kept. */
+float num_hw_trunc_ref(double s, int acc_bits);
+static inline float num_hw_trunc(double s, int acc_bits) {
+    float f = (float)s;
+    uint32_t u;
+    __builtin_memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) == 0x7f800000u && s != s) return f; /* NaN */
+    if (__builtin_fabs((double)f) > __builtin_fabs(s)) u -= 1u;
+    if (acc_bits < 23 && (u & 0x7f800000u) != 0x7f800000u) u &= ~((1u << (23 - acc_bits)) - 1u);
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
 
 /* Test hook: 1 makes num_fast_matmul use its generic (lane-emulating C)
  * path even where the SIMD path applies; the two must agree bit for bit. */

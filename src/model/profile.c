@@ -45,7 +45,8 @@ static const drift_numeric_profile DEFAULTS = {
     .group_size = 32, .acts = DRIFT_DTYPE_F32, .kv = DRIFT_DTYPE_F32, .accum = DRIFT_ACCUM_F32,
     .reduce = DRIFT_REDUCE_SEQUENTIAL, .split_k = 1, .attn = DRIFT_ATTN_TWO_PASS,
     .attn_block = 64, .exp = DRIFT_EXP_LIBM, .threads = 0, .backend = DRIFT_BACKEND_CPU,
-    .batch_invariant = 1, .isa = DRIFT_ISA_AUTO, .gemm = DRIFT_GEMM_KERNEL};
+    .batch_invariant = 1, .isa = DRIFT_ISA_AUTO, .gemm = DRIFT_GEMM_KERNEL,
+    .dtype = DRIFT_DTYPE_NATIVE, .resid = DRIFT_DTYPE_NATIVE, .fma = 1, .acc_bits = 23};
 
 static const named_profile PROFILES[] = {
     {"ref", "portable reference: f32 weights, float64 accumulation in one fixed order, 1 thread; "
@@ -81,6 +82,210 @@ static const named_profile PROFILES[] = {
      "attn=online:64&batch_invariant=1"},
 };
 #define N_PROFILES (sizeof PROFILES / sizeof PROFILES[0])
+
+/* ---------------------------------------------------------------------------
+ * Presets: precision=NAME, framework=NAME, hardware=NAME. Each resets the
+ * fields of its axis to the defaults and applies its spec; the name stays in
+ * effect until a key changes one of that axis's fields. They are emulations
+ * of the numeric choices of the stacks named, computed by this engine's
+ * kernels -- not those stacks' code. Texts are in drift_profile_preset_*.
+ * ------------------------------------------------------------------------- */
+typedef struct preset {
+    const char *name;
+    const char *summary; /* what it changes and which real behaviour it models */
+    const char *spec;
+} preset;
+
+static const preset PRECISION_PRESETS[] = {
+    {"w16a16", "bf16 weights, activations, KV cache and every stored tensor; f32 accumulation "
+               "(a bf16 serving stack's format; the lab's baseline)",
+     "weights=bf16&acts=bf16&kv=bf16&dtype=bf16&store=dtype"},
+    {"w16a16-f16", "f16 weights, activations, KV cache and stored tensors; f32 accumulation "
+                   "(the paper's FP16 vLLM baseline format)",
+     "weights=f16&acts=f16&kv=f16&dtype=f16&store=dtype"},
+    {"w8a8-fp8", "fp8 e4m3 weights with one scale per output channel, activations quantized "
+                 "to e4m3 per token (dynamic scale amax/448) at every matmul input; bf16 tensors "
+                 "between kernels and bf16 KV cache (vLLM's fp8 W8A8 with dynamic per-token "
+                 "activation scales)",
+     "weights=fp8-e4m3&wscale=per-channel&acts=fp8-e4m3&kv=bf16&dtype=bf16&store=dtype"},
+    {"w8a8-int8", "int8 weights with one scale per output channel, activations quantized to "
+                  "int8 per token (dynamic symmetric scale amax/127, RNE) at every matmul input; "
+                  "bf16 elsewhere (vLLM's compressed-tensors W8A8-INT8 dynamic per-token). "
+                  "The product is summed in f32 of the dequantized values, not in int32",
+     "weights=int8&acts=int8&kv=bf16&dtype=bf16&store=dtype"},
+    {"w4a16", "int4 weights, symmetric, one f32 scale per group of 128 (round to nearest, not "
+              "GPTQ's error feedback), bf16 activations, KV and tensors (GPTQ/AWQ-style W4A16 "
+              "g128 as Marlin kernels serve it)",
+     "weights=int4&group=128&acts=bf16&kv=bf16&dtype=bf16&store=dtype"},
+    {"w4a16-mxfp4", "MXFP4 weights (OCP MX: e2m1 values, e8m0 scale per 32), bf16 activations, "
+                    "KV and tensors (weight-only MXFP4 as vLLM serves gpt-oss on Hopper)",
+     "weights=mxfp4&acts=bf16&kv=bf16&dtype=bf16&store=dtype"},
+    {"w4a16-nvfp4", "NVFP4 weights (e2m1 values, e4m3 scale per 16, f32 tensor scale), bf16 "
+                    "activations, KV and tensors (weight-only NVFP4, as vLLM's Marlin path serves "
+                    "NVFP4 checkpoints on GPUs without FP4 tensor cores; not W4A4)",
+     "weights=nvfp4&acts=bf16&kv=bf16&dtype=bf16&store=dtype"},
+};
+
+static const preset FRAMEWORK_PRESETS[] = {
+    {"vllm", "vLLM's CUDA kernels as their source rounds: rms_norm rounds x*rsqrt(ms) to the "
+             "model dtype before the weight multiply; fused_add_rms_norm forms the sum in "
+             "scalar_t so the norm reads the rounded residual; silu_and_mul rounds silu(gate) "
+             "before the product; the rotary kernel works in scalar_t with a cos/sin cache in "
+             "the model dtype; FlashAttention: f32 scores, P rounded to the dtype for P.V, online "
+             "softmax over blocks of 128 keys; bias in the GEMM epilogue; logits in the dtype",
+     "norm=round&addnorm=rounded&swiglu=round&rope=dtype&scores=f32&probs=dtype&bias=fused&"
+     "logits=dtype&attn=online:128"},
+    {"sglang", "SGLang with flashinfer kernels: RMSNorm and fused add+RMSNorm in f32 with one "
+               "rounding, the norm reading the f32 sum; silu_and_mul in f32, one rounding; RoPE "
+               "in f32; attention with f32 scores, P rounded for P.V, online softmax over blocks "
+               "of 64 keys; bias in the epilogue; logits in the dtype",
+     "norm=f32&addnorm=f32&swiglu=fused&rope=f32&scores=f32&probs=dtype&bias=fused&"
+     "logits=dtype&attn=online:64"},
+    {"trtllm", "TensorRT-LLM-like: fused f32 norms (add+norm reading the f32 sum), gated "
+               "activation fused in f32, RoPE fused in f32 into attention, attention with f32 "
+               "scores and P rounded for P.V over blocks of 64 keys, split-K GEMMs (2 chunks: a "
+               "tactic its autotuner may choose), logits in f32 (trtllm-build's default "
+               "logits_dtype)",
+     "norm=f32&addnorm=f32&swiglu=fused&rope=f32&scores=f32&probs=dtype&bias=fused&"
+     "logits=f32&attn=online:64&reduce=blocked:2"},
+    {"hf-eager", "Hugging Face transformers, eager attention: every op rounds to the dtype: "
+                 "RMSNorm's normalized value before the weight, silu(gate) before the product, "
+                 "RoPE in the dtype (cos/sin cast to it), scores q.k^T written in the dtype, "
+                 "softmax in f32 then probabilities cast to the dtype, two-pass softmax, a "
+                 "separate bias add; logits in the dtype",
+     "norm=round&addnorm=rounded&swiglu=round&rope=dtype&scores=dtype&probs=dtype&bias=unfused&"
+     "logits=dtype&attn=two-pass"},
+};
+
+static const preset HARDWARE_PRESETS[] = {
+    {"avx2", "x86-64 AVX2+FMA: 8 f32 lanes per dot product, fused multiply-add, lanes combined "
+             "by a halving tree (the lab's baseline hardware; isa=avx2's kernels)",
+     "isa=avx2"},
+    {"avx512", "AVX-512F: 16 f32 lanes, fused multiply-add, halving tree (emulated with two "
+               "8-lane AVX2 accumulators: the same bits on any AVX2 host)",
+     "isa=avx2&lanes=16"},
+    {"avx512-bf16", "AVX512-BF16 VDPBF16PS: operands rounded to bf16, 16 lanes each taking a "
+                    "pair per step (odd element first, then even), each add RNE, denormal "
+                    "inputs and outputs flushed (DAZ/FTZ); halving tree (as oneDNN's bf16 GEMMs "
+                    "on Cooper Lake / Sapphire Rapids)",
+     "isa=avx2&lanes=16&dot=bf16"},
+    /* No "AVX without FMA" level: at w16a16 every product of two bf16
+     * values is exact in f32, so fma=0 gives the same bits as fma=1 there
+     * (the pilot found 0 changed answers); fma= stays a key for f32 operands. */
+    {"sse2", "x86-64 baseline SSE2: 4 lanes, no FMA, lanes combined linearly",
+     "isa=avx2&lanes=4&fma=0&tree=linear"},
+    {"tc-bf16", "GPU tensor-core MMA (k = 16 per instruction): one accumulator per output, each "
+                "chunk of 16 products added to it at once and the result truncated to f32 "
+                "(round toward zero, as Fasi et al. 2021 measured on NVIDIA tensor cores)",
+     "isa=avx2&mma=16"},
+    {"tc-fp8", "Hopper FP8 tensor-core GEMM with DeepGEMM-style promotion: chunks of 32 "
+               "products (one WGMMA k), accumulator truncated to 14 mantissa bits (DeepSeek-V3 "
+               "report 3.3.2), added into an f32 accumulator every 128 elements",
+     "isa=avx2&mma=32&accbits=14&promote=128"},
+    {"tc-fp8-nopromote", "Hopper FP8 tensor-core GEMM without promotion: chunks of 32, the "
+                         "whole reduction in a 14-mantissa-bit accumulator",
+     "isa=avx2&mma=32&accbits=14&promote=0"},
+};
+
+#define N_PREC (sizeof PRECISION_PRESETS / sizeof PRECISION_PRESETS[0])
+#define N_FW (sizeof FRAMEWORK_PRESETS / sizeof FRAMEWORK_PRESETS[0])
+#define N_HW (sizeof HARDWARE_PRESETS / sizeof HARDWARE_PRESETS[0])
+
+static const preset *axis_table(drift_profile_axis axis, size_t *n) {
+    switch (axis) {
+    case DRIFT_AXIS_PRECISION: *n = N_PREC; return PRECISION_PRESETS;
+    case DRIFT_AXIS_FRAMEWORK: *n = N_FW; return FRAMEWORK_PRESETS;
+    case DRIFT_AXIS_HARDWARE: *n = N_HW; return HARDWARE_PRESETS;
+    default: break;
+    }
+    *n = 0;
+    return NULL;
+}
+
+size_t drift_profile_preset_count(drift_profile_axis axis) {
+    size_t n;
+    axis_table(axis, &n);
+    return n;
+}
+
+const char *drift_profile_preset_name(drift_profile_axis axis, size_t i) {
+    size_t n;
+    const preset *t = axis_table(axis, &n);
+    return i < n ? t[i].name : NULL;
+}
+
+const char *drift_profile_preset_summary(drift_profile_axis axis, size_t i) {
+    size_t n;
+    const preset *t = axis_table(axis, &n);
+    return i < n ? t[i].summary : NULL;
+}
+
+const char *drift_profile_preset_spec(drift_profile_axis axis, size_t i) {
+    size_t n;
+    const preset *t = axis_table(axis, &n);
+    return i < n ? t[i].spec : NULL;
+}
+
+/* The fields of an axis, copied from src into dst. */
+static void axis_copy(drift_numeric_profile *dst, const drift_numeric_profile *src, drift_profile_axis axis) {
+    switch (axis) {
+    case DRIFT_AXIS_PRECISION:
+        dst->weights = src->weights;
+        dst->weight_scale = src->weight_scale;
+        dst->group_size = src->group_size;
+        dst->acts = src->acts;
+        dst->kv = src->kv;
+        dst->dtype = src->dtype;
+        dst->store = src->store;
+        break;
+    case DRIFT_AXIS_FRAMEWORK:
+        dst->resid = src->resid;
+        dst->norm_round = src->norm_round;
+        dst->addnorm_f32 = src->addnorm_f32;
+        dst->swiglu_round = src->swiglu_round;
+        dst->rope_lowp = src->rope_lowp;
+        dst->scores_lowp = src->scores_lowp;
+        dst->probs_lowp = src->probs_lowp;
+        dst->bias_unfused = src->bias_unfused;
+        dst->logits_lowp = src->logits_lowp;
+        dst->attn = src->attn;
+        dst->attn_block = src->attn_block;
+        dst->reduce = src->reduce;
+        dst->split_k = src->split_k;
+        dst->exp = src->exp;
+        break;
+    case DRIFT_AXIS_HARDWARE:
+        dst->isa = src->isa;
+        dst->accum = src->accum;
+        dst->lanes = src->lanes;
+        dst->fma = src->fma;
+        dst->tree = src->tree;
+        dst->dot_bf16 = src->dot_bf16;
+        dst->mma = src->mma;
+        dst->acc_bits = src->acc_bits;
+        dst->promote = src->promote;
+        break;
+    default: break;
+    }
+}
+
+static int axis_same(const drift_numeric_profile *a, const drift_numeric_profile *b, drift_profile_axis axis) {
+    drift_numeric_profile x, y;
+    memset(&x, 0, sizeof x);
+    memset(&y, 0, sizeof y);
+    axis_copy(&x, a, axis);
+    axis_copy(&y, b, axis);
+    return !memcmp(&x, &y, sizeof x);
+}
+
+static char *axis_name_field(drift_numeric_profile *p, drift_profile_axis axis) {
+    return axis == DRIFT_AXIS_PRECISION ? p->precision_preset
+           : axis == DRIFT_AXIS_FRAMEWORK ? p->framework_preset
+                                          : p->hardware_preset;
+}
+
+static drift_status apply_preset(drift_numeric_profile *p, drift_profile_axis axis, const char *name,
+                                 drift_error *err);
 
 /* Format names are the traits table's (numerics.c); "native" is not a format
  * but a choice (keep the file's). */
@@ -124,11 +329,27 @@ drift_status drift_profile_get(const char *name, drift_numeric_profile *p, drift
 static const char *ACCUM_NAMES[] = {"f32", "f64", "bf16"};
 static const char *SCALE_NAMES[] = {"per-channel", "per-tensor"};
 static const char *GEMM_NAMES[] = {"kernel", "vendor"};
+static const char *AXIS_NAMES[] = {"precision", "framework", "hardware"};
+
+/* Two-valued keys: value 0 / value 1 of each, and its field. */
+static const char *FLAG_KEYS[] = {"store", "norm", "addnorm", "swiglu", "rope", "scores", "probs", "bias", "logits", "tree", "dot"};
+static const char *const FLAG_VALUES[][2] = {{"f32", "dtype"},   {"f32", "round"},   {"rounded", "f32"}, {"fused", "round"},
+                                             {"f32", "dtype"},   {"f32", "dtype"},   {"f32", "dtype"},   {"fused", "unfused"},
+                                             {"f32", "dtype"},   {"halving", "linear"}, {"f32", "bf16"}};
+#define N_FLAGS ((int)(sizeof FLAG_KEYS / sizeof FLAG_KEYS[0]))
+
+static int *flag_field(drift_numeric_profile *p, int i) {
+    int *f[] = {&p->store, &p->norm_round, &p->addnorm_f32, &p->swiglu_round, &p->rope_lowp, &p->scores_lowp,
+                &p->probs_lowp, &p->bias_unfused, &p->logits_lowp, &p->tree, &p->dot_bf16};
+    return f[i];
+}
+
+static int flag_get(const drift_numeric_profile *p, int i) { return *flag_field((drift_numeric_profile *)p, i); }
 
 /* Formats activations and the KV cache may take (the others need side
  * scales or blocks that a vector rounded between ops does not have). */
 static const drift_dtype ACT_FORMATS[] = {DRIFT_DTYPE_F32, DRIFT_DTYPE_BF16, DRIFT_DTYPE_F16,
-                                          DRIFT_DTYPE_FP8_E4M3, DRIFT_DTYPE_FP8_E5M2};
+                                          DRIFT_DTYPE_FP8_E4M3, DRIFT_DTYPE_FP8_E5M2, DRIFT_DTYPE_INT8};
 #define N_ACT_FORMATS (sizeof ACT_FORMATS / sizeof ACT_FORMATS[0])
 
 static int is_act_format(drift_dtype t) {
@@ -167,21 +388,62 @@ drift_status drift_profile_set(drift_numeric_profile *p, const char *key, const 
     drift_error_set(err, DRIFT_ERR_INVALID, "profile: bad value '%s' for %s (%s)", v, key, what)
     int i;
     if (!key || !v) return drift_error_set(err, DRIFT_ERR_INVALID, "profile: missing key or value");
-    if (!strcmp(key, "profile")) {
-        return drift_profile_get(v, p, err);
-    } else if (!strcmp(key, "weights") || !strcmp(key, "precision")) {
+    if (!strcmp(key, "profile")) return drift_profile_get(v, p, err);
+    if (!strcmp(key, "framework")) return apply_preset(p, DRIFT_AXIS_FRAMEWORK, v, err);
+    if (!strcmp(key, "hardware")) return apply_preset(p, DRIFT_AXIS_HARDWARE, v, err);
+    if (!strcmp(key, "precision")) {
+        /* a preset name, or (historically) a weight format */
+        for (size_t j = 0; j < N_PREC; j++)
+            if (!strcmp(v, PRECISION_PRESETS[j].name)) return apply_preset(p, DRIFT_AXIS_PRECISION, v, err);
+    }
+    drift_numeric_profile before = *p;
+    if (!strcmp(key, "weights") || !strcmp(key, "precision")) {
         drift_dtype t;
         if (drift_dtype_parse(v, &t)) return BAD("a format name: f32 bf16 f16 fp8-e4m3 ...");
         p->weights = t;
     } else if (!strcmp(key, "acts") || !strcmp(key, "kv")) {
         drift_dtype t;
-        if (drift_dtype_parse(v, &t) || !is_act_format(t)) {
-            char what[96];
+        if (drift_dtype_parse(v, &t) || !is_act_format(t) || (t == DRIFT_DTYPE_INT8 && strcmp(key, "acts"))) {
+            char what[128];
             act_formats_text(what, sizeof what);
             return BAD(what);
         }
         if (!strcmp(key, "acts")) p->acts = t;
         else p->kv = t;
+    } else if (!strcmp(key, "dtype") || !strcmp(key, "resid")) {
+        drift_dtype t;
+        int is_dtype = !strcmp(key, "dtype");
+        if (!strcmp(v, is_dtype ? "acts" : "dtype")) t = DRIFT_DTYPE_NATIVE;
+        else if (drift_dtype_parse(v, &t) || (t != DRIFT_DTYPE_F32 && t != DRIFT_DTYPE_BF16 && t != DRIFT_DTYPE_F16))
+            return BAD(is_dtype ? "acts, f32, bf16 or f16" : "dtype, f32, bf16 or f16");
+        if (is_dtype) p->dtype = t;
+        else p->resid = t;
+    } else if ((i = index_of(key, FLAG_KEYS, N_FLAGS)) >= 0) {
+        int f = index_of(v, FLAG_VALUES[i], 2);
+        if (f < 0) {
+            char what[64];
+            snprintf(what, sizeof what, "%s or %s", FLAG_VALUES[i][0], FLAG_VALUES[i][1]);
+            return BAD(what);
+        }
+        *flag_field(p, i) = f;
+    } else if (!strcmp(key, "lanes")) {
+        int l;
+        if (parse_int(v, 0, 64, &l) || (l && l != 4 && l != 8 && l != 16 && l != 32 && l != 64))
+            return BAD("0 (the isa's), 4, 8, 16, 32 or 64");
+        p->lanes = l;
+    } else if (!strcmp(key, "fma")) {
+        if (!strcmp(v, "1") || !strcmp(v, "on")) p->fma = 1;
+        else if (!strcmp(v, "0") || !strcmp(v, "off")) p->fma = 0;
+        else return BAD("1 or 0");
+    } else if (!strcmp(key, "mma")) {
+        int k;
+        if (!strcmp(v, "none")) k = 0;
+        else if (parse_int(v, 0, 4096, &k) || (k && k % 4)) return BAD("none, 0 or a chunk K, a multiple of 4");
+        p->mma = k;
+    } else if (!strcmp(key, "accbits")) {
+        if (parse_int(v, 1, 23, &p->acc_bits)) return BAD("1..23 mantissa bits");
+    } else if (!strcmp(key, "promote")) {
+        if (parse_int(v, 0, 1 << 20, &p->promote)) return BAD("0 (never) or N elements");
     } else if (!strcmp(key, "accum")) {
         if ((i = index_of(v, ACCUM_NAMES, 3)) < 0) return BAD("f32, f64 or bf16");
         p->accum = (drift_accum)i;
@@ -244,8 +506,34 @@ drift_status drift_profile_set(drift_numeric_profile *p, const char *key, const 
         return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "profile: unknown key '%s'", key);
     }
     snprintf(p->name, sizeof p->name, "custom");
+    /* a preset stays named only while its axis keeps the values it set */
+    for (int a = 0; a < DRIFT_AXIS_COUNT; a++)
+        if (!axis_same(&before, p, (drift_profile_axis)a)) memset(axis_name_field(p, (drift_profile_axis)a), 0, DRIFT_PROFILE_NAME_MAX);
     return DRIFT_OK;
 #undef BAD
+}
+
+static drift_status apply_preset(drift_numeric_profile *p, drift_profile_axis axis, const char *name,
+                                 drift_error *err) {
+    size_t n;
+    const preset *t = axis_table(axis, &n);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(name, t[i].name)) {
+            axis_copy(p, &DEFAULTS, axis);
+            drift_status st = apply_spec(p, t[i].spec, 0, err);
+            if (st) return st;
+            char *f = axis_name_field(p, axis);
+            memset(f, 0, DRIFT_PROFILE_NAME_MAX);
+            snprintf(f, DRIFT_PROFILE_NAME_MAX, "%s", t[i].name);
+            snprintf(p->name, sizeof p->name, "custom");
+            return DRIFT_OK;
+        }
+    char names[512];
+    size_t len = 0;
+    names[0] = 0;
+    for (size_t i = 0; i < n && len < sizeof names; i++)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", t[i].name);
+    return drift_error_set(err, DRIFT_ERR_INVALID, "profile: unknown %s preset '%s' (%s)", AXIS_NAMES[axis], name, names);
 }
 
 drift_status drift_profile_validate(const drift_numeric_profile *p, drift_error *err) {
@@ -281,6 +569,46 @@ drift_status drift_profile_validate(const drift_numeric_profile *p, drift_error 
         return drift_error_set(err, DRIFT_ERR_INVALID,
                                "profile: backend=cuda does not support accum=bf16 (the GPU "
                                "accumulates in f32, or f64 in its SIMT kernels)");
+    if (p->kv == DRIFT_DTYPE_INT8)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "profile: kv=int8 is not a KV-cache format");
+    drift_dtype dt = p->dtype == DRIFT_DTYPE_NATIVE ? p->acts : p->dtype;
+    if (p->store && dt != DRIFT_DTYPE_F32 && dt != DRIFT_DTYPE_BF16 && dt != DRIFT_DTYPE_F16)
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "profile: store=dtype with acts=%s needs dtype=f32|bf16|f16 (the tensors "
+                               "between kernels are not quantized per token)", drift_dtype_name(p->acts));
+    int kernel_flags = p->norm_round || p->swiglu_round || p->rope_lowp || p->scores_lowp || p->probs_lowp;
+    int hw = p->lanes || p->mma || p->dot_bf16 || !p->fma || p->tree || p->acc_bits != 23 || p->promote;
+    if (p->isa == DRIFT_ISA_REF && (kernel_flags || hw))
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "profile: isa=ref computes its own fixed numerics: the keys norm, swiglu, "
+                               "rope, scores, probs and the hardware keys (lanes, fma, tree, dot, mma, "
+                               "accbits, promote) need a CPU isa (avx2)");
+    if (hw && p->backend == DRIFT_BACKEND_CUDA)
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "profile: the hardware keys (lanes, fma, tree, dot, mma, accbits, promote) "
+                               "emulate CPU/GPU dot products on the CPU: backend=cpu only");
+    if ((kernel_flags || p->store || p->bias_unfused || p->logits_lowp || p->addnorm_f32 ||
+         p->resid != DRIFT_DTYPE_NATIVE || p->dtype != DRIFT_DTYPE_NATIVE) && p->backend == DRIFT_BACKEND_CUDA)
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "profile: dtype, resid, store, norm, addnorm, swiglu, rope, scores, probs, "
+                               "bias and logits are CPU-engine keys (backend=cpu only)");
+    if (hw && (p->accum != DRIFT_ACCUM_F32 || p->reduce == DRIFT_REDUCE_PAIRWISE))
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "profile: the hardware keys define the accumulator themselves: they need "
+                               "accum=f32 and reduce=sequential or blocked:S");
+    if (p->mma && (p->lanes || p->dot_bf16 || !p->fma || p->tree))
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "profile: mma=K is a matrix unit (one accumulator per output): lanes, fma, "
+                               "tree and dot do not apply to it");
+    if (!p->mma && (p->acc_bits != 23 || p->promote))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "profile: accbits and promote need mma=K");
+    if (p->mma && p->promote && p->promote % p->mma)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "profile: promote=%d is not a multiple of mma=%d",
+                               p->promote, p->mma);
+    if (!p->lanes && (p->dot_bf16 || !p->fma || p->tree))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "profile: fma=0, tree=linear and dot=bf16 need lanes=L");
+    if (p->dot_bf16 && p->lanes < 8)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "profile: dot=bf16 needs lanes >= 8");
 #ifndef DRIFT_HAVE_CUDA
     if (p->backend == DRIFT_BACKEND_CUDA)
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
@@ -382,14 +710,30 @@ char *drift_profile_to_spec(const drift_numeric_profile *p) {
     reduce_text(p, red, sizeof red);
     attn_text(p, att, sizeof att);
     int cuda = p->backend == DRIFT_BACKEND_CUDA;
-    return util_asprintf("weights=%s&wscale=%s&group=%d&acts=%s&kv=%s&accum=%s&reduce=%s&"
-                          "attn=%s&exp=%s&threads=%d&backend=%s&batch_invariant=%d&isa=%s%s%s",
-                          drift_dtype_name(p->weights), SCALE_NAMES[p->weight_scale],
-                          p->group_size, drift_dtype_name(p->acts), drift_dtype_name(p->kv),
-                          ACCUM_NAMES[p->accum], red, att,
-                          p->exp == DRIFT_EXP_FAST ? "fast" : "libm", p->threads,
-                          cuda ? "cuda" : "cpu", p->batch_invariant, num_isa_name(p->isa),
-                          cuda ? "&gemm=" : "", cuda ? GEMM_NAMES[p->gemm] : "");
+    util_buf b = {0};
+    /* presets first: the keys after them set the values they already have,
+     * so the names stay in effect when parsed back */
+    if (p->precision_preset[0]) buf_printf(&b, "precision=%s&", p->precision_preset);
+    if (p->framework_preset[0]) buf_printf(&b, "framework=%s&", p->framework_preset);
+    if (p->hardware_preset[0]) buf_printf(&b, "hardware=%s&", p->hardware_preset);
+    buf_printf(&b, "weights=%s&wscale=%s&group=%d&acts=%s&kv=%s&accum=%s&reduce=%s&"
+                   "attn=%s&exp=%s&threads=%d&backend=%s&batch_invariant=%d&isa=%s%s%s",
+               drift_dtype_name(p->weights), SCALE_NAMES[p->weight_scale], p->group_size,
+               drift_dtype_name(p->acts), drift_dtype_name(p->kv), ACCUM_NAMES[p->accum], red, att,
+               p->exp == DRIFT_EXP_FAST ? "fast" : "libm", p->threads, cuda ? "cuda" : "cpu",
+               p->batch_invariant, num_isa_name(p->isa), cuda ? "&gemm=" : "", cuda ? GEMM_NAMES[p->gemm] : "");
+    /* the newer keys only where they differ from the defaults, so that the
+     * specs of profiles that do not use them are unchanged */
+    if (p->dtype != DEFAULTS.dtype) buf_printf(&b, "&dtype=%s", drift_dtype_name(p->dtype));
+    if (p->resid != DEFAULTS.resid) buf_printf(&b, "&resid=%s", drift_dtype_name(p->resid));
+    for (int i = 0; i < N_FLAGS; i++)
+        if (flag_get(p, i) != flag_get(&DEFAULTS, i)) buf_printf(&b, "&%s=%s", FLAG_KEYS[i], FLAG_VALUES[i][flag_get(p, i)]);
+    if (p->lanes != DEFAULTS.lanes) buf_printf(&b, "&lanes=%d", p->lanes);
+    if (p->fma != DEFAULTS.fma) buf_printf(&b, "&fma=%d", p->fma);
+    if (p->mma != DEFAULTS.mma) buf_printf(&b, "&mma=%d", p->mma);
+    if (p->acc_bits != DEFAULTS.acc_bits) buf_printf(&b, "&accbits=%d", p->acc_bits);
+    if (p->promote != DEFAULTS.promote) buf_printf(&b, "&promote=%d", p->promote);
+    return buf_steal(&b);
 }
 
 /* backend=cuda: positions per attention split when batch-invariant:
@@ -406,11 +750,50 @@ static void cuda_split_text(const drift_numeric_profile *p, char *out, size_t n)
 }
 
 void drift_profile_precision(const drift_numeric_profile *p, char *out, size_t n) {
-    snprintf(out, n, "%s", drift_dtype_name(p->weights));
+    if (p->precision_preset[0]) snprintf(out, n, "%s", p->precision_preset);
+    else snprintf(out, n, "%s", drift_dtype_name(p->weights));
+}
+
+void drift_profile_hardware(const drift_numeric_profile *p, char *out, size_t n) {
+    if (p->hardware_preset[0]) {
+        snprintf(out, n, "%s", p->hardware_preset);
+        return;
+    }
+    if (p->backend == DRIFT_BACKEND_CUDA) {
+        snprintf(out, n, "cuda");
+        return;
+    }
+    drift_isa isa = p->isa == DRIFT_ISA_REF ? DRIFT_ISA_SCALAR : num_isa_resolve(p->isa);
+    util_buf b = {0};
+    buf_printf(&b, "cpu-%s", num_isa_name(isa));
+    if (p->lanes) buf_printf(&b, "/lanes-%d", p->lanes);
+    if (!p->fma) buf_printf(&b, "/nofma");
+    if (p->tree) buf_printf(&b, "/tree-linear");
+    if (p->dot_bf16) buf_printf(&b, "/dot-bf16");
+    if (p->mma) buf_printf(&b, "/mma-%d/acc-%d/promote-%d", p->mma, p->acc_bits, p->promote);
+    char *s = buf_steal(&b);
+    snprintf(out, n, "%s", s ? s : "?");
+    free(s);
+}
+
+/* The framework keys that differ from the defaults, "/key-value" each. */
+static void framework_flags_text(const drift_numeric_profile *p, char *out, size_t n) {
+    size_t len = 0;
+    out[0] = 0;
+    if (p->resid != DEFAULTS.resid && len < n)
+        len += (size_t)snprintf(out + len, n - len, "/resid-%s", drift_dtype_name(p->resid));
+    for (int i = 1; i < 9 && len < n; i++) /* norm .. logits: the framework's flags */
+        if (flag_get(p, i) != flag_get(&DEFAULTS, i))
+            len += (size_t)snprintf(out + len, n - len, "/%s-%s", FLAG_KEYS[i], FLAG_VALUES[i][flag_get(p, i)]);
 }
 
 void drift_profile_framework(const drift_numeric_profile *p, char *out, size_t n) {
-    char red[32], att[32];
+    if (p->framework_preset[0]) {
+        snprintf(out, n, "%s", p->framework_preset);
+        return;
+    }
+    char red[32], att[32], flags[160];
+    framework_flags_text(p, flags, sizeof flags);
     reduce_text(p, red, sizeof red);
     attn_text(p, att, sizeof att);
     if (p->backend == DRIFT_BACKEND_CUDA) {
@@ -427,9 +810,9 @@ void drift_profile_framework(const drift_numeric_profile *p, char *out, size_t n
         return;
     }
     drift_isa isa = num_isa_resolve(p->isa);
-    snprintf(out, n, "driftbench-embedded/%s/%s/%s/exp-%s/acc-%s%s", num_isa_name(isa), red, att,
+    snprintf(out, n, "driftbench-embedded/%s/%s/%s/exp-%s/acc-%s%s%s", num_isa_name(isa), red, att,
              p->exp == DRIFT_EXP_FAST ? "fast" : "libm", ACCUM_NAMES[p->accum],
-             p->batch_invariant ? "" : "/batch-variant");
+             p->batch_invariant ? "" : "/batch-variant", flags);
 }
 
 char *drift_profile_describe(const drift_numeric_profile *p) {
@@ -481,6 +864,39 @@ char *drift_profile_describe(const drift_numeric_profile *p) {
     buf_printf(&b, "  isa=%-16s kernel set (auto -> %s on this CPU)%s\n", num_isa_name(p->isa),
                num_isa_name(p->isa == DRIFT_ISA_REF ? DRIFT_ISA_REF : num_isa_resolve(p->isa)),
                p->backend == DRIFT_BACKEND_CUDA ? "; CPU only" : "");
+    /* where values are rounded */
+    drift_dtype dt = p->dtype == DRIFT_DTYPE_NATIVE ? p->acts : p->dtype;
+    buf_printf(&b, "  dtype=%-14s tensors between kernels (%s)\n",
+               p->dtype == DRIFT_DTYPE_NATIVE ? "acts" : drift_dtype_name(p->dtype), drift_dtype_name(dt));
+    buf_printf(&b, "  resid=%-14s residual stream rounded to this after each add\n",
+               p->resid == DRIFT_DTYPE_NATIVE ? "dtype" : drift_dtype_name(p->resid));
+    static const char *FLAG_TEXT[] = {
+        "GEMM, RoPE, norm and SwiGLU outputs stored in dtype (f32: only matmul inputs, embedding and residual rounded)",
+        "RMSNorm: round: x*rsqrt(ms) rounded to dtype before the weight multiply; f32: one rounding",
+        "norm after a residual add reads: rounded = the rounded residual, f32 = the f32 sum (fused add+norm)",
+        "SwiGLU: round: silu(gate) rounded to dtype before the product; fused: f32 inside",
+        "RoPE: dtype: cos/sin in dtype, each product and the sum rounded; f32: computed in f32",
+        "attention scores q.k*scale: dtype = rounded to dtype",
+        "attention weights exp(s - m): dtype = rounded to dtype before multiplying V (the sum stays f32)",
+        "bias: unfused = GEMM output rounded, bias added, rounded again; fused = one rounding",
+        "logits: dtype = the LM head writes them in dtype",
+        "combining tree of the lanes: halving (a[i] += a[i+h]) or linear ((a0+a1)+a2 ...)",
+        "dot products: bf16 = VDPBF16PS (bf16 pairs, odd then even, DAZ/FTZ, RNE)"};
+    for (int i = 0; i < N_FLAGS; i++) {
+        char kv[48];
+        snprintf(kv, sizeof kv, "%s=%s", FLAG_KEYS[i], FLAG_VALUES[i][flag_get(p, i)]);
+        buf_printf(&b, "  %-20s %s\n", kv, FLAG_TEXT[i]);
+    }
+    buf_printf(&b, "  lanes=%-14d accumulator lanes per dot product (0 = the isa's own kernels)\n", p->lanes);
+    buf_printf(&b, "  fma=%-16d %s\n", p->fma, p->fma ? "fused multiply-add" : "product rounded before the add");
+    buf_printf(&b, "  mma=%-16d matrix-unit chunk of products (0 = lanes path)\n", p->mma);
+    buf_printf(&b, "  accbits=%-12d mantissa bits the mma accumulator keeps (truncation)\n", p->acc_bits);
+    buf_printf(&b, "  promote=%-12d elements between promotions of the mma accumulator to f32 (0 = never)\n", p->promote);
+    char hwn[128], fwn[160], prn[64];
+    drift_profile_hardware(p, hwn, sizeof hwn);
+    drift_profile_framework(p, fwn, sizeof fwn);
+    drift_profile_precision(p, prn, sizeof prn);
+    buf_printf(&b, "  recorded as: precision %s, framework %s, hardware %s\n", prn, fwn, hwn);
     return buf_steal(&b);
 }
 
@@ -502,7 +918,114 @@ char *drift_profile_to_json(const drift_numeric_profile *p) {
                           "precision", prec, "framework", fw);
     if (!o) return NULL;
     if (p->backend == DRIFT_BACKEND_CUDA) json_object_set_new(o, "gemm", json_string(GEMM_NAMES[p->gemm]));
+    char hw[128];
+    drift_profile_hardware(p, hw, sizeof hw);
+    json_object_set_new(o, "hardware", json_string(hw));
+    json_object_set_new(o, "dtype", json_string(p->dtype == DRIFT_DTYPE_NATIVE ? "acts" : drift_dtype_name(p->dtype)));
+    json_object_set_new(o, "resid", json_string(p->resid == DRIFT_DTYPE_NATIVE ? "dtype" : drift_dtype_name(p->resid)));
+    for (int i = 0; i < N_FLAGS; i++) json_object_set_new(o, FLAG_KEYS[i], json_string(FLAG_VALUES[i][flag_get(p, i)]));
+    json_object_set_new(o, "lanes", json_integer(p->lanes));
+    json_object_set_new(o, "fma", json_integer(p->fma));
+    json_object_set_new(o, "mma", json_integer(p->mma));
+    json_object_set_new(o, "accbits", json_integer(p->acc_bits));
+    json_object_set_new(o, "promote", json_integer(p->promote));
+    json_object_set_new(o, "precision_preset", json_string(p->precision_preset));
+    json_object_set_new(o, "framework_preset", json_string(p->framework_preset));
+    json_object_set_new(o, "hardware_preset", json_string(p->hardware_preset));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return s;
+}
+
+/* ---------------------------------------------------------------------------
+ * Descriptors (profile.h documents each)
+ * ------------------------------------------------------------------------- */
+/* Mantissa and exponent bits of a format (integers: magnitude bits, 0). */
+static void format_bits(drift_dtype t, double *mant, double *exp) {
+    switch (t) {
+    case DRIFT_DTYPE_F16: *mant = 10; *exp = 5; return;
+    case DRIFT_DTYPE_BF16: *mant = 7; *exp = 8; return;
+    case DRIFT_DTYPE_FP8_E4M3: *mant = 3; *exp = 4; return;
+    case DRIFT_DTYPE_FP8_E5M2: *mant = 2; *exp = 5; return;
+    case DRIFT_DTYPE_INT8:
+    case DRIFT_DTYPE_Q8_0: *mant = 7; *exp = 0; return;
+    case DRIFT_DTYPE_INT4:
+    case DRIFT_DTYPE_Q4_0: *mant = 3; *exp = 0; return;
+    case DRIFT_DTYPE_MXFP4:
+    case DRIFT_DTYPE_NVFP4: *mant = 1; *exp = 2; return;
+    default: *mant = 23; *exp = 8; return; /* f32, native */
+    }
+}
+
+static double weight_block(const drift_numeric_profile *p) {
+    switch (p->weights) {
+    case DRIFT_DTYPE_INT8: return -1;
+    case DRIFT_DTYPE_FP8_E4M3:
+    case DRIFT_DTYPE_FP8_E5M2: return p->weight_scale == DRIFT_SCALE_PER_TENSOR ? -2 : -1;
+    case DRIFT_DTYPE_INT4: return p->group_size;
+    case DRIFT_DTYPE_MXFP4:
+    case DRIFT_DTYPE_Q8_0:
+    case DRIFT_DTYPE_Q4_0: return 32;
+    case DRIFT_DTYPE_NVFP4: return 16;
+    default: return 0;
+    }
+}
+
+size_t drift_profile_descriptors(const drift_numeric_profile *p, const char **names, double *values, size_t cap) {
+    double wm, we, am, ae, km, ke, dm, de, rm, re;
+    format_bits(p->weights, &wm, &we);
+    format_bits(p->acts, &am, &ae);
+    format_bits(p->kv, &km, &ke);
+    drift_dtype dt = p->dtype == DRIFT_DTYPE_NATIVE ? p->acts : p->dtype;
+    format_bits(dt, &dm, &de);
+    format_bits(p->resid == DRIFT_DTYPE_NATIVE ? dt : p->resid, &rm, &re);
+    (void)de;
+    (void)re;
+    double acc = p->mma ? p->acc_bits : p->accum == DRIFT_ACCUM_F64 || p->isa == DRIFT_ISA_REF ? 52 : p->accum == DRIFT_ACCUM_BF16 ? 7 : 23;
+    double lanes = p->mma ? 1 : p->lanes ? p->lanes : p->isa == DRIFT_ISA_REF ? 8 : 0;
+    if (!p->mma && !p->lanes && p->isa != DRIFT_ISA_REF) {
+        drift_isa isa = num_isa_resolve(p->isa);
+        lanes = isa == DRIFT_ISA_AVX512 ? 16 : isa == DRIFT_ISA_AVX2 ? 8 : 1;
+    }
+    const struct {
+        const char *name;
+        double v;
+    } d[] = {
+        {"w_mant", wm},
+        {"w_exp", we},
+        {"w_block", weight_block(p)},
+        {"a_mant", am},
+        {"a_exp", ae},
+        {"a_dynamic", p->acts == DRIFT_DTYPE_FP8_E4M3 || p->acts == DRIFT_DTYPE_FP8_E5M2 || p->acts == DRIFT_DTYPE_INT8},
+        {"kv_mant", km},
+        {"kv_exp", ke},
+        {"dtype_mant", dm},
+        {"resid_mant", rm},
+        {"store_lowp", p->store && dt != DRIFT_DTYPE_F32},
+        {"norm_round", p->norm_round},
+        {"addnorm_f32", p->addnorm_f32},
+        {"swiglu_round", p->swiglu_round},
+        {"rope_lowp", p->rope_lowp},
+        {"scores_lowp", p->scores_lowp},
+        {"probs_lowp", p->probs_lowp},
+        {"bias_unfused", p->bias_unfused},
+        {"logits_lowp", p->logits_lowp},
+        {"attn_block", p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : 0},
+        {"split_k", p->reduce == DRIFT_REDUCE_BLOCKED ? p->split_k : 1},
+        {"exp_fast", p->exp == DRIFT_EXP_FAST},
+        {"acc_mant", acc},
+        {"lanes", lanes},
+        {"fma", p->mma ? 1 : p->lanes ? p->fma : 1},
+        {"tree_linear", p->tree},
+        {"dot_bf16", p->dot_bf16},
+        {"mma_k", p->mma},
+        {"promote", p->mma ? p->promote : 0},
+        {"acc_trunc", p->mma != 0},
+    };
+    size_t n = sizeof d / sizeof d[0];
+    for (size_t i = 0; i < n && i < cap; i++) {
+        if (names) names[i] = d[i].name;
+        if (values) values[i] = d[i].v;
+    }
+    return n;
 }

@@ -2,7 +2,8 @@
  * bits: the AVX2 path (8 positions' scores at a time, expf vectorised, the
  * V sums in registers; kernels_cpu.c) against the SSE path with libm's expf
  * (the test hook num_fast_attention_sse_only), over every KV format, both
- * softmax algorithms (two-pass, online blocks of several sizes), head
+ * softmax algorithms (two-pass, online blocks of several sizes), the
+ * rounding keys scores=dtype and probs=dtype, head
  * dimensions 8..128, lengths that leave every remainder of 8, and scores
  * spread wide enough that exp meets its special cases (|x| >= 88). On a
  * CPU where the AVX2 path is not taken the comparison still runs (both
@@ -27,7 +28,10 @@ static void test_paths_agree(void **state) {
     (void)state;
     static const drift_dtype KV[] = {DRIFT_DTYPE_F32, DRIFT_DTYPE_F16, DRIFT_DTYPE_BF16, DRIFT_DTYPE_FP8_E4M3,
                                      DRIFT_DTYPE_FP8_E5M2};
-    static const char *ALG[] = {"attn=two-pass", "attn=online:7", "attn=online:64", "attn=online:1"};
+    static const char *ALG[] = {"attn=two-pass", "attn=online:7", "attn=online:64", "attn=online:1",
+                                /* the rounding keys: scores / weights rounded to the dtype, in both paths */
+                                "attn=online:64&dtype=bf16&scores=dtype&probs=dtype", "attn=two-pass&dtype=bf16&probs=dtype",
+                                "attn=online:7&dtype=f16&scores=dtype"};
     static const int HD[] = {8, 32, 64, 128};
     static const int NP[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 64, 333};
     static const float SCALE[] = {0.125f, 1.0f, 3.0f, 8.0f, 40.0f}; /* 40: differences far below -88 */
@@ -49,7 +53,7 @@ static void test_paths_agree(void **state) {
             for (size_t ai = 0; ai < sizeof ALG / sizeof ALG[0]; ai++)
                 for (size_t ni = 0; ni < sizeof NP / sizeof NP[0]; ni++)
                     for (size_t si = 0; si < sizeof SCALE / sizeof SCALE[0]; si++) {
-                        char spec[64];
+                        char spec[128];
                         snprintf(spec, sizeof spec, "kv=%s&%s", drift_dtype_name(KV[ki]), ALG[ai]);
                         drift_numeric_profile p = prof(spec);
                         num_fast_attention_sse_only = 0;

@@ -199,11 +199,134 @@ static void test_describe_json(void **state) {
     assert_int_equal(drift_dtype_parse("nope", &back), -1);
 }
 
+
+/* Presets: every combination parses, records its names, round-trips through
+ * to_spec; a key that changes a field of an axis drops that axis's name;
+ * presets of one axis leave the others alone; old keys keep their meaning. */
+static void test_presets(void **state) {
+    (void)state;
+    drift_error err;
+    char buf[256];
+    for (int a = 0; a < DRIFT_AXIS_COUNT; a++) {
+        assert_true(drift_profile_preset_count((drift_profile_axis)a) >= 4);
+        assert_null(drift_profile_preset_name((drift_profile_axis)a, drift_profile_preset_count((drift_profile_axis)a)));
+    }
+    size_t np = drift_profile_preset_count(DRIFT_AXIS_PRECISION), nf = drift_profile_preset_count(DRIFT_AXIS_FRAMEWORK),
+           nh = drift_profile_preset_count(DRIFT_AXIS_HARDWARE);
+    for (size_t i = 0; i < np; i++)
+        for (size_t j = 0; j < nf; j++)
+            for (size_t k = 0; k < nh; k++) {
+                char spec[256];
+                snprintf(spec, sizeof spec, "hardware=%s&precision=%s&framework=%s&threads=2",
+                         drift_profile_preset_name(DRIFT_AXIS_HARDWARE, k), drift_profile_preset_name(DRIFT_AXIS_PRECISION, i),
+                         drift_profile_preset_name(DRIFT_AXIS_FRAMEWORK, j));
+                drift_numeric_profile a, b;
+                if (drift_profile_parse(spec, &a, &err)) fail_msg("%s: %s", spec, err.msg);
+                drift_profile_precision(&a, buf, sizeof buf);
+                assert_string_equal(buf, drift_profile_preset_name(DRIFT_AXIS_PRECISION, i));
+                drift_profile_framework(&a, buf, sizeof buf);
+                assert_string_equal(buf, drift_profile_preset_name(DRIFT_AXIS_FRAMEWORK, j));
+                drift_profile_hardware(&a, buf, sizeof buf);
+                assert_string_equal(buf, drift_profile_preset_name(DRIFT_AXIS_HARDWARE, k));
+                char *ts = drift_profile_to_spec(&a);
+                if (drift_profile_parse(ts, &b, &err)) fail_msg("%s: %s", ts, err.msg);
+                if (memcmp(&a, &b, sizeof a)) fail_msg("'%s' does not round-trip", ts);
+                free(ts);
+                char *js = drift_profile_to_json(&a);
+                json_t *o = json_loads(js, 0, NULL);
+                assert_non_null(o);
+                assert_string_equal(json_string_value(json_object_get(o, "hardware_preset")),
+                                    drift_profile_preset_name(DRIFT_AXIS_HARDWARE, k));
+                json_decref(o);
+                free(js);
+            }
+    /* order of axes does not matter; each resets only its own */
+    drift_numeric_profile x, y;
+    assert_int_equal(drift_profile_parse("precision=w8a8-fp8&framework=hf-eager&hardware=tc-fp8", &x, &err), DRIFT_OK);
+    assert_int_equal(drift_profile_parse("hardware=tc-fp8&framework=hf-eager&precision=w8a8-fp8", &y, &err), DRIFT_OK);
+    assert_memory_equal(&x, &y, sizeof x);
+    assert_int_equal(x.weights, DRIFT_DTYPE_FP8_E4M3);
+    assert_int_equal(x.dtype, DRIFT_DTYPE_BF16);
+    assert_int_equal(x.mma, 32);
+    assert_int_equal(x.acc_bits, 14);
+    assert_int_equal(x.scores_lowp, 1);
+    /* a later key of an axis drops its name (and only its), a key with the same value keeps it */
+    assert_int_equal(drift_profile_parse("precision=w16a16&framework=vllm&hardware=avx2&weights=bf16&norm=round", &x, &err), DRIFT_OK);
+    assert_string_equal(x.precision_preset, "w16a16");
+    assert_string_equal(x.framework_preset, "vllm");
+    assert_int_equal(drift_profile_parse("precision=w16a16&framework=vllm&hardware=avx2&kv=fp8-e4m3&lanes=16", &x, &err), DRIFT_OK);
+    assert_string_equal(x.precision_preset, "");
+    assert_string_equal(x.framework_preset, "vllm");
+    assert_string_equal(x.hardware_preset, "");
+    drift_profile_precision(&x, buf, sizeof buf);
+    assert_string_equal(buf, "bf16");
+    drift_profile_hardware(&x, buf, sizeof buf);
+    assert_string_equal(buf, "cpu-avx2/lanes-16");
+    /* precision=FORMAT keeps its old meaning (the weight format) */
+    assert_int_equal(drift_profile_parse("precision=int8", &x, &err), DRIFT_OK);
+    assert_int_equal(x.weights, DRIFT_DTYPE_INT8);
+    assert_string_equal(x.precision_preset, "");
+    /* unknown preset names list the known ones */
+    assert_int_equal(drift_profile_parse("framework=tgi", &x, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "sglang"));
+    assert_int_equal(drift_profile_parse("hardware=h100", &x, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "tc-fp8"));
+    /* inconsistent keys are refused, naming them */
+    const char *bad[] = {"lanes=12", "isa=avx2&fma=0", "isa=avx2&mma=16&lanes=8", "isa=avx2&accbits=14", "isa=avx2&mma=32&promote=100",
+                         "profile=ref&lanes=8", "acts=fp8-e4m3&store=dtype", "kv=int8", "isa=avx2&lanes=4&dot=bf16",
+                         "isa=avx2&lanes=8&accum=f64", "dtype=fp8-e4m3"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (drift_profile_parse(bad[i], &x, &err) != DRIFT_ERR_INVALID) fail_msg("'%s' accepted", bad[i]);
+    /* the old profiles' specs did not change (no new key shows) */
+    assert_int_equal(drift_profile_get("cpu-bf16", &x, &err), DRIFT_OK);
+    char *ts = drift_profile_to_spec(&x);
+    assert_string_equal(ts, "weights=bf16&wscale=per-channel&group=32&acts=bf16&kv=bf16&accum=f32&reduce=sequential&"
+                            "attn=two-pass&exp=libm&threads=0&backend=cpu&batch_invariant=1&isa=auto");
+    free(ts);
+}
+
+/* Descriptors: stable names and order, and what three levels are */
+static void test_descriptors(void **state) {
+    (void)state;
+    static const char *NAMES[] = {"w_mant", "w_exp", "w_block", "a_mant", "a_exp", "a_dynamic", "kv_mant", "kv_exp",
+                                  "dtype_mant", "resid_mant", "store_lowp", "norm_round", "addnorm_f32", "swiglu_round",
+                                  "rope_lowp", "scores_lowp", "probs_lowp", "bias_unfused", "logits_lowp", "attn_block",
+                                  "split_k", "exp_fast", "acc_mant", "lanes", "fma", "tree_linear", "dot_bf16", "mma_k",
+                                  "promote", "acc_trunc"};
+    const size_t N = sizeof NAMES / sizeof *NAMES;
+    drift_numeric_profile p;
+    drift_error err;
+    assert_int_equal(drift_profile_parse("precision=w16a16&framework=vllm&hardware=avx2", &p, &err), DRIFT_OK);
+    assert_int_equal(drift_profile_descriptors(&p, NULL, NULL, 0), N);
+    const char *names[64];
+    double v[64];
+    assert_int_equal(drift_profile_descriptors(&p, names, v, 64), N);
+    for (size_t i = 0; i < N; i++) assert_string_equal(names[i], NAMES[i]);
+#define D(name) v[({ size_t i_ = 0; while (strcmp(names[i_], name)) i_++; i_; })]
+    assert_true(D("w_mant") == 7 && D("w_exp") == 8 && D("a_mant") == 7 && D("kv_mant") == 7 && D("dtype_mant") == 7);
+    assert_true(D("acc_mant") == 23 && D("lanes") == 8 && D("fma") == 1 && D("attn_block") == 128);
+    assert_true(D("norm_round") == 1 && D("swiglu_round") == 1 && D("logits_lowp") == 1 && D("store_lowp") == 1);
+    assert_int_equal(drift_profile_parse("precision=w8a8-int8&framework=trtllm&hardware=tc-fp8", &p, &err), DRIFT_OK);
+    drift_profile_descriptors(&p, names, v, 64);
+    assert_true(D("w_mant") == 7 && D("w_exp") == 0 && D("w_block") == -1 && D("a_dynamic") == 1 && D("dtype_mant") == 7);
+    assert_true(D("acc_mant") == 14 && D("mma_k") == 32 && D("promote") == 128 && D("acc_trunc") == 1 && D("lanes") == 1);
+    assert_true(D("split_k") == 2 && D("norm_round") == 0 && D("logits_lowp") == 0);
+    assert_int_equal(drift_profile_parse("precision=w4a16&hardware=avx512-bf16", &p, &err), DRIFT_OK);
+    drift_profile_descriptors(&p, names, v, 64);
+    assert_true(D("w_mant") == 3 && D("w_block") == 128 && D("lanes") == 16 && D("dot_bf16") == 1);
+    /* cap smaller than the total: only cap written */
+    names[2] = NULL;
+    assert_int_equal(drift_profile_descriptors(&p, names, v, 2), N);
+    assert_null(names[2]);
+#undef D
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_named),          cmocka_unit_test(test_parse),
         cmocka_unit_test(test_errors),         cmocka_unit_test(test_spec_roundtrip),
         cmocka_unit_test(test_describe_json),
+        cmocka_unit_test(test_presets),        cmocka_unit_test(test_descriptors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

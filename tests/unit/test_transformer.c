@@ -285,6 +285,81 @@ static void test_batch_invariance(void **state) {
     free(base);
 }
 
+
+/* The lab's baseline and its levels: batch- and thread-invariant (the A/A
+ * control is zero by construction: the same bits with 1 and 2 threads and
+ * with the sequence alone or in a batch of 8 or 32 sessions at other
+ * positions), and each close to the float64 reference (how far is each
+ * level from exact; the hardware keys' levels by their accumulators). */
+#define LAB_BASE "precision=w16a16&framework=vllm&hardware=avx2"
+static void test_lab_levels_invariance(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("qwen2"); /* with q/k/v biases: bias=fused|unfused act */
+    const char *path = model_path("qwen2", &c);
+    const char *levels[] = {LAB_BASE,
+                            LAB_BASE "&hardware=avx512-bf16",
+                            LAB_BASE "&hardware=tc-fp8",
+                            LAB_BASE "&hardware=sse2",
+                            LAB_BASE "&framework=hf-eager",
+                            LAB_BASE "&framework=sglang",
+                            LAB_BASE "&framework=trtllm",
+                            LAB_BASE "&precision=w8a8-int8",
+                            LAB_BASE "&precision=w8a8-fp8"};
+    const int n_levels = (int)(sizeof levels / sizeof *levels);
+    double *ref = NULL;
+    char rerr[256];
+    for (int li = 0; li < n_levels; li++) {
+        char spec[256];
+        snprintf(spec, sizeof spec, "%s&threads=1", levels[li]);
+        drift_model *m = load(path, spec);
+        int V = drift_model_get_info(m)->n_vocab;
+        float *pre = all_logits(m, TOKS, NTOK);
+        if (!ref) {
+            ref = malloc((size_t)NTOK * V * sizeof *ref);
+            assert_int_equal(ref_logits(path, TOKS, NTOK, ref, rerr, sizeof rerr), 0);
+        }
+        double e = rel_err(pre, ref, (size_t)NTOK * V);
+        fprintf(stderr, "%-72s vs float64 reference: max rel err %.3g\n", levels[li], e);
+        assert_true(e > 1e-6); /* reduced precision: not the f32 engine */
+        assert_true(e < 0.1);
+        /* 2 threads: the same bits */
+        snprintf(spec, sizeof spec, "%s&threads=2", levels[li]);
+        drift_model *m2 = load(path, spec);
+        float *pre2 = all_logits(m2, TOKS, NTOK);
+        assert_memory_equal(pre, pre2, (size_t)NTOK * V * sizeof *pre);
+        free(pre2);
+        drift_model_free(m2);
+        /* batches of 1, 8 and 32 sessions: the sequence's row is the prefill's */
+        const int Bs[] = {1, 8, 32};
+        drift_error err;
+        float *lg = malloc((size_t)32 * V * sizeof *lg);
+        for (int bi = 0; bi < 3; bi++) {
+            int B = Bs[bi];
+            drift_session *ss[32];
+            for (int i = 0; i < B; i++) {
+                assert_int_equal(drift_session_new(m, 64, &ss[i], &err), DRIFT_OK);
+                for (int j = 0; j < i % 5; j++) { /* the others start at other positions */
+                    int32_t id = (int32_t)(40 + 7 * i + j);
+                    assert_int_equal(drift_session_forward(ss[i], &id, 1, 0, NULL, NULL, &err), DRIFT_OK);
+                }
+            }
+            drift_session_reset(ss[0]);
+            for (int t = 0; t < NTOK; t++) {
+                int32_t ids[32];
+                for (int i = 0; i < B; i++) ids[i] = i == 0 ? TOKS[t] : (int32_t)(50 + (3 * i + t) % 200);
+                assert_int_equal(drift_session_forward_batch(ss, ids, (size_t)B, lg, &err), DRIFT_OK);
+                if (memcmp(lg, pre + (size_t)t * V, (size_t)V * sizeof *lg))
+                    fail_msg("%s: batch %d, token %d differs from the prefill", levels[li], B, t);
+            }
+            for (int i = 0; i < B; i++) drift_session_free(ss[i]);
+        }
+        free(lg);
+        free(pre);
+        drift_model_free(m);
+    }
+    free(ref);
+}
+
 static void test_generate(void **state) {
     (void)state;
     tiny_cfg c = tiny_default("qwen2");
@@ -641,6 +716,7 @@ int main(void) {
         cmocka_unit_test(test_window_and_rope_scaling),
         cmocka_unit_test(test_determinism_and_profiles),
         cmocka_unit_test(test_batch_invariance),
+        cmocka_unit_test(test_lab_levels_invariance),
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_embed_and_chat),
         cmocka_unit_test(test_bad_models),
