@@ -47,13 +47,22 @@ extern "C" {
 #define DRIFT_LAB_FEW_CORES 8
 /* --quick's sizes: models (fragile ones first), prompts per workload, new
  * tokens; long context runs on a subset of configurations
- * (drift_lab_design_long_json) */
+ * (drift_lab_design_long_json): its prompts x 4 levels = 256 pairs, so
+ * that 0 flips bound the pooled rate below 1.5% (Wilson, pairs counted
+ * independently) */
 #define DRIFT_LAB_QUICK_MODELS 3
-#define DRIFT_LAB_QUICK_MATH 150
-#define DRIFT_LAB_QUICK_CODE 164
-#define DRIFT_LAB_QUICK_SAFETY 100
-#define DRIFT_LAB_QUICK_CHAT 100
-#define DRIFT_LAB_QUICK_LONG 20
+#define DRIFT_LAB_QUICK_MATH 60
+#define DRIFT_LAB_QUICK_CODE 40
+#define DRIFT_LAB_QUICK_SAFETY 60
+#define DRIFT_LAB_QUICK_CHAT 30
+#define DRIFT_LAB_QUICK_LONG 64
+/* The baseline's levels (engine presets, profile.h): the paper's FP16 on
+ * H100 with vLLM, as a reduced-precision serving profile */
+#define LAB_BASE_PRECISION "w16a16"
+#define LAB_BASE_FRAMEWORK "vllm"
+#define LAB_BASE_HARDWARE "avx2"
+/* top-k logprobs stored with the baseline's answers (flip risk) */
+#define DRIFT_LAB_BASE_LOGPROBS 5
 #define DRIFT_LAB_QUICK_TOKENS 128
 #define DRIFT_LAB_FULL_TOKENS 256
 /* the stochastic leg: math prompts and replicates per run */
@@ -62,6 +71,8 @@ extern "C" {
 /* the seed of the null run (the baseline stack again); its replicate r uses
  * this + r, far from the leg's own 42 + r */
 #define DRIFT_LAB_STOCH_NULL_SEED 1042
+/* the leg's other stack: the baseline with this precision */
+#define DRIFT_LAB_STOCH_ALT "w4a16"
 
 typedef struct drift_lab_opts {
     int full;                  /* 0 = --quick: at most 3 models, one axis at a time */
@@ -93,8 +104,32 @@ typedef struct drift_lab_opts {
 /* Sets the defaults above (quick, 1 engine thread). */
 DRIFT_API void drift_lab_opts_default(drift_lab_opts *o);
 
+/* The levels of each axis (engine preset names, the baseline's first). */
+typedef struct drift_lab_levels_t {
+    const char *const *hardware, *const *precision, *const *framework;
+    size_t n_hardware, n_precision, n_framework;
+} drift_lab_levels_t;
+
+/* The design's levels of --full (full = 1) or --quick. Static strings. */
+DRIFT_API void drift_lab_levels(int full, drift_lab_levels_t *out);
+
+/* The kind of a configuration label of the lab's design. */
+typedef enum drift_lab_role {
+    DRIFT_LAB_ROLE_LEVEL = 0,  /* a level of the axes: a row of the analyses */
+    DRIFT_LAB_ROLE_BASE = 1,   /* "base@MODEL": the baseline */
+    DRIFT_LAB_ROLE_AA = 2,     /* "aa@MODEL": the A/A control */
+    DRIFT_LAB_ROLE_REF = 3     /* "ref@MODEL": the ref oracle */
+} drift_lab_role;
+
+/* The role of a run label (by its prefix). */
+DRIFT_API drift_lab_role drift_lab_label_role(const char *label);
+
+/* A model path as the lab's spec records it (malloc'd): relative to the
+ * working directory when abs_path is under it, else abs_path. */
+DRIFT_API char *drift_lab_portable_path(const char *abs_path);
+
 typedef struct drift_lab_model {
-    char *path;                /* absolute */
+    char *path;                /* relative to the working directory when under it, else absolute */
     char *name;                /* file stem, with ",={}" made '_' */
 } drift_lab_model;
 
@@ -177,8 +212,15 @@ typedef struct drift_lab_fit {
     double a, b, d;            /* per prompt token, per token^2, per new token */
 } drift_lab_fit;
 
+#define DRIFT_LAB_MAX_HW 8
 typedef struct drift_lab_cost {
-    drift_lab_fit cpu, ref;    /* the cpu profiles (measured on cpu-f32) and the ref profile */
+    drift_lab_fit cpu, ref;    /* the cpu profiles (measured on the baseline) and the ref profile */
+    /* hardware levels other than the baseline's: seconds of a short batch
+     * on the level / on the baseline (a configuration of another level
+     * costs its fit times its factor) */
+    char hw_name[DRIFT_LAB_MAX_HW][32];
+    double hw_factor[DRIFT_LAB_MAX_HW];
+    size_t n_hw;
     double tokens_per_char;    /* prompt tokens per rendered character (short prompts) */
     double long_tokens_per_char; /* the same on the long-context document */
 } drift_lab_cost;
@@ -198,6 +240,10 @@ typedef struct drift_lab_timing {
  * long prompt is no longer than the short one). DRIFT_ERR_INVALID when a
  * time or a token count is not positive. */
 DRIFT_API drift_status drift_lab_fit_solve(const drift_lab_timing *t, drift_lab_fit *f, drift_error *err);
+
+/* The cost factor of configuration cfg (its hardware level's; 1 when
+ * unknown or the baseline's). */
+DRIFT_API double drift_lab_cost_factor(const drift_lab_cost *c, const drift_matrix_config *cfg);
 
 /* A suite's size: its prompts and their rendered characters. */
 typedef struct drift_lab_suite_size {

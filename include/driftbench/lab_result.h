@@ -82,12 +82,13 @@ typedef struct drift_lab_beyond {
 typedef struct drift_lab_stochastic {
     /* the design */
     char model[256];
-    char target_f32[DRIFT_LAB_SPEC_MAX], target_int4[DRIFT_LAB_SPEC_MAX];
-    char label_f32[DRIFT_LAB_LABEL_MAX], label_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32" */
-    char label_null[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32-null": target_f32 at null_seed */
-    char label_null_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/int4-null": target_int4 at null_seed */
+    char pair[64];             /* the stacks' precisions, "w16a16 -> w4a16" */
+    char target_base[DRIFT_LAB_SPEC_MAX], target_alt[DRIFT_LAB_SPEC_MAX];
+    char label_base[DRIFT_LAB_LABEL_MAX], label_alt[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32" */
+    char label_null_base[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32-null": target_base at null_seed */
+    char label_null_alt[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/int4-null": target_alt at null_seed */
     long seed, null_seed;
-    char det_f32[DRIFT_LAB_LABEL_MAX], det_int4[DRIFT_LAB_LABEL_MAX];     /* the matrix's runs of the pair */
+    char det_base[DRIFT_LAB_LABEL_MAX], det_alt[DRIFT_LAB_LABEL_MAX];     /* the matrix's runs of the pair */
     char suite[64];
     int replicates;
     double temperature;

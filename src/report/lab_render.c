@@ -49,8 +49,8 @@ static void render_null(util_buf *b, const drift_lab_stochastic *x) {
     }
     const drift_lab_beyond *d = &x->beyond;
     buf_printf(b, "null: each stack against itself with seeds %ld+r disagrees on %.2f%% of replicate pairs (sampling "
-                  "alone); f32 -> int4 across seeds: %.2f%%, over the same %zu prompts\n",
-               x->null_seed, 100 * d->null_rate, 100 * d->cross, d->n);
+                  "alone); %s across seeds: %.2f%%, over the same %zu prompts\n",
+               x->null_seed, 100 * d->null_rate, x->pair, 100 * d->cross, d->n);
     buf_printf(b, "drift beyond the null: %+.2f points, 95%% CI ", 100 * d->beyond);
     interval(b, d->beyond_lo, d->beyond_hi, 100, "");
     buf_printf(b, " (paired bootstrap over prompts, %d resamples)%s\n", d->resamples,
@@ -143,10 +143,10 @@ drift_status drift_store_outcomes_render(const drift_store_outcomes *o, char **o
 static void note_stochastic(util_buf *note, const drift_lab_stochastic *x) {
     if (x->null_ok) {
         const drift_lab_beyond *d = &x->beyond;
-        buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s f32 -> int4): %.2f%% "
+        buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s %s): %.2f%% "
                          "of replicate pairs disagree, %.2f%% for each stack against itself with other seeds (the null), so "
                          "%+.2f points beyond the null (95%% CI %.2f to %.2f). ",
-                   x->replicates, d->n, x->model, 100 * d->cross, 100 * d->null_rate, 100 * d->beyond,
+                   x->replicates, d->n, x->model, x->pair, 100 * d->cross, 100 * d->null_rate, 100 * d->beyond,
                    100 * d->beyond_lo, 100 * d->beyond_hi);
         if (isnan(d->ratio))
             buf_puts(note, "No deterministic flip on those prompts: the ratio to the deterministic rate (the paper: "
@@ -159,9 +159,9 @@ static void note_stochastic(util_buf *note, const drift_lab_stochastic *x) {
             buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI %.2fx to %.2fx; the paper: 0.23x). ",
                        d->ratio, d->ratio_lo, d->ratio_hi);
     } else if (!isnan(x->ratio)) {
-        buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
+        buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s %s): expected flip rate "
                          "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x); not against its null: %s. ",
-                   x->model, 100 * x->expected_flip_rate, x->ratio, x->null_reason);
+                   x->model, x->pair, 100 * x->expected_flip_rate, x->ratio, x->null_reason);
     }
 }
 
@@ -176,7 +176,7 @@ drift_status drift_lab_report_note_render(const drift_lab_report *r, char **out,
     if (!r->with_safety) buf_printf(&note, "Safety was not run: %s. ", r->safety_reason);
     if (!r->full && r->long_n)
         buf_printf(&note, "The quick matrix runs long-context (%zu prompts, each a prefill of ~%.0f tokens) on the "
-                          "first model's ref, f32, fp8 and int4 configurations only; `driftbench lab --full` runs it "
+                          "first model's baseline and four of its levels only; `driftbench lab --full` runs it "
                           "on every one. ",
                    r->long_n, r->long_tokens);
     buf_printf(&note, "Answers cut by the %d-token limit: ", r->cuts->max_tokens);

@@ -758,7 +758,7 @@ drift_status drift_lab_summary_render(const drift_lab_summary_in *in, char **tex
  * rate alone with why the rest is missing. what: room for the pair's name. */
 static drift_lab_summary_stochastic summary_stochastic(const drift_lab_stochastic *x, char *what, size_t cap) {
     const drift_lab_beyond *d = &x->beyond;
-    snprintf(what, cap, "%s f32 -> int4, math", x->model);
+    snprintf(what, cap, "%s %s, math", x->model, x->pair);
     int ok = x->null_ok;
     return (drift_lab_summary_stochastic){
         .what = what, .n_prompts = ok ? (long)d->n : 0, .replicates = x->replicates, .temperature = x->temperature,

@@ -382,11 +382,11 @@ static void test_stochastic(void **state) {
     s.n_models = 1;
     drift_lab_stochastic x;
     drift_lab_stochastic_design(&s, &x);
-    assert_string_equal(x.label_f32, "stochastic/a/f32");
-    assert_string_equal(x.label_int4, "stochastic/a/int4");
-    assert_string_equal(x.det_f32, "a/cpu-best/f32/seq");
-    assert_string_equal(x.det_int4, "a/cpu-best/int4/seq");
-    assert_string_equal(x.target_int4,
+    assert_string_equal(x.label_base, "stochastic/a/f32");
+    assert_string_equal(x.label_alt, "stochastic/a/int4");
+    assert_string_equal(x.det_base, "a/cpu-best/f32/seq");
+    assert_string_equal(x.det_alt, "a/cpu-best/int4/seq");
+    assert_string_equal(x.target_alt,
                         "embedded:/m/a.gguf?profile=cpu-f32&weights=int4&isa=auto&reduce=sequential&threads=2");
     assert_string_equal(x.suite, "builtin:math?n=10");
     assert_int_equal(x.replicates, 5);
@@ -400,8 +400,8 @@ static void test_stochastic(void **state) {
     /* the stochastic runs missing: an error */
     assert_int_not_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
     const char *cfg = "{\"model\":\"a\"}";
-    add_run(st, x.label_f32, "t", cfg, 0x0);
-    add_run(st, x.label_int4, "t", cfg, 0x3);
+    add_run(st, x.label_base, "t", cfg, 0x0);
+    add_run(st, x.label_alt, "t", cfg, 0x3);
     /* no deterministic pair: said why, no ratio */
     assert_int_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
     assert_int_equal(x.det_ok, 0);
@@ -409,8 +409,8 @@ static void test_stochastic(void **state) {
     assert_true(isnan(x.ratio));
     /* deterministic pair: 2 of 10 prompts flip; one replicate each, so no
      * expected rate and no ratio */
-    add_run(st, x.det_f32, "t", cfg, 0x1);
-    add_run(st, x.det_int4, "t", cfg, 0x7);
+    add_run(st, x.det_base, "t", cfg, 0x1);
+    add_run(st, x.det_alt, "t", cfg, 0x7);
     assert_int_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
     assert_int_equal(x.det_ok, 1);
     assert_int_equal(x.det_n, 10);
@@ -475,7 +475,7 @@ static void test_stochastic_run(void **state) {
     drift_lab_stochastic_summary sum;
     assert_int_equal(drift_lab_stochastic_run(st, &x, &so, &sum, &err), DRIFT_OK);
     assert_int_equal(sum.done, 4);
-    assert_string_equal(sum.label, x.label_null_int4);
+    assert_string_equal(sum.label, x.label_null_alt);
     assert_int_equal(x.null_seed, DRIFT_LAB_STOCH_NULL_SEED);
     assert_int_equal(sum.run.requested, 2 * 5);
     assert_int_equal(sum.run.answers + sum.run.errors, 2 * 5);
