@@ -28,7 +28,8 @@ static void usage(FILE *f) {
             "  --strata DIM    also run the ANOVA within each level of DIM (e.g. workload), with the\n"
             "                  terms that mention DIM dropped\n"
             "  --format F      text (default) or json\n"
-            "eta^2 = SS / sum of the SS column (the artifact's definition); p_BH = Benjamini-Hochberg.\n"
+            "eta^2 = SS / total SS about the mean (the paper's definition); part.eta = SS / (SS + residual SS);\n"
+            "SS share = SS / sum of the SS column (the artifact's eta_squared); p_BH = Benjamini-Hochberg.\n"
             "Rank-deficient designs: df is the rank a term adds (statsmodels prints the column count).\n"
             "Exit: 0 ok, 2 bad input.\n",
             drift_anova_default_formula());

@@ -8,8 +8,10 @@
  * ANOVA: ordinary least squares on categorical factors (treatment coding,
  * levels sorted as patsy sorts them, the first level is the reference) with
  * two-way interactions, Type I / II / III sums of squares, F, p,
- * eta^2 = SS / (sum of the table's SS column, residual included: the
- * artifact's definition) and Benjamini-Hochberg adjusted p-values.
+ * eta^2 = SS / total SS about the mean (the paper's definition), partial
+ * eta^2 = SS / (SS + residual SS), the share of the printed SS column (the
+ * artifact's "eta_squared"; the same as eta^2 for type I, not for types
+ * II and III) and Benjamini-Hochberg adjusted p-values.
  * Rank-deficient designs (empty interaction cells) are handled as
  * statsmodels does where statsmodels is numerically stable (see anova.c).
  *
@@ -21,6 +23,7 @@
 #define DRIFTBENCH_ANALYSIS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "driftbench/status.h"
 #include "driftbench/types.h"
 
@@ -110,7 +113,12 @@ typedef struct drift_anova_row {
     double mean_sq;
     double F, p;     /* NAN on the Residual row */
     double p_bh;     /* Benjamini-Hochberg over the table's term rows */
-    double eta_sq;   /* sum_sq / sum of the sum_sq column (residual included) */
+    double eta_sq;   /* eta^2 = sum_sq / ss_total (the total sum of squares about the mean);
+                      * NAN on the Intercept row */
+    double eta_sq_partial; /* partial eta^2 = sum_sq / (sum_sq + the Residual's sum_sq); NAN on
+                      * the Residual and Intercept rows */
+    double ss_share; /* sum_sq / sum of the printed sum_sq column (Intercept and Residual
+                      * included): the artifact's "eta_squared"; equals eta_sq for type I only */
 } drift_anova_row;
 
 typedef struct drift_anova_table {
@@ -300,6 +308,233 @@ DRIFT_API void drift_table_analyses_clear(drift_table_analyses *a);
 
 /* R^2 = 1 - SS_res / SS_tot (around the mean of y); NAN when n < 2 or y constant. */
 DRIFT_API double drift_r2(const double *y, const double *pred, size_t n);
+
+/* ------------------------------------------- statistics of flips (issue 36)
+ *
+ * Flips are paired: the baseline's answer and a configuration's answer on
+ * the same prompt. A prompt appears in many configurations, so the pairs
+ * are clustered by prompt (a prompt near a decision boundary flips under
+ * many configurations); these functions resample whole prompts (and, for a
+ * mean over configurations, whole configurations) instead of pairs.
+ * Every function is deterministic at a fixed seed and prints nothing. */
+
+/* One pair: the baseline's answer and a configuration's answer on one
+ * prompt. prompt and config are any ids (a prompt's rowid, a configuration's
+ * index); equal ids are the same prompt / configuration. ok = 1 when the
+ * answer is judged correct (safe, passing), 0 when not. */
+typedef struct drift_flip_pair {
+    int64_t prompt;
+    int64_t config;
+    unsigned char base_ok, cfg_ok;
+} drift_flip_pair;
+
+typedef struct drift_boot_opts {
+    int resamples;   /* bootstrap resamples; 0 = 2000; fewer than 200 are raised to 200 */
+    uint64_t seed;   /* the resampling stream (util_rng); the same seed gives the same result */
+    double level;    /* two-sided coverage of the percentile interval; 0 = 0.95 */
+} drift_boot_opts;
+
+/* resamples 2000, seed 20261206, level 0.95 */
+DRIFT_API void drift_boot_opts_init(drift_boot_opts *o);
+
+/* A figure and its percentile interval; fractions (0..1; net: -1..1). */
+typedef struct drift_boot_ci {
+    double est;      /* the figure on the data */
+    double lo, hi;   /* the (1-level)/2 and (1+level)/2 quantiles of the resampled figures
+                      * (linear between order statistics) */
+} drift_boot_ci;
+
+/* The four flip figures of a set of pairs. "flip" is the paper's flip rate
+ * (both directions); to_wrong = baseline correct, configuration not;
+ * to_right = baseline wrong, configuration correct; net = to_right -
+ * to_wrong = the change of accuracy (what net accuracy shows; flip is what
+ * it hides). */
+typedef struct drift_flip_boot {
+    size_t n_pairs, n_prompts, n_configs;
+    int resamples;               /* resamples behind the intervals (those holding a pair: a two-way
+                                  * resample whose drawn configurations saw none of the drawn prompts
+                                  * is skipped; fewer than half usable is DRIFT_ERR_INVALID) */
+    double level;
+    int two_way;                 /* 1: drift_flip_boot_two_way, 0: drift_flip_boot_prompts */
+    drift_boot_ci flip, to_wrong, to_right, net;
+} drift_flip_boot;
+
+/* Pooled rates (flips / pairs over every pair given) with a cluster
+ * bootstrap over prompts: each resample draws n_prompts prompts with
+ * replacement and keeps all pairs of each drawn prompt (every
+ * configuration), the figure is recomputed as a ratio of sums. Answers the
+ * question "how far would the pooled rate move on another draw of prompts
+ * from the same population, the configurations fixed". n >= 1 pairs and
+ * at least 2 distinct prompts, else DRIFT_ERR_INVALID. */
+DRIFT_API drift_status drift_flip_boot_prompts(const drift_flip_pair *pairs, size_t n, const drift_boot_opts *o,
+                                               drift_flip_boot *out, drift_error *err);
+
+/* The mean over configurations of each configuration's rate (the paper's
+ * figures are such means over its configurations) with a two-way
+ * (pigeonhole) bootstrap: each resample draws prompts with replacement and,
+ * independently, configurations with replacement; a configuration's rate
+ * is computed over the drawn prompts (multiplicities as weights), the mean
+ * over the drawn configurations (multiplicities as weights); a drawn
+ * configuration with no pair among the drawn prompts is left out of that
+ * resample's mean. Answers "another draw of prompts AND of configurations
+ * from their populations"; mildly conservative (Owen 2007, "The pigeonhole
+ * bootstrap": its variance overstates the crossed design's by terms of
+ * the interaction and noise; 0.967 coverage at nominal 0.95 in
+ * test_cluster_boot's simulation).
+ * At least 2 prompts and 2 configurations, else DRIFT_ERR_INVALID. */
+DRIFT_API drift_status drift_flip_boot_two_way(const drift_flip_pair *pairs, size_t n, const drift_boot_opts *o,
+                                               drift_flip_boot *out, drift_error *err);
+
+/* The interval the lab printed before, for comparison: Wilson's 95% score
+ * interval of the pooled rate p with n = n_prompts ("each prompt counted
+ * once"; real-valued count p n). Fractions. */
+DRIFT_API void drift_wilson_real(double p, double n, double z, double *lo, double *hi);
+
+/* ------------------------------ logistic model of flips, prompt-clustered
+ *
+ * flip ~ C(f1, Treatment(ref1)) + C(f2, Treatment(ref2)) + ...: a binomial
+ * GLM with the logit link, one observation per pair (y = 1 for a flip),
+ * fitted by Newton's method (= IRLS for the canonical link) with step
+ * halving, covariance cluster-robust over prompts exactly as statsmodels'
+ * GLM(..., family=Binomial()).fit(cov_type='cluster',
+ * cov_kwds={'groups': prompt}) gives it: H^-1 (sum_g s_g s_g') H^-1 times
+ * G/(G-1) * (N-1)/(N-K) (G clusters, N observations, K estimated
+ * parameters), z tests with the normal distribution, and per factor the
+ * Wald chi^2 test that all its estimated levels are 0 (df = levels
+ * estimated).
+ *
+ * Separation. A level whose observations all have y = 0 (no flip: common
+ * here) or all y = 1 has an infinite maximum-likelihood coefficient; any
+ * finite number printed for it would be an artefact of when the iterations
+ * stopped. Such a level is reported as not estimable (why = "no flips in
+ * its N pairs" / "every one of its N pairs flips"), its column and its
+ * observations leave the fit (the limit of the likelihood as its
+ * coefficient goes to -/+infinity: those observations are fitted exactly
+ * and carry no information on the other coefficients), and the check is
+ * repeated on what is left until no level is separated. When the reference
+ * level itself is separated, its observations leave the fit and the
+ * factor's first remaining level (strcmp order) becomes the reference
+ * (reference_used). A column that the others span (collinear design) is
+ * also not estimable ("collinear with earlier columns"), and so is a level
+ * whose pairs all come from a single prompt (its prompt-clustered variance
+ * is 0 by construction). If Newton's method
+ * still fails to converge (separation by a combination of levels), the fit
+ * says so (converged = 0) and every coefficient whose |estimate| exceeds
+ * 10 is marked not estimable. */
+
+typedef struct drift_logit_factor_in {
+    const char *name;              /* "hardware" */
+    const char *const *levels;     /* (n) the level of each observation */
+    const char *reference;         /* the baseline's level; NULL = the first level in strcmp order */
+} drift_logit_factor_in;
+
+typedef struct drift_logit_coef {
+    char *name;            /* "Intercept" or "C(hardware)[T.avx2]" (patsy's spelling) */
+    char *factor, *level;  /* NULL for the intercept */
+    long n_obs, n_events;  /* observations of this level (all for the intercept) and their flips */
+    int estimable;         /* 0: est, se, z, p are NAN and why says why */
+    char why[96];
+    double est;            /* log odds ratio against the reference level (intercept: log odds at the references) */
+    double se;             /* cluster-robust standard error */
+    double z, p;           /* Wald z = est / se and its two-sided normal p-value */
+} drift_logit_coef;
+
+typedef struct drift_logit_term {
+    char *factor;
+    char *reference;        /* the reference level asked for */
+    char *reference_used;   /* the reference of the fit (differs when the asked one was separated) */
+    size_t n_levels;        /* levels in the data, reference included */
+    size_t n_estimated;     /* non-reference levels with an estimable coefficient */
+    size_t df;              /* degrees of freedom of the test: the rank of the cluster-robust
+                             * covariance of those coefficients (< n_estimated when the
+                             * prompts are too few to tell them apart) */
+    double chi2, p;         /* Wald chi^2 (cluster-robust) that every estimated level is 0; NAN when none */
+} drift_logit_term;
+
+typedef struct drift_logit_fit {
+    size_t nobs;            /* observations given */
+    size_t nobs_used;       /* observations in the fit (separated levels' observations removed) */
+    size_t n_clusters;      /* prompts among the observations used */
+    size_t n_params;        /* estimated parameters (intercept included) */
+    int converged;          /* 1: |step| < 1e-10 (max over coefficients) within 100 iterations */
+    int iterations;
+    double loglik, deviance, loglik_null; /* of the fit, and of the intercept-only model on the same observations */
+    size_t n_coefs;         /* intercept + every non-reference level of every factor, estimable or not */
+    drift_logit_coef *coefs;
+    size_t n_terms;         /* one per factor with two or more levels, in the order given */
+    drift_logit_term *terms;
+} drift_logit_fit;
+
+/* Fits the model. y (n) 0/1, cluster (n) the prompt of each observation.
+ * A factor with a single level adds nothing and has no term. A reference
+ * that is not among a factor's levels falls back to the first level
+ * (reference_used says which). When no observation is left after removing
+ * the separated levels (a workload without a single flip), the fit is
+ * returned with nobs_used = 0, converged = 0 and nothing estimable: not an
+ * error. The fit is over the observations left (nobs_used, n_clusters
+ * among them, n_params estimated): statsmodels on those rows gives the
+ * same numbers. Errors: DRIFT_ERR_INVALID for n < 2, a y not 0/1, a NULL
+ * level string; DRIFT_ERR_NUMERIC when the Hessian cannot be factorised. */
+DRIFT_API drift_status drift_logit_cluster_fit(const unsigned char *y, const int64_t *cluster, size_t n,
+                                               const drift_logit_factor_in *factors, size_t n_factors,
+                                               drift_logit_fit **out, drift_error *err);
+DRIFT_API void drift_logit_fit_free(drift_logit_fit *f);
+
+/* ------------------------------ the stochastic leg's flip-rate estimand
+ *
+ * Two stacks A (the baseline) and B sample R replicates per prompt at a
+ * temperature, twice each with different seeds (A1, A2, B1, B2). A
+ * replicate set's majority-vote label is pass when more than half of its
+ * labelled replicates pass, fail when fewer, a tie otherwise (broken by a
+ * fair coin: a tie disagrees with any label with probability 1/2).
+ *   cross  = share of prompts whose majority label differs between the
+ *            stacks: mean of d(A1, B2) and d(A2, B1) (sets of different
+ *            seeds only); the paper's stochastic flip rate, sampling noise
+ *            included;
+ *   null   = share whose majority label differs between two replicate
+ *            sets of the same stack: mean of d(A1, A2) and d(B1, B2);
+ *   beyond = cross - null: the majority-vote flip rate the stack change
+ *            causes beyond its own same-stack null. With P and Q a prompt's
+ *            probability of a majority pass under A and B it estimates the
+ *            mean of (P - Q)^2 without bias, which is the flip rate of the
+ *            prompts whose majority is stable (P, Q in {0, 1}) and less for
+ *            the others;
+ *   det    = the deterministic (temperature 0) flip rate of the same pair
+ *            of stacks on the same prompts (when given);
+ *   ratio_cross = cross / det, ratio_beyond = beyond / det: comparable to the
+ *            paper's ~0.23x (its 1.9% / 8.3%).
+ * Intervals: percentile bootstrap over prompts (all figures of a prompt
+ * resampled together). */
+
+typedef struct drift_stoch_prompt {
+    long pass[4], fail[4];  /* labelled replicates that pass / fail in A1, B1, A2, B2 */
+    int det_flip;           /* the deterministic pair flipped (1), did not (0), unknown (-1) */
+} drift_stoch_prompt;
+
+typedef struct drift_stoch_estimand {
+    size_t n;               /* prompts with at least one labelled replicate in each of the four sets */
+    size_t n_det;           /* of those, prompts whose det_flip is known */
+    int resamples;
+    double level;
+    double tie_share;       /* share of the n x 4 replicate sets whose majority is a tie */
+    drift_boot_ci cross, null, beyond;
+    drift_boot_ci det;      /* NAN when n_det == 0 */
+    drift_boot_ci ratio_cross, ratio_beyond; /* NAN when det is 0 or unknown; hi = INFINITY when
+                                              * more than (1-level)/2 of the resamples have det 0 */
+    double det_zero_share;  /* share of resamples whose det is 0 */
+} drift_stoch_estimand;
+
+/* Computes the estimand over the n prompts given (prompts lacking a
+ * labelled replicate in any set are skipped). Fewer than 2 usable prompts:
+ * DRIFT_ERR_INVALID. cross, null and beyond are over the n prompts; det and
+ * the ratios over the n_det of them whose det_flip is known (the ratio's
+ * numerator recomputed on those prompts). */
+DRIFT_API drift_status drift_stoch_estimand_compute(const drift_stoch_prompt *p, size_t n, const drift_boot_opts *o,
+                                                    drift_stoch_estimand *out, drift_error *err);
+
+/* One paragraph (static) defining cross, null, beyond and the ratios, for a
+ * report to print. */
+DRIFT_API const char *drift_stoch_estimand_definition(void);
 
 #ifdef __cplusplus
 }

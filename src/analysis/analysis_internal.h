@@ -5,6 +5,7 @@
 #define DRIFT_ANALYSIS_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "driftbench/status.h"
 
 /* Sequential (Type I) least squares by Householder QR without pivoting,
@@ -35,5 +36,17 @@ drift_status anl_wald(const double *beta, const double *cov, size_t p, const siz
  * bisection on gsl_cdf_beta_P; 0 for p <= 0, 1 for p >= 1. Never calls
  * the GSL error handler on the inputs the gate meets (see stats.c). */
 double anl_beta_quantile(double p, double a, double b);
+
+/* The bootstrap options with defaults applied (drift_boot_opts_init;
+ * resamples >= 200, level in (0, 1)); o may be NULL. */
+struct drift_boot_opts;
+void anl_boot_resolve(const struct drift_boot_opts *o, int *resamples, uint64_t *seed, double *level);
+
+/* The q-quantile of sorted v (n > 0; NAN when n == 0), linear between order
+ * statistics (numpy's default); an infinite neighbour is taken as is. */
+double anl_quantile_sorted(const double *v, size_t n, double q);
+
+/* Sorts v (n) and sets [*lo, *hi] to its (1-level)/2 and (1+level)/2 quantiles. */
+void anl_percentile_ci(double *v, size_t n, double level, double *lo, double *hi);
 
 #endif

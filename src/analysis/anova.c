@@ -500,7 +500,11 @@ static drift_status anova_on_rows(const drift_table *tb, const size_t *rows, siz
             row->mean_sq = row->F = row->p = NAN;
         }
     }
-    /* BH over the term rows; eta^2 over the SS column */
+    /* BH over the term rows. Three shares of a term's SS (analysis.h):
+     * eta^2 over the total SS about the mean (the paper's definition),
+     * partial eta^2 over SS + residual SS, and the share of the SS column
+     * (the artifact's "eta_squared"; for type I the column adds up to the
+     * total SS and the two agree, for types II and III it does not). */
     pv = calloc(nrows, sizeof *pv);
     if (!pv) goto nomem;
     double sum_ss = 0;
@@ -511,7 +515,11 @@ static drift_status anova_on_rows(const drift_table *tb, const size_t *rows, siz
     drift_bh_adjust(pv, nrows, pv);
     for (size_t k = 0; k < nrows; k++) {
         a->rows[k].p_bh = pv[k];
-        a->rows[k].eta_sq = sum_ss > 0 ? a->rows[k].sum_sq / sum_ss : NAN;
+        drift_anova_row *row = &a->rows[k];
+        int intercept = type == 3 && k == 0, resid = k + 1 == nrows;
+        row->ss_share = sum_ss > 0 ? row->sum_sq / sum_ss : NAN;
+        row->eta_sq = !intercept && sst > 0 ? row->sum_sq / sst : NAN;
+        row->eta_sq_partial = !intercept && !resid && row->sum_sq + ssr > 0 ? row->sum_sq / (row->sum_sq + ssr) : NAN;
     }
     goto cleanup;
 nomem:

@@ -57,8 +57,30 @@ static void test_acceptance_type3(void **state) {
     /* the interaction has 6 columns but only 3 cells beyond the main effects exist */
     near("df", "hw x prec", find_row(a, "C(hardware):C(precision)")->df, 3, 0, 0);
     assert_int_equal(find_row(a, "C(hardware):C(precision)")->n_columns, 6);
-    /* eta^2 close to the artifact's (0.2752, computed on slightly different data) */
-    near("eta2", "workload", find_row(a, "C(workload)")->eta_sq, 0.27522, 0.01, 0);
+    /* the share of the SS column close to the artifact's "eta_squared" (0.2752, computed on slightly
+     * different data; its column includes the Intercept row) */
+    near("SS share", "workload", find_row(a, "C(workload)")->ss_share, 0.27522, 0.01, 0);
+    /* eta^2 = SS / total SS about the mean: for type III not the share of the column */
+    const drift_anova_row *w = find_row(a, "C(workload)"), *res = find_row(a, "Residual");
+    near("eta2", "workload", w->eta_sq, w->sum_sq / a->ss_total, 1e-14, 0);
+    near("partial eta2", "workload", w->eta_sq_partial, w->sum_sq / (w->sum_sq + res->sum_sq), 1e-14, 0);
+    assert_true(fabs(w->eta_sq - w->ss_share) > 1e-3);
+    assert_true(isnan(find_row(a, "Intercept")->eta_sq) && isnan(find_row(a, "Intercept")->eta_sq_partial));
+    assert_true(isnan(res->eta_sq_partial));
+    double sst = 0, mean = 0;
+    for (size_t i = 0; i < t->n_rows; i++) mean += t->rows[i].flip_rate;
+    mean /= (double)t->n_rows;
+    for (size_t i = 0; i < t->n_rows; i++) sst += (t->rows[i].flip_rate - mean) * (t->rows[i].flip_rate - mean);
+    near("ss_total", "all", a->ss_total, sst, 1e-12, 0);
+    /* type I: the SS column adds up to the total SS, so eta^2 and the share agree */
+    drift_anova_table *a1 = NULL;
+    assert_int_equal(drift_anova_run(t, NULL, 1, &a1, &err), DRIFT_OK);
+    double col = 0;
+    for (size_t i = 0; i < a1->n_rows; i++) col += a1->rows[i].sum_sq;
+    near("type I column", "sum", col, a1->ss_total, 1e-9, 0);
+    for (size_t i = 0; i < a1->n_rows; i++) near("type I eta2 = share", a1->rows[i].term, a1->rows[i].eta_sq,
+                                                 a1->rows[i].ss_share, 1e-9, 0);
+    drift_anova_free(a1);
     drift_anova_free(a);
     drift_table_free(t);
 }
@@ -263,8 +285,33 @@ static void test_balanced(void **state) {
     drift_table_free(t);
 }
 
+/* The lab's flip table that issue 36's audit read (tests/data/analysis/lab_flip_rates.csv, the
+ * `make lab` of 2026-12-06): its summary printed precision's "eta^2 0.303, the term's share of the
+ * total sum of squares"; 0.303 was the share of the type II SS column, the share of the total SS
+ * is 0.289. */
+static void test_lab_eta(void **state) {
+    (void)state;
+    const char *src = getenv("DRIFT_SOURCE");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/analysis/lab_flip_rates.csv", src ? src : ".");
+    drift_table *t = NULL;
+    drift_error err = {0};
+    if (drift_table_read_csv(path, &t, &err)) fail_msg("%s", err.msg);
+    drift_anova_table *a = NULL;
+    assert_int_equal(drift_anova_run(t, "flip_rate ~ C(model) + C(hardware) + C(precision) + C(framework) + C(workload)",
+                                     2, &a, &err),
+                     DRIFT_OK);
+    const drift_anova_row *p = find_row(a, "C(precision)");
+    near("eta2", "lab precision", p->eta_sq, 0.2894, 0, 5e-5);
+    near("SS share", "lab precision", p->ss_share, 0.3031, 0, 5e-5);
+    near("partial eta2", "lab precision", p->eta_sq_partial, 0.3478, 0, 5e-5);
+    drift_anova_free(a);
+    drift_table_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lab_eta),
         cmocka_unit_test(test_acceptance_type3), cmocka_unit_test(test_against_statsmodels),
         cmocka_unit_test(test_bh_textbook),      cmocka_unit_test(test_formulas),
         cmocka_unit_test(test_balanced),

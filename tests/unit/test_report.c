@@ -404,15 +404,18 @@ static void test_comparison_details(void **state) {
 static void hand_anova(drift_anova_table *a, drift_anova_row *rows) {
     memset(a, 0, sizeof *a);
     rows[0] = (drift_anova_row){.term = (char *)"C(hardware)", .df = 1, .n_columns = 1, .sum_sq = 2.5,
-                                .mean_sq = 2.5, .F = 5, .p = 0.04, .p_bh = 0.04, .eta_sq = 0.25};
+                                .mean_sq = 2.5, .F = 5, .p = 0.04, .p_bh = 0.04, .eta_sq = 0.25,
+                                .eta_sq_partial = 0.25, .ss_share = 0.25};
     rows[1] = (drift_anova_row){.term = (char *)"Residual", .df = 15, .n_columns = 0, .sum_sq = 7.5, .mean_sq = 0.5,
-                                .F = NAN, .p = NAN, .p_bh = NAN, .eta_sq = 0.75};
+                                .F = NAN, .p = NAN, .p_bh = NAN, .eta_sq = 0.75,
+                                .eta_sq_partial = NAN, .ss_share = 0.75};
     a->type = 2;
     a->formula = (char *)"flip_rate ~ C(hardware)";
     a->nobs = 17;
     a->n_columns = a->rank = 2;
     a->df_resid = 15;
     a->mse = 0.5;
+    a->ss_total = 10;
     a->n_rows = 2;
     a->rows = rows;
 }
