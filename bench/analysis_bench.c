@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
         }
         double pw = util_now_ms() - w0, pc = cpu_ms() - c0;
         printf("pri eval (%s, %d thread%s): %.0f ms wall, %.0f ms cpu; random-split R2 %.4f; held-out",
-               tune ? "tuned: depth {3,5} x early-stopped trees x 3 inner folds" : "fixed hyper-parameters", nt,
+               tune ? "tuned: depth {3,5} x early-stopped trees x 3 x 3 repeated inner folds" : "fixed hyper-parameters", nt,
                nt > 1 ? "s" : "", pw, pc, e->random_split.test_r2);
         for (size_t i = 0; i < e->n_paper; i++) printf(" %s %.4f", e->paper[i].name, e->paper[i].test_r2);
         printf("\ntotal anova + pri eval (%s, %d thread%s): %.0f ms wall, %.0f ms cpu\n", tune ? "tuned" : "fixed", nt,

@@ -34,9 +34,17 @@ static void usage(FILE *f) {
             "  --descriptors      add descriptor features (format bits, hw generation, model size, MoE)\n"
             "  --no-interactions  one-hot features only (the paper's 20)\n"
             "  --no-tune          fixed hyper-parameters (depth 4, eta 0.1, 200 trees) instead of inner CV\n"
-            "                     (tuned: depth 3 or 5, eta 0.3, trees by early stopping on 3 inner folds)\n"
+            "                     (tuned: depth 3 or 5, eta 0.3, trees by early stopping on 3 x 3 inner folds)\n"
             "  --grouped-cv       (eval) tune held-out-level models with folds that hold out whole levels\n"
-            "  --folds K          inner CV folds (3)   --seed N (42)\n"
+            "  --folds K          inner CV folds (3)   --cv-repeats R  repeats of them (3)   --seed N (42)\n"
+            "eval options:\n"
+            "  --descriptor-table FILE  numeric descriptors per configuration (CSV: experiment_id,NAME,...):\n"
+            "                     what each level is (bits, block size, accumulator ...), so that a held-out\n"
+            "                     level is predicted from what it is; features d:NAME\n"
+            "  --described-only D1,D2   no one-hot for these dimensions: known by their descriptors alone\n"
+            "  --min-levels N     hold out levels only of dimensions with at least N levels (3)\n"
+            "  --bootstrap B      configuration-bootstrap replicates of each held-out R^2 interval (2000)\n"
+            "  --ablation-repeats R  repeats of the 5-fold CV that scores the ablations (3)\n"
             "  --threads N        evaluations run side by side, one thread each (default: the cores);\n"
             "                     the results do not depend on it\n"
             "Risk: low < 1%%, medium 1-5%%, high >= 5%% predicted flip rate. Advice: a change of hardware\n"
@@ -46,7 +54,7 @@ static void usage(FILE *f) {
 }
 
 typedef struct popts {
-    const char *table, *pri, *out, *format;
+    const char *table, *pri, *out, *format, *desc_path;
     const char *q[5], *bq[5];
     drift_pri_options o;
 } popts;
@@ -54,6 +62,22 @@ typedef struct popts {
 static const char *const qflags[5] = {"--model", "--hardware", "--precision", "--framework", "--workload"};
 static const char *const bflags[5] = {"--baseline-model", "--baseline-hardware", "--baseline-precision",
                                       "--baseline-framework", "--baseline-workload"};
+
+/* "precision,hardware" -> bits of those dimensions */
+static int parse_dims(const char *v, unsigned *bits) {
+    *bits = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int d = 0;
+        while (d < DRIFT_DIM_CONFIG_COUNT && strcmp(tok, drift_dim_names[d])) d++;
+        if (d == DRIFT_DIM_CONFIG_COUNT)
+            return cli_error(CMD, "--described-only '%s': use model, hardware, precision, framework", tok), -1;
+        *bits |= 1u << d;
+    }
+    return 0;
+}
 
 static int parse(int argc, char **argv, popts *p) {
     memset(p, 0, sizeof *p);
@@ -80,6 +104,22 @@ static int parse(int argc, char **argv, popts *p) {
         } else if (!strcmp(a, "--seed")) {
             if (cli_parse_int(CMD, a, v, 0, 2147483647L, &n)) return -1;
             p->o.seed = (unsigned)n;
+        } else if (!strcmp(a, "--cv-repeats")) {
+            if (cli_parse_int(CMD, a, v, 1, 10, &n)) return -1;
+            p->o.cv_repeats = (int)n;
+        } else if (!strcmp(a, "--min-levels")) {
+            if (cli_parse_int(CMD, a, v, 2, 1000, &n)) return -1;
+            p->o.min_levels = (int)n;
+        } else if (!strcmp(a, "--bootstrap")) {
+            if (cli_parse_int(CMD, a, v, 0, 1000000, &n)) return -1;
+            p->o.bootstrap = (int)n;
+        } else if (!strcmp(a, "--ablation-repeats")) {
+            if (cli_parse_int(CMD, a, v, 1, 20, &n)) return -1;
+            p->o.ablation_repeats = (int)n;
+        } else if (!strcmp(a, "--descriptor-table")) {
+            p->desc_path = v;
+        } else if (!strcmp(a, "--described-only")) {
+            if (parse_dims(v, &p->o.onehot_off)) return -1;
         } else if (!strcmp(a, "--threads")) {
             if (cli_parse_int(CMD, a, v, 1, 256, &n)) return -1;
             p->o.nthread = (int)n;
@@ -102,11 +142,23 @@ static int do_eval(popts *p) {
     drift_error err = {0};
     drift_table *t = NULL;
     if (drift_table_read_csv(p->table, &t, &err)) return cli_error_lib(CMD, &err);
+    drift_pri_descriptors *desc = NULL;
+    if (p->desc_path && drift_pri_descriptors_read_csv(p->desc_path, &desc, &err)) {
+        drift_table_free(t);
+        return cli_error_lib(CMD, &err);
+    }
+    if (p->o.onehot_off && !desc) {
+        drift_table_free(t);
+        return cli_error(CMD, "eval: --described-only needs --descriptor-table");
+    }
+    p->o.desc = desc;
     drift_pri_eval *e = NULL;
     double t0 = cli_now_ms();
     drift_status st = drift_pri_evaluate(t, &p->o, &e, &err);
     double ms = cli_now_ms() - t0;
     drift_table_free(t);
+    drift_pri_descriptors_free(desc);
+    p->o.desc = NULL;
     if (st) return cli_error_lib(CMD, &err);
     drift_format fmt = !strcmp(p->format, "json") ? DRIFT_FORMAT_JSON : DRIFT_FORMAT_TEXT;
     char *text = NULL;

@@ -175,6 +175,44 @@ DRIFT_API void drift_bh_adjust(const double *p, size_t n, double *out);
 
 typedef struct drift_pri drift_pri;   /* a fitted PRI model (opaque) */
 
+/* Numeric descriptors of configurations: what a level is (mantissa and
+ * exponent bits, block size, accumulator bits, lanes, fma, split factor,
+ * fusion, attention block ...), so that a level the model never saw is
+ * predicted from what it is rather than from its name. One row per
+ * configuration, keyed by the flip table's experiment_id (the run label);
+ * one column per named descriptor; NAN = not applicable / unknown (xgboost
+ * treats it as missing). The table owns copies of everything it is given. */
+typedef struct drift_pri_descriptors {
+    size_t n_names;       /* descriptors (columns) */
+    char **names;         /* (n_names,) */
+    size_t n_configs;     /* configurations (rows) */
+    char **configs;       /* (n_configs,) experiment ids */
+    double *values;       /* (n_configs * n_names) row-major */
+    size_t cap_configs;
+} drift_pri_descriptors;
+
+/* An empty descriptor table. */
+DRIFT_API drift_status drift_pri_descriptors_create(drift_pri_descriptors **out, drift_error *err);
+/* Sets descriptor `name` of configuration `config` to value (both added
+ * when new; a new name is NAN for the configurations already there).
+ * Setting the same (config, name) twice keeps the last value. A name must
+ * be non-empty and free of ',', '"' and newlines; a value must not be
+ * infinite (NAN = missing). */
+DRIFT_API drift_status drift_pri_descriptors_set(drift_pri_descriptors *d, const char *config, const char *name,
+                                                 double value, drift_error *err);
+/* Sets n named values of one configuration (drift_pri_descriptors_set each). */
+DRIFT_API drift_status drift_pri_descriptors_set_all(drift_pri_descriptors *d, const char *config,
+                                                     const char *const *names, const double *values, size_t n,
+                                                     drift_error *err);
+/* Reads CSV: header "experiment_id,NAME1,NAME2,...", one line per
+ * configuration, numbers (empty or "nan" = missing). Bad input ->
+ * DRIFT_ERR_PARSE naming file, line and field. */
+DRIFT_API drift_status drift_pri_descriptors_read_csv(const char *path, drift_pri_descriptors **out,
+                                                      drift_error *err);
+/* Row of configuration `config`, -1 when absent. */
+DRIFT_API long drift_pri_descriptors_find(const drift_pri_descriptors *d, const char *config);
+DRIFT_API void drift_pri_descriptors_free(drift_pri_descriptors *d);
+
 typedef struct drift_pri_options {
     int nthread;          /* evaluations (fit: folds) run side by side, each booster on
                            * one thread; 0 = 1; results do not depend on it */
@@ -187,9 +225,23 @@ typedef struct drift_pri_options {
                            * the same dimension (1) instead of random rows (0, default) */
     const char *baseline[DRIFT_DIM_COUNT]; /* fit: baseline levels stored in the model
                            * (hardware, precision, framework used; NULL = automatic) */
+    /* --- issue 36: descriptors, stable tuning, honest held-out R^2 --- */
+    const drift_pri_descriptors *desc; /* evaluate: the caller's descriptors per configuration
+                           * (borrowed; NULL = none: one-hot levels only, as before). Every
+                           * experiment_id of the table must have a row (else DRIFT_ERR_NOT_FOUND).
+                           * fit: not supported yet (DRIFT_ERR_UNSUPPORTED) */
+    unsigned onehot_off;  /* bit (1u << d): no one-hot of dimension d (described by desc alone); 0 */
+    int cv_repeats;       /* repeats of the inner K-fold used to tune (3); the folds of every
+                           * repeat come from seed, so a fixed seed gives the same result */
+    int min_levels;       /* leave-one-level-out only on dimensions with at least this many
+                           * levels (3); the others are listed in not_held */
+    int bootstrap;        /* replicates of the configuration bootstrap of each held-out R^2 (2000);
+                           * 0 = no interval */
+    int ablation_repeats; /* repeats of the 5-fold CV that scores the ablations (3) */
 } drift_pri_options;
 
-/* Defaults: nthread 1, seed 42, cv_folds 3, descriptors 0, interactions 1, tune 1. */
+/* Defaults: nthread 1, seed 42, cv_folds 3, descriptors 0, interactions 1, tune 1,
+ * desc NULL, onehot_off 0, cv_repeats 3, min_levels 3, bootstrap 2000, ablation_repeats 3. */
 DRIFT_API void drift_pri_options_init(drift_pri_options *o);
 
 /* Fits on every row of the table: hyper-parameters by inner k-fold CV, then
@@ -234,6 +286,16 @@ DRIFT_API const char *drift_pri_baseline(const drift_pri *p, int dim);
 
 DRIFT_API void drift_pri_free(drift_pri *p);
 
+/* Why a held-out R^2 says nothing (drift_pri_holdout.cannot_say). */
+typedef enum drift_pri_cannot {
+    DRIFT_PRI_SAYS = 0,          /* the R^2 is defined and its noise ceiling above 0 */
+    DRIFT_PRI_NO_FLIPS = 1,      /* no held-out row has a flip: nothing to predict */
+    DRIFT_PRI_NO_VARIANCE = 2,   /* the held-out rows share one flip rate (not all 0) */
+    DRIFT_PRI_AT_NOISE = 3,      /* noise ceiling <= 0: the rows vary no more than binomial noise */
+    DRIFT_PRI_TOO_FEW = 4,       /* fewer than 2 held-out rows */
+    DRIFT_PRI_NO_COUNTS = 5      /* rows without num_comparisons: no ceiling (the R^2 is still shown) */
+} drift_pri_cannot;
+
 /* One held-out evaluation. */
 typedef struct drift_pri_holdout {
     char name[96];        /* "hardware=b200" */
@@ -242,7 +304,42 @@ typedef struct drift_pri_holdout {
     double paper_r2;      /* the paper's figure for its four cases, NAN otherwise */
     int depth, rounds, min_child_weight;
     double eta;           /* chosen hyper-parameters */
+    /* --- issue 36 --- */
+    double r2_lo, r2_hi;  /* 95% percentile interval of test_r2: bootstrap over the held-out
+                           * configurations (experiment_id: all rows of one resampled together),
+                           * predictions fixed; NAN when fewer than 2 configurations or undefined */
+    size_t n_configs;     /* configurations among the test rows (the bootstrap's units) */
+    double ceiling;       /* noise ceiling: the R^2 the true per-row rates would get, estimated as
+                           * 1 - mean(y(1-y)/(n-1)) / var(y) over the test rows (y = flips/n);
+                           * NAN when not defined (no variance, no counts) */
+    double obs_sd, noise_sd; /* sd of the test rows' flip rates and the rms binomial noise sd
+                           * (percentage points) that the ceiling compares */
+    double n_per_row;     /* mean num_comparisons of the test rows */
+    double n_needed;      /* comparisons per row that would give a ceiling of 0.5 if these rows'
+                           * true rates spread as much as the whole table's do (NAN: the table's
+                           * rows themselves vary no more than noise, or not computable) */
+    double table_true_sd; /* that spread: sqrt(var - noise) over every row of the table (points) */
+    long test_flips, test_comparisons; /* sums over the test rows */
+    int cannot_say;       /* drift_pri_cannot */
 } drift_pri_holdout;
+
+/* A dimension whose levels were not held out (fewer than min_levels). */
+typedef struct drift_pri_not_held {
+    char dim[32];
+    size_t n_levels;
+} drift_pri_not_held;
+
+/* One ablation: every variant scored on the same repeated 5-fold CV (same
+ * folds) with the same hyper-parameters (chosen once for the full model by
+ * repeated inner CV on all rows: each figure is a little optimistic, the
+ * same way for every variant, so one tuning draw cannot reorder them). */
+typedef struct drift_pri_ablation {
+    char name[48];        /* "full", "no interactions", "no descriptors", "one-hot only",
+                           * "hardware one-hot only", "linear (OLS on one-hot)" */
+    size_t n_features;
+    double r2;            /* mean over repeats of the pooled out-of-fold R^2 */
+    double r2_min, r2_max; /* range over the repeats */
+} drift_pri_ablation;
 
 typedef struct drift_pri_importance {
     char name[96];
@@ -257,11 +354,23 @@ typedef struct drift_pri_eval {
     size_t n_paper, n_levels;
     drift_pri_holdout paper[4];          /* the paper's four held-out cases present in the table */
     drift_pri_holdout *levels;           /* (n_levels,) every level of every fixed dimension */
-    /* ablations on the random split's test rows */
+    /* ablations: the r2 of the matching entry of ablations[] (repeated 5-fold CV, same
+     * hyper-parameters; before issue 36 these were one 80/20 split, each variant tuned apart) */
     double abl_hardware_only, abl_linear, abl_no_interactions, abl_full;
     size_t n_importance;
     drift_pri_importance *importance;    /* full model on all rows, by gain, descending */
     size_t n_features;
+    /* --- issue 36 --- */
+    size_t n_not_held;
+    drift_pri_not_held not_held[DRIFT_DIM_COUNT]; /* dimensions with fewer than min_levels levels */
+    int min_levels;                      /* the rule used */
+    size_t n_ablations;
+    drift_pri_ablation ablations[8];
+    int ablation_repeats;
+    int cv_folds, cv_repeats;            /* the tuning: cv_repeats x cv_folds inner folds */
+    int bootstrap;                       /* replicates behind r2_lo/r2_hi */
+    size_t n_desc;                       /* caller's descriptors used (0: none) */
+    double table_true_sd;                /* sqrt(var - binomial noise) over all rows, points; NAN if <= 0 */
 } drift_pri_eval;
 
 /* Runs every evaluation; every model's hyper-parameters are tuned inside

@@ -170,6 +170,16 @@ DRIFT_API drift_status drift_pri_prediction_render(const drift_pri_query *q, con
  * the medium (text or HTML entities). NULL when out of memory; free() it. */
 DRIFT_API char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *pm);
 
+/* One held-out R^2 as every report says it (issue 36), plain text:
+ *   "0.421 [0.103, 0.611], ceiling 0.803"                       it can say
+ *   "cannot say: <why>; <what size would say it>"               it cannot
+ * e.g. "cannot say: no held-out row flipped (0 of 1800 comparisons); ..." or
+ * "cannot say: the rows vary no more than binomial noise (ceiling -0.12);
+ * rows spread like the table's (sd 1.30 points) need about 420 comparisons
+ * each for a ceiling of 0.5 (these have 150)". decimals: of the figures.
+ * malloc'd, free() it; NULL when out of memory. */
+DRIFT_API char *drift_pri_holdout_text(const drift_pri_holdout *h, int decimals);
+
 /* The PRI block of the matrix summary (the lab's text): random split, CV,
  * ablations, held-out levels, the top five features; one sentence when the
  * table is too small or the evaluation failed; "" when none was asked. */

@@ -6,6 +6,12 @@
  *   optional descriptors: format bits, hardware generation, AMD or not,
  *   model size (B parameters), MoE or not (NaN = missing when a level's
  *   name says nothing).
+ *   the caller's descriptors (o->desc, issue 36): numbers per configuration
+ *   that say what its levels are (bits, block size, accumulator width ...),
+ *   named "d:NAME"; those constant over the table are left out. With
+ *   o->onehot_off a dimension has no one-hot (and no interaction): it is
+ *   known only through the descriptors, so a held-out level is predicted
+ *   from what it is.
  *
  * A pri_fspec holds the sorted levels of every dimension and which groups
  * are on; pri_fspec_row turns one configuration into its feature vector and
@@ -29,6 +35,9 @@ static const char *const pri_desc_names[PRI_N_DESC] = {"desc:format_bits", "desc
                                                        "desc:model_size_b", "desc:model_moe"};
 
 void pri_fspec_free(pri_fspec *f) {
+    free(f->ud_col);
+    f->ud_col = NULL;
+    f->n_ud = 0;
     for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
         for (size_t i = 0; i < f->nlev[d]; i++) free(f->lev[d][i]);
         free(f->lev[d]);
@@ -37,14 +46,60 @@ void pri_fspec_free(pri_fspec *f) {
     }
 }
 
-void pri_fspec_count(pri_fspec *f) {
+/* an interaction pair is on when both of its dimensions' one-hots are:
+ * a dimension described by descriptors alone keeps no identity */
+static int inter_on(const pri_fspec *f, int k) {
+    return f->interactions && f->use_dim[pri_inter_pairs[k][0]] && f->use_dim[pri_inter_pairs[k][1]];
+}
+
+size_t pri_fspec_onehot_count(const pri_fspec *f) {
     size_t p = 0;
     for (int d = 0; d < DRIFT_DIM_COUNT; d++)
         if (f->use_dim[d]) p += f->nlev[d];
-    if (f->interactions)
-        for (int k = 0; k < PRI_N_INTER; k++) p += f->nlev[pri_inter_pairs[k][0]] * f->nlev[pri_inter_pairs[k][1]];
+    return p;
+}
+
+void pri_fspec_count(pri_fspec *f) {
+    size_t p = pri_fspec_onehot_count(f);
+    for (int k = 0; k < PRI_N_INTER; k++)
+        if (inter_on(f, k)) p += f->nlev[pri_inter_pairs[k][0]] * f->nlev[pri_inter_pairs[k][1]];
     if (f->descriptors) p += PRI_N_DESC;
+    if (f->use_ud) p += f->n_ud;
     f->p = p;
+}
+
+/* The caller's descriptor columns that vary over the table's rows (a
+ * constant one says nothing); every row's configuration must be there. */
+static drift_status ud_columns(const drift_table *t, const drift_pri_descriptors *ud, pri_fspec *f,
+                               drift_error *err) {
+    f->ud = ud;
+    if (!ud) return DRIFT_OK;
+    long *row = malloc((t->n_rows + 1) * sizeof *row);
+    f->ud_col = malloc((ud->n_names + 1) * sizeof *f->ud_col);
+    if (!row || !f->ud_col) { free(row); return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); }
+    for (size_t i = 0; i < t->n_rows; i++) {
+        row[i] = drift_pri_descriptors_find(ud, t->rows[i].experiment_id);
+        if (row[i] < 0) {
+            drift_status st = drift_error_set(err, DRIFT_ERR_NOT_FOUND,
+                                              "PRI descriptors: configuration '%s' (row %zu of the table) has none "
+                                              "(%zu configurations described)",
+                                              t->rows[i].experiment_id, i + 1, ud->n_configs);
+            free(row);
+            return st;
+        }
+    }
+    for (size_t c = 0; c < ud->n_names; c++) {
+        int varies = 0;
+        double first = NAN;
+        for (size_t i = 0; i < t->n_rows && !varies; i++) {
+            double v = ud->values[(size_t)row[i] * ud->n_names + c];
+            if (i == 0) first = v;
+            else varies = isnan(v) != isnan(first) || (!isnan(v) && v != first);
+        }
+        if (varies) f->ud_col[f->n_ud++] = c;
+    }
+    free(row);
+    return DRIFT_OK;
 }
 
 drift_status pri_fspec_from_table(const drift_table *t, const drift_pri_options *o, pri_fspec *f,
@@ -67,8 +122,12 @@ drift_status pri_fspec_from_table(const drift_table *t, const drift_pri_options 
         free(lv);
         f->use_dim[d] = 1;
     }
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) f->use_dim[d] = !(o->onehot_off & (1u << d));
     f->interactions = o->interactions;
     f->descriptors = o->descriptors;
+    drift_status st = ud_columns(t, o->desc, f, err);
+    if (st) { pri_fspec_free(f); return st; }
+    f->use_ud = f->n_ud > 0;
     pri_fspec_count(f);
     return DRIFT_OK;
 }
@@ -127,7 +186,7 @@ static double desc_model_size(const char *s, double *moe) {
 
 /* ------------------------------------------------------- rows and names */
 
-void pri_fspec_row(const pri_fspec *f, const char *const dims[DRIFT_DIM_COUNT], float *out) {
+void pri_fspec_row(const pri_fspec *f, const char *const dims[DRIFT_DIM_COUNT], const double *ud_row, float *out) {
     int idx[DRIFT_DIM_COUNT];
     for (int d = 0; d < DRIFT_DIM_COUNT; d++) idx[d] = pri_level_index(f, d, dims[d]);
     size_t k = 0;
@@ -135,13 +194,13 @@ void pri_fspec_row(const pri_fspec *f, const char *const dims[DRIFT_DIM_COUNT], 
         if (!f->use_dim[d]) continue;
         for (size_t i = 0; i < f->nlev[d]; i++) out[k++] = (int)i == idx[d] ? 1.0f : 0.0f;
     }
-    if (f->interactions)
-        for (int q = 0; q < PRI_N_INTER; q++) {
-            int a = pri_inter_pairs[q][0], b = pri_inter_pairs[q][1];
-            for (size_t i = 0; i < f->nlev[a]; i++)
-                for (size_t j = 0; j < f->nlev[b]; j++)
-                    out[k++] = ((int)i == idx[a] && (int)j == idx[b]) ? 1.0f : 0.0f;
-        }
+    for (int q = 0; q < PRI_N_INTER; q++) {
+        if (!inter_on(f, q)) continue;
+        int a = pri_inter_pairs[q][0], b = pri_inter_pairs[q][1];
+        for (size_t i = 0; i < f->nlev[a]; i++)
+            for (size_t j = 0; j < f->nlev[b]; j++)
+                out[k++] = ((int)i == idx[a] && (int)j == idx[b]) ? 1.0f : 0.0f;
+    }
     if (f->descriptors) {
         double moe;
         double size = desc_model_size(dims[DRIFT_DIM_MODEL], &moe);
@@ -151,6 +210,8 @@ void pri_fspec_row(const pri_fspec *f, const char *const dims[DRIFT_DIM_COUNT], 
         out[k++] = (float)size;
         out[k++] = (float)moe;
     }
+    if (f->use_ud)
+        for (size_t c = 0; c < f->n_ud; c++) out[k++] = ud_row ? (float)ud_row[f->ud_col[c]] : NAN;
 }
 
 drift_status pri_fspec_names(const pri_fspec *f, char ***names, drift_error *err) {
@@ -161,16 +222,18 @@ drift_status pri_fspec_names(const pri_fspec *f, char ***names, drift_error *err
         if (!f->use_dim[d]) continue;
         for (size_t i = 0; i < f->nlev[d]; i++) v[k++] = util_asprintf("%s=%s", drift_dim_names[d], f->lev[d][i]);
     }
-    if (f->interactions)
-        for (int q = 0; q < PRI_N_INTER; q++) {
-            int a = pri_inter_pairs[q][0], b = pri_inter_pairs[q][1];
-            for (size_t i = 0; i < f->nlev[a]; i++)
-                for (size_t j = 0; j < f->nlev[b]; j++)
-                    v[k++] = util_asprintf("%s=%s x %s=%s", drift_dim_names[a], f->lev[a][i], drift_dim_names[b],
-                                            f->lev[b][j]);
-        }
+    for (int q = 0; q < PRI_N_INTER; q++) {
+        if (!inter_on(f, q)) continue;
+        int a = pri_inter_pairs[q][0], b = pri_inter_pairs[q][1];
+        for (size_t i = 0; i < f->nlev[a]; i++)
+            for (size_t j = 0; j < f->nlev[b]; j++)
+                v[k++] = util_asprintf("%s=%s x %s=%s", drift_dim_names[a], f->lev[a][i], drift_dim_names[b],
+                                        f->lev[b][j]);
+    }
     if (f->descriptors)
         for (int i = 0; i < PRI_N_DESC; i++) v[k++] = util_strdup(pri_desc_names[i]);
+    if (f->use_ud)
+        for (size_t c = 0; c < f->n_ud; c++) v[k++] = util_asprintf("d:%s", f->ud->names[f->ud_col[c]]);
     for (size_t i = 0; i < k; i++)
         if (!v[i]) {
             pri_names_free(v, k);
@@ -187,7 +250,12 @@ static float *table_features(const drift_table *t, const pri_fspec *f) {
     for (size_t r = 0; r < t->n_rows; r++) {
         const char *dims[DRIFT_DIM_COUNT];
         for (int d = 0; d < DRIFT_DIM_COUNT; d++) dims[d] = t->rows[r].dims[d];
-        pri_fspec_row(f, dims, X + r * f->p);
+        const double *ud_row = NULL;
+        if (f->use_ud) { /* pri_fspec_from_table checked that every row has one */
+            long i = drift_pri_descriptors_find(f->ud, t->rows[r].experiment_id);
+            if (i >= 0) ud_row = f->ud->values + (size_t)i * f->ud->n_names;
+        }
+        pri_fspec_row(f, dims, ud_row, X + r * f->p);
     }
     return X;
 }
@@ -219,6 +287,10 @@ void drift_pri_options_init(drift_pri_options *o) {
     o->cv_folds = 3;
     o->interactions = 1;
     o->tune = 1;
+    o->cv_repeats = 3;
+    o->min_levels = 3;
+    o->bootstrap = 2000;
+    o->ablation_repeats = 3;
 }
 
 drift_status pri_feature_names(const drift_table *t, const drift_pri_options *o, char ***names,

@@ -24,6 +24,7 @@
 #define DRIFT_PRI_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "driftbench/analysis.h"
 #include "driftbench/status.h"
@@ -39,6 +40,12 @@ typedef struct pri_fspec {
     char **lev[DRIFT_DIM_COUNT];    /* (nlev[d],) sorted level names, owned */
     int use_dim[DRIFT_DIM_COUNT];   /* one-hot of this dimension included */
     int interactions, descriptors;
+    /* the caller's descriptors (o->desc, borrowed): the columns used (those
+     * that vary over the table's rows), in desc's order */
+    const drift_pri_descriptors *ud;
+    size_t n_ud;
+    size_t *ud_col;          /* (n_ud,) owned */
+    int use_ud;              /* ud columns included (0 in some ablations) */
     size_t p;                /* number of features */
 } pri_fspec;
 
@@ -58,8 +65,12 @@ void pri_fspec_count(pri_fspec *f);
 /* Index of level v of dimension d, -1 when unknown. */
 int pri_level_index(const pri_fspec *f, int d, const char *v);
 /* out (f->p): the features of one configuration; an unknown level leaves
- * its one-hot at 0, a descriptor a level's name says nothing about is NaN. */
-void pri_fspec_row(const pri_fspec *f, const char *const dims[DRIFT_DIM_COUNT], float *out);
+ * its one-hot at 0, a descriptor a level's name says nothing about is NaN.
+ * ud_row: the configuration's row of f->ud (its n_names values), or NULL
+ * (every caller descriptor NaN). */
+void pri_fspec_row(const pri_fspec *f, const char *const dims[DRIFT_DIM_COUNT], const double *ud_row, float *out);
+/* Number of one-hot columns (they come first). */
+size_t pri_fspec_onehot_count(const pri_fspec *f);
 /* Feature names the table would give (the tests look at them): *names
  * malloc'd array of malloc'd strings, *n of them; free with
  * pri_names_free. */
@@ -71,7 +82,9 @@ void pri_names_free(char **names, size_t n);
 drift_status pri_fspec_names(const pri_fspec *f, char ***names, drift_error *err);
 /* Bits of a format name: fp16 -> 16, nvfp4 -> 4, e4m3 -> 8; NaN if none. */
 double pri_format_bits(const char *s);
-/* X (n_rows, f->p) and y (n_rows,) flip rates of every row of t, malloc'd. */
+/* X (n_rows, f->p) and y (n_rows,) flip rates of every row of t, malloc'd.
+ * With caller descriptors, a row whose experiment_id has none is
+ * DRIFT_ERR_NOT_FOUND. */
 drift_status pri_build_dset(const drift_table *t, const pri_fspec *f, float **X, float **y, drift_error *err);
 
 /* --------------------------------------------------------- pri_xgb.c */
@@ -133,12 +146,28 @@ typedef struct pri_job {
     size_t ntr, nte;
     const int *group;       /* inner folds hold out whole groups, or NULL */
     int tune_only;          /* only choose hp: no fit, no test rows */
+    int fixed_hp;           /* fit with hp as given (no tuning) */
     pri_hparams hp;         /* chosen */
     drift_pri_holdout *h;   /* filled when !tune_only (name set by the caller) */
     double *pred_te;        /* (nte,) test predictions, or NULL */
     drift_status st;
     drift_error err;
 } pri_job;
+
+/* The noise ceiling of rows `rows` (n) of t: obs_var = var(flip_rate/100)
+ * (population), noise_var = mean of y(1-y)/(n_i-1) with y = flips/n_i (the
+ * unbiased estimate of the binomial p(1-p)/n_i; NAN when a row has fewer
+ * than 2 comparisons), ceiling = 1 - noise_var / obs_var: what a perfect
+ * predictor's R^2 is expected to be (NAN without variance or counts). */
+void pri_noise_ceiling(const drift_table *t, const size_t *rows, size_t n, double *ceiling, double *obs_var,
+                       double *noise_var);
+/* 95% percentile interval [lo, hi] of the R^2 of pred (n) against the flip
+ * rates of rows `rows`, by `reps` resamples of the configurations
+ * (experiment_id) with replacement, each taking all its rows; replicates
+ * without variance are skipped (no interval when more than half are).
+ * *n_clusters: configurations among the rows; fewer than 2: no interval. */
+drift_status pri_cluster_bootstrap_r2(const drift_table *t, const size_t *rows, size_t n, const double *pred, int reps,
+                                      uint64_t seed, double *lo, double *hi, size_t *n_clusters, drift_error *err);
 
 /* Zeroes j and gives it room for N training and N test rows. */
 drift_status pri_job_alloc(pri_job *j, const pri_dset *ds, size_t N, drift_error *err);

@@ -75,6 +75,10 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
     if (!opt) { drift_pri_options_init(&def); opt = &def; }
     *out = NULL;
     if (t->n_rows < 10) return drift_error_set(err, DRIFT_ERR_INVALID, "PRI needs at least 10 rows, the table has %zu", t->n_rows);
+    if (opt->desc || opt->onehot_off)
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                               "PRI fit: the caller's descriptors and onehot_off are for the evaluation only "
+                               "(a saved model cannot take them at predict time yet)");
     drift_pri *p = calloc(1, sizeof *p);
     if (!p) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     size_t N = t->n_rows;
@@ -204,7 +208,7 @@ drift_status drift_pri_predict(const drift_pri *p, const drift_pri_query *q, con
     }
     float *x = malloc((p->f.p + 1) * sizeof *x);
     if (!x) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    pri_fspec_row(&p->f, dims, x);
+    pri_fspec_row(&p->f, dims, NULL, x);
     double pr = NAN;
     drift_status st = pri_xgb_predict(p->booster, x, 1, p->f.p, 0, &pr, err);
     free(x);

@@ -60,6 +60,8 @@ static char *finish(util_buf *b) {
 
 static drift_status nomem(drift_error *err) { return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the PRI"); }
 
+static json_t *holdout_json_base(const drift_pri_holdout *h);
+
 static void holdout_text(util_buf *b, const drift_pri_holdout *h) {
     char paper[32] = "", tr[32], te[32], mae[32];
     if (isfinite(h->paper_r2))
@@ -72,7 +74,34 @@ static void holdout_text(util_buf *b, const drift_pri_holdout *h) {
                h->depth, h->eta, h->min_child_weight, h->rounds);
 }
 
+static const char *const cannot_names[] = {"says", "no_flips", "no_variance", "at_noise", "too_few_rows",
+                                            "no_counts"};
+
 static json_t *holdout_json(const drift_pri_holdout *h) {
+    json_t *o = holdout_json_base(h);
+    if (!o) return NULL;
+    json_t *iv = json_array();
+    json_array_append_new(iv, report_json_num(h->r2_lo));
+    json_array_append_new(iv, report_json_num(h->r2_hi));
+    json_object_set_new(o, "r2_interval", iv);
+    json_object_set_new(o, "n_configs", json_integer((json_int_t)h->n_configs));
+    json_object_set_new(o, "ceiling", report_json_num(h->ceiling));
+    json_object_set_new(o, "obs_sd", report_json_num(h->obs_sd));
+    json_object_set_new(o, "noise_sd", report_json_num(h->noise_sd));
+    json_object_set_new(o, "n_per_row", report_json_num(h->n_per_row));
+    json_object_set_new(o, "n_needed", report_json_num(h->n_needed));
+    json_object_set_new(o, "table_true_sd", report_json_num(h->table_true_sd));
+    json_object_set_new(o, "test_flips", json_integer((json_int_t)h->test_flips));
+    json_object_set_new(o, "test_comparisons", json_integer((json_int_t)h->test_comparisons));
+    int c = h->cannot_say >= 0 && h->cannot_say <= DRIFT_PRI_NO_COUNTS ? h->cannot_say : 0;
+    json_object_set_new(o, "cannot_say", c == DRIFT_PRI_SAYS ? json_null() : json_string(cannot_names[c]));
+    char *v = drift_pri_holdout_text(h, 3);
+    json_object_set_new(o, "verdict", v ? report_json_str(v) : json_null());
+    free(v);
+    return o;
+}
+
+static json_t *holdout_json_base(const drift_pri_holdout *h) {
     return json_pack("{s:o,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:i,s:i}}", "name", report_json_str(h->name), "n_train",
                      (json_int_t)h->n_train, "n_test", (json_int_t)h->n_test, "train_r2", report_json_num(h->train_r2), "test_r2",
                      report_json_num(h->test_r2), "test_mae", report_json_num(h->test_mae), "paper_r2", report_json_num(h->paper_r2), "params",
@@ -99,18 +128,77 @@ static char *eval_json(const drift_pri_eval *e, const char *table, double elapse
                                                      "linear", report_json_num(e->abl_linear), "no_interactions",
                                                      report_json_num(e->abl_no_interactions), "full", report_json_num(e->abl_full)));
     json_object_set_new(root, "importance", imp);
+    json_t *nh = json_array(), *ab = json_array();
+    for (size_t i = 0; i < e->n_not_held; i++) {
+        char why[64];
+        snprintf(why, sizeof why, "not held out: %zu level%s", e->not_held[i].n_levels,
+                 e->not_held[i].n_levels == 1 ? "" : "s");
+        json_array_append_new(nh, json_pack("{s:o,s:I,s:s}", "dim", report_json_str(e->not_held[i].dim), "n_levels",
+                                            (json_int_t)e->not_held[i].n_levels, "reason", why));
+    }
+    for (size_t i = 0; i < e->n_ablations; i++)
+        json_array_append_new(ab, json_pack("{s:o,s:I,s:o,s:o,s:o}", "name", report_json_str(e->ablations[i].name),
+                                            "n_features", (json_int_t)e->ablations[i].n_features, "r2",
+                                            report_json_num(e->ablations[i].r2), "r2_min",
+                                            report_json_num(e->ablations[i].r2_min), "r2_max",
+                                            report_json_num(e->ablations[i].r2_max)));
+    json_object_set_new(root, "not_held_out", nh);
+    json_object_set_new(root, "min_levels", json_integer(e->min_levels));
+    json_object_set_new(root, "ablations_cv", json_pack("{s:i,s:i,s:o}", "repeats", e->ablation_repeats, "folds", 5,
+                                                        "variants", ab));
+    json_object_set_new(root, "tuning", json_pack("{s:i,s:i}", "cv_folds", e->cv_folds, "cv_repeats", e->cv_repeats));
+    json_object_set_new(root, "bootstrap", json_integer(e->bootstrap));
+    json_object_set_new(root, "n_descriptors", json_integer((json_int_t)e->n_desc));
+    json_object_set_new(root, "table_true_sd", report_json_num(e->table_true_sd));
     json_object_set_new(root, "elapsed_ms", json_real(elapsed_ms));
     char *s = dump_line(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
     json_decref(root);
     return s;
 }
 
+/* The issue-36 verdicts: each held-out R^2 with its interval beside its
+ * noise ceiling, or "cannot say" with why and what size would say it. */
+static void verdicts_text(util_buf *b, const drift_pri_eval *e) {
+    if (!e->n_levels && !e->random_split.n_configs) return;
+    buf_puts(b, "\nWhat each held-out R2 can say: 95% interval by a bootstrap over the held-out configurations\n"
+                "(predictions fixed); ceiling = the R2 a perfect predictor (the true rates) would get given the\n"
+                "binomial noise of the observed rates, 1 - mean(y(1-y)/(n-1)) / var(y); \"cannot say\" where the\n"
+                "ceiling is at or below 0 or the held-out rows have nothing to predict:\n");
+    for (size_t i = 0; i <= e->n_levels; i++) {
+        const drift_pri_holdout *h = i ? &e->levels[i - 1] : &e->random_split;
+        if (!i && !h->n_configs) continue; /* filled before issue 36 */
+        char *v = drift_pri_holdout_text(h, 3);
+        buf_puts(b, "  ");
+        report_put_name_pad(b, h->name, 32);
+        buf_printf(b, " %3zu cfg  ", h->n_configs);
+        report_put_name(b, v ? v : "(out of memory)");
+        buf_puts(b, "\n");
+        free(v);
+    }
+}
+
+static void not_held_text(util_buf *b, const drift_pri_eval *e, const char *indent) {
+    for (size_t i = 0; i < e->n_not_held; i++) {
+        buf_puts(b, indent);
+        report_put_name(b, e->not_held[i].dim);
+        buf_printf(b, ": not held out: %zu level%s (leave-one-level-out needs %d: with fewer, the model would train "
+                      "on one level and be scored on another)\n",
+                   e->not_held[i].n_levels, e->not_held[i].n_levels == 1 ? "" : "s", e->min_levels);
+    }
+}
+
 static char *eval_text(const drift_pri_eval *e, const char *table, int tuned, double elapsed_ms) {
     util_buf b = {0};
     buf_puts(&b, "PRI evaluation of ");
     report_put_name(&b, table);
-    buf_printf(&b, ": %zu features, hyper-parameters %s\n\n", e->n_features,
-               tuned ? "chosen by inner CV inside each training set" : "fixed (--no-tune)");
+    buf_printf(&b, ": %zu features", e->n_features);
+    if (e->n_desc) buf_printf(&b, " (%zu caller descriptors)", e->n_desc);
+    if (tuned && e->cv_repeats > 1)
+        buf_printf(&b, ", hyper-parameters chosen by repeated inner CV (%d x %d folds) inside each training set\n\n",
+                   e->cv_repeats, e->cv_folds);
+    else
+        buf_printf(&b, ", hyper-parameters %s\n\n",
+                   tuned ? "chosen by inner CV inside each training set" : "fixed (--no-tune)");
     buf_printf(&b, "  %-32s %5s %5s %12s %12s %8s   %-16s %s\n", "evaluation", "train", "test", "train R2", "test R2",
                "MAE", "paper R2", "chosen");
     holdout_text(&b, &e->random_split);
@@ -124,16 +212,34 @@ static char *eval_text(const drift_pri_eval *e, const char *table, int tuned, do
     for (size_t i = 0; i < e->n_paper; i++) holdout_text(&b, &e->paper[i]);
     buf_puts(&b, "\nHeld-out level, every level of every dimension (train without it, test on it):\n");
     for (size_t i = 0; i < e->n_levels; i++) holdout_text(&b, &e->levels[i]);
-    char a1[32], a2[32], a3[32], a4[32];
-    size_t nt = e->random_split.n_test; /* the ablations are scored on the random split's test rows */
-    buf_printf(&b, "\nAblations, test R2 on the random split (paper: hardware-only -0.018, linear 0.235,\n"
-                   "forest without interactions 0.756, full 0.987):\n"
-                   "  hardware one-hot only (xgboost)  %8s\n  linear (OLS on one-hot)          %8s\n"
-                   "  one-hot only (xgboost)           %8s\n  full                             %8s\n",
-               report_r2_text(e->abl_hardware_only, nt, 4, a1, sizeof a1),
-               report_r2_text(e->abl_linear, nt, 4, a2, sizeof a2),
-               report_r2_text(e->abl_no_interactions, nt, 4, a3, sizeof a3),
-               report_r2_text(e->abl_full, nt, 4, a4, sizeof a4));
+    not_held_text(&b, e, "  ");
+    verdicts_text(&b, e);
+    size_t nt = e->random_split.n_test;
+    if (e->n_ablations) {
+        buf_printf(&b, "\nAblations, R2 of a %d x repeated 5-fold CV, the same folds and hyper-parameters (the full\n"
+                       "model's, chosen on all rows: a little optimistic, alike for every variant); mean [min, max]\n"
+                       "over the repeats (paper, one split: hardware-only -0.018, linear 0.235, forest without\n"
+                       "interactions 0.756, full 0.987):\n",
+                   e->ablation_repeats);
+        for (size_t i = 0; i < e->n_ablations; i++) {
+            const drift_pri_ablation *a = &e->ablations[i];
+            char r[32], lo[32], hi[32];
+            buf_puts(&b, "  ");
+            report_put_name_pad(&b, a->name, 28);
+            buf_printf(&b, " %4zu features %8s [%s, %s]\n", a->n_features, report_r2_text(a->r2, 2, 4, r, sizeof r),
+                       fig(a->r2_min, 4, lo, sizeof lo), fig(a->r2_max, 4, hi, sizeof hi));
+        }
+    } else {
+        char a1[32], a2[32], a3[32], a4[32];
+        buf_printf(&b, "\nAblations, test R2 on the random split (paper: hardware-only -0.018, linear 0.235,\n"
+                       "forest without interactions 0.756, full 0.987):\n"
+                       "  hardware one-hot only (xgboost)  %8s\n  linear (OLS on one-hot)          %8s\n"
+                       "  one-hot only (xgboost)           %8s\n  full                             %8s\n",
+                   report_r2_text(e->abl_hardware_only, nt, 4, a1, sizeof a1),
+                   report_r2_text(e->abl_linear, nt, 4, a2, sizeof a2),
+                   report_r2_text(e->abl_no_interactions, nt, 4, a3, sizeof a3),
+                   report_r2_text(e->abl_full, nt, 4, a4, sizeof a4));
+    }
     buf_puts(&b, "\nFeature importance (share of total gain, full model on all rows):\n");
     for (size_t i = 0; i < e->n_importance && i < 15; i++) {
         buf_puts(&b, "  ");
@@ -204,6 +310,67 @@ char *drift_pri_cv_summary(const drift_pri_eval *e, const char *r2, const char *
     return util_asprintf("5-fold CV %s: none defined (every fold's test rows share one flip rate)", r2);
 }
 
+/* What size would say it. The comparisons per row that would give a
+ * ceiling of 0.5 if the held-out rows' true rates spread as the whole
+ * table's do: when the rows have fewer, that many would say it; when they
+ * have more, the sample is not what is short: the level moves too few
+ * answers to be told from noise, and more comparisons would not say more. */
+static void size_clause(util_buf *b, const drift_pri_holdout *h) {
+    if (h->cannot_say == DRIFT_PRI_NO_FLIPS && h->n_per_row >= 1) /* per row: rows share their prompts */
+        buf_printf(b, "; each row's flip rate is below %.2g%% (95%%, rule of three on its ~%.0f comparisons)",
+                   300.0 / h->n_per_row, h->n_per_row);
+    if (isfinite(h->n_needed) && isfinite(h->table_true_sd) && isfinite(h->n_per_row) && h->n_per_row < h->n_needed)
+        buf_printf(b, "; rows whose true rates spread like the whole table's (sd %.2f points) would need about %.0f "
+                      "comparisons each for a ceiling of 0.5 (these have %.0f)",
+                   h->table_true_sd, ceil(h->n_needed), h->n_per_row);
+    else if (isfinite(h->n_needed) && isfinite(h->table_true_sd) && isfinite(h->n_per_row))
+        buf_printf(b, "; these rows' %.0f comparisons each would give a ceiling above 0.5 had their true rates spread "
+                      "like the whole table's (sd %.2f points; %.0f would do): the level moves too few answers to "
+                      "tell, and more comparisons per row would not say more",
+                   h->n_per_row, h->table_true_sd, ceil(h->n_needed));
+    else if (isfinite(h->n_per_row))
+        buf_printf(b, "; the table's own rows vary no more than binomial noise, so no size per row can be read from "
+                      "it (these have %.0f comparisons each)", h->n_per_row);
+}
+
+/* See report.h. */
+char *drift_pri_holdout_text(const drift_pri_holdout *h, int decimals) {
+    util_buf b = {0};
+    int dp = decimals < 0 ? 3 : decimals > 6 ? 6 : decimals;
+    switch (h->cannot_say) {
+    case DRIFT_PRI_TOO_FEW:
+        buf_printf(&b, "cannot say: %zu held-out row%s (R^2 needs 2)", h->n_test, h->n_test == 1 ? "" : "s");
+        break;
+    case DRIFT_PRI_NO_FLIPS:
+        buf_printf(&b, "cannot say: no held-out row flipped (0 of %ld comparisons), nothing to predict",
+                   h->test_comparisons);
+        size_clause(&b, h);
+        break;
+    case DRIFT_PRI_NO_VARIANCE:
+        buf_puts(&b, "cannot say: the held-out rows share one flip rate, nothing to predict");
+        size_clause(&b, h);
+        break;
+    case DRIFT_PRI_AT_NOISE:
+        buf_printf(&b, "cannot say: the held-out rows vary no more than binomial noise (ceiling %.*f: sd %.2f points "
+                       "against noise %.2f)", dp, h->ceiling, h->obs_sd, h->noise_sd);
+        if (isfinite(h->test_r2)) buf_printf(&b, ", so R^2 %.*f measures noise", dp, h->test_r2);
+        size_clause(&b, h);
+        break;
+    default:
+        if (!isfinite(h->test_r2)) { /* filled before issue 36: the old words */
+            buf_puts(&b, h->n_test < 2 ? "too few rows" : "no variance");
+            break;
+        }
+        buf_printf(&b, "%.*f", dp, h->test_r2);
+        if (isfinite(h->r2_lo) && isfinite(h->r2_hi)) buf_printf(&b, " [%.*f, %.*f]", dp, h->r2_lo, dp, h->r2_hi);
+        else if (h->n_configs == 1) buf_puts(&b, " (one configuration: no interval)");
+        if (h->cannot_say == DRIFT_PRI_NO_COUNTS) buf_puts(&b, ", ceiling unknown (no comparison counts)");
+        else if (isfinite(h->ceiling)) buf_printf(&b, ", ceiling %.*f", dp, h->ceiling);
+        break;
+    }
+    return finish(&b);
+}
+
 /* See report.h. */
 drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out, drift_error *err) {
     *out = NULL;
@@ -218,34 +385,64 @@ drift_status drift_pri_summary_render(const drift_table_analyses *a, char **out,
     } else if (!ev) {
         buf_printf(&b, "PRI: not computable: %s\n", a->pri_error.msg);
     } else {
-        buf_printf(&b, "PRI (xgboost, %zu features, hyper-parameters by inner CV)\n", ev->n_features);
+        if (ev->cv_repeats > 1)
+            buf_printf(&b, "PRI (xgboost, %zu features%s, hyper-parameters by %d x repeated %d-fold inner CV)\n",
+                       ev->n_features, ev->n_desc ? " with the configurations' descriptors" : "", ev->cv_repeats,
+                       ev->cv_folds);
+        else
+            buf_printf(&b, "PRI (xgboost, %zu features, hyper-parameters by inner CV)\n", ev->n_features);
         char r2[32], mae[32];
         size_t nt = ev->random_split.n_test;
-        buf_printf(&b, "  random 80/20 split: test R^2 %s, MAE %s points (train %zu, test %zu)\n",
-                   report_r2_text(ev->random_split.test_r2, nt, 3, r2, sizeof r2),
-                   fig(ev->random_split.test_mae, 3, mae, sizeof mae), ev->random_split.n_train, nt);
+        if (ev->random_split.n_configs) { /* with its interval and ceiling (issue 36) */
+            char *v = drift_pri_holdout_text(&ev->random_split, 3);
+            buf_puts(&b, "  random 80/20 split: test R^2 ");
+            report_put_name(&b, v ? v : "(out of memory)");
+            buf_printf(&b, "; MAE %s points (train %zu, test %zu)\n", fig(ev->random_split.test_mae, 3, mae, sizeof mae),
+                       ev->random_split.n_train, nt);
+            free(v);
+        } else {
+            buf_printf(&b, "  random 80/20 split: test R^2 %s, MAE %s points (train %zu, test %zu)\n",
+                       report_r2_text(ev->random_split.test_r2, nt, 3, r2, sizeof r2),
+                       fig(ev->random_split.test_mae, 3, mae, sizeof mae), ev->random_split.n_train, nt);
+        }
         char *cv = drift_pri_cv_summary(ev, "R^2", "+-");
         buf_printf(&b, "  %s\n", cv ? cv : "5-fold CV: out of memory");
         free(cv);
-        char a1[32], a2[32], a3[32], a4[32];
-        buf_printf(&b, "  ablations (test R^2): hardware-only %s, linear %s, no interactions %s, full %s\n",
-                   report_r2_text(ev->abl_hardware_only, nt, 3, a1, sizeof a1),
-                   report_r2_text(ev->abl_linear, nt, 3, a2, sizeof a2),
-                   report_r2_text(ev->abl_no_interactions, nt, 3, a3, sizeof a3),
-                   report_r2_text(ev->abl_full, nt, 3, a4, sizeof a4));
-        buf_printf(&b, "  held-out level                     train  test     test R^2    MAE\n");
+        if (ev->n_ablations) {
+            buf_printf(&b, "  ablations (R^2, %d x repeated 5-fold CV, same folds and hyper-parameters):",
+                       ev->ablation_repeats);
+            for (size_t i = 0; i < ev->n_ablations; i++) {
+                buf_printf(&b, "%s ", i ? "," : "");
+                report_put_name(&b, ev->ablations[i].name);
+                buf_printf(&b, " %s", report_r2_text(ev->ablations[i].r2, 2, 3, r2, sizeof r2));
+            }
+            buf_puts(&b, "\n");
+        } else {
+            char a1[32], a2[32], a3[32], a4[32];
+            buf_printf(&b, "  ablations (test R^2): hardware-only %s, linear %s, no interactions %s, full %s\n",
+                       report_r2_text(ev->abl_hardware_only, nt, 3, a1, sizeof a1),
+                       report_r2_text(ev->abl_linear, nt, 3, a2, sizeof a2),
+                       report_r2_text(ev->abl_no_interactions, nt, 3, a3, sizeof a3),
+                       report_r2_text(ev->abl_full, nt, 3, a4, sizeof a4));
+        }
         int undefined = 0;
+        buf_printf(&b, "  held-out level                     train  test    MAE  held-out R^2 [95%% CI over configurations], "
+                       "noise ceiling\n");
         for (size_t i = 0; i < ev->n_levels; i++) {
             const drift_pri_holdout *h = &ev->levels[i];
-            undefined |= !isfinite(h->test_r2);
             buf_puts(&b, "  ");
             report_put_name_pad(&b, h->name, 34);
-            buf_printf(&b, " %5zu %5zu %12s %6s\n", h->n_train, h->n_test,
-                       report_r2_text(h->test_r2, h->n_test, 3, r2, sizeof r2), fig(h->test_mae, 3, mae, sizeof mae));
+            char *v = drift_pri_holdout_text(h, 3);
+            buf_printf(&b, " %5zu %5zu %6s  ", h->n_train, h->n_test, fig(h->test_mae, 3, mae, sizeof mae));
+            report_put_name(&b, v ? v : "(out of memory)");
+            buf_puts(&b, "\n");
+            free(v);
+            undefined |= !isfinite(h->test_r2) && h->cannot_say == DRIFT_PRI_SAYS;
         }
         if (undefined)
             buf_puts(&b, "  (no variance: the held-out rows share one flip rate, often none flipped, so R^2 is not "
                          "defined)\n");
+        not_held_text(&b, ev, "  ");
         if (ev->n_importance) {
             buf_puts(&b, "  top features by gain:");
             for (size_t i = 0; i < ev->n_importance && i < 5; i++) {
