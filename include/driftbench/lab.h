@@ -47,15 +47,16 @@ extern "C" {
 #define DRIFT_LAB_FEW_CORES 8
 /* --quick's sizes: models (fragile ones first), prompts per workload, new
  * tokens; long context runs on a subset of configurations
- * (drift_lab_design_long_json): its prompts x 4 levels = 256 pairs, so
- * that 0 flips bound the pooled rate below 1.5% (Wilson, pairs counted
- * independently) */
+ * (drift_lab_design_long_json): its prompts x 4 levels = 64 pairs, which
+ * cannot tell 0 from the paper's 1.55% (that takes 256 pairs: 64 prompts,
+ * at ~8 CPU-s per prompt at the baseline's prefill, about 40 CPU-min); the
+ * report says so */
 #define DRIFT_LAB_QUICK_MODELS 3
 #define DRIFT_LAB_QUICK_MATH 60
 #define DRIFT_LAB_QUICK_CODE 40
 #define DRIFT_LAB_QUICK_SAFETY 60
 #define DRIFT_LAB_QUICK_CHAT 30
-#define DRIFT_LAB_QUICK_LONG 64
+#define DRIFT_LAB_QUICK_LONG 16
 /* The baseline's levels (engine presets, profile.h): the paper's FP16 on
  * H100 with vLLM, as a reduced-precision serving profile */
 #define LAB_BASE_PRECISION "w16a16"
@@ -323,6 +324,36 @@ DRIFT_API double drift_lab_plan_config_seconds(const drift_lab_plan *p, const dr
 
 DRIFT_API void drift_lab_plan_clear(drift_lab_plan *p);
 
+/* ---- the design's size, stated before the run ---- */
+typedef struct drift_lab_size_wl {
+    char name[32];             /* the workload */
+    size_t prompts;            /* its prompts per configuration */
+    size_t configs;            /* level configurations that answer them */
+    size_t pairs;              /* prompts x configs: the pooled pairs */
+    /* the smallest pooled rate that 0 flips would exclude (the upper end
+     * of the 95% Wilson interval of 0 of n): with n = pairs (pairs
+     * independent) and n = prompts (every configuration flipping the same
+     * prompts); fractions */
+    double resolve_pairs, resolve_prompts;
+} drift_lab_size_wl;
+
+typedef struct drift_lab_design_size {
+    size_t levels;             /* configurations that are levels of the axes (rows of the analyses) */
+    size_t bases, aa, ref;     /* the baselines and the controls */
+    size_t n_model, n_hardware, n_precision, n_framework; /* distinct levels of each axis (baseline's included) */
+    size_t n_wl;
+    drift_lab_size_wl wl[DRIFT_LAB_MAX_SUITES + 1];
+} drift_lab_design_size;
+
+/* The size of the study's design from its specs and p's suite sizes
+ * (after drift_lab_plan_size): configurations by role, levels per axis,
+ * pairs per workload and the rate each can resolve. Pure. */
+DRIFT_API void drift_lab_design_size_of(const drift_lab_study *s, const drift_lab_plan *p, drift_lab_design_size *out);
+
+/* The upper end of the 95% Wilson interval of 0 successes in n (1 when
+ * n is 0): the smallest rate n trials with none can tell from 0. */
+DRIFT_API double drift_lab_resolvable(double n);
+
 /* ---- answers cut by the token limit (drift_lab_cuts, lab_result.h) ---- */
 /* Counts the answers of every configuration of spec in st, per workload,
  * and those the token limit cut (drift_store_count_run per label; a label
@@ -460,7 +491,8 @@ typedef struct drift_lab_result {
     /* the analyses */
     drift_score_cache_stats cache; /* the verdict cache every scoring call shared */
     drift_lab_cuts cuts;         /* over the matrix's runs */
-    drift_table *table;          /* the flip table against "ref@{model}" */
+    drift_table *table;          /* the flip table against "base@{model}": the axes' levels only */
+    drift_lab_findings findings; /* the pooled intervals, the logistic model, flip risk, the controls */
     drift_table_analyses analyses; /* ANOVA types 1-3 and the PRI held-out evaluation */
     int outcomes_ok;             /* outcomes counted */
     drift_store_outcomes outcomes; /* every run's failed requests */

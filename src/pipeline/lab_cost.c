@@ -428,3 +428,67 @@ drift_status drift_lab_count_cuts(drift_store *st, const drift_matrix_spec *spec
     }
     return DRIFT_OK;
 }
+
+/* ---- the design's size ---- */
+
+double drift_lab_resolvable(double n) {
+    const double z2 = 1.959963984540054 * 1.959963984540054;
+    return n > 0 ? z2 / (n + z2) : 1;
+}
+
+/* The level of dimension dim of c ("" when none). */
+static const char *dim_of(const drift_matrix_config *c, const char *dim) {
+    for (size_t i = 0; i < c->n_dims; i++)
+        if (!strcmp(c->dim_names[i], dim)) return c->dim_values[i];
+    return "";
+}
+
+/* Distinct levels of dim over the configurations of spec that are levels or baselines. */
+static size_t distinct(const drift_matrix_spec *spec, const char *dim) {
+    size_t n = 0;
+    for (size_t i = 0; i < spec->n_configs; i++) {
+        drift_lab_role r = drift_lab_label_role(spec->configs[i].label);
+        if (r != DRIFT_LAB_ROLE_LEVEL && r != DRIFT_LAB_ROLE_BASE) continue;
+        const char *v = dim_of(&spec->configs[i], dim);
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) {
+            drift_lab_role rj = drift_lab_label_role(spec->configs[j].label);
+            seen = (rj == DRIFT_LAB_ROLE_LEVEL || rj == DRIFT_LAB_ROLE_BASE) && !strcmp(dim_of(&spec->configs[j], dim), v);
+        }
+        n += !seen;
+    }
+    return n;
+}
+
+static void size_wl(drift_lab_size_wl *w, const char *name, size_t prompts, size_t configs) {
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->prompts = prompts;
+    w->configs = configs;
+    w->pairs = prompts * configs;
+    w->resolve_pairs = drift_lab_resolvable((double)w->pairs);
+    w->resolve_prompts = drift_lab_resolvable(configs ? (double)prompts : 0);
+}
+
+void drift_lab_design_size_of(const drift_lab_study *s, const drift_lab_plan *p, drift_lab_design_size *out) {
+    memset(out, 0, sizeof *out);
+    const drift_matrix_spec *spec = s->spec;
+    if (!spec) return;
+    for (size_t i = 0; i < spec->n_configs; i++) switch (drift_lab_label_role(spec->configs[i].label)) {
+        case DRIFT_LAB_ROLE_LEVEL: out->levels++; break;
+        case DRIFT_LAB_ROLE_BASE: out->bases++; break;
+        case DRIFT_LAB_ROLE_AA: out->aa++; break;
+        case DRIFT_LAB_ROLE_REF: out->ref++; break;
+        }
+    out->n_model = distinct(spec, "model");
+    out->n_hardware = distinct(spec, "hardware");
+    out->n_precision = distinct(spec, "precision");
+    out->n_framework = distinct(spec, "framework");
+    for (size_t i = 0; i < p->n_suites && out->n_wl < DRIFT_LAB_MAX_SUITES; i++)
+        size_wl(&out->wl[out->n_wl++], p->suites[i].name, p->suites[i].n, out->levels);
+    const drift_matrix_spec *ls = s->long_spec;
+    if (ls && p->long_suite.n) {
+        size_t lv = 0;
+        for (size_t i = 0; i < ls->n_configs; i++) lv += drift_lab_label_role(ls->configs[i].label) == DRIFT_LAB_ROLE_LEVEL;
+        size_wl(&out->wl[out->n_wl++], p->long_suite.name, p->long_suite.n, lv);
+    }
+}

@@ -217,13 +217,15 @@ static drift_status against_null(drift_store *st, drift_lab_stochastic *x, drift
     drift_status rc = DRIFT_OK;
     for (int k = 0; k < 6 && !rc; k++) rc = load_labels(st, labels[k], &pl[k], err);
     double *cross = NULL, *nul = NULL, *det = NULL;
+    drift_stoch_prompt *sp = NULL;
     size_t n = 0;
     if (!rc) {
         size_t cap = pl[0].n ? pl[0].n : 1;
         cross = malloc(cap * sizeof *cross);
         nul = malloc(cap * sizeof *nul);
         det = malloc(cap * sizeof *det);
-        if (!cross || !nul || !det) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        sp = malloc(cap * sizeof *sp);
+        if (!cross || !nul || !det || !sp) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     for (size_t i = 0; !rc && i < pl[0].n; i++) {
         long at[6];
@@ -239,7 +241,19 @@ static drift_status against_null(drift_store *st, drift_lab_stochastic *x, drift
 #undef D
         /* the deterministic pair has one answer each: a flip when they differ */
         det[n] = (pl[4].pass[at[4]] > 0) != (pl[5].pass[at[5]] > 0);
+        for (int k = 0; k < 4; k++) { /* the estimand's sets: A1 B1 A2 B2 = runs 0 1 2 3 */
+            sp[n].pass[k] = pl[k].pass[at[k]];
+            sp[n].fail[k] = pl[k].fail[at[k]];
+        }
+        sp[n].det_flip = (int)det[n];
         n++;
+    }
+    x->estimand_ok = 0;
+    if (!rc) {
+        drift_error e = {0};
+        if (drift_stoch_estimand_compute(sp, n, NULL, &x->estimand, &e))
+            snprintf(x->estimand_why, sizeof x->estimand_why, "%s", e.msg);
+        else x->estimand_ok = 1;
     }
     if (!rc)
         rc = n < 2 ? drift_error_set(err, DRIFT_ERR_INVALID,
@@ -248,6 +262,7 @@ static drift_status against_null(drift_store *st, drift_lab_stochastic *x, drift
     free(cross);
     free(nul);
     free(det);
+    free(sp);
     for (int k = 0; k < 6; k++) prompt_labels_clear(&pl[k]);
     return rc;
 }
@@ -331,7 +346,10 @@ drift_status drift_lab_stochastic_compare(drift_store *st, drift_lab_stochastic 
     drift_comparison_free(dc);
     x->null_ok = 0;
     drift_error nerr = {0};
-    if (against_null(st, x, &nerr)) snprintf(x->null_reason, sizeof x->null_reason, "%s", nerr.msg);
+    if (against_null(st, x, &nerr)) {
+        snprintf(x->null_reason, sizeof x->null_reason, "%s", nerr.msg);
+        if (!x->estimand_ok && !x->estimand_why[0]) snprintf(x->estimand_why, sizeof x->estimand_why, "%s", nerr.msg);
+    }
     else x->null_ok = 1;
     return DRIFT_OK;
 }
