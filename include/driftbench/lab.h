@@ -73,7 +73,7 @@ extern "C" {
  * this + r, far from the leg's own 42 + r */
 #define DRIFT_LAB_STOCH_NULL_SEED 1042
 /* the leg's other stack: the baseline with this precision */
-#define DRIFT_LAB_STOCH_ALT "w4a16"
+#define DRIFT_LAB_STOCH_ALT "w4a16-mxfp4"
 
 typedef struct drift_lab_opts {
     int full;                  /* 0 = --quick: at most 3 models, one axis at a time */

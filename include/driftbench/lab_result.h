@@ -158,6 +158,9 @@ typedef struct drift_lab_control {
 } drift_lab_control;
 
 #define DRIFT_LAB_MAX_CONTROLS 32
+/* an A/A chat pair's SDR above this fails the check (identical texts
+ * embedded twice may differ in the last bits of a float) */
+#define DRIFT_LAB_AA_SDR_TOL 1e-6
 typedef struct drift_lab_findings {
     int computed;
     drift_lab_wl_stats wl[DRIFT_WL_COUNT];
