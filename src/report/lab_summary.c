@@ -619,21 +619,27 @@ static void sentence_systematic(sbuf *o, const summary *s) {
     const drift_table_analyses *an = s->in->analyses;
     sb_puts(o, "Are hardware and precision systematic and framework and model idiosyncratic (PRI: train without one "
                "level, predict it from its descriptors; held-out R^2 with its interval and noise ceiling)? ");
-    if (!an || !an->pri_asked || !an->pri_fits || !an->pri) {
+    if (!an || !an->pri_asked || !an->pri_fits || !an->pri || !an->pri->n_levels) {
         sb_printf(o, "cannot say: the PRI evaluation did not run (%s).",
                   !an || !an->pri_asked ? "not asked"
                   : !an->pri_fits       ? "too few rows"
+                  : an->pri             ? "no dimension has enough levels to hold one out"
                                         : an->pri_error.msg);
         return;
     }
     if (s->f && !s->f->desc_ok)
         sb_printf(o, "(without descriptors: %s) ", s->f->desc_why[0] ? s->f->desc_why : "none given");
     const drift_pri_eval *ev = an->pri;
+    int said_dim = 0;
     for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) {
         const char *dim = drift_dim_names[d];
         size_t dl = strlen(dim);
-        int n = 0, says = 0, pos = 0, neg = 0;
-        sb_printf(o, "%s%s: ", d ? " " : "", dim);
+        int n = 0, says = 0, pos = 0, neg = 0, held = 0;
+        for (size_t i = 0; i < ev->n_levels; i++)
+            held |= !strncmp(ev->levels[i].name, dim, dl) && ev->levels[i].name[dl] == '=';
+        for (size_t k = 0; k < ev->n_not_held; k++) held |= !strcmp(ev->not_held[k].dim, dim);
+        if (!held) continue; /* the dimension does not vary */
+        sb_printf(o, "%s%s: ", said_dim++ ? " " : "", dim);
         for (size_t i = 0; i < ev->n_levels; i++) {
             const drift_pri_holdout *h = &ev->levels[i];
             if (strncmp(h->name, dim, dl) || h->name[dl] != '=') continue;
@@ -642,7 +648,7 @@ static void sentence_systematic(sbuf *o, const summary *s) {
             sb_printf(o, "%s%s %s", n ? "; " : "", h->name + dl + 1, t ? t : "");
             free(t);
             n++;
-            if (h->cannot_say == DRIFT_PRI_SAYS) {
+            if (h->cannot_say == DRIFT_PRI_SAYS && isfinite(h->test_r2) && h->n_test >= 2) {
                 says++;
                 if (isfinite(h->r2_lo) && h->r2_lo > 0) pos++;
                 if (isfinite(h->r2_hi) && h->r2_hi <= 0) neg++;
@@ -654,9 +660,16 @@ static void sentence_systematic(sbuf *o, const summary *s) {
                           ev->min_levels);
         if (n) {
             if (!says) sb_puts(o, ". Verdict: cannot say (no held-out level carries enough signal; see above).");
-            else if (pos == says) sb_puts(o, ". Verdict: systematic here (every level that can say is predicted, R^2 interval above 0).");
-            else if (neg == says) sb_puts(o, ". Verdict: idiosyncratic here (no level that can say is predicted: R^2 intervals at or below 0).");
-            else sb_printf(o, ". Verdict: mixed (%d of %d levels that can say are predicted).", pos, says);
+            else if (pos == says)
+                sb_puts(o, ". Verdict: systematic here (every level that can say is predicted: its R^2 interval is "
+                           "above 0).");
+            else if (neg == says)
+                sb_puts(o, ". Verdict: idiosyncratic here (no level that can say is predicted: every R^2 interval "
+                           "is at or below 0).");
+            else
+                sb_printf(o, ". Verdict: not settled (of %d levels that can say, %d predicted, %d not; the others' "
+                             "intervals hold 0 or are unknown).",
+                          says, pos, neg);
         } else {
             sb_puts(o, ".");
         }
