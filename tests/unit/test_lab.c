@@ -734,6 +734,35 @@ static void test_lab_run(void **state) {
     assert_int_equal(r->n_stoch_scores, 4);
     assert_non_null(r->table);
     assert_true(r->table->n_rows > 0);
+    /* the table holds the axes' levels only; the controls are apart: the
+     * A/A runs flip nothing, each model has a ref row */
+    for (size_t i = 0; i < r->table->n_rows; i++)
+        assert_int_equal(drift_lab_label_role(r->table->rows[i].experiment_id), DRIFT_LAB_ROLE_LEVEL);
+    const drift_lab_findings *f = &r->findings;
+    assert_int_equal(f->computed, 1);
+    assert_int_equal(f->aa_runs, r->study.n_models);
+    assert_int_equal(f->aa_flips, 0);
+    assert_true(f->aa_sdr_max <= DRIFT_LAB_AA_SDR_TOL);
+    size_t refs = 0;
+    for (size_t k = 0; k < f->n_controls; k++) refs += f->controls[k].role == DRIFT_LAB_ROLE_REF;
+    assert_int_equal(refs, r->study.n_models);
+    /* the pooled statistics are over the same pairs as the table's rows */
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+        long long flips = 0, pairs = 0;
+        for (size_t i = 0; i < r->table->n_rows; i++)
+            if (!strcmp(r->table->rows[i].dims[DRIFT_DIM_WORKLOAD], drift_workload_name((drift_workload)w))) {
+                flips += r->table->rows[i].num_flips;
+                pairs += r->table->rows[i].num_comparisons;
+            }
+        if (!pairs) continue;
+        assert_int_equal(f->wl[w].present, 1);
+        assert_int_equal(f->wl[w].flips, flips);
+        assert_int_equal(f->wl[w].n_pairs, pairs);
+        if (f->wl[w].boot_ok) assert_float_equal(f->wl[w].boot.flip.est, (double)flips / (double)pairs, 1e-12);
+        /* the baseline's answers carry logprobs: every pair has a risk (none when no token had two alternatives) */
+        assert_true(f->wl[w].risk_n <= (size_t)pairs);
+    }
+    assert_int_equal(f->desc_ok, 1); /* every level described by its presets */
     assert_int_equal(r->cuts.max_tokens, 2);
     assert_true(r->cuts.answers[DRIFT_WL_MATH] > 0);
     assert_true(r->tokens_after > r->tokens_before);
