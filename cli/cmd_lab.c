@@ -220,8 +220,8 @@ static void print_models(const drift_lab_result *r, int full) {
     for (size_t i = 0; i < s->n_models; i++)
         printf(" %s%s", s->models[i].name, strstr(s->models[i].name, "-fragile-") ? " (fragile)" : "");
     if (s->n_found > s->n_models)
-        printf(" (%zu found; --quick takes \"-fragile-\" models first, then the others by name, up to %d; --full "
-               "uses all)",
+        printf(" (%zu found; the lab takes \"-fragile-\" models first, then the others by name, up to %d: the "
+               "paper's three)",
                s->n_found, DRIFT_LAB_QUICK_MODELS);
     else if (!full && !s->n_fragile)
         printf(" (no \"-fragile-\" model in the folder: robust models only)");

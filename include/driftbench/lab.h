@@ -76,7 +76,7 @@ extern "C" {
 #define DRIFT_LAB_STOCH_ALT "w4a16-mxfp4"
 
 typedef struct drift_lab_opts {
-    int full;                  /* 0 = --quick: at most 3 models, one axis at a time */
+    int full;                  /* 1 = --full: every axis crossed on every model; 0 = --quick (lab_design.c) */
     const char *models_dir;    /* NULL: models/, then the test fixtures */
     long limit;                /* prompts per suite; <= 0: the mode's sizes */
     int max_tokens;            /* new tokens per answer; <= 0: DRIFT_LAB_FULL_TOKENS / _QUICK_TOKENS */
@@ -142,7 +142,7 @@ typedef struct drift_lab_study {
     int max_tokens;            /* resolved */
     long stoch_prompts;        /* math prompts of the stochastic leg */
     drift_lab_model models[DRIFT_LAB_MAX_MODELS];
-    size_t n_models;           /* in the study (--quick: at most DRIFT_LAB_QUICK_MODELS) */
+    size_t n_models;           /* in the study (at most DRIFT_LAB_QUICK_MODELS) */
     size_t n_found;            /* found in the folder */
     size_t n_fragile;          /* of the study's, those named "-fragile-" (they come first) */
     int fixtures;              /* 1: the test fixtures, whose answers are noise */
@@ -161,8 +161,8 @@ typedef struct drift_lab_study {
  * models/'s, else the test fixtures (./tests/data/models,
  * $DRIFT_SOURCE/tests/data/models, or ../tests/data/models beside the
  * executable; s->fixtures = 1). Ordered: names holding "-fragile-" first,
- * then the others, each group by name; --quick keeps the first
- * DRIFT_LAB_QUICK_MODELS. Copies opts
+ * then the others, each group by name; both modes keep the first
+ * DRIFT_LAB_QUICK_MODELS (the paper's three models). Copies opts
  * into s. DRIFT_ERR_NOT_FOUND with the message the user reads when there
  * are none. */
 DRIFT_API drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opts, drift_error *err);

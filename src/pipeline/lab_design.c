@@ -142,7 +142,7 @@ drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opt
     }
     s->n_found = s->n_models;
     order_models(s);
-    if (!opts->full && s->n_models > DRIFT_LAB_QUICK_MODELS) {
+    if (s->n_models > DRIFT_LAB_QUICK_MODELS) { /* --full too: the paper's three models */
         for (size_t i = DRIFT_LAB_QUICK_MODELS; i < s->n_models; i++) {
             free(s->models[i].path);
             free(s->models[i].name);
