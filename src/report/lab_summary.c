@@ -62,6 +62,9 @@
 #define Z95 1.959963984540054
 #define PAPER_STOCH_RATIO 0.23
 #define WRAP_COLS 100
+/* fewer prompts than this: the rate's interval is Wilson's (each prompt
+ * counted once), not the cluster bootstrap's */
+#define MIN_BOOT_PROMPTS 20
 /* counts above this are not a lab's (and their sums could overflow) */
 #define MAX_COUNT 1000000000000L
 
@@ -172,7 +175,14 @@ static void compute(summary *s, const drift_lab_summary_in *in, const drift_lab_
         if (!x->present) continue;
         double p = (double)x->flips / (double)x->pairs, lo, hi;
         wilson_p(p, (double)x->prompts, &lo, &hi);
-        const drift_lab_wl_stats *fs = s->f && s->f->wl[w].present && s->f->wl[w].boot_ok ? &s->f->wl[w] : NULL;
+        /* a workload without a flip keeps Wilson's interval: resampling zero
+         * flips gives [0, 0], which bounds nothing */
+        /* nor does a bootstrap over a handful of prompts say much: under
+         * MIN_BOOT_PROMPTS, Wilson's too */
+        const drift_lab_wl_stats *fs = s->f && s->f->wl[w].present && s->f->wl[w].boot_ok && s->f->wl[w].flips > 0 &&
+                                               s->f->wl[w].n_prompts >= MIN_BOOT_PROMPTS
+                                           ? &s->f->wl[w]
+                                           : NULL;
         if (fs) { /* the cluster bootstrap over prompts (the same pairs) */
             lo = fs->boot.flip.lo;
             hi = fs->boot.flip.hi;
@@ -265,7 +275,9 @@ static void sentence_rates(sbuf *o, const summary *s) {
         sb_printf(o, "Flip rate per workload, pooled over its configurations (flips / pairs), 95%% cluster bootstrap "
                      "over prompts (the configurations answer the same prompts, so their pairs are not independent); "
                      "the verdict against the paper's mean over its configurations is taken on the mean over these "
-                     "configurations with its two-way interval: ");
+                     "configurations with its two-way interval; a workload without a flip, or with fewer than 20 "
+                     "prompts, shows the Wilson interval counting each prompt once (resampling zero flips gives "
+                     "[0, 0], which bounds nothing; a few prompts resample poorly): ");
     else
         sb_printf(o, "Flip rate per workload, pooled over its configurations (flips / pairs), 95%% Wilson interval "
                      "counting each prompt once (the configurations answer the same prompts, so their pairs are not "
@@ -493,9 +505,10 @@ static void sentence_intervals(sbuf *o, const summary *s) {
         sb_printf(o, "%s%s %zu pairs over %zu configurations and %zu prompts: pooled ", first ? "" : "; ", wl_name(w),
                   x->n_pairs, x->n_configs, x->n_prompts);
         first = 0;
-        if (x->boot_ok) ci_pct(o, &x->boot.flip);
+        if (x->boot_ok && !x->flips) sb_puts(o, "0 flips (no bootstrap interval: resampling them gives [0, 0])");
+        else if (x->boot_ok) ci_pct(o, &x->boot.flip);
         else sb_printf(o, "- (%s)", x->boot_why);
-        if (x->two_way_ok) {
+        if (x->two_way_ok && x->flips) {
             sb_puts(o, ", mean over configurations ");
             ci_pct(o, &x->two_way.flip);
         }
