@@ -10,6 +10,8 @@
  * 4. Decode: B = 1 over a weight matrix far bigger than the caches, per
  *    format: weight bytes streamed per second and the fraction of the
  *    measured bandwidth.
+ * 5. The lab's hardware levels: each hardware=NAME preset's matmul against
+ *    the baseline's (hardware=avx2) at decode and prefill shapes.
  * Every figure is the best of several repetitions (the machine is shared).
  * usage: bench_kernels_bench [--quick] [--threads N] [--only f32,bf16] [--peak-only]
  *   N: max threads (default 2); --only: prefill formats to run; --peak-only:
@@ -277,5 +279,34 @@ int main(int argc, char **argv) {
         num_qmat_free(&W);
     }
     free(wd), free(xd), free(yd);
+
+    /* 5. the lab's hardware levels (hardware=NAME): their dot products
+     * against the baseline's kernels (hardware=avx2) at a small model's
+     * shapes, decode (B = 1) and a prefill block (B = 32), f32 weights */
+    int64_t HK = 512, HN = 1536;
+    float *wh = rand_buf((size_t)(HN * HK), 5), *xh = rand_buf((size_t)(32 * HK), 6);
+    float *yh = malloc((size_t)(32 * HN) * sizeof(float));
+    num_qmat WH;
+    if (num_qmat_quantize(&WH, DRIFT_DTYPE_F32, wh, HN, HK, 32, DRIFT_SCALE_PER_CHANNEL, &err)) return 2;
+    printf("\nhardware levels  N=%lld K=%lld, 1 thread (x baseline = time / hardware=avx2's)\n", (long long)HN, (long long)HK);
+    printf("%-18s %5s %10s %12s\n", "hardware", "B", "GFLOP/s", "x baseline");
+    for (int64_t B = 1; B <= 32; B += 31) {
+        double base = 0;
+        for (size_t i = 0; i < drift_profile_preset_count(DRIFT_AXIS_HARDWARE); i++) {
+            char spec[96];
+            snprintf(spec, sizeof spec, "hardware=%s&threads=1", drift_profile_preset_name(DRIFT_AXIS_HARDWARE, i));
+            drift_numeric_profile p;
+            if (drift_profile_parse(spec, &p, &err)) {
+                fprintf(stderr, "%s\n", err.msg);
+                return 2;
+            }
+            double s = time_matmul(&p, &WH, xh, yh, B, QUICK ? 5 : 20);
+            if (i == 0) base = s;
+            printf("%-18s %5lld %10.2f %12.2f\n", drift_profile_preset_name(DRIFT_AXIS_HARDWARE, i), (long long)B,
+                   2.0 * (double)B * (double)HN * (double)HK / s / 1e9, s / base);
+        }
+    }
+    num_qmat_free(&WH);
+    free(wh), free(xh), free(yh);
     return 0;
 }

@@ -23,6 +23,22 @@
  *   gemm     backend=cuda only: kernel (DriftBench's fixed-order kernels) or
  *            vendor (cuBLAS / cuBLASLt)
  *
+ *
+ * Where values are rounded (the framework's choices; defaults = the
+ * engine's historical numerics, see the fields below): dtype (model dtype of
+ * the tensors between kernels), resid, store, norm, addnorm, swiglu, rope,
+ * scores, probs, bias, logits. How dot products are computed (the
+ * hardware's): lanes, fma, tree, dot, mma, accbits, promote -- each defines
+ * its bits exactly (src/model/hw_ref.c), the same on any x86-64 with
+ * AVX2+FMA, unlike isa=auto whose bits follow the host.
+ *
+ * Presets set whole axes: precision=NAME (a serving format: weights,
+ * activations, KV cache, stored tensors), framework=NAME (the rounding
+ * points, attention blocks and split-K of a serving stack, emulated),
+ * hardware=NAME (the dot products of a CPU or GPU matrix unit, emulated);
+ * drift_profile_preset_* list them. The lab's baseline is
+ * "precision=w16a16&framework=vllm&hardware=avx2".
+ *
  * Named profiles (`driftbench profiles` lists them) are starting points; a
  * spec "profile=NAME&key=value&..." applies overrides in order. */
 #ifndef DRIFTBENCH_PROFILE_H
@@ -140,9 +156,9 @@ typedef struct drift_numeric_profile {
                              output, norm output) is stored in dtype, as a
                              bf16/f16 serving stack's tensors are */
     int norm_round;       /* norm=f32|round: 1 = RMSNorm rounds x*rsqrt(ms)
-                             to dtype before the weight multiply, and the
-                             product again (HF / vLLM rms_norm kernel);
-                             0 = f32 inside, one rounding (flashinfer) */
+                             to dtype before the weight multiply (HF / vLLM
+                             rms_norm kernel; store=dtype rounds the product
+                             too); 0 = f32 inside (flashinfer) */
     int addnorm_f32;      /* addnorm=rounded|f32: 1 = the norm after a
                              residual add reads the f32 sum (fused
                              add+RMSNorm, flashinfer); 0 = it reads the
@@ -174,7 +190,9 @@ typedef struct drift_numeric_profile {
     int lanes;            /* lanes=: accumulator lanes per dot product (4, 8,
                              16, 32, 64); element k goes to lane k mod lanes
                              (dot=bf16: pair (k mod 2*lanes)/2); 0 = the isa's */
-    int fma;              /* fma=1|0: 0 = product rounded to f32 before the add */
+    int fma;              /* fma=1|0: 0 = product rounded to f32 before the add
+                             (no effect where the product is exact in f32:
+                             bf16 x bf16, f16 x f16) */
     int tree;             /* tree=halving|linear: lanes combined a[i]+=a[i+h]
                              for h = lanes/2 .. 1, or ((a0+a1)+a2)+... */
     int dot_bf16;         /* dot=f32|bf16: 1 = AVX512-BF16 VDPBF16PS: operands
@@ -215,7 +233,7 @@ typedef enum drift_profile_axis {
  * `framework=NAME` and `hardware=NAME` apply them in a spec.
  *   precision: w16a16 w16a16-f16 w8a8-fp8 w8a8-int8 w4a16 w4a16-mxfp4 w4a16-nvfp4
  *   framework: vllm sglang trtllm hf-eager
- *   hardware:  avx2 avx512 avx512-bf16 avx-nofma sse2 tc-bf16 tc-fp8 tc-fp8-nopromote
+ *   hardware:  avx2 avx512 avx512-bf16 sse2 tc-bf16 tc-fp8 tc-fp8-nopromote
  * The texts (profile.c) say exactly what each sets; all are emulations of
  * those stacks' numeric choices by this engine's kernels. */
 DRIFT_API size_t drift_profile_preset_count(drift_profile_axis axis);
@@ -239,7 +257,12 @@ DRIFT_API drift_status drift_profile_get(const char *name, drift_numeric_profile
  * `cpu-f32` when no profile= is given; profile= must come first when present.
  * Keys: profile weights acts kv accum reduce attn exp threads backend
  * batch_invariant isa group (int4 group size) wscale (per-channel|per-tensor)
- * gemm (kernel|vendor; emitted by to_spec only when backend=cuda).
+ * gemm (kernel|vendor; emitted by to_spec only when backend=cuda); the
+ * presets precision= framework= hardware= (precision=FORMAT still means
+ * weights=FORMAT); dtype resid store norm addnorm swiglu rope scores probs
+ * bias logits lanes fma tree dot mma accbits promote (emitted by to_spec
+ * only where they differ from the defaults; acts=int8 is the dynamic
+ * per-token int8 activation format).
  * Values: formats by name (f32 bf16 f16 fp8-e4m3 fp8-e5m2 int8 int4 mxfp4
  * nvfp4 q8_0 q4_0 native; "fp8" = fp8-e4m3), reduce=sequential|pairwise|
  * blocked:S, attn=two-pass|online:B, exp=libm|fast, isa=auto|ref|scalar|
@@ -281,12 +304,17 @@ DRIFT_API char *drift_profile_to_spec(const drift_numeric_profile *p);
 DRIFT_API char *drift_profile_describe(const drift_numeric_profile *p);
 
 /* JSON object (compact text, malloc'd) with every field, plus "precision"
- * (the weight format name) and "framework" ("driftbench-embedded/" + the
- * kernel choices), for recording with a run. */
+ * (the precision preset's name, or the weight format name), "framework"
+ * (the framework preset's name, or "driftbench-embedded/" + the kernel
+ * choices), "hardware" (drift_profile_hardware) and the three preset names
+ * ("" when none), for recording with a run. */
 DRIFT_API char *drift_profile_to_json(const drift_numeric_profile *p);
 
 /* The config dimensions a run records. out buffers receive NUL-terminated
- * text (truncated to their size). */
+ * text (truncated to their size). precision: the precision preset's name
+ * when one is in effect, else the weight format; framework: the framework
+ * preset's name, else "driftbench-embedded/ISA/reduce/attn/exp-E/acc-A" with
+ * "/key-value" for each rounding key that differs from the defaults. */
 DRIFT_API void drift_profile_precision(const drift_numeric_profile *p, char *out, size_t n);
 DRIFT_API void drift_profile_framework(const drift_numeric_profile *p, char *out, size_t n);
 /* The hardware dimension: the hardware preset's name when one is in effect,

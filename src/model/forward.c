@@ -187,6 +187,8 @@ static drift_status rs_scratch(model_run_state *rs, int nt, size_t per, drift_er
 
 /* What the f32 weight copies of one run state may hold in all. */
 #define WCOPY_MAX_BYTES ((size_t)512 << 20)
+/* ... and at most this much of copies of 16-bit matrices (rs_weights) */
+#define WCOPY_SMALL_BYTES ((size_t)64 << 20)
 
 /* The matrix a matmul of rs should read for W: for a format the fast matmul
  * converts to f32 panel by panel in every call (all but f32, bf16, f16,
@@ -197,9 +199,18 @@ static drift_status rs_scratch(model_run_state *rs, int nt, size_t per, drift_er
  * num_qmat_dequantize_row bit for bit), so the bits do not change. W itself for the ref profile (its own
  * kernels), and when the copy would not fit WCOPY_MAX_BYTES or memory. */
 static const num_qmat *rs_weights(model_run_state *rs, const drift_numeric_profile *p, const num_qmat *W) {
-    if (p->isa == DRIFT_ISA_REF) return W;
-    switch (W->dtype) {
-    case DRIFT_DTYPE_F32:
+    if (p->isa == DRIFT_ISA_REF || W->dtype == DRIFT_DTYPE_F32) return W;
+    /* the hardware levels' dot products read f32 rows (num_hw_dot): a copy
+     * of every other format, or each call would convert the whole matrix */
+    int hw = p->lanes || p->mma;
+    /* bf16 / f16 matrices of a small model: an f32 copy too, while all the
+     * copies stay under WCOPY_SMALL_BYTES. Its weights then sit in the
+     * caches, where widening 16-bit values in the tile kernel costs more
+     * than reading twice the bytes (same values: the widening is exact); a
+     * big model streams its 16-bit weights from memory, in place. */
+    int small16 = (W->dtype == DRIFT_DTYPE_BF16 || W->dtype == DRIFT_DTYPE_F16) &&
+                  rs->wcopy_bytes + (size_t)W->rows * (size_t)W->cols * sizeof(float) <= WCOPY_SMALL_BYTES;
+    switch (hw || small16 ? DRIFT_DTYPE_COUNT : W->dtype) {
     case DRIFT_DTYPE_BF16:
     case DRIFT_DTYPE_F16:
     case DRIFT_DTYPE_Q8_0:

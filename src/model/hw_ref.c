@@ -59,7 +59,7 @@ static float ftz(float v) {
     return bits_f(u);
 }
 
-float num_hw_trunc(double s, int acc_bits) {
+float num_hw_trunc_ref(double s, int acc_bits) {
     float f = (float)s;
     if (isfinite(s) && fabs((double)f) > fabs(s)) f = nextafterf(f, 0.0f);
     if (acc_bits < 23 && isfinite(f)) f = bits_f(f_bits(f) & ~((1u << (23 - acc_bits)) - 1u));
@@ -106,7 +106,7 @@ static float mma_dot(const drift_numeric_profile *p, const float *x, const float
         double d[4] = {0, 0, 0, 0};
         for (int64_t k = c0; k < c1; k++) d[(k - c0) % 4] = fma((double)x[k], (double)w[k], d[(k - c0) % 4]);
         double s = ((d[0] + d[1]) + (d[2] + d[3])) + (double)acc;
-        acc = num_hw_trunc(s, p->acc_bits);
+        acc = num_hw_trunc_ref(s, p->acc_bits);
         if (p->promote) {
             since += c1 - c0;
             if (since >= p->promote) {

@@ -976,6 +976,149 @@ float num_hw_dot(const drift_numeric_profile *p, const float *x, const float *w,
     return y;
 }
 
+/* Four outputs at once (four weight rows, one x): the same operations per
+ * output as above, x loaded (and for dot=bf16 rounded and split) once. */
+#define HW_R 4
+__attribute__((target("avx2,fma"), always_inline)) static inline int64_t hw4_loop_fma(__m256 (*acc)[8], const int V, const float *x,
+                                                                                     const float *const *w, int64_t n) {
+    int64_t k = 0;
+    for (; k + 8 * V <= n; k += 8 * V)
+        for (int v = 0; v < V; v++) {
+            __m256 xv = _mm256_loadu_ps(x + k + 8 * v);
+            for (int r = 0; r < HW_R; r++) acc[r][v] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w[r] + k + 8 * v), acc[r][v]);
+        }
+    return k;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_nofma(__m256 (*acc)[8], const int V, const float *x,
+                                                                                    const float *const *w, int64_t n) {
+    int64_t k = 0;
+    for (; k + 8 * V <= n; k += 8 * V)
+        for (int v = 0; v < V; v++) {
+            __m256 xv = _mm256_loadu_ps(x + k + 8 * v);
+            for (int r = 0; r < HW_R; r++)
+                acc[r][v] = _mm256_add_ps(acc[r][v], _mm256_mul_ps(xv, _mm256_loadu_ps(w[r] + k + 8 * v)));
+        }
+    return k;
+}
+
+__attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_bf16(__m256 (*acc)[8], const int V, const float *x,
+                                                                                   const float *const *w, int64_t n) {
+    const __m256i perm = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    int64_t k = 0;
+    for (; k + 16 * V <= n; k += 16 * V)
+        for (int v = 0; v < V; v++) {
+            const float *xs = x + k + 16 * v;
+            __m256 x0 = bf16_daz_v(_mm256_loadu_ps(xs)), x1 = bf16_daz_v(_mm256_loadu_ps(xs + 8));
+            __m256 xe = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
+            __m256 xo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
+            for (int r = 0; r < HW_R; r++) {
+                const float *ws = w[r] + k + 16 * v;
+                __m256 w0 = bf16_daz_v(_mm256_loadu_ps(ws)), w1 = bf16_daz_v(_mm256_loadu_ps(ws + 8));
+                __m256 we = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
+                __m256 wo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
+                acc[r][v] = ftz_v(_mm256_add_ps(acc[r][v], _mm256_mul_ps(xo, wo)));
+                acc[r][v] = ftz_v(_mm256_add_ps(acc[r][v], _mm256_mul_ps(xe, we)));
+            }
+        }
+    return k;
+}
+
+/* the loops with V a constant (the compiler keeps the accumulators in registers) */
+#define HW4_CASES(fn)                                                                                                  \
+    switch (V) {                                                                                                       \
+    case 1: k = fn(acc, 1, x, w, n); break;                                                                            \
+    case 2: k = fn(acc, 2, x, w, n); break;                                                                            \
+    case 4: k = fn(acc, 4, x, w, n); break;                                                                            \
+    default: k = fn(acc, 8, x, w, n); break;                                                                           \
+    }
+
+__attribute__((target("avx2,fma"))) static int64_t hw4_fma(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
+    int64_t k;
+    HW4_CASES(hw4_loop_fma)
+    return k;
+}
+
+__attribute__((target("avx2"))) static int64_t hw4_nofma(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
+    int64_t k;
+    HW4_CASES(hw4_loop_nofma)
+    return k;
+}
+
+__attribute__((target("avx2"))) static int64_t hw4_bf16(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
+    int64_t k;
+    HW4_CASES(hw4_loop_bf16)
+    return k;
+}
+
+/* y[r] = the lanes dot of x and w[r] over n (lanes >= 8) */
+__attribute__((target("avx2"))) static void hw4_lanes(const drift_numeric_profile *p, const float *x, const float *const *w,
+                                                      int64_t n, float *y) {
+    int L = p->lanes, V = L / 8;
+    __m256 acc[HW_R][8];
+    for (int r = 0; r < HW_R; r++)
+        for (int v = 0; v < 8; v++) acc[r][v] = _mm256_setzero_ps();
+    int64_t k = p->dot_bf16 ? hw4_bf16(acc, V, x, w, n) : p->fma ? hw4_fma(acc, V, x, w, n) : hw4_nofma(acc, V, x, w, n);
+    for (int r = 0; r < HW_R; r++) {
+        float a[64];
+        for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[r][v]);
+        if (p->dot_bf16) hw_tail_bf16(a, x, w[r], k, n);
+        else hw_tail_f32(p, a, x, w[r], k, n);
+        y[r] = hw_combine(p, a, L);
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void hw4_mma(const drift_numeric_profile *p, const float *x, const float *const *w,
+                                                        int64_t n, float *y) {
+    float acc[HW_R] = {0}, hi[HW_R] = {0};
+    int64_t since = 0;
+    for (int64_t c0 = 0; c0 < n; c0 += p->mma) {
+        int64_t c1 = c0 + p->mma < n ? c0 + p->mma : n, k = c0;
+        __m256d d[HW_R];
+        for (int r = 0; r < HW_R; r++) d[r] = _mm256_setzero_pd();
+        for (; k + 4 <= c1; k += 4) {
+            __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(x + k));
+            for (int r = 0; r < HW_R; r++) d[r] = _mm256_fmadd_pd(xv, _mm256_cvtps_pd(_mm_loadu_ps(w[r] + k)), d[r]);
+        }
+        int promote = 0;
+        if (p->promote) {
+            since += c1 - c0;
+            if (since >= p->promote) promote = 1, since = 0;
+        }
+        for (int r = 0; r < HW_R; r++) {
+            double dl[4];
+            _mm256_storeu_pd(dl, d[r]);
+            hw_mma_tail(dl, x, w[r], c0, k, c1);
+            double s = ((dl[0] + dl[1]) + (dl[2] + dl[3])) + (double)acc[r];
+            acc[r] = num_hw_trunc(s, p->acc_bits);
+            if (promote) {
+                hi[r] = hi[r] + acc[r];
+                acc[r] = 0.0f;
+            }
+        }
+    }
+    for (int r = 0; r < HW_R; r++) y[r] = p->promote ? hi[r] + acc[r] : acc[r];
+}
+
+/* num_hw_dot of x with four weight rows at once */
+static void num_hw_dot4(const drift_numeric_profile *p, const float *x, const float *const *w, int64_t K, int S, float *y) {
+    if (!hw_avx2_ok() || num_fast_generic_only || (!p->mma && p->lanes < 8)) {
+        for (int r = 0; r < HW_R; r++) y[r] = num_hw_dot(p, x, w[r], K, S);
+        return;
+    }
+    int64_t clen = chunk_len(K, S);
+    for (int64_t c0 = 0; c0 < K; c0 += clen) {
+        int64_t c1 = c0 + clen < K ? c0 + clen : K;
+        const float *wc[HW_R];
+        float c[HW_R];
+        for (int r = 0; r < HW_R; r++) wc[r] = w[r] + c0;
+        if (p->mma) hw4_mma(p, x + c0, wc, c1 - c0, c);
+        else hw4_lanes(p, x + c0, wc, c1 - c0, c);
+        for (int r = 0; r < HW_R; r++) y[r] = c0 == 0 ? c[r] : y[r] + c[r];
+    }
+}
+
+
 /* One matmul, shared by the threads that run its panels. */
 typedef struct mm_job {
     const drift_numeric_profile *p;
@@ -1033,8 +1176,17 @@ static void mm_panel(void *ctx, int64_t pi, int worker) {
         return;
     }
     const float *wp = panel_get(W, n0, wbuf, isa);
-    if (jb->hw) {
-        for (int64_t j = 0; j < NP && n0 + j < N; j++)
+    if (jb->hw) { /* four outputs at a time, then the rest one by one */
+        int64_t nj = N - n0 < NP ? N - n0 : NP, j = 0;
+        for (; j + HW_R <= nj; j += HW_R) {
+            const float *wr[HW_R] = {wp + j * K, wp + (j + 1) * K, wp + (j + 2) * K, wp + (j + 3) * K};
+            for (int64_t b = 0; b < B; b++) {
+                float y4[HW_R];
+                num_hw_dot4(jb->p, jb->xa + b * K, wr, K, jb->S, y4);
+                for (int r = 0; r < HW_R; r++) jb->y[b * N + n0 + j + r] = y4[r];
+            }
+        }
+        for (; j < nj; j++)
             for (int64_t b = 0; b < B; b++) jb->y[b * N + n0 + j] = num_hw_dot(jb->p, jb->xa + b * K, wp + j * K, K, jb->S);
         return;
     }
@@ -1520,7 +1672,9 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                         int head_dim, float scale, float *scratch) {
     drift_dtype dt = num_dtype_of(p);
-    if (!num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
+    /* a hardware level computes the scores q.k with its own dot products */
+    int hw = p->lanes || p->mma;
+    if (!hw && !num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
         attend_avx2(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
         return;
     }
@@ -1536,7 +1690,8 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
     for (int t = 0; t < n_pos; t++) {
         const void *kt = (const char *)k + (size_t)t * stride_bytes;
         if (!f32) num_kv_load(p->kv, kv, kt, head_dim);
-        s[t] = dot8(q, f32 ? (const float *)kt : kv, head_dim) * scale;
+        const float *kf = f32 ? (const float *)kt : kv;
+        s[t] = (hw ? num_hw_dot(p, q, kf, head_dim, 1) : dot8(q, kf, head_dim)) * scale;
         if (p->scores_lowp) s[t] = num_round1(dt, s[t]);
     }
     int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;

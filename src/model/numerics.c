@@ -188,7 +188,13 @@ static void dq_f16(float *dst, const void *src, const float *gs, int64_t n, int 
 }
 static void q_bf16(void *dst, float *gs, const float *src, int64_t n, int group, float ts) {
     uint16_t *d = dst;
-    for (int64_t i = 0; i < n; i++) d[i] = num_f32_to_bf16(src[i]);
+    /* num_f32_to_bf16, written branch-free so that it vectorises (a load
+     * converts every weight matrix) */
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = f2u(src[i]);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+        d[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+    }
 }
 static void dq_bf16(float *dst, const void *src, const float *gs, int64_t n, int group, float ts) {
     const uint16_t *s = src;
@@ -448,9 +454,30 @@ static drift_status qmat_check_shape(drift_dtype t, int64_t rows, int64_t cols, 
     return DRIFT_OK;
 }
 
-drift_status num_qmat_quantize(num_qmat *m, drift_dtype t, const float *src, int64_t rows,
-                                 int64_t cols, int group, drift_scale_mode mode,
-                                 drift_error *err) {
+/* Row r of a quantizer's source: a pointer to its cols floats (buf, cols
+ * floats, is scratch the function may fill). */
+typedef const float *(*qmat_row_fn)(void *ctx, int64_t r, float *buf);
+
+typedef struct f32_rows {
+    const float *src;
+    int64_t cols;
+} f32_rows;
+
+static const float *f32_row(void *ctx, int64_t r, float *buf) {
+    (void)buf;
+    const f32_rows *f = ctx;
+    return f->src + r * f->cols;
+}
+
+static const float *qmat_row(void *ctx, int64_t r, float *buf) {
+    num_fast_dequantize_row(ctx, r, buf);
+    return buf;
+}
+
+/* num_qmat_quantize over rows given one at a time (a conversion then needs
+ * no f32 copy of the whole matrix: fresh pages cost a fault each). */
+static drift_status qmat_quantize_rows(num_qmat *m, drift_dtype t, qmat_row_fn row, void *ctx, int64_t rows,
+                                       int64_t cols, int group, drift_scale_mode mode, drift_error *err) {
     memset(m, 0, sizeof *m);
     drift_status st = qmat_check_shape(t, rows, cols, group, err);
     if (st) return st;
@@ -469,8 +496,12 @@ drift_status num_qmat_quantize(num_qmat *m, drift_dtype t, const float *src, int
     size_t data_bytes = (row_bytes * (size_t)rows + 63) & ~(size_t)63;
     size_t total = (data_bytes + (size_t)n_scales * sizeof(float) + 63) & ~(size_t)63;
     char *mem = aligned_alloc(64, total); /* size must be a multiple of the alignment */
-    if (!mem) return drift_error_set(err, DRIFT_ERR_NOMEM, "qmat: %lld x %lld %s",
-                                     (long long)rows, (long long)cols, tr->name);
+    float *buf = malloc((size_t)cols * sizeof *buf);
+    if (!mem || !buf) {
+        free(mem);
+        free(buf);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "qmat: %lld x %lld %s", (long long)rows, (long long)cols, tr->name);
+    }
     m->dtype = t;
     m->rows = rows;
     m->cols = cols;
@@ -482,15 +513,27 @@ drift_status num_qmat_quantize(num_qmat *m, drift_dtype t, const float *src, int
     m->tensor_scale = 1.0f;
     m->owned = mem;
     if ((fp8 && mode == DRIFT_SCALE_PER_TENSOR) || t == DRIFT_DTYPE_NVFP4) {
-        float amax = amax_of(src, rows * cols);
+        float amax = 0.0f; /* amax_of over the whole matrix, row by row */
+        for (int64_t r = 0; r < rows; r++) {
+            float a = amax_of(row(ctx, r, buf), cols);
+            if (a > amax) amax = a;
+        }
         float div = fp8 ? tr->max_finite : 448.0f * 6.0f;
         m->tensor_scale = amax > 0.0f ? amax / div : 1.0f;
     }
     int64_t gpr = n_scales ? n_scales / rows : 0;
     for (int64_t r = 0; r < rows; r++)
-        tr->quantize_row_ref(mem + (size_t)r * row_bytes, gpr ? m->scales + r * gpr : NULL,
-                             src + r * cols, cols, group, m->tensor_scale);
+        tr->quantize_row_ref(mem + (size_t)r * row_bytes, gpr ? m->scales + r * gpr : NULL, row(ctx, r, buf), cols, group,
+                             m->tensor_scale);
+    free(buf);
     return DRIFT_OK;
+}
+
+drift_status num_qmat_quantize(num_qmat *m, drift_dtype t, const float *src, int64_t rows,
+                                 int64_t cols, int group, drift_scale_mode mode,
+                                 drift_error *err) {
+    f32_rows f = {src, cols};
+    return qmat_quantize_rows(m, t, f32_row, &f, rows, cols, group, mode, err);
 }
 
 drift_status num_qmat_wrap(num_qmat *m, drift_dtype t, const void *data, int64_t rows,
@@ -534,14 +577,9 @@ drift_status num_qmat_convert(num_qmat *dst, const num_qmat *src,
         dst->owned = NULL;
         return DRIFT_OK;
     }
-    size_t n = (size_t)src->rows * (size_t)src->cols;
-    float *tmp = malloc(n * sizeof(float));
-    if (!tmp) return drift_error_set(err, DRIFT_ERR_NOMEM, "qmat convert: %zu floats", n);
-    for (int64_t r = 0; r < src->rows; r++) num_qmat_dequantize_row(src, r, tmp + r * src->cols);
-    drift_status st = num_qmat_quantize(dst, t, tmp, src->rows, src->cols, p->group_size,
-                                          p->weight_scale, err);
-    free(tmp);
-    return st;
+    /* row by row through the SIMD dequantizer (the same values as
+     * num_qmat_dequantize_row) */
+    return qmat_quantize_rows(dst, t, qmat_row, (void *)src, src->rows, src->cols, p->group_size, p->weight_scale, err);
 }
 
 void num_qmat_free(num_qmat *m) {
@@ -553,8 +591,12 @@ void num_qmat_free(num_qmat *m) {
 /* ---- activations and KV vectors ---- */
 void num_round_acts(drift_dtype t, float *x, int64_t n) {
     switch (t) {
-    case DRIFT_DTYPE_BF16:
-        for (int64_t i = 0; i < n; i++) x[i] = num_bf16_to_f32(num_f32_to_bf16(x[i]));
+    case DRIFT_DTYPE_BF16: /* num_bf16_to_f32(num_f32_to_bf16(x)), branch-free so that it vectorises */
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u = f2u(x[i]);
+            uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u, q = (u & 0xffff0000u) | 0x00400000u;
+            x[i] = u2f((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+        }
         break;
     case DRIFT_DTYPE_F16:
         for (int64_t i = 0; i < n; i++) x[i] = num_f16_to_f32(num_f32_to_f16(x[i]));

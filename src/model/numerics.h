@@ -290,8 +290,21 @@ int64_t num_chunk_len(int64_t K, int S);
  * AVX2+FMA (the reference where the CPU lacks them). */
 float num_hw_dot_ref(const drift_numeric_profile *p, const float *x, const float *w, int64_t K, int S);
 float num_hw_dot(const drift_numeric_profile *p, const float *x, const float *w, int64_t K, int S);
-/* s rounded toward zero to f32, then cut to acc_bits mantissa bits. */
-float num_hw_trunc(double s, int acc_bits);
+/* s rounded toward zero to f32, then cut to acc_bits mantissa bits (toward
+ * zero). num_hw_trunc_ref (hw_ref.c) by nextafterf; num_hw_trunc the same by
+ * bits: RNE overshot in magnitude -> one step down in magnitude (from inf:
+ * FLT_MAX); NaN kept. */
+float num_hw_trunc_ref(double s, int acc_bits);
+static inline float num_hw_trunc(double s, int acc_bits) {
+    float f = (float)s;
+    uint32_t u;
+    __builtin_memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) == 0x7f800000u && s != s) return f; /* NaN */
+    if (__builtin_fabs((double)f) > __builtin_fabs(s)) u -= 1u;
+    if (acc_bits < 23 && (u & 0x7f800000u) != 0x7f800000u) u &= ~((1u << (23 - acc_bits)) - 1u);
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
 
 /* Test hook: 1 makes num_fast_matmul use its generic (lane-emulating C)
  * path even where the SIMD path applies; the two must agree bit for bit. */

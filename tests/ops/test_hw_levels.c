@@ -348,6 +348,85 @@ static void test_attention_rounding(void **state) {
     free(scr);
 }
 
+
+/* the accumulator cut by bits = by nextafterf, on random and edge values */
+static void test_trunc(void **state) {
+    (void)state;
+    const double edge[] = {0.0, -0.0, 1.0, -1.0, 0x1.fffffffffffffp-1, 3.4028235677973366e38, 3.5e38, -3.5e38, 1e-45, 1e-39,
+                           -1e-40, INFINITY, -INFINITY, 0x1.000001p0, 0x1.0000018p0, -0x1.0000008p0};
+    int bad = 0;
+    for (int bits = 1; bits <= 23; bits++) {
+        for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
+            float a = num_hw_trunc(edge[i], bits), b = num_hw_trunc_ref(edge[i], bits);
+            bad += memcmp(&a, &b, 4) != 0;
+        }
+        for (int i = 0; i < 20000; i++) {
+            double v = (double)randn() * ldexp(1.0, (int)(util_rng_uniform(&RNG) * 60) - 30);
+            float a = num_hw_trunc(v, bits), b = num_hw_trunc_ref(v, bits);
+            bad += memcmp(&a, &b, 4) != 0;
+            assert_true(fabs((double)a) <= fabs(v)); /* toward zero */
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+
+/* a hardware level's attention: scores by its dot product (the
+ * definition), the rest as the plain path: a scalar transcription */
+static void test_hw_attention(void **state) {
+    (void)state;
+    const int hd = 64, npos = 77;
+    const char *specs[] = {"isa=avx2&lanes=16&attn=two-pass", "isa=avx2&mma=32&accbits=14&promote=128&attn=two-pass",
+                           "isa=avx2&lanes=8&fma=0&attn=two-pass", "isa=avx2&lanes=16&dot=bf16&attn=two-pass"};
+    float *q = rand_vec(hd, 1.0f), *k = rand_vec((int64_t)npos * hd, 1.0f), *v = rand_vec((int64_t)npos * hd, 1.0f);
+    float out[64], want[64], s[77], acc[64], *scr = malloc((size_t)(npos + 2 * hd + 16) * 4);
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+        drift_numeric_profile p = prof(specs[i]);
+        num_attention(&p, out, q, k, v, (size_t)hd * 4, npos, hd, 0.125f, scr);
+        float m = -INFINITY, l = 0.0f;
+        for (int t = 0; t < npos; t++) {
+            s[t] = num_hw_dot_ref(&p, q, k + t * hd, hd, 1) * 0.125f;
+            if (s[t] > m) m = s[t];
+        }
+        for (int d = 0; d < hd; d++) acc[d] = 0.0f;
+        for (int t = 0; t < npos; t++) {
+            float e = expf(s[t] - m);
+            l += e;
+            for (int d = 0; d < hd; d++) {
+                float pr = e * v[t * hd + d];
+                acc[d] = acc[d] + pr;
+            }
+        }
+        float inv = 1.0f / l;
+        for (int d = 0; d < hd; d++) want[d] = acc[d] * inv;
+        if (!bits_equal(out, want, hd)) fail_msg("%s: attention differs from its definition", specs[i]);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(scr);
+}
+
+
+/* num_round_acts / num_round1 to bf16 = num_f32_to_bf16 then back, on
+ * random bit patterns (NaN, inf, subnormals, ties included) */
+static void test_bf16_rounding_paths(void **state) {
+    (void)state;
+    enum { N = 100000 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)(util_rng_uniform(&RNG) * 4294967296.0);
+        if (i % 7 == 0) u = (u & 0xffff0000u) | 0x8000u; /* a tie */
+        memcpy(&x[i], &u, 4);
+    }
+    memcpy(y, x, sizeof x);
+    num_round_acts(DRIFT_DTYPE_BF16, y, N);
+    for (int i = 0; i < N; i++) {
+        float want = num_bf16_to_f32(num_f32_to_bf16(x[i])), one = num_round1(DRIFT_DTYPE_BF16, x[i]);
+        if (memcmp(&want, &y[i], 4) || memcmp(&want, &one, 4)) fail_msg("bf16 rounding of %a differs", x[i]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_hw_dot_bits, setup),
@@ -355,8 +434,11 @@ int main(void) {
         cmocka_unit_test_setup(test_levels_are_the_isa_kernels, setup),
         cmocka_unit_test(test_bf16_dot_semantics),
         cmocka_unit_test(test_mma_semantics),
+        cmocka_unit_test_setup(test_trunc, setup),
+        cmocka_unit_test_setup(test_hw_attention, setup),
         cmocka_unit_test_setup(test_levels_vs_f64, setup),
         cmocka_unit_test_setup(test_int8_acts, setup),
+        cmocka_unit_test_setup(test_bf16_rounding_paths, setup),
         cmocka_unit_test_setup(test_rounding_keys, setup),
         cmocka_unit_test_setup_teardown(test_attention_rounding, setup, reset_failed),
     };
