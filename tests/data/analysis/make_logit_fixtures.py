@@ -32,6 +32,7 @@ until none is left) and statsmodels fits what remains.
 """
 import os
 import json
+import re
 import sys
 import warnings
 
@@ -174,9 +175,12 @@ def main():
               note="precision=bf16 (the reference) has no flips: its rows leave the fit, fp8 (first left) is the reference")
     cases.append(c3)
     cases.append(lab_case())
-    json.dump(dict(generator="tests/data/analysis/make_logit_fixtures.py", statsmodels=sm.__version__, cases=cases),
-              sys.stdout, indent=1)
-    sys.stdout.write("\n")
+    text = json.dumps(dict(generator="tests/data/analysis/make_logit_fixtures.py", statsmodels=sm.__version__,
+                           cases=cases), indent=1)
+    # the data arrays (y, cluster, levels) one line each
+    text = re.sub(r"\[\n\s*((?:(?:-?[0-9.e+-]+|\"[^\"\n]*\"),\n\s*)*(?:-?[0-9.e+-]+|\"[^\"\n]*\"))\n\s*\]",
+                  lambda m: "[" + re.sub(r",\n\s*", ",", m.group(1)) + "]", text)
+    sys.stdout.write(text + "\n")
 
 
 if __name__ == "__main__":
