@@ -8,6 +8,7 @@
  *               out-of-fold residuals, a risk level and the advice.
  * Risk levels on the predicted flip rate: low < 1%, medium 1-5%, high >= 5%.
  * The results are rendered by pri_render.c. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ static void usage(FILE *f) {
             "                              (stored for advice; default h100/fp16/vllm when present, else\n"
             "                              the most common hardware, the widest format, framework ref)\n"
             "       driftbench pri predict --pri pri.json --model M --hardware H --precision P\n"
-            "                              --framework F --workload W [--baseline-model M]\n"
+            "                              --framework F --workload W [--descriptor NAME=V ...]\n"
+            "                              [--baseline-model M]\n"
             "                              [--baseline-hardware H] [--baseline-precision P]\n"
             "                              [--baseline-framework F] [--format text|json]\n"
             "model options:\n"
@@ -37,11 +39,13 @@ static void usage(FILE *f) {
             "                     (tuned: depth 3 or 5, eta 0.3, trees by early stopping on 3 x 3 inner folds)\n"
             "  --grouped-cv       (eval) tune held-out-level models with folds that hold out whole levels\n"
             "  --folds K          inner CV folds (3)   --cv-repeats R  repeats of them (3)   --seed N (42)\n"
-            "eval options:\n"
-            "  --descriptor-table FILE  numeric descriptors per configuration (CSV: experiment_id,NAME,...):\n"
-            "                     what each level is (bits, block size, accumulator ...), so that a held-out\n"
-            "                     level is predicted from what it is; features d:NAME\n"
+            "  --descriptor-table FILE  (eval, fit) numeric descriptors per configuration (CSV:\n"
+            "                     experiment_id,NAME,...): what each level is (bits, block size, accumulator\n"
+            "                     ...), so that an unseen level is predicted from what it is; features d:NAME.\n"
+            "                     predict then takes the configuration's values (--descriptor NAME=V, each\n"
+            "                     name the model uses) and accepts levels the model never saw\n"
             "  --described-only D1,D2   no one-hot for these dimensions: known by their descriptors alone\n"
+            "eval options:\n"
             "  --min-levels N     hold out levels only of dimensions with at least N levels (3)\n"
             "  --bootstrap B      configuration-bootstrap replicates of each held-out R^2 interval (2000)\n"
             "  --ablation-repeats R  repeats of the 5-fold CV that scores the ablations (3)\n"
@@ -53,8 +57,14 @@ static void usage(FILE *f) {
             "Exit: 0 ok, 2 bad input (unknown level: the message lists the known ones).\n");
 }
 
+#define MAX_QDESC 64
+
 typedef struct popts {
     const char *table, *pri, *out, *format, *desc_path;
+    size_t n_qdesc;                  /* predict --descriptor NAME=VALUE */
+    char qdesc_name[MAX_QDESC][64];
+    const char *qdesc_names[MAX_QDESC];
+    double qdesc_value[MAX_QDESC];
     const char *q[5], *bq[5];
     drift_pri_options o;
 } popts;
@@ -116,6 +126,17 @@ static int parse(int argc, char **argv, popts *p) {
         } else if (!strcmp(a, "--ablation-repeats")) {
             if (cli_parse_int(CMD, a, v, 1, 20, &n)) return -1;
             p->o.ablation_repeats = (int)n;
+        } else if (!strcmp(a, "--descriptor")) {
+            const char *eq = strchr(v, '=');
+            char *end = NULL;
+            double x = eq ? strtod(eq + 1, &end) : 0;
+            if (!eq || eq == v || (size_t)(eq - v) >= sizeof p->qdesc_name[0] || !end || end == eq + 1 || *end ||
+                isinf(x))
+                return cli_error(CMD, "--descriptor '%s': use NAME=NUMBER (nan for unknown)", v), -1;
+            if (p->n_qdesc == MAX_QDESC) return cli_error(CMD, "--descriptor: at most %d", MAX_QDESC), -1;
+            snprintf(p->qdesc_name[p->n_qdesc], sizeof p->qdesc_name[0], "%.*s", (int)(eq - v), v);
+            p->qdesc_names[p->n_qdesc] = p->qdesc_name[p->n_qdesc];
+            p->qdesc_value[p->n_qdesc++] = x;
         } else if (!strcmp(a, "--descriptor-table")) {
             p->desc_path = v;
         } else if (!strcmp(a, "--described-only")) {
@@ -177,9 +198,21 @@ static int do_fit(popts *p) {
     drift_table *t = NULL;
     if (drift_table_read_csv(p->table, &t, &err)) return cli_error_lib(CMD, &err);
     for (int d = 1; d <= 3; d++) p->o.baseline[d] = p->bq[d];
+    drift_pri_descriptors *desc = NULL;
+    if (p->desc_path && drift_pri_descriptors_read_csv(p->desc_path, &desc, &err)) {
+        drift_table_free(t);
+        return cli_error_lib(CMD, &err);
+    }
+    if (p->o.onehot_off && !desc) {
+        drift_table_free(t);
+        return cli_error(CMD, "fit: --described-only needs --descriptor-table");
+    }
+    p->o.desc = desc;
     drift_pri *m = NULL;
     drift_status st = drift_pri_fit(t, &p->o, &m, &err);
     drift_table_free(t);
+    drift_pri_descriptors_free(desc);
+    p->o.desc = NULL;
     if (st) return cli_error_lib(CMD, &err);
     st = drift_pri_save(m, p->out, &err);
     drift_pri_free(m);
@@ -198,7 +231,7 @@ static int do_predict(popts *p) {
     drift_pri_query q = {p->q[0], p->q[1], p->q[2], p->q[3], p->q[4]};
     drift_pri_query bq = {p->bq[0], p->bq[1], p->bq[2], p->bq[3], p->bq[4]};
     drift_pri_prediction r;
-    drift_status st = drift_pri_predict(m, &q, &bq, &r, &err);
+    drift_status st = drift_pri_predict_described(m, &q, p->qdesc_names, p->qdesc_value, p->n_qdesc, &bq, &r, &err);
     if (st) {
         drift_pri_free(m);
         return cli_error_lib(CMD, &err);

@@ -16,9 +16,13 @@
  * statsmodels does where statsmodels is numerically stable (see anova.c).
  *
  * PRI (Portability Risk Index): an XGBoost regressor of flip rate from the
- * one-hot configuration + the paper's pairwise interactions, with honest
- * evaluations (random split, k-fold, held-out dimension level, ablations)
- * and calibrated prediction intervals. */
+ * one-hot configuration + the paper's pairwise interactions (+ optional
+ * numeric descriptors of each configuration: what its levels are), with
+ * honest evaluations (random split, k-fold, held-out level of every
+ * dimension with >= 3 levels, each R^2 with a configuration-bootstrap
+ * interval beside its binomial noise ceiling or "cannot say"; ablations on
+ * one repeated CV; hyper-parameters by repeated inner CV, seeded) and
+ * calibrated prediction intervals. */
 #ifndef DRIFTBENCH_ANALYSIS_H
 #define DRIFTBENCH_ANALYSIS_H
 
@@ -229,7 +233,8 @@ typedef struct drift_pri_options {
     const drift_pri_descriptors *desc; /* evaluate: the caller's descriptors per configuration
                            * (borrowed; NULL = none: one-hot levels only, as before). Every
                            * experiment_id of the table must have a row (else DRIFT_ERR_NOT_FOUND).
-                           * fit: not supported yet (DRIFT_ERR_UNSUPPORTED) */
+                           * fit: the same; the model keeps the names and drift_pri_predict_described
+                           * takes the values */
     unsigned onehot_off;  /* bit (1u << d): no one-hot of dimension d (described by desc alone); 0 */
     int cv_repeats;       /* repeats of the inner K-fold used to tune (3); the folds of every
                            * repeat come from seed, so a fixed seed gives the same result */
@@ -279,6 +284,21 @@ typedef struct drift_pri_prediction {
 DRIFT_API drift_status drift_pri_predict(const drift_pri *p, const drift_pri_query *q,
                                          const drift_pri_query *baseline,
                                          drift_pri_prediction *out, drift_error *err);
+
+/* drift_pri_predict for a model fitted with descriptors
+ * (drift_pri_descriptor_names): the configuration's values by name, n of
+ * them (every name the model uses must be there, else DRIFT_ERR_INVALID
+ * listing them; NAN = unknown). A level the model never saw is then
+ * accepted and predicted from what it is. With a model without
+ * descriptors the values are ignored (drift_pri_predict). */
+DRIFT_API drift_status drift_pri_predict_described(const drift_pri *p, const drift_pri_query *q,
+                                                   const char *const *names, const double *values, size_t n,
+                                                   const drift_pri_query *baseline, drift_pri_prediction *out,
+                                                   drift_error *err);
+
+/* The caller's descriptors a model was fitted with (names without the
+ * "d:" prefix; pointers owned by p); 0 when none. */
+DRIFT_API size_t drift_pri_descriptor_names(const drift_pri *p, const char *const **names);
 
 /* Levels known to the model for a fixed dimension (0..4); pointers owned by p. */
 DRIFT_API size_t drift_pri_levels(const drift_pri *p, int dim, const char *const **levels);

@@ -35,6 +35,9 @@ static const char *const pri_desc_names[PRI_N_DESC] = {"desc:format_bits", "desc
                                                        "desc:model_size_b", "desc:model_moe"};
 
 void pri_fspec_free(pri_fspec *f) {
+    for (size_t i = 0; f->ud_names && i < f->n_ud; i++) free(f->ud_names[i]);
+    free(f->ud_names);
+    f->ud_names = NULL;
     free(f->ud_col);
     f->ud_col = NULL;
     f->n_ud = 0;
@@ -99,6 +102,11 @@ static drift_status ud_columns(const drift_table *t, const drift_pri_descriptors
         if (varies) f->ud_col[f->n_ud++] = c;
     }
     free(row);
+    f->ud_names = calloc(f->n_ud + 1, sizeof *f->ud_names);
+    if (!f->ud_names) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    for (size_t c = 0; c < f->n_ud; c++)
+        if (!(f->ud_names[c] = util_strdup(ud->names[f->ud_col[c]])))
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     return DRIFT_OK;
 }
 
@@ -233,7 +241,7 @@ drift_status pri_fspec_names(const pri_fspec *f, char ***names, drift_error *err
     if (f->descriptors)
         for (int i = 0; i < PRI_N_DESC; i++) v[k++] = util_strdup(pri_desc_names[i]);
     if (f->use_ud)
-        for (size_t c = 0; c < f->n_ud; c++) v[k++] = util_asprintf("d:%s", f->ud->names[f->ud_col[c]]);
+        for (size_t c = 0; c < f->n_ud; c++) v[k++] = util_asprintf("d:%s", f->ud_names[c]);
     for (size_t i = 0; i < k; i++)
         if (!v[i]) {
             pri_names_free(v, k);

@@ -42,9 +42,10 @@ typedef struct pri_fspec {
     int interactions, descriptors;
     /* the caller's descriptors (o->desc, borrowed): the columns used (those
      * that vary over the table's rows), in desc's order */
-    const drift_pri_descriptors *ud;
+    const drift_pri_descriptors *ud; /* NULL in a loaded model */
     size_t n_ud;
-    size_t *ud_col;          /* (n_ud,) owned */
+    size_t *ud_col;          /* (n_ud,) owned: column of ud (a loaded model: 0..n_ud-1) */
+    char **ud_names;         /* (n_ud,) owned copies of the names used */
     int use_ud;              /* ud columns included (0 in some ablations) */
     size_t p;                /* number of features */
 } pri_fspec;

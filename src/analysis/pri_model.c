@@ -75,10 +75,8 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
     if (!opt) { drift_pri_options_init(&def); opt = &def; }
     *out = NULL;
     if (t->n_rows < 10) return drift_error_set(err, DRIFT_ERR_INVALID, "PRI needs at least 10 rows, the table has %zu", t->n_rows);
-    if (opt->desc || opt->onehot_off)
-        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
-                               "PRI fit: the caller's descriptors and onehot_off are for the evaluation only "
-                               "(a saved model cannot take them at predict time yet)");
+    if (opt->onehot_off && !opt->desc)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "PRI fit: onehot_off needs descriptors");
     drift_pri *p = calloc(1, sizeof *p);
     if (!p) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     size_t N = t->n_rows;
@@ -125,6 +123,10 @@ drift_status drift_pri_fit(const drift_table *t, const drift_pri_options *opt, d
     /* final model on all rows */
     p->hp = jobs[5].hp;
     if ((st = pri_xgb_train(X, y, N, p->f.p, &p->hp, opt->seed, 1, &p->booster, err))) goto done;
+    /* the caller's table is theirs: from now on the model knows its
+     * descriptors by name, and predict hands the values in that order */
+    p->f.ud = NULL;
+    for (size_t c = 0; c < p->f.n_ud; c++) p->f.ud_col[c] = c;
     /* baseline: given, else the paper's h100/fp16/vllm, else a reference-like level */
     static const char *const paper_base[DRIFT_DIM_COUNT] = {NULL, "h100", "fp16", "vllm", NULL};
     for (int d = DRIFT_DIM_HARDWARE; d <= DRIFT_DIM_FRAMEWORK; d++) {
@@ -173,6 +175,11 @@ size_t drift_pri_levels(const drift_pri *p, int dim, const char *const **levels)
     return p->f.nlev[dim];
 }
 
+size_t drift_pri_descriptor_names(const drift_pri *p, const char *const **names) {
+    *names = (const char *const *)p->f.ud_names;
+    return p->f.use_ud ? p->f.n_ud : 0;
+}
+
 const char *drift_pri_baseline(const drift_pri *p, int dim) {
     return dim >= 0 && dim < DRIFT_DIM_COUNT ? p->baseline[dim] : NULL;
 }
@@ -189,10 +196,39 @@ static drift_status unknown_level(const drift_pri *p, int d, const char *v, cons
 
 drift_status drift_pri_predict(const drift_pri *p, const drift_pri_query *q, const drift_pri_query *base,
                                drift_pri_prediction *out, drift_error *err) {
+    return drift_pri_predict_described(p, q, NULL, NULL, 0, base, out, err);
+}
+
+drift_status drift_pri_predict_described(const drift_pri *p, const drift_pri_query *q, const char *const *names,
+                                         const double *values, size_t n_desc, const drift_pri_query *base,
+                                         drift_pri_prediction *out, drift_error *err) {
     memset(out, 0, sizeof *out);
     const char *dims[DRIFT_DIM_COUNT] = {q->model, q->hardware, q->precision, q->framework, q->workload};
+    /* with descriptors a level the model never saw is predicted from them */
+    int described = p->f.use_ud && p->f.n_ud > 0;
     for (int d = 0; d < DRIFT_DIM_COUNT; d++)
-        if (!dims[d] || pri_level_index(&p->f, d, dims[d]) < 0) return unknown_level(p, d, dims[d], "", err);
+        if (!dims[d] || (!described && pri_level_index(&p->f, d, dims[d]) < 0))
+            return unknown_level(p, d, dims[d], "", err);
+    double *dv = NULL;
+    if (described) {
+        dv = malloc((p->f.n_ud + 1) * sizeof *dv);
+        if (!dv) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        for (size_t c = 0; c < p->f.n_ud; c++) {
+            size_t i = 0;
+            while (i < n_desc && strcmp(names[i], p->f.ud_names[c])) i++;
+            if (i == n_desc) {
+                util_buf b = {0};
+                for (size_t k = 0; k < p->f.n_ud; k++) buf_printf(&b, "%s%s", k ? ", " : "", p->f.ud_names[k]);
+                drift_status st = drift_error_set(err, DRIFT_ERR_INVALID,
+                                                  "descriptor '%s' of the configuration not given (the model uses: %s)",
+                                                  p->f.ud_names[c], b.data ? b.data : "");
+                buf_free(&b);
+                free(dv);
+                return st;
+            }
+            dv[c] = values[i];
+        }
+    }
     const char *bq[DRIFT_DIM_COUNT] = {0};
     if (base) {
         bq[DRIFT_DIM_MODEL] = base->model;
@@ -204,11 +240,12 @@ drift_status drift_pri_predict(const drift_pri *p, const drift_pri_query *q, con
     const char *bl[DRIFT_DIM_COUNT];
     for (int d = 0; d < DRIFT_DIM_COUNT; d++) {
         bl[d] = bq[d] ? bq[d] : p->baseline[d] ? p->baseline[d] : dims[d];
-        if (pri_level_index(&p->f, d, bl[d]) < 0) return unknown_level(p, d, bl[d], "baseline ", err);
+        if (!described && pri_level_index(&p->f, d, bl[d]) < 0) return unknown_level(p, d, bl[d], "baseline ", err);
     }
     float *x = malloc((p->f.p + 1) * sizeof *x);
-    if (!x) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    pri_fspec_row(&p->f, dims, NULL, x);
+    if (!x) { free(dv); return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); }
+    pri_fspec_row(&p->f, dims, dv, x);
+    free(dv);
     double pr = NAN;
     drift_status st = pri_xgb_predict(p->booster, x, 1, p->f.p, 0, &pr, err);
     free(x);
@@ -280,6 +317,14 @@ drift_status drift_pri_save(const drift_pri *p, const char *path, drift_error *e
     json_object_set_new(root, "features", fn);
     json_object_set_new(root, "interactions", json_boolean(p->f.interactions));
     json_object_set_new(root, "descriptors", json_boolean(p->f.descriptors));
+    if (p->f.use_ud && p->f.n_ud) { /* the caller's descriptors (issue 36) */
+        json_t *dn = json_array();
+        for (size_t c = 0; c < p->f.n_ud; c++) json_array_append_new(dn, json_string(p->f.ud_names[c]));
+        json_object_set_new(root, "descriptor_names", dn);
+    }
+    unsigned off = 0;
+    for (int d = 0; d < DRIFT_DIM_COUNT; d++) off |= p->f.use_dim[d] ? 0u : 1u << d;
+    if (off) json_object_set_new(root, "onehot_off", json_integer((json_int_t)off));
     json_object_set_new(root, "params", json_pack("{s:i,s:f,s:f,s:i}", "max_depth", p->hp.depth, "eta", p->hp.eta,
                                                   "min_child_weight", p->hp.mcw, "n_estimators", p->hp.rounds));
     json_object_set_new(root, "residual_quantiles", rq);
@@ -349,6 +394,31 @@ drift_status drift_pri_load(const char *path, drift_pri **out, drift_error *err)
     }
     p->f.interactions = json_is_true(json_object_get(root, "interactions"));
     p->f.descriptors = json_is_true(json_object_get(root, "descriptors"));
+    json_t *dn = json_object_get(root, "descriptor_names"), *off = json_object_get(root, "onehot_off");
+    if (dn) {
+        if (!json_is_array(dn) || !json_array_size(dn)) { st = load_fail(err, path, "descriptor_names"); goto done; }
+        size_t n = json_array_size(dn);
+        p->f.ud_names = calloc(n, sizeof *p->f.ud_names);
+        p->f.ud_col = calloc(n, sizeof *p->f.ud_col);
+        if (!p->f.ud_names || !p->f.ud_col) { st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory"); goto done; }
+        p->f.n_ud = n;
+        for (size_t c = 0; c < n; c++) {
+            json_t *v = json_array_get(dn, c);
+            if (!json_is_string(v) || !*json_string_value(v)) { st = load_fail(err, path, "descriptor_names"); goto done; }
+            if (!(p->f.ud_names[c] = util_strdup(json_string_value(v)))) {
+                st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            p->f.ud_col[c] = c;
+        }
+        p->f.use_ud = 1;
+    }
+    if (off) {
+        if (!json_is_integer(off) || json_integer_value(off) < 0 || json_integer_value(off) >= (1 << DRIFT_DIM_COUNT) ||
+            !dn) { st = load_fail(err, path, "onehot_off"); goto done; }
+        for (int d = 0; d < DRIFT_DIM_COUNT; d++)
+            if (json_integer_value(off) & (1 << d)) p->f.use_dim[d] = 0;
+    }
     pri_fspec_count(&p->f);
     /* the features must be the ones these levels give, in this order */
     json_t *fn = json_object_get(root, "features");

@@ -791,18 +791,36 @@ static void section_pri(util_buf *b, html_toc *toc, const drift_table_analyses *
     buf_printf(b, "%zu features.</p>\n", ev->n_features);
     buf_puts(b, "<table><tr><th>held out</th><th>train rows</th><th>test rows</th><th>test R&#178;</th>"
                 "<th>test MAE (points)</th></tr>\n");
-    int undefined = 0;
+    int undefined = 0, issue36 = 0;
     for (size_t i = 0; i < ev->n_levels; i++) {
         const drift_pri_holdout *h = &ev->levels[i];
         buf_puts(b, "<tr><td>");
         html_text(b, h->name);
-        buf_printf(b, "</td><td class=\"num\">%zu</td><td class=\"num\">%zu</td><td class=\"num\">%s</td>", h->n_train,
-                   h->n_test, report_r2_text(h->test_r2, h->n_test, 3, r2, sizeof r2));
+        /* the R^2 with its interval and noise ceiling, or "cannot say" and why
+         * (drift_pri_holdout_text; an evaluation without them reads as before) */
+        char *v = drift_pri_holdout_text(h, 3);
+        buf_printf(b, "</td><td class=\"num\">%zu</td><td class=\"num\">%zu</td><td class=\"num\">", h->n_train,
+                   h->n_test);
+        html_text(b, v ? v : report_r2_text(h->test_r2, h->n_test, 3, r2, sizeof r2));
+        buf_puts(b, "</td>");
+        free(v);
         undefined |= !isfinite(h->test_r2);
+        issue36 |= h->n_configs > 0;
         num_cell(b, h->test_mae, 3);
         buf_puts(b, "</tr>\n");
     }
     buf_puts(b, "</table>\n");
+    for (size_t i = 0; i < ev->n_not_held; i++) {
+        buf_puts(b, "<p class=\"sub\">");
+        html_text(b, ev->not_held[i].dim);
+        buf_printf(b, ": not held out: %zu level%s (leave-one-level-out needs %d).</p>\n", ev->not_held[i].n_levels,
+                   ev->not_held[i].n_levels == 1 ? "" : "s", ev->min_levels);
+    }
+    if (issue36)
+        buf_puts(b, "<p class=\"sub\">Each held-out R&#178; with a 95% interval (a bootstrap over the held-out "
+                    "configurations) and its noise ceiling, the R&#178; that the true rates would get given the "
+                    "binomial noise of the observed ones; &#8220;cannot say&#8221; where the ceiling is at or below 0 "
+                    "or the held-out rows have nothing to predict.</p>\n");
     if (undefined)
         buf_puts(b, "<p class=\"sub\">No variance: the held-out rows share one flip rate (often: none of them "
                     "flipped), so R&#178; is not defined; too few rows: fewer than two.</p>\n");

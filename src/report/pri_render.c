@@ -342,8 +342,11 @@ char *drift_pri_holdout_text(const drift_pri_holdout *h, int decimals) {
         buf_printf(&b, "cannot say: %zu held-out row%s (R^2 needs 2)", h->n_test, h->n_test == 1 ? "" : "s");
         break;
     case DRIFT_PRI_NO_FLIPS:
-        buf_printf(&b, "cannot say: no held-out row flipped (0 of %ld comparisons), nothing to predict",
-                   h->test_comparisons);
+        if (h->test_comparisons > 0)
+            buf_printf(&b, "cannot say: no held-out row flipped (0 of %ld comparisons), nothing to predict",
+                       h->test_comparisons);
+        else
+            buf_puts(&b, "cannot say: every held-out flip rate is 0, nothing to predict");
         size_clause(&b, h);
         break;
     case DRIFT_PRI_NO_VARIANCE:

@@ -706,11 +706,49 @@ static void test_descriptors_unseen_level(void **state) {
     assert_int_equal(drift_pri_evaluate(t, &o, &bad, &err), DRIFT_ERR_NOT_FOUND);
     assert_non_null(strstr(err.msg, "m--h0--p0--f1"));
     assert_null(bad);
-    /* fit does not take descriptors yet: refused, not ignored */
-    drift_pri *m = NULL;
+    /* fit keeps the descriptors' names; predict takes a configuration's
+     * values and accepts a format it never saw, predicted from its bits */
+    drift_pri *m = NULL, *m2 = NULL;
     o.desc = d;
-    assert_int_equal(drift_pri_fit(t, &o, &m, &err), DRIFT_ERR_UNSUPPORTED);
+    o.cv_repeats = 1;
+    assert_int_equal(drift_pri_fit(t, &o, &m, &err), DRIFT_OK);
     drift_pri_descriptors_free(d2);
+    drift_pri_descriptors_free(d); /* the model keeps no pointer into it */
+    d = NULL;
+    const char *const *dn;
+    assert_int_equal(drift_pri_descriptor_names(m, &dn), 2);
+    assert_string_equal(dn[0], "mantissa_bits");
+    char tmp[] = "/tmp/test_pri_desc_model_XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(drift_pri_save(m, tmp, &err), DRIFT_OK);
+    assert_int_equal(drift_pri_load(tmp, &m2, &err), DRIFT_OK);
+    unlink(tmp);
+    drift_pri_query q = {"m", "h0", "p9", "f0", "math"};
+    const char *names[2] = {"lanes", "mantissa_bits"};
+    double few[2] = {8, 3}, many[2] = {8, 9};
+    drift_pri_prediction pf, pm, pf2;
+    assert_int_equal(drift_pri_predict_described(m, &q, names, few, 2, NULL, &pf, &err), DRIFT_OK);
+    assert_int_equal(drift_pri_predict_described(m, &q, names, many, 2, NULL, &pm, &err), DRIFT_OK);
+    assert_int_equal(drift_pri_predict_described(m2, &q, names, few, 2, NULL, &pf2, &err), DRIFT_OK);
+    print_message("  unseen format p9: 3 mantissa bits %.2f%%, 9 bits %.2f%% (true 12.0%% and 1.5%%)\n", pf.flip_rate,
+                  pm.flip_rate);
+    assert_true(pf.flip_rate > 3 * pm.flip_rate);
+    assert_true(pf.flip_rate == pf2.flip_rate && pf.lo == pf2.lo && pf.hi == pf2.hi);
+    assert_int_equal(drift_pri_predict_described(m, &q, names, few, 1, NULL, &pf, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "mantissa_bits"));
+    assert_int_equal(drift_pri_predict(m, &q, NULL, &pf, &err), DRIFT_ERR_INVALID);
+    drift_pri_free(m);
+    drift_pri_free(m2);
+    /* a model without descriptors still refuses a level it never saw */
+    o.desc = NULL;
+    o.onehot_off = 0;
+    o.tune = 0;
+    assert_int_equal(drift_pri_fit(t, &o, &m, &err), DRIFT_OK);
+    assert_int_equal(drift_pri_descriptor_names(m, &dn), 0);
+    assert_int_equal(drift_pri_predict_described(m, &q, names, few, 2, NULL, &pf, &err), DRIFT_ERR_NOT_FOUND);
+    drift_pri_free(m);
     drift_pri_eval_free(plain);
     drift_pri_eval_free(desc);
     drift_pri_descriptors_free(d);
