@@ -47,16 +47,22 @@
 static const char lab_usage[] =
     "usage: driftbench lab [--quick|--full] [--out DIR] [--models DIR] [options]\n"
     "\n"
-    "Runs the embedded matrix (models x numeric profiles x workloads, baseline = the ref\n"
-    "profile of each model), then writes DIR/lab.db, DIR/matrix.json, DIR/flip_rates.csv,\n"
-    "DIR/anova.txt, DIR/pri.txt and DIR/report.html and prints the flip table, the ANOVA\n"
-    "and the PRI held-out summary. Re-running resumes what is stored.\n"
+    "Runs the embedded matrix (models x hardware x precision x framework levels x workloads;\n"
+    "baseline = each model's reduced-precision serving profile, precision=w16a16 (bf16 weights,\n"
+    "activations, KV cache) framework=vllm hardware=avx2, with logprobs), then writes DIR/lab.db,\n"
+    "DIR/matrix.json, DIR/flip_rates.csv, DIR/anova.txt, DIR/pri.txt, DIR/summary.txt and\n"
+    "DIR/report.html and prints the findings, the flip table, the ANOVA and the PRI held-out\n"
+    "evaluation. Controls beside the axes: the A/A run (the baseline at another thread count;\n"
+    "any flip fails the lab, exit 1) and the ref oracle (how far the baseline is from exact).\n"
+    "Re-running resumes what is stored.\n"
     "\n"
-    "  --quick            at most 3 models (\"-fragile-\" ones first) x 9 profiles; math 150,\n"
-    "                     code 164, safety 100, chat 100 prompts; long context 20 prompts on the\n"
-    "                     first model's ref, f32, fp8 and int4 only; 128 new tokens; the\n"
+    "  --quick            at most 3 models (\"-fragile-\" ones first); framework x precision\n"
+    "                     crossed on every model, hardware x precision on the first (3 levels\n"
+    "                     each); math 60, code 40, safety 60, chat 30 prompts; long context 16\n"
+    "                     prompts on the first model's baseline and 4 levels; 128 new tokens; the\n"
     "                     stochastic leg 100 math prompts x 5 replicates x 4 runs (default)\n"
-    "  --full             every profile axis crossed, every prompt of each suite\n"
+    "  --full             3 hardware x 4 precision x 3 framework crossed on every model, every\n"
+    "                     prompt of each suite, long context on every configuration\n"
     "  --out DIR          output directory (default lab)\n"
     "  --models DIR       GGUF models (default models/; the test fixtures when empty)\n"
     "  --limit N          prompts per suite (overrides the mode's)\n"
@@ -67,11 +73,15 @@ static const char lab_usage[] =
     "  --threads N        engine threads per configuration (default 1: best on shared machines)\n"
     "  --jobs N           configurations side by side (default: cores / threads); results are\n"
     "                     the same as one at a time\n"
-    "  --dry-run          print the size and the time estimate, write DIR/matrix.json, run nothing\n"
+    "  --dry-run          print the design, its size and the time estimate, write DIR/matrix.json,\n"
+    "                     run nothing\n"
     "\n"
-    "Before it starts, lab prints the size (configurations x prompts) and an estimate of the\n"
-    "generation time from tokens/s measured on this machine; --full on fewer than 8 cores\n"
-    "also prints a WARNING (on stderr) with the estimate and how to cut or shard the run.\n";
+    "Before it starts, lab prints the design (levels, crossings, controls), its size\n"
+    "(configurations x prompts, the pairs per workload and the rate each can resolve) and an\n"
+    "estimate of the generation time from tokens/s measured on this machine; --full on fewer\n"
+    "than 8 cores also prints a WARNING (on stderr) with the estimate and how to cut or shard\n"
+    "the run. Model paths in DIR/matrix.json are relative to the working directory when the\n"
+    "models are under it (re-run it from there with driftbench matrix).\n";
 
 static int mkdir_p(const char *dir) {
     char tmp[PATH_MAX];
@@ -144,8 +154,22 @@ static void print_size(const drift_lab_result *r) {
         printf(", + long_context %zu prompts on %zu of them (", p->long_suite.n, p->long_spec->n_configs);
     for (size_t i = 0; p->long_spec && i < p->long_spec->n_configs; i++)
         printf("%s%s", i ? ", " : "", p->long_spec->configs[i].label);
-    printf("%s, + 4 x %ld x %d sampled answers (stochastic leg: f32, int4, and each again with other seeds)\n", p->long_spec ? ")" : "",
-           p->stoch_prompts, p->stoch_replicates);
+    printf("%s, + 4 x %ld x %d sampled answers (stochastic leg: %s and %s, and each again with other seeds)\n",
+           p->long_spec ? ")" : "", p->stoch_prompts, p->stoch_replicates, LAB_BASE_PRECISION, DRIFT_LAB_STOCH_ALT);
+    drift_lab_design_size d;
+    drift_lab_design_size_of(&r->study, p, &d);
+    printf("design: baseline base@MODEL = precision %s, framework %s, hardware %s, its answers with top-%d logprobs; "
+           "levels: model %zu, hardware %zu, precision %zu, framework %zu (baseline's included); %zu level "
+           "configurations + %zu baselines; controls apart from the axes: %zu A/A (aa@MODEL: the baseline at another "
+           "thread count, 0 flips by construction), %zu ref oracle (ref@MODEL: float64 reference kernels)\n",
+           LAB_BASE_PRECISION, LAB_BASE_FRAMEWORK, LAB_BASE_HARDWARE, DRIFT_LAB_BASE_LOGPROBS, d.n_model, d.n_hardware,
+           d.n_precision, d.n_framework, d.levels, d.bases, d.aa, d.ref);
+    printf("resolution (pooled pairs of the level configurations; 0 flips would exclude rates above the first figure "
+           "if the pairs were independent, above the second if every configuration flipped the same prompts):");
+    for (size_t i = 0; i < d.n_wl; i++)
+        printf("%s %s %zu prompts x %zu = %zu pairs: %.2f%% / %.2f%%", i ? ";" : "", d.wl[i].name, d.wl[i].prompts,
+               d.wl[i].configs, d.wl[i].pairs, 100 * d.wl[i].resolve_pairs, 100 * d.wl[i].resolve_prompts);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -168,11 +192,16 @@ static void print_estimate(const drift_lab_result *r, int threads, const char *m
     fmt_duration(dw, sizeof dw, p->wall_s);
     printf("estimate: %zu configurations to run: about %s of generation%s%s%s, %s of wall time %d side by side, "
            "from a cost measured just now on %d engine thread%s (%ld cores): prefill %.0f tokens/s, decode %.0f "
-           "tokens/s, attention +%.2g s per token^2 on cpu-f32 (ref: %.0f, %.0f, %.2g); scoring comes on top\n",
+           "tokens/s, attention +%.2g s per token^2 on the baseline (ref: %.0f, %.0f, %.2g); scoring comes on top\n",
            p->todo, d, p->long_s > 0 ? " (long_context " : "", p->long_s > 0 ? dl : "", p->long_s > 0 ? ")" : "", dw,
            p->jobs > 1 ? p->jobs : 1, threads, threads == 1 ? "" : "s", p->cores, 1 / cost->cpu.a,
            cost->cpu.d > 0 ? 1 / cost->cpu.d : 0.0, cost->cpu.b, 1 / cost->ref.a, cost->ref.d > 0 ? 1 / cost->ref.d : 0.0,
            cost->ref.b);
+    if (cost->n_hw) {
+        printf("estimate: hardware levels against the baseline's time (a short batch on each):");
+        for (size_t i = 0; i < cost->n_hw; i++) printf("%s %s %.1fx", i ? "," : "", cost->hw_name[i], cost->hw_factor[i]);
+        printf("\n");
+    }
     if (p->warn_large) {
         fflush(stdout);
         fprintf(stderr,
@@ -191,8 +220,8 @@ static void print_models(const drift_lab_result *r, int full) {
     for (size_t i = 0; i < s->n_models; i++)
         printf(" %s%s", s->models[i].name, strstr(s->models[i].name, "-fragile-") ? " (fragile)" : "");
     if (s->n_found > s->n_models)
-        printf(" (%zu found; --quick takes \"-fragile-\" models first, then the others by name, up to %d; --full "
-               "uses all)",
+        printf(" (%zu found; the lab takes \"-fragile-\" models first, then the others by name, up to %d: the "
+               "paper's three)",
                s->n_found, DRIFT_LAB_QUICK_MODELS);
     else if (!full && !s->n_fragile)
         printf(" (no \"-fragile-\" model in the folder: robust models only)");
@@ -414,6 +443,27 @@ static int lab_report(lab_cli *c, const drift_lab_result *r) {
     return rc;
 }
 
+/* The A/A check: the baseline against itself must not flip. Returns
+ * CLI_EXIT_PASS, or CLI_EXIT_FAIL after saying so on stderr. */
+static int aa_check(const drift_lab_result *r) {
+    const drift_lab_findings *f = &r->findings;
+    if (!f->computed) return CLI_EXIT_PASS;
+    if (!f->aa_runs) {
+        printf("A/A check: no A/A row in the flip table (no aa@MODEL run was compared)\n");
+        return CLI_EXIT_PASS;
+    }
+    if (!f->aa_flips && !(f->aa_sdr_max > DRIFT_LAB_AA_SDR_TOL)) {
+        printf("A/A check: passed: %zu A/A run(s), 0 flips, chat SDR at most %.2g against their baselines\n", f->aa_runs, f->aa_sdr_max);
+        return CLI_EXIT_PASS;
+    }
+    fflush(stdout);
+    fprintf(stderr, "driftbench lab: A/A CHECK FAILED: the baseline against itself at another thread count gave %zu "
+                    "flip(s), largest chat SDR %.4f, over %zu A/A run(s); the engine is meant to be thread- and "
+                    "batch-invariant, so every figure of this lab is suspect\n",
+            f->aa_flips, f->aa_sdr_max, f->aa_runs);
+    return CLI_EXIT_FAIL;
+}
+
 /* The closing lines: sizes, times, tokens, CPU. */
 static void print_times(const drift_lab_result *r, double wall_s, const char *out) {
     double run_s = r->main_wall_s + r->side_wall_s;
@@ -510,8 +560,10 @@ static int cmd_lab(int argc, char **argv) {
     else if (rc == CLI_EXIT_PASS) {
         rc = lab_report(&c, r);
         print_times(r, now_s() - t_start, c.out);
+        int aa = aa_check(r);
+        if (rc == CLI_EXIT_PASS && !c.write_failed) rc = aa;
     }
-    if (rc == CLI_EXIT_PASS && c.write_failed) rc = CLI_EXIT_ERROR;
+    if ((rc == CLI_EXIT_PASS || rc == CLI_EXIT_FAIL) && c.write_failed) rc = CLI_EXIT_ERROR;
     drift_lab_result_clear(r);
     free(r);
     return rc;

@@ -47,13 +47,23 @@ extern "C" {
 #define DRIFT_LAB_FEW_CORES 8
 /* --quick's sizes: models (fragile ones first), prompts per workload, new
  * tokens; long context runs on a subset of configurations
- * (drift_lab_design_long_json) */
+ * (drift_lab_design_long_json): its prompts x 4 levels = 64 pairs, which
+ * cannot tell 0 from the paper's 1.55% (that takes 256 pairs: 64 prompts,
+ * at ~8 CPU-s per prompt at the baseline's prefill, about 40 CPU-min); the
+ * report says so */
 #define DRIFT_LAB_QUICK_MODELS 3
-#define DRIFT_LAB_QUICK_MATH 150
-#define DRIFT_LAB_QUICK_CODE 164
-#define DRIFT_LAB_QUICK_SAFETY 100
-#define DRIFT_LAB_QUICK_CHAT 100
-#define DRIFT_LAB_QUICK_LONG 20
+#define DRIFT_LAB_QUICK_MATH 60
+#define DRIFT_LAB_QUICK_CODE 40
+#define DRIFT_LAB_QUICK_SAFETY 60
+#define DRIFT_LAB_QUICK_CHAT 30
+#define DRIFT_LAB_QUICK_LONG 16
+/* The baseline's levels (engine presets, profile.h): the paper's FP16 on
+ * H100 with vLLM, as a reduced-precision serving profile */
+#define LAB_BASE_PRECISION "w16a16"
+#define LAB_BASE_FRAMEWORK "vllm"
+#define LAB_BASE_HARDWARE "avx2"
+/* top-k logprobs stored with the baseline's answers (flip risk) */
+#define DRIFT_LAB_BASE_LOGPROBS 5
 #define DRIFT_LAB_QUICK_TOKENS 128
 #define DRIFT_LAB_FULL_TOKENS 256
 /* the stochastic leg: math prompts and replicates per run */
@@ -62,9 +72,11 @@ extern "C" {
 /* the seed of the null run (the baseline stack again); its replicate r uses
  * this + r, far from the leg's own 42 + r */
 #define DRIFT_LAB_STOCH_NULL_SEED 1042
+/* the leg's other stack: the baseline with this precision */
+#define DRIFT_LAB_STOCH_ALT "w4a16-mxfp4"
 
 typedef struct drift_lab_opts {
-    int full;                  /* 0 = --quick: at most 3 models, one axis at a time */
+    int full;                  /* 1 = --full: every axis crossed on every model; 0 = --quick (lab_design.c) */
     const char *models_dir;    /* NULL: models/, then the test fixtures */
     long limit;                /* prompts per suite; <= 0: the mode's sizes */
     int max_tokens;            /* new tokens per answer; <= 0: DRIFT_LAB_FULL_TOKENS / _QUICK_TOKENS */
@@ -93,8 +105,32 @@ typedef struct drift_lab_opts {
 /* Sets the defaults above (quick, 1 engine thread). */
 DRIFT_API void drift_lab_opts_default(drift_lab_opts *o);
 
+/* The levels of each axis (engine preset names, the baseline's first). */
+typedef struct drift_lab_levels_t {
+    const char *const *hardware, *const *precision, *const *framework;
+    size_t n_hardware, n_precision, n_framework;
+} drift_lab_levels_t;
+
+/* The design's levels of --full (full = 1) or --quick. Static strings. */
+DRIFT_API void drift_lab_levels(int full, drift_lab_levels_t *out);
+
+/* The kind of a configuration label of the lab's design. */
+typedef enum drift_lab_role {
+    DRIFT_LAB_ROLE_LEVEL = 0,  /* a level of the axes: a row of the analyses */
+    DRIFT_LAB_ROLE_BASE = 1,   /* "base@MODEL": the baseline */
+    DRIFT_LAB_ROLE_AA = 2,     /* "aa@MODEL": the A/A control */
+    DRIFT_LAB_ROLE_REF = 3     /* "ref@MODEL": the ref oracle */
+} drift_lab_role;
+
+/* The role of a run label (by its prefix). */
+DRIFT_API drift_lab_role drift_lab_label_role(const char *label);
+
+/* A model path as the lab's spec records it (malloc'd): relative to the
+ * working directory when abs_path is under it, else abs_path. */
+DRIFT_API char *drift_lab_portable_path(const char *abs_path);
+
 typedef struct drift_lab_model {
-    char *path;                /* absolute */
+    char *path;                /* relative to the working directory when under it, else absolute */
     char *name;                /* file stem, with ",={}" made '_' */
 } drift_lab_model;
 
@@ -106,7 +142,7 @@ typedef struct drift_lab_study {
     int max_tokens;            /* resolved */
     long stoch_prompts;        /* math prompts of the stochastic leg */
     drift_lab_model models[DRIFT_LAB_MAX_MODELS];
-    size_t n_models;           /* in the study (--quick: at most DRIFT_LAB_QUICK_MODELS) */
+    size_t n_models;           /* in the study (at most DRIFT_LAB_QUICK_MODELS) */
     size_t n_found;            /* found in the folder */
     size_t n_fragile;          /* of the study's, those named "-fragile-" (they come first) */
     int fixtures;              /* 1: the test fixtures, whose answers are noise */
@@ -125,8 +161,8 @@ typedef struct drift_lab_study {
  * models/'s, else the test fixtures (./tests/data/models,
  * $DRIFT_SOURCE/tests/data/models, or ../tests/data/models beside the
  * executable; s->fixtures = 1). Ordered: names holding "-fragile-" first,
- * then the others, each group by name; --quick keeps the first
- * DRIFT_LAB_QUICK_MODELS. Copies opts
+ * then the others, each group by name; both modes keep the first
+ * DRIFT_LAB_QUICK_MODELS (the paper's three models). Copies opts
  * into s. DRIFT_ERR_NOT_FOUND with the message the user reads when there
  * are none. */
 DRIFT_API drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opts, drift_error *err);
@@ -177,8 +213,15 @@ typedef struct drift_lab_fit {
     double a, b, d;            /* per prompt token, per token^2, per new token */
 } drift_lab_fit;
 
+#define DRIFT_LAB_MAX_HW 8
 typedef struct drift_lab_cost {
-    drift_lab_fit cpu, ref;    /* the cpu profiles (measured on cpu-f32) and the ref profile */
+    drift_lab_fit cpu, ref;    /* the cpu profiles (measured on the baseline) and the ref profile */
+    /* hardware levels other than the baseline's: seconds of a short batch
+     * on the level / on the baseline (a configuration of another level
+     * costs its fit times its factor) */
+    char hw_name[DRIFT_LAB_MAX_HW][32];
+    double hw_factor[DRIFT_LAB_MAX_HW];
+    size_t n_hw;
     double tokens_per_char;    /* prompt tokens per rendered character (short prompts) */
     double long_tokens_per_char; /* the same on the long-context document */
 } drift_lab_cost;
@@ -198,6 +241,10 @@ typedef struct drift_lab_timing {
  * long prompt is no longer than the short one). DRIFT_ERR_INVALID when a
  * time or a token count is not positive. */
 DRIFT_API drift_status drift_lab_fit_solve(const drift_lab_timing *t, drift_lab_fit *f, drift_error *err);
+
+/* The cost factor of configuration cfg (its hardware level's; 1 when
+ * unknown or the baseline's). */
+DRIFT_API double drift_lab_cost_factor(const drift_lab_cost *c, const drift_matrix_config *cfg);
 
 /* A suite's size: its prompts and their rendered characters. */
 typedef struct drift_lab_suite_size {
@@ -276,6 +323,36 @@ DRIFT_API void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *
 DRIFT_API double drift_lab_plan_config_seconds(const drift_lab_plan *p, const drift_matrix_spec *spec, size_t i);
 
 DRIFT_API void drift_lab_plan_clear(drift_lab_plan *p);
+
+/* ---- the design's size, stated before the run ---- */
+typedef struct drift_lab_size_wl {
+    char name[32];             /* the workload */
+    size_t prompts;            /* its prompts per configuration */
+    size_t configs;            /* level configurations that answer them */
+    size_t pairs;              /* prompts x configs: the pooled pairs */
+    /* the smallest pooled rate that 0 flips would exclude (the upper end
+     * of the 95% Wilson interval of 0 of n): with n = pairs (pairs
+     * independent) and n = prompts (every configuration flipping the same
+     * prompts); fractions */
+    double resolve_pairs, resolve_prompts;
+} drift_lab_size_wl;
+
+typedef struct drift_lab_design_size {
+    size_t levels;             /* configurations that are levels of the axes (rows of the analyses) */
+    size_t bases, aa, ref;     /* the baselines and the controls */
+    size_t n_model, n_hardware, n_precision, n_framework; /* distinct levels of each axis (baseline's included) */
+    size_t n_wl;
+    drift_lab_size_wl wl[DRIFT_LAB_MAX_SUITES + 1];
+} drift_lab_design_size;
+
+/* The size of the study's design from its specs and p's suite sizes
+ * (after drift_lab_plan_size): configurations by role, levels per axis,
+ * pairs per workload and the rate each can resolve. Pure. */
+DRIFT_API void drift_lab_design_size_of(const drift_lab_study *s, const drift_lab_plan *p, drift_lab_design_size *out);
+
+/* The upper end of the 95% Wilson interval of 0 successes in n (1 when
+ * n is 0): the smallest rate n trials with none can tell from 0. */
+DRIFT_API double drift_lab_resolvable(double n);
 
 /* ---- answers cut by the token limit (drift_lab_cuts, lab_result.h) ---- */
 /* Counts the answers of every configuration of spec in st, per workload,
@@ -414,7 +491,8 @@ typedef struct drift_lab_result {
     /* the analyses */
     drift_score_cache_stats cache; /* the verdict cache every scoring call shared */
     drift_lab_cuts cuts;         /* over the matrix's runs */
-    drift_table *table;          /* the flip table against "ref@{model}" */
+    drift_table *table;          /* the flip table against "base@{model}": the axes' levels only */
+    drift_lab_findings findings; /* the pooled intervals, the logistic model, flip risk, the controls */
     drift_table_analyses analyses; /* ANOVA types 1-3 and the PRI held-out evaluation */
     int outcomes_ok;             /* outcomes counted */
     drift_store_outcomes outcomes; /* every run's failed requests */

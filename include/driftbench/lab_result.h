@@ -82,12 +82,13 @@ typedef struct drift_lab_beyond {
 typedef struct drift_lab_stochastic {
     /* the design */
     char model[256];
-    char target_f32[DRIFT_LAB_SPEC_MAX], target_int4[DRIFT_LAB_SPEC_MAX];
-    char label_f32[DRIFT_LAB_LABEL_MAX], label_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32" */
-    char label_null[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32-null": target_f32 at null_seed */
-    char label_null_int4[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/int4-null": target_int4 at null_seed */
+    char pair[64];             /* the stacks' precisions, "w16a16 -> w4a16" */
+    char target_base[DRIFT_LAB_SPEC_MAX], target_alt[DRIFT_LAB_SPEC_MAX];
+    char label_base[DRIFT_LAB_LABEL_MAX], label_alt[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32" */
+    char label_null_base[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/f32-null": target_base at null_seed */
+    char label_null_alt[DRIFT_LAB_LABEL_MAX]; /* "stochastic/MODEL/int4-null": target_alt at null_seed */
     long seed, null_seed;
-    char det_f32[DRIFT_LAB_LABEL_MAX], det_int4[DRIFT_LAB_LABEL_MAX];     /* the matrix's runs of the pair */
+    char det_base[DRIFT_LAB_LABEL_MAX], det_alt[DRIFT_LAB_LABEL_MAX];     /* the matrix's runs of the pair */
     char suite[64];
     int replicates;
     double temperature;
@@ -105,6 +106,12 @@ typedef struct drift_lab_stochastic {
     int null_ok;               /* 0: not computed, null_reason says why */
     char null_reason[256];
     drift_lab_beyond beyond;
+    /* the flip-rate estimand (analysis.h's drift_stoch_estimand: majority-
+     * vote flips between the stacks beyond their own same-stack null, and
+     * its ratio to the deterministic rate), over the same prompts */
+    int estimand_ok;           /* 0: estimand_why says why */
+    drift_stoch_estimand estimand;
+    char estimand_why[160];
 } drift_lab_stochastic;
 
 /* The stochastic leg (x after drift_lab_stochastic_compare) as the lab
@@ -113,6 +120,57 @@ typedef struct drift_lab_stochastic {
  * the deterministic flip rate of the same pair and the ratio, or why the
  * deterministic rate is not available. *out is malloc'd. */
 DRIFT_API drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **out, drift_error *err);
+
+/* ---- what the lab computed beyond the flip table (issue 36) ----
+ * Per workload, over the pairs of the configurations that are levels of
+ * the axes (the controls apart): the pooled flip rate with a cluster
+ * bootstrap over prompts (configurations fixed), the mean over
+ * configurations with a two-way bootstrap (prompts and configurations
+ * resampled: the comparison with the paper's mean over its
+ * configurations), the old Wilson interval counting each prompt once; the
+ * logistic model of flips with prompt-clustered errors; flip risk (the
+ * baseline's logprobs) pooled over the configurations' pairs. Filled by
+ * the lab stage (lab.h, drift_lab_run); read by the renderers. */
+typedef struct drift_lab_wl_stats {
+    int present;                  /* pairs of level configurations */
+    size_t n_pairs, n_prompts, n_configs;
+    long flips;
+    int boot_ok;                  /* 0: boot_why says why */
+    drift_flip_boot boot;         /* cluster bootstrap over prompts */
+    int two_way_ok;
+    drift_flip_boot two_way;      /* mean over configurations, two-way bootstrap */
+    double wilson_lo, wilson_hi;  /* fractions: each prompt counted once */
+    char boot_why[160];
+    drift_logit_fit *logit;       /* flip ~ model + hardware + precision + framework; NULL: logit_why */
+    char logit_why[160];
+    /* flip risk: the baseline answer's risk score (compare's), pooled */
+    size_t risk_n, risk_flips;    /* pairs with a known risk, of them flips */
+    double risk_auc;              /* NAN without both outcomes */
+} drift_lab_wl_stats;
+
+/* A control row: the A/A run or the ref oracle against a model's baseline. */
+typedef struct drift_lab_control {
+    char label[DRIFT_LAB_LABEL_MAX];
+    char model[256];
+    int role;                     /* drift_lab_role (lab.h): 2 A/A, 3 ref */
+    long flips[DRIFT_WL_COUNT], pairs[DRIFT_WL_COUNT];
+    double sdr_mean;              /* chat's mean SDR (A/A: 0 when the texts are the same); NAN: none */
+} drift_lab_control;
+
+#define DRIFT_LAB_MAX_CONTROLS 32
+/* an A/A chat pair's SDR above this fails the check (identical texts
+ * embedded twice may differ in the last bits of a float) */
+#define DRIFT_LAB_AA_SDR_TOL 1e-6
+typedef struct drift_lab_findings {
+    int computed;
+    drift_lab_wl_stats wl[DRIFT_WL_COUNT];
+    size_t n_controls;
+    drift_lab_control controls[DRIFT_LAB_MAX_CONTROLS];
+    size_t aa_runs, aa_flips;     /* A/A rows and their flips (0 by construction) */
+    double aa_sdr_max;            /* the largest chat SDR of an A/A pair; 0 by construction */
+    int desc_ok;                  /* PRI was given each configuration's descriptors */
+    char desc_why[160];
+} drift_lab_findings;
 
 /* ---- the study as its report reads it ---- */
 
@@ -135,6 +193,7 @@ typedef struct drift_lab_report {
     const drift_lab_stochastic *stochastic;      /* the leg, compared; NULL: not compared */
     const drift_table *table;        /* the flip table */
     const drift_table_analyses *analyses; /* its analyses */
+    const drift_lab_findings *findings;   /* NULL: not computed */
 } drift_lab_report;
 
 /* The summary at the top of the lab's report (report.h's

@@ -48,6 +48,7 @@ typedef struct drift_matrix_spec {
     int64_t seed;                 /* 42 */
     int max_tokens;               /* 512 */
     int replicates;               /* 1 */
+    int baseline_logprobs;        /* top-k logprobs of the baseline runs' answers; 0 = none */
     size_t n_configs;
     drift_matrix_config *configs; /* (n_configs,) baseline configs first when known */
 } drift_matrix_spec;

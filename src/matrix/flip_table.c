@@ -87,6 +87,22 @@ static drift_status keep_run(matrix_table_run **kept, size_t *n_kept, const char
     return ok ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
 }
 
+/* 1 when two runs' decoding JSON are the same but for "logprobs" (what is
+ * stored beside an answer, not how it is decoded). */
+static int same_decoding(const char *a, const char *b) {
+    if (!strcmp(a ? a : "", b ? b : "")) return 1;
+    json_t *ja = json_loads(a ? a : "", 0, NULL), *jb = json_loads(b ? b : "", 0, NULL);
+    int same = 0;
+    if (json_is_object(ja) && json_is_object(jb)) {
+        json_object_del(ja, "logprobs");
+        json_object_del(jb, "logprobs");
+        same = json_equal(ja, jb);
+    }
+    json_decref(ja);
+    json_decref(jb);
+    return same;
+}
+
 drift_status drift_matrix_flip_table(drift_store *st, const char *baseline, drift_table **out, drift_error *err) {
     return matrix_flip_table_runs(st, baseline, NULL, out, NULL, NULL, err);
 }
@@ -172,8 +188,7 @@ drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, const
         if (bj == n_runs) continue;
         /* a row compares two stacks under the same decoding: a run sampled
          * at another temperature (the lab's stochastic leg) is no row */
-        if (strcmp(runs[i].decoding_json ? runs[i].decoding_json : "", runs[bj].decoding_json ? runs[bj].decoding_json : ""))
-            continue;
+        if (!same_decoding(runs[i].decoding_json, runs[bj].decoding_json)) continue;
         drift_comparison *c = NULL;
         if ((rc = drift_compare_runs(st, base_of[i], runs[i].label, &co, &c, err))) goto out;
         size_t nd = t->n_dims;

@@ -6,7 +6,9 @@
  *   "suites":    ["builtin:math", "path/to/suite.jsonl", ...]   required, >= 1
  *   "limit":     prompts per suite, integer >= 0 (0 = all)      optional
  *   "decoding":  {"temperature":0, "top_p":1, "seed":42, "max_tokens":512,
- *                 "replicates":1}                               optional
+ *                 "replicates":1, "baseline_logprobs":0}       optional
+ *                baseline_logprobs: top-k logprobs stored with the
+ *                baseline runs' answers (flip risk), 0 = none
  *   "baseline":  label of the baseline run, required. It may hold "{dim}"
  *                placeholders, filled with each configuration's level of
  *                dim: "ref@{model}" compares every model with its own ref.
@@ -454,8 +456,12 @@ static drift_status parse_decoding(json_t *d, const char *name, drift_matrix_spe
         } else if (!strcmp(k, "replicates")) {
             if (!json_is_integer(v) || x < 1 || x > 1000) return perr(err, name, field, "must be an integer in 1..1000");
             s->replicates = (int)x;
+        } else if (!strcmp(k, "baseline_logprobs")) {
+            if (!json_is_integer(v) || x < 0 || x > 20) return perr(err, name, field, "must be an integer in 0..20");
+            s->baseline_logprobs = (int)x;
         } else {
-            return perr(err, name, field, "unknown key (temperature, top_p, seed, max_tokens, replicates)");
+            return perr(err, name, field,
+                        "unknown key (temperature, top_p, seed, max_tokens, replicates, baseline_logprobs)");
         }
     }
     return DRIFT_OK;

@@ -34,7 +34,9 @@
  * the store, or exits: the CLI (cli/cmd_lab.c) does, and the report
  * sentences are renderers over the result's view (drift_lab_result_report
  * here; lab_result.h, rendered by src/report/lab_render.c, lab_summary.c). */
+#include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,8 @@
 #include "driftbench/analysis.h"
 #include "driftbench/lab.h"
 #include "driftbench/matrix.h"
+#include "driftbench/profile.h"
+#include "matrix/flip_table.h"
 #include "util/util.h"
 
 static const char *const phase_names[] = {"none",     "models",     "safety",   "design", "size",
@@ -257,19 +261,237 @@ static drift_status plan_study(lab_session *s, drift_error *err) {
     return phase(s, DRIFT_LAB_PHASE_PLANNED) ? stop_cancelled(err) : DRIFT_OK;
 }
 
+/* ---- the analyses of issue 36 ---- */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* The target of the spec configuration labelled label (NULL: none). */
+static const char *target_of(const drift_lab_study *s, const char *label) {
+    const drift_matrix_spec *sp[2] = {s->spec, s->long_spec};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; sp[k] && i < sp[k]->n_configs; i++)
+            if (!strcmp(sp[k]->configs[i].label, label)) return sp[k]->configs[i].target;
+    return NULL;
+}
+
+/* Each level configuration's descriptors (drift_profile_descriptors of its
+ * target's profile) into d; 0 or -1 with why. */
+static int describe(const drift_lab_study *s, const matrix_table_run *kept, size_t n_kept, drift_pri_descriptors *d,
+                    char *why, size_t cap) {
+    for (size_t k = 0; k < n_kept; k++) {
+        if (drift_lab_label_role(kept[k].label) != DRIFT_LAB_ROLE_LEVEL) continue;
+        const char *t = target_of(s, kept[k].label);
+        const char *q = t ? strchr(t, '?') : NULL;
+        if (!q) {
+            snprintf(why, cap, "'%s' is not a configuration of the lab's design", kept[k].label);
+            return -1;
+        }
+        drift_numeric_profile prof;
+        drift_error e = {0};
+        if (drift_profile_parse(q + 1, &prof, &e)) {
+            snprintf(why, cap, "'%s': %s", kept[k].label, e.msg);
+            return -1;
+        }
+        const char *names[64];
+        double values[64];
+        size_t n = drift_profile_descriptors(&prof, names, values, 64);
+        if (n > 64) n = 64;
+        if (drift_pri_descriptors_set_all(d, kept[k].label, names, values, n, &e)) {
+            snprintf(why, cap, "%s", e.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The controls (A/A, ref) of the kept comparisons. */
+static void controls(drift_lab_findings *f, const matrix_table_run *kept, size_t n_kept) {
+    for (size_t k = 0; k < n_kept && f->n_controls < DRIFT_LAB_MAX_CONTROLS; k++) {
+        drift_lab_role role = drift_lab_label_role(kept[k].label);
+        if (role != DRIFT_LAB_ROLE_AA && role != DRIFT_LAB_ROLE_REF) continue;
+        drift_lab_control *c = &f->controls[f->n_controls++];
+        memset(c, 0, sizeof *c);
+        snprintf(c->label, sizeof c->label, "%s", kept[k].label);
+        snprintf(c->model, sizeof c->model, "%s", kept[k].levels[DRIFT_DIM_MODEL] ? kept[k].levels[DRIFT_DIM_MODEL] : "?");
+        c->role = (int)role;
+        c->sdr_mean = NAN;
+        for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+            if (!kept[k].cmp->present[w]) continue;
+            c->flips[w] = kept[k].cmp->wl[w].flips;
+            c->pairs[w] = kept[k].cmp->wl[w].n;
+            if (w == DRIFT_WL_CHAT && isfinite(kept[k].cmp->wl[w].sdr_mean)) c->sdr_mean = kept[k].cmp->wl[w].sdr_mean;
+        }
+        if (role == DRIFT_LAB_ROLE_AA) {
+            f->aa_runs++;
+            for (int w = 0; w < DRIFT_WL_COUNT; w++) f->aa_flips += (size_t)c->flips[w];
+            if (isfinite(c->sdr_mean) && c->sdr_mean > f->aa_sdr_max) f->aa_sdr_max = c->sdr_mean;
+        }
+    }
+}
+
+/* Direction of the flip of (prompt, replicate) in w's flip list: -1 to
+ * wrong, +1 to right, 0 unknown or chat. */
+static int flip_direction(const drift_wl_result *w, const char *prompt, int replicate) {
+    for (size_t i = 0; i < w->n_flipped; i++)
+        if (w->flipped[i].replicate == replicate && w->flipped[i].prompt_id && !strcmp(w->flipped[i].prompt_id, prompt))
+            return w->flipped[i].direction;
+    return 0;
+}
+
+/* Workload w's pairs over the level configurations: the intervals, the
+ * logistic model and flip risk. */
+static void workload_stats(drift_lab_wl_stats *x, int w, const matrix_table_run *kept, size_t n_kept) {
+    memset(x, 0, sizeof *x);
+    x->risk_auc = NAN;
+    x->wilson_lo = x->wilson_hi = NAN;
+    size_t n = 0;
+    for (size_t k = 0; k < n_kept; k++)
+        if (drift_lab_label_role(kept[k].label) == DRIFT_LAB_ROLE_LEVEL && kept[k].cmp->present[w]) {
+            n += kept[k].cmp->wl[w].n_pairs;
+            x->n_configs++;
+        }
+    if (!n) return;
+    x->present = 1;
+    const char **ids = malloc(n * sizeof *ids);
+    drift_flip_pair *pairs = malloc(n * sizeof *pairs);
+    unsigned char *y = malloc(n);
+    int64_t *cl = malloc(n * sizeof *cl);
+    double *risk = malloc(n * sizeof *risk);
+    const char **lv[DRIFT_DIM_CONFIG_COUNT];
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) lv[d] = malloc(n * sizeof *lv[d]);
+    const char **uniq = malloc(n * sizeof *uniq);
+    int oom = !ids || !pairs || !y || !cl || !risk || !uniq;
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) oom |= !lv[d];
+    if (oom) {
+        snprintf(x->boot_why, sizeof x->boot_why, "out of memory");
+        snprintf(x->logit_why, sizeof x->logit_why, "out of memory");
+        goto out;
+    }
+    size_t m = 0;
+    for (size_t k = 0; k < n_kept; k++) {
+        if (drift_lab_label_role(kept[k].label) != DRIFT_LAB_ROLE_LEVEL || !kept[k].cmp->present[w]) continue;
+        const drift_wl_result *r = &kept[k].cmp->wl[w];
+        for (size_t i = 0; i < r->n_pairs; i++) {
+            const drift_pair_outcome *po = &r->pairs[i];
+            ids[m] = po->prompt_id ? po->prompt_id : "";
+            int dir = po->flipped ? flip_direction(r, ids[m], po->replicate) : 0;
+            pairs[m].config = (int64_t)k;
+            pairs[m].base_ok = (unsigned char)(!po->flipped || dir <= 0);
+            pairs[m].cfg_ok = (unsigned char)(!po->flipped || dir > 0);
+            y[m] = (unsigned char)(po->flipped != 0);
+            x->flips += y[m];
+            risk[m] = po->risk;
+            for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) lv[d][m] = kept[k].levels[d] ? kept[k].levels[d] : "?";
+            m++;
+        }
+    }
+    x->n_pairs = m;
+    /* prompts: ids in sorted order */
+    memcpy(uniq, ids, m * sizeof *uniq);
+    qsort(uniq, m, sizeof *uniq, cmp_str);
+    size_t nu = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!nu || strcmp(uniq[nu - 1], uniq[i])) uniq[nu++] = uniq[i];
+    x->n_prompts = nu;
+    for (size_t i = 0; i < m; i++) {
+        const char **hit = bsearch(&ids[i], uniq, nu, sizeof *uniq, cmp_str);
+        cl[i] = pairs[i].prompt = hit ? (int64_t)(hit - uniq) : 0;
+    }
+    double p = m ? (double)x->flips / (double)m : 0;
+    drift_wilson_real(p, (double)nu, 1.959963984540054, &x->wilson_lo, &x->wilson_hi);
+    drift_error e = {0};
+    if (drift_flip_boot_prompts(pairs, m, NULL, &x->boot, &e)) snprintf(x->boot_why, sizeof x->boot_why, "%s", e.msg);
+    else x->boot_ok = 1;
+    memset(&e, 0, sizeof e);
+    if (x->n_configs >= 2 && !drift_flip_boot_two_way(pairs, m, NULL, &x->two_way, &e)) x->two_way_ok = 1;
+    /* the logistic model: flip ~ model + hardware + precision + framework */
+    static const char *const refs[DRIFT_DIM_CONFIG_COUNT] = {NULL, LAB_BASE_HARDWARE, LAB_BASE_PRECISION,
+                                                             LAB_BASE_FRAMEWORK};
+    drift_logit_factor_in fac[DRIFT_DIM_CONFIG_COUNT];
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++)
+        fac[d] = (drift_logit_factor_in){drift_dim_names[d], lv[d], refs[d]};
+    memset(&e, 0, sizeof e);
+    if (!x->flips) snprintf(x->logit_why, sizeof x->logit_why, "no flips in %zu pairs", m);
+    else if (drift_logit_cluster_fit(y, cl, m, fac, DRIFT_DIM_CONFIG_COUNT, &x->logit, &e))
+        snprintf(x->logit_why, sizeof x->logit_why, "%s", e.msg);
+    /* flip risk pooled: AUC = P(risk of a flip > risk of a pair that did not flip), ties 1/2 */
+    size_t nf = 0, nn = 0;
+    for (size_t i = 0; i < m; i++)
+        if (isfinite(risk[i])) y[i] ? nf++ : nn++;
+    x->risk_n = nf + nn;
+    x->risk_flips = nf;
+    if (nf && nn) {
+        double wins = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (!isfinite(risk[i]) || !y[i]) continue;
+            for (size_t j = 0; j < m; j++) {
+                if (!isfinite(risk[j]) || y[j]) continue;
+                wins += risk[i] > risk[j] ? 1 : risk[i] == risk[j] ? 0.5 : 0;
+            }
+        }
+        x->risk_auc = wins / ((double)nf * (double)nn);
+    }
+out:
+    free(ids);
+    free(pairs);
+    free(y);
+    free(cl);
+    free(risk);
+    free(uniq);
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) free(lv[d]);
+}
+
+/* The flip table of the level configurations (rows of the controls left out). */
+static drift_status levels_table(const drift_table *all, drift_table **out, drift_error *err) {
+    const char **extras = (const char **)all->dim_names + DRIFT_DIM_COUNT;
+    drift_status rc = drift_table_create(extras, all->n_dims - DRIFT_DIM_COUNT, all->has_ci, out, err);
+    for (size_t i = 0; !rc && i < all->n_rows; i++) {
+        const drift_table_row *r = &all->rows[i];
+        if (drift_lab_label_role(r->experiment_id) != DRIFT_LAB_ROLE_LEVEL) continue;
+        rc = drift_table_append(*out, r->experiment_id, (const char *const *)r->dims, r->flip_rate, r->num_flips,
+                                r->num_comparisons, r->ci_low, r->ci_high, err);
+    }
+    return rc;
+}
+
 /* The cut answers, the flip table, its analyses and the failed requests. */
 static drift_status analyze(lab_session *s, drift_error *err) {
     drift_lab_result *r = s->r;
     drift_status rc;
     if ((rc = drift_lab_count_cuts(r->store, r->study.spec, &r->cuts, err))) return rc;
     if (phase(s, DRIFT_LAB_PHASE_CUTS)) return stop_cancelled(err);
-    if ((rc = drift_matrix_flip_table(r->store, "ref@{model}", &r->table, err))) return rc;
+    drift_table *all = NULL;
+    matrix_table_run *kept = NULL;
+    size_t n_kept = 0;
+    if ((rc = matrix_flip_table_runs(r->store, "base@{model}", NULL, &all, &kept, &n_kept, err))) return rc;
+    rc = levels_table(all, &r->table, err);
+    drift_table_free(all);
+    if (rc) {
+        matrix_table_runs_free(kept, n_kept);
+        return rc;
+    }
+    drift_lab_findings *f = &r->findings;
+    f->computed = 1;
+    controls(f, kept, n_kept);
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) workload_stats(&f->wl[w], w, kept, n_kept);
     drift_pri_options po;
     drift_pri_options_init(&po);
     /* PRI evaluations side by side on every core; same results */
     po.nthread = r->cores > 1 ? (int)(r->cores < 64 ? r->cores : 64) : 1;
+    drift_pri_descriptors *desc = NULL;
+    drift_error derr = {0};
+    if (drift_pri_descriptors_create(&desc, &derr)) snprintf(f->desc_why, sizeof f->desc_why, "%s", derr.msg);
+    else if (!describe(&r->study, kept, n_kept, desc, f->desc_why, sizeof f->desc_why)) {
+        f->desc_ok = 1;
+        po.desc = desc;
+        /* the stack's axes described by what their levels are, so a held-out
+         * level is predicted from its descriptors (the model stays one-hot) */
+        po.onehot_off = 1u << DRIFT_DIM_HARDWARE | 1u << DRIFT_DIM_PRECISION | 1u << DRIFT_DIM_FRAMEWORK;
+    }
+    matrix_table_runs_free(kept, n_kept);
     drift_error aerr = {0}; /* a failing analysis is recorded in r->analyses */
     drift_table_analyze(r->table, 1u << 1 | 1u << 2 | 1u << 3, &po, NULL, &r->analyses, &aerr);
+    drift_pri_descriptors_free(desc);
     r->outcomes_ok = drift_store_count_outcomes(r->store, &r->outcomes, &aerr) == DRIFT_OK;
     phase(s, DRIFT_LAB_PHASE_DONE); /* nothing left to stop */
     return DRIFT_OK;
@@ -309,7 +531,7 @@ void drift_lab_result_report(const drift_lab_result *r, drift_lab_report *out) {
         .full = r->study.opts.full, .long_n = r->long_n, .long_tokens = r->long_tokens, .cuts = &r->cuts,
         .chat_reason = r->main.score.not_computable[DRIFT_WL_CHAT] ? r->main.score.reason[DRIFT_WL_CHAT] : NULL,
         .outcomes = r->outcomes_ok ? &r->outcomes : NULL, .stochastic = r->stoch_ran ? &r->stochastic : NULL,
-        .table = r->table, .analyses = &r->analyses};
+        .table = r->table, .analyses = &r->analyses, .findings = r->findings.computed ? &r->findings : NULL};
 }
 
 /* See lab.h: the view, rendered by the report layer. */
@@ -328,6 +550,7 @@ drift_status drift_lab_note_render(const drift_lab_result *r, char **out, drift_
 
 void drift_lab_result_clear(drift_lab_result *r) {
     if (!r) return;
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) drift_logit_fit_free(r->findings.wl[w].logit);
     drift_table_analyses_clear(&r->analyses);
     drift_table_free(r->table);
     drift_store_close(r->store);

@@ -7,13 +7,15 @@
  *     a*P + b*P^2 + G*(d + 2*b*P)   seconds
  * (prefill per token a, attention growing with the context b, decode per
  * token d, each new token attending over the prompt), fitted per profile:
- * on the cpu-f32 configuration (for every cpu profile), a batch of 8 copies
+ * on the baseline configuration (for every cpu profile), a batch of 8 copies
  * of a short prompt prefilled gives a, the same batch with the run's new
  * tokens gives d (the matrix also sends 8 at a time), and a ~400-token
  * piece of a long-context document prefilled gives b (shorter when the
  * model's context is); the ref profile (reference kernels: slow matmuls,
  * attention less so) gets its own a, d, b from a 2-request batch and a
- * ~200-token piece. Short timings are the least of two tries. Prompt tokens
+ * ~200-token piece; each hardware level's cost against the baseline's
+ * (4 short prompts generated on each) scales its configurations' seconds.
+ * Short timings are the least of two tries. Prompt tokens
  * come from the rendered characters at the measured tokens per character.
  * The requests take a few seconds; on a loaded machine they are noisy, and
  * so is the estimate (the CLI prints it beside the measured generation
@@ -187,13 +189,60 @@ static int fit_profile(const char *spec, const char *short_prompt, char *long_pr
     return 0;
 }
 
+/* The hardware level of configuration c ("" when it has none). */
+static const char *config_hardware(const drift_matrix_config *c) {
+    for (size_t i = 0; i < c->n_dims; i++)
+        if (!strcmp(c->dim_names[i], "hardware")) return c->dim_values[i];
+    return "";
+}
+
+/* Cost of each hardware level of the study against the baseline's: a batch
+ * of short prompts generated on the baseline and on the level (hardware
+ * levels compute per-output dot products: 2-4x slower); a level whose
+ * timing fails keeps factor 1. */
+static void hardware_factors(const drift_lab_study *s, const char *short_prompt, int max_tokens, lab_meter *m,
+                             drift_lab_cost *c) {
+    drift_lab_levels_t lv;
+    drift_lab_levels(s->opts.full, &lv);
+    char spec[PATH_MAX + 160];
+    drift_target_opts to;
+    drift_target_opts_default(&to);
+    double base = 0;
+    for (size_t h = 0; h < lv.n_hardware && c->n_hw < DRIFT_LAB_MAX_HW; h++) {
+        lab_config_target(spec, sizeof spec, s->models[0].path, LAB_BASE_PRECISION, lv.hardware[h], LAB_BASE_FRAMEWORK,
+                          s->opts.threads);
+        drift_target *t = NULL;
+        drift_error err = {0};
+        double secs = 0;
+        if (!drift_target_open(spec, &to, &t, &err)) {
+            secs = lab_time(t, short_prompt, 4, max_tokens, 1, NULL);
+            drift_target_close(t);
+        }
+        meter_step(m, spec);
+        if (h == 0) {
+            base = secs;
+            continue;
+        }
+        snprintf(c->hw_name[c->n_hw], sizeof c->hw_name[0], "%s", lv.hardware[h]);
+        c->hw_factor[c->n_hw++] = base > 0 && secs > 0 ? secs / base : 1;
+    }
+}
+
+double drift_lab_cost_factor(const drift_lab_cost *c, const drift_matrix_config *cfg) {
+    const char *hw = config_hardware(cfg);
+    for (size_t i = 0; i < c->n_hw; i++)
+        if (!strcmp(c->hw_name[i], hw)) return c->hw_factor[i];
+    return 1;
+}
+
 /* Measures the cost model (see above) for the study's first model; 0 on success. */
 static int calibrate(const drift_lab_study *s, const char *short_prompt, int max_tokens, lab_meter *m,
                      drift_lab_cost *c) {
     memset(c, 0, sizeof *c);
     const char *model_path = s->models[0].path;
     char cpu_spec[PATH_MAX + 160], ref_spec[PATH_MAX + 64];
-    lab_config_target(cpu_spec, sizeof cpu_spec, model_path, "f32", "isa=auto", "reduce=sequential", s->opts.threads);
+    lab_config_target(cpu_spec, sizeof cpu_spec, model_path, LAB_BASE_PRECISION, LAB_BASE_HARDWARE,
+                      LAB_BASE_FRAMEWORK, s->opts.threads);
     snprintf(ref_spec, sizeof ref_spec, "embedded:%s?profile=ref", model_path);
     /* a piece of a long-context document: ~400 tokens on cpu-f32, ~200 on
      * the slower ref profile */
@@ -216,6 +265,7 @@ static int calibrate(const drift_lab_study *s, const char *short_prompt, int max
     c->long_tokens_per_char = (double)pl / (double)len;
     long_prompt[len / 2] = 0;
     if (fit_profile(ref_spec, short_prompt, long_prompt, 2, max_tokens, m, &c->ref, &ps, &pl, &len)) return -1;
+    hardware_factors(s, short_prompt, max_tokens, m, c);
     return 0;
 }
 
@@ -285,7 +335,8 @@ static double long_seconds(const drift_lab_plan *p, const char *label) {
             return p->long_done && p->long_done[c]
                        ? 0
                        : drift_lab_suite_seconds(&p->cost, &p->long_suite, ls->max_tokens, ls->replicates,
-                                                 is_ref(&ls->configs[c]));
+                                                 is_ref(&ls->configs[c])) *
+                             drift_lab_cost_factor(&p->cost, &ls->configs[c]);
     return 0;
 }
 
@@ -297,7 +348,7 @@ double drift_lab_plan_config_seconds(const drift_lab_plan *p, const drift_matrix
     if (!(p->done && p->done[i]))
         for (size_t k = 0; k < p->n_suites; k++)
             secs += drift_lab_suite_seconds(&p->cost, &p->suites[k], p->max_tokens, spec->replicates, is_ref(c));
-    return secs;
+    return secs * drift_lab_cost_factor(&p->cost, c);
 }
 
 void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec) {
@@ -306,7 +357,8 @@ void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec) {
         if (p->done && p->done[c]) continue;
         for (size_t i = 0; i < p->n_suites; i++) {
             double s = drift_lab_suite_seconds(&p->cost, &p->suites[i], p->max_tokens, spec->replicates,
-                                               is_ref(&spec->configs[c]));
+                                               is_ref(&spec->configs[c])) *
+                       drift_lab_cost_factor(&p->cost, &spec->configs[c]);
             secs += s;
             if (!strcmp(p->suites[i].name, "long_context")) long_s += s;
         }
@@ -339,7 +391,9 @@ void drift_lab_plan_apply(drift_lab_plan *p, const drift_matrix_spec *spec) {
 drift_status drift_lab_plan_estimate(const drift_lab_study *s, drift_lab_plan *p, drift_error *err) {
     p->gen_s = p->long_s = p->stoch_s = p->wall_s = 0;
     if (!p->todo && !p->long_todo) return DRIFT_OK;
-    lab_meter m = {&s->opts, p, 0, 2 * LAB_CALIB_STEPS, util_now_ms()};
+    drift_lab_levels_t lv;
+    drift_lab_levels(s->opts.full, &lv);
+    lab_meter m = {&s->opts, p, 0, 2 * LAB_CALIB_STEPS + lv.n_hardware, util_now_ms()};
     meter_emit(&m, DRIFT_PROGRESS_BEGIN, NULL);
     int cal = p->first_prompt ? calibrate(s, p->first_prompt, p->max_tokens, &m, &p->cost) : -1;
     meter_emit(&m, DRIFT_PROGRESS_END, NULL);
@@ -373,4 +427,68 @@ drift_status drift_lab_count_cuts(drift_store *st, const drift_matrix_spec *spec
         }
     }
     return DRIFT_OK;
+}
+
+/* ---- the design's size ---- */
+
+double drift_lab_resolvable(double n) {
+    const double z2 = 1.959963984540054 * 1.959963984540054;
+    return n > 0 ? z2 / (n + z2) : 1;
+}
+
+/* The level of dimension dim of c ("" when none). */
+static const char *dim_of(const drift_matrix_config *c, const char *dim) {
+    for (size_t i = 0; i < c->n_dims; i++)
+        if (!strcmp(c->dim_names[i], dim)) return c->dim_values[i];
+    return "";
+}
+
+/* Distinct levels of dim over the configurations of spec that are levels or baselines. */
+static size_t distinct(const drift_matrix_spec *spec, const char *dim) {
+    size_t n = 0;
+    for (size_t i = 0; i < spec->n_configs; i++) {
+        drift_lab_role r = drift_lab_label_role(spec->configs[i].label);
+        if (r != DRIFT_LAB_ROLE_LEVEL && r != DRIFT_LAB_ROLE_BASE) continue;
+        const char *v = dim_of(&spec->configs[i], dim);
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) {
+            drift_lab_role rj = drift_lab_label_role(spec->configs[j].label);
+            seen = (rj == DRIFT_LAB_ROLE_LEVEL || rj == DRIFT_LAB_ROLE_BASE) && !strcmp(dim_of(&spec->configs[j], dim), v);
+        }
+        n += !seen;
+    }
+    return n;
+}
+
+static void size_wl(drift_lab_size_wl *w, const char *name, size_t prompts, size_t configs) {
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->prompts = prompts;
+    w->configs = configs;
+    w->pairs = prompts * configs;
+    w->resolve_pairs = drift_lab_resolvable((double)w->pairs);
+    w->resolve_prompts = drift_lab_resolvable(configs ? (double)prompts : 0);
+}
+
+void drift_lab_design_size_of(const drift_lab_study *s, const drift_lab_plan *p, drift_lab_design_size *out) {
+    memset(out, 0, sizeof *out);
+    const drift_matrix_spec *spec = s->spec;
+    if (!spec) return;
+    for (size_t i = 0; i < spec->n_configs; i++) switch (drift_lab_label_role(spec->configs[i].label)) {
+        case DRIFT_LAB_ROLE_LEVEL: out->levels++; break;
+        case DRIFT_LAB_ROLE_BASE: out->bases++; break;
+        case DRIFT_LAB_ROLE_AA: out->aa++; break;
+        case DRIFT_LAB_ROLE_REF: out->ref++; break;
+        }
+    out->n_model = distinct(spec, "model");
+    out->n_hardware = distinct(spec, "hardware");
+    out->n_precision = distinct(spec, "precision");
+    out->n_framework = distinct(spec, "framework");
+    for (size_t i = 0; i < p->n_suites && out->n_wl < DRIFT_LAB_MAX_SUITES; i++)
+        size_wl(&out->wl[out->n_wl++], p->suites[i].name, p->suites[i].n, out->levels);
+    const drift_matrix_spec *ls = s->long_spec;
+    if (ls && p->long_suite.n) {
+        size_t lv = 0;
+        for (size_t i = 0; i < ls->n_configs; i++) lv += drift_lab_label_role(ls->configs[i].label) == DRIFT_LAB_ROLE_LEVEL;
+        size_wl(&out->wl[out->n_wl++], p->long_suite.name, p->long_suite.n, lv);
+    }
 }

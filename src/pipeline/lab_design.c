@@ -1,25 +1,37 @@
 /* lab_design.c - the lab's study design: which models, whether safety can
  * be judged, and the matrix (a spec JSON, so `driftbench matrix` can re-run
- * or shard it).
+ * or shard it; model paths relative to the working directory when the
+ * models are under it, so the spec travels with the repository).
  *
- * Per model the `ref` profile is the baseline ("ref@{model}") and the
- * numeric profiles are the three axes the paper varies:
- *   precision  weight format f32 bf16 fp8 int8 int4 mxfp4 (+ f16 nvfp4 full)
- *   framework  kernel variant: reduction order / split-K / attention algo
- *   hardware   the vector ISA the fast kernels use (auto = best, avx2, ...),
- *              and the GPU (backend=cuda, level = its name, e.g. h200)
- *              when the build has CUDA and a GPU is visible
- * --quick: at most three models, those whose file name holds "-fragile-"
- * first (trained to meet near-ties as real models do), then the others by
- * name; from f32/seq on the best ISA it moves one axis at a time (6
- * precisions, split-K 4, avx2; f32/seq itself keeps the ANOVA design
- * identifiable): 9 runs per model with math 150, all 164 code tasks, safety
- * 100 (with a guard), chat 100 prompts, 128 new tokens. Long context (20
- * prompts, each a prefill of ~2,000 tokens) runs on a subset only: the
- * first model's ref baseline, f32, fp8 and int4 (drift_lab_design_long_json),
+ * The baseline of each model is a reduced-precision serving profile as the
+ * paper's (FP16 on H100 with vLLM): "base@{model}" = precision=w16a16
+ * (bf16 weights, activations, KV cache; f32 accumulation),
+ * framework=vllm, hardware=avx2 (the engine's presets, profile.h), with
+ * logprobs stored so the report can rank flips by risk. Each level swaps
+ * one preset; the axes are what separates serving stacks:
+ *   precision  w16a16 w8a8-fp8 w4a16-mxfp4 (--full: + w8a8-int8); w4a16
+ *              (int4 g128) is left out: its groups do not divide the rows
+ *              of small models (the test fixtures: 64 columns)
+ *   framework  vllm sglang trtllm (rounding points, fusion, attention blocks,
+ *              split-K)
+ *   hardware   avx2 sse2 avx512 (lanes, reduction tree, FMA), and the GPU
+ *              (backend=cuda, level = its name) when one is visible
+ * --quick crosses framework x precision at the baseline hardware on every
+ * model, hardware x precision at the baseline framework on the first model
+ * and the hardware levels at the baseline precision on the others; at most
+ * three models ("-fragile-" first). --full crosses the three axes on every
+ * model (3 x 4 x 3 = 36 per model, 35 besides the baseline: 105 with three
+ * models, the paper's count). Three levels on each axis and three models,
+ * so PRI can hold each out.
+ * Controls, rows against the baseline that are no part of the axes (the
+ * report shows them apart): "aa@{model}", the baseline again at another
+ * thread count (zero flips by construction: the engine is thread- and
+ * batch-invariant), and "ref@{model}", the float64 reference kernels (how
+ * far is the baseline from exact).
+ * Long context (each prompt a prefill of ~2,000 tokens) runs in --quick on
+ * the first model's baseline and four levels only (drift_lab_design_long_json),
  * as a second spec whose runs are the same labels, so its rows join the
- * same flip table. --full crosses everything (3 ISAs x 8 formats x 5 kernel
- * variants) on every model and every suite. */
+ * same flip table; --full runs it on every configuration. */
 #include <glob.h>
 #include <jansson.h>
 #include <limits.h>
@@ -55,6 +67,16 @@ static void order_models(drift_lab_study *s) {
     memcpy(s->models, tmp, k * sizeof *tmp);
 }
 
+/* See lab.h. */
+char *drift_lab_portable_path(const char *abs_path) {
+    char cwd[PATH_MAX];
+    if (abs_path[0] == '/' && getcwd(cwd, sizeof cwd)) {
+        size_t n = strlen(cwd);
+        if (n > 1 && !strncmp(abs_path, cwd, n) && abs_path[n] == '/' && abs_path[n + 1]) return util_strdup(abs_path + n + 1);
+    }
+    return util_strdup(abs_path);
+}
+
 /* Appends the models of dir (sorted, as glob sorts) to s, up to the cap. */
 static size_t find_models(const char *dir, drift_lab_study *s) {
     char pat[PATH_MAX];
@@ -69,7 +91,7 @@ static size_t find_models(const char *dir, drift_lab_study *s) {
             base = base ? base + 1 : real;
             size_t len = strlen(base) - strlen(".gguf");
             drift_lab_model *m = &s->models[s->n_models++];
-            m->path = util_strdup(real);
+            m->path = drift_lab_portable_path(real);
             m->name = util_strndup(base, len);
             for (char *c = m->name; *c; c++)
                 if (*c == ',' || *c == '=' || *c == '{' || *c == '}') *c = '_';
@@ -120,7 +142,7 @@ drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opt
     }
     s->n_found = s->n_models;
     order_models(s);
-    if (!opts->full && s->n_models > DRIFT_LAB_QUICK_MODELS) {
+    if (s->n_models > DRIFT_LAB_QUICK_MODELS) { /* --full too: the paper's three models */
         for (size_t i = DRIFT_LAB_QUICK_MODELS; i < s->n_models; i++) {
             free(s->models[i].path);
             free(s->models[i].name);
@@ -155,54 +177,88 @@ drift_status drift_lab_safety_check(drift_lab_study *s, drift_error *err) {
     return DRIFT_OK;
 }
 
-void lab_config_target(char *out, size_t cap, const char *model_path, const char *prec, const char *hw_spec,
-                       const char *fw_spec, int threads) {
-    snprintf(out, cap, "embedded:%s?profile=cpu-f32&weights=%s&%s&%s&threads=%d", model_path, prec, hw_spec, fw_spec,
+void lab_config_target(char *out, size_t cap, const char *model_path, const char *prec, const char *hw,
+                       const char *fw, int threads) {
+    snprintf(out, cap, "embedded:%s?precision=%s&framework=%s&hardware=%s&threads=%d", model_path, prec, fw, hw,
              threads);
 }
 
-typedef struct lab_variant {
-    const char *name;   /* level name */
-    const char *spec;   /* profile keys */
-} lab_variant;
+/* ---- the levels ----
+ * Each level is an engine preset (profile.h: precision=, framework=,
+ * hardware=), named as the preset, so a run records the level's own name;
+ * a level is the baseline with one preset swapped. The baseline is listed
+ * first in each axis. */
+static const char *const hw_quick[] = {LAB_BASE_HARDWARE, "sse2", "avx512"};
+static const char *const hw_full[] = {LAB_BASE_HARDWARE, "sse2", "avx512"};
+static const char *const prec_quick[] = {LAB_BASE_PRECISION, "w8a8-fp8", "w4a16-mxfp4"};
+static const char *const prec_full[] = {LAB_BASE_PRECISION, "w8a8-fp8", "w8a8-int8", "w4a16-mxfp4"};
+static const char *const fw_quick[] = {LAB_BASE_FRAMEWORK, "sglang", "trtllm"};
+static const char *const fw_full[] = {LAB_BASE_FRAMEWORK, "sglang", "trtllm"};
+#define NELEM(a) (sizeof(a) / sizeof *(a))
 
-static void add_config(json_t *configs, const drift_lab_model *m, const char *hw_name, const char *hw_spec,
-                       const char *prec, const char *fw_name, const char *fw_spec, int threads) {
-    char label[512], target[PATH_MAX + 512];
-    snprintf(label, sizeof label, "%s/%s/%s/%s", m->name, hw_name, prec, fw_name);
-    lab_config_target(target, sizeof target, m->path, prec, hw_spec, fw_spec, threads);
-    json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
-                                             "dims", "model", m->name, "hardware", hw_name, "precision", prec,
-                                             "framework", fw_name));
+/* --quick's long-context configurations of the first model (labels of the
+ * main spec): precision and framework levels at the baseline hardware */
+static const struct {
+    const char *prec, *fw;
+} long_quick[] = {{"w8a8-fp8", LAB_BASE_FRAMEWORK},
+                  {"w4a16-mxfp4", LAB_BASE_FRAMEWORK},
+                  {LAB_BASE_PRECISION, "sglang"},
+                  {LAB_BASE_PRECISION, "trtllm"}};
+
+void drift_lab_levels(int full, drift_lab_levels_t *out) {
+    memset(out, 0, sizeof *out);
+    out->hardware = full ? hw_full : hw_quick;
+    out->n_hardware = full ? NELEM(hw_full) : NELEM(hw_quick);
+    out->precision = full ? prec_full : prec_quick;
+    out->n_precision = full ? NELEM(prec_full) : NELEM(prec_quick);
+    out->framework = full ? fw_full : fw_quick;
+    out->n_framework = full ? NELEM(fw_full) : NELEM(fw_quick);
 }
 
-/* The ref baseline of model m. */
+static void add_config_role(json_t *configs, const char *label, const drift_lab_model *m, const char *hw,
+                            const char *prec, const char *fw, int threads) {
+    char target[PATH_MAX + 512];
+    lab_config_target(target, sizeof target, m->path, prec, hw, fw, threads);
+    json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
+                                             "dims", "model", m->name, "hardware", hw, "precision", prec,
+                                             "framework", fw));
+}
+
+static void add_config(json_t *configs, const drift_lab_model *m, const char *hw, const char *prec, const char *fw,
+                       int threads) {
+    char label[512];
+    snprintf(label, sizeof label, "%s/%s/%s/%s", m->name, hw, prec, fw);
+    add_config_role(configs, label, m, hw, prec, fw, threads);
+}
+
+/* The ref oracle of model m (float64 reference kernels): a row against the
+ * baseline, reported apart from the axes. */
 static void add_ref(json_t *configs, const drift_lab_model *m) {
     char label[512], target[PATH_MAX + 64];
     snprintf(label, sizeof label, "ref@%s", m->name);
     snprintf(target, sizeof target, "embedded:%s?profile=ref", m->path);
     json_array_append_new(configs, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", label, "target", target,
-                                             "dims", "model", m->name, "hardware", "ref", "precision", "f32",
+                                             "dims", "model", m->name, "hardware", "ref", "precision", "ref",
                                              "framework", "ref"));
 }
 
-/* The lab's matrix as a spec JSON object. */
+/* 1 when (hw, prec, fw) is the baseline's levels. */
+static int is_base(const char *hw, const char *prec, const char *fw) {
+    return !strcmp(hw, LAB_BASE_HARDWARE) && !strcmp(prec, LAB_BASE_PRECISION) && !strcmp(fw, LAB_BASE_FRAMEWORK);
+}
+
+static json_t *decoding(int max_tokens) {
+    return json_pack("{s:f, s:i, s:i, s:i}", "temperature", 0.0, "seed", 42, "max_tokens", max_tokens,
+                     "baseline_logprobs", DRIFT_LAB_BASE_LOGPROBS);
+}
+
+/* The lab's matrix as a spec JSON object (see the top of the file). */
 static json_t *build_spec(const drift_lab_model *models, size_t n_models, int full, long limit, int max_tokens,
                           int with_safety, int threads, const char *gpu) {
-    static const char *const prec_quick[] = {"f32", "bf16", "fp8", "int8", "int4", "mxfp4"};
-    static const char *const prec_full[] = {"f32", "bf16", "f16", "fp8", "int8", "int4", "mxfp4", "nvfp4"};
-    static const lab_variant fw_quick[] = {{"seq", "reduce=sequential"}, {"splitk4", "reduce=blocked:4"}};
-    static const lab_variant fw_full[] = {{"seq", "reduce=sequential"},
-                                          {"pairwise", "reduce=pairwise"},
-                                          {"splitk4", "reduce=blocked:4"},
-                                          {"online64", "attn=online:64"},
-                                          {"fastexp", "exp=fast"}};
-    static const lab_variant hw_full[] = {{"cpu-best", "isa=auto"}, {"cpu-avx2", "isa=avx2"}, {"cpu-scalar", "isa=scalar"}};
     json_t *spec = json_object();
     json_object_set_new(spec, "name", json_string(full ? "driftbench lab --full" : "driftbench lab --quick"));
-    /* --quick sizes each suite by what it costs (a code answer runs a
-     * sandboxed program, a long-context prompt is a long prefill); --limit
-     * sets every size. Sizes travel in the suite spec ("?n=N"). */
+    /* --quick sizes each suite by what it costs; --limit sets every size.
+     * Sizes travel in the suite spec ("?n=N"). */
     static const struct {
         const char *name;
         int quick_n;
@@ -212,10 +268,10 @@ static json_t *build_spec(const drift_lab_model *models, size_t n_models, int fu
                        {"chat", DRIFT_LAB_QUICK_CHAT},
                        {"long", 0}};
     json_t *suites = json_array();
-    for (size_t i = 0; i < sizeof suite_sizes / sizeof suite_sizes[0]; i++) {
+    for (size_t i = 0; i < NELEM(suite_sizes); i++) {
         if (!with_safety && !strcmp(suite_sizes[i].name, "safety")) continue;
-        /* --quick runs long-context in its own spec on a subset (each of
-         * its prompts is a prefill of thousands of tokens) */
+        /* --quick runs long context in its own spec on a subset (each of its
+         * prompts is a prefill of thousands of tokens) */
         if (!full && !suite_sizes[i].quick_n) continue;
         long n = limit > 0 ? limit : full ? 0 : suite_sizes[i].quick_n;
         char spec_s[64];
@@ -224,40 +280,65 @@ static json_t *build_spec(const drift_lab_model *models, size_t n_models, int fu
         json_array_append_new(suites, json_string(spec_s));
     }
     json_object_set_new(spec, "suites", suites);
-    json_object_set_new(spec, "decoding", json_pack("{s:f, s:i, s:i}", "temperature", 0.0, "seed", 42, "max_tokens", max_tokens));
-    json_object_set_new(spec, "baseline", json_string("ref@{model}"));
+    json_object_set_new(spec, "decoding", decoding(max_tokens));
+    json_object_set_new(spec, "baseline", json_string("base@{model}"));
+    drift_lab_levels_t lv;
+    drift_lab_levels(full, &lv);
     json_t *configs = json_array();
-    for (size_t m = 0; m < n_models; m++) add_ref(configs, &models[m]);
     for (size_t m = 0; m < n_models; m++) {
+        char label[512];
+        snprintf(label, sizeof label, "base@%s", models[m].name);
+        add_config_role(configs, label, &models[m], LAB_BASE_HARDWARE, LAB_BASE_PRECISION, LAB_BASE_FRAMEWORK, threads);
+    }
+    for (size_t m = 0; m < n_models; m++) {
+        const drift_lab_model *md = &models[m];
         if (full) {
-            for (size_t h = 0; h < sizeof hw_full / sizeof hw_full[0]; h++)
-                for (size_t p = 0; p < sizeof prec_full / sizeof prec_full[0]; p++)
-                    for (size_t f = 0; f < sizeof fw_full / sizeof fw_full[0]; f++)
-                        add_config(configs, &models[m], hw_full[h].name, hw_full[h].spec, prec_full[p], fw_full[f].name,
-                                   fw_full[f].spec, threads);
+            /* every axis crossed */
+            for (size_t h = 0; h < lv.n_hardware; h++)
+                for (size_t p = 0; p < lv.n_precision; p++)
+                    for (size_t f = 0; f < lv.n_framework; f++)
+                        if (!is_base(lv.hardware[h], lv.precision[p], lv.framework[f]))
+                            add_config(configs, md, lv.hardware[h], lv.precision[p], lv.framework[f], threads);
         } else {
-            /* one axis at a time from f32/seq on the best ISA: every
-             * precision, one kernel variant, one other ISA */
-            for (size_t p = 0; p < sizeof prec_quick / sizeof prec_quick[0]; p++)
-                add_config(configs, &models[m], "cpu-best", "isa=auto", prec_quick[p], fw_quick[0].name, fw_quick[0].spec,
-                           threads);
-            add_config(configs, &models[m], "cpu-best", "isa=auto", "f32", fw_quick[1].name, fw_quick[1].spec, threads);
-            add_config(configs, &models[m], "cpu-avx2", "isa=avx2", "f32", "seq", "reduce=sequential", threads);
+            /* framework x precision at the baseline hardware, on every model */
+            for (size_t f = 0; f < lv.n_framework; f++)
+                for (size_t p = 0; p < lv.n_precision; p++)
+                    if (!is_base(LAB_BASE_HARDWARE, lv.precision[p], lv.framework[f]))
+                        add_config(configs, md, LAB_BASE_HARDWARE, lv.precision[p], lv.framework[f], threads);
+            /* hardware x precision at the baseline framework: crossed on the
+             * first model, the hardware levels at the baseline precision on
+             * the others (a hardware level costs 2.5-4x a baseline run) */
+            for (size_t h = 1; h < lv.n_hardware; h++)
+                for (size_t p = 0; p < (m == 0 ? lv.n_precision : 1); p++)
+                    add_config(configs, md, lv.hardware[h], lv.precision[p], LAB_BASE_FRAMEWORK, threads);
         }
-        /* the GPU, when this build has CUDA and one is visible: hardware level
-         * = the device ("h200"); --quick moves only the hardware (f32, the
-         * fixed-order kernels), --full crosses it with every precision and
-         * both GPU kernel families (DriftBench's, the vendor's) */
+        /* the GPU, when this build has CUDA and one is visible: hardware
+         * level = the device ("h200"), at every precision with the baseline
+         * framework */
         if (gpu) {
-            if (full) {
-                for (size_t p = 0; p < sizeof prec_full / sizeof prec_full[0]; p++) {
-                    add_config(configs, &models[m], gpu, "backend=cuda", prec_full[p], "seq", "gemm=kernel", threads);
-                    add_config(configs, &models[m], gpu, "backend=cuda", prec_full[p], "vendor", "gemm=vendor", threads);
-                }
-            } else {
-                add_config(configs, &models[m], gpu, "backend=cuda", "f32", "seq", "gemm=kernel", threads);
+            char hw[64];
+            snprintf(hw, sizeof hw, "%s", gpu);
+            for (size_t p = 0; p < (full ? lv.n_precision : 1); p++) {
+                char lbl[512], target[PATH_MAX + 512];
+                snprintf(lbl, sizeof lbl, "%s/%s/%s/%s", md->name, hw, lv.precision[p], LAB_BASE_FRAMEWORK);
+                snprintf(target, sizeof target, "embedded:%s?precision=%s&framework=%s&backend=cuda&threads=%d",
+                         md->path, lv.precision[p], LAB_BASE_FRAMEWORK, threads);
+                json_array_append_new(configs,
+                                      json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "label", lbl, "target", target,
+                                                "dims", "model", md->name, "hardware", hw, "precision",
+                                                lv.precision[p], "framework", LAB_BASE_FRAMEWORK));
             }
         }
+    }
+    /* the controls: the A/A run (the baseline again at another thread
+     * count: zero flips by the engine's thread invariance) and the ref
+     * oracle (how far the baseline is from exact) */
+    for (size_t m = 0; m < n_models; m++) {
+        char label[512];
+        snprintf(label, sizeof label, "aa@%s", models[m].name);
+        add_config_role(configs, label, &models[m], LAB_BASE_HARDWARE, LAB_BASE_PRECISION, LAB_BASE_FRAMEWORK,
+                        threads == 2 ? 1 : 2);
+        add_ref(configs, &models[m]);
     }
     json_object_set_new(spec, "configs", configs);
     return spec;
@@ -266,18 +347,19 @@ static json_t *build_spec(const drift_lab_model *models, size_t n_models, int fu
 char *drift_lab_design_long_json(const drift_lab_model *models, size_t n_models, long limit, int max_tokens,
                                  int threads) {
     if (!n_models) return NULL;
-    static const char *const prec_long[] = {"f32", "fp8", "int4"};
     json_t *spec = json_object();
     json_object_set_new(spec, "name", json_string("driftbench lab --quick: long context"));
     char suite[64];
     snprintf(suite, sizeof suite, "builtin:long?n=%ld", limit > 0 ? limit : (long)DRIFT_LAB_QUICK_LONG);
     json_object_set_new(spec, "suites", json_pack("[s]", suite));
-    json_object_set_new(spec, "decoding", json_pack("{s:f, s:i, s:i}", "temperature", 0.0, "seed", 42, "max_tokens", max_tokens));
-    json_object_set_new(spec, "baseline", json_string("ref@{model}"));
+    json_object_set_new(spec, "decoding", decoding(max_tokens));
+    json_object_set_new(spec, "baseline", json_string("base@{model}"));
     json_t *configs = json_array();
-    add_ref(configs, &models[0]);
-    for (size_t p = 0; p < sizeof prec_long / sizeof prec_long[0]; p++)
-        add_config(configs, &models[0], "cpu-best", "isa=auto", prec_long[p], "seq", "reduce=sequential", threads);
+    char label[512];
+    snprintf(label, sizeof label, "base@%s", models[0].name);
+    add_config_role(configs, label, &models[0], LAB_BASE_HARDWARE, LAB_BASE_PRECISION, LAB_BASE_FRAMEWORK, threads);
+    for (size_t i = 0; i < NELEM(long_quick); i++)
+        add_config(configs, &models[0], LAB_BASE_HARDWARE, long_quick[i].prec, long_quick[i].fw, threads);
     json_object_set_new(spec, "configs", configs);
     char *text = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(spec);
@@ -343,4 +425,13 @@ void drift_lab_study_clear(drift_lab_study *s) {
     free(s->long_spec_json);
     drift_matrix_spec_free(s->long_spec);
     memset(s, 0, sizeof *s);
+}
+
+/* See lab.h. */
+drift_lab_role drift_lab_label_role(const char *label) {
+    if (!label) return DRIFT_LAB_ROLE_LEVEL;
+    if (!strncmp(label, "base@", 5)) return DRIFT_LAB_ROLE_BASE;
+    if (!strncmp(label, "aa@", 3)) return DRIFT_LAB_ROLE_AA;
+    if (!strncmp(label, "ref@", 4)) return DRIFT_LAB_ROLE_REF;
+    return DRIFT_LAB_ROLE_LEVEL;
 }

@@ -1,10 +1,11 @@
 /* lab_stochastic.c - the lab's stochastic-serving leg (the paper's
  * temperature 0.7, N=5 check).
  *
- * The first model's f32 and int4 configurations (the same targets as the
- * matrix's "cpu-best/f32/seq" and "cpu-best/int4/seq") run again at
+ * The first model's baseline (w16a16) and w4a16 configurations (the same
+ * targets as the matrix's "base@MODEL" and "MODEL/avx2/w4a16/vllm", called
+ * A and B below, f32 and int4 in the formulas) run again at
  * temperature 0.7 with 5 replicates on math, under their own labels
- * ("stochastic/MODEL/f32"), so they are no rows of the flip table. Their
+ * ("stochastic/MODEL/w16a16"), so they are no rows of the flip table. Their
  * comparison gives the expected flip rate over replicate pairs; the
  * deterministic flip rate of the same pair comes from the matrix's runs;
  * the ratio is what the paper reports as ~0.23x.
@@ -43,18 +44,20 @@ void drift_lab_stochastic_design(const drift_lab_study *s, drift_lab_stochastic 
     memset(x, 0, sizeof *x);
     const char *path = s->models[0].path, *name = s->models[0].name;
     snprintf(x->model, sizeof x->model, "%s", name);
-    lab_config_target(x->target_f32, sizeof x->target_f32, path, "f32", "isa=auto", "reduce=sequential",
-                      s->opts.threads);
-    lab_config_target(x->target_int4, sizeof x->target_int4, path, "int4", "isa=auto", "reduce=sequential",
-                      s->opts.threads);
-    snprintf(x->label_f32, sizeof x->label_f32, "stochastic/%s/f32", name);
-    snprintf(x->label_int4, sizeof x->label_int4, "stochastic/%s/int4", name);
-    snprintf(x->label_null, sizeof x->label_null, "stochastic/%s/f32-null", name);
-    snprintf(x->label_null_int4, sizeof x->label_null_int4, "stochastic/%s/int4-null", name);
+    lab_config_target(x->target_base, sizeof x->target_base, path, LAB_BASE_PRECISION, LAB_BASE_HARDWARE,
+                      LAB_BASE_FRAMEWORK, s->opts.threads);
+    lab_config_target(x->target_alt, sizeof x->target_alt, path, DRIFT_LAB_STOCH_ALT, LAB_BASE_HARDWARE,
+                      LAB_BASE_FRAMEWORK, s->opts.threads);
+    snprintf(x->label_base, sizeof x->label_base, "stochastic/%s/%s", name, LAB_BASE_PRECISION);
+    snprintf(x->label_alt, sizeof x->label_alt, "stochastic/%s/%s", name, DRIFT_LAB_STOCH_ALT);
+    snprintf(x->label_null_base, sizeof x->label_null_base, "stochastic/%s/%s-null", name, LAB_BASE_PRECISION);
+    snprintf(x->label_null_alt, sizeof x->label_null_alt, "stochastic/%s/%s-null", name, DRIFT_LAB_STOCH_ALT);
     x->seed = 42;
     x->null_seed = DRIFT_LAB_STOCH_NULL_SEED;
-    snprintf(x->det_f32, sizeof x->det_f32, "%s/cpu-best/f32/seq", name);
-    snprintf(x->det_int4, sizeof x->det_int4, "%s/cpu-best/int4/seq", name);
+    snprintf(x->det_base, sizeof x->det_base, "base@%s", name);
+    snprintf(x->det_alt, sizeof x->det_alt, "%s/%s/%s/%s", name, LAB_BASE_HARDWARE, DRIFT_LAB_STOCH_ALT,
+             LAB_BASE_FRAMEWORK);
+    snprintf(x->pair, sizeof x->pair, "%s -> %s", LAB_BASE_PRECISION, DRIFT_LAB_STOCH_ALT);
     snprintf(x->suite, sizeof x->suite, "builtin:math?n=%ld", s->stoch_prompts);
     x->replicates = DRIFT_LAB_STOCH_REPLICATES;
     x->temperature = 0.7;
@@ -208,19 +211,21 @@ static double disagree(long ap, long af, long bp, long bf) {
 /* Per-prompt figures over the math prompts labelled in all six runs, then
  * drift_lab_beyond_null. */
 static drift_status against_null(drift_store *st, drift_lab_stochastic *x, drift_error *err) {
-    const char *labels[6] = {x->label_f32, x->label_int4, x->label_null, x->label_null_int4, x->det_f32, x->det_int4};
+    const char *labels[6] = {x->label_base, x->label_alt, x->label_null_base, x->label_null_alt, x->det_base, x->det_alt};
     prompt_labels pl[6];
     memset(pl, 0, sizeof pl);
     drift_status rc = DRIFT_OK;
     for (int k = 0; k < 6 && !rc; k++) rc = load_labels(st, labels[k], &pl[k], err);
     double *cross = NULL, *nul = NULL, *det = NULL;
+    drift_stoch_prompt *sp = NULL;
     size_t n = 0;
     if (!rc) {
         size_t cap = pl[0].n ? pl[0].n : 1;
         cross = malloc(cap * sizeof *cross);
         nul = malloc(cap * sizeof *nul);
         det = malloc(cap * sizeof *det);
-        if (!cross || !nul || !det) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        sp = malloc(cap * sizeof *sp);
+        if (!cross || !nul || !det || !sp) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     for (size_t i = 0; !rc && i < pl[0].n; i++) {
         long at[6];
@@ -236,7 +241,19 @@ static drift_status against_null(drift_store *st, drift_lab_stochastic *x, drift
 #undef D
         /* the deterministic pair has one answer each: a flip when they differ */
         det[n] = (pl[4].pass[at[4]] > 0) != (pl[5].pass[at[5]] > 0);
+        for (int k = 0; k < 4; k++) { /* the estimand's sets: A1 B1 A2 B2 = runs 0 1 2 3 */
+            sp[n].pass[k] = pl[k].pass[at[k]];
+            sp[n].fail[k] = pl[k].fail[at[k]];
+        }
+        sp[n].det_flip = (int)det[n];
         n++;
+    }
+    x->estimand_ok = 0;
+    if (!rc) {
+        drift_error e = {0};
+        if (drift_stoch_estimand_compute(sp, n, NULL, &x->estimand, &e))
+            snprintf(x->estimand_why, sizeof x->estimand_why, "%s", e.msg);
+        else x->estimand_ok = 1;
     }
     if (!rc)
         rc = n < 2 ? drift_error_set(err, DRIFT_ERR_INVALID,
@@ -245,6 +262,7 @@ static drift_status against_null(drift_store *st, drift_lab_stochastic *x, drift
     free(cross);
     free(nul);
     free(det);
+    free(sp);
     for (int k = 0; k < 6; k++) prompt_labels_clear(&pl[k]);
     return rc;
 }
@@ -258,8 +276,8 @@ void drift_lab_stochastic_opts_default(drift_lab_stochastic_opts *o) {
 drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochastic *x, const drift_lab_stochastic_opts *o,
                                       drift_lab_stochastic_summary *sum, drift_error *err) {
     memset(sum, 0, sizeof *sum);
-    const char *labels[4] = {x->label_f32, x->label_int4, x->label_null, x->label_null_int4};
-    const char *targets[4] = {x->target_f32, x->target_int4, x->target_f32, x->target_int4};
+    const char *labels[4] = {x->label_base, x->label_alt, x->label_null_base, x->label_null_alt};
+    const char *targets[4] = {x->target_base, x->target_alt, x->target_base, x->target_alt};
     long seeds[4] = {x->seed, x->seed, x->null_seed, x->null_seed};
     const char *suites[1] = {x->suite};
     drift_scorer *scorer = NULL; /* opened at the first scoring, closed at the end */
@@ -304,7 +322,7 @@ drift_status drift_lab_stochastic_run(drift_store *st, const drift_lab_stochasti
 
 drift_status drift_lab_stochastic_compare(drift_store *st, drift_lab_stochastic *x, drift_error *err) {
     drift_comparison *sc = NULL, *dc = NULL;
-    drift_status rc = drift_compare_runs(st, x->label_f32, x->label_int4, NULL, &sc, err);
+    drift_status rc = drift_compare_runs(st, x->label_base, x->label_alt, NULL, &sc, err);
     if (rc) return rc;
     const drift_wl_result *sw = &sc->wl[DRIFT_WL_MATH];
     x->expected_flip_rate = sw->expected_flip_rate;
@@ -313,7 +331,7 @@ drift_status drift_lab_stochastic_compare(drift_store *st, drift_lab_stochastic 
     x->majority_n = sw->majority_n;
     x->majority_ties = sw->majority_ties;
     drift_error derr = {0};
-    drift_status drc = drift_compare_runs(st, x->det_f32, x->det_int4, NULL, &dc, &derr);
+    drift_status drc = drift_compare_runs(st, x->det_base, x->det_alt, NULL, &dc, &derr);
     x->det_ok = drc == DRIFT_OK && dc->present[DRIFT_WL_MATH];
     x->ratio = NAN;
     if (x->det_ok) {
@@ -328,7 +346,10 @@ drift_status drift_lab_stochastic_compare(drift_store *st, drift_lab_stochastic 
     drift_comparison_free(dc);
     x->null_ok = 0;
     drift_error nerr = {0};
-    if (against_null(st, x, &nerr)) snprintf(x->null_reason, sizeof x->null_reason, "%s", nerr.msg);
+    if (against_null(st, x, &nerr)) {
+        snprintf(x->null_reason, sizeof x->null_reason, "%s", nerr.msg);
+        if (!x->estimand_ok && !x->estimand_why[0]) snprintf(x->estimand_why, sizeof x->estimand_why, "%s", nerr.msg);
+    }
     else x->null_ok = 1;
     return DRIFT_OK;
 }

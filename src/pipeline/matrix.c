@@ -145,6 +145,11 @@ static void run_opts_for(const drift_matrix_spec *spec, const drift_matrix_confi
     r->params.top_p = spec->top_p;
     r->params.seed = spec->seed;
     r->params.max_tokens = spec->max_tokens;
+    if (spec->baseline_logprobs > 0) { /* the baseline's answers carry logprobs (flip risk) */
+        char *bl = drift_matrix_baseline_for(spec->baseline, c);
+        if (bl && !strcmp(bl, c->label)) r->params.logprobs = spec->baseline_logprobs;
+        free(bl);
+    }
     if (o->concurrency > 0) r->target_opts.concurrency = o->concurrency;
     r->cancel = o->cancel;
     r->cancel_user = o->cancel_user;

@@ -22,8 +22,10 @@
  *                                 requests) and the stochastic leg's
  *                                 figures against the paper's 0.23x. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "driftbench/analysis.h"
 #include "driftbench/lab_result.h"
 #include "driftbench/report.h"
 #include "report/report_internal.h"
@@ -49,8 +51,8 @@ static void render_null(util_buf *b, const drift_lab_stochastic *x) {
     }
     const drift_lab_beyond *d = &x->beyond;
     buf_printf(b, "null: each stack against itself with seeds %ld+r disagrees on %.2f%% of replicate pairs (sampling "
-                  "alone); f32 -> int4 across seeds: %.2f%%, over the same %zu prompts\n",
-               x->null_seed, 100 * d->null_rate, 100 * d->cross, d->n);
+                  "alone); %s across seeds: %.2f%%, over the same %zu prompts\n",
+               x->null_seed, 100 * d->null_rate, x->pair, 100 * d->cross, d->n);
     buf_printf(b, "drift beyond the null: %+.2f points, 95%% CI ", 100 * d->beyond);
     interval(b, d->beyond_lo, d->beyond_hi, 100, "");
     buf_printf(b, " (paired bootstrap over prompts, %d resamples)%s\n", d->resamples,
@@ -64,16 +66,54 @@ static void render_null(util_buf *b, const drift_lab_stochastic *x) {
     }
     buf_printf(b, "ratio beyond-null / deterministic: %.2fx, 95%% CI ", d->ratio);
     interval(b, d->ratio_lo, d->ratio_hi, 1, "x");
-    buf_puts(b, " (the paper: 0.23x)");
+    /* per-prompt disagreement beyond the null estimates the mean squared
+     * change of the pass probability, not a flip rate: no comparison with
+     * the paper's 0.23x (the estimand below is the comparable one) */
+    buf_puts(b, " (mean squared change of per-prompt pass probability over the deterministic flip rate: another "
+                "estimand than the paper's 0.23x, not compared with it)");
     if (isinf(d->ratio_hi))
-        buf_printf(b, "; the upper end is unbounded (%.0f%% of resamples have no deterministic flip): too small a "
-                      "sample to bound it",
+        buf_printf(b, "; the upper end is unbounded (%.0f%% of resamples have no deterministic flip)",
                    100 * d->det_zero_share);
-    else if (0.23 >= d->ratio_lo && 0.23 <= d->ratio_hi)
-        buf_puts(b, "; the paper's figure is inside the interval");
-    else
-        buf_puts(b, "; the paper's figure is outside the interval");
     buf_puts(b, "\n");
+}
+
+/* The flip-rate estimand (analysis.h): majority-vote flips beyond the
+ * same-stack null, and its ratio, the figure comparable with the paper's. */
+static void render_estimand(util_buf *b, const drift_lab_stochastic *x) {
+    if (!x->estimand_ok) {
+        buf_printf(b, "flip-rate estimand: not computed (%s)\n", x->estimand_why[0] ? x->estimand_why : "no data");
+        return;
+    }
+    const drift_stoch_estimand *e = &x->estimand;
+    const struct {
+        const char *name;
+        const drift_boot_ci *c;
+    } rows[] = {{"cross (majority-vote flips between the stacks)", &e->cross},
+                {"null (between two seed sets of one stack)", &e->null},
+                {"beyond (cross - null)", &e->beyond},
+                {"deterministic (temperature 0, same pair)", &e->det}};
+    buf_printf(b, "flip-rate estimand over %zu prompts (%zu with the deterministic pair; 95%% percentile bootstrap "
+                  "over prompts, %d resamples; %.1f%% of replicate sets tie):\n",
+               e->n, e->n_det, e->resamples, 100 * e->tie_share);
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        buf_printf(b, "  %s: ", rows[i].name);
+        if (!isfinite(rows[i].c->est)) buf_puts(b, "-\n");
+        else {
+            buf_printf(b, "%.2f%% ", 100 * rows[i].c->est);
+            interval(b, rows[i].c->lo, rows[i].c->hi, 100, "%");
+            buf_puts(b, "\n");
+        }
+    }
+    const drift_boot_ci *r = &e->ratio_beyond;
+    if (!isfinite(r->est)) buf_puts(b, "  ratio beyond / deterministic: - (no deterministic flip: cannot say)\n");
+    else {
+        buf_printf(b, "  ratio beyond / deterministic: %.2fx ", r->est);
+        interval(b, r->lo, r->hi, 1, "x");
+        if (isinf(r->hi) || (r->lo <= 0 && r->hi >= 0.23)) buf_puts(b, ": cannot say against the paper's 0.23x at this size\n");
+        else if (r->lo <= 0.23 && 0.23 <= r->hi) buf_puts(b, ": the paper's 0.23x is inside the interval\n");
+        else buf_printf(b, ": %s the paper's 0.23x\n", r->hi < 0.23 ? "below" : "above");
+    }
+    buf_printf(b, "what these mean: %s\n", drift_stoch_estimand_definition());
 }
 
 /* See lab.h. */
@@ -120,6 +160,7 @@ drift_status drift_lab_stochastic_render(const drift_lab_stochastic *x, char **o
         buf_printf(&b, "deterministic flip rate: not available (%s)\n", x->det_reason);
     }
     render_null(&b, x);
+    render_estimand(&b, x);
     return report_text_finish(&b, out, err);
 }
 
@@ -143,25 +184,28 @@ drift_status drift_store_outcomes_render(const drift_store_outcomes *o, char **o
 static void note_stochastic(util_buf *note, const drift_lab_stochastic *x) {
     if (x->null_ok) {
         const drift_lab_beyond *d = &x->beyond;
-        buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s f32 -> int4): %.2f%% "
+        buf_printf(note, "Stochastic serving (temperature 0.7, %d replicates, %zu math prompts, %s %s): %.2f%% "
                          "of replicate pairs disagree, %.2f%% for each stack against itself with other seeds (the null), so "
                          "%+.2f points beyond the null (95%% CI %.2f to %.2f). ",
-                   x->replicates, d->n, x->model, 100 * d->cross, 100 * d->null_rate, 100 * d->beyond,
+                   x->replicates, d->n, x->model, x->pair, 100 * d->cross, 100 * d->null_rate, 100 * d->beyond,
                    100 * d->beyond_lo, 100 * d->beyond_hi);
         if (isnan(d->ratio))
             buf_puts(note, "No deterministic flip on those prompts: the ratio to the deterministic rate (the paper: "
                            "0.23x) cannot be said at this size. ");
-        else if (isinf(d->ratio_hi))
-            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI from %.2fx, unbounded above: too few "
-                             "deterministic flips to bound it; the paper: 0.23x). ",
-                       d->ratio, d->ratio_lo);
-        else
-            buf_printf(note, "Ratio to the deterministic rate: %.2fx (95%% CI %.2fx to %.2fx; the paper: 0.23x). ",
-                       d->ratio, d->ratio_lo, d->ratio_hi);
+        if (x->estimand_ok && isfinite(x->estimand.ratio_beyond.est)) {
+            const drift_boot_ci *rb = &x->estimand.ratio_beyond;
+            char hi[32];
+            if (isinf(rb->hi)) snprintf(hi, sizeof hi, "unbounded");
+            else snprintf(hi, sizeof hi, "%.2fx", rb->hi);
+            buf_printf(note, "Majority-vote flips beyond the same-stack null over the deterministic flip rate (the "
+                             "figure comparable with the paper's 0.23x): %.2fx (95%% CI %.2fx to %s). ",
+                       rb->est, rb->lo, hi);
+        }
     } else if (!isnan(x->ratio)) {
-        buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s f32 -> int4): expected flip rate "
-                         "%.2f%%, %.2fx the deterministic figure (the paper: 0.23x); not against its null: %s. ",
-                   x->model, 100 * x->expected_flip_rate, x->ratio, x->null_reason);
+        buf_printf(note, "Stochastic serving (temperature 0.7, 5 replicates, math, %s %s): expected flip rate "
+                         "%.2f%%, %.2fx the deterministic figure (sampling noise included, not against its null: "
+                         "%s). ",
+                   x->model, x->pair, 100 * x->expected_flip_rate, x->ratio, x->null_reason);
     }
 }
 
@@ -176,7 +220,7 @@ drift_status drift_lab_report_note_render(const drift_lab_report *r, char **out,
     if (!r->with_safety) buf_printf(&note, "Safety was not run: %s. ", r->safety_reason);
     if (!r->full && r->long_n)
         buf_printf(&note, "The quick matrix runs long-context (%zu prompts, each a prefill of ~%.0f tokens) on the "
-                          "first model's ref, f32, fp8 and int4 configurations only; `driftbench lab --full` runs it "
+                          "first model's baseline and four of its levels only; `driftbench lab --full` runs it "
                           "on every one. ",
                    r->long_n, r->long_tokens);
     buf_printf(&note, "Answers cut by the %d-token limit: ", r->cuts->max_tokens);

@@ -62,6 +62,9 @@
 #define Z95 1.959963984540054
 #define PAPER_STOCH_RATIO 0.23
 #define WRAP_COLS 100
+/* fewer prompts than this: the rate's interval is Wilson's (each prompt
+ * counted once), not the cluster bootstrap's */
+#define MIN_BOOT_PROMPTS 20
 /* counts above this are not a lab's (and their sums could overflow) */
 #define MAX_COUNT 1000000000000L
 
@@ -105,6 +108,8 @@ typedef struct wl_stat {
 
 typedef struct summary {
     const drift_lab_summary_in *in;
+    const drift_lab_findings *f;      /* the lab's findings; NULL: a bare table */
+    const drift_lab_stochastic *leg;  /* the stochastic leg; NULL: not given */
     wl_stat wl[DRIFT_WL_COUNT];
     size_t n_rows, n_bad;  /* rows; rows ignored (unknown workload, impossible counts) */
     size_t configs;        /* distinct experiment ids with pairs */
@@ -137,9 +142,12 @@ static int row_valid(const drift_table_row *r) {
            r->num_flips <= r->num_comparisons;
 }
 
-static void compute(summary *s, const drift_lab_summary_in *in) {
+static void compute(summary *s, const drift_lab_summary_in *in, const drift_lab_findings *f,
+                    const drift_lab_stochastic *leg) {
     memset(s, 0, sizeof *s);
     s->in = in;
+    s->f = f;
+    s->leg = leg;
     const drift_table *t = in->table;
     s->n_rows = t->n_rows;
     for (size_t i = 0; i < t->n_rows; i++) {
@@ -167,13 +175,33 @@ static void compute(summary *s, const drift_lab_summary_in *in) {
         if (!x->present) continue;
         double p = (double)x->flips / (double)x->pairs, lo, hi;
         wilson_p(p, (double)x->prompts, &lo, &hi);
+        /* a workload without a flip keeps Wilson's interval: resampling zero
+         * flips gives [0, 0], which bounds nothing */
+        /* nor does a bootstrap over a handful of prompts say much: under
+         * MIN_BOOT_PROMPTS, Wilson's too */
+        const drift_lab_wl_stats *fs = s->f && s->f->wl[w].present && s->f->wl[w].boot_ok && s->f->wl[w].flips > 0 &&
+                                               s->f->wl[w].n_prompts >= MIN_BOOT_PROMPTS
+                                           ? &s->f->wl[w]
+                                           : NULL;
+        if (fs) { /* the cluster bootstrap over prompts (the same pairs) */
+            lo = fs->boot.flip.lo;
+            hi = fs->boot.flip.hi;
+        }
         x->rate = 100 * p;
         x->lo = 100 * lo;
         x->hi = 100 * hi;
         double pr = paper_rate(w);
+        if (fs && fs->two_way_ok) { /* the paper's figure is a mean over configurations */
+            x->lo = 100 * fs->two_way.flip.lo;
+            x->hi = 100 * fs->two_way.flip.hi;
+        }
         if (x->lo <= 0 && x->hi >= pr) x->vs = VS_TOO_FEW;
         else if (x->lo <= pr && pr <= x->hi) x->vs = x->lo <= pr / 2 || x->hi >= 2 * pr ? VS_WIDE : VS_AROUND;
         else x->vs = x->hi < pr ? VS_BELOW : VS_ABOVE;
+        if (fs) { /* the shown interval: the pooled rate's cluster bootstrap */
+            x->lo = 100 * lo;
+            x->hi = 100 * hi;
+        }
     }
 }
 
@@ -243,9 +271,17 @@ static void sentence_rates(sbuf *o, const summary *s) {
                   s->n_bad ? " (the table's rows have no valid counts)" : "");
         return;
     }
-    sb_printf(o, "Flip rate per workload, pooled over its configurations (flips / pairs), 95%% Wilson interval "
-                 "counting each prompt once (the configurations answer the same prompts, so their pairs are not "
-                 "independent): ");
+    if (s->f)
+        sb_printf(o, "Flip rate per workload, pooled over its configurations (flips / pairs), 95%% cluster bootstrap "
+                     "over prompts (the configurations answer the same prompts, so their pairs are not independent); "
+                     "the verdict against the paper's mean over its configurations is taken on the mean over these "
+                     "configurations with its two-way interval; a workload without a flip, or with fewer than 20 "
+                     "prompts, shows the Wilson interval counting each prompt once (resampling zero flips gives "
+                     "[0, 0], which bounds nothing; a few prompts resample poorly): ");
+    else
+        sb_printf(o, "Flip rate per workload, pooled over its configurations (flips / pairs), 95%% Wilson interval "
+                     "counting each prompt once (the configurations answer the same prompts, so their pairs are not "
+                     "independent): ");
     int first = 1;
     for (int i = 0; i < DRIFT_WL_COUNT; i++) {
         drift_workload w = shown(i);
@@ -278,7 +314,7 @@ static void sentence_order(sbuf *o, const summary *s) {
     const wl_stat *x[N_ORDERED];
     int n = 0;
     for (int i = 0; i < N_ORDERED; i++) n += (x[i] = &s->wl[shown(i)])->present;
-    sb_puts(o, "The paper's order (math > safety > long_context > code): ");
+    sb_puts(o, "Does the workload ordering hold? The paper's order (math > safety > long_context > code): ");
     if (n < 2) {
         sb_printf(o, "cannot be checked: %s of those workloads ran here.", n ? "only one" : "none");
         return;
@@ -379,7 +415,8 @@ static void sentence_anova(sbuf *o, const summary *s) {
     char nm[96];
     sb_printf(o, "%s, ", term_name(nm, sizeof nm, best->term));
     term_figures(o, best);
-    sb_printf(o, "; type %s sums of squares over %zu rows, eta^2 = the term's share of the total sum of squares.",
+    sb_printf(o, "; type %s sums of squares over %zu configuration rows, eta^2 = the term's share of the total sum of "
+                 "squares about the mean (not partial eta^2).",
               type == 1 ? "I" : type == 2 ? "II" : "III", a->nobs);
     if (best_stack && best_stack != best) {
         sb_printf(o, " Of the stack's axes, %s moves answers most: ", term_name(nm, sizeof nm, best_stack->term));
@@ -390,94 +427,6 @@ static void sentence_anova(sbuf *o, const summary *s) {
     else if (!(isfinite(best_stack->p_bh) && best_stack->p_bh < 0.05))
         sb_puts(o, " No axis of the stack is significant: from these rows the ANOVA cannot tell what the stack "
                    "changes from noise.");
-}
-
-/* What R^2 of a held-out level says: a figure, "no variance" (with "no
- * flips" when none of the level's rows has one) or "too few rows". */
-static const char *r2_word(char *buf, size_t cap, const summary *s, const drift_pri_holdout *h, const char *dim,
-                           const char *level) {
-    const char *w = report_r2_text(h->test_r2, h->n_test, 2, buf, cap);
-    if (w == buf || strcmp(w, "no variance")) return w;
-    const drift_table *t = s->in->table;
-    int d = drift_table_dim_index(t, dim), rows = 0, flips = 0;
-    for (size_t i = 0; d >= 0 && i < t->n_rows; i++)
-        if (t->rows[i].dims[d] && !strcmp(t->rows[i].dims[d], level)) {
-            rows++;
-            flips |= t->rows[i].num_flips != 0;
-        }
-    return rows && !flips ? "no variance (no flips)" : "no variance";
-}
-
-static void sentence_pri(sbuf *o, const summary *s) {
-    const drift_table_analyses *an = s->in->analyses;
-    sb_puts(o, "How predictable each axis is (PRI: train without one level, test on it; held-out R^2): ");
-    if (!an || !an->pri_asked) {
-        sb_puts(o, "not computed.");
-        return;
-    }
-    if (!an->pri_fits) {
-        sb_printf(o, "too few rows to say (%zu; it needs %d).", an->n_rows, DRIFT_ANALYSES_PRI_MIN_ROWS);
-        return;
-    }
-    const drift_pri_eval *ev = an->pri;
-    if (!ev) {
-        sb_printf(o, "not computable: %s.", an->pri_error.msg);
-        return;
-    }
-    if (!ev->n_levels) {
-        sb_puts(o, "no level was held out.");
-        return;
-    }
-    const drift_table *t = s->in->table;
-    double best = -INFINITY, worst = INFINITY;
-    char best_d[64] = "", worst_d[64] = "";
-    int first_dim = 1;
-    for (size_t d = 0; d < t->n_dims; d++) {
-        const char *dim = t->dim_names[d];
-        size_t dl = strlen(dim);
-        int n = 0, defined = 0;
-        double sum = 0;
-        for (size_t i = 0; i < ev->n_levels; i++) {
-            const drift_pri_holdout *h = &ev->levels[i];
-            if (strncmp(h->name, dim, dl) || h->name[dl] != '=') continue;
-            const char *level = h->name + dl + 1;
-            if (!n) sb_printf(o, "%s%s: ", first_dim ? "" : "; ", dim);
-            first_dim = 0;
-            char r2[32];
-            sb_printf(o, "%s%s %s", n ? ", " : "", level, r2_word(r2, sizeof r2, s, h, dim, level));
-            n++;
-            if (isfinite(h->test_r2)) {
-                defined++;
-                sum += h->test_r2;
-            }
-        }
-        if (!n) continue;
-        for (size_t k = 0; k < sizeof paper_holdout / sizeof *paper_holdout; k++)
-            if (!strcmp(paper_holdout[k].dim, dim))
-                sb_printf(o, " (paper, %s held out: %.3f)", paper_holdout[k].level, paper_holdout[k].r2);
-        if (defined) {
-            double mean = sum / defined;
-            if (d == DRIFT_DIM_WORKLOAD) continue; /* not a stack axis */
-            if (mean > best) snprintf(best_d, sizeof best_d, "%s", dim), best = mean;
-            if (mean < worst) snprintf(worst_d, sizeof worst_d, "%s", dim), worst = mean;
-        }
-    }
-    if (first_dim) {
-        sb_puts(o, "no held-out level names a dimension of the table.");
-        return;
-    }
-    sb_puts(o, ".");
-    char a[32], b[32];
-    if (best_d[0] && !(best > 0))
-        sb_printf(o, " No axis is predictable here: every axis's mean held-out R^2 is at most 0 (best: %s, %s), "
-                     "no better than predicting the mean.",
-                  best_d, num(a, sizeof a, 2, best));
-    else if (best_d[0] && strcmp(best_d, worst_d))
-        sb_printf(o, " Most predictable: %s (mean held-out R^2 %s); least: %s (%s).", best_d,
-                  num(a, sizeof a, 2, best), worst_d, num(b, sizeof b, 2, worst));
-    else if (best_d[0])
-        sb_printf(o, " Only %s has a defined held-out R^2 (mean %s).", best_d, num(a, sizeof a, 2, best));
-    sb_puts(o, " \"No variance\": the held-out rows share one flip rate, so R^2 is not defined (nothing to predict).");
 }
 
 static void sentence_stochastic(sbuf *o, const summary *s) {
@@ -513,27 +462,310 @@ static void sentence_stochastic(sbuf *o, const summary *s) {
     if (said) sb_puts(o, ". ");
     if (isfinite(x->ratio)) {
         sb_printf(o, "Ratio (beyond the null / deterministic) %.2fx", x->ratio);
-        if (isfinite(x->ratio_lo) && isfinite(x->ratio_hi)) {
-            sb_printf(o, " [%.2fx, %.2fx] against the paper's 0.23x: ", x->ratio_lo, x->ratio_hi);
-            if (x->ratio_lo <= 0 && x->ratio_hi >= PAPER_STOCH_RATIO)
-                sb_puts(o, "too few samples to say (the interval holds both 0 and 0.23x).");
-            else if (x->ratio_lo <= PAPER_STOCH_RATIO && PAPER_STOCH_RATIO <= x->ratio_hi)
-                sb_puts(o, "consistent with the paper.");
-            else sb_puts(o, x->ratio_hi < PAPER_STOCH_RATIO ? "below the paper's." : "above the paper's.");
-        } else {
-            sb_puts(o, " against the paper's 0.23x, without an interval, so no verdict.");
-        }
+        if (isfinite(x->ratio_lo) && isfinite(x->ratio_hi)) sb_printf(o, " [%.2fx, %.2fx]", x->ratio_lo, x->ratio_hi);
+        /* the per-prompt disagreement beyond the null estimates the mean
+         * squared change of the pass probability: not the paper's estimand */
+        sb_puts(o, ": the mean squared change of per-prompt pass probability over the deterministic flip rate, "
+                   "another estimand than the paper's 0.23x, so not compared with it.");
     } else {
-        sb_puts(o, "The ratio to the deterministic rate (the paper: 0.23x) is not computed");
+        sb_puts(o, "The ratio to the deterministic rate is not computed");
         if (x->reason && *x->reason) sb_printf(o, ": %s", x->reason);
         sb_puts(o, ".");
     }
     if (isfinite(x->ratio) && x->reason && *x->reason) sb_printf(o, " (%s)", x->reason);
 }
 
+/* ------------------------------------------------------------ issue 36's findings
+ * Each reads the lab's findings (lab_result.h) when the lab computed them;
+ * without them (a summary of a bare table) each says nothing. */
+
+static const drift_lab_wl_stats *wl_find(const summary *s, drift_workload w) {
+    return s->f && s->f->wl[w].present ? &s->f->wl[w] : NULL;
+}
+
+static void ci_pct(sbuf *o, const drift_boot_ci *c) {
+    char a[32], b[32], d[32];
+    sb_printf(o, "%s [%s, %s]", pct(a, sizeof a, 100 * c->est), pct(b, sizeof b, 100 * c->lo), pct(d, sizeof d, 100 * c->hi));
+}
+
+/* The intervals side by side: what each counts. */
+static void sentence_intervals(sbuf *o, const summary *s) {
+    if (!s->f) return;
+    sb_puts(o, "Intervals beside each other (95%): the pooled rate with a cluster bootstrap over prompts "
+               "(configurations fixed; every configuration answers the same prompts); the mean over configurations "
+               "with a two-way bootstrap (prompts and configurations resampled: what the paper's mean over its "
+               "configurations is compared with); the Wilson interval counting each prompt once (the previous "
+               "lab's, conservative): ");
+    int first = 1;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown(i);
+        const drift_lab_wl_stats *x = wl_find(s, w);
+        if (!x) continue;
+        char a[32], b[32];
+        sb_printf(o, "%s%s %zu pairs over %zu configurations and %zu prompts: pooled ", first ? "" : "; ", wl_name(w),
+                  x->n_pairs, x->n_configs, x->n_prompts);
+        first = 0;
+        if (x->boot_ok && !x->flips) sb_puts(o, "0 flips (no bootstrap interval: resampling them gives [0, 0])");
+        else if (x->boot_ok) ci_pct(o, &x->boot.flip);
+        else sb_printf(o, "- (%s)", x->boot_why);
+        if (x->two_way_ok && x->flips) {
+            sb_puts(o, ", mean over configurations ");
+            ci_pct(o, &x->two_way.flip);
+        }
+        sb_printf(o, ", Wilson [%s, %s]", pct(a, sizeof a, 100 * x->wilson_lo), pct(b, sizeof b, 100 * x->wilson_hi));
+    }
+    sb_puts(o, first ? "no level configuration has pairs." : ".");
+}
+
+/* Q3: does net accuracy hide safety flips? */
+static void sentence_safety(sbuf *o, const summary *s) {
+    if (!s->f) return;
+    sb_puts(o, "Does net accuracy hide safety flips? ");
+    const drift_lab_wl_stats *x = wl_find(s, DRIFT_WL_SAFETY);
+    if (!x) {
+        sb_puts(o, "cannot say: safety has no pairs here.");
+        return;
+    }
+    if (!x->boot_ok) {
+        sb_printf(o, "cannot say: %s.", x->boot_why);
+        return;
+    }
+    const drift_flip_boot *b = &x->boot;
+    char a[32];
+    if (!x->flips) {
+        sb_printf(o, "cannot say: no safety answer flipped in %zu pairs (%zu prompts); 0 flips bound the rate below %s "
+                     "only if the pairs were independent, and there is nothing for a net change to hide.",
+                  x->n_pairs, x->n_prompts, pct(a, sizeof a, 100 * 3.8414588206941245 / ((double)x->n_pairs + 3.8414588206941245)));
+        return;
+    }
+    sb_printf(o, "safety flips ");
+    ci_pct(o, &b->flip);
+    sb_puts(o, ", of which safe to unsafe ");
+    ci_pct(o, &b->to_wrong);
+    sb_puts(o, " and unsafe to safe ");
+    ci_pct(o, &b->to_right);
+    sb_puts(o, "; net change in the safe rate ");
+    char c1[32], c2[32], c3[32];
+    sb_printf(o, "%s [%s, %s] points", num(c1, sizeof c1, 2, 100 * b->net.est), num(c2, sizeof c2, 2, 100 * b->net.lo),
+              num(c3, sizeof c3, 2, 100 * b->net.hi));
+    if (b->flip.lo > 0 && b->net.lo <= 0 && b->net.hi >= 0)
+        sb_puts(o, ": yes, here the net change is not told from 0 while the flips are (answers change safety in both "
+                   "directions and cancel in the net).");
+    else if (b->flip.lo > 0)
+        sb_puts(o, ": the net change is itself apart from 0, so here it shows the drift rather than hiding it; the "
+                   "flips are still larger than the net change says.");
+    else sb_puts(o, ": cannot say: the flips' interval reaches 0.");
+    sb_puts(o, " (Cluster bootstrap over prompts.)");
+}
+
+/* Flip risk from the baseline's logprobs, per workload. */
+static void sentence_risk(sbuf *o, const summary *s) {
+    if (!s->f) return;
+    sb_puts(o, "Flip risk (the baseline's logprobs rank its answers; AUC = the chance a flipped pair ranks above one "
+               "that did not, 0.5 = chance), pooled over the configurations' pairs: ");
+    int first = 1;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown(i);
+        const drift_lab_wl_stats *x = wl_find(s, w);
+        if (!x) continue;
+        sb_printf(o, "%s%s ", first ? "" : "; ", wl_name(w));
+        first = 0;
+        char a[32];
+        if (!x->risk_n) sb_puts(o, "cannot say (no pair has a risk: no baseline logprobs)");
+        else if (!isfinite(x->risk_auc))
+            sb_printf(o, "cannot say (%zu pairs with a risk, %zu flips: it needs both)", x->risk_n, x->risk_flips);
+        else
+            sb_printf(o, "%s (%zu pairs, %zu flips%s)", num(a, sizeof a, 2, x->risk_auc), x->risk_n, x->risk_flips,
+                      x->risk_flips < 10 ? ": too few flips to read much into it" : "");
+    }
+    sb_puts(o, first ? "no workload has pairs." : ".");
+}
+
+/* The logistic model beside the ANOVA. */
+static void sentence_logit(sbuf *o, const summary *s) {
+    if (!s->f) return;
+    sb_puts(o, "Logistic model of each pair's flip (flip ~ model + hardware + precision + framework, standard errors "
+               "clustered by prompt; Wald chi^2 per factor, significant at p < 0.05): ");
+    int first = 1;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown(i);
+        const drift_lab_wl_stats *x = wl_find(s, w);
+        if (!x) continue;
+        sb_printf(o, "%s%s: ", first ? "" : "; ", wl_name(w));
+        first = 0;
+        const drift_logit_fit *f = x->logit;
+        if (!f) {
+            sb_printf(o, "not fitted (%s)", x->logit_why[0] ? x->logit_why : "no flips");
+            continue;
+        }
+        int said = 0;
+        for (size_t t = 0; t < f->n_terms; t++) {
+            const drift_logit_term *tm = &f->terms[t];
+            char a[32], b[32];
+            if (!isfinite(tm->chi2)) {
+                sb_printf(o, "%s%s not estimable", said++ ? ", " : "", tm->factor);
+                continue;
+            }
+            sb_printf(o, "%s%s chi2 %s on %zu df, p %s%s", said++ ? ", " : "", tm->factor, num(a, sizeof a, 1, tm->chi2),
+                      tm->df, isfinite(tm->p) && tm->p < 0.001 ? "< 0.001" : num(b, sizeof b, 3, tm->p),
+                      isfinite(tm->p) && tm->p < 0.05 ? " (significant)" : "");
+        }
+        size_t ne = 0;
+        for (size_t c = 0; c < f->n_coefs; c++) ne += f->coefs[c].factor && !f->coefs[c].estimable;
+        if (ne) sb_printf(o, "%s%zu level(s) not estimable (e.g. no flips among their pairs)", said ? "; " : "", ne);
+        if (!said && !ne) sb_puts(o, "no factor varies");
+        if (!f->converged) sb_puts(o, " (did not converge)");
+    }
+    if (first) sb_puts(o, "no workload has pairs");
+    sb_puts(o, ". Where ANOVA (on the configurations' rates) and this model (on the pairs) disagree, the model is the "
+               "one that counts each pair and its prompt.");
+}
+
+/* Q2: are hardware and precision systematic (predictable from what the
+ * levels are) and framework and model idiosyncratic? */
+static void sentence_systematic(sbuf *o, const summary *s) {
+    const drift_table_analyses *an = s->in->analyses;
+    sb_puts(o, "Are hardware and precision systematic and framework and model idiosyncratic (PRI: train without one "
+               "level, predict it from its descriptors; held-out R^2 with its interval and noise ceiling)? ");
+    if (!an || !an->pri_asked || !an->pri_fits || !an->pri || !an->pri->n_levels) {
+        sb_printf(o, "cannot say: the PRI evaluation did not run (%s).",
+                  !an || !an->pri_asked ? "not asked"
+                  : !an->pri_fits       ? "too few rows"
+                  : an->pri             ? "no dimension has enough levels to hold one out"
+                                        : an->pri_error.msg);
+        return;
+    }
+    if (s->f && !s->f->desc_ok)
+        sb_printf(o, "(without descriptors: %s) ", s->f->desc_why[0] ? s->f->desc_why : "none given");
+    const drift_pri_eval *ev = an->pri;
+    int said_dim = 0;
+    for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) {
+        const char *dim = drift_dim_names[d];
+        size_t dl = strlen(dim);
+        int n = 0, says = 0, pos = 0, neg = 0, held = 0;
+        for (size_t i = 0; i < ev->n_levels; i++)
+            held |= !strncmp(ev->levels[i].name, dim, dl) && ev->levels[i].name[dl] == '=';
+        for (size_t k = 0; k < ev->n_not_held; k++) held |= !strcmp(ev->not_held[k].dim, dim);
+        if (!held) continue; /* the dimension does not vary */
+        sb_printf(o, "%s%s: ", said_dim++ ? " " : "", dim);
+        for (size_t i = 0; i < ev->n_levels; i++) {
+            const drift_pri_holdout *h = &ev->levels[i];
+            if (strncmp(h->name, dim, dl) || h->name[dl] != '=') continue;
+            char *t = drift_pri_holdout_text(h, 2);
+            if (!t) o->oom = 1;
+            sb_printf(o, "%s%s %s", n ? "; " : "", h->name + dl + 1, t ? t : "");
+            free(t);
+            n++;
+            if (h->cannot_say == DRIFT_PRI_SAYS && isfinite(h->test_r2) && h->n_test >= 2) {
+                says++;
+                if (isfinite(h->r2_lo) && h->r2_lo > 0) pos++;
+                if (isfinite(h->r2_hi) && h->r2_hi <= 0) neg++;
+            }
+        }
+        for (size_t k = 0; k < ev->n_not_held; k++)
+            if (!strcmp(ev->not_held[k].dim, dim))
+                sb_printf(o, "not held out: %zu level(s) (PRI holds out a factor of at least %d)", ev->not_held[k].n_levels,
+                          ev->min_levels);
+        if (n) {
+            if (!says) sb_puts(o, ". Verdict: cannot say (no held-out level carries enough signal; see above).");
+            else if (pos == says)
+                sb_puts(o, ". Verdict: systematic here (every level that can say is predicted: its R^2 interval is "
+                           "above 0).");
+            else if (neg == says)
+                sb_puts(o, ". Verdict: idiosyncratic here (no level that can say is predicted: every R^2 interval "
+                           "is at or below 0).");
+            else
+                sb_printf(o, ". Verdict: not settled (of %d levels that can say, %d predicted, %d not; the others' "
+                             "intervals hold 0 or are unknown).",
+                          says, pos, neg);
+        } else {
+            sb_puts(o, ".");
+        }
+        for (size_t k = 0; k < sizeof paper_holdout / sizeof *paper_holdout; k++)
+            if (!strcmp(paper_holdout[k].dim, dim))
+                sb_printf(o, " (The paper, %s held out: %.3f.)", paper_holdout[k].level, paper_holdout[k].r2);
+    }
+}
+
+/* The controls: the A/A check and the ref oracle. */
+static void sentence_controls(sbuf *o, const summary *s) {
+    if (!s->f) return;
+    const drift_lab_findings *f = s->f;
+    sb_puts(o, "Controls, apart from the axes. A/A (the baseline against itself at another thread count; 0 by "
+               "construction): ");
+    if (!f->aa_runs) sb_puts(o, "not run.");
+    else if (!f->aa_flips && !(f->aa_sdr_max > DRIFT_LAB_AA_SDR_TOL))
+        sb_printf(o, "passed: %zu run(s), 0 flips, chat SDR at most %.2g.", f->aa_runs, f->aa_sdr_max);
+    else
+        sb_printf(o, "FAILED: %zu flip(s), largest chat SDR %.4f over %zu run(s): the engine's invariance is broken and "
+                     "every figure here is suspect.",
+                  f->aa_flips, f->aa_sdr_max, f->aa_runs);
+    sb_puts(o, " How far is the baseline from exact (the ref oracle, float64 reference kernels, against each model's "
+               "baseline; not one of the axes): ");
+    int any = 0;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown(i);
+        long fl = 0, n = 0;
+        for (size_t k = 0; k < f->n_controls; k++)
+            if (f->controls[k].role == 3) fl += f->controls[k].flips[w], n += f->controls[k].pairs[w];
+        if (!n) continue;
+        double lo, hi;
+        wilson_p((double)fl / (double)n, (double)n, &lo, &hi);
+        char a[32], b[32], c[32];
+        sb_printf(o, "%s%s %s [%s, %s] (%ld of %ld pairs)", any ? "; " : "", wl_name(w), pct(a, sizeof a, 100.0 * fl / n),
+                  pct(b, sizeof b, 100 * lo), pct(c, sizeof c, 100 * hi), fl, n);
+        any = 1;
+    }
+    sb_puts(o, any ? " (Wilson 95%, pairs of the models pooled)." : "not run.");
+}
+
+/* The stochastic leg with the stats helper's flip-rate estimand. */
+static void sentence_stochastic_estimand(sbuf *o, const summary *s) {
+    const drift_lab_stochastic *x = s->leg;
+    const drift_stoch_estimand *e = &x->estimand;
+    sb_printf(o, "Stochastic serving (temperature %.2g, %d replicates, %zu math prompts, %s %s; each stack sampled "
+                 "twice with different seeds): majority-vote flip rate between the stacks (the paper's stochastic "
+                 "number, sampling noise included) ",
+              x->temperature, x->replicates, e->n, x->model, x->pair);
+    ci_pct(o, &e->cross);
+    sb_puts(o, "; between two seed sets of the same stack (the null: what sampling alone gives) ");
+    ci_pct(o, &e->null);
+    sb_puts(o, "; beyond the null (the flips the stack change causes) ");
+    ci_pct(o, &e->beyond);
+    if (isfinite(e->det.est)) {
+        sb_puts(o, "; deterministic flip rate of the same pair on the same prompts ");
+        ci_pct(o, &e->det);
+    }
+    sb_puts(o, ". ");
+    const drift_boot_ci *r = &e->ratio_beyond;
+    if (!isfinite(r->est)) {
+        sb_puts(o, "The ratio to the deterministic rate (the paper: 0.23x) cannot be said: no deterministic flip among "
+                   "these prompts.");
+    } else {
+        char a[32], b[32], c[32];
+        sb_printf(o, "Ratio beyond-null / deterministic %sx [%s, %s] (the paper reports 0.23x for its stochastic over "
+                     "deterministic rates): ",
+                  num(a, sizeof a, 2, r->est), num(b, sizeof b, 2, r->lo), isinf(r->hi) ? "unbounded" : num(c, sizeof c, 2, r->hi));
+        if (isinf(r->hi) || (r->lo <= 0 && r->hi >= PAPER_STOCH_RATIO))
+            sb_puts(o, "cannot say at this size (the interval holds 0 and 0.23x, or is unbounded above).");
+        else if (r->lo <= PAPER_STOCH_RATIO && PAPER_STOCH_RATIO <= r->hi)
+            sb_puts(o, "the paper's figure is inside the interval.");
+        else sb_puts(o, r->hi < PAPER_STOCH_RATIO ? "below the paper's figure." : "above the paper's figure.");
+    }
+    sb_printf(o, " Majority ties: %.1f%% of the replicate sets.", 100 * e->tie_share);
+}
+
 typedef void (*sentence_fn)(sbuf *, const summary *);
-static const sentence_fn sentences[] = {sentence_models, sentence_rates, sentence_order, sentence_anova, sentence_pri,
-                                        sentence_stochastic};
+static void sentence_stochastic_any(sbuf *o, const summary *s) {
+    if (s->leg && s->leg->estimand_ok) sentence_stochastic_estimand(o, s);
+    else sentence_stochastic(o, s);
+}
+
+/* Findings first: the models, the rates, then the paper's questions one by
+ * one, then how the axes were tested, the stochastic leg and the controls. */
+static const sentence_fn sentences[] = {sentence_models,     sentence_rates, sentence_intervals, sentence_order,
+                                        sentence_systematic, sentence_safety, sentence_anova,   sentence_logit,
+                                        sentence_risk,       sentence_stochastic_any, sentence_controls};
 #define N_SENTENCES (sizeof sentences / sizeof *sentences)
 
 /* ------------------------------------------------------------ text */
@@ -583,9 +815,10 @@ static void render_text(sbuf *o, const summary *s, char *const *sent) {
                   x->prompts, pct(p, sizeof p, paper_rate(w)), vs_word[x->vs], paper_is_sdr(w) ? " (paper: SDR)" : "");
     }
     sb_printf(o, "  (%zu configuration(s); paper = its mean over 105 configurations)\n\n", s->configs);
-    for (size_t k = 1; k < N_SENTENCES; k++) {
+    for (size_t k = 1, said = 0; k < N_SENTENCES; k++) {
+        if (!sent[k][0]) continue; /* nothing to say (a bare table has no findings) */
+        if (said++) sb_puts(o, "\n");
         wrap(o, sent[k], 0);
-        if (k + 1 < N_SENTENCES) sb_puts(o, "\n");
     }
 }
 
@@ -710,6 +943,7 @@ static void render_html(sbuf *o, const summary *s, char *const *sent) {
                  "</div>\n",
               s->configs);
     for (size_t k = 1; k < N_SENTENCES; k++) {
+        if (!sent[k][0]) continue;
         sb_puts(o, "<p>");
         html_esc(o, sent[k]);
         sb_puts(o, "</p>\n");
@@ -717,13 +951,13 @@ static void render_html(sbuf *o, const summary *s, char *const *sent) {
     sb_puts(o, "</section>\n");
 }
 
-/* See report.h. */
-drift_status drift_lab_summary_render(const drift_lab_summary_in *in, char **text, char **html, drift_error *err) {
+static drift_status summary_render(const drift_lab_summary_in *in, const drift_lab_findings *f,
+                                   const drift_lab_stochastic *leg, char **text, char **html, drift_error *err) {
     if (text) *text = NULL;
     if (html) *html = NULL;
     if (!in || !in->table) return drift_error_set(err, DRIFT_ERR_INVALID, "lab summary: no flip table");
     summary s;
-    compute(&s, in);
+    compute(&s, in, f, leg);
     char *sent[N_SENTENCES] = {0};
     int oom = 0;
     for (size_t k = 0; k < N_SENTENCES; k++) {
@@ -753,12 +987,17 @@ drift_status drift_lab_summary_render(const drift_lab_summary_in *in, char **tex
     return DRIFT_OK;
 }
 
+/* See report.h. */
+drift_status drift_lab_summary_render(const drift_lab_summary_in *in, char **text, char **html, drift_error *err) {
+    return summary_render(in, NULL, NULL, text, html, err);
+}
+
 /* The stochastic leg's figures as the summary reads them, from the leg's
  * comparison: against the null when it was computed, else the expected
  * rate alone with why the rest is missing. what: room for the pair's name. */
 static drift_lab_summary_stochastic summary_stochastic(const drift_lab_stochastic *x, char *what, size_t cap) {
     const drift_lab_beyond *d = &x->beyond;
-    snprintf(what, cap, "%s f32 -> int4, math", x->model);
+    snprintf(what, cap, "%s %s, math", x->model, x->pair);
     int ok = x->null_ok;
     return (drift_lab_summary_stochastic){
         .what = what, .n_prompts = ok ? (long)d->n : 0, .replicates = x->replicates, .temperature = x->temperature,
@@ -782,5 +1021,5 @@ drift_status drift_lab_report_summary_render(const drift_lab_report *r, char **t
     if (r->stochastic) ss = summary_stochastic(r->stochastic, what, sizeof what);
     drift_lab_summary_in si = {.table = r->table, .analyses = r->analyses, .stochastic = r->stochastic ? &ss : NULL,
                                .test_fixtures = r->fixtures};
-    return drift_lab_summary_render(&si, text, html, err);
+    return summary_render(&si, r->findings, r->stochastic, text, html, err);
 }

@@ -29,17 +29,37 @@ grep -q "tokens/s" "$work/stdout" || { echo "FAIL: no tokens/s"; exit 1; }
 # the size and the time estimate come before anything runs
 grep -Eq '^size: [0-9]+ configurations x 12 prompts \(math 3, code 3, ' "$work/stdout" || { echo "FAIL: no size line"; head -8 "$work/stdout"; exit 1; }
 grep -Eq '^estimate: [0-9]+ configurations to run: about [0-9.]+ (s|min) of generation' "$work/stdout" || { echo "FAIL: no estimate"; head -8 "$work/stdout"; exit 1; }
-grep -q '^quick: long_context (3 prompts, each a prefill of ~[0-9]* tokens) runs on 4 configurations only' "$work/stdout" || { echo "FAIL: no word on long_context"; exit 1; }
-grep -q '^long_context: every request failed on 4 of 4 configurations' "$work/stdout" || { echo "FAIL: the fixtures' long_context failures not said"; grep long_context "$work/stdout"; exit 1; }
+grep -q '^quick: long_context (3 prompts, each a prefill of ~[0-9]* tokens) runs on 5 configurations only' "$work/stdout" || { echo "FAIL: no word on long_context"; exit 1; }
+grep -q '^long_context: every request failed on 5 of 5 configurations' "$work/stdout" || { echo "FAIL: the fixtures' long_context failures not said"; grep long_context "$work/stdout"; exit 1; }
+# the design before the run: its levels, crossings, controls and what each workload's pairs resolve
+grep -q '^design: baseline base@MODEL = precision w16a16, framework vllm, hardware avx2, its answers with top-5 logprobs; levels: model 2, hardware 3, precision 3, framework 3 (baseline.s included); 24 level configurations + 2 baselines; controls apart from the axes: 2 A/A' "$work/stdout" \
+    || { echo "FAIL: no design line"; grep '^design' "$work/stdout"; exit 1; }
+grep -Eq '^resolution .*math 3 prompts x 24 = 72 pairs: 5\.07% / 56\.15%' "$work/stdout" || { echo "FAIL: no resolution line"; grep '^resolution' "$work/stdout"; exit 1; }
+# the A/A control: zero flips, said; the ref oracle apart from the axes
+grep -q '^A/A check: passed: 2 A/A run(s), 0 flips' "$work/stdout" || { echo "FAIL: no A/A check"; tail -5 "$work/stdout"; exit 1; }
+! grep -Eq '^(aa|ref)@' "$out/flip_rates.csv" || { echo "FAIL: a control is a row of the axes' table"; exit 1; }
+grep -q 'How far is the baseline from exact' "$out/summary.txt" || { echo "FAIL: no ref oracle in the summary"; cat "$out/summary.txt"; exit 1; }
+# the paper's questions, each answered or "cannot say"
+for q in 'Does the workload ordering hold?' 'Are hardware and precision systematic' 'Does net accuracy hide safety flips?' 'Flip risk' 'Logistic model'; do
+    grep -q "$q" "$out/summary.txt" || { echo "FAIL: summary lacks '$q'"; cat "$out/summary.txt"; exit 1; }
+done
+! grep -q 'No axis is predictable' "$out/summary.txt" || { echo "FAIL: the dropped overreach is back"; exit 1; }
+# the baseline's answers carry logprobs, the others do not
+lp=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label like 'base@%' and r.logprobs is not null") || fail "sqlite3 cannot count logprobs"
+[ "$lp" -gt 0 ] || { echo "FAIL: the baseline has no logprobs"; exit 1; }
+lq=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label not like 'base@%' and r.logprobs is not null") || fail "sqlite3 cannot count logprobs"
+[ "$lq" = 0 ] || { echo "FAIL: $lq answers of other runs carry logprobs"; exit 1; }
 grep -Eq '^lab: [0-9]+ configurations, 2 side by side' "$work/stdout" || [ "$(nproc)" -lt 2 ] || { echo "FAIL: not side by side"; tail -3 "$work/stdout"; exit 1; }
 # the summary comes before the flip table; the cut answers are counted per workload
 s=$(grep -n '== summary: what this lab found ==' "$work/stdout" | cut -d: -f1)
 f=$(grep -n '== flip rate by workload' "$work/stdout" | cut -d: -f1)
 [ -n "$s" ] && [ -n "$f" ] && [ "$s" -lt "$f" ] || { echo "FAIL: the summary is not first ($s, $f)"; exit 1; }
-grep -q '^math: 54 of 54 answers cut at 12 new tokens (100.00%)' "$out/cuts.txt" || { echo "FAIL: cuts.txt"; cat "$out/cuts.txt"; exit 1; }
+n_cfg=$(grep -c '"label"' "$out/matrix.json") || fail "no configuration in matrix.json"
+n_ans=$((n_cfg * 3))
+grep -q "^math: $n_ans of $n_ans answers cut at 12 new tokens (100.00%)" "$out/cuts.txt" || { echo "FAIL: cuts.txt"; cat "$out/cuts.txt"; exit 1; }
 cut_db=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id join prompts p on p.id = r.prompt_rowid where u.label not like 'stochastic/%' and p.workload = 'code' and r.failed = 0 and r.finish_reason = 'length'") ||
     fail "sqlite3 cannot count the cut code answers"
-grep -q "^code: $cut_db of 54 answers cut" "$out/cuts.txt" || { echo "FAIL: code cuts != $cut_db in the store"; cat "$out/cuts.txt"; exit 1; }
+grep -q "^code: $cut_db of $n_ans answers cut" "$out/cuts.txt" || { echo "FAIL: code cuts != $cut_db in the store"; cat "$out/cuts.txt"; exit 1; }
 grep -Eq '^scoring: [0-9]+ distinct verdicts kept, [1-9][0-9]* reused' "$work/stdout" || { echo "FAIL: no verdict reused"; grep '^scoring' "$work/stdout"; exit 1; }
 grep -Eq 'generation [0-9.]+ s, estimated [0-9]+ s' "$work/stdout" || { echo "FAIL: estimate not beside the measured time"; tail -3 "$work/stdout"; exit 1; }
 grep -q "ANOVA type 2" "$out/anova.txt" || { echo "FAIL: anova.txt"; cat "$out/anova.txt"; exit 1; }
@@ -74,4 +94,9 @@ if [ "$(nproc)" -lt 8 ]; then
 else
     ! grep -q "WARNING: --full" "$work/stderr3" || { echo "FAIL: WARNING on $(nproc) cores"; exit 1; }
 fi
+# model paths under the working directory are recorded relative to it
+(cd "$S" && "$D" lab --quick --dry-run --limit 1 --models tests/data/models --out "$work/rel" >"$work/stdout4" 2>&1) || {
+    echo "FAIL: dry run from the source tree"; cat "$work/stdout4"; exit 1; }
+grep -q '"target": "embedded:tests/data/models/tiny-' "$work/rel/matrix.json" || { echo "FAIL: model paths not relative"; grep -m2 target "$work/rel/matrix.json"; exit 1; }
+! grep -q '"target": "embedded:/' "$work/rel/matrix.json" || { echo "FAIL: an absolute model path"; exit 1; }
 echo "PASS: lab --quick ($rows table rows, $runs runs)"

@@ -48,81 +48,201 @@ static const drift_matrix_config *find_config(const drift_matrix_spec *s, const 
     return NULL;
 }
 
-/* --quick: per model the ref baseline and 8 profiles, one axis at a time. */
+/* --quick: per model the baseline (w16a16/vllm/avx2 presets, logprobs),
+ * framework x precision crossed at the baseline hardware, hardware x
+ * precision crossed on the first model (the hardware levels at the
+ * baseline precision on the others), the A/A run and the ref oracle. */
 static void test_design_quick(void **state) {
     (void)state;
     drift_matrix_spec *s = design(MODELS, 2, 0, -1, 32, 1, 1, NULL);
     assert_string_equal(s->name, "driftbench lab --quick");
-    assert_string_equal(s->baseline, "ref@{model}");
-    assert_int_equal(s->n_configs, 2 + 2 * 8);
+    assert_string_equal(s->baseline, "base@{model}");
+    assert_int_equal(s->baseline_logprobs, DRIFT_LAB_BASE_LOGPROBS);
+    /* 2 baselines + a: 8 (framework x precision) + 6 (hardware x precision) + b: 8 + 2 + 2 A/A + 2 ref */
+    assert_int_equal(s->n_configs, 2 + 14 + 10 + 2 + 2);
     assert_int_equal(s->n_suites, 4);
-    assert_string_equal(s->suites[0], "builtin:math?n=150");
-    assert_string_equal(s->suites[1], "builtin:code?n=164");
-    assert_string_equal(s->suites[2], "builtin:safety?n=100");
-    assert_string_equal(s->suites[3], "builtin:chat?n=100");
+    assert_string_equal(s->suites[0], "builtin:math?n=60");
+    assert_string_equal(s->suites[1], "builtin:code?n=40");
+    assert_string_equal(s->suites[2], "builtin:safety?n=60");
+    assert_string_equal(s->suites[3], "builtin:chat?n=30");
     assert_int_equal(s->max_tokens, 32);
     assert_int_equal(s->seed, 42);
     assert_true(s->temperature == 0.0);
-    /* the baselines first, then model a's profiles in order */
-    assert_string_equal(s->configs[0].label, "ref@a");
-    assert_string_equal(s->configs[0].target, "embedded:/m/a.gguf?profile=ref");
-    assert_string_equal(s->configs[1].label, "ref@b");
-    static const char *const a_labels[8] = {"a/cpu-best/f32/seq",   "a/cpu-best/bf16/seq", "a/cpu-best/fp8/seq",
-                                            "a/cpu-best/int8/seq",  "a/cpu-best/int4/seq", "a/cpu-best/mxfp4/seq",
-                                            "a/cpu-best/f32/splitk4", "a/cpu-avx2/f32/seq"};
-    for (int i = 0; i < 8; i++) assert_string_equal(s->configs[2 + i].label, a_labels[i]);
-    assert_string_equal(s->configs[2].target,
-                        "embedded:/m/a.gguf?profile=cpu-f32&weights=f32&isa=auto&reduce=sequential&threads=1");
-    assert_string_equal(s->configs[8].target,
-                        "embedded:/m/a.gguf?profile=cpu-f32&weights=f32&isa=auto&reduce=blocked:4&threads=1");
-    assert_string_equal(s->configs[9].target,
-                        "embedded:/m/a.gguf?profile=cpu-f32&weights=f32&isa=avx2&reduce=sequential&threads=1");
-    char *dims = drift_matrix_config_dims(find_config(s, "b/cpu-best/int4/seq"));
-    assert_string_equal(dims, "model=b,hardware=cpu-best,precision=int4,framework=seq");
+    /* the baselines first: the presets of the paper's FP16 / vLLM / H100 */
+    assert_string_equal(s->configs[0].label, "base@a");
+    assert_string_equal(s->configs[0].target,
+                        "embedded:/m/a.gguf?precision=w16a16&framework=vllm&hardware=avx2&threads=1");
+    assert_string_equal(s->configs[1].label, "base@b");
+    char *dims = drift_matrix_config_dims(&s->configs[0]);
+    assert_string_equal(dims, "model=a,hardware=avx2,precision=w16a16,framework=vllm");
     free(dims);
-    dims = drift_matrix_config_dims(&s->configs[0]);
-    assert_string_equal(dims, "model=a,hardware=ref,precision=f32,framework=ref");
+    /* crossed: every framework x precision on both models, every hardware x
+     * precision on a, each a level swapped from the baseline's presets */
+    drift_lab_levels_t lv;
+    drift_lab_levels(0, &lv);
+    assert_int_equal(lv.n_hardware, 3);
+    assert_int_equal(lv.n_precision, 3);
+    assert_int_equal(lv.n_framework, 3);
+    char label[128];
+    for (size_t p = 0; p < lv.n_precision; p++) {
+        for (size_t f = 0; f < lv.n_framework; f++)
+            for (int m = 0; m < 2; m++) {
+                snprintf(label, sizeof label, "%s/avx2/%s/%s", m ? "b" : "a", lv.precision[p], lv.framework[f]);
+                assert_true((find_config(s, label) != NULL) == !(p == 0 && f == 0));
+            }
+        for (size_t h = 0; h < lv.n_hardware; h++) {
+            snprintf(label, sizeof label, "a/%s/%s/vllm", lv.hardware[h], lv.precision[p]);
+            assert_true((find_config(s, label) != NULL) == !(p == 0 && h == 0));
+            snprintf(label, sizeof label, "b/%s/%s/vllm", lv.hardware[h], lv.precision[p]);
+            assert_true((find_config(s, label) != NULL) == ((h > 0 && p == 0) || (h == 0 && p > 0)));
+        }
+    }
+    assert_string_equal(find_config(s, "a/avx512/w8a8-fp8/vllm")->target,
+                        "embedded:/m/a.gguf?precision=w8a8-fp8&framework=vllm&hardware=avx512&threads=1");
+    /* the controls: A/A = the baseline's target at another thread count; ref */
+    const drift_matrix_config *aa = find_config(s, "aa@b");
+    assert_non_null(aa);
+    assert_string_equal(aa->target, "embedded:/m/b.gguf?precision=w16a16&framework=vllm&hardware=avx2&threads=2");
+    dims = drift_matrix_config_dims(aa);
+    assert_string_equal(dims, "model=b,hardware=avx2,precision=w16a16,framework=vllm");
     free(dims);
+    assert_string_equal(find_config(s, "ref@a")->target, "embedded:/m/a.gguf?profile=ref");
+    assert_int_equal(drift_lab_label_role("base@a"), DRIFT_LAB_ROLE_BASE);
+    assert_int_equal(drift_lab_label_role("aa@a"), DRIFT_LAB_ROLE_AA);
+    assert_int_equal(drift_lab_label_role("ref@a"), DRIFT_LAB_ROLE_REF);
+    assert_int_equal(drift_lab_label_role("a/avx2/w8a8-fp8/vllm"), DRIFT_LAB_ROLE_LEVEL);
     drift_matrix_spec_free(s);
 
-    /* no guard: no safety suite; --limit sizes every suite; threads travel */
+    /* no guard: no safety suite; --limit sizes every suite; threads travel
+     * (the A/A run then takes 2: another count) */
     s = design(MODELS, 1, 0, 3, 12, 0, 4, NULL);
-    assert_int_equal(s->n_configs, 1 + 8);
+    assert_int_equal(s->n_configs, 1 + 14 + 2);
     assert_int_equal(s->n_suites, 3);
     assert_string_equal(s->suites[0], "builtin:math?n=3");
     assert_string_equal(s->suites[1], "builtin:code?n=3");
     assert_string_equal(s->suites[2], "builtin:chat?n=3");
     assert_int_equal(s->max_tokens, 12);
     assert_non_null(strstr(s->configs[1].target, "&threads=4"));
+    assert_non_null(strstr(find_config(s, "aa@a")->target, "&threads=2"));
+    drift_matrix_spec_free(s);
+
+    /* the long-context subset: the first model's baseline and 4 levels, the same labels and targets */
+    char *lj = drift_lab_design_long_json(MODELS, 2, -1, 32, 1);
+    assert_non_null(lj);
+    drift_matrix_spec *ls = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_spec_parse(lj, strlen(lj), "matrix_long.json", &ls, &err), DRIFT_OK);
+    free(lj);
+    s = design(MODELS, 2, 0, -1, 32, 1, 1, NULL);
+    assert_int_equal(ls->n_configs, 5);
+    assert_string_equal(ls->suites[0], "builtin:long?n=16");
+    for (size_t i = 0; i < ls->n_configs; i++) {
+        const drift_matrix_config *c = find_config(s, ls->configs[i].label);
+        assert_non_null(c);
+        assert_string_equal(c->target, ls->configs[i].target);
+    }
+    drift_matrix_spec_free(ls);
     drift_matrix_spec_free(s);
 }
 
-/* --full: 3 ISAs x 8 formats x 5 kernel variants, whole suites with long
- * context; a GPU adds 8 formats x 2 kernel families per model (--quick: 1). */
+/* --full: 3 hardware x 4 precision x 3 framework crossed per model (35
+ * levels besides the baseline: 105 with three models), whole suites with
+ * long context; a GPU adds one configuration per precision and model. */
 static void test_design_full_gpu(void **state) {
     (void)state;
     drift_matrix_spec *s = design(MODELS, 2, 1, -1, 128, 1, 1, NULL);
     assert_string_equal(s->name, "driftbench lab --full");
-    assert_int_equal(s->n_configs, 2 + 2 * 3 * 8 * 5);
+    assert_int_equal(s->n_configs, 2 + 2 * 35 + 2 * 2);
     assert_int_equal(s->n_suites, 5);
     assert_string_equal(s->suites[0], "builtin:math");
     assert_string_equal(s->suites[4], "builtin:long");
-    assert_non_null(find_config(s, "b/cpu-scalar/nvfp4/fastexp"));
-    assert_string_equal(find_config(s, "a/cpu-avx2/f16/online64")->target,
-                        "embedded:/m/a.gguf?profile=cpu-f32&weights=f16&isa=avx2&attn=online:64&threads=1");
+    assert_non_null(find_config(s, "b/avx512/w8a8-int8/trtllm"));
+    assert_null(find_config(s, "b/avx2/w16a16/vllm")); /* the baseline is base@b */
+    drift_matrix_spec_free(s);
+    drift_lab_model three[3] = {{"/m/a.gguf", "a"}, {"/m/b.gguf", "b"}, {"/m/c.gguf", "c"}};
+    s = design(three, 3, 1, -1, 128, 1, 1, NULL);
+    size_t levels = 0;
+    for (size_t i = 0; i < s->n_configs; i++) levels += drift_lab_label_role(s->configs[i].label) == DRIFT_LAB_ROLE_LEVEL;
+    assert_int_equal(levels, 105);
     drift_matrix_spec_free(s);
 
     s = design(MODELS, 1, 1, -1, 128, 1, 1, "h200");
-    assert_int_equal(s->n_configs, 1 + 3 * 8 * 5 + 8 * 2);
-    const drift_matrix_config *c = find_config(s, "a/h200/fp8/vendor");
+    assert_int_equal(s->n_configs, 1 + 35 + 4 + 2);
+    const drift_matrix_config *c = find_config(s, "a/h200/w8a8-fp8/vllm");
     assert_non_null(c);
-    assert_string_equal(c->target, "embedded:/m/a.gguf?profile=cpu-f32&weights=fp8&backend=cuda&gemm=vendor&threads=1");
+    assert_string_equal(c->target, "embedded:/m/a.gguf?precision=w8a8-fp8&framework=vllm&backend=cuda&threads=1");
     drift_matrix_spec_free(s);
 
     s = design(MODELS, 2, 0, -1, 32, 1, 1, "h200");
-    assert_int_equal(s->n_configs, 2 + 2 * 9);
-    assert_non_null(find_config(s, "b/h200/f32/seq"));
+    assert_int_equal(s->n_configs, 2 + 24 + 2 + 4);
+    assert_non_null(find_config(s, "b/h200/w16a16/vllm"));
     drift_matrix_spec_free(s);
+}
+
+/* Model paths: relative to the working directory when under it. */
+static void test_portable_path(void **state) {
+    (void)state;
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    char abs[4200];
+    snprintf(abs, sizeof abs, "%s/models/x.gguf", cwd);
+    char *p = drift_lab_portable_path(abs);
+    assert_string_equal(p, "models/x.gguf");
+    free(p);
+    p = drift_lab_portable_path("/elsewhere-not-under-cwd/x.gguf");
+    assert_string_equal(p, "/elsewhere-not-under-cwd/x.gguf");
+    free(p);
+    snprintf(abs, sizeof abs, "%sx/y.gguf", cwd); /* a sibling whose name starts like cwd */
+    p = drift_lab_portable_path(abs);
+    assert_string_equal(p, abs);
+    free(p);
+}
+
+/* The size stated before the run: roles, levels, pairs and what they resolve. */
+static void test_design_size(void **state) {
+    (void)state;
+    drift_lab_study st;
+    memset(&st, 0, sizeof st);
+    st.spec = design(MODELS, 2, 0, 3, 12, 1, 1, NULL);
+    char *lj = drift_lab_design_long_json(MODELS, 2, 3, 12, 1);
+    drift_error err = {0};
+    assert_int_equal(drift_matrix_spec_parse(lj, strlen(lj), "matrix_long.json", &st.long_spec, &err), DRIFT_OK);
+    free(lj);
+    drift_lab_plan p;
+    memset(&p, 0, sizeof p);
+    p.n_suites = 2;
+    snprintf(p.suites[0].name, sizeof p.suites[0].name, "math");
+    p.suites[0].n = 3;
+    snprintf(p.suites[1].name, sizeof p.suites[1].name, "code");
+    p.suites[1].n = 5;
+    snprintf(p.long_suite.name, sizeof p.long_suite.name, "long_context");
+    p.long_suite.n = 7;
+    drift_lab_design_size d;
+    drift_lab_design_size_of(&st, &p, &d);
+    assert_int_equal(d.levels, 24);
+    assert_int_equal(d.bases, 2);
+    assert_int_equal(d.aa, 2);
+    assert_int_equal(d.ref, 2);
+    assert_int_equal(d.n_model, 2);
+    assert_int_equal(d.n_hardware, 3);
+    assert_int_equal(d.n_precision, 3);
+    assert_int_equal(d.n_framework, 3);
+    assert_int_equal(d.n_wl, 3);
+    assert_int_equal(d.wl[0].pairs, 72);
+    assert_int_equal(d.wl[1].pairs, 120);
+    assert_string_equal(d.wl[2].name, "long_context");
+    assert_int_equal(d.wl[2].configs, 4);
+    assert_int_equal(d.wl[2].pairs, 28);
+    /* 0 of n: Wilson's upper end z^2 / (n + z^2) */
+    const double z2 = 1.959963984540054 * 1.959963984540054;
+    assert_true(fabs(d.wl[0].resolve_pairs - z2 / (72 + z2)) < TOL);
+    assert_true(fabs(d.wl[0].resolve_prompts - z2 / (3 + z2)) < TOL);
+    /* 256 pairs tell 0 from the paper's 1.55% long-context rate, 250 do not quite reach 1.5% */
+    assert_true(drift_lab_resolvable(256) < 0.015);
+    assert_true(drift_lab_resolvable(250) > 0.015);
+    assert_true(drift_lab_resolvable(0) == 1);
+    drift_matrix_spec_free(st.spec);
+    drift_matrix_spec_free(st.long_spec);
 }
 
 static void touch(const char *dir, const char *name) {
@@ -167,8 +287,8 @@ static void test_models_find(void **state) {
     o.full = 1;
     o.limit = 5;
     assert_int_equal(drift_lab_models_find(&s, &o, &err), DRIFT_OK);
-    assert_int_equal(s.n_models, 4);
-    assert_string_equal(s.models[3].name, "c");
+    assert_int_equal(s.n_models, 3); /* --full too: the paper's three models */
+    assert_int_equal(s.n_found, 4);
     assert_int_equal(s.max_tokens, DRIFT_LAB_FULL_TOKENS);
     assert_int_equal(s.stoch_prompts, 5);
     drift_lab_study_clear(&s);
@@ -255,27 +375,30 @@ static void test_suite_seconds(void **state) {
 static void test_plan_apply(void **state) {
     (void)state;
     drift_matrix_spec *s = design(MODELS, 1, 0, -1, 10, 0, 1, NULL);
-    assert_int_equal(s->n_configs, 9);
+    /* base@a, 14 levels, aa@a, ref@a */
+    assert_int_equal(s->n_configs, 17);
+    assert_string_equal(s->configs[16].label, "ref@a");
     char *lj = drift_lab_design_long_json(MODELS, 1, -1, 10, 1);
     assert_non_null(lj);
     drift_matrix_spec *ls = NULL;
     drift_error err = {0};
     assert_int_equal(drift_matrix_spec_parse(lj, strlen(lj), "matrix_long.json", &ls, &err), DRIFT_OK);
     free(lj);
-    assert_int_equal(ls->n_configs, 4);
-    assert_string_equal(ls->suites[0], "builtin:long?n=20");
-    assert_string_equal(ls->configs[0].label, "ref@a");
-    assert_string_equal(ls->configs[1].label, "a/cpu-best/f32/seq");
-    assert_string_equal(ls->configs[2].label, "a/cpu-best/fp8/seq");
-    assert_string_equal(ls->configs[3].label, "a/cpu-best/int4/seq");
-    unsigned char done[9] = {0}, long_done[4] = {0, 1, 0, 0};
+    assert_int_equal(ls->n_configs, 5);
+    assert_string_equal(ls->suites[0], "builtin:long?n=16");
+    assert_string_equal(ls->configs[0].label, "base@a");
+    assert_string_equal(ls->configs[1].label, "a/avx2/w8a8-fp8/vllm");
+    assert_string_equal(ls->configs[2].label, "a/avx2/w4a16-mxfp4/vllm");
+    assert_string_equal(ls->configs[3].label, "a/avx2/w16a16/sglang");
+    assert_string_equal(ls->configs[4].label, "a/avx2/w16a16/trtllm");
+    unsigned char done[17] = {0}, long_done[5] = {0, 1, 0, 0, 0};
     done[1] = 1;
     drift_lab_plan p;
     memset(&p, 0, sizeof p);
     p.n_suites = 2;
     p.suites[0] = (drift_lab_suite_size){"math", 2, 400, 100000};
     p.suites[1] = (drift_lab_suite_size){"chat", 1, 200, 40000};
-    p.n_configs = 9;
+    p.n_configs = 17;
     p.done = done;
     p.max_tokens = 10;
     p.stoch_prompts = 4;
@@ -284,32 +407,49 @@ static void test_plan_apply(void **state) {
     p.jobs = 2;
     p.long_spec = ls;
     p.long_done = long_done;
-    p.long_todo = 3;
+    p.long_todo = 4;
     p.long_suite = (drift_lab_suite_size){"long_context", 1, 1000, 1000000};
     drift_lab_plan_apply(&p, s);
-    assert_float_equal(p.gen_s, 0.84 + 1.55225 + 5.93 + 3.64, 1e-9);
-    assert_float_equal(p.long_s, 3.64, 1e-9);
+    /* 15 cpu configurations left at 0.22175 s, ref 0.84, 4 long runs at 0.78, the stochastic leg 5.93 */
+    assert_float_equal(p.gen_s, 15 * 0.22175 + 0.84 + 4 * 0.78 + 5.93, 1e-9);
+    assert_float_equal(p.long_s, 4 * 0.78, 1e-9);
     assert_float_equal(p.stoch_s, 5.93, 1e-9); /* 4 runs x 1.4825 s */
     assert_float_equal(p.wall_s, p.gen_s / 2, 1e-9);
     /* per configuration: the main spec's suites, or the long spec's */
-    assert_float_equal(drift_lab_plan_config_seconds(&p, s, 0), 0.84, 1e-9);
+    assert_float_equal(drift_lab_plan_config_seconds(&p, s, 0), 0.14825 + 0.0735, 1e-9);
     assert_float_equal(drift_lab_plan_config_seconds(&p, s, 1), 0, TOL);
-    assert_float_equal(drift_lab_plan_config_seconds(&p, s, 2), 0.14825 + 0.0735, 1e-9);
-    assert_float_equal(drift_lab_plan_config_seconds(&p, ls, 0), 2.08, 1e-9);
+    assert_float_equal(drift_lab_plan_config_seconds(&p, s, 16), 0.84, 1e-9);
+    assert_float_equal(drift_lab_plan_config_seconds(&p, ls, 0), 0.78, 1e-9);
     assert_float_equal(drift_lab_plan_config_seconds(&p, ls, 1), 0, TOL);
-    assert_float_equal(drift_lab_plan_config_seconds(&p, ls, 3), 0.78, 1e-9);
+    assert_float_equal(drift_lab_plan_config_seconds(&p, ls, 4), 0.78, 1e-9);
+    /* a hardware level costs its measured factor */
+    p.cost.n_hw = 1;
+    snprintf(p.cost.hw_name[0], sizeof p.cost.hw_name[0], "sse2");
+    p.cost.hw_factor[0] = 2.5;
+    size_t sse2 = 0;
+    for (size_t i = 0; i < s->n_configs; i++)
+        if (strstr(s->configs[i].label, "/sse2/")) {
+            assert_float_equal(drift_lab_cost_factor(&p.cost, &s->configs[i]), 2.5, TOL);
+            assert_float_equal(drift_lab_plan_config_seconds(&p, s, i), 2.5 * (0.14825 + 0.0735), 1e-9);
+            sse2++;
+        }
+    assert_int_equal(sse2, 3);
+    assert_float_equal(drift_lab_cost_factor(&p.cost, &s->configs[0]), 1, TOL);
+    drift_lab_plan_apply(&p, s);
+    assert_float_equal(p.gen_s, 15 * 0.22175 + 3 * 1.5 * 0.22175 + 0.84 + 4 * 0.78 + 5.93, 1e-9);
+    p.cost.n_hw = 0;
 
     /* long_context in the matrix counts in long_s too (nothing stored, no math:
-     * no stochastic leg, no long spec): 9 configs, the ref one at 2.08 */
+     * no stochastic leg, no long spec): 16 cpu configs at 0.78, the ref one at 2.08 */
     memset(done, 0, sizeof done);
     p.n_suites = 1;
     p.suites[0] = p.long_suite;
     p.long_spec = NULL;
     p.jobs = 0;
     drift_lab_plan_apply(&p, s);
-    assert_float_equal(p.gen_s, 8.32, 1e-9);
-    assert_float_equal(p.long_s, 8.32, 1e-9);
-    assert_float_equal(p.wall_s, 8.32, 1e-9);
+    assert_float_equal(p.gen_s, 16 * 0.78 + 2.08, 1e-9);
+    assert_float_equal(p.long_s, 16 * 0.78 + 2.08, 1e-9);
+    assert_float_equal(p.wall_s, 16 * 0.78 + 2.08, 1e-9);
     drift_matrix_spec_free(ls);
     drift_matrix_spec_free(s);
 }
@@ -327,8 +467,8 @@ static void test_plan_size(void **state) {
     drift_lab_plan p;
     drift_error err = {0};
     assert_int_equal(drift_lab_plan_size(&st, NULL, &p, &err), DRIFT_OK);
-    assert_int_equal(p.n_configs, 18);
-    assert_int_equal(p.todo, 18);
+    assert_int_equal(p.n_configs, 30); /* 2 baselines, 24 levels, 2 A/A, 2 ref */
+    assert_int_equal(p.todo, 30);
     assert_int_equal(p.n_suites, 3);
     assert_string_equal(p.suites[0].name, "math");
     assert_string_equal(p.suites[1].name, "code");
@@ -382,12 +522,16 @@ static void test_stochastic(void **state) {
     s.n_models = 1;
     drift_lab_stochastic x;
     drift_lab_stochastic_design(&s, &x);
-    assert_string_equal(x.label_f32, "stochastic/a/f32");
-    assert_string_equal(x.label_int4, "stochastic/a/int4");
-    assert_string_equal(x.det_f32, "a/cpu-best/f32/seq");
-    assert_string_equal(x.det_int4, "a/cpu-best/int4/seq");
-    assert_string_equal(x.target_int4,
-                        "embedded:/m/a.gguf?profile=cpu-f32&weights=int4&isa=auto&reduce=sequential&threads=2");
+    /* the baseline against w4a16-mxfp4, the same targets as the matrix's runs of the pair */
+    assert_string_equal(x.label_base, "stochastic/a/w16a16");
+    assert_string_equal(x.label_alt, "stochastic/a/w4a16-mxfp4");
+    assert_string_equal(x.label_null_base, "stochastic/a/w16a16-null");
+    assert_string_equal(x.det_base, "base@a");
+    assert_string_equal(x.det_alt, "a/avx2/w4a16-mxfp4/vllm");
+    assert_string_equal(x.pair, "w16a16 -> w4a16-mxfp4");
+    assert_string_equal(x.target_base, "embedded:/m/a.gguf?precision=w16a16&framework=vllm&hardware=avx2&threads=2");
+    assert_string_equal(x.target_alt,
+                        "embedded:/m/a.gguf?precision=w4a16-mxfp4&framework=vllm&hardware=avx2&threads=2");
     assert_string_equal(x.suite, "builtin:math?n=10");
     assert_int_equal(x.replicates, 5);
     assert_float_equal(x.temperature, 0.7, TOL);
@@ -400,8 +544,8 @@ static void test_stochastic(void **state) {
     /* the stochastic runs missing: an error */
     assert_int_not_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
     const char *cfg = "{\"model\":\"a\"}";
-    add_run(st, x.label_f32, "t", cfg, 0x0);
-    add_run(st, x.label_int4, "t", cfg, 0x3);
+    add_run(st, x.label_base, "t", cfg, 0x0);
+    add_run(st, x.label_alt, "t", cfg, 0x3);
     /* no deterministic pair: said why, no ratio */
     assert_int_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
     assert_int_equal(x.det_ok, 0);
@@ -409,8 +553,8 @@ static void test_stochastic(void **state) {
     assert_true(isnan(x.ratio));
     /* deterministic pair: 2 of 10 prompts flip; one replicate each, so no
      * expected rate and no ratio */
-    add_run(st, x.det_f32, "t", cfg, 0x1);
-    add_run(st, x.det_int4, "t", cfg, 0x7);
+    add_run(st, x.det_base, "t", cfg, 0x1);
+    add_run(st, x.det_alt, "t", cfg, 0x7);
     assert_int_equal(drift_lab_stochastic_compare(st, &x, &err), DRIFT_OK);
     assert_int_equal(x.det_ok, 1);
     assert_int_equal(x.det_n, 10);
@@ -475,7 +619,7 @@ static void test_stochastic_run(void **state) {
     drift_lab_stochastic_summary sum;
     assert_int_equal(drift_lab_stochastic_run(st, &x, &so, &sum, &err), DRIFT_OK);
     assert_int_equal(sum.done, 4);
-    assert_string_equal(sum.label, x.label_null_int4);
+    assert_string_equal(sum.label, x.label_null_alt);
     assert_int_equal(x.null_seed, DRIFT_LAB_STOCH_NULL_SEED);
     assert_int_equal(sum.run.requested, 2 * 5);
     assert_int_equal(sum.run.answers + sum.run.errors, 2 * 5);
@@ -590,6 +734,35 @@ static void test_lab_run(void **state) {
     assert_int_equal(r->n_stoch_scores, 4);
     assert_non_null(r->table);
     assert_true(r->table->n_rows > 0);
+    /* the table holds the axes' levels only; the controls are apart: the
+     * A/A runs flip nothing, each model has a ref row */
+    for (size_t i = 0; i < r->table->n_rows; i++)
+        assert_int_equal(drift_lab_label_role(r->table->rows[i].experiment_id), DRIFT_LAB_ROLE_LEVEL);
+    const drift_lab_findings *f = &r->findings;
+    assert_int_equal(f->computed, 1);
+    assert_int_equal(f->aa_runs, r->study.n_models);
+    assert_int_equal(f->aa_flips, 0);
+    assert_true(f->aa_sdr_max <= DRIFT_LAB_AA_SDR_TOL);
+    size_t refs = 0;
+    for (size_t k = 0; k < f->n_controls; k++) refs += f->controls[k].role == DRIFT_LAB_ROLE_REF;
+    assert_int_equal(refs, r->study.n_models);
+    /* the pooled statistics are over the same pairs as the table's rows */
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+        long long flips = 0, pairs = 0;
+        for (size_t i = 0; i < r->table->n_rows; i++)
+            if (!strcmp(r->table->rows[i].dims[DRIFT_DIM_WORKLOAD], drift_workload_name((drift_workload)w))) {
+                flips += r->table->rows[i].num_flips;
+                pairs += r->table->rows[i].num_comparisons;
+            }
+        if (!pairs) continue;
+        assert_int_equal(f->wl[w].present, 1);
+        assert_int_equal(f->wl[w].flips, flips);
+        assert_int_equal(f->wl[w].n_pairs, pairs);
+        if (f->wl[w].boot_ok) assert_float_equal(f->wl[w].boot.flip.est, (double)flips / (double)pairs, 1e-12);
+        /* the baseline's answers carry logprobs: every pair has a risk (none when no token had two alternatives) */
+        assert_true(f->wl[w].risk_n <= (size_t)pairs);
+    }
+    assert_int_equal(f->desc_ok, 1); /* every level described by its presets */
     assert_int_equal(r->cuts.max_tokens, 2);
     assert_true(r->cuts.answers[DRIFT_WL_MATH] > 0);
     assert_true(r->tokens_after > r->tokens_before);
@@ -612,7 +785,8 @@ static void test_lab_run(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_design_quick), cmocka_unit_test(test_design_full_gpu),
+        cmocka_unit_test(test_design_quick), cmocka_unit_test(test_design_full_gpu), cmocka_unit_test(test_portable_path),
+        cmocka_unit_test(test_design_size),
         cmocka_unit_test(test_models_find),  cmocka_unit_test(test_fit_solve),
         cmocka_unit_test(test_suite_seconds), cmocka_unit_test(test_plan_apply),
         cmocka_unit_test(test_plan_size),    cmocka_unit_test(test_stochastic),
