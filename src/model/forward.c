@@ -243,6 +243,18 @@ static const num_qmat *rs_weights(model_run_state *rs, const drift_numeric_profi
     return &c->f32;
 }
 
+/* One head's K or V vector into the cache slot dst: in the profile's KV
+ * format, or (kv_f32) as the f32 values that format's vector decodes to. */
+static void kv_put(const drift_model *m, uint8_t *dst, const float *src, int hd) {
+    if (!m->kv_f32) {
+        num_kv_store(m->prof.kv, dst, src, hd);
+        return;
+    }
+    uint8_t coded[sizeof(float) * (MODEL_KV_F32_MAX_HD + 1)];
+    num_kv_store(m->prof.kv, coded, src, hd);
+    num_kv_load(m->prof.kv, (float *)(void *)dst, coded, hd);
+}
+
 static uint8_t *kv_at(const drift_session *s, uint8_t *base, int layer, int pos, int kvh) {
     const drift_model *m = s->m;
     size_t idx = ((size_t)layer * (size_t)s->n_ctx + (size_t)pos) * (size_t)m->info.n_kv_heads + (size_t)kvh;
@@ -386,7 +398,7 @@ static void attn_item(void *ctx, int64_t bh, int worker) {
     size_t stride = (size_t)in->n_kv_heads * m->kv_vec_bytes, off = (size_t)b * QD + (size_t)h * hd;
     float *scr = j->rs->scratch + (size_t)worker * j->rs->scratch_stride;
     drift_session *s = j->sess[b];
-    num_attention(&m->prof, j->rs->att + off, j->rs->q + off, kv_at(s, s->kc, j->layer, start, kvh),
+    num_attention(&m->attn_prof, j->rs->att + off, j->rs->q + off, kv_at(s, s->kc, j->layer, start, kvh),
                   kv_at(s, s->vc, j->layer, start, kvh), stride, pos - start + 1, hd, j->scale, scr);
 }
 
@@ -431,8 +443,8 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
             num_store_round(p, k + (size_t)b * KVD, KVD);
             /* K, V into the cache */
             for (int j = 0; j < in->n_kv_heads; j++) {
-                num_kv_store(p->kv, kv_at(sess[b], sess[b]->kc, l, pos[b], j), k + (size_t)b * KVD + (size_t)j * hd, hd);
-                num_kv_store(p->kv, kv_at(sess[b], sess[b]->vc, l, pos[b], j), v + (size_t)b * KVD + (size_t)j * hd, hd);
+                kv_put(m, kv_at(sess[b], sess[b]->kc, l, pos[b], j), k + (size_t)b * KVD + (size_t)j * hd, hd);
+                kv_put(m, kv_at(sess[b], sess[b]->vc, l, pos[b], j), v + (size_t)b * KVD + (size_t)j * hd, hd);
             }
         }
         /* attention per (row, head) over the causal (and sliding) window;

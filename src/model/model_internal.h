@@ -6,8 +6,10 @@
  *                      copies converted to the profile's weight format).
  *                      Immutable after loading; shared by threads.
  *   drift_session    = one sequence: position + KV cache (layer, n_ctx,
- *                      n_kv_heads, kv_vec_bytes) in the profile's KV format,
- *                      and the run state its own forward calls use.
+ *                      n_kv_heads, kv_vec_bytes) holding the profile's KV
+ *                      format (on the CPU as the f32 values that format's
+ *                      vectors decode to: see kv_f32), and the run state
+ *                      its own forward calls use.
  *   model_run_state  = the forward pass's activations for a batch of rows,
  *                      kept between calls and grown to the largest batch
  *                      seen. Owned by a session (drift_session_forward, and
@@ -72,7 +74,16 @@ struct drift_model {
     float *output_norm;        /* (dim) */
     layer_w *layers;           /* (n_layers) */
     int q_dim, kv_dim;
-    size_t kv_vec_bytes;       /* one head's K or V vector in the KV format */
+    size_t kv_vec_bytes;       /* one head's K or V vector as the cache holds it */
+    /* CPU with a KV format other than f32: each vector is stored in the
+     * format and decoded once, at write time, to the f32 values every read
+     * would decode it to (the same bits as keeping the format and decoding
+     * at each read, which cost an O(n^2) decode per prefill); attn_prof is
+     * prof with kv = f32, the profile the attention kernels read the cache
+     * with. Otherwise kv_f32 = 0 and attn_prof = prof. */
+    int kv_f32;
+    drift_numeric_profile attn_prof;
+#define MODEL_KV_F32_MAX_HD 512 /* kv_f32's staging buffer (heads wider keep the format) */
     model_tpl tpl;
 #ifdef DRIFT_HAVE_CUDA
     dcu_model *dcu;            /* backend=cuda: the weights on the device; NULL on the CPU */

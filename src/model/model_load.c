@@ -443,7 +443,11 @@ drift_status drift_model_load(const char *path, const drift_numeric_profile *pro
         drift_model_free(m);
         return st;
     }
-    m->kv_vec_bytes = num_kv_bytes(m->prof.kv, m->info.head_dim);
+    m->attn_prof = m->prof;
+    m->kv_f32 = m->prof.backend == DRIFT_BACKEND_CPU && m->prof.kv != DRIFT_DTYPE_F32 &&
+                m->info.head_dim <= MODEL_KV_F32_MAX_HD;
+    if (m->kv_f32) m->attn_prof.kv = DRIFT_DTYPE_F32;
+    m->kv_vec_bytes = num_kv_bytes(m->attn_prof.kv, m->info.head_dim);
 #ifdef DRIFT_HAVE_CUDA
     if (m->prof.backend == DRIFT_BACKEND_CUDA && (st = cuda_upload(m, err))) {
         drift_model_free(m);
