@@ -131,6 +131,9 @@ drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opt
     s->opts = *opts;
     s->max_tokens = opts->max_tokens > 0 ? opts->max_tokens : opts->full ? DRIFT_LAB_FULL_TOKENS : DRIFT_LAB_QUICK_TOKENS;
     s->stoch_prompts = opts->limit > 0 ? opts->limit : DRIFT_LAB_STOCH_PROMPTS;
+    /* the stochastic leg's figures are over the math prompts the main leg's
+     * deterministic runs answered too: --quick samples no more than those */
+    if (!opts->full && opts->limit <= 0 && s->stoch_prompts > DRIFT_LAB_QUICK_MATH) s->stoch_prompts = DRIFT_LAB_QUICK_MATH;
     size_t n = find_models(opts->models_dir ? opts->models_dir : "models", s);
     if (!n) {
         if (opts->models_dir) return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "no *.gguf model in %s", opts->models_dir);
