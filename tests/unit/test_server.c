@@ -761,7 +761,15 @@ static void test_load(void **state) {
     }
     long after = rss_kb();
     fprintf(stderr, "RSS %ld kB before, %ld kB after two rounds of 96 requests\n", before, after);
+#ifdef __SANITIZE_ADDRESS__
+    /* under ASan freed memory waits in its quarantine, so RSS grows with the
+     * bytes allocated and freed, not with what is kept (it passes with
+     * quarantine_size_mb=0); LeakSanitizer checks what is kept at exit */
+    (void)before;
+    (void)after;
+#else
     assert_true(after - before < 8 * 1024);
+#endif
     char *r;
     assert_int_equal(http("GET", port, "/health", NULL, 0, &r), 200);
     free(r);
