@@ -334,19 +334,6 @@ out:
 
 /* ------------------------------------------- what a held-out R^2 can say */
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* numpy's default (linear) quantile of sorted v */
-static double quantile_sorted(const double *v, size_t n, double q) {
-    if (n == 0) return NAN;
-    double h = (double)(n - 1) * q;
-    size_t i = (size_t)floor(h);
-    if (i + 1 >= n) return v[n - 1];
-    return v[i] + (h - (double)i) * (v[i + 1] - v[i]);
-}
 
 /* binomial noise of one row: y(1-y)/(n-1) with y = flips/n, the unbiased
  * estimate of p(1-p)/n; -1 when the row has no counts */
@@ -430,9 +417,9 @@ drift_status pri_cluster_bootstrap_r2(const drift_table *t, const size_t *rows, 
         if (sst > 1e-12 * (syy > 1 ? syy : 1)) r2[nd++] = 1 - sse / sst;
     }
     if (nd < (size_t)reps / 2) goto out; /* mostly replicates with nothing to predict: no interval */
-    qsort(r2, nd, sizeof *r2, cmp_dbl);
-    *lo = quantile_sorted(r2, nd, 0.025);
-    *hi = quantile_sorted(r2, nd, 0.975);
+    qsort(r2, nd, sizeof *r2, pri_cmp_double);
+    *lo = pri_quantile_sorted(r2, nd, 0.025);
+    *hi = pri_quantile_sorted(r2, nd, 0.975);
 out:
     free(cl); free(first); free(cnt); free(order); free(start); free(r2);
     return st;

@@ -176,4 +176,9 @@ void pri_jobs_free(pri_job *jobs, size_t n);
 /* Runs every job (o->nthread at a time); the first failure in job order. */
 drift_status pri_jobs_run(pri_job *jobs, size_t n, const drift_pri_options *o, drift_error *err);
 
+/* qsort comparator of doubles, ascending; numpy's default (linear) quantile
+ * q of the n sorted values v (NAN when n = 0). */
+int pri_cmp_double(const void *a, const void *b);
+double pri_quantile_sorted(const double *v, size_t n, double q);
+
 #endif

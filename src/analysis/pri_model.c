@@ -50,13 +50,13 @@ void drift_pri_free(drift_pri *p) {
 
 /* ------------------------------------------------------------------ fit */
 
-static int cmp_double(const void *a, const void *b) {
+int pri_cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
 /* numpy's default (linear) quantile of sorted v */
-static double quantile_sorted(const double *v, size_t n, double q) {
+double pri_quantile_sorted(const double *v, size_t n, double q) {
     if (n == 0) return NAN;
     double h = (double)(n - 1) * q;
     size_t i = (size_t)floor(h);
@@ -65,8 +65,8 @@ static double quantile_sorted(const double *v, size_t n, double q) {
 }
 
 static quant quantiles(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    quant q = {quantile_sorted(v, n, 0.025), quantile_sorted(v, n, 0.975), n};
+    qsort(v, n, sizeof *v, pri_cmp_double);
+    quant q = {pri_quantile_sorted(v, n, 0.025), pri_quantile_sorted(v, n, 0.975), n};
     return q;
 }
 
