@@ -156,9 +156,11 @@ typedef struct drift_numeric_profile {
                              output, norm output) is stored in dtype, as a
                              bf16/f16 serving stack's tensors are */
     int norm_round;       /* norm=f32|round: 1 = RMSNorm rounds x*rsqrt(ms)
-                             to dtype before the weight multiply (HF / vLLM
-                             rms_norm kernel; store=dtype rounds the product
-                             too); 0 = f32 inside (flashinfer) */
+                             to dtype before the weight multiply (HF
+                             LlamaRMSNorm, vLLM's rms_norm CUDA kernel;
+                             store=dtype rounds the product too); 0 = f32
+                             inside, one rounding (flashinfer, hence SGLang
+                             and TensorRT-LLM) */
     int addnorm_f32;      /* addnorm=rounded|f32: 1 = the norm after a
                              residual add reads the f32 sum (fused
                              add+RMSNorm, flashinfer); 0 = it reads the
@@ -169,20 +171,31 @@ typedef struct drift_numeric_profile {
                              vLLM silu_and_mul); 0 = f32 inside */
     int rope_lowp;        /* rope=f32|dtype: 1 = cos/sin tables in dtype and
                              each product and the sum rounded to dtype (HF
-                             rotary, vLLM's rotary kernel in scalar_t) */
+                             rotary; vLLM's older rotary kernel in
+                             scalar_t). 0 = f32 tables and arithmetic, one
+                             rounding (flashinfer). A dtype cos/sin table
+                             with f32 arithmetic (vLLM's kernel today) is
+                             neither: docs/presets.md */
     int scores_lowp;      /* scores=f32|dtype: 1 = attention scores q.k*scale
-                             rounded to dtype (eager attention: the QK^T
-                             matmul writes dtype) */
+                             rounded to dtype once (eager attention: the
+                             QK^T matmul writes dtype; HF then rounds the
+                             product with the scale a second time, which
+                             no key models) */
     int probs_lowp;       /* probs=f32|dtype: 1 = softmax weights rounded to
                              dtype before the P.V product (FlashAttention
-                             converts P to bf16/f16 for its second GEMM) */
+                             and TensorRT-LLM's XQA convert P to bf16/f16
+                             for their second GEMM; flashinfer's decode
+                             kernel keeps P in f32) */
     int bias_unfused;     /* bias=fused|unfused: 1 = GEMM output rounded to
                              dtype, then the bias added and rounded again
                              (a separate bias kernel); 0 = bias added in f32
                              in the GEMM epilogue (one rounding) */
     int logits_lowp;      /* logits=f32|dtype: 1 = the LM head writes its
-                             logits in dtype (vLLM, HF); 0 = f32 logits
-                             (TensorRT-LLM's default logits_dtype) */
+                             logits in dtype (vLLM, SGLang, HF and
+                             TensorRT-LLM's PyTorch backend, which cast to
+                             f32 only after); 0 = f32 logits (an LM head
+                             computed in f32, e.g. SGLang's
+                             --enable-fp32-lm-head) */
 
     /* ---- Hardware: how a matmul's dot products are computed. lanes = 0 and
      * mma = 0: the isa's own kernels (historical). Otherwise the level defines

@@ -126,34 +126,45 @@ static const preset PRECISION_PRESETS[] = {
      "weights=nvfp4&acts=bf16&kv=bf16&dtype=bf16&store=dtype"},
 };
 
+/* Each entry was checked against the stack's source (docs/presets.md: the
+ * file, function and snapshot read for every key, what no key expresses, and
+ * which configurable choice -- attention backend, block size -- each takes). */
 static const preset FRAMEWORK_PRESETS[] = {
-    {"vllm", "vLLM's CUDA kernels as their source rounds: rms_norm rounds x*rsqrt(ms) to the "
-             "model dtype before the weight multiply; fused_add_rms_norm forms the sum in "
-             "scalar_t so the norm reads the rounded residual; silu_and_mul rounds silu(gate) "
-             "before the product; the rotary kernel works in scalar_t with a cos/sin cache in "
-             "the model dtype; FlashAttention: f32 scores, P rounded to the dtype for P.V, online "
-             "softmax over blocks of 128 keys; bias in the GEMM epilogue; logits in the dtype",
+    {"vllm", "vLLM with its own CUDA kernels (custom ops on, as with --enforce-eager; its default "
+             "torch.compile mode runs PyTorch-native ops fused by Inductor instead, see "
+             "docs/presets.md): rms_norm rounds x*rsqrt(ms) to the model dtype before the weight "
+             "multiply; fused_add_rms_norm forms the sum in the dtype, so the norm reads the "
+             "rounded residual; silu_and_mul rounds silu(gate) before the product; RoPE in the "
+             "dtype (the scalar_t rotary kernel; today's kernel reads a dtype cos/sin cache and "
+             "rounds once: no key expresses that); FlashAttention-3 on Hopper: f32 scores, P "
+             "rounded to the dtype for P.V, online softmax over blocks of 128 keys (paged KV); "
+             "bias in the GEMM epilogue; logits in the dtype",
      "norm=round&addnorm=rounded&swiglu=round&rope=dtype&scores=f32&probs=dtype&bias=fused&"
      "logits=dtype&attn=online:128"},
-    {"sglang", "SGLang with flashinfer kernels: RMSNorm and fused add+RMSNorm in f32 with one "
-               "rounding, the norm reading the f32 sum; silu_and_mul in f32, one rounding; RoPE "
-               "in f32; attention with f32 scores, P rounded for P.V, online softmax over blocks "
-               "of 64 keys; bias in the epilogue; logits in the dtype",
+    {"sglang", "SGLang on Hopper with sgl-kernel's flashinfer-derived kernels: RMSNorm and fused "
+               "add+RMSNorm in f32 with one rounding, the norm reading the f32 sum; silu_and_mul "
+               "in f32, one rounding; RoPE in f32 from an f32 cos/sin cache; its default "
+               "attention backend there, FlashAttention-3: f32 scores, P rounded for P.V, online "
+               "softmax over blocks of 128 keys (paged KV, page size 1); bias in the GEMM "
+               "epilogue; logits in the dtype (--enable-fp32-lm-head off)",
      "norm=f32&addnorm=f32&swiglu=fused&rope=f32&scores=f32&probs=dtype&bias=fused&"
-     "logits=dtype&attn=online:64"},
-    {"trtllm", "TensorRT-LLM-like: fused f32 norms (add+norm reading the f32 sum), gated "
-               "activation fused in f32, RoPE fused in f32 into attention, attention with f32 "
-               "scores and P rounded for P.V over blocks of 64 keys, split-K GEMMs (2 chunks: a "
-               "tactic its autotuner may choose), logits in f32 (trtllm-build's default "
-               "logits_dtype)",
+     "logits=dtype&attn=online:128"},
+    {"trtllm", "TensorRT-LLM's PyTorch backend on Hopper: flashinfer RMSNorm and fused add+RMSNorm "
+               "(f32, the norm reading the f32 sum), SwiGLU in one f32 Triton kernel, RoPE in f32 "
+               "fused into attention; XQA decode attention: f32 scores, P rounded for P.V, tiles "
+               "of 64 keys; bias in the GEMM epilogue; logits in the dtype (the LM head writes "
+               "the model dtype, cast to f32 after); split-K GEMMs in 2 chunks, a tactic its "
+               "GEMM libraries may pick at run time (an assumption of this level, not in its "
+               "model code)",
      "norm=f32&addnorm=f32&swiglu=fused&rope=f32&scores=f32&probs=dtype&bias=fused&"
-     "logits=f32&attn=online:64&reduce=blocked:2"},
-    {"hf-eager", "Hugging Face transformers, eager attention: every op rounds to the dtype: "
-                 "RMSNorm's normalized value before the weight, silu(gate) before the product, "
-                 "RoPE in the dtype (cos/sin cast to it), scores q.k^T written in the dtype, "
-                 "softmax in f32 then probabilities cast to the dtype, two-pass softmax, a "
-                 "separate bias add; logits in the dtype",
-     "norm=round&addnorm=rounded&swiglu=round&rope=dtype&scores=dtype&probs=dtype&bias=unfused&"
+     "logits=dtype&attn=online:64&reduce=blocked:2"},
+    {"hf-eager", "Hugging Face transformers, eager attention: RMSNorm's normalized value rounded to "
+                 "the dtype before the weight, the residual add in the dtype, silu(gate) rounded "
+                 "before the product, RoPE in the dtype (cos/sin cast to it, each product and sum "
+                 "rounded), scores q.k^T written in the dtype, softmax in f32 then probabilities "
+                 "cast to the dtype, two-pass softmax; bias in the GEMM (F.linear is one cuBLASLt "
+                 "call with a bias epilogue); logits in the dtype",
+     "norm=round&addnorm=rounded&swiglu=round&rope=dtype&scores=dtype&probs=dtype&bias=fused&"
      "logits=dtype&attn=two-pass"},
 };
 

@@ -310,7 +310,7 @@ static void test_descriptors(void **state) {
     drift_profile_descriptors(&p, names, v, 64);
     assert_true(D("w_mant") == 7 && D("w_exp") == 0 && D("w_block") == -1 && D("a_dynamic") == 1 && D("dtype_mant") == 7);
     assert_true(D("acc_mant") == 14 && D("mma_k") == 32 && D("promote") == 128 && D("acc_trunc") == 1 && D("lanes") == 1);
-    assert_true(D("split_k") == 2 && D("norm_round") == 0 && D("logits_lowp") == 0);
+    assert_true(D("split_k") == 2 && D("norm_round") == 0 && D("logits_lowp") == 1 && D("attn_block") == 64);
     assert_int_equal(drift_profile_parse("precision=w4a16&hardware=avx512-bf16", &p, &err), DRIFT_OK);
     drift_profile_descriptors(&p, names, v, 64);
     assert_true(D("w_mant") == 3 && D("w_block") == 128 && D("lanes") == 16 && D("dot_bf16") == 1);

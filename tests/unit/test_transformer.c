@@ -303,6 +303,7 @@ static void test_lab_levels_invariance(void **state) {
                             LAB_BASE "&framework=hf-eager",
                             LAB_BASE "&framework=sglang",
                             LAB_BASE "&framework=trtllm",
+                            LAB_BASE "&bias=unfused", /* no preset sets it since hf-eager's bias is fused */
                             LAB_BASE "&precision=w8a8-int8",
                             LAB_BASE "&precision=w8a8-fp8"};
     const int n_levels = (int)(sizeof levels / sizeof *levels);
