@@ -581,9 +581,11 @@ static void sentence_risk(sbuf *o, const summary *s) {
     sb_puts(o, first ? "no workload has pairs." : ".");
 }
 
-/* n with no decimals when it is a whole number, else one ("-" when not finite). */
+/* v to one decimal, without it when that is a whole number ("-" when not
+ * finite): 62, not 62.0 for an interpolated 61.99999. */
 static const char *tokens_num(char *buf, size_t cap, double v) {
-    return num(buf, cap, isfinite(v) && v == floor(v) ? 0 : 1, v);
+    double r = round(10 * v) / 10;
+    return num(buf, cap, isfinite(r) && r == floor(r) ? 0 : 1, r);
 }
 
 /* k of n as a percent with one decimal ("-" when n is 0). */
@@ -598,8 +600,8 @@ static void sentence_shape(sbuf *o, const summary *s) {
     const drift_lab_findings *f = s->f;
     static const double gap_nats[DRIFT_SHAPE_N_GAPS] = DRIFT_SHAPE_GAP_NATS;
     sb_printf(o, "Answer shape at the baseline (its %zu run(s) pooled, one per model; gap = the best minus the "
-                 "second-best logprob of a generated token, in nats: how far numerics must move those two logits to "
-                 "turn that token): ",
+                 "second-best logprob of a generated token, in nats: how far numerics must shift those two logits "
+                 "against each other to turn that token): ",
               f->shape_runs);
     if (!f->shape_ok) {
         sb_printf(o, "cannot say (%s).", f->shape_why[0] ? f->shape_why : "not computed");
