@@ -613,6 +613,7 @@ static void sentence_shape(sbuf *o, const summary *s) {
         const drift_answer_shape *x = &f->shape[w];
         if (!x->runs) continue;
         sb_printf(o, "%s%s %zu answers", first ? "" : "; ", wl_name(w), x->answers);
+        if (x->runs != f->shape_runs) sb_printf(o, " (%zu run(s) only)", x->runs);
         first = 0;
         char a[32], b[32], c[32], d[32];
         if (x->n_len) {

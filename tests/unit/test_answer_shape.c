@@ -217,7 +217,7 @@ static void test_sentence(void **state) {
         "tokens), smallest gap < 0.1 in 40.0% of the answers with gaps (< 0.5: 60.0%, < 1.0: 80.0%), 0.80 near ties "
         "(tokens with a gap < 0.1) per answer (5 answers); 1 answer(s) without logprobs, not in the gap figures; 2 "
         "failed request(s) left out;",
-        "code 2 answers, median 6 tokens (p10 5.2, p90 6.8, max 7; 0.0% cut at 128 tokens), no gap known; 1 answer(s) "
+        "code 2 answers (1 run(s) only), median 6 tokens (p10 5.2, p90 6.8, max 7; 0.0% cut at 128 tokens), no gap known; 1 answer(s) "
         "whose logprobs do not read, not in them; 1 answer(s) with no token listing two alternatives.",
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
