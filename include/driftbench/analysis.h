@@ -665,6 +665,53 @@ DRIFT_API drift_status drift_stoch_estimand_compute(const drift_stoch_prompt *p,
  * report to print. */
 DRIFT_API const char *drift_stoch_estimand_definition(void);
 
+/* ------------------------------ the shape of answers (issue 36)
+ *
+ * How long the answers of some runs are and how close their greedy
+ * decisions were, per workload, from what the store holds: the completion
+ * token counts (median, p10, p90: numpy's linear quantiles; the largest)
+ * and the answers the token limit cut (finish_reason "length"); and from
+ * each answer's stored logprobs (the form of compare.h's risk features:
+ * [{"token":..,"logprob":..,"top":[{"token":..,"logprob":..}..]}..]) the
+ * gap of each generated token whose top list has two entries or more, the
+ * best minus the second-best logprob (nats; risk.c's margin): an answer's
+ * smallest gap, and its tokens with a gap under DRIFT_SHAPE_TIE_NATS (near
+ * ties). A gap is how large a change of the logits must be to turn that
+ * greedy choice, so small ones are decisions other numerics can break.
+ * Failed requests are in no figure (counted in failed); answers stored
+ * without logprobs, or with logprobs that do not read, are in the length
+ * figures but counted apart from the gap figures, never taken as gapless. */
+#define DRIFT_SHAPE_N_GAPS 3
+/* the thresholds of min_gap_lt, nats (an initializer) */
+#define DRIFT_SHAPE_GAP_NATS {0.1, 0.5, 1.0}
+#define DRIFT_SHAPE_TIE_NATS 0.1
+
+typedef struct drift_answer_shape {
+    size_t runs;              /* runs holding a row of this workload */
+    size_t answers;           /* responses holding an answer */
+    size_t failed;            /* failed requests (left out of every figure) */
+    size_t n_len;             /* answers whose completion token count is known */
+    double len_median, len_p10, len_p90; /* completion tokens; NAN when n_len is 0 */
+    long len_max;             /* -1 when n_len is 0 */
+    size_t cut;               /* answers cut by the token limit (finish_reason "length") */
+    size_t no_logprobs;       /* answers stored without logprobs */
+    size_t bad_logprobs;      /* answers whose logprobs do not read (malformed JSON) */
+    size_t no_gap;            /* answers with logprobs but no token listing two alternatives */
+    size_t with_gap;          /* answers with at least one gap: the gap figures' denominator */
+    size_t min_gap_lt[DRIFT_SHAPE_N_GAPS]; /* of those, the ones whose smallest gap is below each threshold */
+    size_t gap_tokens;        /* tokens with a gap, over the with_gap answers */
+    size_t tie_tokens;        /* of those, the ones with a gap < DRIFT_SHAPE_TIE_NATS (near ties) */
+} drift_answer_shape;
+
+/* The shape of the answers of runs labels[0..n) in st, pooled per workload
+ * into out (zeroed first; every replicate is an answer; a label the store
+ * does not hold adds nothing; rows of prompts of no known workload are left
+ * out). DRIFT_ERR_INVALID without st, out or labels (n > 0); the store's
+ * error otherwise. */
+struct drift_store;
+DRIFT_API drift_status drift_answer_shape_runs(struct drift_store *st, const char *const *labels, size_t n,
+                                               drift_answer_shape out[DRIFT_WL_COUNT], drift_error *err);
+
 #ifdef __cplusplus
 }
 #endif

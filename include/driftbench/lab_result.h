@@ -170,6 +170,13 @@ typedef struct drift_lab_findings {
     double aa_sdr_max;            /* the largest chat SDR of an A/A pair; 0 by construction */
     int desc_ok;                  /* PRI was given each configuration's descriptors */
     char desc_why[160];
+    /* the shape of the baselines' answers ("base@MODEL" runs pooled per
+     * workload: lengths, cut answers, logprob gaps; analysis.h) */
+    int shape_ok;                 /* 0: shape_why says why */
+    char shape_why[160];
+    size_t shape_runs;            /* baseline runs of the design */
+    int max_tokens;               /* their token limit */
+    drift_answer_shape shape[DRIFT_WL_COUNT];
 } drift_lab_findings;
 
 /* ---- the study as its report reads it ---- */

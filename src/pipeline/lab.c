@@ -441,6 +441,25 @@ out:
     for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++) free(lv[d]);
 }
 
+/* The shape of the baselines' answers ("base@MODEL" of the main spec,
+ * pooled per workload) into f; a failure is recorded, not returned. */
+static void baseline_shape(drift_lab_findings *f, drift_store *st, const drift_matrix_spec *spec) {
+    const char **labels = malloc((spec->n_configs + 1) * sizeof *labels);
+    if (!labels) {
+        snprintf(f->shape_why, sizeof f->shape_why, "out of memory");
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < spec->n_configs; i++)
+        if (drift_lab_label_role(spec->configs[i].label) == DRIFT_LAB_ROLE_BASE) labels[n++] = spec->configs[i].label;
+    f->shape_runs = n;
+    f->max_tokens = spec->max_tokens;
+    drift_error e = {0};
+    if (drift_answer_shape_runs(st, labels, n, f->shape, &e)) snprintf(f->shape_why, sizeof f->shape_why, "%s", e.msg);
+    else f->shape_ok = 1;
+    free(labels);
+}
+
 /* The flip table of the level configurations (rows of the controls left out). */
 static drift_status levels_table(const drift_table *all, drift_table **out, drift_error *err) {
     const char **extras = (const char **)all->dim_names + DRIFT_DIM_COUNT;
@@ -473,6 +492,7 @@ static drift_status analyze(lab_session *s, drift_error *err) {
     drift_lab_findings *f = &r->findings;
     f->computed = 1;
     controls(f, kept, n_kept);
+    baseline_shape(f, r->store, r->study.spec);
     for (int w = 0; w < DRIFT_WL_COUNT; w++) workload_stats(&f->wl[w], w, kept, n_kept);
     drift_pri_options po;
     drift_pri_options_init(&po);

@@ -581,6 +581,74 @@ static void sentence_risk(sbuf *o, const summary *s) {
     sb_puts(o, first ? "no workload has pairs." : ".");
 }
 
+/* v to one decimal, without it when that is a whole number ("-" when not
+ * finite): 62, not 62.0 for an interpolated 61.99999. */
+static const char *tokens_num(char *buf, size_t cap, double v) {
+    double r = round(10 * v) / 10;
+    return num(buf, cap, isfinite(r) && r == floor(r) ? 0 : 1, r);
+}
+
+/* k of n as a percent with one decimal ("-" when n is 0). */
+static const char *share(char *buf, size_t cap, size_t k, size_t n) {
+    return num(buf, cap, 1, n ? 100.0 * (double)k / (double)n : NAN);
+}
+
+/* The shape of the baselines' answers: how long they are, how many the
+ * limit cut, how close their greedy decisions were (findings' shape). */
+static void sentence_shape(sbuf *o, const summary *s) {
+    if (!s->f) return;
+    const drift_lab_findings *f = s->f;
+    static const double gap_nats[DRIFT_SHAPE_N_GAPS] = DRIFT_SHAPE_GAP_NATS;
+    sb_printf(o, "Answer shape at the baseline (its %zu run(s) pooled, one per model; gap = the best minus the "
+                 "second-best logprob of a generated token, in nats: how far numerics must shift those two logits "
+                 "against each other to turn that token): ",
+              f->shape_runs);
+    if (!f->shape_ok) {
+        sb_printf(o, "cannot say (%s).", f->shape_why[0] ? f->shape_why : "not computed");
+        return;
+    }
+    int first = 1;
+    for (int i = 0; i < DRIFT_WL_COUNT; i++) {
+        drift_workload w = shown(i);
+        const drift_answer_shape *x = &f->shape[w];
+        if (!x->runs) continue;
+        sb_printf(o, "%s%s %zu answers", first ? "" : "; ", wl_name(w), x->answers);
+        if (x->runs != f->shape_runs) sb_printf(o, " (%zu run(s) only)", x->runs);
+        first = 0;
+        char a[32], b[32], c[32], d[32];
+        if (x->n_len) {
+            sb_printf(o, ", median %s tokens (p10 %s, p90 %s, max %ld", tokens_num(a, sizeof a, x->len_median),
+                      tokens_num(b, sizeof b, x->len_p10), tokens_num(c, sizeof c, x->len_p90), x->len_max);
+            if (x->n_len < x->answers) sb_printf(o, ", over the %zu with a token count", x->n_len);
+            sb_puts(o, "; ");
+        } else if (x->answers) {
+            sb_puts(o, ", no token count stored (");
+        }
+        if (x->answers) {
+            sb_printf(o, "%s%% cut at ", share(a, sizeof a, x->cut, x->answers));
+            if (f->max_tokens > 0) sb_printf(o, "%d tokens)", f->max_tokens);
+            else sb_puts(o, "the token limit)");
+        }
+        if (x->with_gap) {
+            sb_printf(o, ", smallest gap < %.1f in %s%% of %s (< %.1f: %s%%, < %.1f: %s%%), %s near ties (tokens with "
+                         "a gap < %.1f) per answer",
+                      gap_nats[0], share(a, sizeof a, x->min_gap_lt[0], x->with_gap),
+                      x->with_gap == x->answers ? "answers" : "the answers with gaps", gap_nats[1],
+                      share(b, sizeof b, x->min_gap_lt[1], x->with_gap), gap_nats[2],
+                      share(c, sizeof c, x->min_gap_lt[2], x->with_gap),
+                      num(d, sizeof d, 2, (double)x->tie_tokens / (double)x->with_gap), DRIFT_SHAPE_TIE_NATS);
+            if (x->with_gap < x->answers) sb_printf(o, " (%zu answers)", x->with_gap);
+        } else if (x->answers) {
+            sb_puts(o, ", no gap known");
+        }
+        if (x->no_logprobs) sb_printf(o, "; %zu answer(s) without logprobs, not in the gap figures", x->no_logprobs);
+        if (x->bad_logprobs) sb_printf(o, "; %zu answer(s) whose logprobs do not read, not in them", x->bad_logprobs);
+        if (x->no_gap) sb_printf(o, "; %zu answer(s) with no token listing two alternatives", x->no_gap);
+        if (x->failed) sb_printf(o, "; %zu failed request(s) left out", x->failed);
+    }
+    sb_puts(o, first ? "no baseline answer is stored." : ".");
+}
+
 /* The logistic model beside the ANOVA. */
 static void sentence_logit(sbuf *o, const summary *s) {
     if (!s->f) return;
@@ -762,10 +830,12 @@ static void sentence_stochastic_any(sbuf *o, const summary *s) {
 }
 
 /* Findings first: the models, the rates, then the paper's questions one by
- * one, then how the axes were tested, the stochastic leg and the controls. */
+ * one, then how the axes were tested, the baseline's answers (their shape
+ * beside flip risk), the stochastic leg and the controls. */
 static const sentence_fn sentences[] = {sentence_models,     sentence_rates, sentence_intervals, sentence_order,
                                         sentence_systematic, sentence_safety, sentence_anova,   sentence_logit,
-                                        sentence_risk,       sentence_stochastic_any, sentence_controls};
+                                        sentence_risk,       sentence_shape,  sentence_stochastic_any,
+                                        sentence_controls};
 #define N_SENTENCES (sizeof sentences / sizeof *sentences)
 
 /* ------------------------------------------------------------ text */

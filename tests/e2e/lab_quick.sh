@@ -44,6 +44,10 @@ for q in 'Does the workload ordering hold?' 'Are hardware and precision systemat
     grep -q "$q" "$out/summary.txt" || { echo "FAIL: summary lacks '$q'"; cat "$out/summary.txt"; exit 1; }
 done
 ! grep -q 'No axis is predictable' "$out/summary.txt" || { echo "FAIL: the dropped overreach is back"; exit 1; }
+# the baselines' answer shape: 2 models x 3 math prompts, every one cut at 12 tokens (cuts.txt below says so)
+tr '\n' ' ' <"$out/summary.txt" | grep -q 'Answer shape at the baseline (its 2 run(s) pooled, one per model; .* math 6 answers, median 12 tokens (p10 12, p90 12, max 12; 100.0% cut at 12 tokens), smallest gap < 0.1 in [0-9.]*% of answers' \
+    || { echo "FAIL: no answer shape in the summary"; cat "$out/summary.txt"; exit 1; }
+grep -q 'Answer shape at the baseline' "$out/report.html" || { echo "FAIL: no answer shape in report.html"; exit 1; }
 # the baseline's answers carry logprobs, the others do not
 lp=$(sqlite3 "$out/lab.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label like 'base@%' and r.logprobs is not null") || fail "sqlite3 cannot count logprobs"
 [ "$lp" -gt 0 ] || { echo "FAIL: the baseline has no logprobs"; exit 1; }

@@ -764,6 +764,30 @@ static void test_lab_run(void **state) {
         assert_true(f->wl[w].risk_n <= (size_t)pairs);
     }
     assert_int_equal(f->desc_ok, 1); /* every level described by its presets */
+    /* the baselines' answer shape: over the base@MODEL runs, the answers and cuts the store counts */
+    assert_int_equal(f->shape_ok, 1);
+    assert_int_equal(f->shape_runs, r->study.n_models);
+    assert_int_equal(f->max_tokens, 2);
+    for (int w = 0; w < DRIFT_WL_COUNT; w++) {
+        size_t answers = 0, cut = 0, failed = 0;
+        for (size_t m = 0; m < r->study.n_models; m++) {
+            char label[300];
+            snprintf(label, sizeof label, "base@%s", r->study.models[m].name);
+            drift_store_run_counts rc;
+            assert_int_equal(drift_store_count_run(r->store, label, &rc, &err), DRIFT_OK);
+            answers += rc.answers[w];
+            cut += rc.cut[w];
+            failed += rc.errors[w];
+        }
+        const drift_answer_shape *x = &f->shape[w];
+        assert_int_equal(x->answers, answers);
+        assert_int_equal(x->cut, cut);
+        assert_int_equal(x->failed, failed);
+        assert_int_equal(x->no_logprobs, 0); /* the baseline stores its logprobs */
+        assert_int_equal(x->with_gap + x->no_gap + x->bad_logprobs, answers);
+        if (x->n_len) assert_true(x->len_max <= 2 && x->len_median <= x->len_p90);
+    }
+    assert_true(f->shape[DRIFT_WL_MATH].answers > 0);
     assert_int_equal(r->cuts.max_tokens, 2);
     assert_true(r->cuts.answers[DRIFT_WL_MATH] > 0);
     assert_true(r->tokens_after > r->tokens_before);
@@ -774,6 +798,7 @@ static void test_lab_run(void **state) {
     assert_non_null(strstr(note, "Answers cut by the 2-token limit: math "));
     assert_int_equal(drift_lab_result_summary_render(r, &text, &html, &err), DRIFT_OK);
     assert_non_null(strstr(text, "== summary: what this lab found =="));
+    assert_non_null(strstr(text, "Answer shape at the baseline"));
     assert_non_null(strstr(html, "<section id=\"summary\">"));
     free(note);
     free(text);
