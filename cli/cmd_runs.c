@@ -243,15 +243,24 @@ static void print_removal(const char *verb, const char *label, const drift_run_r
            cli_safe(label), r->responses, r->failed, r->scores, r->embeddings, r->endpoints);
 }
 
-static int runs_delete(drift_store *st, const char *label, int yes) {
+/* Without --yes the store is opened read-only to say what would go (a
+ * store of an older schema stays as it is), and for writing only once the
+ * answer is yes. */
+static int runs_delete(const char *db, const char *label, int yes) {
     drift_error err = {0};
     drift_run_removal r;
+    drift_store *st = NULL;
     if (!yes) {
-        if (drift_store_run_removal(st, label, &r, &err)) return cli_error_lib("runs", &err);
+        if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("runs", &err);
+        drift_status ds = drift_store_run_removal(st, label, &r, &err);
+        drift_store_close(st);
+        st = NULL;
+        if (ds) return cli_error_lib("runs", &err);
         if (r.locked)
             return cli_error("runs", "run '%s' is being written by another driftbench (%s); not deleting it",
                              label, r.lock_holder);
         print_removal("would delete", label, &r);
+        fflush(stdout);
         if (!isatty(STDIN_FILENO))
             return cli_error("runs", "delete: nothing deleted; add --yes to delete run '%s'", label);
         fprintf(stderr, "delete run '%s'? [y/N] ", cli_safe(label));
@@ -259,9 +268,12 @@ static int runs_delete(drift_store *st, const char *label, int yes) {
         if (!fgets(line, sizeof line, stdin) || (line[0] != 'y' && line[0] != 'Y'))
             return cli_error("runs", "delete: nothing deleted");
     }
-    if (drift_store_run_delete(st, label, &r, &err)) return cli_error_lib("runs", &err);
-    print_removal("deleted", label, &r);
-    return 0;
+    if (drift_store_open(db, &st, &err)) return cli_error_lib("runs", &err);
+    int rc = 0;
+    if (drift_store_run_delete(st, label, &r, &err)) rc = cli_error_lib("runs", &err);
+    else print_removal("deleted", label, &r);
+    drift_store_close(st);
+    return rc;
 }
 
 static int cmd_runs(int argc, char **argv) {
@@ -305,6 +317,7 @@ static int cmd_runs(int argc, char **argv) {
     int writes = want != 1 && strcmp(sub, "show") != 0;
     if (as_json && writes) return cli_error("runs", "--json goes with list and show");
     if (yes && strcmp(sub, "delete") != 0) return cli_error("runs", "--yes goes with delete");
+    if (!strcmp(sub, "delete")) return runs_delete(db, pos[1], yes);
     drift_store *st = NULL;
     drift_error err = {0};
     if ((writes ? drift_store_open(db, &st, &err) : drift_store_open_readonly(db, &st, &err)) != DRIFT_OK)
@@ -312,7 +325,6 @@ static int cmd_runs(int argc, char **argv) {
     int rc;
     if (want == 1) rc = runs_list(st, as_json);
     else if (!strcmp(sub, "show")) rc = runs_show(st, pos[1], as_json);
-    else if (!strcmp(sub, "delete")) rc = runs_delete(st, pos[1], yes);
     else {
         rc = drift_store_run_rename(st, pos[1], pos[2], &err) ? cli_error_lib("runs", &err) : 0;
         if (!rc) printf("renamed run %s to %s\n", cli_safe(pos[1]), cli_safe(pos[2]));
