@@ -220,8 +220,8 @@ static int runs_show(drift_store *st, const char *label, int as_json) {
         printf("endpoints (%zu)\n", o.n_endpoints);
         for (size_t i = 0; i < o.n_endpoints; i++) {
             const drift_run_endpoint *e = &o.endpoints[i];
-            printf("  %s .. %s  %ld begin%s  %s\n", cli_safe(e->first_at), cli_safe(e->last_at), e->begins,
-                   e->begins == 1 ? " " : "s", cli_safe(e->target));
+            printf("  %s .. %s  begins %-4ld %s\n", cli_safe(e->first_at), cli_safe(e->last_at), e->begins,
+                   cli_safe(e->target));
         }
         printf("responses %zu (%zu answers, %zu failed), %zu scored, %zu scores, %zu embeddings\n", o.responses,
                o.responses - o.failed, o.failed, o.scored, o.scores, o.embeddings);
