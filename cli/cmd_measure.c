@@ -56,7 +56,8 @@ static int measure_failed(const drift_measure_opts *o, const drift_measure_summa
         return cli_error("measure", "--%s-start: %s", side, err->msg);
     case DRIFT_MEASURE_STEP_RUN:
         if (sum->server_died) return cli_error("measure", "%s", err->msg);
-        return cli_run_failed("measure", o->side[sum->side].label, sum->run_target, &sum->run, err);
+        return cli_run_failed("measure", sum->label[sum->side][0] ? sum->label[sum->side] : SIDE[sum->side],
+                              sum->run_target, &sum->run, err);
     case DRIFT_MEASURE_STEP_STOPPED: return cli_error("measure", "interrupted; run the same command to resume");
     case DRIFT_MEASURE_STEP_CHUNK:
         if (cancel) return cli_error("measure", "interrupted; run the same command to resume");
@@ -72,11 +73,13 @@ static int measure_failed(const drift_measure_opts *o, const drift_measure_summa
 }
 
 /* Runs the stage and prints, renders and writes what it gives. */
-static int measure(drift_store *st, const drift_measure_opts *o, const cli_compare_args *co) {
+static int measure(drift_store *st, const drift_measure_opts *o, const cli_compare_args *co,
+                   drift_measure_summary *sump) {
     drift_measure_summary sum;
     drift_comparison *c = NULL;
     drift_error err = {0};
     drift_status r = drift_measure_run(st, o, &c, &sum, &err);
+    memcpy(sump->label, sum.label, sizeof sum.label);
     if (sum.scored || sum.step == DRIFT_MEASURE_STEP_SCORE) cli_progress_done();
     if (sum.scored) cli_print_score_summary(&sum.score, "not computable");
     if (r) return measure_failed(o, &sum, &err);
@@ -102,8 +105,12 @@ static const char measure_usage[] =
     "Re-running the same command resumes whatever is missing.\n"
     "\n"
     "  --db STORE               store: SQLite file or postgresql:// URL (default driftbench-measure.db)\n"
-    "  --baseline-label L       default 'baseline'\n"
-    "  --target-label L         default 'target'\n"
+    "  --baseline-label L       default: 'baseline', or the first of baseline-2,\n"
+    "                           baseline-3, ... that is free or holds this same run\n"
+    "                           (same model, request fields, decoding, config: the\n"
+    "                           endpoint may differ), so re-running resumes it and\n"
+    "                           another measure in the same store never collides\n"
+    "  --target-label L         the same for the target ('target', target-2, ...)\n"
     "  --baseline-config k=v,.. dimensions of the baseline stack\n"
     "  --target-config k=v,..   dimensions of the target stack\n"
     "  --baseline-start CMD     start the baseline's server with this shell command before\n"
@@ -167,8 +174,7 @@ static int cmd_measure(int argc, char **argv) {
     drift_measure_opts mo;
     drift_measure_opts_default(&mo);
     drift_measure_side *b = &mo.side[DRIFT_MEASURE_BASELINE], *t = &mo.side[DRIFT_MEASURE_TARGET];
-    b->label = "baseline";
-    t->label = "target";
+    b->label = t->label = NULL; /* labels nobody chose: free ones (measure.h) */
     const char *db = "driftbench-measure.db";
     cli_compare_args co;
     cli_compare_args_default(&co);
@@ -227,7 +233,7 @@ static int cmd_measure(int argc, char **argv) {
     if (optind < argc) return cli_error("measure", "unexpected argument '%s'", argv[optind]);
     if (!b->target || !t->target || !a.n_suites)
         return cli_error("measure", "--baseline, --target and at least one --suite are required (see --help)");
-    if (!strcmp(b->label, t->label)) return cli_error("measure", "--baseline-label and --target-label must differ");
+    if (b->label && t->label && !strcmp(b->label, t->label)) return cli_error("measure", "--baseline-label and --target-label must differ");
     if (cli_check_order("measure", &a)) return CLI_EXIT_ERROR;
     if (alpha_given && !mo.sequential) return cli_error("measure", "--alpha goes with --sequential");
     if (mo.sequential) {
@@ -260,10 +266,12 @@ static int cmd_measure(int argc, char **argv) {
     drift_store *st = NULL;
     if (drift_store_open(db, &st, &err)) return cli_error_lib("measure", &err);
     cli_install_signal_handlers();
-    int rc = measure(st, &mo, &co);
+    drift_measure_summary sum;
+    memset(&sum, 0, sizeof sum);
+    int rc = measure(st, &mo, &co, &sum);
     if (!cli_quiet && rc != CLI_EXIT_ERROR)
         fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", cli_safe(drift_store_display(st)),
-                cli_safe(b->label), cli_safe(t->label));
+                cli_safe(sum.label[0]), cli_safe(sum.label[1]));
     drift_store_close(st);
     return rc;
 }

@@ -171,7 +171,7 @@ int cli_write_output(const char *cmd, const char *path, const char *text) {
 /* The commands' options that take no value (see the file's comment). */
 static const char *const no_value_options[] = {
     "--help", "-h", "--list", "--no-score", "--rescore", "--sequential", "--unsafe-code-exec", "--no-risk", "--kl",
-    "--partial", "--replace", "--chat", "--quick",
+    "--partial", "--replace", "--chat", "--quick", "--json", "--yes",
     "--full", "--dry-run", "--descriptors", "--no-interactions", "--no-tune", "--grouped-cv", "--no-analysis",
     "--gpu", "--quiet", "-q", "--verbose", "-v"};
 

@@ -34,7 +34,12 @@ extern "C" {
 enum { DRIFT_MEASURE_BASELINE = 0, DRIFT_MEASURE_TARGET = 1 };
 
 typedef struct drift_measure_side {
-    const char *label;       /* run label (required; the two differ) */
+    /* Run label (the two differ); NULL: one nobody chose, "baseline" or
+     * "target", or the first of NAME-2, NAME-3, ... that is free or holds
+     * a run of the same identity (drift_run_opts.label_free): the same
+     * measure resumes its runs, another one never collides with them.
+     * summary.label says which was taken. */
+    const char *label;
     const char *target;      /* target spec (required); "{port}" only with start */
     const char *config;      /* "k=v,..." dimensions; NULL none */
     /* Shell command that starts this side's server (NULL: none): "{port}"
@@ -104,6 +109,7 @@ typedef struct drift_measure_summary {
     drift_score_summary score;       /* the two runs' scoring (sequential: a last pass after the chunks) */
     int chunks;                      /* sequential: chunks asked */
     drift_seq_result seq;            /* sequential: the gate's replay after the last chunk */
+    char label[2][256];              /* the runs' labels: side[k].label, or the one taken for a NULL one */
 } drift_measure_summary;
 
 /* Fills o with the defaults: one replicate, order seed 42, /health, 120 s,

@@ -120,6 +120,12 @@ typedef struct drift_run_opts {
     void *select_user;
     double seq_alpha;                /* recorded with select (the gate's error rate) */
     const double *seq_budget;        /* (DRIFT_WL_COUNT,) recorded with select: fractions, < 0 none; NULL none */
+    /* 1: label is a base nobody chose: the run is stored under label,
+     * label-2, label-3, ...: the first free one or the one with this run's
+     * identity (drift_store_run_begin_free), so the same request resumes
+     * the same run and another one never collides. drift_run_label says
+     * which label it took. */
+    int label_free;
 } drift_run_opts;
 
 /* How far a run stage got. A failure leaves step at the one that failed. */
@@ -212,6 +218,9 @@ DRIFT_API drift_status drift_run_begin(drift_store *st, const drift_run_opts *o,
  * session stays usable after one (a cancelled target stays cancelled while
  * its hook says so). */
 DRIFT_API drift_status drift_run_ask(drift_run_session *s, drift_run_summary *sum, drift_error *err);
+/* The session's run label: o->label, or with o->label_free the label the
+ * first ask took (before it: o->label). */
+DRIFT_API const char *drift_run_label(const drift_run_session *s);
 
 /* Closes the target and frees the session (NULL is a no-op). */
 DRIFT_API void drift_run_end(drift_run_session *s);

@@ -18,6 +18,9 @@
  *   embeddings(response_id, embedder, dim, vec blob float32) unique(response_id,embedder)
  *   run_locks(label primary key, pid, host, proc_start, token, started_at)  (v2: who
  *        writes a run now; see drift_store_run_begin)
+ *   run_endpoints(id, run_id, target, first_at, last_at, begins)  (v3: the
+ *        endpoints a run was begun through, one row per stretch of begins
+ *        through one target; see drift_store_run_begin)
  * plus covering indexes responses_scan(run_id, prompt_rowid, replicate, failed)
  * and scores_latest(response_id, id, label, value, evaluator) for load_scored.
  * PRAGMA application_id = 0x44524654 ("DRFT") marks a DriftBench store.
@@ -38,7 +41,7 @@ extern "C" {
 
 typedef struct drift_store drift_store;
 
-#define DRIFT_STORE_SCHEMA_VERSION 2
+#define DRIFT_STORE_SCHEMA_VERSION 3
 
 /* Opens (creating and migrating if needed) the store at path. A file that is
  * not a DriftBench store, or has a newer schema, is refused; so is an SQLite
@@ -116,9 +119,17 @@ typedef struct drift_run_info {
     char *finished_at;     /* NULL until finished */
 } drift_run_info;
 
-/* Creates the run `info->label`, or, if it exists, checks that target,
- * decoding and config agree (else DRIFT_ERR_MISMATCH naming the field) and
- * resumes it: *resumed = 1. Sets *run_id. The target is recorded without
+/* Creates the run `info->label`, or, if it exists, checks that its
+ * identity agrees (else DRIFT_ERR_MISMATCH naming the field) and resumes
+ * it: *resumed = 1. Sets *run_id. A run's identity is what decides its
+ * answers: the target's identity (drift_store_target_identity: the model
+ * and the request parameters, not the endpoint), decoding, config, and the
+ * templates of every workload both the run and the request name. A resume
+ * through another endpoint (a fixed typo, another port, localhost for
+ * 127.0.0.1) is the same run: the run's target becomes the new one and
+ * run_endpoints records it (drift_store_run_overview lists them); a resume
+ * with more suites adds them (and their templates) to the record. The
+ * target is recorded without
  * its secrets: drift_redact's copy (a URL's password, password=, api_key=,
  * token=, ... "***") without the parameters api_key_env and
  * allow_insecure_key; targets are compared in that form, so a changed
@@ -137,6 +148,14 @@ typedef struct drift_run_info {
  * drift_store_close (a killed process leaves it, to be taken over). */
 DRIFT_API drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info,
                                              int64_t *run_id, int *resumed, drift_error *err);
+/* drift_store_run_begin of a run nobody named: info->label is a base, and
+ * the run is the one labelled base, base-2, base-3, ...: the first that
+ * does not exist or has this identity (then it resumes). The label used is
+ * written to label[0..cap). So a second call with the same identity
+ * resumes the same run, and one with another identity never meets a
+ * mismatch (measure without --*-label). */
+DRIFT_API drift_status drift_store_run_begin_free(drift_store *st, const drift_run_info *info, char *label,
+                                                  size_t cap, int64_t *run_id, int *resumed, drift_error *err);
 /* Marks the run finished and releases its writer lock (if this handle holds it). */
 DRIFT_API drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error *err);
 /* Releases this handle's writer lock on `label`; nothing if it holds none. */
@@ -376,6 +395,85 @@ DRIFT_API drift_status drift_store_merge(drift_store *st, const char *in_path, d
  * it was, the replaced runs included. */
 DRIFT_API drift_status drift_store_merge_replace(drift_store *st, const char *in_path, const char *const *replace,
                                                  size_t n_replace, drift_store_merged *stats, drift_error *err);
+
+/* ---- managing runs (store_manage.c) ---- */
+
+/* A target's identity, what of it decides a run's answers (malloc'd; NULL
+ * on nomem): its record's form (no secrets, no credential parameters)
+ * without the endpoint. http(s): "http" and the sorted parameters but
+ * max_reply_mb ("http?api=chat&model=m"), whatever the scheme, host, port
+ * and path; embedded: the model path and every parameter, sorted. */
+DRIFT_API char *drift_store_target_identity(const char *target);
+
+/* One endpoint of a run: a stretch of begins through one target. */
+typedef struct drift_run_endpoint {
+    char *target;          /* record's form */
+    char *first_at, *last_at;
+    long begins;           /* run_begin calls through it in this stretch */
+} drift_run_endpoint;
+
+/* What a run holds, for `runs list` and `runs show`. */
+typedef struct drift_run_overview {
+    drift_run_info info;
+    char *identity;        /* drift_store_target_identity of info.target */
+    size_t responses;      /* rows: answers and failed requests */
+    size_t failed;         /* failed requests */
+    size_t scored;         /* responses with at least one score */
+    size_t scores;         /* score rows (one per evaluator and response) */
+    size_t embeddings;
+    size_t n_endpoints;    /* endpoint stretches (1 for a run never resumed) */
+    size_t resumes;        /* begins after the first (0: never resumed, or unknown before schema v3) */
+    char *last_begun;      /* the last resume, NULL when never resumed */
+    int locked;            /* a live writer holds the run's lock */
+    char lock_holder[400]; /* who, when locked: "pid N on host H since T" */
+    /* drift_store_run_overview only (else NULL / zero): */
+    drift_run_endpoint *endpoints; /* (n_endpoints,) oldest first */
+    drift_store_run_counts per_workload;
+    size_t scored_per_workload[DRIFT_WL_COUNT];
+} drift_run_overview;
+
+/* Every run, oldest first, with its counts (one read snapshot). Free the
+ * array with drift_run_overview_array_free. Works on read-only handles and
+ * on older schemas (a store before v3 gives one endpoint per run, its
+ * target). */
+DRIFT_API drift_status drift_store_run_overviews(drift_store *st, drift_run_overview **out, size_t *n,
+                                                 drift_error *err);
+/* One run with its endpoint history and counts per workload;
+ * DRIFT_ERR_NOT_FOUND as drift_store_run_get. Empty with
+ * drift_run_overview_clear. */
+DRIFT_API drift_status drift_store_run_overview(drift_store *st, const char *label, drift_run_overview *out,
+                                                drift_error *err);
+DRIFT_API void drift_run_overview_clear(drift_run_overview *ov);
+DRIFT_API void drift_run_overview_array_free(drift_run_overview *ov, size_t n);
+
+/* Renames run old_label to new_label in one transaction. Every row keys
+ * the run by its id (responses, endpoints; scores and embeddings by
+ * response), so they all follow; stale lock rows of either label go.
+ * Refused: old_label missing (DRIFT_ERR_NOT_FOUND listing the labels),
+ * new_label taken (DRIFT_ERR_MISMATCH), a live writer on old_label or
+ * new_label (DRIFT_ERR_STORE naming it), a read-only handle. */
+DRIFT_API drift_status drift_store_run_rename(drift_store *st, const char *old_label, const char *new_label,
+                                              drift_error *err);
+
+/* What deleting a run removes (or removed). */
+typedef struct drift_run_removal {
+    size_t responses;      /* answers and failed requests */
+    size_t failed;         /* of those, failed requests */
+    size_t scores, embeddings, endpoints;
+    int locked;            /* drift_store_run_removal: a live writer holds it (delete would refuse) */
+    char lock_holder[400];
+} drift_run_removal;
+
+/* What drift_store_run_delete of label would remove, changing nothing. */
+DRIFT_API drift_status drift_store_run_removal(drift_store *st, const char *label, drift_run_removal *out,
+                                               drift_error *err);
+/* Deletes run label with its responses, scores, embeddings, endpoints and
+ * lock row, in one transaction; *out says how many of each went. Prompts
+ * stay (suites are shared by runs; merge --replace is what prunes them).
+ * Refused, nothing changed: no such run (DRIFT_ERR_NOT_FOUND), a live
+ * writer holds it (DRIFT_ERR_STORE naming it), a read-only handle. */
+DRIFT_API drift_status drift_store_run_delete(drift_store *st, const char *label, drift_run_removal *out,
+                                              drift_error *err);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,11 @@
  * each side's server is started just before its run and stopped right
  * after, so the two stacks never share the machine.
  *
+ * Labels: a side without one gets a free label (drift_run_opts.label_free:
+ * "baseline" / "target", or NAME-2, NAME-3, ... when that label holds a
+ * run of another identity); sum->label says which, and scoring, compare
+ * and risk use those.
+ *
  * --order risk: the target is asked riskiest prompt first, by the flip
  * risk of risk_from's answers or of the baseline's own (run first, with
  * logprobs); a measure cut short then holds the riskiest pairs.
@@ -92,7 +97,8 @@ static void side_init(measure_side *m, int k, const drift_measure_opts *o) {
     m->spec = &o->side[k];
     drift_run_opts *r = &m->r;
     drift_run_opts_default(r);
-    r->label = m->spec->label;
+    r->label = m->spec->label ? m->spec->label : SIDE_NAME[k]; /* NULL: a free label (see measure.h) */
+    r->label_free = !m->spec->label;
     r->target = m->spec->target;
     r->config = m->spec->config;
     r->suites = o->suites;
@@ -137,9 +143,9 @@ static drift_status side_after(measure_side *m, drift_status rc, drift_measure_s
     snprintf(sum->run_target, sizeof sum->run_target, "%s", m->url ? m->url : m->spec->target);
     if (!m->proc || !server_run_died(m->proc, &m->w, rc, &sum->run)) return rc;
     char stopped[160];
-    snprintf(stopped, sizeof stopped, "run '%s' stopped", m->spec->label);
+    snprintf(stopped, sizeof stopped, "run '%s' stopped", drift_run_label(m->ss) ? drift_run_label(m->ss) : m->r.label);
     rc = server_run_died_error(m->proc, stopped, &sum->run, err);
-    if (!rc) rc = drift_error_set(err, DRIFT_ERR_INTERNAL, "run '%s': server state", m->spec->label);
+    if (!rc) rc = drift_error_set(err, DRIFT_ERR_INTERNAL, "run '%s': server state", m->r.label);
     sum->server_died = 1;
     return rc;
 }
@@ -172,6 +178,10 @@ static drift_status side_ask(measure_side *m, drift_measure_summary *sum, drift_
     sum->side = m->k;
     sum->step = DRIFT_MEASURE_STEP_RUN;
     drift_status rc = drift_run_ask(m->ss, &sum->run, err);
+    snprintf(sum->label[m->k], sizeof sum->label[m->k], "%s", drift_run_label(m->ss));
+    if (!rc && m->k == DRIFT_MEASURE_TARGET && !strcmp(sum->label[0], sum->label[1]))
+        rc = drift_error_set(err, DRIFT_ERR_INVALID, "measure: both runs are labelled '%s'; give the two different labels",
+                             sum->label[1]);
     return side_after(m, rc, sum, err);
 }
 
@@ -187,8 +197,9 @@ static void side_close(measure_side *m) {
 
 /* ---- scoring the two labels ---- */
 
-static drift_status score_two(drift_scorer *sc, const drift_measure_opts *o, drift_score_summary *s, drift_error *err) {
-    const char *labels[2] = {o->side[0].label, o->side[1].label};
+static drift_status score_two(drift_scorer *sc, const drift_measure_summary *sum, drift_score_summary *s,
+                              drift_error *err) {
+    const char *labels[2] = {sum->label[0], sum->label[1]};
     return drift_scorer_score_labels(sc, labels, 2, s, err);
 }
 
@@ -256,11 +267,11 @@ static drift_status seq_loop(drift_store *st, const drift_measure_opts *o, measu
         }
         sum->step = DRIFT_MEASURE_STEP_CHUNK;
         drift_score_summary chunk_sum;
-        rc = score_two(sc, o, &chunk_sum, err);
+        rc = score_two(sc, sum, &chunk_sum, err);
         if (rc) return rc;
         drift_comparison_free(*c);
         *c = NULL;
-        rc = drift_compare_runs(st, o->side[0].label, o->side[1].label, &o->compare, c, err);
+        rc = drift_compare_runs(st, sum->label[0], sum->label[1], &o->compare, c, err);
         if (!rc) rc = drift_compare_sequential(*c, o->alpha, o->order_seed, &sum->seq, err);
         if (rc) return rc;
         int open = 0;
@@ -281,8 +292,9 @@ drift_status drift_measure_run(drift_store *st, const drift_measure_opts *o, dri
                                drift_measure_summary *sum, drift_error *err) {
     *out = NULL;
     memset(sum, 0, sizeof *sum);
-    if (!st || !o->side[0].label || !o->side[1].label || !o->side[0].target || !o->side[1].target ||
-        !strcmp(o->side[0].label, o->side[1].label) || !o->n_suites || !o->suites)
+    if (!st || !o->side[0].target || !o->side[1].target ||
+        (o->side[0].label && o->side[1].label && !strcmp(o->side[0].label, o->side[1].label)) || !o->n_suites ||
+        !o->suites)
         return drift_error_set(err, DRIFT_ERR_INVALID,
                                "measure: a store, two targets, two different labels and suites are needed");
     measure_side m[2];
@@ -302,8 +314,8 @@ drift_status drift_measure_run(drift_store *st, const drift_measure_opts *o, dri
         /* the baseline: in risk_from's order, or in suite order when the
          * measure's own baseline is what ranks the target */
         if (o->order == DRIFT_ORDER_RISK && !o->risk_from) m[0].r.order = DRIFT_ORDER_SUITE;
-        m[1].r.risk_from = o->risk_from ? o->risk_from : o->side[0].label;
         for (int k = 0; k < 2 && !rc; k++) {
+            if (k == 1) m[1].r.risk_from = o->risk_from ? o->risk_from : sum->label[0]; /* the label the baseline took */
             rc = side_open(st, o, &m[k], sum, err);
             if (!rc) rc = side_ask(&m[k], sum, err);
             side_close(&m[k]);
@@ -321,7 +333,7 @@ drift_status drift_measure_run(drift_store *st, const drift_measure_opts *o, dri
     }
     if (!rc) {
         sum->step = DRIFT_MEASURE_STEP_SCORE;
-        rc = score_two(sc, o, &sum->score, err);
+        rc = score_two(sc, sum, &sum->score, err);
         if (!rc) sum->scored = 1;
     }
     if (!rc && !o->sequential && cancelled(o)) {
@@ -330,7 +342,7 @@ drift_status drift_measure_run(drift_store *st, const drift_measure_opts *o, dri
     }
     if (!rc && !o->sequential) {
         sum->step = DRIFT_MEASURE_STEP_COMPARE;
-        rc = drift_compare_runs(st, o->side[0].label, o->side[1].label, &o->compare, &c, err);
+        rc = drift_compare_runs(st, sum->label[0], sum->label[1], &o->compare, &c, err);
     }
     drift_scorer_close(sc);
     drift_score_cache_free(own);

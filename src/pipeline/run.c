@@ -607,9 +607,9 @@ static drift_status generate(run_sink *s, drift_target *t, const drift_gen_reque
 }
 
 /* From run_begin on: the label is locked until the end of the ask. */
-static drift_status begin_and_generate(drift_store *st, const drift_run_opts *o, drift_target *t,
+static drift_status begin_and_generate(drift_store *st, drift_run_opts *o, drift_target *t,
                                        const run_prompts *p, const char *config_s, const char *decoding_s,
-                                       run_sink *s, drift_error *err) {
+                                       run_sink *s, char *label_buf, size_t label_cap, drift_error *err) {
     drift_run_summary *sum = s->sum;
     char version[64];
     snprintf(version, sizeof version, "driftbench %s", drift_version());
@@ -619,8 +619,14 @@ static drift_status begin_and_generate(drift_store *st, const drift_run_opts *o,
     sum->step = DRIFT_RUN_STEP_BEGIN;
     if (cancelled(o))
         return drift_error_set(err, DRIFT_ERR_CANCELLED, "cancelled before run '%s' began; nothing was asked", o->label);
-    drift_status rc = drift_store_run_begin(st, &info, &s->run_id, &sum->resumed, err);
+    drift_status rc = o->label_free ? drift_store_run_begin_free(st, &info, label_buf, label_cap, &s->run_id,
+                                                                 &sum->resumed, err)
+                                    : drift_store_run_begin(st, &info, &s->run_id, &sum->resumed, err);
     if (rc) return rc;
+    if (o->label_free) { /* later asks resume the label taken */
+        o->label = label_buf;
+        o->label_free = 0;
+    }
     int64_t *pend_p = NULL;
     int *pend_r = NULL;
     drift_gen_request *reqs = NULL;
@@ -655,6 +661,7 @@ struct drift_run_session {
     char *config_s, *decoding_s;
     run_prompts p;
     double t0_ms;              /* begin's start: the first ask's clock starts there */
+    char label[256];           /* the label taken, with o.label_free */
     int asked;                 /* asks so far */
 };
 
@@ -716,8 +723,10 @@ drift_status drift_run_begin(drift_store *st, const drift_run_opts *o, drift_run
     return DRIFT_OK;
 }
 
+const char *drift_run_label(const drift_run_session *ss) { return ss ? ss->o.label : NULL; }
+
 drift_status drift_run_ask(drift_run_session *ss, drift_run_summary *sum, drift_error *err) {
-    const drift_run_opts *o = &ss->o;
+    drift_run_opts *o = &ss->o;
     double t0 = ss->asked++ ? util_now_ms() : ss->t0_ms;
     memset(sum, 0, sizeof *sum);
     sum->replicates = o->replicates;
@@ -732,7 +741,8 @@ drift_status drift_run_ask(drift_run_session *ss, drift_run_summary *sum, drift_
             rc = load_risks(ss->st, o->risk_from ? o->risk_from : o->label, &s->risks, &s->n_risks, err);
     }
     if (!rc) {
-        rc = begin_and_generate(ss->st, o, ss->t, &ss->p, ss->config_s, ss->decoding_s, s, err);
+        rc = begin_and_generate(ss->st, o, ss->t, &ss->p, ss->config_s, ss->decoding_s, s, ss->label, sizeof ss->label,
+                                err);
         for (size_t i = 0; i < s->n; i++) drift_answer_clear(&s->buf[i]);
     }
     sum->elapsed_ms = util_now_ms() - t0;

@@ -299,3 +299,46 @@ drift_status drift_store_run_unlock(drift_store *st, const char *label, drift_er
     if (rc != SQ_DONE) return store_db_error(st, err, "releasing the run lock");
     return DRIFT_OK;
 }
+
+drift_status store_lock_live(drift_store *st, const char *label, int *live, char *who, size_t cap,
+                             drift_error *err) {
+    *live = 0;
+    if (cap) who[0] = '\0';
+    if (st->version < 2) return DRIFT_OK;
+    store_q *s = sq_prepare(st, "SELECT pid, host, proc_start, started_at FROM run_locks WHERE label=?", err);
+    if (!s) return store_err_code(err);
+    sq_bind_text(s, 1, label);
+    int rc = sq_step(s);
+    if (rc == SQ_ERROR) {
+        sq_done(s);
+        return store_db_error(st, err, "reading run locks");
+    }
+    long long pid = rc == SQ_ROW ? sq_int64(s, 0) : 0;
+    char host[256] = "", since[64] = "";
+    unsigned long long start = rc == SQ_ROW ? (unsigned long long)sq_int64(s, 2) : 0;
+    if (rc == SQ_ROW) {
+        snprintf(host, sizeof host, "%s", sq_text(s, 1) ? sq_text(s, 1) : "?");
+        snprintf(since, sizeof since, "%s", sq_text(s, 3) ? sq_text(s, 3) : "?");
+    }
+    sq_done(s);
+    if (st->kind == STORE_PG) {
+        if (st->readonly) { /* a read-only session takes no lock: the row says who wrote last */
+            *live = rc == SQ_ROW;
+        } else {
+            int got = store_pg_lock_try(st, label);
+            if (got < 0) return store_db_error(st, err, "probing the run lock");
+            if (got) store_pg_lock_give(st, label);
+            *live = !got;
+        }
+    } else if (rc == SQ_ROW) {
+        char me[256];
+        if (gethostname(me, sizeof me) != 0) snprintf(me, sizeof me, "?");
+        me[sizeof me - 1] = '\0';
+        *live = strcmp(host, me) != 0 || !owner_gone(pid, start);
+    }
+    if (*live && cap) {
+        if (rc == SQ_ROW) snprintf(who, cap, "pid %lld on host %s since %s", pid, host, since);
+        else snprintf(who, cap, "another connection");
+    }
+    return DRIFT_OK;
+}

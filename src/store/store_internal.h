@@ -18,6 +18,8 @@
  *   store_scores.c   scored sets, the score stage's scan, scores,
  *                    embeddings, the analyses' reads
  *   store_merge.c    copying shard stores into one (replacing named runs)
+ *   store_manage.c   managing runs: overviews (list, show), rename, delete,
+ *                    the endpoints a run was asked through, free labels
  *
  * Nothing outside src/store/ includes this header except tests, which may
  * read the database with the statement layer (or store_sqlite()) to check
@@ -58,6 +60,7 @@ struct drift_store {
     store_q *stmts[STORE_STMT_COUNT];
     ZSTD_CCtx *zc; /* reused across responses: a fresh context per call costs more than the compression */
     int readonly;         /* opened by drift_store_open_readonly */
+    int version;          /* the schema version of the store as opened (after migrating) */
     int holds_locks;      /* run_begin took a run lock through this handle */
     int read_depth;       /* drift_store_read_begin calls not yet ended */
     int read_own_tx;      /* the outermost read_begin opened the transaction */
@@ -150,6 +153,11 @@ void store_pg_close(drift_store *st);
 /* PostgreSQL run locks: a session advisory lock per label (store_pg.c). */
 drift_status store_pg_lock_take(drift_store *st, const char *label, int *taken, drift_error *err);
 void store_pg_lock_release(drift_store *st, const char *label);
+/* Takes label's advisory lock for a moment (rename, delete): 1 taken (give
+ * it back with store_pg_lock_give), 0 another connection holds it (or this
+ * handle, as a writer), -1 error. */
+int store_pg_lock_try(drift_store *st, const char *label);
+void store_pg_lock_give(drift_store *st, const char *label);
 
 /* ---- helpers the store's files share (store.c) ---- */
 
@@ -176,6 +184,25 @@ char *store_col_strdup(store_q *s, int i);
  * PostgreSQL the caller releases it (store_pg_lock_release) after rolling
  * back, since an aborted transaction cannot run the unlock. */
 drift_status store_lock_take(drift_store *st, const char *label, int *taken, drift_error *err);
+
+/* Whether a live writer holds label's lock (store.c): *live = 1 when one
+ * does (SQLite: a run_locks row whose owner is not gone, or of another
+ * host; PostgreSQL: the advisory lock is held by another connection), with
+ * who in `who` ("pid N on host H since T"); 0 when none or a stale row. A
+ * store older than schema v2 has no locks. */
+drift_status store_lock_live(drift_store *st, const char *label, int *live, char *who, size_t cap, drift_error *err);
+
+/* Deletes run `id`'s rows (embeddings, scores, responses, endpoints, the
+ * run) inside the caller's transaction (store_manage.c); -1 on failure. */
+int store_run_delete_rows(drift_store *st, int64_t id);
+
+/* Records that run `id` was begun through `target` (the record's form) now
+ * (store_manage.c): the last endpoint row of the run gets a begin more when
+ * it is that target, else a new row is added (a run created before schema
+ * v3 first gets a row for its stored target, from its start). Inside
+ * run_begin's transaction. */
+drift_status store_endpoint_note(drift_store *st, int64_t id, const char *old_target, const char *old_started,
+                                 const char *target, drift_error *err);
 
 /* The columns of a response row with its prompt, as store_answer_from_row
  * reads them ("r" = responses, "p" = prompts). */

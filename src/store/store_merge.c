@@ -29,7 +29,7 @@
  *
  * Replacing (drift_store_merge_replace): right after the transaction
  * begins, the named runs of the output are deleted (embeddings, scores,
- * responses, the run row), then the prompts of their suites that no
+ * responses, endpoints, the run row), then the prompts of their suites that no
  * response references any more; the copy then goes on as above, so the
  * input's runs of those labels are new ones. Written once against the
  * statement layer, inside the output's transaction on both paths. */
@@ -262,12 +262,7 @@ static drift_status delete_runs(drift_store *st, const char *in, const char *con
             rc = copy_err(st, err, "reading the runs to replace", in);
             break;
         }
-        if (del_exec(st, "DELETE FROM embeddings WHERE response_id IN (SELECT id FROM responses WHERE run_id=?1)",
-                     id, NULL) ||
-            del_exec(st, "DELETE FROM scores WHERE response_id IN (SELECT id FROM responses WHERE run_id=?1)", id,
-                     NULL) ||
-            del_exec(st, "DELETE FROM responses WHERE run_id=?1", id, NULL) ||
-            del_exec(st, "DELETE FROM runs WHERE id=?1", id, NULL))
+        if (store_run_delete_rows(st, id)) /* embeddings, scores, responses, endpoints, the run */
             rc = copy_err(st, err, "deleting a run to replace", in);
     }
     /* SQLite: NOT IN builds the set of used prompts once (responses has no

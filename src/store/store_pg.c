@@ -144,6 +144,17 @@ static const char PG_SCHEMA_V2[] =
     "$f$ LANGUAGE plpgsql IMMUTABLE;\n"
     "INSERT INTO driftbench_meta VALUES ('application', 'driftbench'), ('schema_version', '0');\n";
 
+/* v3: run_endpoints, as in the SQLite file (store_sqlite.c). */
+static const char PG_SCHEMA_V3[] =
+    "CREATE TABLE run_endpoints(\n"
+    "  id BIGSERIAL PRIMARY KEY,\n"
+    "  run_id BIGINT NOT NULL REFERENCES runs(id),\n"
+    "  target TEXT NOT NULL,\n"
+    "  first_at TEXT NOT NULL,\n"
+    "  last_at TEXT NOT NULL,\n"
+    "  begins BIGINT NOT NULL DEFAULT 1);\n"
+    "CREATE INDEX run_endpoints_run ON run_endpoints(run_id, id);\n";
+
 /* Migration i takes the schema to version pg_migrations[i].to from the
  * version before it (0: an empty database). */
 static const struct {
@@ -151,6 +162,7 @@ static const struct {
     const char *sql;
 } pg_migrations[] = {
     {0, 2, PG_SCHEMA_V2},
+    {2, 3, PG_SCHEMA_V3},
 };
 
 /* The value of a one-row, one-column query (a malloc'd string, or NULL for
@@ -484,6 +496,7 @@ drift_status store_pg_open(drift_store *st, int readonly, drift_error *err) {
         return ds;
     }
     if ((ds = store_tx_commit(st, err))) return ds;
+    st->version = version;
     if (readonly) {
         char ro[128];
         snprintf(ro, sizeof ro, "SET default_transaction_read_only = on; SET statement_timeout = %d",
@@ -590,6 +603,13 @@ drift_status store_pg_lock_take(drift_store *st, const char *label, int *taken, 
     if (rc != SQ_DONE) return q ? store_db_error(st, err, "recording the run lock") : store_err_code(err);
     return DRIFT_OK;
 }
+
+int store_pg_lock_try(drift_store *st, const char *label) {
+    if (held_index(st, label) >= 0) return 0; /* this handle writes it */
+    return pg_lock_call(st, "pg_try_advisory_lock", label);
+}
+
+void store_pg_lock_give(drift_store *st, const char *label) { pg_lock_call(st, "pg_advisory_unlock", label); }
 
 void store_pg_lock_release(drift_store *st, const char *label) {
     int i = held_index(st, label);

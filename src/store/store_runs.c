@@ -1,8 +1,12 @@
 /* store_runs.c - prompts, runs and responses in the store (store.h).
  *
  * Prompts are inserted or found by (suite, prompt_id) and must keep their
- * hash; a run is created, or resumed when target, decoding and config agree
- * (compared as canonical JSON, the first difference named); responses are
+ * hash; a run is created, or resumed when its identity agrees: the target's
+ * identity (drift_store_target_identity, store_manage.c: the endpoint left
+ * out), decoding and config (compared as canonical JSON, the first
+ * difference named) and the templates of the workloads both name. A resume
+ * records its endpoint (run_endpoints) and adds new suites and templates to
+ * the run's record; responses are
  * written in one transaction per batch, an answer never overwritten, an
  * error row replaced by a later result. Logprobs are kept as one zstd frame
  * of their JSON text. Whole-store counts (answers and failed requests per
@@ -12,9 +16,10 @@
  * drift_redact's copy of the spec (a URL's password and secret parameters
  * "***") without the parameters that only say how to authenticate
  * (api_key_env, allow_insecure_key). Resuming compares those forms, of the
- * stored target and of the requested one: a run resumes with a changed
- * password or key variable (they are not what is measured), not with
- * another host, path, model or any other parameter. Targets read back are
+ * stored target and of the requested one, without the endpoint: a run
+ * resumes with a changed password or key variable, host, port or path
+ * (they are not what is measured), not with another model or any other
+ * parameter. Targets read back are
  * in that form too, so a record written by an older driftbench with a
  * password in it shows "***" and still resumes (which rewrites it). */
 #include <jansson.h>
@@ -318,11 +323,68 @@ void drift_run_info_array_free(drift_run_info *infos, size_t n) {
     free(infos);
 }
 
+/* Checks that the stored templates agree with the requested ones on every
+ * workload both name (a run resumed with another suite adds workloads);
+ * 1 with `out` saying the first difference. */
+static int templates_differ(const char *stored, const char *given, char *out, size_t outsz) {
+    json_t *a = json_loads(stored && *stored ? stored : "{}", 0, NULL), *b = json_loads(given && *given ? given : "{}", 0, NULL);
+    int differ = 0;
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *key;
+        json_t *va;
+        json_object_foreach(a, key, va) {
+            json_t *vb = json_object_get(b, key);
+            if (!vb || json_equal(va, vb)) continue;
+            char *sa = json_dumps(va, JSON_ENCODE_ANY | JSON_COMPACT), *sb = json_dumps(vb, JSON_ENCODE_ANY | JSON_COMPACT);
+            snprintf(out, outsz, "templates.%s: stored %s, requested %s", key, sa ? sa : "?", sb ? sb : "?");
+            free(sa);
+            free(sb);
+            differ = 1;
+            break;
+        }
+    }
+    json_decref(a);
+    json_decref(b);
+    return differ;
+}
+
+/* The union of stored and given (JSON objects: stored's keys win; arrays:
+ * stored's items, then given's new ones), canonical; NULL on nomem. Text
+ * that is not JSON of that kind: given. */
+static char *json_union(const char *stored, const char *given) {
+    json_t *a = json_loads(stored && *stored ? stored : "null", JSON_DECODE_ANY, NULL);
+    json_t *b = json_loads(given && *given ? given : "null", JSON_DECODE_ANY, NULL);
+    char *out = NULL;
+    if (json_is_object(a) && json_is_object(b)) {
+        json_object_update_missing(a, b);
+        out = json_dumps(a, JSON_SORT_KEYS | JSON_COMPACT);
+    } else if (json_is_array(a) && json_is_array(b)) {
+        size_t i, j;
+        json_t *v, *w;
+        json_array_foreach(b, i, v) {
+            int have = 0;
+            json_array_foreach(a, j, w) if (json_equal(v, w)) have = 1;
+            if (!have) json_array_append(a, v);
+        }
+        out = json_dumps(a, JSON_COMPACT);
+    } else {
+        out = util_strdup(given ? given : "");
+    }
+    json_decref(a);
+    json_decref(b);
+    return out;
+}
+
 /* drift_store_run_begin with the record's form of the target. */
 static drift_status run_begin(drift_store *st, const drift_run_info *info, const char *target, int64_t *run_id,
                               int *resumed, drift_error *err) {
+    char *ident = drift_store_target_identity(target);
+    if (!ident) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory beginning run %s", info->label);
     drift_status ds = store_tx_begin(st, err);
-    if (ds) return ds;
+    if (ds) {
+        free(ident);
+        return ds;
+    }
     int lock_taken = 0;
     if (store_lock_take(st, info->label, &lock_taken, err)) goto fail;
     char sql[256];
@@ -340,36 +402,53 @@ static drift_status run_begin(drift_store *st, const drift_run_info *info, const
         }
         sq_done(s);
         char diff[768];
-        if (strcmp(old.target, target) != 0) {
+        char *old_ident = drift_store_target_identity(old.target);
+        if (!old_ident) {
+            drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading run %s", info->label);
+        } else if (strcmp(old_ident, ident) != 0) {
             drift_error_set(err, DRIFT_ERR_MISMATCH,
-                            "run '%s' exists with another target: stored '%s', requested '%s' "
-                            "(use a new label for a new run)",
-                            info->label, old.target, target);
+                            "run '%s' exists with another target: stored '%s', requested '%s' (a run may move to "
+                            "another endpoint, not to another model or parameters: %s vs %s; use a new label for a "
+                            "new run)",
+                            info->label, old.target, target, old_ident, ident);
         } else if (json_diff("decoding", old.decoding_json, info->decoding_json, diff, sizeof diff) ||
-                   json_diff("config", old.config_json, info->config_json, diff, sizeof diff)) {
+                   json_diff("config", old.config_json, info->config_json, diff, sizeof diff) ||
+                   templates_differ(old.templates_json, info->templates_json, diff, sizeof diff)) {
             drift_error_set(err, DRIFT_ERR_MISMATCH,
                             "run '%s' exists with other settings: %s (use a new label for a new run)",
                             info->label, diff);
         } else {
             int64_t id = old.id;
-            drift_run_info_clear(&old);
+            char *tpl = json_union(old.templates_json, info->templates_json ? info->templates_json : "{}");
+            char *sui = json_union(old.suites_json, info->suites_json ? info->suites_json : "[]");
             /* the target in its record's form: a record of an older driftbench loses its password here */
-            store_q *u = sq_prepare(st, "UPDATE runs SET finished_at=NULL, target=? WHERE id=?", err);
-            if (!u) goto fail;
-            sq_bind_text(u, 1, target);
-            sq_bind_int64(u, 2, id);
-            rc = sq_step(u);
-            sq_done(u);
-            if (rc != SQ_DONE) {
-                store_db_error(st, err, "resuming a run");
-                goto fail;
+            store_q *u = tpl && sui ? sq_prepare(st, "UPDATE runs SET finished_at=NULL, target=?, templates=?, suites=? WHERE id=?", err) : NULL;
+            if (!tpl || !sui) drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory resuming run %s", info->label);
+            rc = SQ_ERROR;
+            if (u) {
+                sq_bind_text(u, 1, target);
+                sq_bind_text(u, 2, tpl);
+                sq_bind_text(u, 3, sui);
+                sq_bind_int64(u, 4, id);
+                rc = sq_step(u);
+                sq_done(u);
+                if (rc != SQ_DONE) store_db_error(st, err, "resuming a run");
             }
+            free(tpl);
+            free(sui);
+            if (rc == SQ_DONE && st->version >= 3 && store_endpoint_note(st, id, old.target, old.started_at, target, err))
+                rc = SQ_ERROR;
+            free(old_ident);
+            drift_run_info_clear(&old);
+            if (rc != SQ_DONE) goto fail;
             *run_id = id;
             if (resumed) *resumed = 1;
             if ((ds = store_tx_commit(st, err)) && lock_taken && st->kind == STORE_PG)
                 store_pg_lock_release(st, info->label);
+            free(ident);
             return ds;
         }
+        free(old_ident);
         drift_run_info_clear(&old);
         goto fail;
     }
@@ -409,10 +488,13 @@ static drift_status run_begin(drift_store *st, const drift_run_info *info, const
         free(cfg);
         free(dec);
         if (rc != SQ_ROW) goto fail;
+        if (st->version >= 3 && store_endpoint_note(st, *run_id, NULL, NULL, target, err)) goto fail;
     }
+    free(ident);
     if ((ds = store_tx_commit(st, err)) && lock_taken && st->kind == STORE_PG) store_pg_lock_release(st, info->label);
     return ds;
 fail:
+    free(ident);
     store_tx_rollback(st);
     if (lock_taken && st->kind == STORE_PG) store_pg_lock_release(st, info->label); /* a row lock rolls back by itself */
     return err && err->code ? err->code : DRIFT_ERR_STORE;
@@ -428,6 +510,27 @@ drift_status drift_store_run_begin(drift_store *st, const drift_run_info *info, 
     drift_status ds = run_begin(st, info, target, run_id, resumed, err);
     free(target);
     return ds;
+}
+
+#define FREE_LABEL_TRIES 1000
+
+drift_status drift_store_run_begin_free(drift_store *st, const drift_run_info *info, char *label, size_t cap,
+                                        int64_t *run_id, int *resumed, drift_error *err) {
+    if (!info->label || !*info->label) return drift_error_set(err, DRIFT_ERR_INVALID, "run label is empty");
+    drift_run_info try = *info;
+    for (int k = 1; k <= FREE_LABEL_TRIES; k++) {
+        if (k == 1) snprintf(label, cap, "%s", info->label);
+        else snprintf(label, cap, "%s-%d", info->label, k);
+        try.label = label;
+        drift_error e = {0};
+        drift_status ds = drift_store_run_begin(st, &try, run_id, resumed, &e);
+        if (ds != DRIFT_ERR_MISMATCH) {
+            if (ds && err) *err = e;
+            return ds;
+        }
+    }
+    return drift_error_set(err, DRIFT_ERR_MISMATCH, "%s: runs '%s' to '%s-%d' all exist with other settings; give a label",
+                           st->shown, info->label, info->label, FREE_LABEL_TRIES);
 }
 
 drift_status drift_store_run_finish(drift_store *st, int64_t run_id, drift_error *err) {

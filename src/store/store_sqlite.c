@@ -15,9 +15,10 @@
  *   - user_version < DRIFT_STORE_SCHEMA_VERSION -> the migrations of
  *     `store_migrations` run one by one, each in its own transaction that also
  *     bumps user_version (an empty file starts at version 0).
- * To add schema v3: append {3, "ALTER TABLE ...; ..."} to store_migrations,
+ * To add schema v4: append {4, "ALTER TABLE ...; ..."} to store_migrations,
  * the same change to store_pg.c's, and bump DRIFT_STORE_SCHEMA_VERSION in
- * store.h.
+ * store.h. Readers of a table a version added check st->version first: a
+ * read-only handle reads an older store as it is.
  *
  * Indexes: load_scored (what compare reads; bench/BENCHMARKS.md times it at
  * the paper's scale) must never touch the wide response rows (text,
@@ -140,6 +141,21 @@ static const char STORE_SCHEMA_V2[] =
     "  token TEXT NOT NULL,\n"
     "  started_at TEXT NOT NULL);\n";
 
+/* v3: the endpoints a run was asked through (a run's identity leaves the
+ * endpoint out, store_runs.c): one row per stretch of begins through one
+ * target (its record's form), first and last begin and how many. A run
+ * of an older store has none until it is begun again; readers take its
+ * stored target then. Every row of v2 is kept as it is. */
+static const char STORE_SCHEMA_V3[] =
+    "CREATE TABLE run_endpoints(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  target TEXT NOT NULL,\n"
+    "  first_at TEXT NOT NULL,\n"
+    "  last_at TEXT NOT NULL,\n"
+    "  begins INTEGER NOT NULL DEFAULT 1);\n"
+    "CREATE INDEX run_endpoints_run ON run_endpoints(run_id, id);\n";
+
 /* Migration i takes the schema from version store_migrations[i].to - 1 to
  * store_migrations[i].to. */
 static const struct {
@@ -148,6 +164,7 @@ static const struct {
 } store_migrations[] = {
     {1, STORE_SCHEMA_V1},
     {2, STORE_SCHEMA_V2},
+    {3, STORE_SCHEMA_V3},
 };
 
 _Static_assert(sizeof store_migrations / sizeof store_migrations[0] == DRIFT_STORE_SCHEMA_VERSION,
@@ -418,7 +435,11 @@ static drift_status open_rw(drift_store *st, drift_error *err) {
         sqlite3_free(emsg);
         return ds;
     }
-    if (version < DRIFT_STORE_SCHEMA_VERSION) return store_migrate(st, version, err);
+    st->version = version;
+    if (version < DRIFT_STORE_SCHEMA_VERSION) {
+        if ((ds = store_migrate(st, version, err))) return ds;
+        st->version = DRIFT_STORE_SCHEMA_VERSION;
+    }
     return DRIFT_OK;
 }
 
@@ -544,6 +565,7 @@ static drift_status open_readonly(drift_store *st, drift_error *err) {
     if (!ds && sqlite3_exec(st->db, "PRAGMA query_only=1", NULL, NULL, NULL) != SQLITE_OK)
         ds = store_db_error(st, err, "setting query_only");
     if (!ds) bound_install(st);
+    st->version = version;
     return ds;
 }
 

@@ -575,12 +575,24 @@ static void test_resume_semantics(void **state) {
     assert_int_equal(resumed, 1);
     assert_int_equal(run_again, run);
 
-    /* mismatches name the field and both values */
-    drift_run_info other = run_info("r", "http://b/v1?model=m", "{\"temperature\":0,\"seed\":42}");
+    /* another endpoint (host, port, path) is the same run */
+    drift_run_info other = run_info("r", "http://b:8001/openai/v1?model=m", "{\"temperature\":0,\"seed\":42}");
+    assert_int_equal(said(drift_store_run_begin(st, &other, &run_again, &resumed, &err), &err), DRIFT_OK);
+    assert_int_equal(resumed, 1);
+    assert_int_equal(run_again, run);
+    /* mismatches name the field and both values: another model is another run */
+    other = run_info("r", "http://a/v1?model=m2", "{\"temperature\":0,\"seed\":42}");
     assert_int_equal(drift_store_run_begin(st, &other, &run_again, &resumed, &err), DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "target"));
-    assert_non_null(strstr(err.msg, "http://a/v1?model=m"));
-    assert_non_null(strstr(err.msg, "http://b/v1?model=m"));
+    assert_non_null(strstr(err.msg, "http://b:8001/openai/v1?model=m"));
+    assert_non_null(strstr(err.msg, "http://a/v1?model=m2"));
+    other = run_info("r", "http://a/v1?model=m&api=chat", "{\"temperature\":0,\"seed\":42}");
+    assert_int_equal(drift_store_run_begin(st, &other, &run_again, &resumed, &err), DRIFT_ERR_MISMATCH);
+    /* the template of a workload both name must agree */
+    other = run_info("r", "http://a/v1?model=m", "{\"temperature\":0,\"seed\":42}");
+    other.templates_json = (char *)"{\"math\":\"math/completions/v2\"}";
+    assert_int_equal(drift_store_run_begin(st, &other, &run_again, &resumed, &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "templates.math: stored \"math/completions/v1\", requested \"math/completions/v2\""));
     other = run_info("r", "http://a/v1?model=m", "{\"temperature\":0.7,\"seed\":42}");
     assert_int_equal(drift_store_run_begin(st, &other, &run_again, &resumed, &err), DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "decoding.temperature: stored 0, requested 0.7"));
@@ -1030,7 +1042,7 @@ static void test_readonly_old_schema_not_migrated(void **state) {
     const char *path = tpath("v1.db");
     make_closed_store(path);
     drift_store *st = open_ok(path);
-    exec_ok(st, "DROP TABLE run_locks; PRAGMA user_version=1"); /* what a v1 tool wrote */
+    exec_ok(st, "DROP TABLE run_endpoints; DROP TABLE run_locks; PRAGMA user_version=1"); /* what a v1 tool wrote */
     drift_store_close(st);
     drift_error err = {0};
     assert_int_equal(drift_store_open_readonly(path, &st, &err), DRIFT_OK);
@@ -1887,11 +1899,18 @@ static void test_run_record_secrets(void **state) {
     assert_int_equal(said(drift_store_run_begin(st, &ri, &again, &resumed, &err), &err), DRIFT_OK);
     assert_int_equal(resumed, 1);
     assert_int_equal(again, run);
-    /* another host: refused, and the message holds no password */
-    ri = run_info("r", "http://bob:" MARKER "@h2:8000/v1?model=m", dec);
+    /* another model: refused, and the message holds no password */
+    ri = run_info("r", "http://bob:" MARKER "@h:8000/v1?model=m2", dec);
     assert_int_equal(drift_store_run_begin(st, &ri, &again, &resumed, &err), DRIFT_ERR_MISMATCH);
-    assert_non_null(strstr(err.msg, "stored 'http://bob:***@h:8000/v1?model=m', requested 'http://bob:***@h2:8000"));
+    assert_non_null(strstr(err.msg, "stored 'http://bob:***@h:8000/v1?model=m', requested 'http://bob:***@h:8000/v1?model=m2'"));
     assert_null(strstr(err.msg, MARKER));
+    /* another host: the same run; its endpoint rows hold no password either */
+    ri = run_info("r", "http://bob:" MARKER "@h2:8000/v1?model=m", dec);
+    assert_int_equal(said(drift_store_run_begin(st, &ri, &again, &resumed, &err), &err), DRIFT_OK);
+    assert_int_equal(again, run);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_endpoints WHERE target LIKE '%" MARKER "%'"), 0);
+    ri = run_info("r", "http://bob:x@h:8000/v1?model=m", dec); /* back, for what follows */
+    assert_int_equal(said(drift_store_run_begin(st, &ri, &again, &resumed, &err), &err), DRIFT_OK);
     /* a record of an older driftbench, its password in clear: read back
      * redacted, and it resumes */
     exec_ok(st, "UPDATE runs SET target='http://bob:OLD" MARKER "@h:8000/v1?model=m' WHERE label='r'");
@@ -2107,6 +2126,259 @@ static void test_read_bound(void **state) {
     drift_store_close(st);
 }
 
+/* ---- managing runs (store_manage.c) ---- */
+
+static void begin_ok(drift_store *st, const char *label, const char *target, int64_t *run, int *resumed) {
+    drift_error err = {0};
+    drift_run_info ri = run_info(label, target, "{\"temperature\":0}");
+    assert_int_equal(said(drift_store_run_begin(st, &ri, run, resumed, &err), &err), DRIFT_OK);
+    drift_store_run_unlock(st, label, NULL);
+}
+
+static void test_target_identity(void **state) {
+    (void)state;
+    static const char *const same[][2] = {
+        {"http://localhost:8000/v1?model=m", "http://127.0.0.1:9000/v1?model=m"},
+        {"http://h/v1?model=m&api=chat", "https://u:pw@other/openai/v1?api=chat&model=m&max_reply_mb=8"},
+        {"http://h/v1?model=m&api_key_env=K", "http://h/v1?model=m"},
+        {"embedded:m.gguf?profile=cpu-f32&batch=2", "embedded:m.gguf?batch=2&profile=cpu-f32"},
+    };
+    static const char *const differ[][2] = {
+        {"http://h/v1?model=m", "http://h/v1?model=m2"},
+        {"http://h/v1?model=m", "http://h/v1?model=m&api=chat"},
+        {"embedded:a.gguf", "embedded:b.gguf"},
+        {"embedded:m.gguf?profile=cpu-f32", "embedded:m.gguf?profile=cpu-bf16"},
+        {"http://h/v1?model=m", "embedded:m"},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        char *a = drift_store_target_identity(same[i][0]), *b = drift_store_target_identity(same[i][1]);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+    }
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+        char *a = drift_store_target_identity(differ[i][0]), *b = drift_store_target_identity(differ[i][1]);
+        assert_string_not_equal(a, b);
+        free(a);
+        free(b);
+    }
+    char *id = drift_store_target_identity("http://u:secret@h:1/v1?model=m&api=chat&max_reply_mb=2");
+    assert_string_equal(id, "http?api=chat&model=m");
+    free(id);
+}
+
+/* A run resumed through other endpoints: one run, each endpoint recorded,
+ * the overview says so. */
+static void test_run_endpoints(void **state) {
+    (void)state;
+    drift_store *st = open_ok(store_loc("endpoints.db"));
+    drift_error err = {0};
+    int64_t run, again;
+    int resumed;
+    begin_ok(st, "e", "http://localhost:8000/v1?model=m", &run, &resumed);
+    assert_int_equal(resumed, 0);
+    begin_ok(st, "e", "http://127.0.0.1:9000/v1?model=m&max_reply_mb=4", &again, &resumed);
+    assert_int_equal(resumed, 1);
+    assert_int_equal(again, run);
+    begin_ok(st, "e", "http://127.0.0.1:9000/v1?model=m&max_reply_mb=4", &again, &resumed);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM runs"), 1);
+    drift_run_overview ov;
+    assert_int_equal(said(drift_store_run_overview(st, "e", &ov, &err), &err), DRIFT_OK);
+    assert_int_equal(ov.n_endpoints, 2);
+    assert_string_equal(ov.endpoints[0].target, "http://localhost:8000/v1?model=m");
+    assert_int_equal(ov.endpoints[0].begins, 1);
+    assert_string_equal(ov.endpoints[1].target, "http://127.0.0.1:9000/v1?model=m&max_reply_mb=4");
+    assert_int_equal(ov.endpoints[1].begins, 2);
+    assert_int_equal(ov.resumes, 2);
+    assert_non_null(ov.last_begun);
+    assert_string_equal(ov.info.target, "http://127.0.0.1:9000/v1?model=m&max_reply_mb=4");
+    assert_string_equal(ov.identity, "http?model=m");
+    assert_int_equal(ov.locked, 0);
+    drift_run_overview_clear(&ov);
+
+    /* free labels: the first free one or the one of this identity */
+    char label[64];
+    drift_run_info a = run_info("b", "http://h/v1?model=m", "{\"temperature\":0}");
+    drift_run_info b = run_info("b", "http://h/v1?model=m2", "{\"temperature\":0}");
+    assert_int_equal(said(drift_store_run_begin_free(st, &a, label, sizeof label, &run, &resumed, &err), &err), 0);
+    assert_string_equal(label, "b");
+    assert_int_equal(resumed, 0);
+    assert_int_equal(said(drift_store_run_begin_free(st, &b, label, sizeof label, &again, &resumed, &err), &err), 0);
+    assert_string_equal(label, "b-2");
+    assert_int_equal(resumed, 0);
+    int64_t r3;
+    assert_int_equal(said(drift_store_run_begin_free(st, &a, label, sizeof label, &r3, &resumed, &err), &err), 0);
+    assert_string_equal(label, "b");
+    assert_int_equal(resumed, 1);
+    assert_int_equal(r3, run);
+    assert_int_equal(said(drift_store_run_begin_free(st, &b, label, sizeof label, &r3, &resumed, &err), &err), 0);
+    assert_string_equal(label, "b-2");
+    assert_int_equal(r3, again);
+    drift_run_overview *all = NULL;
+    size_t n = 0;
+    assert_int_equal(said(drift_store_run_overviews(st, &all, &n, &err), &err), DRIFT_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(all[0].info.label, "e");
+    assert_int_equal(all[0].n_endpoints, 2);
+    assert_string_equal(all[2].info.label, "b-2");
+    drift_run_overview_array_free(all, n);
+    drift_store_close(st);
+}
+
+/* Two runs with answers, scores and embeddings: rename keeps every row,
+ * delete removes one run's rows and nothing else, a live writer stops
+ * both. */
+static void test_runs_rename_delete(void **state) {
+    (void)state;
+    const char *loc = store_loc("manage.db");
+    drift_store *st = open_ok(loc);
+    drift_error err = {0};
+    drift_suite *su = make_suite("s", 4);
+    int64_t ids[4], run[2];
+    int resumed;
+    assert_int_equal(drift_store_put_prompts(st, su, ids, &err), DRIFT_OK);
+    const char *labels[2] = {"x", "y"};
+    for (int k = 0; k < 2; k++) {
+        begin_ok(st, labels[k], "http://h/v1?model=m", &run[k], &resumed);
+        drift_answer r[4];
+        for (int i = 0; i < 4; i++)
+            r[i] = (drift_answer){.prompt_rowid = ids[i], .text = i == 3 && k ? NULL : (char *)"a",
+                                  .error = i == 3 && k ? (char *)"HTTP 500" : NULL, .prompt_tokens = -1,
+                                  .completion_tokens = -1};
+        assert_int_equal(drift_store_put_responses(st, run[k], r, 4, &err), DRIFT_OK);
+    }
+    /* scores on every answer of x (two evaluators on one), one of y; an embedding on each run */
+    char sql[256];
+    int64_t rx = count_rows(st, "SELECT min(id) FROM responses WHERE run_id = (SELECT id FROM runs WHERE label='x')");
+    int64_t ry = count_rows(st, "SELECT min(id) FROM responses WHERE run_id = (SELECT id FROM runs WHERE label='y')");
+    drift_score sc[6];
+    for (int i = 0; i < 4; i++) sc[i] = (drift_score){.response_id = rx + i, .evaluator = "math", .label = 1, .value = 1};
+    sc[4] = (drift_score){.response_id = rx, .evaluator = "other", .label = 0, .value = 0};
+    sc[5] = (drift_score){.response_id = ry, .evaluator = "math", .label = 1, .value = 1};
+    assert_int_equal(drift_store_put_scores(st, sc, 6, &err), DRIFT_OK);
+    float v[2] = {1, 2};
+    assert_int_equal(drift_store_put_embedding(st, rx, "e", v, 2, &err), DRIFT_OK);
+    assert_int_equal(drift_store_put_embedding(st, ry, "e", v, 2, &err), DRIFT_OK);
+
+    /* rename: scores and embeddings follow */
+    assert_int_equal(said(drift_store_run_rename(st, "x", "z", &err), &err), DRIFT_OK);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM scores s JOIN responses r ON r.id = s.response_id JOIN runs u ON "
+                              "u.id = r.run_id WHERE u.label = 'z'");
+    assert_int_equal(count_rows(st, sql), 5);
+    assert_int_equal(drift_store_run_rename(st, "z", "y", &err), DRIFT_ERR_MISMATCH);
+    assert_non_null(strstr(err.msg, "'y' exists already"));
+    assert_int_equal(drift_store_run_rename(st, "x", "w", &err), DRIFT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "runs: z, y"));
+    drift_run_overview ov;
+    assert_int_equal(said(drift_store_run_overview(st, "z", &ov, &err), &err), DRIFT_OK);
+    assert_int_equal(ov.responses, 4);
+    assert_int_equal(ov.scored, 4);
+    assert_int_equal(ov.scores, 5);
+    assert_int_equal(ov.embeddings, 1);
+    assert_int_equal(ov.per_workload.answers[DRIFT_WL_MATH], 2);
+    assert_int_equal(ov.scored_per_workload[DRIFT_WL_LONG], 2);
+    drift_run_overview_clear(&ov);
+
+    /* a live writer of y (another handle) stops rename and delete */
+    drift_store *w = open_ok(loc);
+    drift_run_info ri = run_info("y", "http://h2/v1?model=m", "{\"temperature\":0}");
+    int64_t wy;
+    assert_int_equal(said(drift_store_run_begin(w, &ri, &wy, &resumed, &err), &err), DRIFT_OK);
+    drift_run_removal rm;
+    assert_int_equal(drift_store_run_delete(st, "y", &rm, &err), DRIFT_ERR_STORE);
+    assert_non_null(strstr(err.msg, "being written"));
+    assert_int_equal(drift_store_run_rename(st, "y", "v", &err), DRIFT_ERR_STORE);
+    assert_int_equal(said(drift_store_run_removal(st, "y", &rm, &err), &err), DRIFT_OK);
+    assert_int_equal(rm.locked, 1);
+    assert_int_equal(rm.responses, 4);
+    assert_int_equal(rm.failed, 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), 8);
+    drift_store_close(w); /* the lock ends with the handle */
+
+    assert_int_equal(said(drift_store_run_delete(st, "y", &rm, &err), &err), DRIFT_OK);
+    assert_int_equal(rm.responses, 4);
+    assert_int_equal(rm.failed, 1);
+    assert_int_equal(rm.scores, 1);
+    assert_int_equal(rm.embeddings, 1);
+    assert_int_equal(rm.endpoints, 2);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), 4);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM scores"), 5);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM embeddings"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_endpoints"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_locks"), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM prompts"), 4);
+    assert_int_equal(drift_store_run_delete(st, "y", &rm, &err), DRIFT_ERR_NOT_FOUND);
+    /* the label is free again */
+    begin_ok(st, "y", "http://h/v1?model=m3", &wy, &resumed);
+    assert_int_equal(resumed, 0);
+    free_suite(su);
+    drift_store_close(st);
+}
+
+/* The schema-v2 store of tests/data/stores (written by driftbench before
+ * v3): opened for writing it migrates to v3 keeping every row; its runs
+ * resume and then carry their endpoints; delete works on it. */
+static void test_migrate_v2_store(void **state) {
+    (void)state;
+    const char *path = tpath("v2.db");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp '%s/tests/data/stores/runs_v2.db' '%s'", DRIFT_SOURCE_DIR, path);
+    assert_int_equal(system(cmd), 0);
+    drift_error err = {0};
+    drift_store *st = NULL;
+    assert_int_equal(drift_store_open_readonly(path, &st, &err), DRIFT_OK);
+    assert_int_equal(schema_version(st), 2);
+    drift_run_overview *all = NULL;
+    size_t n = 0;
+    assert_int_equal(said(drift_store_run_overviews(st, &all, &n, &err), &err), DRIFT_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(all[1].n_endpoints, 1);
+    assert_int_equal(all[2].locked, 1); /* a lock of another host */
+    drift_run_overview_array_free(all, n);
+    drift_store_close(st);
+
+    st = open_ok(path);
+    assert_int_equal(schema_version(st), 3);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM runs"), 3);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), 10);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM scores"), 8);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM embeddings"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM prompts"), 5);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_locks"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_endpoints"), 0);
+    /* an old run resumes as it was recorded; its first endpoint comes from its record */
+    drift_run_info old;
+    assert_int_equal(drift_store_run_get(st, "base", &old, &err), DRIFT_OK);
+    int64_t run;
+    int resumed;
+    assert_int_equal(said(drift_store_run_begin(st, &old, &run, &resumed, &err), &err), DRIFT_OK);
+    assert_int_equal(resumed, 1);
+    assert_int_equal(run, old.id);
+    drift_store_run_unlock(st, "base", NULL);
+    drift_run_overview ov;
+    assert_int_equal(said(drift_store_run_overview(st, "base", &ov, &err), &err), DRIFT_OK);
+    assert_int_equal(ov.n_endpoints, 1);
+    assert_int_equal(ov.endpoints[0].begins, 2);
+    assert_string_equal(ov.endpoints[0].first_at, old.started_at);
+    assert_int_equal(ov.resumes, 1);
+    assert_int_equal(ov.scored, 3);
+    drift_run_overview_clear(&ov);
+    drift_run_info_clear(&old);
+    /* the http run of another host's writer cannot be deleted; cand can */
+    drift_run_removal rm;
+    assert_int_equal(drift_store_run_delete(st, "vllm-h100", &rm, &err), DRIFT_ERR_STORE);
+    assert_int_equal(said(drift_store_run_delete(st, "cand", &rm, &err), &err), DRIFT_OK);
+    assert_int_equal(rm.responses, 5);
+    assert_int_equal(rm.scores, 5);
+    assert_int_equal(rm.embeddings, 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), 5);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM scores"), 3);
+    drift_store_close(st);
+}
+
 int main(void) {
     /* the SQLite pass: every test */
     const struct CMUnitTest sqlite_tests[] = {
@@ -2132,6 +2404,10 @@ int main(void) {
         cmocka_unit_test(test_pg_connect_messages),
         cmocka_unit_test(test_schema_not_ours),
         cmocka_unit_test(test_read_bound),
+        cmocka_unit_test(test_target_identity),
+        cmocka_unit_test(test_run_endpoints),
+        cmocka_unit_test(test_runs_rename_delete),
+        cmocka_unit_test(test_migrate_v2_store),
     };
     /* the PostgreSQL pass: the store's behaviour, each test on a fresh
      * database, then what stands for the SQLite-file tests; the server
@@ -2155,6 +2431,8 @@ int main(void) {
         cmocka_unit_test(test_pg_run_lock_row_taken_over),
         cmocka_unit_test(test_run_record_secrets),
         cmocka_unit_test(test_pg_password_forms),
+        cmocka_unit_test(test_run_endpoints),
+        cmocka_unit_test(test_runs_rename_delete),
         cmocka_unit_test_teardown(test_pg_server_goes_away, teardown_server),
     };
     int failed = cmocka_run_group_tests_name("store on SQLite", sqlite_tests, setup_dir, teardown_dir);
