@@ -140,11 +140,20 @@ void cli_progress_request(const drift_progress *p) {
         snprintf(what, sizeof what, "ok%s%s%s", r->finish_reason ? " (" : "",
                  r->finish_reason ? cli_safe(r->finish_reason) : "", r->finish_reason ? ")" : "");
     } else {
-        char kind[64], msg[81];
+        /* the message's start, after the kind unless it begins with it ("HTTP 500 after 2 attempts: ...") */
+        char kind[64], msg[100];
         drift_run_failure f = {.cause = r->cause, .http_status = r->http_status};
-        snprintf(msg, sizeof msg, "%s", r->error ? cli_safe(r->error) : "");
-        snprintf(what, sizeof what, "failed: %s%s%s", cli_failure_kind(&f, kind, sizeof kind), msg[0] ? ": " : "",
-                 msg);
+        cli_failure_kind(&f, kind, sizeof kind);
+        const char *e = r->error ? cli_safe(r->error) : "";
+        size_t cut = 80;
+        if (strlen(e) > cut) {
+            while (cut > 0 && ((unsigned char)e[cut] & 0xC0) == 0x80) cut--;
+            snprintf(msg, sizeof msg, "%.*s...", (int)cut, e);
+        } else {
+            snprintf(msg, sizeof msg, "%s", e);
+        }
+        if (!strncmp(msg, kind, strlen(kind))) snprintf(what, sizeof what, "failed: %s", msg);
+        else snprintf(what, sizeof what, "failed: %s%s%s", kind, msg[0] ? ": " : "", msg);
     }
     if (r->completion_tokens >= 0 && r->prompt_tokens >= 0)
         snprintf(tokens, sizeof tokens, ", %d+%d tokens", r->prompt_tokens, r->completion_tokens);
@@ -164,8 +173,9 @@ void cli_progress_request(const drift_progress *p) {
 void cli_progress(void *user, const char *stage, size_t done, size_t total) {
     (void)user;
     if (cli_quiet) return;
-    /* a new stage, or the same one counting again from the start */
-    if (!g.active || strcmp(g.m.name, stage) != 0 || done < g.m.done) cli_progress_begin(stage, total);
+    if (!g.active || strcmp(g.m.name, stage) != 0) cli_progress_begin(stage, total); /* a new stage */
+    else if (done < g.m.done) cli_meter_start(&g.m, stage, total, cli_now_ms()); /* counting again (the
+        stage's next part): new figures, the same bar or lines, no final line in between */
     cli_progress_update(done, total, 0, -1);
 }
 

@@ -116,7 +116,9 @@ typedef struct drift_run_opts {
      * target (drift_target_opts.cancel), so requests in flight end at once. */
     int (*cancel)(void *cancel_user);
     void *cancel_user;
-    drift_progress_cb progress;      /* NULL: none; events of stage "run", summary a drift_run_summary */
+    /* NULL: none; events of stage "run", summary a drift_run_summary; one
+     * STEP per outcome stored, with its request (drift_progress.request) */
+    drift_progress_cb progress;
     void *progress_user;
     drift_run_order order;           /* default DRIFT_ORDER_SUITE */
     uint64_t order_seed;             /* RANDOM: the order's seed; RISK: breaks ties of equal risk */

@@ -26,6 +26,10 @@
  * decoding record then carries "sequential" (alpha, seed, pairs and budget
  * per workload), which a replay of the stored runs needs: the suite's size.
  *
+ * Progress: BEGIN, one STEP per outcome received (its request in
+ * drift_progress.request: prompt id, replicate, outcome, attempts, latency,
+ * tokens, copied before a flush frees the answer), END.
+ *
  * Failures: every failed request is stored as an error and counted in the
  * summary by kind (its cause, and the status for an HTTP one: target.h and
  * types.h say who decides), with the first message of each kind, in a

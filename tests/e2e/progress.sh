@@ -58,6 +58,23 @@ nb=$(grep -cE "^run 'baseline' [0-9]+/6: builtin-math-test-[0-9]+ #0 ok" "$T/m.e
 nt=$(grep -cE "^run 'target' [0-9]+/6: builtin-math-test-[0-9]+ #0 ok" "$T/m.err")
 check '[ $rc -ne 2 ] && [ "$nb" -eq 6 ] && [ "$nt" -eq 6 ]' "measure -v: 6 + 6 request lines ($nb, $nt; rc $rc): $(cat "$T/m.err")"
 
+# -v against a server answering some requests 500: the failed ones say so, with their attempts
+python3 - "$T/f.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(4):
+        f.write(json.dumps({"prompt_id": "q%d" % i, "prompt": "Compute ANSWER=%d" % i + (" BROKEN" if i == 1 else ""),
+                            "answer": str(i)}) + "\n")
+PY
+printf 'default | echo\nfault | BROKEN | 500\n' > "$T/faults.txt"
+start_server "$T/faults.txt" --model served
+"$D" -v run --db "$T/h.db" --label fv --target "http://127.0.0.1:$PORT/v1?model=served" --suite "$T/f.jsonl" \
+  --retries 1 2> "$T/fv.err"; rc=$?
+check '[ $rc -eq 0 ] && grep -qE "^run .fv. [0-9]/4: q1 #0 failed: HTTP 500 after 2 attempts: .*, 2 attempts, [0-9.]+ (ms|s)$" "$T/fv.err"' \
+  "-v: the failed request's line (rc $rc): $(cat "$T/fv.err")"
+check '[ "$(grep -cE "^run .fv. [0-9]/4: q[023] #0 ok( \((stop|length)\))?, 1 attempt, " "$T/fv.err")" -eq 3 ]' "-v: the three answered ($(cat "$T/fv.err"))"
+check 'grep -qE "^run .fv.: 4/4 in [0-9]+:[0-9]{2} \(.*\), 1 failed$" "$T/fv.err"' "-v: the final line counts the failed one"
+
 # --quiet: nothing at all, even with -v and a short interval
 DRIFT_PROGRESS_SECS=0.01 "$D" -q -v "${RUN[@]}" --db "$T/d.db" --label quiet 2> "$T/quiet.err"; rc=$?
 check '[ $rc -eq 0 ] && [ ! -s "$T/quiet.err" ]' "--quiet: nothing on stderr (rc $rc): $(cat "$T/quiet.err")"
