@@ -193,7 +193,6 @@ static int strip_global_flags(int n, char **args) {
 
 int main(int argc, char **argv) {
     qsort(commands, (size_t)n_commands, sizeof commands[0], cmp_cmd);
-    if (cli_progress_setup()) return CLI_EXIT_ERROR; /* DRIFT_PROGRESS_SECS (progress.c) */
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (global_flag(argv[i])) continue;
@@ -213,6 +212,7 @@ int main(int argc, char **argv) {
         usage(stderr);
         return CLI_EXIT_ERROR;
     }
+    if (cli_progress_setup()) return CLI_EXIT_ERROR; /* DRIFT_PROGRESS_SECS (progress.c) */
     for (int c = 0; c < n_commands; c++)
         if (!strcmp(commands[c]->name, argv[i])) return commands[c]->fn(strip_global_flags(argc - i, argv + i), argv + i);
     fprintf(stderr, "driftbench: unknown command '%s'\n", cli_safe(argv[i]));
