@@ -51,7 +51,9 @@ int cli_parse_double(const char *cmd, const char *flag, const char *s, double lo
  * (main.c). */
 double cli_now_ms(void);
 
-/* Progress bar on stderr when it is a TTY and not --quiet; a drift_progress_fn. */
+/* Progress on stderr (progress.c: a bar on a terminal, periodic lines
+ * otherwise, nothing with --quiet); a drift_progress_fn. A new stage name,
+ * or a count that goes back, starts a new meter; _done ends it. */
 void cli_progress(void *user, const char *stage, size_t done, size_t total);
 void cli_progress_done(void);
 

@@ -30,6 +30,7 @@
 
 #include "cli.h"
 #include "pipeline.h"
+#include "progress.h"
 
 void cli_matrix_opts_default(cli_matrix_opts *o) {
     memset(o, 0, sizeof *o);
@@ -103,7 +104,11 @@ static void matrix_progress(void *user, const drift_progress *p) {
     matrix_view *v = user;
     if (strcmp(p->stage, "matrix") != 0) {
         if (!v->o->progress_lines) cli_run_progress(NULL, p);
-        else if (!cli_quiet && v->tty && p->event == DRIFT_PROGRESS_STEP && v->msum) {
+        else if (p->request && cli_verbose && !cli_quiet) { /* -v: the request's line, the bar off first */
+            if (v->drawn) fputs("\r\033[K", stderr);
+            v->drawn = 0;
+            cli_progress_request(p);
+        } else if (!cli_quiet && v->tty && p->event == DRIFT_PROGRESS_STEP && v->msum) {
             /* one at a time: the run's steps move the bar */
             drift_progress q = {.stage = "matrix", .event = DRIFT_PROGRESS_STEP, .done = v->msum->configs,
                                 .total = v->msum->in_shard, .elapsed_ms = cli_now_ms() - v->t0_ms, .eta_ms = -1,
@@ -120,6 +125,8 @@ static void matrix_progress(void *user, const drift_progress *p) {
         fprintf(stderr, "%s: %zu of %zu configurations in shard %d/%d, %zu suite(s)%s\n", v->cmd, p->total,
                 v->spec->n_configs, v->o->shard_index, v->o->shard_count, v->spec->n_suites,
                 v->spec->limit ? " (limited)" : "");
+        /* side by side, no run stage reports here: the configurations' own meter */
+        if (!v->o->progress_lines && v->msum->jobs > 1) cli_progress_begin("matrix", p->total);
         break;
     case DRIFT_PROGRESS_SKIP:
         if (!v->o->progress_lines) fprintf(stderr, "run '%s': complete, skipped\n", cli_safe(p->label));
@@ -127,8 +134,10 @@ static void matrix_progress(void *user, const drift_progress *p) {
     case DRIFT_PROGRESS_ITEM:
     case DRIFT_PROGRESS_STEP:
         if (v->o->progress_lines) matrix_bar(v, p);
+        else if (v->msum && v->msum->jobs > 1) cli_progress_update(p->done, p->total, v->msum->all_failed, -1);
         break;
     case DRIFT_PROGRESS_END:
+        if (!v->o->progress_lines && v->msum && v->msum->jobs > 1) cli_progress_end();
         if (v->drawn) fputc('\n', stderr);
         v->drawn = 0;
         v->msum = NULL;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "driftbench/status.h"
 #include "driftbench/text.h"
 
@@ -132,30 +133,6 @@ int cli_parse_double(const char *cmd, const char *flag, const char *s, double lo
     return 0;
 }
 
-static int progress_active;
-
-void cli_progress(void *user, const char *stage, size_t done, size_t total) {
-    (void)user;
-    if (cli_quiet || !isatty(STDERR_FILENO)) return;
-    if (total) {
-        int width = 30, fill = (int)((double)done / (double)total * width);
-        fprintf(stderr, "\r%-10s [", stage);
-        for (int i = 0; i < width; i++) fputc(i < fill ? '#' : '.', stderr);
-        fprintf(stderr, "] %zu/%zu", done, total);
-    } else {
-        fprintf(stderr, "\r%-10s %zu", stage, done);
-    }
-    fflush(stderr);
-    progress_active = 1;
-}
-
-void cli_progress_done(void) {
-    if (progress_active) {
-        fputc('\n', stderr);
-        progress_active = 0;
-    }
-}
-
 int cli_write_output(const char *cmd, const char *path, const char *text) {
     if (!path || strcmp(path, "-") == 0) {
         fputs(text, stdout);
@@ -235,6 +212,7 @@ int main(int argc, char **argv) {
         usage(stderr);
         return CLI_EXIT_ERROR;
     }
+    if (cli_progress_setup()) return CLI_EXIT_ERROR; /* DRIFT_PROGRESS_SECS (progress.c) */
     for (int c = 0; c < n_commands; c++)
         if (!strcmp(commands[c]->name, argv[i])) return commands[c]->fn(strip_global_flags(argc - i, argv + i), argv + i);
     fprintf(stderr, "driftbench: unknown command '%s'\n", cli_safe(argv[i]));

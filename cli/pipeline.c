@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "driftbench/compare.h"
 #include "driftbench/server_proc.h"
+#include "progress.h"
 
 volatile sig_atomic_t cli_interrupted;
 
@@ -132,10 +133,17 @@ void cli_run_progress(void *user, const drift_progress *p) {
                     s->resumed ? "resuming" : "starting", cli_safe(p->label), s->prompts, s->replicates, s->requested,
                     s->deferred ? " now (the others are stored or left for later)"
                     : s->resumed ? " (the rest are stored)" : "");
+        char name[96];
+        snprintf(name, sizeof name, "%s '%s'", p->stage, cli_safe(p->label));
+        cli_progress_begin(name, p->total);
         break;
-    case DRIFT_PROGRESS_STEP: cli_progress(NULL, p->stage, p->done, p->total); break;
+    case DRIFT_PROGRESS_STEP:
+        cli_progress_update(p->done, p->total, p->errors,
+                            p->request && p->request->completion_tokens >= 0 ? p->request->completion_tokens : -1);
+        cli_progress_request(p); /* -v */
+        break;
     case DRIFT_PROGRESS_END:
-        cli_progress_done();
+        cli_progress_end();
         if (!cli_quiet && s->step >= DRIFT_RUN_STEP_CHECK) {
             fprintf(stderr, "run '%s': %zu answers, %zu errors stored%s\n", cli_safe(p->label), s->answers, s->errors,
                     s->errors ? " (errors are kept out of flip counts; run again to retry them)" : "");
@@ -234,6 +242,7 @@ int cli_do_score(const char *cmd, drift_store *st, const char *label, const drif
      * --no-score mostly repeat the baseline's texts, each judged once */
     drift_score_cache *own = NULL;
     if (!opts.cache) opts.cache = own = drift_score_cache_new();
+    cli_progress_begin("score", 0); /* the clock starts now, not at the first batch */
     drift_status rc = drift_score_run(st, label, &opts, &sum, &err);
     drift_score_cache_free(own);
     cli_progress_done();

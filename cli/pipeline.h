@@ -46,9 +46,11 @@ void cli_run_args_default(cli_run_args *a);
  * cli_run_failed do. Returns a CLI exit code. */
 int cli_do_run(const char *cmd, drift_store *st, const cli_run_args *a);
 /* The run stage's printer (a drift_progress_cb; user unused): the
- * "starting|resuming run" line, the progress bar, the "answers, errors
- * stored" line and after it one line per kind of failed request
- * (cli_print_failures); nothing but the bar's end with --quiet. */
+ * "starting|resuming run" line, the progress (progress.h: a bar with
+ * rates and time left on a terminal, periodic lines otherwise; with -v a
+ * line per request), the "answers, errors stored" line and after it one
+ * line per kind of failed request (cli_print_failures); nothing with
+ * --quiet. */
 void cli_run_progress(void *user, const drift_progress *p);
 /* Prints why the run stage (of label, against target) failed: an
  * interruption, every request failed (with the kind that failed most, its

@@ -44,6 +44,24 @@ typedef enum drift_progress_event {
     DRIFT_PROGRESS_END = 4    /* the stage stops (done, failed or cancelled): always after BEGIN */
 } drift_progress_event;
 
+/* One request of a run, as its outcome is stored: given with the run
+ * stage's STEP event that counts it (drift_progress.request), for a caller
+ * that logs each request (the CLI's -v). Scalars copied from the outcome;
+ * the strings are valid during the progress call. */
+typedef struct drift_request_outcome {
+    const char *prompt_id;        /* the suite's id of the prompt ("" if none) */
+    int replicate;                /* 0..replicates-1 */
+    int ok;                       /* 1 an answer, 0 a failed request */
+    drift_fail_cause cause;       /* failed: why (types.h); DRIFT_FAIL_NONE for an answer */
+    int http_status;              /* the status answered; 0 if none */
+    const char *error;            /* failed: its message (maybe cut); NULL for an answer */
+    const char *finish_reason;    /* an answer's "stop", "length", ...; NULL if none */
+    int attempts;                 /* requests sent for it (retries included); 0 unknown */
+    double latency_ms;            /* of the successful attempt (or the last one) */
+    int prompt_tokens;            /* -1 unknown */
+    int completion_tokens;        /* -1 unknown */
+} drift_request_outcome;
+
 typedef struct drift_progress {
     const char *stage;            /* "run", "score", "matrix", "lab", ... */
     drift_progress_event event;
@@ -56,6 +74,10 @@ typedef struct drift_progress {
      * counts: a drift_run_summary for "run", a drift_matrix_summary for
      * "matrix" (each stage's header says which type). Valid during the call. */
     const void *summary;
+    /* Stage "run", event STEP: the request whose outcome this step stored
+     * (one STEP per outcome); NULL for every other event. Valid during the
+     * call. A stage that passes run's events through passes it too. */
+    const drift_request_outcome *request;
 } drift_progress;
 
 /* Called on the thread that called the stage. */
@@ -94,7 +116,9 @@ typedef struct drift_run_opts {
      * target (drift_target_opts.cancel), so requests in flight end at once. */
     int (*cancel)(void *cancel_user);
     void *cancel_user;
-    drift_progress_cb progress;      /* NULL: none; events of stage "run", summary a drift_run_summary */
+    /* NULL: none; events of stage "run", summary a drift_run_summary; one
+     * STEP per outcome stored, with its request (drift_progress.request) */
+    drift_progress_cb progress;
     void *progress_user;
     drift_run_order order;           /* default DRIFT_ORDER_SUITE */
     uint64_t order_seed;             /* RANDOM: the order's seed; RISK: breaks ties of equal risk */

@@ -26,6 +26,10 @@
  * decoding record then carries "sequential" (alpha, seed, pairs and budget
  * per workload), which a replay of the stored runs needs: the suite's size.
  *
+ * Progress: BEGIN, one STEP per outcome received (its request in
+ * drift_progress.request: prompt id, replicate, outcome, attempts, latency,
+ * tokens, copied before a flush frees the answer), END.
+ *
  * Failures: every failed request is stored as an error and counted in the
  * summary by kind (its cause, and the status for an HTTP one: target.h and
  * types.h say who decides), with the first message of each kind, in a
@@ -224,14 +228,19 @@ static int cmp_rowid_at(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static const char *prompt_id_at(const run_prompts *p, size_t at);
+
 /* reqs[i] asks pending pair i: its prompt's rendered text (binary search by
- * row id; "" for a row id the suites do not hold, which cannot happen). */
+ * row id; "" for a row id the suites do not hold, which cannot happen);
+ * ids[i] is its prompt id (pointing into the suites). */
 static drift_status build_requests(const run_prompts *p, const int64_t *pend_p, const int *pend_r, size_t n_pend,
-                                   drift_gen_request **out, drift_error *err) {
+                                   drift_gen_request **out, const char ***ids_out, drift_error *err) {
     drift_gen_request *reqs = calloc(n_pend ? n_pend : 1, sizeof *reqs);
+    const char **ids = calloc(n_pend ? n_pend : 1, sizeof *ids);
     rowid_at *order = calloc(p->n ? p->n : 1, sizeof *order);
-    if (!reqs || !order) {
+    if (!reqs || !ids || !order) {
         free(reqs);
+        free(ids);
         free(order);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
@@ -244,12 +253,15 @@ static drift_status build_requests(const run_prompts *p, const int64_t *pend_p, 
             if (order[mid].rowid < pend_p[i]) lo = mid + 1;
             else hi = mid;
         }
+        int hit = lo < p->n && order[lo].rowid == pend_p[i];
         reqs[i].index = i;
-        reqs[i].prompt = (lo < p->n && order[lo].rowid == pend_p[i]) ? p->rendered[order[lo].at] : "";
+        reqs[i].prompt = hit ? p->rendered[order[lo].at] : "";
         reqs[i].replicate = pend_r[i];
+        ids[i] = hit ? prompt_id_at(p, order[lo].at) : "";
     }
     free(order);
     *out = reqs;
+    *ids_out = ids;
     return DRIFT_OK;
 }
 
@@ -489,6 +501,7 @@ typedef struct run_sink {
     int64_t run_id;
     const int64_t *req_prompt;      /* request index -> prompt row id */
     const int *req_rep;             /* request index -> replicate */
+    const char *const *req_id;      /* request index -> prompt id */
     drift_answer buf[FLUSH_EVERY];
     size_t n;
     double t0_ms, last_flush_ms;
@@ -498,13 +511,13 @@ typedef struct run_sink {
     drift_error err;
 } run_sink;
 
-static void emit(const run_sink *s, drift_progress_event ev) {
+static void emit(const run_sink *s, drift_progress_event ev, const drift_request_outcome *req) {
     if (!s->o->progress) return;
     const drift_run_summary *sum = s->sum;
     double elapsed = util_now_ms() - s->t0_ms;
     drift_progress p = {.stage = "run", .event = ev, .label = s->o->label, .done = sum->done,
                         .total = sum->requested, .errors = sum->errors, .elapsed_ms = elapsed, .eta_ms = -1.0,
-                        .summary = sum};
+                        .summary = sum, .request = req};
     if (sum->done && sum->requested >= sum->done)
         p.eta_ms = elapsed / (double)sum->done * (double)(sum->requested - sum->done);
     s->o->progress(s->o->progress_user, &p);
@@ -567,10 +580,22 @@ static int on_result(void *user, const drift_gen_request *req, drift_answer *res
         s->sum->answers++;
     }
     s->sum->done++;
+    /* the request for the progress event, copied: a flush frees the answer */
+    char msg[256];
+    if (r->error) snprintf(msg, sizeof msg, "%s", r->error);
+    drift_request_outcome out = {.prompt_id = s->req_id[req->index], .replicate = r->replicate, .ok = !r->error,
+                                 .cause = r->error ? r->cause : DRIFT_FAIL_NONE, .http_status = r->http_status,
+                                 .error = r->error ? msg : NULL, .attempts = r->attempts, .latency_ms = r->latency_ms,
+                                 .prompt_tokens = r->prompt_tokens, .completion_tokens = r->completion_tokens};
+    char finish[32];
+    if (r->finish_reason) {
+        snprintf(finish, sizeof finish, "%s", r->finish_reason);
+        out.finish_reason = finish;
+    }
     if (s->n == FLUSH_EVERY || util_now_ms() - s->last_flush_ms > FLUSH_MS) {
         if (sink_flush(s)) return 1;
     }
-    emit(s, DRIFT_PROGRESS_STEP);
+    emit(s, DRIFT_PROGRESS_STEP, &out);
     return 0; /* a cancel stops the target through its hook, which first hands over every answer it has */
 }
 
@@ -630,20 +655,23 @@ static drift_status begin_and_generate(drift_store *st, drift_run_opts *o, drift
     int64_t *pend_p = NULL;
     int *pend_r = NULL;
     drift_gen_request *reqs = NULL;
+    const char **ids = NULL;
     rc = drift_store_pending(st, s->run_id, p->rowids, p->n, o->replicates, &pend_p, &pend_r, &sum->requested, err);
     if (!rc) rc = order_pending(o, p, s->risks, s->n_risks, pend_p, pend_r, sum->requested, err);
     if (!rc && o->select) rc = select_pending(o, p, pend_p, pend_r, &sum->requested, &sum->deferred, err);
-    if (!rc) rc = build_requests(p, pend_p, pend_r, sum->requested, &reqs, err);
+    if (!rc) rc = build_requests(p, pend_p, pend_r, sum->requested, &reqs, &ids, err);
     if (!rc) {
         s->req_prompt = pend_p;
         s->req_rep = pend_r;
+        s->req_id = ids;
         s->last_flush_ms = util_now_ms();
-        emit(s, DRIFT_PROGRESS_BEGIN);
+        emit(s, DRIFT_PROGRESS_BEGIN, NULL);
         rc = generate(s, t, reqs, err);
-        emit(s, DRIFT_PROGRESS_END);
+        emit(s, DRIFT_PROGRESS_END, NULL);
     }
     drift_store_run_unlock(st, o->label, NULL); /* run_finish released it already when it ran */
     free(reqs);
+    free(ids);
     free(pend_p);
     free(pend_r);
     return rc;

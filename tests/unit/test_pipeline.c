@@ -3,7 +3,8 @@
  * temporary store.
  *
  * run: a first call asks every (prompt, replicate) pair and reports BEGIN,
- * one STEP per outcome and END; a second call with the same label resumes
+ * one STEP per outcome (carrying that request: its prompt id, replicate,
+ * outcome, attempts, latency, tokens; no other event carries one) and END; a second call with the same label resumes
  * and asks nothing; a changed decoding is a mismatch; a bad config and a
  * cancel before the start fail at the step the summary names, asking nothing;
  * failed requests are counted by kind (prompts longer than the context: the
@@ -41,7 +42,37 @@ typedef struct seen {
     size_t last_done, last_total;   /* of the last run STEP */
     int order_ok;                   /* every STEP of a run came between its BEGIN and END */
     int in_run;
+    size_t req_ok, req_failed;      /* run STEPs' requests: answers, failures */
+    char pairs[16][80];             /* the distinct "prompt id#replicate" of those requests */
+    size_t n_pairs;
 } seen;
+
+/* A run STEP's request: consistent in itself, counted, its pair noted. */
+static void note_request(seen *s, const drift_request_outcome *r) {
+    assert_non_null(r);
+    assert_non_null(r->prompt_id);
+    assert_non_null(strstr(r->prompt_id, "builtin-"));
+    assert_true(r->replicate >= 0);
+    assert_true(r->attempts >= 1);
+    assert_true(r->latency_ms >= 0);
+    if (r->ok) {
+        s->req_ok++;
+        assert_null(r->error);
+        assert_int_equal(r->cause, DRIFT_FAIL_NONE);
+        assert_true(r->completion_tokens >= 0); /* the engine counts what it generated */
+        assert_non_null(r->finish_reason);
+    } else {
+        s->req_failed++;
+        assert_non_null(r->error);
+        assert_true(r->error[0] != 0);
+        assert_int_not_equal(r->cause, DRIFT_FAIL_NONE);
+    }
+    char key[80];
+    snprintf(key, sizeof key, "%s#%d", r->prompt_id, r->replicate);
+    for (size_t i = 0; i < s->n_pairs; i++)
+        if (!strcmp(s->pairs[i], key)) return;
+    if (s->n_pairs < 16) snprintf(s->pairs[s->n_pairs++], sizeof s->pairs[0], "%s", key);
+}
 
 static void count_progress(void *user, const drift_progress *p) {
     seen *s = user;
@@ -55,10 +86,14 @@ static void count_progress(void *user, const drift_progress *p) {
             s->last_done = p->done;
             s->last_total = p->total;
             assert_true(p->done <= p->total);
+            note_request(s, p->request);
+        } else {
+            assert_null(p->request);
         }
         if (p->event == DRIFT_PROGRESS_END) s->in_run = 0;
     } else {
         assert_string_equal(p->stage, "matrix");
+        assert_null(p->request);
         s->matrix[p->event]++;
     }
 }
@@ -142,6 +177,9 @@ static void test_run_then_resume(void **state) {
     assert_int_equal(s.last_done, 2 * N_PROMPTS);
     assert_int_equal(s.last_total, 2 * N_PROMPTS);
     assert_true(s.order_ok);
+    assert_int_equal(s.req_ok, sum.answers);
+    assert_int_equal(s.req_failed, sum.errors);
+    assert_int_equal(s.n_pairs, 2 * N_PROMPTS); /* each pair once */
     assert_int_equal(stored(st, "tiny"), 2 * N_PROMPTS);
 
     /* again: resumed, nothing asked, nothing added */
@@ -220,6 +258,8 @@ static void test_run_failure_kinds(void **state) {
     assert_int_equal(drift_run_execute(st, &o, &sum, &err), DRIFT_OK);
     assert_int_equal(sum.answers, 3);
     assert_int_equal(sum.errors, 2);
+    assert_int_equal(s.req_ok, 3); /* the requests as the steps told them */
+    assert_int_equal(s.req_failed, 2);
     assert_int_equal(sum.n_failures, 1);
     assert_int_equal(sum.failures_other, 0);
     assert_int_equal(sum.failures[0].cause, DRIFT_FAIL_ENGINE);
