@@ -60,12 +60,16 @@ static const char lab_usage[] =
     "                     crossed on every model, hardware x precision on the first (3 levels\n"
     "                     each); math 60, code 40, safety 60, chat 30 prompts; long context 16\n"
     "                     prompts on the first model's baseline and 4 levels; 128 new tokens; the\n"
-    "                     stochastic leg 100 math prompts x 5 replicates x 4 runs (default)\n"
+    "                     stochastic leg on the main leg's math prompts x 5 replicates x 4 runs\n"
+    "                     (default)\n"
     "  --full             3 hardware x 4 precision x 3 framework crossed on every model, every\n"
     "                     prompt of each suite, long context on every configuration\n"
     "  --out DIR          output directory (default lab)\n"
     "  --models DIR       GGUF models (default models/; the test fixtures when empty)\n"
     "  --limit N          prompts per suite (overrides the mode's)\n"
+    "  --long N           --quick's long-context prompts (default 16), each on the baseline and 4\n"
+    "                     levels: N x 5 prefills of ~2,000 tokens; with no flip the report counts\n"
+    "                     each prompt once, so telling 0 from the paper's 1.55% takes N >= 250\n"
     "  --max-tokens N     new tokens per answer (overrides the mode's)\n"
     "  --guard SPEC       safety guard (LlamaGuard-3 over HTTP, or builtin[:PATH]); default: the\n"
     "                     built-in guard model; safety is skipped (and said so) if none opens\n"
@@ -493,7 +497,7 @@ static int cmd_lab(int argc, char **argv) {
     lab_cli c;
     memset(&c, 0, sizeof c);
     c.out = "lab";
-    long limit = -1, max_tokens = -1, threads = 1, jobs = 0;
+    long limit = -1, long_prompts = -1, max_tokens = -1, threads = 1, jobs = 0;
     drift_lab_opts lo;
     drift_lab_opts_default(&lo);
     for (int i = 1; i < argc; i++) {
@@ -522,6 +526,8 @@ static int cmd_lab(int argc, char **argv) {
         else if (!strcmp(a, "--embedder")) lo.embedder_spec = v;
         else if (!strcmp(a, "--limit")) {
             if (cli_parse_int("lab", "--limit", v, 1, 1000000, &limit)) return CLI_EXIT_ERROR;
+        } else if (!strcmp(a, "--long")) {
+            if (cli_parse_int("lab", "--long", v, 1, 100000, &long_prompts)) return CLI_EXIT_ERROR;
         } else if (!strcmp(a, "--max-tokens")) {
             if (cli_parse_int("lab", "--max-tokens", v, 1, 100000, &max_tokens)) return CLI_EXIT_ERROR;
         } else if (!strcmp(a, "--threads")) {
@@ -530,9 +536,13 @@ static int cmd_lab(int argc, char **argv) {
             if (cli_parse_int("lab", "--jobs", v, 0, 1024, &jobs)) return CLI_EXIT_ERROR;
         } else return cli_error("lab", "unknown option '%s' (see --help)", a);
     }
+    if (lo.full && long_prompts > 0)
+        return cli_error("lab", "--long sets --quick's long-context prompts; --full runs every one of them on every "
+                                "configuration (use --limit to make it smaller)");
     c.full = lo.full;
     c.threads = (int)threads;
     lo.limit = limit;
+    lo.long_prompts = long_prompts;
     lo.max_tokens = (int)max_tokens;
     lo.threads = (int)threads;
     lo.jobs = (int)jobs;

@@ -79,6 +79,7 @@ typedef struct drift_lab_opts {
     int full;                  /* 1 = --full: every axis crossed on every model; 0 = --quick (lab_design.c) */
     const char *models_dir;    /* NULL: models/, then the test fixtures */
     long limit;                /* prompts per suite; <= 0: the mode's sizes */
+    long long_prompts;         /* --quick's long-context prompts (--long N); <= 0: limit, else DRIFT_LAB_QUICK_LONG */
     int max_tokens;            /* new tokens per answer; <= 0: DRIFT_LAB_FULL_TOKENS / _QUICK_TOKENS */
     int threads;               /* engine threads per configuration (0 = the engine's default) */
     const char *guard_spec;    /* safety guard; NULL: the built-in guard */

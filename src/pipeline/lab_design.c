@@ -49,6 +49,7 @@
 void drift_lab_opts_default(drift_lab_opts *o) {
     memset(o, 0, sizeof *o);
     o->limit = -1;
+    o->long_prompts = -1;
     o->max_tokens = -1;
     o->threads = 1;
 }
@@ -403,7 +404,9 @@ drift_status drift_lab_design(drift_lab_study *s, const char *spec_name, drift_e
     free(s->long_spec_json);
     s->long_spec_json = NULL;
     if (!s->opts.full)
-        s->long_spec_json = drift_lab_design_long_json(s->models, s->n_models, s->opts.limit, s->max_tokens, s->opts.threads);
+        s->long_spec_json = drift_lab_design_long_json(s->models, s->n_models,
+                                                       s->opts.long_prompts > 0 ? s->opts.long_prompts : s->opts.limit,
+                                                       s->max_tokens, s->opts.threads);
     if (!s->embedder || !s->spec_json || (!s->opts.full && !s->long_spec_json))
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     drift_matrix_spec_free(s->spec);

@@ -103,4 +103,10 @@ fi
     echo "FAIL: dry run from the source tree"; cat "$work/stdout4"; exit 1; }
 grep -q '"target": "embedded:tests/data/models/tiny-' "$work/rel/matrix.json" || { echo "FAIL: model paths not relative"; grep -m2 target "$work/rel/matrix.json"; exit 1; }
 ! grep -q '"target": "embedded:/' "$work/rel/matrix.json" || { echo "FAIL: an absolute model path"; exit 1; }
+# --long sizes the long-context leg alone (the other suites keep --limit's size)
+"$D" lab --quick --dry-run --limit 1 --long 7 --out "$work/long7" >"$work/stdout5" 2>&1 || {
+    echo "FAIL: dry run with --long"; cat "$work/stdout5"; exit 1; }
+grep -q '^quick: long_context (7 prompts,' "$work/stdout5" || { echo "FAIL: --long 7 not the leg's size"; grep long_context "$work/stdout5"; exit 1; }
+grep -q '"builtin:long?n=7"' "$work/long7/matrix_long.json" || { echo "FAIL: matrix_long.json without n=7"; exit 1; }
+grep -q '"builtin:math?n=1"' "$work/long7/matrix.json" || { echo "FAIL: --long changed the other suites"; exit 1; }
 echo "PASS: lab --quick ($rows table rows, $runs runs)"
