@@ -856,6 +856,41 @@ __attribute__((target("avx2"))) static inline __m256 ftz_v(__m256 v) {
     return _mm256_castsi256_ps(_mm256_blendv_epi8(u, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), den));
 }
 
+/* the lanes' halving tree on one 4-lane vector: a[i] += a[i + 2], then
+ * a[0] += a[1] (the same adds as hw_combine's last two levels) */
+__attribute__((target("avx2"))) static inline float hw_halve4(__m128 h) {
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, _MM_SHUFFLE(1, 1, 1, 1)));
+    return _mm_cvtss_f32(h);
+}
+
+/* one output from its lane vectors after the vector steps ended at k: the
+ * tail [k, n) and the combine. The halving tree over 8 or 16 lanes is done
+ * as vector adds (lane i + lane i + h for each h, as hw_combine does). */
+__attribute__((target("avx2"))) static float hw_finish(const drift_numeric_profile *p, const __m256 *acc, int V,
+                                                       const float *x, const float *w, int64_t k, int64_t n) {
+    int L = p->lanes;
+    if (k == n && !p->tree && V <= 2) {
+        __m256 t = V == 2 ? _mm256_add_ps(acc[0], acc[1]) : acc[0];
+        return hw_halve4(_mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+    }
+    float a[64];
+    for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[v]);
+    if (p->dot_bf16) hw_tail_bf16(a, x, w, k, n);
+    else hw_tail_f32(p, a, x, w, k, n);
+    return hw_combine(p, a, L);
+}
+
+/* the same for 4 lanes (one half of a pair vector) */
+__attribute__((target("avx2"))) static float hw_finish4(const drift_numeric_profile *p, __m128 acc, const float *x,
+                                                        const float *w, int64_t k, int64_t n) {
+    if (k == n && !p->tree) return hw_halve4(acc);
+    float a[4];
+    _mm_storeu_ps(a, acc);
+    hw_tail_f32(p, a, x, w, k, n);
+    return hw_combine(p, a, 4);
+}
+
 /* The lane loops. Products that must round before their add are in
  * functions compiled for AVX2 without FMA, where GCC cannot contract them. */
 __attribute__((target("avx2,fma"))) static int64_t hw_loop_fma(__m256 *acc, int V, const float *x, const float *w, int64_t n) {
@@ -921,10 +956,7 @@ __attribute__((target("avx2"))) static float hw_lanes_avx2(const drift_numeric_p
     __m256 acc[8];
     for (int v = 0; v < V; v++) acc[v] = _mm256_setzero_ps();
     int64_t k = p->dot_bf16 ? hw_loop_bf16(acc, V, x, w, n) : p->fma ? hw_loop_fma(acc, V, x, w, n) : hw_loop_nofma(acc, V, x, w, n);
-    for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[v]);
-    if (p->dot_bf16) hw_tail_bf16(a, x, w, k, n);
-    else hw_tail_f32(p, a, x, w, k, n);
-    return hw_combine(p, a, L);
+    return hw_finish(p, acc, V, x, w, k, n);
 }
 
 /* the tail of an mma chunk: elements [k, c1) into d[(j - c0) % 4] */
@@ -976,44 +1008,90 @@ float num_hw_dot(const drift_numeric_profile *p, const float *x, const float *w,
     return y;
 }
 
-/* Four outputs at once (four weight rows, one x): the same operations per
- * output as above, x loaded (and for dot=bf16 rounded and split) once. */
-#define HW_R 4
-__attribute__((target("avx2,fma"), always_inline)) static inline int64_t hw4_loop_fma(__m256 (*acc)[8], const int V, const float *x,
-                                                                                     const float *const *w, int64_t n) {
-    int64_t k = 0;
-    for (; k + 8 * V <= n; k += 8 * V)
-        for (int v = 0; v < V; v++) {
-            __m256 xv = _mm256_loadu_ps(x + k + 8 * v);
-            for (int r = 0; r < HW_R; r++) acc[r][v] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w[r] + k + 8 * v), acc[r][v]);
-        }
-    return k;
-}
+/* Eight outputs at once (eight weight rows, one x): the same operations per
+ * output as above, x loaded (and for dot=bf16 rounded and split) once per
+ * step and the accumulators held in registers (R rows x V vectors, R and V
+ * constants in each instance below). A tile with fewer than eight rows
+ * repeats a row pointer; its extra outputs are not used. */
+#define HW_R 8
 
-__attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_nofma(__m256 (*acc)[8], const int V, const float *x,
-                                                                                    const float *const *w, int64_t n) {
-    int64_t k = 0;
-    for (; k + 8 * V <= n; k += 8 * V)
-        for (int v = 0; v < V; v++) {
-            __m256 xv = _mm256_loadu_ps(x + k + 8 * v);
-            for (int r = 0; r < HW_R; r++)
-                acc[r][v] = _mm256_add_ps(acc[r][v], _mm256_mul_ps(xv, _mm256_loadu_ps(w[r] + k + 8 * v)));
-        }
-    return k;
-}
+/* dot=f32 steps, rows w[0..R-1], V vectors of 8 lanes each: acc[r * V + v] */
+#define HW_F32_TILE(NAME, TGT, MAC)                                                                                    \
+    __attribute__((target(TGT), always_inline)) static inline int64_t NAME(__m256 *out, const int R, const int V,      \
+                                                                           const float *x, const float *const *w,     \
+                                                                           int64_t n) {                                \
+        __m256 acc[HW_R][2];                                                                                           \
+        const float *wr[HW_R];                                                                                         \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                                          \
+            wr[r] = w[r];                                                                                              \
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) acc[r][v] = _mm256_setzero_ps();                       \
+        }                                                                                                              \
+        int64_t k = 0;                                                                                                 \
+        for (; k + 8 * V <= n; k += 8 * V) {                                                                           \
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) {                                                      \
+                __m256 xv = _mm256_loadu_ps(x + k + 8 * v);                                                            \
+                _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) acc[r][v] =                                        \
+                    MAC(xv, _mm256_loadu_ps(wr[r] + k + 8 * v), acc[r][v]);                                            \
+            }                                                                                                          \
+        }                                                                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                                            \
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) out[r * V + v] = acc[r][v];                            \
+        return k;                                                                                                      \
+    }
 
-__attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_bf16(__m256 (*acc)[8], const int V, const float *x,
-                                                                                   const float *const *w, int64_t n) {
+/* 4 lanes: rows 2i and 2i + 1 share one vector (low half, high half) */
+#define HW_PAIR_TILE(NAME, TGT, MAC)                                                                                   \
+    __attribute__((target(TGT))) static int64_t NAME(__m256 *out, const float *x, const float *const *w, int64_t n) {  \
+        __m256 acc[HW_R / 2];                                                                                          \
+        const float *wr[HW_R];                                                                                         \
+        _Pragma("GCC unroll 8") for (int r = 0; r < HW_R; r++) wr[r] = w[r];                                           \
+        _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) acc[i] = _mm256_setzero_ps();                       \
+        int64_t k = 0;                                                                                                 \
+        for (; k + 4 <= n; k += 4) {                                                                                   \
+            __m256 xv = _mm256_broadcast_ps((const __m128 *)(const void *)(x + k));                                    \
+            _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) {                                               \
+                __m256 wv = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(wr[2 * i] + k)),                  \
+                                                 _mm_loadu_ps(wr[2 * i + 1] + k), 1);                                  \
+                acc[i] = MAC(xv, wv, acc[i]);                                                                          \
+            }                                                                                                          \
+        }                                                                                                              \
+        _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) out[i] = acc[i];                                    \
+        return k;                                                                                                      \
+    }
+
+#define HW_MAC_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define HW_MAC_MULADD(a, b, c) _mm256_add_ps(c, _mm256_mul_ps(a, b))
+/* the product-then-add tiles live in functions compiled without FMA, where
+ * GCC cannot contract them */
+HW_F32_TILE(hw_tile_fma, "avx2,fma", HW_MAC_FMA)
+HW_F32_TILE(hw_tile_nofma, "avx2", HW_MAC_MULADD)
+HW_PAIR_TILE(hw_pairs_fma, "avx2,fma", HW_MAC_FMA)
+HW_PAIR_TILE(hw_pairs_nofma, "avx2", HW_MAC_MULADD)
+
+/* dot=bf16 steps (VDPBF16PS), rows w[0..R-1], V vectors of 8 lanes */
+__attribute__((target("avx2"), always_inline)) static inline int64_t hw_tile_bf16(__m256 *out, const int R, const int V,
+                                                                                 const float *x, const float *const *w,
+                                                                                 int64_t n) {
     const __m256i perm = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    __m256 acc[HW_R][2];
+    const float *wr[HW_R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        wr[r] = w[r];
+#pragma GCC unroll 2
+        for (int v = 0; v < V; v++) acc[r][v] = _mm256_setzero_ps();
+    }
     int64_t k = 0;
-    for (; k + 16 * V <= n; k += 16 * V)
+    for (; k + 16 * V <= n; k += 16 * V) {
+#pragma GCC unroll 2
         for (int v = 0; v < V; v++) {
             const float *xs = x + k + 16 * v;
             __m256 x0 = bf16_daz_v(_mm256_loadu_ps(xs)), x1 = bf16_daz_v(_mm256_loadu_ps(xs + 8));
             __m256 xe = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
             __m256 xo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
-            for (int r = 0; r < HW_R; r++) {
-                const float *ws = w[r] + k + 16 * v;
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) {
+                const float *ws = wr[r] + k + 16 * v;
                 __m256 w0 = bf16_daz_v(_mm256_loadu_ps(ws)), w1 = bf16_daz_v(_mm256_loadu_ps(ws + 8));
                 __m256 we = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
                 __m256 wo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
@@ -1021,64 +1099,76 @@ __attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_bf
                 acc[r][v] = ftz_v(_mm256_add_ps(acc[r][v], _mm256_mul_ps(xe, we)));
             }
         }
-    return k;
-}
-
-/* the loops with V a constant (the compiler keeps the accumulators in registers) */
-#define HW4_CASES(fn)                                                                                                  \
-    switch (V) {                                                                                                       \
-    case 1: k = fn(acc, 1, x, w, n); break;                                                                            \
-    case 2: k = fn(acc, 2, x, w, n); break;                                                                            \
-    case 4: k = fn(acc, 4, x, w, n); break;                                                                            \
-    default: k = fn(acc, 8, x, w, n); break;                                                                           \
     }
-
-__attribute__((target("avx2,fma"))) static int64_t hw4_fma(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
-    int64_t k;
-    HW4_CASES(hw4_loop_fma)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < V; v++) out[r * V + v] = acc[r][v];
     return k;
 }
 
-__attribute__((target("avx2"))) static int64_t hw4_nofma(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
-    int64_t k;
-    HW4_CASES(hw4_loop_nofma)
-    return k;
+/* the instances: R x V accumulators, at most 8 */
+__attribute__((target("avx2,fma"))) static int64_t hw_fma_8x1(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_fma(o, 8, 1, x, w, n);
+}
+__attribute__((target("avx2,fma"))) static int64_t hw_fma_4x2(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_fma(o, 4, 2, x, w, n);
+}
+__attribute__((target("avx2"))) static int64_t hw_nofma_8x1(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_nofma(o, 8, 1, x, w, n);
+}
+__attribute__((target("avx2"))) static int64_t hw_nofma_4x2(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_nofma(o, 4, 2, x, w, n);
+}
+__attribute__((target("avx2"))) static int64_t hw_bf16_4x1(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_bf16(o, 4, 1, x, w, n);
+}
+__attribute__((target("avx2"))) static int64_t hw_bf16_4x2(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_bf16(o, 4, 2, x, w, n);
 }
 
-__attribute__((target("avx2"))) static int64_t hw4_bf16(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
-    int64_t k;
-    HW4_CASES(hw4_loop_bf16)
-    return k;
-}
-
-/* y[r] = the lanes dot of x and w[r] over n (lanes >= 8) */
-__attribute__((target("avx2"))) static void hw4_lanes(const drift_numeric_profile *p, const float *x, const float *const *w,
+/* y[r] = the lanes dot of x and w[r] over n, r < 8 */
+__attribute__((target("avx2"))) static void hw8_lanes(const drift_numeric_profile *p, const float *x, const float *const *w,
                                                       int64_t n, float *y) {
-    int L = p->lanes, V = L / 8;
-    __m256 acc[HW_R][8];
-    for (int r = 0; r < HW_R; r++)
-        for (int v = 0; v < 8; v++) acc[r][v] = _mm256_setzero_ps();
-    int64_t k = p->dot_bf16 ? hw4_bf16(acc, V, x, w, n) : p->fma ? hw4_fma(acc, V, x, w, n) : hw4_nofma(acc, V, x, w, n);
-    for (int r = 0; r < HW_R; r++) {
-        float a[64];
-        for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[r][v]);
-        if (p->dot_bf16) hw_tail_bf16(a, x, w[r], k, n);
-        else hw_tail_f32(p, a, x, w[r], k, n);
-        y[r] = hw_combine(p, a, L);
+    int L = p->lanes;
+    __m256 acc[HW_R];
+    if (L == 4) { /* dot=f32 only (validated) */
+        int64_t k = p->fma ? hw_pairs_fma(acc, x, w, n) : hw_pairs_nofma(acc, x, w, n);
+        for (int i = 0; i < HW_R / 2; i++) {
+            y[2 * i] = hw_finish4(p, _mm256_castps256_ps128(acc[i]), x, w[2 * i], k, n);
+            y[2 * i + 1] = hw_finish4(p, _mm256_extractf128_ps(acc[i], 1), x, w[2 * i + 1], k, n);
+        }
+        return;
+    }
+    if (L > 16) { /* 32 or 64 lanes: one row at a time */
+        for (int r = 0; r < HW_R; r++) y[r] = hw_lanes_avx2(p, x, w[r], n);
+        return;
+    }
+    int V = L / 8, R = p->dot_bf16 || V == 2 ? 4 : 8;
+    for (int r0 = 0; r0 < HW_R; r0 += R) {
+        const float *const *wt = w + r0;
+        int64_t k = p->dot_bf16 ? (V == 1 ? hw_bf16_4x1(acc, x, wt, n) : hw_bf16_4x2(acc, x, wt, n))
+                    : p->fma    ? (V == 1 ? hw_fma_8x1(acc, x, wt, n) : hw_fma_4x2(acc, x, wt, n))
+                                : (V == 1 ? hw_nofma_8x1(acc, x, wt, n) : hw_nofma_4x2(acc, x, wt, n));
+        for (int r = 0; r < R; r++) y[r0 + r] = hw_finish(p, acc + r * V, V, x, wt[r], k, n);
     }
 }
 
-__attribute__((target("avx2,fma"))) static void hw4_mma(const drift_numeric_profile *p, const float *x, const float *const *w,
+__attribute__((target("avx2,fma"))) static void hw8_mma(const drift_numeric_profile *p, const float *x, const float *const *w,
                                                         int64_t n, float *y) {
     float acc[HW_R] = {0}, hi[HW_R] = {0};
+    const float *wr[HW_R];
+    for (int r = 0; r < HW_R; r++) wr[r] = w[r];
     int64_t since = 0;
     for (int64_t c0 = 0; c0 < n; c0 += p->mma) {
         int64_t c1 = c0 + p->mma < n ? c0 + p->mma : n, k = c0;
         __m256d d[HW_R];
+#pragma GCC unroll 8
         for (int r = 0; r < HW_R; r++) d[r] = _mm256_setzero_pd();
         for (; k + 4 <= c1; k += 4) {
             __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(x + k));
-            for (int r = 0; r < HW_R; r++) d[r] = _mm256_fmadd_pd(xv, _mm256_cvtps_pd(_mm_loadu_ps(w[r] + k)), d[r]);
+#pragma GCC unroll 8
+            for (int r = 0; r < HW_R; r++) d[r] = _mm256_fmadd_pd(xv, _mm256_cvtps_pd(_mm_loadu_ps(wr[r] + k)), d[r]);
         }
         int promote = 0;
         if (p->promote) {
@@ -1088,7 +1178,7 @@ __attribute__((target("avx2,fma"))) static void hw4_mma(const drift_numeric_prof
         for (int r = 0; r < HW_R; r++) {
             double dl[4];
             _mm256_storeu_pd(dl, d[r]);
-            hw_mma_tail(dl, x, w[r], c0, k, c1);
+            hw_mma_tail(dl, x, wr[r], c0, k, c1);
             double s = ((dl[0] + dl[1]) + (dl[2] + dl[3])) + (double)acc[r];
             acc[r] = num_hw_trunc(s, p->acc_bits);
             if (promote) {
@@ -1100,10 +1190,10 @@ __attribute__((target("avx2,fma"))) static void hw4_mma(const drift_numeric_prof
     for (int r = 0; r < HW_R; r++) y[r] = p->promote ? hi[r] + acc[r] : acc[r];
 }
 
-/* num_hw_dot of x with four weight rows at once */
-static void num_hw_dot4(const drift_numeric_profile *p, const float *x, const float *const *w, int64_t K, int S, float *y) {
-    if (!hw_avx2_ok() || num_fast_generic_only || (!p->mma && p->lanes < 8)) {
-        for (int r = 0; r < HW_R; r++) y[r] = num_hw_dot(p, x, w[r], K, S);
+/* num_hw_dot of x with eight weight rows at once */
+static void num_hw_dot8(const drift_numeric_profile *p, const float *x, const float *const *w, int64_t K, int S, float *y) {
+    if (!hw_avx2_ok() || num_fast_generic_only) {
+        for (int r = 0; r < HW_R; r++) y[r] = num_hw_dot_ref(p, x, w[r], K, S);
         return;
     }
     int64_t clen = chunk_len(K, S);
@@ -1112,8 +1202,8 @@ static void num_hw_dot4(const drift_numeric_profile *p, const float *x, const fl
         const float *wc[HW_R];
         float c[HW_R];
         for (int r = 0; r < HW_R; r++) wc[r] = w[r] + c0;
-        if (p->mma) hw4_mma(p, x + c0, wc, c1 - c0, c);
-        else hw4_lanes(p, x + c0, wc, c1 - c0, c);
+        if (p->mma) hw8_mma(p, x + c0, wc, c1 - c0, c);
+        else hw8_lanes(p, x + c0, wc, c1 - c0, c);
         for (int r = 0; r < HW_R; r++) y[r] = c0 == 0 ? c[r] : y[r] + c[r];
     }
 }
@@ -1176,18 +1266,18 @@ static void mm_panel(void *ctx, int64_t pi, int worker) {
         return;
     }
     const float *wp = panel_get(W, n0, wbuf, isa);
-    if (jb->hw) { /* four outputs at a time, then the rest one by one */
-        int64_t nj = N - n0 < NP ? N - n0 : NP, j = 0;
-        for (; j + HW_R <= nj; j += HW_R) {
-            const float *wr[HW_R] = {wp + j * K, wp + (j + 1) * K, wp + (j + 2) * K, wp + (j + 3) * K};
+    if (jb->hw) { /* eight outputs at a time; a short last tile repeats its last row */
+        int64_t nj = N - n0 < NP ? N - n0 : NP;
+        for (int64_t j = 0; j < nj; j += HW_R) {
+            int64_t nr = nj - j < HW_R ? nj - j : HW_R;
+            const float *wr[HW_R];
+            for (int r = 0; r < HW_R; r++) wr[r] = wp + (j + (r < nr ? r : nr - 1)) * K;
             for (int64_t b = 0; b < B; b++) {
-                float y4[HW_R];
-                num_hw_dot4(jb->p, jb->xa + b * K, wr, K, jb->S, y4);
-                for (int r = 0; r < HW_R; r++) jb->y[b * N + n0 + j + r] = y4[r];
+                float y8[HW_R];
+                num_hw_dot8(jb->p, jb->xa + b * K, wr, K, jb->S, y8);
+                for (int64_t r = 0; r < nr; r++) jb->y[b * N + n0 + j + r] = y8[r];
             }
         }
-        for (; j < nj; j++)
-            for (int64_t b = 0; b < B; b++) jb->y[b * N + n0 + j] = num_hw_dot(jb->p, jb->xa + b * K, wp + j * K, K, jb->S);
         return;
     }
     for (int64_t j = 0; j < NP && n0 + j < N; j++)

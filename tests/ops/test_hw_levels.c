@@ -75,12 +75,18 @@ static void test_hw_dot_bits(void **state) {
 }
 
 /* the matmul: each output is num_hw_dot_ref of its row and weight row
- * (act-rounded x, dequantized w), at B = 1, 5, 32 and 1 or 2 threads */
+ * (act-rounded x, dequantized w), at B = 1, 5, 32 and 1 or 2 threads; the
+ * kernels take eight weight rows at a time (a short last tile repeats a
+ * row) and the steps of 4, 8, 16 or 32 lanes, so the shapes include row
+ * counts that are not multiples of 8 (1, 7, 9, 23, 50 over panels of 24)
+ * and lengths with tails after the last full step (37, 200, 131) */
 static void test_hw_matmul(void **state) {
     (void)state;
-    const int64_t K = 200, N = 50;
+    const int64_t shapes[][2] = {{50, 200}, {1, 37}, {7, 131}, {9, 64}, {23, 37}, {33, 200}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
     for (size_t si = 0; si < N_HW; si++)
         for (int fmt = 0; fmt < 2; fmt++) {
+            const int64_t N = shapes[sh][0], K = shapes[sh][1];
             char spec[160];
             snprintf(spec, sizeof spec, "%s&acts=%s&reduce=blocked:2", HW_SPECS[si], fmt ? "bf16" : "f32");
             drift_numeric_profile p = prof(spec);
