@@ -501,6 +501,41 @@ mk2_tile(float *acc, int first, const float *x, size_t xs, size_t xi, int mr, co
             if (i < mr) _mm256_storeu_ps(acc + (i * A2_NR + j) * 8, c[i][j]);
 }
 
+/* One activation row (mr = 1) against A2_ROWC plain weight rows (w + j * wj,
+ * 16-bit rows widened in registers): mk2_tile's single-row steps, one
+ * accumulator per output, for twelve outputs at a time (mk2_tile takes
+ * three: three FMA chains cannot hide the FMA's latency). Each output sees
+ * the same FMAs in the same order; the partial last step is mk2_tile's. */
+#define A2_ROWC 12
+__attribute__((target("avx2,fma,f16c"))) static void mk2_row(float *acc, int first, const float *x, const void *w,
+                                                             int wkind, size_t wj, int64_t k0, int64_t k1) {
+    __m256 c[A2_ROWC];
+#pragma GCC unroll 12
+    for (int j = 0; j < A2_ROWC; j++) c[j] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + j * 8);
+    int64_t k = k0;
+    if (wkind == 0) {
+        const float *wf = w;
+        for (; k + 8 <= k1; k += 8) {
+            __m256 xv = _mm256_loadu_ps(x + k);
+#pragma GCC unroll 12
+            for (int j = 0; j < A2_ROWC; j++) c[j] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(wf + j * wj + k), c[j]);
+        }
+    } else {
+        for (; k + 8 <= k1; k += 8) {
+            __m256 xv = _mm256_loadu_ps(x + k);
+#pragma GCC unroll 12
+            for (int j = 0; j < A2_ROWC; j++) c[j] = _mm256_fmadd_ps(xv, ld256_w(w, wkind, j * wj + (size_t)k, 8), c[j]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int j = 0; j < A2_ROWC; j++) _mm256_storeu_ps(acc + j * 8, c[j]);
+    if (k < k1) { /* the partial step: mk2_tile's masked one, from the stored lanes */
+        size_t wel = wkind ? 2 : 4;
+        for (int j = 0; j < A2_ROWC; j += A2_NR)
+            mk2_tile(acc + j * 8, 0, x, 8, 0, 1, (const char *)w + (size_t)j * wj * wel, wkind, 8, wj, k, k1);
+    }
+}
+
 /* The halving tree of four lane vectors at once, in registers: output o
  * (lanes v_o[0..15]) gets v[i] += v[i + 8], then + 4, + 2, + 1 -- the same
  * pairs added as one vector at a time, with the four vectors' lanes
@@ -689,7 +724,11 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                             ws = (size_t)L;
                             wj = (size_t)o->ldw;
                         }
-                        if (o->wkind >= 3)
+                        if (mr == 1 && isa != DRIFT_ISA_AVX512 && o->wkind < 3 && !o->w_packed && j % A2_ROWC == 0 &&
+                            j + A2_ROWC <= NP) {
+                            mk2_row(acc, first, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
+                            j += A2_ROWC - NR; /* the loop adds NR */
+                        } else if (o->wkind >= 3)
                             mk512_row_q(acc, first, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
                         else if (isa == DRIFT_ISA_AVX512)
                             mk512_tile(acc, first, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);

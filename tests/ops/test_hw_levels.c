@@ -123,40 +123,51 @@ static void test_hw_matmul(void **state) {
         }
 }
 
-/* lanes=8 fma halving = the AVX2 kernels; lanes=16 = AVX-512's */
+/* lanes=8 fma halving = the AVX2 kernels; lanes=16 = AVX-512's. Shapes:
+ * a prefill (B = 7: packed tiles and a leftover row) and a decode (B = 1:
+ * the single-row kernel, twelve outputs at a time, weights read in place
+ * for bf16 / f16); K with a partial last step (333) and past one k-block
+ * (600); N with a short last panel (30, 50) */
 static void test_levels_are_the_isa_kernels(void **state) {
     (void)state;
-    const int64_t K = 333, N = 30, B = 7;
-    float *wf = rand_vec(N * K, 0.1f), *x = rand_vec(B * K, 1.0f), *y1 = malloc(B * N * sizeof(float)),
-          *y2 = malloc(B * N * sizeof(float));
-    num_qmat W;
-    drift_error err;
-    assert_int_equal(num_qmat_quantize(&W, DRIFT_DTYPE_F32, wf, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err), DRIFT_OK);
-    struct {
-        const char *isa, *level;
-    } pairs[] = {{"isa=avx2", "isa=avx2&lanes=8"}, {"isa=avx512", "isa=avx2&lanes=16"}};
-    for (int i = 0; i < 2; i++) {
-        if (i == 1 && num_isa_resolve(DRIFT_ISA_AUTO) != DRIFT_ISA_AVX512) {
-            printf("  lanes=16 vs isa=avx512: this CPU has no AVX-512 (skipped)\n");
-            continue;
+    const int64_t shapes[][3] = {{333, 30, 7}, {333, 30, 1}, {600, 50, 1}, {256, 48, 1}, {600, 50, 5}};
+    const drift_dtype fmts[] = {DRIFT_DTYPE_F32, DRIFT_DTYPE_BF16, DRIFT_DTYPE_F16};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (size_t fi = 0; fi < 3; fi++) {
+            const int64_t K = shapes[sh][0], N = shapes[sh][1], B = shapes[sh][2];
+            float *wf = rand_vec(N * K, 0.1f), *x = rand_vec(B * K, 1.0f), *y1 = malloc(B * N * sizeof(float)),
+                  *y2 = malloc(B * N * sizeof(float));
+            num_qmat W;
+            drift_error err;
+            assert_int_equal(num_qmat_quantize(&W, fmts[fi], wf, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err), DRIFT_OK);
+            struct {
+                const char *isa, *level;
+            } pairs[] = {{"isa=avx2", "isa=avx2&lanes=8"}, {"isa=avx512", "isa=avx2&lanes=16"}};
+            for (int i = 0; i < 2; i++) {
+                if (i == 1 && num_isa_resolve(DRIFT_ISA_AUTO) != DRIFT_ISA_AVX512) {
+                    if (sh == 0 && fi == 0) printf("  lanes=16 vs isa=avx512: this CPU has no AVX-512 (skipped)\n");
+                    continue;
+                }
+                if (i == 0 && num_isa_resolve(DRIFT_ISA_AVX2) != DRIFT_ISA_AVX2) continue;
+                for (int S = 1; S <= 4; S += 3) {
+                    char a[64], b[64];
+                    snprintf(a, sizeof a, "%s&reduce=blocked:%d", pairs[i].isa, S);
+                    snprintf(b, sizeof b, "%s&reduce=blocked:%d", pairs[i].level, S);
+                    drift_numeric_profile pa = prof(a), pb = prof(b);
+                    assert_int_equal(num_matmul(&pa, y1, x, &W, B, &err), DRIFT_OK);
+                    assert_int_equal(num_matmul(&pb, y2, x, &W, B, &err), DRIFT_OK);
+                    if (!bits_equal(y1, y2, B * N))
+                        fail_msg("%s and %s differ (K=%lld N=%lld B=%lld weights %d)", a, b, (long long)K, (long long)N,
+                                 (long long)B, (int)fmts[fi]);
+                    if (sh == 0 && fi == 0) printf("  %-28s = %s bit for bit\n", b, a);
+                }
+            }
+            num_qmat_free(&W);
+            free(wf);
+            free(x);
+            free(y1);
+            free(y2);
         }
-        if (i == 0 && num_isa_resolve(DRIFT_ISA_AVX2) != DRIFT_ISA_AVX2) continue;
-        for (int S = 1; S <= 4; S += 3) {
-            char a[64], b[64];
-            snprintf(a, sizeof a, "%s&reduce=blocked:%d", pairs[i].isa, S);
-            snprintf(b, sizeof b, "%s&reduce=blocked:%d", pairs[i].level, S);
-            drift_numeric_profile pa = prof(a), pb = prof(b);
-            assert_int_equal(num_matmul(&pa, y1, x, &W, B, &err), DRIFT_OK);
-            assert_int_equal(num_matmul(&pb, y2, x, &W, B, &err), DRIFT_OK);
-            if (!bits_equal(y1, y2, B * N)) fail_msg("%s and %s differ", a, b);
-            printf("  %-28s = %s bit for bit\n", b, a);
-        }
-    }
-    num_qmat_free(&W);
-    free(wf);
-    free(x);
-    free(y1);
-    free(y2);
 }
 
 /* VDPBF16PS by hand: lane 0 takes pairs (0,1) and (16,17) with 8 lanes */
