@@ -577,11 +577,40 @@ __attribute__((target("avx512f,avx512vl"))) static void finish512(float *y, int6
     }
 }
 
-__attribute__((target("avx2"))) static float hsum256(const float *a) {
-    __m256 v = _mm256_loadu_ps(a);
-    __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
-    return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
+/* hsum256 (the halving tree of 8 lanes) of four lane vectors at once: lane
+ * o of the result is v_o's a[i] + a[i + 4], then + 2, then + 1 -- the same
+ * adds in the same order, the four vectors' lanes interleaved so that each
+ * add serves all of them. hsum4x4_pairs: the last two levels, for four
+ * 4-lane vectors held as pairs t01 = [x0 | x1], t23 = [x2 | x3]. */
+__attribute__((target("avx2"))) static inline __m128 hsum4x4_pairs(__m256 t01, __m256 t23) {
+    /* per half: [a4_0[0], a4_0[1], a4_2[0], a4_2[1]] + [a4_0[2], a4_0[3], a4_2[2], a4_2[3]] (low: 0, 2; high: 1, 3) */
+    __m256 u = _mm256_add_ps(_mm256_shuffle_ps(t01, t23, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(t01, t23, _MM_SHUFFLE(3, 2, 3, 2)));
+    /* per half: [a2[0] + a2[1]] of outputs (0, 2 | 1, 3) */
+    __m256 z = _mm256_add_ps(_mm256_shuffle_ps(u, u, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(u, u, _MM_SHUFFLE(3, 1, 3, 1)));
+    /* lanes 0, 1 of each half: outputs 0, 2 and 1, 3 -> 0, 1, 2, 3 */
+    return _mm_unpacklo_ps(_mm256_castps256_ps128(z), _mm256_extractf128_ps(z, 1));
+}
+
+__attribute__((target("avx2"))) static inline __m128 hsum4x8(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
+    /* halves: [v0 lo | v1 lo] + [v0 hi | v1 hi] = v0's a4 | v1's a4 */
+    __m256 t01 = _mm256_add_ps(_mm256_permute2f128_ps(v0, v1, 0x20), _mm256_permute2f128_ps(v0, v1, 0x31));
+    __m256 t23 = _mm256_add_ps(_mm256_permute2f128_ps(v2, v3, 0x20), _mm256_permute2f128_ps(v2, v3, 0x31));
+    return hsum4x4_pairs(t01, t23);
+}
+
+/* One tile's chunk sums into y: mr rows (y, y + ldy, ...) x nj <= A2_NR
+ * outputs, lane vectors acc (mr * A2_NR, 8); first chunk: y = sum, else
+ * y += sum. */
+__attribute__((target("avx2"))) static void finish256(float *y, int64_t ldy, const float *acc, int mr, int nj,
+                                                      int first_chunk) {
+    for (int ii = 0; ii < mr; ii++) {
+        const float *a = acc + ii * A2_NR * 8;
+        float sum[4];
+        _mm_storeu_ps(sum, hsum4x8(_mm256_loadu_ps(a), _mm256_loadu_ps(a + 8), _mm256_loadu_ps(a + 16), _mm256_setzero_ps()));
+        float *yr = y + ii * ldy;
+        for (int jj = 0; jj < nj; jj++) yr[jj] = first_chunk ? sum[jj] : yr[jj] + sum[jj];
+    }
 }
 
 
@@ -749,11 +778,7 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                         finish512(yo, N, acc, mr, nj, c0 == 0);
                         continue;
                     }
-                    for (int ii = 0; ii < mr; ii++)
-                        for (int jj = 0; jj < nj; jj++) {
-                            float sum = hsum256(acc + (ii * NR + jj) * L);
-                            yo[ii * N + jj] = c0 == 0 ? sum : yo[ii * N + jj] + sum;
-                        }
+                    finish256(yo, N, acc, mr, nj, c0 == 0);
                 }
                 i += mr;
             }
@@ -1173,6 +1198,11 @@ __attribute__((target("avx2"))) static void hw8_lanes(const drift_numeric_profil
     __m256 acc[HW_R];
     if (L == 4) { /* dot=f32 only (validated) */
         int64_t k = p->fma ? hw_pairs_fma(acc, x, w, n) : hw_pairs_nofma(acc, x, w, n);
+        if (k == n && !p->tree) { /* the halving tree of four rows at once */
+            _mm_storeu_ps(y, hsum4x4_pairs(acc[0], acc[1]));
+            _mm_storeu_ps(y + 4, hsum4x4_pairs(acc[2], acc[3]));
+            return;
+        }
         for (int i = 0; i < HW_R / 2; i++) {
             y[2 * i] = hw_finish4(p, _mm256_castps256_ps128(acc[i]), x, w[2 * i], k, n);
             y[2 * i + 1] = hw_finish4(p, _mm256_extractf128_ps(acc[i], 1), x, w[2 * i + 1], k, n);
@@ -1189,6 +1219,15 @@ __attribute__((target("avx2"))) static void hw8_lanes(const drift_numeric_profil
         int64_t k = p->dot_bf16 ? (V == 1 ? hw_bf16_4x1(acc, x, wt, n) : hw_bf16_4x2(acc, x, wt, n))
                     : p->fma    ? (V == 1 ? hw_fma_8x1(acc, x, wt, n) : hw_fma_4x2(acc, x, wt, n))
                                 : (V == 1 ? hw_nofma_8x1(acc, x, wt, n) : hw_nofma_4x2(acc, x, wt, n));
+        if (k == n && !p->tree) { /* the halving tree of four rows at once (a[i] += a[i + 8] first for 16 lanes) */
+            for (int r = 0; r < R; r += 4) {
+                __m256 t[4];
+                for (int q = 0; q < 4; q++)
+                    t[q] = V == 2 ? _mm256_add_ps(acc[(r + q) * 2], acc[(r + q) * 2 + 1]) : acc[r + q];
+                _mm_storeu_ps(y + r0 + r, hsum4x8(t[0], t[1], t[2], t[3]));
+            }
+            continue;
+        }
         for (int r = 0; r < R; r++) y[r0 + r] = hw_finish(p, acc + r * V, V, x, wt[r], k, n);
     }
 }
