@@ -425,8 +425,11 @@ static void test_hw_attention(void **state) {
 }
 
 
-/* num_round_acts / num_round1 to bf16 = num_f32_to_bf16 then back, on
- * random bit patterns (NaN, inf, subnormals, ties included) */
+/* num_round_acts (AVX2, 8 at a time, and its scalar tail) / num_round1 to
+ * bf16 = num_f32_to_bf16 then back, on random bit patterns and on the
+ * special values (zeros, infinities, quiet and signalling NaNs with payloads,
+ * the largest finite values that round to infinity, subnormals, ties to
+ * even both ways) */
 static void test_bf16_rounding_paths(void **state) {
     (void)state;
     enum { N = 100000 };
@@ -436,11 +439,28 @@ static void test_bf16_rounding_paths(void **state) {
         if (i % 7 == 0) u = (u & 0xffff0000u) | 0x8000u; /* a tie */
         memcpy(&x[i], &u, 4);
     }
+    /* the special values at the head, each at every position of an 8-wide step */
+    const uint32_t edge[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u,
+                             0xff80ffffu, 0x7fbfffffu, 0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u, 0x7f7f7fffu, 0x00000001u,
+                             0x807fffffu, 0x007f8000u, 0x00008000u, 0x80018000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu,
+                             0xbf7f8000u, 0x00800000u, 0x0080ffffu};
+    const int ne = (int)(sizeof edge / sizeof edge[0]);
+    for (int i = 0; i < 8 * ne; i++) memcpy(&x[i], &edge[(i / 8 + i % 8) % ne], 4);
     memcpy(y, x, sizeof x);
     num_round_acts(DRIFT_DTYPE_BF16, y, N);
     for (int i = 0; i < N; i++) {
         float want = num_bf16_to_f32(num_f32_to_bf16(x[i])), one = num_round1(DRIFT_DTYPE_BF16, x[i]);
         if (memcmp(&want, &y[i], 4) || memcmp(&want, &one, 4)) fail_msg("bf16 rounding of %a differs", x[i]);
+    }
+    /* lengths with a scalar tail after the 8-wide steps, from an odd start */
+    for (int n = 0; n <= 19; n++) {
+        float z[20];
+        memcpy(z, x + 3, (size_t)n * 4);
+        num_round_acts(DRIFT_DTYPE_BF16, z, n);
+        for (int i = 0; i < n; i++) {
+            float want = num_bf16_to_f32(num_f32_to_bf16(x[3 + i]));
+            if (memcmp(&want, &z[i], 4)) fail_msg("bf16 rounding of %a (n = %d, at %d) differs", x[3 + i], n, i);
+        }
     }
 }
 
