@@ -1785,6 +1785,7 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
                                                         int hd, float scale, float *s) {
     float kt[8 * ATT_MAX_HD], acc[ATT_MAX_HD];
     int f32 = p->kv == DRIFT_DTYPE_F32;
+    int hw = p->lanes || p->mma; /* a hardware level: q.k by its dot product, eight keys at a time */
     for (int t0 = 0; t0 < n_pos; t0 += 8) {
         const float *kp[8];
         for (int j = 0; j < 8; j++) {
@@ -1797,7 +1798,13 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
                 kp[j] = kt + (size_t)j * hd;
             }
         }
-        scores8(s + t0, q, kp, hd, scale);
+        if (hw) {
+            float d8[HW_R];
+            num_hw_dot8(p, q, kp, hd, 1, d8);
+            for (int j = 0; j < 8 && t0 + j < n_pos; j++) s[t0 + j] = d8[j] * scale;
+        } else {
+            scores8(s + t0, q, kp, hd, scale);
+        }
     }
     if (p->scores_lowp)
         for (int t = 0; t < n_pos; t++) s[t] = num_round1(num_dtype_of(p), s[t]);
@@ -1842,7 +1849,7 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
     drift_dtype dt = num_dtype_of(p);
     /* a hardware level computes the scores q.k with its own dot products */
     int hw = p->lanes || p->mma;
-    if (!hw && !num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
+    if (!num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
         attend_avx2(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
         return;
     }
