@@ -1123,6 +1123,31 @@ float num_hw_dot(const drift_numeric_profile *p, const float *x, const float *w,
         return k;                                                                                                      \
     }
 
+/* the same for two activation rows x0, x1 at once (out[0..3] for x0,
+ * out[4..7] for x1): each weight load serves both, and eight chains of adds
+ * hide their latency */
+#define HW_PAIR2_TILE(NAME, TGT, MAC)                                                                                  \
+    __attribute__((target(TGT))) static int64_t NAME(__m256 *out, const float *x0, const float *x1,                    \
+                                                     const float *const *w, int64_t n) {                               \
+        __m256 a0[HW_R / 2], a1[HW_R / 2];                                                                             \
+        const float *wr[HW_R];                                                                                         \
+        _Pragma("GCC unroll 8") for (int r = 0; r < HW_R; r++) wr[r] = w[r];                                           \
+        _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) a0[i] = a1[i] = _mm256_setzero_ps();                \
+        int64_t k = 0;                                                                                                 \
+        for (; k + 4 <= n; k += 4) {                                                                                   \
+            __m256 xv0 = _mm256_broadcast_ps((const __m128 *)(const void *)(x0 + k));                                  \
+            __m256 xv1 = _mm256_broadcast_ps((const __m128 *)(const void *)(x1 + k));                                  \
+            _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) {                                               \
+                __m256 wv = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(wr[2 * i] + k)),                  \
+                                                 _mm_loadu_ps(wr[2 * i + 1] + k), 1);                                  \
+                a0[i] = MAC(xv0, wv, a0[i]);                                                                           \
+                a1[i] = MAC(xv1, wv, a1[i]);                                                                           \
+            }                                                                                                          \
+        }                                                                                                              \
+        _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) out[i] = a0[i], out[HW_R / 2 + i] = a1[i];         \
+        return k;                                                                                                      \
+    }
+
 #define HW_MAC_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define HW_MAC_MULADD(a, b, c) _mm256_add_ps(c, _mm256_mul_ps(a, b))
 /* the product-then-add tiles live in functions compiled without FMA, where
@@ -1131,6 +1156,8 @@ HW_F32_TILE(hw_tile_fma, "avx2,fma", HW_MAC_FMA)
 HW_F32_TILE(hw_tile_nofma, "avx2", HW_MAC_MULADD)
 HW_PAIR_TILE(hw_pairs_fma, "avx2,fma", HW_MAC_FMA)
 HW_PAIR_TILE(hw_pairs_nofma, "avx2", HW_MAC_MULADD)
+HW_PAIR2_TILE(hw_pairs2_fma, "avx2,fma", HW_MAC_FMA)
+HW_PAIR2_TILE(hw_pairs2_nofma, "avx2", HW_MAC_MULADD)
 
 /* dot=bf16 steps (VDPBF16PS), rows w[0..R-1], V vectors of 8 lanes */
 __attribute__((target("avx2"), always_inline)) static inline int64_t hw_tile_bf16(__m256 *out, const int R, const int V,
@@ -1191,6 +1218,21 @@ __attribute__((target("avx2"))) static int64_t hw_bf16_4x2(__m256 *o, const floa
     return hw_tile_bf16(o, 4, 2, x, w, n);
 }
 
+/* eight outputs of one activation row from its four pair vectors */
+__attribute__((target("avx2"))) static void hw8_pairs_finish(const drift_numeric_profile *p, const __m256 *acc,
+                                                             const float *x, const float *const *w, int64_t k,
+                                                             int64_t n, float *y) {
+    if (k == n && !p->tree) { /* the halving tree of four rows at once */
+        _mm_storeu_ps(y, hsum4x4_pairs(acc[0], acc[1]));
+        _mm_storeu_ps(y + 4, hsum4x4_pairs(acc[2], acc[3]));
+        return;
+    }
+    for (int i = 0; i < HW_R / 2; i++) {
+        y[2 * i] = hw_finish4(p, _mm256_castps256_ps128(acc[i]), x, w[2 * i], k, n);
+        y[2 * i + 1] = hw_finish4(p, _mm256_extractf128_ps(acc[i], 1), x, w[2 * i + 1], k, n);
+    }
+}
+
 /* y[r] = the lanes dot of x and w[r] over n, r < 8 */
 __attribute__((target("avx2"))) static void hw8_lanes(const drift_numeric_profile *p, const float *x, const float *const *w,
                                                       int64_t n, float *y) {
@@ -1198,15 +1240,7 @@ __attribute__((target("avx2"))) static void hw8_lanes(const drift_numeric_profil
     __m256 acc[HW_R];
     if (L == 4) { /* dot=f32 only (validated) */
         int64_t k = p->fma ? hw_pairs_fma(acc, x, w, n) : hw_pairs_nofma(acc, x, w, n);
-        if (k == n && !p->tree) { /* the halving tree of four rows at once */
-            _mm_storeu_ps(y, hsum4x4_pairs(acc[0], acc[1]));
-            _mm_storeu_ps(y + 4, hsum4x4_pairs(acc[2], acc[3]));
-            return;
-        }
-        for (int i = 0; i < HW_R / 2; i++) {
-            y[2 * i] = hw_finish4(p, _mm256_castps256_ps128(acc[i]), x, w[2 * i], k, n);
-            y[2 * i + 1] = hw_finish4(p, _mm256_extractf128_ps(acc[i], 1), x, w[2 * i + 1], k, n);
-        }
+        hw8_pairs_finish(p, acc, x, w, k, n, y);
         return;
     }
     if (L > 16) { /* 32 or 64 lanes: one row at a time */
@@ -1287,6 +1321,32 @@ static void num_hw_dot8(const drift_numeric_profile *p, const float *x, const fl
 }
 
 
+/* num_hw_dot8 of two activation rows x0, x1 (y0, y1): 4 lanes take both
+ * rows in one pass (hw_pairs2_*), the other levels one row after the other */
+static void num_hw_dot8x2(const drift_numeric_profile *p, const float *x0, const float *x1, const float *const *w,
+                          int64_t K, int S, float *y0, float *y1) {
+    if (!hw_avx2_ok() || num_fast_generic_only || p->mma || p->lanes != 4) {
+        num_hw_dot8(p, x0, w, K, S, y0);
+        num_hw_dot8(p, x1, w, K, S, y1);
+        return;
+    }
+    int64_t clen = chunk_len(K, S);
+    for (int64_t c0 = 0; c0 < K; c0 += clen) {
+        int64_t c1 = c0 + clen < K ? c0 + clen : K, n = c1 - c0;
+        const float *wc[HW_R];
+        float c[2][HW_R];
+        __m256 acc[HW_R];
+        for (int r = 0; r < HW_R; r++) wc[r] = w[r] + c0;
+        int64_t k = p->fma ? hw_pairs2_fma(acc, x0 + c0, x1 + c0, wc, n) : hw_pairs2_nofma(acc, x0 + c0, x1 + c0, wc, n);
+        hw8_pairs_finish(p, acc, x0 + c0, wc, k, n, c[0]);
+        hw8_pairs_finish(p, acc + HW_R / 2, x1 + c0, wc, k, n, c[1]);
+        for (int r = 0; r < HW_R; r++) {
+            y0[r] = c0 == 0 ? c[0][r] : y0[r] + c[0][r];
+            y1[r] = c0 == 0 ? c[1][r] : y1[r] + c[1][r];
+        }
+    }
+}
+
 /* One matmul, shared by the threads that run its panels. */
 typedef struct mm_job {
     const drift_numeric_profile *p;
@@ -1350,7 +1410,16 @@ static void mm_panel(void *ctx, int64_t pi, int worker) {
             int64_t nr = nj - j < HW_R ? nj - j : HW_R;
             const float *wr[HW_R];
             for (int r = 0; r < HW_R; r++) wr[r] = wp + (j + (r < nr ? r : nr - 1)) * K;
-            for (int64_t b = 0; b < B; b++) {
+            int64_t b = 0;
+            for (; b + 2 <= B; b += 2) { /* two activation rows at a time */
+                float y0[HW_R], y1[HW_R];
+                num_hw_dot8x2(jb->p, jb->xa + b * K, jb->xa + (b + 1) * K, wr, K, jb->S, y0, y1);
+                for (int64_t r = 0; r < nr; r++) {
+                    jb->y[b * N + n0 + j + r] = y0[r];
+                    jb->y[(b + 1) * N + n0 + j + r] = y1[r];
+                }
+            }
+            for (; b < B; b++) {
                 float y8[HW_R];
                 num_hw_dot8(jb->p, jb->xa + b * K, wr, K, jb->S, y8);
                 for (int64_t r = 0; r < nr; r++) jb->y[b * N + n0 + j + r] = y8[r];
