@@ -501,6 +501,41 @@ mk2_tile(float *acc, int first, const float *x, size_t xs, size_t xi, int mr, co
             if (i < mr) _mm256_storeu_ps(acc + (i * A2_NR + j) * 8, c[i][j]);
 }
 
+/* One activation row (mr = 1) against A2_ROWC plain weight rows (w + j * wj,
+ * 16-bit rows widened in registers): mk2_tile's single-row steps, one
+ * accumulator per output, for twelve outputs at a time (mk2_tile takes
+ * three: three FMA chains cannot hide the FMA's latency). Each output sees
+ * the same FMAs in the same order; the partial last step is mk2_tile's. */
+#define A2_ROWC 12
+__attribute__((target("avx2,fma,f16c"))) static void mk2_row(float *acc, int first, const float *x, const void *w,
+                                                             int wkind, size_t wj, int64_t k0, int64_t k1) {
+    __m256 c[A2_ROWC];
+#pragma GCC unroll 12
+    for (int j = 0; j < A2_ROWC; j++) c[j] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + j * 8);
+    int64_t k = k0;
+    if (wkind == 0) {
+        const float *wf = w;
+        for (; k + 8 <= k1; k += 8) {
+            __m256 xv = _mm256_loadu_ps(x + k);
+#pragma GCC unroll 12
+            for (int j = 0; j < A2_ROWC; j++) c[j] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(wf + j * wj + k), c[j]);
+        }
+    } else {
+        for (; k + 8 <= k1; k += 8) {
+            __m256 xv = _mm256_loadu_ps(x + k);
+#pragma GCC unroll 12
+            for (int j = 0; j < A2_ROWC; j++) c[j] = _mm256_fmadd_ps(xv, ld256_w(w, wkind, j * wj + (size_t)k, 8), c[j]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int j = 0; j < A2_ROWC; j++) _mm256_storeu_ps(acc + j * 8, c[j]);
+    if (k < k1) { /* the partial step: mk2_tile's masked one, from the stored lanes */
+        size_t wel = wkind ? 2 : 4;
+        for (int j = 0; j < A2_ROWC; j += A2_NR)
+            mk2_tile(acc + j * 8, 0, x, 8, 0, 1, (const char *)w + (size_t)j * wj * wel, wkind, 8, wj, k, k1);
+    }
+}
+
 /* The halving tree of four lane vectors at once, in registers: output o
  * (lanes v_o[0..15]) gets v[i] += v[i + 8], then + 4, + 2, + 1 -- the same
  * pairs added as one vector at a time, with the four vectors' lanes
@@ -542,11 +577,40 @@ __attribute__((target("avx512f,avx512vl"))) static void finish512(float *y, int6
     }
 }
 
-__attribute__((target("avx2"))) static float hsum256(const float *a) {
-    __m256 v = _mm256_loadu_ps(a);
-    __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
-    return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
+/* hsum256 (the halving tree of 8 lanes) of four lane vectors at once: lane
+ * o of the result is v_o's a[i] + a[i + 4], then + 2, then + 1 -- the same
+ * adds in the same order, the four vectors' lanes interleaved so that each
+ * add serves all of them. hsum4x4_pairs: the last two levels, for four
+ * 4-lane vectors held as pairs t01 = [x0 | x1], t23 = [x2 | x3]. */
+__attribute__((target("avx2"))) static inline __m128 hsum4x4_pairs(__m256 t01, __m256 t23) {
+    /* per half: [a4_0[0], a4_0[1], a4_2[0], a4_2[1]] + [a4_0[2], a4_0[3], a4_2[2], a4_2[3]] (low: 0, 2; high: 1, 3) */
+    __m256 u = _mm256_add_ps(_mm256_shuffle_ps(t01, t23, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(t01, t23, _MM_SHUFFLE(3, 2, 3, 2)));
+    /* per half: [a2[0] + a2[1]] of outputs (0, 2 | 1, 3) */
+    __m256 z = _mm256_add_ps(_mm256_shuffle_ps(u, u, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(u, u, _MM_SHUFFLE(3, 1, 3, 1)));
+    /* lanes 0, 1 of each half: outputs 0, 2 and 1, 3 -> 0, 1, 2, 3 */
+    return _mm_unpacklo_ps(_mm256_castps256_ps128(z), _mm256_extractf128_ps(z, 1));
+}
+
+__attribute__((target("avx2"))) static inline __m128 hsum4x8(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
+    /* halves: [v0 lo | v1 lo] + [v0 hi | v1 hi] = v0's a4 | v1's a4 */
+    __m256 t01 = _mm256_add_ps(_mm256_permute2f128_ps(v0, v1, 0x20), _mm256_permute2f128_ps(v0, v1, 0x31));
+    __m256 t23 = _mm256_add_ps(_mm256_permute2f128_ps(v2, v3, 0x20), _mm256_permute2f128_ps(v2, v3, 0x31));
+    return hsum4x4_pairs(t01, t23);
+}
+
+/* One tile's chunk sums into y: mr rows (y, y + ldy, ...) x nj <= A2_NR
+ * outputs, lane vectors acc (mr * A2_NR, 8); first chunk: y = sum, else
+ * y += sum. */
+__attribute__((target("avx2"))) static void finish256(float *y, int64_t ldy, const float *acc, int mr, int nj,
+                                                      int first_chunk) {
+    for (int ii = 0; ii < mr; ii++) {
+        const float *a = acc + ii * A2_NR * 8;
+        float sum[4];
+        _mm_storeu_ps(sum, hsum4x8(_mm256_loadu_ps(a), _mm256_loadu_ps(a + 8), _mm256_loadu_ps(a + 16), _mm256_setzero_ps()));
+        float *yr = y + ii * ldy;
+        for (int jj = 0; jj < nj; jj++) yr[jj] = first_chunk ? sum[jj] : yr[jj] + sum[jj];
+    }
 }
 
 
@@ -689,7 +753,11 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                             ws = (size_t)L;
                             wj = (size_t)o->ldw;
                         }
-                        if (o->wkind >= 3)
+                        if (mr == 1 && isa != DRIFT_ISA_AVX512 && o->wkind < 3 && !o->w_packed && j % A2_ROWC == 0 &&
+                            j + A2_ROWC <= NP) {
+                            mk2_row(acc, first, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
+                            j += A2_ROWC - NR; /* the loop adds NR */
+                        } else if (o->wkind >= 3)
                             mk512_row_q(acc, first, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
                         else if (isa == DRIFT_ISA_AVX512)
                             mk512_tile(acc, first, xr, xs, xi, mr, wr, o->wkind, ws, wj, k0, k1);
@@ -710,11 +778,7 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                         finish512(yo, N, acc, mr, nj, c0 == 0);
                         continue;
                     }
-                    for (int ii = 0; ii < mr; ii++)
-                        for (int jj = 0; jj < nj; jj++) {
-                            float sum = hsum256(acc + (ii * NR + jj) * L);
-                            yo[ii * N + jj] = c0 == 0 ? sum : yo[ii * N + jj] + sum;
-                        }
+                    finish256(yo, N, acc, mr, nj, c0 == 0);
                 }
                 i += mr;
             }
@@ -856,6 +920,41 @@ __attribute__((target("avx2"))) static inline __m256 ftz_v(__m256 v) {
     return _mm256_castsi256_ps(_mm256_blendv_epi8(u, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), den));
 }
 
+/* the lanes' halving tree on one 4-lane vector: a[i] += a[i + 2], then
+ * a[0] += a[1] (the same adds as hw_combine's last two levels) */
+__attribute__((target("avx2"))) static inline float hw_halve4(__m128 h) {
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, _MM_SHUFFLE(1, 1, 1, 1)));
+    return _mm_cvtss_f32(h);
+}
+
+/* one output from its lane vectors after the vector steps ended at k: the
+ * tail [k, n) and the combine. The halving tree over 8 or 16 lanes is done
+ * as vector adds (lane i + lane i + h for each h, as hw_combine does). */
+__attribute__((target("avx2"))) static float hw_finish(const drift_numeric_profile *p, const __m256 *acc, int V,
+                                                       const float *x, const float *w, int64_t k, int64_t n) {
+    int L = p->lanes;
+    if (k == n && !p->tree && V <= 2) {
+        __m256 t = V == 2 ? _mm256_add_ps(acc[0], acc[1]) : acc[0];
+        return hw_halve4(_mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+    }
+    float a[64];
+    for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[v]);
+    if (p->dot_bf16) hw_tail_bf16(a, x, w, k, n);
+    else hw_tail_f32(p, a, x, w, k, n);
+    return hw_combine(p, a, L);
+}
+
+/* the same for 4 lanes (one half of a pair vector) */
+__attribute__((target("avx2"))) static float hw_finish4(const drift_numeric_profile *p, __m128 acc, const float *x,
+                                                        const float *w, int64_t k, int64_t n) {
+    if (k == n && !p->tree) return hw_halve4(acc);
+    float a[4];
+    _mm_storeu_ps(a, acc);
+    hw_tail_f32(p, a, x, w, k, n);
+    return hw_combine(p, a, 4);
+}
+
 /* The lane loops. Products that must round before their add are in
  * functions compiled for AVX2 without FMA, where GCC cannot contract them. */
 __attribute__((target("avx2,fma"))) static int64_t hw_loop_fma(__m256 *acc, int V, const float *x, const float *w, int64_t n) {
@@ -921,10 +1020,7 @@ __attribute__((target("avx2"))) static float hw_lanes_avx2(const drift_numeric_p
     __m256 acc[8];
     for (int v = 0; v < V; v++) acc[v] = _mm256_setzero_ps();
     int64_t k = p->dot_bf16 ? hw_loop_bf16(acc, V, x, w, n) : p->fma ? hw_loop_fma(acc, V, x, w, n) : hw_loop_nofma(acc, V, x, w, n);
-    for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[v]);
-    if (p->dot_bf16) hw_tail_bf16(a, x, w, k, n);
-    else hw_tail_f32(p, a, x, w, k, n);
-    return hw_combine(p, a, L);
+    return hw_finish(p, acc, V, x, w, k, n);
 }
 
 /* the tail of an mma chunk: elements [k, c1) into d[(j - c0) % 4] */
@@ -976,44 +1072,117 @@ float num_hw_dot(const drift_numeric_profile *p, const float *x, const float *w,
     return y;
 }
 
-/* Four outputs at once (four weight rows, one x): the same operations per
- * output as above, x loaded (and for dot=bf16 rounded and split) once. */
-#define HW_R 4
-__attribute__((target("avx2,fma"), always_inline)) static inline int64_t hw4_loop_fma(__m256 (*acc)[8], const int V, const float *x,
-                                                                                     const float *const *w, int64_t n) {
-    int64_t k = 0;
-    for (; k + 8 * V <= n; k += 8 * V)
-        for (int v = 0; v < V; v++) {
-            __m256 xv = _mm256_loadu_ps(x + k + 8 * v);
-            for (int r = 0; r < HW_R; r++) acc[r][v] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w[r] + k + 8 * v), acc[r][v]);
-        }
-    return k;
-}
+/* Eight outputs at once (eight weight rows, one x): the same operations per
+ * output as above, x loaded (and for dot=bf16 rounded and split) once per
+ * step and the accumulators held in registers (R rows x V vectors, R and V
+ * constants in each instance below). A tile with fewer than eight rows
+ * repeats a row pointer; its extra outputs are not used. */
+#define HW_R 8
 
-__attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_nofma(__m256 (*acc)[8], const int V, const float *x,
-                                                                                    const float *const *w, int64_t n) {
-    int64_t k = 0;
-    for (; k + 8 * V <= n; k += 8 * V)
-        for (int v = 0; v < V; v++) {
-            __m256 xv = _mm256_loadu_ps(x + k + 8 * v);
-            for (int r = 0; r < HW_R; r++)
-                acc[r][v] = _mm256_add_ps(acc[r][v], _mm256_mul_ps(xv, _mm256_loadu_ps(w[r] + k + 8 * v)));
-        }
-    return k;
-}
+/* dot=f32 steps, rows w[0..R-1], V vectors of 8 lanes each: acc[r * V + v] */
+#define HW_F32_TILE(NAME, TGT, MAC)                                                                                    \
+    __attribute__((target(TGT), always_inline)) static inline int64_t NAME(__m256 *out, const int R, const int V,      \
+                                                                           const float *x, const float *const *w,     \
+                                                                           int64_t n) {                                \
+        __m256 acc[HW_R][2];                                                                                           \
+        const float *wr[HW_R];                                                                                         \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                                          \
+            wr[r] = w[r];                                                                                              \
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) acc[r][v] = _mm256_setzero_ps();                       \
+        }                                                                                                              \
+        int64_t k = 0;                                                                                                 \
+        for (; k + 8 * V <= n; k += 8 * V) {                                                                           \
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) {                                                      \
+                __m256 xv = _mm256_loadu_ps(x + k + 8 * v);                                                            \
+                _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) acc[r][v] =                                        \
+                    MAC(xv, _mm256_loadu_ps(wr[r] + k + 8 * v), acc[r][v]);                                            \
+            }                                                                                                          \
+        }                                                                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                                            \
+            _Pragma("GCC unroll 2") for (int v = 0; v < V; v++) out[r * V + v] = acc[r][v];                            \
+        return k;                                                                                                      \
+    }
 
-__attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_bf16(__m256 (*acc)[8], const int V, const float *x,
-                                                                                   const float *const *w, int64_t n) {
+/* 4 lanes: rows 2i and 2i + 1 share one vector (low half, high half) */
+#define HW_PAIR_TILE(NAME, TGT, MAC)                                                                                   \
+    __attribute__((target(TGT))) static int64_t NAME(__m256 *out, const float *x, const float *const *w, int64_t n) {  \
+        __m256 acc[HW_R / 2];                                                                                          \
+        const float *wr[HW_R];                                                                                         \
+        _Pragma("GCC unroll 8") for (int r = 0; r < HW_R; r++) wr[r] = w[r];                                           \
+        _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) acc[i] = _mm256_setzero_ps();                       \
+        int64_t k = 0;                                                                                                 \
+        for (; k + 4 <= n; k += 4) {                                                                                   \
+            __m256 xv = _mm256_broadcast_ps((const __m128 *)(const void *)(x + k));                                    \
+            _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) {                                               \
+                __m256 wv = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(wr[2 * i] + k)),                  \
+                                                 _mm_loadu_ps(wr[2 * i + 1] + k), 1);                                  \
+                acc[i] = MAC(xv, wv, acc[i]);                                                                          \
+            }                                                                                                          \
+        }                                                                                                              \
+        _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) out[i] = acc[i];                                    \
+        return k;                                                                                                      \
+    }
+
+/* the same for two activation rows x0, x1 at once (out[0..3] for x0,
+ * out[4..7] for x1): each weight load serves both, and eight chains of adds
+ * hide their latency */
+#define HW_PAIR2_TILE(NAME, TGT, MAC)                                                                                  \
+    __attribute__((target(TGT))) static int64_t NAME(__m256 *out, const float *x0, const float *x1,                    \
+                                                     const float *const *w, int64_t n) {                               \
+        __m256 a0[HW_R / 2], a1[HW_R / 2];                                                                             \
+        const float *wr[HW_R];                                                                                         \
+        _Pragma("GCC unroll 8") for (int r = 0; r < HW_R; r++) wr[r] = w[r];                                           \
+        _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) a0[i] = a1[i] = _mm256_setzero_ps();                \
+        int64_t k = 0;                                                                                                 \
+        for (; k + 4 <= n; k += 4) {                                                                                   \
+            __m256 xv0 = _mm256_broadcast_ps((const __m128 *)(const void *)(x0 + k));                                  \
+            __m256 xv1 = _mm256_broadcast_ps((const __m128 *)(const void *)(x1 + k));                                  \
+            _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) {                                               \
+                __m256 wv = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(wr[2 * i] + k)),                  \
+                                                 _mm_loadu_ps(wr[2 * i + 1] + k), 1);                                  \
+                a0[i] = MAC(xv0, wv, a0[i]);                                                                           \
+                a1[i] = MAC(xv1, wv, a1[i]);                                                                           \
+            }                                                                                                          \
+        }                                                                                                              \
+        _Pragma("GCC unroll 4") for (int i = 0; i < HW_R / 2; i++) out[i] = a0[i], out[HW_R / 2 + i] = a1[i];         \
+        return k;                                                                                                      \
+    }
+
+#define HW_MAC_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define HW_MAC_MULADD(a, b, c) _mm256_add_ps(c, _mm256_mul_ps(a, b))
+/* the product-then-add tiles live in functions compiled without FMA, where
+ * GCC cannot contract them */
+HW_F32_TILE(hw_tile_fma, "avx2,fma", HW_MAC_FMA)
+HW_F32_TILE(hw_tile_nofma, "avx2", HW_MAC_MULADD)
+HW_PAIR_TILE(hw_pairs_fma, "avx2,fma", HW_MAC_FMA)
+HW_PAIR_TILE(hw_pairs_nofma, "avx2", HW_MAC_MULADD)
+HW_PAIR2_TILE(hw_pairs2_fma, "avx2,fma", HW_MAC_FMA)
+HW_PAIR2_TILE(hw_pairs2_nofma, "avx2", HW_MAC_MULADD)
+
+/* dot=bf16 steps (VDPBF16PS), rows w[0..R-1], V vectors of 8 lanes */
+__attribute__((target("avx2"), always_inline)) static inline int64_t hw_tile_bf16(__m256 *out, const int R, const int V,
+                                                                                 const float *x, const float *const *w,
+                                                                                 int64_t n) {
     const __m256i perm = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    __m256 acc[HW_R][2];
+    const float *wr[HW_R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        wr[r] = w[r];
+#pragma GCC unroll 2
+        for (int v = 0; v < V; v++) acc[r][v] = _mm256_setzero_ps();
+    }
     int64_t k = 0;
-    for (; k + 16 * V <= n; k += 16 * V)
+    for (; k + 16 * V <= n; k += 16 * V) {
+#pragma GCC unroll 2
         for (int v = 0; v < V; v++) {
             const float *xs = x + k + 16 * v;
             __m256 x0 = bf16_daz_v(_mm256_loadu_ps(xs)), x1 = bf16_daz_v(_mm256_loadu_ps(xs + 8));
             __m256 xe = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
             __m256 xo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(x0, x1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
-            for (int r = 0; r < HW_R; r++) {
-                const float *ws = w[r] + k + 16 * v;
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) {
+                const float *ws = wr[r] + k + 16 * v;
                 __m256 w0 = bf16_daz_v(_mm256_loadu_ps(ws)), w1 = bf16_daz_v(_mm256_loadu_ps(ws + 8));
                 __m256 we = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)), perm);
                 __m256 wo = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)), perm);
@@ -1021,64 +1190,97 @@ __attribute__((target("avx2"), always_inline)) static inline int64_t hw4_loop_bf
                 acc[r][v] = ftz_v(_mm256_add_ps(acc[r][v], _mm256_mul_ps(xe, we)));
             }
         }
-    return k;
-}
-
-/* the loops with V a constant (the compiler keeps the accumulators in registers) */
-#define HW4_CASES(fn)                                                                                                  \
-    switch (V) {                                                                                                       \
-    case 1: k = fn(acc, 1, x, w, n); break;                                                                            \
-    case 2: k = fn(acc, 2, x, w, n); break;                                                                            \
-    case 4: k = fn(acc, 4, x, w, n); break;                                                                            \
-    default: k = fn(acc, 8, x, w, n); break;                                                                           \
     }
-
-__attribute__((target("avx2,fma"))) static int64_t hw4_fma(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
-    int64_t k;
-    HW4_CASES(hw4_loop_fma)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < V; v++) out[r * V + v] = acc[r][v];
     return k;
 }
 
-__attribute__((target("avx2"))) static int64_t hw4_nofma(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
-    int64_t k;
-    HW4_CASES(hw4_loop_nofma)
-    return k;
+/* the instances: R x V accumulators, at most 8 */
+__attribute__((target("avx2,fma"))) static int64_t hw_fma_8x1(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_fma(o, 8, 1, x, w, n);
+}
+__attribute__((target("avx2,fma"))) static int64_t hw_fma_4x2(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_fma(o, 4, 2, x, w, n);
+}
+__attribute__((target("avx2"))) static int64_t hw_nofma_8x1(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_nofma(o, 8, 1, x, w, n);
+}
+__attribute__((target("avx2"))) static int64_t hw_nofma_4x2(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_nofma(o, 4, 2, x, w, n);
+}
+__attribute__((target("avx2"))) static int64_t hw_bf16_4x1(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_bf16(o, 4, 1, x, w, n);
+}
+__attribute__((target("avx2"))) static int64_t hw_bf16_4x2(__m256 *o, const float *x, const float *const *w, int64_t n) {
+    return hw_tile_bf16(o, 4, 2, x, w, n);
 }
 
-__attribute__((target("avx2"))) static int64_t hw4_bf16(__m256 (*acc)[8], int V, const float *x, const float *const *w, int64_t n) {
-    int64_t k;
-    HW4_CASES(hw4_loop_bf16)
-    return k;
+/* eight outputs of one activation row from its four pair vectors */
+__attribute__((target("avx2"))) static void hw8_pairs_finish(const drift_numeric_profile *p, const __m256 *acc,
+                                                             const float *x, const float *const *w, int64_t k,
+                                                             int64_t n, float *y) {
+    if (k == n && !p->tree) { /* the halving tree of four rows at once */
+        _mm_storeu_ps(y, hsum4x4_pairs(acc[0], acc[1]));
+        _mm_storeu_ps(y + 4, hsum4x4_pairs(acc[2], acc[3]));
+        return;
+    }
+    for (int i = 0; i < HW_R / 2; i++) {
+        y[2 * i] = hw_finish4(p, _mm256_castps256_ps128(acc[i]), x, w[2 * i], k, n);
+        y[2 * i + 1] = hw_finish4(p, _mm256_extractf128_ps(acc[i], 1), x, w[2 * i + 1], k, n);
+    }
 }
 
-/* y[r] = the lanes dot of x and w[r] over n (lanes >= 8) */
-__attribute__((target("avx2"))) static void hw4_lanes(const drift_numeric_profile *p, const float *x, const float *const *w,
+/* y[r] = the lanes dot of x and w[r] over n, r < 8 */
+__attribute__((target("avx2"))) static void hw8_lanes(const drift_numeric_profile *p, const float *x, const float *const *w,
                                                       int64_t n, float *y) {
-    int L = p->lanes, V = L / 8;
-    __m256 acc[HW_R][8];
-    for (int r = 0; r < HW_R; r++)
-        for (int v = 0; v < 8; v++) acc[r][v] = _mm256_setzero_ps();
-    int64_t k = p->dot_bf16 ? hw4_bf16(acc, V, x, w, n) : p->fma ? hw4_fma(acc, V, x, w, n) : hw4_nofma(acc, V, x, w, n);
-    for (int r = 0; r < HW_R; r++) {
-        float a[64];
-        for (int v = 0; v < V; v++) _mm256_storeu_ps(a + 8 * v, acc[r][v]);
-        if (p->dot_bf16) hw_tail_bf16(a, x, w[r], k, n);
-        else hw_tail_f32(p, a, x, w[r], k, n);
-        y[r] = hw_combine(p, a, L);
+    int L = p->lanes;
+    __m256 acc[HW_R];
+    if (L == 4) { /* dot=f32 only (validated) */
+        int64_t k = p->fma ? hw_pairs_fma(acc, x, w, n) : hw_pairs_nofma(acc, x, w, n);
+        hw8_pairs_finish(p, acc, x, w, k, n, y);
+        return;
+    }
+    if (L > 16) { /* 32 or 64 lanes: one row at a time */
+        for (int r = 0; r < HW_R; r++) y[r] = hw_lanes_avx2(p, x, w[r], n);
+        return;
+    }
+    int V = L / 8, R = p->dot_bf16 || V == 2 ? 4 : 8;
+    for (int r0 = 0; r0 < HW_R; r0 += R) {
+        const float *const *wt = w + r0;
+        int64_t k = p->dot_bf16 ? (V == 1 ? hw_bf16_4x1(acc, x, wt, n) : hw_bf16_4x2(acc, x, wt, n))
+                    : p->fma    ? (V == 1 ? hw_fma_8x1(acc, x, wt, n) : hw_fma_4x2(acc, x, wt, n))
+                                : (V == 1 ? hw_nofma_8x1(acc, x, wt, n) : hw_nofma_4x2(acc, x, wt, n));
+        if (k == n && !p->tree) { /* the halving tree of four rows at once (a[i] += a[i + 8] first for 16 lanes) */
+            for (int r = 0; r < R; r += 4) {
+                __m256 t[4];
+                for (int q = 0; q < 4; q++)
+                    t[q] = V == 2 ? _mm256_add_ps(acc[(r + q) * 2], acc[(r + q) * 2 + 1]) : acc[r + q];
+                _mm_storeu_ps(y + r0 + r, hsum4x8(t[0], t[1], t[2], t[3]));
+            }
+            continue;
+        }
+        for (int r = 0; r < R; r++) y[r0 + r] = hw_finish(p, acc + r * V, V, x, wt[r], k, n);
     }
 }
 
-__attribute__((target("avx2,fma"))) static void hw4_mma(const drift_numeric_profile *p, const float *x, const float *const *w,
+__attribute__((target("avx2,fma"))) static void hw8_mma(const drift_numeric_profile *p, const float *x, const float *const *w,
                                                         int64_t n, float *y) {
     float acc[HW_R] = {0}, hi[HW_R] = {0};
+    const float *wr[HW_R];
+    for (int r = 0; r < HW_R; r++) wr[r] = w[r];
     int64_t since = 0;
     for (int64_t c0 = 0; c0 < n; c0 += p->mma) {
         int64_t c1 = c0 + p->mma < n ? c0 + p->mma : n, k = c0;
         __m256d d[HW_R];
+#pragma GCC unroll 8
         for (int r = 0; r < HW_R; r++) d[r] = _mm256_setzero_pd();
         for (; k + 4 <= c1; k += 4) {
             __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(x + k));
-            for (int r = 0; r < HW_R; r++) d[r] = _mm256_fmadd_pd(xv, _mm256_cvtps_pd(_mm_loadu_ps(w[r] + k)), d[r]);
+#pragma GCC unroll 8
+            for (int r = 0; r < HW_R; r++) d[r] = _mm256_fmadd_pd(xv, _mm256_cvtps_pd(_mm_loadu_ps(wr[r] + k)), d[r]);
         }
         int promote = 0;
         if (p->promote) {
@@ -1088,7 +1290,7 @@ __attribute__((target("avx2,fma"))) static void hw4_mma(const drift_numeric_prof
         for (int r = 0; r < HW_R; r++) {
             double dl[4];
             _mm256_storeu_pd(dl, d[r]);
-            hw_mma_tail(dl, x, w[r], c0, k, c1);
+            hw_mma_tail(dl, x, wr[r], c0, k, c1);
             double s = ((dl[0] + dl[1]) + (dl[2] + dl[3])) + (double)acc[r];
             acc[r] = num_hw_trunc(s, p->acc_bits);
             if (promote) {
@@ -1100,10 +1302,10 @@ __attribute__((target("avx2,fma"))) static void hw4_mma(const drift_numeric_prof
     for (int r = 0; r < HW_R; r++) y[r] = p->promote ? hi[r] + acc[r] : acc[r];
 }
 
-/* num_hw_dot of x with four weight rows at once */
-static void num_hw_dot4(const drift_numeric_profile *p, const float *x, const float *const *w, int64_t K, int S, float *y) {
-    if (!hw_avx2_ok() || num_fast_generic_only || (!p->mma && p->lanes < 8)) {
-        for (int r = 0; r < HW_R; r++) y[r] = num_hw_dot(p, x, w[r], K, S);
+/* num_hw_dot of x with eight weight rows at once */
+static void num_hw_dot8(const drift_numeric_profile *p, const float *x, const float *const *w, int64_t K, int S, float *y) {
+    if (!hw_avx2_ok() || num_fast_generic_only) {
+        for (int r = 0; r < HW_R; r++) y[r] = num_hw_dot_ref(p, x, w[r], K, S);
         return;
     }
     int64_t clen = chunk_len(K, S);
@@ -1112,12 +1314,38 @@ static void num_hw_dot4(const drift_numeric_profile *p, const float *x, const fl
         const float *wc[HW_R];
         float c[HW_R];
         for (int r = 0; r < HW_R; r++) wc[r] = w[r] + c0;
-        if (p->mma) hw4_mma(p, x + c0, wc, c1 - c0, c);
-        else hw4_lanes(p, x + c0, wc, c1 - c0, c);
+        if (p->mma) hw8_mma(p, x + c0, wc, c1 - c0, c);
+        else hw8_lanes(p, x + c0, wc, c1 - c0, c);
         for (int r = 0; r < HW_R; r++) y[r] = c0 == 0 ? c[r] : y[r] + c[r];
     }
 }
 
+
+/* num_hw_dot8 of two activation rows x0, x1 (y0, y1): 4 lanes take both
+ * rows in one pass (hw_pairs2_*), the other levels one row after the other */
+static void num_hw_dot8x2(const drift_numeric_profile *p, const float *x0, const float *x1, const float *const *w,
+                          int64_t K, int S, float *y0, float *y1) {
+    if (!hw_avx2_ok() || num_fast_generic_only || p->mma || p->lanes != 4) {
+        num_hw_dot8(p, x0, w, K, S, y0);
+        num_hw_dot8(p, x1, w, K, S, y1);
+        return;
+    }
+    int64_t clen = chunk_len(K, S);
+    for (int64_t c0 = 0; c0 < K; c0 += clen) {
+        int64_t c1 = c0 + clen < K ? c0 + clen : K, n = c1 - c0;
+        const float *wc[HW_R];
+        float c[2][HW_R];
+        __m256 acc[HW_R];
+        for (int r = 0; r < HW_R; r++) wc[r] = w[r] + c0;
+        int64_t k = p->fma ? hw_pairs2_fma(acc, x0 + c0, x1 + c0, wc, n) : hw_pairs2_nofma(acc, x0 + c0, x1 + c0, wc, n);
+        hw8_pairs_finish(p, acc, x0 + c0, wc, k, n, c[0]);
+        hw8_pairs_finish(p, acc + HW_R / 2, x1 + c0, wc, k, n, c[1]);
+        for (int r = 0; r < HW_R; r++) {
+            y0[r] = c0 == 0 ? c[0][r] : y0[r] + c[0][r];
+            y1[r] = c0 == 0 ? c[1][r] : y1[r] + c[1][r];
+        }
+    }
+}
 
 /* One matmul, shared by the threads that run its panels. */
 typedef struct mm_job {
@@ -1176,18 +1404,27 @@ static void mm_panel(void *ctx, int64_t pi, int worker) {
         return;
     }
     const float *wp = panel_get(W, n0, wbuf, isa);
-    if (jb->hw) { /* four outputs at a time, then the rest one by one */
-        int64_t nj = N - n0 < NP ? N - n0 : NP, j = 0;
-        for (; j + HW_R <= nj; j += HW_R) {
-            const float *wr[HW_R] = {wp + j * K, wp + (j + 1) * K, wp + (j + 2) * K, wp + (j + 3) * K};
-            for (int64_t b = 0; b < B; b++) {
-                float y4[HW_R];
-                num_hw_dot4(jb->p, jb->xa + b * K, wr, K, jb->S, y4);
-                for (int r = 0; r < HW_R; r++) jb->y[b * N + n0 + j + r] = y4[r];
+    if (jb->hw) { /* eight outputs at a time; a short last tile repeats its last row */
+        int64_t nj = N - n0 < NP ? N - n0 : NP;
+        for (int64_t j = 0; j < nj; j += HW_R) {
+            int64_t nr = nj - j < HW_R ? nj - j : HW_R;
+            const float *wr[HW_R];
+            for (int r = 0; r < HW_R; r++) wr[r] = wp + (j + (r < nr ? r : nr - 1)) * K;
+            int64_t b = 0;
+            for (; b + 2 <= B; b += 2) { /* two activation rows at a time */
+                float y0[HW_R], y1[HW_R];
+                num_hw_dot8x2(jb->p, jb->xa + b * K, jb->xa + (b + 1) * K, wr, K, jb->S, y0, y1);
+                for (int64_t r = 0; r < nr; r++) {
+                    jb->y[b * N + n0 + j + r] = y0[r];
+                    jb->y[(b + 1) * N + n0 + j + r] = y1[r];
+                }
+            }
+            for (; b < B; b++) {
+                float y8[HW_R];
+                num_hw_dot8(jb->p, jb->xa + b * K, wr, K, jb->S, y8);
+                for (int64_t r = 0; r < nr; r++) jb->y[b * N + n0 + j + r] = y8[r];
             }
         }
-        for (; j < nj; j++)
-            for (int64_t b = 0; b < B; b++) jb->y[b * N + n0 + j] = num_hw_dot(jb->p, jb->xa + b * K, wp + j * K, K, jb->S);
         return;
     }
     for (int64_t j = 0; j < NP && n0 + j < N; j++)
@@ -1617,6 +1854,7 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
                                                         int hd, float scale, float *s) {
     float kt[8 * ATT_MAX_HD], acc[ATT_MAX_HD];
     int f32 = p->kv == DRIFT_DTYPE_F32;
+    int hw = p->lanes || p->mma; /* a hardware level: q.k by its dot product, eight keys at a time */
     for (int t0 = 0; t0 < n_pos; t0 += 8) {
         const float *kp[8];
         for (int j = 0; j < 8; j++) {
@@ -1629,7 +1867,13 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
                 kp[j] = kt + (size_t)j * hd;
             }
         }
-        scores8(s + t0, q, kp, hd, scale);
+        if (hw) {
+            float d8[HW_R];
+            num_hw_dot8(p, q, kp, hd, 1, d8);
+            for (int j = 0; j < 8 && t0 + j < n_pos; j++) s[t0 + j] = d8[j] * scale;
+        } else {
+            scores8(s + t0, q, kp, hd, scale);
+        }
     }
     if (p->scores_lowp)
         for (int t = 0; t < n_pos; t++) s[t] = num_round1(num_dtype_of(p), s[t]);
@@ -1674,7 +1918,7 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
     drift_dtype dt = num_dtype_of(p);
     /* a hardware level computes the scores q.k with its own dot products */
     int hw = p->lanes || p->mma;
-    if (!hw && !num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
+    if (!num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
         attend_avx2(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
         return;
     }

@@ -75,12 +75,18 @@ static void test_hw_dot_bits(void **state) {
 }
 
 /* the matmul: each output is num_hw_dot_ref of its row and weight row
- * (act-rounded x, dequantized w), at B = 1, 5, 32 and 1 or 2 threads */
+ * (act-rounded x, dequantized w), at B = 1, 5, 32 and 1 or 2 threads; the
+ * kernels take eight weight rows at a time (a short last tile repeats a
+ * row) and the steps of 4, 8, 16 or 32 lanes, so the shapes include row
+ * counts that are not multiples of 8 (1, 7, 9, 23, 50 over panels of 24)
+ * and lengths with tails after the last full step (37, 200, 131) */
 static void test_hw_matmul(void **state) {
     (void)state;
-    const int64_t K = 200, N = 50;
+    const int64_t shapes[][2] = {{50, 200}, {1, 37}, {7, 131}, {9, 64}, {23, 37}, {33, 200}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
     for (size_t si = 0; si < N_HW; si++)
         for (int fmt = 0; fmt < 2; fmt++) {
+            const int64_t N = shapes[sh][0], K = shapes[sh][1];
             char spec[160];
             snprintf(spec, sizeof spec, "%s&acts=%s&reduce=blocked:2", HW_SPECS[si], fmt ? "bf16" : "f32");
             drift_numeric_profile p = prof(spec);
@@ -117,40 +123,51 @@ static void test_hw_matmul(void **state) {
         }
 }
 
-/* lanes=8 fma halving = the AVX2 kernels; lanes=16 = AVX-512's */
+/* lanes=8 fma halving = the AVX2 kernels; lanes=16 = AVX-512's. Shapes:
+ * a prefill (B = 7: packed tiles and a leftover row) and a decode (B = 1:
+ * the single-row kernel, twelve outputs at a time, weights read in place
+ * for bf16 / f16); K with a partial last step (333) and past one k-block
+ * (600); N with a short last panel (30, 50) */
 static void test_levels_are_the_isa_kernels(void **state) {
     (void)state;
-    const int64_t K = 333, N = 30, B = 7;
-    float *wf = rand_vec(N * K, 0.1f), *x = rand_vec(B * K, 1.0f), *y1 = malloc(B * N * sizeof(float)),
-          *y2 = malloc(B * N * sizeof(float));
-    num_qmat W;
-    drift_error err;
-    assert_int_equal(num_qmat_quantize(&W, DRIFT_DTYPE_F32, wf, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err), DRIFT_OK);
-    struct {
-        const char *isa, *level;
-    } pairs[] = {{"isa=avx2", "isa=avx2&lanes=8"}, {"isa=avx512", "isa=avx2&lanes=16"}};
-    for (int i = 0; i < 2; i++) {
-        if (i == 1 && num_isa_resolve(DRIFT_ISA_AUTO) != DRIFT_ISA_AVX512) {
-            printf("  lanes=16 vs isa=avx512: this CPU has no AVX-512 (skipped)\n");
-            continue;
+    const int64_t shapes[][3] = {{333, 30, 7}, {333, 30, 1}, {600, 50, 1}, {256, 48, 1}, {600, 50, 5}};
+    const drift_dtype fmts[] = {DRIFT_DTYPE_F32, DRIFT_DTYPE_BF16, DRIFT_DTYPE_F16};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (size_t fi = 0; fi < 3; fi++) {
+            const int64_t K = shapes[sh][0], N = shapes[sh][1], B = shapes[sh][2];
+            float *wf = rand_vec(N * K, 0.1f), *x = rand_vec(B * K, 1.0f), *y1 = malloc(B * N * sizeof(float)),
+                  *y2 = malloc(B * N * sizeof(float));
+            num_qmat W;
+            drift_error err;
+            assert_int_equal(num_qmat_quantize(&W, fmts[fi], wf, N, K, 32, DRIFT_SCALE_PER_CHANNEL, &err), DRIFT_OK);
+            struct {
+                const char *isa, *level;
+            } pairs[] = {{"isa=avx2", "isa=avx2&lanes=8"}, {"isa=avx512", "isa=avx2&lanes=16"}};
+            for (int i = 0; i < 2; i++) {
+                if (i == 1 && num_isa_resolve(DRIFT_ISA_AUTO) != DRIFT_ISA_AVX512) {
+                    if (sh == 0 && fi == 0) printf("  lanes=16 vs isa=avx512: this CPU has no AVX-512 (skipped)\n");
+                    continue;
+                }
+                if (i == 0 && num_isa_resolve(DRIFT_ISA_AVX2) != DRIFT_ISA_AVX2) continue;
+                for (int S = 1; S <= 4; S += 3) {
+                    char a[64], b[64];
+                    snprintf(a, sizeof a, "%s&reduce=blocked:%d", pairs[i].isa, S);
+                    snprintf(b, sizeof b, "%s&reduce=blocked:%d", pairs[i].level, S);
+                    drift_numeric_profile pa = prof(a), pb = prof(b);
+                    assert_int_equal(num_matmul(&pa, y1, x, &W, B, &err), DRIFT_OK);
+                    assert_int_equal(num_matmul(&pb, y2, x, &W, B, &err), DRIFT_OK);
+                    if (!bits_equal(y1, y2, B * N))
+                        fail_msg("%s and %s differ (K=%lld N=%lld B=%lld weights %d)", a, b, (long long)K, (long long)N,
+                                 (long long)B, (int)fmts[fi]);
+                    if (sh == 0 && fi == 0) printf("  %-28s = %s bit for bit\n", b, a);
+                }
+            }
+            num_qmat_free(&W);
+            free(wf);
+            free(x);
+            free(y1);
+            free(y2);
         }
-        if (i == 0 && num_isa_resolve(DRIFT_ISA_AVX2) != DRIFT_ISA_AVX2) continue;
-        for (int S = 1; S <= 4; S += 3) {
-            char a[64], b[64];
-            snprintf(a, sizeof a, "%s&reduce=blocked:%d", pairs[i].isa, S);
-            snprintf(b, sizeof b, "%s&reduce=blocked:%d", pairs[i].level, S);
-            drift_numeric_profile pa = prof(a), pb = prof(b);
-            assert_int_equal(num_matmul(&pa, y1, x, &W, B, &err), DRIFT_OK);
-            assert_int_equal(num_matmul(&pb, y2, x, &W, B, &err), DRIFT_OK);
-            if (!bits_equal(y1, y2, B * N)) fail_msg("%s and %s differ", a, b);
-            printf("  %-28s = %s bit for bit\n", b, a);
-        }
-    }
-    num_qmat_free(&W);
-    free(wf);
-    free(x);
-    free(y1);
-    free(y2);
 }
 
 /* VDPBF16PS by hand: lane 0 takes pairs (0,1) and (16,17) with 8 lanes */
@@ -408,8 +425,11 @@ static void test_hw_attention(void **state) {
 }
 
 
-/* num_round_acts / num_round1 to bf16 = num_f32_to_bf16 then back, on
- * random bit patterns (NaN, inf, subnormals, ties included) */
+/* num_round_acts (AVX2, 8 at a time, and its scalar tail) / num_round1 to
+ * bf16 = num_f32_to_bf16 then back, on random bit patterns and on the
+ * special values (zeros, infinities, quiet and signalling NaNs with payloads,
+ * the largest finite values that round to infinity, subnormals, ties to
+ * even both ways) */
 static void test_bf16_rounding_paths(void **state) {
     (void)state;
     enum { N = 100000 };
@@ -419,11 +439,28 @@ static void test_bf16_rounding_paths(void **state) {
         if (i % 7 == 0) u = (u & 0xffff0000u) | 0x8000u; /* a tie */
         memcpy(&x[i], &u, 4);
     }
+    /* the special values at the head, each at every position of an 8-wide step */
+    const uint32_t edge[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u,
+                             0xff80ffffu, 0x7fbfffffu, 0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u, 0x7f7f7fffu, 0x00000001u,
+                             0x807fffffu, 0x007f8000u, 0x00008000u, 0x80018000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu,
+                             0xbf7f8000u, 0x00800000u, 0x0080ffffu};
+    const int ne = (int)(sizeof edge / sizeof edge[0]);
+    for (int i = 0; i < 8 * ne; i++) memcpy(&x[i], &edge[(i / 8 + i % 8) % ne], 4);
     memcpy(y, x, sizeof x);
     num_round_acts(DRIFT_DTYPE_BF16, y, N);
     for (int i = 0; i < N; i++) {
         float want = num_bf16_to_f32(num_f32_to_bf16(x[i])), one = num_round1(DRIFT_DTYPE_BF16, x[i]);
         if (memcmp(&want, &y[i], 4) || memcmp(&want, &one, 4)) fail_msg("bf16 rounding of %a differs", x[i]);
+    }
+    /* lengths with a scalar tail after the 8-wide steps, from an odd start */
+    for (int n = 0; n <= 19; n++) {
+        float z[20];
+        memcpy(z, x + 3, (size_t)n * 4);
+        num_round_acts(DRIFT_DTYPE_BF16, z, n);
+        for (int i = 0; i < n; i++) {
+            float want = num_bf16_to_f32(num_f32_to_bf16(x[3 + i]));
+            if (memcmp(&want, &z[i], 4)) fail_msg("bf16 rounding of %a (n = %d, at %d) differs", x[3 + i], n, i);
+        }
     }
 }
 
