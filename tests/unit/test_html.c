@@ -112,6 +112,18 @@ static void page_golden(const char *name, const char *html, int times) {
         }
     }
     out[o] = '\0';
+    /* with times masked, whether the two runs' start and finish rows are
+     * marked as differing depends on whether they crossed a second (a slow
+     * ASan run does): mask the mark on those two rows as well */
+    static const char *const timed[] = {"<tr class=\"differs\"><th>started</th>",
+                                        "<tr class=\"differs\"><th>finished</th>"};
+    for (int k = 0; times && k < 2; k++)
+        for (char *m; (m = strstr(out, timed[k]));) {
+            size_t cut = strlen("<tr class=\"differs\">") - strlen("<tr>");
+            memcpy(m, "<tr>", 4);
+            memmove(m + 4, m + 4 + cut, strlen(m + 4 + cut) + 1);
+            o -= cut;
+        }
     char why[4096];
     if (golden_match(name, out, o, why, sizeof why)) fail_msg("%s", why);
     free(out);
