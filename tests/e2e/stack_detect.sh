@@ -12,7 +12,9 @@
 #    framework_version from /version, detected_from "/version,/models";
 #    hardware (vLLM does not say) stays "unknown".
 # 3. against a server whose introspection replies are hostile (junk, huge,
-#    wrong types) the run succeeds and records "unknown".
+#    wrong types) the run succeeds and records "unknown"; resuming it on the
+#    fake vLLM is the same run (detected members are not compared), while a
+#    new --config member still refuses the resume.
 . "$(dirname "$0")/lib.sh"
 spid=
 on_exit() { [ -n "$spid" ] && kill -9 $spid 2>/dev/null; }
@@ -86,6 +88,7 @@ for mode in vllm hostile; do
   python3 "$T/fake.py" $mode > "$T/f.$mode" 2>&1 &
   PIDS+=($!)
   wait_port_file "$T/f.$mode" 200 || fail "fake $mode did not start"
+  eval "port_$mode=$PORT"
   "$D" run -q --db "$DB" --label $mode --target "http://127.0.0.1:$PORT/v1?model=m" --suite "$T/s.jsonl" --max-tokens 4 2> "$T/e.$mode" || { cat "$T/e.$mode"; bad "run $mode failed"; }
 done
 c=$(cfg vllm)
@@ -96,4 +99,12 @@ check '[ "$(jget "$c" hardware)" = unknown ] && [ "$(jget "$c" precision)" = unk
 check '[ "$(jget "$c" model)" = m ]' "fake vLLM: the spec's model kept: $c"
 c=$(cfg hostile)
 check '[ "$(jget "$c" framework)" = unknown ] && [ "$(jget "$c" precision)" = unknown ] && [ "$(jget "$c" detected_from)" = "<none>" ]' "hostile replies: nothing recorded: $c"
+# a resume whose server now says something else (the run moved to the fake
+# vLLM) is the same run: what a server says of itself is not compared, and
+# the stored config stays
+"$D" run -q --db "$DB" --label hostile --target "http://127.0.0.1:$port_vllm/v1?model=m" --suite "$T/s.jsonl" --max-tokens 4 2> "$T/e.resume"; rc=$?
+check '[ $rc = 0 ]' "resume on a server that says more: $(cat "$T/e.resume")"
+check '[ "$(jget "$(cfg hostile)" framework)" = unknown ]' "resume: the stored config stays"
+"$D" run -q --db "$DB" --label hostile --target "http://127.0.0.1:$port_vllm/v1?model=m" --suite "$T/s.jsonl" --max-tokens 4 --config batch=2 2> "$T/e.resume2"; rc=$?
+check '[ $rc != 0 ] && grep -q "other settings" "$T/e.resume2"' "a --config the run did not have still refuses the resume: $(cat "$T/e.resume2")"
 finish
