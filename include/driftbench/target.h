@@ -74,7 +74,15 @@ DRIFT_API void drift_target_close(drift_target *t);
 DRIFT_API drift_api drift_target_api(const drift_target *t);
 DRIFT_API const char *drift_target_spec(const drift_target *t);
 /* Configuration dimensions the target knows by itself, as a JSON object
- * (embedded: model, hardware, precision, framework, ...; http: {} or model). */
+ * (embedded: model, hardware, precision, framework, ...; http: model, and
+ * what the server says it is: on the first call an http target asks its
+ * server's introspection endpoints (driftbench serve's /v1/driftbench/info,
+ * SGLang's /get_server_info, llama.cpp's /props, TGI's /info, vLLM's
+ * /version, then .../models), one short GET each, a few seconds at most in
+ * all, and adds framework, framework_version, precision, hardware,
+ * server_model and "detected_from" where they answer; a server that says
+ * nothing changes nothing, and the spec's detect=0 turns this off). Not
+ * thread-safe on its first call for an http target. */
 DRIFT_API const char *drift_target_config_json(const drift_target *t);
 
 /* Capabilities beyond generate and embed, which not every kind has.

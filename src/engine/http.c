@@ -109,6 +109,10 @@ typedef struct http_impl {
     int n_slots;
     util_rng rng;           /* backoff jitter */
     size_t max_reply;       /* largest reply body: ENG_HTTP_MAX_BODY_BYTES or max_reply_mb */
+    char *url_base;          /* the spec's URL without its query (e.g. http://h:p/v1) */
+    char *url_root;          /* scheme://host:port of it (the probes of eng_http_detect) */
+    int no_detect;           /* detect=0: never ask the server what it is */
+    int detected;            /* eng_http_detect ran */
 } http_impl;
 
 /* ---------- spec parsing ---------- */
@@ -148,6 +152,8 @@ static char *url_decode(const char *s, size_t n) {
 
 static void impl_free(http_impl *h) {
     if (!h) return;
+    free(h->url_base);
+    free(h->url_root);
     for (int i = 0; i < h->n_slots; i++) {
         if (h->slots[i].easy) {
             if (h->multi && h->slots[i].state == SLOT_ACTIVE) curl_multi_remove_handle(h->multi, h->slots[i].easy);
@@ -256,6 +262,12 @@ static drift_status parse_query(drift_target *t, http_impl *h, const char *spec,
         } else if ((rp = eng_http_reply_param(spec, q, klen, val, &h->max_reply, err)) != 0) {
             free(val);
             if (rp < 0) return DRIFT_ERR_INVALID;
+        } else if (klen == 6 && !memcmp(q, "detect", 6)) {
+            int yes = !strcmp(val, "1"), no = !strcmp(val, "0");
+            free(val);
+            if (!yes && !no)
+                return drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': detect: expected 0 or 1", spec);
+            h->no_detect = no;
         } else if (klen == 5 && !memcmp(q, "model", 5)) {
             dst = &h->model;
         } else if (klen == 11 && !memcmp(q, "embed_model", 11)) {
@@ -280,7 +292,7 @@ static drift_status parse_query(drift_target *t, http_impl *h, const char *spec,
             free(val);
             return drift_error_set(err, DRIFT_ERR_INVALID,
                                    "target '%s': unknown parameter '%.*s' (known: model, api, embed_model, "
-                                   "api_key_env, allow_insecure_key, max_reply_mb)",
+                                   "api_key_env, allow_insecure_key, max_reply_mb, detect)",
                                    spec, (int)klen, q);
         }
         if (dst) {
@@ -368,6 +380,18 @@ static drift_status parse_base(http_impl *h, const char *spec, const char *base,
         goto done;
     }
     h->url_gen = NULL;
+    h->url_base = util_strdup(full);
+    char *root = NULL;
+    if (!curl_url_set(u, CURLUPART_PATH, "/", 0) && !curl_url_get(u, CURLUPART_URL, &root, 0) && root) {
+        size_t rl = strlen(root);
+        while (rl > 0 && root[rl - 1] == '/') root[--rl] = '\0';
+        h->url_root = util_strdup(root);
+    }
+    curl_free(root);
+    if (!h->url_base || !h->url_root) {
+        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     h->url_embed = util_asprintf("%s/embeddings", full);
     if (!h->url_embed) st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     else {
@@ -904,6 +928,49 @@ static void http_close(drift_target *t) {
 }
 
 static const eng_target_vtable http_vt = {"http", http_generate, http_embed, http_close};
+
+/* eng_http_detect (http_internal.h): the probes in order; a server that
+ * cannot be reached stops them, and so does the whole budget. The
+ * Authorization header goes with them: they go where generation goes. */
+void eng_http_detect(drift_target *t) {
+    if (!t || t->vt != &http_vt) return;
+    http_impl *h = t->impl;
+    if (!h || h->no_detect || h->detected) return;
+    h->detected = 1;
+    json_error_t jerr;
+    json_t *cfg = t->config_json ? json_loads(t->config_json, 0, &jerr) : NULL;
+    if (!json_is_object(cfg)) {
+        json_decref(cfg);
+        return;
+    }
+    json_t *dims = json_object();
+    util_buf from = {0};
+    double t0 = util_now_ms();
+    for (int k = 0; k < ENG_PROBE_COUNT && dims; k++) {
+        double left_s = ENG_PROBE_BUDGET_S - (util_now_ms() - t0) / 1000.0;
+        if (left_s <= 0.05 || eng_target_cancelled(t)) break;
+        char *url = util_asprintf("%s%s", k == ENG_PROBE_MODELS ? h->url_base : h->url_root, eng_probe_paths[k]);
+        if (!url) break;
+        int got = eng_stack_get(url, h->headers, h->local, left_s < ENG_PROBE_TIMEOUT_S ? left_s : ENG_PROBE_TIMEOUT_S,
+                                dims, (eng_probe_kind)k);
+        free(url);
+        if (got < 0) break;
+        if (got > 0) buf_printf(&from, "%s%s", from.len ? "," : "", eng_probe_paths[k]);
+        if (got > 0 && k == ENG_PROBE_DRIFTBENCH) break; /* ours says all there is */
+    }
+    if (dims && json_object_size(dims) > 0 && from.data) {
+        json_object_update_missing(cfg, dims);
+        json_object_set_new(cfg, "detected_from", json_string(from.data));
+        char *s = json_dumps(cfg, JSON_COMPACT);
+        if (s) {
+            free(t->config_json);
+            t->config_json = s;
+        }
+    }
+    buf_free(&from);
+    json_decref(dims);
+    json_decref(cfg);
+}
 
 /* The key to send (*key, NULL for none) by the order and the rules of the
  * top; DRIFT_ERR_INVALID when a named variable is unset, a key holds a line

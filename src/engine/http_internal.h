@@ -77,4 +77,50 @@ void eng_http_error_message(const char *body, size_t len, char *out, size_t cap)
 drift_status eng_http_parse_embeddings(const char *body, size_t len, size_t n, float **vecs, int *dim,
                                          drift_error *err);
 
+
+/* ---- what the stack says it is (stack_probe.c) ---- */
+
+/* The introspection endpoints, in the order they are asked; their paths in
+ * eng_probe_paths (from the server's root, except ENG_PROBE_MODELS: from
+ * the target's base URL, e.g. .../v1/models). */
+typedef enum eng_probe_kind {
+    ENG_PROBE_DRIFTBENCH = 0, /* driftbench serve: /v1/driftbench/info */
+    ENG_PROBE_SGLANG,         /* /get_server_info */
+    ENG_PROBE_LLAMACPP,       /* /props */
+    ENG_PROBE_TGI,            /* /info */
+    ENG_PROBE_VLLM,           /* /version */
+    ENG_PROBE_MODELS,         /* <base>/models */
+    ENG_PROBE_COUNT
+} eng_probe_kind;
+extern const char *const eng_probe_paths[ENG_PROBE_COUNT];
+
+#define ENG_PROBE_MAX_BODY ((size_t)256 << 10) /* a longer reply is ignored */
+#define ENG_PROBE_MAX_VALUE 200                /* a longer string is no level */
+
+/* Parses the reply of endpoint `kind` (len bytes; need not be NUL-
+ * terminated) into dims (a JSON object): sets framework, framework_version,
+ * precision, hardware, server_model (and a few more) where the reply has
+ * them and dims has not. Anything unexpected (not JSON, wrong types,
+ * strings too long or with control characters, another server's shape)
+ * sets nothing. Returns how many members it set. */
+int eng_stack_parse(eng_probe_kind kind, const char *body, size_t len, json_t *dims);
+
+/* One GET of url (one try, timeout_s for all of it, headers sent, no
+ * redirects) parsed by eng_stack_parse into dims. -1: the server could not
+ * be reached (no point asking it more); else what eng_stack_parse set (0 on
+ * any other failure). Silent. */
+struct curl_slist;
+int eng_stack_get(const char *url, const struct curl_slist *headers, int local, double timeout_s, json_t *dims,
+                  eng_probe_kind kind);
+
+/* Asks an http target's server what it is (eng_probe_paths in order, at
+ * most ENG_PROBE_TIMEOUT_S each and ENG_PROBE_BUDGET_S in all) and merges
+ * what it says into t->config_json, members already there kept, with
+ * "detected_from" listing the endpoints that answered. Never fails: a
+ * server that says nothing leaves the config as it was. Once per target;
+ * nothing for a target opened with detect=0 or of another kind. */
+#define ENG_PROBE_TIMEOUT_S 2.0
+#define ENG_PROBE_BUDGET_S 6.0
+void eng_http_detect(drift_target *t);
+
 #endif

@@ -17,6 +17,7 @@
  * and sent only where it is safe; http.c says which key goes where. A
  * target keeps its spec as given (drift_target_spec); every message that
  * quotes it passes drift_error_set's redaction. */
+#include "engine/http_internal.h"
 #include "engine/target_impl.h"
 
 #include <stdlib.h>
@@ -112,6 +113,10 @@ drift_api drift_target_api(const drift_target *t) { return t ? t->api : DRIFT_AP
 const char *drift_target_spec(const drift_target *t) { return t ? t->spec : NULL; }
 
 const char *drift_target_config_json(const drift_target *t) {
+    /* an http target asks its server what it is, once, on the first call
+     * (the start of a run; http_internal.h): the config is the target's own
+     * state, filled lazily, so the const is set aside here */
+    if (t && t->vt && !strcmp(t->vt->kind, "http")) eng_http_detect((drift_target *)t);
     return (t && t->config_json) ? t->config_json : "{}";
 }
 

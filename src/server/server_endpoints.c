@@ -8,15 +8,24 @@
  *        context -> one job of prompts x n sequences (server_scheduler.c),
  *        wait -> render (server_reply.c), whole or streamed
  *   POST /v1/embeddings: parse -> check -> one embedding job -> render
- *   GET  /v1/models, /health (HEAD too); any other method on these: 405
+ *   GET  /v1/models, /health, /v1/driftbench/info (HEAD too); any other
+ *        method on these: 405
+ *   /v1/driftbench/info says what this stack is, for clients that record
+ *   it (the HTTP target's detection, engine/stack_probe.c): framework (the
+ *   embedded engine's framework level of the served profile, as an
+ *   embedded run records it), version, model (served name), model_name,
+ *   hardware, precision, profile, n_ctx.
  *
  * A request whose work was cancelled gets 503, or, when its client has
  * gone, no reply at all (srv_reply.drop). */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "driftbench/profile.h"
+#include "driftbench/status.h"
 #include "server/server_internal.h"
 #include "util/util.h"
 
@@ -237,13 +246,31 @@ static void do_embed(drift_server *s, srv_job **waiting, const char *body, size_
     srv_request_free(&rq);
 }
 
+/* GET /v1/driftbench/info (see the top); NULL when out of memory. */
+static char *render_info(const drift_server *s) {
+    const drift_numeric_profile *p = drift_model_profile(s->m);
+    char fw[256] = "driftbench", prec[64] = "unknown", hw[128] = "unknown";
+    if (p) {
+        drift_profile_framework(p, fw, sizeof fw);
+        drift_profile_precision(p, prec, sizeof prec);
+        drift_profile_hardware(p, hw, sizeof hw);
+    }
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i}", "framework", fw, "version", drift_version(),
+                          "model", s->name, "model_name", s->alias, "hardware", hw, "precision", prec, "profile",
+                          p ? p->name : "unknown", "n_ctx", (json_int_t)s->info->n_ctx_train);
+    char *out = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return out;
+}
+
 void srv_route(drift_server *s, const char *url, const char *method, const char *body, size_t len,
                srv_job **waiting, srv_reply *r) {
     static const struct {
         const char *path;
         const char *method;
     } routes[] = {{"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/embeddings", "POST"},
-                  {"/v1/models", "GET"},       {"/health", "GET"}};
+                  {"/v1/models", "GET"},       {"/health", "GET"},
+                  {"/v1/driftbench/info", "GET"}};
     srv_error e;
     for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
         if (strcmp(url, routes[i].path)) continue;
@@ -260,6 +287,7 @@ void srv_route(drift_server *s, const char *url, const char *method, const char 
         case 1: do_generate(s, waiting, SRV_EP_CHAT, body, len, r); return;
         case 2: do_embed(s, waiting, body, len, r); return;
         case 3: reply_body(r, 200, srv_render_models(s->name), "application/json"); return;
+        case 5: reply_body(r, 200, render_info(s), "application/json"); return;
         default: {
             pthread_mutex_lock(&s->mu);
             int draining = s->draining;

@@ -43,6 +43,36 @@ static char *json_canonical(const char *text) {
 
 /* Describes how two JSON objects differ: "field.key: stored A, requested B"
  * for the first key that differs. Returns 1 if they differ. */
+/* The members an http target fills from what its server says
+ * (engine/stack_probe.c, "detected_from" naming where from): a server's
+ * answer may differ between a run and its resume (it was down, it was
+ * upgraded, the run moved to another endpoint), and that is no other run.
+ * When either config was detected, these are left out of the comparison
+ * and the stored ones stay the run's. *a2, *b2: malloc'd JSON, or NULL to
+ * compare a and b as they are. */
+static void strip_detected(const char *a, const char *b, char **a2, char **b2) {
+    static const char *const keys[] = {"framework", "framework_version", "precision",    "hardware", "server_model",
+                                       "server_profile", "tensor_parallel", "n_ctx", "detected_from"};
+    *a2 = *b2 = NULL;
+    json_t *ja = a ? json_loads(a, 0, NULL) : NULL, *jb = b ? json_loads(b, 0, NULL) : NULL;
+    if (json_is_object(ja) && json_is_object(jb) &&
+        (json_object_get(ja, "detected_from") || json_object_get(jb, "detected_from"))) {
+        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+            json_object_del(ja, keys[i]);
+            json_object_del(jb, keys[i]);
+        }
+        *a2 = json_dumps(ja, JSON_COMPACT | JSON_SORT_KEYS);
+        *b2 = json_dumps(jb, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!*a2 || !*b2) {
+            free(*a2);
+            free(*b2);
+            *a2 = *b2 = NULL;
+        }
+    }
+    json_decref(ja);
+    json_decref(jb);
+}
+
 static int json_diff(const char *field, const char *stored, const char *given, char *out, size_t outsz) {
     char *a = json_canonical(stored), *b = json_canonical(given);
     int differ = !a || !b || strcmp(a, b) != 0;
@@ -75,6 +105,16 @@ static int json_diff(const char *field, const char *stored, const char *given, c
     free(a);
     free(b);
     return differ;
+}
+
+/* json_diff of two configs, what a server said of itself aside (strip_detected). */
+static int config_differ(const char *stored, const char *given, char *out, size_t outsz) {
+    char *a2, *b2;
+    strip_detected(stored, given, &a2, &b2);
+    int d = json_diff("config", a2 ? a2 : stored, b2 ? b2 : given, out, outsz);
+    free(a2);
+    free(b2);
+    return d;
 }
 
 /* ---- prompts ---- */
@@ -412,7 +452,7 @@ static drift_status run_begin(drift_store *st, const drift_run_info *info, const
                             "new run)",
                             info->label, old.target, target, old_ident, ident);
         } else if (json_diff("decoding", old.decoding_json, info->decoding_json, diff, sizeof diff) ||
-                   json_diff("config", old.config_json, info->config_json, diff, sizeof diff) ||
+                   config_differ(old.config_json, info->config_json, diff, sizeof diff) ||
                    templates_differ(old.templates_json, info->templates_json, diff, sizeof diff)) {
             drift_error_set(err, DRIFT_ERR_MISMATCH,
                             "run '%s' exists with other settings: %s (use a new label for a new run)",

@@ -232,7 +232,9 @@ static void test_completions_answer(void **state) {
     drift_target_opts o = fast_opts();
     drift_target *t = open_target(&s, "model=m", &o);
     assert_int_equal(drift_target_api(t), DRIFT_API_COMPLETIONS);
-    assert_string_equal(drift_target_config_json(t), "{\"model\":\"m\"}");
+    /* the fake server's /v1/models names its model: detected, the spec's kept */
+    assert_string_equal(drift_target_config_json(t),
+                        "{\"model\":\"m\",\"server_model\":\"fake\",\"detected_from\":\"/models\"}");
     sink k;
     gen_one(t, "What is 6*7? ANSWER=42.", NULL, &k);
     drift_answer *r = &k.g[0].r;
