@@ -62,6 +62,19 @@ DRIFT_API drift_status drift_suite_builtin(const char *spec, drift_suite **out, 
  * the full prompt text. */
 DRIFT_API char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **template_id);
 
+/* Prompts in chat messages form (suites in messages JSONL or OpenAI batch
+ * input) hold in `input` this mark followed by the messages as canonical JSON
+ * ([{"content":..,"role":..},..], compact, sorted keys), so stores keep them
+ * as text and the prompt hash covers every turn. drift_prompt_render keeps
+ * the mark for DRIFT_API_CHAT (the HTTP target sends the array as the
+ * request's "messages"); for completions it renders the turns as
+ * "System: ..\n\nUser: ..\nAssistant: ..\nUser: ..\nAssistant:". */
+#define DRIFT_PROMPT_MESSAGES_MARK "\x1emessages:"
+
+/* The messages JSON of a text (a prompt's input or a chat rendering) that
+ * starts with DRIFT_PROMPT_MESSAGES_MARK; NULL for plain text. */
+DRIFT_API const char *drift_prompt_messages(const char *text);
+
 #ifdef __cplusplus
 }
 #endif
