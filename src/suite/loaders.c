@@ -143,12 +143,31 @@ typedef struct {
     drift_workload spec_wl; /* "?workload=" of the spec; DRIFT_WL_UNKNOWN if none */
 } loader;
 
-/* Appends a prompt. Takes ownership of id, input and ref (a json_t). */
+static drift_status messages_input(const loader *L, size_t line, const char *field, json_t *v, char **out,
+                                   drift_error *err);
+
+/* Appends a prompt. Takes ownership of id, input and ref (a json_t). A
+ * text that starts with DRIFT_PROMPT_MESSAGES_MARK in a format other than
+ * messages / batch (a DriftBench export of such a suite, or a hostile file)
+ * must hold a valid messages array, kept in canonical form. */
 static drift_status add_prompt(loader *L, size_t line, char *id, drift_workload wl, char *input, json_t *ref,
                                drift_error *err) {
     drift_status ds = DRIFT_OK;
     char *refs = NULL, *hash = NULL;
     if (!id || !input || !ref) goto nomem;
+    const char *mjs = L->fmt != FMT_MESSAGES && L->fmt != FMT_BATCH ? drift_prompt_messages(input) : NULL;
+    if (mjs) {
+        json_t *arr = json_loads(mjs, JSON_DECODE_ANY, NULL);
+        char *canon = NULL;
+        ds = arr ? messages_input(L, line, "input (after the messages mark)", arr, &canon, err)
+                 : drift_error_set(err, DRIFT_ERR_PARSE,
+                                   "%s:%zu: the input starts with the messages mark but is not a JSON messages array",
+                                   L->file, line);
+        json_decref(arr);
+        if (ds) goto fail;
+        free(input);
+        input = canon;
+    }
     size_t prev = idset_find(&L->ids, id);
     if (prev) {
         ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: duplicate prompt id \"%s\" (first on line %zu)",
@@ -189,6 +208,7 @@ fail:
 /* ---- JSON records ---- */
 
 static const char *json_kind(const json_t *v) {
+    if (!v) return "missing";
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";

@@ -109,9 +109,14 @@ static char *render_turns(const char *js) {
 char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **template_id) {
     const char *in = p->input ? p->input : "";
     const char *msgs = drift_prompt_messages(in);
-    if (msgs) {
-        if (template_id) *template_id = api == DRIFT_API_CHAT ? "messages/chat/v1" : "messages/completions/v1";
-        return api == DRIFT_API_CHAT ? util_strdup(in) : render_turns(msgs);
+    if (msgs) { /* a malformed array (from a hand-edited store) falls through as plain text */
+        json_t *a = json_loads(msgs, 0, NULL);
+        int ok = json_is_array(a);
+        json_decref(a);
+        if (ok) {
+            if (template_id) *template_id = api == DRIFT_API_CHAT ? "messages/chat/v1" : "messages/completions/v1";
+            return api == DRIFT_API_CHAT ? util_strdup(in) : render_turns(msgs);
+        }
     }
     int chat = api == DRIFT_API_CHAT;
     const wl_traits *t = wl_traits_of(p->workload);

@@ -188,6 +188,16 @@ static void test_errors(void **state) {
         {"{\"custom_id\":\"\",\"body\":{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]},\"workload\":\"chat\"}",
          "field \"custom_id\" is empty"},
         {"{\"id\":\"p\",\"prompt\":\"a\"}", "x.jsonl:1: field \"workload\" missing (format prompt-jsonl)"},
+        {"{\"custom_id\":\"a\",\"body\":{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]},\"workload\":\"chat\"}\n"
+         "{\"custom_id\":\"b\",\"workload\":\"chat\"}",
+         "x.jsonl:2: field \"body\" is not an object (it is missing)"},
+        {"{\"prompt_id\":\"a\",\"workload\":\"chat\",\"input\":\"x\",\"reference\":{}}\n"
+         "{\"prompt_id\":\"b\",\"workload\":\"chat\",\"input\":\"y\"}",
+         "x.jsonl:2: field \"reference\" is not an object (it is missing)"},
+        {"{\"id\":\"a\",\"prompt\":\"\\u001emessages:[1]\",\"workload\":\"chat\"}",
+         "x.jsonl:1: field \"input (after the messages mark)\"[0] is not an object"},
+        {"{\"id\":\"a\",\"prompt\":\"\\u001emessages:{\",\"workload\":\"chat\"}",
+         "x.jsonl:1: the input starts with the messages mark but is not a JSON messages array"},
         {"{\"nothing\":1}", "chat messages JSONL"},
         {"{\"nothing\":1}", "OpenAI batch API input"},
         {"{\"nothing\":1}", "prompt JSONL"},
@@ -203,6 +213,38 @@ static void test_errors(void **state) {
         assert_null(s);
         assert_non_null(strstr(err.msg, bad[i].frag));
     }
+}
+
+/* A DriftBench export of a messages suite loads back to the same prompts. */
+static void test_export_round_trip(void **state) {
+    (void)state;
+    drift_suite *s = load("messages_chat.jsonl", "?workload=chat", DRIFT_OK, NULL, NULL);
+    util_buf b = {0};
+    for (size_t i = 0; i < s->n; i++) {
+        json_t *ref = json_loads(s->prompts[i].reference_json, 0, NULL);
+        json_t *o = json_pack("{s:s,s:s,s:s,s:o}", "prompt_id", s->prompts[i].prompt_id, "workload",
+                              drift_workload_name(s->prompts[i].workload), "input", s->prompts[i].input, "reference", ref);
+        char *line = json_dumps(o, JSON_COMPACT);
+        assert_int_equal(buf_printf(&b, "%s\n", line), 0);
+        free(line);
+        json_decref(o);
+    }
+    drift_suite *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_suite_parse("export.jsonl", b.data, b.len, &t, &err), DRIFT_OK);
+    assert_string_equal(t->format, "driftbench-jsonl");
+    assert_int_equal(t->n, s->n);
+    for (size_t i = 0; i < s->n; i++) {
+        assert_string_equal(t->prompts[i].input, s->prompts[i].input);
+        assert_string_equal(t->prompts[i].hash, s->prompts[i].hash);
+        const char *tid = NULL;
+        char *r = drift_prompt_render(&t->prompts[i], DRIFT_API_COMPLETIONS, &tid);
+        assert_string_equal(tid, "messages/completions/v1");
+        free(r);
+    }
+    drift_suite_free(t);
+    drift_suite_free(s);
+    buf_free(&b);
 }
 
 /* The HTTP chat request carries a messages prompt's turns; a plain prompt
@@ -241,6 +283,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_messages_jsonl), cmocka_unit_test(test_batch_input), cmocka_unit_test(test_prompt_jsonl),
         cmocka_unit_test(test_errors),         cmocka_unit_test(test_http_chat_body),
+        cmocka_unit_test(test_export_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
