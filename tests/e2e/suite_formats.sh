@@ -6,6 +6,7 @@
 #   2. an OpenAI batch API input file runs against the fake OpenAI server with api=chat: the request the
 #      server got carries the prompt's turns as "messages" (system/user/assistant kept), and the answers
 #      are stored under the batch's custom_ids;
+#      on the embedded api=chat, a one-user-turn prompt is answered and a multi-turn one fails its request;
 #   3. a messages file whose line 2 has no workload and no ?workload= is refused: exit 2, file:line named.
 . "$(dirname "$0")/lib.sh"
 command -v sqlite3 >/dev/null || skip_all "no sqlite3"
@@ -36,6 +37,14 @@ check '[ "$turns" = 1 ]' "the multi-turn prompt keeps its system and assistant t
 wl=$(sql e.db "select group_concat(prompt_id || '=' || workload, ' ') from (select * from prompts order by prompt_id)")
 check 'echo "$wl" | grep -q "sum=math" && echo "$wl" | grep -q "colour=chat"' "workloads: record, else the spec ($wl)"
 check 'sqlite3 e.db .dump | grep -q "messages/completions/v1"' "the run records the template messages/completions/v1"
+
+# embedded api=chat: a one-user-turn prompt goes through the model's template, a multi-turn one fails its
+# request with a clear message (the built-in template takes one user message)
+"$D" --quiet run --db c.db --label tc --target "embedded:$M?profile=cpu-f32&threads=1&api=chat" \
+  --suite 'chat.jsonl?workload=chat' --max-tokens 4 > r4.out 2> r4.err; rc=$?
+ok1=$(sql c.db "select count(*) from responses r join prompts p on p.id = r.prompt_rowid where r.failed = 0 and p.prompt_id = 'sum'")
+bad2=$(sql c.db "select count(*) from responses where failed = 1 and error like '%takes one user message%'")
+check '[ "$ok1" = 1 ] && [ "$bad2" = 2 ]' "embedded chat: one-turn answered ($ok1), multi-turn refused per request ($bad2; rc $rc)"
 
 # ---- 2. batch input over HTTP chat: the turns reach the server as messages
 start_server_text 'default | text | OK.\n'
