@@ -34,12 +34,15 @@ DRIFT_API void drift_prompt_clear(drift_prompt *p);
 typedef struct drift_suite {
     char *name;             /* "gsm8k_prompts", "builtin:math", ... */
     char *source;           /* path or builtin spec, as given */
-    char *format;           /* detected: "paper-jsonl", "gsm8k", "humaneval", "advbench-csv", "longbench", "builtin" */
+    char *format;           /* detected: "paper-jsonl", "gsm8k", "humaneval", "advbench-csv", "longbench",
+                             * "driftbench-jsonl", "messages-jsonl", "openai-batch", "prompt-jsonl", "builtin" */
     drift_prompt *prompts;
     size_t n;
 } drift_suite;
 
 /* Loads a suite from a file path or "builtin:NAME[?n=N&seed=S&split=test]".
+ * "FILE?workload=W" gives the workload of messages, batch and prompt JSONL
+ * records that carry none (the suite's source keeps the spec as given).
  * The format is detected from the fields of the first record; every record
  * is validated. A bad record fails the whole load with "FILE:LINE: ..." in
  * err (code DRIFT_ERR_PARSE). Duplicate prompt ids are an error. */

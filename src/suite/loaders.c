@@ -21,9 +21,22 @@
  *   advbench-csv  header with goal [,target]                     safety
  *   driftbench-jsonl  prompt_id, workload, input, reference (object)
  *                 (what `driftbench suites export` writes)       any
+ *   messages-jsonl    messages [id, reference|answer|ideal, workload]  (*)
+ *   openai-batch      custom_id, body.messages [method "POST",
+ *                 url "/v1/chat/completions", workload]; body's
+ *                 model and decoding fields ignored (the run's)  (*)
+ *   prompt-jsonl      prompt and one of id/reference/workload
+ *                 [id, reference|answer|ideal, workload]         (*)
+ *   (*) the record's "workload", else the spec's "FILE?workload=W", else
+ *   an error naming file and line. messages: a non-empty array of
+ *   {"role": system|developer|user|assistant, "content": string} ending
+ *   with a user turn; the prompt's input is DRIFT_PROMPT_MESSAGES_MARK and
+ *   the array as canonical JSON (suite.h), so the hash covers every turn.
+ *   reference: an object as it is; a string or number as {"answer":..}.
+ *   A bare {"prompt"} record stays paper-jsonl chat (hashes unchanged).
  *
  * Prompt ids: the record's "prompt_id" (paper files), "task_id" (HumanEval),
- * "_id" (LongBench), else "<format>_<index>" with the 0-based record index.
+ * "_id" (LongBench), "id" (messages, prompt), "custom_id" (batch), else "<format>_<index>" with the 0-based record index.
  * Text fields must be JSON strings; the paper math "answer" may also be a
  * number. Reference JSON is dumped with sorted keys so the prompt hash
  * (suite_prompt_hash: workload NUL input NUL reference) is stable.
