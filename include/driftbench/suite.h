@@ -34,12 +34,15 @@ DRIFT_API void drift_prompt_clear(drift_prompt *p);
 typedef struct drift_suite {
     char *name;             /* "gsm8k_prompts", "builtin:math", ... */
     char *source;           /* path or builtin spec, as given */
-    char *format;           /* detected: "paper-jsonl", "gsm8k", "humaneval", "advbench-csv", "longbench", "builtin" */
+    char *format;           /* detected: "paper-jsonl", "gsm8k", "humaneval", "advbench-csv", "longbench",
+                             * "driftbench-jsonl", "messages-jsonl", "openai-batch", "prompt-jsonl", "builtin" */
     drift_prompt *prompts;
     size_t n;
 } drift_suite;
 
 /* Loads a suite from a file path or "builtin:NAME[?n=N&seed=S&split=test]".
+ * "FILE?workload=W" gives the workload of messages, batch and prompt JSONL
+ * records that carry none (the suite's source keeps the spec as given).
  * The format is detected from the fields of the first record; every record
  * is validated. A bad record fails the whole load with "FILE:LINE: ..." in
  * err (code DRIFT_ERR_PARSE). Duplicate prompt ids are an error. */
@@ -61,6 +64,19 @@ DRIFT_API drift_status drift_suite_builtin(const char *spec, drift_suite **out, 
  * For DRIFT_API_CHAT the result is the user message; for completions it is
  * the full prompt text. */
 DRIFT_API char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **template_id);
+
+/* Prompts in chat messages form (suites in messages JSONL or OpenAI batch
+ * input) hold in `input` this mark followed by the messages as canonical JSON
+ * ([{"content":..,"role":..},..], compact, sorted keys), so stores keep them
+ * as text and the prompt hash covers every turn. drift_prompt_render keeps
+ * the mark for DRIFT_API_CHAT (the HTTP target sends the array as the
+ * request's "messages"); for completions it renders the turns as
+ * "System: ..\n\nUser: ..\nAssistant: ..\nUser: ..\nAssistant:". */
+#define DRIFT_PROMPT_MESSAGES_MARK "\x1emessages:"
+
+/* The messages JSON of a text (a prompt's input or a chat rendering) that
+ * starts with DRIFT_PROMPT_MESSAGES_MARK; NULL for plain text. */
+DRIFT_API const char *drift_prompt_messages(const char *text);
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "driftbench/model.h"
+#include "driftbench/suite.h"
 #include "engine/target_impl.h"
 #include "model/cpu_features.h"
 #include "util/util.h"
@@ -164,6 +165,20 @@ drift_status eng_embedded_prompt_tokens(const drift_target *t, const char *promp
                                         drift_error *err) {
     const drift_model *m = eng_embedded_model(t);
     if (!m) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "not an embedded target");
+    const char *turns = t->api == DRIFT_API_CHAT ? drift_prompt_messages(prompt) : NULL;
+    if (turns) { /* a prompt in messages form (suite.h): the built-in template takes one user turn */
+        json_t *a = json_loads(turns, 0, NULL);
+        json_t *m0 = json_array_size(a) == 1 ? json_array_get(a, 0) : NULL;
+        const char *role = json_string_value(json_object_get(m0, "role"));
+        const char *user = role && !strcmp(role, "user") ? json_string_value(json_object_get(m0, "content")) : NULL;
+        drift_status st = user ? drift_model_chat_tokens(m, user, ids, n, err)
+                               : drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                                                 "the embedded chat template takes one user message; this prompt has "
+                                                 "%zu turns (use api=completions, which renders them as text)",
+                                                 json_array_size(a));
+        json_decref(a);
+        return st;
+    }
     return t->api == DRIFT_API_CHAT ? drift_model_chat_tokens(m, prompt, ids, n, err)
                                     : drift_model_tokenize(m, prompt, strlen(prompt), -1, 0, ids, n, err);
 }

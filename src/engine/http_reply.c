@@ -24,6 +24,8 @@
  * error ("reply too large") that is never parsed. */
 #include "engine/http_internal.h"
 
+#include "driftbench/suite.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -71,17 +73,29 @@ json_t *eng_http_request_template(drift_api api, const char *model, const drift_
 
 int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, util_buf *out,
                               drift_error *err) {
-    json_t *s = json_string(prompt);
-    if (!s) {
-        drift_error_set(err, DRIFT_ERR_INVALID, "prompt is not valid UTF-8");
+    /* a prompt in chat messages form (suite.h) goes out as its turns */
+    const char *turns = api == DRIFT_API_CHAT ? drift_prompt_messages(prompt) : NULL;
+    json_t *s = turns ? json_loads(turns, 0, NULL) : json_string(prompt);
+    if (!s || (turns && !json_is_array(s))) {
+        json_decref(s);
+        drift_error_set(err, DRIFT_ERR_INVALID, turns ? "prompt messages are not a JSON array" : "prompt is not valid UTF-8");
         return -1;
     }
-    int bad;
-    if (api == DRIFT_API_CHAT) {
-        json_t *msg = json_array_get(json_object_get(tmpl, "messages"), 0);
-        bad = json_object_set_new(msg, "content", s);
+    int bad = 0;
+    if (turns) {
+        bad = json_object_set_new(tmpl, "messages", s);
+    } else if (api == DRIFT_API_CHAT) {
+        json_t *msgs = json_object_get(tmpl, "messages"), *msg = json_array_get(msgs, 0);
+        if (json_array_size(msgs) != 1) { /* a multi-turn prompt went before: back to one user turn */
+            msg = json_pack("{s:s, s:s}", "role", "user", "content", "");
+            bad |= json_object_set_new(tmpl, "messages", json_pack("[O]", msg));
+            json_decref(msg);
+        } else {
+            json_object_set_new(msg, "role", json_string("user"));
+        }
+        bad |= json_object_set_new(msg, "content", s);
     } else {
-        bad = json_object_set_new(tmpl, "prompt", s);
+        bad |= json_object_set_new(tmpl, "prompt", s);
     }
     bad |= json_object_set_new(tmpl, "seed", json_integer(seed));
     if (bad) {

@@ -21,9 +21,22 @@
  *   advbench-csv  header with goal [,target]                     safety
  *   driftbench-jsonl  prompt_id, workload, input, reference (object)
  *                 (what `driftbench suites export` writes)       any
+ *   messages-jsonl    messages [id, reference|answer|ideal, workload]  (*)
+ *   openai-batch      custom_id, body.messages [method "POST",
+ *                 url "/v1/chat/completions", workload]; body's
+ *                 model and decoding fields ignored (the run's)  (*)
+ *   prompt-jsonl      prompt and one of id/reference/workload
+ *                 [id, reference|answer|ideal, workload]         (*)
+ *   (*) the record's "workload", else the spec's "FILE?workload=W", else
+ *   an error naming file and line. messages: a non-empty array of
+ *   {"role": system|developer|user|assistant, "content": string} ending
+ *   with a user turn; the prompt's input is DRIFT_PROMPT_MESSAGES_MARK and
+ *   the array as canonical JSON (suite.h), so the hash covers every turn.
+ *   reference: an object as it is; a string or number as {"answer":..}.
+ *   A bare {"prompt"} record stays paper-jsonl chat (hashes unchanged).
  *
  * Prompt ids: the record's "prompt_id" (paper files), "task_id" (HumanEval),
- * "_id" (LongBench), else "<format>_<index>" with the 0-based record index.
+ * "_id" (LongBench), "id" (messages, prompt), "custom_id" (batch), else "<format>_<index>" with the 0-based record index.
  * Text fields must be JSON strings; the paper math "answer" may also be a
  * number. Reference JSON is dumped with sorted keys so the prompt hash
  * (suite_prompt_hash: workload NUL input NUL reference) is stable.
@@ -57,7 +70,10 @@ typedef enum {
     FMT_GSM8K,
     FMT_LONGBENCH,
     FMT_ADVBENCH_CSV,
-    FMT_DRIFTBENCH
+    FMT_DRIFTBENCH,
+    FMT_MESSAGES,
+    FMT_BATCH,
+    FMT_PROMPT
 } rec_format;
 
 static const char *const fmt_names[] = {
@@ -65,6 +81,7 @@ static const char *const fmt_names[] = {
     [FMT_PAPER_SAFETY] = "paper-jsonl", [FMT_PAPER_LONG] = "paper-jsonl", [FMT_PAPER_CHAT] = "paper-jsonl",
     [FMT_HUMANEVAL] = "humaneval",   [FMT_GSM8K] = "gsm8k",             [FMT_LONGBENCH] = "longbench",
     [FMT_ADVBENCH_CSV] = "advbench-csv", [FMT_DRIFTBENCH] = "driftbench-jsonl",
+    [FMT_MESSAGES] = "messages-jsonl", [FMT_BATCH] = "openai-batch", [FMT_PROMPT] = "prompt-jsonl",
 };
 
 /* Prefix of generated ids. */
@@ -73,6 +90,7 @@ static const char *const fmt_id_prefix[] = {
     [FMT_PAPER_SAFETY] = "safety", [FMT_PAPER_LONG] = "long",  [FMT_PAPER_CHAT] = "chat",
     [FMT_HUMANEVAL] = "humaneval", [FMT_GSM8K] = "gsm8k",      [FMT_LONGBENCH] = "longbench",
     [FMT_ADVBENCH_CSV] = "advbench", [FMT_DRIFTBENCH] = "prompt",
+    [FMT_MESSAGES] = "messages", [FMT_BATCH] = "batch", [FMT_PROMPT] = "prompt",
 };
 
 /* Open-addressing set of prompt ids -> line of first use. Keys point at
@@ -135,14 +153,34 @@ typedef struct {
     size_t cap;
     id_set ids;
     rec_format fmt;
+    drift_workload spec_wl; /* "?workload=" of the spec; DRIFT_WL_UNKNOWN if none */
 } loader;
 
-/* Appends a prompt. Takes ownership of id, input and ref (a json_t). */
+static drift_status messages_input(const loader *L, size_t line, const char *field, json_t *v, char **out,
+                                   drift_error *err);
+
+/* Appends a prompt. Takes ownership of id, input and ref (a json_t). A
+ * text that starts with DRIFT_PROMPT_MESSAGES_MARK in a format other than
+ * messages / batch (a DriftBench export of such a suite, or a hostile file)
+ * must hold a valid messages array, kept in canonical form. */
 static drift_status add_prompt(loader *L, size_t line, char *id, drift_workload wl, char *input, json_t *ref,
                                drift_error *err) {
     drift_status ds = DRIFT_OK;
     char *refs = NULL, *hash = NULL;
     if (!id || !input || !ref) goto nomem;
+    const char *mjs = L->fmt != FMT_MESSAGES && L->fmt != FMT_BATCH ? drift_prompt_messages(input) : NULL;
+    if (mjs) {
+        json_t *arr = json_loads(mjs, JSON_DECODE_ANY, NULL);
+        char *canon = NULL;
+        ds = arr ? messages_input(L, line, "input (after the messages mark)", arr, &canon, err)
+                 : drift_error_set(err, DRIFT_ERR_PARSE,
+                                   "%s:%zu: the input starts with the messages mark but is not a JSON messages array",
+                                   L->file, line);
+        json_decref(arr);
+        if (ds) goto fail;
+        free(input);
+        input = canon;
+    }
     size_t prev = idset_find(&L->ids, id);
     if (prev) {
         ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: duplicate prompt id \"%s\" (first on line %zu)",
@@ -183,6 +221,7 @@ fail:
 /* ---- JSON records ---- */
 
 static const char *json_kind(const json_t *v) {
+    if (!v) return "missing";
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
@@ -243,6 +282,11 @@ static rec_format detect_json(json_t *o) {
         return FMT_DRIFTBENCH;
     int has_prompt = json_object_get(o, "prompt") != NULL;
 #define HAS(k) (json_object_get(o, k) != NULL)
+    if (HAS("custom_id") && HAS("body")) return FMT_BATCH;
+    if (HAS("messages")) return FMT_MESSAGES;
+    if (has_prompt && !HAS("test_cases") && !HAS("task_id") && !HAS("full_solution") && !HAS("answer") &&
+        !HAS("category") && !HAS("target") && !HAS("answers") && (HAS("id") || HAS("reference") || HAS("workload")))
+        return FMT_PROMPT;
     if (HAS("task_id") && has_prompt && HAS("test") && HAS("entry_point")) return FMT_HUMANEVAL;
     if (has_prompt) {
         if (HAS("test_cases") || HAS("task_id")) return FMT_PAPER_CODE;
@@ -291,6 +335,146 @@ static char *gsm8k_final(const char *answer) {
         return NULL;
     }
     return buf_steal(&b);
+}
+
+
+/* ---- chat messages, batch and plain prompt records ---- */
+
+/* Validates a messages array (field names it in messages) and returns the
+ * prompt input: DRIFT_PROMPT_MESSAGES_MARK then the array as canonical JSON
+ * ([{"content":..,"role":..}..], compact, sorted keys). */
+static drift_status messages_input(const loader *L, size_t line, const char *field, json_t *v, char **out,
+                                   drift_error *err) {
+    *out = NULL;
+    if (!v)
+        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" missing (format %s)", L->file, line, field,
+                               fmt_names[L->fmt]);
+    if (!json_is_array(v))
+        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" is not an array (it is %s)", L->file, line,
+                               field, json_kind(v));
+    if (json_array_size(v) == 0)
+        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" is empty", L->file, line, field);
+    json_t *canon = json_array();
+    if (!canon) return drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
+    size_t i;
+    json_t *m;
+    const char *last = NULL;
+    drift_status ds = DRIFT_OK;
+    json_array_foreach(v, i, m) {
+        if (!json_is_object(m)) {
+            ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\"[%zu] is not an object (it is %s)", L->file,
+                                 line, field, i, json_kind(m));
+            break;
+        }
+        json_t *r = json_object_get(m, "role"), *c = json_object_get(m, "content");
+        const char *role = json_string_value(r);
+        if (!role || (strcmp(role, "system") && strcmp(role, "developer") && strcmp(role, "user") &&
+                      strcmp(role, "assistant"))) {
+            ds = drift_error_set(err, DRIFT_ERR_PARSE,
+                                 "%s:%zu: field \"%s\"[%zu].role %s%s%s (system, developer, user or assistant)",
+                                 L->file, line, field, i, role ? "is \"" : (r ? "is not a string" : "missing"),
+                                 role ? role : "", role ? "\"" : "");
+            break;
+        }
+        if (!json_is_string(c)) {
+            ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\"[%zu].content %s%s", L->file, line, field,
+                                 i, c ? "is not a string: it is " : "missing", c ? json_kind(c) : "");
+            break;
+        }
+        if (json_array_append_new(canon, json_pack("{s:s,s:O}", "role", role, "content", c))) {
+            ds = drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
+            break;
+        }
+        last = role;
+    }
+    if (!ds && strcmp(last, "user") != 0)
+        ds = drift_error_set(err, DRIFT_ERR_PARSE,
+                             "%s:%zu: field \"%s\": the last message is from \"%s\"; a prompt ends with a user turn "
+                             "(put an expected answer in \"reference\")",
+                             L->file, line, field, last);
+    if (!ds) {
+        char *js = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+        *out = js ? util_asprintf("%s%s", DRIFT_PROMPT_MESSAGES_MARK, js) : NULL;
+        free(js);
+        if (!*out) ds = drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
+    }
+    json_decref(canon);
+    return ds;
+}
+
+/* The reference of a messages / batch / prompt record: "reference" (an
+ * object as it is; a string or number as {"answer":..}), else "answer" or
+ * "ideal" (string or number) as {"answer":..}, else {}. */
+static drift_status record_reference(const loader *L, size_t line, json_t *o, json_t **out, drift_error *err) {
+    *out = NULL;
+    static const char *const keys[] = {"reference", "answer", "ideal"};
+    for (size_t k = 0; k < 3; k++) {
+        json_t *v = json_object_get(o, keys[k]);
+        if (!v) continue;
+        if (k == 0 && json_is_object(v)) {
+            *out = json_deep_copy(v);
+        } else if (json_is_string(v)) {
+            *out = json_pack("{s:O}", "answer", v);
+        } else if (json_is_number(v)) {
+            char num[64];
+            if (json_is_integer(v)) snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+            else snprintf(num, sizeof num, "%.17g", json_real_value(v));
+            *out = json_pack("{s:s}", "answer", num);
+        } else {
+            return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" is %s (expected %sa string or a number)",
+                                   L->file, line, keys[k], json_kind(v), k == 0 ? "an object, " : "");
+        }
+        return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
+    }
+    *out = json_object();
+    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
+}
+
+/* The workload of a messages / batch / prompt record: its "workload" field,
+ * else the spec's ?workload=, else an error. */
+static drift_status record_workload(const loader *L, size_t line, json_t *o, drift_workload *wl, drift_error *err) {
+    const char *w = NULL;
+    drift_status ds = get_str(L, line, o, "workload", 0, &w, err);
+    if (ds) return ds;
+    if (w) {
+        *wl = drift_workload_parse(w);
+        if (*wl == DRIFT_WL_UNKNOWN)
+            return drift_error_set(err, DRIFT_ERR_PARSE,
+                                   "%s:%zu: field \"workload\" is \"%s\" (math, code, safety, chat, long_context)",
+                                   L->file, line, w);
+        return DRIFT_OK;
+    }
+    if (L->spec_wl != DRIFT_WL_UNKNOWN) {
+        *wl = L->spec_wl;
+        return DRIFT_OK;
+    }
+    return drift_error_set(err, DRIFT_ERR_PARSE,
+                           "%s:%zu: field \"workload\" missing (format %s) and the suite spec gives none: add "
+                           "\"workload\" to the record or load it as %s?workload=chat (math, code, safety, chat, "
+                           "long_context)",
+                           L->file, line, fmt_names[L->fmt], L->file);
+}
+
+/* OpenAI batch API input: {"custom_id","method":"POST","url":"/v1/chat/completions",
+ * "body":{"model","messages",...}}. The body's other fields (model,
+ * temperature, max_tokens, ...) are ignored: decoding comes from the run. */
+static drift_status batch_record(const loader *L, size_t line, json_t *o, char **input, drift_error *err) {
+    const char *m = NULL, *u = NULL;
+    drift_status ds = get_str(L, line, o, "method", 0, &m, err);
+    if (!ds) ds = get_str(L, line, o, "url", 0, &u, err);
+    if (ds) return ds;
+    if (m && strcmp(m, "POST") != 0)
+        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"method\" is \"%s\" (batch requests are POST)",
+                               L->file, line, m);
+    if (u && strcmp(u, "/v1/chat/completions") != 0)
+        return drift_error_set(err, DRIFT_ERR_PARSE,
+                               "%s:%zu: field \"url\" is \"%s\": only \"/v1/chat/completions\" requests are prompts",
+                               L->file, line, u);
+    json_t *body = json_object_get(o, "body");
+    if (!json_is_object(body))
+        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"body\" is not an object (it is %s)", L->file,
+                               line, json_kind(body));
+    return messages_input(L, line, "body.messages", json_object_get(body, "messages"), input, err);
 }
 
 #define TRY(x)                  \
@@ -434,6 +618,24 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         input = util_strdup(prompt);
         break;
     }
+    case FMT_MESSAGES:
+    case FMT_BATCH:
+    case FMT_PROMPT:
+        TRY(record_workload(L, line, o, &wl, err));
+        if (L->fmt == FMT_BATCH) {
+            TRY(batch_record(L, line, o, &input, err));
+            TRY(get_str(L, line, o, "custom_id", 1, &a, err));
+            if (!(id = util_strdup(a))) goto nomem_rec;
+        } else {
+            if (L->fmt == FMT_MESSAGES) TRY(messages_input(L, line, "messages", json_object_get(o, "messages"), &input, err));
+            else {
+                TRY(get_str(L, line, o, "prompt", 1, &prompt, err));
+                if (!(input = util_strdup(prompt))) goto nomem_rec;
+            }
+            TRY(record_id(L, line, idx, o, "id", &id, err));
+        }
+        TRY(record_reference(L, line, o, &ref, err));
+        break;
     default:
         ds = drift_error_set(err, DRIFT_ERR_INTERNAL, "%s:%zu: no record format", L->file, line);
         goto done;
@@ -441,6 +643,9 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
     ds = add_prompt(L, line, id, wl, input, ref, err);
     id = input = NULL;
     ref = NULL;
+    goto done;
+nomem_rec:
+    ds = drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
 done:
     free(id);
     free(input);
@@ -459,8 +664,10 @@ static drift_status unknown_fields(const loader *L, size_t line, json_t *o, drif
     }
     drift_status ds = drift_error_set(
         err, DRIFT_ERR_PARSE,
-        "%s:%zu: unknown suite format: fields seen: %s%s (expected paper jsonl with \"prompt\", GSM8K "
-        "question/answer, HumanEval task_id/prompt/test/entry_point, LongBench context/input/answers, or "
+        "%s:%zu: unknown suite format: fields seen: %s%s (expected one of: chat messages JSONL with "
+        "\"messages\"; OpenAI batch API input with \"custom_id\" and \"body\"; prompt JSONL with \"prompt\"; "
+        "DriftBench export with prompt_id/workload/input/reference; paper jsonl with \"prompt\"; GSM8K "
+        "question/answer; HumanEval task_id/prompt/test/entry_point; LongBench context/input/answers; or "
         "an AdvBench CSV with a goal column)",
         L->file, line, n ? b.data : "(none)", n > 20 ? ", ..." : "");
     buf_free(&b);
@@ -699,11 +906,11 @@ static char *suite_name_of(const char *path) {
     return util_strndup(base, n);
 }
 
-drift_status drift_suite_parse(const char *name, const char *data, size_t len, drift_suite **out,
-                               drift_error *err) {
+static drift_status suite_parse_wl(const char *name, const char *data, size_t len, drift_workload spec_wl,
+                                   drift_suite **out, drift_error *err) {
     *out = NULL;
     if (!name) name = "(suite)";
-    loader L = {.file = name};
+    loader L = {.file = name, .spec_wl = spec_wl};
     L.suite = calloc(1, sizeof *L.suite);
     if (!L.suite) return drift_error_set(err, DRIFT_ERR_NOMEM, "%s: out of memory", name);
     L.suite->name = suite_name_of(name);
@@ -743,16 +950,42 @@ fail:
     return ds;
 }
 
+drift_status drift_suite_parse(const char *name, const char *data, size_t len, drift_suite **out,
+                               drift_error *err) {
+    return suite_parse_wl(name, data, len, DRIFT_WL_UNKNOWN, out, err);
+}
+
 drift_status drift_suite_load(const char *spec, drift_suite **out, drift_error *err) {
     *out = NULL;
     if (!spec || !*spec) return drift_error_set(err, DRIFT_ERR_INVALID, "suite spec is empty");
     if (strncmp(spec, "builtin:", 8) == 0) return drift_suite_builtin(spec, out, err);
+    /* "FILE?workload=W": the workload of records that give none (messages,
+     * batch and prompt JSONL). */
+    drift_workload wl = DRIFT_WL_UNKNOWN;
+    char *path = NULL;
+    const char *q = strrchr(spec, '?');
+    if (q && strncmp(q + 1, "workload=", 9) == 0) {
+        wl = drift_workload_parse(q + 10);
+        if (wl == DRIFT_WL_UNKNOWN)
+            return drift_error_set(err, DRIFT_ERR_INVALID,
+                                   "suite '%s': workload=%s (math, code, safety, chat, long_context)", spec, q + 10);
+        if (!(path = util_strndup(spec, (size_t)(q - spec))))
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
     char *data = NULL;
     size_t len = 0;
-    drift_status ds = util_read_file(spec, &data, &len, err);
-    if (ds) return ds;
-    ds = drift_suite_parse(spec, data, len, out, err);
+    drift_status ds = util_read_file(path ? path : spec, &data, &len, err);
+    if (!ds) ds = suite_parse_wl(path ? path : spec, data, len, wl, out, err);
+    if (!ds && path) { /* the source is the spec as given, so a run records the workload rule */
+        free((*out)->source);
+        if (!((*out)->source = util_strdup(spec))) {
+            drift_suite_free(*out);
+            *out = NULL;
+            ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+    }
     free(data);
+    free(path);
     return ds;
 }
 

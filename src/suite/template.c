@@ -25,11 +25,22 @@
  *     by its own question:
  *       "{input}\n\nAnswer the question based on the document above, briefly.\nAnswer:"
  *   raw/v1 (unknown workload)    "{input}"
+ *   messages/chat/v1             a prompt in chat messages form (suite.h,
+ *                                DRIFT_PROMPT_MESSAGES_MARK), any workload:
+ *                                the input as it is, mark and all; the HTTP
+ *                                target sends its turns as "messages"
+ *   messages/completions/v1      its turns as text: "System: {s}\n\n" for
+ *                                system/developer turns, then "User: {u}\n"
+ *                                and "Assistant: {a}\n" in order, ending
+ *                                "Assistant:" (the dialogue template's form)
+ * The workload's own wording is not added to a messages prompt: its turns
+ * are what the user's logs sent. 
  * Each workload's family of templates and its two ids are in the traits
  * table (suite/workload.h); the wording of each family is here. */
 #include "driftbench/suite.h"
 
 #include <ctype.h>
+#include <jansson.h>
 #include <string.h>
 
 #include "suite/workload.h"
@@ -64,8 +75,49 @@ static char *render_long(const char *in) {
                           ln ? " " : "", (int)ln, lead);
 }
 
+const char *drift_prompt_messages(const char *text) {
+    size_t n = sizeof DRIFT_PROMPT_MESSAGES_MARK - 1;
+    return text && strncmp(text, DRIFT_PROMPT_MESSAGES_MARK, n) == 0 ? text + n : NULL;
+}
+
+/* messages/completions/v1; NULL on nomem or a malformed array. */
+static char *render_turns(const char *js) {
+    json_t *a = json_loads(js, 0, NULL);
+    if (!json_is_array(a)) {
+        json_decref(a);
+        return NULL;
+    }
+    util_buf b = {0};
+    size_t i;
+    json_t *m;
+    int bad = 0;
+    json_array_foreach(a, i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        const char *c = json_string_value(json_object_get(m, "content"));
+        if (!role || !c) bad = 1;
+        else if (!strcmp(role, "system") || !strcmp(role, "developer")) bad |= buf_printf(&b, "System: %s\n\n", c) < 0;
+        else bad |= buf_printf(&b, "%s: %s\n", strcmp(role, "assistant") ? "User" : "Assistant", c) < 0;
+    }
+    json_decref(a);
+    if (bad || buf_printf(&b, "Assistant:") < 0) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
 char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **template_id) {
     const char *in = p->input ? p->input : "";
+    const char *msgs = drift_prompt_messages(in);
+    if (msgs) { /* a malformed array (from a hand-edited store) falls through as plain text */
+        json_t *a = json_loads(msgs, 0, NULL);
+        int ok = json_is_array(a);
+        json_decref(a);
+        if (ok) {
+            if (template_id) *template_id = api == DRIFT_API_CHAT ? "messages/chat/v1" : "messages/completions/v1";
+            return api == DRIFT_API_CHAT ? util_strdup(in) : render_turns(msgs);
+        }
+    }
     int chat = api == DRIFT_API_CHAT;
     const wl_traits *t = wl_traits_of(p->workload);
     const char *id = t ? t->template_id[chat] : "raw/v1";
