@@ -41,8 +41,6 @@ static char *json_canonical(const char *text) {
     return s;
 }
 
-/* Describes how two JSON objects differ: "field.key: stored A, requested B"
- * for the first key that differs. Returns 1 if they differ. */
 /* The members an http target fills from what its server says
  * (engine/stack_probe.c, "detected_from" naming where from): a server's
  * answer may differ between a run and its resume (it was down, it was
@@ -73,6 +71,8 @@ static void strip_detected(const char *a, const char *b, char **a2, char **b2) {
     json_decref(jb);
 }
 
+/* Describes how two JSON objects differ: "field.key: stored A, requested B"
+ * for the first key that differs. Returns 1 if they differ. */
 static int json_diff(const char *field, const char *stored, const char *given, char *out, size_t outsz) {
     char *a = json_canonical(stored), *b = json_canonical(given);
     int differ = !a || !b || strcmp(a, b) != 0;
