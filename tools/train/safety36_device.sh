@@ -11,7 +11,10 @@
 #     train/ = tools/train);  SECS=220 LR=1e-3 SNAP=55 GSECS=150 EVAL_S=200 bash X/train/safety36_device.sh X
 set -u
 X=$1
-SECS=${SECS:-220} LR=${LR:-1e-3} SNAP=${SNAP:-55} GSECS=${GSECS:-150} EVAL_S=${EVAL_S:-200} K=${K:-2}
+SECS=${SECS:-220} LR=${LR:-1e-3} SNAP=${SNAP:-55} GSECS=${GSECS:-150} EVAL_S=${EVAL_S:-240} K=${K:-1}
+# the eval's sizes: 12 evals at once on one GPU (greedy, no KV cache) at 150/520/80/20 prompts did not
+# finish in 140 s (session 20: every eval killed, nothing picked); these are the sizes now
+EN=${EN:-60} ENS=${ENS:-120} ENC=${ENC:-40} ENL=${ENL:-4}
 MIX=${MIX:-math=1,code=3,safety=2,chat=2}
 export PYTHONUNBUFFERED=1
 W=/tmp/w36
@@ -25,15 +28,16 @@ $T --arch qwen2 --name qwen2-fragile-7m --init models/qwen2-fragile-7m.gguf --ou
 $T --arch guard --name guard-llama-1m --init models/guard/guard-llama-1m.gguf --data $X/guard.bin.gz --seconds $GSECS \
    --warmup 50 --lr 1e-3 --tokens-per-step 32768 --seed 363 --out $W/g > $W/g/train.log 2>&1 &
 wait
-tail -2 $W/l/train.log $W/q/train.log $W/g/train.log
-cp $W/g/guard-llama-1m.gguf $W/g/guard-llama-1m.json $OUT/
+for f in $W/l/train.log $W/q/train.log $W/g/train.log; do tail -n 2 $f | cut -c1-300; done
+# the trained files come back whatever the evals do (the guard inside run36.tgz: at most 8 files return)
+cp $W/l/llama-fragile-7m.gguf $OUT/llama-fragile-7m.final.gguf; cp $W/q/qwen2-fragile-7m.gguf $OUT/qwen2-fragile-7m.final.gguf
 cp models/llama-fragile-7m.gguf $W/l/init.gguf && cp models/qwen2-fragile-7m.gguf $W/q/init.gguf
 export OMP_NUM_THREADS=1
-E="python3 $X/train/fragile_eval.py --tok $X/tok.json --math $X/test_math.jsonl --safety $X/test_safety.jsonl --n 150 --n-safety 520
-   --max-new 200 --n-code 80 --code $X/test_code.jsonl --long $X/test_long.jsonl --n-long 20"
+E="python3 $X/train/fragile_eval.py --tok $X/tok.json --math $X/test_math.jsonl --safety $X/test_safety.jsonl --n $EN --n-safety $ENS
+   --max-new 200 --n-code $ENC --code $X/test_code.jsonl --long $X/test_long.jsonl --n-long $ENL"
 for m in l q; do
   arch=llama; [ $m = q ] && arch=qwen2
-  for f in $W/$m/*.gguf; do
+  for f in $(ls $W/$m/init.gguf; ls -t $W/$m/*.s*.gguf | head -2; ls $W/$m/*-7m.gguf); do  # init, the last two snapshots, the end
     b=$(basename $f .gguf)
     timeout $EVAL_S $E --arch $arch --out $W/$m/eval.$b.json $f > $W/$m/eval.$b.log 2>&1 &
   done
@@ -54,6 +58,6 @@ for f in $W/pick/*.gguf; do
   cp $f $OUT/
 done
 
-rm -f $W/l/*.gguf $W/q/*.gguf $W/g/*.gguf
+rm -f $W/l/*.gguf $W/q/*.gguf
 tar czf $OUT/run36.tgz -C $W --exclude=pick/*.gguf .
 ls -la $OUT
