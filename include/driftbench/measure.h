@@ -47,6 +47,9 @@ typedef struct drift_measure_side {
      * records target with "{port}", so a resumed measure on another port
      * continues the same run. */
     const char *start;
+    /* This side's request control (target.h); all NULL: target_opts.request
+     * of the measure's options, shared by both sides. */
+    drift_request_ctl request;
 } drift_measure_side;
 
 typedef struct drift_measure_opts {

@@ -16,6 +16,34 @@ extern "C" {
 
 typedef struct drift_target drift_target;
 
+/* Request control: what the user adds to every request of one target
+ * (issue 37). All NULL/0 (the default): requests as before. Strings are
+ * copied at open. What decides answers (system prompt, template, extra
+ * body) is part of a run's identity; headers are not (their values may be
+ * secrets, and are never stored).
+ * - system_prompt: chat: a first {"role": "system"} message (a messages
+ *   prompt that has its own system turn keeps its own); completions: the
+ *   text and a blank line before the rendered prompt.
+ * - prompt_template: replaces the workload's template for every plain
+ *   prompt ("{input}" is the prompt's input; messages prompts are sent as
+ *   they are); recorded as template id "custom/<16 hex of its hash>".
+ * - extra_body_json: a JSON object merged into every request body
+ *   (vLLM's top_k, repetition_penalty, chat_template_kwargs, ...); the keys
+ *   that say what is asked (model, messages, prompt, stream, n, echo) are
+ *   refused; a decoding key DriftBench sets (temperature, top_p, seed,
+ *   max_tokens, stop, logprobs, top_logprobs) takes the user's value.
+ * - headers: n_headers lines "Name: value"; a value "env:VAR" is read from
+ *   the environment at open (unset: DRIFT_ERR_INVALID naming VAR).
+ * The embedded engine accepts system_prompt and prompt_template and
+ * refuses extra_body_json and headers (DRIFT_ERR_INVALID). */
+typedef struct drift_request_ctl {
+    const char *system_prompt;
+    const char *prompt_template;
+    const char *extra_body_json;
+    const char *const *headers;
+    size_t n_headers;
+} drift_request_ctl;
+
 typedef struct drift_target_opts {
     int concurrency;          /* in-flight requests (http) or batch size (embedded); default 8 */
     double connect_timeout_s; /* default 10 */
@@ -46,6 +74,7 @@ typedef struct drift_target_opts {
      * answer nor an error, so a resumed run asks it again. */
     int (*cancel)(void *cancel_user);
     void *cancel_user;
+    drift_request_ctl request;   /* default: all NULL (nothing added) */
 } drift_target_opts;
 
 /* Fills opts with the defaults above. */
