@@ -108,6 +108,7 @@ def main():
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     con = sqlite3.connect(a.db)
+    con.text_factory = lambda b: b.decode("utf-8", "replace")  # model output may be any bytes
     labels = list(dict.fromkeys(a.labels + [x for p in a.pair for x in p]))
     data = {lab: rows(con, lab) for lab in labels}
     out = {"runs": {lab: summary(data[lab]) for lab in labels},
