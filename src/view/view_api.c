@@ -32,7 +32,7 @@
 
 #define VIEW_MAX_TABLES 64      /* cached comparisons */
 #define VIEW_MAX_LIMIT 500      /* pairs per page */
-#define VIEW_MAX_TARGETS 64     /* comparisons one pair listing spans (target left out) */
+#define VIEW_MAX_TARGETS 32     /* comparisons one pair listing spans (target left out); well under the cache */
 #define VIEW_MAX_COMPARISONS 300 /* comparisons listed */
 
 /* One answer pair of a comparison. */
