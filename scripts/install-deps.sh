@@ -5,7 +5,8 @@
 #   --optional adds the python comparison stack and chromium used by benchmarks and the report test
 #   --test     adds what only the test suite needs: PyTorch for the PyTorch server's end-to-end test
 #              (tools/torch_server, tests/e2e/torch_server.sh), Slurm and munge for the job-array test
-#              (tests/e2e/slurm_array.sh starts its own single-node cluster; about 3 MB to download);
+#              (tests/e2e/slurm_array.sh starts its own single-node cluster; about 3 MB to download),
+#              chromium for the results browser's DOM test (tests/e2e/view_chromium.sh, skipped without it);
 #              `make test` passes it, `make lab` does not
 set -eu
 need=(build-essential cmake pkg-config git
@@ -16,7 +17,7 @@ need=(build-essential cmake pkg-config git
 for arg in "$@"; do
   case "$arg" in
     --optional) need+=(python3-statsmodels python3-sklearn python3-xgboost python3-numpy chromium) ;;
-    --test) need+=(python3-torch python3-numpy slurmctld slurmd slurm-client munge postgresql) ;;
+    --test) need+=(python3-torch python3-numpy slurmctld slurmd slurm-client munge postgresql chromium) ;;
     *) echo "install-deps: unknown option '$arg' (--optional, --test)" >&2; exit 2 ;;
   esac
 done

@@ -256,6 +256,14 @@ typedef struct drift_score {
 DRIFT_API drift_status drift_store_put_scores(drift_store *st, const drift_score *s, size_t n,
                                               drift_error *err);
 
+/* Every score of response `response_id` (each evaluator's row), the
+ * latest first (highest scores.id: the one drift_store_load_scored keeps),
+ * with its detail JSON as stored (detail_json NULL when none). *out is
+ * malloc'd, one block with the strings (free(*out)); *n = 0 and *out NULL
+ * when the response has no score (no such response included). */
+DRIFT_API drift_status drift_store_response_scores(drift_store *st, int64_t response_id, drift_score **out,
+                                                   size_t *n, drift_error *err);
+
 DRIFT_API drift_status drift_store_put_embedding(drift_store *st, int64_t response_id, const char *embedder,
                                                  const float *vec, int dim, drift_error *err);
 /* *vec is malloc'd; DRIFT_ERR_NOT_FOUND if absent. */

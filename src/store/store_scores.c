@@ -657,6 +657,77 @@ drift_status drift_store_answer_text(drift_store *st, int64_t response_id, char 
     return ds;
 }
 
+/* drift_store_response_scores: the rows are read into a list first, then
+ * copied into one block (the array, then the strings) the caller frees. */
+typedef struct score_row {
+    char *evaluator, *detail;
+    int label;
+    double value;
+} score_row;
+
+drift_status drift_store_response_scores(drift_store *st, int64_t response_id, drift_score **out, size_t *n,
+                                         drift_error *err) {
+    *out = NULL;
+    *n = 0;
+    store_q *q = sq_prepare(st, "SELECT evaluator, label, value, detail FROM scores WHERE response_id = ?1 "
+                                "ORDER BY id DESC", err);
+    if (!q) return store_err_code(err);
+    sq_bind_int64(q, 1, response_id);
+    score_row *rows = NULL;
+    size_t nr = 0, cap = 0, bytes = 0;
+    drift_status ds = DRIFT_OK;
+    int step = SQ_DONE;
+    while (!ds && (step = sq_step(q)) == SQ_ROW) {
+        if (nr == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            score_row *g = realloc(rows, nc * sizeof *g);
+            if (!g) {
+                ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            rows = g;
+            cap = nc;
+        }
+        score_row *r = &rows[nr++];
+        r->evaluator = store_col_strdup(q, 0);
+        r->detail = sq_is_null(q, 3) ? NULL : store_col_strdup(q, 3);
+        r->label = sq_int(q, 1);
+        r->value = sq_is_null(q, 2) ? NAN : sq_double(q, 2);
+        if (!r->evaluator || (!sq_is_null(q, 3) && !r->detail))
+            ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        else
+            bytes += strlen(r->evaluator) + 1 + (r->detail ? strlen(r->detail) + 1 : 0);
+    }
+    if (!ds && step != SQ_DONE) ds = store_db_error(st, err, "reading the scores of a response");
+    sq_done(q);
+    if (!ds && nr) {
+        drift_score *sc = malloc(nr * sizeof *sc + bytes);
+        if (!sc) ds = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        char *p = sc ? (char *)(sc + nr) : NULL;
+        for (size_t i = 0; sc && i < nr; i++) {
+            size_t le = strlen(rows[i].evaluator) + 1;
+            sc[i] = (drift_score){.response_id = response_id, .label = rows[i].label, .value = rows[i].value};
+            sc[i].evaluator = memcpy(p, rows[i].evaluator, le);
+            p += le;
+            if (rows[i].detail) {
+                size_t ld = strlen(rows[i].detail) + 1;
+                sc[i].detail_json = memcpy(p, rows[i].detail, ld);
+                p += ld;
+            }
+        }
+        if (sc) {
+            *out = sc;
+            *n = nr;
+        }
+    }
+    for (size_t i = 0; i < nr; i++) {
+        free(rows[i].evaluator);
+        free(rows[i].detail);
+    }
+    free(rows);
+    return ds;
+}
+
 /* ---- the score stage's scan ---- */
 
 static char *col_dup(store_q *q, int i) {
