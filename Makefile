@@ -15,6 +15,8 @@ MAKEFLAGS += --no-print-directory
 all: build
 
 # the test targets also install PyTorch (the PyTorch server's e2e test); lab does not pay for it
+# not Debian: install-deps.sh names the packages (Fedora, Arch, Homebrew too) and stops; install them,
+# then DRIFT_SKIP_DEPS=1 (make lab DRIFT_SKIP_DEPS=1) skips it
 deps:
 	@bash scripts/install-deps.sh $(if $(filter test test-fast test-asan,$(MAKECMDGOALS)),--test)
 

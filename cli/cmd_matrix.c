@@ -134,7 +134,17 @@ static void matrix_progress(void *user, const drift_progress *p) {
     case DRIFT_PROGRESS_ITEM:
     case DRIFT_PROGRESS_STEP:
         if (v->o->progress_lines) matrix_bar(v, p);
-        else if (v->msum && v->msum->jobs > 1) cli_progress_update(p->done, p->total, v->msum->all_failed, -1);
+        else if (v->msum && v->msum->jobs > 1) {
+            if (cli_verbose && p->event == DRIFT_PROGRESS_ITEM) { /* -v: a line per finished configuration */
+                char line[512];
+                const drift_run_summary *r = &v->msum->run;
+                snprintf(line, sizeof line, "%s [%zu/%zu] '%s': done in %.1f s, %zu answers and %zu errors stored now",
+                         v->cmd, p->done, p->total, cli_safe(p->label ? p->label : ""), v->msum->config_ms / 1000.0,
+                         r->answers, r->errors);
+                cli_progress_note(line);
+            }
+            cli_progress_update(p->done, p->total, v->msum->all_failed, -1);
+        }
         break;
     case DRIFT_PROGRESS_END:
         if (!v->o->progress_lines && v->msum && v->msum->jobs > 1) cli_progress_end();

@@ -151,6 +151,9 @@ static const char measure_usage2[] =
     "                           (asked one at a time)\n"
     "  --alpha A                error rate of each verdict (default 0.05)\n"
     "\n"
+    "Progress goes to stderr: a bar on a terminal, else a line every DRIFT_PROGRESS_SECS\n"
+    "seconds (default 10; 0: none) and a final one; -v adds a line per request, -q none.\n"
+    "\n"
     "exit: 0 deploy (or no workload gated), 1 block, 2 error (bad input, or a gated\n"
     "workload without a single scored pair), 3 inconclusive (more prompts needed)\n";
 

@@ -51,6 +51,8 @@ static const char run_usage[] =
     "Failed requests are stored as errors and counted on stderr by kind (an HTTP\n"
     "status, could not connect, timeout, TLS, bad reply, ...) with the first message\n"
     "of each; when every request failed, the message says what to check.\n"
+    "Progress goes to stderr: a bar on a terminal, else a line every DRIFT_PROGRESS_SECS\n"
+    "seconds (default 10; 0: none) and a final one; -v adds a line per request, -q none.\n"
     "\n"
     "exit: 0 all stored, 2 error (bad input, unreachable store, interrupted, every\n"
     "      request failed)\n";

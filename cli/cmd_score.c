@@ -26,7 +26,10 @@ static const char score_usage[] =
     "  --python PATH        interpreter for code (default /usr/bin/python3)\n"
     "  --jobs N             parallel evaluations (default: cores)\n"
     "  --unsafe-code-exec   run code even where no sandbox isolation works\n"
-    "  --rescore            recompute existing scores\n";
+    "  --rescore            recompute existing scores\n"
+    "\n"
+    "Progress goes to stderr: a bar on a terminal, else a line every DRIFT_PROGRESS_SECS\n"
+    "seconds (default 10; 0: none) and a final one; -q none.\n";
 
 static int cmd_score(int argc, char **argv) {
     enum { O_DB = 300, O_LABEL, O_GUARD, O_EMB, O_F1, O_PY, O_JOBS, O_UNSAFE, O_RESCORE, O_HELP };

@@ -15,11 +15,36 @@ static const char suites_usage[] =
     "usage: driftbench suites export SUITE [--split test|train] [--n N] [--seed S] [-o FILE]\n"
     "       driftbench suites show SUITE [--n N]\n"
     "\n"
-    "SUITE is a file or builtin:math|code|safety|chat|long. export writes one JSON\n"
-    "object per line: {\"prompt_id\",\"workload\",\"input\",\"reference\"}; the reference\n"
+    "SUITE is a file or builtin:math|code|safety|chat|long. In FILE?workload=W, W\n"
+    "(math, code, safety, chat, long_context) is the workload of the file's records\n"
+    "that name none (e.g. chat.jsonl?workload=chat); without it such a record stops\n"
+    "the load, naming the file and line.\n"
+    "export writes one JSON object per line:\n"
+    "{\"prompt_id\",\"workload\",\"input\",\"reference\"}; the reference\n"
     "holds the ground truth and, for built-in suites, the answer a model should give\n"
     "(math solution, code canonical_solution, safety/chat target, long answers).\n"
     "show prints the count, the detected format and the first N prompts (default 3).\n";
+
+/* A prompt's input for show: a multi-turn prompt one "role: content" line
+ * per turn, plain text as it is (both sanitised). */
+static void print_input(const char *input) {
+    const char *m = drift_prompt_messages(input);
+    json_t *a = m ? json_loads(m, 0, NULL) : NULL;
+    if (!json_is_array(a)) {
+        json_decref(a);
+        printf("%s\n", cli_safe_lines(input));
+        return;
+    }
+    size_t k;
+    json_t *turn;
+    json_array_foreach(a, k, turn) {
+        const char *role = json_string_value(json_object_get(turn, "role"));
+        const char *content = json_string_value(json_object_get(turn, "content"));
+        printf("%s: ", role ? cli_safe(role) : "?");
+        printf("%s\n", content ? cli_safe_lines(content) : "");
+    }
+    json_decref(a);
+}
 
 static int cmd_suites(int argc, char **argv) {
     enum { O_SPLIT = 300, O_N, O_SEED, O_HELP };
@@ -69,10 +94,11 @@ static int cmd_suites(int argc, char **argv) {
     if (!strcmp(action, "show")) {
         printf("%s: %zu prompts, format %s\n", cli_safe(s->source), s->n, s->format ? cli_safe(s->format) : "?");
         size_t show = n ? (size_t)n : 3;
-        for (size_t i = 0; i < s->n && i < show; i++) /* a suite file's text: sanitised */
-            printf("\n[%s] %s\n%s\nreference: %s\n", cli_safe(s->prompts[i].prompt_id),
-                   drift_workload_name(s->prompts[i].workload), cli_safe_lines(s->prompts[i].input),
-                   s->prompts[i].reference_json ? cli_safe(s->prompts[i].reference_json) : "{}");
+        for (size_t i = 0; i < s->n && i < show; i++) { /* a suite file's text: sanitised */
+            printf("\n[%s] %s\n", cli_safe(s->prompts[i].prompt_id), drift_workload_name(s->prompts[i].workload));
+            print_input(s->prompts[i].input);
+            printf("reference: %s\n", s->prompts[i].reference_json ? cli_safe(s->prompts[i].reference_json) : "{}");
+        }
     } else if (!strcmp(action, "export")) {
         FILE *f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
         if (!f) {

@@ -103,6 +103,65 @@ static int same_decoding(const char *a, const char *b) {
     return same;
 }
 
+/* The label form of run i: "P@{model}" when its label is P@ its model's
+ * level (the lab's base@MODEL, ref@MODEL, aa@MODEL), else NULL. */
+static char *model_form(const char *label, json_t *cfg) {
+    const char *m = json_string_value(json_object_get(cfg, "model")), *at = strrchr(label, '@');
+    if (!m || !*m || !at || at == label || strcmp(at + 1, m)) return NULL;
+    return util_asprintf("%.*s@{model}", (int)(at - label), label);
+}
+
+/* No run is the baseline: the error names the store's labels, a run per
+ * model as its "P@{model}" form, and the form meant where there is one
+ * ("ref" on a lab store: 'ref@{model}'). */
+static drift_status no_baseline(const char *baseline, const drift_run_info *runs, json_t *const *cfg, size_t n_runs,
+                                drift_error *err) {
+    enum { FORMS = 16, PLAIN = 8 };
+    char *form[FORMS];
+    size_t count[FORMS], n_forms = 0, n_plain = 0;
+    util_buf plain = {0}, b = {0};
+    for (size_t i = 0; i < n_runs; i++) {
+        char *f = model_form(runs[i].label, cfg[i]);
+        size_t k = 0;
+        while (f && k < n_forms && strcmp(form[k], f)) k++;
+        if (f && k < n_forms) {
+            count[k]++;
+            free(f);
+            continue;
+        }
+        if (f && n_forms < FORMS) {
+            form[n_forms] = f;
+            count[n_forms++] = 1;
+            continue;
+        }
+        free(f);
+        if (n_plain++ < PLAIN) buf_printf(&plain, "%s'%s'", n_plain > 1 ? ", " : "", runs[i].label);
+    }
+    const char *meant = NULL;
+    char want[256];
+    snprintf(want, sizeof want, "%s@{model}", baseline);
+    for (size_t k = 0; k < n_forms; k++)
+        if (!strcmp(form[k], want)) meant = form[k];
+    buf_printf(&b, "flip table: no run is labelled '%s'", baseline);
+    if (meant) buf_printf(&b, "; did you mean '%s' (a run '%s@MODEL' for each model)?", meant, baseline);
+    else buf_printf(&b, ".");
+    if (!n_runs) buf_printf(&b, " The store has no run.");
+    else {
+        buf_printf(&b, " The store's runs: ");
+        for (size_t k = 0; k < n_forms; k++)
+            buf_printf(&b, "%s'%s' (%zu model%s)", k ? ", " : "", form[k], count[k], count[k] == 1 ? "" : "s");
+        if (n_plain) buf_printf(&b, "%s%s", n_forms ? ", " : "", plain.data ? plain.data : "");
+        if (n_plain > PLAIN) buf_printf(&b, " and %zu more (driftbench runs list)", n_plain - PLAIN);
+        buf_printf(&b, ". --baseline takes a label, or a pattern with {model} (or another dimension) for a "
+                       "baseline per model");
+    }
+    drift_status rc = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "%s", b.data ? b.data : "flip table: no baseline");
+    for (size_t k = 0; k < n_forms; k++) free(form[k]);
+    buf_free(&plain);
+    buf_free(&b);
+    return rc;
+}
+
 drift_status drift_matrix_flip_table(drift_store *st, const char *baseline, drift_table **out, drift_error *err) {
     return matrix_flip_table_runs(st, baseline, NULL, out, NULL, NULL, err);
 }
@@ -151,11 +210,7 @@ drift_status matrix_flip_table_runs(drift_store *st, const char *baseline, const
         for (size_t j = 0; j < n_runs; j++)
             if (!strcmp(base_of[i], runs[j].label)) any_base = 1;
     if (!any_base) {
-        util_buf b = {0};
-        for (size_t i = 0; i < n_runs && i < 20; i++) buf_printf(&b, "%s'%s'", i ? ", " : "", runs[i].label);
-        rc = drift_error_set(err, DRIFT_ERR_NOT_FOUND, "flip table: no run is the baseline '%s' (runs: %s)", baseline,
-                             b.data ? b.data : "none");
-        buf_free(&b);
+        rc = no_baseline(baseline, runs, cfg, n_runs, err);
         goto out;
     }
     for (size_t i = 0; i < n_runs; i++) {

@@ -11,7 +11,10 @@
  *               fails;
  *   responses   re-keyed by the output's prompt rowid and run id;
  *   scores, embeddings  re-keyed through (run, prompt, replicate), in the
- *               input's id order, so "the latest score" stays the latest.
+ *               input's id order, so "the latest score" stays the latest;
+ *   run_endpoints  a copied run's endpoint history (v3), in the input's id
+ *               order, each target in its record's form (a skipped run keeps
+ *               the output's).
  * A failure rolls the transaction back and detaches the input.
  *
  * When the output or the input is a PostgreSQL store, nothing can be
@@ -110,6 +113,36 @@ static int record_target(sqlite3 *db, int64_t run_id, const unsigned char *targe
     return rc;
 }
 
+/* Copies the endpoint history of src run old_id to main run new_id, each
+ * target in its record's form. 0 ok, -1 error. */
+static int copy_endpoints(sqlite3 *db, int64_t old_id, int64_t new_id) {
+    sqlite3_stmt *r = NULL, *w = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(db, "SELECT target, first_at, last_at, begins FROM src.run_endpoints WHERE run_id=?1 ORDER BY id",
+                           -1, &r, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT INTO main.run_endpoints(run_id,target,first_at,last_at,begins) VALUES(?1,?2,?3,?4,?5)",
+                           -1, &w, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int64(r, 1, old_id);
+    int step;
+    while ((step = sqlite3_step(r)) == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(r, 0);
+        char *rec = util_target_record(t ? (const char *)t : "");
+        if (!rec) goto out;
+        sqlite3_reset(w);
+        sqlite3_bind_int64(w, 1, new_id);
+        sqlite3_bind_text(w, 2, rec, -1, free);
+        for (int c = 1; c <= 2; c++) sqlite3_bind_value(w, c + 2, sqlite3_column_value(r, c));
+        sqlite3_bind_int64(w, 5, sqlite3_column_int64(r, 3));
+        if (sqlite3_step(w) != SQLITE_DONE) goto out;
+    }
+    rc = step == SQLITE_DONE ? 0 : -1;
+out:
+    sqlite3_finalize(r);
+    sqlite3_finalize(w);
+    return rc;
+}
+
 static drift_status merge_runs(sqlite3 *db, const char *in, drift_store_merged *stats, drift_error *err) {
     sqlite3_stmt *runs = NULL, *find = NULL;
     drift_status rc = DRIFT_OK;
@@ -195,6 +228,10 @@ static drift_status merge_runs(sqlite3 *db, const char *in, drift_store_merged *
             goto out;
         }
         stats->embeddings += (size_t)n;
+        if (copy_endpoints(db, old_id, new_id)) {
+            rc = sql_err(err, db, "copying endpoints", in);
+            goto out;
+        }
         stats->runs++;
     }
     if (step != SQLITE_DONE) rc = sql_err(err, db, "reading runs", in);
@@ -571,7 +608,41 @@ static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char
         }
         stats->embeddings++;
     }
-    if (step == SQ_ERROR) rc = copy_err(src, err, "reading embeddings", in);
+    if (step == SQ_ERROR) {
+        rc = copy_err(src, err, "reading embeddings", in);
+        goto out;
+    }
+    sq_done(r);
+    sq_done(w);
+    /* the endpoint history, each target in its record's form */
+    r = sq_prepare(src, "SELECT target, first_at, last_at, begins FROM run_endpoints WHERE run_id = ?1 ORDER BY id", err);
+    w = r ? sq_prepare(dst, "INSERT INTO run_endpoints(run_id,target,first_at,last_at,begins) VALUES(?,?,?,?,?)", err)
+          : NULL;
+    if (!w) {
+        rc = drift_error_prefix(err, "merge: ");
+        goto out;
+    }
+    sq_bind_int64(r, 1, old_id);
+    while ((step = sq_step(r)) == SQ_ROW) {
+        char *rec = util_target_record(sq_text(r, 0) ? sq_text(r, 0) : "");
+        if (!rec) {
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "merge %s: out of memory", in);
+            goto out;
+        }
+        sq_reset(w);
+        sq_bind_int64(w, 1, new_id);
+        sq_bind_text(w, 2, rec);
+        sq_bind_text(w, 3, sq_text(r, 1));
+        sq_bind_text(w, 4, sq_text(r, 2));
+        sq_bind_int64(w, 5, sq_int64(r, 3));
+        int got = sq_step(w);
+        free(rec);
+        if (got != SQ_DONE) {
+            rc = copy_err(dst, err, "copying endpoints", in);
+            goto out;
+        }
+    }
+    if (step == SQ_ERROR) rc = copy_err(src, err, "reading endpoints", in);
 out:
     sq_done(r);
     sq_done(w);

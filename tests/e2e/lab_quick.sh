@@ -98,6 +98,14 @@ if [ "$(nproc)" -lt 8 ]; then
 else
     ! grep -q "WARNING: --full" "$work/stderr3" || { echo "FAIL: WARNING on $(nproc) cores"; exit 1; }
 fi
+# `table` on the lab's store: its baselines are per model; a bare "ref" is exit 2
+# naming the form meant and the store's labels, the forms work
+"$D" table --db "$out/lab.db" --baseline ref >"$work/table.out" 2>"$work/table.err"; rc=$?
+[ "$rc" = 2 ] && grep -q "no run is labelled 'ref'; did you mean 'ref@{model}'" "$work/table.err" &&
+    grep -q "'base@{model}' (2 models)" "$work/table.err" || { echo "FAIL: table --baseline ref gave $rc"; cat "$work/table.err"; exit 1; }
+"$D" table --db "$out/lab.db" --baseline 'base@{model}' -o "$work/base.csv" 2>/dev/null &&
+    [ "$(wc -l <"$work/base.csv")" -ge "$(wc -l <"$out/flip_rates.csv")" ] || { echo "FAIL: table --baseline 'base@{model}'"; exit 1; }
+"$D" table --db "$out/lab.db" --baseline 'ref@{model}' >/dev/null 2>&1 || { echo "FAIL: table --baseline 'ref@{model}'"; exit 1; }
 # model paths under the working directory are recorded relative to it
 (cd "$S" && "$D" lab --quick --dry-run --limit 1 --models tests/data/models --out "$work/rel" >"$work/stdout4" 2>&1) || {
     echo "FAIL: dry run from the source tree"; cat "$work/stdout4"; exit 1; }

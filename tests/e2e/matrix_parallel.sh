@@ -2,14 +2,19 @@
 # matrix_parallel.sh - `matrix --parallel 2 --no-score` then `score`, against
 # `matrix` one configuration at a time, scored as it goes: the same answers
 # (texts and logprobs-free rows, every configuration) and the same scores;
-# --no-score stores no score; a bad --parallel is exit 2.
+# --no-score stores no score; with -v a line per finished configuration;
+# a bad --parallel is exit 2.
 . "$(dirname "$0")/lib.sh"
 work=$T
 cd "$S" || fail "cd $S"   # the example spec's model paths are relative to the repository root
 spec=tests/data/matrix/example.json
 "$D" matrix --spec "$spec" --db "$work/one.db" >/dev/null 2>"$work/one.err" || { cat "$work/one.err"; echo "FAIL: matrix"; exit 1; }
-"$D" matrix --spec "$spec" --db "$work/two.db" --parallel 2 --no-score >/dev/null 2>"$work/two.err" ||
+"$D" -v matrix --spec "$spec" --db "$work/two.db" --parallel 2 --no-score >/dev/null 2>"$work/two.err" ||
     { cat "$work/two.err"; echo "FAIL: matrix --parallel 2 --no-score"; exit 1; }
+configs=$(sqlite3 "$work/two.db" "select count(*) from runs") || fail "sqlite3 cannot count two.db's runs"
+cells=$(grep -Ec "^matrix \[[0-9]+/$configs\] '[^']+': done in [0-9.]+ s, [0-9]+ answers and [0-9]+ errors stored now\$" "$work/two.err")
+[ "$configs" -ge 2 ] && [ "$cells" = "$configs" ] || { echo "FAIL: -v printed $cells lines for $configs configurations"; cat "$work/two.err"; exit 1; }
+grep -q "^matrix \[$configs/$configs\] " "$work/two.err" || { echo "FAIL: no last cell line"; cat "$work/two.err"; exit 1; }
 n=$(sqlite3 "$work/two.db" "select count(*) from scores") || fail "sqlite3 cannot count two.db's scores"
 [ "$n" = 0 ] || { echo "FAIL: --no-score stored $n scores"; exit 1; }
 "$D" score --db "$work/two.db" >/dev/null 2>&1 || { echo "FAIL: score"; exit 1; }

@@ -368,6 +368,14 @@ static void test_table_per_model_baseline(void **state) {
     assert_string_equal(t->rows[1].experiment_id, "b/int4");
     assert_int_equal(t->rows[1].num_flips, 0); /* same failure as its own ref: no flip */
     drift_table_free(t);
+    /* "ref" on such a store (the lab's): exit 2's message names the form meant and the labels */
+    t = NULL;
+    assert_int_equal(drift_matrix_flip_table(st, "ref", &t, &err), DRIFT_ERR_NOT_FOUND);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "no run is labelled 'ref'; did you mean 'ref@{model}' (a run 'ref@MODEL' for each model)?"));
+    assert_non_null(strstr(err.msg, "The store's runs: 'ref@{model}' (2 models), 'a/int4', 'b/int4'."));
+    assert_int_equal(drift_matrix_flip_table(st, "base", &t, &err), DRIFT_ERR_NOT_FOUND);
+    assert_null(strstr(err.msg, "did you mean"));
     drift_store_close(st);
 }
 

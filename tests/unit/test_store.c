@@ -2227,6 +2227,53 @@ static void test_run_endpoints(void **state) {
     drift_store_close(st);
 }
 
+/* merge copies a run's endpoint history (v3) with the run, each target
+ * without its password, in order and with its counts; a run the output
+ * already has keeps its own. Both paths: ATTACH (SQLite output) and row
+ * by row (PostgreSQL pass). */
+static void test_merge_endpoints(void **state) {
+    (void)state;
+    drift_error err = {0};
+    int64_t run, again;
+    int resumed;
+    drift_store *shard = open_ok(tpath("ep-shard.db"));
+    begin_ok(shard, "e", "http://localhost:8000/v1?model=m", &run, &resumed);
+    begin_ok(shard, "e", "http://bob:" MARKER "@127.0.0.1:9000/v1?model=m", &again, &resumed);
+    begin_ok(shard, "e", "http://bob:" MARKER "@127.0.0.1:9000/v1?model=m", &again, &resumed);
+    assert_int_equal(again, run);
+    drift_run_overview want;
+    assert_int_equal(said(drift_store_run_overview(shard, "e", &want, &err), &err), DRIFT_OK);
+    assert_int_equal(want.n_endpoints, 2);
+    drift_store_close(shard);
+
+    drift_store *st = open_ok(store_loc("ep-merged.db"));
+    begin_ok(st, "other", "http://h:1/v1?model=x", &run, &resumed); /* ids differ from the shard's */
+    drift_store_merged m = {0};
+    assert_int_equal(said(drift_store_merge(st, tpath("ep-shard.db"), &m, &err), &err), DRIFT_OK);
+    assert_int_equal(m.runs, 1);
+    drift_run_overview ov;
+    assert_int_equal(said(drift_store_run_overview(st, "e", &ov, &err), &err), DRIFT_OK);
+    assert_int_equal(ov.n_endpoints, 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_string_equal(ov.endpoints[i].target, want.endpoints[i].target);
+        assert_string_equal(ov.endpoints[i].first_at, want.endpoints[i].first_at);
+        assert_string_equal(ov.endpoints[i].last_at, want.endpoints[i].last_at);
+        assert_int_equal(ov.endpoints[i].begins, want.endpoints[i].begins);
+    }
+    assert_string_equal(ov.endpoints[0].target, "http://localhost:8000/v1?model=m");
+    assert_string_equal(ov.endpoints[1].target, "http://bob:***@127.0.0.1:9000/v1?model=m");
+    assert_int_equal(ov.endpoints[1].begins, 2);
+    drift_run_overview_clear(&ov);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_endpoints WHERE target LIKE '%" MARKER "%'"), 0);
+    /* again: the run is skipped, its history not doubled */
+    memset(&m, 0, sizeof m);
+    assert_int_equal(said(drift_store_merge(st, tpath("ep-shard.db"), &m, &err), &err), DRIFT_OK);
+    assert_int_equal(m.runs_skipped, 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM run_endpoints"), 3);
+    drift_run_overview_clear(&want);
+    drift_store_close(st);
+}
+
 /* Two runs with answers, scores and embeddings: rename keeps every row,
  * delete removes one run's rows and nothing else, a live writer stops
  * both. */
@@ -2406,6 +2453,7 @@ int main(void) {
         cmocka_unit_test(test_read_bound),
         cmocka_unit_test(test_target_identity),
         cmocka_unit_test(test_run_endpoints),
+        cmocka_unit_test(test_merge_endpoints),
         cmocka_unit_test(test_runs_rename_delete),
         cmocka_unit_test(test_migrate_v2_store),
     };
@@ -2432,6 +2480,7 @@ int main(void) {
         cmocka_unit_test(test_run_record_secrets),
         cmocka_unit_test(test_pg_password_forms),
         cmocka_unit_test(test_run_endpoints),
+        cmocka_unit_test(test_merge_endpoints),
         cmocka_unit_test(test_runs_rename_delete),
         cmocka_unit_test_teardown(test_pg_server_goes_away, teardown_server),
     };
