@@ -49,5 +49,5 @@ if ! "${as[@]}" "$bindir/pg_ctl" -D "$dir/data" -o "$opts" -l "$dir/server.log" 
 fi
 export DRIFT_TEST_PG="postgresql://postgres@/postgres?host=$dir"
 export DRIFT_TEST_PG_DIR="$dir"
-export DRIFT_TEST_PG_CTL="${as[*]} $bindir/pg_ctl -D $dir/data -o \"$opts\" -l $dir/server.log -w"
+export DRIFT_TEST_PG_CTL="${as[*]} $bindir/pg_ctl -D $dir/data -o \"$opts\" -l $dir/server.log -w -t 180"
 "$@"
