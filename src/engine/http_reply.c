@@ -45,16 +45,17 @@ drift_status eng_http_extra_body_parse(const char *text, json_t **out, drift_err
     *out = NULL;
     if (!text || !*text) return DRIFT_OK;
     json_error_t je;
-    json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    json_t *j = json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!j)
         return drift_error_set(err, DRIFT_ERR_INVALID, "extra body: not valid JSON: %s (line %d, column %d)", je.text,
                                je.line, je.column);
     if (!json_is_object(j)) {
+        const char *kind = json_is_array(j) ? "array" : json_is_string(j) ? "string" : "value";
         json_decref(j);
         return drift_error_set(err, DRIFT_ERR_INVALID,
                                "extra body: must be a JSON object of request fields (e.g. {\"top_k\": 20}), not a "
                                "JSON %s",
-                               json_is_array(j) ? "array" : json_is_string(j) ? "string" : "value");
+                               kind);
     }
     for (size_t i = 0; i < sizeof ASKED_KEYS / sizeof *ASKED_KEYS; i++)
         if (json_object_get(j, ASKED_KEYS[i])) {
