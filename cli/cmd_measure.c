@@ -184,7 +184,9 @@ static int cmd_measure(int argc, char **argv) {
         {"guard", required_argument, 0, O_GUARD}, {"embedder", required_argument, 0, O_EMB},
         {"unsafe-code-exec", no_argument, 0, O_UNSAFE}, {"jobs", required_argument, 0, O_JOBS},
         COMPARE_LONG_OPTIONS, {"sequential", no_argument, 0, O_SEQ}, {"alpha", required_argument, 0, O_ALPHA},
-        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        REQUEST_LONG_OPTIONS, {"baseline-extra-body", required_argument, 0, O_BEXTRA},
+        {"target-extra-body", required_argument, 0, O_TEXTRA}, {"baseline-header", required_argument, 0, O_BHEADER},
+        {"target-header", required_argument, 0, O_THEADER}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
     cli_run_args a;
     cli_run_args_default(&a);
     a.order_seed = 42;
