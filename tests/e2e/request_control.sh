@@ -15,7 +15,9 @@
 #    (sampled answers differ from greedy ones); --template is recorded as
 #    custom/<hash> and its text is what is sent; --stop cuts answers where
 #    the string would have been.
-# 3. measure takes --system and per-side --target-extra-body.
+# 3. measure takes --system and per-side --target-extra-body (serve; and,
+#    against the recording server, a shared header on both sides, a side's
+#    own replacing it by name, each side's own extra body).
 . "$(dirname "$0")/lib.sh"
 command -v python3 > /dev/null || skip_all "python3 is not installed"
 model="$S/tests/data/models/tiny-qwen2-f16.gguf"
@@ -35,7 +37,7 @@ class H(BaseHTTPRequestHandler):
         self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers()
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        log.write(json.dumps({"path": self.path, "headers": dict(self.headers.items()), "body": json.loads(body)}) + "\n")
+        log.write(json.dumps({"path": self.path, "headers": list(self.headers.items()), "body": json.loads(body)}) + "\n")
         log.flush()
         if self.path.endswith("/chat/completions"):
             ch = {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
@@ -65,7 +67,7 @@ import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 r = [x for x in r if x["path"].endswith("/chat/completions")]
 assert len(r) == 1, len(r)
-b, h = r[0]["body"], {k.lower(): v for k, v in r[0]["headers"].items()}
+b, h = r[0]["body"], {k.lower(): v for k, v in r[0]["headers"]}
 assert b["messages"] == [{"role": "system", "content": "Answer as a pirate."}, {"role": "user", "content": "hello there"}], b["messages"]
 assert b["top_k"] == 7, b                         # the extra body's value wins over --top-k 3
 assert b["chat_template_kwargs"] == {"enable_thinking": False}, b
@@ -74,6 +76,7 @@ assert b["model"] == "m" and b["stream"] is False, b
 assert h["x-team"] == "drift", h
 assert h["x-token"] == "tok-e2e-0451", h           # env:VAR read at open
 assert "authorization" not in h, h
+assert [k.lower() for k, v in r[0]["headers"]].count("x-token") == 1, r[0]["headers"]
 print("ok")
 EOF
 check 'grep -qx ok "$T/rec.check"' "the recorded request is not what was asked: $(cat "$T/rec.check")"
@@ -95,6 +98,38 @@ check '[ $rc = 2 ] && grep -q "key .stream. is refused" "$T/stream.err"' "stream
 rc=$?
 check '[ $rc = 2 ] && grep -q "refusing to send header .Authorization." "$T/auth.err" && ! grep -q "sk-e2e-secret" "$T/auth.err"' \
   "an Authorization header over plain http to another host was not refused (rc $rc): $(cat "$T/auth.err")"
+
+# measure: the shared header on both sides, a side's own replacing it by name, per-side extra bodies
+RB="http://127.0.0.1:$PORT/v1?model=base&api=chat"
+RT="http://127.0.0.1:$PORT/v1?model=cand&api=chat"
+: > "$T/rec.log"
+"$D" measure -q --db "$T/recm.db" --baseline "$RB" --target "$RT" --suite builtin:math --limit 2 --max-tokens 4 \
+  --header 'X-Team: shared' --header 'X-Tier: gold' --target-header 'X-Tier: silver' --system 'S' \
+  --baseline-extra-body '{"top_k": 1}' --target-extra-body '{"chat_template_kwargs": {"enable_thinking": false}}' \
+  > "$T/recm.out" 2> "$T/recm.err"
+rc=$?
+check '[ $rc != 2 ]' "measure against the recording server failed (rc $rc): $(tail -3 "$T/recm.err")"
+python3 - "$T/rec.log" > "$T/recm.check" 2>&1 << 'EOF'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r = [x for x in r if x["path"].endswith("/chat/completions")]
+side = {"base": [], "cand": []}
+for x in r: side[x["body"]["model"]].append(x)
+assert len(side["base"]) == 2 and len(side["cand"]) == 2, {k: len(v) for k, v in side.items()}
+for x in side["base"]:
+    h = {k.lower(): v for k, v in x["headers"]}
+    assert h["x-team"] == "shared" and h["x-tier"] == "gold", h
+    assert x["body"]["top_k"] == 1 and "chat_template_kwargs" not in x["body"], x["body"]
+    assert x["body"]["messages"][0] == {"role": "system", "content": "S"}, x["body"]
+for x in side["cand"]:
+    h = {k.lower(): v for k, v in x["headers"]}
+    assert h["x-team"] == "shared" and h["x-tier"] == "silver", h
+    assert [k.lower() for k, v in x["headers"]].count("x-tier") == 1, x["headers"]
+    assert "top_k" not in x["body"] and x["body"]["chat_template_kwargs"] == {"enable_thinking": False}, x["body"]
+    assert x["body"]["messages"][0] == {"role": "system", "content": "S"}, x["body"]
+print("ok")
+EOF
+check 'grep -qx ok "$T/recm.check"' "measure's per-side request control is not what was asked: $(cat "$T/recm.check")"
 
 # ---- 2. driftbench serve ----
 "$D" serve --model "$model" --port 0 --threads 1 --lifetime 600 > "$T/sout" 2> "$T/serr" &

@@ -9,7 +9,9 @@
  * is unless allow_insecure_key, an Authorization header with api_key_env, a
  * header DriftBench sets, a malformed line, the embedded engine refusing an
  * extra body and headers, a template without {input}) with no header value
- * in any message, the custom template's rendering and id, and the run's
+ * in any message, the embedded engine's system turn (the tiny ChatML
+ * model's prompt tokens; a messages prompt's own system turn; the
+ * completions prefix), the custom template's rendering and id, and the run's
  * identity in the store: another system prompt or extra body is another
  * run (a clear message naming the field), other headers are not. */
 #include <setjmp.h>
@@ -25,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driftbench/model.h"
 #include "driftbench/store.h"
 #include "driftbench/suite.h"
 #include "driftbench/target.h"
@@ -390,6 +393,63 @@ static void test_header_refusals(void **state) {
     assert_non_null(strstr(err.msg, "no {input}"));
 }
 
+/* ---------- the embedded engine ---------- */
+
+/* The prompt's tokens as text (control tokens rendered). */
+static char *tokens_text(const drift_target *t, const char *prompt) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    drift_error err = {0};
+    assert_int_equal(drift_target_prompt_tokens(t, prompt, &ids, &n, &err), DRIFT_OK);
+    util_buf b = {0};
+    for (size_t i = 0; i < n; i++) {
+        char *tt = drift_model_token_text(drift_target_model(t), ids[i]);
+        buf_puts(&b, tt ? tt : "");
+        free(tt);
+    }
+    free(ids);
+    return buf_steal(&b);
+}
+
+static void test_embedded_system(void **state) {
+    (void)state;
+    const char *src = getenv("DRIFT_SOURCE");
+    char spec[1024];
+    snprintf(spec, sizeof spec, "embedded:%s/tests/data/models/tiny-qwen2-f16.gguf?profile=cpu-f32&api=chat",
+             src && *src ? src : DRIFT_SOURCE_DIR);
+    drift_target_opts o;
+    drift_target_opts_default(&o);
+    drift_target *plain = NULL, *sys = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_target_open(spec, &o, &plain, &err), DRIFT_OK);
+    o.request.system_prompt = "Be terse.";
+    assert_int_equal(drift_target_open(spec, &o, &sys, &err), DRIFT_OK);
+    assert_string_equal(drift_model_get_info(drift_target_model(sys))->chat_template, "chatml");
+    char *a = tokens_text(plain, "hi"), *b = tokens_text(sys, "hi");
+    assert_null(strstr(a, "system"));
+    /* ChatML: the system turn, then the user turn as before */
+    assert_non_null(strstr(b, "<|im_start|>system\nBe terse.<|im_end|>\n<|im_start|>user\nhi<|im_end|>"));
+    assert_non_null(strstr(b, a + (strstr(a, "<|im_start|>user") - a)));
+    free(a);
+    free(b);
+    /* a messages prompt's own system turn replaces the target's */
+    b = tokens_text(sys, DRIFT_PROMPT_MESSAGES_MARK "[{\"content\":\"Own.\",\"role\":\"system\"},"
+                         "{\"content\":\"hi\",\"role\":\"user\"}]");
+    assert_non_null(strstr(b, "<|im_start|>system\nOwn.<|im_end|>"));
+    assert_null(strstr(b, "Be terse."));
+    free(b);
+    drift_target_close(plain);
+    drift_target_close(sys);
+    /* completions: the text and a blank line before the prompt, as http */
+    snprintf(spec, sizeof spec, "embedded:%s/tests/data/models/tiny-qwen2-f16.gguf?profile=cpu-f32",
+             src && *src ? src : DRIFT_SOURCE_DIR);
+    assert_int_equal(drift_target_open(spec, &o, &sys, &err), DRIFT_OK);
+    b = tokens_text(sys, "Question: 1+1\nAnswer:");
+    assert_non_null(strstr(b, "Be terse.\n\nQuestion: 1+1\nAnswer:"));
+    free(b);
+    drift_target_close(sys);
+}
+
 /* ---------- the custom template ---------- */
 
 static void test_custom_template(void **state) {
@@ -475,7 +535,7 @@ int main(void) {
         cmocka_unit_test(test_system_prompt_body), cmocka_unit_test(test_extra_body_merge),
         cmocka_unit_test(test_extra_body_refused), cmocka_unit_test(test_server_receives),
         cmocka_unit_test(test_header_refusals),    cmocka_unit_test(test_custom_template),
-        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_identity),          cmocka_unit_test(test_embedded_system),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
