@@ -26,6 +26,7 @@
 #include "engine/http_internal.h"
 #include "engine/target_impl.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,14 @@ static drift_status req_copy(drift_target *t, const drift_request_ctl *in, drift
         return drift_error_set(err, DRIFT_ERR_INVALID,
                                "request control: the prompt template has no {input} (where each prompt's text goes): "
                                "every prompt would be sent as the same text");
+    const char *texts[2] = {in->system_prompt, in->prompt_template};
+    for (int i = 0; i < 2; i++) {
+        json_t *j = texts[i] ? json_string(texts[i]) : NULL; /* NULL: not UTF-8 (or a NUL-free check failed) */
+        if (texts[i] && !j)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "request control: the %s is not valid UTF-8",
+                                   i ? "prompt template" : "system prompt");
+        json_decref(j);
+    }
     int bad = 0;
 #define REQ_DUP(f) \
     if (in->f && *in->f) bad |= !(r->f = util_strdup(in->f))

@@ -391,6 +391,10 @@ static void test_header_refusals(void **state) {
     o.request.prompt_template = "always the same";
     assert_int_equal(drift_target_open("http://127.0.0.1:9/v1?model=m", &o, &t, &err), DRIFT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "no {input}"));
+    o.request.prompt_template = NULL;
+    o.request.system_prompt = "caf\xe9";
+    assert_int_equal(drift_target_open("http://127.0.0.1:9/v1?model=m", &o, &t, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "system prompt is not valid UTF-8"));
 }
 
 /* ---------- the embedded engine ---------- */
