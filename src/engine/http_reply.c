@@ -143,23 +143,38 @@ int eng_http_request_render(json_t *tmpl, drift_api api, const char *system, con
         drift_error_set(err, DRIFT_ERR_INVALID, turns ? "prompt messages are not a JSON array" : "prompt is not valid UTF-8");
         return -1;
     }
-    json_t *sys_msg = NULL;
-    if (api == DRIFT_API_CHAT && system && *system && !(turns && has_system_turn(s))) {
-        sys_msg = json_pack("{s:s, s:s}", "role", "system", "content", system);
-        if (!sys_msg) {
-            json_decref(s);
-            drift_error_set(err, DRIFT_ERR_INVALID, "system prompt is not valid UTF-8");
-            return -1;
-        }
-    }
+    int want_sys = api == DRIFT_API_CHAT && system && *system && !(turns && has_system_turn(s));
     int bad = 0;
     if (turns) {
-        if (sys_msg) bad |= json_array_insert_new(s, 0, sys_msg);
+        if (want_sys) bad |= json_array_insert_new(s, 0, json_pack("{s:s, s:s}", "role", "system", "content", system));
         bad |= json_object_set_new(tmpl, "messages", s);
     } else if (api == DRIFT_API_CHAT) {
-        json_t *user = json_pack("{s:s, s:o}", "role", "user", "content", s);
-        json_t *msgs = sys_msg ? json_pack("[o, o]", sys_msg, user) : json_pack("[o]", user);
-        bad |= json_object_set_new(tmpl, "messages", msgs);
+        /* the messages of the request before are reused when they have this
+         * shape ([system,] user, the same system text): only the user's
+         * content changes, as before request control */
+        json_t *msgs = json_object_get(tmpl, "messages");
+        size_t want = want_sys ? 2 : 1;
+        json_t *m0 = json_array_get(msgs, 0), *mu = json_array_get(msgs, want - 1);
+        const char *r0 = json_string_value(json_object_get(m0, "role"));
+        const char *ru = json_string_value(json_object_get(mu, "role"));
+        int reuse = json_array_size(msgs) == want && ru && !strcmp(ru, "user");
+        if (reuse && want_sys) {
+            const char *c0 = json_string_value(json_object_get(m0, "content"));
+            reuse = r0 && !strcmp(r0, "system") && c0 && !strcmp(c0, system);
+        }
+        if (reuse) {
+            bad |= json_object_set_new(mu, "content", s);
+        } else {
+            json_t *user = json_pack("{s:s, s:o}", "role", "user", "content", s);
+            json_t *sys_msg = want_sys ? json_pack("{s:s, s:s}", "role", "system", "content", system) : NULL;
+            if (want_sys && !sys_msg) {
+                json_decref(user);
+                drift_error_set(err, DRIFT_ERR_INVALID, "system prompt is not valid UTF-8");
+                return -1;
+            }
+            json_t *list = sys_msg ? json_pack("[o, o]", sys_msg, user) : json_pack("[o]", user);
+            bad |= json_object_set_new(tmpl, "messages", list);
+        }
     } else {
         bad |= json_object_set_new(tmpl, "prompt", s);
     }
