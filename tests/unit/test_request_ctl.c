@@ -67,7 +67,14 @@ static void test_system_prompt_body(void **state) {
     assert_turn(m, 0, "system", "Answer in French.");
     assert_turn(m, 1, "user", "What is 2+2?");
     json_decref(j);
-    /* no system prompt: one user turn again (the template is reused) */
+    /* the template is reused between requests: another system text is sent as it is */
+    j = render(tmpl, DRIFT_API_CHAT, "Answer in German.", "What is 3+3?", &seed);
+    m = json_object_get(j, "messages");
+    assert_int_equal(json_array_size(m), 2);
+    assert_turn(m, 0, "system", "Answer in German.");
+    assert_turn(m, 1, "user", "What is 3+3?");
+    json_decref(j);
+    /* no system prompt: one user turn again */
     j = render(tmpl, DRIFT_API_CHAT, NULL, "hi", &seed);
     m = json_object_get(j, "messages");
     assert_int_equal(json_array_size(m), 1);
@@ -91,6 +98,13 @@ static void test_system_prompt_body(void **state) {
     m = json_object_get(j, "messages");
     assert_int_equal(json_array_size(m), 2);
     assert_turn(m, 0, "developer", "own");
+    json_decref(j);
+    /* after a messages prompt, a plain one is [system, user] again */
+    j = render(tmpl, DRIFT_API_CHAT, "Be brief.", "plain", &seed);
+    m = json_object_get(j, "messages");
+    assert_int_equal(json_array_size(m), 2);
+    assert_turn(m, 0, "system", "Be brief.");
+    assert_turn(m, 1, "user", "plain");
     json_decref(j);
     json_decref(tmpl);
 
