@@ -13,10 +13,13 @@
 static void usage(void) {
     printf("usage: driftbench generate --model F.gguf [--profile P] --prompt TEXT [--chat]\n"
            "                           [--max-tokens N] [--temperature T] [--top-p P] [--top-k K]\n"
-           "                           [--seed S] [--stop STR]... [--logprobs K]\n"
+           "                           [--seed S] [--stop STR]... [--logprobs K] [--system TEXT]\n"
            "  --profile  a named profile (`driftbench profiles`) or a spec such as\n"
            "             'profile=cpu-bf16&kv=fp8-e4m3' (default cpu-f32)\n"
            "  --chat     wrap the prompt in the model's chat template (one user message)\n"
+           "  --system   a system prompt: with --chat the template's system turn, else the\n"
+           "             text and a blank line before the prompt (as run --system does)\n"
+           "  --stop     a stop string; repeatable (at most 16)\n"
            "  --logprobs print each generated token's logprob and its top K alternatives\n");
 }
 
@@ -26,7 +29,7 @@ static void put_escaped(const char *s) {
 }
 
 static int cmd_generate(int argc, char **argv) {
-    const char *cmd = "generate", *model = NULL, *profile = "cpu-f32", *prompt = NULL;
+    const char *cmd = "generate", *model = NULL, *profile = "cpu-f32", *prompt = NULL, *system = NULL;
     const char *stops[16];
     int n_stop = 0, chat = 0;
     drift_gen_params gp;
@@ -49,6 +52,7 @@ static int cmd_generate(int argc, char **argv) {
         if (!strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "--profile")) profile = v;
         else if (!strcmp(a, "--prompt")) prompt = v;
+        else if (!strcmp(a, "--system")) system = *v ? v : NULL;
         else if (!strcmp(a, "--max-tokens")) {
             if (cli_parse_int(cmd, a, v, 1, 1 << 20, &lv)) return CLI_EXIT_ERROR;
             gp.max_tokens = (int)lv;
@@ -88,7 +92,16 @@ static int cmd_generate(int argc, char **argv) {
     double t_load = cli_now_ms() - t0;
     int32_t *ids;
     size_t n;
-    st = chat ? drift_model_chat_tokens(m, prompt, &ids, &n, &err) : drift_model_tokenize(m, prompt, strlen(prompt), -1, 0, &ids, &n, &err);
+    char *text = !chat && system ? malloc(strlen(system) + strlen(prompt) + 3) : NULL;
+    if (!chat && system && !text) {
+        drift_model_free(m);
+        return cli_error(cmd, "out of memory");
+    }
+    if (text) sprintf(text, "%s\n\n%s", system, prompt); /* completions: as the embedded target does */
+    const char *plain = text ? text : prompt;
+    st = chat ? drift_model_chat_system_tokens(m, system, prompt, &ids, &n, &err)
+              : drift_model_tokenize(m, plain, strlen(plain), -1, 0, &ids, &n, &err);
+    free(text);
     if (st) {
         drift_model_free(m);
         return cli_error_lib(cmd, &err);

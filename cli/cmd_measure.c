@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "driftbench/measure.h"
@@ -123,6 +124,18 @@ static const char measure_usage[] =
     "  --start-timeout S        seconds a started server may take to answer its health\n"
     "                           check with 200 (default 120)\n"
     "  --health-path P          the path polled (default /health)\n"
+    "  API keys: each side's SPEC names its own variable, e.g. --baseline\n"
+    "  'https://a.example/v1?model=m&api_key_env=A_KEY' --target\n"
+    "  'https://b.example/v1?model=m&api_key_env=B_KEY' (default $OPENAI_API_KEY)\n"
+    "  request control (both sides; see driftbench run --help):\n"
+    "                   --system TEXT --system-file F --template TEXT --extra-body JSON|@F\n"
+    "                   --header 'N: V' (repeatable) --stop S (repeatable)\n"
+    "  --baseline-extra-body JSON|@F  the baseline's extra body, in place of --extra-body\n"
+    "  --target-extra-body JSON|@F    the target's (e.g. the field one server needs and\n"
+    "                           the other does not)\n"
+    "  --baseline-header 'N: V' a header for the baseline only (repeatable; one of the\n"
+    "                           same name given by --header is replaced)\n"
+    "  --target-header 'N: V'   the same for the target\n"
     "  run options:     --concurrency --temperature --top-p --top-k --seed --max-tokens\n"
     "                   --logprobs --replicates --limit --timeout --connect-timeout --retries\n"
     "                   (see driftbench run --help)\n"
@@ -157,9 +170,13 @@ static const char measure_usage2[] =
     "exit: 0 deploy (or no workload gated), 1 block, 2 error (bad input, or a gated\n"
     "workload without a single scored pair), 3 inconclusive (more prompts needed)\n";
 
+static int measure_parsed(int argc, char **argv, cli_run_args *ap, drift_measure_opts *mop, cli_compare_args *cop,
+                          const char *db, int alpha_given, int order_given);
+
 static int cmd_measure(int argc, char **argv) {
     enum { O_BASE = 400, O_TARG, O_DB, O_BLABEL, O_TLABEL, O_BCONF, O_TCONF, O_GUARD, O_EMB, O_UNSAFE, O_JOBS,
-           O_BSTART, O_TSTART, O_STIMEOUT, O_HEALTH, O_HELP, O_SEQ, O_ALPHA };
+           O_BSTART, O_TSTART, O_STIMEOUT, O_HEALTH, O_HELP, O_SEQ, O_ALPHA, O_BEXTRA, O_TEXTRA, O_BHEADER,
+           O_THEADER };
     static const struct option longopts[] = {
         {"baseline", required_argument, 0, O_BASE}, {"target", required_argument, 0, O_TARG},
         {"db", required_argument, 0, O_DB}, {"baseline-label", required_argument, 0, O_BLABEL},
@@ -170,7 +187,9 @@ static int cmd_measure(int argc, char **argv) {
         {"guard", required_argument, 0, O_GUARD}, {"embedder", required_argument, 0, O_EMB},
         {"unsafe-code-exec", no_argument, 0, O_UNSAFE}, {"jobs", required_argument, 0, O_JOBS},
         COMPARE_LONG_OPTIONS, {"sequential", no_argument, 0, O_SEQ}, {"alpha", required_argument, 0, O_ALPHA},
-        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        REQUEST_LONG_OPTIONS, {"baseline-extra-body", required_argument, 0, O_BEXTRA},
+        {"target-extra-body", required_argument, 0, O_TEXTRA}, {"baseline-header", required_argument, 0, O_BHEADER},
+        {"target-header", required_argument, 0, O_THEADER}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
     cli_run_args a;
     cli_run_args_default(&a);
     a.order_seed = 42;
@@ -181,17 +200,21 @@ static int cmd_measure(int argc, char **argv) {
     const char *db = "driftbench-measure.db";
     cli_compare_args co;
     cli_compare_args_default(&co);
-    drift_error err = {0};
     long v;
     int opt, alpha_given = 0, order_given = 0;
+    const char *side_extra[2] = {NULL, NULL};
+    const char *side_headers[2][CLI_MAX_HEADERS];
+    int n_side_headers[2] = {0, 0};
+    const char *merged_headers[2][2 * CLI_MAX_HEADERS];
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
         if (opt == OPT_ORDER) order_given = 1;
         int r = cli_parse_run_option("measure", opt, optarg, &a);
         if (r == 0) r = cli_parse_order_option("measure", opt, optarg, &a);
+        if (r == 0) r = cli_parse_request_option("measure", opt, optarg, &a);
         if (r == 0) r = cli_parse_compare_option("measure", opt, optarg, &co);
-        if (r < 0) return CLI_EXIT_ERROR;
+        if (r < 0) return cli_run_args_clear(&a), CLI_EXIT_ERROR;
         if (r > 0) continue;
         switch (opt) {
         case O_BASE: b->target = optarg; break;
@@ -215,6 +238,23 @@ static int cmd_measure(int argc, char **argv) {
             mo.health_path = optarg;
             break;
         case O_SEQ: mo.sequential = 1; break;
+        case O_BEXTRA:
+        case O_TEXTRA: {
+            int k = opt == O_BEXTRA ? DRIFT_MEASURE_BASELINE : DRIFT_MEASURE_TARGET;
+            char flag[32];
+            snprintf(flag, sizeof flag, "--%s-extra-body", SIDE[k]);
+            if (side_extra[k]) return cli_run_args_clear(&a), cli_error("measure", "%s given twice", flag);
+            if (!(side_extra[k] = cli_extra_body_arg("measure", flag, optarg, &a))) return cli_run_args_clear(&a), CLI_EXIT_ERROR;
+            break;
+        }
+        case O_BHEADER:
+        case O_THEADER: {
+            int k = opt == O_BHEADER ? DRIFT_MEASURE_BASELINE : DRIFT_MEASURE_TARGET;
+            if (n_side_headers[k] >= CLI_MAX_HEADERS)
+                return cli_run_args_clear(&a), cli_error("measure", "at most %d --%s-header", CLI_MAX_HEADERS, SIDE[k]);
+            side_headers[k][n_side_headers[k]++] = optarg;
+            break;
+        }
         case O_ALPHA:
             if (cli_parse_double("measure", "--alpha", optarg, 1e-9, 0.5, &mo.alpha)) return CLI_EXIT_ERROR;
             alpha_given = 1;
@@ -229,10 +269,52 @@ static int cmd_measure(int argc, char **argv) {
         case 'h':
         case O_HELP: fputs(measure_usage, stdout);
             fputs(cli_gate_usage, stdout);
-            fputs(measure_usage2, stdout); return 0;
-        default: return cli_error("measure", "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
+            fputs(measure_usage2, stdout);
+            cli_run_args_clear(&a);
+            return 0;
+        default:
+            cli_run_args_clear(&a);
+            return cli_error("measure", "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
         }
     }
+    cli_request_finish(&a);
+    /* each side: the shared request control, its own extra body and headers over it */
+    for (int k = 0; k < 2; k++) {
+        if (!side_extra[k] && !n_side_headers[k]) continue;
+        drift_request_ctl *q = &mo.side[k].request;
+        *q = a.topts.request;
+        if (side_extra[k]) q->extra_body_json = side_extra[k];
+        size_t n = 0;
+        for (int i = 0; i < a.n_headers; i++) { /* the shared ones this side does not name again */
+            const char *c = strchr(a.headers[i], ':');
+            size_t len = c ? (size_t)(c - a.headers[i]) : strlen(a.headers[i]);
+            while (len && (a.headers[i][len - 1] == ' ' || a.headers[i][len - 1] == '\t')) len--;
+            int named = 0;
+            for (int j = 0; j < n_side_headers[k] && !named; j++) {
+                const char *sh = side_headers[k][j], *sc = strchr(sh, ':');
+                size_t sl = sc ? (size_t)(sc - sh) : strlen(sh);
+                while (sl && (sh[sl - 1] == ' ' || sh[sl - 1] == '\t')) sl--;
+                named = sl == len && !strncasecmp(sh, a.headers[i], len);
+            }
+            if (!named) merged_headers[k][n++] = a.headers[i];
+        }
+        for (int j = 0; j < n_side_headers[k]; j++) merged_headers[k][n++] = side_headers[k][j];
+        q->headers = n ? merged_headers[k] : NULL;
+        q->n_headers = n;
+    }
+    int rc = measure_parsed(argc, argv, &a, &mo, &co, db, alpha_given, order_given);
+    cli_run_args_clear(&a);
+    return rc;
+}
+
+/* The rest of `measure`, once its options are parsed. */
+static int measure_parsed(int argc, char **argv, cli_run_args *ap, drift_measure_opts *mop, cli_compare_args *cop,
+                          const char *db, int alpha_given, int order_given) {
+    cli_run_args a = *ap;
+    drift_measure_opts mo = *mop;
+    cli_compare_args co = *cop;
+    drift_measure_side *b = &mo.side[DRIFT_MEASURE_BASELINE], *t = &mo.side[DRIFT_MEASURE_TARGET];
+    drift_error err = {0};
     if (optind < argc) return cli_error("measure", "unexpected argument '%s'", argv[optind]);
     if (!b->target || !t->target || !a.n_suites)
         return cli_error("measure", "--baseline, --target and at least one --suite are required (see --help)");

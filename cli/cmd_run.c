@@ -39,7 +39,8 @@ static const char run_usage[] =
     "  --limit N            only the first N prompts of each suite\n"
     "  --timeout S          whole-request timeout in seconds (default 300)\n"
     "  --connect-timeout S  default 10\n"
-    "  --retries N          retries of a failed request (default 4)\n"
+    "  --retries N          retries of a failed request (default 4)\n";
+static const char run_usage2[] =
     "  --order O            the order prompts are asked in: suite (default), random\n"
     "                       (seeded: --order-seed), or risk: riskiest first by the\n"
     "                       flip risk of a stored run's answers (--risk-from)\n"
@@ -139,11 +140,13 @@ int cli_check_order(const char *cmd, const cli_run_args *a) {
     return 0;
 }
 
+static int cmd_run_parsed(int argc, char **argv, cli_run_args *ap);
+
 static int cmd_run(int argc, char **argv) {
     static const struct option longopts[] = {
         {"db", required_argument, 0, OPT_DB}, {"label", required_argument, 0, OPT_LABEL},
         {"target", required_argument, 0, OPT_TARGET}, RUN_LONG_OPTIONS, ORDER_LONG_OPTIONS,
-        {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
+        REQUEST_LONG_OPTIONS, {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
     cli_run_args a;
     cli_run_args_default(&a);
     a.order_seed = 42;
@@ -153,18 +156,34 @@ static int cmd_run(int argc, char **argv) {
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         int r = cli_parse_run_option("run", opt, optarg, &a);
         if (r == 0) r = cli_parse_order_option("run", opt, optarg, &a);
-        if (r < 0) return CLI_EXIT_ERROR;
+        if (r == 0) r = cli_parse_request_option("run", opt, optarg, &a);
+        if (r < 0) return cli_run_args_clear(&a), CLI_EXIT_ERROR;
         if (r > 0) continue;
         switch (opt) {
         case OPT_DB: a.db = optarg; break;
         case OPT_LABEL: a.label = optarg; break;
         case OPT_TARGET: a.target = optarg; break;
         case 'h':
-        case OPT_HELP: fputs(run_usage, stdout); return 0;
+        case OPT_HELP:
+            fputs(run_usage, stdout);
+            fputs(cli_request_usage, stdout);
+            fputs(run_usage2, stdout);
+            cli_run_args_clear(&a);
+            return 0;
         default:
+            cli_run_args_clear(&a);
             return cli_error("run", "unknown or incomplete option '%s' (see driftbench run --help)", argv[optind - 1]);
         }
     }
+    cli_request_finish(&a);
+    int rc = cmd_run_parsed(argc, argv, &a);
+    cli_run_args_clear(&a);
+    return rc;
+}
+
+/* The rest of `run`, once its options are parsed. */
+static int cmd_run_parsed(int argc, char **argv, cli_run_args *ap) {
+    cli_run_args a = *ap;
     if (optind < argc) return cli_error("run", "unexpected argument '%s'", argv[optind]);
     if (!a.db || !a.label || !a.target || !a.n_suites)
         return cli_error("run", "--db, --label, --target and at least one --suite are required (see --help)");

@@ -16,6 +16,8 @@
 #include "driftbench/target.h"
 
 #define CLI_MAX_SUITES 32
+#define CLI_MAX_HEADERS 32
+#define CLI_MAX_STOPS 16
 
 /* ---- run ---- */
 
@@ -38,9 +40,20 @@ typedef struct cli_run_args {
     void *select_user;
     double seq_alpha;
     const double *seq_budget;  /* (DRIFT_WL_COUNT,) the gate's budgets, recorded */
+    /* request control (cli/request.c): into topts.request and params.stop
+     * by cli_request_finish */
+    const char *headers[CLI_MAX_HEADERS];
+    int n_headers;
+    const char *stops[CLI_MAX_STOPS];
+    int n_stops;
+    int system_given;          /* --system or --system-file seen */
+    char *owned[4];            /* texts read from files (--system-file, --extra-body @F) */
+    int n_owned;
 } cli_run_args;
 
 void cli_run_args_default(cli_run_args *a);
+/* Frees what a holds of its own (texts read from files). */
+void cli_run_args_clear(cli_run_args *a);
 /* Runs (or resumes) one labelled run into an open store (drift_run_execute
  * with the signal cancel hook), printing as cli_run_progress and
  * cli_run_failed do. Returns a CLI exit code. */
@@ -151,6 +164,25 @@ enum { OPT_ORDER = 380, OPT_ORDER_SEED, OPT_RISK_FROM };
 int cli_parse_order_option(const char *cmd, int opt, const char *arg, cli_run_args *a);
 /* Prints and returns -1 when the order options do not go together. */
 int cli_check_order(const char *cmd, const cli_run_args *a);
+
+/* The request control options (run, measure; cli/request.c): --system,
+ * --system-file, --template, --extra-body, --header, --stop. */
+enum { OPT_SYSTEM = 360, OPT_SYSTEM_FILE, OPT_TEMPLATE, OPT_EXTRA_BODY, OPT_HEADER, OPT_STOP };
+#define REQUEST_LONG_OPTIONS                                                                                 \
+    {"system", required_argument, 0, OPT_SYSTEM}, {"system-file", required_argument, 0, OPT_SYSTEM_FILE},    \
+        {"template", required_argument, 0, OPT_TEMPLATE}, {"extra-body", required_argument, 0, OPT_EXTRA_BODY}, \
+        {"header", required_argument, 0, OPT_HEADER}, {"stop", required_argument, 0, OPT_STOP}
+/* Parses a request control option into a (1 handled, 0 not one, -1 bad
+ * value, printed). */
+int cli_parse_request_option(const char *cmd, int opt, const char *arg, cli_run_args *a);
+/* Points a->topts.request's headers and a->params' stop strings at what
+ * the options gave (call once, after parsing). */
+void cli_request_finish(cli_run_args *a);
+/* --extra-body's value: the JSON text, or "@FILE" read (the text kept in
+ * a->owned). NULL after printing when the file cannot be read. */
+const char *cli_extra_body_arg(const char *cmd, const char *flag, const char *arg, cli_run_args *a);
+/* The --help lines of the request control options (run, measure). */
+extern const char cli_request_usage[];
 
 #define COMPARE_LONG_OPTIONS                                                                                 \
     {"workload", required_argument, 0, OPT_WORKLOAD}, {"budget", required_argument, 0, OPT_BUDGET},          \

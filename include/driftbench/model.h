@@ -78,6 +78,16 @@ DRIFT_API int drift_model_is_eog(const drift_model *m, int32_t id);
  * even where the template's markers are plain text. *ids malloc'd. */
 DRIFT_API drift_status drift_model_chat_tokens(const drift_model *m, const char *user_message, int32_t **ids, size_t *n,
                                                drift_error *err);
+/* The same with a system turn first (system NULL or "": none, exactly
+ * drift_model_chat_tokens): ChatML "<|im_start|>system\n..<|im_end|>\n",
+ * Llama-3's system header, Phi-3's <|system|> (where the vocabulary has it;
+ * else the text opens the user turn, a blank line after it), [INST]'s
+ * "<<SYS>>\n..\n<</SYS>>\n\n" inside the first [INST], otherwise the text
+ * and a blank line before the message. The system text is neutralised and
+ * never parsed for special tokens, as the message. */
+DRIFT_API drift_status drift_model_chat_system_tokens(const drift_model *m, const char *system,
+                                                      const char *user_message, int32_t **ids, size_t *n,
+                                                      drift_error *err);
 
 /* Marker sets for drift_markers_neutralise (bits; combine with |). */
 typedef enum drift_marker_set {

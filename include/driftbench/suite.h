@@ -65,6 +65,19 @@ DRIFT_API drift_status drift_suite_builtin(const char *spec, drift_suite **out, 
  * the full prompt text. */
 DRIFT_API char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **template_id);
 
+/* Longest template id drift_prompt_render_custom writes, NUL included. */
+#define DRIFT_TEMPLATE_ID_MAX 64
+
+/* drift_prompt_render with the user's template (the request control's
+ * prompt_template, target.h) in place of the workload's: every "{input}"
+ * of tmpl becomes the prompt's input, the rest is sent as written; its id,
+ * written into id (DRIFT_TEMPLATE_ID_MAX bytes), is "custom/" and the 16
+ * hex digits of tmpl's hash (util_hash_hex). A prompt in messages form is
+ * rendered as drift_prompt_render does (its turns are what is sent), and
+ * so is every prompt when tmpl is NULL or "" (id: the built-in's). NULL on
+ * nomem. */
+DRIFT_API char *drift_prompt_render_custom(const drift_prompt *p, drift_api api, const char *tmpl, char *id);
+
 /* Prompts in chat messages form (suites in messages JSONL or OpenAI batch
  * input) hold in `input` this mark followed by the messages as canonical JSON
  * ([{"content":..,"role":..},..], compact, sorted keys), so stores keep them

@@ -32,10 +32,24 @@ typedef struct drift_target drift_target;
  *   that say what is asked (model, messages, prompt, stream, n, echo) are
  *   refused; a decoding key DriftBench sets (temperature, top_p, seed,
  *   max_tokens, stop, logprobs, top_logprobs) takes the user's value.
+ *   Checked at open: not JSON, not an object, or one of those keys is
+ *   DRIFT_ERR_INVALID naming the key. A "seed" there is sent as it is for
+ *   every request (replicates no longer vary it).
  * - headers: n_headers lines "Name: value"; a value "env:VAR" is read from
- *   the environment at open (unset: DRIFT_ERR_INVALID naming VAR).
- * The embedded engine accepts system_prompt and prompt_template and
- * refuses extra_body_json and headers (DRIFT_ERR_INVALID). */
+ *   the environment at open (unset: DRIFT_ERR_INVALID naming VAR). A header
+ *   that carries credentials (Authorization, Proxy-Authorization, Cookie,
+ *   X-Api-Key, Api-Key, or any "env:" value) follows the API key's rule
+ *   below (refused at open for plain http to another host unless
+ *   allow_insecure_key); an Authorization header replaces the key (with
+ *   api_key_env too: refused); Content-Type, Content-Length,
+ *   Transfer-Encoding, Expect and Accept are the target's own (refused).
+ *   Values are never stored nor shown in a message (names only).
+ * An empty string is no value (as NULL). The pipeline renders
+ * prompt_template (run.c, drift_prompt_render_custom, suite.h); a template
+ * without "{input}" is refused at open (DRIFT_ERR_INVALID).
+ * The embedded engine accepts system_prompt (its chat template's system
+ * turn; completions: the same prefix) and prompt_template and refuses
+ * extra_body_json and headers (DRIFT_ERR_INVALID). */
 typedef struct drift_request_ctl {
     const char *system_prompt;
     const char *prompt_template;
@@ -124,7 +138,8 @@ DRIFT_API const char *drift_target_config_json(const drift_target *t);
  * drift_target_prompt_tokens: the prompt tokens the target feeds its model
  * for a request's prompt (*ids malloc'd, *n of them): completions = the raw
  * text with the model's default BOS, no special-token parsing; chat = one
- * user message in the model's built-in template. The same code path as the
+ * user message in the model's built-in template; the request control's
+ * system prompt included (target.h, above). The same code path as the
  * target's own generation, so teacher forcing scores exactly what generation
  * saw. DRIFT_ERR_UNSUPPORTED for a kind with no model in this process. */
 DRIFT_API const drift_model *drift_target_model(const drift_target *t);

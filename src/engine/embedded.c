@@ -12,6 +12,11 @@
  * Completions send the prompt as raw text (model's default BOS, no special
  * token parsing); chat wraps it as one user message in the model's built-in
  * template (drift_model_chat_tokens: ChatML, Llama-3, <|user|>..<|end|>, [INST]).
+ * Request control (target.h): a system prompt is the template's system turn
+ * (drift_model_chat_system_tokens; a messages prompt's own system turn
+ * replaces it) or, for completions, the text and a blank line before the
+ * prompt; the prompt template is the pipeline's; an extra body or headers
+ * are refused at open (there is no request to put them in).
  * Requests are decoded in groups of `batch`; the engine is batch-invariant, so
  * the outputs do not depend on the grouping. replicate r uses seed + r.
  *
@@ -165,22 +170,38 @@ drift_status eng_embedded_prompt_tokens(const drift_target *t, const char *promp
                                         drift_error *err) {
     const drift_model *m = eng_embedded_model(t);
     if (!m) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "not an embedded target");
+    const char *sys = t->opts.request.system_prompt; /* NULL: none (target.c drops "") */
     const char *turns = t->api == DRIFT_API_CHAT ? drift_prompt_messages(prompt) : NULL;
-    if (turns) { /* a prompt in messages form (suite.h): the built-in template takes one user turn */
+    if (turns) { /* a prompt in messages form (suite.h): the built-in template takes one user turn, after one
+                  * system turn of its own (which replaces the target's system prompt) */
         json_t *a = json_loads(turns, 0, NULL);
-        json_t *m0 = json_array_size(a) == 1 ? json_array_get(a, 0) : NULL;
-        const char *role = json_string_value(json_object_get(m0, "role"));
-        const char *user = role && !strcmp(role, "user") ? json_string_value(json_object_get(m0, "content")) : NULL;
-        drift_status st = user ? drift_model_chat_tokens(m, user, ids, n, err)
-                               : drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
-                                                 "the embedded chat template takes one user message; this prompt has "
-                                                 "%zu turns (use api=completions, which renders them as text)",
-                                                 json_array_size(a));
+        size_t na = json_array_size(a);
+        json_t *m0 = json_array_get(a, 0), *mu = json_array_get(a, na - 1);
+        const char *r0 = json_string_value(json_object_get(m0, "role"));
+        int own_sys = na == 2 && r0 && (!strcmp(r0, "system") || !strcmp(r0, "developer"));
+        const char *role = json_string_value(json_object_get(mu, "role"));
+        const char *user = (na == 1 || own_sys) && role && !strcmp(role, "user")
+                               ? json_string_value(json_object_get(mu, "content"))
+                               : NULL;
+        if (own_sys) sys = json_string_value(json_object_get(m0, "content"));
+        drift_status st = user && (!own_sys || sys)
+                              ? drift_model_chat_system_tokens(m, sys, user, ids, n, err)
+                              : drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                                                "the embedded chat template takes one user message (after at most one "
+                                                "system message); this prompt has %zu turns (use api=completions, which "
+                                                "renders them as text)",
+                                                na);
         json_decref(a);
         return st;
     }
-    return t->api == DRIFT_API_CHAT ? drift_model_chat_tokens(m, prompt, ids, n, err)
-                                    : drift_model_tokenize(m, prompt, strlen(prompt), -1, 0, ids, n, err);
+    if (t->api == DRIFT_API_CHAT) return drift_model_chat_system_tokens(m, sys, prompt, ids, n, err);
+    if (!sys) return drift_model_tokenize(m, prompt, strlen(prompt), -1, 0, ids, n, err);
+    /* completions: the system text and a blank line before the prompt */
+    char *text = util_asprintf("%s\n\n%s", sys, prompt);
+    if (!text) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_status st = drift_model_tokenize(m, text, strlen(text), -1, 0, ids, n, err);
+    free(text);
+    return st;
 }
 
 static drift_status emb_generate(drift_target *t, const drift_gen_request *reqs, size_t n, const drift_gen_params *params,
@@ -347,6 +368,12 @@ static char *config_json(const drift_model *m, const drift_numeric_profile *p) {
 }
 
 drift_status eng_embedded_open(drift_target *t, const char *spec, drift_error *err) {
+    const drift_request_ctl *rq = &t->opts.request;
+    if (rq->extra_body_json || rq->n_headers)
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "target '%s': %s only for http targets: the embedded engine has no request body nor "
+                               "headers (it takes a system prompt and a prompt template)",
+                               spec, rq->extra_body_json ? "an extra request body is" : "request headers are");
     const char *body = spec + strlen("embedded:");
     const char *q = strchr(body, '?');
     char *path = q ? util_strndup(body, (size_t)(q - body)) : util_strdup(body);

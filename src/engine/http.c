@@ -30,6 +30,20 @@
  * DRIFT_ERR_INVALID naming the target (its secrets redacted, as in every
  * message: drift_error_set) and the option.
  *
+ * Request control (opts.request, target.h; issue 37): the system prompt
+ * and the extra body go into every generation request's JSON
+ * (http_reply.c; the extra body is checked when the target opens: a JSON
+ * object without the keys that say what is asked); the headers are
+ * resolved at open (eng_http_headers_add: "env:VAR" values read then, an
+ * unset VAR refused naming it) and sent with every request of the target,
+ * generation, embeddings and the stack probes alike. A header that
+ * carries credentials (Authorization, Proxy-Authorization, Cookie,
+ * X-Api-Key, Api-Key, or any value read from the environment) follows the
+ * key's rule of the table above; a user's Authorization header is the
+ * credential (no key of ours goes with it; with api_key_env too: refused).
+ * Header values are never shown in a message nor kept past the libcurl
+ * list. The prompt template is the pipeline's (run.c renders with it).
+ *
  * One libcurl multi handle per target and a pool of easy handles ("slots"),
  * one per request in flight, kept across generate() calls so connections
  * stay alive and buffers are reused: the per-request cost is one JSON render,
@@ -113,6 +127,8 @@ typedef struct http_impl {
     char *url_root;          /* scheme://host:port of it (the probes of eng_http_detect) */
     int no_detect;           /* detect=0: never ask the server what it is */
     int detected;            /* eng_http_detect ran */
+    json_t *extra;           /* the request control's extra body (NULL: none) */
+    int extra_seed;          /* it sets "seed": replicates do not vary it */
 } http_impl;
 
 /* ---------- spec parsing ---------- */
@@ -170,6 +186,7 @@ static void impl_free(http_impl *h) {
     free(h->model);
     free(h->embed_model);
     free(h->key_env);
+    json_decref(h->extra);
     free(h);
 }
 
@@ -678,7 +695,7 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
         h->slots[i].state = SLOT_IDLE;
         curl_easy_setopt(h->slots[i].easy, CURLOPT_URL, h->url_gen);
     }
-    json_t *tmpl = eng_http_request_template(t->api, h->model, params);
+    json_t *tmpl = eng_http_request_template(t->api, h->model, params, h->extra);
     if (!tmpl) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory building the request template");
 
     drift_status st = DRIFT_OK;
@@ -705,7 +722,9 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                 s->ri = next++;
                 s->attempts = 0;
                 drift_error rerr = {0};
-                if (eng_http_request_render(tmpl, t->api, r->prompt, params->seed + r->replicate, &s->req, &rerr)) {
+                int64_t seed = params->seed + r->replicate;
+                if (eng_http_request_render(tmpl, t->api, t->opts.request.system_prompt, r->prompt,
+                                            h->extra_seed ? NULL : &seed, &s->req, &rerr)) {
                     /* this request cannot be sent: its outcome is an error */
                     memset(&res, 0, sizeof res);
                     drift_answer_clear(&res);
@@ -972,17 +991,118 @@ void eng_http_detect(drift_target *t) {
     json_decref(cfg);
 }
 
+/* ---------- the request control's headers ---------- */
+
+/* 1 for a byte of an HTTP header name (RFC 9110's tchar). */
+static int tchar(unsigned char c) { return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c)); }
+
+/* Headers DriftBench sets itself (a second one would contradict it). */
+static const char *const OWN_HEADERS[] = {"Content-Type", "Content-Length", "Transfer-Encoding", "Expect", "Accept"};
+/* Headers that carry credentials (and so go only where the key may). */
+static const char *const CRED_HEADERS[] = {"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key", "Api-Key"};
+
+static int name_in(const char *name, size_t n, const char *const *list, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        if (strlen(list[i]) == n && !strncasecmp(name, list[i], n)) return 1;
+    return 0;
+}
+
+/* See http_internal.h. Messages name the header, never its value. */
+drift_status eng_http_headers_add(const drift_request_ctl *r, const char *shown, int safe, int allowed,
+                                  struct curl_slist **list, int *has_auth, drift_error *err) {
+    *has_auth = 0;
+    for (size_t i = 0; i < r->n_headers; i++) {
+        const char *line = r->headers[i], *colon = strchr(line, ':');
+        size_t n = colon ? (size_t)(colon - line) : 0;
+        while (n && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
+        int name_ok = n > 0 && n <= 128;
+        for (size_t k = 0; k < n && name_ok; k++) name_ok = tchar((unsigned char)line[k]);
+        if (!colon || !name_ok) {
+            /* the part before ':' may be anything, a value given by mistake: not shown */
+            return drift_error_set(err, DRIFT_ERR_INVALID,
+                                   "target '%s': header %zu is not \"Name: value\" (a name of letters, digits and "
+                                   "!#$%%&'*+-.^_`|~, then ':'; its text is not shown)",
+                                   shown, i + 1);
+        }
+        if (name_in(line, n, OWN_HEADERS, sizeof OWN_HEADERS / sizeof *OWN_HEADERS))
+            return drift_error_set(err, DRIFT_ERR_INVALID,
+                                   "target '%s': header '%.*s' is DriftBench's own (it sends JSON and asks for JSON): "
+                                   "it cannot be set",
+                                   shown, (int)n, line);
+        const char *v = colon + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        size_t vn = strlen(v);
+        while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t')) vn--;
+        int from_env = vn > 4 && !strncmp(v, "env:", 4);
+        char *val = NULL;
+        if (from_env) {
+            char *var = util_strndup(v + 4, vn - 4);
+            if (!var) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            if (!env_name_ok(var)) {
+                free(var);
+                return drift_error_set(err, DRIFT_ERR_INVALID,
+                                       "target '%s': header '%.*s': env: takes the name of an environment variable "
+                                       "(letters, digits, '_'; the value is not shown)",
+                                       shown, (int)n, line);
+            }
+            const char *ev = getenv(var);
+            if (!ev || !*ev) {
+                drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': header '%.*s': $%s is not set (or empty)", shown,
+                                (int)n, line, var);
+                free(var);
+                return DRIFT_ERR_INVALID;
+            }
+            free(var);
+            val = util_strdup(ev);
+        } else {
+            val = util_strndup(v, vn);
+        }
+        if (!val) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        drift_status st = DRIFT_OK;
+        if (!*val)
+            st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': header '%.*s' has no value", shown, (int)n, line);
+        else if (strpbrk(val, "\r\n"))
+            st = drift_error_set(err, DRIFT_ERR_INVALID, "target '%s': header '%.*s': its value holds a line break",
+                                 shown, (int)n, line);
+        int cred = from_env || name_in(line, n, CRED_HEADERS, sizeof CRED_HEADERS / sizeof *CRED_HEADERS);
+        if (!st && cred && !safe && !allowed)
+            st = drift_error_set(err, DRIFT_ERR_INVALID,
+                                 "target '%s': refusing to send header '%.*s' (%s) over plain http to a host that is "
+                                 "not this machine (anyone on the way can read it): use https://, or add "
+                                 "allow_insecure_key=1 to the target's parameters if that network is trusted",
+                                 shown, (int)n, line, from_env ? "its value read from the environment" : "a credential");
+        char *full = st ? NULL : util_asprintf("%.*s: %s", (int)n, line, val);
+        explicit_bzero(val, strlen(val));
+        free(val);
+        if (st) return st;
+        struct curl_slist *nl = full ? curl_slist_append(*list, full) : NULL;
+        if (full) explicit_bzero(full, strlen(full));
+        free(full);
+        if (!nl) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        *list = nl;
+        if (n == 13 && !strncasecmp(line, "Authorization", 13)) *has_auth = 1;
+    }
+    return DRIFT_OK;
+}
+
 /* The key to send (*key, NULL for none) by the order and the rules of the
  * top; DRIFT_ERR_INVALID when a named variable is unset, a key holds a line
  * break, or credentials would go over plain http to another host without
  * allow_insecure_key. */
-static drift_status resolve_key(const drift_target *t, const http_impl *h, const char *spec, const char **key,
-                                drift_error *err) {
+static drift_status resolve_key(const drift_target *t, const http_impl *h, const char *spec, int header_auth,
+                                const char **key, drift_error *err) {
     const drift_target_opts *o = &t->opts;
     int safe = h->https || h->local, allowed = h->allow_insecure || o->allow_insecure_key;
     char what[96];
     *key = NULL;
-    if (h->key_env) {
+    if (header_auth && (h->key_env || (o->api_key && *o->api_key)))
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "target '%s': an Authorization header and an API key (%s) are both given: give the key "
+                               "one way",
+                               spec, h->key_env ? "api_key_env" : "the caller's api_key");
+    if (header_auth) {
+        /* the user's header is the credential: no key of ours goes with it */
+    } else if (h->key_env) {
         const char *v = getenv(h->key_env);
         if (!v || !*v) {
             /* a name with lower-case letters may be the key itself: not shown */
@@ -1047,9 +1167,26 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
     free(h->url_gen);
     h->url_gen = gen;
 
+    struct curl_slist *user_headers = NULL;
+    int header_auth = 0;
+    st = eng_http_extra_body_parse(t->opts.request.extra_body_json, &h->extra, err);
+    if (st) {
+        drift_error_prefix(err, "target '%s': ", spec);
+        goto fail;
+    }
+    h->extra_seed = json_object_get(h->extra, "seed") != NULL;
+    st = eng_http_headers_add(&t->opts.request, spec, h->https || h->local,
+                              h->allow_insecure || t->opts.allow_insecure_key, &user_headers, &header_auth, err);
+    if (st) {
+        curl_slist_free_all(user_headers);
+        goto fail;
+    }
     const char *key = NULL;
-    st = resolve_key(t, h, spec, &key, err);
-    if (st) goto fail;
+    st = resolve_key(t, h, spec, header_auth, &key, err);
+    if (st) {
+        curl_slist_free_all(user_headers);
+        goto fail;
+    }
     h->headers = curl_slist_append(NULL, "Content-Type: application/json");
     if (h->headers) h->headers = curl_slist_append(h->headers, "Accept: application/json");
     if (h->headers) h->headers = curl_slist_append(h->headers, "Expect:"); /* no 100-continue round trip */
@@ -1064,6 +1201,13 @@ drift_status eng_http_open(drift_target *t, const char *spec, drift_error *err) 
         } else {
             h->headers = nh;
         }
+    }
+    if (h->headers && user_headers) { /* the user's headers after ours */
+        struct curl_slist *tail = h->headers;
+        while (tail->next) tail = tail->next;
+        tail->next = user_headers;
+    } else {
+        curl_slist_free_all(user_headers);
     }
     t->opts.api_key = NULL; /* copied into the headers; the caller's pointer may go away */
     h->multi = curl_multi_init();

@@ -8,6 +8,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+struct curl_slist;
+
 #include "driftbench/target.h"
 #include "util/util.h"
 
@@ -48,16 +50,39 @@ drift_status eng_http_parse_reply(drift_api api, const char *body, size_t len, d
  * json null when lp is null/absent, or NULL with err set when malformed. */
 json_t *eng_http_normalize_logprobs(const json_t *lp, drift_error *err);
 
+/* The request control's extra body (target.h) checked: *out = the parsed
+ * JSON object (NULL for NULL or ""), or DRIFT_ERR_INVALID when it is not
+ * JSON, not an object, or holds a key that says what is asked (model,
+ * messages, prompt, stream, n, echo), the message naming the key. */
+drift_status eng_http_extra_body_parse(const char *text, json_t **out, drift_error *err);
+
 /* Request template: every field of a generation request except the prompt
  * and the seed (model, temperature, top_p, max_tokens, stop, top_k if > 0,
- * logprobs if asked). NULL when out of memory. */
-json_t *eng_http_request_template(drift_api api, const char *model, const drift_gen_params *p);
+ * logprobs if asked), then extra's members over them (NULL: none; a key of
+ * both takes extra's value). NULL when out of memory. */
+json_t *eng_http_request_template(drift_api api, const char *model, const drift_gen_params *p, const json_t *extra);
 
 /* Fills the template with one request's prompt and seed and serialises it
- * into out (reused between requests). 0 ok; -1 when the prompt is not valid
- * UTF-8 or memory runs out (err says which). */
-int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, util_buf *out,
-                              drift_error *err);
+ * into out (reused between requests). system (NULL or "": none): chat, a
+ * first system message (a messages prompt with a system or developer turn
+ * of its own keeps its own); completions, the text and a blank line before
+ * the prompt. seed NULL: the template's stays (the user's extra body set
+ * one). 0 ok; -1 when the prompt is not valid UTF-8 or memory runs out
+ * (err says which). */
+int eng_http_request_render(json_t *tmpl, drift_api api, const char *system, const char *prompt, const int64_t *seed,
+                            util_buf *out, drift_error *err);
+
+/* The request control's headers (target.h) checked and resolved: each
+ * "Name: value" (a value "env:VAR" read from the environment now) is
+ * appended to *list as libcurl takes it. *has_auth: 1 when one of them is
+ * Authorization. A header that carries credentials (Authorization,
+ * Proxy-Authorization, Cookie, X-Api-Key, Api-Key, or any value read from
+ * the environment) is refused unless `safe` (https or this machine) or
+ * `allowed` (allow_insecure_key), as the API key is. DRIFT_ERR_INVALID
+ * names the header (never its value) or the unset VAR. shown: the target
+ * as messages show it. */
+drift_status eng_http_headers_add(const drift_request_ctl *r, const char *shown, int safe, int allowed,
+                                  struct curl_slist **list, int *has_auth, drift_error *err);
 
 /* Why a transfer that libcurl ended with curl_code (a CURLcode) failed:
  * CONNECT for refused / unresolved / a connect timeout (connected 0), TIMEOUT
@@ -109,7 +134,6 @@ int eng_stack_parse(eng_probe_kind kind, const char *body, size_t len, json_t *d
  * redirects) parsed by eng_stack_parse into dims. -1: the server could not
  * be reached (no point asking it more); else what eng_stack_parse set (0 on
  * any other failure). Silent. */
-struct curl_slist;
 int eng_stack_get(const char *url, const struct curl_slist *headers, int local, double timeout_s, json_t *dims,
                   eng_probe_kind kind);
 

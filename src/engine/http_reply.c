@@ -3,7 +3,12 @@
  * parser can be fuzzed and tested without a server.
  *
  * Requests: one template object per generate() call holds the fields common to
- * all requests; each request only swaps in its prompt (or messages) and seed
+ * all requests, the user's extra body fields merged over them (request
+ * control, target.h: the user's value wins; the keys that say what is asked
+ * are refused when the target opens); each request only swaps in its prompt
+ * (or messages, a system turn first when the target has a system prompt and
+ * the prompt's turns have none; completions: the system text and a blank
+ * line before the prompt) and its seed (unless the extra body sets one)
  * before being serialised into a reused buffer.
  *
  * Replies (both APIs):
@@ -33,7 +38,39 @@
 
 /* ---------- requests ---------- */
 
-json_t *eng_http_request_template(drift_api api, const char *model, const drift_gen_params *p) {
+/* The keys of a body that say what is asked, set by DriftBench alone. */
+static const char *const ASKED_KEYS[] = {"model", "messages", "prompt", "stream", "n", "echo"};
+
+drift_status eng_http_extra_body_parse(const char *text, json_t **out, drift_error *err) {
+    *out = NULL;
+    if (!text || !*text) return DRIFT_OK;
+    json_error_t je;
+    json_t *j = json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (!j)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "extra body: not valid JSON: %s (line %d, column %d)", je.text,
+                               je.line, je.column);
+    if (!json_is_object(j)) {
+        const char *kind = json_is_array(j) ? "array" : json_is_string(j) ? "string" : "value";
+        json_decref(j);
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "extra body: must be a JSON object of request fields (e.g. {\"top_k\": 20}), not a "
+                               "JSON %s",
+                               kind);
+    }
+    for (size_t i = 0; i < sizeof ASKED_KEYS / sizeof *ASKED_KEYS; i++)
+        if (json_object_get(j, ASKED_KEYS[i])) {
+            json_decref(j);
+            return drift_error_set(err, DRIFT_ERR_INVALID,
+                                   "extra body: key '%s' is refused: it says what is asked (model, messages, prompt, "
+                                   "stream, n and echo are DriftBench's: the target's model=, the suite's prompts, one "
+                                   "whole answer per request)",
+                                   ASKED_KEYS[i]);
+        }
+    *out = j;
+    return DRIFT_OK;
+}
+
+json_t *eng_http_request_template(drift_api api, const char *model, const drift_gen_params *p, const json_t *extra) {
     json_t *o = json_object();
     if (!o) return NULL;
     int bad = 0;
@@ -64,6 +101,9 @@ json_t *eng_http_request_template(drift_api api, const char *model, const drift_
         }
     }
     bad |= json_object_set_new(o, "stream", json_false());
+    /* the user's fields: a decoding key of the above takes the user's value
+     * (the asked keys were refused at open: eng_http_extra_body_parse) */
+    if (json_is_object(extra)) bad |= json_object_update(o, (json_t *)extra);
     if (bad) {
         json_decref(o);
         return NULL;
@@ -71,33 +111,74 @@ json_t *eng_http_request_template(drift_api api, const char *model, const drift_
     return o;
 }
 
-int eng_http_request_render(json_t *tmpl, drift_api api, const char *prompt, int64_t seed, util_buf *out,
-                              drift_error *err) {
+/* 1 when a messages array has a system (or developer) turn of its own. */
+static int has_system_turn(const json_t *turns) {
+    size_t i;
+    json_t *m;
+    json_array_foreach(turns, i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (role && (!strcmp(role, "system") || !strcmp(role, "developer"))) return 1;
+    }
+    return 0;
+}
+
+int eng_http_request_render(json_t *tmpl, drift_api api, const char *system, const char *prompt, const int64_t *seed,
+                            util_buf *out, drift_error *err) {
     /* a prompt in chat messages form (suite.h) goes out as its turns */
     const char *turns = api == DRIFT_API_CHAT ? drift_prompt_messages(prompt) : NULL;
-    json_t *s = turns ? json_loads(turns, 0, NULL) : json_string(prompt);
+    json_t *s;
+    if (turns) s = json_loads(turns, 0, NULL);
+    else if (system && *system && api != DRIFT_API_CHAT) {
+        /* completions: the system text and a blank line before the prompt */
+        char *text = util_asprintf("%s\n\n%s", system, prompt);
+        s = text ? json_string(text) : NULL;
+        if (!text) {
+            drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory building request");
+            return -1;
+        }
+        free(text);
+    } else s = json_string(prompt);
     if (!s || (turns && !json_is_array(s))) {
         json_decref(s);
         drift_error_set(err, DRIFT_ERR_INVALID, turns ? "prompt messages are not a JSON array" : "prompt is not valid UTF-8");
         return -1;
     }
+    int want_sys = api == DRIFT_API_CHAT && system && *system && !(turns && has_system_turn(s));
     int bad = 0;
     if (turns) {
-        bad = json_object_set_new(tmpl, "messages", s);
+        if (want_sys) bad |= json_array_insert_new(s, 0, json_pack("{s:s, s:s}", "role", "system", "content", system));
+        bad |= json_object_set_new(tmpl, "messages", s);
     } else if (api == DRIFT_API_CHAT) {
-        json_t *msgs = json_object_get(tmpl, "messages"), *msg = json_array_get(msgs, 0);
-        if (json_array_size(msgs) != 1) { /* a multi-turn prompt went before: back to one user turn */
-            msg = json_pack("{s:s, s:s}", "role", "user", "content", "");
-            bad |= json_object_set_new(tmpl, "messages", json_pack("[O]", msg));
-            json_decref(msg);
-        } else {
-            json_object_set_new(msg, "role", json_string("user"));
+        /* the messages of the request before are reused when they have this
+         * shape ([system,] user, the same system text): only the user's
+         * content changes, as before request control */
+        json_t *msgs = json_object_get(tmpl, "messages");
+        size_t want = want_sys ? 2 : 1;
+        json_t *m0 = json_array_get(msgs, 0), *mu = json_array_get(msgs, want - 1);
+        const char *r0 = json_string_value(json_object_get(m0, "role"));
+        const char *ru = json_string_value(json_object_get(mu, "role"));
+        int reuse = json_array_size(msgs) == want && ru && !strcmp(ru, "user");
+        if (reuse && want_sys) {
+            const char *c0 = json_string_value(json_object_get(m0, "content"));
+            reuse = r0 && !strcmp(r0, "system") && c0 && !strcmp(c0, system);
         }
-        bad |= json_object_set_new(msg, "content", s);
+        if (reuse) {
+            bad |= json_object_set_new(mu, "content", s);
+        } else {
+            json_t *user = json_pack("{s:s, s:o}", "role", "user", "content", s);
+            json_t *sys_msg = want_sys ? json_pack("{s:s, s:s}", "role", "system", "content", system) : NULL;
+            if (want_sys && !sys_msg) {
+                json_decref(user);
+                drift_error_set(err, DRIFT_ERR_INVALID, "system prompt is not valid UTF-8");
+                return -1;
+            }
+            json_t *list = sys_msg ? json_pack("[o, o]", sys_msg, user) : json_pack("[o]", user);
+            bad |= json_object_set_new(tmpl, "messages", list);
+        }
     } else {
         bad |= json_object_set_new(tmpl, "prompt", s);
     }
-    bad |= json_object_set_new(tmpl, "seed", json_integer(seed));
+    if (seed) bad |= json_object_set_new(tmpl, "seed", json_integer(*seed));
     if (bad) {
         drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory building request");
         return -1;

@@ -12,6 +12,12 @@
  * cancel hook itself (the embedded engine), the hook is asked after each
  * outcome.
  *
+ * Request control (opts.request, target.h): copied at open into the
+ * target's own memory (req_copy), so the caller's strings may go away; a
+ * prompt_template without "{input}" is refused here for every kind (it
+ * would send every prompt the same text); each kind takes what it can
+ * (http.c: all of it; embedded.c: system prompt and template).
+ *
  * Credentials: the default options carry no key of their own and name
  * $OPENAI_API_KEY as the default variable, read when an http target opens
  * and sent only where it is safe; http.c says which key goes where. A
@@ -20,6 +26,7 @@
 #include "engine/http_internal.h"
 #include "engine/target_impl.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +64,64 @@ static drift_status check_opts(const drift_target_opts *o, drift_error *err) {
     return DRIFT_OK;
 }
 
+/* Frees the request control's strings, which the target owns (t->opts.request). */
+static void req_free(drift_target *t) {
+    drift_request_ctl *r = &t->opts.request;
+    free((char *)r->system_prompt);
+    free((char *)r->prompt_template);
+    free((char *)r->extra_body_json);
+    for (size_t i = 0; r->headers && i < r->n_headers; i++) free((char *)r->headers[i]);
+    free((void *)r->headers);
+    memset(r, 0, sizeof *r);
+}
+
+/* Copies the caller's request control into t->opts.request (an empty
+ * string is no value: NULL). */
+static drift_status req_copy(drift_target *t, const drift_request_ctl *in, drift_error *err) {
+    drift_request_ctl *r = &t->opts.request;
+    memset(r, 0, sizeof *r);
+    if (in->n_headers && !in->headers)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "request control: n_headers=%zu but no headers", in->n_headers);
+    if (in->prompt_template && *in->prompt_template && !strstr(in->prompt_template, "{input}"))
+        return drift_error_set(err, DRIFT_ERR_INVALID,
+                               "request control: the prompt template has no {input} (where each prompt's text goes): "
+                               "every prompt would be sent as the same text");
+    const char *texts[2] = {in->system_prompt, in->prompt_template};
+    for (int i = 0; i < 2; i++) {
+        json_t *j = texts[i] ? json_string(texts[i]) : NULL; /* NULL: not UTF-8 (or a NUL-free check failed) */
+        if (texts[i] && !j)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "request control: the %s is not valid UTF-8",
+                                   i ? "prompt template" : "system prompt");
+        json_decref(j);
+    }
+    int bad = 0;
+#define REQ_DUP(f) \
+    if (in->f && *in->f) bad |= !(r->f = util_strdup(in->f))
+    REQ_DUP(system_prompt);
+    REQ_DUP(prompt_template);
+    REQ_DUP(extra_body_json);
+#undef REQ_DUP
+    if (in->n_headers) {
+        char **h = calloc(in->n_headers, sizeof *h);
+        bad |= !h;
+        for (size_t i = 0; h && i < in->n_headers; i++) {
+            if (!in->headers[i]) {
+                free(h);
+                req_free(t);
+                return drift_error_set(err, DRIFT_ERR_INVALID, "request control: header %zu is NULL", i);
+            }
+            bad |= !(h[i] = util_strdup(in->headers[i]));
+        }
+        r->headers = (const char *const *)h;
+        r->n_headers = h ? in->n_headers : 0;
+    }
+    if (bad) {
+        req_free(t);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory copying the request control");
+    }
+    return DRIFT_OK;
+}
+
 /* Opens a target: see target.h. On failure *out is NULL and err names the
  * part of the spec that is wrong. */
 drift_status drift_target_open(const char *spec, const drift_target_opts *opts, drift_target **out,
@@ -74,8 +139,14 @@ drift_status drift_target_open(const char *spec, const drift_target_opts *opts, 
     drift_target *t = calloc(1, sizeof *t);
     if (!t) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening target");
     t->opts = o;
+    st = req_copy(t, &o.request, err);
+    if (st) {
+        free(t);
+        return st;
+    }
     t->spec = util_strdup(spec);
     if (!t->spec) {
+        req_free(t);
         free(t);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory opening target");
     }
@@ -92,6 +163,7 @@ drift_status drift_target_open(const char *spec, const drift_target_opts *opts, 
         /* openers clean up their own state on failure */
         free(t->config_json);
         free(t->spec);
+        req_free(t);
         free(t);
         return st;
     }
@@ -105,6 +177,7 @@ void drift_target_close(drift_target *t) {
     if (t->vt && t->vt->close) t->vt->close(t);
     free(t->config_json);
     free(t->spec);
+    req_free(t);
     free(t);
 }
 

@@ -88,7 +88,9 @@ static drift_status keep_run(matrix_table_run **kept, size_t *n_kept, const char
 }
 
 /* 1 when two runs' decoding JSON are the same but for "logprobs" (what is
- * stored beside an answer, not how it is decoded). */
+ * stored beside an answer, not how it is decoded) and "request" (the
+ * request control, target.h: each stack's own, e.g. the extra body one
+ * server needs for what another does by default). */
 static int same_decoding(const char *a, const char *b) {
     if (!strcmp(a ? a : "", b ? b : "")) return 1;
     json_t *ja = json_loads(a ? a : "", 0, NULL), *jb = json_loads(b ? b : "", 0, NULL);
@@ -96,6 +98,8 @@ static int same_decoding(const char *a, const char *b) {
     if (json_is_object(ja) && json_is_object(jb)) {
         json_object_del(ja, "logprobs");
         json_object_del(jb, "logprobs");
+        json_object_del(ja, "request");
+        json_object_del(jb, "request");
         same = json_equal(ja, jb);
     }
     json_decref(ja);

@@ -185,30 +185,68 @@ char *drift_markers_neutralise(const char *text, size_t len, unsigned sets, size
 
 drift_status drift_model_chat_tokens(const drift_model *m, const char *user_msg, int32_t **ids, size_t *n,
                                      drift_error *err) {
+    return drift_model_chat_system_tokens(m, NULL, user_msg, ids, n, err);
+}
+
+drift_status drift_model_chat_system_tokens(const drift_model *m, const char *system, const char *user_msg,
+                                            int32_t **ids, size_t *n, drift_error *err) {
     char *msg = drift_markers_neutralise(user_msg, user_msg ? strlen(user_msg) : 0, DRIFT_MARKER_SET_CHAT, NULL);
-    if (!msg) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    char *sys = system && *system ? drift_markers_neutralise(system, strlen(system), DRIFT_MARKER_SET_CHAT, NULL) : NULL;
+    if (!msg || (system && *system && !sys)) {
+        free(msg);
+        free(sys);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
     idvec o = {0};
-    drift_status st;
+    drift_status st = DRIFT_OK;
     int bos = tok_add_bos_default(m->tok);
     switch (m->tpl) {
     case MODEL_TPL_CHATML:
-        st = idvec_add_text(m, &o, "<|im_start|>user\n", bos, 1, err);
+        if (sys) {
+            st = idvec_add_text(m, &o, "<|im_start|>system\n", bos, 1, err);
+            if (!st) st = idvec_add_text(m, &o, sys, 0, 0, err);
+            if (!st) st = idvec_add_text(m, &o, "<|im_end|>\n", 0, 1, err);
+            bos = 0;
+        }
+        if (!st) st = idvec_add_text(m, &o, "<|im_start|>user\n", bos, 1, err);
         if (!st) st = idvec_add_text(m, &o, msg, 0, 0, err);
         if (!st) st = idvec_add_text(m, &o, "<|im_end|>\n<|im_start|>assistant\n", 0, 1, err);
         break;
     case MODEL_TPL_LLAMA3:
-        st = idvec_add_text(m, &o, "<|start_header_id|>user<|end_header_id|>\n\n", bos, 1, err);
+        if (sys) {
+            st = idvec_add_text(m, &o, "<|start_header_id|>system<|end_header_id|>\n\n", bos, 1, err);
+            if (!st) st = idvec_add_text(m, &o, sys, 0, 0, err);
+            if (!st) st = idvec_add_text(m, &o, "<|eot_id|>", 0, 1, err);
+            bos = 0;
+        }
+        if (!st) st = idvec_add_text(m, &o, "<|start_header_id|>user<|end_header_id|>\n\n", bos, 1, err);
         if (!st) st = idvec_add_text(m, &o, msg, 0, 0, err);
         if (!st) st = idvec_add_text(m, &o, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n", 0, 1, err);
         break;
     case MODEL_TPL_PHI3:
-        st = idvec_add_text(m, &o, "<|user|>\n", bos, 1, err);
+        if (sys && tok_find(m->tok, "<|system|>") >= 0) {
+            st = idvec_add_text(m, &o, "<|system|>\n", bos, 1, err);
+            if (!st) st = idvec_add_text(m, &o, sys, 0, 0, err);
+            if (!st) st = idvec_add_text(m, &o, "<|end|>\n", 0, 1, err);
+            bos = 0;
+        } else if (sys) { /* no system token in this vocabulary: the text opens the user turn */
+            st = idvec_add_text(m, &o, "<|user|>\n", bos, 1, err);
+            if (!st) st = idvec_add_text(m, &o, sys, 0, 0, err);
+            if (!st) st = idvec_add_text(m, &o, "\n\n", 0, 0, err);
+            if (!st) st = idvec_add_text(m, &o, msg, 0, 0, err);
+            if (!st) st = idvec_add_text(m, &o, "<|end|>\n<|assistant|>\n", 0, 1, err);
+            break;
+        }
+        if (!st) st = idvec_add_text(m, &o, "<|user|>\n", bos, 1, err);
         if (!st) st = idvec_add_text(m, &o, msg, 0, 0, err);
         if (!st) st = idvec_add_text(m, &o, "<|end|>\n<|assistant|>\n", 0, 1, err);
         break;
     case MODEL_TPL_INST: {
         util_buf b = {0};
-        if (buf_printf(&b, "[INST] %s [/INST]", msg)) {
+        /* Llama 2's system block inside the first [INST] */
+        int bad = sys ? buf_printf(&b, "[INST] <<SYS>>\n%s\n<</SYS>>\n\n%s [/INST]", sys, msg)
+                      : buf_printf(&b, "[INST] %s [/INST]", msg);
+        if (bad) {
             st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         } else {
             st = idvec_add_text(m, &o, b.data, bos, 0, err);
@@ -217,10 +255,16 @@ drift_status drift_model_chat_tokens(const drift_model *m, const char *user_msg,
         break;
     }
     default:
-        st = idvec_add_text(m, &o, msg, bos, 0, err);
+        if (sys) {
+            st = idvec_add_text(m, &o, sys, bos, 0, err);
+            if (!st) st = idvec_add_text(m, &o, "\n\n", 0, 0, err);
+            bos = 0;
+        }
+        if (!st) st = idvec_add_text(m, &o, msg, bos, 0, err);
         break;
     }
     free(msg);
+    free(sys);
     if (st) {
         free(o.v);
         return st;

@@ -21,6 +21,10 @@
  * each side's server is started just before its run and stopped right
  * after, so the two stacks never share the machine.
  *
+ * Request control: a side whose side.request sets any field is asked with
+ * it; the other with target_opts.request (shared). The CLI gives each side
+ * the shared fields with its own --baseline-/--target- ones over them.
+ *
  * Labels: a side without one gets a free label (drift_run_opts.label_free:
  * "baseline" / "target", or NAME-2, NAME-3, ... when that label holds a
  * run of another identity); sum->label says which, and scoring, compare
@@ -104,6 +108,9 @@ static void side_init(measure_side *m, int k, const drift_measure_opts *o) {
     r->suites = o->suites;
     r->n_suites = o->n_suites;
     r->target_opts = o->target_opts;
+    const drift_request_ctl *q = &m->spec->request;
+    if (q->system_prompt || q->prompt_template || q->extra_body_json || q->n_headers)
+        r->target_opts.request = *q; /* this side's own request control (measure.h) */
     r->params = o->params;
     r->replicates = o->replicates;
     r->limit = o->limit;

@@ -53,6 +53,15 @@
  * same run in chunks (measure --sequential) keeps the target and the
  * suites open between chunks: each ask is what a fresh call would ask.
  *
+ * Request control (o->target_opts.request, target.h): the target adds the
+ * system prompt, extra body and headers to its requests; the prompt
+ * template is rendered here (prompts_render: "custom/<hash>" in the
+ * templates record). The decoding record holds "request" (system prompt,
+ * template, extra body, the headers' names: never their values) and
+ * "stop" when given, so a resume with another system prompt, extra body or
+ * stop strings is refused (store_runs.c compares it, headers aside) and
+ * `runs show` prints what was sent.
+ *
  * Cancellation: the caller's cancel hook goes to the target, which aborts
  * requests in flight and ends retry back-offs at once; nothing is stored for
  * them (they stay missing), what was received is flushed, the label lock is
@@ -126,6 +135,40 @@ static drift_status build_config(const drift_target *t, const char *config, json
     return DRIFT_OK;
 }
 
+/* The request control's record (target.h): what was added to every
+ * request, header values left out (their names only); NULL when nothing
+ * was. The store compares it as part of the decoding, headers aside
+ * (store_runs.c). */
+static json_t *request_record(const drift_request_ctl *r) {
+    if (!(r->system_prompt && *r->system_prompt) && !(r->prompt_template && *r->prompt_template) &&
+        !(r->extra_body_json && *r->extra_body_json) && !r->n_headers)
+        return NULL;
+    json_t *q = json_object();
+    if (r->system_prompt && *r->system_prompt) json_object_set_new(q, "system_prompt", json_string(r->system_prompt));
+    if (r->prompt_template && *r->prompt_template) {
+        char id[DRIFT_TEMPLATE_ID_MAX];
+        drift_prompt probe = {0};
+        free(drift_prompt_render_custom(&probe, DRIFT_API_COMPLETIONS, r->prompt_template, id));
+        json_object_set_new(q, "prompt_template", json_string(r->prompt_template));
+        json_object_set_new(q, "template_id", json_string(id));
+    }
+    if (r->extra_body_json && *r->extra_body_json) {
+        json_t *x = json_loads(r->extra_body_json, 0, NULL); /* checked when the target opened */
+        json_object_set_new(q, "extra_body", x ? x : json_string(r->extra_body_json));
+    }
+    if (r->n_headers) {
+        json_t *names = json_array();
+        for (size_t i = 0; i < r->n_headers; i++) {
+            const char *h = r->headers[i], *c = h ? strchr(h, ':') : NULL;
+            size_t n = c ? (size_t)(c - h) : 0;
+            while (n && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
+            json_array_append_new(names, json_stringn(h ? h : "", n));
+        }
+        json_object_set_new(q, "headers", names);
+    }
+    return q;
+}
+
 static json_t *build_decoding(const drift_run_opts *o, drift_api api) {
     json_t *d = json_object();
     json_object_set_new(d, "temperature", json_real(o->params.temperature));
@@ -136,6 +179,14 @@ static json_t *build_decoding(const drift_run_opts *o, drift_api api) {
     json_object_set_new(d, "logprobs", json_integer(o->params.logprobs));
     json_object_set_new(d, "replicates", json_integer(o->replicates));
     json_object_set_new(d, "api", json_string(api == DRIFT_API_CHAT ? "chat" : "completions"));
+    if (o->params.n_stop > 0 && o->params.stop) { /* only when given: runs without keep their record */
+        json_t *stop = json_array();
+        for (int i = 0; i < o->params.n_stop; i++)
+            if (o->params.stop[i]) json_array_append_new(stop, json_string(o->params.stop[i]));
+        json_object_set_new(d, "stop", stop);
+    }
+    json_t *req = request_record(&o->target_opts.request);
+    if (req) json_object_set_new(d, "request", req);
     return d;
 }
 
@@ -188,7 +239,9 @@ static drift_status prompts_store(drift_store *st, const drift_run_opts *o, run_
     return DRIFT_OK;
 }
 
-/* Renders every prompt for api and records the template of each workload. */
+/* Renders every prompt for api and records the template of each workload:
+ * the workload's, or the request control's prompt_template for every
+ * plain prompt ("custom/<hash>"; a messages prompt keeps its turns). */
 static drift_status prompts_render(const drift_run_opts *o, drift_api api, run_prompts *p, drift_error *err) {
     p->rendered = calloc(p->n ? p->n : 1, sizeof *p->rendered);
     json_t *templates = json_object(), *suites = json_array();
@@ -198,11 +251,10 @@ static drift_status prompts_render(const drift_run_opts *o, drift_api api, run_p
     for (size_t i = 0; i < p->n_suites && !rc; i++) {
         const drift_suite *s = p->suites[i];
         for (size_t j = 0; j < s->n && !rc; j++, k++) {
-            const char *tid = NULL;
-            p->rendered[k] = drift_prompt_render(&s->prompts[j], api, &tid);
+            char tid[DRIFT_TEMPLATE_ID_MAX];
+            p->rendered[k] = drift_prompt_render_custom(&s->prompts[j], api, o->target_opts.request.prompt_template, tid);
             if (!p->rendered[k]) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering prompts");
-            else if (tid)
-                json_object_set_new(templates, drift_workload_name(s->prompts[j].workload), json_string(tid));
+            else json_object_set_new(templates, drift_workload_name(s->prompts[j].workload), json_string(tid));
         }
         json_array_append_new(suites, json_string(o->suites[i]));
     }

@@ -459,6 +459,15 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
     }
     if (!rc && !(c.templates = json_loads(rb.templates_json ? rb.templates_json : "{}", 0, NULL)))
         c.templates = json_object();
+    if (!rc) { /* a system prompt (request control, target.h) is not re-created here: its tokens would be missing */
+        json_t *dec = json_loads(rb.decoding_json ? rb.decoding_json : "{}", 0, NULL);
+        if (json_object_get(json_object_get(dec, "request"), "system_prompt"))
+            rc = drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                                 "baseline run '%s' was asked with a system prompt (--system): teacher forcing does not "
+                                 "re-create it yet, so its prompts would not be the ones the run sent",
+                                 baseline_label);
+        json_decref(dec);
+    }
     if (!rc) rc = drift_store_load_scored(st, rb.id, &set, err);
     size_t n_pick = 0;
     if (!rc && !(pick = pick_rows(&set, o, &n_pick))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");

@@ -4,7 +4,10 @@
  * hash; a run is created, or resumed when its identity agrees: the target's
  * identity (drift_store_target_identity, store_manage.c: the endpoint left
  * out), decoding and config (compared as canonical JSON, the first
- * difference named) and the templates of the workloads both name. A resume
+ * difference named by its key path) and the templates of the workloads
+ * both name. The decoding record holds the request control (run.c: system
+ * prompt, prompt template, extra body), which so decides a resume too;
+ * the header names it records do not (decoding_identity). A resume
  * records its endpoint (run_endpoints) and adds new suites and templates to
  * the run's record; responses are
  * written in one transaction per batch, an answer never overwritten, an
@@ -71,40 +74,77 @@ static void strip_detected(const char *a, const char *b, char **a2, char **b2) {
     json_decref(jb);
 }
 
+/* Writes into out the first key path under `path` where objects a and b
+ * differ ("decoding.request.system_prompt: stored A, requested B"),
+ * descending into members that are objects on both sides. */
+static void diff_path(const char *path, json_t *a, json_t *b, char *out, size_t outsz) {
+    const char *key;
+    json_t *va;
+    json_t *both[2] = {a, b};
+    for (int side = 0; side < 2; side++) {
+        json_object_foreach(both[side], key, va) {
+            json_t *x = json_object_get(a, key), *y = json_object_get(b, key);
+            if (x && y && json_equal(x, y)) continue;
+            char sub[256];
+            snprintf(sub, sizeof sub, "%s.%s", path, key);
+            if (json_is_object(x) && json_is_object(y)) {
+                diff_path(sub, x, y, out, outsz);
+                return;
+            }
+            char *sx = x ? json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+            char *sy = y ? json_dumps(y, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+            snprintf(out, outsz, "%s: stored %s, requested %s", sub, sx ? sx : "(absent)", sy ? sy : "(absent)");
+            free(sx);
+            free(sy);
+            return;
+        }
+    }
+}
+
 /* Describes how two JSON objects differ: "field.key: stored A, requested B"
- * for the first key that differs. Returns 1 if they differ. */
+ * for the first key that differs (inside nested objects, their key path).
+ * Returns 1 if they differ. */
 static int json_diff(const char *field, const char *stored, const char *given, char *out, size_t outsz) {
     char *a = json_canonical(stored), *b = json_canonical(given);
     int differ = !a || !b || strcmp(a, b) != 0;
     if (differ) {
         json_t *ja = a ? json_loads(a, 0, NULL) : NULL, *jb = b ? json_loads(b, 0, NULL) : NULL;
-        int done = 0;
-        if (json_is_object(ja) && json_is_object(jb)) {
-            const char *key;
-            json_t *va;
-            json_t *both[2] = {ja, jb};
-            for (int side = 0; side < 2 && !done; side++) {
-                json_object_foreach(both[side], key, va) {
-                    json_t *x = json_object_get(ja, key), *y = json_object_get(jb, key);
-                    if (x && y && json_equal(x, y)) continue;
-                    char *sx = x ? json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-                    char *sy = y ? json_dumps(y, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-                    snprintf(out, outsz, "%s.%s: stored %s, requested %s", field, key, sx ? sx : "(absent)",
-                             sy ? sy : "(absent)");
-                    free(sx);
-                    free(sy);
-                    done = 1;
-                    break;
-                }
-            }
-        }
-        if (!done) snprintf(out, outsz, "%s: stored %s, requested %s", field, a ? a : "?", b ? b : "?");
+        if (json_is_object(ja) && json_is_object(jb)) diff_path(field, ja, jb, out, outsz);
+        else snprintf(out, outsz, "%s: stored %s, requested %s", field, a ? a : "?", b ? b : "?");
         json_decref(ja);
         json_decref(jb);
     }
     free(a);
     free(b);
     return differ;
+}
+
+/* The decoding record without what is not a run's identity: the request
+ * control's header names (run.c records them; their values, and so the
+ * headers, may change between a run and its resume: a rotated token). The
+ * text as it is when there is nothing to leave out; malloc'd, NULL on nomem. */
+static char *decoding_identity(const char *text) {
+    json_t *j = text && *text ? json_loads(text, 0, NULL) : NULL;
+    json_t *req = json_object_get(j, "request");
+    char *out;
+    if (json_is_object(req) && json_object_get(req, "headers")) {
+        json_object_del(req, "headers");
+        if (json_object_size(req) == 0) json_object_del(j, "request");
+        out = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    } else {
+        out = util_strdup(text ? text : "");
+    }
+    json_decref(j);
+    return out;
+}
+
+/* json_diff of two decoding records, their identity only (decoding_identity). */
+static int decoding_differ(const char *stored, const char *given, char *out, size_t outsz) {
+    char *a = decoding_identity(stored), *b = decoding_identity(given);
+    int d = json_diff("decoding", a ? a : stored, b ? b : given, out, outsz);
+    free(a);
+    free(b);
+    return d;
 }
 
 /* json_diff of two configs, what a server said of itself aside (strip_detected). */
@@ -451,7 +491,7 @@ static drift_status run_begin(drift_store *st, const drift_run_info *info, const
                             "another endpoint, not to another model or parameters: %s vs %s; use a new label for a "
                             "new run)",
                             info->label, old.target, target, old_ident, ident);
-        } else if (json_diff("decoding", old.decoding_json, info->decoding_json, diff, sizeof diff) ||
+        } else if (decoding_differ(old.decoding_json, info->decoding_json, diff, sizeof diff) ||
                    config_differ(old.config_json, info->config_json, diff, sizeof diff) ||
                    templates_differ(old.templates_json, info->templates_json, diff, sizeof diff)) {
             drift_error_set(err, DRIFT_ERR_MISMATCH,

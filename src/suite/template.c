@@ -34,13 +34,19 @@
  *                                and "Assistant: {a}\n" in order, ending
  *                                "Assistant:" (the dialogue template's form)
  * The workload's own wording is not added to a messages prompt: its turns
- * are what the user's logs sent. 
+ * are what the user's logs sent.
+ *   custom/<16 hex>              the user's template (drift_prompt_render_custom,
+ *                                the request control's prompt_template): every
+ *                                "{input}" replaced, for every workload and
+ *                                API; the hex is the template's hash, so
+ *                                another wording is another id.
  * Each workload's family of templates and its two ids are in the traits
  * table (suite/workload.h); the wording of each family is here. */
 #include "driftbench/suite.h"
 
 #include <ctype.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "suite/workload.h"
@@ -145,4 +151,31 @@ char *drift_prompt_render(const drift_prompt *p, drift_api api, const char **tem
     }
     if (template_id) *template_id = id;
     return out;
+}
+
+char *drift_prompt_render_custom(const drift_prompt *p, drift_api api, const char *tmpl, char *id) {
+    const char *tid = NULL;
+    const char *in = p->input ? p->input : "";
+    if (!tmpl || !*tmpl || drift_prompt_messages(in)) {
+        char *out = drift_prompt_render(p, api, &tid);
+        if (id) snprintf(id, DRIFT_TEMPLATE_ID_MAX, "%s", tid ? tid : "raw/v1");
+        return out;
+    }
+    static const char key[] = "{input}";
+    util_buf b = {0};
+    int bad = 0;
+    const char *at = tmpl;
+    for (const char *hit; !bad && (hit = strstr(at, key)); at = hit + sizeof key - 1)
+        bad = buf_append(&b, at, (size_t)(hit - at)) || buf_puts(&b, in);
+    if (!bad) bad = buf_puts(&b, at);
+    if (bad) {
+        buf_free(&b);
+        return NULL;
+    }
+    if (id) {
+        char hex[17];
+        util_hash_hex(tmpl, strlen(tmpl), hex);
+        snprintf(id, DRIFT_TEMPLATE_ID_MAX, "custom/%s", hex);
+    }
+    return buf_steal(&b);
 }

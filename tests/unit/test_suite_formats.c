@@ -253,13 +253,13 @@ static void test_http_chat_body(void **state) {
     (void)state;
     drift_suite *s = load("messages_chat.jsonl", "?workload=chat", DRIFT_OK, NULL, NULL);
     drift_gen_params gp = {.temperature = 0, .top_p = 1, .seed = 7, .max_tokens = 16};
-    json_t *tmpl = eng_http_request_template(DRIFT_API_CHAT, "m", &gp);
+    json_t *tmpl = eng_http_request_template(DRIFT_API_CHAT, "m", &gp, NULL);
     assert_non_null(tmpl);
     util_buf out = {0};
     drift_error err = {0};
     char *r = drift_prompt_render(&s->prompts[0], DRIFT_API_CHAT, NULL);
-    assert_int_equal(eng_http_request_render(tmpl, DRIFT_API_CHAT, r, 7, &out, &err), 0);
-    free(r);
+    int64_t seed = 7;
+    assert_int_equal(eng_http_request_render(tmpl, DRIFT_API_CHAT, NULL, r, &seed, &out, &err), 0);
     json_t *body = json_loads(out.data, 0, NULL);
     json_t *m = json_object_get(body, "messages");
     assert_int_equal(json_array_size(m), 4);
@@ -268,7 +268,16 @@ static void test_http_chat_body(void **state) {
     assert_turn(m, 3, "user", "Now say bye.");
     assert_int_equal(json_integer_value(json_object_get(body, "max_tokens")), 16);
     json_decref(body);
-    assert_int_equal(eng_http_request_render(tmpl, DRIFT_API_CHAT, "plain text", 8, &out, &err), 0);
+    /* the target's system prompt does not replace the turns' own */
+    assert_int_equal(eng_http_request_render(tmpl, DRIFT_API_CHAT, "Be verbose.", r, &seed, &out, &err), 0);
+    free(r);
+    body = json_loads(out.data, 0, NULL);
+    m = json_object_get(body, "messages");
+    assert_int_equal(json_array_size(m), 4);
+    assert_turn(m, 0, "system", "You are terse.");
+    json_decref(body);
+    seed = 8;
+    assert_int_equal(eng_http_request_render(tmpl, DRIFT_API_CHAT, NULL, "plain text", &seed, &out, &err), 0);
     body = json_loads(out.data, 0, NULL);
     m = json_object_get(body, "messages");
     assert_int_equal(json_array_size(m), 1);

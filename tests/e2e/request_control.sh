@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# request_control.sh - request control (issue 37: run/measure --system,
+# --system-file, --template, --extra-body, --header, --stop) end to end:
+# 1. a recording server (python, OpenAI-shaped answers) receives exactly
+#    what was asked: chat, the system message first and the user turn after
+#    it, the extra body's fields (the user's top_k over --top-k), the stop
+#    strings, the headers (a value env:VAR read from the environment); the
+#    header's value is in no file the run leaves (store, stderr) and `runs
+#    show` prints the request control with the header's name only; an unset
+#    VAR is refused naming it; an extra body with "stream" is refused.
+# 2. against `driftbench serve` (the tiny model, completions): a system
+#    prompt changes the answers and is the run's identity (a resume with
+#    another one exits 2 naming decoding.request.system_prompt; one with
+#    another header resumes); the extra body's temperature reaches the server
+#    (sampled answers differ from greedy ones); --template is recorded as
+#    custom/<hash> and its text is what is sent; --stop cuts answers where
+#    the string would have been.
+# 3. measure takes --system and per-side --target-extra-body (serve; and,
+#    against the recording server, a shared header on both sides, a side's
+#    own replacing it by name, each side's own extra body).
+. "$(dirname "$0")/lib.sh"
+command -v python3 > /dev/null || skip_all "python3 is not installed"
+model="$S/tests/data/models/tiny-qwen2-f16.gguf"
+[ -f "$model" ] || skip_all "no $model"
+spid= rpid=
+on_exit() { kill -9 $spid $rpid 2> /dev/null; }
+
+# ---- 1. the recording server ----
+cat > "$T/rec.py" << 'EOF'
+# rec.py PORTFILE LOG: answers OpenAI-shaped JSON and logs each POST (headers, body) as a JSON line
+import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+log = open(sys.argv[2], "a")
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers()
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        log.write(json.dumps({"path": self.path, "headers": list(self.headers.items()), "body": json.loads(body)}) + "\n")
+        log.flush()
+        if self.path.endswith("/chat/completions"):
+            ch = {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        else:
+            ch = {"index": 0, "text": "ok", "finish_reason": "stop"}
+        out = json.dumps({"choices": [ch], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out))); self.end_headers(); self.wfile.write(out)
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write("PORT %d\n" % srv.server_address[1])
+srv.serve_forever()
+EOF
+python3 "$T/rec.py" "$T/rec.port" "$T/rec.log" 2> "$T/rec.err" &
+rpid=$!
+wait_port_file "$T/rec.port" 200 || fail "the recording server did not start: $(cat "$T/rec.err")"
+RU="http://127.0.0.1:$PORT/v1?model=m&api=chat"
+printf '{"prompt_id":"q1","workload":"chat","input":"hello there","reference":{}}\n' > "$T/s.jsonl"
+printf 'Answer as a pirate.' > "$T/sys.txt"
+printf '{"top_k": 7, "chat_template_kwargs": {"enable_thinking": false}}' > "$T/extra.json"
+export REQCTL_E2E_TOKEN=tok-e2e-0451
+"$D" run -q --db "$T/rec.db" --label rec --target "$RU" --suite "$T/s.jsonl" --system-file "$T/sys.txt" \
+  --extra-body @"$T/extra.json" --top-k 3 --stop END --stop '###' --header 'X-Team: drift' \
+  --header 'X-Token: env:REQCTL_E2E_TOKEN' > "$T/rec.out" 2> "$T/rec.stderr"
+check '[ $? = 0 ]' "run against the recording server failed: $(cat "$T/rec.stderr")"
+python3 - "$T/rec.log" > "$T/rec.check" 2>&1 << 'EOF'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r = [x for x in r if x["path"].endswith("/chat/completions")]
+assert len(r) == 1, len(r)
+b, h = r[0]["body"], {k.lower(): v for k, v in r[0]["headers"]}
+assert b["messages"] == [{"role": "system", "content": "Answer as a pirate."}, {"role": "user", "content": "hello there"}], b["messages"]
+assert b["top_k"] == 7, b                         # the extra body's value wins over --top-k 3
+assert b["chat_template_kwargs"] == {"enable_thinking": False}, b
+assert b["stop"] == ["END", "###"], b
+assert b["model"] == "m" and b["stream"] is False, b
+assert h["x-team"] == "drift", h
+assert h["x-token"] == "tok-e2e-0451", h           # env:VAR read at open
+assert "authorization" not in h, h
+assert [k.lower() for k, v in r[0]["headers"]].count("x-token") == 1, r[0]["headers"]
+print("ok")
+EOF
+check 'grep -qx ok "$T/rec.check"' "the recorded request is not what was asked: $(cat "$T/rec.check")"
+check '! grep -aq "tok-e2e-0451" "$T/rec.db" "$T/rec.stderr" "$T/rec.out"' "the header's value was stored or printed"
+"$D" runs show rec --db "$T/rec.db" > "$T/show.txt" 2>&1
+check 'grep -q "Answer as a pirate." "$T/show.txt" && grep -q "X-Token" "$T/show.txt" && grep -q "enable_thinking" "$T/show.txt"' \
+  "runs show does not print the request control: $(cat "$T/show.txt")"
+check '! grep -q "tok-e2e-0451" "$T/show.txt"' "runs show printed a header value"
+check 'grep -q "\"stop\":\[\"END\",\"###\"\]" "$T/show.txt"' "runs show does not print the stop strings"
+unset REQCTL_E2E_TOKEN
+"$D" run -q --db "$T/rec.db" --label rec2 --target "$RU" --suite "$T/s.jsonl" --header 'X-Token: env:REQCTL_E2E_TOKEN' 2> "$T/unset.err"
+rc=$?
+check '[ $rc = 2 ] && grep -q "REQCTL_E2E_TOKEN is not set" "$T/unset.err"' "an unset env: header was not refused by name (rc $rc): $(cat "$T/unset.err")"
+"$D" run -q --db "$T/rec.db" --label rec3 --target "$RU" --suite "$T/s.jsonl" --extra-body '{"stream":true}' 2> "$T/stream.err"
+rc=$?
+check '[ $rc = 2 ] && grep -q "key .stream. is refused" "$T/stream.err"' "stream in the extra body was not refused (rc $rc): $(cat "$T/stream.err")"
+"$D" run -q --db "$T/rec.db" --label rec4 --target "http://192.0.2.1:8000/v1?model=m" --suite "$T/s.jsonl" \
+  --header 'Authorization: Bearer sk-e2e-secret' 2> "$T/auth.err"
+rc=$?
+check '[ $rc = 2 ] && grep -q "refusing to send header .Authorization." "$T/auth.err" && ! grep -q "sk-e2e-secret" "$T/auth.err"' \
+  "an Authorization header over plain http to another host was not refused (rc $rc): $(cat "$T/auth.err")"
+
+# measure: the shared header on both sides, a side's own replacing it by name, per-side extra bodies
+RB="http://127.0.0.1:$PORT/v1?model=base&api=chat"
+RT="http://127.0.0.1:$PORT/v1?model=cand&api=chat"
+: > "$T/rec.log"
+"$D" measure -q --db "$T/recm.db" --baseline "$RB" --target "$RT" --suite builtin:math --limit 2 --max-tokens 4 \
+  --header 'X-Team: shared' --header 'X-Tier: gold' --target-header 'X-Tier: silver' --system 'S' \
+  --baseline-extra-body '{"top_k": 1}' --target-extra-body '{"chat_template_kwargs": {"enable_thinking": false}}' \
+  > "$T/recm.out" 2> "$T/recm.err"
+rc=$?
+check '[ $rc != 2 ]' "measure against the recording server failed (rc $rc): $(tail -3 "$T/recm.err")"
+python3 - "$T/rec.log" > "$T/recm.check" 2>&1 << 'EOF'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r = [x for x in r if x["path"].endswith("/chat/completions")]
+side = {"base": [], "cand": []}
+for x in r: side[x["body"]["model"]].append(x)
+assert len(side["base"]) == 2 and len(side["cand"]) == 2, {k: len(v) for k, v in side.items()}
+for x in side["base"]:
+    h = {k.lower(): v for k, v in x["headers"]}
+    assert h["x-team"] == "shared" and h["x-tier"] == "gold", h
+    assert x["body"]["top_k"] == 1 and "chat_template_kwargs" not in x["body"], x["body"]
+    assert x["body"]["messages"][0] == {"role": "system", "content": "S"}, x["body"]
+for x in side["cand"]:
+    h = {k.lower(): v for k, v in x["headers"]}
+    assert h["x-team"] == "shared" and h["x-tier"] == "silver", h
+    assert [k.lower() for k, v in x["headers"]].count("x-tier") == 1, x["headers"]
+    assert "top_k" not in x["body"] and x["body"]["chat_template_kwargs"] == {"enable_thinking": False}, x["body"]
+    assert x["body"]["messages"][0] == {"role": "system", "content": "S"}, x["body"]
+print("ok")
+EOF
+check 'grep -qx ok "$T/recm.check"' "measure's per-side request control is not what was asked: $(cat "$T/recm.check")"
+
+# ---- 2. driftbench serve ----
+"$D" serve --model "$model" --port 0 --threads 1 --lifetime 600 > "$T/sout" 2> "$T/serr" &
+spid=$!
+wait_port_file "$T/sout" 400 || fail "serve did not start: $(cat "$T/serr")"
+U="http://127.0.0.1:$PORT/v1?model=tiny-qwen2-f16"
+DB=$T/serve.db
+common=(--db "$DB" --target "$U" --suite builtin:chat --limit 6 --max-tokens 12 --concurrency 2)
+"$D" run -q "${common[@]}" --label plain 2> "$T/e.plain" || fail "run plain: $(cat "$T/e.plain")"
+"$D" run -q "${common[@]}" --label sys --system "You are a pirate. Always answer in rhymes." 2> "$T/e.sys" ||
+  fail "run sys: $(cat "$T/e.sys")"
+answers() { sql "$DB" "SELECT p.prompt_id || ' ' || hex(r.text) FROM responses r JOIN runs u ON u.id = r.run_id JOIN prompts p ON p.id = r.prompt_rowid WHERE u.label = '$1' ORDER BY p.prompt_id, r.replicate"; }
+answers plain > "$T/a.plain"
+answers sys > "$T/a.sys"
+check '[ $(wc -l < "$T/a.plain") = 6 ] && [ $(wc -l < "$T/a.sys") = 6 ]' "runs did not store 6 answers each"
+ndiff=$(diff "$T/a.plain" "$T/a.sys" | grep -c '^<')
+check '[ "$ndiff" -ge 1 ]' "the system prompt changed no answer"
+dec=$(sql "$DB" "SELECT decoding FROM runs WHERE label='sys'")
+check 'printf "%s" "$dec" | grep -q "\"system_prompt\":\"You are a pirate. Always answer in rhymes.\""' "the decoding record has no system prompt: $dec"
+# identity: another system prompt is refused; another header resumes
+"$D" run -q "${common[@]}" --label sys --system "You are a lawyer." 2> "$T/e.sys2"
+rc=$?
+check '[ $rc = 2 ] && grep -q "decoding.request.system_prompt" "$T/e.sys2"' "a resume with another system prompt was not refused (rc $rc): $(cat "$T/e.sys2")"
+"$D" run "${common[@]}" --label sys --system "You are a pirate. Always answer in rhymes." --header 'X-Trace: 1' 2> "$T/e.sys3"
+rc=$?
+check '[ $rc = 0 ] && grep -q "resuming run" "$T/e.sys3"' "a resume with another header was refused (rc $rc): $(cat "$T/e.sys3")"
+# the extra body's temperature reaches the server: sampled answers are not the greedy ones
+"$D" run -q "${common[@]}" --label hot --extra-body '{"temperature": 1.5, "top_p": 1.0}' 2> "$T/e.hot" || fail "run hot: $(cat "$T/e.hot")"
+answers hot > "$T/a.hot"
+ndiff=$(diff "$T/a.plain" "$T/a.hot" | grep -c '^<')
+check '[ "$ndiff" -ge 1 ]' "the extra body's temperature changed no answer"
+# --template: recorded as custom/<hash>, sent as written (the system prompt way round: same text = same answers)
+"$D" run -q "${common[@]}" --label tpl --template 'You are a pirate. Always answer in rhymes.
+
+{input}' 2> "$T/e.tpl" || fail "run tpl: $(cat "$T/e.tpl")"
+tpl=$(sql "$DB" "SELECT templates FROM runs WHERE label='tpl'")
+check 'printf "%s" "$tpl" | grep -Eq "\"chat\":\"custom/[0-9a-f]{16}\""' "the template id is not custom/<hash>: $tpl"
+answers tpl > "$T/a.tpl"
+check 'cmp -s "$T/a.sys" "$T/a.tpl"' "the template with the system text did not send what --system sends (chat/v1 is {input})"
+# --stop: every answer is cut before the stop string
+stopstr=" "
+"$D" run -q "${common[@]}" --label stop --stop "$stopstr" 2> "$T/e.stop" || fail "run stop: $(cat "$T/e.stop")"
+nspace=$(sql "$DB" "SELECT count(*) FROM responses r JOIN runs u ON u.id = r.run_id WHERE u.label='stop' AND instr(r.text, ' ') > 0")
+nall=$(sql "$DB" "SELECT count(*) FROM responses r JOIN runs u ON u.id = r.run_id WHERE u.label='stop' AND r.text IS NOT NULL")
+nplain=$(sql "$DB" "SELECT count(*) FROM responses r JOIN runs u ON u.id = r.run_id WHERE u.label='plain' AND instr(r.text, ' ') > 0")
+check '[ "$nall" = 6 ] && [ "$nspace" = 0 ]' "--stop ' ' left answers with a space ($nspace of $nall)"
+check '[ "$nplain" -ge 1 ]' "no plain answer holds a space: the --stop check proves nothing"
+answers stop > "$T/a.stop"
+check '! cmp -s "$T/a.plain" "$T/a.stop"' "--stop changed no answer"
+
+# ---- 3. measure ----
+"$D" measure --db "$T/m.db" --baseline "$U" --target "$U" --suite builtin:math --limit 3 --max-tokens 8 \
+  --system "Be brief." --target-extra-body '{"temperature": 1.5}' --stop '###' > "$T/m.out" 2> "$T/m.err"
+rc=$?
+check '[ $rc != 2 ]' "measure with request control failed (rc $rc): $(tail -5 "$T/m.err")"
+bdec=$(sql "$T/m.db" "SELECT decoding FROM runs WHERE label='baseline'")
+tdec=$(sql "$T/m.db" "SELECT decoding FROM runs WHERE label='target'")
+check 'printf "%s" "$bdec" | grep -q "\"system_prompt\":\"Be brief.\"" && ! printf "%s" "$bdec" | grep -q extra_body' \
+  "the baseline's request is not the shared one: $bdec"
+check 'printf "%s" "$tdec" | grep -q "\"system_prompt\":\"Be brief.\"" && printf "%s" "$tdec" | grep -q "\"extra_body\":{\"temperature\":1.5}"' \
+  "the target's request is not the shared one with its extra body: $tdec"
+check 'printf "%s" "$tdec" | grep -q "\"stop\":\[\"###\"\]"' "measure --stop is not recorded: $tdec"
+finish
