@@ -26,7 +26,7 @@
  * The files: this one the flags and the run (drift_lab_run) with its exit
  * code; lab_progress.c what each phase prints while the stage runs (its
  * progress callback, cli_lab_event); lab_findings.c what the study found,
- * printed and written once it has run, and the closing lines; cmd_lab.h
+ * printed and written once it has run, and the closing lines; lab_cli.h
  * what they share.
  *
  * Exit codes: 0 done, 2 an error. A file that cannot be written is exit 2
@@ -40,7 +40,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "cmd_lab.h"
+#include "lab_cli.h"
 #include "cmd_matrix.h"
 #include "driftbench/lab.h"
 #include "pipeline.h"

@@ -8,7 +8,7 @@
  * printed and, with no terminal to ask on, exit 2 saying to add --yes.
  *
  * runs_print.c prints list and show (the table, the run's lines, their
- * JSON); this file has the flags, rename and delete (cmd_runs.h between).
+ * JSON); this file has the flags, rename and delete (runs_print.h between).
  *
  * list and show open the store read-only (an older store is read as it
  * is, never migrated); rename and delete open it for writing. Everything
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cmd_runs.h"
+#include "runs_print.h"
 #include "driftbench/store.h"
 
 static const char runs_usage[] =

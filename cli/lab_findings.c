@@ -13,13 +13,13 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cmd_lab.h"
+#include "lab_cli.h"
 #include "driftbench/analysis.h"
 #include "driftbench/lab.h"
 #include "driftbench/report.h"
 #include "driftbench/report_html.h"
 
-/* See cmd_lab.h. */
+/* See lab_cli.h. */
 int cli_lab_write_file(lab_cli *c, const char *name, const char *text) {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/%s", c->out, name);
@@ -32,7 +32,7 @@ int cli_lab_write_file(lab_cli *c, const char *name, const char *text) {
     return -1;
 }
 
-/* See cmd_lab.h. */
+/* See lab_cli.h. */
 int cli_lab_report(lab_cli *c, const drift_lab_result *r) {
     int rc = CLI_EXIT_PASS;
     drift_error err = {0};
@@ -97,7 +97,7 @@ int cli_lab_report(lab_cli *c, const drift_lab_result *r) {
     return rc;
 }
 
-/* See cmd_lab.h. */
+/* See lab_cli.h. */
 int cli_lab_aa_check(const drift_lab_result *r) {
     const drift_lab_findings *f = &r->findings;
     if (!f->computed) return CLI_EXIT_PASS;
@@ -117,7 +117,7 @@ int cli_lab_aa_check(const drift_lab_result *r) {
     return CLI_EXIT_FAIL;
 }
 
-/* See cmd_lab.h. */
+/* See lab_cli.h. */
 void cli_lab_print_times(const drift_lab_result *r, double wall_s, const char *out) {
     double run_s = r->main_wall_s + r->side_wall_s;
     int64_t tokens = r->tokens_after - r->tokens_before;

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "cmd_lab.h"
+#include "lab_cli.h"
 #include "cmd_matrix.h"
 #include "driftbench/lab.h"
 #include "pipeline.h"
@@ -236,7 +236,7 @@ static void on_cuts(lab_cli *c, const drift_lab_result *r) {
     printf(")\n");
 }
 
-/* See cmd_lab.h. Its phases (stage "lab", ITEM) and its matrix legs'
+/* See lab_cli.h. Its phases (stage "lab", ITEM) and its matrix legs'
  * events; the calibration's batches are not shown. */
 void cli_lab_event(void *user, const drift_progress *p) {
     lab_cli *c = user;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cmd_runs.h"
+#include "runs_print.h"
 #include "driftbench/store.h"
 #include "driftbench/text.h"
 
@@ -74,7 +74,7 @@ static int print_json(json_t *j) {
     return 0;
 }
 
-/* See cmd_runs.h. */
+/* See runs_print.h. */
 int cli_runs_list(drift_store *st, int as_json) {
     drift_run_overview *ov = NULL;
     size_t n = 0;
@@ -135,7 +135,7 @@ static json_t *json_or_string(const char *text) {
     return j ? j : text ? json_string(text) : json_null();
 }
 
-/* See cmd_runs.h. */
+/* See runs_print.h. */
 int cli_runs_show(drift_store *st, const char *label, int as_json) {
     drift_run_overview o;
     drift_error err = {0};

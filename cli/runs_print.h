@@ -1,7 +1,7 @@
-/* cmd_runs.h - `driftbench runs`: list and show, printed by runs_print.c
+/* runs_print.h - `driftbench runs`: list and show, printed by runs_print.c
  * for cmd_runs.c. */
-#ifndef DRIFT_CLI_CMD_RUNS_H
-#define DRIFT_CLI_CMD_RUNS_H
+#ifndef DRIFT_CLI_RUNS_PRINT_H
+#define DRIFT_CLI_RUNS_PRINT_H
 
 #include "driftbench/store.h"
 

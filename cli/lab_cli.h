@@ -1,8 +1,8 @@
-/* cmd_lab.h - what the files of `driftbench lab` share (cmd_lab.c: the
+/* lab_cli.h - what the files of `driftbench lab` share (cmd_lab.c: the
  * flags and the run; lab_progress.c: the phases printed while it runs;
  * lab_findings.c: what the study found, printed and written). */
-#ifndef DRIFT_CLI_CMD_LAB_H
-#define DRIFT_CLI_CMD_LAB_H
+#ifndef DRIFT_CLI_LAB_CLI_H
+#define DRIFT_CLI_LAB_CLI_H
 
 #include <limits.h>
 
