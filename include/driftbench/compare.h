@@ -303,8 +303,9 @@ DRIFT_API void drift_compare_opts_default(drift_compare_opts *o);
 DRIFT_API drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec, drift_error *err);
 
 /* ---- compare over scored sets: pure (compare.c) ----
- * Load -> compute -> render: the loader (src/report/load.c, the only code
- * of a report that reads the store) reads both runs, their scored answers,
+ * Load -> compute -> render: the loader (drift_compare_runs,
+ * src/analysis/compare_runs.c, and the report's src/report/load.c, which
+ * adds the flip details to its pass) reads both runs, their scored answers,
  * the chat embeddings, the code sandboxes and the answers that flip risk
  * and the flip details need, in one read transaction, each answer once;
  * compare computes from what it was given. */
@@ -356,9 +357,9 @@ DRIFT_API void drift_comparison_pair_risk(drift_comparison *c, drift_workload wl
  * each workload's AUC and precision@10% with bootstrap intervals. */
 DRIFT_API drift_status drift_comparison_rank_risk(drift_comparison *c, size_t with_logprobs, drift_error *err);
 
-/* Loads and compares the two runs: the report layer's loader
- * (src/report/load.c; drift_comparison_load adds the flip details), kept
- * here for the stages and tools that want a comparison from a store. With
+/* Loads and compares the two runs (src/analysis/compare_runs.c; the
+ * report's drift_comparison_load reads the same and adds the flip details),
+ * for the stages and tools that want a comparison from a store. With
  * opts->evaluator, each run's scores by that evaluator only
  * (drift_store_load_scored_evaluator); a run it scored nothing of is
  * DRIFT_ERR_NOT_FOUND naming the run and the evaluators it has.

@@ -1,5 +1,6 @@
 /* analysis_internal.h - helpers shared by anova.c and the PRI (pri_eval.c),
- * and the beta quantile of stats.c and gate.c (not public).
+ * the beta quantile of stats.c and gate.c, and the token margin that risk.c
+ * and answer_shape.c read from stored logprobs (not public).
  * Matrices are column-major: X[j * n + i] is row i, column j. */
 #ifndef DRIFT_ANALYSIS_INTERNAL_H
 #define DRIFT_ANALYSIS_INTERNAL_H
@@ -48,5 +49,29 @@ double anl_quantile_sorted(const double *v, size_t n, double q);
 
 /* Sorts v (n) and sets [*lo, *hi] to its (1-level)/2 and (1+level)/2 quantiles. */
 void anl_percentile_ci(double *v, size_t n, double level, double *lo, double *hi);
+
+/* ---- stored logprobs (risk.c) ----
+ * The array that the engines store for an answer, one element per generated
+ * token: [{"token":..,"logprob":..,"top":[{"token":..,"logprob":..}..]}..]. */
+struct json_t;
+
+/* Parses a stored logprobs array: *root (the caller json_decref's it) and
+ * its *n elements. DRIFT_ERR_PARSE, *root NULL, when the text is not JSON
+ * ("logprobs: line L column C: ...") or not an array. */
+drift_status anl_logprobs_load(const char *json, struct json_t **root, size_t *n, drift_error *err);
+
+/* One token's two best alternatives: the n_top entries of its "top" list,
+ * the largest two logprobs (-INFINITY where fewer) and margin = best - second
+ * in nats, the closeness of the greedy decision (NAN with fewer than two). */
+typedef struct anl_top2 {
+    size_t n_top;
+    double best, second, margin;
+} anl_top2;
+
+/* Reads element i (elem) of a stored logprobs array into *out; a missing or
+ * null "top" lists nothing. DRIFT_ERR_PARSE, naming element i (and the
+ * entry), when elem is not an object, "top" is not an array or an entry
+ * has no finite numeric "logprob"; err may be NULL. */
+drift_status anl_logprob_top2(const struct json_t *elem, size_t i, anl_top2 *out, drift_error *err);
 
 #endif

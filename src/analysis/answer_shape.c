@@ -6,10 +6,10 @@
  * which unpacks its zstd logprobs) inside one read transaction. Lengths are
  * the stored completion token counts; gaps come from the logprobs array,
  * one element per generated token: a token whose "top" lists two entries or
- * more has the gap best - second (risk.c's margin, the same definition as
- * flip risk's), a token with a shorter or absent list has none. An answer
- * whose logprobs do not read is counted in bad_logprobs and in no gap
- * figure (its length still counts): a figure over a partly read answer
+ * more has the gap best - second (anl_logprob_top2's margin, risk.c: the
+ * one flip risk reads), a token with a shorter or absent list has none. An
+ * answer whose logprobs do not read is counted in bad_logprobs and in no
+ * gap figure (its length still counts): a figure over a partly read answer
  * would say what the data does not. */
 #include <jansson.h>
 #include <math.h>
@@ -22,46 +22,24 @@
 
 /* One answer's gaps: *n_gap tokens with one, *n_tie of them under
  * DRIFT_SHAPE_TIE_NATS, the smallest in *min_gap (NAN when none). -1 when
- * the JSON does not read as the logprobs array. */
+ * the JSON does not read as the logprobs array (its "token"s are not read). */
 static int answer_gaps(const char *json, size_t *n_gap, size_t *n_tie, double *min_gap) {
     *n_gap = *n_tie = 0;
     *min_gap = NAN;
-    json_t *root = json_loads(json, 0, NULL);
-    int rc = json_is_array(root) ? 0 : -1;
-    for (size_t i = 0; !rc && i < json_array_size(root); i++) {
-        json_t *e = json_array_get(root, i);
-        if (!json_is_object(e)) {
+    json_t *root;
+    size_t n;
+    if (anl_logprobs_load(json, &root, &n, NULL)) return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        anl_top2 t2;
+        if (anl_logprob_top2(json_array_get(root, i), i, &t2, NULL)) {
             rc = -1;
             break;
         }
-        json_t *top = json_object_get(e, "top");
-        if (!top || json_is_null(top)) continue;
-        if (!json_is_array(top)) {
-            rc = -1;
-            break;
-        }
-        double best = -INFINITY, second = -INFINITY;
-        size_t m = json_array_size(top);
-        for (size_t k = 0; k < m; k++) {
-            json_t *a = json_array_get(top, k);
-            json_t *lp = json_is_object(a) ? json_object_get(a, "logprob") : NULL;
-            double v = json_is_number(lp) ? json_number_value(lp) : NAN;
-            if (!isfinite(v)) {
-                rc = -1;
-                break;
-            }
-            if (v > best) {
-                second = best;
-                best = v;
-            } else if (v > second) {
-                second = v;
-            }
-        }
-        if (rc || m < 2) continue;
-        double g = best - second;
+        if (t2.n_top < 2) continue;
         (*n_gap)++;
-        *n_tie += g < DRIFT_SHAPE_TIE_NATS;
-        if (isnan(*min_gap) || g < *min_gap) *min_gap = g;
+        *n_tie += t2.margin < DRIFT_SHAPE_TIE_NATS;
+        if (isnan(*min_gap) || t2.margin < *min_gap) *min_gap = t2.margin;
     }
     json_decref(root);
     return rc;

@@ -1,6 +1,6 @@
 /* compare.c - paired comparison of a baseline and a target run (compare.h),
  * pure: it computes from the scored sets the loader gives it
- * (drift_compare_sets; src/report/load.c reads them, drift_compare_runs
+ * (drift_compare_sets; compare_runs.c reads them, drift_compare_runs
  * there does both) and reads no store.
  *
  * Both scored sets are ordered by (prompt_rowid, replicate), so pairing is

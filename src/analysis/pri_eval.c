@@ -65,6 +65,21 @@ void pri_shuffle(size_t *v, size_t n, unsigned seed) {
     }
 }
 
+/* See pri_internal.h. */
+int pri_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* numpy's default (linear) quantile of sorted v */
+double pri_quantile_sorted(const double *v, size_t n, double q) {
+    if (n == 0) return NAN;
+    double h = (double)(n - 1) * q;
+    size_t i = (size_t)floor(h);
+    if (i + 1 >= n) return v[n - 1];
+    return v[i] + (h - (double)i) * (v[i + 1] - v[i]);
+}
+
 /* Trains on rows tr and predicts rows te with the given parameters. */
 static drift_status fit_predict(const pri_dset *ds, const size_t *tr, size_t ntr, const size_t *te, size_t nte,
                                 const pri_hparams *hp, const drift_pri_options *o, double *pred_te,

@@ -177,7 +177,8 @@ void pri_jobs_free(pri_job *jobs, size_t n);
 drift_status pri_jobs_run(pri_job *jobs, size_t n, const drift_pri_options *o, drift_error *err);
 
 /* qsort comparator of doubles, ascending; numpy's default (linear) quantile
- * q of the n sorted values v (NAN when n = 0). */
+ * q of the n sorted values v (NAN when n = 0). Both in pri_eval.c, with
+ * the jobs above, which drift_pri_fit (pri_model.c) uses too. */
 int pri_cmp_double(const void *a, const void *b);
 double pri_quantile_sorted(const double *v, size_t n, double q);
 

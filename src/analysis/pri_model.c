@@ -50,20 +50,6 @@ void drift_pri_free(drift_pri *p) {
 
 /* ------------------------------------------------------------------ fit */
 
-int pri_cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* numpy's default (linear) quantile of sorted v */
-double pri_quantile_sorted(const double *v, size_t n, double q) {
-    if (n == 0) return NAN;
-    double h = (double)(n - 1) * q;
-    size_t i = (size_t)floor(h);
-    if (i + 1 >= n) return v[n - 1];
-    return v[i] + (h - (double)i) * (v[i + 1] - v[i]);
-}
-
 static quant quantiles(double *v, size_t n) {
     qsort(v, n, sizeof *v, pri_cmp_double);
     quant q = {pri_quantile_sorted(v, n, 0.025), pri_quantile_sorted(v, n, 0.975), n};

@@ -61,12 +61,64 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis_internal.h"
 #include "driftbench/compare.h"
 #include "driftbench/eval.h"
 #include "suite/workload.h"
 #include "util/util.h"
 
 #define RISK_T 1.0 /* nats */
+
+/* ---- one token's margin (analysis_internal.h) ---- */
+
+drift_status anl_logprobs_load(const char *json, json_t **root, size_t *n, drift_error *err) {
+    json_error_t je;
+    *root = NULL;
+    *n = 0;
+    json_t *r = json_loads(json, 0, &je);
+    if (!r) return drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: line %d column %d: %s", je.line, je.column, je.text);
+    if (!json_is_array(r)) {
+        json_decref(r);
+        return drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: not a JSON array");
+    }
+    *root = r;
+    *n = json_array_size(r);
+    return DRIFT_OK;
+}
+
+drift_status anl_logprob_top2(const json_t *elem, size_t i, anl_top2 *out, drift_error *err) {
+    out->n_top = 0;
+    out->best = out->second = -INFINITY;
+    out->margin = NAN;
+    if (!json_is_object(elem)) return drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: not an object", i);
+    json_t *top = json_object_get(elem, "top");
+    if (!top || json_is_null(top)) return DRIFT_OK;
+    if (!json_is_array(top))
+        return drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: \"top\" is not an array", i);
+    size_t m = json_array_size(top);
+    double best = -INFINITY, second = -INFINITY;
+    for (size_t k = 0; k < m; k++) {
+        json_t *a = json_array_get(top, k);
+        json_t *lp = json_is_object(a) ? json_object_get(a, "logprob") : NULL;
+        if (!json_is_number(lp))
+            return drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: top[%zu]: no numeric \"logprob\"", i,
+                                   k);
+        double v = json_number_value(lp);
+        if (!isfinite(v))
+            return drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: top[%zu]: logprob not finite", i, k);
+        if (v > best) {
+            second = best;
+            best = v;
+        } else if (v > second) {
+            second = v;
+        }
+    }
+    out->n_top = m;
+    out->best = best;
+    out->second = second;
+    if (m >= 2) out->margin = best - second;
+    return DRIFT_OK;
+}
 
 /* ---- features ---- */
 
@@ -114,21 +166,13 @@ drift_status drift_risk_features_for(const char *logprobs_json, drift_workload w
     if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "risk features need an output");
     features_reset(out);
     if (!logprobs_json) return drift_error_set(err, DRIFT_ERR_INVALID, "risk features need logprobs");
-    json_error_t je;
-    json_t *root = json_loads(logprobs_json, 0, &je);
-    if (!root)
-        return drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: line %d column %d: %s", je.line, je.column, je.text);
-    drift_status rc = DRIFT_OK;
-    double *margin = NULL; /* (n,) per token, NAN without two alternatives */
-    size_t *tok_end = NULL; /* (n,) byte offset just past each token in text */
+    json_t *root = NULL;
+    size_t n = 0;
+    drift_status rc = anl_logprobs_load(logprobs_json, &root, &n, err);
+    if (rc) return rc;
+    double *margin = malloc((n + 1) * sizeof *margin);   /* (n,) per token, NAN without two alternatives */
+    size_t *tok_end = malloc((n + 1) * sizeof *tok_end); /* (n,) byte offset just past each token in text */
     util_buf text = {0};
-    if (!json_is_array(root)) {
-        rc = drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: not a JSON array");
-        goto done;
-    }
-    size_t n = json_array_size(root);
-    margin = malloc((n + 1) * sizeof *margin);
-    tok_end = malloc((n + 1) * sizeof *tok_end);
     if (!margin || !tok_end) {
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory reading %zu logprobs", n);
         goto done;
@@ -138,10 +182,7 @@ drift_status drift_risk_features_for(const char *logprobs_json, drift_workload w
     for (size_t i = 0; i < n; i++) {
         margin[i] = NAN;
         json_t *e = json_array_get(root, i);
-        if (!json_is_object(e)) {
-            rc = drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: not an object", i);
-            goto done;
-        }
+        /* (a non-object has no "token": anl_logprob_top2 below names it) */
         json_t *tok = json_object_get(e, "token");
         if (tok && !json_is_null(tok)) {
             if (!json_is_string(tok)) {
@@ -154,35 +195,12 @@ drift_status drift_risk_features_for(const char *logprobs_json, drift_workload w
             for (size_t k = 0; k < tl && !oom; k++) oom = buf_append(&text, ts[k] ? &ts[k] : " ", 1) != 0;
         }
         tok_end[i] = text.len;
+        anl_top2 t2;
+        if ((rc = anl_logprob_top2(e, i, &t2, err))) goto done;
+        if (t2.n_top < 2) continue;
         json_t *top = json_object_get(e, "top");
-        if (!top || json_is_null(top)) continue;
-        if (!json_is_array(top)) {
-            rc = drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: \"top\" is not an array", i);
-            goto done;
-        }
-        size_t m = json_array_size(top);
-        double best = -INFINITY, second = -INFINITY;
-        for (size_t k = 0; k < m; k++) {
-            json_t *a = json_array_get(top, k);
-            json_t *lp = json_is_object(a) ? json_object_get(a, "logprob") : NULL;
-            if (!json_is_number(lp)) {
-                rc = drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: top[%zu]: no numeric \"logprob\"",
-                                     i, k);
-                goto done;
-            }
-            double v = json_number_value(lp);
-            if (!isfinite(v)) {
-                rc = drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: element %zu: top[%zu]: logprob not finite", i, k);
-                goto done;
-            }
-            if (v > best) {
-                second = best;
-                best = v;
-            } else if (v > second) {
-                second = v;
-            }
-        }
-        if (m < 2) continue;
+        size_t m = t2.n_top;
+        double best = t2.best;
         /* entropy of the listed alternatives, renormalised (log-sum-exp from best) */
         double z = 0;
         for (size_t k = 0; k < m; k++) z += exp(json_number_value(json_object_get(json_array_get(top, k), "logprob")) - best);
@@ -193,7 +211,7 @@ drift_status drift_risk_features_for(const char *logprobs_json, drift_workload w
         }
         ent_sum += h;
         out->n_margin++;
-        margin[i] = best - second;
+        margin[i] = t2.margin;
         out->n_near += margin[i] < DRIFT_RISK_NEAR_NATS;
         out->soft_fine += exp(-margin[i] / 0.25);
         out->soft_coarse += exp(-margin[i] / 2.0);

@@ -434,6 +434,26 @@ static void first_cell(char *out, size_t cap, const kl_first *f) {
     else snprintf(out, cap, "%zu of %zu (median token %.1f, earliest %d)", f->parted, f->prompts, f->median, f->earliest);
 }
 
+/* One row of the token-KL table (text and markdown): workload k, or all of
+ * them at k == DRIFT_WL_COUNT; its summary, first-parting figures and
+ * cells. 0 when the row is not shown (k not present). */
+typedef struct kl_row {
+    const drift_tokdiv_summary *sm;
+    kl_first f;
+    char kl[64], top[16], first[96];
+} kl_row;
+
+static int kl_row_fill(const drift_tokdiv_report *r, int k, kl_row *w) {
+    int overall = k == DRIFT_WL_COUNT;
+    if (!overall && !r->present[k]) return 0;
+    w->sm = overall ? &r->overall : &r->wl[k];
+    kl_first_fill(r, overall ? -1 : k, &w->f);
+    kl_cell(w->kl, sizeof w->kl, w->sm);
+    top1_cell(w->top, sizeof w->top, w->sm);
+    first_cell(w->first, sizeof w->first, &w->f);
+    return 1;
+}
+
 static void kl_intro(util_buf *b, const drift_tokdiv_report *r) {
     buf_puts(b, "token KL(baseline||target), teacher-forced: the target stack reads the baseline's answers; ");
     if (r->limit) buf_printf(b, "%zu prompts per workload (seed %llu)", r->limit, (unsigned long long)r->seed);
@@ -455,17 +475,11 @@ static void kl_text(util_buf *b, const drift_comparison *c) {
     buf_printf(b, "  %-13s %7s %9s  %-22s %10s  %s\n", "workload", "prompts", "positions", "mean KL (nats, \xC2\xB1se)",
                "same top-1", "prompts whose top-1 parts (first at)");
     for (int k = 0; k <= DRIFT_WL_COUNT; k++) {
-        int overall = k == DRIFT_WL_COUNT;
-        if (!overall && !r->present[k]) continue;
-        const drift_tokdiv_summary *sm = overall ? &r->overall : &r->wl[k];
-        kl_first f;
-        kl_first_fill(r, overall ? -1 : k, &f);
-        char kl[64], top[16], first[96];
-        kl_cell(kl, sizeof kl, sm);
-        top1_cell(top, sizeof top, sm);
-        first_cell(first, sizeof first, &f);
-        buf_printf(b, "  %-13s %7zu %9zu  %-23s %10s  %s\n", overall ? "all" : drift_workload_name((drift_workload)k),
-                   f.prompts, sm->n, kl, top, first);
+        kl_row w;
+        if (!kl_row_fill(r, k, &w)) continue;
+        buf_printf(b, "  %-13s %7zu %9zu  %-23s %10s  %s\n",
+                   k == DRIFT_WL_COUNT ? "all" : drift_workload_name((drift_workload)k), w.f.prompts, w.sm->n, w.kl,
+                   w.top, w.first);
     }
 }
 
@@ -548,17 +562,11 @@ static void kl_markdown(util_buf *b, const drift_comparison *c) {
     buf_puts(b, ":\n\n| workload | prompts | positions | mean KL (nats) | same top-1 | top-1 parts (first at) |\n"
                 "|---|--:|--:|--:|--:|---|\n");
     for (int k = 0; k <= DRIFT_WL_COUNT; k++) {
-        int overall = k == DRIFT_WL_COUNT;
-        if (!overall && !r->present[k]) continue;
-        const drift_tokdiv_summary *sm = overall ? &r->overall : &r->wl[k];
-        kl_first f;
-        kl_first_fill(r, overall ? -1 : k, &f);
-        char kl[64], top[16], first[96];
-        kl_cell(kl, sizeof kl, sm);
-        top1_cell(top, sizeof top, sm);
-        first_cell(first, sizeof first, &f);
-        buf_printf(b, "| %s | %zu | %zu | %s | %s | %s |\n", overall ? "**all**" : drift_workload_name((drift_workload)k),
-                   f.prompts, sm->n, kl, top, first);
+        kl_row w;
+        if (!kl_row_fill(r, k, &w)) continue;
+        buf_printf(b, "| %s | %zu | %zu | %s | %s | %s |\n",
+                   k == DRIFT_WL_COUNT ? "**all**" : drift_workload_name((drift_workload)k), w.f.prompts, w.sm->n,
+                   w.kl, w.top, w.first);
     }
 }
 

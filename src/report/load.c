@@ -5,18 +5,12 @@
  *
  * One comparison is one read transaction (drift_store_read_begin/_end,
  * so every read sees the same snapshot and the file's lock is taken once):
- *   1. both runs (drift_store_run_get), their scored answers
- *      (drift_store_load_scored_evaluator), the chat embeddings of both in
- *      one range read (drift_compare_chat_range says which);
- *   2. compare over those sets (drift_compare_sets, pure);
- *   3. when code pairs are present, the code sandboxes of each run
- *      (drift_store_detail_counts, drift_comparison_add_sandbox);
- *   4. flip risk, when asked and the baseline has logprobs: each counted
- *      pair's baseline answer read once (drift_store_response_get) and
- *      scored (drift_comparison_pair_risk), then ranked
- *      (drift_comparison_rank_risk). A flipped pair's baseline answer,
- *      while in hand, also gives that flip's details (step 5), so it is
- *      not read again and no answer is held past its flip;
+ *   1.-4. the runs, their comparison, code sandboxes and flip risk, read
+ *      as drift_compare_runs reads them (src/analysis/compare_runs.c,
+ *      anl_compare_load); its hooks begin the details here once the
+ *      comparison is known, and a flipped pair's baseline answer that the
+ *      risk pass reads gives that flip's details (step 5), so it is not
+ *      read again and no answer is held past its flip;
  *   5. the flip details the format shows (drift_comparison_load with
  *      details) not given by step 4: where each flip's answers part
  *      (drift_divergence_compute) and, for the few quoted, both answers.
@@ -33,37 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/compare_runs.h"
 #include "driftbench/report.h"
 #include "suite/workload.h"
 #include "util/util.h"
 
 /* ------------------------------------------------------------ compare */
-
-/* drift_store_detail_counts's callback: one side's count of one mechanism. */
-typedef struct sandbox_side {
-    drift_comparison *c;
-    int side;
-} sandbox_side;
-
-static void sandbox_count(void *user, const char *mech, long count) {
-    sandbox_side *u = user;
-    drift_comparison_add_sandbox(u->c, u->side, mech, count);
-}
-
-/* Step 3: the code sandboxes of both runs. */
-static drift_status load_sandboxes(drift_store *st, drift_comparison *c, drift_error *err) {
-    drift_status rc = DRIFT_OK;
-    const int64_t ids[2] = {c->baseline.id, c->target.id};
-    for (int side = 0; side < 2 && !rc; side++) {
-        sandbox_side u = {c, side};
-        for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++)
-            if (wl_traits_of((drift_workload)k)->runs_code)
-                rc = drift_store_detail_counts(st, ids[side], (drift_workload)k, "sandbox", sandbox_count, &u, err);
-        if (rc) drift_error_prefix(err, "reading code sandboxes: ");
-    }
-    drift_comparison_sort_sandboxes(c);
-    return rc;
-}
 
 /* The flip details being loaded: d (flips[k] allocated, n[k] set by
  * details_begin), the format, and which of them are done (the risk pass
@@ -74,110 +43,12 @@ typedef struct details_ctx {
     unsigned char *done[DRIFT_WL_COUNT];
 } details_ctx;
 
-static drift_status detail_one(drift_store *st, const drift_comparison *c, details_ctx *x, int k, size_t i,
-                               const drift_answer *kb, drift_error *err);
-
 /* Flipped pairs of each workload whose details fmt shows (load_details). */
 static size_t details_count(const drift_comparison *c, int k, drift_format fmt) {
     if (fmt == DRIFT_FORMAT_JUNIT || !c->present[k]) return 0;
     size_t n = c->wl[k].n_flipped;
     if (fmt != DRIFT_FORMAT_JSON && n > DRIFT_REPORT_LISTED_FLIPS) n = DRIFT_REPORT_LISTED_FLIPS;
     return n;
-}
-
-/* Step 4: each counted pair's baseline answer, read once and scored; a
- * flipped pair's answer also gives that flip's details when x (may be
- * NULL) wants them, so it is not read again. */
-static drift_status load_risk(drift_store *st, drift_comparison *c, details_ctx *x, drift_error *err) {
-    if (!drift_comparison_wants_risk(c)) return DRIFT_OK;
-    size_t with_lp = 0;
-    drift_status rc = DRIFT_OK;
-    for (int k = 0; k < DRIFT_WL_COUNT && !rc; k++) {
-        drift_wl_result *w = &c->wl[k];
-        if (!c->present[k]) continue;
-        size_t keep = x ? x->d->n[k] : 0, f = 0;
-        for (size_t i = 0; i < w->n_pairs && !rc; i++) {
-            drift_pair_outcome *p = &w->pairs[i];
-            size_t fi = p->flipped ? f++ : (size_t)-1;
-            drift_answer a = {0};
-            drift_error e = {0};
-            drift_status r = drift_store_response_get(st, p->base_response_id, &a, NULL, &e);
-            if (r == DRIFT_ERR_NOMEM) rc = drift_error_set(err, r, "out of memory reading baseline logprobs");
-            if (!r && a.logprobs_json) {
-                with_lp++;
-                drift_comparison_pair_risk(c, (drift_workload)k, i, a.logprobs_json);
-            }
-            if (!r && fi < keep) rc = detail_one(st, c, x, k, fi, &a, err); /* the flip's details, from this read */
-            drift_answer_clear(&a);
-        }
-    }
-    if (rc) return rc;
-    return drift_comparison_rank_risk(c, with_lp, err);
-}
-
-static drift_status details_begin(const drift_comparison *c, drift_format fmt, drift_comparison_details *d,
-                                  details_ctx *x, drift_error *err);
-
-/* Steps 1-4 (the caller holds the read transaction); with x, the details
- * of fmt are begun (x->d allocated) and those the risk pass can give,
- * filled. */
-static drift_status load_compare(drift_store *st, const char *baseline_label, const char *target_label,
-                                 const drift_compare_opts *opts, drift_format fmt, drift_comparison_details *d,
-                                 details_ctx *x, drift_comparison **out, drift_error *err) {
-    *out = NULL;
-    if (!st || !baseline_label || !target_label)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "compare needs a store, a baseline and a target label");
-    if (!strcmp(baseline_label, target_label))
-        return drift_error_set(err, DRIFT_ERR_INVALID, "baseline and target are the same run \"%s\"", baseline_label);
-    drift_compare_in in;
-    memset(&in, 0, sizeof in);
-    drift_embedding_set emb = {0};
-    drift_status rc = drift_store_run_get(st, baseline_label, &in.baseline, err);
-    if (!rc) rc = drift_store_run_get(st, target_label, &in.target, err);
-    if (!rc && (rc = drift_store_load_scored_evaluator(st, in.baseline.id, opts->evaluator, &in.base, err)))
-        drift_error_prefix(err, "baseline \"%s\": ", baseline_label);
-    if (!rc && (rc = drift_store_load_scored_evaluator(st, in.target.id, opts->evaluator, &in.targ, err)))
-        drift_error_prefix(err, "target \"%s\": ", target_label);
-    const char *embedder = NULL;
-    int64_t lo, hi;
-    if (!rc && drift_compare_chat_range(opts, &in.base, &in.targ, &embedder, &lo, &hi)) {
-        in.embedder = embedder;
-        in.emb = &emb;
-        rc = drift_store_embeddings_range(st, embedder, lo, hi, &emb, err);
-    }
-    drift_comparison *c = NULL;
-    if (!rc) rc = drift_compare_sets(&in, opts, &c, err);
-    drift_embedding_set_clear(&emb);
-    drift_run_info_clear(&in.baseline); /* left empty when taken over */
-    drift_run_info_clear(&in.target);
-    drift_scored_set_clear(&in.base);
-    drift_scored_set_clear(&in.targ);
-    int runs_code = 0;
-    for (int k = 0; !rc && k < DRIFT_WL_COUNT; k++)
-        runs_code |= c->present[k] && wl_traits_of((drift_workload)k)->runs_code;
-    if (!rc && runs_code) rc = load_sandboxes(st, c, err);
-    if (!rc && x) rc = details_begin(c, fmt, d, x, err);
-    if (!rc && opts->risk) rc = load_risk(st, c, x, err);
-    if (rc) {
-        drift_comparison_free(c);
-        return rc;
-    }
-    *out = c;
-    return DRIFT_OK;
-}
-
-/* See compare.h. */
-drift_status drift_compare_runs(drift_store *st, const char *baseline_label, const char *target_label,
-                                const drift_compare_opts *opts, drift_comparison **out, drift_error *err) {
-    drift_compare_opts defaults;
-    if (!opts) {
-        drift_compare_opts_default(&defaults);
-        opts = &defaults;
-    }
-    drift_store_read_begin(st);
-    drift_status rc = load_compare(st, baseline_label, target_label, opts, DRIFT_FORMAT_JUNIT, NULL, NULL, out, err);
-    drift_store_read_end(st);
-    return rc;
 }
 
 /* ------------------------------------------------------ flip details */
@@ -397,6 +268,29 @@ drift_status drift_comparison_details_load(drift_store *st, const drift_comparis
     return rc;
 }
 
+/* The report's hooks into the comparison's read (anl_compare_load): the
+ * details of fmt begun once the comparison is computed, and those of the
+ * flips whose baseline answer the risk pass reads, filled from that read. */
+typedef struct details_hooks {
+    drift_store *st;
+    drift_format fmt;
+    drift_comparison_details *d;
+    details_ctx *x;
+} details_hooks;
+
+static drift_status hook_begin(void *user, const drift_comparison *c, size_t want[DRIFT_WL_COUNT], drift_error *err) {
+    details_hooks *h = user;
+    drift_status rc = details_begin(c, h->fmt, h->d, h->x, err);
+    for (int k = 0; !rc && k < DRIFT_WL_COUNT; k++) want[k] = h->d->n[k];
+    return rc;
+}
+
+static drift_status hook_flip(void *user, const drift_comparison *c, int k, size_t fi, const drift_answer *a,
+                              drift_error *err) {
+    details_hooks *h = user;
+    return detail_one(h->st, c, h->x, k, fi, a, err);
+}
+
 /* See report.h. */
 drift_status drift_comparison_load(drift_store *st, const char *baseline_label, const char *target_label,
                                    const drift_compare_opts *opts, drift_format fmt, drift_comparison **out,
@@ -413,7 +307,9 @@ drift_status drift_comparison_load(drift_store *st, const char *baseline_label, 
     details_ctx x;
     memset(&x, 0, sizeof x);
     drift_store_read_begin(st);
-    drift_status rc = load_compare(st, baseline_label, target_label, opts, fmt, d, details ? &x : NULL, out, err);
+    details_hooks h = {st, fmt, d, &x};
+    const anl_compare_hooks hooks = {hook_begin, hook_flip, &h};
+    drift_status rc = anl_compare_load(st, baseline_label, target_label, opts, details ? &hooks : NULL, out, err);
     if (!rc && details && (rc = load_details(st, *out, &x, err))) {
         drift_comparison_free(*out);
         *out = NULL;

@@ -9,7 +9,10 @@
  * critical region per workload (math's final number, code's fence,
  * safety's first tokens) on hand-built answers; the logistic fit recovers
  * the coefficients of data drawn from a known model, shrinks them with a
- * ridge, and refuses separable (ridge 0), one-class and NAN inputs. */
+ * ridge, and refuses separable (ridge 0), one-class and NAN inputs. The
+ * shared token margin (anl_logprob_top2, which answer_shape.c reads too):
+ * unordered and tied lists, short and absent ones, each malformed element,
+ * and the smallest of its margins is the features' min margin. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +21,9 @@
 #include <math.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "analysis/analysis_internal.h"
 #include "driftbench/compare.h"
 #include "util/util.h"
 
@@ -371,11 +377,86 @@ static void test_score_for(void **state) {
     assert_int_equal(drift_risk_x(&f, x), -1);
 }
 
+/* The token margin that risk.c and answer_shape.c share, element by element. */
+static void test_top2(void **state) {
+    (void)state;
+    json_t *root = NULL;
+    size_t n = 99;
+    drift_error err = {0};
+    const char *lp = "[{\"top\":[{\"logprob\":-2.5},{\"logprob\":-0.25},{\"logprob\":-1}]},"
+                     "{\"top\":[{\"logprob\":-0.7},{\"logprob\":-0.7}]},"
+                     "{\"token\":5,\"top\":[{\"logprob\":-3}]},"
+                     "{\"top\":null},{},{\"top\":[]}]";
+    assert_int_equal(anl_logprobs_load(lp, &root, &n, &err), DRIFT_OK);
+    assert_int_equal(n, 6);
+    anl_top2 t;
+    assert_int_equal(anl_logprob_top2(json_array_get(root, 0), 0, &t, &err), DRIFT_OK);
+    assert_int_equal(t.n_top, 3); /* order of the list does not matter */
+    near(t.best, -0.25, 0);
+    near(t.second, -1, 0);
+    near(t.margin, 0.75, 0);
+    assert_int_equal(anl_logprob_top2(json_array_get(root, 1), 1, &t, &err), DRIFT_OK);
+    assert_int_equal(t.n_top, 2); /* a tie: margin 0 */
+    near(t.margin, 0, 0);
+    /* one alternative: no margin; "token" is not the helper's to read */
+    assert_int_equal(anl_logprob_top2(json_array_get(root, 2), 2, &t, &err), DRIFT_OK);
+    assert_int_equal(t.n_top, 1);
+    near(t.best, -3, 0);
+    assert_true(isinf(t.second) && t.second < 0);
+    assert_true(isnan(t.margin));
+    for (size_t i = 3; i < 6; i++) { /* null, absent, empty */
+        assert_int_equal(anl_logprob_top2(json_array_get(root, i), i, &t, &err), DRIFT_OK);
+        assert_int_equal(t.n_top, 0);
+        assert_true(isnan(t.margin));
+    }
+    json_decref(root);
+
+    /* malformed: the element named, as risk.c's messages say it; NULL err is allowed */
+    const char *bad_elem[][2] = {
+        {"[{}, 3]", "element 1: not an object"},
+        {"[{},{\"top\":\"x\"}]", "element 1: \"top\" is not an array"},
+        {"[{\"top\":[{\"logprob\":-1},{\"logprob\":true}]}]", "element 0: top[1]: no numeric \"logprob\""},
+        {"[{\"top\":[{\"logprob\":-1},[-2]]}]", "element 0: top[1]: no numeric"},
+    };
+    for (size_t c = 0; c < sizeof bad_elem / sizeof bad_elem[0]; c++) {
+        assert_int_equal(anl_logprobs_load(bad_elem[c][0], &root, &n, NULL), DRIFT_OK);
+        size_t i = n - 1;
+        assert_int_equal(anl_logprob_top2(json_array_get(root, i), i, &t, NULL), DRIFT_ERR_PARSE);
+        assert_int_equal(anl_logprob_top2(json_array_get(root, i), i, &t, &err), DRIFT_ERR_PARSE);
+        if (!strstr(err.msg, bad_elem[c][1])) fail_msg("'%s' lacks '%s'", err.msg, bad_elem[c][1]);
+        assert_true(isnan(t.margin));
+        json_decref(root);
+    }
+    root = (json_t *)1;
+    assert_int_equal(anl_logprobs_load("[{", &root, &n, &err), DRIFT_ERR_PARSE);
+    assert_null(root);
+    assert_non_null(strstr(err.msg, "logprobs: line 1"));
+    assert_int_equal(anl_logprobs_load("{\"top\":[]}", &root, &n, &err), DRIFT_ERR_PARSE);
+    assert_null(root);
+    assert_non_null(strstr(err.msg, "not a JSON array"));
+
+    /* the smallest margin over the elements is the features' min margin */
+    const char *lp2 = "[{\"token\":\"a\",\"top\":[{\"logprob\":-0.1},{\"logprob\":-2.1}]},"
+                      "{\"token\":\"b\",\"top\":[{\"logprob\":-0.4},{\"logprob\":-0.9},{\"logprob\":-4}]},"
+                      "{\"token\":\"c\",\"top\":[{\"logprob\":-0.05}]}]";
+    assert_int_equal(anl_logprobs_load(lp2, &root, &n, &err), DRIFT_OK);
+    double min = NAN;
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(anl_logprob_top2(json_array_get(root, i), i, &t, &err), DRIFT_OK);
+        if (t.n_top >= 2 && (isnan(min) || t.margin < min)) min = t.margin;
+    }
+    json_decref(root);
+    drift_risk_features f;
+    assert_int_equal(drift_risk_features_compute(lp2, &f, &err), DRIFT_OK);
+    near(min, 0.5, 1e-15);
+    near(f.min_margin, min, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_features),  cmocka_unit_test(test_bad_logprobs), cmocka_unit_test(test_auc_known),
         cmocka_unit_test(test_bootstrap), cmocka_unit_test(test_coverage),    cmocka_unit_test(test_region),
-        cmocka_unit_test(test_logit_fit), cmocka_unit_test(test_score_for),
+        cmocka_unit_test(test_logit_fit), cmocka_unit_test(test_score_for),  cmocka_unit_test(test_top2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
