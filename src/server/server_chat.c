@@ -12,7 +12,9 @@
  *   chatml  <|im_start|>ROLE\nCONTENT<|im_end|>\n ...  [<|im_start|>assistant\n]
  *   llama3  <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|> ...
  *           [<|start_header_id|>assistant<|end_header_id|>\n\n]
- *   phi3    <|ROLE|>\nCONTENT<|end|>\n ...  [<|assistant|>\n]
+ *   phi3    <|ROLE|>\nCONTENT<|end|>\n ...  [<|assistant|>\n]; a vocabulary
+ *           without <|system|> gets the system prompt at the head of the
+ *           next user message, a blank line between
  *   inst    [INST] SYSTEM\n\nUSER [/INST] ASSISTANT [INST] USER [/INST]
  *           (Llama-2's form as text, the system prompt inside the first
  *           [INST] in its <<SYS>> block; the turns are not closed by
@@ -63,6 +65,16 @@ static int add(const drift_model *m, idv *o, const char *text, int special, srv_
     o->n += n;
     free(ids);
     return 0;
+}
+
+/* 1 when text is one special token of m's vocabulary. */
+static int has_special(const drift_model *m, const char *text) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    drift_error err;
+    if (drift_model_tokenize(m, text, strlen(text), 0, 1, &ids, &n, &err)) return 0;
+    free(ids);
+    return n == 1;
 }
 
 static const char *role_of(const srv_message *m) {
@@ -122,15 +134,39 @@ static int render_turns(const drift_model *m, const char *tpl, const srv_request
         return rc;
     }
     int chatml = !strcmp(tpl, "chatml"), llama3 = !strcmp(tpl, "llama3");
+    int fold_system = !chatml && !llama3 && !has_special(m, "<|system|>");
+    char *pending = NULL; /* a folded system prompt, for the next user message */
     for (size_t i = 0; i < n; i++) {
         const char *r = role_of(&rq->messages[i]);
         int last_open = open_last && i + 1 == n;
+        if (fold_system && !strcmp(r, "system")) {
+            if (i + 1 < n) { /* held for the next user message */
+                char *p2 = util_asprintf("%s%s\n\n", pending ? pending : "", rq->messages[i].content);
+                free(pending);
+                if (!(pending = p2)) return srv_error_set(e, 500, NULL, NULL, "out of memory");
+                continue;
+            }
+            r = "user"; /* nothing follows: a turn of its own */
+        }
         int rc = chatml   ? add_marker(m, o, e, "<|im_start|>", r, "\n")
                  : llama3 ? add_marker(m, o, e, "<|start_header_id|>", r, "<|end_header_id|>\n\n")
                           : add_marker(m, o, e, "<|", r, "|>\n");
+        if (!rc && pending && !strcmp(r, "user")) {
+            rc = add(m, o, pending, 0, e);
+            free(pending);
+            pending = NULL;
+        }
         if (!rc) rc = add(m, o, rq->messages[i].content, 0, e);
         if (!rc && !last_open) rc = add(m, o, chatml ? "<|im_end|>\n" : llama3 ? "<|eot_id|>" : "<|end|>\n", 1, e);
-        if (rc) return rc;
+        if (rc) {
+            free(pending);
+            return rc;
+        }
+    }
+    if (pending) {
+        free(pending);
+        return srv_error_set(e, 400, "messages", "invalid_value",
+                             "this model's template has no system turn: a system message needs a user message after it");
     }
     if (rq->add_generation_prompt)
         return add(m, o,
