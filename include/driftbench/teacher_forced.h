@@ -81,12 +81,14 @@ DRIFT_API drift_status drift_tokdiv_text(const char *baseline_spec, const char *
  * so that neither the analyses nor the renderers run models. */
 
 /* compare --kl's step: drift_tokdiv_runs of the two runs under o. When a
- * run is not an embedded stack (DRIFT_ERR_UNSUPPORTED) it succeeds with
+ * run's stack cannot be forced (DRIFT_ERR_UNSUPPORTED: an HTTP server
+ * without prompt logprobs, an HTTP run with api=chat, an import) or its
+ * server cannot be reached (DRIFT_ERR_HTTP) it succeeds with
  * unsupported = 1, note the library's reason and report empty; any other
  * failure is returned, its message prefixed "token KL: ". Clear
  * out->report with drift_tokdiv_report_clear (or hand it over). */
 typedef struct drift_tokdiv_step {
-    int unsupported;            /* 1: a run is not an embedded stack (note says which) */
+    int unsupported;            /* 1: a run's stack cannot be forced now (note says why) */
     char note[512];
     drift_tokdiv_report report; /* when !unsupported */
 } drift_tokdiv_step;

@@ -22,7 +22,8 @@
  * A 4xx reply, or a 2xx without the prompt's logprobs (a server that
  * ignores the field), is DRIFT_ERR_UNSUPPORTED: the server does not offer
  * them that way. Transport failures and 5xx are retried (the target's
- * max_retries, 0.5 s then doubling). */
+ * max_retries, 0.5 s then doubling), except a refused connection or an
+ * unknown host (DRIFT_ERR_HTTP at once: no server there). */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
@@ -98,7 +99,15 @@ static drift_status post(drift_target *t, const eng_http_conn_info *ci, const ch
         CURLcode rc = curl_easy_perform(e);
         *status = 0;
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
-        int retry = (rc != CURLE_OK && rc != CURLE_WRITE_ERROR) || *status >= 500;
+        /* a refused connection is no server at all: no point waiting for it */
+        int retry = (rc != CURLE_OK && rc != CURLE_WRITE_ERROR && rc != CURLE_COULDNT_CONNECT &&
+                     rc != CURLE_COULDNT_RESOLVE_HOST) ||
+                    *status >= 500;
+        if (!retry && rc != CURLE_OK && rc != CURLE_WRITE_ERROR) {
+            st = drift_error_set(err, DRIFT_ERR_HTTP, "%s: the server cannot be reached: %s", url,
+                                 ebuf[0] ? ebuf : curl_easy_strerror(rc));
+            break;
+        }
         if (!retry) {
             if (s.too_big)
                 st = drift_error_set(err, DRIFT_ERR_HTTP, "%s: reply too large (over %zu bytes)", url, ci->max_reply);
