@@ -794,7 +794,8 @@ static drift_status runs_prompt_top(runs_ctx *c, drift_store *st, const drift_sc
         }
         side_clear(&ts);
     }
-    if (rc) drift_error_prefix(err, "prompt '%s': ", row->prompt_id);
+    /* a server without prompt logprobs is about the stack, not this prompt */
+    if (rc && rc != DRIFT_ERR_UNSUPPORTED) drift_error_prefix(err, "prompt '%s': ", row->prompt_id);
     for (size_t k = 0; !rc && k < c->n_tg; k++) {
         if (c->out[k].prompts[pi].error) c->out[k].n_skipped++;
         else c->out[k].present[row->workload] = 1;
