@@ -14,14 +14,17 @@
  *
  * Two sources of sequences (src/pipeline/teacher_forced.c, declared in
  * teacher_forced.h: the steps that run models):
- *   runs  two stored runs of embedded stacks: the prompt as the baseline run
- *         rendered and tokenized it (its api and templates), followed by the
- *         baseline's answer tokens (the stored token ids when the run kept
- *         logprobs, else the answer text tokenized without BOS); scored at
- *         every answer position; figures per prompt, per workload, overall.
- *         An HTTP stack is DRIFT_ERR_UNSUPPORTED: teacher forcing needs the
- *         embedded engine's logits (a server's prompt logprobs, "echo", are
- *         not used yet).
+ *   runs  two stored runs: the prompt as the baseline run rendered and
+ *         tokenized it (its api and templates), followed by the baseline's
+ *         answer tokens (the stored token ids when the run kept logprobs,
+ *         else the answer text tokenized without BOS); scored at every
+ *         answer position; figures per prompt, per workload, overall. An
+ *         HTTP stack (api=completions) gives its server's top-K prompt
+ *         logprobs of prompt + answer text instead of logits (vLLM's
+ *         prompt_logprobs or OpenAI's echo, prompt_logprobs.h): a pair with
+ *         an HTTP side is compared by drift_tokdiv_compare_top, a lower
+ *         bound of the full KL, and the report says so (method, top_k);
+ *         docs/divergence-http.md.
  *   text  a raw text split as llama-perplexity splits it: tokenized with the
  *         model's BOS, cut into floor(n / ctx) chunks of ctx tokens (at least
  *         2 * ctx tokens needed), each chunk's first token replaced by BOS

@@ -551,7 +551,7 @@ static drift_status side_http(tf_stack *k, const char *prompt, const char *answe
     if (!text) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     drift_plp_result r;
     drift_status rc = drift_target_prompt_logprobs(k->t, text, plen + alen, k->k, k->method, &r, err);
-    if (rc == DRIFT_ERR_UNSUPPORTED && k->k > 5 && k->method == DRIFT_PLP_AUTO) {
+    if (rc == DRIFT_ERR_UNSUPPORTED && k->k > 5) {
         drift_error e2 = {0};
         if (!drift_target_prompt_logprobs(k->t, text, plen + alen, 5, k->method, &r, &e2)) {
             rc = DRIFT_OK;
