@@ -151,7 +151,7 @@ DRIFT_API drift_status drift_tokdiv_correlate(const double *x, const double *y, 
 typedef struct drift_tokdiv_prompt {
     char *prompt_id;
     drift_workload workload;
-    int n_prompt_tokens;
+    int n_prompt_tokens;        /* -1 for a pair with an HTTP side (the server tokenizes the prompt) */
     int n_answer_tokens;        /* positions scored */
     int tokens_from_logprobs;   /* 1: the answer's stored token ids; 0: its text re-tokenized */
     int n_unaligned;            /* HTTP: answer tokens of one side with no token at the same place on the other */

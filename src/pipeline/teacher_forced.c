@@ -31,7 +31,7 @@
  * DRIFT_ERR_UNSUPPORTED). The answer's positions are those of tokens that
  * start inside the answer text; the two sides' positions are paired by
  * their byte offset in the answer and their token (id where both sides
- * have ids, else text); a position either side lacks is counted in
+ * have ids, else the same span of the answer); a position either side lacks is counted in
  * n_unaligned, not scored. A pair with an HTTP side is compared by
  * drift_tokdiv_compare_top over top-K lists (an embedded side reduced to
  * its top K from its logits, in double as the server does): a lower bound
@@ -455,6 +455,7 @@ static drift_status runs_prompt(runs_ctx *c, drift_store *st, const drift_scored
 typedef struct tf_side {
     size_t n;
     size_t *off;                  /* (n) byte offset of the token in the answer */
+    size_t *end;                  /* (n) where it ends: the next position's offset, the answer's length last */
     int32_t *tok;                 /* (n) the forced token's id, -1 when unknown */
     char **text;                  /* (n) its text */
     double *lp_tok;               /* (n) its logprob */
@@ -472,6 +473,7 @@ static void side_clear(tf_side *s) {
         for (int k = 0; k < s->nt[i]; k++) free(s->tt[i * TF_K + (size_t)k]);
     }
     free(s->off);
+    free(s->end);
     free(s->tok);
     free(s->text);
     free(s->lp_tok);
@@ -485,6 +487,7 @@ static void side_clear(tf_side *s) {
 static int side_alloc(tf_side *s, size_t n) {
     size_t m = n ? n : 1;
     s->off = calloc(m, sizeof *s->off);
+    s->end = calloc(m, sizeof *s->end);
     s->tok = calloc(m, sizeof *s->tok);
     s->text = calloc(m, sizeof *s->text);
     s->lp_tok = calloc(m, sizeof *s->lp_tok);
@@ -492,7 +495,12 @@ static int side_alloc(tf_side *s, size_t n) {
     s->ids = calloc(m * TF_K, sizeof *s->ids);
     s->tt = calloc(m * TF_K, sizeof *s->tt);
     s->lp = calloc(m * TF_K, sizeof *s->lp);
-    return s->off && s->tok && s->text && s->lp_tok && s->nt && s->ids && s->tt && s->lp ? 0 : -1;
+    return s->off && s->end && s->tok && s->text && s->lp_tok && s->nt && s->ids && s->tt && s->lp ? 0 : -1;
+}
+
+/* Each position's end: the next one's offset, alen for the last. */
+static void side_ends(tf_side *s, size_t alen) {
+    for (size_t i = 0; i < s->n; i++) s->end[i] = i + 1 < s->n ? s->off[i + 1] : alen;
 }
 
 /* The side of an embedded model m over answer tokens at (na) whose logit
@@ -537,6 +545,9 @@ static drift_status side_embedded(const drift_model *m, const int32_t *at, size_
             if (!(s->tt[r * TF_K + (size_t)i] = tok_text(m, ids[i])))
                 rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
+    size_t total = 0;
+    if (!rc) free(drift_model_detokenize(m, at, na, &total));
+    side_ends(s, total);
     free(ls);
     return rc;
 }
@@ -587,6 +598,7 @@ static drift_status side_http(tf_stack *k, const char *prompt, const char *answe
         }
         if (!s->text[j]) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
+    side_ends(s, alen);
     drift_plp_result_clear(&r);
     return rc;
 }
@@ -615,7 +627,10 @@ static drift_status score_sides(const tf_side *b, const tf_side *t, drift_tokdiv
             j++;
             continue;
         }
-        int same = b->tok[i] >= 0 && t->tok[j] >= 0 ? b->tok[i] == t->tok[j] : !strcmp(b->text[i], t->text[j]);
+        /* the same token: by id where both sides have ids, else the same
+         * span of the answer (a server's token strings may be vocabulary
+         * pieces such as "Ġthe", not the text) */
+        int same = b->tok[i] >= 0 && t->tok[j] >= 0 ? b->tok[i] == t->tok[j] : b->end[i] == t->end[j];
         if (same && b->nt[i] > 0 && t->nt[j] > 0) {
             drift_tokdiv_top tb = side_top(b, i), tt = side_top(t, j);
             drift_tokdiv_pos pos = drift_tokdiv_compare_top(&tb, &tt, by_id);
