@@ -5,7 +5,7 @@
  * (drift_compare_sequential) and reports where each workload would have
  * stopped; its flags (--sequential, --alpha, --seed) are compare's own.
  * So are --evaluator NAME (one evaluator's scores of imported runs) and
- * --kl [--kl-limit N] (teacher-forced token KL of two embedded stacks: the
+ * --kl [--kl-limit N] (teacher-forced token KL of two stacks, embedded or HTTP: the
  * pipeline's step, drift_tokdiv_step_run, run after the comparison and
  * attached to it before rendering, do_compare). */
 #include <getopt.h>
@@ -53,8 +53,11 @@ static const char compare_usage2[] =
     "                       the target reads the baseline's answers; per workload the\n"
     "                       mean KL(baseline||target), the share of positions with the\n"
     "                       same top-1 token and where the top-1 tokens first part\n"
-    "                       (text, json, markdown). Embedded runs only: for an HTTP\n"
-    "                       run one line says why it is not computed\n"
+    "                       (text, json, markdown). Embedded runs by their logits; an\n"
+    "                       HTTP run (api=completions) through its server's top-20\n"
+    "                       prompt logprobs (vLLM's prompt_logprobs or echo): a lower\n"
+    "                       bound of the KL, the method named; a server that returns\n"
+    "                       neither gets one line saying it is not computed\n"
     "  --kl-limit N         with --kl: a seeded sample of N prompts per workload\n"
     "                       (default: all answered prompts)\n"
     "  --models DIR         with --kl: find a run's model file by name in DIR when the\n"

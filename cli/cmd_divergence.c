@@ -1,17 +1,20 @@
 /* cmd_divergence.c - `driftbench divergence`: token-level divergence of two
- * embedded stacks, teacher-forced (divergence.h).
+ * stacks, teacher-forced (divergence.h): embedded stacks by their logits,
+ * HTTP runs by their server's prompt logprobs (top-K, prompt_logprobs.h).
  *
  * Two forms: over two stored runs (--db, --baseline LABEL, --target LABEL:
  * the baseline's answers forced through both stacks), or over a raw text
  * (--text FILE --ctx N, --baseline/--target are embedded specs), split as
  * llama-perplexity --kl-divergence splits it. Exit 0 after printing, 2 on
- * errors (unknown label, an HTTP run, a missing file, a text too short). */
+ * errors (unknown label, an HTTP server without prompt logprobs, a missing
+ * file, a text too short). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "driftbench/prompt_logprobs.h"
 #include "driftbench/teacher_forced.h"
 #include "driftbench/report.h"
 #include "driftbench/store.h"
@@ -33,7 +36,8 @@ static int div_cancelled(void *user) {
 static void divergence_usage(FILE *f) {
     fprintf(f,
             "usage: driftbench divergence --db STORE --baseline LABEL --target LABEL [--workload W[,W..]] [--limit N]\n"
-            "                             [--seed S] [--models DIR] [--top N] [--format text|json|markdown] [--out F]\n"
+            "                             [--seed S] [--models DIR] [--http-logprobs auto|prompt_logprobs|echo]\n"
+            "                             [--top N] [--format text|json|markdown] [--out F]\n"
             "       driftbench divergence --baseline SPEC --target SPEC --text FILE --ctx N [--format ...] [--out F]\n"
             "Teacher-forced token divergence: both stacks read the same tokens and their next-token\n"
             "distributions are compared at every scored position: mean KL(baseline||target) with its\n"
@@ -48,13 +52,20 @@ static void divergence_usage(FILE *f) {
             "Text: --text FILE is tokenized (with the model's BOS) and cut into chunks of --ctx N tokens\n"
             "as llama-perplexity --kl-divergence does (the second half of each chunk is scored); the\n"
             "output has llama-perplexity's statistics blocks.\n"
-            "Both stacks must be embedded:PATH.gguf?... targets with one vocabulary.\n"
-            "HTTP servers: not available; the server's prompt logprobs (echo) are not used yet.\n");
+            "Two embedded:PATH.gguf?... stacks need one vocabulary; they are compared over the full\n"
+            "vocabulary. A run against an HTTP server (api=completions) is forced through the server:\n"
+            "it is sent the prompt followed by the baseline's answer and returns the top-20 logprobs\n"
+            "of each token (vLLM's prompt_logprobs, else OpenAI-style echo with logprobs, as\n"
+            "--http-logprobs says; default auto: the first that works). The answer's tokens of the two\n"
+            "sides are paired by their place in the answer; such a pair's KL is over the tokens both\n"
+            "top lists give plus the rest of the mass: a lower bound of the full KL (the output names\n"
+            "the method; docs/divergence-http.md). A server that returns neither: not computed (exit 2).\n"
+            "The text form needs embedded stacks.\n");
 }
 
 static int cmd_divergence(int argc, char **argv) {
     const char *db = NULL, *base = NULL, *targ = NULL, *wl = NULL, *format = "text", *text_path = NULL, *models = NULL,
-               *out_path = NULL;
+               *out_path = NULL, *hl = NULL;
     long limit = 0, seed = 1, ctx = 0, top = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -75,6 +86,7 @@ static int cmd_divergence(int argc, char **argv) {
         else if (!strcmp(a, "--text")) text_path = v;
         else if (!strcmp(a, "--models")) models = v;
         else if (!strcmp(a, "--out")) out_path = v;
+        else if (!strcmp(a, "--http-logprobs")) hl = v;
         else if (!strcmp(a, "--limit")) {
             if (cli_parse_int(DIV_CMD, "--limit", v, 0, 100000000L, &limit)) return CLI_EXIT_ERROR;
         } else if (!strcmp(a, "--seed")) {
@@ -111,6 +123,13 @@ static int cmd_divergence(int argc, char **argv) {
     o.models_dir = models;
     o.progress = cli_quiet ? NULL : cli_progress;
     o.cancel = div_cancelled;
+    if (hl) {
+        if (!strcmp(hl, "auto")) o.http_method = DRIFT_PLP_AUTO;
+        else if (!strcmp(hl, "prompt_logprobs")) o.http_method = DRIFT_PLP_VLLM;
+        else if (!strcmp(hl, "echo")) o.http_method = DRIFT_PLP_ECHO;
+        else return cli_error(DIV_CMD, "--http-logprobs '%s': one of auto, prompt_logprobs, echo", hl);
+        if (text_path) return cli_error(DIV_CMD, "--http-logprobs goes with --db");
+    }
     if (wl) { /* a comma-separated list */
         char *copy = strdup(wl), *save = NULL;
         for (char *w = copy ? strtok_r(copy, ",", &save) : NULL; w; w = strtok_r(NULL, ",", &save)) {
@@ -151,5 +170,5 @@ static int cmd_divergence(int argc, char **argv) {
     drift_tokdiv_report_clear(&rep);
     return ec;
 }
-CLI_COMMAND(divergence, "divergence", "token-level KL divergence of two embedded stacks, teacher-forced",
+CLI_COMMAND(divergence, "divergence", "token-level KL divergence of two stacks, teacher-forced",
             cmd_divergence)

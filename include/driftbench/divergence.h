@@ -14,14 +14,17 @@
  *
  * Two sources of sequences (src/pipeline/teacher_forced.c, declared in
  * teacher_forced.h: the steps that run models):
- *   runs  two stored runs of embedded stacks: the prompt as the baseline run
- *         rendered and tokenized it (its api and templates), followed by the
- *         baseline's answer tokens (the stored token ids when the run kept
- *         logprobs, else the answer text tokenized without BOS); scored at
- *         every answer position; figures per prompt, per workload, overall.
- *         An HTTP stack is DRIFT_ERR_UNSUPPORTED: teacher forcing needs the
- *         embedded engine's logits (a server's prompt logprobs, "echo", are
- *         not used yet).
+ *   runs  two stored runs: the prompt as the baseline run rendered and
+ *         tokenized it (its api and templates), followed by the baseline's
+ *         answer tokens (the stored token ids when the run kept logprobs,
+ *         else the answer text tokenized without BOS); scored at every
+ *         answer position; figures per prompt, per workload, overall. An
+ *         HTTP stack (api=completions) gives its server's top-K prompt
+ *         logprobs of prompt + answer text instead of logits (vLLM's
+ *         prompt_logprobs or OpenAI's echo, prompt_logprobs.h): a pair with
+ *         an HTTP side is compared by drift_tokdiv_compare_top, a lower
+ *         bound of the full KL, and the report says so (method, top_k);
+ *         docs/divergence-http.md.
  *   text  a raw text split as llama-perplexity splits it: tokenized with the
  *         model's BOS, cut into floor(n / ctx) chunks of ctx tokens (at least
  *         2 * ctx tokens needed), each chunk's first token replaced by BOS
@@ -63,6 +66,34 @@ typedef struct drift_tokdiv_pos {
  * exactly 0. */
 DRIFT_API drift_tokdiv_pos drift_tokdiv_compare(const float *base_logits, const float *target_logits, int n_vocab,
                                                 int32_t token);
+
+/* One next-token distribution known only by its top alternatives (an HTTP
+ * server's prompt logprobs, prompt_logprobs.h): n log-probabilities,
+ * highest first, keyed by token id (ids) or, when the server gives no ids,
+ * by token text (texts), and the forced token's own log-probability. */
+typedef struct drift_tokdiv_top {
+    size_t n;
+    const int32_t *ids;         /* (n), or NULL */
+    const char *const *texts;   /* (n), or NULL */
+    const double *lp;           /* (n) */
+    double lp_token;            /* log p(forced token); NaN when unknown */
+} drift_tokdiv_top;
+
+/* drift_tokdiv_compare for two top-K lists: the KL of the two
+ * distributions coarse-grained onto the tokens both lists give (matched by
+ * id when by_id, else by text) plus one "rest" bucket holding the rest of
+ * each side's mass (1 - what it gives those tokens, floored at 0; the
+ * target's floored at 1e-12 where the baseline's is not 0):
+ *     KL_K = sum_{i in both} p_b(i) log(p_b(i) / p_t(i)) + r_b log(r_b / r_t).
+ * By the data-processing inequality KL_K <= the full-vocabulary KL, with
+ * equality when the lists hold all the mass both sides put anywhere but
+ * the rest in the same proportions: a lower bound, exact for identical
+ * lists (0). p_* and lp_* are the forced token's; top_base / top_target are
+ * each list's first id when by_id; by text they are 0 and 0 when the two
+ * first texts are equal, else 0 and 1 (only their equality means
+ * anything). */
+DRIFT_API drift_tokdiv_pos drift_tokdiv_compare_top(const drift_tokdiv_top *base, const drift_tokdiv_top *target,
+                                                    int by_id);
 
 /* ---- many positions ---- */
 typedef struct drift_tokdiv_acc {
@@ -120,9 +151,10 @@ DRIFT_API drift_status drift_tokdiv_correlate(const double *x, const double *y, 
 typedef struct drift_tokdiv_prompt {
     char *prompt_id;
     drift_workload workload;
-    int n_prompt_tokens;
+    int n_prompt_tokens;        /* -1 for a pair with an HTTP side (the server tokenizes the prompt) */
     int n_answer_tokens;        /* positions scored */
     int tokens_from_logprobs;   /* 1: the answer's stored token ids; 0: its text re-tokenized */
+    int n_unaligned;            /* HTTP: answer tokens of one side with no token at the same place on the other */
     drift_tokdiv_summary s;
     int first_diff;             /* answer index of the first top-1 disagreement, -1 when none */
     int32_t first_base_id, first_target_id;
@@ -136,6 +168,10 @@ typedef struct drift_tokdiv_report {
     char *baseline, *target;    /* run labels (runs) or the specs (text) */
     char *baseline_spec, *target_spec; /* the stacks as opened (a remapped model path shows here) */
     char *api;                  /* "completions" or "chat" (runs) */
+    char *method;               /* how the figures were made: "logits" (both stacks embedded: the full
+                                 * vocabulary), or "top-K" with the server's way ("prompt_logprobs",
+                                 * "echo"): drift_tokdiv_compare_top's bound; NULL in text mode */
+    int top_k;                  /* the K of a top-K method, else 0 */
     size_t limit;               /* per workload; 0 = all (runs) */
     uint64_t seed;              /* the sample's seed (runs, limit > 0) */
     drift_tokdiv_prompt *prompts; /* (n_prompts) runs: in prompt order */

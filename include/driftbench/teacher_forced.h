@@ -31,6 +31,8 @@ typedef struct drift_tokdiv_opts {
     void *progress_user;
     int (*cancel)(void *cancel_user); /* NULL, or nonzero to stop: DRIFT_ERR_CANCELLED */
     void *cancel_user;
+    int http_method;            /* an HTTP stack's way to its prompt logprobs: a drift_plp_method
+                                 * (prompt_logprobs.h); 0 = auto (vLLM's prompt_logprobs, then echo) */
 } drift_tokdiv_opts;
 
 DRIFT_API void drift_tokdiv_opts_default(drift_tokdiv_opts *o);
@@ -40,9 +42,13 @@ typedef struct drift_store drift_store;
 /* Teacher-forces the target run's stack over the baseline run's answers
  * (replicate 0, answered, of every workload or those of o->workloads; o->limit per
  * workload) and fills *out (runs mode). Both runs' targets are read from
- * the store's runs table and opened. Errors: DRIFT_ERR_NOT_FOUND (a label,
+ * the store's runs table and opened. A run against an HTTP server (api
+ * completions) is forced through the server's prompt logprobs (top-K:
+ * see teacher_forced.c and divergence.h's drift_tokdiv_compare_top; the
+ * report's method says which). Errors: DRIFT_ERR_NOT_FOUND (a label,
  * a model file: the message says --models DIR helps), DRIFT_ERR_UNSUPPORTED
- * (an HTTP run), DRIFT_ERR_MISMATCH (the runs' apis differ, the two
+ * (an HTTP server that returns no prompt logprobs, an HTTP run with
+ * api=chat, an import), DRIFT_ERR_MISMATCH (the runs' apis differ, the two
  * vocabularies differ, or a workload's template is not the one the run
  * recorded), DRIFT_ERR_INVALID (no answers to score). A prompt that cannot
  * be scored (longer than the context, empty answer, bad stored token ids)
@@ -75,12 +81,14 @@ DRIFT_API drift_status drift_tokdiv_text(const char *baseline_spec, const char *
  * so that neither the analyses nor the renderers run models. */
 
 /* compare --kl's step: drift_tokdiv_runs of the two runs under o. When a
- * run is not an embedded stack (DRIFT_ERR_UNSUPPORTED) it succeeds with
+ * run's stack cannot be forced (DRIFT_ERR_UNSUPPORTED: an HTTP server
+ * without prompt logprobs, an HTTP run with api=chat, an import) or its
+ * server cannot be reached (DRIFT_ERR_HTTP) it succeeds with
  * unsupported = 1, note the library's reason and report empty; any other
  * failure is returned, its message prefixed "token KL: ". Clear
  * out->report with drift_tokdiv_report_clear (or hand it over). */
 typedef struct drift_tokdiv_step {
-    int unsupported;            /* 1: a run is not an embedded stack (note says which) */
+    int unsupported;            /* 1: a run's stack cannot be forced now (note says why) */
     char note[512];
     drift_tokdiv_report report; /* when !unsupported */
 } drift_tokdiv_step;

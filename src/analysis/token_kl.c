@@ -40,6 +40,7 @@ void drift_tokdiv_report_clear(drift_tokdiv_report *r) {
     free(r->baseline_spec);
     free(r->target_spec);
     free(r->api);
+    free(r->method);
     memset(r, 0, sizeof *r);
 }
 
@@ -347,4 +348,48 @@ done:
     free(bs);
     free(tmp);
     return rc;
+}
+
+/* ---- top-K lists (HTTP servers' prompt logprobs) ---- */
+
+#define TOP_REST_FLOOR 1e-12
+
+static long top_find(const drift_tokdiv_top *l, const drift_tokdiv_top *o, size_t i, int by_id) {
+    for (size_t k = 0; k < l->n; k++) {
+        if (by_id ? l->ids[k] == o->ids[i] : !strcmp(l->texts[k], o->texts[i])) return (long)k;
+    }
+    return -1;
+}
+
+/* See divergence.h. */
+drift_tokdiv_pos drift_tokdiv_compare_top(const drift_tokdiv_top *b, const drift_tokdiv_top *t, int by_id) {
+    drift_tokdiv_pos p = {NAN, NAN, NAN, -1, -1, NAN, NAN};
+    if (!b || !t || b->n == 0 || t->n == 0) return p;
+    if (by_id ? (!b->ids || !t->ids) : (!b->texts || !t->texts)) return p;
+    double kl = 0, sb = 0, st = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        long j = top_find(t, b, i, by_id);
+        if (j < 0) continue;
+        double pb = exp(b->lp[i]), pt = exp(t->lp[j]);
+        if (!isfinite(b->lp[i]) && b->lp[i] != -INFINITY) return p;
+        if (!isfinite(t->lp[j]) && t->lp[j] != -INFINITY) return p;
+        sb += pb;
+        st += pt;
+        if (pb > 0) kl += pb * (b->lp[i] - t->lp[j]);
+    }
+    double rb = sb < 1 ? 1 - sb : 0, rt = st < 1 ? 1 - st : 0;
+    if (rb > 0) kl += rb * log(rb / (rt > TOP_REST_FLOOR ? rt : TOP_REST_FLOOR));
+    p.kl = kl < 0 || !isfinite(kl) ? (isfinite(kl) ? 0 : NAN) : kl;
+    if (by_id) {
+        p.top_base = b->ids[0];
+        p.top_target = t->ids[0];
+    } else {
+        p.top_base = 0;
+        p.top_target = strcmp(b->texts[0], t->texts[0]) != 0;
+    }
+    p.lp_base = b->lp_token;
+    p.lp_target = t->lp_token;
+    p.p_base = exp(b->lp_token);
+    p.p_target = exp(t->lp_token);
+    return p;
 }

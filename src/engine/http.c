@@ -1233,3 +1233,16 @@ fail:
     impl_free(h);
     return st;
 }
+
+/* eng_http_conn (http_internal.h): what http_prompt_logprobs.c needs of an
+ * http target to send a request of its own kind. */
+int eng_http_conn(const drift_target *t, eng_http_conn_info *out) {
+    if (!t || t->vt != &http_vt || !t->impl) return -1;
+    const http_impl *h = t->impl;
+    out->url_base = h->url_base;
+    out->model = h->model;
+    out->headers = h->headers;
+    out->local = h->local;
+    out->max_reply = h->max_reply;
+    return 0;
+}

@@ -147,4 +147,18 @@ int eng_stack_get(const char *url, const struct curl_slist *headers, int local, 
 #define ENG_PROBE_BUDGET_S 6.0
 void eng_http_detect(drift_target *t);
 
+/* ---- requests of another kind (http_prompt_logprobs.c) ---- */
+
+/* An http target's connection settings, borrowed (valid while t is open). */
+typedef struct eng_http_conn_info {
+    const char *url_base;               /* e.g. http://h:p/v1 */
+    const char *model;
+    const struct curl_slist *headers;   /* content type, accept, authorization */
+    int local;                          /* this machine: never through a proxy */
+    size_t max_reply;                   /* largest reply body */
+} eng_http_conn_info;
+
+/* 0 and *out filled for an http target; -1 for any other kind (http.c). */
+int eng_http_conn(const drift_target *t, eng_http_conn_info *out);
+
 #endif

@@ -4,8 +4,12 @@
  * into the engine.
  *
  *   compare --kl   drift_tokdiv_step_run: drift_tokdiv_runs over the two
- *                  runs; a run that is not an embedded stack is the step's
- *                  note (DRIFT_ERR_UNSUPPORTED's message), not an error.
+ *                  runs (embedded stacks, or HTTP servers through their
+ *                  prompt logprobs); a run whose stack cannot be forced (a
+ *                  server without prompt logprobs, an import: the
+ *                  DRIFT_ERR_UNSUPPORTED message) or whose server cannot
+ *                  be reached now (DRIFT_ERR_HTTP: a store outlives its
+ *                  servers) is the step's note, not an error.
  *                  cmd_compare attaches the result to the comparison
  *                  (drift_comparison_attach_kl) before rendering.
  *   report --kl N  drift_tokdiv_configs_run: the report's configurations
@@ -33,10 +37,10 @@ drift_status drift_tokdiv_step_run(drift_store *st, const char *baseline_label, 
     memset(out, 0, sizeof *out);
     drift_error e = {0};
     drift_status rc = drift_tokdiv_runs(st, baseline_label, target_label, o, &out->report, &e);
-    if (rc == DRIFT_ERR_UNSUPPORTED) {
+    if (rc == DRIFT_ERR_UNSUPPORTED || rc == DRIFT_ERR_HTTP) {
         drift_tokdiv_report_clear(&out->report);
         out->unsupported = 1;
-        snprintf(out->note, sizeof out->note, "%s", e.msg);
+        snprintf(out->note, sizeof out->note, "%s%s", rc == DRIFT_ERR_HTTP ? "not computed: " : "", e.msg);
         return DRIFT_OK;
     }
     if (rc) {

@@ -21,14 +21,32 @@
  *         same way (else DRIFT_ERR_MISMATCH).
  *   text  llama-perplexity's chunks (see divergence.h), k0 = ctx/2 + 1.
  * Models are opened as targets (drift_target_open), so the engine's model
- * cache maps a file shared by several stacks once. */
+ * cache maps a file shared by several stacks once.
+ *
+ * HTTP stacks (runs mode, api=completions): the server is sent the prompt
+ * text followed by the baseline's answer text and returns the top-K
+ * logprobs of every token of it (prompt_logprobs.h: vLLM's prompt_logprobs,
+ * else OpenAI's echo + logprobs; the way that answered is kept for the
+ * stack, and a server that offers neither ends the call with
+ * DRIFT_ERR_UNSUPPORTED). The answer's positions are those of tokens that
+ * start inside the answer text; the two sides' positions are paired by
+ * their byte offset in the answer and their token (id where both sides
+ * have ids, else the same span of the answer); a position either side lacks is counted in
+ * n_unaligned, not scored. A pair with an HTTP side is compared by
+ * drift_tokdiv_compare_top over top-K lists (an embedded side reduced to
+ * its top K from its logits, in double as the server does): a lower bound
+ * of the full KL (divergence.h). Two embedded stacks keep the exact
+ * full-vocabulary path. The report names the method ("logits", "top-K"). */
 #include <jansson.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "driftbench/teacher_forced.h"
 #include "driftbench/model.h"
+#include "driftbench/prompt_logprobs.h"
 #include "driftbench/store.h"
 #include "driftbench/suite.h"
 #include "driftbench/target.h"
@@ -37,8 +55,13 @@
 #define TF_PIECE 64
 
 static const char *TF_HTTP_MSG =
-    "teacher forcing needs an embedded stack (embedded:PATH.gguf?...); HTTP servers: not available; the server's "
-    "prompt logprobs (echo) are not used yet";
+    "teacher forcing needs an embedded stack (embedded:PATH.gguf?...) or an HTTP server that returns prompt "
+    "logprobs (runs mode, api=completions)";
+static const char *TF_TEXT_HTTP_MSG =
+    "the raw-text form needs embedded stacks (embedded:PATH.gguf?...); HTTP servers are compared over runs";
+static const char *TF_CHAT_HTTP_MSG =
+    "not computed: an HTTP stack with api=chat (the server applies its own chat template, which teacher forcing "
+    "over /v1/completions cannot reproduce; see docs/divergence-http.md)";
 
 void drift_tokdiv_opts_default(drift_tokdiv_opts *o) {
     memset(o, 0, sizeof *o);
@@ -49,7 +72,10 @@ void drift_tokdiv_opts_default(drift_tokdiv_opts *o) {
 
 typedef struct tf_stack {
     drift_target *t;
-    const drift_model *m;
+    const drift_model *m;      /* NULL for an HTTP stack */
+    int http;
+    drift_plp_method method;   /* HTTP: the way the server answered (AUTO until it has) */
+    int k;                     /* HTTP: alternatives asked per token */
 } tf_stack;
 
 static void stack_close(tf_stack *k) {
@@ -92,8 +118,27 @@ static drift_status resolve_spec(const char *spec, const char *models_dir, const
 }
 
 static drift_status stack_open(tf_stack *k, const char *spec, const char *models_dir, const char *who, char **spec_used,
-                               drift_error *err) {
+                               int allow_http, drift_plp_method method, drift_error *err) {
     memset(k, 0, sizeof *k);
+    int http = !strncmp(spec, "http://", 7) || !strncmp(spec, "https://", 8);
+    if (http && !allow_http) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "%s is '%s': %s", who, spec, TF_TEXT_HTTP_MSG);
+    if (http) {
+        drift_target_opts to;
+        drift_target_opts_default(&to);
+        to.concurrency = 1;
+        drift_status rc = drift_target_open(spec, &to, &k->t, err);
+        if (rc) {
+            k->t = NULL;
+            return drift_error_prefix(err, "%s: ", who);
+        }
+        if (drift_target_api(k->t) == DRIFT_API_CHAT)
+            return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "%s: %s", who, TF_CHAT_HTTP_MSG);
+        k->http = 1;
+        k->method = method;
+        k->k = DRIFT_PLP_MAX_TOP;
+        *spec_used = util_strdup(spec);
+        return *spec_used ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
     if (strncmp(spec, "embedded:", 9) != 0)
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "%s is '%s': %s", who, spec, TF_HTTP_MSG);
     drift_status rc = resolve_spec(spec, models_dir, who, spec_used, err);
@@ -304,6 +349,7 @@ typedef struct runs_ctx {
     json_t *templates;
     float *lb, *lt;       /* baseline rows of the current prompt; a target's */
     size_t cap;
+    int any_http;         /* a pair with an HTTP side: runs_prompt_top */
 } runs_ctx;
 
 static const char *api_name(drift_api a) {
@@ -403,6 +449,379 @@ static drift_status runs_prompt(runs_ctx *c, drift_store *st, const drift_scored
     return rc;
 }
 
+/* ---- runs with an HTTP side: top-K lists paired by answer offset ---- */
+
+/* One stack's view of the answer's positions, in answer order. */
+typedef struct tf_side {
+    size_t n;
+    size_t *off;                  /* (n) byte offset of the token in the answer */
+    size_t *end;                  /* (n) where it ends: the next position's offset, the answer's length last */
+    int32_t *tok;                 /* (n) the forced token's id, -1 when unknown */
+    char **text;                  /* (n) its text */
+    double *lp_tok;               /* (n) its logprob */
+    int *nt;                      /* (n) alternatives */
+    int32_t *ids;                 /* (n * TF_K) */
+    char **tt;                    /* (n * TF_K) */
+    double *lp;                   /* (n * TF_K) */
+    int has_ids;                  /* every alternative has its id */
+} tf_side;
+#define TF_K (DRIFT_PLP_MAX_TOP + 1)
+
+static void side_clear(tf_side *s) {
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->text[i]);
+        for (int k = 0; k < s->nt[i]; k++) free(s->tt[i * TF_K + (size_t)k]);
+    }
+    free(s->off);
+    free(s->end);
+    free(s->tok);
+    free(s->text);
+    free(s->lp_tok);
+    free(s->nt);
+    free(s->ids);
+    free(s->tt);
+    free(s->lp);
+    memset(s, 0, sizeof *s);
+}
+
+static int side_alloc(tf_side *s, size_t n) {
+    size_t m = n ? n : 1;
+    s->off = calloc(m, sizeof *s->off);
+    s->end = calloc(m, sizeof *s->end);
+    s->tok = calloc(m, sizeof *s->tok);
+    s->text = calloc(m, sizeof *s->text);
+    s->lp_tok = calloc(m, sizeof *s->lp_tok);
+    s->nt = calloc(m, sizeof *s->nt);
+    s->ids = calloc(m * TF_K, sizeof *s->ids);
+    s->tt = calloc(m * TF_K, sizeof *s->tt);
+    s->lp = calloc(m * TF_K, sizeof *s->lp);
+    return s->off && s->end && s->tok && s->text && s->lp_tok && s->nt && s->ids && s->tt && s->lp ? 0 : -1;
+}
+
+/* Each position's end: the next one's offset, alen for the last. */
+static void side_ends(tf_side *s, size_t alen) {
+    for (size_t i = 0; i < s->n; i++) s->end[i] = i + 1 < s->n ? s->off[i + 1] : alen;
+}
+
+/* The side of an embedded model m over answer tokens at (na) whose logit
+ * rows are rows (na x n_vocab): each row's log-softmax in double, its top
+ * k ids (the lowest id first on ties), the answer's byte offsets from the
+ * detokenized prefixes. */
+static drift_status side_embedded(const drift_model *m, const int32_t *at, size_t na, const float *rows, int k,
+                                  tf_side *s, drift_error *err) {
+    int nv = drift_model_get_info(m)->n_vocab;
+    double *ls = malloc((size_t)nv * sizeof *ls);
+    if (!ls || side_alloc(s, na)) {
+        free(ls);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    s->has_ids = 1;
+    drift_status rc = DRIFT_OK;
+    for (size_t r = 0; r < na && !rc; r++) {
+        size_t L = 0;
+        free(drift_model_detokenize(m, at, r, &L));
+        s->off[r] = L;
+        s->tok[r] = at[r];
+        s->n = r + 1;
+        if (!(s->text[r] = tok_text(m, at[r]))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        drift_log_softmax(rows + r * (size_t)nv, nv, ls);
+        s->lp_tok[r] = ls[at[r]];
+        int32_t *ids = s->ids + r * TF_K;
+        double *lp = s->lp + r * TF_K;
+        int n = 0;
+        for (int v = 0; v < nv; v++) {
+            if (n == k && !(ls[v] > lp[k - 1])) continue;
+            int i = n < k ? n++ : k - 1;
+            while (i > 0 && ls[v] > lp[i - 1]) {
+                ids[i] = ids[i - 1];
+                lp[i] = lp[i - 1];
+                i--;
+            }
+            ids[i] = v;
+            lp[i] = ls[v];
+        }
+        s->nt[r] = n;
+        for (int i = 0; i < n && !rc; i++)
+            if (!(s->tt[r * TF_K + (size_t)i] = tok_text(m, ids[i])))
+                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    size_t total = 0;
+    if (!rc) free(drift_model_detokenize(m, at, na, &total));
+    side_ends(s, total);
+    free(ls);
+    return rc;
+}
+
+/* The side of an HTTP stack: the server's prompt logprobs of prompt +
+ * answer (plen, alen bytes), the tokens that start inside the answer. The
+ * stack's way is found on its first call and kept; a server refusing 20
+ * alternatives is asked for 5 (OpenAI's legacy limit). */
+static drift_status side_http(tf_stack *k, const char *prompt, const char *answer, tf_side *s, drift_error *err) {
+    size_t plen = strlen(prompt), alen = strlen(answer);
+    char *text = util_asprintf("%s%s", prompt, answer);
+    if (!text) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_plp_result r;
+    drift_status rc = drift_target_prompt_logprobs(k->t, text, plen + alen, k->k, k->method, &r, err);
+    if (rc == DRIFT_ERR_UNSUPPORTED && k->k > 5) {
+        drift_error e2 = {0};
+        if (!drift_target_prompt_logprobs(k->t, text, plen + alen, 5, k->method, &r, &e2)) {
+            rc = DRIFT_OK;
+            k->k = 5;
+        }
+    }
+    free(text);
+    if (rc) return rc;
+    k->method = r.method;
+    size_t n = 0;
+    for (size_t i = 0; i < r.n; i++)
+        n += r.toks[i].has_lp && r.toks[i].offset != SIZE_MAX && r.toks[i].offset >= plen && r.toks[i].offset < plen + alen;
+    if (side_alloc(s, n)) {
+        drift_plp_result_clear(&r);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    s->has_ids = r.method == DRIFT_PLP_VLLM;
+    for (size_t i = 0; i < r.n && !rc; i++) {
+        drift_plp_token *t = &r.toks[i];
+        if (!(t->has_lp && t->offset != SIZE_MAX && t->offset >= plen && t->offset < plen + alen)) continue;
+        size_t j = s->n++;
+        s->off[j] = t->offset - plen;
+        s->tok[j] = t->id;
+        s->text[j] = util_strdup(t->text ? t->text : "");
+        s->lp_tok[j] = t->logprob;
+        s->nt[j] = t->n_top < TF_K ? t->n_top : TF_K;
+        for (int q = 0; q < s->nt[j]; q++) {
+            s->ids[j * TF_K + (size_t)q] = t->top_id[q];
+            s->lp[j * TF_K + (size_t)q] = t->top_logprob[q];
+            s->tt[j * TF_K + (size_t)q] = util_strdup(t->top_text[q] ? t->top_text[q] : "");
+            if (!s->tt[j * TF_K + (size_t)q] || t->top_id[q] < 0) s->has_ids &= t->top_id[q] >= 0;
+            if (!s->tt[j * TF_K + (size_t)q]) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
+        if (!s->text[j]) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    side_ends(s, alen);
+    drift_plp_result_clear(&r);
+    return rc;
+}
+
+static drift_tokdiv_top side_top(const tf_side *s, size_t i) {
+    drift_tokdiv_top t = {(size_t)s->nt[i], s->ids + i * TF_K, (const char *const *)(s->tt + i * TF_K),
+                          s->lp + i * TF_K, s->lp_tok[i]};
+    return t;
+}
+
+/* Pairs b's and t's positions by answer offset and token and scores each
+ * pair into p and the pools (see the top). */
+static drift_status score_sides(const tf_side *b, const tf_side *t, drift_tokdiv_prompt *p, drift_tokdiv_acc *pool_wl,
+                                drift_tokdiv_acc *pool_all, drift_error *err) {
+    drift_tokdiv_acc acc = {0};
+    int by_id = b->has_ids && t->has_ids;
+    size_t i = 0, j = 0, paired = 0;
+    drift_status rc = DRIFT_OK;
+    p->first_diff = -1;
+    while (i < b->n && j < t->n && !rc) {
+        if (b->off[i] < t->off[j]) {
+            i++;
+            continue;
+        }
+        if (t->off[j] < b->off[i]) {
+            j++;
+            continue;
+        }
+        /* the same token: by id where both sides have ids, else the same
+         * span of the answer (a server's token strings may be vocabulary
+         * pieces such as "Ġthe", not the text) */
+        int same = b->tok[i] >= 0 && t->tok[j] >= 0 ? b->tok[i] == t->tok[j] : b->end[i] == t->end[j];
+        if (same && b->nt[i] > 0 && t->nt[j] > 0) {
+            drift_tokdiv_top tb = side_top(b, i), tt = side_top(t, j);
+            drift_tokdiv_pos pos = drift_tokdiv_compare_top(&tb, &tt, by_id);
+            rc = drift_tokdiv_acc_add(&acc, &pos, err);
+            paired++;
+            if (!rc && p->first_diff < 0 && pos.top_base != pos.top_target && isfinite(pos.kl)) {
+                p->first_diff = (int)i;
+                p->first_base_id = by_id ? pos.top_base : -1;
+                p->first_target_id = by_id ? pos.top_target : -1;
+                p->first_base_text = util_utf8_clean(tb.texts[0], strlen(tb.texts[0]));
+                p->first_target_text = util_utf8_clean(tt.texts[0], strlen(tt.texts[0]));
+                if (!p->first_base_text || !p->first_target_text) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            }
+        }
+        i++;
+        j++;
+    }
+    p->n_answer_tokens = (int)paired;
+    p->n_unaligned = (int)(b->n - paired);
+    if (!rc && paired == 0) {
+        p->error = util_strdup("no answer token of the baseline has its counterpart in the target's tokens");
+        if (!p->error) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    if (!rc && !p->error) rc = drift_tokdiv_acc_summary(&acc, &p->s, err);
+    if (!rc && !p->error && pool_wl) rc = drift_tokdiv_acc_merge(pool_wl, &acc, err);
+    if (!rc && !p->error) rc = drift_tokdiv_acc_merge(pool_all, &acc, err);
+    drift_tokdiv_acc_clear(&acc);
+    return rc;
+}
+
+/* The side of an embedded stack k over prompt tokens pt (np) + answer
+ * tokens at (na): its logits, then side_embedded. *why when the sequence
+ * does not fit its context. */
+static drift_status side_of_embedded(const tf_stack *k, const int32_t *pt, size_t np, const int32_t *at, size_t na,
+                                     int kk, tf_side *s, const char **why, drift_error *err) {
+    const drift_model *m = k->m;
+    size_t nv = (size_t)drift_model_get_info(m)->n_vocab, L = np + na;
+    *why = NULL;
+    if (L > (size_t)drift_model_get_info(m)->n_ctx_train) {
+        *why = "the sequence does not fit the stack's context";
+        return DRIFT_OK;
+    }
+    int32_t *seq = malloc(L * sizeof *seq);
+    float *rows = malloc(na * nv * sizeof *rows);
+    drift_status rc = seq && rows ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    if (!rc) {
+        memcpy(seq, pt, np * sizeof *seq);
+        memcpy(seq + np, at, na * sizeof *seq);
+        rc = seq_logits(m, seq, L, np, rows, err);
+    }
+    if (!rc) rc = side_embedded(m, at, na, rows, kk, s, err);
+    free(seq);
+    free(rows);
+    return rc;
+}
+
+/* The answer tokens of an embedded stack: the stored ids when the baseline
+ * is this embedded run (from_lp), else the answer text tokenized. */
+static drift_status answer_tokens(const tf_stack *k, const drift_answer *ans, int use_ids, int32_t **at, size_t *na,
+                                  int *from_lp, drift_error *err) {
+    *at = NULL;
+    *na = 0;
+    *from_lp = 0;
+    if (use_ids) {
+        int got = logprob_ids(ans->logprobs_json, drift_model_get_info(k->m)->n_vocab, at, na);
+        if (got < 0) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        if (got) {
+            *from_lp = 1;
+            return DRIFT_OK;
+        }
+    }
+    if (ans->text && *ans->text) return drift_model_tokenize(k->m, ans->text, strlen(ans->text), 0, 0, at, na, err);
+    return DRIFT_OK;
+}
+
+/* The side of stack k (embedded or HTTP) for one prompt. */
+static drift_status side_of(tf_stack *k, int is_base, const char *rendered, const drift_answer *ans, int kk, tf_side *s,
+                            int *from_lp, const char **why, drift_error *err) {
+    *why = NULL;
+    if (k->http) return side_http(k, rendered, ans->text ? ans->text : "", s, err);
+    int32_t *pt = NULL, *at = NULL;
+    size_t np = 0, na = 0;
+    drift_status rc = drift_target_prompt_tokens(k->t, rendered, &pt, &np, err);
+    if (!rc) rc = answer_tokens(k, ans, is_base, &at, &na, from_lp, err);
+    if (!rc && na == 0) *why = "empty answer: no token to score";
+    else if (!rc && np == 0) *why = "empty prompt: no token to start from";
+    if (!rc && !*why) rc = side_of_embedded(k, pt, np, at, na, kk, s, why, err);
+    free(pt);
+    free(at);
+    return rc;
+}
+
+/* One stored answer of the baseline against every target, some pair having
+ * an HTTP side; a pair of two embedded stacks keeps the full logits. */
+static drift_status runs_prompt_top(runs_ctx *c, drift_store *st, const drift_scored *row, drift_error *err) {
+    drift_answer ans;
+    drift_prompt pm;
+    memset(&ans, 0, sizeof ans);
+    memset(&pm, 0, sizeof pm);
+    size_t pi = 0;
+    char *rendered = NULL;
+    tf_side bs = {0};
+    int from_lp = 0, base_done = 0;
+    drift_status rc = prompt_add_all(c, row, &pi, err);
+    if (!rc) rc = drift_store_response_get(st, row->response_id, &ans, &pm, err);
+    const char *tid = NULL;
+    if (!rc && !(rendered = drift_prompt_render(&pm, drift_target_api(c->base.t), &tid)))
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    const char *recorded = rc ? "" : run_template(c->templates, row->workload);
+    if (!rc && *recorded && tid && strcmp(recorded, tid) != 0)
+        rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
+                             "run '%s' rendered %s prompts with template %s; this build renders %s: the prompts "
+                             "would not be the ones the run sent",
+                             c->baseline_label, drift_workload_name(row->workload), recorded, tid);
+    const char *why = NULL;
+    if (!rc && (!ans.text || !*ans.text)) why = "empty answer: no token to score";
+    for (size_t k = 0; !rc && k < c->n_tg; k++) {
+        tf_target *t = &c->tg[k];
+        drift_tokdiv_prompt *p = &c->out[k].prompts[pi];
+        if (why) {
+            if (!(p->error = util_strdup(why))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        if (!c->base.http && !t->k.http) { /* two embedded stacks: the exact path */
+            int32_t *pt = NULL, *pt2 = NULL, *at = NULL, *seq = NULL;
+            size_t np = 0, np2 = 0, na = 0;
+            const char *w = NULL;
+            int flp = 0;
+            rc = drift_target_prompt_tokens(c->base.t, rendered, &pt, &np, err);
+            if (!rc) rc = drift_target_prompt_tokens(t->k.t, rendered, &pt2, &np2, err);
+            if (!rc && (np != np2 || memcmp(pt, pt2, np * sizeof *pt) != 0))
+                rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
+                                     "prompt '%s': the stacks of '%s' and '%s' tokenize it differently: teacher "
+                                     "forcing needs one token sequence for both",
+                                     row->prompt_id, c->baseline_label, c->out[k].target);
+            if (!rc) rc = answer_tokens(&c->base, &ans, 1, &at, &na, &flp, err);
+            if (!rc && (na == 0 || np == 0)) w = na == 0 ? "empty answer: no token to score" : "empty prompt: no token to start from";
+            if (!rc && !w && !(seq = malloc((np + na) * sizeof *seq))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            if (!rc && !w) {
+                memcpy(seq, pt, np * sizeof *seq);
+                memcpy(seq + np, at, na * sizeof *seq);
+                rc = base_rows(&c->base, seq, np + na, np, &c->lb, &c->lt, &c->cap, &w, err);
+            }
+            p->tokens_from_logprobs = flp;
+            if (!rc && w) {
+                p->n_prompt_tokens = (int)np;
+                if (!(p->error = util_strdup(w))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            } else if (!rc) {
+                rc = score_target(&c->base, &t->k, seq, np + na, np, c->lb, c->lt, p, &t->pool[row->workload], &t->all, err);
+            }
+            free(pt);
+            free(pt2);
+            free(at);
+            free(seq);
+            continue;
+        }
+        const char *bwhy = NULL, *twhy = NULL;
+        if (!base_done) {
+            rc = side_of(&c->base, 1, rendered, &ans, DRIFT_PLP_MAX_TOP, &bs, &from_lp, &bwhy, err);
+            base_done = 1;
+            if (!rc && bwhy) why = bwhy;
+        }
+        if (!rc && why) {
+            if (!(p->error = util_strdup(why))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            continue;
+        }
+        tf_side ts = {0};
+        int dummy = 0;
+        if (!rc) rc = side_of(&t->k, 0, rendered, &ans, DRIFT_PLP_MAX_TOP, &ts, &dummy, &twhy, err);
+        p->tokens_from_logprobs = from_lp;
+        p->n_prompt_tokens = -1;
+        if (!rc && twhy) {
+            if (!(p->error = util_strdup(twhy))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        } else if (!rc) {
+            rc = score_sides(&bs, &ts, p, &t->pool[row->workload], &t->all, err);
+        }
+        side_clear(&ts);
+    }
+    /* a server without prompt logprobs is about the stack, not this prompt */
+    if (rc && rc != DRIFT_ERR_UNSUPPORTED) drift_error_prefix(err, "prompt '%s': ", row->prompt_id);
+    for (size_t k = 0; !rc && k < c->n_tg; k++) {
+        if (c->out[k].prompts[pi].error) c->out[k].n_skipped++;
+        else c->out[k].present[row->workload] = 1;
+    }
+    side_clear(&bs);
+    free(rendered);
+    drift_answer_clear(&ans);
+    drift_prompt_clear(&pm);
+    return rc;
+}
+
 drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label, const char *const *target_labels,
                                     size_t n_targets, const drift_tokdiv_opts *o, drift_tokdiv_report **out,
                                     drift_error *err) {
@@ -428,7 +847,7 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
     if (!rc) rc = drift_store_run_get(st, baseline_label, &rb, err);
     if (!rc) {
         char *who = util_asprintf("baseline run '%s'", baseline_label);
-        rc = who ? stack_open(&c.base, rb.target, o->models_dir, who, &base_spec, err)
+        rc = who ? stack_open(&c.base, rb.target, o->models_dir, who, &base_spec, 1, o->http_method, err)
                  : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         free(who);
     }
@@ -446,8 +865,9 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
         if (!rc) rc = drift_store_run_get(st, target_labels[k], &rt, err);
         char *who = rc ? NULL : util_asprintf("target run '%s'", target_labels[k]);
         if (!rc && !who) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-        if (!rc) rc = stack_open(&c.tg[k].k, rt.target, o->models_dir, who, &r->target_spec, err);
-        if (!rc) rc = same_vocab(&c.base, &c.tg[k].k, who, err);
+        if (!rc) rc = stack_open(&c.tg[k].k, rt.target, o->models_dir, who, &r->target_spec, 1, o->http_method, err);
+        if (!rc && !c.base.http && !c.tg[k].k.http) rc = same_vocab(&c.base, &c.tg[k].k, who, err);
+        if (!rc && (c.base.http || c.tg[k].k.http)) c.any_http = 1;
         if (!rc && drift_target_api(c.base.t) != drift_target_api(c.tg[k].k.t))
             rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
                                  "baseline run '%s' used api=%s and target run '%s' api=%s: their prompts differ, so "
@@ -484,7 +904,7 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
             rc = drift_error_set(err, DRIFT_ERR_CANCELLED, "divergence stopped after %zu of %zu prompts", done, n_pick);
             break;
         }
-        rc = runs_prompt(&c, st, &set.rows[i], err);
+        rc = c.any_http ? runs_prompt_top(&c, st, &set.rows[i], err) : runs_prompt(&c, st, &set.rows[i], err);
         done++;
         if (o->progress) o->progress(o->progress_user, "divergence", done, n_pick);
     }
@@ -494,6 +914,14 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
             if (r->present[w]) rc = drift_tokdiv_acc_summary(&c.tg[k].pool[w], &r->wl[w], err);
         if (!rc) rc = drift_tokdiv_acc_summary(&c.tg[k].all, &r->overall, err);
         r->elapsed_ms = util_now_ms() - t0;
+        tf_stack *hs = c.base.http ? &c.base : c.tg[k].k.http ? &c.tg[k].k : NULL;
+        if (!rc && hs) {
+            r->top_k = hs->k;
+            r->method = util_asprintf("top-K (%s)", drift_plp_method_name(hs->method));
+        } else if (!rc) {
+            r->method = util_strdup("logits");
+        }
+        if (!rc && !r->method) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     free(pick);
     free(base_spec);
@@ -550,8 +978,8 @@ drift_status drift_tokdiv_text(const char *baseline_spec, const char *target_spe
     out->target = util_strdup(target_spec);
     if (!out->baseline || !out->target) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     if (!rc && ctx < 4) rc = drift_error_set(err, DRIFT_ERR_INVALID, "--ctx %d: at least 4 tokens", ctx);
-    if (!rc) rc = stack_open(&b, baseline_spec, o->models_dir, "baseline", &out->baseline_spec, err);
-    if (!rc) rc = stack_open(&t, target_spec, o->models_dir, "target", &out->target_spec, err);
+    if (!rc) rc = stack_open(&b, baseline_spec, o->models_dir, "baseline", &out->baseline_spec, 0, o->http_method, err);
+    if (!rc) rc = stack_open(&t, target_spec, o->models_dir, "target", &out->target_spec, 0, o->http_method, err);
     if (!rc) rc = same_vocab(&b, &t, "text", err);
     if (!rc) {
         int cb = drift_model_get_info(b.m)->n_ctx_train, ct = drift_model_get_info(t.m)->n_ctx_train;

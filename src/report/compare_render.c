@@ -459,11 +459,17 @@ static void kl_intro(util_buf *b, const drift_tokdiv_report *r) {
     if (r->limit) buf_printf(b, "%zu prompts per workload (seed %llu)", r->limit, (unsigned long long)r->seed);
     else buf_puts(b, "every answered prompt");
     if (r->n_skipped) buf_printf(b, "; %zu prompt(s) skipped (too long, empty answer)", r->n_skipped);
+    if (r->method && strcmp(r->method, "logits")) {
+        buf_puts(b, "; method ");
+        report_put_name(b, r->method);
+        buf_printf(b, ", K = %d (a lower bound of the full KL)", r->top_k);
+    }
 }
 
 static void kl_text(util_buf *b, const drift_comparison *c) {
     if (c->kl_state == DRIFT_KL_UNSUPPORTED) {
-        buf_puts(b, "token KL: not computed: ");
+        /* a note that says "not computed: ..." itself is not prefixed twice */
+        buf_puts(b, strncmp(c->kl_note, "not computed: ", 14) ? "token KL: not computed: " : "token KL: ");
         report_put_text(b, c->kl_note, REPORT_NOTE_MAX_BYTES);
         buf_puts(b, "\n");
         return;
@@ -533,8 +539,9 @@ static void extras_json(json_t *root, const drift_comparison *c) {
     for (int k = 0; k < DRIFT_WL_COUNT; k++)
         if (r->present[k]) json_object_set_new(wls, drift_workload_name((drift_workload)k), kl_summary_json(r, k, &r->wl[k]));
     json_object_set_new(root, "token_kl",
-                        json_pack("{s:I, s:I, s:o, s:o}", "limit", (json_int_t)r->limit, "seed", (json_int_t)r->seed,
-                                  "overall", kl_summary_json(r, -1, &r->overall), "workloads", wls));
+                        json_pack("{s:I, s:I, s:o, s:i, s:o, s:o}", "limit", (json_int_t)r->limit, "seed",
+                                  (json_int_t)r->seed, "method", r->method ? report_json_str(r->method) : json_null(),
+                                  "top_k", r->top_k, "overall", kl_summary_json(r, -1, &r->overall), "workloads", wls));
 }
 
 static void kl_markdown(util_buf *b, const drift_comparison *c) {

@@ -111,6 +111,12 @@ static void text_header(util_buf *b, const drift_tokdiv_report *r) {
         buf_printf(b, "; %zu prompts", r->n_prompts);
         if (r->limit) buf_printf(b, " (a sample of at most %zu per workload, seed %llu)", r->limit, (unsigned long long)r->seed);
         buf_printf(b, ", %zu skipped; positions = the baseline's answer tokens\n", r->n_skipped);
+        if (r->method && strcmp(r->method, "logits")) {
+            buf_puts(b, "method ");
+            report_put_name(b, r->method);
+            buf_printf(b, ", K = %d: an HTTP server's top-K prompt logprobs; KL over the tokens both lists give plus "
+                          "the rest of the mass (a lower bound of the full KL)\n", r->top_k);
+        }
     }
     buf_printf(b, "%zu positions scored", r->overall.n);
     if (r->overall.n_nonfinite) buf_printf(b, ", %zu left out (non-finite logits)", r->overall.n_nonfinite);
@@ -294,6 +300,8 @@ static char *render_json(const drift_tokdiv_report *r) {
         json_object_set_new(o, "chunks", json_integer(r->n_chunks));
     } else {
         json_object_set_new(o, "api", r->api ? report_json_str(r->api) : json_null());
+        json_object_set_new(o, "method", r->method ? report_json_str(r->method) : json_null());
+        json_object_set_new(o, "top_k", json_integer(r->top_k));
         json_object_set_new(o, "limit_per_workload", json_integer((json_int_t)r->limit));
         json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
     }
@@ -317,6 +325,7 @@ static char *render_json(const drift_tokdiv_report *r) {
             json_object_set_new(j, "error", report_json_str(p->error));
         } else {
             if (!r->text_mode) json_object_set_new(j, "tokens_from", json_string(p->tokens_from_logprobs ? "logprobs" : "text"));
+            if (!r->text_mode) json_object_set_new(j, "unaligned", json_integer(p->n_unaligned));
             json_object_set_new(j, "summary", summary_json(&p->s));
             if (p->first_diff >= 0) {
                 json_object_set_new(

@@ -4,8 +4,10 @@
  *
  *   POST /v1/completions, /v1/chat/completions:
  *        parse + validate (server_request.c) -> check the model name ->
- *        tokenize each prompt (chat: the built-in template), check the
- *        context -> one job of prompts x n sequences (server_scheduler.c),
+ *        tokenize each prompt (chat: the built-in template over every
+ *        message, server_chat.c), check the context -> one job of prompts
+ *        x n sequences (server_scheduler.c; none when max_tokens is 0),
+ *        and with prompt_logprobs or echo a scoring job of the prompts ->
  *        wait -> render (server_reply.c), whole or streamed
  *   POST /v1/embeddings: parse -> check -> one embedding job -> render
  *   GET  /v1/models, /health, /v1/driftbench/info (HEAD too); any other
@@ -63,26 +65,6 @@ static int model_ok(const drift_server *s, const srv_request *rq, srv_error *e) 
                          rq->model, s->name);
 }
 
-/* Prompt tokens of a chat request: the model's built-in template with one
- * user message (what the embedded target's chat api sends). */
-static int chat_prompt(const drift_server *s, const srv_request *rq, int32_t **ids, size_t *n, srv_error *e) {
-    const char *user = NULL;
-    for (size_t i = 0; i < rq->n_messages; i++) {
-        const srv_message *m = &rq->messages[i];
-        if (!strcmp(m->role, "user") && !user) {
-            user = m->content;
-        } else {
-            return srv_error_set(e, 400, "messages", "unsupported_value",
-                                 "the embedded chat template takes one user message; messages[%zu] (%s) is not supported",
-                                 i, m->role);
-        }
-    }
-    drift_error err;
-    if (drift_model_chat_tokens(s->m, user, ids, n, &err))
-        return srv_error_set(e, 400, "messages", "invalid_value", "cannot tokenize the message: %s", err.msg);
-    return 0;
-}
-
 /* The renderer's view of the served model's tokenizer. */
 static char *vocab_token_text(const void *user, int32_t id) { return drift_model_token_text(user, id); }
 
@@ -92,9 +74,10 @@ static size_t vocab_prefix_bytes(const void *user, const int32_t *ids, size_t n)
     return len;
 }
 
-/* Renders the decoded job j of request rq (np prompts of plens tokens) into r. */
-static void reply_completion(drift_server *s, const srv_request *rq, const srv_job *j, size_t np, const size_t *plens,
-                             srv_reply *r) {
+/* Renders the decoded job j of request rq (np prompts of plens tokens) into r;
+ * sc: the scoring job (NULL when none). */
+static void reply_completion(drift_server *s, const srv_request *rq, const srv_job *j, const srv_job *sc, size_t np,
+                             const size_t *plens, srv_reply *r) {
     long long created = (long long)time(NULL);
     pthread_mutex_lock(&s->mu);
     uint64_t seq = ++s->next_id;
@@ -111,10 +94,33 @@ static void reply_completion(drift_server *s, const srv_request *rq, const srv_j
                         .want_logprobs = rq->want_logprobs,
                         .top_logprobs = rq->top_logprobs,
                         .include_usage = rq->include_usage,
-                        .vocab = {vocab_token_text, vocab_prefix_bytes, s->m}};
+                        .vocab = {vocab_token_text, vocab_prefix_bytes, s->m},
+                        .prompt_logprobs = rq->prompt_logprobs,
+                        .echo = rq->echo};
     for (size_t p = 0; p < np; p++) c.prompt_tokens += (long long)plens[p];
+    srv_prompt_lp *plp = NULL;
+    const char **texts = NULL;
+    if (sc) { /* choice k is prompt k / n */
+        plp = calloc(j->nseq ? j->nseq : 1, sizeof *plp);
+        texts = calloc(j->nseq ? j->nseq : 1, sizeof *texts);
+        if (!plp || !texts) {
+            free(plp);
+            free(texts);
+            reply_body(r, 500, NULL, NULL);
+            return;
+        }
+        for (size_t k = 0; k < j->nseq; k++) {
+            size_t p = k / (size_t)rq->n;
+            plp[k] = (srv_prompt_lp){sc->toks[p], sc->lens[p], sc->plp[p], sc->prank[p]};
+            texts[k] = rq->ep == SRV_EP_COMPLETIONS ? rq->prompts[p] : "";
+        }
+        c.plp = plp;
+        c.prompts = texts;
+    }
     if (rq->stream) reply_body(r, 200, srv_render_stream(&c), "text/event-stream");
     else reply_body(r, 200, srv_render_completion(&c), "application/json");
+    free(plp);
+    free(texts);
 }
 
 /* Tokenizes prompt p of rq into ptok/plen and checks it against the context. */
@@ -122,7 +128,7 @@ static int prompt_tokens(const drift_server *s, const srv_request *rq, size_t p,
                          srv_error *e) {
     int chat = rq->ep == SRV_EP_CHAT;
     if (chat) {
-        if (chat_prompt(s, rq, ptok, plen, e)) return -1;
+        if (srv_chat_tokens(s->m, rq, ptok, plen, e)) return -1;
     } else {
         drift_error err;
         if (drift_model_tokenize(s->m, rq->prompts[p], strlen(rq->prompts[p]), -1, 0, ptok, plen, &err))
@@ -141,8 +147,9 @@ static void do_generate(drift_server *s, srv_job **waiting, srv_endpoint ep, con
                         srv_reply *r) {
     srv_request rq;
     srv_error e;
-    srv_job j;
+    srv_job j, sc;
     memset(&j, 0, sizeof j);
+    memset(&sc, 0, sizeof sc);
     if (srv_request_parse(ep, body, len, &s->lim, &rq, &e)) {
         srv_reply_error(r, &e);
         return;
@@ -163,7 +170,30 @@ static void do_generate(drift_server *s, srv_job **waiting, srv_endpoint ep, con
     if (!fail && (!ptok || !plen || !j.toks || !j.lens || !j.offs || !j.gens))
         fail = srv_error_set(&e, 500, NULL, NULL, "out of memory");
     for (size_t p = 0; p < np && !fail; p++) fail = prompt_tokens(s, &rq, p, &ptok[p], &plen[p], &e);
-    if (!fail) {
+    int scoring = rq.prompt_logprobs >= 0 || rq.echo;
+    if (!fail && scoring) { /* the prompts' logprobs, before any generation */
+        sc.kind = SRV_JOB_SCORE;
+        sc.toks = ptok;
+        sc.lens = plen;
+        sc.nseq = np;
+        sc.score_top = rq.prompt_logprobs > rq.top_logprobs ? rq.prompt_logprobs : rq.top_logprobs;
+        fail = srv_sched_submit_wait(s, &sc, waiting, &e);
+        if (!fail && sc.st == DRIFT_ERR_CANCELLED) {
+            reply_cancelled(r, &sc);
+            fail = 1;
+        } else if (!fail && sc.st) {
+            fail = srv_error_set(&e, 500, NULL, NULL, "scoring the prompt failed: %s", sc.errmsg);
+        }
+    }
+    if (!fail && rq.params.max_tokens == 0) { /* scored only: empty choices */
+        for (size_t k = 0; k < nseq; k++) {
+            j.gens[k].text = util_strdup("");
+            j.gens[k].finish_reason = "length";
+            j.gens[k].prompt_tokens = (int)plen[k / (size_t)rq.n];
+            if (!j.gens[k].text) fail = srv_error_set(&e, 500, NULL, NULL, "out of memory");
+        }
+        j.nseq = nseq;
+    } else if (!fail) {
         j.kind = SRV_JOB_GEN;
         j.params = rq.params;
         j.nseq = nseq;
@@ -187,8 +217,12 @@ static void do_generate(drift_server *s, srv_job **waiting, srv_endpoint ep, con
     if (fail) {
         if (!r->cancelled) srv_reply_error(r, &e);
     } else {
-        reply_completion(s, &rq, &j, np, plen, r);
+        reply_completion(s, &rq, &j, scoring ? &sc : NULL, np, plen, r);
     }
+    for (size_t p = 0; p < np && sc.plp; p++) free(sc.plp[p]);
+    for (size_t p = 0; p < np && sc.prank; p++) free(sc.prank[p]);
+    free(sc.plp);
+    free(sc.prank);
     for (size_t k = 0; j.gens && k < nseq; k++) drift_generation_clear(&j.gens[k]);
     for (size_t p = 0; ptok && p < np; p++) free(ptok[p]);
     free(ptok);

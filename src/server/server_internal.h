@@ -65,6 +65,10 @@ typedef struct srv_request {
     int want_logprobs;      /* logprobs asked (completions logprobs >= 0, chat logprobs:true) */
     int top_logprobs;       /* alternatives per token, 0..20 */
     int emb_base64;         /* embeddings encoding_format=base64 */
+    int prompt_logprobs;    /* vLLM's prompt_logprobs: alternatives per prompt token, 0..20; -1 = not asked */
+    int echo;               /* completions echo: the prompt (and its logprobs) before the completion */
+    int add_generation_prompt;  /* chat (vLLM's extension, default 1): open the assistant's turn */
+    int continue_final_message; /* chat (vLLM's extension): the last message, an assistant's, is left open */
 } srv_request;
 
 typedef struct srv_error {
@@ -94,6 +98,17 @@ int srv_error_set(srv_error *e, int status, const char *param, const char *code,
  * (NaN, +-inf: JSON has no such numbers) is rendered as null.
  * ------------------------------------------------------------------------- */
 
+/* The logprobs of one prompt's tokens (prompt_logprobs, echo): lp[i] for
+ * token i >= 1 is its log-probability given tokens 0..i-1 with the top
+ * alternatives (ids sorted by logprob, the lowest id first on ties), rank[i]
+ * its rank in the whole vocabulary (1 = most likely); token 0 has none. */
+typedef struct srv_prompt_lp {
+    const int32_t *ids;         /* (n) the prompt's tokens */
+    size_t n;
+    const drift_token_logprob *lp; /* (n), entry 0 unused */
+    const int *rank;            /* (n), entry 0 unused */
+} srv_prompt_lp;
+
 /* {"error":{"message":..,"type":..,"param":..,"code":..}}. */
 char *srv_error_json(const srv_error *e);
 
@@ -120,6 +135,10 @@ typedef struct srv_completion {
     int top_logprobs;             /* alternatives per token, 0..SRV_MAX_TOP */
     int include_usage;            /* stream: the usage chunk before [DONE] */
     srv_vocab vocab;
+    const srv_prompt_lp *plp;     /* NULL, or per choice its prompt's logprobs (prompt_logprobs or echo) */
+    int prompt_logprobs;          /* -1, or alternatives per prompt token (vLLM's shape) */
+    int echo;                     /* completions: the prompt before the text, its tokens before the logprobs */
+    const char *const *prompts;   /* echo: per choice its prompt's text */
 } srv_completion;
 
 /* The whole reply as one JSON object (text_completion / chat.completion). */
@@ -146,7 +165,7 @@ char *srv_render_health(int draining);
 /* ---------------------------------------------------------------------------
  * The server (shared by the files below)
  * ------------------------------------------------------------------------- */
-typedef enum srv_job_kind { SRV_JOB_GEN, SRV_JOB_EMBED } srv_job_kind;
+typedef enum srv_job_kind { SRV_JOB_GEN, SRV_JOB_EMBED, SRV_JOB_SCORE } srv_job_kind;
 
 /* One request's work, queued for the scheduler. The handler owns it (on its
  * stack) and fills the inputs; the scheduler fills the results. */
@@ -161,6 +180,9 @@ typedef struct srv_job {
     char **texts;              /* embed: borrowed from the request */
     size_t ntexts;
     float *vecs;               /* embed: ntexts * dim (malloc'd by the scheduler) */
+    int score_top;             /* score: alternatives kept per prompt token (0..SRV_MAX_TOP) */
+    drift_token_logprob **plp; /* score: nseq arrays of lens[k] entries (malloc'd by the scheduler) */
+    int **prank;               /* score: nseq arrays of lens[k] ranks (malloc'd by the scheduler) */
     drift_status st;
     char errmsg[512];
     int done;
@@ -210,6 +232,18 @@ void srv_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, double ms);
 
 /* Sets *flag under s->mu, wakes cv and joins thread t (server.c). */
 void srv_thread_stop(drift_server *s, pthread_t t, int *flag, pthread_cond_t *cv);
+
+/* ---------------------------------------------------------------------------
+ * Chat prompts (server_chat.c)
+ * ------------------------------------------------------------------------- */
+
+/* The prompt tokens of a chat request's messages through the model's
+ * built-in template (drift_model_info.chat_template). One user message,
+ * generation prompt on: drift_model_chat_tokens exactly (the embedded
+ * target's chat api). Otherwise every turn rendered as the template renders
+ * one (see server_chat.c). -1 with e set (400) when the messages cannot be
+ * rendered. */
+int srv_chat_tokens(const drift_model *m, const srv_request *rq, int32_t **ids, size_t *n, srv_error *e);
 
 /* ---------------------------------------------------------------------------
  * Scheduler (server_scheduler.c)

@@ -4,6 +4,19 @@
  *                 "choices":[{"index","text","logprobs","finish_reason"}],
  *                 "usage","system_fingerprint"}
  *                logprobs {"tokens":[..],"token_logprobs":[..],"top_logprobs":[{tok:lp}..]}
+ *                echo (OpenAI's legacy completions): text = prompt + completion;
+ *                logprobs hold the prompt's tokens first (token_logprobs and
+ *                top_logprobs null for the first, as OpenAI's and vLLM's
+ *                echo) and "text_offset": each token's start in the text in
+ *                code points (Python's len, as OpenAI's and vLLM's)
+ *                prompt_logprobs (vLLM's extension; docs.vllm.ai
+ *                vllm/logprobs.py: PromptLogprobs = list[Optional[dict[int,
+ *                Logprob]]], Logprob {logprob, rank, decoded_token}): per
+ *                prompt token null for the first, else {"<id>": {"logprob",
+ *                "rank","decoded_token"}} with the prompt's own token first
+ *                (as vLLM builds it), then the top K; completions: in each
+ *                choice, with "prompt_token_ids"; chat: at the top level,
+ *                as vLLM's ChatCompletionResponse
  *   chat         the same with "object":"chat.completion" and
  *                "message":{"role":"assistant","content"}; logprobs
  *                {"content":[{"token","logprob","bytes","top_logprobs":[..]}]}
@@ -18,6 +31,7 @@
  * infinities) become null. */
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +115,90 @@ static json_t *lp_chat(const srv_vocab *v, const drift_generation *g, int t0, in
     return json_pack("{s:o}", "content", content);
 }
 
+/* Code points of s[0..n) (continuation bytes not counted). */
+static long long code_points(const char *s, size_t n) {
+    long long k = 0;
+    for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+/* vLLM's prompt_logprobs of one prompt: [null, {"id": {logprob, rank,
+ * decoded_token}}, ...], the prompt's token first, then up to top others. */
+static json_t *plp_vllm(const srv_vocab *v, const srv_prompt_lp *p, int top) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < p->n && a; i++) {
+        if (i == 0) {
+            json_array_append_new(a, json_null());
+            continue;
+        }
+        const drift_token_logprob *lp = &p->lp[i];
+        json_t *d = json_object();
+        char key[16];
+        snprintf(key, sizeof key, "%d", (int)lp->id);
+        json_object_set_new(d, key, json_pack("{s:o, s:i, s:o}", "logprob", jreal(lp->logprob), "rank", p->rank[i],
+                                              "decoded_token", token_json(v, lp->id, NULL)));
+        for (int k = 0; k < lp->n_top && k < top; k++) {
+            snprintf(key, sizeof key, "%d", (int)lp->top_id[k]);
+            if (json_object_get(d, key)) continue;
+            json_object_set_new(d, key, json_pack("{s:o, s:i, s:o}", "logprob", jreal(lp->top_logprob[k]), "rank", k + 1,
+                                                  "decoded_token", token_json(v, lp->top_id[k], NULL)));
+        }
+        json_array_append_new(a, d);
+    }
+    return a;
+}
+
+/* The echo's logprobs: the prompt's tokens (p), then tokens [0, n) of g
+ * (none when g has no logprobs), with text_offset over prompt + text. */
+static json_t *lp_echo(const srv_completion *c, const srv_prompt_lp *p, const char *prompt, const drift_generation *g) {
+    const srv_vocab *v = &c->vocab;
+    int top = c->top_logprobs;
+    json_t *toks = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    size_t plen = strlen(prompt);
+    for (size_t i = 0; i < p->n; i++) {
+        size_t b = v->prefix_bytes(v->user, p->ids, i);
+        json_array_append_new(toks, token_json(v, p->ids[i], NULL));
+        json_array_append_new(offs, json_integer(code_points(prompt, b < plen ? b : plen)));
+        if (i == 0) {
+            json_array_append_new(lps, json_null());
+            json_array_append_new(tops, json_null());
+            continue;
+        }
+        const drift_token_logprob *lp = &p->lp[i];
+        json_array_append_new(lps, jreal(lp->logprob));
+        json_t *d = json_object();
+        for (int k = 0; k < lp->n_top && k < top; k++) {
+            json_t *tk = token_json(v, lp->top_id[k], NULL);
+            if (tk && !json_object_get(d, json_string_value(tk)))
+                json_object_set_new(d, json_string_value(tk), jreal(lp->top_logprob[k]));
+            json_decref(tk);
+        }
+        json_t *tk = token_json(v, lp->id, NULL); /* the chosen token too: up to K + 1, as OpenAI's */
+        if (tk && !json_object_get(d, json_string_value(tk))) json_object_set_new(d, json_string_value(tk), jreal(lp->logprob));
+        json_decref(tk);
+        json_array_append_new(tops, d);
+    }
+    long long base = code_points(prompt, plen);
+    for (int t = 0; g->lp && t < g->n_tokens; t++) {
+        const drift_token_logprob *lp = &g->lp[t];
+        size_t b = v->prefix_bytes(v->user, g->tokens, (size_t)t);
+        size_t tl = g->text ? strlen(g->text) : 0;
+        json_array_append_new(toks, token_json(v, lp->id, NULL));
+        json_array_append_new(lps, jreal(lp->logprob));
+        json_array_append_new(offs, json_integer(base + code_points(g->text ? g->text : "", b < tl ? b : tl)));
+        json_t *d = json_object();
+        for (int k = 0; k < n_alternatives(lp, top); k++) {
+            json_t *tk = token_json(v, lp->top_id[k], NULL);
+            if (tk && !json_object_get(d, json_string_value(tk)))
+                json_object_set_new(d, json_string_value(tk), jreal(lp->top_logprob[k]));
+            json_decref(tk);
+        }
+        json_array_append_new(tops, d);
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", toks, "token_logprobs", lps, "top_logprobs", tops, "text_offset",
+                     offs);
+}
+
 /* Logprobs of tokens [t0, t1) of g in the endpoint's shape. */
 static json_t *lp_json(const srv_completion *c, const drift_generation *g, int t0, int t1) {
     if (c->ep == SRV_EP_CHAT) return lp_chat(&c->vocab, g, t0, t1, c->top_logprobs);
@@ -125,21 +223,39 @@ static char *dump(json_t *o) {
 
 char *srv_render_completion(const srv_completion *c) {
     int chat = c->ep == SRV_EP_CHAT;
+    int echo = !chat && c->echo && c->plp && c->prompts;
     json_t *choices = json_array();
     for (size_t i = 0; i < c->n_choices; i++) {
         const drift_generation *g = &c->gens[i];
-        json_t *text = jstr(g->text);
-        json_t *lp = c->want_logprobs ? lp_json(c, g, 0, g->lp ? g->n_tokens : 0) /* empty when no token */
-                                      : json_null();
+        json_t *text;
+        if (echo) {
+            char *both = util_asprintf("%s%s", c->prompts[i], g->text ? g->text : "");
+            text = jstr(both);
+            free(both);
+        } else {
+            text = jstr(g->text);
+        }
+        json_t *lp = !c->want_logprobs ? json_null()
+                     : echo            ? lp_echo(c, &c->plp[i], c->prompts[i], g)
+                                       : lp_json(c, g, 0, g->lp ? g->n_tokens : 0); /* empty when no token */
         json_t *ch = chat ? json_pack("{s:i, s:{s:s, s:o}, s:o, s:o}", "index", (int)i, "message", "role", "assistant",
                                       "content", text, "logprobs", lp, "finish_reason", finish_json(g))
                           : json_pack("{s:i, s:o, s:o, s:o}", "index", (int)i, "text", text, "logprobs", lp,
                                       "finish_reason", finish_json(g));
+        if (ch && !chat && c->plp && c->prompt_logprobs >= 0) {
+            json_t *ids = json_array();
+            for (size_t k = 0; k < c->plp[i].n; k++) json_array_append_new(ids, json_integer(c->plp[i].ids[k]));
+            json_object_set_new(ch, "prompt_logprobs", plp_vllm(&c->vocab, &c->plp[i], c->prompt_logprobs));
+            json_object_set_new(ch, "prompt_token_ids", ids);
+        }
         json_array_append_new(choices, ch);
     }
-    return dump(json_pack("{s:o, s:s, s:I, s:o, s:o, s:o, s:s}", "id", jstr(c->id), "object",
+    json_t *o = json_pack("{s:o, s:s, s:I, s:o, s:o, s:o, s:s}", "id", jstr(c->id), "object",
                           chat ? "chat.completion" : "text_completion", "created", (json_int_t)c->created, "model",
-                          jstr(c->model), "choices", choices, "usage", usage_json(c), "system_fingerprint", "driftbench"));
+                          jstr(c->model), "choices", choices, "usage", usage_json(c), "system_fingerprint", "driftbench");
+    if (o && chat && c->plp && c->prompt_logprobs >= 0 && c->n_choices)
+        json_object_set_new(o, "prompt_logprobs", plp_vllm(&c->vocab, &c->plp[0], c->prompt_logprobs));
+    return dump(o);
 }
 
 /* Appends "data: <o>\n\n" (o released). 0, or -1 when out of memory. */

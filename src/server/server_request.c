@@ -2,8 +2,23 @@
  * check every known field's type and range, and say what is wrong in the
  * OpenAI error shape (message, param, code) so a client can tell which field
  * to fix. Unknown fields are ignored, as vLLM does; known fields this engine
- * cannot honour (penalties, echo, logit_bias, best_of > 1, token-id prompts)
- * are refused rather than silently dropped.
+ * cannot honour (penalties, logit_bias, best_of > 1, token-id prompts, echo
+ * on chat) are refused rather than silently dropped.
+ *
+ * Prompt logprobs, two shapes (rendered by server_reply.c):
+ *   prompt_logprobs: K   vLLM's extension (completions and chat, 0..20):
+ *                        docs.vllm.ai, vllm/logprobs.py: "PromptLogprobs =
+ *                        list[Optional[dict[int, Logprob]]]", Logprob =
+ *                        {logprob, rank, decoded_token}; null for the first
+ *                        prompt token;
+ *   echo: true           OpenAI's legacy completions (with logprobs: K, the
+ *                        prompt's tokens and logprobs come before the
+ *                        completion's: tokens, token_logprobs (null for the
+ *                        first), top_logprobs, text_offset).
+ * With either, max_tokens 0 is allowed (the prompt scored, nothing
+ * generated), as OpenAI allowed it with echo. Not with stream. Chat takes
+ * vLLM's add_generation_prompt (default true) and continue_final_message
+ * (the last message, an assistant's, left open: its tokens can be scored).
  *
  * A pure function of the body bytes and the limits (no model, no I/O): the
  * fuzzer drives it directly. Memory is bounded by the body size, which the
@@ -234,7 +249,7 @@ static int get_stop(const json_t *o, srv_request *r, srv_error *e) {
 }
 
 /* Fields the engine cannot honour: refused unless at their neutral value. */
-static int check_unsupported(const json_t *o, srv_error *e) {
+static int check_unsupported(srv_endpoint ep, const json_t *o, srv_error *e) {
     static const char *const zero_num[] = {"presence_penalty", "frequency_penalty"};
     for (size_t i = 0; i < 2; i++) {
         const json_t *v = json_object_get(o, zero_num[i]);
@@ -250,7 +265,8 @@ static int check_unsupported(const json_t *o, srv_error *e) {
         return srv_error_set(e, 400, "repetition_penalty", "unsupported_value", "'repetition_penalty' is not supported (only 1)");
     int echo = 0;
     if (get_bool(o, "echo", &echo, e)) return -1;
-    if (echo) return srv_error_set(e, 400, "echo", "unsupported_value", "'echo' is not supported");
+    if (echo && ep == SRV_EP_CHAT)
+        return srv_error_set(e, 400, "echo", "unsupported_value", "'echo' is not supported on chat (use prompt_logprobs)");
     const json_t *lb = json_object_get(o, "logit_bias");
     if (lb && !json_is_null(lb) && (!json_is_object(lb) || json_object_size(lb) > 0))
         return srv_error_set(e, 400, "logit_bias", "unsupported_value", "'logit_bias' is not supported");
@@ -286,23 +302,40 @@ static int parse_fields(srv_endpoint ep, const json_t *o, const srv_limits *lim,
     } else if (get_messages(o, r, e)) {
         return -1;
     }
-    if (check_unsupported(o, e)) return -1;
+    if (check_unsupported(ep, o, e)) return -1;
     drift_gen_params_default(&r->params);
+    long long x;
+    int present;
+    r->prompt_logprobs = -1;
+    if (get_int(o, "prompt_logprobs", 0, SRV_MAX_TOP, &x, &present, e)) return -1;
+    if (present) r->prompt_logprobs = (int)x;
+    if (ep == SRV_EP_COMPLETIONS && get_bool(o, "echo", &r->echo, e)) return -1;
+    r->add_generation_prompt = 1;
+    if (ep == SRV_EP_CHAT) {
+        if (get_bool(o, "add_generation_prompt", &r->add_generation_prompt, e)) return -1;
+        if (get_bool(o, "continue_final_message", &r->continue_final_message, e)) return -1;
+        if (r->continue_final_message && r->add_generation_prompt)
+            return srv_error_set(e, 400, "continue_final_message", "invalid_value",
+                                 "'continue_final_message' needs 'add_generation_prompt': false");
+        if (r->continue_final_message && strcmp(r->messages[r->n_messages - 1].role, "assistant"))
+            return srv_error_set(e, 400, "continue_final_message", "invalid_value",
+                                 "'continue_final_message' needs an assistant message last");
+    }
+    int scores = r->prompt_logprobs >= 0 || r->echo;
+    long long min_tokens = scores ? 0 : 1; /* the prompt scored, nothing generated */
     r->params.max_tokens = ep == SRV_EP_COMPLETIONS ? 16 : lim->max_tokens_limit; /* OpenAI's defaults; chat: to the context */
     if (get_number(o, "temperature", 0, 100, &r->params.temperature, e)) return -1;
     if (get_number(o, "top_p", 0, 1, &r->params.top_p, e)) return -1;
     if (json_is_number(json_object_get(o, "top_p")) && r->params.top_p <= 0)
         return srv_error_set(e, 400, "top_p", "invalid_value", "'top_p' must be greater than 0");
-    long long x;
-    int present;
     if (get_int(o, "top_k", -1, 1 << 20, &x, &present, e)) return -1;
     if (present) r->params.top_k = x < 0 ? 0 : (int)x;
     if (get_int(o, "seed", INT64_MIN, INT64_MAX, &x, &present, e)) return -1;
     if (present) r->params.seed = x;
-    if (get_int(o, "max_tokens", 1, lim->max_tokens_limit, &x, &present, e)) return -1;
+    if (get_int(o, "max_tokens", min_tokens, lim->max_tokens_limit, &x, &present, e)) return -1;
     if (present) r->params.max_tokens = (int)x;
     if (ep == SRV_EP_CHAT) {
-        if (get_int(o, "max_completion_tokens", 1, lim->max_tokens_limit, &x, &present, e)) return -1;
+        if (get_int(o, "max_completion_tokens", min_tokens, lim->max_tokens_limit, &x, &present, e)) return -1;
         if (present) r->params.max_tokens = (int)x;
     }
     r->n = 1;
@@ -310,6 +343,9 @@ static int parse_fields(srv_endpoint ep, const json_t *o, const srv_limits *lim,
     if (present) r->n = (int)x;
     if (get_stop(o, r, e)) return -1;
     if (get_bool(o, "stream", &r->stream, e)) return -1;
+    if (r->stream && scores)
+        return srv_error_set(e, 400, "stream", "unsupported_value",
+                             "'stream' with 'prompt_logprobs' or 'echo' is not supported");
     const json_t *so = json_object_get(o, "stream_options");
     if (so && !json_is_null(so)) {
         if (!json_is_object(so))

@@ -5,7 +5,8 @@
  *        take the oldest job + every queued job with the same decoding
  *        parameters (seed aside) up to max_batch sequences ->
  *        drift_model_generate_cancellable(batch = those sequences) -> wake
- *        the handlers; an embedding job runs alone, input by input
+ *        the handlers; an embedding job runs alone, input by input, and
+ *        so does a scoring job (prompt logprobs: run_score)
  *
  * Seeds: the batch runs with params.seed = 0 and seed_offsets[i] = the
  * request's seed + choice index, which the engine adds: choice j of a request
@@ -67,6 +68,90 @@ static void run_embed(drift_server *s, srv_job *j) {
         if (st) {
             j->st = st;
             snprintf(j->errmsg, sizeof j->errmsg, "input %zu: %s", i, e.msg);
+            return;
+        }
+    }
+}
+
+#define SCORE_PIECE 64 /* logit rows per forward call while scoring */
+
+/* Prompt k's logprobs of job j: lp[i], rank[i] for tokens 1..n-1 (see
+ * srv_prompt_lp): the prompt runs through a session in pieces of
+ * SCORE_PIECE tokens with every row's logits, each row's log-softmax in
+ * double (drift_log_softmax), the top score_top ids (lowest id first on
+ * ties) and the token's rank (1 + the ids with a higher logprob). */
+static drift_status score_one(drift_server *s, srv_job *j, size_t k, drift_error *e) {
+    const int32_t *t = j->toks[k];
+    size_t n = j->lens[k];
+    int nv = s->info->n_vocab, top = j->score_top;
+    drift_token_logprob *lp = calloc(n ? n : 1, sizeof *lp);
+    int *rank = calloc(n ? n : 1, sizeof *rank);
+    float *rows = malloc((size_t)SCORE_PIECE * (size_t)nv * sizeof *rows);
+    double *ls = malloc((size_t)nv * sizeof *ls);
+    j->plp[k] = lp;
+    j->prank[k] = rank;
+    drift_session *ss = NULL;
+    drift_status st = lp && rank && rows && ls ? DRIFT_OK : drift_error_set(e, DRIFT_ERR_NOMEM, "out of memory");
+    if (!st) st = drift_session_new(s->m, (int)n, &ss, e);
+    /* tokens from-1 .. from-1+cnt-1 give the rows predicting from .. from+cnt-1 */
+    for (size_t from = 1; !st && from < n;) {
+        if (job_cancelled(s, j)) {
+            st = DRIFT_ERR_CANCELLED;
+            break;
+        }
+        size_t cnt = n - from < SCORE_PIECE ? n - from : SCORE_PIECE;
+        st = drift_session_forward(ss, t + from - 1, cnt, 1, rows, NULL, e);
+        for (size_t r = 0; !st && r < cnt; r++) {
+            size_t i = from + r;
+            drift_log_softmax(rows + r * (size_t)nv, nv, ls);
+            drift_token_logprob *p = &lp[i];
+            p->id = t[i];
+            p->logprob = ls[t[i]];
+            int above = 0;
+            for (int v = 0; v < nv; v++) {
+                above += ls[v] > p->logprob;
+                if (top == 0) continue;
+                /* insert v into the sorted top list when it belongs there */
+                if (p->n_top == top && !(ls[v] > p->top_logprob[top - 1])) continue;
+                int at = p->n_top < top ? p->n_top++ : top - 1;
+                while (at > 0 && ls[v] > p->top_logprob[at - 1]) {
+                    p->top_id[at] = p->top_id[at - 1];
+                    p->top_logprob[at] = p->top_logprob[at - 1];
+                    at--;
+                }
+                p->top_id[at] = v;
+                p->top_logprob[at] = ls[v];
+            }
+            rank[i] = above + 1;
+        }
+        from += cnt;
+    }
+    drift_session_free(ss);
+    free(rows);
+    free(ls);
+    return st;
+}
+
+static void run_score(drift_server *s, srv_job *j) {
+    j->plp = calloc(j->nseq ? j->nseq : 1, sizeof *j->plp);
+    j->prank = calloc(j->nseq ? j->nseq : 1, sizeof *j->prank);
+    if (!j->plp || !j->prank) {
+        j->st = DRIFT_ERR_NOMEM;
+        snprintf(j->errmsg, sizeof j->errmsg, "out of memory");
+        return;
+    }
+    for (size_t k = 0; k < j->nseq; k++) {
+        drift_error e = {0};
+        drift_status st = score_one(s, j, k, &e);
+        if (st == DRIFT_ERR_CANCELLED) {
+            pthread_mutex_lock(&s->mu);
+            set_cancelled(j);
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+        if (st) {
+            j->st = st;
+            snprintf(j->errmsg, sizeof j->errmsg, "prompt %zu: %s", k, e.msg);
             return;
         }
     }
@@ -172,7 +257,7 @@ static size_t take_batch(drift_server *s, srv_job **take, size_t cap) {
             link = &j->next;
         }
         j = nx;
-        if (first->kind == SRV_JOB_EMBED || seqs >= (size_t)s->o.max_batch) break;
+        if (first->kind != SRV_JOB_GEN || seqs >= (size_t)s->o.max_batch) break;
     }
     return nj;
 }
@@ -191,6 +276,7 @@ static void *sched_main(void *arg) {
         size_t nj = take_batch(s, take, cap);
         pthread_mutex_unlock(&s->mu);
         if (first->kind == SRV_JOB_EMBED) run_embed(s, first);
+        else if (first->kind == SRV_JOB_SCORE) run_score(s, first);
         else run_batch(s, take, nj);
         pthread_mutex_lock(&s->mu);
         for (size_t i = 0; i < nj; i++) {

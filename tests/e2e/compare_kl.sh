@@ -4,9 +4,9 @@
 # prompts, 24 tokens). The same profile twice is exactly 0 KL with every
 # top-1 token the same, in text, json and markdown; int4 weights are not
 # 0; --kl-limit samples per workload; the HTML report has a KL section with
-# one dot per configuration only with --kl; an HTTP run (the fake server)
-# is one line in compare and a "not drawn" note in the report, never an
-# error; bad flags are exit 2.
+# one dot per configuration only with --kl; an HTTP run (the fake server,
+# which returns no prompt logprobs) is one line in compare and a "not
+# drawn" note in the report, never an error; bad flags are exit 2.
 . "$(dirname "$0")/lib.sh"
 M=$S/models/qwen2-7m.gguf
 
@@ -101,11 +101,11 @@ if [ -x "$FAKE" ]; then
 fi
 check '[ $FAKEOK -eq 1 ]' "an HTTP run through the fake server and an embedded one on the same suite"
 "$D" compare --db "$H" --baseline baseline --target emb --budget math=none --kl > "$T/h.txt" 2> "$T/h.err"; rc=$?
-check '[ $rc -eq 0 ] && grep -q "^token KL: not computed: .*embedded" "$T/h.txt"' \
+check '[ $rc -eq 0 ] && grep -q "^token KL: not computed: the server does not return prompt logprobs" "$T/h.txt"' \
   "compare --kl with an HTTP run: one line, not an error (rc $rc: $(cat "$T/h.err"))"
 "$D" compare --db "$H" --baseline baseline --target emb --budget math=none --kl --format json > "$T/h.json"; rc=$?
 check '[ $rc -eq 0 ] && python3 -c "
-import json,sys; k=json.load(open(sys.argv[1]))[\"token_kl\"]; assert \"embedded\" in k[\"unavailable\"], k" "$T/h.json"' \
+import json,sys; k=json.load(open(sys.argv[1]))[\"token_kl\"]; assert \"prompt logprobs\" in k[\"unavailable\"], k" "$T/h.json"' \
   "json: token_kl.unavailable says why (rc $rc)"
 "$D" --quiet report --db "$H" --html "$T/h.html" --kl 2; rc=$?
 check '[ $rc -eq 0 ] && grep -q "id=\"kl\"" "$T/h.html" && grep -q "Not drawn (the configuration or its baseline is not an embedded stack[^<]*: emb\." "$T/h.html"' \

@@ -4,8 +4,9 @@
 # twice is exactly 0 KL and 100% same top-1; int4 weights against ref are
 # not; text, json and markdown; the raw-text form over README.md; a run
 # whose model file moved is found with --models; bad input is exit 2 with
-# a message naming the problem (unknown label, an HTTP run, a missing store,
-# model or text file, bad flags).
+# a message naming the problem (unknown label, an HTTP run whose server
+# returns no prompt logprobs: tests/e2e/divergence_http.sh has servers that
+# do; a missing store, model or text file, bad flags).
 . "$(dirname "$0")/lib.sh"
 
 cp "$S/models/qwen2-7m.gguf" "$T/moved.gguf"
@@ -78,8 +79,8 @@ if [ -x "$FAKE" ]; then
 fi
 check '[ $FAKEOK -eq 1 ]' "an HTTP run through the fake server"
 "$D" --quiet divergence --db "$DB" --baseline http --target ref > /dev/null 2> "$T/e2"; rc=$?
-check '[ $rc -eq 2 ] && grep -q "HTTP servers: not available" "$T/e2" && grep -q "echo" "$T/e2"' \
-  "HTTP run: exit 2, says teacher forcing needs an embedded stack (rc $rc): $(cat "$T/e2")"
+check '[ $rc -eq 2 ] && grep -q "does not return prompt logprobs" "$T/e2" && grep -q "echo" "$T/e2"' \
+  "HTTP run whose server has no prompt logprobs: exit 2, says so (rc $rc): $(cat "$T/e2")"
 "$D" --quiet divergence --db "$T/none.db" --baseline ref --target ref2 > /dev/null 2> "$T/e3"; rc=$?
 check '[ $rc -eq 2 ] && grep -q "none.db" "$T/e3" && [ ! -e "$T/none.db" ]' "missing store: exit 2, not created (rc $rc): $(cat "$T/e3")"
 "$D" --quiet divergence --text "$T/nofile.txt" --ctx 64 --baseline "embedded:$M" --target "embedded:$M" > /dev/null 2> "$T/e4"; rc=$?
@@ -98,6 +99,6 @@ for b in "--format junit" "--ctx 64" "--limit x" "--workload poetry" "--bogus 1"
   check '[ $rc -eq 2 ] && [ -s "$T/bad.err" ]' "'$b': exit 2 with a message (rc $rc: $(cat "$T/bad.err"))"
 done
 "$D" divergence --help > "$T/help" 2>&1
-check 'grep -q "HTTP servers: not available" "$T/help" && grep -q -- "--text FILE" "$T/help"' "--help says HTTP is not available"
+check 'grep -q "forced through the server" "$T/help" && grep -q -- "--http-logprobs" "$T/help" && grep -q -- "--text FILE" "$T/help"' "--help says how HTTP runs are forced"
 
 finish

@@ -11,9 +11,13 @@
  *   - embeddings: dim numbers per vector, or base64 of exactly its bytes;
  *   - usage: the token counts.
  *
+ * Prompt logprobs (flag bit 5; echo bit 6; not with stream): vLLM's list
+ * one entry per prompt token, null first; echo's text the prompt first,
+ * its four arrays one length (the prompt's tokens + the completion's).
+ *
  * Input layout (missing bytes read as 0): kind (completion, stream,
  * embeddings, error, models + health), flags (chat, logprobs, usage,
- * base64, wild prefixes), then the kind's fields in the order the fuzz_*
+ * base64, wild prefixes, prompt logprobs, echo), then the kind's fields in the order the fuzz_*
  * functions below read them (a completion: vocabulary, top_logprobs, model,
  * id, created, prompt tokens, choices with their tokens and logprobs).
  * Numbers are little-endian; a string is a length byte and that many bytes. */
@@ -192,6 +196,58 @@ static void check_completion(const srv_completion *c) {
     free(out);
 }
 
+/* A completion with prompt logprobs (vLLM's prompt_logprobs and/or echo):
+ * valid JSON; vLLM's list one entry per prompt token, null first, each
+ * entry a dict of {logprob (number or null), rank, decoded_token}; echo's
+ * text the prompt then the text, its logprob arrays the prompt's tokens
+ * then the completion's, all four of one length. */
+static void check_prompt_lp(const srv_completion *c) {
+    char *out = srv_render_completion(c);
+    json_t *o = out ? json_loads(out, 0, NULL) : NULL;
+    REQUIRE(o);
+    int chat = c->ep == SRV_EP_CHAT;
+    const json_t *choices = json_object_get(o, "choices");
+    REQUIRE(json_is_array(choices) && json_array_size(choices) == c->n_choices);
+    for (size_t i = 0; i < c->n_choices; i++) {
+        const drift_generation *g = &c->gens[i];
+        const srv_prompt_lp *p = &c->plp[i];
+        const json_t *ch = json_array_get(choices, i);
+        const json_t *pl = chat ? (i == 0 ? json_object_get(o, "prompt_logprobs") : NULL) : json_object_get(ch, "prompt_logprobs");
+        if (c->prompt_logprobs >= 0 && (!chat || i == 0)) {
+            REQUIRE(json_is_array(pl) && json_array_size(pl) == p->n);
+            for (size_t k = 0; k < p->n; k++) {
+                const json_t *d = json_array_get(pl, k);
+                if (k == 0) {
+                    REQUIRE(json_is_null(d));
+                    continue;
+                }
+                REQUIRE(json_is_object(d) && json_object_size(d) >= 1);
+                const char *key;
+                const json_t *v;
+                json_object_foreach((json_t *)d, key, v) {
+                    const json_t *l = json_object_get(v, "logprob");
+                    REQUIRE(json_is_number(l) || json_is_null(l));
+                    REQUIRE(json_is_integer(json_object_get(v, "rank")) && json_is_string(json_object_get(v, "decoded_token")));
+                }
+            }
+        }
+        if (chat || !c->echo) continue;
+        char *want_p = clean(c->prompts[i]), *want_t = clean(g->text);
+        const json_t *text = json_object_get(ch, "text");
+        REQUIRE(json_is_string(text) && !strncmp(json_string_value(text), want_p, strlen(want_p)));
+        free(want_p);
+        free(want_t);
+        if (!c->want_logprobs) continue;
+        const json_t *lp = json_object_get(ch, "logprobs");
+        size_t n = p->n + (size_t)(g->lp ? g->n_tokens : 0);
+        const char *arrays[] = {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
+        for (int a = 0; a < 4; a++) REQUIRE(json_array_size(json_object_get(lp, arrays[a])) == n);
+        if (p->n) REQUIRE(json_is_null(json_array_get(json_object_get(lp, "token_logprobs"), 0)));
+    }
+    json_decref(o);
+    free(out);
+}
+
 static void check_stream(const srv_completion *c) {
     char *out = srv_render_stream(c);
     REQUIRE(out);
@@ -296,8 +352,51 @@ static void fuzz_completion(reader *r, uint8_t flags, int stream, vocab *v) {
         }
     }
     c.gens = gens;
-    if (stream) check_stream(&c);
-    else check_completion(&c);
+    /* prompt logprobs (not with stream): one prompt per choice */
+    int plp_on = !stream && ((flags >> 5) & 1);
+    srv_prompt_lp *plp = calloc(c.n_choices ? c.n_choices : 1, sizeof *plp);
+    char **prompts = calloc(c.n_choices ? c.n_choices : 1, sizeof *prompts);
+    REQUIRE(plp && prompts);
+    for (size_t i = 0; plp_on && i < c.n_choices; i++) {
+        prompts[i] = rd_str(r, 64);
+        size_t n = rd_u8(r) % 12;
+        int32_t *ids = calloc(n + 1, sizeof *ids);
+        drift_token_logprob *lps = calloc(n + 1, sizeof *lps);
+        int *rank = calloc(n + 1, sizeof *rank);
+        REQUIRE(ids && lps && rank);
+        for (size_t k = 0; k < n; k++) {
+            ids[k] = (int32_t)rd_u32(r);
+            lps[k].id = ids[k];
+            lps[k].logprob = rd_f64(r);
+            rank[k] = (int)(rd_u32(r) & 0xffffff);
+            lps[k].n_top = rd_u8(r) % (SRV_MAX_TOP + 1);
+            for (int q = 0; q < lps[k].n_top; q++) {
+                lps[k].top_id[q] = (int32_t)rd_u32(r);
+                lps[k].top_logprob[q] = rd_f64(r);
+            }
+        }
+        plp[i] = (srv_prompt_lp){ids, n, lps, rank};
+    }
+    if (plp_on) {
+        c.plp = plp;
+        c.prompts = (const char *const *)prompts;
+        uint8_t pl = rd_u8(r);
+        c.prompt_logprobs = pl & 0x80 ? -1 : pl % (SRV_MAX_TOP + 1);
+        c.echo = (flags >> 6) & 1;
+        check_prompt_lp(&c);
+    } else if (stream) {
+        check_stream(&c);
+    } else {
+        check_completion(&c);
+    }
+    for (size_t i = 0; plp_on && i < c.n_choices; i++) {
+        free((void *)plp[i].ids);
+        free((void *)plp[i].lp);
+        free((void *)plp[i].rank);
+        free(prompts[i]);
+    }
+    free(plp);
+    free(prompts);
     for (size_t i = 0; i < c.n_choices; i++) {
         free(gens[i].text);
         free(gens[i].tokens);

@@ -34,7 +34,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (ep != SRV_EP_EMBEDDINGS) {
             if (r.n < 1 || r.n > lim.max_n) abort();
-            if (r.params.max_tokens < 1 || r.params.max_tokens > lim.max_tokens_limit) abort();
+            /* 0 only when the prompt is scored (prompt_logprobs, echo) */
+            int scores = r.prompt_logprobs >= 0 || r.echo;
+            if (r.params.max_tokens < (scores ? 0 : 1) || r.params.max_tokens > lim.max_tokens_limit) abort();
+            if (r.prompt_logprobs < -1 || r.prompt_logprobs > SRV_MAX_TOP) abort();
+            if (scores && r.stream) abort();
+            if (ep == SRV_EP_CHAT && r.echo) abort();
+            if (r.continue_final_message &&
+                (r.add_generation_prompt || strcmp(r.messages[r.n_messages - 1].role, "assistant"))) abort();
             if (r.params.n_stop < 0 || r.params.n_stop > SRV_MAX_STOP) abort();
             for (int i = 0; i < r.params.n_stop; i++)
                 if (!r.params.stop[i] || !r.params.stop[i][0]) abort();

@@ -523,6 +523,158 @@ static void test_same_as_embedded(void **state) {
 }
 
 /* ---------------------------------------------------------------------------
+ * Prompt logprobs (vLLM's prompt_logprobs, OpenAI's echo) and chat turns
+ * ------------------------------------------------------------------------- */
+
+/* The engine's log-softmax rows predicting ids[1..n) (rows (n-1) x nv). */
+static double *engine_prompt_ls(drift_model *m, const int32_t *ids, size_t n) {
+    int nv = drift_model_get_info(m)->n_vocab;
+    float *rows = malloc((n - 1) * (size_t)nv * sizeof *rows);
+    double *ls = malloc((n - 1) * (size_t)nv * sizeof *ls);
+    drift_session *ss;
+    drift_error err;
+    assert_int_equal(drift_session_new(m, (int)n, &ss, &err), DRIFT_OK);
+    assert_int_equal(drift_session_forward(ss, ids, n - 1, 1, rows, NULL, &err), DRIFT_OK);
+    drift_session_free(ss);
+    for (size_t r = 0; r + 1 < n; r++) drift_log_softmax(rows + r * (size_t)nv, nv, ls + r * (size_t)nv);
+    free(rows);
+    return ls;
+}
+
+static void test_prompt_logprobs(void **state) {
+    (void)state;
+    drift_server *s = start(1, 8, 0);
+    int port = drift_server_port(s);
+    drift_numeric_profile prof;
+    drift_error err;
+    assert_int_equal(drift_profile_parse("profile=cpu-f32&threads=1", &prof, &err), DRIFT_OK);
+    drift_model *m;
+    assert_int_equal(drift_model_load(g_model, &prof, &m, &err), DRIFT_OK);
+    int nv = drift_model_get_info(m)->n_vocab;
+    const char *prompt = "The quick brown fox jumps over the lazy dog.";
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(drift_model_tokenize(m, prompt, strlen(prompt), -1, 0, &ids, &n, &err), DRIFT_OK);
+    assert_true(n > 4);
+    double *ls = engine_prompt_ls(m, ids, n);
+
+    /* vLLM's shape: null first, the prompt's token first in each dict with
+     * its rank, then the top 3; every value the engine's, bit for bit */
+    json_t *o = post_json(port, "/v1/completions",
+                          "{\"prompt\":\"The quick brown fox jumps over the lazy dog.\",\"max_tokens\":0,"
+                          "\"prompt_logprobs\":3}", 200);
+    assert_string_equal(jstr(o, "choices.0.text"), "");
+    assert_int_equal(json_integer_value(jget(o, "usage.completion_tokens")), 0);
+    json_t *pl = jget(o, "choices.0.prompt_logprobs"), *pid = jget(o, "choices.0.prompt_token_ids");
+    assert_int_equal(json_array_size(pl), n);
+    assert_int_equal(json_array_size(pid), n);
+    assert_true(json_is_null(json_array_get(pl, 0)));
+    for (size_t i = 1; i < n; i++) {
+        const double *row = ls + (i - 1) * (size_t)nv;
+        assert_int_equal(json_integer_value(json_array_get(pid, i)), ids[i]);
+        json_t *d = json_array_get(pl, i);
+        void *it = json_object_iter(d);
+        assert_int_equal(atoi(json_object_iter_key(it)), ids[i]); /* the prompt's token first */
+        int rank = 1;
+        for (int v = 0; v < nv; v++) rank += row[v] > row[ids[i]];
+        json_t *e = json_object_iter_value(it);
+        assert_true(json_real_value(json_object_get(e, "logprob")) == row[ids[i]]);
+        assert_int_equal(json_integer_value(json_object_get(e, "rank")), rank);
+        assert_true(json_is_string(json_object_get(e, "decoded_token")));
+        int tops = 0;
+        const char *key;
+        json_t *val;
+        json_object_foreach(d, key, val) {
+            int id = atoi(key);
+            assert_true(json_real_value(json_object_get(val, "logprob")) == row[id]);
+            int r = (int)json_integer_value(json_object_get(val, "rank"));
+            int above = 0;
+            for (int v = 0; v < nv; v++) above += row[v] > row[id];
+            if (id != ids[i] || r <= 3) {
+                assert_int_equal(r, above + 1); /* no tie in these rows: rank = 1 + the ids above */
+                tops += r <= 3;
+            }
+        }
+        assert_int_equal(tops, 3);
+    }
+    json_decref(o);
+
+    /* OpenAI's echo: the prompt then the completion, in text and logprobs */
+    o = post_json(port, "/v1/completions",
+                  "{\"prompt\":\"The quick brown fox jumps over the lazy dog.\",\"max_tokens\":2,\"temperature\":0,"
+                  "\"echo\":true,\"logprobs\":2}", 200);
+    const char *text = jstr(o, "choices.0.text");
+    assert_true(!strncmp(text, prompt, strlen(prompt)));
+    json_t *toks = jget(o, "choices.0.logprobs.tokens"), *tlp = jget(o, "choices.0.logprobs.token_logprobs"),
+           *offs = jget(o, "choices.0.logprobs.text_offset"), *tops = jget(o, "choices.0.logprobs.top_logprobs");
+    assert_int_equal(json_array_size(toks), n + 2);
+    assert_int_equal(json_array_size(offs), n + 2);
+    assert_int_equal(json_array_size(tops), n + 2);
+    assert_true(json_is_null(json_array_get(tlp, 0)) && json_is_null(json_array_get(tops, 0)));
+    for (size_t i = 1; i < n; i++) {
+        assert_true(json_real_value(json_array_get(tlp, i)) == ls[(i - 1) * (size_t)nv + (size_t)ids[i]]);
+        assert_true(json_object_size(json_array_get(tops, i)) >= 2);
+        assert_true(json_integer_value(json_array_get(offs, i)) >= json_integer_value(json_array_get(offs, i - 1)));
+    }
+    assert_int_equal(json_integer_value(json_array_get(offs, n)), (json_int_t)strlen(prompt));
+    json_decref(o);
+    /* max_tokens 0 is refused without them */
+    o = post_json(port, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":0}", 400);
+    json_decref(o);
+
+    /* chat turns, through srv_chat_tokens and over HTTP */
+    srv_limits lim = {4, 64};
+    srv_request rq;
+    srv_error e;
+    int32_t *a, *b, *c, *want, *ans;
+    size_t na, nb, nc, nw, nans;
+    assert_int_equal(srv_request_parse(SRV_EP_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi there\"}]}", 51,
+                                       &lim, &rq, &e), 0);
+    assert_int_equal(srv_chat_tokens(m, &rq, &a, &na, &e), 0);
+    srv_request_free(&rq);
+    assert_int_equal(drift_model_chat_tokens(m, "Hi there", &want, &nw, &err), DRIFT_OK);
+    assert_int_equal(na, nw);
+    assert_memory_equal(a, want, na * sizeof *a);
+    const char *cont = "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi there\"},{\"role\":\"assistant\",\"content\":"
+                       "\"Hello friend\"}],\"add_generation_prompt\":false,\"continue_final_message\":true}";
+    assert_int_equal(srv_request_parse(SRV_EP_CHAT, cont, strlen(cont), &lim, &rq, &e), 0);
+    assert_int_equal(srv_chat_tokens(m, &rq, &b, &nb, &e), 0);
+    srv_request_free(&rq);
+    const char *tpl = drift_model_get_info(m)->chat_template;
+    if (strcmp(tpl, "none") && strcmp(tpl, "inst")) { /* turns of special markers: the one-turn prompt, then the answer */
+        assert_int_equal(drift_model_tokenize(m, "Hello friend", 12, 0, 0, &ans, &nans, &err), DRIFT_OK);
+        assert_int_equal(nb, na + nans);
+        assert_memory_equal(b, a, na * sizeof *a);
+        assert_memory_equal(b + na, ans, nans * sizeof *ans);
+        free(ans);
+    }
+    const char *sys = "{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":"
+                      "\"Hi there\"}]}";
+    assert_int_equal(srv_request_parse(SRV_EP_CHAT, sys, strlen(sys), &lim, &rq, &e), 0);
+    assert_int_equal(srv_chat_tokens(m, &rq, &c, &nc, &e), 0);
+    srv_request_free(&rq);
+    char *ct = drift_model_detokenize(m, c, nc, NULL);
+    assert_true(nc > na && strstr(ct, "Be brief.") && strstr(ct, "Hi there"));
+    fprintf(stderr, "chat template %s: one turn %zu tokens, + open assistant turn %zu, + system %zu: %s\n", tpl, na, nb,
+            nc, ct);
+    free(ct);
+    o = post_json(port, "/v1/chat/completions",
+                  "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"},"
+                  "{\"role\":\"user\",\"content\":\"c\"}],\"max_tokens\":2,\"prompt_logprobs\":1}", 200);
+    assert_true(json_integer_value(jget(o, "usage.prompt_tokens")) > (json_int_t)na);
+    assert_int_equal(json_array_size(jget(o, "prompt_logprobs")), json_integer_value(jget(o, "usage.prompt_tokens")));
+    json_decref(o);
+    free(a);
+    free(b);
+    free(c);
+    free(want);
+    free(ls);
+    free(ids);
+    drift_model_free(m);
+    drift_server_stop(s, 10);
+}
+
+/* ---------------------------------------------------------------------------
  * Bad requests
  * ------------------------------------------------------------------------- */
 typedef struct bad {
@@ -570,7 +722,12 @@ static void test_bad_requests(void **state) {
         {"POST", "/v1/completions", "{\"prompt\":\"x\",\"stop\":[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]}", 400, "stop", "invalid_value"},
         {"POST", "/v1/completions", "{\"prompt\":\"x\",\"stream\":\"yes\"}", 400, "stream", "invalid_type"},
         {"POST", "/v1/completions", "{\"prompt\":\"x\",\"logprobs\":50}", 400, "logprobs", "invalid_value"},
-        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"echo\":true}", 400, "echo", "unsupported_value"},
+        {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"echo\":true}", 400, "echo", "unsupported_value"},
+        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"prompt_logprobs\":21}", 400, "prompt_logprobs", "invalid_value"},
+        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"echo\":true,\"stream\":true}", 400, "stream", "unsupported_value"},
+        {"POST", "/v1/completions", "{\"prompt\":\"x\",\"echo\":\"yes\"}", 400, "echo", "invalid_type"},
+        {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"continue_final_message\":true,\"add_generation_prompt\":false}", 400, "continue_final_message", "invalid_value"},
+        {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"}],\"continue_final_message\":true}", 400, "continue_final_message", "invalid_value"},
         {"POST", "/v1/completions", "{\"prompt\":\"x\",\"presence_penalty\":0.5}", 400, "presence_penalty", "unsupported_value"},
         {"POST", "/v1/completions", "{\"prompt\":\"x\",\"prompt\":\"y\"}", 400, NULL, "invalid_json"},
         {"POST", "/v1/completions", "{\"model\":\"gpt-4\",\"prompt\":\"x\"}", 404, "model", "model_not_found"},
@@ -580,7 +737,7 @@ static void test_bad_requests(void **state) {
         {"POST", "/v1/chat/completions", "{\"messages\":\"hi\"}", 400, "messages", "invalid_type"},
         {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", 400, "messages", "invalid_value"},
         {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", 400, "messages", "invalid_type"},
-        {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"user\",\"content\":\"b\"}]}", 400, "messages", "unsupported_value"},
+        {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"tool\",\"content\":\"b\"}]}", 400, "messages", "unsupported_value"},
         {"POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"top_logprobs\":3}", 400, "top_logprobs", "invalid_value"},
         {"POST", "/v1/embeddings", "{\"input\":5}", 400, "input", "invalid_type"},
         {"POST", "/v1/embeddings", "{\"input\":\"x\",\"encoding_format\":\"hex\"}", 400, "encoding_format", "invalid_value"},
@@ -1072,7 +1229,7 @@ int main(void) {
         cmocka_unit_test(test_bad_requests),    cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_load),            cmocka_unit_test(test_connection_limits),
         cmocka_unit_test(test_request_timeout), cmocka_unit_test(test_cancel),
-        cmocka_unit_test(test_generate_cancel),
+        cmocka_unit_test(test_generate_cancel), cmocka_unit_test(test_prompt_logprobs),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

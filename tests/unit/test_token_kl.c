@@ -7,8 +7,11 @@
  * correlations on small known sets. Then the engine: the same stack twice
  * gives exactly 0 KL and 100% same top-1 on a text (llama-perplexity's
  * chunks: the positions counted as it counts them) and on two stored runs;
- * ref against cpu-f32 is small but not 0; an HTTP run, an unknown label and
- * a text too short are errors that say so. */
+ * ref against cpu-f32 is small but not 0; an HTTP run whose server is
+ * gone, one with api=chat, an unknown label and a text too short are errors
+ * that say so. Top-K lists (an HTTP server's prompt logprobs): identical
+ * lists give 0; with every token listed the bound is the full KL; with the
+ * top K of random rows it never passes the full KL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driftbench/model.h"
 #include "driftbench/teacher_forced.h"
 #include "driftbench/pipeline.h"
 #include "driftbench/store.h"
@@ -64,6 +68,74 @@ static void test_two_distributions(void **state) {
     assert_true(isnan(p.kl));
     p = drift_tokdiv_compare(b, t, 3, 3);
     assert_true(isfinite(p.kl) && isnan(p.p_base));
+}
+
+/* The top k of row x (n logits) as a drift_tokdiv_top over ids/lp (k). */
+static drift_tokdiv_top top_of(const float *x, int n, int k, int32_t token, int32_t *ids, double *lp) {
+    double *ls = malloc((size_t)n * sizeof *ls);
+    drift_log_softmax(x, n, ls);
+    int m = 0;
+    for (int v = 0; v < n; v++) {
+        if (m == k && !(ls[v] > lp[k - 1])) continue;
+        int i = m < k ? m++ : k - 1;
+        while (i > 0 && ls[v] > lp[i - 1]) {
+            ids[i] = ids[i - 1];
+            lp[i] = lp[i - 1];
+            i--;
+        }
+        ids[i] = v;
+        lp[i] = ls[v];
+    }
+    drift_tokdiv_top t = {(size_t)m, ids, NULL, lp, ls[token]};
+    free(ls);
+    return t;
+}
+
+static void test_top_lists(void **state) {
+    (void)state;
+    enum { V = 64 };
+    float b[V], t[V];
+    int32_t ib[V], it[V];
+    double lb[V], lt[V];
+    unsigned x = 12345;
+    int below = 0;
+    for (int round = 0; round < 50; round++) {
+        for (int v = 0; v < V; v++) {
+            x = x * 1103515245u + 12345u;
+            b[v] = (float)((x >> 8) % 1000) / 200.0f;
+            x = x * 1103515245u + 12345u;
+            t[v] = b[v] + (float)((int)((x >> 8) % 1000) - 500) / 1000.0f;
+        }
+        drift_tokdiv_pos full = drift_tokdiv_compare(b, t, V, 3);
+        /* every token listed: the full KL (to rounding) */
+        drift_tokdiv_top tb = top_of(b, V, V, 3, ib, lb), tt = top_of(t, V, V, 3, it, lt);
+        drift_tokdiv_pos all = drift_tokdiv_compare_top(&tb, &tt, 1);
+        assert_true(fabs(all.kl - full.kl) < 1e-9 * (1 + full.kl));
+        assert_int_equal(all.top_base, full.top_base);
+        assert_int_equal(all.top_target, full.top_target);
+        assert_true(fabs(all.p_base - full.p_base) < 1e-12 && fabs(all.p_target - full.p_target) < 1e-12);
+        /* the top 8: a lower bound */
+        tb = top_of(b, V, 8, 3, ib, lb);
+        tt = top_of(t, V, 8, 3, it, lt);
+        drift_tokdiv_pos k8 = drift_tokdiv_compare_top(&tb, &tt, 1);
+        assert_true(k8.kl <= full.kl + 1e-12);
+        below += k8.kl < full.kl;
+        /* identical lists: exactly 0 */
+        drift_tokdiv_pos same = drift_tokdiv_compare_top(&tb, &tb, 1);
+        assert_true(same.kl == 0.0);
+    }
+    assert_true(below > 0);
+    /* by text: p = (1/2, 1/4, rest 1/4) vs q = (1/4, 1/2, rest 1/4) over "a", "b" */
+    const char *ta[2] = {"a", "b"}, *tb2[2] = {"b", "a"};
+    double pa[2] = {log(0.5), log(0.25)}, qa[2] = {log(0.5), log(0.25)};
+    drift_tokdiv_top p = {2, NULL, ta, pa, log(0.5)}, q = {2, NULL, tb2, qa, log(0.25)};
+    drift_tokdiv_pos r = drift_tokdiv_compare_top(&p, &q, 0);
+    assert_true(fabs(r.kl - LN2 / 4) < 1e-12); /* 1/2 ln 2 + 1/4 ln(1/2) + 1/4 ln 1 */
+    assert_true(r.top_base != r.top_target);
+    assert_true(fabs(r.p_base - 0.5) < 1e-12 && fabs(r.p_target - 0.25) < 1e-12);
+    /* no list: NaN */
+    drift_tokdiv_top none = {0, NULL, ta, pa, 0};
+    assert_true(isnan(drift_tokdiv_compare_top(&none, &q, 0).kl));
 }
 
 static void test_accumulator(void **state) {
@@ -209,7 +281,7 @@ static void test_text_mode(void **state) {
     assert_int_equal(drift_tokdiv_text("http://127.0.0.1:9/v1?model=x", model_spec("qwen2-7m", "ref"), text, len, 64,
                                        NULL, &r, &err),
                      DRIFT_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.msg, "echo"));
+    assert_non_null(strstr(err.msg, "the raw-text form needs embedded stacks"));
     /* a missing model file */
     assert_int_equal(drift_tokdiv_text("embedded:/nonexistent/m.gguf?profile=ref", model_spec("qwen2-7m", "ref"), text,
                                        len, 64, NULL, &r, &err),
@@ -308,8 +380,21 @@ static void test_runs_mode(void **state) {
     int resumed;
     assert_int_equal(drift_store_run_begin(st, &info, &id, &resumed, &err), DRIFT_OK);
     assert_int_equal(drift_store_run_finish(st, id, &err), DRIFT_OK);
-    assert_int_equal(drift_tokdiv_runs(st, "base", "http", NULL, &r, &err), DRIFT_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.msg, "HTTP servers: not available"));
+    /* an HTTP run whose server is gone: an error naming it; compare --kl's
+     * step makes it its note */
+    assert_int_equal(drift_tokdiv_runs(st, "base", "http", NULL, &r, &err), DRIFT_ERR_HTTP);
+    assert_non_null(strstr(err.msg, "cannot be reached"));
+    drift_tokdiv_step ks;
+    assert_int_equal(drift_tokdiv_step_run(st, "base", "http", NULL, &ks, &err), DRIFT_OK);
+    assert_int_equal(ks.unsupported, 1);
+    assert_non_null(strstr(ks.note, "not computed: "));
+    /* an HTTP run with api=chat: not computed, said why */
+    info.label = "httpchat";
+    info.target = "http://127.0.0.1:9/v1?model=x&api=chat";
+    assert_int_equal(drift_store_run_begin(st, &info, &id, &resumed, &err), DRIFT_OK);
+    assert_int_equal(drift_store_run_finish(st, id, &err), DRIFT_OK);
+    assert_int_equal(drift_tokdiv_runs(st, "base", "httpchat", NULL, &r, &err), DRIFT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "api=chat"));
     drift_store_close(st);
     unlink(path);
     char side[1100];
@@ -321,7 +406,7 @@ static void test_runs_mode(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_two_distributions), cmocka_unit_test(test_accumulator),
+        cmocka_unit_test(test_two_distributions), cmocka_unit_test(test_top_lists), cmocka_unit_test(test_accumulator),
         cmocka_unit_test(test_correlation),       cmocka_unit_test(test_text_mode),
         cmocka_unit_test(test_runs_mode),
     };
