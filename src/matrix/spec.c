@@ -62,7 +62,10 @@
 #include <string.h>
 
 #include "driftbench/matrix.h"
+#include "matrix/spec_tree.h"
+#include "util/target_fields.h"
 #include "util/util.h"
+#include "util/yaml_json.h"
 
 static drift_status perr(drift_error *err, const char *name, const char *field, const char *what) {
     return drift_error_set(err, DRIFT_ERR_PARSE, "%s: %s: %s", name, field, what);
@@ -476,18 +479,40 @@ static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_s
         char field[96];
         snprintf(field, sizeof field, "configs[%zu]", i);
         if (!json_is_object(c)) return perr(err, name, field, "must be an object");
-        json_t *label = json_object_get(c, "label"), *target = json_object_get(c, "target");
+        const char *ck;
+        json_t *cv;
+        json_object_foreach(c, ck, cv) {
+            if (!strcmp(ck, "label") || !strcmp(ck, "dims") || !strcmp(ck, "server") || !strcmp(ck, "description") ||
+                util_target_field(ck))
+                continue;
+            snprintf(field, sizeof field, "configs[%zu].%s", i, ck);
+            return perr(err, name, field,
+                        "unknown key (known: label, target, dims, server, description, url, model, api, api_key_env, "
+                        "embed_model, detect, allow_insecure_key)");
+        }
+        json_t *label = json_object_get(c, "label");
         json_t *dims = json_object_get(c, "dims");
         snprintf(field, sizeof field, "configs[%zu].label", i);
         if (!json_is_string(label) || !*json_string_value(label)) return perr(err, name, field, "missing or not a string");
-        snprintf(field, sizeof field, "configs[%zu].target", i);
-        if (!json_is_string(target) || !*json_string_value(target)) return perr(err, name, field, "missing or not a string");
+        char *target = NULL, why[256];
+        const char *bad_key = NULL;
+        int tf = util_target_from_fields(c, &target, &bad_key, why, sizeof why);
+        if (tf < 0 && !bad_key) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        snprintf(field, sizeof field, "configs[%zu].%s", i, tf < 0 ? bad_key : "target");
+        if (tf < 0) return perr(err, name, field, why);
+        if (!tf) return perr(err, name, field, "missing (give target, or url with model, api, ...)");
         snprintf(field, sizeof field, "configs[%zu].dims", i);
-        if (dims && !json_is_object(dims)) return perr(err, name, field, "must be an object of strings");
-        if (push_config(s, cap)) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        if (dims && !json_is_object(dims)) {
+            free(target);
+            return perr(err, name, field, "must be an object of strings");
+        }
+        if (push_config(s, cap)) {
+            free(target);
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
         drift_matrix_config *mc = &s->configs[s->n_configs - 1];
         mc->label = util_strdup(json_string_value(label));
-        mc->target = util_strdup(json_string_value(target));
+        mc->target = target;
         size_t nd = dims ? json_object_size(dims) : 0;
         mc->dim_names = calloc(nd ? nd : 1, sizeof(char *));
         mc->dim_values = calloc(nd ? nd : 1, sizeof(char *));
@@ -733,29 +758,18 @@ out:
     return rc;
 }
 
-drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *name, drift_matrix_spec **out,
-                                     drift_error *err) {
-    if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "matrix spec: no output");
-    *out = NULL;
-    if (!name) name = "matrix spec";
-    json_error_t jerr;
-    json_t *root = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%d:%d: not valid JSON: %s", name, jerr.line, jerr.column,
-                               jerr.text);
+/* The spec of a parsed tree (root: borrowed). */
+static drift_status spec_from_root(json_t *root, const char *name, drift_matrix_spec **out, drift_error *err) {
     drift_matrix_spec *s = calloc(1, sizeof *s);
     size_t cap = 0;
     drift_status rc = DRIFT_OK;
-    if (!s) {
-        json_decref(root);
-        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    }
+    if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     s->top_p = 1;
     s->seed = 42;
     s->max_tokens = 512;
     s->replicates = 1;
     if (!json_is_object(root)) {
-        rc = perr(err, name, "(top level)", "must be a JSON object");
+        rc = perr(err, name, "(top level)", "must be an object (a mapping)");
         goto fail;
     }
     static const char *const known[] = {"name", "suites", "limit", "decoding", "baseline", "configs",
@@ -767,7 +781,9 @@ drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *n
         for (i = 0; i < sizeof known / sizeof known[0]; i++)
             if (!strcmp(k, known[i])) break;
         if (i == sizeof known / sizeof known[0]) {
-            rc = perr(err, name, k, "unknown field");
+            rc = perr(err, name, k,
+                      "unknown field (known: name, description, suites, limit, decoding, baseline, configs, "
+                      "dimensions, target, label, exclude, server)");
             goto fail;
         }
     }
@@ -840,22 +856,74 @@ drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *n
         }
         free(bl);
     }
-    json_decref(root);
     *out = s;
     return DRIFT_OK;
 fail:
-    json_decref(root);
     drift_matrix_spec_free(s);
     return rc;
+}
+
+drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *name, drift_matrix_spec **out,
+                                     drift_error *err) {
+    if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "matrix spec: no output");
+    *out = NULL;
+    if (!name) name = "matrix spec";
+    json_error_t jerr;
+    json_t *root = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%d:%d: not valid JSON: %s", name, jerr.line, jerr.column,
+                               jerr.text);
+    drift_status rc = spec_from_root(root, name, out, err);
+    json_decref(root);
+    return rc;
+}
+
+drift_status matrix_spec_from_tree(json_t *root, const char *name, const util_yaml_locator *loc,
+                                   drift_matrix_spec **out, drift_error *err) {
+    *out = NULL;
+    if (!name) name = "matrix spec";
+    drift_status rc = spec_from_root(root, name, out, err);
+    /* every message of a bad field is "NAME: FIELD: what": put the line in */
+    size_t nl = strlen(name);
+    if (rc == DRIFT_ERR_PARSE && loc && !strncmp(err->msg, name, nl) && !strncmp(err->msg + nl, ": ", 2)) {
+        const char *field = err->msg + nl + 2, *end = strstr(field, ": ");
+        char *path = end ? util_strndup(field, (size_t)(end - field)) : NULL;
+        int line = path ? util_yaml_path_line(loc, root, path) : 0;
+        if (line > 0) {
+            char *rest = util_strdup(field);
+            if (rest) drift_error_set(err, DRIFT_ERR_PARSE, "%s:%d: %s", name, line, rest);
+            free(rest);
+        }
+        free(path);
+    }
+    return rc;
+}
+
+/* 1 when path names a YAML file (.yaml, .yml). */
+static int yaml_name(const char *path) {
+    size_t n = strlen(path);
+    return (n > 5 && !strcmp(path + n - 5, ".yaml")) || (n > 4 && !strcmp(path + n - 4, ".yml"));
 }
 
 drift_status drift_matrix_spec_load(const char *path, drift_matrix_spec **out, drift_error *err) {
     char *text = NULL;
     size_t len = 0;
+    if (out) *out = NULL;
     drift_status rc = util_read_file(path, &text, &len, err);
     if (rc) return rc;
-    rc = drift_matrix_spec_parse(text, len, path, out, err);
+    if (!yaml_name(path)) {
+        rc = drift_matrix_spec_parse(text, len, path, out, err);
+        free(text);
+        return rc;
+    }
+    json_t *root = NULL;
+    util_yaml_locator *loc = NULL;
+    rc = util_yaml_parse(text, len, path, NULL, &root, &loc, err);
     free(text);
+    if (rc) return rc;
+    rc = matrix_spec_from_tree(root, path, loc, out, err);
+    json_decref(root);
+    util_yaml_locator_free(loc);
     return rc;
 }
 
