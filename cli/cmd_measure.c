@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config_file.h"
 #include "driftbench/measure.h"
 #include "pipeline.h"
 
@@ -98,12 +99,15 @@ static int measure(drift_store *st, const drift_measure_opts *o, const cli_compa
 
 static const char measure_usage[] =
     "usage: driftbench measure --baseline SPEC --target SPEC --suite S [--suite S ...] [options]\n"
+    "       driftbench measure -c drift.yaml [options]\n"
     "\n"
     "Runs the suites against both targets, scores every answer of the two runs,\n"
     "and compares target against baseline: the same as run + run + score --label\n"
     "(for each) + compare. Other runs of the store are not scored.\n"
     "Re-running the same command resumes whatever is missing.\n"
     "\n"
+    "  -c, --config FILE        the targets, suites and options from a YAML (or .json) file\n"
+    "                           (docs/config.md); flags given too override the file's values\n"
     "  --db STORE               store: SQLite file or postgresql:// URL (default driftbench-measure.db)\n"
     "  --baseline-label L       default: 'baseline', or the first of baseline-2,\n"
     "                           baseline-3, ... that is free or holds this same run\n"
@@ -154,10 +158,12 @@ static const char measure_usage2[] =
     "exit: 0 deploy (or no workload gated), 1 block, 2 error (bad input, or a gated\n"
     "workload without a single scored pair), 3 inconclusive (more prompts needed)\n";
 
-static int cmd_measure(int argc, char **argv) {
+/* *cfg: the config file (-c), freed by the caller. */
+static int measure_cmd(int argc, char **argv, drift_config **cfg) {
     enum { O_BASE = 400, O_TARG, O_DB, O_BLABEL, O_TLABEL, O_BCONF, O_TCONF, O_GUARD, O_EMB, O_UNSAFE, O_JOBS,
-           O_BSTART, O_TSTART, O_STIMEOUT, O_HEALTH, O_HELP, O_SEQ, O_ALPHA };
+           O_BSTART, O_TSTART, O_STIMEOUT, O_HEALTH, O_HELP, O_SEQ, O_ALPHA, O_CFGFILE };
     static const struct option longopts[] = {
+        {"config", required_argument, 0, O_CFGFILE}, /* the file; before RUN_LONG_OPTIONS' --config k=v */
         {"baseline", required_argument, 0, O_BASE}, {"target", required_argument, 0, O_TARG},
         {"db", required_argument, 0, O_DB}, {"baseline-label", required_argument, 0, O_BLABEL},
         {"target-label", required_argument, 0, O_TLABEL}, {"baseline-config", required_argument, 0, O_BCONF},
@@ -180,10 +186,17 @@ static int cmd_measure(int argc, char **argv) {
     cli_compare_args_default(&co);
     drift_error err = {0};
     long v;
-    int opt, alpha_given = 0, order_given = 0;
+    int opt, alpha_given = 0, order_given = 0, suites_from_file = 0;
+    const char *cfg_path = cli_config_path(argc, argv, "hc:o:", longopts, O_CFGFILE);
+    if (cfg_path) { /* the file first, then the flags over it */
+        if (cli_measure_config(cfg_path, cfg, &mo, &a, &co, &db, &order_given)) return CLI_EXIT_ERROR;
+        suites_from_file = a.n_suites > 0;
+    }
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "hc:o:", longopts, NULL)) != -1) {
+        if (opt == 'c' || opt == O_CFGFILE) continue; /* read above */
+        if (opt == OPT_SUITE && suites_from_file) a.n_suites = suites_from_file = 0; /* --suite replaces the file's */
         if (opt == OPT_ORDER) order_given = 1;
         int r = cli_parse_run_option("measure", opt, optarg, &a);
         if (r == 0) r = cli_parse_order_option("measure", opt, optarg, &a);
@@ -273,6 +286,13 @@ static int cmd_measure(int argc, char **argv) {
         fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", cli_safe(drift_store_display(st)),
                 cli_safe(sum.label[0]), cli_safe(sum.label[1]));
     drift_store_close(st);
+    return rc;
+}
+
+static int cmd_measure(int argc, char **argv) {
+    drift_config *cfg = NULL;
+    int rc = measure_cmd(argc, argv, &cfg);
+    drift_config_free(cfg);
     return rc;
 }
 CLI_COMMAND(measure, "measure", "run + score + compare two targets in one go", cmd_measure)
