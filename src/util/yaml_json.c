@@ -279,7 +279,7 @@ static drift_status make_int(yj *s, const char *v, int line, int col, json_t **o
 }
 
 static drift_status make_float(yj *s, const char *v, int line, int col, json_t **out) {
-    double x = strtod(v, NULL);
+    double x = is_special_float(v) ? NAN : strtod(v, NULL); /* strtod does not read ".inf" */
     if (!isfinite(x)) return yj_fail(s, line, col, "number '%.40s' is not finite (JSON holds no such number)", v);
     *out = json_real(x);
     return *out ? DRIFT_OK : yj_nomem(s);
