@@ -58,7 +58,9 @@ typedef struct drift_matrix_spec {
  * missing"). */
 DRIFT_API drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *name,
                                                drift_matrix_spec **out, drift_error *err);
-/* Reads and parses a spec file. */
+/* Reads and parses a spec file: YAML when its name ends in .yaml or .yml
+ * (util/yaml_json.c; messages then carry the line: "m.yaml:7: configs[1]...:"),
+ * JSON otherwise. */
 DRIFT_API drift_status drift_matrix_spec_load(const char *path, drift_matrix_spec **out, drift_error *err);
 DRIFT_API void drift_matrix_spec_free(drift_matrix_spec *s);
 

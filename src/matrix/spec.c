@@ -1,7 +1,9 @@
 /* spec.c - the matrix spec: which configurations to run, how to reach each,
  * and which one is the baseline.
  *
- * Format (JSON object; tests/data/matrix/example.json is a complete one):
+ * Format (JSON object, or the same keys in YAML for a .yaml/.yml file or a
+ * matrix config file, docs/config.md; tests/data/matrix/example.json is a
+ * complete one):
  *   "name":      string, optional
  *   "suites":    ["builtin:math", "path/to/suite.jsonl", ...]   required, >= 1
  *   "limit":     prompts per suite, integer >= 0 (0 = all)      optional
@@ -15,6 +17,10 @@
  *   "configs":   explicit configurations, optional:
  *                [{"label":"ref@tiny","target":"embedded:m.gguf?profile=ref",
  *                  "dims":{"model":"tiny","hardware":"ref",...}}, ...]
+ *                instead of "target", an HTTP target's fields: "url" with
+ *                "model", "api", "api_key_env", "embed_model", "detect",
+ *                "allow_insecure_key" (util/target_fields.c writes the
+ *                spec); other keys of a configuration are refused
  *   "dimensions" + "target" (+ "label", "exclude"): a product, optional:
  *     "dimensions": {"model": {"tiny":"models/tiny.gguf", ...},
  *                    "precision": ["f32","int4"], ...}

@@ -492,13 +492,51 @@ static void test_matrix_spec_load_yaml(void **state) {
     rmdir(dir);
 }
 
+/* the shipped examples read cleanly (docs/config.md shows them) */
+static void test_examples(void **state) {
+    (void)state;
+    const char *src = getenv("DRIFT_SOURCE");
+    if (!src) src = DRIFT_SOURCE_DIR;
+    static const char *const names[] = {"examples/serve-vs-serve.yaml", "examples/vllm-vs-sglang.yaml"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", src, names[i]);
+        drift_config *c = NULL;
+        drift_error err = {0};
+        drift_measure_opts o;
+        drift_measure_opts_default(&o);
+        drift_measure_file f;
+        drift_status rc = drift_config_load(path, &c, &err);
+        if (!rc) rc = drift_config_measure(c, &o, &f, &err);
+        if (rc) fprintf(stderr, "%s: %s\n", names[i], err.msg);
+        assert_int_equal(rc, DRIFT_OK);
+        assert_non_null(o.side[0].target);
+        assert_non_null(o.side[1].target);
+        assert_true(o.n_suites > 0);
+        if (i == 1) {
+            assert_string_equal(o.side[1].target,
+                                "https://sglang.internal.example/v1?model=Qwen/Qwen3-8B&api=chat&api_key_env=SGLANG_API_KEY"
+                                "&detect=1");
+            assert_string_equal(o.side[1].request.extra_body_json,
+                                "{\"chat_template_kwargs\":{\"enable_thinking\":false},\"separate_reasoning\":false}");
+            assert_string_equal(o.side[1].request.system_prompt, "You are a helpful assistant. Answer concisely.");
+            assert_int_equal(o.side[1].request.n_headers, 2);
+            assert_null(o.side[0].request.system_prompt); /* the baseline uses target_opts.request */
+            assert_non_null(strstr(o.side[0].start, "vllm serve Qwen/Qwen3-8B --port {port}"));
+            assert_int_equal(o.params.n_stop, 2);
+            assert_int_equal(o.sequential, 1);
+        }
+        drift_config_free(c);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_yaml_core_schema), cmocka_unit_test(test_yaml_anchors_merge),
         cmocka_unit_test(test_yaml_refusals),    cmocka_unit_test(test_yaml_caps),
         cmocka_unit_test(test_target_fields),    cmocka_unit_test(test_measure_file),
         cmocka_unit_test(test_measure_errors),   cmocka_unit_test(test_matrix_file),
-        cmocka_unit_test(test_matrix_spec_load_yaml),
+        cmocka_unit_test(test_matrix_spec_load_yaml), cmocka_unit_test(test_examples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
