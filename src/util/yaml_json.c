@@ -180,7 +180,7 @@ typedef struct frame {
     int kline, kcol;
     json_t *merges;   /* mapping: array of the mappings "<<" brought, in order */
     json_t *explicit_keys; /* mapping: object of the keys written in it (for merges) */
-    const char *anchor; /* the anchor's name of this node, or NULL */
+    long anchor;      /* index in anchors of this node's anchor, or -1 */
     int line, col;    /* where it starts */
 } frame;
 
@@ -193,6 +193,7 @@ typedef struct yj {
     size_t depth, stack_cap;
     anchor *anchors;
     size_t n_anchors, anchors_cap;
+    json_t *anchor_index;     /* name -> index in anchors of its latest one */
     size_t nodes;
     json_t *root;
     int documents;
@@ -351,15 +352,22 @@ static drift_status anchor_add(yj *s, const char *name, json_t *node, int comple
     }
     char *copy = util_strdup(name);
     if (!copy) return yj_nomem(s);
+    if (!s->anchor_index && !(s->anchor_index = json_object())) {
+        free(copy);
+        return yj_nomem(s);
+    }
+    if (json_object_set_new(s->anchor_index, name, json_integer((json_int_t)s->n_anchors))) {
+        free(copy);
+        return yj_nomem(s);
+    }
     s->anchors[s->n_anchors++] = (anchor){copy, node, complete};
     return DRIFT_OK;
 }
 
 /* The latest anchor of that name (a later one of the same name wins). */
 static anchor *anchor_find(yj *s, const char *name) {
-    for (size_t i = s->n_anchors; i-- > 0;)
-        if (!strcmp(s->anchors[i].name, name)) return &s->anchors[i];
-    return NULL;
+    json_t *i = s->anchor_index ? json_object_get(s->anchor_index, name) : NULL;
+    return i ? &s->anchors[json_integer_value(i)] : NULL;
 }
 
 /* Copies the place of member (src, key, index) to (dst, key, index). */
@@ -505,10 +513,10 @@ static drift_status push(yj *s, json_t *node, const char *anchor_name, int line,
         s->stack = p;
         s->stack_cap = nc;
     }
-    s->stack[s->depth++] = (frame){.node = node, .line = line, .col = col};
+    s->stack[s->depth++] = (frame){.node = node, .anchor = -1, .line = line, .col = col};
     drift_status rc = anchor_add(s, anchor_name, node, 0);
     if (rc) return rc;
-    s->stack[s->depth - 1].anchor = anchor_name ? s->anchors[s->n_anchors - 1].name : NULL;
+    s->stack[s->depth - 1].anchor = anchor_name ? (long)s->n_anchors - 1 : -1;
     return DRIFT_OK;
 }
 
@@ -524,13 +532,7 @@ static drift_status pop(yj *s) {
     frame *f = &s->stack[s->depth - 1];
     int line = f->line, col = f->col;
     drift_status rc = json_is_object(f->node) ? apply_merges(s, f) : DRIFT_OK;
-    if (f->anchor) { /* complete now */
-        for (size_t i = s->n_anchors; i-- > 0;)
-            if (s->anchors[i].node == f->node) {
-                s->anchors[i].complete = 1;
-                break;
-            }
-    }
+    if (f->anchor >= 0) s->anchors[f->anchor].complete = 1; /* complete now */
     json_t *node = f->node;
     frame_clear(f);
     s->depth--;
@@ -654,6 +656,7 @@ drift_status util_yaml_parse(const char *text, size_t len, const char *name, con
     free(s.stack);
     for (size_t i = 0; i < s.n_anchors; i++) free(s.anchors[i].name);
     free(s.anchors);
+    json_decref(s.anchor_index);
     if (!rc && !s.root) { /* an empty document (or stream) */
         s.root = json_null();
         if (!s.root || loc_put(s.loc, NULL, NULL, 0, 1, 1, 1, 1)) rc = yj_nomem(&s);
