@@ -36,6 +36,15 @@ typedef struct drift_matrix_config {
     char **dim_names;     /* (n_dims,) "model","hardware",... in spec order */
     char **dim_values;    /* (n_dims,) levels */
     drift_matrix_server server; /* server.start NULL: none */
+    /* Request control of its target (the spec's system_prompt, template,
+     * headers, extra_body: the configuration's own, else the top level's,
+     * field by field), given to its run as target_opts.request (target.h's
+     * drift_request_ctl); NULL / 0: none. */
+    char *system_prompt;
+    char *prompt_template;
+    char *extra_body_json;
+    char **headers;       /* (n_headers,) "Name: value" */
+    size_t n_headers;
 } drift_matrix_config;
 
 typedef struct drift_matrix_spec {

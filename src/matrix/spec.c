@@ -21,6 +21,10 @@
  *                "model", "api", "api_key_env", "embed_model", "detect",
  *                "allow_insecure_key" (util/target_fields.c writes the
  *                spec); other keys of a configuration are refused
+ *   "system_prompt", "template", "headers", "extra_body": request control
+ *                (target.h's drift_request_ctl; docs/config.md), at the top
+ *                level for every configuration and in an explicit one for
+ *                itself (its own fields win, field by field)
  *   "dimensions" + "target" (+ "label", "exclude"): a product, optional:
  *     "dimensions": {"model": {"tiny":"models/tiny.gguf", ...},
  *                    "precision": ["f32","int4"], ...}
@@ -88,6 +92,11 @@ static void config_clear(drift_matrix_config *c) {
     free(c->dim_values);
     free(c->server.start);
     free(c->server.health);
+    free(c->system_prompt);
+    free(c->prompt_template);
+    free(c->extra_body_json);
+    for (size_t i = 0; i < c->n_headers; i++) free(c->headers[i]);
+    free(c->headers);
     memset(c, 0, sizeof *c);
 }
 
@@ -476,8 +485,44 @@ static drift_status parse_decoding(json_t *d, const char *name, drift_matrix_spe
     return DRIFT_OK;
 }
 
-static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_spec *s, size_t *cap,
+/* The request fields of obj (at prefix: "" or "configs[2].") into *out. */
+static drift_status parse_request(const json_t *obj, const char *name, const char *prefix, util_request_fields *out,
+                                  drift_error *err) {
+    const char *bad_key = NULL, *bad_sub = NULL;
+    char why[256], field[300];
+    if (!util_request_from_fields(obj, out, &bad_key, &bad_sub, why, sizeof why)) return DRIFT_OK;
+    if (!bad_key) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    snprintf(field, sizeof field, "%s%s%s%s", prefix, bad_key, bad_sub ? "." : "", bad_sub ? bad_sub : "");
+    return perr(err, name, field, why);
+}
+
+/* c's request control: its own fields (taken from own), the defaults' for
+ * the ones it lacks (copied). */
+static drift_status config_request(drift_matrix_config *c, util_request_fields *own, const util_request_fields *dflt,
                                    drift_error *err) {
+    c->system_prompt = own->system_prompt ? own->system_prompt : util_strdup(dflt->system_prompt);
+    c->prompt_template = own->prompt_template ? own->prompt_template : util_strdup(dflt->prompt_template);
+    c->extra_body_json = own->extra_body_json ? own->extra_body_json : util_strdup(dflt->extra_body_json);
+    int nomem = (dflt->system_prompt && !c->system_prompt) || (dflt->prompt_template && !c->prompt_template) ||
+                (dflt->extra_body_json && !c->extra_body_json);
+    if (own->n_headers) {
+        c->headers = own->headers;
+        c->n_headers = own->n_headers;
+        own->headers = NULL;
+        own->n_headers = 0;
+    } else if (dflt->n_headers) {
+        c->headers = calloc(dflt->n_headers, sizeof(char *));
+        for (size_t i = 0; c->headers && i < dflt->n_headers; i++, c->n_headers++)
+            if (!(c->headers[i] = util_strdup(dflt->headers[i]))) nomem = 1;
+        nomem = nomem || !c->headers;
+    }
+    own->system_prompt = own->prompt_template = own->extra_body_json = NULL;
+    util_request_fields_free(own);
+    return nomem ? drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory") : DRIFT_OK;
+}
+
+static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_spec *s, size_t *cap,
+                                   const util_request_fields *dflt, drift_error *err) {
     if (!json_is_array(arr)) return perr(err, name, "configs", "must be an array");
     size_t i;
     json_t *c;
@@ -489,12 +534,12 @@ static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_s
         json_t *cv;
         json_object_foreach(c, ck, cv) {
             if (!strcmp(ck, "label") || !strcmp(ck, "dims") || !strcmp(ck, "server") || !strcmp(ck, "description") ||
-                util_target_field(ck))
+                util_target_field(ck) || util_request_field(ck))
                 continue;
             snprintf(field, sizeof field, "configs[%zu].%s", i, ck);
             return perr(err, name, field,
                         "unknown key (known: label, target, dims, server, description, url, model, api, api_key_env, "
-                        "embed_model, detect, allow_insecure_key)");
+                        "embed_model, detect, allow_insecure_key, system_prompt, template, headers, extra_body)");
         }
         json_t *label = json_object_get(c, "label");
         json_t *dims = json_object_get(c, "dims");
@@ -519,6 +564,12 @@ static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_s
         drift_matrix_config *mc = &s->configs[s->n_configs - 1];
         mc->label = util_strdup(json_string_value(label));
         mc->target = target;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "configs[%zu].", i);
+        util_request_fields own;
+        drift_status qrc = parse_request(c, name, prefix, &own, err);
+        if (!qrc) qrc = config_request(mc, &own, dflt, err);
+        if (qrc) return qrc;
         size_t nd = dims ? json_object_size(dims) : 0;
         mc->dim_names = calloc(nd ? nd : 1, sizeof(char *));
         mc->dim_values = calloc(nd ? nd : 1, sizeof(char *));
@@ -578,7 +629,7 @@ static int excluded(json_t *exclude, const dim_levels *d, size_t nd, const size_
 }
 
 static drift_status parse_product(json_t *root, const char *name, drift_matrix_spec *s, size_t *cap,
-                                  drift_error *err) {
+                                  const util_request_fields *dflt, drift_error *err) {
     json_t *dims = json_object_get(root, "dimensions");
     json_t *target = json_object_get(root, "target"), *label = json_object_get(root, "label");
     json_t *exclude = json_object_get(root, "exclude"), *server = json_object_get(root, "server");
@@ -737,6 +788,8 @@ static drift_status parse_product(json_t *root, const char *name, drift_matrix_s
                 mc->dim_names[q] = util_strdup(d[q].name);
                 mc->dim_values[q] = util_strdup(names[q]);
             }
+            util_request_fields none = {0};
+            if ((rc = config_request(mc, &none, dflt, err))) break;
             if (server && (rc = parse_server(server, name, "server", dn, texts, nd, &mc->server, err))) break;
         }
         /* odometer: last dimension fastest */
@@ -778,8 +831,10 @@ static drift_status spec_from_root(json_t *root, const char *name, drift_matrix_
         rc = perr(err, name, "(top level)", "must be an object (a mapping)");
         goto fail;
     }
-    static const char *const known[] = {"name", "suites", "limit", "decoding", "baseline", "configs",
-                                        "dimensions", "target", "label", "exclude", "description", "server"};
+    static const char *const known[] = {"name",  "suites",      "limit",         "decoding", "baseline",
+                                        "configs", "dimensions", "target",       "label",    "exclude",
+                                        "description", "server", "system_prompt", "template", "headers",
+                                        "extra_body"};
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {
@@ -789,7 +844,7 @@ static drift_status spec_from_root(json_t *root, const char *name, drift_matrix_
         if (i == sizeof known / sizeof known[0]) {
             rc = perr(err, name, k,
                       "unknown field (known: name, description, suites, limit, decoding, baseline, configs, "
-                      "dimensions, target, label, exclude, server)");
+                      "dimensions, target, label, exclude, server, system_prompt, template, headers, extra_body)");
             goto fail;
         }
     }
@@ -835,8 +890,12 @@ static drift_status spec_from_root(json_t *root, const char *name, drift_matrix_
     }
     s->baseline = util_strdup(json_string_value(base));
     json_t *configs = json_object_get(root, "configs");
-    if (configs && (rc = parse_explicit(configs, name, s, &cap, err))) goto fail;
-    if ((rc = parse_product(root, name, s, &cap, err))) goto fail;
+    util_request_fields dflt;
+    if ((rc = parse_request(root, name, "", &dflt, err))) goto fail;
+    if (configs) rc = parse_explicit(configs, name, s, &cap, &dflt, err);
+    if (!rc) rc = parse_product(root, name, s, &cap, &dflt, err);
+    util_request_fields_free(&dflt);
+    if (rc) goto fail;
     if (!s->n_configs) {
         rc = perr(err, name, "configs", "no configuration (give \"configs\" or \"dimensions\" + \"target\")");
         goto fail;

@@ -25,7 +25,6 @@
 
 #define CONFIG_MAX_SUITES 32 /* the CLI's --suite cap */
 #define CONFIG_MAX_STOP 16
-#define CONFIG_MAX_HEADERS 64
 
 struct drift_config {
     char *name;               /* the file's name, for messages */
@@ -246,61 +245,43 @@ static drift_status get_str_list(rd *r, const json_t *obj, const char *path, con
 
 /* ---- request control: system_prompt, template, headers, extra_body ---- */
 
-static const char *const REQUEST_KEYS[] = {"system_prompt", "template", "headers", "extra_body", NULL};
-
-/* An RFC 9110 token (a header's name). */
-static int token_ok(const char *s) {
-    if (!*s) return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              strchr("!#$%&'*+-.^_`|~", *s)))
-            return 0;
-    return 1;
-}
+#define REQUEST_KEYS util_request_field_names
 
 /* obj's request keys into q (fields it does not have are left as they are). */
 static drift_status read_request(rd *r, const json_t *obj, const char *path, drift_request_ctl *q) {
-    drift_status rc;
-    char p[256], h[400];
-    json_t *sp = json_object_get(obj, "system_prompt"), *tp = json_object_get(obj, "template");
-    if (sp && !json_is_string(sp)) return bad(r, sub(p, sizeof p, path, "system_prompt"), "must be a string");
-    if (sp) q->system_prompt = json_string_value(sp);
-    if ((rc = get_str(r, obj, path, "template", &q->prompt_template))) return rc;
-    if (tp && !strstr(json_string_value(tp), "{input}"))
-        return bad(r, sub(p, sizeof p, path, "template"), "must hold {input} (where the prompt's input goes)");
-    json_t *hd = json_object_get(obj, "headers");
-    if (hd) {
-        sub(p, sizeof p, path, "headers");
-        if (!json_is_object(hd)) return bad(r, p, "must be a mapping of header names to values");
-        if (json_object_size(hd) > CONFIG_MAX_HEADERS) return bad(r, p, "at most %d headers", CONFIG_MAX_HEADERS);
-        const char **lines = keep_ptrs(r->c, json_object_size(hd));
-        if (!lines) return nomem(r);
-        size_t n = 0;
-        const char *k;
-        json_t *v;
-        json_object_foreach(hd, k, v) {
-            snprintf(h, sizeof h, "%s.%s", p, k);
-            if (!token_ok(k)) return bad(r, h, "is not a header name (letters, digits, - and a few others)");
-            if (!json_is_string(v) || strpbrk(json_string_value(v), "\r\n"))
-                return bad(r, h, "must be a string on one line (\"env:VAR\" reads it from $VAR)");
-            const char *val = json_string_value(v);
-            if (!strncmp(val, "env:", 4) && !val[4]) return bad(r, h, "env: needs a variable's name (env:VAR)");
-            char *line = keep(r->c, util_asprintf("%s: %s", k, val));
-            if (!line) return nomem(r);
-            lines[n++] = line;
+    util_request_fields f;
+    const char *bad_key = NULL, *bad_sub = NULL;
+    char why[256], p[256], h[400];
+    if (util_request_from_fields(obj, &f, &bad_key, &bad_sub, why, sizeof why)) {
+        if (!bad_key) return nomem(r);
+        sub(p, sizeof p, path, bad_key);
+        if (bad_sub) snprintf(h, sizeof h, "%s.%s", p, bad_sub);
+        return bad(r, bad_sub ? h : p, "%s", why);
+    }
+    /* the strings are the config's from here */
+    drift_status rc = DRIFT_OK;
+    const char **lines = f.n_headers ? keep_ptrs(r->c, f.n_headers) : NULL;
+    if (f.n_headers && !lines) rc = nomem(r);
+    for (size_t i = 0; !rc && i < f.n_headers; i++) {
+        lines[i] = keep(r->c, f.headers[i]);
+        f.headers[i] = NULL;
+        if (!lines[i]) rc = nomem(r);
+    }
+    char *strs[3] = {f.system_prompt, f.prompt_template, f.extra_body_json};
+    f.system_prompt = f.prompt_template = f.extra_body_json = NULL;
+    for (int i = 0; i < 3; i++) /* keep() owns each, or frees it when it cannot */
+        if (strs[i] && !keep(r->c, strs[i])) rc = nomem(r);
+    if (!rc) {
+        if (strs[0]) q->system_prompt = strs[0];
+        if (strs[1]) q->prompt_template = strs[1];
+        if (strs[2]) q->extra_body_json = strs[2];
+        if (lines) {
+            q->headers = lines;
+            q->n_headers = f.n_headers;
         }
-        q->headers = lines;
-        q->n_headers = n;
     }
-    json_t *eb = json_object_get(obj, "extra_body");
-    if (eb) {
-        if (!json_is_object(eb))
-            return bad(r, sub(p, sizeof p, path, "extra_body"), "must be a mapping (merged into every request's JSON body)");
-        char *s = keep(r->c, json_dumps(eb, JSON_COMPACT));
-        if (!s) return nomem(r);
-        q->extra_body_json = s;
-    }
-    return DRIFT_OK;
+    util_request_fields_free(&f);
+    return rc;
 }
 
 static int request_any(const drift_request_ctl *q) {
@@ -603,7 +584,8 @@ drift_status drift_config_matrix(drift_config *c, drift_matrix_spec **spec, drif
     long v = -1;
     int ns = -1;
     static const char *const spec_keys[] = {"name", "description", "suites", "limit", "decoding", "baseline",
-                                            "configs", "dimensions", "target", "label", "exclude", "server", NULL};
+                                            "configs", "dimensions", "target", "label", "exclude", "server",
+                                            "system_prompt", "template", "headers", "extra_body", NULL};
     static const char *const run_keys[] = {"store", "parallel", "no_score", "evaluators", "requests", NULL};
     if ((rc = check_keys(&r, top, "", spec_keys, run_keys))) return rc;
     if ((rc = get_str(&r, top, "", "store", &f->store)) || (rc = get_int(&r, top, "", "parallel", 1, 256, &v)) ||

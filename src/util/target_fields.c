@@ -119,3 +119,86 @@ int util_target_from_fields(const json_t *obj, char **spec, const char **bad_key
     *spec = buf_steal(&b);
     return *spec ? 1 : -1;
 }
+
+/* ---- request control ---- */
+
+#define REQUEST_MAX_HEADERS 64
+
+const char *const util_request_field_names[] = {"system_prompt", "template", "headers", "extra_body", NULL};
+
+int util_request_field(const char *key) {
+    for (size_t i = 0; util_request_field_names[i]; i++)
+        if (!strcmp(key, util_request_field_names[i])) return 1;
+    return 0;
+}
+
+void util_request_fields_free(util_request_fields *f) {
+    free(f->system_prompt);
+    free(f->prompt_template);
+    free(f->extra_body_json);
+    for (size_t i = 0; i < f->n_headers; i++) free(f->headers[i]);
+    free(f->headers);
+    memset(f, 0, sizeof *f);
+}
+
+/* An RFC 9110 token (a header's name). */
+static int token_ok(const char *s) {
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", *s)))
+            return 0;
+    return 1;
+}
+
+static int req_fail(util_request_fields *out, const char **bad_key, const char *key, char *why, size_t cap,
+                    const char *msg) {
+    util_request_fields_free(out);
+    return fail(bad_key, key, why, cap, msg);
+}
+
+int util_request_from_fields(const json_t *obj, util_request_fields *out, const char **bad_key, const char **bad_sub,
+                             char *why, size_t cap) {
+    memset(out, 0, sizeof *out);
+    *bad_key = *bad_sub = NULL;
+    json_t *sp = json_object_get(obj, "system_prompt"), *tp = json_object_get(obj, "template");
+    json_t *hd = json_object_get(obj, "headers"), *eb = json_object_get(obj, "extra_body");
+    if (sp) {
+        if (!json_is_string(sp)) return req_fail(out, bad_key, "system_prompt", why, cap, "must be a string");
+        if (!(out->system_prompt = util_strdup(json_string_value(sp)))) return req_fail(out, bad_key, NULL, why, cap, "");
+    }
+    if (tp) {
+        if (!json_is_string(tp) || !strstr(json_string_value(tp), "{input}"))
+            return req_fail(out, bad_key, "template", why, cap, "must be a string that holds {input} (where the prompt's input goes)");
+        if (!(out->prompt_template = util_strdup(json_string_value(tp)))) return req_fail(out, bad_key, NULL, why, cap, "");
+    }
+    if (hd) {
+        if (!json_is_object(hd)) return req_fail(out, bad_key, "headers", why, cap, "must be a mapping of header names to values");
+        if (json_object_size(hd) > REQUEST_MAX_HEADERS)
+            return req_fail(out, bad_key, "headers", why, cap, "at most 64 headers");
+        out->headers = calloc(json_object_size(hd) + 1, sizeof(char *));
+        if (!out->headers) return req_fail(out, bad_key, NULL, why, cap, "");
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)hd, k, v) {
+            const char *val = json_string_value(v);
+            const char *msg = !token_ok(k) ? "is not a header name (letters, digits, - and a few others)"
+                              : !val || strpbrk(val, "\r\n") ? "must be a string on one line (\"env:VAR\" reads it from $VAR)"
+                              : !strcmp(val, "env:") ? "env: needs a variable's name (env:VAR)"
+                                                    : NULL;
+            if (msg) {
+                *bad_sub = k;
+                return req_fail(out, bad_key, "headers", why, cap, msg);
+            }
+            if (!(out->headers[out->n_headers] = util_asprintf("%s: %s", k, val)))
+                return req_fail(out, bad_key, NULL, why, cap, "");
+            out->n_headers++;
+        }
+    }
+    if (eb) {
+        if (!json_is_object(eb))
+            return req_fail(out, bad_key, "extra_body", why, cap, "must be a mapping (merged into every request's JSON body)");
+        if (!(out->extra_body_json = json_dumps(eb, JSON_COMPACT))) return req_fail(out, bad_key, NULL, why, cap, "");
+    }
+    return 0;
+}

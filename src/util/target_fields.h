@@ -22,4 +22,25 @@ int util_target_field(const char *key);
  * model and embed_model are %-escaped where the query needs it. */
 int util_target_from_fields(const json_t *obj, char **spec, const char **bad_key, char *why, size_t why_cap);
 
+/* Request control written as fields (system_prompt, template, headers,
+ * extra_body; drift_request_ctl of target.h), each malloc'd. */
+typedef struct util_request_fields {
+    char *system_prompt;
+    char *prompt_template;  /* "template": holds "{input}" */
+    char *extra_body_json;  /* "extra_body": a mapping, as compact JSON */
+    char **headers;         /* "headers": a mapping name -> value, as "Name: value" lines */
+    size_t n_headers;
+} util_request_fields;
+
+extern const char *const util_request_field_names[]; /* NULL-terminated */
+int util_request_field(const char *key);
+
+/* obj's request fields into *out (zeroed first; the ones obj lacks stay
+ * NULL): 0 ok; -1 a field is wrong (or nomem: *bad_key NULL), *bad_key
+ * the key, *bad_sub the header's name for a bad header (else NULL), why[]
+ * what is wrong; *out is then freed. */
+int util_request_from_fields(const json_t *obj, util_request_fields *out, const char **bad_key, const char **bad_sub,
+                             char *why, size_t why_cap);
+void util_request_fields_free(util_request_fields *f);
+
 #endif

@@ -362,7 +362,7 @@ static void test_measure_errors(void **state) {
     m = measure_bad("gate: {sequential: true}\norder: {by: suite}\n", 0, DRIFT_ERR_INVALID);
     assert_non_null(strstr(m, "order.by: gate.sequential"));
     m = measure_bad("targets:\n  baseline:\n    url: http://x\n    template: 'no input here'\n", 0, DRIFT_ERR_INVALID);
-    assert_non_null(strstr(m, "t.yaml:4: targets.baseline.template: must hold {input}"));
+    assert_non_null(strstr(m, "t.yaml:4: targets.baseline.template: must be a string that holds {input}"));
     m = measure_bad("targets:\n  baseline:\n    url: http://x\n    headers: {'Bad Name': x}\n", 0, DRIFT_ERR_INVALID);
     assert_non_null(strstr(m, "headers.Bad Name: is not a header name"));
     m = measure_bad("targets:\n  baseline:\n    url: http://x\n    extra_body: [1]\n", 0, DRIFT_ERR_INVALID);
@@ -403,6 +403,7 @@ static void test_matrix_file(void **state) {
                             "no_score: true\n"
                             "evaluators: {embedder: 'http://e/v1?model=e'}\n"
                             "requests: {concurrency: 5}\n"
+                            "system_prompt: be brief\n"
                             "suites: [builtin:math]\n"
                             "baseline: ref\n"
                             "configs:\n"
@@ -411,7 +412,9 @@ static void test_matrix_file(void **state) {
                             "    url: http://127.0.0.1:{port}/v1\n"
                             "    model: a\n"
                             "    api: chat\n"
-                            "    server: {start: 'srv --port {port}'}\n",
+                            "    server: {start: 'srv --port {port}'}\n"
+                            "    headers: {X-A: 'env:TOKEN'}\n"
+                            "    extra_body: {top_k: 1}\n",
                             0);
     drift_matrix_spec *s = NULL;
     drift_matrix_file f;
@@ -427,6 +430,14 @@ static void test_matrix_file(void **state) {
     assert_int_equal(s->n_configs, 2);
     assert_string_equal(s->configs[1].target, "http://127.0.0.1:{port}/v1?model=a&api=chat");
     assert_non_null(s->configs[1].server.start);
+    /* request control: the top level's for both, the configuration's own beside it */
+    assert_string_equal(s->configs[0].system_prompt, "be brief");
+    assert_int_equal(s->configs[0].n_headers, 0);
+    assert_null(s->configs[0].extra_body_json);
+    assert_string_equal(s->configs[1].system_prompt, "be brief");
+    assert_int_equal(s->configs[1].n_headers, 1);
+    assert_string_equal(s->configs[1].headers[0], "X-A: env:TOKEN");
+    assert_string_equal(s->configs[1].extra_body_json, "{\"top_k\":1}");
     drift_matrix_spec_free(s);
     drift_config_free(c);
 
@@ -444,6 +455,11 @@ static void test_matrix_file(void **state) {
         {"suites: [builtin:math]\nbaseline: zzz\nconfigs:\n  - {label: a, target: 'embedded:x'}\n",
          "t.yaml:2: baseline: 'zzz'"},
         {"suites: []\nbaseline: a\n", "t.yaml:1: suites: missing or empty"},
+        {"suites: [builtin:math]\nbaseline: a\nconfigs:\n  - label: a\n    target: 'embedded:x'\n"
+         "    headers: {'X Y': z}\n",
+         "t.yaml:6: configs[0].headers.X Y: is not a header name"},
+        {"suites: [builtin:math]\nbaseline: a\ntemplate: none\nconfigs:\n  - {label: a, target: 'embedded:x'}\n",
+         "t.yaml:3: template: must be a string that holds {input}"},
         {"suites: [builtin:math]\nbaseline: a\nconfigs:\n  - {label: a, target: 'embedded:x'}\nparallel: 0\n",
          "t.yaml:5: parallel: must be an integer in [1, 256]"},
     };
