@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "config_file.h"
 #include "pipeline.h"
 #include "progress.h"
 
@@ -343,8 +344,10 @@ static int print_failed_configs(const drift_matrix_spec *spec, const cli_matrix_
 
 static const char matrix_usage[] =
     "usage: driftbench matrix --spec FILE --db STORE [--shard I/N] [options]\n"
+    "       driftbench matrix -c matrix.yaml [--shard I/N] [options]\n"
     "\n"
-    "Runs every configuration of the matrix spec (JSON; see tests/data/matrix/example.json)\n"
+    "Runs every configuration of the matrix spec (JSON, or YAML for a .yaml/.yml name;\n"
+    "see tests/data/matrix/example.json and docs/config.md)\n"
     "as a labelled run in the store, then scores the answers. Runs already complete are\n"
     "skipped (their failed requests are not retried: use `driftbench run` with the label)\n"
     "and interrupted ones resume. --shard I/N runs configurations whose index\n"
@@ -365,6 +368,8 @@ static const char matrix_usage[] =
     "exits 2 naming each failed configuration and why. The same command again asks a\n"
     "run whose every request failed again.\n"
     "\n"
+    "  -c, --config FILE        a matrix file (docs/config.md): the spec's keys plus store,\n"
+    "                           parallel, no_score, evaluators, requests; flags override it\n"
     "  --list                   print the configurations (label, target[, server command]) and exit\n"
     "  --shard-count N          the number of shards of a Kubernetes Indexed Job (its completions)\n"
     "  --concurrency N          batch size / in-flight requests per target\n"
@@ -374,9 +379,10 @@ static const char matrix_usage[] =
     "                           e.g. on a machine with the code sandbox\n"
     "  --guard SPEC --embedder SPEC --unsafe-code-exec --jobs N   (as `score`)\n";
 
-static int cmd_matrix(int argc, char **argv) {
+/* *cfg: the config file (-c), *held: the spec; both freed by the caller. */
+static int matrix_cmd(int argc, char **argv, drift_config **cfg, drift_matrix_spec **held) {
     enum { O_SPEC = 500, O_DB, O_SHARD, O_LIST, O_CONC, O_PAR, O_NOSCORE, O_GUARD, O_EMB, O_UNSAFE, O_JOBS, O_HELP,
-           O_SHARDN };
+           O_SHARDN, O_CFGFILE };
     static const struct option longopts[] = {
         {"spec", required_argument, 0, O_SPEC}, {"db", required_argument, 0, O_DB},
         {"shard", required_argument, 0, O_SHARD}, {"list", no_argument, 0, O_LIST},
@@ -384,7 +390,7 @@ static int cmd_matrix(int argc, char **argv) {
         {"no-score", no_argument, 0, O_NOSCORE}, {"guard", required_argument, 0, O_GUARD},
         {"embedder", required_argument, 0, O_EMB}, {"unsafe-code-exec", no_argument, 0, O_UNSAFE},
         {"jobs", required_argument, 0, O_JOBS}, {"help", no_argument, 0, O_HELP},
-        {"shard-count", required_argument, 0, O_SHARDN}, {0, 0, 0, 0}};
+        {"shard-count", required_argument, 0, O_SHARDN}, {"config", required_argument, 0, O_CFGFILE}, {0, 0, 0, 0}};
     const char *spec_path = NULL, *db = NULL;
     int list = 0, shard_given = 0;
     long shard_count = 0;
@@ -394,10 +400,16 @@ static int cmd_matrix(int argc, char **argv) {
     drift_error err = {0};
     long v;
     int opt;
+    drift_matrix_spec *spec = NULL;
+    const char *cfg_path = cli_config_path(argc, argv, "hc:", longopts, O_CFGFILE);
+    if (cfg_path && cli_matrix_config(cfg_path, cfg, held, &mo, &db)) return CLI_EXIT_ERROR; /* flags override it */
+    spec = *held;
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "hc:", longopts, NULL)) != -1) {
         switch (opt) {
+        case 'c':
+        case O_CFGFILE: break; /* read above */
         case O_SPEC: spec_path = optarg; break;
         case O_DB: db = optarg; break;
         case O_SHARD:
@@ -430,15 +442,16 @@ static int cmd_matrix(int argc, char **argv) {
         }
     }
     if (optind < argc) return cli_error("matrix", "unexpected argument '%s'", argv[optind]);
-    if (!spec_path || (!db && !list)) return cli_error("matrix", "--spec and --db are required (see --help)");
+    if (spec && spec_path) return cli_error("matrix", "--spec and -c: give one (a matrix file holds the spec)");
+    if ((!spec_path && !spec) || (!db && !list)) return cli_error("matrix", "--spec and --db are required (see --help)");
     if (shard_given && shard_count) return cli_error("matrix", "--shard and --shard-count: give one");
     if (!shard_given) {
         if (shard_from_env(shard_count, &mo, shard_said, sizeof shard_said)) return CLI_EXIT_ERROR;
         if (shard_said[0] && !cli_quiet)
             fprintf(stderr, "matrix: shard %d/%d from %s\n", mo.shard_index, mo.shard_count, shard_said);
     }
-    drift_matrix_spec *spec = NULL;
-    if (drift_matrix_spec_load(spec_path, &spec, &err)) return cli_error_lib("matrix", &err);
+    if (!spec && drift_matrix_spec_load(spec_path, held, &err)) return cli_error_lib("matrix", &err);
+    spec = *held;
     if (list) {
         for (size_t i = 0; i < spec->n_configs; i++)
             if (drift_matrix_in_shard(i, mo.shard_index, mo.shard_count)) {
@@ -448,14 +461,10 @@ static int cmd_matrix(int argc, char **argv) {
                        spec->configs[i].server.start ? cli_safe(spec->configs[i].server.start) : "");
                 free(target);
             }
-        drift_matrix_spec_free(spec);
         return 0;
     }
     drift_store *st = NULL;
-    if (drift_store_open(db, &st, &err)) {
-        drift_matrix_spec_free(spec);
-        return cli_error_lib("matrix", &err);
-    }
+    if (drift_store_open(db, &st, &err)) return cli_error_lib("matrix", &err);
     cli_install_signal_handlers();
     mo.all_failed_ok = 1; /* a configuration that failed entirely is named at the end, after the others */
     cli_matrix_stats stats;
@@ -465,7 +474,15 @@ static int cmd_matrix(int argc, char **argv) {
         fprintf(stderr, "matrix: store %s; next: driftbench table --db '%s' --baseline '%s'\n",
                 cli_safe(drift_store_display(st)), cli_safe(drift_store_display(st)), cli_safe(spec->baseline));
     drift_store_close(st);
+    return rc;
+}
+
+static int cmd_matrix(int argc, char **argv) {
+    drift_config *cfg = NULL;
+    drift_matrix_spec *spec = NULL;
+    int rc = matrix_cmd(argc, argv, &cfg, &spec);
     drift_matrix_spec_free(spec);
+    drift_config_free(cfg);
     return rc;
 }
 CLI_COMMAND(matrix, "matrix", "run a configuration matrix (spec JSON), resumable, in shards", cmd_matrix)

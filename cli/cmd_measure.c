@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "config_file.h"
 #include "driftbench/measure.h"
 #include "pipeline.h"
 
@@ -99,12 +100,15 @@ static int measure(drift_store *st, const drift_measure_opts *o, const cli_compa
 
 static const char measure_usage[] =
     "usage: driftbench measure --baseline SPEC --target SPEC --suite S [--suite S ...] [options]\n"
+    "       driftbench measure -c drift.yaml [options]\n"
     "\n"
     "Runs the suites against both targets, scores every answer of the two runs,\n"
     "and compares target against baseline: the same as run + run + score --label\n"
     "(for each) + compare. Other runs of the store are not scored.\n"
     "Re-running the same command resumes whatever is missing.\n"
     "\n"
+    "  -c, --config FILE        the targets, suites and options from a YAML (or .json) file\n"
+    "                           (docs/config.md); flags given too override the file's values\n"
     "  --db STORE               store: SQLite file or postgresql:// URL (default driftbench-measure.db)\n"
     "  --baseline-label L       default: 'baseline', or the first of baseline-2,\n"
     "                           baseline-3, ... that is free or holds this same run\n"
@@ -173,11 +177,53 @@ static const char measure_usage2[] =
 static int measure_parsed(int argc, char **argv, cli_run_args *ap, drift_measure_opts *mop, cli_compare_args *cop,
                           const char *db, int alpha_given, int order_given);
 
-static int cmd_measure(int argc, char **argv) {
+/* The name part of a "Name: value" header (*len its length, blanks cut). */
+static size_t header_name_len(const char *h) {
+    const char *c = strchr(h, ':');
+    size_t len = c ? (size_t)(c - h) : strlen(h);
+    while (len && (h[len - 1] == ' ' || h[len - 1] == '\t')) len--;
+    return len;
+}
+
+/* out = base's headers that over does not name again, then over's; *n set. */
+static void headers_over(const char *const *base, size_t n_base, const char *const *over, size_t n_over,
+                         const char **out, size_t *n) {
+    *n = 0;
+    for (size_t i = 0; i < n_base; i++) {
+        size_t len = header_name_len(base[i]);
+        int named = 0;
+        for (size_t j = 0; j < n_over && !named; j++)
+            named = header_name_len(over[j]) == len && !strncasecmp(over[j], base[i], len);
+        if (!named) out[(*n)++] = base[i];
+    }
+    for (size_t j = 0; j < n_over; j++) out[(*n)++] = over[j];
+}
+
+/* q = base with each field flags sets replaced (flags over the file);
+ * headers merged by name into hbuf. */
+static void request_over(drift_request_ctl *q, const drift_request_ctl *base, const drift_request_ctl *flags,
+                         const char **hbuf) {
+    *q = *base;
+    if (flags->system_prompt) q->system_prompt = flags->system_prompt;
+    if (flags->prompt_template) q->prompt_template = flags->prompt_template;
+    if (flags->extra_body_json) q->extra_body_json = flags->extra_body_json;
+    size_t n = 0;
+    headers_over(base->headers, base->n_headers, flags->headers, flags->n_headers, hbuf, &n);
+    q->headers = n ? hbuf : NULL;
+    q->n_headers = n;
+}
+
+static int request_any(const drift_request_ctl *q) {
+    return q->system_prompt || q->prompt_template || q->extra_body_json || q->n_headers;
+}
+
+/* *cfg: the config file (-c), freed by the caller. */
+static int measure_cmd(int argc, char **argv, drift_config **cfg) {
     enum { O_BASE = 400, O_TARG, O_DB, O_BLABEL, O_TLABEL, O_BCONF, O_TCONF, O_GUARD, O_EMB, O_UNSAFE, O_JOBS,
            O_BSTART, O_TSTART, O_STIMEOUT, O_HEALTH, O_HELP, O_SEQ, O_ALPHA, O_BEXTRA, O_TEXTRA, O_BHEADER,
-           O_THEADER };
+           O_THEADER, O_CFGFILE };
     static const struct option longopts[] = {
+        {"config", required_argument, 0, O_CFGFILE}, /* the file; before RUN_LONG_OPTIONS' --config k=v */
         {"baseline", required_argument, 0, O_BASE}, {"target", required_argument, 0, O_TARG},
         {"db", required_argument, 0, O_DB}, {"baseline-label", required_argument, 0, O_BLABEL},
         {"target-label", required_argument, 0, O_TLABEL}, {"baseline-config", required_argument, 0, O_BCONF},
@@ -201,14 +247,35 @@ static int cmd_measure(int argc, char **argv) {
     cli_compare_args co;
     cli_compare_args_default(&co);
     long v;
-    int opt, alpha_given = 0, order_given = 0;
+    int opt, alpha_given = 0, order_given = 0, suites_from_file = 0;
     const char *side_extra[2] = {NULL, NULL};
     const char *side_headers[2][CLI_MAX_HEADERS];
     int n_side_headers[2] = {0, 0};
-    const char *merged_headers[2][2 * CLI_MAX_HEADERS];
+    /* the file's request control (shared and per side) and stop strings,
+     * set aside so that each flag replaces only what it names */
+    drift_request_ctl file_req = {0}, file_side[2] = {{0}, {0}};
+    const char *const *file_stop = NULL;
+    int file_n_stop = 0;
+    const char *cfg_path = cli_config_path(argc, argv, "hc:o:", longopts, O_CFGFILE);
+    if (cfg_path) { /* the file first, then the flags over it */
+        if (cli_measure_config(cfg_path, cfg, &mo, &a, &co, &db, &order_given)) return CLI_EXIT_ERROR;
+        suites_from_file = a.n_suites > 0;
+        file_req = a.topts.request;
+        memset(&a.topts.request, 0, sizeof a.topts.request);
+        for (int k = 0; k < 2; k++) {
+            file_side[k] = mo.side[k].request;
+            memset(&mo.side[k].request, 0, sizeof mo.side[k].request);
+        }
+        file_stop = a.params.stop;
+        file_n_stop = a.params.n_stop;
+        a.params.stop = NULL;
+        a.params.n_stop = 0;
+    }
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "hc:o:", longopts, NULL)) != -1) {
+        if (opt == 'c' || opt == O_CFGFILE) continue; /* read above */
+        if (opt == OPT_SUITE && suites_from_file) a.n_suites = suites_from_file = 0; /* --suite replaces the file's */
         if (opt == OPT_ORDER) order_given = 1;
         int r = cli_parse_run_option("measure", opt, optarg, &a);
         if (r == 0) r = cli_parse_order_option("measure", opt, optarg, &a);
@@ -278,29 +345,30 @@ static int cmd_measure(int argc, char **argv) {
         }
     }
     cli_request_finish(&a);
-    /* each side: the shared request control, its own extra body and headers over it */
+    if (!a.n_stops && file_n_stop) { /* the file's stop strings unless --stop gave others */
+        a.params.stop = file_stop;
+        a.params.n_stop = file_n_stop;
+    }
+    /* shared: the file's, each field a flag gives replaced; each side: its
+     * file entry (or the shared file one), the shared flags over it, then
+     * its own --SIDE-extra-body / --SIDE-header over that */
+    drift_request_ctl flags = a.topts.request;
+    const char *shared_headers[2 * CLI_MAX_HEADERS + 64];
+    const char *hb[2][2 * CLI_MAX_HEADERS + 64], *hs[2][3 * CLI_MAX_HEADERS + 64];
+    if (file_req.n_headers + (size_t)a.n_headers > 2 * CLI_MAX_HEADERS + 64)
+        return cli_run_args_clear(&a), cli_error("measure", "too many headers");
+    request_over(&a.topts.request, &file_req, &flags, shared_headers);
     for (int k = 0; k < 2; k++) {
-        if (!side_extra[k] && !n_side_headers[k]) continue;
-        drift_request_ctl *q = &mo.side[k].request;
-        *q = a.topts.request;
-        if (side_extra[k]) q->extra_body_json = side_extra[k];
-        size_t n = 0;
-        for (int i = 0; i < a.n_headers; i++) { /* the shared ones this side does not name again */
-            const char *c = strchr(a.headers[i], ':');
-            size_t len = c ? (size_t)(c - a.headers[i]) : strlen(a.headers[i]);
-            while (len && (a.headers[i][len - 1] == ' ' || a.headers[i][len - 1] == '\t')) len--;
-            int named = 0;
-            for (int j = 0; j < n_side_headers[k] && !named; j++) {
-                const char *sh = side_headers[k][j], *sc = strchr(sh, ':');
-                size_t sl = sc ? (size_t)(sc - sh) : strlen(sh);
-                while (sl && (sh[sl - 1] == ' ' || sh[sl - 1] == '\t')) sl--;
-                named = sl == len && !strncasecmp(sh, a.headers[i], len);
-            }
-            if (!named) merged_headers[k][n++] = a.headers[i];
-        }
-        for (int j = 0; j < n_side_headers[k]; j++) merged_headers[k][n++] = side_headers[k][j];
-        q->headers = n ? merged_headers[k] : NULL;
-        q->n_headers = n;
+        if (!request_any(&file_side[k]) && !side_extra[k] && !n_side_headers[k]) continue; /* the shared one */
+        const drift_request_ctl *base = request_any(&file_side[k]) ? &file_side[k] : &file_req;
+        if (base->n_headers + (size_t)a.n_headers + (size_t)n_side_headers[k] > 2 * CLI_MAX_HEADERS + 64)
+            return cli_run_args_clear(&a), cli_error("measure", "too many headers");
+        drift_request_ctl mid, side = {0};
+        request_over(&mid, base, &flags, hb[k]);
+        side.extra_body_json = side_extra[k];
+        side.headers = side_headers[k];
+        side.n_headers = (size_t)n_side_headers[k];
+        request_over(&mo.side[k].request, &mid, &side, hs[k]);
     }
     int rc = measure_parsed(argc, argv, &a, &mo, &co, db, alpha_given, order_given);
     cli_run_args_clear(&a);
@@ -358,6 +426,13 @@ static int measure_parsed(int argc, char **argv, cli_run_args *ap, drift_measure
         fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", cli_safe(drift_store_display(st)),
                 cli_safe(sum.label[0]), cli_safe(sum.label[1]));
     drift_store_close(st);
+    return rc;
+}
+
+static int cmd_measure(int argc, char **argv) {
+    drift_config *cfg = NULL;
+    int rc = measure_cmd(argc, argv, &cfg);
+    drift_config_free(cfg);
     return rc;
 }
 CLI_COMMAND(measure, "measure", "run + score + compare two targets in one go", cmd_measure)

@@ -18,7 +18,7 @@ set -eu
 need=(build-essential cmake pkg-config git
       libcurl4-openssl-dev libjansson-dev libsqlite3-dev sqlite3 libpq-dev
       libxgboost-dev libgsl-dev libpcre2-dev libutf8proc-dev
-      libmicrohttpd-dev libseccomp-dev bubblewrap libzstd-dev libcmocka-dev
+      libmicrohttpd-dev libseccomp-dev bubblewrap libzstd-dev libcmocka-dev libyaml-dev
       python3 curl clang libclang-rt-14-dev)
 for arg in "$@"; do
   case "$arg" in

@@ -36,6 +36,15 @@ typedef struct drift_matrix_config {
     char **dim_names;     /* (n_dims,) "model","hardware",... in spec order */
     char **dim_values;    /* (n_dims,) levels */
     drift_matrix_server server; /* server.start NULL: none */
+    /* Request control of its target (the spec's system_prompt, template,
+     * headers, extra_body: the configuration's own, else the top level's,
+     * field by field), given to its run as target_opts.request (target.h's
+     * drift_request_ctl); NULL / 0: none. */
+    char *system_prompt;
+    char *prompt_template;
+    char *extra_body_json;
+    char **headers;       /* (n_headers,) "Name: value" */
+    size_t n_headers;
 } drift_matrix_config;
 
 typedef struct drift_matrix_spec {
@@ -58,7 +67,9 @@ typedef struct drift_matrix_spec {
  * missing"). */
 DRIFT_API drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *name,
                                                drift_matrix_spec **out, drift_error *err);
-/* Reads and parses a spec file. */
+/* Reads and parses a spec file: YAML when its name ends in .yaml or .yml
+ * (util/yaml_json.c; messages then carry the line: "m.yaml:7: configs[1]...:"),
+ * JSON otherwise. */
 DRIFT_API drift_status drift_matrix_spec_load(const char *path, drift_matrix_spec **out, drift_error *err);
 DRIFT_API void drift_matrix_spec_free(drift_matrix_spec *s);
 

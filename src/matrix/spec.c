@@ -1,7 +1,9 @@
 /* spec.c - the matrix spec: which configurations to run, how to reach each,
  * and which one is the baseline.
  *
- * Format (JSON object; tests/data/matrix/example.json is a complete one):
+ * Format (JSON object, or the same keys in YAML for a .yaml/.yml file or a
+ * matrix config file, docs/config.md; tests/data/matrix/example.json is a
+ * complete one):
  *   "name":      string, optional
  *   "suites":    ["builtin:math", "path/to/suite.jsonl", ...]   required, >= 1
  *   "limit":     prompts per suite, integer >= 0 (0 = all)      optional
@@ -15,6 +17,14 @@
  *   "configs":   explicit configurations, optional:
  *                [{"label":"ref@tiny","target":"embedded:m.gguf?profile=ref",
  *                  "dims":{"model":"tiny","hardware":"ref",...}}, ...]
+ *                instead of "target", an HTTP target's fields: "url" with
+ *                "model", "api", "api_key_env", "embed_model", "detect",
+ *                "allow_insecure_key" (util/target_fields.c writes the
+ *                spec); other keys of a configuration are refused
+ *   "system_prompt", "template", "headers", "extra_body": request control
+ *                (target.h's drift_request_ctl; docs/config.md), at the top
+ *                level for every configuration and in an explicit one for
+ *                itself (its own fields win, field by field)
  *   "dimensions" + "target" (+ "label", "exclude"): a product, optional:
  *     "dimensions": {"model": {"tiny":"models/tiny.gguf", ...},
  *                    "precision": ["f32","int4"], ...}
@@ -62,7 +72,10 @@
 #include <string.h>
 
 #include "driftbench/matrix.h"
+#include "matrix/spec_tree.h"
+#include "util/target_fields.h"
 #include "util/util.h"
+#include "util/yaml_json.h"
 
 static drift_status perr(drift_error *err, const char *name, const char *field, const char *what) {
     return drift_error_set(err, DRIFT_ERR_PARSE, "%s: %s: %s", name, field, what);
@@ -79,6 +92,11 @@ static void config_clear(drift_matrix_config *c) {
     free(c->dim_values);
     free(c->server.start);
     free(c->server.health);
+    free(c->system_prompt);
+    free(c->prompt_template);
+    free(c->extra_body_json);
+    for (size_t i = 0; i < c->n_headers; i++) free(c->headers[i]);
+    free(c->headers);
     memset(c, 0, sizeof *c);
 }
 
@@ -467,8 +485,44 @@ static drift_status parse_decoding(json_t *d, const char *name, drift_matrix_spe
     return DRIFT_OK;
 }
 
-static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_spec *s, size_t *cap,
+/* The request fields of obj (at prefix: "" or "configs[2].") into *out. */
+static drift_status parse_request(const json_t *obj, const char *name, const char *prefix, util_request_fields *out,
+                                  drift_error *err) {
+    const char *bad_key = NULL, *bad_sub = NULL;
+    char why[256], field[300];
+    if (!util_request_from_fields(obj, out, &bad_key, &bad_sub, why, sizeof why)) return DRIFT_OK;
+    if (!bad_key) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    snprintf(field, sizeof field, "%s%s%s%s", prefix, bad_key, bad_sub ? "." : "", bad_sub ? bad_sub : "");
+    return perr(err, name, field, why);
+}
+
+/* c's request control: its own fields (taken from own), the defaults' for
+ * the ones it lacks (copied). */
+static drift_status config_request(drift_matrix_config *c, util_request_fields *own, const util_request_fields *dflt,
                                    drift_error *err) {
+    c->system_prompt = own->system_prompt ? own->system_prompt : util_strdup(dflt->system_prompt);
+    c->prompt_template = own->prompt_template ? own->prompt_template : util_strdup(dflt->prompt_template);
+    c->extra_body_json = own->extra_body_json ? own->extra_body_json : util_strdup(dflt->extra_body_json);
+    int nomem = (dflt->system_prompt && !c->system_prompt) || (dflt->prompt_template && !c->prompt_template) ||
+                (dflt->extra_body_json && !c->extra_body_json);
+    if (own->n_headers) {
+        c->headers = own->headers;
+        c->n_headers = own->n_headers;
+        own->headers = NULL;
+        own->n_headers = 0;
+    } else if (dflt->n_headers) {
+        c->headers = calloc(dflt->n_headers, sizeof(char *));
+        for (size_t i = 0; c->headers && i < dflt->n_headers; i++, c->n_headers++)
+            if (!(c->headers[i] = util_strdup(dflt->headers[i]))) nomem = 1;
+        nomem = nomem || !c->headers;
+    }
+    own->system_prompt = own->prompt_template = own->extra_body_json = NULL;
+    util_request_fields_free(own);
+    return nomem ? drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory") : DRIFT_OK;
+}
+
+static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_spec *s, size_t *cap,
+                                   const util_request_fields *dflt, drift_error *err) {
     if (!json_is_array(arr)) return perr(err, name, "configs", "must be an array");
     size_t i;
     json_t *c;
@@ -476,18 +530,46 @@ static drift_status parse_explicit(json_t *arr, const char *name, drift_matrix_s
         char field[96];
         snprintf(field, sizeof field, "configs[%zu]", i);
         if (!json_is_object(c)) return perr(err, name, field, "must be an object");
-        json_t *label = json_object_get(c, "label"), *target = json_object_get(c, "target");
+        const char *ck;
+        json_t *cv;
+        json_object_foreach(c, ck, cv) {
+            if (!strcmp(ck, "label") || !strcmp(ck, "dims") || !strcmp(ck, "server") || !strcmp(ck, "description") ||
+                util_target_field(ck) || util_request_field(ck))
+                continue;
+            snprintf(field, sizeof field, "configs[%zu].%s", i, ck);
+            return perr(err, name, field,
+                        "unknown key (known: label, target, dims, server, description, url, model, api, api_key_env, "
+                        "embed_model, detect, allow_insecure_key, system_prompt, template, headers, extra_body)");
+        }
+        json_t *label = json_object_get(c, "label");
         json_t *dims = json_object_get(c, "dims");
         snprintf(field, sizeof field, "configs[%zu].label", i);
         if (!json_is_string(label) || !*json_string_value(label)) return perr(err, name, field, "missing or not a string");
-        snprintf(field, sizeof field, "configs[%zu].target", i);
-        if (!json_is_string(target) || !*json_string_value(target)) return perr(err, name, field, "missing or not a string");
+        char *target = NULL, why[256];
+        const char *bad_key = NULL;
+        int tf = util_target_from_fields(c, &target, &bad_key, why, sizeof why);
+        if (tf < 0 && !bad_key) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        snprintf(field, sizeof field, "configs[%zu].%s", i, tf < 0 ? bad_key : "target");
+        if (tf < 0) return perr(err, name, field, why);
+        if (!tf) return perr(err, name, field, "missing (give target, or url with model, api, ...)");
         snprintf(field, sizeof field, "configs[%zu].dims", i);
-        if (dims && !json_is_object(dims)) return perr(err, name, field, "must be an object of strings");
-        if (push_config(s, cap)) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        if (dims && !json_is_object(dims)) {
+            free(target);
+            return perr(err, name, field, "must be an object of strings");
+        }
+        if (push_config(s, cap)) {
+            free(target);
+            return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        }
         drift_matrix_config *mc = &s->configs[s->n_configs - 1];
         mc->label = util_strdup(json_string_value(label));
-        mc->target = util_strdup(json_string_value(target));
+        mc->target = target;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "configs[%zu].", i);
+        util_request_fields own;
+        drift_status qrc = parse_request(c, name, prefix, &own, err);
+        if (!qrc) qrc = config_request(mc, &own, dflt, err);
+        if (qrc) return qrc;
         size_t nd = dims ? json_object_size(dims) : 0;
         mc->dim_names = calloc(nd ? nd : 1, sizeof(char *));
         mc->dim_values = calloc(nd ? nd : 1, sizeof(char *));
@@ -547,7 +629,7 @@ static int excluded(json_t *exclude, const dim_levels *d, size_t nd, const size_
 }
 
 static drift_status parse_product(json_t *root, const char *name, drift_matrix_spec *s, size_t *cap,
-                                  drift_error *err) {
+                                  const util_request_fields *dflt, drift_error *err) {
     json_t *dims = json_object_get(root, "dimensions");
     json_t *target = json_object_get(root, "target"), *label = json_object_get(root, "label");
     json_t *exclude = json_object_get(root, "exclude"), *server = json_object_get(root, "server");
@@ -706,6 +788,8 @@ static drift_status parse_product(json_t *root, const char *name, drift_matrix_s
                 mc->dim_names[q] = util_strdup(d[q].name);
                 mc->dim_values[q] = util_strdup(names[q]);
             }
+            util_request_fields none = {0};
+            if ((rc = config_request(mc, &none, dflt, err))) break;
             if (server && (rc = parse_server(server, name, "server", dn, texts, nd, &mc->server, err))) break;
         }
         /* odometer: last dimension fastest */
@@ -733,33 +817,24 @@ out:
     return rc;
 }
 
-drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *name, drift_matrix_spec **out,
-                                     drift_error *err) {
-    if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "matrix spec: no output");
-    *out = NULL;
-    if (!name) name = "matrix spec";
-    json_error_t jerr;
-    json_t *root = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%d:%d: not valid JSON: %s", name, jerr.line, jerr.column,
-                               jerr.text);
+/* The spec of a parsed tree (root: borrowed). */
+static drift_status spec_from_root(json_t *root, const char *name, drift_matrix_spec **out, drift_error *err) {
     drift_matrix_spec *s = calloc(1, sizeof *s);
     size_t cap = 0;
     drift_status rc = DRIFT_OK;
-    if (!s) {
-        json_decref(root);
-        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    }
+    if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     s->top_p = 1;
     s->seed = 42;
     s->max_tokens = 512;
     s->replicates = 1;
     if (!json_is_object(root)) {
-        rc = perr(err, name, "(top level)", "must be a JSON object");
+        rc = perr(err, name, "(top level)", "must be an object (a mapping)");
         goto fail;
     }
-    static const char *const known[] = {"name", "suites", "limit", "decoding", "baseline", "configs",
-                                        "dimensions", "target", "label", "exclude", "description", "server"};
+    static const char *const known[] = {"name",  "suites",      "limit",         "decoding", "baseline",
+                                        "configs", "dimensions", "target",       "label",    "exclude",
+                                        "description", "server", "system_prompt", "template", "headers",
+                                        "extra_body"};
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {
@@ -767,7 +842,9 @@ drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *n
         for (i = 0; i < sizeof known / sizeof known[0]; i++)
             if (!strcmp(k, known[i])) break;
         if (i == sizeof known / sizeof known[0]) {
-            rc = perr(err, name, k, "unknown field");
+            rc = perr(err, name, k,
+                      "unknown field (known: name, description, suites, limit, decoding, baseline, configs, "
+                      "dimensions, target, label, exclude, server, system_prompt, template, headers, extra_body)");
             goto fail;
         }
     }
@@ -813,8 +890,12 @@ drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *n
     }
     s->baseline = util_strdup(json_string_value(base));
     json_t *configs = json_object_get(root, "configs");
-    if (configs && (rc = parse_explicit(configs, name, s, &cap, err))) goto fail;
-    if ((rc = parse_product(root, name, s, &cap, err))) goto fail;
+    util_request_fields dflt;
+    if ((rc = parse_request(root, name, "", &dflt, err))) goto fail;
+    if (configs) rc = parse_explicit(configs, name, s, &cap, &dflt, err);
+    if (!rc) rc = parse_product(root, name, s, &cap, &dflt, err);
+    util_request_fields_free(&dflt);
+    if (rc) goto fail;
     if (!s->n_configs) {
         rc = perr(err, name, "configs", "no configuration (give \"configs\" or \"dimensions\" + \"target\")");
         goto fail;
@@ -840,22 +921,74 @@ drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *n
         }
         free(bl);
     }
-    json_decref(root);
     *out = s;
     return DRIFT_OK;
 fail:
-    json_decref(root);
     drift_matrix_spec_free(s);
     return rc;
+}
+
+drift_status drift_matrix_spec_parse(const char *text, size_t len, const char *name, drift_matrix_spec **out,
+                                     drift_error *err) {
+    if (!out) return drift_error_set(err, DRIFT_ERR_INVALID, "matrix spec: no output");
+    *out = NULL;
+    if (!name) name = "matrix spec";
+    json_error_t jerr;
+    json_t *root = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%d:%d: not valid JSON: %s", name, jerr.line, jerr.column,
+                               jerr.text);
+    drift_status rc = spec_from_root(root, name, out, err);
+    json_decref(root);
+    return rc;
+}
+
+drift_status matrix_spec_from_tree(json_t *root, const char *name, const util_yaml_locator *loc,
+                                   drift_matrix_spec **out, drift_error *err) {
+    *out = NULL;
+    if (!name) name = "matrix spec";
+    drift_status rc = spec_from_root(root, name, out, err);
+    /* every message of a bad field is "NAME: FIELD: what": put the line in */
+    size_t nl = strlen(name);
+    if (rc == DRIFT_ERR_PARSE && loc && !strncmp(err->msg, name, nl) && !strncmp(err->msg + nl, ": ", 2)) {
+        const char *field = err->msg + nl + 2, *end = strstr(field, ": ");
+        char *path = end ? util_strndup(field, (size_t)(end - field)) : NULL;
+        int line = path ? util_yaml_path_line(loc, root, path) : 0;
+        if (line > 0) {
+            char *rest = util_strdup(field);
+            if (rest) drift_error_set(err, DRIFT_ERR_PARSE, "%s:%d: %s", name, line, rest);
+            free(rest);
+        }
+        free(path);
+    }
+    return rc;
+}
+
+/* 1 when path names a YAML file (.yaml, .yml). */
+static int yaml_name(const char *path) {
+    size_t n = strlen(path);
+    return (n > 5 && !strcmp(path + n - 5, ".yaml")) || (n > 4 && !strcmp(path + n - 4, ".yml"));
 }
 
 drift_status drift_matrix_spec_load(const char *path, drift_matrix_spec **out, drift_error *err) {
     char *text = NULL;
     size_t len = 0;
+    if (out) *out = NULL;
     drift_status rc = util_read_file(path, &text, &len, err);
     if (rc) return rc;
-    rc = drift_matrix_spec_parse(text, len, path, out, err);
+    if (!yaml_name(path)) {
+        rc = drift_matrix_spec_parse(text, len, path, out, err);
+        free(text);
+        return rc;
+    }
+    json_t *root = NULL;
+    util_yaml_locator *loc = NULL;
+    rc = util_yaml_parse(text, len, path, NULL, &root, &loc, err);
     free(text);
+    if (rc) return rc;
+    rc = matrix_spec_from_tree(root, path, loc, out, err);
+    json_decref(root);
+    util_yaml_locator_free(loc);
     return rc;
 }
 

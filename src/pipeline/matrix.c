@@ -151,6 +151,8 @@ static void run_opts_for(const drift_matrix_spec *spec, const drift_matrix_confi
         free(bl);
     }
     if (o->concurrency > 0) r->target_opts.concurrency = o->concurrency;
+    r->target_opts.request = (drift_request_ctl){c->system_prompt, c->prompt_template, c->extra_body_json,
+                                                 (const char *const *)c->headers, c->n_headers};
     r->cancel = o->cancel;
     r->cancel_user = o->cancel_user;
     r->progress = o->progress;

@@ -131,6 +131,46 @@ print("ok")
 EOF
 check 'grep -qx ok "$T/recm.check"' "measure's per-side request control is not what was asked: $(cat "$T/recm.check")"
 
+# measure -c: a flag replaces only what it names of the file's request control (flags > file)
+cat > "$T/rc.yaml" << EOF
+targets:
+  baseline: {url: "http://127.0.0.1:$PORT/v1", model: base, api: chat}
+  target:
+    url: "http://127.0.0.1:$PORT/v1"
+    model: cand
+    api: chat
+    headers: {X-Tier: bronze}
+    extra_body: {top_k: 3}
+system_prompt: FILE
+headers: {X-Team: file, X-Zone: eu}
+suites: [builtin:math]
+limit: 2
+decoding: {max_tokens: 4, stop: ["@@"]}
+EOF
+: > "$T/rec.log"
+"$D" measure -q -c "$T/rc.yaml" --db "$T/recc.db" --system FLAG --header 'X-Team: flag' --target-header 'X-Tier: iron' \
+  > "$T/recc.out" 2> "$T/recc.err"
+rc=$?
+check '[ $rc != 2 ]' "measure -c against the recording server failed (rc $rc): $(tail -3 "$T/recc.err")"
+python3 - "$T/rec.log" > "$T/recc.check" 2>&1 << 'EOF'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r = [x for x in r if x["path"].endswith("/chat/completions")]
+side = {"base": [], "cand": []}
+for x in r: side[x["body"]["model"]].append(x)
+assert len(side["base"]) == 2 and len(side["cand"]) == 2, {k: len(v) for k, v in side.items()}
+for name, tier in (("base", None), ("cand", "iron")):
+    for x in side[name]:
+        h = {k.lower(): v for k, v in x["headers"]}
+        assert h["x-team"] == "flag" and h["x-zone"] == "eu", h
+        assert h.get("x-tier") == tier, h
+        assert x["body"]["messages"][0] == {"role": "system", "content": "FLAG"}, x["body"]
+        assert x["body"]["stop"] == ["@@"], x["body"]
+        assert ("top_k" in x["body"]) == (name == "cand"), x["body"]
+print("ok")
+EOF
+check 'grep -qx ok "$T/recc.check"' "measure -c with flags over the file's request control: $(cat "$T/recc.check")"
+
 # ---- 2. driftbench serve ----
 "$D" serve --model "$model" --port 0 --threads 1 --lifetime 600 > "$T/sout" 2> "$T/serr" &
 spid=$!
