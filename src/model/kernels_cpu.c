@@ -1657,8 +1657,12 @@ void num_fast_swiglu(const drift_numeric_profile *p, float *out, const float *ga
  *     4 at a time in double, checked once against this process's expf on
  *     200,000 inputs and every special case; when any differs, expf is called
  *     per position as before;
- *   the weighted sum of V: the head_dim accumulators stay in registers over
- *     all positions (one multiply then one add per element and position).
+ *   the weighted sum of V: the accumulators stay in registers over a run of
+ *     positions (one multiply then one add per element and position, in
+ *     position order), two query heads at a time;
+ *   grouped-query attention: the query heads that share a KV head (up to 8)
+ *     take turns on each tile of keys and each run of values, so each K and
+ *     V row is read once for the group (num_fast_attention_group).
  * Used for f32 / f16 / bf16 ... caches alike (other formats are loaded into
  * a tile first), head_dim a multiple of 8 up to 128, exp=libm.
  * ------------------------------------------------------------------------- */
@@ -1825,7 +1829,7 @@ __attribute__((target("avx2"))) static inline float wsum(float *acc, float l, co
 
 /* wsum's operations for head_dim a multiple of 32 and an f32 cache, with the
  * multipliers given: w[t] (e[t] rounded as probs=dtype asks, or e itself),
- * while l sums e[t]. Two heads (a, b) at once when b_acc is set: eight
+ * while l sums e[t]. Two heads (a, b) at once when acc_b is set: eight
  * accumulator vectors in registers (four per head and run of 32 values), so
  * the adds of one key do not wait for the last key's, and each V row is
  * loaded once for both. Per value the same multiply then add, in t order. */
