@@ -5,8 +5,9 @@
  *                  session; batched decode = one row of each of B sessions.
  *
  * Per layer: rmsnorm -> q,k,v matmuls over all B rows (+ qwen2 biases) ->
- * RoPE -> K,V stored into each row's cache -> attention per (row, head) over
- * positions [max(0, pos - window + 1), pos] -> output matmul -> residual ->
+ * RoPE -> K,V stored into each row's cache -> attention per (row, KV head),
+ * its query heads in one pass, over positions [max(0, pos - window + 1), pos]
+ * -> output matmul -> residual ->
  * rmsnorm -> SwiGLU FFN (dense, or MoE: softmax router, top-k, weights
  * renormalised, each expert's rows gathered into one matmul, slots summed in
  * rank order) -> residual. Then output_norm and the vocabulary matmul.
@@ -386,20 +387,21 @@ typedef struct attn_job {
     float scale;
 } attn_job;
 
-/* Item bh = (row b, head h) of an attn_job: rs->att's slice from rs->q's,
- * with worker's attention scratch. */
-static void attn_item(void *ctx, int64_t bh, int worker) {
+/* Item bk = (row b, KV head kvh) of an attn_job: the query heads that share
+ * kvh (GQA) in one pass over its K and V vectors, rs->att's slices from
+ * rs->q's, with worker's attention scratch. */
+static void attn_item(void *ctx, int64_t bk, int worker) {
     const attn_job *j = ctx;
     const drift_model *m = j->m;
     const drift_model_info *in = &m->info;
     int hd = in->head_dim, QD = m->q_dim, group = in->n_heads / in->n_kv_heads;
-    int b = (int)(bh / in->n_heads), h = (int)(bh % in->n_heads), kvh = h / group, pos = j->pos[b];
+    int b = (int)(bk / in->n_kv_heads), kvh = (int)(bk % in->n_kv_heads), pos = j->pos[b];
     int start = in->sliding_window > 0 && pos + 1 > in->sliding_window ? pos + 1 - in->sliding_window : 0;
-    size_t stride = (size_t)in->n_kv_heads * m->kv_vec_bytes, off = (size_t)b * QD + (size_t)h * hd;
+    size_t stride = (size_t)in->n_kv_heads * m->kv_vec_bytes, off = (size_t)b * QD + (size_t)kvh * group * hd;
     float *scr = j->rs->scratch + (size_t)worker * j->rs->scratch_stride;
     drift_session *s = j->sess[b];
-    num_attention(&m->attn_prof, j->rs->att + off, j->rs->q + off, kv_at(s, s->kc, j->layer, start, kvh),
-                  kv_at(s, s->vc, j->layer, start, kvh), stride, pos - start + 1, hd, j->scale, scr);
+    num_attention_group(&m->attn_prof, j->rs->att + off, j->rs->q + off, group, kv_at(s, s->kc, j->layer, start, kvh),
+                        kv_at(s, s->vc, j->layer, start, kvh), stride, pos - start + 1, hd, j->scale, scr);
 }
 
 /* B rows: token tok[b] of session sess[b] at position pos[b] (its K/V are
@@ -416,7 +418,7 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
     int max_pos = 0;
     for (int b = 0; b < B; b++)
         if (pos[b] + 1 > max_pos) max_pos = pos[b] + 1;
-    if ((st = rs_scratch(rs, nt, (size_t)max_pos + 2 * (size_t)hd + 16, err))) return st;
+    if ((st = rs_scratch(rs, nt, num_attention_scratch(in->n_heads / in->n_kv_heads, max_pos, hd), err))) return st;
     float *x = rs->x, *xb = rs->xb, *xb2 = rs->xb2, *q = rs->q, *k = rs->k, *v = rs->v, *att = rs->att, *h1 = rs->h1, *h3 = rs->h3;
     for (int b = 0; b < B; b++) num_embedding(p, x + (size_t)b * D, &m->tok_embd, tok[b]);
     float scale = 1.0f / sqrtf((float)hd);
@@ -447,11 +449,11 @@ static drift_status forward_rows(const drift_model *m, model_run_state *rs, drif
                 kv_put(m, kv_at(sess[b], sess[b]->vc, l, pos[b], j), v + (size_t)b * KVD + (size_t)j * hd, hd);
             }
         }
-        /* attention per (row, head) over the causal (and sliding) window;
+        /* attention per (row, KV head) over the causal (and sliding) window;
          * threads only when there is enough work to pay for waking them */
         attn_job aj = {.m = m, .rs = rs, .sess = sess, .pos = pos, .layer = l, .scale = scale};
         int par = (long)B * in->n_heads * max_pos * hd >= 262144L;
-        num_par_for(par ? nt : 1, (int64_t)B * in->n_heads, attn_item, &aj);
+        num_par_for(par ? nt : 1, (int64_t)B * in->n_kv_heads, attn_item, &aj);
         for (int b = 0; b < B; b++) num_store_round(p, att + (size_t)b * QD, QD);
         /* output projection, residual, FFN rmsnorm */
         if ((st = num_matmul(p, xb2, att, rs_weights(rs, p, &w->wo), B, err))) return st;

@@ -1657,12 +1657,17 @@ void num_fast_swiglu(const drift_numeric_profile *p, float *out, const float *ga
  *     4 at a time in double, checked once against this process's expf on
  *     200,000 inputs and every special case; when any differs, expf is called
  *     per position as before;
- *   the weighted sum of V: the head_dim accumulators stay in registers over
- *     all positions (one multiply then one add per element and position).
+ *   the weighted sum of V: the accumulators stay in registers over a run of
+ *     positions (one multiply then one add per element and position, in
+ *     position order), two query heads at a time;
+ *   grouped-query attention: the query heads that share a KV head (up to 8)
+ *     take turns on each tile of keys and each run of values, so each K and
+ *     V row is read once for the group (num_fast_attention_group).
  * Used for f32 / f16 / bf16 ... caches alike (other formats are loaded into
  * a tile first), head_dim a multiple of 8 up to 128, exp=libm.
  * ------------------------------------------------------------------------- */
 #define ATT_MAX_HD 128
+#define ATT_MAX_G 8 /* query heads per pass of attend_avx2 (more: in turns of 8) */
 
 /* glibc's expf data (sysdeps/ieee754/flt-32: 2^(i/32) less i << 47, and the
  * scaled cubic), filled once. */
@@ -1822,6 +1827,71 @@ __attribute__((target("avx2"))) static inline float wsum(float *acc, float l, co
     return l;
 }
 
+/* wsum's operations for head_dim a multiple of 32 and an f32 cache, with the
+ * multipliers given: w[t] (e[t] rounded as probs=dtype asks, or e itself),
+ * while l sums e[t]. Two heads (a, b) at once when acc_b is set: eight
+ * accumulator vectors in registers (four per head and run of 32 values), so
+ * the adds of one key do not wait for the last key's, and each V row is
+ * loaded once for both. Per value the same multiply then add, in t order. */
+#define WSUM_BODY(WITH_B, WITH_L)                                                                                      \
+    for (int t = t0; t < t1; t++) {                                                                                    \
+        const float *vt = (const float *)((const char *)v + (size_t)t * stride_bytes) + d0;                             \
+        __m256 v0 = _mm256_loadu_ps(vt), v1 = _mm256_loadu_ps(vt + 8), v2 = _mm256_loadu_ps(vt + 16),                   \
+               v3 = _mm256_loadu_ps(vt + 24);                                                                          \
+        if (WITH_L) la += ea[t];                                                                                       \
+        __m256 xa = _mm256_set1_ps(wa[t]);                                                                             \
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(xa, v0));                                                                 \
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(xa, v1));                                                                 \
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(xa, v2));                                                                 \
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(xa, v3));                                                                 \
+        if (WITH_B) {                                                                                                  \
+            if (WITH_L) lb += eb[t];                                                                                   \
+            __m256 xb = _mm256_set1_ps(wb[t]);                                                                         \
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(xb, v0));                                                             \
+            b1 = _mm256_add_ps(b1, _mm256_mul_ps(xb, v1));                                                             \
+            b2 = _mm256_add_ps(b2, _mm256_mul_ps(xb, v2));                                                             \
+            b3 = _mm256_add_ps(b3, _mm256_mul_ps(xb, v3));                                                             \
+        }                                                                                                              \
+    }
+
+__attribute__((target("avx2"))) static void wsum32(float *acc_a, float *la_p, const float *ea, const float *wa, float *acc_b,
+                                                   float *lb_p, const float *eb, const float *wb, const void *v,
+                                                   size_t stride_bytes, int t0, int t1, int hd) {
+    float la = *la_p, lb = lb_p ? *lb_p : 0.0f;
+    for (int d0 = 0; d0 < hd; d0 += 32) {
+        __m256 a0 = _mm256_loadu_ps(acc_a + d0), a1 = _mm256_loadu_ps(acc_a + d0 + 8), a2 = _mm256_loadu_ps(acc_a + d0 + 16),
+               a3 = _mm256_loadu_ps(acc_a + d0 + 24);
+        if (acc_b) {
+            __m256 b0 = _mm256_loadu_ps(acc_b + d0), b1 = _mm256_loadu_ps(acc_b + d0 + 8),
+                   b2 = _mm256_loadu_ps(acc_b + d0 + 16), b3 = _mm256_loadu_ps(acc_b + d0 + 24);
+            if (d0 == 0) {
+                WSUM_BODY(1, 1)
+            } else {
+                WSUM_BODY(1, 0)
+            }
+            _mm256_storeu_ps(acc_b + d0, b0);
+            _mm256_storeu_ps(acc_b + d0 + 8, b1);
+            _mm256_storeu_ps(acc_b + d0 + 16, b2);
+            _mm256_storeu_ps(acc_b + d0 + 24, b3);
+        } else {
+            __m256 b0, b1, b2, b3;
+            (void)b0, (void)b1, (void)b2, (void)b3;
+            if (d0 == 0) {
+                WSUM_BODY(0, 1)
+            } else {
+                WSUM_BODY(0, 0)
+            }
+        }
+        _mm256_storeu_ps(acc_a + d0, a0);
+        _mm256_storeu_ps(acc_a + d0 + 8, a1);
+        _mm256_storeu_ps(acc_a + d0 + 16, a2);
+        _mm256_storeu_ps(acc_a + d0 + 24, a3);
+    }
+    *la_p = la;
+    if (lb_p) *lb_p = lb;
+}
+#undef WSUM_BODY
+
 /* The largest of s[t0..t1) that is a number (-inf when none), as the
  * sequential `if (s[t] > mb) mb = s[t]` finds it (lanes keep their own
  * maxima by the same comparison; only the sign of a zero maximum can
@@ -1847,12 +1917,28 @@ __attribute__((target("avx2"))) static inline float block_max(const float *s, in
     return mb;
 }
 
-/* num_fast_attention's contract, for head_dim a multiple of 8 up to
- * ATT_MAX_HD and exp=libm when vexp_usable(); s: n_pos + 8 floats. */
-__attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_profile *p, float *out, const float *q,
+/* The stride of each query head's scores in attend_avx2's scratch: room for
+ * a short last tile of 8 and the 4 values vexp_sub may read past a block. */
+static size_t att_sstride(int n_pos) { return (size_t)((n_pos + 7) & ~7) + 8; }
+
+/* Positions per wsum call when several query heads share the pass: their V
+ * rows (64 x head_dim floats, at most 32 KiB) stay in L1 while each head's
+ * accumulators take them in turn. */
+#define ATT_WTILE 64
+
+/* num_fast_attention's contract for G query heads that share k and v (GQA),
+ * head g's query at q + g * hd and its output at out + g * hd, for head_dim
+ * a multiple of 8 up to ATT_MAX_HD, 1 <= G <= ATT_MAX_G and exp=libm when
+ * vexp_usable(); s: G * att_sstride(n_pos) floats. Each head's operations
+ * and their order are those of one head alone (G = 1): the heads only take
+ * turns on each tile of 8 keys and each run of ATT_WTILE values, so a K or
+ * V row is read from memory once for the G heads, not G times. */
+__attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_profile *p, float *out, const float *q, int G,
                                                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                                                         int hd, float scale, float *s) {
-    float kt[8 * ATT_MAX_HD], acc[ATT_MAX_HD];
+    float kt[8 * ATT_MAX_HD], acc[ATT_MAX_G][ATT_MAX_HD], m[ATT_MAX_G], l[ATT_MAX_G], wr[ATT_MAX_G][ATT_WTILE];
+    size_t ss = att_sstride(n_pos);
+    drift_dtype dt = num_dtype_of(p);
     int f32 = p->kv == DRIFT_DTYPE_F32;
     int hw = p->lanes || p->mma; /* a hardware level: q.k by its dot product, eight keys at a time */
     for (int t0 = 0; t0 < n_pos; t0 += 8) {
@@ -1867,45 +1953,83 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
                 kp[j] = kt + (size_t)j * hd;
             }
         }
-        if (hw) {
-            float d8[HW_R];
-            num_hw_dot8(p, q, kp, hd, 1, d8);
-            for (int j = 0; j < 8 && t0 + j < n_pos; j++) s[t0 + j] = d8[j] * scale;
-        } else {
-            scores8(s + t0, q, kp, hd, scale);
+        for (int g = 0; g < G; g++) {
+            float *sg = s + (size_t)g * ss;
+            if (hw) {
+                float d8[HW_R];
+                num_hw_dot8(p, q + (size_t)g * hd, kp, hd, 1, d8);
+                for (int j = 0; j < 8 && t0 + j < n_pos; j++) sg[t0 + j] = d8[j] * scale;
+            } else {
+                scores8(sg + t0, q + (size_t)g * hd, kp, hd, scale);
+            }
         }
     }
-    if (p->scores_lowp)
-        for (int t = 0; t < n_pos; t++) s[t] = num_round1(num_dtype_of(p), s[t]);
-    for (int j = n_pos; j < ((n_pos + 7) & ~7) + 4; j++) s[j] = 0.0f; /* what vexp_sub may read past the end */
-    for (int d = 0; d < hd; d++) acc[d] = 0.0f;
+    for (int g = 0; g < G; g++) {
+        float *sg = s + (size_t)g * ss;
+        if (p->scores_lowp)
+            for (int t = 0; t < n_pos; t++) sg[t] = num_round1(num_dtype_of(p), sg[t]);
+        for (int j = n_pos; j < ((n_pos + 7) & ~7) + 4; j++) sg[j] = 0.0f; /* what vexp_sub may read past the end */
+        for (int d = 0; d < hd; d++) acc[g][d] = 0.0f;
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+    }
     int blk = p->attn == DRIFT_ATTN_ONLINE ? p->attn_block : n_pos;
     if (blk <= 0) blk = n_pos;
-    float m = -INFINITY, l = 0.0f;
     for (int t0 = 0; t0 < n_pos; t0 += blk) {
         int t1 = t0 + blk < n_pos ? t0 + blk : n_pos;
-        float mb = block_max(s, t0, t1);
-        float mn = mb > m ? mb : m;
-        float corr = t0 == 0 ? 0.0f : num_exp(p, m - mn);
-        if (t0 > 0) {
-            l *= corr;
-            for (int d = 0; d < hd; d += 8)
-                _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), _mm256_set1_ps(corr)));
+        for (int g = 0; g < G; g++) {
+            float *sg = s + (size_t)g * ss;
+            float mb = block_max(sg, t0, t1);
+            float mn = mb > m[g] ? mb : m[g];
+            float corr = t0 == 0 ? 0.0f : num_exp(p, m[g] - mn);
+            if (t0 > 0) {
+                l[g] *= corr;
+                for (int d = 0; d < hd; d += 8)
+                    _mm256_storeu_ps(acc[g] + d, _mm256_mul_ps(_mm256_loadu_ps(acc[g] + d), _mm256_set1_ps(corr)));
+            }
+            /* the weights in place of the scores (4 at a time: what lies past
+             * t1 in the last group is scratch or the next block's scores, which
+             * are saved and put back) */
+            int n4 = (t1 - t0 + 3) & ~3;
+            float keep[4];
+            memcpy(keep, sg + t1, sizeof keep);
+            vexp_sub(sg + t0, n4, mn);
+            memcpy(sg + t1, keep, sizeof keep);
+            m[g] = mn;
         }
-        /* the weights in place of the scores (4 at a time: what lies past
-         * t1 in the last group is scratch or the next block's scores, which
-         * are saved and put back) */
-        int n4 = (t1 - t0 + 3) & ~3;
-        float keep[4];
-        memcpy(keep, s + t1, sizeof keep);
-        vexp_sub(s + t0, n4, mn);
-        memcpy(s + t1, keep, sizeof keep);
-        l = wsum(acc, l, s, v, stride_bytes, t0, t1, hd, p, kt);
-        m = mn;
+        /* each head's sum over the block in t order, the heads taking turns
+         * (two at a time where wsum32 applies) on each run of ATT_WTILE
+         * positions; the multipliers rounded (probs=dtype) a run at a time */
+        int fast = f32 && hd % 32 == 0, wt = G > 1 || fast ? ATT_WTILE : t1 - t0;
+        for (int w0 = t0; w0 < t1; w0 += wt) {
+            int w1 = w0 + wt < t1 ? w0 + wt : t1;
+            if (!fast) {
+                for (int g = 0; g < G; g++) l[g] = wsum(acc[g], l[g], s + (size_t)g * ss, v, stride_bytes, w0, w1, hd, p, kt);
+                continue;
+            }
+            const float *w[ATT_MAX_G];
+            for (int g = 0; g < G; g++) {
+                const float *e = s + (size_t)g * ss;
+                w[g] = e;
+                if (p->probs_lowp && (dt == DRIFT_DTYPE_BF16 || dt == DRIFT_DTYPE_F16)) {
+                    /* num_round1's bits, as num_round_acts gives them */
+                    memcpy(wr[g], e + w0, (size_t)(w1 - w0) * sizeof(float));
+                    num_round_acts(dt, wr[g], w1 - w0);
+                    w[g] = wr[g] - w0;
+                }
+            }
+            int g = 0;
+            for (; g + 1 < G; g += 2)
+                wsum32(acc[g], &l[g], s + (size_t)g * ss, w[g], acc[g + 1], &l[g + 1], s + (size_t)(g + 1) * ss, w[g + 1], v,
+                       stride_bytes, w0, w1, hd);
+            if (g < G) wsum32(acc[g], &l[g], s + (size_t)g * ss, w[g], NULL, NULL, NULL, NULL, v, stride_bytes, w0, w1, hd);
+        }
     }
-    float inv = 1.0f / l;
-    for (int d = 0; d < hd; d += 8)
-        _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), _mm256_set1_ps(inv)));
+    for (int g = 0; g < G; g++) {
+        float inv = 1.0f / l[g];
+        for (int d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(out + (size_t)g * hd + d, _mm256_mul_ps(_mm256_loadu_ps(acc[g] + d), _mm256_set1_ps(inv)));
+    }
 }
 
 int num_fast_attention_sse_only;
@@ -1919,7 +2043,7 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
     /* a hardware level computes the scores q.k with its own dot products */
     int hw = p->lanes || p->mma;
     if (!num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM && vexp_usable()) {
-        attend_avx2(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
+        attend_avx2(p, out, q, 1, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
         return;
     }
     float *s = scratch;                 /* (n_pos) scores */
@@ -1962,6 +2086,29 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
     }
     float inv = 1.0f / l;
     scale_vec(out, acc, inv, head_dim);
+}
+
+size_t num_attention_scratch(int n_q, int n_pos, int head_dim) {
+    int g = n_q < ATT_MAX_G ? n_q : ATT_MAX_G;
+    size_t a = (size_t)(g > 1 ? g : 1) * att_sstride(n_pos > 0 ? n_pos : 0), b = (size_t)n_pos + 2 * (size_t)head_dim + 16;
+    return a > b ? a : b;
+}
+
+void num_fast_attention_group(const drift_numeric_profile *p, float *out, const float *q, int n_q, const void *k,
+                              const void *v, size_t stride_bytes, int n_pos, int head_dim, float scale,
+                              float *scratch) {
+    if (!num_fast_attention_sse_only && n_pos > 0 && head_dim % 8 == 0 && head_dim <= ATT_MAX_HD && p->exp == DRIFT_EXP_LIBM &&
+        vexp_usable()) {
+        for (int g0 = 0; g0 < n_q; g0 += ATT_MAX_G) {
+            int G = n_q - g0 < ATT_MAX_G ? n_q - g0 : ATT_MAX_G;
+            attend_avx2(p, out + (size_t)g0 * head_dim, q + (size_t)g0 * head_dim, G, k, v, stride_bytes, n_pos, head_dim,
+                        scale, scratch);
+        }
+        return;
+    }
+    for (int g = 0; g < n_q; g++)
+        num_fast_attention(p, out + (size_t)g * head_dim, q + (size_t)g * head_dim, k, v, stride_bytes, n_pos, head_dim,
+                           scale, scratch);
 }
 
 /* ---------------------------------------------------------------------------
@@ -2018,6 +2165,17 @@ void num_attention(const drift_numeric_profile *p, float *out, const float *q, c
         num_ref_attention(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
     else
         num_fast_attention(p, out, q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
+}
+
+void num_attention_group(const drift_numeric_profile *p, float *out, const float *q, int n_q, const void *k,
+                         const void *v, size_t stride_bytes, int n_pos, int head_dim, float scale, float *scratch) {
+    if (p->isa == DRIFT_ISA_REF) {
+        for (int g = 0; g < n_q; g++)
+            num_ref_attention(p, out + (size_t)g * head_dim, q + (size_t)g * head_dim, k, v, stride_bytes, n_pos, head_dim,
+                              scale, scratch);
+        return;
+    }
+    num_fast_attention_group(p, out, q, n_q, k, v, stride_bytes, n_pos, head_dim, scale, scratch);
 }
 
 void num_embedding(const drift_numeric_profile *p, float *out, const num_qmat *W, int64_t row) {

@@ -271,6 +271,18 @@ void num_fast_attention(const drift_numeric_profile *p, float *out, const float 
                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                         int head_dim, float scale, float *scratch);
 
+/* num_attention for n_q query heads that share k and v (grouped-query
+ * attention): q and out (n_q, head_dim), head g's output the bits
+ * num_attention gives for it alone. The fast kernels read each K and V
+ * vector once for the heads (up to 8 in one pass), not once per head.
+ * scratch: num_attention_scratch(n_q, n_pos, head_dim) floats. */
+void num_attention_group(const drift_numeric_profile *p, float *out, const float *q, int n_q, const void *k,
+                         const void *v, size_t stride_bytes, int n_pos, int head_dim, float scale, float *scratch);
+void num_fast_attention_group(const drift_numeric_profile *p, float *out, const float *q, int n_q, const void *k,
+                              const void *v, size_t stride_bytes, int n_pos, int head_dim, float scale,
+                              float *scratch);
+size_t num_attention_scratch(int n_q, int n_pos, int head_dim);
+
 /* out (cols) = deq(W[row]), then rounded to the residual format (num_resid_of: acts by default). */
 void num_embedding(const drift_numeric_profile *p, float *out, const num_qmat *W, int64_t row);
 

@@ -73,6 +73,63 @@ static void test_paths_agree(void **state) {
     assert_int_equal(differ, 0);
 }
 
+/* num_attention_group: G query heads that share one KV head in one pass
+ * give, head by head, the bits of num_attention on each head alone. The
+ * K/V vectors interleave with other heads' (the cache's layout: a stride
+ * of n_kv_heads vectors); G crosses the pass width (8) and lengths cross
+ * the V tile (64) and the online blocks; the profiles cover the KV
+ * formats, both softmax algorithms, the rounding keys, a hardware level's
+ * dot product, libm's exp (the AVX2 path) and exp=fast, isa=ref; each also
+ * with the SSE path forced (num_fast_attention_sse_only). */
+static void test_group_agrees(void **state) {
+    (void)state;
+    static const char *SPEC[] = {"kv=f32&attn=two-pass", "kv=f32&attn=online:64", "kv=f32&attn=online:7",
+                                 "kv=bf16&attn=online:128&dtype=bf16&probs=dtype",
+                                 "kv=f32&attn=online:128&dtype=bf16&probs=dtype",
+                                 "kv=f16&attn=two-pass&dtype=f16&scores=dtype&probs=dtype", "kv=fp8-e4m3&attn=online:64",
+                                 "kv=f32&attn=online:64&isa=avx2&lanes=16", "kv=f32&attn=two-pass&exp=fast",
+                                 "kv=f32&attn=two-pass&isa=ref&accum=f64"};
+    static const int G[] = {1, 2, 3, 4, 5, 8, 9, 12};
+    static const int HD[] = {8, 32, 40, 64, 128};
+    static const int NP[] = {1, 7, 8, 9, 63, 64, 65, 130, 333};
+    enum { TMAX = 333, DMAX = 128, GMAX = 12, NKV = 3 };
+    float *kf = rand_vec((int64_t)TMAX * DMAX, 1.0f), *vf = rand_vec((int64_t)TMAX * DMAX, 1.0f);
+    float *q = rand_vec((int64_t)GMAX * DMAX, 1.0f);
+    float *a = malloc(GMAX * DMAX * sizeof *a), *b = malloc(GMAX * DMAX * sizeof *b);
+    size_t vec = num_kv_bytes(DRIFT_DTYPE_F32, DMAX) + 16, stride = NKV * vec; /* this head's vector, then two others' */
+    uint8_t *kc = calloc(TMAX, stride), *vc = calloc(TMAX, stride);
+    float *scr = malloc(num_attention_scratch(GMAX, TMAX, DMAX) * sizeof *scr);
+    long cases = 0, differ = 0;
+    for (size_t si = 0; si < sizeof SPEC / sizeof *SPEC; si++) {
+        drift_numeric_profile p = prof(SPEC[si]);
+        for (size_t hi = 0; hi < sizeof HD / sizeof *HD; hi++) {
+            int D = HD[hi];
+            for (int t = 0; t < TMAX; t++) {
+                num_kv_store(p.kv, kc + t * stride + vec, kf + (size_t)t * DMAX, D);
+                num_kv_store(p.kv, vc + t * stride + vec, vf + (size_t)t * DMAX, D);
+            }
+            for (size_t gi = 0; gi < sizeof G / sizeof *G; gi++)
+                for (size_t ni = 0; ni < sizeof NP / sizeof *NP; ni++)
+                    for (int sse = 0; sse < 2; sse++) {
+                        float scale = ni % 2 ? 0.125f : 6.0f;
+                        num_fast_attention_sse_only = sse;
+                        for (int g = 0; g < G[gi]; g++)
+                            num_attention(&p, a + g * D, q + g * D, kc + vec, vc + vec, stride, NP[ni], D, scale, scr);
+                        memset(b, 0xff, GMAX * DMAX * sizeof *b);
+                        num_attention_group(&p, b, q, G[gi], kc + vec, vc + vec, stride, NP[ni], D, scale, scr);
+                        num_fast_attention_sse_only = 0;
+                        cases++;
+                        if (!bits_equal(a, b, (int64_t)G[gi] * D) && differ++ < 10)
+                            printf("differ: %s head_dim=%d G=%d n_pos=%d sse=%d\n", SPEC[si], D, G[gi], NP[ni], sse);
+                    }
+        }
+    }
+    printf("%ld grouped cases, %ld differ\n", cases, differ);
+    free(kf), free(vf), free(q), free(a), free(b), free(kc), free(vc), free(scr);
+    assert_true(cases > 0);
+    assert_int_equal(differ, 0);
+}
+
 static int setup(void **state) {
     (void)state;
     (void)check_nmse;
@@ -81,6 +138,7 @@ static int setup(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test_setup(test_paths_agree, setup)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test_setup(test_paths_agree, setup),
+                                       cmocka_unit_test_setup(test_group_agrees, setup)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

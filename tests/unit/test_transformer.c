@@ -440,6 +440,56 @@ static void test_generate(void **state) {
     drift_model_free(m);
 }
 
+/* Replicates: a prompt that repeats the one before it copies that one's
+ * prefill (generate.c's prefill_snap) and must give what a prefill of its
+ * own gives -- each prompt generated alone -- token for token, with the
+ * same logprobs, sampled (each its own seed offset), at two batch sizes and
+ * a KV cache in bf16 as well as f32. */
+static void test_repeated_prompts(void **state) {
+    (void)state;
+    tiny_cfg c = tiny_default("qwen2");
+    const char *profiles[] = {"profile=cpu-f32", "profile=cpu-bf16"};
+    const char *texts[] = {"the cat sat", "the cat sat", "the cat sat", "in 123", "in 123", "the cat sat", "a"};
+    enum { N = 7 };
+    for (int pi = 0; pi < 2; pi++) {
+        drift_model *m = load(model_path("qwen2", &c), profiles[pi]);
+        int32_t *pr[N];
+        size_t pl[N];
+        int64_t offs[N];
+        drift_error err;
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(drift_model_tokenize(m, texts[i], strlen(texts[i]), -1, 0, &pr[i], &pl[i], &err), DRIFT_OK);
+            offs[i] = i;
+        }
+        drift_gen_params gp;
+        drift_gen_params_default(&gp);
+        gp.max_tokens = 10;
+        gp.logprobs = 3;
+        gp.temperature = 1.2;
+        for (int batch = 1; batch <= 3; batch += 2) {
+            drift_generation all[N];
+            assert_int_equal(drift_model_generate(m, (const int32_t *const *)pr, pl, N, &gp, offs, batch, all, &err), DRIFT_OK);
+            for (int i = 0; i < N; i++) {
+                drift_generation one;
+                assert_int_equal(drift_model_generate(m, (const int32_t *const *)&pr[i], &pl[i], 1, &gp, &offs[i], 1, &one, &err),
+                                 DRIFT_OK);
+                assert_null(all[i].error);
+                assert_int_equal(all[i].n_tokens, one.n_tokens);
+                assert_memory_equal(all[i].tokens, one.tokens, (size_t)one.n_tokens * sizeof(int32_t));
+                assert_string_equal(all[i].text, one.text);
+                for (int t = 0; t < one.n_tokens; t++) {
+                    assert_true(all[i].lp[t].logprob == one.lp[t].logprob);
+                    assert_memory_equal(all[i].lp[t].top_logprob, one.lp[t].top_logprob, 3 * sizeof(double));
+                }
+                drift_generation_clear(&one);
+                drift_generation_clear(&all[i]);
+            }
+        }
+        for (int i = 0; i < N; i++) free(pr[i]);
+        drift_model_free(m);
+    }
+}
+
 static void test_embed_and_chat(void **state) {
     (void)state;
     tiny_cfg c = tiny_default("qwen2");
@@ -719,6 +769,7 @@ int main(void) {
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_lab_levels_invariance),
         cmocka_unit_test(test_generate),
+        cmocka_unit_test(test_repeated_prompts),
         cmocka_unit_test(test_embed_and_chat),
         cmocka_unit_test(test_bad_models),
         cmocka_unit_test(test_embedded_target),
