@@ -177,28 +177,6 @@ static const char measure_usage2[] =
 static int measure_parsed(int argc, char **argv, cli_run_args *ap, drift_measure_opts *mop, cli_compare_args *cop,
                           const char *db, int alpha_given, int order_given);
 
-/* The name part of a "Name: value" header (*len its length, blanks cut). */
-static size_t header_name_len(const char *h) {
-    const char *c = strchr(h, ':');
-    size_t len = c ? (size_t)(c - h) : strlen(h);
-    while (len && (h[len - 1] == ' ' || h[len - 1] == '\t')) len--;
-    return len;
-}
-
-/* out = base's headers that over does not name again, then over's; *n set. */
-static void headers_over(const char *const *base, size_t n_base, const char *const *over, size_t n_over,
-                         const char **out, size_t *n) {
-    *n = 0;
-    for (size_t i = 0; i < n_base; i++) {
-        size_t len = header_name_len(base[i]);
-        int named = 0;
-        for (size_t j = 0; j < n_over && !named; j++)
-            named = header_name_len(over[j]) == len && !strncasecmp(over[j], base[i], len);
-        if (!named) out[(*n)++] = base[i];
-    }
-    for (size_t j = 0; j < n_over; j++) out[(*n)++] = over[j];
-}
-
 /* q = base with each field flags sets replaced (flags over the file);
  * headers merged by name into hbuf. */
 static void request_over(drift_request_ctl *q, const drift_request_ctl *base, const drift_request_ctl *flags,
@@ -207,8 +185,7 @@ static void request_over(drift_request_ctl *q, const drift_request_ctl *base, co
     if (flags->system_prompt) q->system_prompt = flags->system_prompt;
     if (flags->prompt_template) q->prompt_template = flags->prompt_template;
     if (flags->extra_body_json) q->extra_body_json = flags->extra_body_json;
-    size_t n = 0;
-    headers_over(base->headers, base->n_headers, flags->headers, flags->n_headers, hbuf, &n);
+    size_t n = drift_request_headers_over(base->headers, base->n_headers, flags->headers, flags->n_headers, hbuf);
     q->headers = n ? hbuf : NULL;
     q->n_headers = n;
 }

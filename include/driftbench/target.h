@@ -94,6 +94,13 @@ typedef struct drift_target_opts {
 /* Fills opts with the defaults above. */
 DRIFT_API void drift_target_opts_default(drift_target_opts *opts);
 
+/* Headers by name, for request control given in layers (a file's shared
+ * ones, a target's own, flags): out gets base's "Name: value" lines whose
+ * name (case-insensitive, blanks before the colon cut) no line of over
+ * has, then over's. out must hold n_base + n_over; returns how many. */
+DRIFT_API size_t drift_request_headers_over(const char *const *base, size_t n_base, const char *const *over,
+                                            size_t n_over, const char **out);
+
 typedef struct drift_gen_request {
     size_t index;             /* caller's index, passed back */
     const char *prompt;       /* completions: full text; chat: the user message */

@@ -29,8 +29,31 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/util.h"
+
+/* The length of the name part of a "Name: value" line, blanks cut. */
+static size_t header_name_len(const char *h) {
+    const char *c = strchr(h, ':');
+    size_t len = c ? (size_t)(c - h) : strlen(h);
+    while (len && (h[len - 1] == ' ' || h[len - 1] == '\t')) len--;
+    return len;
+}
+
+size_t drift_request_headers_over(const char *const *base, size_t n_base, const char *const *over, size_t n_over,
+                                  const char **out) {
+    size_t n = 0;
+    for (size_t i = 0; i < n_base; i++) {
+        size_t len = header_name_len(base[i]);
+        int named = 0;
+        for (size_t j = 0; j < n_over && !named; j++)
+            named = header_name_len(over[j]) == len && !strncasecmp(over[j], base[i], len);
+        if (!named) out[n++] = base[i];
+    }
+    for (size_t j = 0; j < n_over; j++) out[n++] = over[j];
+    return n;
+}
 
 void drift_target_opts_default(drift_target_opts *opts) {
     if (!opts) return;

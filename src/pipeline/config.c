@@ -284,14 +284,6 @@ static drift_status read_request(rd *r, const json_t *obj, const char *path, dri
     return rc;
 }
 
-/* The length of the name part of a "Name: value" line, blanks cut. */
-static size_t header_name_len(const char *h) {
-    const char *c = strchr(h, ':');
-    size_t len = c ? (size_t)(c - h) : strlen(h);
-    while (len && (h[len - 1] == ' ' || h[len - 1] == '\t')) len--;
-    return len;
-}
-
 static int request_any(const drift_request_ctl *q) {
     return q->system_prompt || q->prompt_template || q->extra_body_json || q->n_headers;
 }
@@ -369,16 +361,8 @@ static drift_status read_side(rd *r, const json_t *obj, const char *path, const 
         } else if (defaults->n_headers) { /* the shared headers this side does not name again, then its own */
             const char **m = keep_ptrs(r->c, defaults->n_headers + own.n_headers);
             if (!m) return nomem(r);
-            size_t n = 0;
-            for (size_t i = 0; i < defaults->n_headers; i++) {
-                size_t len = header_name_len(defaults->headers[i]);
-                int named = 0;
-                for (size_t j = 0; j < own.n_headers && !named; j++)
-                    named = header_name_len(own.headers[j]) == len &&
-                            !strncasecmp(own.headers[j], defaults->headers[i], len);
-                if (!named) m[n++] = defaults->headers[i];
-            }
-            for (size_t j = 0; j < own.n_headers; j++) m[n++] = own.headers[j];
+            size_t n = drift_request_headers_over(defaults->headers, defaults->n_headers, own.headers,
+                                                  own.n_headers, m);
             own.headers = m;
             own.n_headers = n;
         }
