@@ -378,6 +378,26 @@ static drift_status prompt_error_all(runs_ctx *c, size_t i, int np, const char *
     return DRIFT_OK;
 }
 
+/* The start of one baseline answer's work, for either path: its prompt added
+ * to every report (*p_i its index), the stored answer and prompt read, the
+ * prompt rendered as the baseline's target sends it (*rendered, malloc'd)
+ * and checked against the template the run recorded. */
+static drift_status row_begin(runs_ctx *c, drift_store *st, const drift_scored *row, size_t *p_i, drift_answer *ans,
+                              drift_prompt *pm, char **rendered, drift_error *err) {
+    drift_status rc = prompt_add_all(c, row, p_i, err);
+    if (!rc) rc = drift_store_response_get(st, row->response_id, ans, pm, err);
+    const char *tid = NULL;
+    if (!rc && !(*rendered = drift_prompt_render(pm, drift_target_api(c->base.t), &tid)))
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    const char *recorded = rc ? "" : run_template(c->templates, row->workload);
+    if (!rc && *recorded && tid && strcmp(recorded, tid) != 0)
+        rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
+                             "run '%s' rendered %s prompts with template %s; this build renders %s: the prompts "
+                             "would not be the ones the run sent",
+                             c->baseline_label, drift_workload_name(row->workload), recorded, tid);
+    return rc;
+}
+
 /* One stored answer of the baseline, forced through every target. */
 static drift_status runs_prompt(runs_ctx *c, drift_store *st, const drift_scored *row, drift_error *err) {
     drift_answer ans;
@@ -389,17 +409,7 @@ static drift_status runs_prompt(runs_ctx *c, drift_store *st, const drift_scored
     char *rendered = NULL;
     int from_lp = 0;
     int nv = drift_model_get_info(c->base.m)->n_vocab;
-    drift_status rc = prompt_add_all(c, row, &pi, err);
-    if (!rc) rc = drift_store_response_get(st, row->response_id, &ans, &pm, err);
-    const char *tid = NULL;
-    if (!rc && !(rendered = drift_prompt_render(&pm, drift_target_api(c->base.t), &tid)))
-        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    const char *recorded = rc ? "" : run_template(c->templates, row->workload);
-    if (!rc && *recorded && tid && strcmp(recorded, tid) != 0)
-        rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
-                             "run '%s' rendered %s prompts with template %s; this build renders %s: the prompts "
-                             "would not be the ones the run sent",
-                             c->baseline_label, drift_workload_name(row->workload), recorded, tid);
+    drift_status rc = row_begin(c, st, row, &pi, &ans, &pm, &rendered, err);
     if (!rc) rc = drift_target_prompt_tokens(c->base.t, rendered, &pt, &np, err);
     if (!rc) {
         int got = logprob_ids(ans.logprobs_json, nv, &at, &na);
@@ -734,17 +744,7 @@ static drift_status runs_prompt_top(runs_ctx *c, drift_store *st, const drift_sc
     char *rendered = NULL;
     tf_side bs = {0};
     int from_lp = 0, base_done = 0;
-    drift_status rc = prompt_add_all(c, row, &pi, err);
-    if (!rc) rc = drift_store_response_get(st, row->response_id, &ans, &pm, err);
-    const char *tid = NULL;
-    if (!rc && !(rendered = drift_prompt_render(&pm, drift_target_api(c->base.t), &tid)))
-        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    const char *recorded = rc ? "" : run_template(c->templates, row->workload);
-    if (!rc && *recorded && tid && strcmp(recorded, tid) != 0)
-        rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
-                             "run '%s' rendered %s prompts with template %s; this build renders %s: the prompts "
-                             "would not be the ones the run sent",
-                             c->baseline_label, drift_workload_name(row->workload), recorded, tid);
+    drift_status rc = row_begin(c, st, row, &pi, &ans, &pm, &rendered, err);
     const char *why = NULL;
     if (!rc && (!ans.text || !*ans.text)) why = "empty answer: no token to score";
     for (size_t k = 0; !rc && k < c->n_tg; k++) {
