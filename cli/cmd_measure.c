@@ -177,23 +177,6 @@ static const char measure_usage2[] =
 static int measure_parsed(int argc, char **argv, cli_run_args *ap, drift_measure_opts *mop, cli_compare_args *cop,
                           const char *db, int alpha_given, int order_given);
 
-/* q = base with each field flags sets replaced (flags over the file);
- * headers merged by name into hbuf. */
-static void request_over(drift_request_ctl *q, const drift_request_ctl *base, const drift_request_ctl *flags,
-                         const char **hbuf) {
-    *q = *base;
-    if (flags->system_prompt) q->system_prompt = flags->system_prompt;
-    if (flags->prompt_template) q->prompt_template = flags->prompt_template;
-    if (flags->extra_body_json) q->extra_body_json = flags->extra_body_json;
-    size_t n = drift_request_headers_over(base->headers, base->n_headers, flags->headers, flags->n_headers, hbuf);
-    q->headers = n ? hbuf : NULL;
-    q->n_headers = n;
-}
-
-static int request_any(const drift_request_ctl *q) {
-    return q->system_prompt || q->prompt_template || q->extra_body_json || q->n_headers;
-}
-
 /* *cfg: the config file (-c), freed by the caller. */
 static int measure_cmd(int argc, char **argv, drift_config **cfg) {
     enum { O_BASE = 400, O_TARG, O_DB, O_BLABEL, O_TLABEL, O_BCONF, O_TCONF, O_GUARD, O_EMB, O_UNSAFE, O_JOBS,
@@ -334,18 +317,18 @@ static int measure_cmd(int argc, char **argv, drift_config **cfg) {
     const char *hb[2][2 * CLI_MAX_HEADERS + 64], *hs[2][3 * CLI_MAX_HEADERS + 64];
     if (file_req.n_headers + (size_t)a.n_headers > 2 * CLI_MAX_HEADERS + 64)
         return cli_run_args_clear(&a), cli_error("measure", "too many headers");
-    request_over(&a.topts.request, &file_req, &flags, shared_headers);
+    drift_request_ctl_over(&a.topts.request, &file_req, &flags, shared_headers);
     for (int k = 0; k < 2; k++) {
-        if (!request_any(&file_side[k]) && !side_extra[k] && !n_side_headers[k]) continue; /* the shared one */
-        const drift_request_ctl *base = request_any(&file_side[k]) ? &file_side[k] : &file_req;
+        if (!drift_request_ctl_any(&file_side[k]) && !side_extra[k] && !n_side_headers[k]) continue; /* the shared one */
+        const drift_request_ctl *base = drift_request_ctl_any(&file_side[k]) ? &file_side[k] : &file_req;
         if (base->n_headers + (size_t)a.n_headers + (size_t)n_side_headers[k] > 2 * CLI_MAX_HEADERS + 64)
             return cli_run_args_clear(&a), cli_error("measure", "too many headers");
         drift_request_ctl mid, side = {0};
-        request_over(&mid, base, &flags, hb[k]);
+        drift_request_ctl_over(&mid, base, &flags, hb[k]);
         side.extra_body_json = side_extra[k];
         side.headers = side_headers[k];
         side.n_headers = (size_t)n_side_headers[k];
-        request_over(&mo.side[k].request, &mid, &side, hs[k]);
+        drift_request_ctl_over(&mo.side[k].request, &mid, &side, hs[k]);
     }
     int rc = measure_parsed(argc, argv, &a, &mo, &co, db, alpha_given, order_given);
     cli_run_args_clear(&a);

@@ -101,6 +101,14 @@ DRIFT_API void drift_target_opts_default(drift_target_opts *opts);
 DRIFT_API size_t drift_request_headers_over(const char *const *base, size_t n_base, const char *const *over,
                                             size_t n_over, const char **out);
 
+/* *out = base with each field over sets taken from over (system prompt,
+ * template, extra body), headers by name as drift_request_headers_over
+ * into hbuf (room for base->n_headers + over->n_headers); the strings stay
+ * the caller's. drift_request_ctl_any: 1 when q sets any field. */
+DRIFT_API void drift_request_ctl_over(drift_request_ctl *out, const drift_request_ctl *base,
+                                      const drift_request_ctl *over, const char **hbuf);
+DRIFT_API int drift_request_ctl_any(const drift_request_ctl *q);
+
 typedef struct drift_gen_request {
     size_t index;             /* caller's index, passed back */
     const char *prompt;       /* completions: full text; chat: the user message */

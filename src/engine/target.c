@@ -55,6 +55,21 @@ size_t drift_request_headers_over(const char *const *base, size_t n_base, const 
     return n;
 }
 
+void drift_request_ctl_over(drift_request_ctl *out, const drift_request_ctl *base, const drift_request_ctl *over,
+                            const char **hbuf) {
+    *out = *base;
+    if (over->system_prompt) out->system_prompt = over->system_prompt;
+    if (over->prompt_template) out->prompt_template = over->prompt_template;
+    if (over->extra_body_json) out->extra_body_json = over->extra_body_json;
+    size_t n = drift_request_headers_over(base->headers, base->n_headers, over->headers, over->n_headers, hbuf);
+    out->headers = n ? hbuf : NULL;
+    out->n_headers = n;
+}
+
+int drift_request_ctl_any(const drift_request_ctl *q) {
+    return q->system_prompt || q->prompt_template || q->extra_body_json || q->n_headers;
+}
+
 void drift_target_opts_default(drift_target_opts *opts) {
     if (!opts) return;
     memset(opts, 0, sizeof *opts);

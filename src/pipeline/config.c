@@ -284,10 +284,6 @@ static drift_status read_request(rd *r, const json_t *obj, const char *path, dri
     return rc;
 }
 
-static int request_any(const drift_request_ctl *q) {
-    return q->system_prompt || q->prompt_template || q->extra_body_json || q->n_headers;
-}
-
 /* ---- measure ---- */
 
 static const char *const SIDE_KEYS[] = {"label", "config", "start", NULL};
@@ -351,22 +347,10 @@ static drift_status read_side(rd *r, const json_t *obj, const char *path, const 
         return rc;
     drift_request_ctl own = {0};
     if ((rc = read_request(r, obj, path, &own))) return rc;
-    if (request_any(&own)) { /* the side's own, each field it lacks from the defaults */
-        if (!own.system_prompt) own.system_prompt = defaults->system_prompt;
-        if (!own.prompt_template) own.prompt_template = defaults->prompt_template;
-        if (!own.extra_body_json) own.extra_body_json = defaults->extra_body_json;
-        if (!own.n_headers) {
-            own.headers = defaults->headers;
-            own.n_headers = defaults->n_headers;
-        } else if (defaults->n_headers) { /* the shared headers this side does not name again, then its own */
-            const char **m = keep_ptrs(r->c, defaults->n_headers + own.n_headers);
-            if (!m) return nomem(r);
-            size_t n = drift_request_headers_over(defaults->headers, defaults->n_headers, own.headers,
-                                                  own.n_headers, m);
-            own.headers = m;
-            own.n_headers = n;
-        }
-        side->request = own;
+    if (drift_request_ctl_any(&own)) { /* the side's own over the defaults: field by field, headers by name */
+        const char **m = keep_ptrs(r->c, defaults->n_headers + own.n_headers);
+        if (!m) return nomem(r);
+        drift_request_ctl_over(&side->request, defaults, &own, m);
     }
     return DRIFT_OK;
 }
