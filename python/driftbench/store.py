@@ -88,8 +88,7 @@ def _sqlite_connect(path):
         if (typ, name) not in _SQLITE_OBJECTS and not (typ == "index" and name.startswith("sqlite_autoindex_")):
             db.close()
             raise SchemaError(f"{path}: refused: {typ} '{name}' is not part of DriftBench's store schema")
-    db.version = ver
-    return db
+    return _SqliteConn(db, ver)
 
 
 def _pg_connect(url):
@@ -108,6 +107,19 @@ def _pg_connect(url):
     ver = int(row[0]) if row else None
     check_store_version(ver, _redact(url))
     return _PgConn(db, ver)
+
+
+class _SqliteConn:
+    """sqlite3's connection and the store's schema version."""
+
+    def __init__(self, db, version):
+        self.db, self.version = db, version
+
+    def execute(self, sql, params=()):
+        return self.db.execute(sql, params)
+
+    def close(self):
+        self.db.close()
 
 
 class _PgConn:

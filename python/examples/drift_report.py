@@ -32,8 +32,8 @@ print(ft[["workload", "n", "flips", "flip_rate", "pass_to_fail", "fail_to_pass",
 # 3. the flipped prompts, both answers
 pairs = st.pairs(base, targ)
 answers = st.answers()[["response_id", "text"]].set_index("response_id").text
-flips = pairs[pairs.flipped].assign(baseline_answer=lambda d: d.baseline_response.map(answers).str[:40],
-                                    target_answer=lambda d: d.target_response.map(answers).str[:40])
+flips = pairs[pairs.flipped].assign(baseline_answer=lambda d: d.baseline_response.map(answers).str.replace("\n", " ").str[:40],
+                                    target_answer=lambda d: d.target_response.map(answers).str.replace("\n", " ").str[:40])
 print(f"\n{len(flips)} flipped prompts")
 print(flips[["workload", "prompt_id", "direction", "baseline_answer", "target_answer"]].head(10).to_string(index=False))
 

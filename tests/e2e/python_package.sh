@@ -3,7 +3,7 @@
 # the documented way (`pip install --no-build-isolation --no-index ./python`
 # into a venv over Debian's python3-pandas, no network) and checked against
 # the CLI on a small store: the shipped fragile model at profile ref and at
-# cpu-int4 over 24 built-in math and 8 safety prompts, scored. The unit tests
+# cpu-int4 over 16 built-in math and 16 safety prompts, scored. The unit tests
 # (python/tests/test_driftbench.py) compare the package's runs, answers,
 # scores, pairs and flip table with `runs list --json` and `compare --format
 # json`, its ctypes compare with the CLI's JSON (equal documents), its gate
@@ -25,7 +25,7 @@ LIB=$B/libdriftbench.so
 
 M=$S/models/llama-fragile-7m.gguf
 DB=$T/s.db
-R=(--suite "builtin:math,builtin:safety" --limit 24 --max-tokens 32 --concurrency 1)
+R=(--suite builtin:math --suite builtin:safety --limit 16 --max-tokens 32 --concurrency 1)
 $D --quiet run --db "$DB" --label ref --target "embedded:$M?profile=ref&threads=1" "${R[@]}" || fail "run ref"
 $D --quiet run --db "$DB" --label int4 --target "embedded:$M?profile=cpu-int4&threads=1" "${R[@]}" || fail "run int4"
 $D --quiet score --db "$DB" --jobs 1 || fail "score"
