@@ -8,7 +8,7 @@
 #              (tests/e2e/slurm_array.sh starts its own single-node cluster; about 3 MB to download),
 #              chromium for the results browser's DOM test (tests/e2e/view_chromium.sh, skipped without it);
 #              `make test` passes it, `make lab` does not; and Debian's pandas, setuptools, wheel, pip and venv
-#              for the Python package's test (tests/e2e/python_package.sh)
+#              and psycopg2 for the Python package's tests (tests/e2e/python_package.sh, python_postgres.sh)
 #   --package  adds what building the Debian package needs (dpkg-buildpackage, debhelper, lintian:
 #              tests/e2e/deb_package.sh, docs/packaging.md); nobody else pays for it
 # On a system without apt-get and dpkg (not Debian or Ubuntu) it installs
@@ -27,7 +27,7 @@ for arg in "$@"; do
   case "$arg" in
     --optional) need+=(python3-statsmodels python3-sklearn python3-xgboost python3-numpy chromium) ;;
     --test) need+=(python3-torch python3-numpy slurmctld slurmd slurm-client munge postgresql chromium)
-            need+=(python3-pandas python3-setuptools python3-wheel python3-pip python3-venv) ;;
+            need+=(python3-pandas python3-setuptools python3-wheel python3-pip python3-venv python3-psycopg2) ;;
     --package) need+=(dpkg-dev debhelper lintian fakeroot) ;;
     *) echo "install-deps: unknown option '$arg' (--optional, --test, --package)" >&2; exit 2 ;;
   esac
@@ -80,6 +80,7 @@ equiv() {
     python3-wheel)        echo "python3-wheel|python-wheel|-" ;;
     python3-pip)          echo "python3-pip|python-pip|-" ;;
     python3-venv)         echo "python3|python|python" ;;
+    python3-psycopg2)     echo "python3-psycopg2|python-psycopg2|-" ;;
     dpkg-dev|debhelper|lintian|fakeroot) echo "-|-|- (Debian packaging)" ;;
     *)                    echo "-|-|-" ;;
   esac
