@@ -47,8 +47,11 @@ check 'has libdriftbench-dev "^\./usr/include/driftbench/compare\.h$"' "libdrift
 check 'has libdriftbench-dev "/libdriftbench\.a$" && has libdriftbench-dev "/pkgconfig/driftbench\.pc$"' \
   "libdriftbench-dev holds the static library and driftbench.pc"
 check 'has driftbench-data "^\./usr/share/driftbench/models/.*\.gguf$"' "driftbench-data holds the models"
-check '[ "$(dpkg-deb -f libdriftbench0_*.deb Package)" = libdriftbench0 ] && objdump -p <(dpkg-deb --fsys-tarfile libdriftbench0_*.deb | tar -xOf - --wildcards "./usr/lib/*/libdriftbench.so.0.*") | grep -q "SONAME *libdriftbench.so.0$"' \
-  "the library's SONAME is libdriftbench.so.0"
+dpkg-deb -x libdriftbench0_*.deb "$T/x"
+so=$(find "$T/x" -type f -name 'libdriftbench.so.0.*' | head -1)
+check '[ -n "$so" ] && objdump -p "$so" | grep -q "SONAME *libdriftbench.so.0$"' "the library's SONAME is libdriftbench.so.0: $(objdump -p "$so" 2>&1 | grep SONAME)"
+check '[ -n "$so" ] && ! objdump -T "$so" | awk "\$4 == \".text\" {print \$7}" | grep -v "^drift_" | grep -q .' \
+  "the library exports drift_ functions only: $(objdump -T "$so" | awk '$4 == ".text" {print $7}' | grep -v '^drift_' | head -3)"
 lintian --fail-on error ./*.changes > "$T/lintian.log" 2>&1; lrc=$?
 check '[ $lrc -eq 0 ]' "lintian: errors (rc $lrc): $(grep '^E:' "$T/lintian.log" | head -20)"
 echo "lintian: $(grep -c '^E:' "$T/lintian.log") errors, $(grep -c '^W:' "$T/lintian.log") warnings"
