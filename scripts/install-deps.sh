@@ -27,6 +27,9 @@ for arg in "$@"; do
     *) echo "install-deps: unknown option '$arg' (--optional, --test)" >&2; exit 2 ;;
   esac
 done
+# --test: groff and man for the install tree's test, which lints the generated man pages
+# (tests/e2e/install_tree.sh: groff -ww, man -l; skipped without them)
+for arg in "$@"; do [ "$arg" != --test ] || need+=(groff-base man-db); done
 if [ "${DRIFT_SKIP_DEPS:-0}" = 1 ]; then
   echo "install-deps: DRIFT_SKIP_DEPS=1: not checking the packages (CMake names what is missing)" >&2
   exit 0
@@ -70,6 +73,8 @@ equiv() {
     slurm-client)         echo "slurm|slurm-llnl|-" ;;
     munge)                echo "munge|munge|-" ;;
     postgresql)           echo "postgresql-server|postgresql|postgresql@16" ;;
+    groff-base)           echo "groff-base|groff|groff" ;;
+    man-db)               echo "man-db|man-db|-" ;;
     *)                    echo "-|-|-" ;;
   esac
 }
