@@ -32,6 +32,9 @@ for arg in "$@"; do
     *) echo "install-deps: unknown option '$arg' (--optional, --test, --package)" >&2; exit 2 ;;
   esac
 done
+# --test: groff and man for the install tree's test, which lints the generated man pages
+# (tests/e2e/install_tree.sh: groff -ww, man -l; skipped without them)
+for arg in "$@"; do [ "$arg" != --test ] || need+=(groff-base man-db); done
 if [ "${DRIFT_SKIP_DEPS:-0}" = 1 ]; then
   echo "install-deps: DRIFT_SKIP_DEPS=1: not checking the packages (CMake names what is missing)" >&2
   exit 0
@@ -82,6 +85,8 @@ equiv() {
     python3-venv)         echo "python3|python|python" ;;
     python3-psycopg2)     echo "python3-psycopg2|python-psycopg2|-" ;;
     dpkg-dev|debhelper|lintian|fakeroot) echo "-|-|- (Debian packaging)" ;;
+    groff-base)           echo "groff-base|groff|groff" ;;
+    man-db)               echo "man-db|man-db|-" ;;
     *)                    echo "-|-|-" ;;
   esac
 }

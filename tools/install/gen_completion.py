@@ -37,7 +37,7 @@ def options(text):
                       if ln.startswith("usage:") or ln.startswith("       driftbench")
                       or ln.lstrip().startswith("-"))
     for m in OPT.finditer(where):
-        name, meta = m.group(1), m.group(2) or ""
+        name, meta = m.group(1), (m.group(2) or "").rstrip("[]|.")
         if name.startswith("-") and not name.startswith("--") and len(name) > 2:
             continue  # "-fragile-" in prose, not a flag
         if meta and not re.search(r"[A-Z]{2}", meta):
