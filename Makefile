@@ -1,6 +1,8 @@
 # The two commands of the README:
 #   make lab   installs what is missing, builds, runs the main job, says where the report is
 #   make test  installs what is missing, builds (-Werror), runs every test, then again under ASan/UBSan
+#   make install   builds the installed parts and installs them (PREFIX, DESTDIR: docs/install.md)
+#   make uninstall removes what install put (the build directory's install_manifest.txt)
 # CUDA=AUTO (default) builds the CUDA backend only where nvcc and a GPU are found;
 # CUDA=ON builds it whenever nvcc is found, CUDA=OFF never (CMake's DRIFT_CUDA).
 BUILD      ?= build
@@ -8,10 +10,15 @@ BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc)
 LAB_OUT    ?= lab
 CUDA       ?= AUTO
+# GNU conventions: prefix (or PREFIX) is compiled in (where the installed binary
+# looks for its data, share/driftbench); DESTDIR stages the install elsewhere
+prefix     ?= /usr/local
+PREFIX     ?= $(prefix)
+DESTDIR    ?=
 
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps configure build build-cli build-asan test test-fast test-asan lab bench clean
+.PHONY: all deps configure build build-cli build-asan test test-fast test-asan lab bench clean install uninstall
 all: build
 
 # the test targets also install PyTorch (the PyTorch server's e2e test); lab does not pay for it
@@ -21,7 +28,8 @@ deps:
 	@bash scripts/install-deps.sh $(if $(filter test test-fast test-asan,$(MAKECMDGOALS)),--test)
 
 configure: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFT_WERROR=ON -DDRIFT_CUDA=$(CUDA) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRIFT_WERROR=ON -DDRIFT_CUDA=$(CUDA) \
+	  -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -50,6 +58,14 @@ lab: build-cli
 
 bench: build
 	@bash bench/run.sh $(BUILD)
+
+# the installed parts only (not the tests and benches), then cmake --install
+install: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target driftbench_install_parts
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
+
+uninstall:
+	@DESTDIR="$(DESTDIR)" cmake --build $(BUILD) --target uninstall
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

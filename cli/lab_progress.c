@@ -127,6 +127,7 @@ static void print_models(const drift_lab_result *r, int full) {
     else if (!full && !s->n_fragile)
         printf(" (no \"-fragile-\" model in the folder: robust models only)");
     printf("\n");
+    if (s->models_from) printf("models: %s (%s)\n", cli_safe(s->models_dir), s->models_from);
 }
 
 /* The design: DIR, the matrix files, the matrix line. */

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian (bookworm) packages DriftBench builds and tests with,
 # only those that are missing. Safe to run again; does nothing when all are present.
-# Usage: scripts/install-deps.sh [--optional] [--test]
+# Usage: scripts/install-deps.sh [--optional] [--test] [--package]
 #   --optional adds the python comparison stack and chromium used by benchmarks and the report test
 #   --test     adds what only the test suite needs: PyTorch for the PyTorch server's end-to-end test
 #              (tools/torch_server, tests/e2e/torch_server.sh), Slurm and munge for the job-array test
 #              (tests/e2e/slurm_array.sh starts its own single-node cluster; about 3 MB to download),
 #              chromium for the results browser's DOM test (tests/e2e/view_chromium.sh, skipped without it);
-#              `make test` passes it, `make lab` does not
+#              `make test` passes it, `make lab` does not; and Debian's pandas, setuptools, wheel, pip and venv
+#              and psycopg2 for the Python package's tests (tests/e2e/python_package.sh, python_postgres.sh)
+#   --package  adds what building the Debian package needs (dpkg-buildpackage, debhelper, lintian:
+#              tests/e2e/deb_package.sh, docs/packaging.md); nobody else pays for it
 # On a system without apt-get and dpkg (not Debian or Ubuntu) it installs
 # nothing: it prints the Debian packages needed beside their names on Fedora
 # (dnf), Arch (pacman) and Homebrew where known, the install command for the
@@ -23,10 +26,15 @@ need=(build-essential cmake pkg-config git
 for arg in "$@"; do
   case "$arg" in
     --optional) need+=(python3-statsmodels python3-sklearn python3-xgboost python3-numpy chromium) ;;
-    --test) need+=(python3-torch python3-numpy slurmctld slurmd slurm-client munge postgresql chromium) ;;
-    *) echo "install-deps: unknown option '$arg' (--optional, --test)" >&2; exit 2 ;;
+    --test) need+=(python3-torch python3-numpy slurmctld slurmd slurm-client munge postgresql chromium)
+            need+=(python3-pandas python3-setuptools python3-wheel python3-pip python3-venv python3-psycopg2) ;;
+    --package) need+=(dpkg-dev debhelper lintian fakeroot) ;;
+    *) echo "install-deps: unknown option '$arg' (--optional, --test, --package)" >&2; exit 2 ;;
   esac
 done
+# --test: groff and man for the install tree's test, which lints the generated man pages
+# (tests/e2e/install_tree.sh: groff -ww, man -l; skipped without them)
+for arg in "$@"; do [ "$arg" != --test ] || need+=(groff-base man-db); done
 if [ "${DRIFT_SKIP_DEPS:-0}" = 1 ]; then
   echo "install-deps: DRIFT_SKIP_DEPS=1: not checking the packages (CMake names what is missing)" >&2
   exit 0
@@ -70,6 +78,15 @@ equiv() {
     slurm-client)         echo "slurm|slurm-llnl|-" ;;
     munge)                echo "munge|munge|-" ;;
     postgresql)           echo "postgresql-server|postgresql|postgresql@16" ;;
+    python3-pandas)       echo "python3-pandas|python-pandas|-" ;;
+    python3-setuptools)   echo "python3-setuptools|python-setuptools|-" ;;
+    python3-wheel)        echo "python3-wheel|python-wheel|-" ;;
+    python3-pip)          echo "python3-pip|python-pip|-" ;;
+    python3-venv)         echo "python3|python|python" ;;
+    python3-psycopg2)     echo "python3-psycopg2|python-psycopg2|-" ;;
+    dpkg-dev|debhelper|lintian|fakeroot) echo "-|-|- (Debian packaging)" ;;
+    groff-base)           echo "groff-base|groff|groff" ;;
+    man-db)               echo "man-db|man-db|-" ;;
     *)                    echo "-|-|-" ;;
   esac
 }

@@ -299,6 +299,9 @@ DRIFT_API double drift_default_budget(drift_workload wl);
 /* Defaults: every workload's default budget, the interval rule, at most 5%
  * of pairs left out; SDR 0.30; risk on. */
 DRIFT_API void drift_compare_opts_default(drift_compare_opts *o);
+/* sizeof(drift_compare_opts), for bindings that allocate it without this
+ * header (python/driftbench/library.py). */
+DRIFT_API size_t drift_compare_opts_size(void);
 /* Parses "math=1,safety=0.5" (percent) into o->budget. */
 DRIFT_API drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec, drift_error *err);
 

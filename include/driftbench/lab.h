@@ -77,7 +77,7 @@ extern "C" {
 
 typedef struct drift_lab_opts {
     int full;                  /* 1 = --full: every axis crossed on every model; 0 = --quick (lab_design.c) */
-    const char *models_dir;    /* NULL: models/, then the test fixtures */
+    const char *models_dir;    /* NULL: models/ under the data roots, then the test fixtures */
     long limit;                /* prompts per suite; <= 0: the mode's sizes */
     long long_prompts;         /* --quick's long-context prompts (--long N); <= 0: limit, else DRIFT_LAB_QUICK_LONG */
     int max_tokens;            /* new tokens per answer; <= 0: DRIFT_LAB_FULL_TOKENS / _QUICK_TOKENS */
@@ -147,6 +147,9 @@ typedef struct drift_lab_study {
     size_t n_found;            /* found in the folder */
     size_t n_fragile;          /* of the study's, those named "-fragile-" (they come first) */
     int fixtures;              /* 1: the test fixtures, whose answers are noise */
+    char models_dir[4096];     /* the folder the models came from (absolute) */
+    const char *models_from;   /* how it was found: "--models", "DRIFT_DATA_DIR", "working directory",
+                                * "installed", "test fixtures" or "source tree" (drift_data_find) */
     int with_safety;           /* 1: a guard opens, safety is a suite */
     char safety_reason[512];   /* why not, when with_safety == 0 */
     char *embedder;            /* the chat embedder spec (malloc'd) */
@@ -159,9 +162,11 @@ typedef struct drift_lab_study {
 } drift_lab_study;
 
 /* Finds the models: opts->models_dir's *.gguf, or when it is NULL
- * models/'s, else the test fixtures (./tests/data/models,
- * $DRIFT_SOURCE/tests/data/models, or ../tests/data/models beside the
- * executable; s->fixtures = 1). Ordered: names holding "-fragile-" first,
+ * models/ under the data roots (drift_data_find's order: $DRIFT_DATA_DIR,
+ * the working directory, the installed datadir), else the test fixtures
+ * (./tests/data/models, $DRIFT_SOURCE/tests/data/models, or
+ * ../tests/data/models beside the executable; s->fixtures = 1), else the
+ * source tree's models/; s->models_dir and s->models_from say which. Ordered: names holding "-fragile-" first,
  * then the others, each group by name; both modes keep the first
  * DRIFT_LAB_QUICK_MODELS (the paper's three models). Copies opts
  * into s. DRIFT_ERR_NOT_FOUND with the message the user reads when there

@@ -84,6 +84,8 @@ typedef struct cmp_owner {
     drift_tokdiv_report kl;
 } cmp_owner;
 
+size_t drift_compare_opts_size(void) { return sizeof(drift_compare_opts); }
+
 void drift_compare_opts_default(drift_compare_opts *o) {
     memset(o, 0, sizeof *o);
     for (int i = 0; i < DRIFT_WL_COUNT; i++) o->budget[i] = drift_default_budget((drift_workload)i);

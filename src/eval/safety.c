@@ -88,8 +88,9 @@
  * context (a very long request) is an evaluator error for that pair, not a
  * verdict. It runs on the embedded engine's fixed profile "ref" whatever
  * the stack under test, so the judge does not drift. Its file is found in
- * this order: $DRIFT_GUARD_MODEL, ./models/guard/, $DRIFT_SOURCE/models/guard/,
- * the source tree it was built from. */
+ * this order: $DRIFT_GUARD_MODEL, then models/guard/ under the data roots
+ * (drift_data_find, install.h: $DRIFT_DATA_DIR, ./, the installed datadir,
+ * $DRIFT_SOURCE, the source tree it was built from). */
 #include <ctype.h>
 #include <jansson.h>
 #include <math.h>
@@ -100,6 +101,7 @@
 #include <unistd.h>
 
 #include "driftbench/eval.h"
+#include "driftbench/install.h"
 #include "eval/evaluator.h"
 #include "driftbench/model.h"
 #include "driftbench/profile.h"
@@ -295,19 +297,13 @@ struct drift_guard {
     char *name;
 };
 
-/* The built-in guard's file: the first of the documented places that exists. */
+/* The built-in guard's file: $DRIFT_GUARD_MODEL, else the first data root
+ * that has it (drift_data_find: $DRIFT_DATA_DIR, ./, the installed datadir,
+ * the source tree). */
 static char *guard_builtin_path(void) {
     const char *env = getenv("DRIFT_GUARD_MODEL");
     if (env && *env) return util_strdup(env);
-    const char *src = getenv("DRIFT_SOURCE");
-    const char *dirs[3] = {".", src && *src ? src : NULL, DRIFT_SOURCE_DIR};
-    for (int i = 0; i < 3; i++) {
-        if (!dirs[i]) continue;
-        char *p = util_asprintf("%s/models/guard/%s", dirs[i], GUARD_FILE);
-        if (!p || access(p, R_OK) == 0) return p;
-        free(p);
-    }
-    return NULL;
+    return drift_data_find("models/guard/" GUARD_FILE, NULL);
 }
 
 /* The single token of text (" safe" / " unsafe") in the guard's vocabulary. */
@@ -326,8 +322,10 @@ static drift_status guard_open_builtin(const char *file, drift_guard **out, drif
     char *path = file ? util_strdup(file) : guard_builtin_path();
     if (!path)
         return drift_error_set(err, DRIFT_ERR_NOT_FOUND,
-                               "built-in guard: models/guard/" GUARD_FILE " not found (here, under $DRIFT_SOURCE or "
-                               "the source tree); set DRIFT_GUARD_MODEL or give --guard 'builtin:PATH.gguf'");
+                               "built-in guard: models/guard/" GUARD_FILE " not found (under $DRIFT_DATA_DIR, here, "
+                               "the installed datadir %s or the source tree); set DRIFT_GUARD_MODEL or give "
+                               "--guard 'builtin:PATH.gguf'",
+                               drift_data_dir_installed());
     drift_numeric_profile prof;
     drift_model *m = NULL;
     drift_status st = drift_profile_get("ref", &prof, err);

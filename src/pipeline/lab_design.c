@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "driftbench/eval.h"
+#include "driftbench/install.h"
 #include "driftbench/lab.h"
 #include "driftbench/profile.h"
 #include "pipeline/lab_internal.h"
@@ -103,15 +104,22 @@ static size_t find_models(const char *dir, drift_lab_study *s) {
     return n;
 }
 
+/* Records where the study's models came from. */
+static void models_from(drift_lab_study *s, const char *dir, const char *from) {
+    char real[PATH_MAX];
+    snprintf(s->models_dir, sizeof s->models_dir, "%s", realpath(dir, real) ? real : dir);
+    s->models_from = from;
+}
+
 /* The fixtures: ./tests/data/models, $DRIFT_SOURCE/..., or next to the executable's build dir. */
 static size_t find_fixtures(drift_lab_study *s) {
     size_t n = find_models("tests/data/models", s);
-    if (n) return n;
+    if (n) return models_from(s, "tests/data/models", "test fixtures"), n;
     const char *src = getenv("DRIFT_SOURCE");
     if (src) {
         char d[PATH_MAX];
         snprintf(d, sizeof d, "%s/tests/data/models", src);
-        if ((n = find_models(d, s))) return n;
+        if ((n = find_models(d, s))) return models_from(s, d, "test fixtures"), n;
     }
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -122,8 +130,34 @@ static size_t find_fixtures(drift_lab_study *s) {
             *slash = 0;
             char d[PATH_MAX + 32];
             snprintf(d, sizeof d, "%s/../tests/data/models", exe);
-            if ((n = find_models(d, s))) return n;
+            if ((n = find_models(d, s))) return models_from(s, d, "test fixtures"), n;
         }
+    }
+    return 0;
+}
+
+/* The shipped models: models/ under the data roots (util/datadir.c's
+ * order), the test fixtures coming before the source tree's roots (a
+ * build-tree binary run from elsewhere gets the fixtures, as before the
+ * install rules). 1 with s->fixtures set when the fixtures were taken. */
+static size_t find_default_models(drift_lab_study *s) {
+    char root[PATH_MAX], d[PATH_MAX + 16];
+    const char *from = NULL;
+    int fixtures_tried = 0;
+    for (int i = 0; !drift_data_root(i, root, sizeof root, &from); i++) {
+        if (!fixtures_tried && !strcmp(from, "source tree")) {
+            fixtures_tried = 1;
+            size_t n = find_fixtures(s);
+            if (n) return s->fixtures = 1, n;
+        }
+        if (!root[0]) continue;
+        snprintf(d, sizeof d, "%s/models", root);
+        size_t n = find_models(d, s);
+        if (n) return models_from(s, d, from), n;
+    }
+    if (!fixtures_tried) {
+        size_t n = find_fixtures(s);
+        if (n) return s->fixtures = 1, n;
     }
     return 0;
 }
@@ -135,14 +169,16 @@ drift_status drift_lab_models_find(drift_lab_study *s, const drift_lab_opts *opt
     /* the stochastic leg's figures are over the math prompts the main leg's
      * deterministic runs answered too: --quick samples no more than those */
     if (!opts->full && opts->limit <= 0 && s->stoch_prompts > DRIFT_LAB_QUICK_MATH) s->stoch_prompts = DRIFT_LAB_QUICK_MATH;
-    size_t n = find_models(opts->models_dir ? opts->models_dir : "models", s);
-    if (!n) {
-        if (opts->models_dir) return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "no *.gguf model in %s", opts->models_dir);
-        if (!find_fixtures(s))
-            return drift_error_set(err, DRIFT_ERR_NOT_FOUND,
-                                   "no shipped models in models/ and no test fixtures (tests/data/models) found; run "
-                                   "from the repository root or give --models DIR");
-        s->fixtures = 1;
+    if (opts->models_dir) {
+        if (!find_models(opts->models_dir, s))
+            return drift_error_set(err, DRIFT_ERR_NOT_FOUND, "no *.gguf model in %s", opts->models_dir);
+        models_from(s, opts->models_dir, "--models");
+    } else if (!find_default_models(s)) {
+        return drift_error_set(err, DRIFT_ERR_NOT_FOUND,
+                               "no shipped models found (models/ under $DRIFT_DATA_DIR, the working directory, the "
+                               "installed datadir %s or the source tree) and no test fixtures (tests/data/models); "
+                               "give --models DIR or set DRIFT_DATA_DIR",
+                               drift_data_dir_installed());
     }
     s->n_found = s->n_models;
     order_models(s);

@@ -49,7 +49,9 @@ json_t *report_json_str(const char *s);
 json_t *report_json_load(const char *text);
 /* json_dumps(root, flags) hardened (util_json_harden: C1 and bidi
  * controls, "##[" as \u escapes; the same data) and "\n"; NULL when
- * root is NULL or out of memory. root is not released. */
+ * root is NULL or out of memory. root is not released. Every caller dumps
+ * a whole document: an object root is written with "schema_version":
+ * DRIFT_JSON_SCHEMA_VERSION (report.h) as its first key. */
 char *report_json_dump(json_t *root, size_t flags);
 
 /* ---- the gate's decision in words (decision_render.c) ---- */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driftbench/report.h"
 #include "report/report_internal.h"
 #include "util/sanitize.h"
 
@@ -75,8 +76,21 @@ json_t *report_json_load(const char *text) {
     return j;
 }
 
+/* See report.h. */
+int drift_json_schema_version(void) { return DRIFT_JSON_SCHEMA_VERSION; }
+
 char *report_json_dump(json_t *root, size_t flags) {
-    char *s = root ? json_dumps(root, flags) : NULL;
+    /* a document (an object) gets "schema_version" as its first key, then
+     * root's keys in their order (report.h, DRIFT_JSON_SCHEMA_VERSION) */
+    json_t *doc = json_is_object(root) ? json_object() : json_incref(root);
+    if (doc && json_is_object(root) &&
+        (json_object_set_new(doc, "schema_version", json_integer(DRIFT_JSON_SCHEMA_VERSION)) ||
+         json_object_update(doc, root))) {
+        json_decref(doc);
+        doc = NULL;
+    }
+    char *s = doc ? json_dumps(doc, flags) : NULL;
+    json_decref(doc);
     char *h = s ? util_json_harden(s) : NULL;
     char *line = h ? util_asprintf("%s\n", h) : NULL;
     free(s);

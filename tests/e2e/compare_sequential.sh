@@ -38,7 +38,7 @@ check '[ $rc -eq 1 ]' "budget 1%: exit 1 (got $rc)"
 check 'python3 -c "
 import json,sys
 d=json.load(open(sys.argv[1]))
-assert list(d)[0]==\"verdict\", list(d)
+assert list(d)[:2]==[\"schema_version\",\"verdict\"] and d[\"schema_version\"]==1, list(d)
 w=[x for x in d[\"workloads\"] if x[\"workload\"]==\"math\"][0]
 assert d[\"verdict\"]==\"block\" and d[\"summary\"]==\"BLOCK (exit 1): math (stopped early)\", d[\"summary\"]
 assert w[\"gated\"] and w[\"verdict\"]==\"block\" and w[\"reason\"]==\"rate\" and w[\"early\"] and w[\"n\"]==4, w

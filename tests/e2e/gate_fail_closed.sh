@@ -141,7 +141,7 @@ check '[ "$vline" = 5 ] && [ -n "$tline" ] && [ "$vline" -lt "$tline" ] && [ "$(
 check '[ $rc -eq 1 ] && python3 -c "
 import json,sys
 d=json.load(open(sys.argv[1]))
-assert list(d)[:2]==[\"verdict\",\"decision\"], list(d)[:3]
+assert list(d)[:3]==[\"schema_version\",\"verdict\",\"decision\"], list(d)[:3]
 assert d[\"verdict\"]==\"block\" and d[\"decision\"][\"verdict\"]==\"block\" and d[\"decision\"][\"exit_code\"]==1, d[\"decision\"]
 w=d[\"decision\"][\"workloads\"][0]
 assert w[\"workload\"]==\"math\" and w[\"reason\"]==\"rate\" and w[\"budget\"]==0.02 and w[\"ci95\"][0]>0.02, w

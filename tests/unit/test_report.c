@@ -94,10 +94,13 @@ static void test_json(void **state) {
     json_error_t je;
     json_t *root = json_loads(s, 0, &je);
     assert_non_null(root);
-    static const char *const top[] = {"verdict", "decision", "baseline", "target", "taxonomy", "workloads", NULL};
+    static const char *const top[] = {"schema_version", "verdict", "decision", "baseline",
+                                      "target", "taxonomy", "workloads", NULL};
     assert_true(key_set_is(root, top));
-    /* the decision leads: "verdict" is the first key, then its object */
-    static const char lead[] = "{\n  \"verdict\": \"block\",\n  \"decision\": {";
+    /* the schema version first (docs/json-schema.md), then the decision leads:
+     * "verdict", then its object */
+    static const char lead[] = "{\n  \"schema_version\": 1,\n  \"verdict\": \"block\",\n  \"decision\": {";
+    assert_int_equal(json_integer_value(json_object_get(root, "schema_version")), DRIFT_JSON_SCHEMA_VERSION);
     assert_true(!strncmp(s, lead, sizeof lead - 1));
     json_t *dec = json_object_get(root, "decision");
     static const char *const dec_keys[] = {"verdict", "exit_code", "summary", "rule", "confidence", "max_left_out",

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# deb_package.sh - the Debian package (debian/, docs/packaging.md) built from
+# this tree and used: dpkg-buildpackage -us -uc -b (DEB_BUILD_OPTIONS=nocheck
+# unless set: the package build compiles only what it ships) in a copy of the
+# tree, then
+#   - dpkg-deb -c: each package holds what it should (the CLI and its man
+#     pages in driftbench, libdriftbench.so.0 in libdriftbench0, the headers,
+#     the static library and driftbench.pc in libdriftbench-dev, the models in
+#     driftbench-data);
+#   - lintian: no error;
+#   - as root (or with sudo -n): apt install ./driftbench_*.deb
+#     ./driftbench-data_*.deb ./libdriftbench*.deb, then the installed
+#     /usr/bin/driftbench runs `lab --quick` small (--limit 1, 8 new tokens)
+#     from an empty directory (its models from /usr/share/driftbench), a C
+#     program builds against the installed library with pkg-config and
+#     runs, then the packages are removed (apt purge) and nothing is left.
+# Slow (a whole build from nothing), so it runs only with DRIFT_TEST_PACKAGE=1
+# (exit 77 otherwise) and prints the time of each step. Needs dpkg-dev,
+# debhelper, lintian and the Build-Depends (scripts/install-deps.sh --package).
+. "$(dirname "$0")/lib.sh"
+[ "${DRIFT_TEST_PACKAGE:-0}" = 1 ] || skip_all "the package build is slow: DRIFT_TEST_PACKAGE=1 runs it"
+for c in dpkg-buildpackage dh lintian dpkg-deb git; do
+  command -v "$c" > /dev/null || skip_all "no $c (scripts/install-deps.sh --package installs dpkg-dev, debhelper, lintian)"
+done
+t0=$(date +%s)
+lap() { local now; now=$(date +%s); echo "deb_package: $1: $((now - t0)) s"; t0=$now; }
+
+# the tree as it is (tracked and untracked files, not ignored ones: no build dir)
+src=$T/pkg/driftbench-0.1.0
+mkdir -p "$src"
+git -C "$S" ls-files -z --cached --others --exclude-standard | (cd "$S" && xargs -0 -r cp --parents -t "$src" 2> /dev/null)
+[ -f "$src/debian/control" ] || fail "the copy of the tree has no debian/control"
+export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-nocheck parallel=$(nproc)}
+(cd "$src" && dpkg-buildpackage -us -uc -b) > "$T/build.log" 2>&1 || { tail -40 "$T/build.log"; fail "dpkg-buildpackage -us -uc -b"; }
+lap "dpkg-buildpackage -us -uc -b ($DEB_BUILD_OPTIONS)"
+cd "$T/pkg" || fail "cd $T/pkg"
+for p in driftbench driftbench-data libdriftbench0 libdriftbench-dev; do
+  ls ${p}_*.deb > /dev/null 2>&1 || fail "no ${p}_*.deb: $(ls)"
+done
+has() { dpkg-deb -c "$1"_*.deb | awk '{print $6}' | grep -Eq "$2"; }
+check 'has driftbench "^\./usr/bin/driftbench$"' "driftbench holds /usr/bin/driftbench"
+check 'has driftbench "^\./usr/share/man/man1/driftbench.*\.1\.gz$"' "driftbench holds driftbench(1)"
+check 'has driftbench "^\./usr/share/bash-completion/"' "driftbench holds the bash completion"
+check 'has libdriftbench0 "^\./usr/lib/[^/]+/libdriftbench\.so\.0"' "libdriftbench0 holds libdriftbench.so.0"
+check '! has libdriftbench0 "\.a$|/include/"' "libdriftbench0 holds no development files"
+check 'has libdriftbench-dev "^\./usr/include/driftbench/compare\.h$"' "libdriftbench-dev holds the headers"
+check 'has libdriftbench-dev "/libdriftbench\.a$" && has libdriftbench-dev "/pkgconfig/driftbench\.pc$"' \
+  "libdriftbench-dev holds the static library and driftbench.pc"
+check 'has driftbench-data "^\./usr/share/driftbench/models/.*\.gguf$"' "driftbench-data holds the models"
+dpkg-deb -x libdriftbench0_*.deb "$T/x"
+so=$(find "$T/x" -type f -name 'libdriftbench.so.0.*' | head -1)
+check '[ -n "$so" ] && objdump -p "$so" | grep -q "SONAME *libdriftbench.so.0$"' "the library's SONAME is libdriftbench.so.0: $(objdump -p "$so" 2>&1 | grep SONAME)"
+check '[ -n "$so" ] && ! objdump -T "$so" | awk "\$4 == \".text\" {print \$7}" | grep -v "^drift_" | grep -q .' \
+  "the library exports drift_ functions only: $(objdump -T "$so" | awk '$4 == ".text" {print $7}' | grep -v '^drift_' | head -3)"
+lintian --fail-on error ./*.changes > "$T/lintian.log" 2>&1; lrc=$?
+check '[ $lrc -eq 0 ]' "lintian: errors (rc $lrc): $(grep '^E:' "$T/lintian.log" | head -20)"
+echo "lintian: $(grep -c '^E:' "$T/lintian.log") errors, $(grep -c '^W:' "$T/lintian.log") warnings"
+lap "contents and lintian"
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+  sudo -n true 2> /dev/null || { skip "installing the packages needs root (or sudo -n)"; finish; exit; }
+  SUDO="sudo -n"
+fi
+if dpkg-query -W -f='${Status}' driftbench 2> /dev/null | grep -q "install ok installed"; then
+  skip "driftbench is already installed here: not replacing it"
+  finish
+  exit
+fi
+on_exit() { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq driftbench driftbench-data libdriftbench0 libdriftbench-dev > /dev/null 2>&1; }
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  ./driftbench_*.deb ./driftbench-data_*.deb ./libdriftbench0_*.deb ./libdriftbench-dev_*.deb > "$T/apt.log" 2>&1 ||
+  { cat "$T/apt.log"; fail "apt install ./driftbench_*.deb ..."; }
+lap "apt install"
+mkdir -p "$T/run" && cd "$T/run" || fail "cd $T/run"
+/usr/bin/driftbench lab --quick --out lab --limit 1 --max-tokens 8 > lab.out 2>&1; rc=$?
+check '[ $rc -eq 0 ] && [ -s lab/report.html ] && [ -s lab/flip_rates.csv ]' "installed driftbench lab --quick (rc $rc): $(tail -5 lab.out)"
+check '! grep -q "using the test fixtures" lab.out' "the installed lab found the shipped models, not the fixtures: $(grep -m1 models lab.out)"
+lap "lab --quick --limit 1"
+cat > v.c <<'C'
+#include <driftbench/compare.h>
+#include <driftbench/report.h>
+#include <stdio.h>
+int main(void) {
+    double lo, hi;
+    long more;
+    drift_decision_reason why;
+    drift_decision d = drift_gate_decide(0, 1000, 0, 0.02, DRIFT_DECIDE_INTERVAL, 0.05, &lo, &hi, &more, &why);
+    printf("%s %d %d\n", drift_decision_name(d), drift_decision_exit_code(d), drift_json_schema_version());
+    return 0;
+}
+C
+# shellcheck disable=SC2046  # pkg-config's words are separate arguments
+cc -o v v.c $(pkg-config --cflags --libs driftbench) > cc.log 2>&1; crc=$?
+check '[ $crc -eq 0 ] && [ "$(./v)" = "deploy 0 1" ]' "a C program against the installed library (rc $crc): $(cat cc.log) $(./v 2>&1)"
+check 'ldd ./v | grep -Eq "libdriftbench.so.0 => (/usr)?/lib/[^ ]*/libdriftbench.so.0 "' "it loads the installed libdriftbench.so.0: $(ldd ./v | grep drift)"
+cd "$T" || fail "cd $T"
+on_exit
+check '! dpkg-query -W driftbench > /dev/null 2>&1 || ! dpkg-query -W -f="\${Status}" driftbench | grep -q "ok installed"' "apt purge removed driftbench"
+check '[ ! -e /usr/bin/driftbench ] && [ ! -e /usr/share/driftbench ]' "nothing left in /usr"
+lap "C program, purge"
+finish

@@ -1,0 +1,47 @@
+# uninstall.cmake - removes what `cmake --install` put, as install_manifest.txt
+# lists it (under $DESTDIR when set, as install did), then the folders
+# install made that are left empty (share/driftbench/..., include/driftbench).
+# cmake -DMANIFEST=build/install_manifest.txt -DPREFIX=/usr/local -P tools/install/uninstall.cmake
+if(NOT MANIFEST OR NOT EXISTS "${MANIFEST}")
+  message(FATAL_ERROR "no install manifest (${MANIFEST}): nothing was installed from this build directory")
+endif()
+file(STRINGS "${MANIFEST}" files)
+set(dirs "")
+set(removed 0)
+foreach(f IN LISTS files)
+  set(p "$ENV{DESTDIR}${f}")
+  if(IS_SYMLINK "${p}" OR EXISTS "${p}")
+    file(REMOVE "${p}")
+    if(IS_SYMLINK "${p}" OR EXISTS "${p}")
+      message(FATAL_ERROR "cannot remove ${p}")
+    endif()
+    math(EXPR removed "${removed} + 1")
+  else()
+    message(STATUS "already gone: ${p}")
+  endif()
+  get_filename_component(d "${p}" DIRECTORY)
+  list(APPEND dirs "${d}")
+endforeach()
+# folders of our own under the prefix (a path part named driftbench:
+# share/driftbench/models/guard, include/driftbench, share/doc/driftbench),
+# emptied: removed upwards; shared ones (bin, lib, man1) stay
+set(top "$ENV{DESTDIR}${PREFIX}")
+string(LENGTH "${top}" top_len)
+list(REMOVE_DUPLICATES dirs)
+list(SORT dirs ORDER DESCENDING)
+foreach(d IN LISTS dirs)
+  while(IS_DIRECTORY "${d}")
+    string(FIND "${d}/" "${top}/" at)
+    if(NOT at EQUAL 0)
+      break()
+    endif()
+    string(SUBSTRING "${d}" ${top_len} -1 rel)
+    file(GLOB left "${d}/*")
+    if(left OR NOT rel MATCHES "/driftbench(/|$)")
+      break()
+    endif()
+    file(REMOVE_RECURSE "${d}")   # empty
+    get_filename_component(d "${d}" DIRECTORY)
+  endwhile()
+endforeach()
+message(STATUS "uninstalled: ${removed} file(s) removed")
