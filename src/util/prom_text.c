@@ -89,6 +89,8 @@ static int put_value(util_buf *b, double v) {
     if (isnan(v)) return buf_puts(b, "NaN");
     if (isinf(v)) return buf_puts(b, v > 0 ? "+Inf" : "-Inf");
     char tmp[40];
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) /* an integer (counts): its digits, not 1e+03 */
+        return buf_printf(b, "%.0f", v);
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*g", prec, v);
         if (strtod(tmp, NULL) == v) break;
