@@ -7,7 +7,7 @@
  *
  * 1. False alarms: R streams of T observations whose flips are independent
  *    at 0.8x and 1.0x the budget (the worst null), and R whose chance moves
- *    with the past (budget after a flip, budget/4 after none), each with
+ *    with the past (the budget after a non-flip, half of it after a flip), each with
  *    the Clopper-Pearson 95% interval of its false-alarm rate. Beside it,
  *    in the same streams: the sequential gate's bettor (sequential.c's
  *    Kelly stake from the shrunk rate, the budget as a with-replacement
@@ -93,7 +93,7 @@ static void nulls(long streams, long horizon, util_rng *rng) {
             bettor k = {0};
             int cleared = 0, wil = 0, last = 0;
             for (long t = 0; t < horizon; t++) {
-                double p = rows[r].moving ? (last ? g_budget : g_budget / 4) : rows[r].mult * g_budget;
+                double p = rows[r].moving ? (last ? g_budget / 2 : g_budget) : rows[r].mult * g_budget;
                 last = util_rng_uniform(rng) < p;
                 if (a.state != DRIFT_ALARM_FIRING) drift_alarm_add(&a, last);
                 cleared |= a.state == DRIFT_ALARM_CLEAR;

@@ -207,18 +207,17 @@ int drift_alarm_describe(const drift_alarm *a, drift_buf *out) {
     double lo, hi;
     drift_alarm_bounds(a, &lo, &hi);
     double rate = a->n ? (double)a->flips / (double)a->n : 0.0;
-    const char *rel = a->state == DRIFT_ALARM_FIRING ? "alarm" : a->state == DRIFT_ALARM_CLEAR ? "<" : "holds";
-    int rc = drift_buf_printf(out, "%s: %s after %lld pairs: %lld flips, rate %.2f%%, %g%% confidence sequence "
-                                   "[%.2f%%, %.2f%%]",
-                              a->name, a->state == DRIFT_ALARM_FIRING ? "ALARM" : drift_alarm_state_name(a->state),
-                              (long long)a->n, (long long)a->flips, 100 * rate, 100 * (1 - a->alpha), 100 * lo,
-                              100 * hi);
-    if (rc) return rc;
-    if (a->state == DRIFT_ALARM_FIRING)
+    int firing = a->state == DRIFT_ALARM_FIRING;
+    if (drift_buf_printf(out, "%s: %s after %lld pairs: %lld flips, rate %.2f%%, %g%% confidence sequence "
+                              "[%.2f%%, %.2f%%]",
+                         a->name, firing ? "ALARM" : drift_alarm_state_name(a->state), (long long)a->n,
+                         (long long)a->flips, 100 * rate, 100 * (1 - a->alpha), 100 * lo, 100 * hi))
+        return -1;
+    if (firing)
         return drift_buf_printf(out, " (raised at %lld pairs) > budget %.2f%%", (long long)a->raised_at,
                                 100 * a->budget);
-    if (!strcmp(rel, "<")) return drift_buf_printf(out, " < budget %.2f%%", 100 * a->budget);
-    return drift_buf_printf(out, " holds budget %.2f%%", 100 * a->budget);
+    return drift_buf_printf(out, " %s budget %.2f%%", a->state == DRIFT_ALARM_CLEAR ? "<" : "holds",
+                            100 * a->budget);
 }
 
 /* ---- JSON snapshot ---- */
@@ -272,11 +271,13 @@ static drift_status from_obj(json_t *o, drift_alarm *a, drift_error *err) {
     if (strcmp(method, "beta-binomial mixture"))
         return drift_error_set(err, DRIFT_ERR_INVALID, "alarm snapshot: method \"%s\" (this build has "
                                                        "\"beta-binomial mixture\")", method);
-    drift_status rc = drift_alarm_init(&t, name, budget, alpha, err);
+    int64_t n = t.n, flips = t.flips, raised = t.raised_at, cleared = t.cleared_at;
+    drift_status rc = drift_alarm_init(&t, name, budget, alpha, err); /* checks the name, budget, alpha */
     if (rc) return rc;
-    if (get_int(o, "n", &t.n) || get_int(o, "flips", &t.flips) || get_int(o, "raised_at", &t.raised_at) ||
-        get_int(o, "cleared_at", &t.cleared_at))
-        return drift_error_set(err, DRIFT_ERR_INTERNAL, "alarm snapshot: counts vanished");
+    t.n = n;
+    t.flips = flips;
+    t.raised_at = raised;
+    t.cleared_at = cleared;
     if (!prior_ok(pa, pb))
         return drift_error_set(err, DRIFT_ERR_INVALID, "alarm snapshot %s: prior Beta(%g, %g) needs both > 0",
                                name, pa, pb);

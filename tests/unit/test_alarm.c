@@ -95,7 +95,7 @@ typedef struct null_run {
 } null_run;
 
 /* streams of len observations; the flip chance of each is rate, or with
- * moving = 1, budget after a flip and budget/4 after a non-flip. */
+ * moving = 1, the budget after a non-flip and half of it after a flip. */
 static null_run nulls(int streams, long len, double rate, int moving, util_rng *rng) {
     null_run r = {0, 0, 0};
     for (int i = 0; i < streams; i++) {
@@ -104,7 +104,7 @@ static null_run nulls(int streams, long len, double rate, int moving, util_rng *
         assert_int_equal(drift_alarm_init(&a, "null", BUDGET, ALPHA, &err), DRIFT_OK);
         int cleared = 0, naive = 0, last = 0;
         for (long t = 0; t < len && a.state != DRIFT_ALARM_FIRING; t++) {
-            double p = moving ? (last ? BUDGET : BUDGET / 4) : rate;
+            double p = moving ? (last ? BUDGET / 2 : BUDGET) : rate;
             last = util_rng_uniform(rng) < p;
             drift_alarm_add(&a, last);
             cleared |= a.state == DRIFT_ALARM_CLEAR;
