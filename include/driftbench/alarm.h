@@ -17,7 +17,9 @@
  * <= alpha if every chance is at least the budget. For a constant rate p,
  * [lo, hi] covers p at every step at once with probability >= 1 - alpha.
  * Classes are separate alarms, each at its own alpha (k classes: up to
- * k * alpha for any of them, by the union bound). */
+ * k * alpha for any of them, by the union bound). An alarm is plain data
+ * with no lock: a caller with several threads serialises the calls on one
+ * alarm (the functions touch no global state: lgamma_r, not lgamma). */
 #ifndef DRIFTBENCH_ALARM_H
 #define DRIFTBENCH_ALARM_H
 
