@@ -298,7 +298,7 @@ static drift_status from_obj(json_t *o, drift_alarm *a, drift_error *err) {
         return drift_error_set(err, DRIFT_ERR_INVALID,
                                "alarm snapshot %s: state %s does not match raised_at %lld, cleared_at %lld", name,
                                state, (long long)t.raised_at, (long long)t.cleared_at);
-    *a = t;
+    memcpy(a, &t, sizeof t); /* padding too: a snapshot read back compares equal byte for byte */
     return DRIFT_OK;
 }
 
