@@ -3,7 +3,7 @@
 cannot drift from it: driftbench(1) from `driftbench --help` (the command
 list, global flags, exit codes) and driftbench-COMMAND(1) from each
 `driftbench COMMAND --help`. driftbench-formats(5) is a source file
-(man/driftbench-formats.5) copied beside them.
+(man/driftbench-formats.5) copied beside them, @VERSION@ in it replaced.
 
     gen_man.py BUILD/driftbench OUTDIR [FORMATS.5]
 
@@ -17,7 +17,6 @@ Run by CMake at build time (target driftbench_docs); no dependency beyond
 python3."""
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -25,7 +24,9 @@ SOURCE_DATE = os.environ.get("SOURCE_DATE_EPOCH")
 
 
 def run(exe, *args):
+    # a sanitizer build generates its docs too: leaks are ctest's to find, not the docs'
     env = dict(os.environ, COLUMNS="80")
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
     p = subprocess.run([exe, *args], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"gen_man.py: {exe} {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
@@ -225,8 +226,11 @@ def main():
         page += [".SH SEE ALSO", "\\fBdriftbench\\fR(1), \\fBdriftbench\\-formats\\fR(5)"]
         write(outdir, f"driftbench-{c}.1", page)
 
-    if formats:
-        shutil.copyfile(formats, os.path.join(outdir, os.path.basename(formats)))
+    if formats:  # the source page, with this build's version in its title line
+        with open(formats, encoding="ascii") as f:
+            text = f.read().replace("@VERSION@", version)
+        with open(os.path.join(outdir, os.path.basename(formats)), "w", encoding="ascii") as f:
+            f.write(text)
 
 
 def write(outdir, name, lines):
