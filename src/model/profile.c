@@ -140,9 +140,10 @@ static const preset FRAMEWORK_PRESETS[] = {
              "multiply; fused_add_rms_norm forms the sum in the dtype, so the norm reads the "
              "rounded residual; silu_and_mul rounds silu(gate) before the product; RoPE in the "
              "dtype (the scalar_t rotary kernel; today's kernel reads a dtype cos/sin cache and "
-             "rounds once: no key expresses that); FlashAttention-3 on Hopper: f32 scores, P "
-             "rounded to the dtype for P.V, online softmax over blocks of 128 keys (paged KV); "
-             "bias in the GEMM epilogue; logits in the dtype",
+             "rounds once, rope=dtype-table, kept out of this baseline: docs/presets.md); "
+             "FlashAttention-3 on Hopper: f32 scores, P rounded to the dtype for P.V, online "
+             "softmax over blocks of 128 keys (paged KV); bias in the GEMM epilogue; logits in "
+             "the dtype",
      "norm=round&addnorm=rounded&swiglu=round&rope=dtype&scores=f32&probs=dtype&bias=fused&"
      "logits=dtype&attn=online:128"},
     {"vllm-compile", "vLLM's default mode (torch.compile with Inductor, custom ops off): RMSNorm, "
