@@ -13,7 +13,11 @@
 # An A/A row runs the baseline a second time (threads=1 instead of 2, the
 # concurrency the other runs use): it must change nothing.
 #
-#   bench/lab_pilot.sh [OUTDIR]      (env: DRIFTBENCH, MODELS, SUITES, LEVELS, CONC)
+# PAIRS (optional, "A:B ..." of levels in LEVELS) adds rows that compare two
+# levels with each other instead of with the baseline (is a level distinct
+# from its nearest neighbour?): texts changed, label flips, both accuracies.
+#
+#   bench/lab_pilot.sh [OUTDIR]      (env: DRIFTBENCH, MODELS, SUITES, LEVELS, CONC, PAIRS)
 #
 # Writes OUTDIR/pilot.db, OUTDIR/pilot.md (the table) and OUTDIR/cmp-*.json.
 # CPU only, modest: --concurrency ${CONC:-2}.
@@ -88,6 +92,38 @@ for w, (n, d) in sorted(changed.items()):
           f"{f('incorrect_to_correct')} | {f('baseline_accuracy', '{:.3f}')} | {f('target_accuracy', '{:.3f}')} | {secs} | {toks / max(float(secs or 1), 1e-9):.0f} |")
 EOF
           done
+        done
+    done
+    for pr in ${PAIRS:-}; do
+        a=${pr%%:*}
+        b=${pr#*:}
+        for m in $MODELS; do
+            mn=$(basename "$m" .gguf)
+            for s in $SUITES; do
+                sn=${s%%\?*}
+                sn=${sn#builtin:}
+                "$BIN" compare --db "$DB" --baseline "$mn-$b-$sn" --target "$mn-$a-$sn" --format json --no-risk \
+                    >"$OUT/pair-$mn-$a-$b-$sn.json" 2>/dev/null || true
+                python3 - "$DB" "$mn-$b-$sn" "$mn-$a-$sn" "$OUT/pair-$mn-$a-$b-$sn.json" "$mn" "$a vs $b" <<'EOF'
+import json, sqlite3, sys
+db, base, lvl, cmpf, model, level = sys.argv[1:]
+c = sqlite3.connect(db)
+q = """select p.workload, count(*), sum(a.text != b.text)
+       from responses a join runs ra on a.run_id = ra.id
+       join responses b on b.prompt_rowid = a.prompt_rowid and b.replicate = a.replicate
+       join runs rb on b.run_id = rb.id join prompts p on p.id = a.prompt_rowid
+       where ra.label = ? and rb.label = ? and a.failed = 0 and b.failed = 0 group by p.workload"""
+try:
+    cmp = {w["workload"]: w for w in json.load(open(cmpf))["workloads"]}
+except Exception:
+    cmp = {}
+for w, n, d in sorted(c.execute(q, (base, lvl))):
+    x = cmp.get(w, {})
+    f = lambda k, fmt="{}": fmt.format(x[k]) if k in x and x[k] is not None else "-"
+    print(f"| {model} | {level} | {w} | {n} | {d} | {f('flips')} | {f('correct_to_incorrect')} | "
+          f"{f('incorrect_to_correct')} | {f('baseline_accuracy', '{:.3f}')} | {f('target_accuracy', '{:.3f}')} | - | - |")
+EOF
+            done
         done
     done
 } >"$OUT/pilot.md"

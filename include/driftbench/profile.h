@@ -91,6 +91,14 @@ typedef enum drift_attn {
     DRIFT_ATTN_ONLINE = 1 /* online softmax over blocks of attn_block */
 } drift_attn;
 
+/* rope= (drift_numeric_profile.rope_lowp): where RoPE rounds. */
+typedef enum drift_rope_round {
+    DRIFT_ROPE_F32 = 0,   /* f32 cos/sin, f32 arithmetic, one rounding at the store */
+    DRIFT_ROPE_DTYPE = 1, /* cos/sin in dtype, each product and sum rounded */
+    DRIFT_ROPE_TABLE = 2  /* "dtype-table": cos/sin rounded to dtype, f32
+                             arithmetic, one rounding at the store */
+} drift_rope_round;
+
 typedef enum drift_exp_impl {
     DRIFT_EXP_LIBM = 0,
     DRIFT_EXP_FAST = 1
@@ -169,13 +177,16 @@ typedef struct drift_numeric_profile {
     int swiglu_round;     /* swiglu=fused|round: 1 = silu(gate) rounded to
                              dtype before the product (HF act_fn(gate)*up,
                              vLLM silu_and_mul); 0 = f32 inside */
-    int rope_lowp;        /* rope=f32|dtype: 1 = cos/sin tables in dtype and
-                             each product and the sum rounded to dtype (HF
+    int rope_lowp;        /* rope=f32|dtype|dtype-table (DRIFT_ROPE_*):
+                             1 dtype = cos/sin tables in dtype and each
+                             product and the sum rounded to dtype (HF
                              rotary; vLLM's older rotary kernel in
-                             scalar_t). 0 = f32 tables and arithmetic, one
-                             rounding (flashinfer). A dtype cos/sin table
-                             with f32 arithmetic (vLLM's kernel today) is
-                             neither: docs/presets.md */
+                             scalar_t); 2 dtype-table = cos/sin tables
+                             rounded to dtype, products and sums in f32,
+                             one rounding at the store (vLLM's rotary
+                             kernel today, and its compiled native RoPE);
+                             0 f32 = f32 tables and arithmetic, one
+                             rounding (flashinfer). docs/presets.md */
     int scores_lowp;      /* scores=f32|dtype: 1 = attention scores q.k*scale
                              rounded to dtype once (eager attention: the
                              QK^T matmul writes dtype; HF then rounds the
@@ -355,7 +366,9 @@ DRIFT_API void drift_profile_hardware(const drift_numeric_profile *p, char *out,
  *   resid_mant         mantissa bits of the residual stream
  *   store_lowp         1 = kernel outputs stored in dtype (store=dtype)
  *   norm_round, addnorm_f32, swiglu_round, rope_lowp, scores_lowp,
- *   probs_lowp, bias_unfused, logits_lowp   the framework flags (0/1)
+ *   probs_lowp, bias_unfused, logits_lowp   the framework flags (0/1;
+ *                      rope_lowp 0.5 for rope=dtype-table: the table
+ *                      rounded, the arithmetic not)
  *   attn_block         positions per online-softmax block (0 = two-pass)
  *   split_k            chunks of the matmul reduction (1 = none)
  *   exp_fast           1 = fast polynomial exp

@@ -1600,7 +1600,13 @@ void num_fast_rope(const drift_numeric_profile *p, float *x, int n_heads, int64_
         cs[i] = cosf(a);
         sn[i] = sinf(a);
     }
-    if (p->rope_lowp) { /* cos/sin in the dtype, each product and sum rounded */
+    if (p->rope_lowp == DRIFT_ROPE_TABLE) { /* cos/sin rounded to the dtype; f32 arithmetic below */
+        drift_dtype dt = num_dtype_of(p);
+        for (int i = 0; i < half; i++) {
+            cs[i] = num_round1(dt, cs[i]);
+            sn[i] = num_round1(dt, sn[i]);
+        }
+    } else if (p->rope_lowp) { /* cos/sin in the dtype, each product and sum rounded */
         drift_dtype dt = num_dtype_of(p);
         for (int i = 0; i < half; i++) {
             cs[i] = num_round1(dt, cs[i]);

@@ -117,6 +117,10 @@ static const preset PRECISION_PRESETS[] = {
               "GPTQ's error feedback), bf16 activations, KV and tensors (GPTQ/AWQ-style W4A16 "
               "g128 as Marlin kernels serve it)",
      "weights=int4&group=128&acts=bf16&kv=bf16&dtype=bf16&store=dtype"},
+    {"w4a16-g32", "int4 weights, symmetric, one f32 scale per group of 32 (round to nearest), bf16 "
+                  "activations, KV and tensors (GPTQ-style W4A16 g32, a group size vLLM's Marlin "
+                  "kernels serve: MARLIN_SUPPORTED_GROUP_SIZES = -1, 32, 64, 128)",
+     "weights=int4&group=32&acts=bf16&kv=bf16&dtype=bf16&store=dtype"},
     {"w4a16-mxfp4", "MXFP4 weights (OCP MX: e2m1 values, e8m0 scale per 32), bf16 activations, "
                     "KV and tensors (weight-only MXFP4 as vLLM serves gpt-oss on Hopper)",
      "weights=mxfp4&acts=bf16&kv=bf16&dtype=bf16&store=dtype"},
@@ -136,10 +140,20 @@ static const preset FRAMEWORK_PRESETS[] = {
              "multiply; fused_add_rms_norm forms the sum in the dtype, so the norm reads the "
              "rounded residual; silu_and_mul rounds silu(gate) before the product; RoPE in the "
              "dtype (the scalar_t rotary kernel; today's kernel reads a dtype cos/sin cache and "
-             "rounds once: no key expresses that); FlashAttention-3 on Hopper: f32 scores, P "
-             "rounded to the dtype for P.V, online softmax over blocks of 128 keys (paged KV); "
-             "bias in the GEMM epilogue; logits in the dtype",
+             "rounds once, rope=dtype-table, kept out of this baseline: docs/presets.md); "
+             "FlashAttention-3 on Hopper: f32 scores, P rounded to the dtype for P.V, online "
+             "softmax over blocks of 128 keys (paged KV); bias in the GEMM epilogue; logits in "
+             "the dtype",
      "norm=round&addnorm=rounded&swiglu=round&rope=dtype&scores=f32&probs=dtype&bias=fused&"
+     "logits=dtype&attn=online:128"},
+    {"vllm-compile", "vLLM's default mode (torch.compile with Inductor, custom ops off): RMSNorm, "
+                     "fused add+RMSNorm, SiluAndMul and RoPE run their PyTorch-native code fused by "
+                     "Inductor, which computes a fused group in f32 and rounds once at its output "
+                     "(the downcasts between fused ops are elided): norm in f32 reading the f32 sum, "
+                     "SwiGLU in f32, RoPE from the dtype cos/sin cache in f32 arithmetic; attention, "
+                     "bias and logits as the vllm preset (FlashAttention-3, blocks of 128; read from "
+                     "the sources, not run: docs/presets.md)",
+     "norm=f32&addnorm=f32&swiglu=fused&rope=dtype-table&scores=f32&probs=dtype&bias=fused&"
      "logits=dtype&attn=online:128"},
     {"sglang", "SGLang on Hopper with sgl-kernel's flashinfer-derived kernels: RMSNorm and fused "
                "add+RMSNorm in f32 with one rounding, the norm reading the f32 sum; silu_and_mul "
@@ -342,12 +356,15 @@ static const char *SCALE_NAMES[] = {"per-channel", "per-tensor"};
 static const char *GEMM_NAMES[] = {"kernel", "vendor"};
 static const char *AXIS_NAMES[] = {"precision", "framework", "hardware"};
 
-/* Two-valued keys: value 0 / value 1 of each, and its field. */
+/* Keys of a few named values: value 0 / value 1 (/ value 2) of each, and its
+ * field. rope has three (profile.h: DRIFT_ROPE_*). */
 static const char *FLAG_KEYS[] = {"store", "norm", "addnorm", "swiglu", "rope", "scores", "probs", "bias", "logits", "tree", "dot"};
-static const char *const FLAG_VALUES[][2] = {{"f32", "dtype"},   {"f32", "round"},   {"rounded", "f32"}, {"fused", "round"},
-                                             {"f32", "dtype"},   {"f32", "dtype"},   {"f32", "dtype"},   {"fused", "unfused"},
+static const char *const FLAG_VALUES[][3] = {{"f32", "dtype"},   {"f32", "round"},   {"rounded", "f32"}, {"fused", "round"},
+                                             {"f32", "dtype", "dtype-table"}, {"f32", "dtype"}, {"f32", "dtype"}, {"fused", "unfused"},
                                              {"f32", "dtype"},   {"halving", "linear"}, {"f32", "bf16"}};
 #define N_FLAGS ((int)(sizeof FLAG_KEYS / sizeof FLAG_KEYS[0]))
+
+static int flag_nvalues(int i) { return FLAG_VALUES[i][2] ? 3 : 2; }
 
 static int *flag_field(drift_numeric_profile *p, int i) {
     int *f[] = {&p->store, &p->norm_round, &p->addnorm_f32, &p->swiglu_round, &p->rope_lowp, &p->scores_lowp,
@@ -430,10 +447,12 @@ drift_status drift_profile_set(drift_numeric_profile *p, const char *key, const 
         if (is_dtype) p->dtype = t;
         else p->resid = t;
     } else if ((i = index_of(key, FLAG_KEYS, N_FLAGS)) >= 0) {
-        int f = index_of(v, FLAG_VALUES[i], 2);
+        int f = index_of(v, FLAG_VALUES[i], flag_nvalues(i));
         if (f < 0) {
             char what[64];
-            snprintf(what, sizeof what, "%s or %s", FLAG_VALUES[i][0], FLAG_VALUES[i][1]);
+            if (flag_nvalues(i) == 3)
+                snprintf(what, sizeof what, "%s, %s or %s", FLAG_VALUES[i][0], FLAG_VALUES[i][1], FLAG_VALUES[i][2]);
+            else snprintf(what, sizeof what, "%s or %s", FLAG_VALUES[i][0], FLAG_VALUES[i][1]);
             return BAD(what);
         }
         *flag_field(p, i) = f;
@@ -886,7 +905,8 @@ char *drift_profile_describe(const drift_numeric_profile *p) {
         "RMSNorm: round: x*rsqrt(ms) rounded to dtype before the weight multiply; f32: one rounding",
         "norm after a residual add reads: rounded = the rounded residual, f32 = the f32 sum (fused add+norm)",
         "SwiGLU: round: silu(gate) rounded to dtype before the product; fused: f32 inside",
-        "RoPE: dtype: cos/sin in dtype, each product and the sum rounded; f32: computed in f32",
+        "RoPE: dtype: cos/sin in dtype, each product and the sum rounded; dtype-table: cos/sin in dtype, "
+        "f32 arithmetic, one rounding; f32: computed in f32",
         "attention scores q.k*scale: dtype = rounded to dtype",
         "attention weights exp(s - m): dtype = rounded to dtype before multiplying V (the sum stays f32)",
         "bias: unfused = GEMM output rounded, bias added, rounded again; fused = one rounding",
@@ -1016,7 +1036,7 @@ size_t drift_profile_descriptors(const drift_numeric_profile *p, const char **na
         {"norm_round", p->norm_round},
         {"addnorm_f32", p->addnorm_f32},
         {"swiglu_round", p->swiglu_round},
-        {"rope_lowp", p->rope_lowp},
+        {"rope_lowp", p->rope_lowp == DRIFT_ROPE_DTYPE ? 1 : p->rope_lowp == DRIFT_ROPE_TABLE ? 0.5 : 0},
         {"scores_lowp", p->scores_lowp},
         {"probs_lowp", p->probs_lowp},
         {"bias_unfused", p->bias_unfused},

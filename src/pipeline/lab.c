@@ -473,6 +473,55 @@ static drift_status levels_table(const drift_table *all, drift_table **out, drif
     return rc;
 }
 
+/* The flip table's rows and the kept runs in the spec's order of
+ * configurations (stable: a run's rows keep their workload order, a label not
+ * in the spec goes after, in store order). The store's order is the order
+ * the runs were first started in: one lab run gives the spec's order anyway,
+ * but a store merged from shards (tools/lab_shard) holds them shard by
+ * shard, and the analyses that draw folds or resamples by row position
+ * (PRI's cross-validation, the bootstraps) would then differ from an
+ * unsharded run's. */
+typedef struct order_key {
+    size_t key, pos;
+} order_key;
+
+static int cmp_order(const void *a, const void *b) {
+    const order_key *x = a, *y = b;
+    return x->key != y->key ? (x->key < y->key ? -1 : 1) : (x->pos < y->pos ? -1 : x->pos > y->pos);
+}
+
+static size_t spec_index(const drift_matrix_spec *spec, const char *label) {
+    for (size_t i = 0; spec && label && i < spec->n_configs; i++)
+        if (spec->configs[i].label && !strcmp(spec->configs[i].label, label)) return i;
+    return spec ? spec->n_configs : 0;
+}
+
+static drift_status spec_order(const drift_matrix_spec *spec, drift_table *t, matrix_table_run *kept, size_t n_kept,
+                               drift_error *err) {
+    size_t n = t->n_rows > n_kept ? t->n_rows : n_kept;
+    order_key *k = malloc((n ? n : 1) * sizeof *k);
+    void *tmp = malloc((n ? n : 1) * (sizeof(drift_table_row) > sizeof(matrix_table_run) ? sizeof(drift_table_row)
+                                                                                         : sizeof(matrix_table_run)));
+    if (!k || !tmp) {
+        free(k);
+        free(tmp);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < t->n_rows; i++) k[i] = (order_key){spec_index(spec, t->rows[i].experiment_id), i};
+    qsort(k, t->n_rows, sizeof *k, cmp_order);
+    drift_table_row *rows = tmp;
+    for (size_t i = 0; i < t->n_rows; i++) rows[i] = t->rows[k[i].pos];
+    memcpy(t->rows, rows, t->n_rows * sizeof *rows);
+    for (size_t i = 0; i < n_kept; i++) k[i] = (order_key){spec_index(spec, kept[i].label), i};
+    qsort(k, n_kept, sizeof *k, cmp_order);
+    matrix_table_run *runs = tmp;
+    for (size_t i = 0; i < n_kept; i++) runs[i] = kept[k[i].pos];
+    memcpy(kept, runs, n_kept * sizeof *runs);
+    free(k);
+    free(tmp);
+    return DRIFT_OK;
+}
+
 /* The cut answers, the flip table, its analyses and the failed requests. */
 static drift_status analyze(lab_session *s, drift_error *err) {
     drift_lab_result *r = s->r;
@@ -483,6 +532,11 @@ static drift_status analyze(lab_session *s, drift_error *err) {
     matrix_table_run *kept = NULL;
     size_t n_kept = 0;
     if ((rc = matrix_flip_table_runs(r->store, "base@{model}", NULL, &all, &kept, &n_kept, err))) return rc;
+    if ((rc = spec_order(r->study.spec, all, kept, n_kept, err))) {
+        drift_table_free(all);
+        matrix_table_runs_free(kept, n_kept);
+        return rc;
+    }
     rc = levels_table(all, &r->table, err);
     drift_table_free(all);
     if (rc) {

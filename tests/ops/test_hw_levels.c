@@ -330,6 +330,149 @@ static void test_rounding_keys(void **state) {
     free(up);
 }
 
+/* rope=dtype-table (vLLM's rotary kernel today: a dtype cos/sin cache, the
+ * rotation in f32, one rounding at the store), against float64:
+ *  - the table the kernel uses (read back by rotating unit vectors) is on the
+ *    bf16 grid and within half a bf16 ulp (2^-8 relative) of the float64 cos/sin (plus the
+ *    f32 angle's own error);
+ *  - with bf16 inputs every product is exact, so the f32 result must equal,
+ *    bit for bit, the float64 rotation by that table rounded once to f32;
+ *  - after the store's rounding, its error against the exact rotation
+ *    (float64 angle, cos, sin) lies strictly between rope=f32's and
+ *    rope=dtype's over many values: a third value, not a copy of either. */
+static void test_rope_table(void **state) {
+    (void)state;
+    const char *B = "weights=bf16&acts=bf16&kv=bf16&dtype=bf16&store=dtype&isa=avx2";
+    char spec[256];
+    drift_numeric_profile pr[3]; /* f32, dtype, dtype-table */
+    const char *V[3] = {"f32", "dtype", "dtype-table"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(spec, sizeof spec, "%s&rope=%s", B, V[k]);
+        pr[k] = prof(spec);
+        assert_int_equal(pr[k].rope_lowp, k == 0 ? DRIFT_ROPE_F32 : k == 1 ? DRIFT_ROPE_DTYPE : DRIFT_ROPE_TABLE);
+    }
+    enum { H = 16, D = 64 };
+    const int64_t POS[] = {1, 37, 511, 3000};
+    const num_rope_params RP[2] = {
+        {.head_dim = D, .n_rot = D, .neox = false, .theta_base = 10000.0f, .scaling_factor = 1.0f},
+        {.head_dim = D, .n_rot = D, .neox = true, .theta_base = 500000.0f, .scaling_factor = 1.0f},
+    };
+    double se[3] = {0, 0, 0};
+    long n_vals = 0;
+    for (int r = 0; r < 2; r++)
+        for (size_t pi = 0; pi < sizeof POS / sizeof *POS; pi++) {
+            const num_rope_params *rp = &RP[r];
+            int64_t pos = POS[pi];
+            /* the table: rotate (1, 0) in each pair */
+            float unit[D] = {0};
+            for (int i = 0; i < D / 2; i++) unit[rp->neox ? i : 2 * i] = 1.0f;
+            num_rope(&pr[2], unit, 1, pos, rp);
+            float cs[D / 2], sn[D / 2];
+            for (int i = 0; i < D / 2; i++) {
+                int i0 = rp->neox ? i : 2 * i, i1 = rp->neox ? i + D / 2 : 2 * i + 1;
+                cs[i] = unit[i0];
+                sn[i] = unit[i1];
+                assert_true(num_round1(DRIFT_DTYPE_BF16, cs[i]) == cs[i] && num_round1(DRIFT_DTYPE_BF16, sn[i]) == sn[i]);
+                double a = (double)pos * num_rope_freq(rp, i);
+                /* half a bf16 ulp (2^-8 relative: 8 significant bits), plus the f32 angle's error */
+                double tol = 0x1p-22 * fabs(a);
+                assert_true(fabs(cs[i] - cos(a)) <= 0x1p-8 * fabs(cos(a)) + tol);
+                assert_true(fabs(sn[i] - sin(a)) <= 0x1p-8 * fabs(sin(a)) + tol);
+            }
+            /* random bf16 q: the f32 rotation by the table, one rounding */
+            float x[H * D], y[3][H * D];
+            for (int j = 0; j < H * D; j++) x[j] = num_round1(DRIFT_DTYPE_BF16, randn());
+            for (int k = 0; k < 3; k++) {
+                memcpy(y[k], x, sizeof x);
+                num_rope(&pr[k], y[k], H, pos, rp);
+            }
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < D / 2; i++) {
+                    int i0 = h * D + (rp->neox ? i : 2 * i), i1 = h * D + (rp->neox ? i + D / 2 : 2 * i + 1);
+                    float w0 = (float)((double)x[i0] * cs[i] - (double)x[i1] * sn[i]);
+                    float w1 = (float)((double)x[i0] * sn[i] + (double)x[i1] * cs[i]);
+                    assert_true(memcmp(&y[2][i0], &w0, 4) == 0 && memcmp(&y[2][i1], &w1, 4) == 0);
+                    /* the error of each value, after the store, against float64 */
+                    double a = (double)pos * num_rope_freq(rp, i), c = cos(a), s = sin(a);
+                    double e0 = (double)x[i0] * c - (double)x[i1] * s, e1 = (double)x[i0] * s + (double)x[i1] * c;
+                    for (int k = 0; k < 3; k++) {
+                        double g0 = num_round1(DRIFT_DTYPE_BF16, y[k][i0]), g1 = num_round1(DRIFT_DTYPE_BF16, y[k][i1]);
+                        se[k] += (g0 - e0) * (g0 - e0) + (g1 - e1) * (g1 - e1);
+                    }
+                    n_vals += 2;
+                }
+        }
+    print_message("rope vs float64, rms error after the bf16 store over %ld values: f32 %.3g, dtype-table %.3g, "
+                  "dtype %.3g\n", n_vals, sqrt(se[0] / n_vals), sqrt(se[2] / n_vals), sqrt(se[1] / n_vals));
+    assert_true(se[0] < se[2] && se[2] < se[1]);
+}
+
+/* precision=w4a16-g32 (GPTQ/AWQ-style int4, one scale per 32 weights, as
+ * Marlin serves g32 checkpoints): the preset's matmul against float64 over
+ * weights dequantized here from their definition (s = amax of the group / 7,
+ * q = round(w / s) clamped to [-8, 7], w' = q s), with bf16 activations; and
+ * g32's error against the f32 weights is below the g128 level's (w4a16). */
+static void test_w4a16_g32(void **state) {
+    (void)state;
+    drift_numeric_profile g32 = prof("precision=w4a16-g32&framework=vllm&hardware=avx2");
+    drift_numeric_profile g128 = prof("precision=w4a16&framework=vllm&hardware=avx2");
+    assert_int_equal(g32.weights, DRIFT_DTYPE_INT4);
+    assert_int_equal(g32.group_size, 32);
+    assert_int_equal(g128.group_size, 128);
+    assert_int_equal(g32.acts, DRIFT_DTYPE_BF16);
+    const int64_t N = 96, K = 384, B = 3;
+    drift_error err;
+    float *w = rand_vec(N * K, 0.05f), *x = rand_vec(B * K, 1.0f);
+    for (int64_t i = 0; i < B * K; i++) x[i] = num_round1(DRIFT_DTYPE_BF16, x[i]);
+    for (int64_t i = 0; i < N * K; i += 97) w[i] *= 6.0f; /* outliers: what makes the group size matter */
+    num_qmat W32, Wq[2];
+    assert_int_equal(num_qmat_quantize(&W32, DRIFT_DTYPE_F32, w, N, K, 0, 0, &err), DRIFT_OK);
+    assert_int_equal(num_qmat_convert(&Wq[0], &W32, &g32, &err), DRIFT_OK);
+    assert_int_equal(num_qmat_convert(&Wq[1], &W32, &g128, &err), DRIFT_OK);
+    assert_int_equal(Wq[0].group, 32);
+    float y[2][3 * 96];
+    assert_int_equal(num_matmul(&g32, y[0], x, &Wq[0], B, &err), DRIFT_OK);
+    assert_int_equal(num_matmul(&g128, y[1], x, &Wq[1], B, &err), DRIFT_OK);
+    double se[2] = {0, 0}, ss = 0;
+    for (int q = 0; q < 2; q++) {
+        int G = q == 0 ? 32 : 128;
+        for (int64_t n = 0; n < N; n++) {
+            double wd[384];
+            for (int64_t g0 = 0; g0 < K; g0 += G) {
+                double am = 0;
+                for (int64_t k = g0; k < g0 + G; k++) am = fmax(am, fabs((double)w[n * K + k]));
+                double sc = am / 7.0;
+                for (int64_t k = g0; k < g0 + G; k++) {
+                    double qq = sc > 0 ? round((double)w[n * K + k] / sc) : 0;
+                    wd[k] = fmin(fmax(qq, -8), 7) * sc;
+                }
+            }
+            for (int64_t b = 0; b < B; b++) {
+                double ref = 0, mag = 0, exact = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    ref += (double)x[b * K + k] * wd[k];
+                    mag += fabs((double)x[b * K + k] * wd[k]);
+                    exact += (double)x[b * K + k] * w[n * K + k];
+                }
+                double got = y[q][b * N + n];
+                /* f32 accumulation over K terms (and the f32 scale's own rounding) */
+                if (fabs(got - ref) > 2e-6 * mag + 1e-9)
+                    fail_msg("w4a16 g%d row %lld batch %lld: %.9g vs float64 %.9g (|x||w| %.3g)", G, (long long)n,
+                             (long long)b, got, ref, mag);
+                se[q] += (got - exact) * (got - exact);
+                if (q == 0) ss += exact * exact;
+            }
+        }
+    }
+    print_message("w4a16 vs f32 weights, nmse: g32 %.3g, g128 %.3g\n", se[0] / ss, se[1] / ss);
+    assert_true(se[0] > 0 && se[0] < se[1]);
+    num_qmat_free(&W32);
+    num_qmat_free(&Wq[0]);
+    num_qmat_free(&Wq[1]);
+    free(w);
+    free(x);
+}
+
 /* scores=dtype / probs=dtype: the attention against a scalar transcription */
 static void test_attention_rounding(void **state) {
     (void)state;
@@ -477,6 +620,8 @@ int main(void) {
         cmocka_unit_test_setup(test_int8_acts, setup),
         cmocka_unit_test_setup(test_bf16_rounding_paths, setup),
         cmocka_unit_test_setup(test_rounding_keys, setup),
+        cmocka_unit_test_setup(test_rope_table, setup),
+        cmocka_unit_test_setup(test_w4a16_g32, setup),
         cmocka_unit_test_setup_teardown(test_attention_rounding, setup, reset_failed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

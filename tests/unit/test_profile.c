@@ -314,6 +314,37 @@ static void test_descriptors(void **state) {
     assert_int_equal(drift_profile_parse("precision=w4a16&hardware=avx512-bf16", &p, &err), DRIFT_OK);
     drift_profile_descriptors(&p, names, v, 64);
     assert_true(D("w_mant") == 3 && D("w_block") == 128 && D("lanes") == 16 && D("dot_bf16") == 1);
+    /* rope: three values; the descriptor orders them (f32 0, dtype-table 0.5, dtype 1) */
+    assert_true(D("rope_lowp") == 0);
+    assert_int_equal(drift_profile_parse("precision=w16a16&framework=vllm-compile&hardware=avx2", &p, &err), DRIFT_OK);
+    assert_int_equal(p.rope_lowp, DRIFT_ROPE_TABLE);
+    assert_true(p.norm_round == 0 && p.addnorm_f32 == 1 && p.swiglu_round == 0 && p.probs_lowp == 1 && p.attn_block == 128);
+    drift_profile_descriptors(&p, names, v, 64);
+    assert_true(D("rope_lowp") == 0.5 && D("norm_round") == 0 && D("addnorm_f32") == 1);
+    assert_int_equal(drift_profile_parse("precision=w16a16&framework=vllm&hardware=avx2", &p, &err), DRIFT_OK);
+    drift_profile_descriptors(&p, names, v, 64);
+    assert_true(D("rope_lowp") == 1);
+    /* a rope key after the preset drops its name; the framework text names the value */
+    assert_int_equal(drift_profile_parse("precision=w16a16&framework=vllm&hardware=avx2&rope=dtype-table", &p, &err), DRIFT_OK);
+    assert_string_equal(p.framework_preset, "");
+    char fw[256];
+    drift_profile_framework(&p, fw, sizeof fw);
+    assert_non_null(strstr(fw, "/rope-dtype-table"));
+    char *ts = drift_profile_to_spec(&p);
+    assert_non_null(strstr(ts, "&rope=dtype-table"));
+    drift_numeric_profile q;
+    assert_int_equal(drift_profile_parse(ts, &q, &err), DRIFT_OK);
+    assert_memory_equal(&p, &q, sizeof p);
+    free(ts);
+    assert_int_equal(drift_profile_parse("rope=table", &q, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "f32, dtype or dtype-table"));
+    assert_int_equal(drift_profile_parse("norm=dtype-table", &q, &err), DRIFT_ERR_INVALID); /* two-valued keys stay two */
+    assert_non_null(strstr(err.msg, "f32 or round"));
+    assert_int_equal(drift_profile_parse("rope=dtype-table&backend=cuda", &q, &err) == DRIFT_OK, 0);
+    /* w4a16-g32: int4 with groups of 32 */
+    assert_int_equal(drift_profile_parse("precision=w4a16-g32", &p, &err), DRIFT_OK);
+    drift_profile_descriptors(&p, names, v, 64);
+    assert_true(D("w_mant") == 3 && D("w_block") == 32 && D("a_mant") == 7);
     /* cap smaller than the total: only cap written */
     names[2] = NULL;
     assert_int_equal(drift_profile_descriptors(&p, names, v, 2), N);
