@@ -122,8 +122,15 @@ static int cmd_replay(int argc, char **argv) {
     drift_error err = {0};
     if (drift_traffic_parse_budgets(&o.stats, budgets, &err)) return cli_error_lib(RP_CMD, &err);
 
+    /* the log first: a bad log is refused before a store is created */
+    drift_traffic_log *log = NULL;
+    if (drift_traffic_log_load(o.log_path, &log, &err)) return cli_error_lib(RP_CMD, &err);
+    o.log = log;
     drift_store *st = NULL;
-    if (drift_store_open(db, &st, &err)) return cli_error_lib(RP_CMD, &err);
+    if (drift_store_open(db, &st, &err)) {
+        drift_traffic_log_free(log);
+        return cli_error_lib(RP_CMD, &err);
+    }
     cli_install_signal_handlers();
     o.target_opts.cancel = cli_cancel_requested;
     if (!cli_quiet) o.progress = cli_progress;
@@ -131,6 +138,7 @@ static int cmd_replay(int argc, char **argv) {
     drift_status rc = drift_replay_run(st, &o, &rep, &err);
     cli_progress_done();
     drift_store_close(st);
+    drift_traffic_log_free(log);
     if (rc) return cli_error_lib(RP_CMD, &err);
     char *text = !strcmp(format, "json") ? drift_replay_render_json(rep) : drift_replay_render_text(rep);
     int code = drift_decision_exit_code(rep->sum.decision);

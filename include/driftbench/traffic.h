@@ -213,6 +213,7 @@ DRIFT_API void drift_traffic_summarize(const drift_traffic_pair *pairs, const in
 /* ---- the replay stage (traffic_replay.c) ---- */
 typedef struct drift_replay_opts {
     const char *log_path;
+    const drift_traffic_log *log;  /* the log already read (the caller's; log_path unused), or NULL */
     const char *baseline_spec;     /* a target spec; NULL: the logged responses are the reference */
     const char *target_spec;
     const char *baseline_label;    /* run labels; NULL: "replay-baseline" / "replay-logged" and

@@ -477,15 +477,16 @@ static char *file_name(const char *path) {
 drift_status drift_replay_run(drift_store *st, const drift_replay_opts *o, drift_replay_report **out,
                               drift_error *err) {
     *out = NULL;
-    if (!st || !o || !o->log_path || !o->target_spec)
+    if (!st || !o || (!o->log_path && !o->log) || !o->target_spec)
         return drift_error_set(err, DRIFT_ERR_INVALID, "replay: a log, a store and a target are needed");
-    drift_traffic_log *log = NULL;
-    drift_status rc = drift_traffic_log_load(o->log_path, &log, err);
-    if (rc) return rc;
+    drift_traffic_log *own = NULL;
+    drift_status rc = DRIFT_OK;
+    if (!o->log && (rc = drift_traffic_log_load(o->log_path, &own, err))) return rc;
+    const drift_traffic_log *log = o->log ? o->log : own;
     if (!o->baseline_spec && log->with_response == 0) {
         rc = drift_error_set(err, DRIFT_ERR_INVALID,
                              "%s: no line has a logged response: give a baseline stack (--baseline URL)", log->name);
-        drift_traffic_log_free(log);
+        drift_traffic_log_free(own);
         return rc;
     }
     drift_replay_report *rep = calloc(1, sizeof *rep);
@@ -553,7 +554,7 @@ out:
     free(rowids);
     free(map);
     free(suite_name);
-    drift_traffic_log_free(log);
+    drift_traffic_log_free(own);
     if (rc) {
         drift_replay_report_free(rep);
         return rc;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "driftbench/traffic.h"
+#include "support/fake_server.h"
 
 static drift_traffic_log *parse_ok(const char *text) {
     drift_traffic_log *log = NULL;
@@ -321,11 +322,80 @@ static void test_summarize(void **state) {
     assert_int_equal(drift_traffic_parse_budgets(&o, "json=200", &err), DRIFT_ERR_INVALID);
 }
 
+/* drift_target_send_raw (target.h), the replay's transport: whole bodies
+ * through the HTTP client, the reply body as the answer, faults and
+ * retries as generate's; another kind of target refuses. */
+typedef struct raw_seen {
+    drift_answer a[3];
+} raw_seen;
+
+static int on_raw(void *user, const drift_gen_request *req, drift_answer *res) {
+    raw_seen *s = user;
+    s->a[req->index] = *res;
+    memset(res, 0, sizeof *res);
+    return 0;
+}
+
+static void test_send_raw(void **state) {
+    (void)state;
+    char script[1024];
+    const char *src = getenv("DRIFT_SOURCE");
+    snprintf(script, sizeof script, "%s/tests/data/fake/faults.txt", src ? src : ".");
+    const char *args[] = {"--script", script};
+    fake_server f;
+    int started = fake_server_start(&f, NULL, 60, args, 2);
+    if (started == -2) fail_msg("fakeserver did not report its port");
+    if (started != 0) {
+        print_message("skipping: fakeserver is not built\n");
+        skip();
+    }
+    char spec[256];
+    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=m&api=chat", f.port);
+    drift_target_opts o;
+    drift_target_opts_default(&o);
+    o.max_retries = 1;
+    o.backoff_base_s = 0.01;
+    drift_target *t = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_target_open(spec, &o, &t, &err), DRIFT_OK);
+    drift_gen_request rq[3] = {
+        {.index = 0, .prompt = "{\"messages\":[{\"role\":\"user\",\"content\":\"ANSWER=5\"}],\"model\":\"own\"}"},
+        {.index = 1, .prompt = "{\"messages\":[{\"role\":\"user\",\"content\":\"BROKEN\"}]}"},
+        {.index = 2, .prompt = "{\"messages\":[{\"role\":\"user\",\"content\":\"GARBLED_ONCE ANSWER=2\"}]}"},
+    };
+    raw_seen seen;
+    memset(&seen, 0, sizeof seen);
+    assert_int_equal(drift_target_send_raw(t, rq, 3, on_raw, &seen, &err), DRIFT_OK);
+    /* the answer is the whole reply; its message reads as the content */
+    assert_null(seen.a[0].error);
+    assert_non_null(strstr(seen.a[0].text, "\"choices\""));
+    char *m = NULL;
+    assert_int_equal(drift_traffic_reply_message(seen.a[0].text, &m, &err), DRIFT_OK);
+    assert_string_equal(m, "{\"content\":\"The answer is 5.\\n#### 5\"}");
+    free(m);
+    assert_non_null(seen.a[1].error);
+    assert_int_equal(seen.a[1].http_status, 500);
+    assert_int_equal(seen.a[1].cause, DRIFT_FAIL_HTTP);
+    assert_int_equal(seen.a[1].attempts, 2);
+    assert_null(seen.a[2].error); /* malformed once, then retried */
+    assert_int_equal(seen.a[2].attempts, 2);
+    for (int i = 0; i < 3; i++) drift_answer_clear(&seen.a[i]);
+    drift_target_close(t);
+    fake_server_stop(&f);
+
+    char mpath[1024];
+    snprintf(mpath, sizeof mpath, "embedded:%s/models/qwen2-7m.gguf", src ? src : ".");
+    if (drift_target_open(mpath, NULL, &t, &err) == DRIFT_OK) {
+        assert_int_equal(drift_target_send_raw(t, rq, 1, on_raw, &seen, &err), DRIFT_ERR_UNSUPPORTED);
+        drift_target_close(t);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_shapes),   cmocka_unit_test(test_log_errors), cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_reply_message), cmocka_unit_test(test_schema),    cmocka_unit_test(test_pair_classes),
-        cmocka_unit_test(test_summarize),
+        cmocka_unit_test(test_summarize),    cmocka_unit_test(test_send_raw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
