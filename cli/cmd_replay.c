@@ -32,10 +32,10 @@ static void replay_usage(FILE *f) {
             "  --baseline-label L   run labels (default replay-baseline or replay-logged,\n"
             "  --target-label L     and replay-target; -2, -3, ... for another identity)\n"
             "  --seed N             the seed given to requests without one (default 42)\n"
-            "  --guard SPEC         judge safe/unsafe of every answer (\"builtin\" or a guard\n"
-            "                       server spec): the guard class\n"
-            "  --embedder SPEC      embed both answers (\"builtin\" or an embeddings server):\n"
-            "                       the semantic class (SDR)\n"
+            "  --guard SPEC         judge safe/unsafe of every answer: the guard class\n"
+            "                       (\"builtin\", or a LlamaGuard-3 endpoint as score's)\n"
+            "  --embedder SPEC      embed both answers: the semantic class (SDR); an\n"
+            "                       /v1/embeddings endpoint, e.g. http://h:p/v1?model=NAME\n"
             "  --sdr-threshold X    semantic flip over this SDR (default 0.30)\n"
             "  --budget SPEC        per-class budgets in percent, e.g. json=0.5,exact=1\n"
             "                       (none: not gated; defaults: exact none, json 1, schema 1,\n"
@@ -111,10 +111,8 @@ static int cmd_replay(int argc, char **argv) {
             return cli_error(RP_CMD, "unknown option %s", a);
         }
     }
-    if (!o.log_path || !db || !o.target_spec) {
-        replay_usage(stderr);
-        return cli_error(RP_CMD, "--log, --db and --target are required");
-    }
+    if (!o.log_path || !db || !o.target_spec)
+        return cli_error(RP_CMD, "--log, --db and --target are required (see --help)");
     if (logged == (o.baseline_spec != NULL))
         return cli_error(RP_CMD, "give exactly one of --baseline URL and --logged");
     if (strcmp(format, "text") && strcmp(format, "json"))
@@ -149,4 +147,4 @@ static int cmd_replay(int argc, char **argv) {
     return w ? CLI_EXIT_ERROR : code;
 }
 
-CLI_COMMAND(replay, "replay", "replay a request log against two stacks; label-free drift per class", cmd_replay)
+CLI_COMMAND(replay, "replay", "replay a request log on two stacks; label-free drift", cmd_replay)
