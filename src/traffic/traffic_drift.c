@@ -169,6 +169,30 @@ static const json_t *tool_calls(const json_t *m) {
     return json_is_array(t) && json_array_size(t) ? t : NULL;
 }
 
+/* JSON values equal as data: numbers by value (1 and 1.0 are one number),
+ * objects whatever their key order, arrays in order. */
+static int value_equal(const json_t *a, const json_t *b, int depth) {
+    if (depth > 64) return json_equal(a, b);
+    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+    if (json_is_object(a) && json_is_object(b)) {
+        if (json_object_size(a) != json_object_size(b)) return 0;
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)a, k, v) {
+            const json_t *w = json_object_get(b, k);
+            if (!w || !value_equal(v, w, depth + 1)) return 0;
+        }
+        return 1;
+    }
+    if (json_is_array(a) && json_is_array(b)) {
+        if (json_array_size(a) != json_array_size(b)) return 0;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!value_equal(json_array_get(a, i), json_array_get(b, i), depth + 1)) return 0;
+        return 1;
+    }
+    return json_equal(a, b);
+}
+
 static int explicit_rule(const char *rule) { return rule && strcmp(rule, "flexible"); }
 
 drift_status drift_traffic_pair_judge(const char *request_json, const char *base_msg, const char *targ_msg,
@@ -225,8 +249,8 @@ drift_status drift_traffic_pair_judge(const char *request_json, const char *base
         if (same_names && na > 0) {
             int same_args = 1;
             for (size_t i = 0; same_args && i < na; i++)
-                same_args = json_equal(json_object_get(json_array_get(ta, i), "arguments"),
-                                       json_object_get(json_array_get(tb, i), "arguments"));
+                same_args = value_equal(json_object_get(json_array_get(ta, i), "arguments"),
+                                        json_object_get(json_array_get(tb, i), "arguments"), 0);
             out->state[DRIFT_TC_TOOL_ARGS] = same_args ? DRIFT_TP_SAME : DRIFT_TP_FLIP;
         }
     }

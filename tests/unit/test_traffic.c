@@ -244,13 +244,15 @@ static void test_pair_classes(void **state) {
     assert_int_equal(p.state[DRIFT_TC_TOOL_ARGS], DRIFT_TP_NA);
     p = judge(REQ_TOOLS, call_a, "{\"content\":\"no tool\"}");
     assert_int_equal(p.state[DRIFT_TC_TOOL_NAME], DRIFT_TP_FLIP);
-    /* arguments compared as JSON values: key order is no drift (1 and 1.0
-     * are jansson's different types: a drift, stated) */
+    /* arguments compared as JSON values: key order and 1 / 1.0 are no drift,
+     * the order of an array is */
     p = judge(REQ_TOOLS, call_a, call_b);
     assert_int_equal(p.state[DRIFT_TC_TOOL_NAME], DRIFT_TP_SAME);
-    assert_int_equal(p.state[DRIFT_TC_TOOL_ARGS], DRIFT_TP_FLIP);
-    p = judge(REQ_TOOLS, call_a, "{\"content\":null,\"tool_calls\":[{\"arguments\":{\"y\":[1,2],\"x\":1},\"name\":\"f\"}]}");
     assert_int_equal(p.state[DRIFT_TC_TOOL_ARGS], DRIFT_TP_SAME);
+    p = judge(REQ_TOOLS, call_a, "{\"content\":null,\"tool_calls\":[{\"arguments\":{\"y\":[2,1],\"x\":1},\"name\":\"f\"}]}");
+    assert_int_equal(p.state[DRIFT_TC_TOOL_ARGS], DRIFT_TP_FLIP);
+    p = judge(REQ_TOOLS, call_a, "{\"content\":null,\"tool_calls\":[{\"arguments\":{\"y\":[1,2],\"x\":1,\"z\":0},\"name\":\"f\"}]}");
+    assert_int_equal(p.state[DRIFT_TC_TOOL_ARGS], DRIFT_TP_FLIP);
 
     drift_traffic_pair_set_guard(&p, 1, 0);
     assert_int_equal(p.state[DRIFT_TC_GUARD], DRIFT_TP_FLIP);
