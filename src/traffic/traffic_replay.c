@@ -24,7 +24,8 @@
 #include "traffic/traffic_internal.h"
 #include "util/util.h"
 
-#define FLUSH_EVERY 16
+#define FLUSH_EVERY 16   /* answers per store transaction, at most */
+#define FLUSH_MS 1000.0  /* and at most this long between two (a kill -9 loses less) */
 
 void drift_replay_opts_default(drift_replay_opts *o) {
     memset(o, 0, sizeof *o);
@@ -166,6 +167,7 @@ typedef struct sink {
     drift_error err;
     const drift_replay_opts *o;
     const char *stage;
+    double last_flush_ms;
 } sink;
 
 static int sink_flush(sink *s) {
@@ -173,6 +175,7 @@ static int sink_flush(sink *s) {
     drift_status rc = drift_store_put_responses(s->st, s->run_id, s->buf, s->n, &s->err);
     for (size_t i = 0; i < s->n; i++) drift_answer_clear(&s->buf[i]);
     s->n = 0;
+    s->last_flush_ms = util_now_ms();
     if (rc) s->failed = rc;
     return rc ? -1 : 0;
 }
@@ -204,7 +207,7 @@ static int sink_take(sink *s, size_t ix, drift_answer *res) {
     s->n++;
     s->done++;
     if (s->o->progress) s->o->progress(s->o->progress_user, s->stage, s->done, s->total);
-    return s->n == FLUSH_EVERY ? sink_flush(s) : 0;
+    return s->n == FLUSH_EVERY || util_now_ms() - s->last_flush_ms >= FLUSH_MS ? sink_flush(s) : 0;
 }
 
 static int on_reply(void *user, const drift_gen_request *req, drift_answer *res) {
@@ -227,7 +230,8 @@ static drift_status ask_side(drift_store *st, const drift_replay_opts *o, const 
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    *s = (sink){.st = st, .run_id = sd->run_id, .rowids = rowids, .total = np, .o = o, .stage = stage};
+    *s = (sink){.st = st, .run_id = sd->run_id, .rowids = rowids, .total = np, .o = o, .stage = stage,
+                .last_flush_ms = util_now_ms()};
     drift_traffic_prep_opts po = {o->seed, model};
     for (size_t k = 0; k < np && !rc; k++) {
         long ix = find_ix(map, log->n, pp[k]);

@@ -6,7 +6,8 @@
 #      schema flip (worse), the exact flips and where they part; the error
 #      is counted, never a flip, and asked again on resume; the bodies the
 #      server got keep their own parameters with the determinism overrides
-#      (temperature 0, seed, no stream) and the report counts them;
+#      (temperature 0, seed, no stream) and the report counts them; an
+#      interrupted replay keeps what was answered and resumes with the rest;
 #   2. the logged-responses mode: the log's responses as the reference,
 #      the same answers served again: no flip, exit 0 with --decide point;
 #   3. two `driftbench serve` profiles (ref and cpu-int4) over built-in
@@ -20,7 +21,7 @@
 command -v python3 > /dev/null || skip_all "python3 needed"
 
 # ---- 1. fake servers ----
-start_server_text 'default | echo\nanswer | JSONQ | {"answer": 4}\n'
+start_server_text 'default | echo\nanswer | JSONQ | {"answer": 4}\nfault | SLOW | sleep | seconds=6\n'
 PA=$PORT
 start_server_text 'answer | ANSWER=3 | The answer is 4.\\n#### 4\nanswer | JSONQ | {"answer": "four"}\nfault | BROKEN | 500\ndefault | echo\n'
 PB=$PORT
@@ -84,6 +85,26 @@ import json,sys; d=json.load(open(sys.argv[1]))
 assert d[\"baseline\"][\"asked\"] == 0 and d[\"target\"][\"asked\"] == 1, (d[\"baseline\"], d[\"target\"])
 assert d[\"classes\"][\"math\"][\"flips\"] == 1
 " "$T/r2.json"' "resume asked again: $(head -c 600 "$T/r2.json") $(cat "$T/r2.err")"
+
+# interrupted (SIGINT while the baseline waits on a slow request): exit 2,
+# the answers before it are kept; the next call asks only the rest
+for k in 1 2 SLOW 4; do printf '{"messages":[{"role":"user","content":"%s ANSWER=9"}]}\n' "$k"; done > "$T/slow.jsonl"
+"$D" --quiet replay --log "$T/slow.jsonl" --db "$T/i.db" --baseline "$HA" --target "$HB" --concurrency 1 \
+  --format json -o "$T/i1.json" 2> "$T/i1.err" &
+ipid=$!
+sleep 1.5 # the first two answered, the slow one waiting (6 s)
+kill -INT $ipid
+wait $ipid
+rc=$?
+check '[ $rc -eq 2 ] && [ ! -s "$T/i1.json" ]' "interrupted replay: exit $rc: $(cat "$T/i1.err")"
+check '[ "$(sqlite3 "$T/i.db" "select count(*) from responses where failed = 0")" = 2 ]' \
+  "interrupted replay kept $(sqlite3 "$T/i.db" "select count(*) from responses") answers, want 2"
+"$D" --quiet replay --log "$T/slow.jsonl" --db "$T/i.db" --baseline "$HA" --target "$HB" --format json \
+  -o "$T/i2.json" 2> "$T/i2.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d[\"baseline\"][\"asked\"] == 2 and d[\"target\"][\"asked\"] == 4 and d[\"answered\"] == 4, d
+" "$T/i2.json"' "resumed after the interrupt: $(head -c 600 "$T/i2.json") $(cat "$T/i2.err")"
 
 # ---- 2. the logged responses as the reference ----
 python3 - "$T/log.jsonl" "$T/logged.jsonl" <<'EOF'
