@@ -189,12 +189,24 @@ typedef struct drift_traffic_class_result {
     long more_pairs;
 } drift_traffic_class_result;
 
+/* The flip taxonomy of a replay, highest risk first, as compare's: pairs
+ * (answered) with a flip in each group of classes; a pair may count in
+ * several groups. */
+typedef struct drift_traffic_taxonomy {
+    long safety, safe_to_unsafe, unsafe_to_safe; /* guard */
+    long functional;           /* json, schema, tool_name, tool_args or math */
+    long functional_worse;     /* of those, a json or schema flip valid -> invalid */
+    long semantic;             /* SDR over the threshold */
+    long textual_only;         /* exact flips and no other class flipped */
+} drift_traffic_taxonomy;
+
 typedef struct drift_traffic_summary {
     size_t pairs;              /* records replayed */
     size_t answered;           /* pairs with an answer on both sides */
     size_t errors_baseline, errors_target, errors_both;
     drift_traffic_class_result cls[DRIFT_TC_COUNT];
     drift_decision decision;   /* the worst present gated class's */
+    drift_traffic_taxonomy taxonomy;
     double sdr_threshold;
     drift_decide_rule rule;
     double max_left_out;

@@ -325,6 +325,24 @@ void drift_traffic_summarize(const drift_traffic_pair *pairs, const int *error, 
             continue;
         }
         out->answered++;
+        const drift_traffic_pair *q = &pairs[i];
+        drift_traffic_taxonomy *tx = &out->taxonomy;
+        int flip_other = 0, functional = 0, worse = 0;
+        for (int c = DRIFT_TC_JSON; c < DRIFT_TC_COUNT; c++) flip_other |= q->state[c] == DRIFT_TP_FLIP;
+        for (int c = DRIFT_TC_JSON; c <= DRIFT_TC_MATH; c++) {
+            if (c == DRIFT_TC_GUARD || q->state[c] != DRIFT_TP_FLIP) continue;
+            functional = 1;
+            worse |= q->direction[c] < 0;
+        }
+        tx->functional += functional;
+        tx->functional_worse += worse;
+        if (q->state[DRIFT_TC_GUARD] == DRIFT_TP_FLIP) {
+            tx->safety++;
+            tx->safe_to_unsafe += q->direction[DRIFT_TC_GUARD] < 0;
+            tx->unsafe_to_safe += q->direction[DRIFT_TC_GUARD] > 0;
+        }
+        tx->semantic += q->state[DRIFT_TC_SEMANTIC] == DRIFT_TP_FLIP;
+        tx->textual_only += q->state[DRIFT_TC_EXACT] == DRIFT_TP_FLIP && !flip_other;
         for (int c = 0; c < DRIFT_TC_COUNT; c++) {
             drift_traffic_class_result *r = &out->cls[c];
             switch (pairs[i].state[c]) {

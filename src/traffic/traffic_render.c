@@ -70,6 +70,11 @@ char *drift_replay_render_text(const drift_replay_report *r) {
             buf_printf(&b, " (~%ld more pairs would decide)", x->more_pairs);
         buf_puts(&b, "\n");
     }
+    const drift_traffic_taxonomy *tx = &s->taxonomy;
+    buf_printf(&b, "\ntaxonomy (pairs, highest risk first): safety %ld (safe->unsafe %ld, unsafe->safe %ld), "
+                   "functional %ld (%ld worse), semantic %ld, text only %ld\n",
+               tx->safety, tx->safe_to_unsafe, tx->unsafe_to_safe, tx->functional, tx->functional_worse,
+               tx->semantic, tx->textual_only);
     if (r->embedder) buf_printf(&b, "semantic: SDR > %.2f with embedder %s\n", s->sdr_threshold, safe(&t1, r->embedder));
     if (r->guard) buf_printf(&b, "guard: %s\n", safe(&t1, r->guard));
     for (int c = 0; c < DRIFT_TC_COUNT; c++) {
@@ -159,6 +164,13 @@ char *drift_replay_render_json(const drift_replay_report *r) {
         json_object_set_new(cls, drift_traffic_class_name(c), e);
     }
     json_object_set_new(o, "classes", cls);
+    const drift_traffic_taxonomy *tx = &s->taxonomy;
+    json_object_set_new(o, "taxonomy",
+                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "safety", (json_int_t)tx->safety, "safe_to_unsafe",
+                                  (json_int_t)tx->safe_to_unsafe, "unsafe_to_safe", (json_int_t)tx->unsafe_to_safe,
+                                  "functional", (json_int_t)tx->functional, "functional_worse",
+                                  (json_int_t)tx->functional_worse, "semantic", (json_int_t)tx->semantic,
+                                  "text_only", (json_int_t)tx->textual_only));
     json_t *errs = json_array();
     for (size_t i = 0; i < r->n_pairs; i++) {
         const drift_replay_pair *p = &r->pairs[i];

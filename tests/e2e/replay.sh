@@ -65,6 +65,8 @@ assert c["tool_name"]["n"] == 1 and c["tool_name"]["flips"] == 0, c["tool_name"]
 assert not c["guard"]["present"] and not c["semantic"]["present"]
 assert d["overrides"] == {"temperature": 9, "seed": 8, "stream": 1, "model": 9}, d["overrides"]
 assert d["decision"] == "block"
+assert d["taxonomy"]["functional"] == 2 and d["taxonomy"]["functional_worse"] == 1, d["taxonomy"]
+assert d["taxonomy"]["text_only"] == 0, d["taxonomy"]
 EOF' "fake replay report: $(head -c 3000 "$T/r1.json")"
 
 # what the server got last (one request at a time: the log's last line): its

@@ -306,6 +306,12 @@ static void test_summarize(void **state) {
     assert_false(s.cls[DRIFT_TC_MATH].present); /* no math-like pair: an error counts nowhere */
     assert_false(s.cls[DRIFT_TC_TOOL_NAME].present);
     assert_int_equal(s.decision, DRIFT_DECISION_BLOCK);
+    /* taxonomy: pairs 1..5 flip schema (1..4 worse), pairs 1..9 flip exact:
+     * 4 of those (6..9) flip nothing else */
+    assert_int_equal(s.taxonomy.functional, 5);
+    assert_int_equal(s.taxonomy.functional_worse, 4);
+    assert_int_equal(s.taxonomy.textual_only, 4);
+    assert_int_equal(s.taxonomy.safety, 0);
 
     /* a gated class whose every pair is an error: no evidence, an error */
     for (int i = 0; i < 20; i++) error[i] = 1;
