@@ -170,6 +170,20 @@ DRIFT_API drift_status drift_target_generate(drift_target *t, const drift_gen_re
                                              const drift_gen_params *params, drift_result_fn cb, void *user,
                                              drift_error *err);
 
+/* Sends n whole request bodies as they are (replay, issue 39): reqs[i].prompt
+ * is a JSON object an OpenAI client would POST to the target's endpoint
+ * (chat/completions or completions, the spec's api); nothing of the target's
+ * decoding, model, system prompt or extra body is applied to it (the caller
+ * owns the body). Headers, key, concurrency, timeouts, retries, faults and
+ * cancellation are generate's. A 2xx reply that parses as generate's answer
+ * (choices[0] with a text or a message, content null allowed for tool calls)
+ * is an answer whose text is the WHOLE reply body (JSON, as received), with
+ * finish_reason, token counts and logprobs read from it; anything else is an
+ * error outcome as in generate. http targets only: another kind is
+ * DRIFT_ERR_UNSUPPORTED. */
+DRIFT_API drift_status drift_target_send_raw(drift_target *t, const drift_gen_request *reqs, size_t n,
+                                             drift_result_fn cb, void *user, drift_error *err);
+
 /* Embeds n texts: *vecs = n*dim floats (malloc'd), *dim set.
  * DRIFT_ERR_CANCELLED (and no vectors) when opts.cancel fired. */
 DRIFT_API drift_status drift_target_embed(drift_target *t, const char *const *texts, size_t n, float **vecs,

@@ -315,7 +315,7 @@ static void emb_close(drift_target *t) {
 }
 
 
-static const eng_target_vtable EMB_VT = {"embedded", emb_generate, emb_embed, emb_close};
+static const eng_target_vtable EMB_VT = {"embedded", emb_generate, emb_embed, emb_close, NULL};
 
 /* Decodes %XX and '+' in a query value in place. */
 static void url_decode(char *s) {

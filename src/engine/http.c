@@ -683,9 +683,12 @@ static int sleep_unless_cancelled(drift_target *t, double seconds) {
     }
 }
 
-static drift_status http_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
-                                  const drift_gen_params *params, drift_result_fn cb, void *user,
-                                  drift_error *err) {
+/* generate, and send_raw when bodies is not NULL: request i's body is then
+ * bodies[i] as it is (no template, no seed) and an answer's text is the
+ * whole reply body, once it parsed as a reply (target.h). */
+static drift_status http_send(drift_target *t, const drift_gen_request *reqs, size_t n,
+                              const drift_gen_params *params, const char *const *bodies, drift_result_fn cb,
+                              void *user, drift_error *err) {
     http_impl *h = t->impl;
     if (n == 0) return DRIFT_OK;
     int ns = t->opts.concurrency;
@@ -695,8 +698,8 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
         h->slots[i].state = SLOT_IDLE;
         curl_easy_setopt(h->slots[i].easy, CURLOPT_URL, h->url_gen);
     }
-    json_t *tmpl = eng_http_request_template(t->api, h->model, params, h->extra);
-    if (!tmpl) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory building the request template");
+    json_t *tmpl = bodies ? NULL : eng_http_request_template(t->api, h->model, params, h->extra);
+    if (!tmpl && !bodies) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory building the request template");
 
     drift_status st = DRIFT_OK;
     size_t next = 0, done = 0;
@@ -722,8 +725,14 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
                 s->ri = next++;
                 s->attempts = 0;
                 drift_error rerr = {0};
-                int64_t seed = params->seed + r->replicate;
-                if (eng_http_request_render(tmpl, t->api, t->opts.request.system_prompt, r->prompt,
+                int64_t seed = bodies ? 0 : params->seed + r->replicate;
+                if (bodies) {
+                    s->req.len = 0;
+                    if (buf_puts(&s->req, bodies[s->ri])) {
+                        st = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory for a request body");
+                        goto out;
+                    }
+                } else if (eng_http_request_render(tmpl, t->api, t->opts.request.system_prompt, r->prompt,
                                             h->extra_seed ? NULL : &seed, &s->req, &rerr)) {
                     /* this request cannot be sent: its outcome is an error */
                     memset(&res, 0, sizeof res);
@@ -780,7 +789,16 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
             if (o.ok) {
                 drift_error perr = {0};
                 if (eng_http_parse_reply(t->api, s->body.data, s->body.len, &res, &perr) == DRIFT_OK) {
-                    /* answer */
+                    if (bodies) { /* the answer is the whole reply */
+                        free(res.text);
+                        res.text = util_strndup(s->body.data, s->body.len);
+                        if (!res.text) {
+                            o.ok = 0;
+                            o.retryable = 0;
+                            o.cause = DRIFT_FAIL_OTHER;
+                            snprintf(o.head, sizeof o.head, "out of memory for a reply");
+                        }
+                    }
                 } else {
                     o.ok = 0;
                     o.retryable = perr.code != DRIFT_ERR_NOMEM;
@@ -833,6 +851,22 @@ static drift_status http_generate(drift_target *t, const drift_gen_request *reqs
 out:
     if (st) abandon_all(h);
     json_decref(tmpl);
+    return st;
+}
+
+static drift_status http_generate(drift_target *t, const drift_gen_request *reqs, size_t n,
+                                  const drift_gen_params *params, drift_result_fn cb, void *user,
+                                  drift_error *err) {
+    return http_send(t, reqs, n, params, NULL, cb, user, err);
+}
+
+static drift_status http_send_raw(drift_target *t, const drift_gen_request *reqs, size_t n, drift_result_fn cb,
+                                  void *user, drift_error *err) {
+    const char **bodies = calloc(n ? n : 1, sizeof *bodies);
+    if (!bodies) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) bodies[i] = reqs[i].prompt;
+    drift_status st = http_send(t, reqs, n, NULL, bodies, cb, user, err);
+    free(bodies);
     return st;
 }
 
@@ -946,7 +980,7 @@ static void http_close(drift_target *t) {
     t->impl = NULL;
 }
 
-static const eng_target_vtable http_vt = {"http", http_generate, http_embed, http_close};
+static const eng_target_vtable http_vt = {"http", http_generate, http_embed, http_close, http_send_raw};
 
 /* eng_http_detect (http_internal.h): the probes in order; a server that
  * cannot be reached stops them, and so does the whole budget. The

@@ -291,6 +291,22 @@ drift_status drift_target_generate(drift_target *t, const drift_gen_request *req
     return t->vt->generate(t, reqs, n, params, relay_result, &relay, err);
 }
 
+drift_status drift_target_send_raw(drift_target *t, const drift_gen_request *reqs, size_t n, drift_result_fn cb,
+                                   void *user, drift_error *err) {
+    if (!t || !t->vt) return drift_error_set(err, DRIFT_ERR_INVALID, "send: target is not open");
+    if (n && (!reqs || !cb)) return drift_error_set(err, DRIFT_ERR_INVALID, "send: requests or callback missing");
+    if (!t->vt->send_raw)
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "target kind '%s' cannot send whole request bodies (http only)",
+                               t->vt->kind);
+    for (size_t i = 0; i < n; i++)
+        if (!reqs[i].prompt)
+            return drift_error_set(err, DRIFT_ERR_INVALID, "send: request %zu has no body", i);
+    if (n && eng_target_cancelled(t))
+        return drift_error_set(err, DRIFT_ERR_CANCELLED, "send cancelled before the first request");
+    result_relay relay = {t, cb, user};
+    return t->vt->send_raw(t, reqs, n, relay_result, &relay, err);
+}
+
 drift_status drift_target_embed(drift_target *t, const char *const *texts, size_t n, float **vecs, int *dim,
                                 drift_error *err) {
     if (vecs) *vecs = NULL;

@@ -14,6 +14,9 @@ typedef struct eng_target_vtable {
     drift_status (*embed)(drift_target *t, const char *const *texts, size_t n, float **vecs, int *dim,
                           drift_error *err);
     void (*close)(drift_target *t);
+    /* drift_target_send_raw (target.h); NULL: the kind cannot */
+    drift_status (*send_raw)(drift_target *t, const drift_gen_request *reqs, size_t n, drift_result_fn cb,
+                             void *user, drift_error *err);
 } eng_target_vtable;
 
 struct drift_target {

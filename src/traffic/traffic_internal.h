@@ -1,0 +1,32 @@
+/* traffic_internal.h - what the traffic module's files share (trf_ prefix).
+ * Internal: not installed. */
+#ifndef DRIFT_TRAFFIC_INTERNAL_H
+#define DRIFT_TRAFFIC_INTERNAL_H
+
+#include <jansson.h>
+
+#include "driftbench/traffic.h"
+
+/* drift_traffic_request_check over a parsed body. */
+drift_status trf_request_check_json(const json_t *o, drift_error *err);
+
+/* The request's response_format type: 0 none/text, 1 json_object,
+ * 2 json_schema (*schema then borrows the schema object). */
+int trf_response_format(const json_t *req, const json_t **schema);
+
+/* 1 when the request offers tools. */
+int trf_has_tools(const json_t *req);
+
+/* The text of the last user message (string content, or the "text" parts
+ * of an array joined by newlines); malloc'd, "" when none. */
+char *trf_last_user_text(const json_t *req);
+
+/* drift_traffic_schema_check over parsed values (root: the schema's root,
+ * for $ref). */
+int trf_schema_check(const json_t *root, const json_t *schema, const json_t *v, char *path, size_t pathcap,
+                     char *why, size_t cap, int depth);
+
+/* 1 for the classes with a direction (json, schema, guard). */
+int trf_class_directional(int c);
+
+#endif

@@ -1,0 +1,568 @@
+/* traffic_replay.c - the replay stage (traffic.h): a request log asked of a
+ * baseline stack (or taken as logged) and of a target stack, stored, and
+ * judged pair by pair.
+ *
+ * Storage is the store's own tables, nothing new: the log's requests are a
+ * suite ("replay:" + the log's file name; each record's id is the prompt
+ * id, its canonical request body the prompt's input, workload chat), each
+ * side is a run (its answers in drift_traffic_reply_message's form, its
+ * request errors as error rows, which the next call asks again), so a
+ * replay resumes as `run` does and `runs`, `merge` and PostgreSQL stores
+ * work on it unchanged. The run's decoding records the override rules, the
+ * seed and how many requests each override touched: the same log replayed
+ * another way is another run.
+ *
+ *   log ──prepare──> bodies ──drift_target_send_raw──> replies ──message──> store
+ *   store ──pairs──> pair_judge (+ guard, + SDR) ──summarize──> report */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driftbench/eval.h"
+#include "suite/prompt.h"
+#include "traffic/traffic_internal.h"
+#include "util/util.h"
+
+#define FLUSH_EVERY 16   /* answers per store transaction, at most */
+#define FLUSH_MS 1000.0  /* and at most this long between two (a kill -9 loses less) */
+
+void drift_replay_opts_default(drift_replay_opts *o) {
+    memset(o, 0, sizeof *o);
+    drift_target_opts_default(&o->target_opts);
+    o->seed = 42;
+    drift_traffic_opts_default(&o->stats);
+}
+
+void drift_replay_report_free(drift_replay_report *r) {
+    if (!r) return;
+    for (size_t i = 0; i < r->n_pairs; i++) free(r->pairs[i].id);
+    free(r->pairs);
+    free(r->log_name);
+    free(r->baseline_label);
+    free(r->target_label);
+    free(r->baseline_target);
+    free(r->target_target);
+    free(r->guard);
+    free(r->embedder);
+    free(r);
+}
+
+/* rowid -> record index, by binary search over (rowid, index) pairs. */
+typedef struct row_ix {
+    int64_t rowid;
+    size_t ix;
+} row_ix;
+
+static int cmp_row(const void *a, const void *b) {
+    const row_ix *x = a, *y = b;
+    return x->rowid < y->rowid ? -1 : x->rowid > y->rowid;
+}
+
+static long find_ix(const row_ix *m, size_t n, int64_t rowid) {
+    row_ix key = {rowid, 0};
+    const row_ix *h = bsearch(&key, m, n, sizeof *m, cmp_row);
+    return h ? (long)h->ix : -1;
+}
+
+/* The model a target's spec names (its config's "model"), malloc'd; NULL none. */
+static char *target_model(const drift_target *t) {
+    json_t *c = json_loads(drift_target_config_json(t) ? drift_target_config_json(t) : "", 0, NULL);
+    const char *m = json_string_value(json_object_get(c, "model"));
+    char *r = m && *m && strcmp(m, "unknown") ? util_strdup(m) : NULL;
+    json_decref(c);
+    return r;
+}
+
+/* What one side's run records as its decoding: the rules, the seed, and
+ * per field how many of the log's requests it overrides. counts gets them. */
+static drift_status side_decoding(const drift_traffic_log *log, const drift_traffic_prep_opts *po, long counts[8],
+                                  char **out, drift_error *err) {
+    memset(counts, 0, 8 * sizeof *counts);
+    for (size_t i = 0; po && i < log->n; i++) {
+        char *body = NULL, *ov = NULL;
+        drift_status st = drift_traffic_prepare(log->recs[i].request_json, po, &body, &ov, err);
+        free(body);
+        if (st) return drift_error_prefix(err, "%s:%zu: ", log->name, log->recs[i].line);
+        json_t *o = json_loads(ov, 0, NULL);
+        free(ov);
+        for (int f = 0; f < 7; f++)
+            if (json_object_get(o, drift_traffic_override_fields[f])) counts[f]++;
+        json_decref(o);
+    }
+    json_t *d = json_object();
+    json_t *c = json_object();
+    int bad = !d || !c;
+    for (int f = 0; !bad && f < 7; f++)
+        if (counts[f]) bad |= json_object_set_new(c, drift_traffic_override_fields[f], json_integer(counts[f]));
+    bad |= json_object_set_new(d, "replay", json_string(po ? DRIFT_TRAFFIC_OVERRIDE_RULES : "logged"));
+    if (po) bad |= json_object_set_new(d, "seed", json_integer((json_int_t)po->seed));
+    bad |= json_object_set(d, "overrides", c);
+    json_decref(c);
+    *out = bad ? NULL : json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(d);
+    return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+}
+
+typedef struct side {
+    const char *spec;          /* NULL: logged */
+    drift_target *t;
+    char label[256];
+    int64_t run_id;
+    long overrides[8];
+    size_t asked;
+} side;
+
+static drift_status begin_side(drift_store *st, const drift_replay_opts *o, const drift_traffic_log *log,
+                               const char *label, const char *base, side *sd, drift_error *err) {
+    drift_traffic_prep_opts po = {o->seed, NULL};
+    char *model = NULL, *decoding = NULL, *config = NULL, *target = NULL, *suites = NULL;
+    drift_status rc = DRIFT_OK;
+    if (sd->spec) {
+        if ((rc = drift_target_open(sd->spec, &o->target_opts, &sd->t, err))) return rc;
+        po.model = model = target_model(sd->t);
+        config = util_strdup(drift_target_config_json(sd->t) ? drift_target_config_json(sd->t) : "{}");
+        target = util_strdup(sd->spec);
+    } else {
+        config = util_strdup("{\"framework\":\"logged\",\"hardware\":\"logged\",\"model\":\"logged\","
+                             "\"precision\":\"logged\"}");
+        target = util_asprintf("logged:%s", log->name);
+    }
+    json_t *sj = json_pack("[s]", log->name);
+    suites = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
+    json_decref(sj);
+    if (!config || !target || !suites) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    if (!rc) rc = side_decoding(log, sd->spec ? &po : NULL, sd->overrides, &decoding, err);
+    if (!rc) {
+        char version[64];
+        snprintf(version, sizeof version, "driftbench %s", drift_version());
+        drift_run_info info = {.label = (char *)(label ? label : base), .target = target, .config_json = config,
+                               .decoding_json = decoding, .templates_json = "{}", .suites_json = suites,
+                               .tool_version = version};
+        int resumed = 0;
+        if (label) {
+            rc = drift_store_run_begin(st, &info, &sd->run_id, &resumed, err);
+            snprintf(sd->label, sizeof sd->label, "%s", label);
+        } else {
+            rc = drift_store_run_begin_free(st, &info, sd->label, sizeof sd->label, &sd->run_id, &resumed, err);
+        }
+    }
+    free(model);
+    free(decoding);
+    free(config);
+    free(target);
+    free(suites);
+    return rc;
+}
+
+/* ---- asking one side ---- */
+
+typedef struct sink {
+    drift_store *st;
+    int64_t run_id;
+    const int64_t *rowids;
+    drift_answer buf[FLUSH_EVERY];
+    size_t n, done, total;
+    drift_status failed;
+    drift_error err;
+    const drift_replay_opts *o;
+    const char *stage;
+    double last_flush_ms;
+} sink;
+
+static int sink_flush(sink *s) {
+    if (!s->n) return 0;
+    drift_status rc = drift_store_put_responses(s->st, s->run_id, s->buf, s->n, &s->err);
+    for (size_t i = 0; i < s->n; i++) drift_answer_clear(&s->buf[i]);
+    s->n = 0;
+    s->last_flush_ms = util_now_ms();
+    if (rc) s->failed = rc;
+    return rc ? -1 : 0;
+}
+
+/* Takes res (the reply, or an error) into the sink as the message form. */
+static int sink_take(sink *s, size_t ix, drift_answer *res) {
+    drift_answer *a = &s->buf[s->n];
+    *a = *res;
+    memset(res, 0, sizeof *res);
+    drift_answer_clear(res);
+    a->prompt_rowid = s->rowids[ix];
+    a->replicate = 0;
+    a->id = 0;
+    if (!a->error) {
+        char *msg = NULL;
+        drift_error perr = {0};
+        if (drift_traffic_reply_message(a->text, &msg, &perr)) {
+            a->error = util_asprintf("reply is not a chat message: %s", perr.msg);
+            a->cause = DRIFT_FAIL_REPLY;
+            free(a->text);
+            a->text = NULL;
+        } else {
+            free(a->text);
+            a->text = msg;
+        }
+        free(a->logprobs_json); /* the reply's logprobs are not kept by a replay */
+        a->logprobs_json = NULL;
+    }
+    s->n++;
+    s->done++;
+    if (s->o->progress) s->o->progress(s->o->progress_user, s->stage, s->done, s->total);
+    return s->n == FLUSH_EVERY || util_now_ms() - s->last_flush_ms >= FLUSH_MS ? sink_flush(s) : 0;
+}
+
+static int on_reply(void *user, const drift_gen_request *req, drift_answer *res) {
+    return sink_take(user, req->index, res);
+}
+
+static drift_status ask_side(drift_store *st, const drift_replay_opts *o, const drift_traffic_log *log,
+                             const int64_t *rowids, const row_ix *map, side *sd, const char *stage,
+                             drift_error *err) {
+    int64_t *pp = NULL;
+    int *pr = NULL;
+    size_t np = 0;
+    drift_status rc = drift_store_pending(st, sd->run_id, rowids, log->n, 1, &pp, &pr, &np, err);
+    if (rc) return rc;
+    sink *s = calloc(1, sizeof *s);
+    drift_gen_request *reqs = calloc(np ? np : 1, sizeof *reqs);
+    char **bodies = calloc(np ? np : 1, sizeof *bodies);
+    char *model = sd->t ? target_model(sd->t) : NULL;
+    if (!s || !reqs || !bodies) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    *s = (sink){.st = st, .run_id = sd->run_id, .rowids = rowids, .total = np, .o = o, .stage = stage,
+                .last_flush_ms = util_now_ms()};
+    drift_traffic_prep_opts po = {o->seed, model};
+    for (size_t k = 0; k < np && !rc; k++) {
+        long ix = find_ix(map, log->n, pp[k]);
+        if (ix < 0) {
+            rc = drift_error_set(err, DRIFT_ERR_INTERNAL, "pending prompt row %lld is not in the log", (long long)pp[k]);
+            break;
+        }
+        const drift_traffic_record *rec = &log->recs[ix];
+        if (!sd->spec) { /* logged: the reference is what was served */
+            drift_answer a = {0};
+            drift_answer_clear(&a);
+            if (rec->response_json) a.text = util_strdup(rec->response_json);
+            else {
+                a.error = util_strdup("the log has no response for this request");
+                a.cause = DRIFT_FAIL_OTHER;
+            }
+            a.attempts = 0;
+            if (sink_take(s, (size_t)ix, &a)) break;
+            continue;
+        }
+        rc = drift_traffic_prepare(rec->request_json, &po, &bodies[k], NULL, err);
+        if (rc) drift_error_prefix(err, "%s:%zu: ", log->name, rec->line);
+        reqs[k] = (drift_gen_request){.index = (size_t)ix, .prompt = bodies[k], .replicate = 0};
+    }
+    if (!rc && sd->spec && np) rc = drift_target_send_raw(sd->t, reqs, np, on_reply, s, err);
+    sink_flush(s);
+    if (!rc && s->failed) {
+        rc = s->failed;
+        if (err) *err = s->err;
+    }
+    sd->asked = sd->spec ? s->done : 0;
+out:
+    for (size_t k = 0; k < np && bodies; k++) free(bodies[k]);
+    free(bodies);
+    free(reqs);
+    free(model);
+    free(s);
+    free(pp);
+    free(pr);
+    return rc;
+}
+
+/* ---- judging ---- */
+
+/* Each record's answer of a run: response id (0: none) and error flag. */
+static drift_status side_rows(drift_store *st, int64_t run_id, const row_ix *map, size_t n, int64_t *resp,
+                              int *error, drift_error *err) {
+    drift_scored_set set = {0};
+    drift_status rc = drift_store_load_scored(st, run_id, &set, err);
+    if (rc) return rc;
+    for (size_t i = 0; i < n; i++) {
+        resp[i] = 0;
+        error[i] = 1; /* no row: never asked (a cancelled replay): no answer */
+    }
+    for (size_t i = 0; i < set.n; i++) {
+        long ix = find_ix(map, n, set.rows[i].prompt_rowid);
+        if (ix < 0 || set.rows[i].replicate != 0) continue;
+        resp[ix] = set.rows[i].response_id;
+        error[ix] = set.rows[i].is_error;
+    }
+    drift_scored_set_clear(&set);
+    return DRIFT_OK;
+}
+
+/* The text a guard or an embedder reads of a message: its content, or the
+ * whole message when it has none (tool calls only). malloc'd. */
+static char *readable(const char *msg) {
+    json_t *m = json_loads(msg ? msg : "", 0, NULL);
+    const char *c = json_string_value(json_object_get(m, "content"));
+    char *r = util_strdup(c && *c ? c : (msg ? msg : ""));
+    json_decref(m);
+    return r;
+}
+
+static drift_status judge_guard(const drift_replay_opts *o, drift_replay_report *rep, const drift_traffic_log *log,
+                                char **ma, char **mb, const int *perr, drift_error *err) {
+    drift_guard *g = NULL;
+    drift_status rc = drift_guard_open(o->guard_spec, &g, err);
+    if (rc) return drift_error_prefix(err, "guard: ");
+    rep->guard = util_strdup(drift_guard_name(g));
+    size_t n = log->n, m = 0;
+    const char **reqs = calloc(2 * n + 1, sizeof *reqs);
+    const char **ans = calloc(2 * n + 1, sizeof *ans);
+    char **own = calloc(3 * n + 1, sizeof *own);
+    size_t *ix = calloc(n + 1, sizeof *ix);
+    drift_eval_result *res = calloc(2 * n + 1, sizeof *res);
+    size_t n_own = 0;
+    if (!reqs || !ans || !own || !ix || !res) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (perr[i]) continue;
+        json_t *req = json_loads(log->recs[i].request_json, 0, NULL);
+        char *u = trf_last_user_text(req);
+        json_decref(req);
+        char *a = readable(ma[i]), *b = readable(mb[i]);
+        own[n_own++] = u;
+        own[n_own++] = a;
+        own[n_own++] = b;
+        ix[m / 2] = i;
+        reqs[m] = u;
+        ans[m++] = a;
+        reqs[m] = u;
+        ans[m++] = b;
+    }
+    if (o->progress) o->progress(o->progress_user, "guard", 0, m);
+    if (m) rc = drift_guard_judge(g, reqs, ans, m, res, err);
+    if (rc) {
+        drift_error_prefix(err, "guard: ");
+        goto out;
+    }
+    if (o->progress) o->progress(o->progress_user, "guard", m, m);
+    for (size_t k = 0; k < m; k += 2) drift_traffic_pair_set_guard(&rep->pairs[ix[k / 2]].p, res[k].label, res[k + 1].label);
+out:
+    for (size_t k = 0; res && k < m; k++) drift_eval_result_clear(&res[k]);
+    for (size_t k = 0; own && k < n_own; k++) free(own[k]);
+    free(reqs);
+    free(ans);
+    free(own);
+    free(ix);
+    free(res);
+    drift_guard_close(g);
+    return rc;
+}
+
+static drift_status judge_sdr(const drift_replay_opts *o, drift_replay_report *rep, size_t n, char **ma, char **mb,
+                              const int *perr, drift_error *err) {
+    drift_embedder *e = NULL;
+    drift_status rc = drift_embedder_open(o->embedder_spec, &e, err);
+    if (rc) return drift_error_prefix(err, "embedder: ");
+    rep->embedder = util_strdup(drift_embedder_name(e));
+    size_t m = 0;
+    char **texts = calloc(2 * n + 1, sizeof *texts);
+    size_t *ix = calloc(n + 1, sizeof *ix);
+    float *vecs = NULL;
+    int dim = 0;
+    if (!texts || !ix) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (perr[i]) continue;
+        ix[m / 2] = i;
+        texts[m++] = readable(ma[i]);
+        texts[m++] = readable(mb[i]);
+    }
+    if (o->progress) o->progress(o->progress_user, "embed", 0, m);
+    if (m) rc = drift_embedder_embed(e, (const char *const *)texts, m, &vecs, &dim, err);
+    if (rc) {
+        drift_error_prefix(err, "embedder: ");
+        goto out;
+    }
+    if (o->progress) o->progress(o->progress_user, "embed", m, m);
+    for (size_t k = 0; k < m; k += 2)
+        drift_traffic_pair_set_sdr(&rep->pairs[ix[k / 2]].p,
+                                   drift_sdr(vecs + k * (size_t)dim, vecs + (k + 1) * (size_t)dim, dim),
+                                   o->stats.sdr_threshold);
+out:
+    for (size_t k = 0; texts && k < m; k++) free(texts[k]);
+    free(texts);
+    free(ix);
+    free(vecs);
+    drift_embedder_close(e);
+    return rc;
+}
+
+static drift_status judge(drift_store *st, const drift_replay_opts *o, const drift_traffic_log *log,
+                          const row_ix *map, const side *sb, const side *stg, drift_replay_report *rep,
+                          drift_error *err) {
+    size_t n = log->n;
+    int64_t *ra = calloc(n, sizeof *ra), *rb = calloc(n, sizeof *rb);
+    int *ea = calloc(n, sizeof *ea), *eb = calloc(n, sizeof *eb), *perr = calloc(n, sizeof *perr);
+    char **ma = calloc(n, sizeof *ma), **mb = calloc(n, sizeof *mb);
+    const char **reqs = calloc(n, sizeof *reqs);
+    drift_traffic_pair *pairs = calloc(n, sizeof *pairs);
+    drift_status rc = DRIFT_OK;
+    if (!ra || !rb || !ea || !eb || !perr || !ma || !mb || !reqs || !pairs) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    drift_store_read_begin(st);
+    rc = side_rows(st, sb->run_id, map, n, ra, ea, err);
+    if (!rc) rc = side_rows(st, stg->run_id, map, n, rb, eb, err);
+    for (size_t i = 0; i < n && !rc; i++) {
+        perr[i] = ea[i] || eb[i];
+        reqs[i] = log->recs[i].request_json;
+        if (perr[i]) continue;
+        int lp = 0;
+        rc = drift_store_answer_text(st, ra[i], &ma[i], &lp, err);
+        if (!rc) rc = drift_store_answer_text(st, rb[i], &mb[i], &lp, err);
+    }
+    drift_store_read_end(st);
+    if (rc) goto out;
+    for (size_t i = 0; i < n; i++) {
+        drift_replay_pair *p = &rep->pairs[i];
+        p->error_baseline = ea[i];
+        p->error_target = eb[i];
+        memset(&p->p, 0, sizeof p->p);
+        p->p.first_diff_char = p->p.first_diff_word = -1;
+        p->p.sdr = NAN;
+        if (perr[i]) continue;
+        if ((rc = drift_traffic_pair_judge(reqs[i], ma[i], mb[i], &p->p, err))) {
+            drift_error_prefix(err, "%s:%zu: ", log->name, log->recs[i].line);
+            goto out;
+        }
+    }
+    if (o->guard_spec && (rc = judge_guard(o, rep, log, ma, mb, perr, err))) goto out;
+    if (o->embedder_spec && (rc = judge_sdr(o, rep, n, ma, mb, perr, err))) goto out;
+    for (size_t i = 0; i < n; i++) {
+        pairs[i] = rep->pairs[i].p;
+        rep->sum.errors_baseline += ea[i] != 0;
+        rep->sum.errors_target += eb[i] != 0;
+        rep->sum.errors_both += ea[i] && eb[i];
+    }
+    size_t eb_, et_, e2_;
+    eb_ = rep->sum.errors_baseline;
+    et_ = rep->sum.errors_target;
+    e2_ = rep->sum.errors_both;
+    drift_traffic_summarize(pairs, perr, reqs, n, o->guard_spec != NULL, o->embedder_spec != NULL, &o->stats,
+                            &rep->sum);
+    rep->sum.errors_baseline = eb_;
+    rep->sum.errors_target = et_;
+    rep->sum.errors_both = e2_;
+out:
+    for (size_t i = 0; i < n; i++) {
+        if (ma) free(ma[i]);
+        if (mb) free(mb[i]);
+    }
+    free(ra);
+    free(rb);
+    free(ea);
+    free(eb);
+    free(perr);
+    free(ma);
+    free(mb);
+    free(reqs);
+    free(pairs);
+    return rc;
+}
+
+static char *file_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return util_asprintf("replay:%s", s ? s + 1 : path);
+}
+
+drift_status drift_replay_run(drift_store *st, const drift_replay_opts *o, drift_replay_report **out,
+                              drift_error *err) {
+    *out = NULL;
+    if (!st || !o || (!o->log_path && !o->log) || !o->target_spec)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "replay: a log, a store and a target are needed");
+    drift_traffic_log *own = NULL;
+    drift_status rc = DRIFT_OK;
+    if (!o->log && (rc = drift_traffic_log_load(o->log_path, &own, err))) return rc;
+    const drift_traffic_log *log = o->log ? o->log : own;
+    if (!o->baseline_spec && log->with_response == 0) {
+        rc = drift_error_set(err, DRIFT_ERR_INVALID,
+                             "%s: no line has a logged response: give a baseline stack (--baseline URL)", log->name);
+        drift_traffic_log_free(own);
+        return rc;
+    }
+    drift_replay_report *rep = calloc(1, sizeof *rep);
+    drift_prompt *prompts = calloc(log->n, sizeof *prompts);
+    int64_t *rowids = calloc(log->n, sizeof *rowids);
+    row_ix *map = calloc(log->n, sizeof *map);
+    char *suite_name = file_name(log->name);
+    side sb = {.spec = o->baseline_spec}, stg = {.spec = o->target_spec};
+    if (!rep || !prompts || !rowids || !map || !suite_name ||
+        !(rep->pairs = calloc(log->n, sizeof *rep->pairs))) {
+        rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    rep->n_pairs = log->n;
+    for (size_t i = 0; i < log->n; i++) {
+        rep->pairs[i].id = util_strdup(log->recs[i].id);
+        rep->pairs[i].line = log->recs[i].line;
+        prompts[i].prompt_id = log->recs[i].id;
+        prompts[i].workload = DRIFT_WL_CHAT;
+        prompts[i].input = log->recs[i].request_json;
+        prompts[i].reference_json = "{}";
+        prompts[i].hash = suite_prompt_hash(DRIFT_WL_CHAT, prompts[i].input, "{}", SUITE_HASH_NUL);
+        if (!rep->pairs[i].id || !prompts[i].hash) {
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    drift_suite suite = {.name = suite_name, .source = log->name, .format = (char *)log->format,
+                         .prompts = prompts, .n = log->n};
+    if ((rc = drift_store_put_prompts(st, &suite, rowids, err))) goto out;
+    for (size_t i = 0; i < log->n; i++) map[i] = (row_ix){rowids[i], i};
+    qsort(map, log->n, sizeof *map, cmp_row);
+
+    if ((rc = begin_side(st, o, log, o->baseline_label, o->baseline_spec ? "replay-baseline" : "replay-logged", &sb,
+                         err)))
+        goto out;
+    if ((rc = begin_side(st, o, log, o->target_label, "replay-target", &stg, err))) goto out;
+    if (!strcmp(sb.label, stg.label)) {
+        rc = drift_error_set(err, DRIFT_ERR_INVALID, "replay: baseline and target are the same run '%s'", sb.label);
+        goto out;
+    }
+    if ((rc = ask_side(st, o, log, rowids, map, &sb, "baseline", err))) goto out;
+    if ((rc = ask_side(st, o, log, rowids, map, &stg, "target", err))) goto out;
+    if ((rc = drift_store_run_finish(st, sb.run_id, err))) goto out;
+    if ((rc = drift_store_run_finish(st, stg.run_id, err))) goto out;
+
+    rep->log_name = util_strdup(log->name);
+    rep->log_format = log->format;
+    rep->logged = o->baseline_spec == NULL;
+    rep->baseline_label = util_strdup(sb.label);
+    rep->target_label = util_strdup(stg.label);
+    rep->baseline_target = o->baseline_spec ? drift_redact(o->baseline_spec) : util_asprintf("logged:%s", log->name);
+    rep->target_target = drift_redact(o->target_spec);
+    memcpy(rep->overrides, stg.overrides, sizeof rep->overrides);
+    rep->asked_baseline = sb.asked;
+    rep->asked_target = stg.asked;
+    rc = judge(st, o, log, map, &sb, &stg, rep, err);
+out:
+    if (sb.run_id && rc) drift_store_run_unlock(st, sb.label, NULL);
+    if (stg.run_id && rc) drift_store_run_unlock(st, stg.label, NULL);
+    drift_target_close(sb.t);
+    drift_target_close(stg.t);
+    for (size_t i = 0; prompts && i < log->n; i++) free(prompts[i].hash);
+    free(prompts);
+    free(rowids);
+    free(map);
+    free(suite_name);
+    drift_traffic_log_free(own);
+    if (rc) {
+        drift_replay_report_free(rep);
+        return rc;
+    }
+    *out = rep;
+    return DRIFT_OK;
+}

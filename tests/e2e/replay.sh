@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# replay.sh - `driftbench replay` (issue 39) against local servers:
+#   1. two scripted fake servers: a request log (chat/completions bodies)
+#      with math-like prompts, a json_schema request, a tools request and a
+#      request the target always fails (HTTP 500): the math flip, the
+#      schema flip (worse), the exact flips and where they part; the error
+#      is counted, never a flip, and asked again on resume; the bodies the
+#      server got keep their own parameters with the determinism overrides
+#      (temperature 0, seed, no stream) and the report counts them; an
+#      interrupted replay keeps what was answered and resumes with the rest;
+#   2. the logged-responses mode: the log's responses as the reference,
+#      the same answers served again: no flip, exit 0 with --decide point;
+#   3. two `driftbench serve` profiles (ref and cpu-int4) over built-in
+#      suite prompts (OpenAI batch input) with response_format and tools
+#      requests: ref against itself agrees exactly on every pair, and so
+#      do the guard's labels and the embeddings (the serve's own); ref
+#      against int4 reports as many exact flips as the stored answers of the
+#      two runs differ (counted here from the store);
+#   4. bad logs: exit 2 naming file:line:field.
+. "$(dirname "$0")/lib.sh"
+command -v python3 > /dev/null || skip_all "python3 needed"
+
+# ---- 1. fake servers ----
+start_server_text 'default | echo\nanswer | JSONQ | {"answer": 4}\n'
+PA=$PORT
+start_server_text 'answer | ANSWER=3 | The answer is 4.\\n#### 4\nanswer | JSONQ | {"answer": "four"}\nfault | BROKEN | 500\nfault | SLOW | sleep | seconds=30 | times=1\ndefault | echo\n'
+PB=$PORT
+HA="http://127.0.0.1:$PA/v1?model=fake&api=chat"
+HB="http://127.0.0.1:$PB/v1?model=fake&api=chat"
+python3 - "$T/log.jsonl" <<'EOF'
+import json, sys
+out = []
+for k in range(1, 7):
+    out.append({"model": "prod", "messages": [{"role": "user", "content": f"What is it? ANSWER={k}"}],
+                "temperature": 0.7, "max_tokens": 16})
+out.append({"model": "prod", "messages": [{"role": "user", "content": "BROKEN ANSWER=7"}]})
+out.append({"model": "prod", "messages": [{"role": "user", "content": "JSONQ give 2+2"}], "stream": True,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {
+                "type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}}}})
+out.append({"model": "prod", "messages": [{"role": "user", "content": "weather? ANSWER=9"}], "seed": 7,
+            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]})
+open(sys.argv[1], "w").write("".join(json.dumps(o) + "\n" for o in out))
+EOF
+"$D" --quiet replay --log "$T/log.jsonl" --db "$T/f.db" --baseline "$HA" --target "$HB" --retries 0 \
+  --concurrency 1 --format json -o "$T/r1.json" 2> "$T/r1.err"
+rc=$?
+check '[ $rc -eq 1 ]' "fake replay: exit $rc, want 1 (block): $(cat "$T/r1.err")"
+check 'python3 - "$T/r1.json" <<EOF
+import json, sys
+d = json.load(open(sys.argv[1])); c = d["classes"]
+assert d["pairs"] == 9 and d["answered"] == 8, (d["pairs"], d["answered"])
+assert d["errors"] == {"baseline": 0, "target": 1, "both": 0}, d["errors"]
+assert [e["id"] for e in d["error_pairs"]] == ["line-7"], d["error_pairs"]
+for k, v in c.items():
+    assert all(f["id"] != "line-7" for f in v["flipped"]), k
+assert c["math"]["n"] == 7 and c["math"]["flips"] == 1 and c["math"]["flipped"][0]["id"] == "line-3", c["math"]
+assert c["math"]["left_out"] == 1 and c["math"]["decision"] == "block", c["math"]
+f = c["exact"]["flipped"]
+assert [x["id"] for x in f] == ["line-3", "line-8"], f
+assert f[0]["first_diff_char"] == len("The answer is "), f[0]
+assert f[0]["first_diff_word"] == 3, f[0]
+assert c["schema"]["n"] == 1 and c["schema"]["flips"] == 1 and c["schema"]["worse"] == 1, c["schema"]
+assert c["json"]["n"] == 1 and c["json"]["flips"] == 0, c["json"]
+assert c["tool_name"]["n"] == 1 and c["tool_name"]["flips"] == 0, c["tool_name"]
+assert not c["guard"]["present"] and not c["semantic"]["present"]
+assert d["overrides"] == {"temperature": 9, "seed": 8, "stream": 1, "model": 9}, d["overrides"]
+assert d["decision"] == "block"
+assert d["taxonomy"]["functional"] == 2 and d["taxonomy"]["functional_worse"] == 1, d["taxonomy"]
+assert d["taxonomy"]["text_only"] == 0, d["taxonomy"]
+EOF' "fake replay report: $(head -c 3000 "$T/r1.json")"
+
+# what the server got last (one request at a time: the log's last line): its
+# own parameters (tools, its seed), and the overrides
+curl -s "http://127.0.0.1:$PA/last" > "$T/last.json"
+check 'python3 - "$T/last.json" <<EOF
+import json, sys
+b = json.load(open(sys.argv[1]))
+assert b["temperature"] == 0 and b["model"] == "fake" and b["seed"] == 7, b
+assert b["tools"][0]["function"]["name"] == "get_weather" and b["messages"][0]["content"] == "weather? ANSWER=9", b
+EOF' "the last body sent: $(cat "$T/last.json")"
+
+# resume: nothing answered is asked again; the error is
+"$D" --quiet replay --log "$T/log.jsonl" --db "$T/f.db" --baseline "$HA" --target "$HB" --retries 0 \
+  --format json -o "$T/r2.json" 2> "$T/r2.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d[\"baseline\"][\"asked\"] == 0 and d[\"target\"][\"asked\"] == 1, (d[\"baseline\"], d[\"target\"])
+assert d[\"classes\"][\"math\"][\"flips\"] == 1
+" "$T/r2.json"' "resume asked again: $(head -c 600 "$T/r2.json") $(cat "$T/r2.err")"
+
+# interrupted (SIGINT while the target waits on a slow request, 30 s): exit
+# 2, the answers before it are kept (the baseline's four at least); the next
+# call asks only the rest and ends with every pair answered
+for k in 1 2 SLOW 4; do printf '{"messages":[{"role":"user","content":"%s ANSWER=9"}]}\n' "$k"; done > "$T/slow.jsonl"
+"$D" --quiet replay --log "$T/slow.jsonl" --db "$T/i.db" --baseline "$HA" --target "$HB" --concurrency 1 \
+  --format json -o "$T/i1.json" 2> "$T/i1.err" &
+ipid=$!
+for _ in $(seq 400); do # the baseline's answers are stored when its side ends
+  [ "$(sqlite3 "$T/i.db" "select count(*) from responses" 2> /dev/null)" = 4 ] && break
+  sleep 0.05
+done
+sleep 2
+kill -INT $ipid
+wait $ipid
+rc=$?
+kept=$(sqlite3 "$T/i.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label = 'replay-target' and r.failed = 0")
+check '[ $rc -eq 2 ] && [ ! -s "$T/i1.json" ]' "interrupted replay: exit $rc: $(cat "$T/i1.err")"
+check '[ "$(sqlite3 "$T/i.db" "select count(*) from responses r join runs u on u.id = r.run_id where u.label = '"'"'replay-baseline'"'"'")" = 4 ] && [ "$kept" -le 2 ]' \
+  "interrupted replay kept $(sqlite3 "$T/i.db" "select count(*) from responses") answers ($kept of the target)"
+"$D" --quiet replay --log "$T/slow.jsonl" --db "$T/i.db" --baseline "$HA" --target "$HB" --format json \
+  -o "$T/i2.json" 2> "$T/i2.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d[\"baseline\"][\"asked\"] == 0 and d[\"target\"][\"asked\"] == 4 - int(sys.argv[2]) and d[\"answered\"] == 4, d
+" "$T/i2.json" "$kept"' "resumed after the interrupt: $(head -c 600 "$T/i2.json") $(cat "$T/i2.err")"
+
+# ---- 2. the logged responses as the reference ----
+python3 - "$T/log.jsonl" "$T/logged.jsonl" <<'EOF'
+import json, sys
+out = []
+for i, l in enumerate(open(sys.argv[1])):
+    req = json.loads(l)
+    text = req["messages"][0]["content"]
+    if "ANSWER=" not in text or "BROKEN" in text:
+        continue
+    k = text.split("ANSWER=")[1]
+    out.append({"id": f"r{i}", "request": req, "response": {"id": "x", "object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": f"The answer is {k}.\n#### {k}"},
+         "finish_reason": "stop"}]}})
+open(sys.argv[2], "w").write("".join(json.dumps(o) + "\n" for o in out))
+EOF
+"$D" --quiet replay --log "$T/logged.jsonl" --db "$T/l.db" --logged --target "$HA" --decide point \
+  --format json -o "$T/l.json" 2> "$T/l.err"
+rc=$?
+check '[ $rc -eq 0 ]' "logged replay: exit $rc, want 0: $(cat "$T/l.err")"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); c=d[\"classes\"]
+assert d[\"baseline\"][\"logged\"] and d[\"baseline\"][\"label\"] == \"replay-logged\"
+assert d[\"answered\"] == 7 and c[\"exact\"][\"flips\"] == 0 and c[\"math\"][\"n\"] == 7, d
+" "$T/l.json"' "logged replay report: $(head -c 1500 "$T/l.json")"
+"$D" --quiet replay --log "$T/log.jsonl" --db "$T/l2.db" --logged --target "$HA" > /dev/null 2> "$T/l2.err"
+rc=$?
+check '[ $rc -eq 2 ] && grep -q "no line has a logged response" "$T/l2.err"' "logged without responses: $rc $(cat "$T/l2.err")"
+
+# ---- 4. bad logs ----
+printf '{"model":"m","messages":[{"role":"user","content":"hi"}]}\n{"model":"m","messages":[{"role":"user"}]}\n' > "$T/bad.jsonl"
+"$D" replay --log "$T/bad.jsonl" --db "$T/b.db" --logged --target "$HA" > /dev/null 2> "$T/bad.err"
+rc=$?
+check '[ $rc -eq 2 ] && [ ! -e "$T/b.db" ] && grep -q "bad.jsonl:2: messages\[0\].content: missing" "$T/bad.err"' "bad log: $rc $(cat "$T/bad.err")"
+printf '{"custom_id":"a","method":"POST","url":"/v1/embeddings","body":{"input":"x"}}\n' > "$T/bad2.jsonl"
+"$D" replay --log "$T/bad2.jsonl" --db "$T/b.db" --logged --target "$HA" > /dev/null 2> "$T/bad2.err"
+rc=$?
+check '[ $rc -eq 2 ] && grep -q "bad2.jsonl:1: url: ./v1/embeddings. is not replayed" "$T/bad2.err"' "batch url: $rc $(cat "$T/bad2.err")"
+
+# ---- 3. driftbench serve, two profiles ----
+M=$S/models/qwen2-7m.gguf
+start_serve() { # NAME PROFILE -> PORT_<NAME>
+  "$D" serve --model "$M" --profile "$2" --port 0 --threads 1 --lifetime 600 > "$T/$1.out" 2> "$T/$1.err" &
+  PIDS+=($!)
+  wait_port_file "$T/$1.out" 200 || fail "serve $2 printed no PORT: $(cat "$T/$1.err")"
+  eval "PORT_$1=$PORT"
+}
+start_serve ref ref
+start_serve int4 cpu-int4
+HREF="http://127.0.0.1:$PORT_ref/v1?model=qwen2-7m&api=chat"
+HINT4="http://127.0.0.1:$PORT_int4/v1?model=qwen2-7m&api=chat"
+"$D" suites export builtin:math --n 4 -o "$T/math.jsonl" 2> /dev/null
+"$D" suites export builtin:chat --n 3 -o "$T/chat.jsonl" 2> /dev/null
+python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+out = []
+for f in ("math", "chat"):
+    for l in open(f"{T}/{f}.jsonl"):
+        r = json.loads(l)
+        out.append({"custom_id": r["prompt_id"], "method": "POST", "url": "/v1/chat/completions",
+                    "body": {"model": "m", "messages": [{"role": "user", "content": r["input"]}], "max_tokens": 24}})
+out.append({"custom_id": "json-1", "method": "POST", "url": "/v1/chat/completions", "body": {
+    "model": "m", "max_tokens": 24, "messages": [{"role": "user", "content": "Answer in JSON: 2+2?"}],
+    "response_format": {"type": "json_object"}}})
+out.append({"custom_id": "tool-1", "method": "POST", "url": "/v1/chat/completions", "body": {
+    "model": "m", "max_tokens": 24, "messages": [{"role": "user", "content": "Weather in Paris?"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]}})
+open(f"{T}/batch.jsonl", "w").write("".join(json.dumps(o) + "\n" for o in out))
+EOF
+EMB="http://127.0.0.1:$PORT_ref/v1?model=qwen2-7m"
+"$D" --quiet replay --log "$T/batch.jsonl" --db "$T/s.db" --baseline "$HREF" --target "$HREF" \
+  --baseline-label a --target-label a2 --guard builtin --embedder "$EMB" --format json -o "$T/same.json" 2> "$T/same.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); c=d[\"classes\"]
+assert d[\"format\"] == \"openai-batch\" and d[\"answered\"] == 9, d
+for k in (\"exact\", \"guard\", \"semantic\"):
+    assert c[k][\"n\"] + c[k][\"left_out\"] == 9 and c[k][\"flips\"] == 0, (k, c[k])
+assert c[\"json\"][\"n\"] == 1 and c[\"tool_name\"][\"n\"] == 1 and c[\"schema\"][\"present\"] is False, c
+assert d[\"guard\"].startswith(\"guard:\") and d[\"embedder\"].startswith(\"embed:\"), d
+" "$T/same.json"' "ref against ref: $(head -c 1500 "$T/same.json") $(cat "$T/same.err")"
+"$D" --quiet replay --log "$T/batch.jsonl" --db "$T/s.db" --baseline "$HREF" --target "$HINT4" \
+  --baseline-label a --target-label b --format json -o "$T/diff.json" 2> "$T/diff.err"
+rc=$?
+check '[ $rc -ne 2 ]' "ref against int4: exit $rc: $(cat "$T/diff.err")"
+check 'python3 - "$T/diff.json" "$T/s.db" <<EOF
+import json, sqlite3, sys
+d = json.load(open(sys.argv[1]))
+db = sqlite3.connect(sys.argv[2])
+rows = db.execute("""select p.prompt_id, a.text = b.text from responses a join responses b on a.prompt_rowid = b.prompt_rowid
+  join prompts p on p.id = a.prompt_rowid
+  where a.run_id = (select id from runs where label = ?) and b.run_id = (select id from runs where label = ?)""",
+  ("a", "b")).fetchall()
+assert len(rows) == 9, rows
+differ = sorted(p for p, same in rows if not same)
+assert d["classes"]["exact"]["flips"] == len(differ), (d["classes"]["exact"], differ)
+assert sorted(f["id"] for f in d["classes"]["exact"]["flipped"]) == differ
+EOF' "ref against int4 agrees with the store: $(head -c 1500 "$T/diff.json")"
+finish
