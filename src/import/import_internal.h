@@ -22,6 +22,8 @@
 drift_import_run *import_run_add(drift_import_set *s);
 /* Appends a sample to r (zeroed, token counts -1); NULL when out of memory. */
 drift_import_sample *import_sample_add(drift_import_run *r);
+/* Frees what sample p holds (not p itself). */
+void import_sample_clear(drift_import_sample *p);
 /* Sets p->reference_json (sorted keys, compact) from ref and p->hash over
  * workload NUL input NUL reference, as suite prompts are hashed. Takes
  * nothing; returns -1 when out of memory. p->input must be set. */

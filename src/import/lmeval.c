@@ -364,17 +364,6 @@ static int cmp_id(const void *a, const void *b) {
     return c ? c : (x->where < y->where ? -1 : x->where > y->where);
 }
 
-static void sample_free(drift_import_sample *p) {
-    free(p->prompt_id);
-    free(p->doc_hash);
-    free(p->input);
-    free(p->reference_json);
-    free(p->hash);
-    free(p->answer);
-    free(p->error);
-    free(p->detail_json);
-}
-
 /* Rows without filter names: a doc_id seen again starts the next filter's
  * block, which is dropped (the file order is kept). */
 static drift_status keep_first_block(lm *L, drift_error *err) {
@@ -392,7 +381,7 @@ static drift_status keep_first_block(lm *L, drift_error *err) {
         if (!strcmp(v[i]->prompt_id, v[i - 1]->prompt_id)) drop[v[i] - r->samples] = 1;
     size_t m = 0;
     for (size_t i = 0; i < r->n; i++) {
-        if (drop[i]) sample_free(&r->samples[i]);
+        if (drop[i]) import_sample_clear(&r->samples[i]);
         else r->samples[m++] = r->samples[i];
     }
     r->n = m;

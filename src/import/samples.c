@@ -82,7 +82,7 @@ drift_workload import_task_workload(const char *task) {
     return DRIFT_WL_UNKNOWN;
 }
 
-static void sample_clear(drift_import_sample *p) {
+void import_sample_clear(drift_import_sample *p) {
     free(p->prompt_id);
     free(p->doc_hash);
     free(p->input);
@@ -97,7 +97,7 @@ void drift_import_set_free(drift_import_set *s) {
     if (!s) return;
     for (size_t i = 0; i < s->n; i++) {
         drift_import_run *r = &s->runs[i];
-        for (size_t k = 0; k < r->n; k++) sample_clear(&r->samples[k]);
+        for (size_t k = 0; k < r->n; k++) import_sample_clear(&r->samples[k]);
         free(r->samples);
         free(r->source);
         free(r->label);
