@@ -96,48 +96,37 @@ static int do_sequential(drift_store *st, const char *base, const char *targ, co
     return rc;
 }
 
-/* --format github: the annotations and summary to the output, the summary
- * appended to $GITHUB_STEP_SUMMARY too when it is set. */
-static int do_github(drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
+/* --format github's summary, appended to $GITHUB_STEP_SUMMARY when it is
+ * set. 0, or CLI_EXIT_ERROR after printing. */
+static int append_step_summary(const char *summary) {
+    const char *path = getenv("GITHUB_STEP_SUMMARY");
+    if (!summary || !path || !*path) return 0;
+    FILE *f = fopen(path, "a");
+    int bad = !f || fputs(summary, f) < 0;
+    if (f && fclose(f)) bad = 1;
+    if (bad) return cli_error("compare", "$GITHUB_STEP_SUMMARY %s: cannot append the summary", path);
+    return 0;
+}
+
+/* Load (the comparison and its flips' details, one read transaction),
+ * token KL when asked, render (github: the annotations and the summary
+ * around it, the summary appended to $GITHUB_STEP_SUMMARY too), write; the
+ * gate's exit code. */
+static int do_compare(drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
     drift_error err = {0};
     drift_comparison *c = NULL;
     drift_comparison_details d = {0};
     char *text = NULL, *summary = NULL;
     int rc = CLI_EXIT_ERROR;
-    const char *path = getenv("GITHUB_STEP_SUMMARY");
-    if (drift_comparison_load(st, base, targ, &a->opts, DRIFT_FORMAT_GITHUB, &c, &d, &err) ||
-        drift_github_render(c, &d, &text, &summary, &err)) {
-        cli_error_lib("compare", &err);
-    } else if (cli_write_output("compare", a->out, text) == 0) {
-        FILE *f = path && *path ? fopen(path, "a") : NULL;
-        int bad = path && *path && (!f || fputs(summary, f) < 0);
-        if (f && fclose(f)) bad = 1;
-        if (bad) cli_error("compare", "$GITHUB_STEP_SUMMARY %s: cannot append the summary", path);
-        else rc = cli_gate_exit("compare", st, c, c->decision);
-    }
-    free(text);
-    free(summary);
-    drift_comparison_details_clear(&d);
-    drift_comparison_free(c);
-    return rc;
-}
-
-/* Load (the comparison and its flips' details, one read transaction),
- * token KL when asked, render, write; the gate's exit code. */
-static int do_compare(drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
-    drift_error err = {0};
-    drift_comparison *c = NULL;
-    drift_comparison_details d = {0};
-    char *text = NULL;
     if (drift_comparison_load(st, base, targ, &a->opts, a->fmt, &c, &d, &err) ||
         (a->opts.kl && drift_tokdiv_step_attach(st, c, base, targ, &a->opts, &err)) ||
-        drift_comparison_render(c, &d, a->fmt, &text, &err)) {
-        drift_comparison_details_clear(&d);
-        drift_comparison_free(c);
-        return cli_error_lib("compare", &err);
-    }
-    int rc = cli_write_output("compare", a->out, text) ? CLI_EXIT_ERROR : cli_gate_exit("compare", st, c, c->decision);
+        (a->fmt == DRIFT_FORMAT_GITHUB ? drift_github_render(c, &d, &text, &summary, &err)
+                                       : drift_comparison_render(c, &d, a->fmt, &text, &err)))
+        cli_error_lib("compare", &err);
+    else if (!cli_write_output("compare", a->out, text) && !append_step_summary(summary))
+        rc = cli_gate_exit("compare", st, c, c->decision);
     free(text);
+    free(summary);
     drift_comparison_details_clear(&d);
     drift_comparison_free(c);
     return rc;
@@ -215,9 +204,7 @@ static int cmd_compare(int argc, char **argv) {
         return cli_error("compare", "--kl shows in text, json and markdown (not with --sequential, junit, github or html)");
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
-    int rc = sequential                       ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)
-             : c.fmt == DRIFT_FORMAT_GITHUB ? do_github(st, base, targ, &c)
-                                            : do_compare(st, base, targ, &c);
+    int rc = sequential ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed) : do_compare(st, base, targ, &c);
     drift_store_close(st);
     return rc;
 }
