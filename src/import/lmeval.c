@@ -248,16 +248,9 @@ static drift_status sample_prompt(lm *L, size_t line, drift_import_sample *p, js
         free(num);
         p->input = json_is_string(q) ? util_strdup(json_string_value(q)) : import_json_canonical(doc);
     } else if (!oom && L->wl == DRIFT_WL_CODE) {
-        static const char *const keys[] = {"prompt", "test", "entry_point"};
-        int have = 0;
-        for (int i = 0; i < 3; i++) {
-            json_t *v = json_object_get(doc, keys[i]);
-            if (json_is_string(v)) {
-                have++;
-                oom |= json_object_set(ref, keys[i], v) != 0;
-            }
-        }
-        p->ours = have == 3;
+        int have = import_code_reference(doc, ref);
+        oom |= have < 0;
+        p->ours = have == 1;
         json_t *pr = json_object_get(doc, "prompt");
         p->input = json_is_string(pr) ? util_strdup(json_string_value(pr)) : import_json_canonical(doc);
     } else if (!oom) {
@@ -347,7 +340,7 @@ static drift_status do_row(lm *L, size_t line, json_t *row, drift_error *err) {
                             json_is_array(fr) ? json_array_get(fr, 0) : NULL, "target", target);
     /* compare reports which isolation ran code answers (the "sandbox" field):
      * the harness ran these itself, outside DriftBench's sandbox */
-    if (det && L->wl == DRIFT_WL_CODE) json_object_set_new(det, "sandbox", json_string("lm-eval's own (not DriftBench's)"));
+    import_sandbox_detail(det, L->wl, "lm-eval's own (not DriftBench's)");
     p->detail_json = det ? import_json_canonical(det) : NULL;
     json_decref(det);
     if (!p->detail_json) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
