@@ -1,12 +1,12 @@
 /* cmd_compare.c - `driftbench compare`: paired flips between two stored runs
- * and the deploy/block verdict; compare's flags, parsed here for `compare`
- * and `measure` (cli_parse_compare_option). `compare --sequential` replays
+ * and the deploy/block verdict (compare's flags that `measure` shares, and
+ * the gate's exit code, are compare_flags.c's). `compare --sequential` replays
  * the stored pairs in a seeded random order through the sequential gate
  * (drift_compare_sequential) and reports where each workload would have
  * stopped; its flags (--sequential, --alpha, --seed) are compare's own.
  * So are --evaluator NAME (one evaluator's scores of imported runs) and
  * --kl [--kl-limit N] (teacher-forced token KL of two stacks, embedded or HTTP: the
- * pipeline's step, drift_tokdiv_step_run, run after the comparison and
+ * pipeline's step, drift_tokdiv_step_attach, run after the comparison and
  * attached to it before rendering, do_compare). */
 #include <getopt.h>
 #include <limits.h>
@@ -76,96 +76,6 @@ static const char compare_usage2[] =
     "\n"
     ;
 
-/* The gate's options and exit codes, in compare's and measure's --help. */
-const char cli_gate_usage[] =
-    "  --budget W=PCT,...   drift budgets in percent; W=none leaves W out of the gate\n"
-    "                       (defaults: safety=1, code=0.5, math=2, long_context=2, chat=5)\n"
-    "  --decide RULE        interval (default): per workload, DEPLOY when the exact 95%\n"
-    "                       interval of the flip rate is within the budget, BLOCK when it\n"
-    "                       is over, INCONCLUSIVE when it straddles (with how many more\n"
-    "                       prompts would likely decide); point: the flip rate alone\n"
-    "  --max-left-out PCT   block a workload with over PCT% of its pairs left out by\n"
-    "                       request or evaluator errors or unscored answers (default 5)\n";
-
-static const char gate_exit_usage[] =
-    "exit: 0 deploy (or no workload gated), 1 block, 2 error (bad input, or a gated\n"
-    "workload without a single scored pair), 3 inconclusive (more prompts needed)\n";
-
-/* See pipeline.h. */
-int cli_gate_exit(const char *cmd, drift_store *st, const drift_comparison *c, drift_decision d) {
-    if (d == DRIFT_DECISION_NO_EVIDENCE && c) {
-        const char *db = st ? drift_store_display(st) : "STORE";
-        for (int k = 0; k < DRIFT_WL_COUNT; k++) {
-            const drift_wl_result *w = &c->wl[k];
-            if (!c->present[k] || w->decision != DRIFT_DECISION_NO_EVIDENCE) continue;
-            const char *name = drift_workload_name((drift_workload)k);
-            switch (w->reason) {
-            case DRIFT_REASON_UNSCORED:
-                cli_error(cmd, "%s: no scored pair: the answers of its %ld pairs were never scored; run `driftbench score --db %s` "
-                               "(or leave it out of the gate with --budget %s=none)",
-                          name, w->unscored, db, name);
-                break;
-            case DRIFT_REASON_NO_EMBEDDER:
-                cli_error(cmd, "%s: no scored pair: chat answers have no embeddings; run `driftbench score --db %s "
-                               "--embedder URL|embedded:MODEL.gguf` (or --budget chat=none)",
-                          name, db);
-                break;
-            case DRIFT_REASON_ERRORS:
-                cli_error(cmd, "%s: no scored pair: every pair has a failed request or evaluator error (baseline %ld, "
-                               "target %ld); see the failures `driftbench run` printed, then run that label again "
-                               "to retry them",
-                          name, w->errors_baseline, w->errors_target);
-                break;
-            default:
-                cli_error(cmd, "%s: no scored pair: %ld pairs with errors, %ld never scored; run `driftbench score "
-                               "--db %s` and retry the failed run",
-                          name, w->errors, w->unscored, db);
-                break;
-            }
-        }
-    }
-    return drift_decision_exit_code(d);
-}
-
-void cli_compare_args_default(cli_compare_args *c) {
-    memset(c, 0, sizeof *c);
-    drift_compare_opts_default(&c->opts);
-    c->fmt = DRIFT_FORMAT_TEXT;
-}
-
-int cli_parse_compare_option(const char *cmd, int opt, const char *arg, cli_compare_args *c) {
-    drift_error err = {0};
-    switch (opt) {
-    case OPT_WORKLOAD:
-        c->opts.only_workload = drift_workload_parse(arg);
-        if (c->opts.only_workload == DRIFT_WL_UNKNOWN)
-            return cli_error(cmd, "--workload: unknown workload '%s' (math, code, safety, chat, long_context)", arg), -1;
-        return 1;
-    case OPT_BUDGET:
-        if (drift_compare_parse_budgets(&c->opts, arg, &err)) return cli_error_lib(cmd, &err), -1;
-        return 1;
-    case OPT_SDR:
-        if (cli_parse_double(cmd, "--sdr-threshold", arg, 0, 2, &c->opts.sdr_threshold)) return -1;
-        return 1;
-    case OPT_FORMAT:
-        if (drift_format_parse(arg, &c->fmt, &err)) return cli_error_lib(cmd, &err), -1;
-        return 1;
-    case OPT_DECIDE:
-        if (!strcmp(arg, "interval")) c->opts.rule = DRIFT_DECIDE_INTERVAL;
-        else if (!strcmp(arg, "point")) c->opts.rule = DRIFT_DECIDE_POINT;
-        else return cli_error(cmd, "--decide: unknown rule '%s' (interval, point)", arg), -1;
-        return 1;
-    case OPT_MAX_LEFT_OUT: {
-        double pct;
-        if (cli_parse_double(cmd, "--max-left-out", arg, 0, 100, &pct)) return -1;
-        c->opts.max_left_out = pct / 100.0;
-        return 1;
-    }
-    case 'o': c->out = arg; return 1;
-    }
-    return 0;
-}
-
 /* --sequential: the gate's replay of the comparison, rendered. */
 static int do_sequential(drift_store *st, const char *base, const char *targ, const cli_compare_args *a,
                          double alpha, uint64_t seed) {
@@ -186,67 +96,37 @@ static int do_sequential(drift_store *st, const char *base, const char *targ, co
     return rc;
 }
 
-/* --format github: the annotations and summary to the output, the summary
- * appended to $GITHUB_STEP_SUMMARY too when it is set. */
-static int do_github(drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
+/* --format github's summary, appended to $GITHUB_STEP_SUMMARY when it is
+ * set. 0, or CLI_EXIT_ERROR after printing. */
+static int append_step_summary(const char *summary) {
+    const char *path = getenv("GITHUB_STEP_SUMMARY");
+    if (!summary || !path || !*path) return 0;
+    FILE *f = fopen(path, "a");
+    int bad = !f || fputs(summary, f) < 0;
+    if (f && fclose(f)) bad = 1;
+    if (bad) return cli_error("compare", "$GITHUB_STEP_SUMMARY %s: cannot append the summary", path);
+    return 0;
+}
+
+/* Load (the comparison and its flips' details, one read transaction),
+ * token KL when asked, render (github: the annotations and the summary
+ * around it, the summary appended to $GITHUB_STEP_SUMMARY too), write; the
+ * gate's exit code. */
+static int do_compare(drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
     drift_error err = {0};
     drift_comparison *c = NULL;
     drift_comparison_details d = {0};
     char *text = NULL, *summary = NULL;
     int rc = CLI_EXIT_ERROR;
-    const char *path = getenv("GITHUB_STEP_SUMMARY");
-    if (drift_comparison_load(st, base, targ, &a->opts, DRIFT_FORMAT_GITHUB, &c, &d, &err) ||
-        drift_github_render(c, &d, &text, &summary, &err)) {
+    if (drift_comparison_load(st, base, targ, &a->opts, a->fmt, &c, &d, &err) ||
+        (a->opts.kl && drift_tokdiv_step_attach(st, c, base, targ, &a->opts, &err)) ||
+        (a->fmt == DRIFT_FORMAT_GITHUB ? drift_github_render(c, &d, &text, &summary, &err)
+                                       : drift_comparison_render(c, &d, a->fmt, &text, &err)))
         cli_error_lib("compare", &err);
-    } else if (cli_write_output("compare", a->out, text) == 0) {
-        FILE *f = path && *path ? fopen(path, "a") : NULL;
-        int bad = path && *path && (!f || fputs(summary, f) < 0);
-        if (f && fclose(f)) bad = 1;
-        if (bad) cli_error("compare", "$GITHUB_STEP_SUMMARY %s: cannot append the summary", path);
-        else rc = cli_gate_exit("compare", st, c, c->decision);
-    }
+    else if (!cli_write_output("compare", a->out, text) && !append_step_summary(summary))
+        rc = cli_gate_exit("compare", st, c, c->decision);
     free(text);
     free(summary);
-    drift_comparison_details_clear(&d);
-    drift_comparison_free(c);
-    return rc;
-}
-
-/* --kl: the token-KL step over the comparison's two runs and workloads,
- * attached to c (DRIFT_KL_UNSUPPORTED with the reason when a run is not
- * an embedded stack). */
-static drift_status attach_kl(drift_store *st, drift_comparison *c, const char *base, const char *targ,
-                              const drift_compare_opts *co, drift_error *err) {
-    drift_tokdiv_opts to;
-    drift_tokdiv_opts_default(&to);
-    to.limit = co->kl_limit;
-    to.seed = co->kl_seed;
-    to.models_dir = co->kl_models_dir;
-    if (co->only_workload != DRIFT_WL_UNKNOWN) to.workloads = 1u << co->only_workload;
-    drift_tokdiv_step ks;
-    drift_status rc = drift_tokdiv_step_run(st, base, targ, &to, &ks, err);
-    if (rc) return rc;
-    drift_comparison_attach_kl(c, ks.unsupported ? NULL : &ks.report, ks.note);
-    drift_tokdiv_report_clear(&ks.report);
-    return DRIFT_OK;
-}
-
-/* Load (the comparison and its flips' details, one read transaction),
- * token KL when asked, render, write; the gate's exit code. */
-static int do_compare(drift_store *st, const char *base, const char *targ, const cli_compare_args *a) {
-    drift_error err = {0};
-    drift_comparison *c = NULL;
-    drift_comparison_details d = {0};
-    char *text = NULL;
-    if (drift_comparison_load(st, base, targ, &a->opts, a->fmt, &c, &d, &err) ||
-        (a->opts.kl && attach_kl(st, c, base, targ, &a->opts, &err)) ||
-        drift_comparison_render(c, &d, a->fmt, &text, &err)) {
-        drift_comparison_details_clear(&d);
-        drift_comparison_free(c);
-        return cli_error_lib("compare", &err);
-    }
-    int rc = cli_write_output("compare", a->out, text) ? CLI_EXIT_ERROR : cli_gate_exit("compare", st, c, c->decision);
-    free(text);
     drift_comparison_details_clear(&d);
     drift_comparison_free(c);
     return rc;
@@ -310,7 +190,7 @@ static int cmd_compare(int argc, char **argv) {
             fputs(compare_usage, stdout);
             fputs(cli_gate_usage, stdout);
             fputs(compare_usage2, stdout);
-            fputs(gate_exit_usage, stdout);
+            fputs(cli_gate_exit_usage, stdout);
             return 0;
         default: return cli_error("compare", "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
         }
@@ -324,9 +204,7 @@ static int cmd_compare(int argc, char **argv) {
         return cli_error("compare", "--kl shows in text, json and markdown (not with --sequential, junit, github or html)");
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib("compare", &err);
-    int rc = sequential                       ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed)
-             : c.fmt == DRIFT_FORMAT_GITHUB ? do_github(st, base, targ, &c)
-                                            : do_compare(st, base, targ, &c);
+    int rc = sequential ? do_sequential(st, base, targ, &c, alpha, (uint64_t)seed) : do_compare(st, base, targ, &c);
     drift_store_close(st);
     return rc;
 }

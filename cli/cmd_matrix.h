@@ -1,5 +1,5 @@
-/* cmd_matrix.h - the matrix stage as `matrix` and `lab` print it (the
- * runner is the library's drift_matrix_run). */
+/* cmd_matrix.h - the matrix stage as `matrix` and `lab` print it
+ * (matrix_print.c; the runner is the library's drift_matrix_run). */
 #ifndef DRIFT_CLI_CMD_MATRIX_H
 #define DRIFT_CLI_CMD_MATRIX_H
 

@@ -3,100 +3,22 @@
  *
  * The work is the library's measure stage (drift_measure_run,
  * src/pipeline/measure.c: servers, runs, the sequential gate's chunks,
- * scoring the two labels, compare); this file has the flags, what is
- * printed on stderr (servers starting and ready, the run stage's progress,
- * one line per gated workload after each chunk, the score summary, the
- * store), the report written to stdout or -o, and the exit code: the gate's
- * decision, 2 for an error (a report that cannot be written included). */
+ * scoring the two labels, compare); the request control of a file and the
+ * flags, shared and per side, is layered by drift_measure_request_layer.
+ * This file has the flags; measure_print.c prints the stage, writes the
+ * report and gives the exit code: the gate's decision, 2 for an error. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli.h"
 #include "config_file.h"
 #include "driftbench/measure.h"
+#include "measure_print.h"
 #include "pipeline.h"
 
 static const char *const SIDE[2] = {"baseline", "target"};
-
-static void on_server(void *user, int side, const char *command, int port) {
-    (void)user;
-    if (cli_quiet) return;
-    if (!port) fprintf(stderr, "measure: starting the %s server: %s\n", SIDE[side], cli_safe(command));
-    else fprintf(stderr, "measure: %s server ready on port %d\n", SIDE[side], port);
-}
-
-/* One line per gated workload after a chunk. */
-static void on_chunk(void *user, int chunk, const drift_seq_result *r, const int stopped[DRIFT_WL_COUNT]) {
-    (void)user;
-    if (cli_quiet) return;
-    for (int k = 0; k < DRIFT_WL_COUNT; k++) {
-        const drift_seq_wl *w = &r->wl[k];
-        if (!r->present[k] || !w->gated) continue;
-        fprintf(stderr, "measure: chunk %d %-12s %ld of %ld pairs, %ld flips, interval [%.2f%%, %.2f%%] vs budget "
-                        "%.2f%%: %s\n",
-                chunk, drift_workload_name((drift_workload)k), w->asked, w->n_total, w->flips, 100 * w->lo,
-                100 * w->hi, 100 * w->budget,
-                !stopped[k]                                  ? "open"
-                : w->decision == DRIFT_DECISION_DEPLOY       ? "DEPLOY"
-                : w->decision == DRIFT_DECISION_BLOCK        ? "BLOCK"
-                : w->decision == DRIFT_DECISION_INCONCLUSIVE ? "INCONCLUSIVE"
-                                                             : "ERROR");
-    }
-}
-
-/* Prints why the stage failed (sum->step says where). */
-static int measure_failed(const drift_measure_opts *o, const drift_measure_summary *sum, const drift_error *err) {
-    const char *side = SIDE[sum->side];
-    int cancel = err->code == DRIFT_ERR_CANCELLED;
-    switch (sum->step) {
-    case DRIFT_MEASURE_STEP_CHECK: return cli_error("measure", "%s", err->msg);
-    case DRIFT_MEASURE_STEP_SERVER:
-        if (cancel) return cli_error("measure", "interrupted while the %s server started", side);
-        return cli_error("measure", "--%s-start: %s", side, err->msg);
-    case DRIFT_MEASURE_STEP_RUN:
-        if (sum->server_died) return cli_error("measure", "%s", err->msg);
-        return cli_run_failed("measure", sum->label[sum->side][0] ? sum->label[sum->side] : SIDE[sum->side],
-                              sum->run_target, &sum->run, err);
-    case DRIFT_MEASURE_STEP_STOPPED: return cli_error("measure", "interrupted; run the same command to resume");
-    case DRIFT_MEASURE_STEP_CHUNK:
-        if (cancel) return cli_error("measure", "interrupted; run the same command to resume");
-        return cli_error_lib("measure", err);
-    case DRIFT_MEASURE_STEP_SCORE:
-        if (cancel) {
-            fprintf(stderr, "measure: interrupted: what was judged is stored; run score again to finish\n");
-            return CLI_EXIT_ERROR;
-        }
-        return cli_error_lib("measure", err);
-    default: return cli_error_lib("measure", err);
-    }
-}
-
-/* Runs the stage and prints, renders and writes what it gives. */
-static int measure(drift_store *st, const drift_measure_opts *o, const cli_compare_args *co,
-                   drift_measure_summary *sump) {
-    drift_measure_summary sum;
-    drift_comparison *c = NULL;
-    drift_error err = {0};
-    drift_status r = drift_measure_run(st, o, &c, &sum, &err);
-    memcpy(sump->label, sum.label, sizeof sum.label);
-    if (sum.scored || sum.step == DRIFT_MEASURE_STEP_SCORE) cli_progress_done();
-    if (sum.scored) cli_print_score_summary(&sum.score, "not computable");
-    if (r) return measure_failed(o, &sum, &err);
-    int rc;
-    if (o->sequential) {
-        char *text = NULL;
-        if (drift_seq_render(c, &sum.seq, co->fmt, &text, &err)) rc = cli_error_lib("measure", &err);
-        else rc = cli_write_output("measure", co->out, text) ? CLI_EXIT_ERROR : cli_gate_exit("measure", st, c, sum.seq.decision);
-        free(text);
-    } else {
-        rc = cli_render_compare("measure", st, c, co);
-    }
-    drift_comparison_free(c);
-    return rc;
-}
 
 static const char measure_usage[] =
     "usage: driftbench measure --baseline SPEC --target SPEC --suite S [--suite S ...] [options]\n"
@@ -170,9 +92,7 @@ static const char measure_usage2[] =
     "\n"
     "Progress goes to stderr: a bar on a terminal, else a line every DRIFT_PROGRESS_SECS\n"
     "seconds (default 10; 0: none) and a final one; -v adds a line per request, -q none.\n"
-    "\n"
-    "exit: 0 deploy (or no workload gated), 1 block, 2 error (bad input, or a gated\n"
-    "workload without a single scored pair), 3 inconclusive (more prompts needed)\n";
+    "\n";
 
 static int measure_parsed(int argc, char **argv, cli_run_args *ap, drift_measure_opts *mop, cli_compare_args *cop,
                           const char *db, int alpha_given, int order_given);
@@ -208,22 +128,23 @@ static int measure_cmd(int argc, char **argv, drift_config **cfg) {
     cli_compare_args_default(&co);
     long v;
     int opt, alpha_given = 0, order_given = 0, suites_from_file = 0;
-    const char *side_extra[2] = {NULL, NULL};
     const char *side_headers[2][CLI_MAX_HEADERS];
-    int n_side_headers[2] = {0, 0};
     /* the file's request control (shared and per side) and stop strings,
      * set aside so that each flag replaces only what it names */
-    drift_request_ctl file_req = {0}, file_side[2] = {{0}, {0}};
+    drift_measure_request_layers rl;
+    memset(&rl, 0, sizeof rl);
+    rl.side_flags[0].headers = side_headers[0];
+    rl.side_flags[1].headers = side_headers[1];
     const char *const *file_stop = NULL;
     int file_n_stop = 0;
     const char *cfg_path = cli_config_path(argc, argv, "hc:o:", longopts, O_CFGFILE);
     if (cfg_path) { /* the file first, then the flags over it */
         if (cli_measure_config(cfg_path, cfg, &mo, &a, &co, &db, &order_given)) return CLI_EXIT_ERROR;
         suites_from_file = a.n_suites > 0;
-        file_req = a.topts.request;
+        rl.file = a.topts.request;
         memset(&a.topts.request, 0, sizeof a.topts.request);
         for (int k = 0; k < 2; k++) {
-            file_side[k] = mo.side[k].request;
+            rl.file_side[k] = mo.side[k].request;
             memset(&mo.side[k].request, 0, sizeof mo.side[k].request);
         }
         file_stop = a.params.stop;
@@ -270,16 +191,17 @@ static int measure_cmd(int argc, char **argv, drift_config **cfg) {
             int k = opt == O_BEXTRA ? DRIFT_MEASURE_BASELINE : DRIFT_MEASURE_TARGET;
             char flag[32];
             snprintf(flag, sizeof flag, "--%s-extra-body", SIDE[k]);
-            if (side_extra[k]) return cli_run_args_clear(&a), cli_error("measure", "%s given twice", flag);
-            if (!(side_extra[k] = cli_extra_body_arg("measure", flag, optarg, &a))) return cli_run_args_clear(&a), CLI_EXIT_ERROR;
+            if (rl.side_flags[k].extra_body_json) return cli_run_args_clear(&a), cli_error("measure", "%s given twice", flag);
+            if (!(rl.side_flags[k].extra_body_json = cli_extra_body_arg("measure", flag, optarg, &a)))
+                return cli_run_args_clear(&a), CLI_EXIT_ERROR;
             break;
         }
         case O_BHEADER:
         case O_THEADER: {
             int k = opt == O_BHEADER ? DRIFT_MEASURE_BASELINE : DRIFT_MEASURE_TARGET;
-            if (n_side_headers[k] >= CLI_MAX_HEADERS)
+            if (rl.side_flags[k].n_headers >= CLI_MAX_HEADERS)
                 return cli_run_args_clear(&a), cli_error("measure", "at most %d --%s-header", CLI_MAX_HEADERS, SIDE[k]);
-            side_headers[k][n_side_headers[k]++] = optarg;
+            side_headers[k][rl.side_flags[k].n_headers++] = optarg;
             break;
         }
         case O_ALPHA:
@@ -297,6 +219,7 @@ static int measure_cmd(int argc, char **argv, drift_config **cfg) {
         case O_HELP: fputs(measure_usage, stdout);
             fputs(cli_gate_usage, stdout);
             fputs(measure_usage2, stdout);
+            fputs(cli_gate_exit_usage, stdout);
             cli_run_args_clear(&a);
             return 0;
         default:
@@ -312,25 +235,15 @@ static int measure_cmd(int argc, char **argv, drift_config **cfg) {
     /* shared: the file's, each field a flag gives replaced; each side: its
      * file entry (or the shared file one), the shared flags over it, then
      * its own --SIDE-extra-body / --SIDE-header over that */
-    drift_request_ctl flags = a.topts.request;
-    const char *shared_headers[2 * CLI_MAX_HEADERS + 64];
-    const char *hb[2][2 * CLI_MAX_HEADERS + 64], *hs[2][3 * CLI_MAX_HEADERS + 64];
-    if (file_req.n_headers + (size_t)a.n_headers > 2 * CLI_MAX_HEADERS + 64)
-        return cli_run_args_clear(&a), cli_error("measure", "too many headers");
-    drift_request_ctl_over(&a.topts.request, &file_req, &flags, shared_headers);
-    for (int k = 0; k < 2; k++) {
-        if (!drift_request_ctl_any(&file_side[k]) && !side_extra[k] && !n_side_headers[k]) continue; /* the shared one */
-        const drift_request_ctl *base = drift_request_ctl_any(&file_side[k]) ? &file_side[k] : &file_req;
-        if (base->n_headers + (size_t)a.n_headers + (size_t)n_side_headers[k] > 2 * CLI_MAX_HEADERS + 64)
-            return cli_run_args_clear(&a), cli_error("measure", "too many headers");
-        drift_request_ctl mid, side = {0};
-        drift_request_ctl_over(&mid, base, &flags, hb[k]);
-        side.extra_body_json = side_extra[k];
-        side.headers = side_headers[k];
-        side.n_headers = (size_t)n_side_headers[k];
-        drift_request_ctl_over(&mo.side[k].request, &mid, &side, hs[k]);
-    }
+    rl.flags = a.topts.request;
+    const char **hbuf = NULL;
+    drift_error err = {0};
+    drift_request_ctl sides[2];
+    if (drift_measure_request_layer(&rl, &a.topts.request, sides, &hbuf, &err))
+        return cli_run_args_clear(&a), cli_error_lib("measure", &err);
+    for (int k = 0; k < 2; k++) mo.side[k].request = sides[k];
     int rc = measure_parsed(argc, argv, &a, &mo, &co, db, alpha_given, order_given);
+    free(hbuf);
     cli_run_args_clear(&a);
     return rc;
 }
@@ -342,7 +255,6 @@ static int measure_parsed(int argc, char **argv, cli_run_args *ap, drift_measure
     drift_measure_opts mo = *mop;
     cli_compare_args co = *cop;
     drift_measure_side *b = &mo.side[DRIFT_MEASURE_BASELINE], *t = &mo.side[DRIFT_MEASURE_TARGET];
-    drift_error err = {0};
     if (optind < argc) return cli_error("measure", "unexpected argument '%s'", argv[optind]);
     if (!b->target || !t->target || !a.n_suites)
         return cli_error("measure", "--baseline, --target and at least one --suite are required (see --help)");
@@ -371,22 +283,7 @@ static int measure_parsed(int argc, char **argv, cli_run_args *ap, drift_measure
     mo.order_seed = a.order_seed;
     mo.risk_from = a.risk_from;
     mo.compare = co.opts;
-    mo.score.progress = cli_progress;
-    mo.cancel = cli_cancel_requested;
-    mo.progress = cli_run_progress;
-    mo.on_server = on_server;
-    mo.on_chunk = on_chunk;
-    drift_store *st = NULL;
-    if (drift_store_open(db, &st, &err)) return cli_error_lib("measure", &err);
-    cli_install_signal_handlers();
-    drift_measure_summary sum;
-    memset(&sum, 0, sizeof sum);
-    int rc = measure(st, &mo, &co, &sum);
-    if (!cli_quiet && rc != CLI_EXIT_ERROR)
-        fprintf(stderr, "measure: store %s (labels '%s', '%s')\n", cli_safe(drift_store_display(st)),
-                cli_safe(sum.label[0]), cli_safe(sum.label[1]));
-    drift_store_close(st);
-    return rc;
+    return cli_measure_run(db, &mo, &co);
 }
 
 static int cmd_measure(int argc, char **argv) {

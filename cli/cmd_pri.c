@@ -158,21 +158,30 @@ static int parse(int argc, char **argv, popts *p) {
     return 0;
 }
 
+/* eval's and fit's inputs: the table (--table) and the descriptor table
+ * (--descriptor-table, which --described-only needs), the latter set in
+ * p->o.desc. 0, or CLI_EXIT_ERROR after printing (nothing held). */
+static int read_inputs(popts *p, const char *verb, drift_table **t, drift_pri_descriptors **desc) {
+    drift_error err = {0};
+    if (drift_table_read_csv(p->table, t, &err)) return cli_error_lib(CMD, &err);
+    if (p->desc_path && drift_pri_descriptors_read_csv(p->desc_path, desc, &err)) {
+        drift_table_free(*t);
+        return cli_error_lib(CMD, &err);
+    }
+    if (p->o.onehot_off && !*desc) {
+        drift_table_free(*t);
+        return cli_error(CMD, "%s: --described-only needs --descriptor-table", verb);
+    }
+    p->o.desc = *desc;
+    return 0;
+}
+
 static int do_eval(popts *p) {
     if (!p->table) return cli_error(CMD, "eval: --table is required");
     drift_error err = {0};
     drift_table *t = NULL;
-    if (drift_table_read_csv(p->table, &t, &err)) return cli_error_lib(CMD, &err);
     drift_pri_descriptors *desc = NULL;
-    if (p->desc_path && drift_pri_descriptors_read_csv(p->desc_path, &desc, &err)) {
-        drift_table_free(t);
-        return cli_error_lib(CMD, &err);
-    }
-    if (p->o.onehot_off && !desc) {
-        drift_table_free(t);
-        return cli_error(CMD, "eval: --described-only needs --descriptor-table");
-    }
-    p->o.desc = desc;
+    if (read_inputs(p, "eval", &t, &desc)) return CLI_EXIT_ERROR;
     drift_pri_eval *e = NULL;
     double t0 = cli_now_ms();
     drift_status st = drift_pri_evaluate(t, &p->o, &e, &err);
@@ -196,18 +205,9 @@ static int do_fit(popts *p) {
     if (!p->out) return cli_error(CMD, "fit: -o FILE is required");
     drift_error err = {0};
     drift_table *t = NULL;
-    if (drift_table_read_csv(p->table, &t, &err)) return cli_error_lib(CMD, &err);
-    for (int d = 1; d <= 3; d++) p->o.baseline[d] = p->bq[d];
     drift_pri_descriptors *desc = NULL;
-    if (p->desc_path && drift_pri_descriptors_read_csv(p->desc_path, &desc, &err)) {
-        drift_table_free(t);
-        return cli_error_lib(CMD, &err);
-    }
-    if (p->o.onehot_off && !desc) {
-        drift_table_free(t);
-        return cli_error(CMD, "fit: --described-only needs --descriptor-table");
-    }
-    p->o.desc = desc;
+    for (int d = 1; d <= 3; d++) p->o.baseline[d] = p->bq[d];
+    if (read_inputs(p, "fit", &t, &desc)) return CLI_EXIT_ERROR;
     drift_pri *m = NULL;
     drift_status st = drift_pri_fit(t, &p->o, &m, &err);
     drift_table_free(t);

@@ -120,6 +120,8 @@ int cli_render_compare(const char *cmd, drift_store *st, const drift_comparison 
 int cli_gate_exit(const char *cmd, drift_store *st, const drift_comparison *c, drift_decision d);
 /* The compare options' lines of --help (compare and measure). */
 extern const char cli_gate_usage[];
+/* The gate's exit codes, the last lines of compare's and measure's --help. */
+extern const char cli_gate_exit_usage[];
 
 /* ---- signals ---- */
 

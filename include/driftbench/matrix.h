@@ -86,12 +86,31 @@ DRIFT_API char *drift_matrix_config_dims(const drift_matrix_config *c);
  * "{dim}" replaced by c's level of dim (malloc'd; NULL on nomem). */
 DRIFT_API char *drift_matrix_baseline_for(const char *baseline, const drift_matrix_config *c);
 
-/* Parses "I/N" (1 <= I <= N <= 100000). DRIFT_ERR_INVALID otherwise. */
+#define DRIFT_MATRIX_SHARD_MAX 100000 /* the most shards (N of I/N) */
+
+/* Parses "I/N" (1 <= I <= N <= DRIFT_MATRIX_SHARD_MAX). DRIFT_ERR_INVALID
+ * otherwise. */
 DRIFT_API drift_status drift_matrix_shard_parse(const char *s, int *index, int *count, drift_error *err);
 /* 1 when configuration number `config_index` (0-based, spec order) belongs to
  * shard index/count: config_index % count == index - 1. Every configuration
  * is in exactly one shard. */
 DRIFT_API int drift_matrix_in_shard(size_t config_index, int index, int count);
+
+/* A lookup of the environment: getenv, or the caller's own. */
+typedef const char *(*drift_env_fn)(const char *name);
+/* The shard of a job array's task (src/matrix/shard_env.c), for a caller
+ * given no "I/N": Slurm (SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT or
+ * SLURM_ARRAY_TASK_MIN/MAX/STEP: shard (ID-MIN)/STEP+1 of the array's tasks)
+ * or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with the count
+ * count_flag, the caller's --shard-count N, or DRIFT_SHARD_COUNT).
+ * count_flag 0: none given. env NULL: getenv. Sets *index and *count (1-based
+ * index) and said (cap bytes) to where they came from ("Slurm
+ * (SLURM_ARRAY_TASK_ID=2, ...)"); without a job array leaves them and said
+ * is "" (a count_flag without one is an error). DRIFT_ERR_INVALID naming
+ * the variable for a value that is not a number in [0,
+ * DRIFT_MATRIX_SHARD_MAX], out of range or inconsistent. */
+DRIFT_API drift_status drift_matrix_shard_from_env(drift_env_fn env, long count_flag, int *index, int *count,
+                                                   char *said, size_t cap, drift_error *err);
 
 /* The flip table of a store: for every run other than its baseline, the
  * comparison (drift_compare_runs, default options) against the baseline

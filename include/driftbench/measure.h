@@ -119,6 +119,28 @@ typedef struct drift_measure_summary {
  * score and compare defaults, alpha 0.05. */
 DRIFT_API void drift_measure_opts_default(drift_measure_opts *o);
 
+/* Request control in layers, as a measure given a file and flags has it:
+ * the file's (drift_config_measure: target_opts.request shared,
+ * side[k].request each side's, already over the shared one) under the
+ * flags' (shared, and each side's own). */
+typedef struct drift_measure_request_layers {
+    drift_request_ctl file;          /* the file's shared request control */
+    drift_request_ctl file_side[2];  /* the file's per side (all NULL: none) */
+    drift_request_ctl flags;         /* the shared flags (NULL, no header: not given) */
+    drift_request_ctl side_flags[2]; /* each side's own flags (--baseline-header, ...) */
+} drift_measure_request_layers;
+
+/* *shared = l->file with each field l->flags sets taken from l->flags. A
+ * side with anything of its own (a file entry or flags) gets its file
+ * entry (without one, the shared file one), the shared flags over it, then
+ * its own flags over that, in side[k]; the other side[k] is all NULL (it
+ * is asked with the shared one). Headers by name at every layer
+ * (drift_request_headers_over). The header lists go in one malloc'd array,
+ * *hbuf: free it once the results are no longer used; the strings stay
+ * the caller's. DRIFT_ERR_NOMEM. */
+DRIFT_API drift_status drift_measure_request_layer(const drift_measure_request_layers *l, drift_request_ctl *shared,
+                                                   drift_request_ctl side[2], const char ***hbuf, drift_error *err);
+
 /* Runs (or resumes) both sides into st, scores the two runs and compares
  * target against baseline (drift_compare_runs; sequential: replayed
  * through drift_compare_sequential into sum->seq). On success *out is the

@@ -4,7 +4,9 @@
  * caller decides where it goes.
  *
  *   comparison        text, json, markdown, junit   (compare_render.c),
- *                     github                        (github_render.c)
+ *                     github                        (github_render.c),
+ *                     html                          (html.c), the format
+ *                     picked by drift_comparison_render (compare_format.c)
  *   ANOVA             text, json; the matrix summary (anova_render.c)
  *   PRI               evaluation text, json; prediction text, json;
  *                     the matrix summary            (pri_render.c)

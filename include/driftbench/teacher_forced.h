@@ -5,7 +5,8 @@
  *         drift_tokdiv_runs_many);
  *   text  a raw text split as llama-perplexity splits it (drift_tokdiv_text);
  * and token KL as a step of its own, whose result the caller attaches:
- * compare --kl (drift_tokdiv_step_run, then drift_comparison_attach_kl)
+ * compare --kl (drift_tokdiv_step_run, then drift_comparison_attach_kl:
+ * drift_tokdiv_step_attach does both)
  * and report --kl N (drift_tokdiv_configs_run, then drift_html_opts.kl).
  * Nothing here prints. */
 #ifndef DRIFTBENCH_TEACHER_FORCED_H
@@ -13,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "driftbench/compare.h"
 #include "driftbench/divergence.h"
 #include "driftbench/status.h"
 #include "driftbench/types.h"
@@ -94,6 +96,14 @@ typedef struct drift_tokdiv_step {
 } drift_tokdiv_step;
 DRIFT_API drift_status drift_tokdiv_step_run(drift_store *st, const char *baseline_label, const char *target_label,
                                             const drift_tokdiv_opts *o, drift_tokdiv_step *out, drift_error *err);
+/* compare --kl whole: drift_tokdiv_step_run over c's two runs with
+ * compare's options (co's kl_limit, kl_seed, kl_models_dir, and
+ * only_workload: that workload alone), its result attached to c
+ * (drift_comparison_attach_kl; a stack that cannot be forced attaches the
+ * note alone). The step's errors as drift_tokdiv_step_run's. */
+DRIFT_API drift_status drift_tokdiv_step_attach(drift_store *st, drift_comparison *c, const char *baseline_label,
+                                                const char *target_label, const drift_compare_opts *co,
+                                                drift_error *err);
 
 /* Token KL of n configurations (run labels[i]) each against its baseline
  * run baselines[i] (drift_tokdiv_runs_many, one call per baseline, in the

@@ -22,6 +22,17 @@
 drift_import_run *import_run_add(drift_import_set *s);
 /* Appends a sample to r (zeroed, token counts -1); NULL when out of memory. */
 drift_import_sample *import_sample_add(drift_import_run *r);
+/* The reference our code evaluator judges by (HumanEval's prompt, test and
+ * entry_point, strings of from) into ref: 1 when all three are there (ours
+ * can judge the answer), 0 when not, -1 out of memory. */
+int import_code_reference(const json_t *from, json_t *ref);
+/* A sample's detail "sandbox": own (the tool's isolation, "lm-eval's own
+ * (not DriftBench's)") when wl's evaluator runs code (the traits table),
+ * so compare reports that DriftBench's sandbox did not judge it. det may
+ * be NULL. */
+void import_sandbox_detail(json_t *det, drift_workload wl, const char *own);
+/* Frees what sample p holds (not p itself). */
+void import_sample_clear(drift_import_sample *p);
 /* Sets p->reference_json (sorted keys, compact) from ref and p->hash over
  * workload NUL input NUL reference, as suite prompts are hashed. Takes
  * nothing; returns -1 when out of memory. p->input must be set. */

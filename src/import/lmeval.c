@@ -248,16 +248,9 @@ static drift_status sample_prompt(lm *L, size_t line, drift_import_sample *p, js
         free(num);
         p->input = json_is_string(q) ? util_strdup(json_string_value(q)) : import_json_canonical(doc);
     } else if (!oom && L->wl == DRIFT_WL_CODE) {
-        static const char *const keys[] = {"prompt", "test", "entry_point"};
-        int have = 0;
-        for (int i = 0; i < 3; i++) {
-            json_t *v = json_object_get(doc, keys[i]);
-            if (json_is_string(v)) {
-                have++;
-                oom |= json_object_set(ref, keys[i], v) != 0;
-            }
-        }
-        p->ours = have == 3;
+        int have = import_code_reference(doc, ref);
+        oom |= have < 0;
+        p->ours = have == 1;
         json_t *pr = json_object_get(doc, "prompt");
         p->input = json_is_string(pr) ? util_strdup(json_string_value(pr)) : import_json_canonical(doc);
     } else if (!oom) {
@@ -347,7 +340,7 @@ static drift_status do_row(lm *L, size_t line, json_t *row, drift_error *err) {
                             json_is_array(fr) ? json_array_get(fr, 0) : NULL, "target", target);
     /* compare reports which isolation ran code answers (the "sandbox" field):
      * the harness ran these itself, outside DriftBench's sandbox */
-    if (det && L->wl == DRIFT_WL_CODE) json_object_set_new(det, "sandbox", json_string("lm-eval's own (not DriftBench's)"));
+    import_sandbox_detail(det, L->wl, "lm-eval's own (not DriftBench's)");
     p->detail_json = det ? import_json_canonical(det) : NULL;
     json_decref(det);
     if (!p->detail_json) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -362,17 +355,6 @@ static int cmp_id(const void *a, const void *b) {
     const drift_import_sample *x = *(const drift_import_sample *const *)a, *y = *(const drift_import_sample *const *)b;
     int c = strcmp(x->prompt_id, y->prompt_id);
     return c ? c : (x->where < y->where ? -1 : x->where > y->where);
-}
-
-static void sample_free(drift_import_sample *p) {
-    free(p->prompt_id);
-    free(p->doc_hash);
-    free(p->input);
-    free(p->reference_json);
-    free(p->hash);
-    free(p->answer);
-    free(p->error);
-    free(p->detail_json);
 }
 
 /* Rows without filter names: a doc_id seen again starts the next filter's
@@ -392,7 +374,7 @@ static drift_status keep_first_block(lm *L, drift_error *err) {
         if (!strcmp(v[i]->prompt_id, v[i - 1]->prompt_id)) drop[v[i] - r->samples] = 1;
     size_t m = 0;
     for (size_t i = 0; i < r->n; i++) {
-        if (drop[i]) sample_free(&r->samples[i]);
+        if (drop[i]) import_sample_clear(&r->samples[i]);
         else r->samples[m++] = r->samples[i];
     }
     r->n = m;

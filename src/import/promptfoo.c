@@ -121,13 +121,7 @@ static json_t *result_reference(drift_workload wl, json_t *vars, int *ours) {
         else if (json_is_real(a)) snprintf(num, sizeof num, "%.17g", json_real_value(a));
         if (num[0]) *ours = json_object_set_new(ref, "answer", json_string(num)) == 0;
     } else if (wl == DRIFT_WL_CODE) {
-        static const char *const keys[] = {"prompt", "test", "entry_point"};
-        int have = 0;
-        for (int i = 0; i < 3; i++) {
-            json_t *v = json_object_get(vars, keys[i]);
-            if (json_is_string(v) && !json_object_set(ref, keys[i], v)) have++;
-        }
-        *ours = have == 3;
+        *ours = import_code_reference(vars, ref) == 1;
     }
     if (!*ours && vars) json_object_set(ref, "vars", vars);
     return ref;
@@ -212,8 +206,7 @@ static drift_status do_result(pf *P, size_t idx, json_t *res, drift_error *err) 
     json_t *gr = json_object_get(res, "gradingResult");
     json_t *det = json_pack("{s:O?, s:O?, s:O?}", "reason", json_object_get(gr, "reason"), "description",
                             json_object_get(tc, "description"), "score", score);
-    if (det && wl == DRIFT_WL_CODE) /* compare's "sandbox" field: not DriftBench's isolation */
-        json_object_set_new(det, "sandbox", json_string("promptfoo's own (not DriftBench's)"));
+    import_sandbox_detail(det, wl, "promptfoo's own (not DriftBench's)");
     p->detail_json = det ? import_json_canonical(det) : NULL;
     json_decref(det);
     int ours = 0;

@@ -23,6 +23,7 @@
 
 #include "import/import_internal.h"
 #include "suite/prompt.h"
+#include "suite/workload.h"
 #include "util/util.h"
 
 void drift_import_opts_default(drift_import_opts *o) {
@@ -82,7 +83,26 @@ drift_workload import_task_workload(const char *task) {
     return DRIFT_WL_UNKNOWN;
 }
 
-static void sample_clear(drift_import_sample *p) {
+/* See import_internal.h. */
+int import_code_reference(const json_t *from, json_t *ref) {
+    static const char *const keys[] = {"prompt", "test", "entry_point"};
+    int have = 0;
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_object_get(from, keys[i]);
+        if (!json_is_string(v)) continue;
+        if (json_object_set(ref, keys[i], v)) return -1;
+        have++;
+    }
+    return have == 3;
+}
+
+/* See import_internal.h. */
+void import_sandbox_detail(json_t *det, drift_workload wl, const char *own) {
+    const wl_traits *t = wl_traits_of(wl);
+    if (det && t && t->runs_code) json_object_set_new(det, "sandbox", json_string(own));
+}
+
+void import_sample_clear(drift_import_sample *p) {
     free(p->prompt_id);
     free(p->doc_hash);
     free(p->input);
@@ -97,7 +117,7 @@ void drift_import_set_free(drift_import_set *s) {
     if (!s) return;
     for (size_t i = 0; i < s->n; i++) {
         drift_import_run *r = &s->runs[i];
-        for (size_t k = 0; k < r->n; k++) sample_clear(&r->samples[k]);
+        for (size_t k = 0; k < r->n; k++) import_sample_clear(&r->samples[k]);
         free(r->samples);
         free(r->source);
         free(r->label);

@@ -999,8 +999,9 @@ drift_status drift_matrix_shard_parse(const char *s, int *index, int *count, dri
         return drift_error_set(err, DRIFT_ERR_INVALID, "--shard: '%s' is not I/N (e.g. 3/8)", s ? s : "");
     const char *p = end + 1;
     long n = strtol(p, &end, 10);
-    if (end == p || *end || n < 1 || n > 100000 || i < 1 || i > n)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "--shard: '%s' must be I/N with 1 <= I <= N <= 100000", s);
+    if (end == p || *end || n < 1 || n > DRIFT_MATRIX_SHARD_MAX || i < 1 || i > n)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "--shard: '%s' must be I/N with 1 <= I <= N <= %d", s,
+                               DRIFT_MATRIX_SHARD_MAX);
     *index = (int)i;
     *count = (int)n;
     return DRIFT_OK;

@@ -10,7 +10,8 @@
  *                  DRIFT_ERR_UNSUPPORTED message) or whose server cannot
  *                  be reached now (DRIFT_ERR_HTTP: a store outlives its
  *                  servers) is the step's note, not an error.
- *                  cmd_compare attaches the result to the comparison
+ *                  drift_tokdiv_step_attach runs it with compare's
+ *                  options and attaches the result to the comparison
  *                  (drift_comparison_attach_kl) before rendering.
  *   report --kl N  drift_tokdiv_configs_run: the report's configurations
  *                  grouped by their baseline run; each group whose baseline
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driftbench/compare.h"
 #include "driftbench/teacher_forced.h"
 #include "driftbench/store.h"
 #include "util/util.h"
@@ -51,6 +53,23 @@ drift_status drift_tokdiv_step_run(drift_store *st, const char *baseline_label, 
         }
     }
     return rc;
+}
+
+/* See teacher_forced.h. */
+drift_status drift_tokdiv_step_attach(drift_store *st, drift_comparison *c, const char *baseline_label,
+                                      const char *target_label, const drift_compare_opts *co, drift_error *err) {
+    drift_tokdiv_opts to;
+    drift_tokdiv_opts_default(&to);
+    to.limit = co->kl_limit;
+    to.seed = co->kl_seed;
+    to.models_dir = co->kl_models_dir;
+    if (co->only_workload != DRIFT_WL_UNKNOWN) to.workloads = 1u << co->only_workload;
+    drift_tokdiv_step ks;
+    drift_status rc = drift_tokdiv_step_run(st, baseline_label, target_label, &to, &ks, err);
+    if (rc) return rc;
+    drift_comparison_attach_kl(c, ks.unsupported ? NULL : &ks.report, ks.note);
+    drift_tokdiv_report_clear(&ks.report);
+    return DRIFT_OK;
 }
 
 /* 1 when the run `label` is an embedded stack; -1 on a store error. */

@@ -81,6 +81,31 @@ void drift_measure_opts_default(drift_measure_opts *o) {
     o->alpha = 0.05;
 }
 
+/* See measure.h. */
+drift_status drift_measure_request_layer(const drift_measure_request_layers *l, drift_request_ctl *shared,
+                                         drift_request_ctl side[2], const char ***hbuf, drift_error *err) {
+    const drift_request_ctl *base[2];
+    size_t need = l->file.n_headers + l->flags.n_headers;
+    for (int k = 0; k < 2; k++) {
+        base[k] = drift_request_ctl_any(&l->file_side[k]) ? &l->file_side[k] : &l->file;
+        need += 2 * (base[k]->n_headers + l->flags.n_headers) + l->side_flags[k].n_headers;
+    }
+    const char **h = calloc(need ? need : 1, sizeof *h);
+    if (!(*hbuf = h)) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    drift_request_ctl_over(shared, &l->file, &l->flags, h);
+    h += shared->n_headers;
+    for (int k = 0; k < 2; k++) {
+        memset(&side[k], 0, sizeof side[k]);
+        if (!drift_request_ctl_any(&l->file_side[k]) && !drift_request_ctl_any(&l->side_flags[k])) continue;
+        drift_request_ctl mid;
+        drift_request_ctl_over(&mid, base[k], &l->flags, h);
+        h += mid.n_headers;
+        drift_request_ctl_over(&side[k], &mid, &l->side_flags[k], h);
+        h += side[k].n_headers;
+    }
+    return DRIFT_OK;
+}
+
 static int cancelled(const drift_measure_opts *o) { return o->cancel && o->cancel(o->cancel_user); }
 
 /* ---- one side: its server, its run session ---- */

@@ -23,9 +23,12 @@
  *   junit     one <testcase> per workload, <failure> when over budget; the
  *             taxonomy in the suite's <system-out>.
  *   github    annotations and the markdown as a step summary
- *             (github_render.c).
- *   html      one page leading with the decision (html_compare.c,
- *             drift_comparison_html_render).
+ *             (github_render.c), and
+ *   html      one page leading with the decision (html.c,
+ *             drift_comparison_html_render), are rendered above this file:
+ *             drift_comparison_render (compare_format.c) picks the format,
+ *             and github_render.c takes its summary from here
+ *             (report_comparison_plain).
  * Code sandboxes (c->sandboxes): text, markdown and junit say which
  * isolation judged the code answers of each run and warn when one is
  * weaker than bubblewrap; JSON adds "sandbox" to the code workload:
@@ -62,7 +65,6 @@
 
 #include "driftbench/divergence.h"
 #include "driftbench/report.h"
-#include "driftbench/report_html.h"
 #include "report/report_internal.h"
 #include "suite/workload.h"
 #include "util/sanitize.h"
@@ -512,16 +514,14 @@ static void evaluator_text(util_buf *b, const drift_comparison *c) {
                    c->unpaired_baseline, c->unpaired_target);
 }
 
-static json_t *real_or_null(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
-
 static json_t *kl_summary_json(const drift_tokdiv_report *r, int wl, const drift_tokdiv_summary *sm) {
     kl_first f;
     kl_first_fill(r, wl, &f);
     return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "prompts", (json_int_t)f.prompts,
-                     "skipped", (json_int_t)f.skipped, "positions", (json_int_t)sm->n, "kl_mean", real_or_null(sm->kl_mean),
-                     "kl_se", real_or_null(sm->kl_se), "kl_p99", real_or_null(sm->kl_p99), "kl_max",
-                     real_or_null(sm->kl_max), "same_top", real_or_null(sm->same_top), "prompts_top1_parted",
-                     (json_int_t)f.parted, "first_diff_median", real_or_null(f.median), "first_diff_min",
+                     "skipped", (json_int_t)f.skipped, "positions", (json_int_t)sm->n, "kl_mean", report_json_num(sm->kl_mean),
+                     "kl_se", report_json_num(sm->kl_se), "kl_p99", report_json_num(sm->kl_p99), "kl_max",
+                     report_json_num(sm->kl_max), "same_top", report_json_num(sm->same_top), "prompts_top1_parted",
+                     (json_int_t)f.parted, "first_diff_median", report_json_num(f.median), "first_diff_min",
                      f.earliest < 0 ? json_null() : json_integer(f.earliest));
 }
 
@@ -1241,8 +1241,8 @@ static void render_junit(const drift_comparison *c, util_buf *b) {
     buf_puts(b, "  </testsuite>\n</testsuites>\n");
 }
 
-/* See report.h. */
-drift_status drift_comparison_render(const drift_comparison *c, const drift_comparison_details *d, drift_format fmt,
+/* See report_internal.h. */
+drift_status report_comparison_plain(const drift_comparison *c, const drift_comparison_details *d, drift_format fmt,
                                      char **out, drift_error *err) {
     *out = NULL;
     if (!c) return drift_error_set(err, DRIFT_ERR_INVALID, "no comparison to report");
@@ -1252,8 +1252,6 @@ drift_status drift_comparison_render(const drift_comparison *c, const drift_comp
     case DRIFT_FORMAT_MARKDOWN: render_markdown(c, d, &b); break;
     case DRIFT_FORMAT_JUNIT: render_junit(c, &b); break; /* XML of safe text (xml_text): the finish changes nothing */
     case DRIFT_FORMAT_JSON: return render_json(c, d, out, err);
-    case DRIFT_FORMAT_GITHUB: return drift_github_render(c, d, out, NULL, err);
-    case DRIFT_FORMAT_HTML: return drift_comparison_html_render(c, d, NULL, out, err);
     default: return drift_error_set(err, DRIFT_ERR_INVALID, "unknown report format %d", (int)fmt);
     }
     if (!b.data) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory rendering the report");

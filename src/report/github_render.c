@@ -158,7 +158,7 @@ drift_status drift_github_render(const drift_comparison *c, const drift_comparis
     if (summary) *summary = NULL;
     if (!c) return drift_error_set(err, DRIFT_ERR_INVALID, "no comparison to report");
     char *md = NULL;
-    drift_status rc = drift_comparison_render(c, d, DRIFT_FORMAT_MARKDOWN, &md, err);
+    drift_status rc = report_comparison_plain(c, d, DRIFT_FORMAT_MARKDOWN, &md, err);
     if (rc) return rc;
     util_buf b = {0};
     gh_verdict(&b, c);

@@ -5,7 +5,7 @@
  * (decision, directions, taxonomy, flipped prompts), the analyses and the
  * answers of the flipped prompts shown; nothing here reads the store or
  * runs an analysis. The page is built in util_bufs; every string from the
- * store goes through html_span / html_text (the sanitiser's HTML dialect:
+ * store goes through html_span / html_text (html_text.c; the sanitiser's HTML dialect:
  * escaped, UTF-8 repaired, C1 and bidi controls shown as escapes, runner
  * commands broken by entities that show the same) within a byte budget
  * (html_internal.h: a name 4 KB, an answer HTML_DIFF_MAX_BYTES, a prompt
@@ -16,7 +16,8 @@
  * the table of contents (nav.toc) the page shows when it has three
  * sections or more.
  *
- * The comparison page (r->comparison: one configuration, experiments[0]):
+ * The comparison page (r->comparison: one configuration, experiments[0];
+ * drift_comparison_html_render makes that report of one comparison):
  *   title -> the verdict (html_compare.c: decision, exit code, budgets,
  *   rule, error rates) -> the caller's fragment and note -> contents ->
  *   what was compared -> each workload's decision against its budget ->
@@ -57,7 +58,6 @@
 #include "report/html_internal.h"
 #include "report/report_internal.h"
 #include "suite/workload.h"
-#include "util/sanitize.h"
 #include "util/util.h"
 
 void drift_html_opts_default(drift_html_opts *o) {
@@ -65,52 +65,6 @@ void drift_html_opts_default(drift_html_opts *o) {
     o->title = "DriftBench report";
     o->max_flipped = 5;
     o->analysis = 1;
-}
-
-void html_span(util_buf *b, const char *s, size_t len) {
-    if (s) util_sanitize_append(b, s, len, UTIL_SAN_LINES | UTIL_SAN_HTML);
-}
-
-/* At most max_bytes of s (0: nothing), cut before a UTF-8 lead byte; 1
- * when s was longer. */
-static int text_cut(util_buf *b, const char *s, size_t max_bytes) {
-    if (!s) return 0;
-    size_t n = strnlen(s, max_bytes);
-    int cut = n == max_bytes && s[n];
-    if (cut)
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
-    html_span(b, s, n);
-    return cut;
-}
-
-void html_text_n(util_buf *b, const char *s, size_t max_bytes) { text_cut(b, s, max_bytes); }
-
-void html_text(util_buf *b, const char *s) {
-    if (text_cut(b, s, HTML_TEXT_MAX_BYTES)) buf_puts(b, "&#8230;");
-}
-
-void html_h2(util_buf *b, html_toc *t, const char *id, const char *title) {
-    buf_printf(b, "<h2 id=\"%s\">%s</h2>\n", id, title);
-    if (t && t->n < HTML_TOC_MAX) {
-        t->id[t->n] = id;
-        t->title[t->n] = title;
-        t->n++;
-    }
-}
-
-char *html_escape(const char *s) {
-    util_buf b = {0};
-    if (s) html_span(&b, s, strlen(s));
-    return buf_steal(&b);
-}
-
-long html_first_difference(const char *a, const char *b) {
-    if (!a) a = "";
-    if (!b) b = "";
-    long i = 0;
-    while (a[i] && a[i] == b[i]) i++;
-    if (!a[i] && !b[i]) return -1;
-    return i;
 }
 
 typedef drift_report_experiment experiment;
@@ -1014,7 +968,7 @@ static void matrix_summary(util_buf *b, const experiment *e, size_t n) {
 }
 
 /* See html_internal.h. */
-drift_status html_page(const drift_matrix_report *r, const drift_html_opts *o, const drift_comparison_details *d,
+static drift_status html_page(const drift_matrix_report *r, const drift_html_opts *o, const drift_comparison_details *d,
                        char **out, drift_error *err) {
     if (!r || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "html report: missing arguments");
     *out = NULL;
@@ -1115,4 +1069,51 @@ drift_status html_page(const drift_matrix_report *r, const drift_html_opts *o, c
 /* See report_html.h. */
 drift_status drift_html_render(const drift_matrix_report *r, const drift_html_opts *o, char **out, drift_error *err) {
     return html_page(r, o, NULL, out, err);
+}
+
+/* ---- one comparison as a page ---- */
+
+/* See report_html.h. */
+drift_status drift_comparison_html_render(const drift_comparison *c, const drift_comparison_details *d,
+                                          const drift_html_opts *o, char **out, drift_error *err) {
+    if (!c || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "html comparison: missing arguments");
+    *out = NULL;
+    drift_html_opts def;
+    drift_html_opts_default(&def);
+    if (!o) o = &def;
+    drift_report_experiment e;
+    memset(&e, 0, sizeof e);
+    e.label = c->target.label ? c->target.label : (char *)"target";
+    e.baseline = c->baseline.label ? c->baseline.label : (char *)"baseline";
+    e.cmp = (drift_comparison *)c; /* read only */
+    drift_matrix_report r;
+    memset(&r, 0, sizeof r);
+    r.baseline = e.baseline;
+    r.experiments = &e;
+    r.n_experiments = 1;
+    r.comparison = 1;
+    r.analysis = o->analysis;
+    r.max_flipped = o->max_flipped ? o->max_flipped : def.max_flipped;
+    if (o->generated) snprintf(r.generated, sizeof r.generated, "%s", o->generated);
+    else util_utc_iso(r.generated);
+    /* the answers d quotes (the rest show d's text diff) */
+    drift_status rc = DRIFT_OK;
+    for (int k = 0; k < DRIFT_WL_COUNT && d; k++) {
+        size_t n = d->n[k] < r.max_flipped ? d->n[k] : r.max_flipped;
+        if (!n || !c->present[k]) continue;
+        if (!(e.answers[k] = calloc(n, sizeof *e.answers[k]))) {
+            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            break;
+        }
+        e.n_answers[k] = n;
+        for (size_t i = 0; i < n; i++) {
+            const drift_flip_detail *fd = &d->flips[k][i];
+            e.answers[k][i].base_text = fd->base_text;
+            e.answers[k][i].targ_text = fd->targ_text;
+            e.answers[k][i].error = fd->div.error;
+        }
+    }
+    if (!rc) rc = html_page(&r, o, d, out, err);
+    for (int k = 0; k < DRIFT_WL_COUNT; k++) free(e.answers[k]);
+    return rc;
 }

@@ -1,7 +1,7 @@
-/* html_compare.c - the lead of a comparison's HTML page (html_internal.h),
- * and drift_comparison_html_render (report_html.h): one comparison as the
- * page `driftbench report` makes of a store holding one configuration
- * besides its baseline.
+/* html_compare.c - the lead of a comparison's HTML page (html_internal.h):
+ * the sections html.c's drift_comparison_html_render (report_html.h) opens
+ * one comparison's page with, the page `driftbench report` makes of a store
+ * holding one configuration besides its baseline.
  *
  * The page leads with the decision, in the words of decision_render.c, so
  * it says what `driftbench compare` prints:
@@ -354,51 +354,4 @@ void html_decisions_section(util_buf *b, html_toc *t, const drift_comparison *c)
     }
     if (!any) buf_puts(b, "<tr><td colspan=\"4\">No workload has pairs.</td></tr>\n");
     buf_puts(b, "</table>\n</div>\n</section>\n");
-}
-
-/* ---- one comparison as a page ---- */
-
-/* See report_html.h. */
-drift_status drift_comparison_html_render(const drift_comparison *c, const drift_comparison_details *d,
-                                          const drift_html_opts *o, char **out, drift_error *err) {
-    if (!c || !out) return drift_error_set(err, DRIFT_ERR_INVALID, "html comparison: missing arguments");
-    *out = NULL;
-    drift_html_opts def;
-    drift_html_opts_default(&def);
-    if (!o) o = &def;
-    drift_report_experiment e;
-    memset(&e, 0, sizeof e);
-    e.label = c->target.label ? c->target.label : (char *)"target";
-    e.baseline = c->baseline.label ? c->baseline.label : (char *)"baseline";
-    e.cmp = (drift_comparison *)c; /* read only */
-    drift_matrix_report r;
-    memset(&r, 0, sizeof r);
-    r.baseline = e.baseline;
-    r.experiments = &e;
-    r.n_experiments = 1;
-    r.comparison = 1;
-    r.analysis = o->analysis;
-    r.max_flipped = o->max_flipped ? o->max_flipped : def.max_flipped;
-    if (o->generated) snprintf(r.generated, sizeof r.generated, "%s", o->generated);
-    else util_utc_iso(r.generated);
-    /* the answers d quotes (the rest show d's text diff) */
-    drift_status rc = DRIFT_OK;
-    for (int k = 0; k < DRIFT_WL_COUNT && d; k++) {
-        size_t n = d->n[k] < r.max_flipped ? d->n[k] : r.max_flipped;
-        if (!n || !c->present[k]) continue;
-        if (!(e.answers[k] = calloc(n, sizeof *e.answers[k]))) {
-            rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-            break;
-        }
-        e.n_answers[k] = n;
-        for (size_t i = 0; i < n; i++) {
-            const drift_flip_detail *fd = &d->flips[k][i];
-            e.answers[k][i].base_text = fd->base_text;
-            e.answers[k][i].targ_text = fd->targ_text;
-            e.answers[k][i].error = fd->div.error;
-        }
-    }
-    if (!rc) rc = html_page(&r, o, d, out, err);
-    for (int k = 0; k < DRIFT_WL_COUNT; k++) free(e.answers[k]);
-    return rc;
 }

@@ -1,13 +1,15 @@
 /* html_internal.h - what the HTML renderers of src/report/ share (not
  * exported; report_html.h is the public side):
  *
- *   html.c          escaping, the page's frame (head, style, table of
- *                   contents, foot) and the sections of the matrix page
+ *   html.c          the pages (drift_html_render, drift_comparison_html_render):
+ *                   the frame (head, style, table of contents, foot) and
+ *                   the sections of the matrix page
  *   html_compare.c  the lead of a comparison's page: the verdict with the
  *                   budgets and the rule, what was compared, each
- *                   workload's decision drawn against its budget; and
- *                   drift_comparison_html_render
+ *                   workload's decision drawn against its budget
  *   html_diff.c     the word-level diff of two answers, as marked-up HTML
+ *   html_text.c     escaping and the section heading, which the three
+ *                   above write through (the bottom: it calls none of them)
  *
  * Every string that comes from a store goes through html_span / html_text
  * (escape + UTF-8 repair), each with a byte budget (html_text's, the
@@ -51,12 +53,6 @@ typedef struct html_toc {
 } html_toc;
 /* Appends <h2 id="ID">TITLE</h2> and records it in t (may be NULL). */
 void html_h2(util_buf *b, html_toc *t, const char *id, const char *title);
-
-/* The page of r (html.c): drift_html_render's, with d (may be NULL) the
- * details of a single comparison's flips (drift_comparison_html_render):
- * a flip whose answers r does not hold is shown as d's text diff. */
-drift_status html_page(const drift_matrix_report *r, const drift_html_opts *o, const drift_comparison_details *d,
-                       char **out, drift_error *err);
 
 /* ---- a comparison's lead (html_compare.c) ---- */
 /* CSS class of a decision: "d-deploy", "d-block", "d-inconclusive",
@@ -104,7 +100,7 @@ typedef struct html_diff_stats {
  * 0, -1 when out of memory. */
 int html_word_diff(const char *a, const char *b, util_buf *a_html, util_buf *b_html, html_diff_stats *st);
 
-/* Escaping and the answers' diff on their own, the tests' way in (html.c,
+/* Escaping and the answers' diff on their own, the tests' way in (html_text.c,
  * html_diff.c); lab_summary.c's page escapes with html_escape too. */
 /* Appends s to the HTML-escaped form (&, <, >, ", ' escaped; control bytes
  * other than \n, \r and \t and invalid UTF-8 become U+FFFD). Returns a malloc'd

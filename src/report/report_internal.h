@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "driftbench/compare.h"
+#include "driftbench/report.h"
 #include "util/util.h"
 
 /* An R^2 as the reports say it: with `decimals` decimals when finite;
@@ -53,6 +54,14 @@ json_t *report_json_load(const char *text);
  * a whole document: an object root is written with "schema_version":
  * DRIFT_JSON_SCHEMA_VERSION (report.h) as its first key. */
 char *report_json_dump(json_t *root, size_t flags);
+
+/* ---- a comparison's renderings (compare_render.c) ---- */
+/* drift_comparison_render (report.h) for the formats compare_render.c
+ * writes itself: text, markdown, junit and json; any other is
+ * DRIFT_ERR_INVALID. github_render.c's summary is its markdown;
+ * compare_format.c's drift_comparison_render adds github and html. */
+drift_status report_comparison_plain(const drift_comparison *c, const drift_comparison_details *d, drift_format fmt,
+                                     char **out, drift_error *err);
 
 /* ---- the gate's decision in words (decision_render.c) ---- */
 /* "DEPLOY", "BLOCK", "INCONCLUSIVE", "ERROR", "not gated". */

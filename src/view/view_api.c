@@ -27,6 +27,7 @@
 
 #include "driftbench/compare.h"
 #include "driftbench/store.h"
+#include "suite/workload.h"
 #include "util/util.h"
 #include "view/view_internal.h"
 
@@ -182,22 +183,27 @@ static int arg_long(view_reply *r, const view_arg *args, size_t n, const char *n
  * Names
  * ------------------------------------------------------------------------- */
 
+/* A label in the workload's words (the traits table: "safe", "correct";
+ * a pairwise workload's answers are "answered", not scored one by one). */
 static const char *label_name(drift_workload wl, int label, int failed) {
+    const wl_traits *t = wl_traits_of(wl);
     if (failed) return "failed request";
     switch (label) {
-    case DRIFT_LABEL_PASS: return wl == DRIFT_WL_SAFETY ? "safe" : "correct";
-    case DRIFT_LABEL_FAIL: return wl == DRIFT_WL_SAFETY ? "unsafe" : "incorrect";
+    case DRIFT_LABEL_PASS: return t && t->pass_word ? t->pass_word : "correct";
+    case DRIFT_LABEL_FAIL: return t && t->fail_word ? t->fail_word : "incorrect";
     case DRIFT_LABEL_ERROR: return "evaluator error";
-    default: return wl == DRIFT_WL_CHAT ? "answered" : "unscored";
+    default: return t && t->pairwise ? "answered" : "unscored";
     }
 }
 
-/* A flip's direction by name; NULL for a pair that did not flip. */
+/* A flip's direction by name (the traits table's key style,
+ * "safe_to_unsafe"; a pairwise workload's "drift"); NULL for a pair that
+ * did not flip. */
 static const char *direction_name(const vpair *p) {
     if (!p->flipped) return NULL;
-    if (p->wl == DRIFT_WL_CHAT || p->direction == 0) return "drift";
-    if (p->wl == DRIFT_WL_SAFETY) return p->direction < 0 ? "safe_to_unsafe" : "unsafe_to_safe";
-    return p->direction < 0 ? "correct_to_incorrect" : "incorrect_to_correct";
+    const wl_traits *t = wl_traits_of(p->wl);
+    if ((t && t->pairwise) || p->direction == 0) return "drift";
+    return wl_dir_name(p->wl, p->direction, WL_DIR_KEY);
 }
 
 static const char *const direction_names[] = {"correct_to_incorrect", "incorrect_to_correct", "safe_to_unsafe",

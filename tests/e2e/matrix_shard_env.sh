@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # matrix_shard_env.sh - `matrix` without --shard takes its shard from a job
-# array's environment (cli/cmd_matrix.c): Slurm (SLURM_ARRAY_TASK_ID with
+# array's environment (drift_matrix_shard_from_env, src/matrix/shard_env.c): Slurm (SLURM_ARRAY_TASK_ID with
 # _COUNT, or _MIN/_MAX/_STEP) and Kubernetes Indexed Jobs
 # (JOB_COMPLETION_INDEX with --shard-count or DRIFT_SHARD_COUNT); --list
 # shows which configurations each task gets and stderr says where the shard

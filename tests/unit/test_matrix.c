@@ -1,5 +1,5 @@
 /* test_matrix.c - matrix spec parsing (good and bad), shard partition,
- * merging shard stores (equal to one store holding every run), and the flip
+ * a job array's shard from the environment, merging shard stores (equal to one store holding every run), and the flip
  * table of a store built through the store API with known labels. Values
  * in a server's start command are data: hostile and random values, put in
  * by the spec, run through /bin/sh and come out literally, and nothing they
@@ -464,10 +464,65 @@ static void test_merge(void **state) {
     drift_store_close(single);
 }
 
+/* drift_matrix_shard_from_env over a fake environment: Slurm's array
+ * (COUNT, or MIN/MAX/STEP) and a Kubernetes Indexed Job map to the shard
+ * and say where it came from; none leaves the shard; bad, ambiguous and
+ * inconsistent values are DRIFT_ERR_INVALID naming the variable. */
+static const char *const *fake_env;
+static const char *fake_getenv(const char *name) {
+    size_t n = strlen(name);
+    for (const char *const *e = fake_env; *e; e++)
+        if (!strncmp(*e, name, n) && (*e)[n] == '=') return *e + n + 1;
+    return NULL;
+}
+static drift_status shard_env(const char *const *env, long count_flag, int *i, int *n, char *said, drift_error *err) {
+    fake_env = env;
+    *i = *n = 1;
+    return drift_matrix_shard_from_env(fake_getenv, count_flag, i, n, said, 256, err);
+}
+
+static void test_shard_env(void **state) {
+    (void)state;
+    drift_error err = {0};
+    char said[256];
+    int i, n;
+    const char *none[] = {NULL};
+    assert_int_equal(shard_env(none, 0, &i, &n, said, &err), DRIFT_OK);
+    assert_int_equal(i, 1);
+    assert_int_equal(n, 1);
+    assert_string_equal(said, "");
+    const char *slurm[] = {"SLURM_ARRAY_TASK_ID=15", "SLURM_ARRAY_TASK_MIN=10", "SLURM_ARRAY_TASK_MAX=20",
+                           "SLURM_ARRAY_TASK_STEP=5", NULL};
+    assert_int_equal(shard_env(slurm, 0, &i, &n, said, &err), DRIFT_OK);
+    assert_int_equal(i, 2);
+    assert_int_equal(n, 3);
+    assert_string_equal(said, "Slurm (SLURM_ARRAY_TASK_ID=15, SLURM_ARRAY_TASK_MIN..MAX=10..20, STEP=5)");
+    const char *k8s[] = {"JOB_COMPLETION_INDEX=3", "DRIFT_SHARD_COUNT=4", NULL};
+    assert_int_equal(shard_env(k8s, 0, &i, &n, said, &err), DRIFT_OK);
+    assert_int_equal(i, 4);
+    assert_int_equal(n, 4);
+    assert_string_equal(said, "a Kubernetes Indexed Job (JOB_COMPLETION_INDEX=3, DRIFT_SHARD_COUNT=4)");
+    assert_int_equal(shard_env(k8s, 5, &i, &n, said, &err), DRIFT_ERR_INVALID); /* --shard-count 5 vs 4 */
+    assert_non_null(strstr(err.msg, "DRIFT_SHARD_COUNT=4"));
+    assert_int_equal(i, 1); /* left as it was */
+    const char *both[] = {"JOB_COMPLETION_INDEX=0", "SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_COUNT=2", NULL};
+    assert_int_equal(shard_env(both, 0, &i, &n, said, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "ambiguous"));
+    const char *bad[] = {"SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_COUNT=4x", NULL};
+    assert_int_equal(shard_env(bad, 0, &i, &n, said, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "SLURM_ARRAY_TASK_COUNT='4x' is not an integer"));
+    const char *gaps[] = {"SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_COUNT=3", "SLURM_ARRAY_TASK_MIN=1",
+                          "SLURM_ARRAY_TASK_MAX=7", NULL};
+    assert_int_equal(shard_env(gaps, 0, &i, &n, said, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "with gaps"));
+    assert_int_equal(shard_env(none, 2, &i, &n, said, &err), DRIFT_ERR_INVALID); /* a count without an array */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_example),  cmocka_unit_test(test_spec_bad),
         cmocka_unit_test(test_spec_product),  cmocka_unit_test(test_shards),
+        cmocka_unit_test(test_shard_env),
         cmocka_unit_test(test_table_known),   cmocka_unit_test(test_table_per_model_baseline),
         cmocka_unit_test(test_merge),         cmocka_unit_test(test_server_values_are_data),
         cmocka_unit_test(test_server_placeholders_refused),

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driftbench/measure.h"
 #include "driftbench/model.h"
 #include "driftbench/store.h"
 #include "driftbench/suite.h"
@@ -548,12 +549,64 @@ static void test_identity(void **state) {
     unlink(db);
 }
 
+/* drift_measure_request_layer: the shared control is the file's with the
+ * flags' fields over it; a side with a file entry or flags of its own gets
+ * its entry (else the shared file one), the shared flags, its own over
+ * that, headers replaced by name at each layer; a side with nothing of its
+ * own is left all NULL (asked with the shared one). */
+static void test_measure_layers(void **state) {
+    (void)state;
+    const char *file_h[] = {"X-A: file", "X-B: file"}, *tside_h[] = {"X-A: file-target", "X-T: t"};
+    const char *flag_h[] = {"x-b: flag"}, *bflag_h[] = {"X-A: base-flag"};
+    drift_measure_request_layers l;
+    memset(&l, 0, sizeof l);
+    l.file = (drift_request_ctl){.system_prompt = "file sys", .extra_body_json = "{\"f\":1}", .headers = file_h,
+                                 .n_headers = 2};
+    l.file_side[DRIFT_MEASURE_TARGET] = (drift_request_ctl){.system_prompt = "target sys", .headers = tside_h,
+                                                            .n_headers = 2};
+    l.flags = (drift_request_ctl){.extra_body_json = "{\"flag\":1}", .headers = flag_h, .n_headers = 1};
+    l.side_flags[DRIFT_MEASURE_BASELINE] = (drift_request_ctl){.headers = bflag_h, .n_headers = 1};
+    drift_request_ctl shared, side[2];
+    const char **hbuf = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_measure_request_layer(&l, &shared, side, &hbuf, &err), DRIFT_OK);
+    assert_string_equal(shared.system_prompt, "file sys");
+    assert_string_equal(shared.extra_body_json, "{\"flag\":1}");
+    assert_int_equal(shared.n_headers, 2);
+    assert_string_equal(shared.headers[0], "X-A: file");
+    assert_string_equal(shared.headers[1], "x-b: flag");
+    /* the baseline: the shared file entry, the flags, its own header */
+    const drift_request_ctl *b = &side[DRIFT_MEASURE_BASELINE];
+    assert_string_equal(b->system_prompt, "file sys");
+    assert_string_equal(b->extra_body_json, "{\"flag\":1}");
+    assert_int_equal(b->n_headers, 2);
+    assert_string_equal(b->headers[0], "x-b: flag");
+    assert_string_equal(b->headers[1], "X-A: base-flag");
+    /* the target: its file entry, the flags over it */
+    const drift_request_ctl *t = &side[DRIFT_MEASURE_TARGET];
+    assert_string_equal(t->system_prompt, "target sys");
+    assert_string_equal(t->extra_body_json, "{\"flag\":1}");
+    assert_int_equal(t->n_headers, 3);
+    assert_string_equal(t->headers[0], "X-A: file-target");
+    assert_string_equal(t->headers[1], "X-T: t");
+    assert_string_equal(t->headers[2], "x-b: flag");
+    free(hbuf);
+    /* nothing of a side's own: all NULL */
+    memset(&l.side_flags, 0, sizeof l.side_flags);
+    memset(&l.file_side, 0, sizeof l.file_side);
+    assert_int_equal(drift_measure_request_layer(&l, &shared, side, &hbuf, &err), DRIFT_OK);
+    assert_int_equal(drift_request_ctl_any(&side[0]) || drift_request_ctl_any(&side[1]), 0);
+    assert_int_equal(shared.n_headers, 2);
+    free(hbuf);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_system_prompt_body), cmocka_unit_test(test_extra_body_merge),
         cmocka_unit_test(test_extra_body_refused), cmocka_unit_test(test_server_receives),
         cmocka_unit_test(test_header_refusals),    cmocka_unit_test(test_custom_template),
         cmocka_unit_test(test_identity),          cmocka_unit_test(test_embedded_system),
+        cmocka_unit_test(test_measure_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
