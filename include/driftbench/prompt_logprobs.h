@@ -76,7 +76,8 @@ DRIFT_API drift_status drift_target_prompt_logprobs(drift_target *t, const char 
  * is a prompt rendered for t's api (drift_prompt_render: completions, the
  * whole text; chat, the user message or a prompt in messages form), sent
  * with t's request control (target.h: the system prompt as generation adds
- * it, the extra body under the fields set here, the headers). One request:
+ * it, the extra body under the fields set here and without
+ * max_completion_tokens and min_tokens, the headers). One request:
  *   completions  the text then the answer, as drift_target_prompt_logprobs
  *                (by method);
  *   chat         POST .../chat/completions with the messages and the

@@ -314,12 +314,16 @@ static drift_status parse_echo(const json_t *choice, const char *text, size_t le
 }
 
 /* The request body of t: the target's extra body (request control,
- * target.h) with model, max_tokens 1 and temperature 0 over it. NULL with
- * err set when out of memory (the extra body was checked at open). */
+ * target.h) with model, max_tokens 1 and temperature 0 over it, less the
+ * fields that would make the server generate more than that one token
+ * (max_completion_tokens, min_tokens). NULL with err set when out of
+ * memory (the extra body was checked at open). */
 static json_t *body_base(const drift_target *t, const eng_http_conn_info *ci, drift_error *err) {
     json_t *body = NULL;
     if (eng_http_extra_body_parse(t->opts.request.extra_body_json, &body, err)) return NULL;
     if (!body) body = json_object();
+    json_object_del(body, "max_completion_tokens");
+    json_object_del(body, "min_tokens");
     if (!body || json_object_set_new(body, "model", json_string(ci->model ? ci->model : "")) ||
         json_object_set_new(body, "max_tokens", json_integer(1)) ||
         json_object_set_new(body, "temperature", json_real(0.0))) {
