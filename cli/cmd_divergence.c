@@ -53,13 +53,16 @@ static void divergence_usage(FILE *f) {
             "as llama-perplexity --kl-divergence does (the second half of each chunk is scored); the\n"
             "output has llama-perplexity's statistics blocks.\n"
             "Two embedded:PATH.gguf?... stacks need one vocabulary; they are compared over the full\n"
-            "vocabulary. A run against an HTTP server (api=completions) is forced through the server:\n"
-            "it is sent the prompt followed by the baseline's answer and returns the top-20 logprobs\n"
-            "of each token (vLLM's prompt_logprobs, else OpenAI-style echo with logprobs, as\n"
-            "--http-logprobs says; default auto: the first that works). The answer's tokens of the two\n"
-            "sides are paired by their place in the answer; such a pair's KL is over the tokens both\n"
-            "top lists give plus the rest of the mass: a lower bound of the full KL (the output names\n"
-            "the method; docs/divergence-http.md). A server that returns neither: not computed (exit 2).\n"
+            "vocabulary. A run against an HTTP server is forced through the server: it is sent the\n"
+            "prompt followed by the baseline's answer and returns the top-20 logprobs of each token\n"
+            "(api=completions: vLLM's prompt_logprobs, else OpenAI-style echo with logprobs, as\n"
+            "--http-logprobs says; default auto: the first that works; api=chat: the messages with the\n"
+            "answer as an open assistant turn, vLLM's continue_final_message with prompt_logprobs).\n"
+            "The baseline's recorded system prompt and template are re-created. The answer's tokens of\n"
+            "the two sides are paired by their place in the answer; such a pair's KL is over the tokens\n"
+            "both top lists give plus the rest of the mass: a lower bound of the full KL (the output\n"
+            "names the method; docs/divergence-http.md). A server that returns none: not computed\n"
+            "(exit 2).\n"
             "The text form needs embedded stacks.\n");
 }
 

@@ -13,7 +13,9 @@
  *                   choice's logprobs start with the prompt's tokens:
  *                   tokens, token_logprobs, top_logprobs (token text ->
  *                   logprob), text_offset (code points).
- * DRIFT_PLP_AUTO tries vLLM's, then echo. Nothing here prints. */
+ * DRIFT_PLP_AUTO tries vLLM's, then echo. An api=chat target is asked on
+ * its chat endpoint instead (drift_target_answer_logprobs). Nothing here
+ * prints. */
 #ifndef DRIFTBENCH_PROMPT_LOGPROBS_H
 #define DRIFTBENCH_PROMPT_LOGPROBS_H
 
@@ -68,6 +70,29 @@ DRIFT_API void drift_plp_result_clear(drift_plp_result *r);
  * the server cannot be reached or keeps failing (the target's retries);
  * DRIFT_ERR_PARSE for a malformed reply. */
 DRIFT_API drift_status drift_target_prompt_logprobs(drift_target *t, const char *text, size_t len, int k,
+                                                   drift_plp_method method, drift_plp_result *out, drift_error *err);
+
+/* The logprobs of answer after prompt as the HTTP target t asks it: prompt
+ * is a prompt rendered for t's api (drift_prompt_render: completions, the
+ * whole text; chat, the user message or a prompt in messages form), sent
+ * with t's request control (target.h: the system prompt as generation adds
+ * it, the extra body under the fields set here and without
+ * max_completion_tokens and min_tokens, the headers). One request:
+ *   completions  the text then the answer, as drift_target_prompt_logprobs
+ *                (by method);
+ *   chat         POST .../chat/completions with the messages and the
+ *                answer as a last {"role": "assistant"} message, vLLM's
+ *                "add_generation_prompt": false, "continue_final_message":
+ *                true and "prompt_logprobs": K (vLLM, driftbench serve);
+ *                the reply's prompt_logprobs at its top level (vLLM's
+ *                ChatCompletionResponse) or in its choice. Echo is a
+ *                completions field: method ECHO is DRIFT_ERR_UNSUPPORTED.
+ * out holds every token of what the server scored; their offsets are
+ * bytes of answer, SIZE_MAX for a token before it (the prompt, the chat
+ * template's markers) or one not found in it (chat: the tokens' texts are
+ * matched from the answer's end, so a template that trims or rewrites the
+ * content leaves them unplaced). Errors as drift_target_prompt_logprobs. */
+DRIFT_API drift_status drift_target_answer_logprobs(drift_target *t, const char *prompt, const char *answer, int k,
                                                    drift_plp_method method, drift_plp_result *out, drift_error *err);
 
 #ifdef __cplusplus

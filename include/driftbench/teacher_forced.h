@@ -44,13 +44,16 @@ typedef struct drift_store drift_store;
 /* Teacher-forces the target run's stack over the baseline run's answers
  * (replicate 0, answered, of every workload or those of o->workloads; o->limit per
  * workload) and fills *out (runs mode). Both runs' targets are read from
- * the store's runs table and opened. A run against an HTTP server (api
- * completions) is forced through the server's prompt logprobs (top-K:
- * see teacher_forced.c and divergence.h's drift_tokdiv_compare_top; the
- * report's method says which). Errors: DRIFT_ERR_NOT_FOUND (a label,
- * a model file: the message says --models DIR helps), DRIFT_ERR_UNSUPPORTED
- * (an HTTP server that returns no prompt logprobs, an HTTP run with
- * api=chat, an import), DRIFT_ERR_MISMATCH (the runs' apis differ, the two
+ * the store's runs table and opened. A run against an HTTP server is
+ * forced through the server's prompt logprobs (api=completions: the text;
+ * api=chat: the messages with the answer as an open assistant turn;
+ * top-K: see teacher_forced.c and divergence.h's drift_tokdiv_compare_top;
+ * the report's method says which). The baseline's recorded request
+ * control (system prompt, template) is re-created for every stack.
+ * Errors: DRIFT_ERR_NOT_FOUND (a label, a model file: the message says
+ * --models DIR helps), DRIFT_ERR_UNSUPPORTED (an HTTP server that returns
+ * no prompt logprobs, echo asked of an api=chat run, an import),
+ * DRIFT_ERR_MISMATCH (the runs' apis differ, the two
  * vocabularies differ, or a workload's template is not the one the run
  * recorded), DRIFT_ERR_INVALID (no answers to score). A prompt that cannot
  * be scored (longer than the context, empty answer, bad stored token ids)
@@ -84,7 +87,7 @@ DRIFT_API drift_status drift_tokdiv_text(const char *baseline_spec, const char *
 
 /* compare --kl's step: drift_tokdiv_runs of the two runs under o. When a
  * run's stack cannot be forced (DRIFT_ERR_UNSUPPORTED: an HTTP server
- * without prompt logprobs, an HTTP run with api=chat, an import) or its
+ * without prompt logprobs, echo asked of an api=chat run, an import) or its
  * server cannot be reached (DRIFT_ERR_HTTP) it succeeds with
  * unsupported = 1, note the library's reason and report empty; any other
  * failure is returned, its message prefixed "token KL: ". Clear

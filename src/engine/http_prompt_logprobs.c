@@ -166,7 +166,7 @@ static void offsets_from_end(drift_plp_result *r, const char *text, size_t len) 
     for (size_t i = r->n; i-- > 0;) {
         drift_plp_token *t = &r->toks[i];
         t->offset = SIZE_MAX;
-        if (broken || !t->text) {
+        if (broken || !t->text || end == 0) { /* nothing left before it: not in the text */
             broken = 1;
             continue;
         }
@@ -313,22 +313,50 @@ static drift_status parse_echo(const json_t *choice, const char *text, size_t le
     return DRIFT_OK;
 }
 
-/* One way: the request, the reply, its parse. UNSUPPORTED with why set
- * when the server does not offer it that way. */
-static drift_status try_method(drift_target *t, const eng_http_conn_info *ci, const char *text, size_t len, int k,
-                               drift_plp_method m, drift_plp_result *out, char *why, size_t why_cap, drift_error *err) {
-    json_t *str = json_stringn(text, len);
-    if (!str) return drift_error_set(err, DRIFT_ERR_INVALID, "the prompt is not valid UTF-8");
-    json_t *body = json_pack("{s:s, s:o, s:i, s:f}", "model", ci->model ? ci->model : "", "prompt", str, "max_tokens", 1,
-                             "temperature", 0.0);
-    if (body && m == DRIFT_PLP_VLLM) json_object_set_new(body, "prompt_logprobs", json_integer(k));
-    if (body && m == DRIFT_PLP_ECHO) {
-        json_object_set_new(body, "echo", json_true());
-        json_object_set_new(body, "logprobs", json_integer(k));
+/* The request body of t: the target's extra body (request control,
+ * target.h) with model, max_tokens 1 and temperature 0 over it, less the
+ * fields that would make the server generate more than that one token
+ * (max_completion_tokens, min_tokens). NULL with err set when out of
+ * memory (the extra body was checked at open). */
+static json_t *body_base(const drift_target *t, const eng_http_conn_info *ci, drift_error *err) {
+    json_t *body = NULL;
+    if (eng_http_extra_body_parse(t->opts.request.extra_body_json, &body, err)) return NULL;
+    if (!body) body = json_object();
+    json_object_del(body, "max_completion_tokens");
+    json_object_del(body, "min_tokens");
+    if (!body || json_object_set_new(body, "model", json_string(ci->model ? ci->model : "")) ||
+        json_object_set_new(body, "max_tokens", json_integer(1)) ||
+        json_object_set_new(body, "temperature", json_real(0.0))) {
+        json_decref(body);
+        drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        return NULL;
     }
-    char *js = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    return body;
+}
+
+/* One way: the request (body, taken: body_base's with the prompt or the
+ * messages in it), the reply, its parse. chat: /chat/completions with the
+ * last assistant message left open (vLLM's continue_final_message), the
+ * reply's prompt_logprobs at its top level (vLLM) or in its choice; text
+ * (len bytes): what the offsets are found in (completions: all the text
+ * sent; chat: the assistant message's content, the end of what is sent).
+ * UNSUPPORTED with why set when the server does not offer it that way. */
+static drift_status try_method(drift_target *t, const eng_http_conn_info *ci, json_t *body, int chat, const char *text,
+                               size_t len, int k, drift_plp_method m, drift_plp_result *out, char *why, size_t why_cap,
+                               drift_error *err) {
+    int bad = 0;
+    if (m == DRIFT_PLP_VLLM) bad |= json_object_set_new(body, "prompt_logprobs", json_integer(k));
+    if (m == DRIFT_PLP_ECHO) {
+        bad |= json_object_set_new(body, "echo", json_true());
+        bad |= json_object_set_new(body, "logprobs", json_integer(k));
+    }
+    if (chat) {
+        bad |= json_object_set_new(body, "add_generation_prompt", json_false());
+        bad |= json_object_set_new(body, "continue_final_message", json_true());
+    }
+    char *js = bad ? NULL : json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    char *url = util_asprintf("%s/completions", ci->url_base);
+    char *url = util_asprintf("%s/%s", ci->url_base, chat ? "chat/completions" : "completions");
     if (!js || !url) {
         free(js);
         free(url);
@@ -352,7 +380,8 @@ static drift_status try_method(drift_target *t, const eng_http_conn_info *ci, co
         if (!json_is_object(choice))
             st = drift_error_set(err, DRIFT_ERR_PARSE, "%s: the reply has no choices%s%s", url, o ? "" : ": ", o ? "" : je.text);
         else if (m == DRIFT_PLP_VLLM)
-            st = parse_vllm(choice, text, len, k, out, why, why_cap, err);
+            st = parse_vllm(chat && json_object_get(o, "prompt_logprobs") ? o : choice, text, len, k, out, why,
+                            why_cap, err);
         else
             st = parse_echo(choice, text, len, k, out, why, why_cap, err);
         if (st && st != DRIFT_ERR_UNSUPPORTED) drift_error_prefix(err, "%s (%s): ", url, drift_plp_method_name(m));
@@ -368,24 +397,115 @@ static drift_status try_method(drift_target *t, const eng_http_conn_info *ci, co
     return st;
 }
 
+/* try_method over a completions prompt (text, len bytes). */
+static drift_status try_text(drift_target *t, const eng_http_conn_info *ci, const char *text, size_t len, int k,
+                             drift_plp_method m, drift_plp_result *out, char *why, size_t why_cap, drift_error *err) {
+    json_t *str = json_stringn(text, len);
+    if (!str) return drift_error_set(err, DRIFT_ERR_INVALID, "the prompt is not valid UTF-8");
+    json_t *body = body_base(t, ci, err);
+    if (!body) {
+        json_decref(str);
+        return err->code;
+    }
+    if (json_object_set_new(body, "prompt", str)) {
+        json_decref(body);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    return try_method(t, ci, body, 0, text, len, k, m, out, why, why_cap, err);
+}
+
+static drift_status check_k(int k, drift_error *err) {
+    if (k < 1 || k > DRIFT_PLP_MAX_TOP)
+        return drift_error_set(err, DRIFT_ERR_INVALID, "prompt logprobs: k = %d is out of range [1, %d]", k,
+                               DRIFT_PLP_MAX_TOP);
+    return DRIFT_OK;
+}
+
+static drift_status not_offered(drift_error *err, const char *why_v, const char *why_e) {
+    return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                           "not computed: the server does not return prompt logprobs (vLLM: prompt_logprobs; "
+                           "OpenAI-style: echo+logprobs)%s%s%s%s",
+                           why_v[0] ? "; prompt_logprobs: " : "", why_v, why_e[0] ? "; echo: " : "", why_e);
+}
+
 drift_status drift_target_prompt_logprobs(drift_target *t, const char *text, size_t len, int k, drift_plp_method method,
                                           drift_plp_result *out, drift_error *err) {
     memset(out, 0, sizeof *out);
     eng_http_conn_info ci;
     if (eng_http_conn(t, &ci))
         return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "prompt logprobs come from HTTP targets only");
-    if (k < 1 || k > DRIFT_PLP_MAX_TOP)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "prompt logprobs: k = %d is out of range [1, %d]", k,
-                               DRIFT_PLP_MAX_TOP);
+    if (check_k(k, err)) return err->code;
     char why_v[320] = "", why_e[320] = "";
     drift_status st = DRIFT_ERR_UNSUPPORTED;
-    if (method != DRIFT_PLP_ECHO) st = try_method(t, &ci, text, len, k, DRIFT_PLP_VLLM, out, why_v, sizeof why_v, err);
+    if (method != DRIFT_PLP_ECHO) st = try_text(t, &ci, text, len, k, DRIFT_PLP_VLLM, out, why_v, sizeof why_v, err);
     if (st == DRIFT_ERR_UNSUPPORTED && method != DRIFT_PLP_VLLM)
-        st = try_method(t, &ci, text, len, k, DRIFT_PLP_ECHO, out, why_e, sizeof why_e, err);
-    if (st == DRIFT_ERR_UNSUPPORTED)
-        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
-                               "not computed: the server does not return prompt logprobs (vLLM: prompt_logprobs; "
-                               "OpenAI-style: echo+logprobs)%s%s%s%s",
-                               why_v[0] ? "; prompt_logprobs: " : "", why_v, why_e[0] ? "; echo: " : "", why_e);
+        st = try_text(t, &ci, text, len, k, DRIFT_PLP_ECHO, out, why_e, sizeof why_e, err);
+    if (st == DRIFT_ERR_UNSUPPORTED) return not_offered(err, why_v, why_e);
+    return st;
+}
+
+/* The chat request's body: the messages as generation sends them
+ * (eng_http_request_render: the target's system prompt, a messages prompt's
+ * turns) and the answer as a last assistant message. */
+static json_t *chat_body(drift_target *t, const eng_http_conn_info *ci, const char *prompt, const char *answer,
+                         drift_error *err) {
+    json_t *body = body_base(t, ci, err);
+    if (!body) return NULL;
+    util_buf scratch = {0};
+    int bad = eng_http_request_render(body, DRIFT_API_CHAT, t->opts.request.system_prompt, prompt, NULL, &scratch, err);
+    buf_free(&scratch);
+    json_t *msgs = json_object_get(body, "messages");
+    json_t *a = bad ? NULL : json_string(answer);
+    if (!bad && !a) {
+        drift_error_set(err, DRIFT_ERR_INVALID, "the answer is not valid UTF-8");
+        bad = 1;
+    }
+    if (!bad && (!json_is_array(msgs) ||
+                 json_array_append_new(msgs, json_pack("{s:s, s:o}", "role", "assistant", "content", a)))) {
+        drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        bad = 1;
+    }
+    if (bad) {
+        json_decref(body);
+        return NULL;
+    }
+    return body;
+}
+
+drift_status drift_target_answer_logprobs(drift_target *t, const char *prompt, const char *answer, int k,
+                                          drift_plp_method method, drift_plp_result *out, drift_error *err) {
+    memset(out, 0, sizeof *out);
+    eng_http_conn_info ci;
+    if (eng_http_conn(t, &ci))
+        return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "prompt logprobs come from HTTP targets only");
+    if (check_k(k, err)) return err->code;
+    size_t alen = strlen(answer);
+    if (t->api == DRIFT_API_CHAT) {
+        if (method == DRIFT_PLP_ECHO)
+            return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                                   "not computed: echo+logprobs is a completions field; an api=chat stack is asked "
+                                   "with prompt_logprobs and continue_final_message");
+        char why[320] = "";
+        json_t *body = chat_body(t, &ci, prompt, answer, err);
+        if (!body) return err->code;
+        drift_status st = try_method(t, &ci, body, 1, answer, alen, k, DRIFT_PLP_VLLM, out, why, sizeof why, err);
+        if (st == DRIFT_ERR_UNSUPPORTED)
+            return drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
+                                   "not computed: the server does not return prompt logprobs for chat (vLLM: "
+                                   "prompt_logprobs with continue_final_message)%s%s",
+                                   why[0] ? "; " : "", why);
+        return st; /* the offsets are the answer's already */
+    }
+    /* completions: the text generation sends (the system prompt and a blank line first), then the answer */
+    const char *sys = t->opts.request.system_prompt;
+    char *text = sys && *sys ? util_asprintf("%s\n\n%s%s", sys, prompt, answer) : util_asprintf("%s%s", prompt, answer);
+    if (!text) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    size_t len = strlen(text), plen = len - alen;
+    drift_status st = drift_target_prompt_logprobs(t, text, len, k, method, out, err);
+    free(text);
+    for (size_t i = 0; !st && i < out->n; i++) {
+        size_t *o = &out->toks[i].offset;
+        *o = *o != SIZE_MAX && *o >= plen && *o < len ? *o - plen : SIZE_MAX;
+    }
     return st;
 }

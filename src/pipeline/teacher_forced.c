@@ -23,12 +23,15 @@
  * Models are opened as targets (drift_target_open), so the engine's model
  * cache maps a file shared by several stacks once.
  *
- * HTTP stacks (runs mode, api=completions): the server is sent the prompt
- * text followed by the baseline's answer text and returns the top-K
- * logprobs of every token of it (prompt_logprobs.h: vLLM's prompt_logprobs,
- * else OpenAI's echo + logprobs; the way that answered is kept for the
- * stack, and a server that offers neither ends the call with
- * DRIFT_ERR_UNSUPPORTED). The answer's positions are those of tokens that
+ * HTTP stacks (runs mode): the server is sent the prompt followed by the
+ * baseline's answer and returns the top-K logprobs of every token of it
+ * (drift_target_answer_logprobs, prompt_logprobs.h): api=completions, the
+ * prompt text then the answer text (vLLM's prompt_logprobs, else OpenAI's
+ * echo + logprobs; the way that answered is kept for the stack); api=chat,
+ * the messages with the answer as a last assistant message left open
+ * (vLLM's continue_final_message), so the server applies its own chat
+ * template as it did for the run. A server that offers none ends the call
+ * with DRIFT_ERR_UNSUPPORTED. The answer's positions are those of tokens that
  * start inside the answer text; the two sides' positions are paired by
  * their byte offset in the answer and their token (id where both sides
  * have ids, else the same span of the answer); a position either side lacks is counted in
@@ -36,7 +39,16 @@
  * drift_tokdiv_compare_top over top-K lists (an embedded side reduced to
  * its top K from its logits, in double as the server does): a lower bound
  * of the full KL (divergence.h). Two embedded stacks keep the exact
- * full-vocabulary path. The report names the method ("logits", "top-K"). */
+ * full-vocabulary path. The report names the method ("logits", "top-K").
+ *
+ * Request control (target.h) recorded in the baseline's decoding record
+ * ("request") is re-created: its system prompt is given to every stack
+ * (the sequence forced is the baseline's: its prompt as it was sent) and
+ * its prompt template renders the prompts (drift_prompt_render_custom,
+ * checked against the template id the run recorded); an HTTP stack also
+ * gets the extra body its own run recorded (e.g. vLLM's
+ * chat_template_kwargs, which shape the prompt). Header values are never
+ * stored: an HTTP stack is asked with the target's default credentials. */
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -56,12 +68,9 @@
 
 static const char *TF_HTTP_MSG =
     "teacher forcing needs an embedded stack (embedded:PATH.gguf?...) or an HTTP server that returns prompt "
-    "logprobs (runs mode, api=completions)";
+    "logprobs (runs mode)";
 static const char *TF_TEXT_HTTP_MSG =
     "the raw-text form needs embedded stacks (embedded:PATH.gguf?...); HTTP servers are compared over runs";
-static const char *TF_CHAT_HTTP_MSG =
-    "not computed: an HTTP stack with api=chat (the server applies its own chat template, which teacher forcing "
-    "over /v1/completions cannot reproduce; see docs/divergence-http.md)";
 
 void drift_tokdiv_opts_default(drift_tokdiv_opts *o) {
     memset(o, 0, sizeof *o);
@@ -117,8 +126,11 @@ static drift_status resolve_spec(const char *spec, const char *models_dir, const
     return rc;
 }
 
+/* Opens a stack; sys (NULL: none) is the system prompt its requests get,
+ * extra (NULL: none) an HTTP stack's extra body (target.h). */
 static drift_status stack_open(tf_stack *k, const char *spec, const char *models_dir, const char *who, char **spec_used,
-                               int allow_http, drift_plp_method method, drift_error *err) {
+                               int allow_http, drift_plp_method method, const char *sys, const char *extra,
+                               drift_error *err) {
     memset(k, 0, sizeof *k);
     int http = !strncmp(spec, "http://", 7) || !strncmp(spec, "https://", 8);
     if (http && !allow_http) return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "%s is '%s': %s", who, spec, TF_TEXT_HTTP_MSG);
@@ -126,13 +138,13 @@ static drift_status stack_open(tf_stack *k, const char *spec, const char *models
         drift_target_opts to;
         drift_target_opts_default(&to);
         to.concurrency = 1;
+        to.request.system_prompt = sys;
+        to.request.extra_body_json = extra;
         drift_status rc = drift_target_open(spec, &to, &k->t, err);
         if (rc) {
             k->t = NULL;
             return drift_error_prefix(err, "%s: ", who);
         }
-        if (drift_target_api(k->t) == DRIFT_API_CHAT)
-            return drift_error_set(err, DRIFT_ERR_UNSUPPORTED, "%s: %s", who, TF_CHAT_HTTP_MSG);
         k->http = 1;
         k->method = method;
         k->k = DRIFT_PLP_MAX_TOP;
@@ -146,6 +158,7 @@ static drift_status stack_open(tf_stack *k, const char *spec, const char *models
     drift_target_opts to;
     drift_target_opts_default(&to);
     to.concurrency = 1;
+    to.request.system_prompt = sys;
     rc = drift_target_open(*spec_used, &to, &k->t, err);
     if (rc) {
         k->t = NULL;
@@ -347,6 +360,7 @@ typedef struct runs_ctx {
     size_t n_tg;
     drift_tokdiv_report *out; /* (n_tg) */
     json_t *templates;
+    const char *prompt_template; /* the baseline's request control (NULL: the workloads' own) */
     float *lb, *lt;       /* baseline rows of the current prompt; a target's */
     size_t cap;
     int any_http;         /* a pair with an HTTP side: runs_prompt_top */
@@ -386,11 +400,11 @@ static drift_status row_begin(runs_ctx *c, drift_store *st, const drift_scored *
                               drift_prompt *pm, char **rendered, drift_error *err) {
     drift_status rc = prompt_add_all(c, row, p_i, err);
     if (!rc) rc = drift_store_response_get(st, row->response_id, ans, pm, err);
-    const char *tid = NULL;
-    if (!rc && !(*rendered = drift_prompt_render(pm, drift_target_api(c->base.t), &tid)))
+    char tid[DRIFT_TEMPLATE_ID_MAX] = "";
+    if (!rc && !(*rendered = drift_prompt_render_custom(pm, drift_target_api(c->base.t), c->prompt_template, tid)))
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     const char *recorded = rc ? "" : run_template(c->templates, row->workload);
-    if (!rc && *recorded && tid && strcmp(recorded, tid) != 0)
+    if (!rc && *recorded && *tid && strcmp(recorded, tid) != 0)
         rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
                              "run '%s' rendered %s prompts with template %s; this build renders %s: the prompts "
                              "would not be the ones the run sent",
@@ -562,29 +576,25 @@ static drift_status side_embedded(const drift_model *m, const int32_t *at, size_
     return rc;
 }
 
-/* The side of an HTTP stack: the server's prompt logprobs of prompt +
- * answer (plen, alen bytes), the tokens that start inside the answer. The
- * stack's way is found on its first call and kept; a server refusing 20
- * alternatives is asked for 5 (OpenAI's legacy limit). */
+/* The side of an HTTP stack: the server's logprobs of the answer after the
+ * prompt (drift_target_answer_logprobs), the tokens that start inside the
+ * answer. The stack's way is found on its first call and kept; a server
+ * refusing 20 alternatives is asked for 5 (OpenAI's legacy limit). */
 static drift_status side_http(tf_stack *k, const char *prompt, const char *answer, tf_side *s, drift_error *err) {
-    size_t plen = strlen(prompt), alen = strlen(answer);
-    char *text = util_asprintf("%s%s", prompt, answer);
-    if (!text) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    size_t alen = strlen(answer);
     drift_plp_result r;
-    drift_status rc = drift_target_prompt_logprobs(k->t, text, plen + alen, k->k, k->method, &r, err);
+    drift_status rc = drift_target_answer_logprobs(k->t, prompt, answer, k->k, k->method, &r, err);
     if (rc == DRIFT_ERR_UNSUPPORTED && k->k > 5) {
         drift_error e2 = {0};
-        if (!drift_target_prompt_logprobs(k->t, text, plen + alen, 5, k->method, &r, &e2)) {
+        if (!drift_target_answer_logprobs(k->t, prompt, answer, 5, k->method, &r, &e2)) {
             rc = DRIFT_OK;
             k->k = 5;
         }
     }
-    free(text);
     if (rc) return rc;
     k->method = r.method;
     size_t n = 0;
-    for (size_t i = 0; i < r.n; i++)
-        n += r.toks[i].has_lp && r.toks[i].offset != SIZE_MAX && r.toks[i].offset >= plen && r.toks[i].offset < plen + alen;
+    for (size_t i = 0; i < r.n; i++) n += r.toks[i].has_lp && r.toks[i].offset < alen;
     if (side_alloc(s, n)) {
         drift_plp_result_clear(&r);
         return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -592,9 +602,9 @@ static drift_status side_http(tf_stack *k, const char *prompt, const char *answe
     s->has_ids = r.method == DRIFT_PLP_VLLM;
     for (size_t i = 0; i < r.n && !rc; i++) {
         drift_plp_token *t = &r.toks[i];
-        if (!(t->has_lp && t->offset != SIZE_MAX && t->offset >= plen && t->offset < plen + alen)) continue;
+        if (!(t->has_lp && t->offset < alen)) continue; /* SIZE_MAX: not in the answer */
         size_t j = s->n++;
-        s->off[j] = t->offset - plen;
+        s->off[j] = t->offset;
         s->tok[j] = t->id;
         s->text[j] = util_strdup(t->text ? t->text : "");
         s->lp_tok[j] = t->logprob;
@@ -822,6 +832,20 @@ static drift_status runs_prompt_top(runs_ctx *c, drift_store *st, const drift_sc
     return rc;
 }
 
+/* A string field of a run's recorded request control (decoding record
+ * "request", run.c); extra_body as compact JSON. malloc'd; NULL when the
+ * run has none (or out of memory: *nomem set). */
+static char *run_request(const char *decoding_json, const char *key, int *nomem) {
+    json_t *dec = json_loads(decoding_json ? decoding_json : "{}", 0, NULL);
+    json_t *v = json_object_get(json_object_get(dec, "request"), key);
+    char *out = json_is_string(v) && *json_string_value(v) ? util_strdup(json_string_value(v))
+                : json_is_object(v)                     ? json_dumps(v, JSON_COMPACT)
+                                                        : NULL;
+    if (!out && (json_is_object(v) || (json_is_string(v) && *json_string_value(v)))) *nomem = 1;
+    json_decref(dec);
+    return out;
+}
+
 drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label, const char *const *target_labels,
                                     size_t n_targets, const drift_tokdiv_opts *o, drift_tokdiv_report **out,
                                     drift_error *err) {
@@ -842,12 +866,20 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
     drift_run_info rb = {0};
     drift_scored_set set = {0};
     unsigned char *pick = NULL;
-    char *base_spec = NULL;
+    char *base_spec = NULL, *sys = NULL, *tmpl = NULL, *extra = NULL;
+    int nomem = 0;
     drift_status rc = c.tg && c.out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     if (!rc) rc = drift_store_run_get(st, baseline_label, &rb, err);
+    if (!rc) { /* the baseline's request control: see the top */
+        sys = run_request(rb.decoding_json, "system_prompt", &nomem);
+        tmpl = run_request(rb.decoding_json, "prompt_template", &nomem);
+        extra = run_request(rb.decoding_json, "extra_body", &nomem);
+        c.prompt_template = tmpl;
+        if (nomem) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
     if (!rc) {
         char *who = util_asprintf("baseline run '%s'", baseline_label);
-        rc = who ? stack_open(&c.base, rb.target, o->models_dir, who, &base_spec, 1, o->http_method, err)
+        rc = who ? stack_open(&c.base, rb.target, o->models_dir, who, &base_spec, 1, o->http_method, sys, extra, err)
                  : drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         free(who);
     }
@@ -865,7 +897,12 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
         if (!rc) rc = drift_store_run_get(st, target_labels[k], &rt, err);
         char *who = rc ? NULL : util_asprintf("target run '%s'", target_labels[k]);
         if (!rc && !who) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-        if (!rc) rc = stack_open(&c.tg[k].k, rt.target, o->models_dir, who, &r->target_spec, 1, o->http_method, err);
+        char *textra = rc ? NULL : run_request(rt.decoding_json, "extra_body", &nomem);
+        if (!rc && nomem) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        if (!rc)
+            rc = stack_open(&c.tg[k].k, rt.target, o->models_dir, who, &r->target_spec, 1, o->http_method, sys, textra,
+                            err);
+        free(textra);
         if (!rc && !c.base.http && !c.tg[k].k.http) rc = same_vocab(&c.base, &c.tg[k].k, who, err);
         if (!rc && (c.base.http || c.tg[k].k.http)) c.any_http = 1;
         if (!rc && drift_target_api(c.base.t) != drift_target_api(c.tg[k].k.t))
@@ -879,15 +916,6 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
     }
     if (!rc && !(c.templates = json_loads(rb.templates_json ? rb.templates_json : "{}", 0, NULL)))
         c.templates = json_object();
-    if (!rc) { /* a system prompt (request control, target.h) is not re-created here: its tokens would be missing */
-        json_t *dec = json_loads(rb.decoding_json ? rb.decoding_json : "{}", 0, NULL);
-        if (json_object_get(json_object_get(dec, "request"), "system_prompt"))
-            rc = drift_error_set(err, DRIFT_ERR_UNSUPPORTED,
-                                 "baseline run '%s' was asked with a system prompt (--system): teacher forcing does not "
-                                 "re-create it yet, so its prompts would not be the ones the run sent",
-                                 baseline_label);
-        json_decref(dec);
-    }
     if (!rc) rc = drift_store_load_scored(st, rb.id, &set, err);
     size_t n_pick = 0;
     if (!rc && !(pick = pick_rows(&set, o, &n_pick))) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
@@ -925,6 +953,9 @@ drift_status drift_tokdiv_runs_many(drift_store *st, const char *baseline_label,
     }
     free(pick);
     free(base_spec);
+    free(sys);
+    free(tmpl);
+    free(extra);
     free(c.lb);
     free(c.lt);
     drift_scored_set_clear(&set);
@@ -978,8 +1009,11 @@ drift_status drift_tokdiv_text(const char *baseline_spec, const char *target_spe
     out->target = util_strdup(target_spec);
     if (!out->baseline || !out->target) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     if (!rc && ctx < 4) rc = drift_error_set(err, DRIFT_ERR_INVALID, "--ctx %d: at least 4 tokens", ctx);
-    if (!rc) rc = stack_open(&b, baseline_spec, o->models_dir, "baseline", &out->baseline_spec, 0, o->http_method, err);
-    if (!rc) rc = stack_open(&t, target_spec, o->models_dir, "target", &out->target_spec, 0, o->http_method, err);
+    if (!rc)
+        rc = stack_open(&b, baseline_spec, o->models_dir, "baseline", &out->baseline_spec, 0, o->http_method, NULL, NULL,
+                        err);
+    if (!rc)
+        rc = stack_open(&t, target_spec, o->models_dir, "target", &out->target_spec, 0, o->http_method, NULL, NULL, err);
     if (!rc) rc = same_vocab(&b, &t, "text", err);
     if (!rc) {
         int cb = drift_model_get_info(b.m)->n_ctx_train, ct = drift_model_get_info(t.m)->n_ctx_train;

@@ -53,12 +53,14 @@ static drift_status server_profile(const drift_server_opts *o, drift_numeric_pro
     const char *spec = o->profile && *o->profile ? o->profile : "cpu-f32";
     drift_status st = strchr(spec, '=') ? drift_profile_parse(spec, p, err) : drift_profile_get(spec, p, err);
     if (st) return drift_error_prefix(err, "--profile: ");
-    if ((st = drift_profile_set(p, "batch_invariant", o->batch_invariant ? "1" : "0", err))) return st;
-    if (o->threads > 0) {
-        char t[16];
-        snprintf(t, sizeof t, "%d", o->threads);
-        if ((st = drift_profile_set(p, "threads", t, err))) return st;
-    }
+    /* a setting the profile already has keeps its name (set, it would read
+     * "custom" in /v1/driftbench/info); threads never change results
+     * (profile.h), so they are set without renaming it */
+    if (p->batch_invariant != (o->batch_invariant != 0) &&
+        (st = drift_profile_set(p, "batch_invariant", o->batch_invariant ? "1" : "0", err)))
+        return st;
+    if (o->threads > 1024) return drift_error_set(err, DRIFT_ERR_INVALID, "--threads %d: at most 1024", o->threads);
+    if (o->threads > 0) p->threads = o->threads;
     return drift_profile_validate(p, err);
 }
 

@@ -14,7 +14,8 @@
  *           [<|start_header_id|>assistant<|end_header_id|>\n\n]
  *   phi3    <|ROLE|>\nCONTENT<|end|>\n ...  [<|assistant|>\n]; a vocabulary
  *           without <|system|> gets the system prompt at the head of the
- *           next user message, a blank line between
+ *           next user message, a blank line between (tokenized apart, as
+ *           drift_model_chat_system_tokens does)
  *   inst    [INST] SYSTEM\n\nUSER [/INST] ASSISTANT [INST] USER [/INST]
  *           (Llama-2's form as text, the system prompt inside the first
  *           [INST] in its <<SYS>> block; the turns are not closed by
@@ -141,7 +142,8 @@ static int render_turns(const drift_model *m, const char *tpl, const srv_request
         int last_open = open_last && i + 1 == n;
         if (fold_system && !strcmp(r, "system")) {
             if (i + 1 < n) { /* held for the next user message */
-                char *p2 = util_asprintf("%s%s\n\n", pending ? pending : "", rq->messages[i].content);
+                char *p2 = pending ? util_asprintf("%s\n\n%s", pending, rq->messages[i].content)
+                                   : util_strdup(rq->messages[i].content);
                 free(pending);
                 if (!(pending = p2)) return srv_error_set(e, 500, NULL, NULL, "out of memory");
                 continue;
@@ -151,8 +153,9 @@ static int render_turns(const drift_model *m, const char *tpl, const srv_request
         int rc = chatml   ? add_marker(m, o, e, "<|im_start|>", r, "\n")
                  : llama3 ? add_marker(m, o, e, "<|start_header_id|>", r, "<|end_header_id|>\n\n")
                           : add_marker(m, o, e, "<|", r, "|>\n");
-        if (!rc && pending && !strcmp(r, "user")) {
+        if (!rc && pending && !strcmp(r, "user")) { /* the text, then the blank line: two pieces, as the engine's */
             rc = add(m, o, pending, 0, e);
+            if (!rc) rc = add(m, o, "\n\n", 0, e);
             free(pending);
             pending = NULL;
         }

@@ -15,6 +15,11 @@
 #    (sampled answers differ from greedy ones); --template is recorded as
 #    custom/<hash> and its text is what is sent; --stop cuts answers where
 #    the string would have been.
+# 2b. the same over api=chat against serve: a system prompt changes the answers,
+#    a resume with another one exits 2; `divergence` re-creates the baseline's
+#    system prompt (chat: against the embedded engine with the same model,
+#    exactly 0 either way round) and template (a --template run's answers
+#    forced under it give back the logprobs it stored).
 # 3. measure takes --system and per-side --target-extra-body (serve; and,
 #    against the recording server, a shared header on both sides, a side's
 #    own replacing it by name, each side's own extra body).
@@ -219,6 +224,75 @@ check '[ "$nall" = 6 ] && [ "$nspace" = 0 ]' "--stop ' ' left answers with a spa
 check '[ "$nplain" -ge 1 ]' "no plain answer holds a space: the --stop check proves nothing"
 answers stop > "$T/a.stop"
 check '! cmp -s "$T/a.plain" "$T/a.stop"' "--stop changed no answer"
+
+# ---- 2b. driftbench serve over api=chat ----
+# a system prompt changes chat answers and is the run's identity; teacher forcing (divergence) re-creates
+# the request control the baseline's record holds: the chat run with --system and the embedded one with
+# it give exactly 0 either way round; a --template run is forced under its template
+UC="$U&api=chat"
+cc=(--db "$DB" --target "$UC" --suite builtin:chat --limit 6 --max-tokens 12 --concurrency 2)
+CSYS="You are a pirate. Always answer in rhymes."
+"$D" run -q "${cc[@]}" --label cplain 2> "$T/e.cplain" || fail "run cplain: $(cat "$T/e.cplain")"
+"$D" run -q "${cc[@]}" --label csys --system "$CSYS" 2> "$T/e.csys" || fail "run csys: $(cat "$T/e.csys")"
+answers cplain > "$T/a.cplain"
+answers csys > "$T/a.csys"
+check '[ $(wc -l < "$T/a.cplain") = 6 ] && [ $(wc -l < "$T/a.csys") = 6 ]' "chat runs did not store 6 answers each"
+ndiff=$(diff "$T/a.cplain" "$T/a.csys" | grep -c '^<')
+check '[ "$ndiff" -ge 1 ]' "chat: the system prompt changed no answer"
+dec=$(sql "$DB" "SELECT decoding FROM runs WHERE label='csys'")
+check 'printf "%s" "$dec" | grep -q "\"api\":\"chat\"" && printf "%s" "$dec" | grep -q "\"system_prompt\":\"$CSYS\""' \
+  "chat: the decoding record has no api chat or system prompt: $dec"
+"$D" run -q "${cc[@]}" --label csys --system "You are a lawyer." 2> "$T/e.csys2"
+rc=$?
+check '[ $rc = 2 ] && grep -q "decoding.request.system_prompt" "$T/e.csys2"' \
+  "chat: a resume with another system prompt was not refused (rc $rc): $(cat "$T/e.csys2")"
+emb=(--db "$DB" --suite builtin:chat --limit 6 --max-tokens 12)
+"$D" run -q "${emb[@]}" --label cemb --target "embedded:$model?api=chat&threads=1" --system "$CSYS" 2> "$T/e.cemb" ||
+  fail "run cemb: $(cat "$T/e.cemb")"
+"$D" run -q "${emb[@]}" --label tplemb --target "embedded:$model?threads=1" --logprobs 1 --template 'You are a pirate. Always answer in rhymes.
+
+{input}' 2> "$T/e.tplemb" || fail "run tplemb: $(cat "$T/e.tplemb")"
+zero() { # BASELINE TARGET: divergence exactly 0, nothing skipped
+  "$D" --quiet divergence --db "$DB" --baseline "$1" --target "$2" --format json > "$T/div.json" 2> "$T/div.err"
+  local r=$?
+  [ $r = 0 ] && python3 -c "
+import json,sys
+d=json.load(open(sys.argv[1])); o=d['overall']
+assert d['skipped']==0 and o['positions']>0 and o['kl_max']==0 and o['same_top']==1, d
+" "$T/div.json"
+}
+check 'zero csys cemb' "divergence of the chat run with --system against the embedded one: not exactly 0: $(head -c 400 "$T/div.json") $(cat "$T/div.err")"
+check 'zero cemb csys' "divergence of the embedded chat run with --system against the HTTP one: not exactly 0: $(head -c 400 "$T/div.json") $(cat "$T/div.err")"
+# the template: the HTTP run's prompts are rendered with it (the recorded template id is checked; the
+# divergence was refused before), and the embedded run's answers forced under it give back the logprobs
+# it stored (its own ids), so the perplexity of them all to 1e-9
+"$D" --quiet divergence --db "$DB" --baseline tpl --target tplemb --format json > "$T/tpl.json" 2> "$T/tpl.err"
+rc=$?
+check '[ $rc = 0 ]' "divergence of the --template HTTP run (rc $rc): $(cat "$T/tpl.err")"
+"$D" --quiet divergence --db "$DB" --baseline tplemb --target tplemb --format json > "$T/tpl2.json" 2> "$T/tpl2.err"
+rc=$?
+cat > "$T/lp.py" << 'EOF'
+# lp.py DB LABEL: the logprob of every answer token the run stored (zstd frames of JSON, read with libzstd)
+import ctypes, ctypes.util, json, sqlite3, sys
+z = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
+z.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
+z.ZSTD_decompress.restype = ctypes.c_size_t
+out = []
+q = "SELECT r.logprobs FROM responses r JOIN runs u ON u.id = r.run_id WHERE u.label = ?"
+for (blob,) in sqlite3.connect(sys.argv[1]).execute(q, (sys.argv[2],)):
+    n = z.ZSTD_getFrameContentSize(blob, ctypes.c_size_t(len(blob)))
+    buf = ctypes.create_string_buffer(n)
+    assert z.ZSTD_decompress(buf, ctypes.c_size_t(n), blob, ctypes.c_size_t(len(blob))) == n
+    out += [t["logprob"] for t in json.loads(buf.raw.decode("utf-8", "replace"))]
+print(json.dumps(out))
+EOF
+python3 "$T/lp.py" "$DB" tplemb > "$T/tpl.lp" 2> "$T/lp.err" || bad "reading the stored logprobs: $(cat "$T/lp.err")"
+check '[ $rc = 0 ] && python3 -c "
+import json,math,sys
+o=json.load(open(sys.argv[1]))[\"overall\"]; lps=json.load(open(sys.argv[2]))
+want=math.exp(-sum(lps)/len(lps))
+assert o[\"positions\"]==len(lps) and abs(o[\"ppl_base\"]-want)<=1e-9*want, (o, len(lps), want)
+" "$T/tpl2.json" "$T/tpl.lp"' "the --template run's answers forced under its template do not give its stored logprobs (rc $rc): $(head -c 300 "$T/tpl2.json") $(cat "$T/tpl2.err")"
 
 # ---- 3. measure ----
 "$D" measure --db "$T/m.db" --baseline "$U" --target "$U" --suite builtin:math --limit 3 --max-tokens 8 \

@@ -8,7 +8,8 @@
 # tokenizer and chat template against the engine's); most answers identical (thresholds set with margin
 # below the measured agreement: PyTorch's float32 kernels differ from ref's float64 accumulation, so a near-tie
 # may flip, which is the drift DriftBench measures, but a wrong forward pass or tokenizer breaks almost every
-# answer); the first token's logprob close to the engine's; bad requests get a 4xx with an OpenAI error
+# answer); the first token's logprob close to the engine's; its prompt logprobs (completions, chat, echo) read by
+# `driftbench divergence` give the engine's figures (see the phase below); bad requests get a 4xx with an OpenAI error
 # object and leave the server up; every shipped model's logits match the float64 fixtures; a truncated GGUF and --attn sdpa on a torch without SDPA exit 2; corrupted
 # GGUF files are rejected cleanly (fuzz_gguf.py).
 # Without a python3 that imports torch (Debian: python3-torch; `make test` installs it) it prints SKIP.
@@ -121,6 +122,59 @@ print("logprobs vs engine ref: %d tokens, max |diff| %.1e" % (n, d))
 assert d < 1e-3, d
 EOF2
 done
+
+phase "prompt logprobs: divergence over HTTP against the embedded engine"
+# The server's prompt_logprobs (completions and chat) and echo+logprobs, read by `driftbench divergence`
+# (docs/divergence-http.md): the embedded ref run's answers forced through the server give what the engine
+# gives up to PyTorch's float32 noise (every answer token paired, top-1 the same, KL under 1e-6 nats, the
+# forced tokens' perplexity within 1e-4); and the server against embedded cpu-int4 gives the embedded
+# ref-vs-int4 figure within the top-K bound's tolerance (a lower bound of the full KL up to 1% for that
+# noise, at least 90% of it), by each way the server offers.
+KDB=$T/kl.db
+KR=(--db "$KDB" --suite builtin:math --suite builtin:chat --limit 2 --max-tokens 24)
+for api in completions chat; do
+  $D --quiet run "${KR[@]}" --label "ref-$api" --target "embedded:$MODEL?profile=ref&api=$api" || bad "run ref-$api"
+  $D --quiet run "${KR[@]}" --label "int4-$api" --target "embedded:$MODEL?profile=cpu-int4&api=$api" || bad "run int4-$api"
+  $D --quiet run "${KR[@]}" --label "torch-$api" --target "$BASE/v1?model=qwen2-7m&api=$api" --timeout 120 || bad "run torch-$api"
+done
+kdiv() { # NAME BASELINE TARGET [ARGS]
+  local n=$1 b=$2 t=$3; shift 3
+  $D --quiet divergence --db "$KDB" --baseline "$b" --target "$t" --format json "$@" > "$T/$n.json" 2> "$T/$n.err"
+  rc=$?
+}
+for way in completions:prompt_logprobs completions:echo chat:prompt_logprobs; do
+  api=${way%%:*} m=${way#*:}
+  kdiv "same-$api-$m" "ref-$api" "torch-$api" --http-logprobs "$m"
+  check '[ $rc -eq 0 ] && "$PY" -c "
+import json,sys
+d=json.load(open(sys.argv[1])); o=d[\"overall\"]
+assert d[\"method\"]==\"top-K (%s)\" % sys.argv[2], d[\"method\"]
+assert d[\"skipped\"]==0 and o[\"positions\"]==96, o
+assert all(p[\"unaligned\"]==0 for p in d[\"prompts\"]), d[\"prompts\"]
+assert o[\"same_top\"]==1 and o[\"kl_mean\"]<1e-6, o
+assert abs(o[\"ppl_target\"]-o[\"ppl_base\"])<=1e-4*o[\"ppl_base\"], o
+print(\"torch %s %s: mean KL vs embedded ref %.2e, max %.2e\" % (sys.argv[3], sys.argv[2], o[\"kl_mean\"], o[\"kl_max\"]))
+" "$T/same-$api-$m.json" "$m" "$api"' "$api $m: embedded ref forced through the torch server = the engine (rc $rc): $(head -c 500 "$T/same-$api-$m.json") $(cat "$T/same-$api-$m.err")"
+  kdiv "emb-$api" "int4-$api" "ref-$api"
+  kdiv "tq-$api-$m" "int4-$api" "torch-$api" --http-logprobs "$m"
+  check '[ $rc -eq 0 ] && "$PY" -c "
+import json,sys
+e=json.load(open(sys.argv[1]))[\"overall\"]; h=json.load(open(sys.argv[2]))[\"overall\"]
+assert e[\"positions\"]==h[\"positions\"]==96 and e[\"kl_mean\"]>1e-4, (e, h)
+assert 0.9*e[\"kl_mean\"]<=h[\"kl_mean\"]<=1.01*e[\"kl_mean\"], (h[\"kl_mean\"], e[\"kl_mean\"])
+print(\"int4 vs %s: embedded ref (full) %.6f, torch server top-K %.6f (%.1f%%)\" % (sys.argv[3], e[\"kl_mean\"], h[\"kl_mean\"], 100*h[\"kl_mean\"]/e[\"kl_mean\"]))
+" "$T/emb-$api.json" "$T/tq-$api-$m.json" "$api $m"' "$api $m: int4 vs the torch server within the tolerance of int4 vs embedded ref (rc $rc): $(head -c 300 "$T/tq-$api-$m.json") $(cat "$T/tq-$api-$m.err")"
+done
+C=/v1/completions H=/v1/chat/completions
+post() {  # PATH BODY -> "code" (body in $T/resp)
+  curl -s -m 30 -o "$T/resp" -w '%{http_code}' -H 'Content-Type: application/json' "$BASE$1" --data-binary "$2"
+}
+got=$(post $C '{"model": "qwen2-7m", "prompt": "hi", "prompt_logprobs": 21}')
+check '[ "$got" = 400 ]' "prompt_logprobs over 20: want 400, got $got"
+got=$(post $H '{"model": "qwen2-7m", "messages": [{"role": "user", "content": "hi"}], "continue_final_message": true, "add_generation_prompt": false}')
+check '[ "$got" = 400 ] && grep -q "assistant message last" "$T/resp"' "continue_final_message without an assistant message last: want 400, got $got"
+got=$(post $H '{"model": "qwen2-7m", "messages": [{"role": "user", "content": "hi"}], "echo": true}')
+check '[ "$got" = 400 ]' "echo on chat: want 400, got $got"
 
 phase "bad requests"
 # ---- bad requests: 4xx with an OpenAI error object; the server stays up

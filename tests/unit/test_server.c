@@ -655,6 +655,14 @@ static void test_prompt_logprobs(void **state) {
     srv_request_free(&rq);
     char *ct = drift_model_detokenize(m, c, nc, NULL);
     assert_true(nc > na && strstr(ct, "Be brief.") && strstr(ct, "Hi there"));
+    { /* a system turn: the embedded target's tokens, so teacher forcing pairs them (".\n\n" is one BPE piece) */
+        int32_t *ws;
+        size_t nws;
+        assert_int_equal(drift_model_chat_system_tokens(m, "Be brief.", "Hi there", &ws, &nws, &err), DRIFT_OK);
+        assert_int_equal(nc, nws);
+        assert_memory_equal(c, ws, nc * sizeof *c);
+        free(ws);
+    }
     fprintf(stderr, "chat template %s: one turn %zu tokens, + open assistant turn %zu, + system %zu: %s\n", tpl, na, nb,
             nc, ct);
     free(ct);

@@ -8,7 +8,8 @@
  * gives exactly 0 KL and 100% same top-1 on a text (llama-perplexity's
  * chunks: the positions counted as it counts them) and on two stored runs;
  * ref against cpu-f32 is small but not 0; an HTTP run whose server is
- * gone, one with api=chat, an unknown label and a text too short are errors
+ * gone, one with api=chat (its prompts are not a completions baseline's; its
+ * server gone; echo asked of it), an unknown label and a text too short are errors
  * that say so. Top-K lists (an HTTP server's prompt logprobs): identical
  * lists give 0; with every token listed the bound is the full KL; with the
  * top K of random rows it never passes the full KL. */
@@ -27,6 +28,7 @@
 #include "driftbench/model.h"
 #include "driftbench/teacher_forced.h"
 #include "driftbench/pipeline.h"
+#include "driftbench/prompt_logprobs.h"
 #include "driftbench/store.h"
 
 #define LN2 0.69314718055994530942
@@ -388,13 +390,26 @@ static void test_runs_mode(void **state) {
     assert_int_equal(drift_tokdiv_step_run(st, "base", "http", NULL, &ks, &err), DRIFT_OK);
     assert_int_equal(ks.unsupported, 1);
     assert_non_null(strstr(ks.note, "not computed: "));
-    /* an HTTP run with api=chat: not computed, said why */
+    /* an HTTP run with api=chat: forced through the chat endpoint, so
+     * against a completions baseline the prompts differ (said why); its
+     * server gone is the same error as above; echo is a completions field */
     info.label = "httpchat";
     info.target = "http://127.0.0.1:9/v1?model=x&api=chat";
     assert_int_equal(drift_store_run_begin(st, &info, &id, &resumed, &err), DRIFT_OK);
     assert_int_equal(drift_store_run_finish(st, id, &err), DRIFT_OK);
-    assert_int_equal(drift_tokdiv_runs(st, "base", "httpchat", NULL, &r, &err), DRIFT_ERR_UNSUPPORTED);
+    assert_int_equal(drift_tokdiv_runs(st, "base", "httpchat", NULL, &r, &err), DRIFT_ERR_MISMATCH);
     assert_non_null(strstr(err.msg, "api=chat"));
+    char chat_spec[1100];
+    snprintf(chat_spec, sizeof chat_spec, "%s&api=chat", model_spec("qwen2-7m", "ref"));
+    make_run(st, "basechat", chat_spec, 0);
+    assert_int_equal(drift_tokdiv_runs(st, "basechat", "httpchat", NULL, &r, &err), DRIFT_ERR_HTTP);
+    assert_non_null(strstr(err.msg, "chat/completions"));
+    assert_non_null(strstr(err.msg, "cannot be reached"));
+    drift_tokdiv_opts eo;
+    drift_tokdiv_opts_default(&eo);
+    eo.http_method = DRIFT_PLP_ECHO;
+    assert_int_equal(drift_tokdiv_runs(st, "basechat", "httpchat", &eo, &r, &err), DRIFT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "echo+logprobs is a completions field"));
     drift_store_close(st);
     unlink(path);
     char side[1100];

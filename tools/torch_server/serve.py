@@ -26,6 +26,14 @@ Design
   at a time; --batch N takes up to N requests that arrive within --batch-wait-ms of each other, left-pads
   their prompts to a common length and decodes them together (attention mask per row, positions per row;
   greedy and seeded rows alike, each with its own parameters); finished rows leave the batch.
+- Prompt logprobs (vLLM's extension, what `driftbench divergence` reads over HTTP; docs/divergence-http.md):
+  "prompt_logprobs": K (0..20) on completions (choices[0].prompt_logprobs and prompt_token_ids) and chat (at the
+  top level, as vLLM's chat reply), each prompt token after the first a dict id -> {logprob, rank,
+  decoded_token}, the prompt's own token first, then the top K (lowest id first on ties); the log-softmax in
+  float64 of the float32 logits that predict it, as the engine's. Chat takes vLLM's add_generation_prompt
+  (default true) and continue_final_message (the last, assistant, message left open). Completions take
+  OpenAI's "echo": true (the prompt before the text; with "logprobs": K the prompt's tokens first, with
+  text_offset in code points). max_tokens 0 scores the prompt and generates nothing.
 - Bad requests (malformed JSON, missing or mistyped fields, unknown model, n > 1, stream, oversize body, prompt
   longer than the context) get a 4xx with OpenAI's error object {"error": {"message", "type", "param", "code"}};
   an internal failure is a 500 with the same shape; the server keeps running.
@@ -138,6 +146,22 @@ def pick(np, lg, temperature, top_k, top_p, rng):
     return int(order[min(i, keep - 1)])
 
 
+def plp_row(np, lg, tok, k):
+    """One prompt position: (tok, its logprob, its rank (1 + the ids with a higher logprob), [(id, logprob)] of the
+    k best, ties by lower id), the log-softmax in float64 as logprobs_of."""
+    x = lg.astype(np.float64)
+    mx = x.max()
+    x = x - (mx + np.log(np.cumsum(np.exp(x - mx))[-1]))
+    k = min(k, x.shape[0])
+    top = []
+    if k > 0:
+        kth = np.partition(x, x.shape[0] - k)[x.shape[0] - k]
+        cand = np.nonzero(x >= kth)[0]
+        cand = cand[np.lexsort((cand, -x[cand]))][:k]
+        top = [(int(i), float(x[i])) for i in cand]
+    return int(tok), float(x[tok]), 1 + int(np.count_nonzero(x > x[tok])), top
+
+
 def logprobs_of(np, lg, chosen, k):
     """samp_logprobs: (logprob of chosen, [(id, logprob)] of the k best, ties by lower id)."""
     x = lg.astype(np.float64)
@@ -168,8 +192,9 @@ def _encode(fn, arg):
 class Job:
     """One validated request: prompt ids and generation parameters; filled by the scheduler."""
 
-    def __init__(self, api, ids, max_tokens, temperature, top_p, top_k, seed, stop, logprobs):
+    def __init__(self, api, ids, max_tokens, temperature, top_p, top_k, seed, stop, logprobs, plk=-1, echo=None):
         self.api, self.ids = api, ids
+        self.plk, self.echo, self.plp = plk, echo, None  # prompt logprobs K (-1: none); echo: the prompt text
         self.max_tokens, self.temperature, self.top_p, self.top_k = max_tokens, temperature, top_p, top_k
         self.seed, self.stop, self.logprobs = seed, stop, logprobs
         self.tokens, self.lp, self.text = [], [], bytearray()
@@ -221,7 +246,18 @@ def parse_request(srv, api, body):
             if not isinstance(content, str):
                 raise ApiError(400, "messages[%d].content must be a string" % i, "messages")
             conv.append((role, content))
-        ids = _encode(tok.chat, conv)
+        agp, cont = req.get("add_generation_prompt", True), req.get("continue_final_message", False)
+        if not isinstance(agp, bool) or not isinstance(cont, bool):
+            raise ApiError(400, "'add_generation_prompt' and 'continue_final_message' must be booleans",
+                           "add_generation_prompt" if not isinstance(agp, bool) else "continue_final_message")
+        if cont and agp:
+            raise ApiError(400, "'continue_final_message' needs 'add_generation_prompt': false", "continue_final_message")
+        if cont and conv[-1][0] != "assistant":
+            raise ApiError(400, "'continue_final_message' needs an assistant message last", "continue_final_message")
+        if req.get("echo") not in (None, False):
+            raise ApiError(400, "'echo' is not supported on chat (use prompt_logprobs)", "echo")
+        ids = _encode(lambda c: tok.chat(c, agp, cont), conv)
+        echo = None
         lp = req.get("logprobs", False)
         if lp is not None and not isinstance(lp, bool):
             raise ApiError(400, "'logprobs' must be a boolean (chat); use top_logprobs for the count", "logprobs")
@@ -245,8 +281,14 @@ def parse_request(srv, api, body):
             raise ApiError(400, "'logprobs' must be an integer in [0, %d] (completions)" % MAX_TOP_LOGPROBS, "logprobs")
         logprobs = lp if lp is not None else -1
         max_key, default_max = "max_tokens", 16
-        if req.get("echo") not in (None, False):
-            raise ApiError(400, "'echo' is not supported", "echo")
+        echo = req.get("echo", False)
+        if echo is not None and not isinstance(echo, bool):
+            raise ApiError(400, "'echo' must be a boolean", "echo")
+        echo = prompt if echo else None
+    plk = req.get("prompt_logprobs")
+    if plk is not None and (not _is_int(plk) or not 0 <= plk <= MAX_TOP_LOGPROBS):
+        raise ApiError(400, "'prompt_logprobs' must be an integer in [0, %d]" % MAX_TOP_LOGPROBS, "prompt_logprobs")
+    plk = -1 if plk is None else plk
     mt = req.get(max_key)
     if mt is None:
         mt = default_max
@@ -287,7 +329,7 @@ def parse_request(srv, api, body):
     if len(ids) >= srv.cfg.ctx:
         raise ApiError(400, "prompt of %d tokens does not fit the context of %d" % (len(ids), srv.cfg.ctx),
                        "prompt" if api != "chat" else "messages", "context_length_exceeded")
-    return Job(api, ids, mt, float(temp), float(top_p), top_k, seed, stop, logprobs)
+    return Job(api, ids, mt, float(temp), float(top_p), top_k, seed, stop, logprobs, plk, echo)
 
 
 # ------------------------------------------------------------------ the scheduler
@@ -386,6 +428,10 @@ class Server:
         dev = model.device
         rows = []
         for j in jobs:
+            k = max(j.plk, j.logprobs if j.echo is not None else -1)
+            if k >= 0:
+                j.plp = self.score(j.ids, k)
+        for j in jobs:
             j.n_max = min(j.max_tokens, cfg.ctx - len(j.ids) + 1)
             if j.max_tokens <= 0:
                 j.finish = "length"
@@ -420,6 +466,25 @@ class Server:
                 live = [live[r] for r in keep]
             logits = model.forward(torch.tensor(nxt, dtype=torch.long, device=dev)[:, None], pad, cache).cpu().numpy()
 
+    def score(self, ids, k):
+        """The prompt's logprobs: [None] then, for each token i >= 1, (id, logprob, rank, [(id, logprob)] of the
+        top k) under the logits of tokens [0, i) (one forward with every row's logits, in prefill chunks)."""
+        np, torch, model = self.np, self.torch, self.model
+        dev = model.device
+        T = len(ids)
+        cache = model.new_cache(1, T)
+        pad = torch.zeros(1, dtype=torch.long, device=dev)
+        x = torch.tensor([ids], dtype=torch.long, device=dev)
+        step = self.args.prefill_chunk or T
+        out = [None]
+        for c0 in range(0, T, step):
+            lg = model.forward(x[:, c0:c0 + step], pad, cache, all_logits=True)[0].cpu().numpy()
+            for r in range(lg.shape[0]):
+                i = c0 + r + 1  # the token row r predicts
+                if i < T:
+                    out.append(plp_row(np, lg[r], ids[i], k))
+        return out
+
     def _accept(self, j, lg, t):
         """seq_accept: records token t of job j; False when j is finished."""
         if t in self.tok.eog:
@@ -452,6 +517,14 @@ class Server:
         tt = self.tok.token_text
         created = int(time.time())
         fp = "torch-%s-%s-%s-%s-b%d" % (self.meta["torch"], self.args.device, self.args.dtype, self.args.attn, self.batch)
+        plp = None
+        if j.plk >= 0 and j.plp is not None:  # vLLM's shape: the prompt's token first, then the top K
+            plp = [None]
+            for t, l, rank, top in j.plp[1:]:
+                d = {str(t): {"logprob": l, "rank": rank, "decoded_token": tt(t)}}
+                for r, (i, v) in enumerate(top[:j.plk]):
+                    d.setdefault(str(i), {"logprob": v, "rank": r + 1, "decoded_token": tt(i)})
+                plp.append(d)
         if j.api == "chat":
             lp = None
             if j.logprobs >= 0:
@@ -470,10 +543,49 @@ class Server:
                     o += len(tt(t))
                 lp = {"tokens": [tt(t) for t, _, _ in j.lp], "token_logprobs": [l for _, l, _ in j.lp],
                       "top_logprobs": [{tt(i): v for i, v in top} for _, _, top in j.lp], "text_offset": offs}
+            if j.echo is not None:
+                if lp is not None:
+                    lp = self._echo_logprobs(j, lp)
+                text = j.echo + text
             choice = {"index": 0, "text": text, "logprobs": lp, "finish_reason": j.finish}
+            if plp is not None:
+                choice["prompt_logprobs"] = plp
+                choice["prompt_token_ids"] = list(j.ids)
             obj = "text_completion"
-        return {"id": "%s-%d" % ("chatcmpl" if j.api == "chat" else "cmpl", id(j)), "object": obj, "created": created,
-                "model": self.name, "system_fingerprint": fp, "choices": [choice], "usage": usage}
+        out = {"id": "%s-%d" % ("chatcmpl" if j.api == "chat" else "cmpl", id(j)), "object": obj, "created": created,
+               "model": self.name, "system_fingerprint": fp, "choices": [choice], "usage": usage}
+        if j.api == "chat" and plp is not None:
+            out["prompt_logprobs"] = plp
+            out["prompt_token_ids"] = list(j.ids)
+        return out
+
+    def _echo_logprobs(self, j, gen):
+        """OpenAI's echo: the prompt's tokens (text_offset in code points of the prompt, the first logprob null,
+        top_logprobs token text -> logprob of the top K and the token itself), then the completion's (gen, its
+        offsets moved past the prompt)."""
+        tt, tb = self.tok.token_text, self.tok.token_bytes
+        pb = j.echo.encode("utf-8")
+        cps = lambda b: sum(1 for c in b if (c & 0xC0) != 0x80)  # noqa: E731
+        toks, lps, tops, offs, o = [], [], [], [], 0
+        for i, t in enumerate(j.ids):
+            piece = b"" if i == 0 and t == self.tok.bos else tb(t)  # a BOS is not in the text
+            toks.append(tt(t))
+            offs.append(cps(pb[:min(o, len(pb))]))
+            o += len(piece)
+            if i == 0 or j.plp is None:
+                lps.append(None)
+                tops.append(None)
+                continue
+            _, l, _, top = j.plp[i]
+            d = {}
+            for a, v in top[:j.logprobs]:
+                d.setdefault(tt(a), v)
+            d.setdefault(tt(t), l)
+            lps.append(l)
+            tops.append(d)
+        base = cps(pb)
+        return {"tokens": toks + gen["tokens"], "token_logprobs": lps + gen["token_logprobs"],
+                "top_logprobs": tops + gen["top_logprobs"], "text_offset": offs + [base + x for x in gen["text_offset"]]}
 
     def health(self):
         return dict(self.meta, status="ok", uptime_s=int(time.time()) - self.started, **self.stats)

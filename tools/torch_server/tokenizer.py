@@ -225,13 +225,26 @@ class Tokenizer:
             self._fragment(text[frag:], out)
         return out
 
-    def chat(self, messages):
-        """ids of a conversation [(role, content)] in the model's template, ending with the assistant header."""
+    def chat(self, messages, add_generation_prompt=True, continue_final=False):
+        """ids of a conversation [(role, content)] in the model's template, ending with the assistant header
+        (add_generation_prompt); continue_final (vLLM's continue_final_message): the last message's end marker
+        left out, so its content is the end of the prompt (what prompt_logprobs scores)."""
         parts = []  # (text, parse_special)
         t = self.template
-        for role, content in messages:
+        fold = t == "phi3" and self.id.get("<|system|>", -1) < 0  # no system turn: its text opens the next user turn
+        pending = []
+        for n, (role, content) in enumerate(messages):
             content = neutralise(content)
-            if t == "chatml":
+            if fold and role == "system" and n + 1 < len(messages):
+                pending.append(content)
+                continue
+            if fold and role == "system":
+                role = "user"
+            if fold and role == "user" and pending:  # the text, then the blank line, each tokenized apart (as the engine)
+                parts += [("<|user|>\n", True), ("\n\n".join(pending), False), ("\n\n", False), (content, False),
+                          ("<|end|>\n", True)]
+                pending = []
+            elif t == "chatml":
                 parts += [("<|im_start|>%s\n" % role, True), (content, False), ("<|im_end|>\n", True)]
             elif t == "llama3":
                 parts += [("<|start_header_id|>%s<|end_header_id|>\n\n" % role, True), (content, False), ("<|eot_id|>", True)]
@@ -239,11 +252,13 @@ class Tokenizer:
                 parts += [("<|%s|>\n" % role, True), (content, False), ("<|end|>\n", True)]
             else:
                 parts += [(content, False)]
-        if t == "chatml":
+            if continue_final and n == len(messages) - 1 and t in ("chatml", "llama3", "phi3"):
+                parts.pop()
+        if add_generation_prompt and t == "chatml":
             parts.append(("<|im_start|>assistant\n", True))
-        elif t == "llama3":
+        elif add_generation_prompt and t == "llama3":
             parts.append(("<|start_header_id|>assistant<|end_header_id|>\n\n", True))
-        elif t == "phi3":
+        elif add_generation_prompt and t == "phi3":
             parts.append(("<|assistant|>\n", True))
         # adjacent marker texts are one encode call, as model_text.c's idvec_add_text calls
         merged = []
