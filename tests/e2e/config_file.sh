@@ -30,7 +30,10 @@ assert abs(w["budget"] - 0.10) < 1e-12, w   # budgets of the file: math 10
 assert r["target"]["config"]["precision"] == "int4"
 PY' "the report: verdict, the file's labels and budget, the flag's limit"
 check '[ "$(grep -c "server ready on port" "$T/svs.err")" = 2 ]' "both servers started by the file's start: commands"
-check '! pgrep -f "qwen2-7m.gguf --profile cpu-int4 --port" > /dev/null' "no server left running"
+# this run's own servers, by their ports (other tests may serve the same model and profile at the same time)
+ports=$(sed -n 's/.*server ready on port \([0-9]*\).*/\1/p' "$T/svs.err" | tr '\n' ' ')
+check '[ -n "$ports" ] && ( for p in $ports; do ! pgrep -f -- "--port $p --lifetime" > /dev/null || exit 1; done )' \
+  "no server left running (ports $ports)"
 
 # 2. flags override the file
 cat > "$T/e.yaml" <<YAML
