@@ -33,7 +33,7 @@ check '[ $rc -eq 1 ]' "compare with the default math budget: BLOCK for a pair le
 python3 - "$T/c.json" <<'EOF' || bad "json contract and values"
 import json, sys
 c = json.load(open(sys.argv[1]))
-assert list(c)[:2] == ["verdict", "decision"], list(c)[:2]
+assert list(c)[:3] == ["schema_version", "verdict", "decision"], list(c)[:3]   # the schema version, then the decision first
 assert c["verdict"] == "block", c["verdict"]
 d = c["decision"]
 assert d["verdict"] == "block" and d["exit_code"] == 1 and d["rule"] == "interval" and d["gated"] == 1, d
