@@ -110,7 +110,9 @@ n1=$(sqlite3 "$DB" "select count(*) from responses where error is null")
 check '[ "$n1" -ge 1 ] && [ "$n1" -lt 16 ]' "attempt 1 stored some answers ($n1)"
 "${TASK[@]}" "$D" matrix --spec "$T/run.json" --db "$DB" --no-score 2> "$T/a2.err"; rc=$?
 check '[ $rc -eq 0 ]' "attempt 2 (the scheduler's retry): exit 0 (got $rc: $(tail -3 "$T/a2.err"))"
-check 'grep -q "matrix: shard 1/2 from Slurm" "$T/a2.err" && grep -q "resuming run .c0." "$T/a2.err"' "attempt 2 resumes shard 1/2 ($(head -4 "$T/a2.err"))"
+# which of c0 and c2 met the dying first start depends on which server started first (under ASan in CI, c2's
+# did once): one of them is resumed
+check 'grep -q "matrix: shard 1/2 from Slurm" "$T/a2.err" && grep -q "resuming run .c[02]." "$T/a2.err"' "attempt 2 resumes shard 1/2 ($(head -4 "$T/a2.err"))"
 check '[ "$(sqlite3 "$DB" "select group_concat(label) from (select label from runs order by label)")" = "c0,c2" ]' "the shard's runs only: c0, c2"
 check '[ "$(sqlite3 "$DB" "select count(*) from responses")" = 16 ] && [ "$(sqlite3 "$DB" "select count(*) from responses where error is not null")" = 0 ]' \
   "2 x 8 answers, each once, no error"
