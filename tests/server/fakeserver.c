@@ -1002,28 +1002,32 @@ static void *conn_main(void *arg) {
             count_served();
             break;
         }
-        if (__atomic_load_n(&dying, __ATOMIC_SEQ_CST)) { /* no reply after the N-th: the process is going */
+        /* a generation reply takes its number before it is sent, so exactly N are ever sent: with
+         * concurrent requests, checking `dying` alone let every thread that passed the check before the
+         * N-th reply went out send its reply too (all 8 of a run's replies under ASan once) */
+        long nrep = 0;
+        if (die_after > 0 && is_post && strstr(path, "completions")) {
+            static long gen_replies;
+            pthread_mutex_lock(&mu);
+            nrep = ++gen_replies;
+            pthread_mutex_unlock(&mu);
+        }
+        if (nrep > die_after || __atomic_load_n(&dying, __ATOMIC_SEQ_CST)) { /* no reply after the N-th */
             free(r.body);
             break;
         }
         int rc = send_reply(fd, &r, !close_after);
         free(r.body);
         count_served();
-        if (die_after > 0 && is_post && strstr(path, "completions")) {
-            pthread_mutex_lock(&mu);
-            static long gen_replies;
-            long nrep = ++gen_replies;
-            pthread_mutex_unlock(&mu);
-            if (nrep >= die_after) {
-                __atomic_store_n(&dying, 1, __ATOMIC_SEQ_CST);
-                fprintf(stderr, "fakeserver: dying after %ld generation replies (--die-after)\n", nrep);
-                fflush(stderr);
-                /* let the clients read the replies sent: exiting at once
-                 * closes connections with unread requests by RST, which can
-                 * discard a reply already in the client's queue */
-                usleep(300 * 1000);
-                _exit(3);
-            }
+        if (die_after > 0 && nrep == die_after) {
+            __atomic_store_n(&dying, 1, __ATOMIC_SEQ_CST);
+            fprintf(stderr, "fakeserver: dying after %ld generation replies (--die-after)\n", nrep);
+            fflush(stderr);
+            /* let the clients read the replies sent: exiting at once
+             * closes connections with unread requests by RST, which can
+             * discard a reply already in the client's queue */
+            usleep(300 * 1000);
+            _exit(3);
         }
         if (rc || close_after) break;
         /* keep bytes of a pipelined next request */
