@@ -138,13 +138,13 @@ static const preset FRAMEWORK_PRESETS[] = {
              "torch.compile mode runs PyTorch-native ops fused by Inductor instead, see "
              "docs/presets.md): rms_norm rounds x*rsqrt(ms) to the model dtype before the weight "
              "multiply; fused_add_rms_norm forms the sum in the dtype, so the norm reads the "
-             "rounded residual; silu_and_mul rounds silu(gate) before the product; RoPE in the "
-             "dtype (the scalar_t rotary kernel; today's kernel reads a dtype cos/sin cache and "
-             "rounds once, rope=dtype-table, kept out of this baseline: docs/presets.md); "
+             "rounded residual; silu_and_mul rounds silu(gate) before the product; RoPE from "
+             "the dtype cos/sin cache in f32 arithmetic, one rounding (today's rotary kernel; "
+             "the older scalar_t kernel rounded each op: rope=dtype, docs/presets.md); "
              "FlashAttention-3 on Hopper: f32 scores, P rounded to the dtype for P.V, online "
              "softmax over blocks of 128 keys (paged KV); bias in the GEMM epilogue; logits in "
              "the dtype",
-     "norm=round&addnorm=rounded&swiglu=round&rope=dtype&scores=f32&probs=dtype&bias=fused&"
+     "norm=round&addnorm=rounded&swiglu=round&rope=dtype-table&scores=f32&probs=dtype&bias=fused&"
      "logits=dtype&attn=online:128"},
     {"vllm-compile", "vLLM's default mode (torch.compile with Inductor, custom ops off): RMSNorm, "
                      "fused add+RMSNorm, SiluAndMul and RoPE run their PyTorch-native code fused by "

@@ -321,17 +321,23 @@ static void test_descriptors(void **state) {
     assert_true(p.norm_round == 0 && p.addnorm_f32 == 1 && p.swiglu_round == 0 && p.probs_lowp == 1 && p.attn_block == 128);
     drift_profile_descriptors(&p, names, v, 64);
     assert_true(D("rope_lowp") == 0.5 && D("norm_round") == 0 && D("addnorm_f32") == 1);
+    /* vllm: today's rotary kernel (dtype cos/sin table, f32 arithmetic; session 23) */
     assert_int_equal(drift_profile_parse("precision=w16a16&framework=vllm&hardware=avx2", &p, &err), DRIFT_OK);
+    drift_profile_descriptors(&p, names, v, 64);
+    assert_true(D("rope_lowp") == 0.5);
+    assert_int_equal(drift_profile_parse("precision=w16a16&framework=hf-eager&hardware=avx2", &p, &err), DRIFT_OK);
     drift_profile_descriptors(&p, names, v, 64);
     assert_true(D("rope_lowp") == 1);
     /* a rope key after the preset drops its name; the framework text names the value */
-    assert_int_equal(drift_profile_parse("precision=w16a16&framework=vllm&hardware=avx2&rope=dtype-table", &p, &err), DRIFT_OK);
+    assert_int_equal(drift_profile_parse("precision=w16a16&framework=vllm&hardware=avx2&rope=dtype", &p, &err), DRIFT_OK);
     assert_string_equal(p.framework_preset, "");
     char fw[256];
     drift_profile_framework(&p, fw, sizeof fw);
-    assert_non_null(strstr(fw, "/rope-dtype-table"));
+    assert_non_null(strstr(fw, "/rope-dtype"));
+    assert_null(strstr(fw, "/rope-dtype-table"));
     char *ts = drift_profile_to_spec(&p);
-    assert_non_null(strstr(ts, "&rope=dtype-table"));
+    assert_non_null(strstr(ts, "&rope=dtype"));
+    assert_null(strstr(ts, "&rope=dtype-table"));
     drift_numeric_profile q;
     assert_int_equal(drift_profile_parse(ts, &q, &err), DRIFT_OK);
     assert_memory_equal(&p, &q, sizeof p);
