@@ -58,19 +58,14 @@ for m in $MODELS; do
 done
 "$BIN" score --db "$DB" >/dev/null 2>"$OUT/score.log"
 
-{
-    echo "| model | level | workload | n | texts changed | label flips | c->i | i->c | base acc | level acc | run s | tokens/s |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-    for m in $MODELS; do
-        mn=$(basename "$m" .gguf)
-        for lv in aa cpu-f32 $LEVELS; do
-          for s in $SUITES; do
-            sn=${s%%\?*}
-            sn=${sn#builtin:}
-            "$BIN" compare --db "$DB" --baseline "$mn-base-$sn" --target "$mn-$lv-$sn" --format json --no-risk \
-                >"$OUT/cmp-$mn-$lv-$sn.json" 2>/dev/null || true
-            secs=$(awk -v l="$mn-$lv-$sn" '$1 == l && $2 > m {m = $2} END {printf "%.0f", m}' "$OUT/times.txt")
-            python3 - "$DB" "$mn-base-$sn" "$mn-$lv-$sn" "$OUT/cmp-$mn-$lv-$sn.json" "$mn" "$lv" "$secs" <<'EOF'
+# row MODEL BASE TARGET SUITE JSON NAME [SECS]: compare's JSON of MODEL-TARGET-SUITE against
+# MODEL-BASE-SUITE into JSON, then one table row per workload: answers, texts changed (read from
+# the store), compare's flips and accuracies, and with SECS (a level's run) its seconds and
+# tokens/s ("-" without: a pair of levels)
+row() {
+    "$BIN" compare --db "$DB" --baseline "$1-$2-$4" --target "$1-$3-$4" --format json --no-risk \
+        >"$5" 2>/dev/null || true
+    python3 - "$DB" "$1-$2-$4" "$1-$3-$4" "$5" "$1" "$6" "${7:-}" <<'EOF'
 import json, sqlite3, sys
 db, base, lvl, cmpf, model, level, secs = sys.argv[1:]
 c = sqlite3.connect(db)
@@ -79,19 +74,34 @@ q = """select p.workload, count(*), sum(a.text != b.text)
        join responses b on b.prompt_rowid = a.prompt_rowid and b.replicate = a.replicate
        join runs rb on b.run_id = rb.id join prompts p on p.id = a.prompt_rowid
        where ra.label = ? and rb.label = ? and a.failed = 0 and b.failed = 0 group by p.workload"""
-changed = {w: (n, d) for w, n, d in c.execute(q, (base, lvl))}
-toks = c.execute("select sum(completion_tokens) from responses r join runs u on r.run_id = u.id where u.label = ?", (lvl,)).fetchone()[0] or 0
+speed = "- | -"
+if secs:
+    toks = c.execute("select sum(completion_tokens) from responses r join runs u on r.run_id = u.id where u.label = ?", (lvl,)).fetchone()[0] or 0
+    speed = f"{secs} | {toks / max(float(secs or 1), 1e-9):.0f}"
 try:
     cmp = {w["workload"]: w for w in json.load(open(cmpf))["workloads"]}
 except Exception:
     cmp = {}
-for w, (n, d) in sorted(changed.items()):
+for w, n, d in sorted(c.execute(q, (base, lvl))):
     x = cmp.get(w, {})
     f = lambda k, fmt="{}": fmt.format(x[k]) if k in x and x[k] is not None else "-"
     print(f"| {model} | {level} | {w} | {n} | {d} | {f('flips')} | {f('correct_to_incorrect')} | "
-          f"{f('incorrect_to_correct')} | {f('baseline_accuracy', '{:.3f}')} | {f('target_accuracy', '{:.3f}')} | {secs} | {toks / max(float(secs or 1), 1e-9):.0f} |")
+          f"{f('incorrect_to_correct')} | {f('baseline_accuracy', '{:.3f}')} | {f('target_accuracy', '{:.3f}')} | {speed} |")
 EOF
-          done
+}
+
+{
+    echo "| model | level | workload | n | texts changed | label flips | c->i | i->c | base acc | level acc | run s | tokens/s |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    for m in $MODELS; do
+        mn=$(basename "$m" .gguf)
+        for lv in aa cpu-f32 $LEVELS; do
+            for s in $SUITES; do
+                sn=${s%%\?*}
+                sn=${sn#builtin:}
+                secs=$(awk -v l="$mn-$lv-$sn" '$1 == l && $2 > m {m = $2} END {printf "%.0f", m}' "$OUT/times.txt")
+                row "$mn" base "$lv" "$sn" "$OUT/cmp-$mn-$lv-$sn.json" "$lv" "$secs"
+            done
         done
     done
     for pr in ${PAIRS:-}; do
@@ -102,27 +112,7 @@ EOF
             for s in $SUITES; do
                 sn=${s%%\?*}
                 sn=${sn#builtin:}
-                "$BIN" compare --db "$DB" --baseline "$mn-$b-$sn" --target "$mn-$a-$sn" --format json --no-risk \
-                    >"$OUT/pair-$mn-$a-$b-$sn.json" 2>/dev/null || true
-                python3 - "$DB" "$mn-$b-$sn" "$mn-$a-$sn" "$OUT/pair-$mn-$a-$b-$sn.json" "$mn" "$a vs $b" <<'EOF'
-import json, sqlite3, sys
-db, base, lvl, cmpf, model, level = sys.argv[1:]
-c = sqlite3.connect(db)
-q = """select p.workload, count(*), sum(a.text != b.text)
-       from responses a join runs ra on a.run_id = ra.id
-       join responses b on b.prompt_rowid = a.prompt_rowid and b.replicate = a.replicate
-       join runs rb on b.run_id = rb.id join prompts p on p.id = a.prompt_rowid
-       where ra.label = ? and rb.label = ? and a.failed = 0 and b.failed = 0 group by p.workload"""
-try:
-    cmp = {w["workload"]: w for w in json.load(open(cmpf))["workloads"]}
-except Exception:
-    cmp = {}
-for w, n, d in sorted(c.execute(q, (base, lvl))):
-    x = cmp.get(w, {})
-    f = lambda k, fmt="{}": fmt.format(x[k]) if k in x and x[k] is not None else "-"
-    print(f"| {model} | {level} | {w} | {n} | {d} | {f('flips')} | {f('correct_to_incorrect')} | "
-          f"{f('incorrect_to_correct')} | {f('baseline_accuracy', '{:.3f}')} | {f('target_accuracy', '{:.3f}')} | - | - |")
-EOF
+                row "$mn" "$b" "$a" "$sn" "$OUT/pair-$mn-$a-$b-$sn.json" "$a vs $b"
             done
         done
     done

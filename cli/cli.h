@@ -31,7 +31,7 @@ void cli_register(const cli_command *cmd);
         cli_register(&cli_cmd_##ident);                                           \
     }
 
-/* Global flags (set by main before dispatch). */
+/* Global flags (cli.c; set by main.c before dispatch). */
 extern int cli_quiet;
 extern int cli_verbose;
 
@@ -48,7 +48,7 @@ int cli_parse_int(const char *cmd, const char *flag, const char *s, long lo, lon
 int cli_parse_double(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
 
 /* Monotonic clock in milliseconds, for the elapsed times the CLI prints
- * (main.c). */
+ * (cli.c). */
 double cli_now_ms(void);
 
 /* Progress on stderr (progress.c: a bar on a terminal, periodic lines

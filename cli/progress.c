@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "failures.h"
 #include "meter.h"
-#include "pipeline.h"
 
 #define DRAW_EVERY_MS 100.0 /* the bar is redrawn at most this often */
 

@@ -308,6 +308,29 @@ static json_t *pair_new(const char *token, json_t *logprob) {
     return e;
 }
 
+/* The end of one token's entry, both shapes: bad 2 (an alternative that
+ * is malformed) frees the token's value and alternatives and out and sets
+ * "logprobs: FIELD[i]WHY"; any other bad (no memory), or a failed sort or
+ * append, frees out and sets the out-of-memory error; otherwise the
+ * alternatives are sorted and the entry appended to out. 0, or -1 with out
+ * freed and err set. */
+static int entry_finish(json_t *out, const char *tok, json_t *v, json_t *top, int bad, const char *field, size_t i,
+                        const char *why, drift_error *err) {
+    if (bad == 2) {
+        json_decref(v);
+        json_decref(top);
+        json_decref(out);
+        drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: %s[%zu]%s", field, i, why);
+        return -1;
+    }
+    if (bad || sort_top(top) || json_array_append_new(out, entry_new(tok, v, top))) {
+        json_decref(out);
+        drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory normalising logprobs");
+        return -1;
+    }
+    return 0;
+}
+
 /* Completions shape: parallel arrays tokens / token_logprobs / top_logprobs. */
 static json_t *normalize_completions(const json_t *lp, drift_error *err) {
     const json_t *toks = json_object_get(lp, "tokens");
@@ -357,17 +380,7 @@ static json_t *normalize_completions(const json_t *lp, drift_error *err) {
             }
             bad |= json_array_append_new(top, pair_new(k, xv));
         }
-        if (bad == 2) {
-            json_decref(v);
-            json_decref(top);
-            json_decref(out);
-            drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: top_logprobs[%zu] has a non-numeric value", i);
-            return NULL;
-        }
-        if (bad || sort_top(top) || json_array_append_new(out, entry_new(tok, v, top))) {
-            json_decref(out);
-            goto nomem;
-        }
+        if (entry_finish(out, tok, v, top, bad, "top_logprobs", i, " has a non-numeric value", err)) return NULL;
     }
     return out;
 nomem:
@@ -408,17 +421,8 @@ static json_t *normalize_chat(const json_t *content, drift_error *err) {
             }
             if (json_array_append_new(top, pair_new(at, av))) bad = 1;
         }
-        if (bad == 2) {
-            json_decref(v);
-            json_decref(top);
-            json_decref(out);
-            drift_error_set(err, DRIFT_ERR_PARSE, "logprobs: content[%zu].top_logprobs[] is not {token, logprob}", i);
+        if (entry_finish(out, tok, v, top, bad, "content", i, ".top_logprobs[] is not {token, logprob}", err))
             return NULL;
-        }
-        if (bad || sort_top(top) || json_array_append_new(out, entry_new(tok, v, top))) {
-            json_decref(out);
-            goto nomem;
-        }
     }
     return out;
 nomem:

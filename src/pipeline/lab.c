@@ -48,6 +48,7 @@
 #include "driftbench/matrix.h"
 #include "driftbench/profile.h"
 #include "matrix/flip_table.h"
+#include "suite/workload.h"
 #include "util/util.h"
 
 static const char *const phase_names[] = {"none",     "models",     "safety",   "design", "size",
@@ -319,7 +320,8 @@ static void controls(drift_lab_findings *f, const matrix_table_run *kept, size_t
             if (!kept[k].cmp->present[w]) continue;
             c->flips[w] = kept[k].cmp->wl[w].flips;
             c->pairs[w] = kept[k].cmp->wl[w].n;
-            if (w == DRIFT_WL_CHAT && isfinite(kept[k].cmp->wl[w].sdr_mean)) c->sdr_mean = kept[k].cmp->wl[w].sdr_mean;
+            if (wl_traits_of((drift_workload)w)->pairwise && isfinite(kept[k].cmp->wl[w].sdr_mean))
+                c->sdr_mean = kept[k].cmp->wl[w].sdr_mean; /* chat's SDR */
         }
         if (role == DRIFT_LAB_ROLE_AA) {
             f->aa_runs++;

@@ -74,6 +74,19 @@ static int n_alternatives(const drift_token_logprob *lp, int top) {
     return n < SRV_MAX_TOP ? n : SRV_MAX_TOP;
 }
 
+/* The completions' top_logprobs entry of one token: {text: logprob} of its
+ * first n alternatives (a text met again keeps its first logprob). */
+static json_t *top_dict(const srv_vocab *v, const drift_token_logprob *lp, int n) {
+    json_t *d = json_object();
+    for (int k = 0; k < n; k++) {
+        json_t *tk = token_json(v, lp->top_id[k], NULL);
+        if (tk && !json_object_get(d, json_string_value(tk)))
+            json_object_set_new(d, json_string_value(tk), jreal(lp->top_logprob[k]));
+        json_decref(tk);
+    }
+    return d;
+}
+
 /* Completions logprobs of tokens [t0, t1) of g. */
 static json_t *lp_completions(const srv_vocab *v, const drift_generation *g, int t0, int t1, int top) {
     json_t *toks = json_array(), *lps = json_array(), *tops = json_array();
@@ -81,14 +94,7 @@ static json_t *lp_completions(const srv_vocab *v, const drift_generation *g, int
         const drift_token_logprob *lp = &g->lp[t];
         json_array_append_new(toks, token_json(v, lp->id, NULL));
         json_array_append_new(lps, jreal(lp->logprob));
-        json_t *d = json_object();
-        for (int k = 0; k < n_alternatives(lp, top); k++) {
-            json_t *tk = token_json(v, lp->top_id[k], NULL);
-            if (tk && !json_object_get(d, json_string_value(tk)))
-                json_object_set_new(d, json_string_value(tk), jreal(lp->top_logprob[k]));
-            json_decref(tk);
-        }
-        json_array_append_new(tops, d);
+        json_array_append_new(tops, top_dict(v, lp, n_alternatives(lp, top)));
     }
     return json_pack("{s:o, s:o, s:o}", "tokens", toks, "token_logprobs", lps, "top_logprobs", tops);
 }
@@ -166,13 +172,7 @@ static json_t *lp_echo(const srv_completion *c, const srv_prompt_lp *p, const ch
         }
         const drift_token_logprob *lp = &p->lp[i];
         json_array_append_new(lps, jreal(lp->logprob));
-        json_t *d = json_object();
-        for (int k = 0; k < lp->n_top && k < top; k++) {
-            json_t *tk = token_json(v, lp->top_id[k], NULL);
-            if (tk && !json_object_get(d, json_string_value(tk)))
-                json_object_set_new(d, json_string_value(tk), jreal(lp->top_logprob[k]));
-            json_decref(tk);
-        }
+        json_t *d = top_dict(v, lp, lp->n_top < top ? lp->n_top : top);
         json_t *tk = token_json(v, lp->id, NULL); /* the chosen token too: up to K + 1, as OpenAI's */
         if (tk && !json_object_get(d, json_string_value(tk))) json_object_set_new(d, json_string_value(tk), jreal(lp->logprob));
         json_decref(tk);
@@ -186,14 +186,7 @@ static json_t *lp_echo(const srv_completion *c, const srv_prompt_lp *p, const ch
         json_array_append_new(toks, token_json(v, lp->id, NULL));
         json_array_append_new(lps, jreal(lp->logprob));
         json_array_append_new(offs, json_integer(base + code_points(g->text ? g->text : "", b < tl ? b : tl)));
-        json_t *d = json_object();
-        for (int k = 0; k < n_alternatives(lp, top); k++) {
-            json_t *tk = token_json(v, lp->top_id[k], NULL);
-            if (tk && !json_object_get(d, json_string_value(tk)))
-                json_object_set_new(d, json_string_value(tk), jreal(lp->top_logprob[k]));
-            json_decref(tk);
-        }
-        json_array_append_new(tops, d);
+        json_array_append_new(tops, top_dict(v, lp, n_alternatives(lp, top)));
     }
     return json_pack("{s:o, s:o, s:o, s:o}", "tokens", toks, "token_logprobs", lps, "top_logprobs", tops, "text_offset",
                      offs);

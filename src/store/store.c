@@ -92,6 +92,13 @@ drift_status store_check_version(drift_store *st, int v, drift_error *err) {
 
 drift_status store_err_code(const drift_error *err) { return err && err->code ? err->code : DRIFT_ERR_STORE; }
 
+drift_status store_pipeline_abort(drift_store *st, drift_error *err) {
+    long ignored;
+    sq_pipeline_end(st, &ignored, NULL);
+    store_tx_rollback(st);
+    return store_err_code(err);
+}
+
 char *store_col_strdup(store_q *s, int i) {
     const char *t = sq_text(s, i);
     return t ? util_strdup(t) : NULL;

@@ -168,6 +168,11 @@ drift_status store_db_error(drift_store *st, drift_error *err, const char *what)
 drift_status store_tx_begin(drift_store *st, drift_error *err);
 drift_status store_tx_commit(drift_store *st, drift_error *err);
 void store_tx_rollback(drift_store *st);
+/* The end of a batch written in a pipeline (sq_pipeline_begin) that failed
+ * after setting err (or before it could): the pipeline's results are
+ * drained and dropped, the transaction rolled back; returns
+ * store_err_code(err). */
+drift_status store_pipeline_abort(drift_store *st, drift_error *err);
 /* DRIFT_ERR_STORE when schema version v is newer than this driftbench
  * reads (both backends refuse such a store the same way), else DRIFT_OK. */
 drift_status store_check_version(drift_store *st, int v, drift_error *err);

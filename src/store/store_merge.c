@@ -498,29 +498,37 @@ out:
     return rc;
 }
 
+/* The next table of a run's copy: closes *r and *w (the last table's, or
+ * NULL), prepares the read rsql on src, its ?1 bound to old_id, and the
+ * write wsql on dst. 0, or the error prefixed "merge: " (*w NULL). */
+static drift_status copy_next(drift_store *src, const char *rsql, drift_store *dst, const char *wsql, int64_t old_id,
+                              store_q **r, store_q **w, drift_error *err) {
+    sq_done(*r);
+    sq_done(*w);
+    *r = sq_prepare(src, rsql, err);
+    *w = *r ? sq_prepare(dst, wsql, err) : NULL;
+    if (!*w) return drift_error_prefix(err, "merge: ");
+    sq_bind_int64(*r, 1, old_id);
+    return DRIFT_OK;
+}
+
 /* Copies the responses, scores and embeddings of src's run old_id into
  * dst's run new_id. */
 static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char *in, int64_t old_id, int64_t new_id,
                                   const id_map *pm, drift_store_merged *stats, drift_error *err) {
     drift_status rc = DRIFT_OK;
     id_map rm = {0};
-    store_q *r = NULL, *w = NULL;
-    r = sq_prepare(src,
+    store_q *r = NULL, *w = NULL; /* the table in copy (copy_next) */
+    rc = copy_next(src,
                    "SELECT id, prompt_rowid, replicate, failed, http_status, attempts, prompt_tokens, "
                    "completion_tokens, latency_ms, finish_reason, created_at, error, text, logprobs "
                    "FROM responses WHERE run_id = ?1 ORDER BY id",
-                   err);
-    w = r ? sq_prepare(dst,
-                       "INSERT INTO responses(run_id,prompt_rowid,replicate,failed,http_status,attempts,"
-                       "prompt_tokens,completion_tokens,latency_ms,finish_reason,created_at,error,text,logprobs) "
-                       "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-                       err)
-          : NULL;
-    if (!w) {
-        rc = drift_error_prefix(err, "merge: ");
-        goto out;
-    }
-    sq_bind_int64(r, 1, old_id);
+                   dst,
+                   "INSERT INTO responses(run_id,prompt_rowid,replicate,failed,http_status,attempts,"
+                   "prompt_tokens,completion_tokens,latency_ms,finish_reason,created_at,error,text,logprobs) "
+                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                   old_id, &r, &w, err);
+    if (rc) goto out;
     int step;
     while ((step = sq_step(r)) == SQ_ROW) {
         int64_t prompt = id_map_get(pm, sq_int64(r, 1));
@@ -553,20 +561,14 @@ static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char
         rc = copy_err(src, err, "reading responses", in);
         goto out;
     }
-    sq_done(r);
-    sq_done(w);
     /* scores in the input's id order: the latest stays the latest */
-    r = sq_prepare(src,
+    rc = copy_next(src,
                    "SELECT s.response_id, s.evaluator, s.label, s.value, s.detail FROM scores s "
                    "JOIN responses x ON x.id = s.response_id WHERE x.run_id = ?1 ORDER BY s.id",
-                   err);
-    w = r ? sq_prepare(dst, "INSERT INTO scores(response_id,evaluator,label,value,detail) VALUES(?,?,?,?,?)", err)
-          : NULL;
-    if (!w) {
-        rc = drift_error_prefix(err, "merge: ");
-        goto out;
-    }
-    sq_bind_int64(r, 1, old_id);
+                   dst,
+                   "INSERT INTO scores(response_id,evaluator,label,value,detail) VALUES(?,?,?,?,?)",
+                   old_id, &r, &w, err);
+    if (rc) goto out;
     while ((step = sq_step(r)) == SQ_ROW) {
         sq_reset(w);
         sq_bind_int64(w, 1, id_map_get(&rm, sq_int64(r, 0)));
@@ -584,18 +586,13 @@ static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char
         rc = copy_err(src, err, "reading scores", in);
         goto out;
     }
-    sq_done(r);
-    sq_done(w);
-    r = sq_prepare(src,
+    rc = copy_next(src,
                    "SELECT e.response_id, e.embedder, e.dim, e.vec FROM embeddings e "
                    "JOIN responses x ON x.id = e.response_id WHERE x.run_id = ?1 ORDER BY e.response_id, e.embedder",
-                   err);
-    w = r ? sq_prepare(dst, "INSERT INTO embeddings(response_id,embedder,dim,vec) VALUES(?,?,?,?)", err) : NULL;
-    if (!w) {
-        rc = drift_error_prefix(err, "merge: ");
-        goto out;
-    }
-    sq_bind_int64(r, 1, old_id);
+                   dst,
+                   "INSERT INTO embeddings(response_id,embedder,dim,vec) VALUES(?,?,?,?)",
+                   old_id, &r, &w, err);
+    if (rc) goto out;
     while ((step = sq_step(r)) == SQ_ROW) {
         sq_reset(w);
         sq_bind_int64(w, 1, id_map_get(&rm, sq_int64(r, 0)));
@@ -612,17 +609,13 @@ static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char
         rc = copy_err(src, err, "reading embeddings", in);
         goto out;
     }
-    sq_done(r);
-    sq_done(w);
     /* the endpoint history, each target in its record's form */
-    r = sq_prepare(src, "SELECT target, first_at, last_at, begins FROM run_endpoints WHERE run_id = ?1 ORDER BY id", err);
-    w = r ? sq_prepare(dst, "INSERT INTO run_endpoints(run_id,target,first_at,last_at,begins) VALUES(?,?,?,?,?)", err)
-          : NULL;
-    if (!w) {
-        rc = drift_error_prefix(err, "merge: ");
-        goto out;
-    }
-    sq_bind_int64(r, 1, old_id);
+    rc = copy_next(src,
+                   "SELECT target, first_at, last_at, begins FROM run_endpoints WHERE run_id = ?1 ORDER BY id",
+                   dst,
+                   "INSERT INTO run_endpoints(run_id,target,first_at,last_at,begins) VALUES(?,?,?,?,?)",
+                   old_id, &r, &w, err);
+    if (rc) goto out;
     while ((step = sq_step(r)) == SQ_ROW) {
         char *rec = util_target_record(sq_text(r, 0) ? sq_text(r, 0) : "");
         if (!rec) {

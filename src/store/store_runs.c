@@ -752,12 +752,7 @@ drift_status drift_store_put_responses(drift_store *st, int64_t run_id, const dr
     }
     return store_tx_commit(st, err);
 fail:
-    {
-        long ignored;
-        sq_pipeline_end(st, &ignored, NULL);
-    }
-    store_tx_rollback(st);
-    return err && err->code ? err->code : DRIFT_ERR_STORE;
+    return store_pipeline_abort(st, err);
 }
 
 typedef struct {

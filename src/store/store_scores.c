@@ -430,12 +430,7 @@ drift_status drift_store_put_scores(drift_store *st, const drift_score *sc, size
     }
     return store_tx_commit(st, err);
 fail:
-    {
-        long ignored;
-        sq_pipeline_end(st, &ignored, NULL);
-    }
-    store_tx_rollback(st);
-    return err && err->code ? err->code : DRIFT_ERR_STORE;
+    return store_pipeline_abort(st, err);
 }
 
 drift_status drift_store_put_embedding(drift_store *st, int64_t response_id, const char *embedder,

@@ -31,12 +31,6 @@ M=$S/models/qwen2-7m.gguf
 DB=$T/s.db
 R=(--db "$DB" --suite builtin:math --suite builtin:chat --limit 2 --max-tokens 24)
 
-start_serve() { # NAME PROFILE -> sets PORT_<NAME>
-  "$D" serve --model "$M" --profile "$2" --port 0 --threads 1 --lifetime 600 > "$T/$1.out" 2> "$T/$1.err" &
-  PIDS+=($!)
-  wait_port_file "$T/$1.out" 200 || fail "serve $2 printed no PORT: $(cat "$T/$1.err")"
-  eval "PORT_$1=$PORT"
-}
 start_serve ref ref
 start_serve bf16 cpu-bf16
 HREF="http://127.0.0.1:$PORT_ref/v1?model=qwen2-7m&api=chat"
@@ -52,56 +46,22 @@ $D --quiet run "${R[@]}" --label emb_bf16 --target "embedded:$M?profile=cpu-bf16
 $D --quiet run "${R[@]}" --label http_ref --target "$HREF" || bad "run http_ref"
 $D --quiet run "${R[@]}" --label http_bf16 --target "$HBF" || bad "run http_bf16"
 
-div() { # NAME BASELINE TARGET [ARGS]: divergence as json into $T/NAME.json, rc in $rc
-  local n=$1 b=$2 t=$3
-  shift 3
-  "$D" --quiet divergence --db "$DB" --baseline "$b" --target "$t" --format json "$@" > "$T/$n.json" 2> "$T/$n.err"
-  rc=$?
-}
-
 # ---- the same profile over HTTP chat and embedded chat: exactly 0 ----
 div same http_ref emb_ref
-check '[ $rc -eq 0 ] && python3 -c "
-import json,sys
-d=json.load(open(sys.argv[1])); o=d[\"overall\"]
-assert d[\"api\"]==\"chat\", d[\"api\"]
-assert d[\"method\"]==\"top-K (prompt_logprobs)\" and d[\"top_k\"]==20, (d[\"method\"], d[\"top_k\"])
-assert d[\"prompts_total\"]==4 and d[\"skipped\"]==0, d
-assert o[\"positions\"]==96 and o[\"kl_mean\"]==0 and o[\"kl_max\"]==0 and o[\"same_top\"]==1, o
-assert all(p[\"unaligned\"]==0 and p[\"answer_tokens\"]==24 for p in d[\"prompts\"]), d[\"prompts\"]
-" "$T/same.json"' "chat: HTTP ref vs embedded ref: exactly 0, every token paired (rc $rc): $(head -c 700 "$T/same.json") $(cat "$T/same.err")"
+check '[ $rc -eq 0 ] && divergence_check same-zero "$T/same.json" chat' \
+  "chat: HTTP ref vs embedded ref: exactly 0, every token paired (rc $rc): $(head -c 700 "$T/same.json") $(cat "$T/same.err")"
 
 # ---- ref vs bf16: HTTP chat against embedded chat ----
 div emb emb_ref emb_bf16
 div http http_ref http_bf16
-check '[ $rc -eq 0 ] && python3 -c "
-import json,sys
-e=json.load(open(sys.argv[1])); h=json.load(open(sys.argv[2]))
-eo, ho = e[\"overall\"], h[\"overall\"]
-assert e[\"method\"]==\"logits\" and h[\"method\"]==\"top-K (prompt_logprobs)\", (e[\"method\"], h[\"method\"])
-assert eo[\"positions\"]==ho[\"positions\"]==96, (eo[\"positions\"], ho[\"positions\"])
-assert ho[\"kl_mean\"]>0, ho
-assert ho[\"kl_mean\"]<=eo[\"kl_mean\"]*(1+1e-9) and ho[\"kl_mean\"]>=0.9*eo[\"kl_mean\"], (ho[\"kl_mean\"], eo[\"kl_mean\"])
-assert ho[\"kl_max\"]<=eo[\"kl_max\"]*(1+1e-9), (ho[\"kl_max\"], eo[\"kl_max\"])
-for k in (\"ppl_base\",\"ppl_target\",\"dp_mean\",\"dp_p01\",\"dp_p50\",\"dp_p99\"):
-    assert abs(ho[k]-eo[k])<=1e-9*(1+abs(eo[k])), (k, ho[k], eo[k])
-assert abs(ho[\"same_top\"]-eo[\"same_top\"])<=1/96+1e-12, (ho[\"same_top\"], eo[\"same_top\"])
-print(\"chat ref vs bf16: mean KL embedded %.6g, HTTP top-20 %.6g (%.1f%%)\" % (eo[\"kl_mean\"], ho[\"kl_mean\"], 100*ho[\"kl_mean\"]/eo[\"kl_mean\"]))
-" "$T/emb.json" "$T/http.json"' "chat ref vs bf16: HTTP within the tolerance of embedded (rc $rc): $(head -c 400 "$T/http.json") $(cat "$T/http.err")"
+check '[ $rc -eq 0 ] && divergence_check tolerance "$T/emb.json" "$T/http.json" 0 "chat ref vs bf16"' \
+  "chat ref vs bf16: HTTP within the tolerance of embedded (rc $rc): $(head -c 400 "$T/http.json") $(cat "$T/http.err")"
 
 # ---- mixed pairs: the HTTP pair's figures exactly ----
 div mix1 emb_ref http_bf16
 r1=$rc
 div mix2 http_ref emb_bf16
-check '[ $r1 -eq 0 ] && [ $rc -eq 0 ] && python3 -c "
-import json,sys
-h=json.load(open(sys.argv[1]))[\"overall\"]
-for f in sys.argv[2:]:
-    d=json.load(open(f)); o=d[\"overall\"]
-    assert d[\"method\"]==\"top-K (prompt_logprobs)\", d[\"method\"]
-    for k in (\"positions\",\"kl_mean\",\"kl_max\",\"same_top\",\"dp_p50\",\"ppl_target\"):
-        assert abs(o[k]-h[k])<=1e-12*(1+abs(h[k])), (f, k, o[k], h[k])
-" "$T/http.json" "$T/mix1.json" "$T/mix2.json"' \
+check '[ $r1 -eq 0 ] && [ $rc -eq 0 ] && divergence_check mixed "$T/http.json" "$T/mix1.json" "$T/mix2.json"' \
   "chat: embedded ref vs HTTP bf16 and HTTP ref vs embedded bf16 = HTTP vs HTTP (rc $r1 $rc): $(cat "$T/mix1.err" "$T/mix2.err")"
 
 # ---- echo is a completions field ----
@@ -113,12 +73,8 @@ check '[ $rc -eq 2 ] && grep -q "echo+logprobs is a completions field" "$T/echo.
 $D --quiet score --db "$DB" 2> /dev/null || bad "score"
 "$D" compare --db "$DB" --baseline http_ref --target http_bf16 --budget math=none,chat=none --kl --format json \
   > "$T/cmp.json" 2> "$T/cmp.err"; rc=$?
-check '[ $rc -eq 0 ] && python3 -c "
-import json,sys
-k=json.load(open(sys.argv[1]))[\"token_kl\"]; h=json.load(open(sys.argv[2]))[\"overall\"]
-assert k[\"method\"]==\"top-K (prompt_logprobs)\" and k[\"top_k\"]==20, k
-assert abs(k[\"overall\"][\"kl_mean\"]-h[\"kl_mean\"])<=1e-12, (k[\"overall\"], h)
-" "$T/cmp.json" "$T/http.json"' "compare --kl over chat HTTP runs: the same mean KL, the method named (rc $rc): $(cat "$T/cmp.err")"
+check '[ $rc -eq 0 ] && divergence_check compare-kl "$T/cmp.json" "$T/http.json"' \
+  "compare --kl over chat HTTP runs: the same mean KL, the method named (rc $rc): $(cat "$T/cmp.err")"
 
 # ---- a system prompt: re-created for every stack ----
 SYS="You are terse. Answer in one line."
@@ -135,31 +91,12 @@ assert all(p[\"unaligned\"]==0 for p in d[\"prompts\"]), d[\"prompts\"]
 # the system prompt is in what is forced: the embedded run's own answers (their ids, from the stored
 # logprobs) forced under it give back the logprobs the run stored, so the perplexity of them all
 div sysemb emb_sys http_sys
-cat > "$T/lp.py" << 'EOF'
-# lp.py DB LABEL: the logprob of every answer token the run stored (zstd frames of JSON, read with libzstd)
-import ctypes, ctypes.util, json, sqlite3, sys
-z = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
-z.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
-z.ZSTD_decompress.restype = ctypes.c_size_t
-out = []
-q = "SELECT r.logprobs FROM responses r JOIN runs u ON u.id = r.run_id WHERE u.label = ?"
-for (blob,) in sqlite3.connect(sys.argv[1]).execute(q, (sys.argv[2],)):
-    n = z.ZSTD_getFrameContentSize(blob, ctypes.c_size_t(len(blob)))
-    buf = ctypes.create_string_buffer(n)
-    assert z.ZSTD_decompress(buf, ctypes.c_size_t(n), blob, ctypes.c_size_t(len(blob))) == n
-    out += [t["logprob"] for t in json.loads(buf.raw.decode("utf-8", "replace"))]
-print(json.dumps(out))
-EOF
-python3 "$T/lp.py" "$DB" emb_sys > "$T/sys.lp" 2> "$T/lp.err" || bad "reading the stored logprobs: $(cat "$T/lp.err")"
+divergence_check stored-logprobs "$DB" emb_sys > "$T/sys.lp" 2> "$T/lp.err" || bad "reading the stored logprobs: $(cat "$T/lp.err")"
 check '[ $rc -eq 0 ] && python3 -c "
-import json,math,sys
-d=json.load(open(sys.argv[1])); o=d[\"overall\"]
-lps=json.load(open(sys.argv[2]))
-assert all(p[\"tokens_from\"]==\"logprobs\" for p in d[\"prompts\"]), d[\"prompts\"]
-assert o[\"positions\"]==len(lps) and o[\"kl_max\"]==0, (o, len(lps))
-want=math.exp(-sum(lps)/len(lps))
-assert abs(o[\"ppl_base\"]-want)<=1e-9*want, (o[\"ppl_base\"], want)
-print(\"system prompt re-created: forced perplexity %.9f = the stored %.9f\" % (o[\"ppl_base\"], want))
-" "$T/sysemb.json" "$T/sys.lp"' "chat with --system: the embedded run's answers forced under its system prompt give its stored logprobs (rc $rc): $(head -c 300 "$T/sysemb.json") $(cat "$T/sysemb.err")"
+import json,sys
+d=json.load(open(sys.argv[1]))
+assert all(p[\"tokens_from\"]==\"logprobs\" for p in d[\"prompts\"]) and d[\"overall\"][\"kl_max\"]==0, d
+" "$T/sysemb.json" && divergence_check forced-ppl "$T/sysemb.json" "$T/sys.lp"' \
+  "chat with --system: the embedded run's answers forced under its system prompt give its stored logprobs (rc $rc): $(head -c 300 "$T/sysemb.json") $(cat "$T/sysemb.err")"
 
 finish

@@ -33,6 +33,10 @@
 #   free_port                     prints a TCP port nobody listens on now
 # Servers driftbench starts itself: server_start_cmd NAME MODEL [EXTRA]
 # (counted starts in $T/starts.NAME) and all_gone (each has exited)
+# `driftbench serve` at a profile: start_serve NAME PROFILE [MODEL] (PORT_NAME).
+# Shared by a few scripts: div / divergence_check (token-level divergence
+# JSON, the checks in divergence_checks.py beside this file), python_with /
+# python_test_store (the Python package's tests).
 
 set -u
 D=${DRIFTBENCH:?set DRIFTBENCH to the CLI}
@@ -123,4 +127,63 @@ all_gone() {
     sleep 0.05
   done
   return 1
+}
+
+# `driftbench serve` of a model at a profile:
+# start_serve NAME PROFILE [MODEL]: serves MODEL (default $M) at PROFILE on
+# a free port (1 thread, 600 s), killed at exit; sets PORT and PORT_<NAME>;
+# output in $T/NAME.out and .err; one that prints no PORT fails the script
+start_serve() {
+  "$D" serve --model "${3:-${M:?start_serve: set M or pass MODEL}}" --profile "$2" --port 0 --threads 1 \
+    --lifetime 600 > "$T/$1.out" 2> "$T/$1.err" &
+  PIDS+=($!)
+  wait_port_file "$T/$1.out" 200 || fail "serve $2 printed no PORT: $(cat "$T/$1.err")"
+  eval "PORT_$1=$PORT"
+}
+
+# Token-level divergence (the scripts that compare HTTP and embedded runs):
+# div NAME BASELINE TARGET [ARGS]: `divergence` over $DB as JSON into
+# $T/NAME.json (stderr $T/NAME.err); its exit status in rc
+div() {
+  local n=$1 b=$2 t=$3
+  shift 3
+  "$D" --quiet divergence --db "$DB" --baseline "$b" --target "$t" --format json "$@" > "$T/$n.json" 2> "$T/$n.err"
+  rc=$?
+}
+# divergence_check VERB ARGS...: the shared checks of divergence JSON and the
+# stored logprobs (same-zero, tolerance, mixed, compare-kl, stored-logprobs,
+# forced-ppl: tests/e2e/divergence_checks.py says what each holds)
+divergence_check() { python3 "$S/tests/e2e/divergence_checks.py" "$@"; }
+
+# The Python package's tests (python_package.sh, python_postgres.sh):
+# python_with MODULES: prints the first python3 (/usr/bin/python3, then the
+# one on PATH) that imports MODULES ("pandas, venv"); nothing and status 1
+# when none does
+python_with() {
+  local p
+  for p in /usr/bin/python3 python3; do
+    if "$p" -c "import $1" 2> /dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+# python_test_store STORE: the store python/tests/test_driftbench.py reads,
+# written into STORE (a file or a PostgreSQL URL): the shipped fragile model
+# at ref and cpu-int4 over 16 math and 16 safety prompts, scored; compare's
+# JSON in $T/c.json (its exit status in rc) and with --budget math=none in
+# $T/c0.json, `runs list --json` in $T/runs.json; a step that fails fails
+# the script
+python_test_store() {
+  local m=$S/models/llama-fragile-7m.gguf
+  local r=(--suite builtin:math --suite builtin:safety --limit 16 --max-tokens 32 --concurrency 1)
+  $D --quiet run --db "$1" --label ref --target "embedded:$m?profile=ref&threads=1" "${r[@]}" || fail "run ref"
+  $D --quiet run --db "$1" --label int4 --target "embedded:$m?profile=cpu-int4&threads=1" "${r[@]}" || fail "run int4"
+  $D --quiet score --db "$1" --jobs 1 || fail "score"
+  "$D" compare --db "$1" --baseline ref --target int4 --format json > "$T/c.json"
+  rc=$?
+  [ "$rc" -le 3 ] && [ -s "$T/c.json" ] || fail "compare --format json: rc $rc"
+  "$D" compare --db "$1" --baseline ref --target int4 --budget math=none --format json > "$T/c0.json"
+  "$D" runs list --db "$1" --json > "$T/runs.json" || fail "runs list --json"
 }

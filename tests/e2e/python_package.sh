@@ -12,27 +12,12 @@
 # scripts/install-deps.sh --test installs python3-pandas, python3-venv,
 # python3-setuptools, python3-wheel, python3-pip).
 . "$(dirname "$0")/lib.sh"
-PY=
-for p in /usr/bin/python3 python3; do
-  if "$p" -c 'import pandas, setuptools, venv' 2> /dev/null; then
-    PY=$p
-    break
-  fi
-done
-[ -n "$PY" ] || skip_all "no python3 with pandas, setuptools and venv (Debian: python3-pandas python3-setuptools python3-venv)"
+PY=$(python_with "pandas, setuptools, venv") || skip_all "no python3 with pandas, setuptools and venv (Debian: python3-pandas python3-setuptools python3-venv)"
 LIB=$B/libdriftbench.so
 [ -e "$LIB" ] || skip_all "no $LIB (the shared library: DRIFT_SHARED_LIB=ON)"
 
-M=$S/models/llama-fragile-7m.gguf
 DB=$T/s.db
-R=(--suite builtin:math --suite builtin:safety --limit 16 --max-tokens 32 --concurrency 1)
-$D --quiet run --db "$DB" --label ref --target "embedded:$M?profile=ref&threads=1" "${R[@]}" || fail "run ref"
-$D --quiet run --db "$DB" --label int4 --target "embedded:$M?profile=cpu-int4&threads=1" "${R[@]}" || fail "run int4"
-$D --quiet score --db "$DB" --jobs 1 || fail "score"
-"$D" compare --db "$DB" --baseline ref --target int4 --format json > "$T/c.json"; rc=$?
-[ "$rc" -le 3 ] && [ -s "$T/c.json" ] || fail "compare --format json: rc $rc"
-"$D" compare --db "$DB" --baseline ref --target int4 --budget math=none --format json > "$T/c0.json"
-"$D" runs list --db "$DB" --json > "$T/runs.json" || fail "runs list --json"
+python_test_store "$DB"
 
 # install: a venv that sees Debian's pandas; pip builds the package from a copy
 # (pip writes build/ and *.egg-info beside the sources) with setuptools from the

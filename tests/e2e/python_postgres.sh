@@ -11,11 +11,7 @@
 # a python3 with pandas and psycopg2 (Debian: python3-pandas,
 # python3-psycopg2) or when no PostgreSQL server can start here.
 . "$(dirname "$0")/lib.sh"
-PY=
-for p in /usr/bin/python3 python3; do
-  if "$p" -c 'import pandas, psycopg2' 2> /dev/null; then PY=$p; break; fi
-done
-[ -n "$PY" ] || skip_all "no python3 with pandas and psycopg2 (Debian: python3-pandas python3-psycopg2)"
+PY=$(python_with "pandas, psycopg2") || skip_all "no python3 with pandas and psycopg2 (Debian: python3-pandas python3-psycopg2)"
 LIB=$B/libdriftbench.so
 [ -e "$LIB" ] || skip_all "no $LIB (the shared library: DRIFT_SHARED_LIB=ON)"
 if [ -z "${DRIFT_TEST_PG:-}" ]; then exec bash "$S/tests/pg/with_server.sh" bash "$0" "$@"; fi
@@ -23,15 +19,7 @@ if [ -z "${DRIFT_TEST_PG:-}" ]; then exec bash "$S/tests/pg/with_server.sh" bash
 psql "$DRIFT_TEST_PG" -qc "CREATE DATABASE drift_py" > /dev/null || fail "cannot create database drift_py"
 on_exit() { psql "$DRIFT_TEST_PG" -qc "DROP DATABASE IF EXISTS drift_py WITH (FORCE)" > /dev/null 2>&1; }
 URL=$(printf '%s' "$DRIFT_TEST_PG" | sed -E "s#^(postgres(ql)?://[^/?]*)(/[^?]*)?#\\1/drift_py#")
-M=$S/models/llama-fragile-7m.gguf
-R=(--suite builtin:math --suite builtin:safety --limit 16 --max-tokens 32 --concurrency 1)
-$D --quiet run --db "$URL" --label ref --target "embedded:$M?profile=ref&threads=1" "${R[@]}" || fail "run ref"
-$D --quiet run --db "$URL" --label int4 --target "embedded:$M?profile=cpu-int4&threads=1" "${R[@]}" || fail "run int4"
-$D --quiet score --db "$URL" --jobs 1 || fail "score"
-"$D" compare --db "$URL" --baseline ref --target int4 --format json > "$T/c.json"; rc=$?
-[ "$rc" -le 3 ] && [ -s "$T/c.json" ] || fail "compare --format json: rc $rc"
-"$D" compare --db "$URL" --baseline ref --target int4 --budget math=none --format json > "$T/c0.json"
-"$D" runs list --db "$URL" --json > "$T/runs.json" || fail "runs list --json"
+python_test_store "$URL"
 
 cd "$T" || fail "cd $T"
 PYTHONPATH=$S/python DRIFT_PY_STORE=$URL DRIFT_PY_BASE=ref DRIFT_PY_TARG=int4 DRIFT_PY_JSON=$T/c.json \

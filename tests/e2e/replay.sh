@@ -154,12 +154,6 @@ check '[ $rc -eq 2 ] && grep -q "bad2.jsonl:1: url: ./v1/embeddings. is not repl
 
 # ---- 3. driftbench serve, two profiles ----
 M=$S/models/qwen2-7m.gguf
-start_serve() { # NAME PROFILE -> PORT_<NAME>
-  "$D" serve --model "$M" --profile "$2" --port 0 --threads 1 --lifetime 600 > "$T/$1.out" 2> "$T/$1.err" &
-  PIDS+=($!)
-  wait_port_file "$T/$1.out" 200 || fail "serve $2 printed no PORT: $(cat "$T/$1.err")"
-  eval "PORT_$1=$PORT"
-}
 start_serve ref ref
 start_serve int4 cpu-int4
 HREF="http://127.0.0.1:$PORT_ref/v1?model=qwen2-7m&api=chat"

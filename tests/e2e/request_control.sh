@@ -271,28 +271,9 @@ rc=$?
 check '[ $rc = 0 ]' "divergence of the --template HTTP run (rc $rc): $(cat "$T/tpl.err")"
 "$D" --quiet divergence --db "$DB" --baseline tplemb --target tplemb --format json > "$T/tpl2.json" 2> "$T/tpl2.err"
 rc=$?
-cat > "$T/lp.py" << 'EOF'
-# lp.py DB LABEL: the logprob of every answer token the run stored (zstd frames of JSON, read with libzstd)
-import ctypes, ctypes.util, json, sqlite3, sys
-z = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
-z.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
-z.ZSTD_decompress.restype = ctypes.c_size_t
-out = []
-q = "SELECT r.logprobs FROM responses r JOIN runs u ON u.id = r.run_id WHERE u.label = ?"
-for (blob,) in sqlite3.connect(sys.argv[1]).execute(q, (sys.argv[2],)):
-    n = z.ZSTD_getFrameContentSize(blob, ctypes.c_size_t(len(blob)))
-    buf = ctypes.create_string_buffer(n)
-    assert z.ZSTD_decompress(buf, ctypes.c_size_t(n), blob, ctypes.c_size_t(len(blob))) == n
-    out += [t["logprob"] for t in json.loads(buf.raw.decode("utf-8", "replace"))]
-print(json.dumps(out))
-EOF
-python3 "$T/lp.py" "$DB" tplemb > "$T/tpl.lp" 2> "$T/lp.err" || bad "reading the stored logprobs: $(cat "$T/lp.err")"
-check '[ $rc = 0 ] && python3 -c "
-import json,math,sys
-o=json.load(open(sys.argv[1]))[\"overall\"]; lps=json.load(open(sys.argv[2]))
-want=math.exp(-sum(lps)/len(lps))
-assert o[\"positions\"]==len(lps) and abs(o[\"ppl_base\"]-want)<=1e-9*want, (o, len(lps), want)
-" "$T/tpl2.json" "$T/tpl.lp"' "the --template run's answers forced under its template do not give its stored logprobs (rc $rc): $(head -c 300 "$T/tpl2.json") $(cat "$T/tpl2.err")"
+divergence_check stored-logprobs "$DB" tplemb > "$T/tpl.lp" 2> "$T/lp.err" || bad "reading the stored logprobs: $(cat "$T/lp.err")"
+check '[ $rc = 0 ] && divergence_check forced-ppl "$T/tpl2.json" "$T/tpl.lp"' \
+  "the --template run's answers forced under its template do not give its stored logprobs (rc $rc): $(head -c 300 "$T/tpl2.json") $(cat "$T/tpl2.err")"
 
 # ---- 3. measure ----
 "$D" measure --db "$T/m.db" --baseline "$U" --target "$U" --suite builtin:math --limit 3 --max-tokens 8 \

@@ -1181,6 +1181,12 @@ static void test_parse_reply_shapes(void **state) {
         {"{\"choices\":[{\"index\":0}]}", "has no text"},
         {"{\"choices\":[{\"text\":\"a\",\"logprobs\":{\"tokens\":[\"a\"],\"token_logprobs\":[]}}]}", "differ"},
         {"{\"choices\":[{\"message\":{\"content\":\"a\"},\"logprobs\":{\"content\":[{\"token\":1}]}}]}", "content[0]"},
+        {"{\"choices\":[{\"text\":\"a\",\"logprobs\":{\"tokens\":[\"a\"],\"token_logprobs\":[-1],"
+         "\"top_logprobs\":[{\"a\":\"x\"}]}}]}",
+         "logprobs: top_logprobs[0] has a non-numeric value"},
+        {"{\"choices\":[{\"message\":{\"content\":\"a\"},\"logprobs\":{\"content\":[{\"token\":\"a\",\"logprob\":-1,"
+         "\"top_logprobs\":[{\"token\":\"a\"}]}]}}]}",
+         "logprobs: content[0].top_logprobs[] is not {token, logprob}"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         drift_api api = strstr(bad[i].body, "message") ? DRIFT_API_CHAT : DRIFT_API_COMPLETIONS;
