@@ -603,18 +603,18 @@ static drift_status check_opts(const drift_shadow_opts *o, drift_error *err) {
     if (!o->primary_spec || !o->candidate_spec || !o->store_path)
         return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: a primary, a candidate and a store are needed");
     if (strncmp(o->primary_spec, "http://", 7) && strncmp(o->primary_spec, "https://", 8))
-        return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: the primary must be an http(s) target, not '%.*s'",
+        return drift_error_set(err, DRIFT_ERR_INVALID, "the primary must be an http(s) target, not '%.*s'",
                                (int)strcspn(o->primary_spec, ":?"), o->primary_spec);
     if (strncmp(o->candidate_spec, "http://", 7) && strncmp(o->candidate_spec, "https://", 8))
-        return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: the candidate must be an http(s) target");
-    if (!(o->sample >= 0 && o->sample <= 1)) return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: sample must be in [0,1]");
+        return drift_error_set(err, DRIFT_ERR_INVALID, "the candidate must be an http(s) target");
+    if (!(o->sample >= 0 && o->sample <= 1)) return drift_error_set(err, DRIFT_ERR_INVALID, "sample must be in [0,1]");
     if (o->queue < 1 || o->queue > 1000000)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: queue must be 1..1000000");
+        return drift_error_set(err, DRIFT_ERR_INVALID, "queue must be 1..1000000");
     if (o->mirror_connections < 1 || o->mirror_connections > 1024)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: mirror connections must be 1..1024");
-    if (o->max_connections < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: max connections must be >= 1");
-    if (o->port < 0 || o->port > 65535) return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: port must be 0..65535");
-    if (!o->name || !*o->name) return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: the name is empty");
+        return drift_error_set(err, DRIFT_ERR_INVALID, "mirror connections must be 1..1024");
+    if (o->max_connections < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "max connections must be >= 1");
+    if (o->port < 0 || o->port > 65535) return drift_error_set(err, DRIFT_ERR_INVALID, "port must be 0..65535");
+    if (!o->name || !*o->name) return drift_error_set(err, DRIFT_ERR_INVALID, "the name is empty");
     return DRIFT_OK;
 }
 
@@ -646,7 +646,7 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
     while (bl && s->primary_base[bl - 1] == '/') s->primary_base[--bl] = 0;
     if (!strcmp(s->primary_label, s->candidate_label)) {
         shadow_free(s);
-        return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: the primary and candidate labels are the same");
+        return drift_error_set(err, DRIFT_ERR_INVALID, "the primary and candidate labels are the same");
     }
     /* the primary's key: the spec's api_key_env (for a client that sends no Authorization) */
     char *kenv = spec_param(o->primary_spec, "api_key_env");
@@ -655,10 +655,10 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
         char *insecure = spec_param(o->primary_spec, "allow_insecure_key");
         int allow = insecure && !strcmp(insecure, "1");
         free(insecure);
-        if (!v || !*v) rc = drift_error_set(err, DRIFT_ERR_INVALID, "shadow: the primary's api_key_env %s is not set", kenv);
+        if (!v || !*v) rc = drift_error_set(err, DRIFT_ERR_INVALID, "the primary's api_key_env %s is not set", kenv);
         else if (!strncmp(s->primary_base, "http://", 7) && !local_host(s->primary_base) && !allow)
             rc = drift_error_set(err, DRIFT_ERR_INVALID,
-                                 "shadow: the primary's key would go over plain http to another host "
+                                 "the primary's key would go over plain http to another host "
                                  "(use https, or allow_insecure_key=1)");
         else s->primary_key = util_strdup(v);
         free(kenv);
@@ -678,7 +678,7 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
     drift_target *ct = NULL;
     drift_target_opts cto = o->candidate_opts;
     if ((rc = drift_target_open(s->candidate_spec, &cto, &ct, err))) {
-        drift_error_prefix(err, "shadow: the candidate: ");
+        drift_error_prefix(err, "the candidate: ");
         shadow_free(s);
         return rc;
     }
@@ -689,7 +689,7 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
     drift_target_opts_default(&pto);
     pto.default_key_env = NULL;
     if ((rc = drift_target_open(s->primary_spec, &pto, &pt, err))) {
-        drift_error_prefix(err, "shadow: the primary: ");
+        drift_error_prefix(err, "the primary: ");
         shadow_free(s);
         return rc;
     }
@@ -705,7 +705,7 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
     s->stats.queue_capacity = (size_t)o->queue;
     if (pthread_create(&s->writer, NULL, writer_main, s)) {
         shadow_free(s);
-        return drift_error_set(err, DRIFT_ERR_IO, "shadow: cannot start the writer thread");
+        return drift_error_set(err, DRIFT_ERR_IO, "cannot start the writer thread");
     }
     s->writer_started = 1;
     s->workers = calloc((size_t)o->mirror_connections, sizeof *s->workers);
@@ -713,7 +713,7 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
         if (pthread_create(&s->workers[i], NULL, worker_main, s)) break;
         s->n_workers++;
     }
-    if (s->n_workers != o->mirror_connections) rc = drift_error_set(err, DRIFT_ERR_IO, "shadow: cannot start the mirror workers");
+    if (s->n_workers != o->mirror_connections) rc = drift_error_set(err, DRIFT_ERR_IO, "cannot start the mirror workers");
     if (!rc) rc = shd_httpd_start(s, err);
     if (rc) {
         drift_shadow_stop(s, NULL);

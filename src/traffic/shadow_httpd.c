@@ -447,14 +447,14 @@ drift_status shd_httpd_start(drift_shadow *s, drift_error *err) {
     const char *host = s->listen_host;
     if (!strcmp(host, "localhost")) host = "127.0.0.1";
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
-        return drift_error_set(err, DRIFT_ERR_INVALID, "shadow: listen address '%s' is not an IPv4 address", host);
+        return drift_error_set(err, DRIFT_ERR_INVALID, "listen address '%s' is not an IPv4 address", host);
     unsigned idle = (unsigned)(s->o.idle_timeout_s + 0.999);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, 0, NULL, NULL, on_request, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, idle < 1 ? 1u : idle, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
-    if (!d) return drift_error_set(err, DRIFT_ERR_IO, "shadow: cannot listen on %s:%d (in use?)", host, s->o.port);
+    if (!d) return drift_error_set(err, DRIFT_ERR_IO, "cannot listen on %s:%d (in use?)", host, s->o.port);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : s->o.port;
     s->httpd = d;
