@@ -183,10 +183,33 @@ static int on_progress(void *u, curl_off_t a, curl_off_t b, curl_off_t c, curl_o
     return stop || __atomic_load_n(&r->s->abort_upstream, __ATOMIC_SEQ_CST);
 }
 
+/* Idle curl handles to the primary, each keeping its connection alive: a
+ * request takes one (or a new one) and gives it back after a clean
+ * transfer, so the relay makes no new TCP connection per request. */
+static CURL *pool_get(drift_shadow *s) {
+    CURL *h = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->n_pool) h = s->pool[--s->n_pool];
+    pthread_mutex_unlock(&s->mu);
+    if (h) curl_easy_reset(h);
+    else h = curl_easy_init();
+    return h;
+}
+
+static void pool_put(drift_shadow *s, CURL *h, int ok) {
+    pthread_mutex_lock(&s->mu);
+    if (ok && s->n_pool < SHD_POOL_MAX) {
+        s->pool[s->n_pool++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (h) curl_easy_cleanup(h);
+}
+
 static void *relay_main(void *arg) {
     relay *r = arg;
     drift_shadow *s = r->s;
-    CURL *h = curl_easy_init();
+    CURL *h = pool_get(s);
     CURLcode cc = CURLE_FAILED_INIT;
     if (h) {
         curl_easy_setopt(h, CURLOPT_URL, r->url);
@@ -211,7 +234,7 @@ static void *relay_main(void *arg) {
         }
         r->t_up_start = util_now_ms();
         cc = curl_easy_perform(h);
-        curl_easy_cleanup(h);
+        pool_put(s, h, cc == CURLE_OK);
     }
     double t_end = util_now_ms();
     pthread_mutex_lock(&r->mu);
@@ -481,4 +504,5 @@ void shd_httpd_stop(drift_shadow *s) {
     pthread_mutex_unlock(&s->mu);
     MHD_stop_daemon(s->httpd);
     s->httpd = NULL;
+    while (s->n_pool) curl_easy_cleanup(s->pool[--s->n_pool]);
 }

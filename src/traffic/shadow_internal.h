@@ -10,6 +10,8 @@
 #include "driftbench/types.h"
 #include "util/util.h"
 
+#define SHD_POOL_MAX 256
+
 /* A pair waiting for the candidate (mirror queue or restart backlog). */
 typedef struct shd_item {
     int64_t prompt_rowid;
@@ -66,6 +68,8 @@ struct drift_shadow {
     pthread_t *workers;
     int n_workers, writer_started;
     void *httpd;                 /* struct MHD_Daemon * */
+    void *pool[SHD_POOL_MAX];    /* idle CURL * to the primary (shadow_httpd.c) */
+    size_t n_pool;
     int port;
 };
 
