@@ -151,7 +151,7 @@ void shd_primary_done(drift_shadow *s, drift_api api, const char *body, size_t l
     j->ans.http_status = (int)status;
     j->ans.attempts = 1;
     char why[600];
-    if (ok && primary_message(ctype, reply, reply_len, &j->ans.text, why, sizeof why)) {
+    if (ok && primary_message(ctype, reply ? reply : "", reply_len, &j->ans.text, why, sizeof why)) {
         ok = 0;
         j->ans.error = util_strdup(why);
         j->ans.cause = DRIFT_FAIL_REPLY;

@@ -60,6 +60,7 @@ typedef struct relay {
     uint64_t sent;           /* bytes given to the client */
     util_buf copy;           /* the whole reply, for storing, up to max_store_reply_bytes */
     int copy_over;
+    int keep_copy;           /* a mirrorable request in the sample: its reply is kept for storing */
     /* timings (util_now_ms) */
     double t_recv, t_up_start, t_up_first, t_sent_first;
 } relay;
@@ -161,7 +162,7 @@ static size_t on_body(char *p, size_t sz, size_t n, void *u) {
         r->pipe_off = 0;
     }
     int bad = buf_append(&r->pipe, p, len);
-    if (!r->copy_over) {
+    if (r->keep_copy && !r->copy_over) {
         if (r->copy.len + len > r->s->o.max_store_reply_bytes) {
             r->copy_over = 1;
             buf_free(&r->copy);
@@ -227,6 +228,7 @@ static void *relay_main(void *arg) {
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->curl_error);
         curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
         if (!strcmp(r->method, "GET")) curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        else if (!strcmp(r->method, "HEAD")) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
         else {
             curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body.data ? r->body.data : "");
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
@@ -449,6 +451,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (strncmp(url, "/v1/", 4) || strstr(url, "..")) return reply_error(c, 404, "not_found", "the shadow proxy relays /v1/ paths only");
     if (!strcmp(method, "POST") && !strcmp(url, "/v1/chat/completions")) r->api = DRIFT_API_CHAT;
     else if (!strcmp(method, "POST") && !strcmp(url, "/v1/completions")) r->api = DRIFT_API_COMPLETIONS;
+    r->keep_copy = r->api >= 0 && drift_shadow_sampled(r->body.data ? r->body.data : "", r->body.len, s->o.sample);
     r->url = util_asprintf("%s%s", s->primary_base, url + 3);
     r->method = util_strdup(method);
     if (!r->url || !r->method) return MHD_NO;
