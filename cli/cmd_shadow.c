@@ -177,10 +177,7 @@ static int cmd_shadow(int argc, char **argv) {
     }
     fprintf(stderr, "driftbench shadow: stopping (requests in flight finish)\n");
     size_t left = 0;
-    drift_shadow_get_stats(s, &st);
-    char last[512];
-    drift_shadow_last_error(s, last, sizeof last);
-    drift_shadow_stop(s, &left);
+    drift_shadow_stop(s, &left, &st);
     fprintf(stderr,
             "driftbench shadow: stopped: %llu proxied, %llu mirrored, %llu dropped, %llu pairs, %llu mirror errors; "
             "%zu left queued (mirrored again at the next start with this store)\n",
@@ -188,7 +185,8 @@ static int cmd_shadow(int argc, char **argv) {
             (unsigned long long)(st.dropped_queue_full + st.dropped_store_busy), (unsigned long long)st.pairs,
             (unsigned long long)st.mirror_errors, left);
     if (st.store_errors) {
-        cli_error(SH_CMD, "%llu store write(s) failed; the last: %s", (unsigned long long)st.store_errors, last);
+        cli_error(SH_CMD, "%llu store write(s) failed; the last: %s", (unsigned long long)st.store_errors,
+                  st.last_error);
         return CLI_EXIT_ERROR;
     }
     return CLI_EXIT_PASS;

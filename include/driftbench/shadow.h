@@ -92,11 +92,13 @@ typedef struct drift_shadow_stats {
     uint64_t compared;             /* (store) completed, both answered, comparable */
     uint64_t not_comparable;       /* (store) completed, both answered, not comparable */
     uint64_t primary_error_pairs;  /* (store) sampled requests whose primary failed: an error pair, not mirrored */
-    uint64_t store_errors;         /* writes that failed (logged in last_error) */
+    uint64_t store_errors;         /* store writes that failed, or a mirror worker whose candidate could not
+                                    * work at all (last_error says which) */
     uint64_t resumed;              /* pairs found unfinished in the store at start and mirrored again */
     size_t queue_depth;            /* mirror queue + restart backlog, now */
     size_t queue_capacity;
     size_t in_flight;              /* client requests being answered now */
+    char last_error[256];          /* the last failed store write's message ("" none) */
 } drift_shadow_stats;
 
 /* Opens the store (runs labelled primary_label / candidate_label, taking
@@ -115,8 +117,8 @@ DRIFT_API void drift_shadow_last_error(drift_shadow *s, char *buf, size_t cap);
  * flight mirrors are abandoned, not stored), the writer stores what it
  * holds, the runs are unlocked and the store closed. *left_queued (may be
  * NULL): pairs left unmirrored, which the next start with this store
- * mirrors. Frees s. */
-DRIFT_API void drift_shadow_stop(drift_shadow *s, size_t *left_queued);
+ * mirrors; *final (may be NULL): the counters after all that. Frees s. */
+DRIFT_API void drift_shadow_stop(drift_shadow *s, size_t *left_queued, drift_shadow_stats *final);
 
 /* 1 when a request body decodes deterministically: "temperature" present
  * and 0, and "n" absent or 1 (OpenAI's default temperature is 1); a top_p

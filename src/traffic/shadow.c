@@ -65,6 +65,7 @@ static void job_free(shd_job *j) {
 static void set_last_error(drift_shadow *s, const drift_error *e) {
     pthread_mutex_lock(&s->mu);
     snprintf(s->last_error, sizeof s->last_error, "%s", e->msg);
+    snprintf(s->stats.last_error, sizeof s->stats.last_error, "%s", e->msg);
     s->stats.store_errors++;
     pthread_mutex_unlock(&s->mu);
 }
@@ -596,6 +597,7 @@ static void shadow_free(drift_shadow *s) {
     pthread_cond_destroy(&s->cv_work);
     pthread_cond_destroy(&s->cv_writer);
     pthread_cond_destroy(&s->cv_idle);
+    pthread_cond_destroy(&s->cv_relay);
     free(s);
 }
 
@@ -628,6 +630,7 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
     pthread_cond_init(&s->cv_work, NULL);
     pthread_cond_init(&s->cv_writer, NULL);
     pthread_cond_init(&s->cv_idle, NULL);
+    pthread_cond_init(&s->cv_relay, NULL);
     s->o = *o;
     s->listen_host = util_strdup(o->listen_host ? o->listen_host : "127.0.0.1");
     s->name = util_strdup(o->name);
@@ -713,10 +716,11 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
         if (pthread_create(&s->workers[i], NULL, worker_main, s)) break;
         s->n_workers++;
     }
-    if (s->n_workers != o->mirror_connections) rc = drift_error_set(err, DRIFT_ERR_IO, "cannot start the mirror workers");
+    if (s->n_workers != o->mirror_connections)
+        rc = drift_error_set(err, DRIFT_ERR_IO, "cannot start the mirror workers");
     if (!rc) rc = shd_httpd_start(s, err);
     if (rc) {
-        drift_shadow_stop(s, NULL);
+        drift_shadow_stop(s, NULL, NULL);
         return rc;
     }
     *out = s;
@@ -741,7 +745,7 @@ void drift_shadow_last_error(drift_shadow *s, char *buf, size_t cap) {
     pthread_mutex_unlock(&s->mu);
 }
 
-void drift_shadow_stop(drift_shadow *s, size_t *left_queued) {
+void drift_shadow_stop(drift_shadow *s, size_t *left_queued, drift_shadow_stats *final) {
     if (!s) return;
     shd_httpd_stop(s); /* drains the requests in flight; their primary jobs are queued */
     pthread_mutex_lock(&s->mu);
@@ -756,6 +760,11 @@ void drift_shadow_stop(drift_shadow *s, size_t *left_queued) {
     if (s->writer_started) pthread_join(s->writer, NULL);
     /* the writer stored every primary it held: those items are in the ring now */
     if (left_queued) *left_queued = s->ring_n + s->backlog_n + s->left_cancelled;
+    if (final) {
+        *final = s->stats;
+        final->queue_depth = s->ring_n + s->backlog_n;
+        final->queue_capacity = (size_t)s->o.queue;
+    }
     shadow_free(s);
 }
 
@@ -811,7 +820,8 @@ char *shd_metrics(drift_shadow *s) {
     bad |= fam(&p, "driftbench_shadow_primary_error_pairs_total", DRIFT_PROM_COUNTER,
                "Sampled requests the primary failed: stored as error pairs, not mirrored.",
                (double)st.primary_error_pairs);
-    bad |= fam(&p, "driftbench_shadow_store_errors_total", DRIFT_PROM_COUNTER, "Store writes that failed.",
+    bad |= fam(&p, "driftbench_shadow_store_errors_total", DRIFT_PROM_COUNTER,
+               "Store writes that failed, or a mirror worker whose candidate could not work at all.",
                (double)st.store_errors);
     bad |= fam(&p, "driftbench_shadow_resumed_total", DRIFT_PROM_COUNTER,
                "Unfinished pairs found in the store at start and mirrored again.", (double)st.resumed);

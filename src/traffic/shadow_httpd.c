@@ -58,6 +58,7 @@ typedef struct relay {
     util_buf pipe;           /* bytes not yet given to the client: pipe.data[pipe_off..pipe.len) */
     size_t pipe_off;
     uint64_t sent;           /* bytes given to the client */
+    struct relay *next_pending; /* waiting for a relay thread (s->relay_head) */
     util_buf copy;           /* the whole reply, for storing, up to max_store_reply_bytes */
     int copy_over;
     int keep_copy;           /* a mirrorable request in the sample: its reply is kept for storing */
@@ -207,8 +208,7 @@ static void pool_put(drift_shadow *s, CURL *h, int ok) {
     if (h) curl_easy_cleanup(h);
 }
 
-static void *relay_main(void *arg) {
-    relay *r = arg;
+static void relay_run(relay *r) {
     drift_shadow *s = r->s;
     CURL *h = pool_get(s);
     CURLcode cc = CURLE_FAILED_INIT;
@@ -257,7 +257,66 @@ static void *relay_main(void *arg) {
     pthread_cond_broadcast(&s->cv_idle);
     pthread_mutex_unlock(&s->mu);
     relay_unref(r);
+}
+
+/* The relay threads: a pool that grows with the requests in flight (one
+ * thread each) and shrinks when a thread has waited RELAY_IDLE_S for work,
+ * so a request costs no thread creation in steady traffic. */
+#define RELAY_IDLE_S 30
+
+static void *relay_thread(void *arg) {
+    drift_shadow *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->relay_head && !s->relay_stop) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += RELAY_IDLE_S;
+            s->relay_idle++;
+            int rc = pthread_cond_timedwait(&s->cv_relay, &s->mu, &ts);
+            s->relay_idle--;
+            if (rc && !s->relay_head) break;
+        }
+        relay *r = s->relay_head;
+        if (!r) break; /* idle too long, or the stop */
+        s->relay_queued--;
+        s->relay_head = r->next_pending;
+        if (!s->relay_head) s->relay_tail = NULL;
+        pthread_mutex_unlock(&s->mu);
+        relay_run(r);
+        pthread_mutex_lock(&s->mu);
+    }
+    s->relay_threads--;
+    pthread_cond_broadcast(&s->cv_idle);
+    pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+/* Hands r to an idle relay thread, or starts one. Under s->mu. 0 ok. */
+static int relay_submit_locked(drift_shadow *s, relay *r) {
+    r->next_pending = NULL;
+    if (s->relay_idle > s->relay_queued) {
+        if (s->relay_tail) s->relay_tail->next_pending = r;
+        else s->relay_head = r;
+        s->relay_tail = r;
+        s->relay_queued++;
+        pthread_cond_signal(&s->cv_relay);
+        return 0;
+    }
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int bad = pthread_create(&th, &at, relay_thread, s);
+    pthread_attr_destroy(&at);
+    if (bad) return -1;
+    s->relay_threads++;
+    if (s->relay_tail) s->relay_tail->next_pending = r;
+    else s->relay_head = r;
+    s->relay_tail = r;
+    s->relay_queued++;
+    pthread_cond_signal(&s->cv_relay);
+    return 0;
 }
 
 /* ---- the client side (MHD) ---- */
@@ -357,18 +416,15 @@ static enum MHD_Result proxy(drift_shadow *s, struct MHD_Connection *c, relay *r
     pthread_mutex_lock(&r->mu);
     r->refs++; /* the relay thread's (the request context holds one, on_completed drops it) */
     pthread_mutex_unlock(&r->mu);
-    pthread_t th;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int bad = pthread_create(&th, &at, relay_main, r);
-    pthread_attr_destroy(&at);
+    pthread_mutex_lock(&s->mu);
+    int bad = relay_submit_locked(s, r);
     if (bad) {
-        r->refs--;
-        pthread_mutex_lock(&s->mu);
         s->stats.in_flight--;
         pthread_cond_broadcast(&s->cv_idle);
-        pthread_mutex_unlock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (bad) {
+        relay_unref(r);
         return reply_error(c, 503, "shadow_overloaded", "the shadow proxy cannot start a relay thread");
     }
     pthread_mutex_lock(&r->mu);
@@ -439,7 +495,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         pthread_mutex_lock(&s->mu);
         int dr = s->draining;
         pthread_mutex_unlock(&s->mu);
-        return reply_text(c, dr ? 503 : 200, "application/json", dr ? "{\"status\":\"stopping\"}" : "{\"status\":\"ok\"}");
+        return reply_text(c, dr ? 503 : 200, "application/json",
+                          dr ? "{\"status\":\"stopping\"}" : "{\"status\":\"ok\"}");
     }
     if (!strcmp(url, "/metrics") && !strcmp(method, "GET")) {
         char *m = shd_metrics(s);
@@ -448,7 +505,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         free(m);
         return rc;
     }
-    if (strncmp(url, "/v1/", 4) || strstr(url, "..")) return reply_error(c, 404, "not_found", "the shadow proxy relays /v1/ paths only");
+    if (strncmp(url, "/v1/", 4) || strstr(url, ".."))
+        return reply_error(c, 404, "not_found", "the shadow proxy relays /v1/ paths only");
     if (!strcmp(method, "POST") && !strcmp(url, "/v1/chat/completions")) r->api = DRIFT_API_CHAT;
     else if (!strcmp(method, "POST") && !strcmp(url, "/v1/completions")) r->api = DRIFT_API_COMPLETIONS;
     r->keep_copy = r->api >= 0 && drift_shadow_sampled(r->body.data ? r->body.data : "", r->body.len, s->o.sample);
@@ -502,8 +560,12 @@ void shd_httpd_stop(drift_shadow *s) {
         }
         pthread_cond_timedwait(&s->cv_idle, &s->mu, &ts);
     }
-    __atomic_store_n(&s->abort_upstream, 1, __ATOMIC_SEQ_CST); /* what still runs is cut (its client gets a cut reply) */
+    /* what still runs is cut (its client gets a cut reply) */
+    __atomic_store_n(&s->abort_upstream, 1, __ATOMIC_SEQ_CST);
     while (s->stats.in_flight) pthread_cond_wait(&s->cv_idle, &s->mu);
+    s->relay_stop = 1; /* the idle relay threads end */
+    pthread_cond_broadcast(&s->cv_relay);
+    while (s->relay_threads) pthread_cond_wait(&s->cv_idle, &s->mu);
     pthread_mutex_unlock(&s->mu);
     MHD_stop_daemon(s->httpd);
     s->httpd = NULL;

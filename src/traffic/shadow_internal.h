@@ -70,6 +70,10 @@ struct drift_shadow {
     void *httpd;                 /* struct MHD_Daemon * */
     void *pool[SHD_POOL_MAX];    /* idle CURL * to the primary (shadow_httpd.c) */
     size_t n_pool;
+    pthread_cond_t cv_relay;     /* relay threads: a request or the stop */
+    struct relay *relay_head, *relay_tail; /* requests waiting for a relay thread */
+    size_t relay_threads, relay_idle, relay_queued;
+    int relay_stop;
     int port;
 };
 

@@ -126,7 +126,8 @@ static json_t *build(const acc *a) {
             for (size_t k = 0; !bad && k < a->n_tc; k++) {
                 const tc_acc *t = &a->tc[k];
                 json_t *f = json_pack("{s:o,s:o}", "name", jstr(&t->name), "arguments", jstr(&t->args));
-                json_t *c = f ? json_pack("{s:o,s:s,s:o}", "id", jstr(&t->id), "type", "function", "function", f) : NULL;
+                json_t *c =
+                    f ? json_pack("{s:o,s:s,s:o}", "id", jstr(&t->id), "type", "function", "function", f) : NULL;
                 bad |= !c || json_array_append_new(calls, c);
             }
             bad |= json_object_set_new(m, "tool_calls", calls);
@@ -191,7 +192,8 @@ drift_status drift_shadow_sse_reassemble(const char *sse, size_t len, char **rep
     }
     if (!rc) rc = flush_event(a, &data, &event_no, err); /* the last event without its blank line */
     if (!rc && !a->any_choice) rc = drift_error_set(err, DRIFT_ERR_PARSE, "stream: no event has a choice");
-    if (!rc && a->too_many) rc = drift_error_set(err, DRIFT_ERR_PARSE, "stream: more than %d tool calls", MAX_TOOL_CALLS);
+    if (!rc && a->too_many)
+        rc = drift_error_set(err, DRIFT_ERR_PARSE, "stream: more than %d tool calls", MAX_TOOL_CALLS);
     if (!rc) {
         json_t *r = build(a);
         *reply_json = r ? json_dumps(r, JSON_COMPACT) : NULL;

@@ -66,8 +66,10 @@ static void test_tool_calls_and_refusal(void **state) {
         "\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"\"}}]}}]}\n\n"
         "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"c2\",\"function\":{\"name\":\"time\","
         "\"arguments\":\"{}\"}}]}}]}\n\n"
-        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"city\\\":\"}}]}}]}\n\n"
-        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"Oslo\\\"}\"}}]},"
+        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":"
+        "{\"arguments\":\"{\\\"city\\\":\"}}]}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":"
+        "{\"arguments\":\"\\\"Oslo\\\"}\"}}]},"
         "\"finish_reason\":\"tool_calls\"}]}\n\n"
         "data: [DONE]"; /* no blank line after the last event */
     char *r = reassemble_ok(sse);
@@ -76,8 +78,8 @@ static void test_tool_calls_and_refusal(void **state) {
     json_t *calls = json_object_get(j, "tool_calls");
     assert_int_equal(json_array_size(calls), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(calls, 0), "name")), "get_weather");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(calls, 0), "arguments"), "city")),
-                        "Oslo");
+    json_t *args0 = json_object_get(json_array_get(calls, 0), "arguments");
+    assert_string_equal(json_string_value(json_object_get(args0, "city")), "Oslo");
     assert_string_equal(json_string_value(json_object_get(json_array_get(calls, 1), "name")), "time");
     assert_true(json_is_null(json_object_get(j, "content")));
     json_decref(j);
