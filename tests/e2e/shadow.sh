@@ -280,12 +280,13 @@ seq 40 | xargs -P 10 -I{} curl -s -o /dev/null -w '%{http_code} %{time_total}\n'
   -d '{"model":"fake","temperature":0,"messages":[{"role":"user","content":"load {} ANSWER={}"}]}' \
   "http://127.0.0.1:$SP/v1/chat/completions" > "$T/load3"
 check '[ "$(grep -c "^200 " "$T/load3")" = 40 ]' "under load, every client answered: $(sort "$T/load3" | uniq -c | head)"
-check 'awk "\$2 > 1.5 {bad = 1} END {exit bad}" "$T/load3"' "a client waited on the slow candidate: $(sort -k2 -n "$T/load3" | tail -3)"
+# the candidate takes 3 s a request: a client that waited on it would take that long
+check 'awk "\$2 > 2.5 {bad = 1} END {exit bad}" "$T/load3"' "a client waited on the slow candidate: $(sort -k2 -n "$T/load3" | tail -3)"
 metrics $SP "$T/m3"
 mir=$(metric "$T/m3" driftbench_shadow_mirrored_total)
 drop=$(metric "$T/m3" 'driftbench_shadow_dropped_total{reason="queue_full"}')
 busy=$(metric "$T/m3" 'driftbench_shadow_dropped_total{reason="store_busy"}')
-check '[ "$drop" -gt 0 ] && [ $((mir + drop + busy)) = 40 ] && [ "$mir" -le 4 ]' "drops: mirrored $mir, queue_full $drop, store_busy $busy"
+check '[ "$drop" -gt 0 ] && [ "$mir" -gt 0 ] && [ $((mir + drop + busy)) = 40 ]' "drops: mirrored $mir, queue_full $drop, store_busy $busy"
 check '[ "$(metric "$T/m3" driftbench_shadow_queue_depth)" -le 2 ]' "queue depth over its capacity: $(metric "$T/m3" driftbench_shadow_queue_depth)"
 kill -TERM "$SHPID"
 wait "$SHPID"
