@@ -34,7 +34,8 @@ extern "C" {
  * order (pairs re-mirrored after a restart too). request_json: the request
  * body (canonical JSON); primary_msg / candidate_msg: the answers in
  * drift_traffic_reply_message's form, NULL on that side's error (then
- * *_error is 1); comparable: 1 when the request decodes deterministically
+ * *_error is 1; a request the primary failed is not mirrored: its pair comes
+ * with primary_error 1, candidate_msg NULL and candidate_error 0); comparable: 1 when the request decodes deterministically
  * (temperature 0, n 1: see drift_shadow_comparable), so a difference is
  * drift, 0 when it samples (a difference means nothing). */
 typedef void (*drift_shadow_pair_fn)(void *user, const char *request_json, const char *primary_msg,
