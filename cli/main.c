@@ -52,7 +52,7 @@ static const char *const no_value_options[] = {
     "--help", "-h", "--list", "--no-score", "--rescore", "--sequential", "--unsafe-code-exec", "--no-risk", "--kl",
     "--partial", "--replace", "--chat", "--quick", "--json", "--yes",
     "--full", "--dry-run", "--descriptors", "--no-interactions", "--no-tune", "--grouped-cv", "--no-analysis",
-    "--gpu", "--open", "--quiet", "-q", "--verbose", "-v"};
+    "--gpu", "--open", "--quiet", "-q", "--verbose", "-v", "--only-deterministic"};
 
 /* 1 when a is a global flag (and sets it). */
 static int global_flag(const char *a) {

@@ -1,0 +1,148 @@
+/* shadow.h - `driftbench shadow`, an OpenAI-compatible mirroring proxy
+ * (issue 39; docs/shadow.md). Clients talk to it; every request goes to the
+ * primary stack unchanged and the primary's reply comes back unchanged
+ * (status, headers but hop-by-hop ones, body byte for byte, SSE streams
+ * relayed as they arrive). A sampled share of the chat/completions and
+ * completions requests is stored with the primary's answer and mirrored to
+ * the candidate stack OFF the request path: a bounded queue that drops (and
+ * counts) what it cannot hold, worker threads that send it with
+ * drift_target_send_raw (stream false), one writer thread that stores both
+ * sides in replay's layout (traffic.h): suite "shadow:NAME" whose prompts are
+ * the request bodies (canonical JSON), one run per side, answers in
+ * drift_traffic_reply_message's form, request errors as error rows.
+ *
+ * Threads: libmicrohttpd's (one per client connection), one upstream thread
+ * per request in flight to the primary, `mirror_connections` mirror workers,
+ * one writer (the only one that touches the store, and the one that calls
+ * on_pair). */
+#ifndef DRIFTBENCH_SHADOW_H
+#define DRIFTBENCH_SHADOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driftbench/prom.h"
+#include "driftbench/store.h"
+#include "driftbench/target.h"
+#include "driftbench/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Called once per completed pair, from the writer thread, in completion
+ * order (pairs re-mirrored after a restart too). request_json: the request
+ * body (canonical JSON); primary_msg / candidate_msg: the answers in
+ * drift_traffic_reply_message's form, NULL on that side's error (then
+ * *_error is 1; a request the primary failed is not mirrored: its pair comes
+ * with primary_error 1, candidate_msg NULL and candidate_error 0); comparable: 1 when the request decodes deterministically
+ * (temperature 0, n 1: see drift_shadow_comparable), so a difference is
+ * drift, 0 when it samples (a difference means nothing). */
+typedef void (*drift_shadow_pair_fn)(void *user, const char *request_json, const char *primary_msg,
+                                     const char *candidate_msg, int primary_error, int candidate_error,
+                                     int comparable);
+/* Called while /metrics is rendered (from a client's connection thread,
+ * under no lock of the proxy): appends the caller's families to p. Nonzero
+ * is an error: /metrics answers 500. */
+typedef int (*drift_shadow_metrics_fn)(void *user, drift_prom *p);
+
+typedef struct drift_shadow_opts {
+    const char *listen_host;       /* default "127.0.0.1" */
+    int port;                      /* 0: an ephemeral port (drift_shadow_port) */
+    const char *primary_spec;      /* http target spec; its URL's path is the upstream's /v1 */
+    const char *candidate_spec;    /* http target spec (api=chat or completions) */
+    const char *store_path;        /* SQLite path or PostgreSQL URL */
+    const char *name;              /* the suite is "shadow:NAME"; default "default" */
+    const char *primary_label;     /* default "shadow-primary" */
+    const char *candidate_label;   /* default "shadow-candidate" */
+    double sample;                 /* share mirrored, [0,1]; default 1 */
+    int queue;                     /* mirror queue capacity (requests); default 256 */
+    int mirror_connections;        /* mirror workers (requests in flight to the candidate); default 4 */
+    int only_deterministic;        /* 1: requests that are not comparable are not mirrored (counted) */
+    size_t max_body_bytes;         /* a client's request body; over it 413; default 4 MiB */
+    size_t max_store_reply_bytes;  /* a primary reply kept for storing; a longer one is relayed whole
+                                    * but neither stored nor mirrored (counted); default 8 MiB */
+    int max_connections;           /* client connections at once; default 256 */
+    double idle_timeout_s;         /* an idle client connection is closed; default 60 */
+    double primary_timeout_s;      /* a whole primary exchange; default 600 */
+    double drain_timeout_s;        /* at stop, how long requests in flight may finish; default 30 */
+    drift_target_opts candidate_opts; /* the candidate's timeouts, retries (default 1), key, headers;
+                                    * concurrency and cancel are the proxy's own */
+    drift_shadow_pair_fn on_pair;
+    drift_shadow_metrics_fn metrics_extra;
+    void *user;
+} drift_shadow_opts;
+
+DRIFT_API void drift_shadow_opts_default(drift_shadow_opts *o);
+
+typedef struct drift_shadow drift_shadow;
+
+/* Counters, as /metrics shows them. Those marked (store) start from what
+ * the store holds (a restart resumes them); the others count this process. */
+typedef struct drift_shadow_stats {
+    uint64_t requests;             /* client requests proxied to the primary (every path) */
+    uint64_t primary_errors;       /* of chat/completions, completions: the primary failed (non-2xx, unreachable) */
+    uint64_t sampled_out;          /* not in the sample (not a drop) */
+    uint64_t skipped_not_comparable; /* --only-deterministic: not mirrored */
+    uint64_t skipped_other;        /* not mirrorable: not a JSON object, the candidate's other api, reply too long */
+    uint64_t mirrored;             /* (store) stored with the primary's answer and queued for the candidate */
+    uint64_t dropped_queue_full;   /* sampled, but the mirror queue was full: neither stored nor mirrored */
+    uint64_t dropped_store_busy;   /* sampled, but the writer's queue was full */
+    uint64_t mirror_errors;        /* (store) the candidate failed */
+    uint64_t pairs;                /* (store) pairs completed (candidate answer or error stored) */
+    uint64_t compared;             /* (store) completed, both answered, comparable */
+    uint64_t not_comparable;       /* (store) completed, both answered, not comparable */
+    uint64_t primary_error_pairs;  /* (store) sampled requests whose primary failed: an error pair, not mirrored */
+    uint64_t store_errors;         /* store writes that failed, or a mirror worker whose candidate could not
+                                    * work at all (last_error says which) */
+    uint64_t resumed;              /* pairs found unfinished in the store at start and mirrored again */
+    size_t queue_depth;            /* mirror queue + restart backlog, now */
+    size_t queue_capacity;
+    size_t in_flight;              /* client requests being answered now */
+    char last_error[256];          /* the last failed store write's message ("" none) */
+} drift_shadow_stats;
+
+/* Opens the store (runs labelled primary_label / candidate_label, taking
+ * their writer locks), the targets and the listener, loads the pairs the
+ * store holds unfinished (a primary answer and no candidate row) into the
+ * backlog the workers mirror first, and starts serving. Bad options,
+ * specs, a port in use: DRIFT_ERR_INVALID / DRIFT_ERR_IO naming the part. */
+DRIFT_API drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, drift_error *err);
+DRIFT_API int drift_shadow_port(const drift_shadow *s);
+DRIFT_API void drift_shadow_get_stats(drift_shadow *s, drift_shadow_stats *out);
+/* The last store error's message ("" none), copied into buf. */
+DRIFT_API void drift_shadow_last_error(drift_shadow *s, char *buf, size_t cap);
+
+/* The clean stop: new requests get 503, requests in flight get up to
+ * drain_timeout_s to finish (their answers stored), mirroring stops (in
+ * flight mirrors are abandoned, not stored), the writer stores what it
+ * holds, the runs are unlocked and the store closed. *left_queued (may be
+ * NULL): pairs left unmirrored, which the next start with this store
+ * mirrors; *final (may be NULL): the counters after all that. Frees s. */
+DRIFT_API void drift_shadow_stop(drift_shadow *s, size_t *left_queued, drift_shadow_stats *final);
+
+/* 1 when a request body decodes deterministically: "temperature" present
+ * and 0, and "n" absent or 1 (OpenAI's default temperature is 1); a top_p
+ * does not matter then. 0 otherwise (also for a body that is not a JSON
+ * object). */
+DRIFT_API int drift_shadow_comparable(const char *request_json);
+
+/* The deterministic sample: 1 when the body (its bytes as the client sent
+ * them) is in a share `sample` of all bodies: FNV-1a 64 of the bytes,
+ * scaled to [0,1), below sample. The same traffic samples the same requests. */
+DRIFT_API int drift_shadow_sampled(const char *body, size_t len, double sample);
+
+/* Reassembles an SSE stream of chat.completion.chunk (or completions)
+ * events ("data: {...}" lines, "data: [DONE]") into the reply a
+ * non-streamed request gets ({"choices":[{"message":{"role":"assistant",
+ * "content":..,"tool_calls":[..],"refusal":..},"finish_reason":..}]}, or
+ * {"choices":[{"text":..,..}]} for completions chunks): the deltas' content,
+ * refusal and text concatenated, tool calls by their index with name and
+ * arguments concatenated. malloc'd; DRIFT_ERR_PARSE when an event is not
+ * JSON or no event has a choice. */
+DRIFT_API drift_status drift_shadow_sse_reassemble(const char *sse, size_t len, char **reply_json, drift_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,97 @@
+/* shadow_internal.h - what shadow.c (queues, writer, mirror workers, store,
+ * metrics) and shadow_httpd.c (the listener and the relay to the primary)
+ * share. */
+#ifndef DRIFT_SHADOW_INTERNAL_H
+#define DRIFT_SHADOW_INTERNAL_H
+
+#include <pthread.h>
+
+#include "driftbench/shadow.h"
+#include "driftbench/types.h"
+#include "util/util.h"
+
+#define SHD_POOL_MAX 256
+
+/* A pair waiting for the candidate (mirror queue or restart backlog). */
+typedef struct shd_item {
+    int64_t prompt_rowid;
+    char *request;       /* canonical JSON */
+    char *primary_msg;   /* drift_traffic_reply_message's form */
+    int comparable;
+    struct shd_item *next;
+} shd_item;
+
+typedef enum { SHD_JOB_PRIMARY, SHD_JOB_CANDIDATE } shd_job_kind;
+
+/* Work for the writer thread. */
+typedef struct shd_job {
+    shd_job_kind kind;
+    /* PRIMARY: a sampled request and its primary outcome; reserved: it holds
+     * a mirror queue slot (an answer to mirror), else store the error only */
+    char *request;
+    drift_answer ans;    /* PRIMARY: the primary's; CANDIDATE: the candidate's (text: message form) */
+    int comparable;
+    int reserved;
+    shd_item *item;      /* CANDIDATE */
+    struct shd_job *next;
+} shd_job;
+
+struct drift_shadow {
+    drift_shadow_opts o;
+    char *listen_host, *name, *primary_label, *candidate_label, *primary_spec, *candidate_spec;
+    char *primary_base;          /* the primary's URL up to the "?" (its /v1), no trailing '/' */
+    char *primary_key;           /* from the primary spec's api_key_env, or NULL */
+    char *candidate_model;       /* the candidate spec's model=, or NULL */
+    drift_api candidate_api;
+    char suite[300];
+    double start_wall_ms;
+    uint64_t next_id;
+
+    drift_store *st;
+    int64_t run_primary, run_candidate;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work;      /* workers: an item or stop */
+    pthread_cond_t cv_writer;    /* writer: a job or stop */
+    pthread_cond_t cv_idle;      /* in_flight changed */
+    shd_item *ring_head, *ring_tail, *backlog_head, *backlog_tail;
+    size_t ring_n, backlog_n, reserved;
+    shd_job *jobs_head, *jobs_tail;
+    size_t jobs_n, jobs_primary;
+    int draining, stop_mirror, stop_writer, abort_upstream;
+    size_t left_cancelled;
+    drift_shadow_stats stats;
+    drift_prom_hist added;       /* seconds */
+    char last_error[512];
+
+    pthread_t writer;
+    pthread_t *workers;
+    int n_workers, writer_started;
+    void *httpd;                 /* struct MHD_Daemon * */
+    void *pool[SHD_POOL_MAX];    /* idle CURL * to the primary (shadow_httpd.c) */
+    size_t n_pool;
+    pthread_cond_t cv_relay;     /* relay threads: a request or the stop */
+    struct relay *relay_head, *relay_tail; /* requests waiting for a relay thread */
+    size_t relay_threads, relay_idle, relay_queued;
+    int relay_stop;
+    int port;
+};
+
+/* shadow.c: a mirrorable request's outcome at the primary, from the relay
+ * thread once the primary's reply is complete. body: the client's bytes;
+ * reply: the primary's body as kept (NULL: over the store cap), ctype its
+ * Content-Type; status 0: unreachable (why in transfer_error). api: the
+ * endpoint's (chat or completions). Counts, samples, reserves a mirror
+ * slot and hands the writer its job; never blocks on the candidate. */
+void shd_primary_done(drift_shadow *s, drift_api api, const char *body, size_t len, long status, const char *ctype,
+                      const char *reply, size_t reply_len, int reply_over, const char *transfer_error,
+                      double latency_ms);
+void shd_observe_added(drift_shadow *s, double seconds);
+/* The /metrics text (malloc'd) or NULL when metrics_extra failed / nomem. */
+char *shd_metrics(drift_shadow *s);
+
+/* shadow_httpd.c */
+drift_status shd_httpd_start(drift_shadow *s, drift_error *err);
+void shd_httpd_stop(drift_shadow *s);
+
+#endif
