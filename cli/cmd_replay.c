@@ -41,6 +41,9 @@ static void replay_usage(FILE *f) {
             "                       (none: not gated; defaults: exact none, json 1, schema 1,\n"
             "                       tool_name 1, tool_args 2, guard 1, math 2, semantic 5)\n"
             "  --decide RULE        interval (default) or point, as compare\n"
+            "  --alpha A            the stream alarms' error level per class (default 0.05;\n"
+            "                       docs/alarm.md): pairs in log order, raised the moment\n"
+            "                       the evidence is enough\n"
             "  --max-left-out PCT   share of a class's pairs that may be left out (errors)\n"
             "                       before it is blocked (default 5)\n"
             "  --format FMT         text (default) or json\n"
@@ -90,6 +93,9 @@ static int cmd_replay(int argc, char **argv) {
         } else if (!strcmp(a, "--sdr-threshold")) {
             if (cli_parse_double(RP_CMD, a, v, 0, 2, &d)) return CLI_EXIT_ERROR;
             o.stats.sdr_threshold = d;
+        } else if (!strcmp(a, "--alpha")) {
+            if (cli_parse_double(RP_CMD, a, v, 1e-9, 0.5, &d)) return CLI_EXIT_ERROR;
+            o.alpha = d;
         } else if (!strcmp(a, "--decide")) {
             if (!strcmp(v, "interval")) o.stats.rule = DRIFT_DECIDE_INTERVAL;
             else if (!strcmp(v, "point")) o.stats.rule = DRIFT_DECIDE_POINT;

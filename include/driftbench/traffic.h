@@ -11,6 +11,7 @@
 #ifndef DRIFTBENCH_TRAFFIC_H
 #define DRIFTBENCH_TRAFFIC_H
 
+#include "driftbench/alarm.h"
 #include "driftbench/compare.h"
 #include "driftbench/store.h"
 #include "driftbench/target.h"
@@ -239,6 +240,7 @@ typedef struct drift_replay_opts {
     drift_traffic_opts stats;
     drift_progress_fn progress;    /* stages "baseline", "target", "guard", "embed"; may be NULL */
     void *progress_user;
+    double alpha;                  /* the stream alarms' error level per class (default 0.05) */
 } drift_replay_opts;
 
 DRIFT_API void drift_replay_opts_default(drift_replay_opts *o);
@@ -262,6 +264,12 @@ typedef struct drift_replay_report {
     drift_replay_pair *pairs;      /* (n_pairs,) in log order */
     size_t n_pairs;
     drift_traffic_summary sum;
+    /* The stream alarm of every gated class (traffic_stream.h), fed the
+     * pairs in log order: the moment the evidence was enough, or why not yet. */
+    double alpha;
+    int alarm_on[DRIFT_TC_COUNT];          /* the class is gated (budget >= 0) */
+    drift_alarm alarm[DRIFT_TC_COUNT];     /* after the last pair */
+    size_t alarm_raised_pair[DRIFT_TC_COUNT]; /* 1-based index into pairs where it was raised; 0 never */
 } drift_replay_report;
 
 /* The overridable fields, in drift_replay_report.overrides order:

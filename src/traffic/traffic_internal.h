@@ -26,6 +26,15 @@ char *trf_last_user_text(const json_t *req);
 int trf_schema_check(const json_t *root, const json_t *schema, const json_t *v, char *path, size_t pathcap,
                      char *why, size_t cap, int depth);
 
+/* Whether class c applies to a request (for an error pair, whose answers
+ * are unknown); math applies to every request (counted once some pair is
+ * math-like). */
+int trf_class_applies(int c, const json_t *req, int guard_on, int semantic_on);
+
+/* The text a guard or an embedder reads of a message: its content, or the
+ * whole message when it has none. malloc'd; NULL on nomem. */
+char *trf_readable(const char *msg);
+
 /* 1 for the classes with a direction (json, schema, guard). */
 int trf_class_directional(int c);
 

@@ -19,6 +19,37 @@ static const char *safe(drift_buf *tmp, const char *s) {
     return tmp->data ? tmp->data : "";
 }
 
+/* Whether a class has an alarm worth showing: gated and some pair it applies to. */
+static int alarm_shown(const drift_replay_report *r, int c) { return r->alarm_on[c] && r->sum.cls[c].present; }
+
+static void alarms_text(drift_buf *b, drift_buf *tmp, const drift_replay_report *r) {
+    int any = 0;
+    for (int c = 0; c < DRIFT_TC_COUNT; c++) any |= alarm_shown(r, c);
+    if (!any) return;
+    buf_printf(b, "\nstream alarms (pairs in log order; anytime-valid %.0f%% confidence sequence, alpha %g per class):\n",
+               100 * (1 - r->alpha), r->alpha);
+    for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+        if (!alarm_shown(r, c)) continue;
+        const drift_alarm *a = &r->alarm[c];
+        double lo, hi;
+        drift_alarm_bounds(a, &lo, &hi);
+        buf_printf(b, "  %-10s ", drift_traffic_class_name(c));
+        size_t k = r->alarm_raised_pair[c];
+        if (a->state == DRIFT_ALARM_FIRING && k >= 1 && k <= r->n_pairs)
+            buf_printf(b, "ALARM raised at pair %zu (%s, line %zu) after %lld compared, %lld flips; now [%.2f%%, %.2f%%] "
+                          "> budget %.2f%%\n",
+                       k, safe(tmp, r->pairs[k - 1].id), r->pairs[k - 1].line, (long long)a->raised_at,
+                       (long long)a->flips, 100 * lo, 100 * hi, 100 * a->budget);
+        else if (a->state == DRIFT_ALARM_CLEAR)
+            buf_printf(b, "clear: upper bound %.2f%% < budget %.2f%% (%lld pairs, %lld flips)\n", 100 * hi,
+                       100 * a->budget, (long long)a->n, (long long)a->flips);
+        else
+            buf_printf(b, "not raised: the evidence is not enough yet, lower bound %.2f%% vs budget %.2f%% "
+                          "(upper %.2f%%; %lld pairs, %lld flips)\n",
+                       100 * lo, 100 * a->budget, 100 * hi, (long long)a->n, (long long)a->flips);
+    }
+}
+
 char *drift_replay_render_text(const drift_replay_report *r) {
     drift_buf b = {0}, t1 = {0}, t2 = {0};
     const drift_traffic_summary *s = &r->sum;
@@ -70,6 +101,7 @@ char *drift_replay_render_text(const drift_replay_report *r) {
             buf_printf(&b, " (~%ld more pairs would decide)", x->more_pairs);
         buf_puts(&b, "\n");
     }
+    alarms_text(&b, &t1, r);
     const drift_traffic_taxonomy *tx = &s->taxonomy;
     buf_printf(&b, "\ntaxonomy (pairs, highest risk first): safety %ld (safe->unsafe %ld, unsafe->safe %ld), "
                    "functional %ld (%ld worse), semantic %ld, text only %ld\n",
@@ -125,6 +157,7 @@ char *drift_replay_render_json(const drift_replay_report *r) {
     json_object_set_new(o, "embedder", r->embedder ? json_string(r->embedder) : json_null());
     json_object_set_new(o, "sdr_threshold", json_real(s->sdr_threshold));
     json_object_set_new(o, "decide", json_string(s->rule == DRIFT_DECIDE_POINT ? "point" : "interval"));
+    json_object_set_new(o, "alpha", json_real(r->alpha));
     json_t *cls = json_object();
     for (int c = 0; c < DRIFT_TC_COUNT; c++) {
         const drift_traffic_class_result *x = &s->cls[c];
@@ -161,6 +194,22 @@ char *drift_replay_render_json(const drift_replay_report *r) {
             json_array_append_new(fl, f);
         }
         json_object_set_new(e, "flipped", fl);
+        if (r->alarm_on[c]) {
+            const drift_alarm *a = &r->alarm[c];
+            double lo, hi;
+            drift_alarm_bounds(a, &lo, &hi);
+            size_t k = r->alarm_raised_pair[c];
+            int raised = a->state == DRIFT_ALARM_FIRING && k >= 1 && k <= r->n_pairs;
+            json_t *al = json_pack("{s:s,s:I,s:I,s:f,s:f,s:f}", "state", drift_alarm_state_name(a->state), "n",
+                                   (json_int_t)a->n, "flips", (json_int_t)a->flips, "lower", lo, "upper", hi,
+                                   "budget", a->budget);
+            json_object_set_new(al, "raised_at_pair", raised ? json_integer((json_int_t)k) : json_null());
+            json_object_set_new(al, "raised_at_id", raised ? json_string(r->pairs[k - 1].id) : json_null());
+            json_object_set_new(al, "raised_after", raised ? json_integer((json_int_t)a->raised_at) : json_null());
+            json_object_set_new(e, "alarm", al);
+        } else {
+            json_object_set_new(e, "alarm", json_null());
+        }
         json_object_set_new(cls, drift_traffic_class_name(c), e);
     }
     json_object_set_new(o, "classes", cls);

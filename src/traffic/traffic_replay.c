@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "driftbench/eval.h"
+#include "driftbench/traffic_stream.h"
 #include "suite/prompt.h"
 #include "traffic/traffic_internal.h"
 #include "util/util.h"
@@ -32,6 +33,7 @@ void drift_replay_opts_default(drift_replay_opts *o) {
     drift_target_opts_default(&o->target_opts);
     o->seed = 42;
     drift_traffic_opts_default(&o->stats);
+    o->alpha = 0.05;
 }
 
 void drift_replay_report_free(drift_replay_report *r) {
@@ -296,16 +298,6 @@ static drift_status side_rows(drift_store *st, int64_t run_id, const row_ix *map
     return DRIFT_OK;
 }
 
-/* The text a guard or an embedder reads of a message: its content, or the
- * whole message when it has none (tool calls only). malloc'd. */
-static char *readable(const char *msg) {
-    json_t *m = json_loads(msg ? msg : "", 0, NULL);
-    const char *c = json_string_value(json_object_get(m, "content"));
-    char *r = util_strdup(c && *c ? c : (msg ? msg : ""));
-    json_decref(m);
-    return r;
-}
-
 static drift_status judge_guard(const drift_replay_opts *o, drift_replay_report *rep, const drift_traffic_log *log,
                                 char **ma, char **mb, const int *perr, drift_error *err) {
     drift_guard *g = NULL;
@@ -328,7 +320,7 @@ static drift_status judge_guard(const drift_replay_opts *o, drift_replay_report 
         json_t *req = json_loads(log->recs[i].request_json, 0, NULL);
         char *u = trf_last_user_text(req);
         json_decref(req);
-        char *a = readable(ma[i]), *b = readable(mb[i]);
+        char *a = trf_readable(ma[i]), *b = trf_readable(mb[i]);
         own[n_own++] = u;
         own[n_own++] = a;
         own[n_own++] = b;
@@ -376,8 +368,8 @@ static drift_status judge_sdr(const drift_replay_opts *o, drift_replay_report *r
     for (size_t i = 0; i < n; i++) {
         if (perr[i]) continue;
         ix[m / 2] = i;
-        texts[m++] = readable(ma[i]);
-        texts[m++] = readable(mb[i]);
+        texts[m++] = trf_readable(ma[i]);
+        texts[m++] = trf_readable(mb[i]);
     }
     if (o->progress) o->progress(o->progress_user, "embed", 0, m);
     if (m) rc = drift_embedder_embed(e, (const char *const *)texts, m, &vecs, &dim, err);
@@ -396,6 +388,31 @@ out:
     free(ix);
     free(vecs);
     drift_embedder_close(e);
+    return rc;
+}
+
+/* The stream judge over the judged pairs in log order: each gated class's
+ * alarm, and the pair at which it was raised. */
+static drift_status replay_alarms(const drift_replay_opts *o, drift_replay_report *rep, const char **reqs,
+                                  drift_error *err) {
+    drift_traffic_stream *s = NULL;
+    double alpha = o->alpha > 0 ? o->alpha : 0.05;
+    drift_status rc = drift_traffic_stream_new(&o->stats, alpha, NULL, NULL, &s, err);
+    if (rc) return rc;
+    rep->alpha = alpha;
+    for (size_t i = 0; i < rep->n_pairs && !rc; i++) {
+        const drift_replay_pair *p = &rep->pairs[i];
+        int e = p->error_baseline || p->error_target;
+        rc = drift_traffic_stream_add_judged(s, reqs[i], e ? NULL : &p->p, p->error_baseline, p->error_target, 1,
+                                             1, err);
+    }
+    for (int c = 0; c < DRIFT_TC_COUNT && !rc; c++) {
+        const drift_alarm *a = drift_traffic_stream_alarm(s, c);
+        rep->alarm_on[c] = a != NULL;
+        if (a) rep->alarm[c] = *a;
+        rep->alarm_raised_pair[c] = (size_t)drift_traffic_stream_class_get(s, c)->raised_pair;
+    }
+    drift_traffic_stream_free(s);
     return rc;
 }
 
@@ -456,6 +473,7 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
     rep->sum.errors_baseline = eb_;
     rep->sum.errors_target = et_;
     rep->sum.errors_both = e2_;
+    rc = replay_alarms(o, rep, reqs, err);
 out:
     for (size_t i = 0; i < n; i++) {
         if (ma) free(ma[i]);
