@@ -114,6 +114,37 @@ import json,sys; d=json.load(open(sys.argv[1]))
 assert d[\"baseline\"][\"asked\"] == 0 and d[\"target\"][\"asked\"] == 4 - int(sys.argv[2]) and d[\"answered\"] == 4, d
 " "$T/i2.json" "$kept"' "resumed after the interrupt: $(head -c 600 "$T/i2.json") $(cat "$T/i2.err")"
 
+# the stream alarm (pairs in log order): a target whose every answer differs
+# (exact gated at 1%) raises it at a pair the report names; the stack
+# against itself does not, and says why
+for k in $(seq 1 30); do printf '{"messages":[{"role":"user","content":"JSONQ %s"}]}\n' "$k"; done > "$T/drift.jsonl"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HB" --budget exact=1 \
+  --alpha 0.01 --format json -o "$T/a1.json" 2> "$T/a1.err"
+check 'python3 - "$T/a1.json" <<EOF
+import json, sys
+d = json.load(open(sys.argv[1])); a = d["classes"]["exact"]["alarm"]
+assert d["alpha"] == 0.01, d["alpha"]
+assert d["classes"]["exact"]["flips"] == 30, d["classes"]["exact"]
+assert a["state"] == "alarm" and 2 <= a["raised_at_pair"] <= 15, a
+assert a["raised_at_id"] == "line-%d" % a["raised_at_pair"] and a["raised_after"] == a["raised_at_pair"], a
+assert a["lower"] > a["budget"] == 0.01 and a["n"] == 30 and a["flips"] == 30, a
+assert d["classes"]["json"]["alarm"]["state"] != "alarm" and d["classes"]["tool_name"]["alarm"]["n"] == 0
+EOF' "alarm on drift: $(head -c 2500 "$T/a1.json") $(cat "$T/a1.err")"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HB" --budget exact=1 \
+  --alpha 0.01 > "$T/a1.txt" 2>&1
+check 'grep -Eq "^  exact +ALARM raised at pair [0-9]+ \(line-[0-9]+, line [0-9]+\)" "$T/a1.txt"' "alarm text: $(cat "$T/a1.txt")"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HA" --target-label same \
+  --budget exact=1 --format json -o "$T/a2.json" 2> "$T/a2.err"
+check 'python3 - "$T/a2.json" <<EOF
+import json, sys
+d = json.load(open(sys.argv[1])); a = d["classes"]["exact"]["alarm"]
+assert d["classes"]["exact"]["flips"] == 0 and a["state"] != "alarm" and a["raised_at_pair"] is None, a
+EOF' "no alarm on identical answers: $(head -c 2500 "$T/a2.json") $(cat "$T/a2.err")"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HA" --target-label same \
+  --budget exact=1 > "$T/a2.txt" 2>&1
+check 'grep -Eq "^  exact +not raised: the evidence is not enough yet, lower bound 0.00% vs budget 1.00%" "$T/a2.txt"' \
+  "no alarm text: $(cat "$T/a2.txt")"
+
 # ---- 2. the logged responses as the reference ----
 python3 - "$T/log.jsonl" "$T/logged.jsonl" <<'EOF'
 import json, sys
