@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "driftbench/traffic.h"
+#include "driftbench/traffic_privacy.h"
 #include "pipeline.h"
 
 static const char *RP_CMD = "replay";
@@ -46,6 +47,12 @@ static void replay_usage(FILE *f) {
             "                       the evidence is enough\n"
             "  --max-left-out PCT   share of a class's pairs that may be left out (errors)\n"
             "                       before it is blocked (default 5)\n"
+            "  --store-texts MODE   full (default): requests and answers stored as they are;\n"
+            "                       hashes: only their SHA-256 (judged in memory first; an\n"
+            "                       earlier call's pairs are not judged again)\n"
+            "  --redact RULE        before anything is stored, replace what matches: emails,\n"
+            "                       phones, digits, keys, all, or re:REGEX (POSIX extended);\n"
+            "                       repeatable. What is stored is said once on stderr\n"
             "  --format FMT         text (default) or json\n"
             "  -o FILE              write the report to FILE\n"
             "  --concurrency N      requests in flight (default 8)\n"
@@ -59,6 +66,9 @@ static int cmd_replay(int argc, char **argv) {
     drift_replay_opts_default(&o);
     const char *db = NULL, *format = "text", *out_path = NULL, *budgets = NULL;
     int logged = 0;
+    const char *store_texts = NULL;
+    const char *rules[64];
+    size_t n_rules = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -86,6 +96,11 @@ static int cmd_replay(int argc, char **argv) {
         else if (!strcmp(a, "--embedder")) o.embedder_spec = v;
         else if (!strcmp(a, "--budget")) budgets = v;
         else if (!strcmp(a, "--format")) format = v;
+        else if (!strcmp(a, "--store-texts")) store_texts = v;
+        else if (!strcmp(a, "--redact")) {
+            if (n_rules == sizeof rules / sizeof rules[0]) return cli_error(RP_CMD, "--redact: at most 64 rules");
+            rules[n_rules++] = v;
+        }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out_path = v;
         else if (!strcmp(a, "--seed")) {
             if (cli_parse_int(RP_CMD, a, v, 0, 2147483647L, &n)) return CLI_EXIT_ERROR;
@@ -125,24 +140,37 @@ static int cmd_replay(int argc, char **argv) {
         return cli_error(RP_CMD, "--format: '%s' is not text or json", format);
     drift_error err = {0};
     if (drift_traffic_parse_budgets(&o.stats, budgets, &err)) return cli_error_lib(RP_CMD, &err);
+    drift_traffic_privacy *pv = NULL;
+    if (drift_traffic_privacy_new(store_texts, rules, n_rules, &pv, &err)) return cli_error_lib(RP_CMD, &err);
+    o.privacy = pv;
 
     /* the log first: a bad log is refused before a store is created */
     drift_traffic_log *log = NULL;
-    if (drift_traffic_log_load(o.log_path, &log, &err)) return cli_error_lib(RP_CMD, &err);
+    if (drift_traffic_log_load(o.log_path, &log, &err)) {
+        drift_traffic_privacy_free(pv);
+        return cli_error_lib(RP_CMD, &err);
+    }
     o.log = log;
     drift_store *st = NULL;
     if (drift_store_open(db, &st, &err)) {
         drift_traffic_log_free(log);
+        drift_traffic_privacy_free(pv);
         return cli_error_lib(RP_CMD, &err);
     }
     cli_install_signal_handlers();
     o.target_opts.cancel = cli_cancel_requested;
-    if (!cli_quiet) o.progress = cli_progress;
+    if (!cli_quiet) {
+        o.progress = cli_progress;
+        char *what = drift_traffic_privacy_describe(pv);
+        if (what) fprintf(stderr, "replay: %s\n", what);
+        free(what);
+    }
     drift_replay_report *rep = NULL;
     drift_status rc = drift_replay_run(st, &o, &rep, &err);
     cli_progress_done();
     drift_store_close(st);
     drift_traffic_log_free(log);
+    drift_traffic_privacy_free(pv);
     if (rc) return cli_error_lib(RP_CMD, &err);
     char *text = !strcmp(format, "json") ? drift_replay_render_json(rep) : drift_replay_render_text(rep);
     int code = drift_decision_exit_code(rep->sum.decision);

@@ -241,6 +241,10 @@ typedef struct drift_replay_opts {
     drift_progress_fn progress;    /* stages "baseline", "target", "guard", "embed"; may be NULL */
     void *progress_user;
     double alpha;                  /* the stream alarms' error level per class (default 0.05) */
+    const struct drift_traffic_privacy *privacy; /* what is stored (traffic_privacy.h); NULL: full texts.
+                                    * Not full: requests and answers are stored redacted or hashed,
+                                    * the pairs answered now are judged from memory, and pairs
+                                    * stored as hashes by an earlier call are not judged again. */
 } drift_replay_opts;
 
 DRIFT_API void drift_replay_opts_default(drift_replay_opts *o);
@@ -250,6 +254,7 @@ typedef struct drift_replay_pair {
     char *id;                      /* the record's id */
     size_t line;
     int error_baseline, error_target;
+    int not_judged;                /* stored as hashes by an earlier call: not judged again */
     drift_traffic_pair p;
 } drift_replay_pair;
 
@@ -270,6 +275,8 @@ typedef struct drift_replay_report {
     int alarm_on[DRIFT_TC_COUNT];          /* the class is gated (budget >= 0) */
     drift_alarm alarm[DRIFT_TC_COUNT];     /* after the last pair */
     size_t alarm_raised_pair[DRIFT_TC_COUNT]; /* 1-based index into pairs where it was raised; 0 never */
+    char *privacy;                 /* drift_traffic_privacy_describe: what the store keeps */
+    size_t not_judged;             /* pairs not judged again (hashes stored earlier) */
 } drift_replay_report;
 
 /* The overridable fields, in drift_replay_report.overrides order:

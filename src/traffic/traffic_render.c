@@ -67,6 +67,10 @@ char *drift_replay_render_text(const drift_replay_report *r) {
             any = 1;
         }
     buf_printf(&b, "%s\n", any ? "" : " none");
+    if (r->privacy) buf_printf(&b, "  store: %s\n", r->privacy);
+    if (r->not_judged)
+        buf_printf(&b, "  not judged again: %zu pairs stored as hashes by an earlier call (their texts are gone)\n",
+                   r->not_judged);
     buf_printf(&b, "  answered pairs: %zu; request errors (never answers, left out of every flip): baseline %zu, "
                    "target %zu\n",
                s->answered, s->errors_baseline, s->errors_target);
@@ -158,6 +162,8 @@ char *drift_replay_render_json(const drift_replay_report *r) {
     json_object_set_new(o, "sdr_threshold", json_real(s->sdr_threshold));
     json_object_set_new(o, "decide", json_string(s->rule == DRIFT_DECIDE_POINT ? "point" : "interval"));
     json_object_set_new(o, "alpha", json_real(r->alpha));
+    json_object_set_new(o, "store", r->privacy ? json_string(r->privacy) : json_null());
+    json_object_set_new(o, "not_judged", json_integer((json_int_t)r->not_judged));
     json_t *cls = json_object();
     for (int c = 0; c < DRIFT_TC_COUNT; c++) {
         const drift_traffic_class_result *x = &s->cls[c];

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "driftbench/eval.h"
+#include "driftbench/traffic_privacy.h"
 #include "driftbench/traffic_stream.h"
 #include "suite/prompt.h"
 #include "traffic/traffic_internal.h"
@@ -47,6 +48,7 @@ void drift_replay_report_free(drift_replay_report *r) {
     free(r->target_target);
     free(r->guard);
     free(r->embedder);
+    free(r->privacy);
     free(r);
 }
 
@@ -113,6 +115,8 @@ typedef struct side {
     int64_t run_id;
     long overrides[8];
     size_t asked;
+    char **mem;                /* with privacy: the messages answered now, in log order, as received
+                                * (the store has the redacted or hashed form) */
 } side;
 
 static drift_status begin_side(drift_store *st, const drift_replay_opts *o, const drift_traffic_log *log,
@@ -170,6 +174,7 @@ typedef struct sink {
     const drift_replay_opts *o;
     const char *stage;
     double last_flush_ms;
+    char **mem;                /* see side.mem; NULL: full texts */
 } sink;
 
 static int sink_flush(sink *s) {
@@ -199,6 +204,21 @@ static int sink_take(sink *s, size_t ix, drift_answer *res) {
             a->cause = DRIFT_FAIL_REPLY;
             free(a->text);
             a->text = NULL;
+        } else if (s->mem && !drift_traffic_privacy_is_full(s->o->privacy)) {
+            /* judged in memory; the store gets what privacy allows */
+            char *stored = NULL;
+            drift_error perr2 = {0};
+            free(a->text);
+            a->text = NULL;
+            if (drift_traffic_privacy_apply(s->o->privacy, msg, &stored, NULL, &perr2)) {
+                free(msg);
+                s->failed = DRIFT_ERR_NOMEM;
+                s->err = perr2;
+                return -1;
+            }
+            free(s->mem[ix]);
+            s->mem[ix] = msg;
+            a->text = stored;
         } else {
             free(a->text);
             a->text = msg;
@@ -233,7 +253,7 @@ static drift_status ask_side(drift_store *st, const drift_replay_opts *o, const 
         goto out;
     }
     *s = (sink){.st = st, .run_id = sd->run_id, .rowids = rowids, .total = np, .o = o, .stage = stage,
-                .last_flush_ms = util_now_ms()};
+                .last_flush_ms = util_now_ms(), .mem = sd->mem};
     drift_traffic_prep_opts po = {o->seed, model};
     for (size_t k = 0; k < np && !rc; k++) {
         long ix = find_ix(map, log->n, pp[k]);
@@ -403,8 +423,8 @@ static drift_status replay_alarms(const drift_replay_opts *o, drift_replay_repor
     for (size_t i = 0; i < rep->n_pairs && !rc; i++) {
         const drift_replay_pair *p = &rep->pairs[i];
         int e = p->error_baseline || p->error_target;
-        rc = drift_traffic_stream_add_judged(s, reqs[i], e ? NULL : &p->p, p->error_baseline, p->error_target, 1,
-                                             1, err);
+        rc = drift_traffic_stream_add_judged(s, reqs[i], e ? NULL : &p->p, p->error_baseline, p->error_target,
+                                             !p->not_judged, 1, err);
     }
     for (int c = 0; c < DRIFT_TC_COUNT && !rc; c++) {
         const drift_alarm *a = drift_traffic_stream_alarm(s, c);
@@ -422,11 +442,12 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
     size_t n = log->n;
     int64_t *ra = calloc(n, sizeof *ra), *rb = calloc(n, sizeof *rb);
     int *ea = calloc(n, sizeof *ea), *eb = calloc(n, sizeof *eb), *perr = calloc(n, sizeof *perr);
+    int *perr_judge = calloc(n, sizeof *perr_judge); /* an error, or not judged: no guard, no SDR */
     char **ma = calloc(n, sizeof *ma), **mb = calloc(n, sizeof *mb);
     const char **reqs = calloc(n, sizeof *reqs);
     drift_traffic_pair *pairs = calloc(n, sizeof *pairs);
     drift_status rc = DRIFT_OK;
-    if (!ra || !rb || !ea || !eb || !perr || !ma || !mb || !reqs || !pairs) {
+    if (!ra || !rb || !ea || !eb || !perr || !perr_judge || !ma || !mb || !reqs || !pairs) {
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -434,12 +455,16 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
     rc = side_rows(st, sb->run_id, map, n, ra, ea, err);
     if (!rc) rc = side_rows(st, stg->run_id, map, n, rb, eb, err);
     for (size_t i = 0; i < n && !rc; i++) {
-        perr[i] = ea[i] || eb[i];
+        perr[i] = perr_judge[i] = ea[i] || eb[i];
         reqs[i] = log->recs[i].request_json;
         if (perr[i]) continue;
         int lp = 0;
-        rc = drift_store_answer_text(st, ra[i], &ma[i], &lp, err);
-        if (!rc) rc = drift_store_answer_text(st, rb[i], &mb[i], &lp, err);
+        if (sb->mem && sb->mem[i]) ma[i] = util_strdup(sb->mem[i]);
+        else rc = drift_store_answer_text(st, ra[i], &ma[i], &lp, err);
+        if (rc) break;
+        if (stg->mem && stg->mem[i]) mb[i] = util_strdup(stg->mem[i]);
+        else rc = drift_store_answer_text(st, rb[i], &mb[i], &lp, err);
+        if (!rc && (!ma[i] || !mb[i])) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     drift_store_read_end(st);
     if (rc) goto out;
@@ -451,13 +476,23 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
         p->p.first_diff_char = p->p.first_diff_word = -1;
         p->p.sdr = NAN;
         if (perr[i]) continue;
+        if (drift_traffic_privacy_is_hash(ma[i]) || drift_traffic_privacy_is_hash(mb[i])) {
+            /* stored as a hash by an earlier call: the text is gone, the pair is not judged again */
+            p->not_judged = 1;
+            rep->not_judged++;
+            free(ma[i]);
+            free(mb[i]);
+            ma[i] = mb[i] = NULL;
+            perr_judge[i] = 1;
+            continue;
+        }
         if ((rc = drift_traffic_pair_judge(reqs[i], ma[i], mb[i], &p->p, err))) {
             drift_error_prefix(err, "%s:%zu: ", log->name, log->recs[i].line);
             goto out;
         }
     }
-    if (o->guard_spec && (rc = judge_guard(o, rep, log, ma, mb, perr, err))) goto out;
-    if (o->embedder_spec && (rc = judge_sdr(o, rep, n, ma, mb, perr, err))) goto out;
+    if (o->guard_spec && (rc = judge_guard(o, rep, log, ma, mb, perr_judge, err))) goto out;
+    if (o->embedder_spec && (rc = judge_sdr(o, rep, n, ma, mb, perr_judge, err))) goto out;
     for (size_t i = 0; i < n; i++) {
         pairs[i] = rep->pairs[i].p;
         rep->sum.errors_baseline += ea[i] != 0;
@@ -484,6 +519,7 @@ out:
     free(ea);
     free(eb);
     free(perr);
+    free(perr_judge);
     free(ma);
     free(mb);
     free(reqs);
@@ -517,7 +553,13 @@ drift_status drift_replay_run(drift_store *st, const drift_replay_opts *o, drift
     row_ix *map = calloc(log->n, sizeof *map);
     char *suite_name = file_name(log->name);
     side sb = {.spec = o->baseline_spec}, stg = {.spec = o->target_spec};
-    if (!rep || !prompts || !rowids || !map || !suite_name ||
+    char **inputs = calloc(log->n, sizeof *inputs);
+    if (!drift_traffic_privacy_is_full(o->privacy)) {
+        sb.mem = calloc(log->n, sizeof *sb.mem);
+        stg.mem = calloc(log->n, sizeof *stg.mem);
+    }
+    if (!rep || !prompts || !rowids || !map || !suite_name || !inputs ||
+        (!drift_traffic_privacy_is_full(o->privacy) && (!sb.mem || !stg.mem)) ||
         !(rep->pairs = calloc(log->n, sizeof *rep->pairs))) {
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto out;
@@ -529,6 +571,11 @@ drift_status drift_replay_run(drift_store *st, const drift_replay_opts *o, drift
         prompts[i].prompt_id = log->recs[i].id;
         prompts[i].workload = DRIFT_WL_CHAT;
         prompts[i].input = log->recs[i].request_json;
+        if (!drift_traffic_privacy_is_full(o->privacy)) {
+            char *stored = NULL;
+            if ((rc = drift_traffic_privacy_apply(o->privacy, log->recs[i].request_json, &stored, NULL, err))) goto out;
+            prompts[i].input = inputs[i] = stored;
+        }
         prompts[i].reference_json = "{}";
         prompts[i].hash = suite_prompt_hash(DRIFT_WL_CHAT, prompts[i].input, "{}", SUITE_HASH_NUL);
         if (!rep->pairs[i].id || !prompts[i].hash) {
@@ -562,6 +609,7 @@ drift_status drift_replay_run(drift_store *st, const drift_replay_opts *o, drift
     rep->target_label = util_strdup(stg.label);
     rep->baseline_target = o->baseline_spec ? drift_redact(o->baseline_spec) : util_asprintf("logged:%s", log->name);
     rep->target_target = drift_redact(o->target_spec);
+    rep->privacy = drift_traffic_privacy_describe(o->privacy);
     memcpy(rep->overrides, stg.overrides, sizeof rep->overrides);
     rep->asked_baseline = sb.asked;
     rep->asked_target = stg.asked;
@@ -572,6 +620,12 @@ out:
     drift_target_close(sb.t);
     drift_target_close(stg.t);
     for (size_t i = 0; prompts && i < log->n; i++) free(prompts[i].hash);
+    for (size_t i = 0; inputs && i < log->n; i++) free(inputs[i]);
+    free(inputs);
+    for (size_t i = 0; sb.mem && i < log->n; i++) free(sb.mem[i]);
+    for (size_t i = 0; stg.mem && i < log->n; i++) free(stg.mem[i]);
+    free(sb.mem);
+    free(stg.mem);
     free(prompts);
     free(rowids);
     free(map);

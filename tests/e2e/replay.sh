@@ -145,6 +145,41 @@ EOF' "no alarm on identical answers: $(head -c 2500 "$T/a2.json") $(cat "$T/a2.e
 check 'grep -Eq "^  exact +not raised: the evidence is not enough yet, lower bound 0.00% vs budget 1.00%" "$T/a2.txt"' \
   "no alarm text: $(cat "$T/a2.txt")"
 
+# privacy: --store-texts hashes keeps no text in the store (the database
+# and its journal files grepped) while the pairs are judged all the same,
+# in memory; a second call cannot judge them again and says so; --redact
+# emails stores the texts with the addresses replaced
+for k in 1 2 3 4; do
+  printf '{"messages":[{"role":"user","content":"XYZZY%s mail bob@example.com ANSWER=%s"}]}\n' "$k" "$k"
+done > "$T/priv.jsonl"
+"$D" replay --log "$T/priv.jsonl" --db "$T/p.db" --baseline "$HA" --target "$HB" --store-texts hashes \
+  --format json -o "$T/p1.json" 2> "$T/p1.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); c=d[\"classes\"]
+assert d[\"answered\"] == 4 and c[\"exact\"][\"flips\"] == 1 and c[\"math\"][\"flips\"] == 1, c
+assert d[\"not_judged\"] == 0 and \"SHA-256\" in d[\"store\"], d[\"store\"]
+" "$T/p1.json"' "hashed replay: $(head -c 1500 "$T/p1.json") $(cat "$T/p1.err")"
+check 'grep -q "^replay: storing prompts and answers only as SHA-256 hashes" "$T/p1.err"' "said what is stored: $(cat "$T/p1.err")"
+check '! grep -aq -e XYZZY -e bob@example "$T"/p.db*' "plaintext in the hashed store: $(grep -ac XYZZY "$T"/p.db*)"
+check '[ "$(sqlite3 "$T/p.db" "select count(*) from responses where text like '"'"'sha256:%'"'"'")" = 8 ]' \
+  "hashed answers: $(sqlite3 "$T/p.db" "select text from responses limit 2")"
+"$D" --quiet replay --log "$T/priv.jsonl" --db "$T/p.db" --baseline "$HA" --target "$HB" --store-texts hashes \
+  --format json -o "$T/p2.json" 2> "$T/p2.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d[\"not_judged\"] == 4 and d[\"classes\"][\"exact\"][\"n\"] == 0 and d[\"target\"][\"asked\"] == 0, d
+" "$T/p2.json"' "hashed resume: $(head -c 1500 "$T/p2.json") $(cat "$T/p2.err")"
+"$D" --quiet replay --log "$T/priv.jsonl" --db "$T/rd.db" --baseline "$HA" --target "$HB" --redact emails \
+  --format json -o "$T/p3.json" 2> "$T/p3.err"
+check '! grep -aq bob@example "$T"/rd.db* && grep -aq "XYZZY1 mail \[REDACTED:emails\]" "$T/rd.db"' \
+  "redacted store: $(sqlite3 "$T/rd.db" "select text from responses limit 2") $(cat "$T/p3.err")"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); assert d[\"classes\"][\"math\"][\"flips\"] == 1, d
+" "$T/p3.json"' "redacted replay: $(head -c 800 "$T/p3.json")"
+"$D" replay --log "$T/priv.jsonl" --db "$T/x.db" --baseline "$HA" --target "$HB" --redact passwords > /dev/null 2> "$T/p4.err"
+rc=$?
+check '[ $rc -eq 2 ] && [ ! -e "$T/x.db" ] && grep -q "unknown rule .passwords." "$T/p4.err"' "bad rule: $rc $(cat "$T/p4.err")"
+
 # ---- 2. the logged responses as the reference ----
 python3 - "$T/log.jsonl" "$T/logged.jsonl" <<'EOF'
 import json, sys
