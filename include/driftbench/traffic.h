@@ -29,6 +29,10 @@ extern "C" {
  *                       "url":"/v1/chat/completions","body":{..}}
  *   "request-response": {"request":{body},"response":{reply}|null} (an "id" member is the
  *                       record's id when given)
+ * A body with "prompt" and no "messages" is a /v1/completions request
+ * (the prompt a string, or an array of one string); a batch line's url is
+ * then /v1/completions. One log, one endpoint: chat and completions
+ * requests do not mix. A completions reply's choices[0].text is its content.
  * A batch line may carry "response" too, and so may a request-response
  * line leave it out or null. A response is the reply the service served:
  * a chat.completion object (choices[0].message), or the OpenAI batch
@@ -49,6 +53,7 @@ typedef struct drift_traffic_log {
     drift_traffic_record *recs;
     size_t n;
     size_t with_response;  /* records with a logged response */
+    int completions;       /* the requests are /v1/completions bodies ({"prompt":..}), not chat */
 } drift_traffic_log;
 
 #define DRIFT_TRAFFIC_MAX_LINE_BYTES ((size_t)64 << 20)

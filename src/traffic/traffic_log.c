@@ -79,9 +79,24 @@ static drift_status check_response_format(const json_t *o, drift_error *err) {
     return DRIFT_OK;
 }
 
+/* A completions request's prompt: a string, or an array of one string
+ * (several prompts ask several answers: not one pair). */
+static drift_status check_prompt(const json_t *o, drift_error *err) {
+    const json_t *p = json_object_get(o, "prompt");
+    if (json_is_string(p)) return DRIFT_OK;
+    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0))) return DRIFT_OK;
+    if (json_is_array(p) && json_array_size(p) != 1)
+        return drift_error_set(err, DRIFT_ERR_PARSE, "prompt: an array of %zu prompts (one request, one prompt)",
+                               json_array_size(p));
+    return drift_error_set(err, DRIFT_ERR_PARSE, "prompt: must be a string (token ids are not replayed), not %s",
+                           util_json_kind(json_is_array(p) ? json_array_get(p, 0) : p));
+}
+
+int trf_is_completions(const json_t *o) { return json_object_get(o, "prompt") && !json_object_get(o, "messages"); }
+
 drift_status trf_request_check_json(const json_t *o, drift_error *err) {
     if (!json_is_object(o)) return drift_error_set(err, DRIFT_ERR_PARSE, "request: must be an object, not %s", util_json_kind(o));
-    drift_status st = check_messages(o, err);
+    drift_status st = trf_is_completions(o) ? check_prompt(o, err) : check_messages(o, err);
     if (!st) st = check_tools(o, err);
     if (!st) st = check_response_format(o, err);
     if (!st) {
@@ -117,8 +132,9 @@ static drift_status take_response(const json_t *r, json_t **out, drift_error *er
     if (!json_is_array(ch) || json_array_size(ch) == 0)
         return drift_error_set(err, DRIFT_ERR_PARSE, "response.choices: must be a non-empty array");
     const json_t *c0 = json_array_get(ch, 0);
-    if (!json_is_object(c0) || !json_is_object(json_object_get(c0, "message")))
-        return drift_error_set(err, DRIFT_ERR_PARSE, "response.choices[0].message: must be an object");
+    if (!json_is_object(c0) || (!json_is_object(json_object_get(c0, "message")) && !json_is_string(json_object_get(c0, "text"))))
+        return drift_error_set(err, DRIFT_ERR_PARSE,
+                               "response.choices[0]: needs a message object (chat) or a text string (completions)");
     *out = (json_t *)r;
     return DRIFT_OK;
 }
@@ -137,10 +153,17 @@ static drift_status take_line(int fmt, const json_t *o, size_t line, drift_traff
             return drift_error_set(err, DRIFT_ERR_PARSE, "method: must be \"POST\"");
         const char *url = json_string_value(json_object_get(o, "url"));
         if (!url) return drift_error_set(err, DRIFT_ERR_PARSE, "url: must be a string");
-        if (strcmp(url, "/v1/chat/completions") && strcmp(url, "/chat/completions"))
-            return drift_error_set(err, DRIFT_ERR_PARSE, "url: '%.80s' is not replayed (only /v1/chat/completions)", url);
+        int compl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
+        if (!compl && strcmp(url, "/v1/chat/completions") && strcmp(url, "/chat/completions"))
+            return drift_error_set(err, DRIFT_ERR_PARSE,
+                                   "url: '%.80s' is not replayed (only /v1/chat/completions and /v1/completions)", url);
         req = json_object_get(o, "body");
         if (!req) return drift_error_set(err, DRIFT_ERR_PARSE, "body: missing");
+        if (json_is_object(req) && compl != trf_is_completions(req))
+            return drift_error_set(err, DRIFT_ERR_PARSE, "body: %s for url %s",
+                                   compl ? "a completions url needs a body with a prompt and no messages"
+                                         : "a chat url needs a body with messages",
+                                   url);
         resp = json_object_get(o, "response");
     } else if (fmt == FMT_PAIR) {
         req = json_object_get(o, "request");
@@ -258,6 +281,18 @@ drift_status drift_traffic_log_parse(const char *name, const char *data, size_t 
         memset(rec, 0, sizeof *rec);
         log->n++;
         st = take_line(fmt, o, line, rec, err);
+        if (!st) {
+            const json_t *body = fmt == FMT_BATCH ? json_object_get(o, "body")
+                                 : fmt == FMT_PAIR ? json_object_get(o, "request")
+                                                   : o;
+            int compl = trf_is_completions(body);
+            if (log->n == 1) log->completions = compl;
+            else if (compl != log->completions)
+                st = drift_error_set(err, DRIFT_ERR_PARSE,
+                                     "a %s request in a log of %s requests (one endpoint per log)",
+                                     compl ? "completions" : "chat/completions",
+                                     log->completions ? "completions" : "chat/completions");
+        }
         json_decref(o);
         if (st) {
             drift_error_prefix(err, "%s:%zu: ", name, line);

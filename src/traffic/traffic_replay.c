@@ -126,6 +126,11 @@ static drift_status begin_side(drift_store *st, const drift_replay_opts *o, cons
     drift_status rc = DRIFT_OK;
     if (sd->spec) {
         if ((rc = drift_target_open(sd->spec, &o->target_opts, &sd->t, err))) return rc;
+        if (log->completions && drift_target_api(sd->t) == DRIFT_API_CHAT)
+            return drift_error_set(err, DRIFT_ERR_INVALID,
+                                   "%s: the log holds /v1/completions requests but the target's spec says api=chat "
+                                   "(give api=completions)",
+                                   label ? label : base);
         po.model = model = target_model(sd->t);
         config = util_strdup(drift_target_config_json(sd->t) ? drift_target_config_json(sd->t) : "{}");
         target = util_strdup(sd->spec);

@@ -180,6 +180,23 @@ import json,sys; d=json.load(open(sys.argv[1])); assert d[\"classes\"][\"math\"]
 rc=$?
 check '[ $rc -eq 2 ] && [ ! -e "$T/x.db" ] && grep -q "unknown rule .passwords." "$T/p4.err"' "bad rule: $rc $(cat "$T/p4.err")"
 
+# /v1/completions logs: prompt bodies, asked at the completions endpoint
+# (api=completions), the reply's text the content: the math flip as for chat;
+# a chat spec for such a log is refused before anything is asked
+CA="http://127.0.0.1:$PA/v1?model=fake&api=completions"
+CB="http://127.0.0.1:$PB/v1?model=fake&api=completions"
+for k in 1 2 3 4; do printf '{"model":"prod","prompt":"Q%s ANSWER=%s","temperature":1}\n' "$k" "$k"; done > "$T/compl.jsonl"
+"$D" --quiet replay --log "$T/compl.jsonl" --db "$T/c.db" --baseline "$CA" --target "$CB" --format json \
+  -o "$T/c1.json" 2> "$T/c1.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); c=d[\"classes\"]
+assert d[\"answered\"] == 4 and c[\"math\"][\"flips\"] == 1 and c[\"math\"][\"flipped\"][0][\"id\"] == \"line-3\", d
+assert d[\"overrides\"][\"temperature\"] == 4, d[\"overrides\"]
+" "$T/c1.json"' "completions replay: $(head -c 1500 "$T/c1.json") $(cat "$T/c1.err")"
+"$D" --quiet replay --log "$T/compl.jsonl" --db "$T/c2.db" --baseline "$HA" --target "$CB" > /dev/null 2> "$T/c2.err"
+rc=$?
+check '[ $rc -eq 2 ] && grep -q "completions requests but the target.s spec says api=chat" "$T/c2.err"' "completions log, chat spec: $rc $(cat "$T/c2.err")"
+
 # ---- 2. the logged responses as the reference ----
 python3 - "$T/log.jsonl" "$T/logged.jsonl" <<'EOF'
 import json, sys
