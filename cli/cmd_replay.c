@@ -53,6 +53,10 @@ static void replay_usage(FILE *f) {
             "  --redact RULE        before anything is stored, replace what matches: emails,\n"
             "                       phones, digits, keys, all, or re:REGEX (POSIX extended);\n"
             "                       repeatable. What is stored is said once on stderr\n"
+            "  --window S|auto      drift over time: pairs by windows of S seconds of the\n"
+            "                       answers' stored times (auto: at most 20 windows), per\n"
+            "                       window pairs, flips per class and the alarms' bounds;\n"
+            "                       the alarms then take the pairs in time order\n"
             "  --format FMT         text (default) or json\n"
             "  -o FILE              write the report to FILE\n"
             "  --concurrency N      requests in flight (default 8)\n"
@@ -108,6 +112,10 @@ static int cmd_replay(int argc, char **argv) {
         } else if (!strcmp(a, "--sdr-threshold")) {
             if (cli_parse_double(RP_CMD, a, v, 0, 2, &d)) return CLI_EXIT_ERROR;
             o.stats.sdr_threshold = d;
+        } else if (!strcmp(a, "--window")) {
+            if (!strcmp(v, "auto")) o.window_s = -1;
+            else if (cli_parse_int(RP_CMD, a, v, 1, 31536000L, &n)) return CLI_EXIT_ERROR;
+            else o.window_s = n;
         } else if (!strcmp(a, "--alpha")) {
             if (cli_parse_double(RP_CMD, a, v, 1e-9, 0.5, &d)) return CLI_EXIT_ERROR;
             o.alpha = d;

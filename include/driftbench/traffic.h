@@ -250,6 +250,10 @@ typedef struct drift_replay_opts {
                                     * Not full: requests and answers are stored redacted or hashed,
                                     * the pairs answered now are judged from memory, and pairs
                                     * stored as hashes by an earlier call are not judged again. */
+    int64_t window_s;              /* drift over time: windows of this many seconds by the answers'
+                                    * stored times (the later of the two), the pairs then fed to the
+                                    * alarms in time order; 0 none (log order), -1 automatic (at
+                                    * most 20 windows over the span) */
 } drift_replay_opts;
 
 DRIFT_API void drift_replay_opts_default(drift_replay_opts *o);
@@ -282,6 +286,9 @@ typedef struct drift_replay_report {
     size_t alarm_raised_pair[DRIFT_TC_COUNT]; /* 1-based index into pairs where it was raised; 0 never */
     char *privacy;                 /* drift_traffic_privacy_describe: what the store keeps */
     size_t not_judged;             /* pairs not judged again (hashes stored earlier) */
+    int64_t window_s;              /* the window size used; 0: no windows */
+    struct drift_traffic_window *windows; /* (n_windows,), oldest first (traffic_stream.h) */
+    size_t n_windows;
 } drift_replay_report;
 
 /* The overridable fields, in drift_replay_report.overrides order:

@@ -5,8 +5,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "driftbench/text.h"
+#include "driftbench/traffic_stream.h"
 #include "traffic/traffic_internal.h"
 #include "util/util.h"
 
@@ -47,6 +49,38 @@ static void alarms_text(drift_buf *b, drift_buf *tmp, const drift_replay_report 
             buf_printf(b, "not raised: the evidence is not enough yet, lower bound %.2f%% vs budget %.2f%% "
                           "(upper %.2f%%; %lld pairs, %lld flips)\n",
                        100 * lo, 100 * a->budget, 100 * hi, (long long)a->n, (long long)a->flips);
+    }
+}
+
+static void iso_utc(int64_t unix_ms, char out[32]) {
+    time_t t = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm)) snprintf(out, 32, "?");
+}
+
+/* Drift over time: a line per window, the classes with some pair. */
+static void windows_text(drift_buf *b, const drift_replay_report *r) {
+    if (!r->window_s) return;
+    buf_printf(b, "\ndrift over time (windows of %lld s by the answers' stored times, UTC; the alarms fed in time "
+                  "order; bounds after the window's last pair):\n",
+               (long long)r->window_s);
+    for (size_t i = 0; i < r->n_windows; i++) {
+        const drift_traffic_window *w = &r->windows[i];
+        char when[32];
+        iso_utc(w->start_ms, when);
+        buf_printf(b, "  %s  pairs %lld", when, (long long)w->pairs);
+        const char *sep = "  flips ";
+        for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+            if (!r->sum.cls[c].present) continue;
+            buf_printf(b, "%s%s %lld", sep, drift_traffic_class_name(c), (long long)w->flips[c]);
+            sep = ", ";
+        }
+        for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+            if (!r->sum.cls[c].present || w->state[c] < 0) continue;
+            buf_printf(b, "  %s [%.1f%%, %.1f%%]%s", drift_traffic_class_name(c), 100 * w->lo[c], 100 * w->hi[c],
+                       w->state[c] == DRIFT_ALARM_FIRING ? " ALARM" : "");
+        }
+        buf_puts(b, "\n");
     }
 }
 
@@ -106,6 +140,7 @@ char *drift_replay_render_text(const drift_replay_report *r) {
         buf_puts(&b, "\n");
     }
     alarms_text(&b, &t1, r);
+    windows_text(&b, r);
     const drift_traffic_taxonomy *tx = &s->taxonomy;
     buf_printf(&b, "\ntaxonomy (pairs, highest risk first): safety %ld (safe->unsafe %ld, unsafe->safe %ld), "
                    "functional %ld (%ld worse), semantic %ld, text only %ld\n",
@@ -219,6 +254,31 @@ char *drift_replay_render_json(const drift_replay_report *r) {
         json_object_set_new(cls, drift_traffic_class_name(c), e);
     }
     json_object_set_new(o, "classes", cls);
+    if (r->window_s) {
+        json_t *wl = json_array();
+        for (size_t i = 0; i < r->n_windows; i++) {
+            const drift_traffic_window *w = &r->windows[i];
+            char when[32];
+            iso_utc(w->start_ms, when);
+            json_t *fl = json_object(), *lo = json_object(), *al = json_object();
+            for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+                if (!s->cls[c].present) continue;
+                const char *nm = drift_traffic_class_name(c);
+                json_object_set_new(fl, nm, json_integer((json_int_t)w->flips[c]));
+                json_object_set_new(lo, nm, json_integer((json_int_t)w->left_out[c]));
+                if (w->state[c] >= 0)
+                    json_object_set_new(al, nm, json_pack("{s:f,s:f,s:s}", "lower", w->lo[c], "upper", w->hi[c], "state",
+                                                          drift_alarm_state_name((drift_alarm_state)w->state[c])));
+            }
+            json_array_append_new(wl, json_pack("{s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "start", when, "start_unix_ms",
+                                                (json_int_t)w->start_ms, "pairs", (json_int_t)w->pairs, "compared",
+                                                (json_int_t)w->compared, "flips", fl, "left_out", lo, "alarm", al));
+        }
+        json_object_set_new(o, "windows", json_pack("{s:I,s:s,s:o}", "size_s", (json_int_t)r->window_s, "order",
+                                                    "time", "list", wl));
+    } else {
+        json_object_set_new(o, "windows", json_null());
+    }
     const drift_traffic_taxonomy *tx = &s->taxonomy;
     json_object_set_new(o, "taxonomy",
                         json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "safety", (json_int_t)tx->safety, "safe_to_unsafe",

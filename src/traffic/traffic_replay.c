@@ -49,6 +49,7 @@ void drift_replay_report_free(drift_replay_report *r) {
     free(r->guard);
     free(r->embedder);
     free(r->privacy);
+    free(r->windows);
     free(r);
 }
 
@@ -416,28 +417,109 @@ out:
     return rc;
 }
 
-/* The stream judge over the judged pairs in log order: each gated class's
- * alarm, and the pair at which it was raised. */
-static drift_status replay_alarms(const drift_replay_opts *o, drift_replay_report *rep, const char **reqs,
+/* Each pair's time in unix ms: the later of its two answers' stored times
+ * (0 when neither side has a row). */
+static drift_status pair_times(drift_store *st, const row_ix *map, size_t n, int64_t run_a, int64_t run_b,
+                               int64_t *t, drift_error *err) {
+    for (size_t i = 0; i < n; i++) t[i] = 0;
+    int64_t runs[2] = {run_a, run_b};
+    for (int k = 0; k < 2; k++) {
+        drift_response_time *rt = NULL;
+        size_t m = 0;
+        drift_status rc = drift_store_response_times(st, runs[k], &rt, &m, err);
+        if (rc) return rc;
+        for (size_t j = 0; j < m; j++) {
+            long ix = find_ix(map, n, rt[j].prompt_rowid);
+            if (ix >= 0 && rt[j].unix_s > 0 && rt[j].unix_s * 1000 > t[ix]) t[ix] = rt[j].unix_s * 1000;
+        }
+        free(rt);
+    }
+    return DRIFT_OK;
+}
+
+/* The automatic window: the smallest of a few round sizes that cuts the
+ * span into at most 20 windows. */
+static int64_t auto_window(const int64_t *t, size_t n) {
+    static const int64_t sizes[] = {1,    2,    5,    10,    15,    30,    60,    120,   300,   600,
+                                    900,  1800, 3600, 7200,  10800, 21600, 43200, 86400, 604800};
+    int64_t lo = INT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] > 0) {
+            if (t[i] < lo) lo = t[i];
+            if (t[i] > hi) hi = t[i];
+        }
+    int64_t span = hi > lo ? (hi - lo) / 1000 : 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        if (span / sizes[k] < 20) return sizes[k];
+    return 2592000;
+}
+
+/* qsort_r order of pair indices by time, then log order. */
+static int cmp_time(const void *a, const void *b, void *user) {
+    const int64_t *cmp_t = user;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (cmp_t[x] != cmp_t[y]) return cmp_t[x] < cmp_t[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* The stream judge over the judged pairs, in log order (or, with windows,
+ * in time order): each gated class's alarm, and the pair at which it was
+ * raised. */
+static drift_status replay_alarms(drift_store *st, const row_ix *map, const side *sb, const side *stg,
+                                  const drift_replay_opts *o, drift_replay_report *rep, const char **reqs,
                                   drift_error *err) {
     drift_traffic_stream *s = NULL;
     double alpha = o->alpha > 0 ? o->alpha : 0.05;
+    size_t n = rep->n_pairs;
+    int64_t *t = calloc(n + 1, sizeof *t);
+    size_t *order = calloc(n + 1, sizeof *order);
+    if (!t || !order) {
+        free(t);
+        free(order);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) order[i] = i;
     drift_status rc = drift_traffic_stream_new(&o->stats, alpha, NULL, NULL, &s, err);
-    if (rc) return rc;
-    rep->alpha = alpha;
-    for (size_t i = 0; i < rep->n_pairs && !rc; i++) {
+    if (!rc && o->window_s) {
+        drift_store_read_begin(st);
+        rc = pair_times(st, map, n, sb->run_id, stg->run_id, t, err);
+        drift_store_read_end(st);
+        if (!rc) {
+            int64_t last = 1;
+            for (size_t i = 0; i < n; i++) last = t[i] > last ? t[i] : last;
+            for (size_t i = 0; i < n; i++)
+                if (t[i] <= 0) t[i] = last; /* never answered: counted with the last */
+            rep->window_s = o->window_s > 0 ? o->window_s : auto_window(t, n);
+            rc = drift_traffic_stream_set_window(s, rep->window_s * 1000, err);
+            qsort_r(order, n, sizeof *order, cmp_time, t);
+        }
+    }
+    if (!rc) rep->alpha = alpha;
+    for (size_t k = 0; k < n && !rc; k++) {
+        size_t i = order[k];
         const drift_replay_pair *p = &rep->pairs[i];
         int e = p->error_baseline || p->error_target;
         rc = drift_traffic_stream_add_judged(s, reqs[i], e ? NULL : &p->p, p->error_baseline, p->error_target,
-                                             !p->not_judged, 1, err);
+                                             !p->not_judged, o->window_s ? t[i] : 1, err);
     }
     for (int c = 0; c < DRIFT_TC_COUNT && !rc; c++) {
         const drift_alarm *a = drift_traffic_stream_alarm(s, c);
         rep->alarm_on[c] = a != NULL;
         if (a) rep->alarm[c] = *a;
-        rep->alarm_raised_pair[c] = (size_t)drift_traffic_stream_class_get(s, c)->raised_pair;
+        int64_t k = drift_traffic_stream_class_get(s, c)->raised_pair;
+        rep->alarm_raised_pair[c] = k > 0 && (size_t)k <= n ? order[k - 1] + 1 : 0;
+    }
+    if (!rc && rep->window_s) {
+        size_t nw = 0;
+        const drift_traffic_window *w = drift_traffic_stream_windows(s, &nw, NULL);
+        rep->windows = nw ? malloc(nw * sizeof *w) : NULL;
+        if (nw && !rep->windows) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        else if (nw) memcpy(rep->windows, w, nw * sizeof *w);
+        rep->n_windows = rep->windows ? nw : 0;
     }
     drift_traffic_stream_free(s);
+    free(t);
+    free(order);
     return rc;
 }
 
@@ -513,7 +595,7 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
     rep->sum.errors_baseline = eb_;
     rep->sum.errors_target = et_;
     rep->sum.errors_both = e2_;
-    rc = replay_alarms(o, rep, reqs, err);
+    rc = replay_alarms(st, map, sb, stg, o, rep, reqs, err);
 out:
     for (size_t i = 0; i < n; i++) {
         if (ma) free(ma[i]);

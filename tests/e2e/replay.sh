@@ -145,6 +145,26 @@ EOF' "no alarm on identical answers: $(head -c 2500 "$T/a2.json") $(cat "$T/a2.e
 check 'grep -Eq "^  exact +not raised: the evidence is not enough yet, lower bound 0.00% vs budget 1.00%" "$T/a2.txt"' \
   "no alarm text: $(cat "$T/a2.txt")"
 
+# drift over time: windows by the answers' stored times; every pair in one
+# window or another, the flips summed over them as in the table, the alarm
+# still raised (pairs in time order) and the last window's bounds its own
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HB" --budget exact=1 \
+  --window 1 --format json -o "$T/w1.json" 2> "$T/w1.err"
+check 'python3 - "$T/w1.json" <<EOF
+import json, sys
+d = json.load(open(sys.argv[1])); w = d["windows"]; a = d["classes"]["exact"]["alarm"]
+assert w["size_s"] == 1 and w["order"] == "time" and len(w["list"]) >= 1, w
+assert sum(x["pairs"] for x in w["list"]) == 30 and sum(x["flips"]["exact"] for x in w["list"]) == 30, w
+starts = [x["start_unix_ms"] for x in w["list"]]
+assert starts == sorted(starts) and all(s % 1000 == 0 for s in starts), starts
+assert a["state"] == "alarm" and a["raised_at_id"] == "line-%d" % a["raised_at_pair"], a
+last = w["list"][-1]["alarm"]["exact"]
+assert abs(last["lower"] - a["lower"]) < 1e-12 and last["state"] == "alarm", (last, a)
+EOF' "windows: $(head -c 3000 "$T/w1.json") $(cat "$T/w1.err")"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HB" --window auto > "$T/w2.txt" 2>&1
+check 'grep -q "^drift over time (windows of [0-9]* s" "$T/w2.txt" && grep -Eq "^  20[0-9-]+T[0-9:]+Z  pairs [0-9]+  flips exact [0-9]+" "$T/w2.txt"' \
+  "windows text: $(cat "$T/w2.txt")"
+
 # privacy: --store-texts hashes keeps no text in the store (the database
 # and its journal files grepped) while the pairs are judged all the same,
 # in memory; a second call cannot judge them again and says so; --redact
