@@ -28,8 +28,8 @@ static void alarms_text(drift_buf *b, drift_buf *tmp, const drift_replay_report 
     int any = 0;
     for (int c = 0; c < DRIFT_TC_COUNT; c++) any |= alarm_shown(r, c);
     if (!any) return;
-    buf_printf(b, "\nstream alarms (pairs in log order; anytime-valid %.0f%% confidence sequence, alpha %g per class):\n",
-               100 * (1 - r->alpha), r->alpha);
+    buf_printf(b, "\nstream alarms (pairs in %s order; anytime-valid %.0f%% confidence sequence, alpha %g per class):\n",
+               r->window_s ? "time" : "log", 100 * (1 - r->alpha), r->alpha);
     for (int c = 0; c < DRIFT_TC_COUNT; c++) {
         if (!alarm_shown(r, c)) continue;
         const drift_alarm *a = &r->alarm[c];
@@ -38,10 +38,10 @@ static void alarms_text(drift_buf *b, drift_buf *tmp, const drift_replay_report 
         buf_printf(b, "  %-10s ", drift_traffic_class_name(c));
         size_t k = r->alarm_raised_pair[c];
         if (a->state == DRIFT_ALARM_FIRING && k >= 1 && k <= r->n_pairs)
-            buf_printf(b, "ALARM raised at pair %zu (%s, line %zu) after %lld compared, %lld flips; now [%.2f%%, %.2f%%] "
-                          "> budget %.2f%%\n",
-                       k, safe(tmp, r->pairs[k - 1].id), r->pairs[k - 1].line, (long long)a->raised_at,
-                       (long long)a->flips, 100 * lo, 100 * hi, 100 * a->budget);
+            buf_printf(b, "ALARM raised at %s (line %zu), the class's pair %lld; now %lld flips in %lld pairs, "
+                          "[%.2f%%, %.2f%%] > budget %.2f%%\n",
+                       safe(tmp, r->pairs[k - 1].id), r->pairs[k - 1].line, (long long)a->raised_at,
+                       (long long)a->flips, (long long)a->n, 100 * lo, 100 * hi, 100 * a->budget);
         else if (a->state == DRIFT_ALARM_CLEAR)
             buf_printf(b, "clear: upper bound %.2f%% < budget %.2f%% (%lld pairs, %lld flips)\n", 100 * hi,
                        100 * a->budget, (long long)a->n, (long long)a->flips);

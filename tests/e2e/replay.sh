@@ -132,7 +132,7 @@ assert d["classes"]["json"]["alarm"]["state"] != "alarm" and d["classes"]["tool_
 EOF' "alarm on drift: $(head -c 2500 "$T/a1.json") $(cat "$T/a1.err")"
 "$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HB" --budget exact=1 \
   --alpha 0.01 > "$T/a1.txt" 2>&1
-check 'grep -Eq "^  exact +ALARM raised at pair [0-9]+ \(line-[0-9]+, line [0-9]+\)" "$T/a1.txt"' "alarm text: $(cat "$T/a1.txt")"
+check 'grep -Eq "^  exact +ALARM raised at line-[0-9]+ \(line [0-9]+\), the class.s pair [0-9]+; now 30 flips in 30 pairs" "$T/a1.txt"' "alarm text: $(cat "$T/a1.txt")"
 "$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HA" --target-label same \
   --budget exact=1 --format json -o "$T/a2.json" 2> "$T/a2.err"
 check 'python3 - "$T/a2.json" <<EOF
