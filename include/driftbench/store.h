@@ -377,6 +377,15 @@ typedef struct drift_response_time {
 DRIFT_API drift_status drift_store_response_times(drift_store *st, int64_t run_id, drift_response_time **out,
                                                   size_t *n, drift_error *err);
 
+/* Retention (a traffic store, docs/monitoring.md): deletes the responses
+ * of run_id stored before `before_iso` ("YYYY-MM-DDTHH:MM:SSZ"; NULL: no
+ * age limit) and those beyond the newest `keep_newest` (< 0: no count
+ * limit), with their scores and embeddings, then the prompts of their
+ * suites that no response uses any more (a request's text goes with its
+ * last answer), in one transaction. *deleted gets the responses deleted. */
+DRIFT_API drift_status drift_store_prune_responses(drift_store *st, int64_t run_id, const char *before_iso,
+                                                   int64_t keep_newest, int64_t *deleted, drift_error *err);
+
 /* Sum of the completion tokens of every answer in the store (unknown counts
  * are left out). */
 DRIFT_API drift_status drift_store_completion_tokens(drift_store *st, int64_t *tokens, drift_error *err);
