@@ -57,6 +57,10 @@ static void replay_usage(FILE *f) {
             "                       answers' stored times (auto: at most 20 windows), per\n"
             "                       window pairs, flips per class and the alarms' bounds;\n"
             "                       the alarms then take the pairs in time order\n"
+            "  --retention SPEC     after the report, keep only answers newer than SPEC\n"
+            "                       (30d, 12h) or each side's newest N (a number); older\n"
+            "                       answers and the requests no answer uses are deleted,\n"
+            "                       counted on stderr (a later call asks them again)\n"
             "  --format FMT         text (default) or json\n"
             "  -o FILE              write the report to FILE\n"
             "  --concurrency N      requests in flight (default 8)\n"
@@ -70,7 +74,7 @@ static int cmd_replay(int argc, char **argv) {
     drift_replay_opts_default(&o);
     const char *db = NULL, *format = "text", *out_path = NULL, *budgets = NULL;
     int logged = 0;
-    const char *store_texts = NULL;
+    const char *store_texts = NULL, *retention = NULL;
     const char *rules[64];
     size_t n_rules = 0;
     for (int i = 1; i < argc; i++) {
@@ -101,6 +105,7 @@ static int cmd_replay(int argc, char **argv) {
         else if (!strcmp(a, "--budget")) budgets = v;
         else if (!strcmp(a, "--format")) format = v;
         else if (!strcmp(a, "--store-texts")) store_texts = v;
+        else if (!strcmp(a, "--retention")) retention = v;
         else if (!strcmp(a, "--redact")) {
             if (n_rules == sizeof rules / sizeof rules[0]) return cli_error(RP_CMD, "--redact: at most 64 rules");
             rules[n_rules++] = v;
@@ -148,6 +153,10 @@ static int cmd_replay(int argc, char **argv) {
         return cli_error(RP_CMD, "--format: '%s' is not text or json", format);
     drift_error err = {0};
     if (drift_traffic_parse_budgets(&o.stats, budgets, &err)) return cli_error_lib(RP_CMD, &err);
+    double max_age_s = -1;
+    int64_t keep_newest = -1;
+    if (retention && drift_traffic_retention_parse(retention, &max_age_s, &keep_newest, &err))
+        return cli_error_lib(RP_CMD, &err);
     drift_traffic_privacy *pv = NULL;
     if (drift_traffic_privacy_new(store_texts, rules, n_rules, &pv, &err)) return cli_error_lib(RP_CMD, &err);
     o.privacy = pv;
@@ -176,6 +185,13 @@ static int cmd_replay(int argc, char **argv) {
     drift_replay_report *rep = NULL;
     drift_status rc = drift_replay_run(st, &o, &rep, &err);
     cli_progress_done();
+    if (!rc && retention) {
+        const char *labels[2] = {rep->baseline_label, rep->target_label};
+        int64_t deleted = 0;
+        rc = drift_traffic_retention_apply(st, labels, 2, max_age_s, keep_newest, 0, &deleted, &err);
+        if (!rc) fprintf(stderr, "replay: retention %s: %lld answers deleted\n", retention, (long long)deleted);
+        if (rc) drift_replay_report_free(rep);
+    }
     drift_store_close(st);
     drift_traffic_log_free(log);
     drift_traffic_privacy_free(pv);

@@ -59,6 +59,24 @@ DRIFT_API int drift_traffic_privacy_is_hash(const char *stored);
  * --store-texts hashes and --redact". malloc'd; NULL on nomem. */
 DRIFT_API char *drift_traffic_privacy_describe(const drift_traffic_privacy *p);
 
+/* ---- retention ----
+ * "30d" (days, a decimal allowed: "0.5d"), "12h" (hours) or "N" (the
+ * newest N pairs) into *max_age_s (-1 none) and *keep_newest (-1 none).
+ * DRIFT_ERR_INVALID naming the spec. */
+DRIFT_API drift_status drift_traffic_retention_parse(const char *spec, double *max_age_s, int64_t *keep_newest,
+                                                     drift_error *err);
+struct drift_store;
+/* Applies the limit to the runs labelled labels[0..n) (a traffic store's
+ * two sides; a label with no run is skipped): answers stored more than
+ * max_age_s seconds before now_unix (<= 0: now) or beyond each run's newest
+ * keep_newest are deleted, with their scores, embeddings and the request
+ * texts no answer uses any more (drift_store_prune_responses). *deleted
+ * gets the answers deleted. A shadow proxy calls it at start and then
+ * periodically. */
+DRIFT_API drift_status drift_traffic_retention_apply(struct drift_store *st, const char *const *labels, size_t n,
+                                                     double max_age_s, int64_t keep_newest, int64_t now_unix,
+                                                     int64_t *deleted, drift_error *err);
+
 /* SHA-256 (FIPS 180-4) of n bytes as 64 lowercase hex digits and a NUL. */
 DRIFT_API void drift_sha256_hex(const void *data, size_t n, char out[65]);
 

@@ -5,8 +5,11 @@
 #include <jansson.h>
 #include <regex.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
+#include <time.h>
 
+#include "driftbench/store.h"
 #include "driftbench/traffic_privacy.h"
 #include "util/util.h"
 
@@ -207,4 +210,51 @@ char *drift_traffic_privacy_describe(const drift_traffic_privacy *p) {
                              p->n ? " of the text redacted by " : "", p->n ? p->desc_rules : "", "");
     return util_asprintf("storing prompts and answers redacted by %s (each match replaced by [REDACTED:KIND])",
                          p->desc_rules);
+}
+
+drift_status drift_traffic_retention_parse(const char *spec, double *max_age_s, int64_t *keep_newest,
+                                           drift_error *err) {
+    *max_age_s = -1;
+    *keep_newest = -1;
+    char *end = NULL;
+    double v = spec ? strtod(spec, &end) : NAN;
+    if (!spec || end == spec || !isfinite(v) || v < 0) goto bad;
+    if (!strcmp(end, "d") || !strcmp(end, "h")) {
+        *max_age_s = v * (*end == 'd' ? 86400.0 : 3600.0);
+        return DRIFT_OK;
+    }
+    if (!*end && v == floor(v) && v >= 1 && v <= 9e15 && !strpbrk(spec, ".eE")) {
+        *keep_newest = (int64_t)v;
+        return DRIFT_OK;
+    }
+bad:
+    return drift_error_set(err, DRIFT_ERR_INVALID,
+                           "retention: '%.40s' is not DAYSd, HOURSh or a number of pairs (e.g. 30d, 12h, 100000)",
+                           spec ? spec : "");
+}
+
+drift_status drift_traffic_retention_apply(drift_store *st, const char *const *labels, size_t n, double max_age_s,
+                                           int64_t keep_newest, int64_t now_unix, int64_t *deleted,
+                                           drift_error *err) {
+    *deleted = 0;
+    char before[32], *bp = NULL;
+    if (max_age_s >= 0) {
+        time_t t = (time_t)((now_unix > 0 ? (double)now_unix : (double)time(NULL)) - max_age_s);
+        struct tm tm;
+        if (!gmtime_r(&t, &tm) || !strftime(before, sizeof before, "%Y-%m-%dT%H:%M:%SZ", &tm))
+            return drift_error_set(err, DRIFT_ERR_INVALID, "retention: the age limit is out of range");
+        bp = before;
+    }
+    for (size_t i = 0; i < n; i++) {
+        drift_run_info ri;
+        memset(&ri, 0, sizeof ri);
+        drift_status rc = drift_store_run_get(st, labels[i], &ri, err);
+        if (rc == DRIFT_ERR_NOT_FOUND) continue;
+        if (rc) return rc;
+        int64_t d = 0, id = ri.id;
+        drift_run_info_clear(&ri);
+        if ((rc = drift_store_prune_responses(st, id, bp, keep_newest, &d, err))) return rc;
+        *deleted += d;
+    }
+    return DRIFT_OK;
 }

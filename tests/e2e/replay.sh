@@ -196,6 +196,17 @@ check '! grep -aq bob@example "$T"/rd.db* && grep -aq "XYZZY1 mail \[REDACTED:em
 check 'python3 -c "
 import json,sys; d=json.load(open(sys.argv[1])); assert d[\"classes\"][\"math\"][\"flips\"] == 1, d
 " "$T/p3.json"' "redacted replay: $(head -c 800 "$T/p3.json")"
+# retention: each side keeps its newest answer; the requests of the others
+# go with them; a later call asks those again
+"$D" --quiet replay --log "$T/priv.jsonl" --db "$T/rt.db" --baseline "$HA" --target "$HB" --retention 1 --concurrency 1 \
+  --format json -o "$T/rt.json" 2> "$T/rt.err"
+check 'grep -q "retention 1: 6 answers deleted" "$T/rt.err" && [ "$(sqlite3 "$T/rt.db" "select count(*) from responses")" = 2 ] && [ "$(sqlite3 "$T/rt.db" "select count(*) from prompts")" = 1 ]' \
+  "retention: $(cat "$T/rt.err") $(sqlite3 "$T/rt.db" "select count(*) from responses; select count(*) from prompts")"
+"$D" --quiet replay --log "$T/priv.jsonl" --db "$T/rt.db" --baseline "$HA" --target "$HB" --retention 30d \
+  --format json -o "$T/rt2.json" 2> "$T/rt2.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); assert d[\"target\"][\"asked\"] == 3 and d[\"answered\"] == 4, d
+" "$T/rt2.json" && grep -q "retention 30d: 0 answers deleted" "$T/rt2.err"' "after retention: $(head -c 600 "$T/rt2.json") $(cat "$T/rt2.err")"
 "$D" replay --log "$T/priv.jsonl" --db "$T/x.db" --baseline "$HA" --target "$HB" --redact passwords > /dev/null 2> "$T/p4.err"
 rc=$?
 check '[ $rc -eq 2 ] && [ ! -e "$T/x.db" ] && grep -q "unknown rule .passwords." "$T/p4.err"' "bad rule: $rc $(cat "$T/p4.err")"

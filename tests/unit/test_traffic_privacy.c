@@ -123,12 +123,32 @@ static void test_bad_rules(void **state) {
     assert_null(p);
 }
 
+static void test_retention_parse(void **state) {
+    (void)state;
+    double age;
+    int64_t keep;
+    drift_error err = {0};
+    assert_int_equal(drift_traffic_retention_parse("30d", &age, &keep, &err), DRIFT_OK);
+    assert_true(age == 30 * 86400.0 && keep == -1);
+    assert_int_equal(drift_traffic_retention_parse("0.5d", &age, &keep, &err), DRIFT_OK);
+    assert_true(age == 43200.0);
+    assert_int_equal(drift_traffic_retention_parse("12h", &age, &keep, &err), DRIFT_OK);
+    assert_true(age == 43200.0);
+    assert_int_equal(drift_traffic_retention_parse("1000", &age, &keep, &err), DRIFT_OK);
+    assert_true(age == -1 && keep == 1000);
+    const char *bad[] = {"", "d", "-3d", "30days", "1.5", "0", "1e3", "x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(drift_traffic_retention_parse(bad[i], &age, &keep, &err), DRIFT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "retention: 'x'"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_redact),
         cmocka_unit_test(test_hashes),
         cmocka_unit_test(test_bad_rules),
+        cmocka_unit_test(test_retention_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
