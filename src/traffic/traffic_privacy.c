@@ -11,6 +11,7 @@
 
 #include "driftbench/store.h"
 #include "driftbench/traffic_privacy.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 #define MAX_RULES 64
@@ -184,7 +185,7 @@ drift_status drift_traffic_privacy_apply(const drift_traffic_privacy *p, const c
     }
     if (r && p && p->hashes) {
         char hex[65];
-        drift_sha256_hex(r, strlen(r), hex);
+        util_sha256_hex(r, strlen(r), hex);
         free(r);
         r = util_asprintf("sha256:%s", hex);
     }
@@ -258,3 +259,5 @@ drift_status drift_traffic_retention_apply(drift_store *st, const char *const *l
     }
     return DRIFT_OK;
 }
+
+void drift_sha256_hex(const void *data, size_t n, char out[65]) { util_sha256_hex(data, n, out); }

@@ -1,10 +1,10 @@
 /* sha256.c - SHA-256 as FIPS 180-4 specifies it (section 6.2), for the
- * hashes a traffic store keeps instead of texts (traffic_privacy.h).
+ * hashes a traffic store keeps instead of texts (traffic_privacy.h, util/sha256.h).
  * Checked against the standard's test vectors (test_traffic_privacy.c). */
 #include <stdint.h>
 #include <string.h>
 
-#include "driftbench/traffic_privacy.h"
+#include "util/sha256.h"
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -50,7 +50,7 @@ static void block(uint32_t h[8], const unsigned char *p) {
     h[7] += k;
 }
 
-void drift_sha256_hex(const void *data, size_t n, char out[65]) {
+void util_sha256_hex(const void *data, size_t n, char out[65]) {
     uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     const unsigned char *p = data;
     size_t left = n;
