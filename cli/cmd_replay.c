@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "driftbench/traffic.h"
+#include "driftbench/traffic_privacy.h"
 #include "pipeline.h"
 
 static const char *RP_CMD = "replay";
@@ -41,8 +42,25 @@ static void replay_usage(FILE *f) {
             "                       (none: not gated; defaults: exact none, json 1, schema 1,\n"
             "                       tool_name 1, tool_args 2, guard 1, math 2, semantic 5)\n"
             "  --decide RULE        interval (default) or point, as compare\n"
+            "  --alpha A            the stream alarms' error level per class (default 0.05;\n"
+            "                       docs/alarm.md): pairs in log order, raised the moment\n"
+            "                       the evidence is enough\n"
             "  --max-left-out PCT   share of a class's pairs that may be left out (errors)\n"
             "                       before it is blocked (default 5)\n"
+            "  --store-texts MODE   full (default): requests and answers stored as they are;\n"
+            "                       hashes: only their SHA-256 (judged in memory first; an\n"
+            "                       earlier call's pairs are not judged again)\n"
+            "  --redact RULE        before anything is stored, replace what matches: emails,\n"
+            "                       phones, digits, keys, all, or re:REGEX (POSIX extended);\n"
+            "                       repeatable. What is stored is said once on stderr\n"
+            "  --window S|auto      drift over time: pairs by windows of S seconds of the\n"
+            "                       answers' stored times (auto: at most 20 windows), per\n"
+            "                       window pairs, flips per class and the alarms' bounds;\n"
+            "                       the alarms then take the pairs in time order\n"
+            "  --retention SPEC     after the report, keep only answers newer than SPEC\n"
+            "                       (30d, 12h) or each side's newest N (a number); older\n"
+            "                       answers and the requests no answer uses are deleted,\n"
+            "                       counted on stderr (a later call asks them again)\n"
             "  --format FMT         text (default) or json\n"
             "  -o FILE              write the report to FILE\n"
             "  --concurrency N      requests in flight (default 8)\n"
@@ -56,6 +74,9 @@ static int cmd_replay(int argc, char **argv) {
     drift_replay_opts_default(&o);
     const char *db = NULL, *format = "text", *out_path = NULL, *budgets = NULL;
     int logged = 0;
+    const char *store_texts = NULL, *retention = NULL;
+    const char *rules[64];
+    size_t n_rules = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -83,6 +104,12 @@ static int cmd_replay(int argc, char **argv) {
         else if (!strcmp(a, "--embedder")) o.embedder_spec = v;
         else if (!strcmp(a, "--budget")) budgets = v;
         else if (!strcmp(a, "--format")) format = v;
+        else if (!strcmp(a, "--store-texts")) store_texts = v;
+        else if (!strcmp(a, "--retention")) retention = v;
+        else if (!strcmp(a, "--redact")) {
+            if (n_rules == sizeof rules / sizeof rules[0]) return cli_error(RP_CMD, "--redact: at most 64 rules");
+            rules[n_rules++] = v;
+        }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out_path = v;
         else if (!strcmp(a, "--seed")) {
             if (cli_parse_int(RP_CMD, a, v, 0, 2147483647L, &n)) return CLI_EXIT_ERROR;
@@ -90,6 +117,13 @@ static int cmd_replay(int argc, char **argv) {
         } else if (!strcmp(a, "--sdr-threshold")) {
             if (cli_parse_double(RP_CMD, a, v, 0, 2, &d)) return CLI_EXIT_ERROR;
             o.stats.sdr_threshold = d;
+        } else if (!strcmp(a, "--window")) {
+            if (!strcmp(v, "auto")) o.window_s = -1;
+            else if (cli_parse_int(RP_CMD, a, v, 1, 31536000L, &n)) return CLI_EXIT_ERROR;
+            else o.window_s = n;
+        } else if (!strcmp(a, "--alpha")) {
+            if (cli_parse_double(RP_CMD, a, v, 1e-9, 0.5, &d)) return CLI_EXIT_ERROR;
+            o.alpha = d;
         } else if (!strcmp(a, "--decide")) {
             if (!strcmp(v, "interval")) o.stats.rule = DRIFT_DECIDE_INTERVAL;
             else if (!strcmp(v, "point")) o.stats.rule = DRIFT_DECIDE_POINT;
@@ -119,24 +153,48 @@ static int cmd_replay(int argc, char **argv) {
         return cli_error(RP_CMD, "--format: '%s' is not text or json", format);
     drift_error err = {0};
     if (drift_traffic_parse_budgets(&o.stats, budgets, &err)) return cli_error_lib(RP_CMD, &err);
+    double max_age_s = -1;
+    int64_t keep_newest = -1;
+    if (retention && drift_traffic_retention_parse(retention, &max_age_s, &keep_newest, &err))
+        return cli_error_lib(RP_CMD, &err);
+    drift_traffic_privacy *pv = NULL;
+    if (drift_traffic_privacy_new(store_texts, rules, n_rules, &pv, &err)) return cli_error_lib(RP_CMD, &err);
+    o.privacy = pv;
 
     /* the log first: a bad log is refused before a store is created */
     drift_traffic_log *log = NULL;
-    if (drift_traffic_log_load(o.log_path, &log, &err)) return cli_error_lib(RP_CMD, &err);
+    if (drift_traffic_log_load(o.log_path, &log, &err)) {
+        drift_traffic_privacy_free(pv);
+        return cli_error_lib(RP_CMD, &err);
+    }
     o.log = log;
     drift_store *st = NULL;
     if (drift_store_open(db, &st, &err)) {
         drift_traffic_log_free(log);
+        drift_traffic_privacy_free(pv);
         return cli_error_lib(RP_CMD, &err);
     }
     cli_install_signal_handlers();
     o.target_opts.cancel = cli_cancel_requested;
-    if (!cli_quiet) o.progress = cli_progress;
+    if (!cli_quiet) {
+        o.progress = cli_progress;
+        char *what = drift_traffic_privacy_describe(pv);
+        if (what) fprintf(stderr, "replay: %s\n", what);
+        free(what);
+    }
     drift_replay_report *rep = NULL;
     drift_status rc = drift_replay_run(st, &o, &rep, &err);
     cli_progress_done();
+    if (!rc && retention) {
+        const char *labels[2] = {rep->baseline_label, rep->target_label};
+        int64_t deleted = 0;
+        rc = drift_traffic_retention_apply(st, labels, 2, max_age_s, keep_newest, 0, &deleted, &err);
+        if (!rc) fprintf(stderr, "replay: retention %s: %lld answers deleted\n", retention, (long long)deleted);
+        if (rc) drift_replay_report_free(rep);
+    }
     drift_store_close(st);
     drift_traffic_log_free(log);
+    drift_traffic_privacy_free(pv);
     if (rc) return cli_error_lib(RP_CMD, &err);
     char *text = !strcmp(format, "json") ? drift_replay_render_json(rep) : drift_replay_render_text(rep);
     int code = drift_decision_exit_code(rep->sum.decision);

@@ -366,6 +366,26 @@ typedef struct drift_store_run_counts {
 DRIFT_API drift_status drift_store_count_run(drift_store *st, const char *label, drift_store_run_counts *out,
                                              drift_error *err);
 
+/* When each response of run_id (replicate 0) was stored: (prompt_rowid,
+ * unix seconds of created_at; -1 when unreadable), ordered by
+ * prompt_rowid, malloc'd in *out (n rows; NULL when none). A traffic
+ * store's pairs by time (drift over time, docs/monitoring.md). */
+typedef struct drift_response_time {
+    int64_t prompt_rowid;
+    int64_t unix_s;
+} drift_response_time;
+DRIFT_API drift_status drift_store_response_times(drift_store *st, int64_t run_id, drift_response_time **out,
+                                                  size_t *n, drift_error *err);
+
+/* Retention (a traffic store, docs/monitoring.md): deletes the responses
+ * of run_id stored before `before_iso` ("YYYY-MM-DDTHH:MM:SSZ"; NULL: no
+ * age limit) and those beyond the newest `keep_newest` (< 0: no count
+ * limit), with their scores and embeddings, then the prompts of their
+ * suites that no response uses any more (a request's text goes with its
+ * last answer), in one transaction. *deleted gets the responses deleted. */
+DRIFT_API drift_status drift_store_prune_responses(drift_store *st, int64_t run_id, const char *before_iso,
+                                                   int64_t keep_newest, int64_t *deleted, drift_error *err);
+
 /* Sum of the completion tokens of every answer in the store (unknown counts
  * are left out). */
 DRIFT_API drift_status drift_store_completion_tokens(drift_store *st, int64_t *tokens, drift_error *err);

@@ -11,6 +11,7 @@
 #ifndef DRIFTBENCH_TRAFFIC_H
 #define DRIFTBENCH_TRAFFIC_H
 
+#include "driftbench/alarm.h"
 #include "driftbench/compare.h"
 #include "driftbench/store.h"
 #include "driftbench/target.h"
@@ -28,6 +29,10 @@ extern "C" {
  *                       "url":"/v1/chat/completions","body":{..}}
  *   "request-response": {"request":{body},"response":{reply}|null} (an "id" member is the
  *                       record's id when given)
+ * A body with "prompt" and no "messages" is a /v1/completions request
+ * (the prompt a string, or an array of one string); a batch line's url is
+ * then /v1/completions. One log, one endpoint: chat and completions
+ * requests do not mix. A completions reply's choices[0].text is its content.
  * A batch line may carry "response" too, and so may a request-response
  * line leave it out or null. A response is the reply the service served:
  * a chat.completion object (choices[0].message), or the OpenAI batch
@@ -48,6 +53,7 @@ typedef struct drift_traffic_log {
     drift_traffic_record *recs;
     size_t n;
     size_t with_response;  /* records with a logged response */
+    int completions;       /* the requests are /v1/completions bodies ({"prompt":..}), not chat */
 } drift_traffic_log;
 
 #define DRIFT_TRAFFIC_MAX_LINE_BYTES ((size_t)64 << 20)
@@ -239,6 +245,15 @@ typedef struct drift_replay_opts {
     drift_traffic_opts stats;
     drift_progress_fn progress;    /* stages "baseline", "target", "guard", "embed"; may be NULL */
     void *progress_user;
+    double alpha;                  /* the stream alarms' error level per class (default 0.05) */
+    const struct drift_traffic_privacy *privacy; /* what is stored (traffic_privacy.h); NULL: full texts.
+                                    * Not full: requests and answers are stored redacted or hashed,
+                                    * the pairs answered now are judged from memory, and pairs
+                                    * stored as hashes by an earlier call are not judged again. */
+    int64_t window_s;              /* drift over time: windows of this many seconds by the answers'
+                                    * stored times (the later of the two), the pairs then fed to the
+                                    * alarms in time order; 0 none (log order), -1 automatic (at
+                                    * most 20 windows over the span) */
 } drift_replay_opts;
 
 DRIFT_API void drift_replay_opts_default(drift_replay_opts *o);
@@ -248,6 +263,7 @@ typedef struct drift_replay_pair {
     char *id;                      /* the record's id */
     size_t line;
     int error_baseline, error_target;
+    int not_judged;                /* stored as hashes by an earlier call: not judged again */
     drift_traffic_pair p;
 } drift_replay_pair;
 
@@ -262,6 +278,17 @@ typedef struct drift_replay_report {
     drift_replay_pair *pairs;      /* (n_pairs,) in log order */
     size_t n_pairs;
     drift_traffic_summary sum;
+    /* The stream alarm of every gated class (traffic_stream.h), fed the
+     * pairs in log order: the moment the evidence was enough, or why not yet. */
+    double alpha;
+    int alarm_on[DRIFT_TC_COUNT];          /* the class is gated (budget >= 0) */
+    drift_alarm alarm[DRIFT_TC_COUNT];     /* after the last pair */
+    size_t alarm_raised_pair[DRIFT_TC_COUNT]; /* 1-based index into pairs where it was raised; 0 never */
+    char *privacy;                 /* drift_traffic_privacy_describe: what the store keeps */
+    size_t not_judged;             /* pairs not judged again (hashes stored earlier) */
+    int64_t window_s;              /* the window size used; 0: no windows */
+    struct drift_traffic_window *windows; /* (n_windows,), oldest first (traffic_stream.h) */
+    size_t n_windows;
 } drift_replay_report;
 
 /* The overridable fields, in drift_replay_report.overrides order:

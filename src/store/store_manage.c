@@ -495,3 +495,99 @@ drift_status drift_store_run_delete(drift_store *st, const char *label, drift_ru
     if (ds) memset(out, 0, sizeof *out);
     return ds;
 }
+
+/* ---- retention ---- */
+
+/* Runs sql with ?1 run_id and ?2 (text when t, else the integer v); the
+ * count of the first column into *count when it is a SELECT. */
+static int prune_exec(drift_store *st, const char *sql, int64_t run_id, const char *t, int64_t v, int64_t *count) {
+    store_q *q = sq_prepare(st, sql, NULL);
+    if (!q) return -1;
+    sq_bind_int64(q, 1, run_id);
+    if (t) sq_bind_text(q, 2, t);
+    else sq_bind_int64(q, 2, v);
+    int rc = sq_step(q);
+    if (count && rc == SQ_ROW) *count = sq_int64(q, 0);
+    sq_done(q);
+    return rc == SQ_DONE || (count && rc == SQ_ROW) ? 0 : -1;
+}
+
+drift_status drift_store_prune_responses(drift_store *st, int64_t run_id, const char *before_iso,
+                                         int64_t keep_newest, int64_t *deleted, drift_error *err) {
+    *deleted = 0;
+    /* the two limits, each a condition on responses r's own columns */
+    static const char *const cond[2] = {"run_id=?1 AND created_at < ?2",
+                                        "run_id=?1 AND id NOT IN (SELECT id FROM responses WHERE run_id=?1 "
+                                        "ORDER BY id DESC LIMIT ?2)"};
+    drift_status rc = store_tx_begin(st, err);
+    if (rc) return rc;
+    char **suites = NULL;
+    size_t n_suites = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        if ((k == 0 && !before_iso) || (k == 1 && keep_newest < 0)) continue;
+        const char *t = k == 0 ? before_iso : NULL;
+        char sql[512];
+        int64_t n = 0;
+        snprintf(sql, sizeof sql,
+                 "SELECT DISTINCT p.suite FROM prompts p WHERE p.id IN (SELECT prompt_rowid FROM responses WHERE %s)",
+                 cond[k]);
+        store_q *q = sq_prepare(st, sql, NULL);
+        if (!q) {
+            rc = store_db_error(st, err, "retention: reading the suites");
+            break;
+        }
+        sq_bind_int64(q, 1, run_id);
+        if (t) sq_bind_text(q, 2, t);
+        else sq_bind_int64(q, 2, keep_newest);
+        int step;
+        while ((step = sq_step(q)) == SQ_ROW) {
+            char **ns = realloc(suites, (n_suites + 1) * sizeof *ns);
+            if (!ns || !(ns[n_suites] = util_strdup(sq_text(q, 0) ? sq_text(q, 0) : ""))) {
+                if (ns) suites = ns;
+                step = SQ_ERROR;
+                break;
+            }
+            suites = ns;
+            n_suites++;
+        }
+        sq_done(q);
+        if (step != SQ_DONE) {
+            rc = store_db_error(st, err, "retention: reading the suites");
+            break;
+        }
+        static const char *const head[4] = {"SELECT count(*) FROM responses WHERE ",
+                                            "DELETE FROM embeddings WHERE response_id IN (SELECT id FROM responses WHERE ",
+                                            "DELETE FROM scores WHERE response_id IN (SELECT id FROM responses WHERE ",
+                                            "DELETE FROM responses WHERE "};
+        for (int w = 0; w < 4 && !rc; w++) {
+            snprintf(sql, sizeof sql, "%s%s%s", head[w], cond[k], w == 1 || w == 2 ? ")" : "");
+            if (prune_exec(st, sql, run_id, t, keep_newest, w == 0 ? &n : NULL))
+                rc = store_db_error(st, err, "retention: deleting old responses");
+        }
+        *deleted += n;
+    }
+    for (size_t i = 0; i < n_suites && !rc; i++) {
+        store_q *q = sq_prepare(st,
+                                SQ_SQL(st,
+                                       "DELETE FROM prompts WHERE suite=?1 AND id NOT IN (SELECT prompt_rowid FROM "
+                                       "responses)",
+                                       "DELETE FROM prompts p WHERE p.suite=?1 AND NOT EXISTS (SELECT 1 FROM responses r "
+                                       "WHERE r.prompt_rowid = p.id)"),
+                                NULL);
+        int step = SQ_ERROR;
+        if (q) {
+            sq_bind_text(q, 1, suites[i]);
+            step = sq_step(q);
+            sq_done(q);
+        }
+        if (step != SQ_DONE) rc = store_db_error(st, err, "retention: deleting unused prompts");
+    }
+    for (size_t i = 0; i < n_suites; i++) free(suites[i]);
+    free(suites);
+    if (rc) {
+        store_tx_rollback(st);
+        *deleted = 0;
+        return rc;
+    }
+    return store_tx_commit(st, err);
+}

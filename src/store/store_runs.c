@@ -28,6 +28,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "store/store_internal.h"
@@ -962,5 +963,54 @@ drift_status drift_store_completion_tokens(drift_store *st, int64_t *tokens, dri
     if (rc == SQ_ROW) *tokens = sq_int64(s, 0);
     sq_done(s);
     if (rc != SQ_ROW) return store_db_error(st, err, "counting tokens");
+    return DRIFT_OK;
+}
+
+drift_status drift_store_response_times(drift_store *st, int64_t run_id, drift_response_time **out, size_t *n,
+                                        drift_error *err) {
+    *out = NULL;
+    *n = 0;
+    store_q *s = sq_prepare(st,
+                            "SELECT prompt_rowid, created_at FROM responses WHERE run_id = ?1 AND replicate = 0 "
+                            "ORDER BY prompt_rowid",
+                            err);
+    if (!s) return store_err_code(err);
+    sq_bind_int64(s, 1, run_id);
+    size_t cap = 0;
+    int rc;
+    while ((rc = sq_step(s)) == SQ_ROW) {
+        if (*n == cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            drift_response_time *nr = realloc(*out, nc * sizeof *nr);
+            if (!nr) {
+                sq_done(s);
+                free(*out);
+                *out = NULL;
+                *n = 0;
+                return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+            }
+            *out = nr;
+            cap = nc;
+        }
+        drift_response_time *r = &(*out)[(*n)++];
+        r->prompt_rowid = sq_int64(s, 0);
+        r->unix_s = -1;
+        const char *t = sq_text(s, 1);
+        struct tm tm;
+        memset(&tm, 0, sizeof tm);
+        if (t && sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                        &tm.tm_sec) == 6) {
+            tm.tm_year -= 1900;
+            tm.tm_mon -= 1;
+            r->unix_s = (int64_t)timegm(&tm);
+        }
+    }
+    sq_done(s);
+    if (rc != SQ_DONE) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return store_db_error(st, err, "reading the answers' times");
+    }
     return DRIFT_OK;
 }

@@ -55,6 +55,7 @@
 #include <strings.h>
 
 #include "suite/prompt.h"
+#include "util/json_util.h"
 #include "util/util.h"
 
 /* ---- building a suite ---- */
@@ -220,21 +221,6 @@ fail:
 
 /* ---- JSON records ---- */
 
-static const char *json_kind(const json_t *v) {
-    if (!v) return "missing";
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "?";
-}
-
 /* Reads string field key. Absent: *out = NULL, error if required. */
 static drift_status get_str(const loader *L, size_t line, json_t *o, const char *key, int required,
                             const char **out, drift_error *err) {
@@ -247,7 +233,7 @@ static drift_status get_str(const loader *L, size_t line, json_t *o, const char 
     }
     if (!json_is_string(v))
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" is not a string (it is %s)", L->file,
-                               line, key, json_kind(v));
+                               line, key, util_json_kind(v));
     *out = json_string_value(v);
     if (required && !**out)
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" is empty", L->file, line, key);
@@ -263,7 +249,7 @@ static drift_status get_answers(const loader *L, size_t line, json_t *o, json_t 
                                line, fmt_names[L->fmt]);
     if (!json_is_array(v))
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"answers\" is not an array (it is %s)",
-                               L->file, line, json_kind(v));
+                               L->file, line, util_json_kind(v));
     if (json_array_size(v) == 0)
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"answers\" is empty", L->file, line);
     size_t i;
@@ -271,7 +257,7 @@ static drift_status get_answers(const loader *L, size_t line, json_t *o, json_t 
     json_array_foreach(v, i, a) {
         if (!json_is_string(a))
             return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"answers\"[%zu] is not a string (it is %s)",
-                                   L->file, line, i, json_kind(a));
+                                   L->file, line, i, util_json_kind(a));
     }
     *out = json_deep_copy(v);
     return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
@@ -351,7 +337,7 @@ static drift_status messages_input(const loader *L, size_t line, const char *fie
                                fmt_names[L->fmt]);
     if (!json_is_array(v))
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" is not an array (it is %s)", L->file, line,
-                               field, json_kind(v));
+                               field, util_json_kind(v));
     if (json_array_size(v) == 0)
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" is empty", L->file, line, field);
     json_t *canon = json_array();
@@ -363,7 +349,7 @@ static drift_status messages_input(const loader *L, size_t line, const char *fie
     json_array_foreach(v, i, m) {
         if (!json_is_object(m)) {
             ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\"[%zu] is not an object (it is %s)", L->file,
-                                 line, field, i, json_kind(m));
+                                 line, field, i, util_json_kind(m));
             break;
         }
         json_t *r = json_object_get(m, "role"), *c = json_object_get(m, "content");
@@ -378,7 +364,7 @@ static drift_status messages_input(const loader *L, size_t line, const char *fie
         }
         if (!json_is_string(c)) {
             ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\"[%zu].content %s%s", L->file, line, field,
-                                 i, c ? "is not a string: it is " : "missing", c ? json_kind(c) : "");
+                                 i, c ? "is not a string: it is " : "missing", c ? util_json_kind(c) : "");
             break;
         }
         if (json_array_append_new(canon, json_pack("{s:s,s:O}", "role", role, "content", c))) {
@@ -422,7 +408,7 @@ static drift_status record_reference(const loader *L, size_t line, json_t *o, js
             *out = json_pack("{s:s}", "answer", num);
         } else {
             return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"%s\" is %s (expected %sa string or a number)",
-                                   L->file, line, keys[k], json_kind(v), k == 0 ? "an object, " : "");
+                                   L->file, line, keys[k], util_json_kind(v), k == 0 ? "an object, " : "");
         }
         return *out ? DRIFT_OK : drift_error_set(err, DRIFT_ERR_NOMEM, "%s:%zu: out of memory", L->file, line);
     }
@@ -473,7 +459,7 @@ static drift_status batch_record(const loader *L, size_t line, json_t *o, char *
     json_t *body = json_object_get(o, "body");
     if (!json_is_object(body))
         return drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"body\" is not an object (it is %s)", L->file,
-                               line, json_kind(body));
+                               line, util_json_kind(body));
     return messages_input(L, line, "body.messages", json_object_get(body, "messages"), input, err);
 }
 
@@ -501,7 +487,7 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         }
         if (!json_is_string(ans) && !json_is_number(ans)) {
             ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"answer\" is not a string or number (it is %s)",
-                                 L->file, line, json_kind(ans));
+                                 L->file, line, util_json_kind(ans));
             goto done;
         }
         TRY(get_str(L, line, o, "full_solution", 0, &b, err));
@@ -610,7 +596,7 @@ static drift_status json_record(loader *L, size_t line, size_t idx, json_t *o, d
         json_t *r = json_object_get(o, "reference");
         if (!json_is_object(r)) {
             ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: field \"reference\" is not an object (it is %s)",
-                                 L->file, line, json_kind(r));
+                                 L->file, line, util_json_kind(r));
             goto done;
         }
         TRY(record_id(L, line, idx, o, "prompt_id", &id, err));
@@ -695,7 +681,7 @@ static drift_status parse_jsonl(loader *L, const char *data, size_t len, drift_e
         drift_status ds = DRIFT_OK;
         if (!json_is_object(o)) {
             ds = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: expected a JSON object, got %s", L->file, line,
-                                 json_kind(o));
+                                 util_json_kind(o));
         } else {
             if (L->fmt == FMT_NONE) {
                 L->fmt = detect_json(o);

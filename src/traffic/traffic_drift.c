@@ -288,7 +288,7 @@ void drift_traffic_pair_set_sdr(drift_traffic_pair *p, double sdr, double thresh
 
 /* Whether class c applies to a request (for an error pair, whose answers
  * are unknown). */
-static int applies_to_request(int c, const json_t *req, int guard_on, int semantic_on) {
+int trf_class_applies(int c, const json_t *req, int guard_on, int semantic_on) {
     switch (c) {
     case DRIFT_TC_EXACT: return 1;
     case DRIFT_TC_JSON: return trf_response_format(req, NULL) > 0;
@@ -320,7 +320,7 @@ void drift_traffic_summarize(const drift_traffic_pair *pairs, const int *error, 
         if (error && error[i]) {
             json_t *req = json_loads(request_json && request_json[i] ? request_json[i] : "", 0, NULL);
             for (int c = 0; c < DRIFT_TC_COUNT; c++)
-                if (applies_to_request(c, req, guard_on, semantic_on)) err_left[c]++;
+                if (trf_class_applies(c, req, guard_on, semantic_on)) err_left[c]++;
             json_decref(req);
             continue;
         }
@@ -380,6 +380,16 @@ void drift_traffic_summarize(const drift_traffic_pair *pairs, const int *error, 
         if (r->decision == DRIFT_DECISION_NO_EVIDENCE) r->reason = DRIFT_REASON_ERRORS;
         out->decision = drift_decision_worst(out->decision, r->decision);
     }
+}
+
+/* The text a guard or an embedder reads of a message: its content, or the
+ * whole message when it has none (tool calls only). malloc'd. */
+char *trf_readable(const char *msg) {
+    json_t *m = json_loads(msg ? msg : "", 0, NULL);
+    const char *c = json_string_value(json_object_get(m, "content"));
+    char *r = util_strdup(c && *c ? c : (msg ? msg : ""));
+    json_decref(m);
+    return r;
 }
 
 int trf_class_directional(int c) { return c >= 0 && c < DRIFT_TC_COUNT && DIRECTIONAL[c]; }

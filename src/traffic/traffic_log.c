@@ -12,41 +12,29 @@
 
 #include "driftbench/traffic.h"
 #include "traffic/traffic_internal.h"
+#include "util/json_util.h"
 #include "util/util.h"
 
 enum { FMT_NONE = -1, FMT_CHAT = 0, FMT_BATCH = 1, FMT_PAIR = 2 };
 static const char *const FORMAT_NAMES[] = {"chat-jsonl", "openai-batch", "request-response"};
 
-static const char *jtype(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
 static drift_status check_messages(const json_t *o, drift_error *err) {
     const json_t *m = json_object_get(o, "messages");
     if (!m) return drift_error_set(err, DRIFT_ERR_PARSE, "messages: missing (a chat/completions request has messages)");
-    if (!json_is_array(m)) return drift_error_set(err, DRIFT_ERR_PARSE, "messages: must be an array, not %s", jtype(m));
+    if (!json_is_array(m)) return drift_error_set(err, DRIFT_ERR_PARSE, "messages: must be an array, not %s", util_json_kind(m));
     if (json_array_size(m) == 0) return drift_error_set(err, DRIFT_ERR_PARSE, "messages: is empty");
     size_t i;
     const json_t *x;
     json_array_foreach(m, i, x) {
         if (!json_is_object(x))
-            return drift_error_set(err, DRIFT_ERR_PARSE, "messages[%zu]: must be an object, not %s", i, jtype(x));
+            return drift_error_set(err, DRIFT_ERR_PARSE, "messages[%zu]: must be an object, not %s", i, util_json_kind(x));
         const json_t *role = json_object_get(x, "role");
         if (!json_is_string(role))
             return drift_error_set(err, DRIFT_ERR_PARSE, "messages[%zu].role: must be a string", i);
         const json_t *c = json_object_get(x, "content");
         if (c && !json_is_string(c) && !json_is_array(c) && !json_is_null(c))
             return drift_error_set(err, DRIFT_ERR_PARSE, "messages[%zu].content: must be a string, an array or null, not %s",
-                                   i, jtype(c));
+                                   i, util_json_kind(c));
         if (!c && !json_object_get(x, "tool_calls"))
             return drift_error_set(err, DRIFT_ERR_PARSE, "messages[%zu].content: missing", i);
     }
@@ -56,12 +44,12 @@ static drift_status check_messages(const json_t *o, drift_error *err) {
 static drift_status check_tools(const json_t *o, drift_error *err) {
     const json_t *t = json_object_get(o, "tools");
     if (!t || json_is_null(t)) return DRIFT_OK;
-    if (!json_is_array(t)) return drift_error_set(err, DRIFT_ERR_PARSE, "tools: must be an array, not %s", jtype(t));
+    if (!json_is_array(t)) return drift_error_set(err, DRIFT_ERR_PARSE, "tools: must be an array, not %s", util_json_kind(t));
     size_t i;
     const json_t *x;
     json_array_foreach(t, i, x) {
         if (!json_is_object(x))
-            return drift_error_set(err, DRIFT_ERR_PARSE, "tools[%zu]: must be an object, not %s", i, jtype(x));
+            return drift_error_set(err, DRIFT_ERR_PARSE, "tools[%zu]: must be an object, not %s", i, util_json_kind(x));
         const json_t *ty = json_object_get(x, "type");
         if (!json_is_string(ty) || strcmp(json_string_value(ty), "function"))
             return drift_error_set(err, DRIFT_ERR_PARSE, "tools[%zu].type: must be \"function\"", i);
@@ -76,7 +64,7 @@ static drift_status check_response_format(const json_t *o, drift_error *err) {
     const json_t *rf = json_object_get(o, "response_format");
     if (!rf || json_is_null(rf)) return DRIFT_OK;
     if (!json_is_object(rf))
-        return drift_error_set(err, DRIFT_ERR_PARSE, "response_format: must be an object, not %s", jtype(rf));
+        return drift_error_set(err, DRIFT_ERR_PARSE, "response_format: must be an object, not %s", util_json_kind(rf));
     const char *ty = json_string_value(json_object_get(rf, "type"));
     if (!ty) return drift_error_set(err, DRIFT_ERR_PARSE, "response_format.type: must be a string");
     if (!strcmp(ty, "text") || !strcmp(ty, "json_object")) return DRIFT_OK;
@@ -91,15 +79,30 @@ static drift_status check_response_format(const json_t *o, drift_error *err) {
     return DRIFT_OK;
 }
 
+/* A completions request's prompt: a string, or an array of one string
+ * (several prompts ask several answers: not one pair). */
+static drift_status check_prompt(const json_t *o, drift_error *err) {
+    const json_t *p = json_object_get(o, "prompt");
+    if (json_is_string(p)) return DRIFT_OK;
+    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0))) return DRIFT_OK;
+    if (json_is_array(p) && json_array_size(p) != 1)
+        return drift_error_set(err, DRIFT_ERR_PARSE, "prompt: an array of %zu prompts (one request, one prompt)",
+                               json_array_size(p));
+    return drift_error_set(err, DRIFT_ERR_PARSE, "prompt: must be a string (token ids are not replayed), not %s",
+                           util_json_kind(json_is_array(p) ? json_array_get(p, 0) : p));
+}
+
+int trf_is_completions(const json_t *o) { return json_object_get(o, "prompt") && !json_object_get(o, "messages"); }
+
 drift_status trf_request_check_json(const json_t *o, drift_error *err) {
-    if (!json_is_object(o)) return drift_error_set(err, DRIFT_ERR_PARSE, "request: must be an object, not %s", jtype(o));
-    drift_status st = check_messages(o, err);
+    if (!json_is_object(o)) return drift_error_set(err, DRIFT_ERR_PARSE, "request: must be an object, not %s", util_json_kind(o));
+    drift_status st = trf_is_completions(o) ? check_prompt(o, err) : check_messages(o, err);
     if (!st) st = check_tools(o, err);
     if (!st) st = check_response_format(o, err);
     if (!st) {
         const json_t *model = json_object_get(o, "model");
         if (model && !json_is_string(model) && !json_is_null(model))
-            st = drift_error_set(err, DRIFT_ERR_PARSE, "model: must be a string, not %s", jtype(model));
+            st = drift_error_set(err, DRIFT_ERR_PARSE, "model: must be a string, not %s", util_json_kind(model));
     }
     return st;
 }
@@ -117,7 +120,7 @@ drift_status drift_traffic_request_check(const char *request_json, drift_error *
 static drift_status take_response(const json_t *r, json_t **out, drift_error *err) {
     *out = NULL;
     if (!r || json_is_null(r)) return DRIFT_OK;
-    if (!json_is_object(r)) return drift_error_set(err, DRIFT_ERR_PARSE, "response: must be an object, not %s", jtype(r));
+    if (!json_is_object(r)) return drift_error_set(err, DRIFT_ERR_PARSE, "response: must be an object, not %s", util_json_kind(r));
     const json_t *body = json_object_get(r, "body");
     if (json_object_get(r, "status_code") && json_is_object(body)) {
         json_int_t sc = json_integer_value(json_object_get(r, "status_code"));
@@ -129,8 +132,9 @@ static drift_status take_response(const json_t *r, json_t **out, drift_error *er
     if (!json_is_array(ch) || json_array_size(ch) == 0)
         return drift_error_set(err, DRIFT_ERR_PARSE, "response.choices: must be a non-empty array");
     const json_t *c0 = json_array_get(ch, 0);
-    if (!json_is_object(c0) || !json_is_object(json_object_get(c0, "message")))
-        return drift_error_set(err, DRIFT_ERR_PARSE, "response.choices[0].message: must be an object");
+    if (!json_is_object(c0) || (!json_is_object(json_object_get(c0, "message")) && !json_is_string(json_object_get(c0, "text"))))
+        return drift_error_set(err, DRIFT_ERR_PARSE,
+                               "response.choices[0]: needs a message object (chat) or a text string (completions)");
     *out = (json_t *)r;
     return DRIFT_OK;
 }
@@ -149,10 +153,17 @@ static drift_status take_line(int fmt, const json_t *o, size_t line, drift_traff
             return drift_error_set(err, DRIFT_ERR_PARSE, "method: must be \"POST\"");
         const char *url = json_string_value(json_object_get(o, "url"));
         if (!url) return drift_error_set(err, DRIFT_ERR_PARSE, "url: must be a string");
-        if (strcmp(url, "/v1/chat/completions") && strcmp(url, "/chat/completions"))
-            return drift_error_set(err, DRIFT_ERR_PARSE, "url: '%.80s' is not replayed (only /v1/chat/completions)", url);
+        int compl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
+        if (!compl && strcmp(url, "/v1/chat/completions") && strcmp(url, "/chat/completions"))
+            return drift_error_set(err, DRIFT_ERR_PARSE,
+                                   "url: '%.80s' is not replayed (only /v1/chat/completions and /v1/completions)", url);
         req = json_object_get(o, "body");
         if (!req) return drift_error_set(err, DRIFT_ERR_PARSE, "body: missing");
+        if (json_is_object(req) && compl != trf_is_completions(req))
+            return drift_error_set(err, DRIFT_ERR_PARSE, "body: %s for url %s",
+                                   compl ? "a completions url needs a body with a prompt and no messages"
+                                         : "a chat url needs a body with messages",
+                                   url);
         resp = json_object_get(o, "response");
     } else if (fmt == FMT_PAIR) {
         req = json_object_get(o, "request");
@@ -243,7 +254,7 @@ drift_status drift_traffic_log_parse(const char *name, const char *data, size_t 
         }
         if (!json_is_object(o)) {
             st = drift_error_set(err, DRIFT_ERR_PARSE, "%s:%zu: a line must be a JSON object, not %s", name, line,
-                                 jtype(o));
+                                 util_json_kind(o));
             json_decref(o);
             break;
         }
@@ -270,6 +281,18 @@ drift_status drift_traffic_log_parse(const char *name, const char *data, size_t 
         memset(rec, 0, sizeof *rec);
         log->n++;
         st = take_line(fmt, o, line, rec, err);
+        if (!st) {
+            const json_t *body = fmt == FMT_BATCH ? json_object_get(o, "body")
+                                 : fmt == FMT_PAIR ? json_object_get(o, "request")
+                                                   : o;
+            int compl = trf_is_completions(body);
+            if (log->n == 1) log->completions = compl;
+            else if (compl != log->completions)
+                st = drift_error_set(err, DRIFT_ERR_PARSE,
+                                     "a %s request in a log of %s requests (one endpoint per log)",
+                                     compl ? "completions" : "chat/completions",
+                                     log->completions ? "completions" : "chat/completions");
+        }
         json_decref(o);
         if (st) {
             drift_error_prefix(err, "%s:%zu: ", name, line);

@@ -5,8 +5,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "driftbench/text.h"
+#include "driftbench/traffic_stream.h"
 #include "traffic/traffic_internal.h"
 #include "util/util.h"
 
@@ -17,6 +19,69 @@ static const char *safe(drift_buf *tmp, const char *s) {
     if (tmp->data) tmp->data[0] = '\0';
     drift_sanitize_append(tmp, s ? s : "", s ? strlen(s) : 0, DRIFT_SAN_LINE);
     return tmp->data ? tmp->data : "";
+}
+
+/* Whether a class has an alarm worth showing: gated and some pair it applies to. */
+static int alarm_shown(const drift_replay_report *r, int c) { return r->alarm_on[c] && r->sum.cls[c].present; }
+
+static void alarms_text(drift_buf *b, drift_buf *tmp, const drift_replay_report *r) {
+    int any = 0;
+    for (int c = 0; c < DRIFT_TC_COUNT; c++) any |= alarm_shown(r, c);
+    if (!any) return;
+    buf_printf(b, "\nstream alarms (pairs in %s order; anytime-valid %.0f%% confidence sequence, alpha %g per class):\n",
+               r->window_s ? "time" : "log", 100 * (1 - r->alpha), r->alpha);
+    for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+        if (!alarm_shown(r, c)) continue;
+        const drift_alarm *a = &r->alarm[c];
+        double lo, hi;
+        drift_alarm_bounds(a, &lo, &hi);
+        buf_printf(b, "  %-10s ", drift_traffic_class_name(c));
+        size_t k = r->alarm_raised_pair[c];
+        if (a->state == DRIFT_ALARM_FIRING && k >= 1 && k <= r->n_pairs)
+            buf_printf(b, "ALARM raised at %s (line %zu), the class's pair %lld; now %lld flips in %lld pairs, "
+                          "[%.2f%%, %.2f%%] > budget %.2f%%\n",
+                       safe(tmp, r->pairs[k - 1].id), r->pairs[k - 1].line, (long long)a->raised_at,
+                       (long long)a->flips, (long long)a->n, 100 * lo, 100 * hi, 100 * a->budget);
+        else if (a->state == DRIFT_ALARM_CLEAR)
+            buf_printf(b, "clear: upper bound %.2f%% < budget %.2f%% (%lld pairs, %lld flips)\n", 100 * hi,
+                       100 * a->budget, (long long)a->n, (long long)a->flips);
+        else
+            buf_printf(b, "not raised: the evidence is not enough yet, lower bound %.2f%% vs budget %.2f%% "
+                          "(upper %.2f%%; %lld pairs, %lld flips)\n",
+                       100 * lo, 100 * a->budget, 100 * hi, (long long)a->n, (long long)a->flips);
+    }
+}
+
+static void iso_utc(int64_t unix_ms, char out[32]) {
+    time_t t = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm)) snprintf(out, 32, "?");
+}
+
+/* Drift over time: a line per window, the classes with some pair. */
+static void windows_text(drift_buf *b, const drift_replay_report *r) {
+    if (!r->window_s) return;
+    buf_printf(b, "\ndrift over time (windows of %lld s by the answers' stored times, UTC; the alarms fed in time "
+                  "order; bounds after the window's last pair):\n",
+               (long long)r->window_s);
+    for (size_t i = 0; i < r->n_windows; i++) {
+        const drift_traffic_window *w = &r->windows[i];
+        char when[32];
+        iso_utc(w->start_ms, when);
+        buf_printf(b, "  %s  pairs %lld", when, (long long)w->pairs);
+        const char *sep = "  flips ";
+        for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+            if (!r->sum.cls[c].present) continue;
+            buf_printf(b, "%s%s %lld", sep, drift_traffic_class_name(c), (long long)w->flips[c]);
+            sep = ", ";
+        }
+        for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+            if (!r->sum.cls[c].present || w->state[c] < 0) continue;
+            buf_printf(b, "  %s [%.1f%%, %.1f%%]%s", drift_traffic_class_name(c), 100 * w->lo[c], 100 * w->hi[c],
+                       w->state[c] == DRIFT_ALARM_FIRING ? " ALARM" : "");
+        }
+        buf_puts(b, "\n");
+    }
 }
 
 char *drift_replay_render_text(const drift_replay_report *r) {
@@ -36,6 +101,10 @@ char *drift_replay_render_text(const drift_replay_report *r) {
             any = 1;
         }
     buf_printf(&b, "%s\n", any ? "" : " none");
+    if (r->privacy) buf_printf(&b, "  store: %s\n", r->privacy);
+    if (r->not_judged)
+        buf_printf(&b, "  not judged again: %zu pairs stored as hashes by an earlier call (their texts are gone)\n",
+                   r->not_judged);
     buf_printf(&b, "  answered pairs: %zu; request errors (never answers, left out of every flip): baseline %zu, "
                    "target %zu\n",
                s->answered, s->errors_baseline, s->errors_target);
@@ -70,6 +139,8 @@ char *drift_replay_render_text(const drift_replay_report *r) {
             buf_printf(&b, " (~%ld more pairs would decide)", x->more_pairs);
         buf_puts(&b, "\n");
     }
+    alarms_text(&b, &t1, r);
+    windows_text(&b, r);
     const drift_traffic_taxonomy *tx = &s->taxonomy;
     buf_printf(&b, "\ntaxonomy (pairs, highest risk first): safety %ld (safe->unsafe %ld, unsafe->safe %ld), "
                    "functional %ld (%ld worse), semantic %ld, text only %ld\n",
@@ -125,6 +196,9 @@ char *drift_replay_render_json(const drift_replay_report *r) {
     json_object_set_new(o, "embedder", r->embedder ? json_string(r->embedder) : json_null());
     json_object_set_new(o, "sdr_threshold", json_real(s->sdr_threshold));
     json_object_set_new(o, "decide", json_string(s->rule == DRIFT_DECIDE_POINT ? "point" : "interval"));
+    json_object_set_new(o, "alpha", json_real(r->alpha));
+    json_object_set_new(o, "store", r->privacy ? json_string(r->privacy) : json_null());
+    json_object_set_new(o, "not_judged", json_integer((json_int_t)r->not_judged));
     json_t *cls = json_object();
     for (int c = 0; c < DRIFT_TC_COUNT; c++) {
         const drift_traffic_class_result *x = &s->cls[c];
@@ -161,9 +235,50 @@ char *drift_replay_render_json(const drift_replay_report *r) {
             json_array_append_new(fl, f);
         }
         json_object_set_new(e, "flipped", fl);
+        if (r->alarm_on[c]) {
+            const drift_alarm *a = &r->alarm[c];
+            double lo, hi;
+            drift_alarm_bounds(a, &lo, &hi);
+            size_t k = r->alarm_raised_pair[c];
+            int raised = a->state == DRIFT_ALARM_FIRING && k >= 1 && k <= r->n_pairs;
+            json_t *al = json_pack("{s:s,s:I,s:I,s:f,s:f,s:f}", "state", drift_alarm_state_name(a->state), "n",
+                                   (json_int_t)a->n, "flips", (json_int_t)a->flips, "lower", lo, "upper", hi,
+                                   "budget", a->budget);
+            json_object_set_new(al, "raised_at_pair", raised ? json_integer((json_int_t)k) : json_null());
+            json_object_set_new(al, "raised_at_id", raised ? json_string(r->pairs[k - 1].id) : json_null());
+            json_object_set_new(al, "raised_after", raised ? json_integer((json_int_t)a->raised_at) : json_null());
+            json_object_set_new(e, "alarm", al);
+        } else {
+            json_object_set_new(e, "alarm", json_null());
+        }
         json_object_set_new(cls, drift_traffic_class_name(c), e);
     }
     json_object_set_new(o, "classes", cls);
+    if (r->window_s) {
+        json_t *wl = json_array();
+        for (size_t i = 0; i < r->n_windows; i++) {
+            const drift_traffic_window *w = &r->windows[i];
+            char when[32];
+            iso_utc(w->start_ms, when);
+            json_t *fl = json_object(), *lo = json_object(), *al = json_object();
+            for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+                if (!s->cls[c].present) continue;
+                const char *nm = drift_traffic_class_name(c);
+                json_object_set_new(fl, nm, json_integer((json_int_t)w->flips[c]));
+                json_object_set_new(lo, nm, json_integer((json_int_t)w->left_out[c]));
+                if (w->state[c] >= 0)
+                    json_object_set_new(al, nm, json_pack("{s:f,s:f,s:s}", "lower", w->lo[c], "upper", w->hi[c], "state",
+                                                          drift_alarm_state_name((drift_alarm_state)w->state[c])));
+            }
+            json_array_append_new(wl, json_pack("{s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "start", when, "start_unix_ms",
+                                                (json_int_t)w->start_ms, "pairs", (json_int_t)w->pairs, "compared",
+                                                (json_int_t)w->compared, "flips", fl, "left_out", lo, "alarm", al));
+        }
+        json_object_set_new(o, "windows", json_pack("{s:I,s:s,s:o}", "size_s", (json_int_t)r->window_s, "order",
+                                                    "time", "list", wl));
+    } else {
+        json_object_set_new(o, "windows", json_null());
+    }
     const drift_traffic_taxonomy *tx = &s->taxonomy;
     json_object_set_new(o, "taxonomy",
                         json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "safety", (json_int_t)tx->safety, "safe_to_unsafe",

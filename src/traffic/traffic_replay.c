@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "driftbench/eval.h"
+#include "driftbench/traffic_privacy.h"
+#include "driftbench/traffic_stream.h"
 #include "suite/prompt.h"
 #include "traffic/traffic_internal.h"
 #include "util/util.h"
@@ -32,6 +34,7 @@ void drift_replay_opts_default(drift_replay_opts *o) {
     drift_target_opts_default(&o->target_opts);
     o->seed = 42;
     drift_traffic_opts_default(&o->stats);
+    o->alpha = 0.05;
 }
 
 void drift_replay_report_free(drift_replay_report *r) {
@@ -45,6 +48,8 @@ void drift_replay_report_free(drift_replay_report *r) {
     free(r->target_target);
     free(r->guard);
     free(r->embedder);
+    free(r->privacy);
+    free(r->windows);
     free(r);
 }
 
@@ -111,6 +116,8 @@ typedef struct side {
     int64_t run_id;
     long overrides[8];
     size_t asked;
+    char **mem;                /* with privacy: the messages answered now, in log order, as received
+                                * (the store has the redacted or hashed form) */
 } side;
 
 static drift_status begin_side(drift_store *st, const drift_replay_opts *o, const drift_traffic_log *log,
@@ -120,6 +127,11 @@ static drift_status begin_side(drift_store *st, const drift_replay_opts *o, cons
     drift_status rc = DRIFT_OK;
     if (sd->spec) {
         if ((rc = drift_target_open(sd->spec, &o->target_opts, &sd->t, err))) return rc;
+        if (log->completions && drift_target_api(sd->t) == DRIFT_API_CHAT)
+            return drift_error_set(err, DRIFT_ERR_INVALID,
+                                   "%s: the log holds /v1/completions requests but the target's spec says api=chat "
+                                   "(give api=completions)",
+                                   label ? label : base);
         po.model = model = target_model(sd->t);
         config = util_strdup(drift_target_config_json(sd->t) ? drift_target_config_json(sd->t) : "{}");
         target = util_strdup(sd->spec);
@@ -168,6 +180,7 @@ typedef struct sink {
     const drift_replay_opts *o;
     const char *stage;
     double last_flush_ms;
+    char **mem;                /* see side.mem; NULL: full texts */
 } sink;
 
 static int sink_flush(sink *s) {
@@ -197,6 +210,21 @@ static int sink_take(sink *s, size_t ix, drift_answer *res) {
             a->cause = DRIFT_FAIL_REPLY;
             free(a->text);
             a->text = NULL;
+        } else if (s->mem && !drift_traffic_privacy_is_full(s->o->privacy)) {
+            /* judged in memory; the store gets what privacy allows */
+            char *stored = NULL;
+            drift_error perr2 = {0};
+            free(a->text);
+            a->text = NULL;
+            if (drift_traffic_privacy_apply(s->o->privacy, msg, &stored, NULL, &perr2)) {
+                free(msg);
+                s->failed = DRIFT_ERR_NOMEM;
+                s->err = perr2;
+                return -1;
+            }
+            free(s->mem[ix]);
+            s->mem[ix] = msg;
+            a->text = stored;
         } else {
             free(a->text);
             a->text = msg;
@@ -231,7 +259,7 @@ static drift_status ask_side(drift_store *st, const drift_replay_opts *o, const 
         goto out;
     }
     *s = (sink){.st = st, .run_id = sd->run_id, .rowids = rowids, .total = np, .o = o, .stage = stage,
-                .last_flush_ms = util_now_ms()};
+                .last_flush_ms = util_now_ms(), .mem = sd->mem};
     drift_traffic_prep_opts po = {o->seed, model};
     for (size_t k = 0; k < np && !rc; k++) {
         long ix = find_ix(map, log->n, pp[k]);
@@ -296,16 +324,6 @@ static drift_status side_rows(drift_store *st, int64_t run_id, const row_ix *map
     return DRIFT_OK;
 }
 
-/* The text a guard or an embedder reads of a message: its content, or the
- * whole message when it has none (tool calls only). malloc'd. */
-static char *readable(const char *msg) {
-    json_t *m = json_loads(msg ? msg : "", 0, NULL);
-    const char *c = json_string_value(json_object_get(m, "content"));
-    char *r = util_strdup(c && *c ? c : (msg ? msg : ""));
-    json_decref(m);
-    return r;
-}
-
 static drift_status judge_guard(const drift_replay_opts *o, drift_replay_report *rep, const drift_traffic_log *log,
                                 char **ma, char **mb, const int *perr, drift_error *err) {
     drift_guard *g = NULL;
@@ -328,7 +346,7 @@ static drift_status judge_guard(const drift_replay_opts *o, drift_replay_report 
         json_t *req = json_loads(log->recs[i].request_json, 0, NULL);
         char *u = trf_last_user_text(req);
         json_decref(req);
-        char *a = readable(ma[i]), *b = readable(mb[i]);
+        char *a = trf_readable(ma[i]), *b = trf_readable(mb[i]);
         own[n_own++] = u;
         own[n_own++] = a;
         own[n_own++] = b;
@@ -376,8 +394,8 @@ static drift_status judge_sdr(const drift_replay_opts *o, drift_replay_report *r
     for (size_t i = 0; i < n; i++) {
         if (perr[i]) continue;
         ix[m / 2] = i;
-        texts[m++] = readable(ma[i]);
-        texts[m++] = readable(mb[i]);
+        texts[m++] = trf_readable(ma[i]);
+        texts[m++] = trf_readable(mb[i]);
     }
     if (o->progress) o->progress(o->progress_user, "embed", 0, m);
     if (m) rc = drift_embedder_embed(e, (const char *const *)texts, m, &vecs, &dim, err);
@@ -399,17 +417,124 @@ out:
     return rc;
 }
 
+/* Each pair's time in unix ms: the later of its two answers' stored times
+ * (0 when neither side has a row). */
+static drift_status pair_times(drift_store *st, const row_ix *map, size_t n, int64_t run_a, int64_t run_b,
+                               int64_t *t, drift_error *err) {
+    for (size_t i = 0; i < n; i++) t[i] = 0;
+    int64_t runs[2] = {run_a, run_b};
+    for (int k = 0; k < 2; k++) {
+        drift_response_time *rt = NULL;
+        size_t m = 0;
+        drift_status rc = drift_store_response_times(st, runs[k], &rt, &m, err);
+        if (rc) return rc;
+        for (size_t j = 0; j < m; j++) {
+            long ix = find_ix(map, n, rt[j].prompt_rowid);
+            if (ix >= 0 && rt[j].unix_s > 0 && rt[j].unix_s * 1000 > t[ix]) t[ix] = rt[j].unix_s * 1000;
+        }
+        free(rt);
+    }
+    return DRIFT_OK;
+}
+
+/* The automatic window: the smallest of a few round sizes that cuts the
+ * span into at most 20 windows. */
+static int64_t auto_window(const int64_t *t, size_t n) {
+    static const int64_t sizes[] = {1,    2,    5,    10,    15,    30,    60,    120,   300,   600,
+                                    900,  1800, 3600, 7200,  10800, 21600, 43200, 86400, 604800};
+    int64_t lo = INT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] > 0) {
+            if (t[i] < lo) lo = t[i];
+            if (t[i] > hi) hi = t[i];
+        }
+    int64_t span = hi > lo ? (hi - lo) / 1000 : 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        if (span / sizes[k] < 20) return sizes[k];
+    return 2592000;
+}
+
+/* qsort_r order of pair indices by time, then log order. */
+static int cmp_time(const void *a, const void *b, void *user) {
+    const int64_t *cmp_t = user;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (cmp_t[x] != cmp_t[y]) return cmp_t[x] < cmp_t[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* The stream judge over the judged pairs, in log order (or, with windows,
+ * in time order): each gated class's alarm, and the pair at which it was
+ * raised. */
+static drift_status replay_alarms(drift_store *st, const row_ix *map, const side *sb, const side *stg,
+                                  const drift_replay_opts *o, drift_replay_report *rep, const char **reqs,
+                                  drift_error *err) {
+    drift_traffic_stream *s = NULL;
+    double alpha = o->alpha > 0 ? o->alpha : 0.05;
+    size_t n = rep->n_pairs;
+    int64_t *t = calloc(n + 1, sizeof *t);
+    size_t *order = calloc(n + 1, sizeof *order);
+    if (!t || !order) {
+        free(t);
+        free(order);
+        return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    drift_status rc = drift_traffic_stream_new(&o->stats, alpha, NULL, NULL, &s, err);
+    if (!rc && o->window_s) {
+        drift_store_read_begin(st);
+        rc = pair_times(st, map, n, sb->run_id, stg->run_id, t, err);
+        drift_store_read_end(st);
+        if (!rc) {
+            int64_t last = 1;
+            for (size_t i = 0; i < n; i++) last = t[i] > last ? t[i] : last;
+            for (size_t i = 0; i < n; i++)
+                if (t[i] <= 0) t[i] = last; /* never answered: counted with the last */
+            rep->window_s = o->window_s > 0 ? o->window_s : auto_window(t, n);
+            rc = drift_traffic_stream_set_window(s, rep->window_s * 1000, err);
+            qsort_r(order, n, sizeof *order, cmp_time, t);
+        }
+    }
+    if (!rc) rep->alpha = alpha;
+    for (size_t k = 0; k < n && !rc; k++) {
+        size_t i = order[k];
+        const drift_replay_pair *p = &rep->pairs[i];
+        int e = p->error_baseline || p->error_target;
+        rc = drift_traffic_stream_add_judged(s, reqs[i], e ? NULL : &p->p, p->error_baseline, p->error_target,
+                                             !p->not_judged, o->window_s ? t[i] : 1, err);
+    }
+    for (int c = 0; c < DRIFT_TC_COUNT && !rc; c++) {
+        const drift_alarm *a = drift_traffic_stream_alarm(s, c);
+        rep->alarm_on[c] = a != NULL;
+        if (a) rep->alarm[c] = *a;
+        int64_t k = drift_traffic_stream_class_get(s, c)->raised_pair;
+        rep->alarm_raised_pair[c] = k > 0 && (size_t)k <= n ? order[k - 1] + 1 : 0;
+    }
+    if (!rc && rep->window_s) {
+        size_t nw = 0;
+        const drift_traffic_window *w = drift_traffic_stream_windows(s, &nw, NULL);
+        rep->windows = nw ? malloc(nw * sizeof *w) : NULL;
+        if (nw && !rep->windows) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+        else if (nw) memcpy(rep->windows, w, nw * sizeof *w);
+        rep->n_windows = rep->windows ? nw : 0;
+    }
+    drift_traffic_stream_free(s);
+    free(t);
+    free(order);
+    return rc;
+}
+
 static drift_status judge(drift_store *st, const drift_replay_opts *o, const drift_traffic_log *log,
                           const row_ix *map, const side *sb, const side *stg, drift_replay_report *rep,
                           drift_error *err) {
     size_t n = log->n;
     int64_t *ra = calloc(n, sizeof *ra), *rb = calloc(n, sizeof *rb);
     int *ea = calloc(n, sizeof *ea), *eb = calloc(n, sizeof *eb), *perr = calloc(n, sizeof *perr);
+    int *perr_judge = calloc(n, sizeof *perr_judge); /* an error, or not judged: no guard, no SDR */
     char **ma = calloc(n, sizeof *ma), **mb = calloc(n, sizeof *mb);
     const char **reqs = calloc(n, sizeof *reqs);
     drift_traffic_pair *pairs = calloc(n, sizeof *pairs);
     drift_status rc = DRIFT_OK;
-    if (!ra || !rb || !ea || !eb || !perr || !ma || !mb || !reqs || !pairs) {
+    if (!ra || !rb || !ea || !eb || !perr || !perr_judge || !ma || !mb || !reqs || !pairs) {
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -417,12 +542,16 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
     rc = side_rows(st, sb->run_id, map, n, ra, ea, err);
     if (!rc) rc = side_rows(st, stg->run_id, map, n, rb, eb, err);
     for (size_t i = 0; i < n && !rc; i++) {
-        perr[i] = ea[i] || eb[i];
+        perr[i] = perr_judge[i] = ea[i] || eb[i];
         reqs[i] = log->recs[i].request_json;
         if (perr[i]) continue;
         int lp = 0;
-        rc = drift_store_answer_text(st, ra[i], &ma[i], &lp, err);
-        if (!rc) rc = drift_store_answer_text(st, rb[i], &mb[i], &lp, err);
+        if (sb->mem && sb->mem[i]) ma[i] = util_strdup(sb->mem[i]);
+        else rc = drift_store_answer_text(st, ra[i], &ma[i], &lp, err);
+        if (rc) break;
+        if (stg->mem && stg->mem[i]) mb[i] = util_strdup(stg->mem[i]);
+        else rc = drift_store_answer_text(st, rb[i], &mb[i], &lp, err);
+        if (!rc && (!ma[i] || !mb[i])) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     }
     drift_store_read_end(st);
     if (rc) goto out;
@@ -434,13 +563,23 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
         p->p.first_diff_char = p->p.first_diff_word = -1;
         p->p.sdr = NAN;
         if (perr[i]) continue;
+        if (drift_traffic_privacy_is_hash(ma[i]) || drift_traffic_privacy_is_hash(mb[i])) {
+            /* stored as a hash by an earlier call: the text is gone, the pair is not judged again */
+            p->not_judged = 1;
+            rep->not_judged++;
+            free(ma[i]);
+            free(mb[i]);
+            ma[i] = mb[i] = NULL;
+            perr_judge[i] = 1;
+            continue;
+        }
         if ((rc = drift_traffic_pair_judge(reqs[i], ma[i], mb[i], &p->p, err))) {
             drift_error_prefix(err, "%s:%zu: ", log->name, log->recs[i].line);
             goto out;
         }
     }
-    if (o->guard_spec && (rc = judge_guard(o, rep, log, ma, mb, perr, err))) goto out;
-    if (o->embedder_spec && (rc = judge_sdr(o, rep, n, ma, mb, perr, err))) goto out;
+    if (o->guard_spec && (rc = judge_guard(o, rep, log, ma, mb, perr_judge, err))) goto out;
+    if (o->embedder_spec && (rc = judge_sdr(o, rep, n, ma, mb, perr_judge, err))) goto out;
     for (size_t i = 0; i < n; i++) {
         pairs[i] = rep->pairs[i].p;
         rep->sum.errors_baseline += ea[i] != 0;
@@ -456,6 +595,7 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
     rep->sum.errors_baseline = eb_;
     rep->sum.errors_target = et_;
     rep->sum.errors_both = e2_;
+    rc = replay_alarms(st, map, sb, stg, o, rep, reqs, err);
 out:
     for (size_t i = 0; i < n; i++) {
         if (ma) free(ma[i]);
@@ -466,6 +606,7 @@ out:
     free(ea);
     free(eb);
     free(perr);
+    free(perr_judge);
     free(ma);
     free(mb);
     free(reqs);
@@ -499,7 +640,13 @@ drift_status drift_replay_run(drift_store *st, const drift_replay_opts *o, drift
     row_ix *map = calloc(log->n, sizeof *map);
     char *suite_name = file_name(log->name);
     side sb = {.spec = o->baseline_spec}, stg = {.spec = o->target_spec};
-    if (!rep || !prompts || !rowids || !map || !suite_name ||
+    char **inputs = calloc(log->n, sizeof *inputs);
+    if (!drift_traffic_privacy_is_full(o->privacy)) {
+        sb.mem = calloc(log->n, sizeof *sb.mem);
+        stg.mem = calloc(log->n, sizeof *stg.mem);
+    }
+    if (!rep || !prompts || !rowids || !map || !suite_name || !inputs ||
+        (!drift_traffic_privacy_is_full(o->privacy) && (!sb.mem || !stg.mem)) ||
         !(rep->pairs = calloc(log->n, sizeof *rep->pairs))) {
         rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
         goto out;
@@ -511,6 +658,11 @@ drift_status drift_replay_run(drift_store *st, const drift_replay_opts *o, drift
         prompts[i].prompt_id = log->recs[i].id;
         prompts[i].workload = DRIFT_WL_CHAT;
         prompts[i].input = log->recs[i].request_json;
+        if (!drift_traffic_privacy_is_full(o->privacy)) {
+            char *stored = NULL;
+            if ((rc = drift_traffic_privacy_apply(o->privacy, log->recs[i].request_json, &stored, NULL, err))) goto out;
+            prompts[i].input = inputs[i] = stored;
+        }
         prompts[i].reference_json = "{}";
         prompts[i].hash = suite_prompt_hash(DRIFT_WL_CHAT, prompts[i].input, "{}", SUITE_HASH_NUL);
         if (!rep->pairs[i].id || !prompts[i].hash) {
@@ -544,6 +696,7 @@ drift_status drift_replay_run(drift_store *st, const drift_replay_opts *o, drift
     rep->target_label = util_strdup(stg.label);
     rep->baseline_target = o->baseline_spec ? drift_redact(o->baseline_spec) : util_asprintf("logged:%s", log->name);
     rep->target_target = drift_redact(o->target_spec);
+    rep->privacy = drift_traffic_privacy_describe(o->privacy);
     memcpy(rep->overrides, stg.overrides, sizeof rep->overrides);
     rep->asked_baseline = sb.asked;
     rep->asked_target = stg.asked;
@@ -554,6 +707,12 @@ out:
     drift_target_close(sb.t);
     drift_target_close(stg.t);
     for (size_t i = 0; prompts && i < log->n; i++) free(prompts[i].hash);
+    for (size_t i = 0; inputs && i < log->n; i++) free(inputs[i]);
+    free(inputs);
+    for (size_t i = 0; sb.mem && i < log->n; i++) free(sb.mem[i]);
+    for (size_t i = 0; stg.mem && i < log->n; i++) free(stg.mem[i]);
+    free(sb.mem);
+    free(stg.mem);
     free(prompts);
     free(rowids);
     free(map);

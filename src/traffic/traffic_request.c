@@ -42,6 +42,11 @@ int trf_has_tools(const json_t *req) {
 }
 
 char *trf_last_user_text(const json_t *req) {
+    if (trf_is_completions(req)) {
+        const json_t *p = json_object_get(req, "prompt");
+        const char *t = json_string_value(json_is_array(p) ? json_array_get(p, 0) : p);
+        return util_strdup(t ? t : "");
+    }
     const json_t *m = json_object_get(req, "messages");
     for (size_t i = json_array_size(m); i-- > 0;) {
         const json_t *x = json_array_get(m, i);

@@ -114,6 +114,120 @@ import json,sys; d=json.load(open(sys.argv[1]))
 assert d[\"baseline\"][\"asked\"] == 0 and d[\"target\"][\"asked\"] == 4 - int(sys.argv[2]) and d[\"answered\"] == 4, d
 " "$T/i2.json" "$kept"' "resumed after the interrupt: $(head -c 600 "$T/i2.json") $(cat "$T/i2.err")"
 
+# the stream alarm (pairs in log order): a target whose every answer differs
+# (exact gated at 1%) raises it at a pair the report names; the stack
+# against itself does not, and says why
+for k in $(seq 1 30); do printf '{"messages":[{"role":"user","content":"JSONQ %s"}]}\n' "$k"; done > "$T/drift.jsonl"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HB" --budget exact=1 \
+  --alpha 0.01 --format json -o "$T/a1.json" 2> "$T/a1.err"
+check 'python3 - "$T/a1.json" <<EOF
+import json, sys
+d = json.load(open(sys.argv[1])); a = d["classes"]["exact"]["alarm"]
+assert d["alpha"] == 0.01, d["alpha"]
+assert d["classes"]["exact"]["flips"] == 30, d["classes"]["exact"]
+assert a["state"] == "alarm" and 2 <= a["raised_at_pair"] <= 15, a
+assert a["raised_at_id"] == "line-%d" % a["raised_at_pair"] and a["raised_after"] == a["raised_at_pair"], a
+assert a["lower"] > a["budget"] == 0.01 and a["n"] == 30 and a["flips"] == 30, a
+assert d["classes"]["json"]["alarm"]["state"] != "alarm" and d["classes"]["tool_name"]["alarm"]["n"] == 0
+EOF' "alarm on drift: $(head -c 2500 "$T/a1.json") $(cat "$T/a1.err")"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HB" --budget exact=1 \
+  --alpha 0.01 > "$T/a1.txt" 2>&1
+check 'grep -Eq "^  exact +ALARM raised at line-[0-9]+ \(line [0-9]+\), the class.s pair [0-9]+; now 30 flips in 30 pairs" "$T/a1.txt"' "alarm text: $(cat "$T/a1.txt")"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HA" --target-label same \
+  --budget exact=1 --format json -o "$T/a2.json" 2> "$T/a2.err"
+check 'python3 - "$T/a2.json" <<EOF
+import json, sys
+d = json.load(open(sys.argv[1])); a = d["classes"]["exact"]["alarm"]
+assert d["classes"]["exact"]["flips"] == 0 and a["state"] != "alarm" and a["raised_at_pair"] is None, a
+EOF' "no alarm on identical answers: $(head -c 2500 "$T/a2.json") $(cat "$T/a2.err")"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HA" --target-label same \
+  --budget exact=1 > "$T/a2.txt" 2>&1
+check 'grep -Eq "^  exact +not raised: the evidence is not enough yet, lower bound 0.00% vs budget 1.00%" "$T/a2.txt"' \
+  "no alarm text: $(cat "$T/a2.txt")"
+
+# drift over time: windows by the answers' stored times; every pair in one
+# window or another, the flips summed over them as in the table, the alarm
+# still raised (pairs in time order) and the last window's bounds its own
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HB" --budget exact=1 \
+  --window 1 --format json -o "$T/w1.json" 2> "$T/w1.err"
+check 'python3 - "$T/w1.json" <<EOF
+import json, sys
+d = json.load(open(sys.argv[1])); w = d["windows"]; a = d["classes"]["exact"]["alarm"]
+assert w["size_s"] == 1 and w["order"] == "time" and len(w["list"]) >= 1, w
+assert sum(x["pairs"] for x in w["list"]) == 30 and sum(x["flips"]["exact"] for x in w["list"]) == 30, w
+starts = [x["start_unix_ms"] for x in w["list"]]
+assert starts == sorted(starts) and all(s % 1000 == 0 for s in starts), starts
+assert a["state"] == "alarm" and a["raised_at_id"] == "line-%d" % a["raised_at_pair"], a
+last = w["list"][-1]["alarm"]["exact"]
+assert abs(last["lower"] - a["lower"]) < 1e-12 and last["state"] == "alarm", (last, a)
+EOF' "windows: $(head -c 3000 "$T/w1.json") $(cat "$T/w1.err")"
+"$D" --quiet replay --log "$T/drift.jsonl" --db "$T/a.db" --baseline "$HA" --target "$HB" --window auto > "$T/w2.txt" 2>&1
+check 'grep -q "^drift over time (windows of [0-9]* s" "$T/w2.txt" && grep -Eq "^  20[0-9-]+T[0-9:]+Z  pairs [0-9]+  flips exact [0-9]+" "$T/w2.txt"' \
+  "windows text: $(cat "$T/w2.txt")"
+
+# privacy: --store-texts hashes keeps no text in the store (the database
+# and its journal files grepped) while the pairs are judged all the same,
+# in memory; a second call cannot judge them again and says so; --redact
+# emails stores the texts with the addresses replaced
+for k in 1 2 3 4; do
+  printf '{"messages":[{"role":"user","content":"XYZZY%s mail bob@example.com ANSWER=%s"}]}\n' "$k" "$k"
+done > "$T/priv.jsonl"
+"$D" replay --log "$T/priv.jsonl" --db "$T/p.db" --baseline "$HA" --target "$HB" --store-texts hashes \
+  --format json -o "$T/p1.json" 2> "$T/p1.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); c=d[\"classes\"]
+assert d[\"answered\"] == 4 and c[\"exact\"][\"flips\"] == 1 and c[\"math\"][\"flips\"] == 1, c
+assert d[\"not_judged\"] == 0 and \"SHA-256\" in d[\"store\"], d[\"store\"]
+" "$T/p1.json"' "hashed replay: $(head -c 1500 "$T/p1.json") $(cat "$T/p1.err")"
+check 'grep -q "^replay: storing prompts and answers only as SHA-256 hashes" "$T/p1.err"' "said what is stored: $(cat "$T/p1.err")"
+check '! grep -aq -e XYZZY -e bob@example "$T"/p.db*' "plaintext in the hashed store: $(grep -ac XYZZY "$T"/p.db*)"
+check '[ "$(sqlite3 "$T/p.db" "select count(*) from responses where text like '"'"'sha256:%'"'"'")" = 8 ]' \
+  "hashed answers: $(sqlite3 "$T/p.db" "select text from responses limit 2")"
+"$D" --quiet replay --log "$T/priv.jsonl" --db "$T/p.db" --baseline "$HA" --target "$HB" --store-texts hashes \
+  --format json -o "$T/p2.json" 2> "$T/p2.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1]))
+assert d[\"not_judged\"] == 4 and d[\"classes\"][\"exact\"][\"n\"] == 0 and d[\"target\"][\"asked\"] == 0, d
+" "$T/p2.json"' "hashed resume: $(head -c 1500 "$T/p2.json") $(cat "$T/p2.err")"
+"$D" --quiet replay --log "$T/priv.jsonl" --db "$T/rd.db" --baseline "$HA" --target "$HB" --redact emails \
+  --format json -o "$T/p3.json" 2> "$T/p3.err"
+check '! grep -aq bob@example "$T"/rd.db* && grep -aq "XYZZY1 mail \[REDACTED:emails\]" "$T/rd.db"' \
+  "redacted store: $(sqlite3 "$T/rd.db" "select text from responses limit 2") $(cat "$T/p3.err")"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); assert d[\"classes\"][\"math\"][\"flips\"] == 1, d
+" "$T/p3.json"' "redacted replay: $(head -c 800 "$T/p3.json")"
+# retention: each side keeps its newest answer; the requests of the others
+# go with them; a later call asks those again
+"$D" --quiet replay --log "$T/priv.jsonl" --db "$T/rt.db" --baseline "$HA" --target "$HB" --retention 1 --concurrency 1 \
+  --format json -o "$T/rt.json" 2> "$T/rt.err"
+check 'grep -q "retention 1: 6 answers deleted" "$T/rt.err" && [ "$(sqlite3 "$T/rt.db" "select count(*) from responses")" = 2 ] && [ "$(sqlite3 "$T/rt.db" "select count(*) from prompts")" = 1 ]' \
+  "retention: $(cat "$T/rt.err") $(sqlite3 "$T/rt.db" "select count(*) from responses; select count(*) from prompts")"
+"$D" --quiet replay --log "$T/priv.jsonl" --db "$T/rt.db" --baseline "$HA" --target "$HB" --retention 30d \
+  --format json -o "$T/rt2.json" 2> "$T/rt2.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); assert d[\"target\"][\"asked\"] == 3 and d[\"answered\"] == 4, d
+" "$T/rt2.json" && grep -q "retention 30d: 0 answers deleted" "$T/rt2.err"' "after retention: $(head -c 600 "$T/rt2.json") $(cat "$T/rt2.err")"
+"$D" replay --log "$T/priv.jsonl" --db "$T/x.db" --baseline "$HA" --target "$HB" --redact passwords > /dev/null 2> "$T/p4.err"
+rc=$?
+check '[ $rc -eq 2 ] && [ ! -e "$T/x.db" ] && grep -q "unknown rule .passwords." "$T/p4.err"' "bad rule: $rc $(cat "$T/p4.err")"
+
+# /v1/completions logs: prompt bodies, asked at the completions endpoint
+# (api=completions), the reply's text the content: the math flip as for chat;
+# a chat spec for such a log is refused before anything is asked
+CA="http://127.0.0.1:$PA/v1?model=fake&api=completions"
+CB="http://127.0.0.1:$PB/v1?model=fake&api=completions"
+for k in 1 2 3 4; do printf '{"model":"prod","prompt":"Q%s ANSWER=%s","temperature":1}\n' "$k" "$k"; done > "$T/compl.jsonl"
+"$D" --quiet replay --log "$T/compl.jsonl" --db "$T/c.db" --baseline "$CA" --target "$CB" --format json \
+  -o "$T/c1.json" 2> "$T/c1.err"
+check 'python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); c=d[\"classes\"]
+assert d[\"answered\"] == 4 and c[\"math\"][\"flips\"] == 1 and c[\"math\"][\"flipped\"][0][\"id\"] == \"line-3\", d
+assert d[\"overrides\"][\"temperature\"] == 4, d[\"overrides\"]
+" "$T/c1.json"' "completions replay: $(head -c 1500 "$T/c1.json") $(cat "$T/c1.err")"
+"$D" --quiet replay --log "$T/compl.jsonl" --db "$T/c2.db" --baseline "$HA" --target "$CB" > /dev/null 2> "$T/c2.err"
+rc=$?
+check '[ $rc -eq 2 ] && grep -q "completions requests but the target.s spec says api=chat" "$T/c2.err"' "completions log, chat spec: $rc $(cat "$T/c2.err")"
+
 # ---- 2. the logged responses as the reference ----
 python3 - "$T/log.jsonl" "$T/logged.jsonl" <<'EOF'
 import json, sys

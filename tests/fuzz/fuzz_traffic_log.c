@@ -2,6 +2,7 @@
  * three log shapes). Besides "no crash, no leak": a failed parse says what
  * is wrong (non-empty message naming the log); a successful one holds the
  * loader's invariants: at least one record, non-empty unique ids, every
+ * request of the log's one endpoint (chat or /v1/completions), every
  * request passes drift_traffic_request_check, is made deterministic by
  * drift_traffic_prepare (temperature 0, a seed, n 1, no stream), and judges
  * against itself as the same answer in every class; every logged response
@@ -29,6 +30,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t j = i + 1; j < log->n && j < i + 64; j++)
             if (!strcmp(r->id, log->recs[j].id)) abort();
         if (drift_traffic_request_check(r->request_json, &err)) abort();
+        json_t *rq = json_loads(r->request_json, 0, NULL);
+        int compl = json_object_get(rq, "prompt") && !json_object_get(rq, "messages");
+        json_decref(rq);
+        if (compl != log->completions) abort(); /* one endpoint per log */
         char *body = NULL, *ov = NULL;
         if (drift_traffic_prepare(r->request_json, NULL, &body, &ov, &err)) abort();
         json_t *b = json_loads(body, 0, NULL);

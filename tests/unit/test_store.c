@@ -320,6 +320,65 @@ static void test_refuse_newer_schema(void **state) {
     assert_non_null(strstr(err.msg, "schema version 7 is newer"));
 }
 
+/* Retention (drift_store_prune_responses): the newest N kept, with the
+ * scores of the deleted ones and the prompts no response uses any more;
+ * an age limit before every answer's time deletes nothing, one after all
+ * of them deletes the rest. Another run's answers are untouched. */
+static void test_prune_responses(void **state) {
+    (void)state;
+    drift_store *st = open_ok(store_loc("prune.db"));
+    drift_error err = {0};
+    drift_suite *su = make_suite("traffic", 5);
+    int64_t ids[5];
+    assert_int_equal(drift_store_put_prompts(st, su, ids, &err), DRIFT_OK);
+    drift_run_info ra = run_info("shadow-primary", "http://x/v1?model=m", "{\"temperature\":0}");
+    drift_run_info rb = run_info("other", "http://y/v1?model=m", "{\"temperature\":0}");
+    int64_t run = 0, other = 0;
+    int resumed = 0;
+    assert_int_equal(drift_store_run_begin(st, &ra, &run, &resumed, &err), DRIFT_OK);
+    assert_int_equal(drift_store_run_begin(st, &rb, &other, &resumed, &err), DRIFT_OK);
+    drift_answer a[5];
+    memset(a, 0, sizeof a);
+    for (int i = 0; i < 5; i++) {
+        a[i].prompt_rowid = ids[i];
+        a[i].text = "x";
+        a[i].prompt_tokens = a[i].completion_tokens = -1;
+    }
+    assert_int_equal(drift_store_put_responses(st, run, a, 5, &err), DRIFT_OK);
+    assert_int_equal(drift_store_put_responses(st, other, a, 1, &err), DRIFT_OK); /* prompt 0 used by another run */
+    drift_scored_set set = {0};
+    assert_int_equal(drift_store_load_scored(st, run, &set, &err), DRIFT_OK);
+    drift_score sc[5];
+    memset(sc, 0, sizeof sc);
+    for (size_t i = 0; i < set.n; i++) {
+        sc[i].response_id = set.rows[i].response_id;
+        sc[i].evaluator = "e";
+        sc[i].label = DRIFT_LABEL_PASS;
+        sc[i].value = 1;
+    }
+    assert_int_equal(drift_store_put_scores(st, sc, set.n, &err), DRIFT_OK);
+    drift_scored_set_clear(&set);
+
+    int64_t deleted = -1;
+    assert_int_equal(drift_store_prune_responses(st, run, "2000-01-01T00:00:00Z", -1, &deleted, &err), DRIFT_OK);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(drift_store_prune_responses(st, run, NULL, 2, &deleted, &err), DRIFT_OK);
+    assert_int_equal(deleted, 3);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM responses WHERE run_id=%lld", (long long)run);
+    assert_int_equal(count_rows(st, sql), 2);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM scores"), 2);
+    /* prompts 1 and 2 went with their last answers; 0 stays (the other run's) */
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM prompts"), 3);
+    assert_int_equal(drift_store_prune_responses(st, run, "9999-01-01T00:00:00Z", 5, &deleted, &err), DRIFT_OK);
+    assert_int_equal(deleted, 2);
+    assert_int_equal(count_rows(st, sql), 0);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM responses"), 1);
+    assert_int_equal(count_rows(st, "SELECT count(*) FROM prompts"), 1);
+    free_suite(su);
+    drift_store_close(st);
+}
+
 static void test_round_trip(void **state) {
     (void)state;
     drift_store *st = open_ok(store_loc("rt.db"));
@@ -2435,6 +2494,7 @@ int main(void) {
         cmocka_unit_test(test_refuse_foreign_sqlite),
         cmocka_unit_test(test_refuse_newer_schema),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_prune_responses),
         cmocka_unit_test(test_resume_semantics),
         cmocka_unit_test(test_load_scored_interleaved),
         cmocka_unit_test_teardown(test_kill_safety, teardown_kids),
@@ -2464,6 +2524,7 @@ int main(void) {
         cmocka_unit_test(test_open_new_and_reopen),
         cmocka_unit_test(test_refuse_newer_schema),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_prune_responses),
         cmocka_unit_test(test_resume_semantics),
         cmocka_unit_test(test_load_scored_interleaved),
         cmocka_unit_test_teardown(test_kill_safety, teardown_kids),

@@ -64,6 +64,53 @@ static void test_log_shapes(void **state) {
     drift_traffic_log_free(l);
 }
 
+/* /v1/completions bodies: the chat-jsonl shape and batch lines with that
+ * url; the served reply's text is the content; one endpoint per log. */
+static void test_log_completions(void **state) {
+    (void)state;
+    drift_traffic_log *l = parse_ok("{\"model\":\"m\",\"prompt\":\"Q: 2+2?\\nA:\",\"temperature\":0.5}\n"
+                                    "{\"prompt\":[\"The answer is\"]}\n");
+    assert_string_equal(l->format, "chat-jsonl");
+    assert_int_equal(l->completions, 1);
+    assert_int_equal(l->n, 2);
+    char *body = NULL, *ov = NULL;
+    drift_error err = {0};
+    assert_int_equal(drift_traffic_prepare(l->recs[0].request_json, NULL, &body, &ov, &err), DRIFT_OK);
+    assert_non_null(strstr(body, "\"temperature\":0"));
+    assert_non_null(strstr(body, "\"prompt\":\"Q: 2+2?\\nA:\""));
+    free(body);
+    free(ov);
+    drift_traffic_log_free(l);
+
+    l = parse_ok("{\"custom_id\":\"c1\",\"method\":\"POST\",\"url\":\"/v1/completions\",\"body\":{\"prompt\":\"x\"},"
+                 "\"response\":{\"status_code\":200,\"body\":{\"choices\":[{\"index\":0,\"text\":\" #### 4\"}]}}}\n");
+    assert_string_equal(l->format, "openai-batch");
+    assert_int_equal(l->completions, 1);
+    assert_int_equal(l->with_response, 1);
+    char *msg = NULL;
+    assert_int_equal(drift_traffic_reply_message(l->recs[0].response_json, &msg, &err), DRIFT_OK);
+    assert_string_equal(msg, "{\"content\":\" #### 4\"}");
+    /* judged as any answer: the final number */
+    drift_traffic_pair p;
+    assert_int_equal(drift_traffic_pair_judge(l->recs[0].request_json, msg, "{\"content\":\" #### 5\"}", &p, &err),
+                     DRIFT_OK);
+    assert_int_equal(p.state[DRIFT_TC_MATH], DRIFT_TP_FLIP);
+    assert_int_equal(p.state[DRIFT_TC_JSON], DRIFT_TP_NA);
+    free(msg);
+    drift_traffic_log_free(l);
+
+    parse_bad("{\"prompt\":\"a\"}\n{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}\n",
+              "t.jsonl:2: a chat/completions request in a log of completions requests");
+    parse_bad("{\"prompt\":[\"a\",\"b\"]}\n", "t.jsonl:1: prompt: an array of 2 prompts");
+    parse_bad("{\"prompt\":[1,2,3]}\n", "prompt: an array of 3 prompts");
+    parse_bad("{\"prompt\":[7]}\n", "prompt: must be a string (token ids are not replayed), not a number");
+    parse_bad("{\"custom_id\":\"a\",\"method\":\"POST\",\"url\":\"/v1/completions\",\"body\":{\"messages\":"
+              "[{\"role\":\"user\",\"content\":\"a\"}]}}\n",
+              "t.jsonl:1: body: a completions url needs a body with a prompt and no messages");
+    parse_bad("{\"custom_id\":\"a\",\"method\":\"POST\",\"url\":\"/v1/chat/completions\",\"body\":{\"prompt\":\"a\"}}\n",
+              "body: a chat url needs a body with messages");
+}
+
 static void test_log_errors(void **state) {
     (void)state;
     parse_bad("", "no request in the log");
@@ -401,7 +448,7 @@ static void test_send_raw(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_log_shapes),   cmocka_unit_test(test_log_errors), cmocka_unit_test(test_prepare),
+        cmocka_unit_test(test_log_shapes),   cmocka_unit_test(test_log_errors), cmocka_unit_test(test_log_completions), cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_reply_message), cmocka_unit_test(test_schema),    cmocka_unit_test(test_pair_classes),
         cmocka_unit_test(test_summarize),    cmocka_unit_test(test_send_raw),
     };
