@@ -22,7 +22,8 @@
 #     as `driftbench compare --format json` does, then the packages are
 #     removed (apt purge) and nothing is left.
 # Slow (a whole build from nothing), so it runs only with DRIFT_TEST_PACKAGE=1
-# (exit 77 otherwise) and prints the time of each step. Needs dpkg-dev,
+# (exit 77 otherwise) and prints the time of each step. The Python checks
+# use Debian's /usr/bin/python3 (the package's interpreter), not the first on PATH. Needs dpkg-dev,
 # debhelper, lintian and the Build-Depends (scripts/install-deps.sh --package).
 . "$(dirname "$0")/lib.sh"
 [ "${DRIFT_TEST_PACKAGE:-0}" = 1 ] || skip_all "the package build is slow: DRIFT_TEST_PACKAGE=1 runs it"
@@ -139,7 +140,7 @@ maps = {l.split()[-1] for l in open("/proc/self/maps") if "libdriftbench" in l}
 print(f"python: {len(runs)} runs, {a} -> {b}: {json.loads(cli.stdout)['verdict']}, library {lib.path}")
 print("mapped " + " ".join(sorted(maps)))
 PY
-env -u DRIFTBENCH_LIB -u DRIFT_BUILD -u PYTHONPATH python3 py.py > py.out 2>&1; prc=$?
+env -u DRIFTBENCH_LIB -u DRIFT_BUILD -u PYTHONPATH /usr/bin/python3 py.py > py.out 2>&1; prc=$?
 check '[ $prc -eq 0 ]' "the installed Python module (rc $prc): $(tail -5 py.out)"
 check 'grep -Eq "^mapped (/usr)?/lib/[^ ]*/libdriftbench\.so\.0\.[0-9.]+$" py.out' "Library() loads the installed libdriftbench.so.0: $(tail -2 py.out)"
 check '[ -n "$(find /usr/lib/python3/dist-packages/driftbench -name "*.pyc" 2> /dev/null | head -1)" ]' "postinst byte-compiled the module"
