@@ -22,9 +22,10 @@
 #     as `driftbench compare --format json` does, then the packages are
 #     removed (apt purge) and nothing is left.
 # Slow (a whole build from nothing), so it runs only with DRIFT_TEST_PACKAGE=1
-# (exit 77 otherwise) and prints the time of each step. The Python checks
-# use Debian's /usr/bin/python3 (the package's interpreter), not the first on PATH. Needs dpkg-dev,
+# (exit 77 otherwise) and prints the time of each step. Needs dpkg-dev,
 # debhelper, lintian and the Build-Depends (scripts/install-deps.sh --package).
+# The Python checks run Debian's /usr/bin/python3 (the package's
+# interpreter), not the first python3 on PATH.
 . "$(dirname "$0")/lib.sh"
 [ "${DRIFT_TEST_PACKAGE:-0}" = 1 ] || skip_all "the package build is slow: DRIFT_TEST_PACKAGE=1 runs it"
 for c in dpkg-buildpackage dh lintian dpkg-deb git; do
