@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # deb_package.sh - the Debian package (debian/, docs/packaging.md) built from
-# this tree and used: dpkg-buildpackage -us -uc -b (DEB_BUILD_OPTIONS=nocheck
-# unless set: the package build compiles only what it ships) in a copy of the
-# tree, then
+# this tree and used: dpkg-buildpackage -us -uc -b in a copy of the tree
+# (DEB_BUILD_OPTIONS "parallel=NPROC" unless set: the package's own check runs,
+# which needs ../shared beside the tree like `make test`; without it, or with
+# DEB_BUILD_OPTIONS=nocheck, only what is shipped is built), then
 #   - dpkg-deb -c: each package holds what it should (the CLI and its man
 #     pages in driftbench, libdriftbench.so.0 in libdriftbench0, the headers,
 #     the static library and driftbench.pc in libdriftbench-dev, the models in
@@ -39,7 +40,22 @@ src=$T/pkg/driftbench-0.1.0
 mkdir -p "$src"
 git -C "$S" ls-files -z --cached --others --exclude-standard | (cd "$S" && xargs -0 -r cp --parents -t "$src" 2> /dev/null)
 [ -f "$src/debian/control" ] || fail "the copy of the tree has no debian/control"
-export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-nocheck parallel=$(nproc)}
+# the package's own check (debian/rules: the unit tests, the CLI cases, the
+# layer checks on the package's build: its flags, DRIFT_SOURCE_LOOKUP=OFF)
+# runs unless DEB_BUILD_OPTIONS says nocheck; some unit tests read the
+# paper's data in ../shared beside the tree, as `make test` does
+if [ -z "${DEB_BUILD_OPTIONS+set}" ]; then
+  if [ -d "$S/../shared" ]; then
+    ln -s "$(cd "$S/../shared" && pwd)" "$T/pkg/shared"
+    DEB_BUILD_OPTIONS="parallel=$(nproc)"
+  else
+    skip "no ../shared beside $S (the unit tests' data): the package's own check is left out (nocheck)"
+    DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)"
+  fi
+elif [ -d "$S/../shared" ]; then
+  ln -s "$(cd "$S/../shared" && pwd)" "$T/pkg/shared"
+fi
+export DEB_BUILD_OPTIONS
 (cd "$src" && dpkg-buildpackage -us -uc -b) > "$T/build.log" 2>&1 || { tail -40 "$T/build.log"; fail "dpkg-buildpackage -us -uc -b"; }
 lap "dpkg-buildpackage -us -uc -b ($DEB_BUILD_OPTIONS)"
 cd "$T/pkg" || fail "cd $T/pkg"
