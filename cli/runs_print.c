@@ -2,8 +2,8 @@
  * (cmd_runs.c parses the flags and opens the store read-only): the table
  * of every run, one run's lines, or either as a JSON document (an object
  * whose first key is "schema_version", drift_json_schema_version(),
- * docs/json-schema.md; hardened by drift_json_harden). Everything from the store (labels, targets, models,
- * hosts) passes cli_safe in the text forms. */
+ * docs/json-schema.md; hardened by drift_json_harden). Everything from the
+ * store (labels, targets, models, hosts) passes cli_safe in the text forms. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>

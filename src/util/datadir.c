@@ -20,8 +20,8 @@
  *
  * CMakeLists.txt compiles this file alone with DRIFT_DATADIR (absolute),
  * DRIFT_DATADIR_FROM_BIN and DRIFT_DATADIR_FROM_LIB (the datadir relative to
- * the install's bin/ and lib/), and DRIFT_NO_SOURCE_LOOKUP when the source
- * tree is left out, so a new install prefix rebuilds one file. */
+ * the install's bin/ and lib/), so a new install prefix rebuilds one file;
+ * DRIFT_NO_SOURCE_LOOKUP comes with every file's flags (the option). */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
