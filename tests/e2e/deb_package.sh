@@ -90,7 +90,7 @@ for f in "$T/x/usr/bin/driftbench" "$so"; do
 done
 lintian --fail-on error ./*.changes > "$T/lintian.log" 2>&1; lrc=$?
 check '[ $lrc -eq 0 ]' "lintian: errors (rc $lrc): $(grep '^E:' "$T/lintian.log" | head -20)"
-echo "lintian: $(grep -c '^E:' "$T/lintian.log") errors, $(grep -c '^W:' "$T/lintian.log") warnings"
+echo "lintian: $(grep -c '^E:' "$T/lintian.log") errors, $(grep -c '^W:' "$T/lintian.log") warnings: $(grep '^W:' "$T/lintian.log" | cut -d" " -f2,3 | tr "\n" " ")"
 lap "contents and lintian"
 
 SUDO=
