@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "driftbench/install.h"
 #include "driftbench/profile.h"
+#include "driftbench/report.h"
 
 static void version_usage(FILE *f) {
     fprintf(f, "usage: driftbench version [--gpu] [--format text|json]\n"
@@ -20,13 +21,14 @@ static void version_usage(FILE *f) {
                "The version, the git commit it was built from (\"unknown\" outside a git checkout),\n"
                "the build options (CUDA, PostgreSQL, sanitizers, build type, compiler), where the\n"
                "shipped models are found (--models or $DRIFT_DATA_DIR, ./models, the installed\n"
-               "datadir, the source tree: the first that has them) and the versions of the\n"
-               "libraries this process runs with (curl, SQLite, jansson, libyaml, libpq, xgboost,\n"
-               "GSL, zstd, PCRE2, utf8proc, libmicrohttpd, libseccomp).\n"
+               "datadir, the source tree: the first that has them; \"lookup\" says which roots\n"
+               "this build searches: a package leaves the source tree out) and the versions of\n"
+               "the libraries this process runs with (curl, SQLite, jansson, libyaml, libpq,\n"
+               "xgboost, GSL, zstd, PCRE2, utf8proc, libmicrohttpd, libseccomp).\n"
                "\n"
                "  --gpu            also count the CUDA GPUs this process can use (starts the CUDA runtime)\n"
-               "  --format FORMAT  text (default) or json (one object: version, commit, build,\n"
-               "                   datadir, data, libraries[, gpus])\n"
+               "  --format FORMAT  text (default) or json (one document: schema_version, version,\n"
+               "                   commit, build, datadir, libraries, data[, gpus])\n"
                "\n"
                "exit: 0, 2 bad arguments\n");
 }
@@ -67,14 +69,22 @@ static int cmd_version(int argc, char **argv) {
     (void)gpu;
 #endif
     int rc = CLI_EXIT_PASS;
+    const char *source = drift_data_dir_source(); /* NULL: DRIFT_SOURCE_LOOKUP=OFF */
     if (!strcmp(format, "json")) {
         json_t *d = json_object();
         json_object_set_new(d, "models", models ? json_string(models) : json_null());
         json_object_set_new(d, "from", from ? json_string(from) : json_null());
         json_object_set_new(d, "guard", guard ? json_string(guard) : json_null());
+        json_object_set_new(d, "lookup", json_pack("[s, s, s, s, s?]", "DRIFT_DATA_DIR", "working directory",
+                                                   "installed", "DRIFT_SOURCE", source ? "source tree" : NULL));
+        json_object_set_new(d, "source_tree", source ? json_string(source) : json_null());
         json_object_set_new(info, "data", d);
         if (n_gpu >= 0) json_object_set_new(info, "gpus", json_integer(n_gpu));
-        char *out = json_dumps(info, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        /* a document: "schema_version" first (docs/json-schema.md) */
+        json_t *doc = json_pack("{s:i}", "schema_version", drift_json_schema_version());
+        char *out = doc && !json_object_update(doc, info) ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                                                          : NULL;
+        json_decref(doc);
         if (!out || printf("%s\n", out) < 0) rc = cli_error("version", "cannot write the JSON");
         free(out);
     } else {
@@ -93,6 +103,11 @@ static int cmd_version(int argc, char **argv) {
         if (models) printf("models: %s (%s)\n", cli_safe(models), from);
         else printf("models: none found (installed datadir: %s; set DRIFT_DATA_DIR)\n", drift_data_dir_installed());
         printf("guard: %s\n", guard ? cli_safe(guard) : "none found");
+        printf("lookup: $DRIFT_DATA_DIR, ./, installed (beside the executable or the library, then %s), "
+               "$DRIFT_SOURCE, ",
+               cli_safe(drift_data_dir_installed()));
+        if (source) printf("the source tree %s (compiled in)\n", cli_safe(source));
+        else printf("no source tree (built with DRIFT_SOURCE_LOOKUP=OFF)\n");
         printf("libraries:");
         const char *k;
         json_t *v;

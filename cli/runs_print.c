@@ -1,8 +1,9 @@
 /* runs_print.c - what `driftbench runs list` and `runs show` print
  * (cmd_runs.c parses the flags and opens the store read-only): the table
- * of every run, one run's lines, or either as JSON (hardened by
- * drift_json_harden). Everything from the store (labels, targets, models,
- * hosts) passes cli_safe in the text forms. */
+ * of every run, one run's lines, or either as a JSON document (an object
+ * whose first key is "schema_version", drift_json_schema_version(),
+ * docs/json-schema.md; hardened by drift_json_harden). Everything from the
+ * store (labels, targets, models, hosts) passes cli_safe in the text forms. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "cli.h"
 #include "runs_print.h"
+#include "driftbench/report.h"
 #include "driftbench/store.h"
 #include "driftbench/text.h"
 
@@ -62,12 +64,16 @@ static json_t *overview_json(const drift_run_overview *o) {
     return j;
 }
 
-/* Prints a JSON value hardened (drift_json_harden), with a newline. */
-static int print_json(json_t *j) {
-    char *d = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+/* Prints body as a document: "schema_version" first, then body's keys in
+ * their order, hardened (drift_json_harden), with a newline. Takes body. */
+static int print_json(json_t *body) {
+    json_t *doc = json_pack("{s:i}", "schema_version", drift_json_schema_version());
+    char *d = doc && body && !json_object_update(doc, body) ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                                                            : NULL;
     char *h = d ? drift_json_harden(d) : NULL;
     free(d);
-    json_decref(j);
+    json_decref(doc);
+    json_decref(body);
     if (!h) return cli_error("runs", "out of memory");
     puts(h);
     free(h);
@@ -84,7 +90,7 @@ int cli_runs_list(drift_store *st, int as_json) {
     if (as_json) {
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++) json_array_append_new(a, overview_json(&ov[i]));
-        rc = print_json(a);
+        rc = print_json(json_pack("{s:o}", "runs", a));
     } else if (n == 0) {
         printf("no runs in %s\n", cli_safe(drift_store_display(st)));
     } else {

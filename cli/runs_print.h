@@ -5,13 +5,14 @@
 
 #include "driftbench/store.h"
 
-/* Prints every run of st: a table, or a JSON array (as_json). Returns an
+/* Prints every run of st: a table, or a JSON document
+ * {"schema_version", "runs": [...]} (as_json). Returns an
  * exit code: 0, or 2 after printing the error. */
 int cli_runs_list(drift_store *st, int as_json);
 
 /* Prints run label of st: its identity, endpoints and counts per workload,
- * as lines or a JSON object (as_json). Returns an exit code: 0, or 2 after
- * printing the error (no such run). */
+ * as lines or a JSON document (as_json; "schema_version" first). Returns an
+ * exit code: 0, or 2 after printing the error (no such run). */
 int cli_runs_show(drift_store *st, const char *label, int as_json);
 
 #endif

@@ -13,7 +13,8 @@
  * looked for under these roots, first found wins: $DRIFT_DATA_DIR, the
  * working directory, the installed datadir (PREFIX/share/driftbench: found
  * beside the executable or libdriftbench.so first, then the configured
- * path), the source tree ($DRIFT_SOURCE, then the configure-time one).
+ * path), the source tree ($DRIFT_SOURCE, then the configure-time one unless
+ * built with DRIFT_SOURCE_LOOKUP=OFF).
  * A command's own flag comes before all of them (the callers'). Returns the
  * path (malloc'd, resolved) with *from (may be NULL) the root's name:
  * "DRIFT_DATA_DIR", "working directory", "installed" or "source tree";
@@ -27,6 +28,11 @@ DRIFT_API int drift_data_root(int i, char *out, size_t cap, const char **from);
 
 /* The configured installed datadir (CMAKE_INSTALL_FULL_DATADIR/driftbench). */
 DRIFT_API const char *drift_data_dir_installed(void);
+
+/* The source tree compiled in as the last root (the configure-time source
+ * directory), or NULL when it was left out (DRIFT_SOURCE_LOOKUP=OFF, as
+ * the packages build: docs/packaging.md). */
+DRIFT_API const char *drift_data_dir_source(void);
 
 /* What this build is, as a JSON object (malloc'd text; NULL on nomem):
  * version, git commit (configure time; "unknown" outside a checkout), build

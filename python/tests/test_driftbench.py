@@ -4,6 +4,7 @@ makes the store and the CLI's outputs and runs this with):
   DRIFT_PY_JSON     `driftbench compare --format json` of the two, DRIFT_PY_RC its exit code
   DRIFT_PY_JSON_NONE the same with --budget math=none
   DRIFT_PY_RUNS     `driftbench runs list --json`
+  DRIFTBENCH        the CLI (runs show --json and version --format json are asked of it)
   DRIFTBENCH_LIB    the build's libdriftbench.so
   DRIFT_PY_VENV     the virtual environment the package was installed into
 tests/e2e/python_postgres.sh runs it again with DRIFT_PY_STORE a PostgreSQL URL
@@ -16,6 +17,7 @@ import math
 import os
 import shutil
 import sqlite3
+import subprocess
 import tempfile
 import unittest
 
@@ -60,7 +62,8 @@ class StoreReader(unittest.TestCase):
         self.assertEqual(self.st.schema_version, db.STORE_SCHEMA_VERSION)
 
     def test_runs_and_answers_match_runs_list(self):
-        listed = {r["label"]: r for r in load(E["DRIFT_PY_RUNS"])}
+        listed = {r["label"]: r for r in db.read_runs(E["DRIFT_PY_RUNS"]).to_dict("records")}
+        self.assertEqual(list(listed), [r["label"] for r in load(E["DRIFT_PY_RUNS"])["runs"]])
         runs = self.st.runs()
         self.assertEqual(set(runs.label), set(listed))
         for label, r in listed.items():
@@ -144,6 +147,46 @@ class Schemas(unittest.TestCase):
             db.read_compare(old)
         with self.assertRaisesRegex(db.SchemaError, "JSON schema version 99"):
             db.read_compare({**doc, "schema_version": 99})
+
+    def test_runs_list_version(self):
+        doc = load(E["DRIFT_PY_RUNS"])
+        self.assertEqual(list(doc), ["schema_version", "runs"])
+        self.assertEqual(doc["schema_version"], db.JSON_SCHEMA_VERSION)
+        with self.assertRaisesRegex(db.SchemaError, "bare JSON array"):
+            db.read_runs(json.dumps(doc["runs"]))
+        with self.assertRaisesRegex(db.SchemaError, "JSON schema version 2"):
+            db.read_runs({**doc, "schema_version": 2})
+        with self.assertRaisesRegex(ValueError, "no 'runs'"):
+            db.read_runs({"schema_version": db.JSON_SCHEMA_VERSION})
+
+
+def cli(*args):
+    return subprocess.run([E["DRIFTBENCH"], *args], check=True, capture_output=True, text=True).stdout
+
+
+@unittest.skipUnless(E.get("DRIFTBENCH"), "no DRIFTBENCH (the CLI)")
+class CliDocuments(unittest.TestCase):
+    def test_runs_show(self):
+        text = cli("runs", "show", TARG, "--db", STORE, "--json")
+        doc = json.loads(text)
+        self.assertEqual(next(iter(doc)), "schema_version")
+        run = db.read_run(text)
+        self.assertEqual(run["label"], TARG)
+        listed = db.read_runs(E["DRIFT_PY_RUNS"]).set_index("label").loc[TARG]
+        self.assertEqual(run["responses"], listed.responses)
+        self.assertEqual(sum(w["answers"] + w["failed"] for w in run["workloads"].values()), run["responses"])
+        with self.assertRaisesRegex(db.SchemaError, "no \"schema_version\""):
+            db.read_run({k: v for k, v in doc.items() if k != "schema_version"})
+
+    def test_version(self):
+        text = cli("version", "--format", "json")
+        self.assertEqual(next(iter(json.loads(text))), "schema_version")
+        v = db.read_version(text)
+        self.assertEqual(v["version"], db.__version__)
+        self.assertIn("sqlite", v["libraries"])
+        self.assertIn("lookup", v["data"])
+        with self.assertRaisesRegex(db.SchemaError, "JSON schema version 0"):
+            db.read_version({**v, "schema_version": 0})
 
 
 class CompareJson(unittest.TestCase):

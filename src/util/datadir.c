@@ -10,13 +10,18 @@
  *      DESTDIR still finds its own data), then the configured path
  *      (CMAKE_INSTALL_FULL_DATADIR/driftbench, compiled in)
  *   4. the source tree                      ($DRIFT_SOURCE, then the
- *      configure-time source directory; "source tree")
+ *      configure-time source directory; "source tree"). The configure-time
+ *      path is left out (not compiled in) when CMake's DRIFT_SOURCE_LOOKUP
+ *      is OFF (DRIFT_NO_SOURCE_LOOKUP here): a packaged binary must not
+ *      carry nor search the path it was built in (docs/packaging.md);
+ *      $DRIFT_SOURCE stays, the user's word like $DRIFT_DATA_DIR.
  * A command's own flag (lab --models, --guard builtin:PATH) comes before
  * all of them; the callers say which root was used.
  *
  * CMakeLists.txt compiles this file alone with DRIFT_DATADIR (absolute),
  * DRIFT_DATADIR_FROM_BIN and DRIFT_DATADIR_FROM_LIB (the datadir relative to
- * the install's bin/ and lib/), so a new install prefix rebuilds one file. */
+ * the install's bin/ and lib/), so a new install prefix rebuilds one file;
+ * DRIFT_NO_SOURCE_LOOKUP comes with every file's flags (the option). */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -35,6 +40,9 @@
 #endif
 #ifndef DRIFT_DATADIR_FROM_LIB
 #define DRIFT_DATADIR_FROM_LIB "../share/driftbench"
+#endif
+#if defined(DRIFT_SOURCE_DIR) && !defined(DRIFT_NO_SOURCE_LOOKUP)
+#define DATA_SOURCE_DIR DRIFT_SOURCE_DIR
 #endif
 
 /* dir of an object file's path into out ("" when there is none). */
@@ -94,9 +102,9 @@ int drift_data_root(int i, char *out, size_t cap, const char **from) {
         return 0;
     }
     case 6:
-#ifdef DRIFT_SOURCE_DIR
+#ifdef DATA_SOURCE_DIR
         *from = "source tree";
-        snprintf(out, cap, "%s", DRIFT_SOURCE_DIR);
+        snprintf(out, cap, "%s", DATA_SOURCE_DIR);
         return 0;
 #endif
     default:
@@ -128,3 +136,11 @@ char *drift_data_find(const char *rel, const char **from) {
 }
 
 const char *drift_data_dir_installed(void) { return DRIFT_DATADIR; }
+
+const char *drift_data_dir_source(void) {
+#ifdef DATA_SOURCE_DIR
+    return DATA_SOURCE_DIR;
+#else
+    return NULL;
+#endif
+}

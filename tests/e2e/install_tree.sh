@@ -10,6 +10,11 @@
 #     variable, finds its data in the install (not the source tree): its
 #     `version` says so, and `lab --quick` at a small size runs on the
 #     installed models with the installed guard;
+#   - built with DRIFT_SOURCE_LOOKUP=OFF (the packages' configuration), the
+#     installed binary and library do not name the source tree (the bytes
+#     of the files, as `strings` would find them) and `version` says there
+#     is no source-tree lookup; built with it ON (a checkout's default),
+#     `version` names the source tree as the last lookup;
 #   - a C program built with `pkg-config --cflags --libs driftbench` against
 #     the installed library (and once statically, --static) calls the API;
 #   - the completion completes commands, options and subcommands;
@@ -99,8 +104,23 @@ check 'grep -Eq "^commit: ([0-9a-f]{7,}|unknown)$" "$T/version"' "version has th
 check 'grep -Eq "^libraries: curl [0-9.]+, sqlite [0-9.]+, jansson [0-9.]+, libyaml [0-9.]+, libpq [0-9.]+, xgboost [0-9.]+, gsl [0-9.]+" "$T/version"' \
   "version has the libraries' run-time versions"
 clean_env "$root/bin/driftbench" version --format json >"$T/version.json" 2>&1 || bad "version --format json: exit $?"
-check 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"data\"][\"from\"]==\"installed\" and d[\"libraries\"][\"sqlite\"] and \"cuda\" in d[\"build\"]" "$T/version.json"' \
-  "version --format json: data from the install, libraries, build options"
+check 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert next(iter(d))==\"schema_version\" and d[\"data\"][\"from\"]==\"installed\" and d[\"libraries\"][\"sqlite\"] and \"cuda\" in d[\"build\"]" "$T/version.json"' \
+  "version --format json: schema_version first, data from the install, libraries, build options"
+# the source tree in the lookup: as configured (DRIFT_SOURCE_LOOKUP)
+src_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt")
+if grep -q '^DRIFT_SOURCE_LOOKUP:BOOL=OFF' "$B/CMakeCache.txt"; then
+  check 'grep -q "^lookup: .*no source tree (built with DRIFT_SOURCE_LOOKUP=OFF)$" "$T/version"' \
+    "DRIFT_SOURCE_LOOKUP=OFF: version says there is no source-tree lookup ($(grep '^lookup' "$T/version"))"
+  check 'python3 -c "import json,sys; d=json.load(open(sys.argv[1]))[\"data\"]; assert d[\"source_tree\"] is None and \"source tree\" not in d[\"lookup\"]" "$T/version.json"' \
+    "DRIFT_SOURCE_LOOKUP=OFF: version --format json has no source tree"
+  for f in "$root/bin/driftbench" "$L/libdriftbench.so.0" "$L/libdriftbench.a"; do
+    check '[ -n "$src_dir" ] && ! grep -aqF "$src_dir" "$f"' \
+      "DRIFT_SOURCE_LOOKUP=OFF: $(basename "$f") does not name the source tree $src_dir ($(grep -acF "$src_dir" "$f") lines do)"
+  done
+else
+  check '[ -n "$src_dir" ] && grep "^lookup: " "$T/version" | grep -qF ", the source tree $src_dir (compiled in)"' \
+    "DRIFT_SOURCE_LOOKUP=ON: version names the source tree $src_dir last ($(grep '^lookup' "$T/version"))"
+fi
 # DRIFT_DATA_DIR comes before the install
 mkdir -p "$T/data/models"
 cp "$S"/models/qwen2-7m.gguf "$T/data/models/"
