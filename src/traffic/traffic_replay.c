@@ -577,6 +577,7 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
             drift_error_prefix(err, "%s:%zu: ", log->name, log->recs[i].line);
             goto out;
         }
+        drift_traffic_pair_set_code(&p->p, reqs[i], ma[i], mb[i], NULL); /* runs code: only where it applies */
     }
     if (o->guard_spec && (rc = judge_guard(o, rep, log, ma, mb, perr_judge, err))) goto out;
     if (o->embedder_spec && (rc = judge_sdr(o, rep, n, ma, mb, perr_judge, err))) goto out;
