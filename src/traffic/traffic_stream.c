@@ -555,9 +555,12 @@ drift_status drift_traffic_stream_from_json(const char *text, drift_guard *guard
         for (int k = 0; k < 5; k++) ok &= json_is_array(arr[k]) && json_array_size(arr[k]) == (size_t)nc;
         if (!ok || (i && w->start_ms <= s->win[i - 1].start_ms) || w->start_ms % s->window_ms)
             BAD(DRIFT_ERR_PARSE, "stream snapshot: windows[%zu] is malformed", i);
-        for (int c = nc; c < DRIFT_TC_COUNT; c++) {
+        for (int c = nc; c < DRIFT_TC_COUNT; c++) { /* a class the snapshot lacks: at its start */
             w->lo[c] = w->hi[c] = NAN;
             w->state[c] = -1;
+            if (!s->cls[c].gated) continue;
+            drift_alarm_bounds(&s->alarm[c], &w->lo[c], &w->hi[c]);
+            w->state[c] = (int)s->alarm[c].state;
         }
         for (int c = 0; c < nc; c++) {
             w->flips[c] = json_integer_value(json_array_get(arr[0], c));
