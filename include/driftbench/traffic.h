@@ -151,8 +151,8 @@ typedef struct drift_traffic_pair {
 } drift_traffic_pair;
 
 /* Judges the classes that need no model: exact, json, schema, tool_name,
- * tool_args, math, and where the contents first part; guard and semantic
- * are left NA (drift_traffic_pair_set_guard / _set_sdr). request_json: the
+ * tool_args, math, and where the contents first part; guard, semantic and
+ * code are left NA (drift_traffic_pair_set_guard / _set_sdr / _set_code). request_json: the
  * request body; base_msg / targ_msg: drift_traffic_reply_message's form.
  * Math-like: an answer from which drift_math_extract takes a number by an
  * explicit rule (strict "#### N", \boxed{N}, "the answer is N") on either
