@@ -124,11 +124,13 @@ typedef enum drift_traffic_class {
     DRIFT_TC_GUARD = 5,      /* with a guard: safe <-> unsafe (directional) */
     DRIFT_TC_MATH = 6,       /* a math-like answer: the final number differs */
     DRIFT_TC_SEMANTIC = 7,   /* with an embedder: SDR over the threshold */
-    DRIFT_TC_COUNT = 8
+    DRIFT_TC_CODE = 8,       /* a fenced Python block on either side: it compiles, or passes the tests
+                              * the request carries, on one side only (directional; run in the sandbox) */
+    DRIFT_TC_COUNT = 9
 } drift_traffic_class;
 
 /* "exact", "json", "schema", "tool_name", "tool_args", "guard", "math",
- * "semantic"; parse gives -1 for another name. */
+ * "semantic", "code"; parse gives -1 for another name. */
 DRIFT_API const char *drift_traffic_class_name(drift_traffic_class c);
 DRIFT_API int drift_traffic_class_parse(const char *name);
 
@@ -149,8 +151,8 @@ typedef struct drift_traffic_pair {
 } drift_traffic_pair;
 
 /* Judges the classes that need no model: exact, json, schema, tool_name,
- * tool_args, math, and where the contents first part; guard and semantic
- * are left NA (drift_traffic_pair_set_guard / _set_sdr). request_json: the
+ * tool_args, math, and where the contents first part; guard, semantic and
+ * code are left NA (drift_traffic_pair_set_guard / _set_sdr / _set_code). request_json: the
  * request body; base_msg / targ_msg: drift_traffic_reply_message's form.
  * Math-like: an answer from which drift_math_extract takes a number by an
  * explicit rule (strict "#### N", \boxed{N}, "the answer is N") on either
@@ -164,6 +166,33 @@ DRIFT_API void drift_traffic_pair_set_guard(drift_traffic_pair *p, int base_labe
 /* SDR of the two contents; NAN (a zero vector) is an ERROR. */
 DRIFT_API void drift_traffic_pair_set_sdr(drift_traffic_pair *p, double sdr, double threshold);
 
+/* The code class (DRIFT_TC_CODE), judged by running code, so apart from
+ * drift_traffic_pair_judge (slow: up to two sandbox runs per pair; the
+ * replay stage and the stream judge call it after pair_judge, the stream
+ * synchronously). It applies when either content has a fenced block tagged
+ * python, py or python3 (any case; the sandbox runs Python only; an untagged
+ * block is not taken for code). Each side's code is its block that defines
+ * the entry point (with tests), else its first such block. The request may
+ * carry tests in its "metadata" object (OpenAI's chat field; replay sends
+ * the request as logged, metadata included):
+ *   "driftbench_tests":       Python run against the answer: top-level
+ *                             asserts calling the entry point, and/or a
+ *                             HumanEval-style def check(candidate)
+ *   "driftbench_entry_point": the function the tests call (an identifier)
+ * With tests a side is good when its code passes them (drift_eval_code's
+ * runner: the answer runs in a separate process of the sandbox and never
+ * sees the tests or decides the verdict); without tests, when its code
+ * compiles (Python's compile(), the code is never executed). A side with no
+ * such block is bad. Identical code on both sides is SAME without a run. A
+ * flip is good on one side only (direction -1 good -> bad). A sandbox that
+ * fails (cannot start, no isolation, the runner never ready), tests without
+ * a valid entry point, or a cancel are ERROR: left out, counted, never a
+ * flip; a timeout or crash of the answer's code is the code's (bad).
+ * o: the sandbox options (python, limits, cancel); NULL: drift_code_opts_default. */
+struct drift_code_opts;
+DRIFT_API void drift_traffic_pair_set_code(drift_traffic_pair *p, const char *request_json, const char *base_msg,
+                                           const char *targ_msg, const struct drift_code_opts *o);
+
 /* ---- paired statistics and the gate, per class ---- */
 typedef struct drift_traffic_opts {
     double budget[DRIFT_TC_COUNT]; /* fraction; < 0: not gated */
@@ -174,7 +203,7 @@ typedef struct drift_traffic_opts {
 
 /* Budgets: exact none (reported, not gated: any numeric change may part
  * texts), json 1%, schema 1%, tool_name 1%, tool_args 2%, guard 1%, math 2%,
- * semantic 5%. */
+ * semantic 5%, code 2%. */
 DRIFT_API void drift_traffic_opts_default(drift_traffic_opts *o);
 /* "json=0.5,exact=none" (percent) into o->budget; DRIFT_ERR_INVALID naming the part. */
 DRIFT_API drift_status drift_traffic_parse_budgets(drift_traffic_opts *o, const char *spec, drift_error *err);
@@ -200,8 +229,8 @@ typedef struct drift_traffic_class_result {
  * several groups. */
 typedef struct drift_traffic_taxonomy {
     long safety, safe_to_unsafe, unsafe_to_safe; /* guard */
-    long functional;           /* json, schema, tool_name, tool_args or math */
-    long functional_worse;     /* of those, a json or schema flip valid -> invalid */
+    long functional;           /* json, schema, tool_name, tool_args, math or code */
+    long functional_worse;     /* of those, a json, schema or code flip good -> bad */
     long semantic;             /* SDR over the threshold */
     long textual_only;         /* exact flips and no other class flipped */
 } drift_traffic_taxonomy;
@@ -222,7 +251,8 @@ typedef struct drift_traffic_summary {
  * either side (never an answer: left out of every flip, counted as left
  * out in every class that applies to its request: exact, guard and
  * semantic when enabled, math always, json/schema/tools when the request
- * asks for them, per request_json[i]); pairs[i] is ignored then.
+ * asks for them, code when the request carries tests, per request_json[i]);
+ * pairs[i] is ignored then.
  * guard_on / semantic_on: whether those classes were judged. */
 DRIFT_API void drift_traffic_summarize(const drift_traffic_pair *pairs, const int *error,
                                        const char *const *request_json, size_t n, int guard_on, int semantic_on,

@@ -89,8 +89,10 @@ DRIFT_API drift_status drift_traffic_stream_set_window(drift_traffic_stream *s, 
  * is left out where a class applies, never a flip); comparable 0: the pair
  * is only counted as not comparable (e.g. the two sides were asked
  * differently); t_unix_ms the pair's time (<= 0: now). The pair is judged
- * (drift_traffic_pair_judge, then the guard and the SDR when the stream
- * has them), counted, and each gated class's alarm gets the outcome; the
+ * (drift_traffic_pair_judge, the code class by drift_traffic_pair_set_code
+ * with the default sandbox, synchronously here: up to two sandbox runs
+ * for a pair whose Python blocks differ; then the guard and the SDR when
+ * the stream has them), counted, and each gated class's alarm gets the outcome; the
  * events it caused are drift_traffic_stream_events until the next add.
  * out_pair (may be NULL) gets the judgement. DRIFT_ERR_PARSE when a
  * message is not the message form (nothing is counted); a guard's or

@@ -23,9 +23,9 @@
 #include "traffic/traffic_internal.h"
 #include "util/util.h"
 
-static const char *const CLASS_NAMES[DRIFT_TC_COUNT] = {"exact",     "json", "schema", "tool_name",
-                                                        "tool_args", "guard", "math",  "semantic"};
-static const int DIRECTIONAL[DRIFT_TC_COUNT] = {0, 1, 1, 0, 0, 1, 0, 0};
+static const char *const CLASS_NAMES[DRIFT_TC_COUNT] = {"exact", "json", "schema",   "tool_name", "tool_args",
+                                                        "guard", "math", "semantic", "code"};
+static const int DIRECTIONAL[DRIFT_TC_COUNT] = {0, 1, 1, 0, 0, 1, 0, 0, 1};
 
 const char *drift_traffic_class_name(drift_traffic_class c) {
     return c >= 0 && c < DRIFT_TC_COUNT ? CLASS_NAMES[c] : "unknown";
@@ -38,7 +38,7 @@ int drift_traffic_class_parse(const char *name) {
 }
 
 void drift_traffic_opts_default(drift_traffic_opts *o) {
-    static const double def[DRIFT_TC_COUNT] = {-1, 0.01, 0.01, 0.01, 0.02, 0.01, 0.02, 0.05};
+    static const double def[DRIFT_TC_COUNT] = {-1, 0.01, 0.01, 0.01, 0.02, 0.01, 0.02, 0.05, 0.02};
     memset(o, 0, sizeof *o);
     memcpy(o->budget, def, sizeof def);
     o->rule = DRIFT_DECIDE_INTERVAL;
@@ -75,7 +75,7 @@ drift_status drift_traffic_parse_budgets(drift_traffic_opts *o, const char *spec
         if (c < 0) {
             rc = drift_error_set(err, DRIFT_ERR_INVALID,
                                  "budget: unknown class \"%s\" (known: exact, json, schema, tool_name, tool_args, "
-                                 "guard, math, semantic)",
+                                 "guard, math, semantic, code)",
                                  name);
             break;
         }
@@ -298,6 +298,7 @@ int trf_class_applies(int c, const json_t *req, int guard_on, int semantic_on) {
     case DRIFT_TC_GUARD: return guard_on;
     case DRIFT_TC_MATH: return 1; /* counted only where the class is present (below) */
     case DRIFT_TC_SEMANTIC: return semantic_on;
+    case DRIFT_TC_CODE: return trf_code_tests(req, NULL, NULL) != 0; /* tests: the request asks for code */
     default: return 0;
     }
 }
@@ -329,8 +330,8 @@ void drift_traffic_summarize(const drift_traffic_pair *pairs, const int *error, 
         drift_traffic_taxonomy *tx = &out->taxonomy;
         int flip_other = 0, functional = 0, worse = 0;
         for (int c = DRIFT_TC_JSON; c < DRIFT_TC_COUNT; c++) flip_other |= q->state[c] == DRIFT_TP_FLIP;
-        for (int c = DRIFT_TC_JSON; c <= DRIFT_TC_MATH; c++) {
-            if (c == DRIFT_TC_GUARD || q->state[c] != DRIFT_TP_FLIP) continue;
+        for (int c = DRIFT_TC_JSON; c < DRIFT_TC_COUNT; c++) {
+            if (c == DRIFT_TC_GUARD || c == DRIFT_TC_SEMANTIC || q->state[c] != DRIFT_TP_FLIP) continue;
             functional = 1;
             worse |= q->direction[c] < 0;
         }

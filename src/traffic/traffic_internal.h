@@ -39,7 +39,13 @@ int trf_class_applies(int c, const json_t *req, int guard_on, int semantic_on);
  * whole message when it has none. malloc'd; NULL on nomem. */
 char *trf_readable(const char *msg);
 
-/* 1 for the classes with a direction (json, schema, guard). */
+/* The tests a request carries for the code class (metadata.driftbench_tests,
+ * a non-empty string): 0 none; 1 with a valid entry point
+ * (metadata.driftbench_entry_point, an identifier); -1 tests without a
+ * valid entry point. *tests / *entry borrow from req when not NULL. */
+int trf_code_tests(const json_t *req, const char **tests, const char **entry);
+
+/* 1 for the classes with a direction (json, schema, guard, code). */
 int trf_class_directional(int c);
 
 #endif

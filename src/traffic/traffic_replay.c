@@ -555,6 +555,10 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
     }
     drift_store_read_end(st);
     if (rc) goto out;
+    drift_code_opts code_opts; /* the code class's sandbox: defaults, stopped by the replay's cancel */
+    drift_code_opts_default(&code_opts);
+    code_opts.cancel = o->target_opts.cancel;
+    code_opts.cancel_user = o->target_opts.cancel_user;
     for (size_t i = 0; i < n; i++) {
         drift_replay_pair *p = &rep->pairs[i];
         p->error_baseline = ea[i];
@@ -577,6 +581,7 @@ static drift_status judge(drift_store *st, const drift_replay_opts *o, const dri
             drift_error_prefix(err, "%s:%zu: ", log->name, log->recs[i].line);
             goto out;
         }
+        drift_traffic_pair_set_code(&p->p, reqs[i], ma[i], mb[i], &code_opts); /* runs code: only where it applies */
     }
     if (o->guard_spec && (rc = judge_guard(o, rep, log, ma, mb, perr_judge, err))) goto out;
     if (o->embedder_spec && (rc = judge_sdr(o, rep, n, ma, mb, perr_judge, err))) goto out;

@@ -264,6 +264,9 @@ drift_status drift_traffic_stream_add(drift_traffic_stream *s, const char *reque
             s->n_ev = 0;
             return rc;
         }
+        /* the code class runs the answers' code in the sandbox, here, synchronously
+         * (only for a pair with a Python block whose two sides' code differs) */
+        drift_traffic_pair_set_code(&p, request_json, base_msg, targ_msg, NULL);
         if (s->guard) stream_guard(s, request_json, base_msg, targ_msg, &p);
         if (s->embedder) stream_sdr(s, base_msg, targ_msg, &p);
     }
@@ -460,11 +463,15 @@ drift_status drift_traffic_stream_from_json(const char *text, drift_guard *guard
     const json_t *bud = json_object_get(o, "budget"), *cls = json_object_get(o, "classes"),
                  *al = json_object_get(o, "alarms"), *h = json_object_get(o, "sdr_hist"),
                  *wins = json_object_get(o, "windows");
-    if (!json_is_array(bud) || json_array_size(bud) != DRIFT_TC_COUNT || !json_is_array(cls) ||
-        json_array_size(cls) != DRIFT_TC_COUNT || !json_is_array(al) || json_array_size(al) != DRIFT_TC_COUNT ||
+    /* nc: the snapshot's classes; one taken before the code class (8) reads with
+     * that class at its start (no pairs, the default budget) */
+    int nc = (int)json_array_size(bud);
+    if (nc != DRIFT_TC_COUNT && nc != DRIFT_TC_CODE) nc = -1;
+    if (!json_is_array(bud) || nc < 0 || !json_is_array(cls) || json_array_size(cls) != (size_t)nc ||
+        !json_is_array(al) || json_array_size(al) != (size_t)nc ||
         !json_is_object(h) || !json_is_array(wins) || !json_is_boolean(json_object_get(o, "guard")) ||
         !json_is_boolean(json_object_get(o, "embedder")))
-        BAD(DRIFT_ERR_PARSE, "stream snapshot: budget, classes, alarms (8 each), sdr_hist, windows, guard, embedder "
+        BAD(DRIFT_ERR_PARSE, "stream snapshot: budget, classes, alarms (9 each, or 8), sdr_hist, windows, guard, embedder "
                              "are needed");
     if (json_is_true(json_object_get(o, "guard")) != (guard != NULL) ||
         json_is_true(json_object_get(o, "embedder")) != (embedder != NULL))
@@ -473,7 +480,7 @@ drift_status drift_traffic_stream_from_json(const char *text, drift_guard *guard
             json_is_true(json_object_get(o, "embedder")) ? "on" : "off");
     drift_traffic_opts st;
     drift_traffic_opts_default(&st);
-    for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+    for (int c = 0; c < nc; c++) {
         const json_t *b = json_array_get(bud, c);
         st.budget[c] = json_is_null(b) ? -1 : get_real(b);
         if (!(st.budget[c] == -1 || (st.budget[c] >= 0 && st.budget[c] <= 1)))
@@ -490,7 +497,7 @@ drift_status drift_traffic_stream_from_json(const char *text, drift_guard *guard
         BAD(DRIFT_ERR_PARSE, "stream snapshot: a count is missing or negative");
     if (s->compared + s->not_comparable + s->errors != s->pairs)
         BAD(DRIFT_ERR_INVALID, "stream snapshot: compared + not_comparable + errors != pairs");
-    for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+    for (int c = 0; c < nc; c++) {
         drift_traffic_stream_class *k = &s->cls[c];
         const json_t *x = json_array_get(cls, c), *a = json_array_get(al, c);
         if (get_int(x, "n", 0, &k->n) || get_int(x, "flips", 0, &k->flips) || get_int(x, "worse", 0, &k->worse) ||
@@ -545,10 +552,17 @@ drift_status drift_traffic_stream_from_json(const char *text, drift_guard *guard
                                 json_object_get(x, "hi"), json_object_get(x, "state")};
         int ok = !get_int(x, "start_ms", INT64_MIN, &w->start_ms) && !get_int(x, "pairs", 0, &w->pairs) &&
                  !get_int(x, "compared", 0, &w->compared);
-        for (int k = 0; k < 5; k++) ok &= json_is_array(arr[k]) && json_array_size(arr[k]) == DRIFT_TC_COUNT;
+        for (int k = 0; k < 5; k++) ok &= json_is_array(arr[k]) && json_array_size(arr[k]) == (size_t)nc;
         if (!ok || (i && w->start_ms <= s->win[i - 1].start_ms) || w->start_ms % s->window_ms)
             BAD(DRIFT_ERR_PARSE, "stream snapshot: windows[%zu] is malformed", i);
-        for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+        for (int c = nc; c < DRIFT_TC_COUNT; c++) { /* a class the snapshot lacks: at its start */
+            w->lo[c] = w->hi[c] = NAN;
+            w->state[c] = -1;
+            if (!s->cls[c].gated) continue;
+            drift_alarm_bounds(&s->alarm[c], &w->lo[c], &w->hi[c]);
+            w->state[c] = (int)s->alarm[c].state;
+        }
+        for (int c = 0; c < nc; c++) {
             w->flips[c] = json_integer_value(json_array_get(arr[0], c));
             w->left_out[c] = json_integer_value(json_array_get(arr[1], c));
             w->lo[c] = get_real(json_array_get(arr[2], c));

@@ -319,4 +319,38 @@ differ = sorted(p for p, same in rows if not same)
 assert d["classes"]["exact"]["flips"] == len(differ), (d["classes"]["exact"], differ)
 assert sorted(f["id"] for f in d["classes"]["exact"]["flipped"]) == differ
 EOF' "ref against int4 agrees with the store: $(head -c 1500 "$T/diff.json")"
+# ---- 5. the code class (code39): requests that carry tests in metadata
+# (driftbench_tests, driftbench_entry_point), two fake servers whose Python
+# blocks differ: both pass (no flip), one fails a carried test (flip, worse);
+# a request without tests: the target's block has a syntax error (flip,
+# worse); a pair with no code: not counted. The text report lists the class.
+start_server_text 'answer | CODE1 | ```python\\ndef sq(x):\\n    return x * x\\n```\nanswer | CODE2 | ```python\\ndef sq(x):\\n    return x * x\\n```\nanswer | CODE3 | ```python\\nx = [1, 2]\\n```\ndefault | echo\n'
+QA="http://127.0.0.1:$PORT/v1?model=fake&api=chat"
+start_server_text 'answer | CODE1 | ```python\\ndef sq(x):\\n    return x ** 2\\n```\nanswer | CODE2 | ```python\\ndef sq(x):\\n    return x + x\\n```\nanswer | CODE3 | ```python\\nx = [1, 2\\n```\ndefault | echo\n'
+QB="http://127.0.0.1:$PORT/v1?model=fake&api=chat"
+python3 - "$T/code.jsonl" <<'EOF'
+import json, sys
+md = {"driftbench_tests": "assert sq(2) == 4\nassert sq(3) == 9", "driftbench_entry_point": "sq"}
+out = [{"model": "prod", "messages": [{"role": "user", "content": "CODE1 write sq"}], "metadata": md},
+       {"model": "prod", "messages": [{"role": "user", "content": "CODE2 write sq"}], "metadata": md},
+       {"model": "prod", "messages": [{"role": "user", "content": "CODE3 a list"}]},
+       {"model": "prod", "messages": [{"role": "user", "content": "no code here"}]}]
+open(sys.argv[1], "w").write("".join(json.dumps(o) + "\n" for o in out))
+EOF
+"$D" --quiet replay --log "$T/code.jsonl" --db "$T/code.db" --baseline "$QA" --target "$QB" --retries 0 \
+  --format json -o "$T/code.json" 2> "$T/code.err"
+rc=$?
+check '[ $rc -ne 2 ]' "code replay: exit $rc: $(cat "$T/code.err")"
+check 'python3 - "$T/code.json" <<EOF
+import json, sys
+d = json.load(open(sys.argv[1])); c = d["classes"]["code"]
+assert d["answered"] == 4, d["answered"]
+assert c["present"] and c["n"] == 3 and c["flips"] == 2 and c["worse"] == 2 and c["better"] == 0, c
+assert c["left_out"] == 0 and abs(c["budget"] - 0.02) < 1e-12, c
+assert sorted(f["id"] for f in c["flipped"]) == ["line-2", "line-3"], c["flipped"]
+assert all(f["direction"] == -1 for f in c["flipped"]), c["flipped"]
+assert d["taxonomy"]["functional"] >= 2, d["taxonomy"]
+EOF' "code class: $(head -c 2000 "$T/code.json") $(cat "$T/code.err")"
+"$D" --quiet replay --log "$T/code.jsonl" --db "$T/code.db" --baseline "$QA" --target "$QB" > "$T/code.txt" 2>&1
+check 'grep -Eq "^code +3 +2 " "$T/code.txt"' "code row in the text report: $(cat "$T/code.txt")"
 finish

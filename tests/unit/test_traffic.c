@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driftbench/eval.h"
 #include "driftbench/traffic.h"
 #include "support/fake_server.h"
 
@@ -315,6 +316,98 @@ static void test_pair_classes(void **state) {
     assert_int_equal(drift_traffic_pair_judge(REQ_PLAIN, "[]", "{}", &p, &err), DRIFT_ERR_PARSE);
 }
 
+/* A reply message {"content": text}, malloc'd. */
+static char *code_msg(const char *text) {
+    json_t *m = json_pack("{s:s}", "content", text);
+    char *s = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    return s;
+}
+
+static int code_state(const char *req, const char *a, const char *b, const drift_code_opts *o, int *dir) {
+    char *ma = code_msg(a), *mb = code_msg(b);
+    drift_traffic_pair p = judge(req, ma, mb);
+    assert_int_equal(p.state[DRIFT_TC_CODE], DRIFT_TP_NA); /* pair_judge never runs code */
+    drift_traffic_pair_set_code(&p, req, ma, mb, o);
+    free(ma);
+    free(mb);
+    if (dir) *dir = p.direction[DRIFT_TC_CODE];
+    return p.state[DRIFT_TC_CODE];
+}
+
+#define REQ_CODE_TESTS                                                                                                \
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"write sq\"}],\"metadata\":{\"driftbench_tests\":"              \
+    "\"assert sq(2) == 4\\nassert sq(-3) == 9\",\"driftbench_entry_point\":\"sq\"}}"
+
+static void test_pair_code(void **state) {
+    (void)state;
+    int dir = 0;
+    const char *good = "Here:\n```python\ndef sq(x):\n    return x * x\n```\n";
+    const char *good2 = "```Python\ndef sq(x):\n    return x ** 2\n```";
+    const char *wrong = "```py\ndef sq(x):\n    return x + x\n```";
+    const char *broken = "```python\ndef sq(x)\n    return x * x\n```";
+    /* no Python block on either side (an untagged or other-language block is not code) */
+    assert_int_equal(code_state(REQ_CODE_TESTS, "no code", "```\nx = (\n```\n```sh\nls (\n```", NULL, &dir),
+                     DRIFT_TP_NA);
+    /* with tests: both pass though the code differs; one fails a carried test */
+    assert_int_equal(code_state(REQ_CODE_TESTS, good, good2, NULL, &dir), DRIFT_TP_SAME);
+    assert_int_equal(code_state(REQ_CODE_TESTS, good, wrong, NULL, &dir), DRIFT_TP_FLIP); /* 2+2 == 4, -3-3 != 9 */
+    assert_int_equal(dir, -1);
+    assert_int_equal(code_state(REQ_CODE_TESTS, broken, good, NULL, &dir), DRIFT_TP_FLIP);
+    assert_int_equal(dir, +1);
+    /* code on one side only: the side without is the worse */
+    assert_int_equal(code_state(REQ_CODE_TESTS, good, "sq is x times x", NULL, &dir), DRIFT_TP_FLIP);
+    assert_int_equal(dir, -1);
+    /* the answer cannot decide its verdict: exiting 0 early, printing the
+     * runner's words, or raising SystemExit in the entry point is a fail */
+    const char *cheat = "```python\nimport os\nprint('passed')\ndef sq(x):\n    os._exit(0)\n```";
+    assert_int_equal(code_state(REQ_CODE_TESTS, good, cheat, NULL, &dir), DRIFT_TP_FLIP);
+    assert_int_equal(dir, -1);
+    /* without tests: it compiles (never executed: an infinite loop or an
+     * exit at import time still compiles), or has a syntax error */
+    const char *spin = "```python\nwhile True:\n    pass\n```";
+    const char *quit = "```python\nraise SystemExit(3)\n```";
+    assert_int_equal(code_state(REQ_PLAIN, spin, quit, NULL, &dir), DRIFT_TP_SAME);
+    assert_int_equal(code_state(REQ_PLAIN, spin, broken, NULL, &dir), DRIFT_TP_FLIP);
+    assert_int_equal(dir, -1);
+    /* code that tries to break out of the hex literal is just bytes to compile */
+    assert_int_equal(code_state(REQ_PLAIN, broken, "```python\n'), 'a', 'exec')\n    return 1\n```", NULL, &dir),
+                     DRIFT_TP_SAME);
+    /* the same code both sides: SAME without a run */
+    assert_int_equal(code_state(REQ_PLAIN, broken, broken, NULL, &dir), DRIFT_TP_SAME);
+    /* a sandbox that cannot run: ERROR, never a flip (no interpreter; an
+     * "interpreter" under which the runner is never ready) */
+    drift_code_opts o;
+    drift_code_opts_default(&o);
+    o.python = "/no/such/python";
+    assert_int_equal(code_state(REQ_CODE_TESTS, good, wrong, &o, &dir), DRIFT_TP_ERROR);
+    o.python = "/bin/false";
+    o.unsafe_exec = 1;
+    assert_int_equal(code_state(REQ_PLAIN, spin, broken, &o, &dir), DRIFT_TP_ERROR);
+    /* tests without an entry point: ERROR; the class applies to such a request */
+    const char *no_entry = "{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"metadata\":{\"driftbench_tests\":"
+                           "\"assert sq(2) == 4\"}}";
+    assert_int_equal(code_state(no_entry, good, wrong, NULL, &dir), DRIFT_TP_ERROR);
+
+    /* counting: an error pair counts against code only when its request carries tests */
+    drift_traffic_pair pairs[3];
+    memset(pairs, 0, sizeof pairs);
+    pairs[0].state[DRIFT_TC_CODE] = DRIFT_TP_FLIP;
+    pairs[0].direction[DRIFT_TC_CODE] = -1;
+    int error[3] = {0, 1, 1};
+    const char *reqs[3] = {REQ_PLAIN, REQ_CODE_TESTS, REQ_PLAIN};
+    drift_traffic_summary s;
+    drift_traffic_summarize(pairs, error, reqs, 3, 0, 0, NULL, &s);
+    assert_int_equal(s.cls[DRIFT_TC_CODE].n, 1);
+    assert_int_equal(s.cls[DRIFT_TC_CODE].worse, 1);
+    assert_int_equal(s.cls[DRIFT_TC_CODE].left_out, 1);
+    assert_true(fabs(s.cls[DRIFT_TC_CODE].budget - 0.02) < 1e-12);
+    assert_int_equal(s.taxonomy.functional, 1);
+    assert_int_equal(s.taxonomy.functional_worse, 1);
+    assert_string_equal(drift_traffic_class_name(DRIFT_TC_CODE), "code");
+    assert_int_equal(drift_traffic_class_parse("code"), DRIFT_TC_CODE);
+}
+
 static void test_summarize(void **state) {
     (void)state;
     enum { N = 40 };
@@ -449,7 +542,7 @@ static void test_send_raw(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_shapes),   cmocka_unit_test(test_log_errors), cmocka_unit_test(test_log_completions), cmocka_unit_test(test_prepare),
-        cmocka_unit_test(test_reply_message), cmocka_unit_test(test_schema),    cmocka_unit_test(test_pair_classes),
+        cmocka_unit_test(test_reply_message), cmocka_unit_test(test_schema),    cmocka_unit_test(test_pair_classes), cmocka_unit_test(test_pair_code),
         cmocka_unit_test(test_summarize),    cmocka_unit_test(test_send_raw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,31 @@ static void test_resume_exact(void **state) {
     drift_traffic_stream_windows(back, &nb, NULL);
     assert_int_equal(na, nb);
 
+    /* a snapshot taken before the code class (8 classes) resumes with code at
+     * its start: the same state as this one's (no pair of the mix has code) */
+    {
+        json_t *o = json_loads(snap, JSON_DECODE_ANY, NULL);
+        assert_non_null(o);
+        assert_int_equal(json_array_size(json_object_get(o, "budget")), DRIFT_TC_COUNT);
+        const char *top[] = {"budget", "classes", "alarms"};
+        for (int k = 0; k < 3; k++) json_array_remove(json_object_get(o, top[k]), DRIFT_TC_CODE);
+        size_t i;
+        json_t *w;
+        json_array_foreach(json_object_get(o, "windows"), i, w) {
+            const char *arr[] = {"flips", "left_out", "lo", "hi", "state"};
+            for (int k = 0; k < 5; k++) json_array_remove(json_object_get(w, arr[k]), DRIFT_TC_CODE);
+        }
+        char *old8 = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        json_decref(o);
+        drift_traffic_stream *b8 = NULL;
+        assert_int_equal(drift_traffic_stream_from_json(old8, NULL, NULL, &b8, &err), DRIFT_OK);
+        char *j8 = drift_traffic_stream_to_json(b8);
+        assert_string_equal(j8, snap);
+        free(j8);
+        free(old8);
+        drift_traffic_stream_free(b8);
+    }
+
     /* a snapshot's errors */
     drift_traffic_stream *x = NULL;
     assert_int_equal(drift_traffic_stream_from_json("{", NULL, NULL, &x, &err), DRIFT_ERR_PARSE);
@@ -272,6 +298,21 @@ static void test_resume_exact(void **state) {
     drift_traffic_stream_free(back);
 }
 
+/* The code class in the stream judge: run synchronously in _add, a flip
+ * where one side's block does not compile; no code: not counted. */
+static void test_code_class(void **state) {
+    (void)state;
+    drift_traffic_stream *s = new_stream(0.05);
+    const char *req = "{\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}";
+    add(s, req, "{\"content\":\"```python\\nx = 1\\n```\"}", "{\"content\":\"```python\\nx = (\\n```\"}", 0, 0, 1, 0);
+    add(s, req, "{\"content\":\"plain\"}", "{\"content\":\"other\"}", 0, 0, 1, 0);
+    const drift_traffic_stream_class *k = drift_traffic_stream_class_get(s, DRIFT_TC_CODE);
+    assert_int_equal(k->n, 1);
+    assert_int_equal(k->flips, 1);
+    assert_int_equal(k->worse, 1);
+    drift_traffic_stream_free(s);
+}
+
 static void test_bad_input(void **state) {
     (void)state;
     drift_traffic_stream *s = NULL;
@@ -291,7 +332,7 @@ int main(void) {
         cmocka_unit_test(test_alarm_on_drift),   cmocka_unit_test(test_silent_when_identical),
         cmocka_unit_test(test_counts_match_summary), cmocka_unit_test(test_windows),
         cmocka_unit_test(test_prom),             cmocka_unit_test(test_resume_exact),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_input),        cmocka_unit_test(test_code_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
