@@ -3,11 +3,14 @@
  * stderr and "PORT <n>" to stdout, serves until SIGINT/SIGTERM, then stops
  * cleanly and says what was left queued (mirrored again at the next start).
  *
- * The judging side is another part's (a streaming judge with alarms); until
- * it is wired in, this command counts one class itself, "exact": a
- * comparable pair whose two answers (drift_traffic_reply_message's form,
- * compared as canonical JSON text) are the same or differ, computed in
- * on_pair and shown on /metrics as driftbench_shadow_exact_pairs_total. */
+ * Every pair is judged live by the streaming judge (traffic_stream.h):
+ * flips per class, left out, the SDR histogram with --embedder, one alarm per
+ * gated class whose events are logged to stderr the moment they happen and
+ * shown on /metrics. At start the pairs the store already holds are re-added
+ * in the order they were stored, so a restart (even after kill -9) resumes
+ * the counts and the alarms (with --store-texts hashes they cannot be judged
+ * again: the judge starts from zero, said at start). */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +18,11 @@
 #include <time.h>
 
 #include "cli.h"
+#include "driftbench/eval.h"
 #include "driftbench/shadow.h"
+#include "driftbench/text.h"
+#include "driftbench/traffic_privacy.h"
+#include "driftbench/traffic_stream.h"
 #include "pipeline.h"
 
 static const char *SH_CMD = "shadow";
@@ -50,35 +57,67 @@ static void shadow_usage(FILE *f) {
             "  --max-connections N    client connections at once (default 256)\n"
             "  --timeout S            the candidate's whole-request timeout (default 300)\n"
             "  --retries N            the candidate's retries (default 1)\n"
+            "Judging (live, per pair; alarms logged on stderr and shown on /metrics):\n"
+            "  --budget SPEC          per-class budgets in percent, e.g. json=0.5,exact=1\n"
+            "                         (none: not gated; defaults as replay's)\n"
+            "  --alpha A              each alarm's error level (default 0.05; docs/alarm.md)\n"
+            "  --guard SPEC           judge safe/unsafe of every answer: the guard class\n"
+            "  --embedder SPEC        embed both answers: the semantic class (SDR)\n"
+            "  --sdr-threshold X      semantic flip over this SDR (default 0.30)\n"
+            "Privacy (what is stored; said on stderr at start):\n"
+            "  --store-texts MODE     full (default) or hashes: only SHA-256 of requests and\n"
+            "                         answers (judged in memory first; a restart cannot\n"
+            "                         mirror unfinished pairs again nor re-judge stored ones)\n"
+            "  --redact RULE          emails, phones, digits, keys, all, or re:REGEX;\n"
+            "                         repeatable; applied before anything is stored\n"
+            "  --retention SPEC       at start, keep only answers newer than SPEC (30d, 12h)\n"
+            "                         or each side's newest N (a number)\n"
             "The client's Authorization goes to the primary only; the candidate uses its\n"
             "spec's api_key_env. Exit: 0 after a clean stop, 2 an error.\n");
 }
 
-/* The placeholder class "exact" (see the top of the file). */
-typedef struct exact_count {
-    volatile long same, differ;
-} exact_count;
+/* The judge: one streaming judge (traffic_stream.h) fed from on_pair (the
+ * writer thread) and read by /metrics (a connection thread): a mutex
+ * serialises the two. Alarm events are logged the moment a pair causes
+ * them. replaying: 1 while the stored pairs are re-added at start. */
+typedef struct shadow_judge {
+    pthread_mutex_t mu;
+    drift_traffic_stream *stream;
+    int replaying;
+    long unjudged;       /* pairs the judge refused (e.g. stored as hashes, re-added at start) */
+    char last_err[256];
+} shadow_judge;
 
 static void on_pair(void *user, const char *request_json, const char *pm, const char *cm, int pe, int ce,
                     int comparable) {
-    (void)request_json;
-    exact_count *x = user;
-    if (pe || ce || !comparable || !pm || !cm) return;
-    if (!strcmp(pm, cm)) __atomic_add_fetch(&x->same, 1, __ATOMIC_SEQ_CST);
-    else __atomic_add_fetch(&x->differ, 1, __ATOMIC_SEQ_CST);
+    shadow_judge *j = user;
+    drift_error e = {0};
+    pthread_mutex_lock(&j->mu);
+    /* a request error is left out where a class applies, never a flip */
+    if (drift_traffic_stream_add(j->stream, request_json, pm, cm, pe, ce, comparable, 0, NULL, &e)) {
+        j->unjudged++;
+        snprintf(j->last_err, sizeof j->last_err, "%s", e.msg);
+    } else {
+        size_t n = 0;
+        const drift_traffic_stream_event *ev = drift_traffic_stream_events(j->stream, &n);
+        for (size_t i = 0; i < n; i++) {
+            drift_buf b = {0};
+            if (!drift_traffic_stream_describe_event(j->stream, &ev[i], &b))
+                fprintf(stderr, "driftbench shadow: %s%s\n", j->replaying ? "(stored pairs) " : "",
+                        b.data ? b.data : "");
+            drift_buf_free(&b);
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
 }
 
 static int metrics_extra(void *user, drift_prom *p) {
-    exact_count *x = user;
+    shadow_judge *j = user;
     drift_error e = {0};
-    if (drift_prom_family(p, "driftbench_shadow_exact_pairs_total", DRIFT_PROM_COUNTER,
-                          "Comparable pairs of this process by exact agreement of the two answers "
-                          "(a placeholder judge: the answers' message JSON compared as text).",
-                          &e))
-        return -1;
-    drift_prom_label s = {"outcome", "same"}, d = {"outcome", "differ"};
-    if (drift_prom_sample(p, &s, 1, (double)__atomic_load_n(&x->same, __ATOMIC_SEQ_CST), &e)) return -1;
-    return drift_prom_sample(p, &d, 1, (double)__atomic_load_n(&x->differ, __ATOMIC_SEQ_CST), &e) ? -1 : 0;
+    pthread_mutex_lock(&j->mu);
+    drift_status rc = drift_traffic_stream_write_prom(j->stream, p, &e);
+    pthread_mutex_unlock(&j->mu);
+    return rc ? -1 : 0;
 }
 
 static int cmd_shadow(int argc, char **argv) {
@@ -87,6 +126,12 @@ static int cmd_shadow(int argc, char **argv) {
     o.port = 8090;
     const char *listen = NULL;
     char host[256];
+    const char *budgets = NULL, *guard_spec = NULL, *embedder_spec = NULL, *store_texts = NULL, *retention = NULL;
+    const char *rules[64];
+    size_t n_rules = 0;
+    double alpha = 0.05;
+    drift_traffic_opts tstats;
+    drift_traffic_opts_default(&tstats);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -115,6 +160,21 @@ static int cmd_shadow(int argc, char **argv) {
         else if (!strcmp(a, "--name")) o.name = v;
         else if (!strcmp(a, "--primary-label")) o.primary_label = v;
         else if (!strcmp(a, "--candidate-label")) o.candidate_label = v;
+        else if (!strcmp(a, "--budget") || !strcmp(a, "--budgets")) budgets = v;
+        else if (!strcmp(a, "--guard")) guard_spec = v;
+        else if (!strcmp(a, "--embedder")) embedder_spec = v;
+        else if (!strcmp(a, "--store-texts")) store_texts = v;
+        else if (!strcmp(a, "--retention")) retention = v;
+        else if (!strcmp(a, "--redact")) {
+            if (n_rules == sizeof rules / sizeof rules[0]) return cli_error(SH_CMD, "--redact: at most 64 rules");
+            rules[n_rules++] = v;
+        } else if (!strcmp(a, "--alpha")) {
+            if (cli_parse_double(SH_CMD, a, v, 1e-9, 0.5, &d)) return CLI_EXIT_ERROR;
+            alpha = d;
+        } else if (!strcmp(a, "--sdr-threshold")) {
+            if (cli_parse_double(SH_CMD, a, v, 0, 2, &d)) return CLI_EXIT_ERROR;
+            tstats.sdr_threshold = d;
+        }
         else if (!strcmp(a, "--sample")) {
             if (cli_parse_double(SH_CMD, a, v, 0, 1, &d)) return CLI_EXIT_ERROR;
             o.sample = d;
@@ -154,21 +214,85 @@ static int cmd_shadow(int argc, char **argv) {
         o.listen_host = host;
         o.port = (int)port;
     }
-    exact_count x = {0, 0};
+    drift_error err = {0};
+    if (drift_traffic_parse_budgets(&tstats, budgets, &err)) return cli_error_lib(SH_CMD, &err);
+    double max_age_s = -1;
+    int64_t keep_newest = -1;
+    if (retention && drift_traffic_retention_parse(retention, &max_age_s, &keep_newest, &err))
+        return cli_error_lib(SH_CMD, &err);
+    drift_traffic_privacy *pv = NULL;
+    if (drift_traffic_privacy_new(store_texts, rules, n_rules, &pv, &err)) return cli_error_lib(SH_CMD, &err);
+    int code = CLI_EXIT_PASS;
+    drift_guard *guard = NULL;
+    drift_embedder *emb = NULL;
+    shadow_judge J;
+    memset(&J, 0, sizeof J);
+    pthread_mutex_init(&J.mu, NULL);
+    if (guard_spec && drift_guard_open(guard_spec, &guard, &err)) {
+        drift_error_prefix(&err, "--guard: ");
+        code = cli_error_lib(SH_CMD, &err);
+        goto out;
+    }
+    if (embedder_spec && drift_embedder_open(embedder_spec, &emb, &err)) {
+        drift_error_prefix(&err, "--embedder: ");
+        code = cli_error_lib(SH_CMD, &err);
+        goto out;
+    }
+    if (drift_traffic_stream_new(&tstats, alpha, guard, emb, &J.stream, &err)) {
+        code = cli_error_lib(SH_CMD, &err);
+        goto out;
+    }
+    if (retention) { /* before the proxy holds the store */
+        drift_store *rst = NULL;
+        const char *labels[2] = {o.primary_label ? o.primary_label : "shadow-primary",
+                                 o.candidate_label ? o.candidate_label : "shadow-candidate"};
+        int64_t deleted = 0;
+        if (drift_store_open(o.store_path, &rst, &err) ||
+            drift_traffic_retention_apply(rst, labels, 2, max_age_s, keep_newest, 0, &deleted, &err)) {
+            drift_store_close(rst);
+            code = cli_error_lib(SH_CMD, &err);
+            goto out;
+        }
+        drift_store_close(rst);
+        fprintf(stderr, "driftbench shadow: retention %s: %lld stored answers deleted\n", retention,
+                (long long)deleted);
+    }
     o.on_pair = on_pair;
     o.metrics_extra = metrics_extra;
-    o.user = &x;
+    o.user = &J;
+    o.privacy = pv;
+    o.replay_stored = 1;
     cli_install_signal_handlers();
-    drift_error err = {0};
     drift_shadow *s = NULL;
-    if (drift_shadow_start(&o, &s, &err)) return cli_error_lib(SH_CMD, &err);
+    J.replaying = 1;
+    if (drift_shadow_start(&o, &s, &err)) {
+        code = cli_error_lib(SH_CMD, &err);
+        goto out;
+    }
+    pthread_mutex_lock(&J.mu);
+    J.replaying = 0;
+    long rejudged = (long)drift_traffic_stream_pairs(J.stream), unjudged = J.unjudged;
+    pthread_mutex_unlock(&J.mu);
     drift_shadow_stats st;
     drift_shadow_get_stats(s, &st);
     fprintf(stderr, "driftbench shadow: listening on http://%s:%d (primary -> clients, %.0f%% mirrored)\n",
             o.listen_host, drift_shadow_port(s), o.sample * 100);
+    char *what = drift_traffic_privacy_describe(pv);
+    fprintf(stderr, "driftbench shadow: %s%s\n", what ? what : "",
+            drift_traffic_privacy_hashes(pv) ? "; with hashes, pairs left unfinished by a stop cannot be mirrored "
+                                               "again and stored pairs cannot be judged again after a restart"
+                                             : "");
+    free(what);
+    if (rejudged || unjudged)
+        fprintf(stderr, "driftbench shadow: the judge resumed from %ld stored pair(s)%s\n", rejudged,
+                unjudged ? " (some stored pairs could not be judged again: they are hashes)" : "");
     if (st.resumed)
         fprintf(stderr, "driftbench shadow: %llu pair(s) left unfinished in the store are mirrored again\n",
                 (unsigned long long)st.resumed);
+    if (st.backlog_hashed)
+        fprintf(stderr,
+                "driftbench shadow: %llu pair(s) left unfinished in the store are hashes: not mirrored again\n",
+                (unsigned long long)st.backlog_hashed);
     printf("PORT %d\n", drift_shadow_port(s));
     fflush(stdout);
     while (!cli_cancel_requested(NULL)) {
@@ -187,9 +311,15 @@ static int cmd_shadow(int argc, char **argv) {
     if (st.store_errors) {
         cli_error(SH_CMD, "%llu store write(s) failed; the last: %s", (unsigned long long)st.store_errors,
                   st.last_error);
-        return CLI_EXIT_ERROR;
+        code = CLI_EXIT_ERROR;
     }
-    return CLI_EXIT_PASS;
+out:
+    drift_traffic_stream_free(J.stream);
+    if (guard) drift_guard_close(guard);
+    if (emb) drift_embedder_close(emb);
+    drift_traffic_privacy_free(pv);
+    pthread_mutex_destroy(&J.mu);
+    return code;
 }
 
 CLI_COMMAND(shadow, "shadow", "an OpenAI-compatible proxy mirroring traffic to a candidate", cmd_shadow)
