@@ -93,6 +93,15 @@ static void on_pair(void *user, const char *request_json, const char *pm, const 
     shadow_judge *j = user;
     drift_error e = {0};
     pthread_mutex_lock(&j->mu);
+    /* stored pairs re-added at start may be hashes (--store-texts hashes
+     * before): judging a hash would be wrong for every class but exact, so
+     * they are not judged again */
+    if (j->replaying && (drift_traffic_privacy_is_hash(request_json ? request_json : "") ||
+                         (pm && drift_traffic_privacy_is_hash(pm)) || (cm && drift_traffic_privacy_is_hash(cm)))) {
+        j->unjudged++;
+        pthread_mutex_unlock(&j->mu);
+        return;
+    }
     /* a request error is left out where a class applies, never a flip */
     if (drift_traffic_stream_add(j->stream, request_json, pm, cm, pe, ce, comparable, 0, NULL, &e)) {
         j->unjudged++;
@@ -283,9 +292,13 @@ static int cmd_shadow(int argc, char **argv) {
                                                "again and stored pairs cannot be judged again after a restart"
                                              : "");
     free(what);
-    if (rejudged || unjudged)
-        fprintf(stderr, "driftbench shadow: the judge resumed from %ld stored pair(s)%s\n", rejudged,
-                unjudged ? " (some stored pairs could not be judged again: they are hashes)" : "");
+    if (rejudged)
+        fprintf(stderr, "driftbench shadow: the judge resumed from %ld stored pair(s)\n", rejudged);
+    if (unjudged)
+        fprintf(stderr,
+                "driftbench shadow: %ld stored pair(s) could not be judged again (stored as hashes, or: %s); "
+                "the judge counts them no more\n",
+                unjudged, J.last_err[0] ? J.last_err : "none other");
     if (st.resumed)
         fprintf(stderr, "driftbench shadow: %llu pair(s) left unfinished in the store are mirrored again\n",
                 (unsigned long long)st.resumed);

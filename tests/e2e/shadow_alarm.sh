@@ -142,7 +142,7 @@ EOF
 check '[ ! -s "$T/plain" ]' "$(cat "$T/plain")"
 check '! sqlite3 "$T/h.db" "select text from responses" | grep -q "\"content\""' "an answer stored as a message"
 start_shadow h2 --primary "$PRIM" --candidate "$DRIFT" --db "$T/h.db" --name math --store-texts hashes
-check 'grep -q "could not be judged again" "$T/h2.err"' "the restart with hashes does not say the judge starts over: $(cat "$T/h2.err")"
+check 'grep -q "stored pair(s) could not be judged again (stored as hashes" "$T/h2.err"' "the restart with hashes does not say the judge starts over: $(cat "$T/h2.err")"
 kill -TERM "$SHPID"
 wait "$SHPID"
 finish
