@@ -30,6 +30,7 @@ static const char *SH_CMD = "shadow";
 static void shadow_usage(FILE *f) {
     fprintf(f,
             "usage: driftbench shadow --primary URL --candidate URL --db STORE [options]\n"
+            "       driftbench shadow --db STORE --report [--window S|auto] [--format text|json]\n"
             "An OpenAI-compatible proxy: every request goes to the primary and its reply\n"
             "comes back unchanged (status, headers, body byte for byte, streams as they\n"
             "arrive); a sampled share of chat/completions (or completions) requests is\n"
@@ -72,6 +73,13 @@ static void shadow_usage(FILE *f) {
             "                         repeatable; applied before anything is stored\n"
             "  --retention SPEC       at start, keep only answers newer than SPEC (30d, 12h)\n"
             "                         or each side's newest N (a number)\n"
+            "Drift over time of a shadow store (no proxy, no request sent):\n"
+            "  --report               judge the stored pairs with --budget/--alpha and print\n"
+            "                         per class flips and alarms, and per time window\n"
+            "  --window S|auto        windows of S seconds of the answers' stored times\n"
+            "                         (default auto: at most 20)\n"
+            "  --format FMT           text (default) or json (the judge's state)\n"
+            "  -o FILE                write the report to FILE\n"
             "The client's Authorization goes to the primary only; the candidate uses its\n"
             "spec's api_key_env. Exit: 0 after a clean stop, 2 an error.\n");
 }
@@ -129,6 +137,162 @@ static int metrics_extra(void *user, drift_prom *p) {
     return rc ? -1 : 0;
 }
 
+/* ---- --report: drift over time of a shadow store, no request sent ---- */
+
+typedef struct rp_pair {
+    char *req, *pm, *cm;
+    int pe, ce, comp;
+    int64_t t;
+} rp_pair;
+typedef struct rp_list {
+    rp_pair *v;
+    size_t n, cap;
+    int nomem;
+} rp_list;
+
+static char *dup_or_null(const char *x) { return x ? strdup(x) : NULL; }
+
+static int rp_collect(void *user, const char *req, const char *pm, const char *cm, int pe, int ce, int comp,
+                      int64_t t) {
+    rp_list *l = user;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        rp_pair *v = realloc(l->v, cap * sizeof *v);
+        if (!v) return l->nomem = 1;
+        l->v = v;
+        l->cap = cap;
+    }
+    rp_pair *p = &l->v[l->n++];
+    p->req = dup_or_null(req);
+    p->pm = dup_or_null(pm);
+    p->cm = dup_or_null(cm);
+    p->pe = pe;
+    p->ce = ce;
+    p->comp = comp;
+    p->t = t;
+    return 0;
+}
+
+static int rp_cmp_time(const void *a, const void *b) {
+    const rp_pair *x = a, *y = b;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The smallest round window that cuts the span into at most 20. */
+static int64_t rp_auto_window(const rp_list *l) {
+    static const int64_t sizes[] = {60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400};
+    int64_t span = l->n ? (l->v[l->n - 1].t - l->v[0].t) / 1000 : 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (span / sizes[i] < 20) return sizes[i];
+    return 365 * 86400;
+}
+
+static int shadow_report(const char *db, const char *plabel, const char *clabel, const drift_traffic_opts *tstats,
+                         double alpha, int64_t window_s, const char *format, const char *out_path) {
+    drift_error err = {0};
+    drift_store *st = NULL;
+    if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib(SH_CMD, &err);
+    rp_list l = {0};
+    drift_status rc = drift_shadow_read_pairs(st, plabel, clabel, rp_collect, &l, &err);
+    drift_store_close(st);
+    int code = CLI_EXIT_PASS;
+    drift_traffic_stream *s = NULL;
+    long hashed = 0;
+    if (rc || l.nomem) {
+        code = rc ? cli_error_lib(SH_CMD, &err) : cli_error(SH_CMD, "out of memory");
+        goto out;
+    }
+    qsort(l.v, l.n, sizeof *l.v, rp_cmp_time); /* windows over time; ties keep no promised order */
+    if (window_s < 0) window_s = rp_auto_window(&l);
+    if (drift_traffic_stream_new(tstats, alpha, NULL, NULL, &s, &err) ||
+        (window_s && drift_traffic_stream_set_window(s, window_s * 1000, &err))) {
+        code = cli_error_lib(SH_CMD, &err);
+        goto out;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        rp_pair *p = &l.v[i];
+        if (drift_traffic_privacy_is_hash(p->req ? p->req : "") || (p->pm && drift_traffic_privacy_is_hash(p->pm)) ||
+            (p->cm && drift_traffic_privacy_is_hash(p->cm))) {
+            hashed++;
+            continue;
+        }
+        if (drift_traffic_stream_add(s, p->req, p->pm, p->cm, p->pe, p->ce, p->comp, p->t > 0 ? p->t : 1, NULL,
+                                     &err)) {
+            code = cli_error_lib(SH_CMD, &err);
+            goto out;
+        }
+    }
+    drift_buf b = {0};
+    if (!strcmp(format, "json")) {
+        char *j = drift_traffic_stream_to_json(s);
+        if (!j || drift_buf_puts(&b, j) || drift_buf_puts(&b, "\n")) code = cli_error(SH_CMD, "out of memory");
+        free(j);
+    } else {
+        drift_buf_printf(&b, "shadow store %s: %s -> %s\n", db, plabel ? plabel : "shadow-primary",
+                         clabel ? clabel : "shadow-candidate");
+        drift_buf_printf(&b, "pairs %lld: %lld compared, %lld not comparable, %lld with a request error",
+                         (long long)drift_traffic_stream_pairs(s), (long long)drift_traffic_stream_compared(s),
+                         (long long)drift_traffic_stream_not_comparable(s), (long long)drift_traffic_stream_errors(s));
+        if (hashed) drift_buf_printf(&b, "; %ld stored as hashes, not judged", hashed);
+        drift_buf_printf(&b, "\n\n%-10s %8s %8s %9s  %s\n", "class", "flips", "pairs", "left out", "alarm");
+        for (int c = 0; c < DRIFT_TC_COUNT; c++) {
+            const drift_traffic_stream_class *k = drift_traffic_stream_class_get(s, c);
+            const drift_alarm *a = drift_traffic_stream_alarm(s, c);
+            if (!k || (!k->n && !k->left_out)) continue;
+            drift_buf_printf(&b, "%-10s %8lld %8lld %9lld  ", drift_traffic_class_name(c), (long long)k->flips,
+                             (long long)k->n, (long long)k->left_out);
+            if (!a) drift_buf_puts(&b, "not gated\n");
+            else {
+                double lo = 0, hi = 1;
+                drift_alarm_bounds(a, &lo, &hi);
+                drift_buf_printf(&b, "%s", a->state == DRIFT_ALARM_FIRING ? "ALARM" : drift_alarm_state_name(a->state));
+                if (k->raised_pair) drift_buf_printf(&b, " raised at pair %lld,", (long long)k->raised_pair);
+                drift_buf_printf(&b, " flip rate in [%.2f%%, %.2f%%], budget %.2f%%\n", lo * 100, hi * 100,
+                                 a->budget * 100);
+            }
+        }
+        size_t nw = 0;
+        int64_t dropped = 0;
+        const drift_traffic_window *w = drift_traffic_stream_windows(s, &nw, &dropped);
+        if (nw) {
+            drift_buf_printf(&b, "\ndrift over time (windows of %lld s, UTC; flips per class):\n%-20s %6s %8s",
+                             (long long)window_s, "window start", "pairs", "compared");
+            for (int c = 0; c < DRIFT_TC_COUNT; c++)
+                if (drift_traffic_stream_class_get(s, c)->n) drift_buf_printf(&b, " %9s", drift_traffic_class_name(c));
+            drift_buf_puts(&b, "\n");
+            for (size_t i = 0; i < nw; i++) {
+                time_t ts = (time_t)(w[i].start_ms / 1000);
+                struct tm tmv;
+                char when[32];
+                gmtime_r(&ts, &tmv);
+                strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
+                drift_buf_printf(&b, "%-20s %6lld %8lld", when, (long long)w[i].pairs, (long long)w[i].compared);
+                for (int c = 0; c < DRIFT_TC_COUNT; c++)
+                    if (drift_traffic_stream_class_get(s, c)->n)
+                        drift_buf_printf(&b, " %8lld%s", (long long)w[i].flips[c], w[i].state[c] == DRIFT_ALARM_FIRING ? "!" : " ");
+                drift_buf_puts(&b, "\n");
+            }
+            drift_buf_puts(&b, "(! : the class's alarm is raised at the window's end)\n");
+            if (dropped) drift_buf_printf(&b, "(%lld older windows dropped)\n", (long long)dropped);
+        }
+    }
+    if (code == CLI_EXIT_PASS) {
+        char *text = drift_buf_steal(&b);
+        if (!text || cli_write_output(SH_CMD, out_path, text)) code = CLI_EXIT_ERROR;
+        free(text);
+    }
+    drift_buf_free(&b);
+out:
+    drift_traffic_stream_free(s);
+    for (size_t i = 0; i < l.n; i++) {
+        free(l.v[i].req);
+        free(l.v[i].pm);
+        free(l.v[i].cm);
+    }
+    free(l.v);
+    return code;
+}
+
 static int cmd_shadow(int argc, char **argv) {
     drift_shadow_opts o;
     drift_shadow_opts_default(&o);
@@ -139,6 +303,9 @@ static int cmd_shadow(int argc, char **argv) {
     const char *rules[64];
     size_t n_rules = 0;
     double alpha = 0.05;
+    int report_mode = 0;
+    int64_t window_s = -1;
+    const char *format = "text", *out_path = NULL;
     drift_traffic_opts tstats;
     drift_traffic_opts_default(&tstats);
     for (int i = 1; i < argc; i++) {
@@ -149,6 +316,10 @@ static int cmd_shadow(int argc, char **argv) {
         }
         if (!strcmp(a, "--only-deterministic")) {
             o.only_deterministic = 1;
+            continue;
+        }
+        if (!strcmp(a, "--report")) {
+            report_mode = 1;
             continue;
         }
         if (strncmp(a, "-", 1)) {
@@ -174,6 +345,13 @@ static int cmd_shadow(int argc, char **argv) {
         else if (!strcmp(a, "--embedder")) embedder_spec = v;
         else if (!strcmp(a, "--store-texts")) store_texts = v;
         else if (!strcmp(a, "--retention")) retention = v;
+        else if (!strcmp(a, "--format")) format = v;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out_path = v;
+        else if (!strcmp(a, "--window")) {
+            if (!strcmp(v, "auto")) window_s = -1;
+            else if (cli_parse_int(SH_CMD, a, v, 1, 31536000L, &n)) return CLI_EXIT_ERROR;
+            else window_s = n;
+        }
         else if (!strcmp(a, "--redact")) {
             if (n_rules == sizeof rules / sizeof rules[0]) return cli_error(SH_CMD, "--redact: at most 64 rules");
             rules[n_rules++] = v;
@@ -209,6 +387,15 @@ static int cmd_shadow(int argc, char **argv) {
             shadow_usage(stderr);
             return cli_error(SH_CMD, "unknown option %s", a);
         }
+    }
+    if (report_mode) {
+        if (!o.store_path) return cli_error(SH_CMD, "--report needs --db");
+        if (strcmp(format, "text") && strcmp(format, "json"))
+            return cli_error(SH_CMD, "--format: '%s' is not text or json", format);
+        drift_error perr = {0};
+        if (drift_traffic_parse_budgets(&tstats, budgets, &perr)) return cli_error_lib(SH_CMD, &perr);
+        return shadow_report(o.store_path, o.primary_label, o.candidate_label, &tstats, alpha, window_s, format,
+                             out_path);
     }
     if (!o.primary_spec || !o.candidate_spec || !o.store_path)
         return cli_error(SH_CMD, "--primary, --candidate and --db are required (see --help)");

@@ -136,6 +136,21 @@ DRIFT_API void drift_shadow_last_error(drift_shadow *s, char *buf, size_t cap);
  * mirrors; *final (may be NULL): the counters after all that. Frees s. */
 DRIFT_API void drift_shadow_stop(drift_shadow *s, size_t *left_queued, drift_shadow_stats *final);
 
+/* The pairs a shadow store holds, for a report after the fact (drift over
+ * time): the runs labelled primary_label / candidate_label (NULL: the
+ * defaults) of an open store, each finished pair (a candidate row; primary
+ * error pairs too) in the order the primaries were stored, given to fn with
+ * the stored texts and the pair's time (the later of the two answers'
+ * stored times, unix ms; the primary's for a primary error pair). Pairs
+ * with no candidate row yet are skipped. fn returns nonzero to stop.
+ * DRIFT_ERR_NOT_FOUND naming a label with no run. */
+typedef int (*drift_shadow_stored_fn)(void *user, const char *request_json, const char *primary_msg,
+                                      const char *candidate_msg, int primary_error, int candidate_error,
+                                      int comparable, int64_t t_unix_ms);
+DRIFT_API drift_status drift_shadow_read_pairs(drift_store *st, const char *primary_label,
+                                               const char *candidate_label, drift_shadow_stored_fn fn, void *user,
+                                               drift_error *err);
+
 /* 1 when a request body decodes deterministically: "temperature" present
  * and 0, and "n" absent or 1 (OpenAI's default temperature is 1); a top_p
  * does not matter then. 0 otherwise (also for a body that is not a JSON

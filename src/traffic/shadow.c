@@ -590,6 +590,76 @@ static drift_status load_state(drift_shadow *s, drift_error *err) {
     return rc;
 }
 
+static int64_t time_of(const drift_response_time *t, size_t n, int64_t rowid) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* by prompt_rowid as the store returns them; a scan otherwise */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid].prompt_rowid < rowid) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < n && t[lo].prompt_rowid == rowid) return t[lo].unix_s;
+    for (size_t i = 0; i < n; i++)
+        if (t[i].prompt_rowid == rowid) return t[i].unix_s;
+    return 0;
+}
+
+drift_status drift_shadow_read_pairs(drift_store *st, const char *primary_label, const char *candidate_label,
+                                     drift_shadow_stored_fn fn, void *user, drift_error *err) {
+    const char *labels[2] = {primary_label ? primary_label : "shadow-primary",
+                             candidate_label ? candidate_label : "shadow-candidate"};
+    int64_t run[2] = {0, 0};
+    drift_response_time *tm[2] = {NULL, NULL};
+    size_t ntm[2] = {0, 0};
+    drift_status rc = DRIFT_OK;
+    for (int k = 0; k < 2 && !rc; k++) {
+        drift_run_info info;
+        memset(&info, 0, sizeof info);
+        if (!(rc = drift_store_run_get(st, labels[k], &info, err))) run[k] = info.id;
+        drift_run_info_clear(&info);
+        if (!rc) rc = drift_store_response_times(st, run[k], &tm[k], &ntm[k], err);
+    }
+    drift_scored_set a = {0}, b = {0};
+    if (!rc) rc = drift_store_load_scored(st, run[0], &a, err);
+    if (!rc) rc = drift_store_load_scored(st, run[1], &b, err);
+    size_t j = 0;
+    for (size_t i = 0; !rc && i < a.n; i++) {
+        const drift_scored *p = &a.rows[i];
+        if (p->replicate) continue;
+        while (j < b.n && b.rows[j].prompt_rowid < p->prompt_rowid) j++;
+        const drift_scored *c = j < b.n && b.rows[j].prompt_rowid == p->prompt_rowid ? &b.rows[j] : NULL;
+        if (!c && !p->is_error) continue; /* unfinished */
+        drift_answer ans, cans;
+        drift_prompt pr, cpr;
+        memset(&ans, 0, sizeof ans);
+        memset(&cans, 0, sizeof cans);
+        memset(&pr, 0, sizeof pr);
+        memset(&cpr, 0, sizeof cpr);
+        drift_answer_clear(&ans);
+        drift_answer_clear(&cans);
+        rc = drift_store_response_get(st, p->response_id, &ans, &pr, err);
+        if (!rc && c && !c->is_error) rc = drift_store_response_get(st, c->response_id, &cans, &cpr, err);
+        if (!rc) {
+            int64_t t = time_of(tm[0], ntm[0], p->prompt_rowid);
+            if (c) {
+                int64_t tc = time_of(tm[1], ntm[1], p->prompt_rowid);
+                if (tc > t) t = tc;
+            }
+            if (fn(user, pr.input, p->is_error ? NULL : ans.text, c && !c->is_error ? cans.text : NULL, p->is_error,
+                   c ? c->is_error : 0, drift_shadow_comparable(pr.input), t * 1000))
+                i = a.n; /* stop */
+        }
+        drift_answer_clear(&ans);
+        drift_answer_clear(&cans);
+        drift_prompt_clear(&pr);
+        drift_prompt_clear(&cpr);
+    }
+    drift_scored_set_clear(&a);
+    drift_scored_set_clear(&b);
+    free(tm[0]);
+    free(tm[1]);
+    return rc;
+}
+
 static void shadow_free(drift_shadow *s) {
     if (!s) return;
     shd_item *it = s->ring_head;

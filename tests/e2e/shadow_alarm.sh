@@ -8,6 +8,8 @@
 #   2. kill -9, then a restart with the same store: the judge resumes from the
 #      stored pairs (counts and the alarm continue), new pairs add to them;
 #   3. an identical candidate (the same ref server): no alarm, no exact flip;
+#   2b. `shadow --report` over the store (no proxy): the same counts, the
+#      alarm, and windows over time (text), the judge's state (json);
 #   4. --store-texts hashes (with --redact emails): the startup line says so,
 #      the judge still counts live, and neither the SQLite file nor its WAL
 #      holds a prompt or an answer in plain text.
@@ -102,6 +104,14 @@ kill -TERM "$SHPID"
 wait "$SHPID"
 check '[ $? -eq 0 ]' "clean stop after the restart: $(tail -2 "$T/a2.err")"
 
+# drift over time of the store, no proxy: the same counts and the alarm, by window
+"$D" shadow --db "$T/a.db" --report --budget exact=1 --window 60 > "$T/r.txt" 2> "$T/r.err"
+check '[ $? -eq 0 ]' "shadow --report: $(cat "$T/r.err")"
+check 'grep -Eq "^pairs $((N + 5)): $((N + 5)) compared" "$T/r.txt" && grep -Eq "^exact +$f3 +$((N + 5)) +0 +ALARM raised at pair [0-9]+" "$T/r.txt" && grep -q "^drift over time (windows of 60 s" "$T/r.txt"' \
+  "the report: $(cat "$T/r.txt")"
+"$D" shadow --db "$T/a.db" --report --budget exact=1 --format json > "$T/r.json"
+check 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"driftbench_traffic_stream\"] == 1" "$T/r.json"' "report json: $(head -c 300 "$T/r.json")"
+
 # ---- 3. an identical candidate: silence ----
 start_shadow b1 --primary "$PRIM" --candidate "$PRIM" --db "$T/b.db" --name math --budget exact=1
 send $SP 1 $N || fail "requests through the proxy (identical) failed"
@@ -143,6 +153,8 @@ check '[ ! -s "$T/plain" ]' "$(cat "$T/plain")"
 check '! sqlite3 "$T/h.db" "select text from responses" | grep -q "\"content\""' "an answer stored as a message"
 start_shadow h2 --primary "$PRIM" --candidate "$DRIFT" --db "$T/h.db" --name math --store-texts hashes
 check 'grep -q "stored pair(s) could not be judged again (stored as hashes" "$T/h2.err"' "the restart with hashes does not say the judge starts over: $(cat "$T/h2.err")"
+"$D" shadow --db "$T/h.db" --report > "$T/rh.txt" 2>&1
+check 'grep -q "5 stored as hashes, not judged" "$T/rh.txt"' "the report over hashes: $(cat "$T/rh.txt")"
 kill -TERM "$SHPID"
 wait "$SHPID"
 finish
