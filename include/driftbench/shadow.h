@@ -24,6 +24,7 @@
 #include "driftbench/prom.h"
 #include "driftbench/store.h"
 #include "driftbench/target.h"
+#include "driftbench/traffic_privacy.h"
 #include "driftbench/types.h"
 
 #ifdef __cplusplus
@@ -71,6 +72,18 @@ typedef struct drift_shadow_opts {
     drift_shadow_pair_fn on_pair;
     drift_shadow_metrics_fn metrics_extra;
     void *user;
+    /* What is stored (traffic_privacy.h; borrowed, may be NULL: full). The
+     * request and both answers are given to on_pair as received and stored
+     * in the form privacy allows (redacted, or only their SHA-256). With
+     * hashes, a pair left unfinished cannot be mirrored again at the next
+     * start (its request is not stored): it is counted in backlog_hashed. */
+    const struct drift_traffic_privacy *privacy;
+    /* 1: at start, before serving, on_pair is called once per pair the store
+     * already holds (finished pairs and primary error pairs), in the order
+     * the primaries were stored, with the stored texts (hashes or redacted
+     * text under a privacy option), so that a judge rebuilds its state
+     * after a restart. */
+    int replay_stored;
 } drift_shadow_opts;
 
 DRIFT_API void drift_shadow_opts_default(drift_shadow_opts *o);
@@ -96,6 +109,8 @@ typedef struct drift_shadow_stats {
     uint64_t store_errors;         /* store writes that failed, or a mirror worker whose candidate could not
                                     * work at all (last_error says which) */
     uint64_t resumed;              /* pairs found unfinished in the store at start and mirrored again */
+    uint64_t backlog_hashed;       /* pairs found unfinished at start whose request is stored as a hash:
+                                    * not mirrored again */
     size_t queue_depth;            /* mirror queue + restart backlog, now */
     size_t queue_capacity;
     size_t in_flight;              /* client requests being answered now */
@@ -120,6 +135,21 @@ DRIFT_API void drift_shadow_last_error(drift_shadow *s, char *buf, size_t cap);
  * NULL): pairs left unmirrored, which the next start with this store
  * mirrors; *final (may be NULL): the counters after all that. Frees s. */
 DRIFT_API void drift_shadow_stop(drift_shadow *s, size_t *left_queued, drift_shadow_stats *final);
+
+/* The pairs a shadow store holds, for a report after the fact (drift over
+ * time): the runs labelled primary_label / candidate_label (NULL: the
+ * defaults) of an open store, each finished pair (a candidate row; primary
+ * error pairs too) in the order the primaries were stored, given to fn with
+ * the stored texts and the pair's time (the later of the two answers'
+ * stored times, unix ms; the primary's for a primary error pair). Pairs
+ * with no candidate row yet are skipped. fn returns nonzero to stop.
+ * DRIFT_ERR_NOT_FOUND naming a label with no run. */
+typedef int (*drift_shadow_stored_fn)(void *user, const char *request_json, const char *primary_msg,
+                                      const char *candidate_msg, int primary_error, int candidate_error,
+                                      int comparable, int64_t t_unix_ms);
+DRIFT_API drift_status drift_shadow_read_pairs(drift_store *st, const char *primary_label,
+                                               const char *candidate_label, drift_shadow_stored_fn fn, void *user,
+                                               drift_error *err);
 
 /* 1 when a request body decodes deterministically: "temperature" present
  * and 0, and "n" absent or 1 (OpenAI's default temperature is 1); a top_p

@@ -205,14 +205,22 @@ static void write_primaries(drift_shadow *s, shd_job **jobs, size_t n) {
     int64_t *rowids = calloc(n, sizeof *rowids);
     drift_answer *ans = calloc(n, sizeof *ans);
     char (*ids)[48] = calloc(n, sizeof *ids);
+    char **stored_req = calloc(n, sizeof *stored_req), **stored_msg = calloc(n, sizeof *stored_msg);
     drift_error e = {0};
-    int failed = !pr || !rowids || !ans || !ids;
+    int failed = !pr || !rowids || !ans || !ids || !stored_req || !stored_msg;
     if (failed) snprintf(e.msg, sizeof e.msg, "out of memory");
     for (size_t i = 0; !failed && i < n; i++) {
         snprintf(ids[i], sizeof ids[i], "%013.0f-%08llu", s->start_wall_ms, (unsigned long long)++s->next_id);
         pr[i].prompt_id = ids[i];
         pr[i].workload = DRIFT_WL_CHAT;
         pr[i].input = jobs[i]->request;
+        if (!drift_traffic_privacy_is_full(s->o.privacy)) {
+            if (drift_traffic_privacy_apply(s->o.privacy, jobs[i]->request, &stored_req[i], NULL, &e)) failed = 1;
+            else pr[i].input = stored_req[i];
+            if (!failed && jobs[i]->ans.text &&
+                drift_traffic_privacy_apply(s->o.privacy, jobs[i]->ans.text, &stored_msg[i], NULL, &e))
+                failed = 1;
+        }
         pr[i].reference_json = "{}";
         pr[i].hash = suite_prompt_hash(DRIFT_WL_CHAT, pr[i].input, "{}", SUITE_HASH_NUL);
         if (!pr[i].hash) failed = 1;
@@ -224,6 +232,7 @@ static void write_primaries(drift_shadow *s, shd_job **jobs, size_t n) {
     if (!failed) {
         for (size_t i = 0; i < n; i++) {
             ans[i] = jobs[i]->ans; /* shallow: the job keeps owning its strings */
+            if (stored_msg[i]) ans[i].text = stored_msg[i];
             ans[i].prompt_rowid = rowids[i];
             ans[i].replicate = 0;
             ans[i].id = 0;
@@ -258,7 +267,11 @@ static void write_primaries(drift_shadow *s, shd_job **jobs, size_t n) {
         if (!failed && !j->reserved) call_pair(s, j->request, NULL, NULL, 1, 0, j->comparable);
         job_free(j);
         if (pr) free(pr[i].hash);
+        if (stored_req) free(stored_req[i]);
+        if (stored_msg) free(stored_msg[i]);
     }
+    free(stored_req);
+    free(stored_msg);
     free(pr);
     free(rowids);
     free(ans);
@@ -267,11 +280,16 @@ static void write_primaries(drift_shadow *s, shd_job **jobs, size_t n) {
 
 static void write_candidates(drift_shadow *s, shd_job **jobs, size_t n) {
     drift_answer *ans = calloc(n, sizeof *ans);
+    char **stored_msg = calloc(n, sizeof *stored_msg);
     drift_error e = {0};
-    int failed = !ans;
+    int failed = !ans || !stored_msg;
     if (failed) snprintf(e.msg, sizeof e.msg, "out of memory");
     for (size_t i = 0; !failed && i < n; i++) {
         ans[i] = jobs[i]->ans;
+        if (ans[i].text && !drift_traffic_privacy_is_full(s->o.privacy)) {
+            if (drift_traffic_privacy_apply(s->o.privacy, ans[i].text, &stored_msg[i], NULL, &e)) failed = 1;
+            else ans[i].text = stored_msg[i];
+        }
         ans[i].prompt_rowid = jobs[i]->item->prompt_rowid;
         ans[i].replicate = 0;
         ans[i].id = 0;
@@ -291,7 +309,9 @@ static void write_candidates(drift_shadow *s, shd_job **jobs, size_t n) {
             call_pair(s, j->item->request, j->item->primary_msg, ce ? NULL : j->ans.text, 0, ce, j->item->comparable);
         }
         job_free(j);
+        if (stored_msg) free(stored_msg[i]);
     }
+    free(stored_msg);
     free(ans);
 }
 
@@ -506,55 +526,137 @@ static drift_status load_state(drift_shadow *s, drift_error *err) {
     drift_scored_set a = {0}, b = {0};
     drift_status rc = drift_store_load_scored(s->st, s->run_primary, &a, err);
     if (!rc) rc = drift_store_load_scored(s->st, s->run_candidate, &b, err);
+    int replay = s->o.replay_stored && s->o.on_pair;
     size_t j = 0;
     for (size_t i = 0; !rc && i < a.n; i++) {
         const drift_scored *p = &a.rows[i];
         if (p->replicate) continue;
         while (j < b.n && b.rows[j].prompt_rowid < p->prompt_rowid) j++;
         const drift_scored *c = j < b.n && b.rows[j].prompt_rowid == p->prompt_rowid ? &b.rows[j] : NULL;
+        drift_answer ans, cans;
+        drift_prompt pr, cpr;
+        memset(&ans, 0, sizeof ans);
+        memset(&cans, 0, sizeof cans);
+        memset(&pr, 0, sizeof pr);
+        memset(&cpr, 0, sizeof cpr);
+        drift_answer_clear(&ans);
+        drift_answer_clear(&cans);
         if (p->is_error) {
             s->stats.primary_error_pairs++;
-            continue;
-        }
-        s->stats.mirrored++;
-        if (c && c->is_error) {
+            if (replay && !(rc = drift_store_response_get(s->st, p->response_id, &ans, &pr, err)))
+                call_pair(s, pr.input, NULL, NULL, 1, 0, drift_shadow_comparable(pr.input));
+        } else if (c && c->is_error) {
+            s->stats.mirrored++;
             s->stats.pairs++;
             s->stats.mirror_errors++;
-            continue;
-        }
-        drift_answer ans;
-        drift_prompt pr;
-        memset(&ans, 0, sizeof ans);
-        memset(&pr, 0, sizeof pr);
-        drift_answer_clear(&ans);
-        if ((rc = drift_store_response_get(s->st, p->response_id, &ans, &pr, err))) break;
-        int comparable = drift_shadow_comparable(pr.input);
-        if (c) {
-            s->stats.pairs++;
-            if (comparable) s->stats.compared++;
-            else s->stats.not_comparable++;
-        } else {
-            shd_item *it = calloc(1, sizeof *it);
-            if (!it) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-            else {
-                it->prompt_rowid = p->prompt_rowid;
-                it->request = pr.input;
-                it->primary_msg = ans.text;
-                it->comparable = comparable;
-                pr.input = NULL;
-                ans.text = NULL;
-                if (s->backlog_tail) s->backlog_tail->next = it;
-                else s->backlog_head = it;
-                s->backlog_tail = it;
-                s->backlog_n++;
-                s->stats.resumed++;
+            if (replay && !(rc = drift_store_response_get(s->st, p->response_id, &ans, &pr, err)))
+                call_pair(s, pr.input, ans.text, NULL, 0, 1, drift_shadow_comparable(pr.input));
+        } else if (!(rc = drift_store_response_get(s->st, p->response_id, &ans, &pr, err))) {
+            s->stats.mirrored++;
+            int comparable = drift_shadow_comparable(pr.input);
+            if (c) {
+                s->stats.pairs++;
+                if (comparable) s->stats.compared++;
+                else s->stats.not_comparable++;
+                if (replay && !(rc = drift_store_response_get(s->st, c->response_id, &cans, &cpr, err)))
+                    call_pair(s, pr.input, ans.text, cans.text, 0, 0, comparable);
+            } else if (drift_traffic_privacy_is_hash(pr.input)) {
+                s->stats.backlog_hashed++; /* its request is not stored: it cannot be asked again */
+            } else {
+                shd_item *it = calloc(1, sizeof *it);
+                if (!it) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+                else {
+                    it->prompt_rowid = p->prompt_rowid;
+                    it->request = pr.input;
+                    it->primary_msg = ans.text;
+                    it->comparable = comparable;
+                    pr.input = NULL;
+                    ans.text = NULL;
+                    if (s->backlog_tail) s->backlog_tail->next = it;
+                    else s->backlog_head = it;
+                    s->backlog_tail = it;
+                    s->backlog_n++;
+                    s->stats.resumed++;
+                }
             }
         }
         drift_answer_clear(&ans);
+        drift_answer_clear(&cans);
         drift_prompt_clear(&pr);
+        drift_prompt_clear(&cpr);
     }
     drift_scored_set_clear(&a);
     drift_scored_set_clear(&b);
+    return rc;
+}
+
+static int64_t time_of(const drift_response_time *t, size_t n, int64_t rowid) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* by prompt_rowid as the store returns them; a scan otherwise */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid].prompt_rowid < rowid) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < n && t[lo].prompt_rowid == rowid) return t[lo].unix_s;
+    for (size_t i = 0; i < n; i++)
+        if (t[i].prompt_rowid == rowid) return t[i].unix_s;
+    return 0;
+}
+
+drift_status drift_shadow_read_pairs(drift_store *st, const char *primary_label, const char *candidate_label,
+                                     drift_shadow_stored_fn fn, void *user, drift_error *err) {
+    const char *labels[2] = {primary_label ? primary_label : "shadow-primary",
+                             candidate_label ? candidate_label : "shadow-candidate"};
+    int64_t run[2] = {0, 0};
+    drift_response_time *tm[2] = {NULL, NULL};
+    size_t ntm[2] = {0, 0};
+    drift_status rc = DRIFT_OK;
+    for (int k = 0; k < 2 && !rc; k++) {
+        drift_run_info info;
+        memset(&info, 0, sizeof info);
+        if (!(rc = drift_store_run_get(st, labels[k], &info, err))) run[k] = info.id;
+        drift_run_info_clear(&info);
+        if (!rc) rc = drift_store_response_times(st, run[k], &tm[k], &ntm[k], err);
+    }
+    drift_scored_set a = {0}, b = {0};
+    if (!rc) rc = drift_store_load_scored(st, run[0], &a, err);
+    if (!rc) rc = drift_store_load_scored(st, run[1], &b, err);
+    size_t j = 0;
+    for (size_t i = 0; !rc && i < a.n; i++) {
+        const drift_scored *p = &a.rows[i];
+        if (p->replicate) continue;
+        while (j < b.n && b.rows[j].prompt_rowid < p->prompt_rowid) j++;
+        const drift_scored *c = j < b.n && b.rows[j].prompt_rowid == p->prompt_rowid ? &b.rows[j] : NULL;
+        if (!c && !p->is_error) continue; /* unfinished */
+        drift_answer ans, cans;
+        drift_prompt pr, cpr;
+        memset(&ans, 0, sizeof ans);
+        memset(&cans, 0, sizeof cans);
+        memset(&pr, 0, sizeof pr);
+        memset(&cpr, 0, sizeof cpr);
+        drift_answer_clear(&ans);
+        drift_answer_clear(&cans);
+        rc = drift_store_response_get(st, p->response_id, &ans, &pr, err);
+        if (!rc && c && !c->is_error) rc = drift_store_response_get(st, c->response_id, &cans, &cpr, err);
+        if (!rc) {
+            int64_t t = time_of(tm[0], ntm[0], p->prompt_rowid);
+            if (c) {
+                int64_t tc = time_of(tm[1], ntm[1], p->prompt_rowid);
+                if (tc > t) t = tc;
+            }
+            if (fn(user, pr.input, p->is_error ? NULL : ans.text, c && !c->is_error ? cans.text : NULL, p->is_error,
+                   c ? c->is_error : 0, drift_shadow_comparable(pr.input), t * 1000))
+                i = a.n; /* stop */
+        }
+        drift_answer_clear(&ans);
+        drift_answer_clear(&cans);
+        drift_prompt_clear(&pr);
+        drift_prompt_clear(&cpr);
+    }
+    drift_scored_set_clear(&a);
+    drift_scored_set_clear(&b);
+    free(tm[0]);
+    free(tm[1]);
     return rc;
 }
 

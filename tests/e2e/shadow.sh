@@ -30,43 +30,7 @@ command -v sqlite3 > /dev/null || skip_all "sqlite3 needed"
 # enough: HELP/TYPE before a family's samples, families contiguous and
 # declared once, sample lines "name{labels} value", histogram buckets
 # cumulative with +Inf equal to _count
-prom_check() {
-  python3 - "$1" <<'EOF'
-import math, re, sys
-fams, cur, order = {}, None, []
-sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*)\})? (\S+)$')
-hist = {}
-for line in open(sys.argv[1]).read().splitlines():
-    if line.startswith("# HELP ") or line.startswith("# TYPE "):
-        kind, name = line.split(" ")[1], line.split(" ")[2]
-        if kind == "TYPE":
-            assert name not in fams, "declared twice: " + name
-            fams[name] = line.split(" ")[3]
-            assert fams[name] in ("counter", "gauge", "histogram", "untyped", "summary"), line
-            cur = name
-            order.append(name)
-        continue
-    assert not line.startswith("#"), line
-    m = sample.match(line)
-    assert m, "bad sample line: " + line
-    name, value = m.group(1), m.group(4)
-    v = float(value)
-    base = cur
-    if fams[cur] == "histogram":
-        assert name in (cur + "_bucket", cur + "_sum", cur + "_count"), (cur, line)
-        if name.endswith("_bucket"):
-            le = re.search(r'le="([^"]*)"', m.group(3)).group(1)
-            hist.setdefault(cur, []).append((float(le) if le != "+Inf" else math.inf, v))
-        if name.endswith("_count"):
-            b = hist[cur]
-            assert all(b[i][1] <= b[i + 1][1] for i in range(len(b) - 1)), b
-            assert b[-1][0] == math.inf and b[-1][1] == v, (b[-1], v)
-    else:
-        assert name == cur, "sample %s outside its family %s" % (name, cur)
-        if fams[cur] == "counter":
-            assert v >= 0, line
-EOF
-}
+prom_check() { python3 "$S/tests/e2e/shadow_prom.py" "$1"; }
 # metric FILE NAME[{labels}]: the sample's value
 metric() { awk -v k="$2" '$1 == k {print $2}' "$1"; }
 metrics() { curl -s "http://127.0.0.1:$1/metrics" > "$2"; }
@@ -190,9 +154,9 @@ metrics $SP "$T/m1"
 check 'prom_check "$T/m1"' "/metrics does not parse: $(prom_check "$T/m1" 2>&1 | tail -3)"
 check '[ "$(metric "$T/m1" driftbench_shadow_mirrored_total)" = $n_sent ] && [ "$(metric "$T/m1" driftbench_shadow_compared_total)" = $((n_sent - 1)) ] && [ "$(metric "$T/m1" driftbench_shadow_not_comparable_total)" = 1 ]' \
   "counts: $(grep -v "^#" "$T/m1" | head -16)"
-same=$(metric "$T/m1" 'driftbench_shadow_exact_pairs_total{outcome="same"}')
-differ=$(metric "$T/m1" 'driftbench_shadow_exact_pairs_total{outcome="differ"}')
-check '[ $((same + differ)) = $((n_sent - 1)) ]' "exact: same $same + differ $differ != comparable $((n_sent - 1))"
+# the streaming judge: every comparable pair judged, the exact class counted
+check '[ "$(metric "$T/m1" driftbench_traffic_compared_total)" = $((n_sent - 1)) ] && [ "$(metric "$T/m1" driftbench_traffic_pairs_total)" = $n_sent ] && [ -n "$(metric "$T/m1" "driftbench_traffic_flips_total{class=\"exact\"}")" ]' \
+  "judge counts: $(grep "^driftbench_traffic" "$T/m1" | head -12)"
 check '[ "$(metric "$T/m1" driftbench_shadow_primary_added_latency_seconds_count)" -ge $((n_sent - 1)) ]' "added latency histogram: $(grep added_latency "$T/m1" | tail -2)"
 # the store: both sides of every request, replay's layout; the stream's answer is the non-streamed one's
 check '[ "$(sql "$T/s1.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = '"'shadow-primary'"' and x.failed = 0")" = $n_sent ] && [ "$(sql "$T/s1.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = '"'shadow-candidate'"' and x.failed = 0")" = $n_sent ]' \
@@ -252,7 +216,7 @@ code=$(curl -s -o "$T/f.big" -w '%{http_code}' --data-binary "@$T/big" "http://1
 check '[ "$code" = 413 ]' "a body over --max-body: $code $(cat "$T/f.big")"
 metrics $SP "$T/m2"
 check 'prom_check "$T/m2"' "/metrics (2) does not parse"
-check '[ "$(metric "$T/m2" driftbench_shadow_mirror_errors_total)" = 5 ] && [ "$(metric "$T/m2" driftbench_shadow_compared_total)" = 0 ] && [ "$(metric "$T/m2" driftbench_shadow_primary_errors_total)" = 1 ] && [ "$(metric "$T/m2" driftbench_shadow_primary_error_pairs_total)" = 1 ] && [ "$(metric "$T/m2" "driftbench_shadow_exact_pairs_total{outcome=\"differ\"}")" = 0 ]' \
+check '[ "$(metric "$T/m2" driftbench_shadow_mirror_errors_total)" = 5 ] && [ "$(metric "$T/m2" driftbench_shadow_compared_total)" = 0 ] && [ "$(metric "$T/m2" driftbench_shadow_primary_errors_total)" = 1 ] && [ "$(metric "$T/m2" driftbench_shadow_primary_error_pairs_total)" = 1 ] && [ "$(metric "$T/m2" "driftbench_traffic_flips_total{class=\"exact\"}")" = 0 ]' \
   "failures counted: $(grep -v "^#" "$T/m2" | head -16)"
 check '[ "$(sql "$T/s2.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = '"'shadow-candidate'"' and x.failed = 1")" = 5 ] && [ "$(sql "$T/s2.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = '"'shadow-primary'"' and x.error like '"'HTTP 500%'"'")" = 1 ]' \
   "error rows: $(sql "$T/s2.db" "select r.label, substr(x.error, 1, 60) from responses x join runs r on r.id = x.run_id")"
