@@ -128,6 +128,19 @@ static void on_pair(void *user, const char *request_json, const char *pm, const 
     pthread_mutex_unlock(&j->mu);
 }
 
+/* The candidate's errors, said as they happen: the first, then the 10th,
+ * 100th, ... (a misconfigured candidate fails every mirror; the count and
+ * every error stay in /metrics and the store). */
+static void on_mirror_error(void *user, const char *error, uint64_t n) {
+    (void)user;
+    uint64_t k = n;
+    while (k >= 10 && k % 10 == 0) k /= 10;
+    if (k != 1) return;
+    fprintf(stderr, "driftbench shadow: the candidate failed a mirrored request (%llu so far; an error pair, never a "
+                    "flip): %.300s\n",
+            (unsigned long long)n, cli_safe(error ? error : "(no text)"));
+}
+
 static int metrics_extra(void *user, drift_prom *p) {
     shadow_judge *j = user;
     drift_error e = {0};
@@ -137,159 +150,22 @@ static int metrics_extra(void *user, drift_prom *p) {
     return rc ? -1 : 0;
 }
 
-/* ---- --report: drift over time of a shadow store, no request sent ---- */
-
-typedef struct rp_pair {
-    char *req, *pm, *cm;
-    int pe, ce, comp;
-    int64_t t;
-} rp_pair;
-typedef struct rp_list {
-    rp_pair *v;
-    size_t n, cap;
-    int nomem;
-} rp_list;
-
-static char *dup_or_null(const char *x) { return x ? strdup(x) : NULL; }
-
-static int rp_collect(void *user, const char *req, const char *pm, const char *cm, int pe, int ce, int comp,
-                      int64_t t) {
-    rp_list *l = user;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        rp_pair *v = realloc(l->v, cap * sizeof *v);
-        if (!v) return l->nomem = 1;
-        l->v = v;
-        l->cap = cap;
-    }
-    rp_pair *p = &l->v[l->n++];
-    p->req = dup_or_null(req);
-    p->pm = dup_or_null(pm);
-    p->cm = dup_or_null(cm);
-    p->pe = pe;
-    p->ce = ce;
-    p->comp = comp;
-    p->t = t;
-    return 0;
-}
-
-static int rp_cmp_time(const void *a, const void *b) {
-    const rp_pair *x = a, *y = b;
-    return (x->t > y->t) - (x->t < y->t);
-}
-
-/* The smallest round window that cuts the span into at most 20. */
-static int64_t rp_auto_window(const rp_list *l) {
-    static const int64_t sizes[] = {60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400};
-    int64_t span = l->n ? (l->v[l->n - 1].t - l->v[0].t) / 1000 : 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (span / sizes[i] < 20) return sizes[i];
-    return 365 * 86400;
-}
+/* ---- --report: drift over time of a shadow store, no request sent (drift_shadow_report) ---- */
 
 static int shadow_report(const char *db, const char *plabel, const char *clabel, const drift_traffic_opts *tstats,
                          double alpha, int64_t window_s, const char *format, const char *out_path) {
     drift_error err = {0};
     drift_store *st = NULL;
     if (drift_store_open_readonly(db, &st, &err)) return cli_error_lib(SH_CMD, &err);
-    rp_list l = {0};
-    drift_status rc = drift_shadow_read_pairs(st, plabel, clabel, rp_collect, &l, &err);
+    drift_shadow_report_opts ro = {.store_name = db, .primary_label = plabel, .candidate_label = clabel,
+                                   .stats = *tstats, .alpha = alpha, .window_s = window_s,
+                                   .json = !strcmp(format, "json")};
+    char *text = NULL;
+    drift_status rc = drift_shadow_report(st, &ro, &text, &err);
     drift_store_close(st);
-    int code = CLI_EXIT_PASS;
-    drift_traffic_stream *s = NULL;
-    long hashed = 0;
-    if (rc || l.nomem) {
-        code = rc ? cli_error_lib(SH_CMD, &err) : cli_error(SH_CMD, "out of memory");
-        goto out;
-    }
-    qsort(l.v, l.n, sizeof *l.v, rp_cmp_time); /* windows over time; ties keep no promised order */
-    if (window_s < 0) window_s = rp_auto_window(&l);
-    if (drift_traffic_stream_new(tstats, alpha, NULL, NULL, &s, &err) ||
-        (window_s && drift_traffic_stream_set_window(s, window_s * 1000, &err))) {
-        code = cli_error_lib(SH_CMD, &err);
-        goto out;
-    }
-    for (size_t i = 0; i < l.n; i++) {
-        rp_pair *p = &l.v[i];
-        if (drift_traffic_privacy_is_hash(p->req ? p->req : "") || (p->pm && drift_traffic_privacy_is_hash(p->pm)) ||
-            (p->cm && drift_traffic_privacy_is_hash(p->cm))) {
-            hashed++;
-            continue;
-        }
-        if (drift_traffic_stream_add(s, p->req, p->pm, p->cm, p->pe, p->ce, p->comp, p->t > 0 ? p->t : 1, NULL,
-                                     &err)) {
-            code = cli_error_lib(SH_CMD, &err);
-            goto out;
-        }
-    }
-    drift_buf b = {0};
-    if (!strcmp(format, "json")) {
-        char *j = drift_traffic_stream_to_json(s);
-        if (!j || drift_buf_puts(&b, j) || drift_buf_puts(&b, "\n")) code = cli_error(SH_CMD, "out of memory");
-        free(j);
-    } else {
-        drift_buf_printf(&b, "shadow store %s: %s -> %s\n", db, plabel ? plabel : "shadow-primary",
-                         clabel ? clabel : "shadow-candidate");
-        drift_buf_printf(&b, "pairs %lld: %lld compared, %lld not comparable, %lld with a request error",
-                         (long long)drift_traffic_stream_pairs(s), (long long)drift_traffic_stream_compared(s),
-                         (long long)drift_traffic_stream_not_comparable(s), (long long)drift_traffic_stream_errors(s));
-        if (hashed) drift_buf_printf(&b, "; %ld stored as hashes, not judged", hashed);
-        drift_buf_printf(&b, "\n\n%-10s %8s %8s %9s  %s\n", "class", "flips", "pairs", "left out", "alarm");
-        for (int c = 0; c < DRIFT_TC_COUNT; c++) {
-            const drift_traffic_stream_class *k = drift_traffic_stream_class_get(s, c);
-            const drift_alarm *a = drift_traffic_stream_alarm(s, c);
-            if (!k || (!k->n && !k->left_out)) continue;
-            drift_buf_printf(&b, "%-10s %8lld %8lld %9lld  ", drift_traffic_class_name(c), (long long)k->flips,
-                             (long long)k->n, (long long)k->left_out);
-            if (!a) drift_buf_puts(&b, "not gated\n");
-            else {
-                double lo = 0, hi = 1;
-                drift_alarm_bounds(a, &lo, &hi);
-                drift_buf_printf(&b, "%s", a->state == DRIFT_ALARM_FIRING ? "ALARM" : drift_alarm_state_name(a->state));
-                if (k->raised_pair) drift_buf_printf(&b, " raised at pair %lld,", (long long)k->raised_pair);
-                drift_buf_printf(&b, " flip rate in [%.2f%%, %.2f%%], budget %.2f%%\n", lo * 100, hi * 100,
-                                 a->budget * 100);
-            }
-        }
-        size_t nw = 0;
-        int64_t dropped = 0;
-        const drift_traffic_window *w = drift_traffic_stream_windows(s, &nw, &dropped);
-        if (nw) {
-            drift_buf_printf(&b, "\ndrift over time (windows of %lld s, UTC; flips per class):\n%-20s %6s %8s",
-                             (long long)window_s, "window start", "pairs", "compared");
-            for (int c = 0; c < DRIFT_TC_COUNT; c++)
-                if (drift_traffic_stream_class_get(s, c)->n) drift_buf_printf(&b, " %9s", drift_traffic_class_name(c));
-            drift_buf_puts(&b, "\n");
-            for (size_t i = 0; i < nw; i++) {
-                time_t ts = (time_t)(w[i].start_ms / 1000);
-                struct tm tmv;
-                char when[32];
-                gmtime_r(&ts, &tmv);
-                strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
-                drift_buf_printf(&b, "%-20s %6lld %8lld", when, (long long)w[i].pairs, (long long)w[i].compared);
-                for (int c = 0; c < DRIFT_TC_COUNT; c++)
-                    if (drift_traffic_stream_class_get(s, c)->n)
-                        drift_buf_printf(&b, " %8lld%s", (long long)w[i].flips[c], w[i].state[c] == DRIFT_ALARM_FIRING ? "!" : " ");
-                drift_buf_puts(&b, "\n");
-            }
-            drift_buf_puts(&b, "(! : the class's alarm is raised at the window's end)\n");
-            if (dropped) drift_buf_printf(&b, "(%lld older windows dropped)\n", (long long)dropped);
-        }
-    }
-    if (code == CLI_EXIT_PASS) {
-        char *text = drift_buf_steal(&b);
-        if (!text || cli_write_output(SH_CMD, out_path, text)) code = CLI_EXIT_ERROR;
-        free(text);
-    }
-    drift_buf_free(&b);
-out:
-    drift_traffic_stream_free(s);
-    for (size_t i = 0; i < l.n; i++) {
-        free(l.v[i].req);
-        free(l.v[i].pm);
-        free(l.v[i].cm);
-    }
-    free(l.v);
+    if (rc) return cli_error_lib(SH_CMD, &err);
+    int code = cli_write_output(SH_CMD, out_path, text) ? CLI_EXIT_ERROR : CLI_EXIT_PASS;
+    free(text);
     return code;
 }
 
@@ -454,6 +330,7 @@ static int cmd_shadow(int argc, char **argv) {
                 (long long)deleted);
     }
     o.on_pair = on_pair;
+    o.on_mirror_error = on_mirror_error;
     o.metrics_extra = metrics_extra;
     o.user = &J;
     o.privacy = pv;

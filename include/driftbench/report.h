@@ -47,13 +47,7 @@ typedef enum drift_format {
     DRIFT_FORMAT_HTML = 5     /* one self-contained page (comparisons only: drift_comparison_html_render) */
 } drift_format;
 
-/* The version of the JSON documents the renderers write (compare and its
- * sequential replay, measure, monitor, divergence, anova, pri): each is an
- * object whose first key is "schema_version" with this value
- * (docs/formats-json.md). Raised when a key is removed or changes meaning;
- * added keys keep it. The store has its own (store.h,
- * DRIFT_STORE_SCHEMA_VERSION). */
-#define DRIFT_JSON_SCHEMA_VERSION 1
+/* DRIFT_JSON_SCHEMA_VERSION (types.h): the version of the JSON documents. */
 /* DRIFT_JSON_SCHEMA_VERSION of the library (for bindings that load it). */
 DRIFT_API int drift_json_schema_version(void);
 

@@ -24,6 +24,7 @@
 #include "driftbench/prom.h"
 #include "driftbench/store.h"
 #include "driftbench/target.h"
+#include "driftbench/traffic.h"
 #include "driftbench/traffic_privacy.h"
 #include "driftbench/types.h"
 
@@ -71,6 +72,11 @@ typedef struct drift_shadow_opts {
                                     * concurrency and cancel are the proxy's own */
     drift_shadow_pair_fn on_pair;
     drift_shadow_metrics_fn metrics_extra;
+    /* Called (from the writer thread, may be NULL) each time a mirrored
+     * request's candidate answer is stored as an error: the error's text
+     * (as stored) and the count of mirror errors so far, so that a caller
+     * can say so as it happens rather than only in /metrics. */
+    void (*on_mirror_error)(void *user, const char *error, uint64_t n_errors);
     void *user;
     /* What is stored (traffic_privacy.h; borrowed, may be NULL: full). The
      * request and both answers are given to on_pair as received and stored
@@ -150,6 +156,26 @@ typedef int (*drift_shadow_stored_fn)(void *user, const char *request_json, cons
 DRIFT_API drift_status drift_shadow_read_pairs(drift_store *st, const char *primary_label,
                                                const char *candidate_label, drift_shadow_stored_fn fn, void *user,
                                                drift_error *err);
+
+/* Drift over time of a shadow store, after the fact (shadow --report): the
+ * stored pairs (drift_shadow_read_pairs) in time order, judged by a new
+ * streaming judge (traffic_stream.h: stats' budgets, alpha; the guard and
+ * semantic classes are not judged), rendered as text (per class flips and
+ * alarm, then the time windows) or, json, as the judge's JSON state. Pairs
+ * stored as hashes are counted, not judged. window_s: seconds per window,
+ * 0 none, < 0 automatic (the smallest of 1 min .. 30 days that cuts the span
+ * into at most 20). *out malloc'd. No request is sent. */
+typedef struct drift_shadow_report_opts {
+    const char *store_name;        /* named in the text's first line */
+    const char *primary_label;     /* NULL: shadow-primary */
+    const char *candidate_label;   /* NULL: shadow-candidate */
+    drift_traffic_opts stats;
+    double alpha;
+    int64_t window_s;
+    int json;
+} drift_shadow_report_opts;
+DRIFT_API drift_status drift_shadow_report(drift_store *st, const drift_shadow_report_opts *o, char **out,
+                                           drift_error *err);
 
 /* 1 when a request body decodes deterministically: "temperature" present
  * and 0, and "n" absent or 1 (OpenAI's default temperature is 1); a top_p

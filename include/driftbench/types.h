@@ -135,6 +135,15 @@ typedef struct drift_answer {
  * r itself stays the caller's. NULL is fine. */
 DRIFT_API void drift_answer_clear(drift_answer *r);
 
+/* The version of the JSON documents the commands write (compare and its
+ * sequential replay, measure, monitor, divergence, anova, pri, runs,
+ * version, replay, the shadow report): each is an object whose first key is
+ * "schema_version" with this value (docs/json-schema.md). Raised when a key
+ * is removed or changes meaning; added keys keep it. Here, at the bottom of
+ * the layers, so that every room that writes JSON can name it; the store has
+ * its own (store.h, DRIFT_STORE_SCHEMA_VERSION). */
+#define DRIFT_JSON_SCHEMA_VERSION 1
+
 #ifdef __cplusplus
 }
 #endif

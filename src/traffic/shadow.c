@@ -300,12 +300,14 @@ static void write_candidates(drift_shadow *s, shd_job **jobs, size_t n) {
         shd_job *j = jobs[i];
         int ce = j->ans.error != NULL;
         if (!failed) {
+            uint64_t n_err = 0;
             pthread_mutex_lock(&s->mu);
             s->stats.pairs++;
-            if (ce) s->stats.mirror_errors++;
+            if (ce) n_err = ++s->stats.mirror_errors;
             else if (j->item->comparable) s->stats.compared++;
             else s->stats.not_comparable++;
             pthread_mutex_unlock(&s->mu);
+            if (ce && s->o.on_mirror_error) s->o.on_mirror_error(s->o.user, j->ans.error, n_err);
             call_pair(s, j->item->request, j->item->primary_msg, ce ? NULL : j->ans.text, 0, ce, j->item->comparable);
         }
         job_free(j);

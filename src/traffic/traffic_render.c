@@ -175,6 +175,7 @@ static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_
 char *drift_replay_render_json(const drift_replay_report *r) {
     const drift_traffic_summary *s = &r->sum;
     json_t *o = json_object();
+    json_object_set_new(o, "schema_version", json_integer(DRIFT_JSON_SCHEMA_VERSION));
     json_object_set_new(o, "schema", json_string("driftbench.replay/1"));
     json_object_set_new(o, "log", json_string(r->log_name ? r->log_name : ""));
     json_object_set_new(o, "format", json_string(r->log_format ? r->log_format : ""));

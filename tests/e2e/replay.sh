@@ -48,6 +48,7 @@ check '[ $rc -eq 1 ]' "fake replay: exit $rc, want 1 (block): $(cat "$T/r1.err")
 check 'python3 - "$T/r1.json" <<EOF
 import json, sys
 d = json.load(open(sys.argv[1])); c = d["classes"]
+assert list(d)[0] == "schema_version" and d["schema_version"] == 1 and d["schema"] == "driftbench.replay/1", list(d)[:2]
 assert d["pairs"] == 9 and d["answered"] == 8, (d["pairs"], d["answered"])
 assert d["errors"] == {"baseline": 0, "target": 1, "both": 0}, d["errors"]
 assert [e["id"] for e in d["error_pairs"]] == ["line-7"], d["error_pairs"]

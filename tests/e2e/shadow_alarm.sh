@@ -110,7 +110,7 @@ check '[ $? -eq 0 ]' "shadow --report: $(cat "$T/r.err")"
 check 'grep -Eq "^pairs $((N + 5)): $((N + 5)) compared" "$T/r.txt" && grep -Eq "^exact +$f3 +$((N + 5)) +0 +ALARM raised at pair [0-9]+" "$T/r.txt" && grep -q "^drift over time (windows of 60 s" "$T/r.txt"' \
   "the report: $(cat "$T/r.txt")"
 "$D" shadow --db "$T/a.db" --report --budget exact=1 --format json > "$T/r.json"
-check 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"driftbench_traffic_stream\"] == 1" "$T/r.json"' "report json: $(head -c 300 "$T/r.json")"
+check 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"schema_version\"] == 1 and list(d)[0] == \"schema_version\" and d[\"judge\"][\"driftbench_traffic_stream\"] == 1" "$T/r.json"' "report json: $(head -c 300 "$T/r.json")"
 
 # ---- 3. an identical candidate: silence ----
 start_shadow b1 --primary "$PRIM" --candidate "$PRIM" --db "$T/b.db" --name math --budget exact=1
