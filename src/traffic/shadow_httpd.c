@@ -144,12 +144,7 @@ static size_t on_body(char *p, size_t sz, size_t n, void *u) {
     while (!r->client_gone && r->pipe.len - r->pipe_off >= RELAY_CAP &&
            !__atomic_load_n(&r->s->abort_upstream, __ATOMIC_SEQ_CST)) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        util_abstime_in_ms(&ts, 100);
         pthread_cond_timedwait(&r->cv, &r->mu, &ts);
     }
     if (r->client_gone || __atomic_load_n(&r->s->abort_upstream, __ATOMIC_SEQ_CST)) {
@@ -552,12 +547,7 @@ void shd_httpd_stop(drift_shadow *s) {
     double until = util_now_ms() + s->o.drain_timeout_s * 1000;
     while (s->stats.in_flight && util_now_ms() < until) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        util_abstime_in_ms(&ts, 100);
         pthread_cond_timedwait(&s->cv_idle, &s->mu, &ts);
     }
     /* what still runs is cut (its client gets a cut reply) */

@@ -65,6 +65,9 @@ int util_url_password_span(const char *authority, size_t *off, size_t *len);
 char *util_target_record(const char *spec);
 
 double util_now_ms(void);                /* monotonic clock, milliseconds */
+/* ts = the realtime clock now + ms (pthread_cond_timedwait's absolute time). */
+struct timespec;
+void util_abstime_in_ms(struct timespec *ts, long ms);
 void util_utc_iso(char out[32]);         /* UTC now, "YYYY-MM-DDTHH:MM:SSZ" */
 
 /* splitmix64 / xoshiro-style deterministic RNG. */

@@ -240,12 +240,7 @@ static void *reaper_main(void *arg) {
     pthread_mutex_lock(&v->mu);
     while (!v->stop) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        util_abstime_in_ms(&ts, 100);
         pthread_cond_timedwait(&v->cv, &v->mu, &ts);
         double now = util_now_ms();
         for (vconn *c = v->conns; c; c = c->next)
