@@ -187,3 +187,24 @@ python_test_store() {
   "$D" compare --db "$1" --baseline ref --target int4 --budget math=none --format json > "$T/c0.json"
   "$D" runs list --db "$1" --json > "$T/runs.json" || fail "runs list --json"
 }
+
+# ---- the shadow proxy's /metrics (shadow.sh, shadow_alarm.sh) ----
+# prom_check FILE: the Prometheus text exposition format 0.0.4, strictly
+# enough: HELP/TYPE before a family's samples, families contiguous and
+# declared once, sample lines "name{labels} value", histogram buckets
+# cumulative with +Inf equal to _count
+prom_check() { python3 "$S/tests/e2e/shadow_prom.py" "$1"; }
+# metric FILE NAME[{labels}]: the sample's value
+metric() { awk -v k="$2" '$1 == k {print $2}' "$1"; }
+# metrics PORT FILE: the proxy's /metrics page into FILE
+metrics() { curl -s "http://127.0.0.1:$1/metrics" > "$2"; }
+# wait_pairs PORT N SECONDS: until driftbench_shadow_pairs_total reaches N
+wait_pairs() {
+  local _ v
+  for _ in $(seq $(($3 * 10))); do
+    v=$(curl -s "http://127.0.0.1:$1/metrics" | awk '$1 == "driftbench_shadow_pairs_total" {print $2}')
+    [ "${v:-0}" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}

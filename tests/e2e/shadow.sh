@@ -26,24 +26,7 @@ command -v python3 > /dev/null || skip_all "python3 needed"
 command -v curl > /dev/null || skip_all "curl needed"
 command -v sqlite3 > /dev/null || skip_all "sqlite3 needed"
 
-# prom_check FILE: the Prometheus text exposition format 0.0.4, strictly
-# enough: HELP/TYPE before a family's samples, families contiguous and
-# declared once, sample lines "name{labels} value", histogram buckets
-# cumulative with +Inf equal to _count
-prom_check() { python3 "$S/tests/e2e/shadow_prom.py" "$1"; }
-# metric FILE NAME[{labels}]: the sample's value
-metric() { awk -v k="$2" '$1 == k {print $2}' "$1"; }
-metrics() { curl -s "http://127.0.0.1:$1/metrics" > "$2"; }
-# wait_pairs PORT N: until driftbench_shadow_pairs_total reaches N (20 s)
-wait_pairs() {
-  local _ v
-  for _ in $(seq 200); do
-    v=$(curl -s "http://127.0.0.1:$1/metrics" | awk '$1 == "driftbench_shadow_pairs_total" {print $2}')
-    [ "${v:-0}" -ge "$2" ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# prom_check, metric, metrics, wait_pairs: lib.sh
 # start_shadow NAME ARGS...: the proxy on an ephemeral port; sets SP (port) and SHPID
 start_shadow() {
   local name=$1
@@ -149,7 +132,7 @@ check 'python3 -c "import sys; f, a = map(float, sys.argv[1:]); sys.exit(0 if a 
 curl -s -o "$T/via.models" "http://127.0.0.1:$SP/v1/models"
 body_of "$T/tee/conn.$(last_conn)" > "$T/prim.models"
 check 'cmp -s "$T/via.models" "$T/prim.models" && grep -q qwen2-7m "$T/via.models"' "GET /v1/models: $(cat "$T/via.models")"
-check 'wait_pairs $SP $n_sent' "not every pair completed: $(curl -s "http://127.0.0.1:$SP/metrics" | grep -v "^#" | head -20)"
+check 'wait_pairs $SP $n_sent 20' "not every pair completed: $(curl -s "http://127.0.0.1:$SP/metrics" | grep -v "^#" | head -20)"
 metrics $SP "$T/m1"
 check 'prom_check "$T/m1"' "/metrics does not parse: $(prom_check "$T/m1" 2>&1 | tail -3)"
 check '[ "$(metric "$T/m1" driftbench_shadow_mirrored_total)" = $n_sent ] && [ "$(metric "$T/m1" driftbench_shadow_compared_total)" = $((n_sent - 1)) ] && [ "$(metric "$T/m1" driftbench_shadow_not_comparable_total)" = 1 ]' \
@@ -207,7 +190,7 @@ code=$(curl -s -o "$T/f.broken" -w '%{http_code}' -d '{"model":"fake","temperatu
 curl -s -o "$T/f.broken.direct" -d '{"model":"fake","temperature":0,"messages":[{"role":"user","content":"BROKEN"}]}' \
   "http://127.0.0.1:$PA/v1/chat/completions"
 check '[ "$code" = 500 ] && cmp -s "$T/f.broken" "$T/f.broken.direct"' "a failing primary: $code $(cat "$T/f.broken")"
-check 'wait_pairs $SP 5' "the failing candidate's pairs did not complete"
+check 'wait_pairs $SP 5 20' "the failing candidate's pairs did not complete"
 curl -s "http://127.0.0.1:$PC/last_headers" > "$T/cand.hdr"
 check 'grep -qi "^authorization: Bearer client-token" "$T/prim.hdr" && ! grep -qi "client-token" "$T/cand.hdr" && grep -q "POST" "$T/cand.hdr"' \
   "Authorization: primary got $(cat "$T/prim.hdr"); candidate got $(cat "$T/cand.hdr")"
@@ -291,7 +274,7 @@ np=$(sql "$T/s5.db" "select count(*) from responses x join runs r on r.id = x.ru
 nc=$(sql "$T/s5.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = 'shadow-candidate'")
 check '[ "$np" -gt "$nc" ] && [ "$nc" -ge 0 ]' "after kill -9: $np primary answers, $nc candidate rows (want fewer candidate rows)"
 start_shadow s5b --primary "$HA" --candidate "http://127.0.0.1:$PFAST/v1?model=fake&api=chat" --db "$T/s5.db"
-check 'wait_pairs $SP $np' "after the restart, not every stored primary got its candidate answer: $(curl -s "http://127.0.0.1:$SP/metrics" | grep -E "pairs_total|resumed|queue_depth")"
+check 'wait_pairs $SP $np 20' "after the restart, not every stored primary got its candidate answer: $(curl -s "http://127.0.0.1:$SP/metrics" | grep -E "pairs_total|resumed|queue_depth")"
 metrics $SP "$T/m5"
 check '[ "$(metric "$T/m5" driftbench_shadow_resumed_total)" = $((np - nc)) ] && [ "$(metric "$T/m5" driftbench_shadow_mirrored_total)" = "$np" ]' \
   "resumed: $(metric "$T/m5" driftbench_shadow_resumed_total), want $((np - nc)); mirrored $(metric "$T/m5" driftbench_shadow_mirrored_total), want $np"

@@ -18,18 +18,7 @@ command -v python3 > /dev/null || skip_all "python3 needed"
 command -v curl > /dev/null || skip_all "curl needed"
 command -v sqlite3 > /dev/null || skip_all "sqlite3 needed"
 
-prom_check() { python3 "$S/tests/e2e/shadow_prom.py" "$1"; }
-metric() { awk -v k="$2" '$1 == k {print $2}' "$1"; }
-metrics() { curl -s "http://127.0.0.1:$1/metrics" > "$2"; }
-wait_pairs() { # PORT N: until driftbench_shadow_pairs_total reaches N (60 s)
-  local _ v
-  for _ in $(seq 600); do
-    v=$(curl -s "http://127.0.0.1:$1/metrics" | awk '$1 == "driftbench_shadow_pairs_total" {print $2}')
-    [ "${v:-0}" -ge "$2" ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# prom_check, metric, metrics, wait_pairs: lib.sh
 start_shadow() { # NAME ARGS...: sets SP and SHPID
   local name=$1
   shift
@@ -69,7 +58,7 @@ N=40
 start_shadow a1 --primary "$PRIM" --candidate "$DRIFT" --db "$T/a.db" --name math --budget exact=1
 check 'grep -q "storing prompts and answers in full" "$T/a1.err"' "the startup line does not say what is stored: $(cat "$T/a1.err")"
 send $SP 1 $N || fail "requests through the proxy failed"
-check 'wait_pairs $SP $N' "not every pair completed: $(curl -s "http://127.0.0.1:$SP/metrics" | grep -v "^#" | head)"
+check 'wait_pairs $SP $N 60' "not every pair completed: $(curl -s "http://127.0.0.1:$SP/metrics" | grep -v "^#" | head)"
 metrics $SP "$T/m1"
 check 'prom_check "$T/m1"' "/metrics does not parse: $(prom_check "$T/m1" 2>&1 | tail -3)"
 f1=$(metric "$T/m1" 'driftbench_traffic_flips_total{class="exact"}')
@@ -95,7 +84,7 @@ fire2=$(metric "$T/m2" 'driftbench_alarm_firing{class="exact"}')
 check '[ "$(metric "$T/m2" driftbench_traffic_pairs_total)" = $N ] && [ "$f2" = "$f1" ] && [ "$fire2" = 1 ]' \
   "counts after the restart: $(grep -E '^driftbench_(traffic|alarm_firing)' "$T/m2") before: flips $f1"
 send $SP $((N + 1)) $((N + 5)) || fail "requests after the restart failed"
-check 'wait_pairs $SP $((N + 5))' "the new pairs did not complete"
+check 'wait_pairs $SP $((N + 5)) 60' "the new pairs did not complete"
 metrics $SP "$T/m3"
 f3=$(metric "$T/m3" 'driftbench_traffic_flips_total{class="exact"}')
 check '[ "$(metric "$T/m3" driftbench_traffic_pairs_total)" = $((N + 5)) ] && [ "${f3:-0}" -ge "$f1" ]' \
@@ -115,7 +104,7 @@ check 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"s
 # ---- 3. an identical candidate: silence ----
 start_shadow b1 --primary "$PRIM" --candidate "$PRIM" --db "$T/b.db" --name math --budget exact=1
 send $SP 1 $N || fail "requests through the proxy (identical) failed"
-check 'wait_pairs $SP $N' "not every pair completed (identical)"
+check 'wait_pairs $SP $N 60' "not every pair completed (identical)"
 metrics $SP "$T/mb"
 check 'prom_check "$T/mb"' "/metrics (identical) does not parse"
 fb=$(metric "$T/mb" 'driftbench_traffic_flips_total{class="exact"}')
@@ -130,7 +119,7 @@ wait "$SHPID"
 start_shadow h1 --primary "$PRIM" --candidate "$DRIFT" --db "$T/h.db" --name math --store-texts hashes --redact emails
 check 'grep -q "hash" "$T/h1.err" && grep -q "cannot be mirrored" "$T/h1.err"' "the startup line does not say hashes: $(cat "$T/h1.err")"
 send $SP 1 5 || fail "requests through the proxy (hashes) failed"
-check 'wait_pairs $SP 5' "not every pair completed (hashes)"
+check 'wait_pairs $SP 5 60' "not every pair completed (hashes)"
 metrics $SP "$T/mh"
 check '[ "$(metric "$T/mh" driftbench_traffic_compared_total)" = 5 ]' "the judge did not count live with hashes: $(grep '^driftbench_traffic' "$T/mh")"
 kill -9 "$SHPID"
