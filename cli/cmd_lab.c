@@ -60,7 +60,7 @@ static const char lab_usage[] =
     "  --quick            at most 3 models (\"-fragile-\" ones first); framework x precision\n"
     "                     crossed on every model, hardware x precision on the first (3 levels\n"
     "                     each); math 60, code 40, safety 60, chat 30 prompts; long context 16\n"
-    "                     prompts on the first model's baseline and 4 levels; 128 new tokens; the\n"
+    "                     prompts on the first model's baseline and 4 levels; 192 new tokens; the\n"
     "                     stochastic leg on the main leg's math prompts x 5 replicates x 4 runs\n"
     "                     (default)\n"
     "  --full             3 hardware x 4 precision x 3 framework crossed on every model, every\n"

@@ -64,7 +64,7 @@ extern "C" {
 #define LAB_BASE_HARDWARE "avx2"
 /* top-k logprobs stored with the baseline's answers (flip risk) */
 #define DRIFT_LAB_BASE_LOGPROBS 5
-#define DRIFT_LAB_QUICK_TOKENS 128
+#define DRIFT_LAB_QUICK_TOKENS 192
 #define DRIFT_LAB_FULL_TOKENS 256
 /* the stochastic leg: math prompts and replicates per run */
 #define DRIFT_LAB_STOCH_PROMPTS 100
