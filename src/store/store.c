@@ -104,6 +104,18 @@ char *store_col_strdup(store_q *s, int i) {
     return t ? util_strdup(t) : NULL;
 }
 
+int store_col_strings(store_q *q, int i, char ***arr, size_t *n) {
+    int step;
+    while ((step = sq_step(q)) == SQ_ROW) {
+        char **na = realloc(*arr, (*n + 1) * sizeof *na);
+        if (!na) return SQ_ERROR;
+        *arr = na;
+        if (!(na[*n] = util_strdup(sq_text(q, i) ? sq_text(q, i) : ""))) return SQ_ERROR;
+        (*n)++;
+    }
+    return step;
+}
+
 /* ---- read snapshots ---- */
 
 void drift_store_read_begin(drift_store *st) {

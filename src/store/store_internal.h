@@ -182,6 +182,11 @@ drift_status store_err_code(const drift_error *err);
 
 /* Column i as a malloc'd string (NULL for NULL or out of memory). */
 char *store_col_strdup(store_q *s, int i);
+/* Steps q to its end, appending column i of each row to the array *arr of
+ * *n strings (malloc'd copies; "" for NULL). Returns SQ_DONE, or SQ_ERROR
+ * when a step failed or memory ran out; the strings read so far stay in
+ * *arr, the caller's to free either way. */
+int store_col_strings(store_q *q, int i, char ***arr, size_t *n);
 
 /* Run locks (store.c): takes the writer lock on label for this handle;
  * call inside the transaction of run_begin. *taken = 1 when this call took

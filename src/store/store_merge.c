@@ -284,16 +284,7 @@ static drift_status delete_runs(drift_store *st, const char *in, const char *con
             break;
         }
         sq_bind_int64(q, 1, id);
-        while ((step = sq_step(q)) == SQ_ROW) {
-            char **ns = realloc(suites, (n_suites + 1) * sizeof *ns);
-            if (!ns || !(ns[n_suites] = store_col_strdup(q, 0))) {
-                if (ns) suites = ns;
-                step = SQ_ERROR;
-                break;
-            }
-            suites = ns;
-            n_suites++;
-        }
+        step = store_col_strings(q, 0, &suites, &n_suites);
         sq_done(q);
         if (step != SQ_DONE) {
             rc = copy_err(st, err, "reading the runs to replace", in);
