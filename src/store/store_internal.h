@@ -194,6 +194,10 @@ int store_col_strings(store_q *q, int i, char ***arr, size_t *n);
  * PostgreSQL the caller releases it (store_pg_lock_release) after rolling
  * back, since an aborted transaction cannot run the unlock. */
 drift_status store_lock_take(drift_store *st, const char *label, int *taken, drift_error *err);
+/* Writes this handle's row of run_locks for label (pid, host, process
+ * start, token, now), replacing the one there (store.c; both backends'
+ * lock takers). what names the step in a failure's message. */
+drift_status store_lock_row_write(drift_store *st, const char *label, const char *what, drift_error *err);
 
 /* Whether a live writer holds label's lock (store.c): *live = 1 when one
  * does (SQLite: a run_locks row whose owner is not gone, or of another
