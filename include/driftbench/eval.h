@@ -74,6 +74,17 @@ DRIFT_API void drift_code_opts_default(drift_code_opts *o);
  * works and o->unsafe_exec is 0. */
 DRIFT_API drift_status drift_sandbox_check(const drift_code_opts *o, char *mechanism, size_t cap,
                                            drift_error *err);
+/* Flags of drift_code_extract. */
+enum { DRIFT_CODE_BARE_FENCE = 1 /* a fence without a language tag holds code too */ };
+/* The code in a model's answer (the code evaluator's and the traffic code
+ * class's one reading): of the fenced blocks ("```TAG\n" ... "```"; an
+ * unclosed one runs to the end of text) whose tag names Python (python, py,
+ * python3, in any case) or, with DRIFT_CODE_BARE_FENCE, is empty, the first
+ * that defines `def entry_point(` (entry_point may be NULL), else the first.
+ * Returns 1 with *start (into text) and *len set; 0 (*start NULL, *len 0)
+ * when text has no such block. */
+DRIFT_API int drift_code_extract(const char *text, const char *entry_point, unsigned flags, const char **start,
+                                 size_t *len);
 /* Extracts the program from the answer, runs it with the reference's tests.
  * reference_json: {"prompt":..,"test" (or "test_cases"):..,"entry_point":..}.
  * PASS / FAIL with detail {"reason":"passed|failed_test|syntax_error|timeout|killed",...};

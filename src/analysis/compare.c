@@ -101,54 +101,15 @@ void drift_compare_opts_default(drift_compare_opts *o) {
 /* See compare.h. "math=1,safety=0.5%,code=none": percentages; "none"/"off"
  * removes a budget. Unknown workloads and bad numbers are DRIFT_ERR_INVALID
  * naming the item; o is unchanged on error. */
+static int workload_index(const char *name) {
+    drift_workload wl = drift_workload_parse(name);
+    return wl == DRIFT_WL_UNKNOWN ? -1 : (int)wl;
+}
+
 drift_status drift_compare_parse_budgets(drift_compare_opts *o, const char *spec, drift_error *err) {
-    if (!spec) return DRIFT_OK;
-    double b[DRIFT_WL_COUNT];
-    memcpy(b, o->budget, sizeof b);
-    char *copy = util_strdup(spec);
-    if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    drift_status rc = DRIFT_OK;
-    char *save = NULL;
-    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        while (*item == ' ') item++;
-        if (!*item) continue;
-        char *eq = strchr(item, '=');
-        if (!eq) {
-            rc = drift_error_set(err, DRIFT_ERR_INVALID, "budget \"%s\": expected WORKLOAD=PERCENT (e.g. math=1)",
-                                 item);
-            break;
-        }
-        *eq = '\0';
-        char *name = item, *val = eq + 1;
-        size_t nl = strlen(name);
-        while (nl && name[nl - 1] == ' ') name[--nl] = '\0';
-        while (*val == ' ') val++;
-        size_t vl = strlen(val);
-        while (vl && val[vl - 1] == ' ') val[--vl] = '\0';
-        drift_workload wl = drift_workload_parse(name);
-        if (wl == DRIFT_WL_UNKNOWN) {
-            rc = drift_error_set(err, DRIFT_ERR_INVALID,
-                                 "budget: unknown workload \"%s\" (known: math, code, safety, chat, long_context)",
-                                 name);
-            break;
-        }
-        if (!strcmp(val, "none") || !strcmp(val, "off")) {
-            b[wl] = -1.0;
-            continue;
-        }
-        char *end = NULL;
-        double pct = strtod(val, &end);
-        if (end && *end == '%') end++;
-        if (end == val || !end || *end || !isfinite(pct) || pct < 0 || pct > 100) {
-            rc = drift_error_set(err, DRIFT_ERR_INVALID,
-                                 "budget for %s: \"%s\" is not a percentage between 0 and 100", name, val);
-            break;
-        }
-        b[wl] = pct / 100.0;
-    }
-    free(copy);
-    if (rc == DRIFT_OK) memcpy(o->budget, b, sizeof b);
-    return rc;
+    static const util_budget_names names = {"WORKLOAD", "workload", "math=1", "math, code, safety, chat, long_context",
+                                            workload_index, DRIFT_WL_COUNT};
+    return util_budgets_parse(spec, &names, o->budget, err);
 }
 
 /* The embedding of response id in t (ascending ids), or NULL. */

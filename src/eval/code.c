@@ -1,8 +1,9 @@
 /* code.c - the code evaluator: pass@1 of a HumanEval-style answer.
  *
- * 1. Extract the program from the answer (code_extract):
- *    - fenced blocks (```python, ```py, ```python3 or a bare ```): the one
- *      that defines the entry point, else the first;
+ * 1. Extract the program from the answer (code_build_program, in
+ *    code_extract.c, over drift_code_extract):
+ *    - fenced blocks (```python, ```py, ```python3 in any case, or a bare
+ *      ```): the one that defines the entry point, else the first;
  *    - otherwise the whole answer.
  *    If the code defines `def ENTRY(` it is a standalone solution and runs
  *    after the prompt (the prompt ends with the stub's docstring, which is a
@@ -74,92 +75,6 @@ drift_status drift_sandbox_check(const drift_code_opts *o, char *mechanism, size
     }
     unsigned mech;
     return sbx_probe(o->python ? o->python : "/usr/bin/python3", o->unsafe_exec, &mech, mechanism, cap, err);
-}
-
-/* ---- extraction ---- */
-
-/* Does code contain "def NAME(" at the start of a line (any indentation)? */
-static int defines(const char *code, size_t len, const char *name) {
-    size_t nl = strlen(name);
-    for (size_t i = 0; i + 4 + nl < len; i++) {
-        if (i > 0 && code[i - 1] != '\n' && code[i - 1] != ' ' && code[i - 1] != '\t') continue;
-        if (strncmp(code + i, "def ", 4) != 0) continue;
-        size_t j = i + 4;
-        while (j < len && code[j] == ' ') j++;
-        if (j + nl < len && strncmp(code + j, name, nl) == 0) {
-            size_t k = j + nl;
-            while (k < len && code[k] == ' ') k++;
-            if (k < len && code[k] == '(') return 1;
-        }
-    }
-    return 0;
-}
-
-static int python_lang(const char *tag, size_t n) {
-    while (n && (tag[n - 1] == ' ' || tag[n - 1] == '\t' || tag[n - 1] == '\r')) n--;
-    while (n && (*tag == ' ' || *tag == '\t')) { tag++; n--; }
-    if (n == 0) return 1;
-    static const char *const ok[] = {"python", "py", "python3", "Python", "Python3"};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        if (strlen(ok[i]) == n && strncmp(tag, ok[i], n) == 0) return 1;
-    return 0;
-}
-
-/* Chooses the code of the answer: a fenced block (see above) or the whole
- * answer. Sets *start, *len into answer; returns the rule name. */
-static const char *pick_code(const char *answer, const char *entry, const char **start, size_t *len) {
-    const char *first = NULL, *best = NULL;
-    size_t first_len = 0, best_len = 0;
-    const char *p = answer;
-    while ((p = strstr(p, "```")) != NULL) {
-        const char *tag = p + 3;
-        const char *eol = strchr(tag, '\n');
-        if (!eol) break;
-        const char *body = eol + 1;
-        const char *end = strstr(body, "```");
-        size_t blen = end ? (size_t)(end - body) : strlen(body);
-        if (python_lang(tag, (size_t)(eol - tag))) {
-            if (!first) {
-                first = body;
-                first_len = blen;
-            }
-            if (!best && entry && defines(body, blen, entry)) {
-                best = body;
-                best_len = blen;
-            }
-        }
-        if (!end) break;
-        p = end + 3;
-    }
-    if (best) {
-        *start = best;
-        *len = best_len;
-        return "fenced";
-    }
-    if (first) {
-        *start = first;
-        *len = first_len;
-        return "fenced";
-    }
-    *start = answer;
-    *len = strlen(answer);
-    return "raw";
-}
-
-char *code_build_program(const char *answer, const char *prompt, const char *entry, const char **rule,
-                         const char **mode) {
-    const char *code;
-    size_t clen;
-    *rule = pick_code(answer, entry, &code, &clen);
-    util_buf b = {0};
-    int standalone = defines(code, clen, entry);
-    *mode = standalone ? "standalone" : "continuation";
-    buf_puts(&b, prompt);
-    if (standalone && b.len && b.data[b.len - 1] != '\n') buf_puts(&b, "\n");
-    if (standalone) buf_puts(&b, "\n");
-    buf_append(&b, code, clen);
-    buf_puts(&b, "\n");
-    return buf_steal(&b);
 }
 
 /* ---- the runner and the host (Python, see the top of the file) ---- */

@@ -5,9 +5,9 @@
 
 #include <stddef.h>
 
-/* The program the host runs for an answer: the prompt, then the code picked
- * from the answer (a fenced block that defines entry, else the first Python
- * block, else the whole answer). *rule gets "fenced" or "raw", *mode
+/* The program the host runs for an answer (code_extract.c): the prompt,
+ * then the code picked from the answer (drift_code_extract with
+ * DRIFT_CODE_BARE_FENCE, else the whole answer). *rule gets "fenced" or "raw", *mode
  * "standalone" (the code defines entry) or "continuation". Returns malloc'd
  * text, NULL when out of memory. The tests are never part of it. */
 char *code_build_program(const char *answer, const char *prompt, const char *entry, const char **rule,

@@ -104,6 +104,18 @@ char *store_col_strdup(store_q *s, int i) {
     return t ? util_strdup(t) : NULL;
 }
 
+int store_col_strings(store_q *q, int i, char ***arr, size_t *n) {
+    int step;
+    while ((step = sq_step(q)) == SQ_ROW) {
+        char **na = realloc(*arr, (*n + 1) * sizeof *na);
+        if (!na) return SQ_ERROR;
+        *arr = na;
+        if (!(na[*n] = util_strdup(sq_text(q, i) ? sq_text(q, i) : ""))) return SQ_ERROR;
+        (*n)++;
+    }
+    return step;
+}
+
 /* ---- read snapshots ---- */
 
 void drift_store_read_begin(drift_store *st) {
@@ -228,6 +240,30 @@ void drift_store_close(drift_store *st) {
 
 sqlite3 *store_sqlite(drift_store *st) { return st ? st->db : NULL; }
 
+drift_status store_lock_row_write(drift_store *st, const char *label, const char *what, drift_error *err) {
+    char now[32];
+    util_utc_iso(now);
+    store_q *q = sq_prepare(st,
+                            SQ_SQL(st,
+                                   "INSERT OR REPLACE INTO run_locks(label,pid,host,proc_start,token,started_at) "
+                                   "VALUES(?,?,?,?,?,?)",
+                                   "INSERT INTO run_locks(label,pid,host,proc_start,token,started_at) "
+                                   "VALUES(?,?,?,?,?,?) ON CONFLICT(label) DO UPDATE SET pid=excluded.pid, "
+                                   "host=excluded.host, proc_start=excluded.proc_start, token=excluded.token, "
+                                   "started_at=excluded.started_at"),
+                            err);
+    if (!q) return store_err_code(err);
+    sq_bind_text(q, 1, label);
+    sq_bind_int64(q, 2, (int64_t)getpid());
+    sq_bind_text(q, 3, st->host);
+    sq_bind_int64(q, 4, (int64_t)st->proc_start);
+    sq_bind_text(q, 5, st->token);
+    sq_bind_text(q, 6, now);
+    int rc = sq_step(q);
+    sq_done(q);
+    return rc == SQ_DONE ? DRIFT_OK : store_db_error(st, err, what);
+}
+
 /* Takes the writer lock on label for this handle; call inside run_begin's
  * transaction (see "Run locks" at the top). DRIFT_ERR_STORE naming the label
  * and the owner when a live writer holds it. */
@@ -273,22 +309,8 @@ drift_status store_lock_take(drift_store *st, const char *label, int *taken, dri
         return store_db_error(st, err, "reading run locks");
     }
     sq_done(s);
-    char now[32];
-    util_utc_iso(now);
-    s = sq_prepare(st,
-                   "INSERT OR REPLACE INTO run_locks(label,pid,host,proc_start,token,started_at) "
-                   "VALUES(?,?,?,?,?,?)",
-                   err);
-    if (!s) return store_err_code(err);
-    sq_bind_text(s, 1, label);
-    sq_bind_int64(s, 2, (int64_t)getpid());
-    sq_bind_text(s, 3, st->host);
-    sq_bind_int64(s, 4, (int64_t)st->proc_start);
-    sq_bind_text(s, 5, st->token);
-    sq_bind_text(s, 6, now);
-    rc = sq_step(s);
-    sq_done(s);
-    if (rc != SQ_DONE) return store_db_error(st, err, "taking the run lock");
+    drift_status ds = store_lock_row_write(st, label, "taking the run lock", err);
+    if (ds) return ds;
     st->holds_locks = 1;
     *taken = 1;
     return DRIFT_OK;

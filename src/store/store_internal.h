@@ -182,6 +182,11 @@ drift_status store_err_code(const drift_error *err);
 
 /* Column i as a malloc'd string (NULL for NULL or out of memory). */
 char *store_col_strdup(store_q *s, int i);
+/* Steps q to its end, appending column i of each row to the array *arr of
+ * *n strings (malloc'd copies; "" for NULL). Returns SQ_DONE, or SQ_ERROR
+ * when a step failed or memory ran out; the strings read so far stay in
+ * *arr, the caller's to free either way. */
+int store_col_strings(store_q *q, int i, char ***arr, size_t *n);
 
 /* Run locks (store.c): takes the writer lock on label for this handle;
  * call inside the transaction of run_begin. *taken = 1 when this call took
@@ -189,6 +194,10 @@ char *store_col_strdup(store_q *s, int i);
  * PostgreSQL the caller releases it (store_pg_lock_release) after rolling
  * back, since an aborted transaction cannot run the unlock. */
 drift_status store_lock_take(drift_store *st, const char *label, int *taken, drift_error *err);
+/* Writes this handle's row of run_locks for label (pid, host, process
+ * start, token, now), replacing the one there (store.c; both backends'
+ * lock takers). what names the step in a failure's message. */
+drift_status store_lock_row_write(drift_store *st, const char *label, const char *what, drift_error *err);
 
 /* Whether a live writer holds label's lock (store.c): *live = 1 when one
  * does (SQLite: a run_locks row whose owner is not gone, or of another

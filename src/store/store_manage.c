@@ -539,17 +539,7 @@ drift_status drift_store_prune_responses(drift_store *st, int64_t run_id, const 
         sq_bind_int64(q, 1, run_id);
         if (t) sq_bind_text(q, 2, t);
         else sq_bind_int64(q, 2, keep_newest);
-        int step;
-        while ((step = sq_step(q)) == SQ_ROW) {
-            char **ns = realloc(suites, (n_suites + 1) * sizeof *ns);
-            if (!ns || !(ns[n_suites] = util_strdup(sq_text(q, 0) ? sq_text(q, 0) : ""))) {
-                if (ns) suites = ns;
-                step = SQ_ERROR;
-                break;
-            }
-            suites = ns;
-            n_suites++;
-        }
+        int step = store_col_strings(q, 0, &suites, &n_suites);
         sq_done(q);
         if (step != SQ_DONE) {
             rc = store_db_error(st, err, "retention: reading the suites");

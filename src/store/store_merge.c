@@ -81,8 +81,8 @@ static int64_t count_answers(sqlite3 *db, const char *schema, int64_t run_id) {
     return n;
 }
 
-static int same_text(const unsigned char *a, const unsigned char *b) {
-    return (!a && !b) || (a && b && !strcmp((const char *)a, (const char *)b));
+static int same_text(const char *a, const char *b) {
+    return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
 /* Targets are compared as run_begin compares them: in their record's form
@@ -95,6 +95,24 @@ static int same_target(const void *a, const void *b) {
     free(x);
     free(y);
     return same;
+}
+
+/* A run of the input whose label the output has already: DRIFT_OK when the
+ * two are the same run (target, config and decoding, have[] the output's
+ * and give[] the input's, in that order; as many answers), else the
+ * DRIFT_ERR_MISMATCH that names the first difference. Both merge paths. */
+static drift_status same_run(const char *in, const char *label, const char *const have[3], const char *const give[3],
+                             int64_t have_answers, int64_t give_answers, drift_error *err) {
+    const char *field = !same_target(have[0], give[0]) ? "target"
+                        : !same_text(have[1], give[1]) ? "config"
+                        : !same_text(have[2], give[2]) ? "decoding"
+                        : have_answers != give_answers ? "answers (counts differ)"
+                                                       : NULL;
+    if (!field) return DRIFT_OK;
+    return drift_error_set(err, DRIFT_ERR_MISMATCH,
+                           "merge %s: run '%s' is already in the output with different %s; rename one of them or "
+                           "merge only one",
+                           in, label, field);
 }
 
 /* Rewrites the copied run's target in its record's form (an input of an
@@ -160,19 +178,14 @@ static drift_status merge_runs(sqlite3 *db, const char *in, drift_store_merged *
         sqlite3_reset(find);
         sqlite3_bind_text(find, 1, label, -1, SQLITE_TRANSIENT);
         if (sqlite3_step(find) == SQLITE_ROW) {
-            const char *field = !same_target(sqlite3_column_text(find, 1), sqlite3_column_text(runs, 2)) ? "target"
-                                : !same_text(sqlite3_column_text(find, 2), sqlite3_column_text(runs, 3)) ? "config"
-                                : !same_text(sqlite3_column_text(find, 3), sqlite3_column_text(runs, 4)) ? "decoding"
-                                                                                                           : NULL;
-            int64_t have = count_answers(db, "main", sqlite3_column_int64(find, 0));
-            int64_t give = count_answers(db, "src", old_id);
-            if (field || have != give) {
-                rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
-                                     "merge %s: run '%s' is already in the output with different %s; rename one of "
-                                     "them or merge only one",
-                                     in, label, field ? field : "answers (counts differ)");
-                goto out;
+            const char *have[3], *give[3];
+            for (int c = 0; c < 3; c++) {
+                have[c] = (const char *)sqlite3_column_text(find, c + 1);
+                give[c] = (const char *)sqlite3_column_text(runs, c + 2);
             }
+            if ((rc = same_run(in, label, have, give, count_answers(db, "main", sqlite3_column_int64(find, 0)),
+                               count_answers(db, "src", old_id), err)))
+                goto out;
             stats->runs_skipped++;
             continue;
         }
@@ -284,16 +297,7 @@ static drift_status delete_runs(drift_store *st, const char *in, const char *con
             break;
         }
         sq_bind_int64(q, 1, id);
-        while ((step = sq_step(q)) == SQ_ROW) {
-            char **ns = realloc(suites, (n_suites + 1) * sizeof *ns);
-            if (!ns || !(ns[n_suites] = store_col_strdup(q, 0))) {
-                if (ns) suites = ns;
-                step = SQ_ERROR;
-                break;
-            }
-            suites = ns;
-            n_suites++;
-        }
+        step = store_col_strings(q, 0, &suites, &n_suites);
         sq_done(q);
         if (step != SQ_DONE) {
             rc = copy_err(st, err, "reading the runs to replace", in);
@@ -512,6 +516,36 @@ static drift_status copy_next(drift_store *src, const char *rsql, drift_store *d
     return DRIFT_OK;
 }
 
+/* Copies the rows r reads (from src) with w (into dst): column 0 is a
+ * response id of the input, written as the output's (rm); column c >= 1
+ * as kinds[c - 1] says: 't' text, 'i' integer, 'd' a real or NULL, 'b' a
+ * blob. table names the rows in messages; *count grows by the rows
+ * written. */
+static drift_status copy_by_response(drift_store *src, store_q *r, drift_store *dst, store_q *w, const id_map *rm,
+                                     const char *kinds, const char *table, const char *in, size_t *count,
+                                     drift_error *err) {
+    char what[64];
+    int step;
+    while ((step = sq_step(r)) == SQ_ROW) {
+        sq_reset(w);
+        sq_bind_int64(w, 1, id_map_get(rm, sq_int64(r, 0)));
+        for (int c = 1; kinds[c - 1]; c++) {
+            if (kinds[c - 1] == 't') sq_bind_text(w, c + 1, sq_text(r, c));
+            else if (kinds[c - 1] == 'i') sq_bind_int64(w, c + 1, sq_int64(r, c));
+            else if (kinds[c - 1] == 'd') bind_col_double(w, c + 1, r, c);
+            else sq_bind_blob(w, c + 1, sq_blob(r, c), sq_bytes(r, c));
+        }
+        if (sq_step(w) != SQ_DONE) {
+            snprintf(what, sizeof what, "copying %s", table);
+            return copy_err(dst, err, what, in);
+        }
+        (*count)++;
+    }
+    if (step != SQ_ERROR) return DRIFT_OK;
+    snprintf(what, sizeof what, "reading %s", table);
+    return copy_err(src, err, what, in);
+}
+
 /* Copies the responses, scores and embeddings of src's run old_id into
  * dst's run new_id. */
 static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char *in, int64_t old_id, int64_t new_id,
@@ -568,47 +602,15 @@ static drift_status copy_run_rows(drift_store *dst, drift_store *src, const char
                    dst,
                    "INSERT INTO scores(response_id,evaluator,label,value,detail) VALUES(?,?,?,?,?)",
                    old_id, &r, &w, err);
-    if (rc) goto out;
-    while ((step = sq_step(r)) == SQ_ROW) {
-        sq_reset(w);
-        sq_bind_int64(w, 1, id_map_get(&rm, sq_int64(r, 0)));
-        sq_bind_text(w, 2, sq_text(r, 1));
-        sq_bind_int64(w, 3, sq_int64(r, 2));
-        bind_col_double(w, 4, r, 3);
-        sq_bind_text(w, 5, sq_text(r, 4));
-        if (sq_step(w) != SQ_DONE) {
-            rc = copy_err(dst, err, "copying scores", in);
-            goto out;
-        }
-        stats->scores++;
-    }
-    if (step == SQ_ERROR) {
-        rc = copy_err(src, err, "reading scores", in);
-        goto out;
-    }
+    if (rc || (rc = copy_by_response(src, r, dst, w, &rm, "tidt", "scores", in, &stats->scores, err))) goto out;
     rc = copy_next(src,
                    "SELECT e.response_id, e.embedder, e.dim, e.vec FROM embeddings e "
                    "JOIN responses x ON x.id = e.response_id WHERE x.run_id = ?1 ORDER BY e.response_id, e.embedder",
                    dst,
                    "INSERT INTO embeddings(response_id,embedder,dim,vec) VALUES(?,?,?,?)",
                    old_id, &r, &w, err);
-    if (rc) goto out;
-    while ((step = sq_step(r)) == SQ_ROW) {
-        sq_reset(w);
-        sq_bind_int64(w, 1, id_map_get(&rm, sq_int64(r, 0)));
-        sq_bind_text(w, 2, sq_text(r, 1));
-        sq_bind_int64(w, 3, sq_int64(r, 2));
-        sq_bind_blob(w, 4, sq_blob(r, 3), sq_bytes(r, 3));
-        if (sq_step(w) != SQ_DONE) {
-            rc = copy_err(dst, err, "copying embeddings", in);
-            goto out;
-        }
-        stats->embeddings++;
-    }
-    if (step == SQ_ERROR) {
-        rc = copy_err(src, err, "reading embeddings", in);
+    if (rc || (rc = copy_by_response(src, r, dst, w, &rm, "tib", "embeddings", in, &stats->embeddings, err)))
         goto out;
-    }
     /* the endpoint history, each target in its record's form */
     rc = copy_next(src,
                    "SELECT target, first_at, last_at, begins FROM run_endpoints WHERE run_id = ?1 ORDER BY id",
@@ -673,20 +675,14 @@ static drift_status copy_runs(drift_store *dst, drift_store *src, const char *in
             goto out;
         }
         if (f == SQ_ROW) {
-            const char *field = !same_target(sq_text(find, 1), sq_text(runs, 2)) ? "target"
-                                : !same_text((const unsigned char *)sq_text(find, 2),
-                                             (const unsigned char *)sq_text(runs, 3)) ? "config"
-                                : !same_text((const unsigned char *)sq_text(find, 3),
-                                             (const unsigned char *)sq_text(runs, 4)) ? "decoding"
-                                                                                      : NULL;
-            int64_t have = count_answers_q(dst, sq_int64(find, 0)), give = count_answers_q(src, old_id);
-            if (field || have != give) {
-                rc = drift_error_set(err, DRIFT_ERR_MISMATCH,
-                                     "merge %s: run '%s' is already in the output with different %s; rename one of "
-                                     "them or merge only one",
-                                     in, label, field ? field : "answers (counts differ)");
-                goto out;
+            const char *have[3], *give[3];
+            for (int c = 0; c < 3; c++) {
+                have[c] = sq_text(find, c + 1);
+                give[c] = sq_text(runs, c + 2);
             }
+            if ((rc = same_run(in, label, have, give, count_answers_q(dst, sq_int64(find, 0)),
+                               count_answers_q(src, old_id), err)))
+                goto out;
             stats->runs_skipped++;
             continue;
         }

@@ -582,26 +582,7 @@ drift_status store_pg_lock_take(drift_store *st, const char *label, int *taken, 
     *taken = 1; /* from here on the caller releases it if run_begin fails (after its rollback: an
                    aborted transaction cannot unlock) */
     st->holds_locks = 1;
-    char now[32];
-    util_utc_iso(now);
-    store_q *q = sq_prepare(st,
-                            "INSERT INTO run_locks(label,pid,host,proc_start,token,started_at) VALUES(?,?,?,?,?,?) "
-                            "ON CONFLICT(label) DO UPDATE SET pid=excluded.pid, host=excluded.host, "
-                            "proc_start=excluded.proc_start, token=excluded.token, started_at=excluded.started_at",
-                            err);
-    int rc = SQ_ERROR;
-    if (q) {
-        sq_bind_text(q, 1, label);
-        sq_bind_int64(q, 2, (int64_t)getpid());
-        sq_bind_text(q, 3, st->host);
-        sq_bind_int64(q, 4, (int64_t)st->proc_start);
-        sq_bind_text(q, 5, st->token);
-        sq_bind_text(q, 6, now);
-        rc = sq_step(q);
-        sq_done(q);
-    }
-    if (rc != SQ_DONE) return q ? store_db_error(st, err, "recording the run lock") : store_err_code(err);
-    return DRIFT_OK;
+    return store_lock_row_write(st, label, "recording the run lock", err);
 }
 
 int store_pg_lock_try(drift_store *st, const char *label) {

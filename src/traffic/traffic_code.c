@@ -21,7 +21,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "driftbench/eval.h"
 #include "traffic/traffic_internal.h"
@@ -45,61 +44,13 @@ int trf_code_tests(const json_t *req, const char **tests, const char **entry) {
     return ident(e) ? 1 : -1;
 }
 
-/* A fence's language tag names Python (python, py, python3; any case). */
-static int python_tag(const char *tag, size_t n) {
-    while (n && (tag[n - 1] == ' ' || tag[n - 1] == '\t' || tag[n - 1] == '\r')) n--;
-    while (n && (*tag == ' ' || *tag == '\t')) {
-        tag++;
-        n--;
-    }
-    static const char *const ok[] = {"python", "py", "python3"};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        if (strlen(ok[i]) == n && !strncasecmp(tag, ok[i], n)) return 1;
-    return 0;
-}
-
-/* "def NAME(" at the start of a line (any indentation) in [code, code+len). */
-static int defines(const char *code, size_t len, const char *name) {
-    size_t nl = strlen(name);
-    for (size_t i = 0; i + 4 + nl < len; i++) {
-        if (i > 0 && code[i - 1] != '\n' && code[i - 1] != ' ' && code[i - 1] != '\t') continue;
-        if (strncmp(code + i, "def ", 4)) continue;
-        size_t j = i + 4;
-        while (j < len && code[j] == ' ') j++;
-        if (j + nl >= len || strncmp(code + j, name, nl)) continue;
-        size_t k = j + nl;
-        while (k < len && code[k] == ' ') k++;
-        if (k < len && code[k] == '(') return 1;
-    }
-    return 0;
-}
-
-/* The answer's code: its Python-tagged fenced block that defines entry
- * (when given), else its first; NULL when it has none. malloc'd. An
- * unclosed fence runs to the end of the content. */
+/* The answer's code (drift_code_extract, eval.h): its Python-tagged
+ * fenced block that defines entry (when given), else its first; an
+ * untagged fence is not code here. NULL when it has none. malloc'd. */
 static char *pick_code(const char *content, const char *entry) {
-    const char *first = NULL, *best = NULL;
-    size_t first_len = 0, best_len = 0;
-    for (const char *p = content; (p = strstr(p, "```")) != NULL;) {
-        const char *tag = p + 3, *eol = strchr(tag, '\n');
-        if (!eol) break;
-        const char *body = eol + 1, *end = strstr(body, "```");
-        size_t len = end ? (size_t)(end - body) : strlen(body);
-        if (python_tag(tag, (size_t)(eol - tag))) {
-            if (!first) {
-                first = body;
-                first_len = len;
-            }
-            if (!best && entry && defines(body, len, entry)) {
-                best = body;
-                best_len = len;
-            }
-        }
-        if (!end) break;
-        p = end + 3;
-    }
-    if (best) return util_strndup(best, best_len);
-    return first ? util_strndup(first, first_len) : NULL;
+    const char *code;
+    size_t len;
+    return drift_code_extract(content, entry, 0, &code, &len) ? util_strndup(code, len) : NULL;
 }
 
 /* 1 good (PASS), 0 bad (FAIL), -1 not judged (sandbox error, cancel). */

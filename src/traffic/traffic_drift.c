@@ -46,56 +46,12 @@ void drift_traffic_opts_default(drift_traffic_opts *o) {
     o->sdr_threshold = 0.30;
 }
 
-static char *trim(char *s) {
-    while (*s == ' ') s++;
-    size_t n = strlen(s);
-    while (n && s[n - 1] == ' ') s[--n] = '\0';
-    return s;
-}
-
 drift_status drift_traffic_parse_budgets(drift_traffic_opts *o, const char *spec, drift_error *err) {
-    if (!spec) return DRIFT_OK;
-    double b[DRIFT_TC_COUNT];
-    memcpy(b, o->budget, sizeof b);
-    char *copy = util_strdup(spec);
-    if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    drift_status rc = DRIFT_OK;
-    char *save = NULL;
-    for (char *item = strtok_r(copy, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
-        item = trim(item);
-        if (!*item) continue;
-        char *eq = strchr(item, '=');
-        if (!eq) {
-            rc = drift_error_set(err, DRIFT_ERR_INVALID, "budget \"%s\": expected CLASS=PERCENT (e.g. json=1)", item);
-            break;
-        }
-        *eq = '\0';
-        char *name = trim(item), *val = trim(eq + 1);
-        int c = drift_traffic_class_parse(name);
-        if (c < 0) {
-            rc = drift_error_set(err, DRIFT_ERR_INVALID,
-                                 "budget: unknown class \"%s\" (known: exact, json, schema, tool_name, tool_args, "
-                                 "guard, math, semantic, code)",
-                                 name);
-            break;
-        }
-        if (!strcmp(val, "none") || !strcmp(val, "off")) {
-            b[c] = -1;
-            continue;
-        }
-        char *end = NULL;
-        double pct = strtod(val, &end);
-        if (end && *end == '%') end++;
-        if (end == val || !end || *end || !isfinite(pct) || pct < 0 || pct > 100) {
-            rc = drift_error_set(err, DRIFT_ERR_INVALID, "budget for %s: \"%s\" is not a percentage between 0 and 100",
-                                 name, val);
-            break;
-        }
-        b[c] = pct / 100.0;
-    }
-    free(copy);
-    if (!rc) memcpy(o->budget, b, sizeof b);
-    return rc;
+    static const util_budget_names names = {
+        "CLASS", "class", "json=1",
+        "exact, json, schema, tool_name, tool_args, guard, math, semantic, code", drift_traffic_class_parse,
+        DRIFT_TC_COUNT};
+    return util_budgets_parse(spec, &names, o->budget, err);
 }
 
 /* ---- one pair ---- */

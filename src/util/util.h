@@ -70,6 +70,23 @@ struct timespec;
 void util_abstime_in_ms(struct timespec *ts, long ms);
 void util_utc_iso(char out[32]);         /* UTC now, "YYYY-MM-DDTHH:MM:SSZ" */
 
+/* Budgets "NAME=PERCENT,..." (budget.c): each item sets budget[index(NAME)]
+ * to PERCENT / 100 (0 to 100, an optional '%'), or to -1 (no budget) for
+ * "none" or "off"; blank items and blanks around names and values are
+ * skipped. An item without '=', an unknown name (index < 0) or a bad number
+ * is DRIFT_ERR_INVALID naming it (with upper, lower, example and known in
+ * the message); budget[0..n) is unchanged on error. spec NULL: DRIFT_OK. */
+typedef struct util_budget_names {
+    const char *upper;               /* "WORKLOAD": "expected WORKLOAD=PERCENT" */
+    const char *lower;               /* "workload": "unknown workload \"x\"" */
+    const char *example;             /* "math=1" */
+    const char *known;               /* the names, listed in the message */
+    int (*index)(const char *name);  /* the slot of name, -1 when unknown */
+    size_t n;                        /* slots in budget */
+} util_budget_names;
+drift_status util_budgets_parse(const char *spec, const util_budget_names *names, double *budget,
+                                drift_error *err);
+
 /* splitmix64 / xoshiro-style deterministic RNG. */
 typedef struct util_rng { uint64_t s[4]; } util_rng;
 void util_rng_seed(util_rng *r, uint64_t seed);

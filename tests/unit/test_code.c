@@ -356,6 +356,56 @@ static void test_standalone_and_fences(void **state) {
     json_decref(d);
 }
 
+/* drift_code_extract, the reading the evaluator and the traffic code class
+ * share: tags in any case; an untagged fence only with DRIFT_CODE_BARE_FENCE. */
+static void test_extract(void **state) {
+    (void)state;
+    const char *c = NULL;
+    size_t n = 0;
+    const char *bare = "text\n```\nx = 1\n```\n";
+    assert_int_equal(drift_code_extract(bare, NULL, 0, &c, &n), 0);
+    assert_null(c);
+    assert_int_equal(n, 0);
+    assert_int_equal(drift_code_extract(bare, NULL, DRIFT_CODE_BARE_FENCE, &c, &n), 1);
+    assert_int_equal(n, 6);
+    assert_memory_equal(c, "x = 1\n", 6);
+    static const char *const tags[] = {"PYTHON", "Py", " pYthon3 \r", "python"};
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+        char *t = util_asprintf("```%s\ny = 2\n```", tags[i]);
+        assert_int_equal(drift_code_extract(t, NULL, 0, &c, &n), 1);
+        assert_int_equal(n, 6);
+        assert_memory_equal(c, "y = 2\n", 6);
+        free(t);
+    }
+    assert_int_equal(drift_code_extract("```pythonic\ny = 2\n```", NULL, DRIFT_CODE_BARE_FENCE, &c, &n), 0);
+    assert_int_equal(drift_code_extract("no fence at all", "f", DRIFT_CODE_BARE_FENCE, &c, &n), 0);
+    /* the block that defines the entry point, else the first; an unclosed one runs to the end */
+    const char *two = "```py\nf(1)\n```\n```PY\ndef  f (a):\n    return a\n";
+    assert_int_equal(drift_code_extract(two, "f", 0, &c, &n), 1);
+    assert_string_equal(c, "def  f (a):\n    return a\n");
+    assert_int_equal(drift_code_extract(two, "g", 0, &c, &n), 1);
+    assert_int_equal(n, 5);
+    assert_memory_equal(c, "f(1)\n", 5);
+}
+
+/* The evaluator reads a tag in any case (```Python was already code,
+ * ```PYTHON and ```Py were not: the whole answer ran, fences and all, and
+ * failed with a syntax error). */
+static void test_fence_tag_case(void **state) {
+    (void)state;
+    static const char *const answers[] = {"```PYTHON\ndef add(a, b):\n    return a + b\n```\n",
+                                          "Sure:\n```Py\ndef add(a, b):\n    return a + b\n```\nDone."};
+    for (size_t i = 0; i < 2; i++) {
+        expect(answers[i], REF_ADD, "passed", DRIFT_LABEL_PASS);
+        int label;
+        json_t *d = NULL;
+        eval_reason(answers[i], REF_ADD, 5, &label, &d);
+        assert_non_null(d);
+        assert_string_equal(json_string_value(json_object_get(d, "extraction")), "fenced");
+        json_decref(d);
+    }
+}
+
 static void test_reasons(void **state) {
     (void)state;
     expect("    return (a +\n", REF_ADD, "syntax_error", DRIFT_LABEL_FAIL);
@@ -540,7 +590,8 @@ static void test_humaneval(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sandbox_check), cmocka_unit_test(test_continuation),
-        cmocka_unit_test(test_standalone_and_fences), cmocka_unit_test(test_reasons),
+        cmocka_unit_test(test_standalone_and_fences), cmocka_unit_test(test_extract),
+        cmocka_unit_test(test_fence_tag_case), cmocka_unit_test(test_reasons),
         cmocka_unit_test(test_bad_reference), cmocka_unit_test(test_forged_verdicts),
         cmocka_unit_test(test_humaneval),
     };

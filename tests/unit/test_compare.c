@@ -338,7 +338,9 @@ static void test_budgets(void **state) {
     assert_int_equal(drift_compare_parse_budgets(&o, "math=101", &err), DRIFT_ERR_INVALID);
     assert_int_equal(drift_compare_parse_budgets(&o, "math=-1", &err), DRIFT_ERR_INVALID);
     assert_int_equal(drift_compare_parse_budgets(&o, "math", &err), DRIFT_ERR_INVALID);
+    assert_string_equal(err.msg, "budget \"math\": expected WORKLOAD=PERCENT (e.g. math=1)");
     assert_int_equal(drift_compare_parse_budgets(&o, "math=1,bogus=2", &err), DRIFT_ERR_INVALID);
+    assert_string_equal(err.msg, "budget: unknown workload \"bogus\" (known: math, code, safety, chat, long_context)");
     near(o.budget[DRIFT_WL_MATH], 0.01, 1e-15); /* unchanged on error */
 }
 

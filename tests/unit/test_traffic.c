@@ -468,6 +468,10 @@ static void test_summarize(void **state) {
     assert_int_equal(drift_traffic_parse_budgets(&o, "frogs=1", &err), DRIFT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "unknown class"));
     assert_int_equal(drift_traffic_parse_budgets(&o, "json=200", &err), DRIFT_ERR_INVALID);
+    assert_string_equal(err.msg, "budget for json: \"200\" is not a percentage between 0 and 100");
+    assert_int_equal(drift_traffic_parse_budgets(&o, " json ,", &err), DRIFT_ERR_INVALID);
+    assert_string_equal(err.msg, "budget \"json\": expected CLASS=PERCENT (e.g. json=1)");
+    assert_true(fabs(o.budget[DRIFT_TC_EXACT] - 0.015) < 1e-12); /* unchanged on error */
 }
 
 /* drift_target_send_raw (target.h), the replay's transport: whole bodies
