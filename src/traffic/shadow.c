@@ -303,12 +303,23 @@ static void say_mirror_error(drift_shadow *s, const char *error, uint64_t n) {
 }
 
 /* The retention (o.retention) applied to both runs, counted, and said when
- * it deleted answers; from drift_shadow_start, then from the writer only. */
-static drift_status apply_retention(drift_shadow *s, drift_error *err) {
+ * it deleted answers; from drift_shadow_start, then from the writer only.
+ * pending: pairs whose candidate answer may still come (queued, at a worker,
+ * in the writer's queue): a count limit keeps that many more primaries, so
+ * that a waiting pair's primary answer and request stay for its candidate
+ * row (an age limit cannot know: docs/shadow.md, Limits). */
+static drift_status apply_retention(drift_shadow *s, size_t pending, drift_error *err) {
     const char *labels[2] = {s->primary_label, s->candidate_label};
-    int64_t deleted = 0;
-    drift_status rc = drift_traffic_retention_apply(s->st, labels, 2, s->retention_max_age_s,
-                                                    s->retention_keep_newest, 0, &deleted, err);
+    int64_t deleted = 0, d = 0, keep = s->retention_keep_newest;
+    double age = s->retention_max_age_s;
+    drift_status rc;
+    if (keep < 0) {
+        rc = drift_traffic_retention_apply(s->st, labels, 2, age, -1, 0, &deleted, err);
+    } else {
+        rc = drift_traffic_retention_apply(s->st, labels, 1, age, keep + (int64_t)pending, 0, &deleted, err);
+        if (!rc) rc = drift_traffic_retention_apply(s->st, labels + 1, 1, age, keep, 0, &d, err);
+        deleted += d;
+    }
     s->retention_next_ms = util_now_ms() + s->retention_period_ms;
     if (rc) return rc;
     pthread_mutex_lock(&s->mu);
@@ -379,6 +390,13 @@ static void *writer_main(void *arg) {
             util_abstime_in_ms(&ts, (long)wait_ms + 1);
             pthread_cond_timedwait(&s->cv_writer, &s->mu, &ts);
         }
+        if (s->retention && !s->stop_writer && util_now_ms() >= s->retention_next_ms) { /* between two batches */
+            size_t pending = s->ring_n + s->backlog_n + s->at_workers + (s->jobs_n - s->jobs_primary);
+            pthread_mutex_unlock(&s->mu);
+            drift_error e = {0};
+            if (apply_retention(s, pending, &e)) set_last_error(s, &e); /* its messages say "retention" */
+            continue;
+        }
         size_t n = 0;
         while (s->jobs_head && n < WRITER_BATCH) {
             shd_job *j = s->jobs_head;
@@ -391,10 +409,6 @@ static void *writer_main(void *arg) {
         int stop = s->stop_writer && !n;
         pthread_mutex_unlock(&s->mu);
         if (stop) break;
-        if (s->retention && util_now_ms() >= s->retention_next_ms) { /* between two batches */
-            drift_error e = {0};
-            if (apply_retention(s, &e)) set_last_error(s, &e); /* its messages say "retention" */
-        }
         /* in order: a run of primaries, then a run of candidates, ... (a
          * candidate job never precedes its own primary's) */
         size_t i = 0;
@@ -479,6 +493,7 @@ static void *worker_main(void *arg) {
             s->ring_n--;
         }
         it->next = NULL;
+        s->at_workers++;
         pthread_mutex_unlock(&s->mu);
 
         got g = {0};
@@ -498,6 +513,7 @@ static void *worker_main(void *arg) {
             if (rc != DRIFT_ERR_CANCELLED) set_last_error(s, &e);
             pthread_mutex_lock(&s->mu);
             s->left_cancelled++;
+            s->at_workers--;
             pthread_mutex_unlock(&s->mu);
             item_free(it);
             continue;
@@ -518,12 +534,16 @@ static void *worker_main(void *arg) {
         if (!j) {
             drift_answer_clear(&g.a);
             item_free(it);
+            pthread_mutex_lock(&s->mu);
+            s->at_workers--;
+            pthread_mutex_unlock(&s->mu);
             continue;
         }
         j->kind = SHD_JOB_CANDIDATE;
         j->ans = g.a;
         j->item = it;
         pthread_mutex_lock(&s->mu);
+        s->at_workers--;
         push_job_locked(s, j);
         pthread_mutex_unlock(&s->mu);
     }
@@ -735,7 +755,7 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
     if ((rc = drift_store_open(o->store_path, &s->st, err)) ||
         (rc = begin_run(s, s->primary_label, s->primary_spec, &s->run_primary, err)) ||
         (rc = begin_run(s, s->candidate_label, s->candidate_spec, &s->run_candidate, err)) ||
-        (s->retention && (rc = apply_retention(s, err))) || (rc = shd_load_state(s, err))) {
+        (s->retention && (rc = apply_retention(s, 0, err))) || (rc = shd_load_state(s, err))) {
         shadow_free(s);
         return rc;
     }

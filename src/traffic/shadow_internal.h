@@ -56,6 +56,7 @@ struct drift_shadow {
     pthread_cond_t cv_idle;      /* in_flight changed */
     shd_item *ring_head, *ring_tail, *backlog_head, *backlog_tail;
     size_t ring_n, backlog_n, reserved;
+    size_t at_workers;           /* items a mirror worker holds (taken, its candidate job not queued yet) */
     shd_job *jobs_head, *jobs_tail;
     size_t jobs_n, jobs_primary;
     int draining, stop_mirror, stop_writer, abort_upstream;

@@ -24,7 +24,8 @@
 #   6. --max-reply: a primary reply over it reaches the client whole and is a
 #      drop (reason reply_too_large), not stored; --retention N with a short
 #      --retention-period is applied while the proxy runs (each side keeps
-#      its newest N, counted in /metrics and said on stderr).
+#      its newest N, counted in /metrics and said on stderr), and with a
+#      slow candidate the pairs still waiting keep their requests.
 . "$(dirname "$0")/lib.sh"
 command -v python3 > /dev/null || skip_all "python3 needed"
 command -v curl > /dev/null || skip_all "curl needed"
@@ -321,4 +322,26 @@ kill -TERM "$SHPID"
 wait "$SHPID"
 rc=$?
 check '[ $rc -eq 0 ] && grep -q "1 dropped" "$T/s6.err"' "clean stop (6): exit $rc $(tail -2 "$T/s6.err")"
+# a count retention under a slow candidate: the pairs still waiting keep their primary answer and
+# request (else the store refuses their candidate answers: store errors), then each side keeps its newest 1
+start_server_text 'fault | * | sleep | seconds=1\ndefault | echo\n'
+PSLOW6=$PORT
+start_shadow s6b --primary "$HA" --candidate "http://127.0.0.1:$PSLOW6/v1?model=fake&api=chat" --db "$T/s6b.db" \
+  --mirror-connections 1 --retention 1 --retention-period 0.2
+for k in 1 2 3; do
+  curl -s -o /dev/null -d "{\"model\":\"fake\",\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"wait $k ANSWER=$k\"}]}" \
+    "http://127.0.0.1:$SP/v1/chat/completions"
+done
+check 'wait_pairs $SP 3 20' "the slow candidate's pairs did not complete: $(curl -s "http://127.0.0.1:$SP/metrics" | grep -E "pairs_total|store_errors")"
+for _ in $(seq 30); do
+  [ "$(sql "$T/s6b.db" "select count(*) from responses")" = 2 ] && break
+  sleep 0.1
+done
+metrics $SP "$T/m6b"
+check '[ "$(metric "$T/m6b" driftbench_shadow_store_errors_total)" = 0 ] && [ "$(metric "$T/m6b" driftbench_shadow_mirror_errors_total)" = 0 ] && [ "$(sql "$T/s6b.db" "select count(*) from responses")" = 2 ] && [ "$(sql "$T/s6b.db" "select count(*) from prompts")" = 1 ]' \
+  "retention with pairs waiting: store errors $(metric "$T/m6b" driftbench_shadow_store_errors_total): $(grep -i "retention\|store" "$T/s6b.err" | tail -3); $(sql "$T/s6b.db" "select count(*) from responses; select count(*) from prompts")"
+kill -TERM "$SHPID"
+wait "$SHPID"
+rc=$?
+check '[ $rc -eq 0 ]' "clean stop (6b): exit $rc $(tail -2 "$T/s6b.err")"
 finish
