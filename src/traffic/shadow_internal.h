@@ -1,6 +1,6 @@
-/* shadow_internal.h - what shadow.c (queues, writer, mirror workers, store,
- * metrics) and shadow_httpd.c (the listener and the relay to the primary)
- * share. */
+/* shadow_internal.h - what shadow.c (queues, writer, mirror workers, store),
+ * shadow_pairs.c (the stored pairs), shadow_metrics.c (/metrics) and
+ * shadow_httpd.c (the listener and the relay to the primary) share. */
 #ifndef DRIFT_SHADOW_INTERNAL_H
 #define DRIFT_SHADOW_INTERNAL_H
 
@@ -92,7 +92,7 @@ void shd_primary_done(drift_shadow *s, drift_api api, const char *body, size_t l
                       const char *reply, size_t reply_len, int reply_over, const char *transfer_error,
                       double latency_ms);
 void shd_observe_added(drift_shadow *s, double seconds);
-/* The /metrics text (malloc'd) or NULL when metrics_extra failed / nomem. */
+/* shadow_metrics.c: the /metrics text (malloc'd) or NULL when metrics_extra failed / nomem. */
 char *shd_metrics(drift_shadow *s);
 
 /* shadow.c: on_pair, if any. */
