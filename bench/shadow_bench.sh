@@ -7,7 +7,7 @@
 # rounds of one run.
 #
 #   [SAMPLE=1] bench/shadow_bench.sh [BUILD_DIR=build] [CLIENTS=64] [REQUESTS=20] [ROUNDS=3]
-#   (SAMPLE=0: nothing mirrored, the relay alone)
+#   (SAMPLE=0: nothing mirrored, the relay alone; QUEUE=N: the proxy's --queue, default 4096)
 set -u
 B=${1:-build}
 CLIENTS=${2:-64} REQUESTS=${3:-20} ROUNDS=${4:-3}
@@ -36,7 +36,7 @@ PP=$(port_of "$T/p.out")
 PC=$(port_of "$T/c.out")
 "$B/driftbench" shadow --primary "http://127.0.0.1:$PP/v1?model=fake&api=chat" \
   --candidate "http://127.0.0.1:$PC/v1?model=fake&api=chat" --db "$T/shadow.db" --listen 127.0.0.1:0 \
-  --queue 4096 --sample "${SAMPLE:-1}" > "$T/s.out" 2> "$T/s.err" &
+  --queue "${QUEUE:-4096}" --sample "${SAMPLE:-1}" > "$T/s.out" 2> "$T/s.err" &
 pids+=($!)
 PS=$(port_of "$T/s.out")
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"

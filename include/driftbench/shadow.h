@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "driftbench/eval.h"
 #include "driftbench/prom.h"
 #include "driftbench/store.h"
 #include "driftbench/target.h"
@@ -58,12 +59,13 @@ typedef struct drift_shadow_opts {
     const char *primary_label;     /* default "shadow-primary" */
     const char *candidate_label;   /* default "shadow-candidate" */
     double sample;                 /* share mirrored, [0,1]; default 1 */
-    int queue;                     /* mirror queue capacity (requests); default 256 */
+    int queue;                     /* mirror queue capacity (requests); default 64 */
     int mirror_connections;        /* mirror workers (requests in flight to the candidate); default 4 */
     int only_deterministic;        /* 1: requests that are not comparable are not mirrored (counted) */
     size_t max_body_bytes;         /* a client's request body; over it 413; default 4 MiB */
     size_t max_store_reply_bytes;  /* a primary reply kept for storing; a longer one is relayed whole
-                                    * but neither stored nor mirrored (counted); default 8 MiB */
+                                    * but neither stored nor mirrored (dropped_reply_too_large);
+                                    * default 8 MiB */
     int max_connections;           /* client connections at once; default 256 */
     double idle_timeout_s;         /* an idle client connection is closed; default 60 */
     double primary_timeout_s;      /* a whole primary exchange; default 600 */
@@ -78,6 +80,21 @@ typedef struct drift_shadow_opts {
      * can say so as it happens rather than only in /metrics. */
     void (*on_mirror_error)(void *user, const char *error, uint64_t n_errors);
     void *user;
+    /* What the proxy says as it happens, one line without a newline (may be
+     * NULL): the candidate's errors (the 1st, 10th, 100th, ...: a
+     * misconfigured candidate fails every mirror; the count stays in
+     * /metrics), and each application of the retention that deleted
+     * answers. From the caller's thread in drift_shadow_start, then from
+     * the writer thread. */
+    void (*log)(void *log_user, const char *line);
+    void *log_user;
+    /* Retention (traffic_privacy.h: "30d", "12h", or each side's newest N;
+     * NULL none): applied in drift_shadow_start before the stored pairs are
+     * loaded, then every retention_period_s (0: 3600) by the writer thread,
+     * between two batches (the only thread that touches the store; the
+     * relay never waits for it). */
+    const char *retention;
+    double retention_period_s;
     /* What is stored (traffic_privacy.h; borrowed, may be NULL: full). The
      * request and both answers are given to on_pair as received and stored
      * in the form privacy allows (redacted, or only their SHA-256). With
@@ -103,10 +120,12 @@ typedef struct drift_shadow_stats {
     uint64_t primary_errors;       /* of chat/completions, completions: the primary failed (non-2xx, unreachable) */
     uint64_t sampled_out;          /* not in the sample (not a drop) */
     uint64_t skipped_not_comparable; /* --only-deterministic: not mirrored */
-    uint64_t skipped_other;        /* not mirrorable: not a JSON object, the candidate's other api, reply too long */
+    uint64_t skipped_other;        /* not mirrorable: not a JSON object, the candidate's other api */
     uint64_t mirrored;             /* (store) stored with the primary's answer and queued for the candidate */
     uint64_t dropped_queue_full;   /* sampled, but the mirror queue was full: neither stored nor mirrored */
     uint64_t dropped_store_busy;   /* sampled, but the writer's queue was full */
+    uint64_t dropped_reply_too_large; /* sampled, but the primary's reply was over max_store_reply_bytes
+                                    * (relayed whole to the client, neither stored nor mirrored) */
     uint64_t mirror_errors;        /* (store) the candidate failed */
     uint64_t pairs;                /* (store) pairs completed (candidate answer or error stored) */
     uint64_t compared;             /* (store) completed, both answered, comparable */
@@ -117,6 +136,8 @@ typedef struct drift_shadow_stats {
     uint64_t resumed;              /* pairs found unfinished in the store at start and mirrored again */
     uint64_t backlog_hashed;       /* pairs found unfinished at start whose request is stored as a hash:
                                     * not mirrored again */
+    uint64_t retention_deleted;    /* answers the retention deleted (this process, the start's included) */
+    uint64_t retention_runs;       /* times the retention was applied (this process) */
     size_t queue_depth;            /* mirror queue + restart backlog, now */
     size_t queue_capacity;
     size_t in_flight;              /* client requests being answered now */
@@ -176,6 +197,31 @@ typedef struct drift_shadow_report_opts {
 } drift_shadow_report_opts;
 DRIFT_API drift_status drift_shadow_report(drift_store *st, const drift_shadow_report_opts *o, char **out,
                                            drift_error *err);
+
+/* The live judge of a proxy (shadow_judge.c): one streaming judge
+ * (traffic_stream.h) fed every pair from on_pair (the writer thread) and
+ * read by /metrics (a connection thread), under a mutex. With
+ * replay_stored, the pairs the store holds are re-added at start, so that a
+ * restart (even after kill -9) resumes the counts and the alarms; pairs
+ * stored as hashes are not judged again (judging a hash would be wrong for
+ * every class but exact): counted. Each alarm event is given to log (one
+ * line, no newline; "(stored pairs) " first while re-adding) the moment a
+ * pair causes it. */
+typedef struct drift_shadow_judge drift_shadow_judge;
+/* stats: budgets and thresholds; guard, emb: borrowed, may be NULL (then
+ * the guard / semantic class is not judged); log may be NULL. */
+DRIFT_API drift_status drift_shadow_judge_new(const drift_traffic_opts *stats, double alpha, drift_guard *guard,
+                                              drift_embedder *emb, void (*log)(void *log_user, const char *line),
+                                              void *log_user, drift_shadow_judge **out, drift_error *err);
+/* Wires j into o: on_pair, metrics_extra (the judge's families on
+ * /metrics), user (j: other callbacks get j as user) and replay_stored 1. */
+DRIFT_API void drift_shadow_judge_attach(drift_shadow_judge *j, drift_shadow_opts *o);
+/* Once drift_shadow_start returned: ends the re-adding of stored pairs and
+ * says on log what it gave: the pairs the judge resumed from, and those it
+ * refused (stored as hashes, or an error: the last one's message). */
+DRIFT_API void drift_shadow_judge_resumed(drift_shadow_judge *j);
+/* After drift_shadow_stop (or a failed start). NULL is fine. */
+DRIFT_API void drift_shadow_judge_free(drift_shadow_judge *j);
 
 /* 1 when a request body decodes deterministically: "temperature" present
  * and 0, and "n" absent or 1 (OpenAI's default temperature is 1); a top_p

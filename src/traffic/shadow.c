@@ -14,9 +14,10 @@
  * each answer is committed before the next batch is taken). A pair whose
  * primary answer is stored and whose candidate row is not (a stop, a kill)
  * is found at the next start and mirrored again: the restart backlog,
- * which the workers take before the queue and which is never dropped. */
+ * which the workers take before the queue and which is never dropped
+ * (shadow_pairs.c walks the stored pairs). With a retention, the writer
+ * also applies it every period, between two batches. */
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ void drift_shadow_opts_default(drift_shadow_opts *o) {
     o->primary_label = "shadow-primary";
     o->candidate_label = "shadow-candidate";
     o->sample = 1.0;
-    o->queue = 256;
+    o->queue = 64;
     o->mirror_connections = 4;
     o->max_body_bytes = (size_t)4 << 20;
     o->max_store_reply_bytes = (size_t)8 << 20;
@@ -43,6 +44,7 @@ void drift_shadow_opts_default(drift_shadow_opts *o) {
     o->idle_timeout_s = 60;
     o->primary_timeout_s = 600;
     o->drain_timeout_s = 30;
+    o->retention_period_s = 3600;
     drift_target_opts_default(&o->candidate_opts);
     o->candidate_opts.max_retries = 1;
 }
@@ -124,7 +126,7 @@ void shd_primary_done(drift_shadow *s, drift_api api, const char *body, size_t l
         return;
     }
     char *req = canonical(body, len);
-    if (!req || api != s->candidate_api || (ok && reply_over)) { /* not mirrorable */
+    if (!req || api != s->candidate_api) { /* not mirrorable */
         free(req);
         pthread_mutex_lock(&s->mu);
         s->stats.skipped_other++;
@@ -136,6 +138,13 @@ void shd_primary_done(drift_shadow *s, drift_api api, const char *body, size_t l
         free(req);
         pthread_mutex_lock(&s->mu);
         s->stats.skipped_not_comparable++;
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    if (ok && reply_over) { /* relayed whole; too long to keep for the store */
+        free(req);
+        pthread_mutex_lock(&s->mu);
+        s->stats.dropped_reply_too_large++;
         pthread_mutex_unlock(&s->mu);
         return;
     }
@@ -196,7 +205,7 @@ void shd_observe_added(drift_shadow *s, double seconds) {
 
 /* ---- the writer ---- */
 
-static void call_pair(drift_shadow *s, const char *req, const char *pm, const char *cm, int pe, int ce, int comp) {
+void shd_call_pair(drift_shadow *s, const char *req, const char *pm, const char *cm, int pe, int ce, int comp) {
     if (s->o.on_pair) s->o.on_pair(s->o.user, req, pm, cm, pe, ce, comp);
 }
 
@@ -264,7 +273,7 @@ static void write_primaries(drift_shadow *s, shd_job **jobs, size_t n) {
             s->stats.primary_error_pairs++;
         }
         pthread_mutex_unlock(&s->mu);
-        if (!failed && !j->reserved) call_pair(s, j->request, NULL, NULL, 1, 0, j->comparable);
+        if (!failed && !j->reserved) shd_call_pair(s, j->request, NULL, NULL, 1, 0, j->comparable);
         job_free(j);
         if (pr) free(pr[i].hash);
         if (stored_req) free(stored_req[i]);
@@ -276,6 +285,52 @@ static void write_primaries(drift_shadow *s, shd_job **jobs, size_t n) {
     free(rowids);
     free(ans);
     free(ids);
+}
+
+/* A candidate error stored: on_mirror_error, and the log for the 1st,
+ * 10th, 100th, ... (every error stays in /metrics and the store). */
+static void say_mirror_error(drift_shadow *s, const char *error, uint64_t n) {
+    if (s->o.on_mirror_error) s->o.on_mirror_error(s->o.user, error, n);
+    uint64_t k = n;
+    while (k >= 10 && k % 10 == 0) k /= 10;
+    if (k != 1 || !s->o.log) return;
+    char *line = util_asprintf("the candidate failed a mirrored request (%llu so far; an error pair, never a flip): "
+                               "%.300s",
+                               (unsigned long long)n, error ? error : "(no text)");
+    if (line) s->o.log(s->o.log_user, line);
+    free(line);
+}
+
+/* The retention (o.retention) applied to both runs, counted, and said when
+ * it deleted answers; from drift_shadow_start, then from the writer only.
+ * pending: pairs whose candidate answer may still come (queued, at a worker,
+ * in the writer's queue): a count limit keeps that many more primaries, so
+ * that a waiting pair's primary answer and request stay for its candidate
+ * row (an age limit cannot know: docs/shadow.md, Limits). */
+static drift_status apply_retention(drift_shadow *s, size_t pending, drift_error *err) {
+    const char *labels[2] = {s->primary_label, s->candidate_label};
+    int64_t deleted = 0, d = 0, keep = s->retention_keep_newest;
+    double age = s->retention_max_age_s;
+    drift_status rc;
+    if (keep < 0) {
+        rc = drift_traffic_retention_apply(s->st, labels, 2, age, -1, 0, &deleted, err);
+    } else {
+        rc = drift_traffic_retention_apply(s->st, labels, 1, age, keep + (int64_t)pending, 0, &deleted, err);
+        if (!rc) rc = drift_traffic_retention_apply(s->st, labels + 1, 1, age, keep, 0, &d, err);
+        deleted += d;
+    }
+    s->retention_next_ms = util_now_ms() + s->retention_period_ms;
+    if (rc) return rc;
+    pthread_mutex_lock(&s->mu);
+    s->stats.retention_deleted += (uint64_t)deleted;
+    s->stats.retention_runs++;
+    pthread_mutex_unlock(&s->mu);
+    if (s->o.log && (deleted || s->stats.retention_runs == 1)) {
+        char *line = util_asprintf("retention %s: %lld stored answers deleted", s->o.retention, (long long)deleted);
+        if (line) s->o.log(s->o.log_user, line);
+        free(line);
+    }
+    return DRIFT_OK;
 }
 
 static void write_candidates(drift_shadow *s, shd_job **jobs, size_t n) {
@@ -307,8 +362,9 @@ static void write_candidates(drift_shadow *s, shd_job **jobs, size_t n) {
             else if (j->item->comparable) s->stats.compared++;
             else s->stats.not_comparable++;
             pthread_mutex_unlock(&s->mu);
-            if (ce && s->o.on_mirror_error) s->o.on_mirror_error(s->o.user, j->ans.error, n_err);
-            call_pair(s, j->item->request, j->item->primary_msg, ce ? NULL : j->ans.text, 0, ce, j->item->comparable);
+            if (ce) say_mirror_error(s, j->ans.error, n_err);
+            shd_call_pair(s, j->item->request, j->item->primary_msg, ce ? NULL : j->ans.text, 0, ce,
+                          j->item->comparable);
         }
         job_free(j);
         if (stored_msg) free(stored_msg[i]);
@@ -322,7 +378,24 @@ static void *writer_main(void *arg) {
     shd_job *batch[WRITER_BATCH], *prim[WRITER_BATCH], *cand[WRITER_BATCH];
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        while (!s->jobs_head && !s->stop_writer) pthread_cond_wait(&s->cv_writer, &s->mu);
+        while (!s->jobs_head && !s->stop_writer) {
+            if (!s->retention) {
+                pthread_cond_wait(&s->cv_writer, &s->mu);
+                continue;
+            }
+            double wait_ms = s->retention_next_ms - util_now_ms();
+            if (wait_ms <= 0) break;
+            struct timespec ts;
+            util_abstime_in_ms(&ts, (long)wait_ms + 1);
+            pthread_cond_timedwait(&s->cv_writer, &s->mu, &ts);
+        }
+        if (s->retention && !s->stop_writer && util_now_ms() >= s->retention_next_ms) { /* between two batches */
+            size_t pending = s->ring_n + s->backlog_n + s->at_workers + (s->jobs_n - s->jobs_primary);
+            pthread_mutex_unlock(&s->mu);
+            drift_error e = {0};
+            if (apply_retention(s, pending, &e)) set_last_error(s, &e); /* its messages say "retention" */
+            continue;
+        }
         size_t n = 0;
         while (s->jobs_head && n < WRITER_BATCH) {
             shd_job *j = s->jobs_head;
@@ -419,6 +492,7 @@ static void *worker_main(void *arg) {
             s->ring_n--;
         }
         it->next = NULL;
+        s->at_workers++;
         pthread_mutex_unlock(&s->mu);
 
         got g = {0};
@@ -438,6 +512,7 @@ static void *worker_main(void *arg) {
             if (rc != DRIFT_ERR_CANCELLED) set_last_error(s, &e);
             pthread_mutex_lock(&s->mu);
             s->left_cancelled++;
+            s->at_workers--;
             pthread_mutex_unlock(&s->mu);
             item_free(it);
             continue;
@@ -458,12 +533,16 @@ static void *worker_main(void *arg) {
         if (!j) {
             drift_answer_clear(&g.a);
             item_free(it);
+            pthread_mutex_lock(&s->mu);
+            s->at_workers--;
+            pthread_mutex_unlock(&s->mu);
             continue;
         }
         j->kind = SHD_JOB_CANDIDATE;
         j->ans = g.a;
         j->item = it;
         pthread_mutex_lock(&s->mu);
+        s->at_workers--;
         push_job_locked(s, j);
         pthread_mutex_unlock(&s->mu);
     }
@@ -520,145 +599,6 @@ static drift_status begin_run(drift_shadow *s, const char *label, const char *sp
     else rc = drift_store_run_begin(s->st, &info, run_id, &resumed, err);
     free(config);
     free(suites);
-    return rc;
-}
-
-/* Counters from the store, and the unfinished pairs into the backlog. */
-static drift_status load_state(drift_shadow *s, drift_error *err) {
-    drift_scored_set a = {0}, b = {0};
-    drift_status rc = drift_store_load_scored(s->st, s->run_primary, &a, err);
-    if (!rc) rc = drift_store_load_scored(s->st, s->run_candidate, &b, err);
-    int replay = s->o.replay_stored && s->o.on_pair;
-    size_t j = 0;
-    for (size_t i = 0; !rc && i < a.n; i++) {
-        const drift_scored *p = &a.rows[i];
-        if (p->replicate) continue;
-        while (j < b.n && b.rows[j].prompt_rowid < p->prompt_rowid) j++;
-        const drift_scored *c = j < b.n && b.rows[j].prompt_rowid == p->prompt_rowid ? &b.rows[j] : NULL;
-        drift_answer ans, cans;
-        drift_prompt pr, cpr;
-        memset(&ans, 0, sizeof ans);
-        memset(&cans, 0, sizeof cans);
-        memset(&pr, 0, sizeof pr);
-        memset(&cpr, 0, sizeof cpr);
-        drift_answer_clear(&ans);
-        drift_answer_clear(&cans);
-        if (p->is_error) {
-            s->stats.primary_error_pairs++;
-            if (replay && !(rc = drift_store_response_get(s->st, p->response_id, &ans, &pr, err)))
-                call_pair(s, pr.input, NULL, NULL, 1, 0, drift_shadow_comparable(pr.input));
-        } else if (c && c->is_error) {
-            s->stats.mirrored++;
-            s->stats.pairs++;
-            s->stats.mirror_errors++;
-            if (replay && !(rc = drift_store_response_get(s->st, p->response_id, &ans, &pr, err)))
-                call_pair(s, pr.input, ans.text, NULL, 0, 1, drift_shadow_comparable(pr.input));
-        } else if (!(rc = drift_store_response_get(s->st, p->response_id, &ans, &pr, err))) {
-            s->stats.mirrored++;
-            int comparable = drift_shadow_comparable(pr.input);
-            if (c) {
-                s->stats.pairs++;
-                if (comparable) s->stats.compared++;
-                else s->stats.not_comparable++;
-                if (replay && !(rc = drift_store_response_get(s->st, c->response_id, &cans, &cpr, err)))
-                    call_pair(s, pr.input, ans.text, cans.text, 0, 0, comparable);
-            } else if (drift_traffic_privacy_is_hash(pr.input)) {
-                s->stats.backlog_hashed++; /* its request is not stored: it cannot be asked again */
-            } else {
-                shd_item *it = calloc(1, sizeof *it);
-                if (!it) rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-                else {
-                    it->prompt_rowid = p->prompt_rowid;
-                    it->request = pr.input;
-                    it->primary_msg = ans.text;
-                    it->comparable = comparable;
-                    pr.input = NULL;
-                    ans.text = NULL;
-                    if (s->backlog_tail) s->backlog_tail->next = it;
-                    else s->backlog_head = it;
-                    s->backlog_tail = it;
-                    s->backlog_n++;
-                    s->stats.resumed++;
-                }
-            }
-        }
-        drift_answer_clear(&ans);
-        drift_answer_clear(&cans);
-        drift_prompt_clear(&pr);
-        drift_prompt_clear(&cpr);
-    }
-    drift_scored_set_clear(&a);
-    drift_scored_set_clear(&b);
-    return rc;
-}
-
-static int64_t time_of(const drift_response_time *t, size_t n, int64_t rowid) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) { /* by prompt_rowid as the store returns them; a scan otherwise */
-        size_t mid = lo + (hi - lo) / 2;
-        if (t[mid].prompt_rowid < rowid) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo < n && t[lo].prompt_rowid == rowid) return t[lo].unix_s;
-    for (size_t i = 0; i < n; i++)
-        if (t[i].prompt_rowid == rowid) return t[i].unix_s;
-    return 0;
-}
-
-drift_status drift_shadow_read_pairs(drift_store *st, const char *primary_label, const char *candidate_label,
-                                     drift_shadow_stored_fn fn, void *user, drift_error *err) {
-    const char *labels[2] = {primary_label ? primary_label : "shadow-primary",
-                             candidate_label ? candidate_label : "shadow-candidate"};
-    int64_t run[2] = {0, 0};
-    drift_response_time *tm[2] = {NULL, NULL};
-    size_t ntm[2] = {0, 0};
-    drift_status rc = DRIFT_OK;
-    for (int k = 0; k < 2 && !rc; k++) {
-        drift_run_info info;
-        memset(&info, 0, sizeof info);
-        if (!(rc = drift_store_run_get(st, labels[k], &info, err))) run[k] = info.id;
-        drift_run_info_clear(&info);
-        if (!rc) rc = drift_store_response_times(st, run[k], &tm[k], &ntm[k], err);
-    }
-    drift_scored_set a = {0}, b = {0};
-    if (!rc) rc = drift_store_load_scored(st, run[0], &a, err);
-    if (!rc) rc = drift_store_load_scored(st, run[1], &b, err);
-    size_t j = 0;
-    for (size_t i = 0; !rc && i < a.n; i++) {
-        const drift_scored *p = &a.rows[i];
-        if (p->replicate) continue;
-        while (j < b.n && b.rows[j].prompt_rowid < p->prompt_rowid) j++;
-        const drift_scored *c = j < b.n && b.rows[j].prompt_rowid == p->prompt_rowid ? &b.rows[j] : NULL;
-        if (!c && !p->is_error) continue; /* unfinished */
-        drift_answer ans, cans;
-        drift_prompt pr, cpr;
-        memset(&ans, 0, sizeof ans);
-        memset(&cans, 0, sizeof cans);
-        memset(&pr, 0, sizeof pr);
-        memset(&cpr, 0, sizeof cpr);
-        drift_answer_clear(&ans);
-        drift_answer_clear(&cans);
-        rc = drift_store_response_get(st, p->response_id, &ans, &pr, err);
-        if (!rc && c && !c->is_error) rc = drift_store_response_get(st, c->response_id, &cans, &cpr, err);
-        if (!rc) {
-            int64_t t = time_of(tm[0], ntm[0], p->prompt_rowid);
-            if (c) {
-                int64_t tc = time_of(tm[1], ntm[1], p->prompt_rowid);
-                if (tc > t) t = tc;
-            }
-            if (fn(user, pr.input, p->is_error ? NULL : ans.text, c && !c->is_error ? cans.text : NULL, p->is_error,
-                   c ? c->is_error : 0, drift_shadow_comparable(pr.input), t * 1000))
-                i = a.n; /* stop */
-        }
-        drift_answer_clear(&ans);
-        drift_answer_clear(&cans);
-        drift_prompt_clear(&pr);
-        drift_prompt_clear(&cpr);
-    }
-    drift_scored_set_clear(&a);
-    drift_scored_set_clear(&b);
-    free(tm[0]);
-    free(tm[1]);
     return rc;
 }
 
@@ -721,6 +661,11 @@ static drift_status check_opts(const drift_shadow_opts *o, drift_error *err) {
     if (o->max_connections < 1) return drift_error_set(err, DRIFT_ERR_INVALID, "max connections must be >= 1");
     if (o->port < 0 || o->port > 65535) return drift_error_set(err, DRIFT_ERR_INVALID, "port must be 0..65535");
     if (!o->name || !*o->name) return drift_error_set(err, DRIFT_ERR_INVALID, "the name is empty");
+    if (!(o->retention_period_s >= 0 && o->retention_period_s <= 31536000))
+        return drift_error_set(err, DRIFT_ERR_INVALID, "the retention period must be 0..31536000 seconds");
+    double age;
+    int64_t keep;
+    if (o->retention) return drift_traffic_retention_parse(o->retention, &age, &keep, err);
     return DRIFT_OK;
 }
 
@@ -744,6 +689,10 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
     s->candidate_spec = util_strdup(o->candidate_spec);
     s->primary_base = util_strndup(o->primary_spec, strcspn(o->primary_spec, "?#"));
     s->candidate_model = spec_param(o->candidate_spec, "model");
+    s->retention = o->retention != NULL;
+    if (s->retention) /* checked by check_opts */
+        drift_traffic_retention_parse(o->retention, &s->retention_max_age_s, &s->retention_keep_newest, err);
+    s->retention_period_ms = (o->retention_period_s > 0 ? o->retention_period_s : 3600) * 1000;
     if (!s->listen_host || !s->name || !s->primary_label || !s->candidate_label || !s->primary_spec ||
         !s->candidate_spec || !s->primary_base) {
         shadow_free(s);
@@ -805,7 +754,7 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
     if ((rc = drift_store_open(o->store_path, &s->st, err)) ||
         (rc = begin_run(s, s->primary_label, s->primary_spec, &s->run_primary, err)) ||
         (rc = begin_run(s, s->candidate_label, s->candidate_spec, &s->run_candidate, err)) ||
-        (rc = load_state(s, err))) {
+        (s->retention && (rc = apply_retention(s, 0, err))) || (rc = shd_load_state(s, err))) {
         shadow_free(s);
         return rc;
     }
@@ -870,78 +819,4 @@ void drift_shadow_stop(drift_shadow *s, size_t *left_queued, drift_shadow_stats 
         final->queue_capacity = (size_t)s->o.queue;
     }
     shadow_free(s);
-}
-
-/* ---- /metrics ---- */
-
-static int fam(drift_prom *p, const char *name, drift_prom_type t, const char *help, double v) {
-    drift_error e = {0};
-    if (drift_prom_family(p, name, t, help, &e)) return -1;
-    return v == v ? (drift_prom_sample(p, NULL, 0, v, &e) ? -1 : 0) : 0;
-}
-
-char *shd_metrics(drift_shadow *s) {
-    drift_shadow_stats st;
-    drift_prom_hist h;
-    pthread_mutex_lock(&s->mu);
-    st = s->stats;
-    st.queue_depth = s->ring_n + s->backlog_n;
-    h = s->added;
-    pthread_mutex_unlock(&s->mu);
-    drift_prom p;
-    drift_prom_init(&p);
-    drift_error e = {0};
-    int bad = 0;
-    bad |= fam(&p, "driftbench_shadow_requests_total", DRIFT_PROM_COUNTER,
-               "Client requests proxied to the primary (every path).", (double)st.requests);
-    bad |= fam(&p, "driftbench_shadow_primary_errors_total", DRIFT_PROM_COUNTER,
-               "chat/completions and completions requests the primary failed (non-2xx or unreachable).",
-               (double)st.primary_errors);
-    bad |= fam(&p, "driftbench_shadow_sampled_out_total", DRIFT_PROM_COUNTER,
-               "Requests left out of the sample (--sample; not a drop).", (double)st.sampled_out);
-    bad |= fam(&p, "driftbench_shadow_mirrored_total", DRIFT_PROM_COUNTER,
-               "Requests stored with the primary's answer and queued for the candidate (resumes from the store).",
-               (double)st.mirrored);
-    bad |= fam(&p, "driftbench_shadow_dropped_total", DRIFT_PROM_COUNTER,
-               "Sampled requests not mirrored for lack of room, by reason.", NAN);
-    drift_prom_label l1 = {"reason", "queue_full"}, l2 = {"reason", "store_busy"};
-    bad |= drift_prom_sample(&p, &l1, 1, (double)st.dropped_queue_full, &e) != 0;
-    bad |= drift_prom_sample(&p, &l2, 1, (double)st.dropped_store_busy, &e) != 0;
-    bad |= fam(&p, "driftbench_shadow_skipped_total", DRIFT_PROM_COUNTER,
-               "Sampled requests not mirrored by rule, by reason.", NAN);
-    drift_prom_label k1 = {"reason", "not_comparable"}, k2 = {"reason", "not_mirrorable"};
-    bad |= drift_prom_sample(&p, &k1, 1, (double)st.skipped_not_comparable, &e) != 0;
-    bad |= drift_prom_sample(&p, &k2, 1, (double)st.skipped_other, &e) != 0;
-    bad |= fam(&p, "driftbench_shadow_mirror_errors_total", DRIFT_PROM_COUNTER,
-               "Mirrored requests the candidate failed (an error pair, never a flip).", (double)st.mirror_errors);
-    bad |= fam(&p, "driftbench_shadow_pairs_total", DRIFT_PROM_COUNTER,
-               "Pairs completed: the candidate's answer or error stored.", (double)st.pairs);
-    bad |= fam(&p, "driftbench_shadow_compared_total", DRIFT_PROM_COUNTER,
-               "Completed pairs with both answers whose request is deterministic (comparable).", (double)st.compared);
-    bad |= fam(&p, "driftbench_shadow_not_comparable_total", DRIFT_PROM_COUNTER,
-               "Completed pairs with both answers whose request samples (left out of flips).",
-               (double)st.not_comparable);
-    bad |= fam(&p, "driftbench_shadow_primary_error_pairs_total", DRIFT_PROM_COUNTER,
-               "Sampled requests the primary failed: stored as error pairs, not mirrored.",
-               (double)st.primary_error_pairs);
-    bad |= fam(&p, "driftbench_shadow_store_errors_total", DRIFT_PROM_COUNTER,
-               "Store writes that failed, or a mirror worker whose candidate could not work at all.",
-               (double)st.store_errors);
-    bad |= fam(&p, "driftbench_shadow_resumed_total", DRIFT_PROM_COUNTER,
-               "Unfinished pairs found in the store at start and mirrored again.", (double)st.resumed);
-    bad |= fam(&p, "driftbench_shadow_queue_depth", DRIFT_PROM_GAUGE,
-               "Pairs waiting for the candidate (queue and restart backlog).", (double)st.queue_depth);
-    bad |= fam(&p, "driftbench_shadow_queue_capacity", DRIFT_PROM_GAUGE, "The mirror queue's capacity (--queue).",
-               (double)s->o.queue);
-    bad |= fam(&p, "driftbench_shadow_in_flight", DRIFT_PROM_GAUGE, "Client requests being answered now.",
-               (double)st.in_flight);
-    bad |= drift_prom_family(&p, "driftbench_shadow_primary_added_latency_seconds", DRIFT_PROM_HISTOGRAM,
-                             "The proxy's own overhead: time to first byte via the proxy minus the primary's own, "
-                             "measured inside the proxy.",
-                             &e) != 0;
-    bad |= drift_prom_histogram(&p, NULL, 0, &h, &e) != 0;
-    if (!bad && s->o.metrics_extra && s->o.metrics_extra(s->o.user, &p)) bad = 1;
-    char *text = bad ? NULL : drift_prom_steal(&p);
-    drift_prom_free(&p);
-    return text;
 }

@@ -1,6 +1,6 @@
-/* shadow_internal.h - what shadow.c (queues, writer, mirror workers, store,
- * metrics) and shadow_httpd.c (the listener and the relay to the primary)
- * share. */
+/* shadow_internal.h - what shadow.c (queues, writer, mirror workers, store),
+ * shadow_pairs.c (the stored pairs), shadow_metrics.c (/metrics) and
+ * shadow_httpd.c (the listener and the relay to the primary) share. */
 #ifndef DRIFT_SHADOW_INTERNAL_H
 #define DRIFT_SHADOW_INTERNAL_H
 
@@ -56,12 +56,17 @@ struct drift_shadow {
     pthread_cond_t cv_idle;      /* in_flight changed */
     shd_item *ring_head, *ring_tail, *backlog_head, *backlog_tail;
     size_t ring_n, backlog_n, reserved;
+    size_t at_workers;           /* items a mirror worker holds (taken, its candidate job not queued yet) */
     shd_job *jobs_head, *jobs_tail;
     size_t jobs_n, jobs_primary;
     int draining, stop_mirror, stop_writer, abort_upstream;
     size_t left_cancelled;
     drift_shadow_stats stats;
     drift_prom_hist added;       /* seconds */
+    int retention;               /* o.retention given: applied at start and every retention_period_ms */
+    double retention_max_age_s;  /* drift_traffic_retention_parse's: -1 none */
+    int64_t retention_keep_newest;
+    double retention_period_ms, retention_next_ms; /* util_now_ms clock */
     char last_error[512];
 
     pthread_t writer;
@@ -87,8 +92,40 @@ void shd_primary_done(drift_shadow *s, drift_api api, const char *body, size_t l
                       const char *reply, size_t reply_len, int reply_over, const char *transfer_error,
                       double latency_ms);
 void shd_observe_added(drift_shadow *s, double seconds);
-/* The /metrics text (malloc'd) or NULL when metrics_extra failed / nomem. */
+/* shadow_metrics.c: the /metrics text (malloc'd) or NULL when metrics_extra failed / nomem. */
 char *shd_metrics(drift_shadow *s);
+
+/* shadow.c: on_pair, if any. */
+void shd_call_pair(drift_shadow *s, const char *req, const char *pm, const char *cm, int pe, int ce, int comp);
+
+/* shadow_pairs.c: one stored pair as shd_walk_pairs gives it. The callback
+ * may take request or primary_msg (it sets the field NULL); the rest is the
+ * walker's. */
+typedef struct shd_stored_pair {
+    int64_t prompt_rowid;
+    char *request;             /* as stored (canonical JSON, redacted, or a hash) */
+    char *primary_msg;         /* NULL on a primary error */
+    const char *candidate_msg; /* NULL: no candidate row, an error row, or not loaded */
+    int finished;              /* a candidate row exists, or the primary failed (an error pair) */
+    int primary_error, candidate_error;
+    int comparable;            /* drift_shadow_comparable of the request */
+    int64_t t_unix_s;          /* the later of the two answers' stored times (shd_walk_opts.times) */
+} shd_stored_pair;
+/* 0: go on; > 0: stop; < 0: an error (err set). */
+typedef int (*shd_pair_fn)(void *user, shd_stored_pair *p, drift_error *err);
+typedef struct shd_walk_opts {
+    int candidate_texts;       /* load the candidate's answers (else candidate_msg is NULL) */
+    int finished_only;         /* skip the pairs with no candidate row yet */
+    int times;                 /* fill t_unix_s */
+} shd_walk_opts;
+/* The primary run's rows (replicate 0) merged with the candidate run's by
+ * prompt_rowid, in the order the primaries were stored, each pair's stored
+ * texts loaded (the primary's always) and given to fn. */
+drift_status shd_walk_pairs(drift_store *st, int64_t run_primary, int64_t run_candidate, const shd_walk_opts *w,
+                            shd_pair_fn fn, void *user, drift_error *err);
+/* At start: the counters that resume from the store, the unfinished pairs
+ * into the restart backlog, the finished ones to on_pair (replay_stored). */
+drift_status shd_load_state(drift_shadow *s, drift_error *err);
 
 /* shadow_httpd.c */
 drift_status shd_httpd_start(drift_shadow *s, drift_error *err);

@@ -20,7 +20,12 @@
 #   4. --sample 0.5: the same traffic samples the same requests;
 #   5. kill -9 under load, then a restart with the same store: integrity
 #      check ok, and every request whose primary answer is stored gets its
-#      candidate answer; a clean SIGTERM stop exits 0 and says what was left.
+#      candidate answer; a clean SIGTERM stop exits 0 and says what was left;
+#   6. --max-reply: a primary reply over it reaches the client whole and is a
+#      drop (reason reply_too_large), not stored; --retention N with a short
+#      --retention-period is applied while the proxy runs (each side keeps
+#      its newest N, counted in /metrics and said on stderr), and with a
+#      slow candidate the pairs still waiting keep their requests.
 . "$(dirname "$0")/lib.sh"
 command -v python3 > /dev/null || skip_all "python3 needed"
 command -v curl > /dev/null || skip_all "curl needed"
@@ -285,4 +290,58 @@ wait "$SHPID"
 rc=$?
 check '[ $rc -eq 0 ] && grep -q "left queued" "$T/s5b.err"' "clean stop after the restart: exit $rc $(tail -2 "$T/s5b.err")"
 check '[ "$(sql "$T/s5.db" "pragma integrity_check")" = ok ]' "integrity at the end"
+# ---- 6. --max-reply and the retention applied while running ----
+LONG=$(head -c 1500 /dev/zero | tr '\0' 'x')
+start_server_text "answer | LONGREPLY | $LONG\ndefault | echo\n"
+PLONG=$PORT
+start_shadow s6 --primary "http://127.0.0.1:$PLONG/v1?model=fake&api=chat" \
+  --candidate "http://127.0.0.1:$PFAST/v1?model=fake&api=chat" --db "$T/s6.db" --max-reply 1024 \
+  --retention 3 --retention-period 0.3
+curl -s -o "$T/f.long" -d '{"model":"fake","temperature":0,"messages":[{"role":"user","content":"LONGREPLY"}]}' \
+  "http://127.0.0.1:$SP/v1/chat/completions"
+check '[ "$(wc -c < "$T/f.long")" -gt 1500 ] && grep -q "$LONG" "$T/f.long"' "a reply over --max-reply is relayed whole: $(head -c 200 "$T/f.long")"
+for k in $(seq 6); do
+  curl -s -o /dev/null -d "{\"model\":\"fake\",\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"keep $k ANSWER=$k\"}]}" \
+    "http://127.0.0.1:$SP/v1/chat/completions"
+done
+check 'wait_pairs $SP 6 20' "the pairs of section 6 did not complete"
+# the retention runs every 0.3 s: once every pair is stored, each side keeps its newest 3
+for _ in $(seq 50); do
+  [ "$(sql "$T/s6.db" "select count(*) from responses")" = 6 ] && break
+  sleep 0.1
+done
+metrics $SP "$T/m6"
+check 'prom_check "$T/m6"' "/metrics (6) does not parse"
+check '[ "$(metric "$T/m6" "driftbench_shadow_dropped_total{reason=\"reply_too_large\"}")" = 1 ] && [ "$(metric "$T/m6" driftbench_shadow_mirrored_total)" = 6 ] && [ "$(metric "$T/m6" "driftbench_shadow_skipped_total{reason=\"not_mirrorable\"}")" = 0 ]' \
+  "reply_too_large: $(grep -E "dropped|skipped|mirrored_total" "$T/m6" | grep -v "^#")"
+check '[ "$(sql "$T/s6.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = '"'shadow-primary'"'")" = 3 ] && [ "$(sql "$T/s6.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = '"'shadow-candidate'"'")" = 3 ] && [ "$(sql "$T/s6.db" "select count(*) from prompts")" = 3 ] && ! grep -q LONGREPLY "$T/s6.db"' \
+  "retention while running: $(sql "$T/s6.db" "select r.label, count(*) from responses x join runs r on r.id = x.run_id group by 1; select count(*) from prompts")"
+check '[ "$(metric "$T/m6" driftbench_shadow_retention_deleted_total)" = 6 ] && grep -q "retention 3: 0 stored answers deleted" "$T/s6.err" && grep -Eq "retention 3: [1-6] stored answers deleted" "$T/s6.err"' \
+  "retention counted and said: $(metric "$T/m6" driftbench_shadow_retention_deleted_total); $(grep retention "$T/s6.err")"
+kill -TERM "$SHPID"
+wait "$SHPID"
+rc=$?
+check '[ $rc -eq 0 ] && grep -q "1 dropped" "$T/s6.err"' "clean stop (6): exit $rc $(tail -2 "$T/s6.err")"
+# a count retention under a slow candidate: the pairs still waiting keep their primary answer and
+# request (else the store refuses their candidate answers: store errors), then each side keeps its newest 1
+start_server_text 'fault | * | sleep | seconds=1\ndefault | echo\n'
+PSLOW6=$PORT
+start_shadow s6b --primary "$HA" --candidate "http://127.0.0.1:$PSLOW6/v1?model=fake&api=chat" --db "$T/s6b.db" \
+  --mirror-connections 1 --retention 1 --retention-period 0.2
+for k in 1 2 3; do
+  curl -s -o /dev/null -d "{\"model\":\"fake\",\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"wait $k ANSWER=$k\"}]}" \
+    "http://127.0.0.1:$SP/v1/chat/completions"
+done
+check 'wait_pairs $SP 3 20' "the slow candidate's pairs did not complete: $(curl -s "http://127.0.0.1:$SP/metrics" | grep -E "pairs_total|store_errors")"
+for _ in $(seq 30); do
+  [ "$(sql "$T/s6b.db" "select count(*) from responses")" = 2 ] && break
+  sleep 0.1
+done
+metrics $SP "$T/m6b"
+check '[ "$(metric "$T/m6b" driftbench_shadow_store_errors_total)" = 0 ] && [ "$(metric "$T/m6b" driftbench_shadow_mirror_errors_total)" = 0 ] && [ "$(sql "$T/s6b.db" "select count(*) from responses")" = 2 ] && [ "$(sql "$T/s6b.db" "select count(*) from prompts")" = 1 ]' \
+  "retention with pairs waiting: store errors $(metric "$T/m6b" driftbench_shadow_store_errors_total): $(grep -i "retention\|store" "$T/s6b.err" | tail -3); $(sql "$T/s6b.db" "select count(*) from responses; select count(*) from prompts")"
+kill -TERM "$SHPID"
+wait "$SHPID"
+rc=$?
+check '[ $rc -eq 0 ]' "clean stop (6b): exit $rc $(tail -2 "$T/s6b.err")"
 finish

@@ -3,7 +3,10 @@
  * completions text, CRLF lines, comments, a last event without its blank
  * line, bad events), the message form of a streamed reply equal to the
  * non-streamed one's, which requests are comparable, and the deterministic
- * sample (the same body always, the share near the fraction). */
+ * sample (the same body always, the share near the fraction); the proxy's
+ * live judge (drift_shadow_judge_*): stored pairs re-added at start, hashes
+ * among them counted as not judged and said, then live pairs judged and
+ * shown on /metrics. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -155,11 +158,64 @@ static void test_sample(void **state) {
     assert_true(in > 2500 - 260 && in < 2500 + 260);
 }
 
+typedef struct log_lines {
+    int n;
+    char all[2048];
+} log_lines;
+
+static void log_to(void *user, const char *line) {
+    log_lines *l = user;
+    l->n++;
+    size_t k = strlen(l->all);
+    snprintf(l->all + k, sizeof l->all - k, "%s\n", line);
+}
+
+static void test_judge(void **state) {
+    (void)state;
+    drift_traffic_opts t;
+    drift_traffic_opts_default(&t);
+    drift_shadow_judge *j = NULL;
+    drift_error err = {0};
+    log_lines lines = {0};
+    assert_int_equal(drift_shadow_judge_new(&t, 0.05, NULL, NULL, log_to, &lines, &j, &err), DRIFT_OK);
+    drift_shadow_opts o;
+    drift_shadow_opts_default(&o);
+    drift_shadow_judge_attach(j, &o);
+    assert_ptr_equal(o.user, j);
+    assert_int_equal(o.replay_stored, 1);
+    assert_non_null(o.on_pair);
+    assert_non_null(o.metrics_extra);
+    const char *req = "{\"messages\":[{\"content\":\"hi\",\"role\":\"user\"}],\"temperature\":0}";
+    const char *hello = "{\"content\":\"hello\"}", *bye = "{\"content\":\"bye\"}";
+    char hash[80];
+    snprintf(hash, sizeof hash, "sha256:%064d", 7);
+    /* at start: the stored pairs, one in full and one as hashes (not judged again) */
+    o.on_pair(o.user, req, hello, hello, 0, 0, 1);
+    o.on_pair(o.user, hash, hash, hash, 0, 0, 1);
+    drift_shadow_judge_resumed(j);
+    assert_int_equal(lines.n, 2);
+    assert_non_null(strstr(lines.all, "the judge resumed from 1 stored pair(s)\n"));
+    assert_non_null(strstr(lines.all, "1 stored pair(s) could not be judged again (stored as hashes, or: none other)"));
+    /* live: judged, on /metrics with the stored one */
+    o.on_pair(o.user, req, hello, bye, 0, 0, 1);
+    drift_prom p;
+    drift_prom_init(&p);
+    assert_int_equal(o.metrics_extra(o.user, &p), 0);
+    char *text = drift_prom_steal(&p);
+    drift_prom_free(&p);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\ndriftbench_traffic_pairs_total 2\n"));
+    assert_non_null(strstr(text, "\ndriftbench_traffic_compared_total 2\n"));
+    free(text);
+    drift_shadow_judge_free(j);
+    drift_shadow_judge_free(NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chat_content), cmocka_unit_test(test_tool_calls_and_refusal),
         cmocka_unit_test(test_completions_text), cmocka_unit_test(test_bad_streams),
-        cmocka_unit_test(test_comparable),   cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_comparable),   cmocka_unit_test(test_sample), cmocka_unit_test(test_judge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
