@@ -203,10 +203,21 @@ exec 3<&-
 after=$(sha256sum "$DB" | cut -d' ' -f1)
 check '[ "$before" = "$after" ]' "the store's bytes are unchanged"
 check '[ "$wal_before" = "$(ls "$DB"-wal "$DB"-shm 2>/dev/null)" ]' "no -wal or -shm appeared"
+# the comparisons listing again (its summaries cached): the same reply; after the change, the new one
+ncmp() { python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["comparisons"]))' "$1"; }
+curl -s "http://127.0.0.1:$PORT/api/comparisons" >"$T/cmp1.json"
+curl -s "http://127.0.0.1:$PORT/api/comparisons" >"$T/cmp2.json"
+check '[ "$(ncmp "$T/cmp1.json")" = 3 ] && cmp -s "$T/cmp1.json" "$T/cmp2.json"' \
+    "/api/comparisons again: the same 3 comparisons ($(ncmp "$T/cmp1.json"), $(ncmp "$T/cmp2.json"))"
 "$D" runs delete ref-again --db "$DB" --yes >/dev/null 2>&1
 check '[ $? -eq 0 ]' "a writer can change the store while view serves it (no lock held)"
 n=$(curl -s "http://127.0.0.1:$PORT/api/runs" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')
 check '[ "$n" = 2 ]' "the next request sees the change ($n runs)"
+curl -s "http://127.0.0.1:$PORT/api/comparisons" >"$T/cmp3.json"
+check 'python3 -c "
+import json,sys; c=json.load(open(sys.argv[1]))[\"comparisons\"]
+assert [(x[\"baseline\"], x[\"target\"]) for x in c] == [(\"ref\", \"int4<x>\")], c" "$T/cmp3.json"' \
+    "/api/comparisons after the change: ref against int4<x> only ($(head -c 300 "$T/cmp3.json"))"
 
 kill -INT "$VPID"
 for _ in $(seq 100); do kill -0 "$VPID" 2>/dev/null || break; sleep 0.05; done
