@@ -72,7 +72,6 @@
 #include <string.h>
 
 #include "driftbench/matrix.h"
-#include "driftbench/target.h"
 #include "matrix/spec_tree.h"
 #include "util/target_fields.h"
 #include "util/util.h"
@@ -500,7 +499,7 @@ static drift_status parse_request(const json_t *obj, const char *name, const cha
 /* c's request control: its own fields (taken from own), the defaults' for
  * the ones it lacks (copied); headers by name, as a measure target's over
  * the file's shared ones: the defaults' whose name c's own do not have,
- * then c's own (drift_request_headers_over). */
+ * then c's own (util_headers_over). */
 static drift_status config_request(drift_matrix_config *c, util_request_fields *own, const util_request_fields *dflt,
                                    drift_error *err) {
     c->system_prompt = own->system_prompt ? own->system_prompt : util_strdup(dflt->system_prompt);
@@ -513,8 +512,8 @@ static drift_status config_request(drift_matrix_config *c, util_request_fields *
     const char **merged = n ? calloc(n, sizeof *merged) : NULL;
     if (n && (!merged || !(c->headers = calloc(n, sizeof(char *))))) nomem = 1;
     if (n && !nomem) {
-        size_t m = drift_request_headers_over((const char *const *)dflt->headers, dflt->n_headers,
-                                              (const char *const *)own->headers, own->n_headers, merged);
+        size_t m = util_headers_over((const char *const *)dflt->headers, dflt->n_headers,
+                                     (const char *const *)own->headers, own->n_headers, merged);
         for (size_t i = 0; i < m; i++, c->n_headers++)
             if (!(c->headers[i] = util_strdup(merged[i]))) nomem = 1;
     }
