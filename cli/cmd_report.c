@@ -7,8 +7,9 @@
  * own parser); any other store, or --matrix, the matrix page, whose rows
  * carry each configuration's decision. The exit code says whether the page
  * was written (0) or not (2), not the decision: stderr says that.
- * --kl N adds the token KL of every embedded configuration against its
- * baseline on N sampled prompts per workload, drawn beside its flip rate:
+ * --kl N adds the token KL of every configuration (embedded, or HTTP through
+ * its server's prompt logprobs) against its baseline on N sampled prompts
+ * per workload, drawn beside its flip rate:
  * the pipeline's KL step (drift_tokdiv_configs_run) over the loaded
  * report's configurations, attached to the page's options (o.kl). */
 #include <stdio.h>
@@ -37,9 +38,11 @@ static const char report_usage[] =
     "Gate options, as compare's:\n";
 static const char report_usage2[] =
     "--kl N: token KL per configuration, teacher-forced on N prompts per workload (a sample\n"
-    "drawn from --kl-seed, default 1) for every embedded configuration against its baseline,\n"
-    "drawn against its flip rate (log-scale KL) with Spearman's rho. HTTP runs are listed as\n"
-    "not drawn. --models DIR finds a run's model file by name when its recorded path is gone.\n"
+    "drawn from --kl-seed, default 1) for every configuration against its baseline,\n"
+    "drawn against its flip rate (log-scale KL) with Spearman's rho. An HTTP run is forced\n"
+    "through its server's prompt logprobs (as compare --kl; the server must be up); one that\n"
+    "cannot be is listed as not drawn, with why. --models DIR finds a run's model file by\n"
+    "name when its recorded path is gone.\n"
     "exit: 0 the page was written (whatever the decision: stderr says it), 2 error\n";
 
 /* --kl N: the token KL of the report's configurations against their

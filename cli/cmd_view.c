@@ -5,6 +5,7 @@
  * daemon closes its connections, the store was never held open between
  * requests. Prints the URL and a "PORT <n>" line (tests and scripts read
  * it; --port 0 picks a free port). */
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -42,17 +43,53 @@ static const char view_usage[] =
 
 static int is_loopback(const char *host) { return !strncmp(host, "127.", 4); }
 
+typedef struct opener {
+    pid_t pid;
+    char url[128];
+} opener;
+
+/* Waits for xdg-open on a thread of its own: it may not return while the
+ * browser it started runs, and must not hold the main thread's sigwait. */
+static void *opener_wait(void *arg) {
+    opener *op = arg;
+    int st;
+    if (waitpid(op->pid, &st, 0) == op->pid && (!WIFEXITED(st) || WEXITSTATUS(st)))
+        fprintf(stderr, "driftbench view: --open: xdg-open failed; open %s yourself\n", op->url);
+    free(op);
+    return NULL;
+}
+
+/* xdg-open URL, with the signals this thread blocks unblocked in it (they
+ * would be inherited), stdin from /dev/null (a text browser it may pick
+ * must not take the terminal's input); its failure said, never fatal. */
 static void open_browser(const char *url) {
     char *argv[] = {"xdg-open", (char *)url, NULL};
-    pid_t pid;
-    if (posix_spawnp(&pid, "xdg-open", NULL, NULL, argv, environ)) {
+    opener *op = calloc(1, sizeof *op);
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_t fa;
+    sigset_t none;
+    sigemptyset(&none);
+    int ok = op && !posix_spawnattr_init(&at);
+    if (ok && posix_spawn_file_actions_init(&fa)) posix_spawnattr_destroy(&at), ok = 0;
+    if (ok) {
+        snprintf(op->url, sizeof op->url, "%s", url);
+        ok = !posix_spawnattr_setsigmask(&at, &none) && !posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK) &&
+             !posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) &&
+             !posix_spawnp(&op->pid, "xdg-open", &fa, &at, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
+    }
+    if (!ok) {
         fprintf(stderr, "driftbench view: --open: cannot run xdg-open; open %s yourself\n", url);
+        free(op);
         return;
     }
-    int st;
-    waitpid(pid, &st, 0);
-    if (!WIFEXITED(st) || WEXITSTATUS(st))
-        fprintf(stderr, "driftbench view: --open: xdg-open failed; open %s yourself\n", url);
+    pthread_t th;
+    if (pthread_create(&th, NULL, opener_wait, op)) {
+        free(op); /* not waited for: it is reaped when view exits */
+        return;
+    }
+    pthread_detach(th);
 }
 
 static int cmd_view(int argc, char **argv) {

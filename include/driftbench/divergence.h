@@ -204,10 +204,11 @@ typedef struct drift_tokdiv_config_kl {
 typedef struct drift_tokdiv_configs {
     size_t limit;               /* prompts per workload sampled */
     uint64_t seed;              /* the sample's seed */
-    drift_tokdiv_config_kl *points; /* (n) one per embedded configuration whose baseline is embedded */
+    drift_tokdiv_config_kl *points; /* (n) one per configuration forced against its baseline */
     size_t n;
-    char **not_embedded;        /* (n_not_embedded) configurations left out: they or their baseline are
-                                 * not embedded stacks (teacher forcing needs the engine's logits) */
+    char **not_embedded;        /* (n_not_embedded) configurations left out, "label (why)": their stack or
+                                 * their baseline's cannot be forced (an HTTP server without prompt
+                                 * logprobs or down now, an import) */
     size_t n_not_embedded;
     double elapsed_ms;
 } drift_tokdiv_configs;

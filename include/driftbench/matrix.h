@@ -38,8 +38,8 @@ typedef struct drift_matrix_config {
     drift_matrix_server server; /* server.start NULL: none */
     /* Request control of its target (the spec's system_prompt, template,
      * headers, extra_body: the configuration's own, else the top level's,
-     * field by field), given to its run as target_opts.request (target.h's
-     * drift_request_ctl); NULL / 0: none. */
+     * field by field; headers by name), given to its run as
+     * target_opts.request (target.h's drift_request_ctl); NULL / 0: none. */
     char *system_prompt;
     char *prompt_template;
     char *extra_body_json;

@@ -112,8 +112,9 @@ DRIFT_API drift_status drift_tokdiv_step_attach(drift_store *st, drift_compariso
  * run baselines[i] (drift_tokdiv_runs_many, one call per baseline, in the
  * order baselines first appear): limit prompts per workload (>= 1), a
  * sample drawn from seed; models_dir as drift_tokdiv_opts. Configurations
- * whose run or baseline is not an embedded stack are listed in
- * out->not_embedded, not an error. progress (may be NULL) is called after
+ * with an HTTP side are forced one by one as drift_tokdiv_step_run does;
+ * those that cannot be forced (its note) are listed in out->not_embedded
+ * as "label (why)", not an error. progress (may be NULL) is called after
  * each prompt. Errors of drift_tokdiv_runs_many (a model file gone,
  * vocabularies that differ) fail the call, the message naming the
  * baseline. Free with drift_tokdiv_configs_clear. */

@@ -31,28 +31,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/target_fields.h"
 #include "util/util.h"
-
-/* The length of the name part of a "Name: value" line, blanks cut. */
-static size_t header_name_len(const char *h) {
-    const char *c = strchr(h, ':');
-    size_t len = c ? (size_t)(c - h) : strlen(h);
-    while (len && (h[len - 1] == ' ' || h[len - 1] == '\t')) len--;
-    return len;
-}
 
 size_t drift_request_headers_over(const char *const *base, size_t n_base, const char *const *over, size_t n_over,
                                   const char **out) {
-    size_t n = 0;
-    for (size_t i = 0; i < n_base; i++) {
-        size_t len = header_name_len(base[i]);
-        int named = 0;
-        for (size_t j = 0; j < n_over && !named; j++)
-            named = header_name_len(over[j]) == len && !strncasecmp(over[j], base[i], len);
-        if (!named) out[n++] = base[i];
-    }
-    for (size_t j = 0; j < n_over; j++) out[n++] = over[j];
-    return n;
+    return util_headers_over(base, n_base, over, n_over, out); /* util/target_fields.c: the matrix spec's too */
 }
 
 void drift_request_ctl_over(drift_request_ctl *out, const drift_request_ctl *base, const drift_request_ctl *over,

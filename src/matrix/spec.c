@@ -24,7 +24,7 @@
  *   "system_prompt", "template", "headers", "extra_body": request control
  *                (target.h's drift_request_ctl; docs/config.md), at the top
  *                level for every configuration and in an explicit one for
- *                itself (its own fields win, field by field)
+ *                itself (its own fields win, field by field; headers by name)
  *   "dimensions" + "target" (+ "label", "exclude"): a product, optional:
  *     "dimensions": {"model": {"tiny":"models/tiny.gguf", ...},
  *                    "precision": ["f32","int4"], ...}
@@ -497,26 +497,27 @@ static drift_status parse_request(const json_t *obj, const char *name, const cha
 }
 
 /* c's request control: its own fields (taken from own), the defaults' for
- * the ones it lacks (copied). */
+ * the ones it lacks (copied); headers by name, as a measure target's over
+ * the file's shared ones: the defaults' whose name c's own do not have,
+ * then c's own (util_headers_over). */
 static drift_status config_request(drift_matrix_config *c, util_request_fields *own, const util_request_fields *dflt,
                                    drift_error *err) {
     c->system_prompt = own->system_prompt ? own->system_prompt : util_strdup(dflt->system_prompt);
     c->prompt_template = own->prompt_template ? own->prompt_template : util_strdup(dflt->prompt_template);
     c->extra_body_json = own->extra_body_json ? own->extra_body_json : util_strdup(dflt->extra_body_json);
+    own->system_prompt = own->prompt_template = own->extra_body_json = NULL;
     int nomem = (dflt->system_prompt && !c->system_prompt) || (dflt->prompt_template && !c->prompt_template) ||
                 (dflt->extra_body_json && !c->extra_body_json);
-    if (own->n_headers) {
-        c->headers = own->headers;
-        c->n_headers = own->n_headers;
-        own->headers = NULL;
-        own->n_headers = 0;
-    } else if (dflt->n_headers) {
-        c->headers = calloc(dflt->n_headers, sizeof(char *));
-        for (size_t i = 0; c->headers && i < dflt->n_headers; i++, c->n_headers++)
-            if (!(c->headers[i] = util_strdup(dflt->headers[i]))) nomem = 1;
-        nomem = nomem || !c->headers;
+    size_t n = dflt->n_headers + own->n_headers;
+    const char **merged = n ? calloc(n, sizeof *merged) : NULL;
+    if (n && (!merged || !(c->headers = calloc(n, sizeof(char *))))) nomem = 1;
+    if (n && !nomem) {
+        size_t m = util_headers_over((const char *const *)dflt->headers, dflt->n_headers,
+                                     (const char *const *)own->headers, own->n_headers, merged);
+        for (size_t i = 0; i < m; i++, c->n_headers++)
+            if (!(c->headers[i] = util_strdup(merged[i]))) nomem = 1;
     }
-    own->system_prompt = own->prompt_template = own->extra_body_json = NULL;
+    free(merged);
     util_request_fields_free(own);
     return nomem ? drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory") : DRIFT_OK;
 }

@@ -18,9 +18,12 @@
  *                  is an embedded stack makes one drift_tokdiv_runs_many
  *                  call over its embedded configurations, so every sampled
  *                  prompt's baseline logits are computed once per group. A
- *                  configuration whose run or baseline is not embedded
- *                  ("http://...", "import:...") has no logits to compare:
- *                  it is listed, not an error. Each point keeps the pooled
+ *                  configuration whose run or baseline is an HTTP stack is
+ *                  forced on its own (drift_tokdiv_runs, through the
+ *                  server's prompt logprobs, as compare --kl); one that
+ *                  cannot be forced (a server without prompt logprobs or
+ *                  not reachable now, an import) is listed with the
+ *                  library's reason, not an error. Each point keeps the pooled
  *                  figures of every sampled position (overall.kl_mean,
  *                  overall.same_top); html.c pairs them with the
  *                  configuration's flip rate from its comparison. */
@@ -81,11 +84,38 @@ static int run_embedded(drift_store *st, const char *label, drift_error *err) {
     return yes;
 }
 
-static drift_status list_left_out(drift_tokdiv_configs *out, const char *label, drift_error *err) {
-    char *s = util_strdup(label);
+/* Lists label as left out, with why (NULL: none) after it: "label (why)". */
+static drift_status list_left_out(drift_tokdiv_configs *out, const char *label, const char *why, drift_error *err) {
+    char *s = why ? util_asprintf("%s (%s)", label, why) : util_strdup(label);
     if (!s) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     out->not_embedded[out->n_not_embedded++] = s;
     return DRIFT_OK;
+}
+
+static drift_status add_point(drift_tokdiv_configs *out, const char *label, const drift_tokdiv_report *rep,
+                              drift_error *err) {
+    drift_tokdiv_config_kl *p = &out->points[out->n];
+    if (!(p->label = util_strdup(label))) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    p->kl_mean = rep->overall.kl_mean;
+    p->same_top = rep->overall.same_top;
+    p->positions = rep->overall.n;
+    out->n++;
+    return DRIFT_OK;
+}
+
+/* A configuration with an HTTP side, forced on its own as compare --kl
+ * forces it: a point, or listed with the reason it cannot be forced. */
+static drift_status one_pair(drift_store *st, const char *base, const char *label, const drift_tokdiv_opts *o,
+                             drift_tokdiv_configs *out, drift_error *err) {
+    drift_tokdiv_step ks;
+    drift_status rc = drift_tokdiv_step_run(st, base, label, o, &ks, err);
+    if (rc) {
+        drift_error_prefix(err, "configuration \"%s\": ", label);
+        return rc;
+    }
+    rc = ks.unsupported ? list_left_out(out, label, ks.note, err) : add_point(out, label, &ks.report, err);
+    drift_tokdiv_report_clear(&ks.report);
+    return rc;
 }
 
 /* See teacher_forced.h. */
@@ -118,16 +148,6 @@ drift_status drift_tokdiv_configs_run(drift_store *st, const char *const *labels
             rc = err ? err->code : DRIFT_ERR_STORE;
             break;
         }
-        size_t m = 0;
-        for (size_t j = i; j < n && !rc; j++) {
-            if (done[j] || strcmp(baselines[j], base) != 0) continue;
-            done[j] = 1;
-            int emb = base_emb ? run_embedded(st, labels[j], err) : 0;
-            if (emb < 0) rc = err ? err->code : DRIFT_ERR_STORE;
-            else if (emb) group[m++] = labels[j];
-            else rc = list_left_out(out, labels[j], err);
-        }
-        if (rc || m == 0) continue;
         drift_tokdiv_opts o;
         drift_tokdiv_opts_default(&o);
         o.limit = limit;
@@ -135,23 +155,23 @@ drift_status drift_tokdiv_configs_run(drift_store *st, const char *const *labels
         o.models_dir = models_dir;
         o.progress = progress;
         o.progress_user = progress_user;
+        size_t m = 0;
+        for (size_t j = i; j < n && !rc; j++) {
+            if (done[j] || strcmp(baselines[j], base) != 0) continue;
+            done[j] = 1;
+            int emb = run_embedded(st, labels[j], err);
+            if (emb < 0) rc = err ? err->code : DRIFT_ERR_STORE;
+            else if (emb && base_emb) group[m++] = labels[j];
+            else rc = one_pair(st, base, labels[j], &o, out, err);
+        }
+        if (rc || m == 0) continue;
         drift_tokdiv_report *rep = NULL;
         rc = drift_tokdiv_runs_many(st, base, group, m, &o, &rep, err);
         if (rc) {
             drift_error_prefix(err, "token KL against baseline \"%s\": ", base);
             break;
         }
-        for (size_t k = 0; k < m && !rc; k++) {
-            drift_tokdiv_config_kl *p = &out->points[out->n];
-            if (!(p->label = util_strdup(group[k]))) {
-                rc = drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-                break;
-            }
-            p->kl_mean = rep[k].overall.kl_mean;
-            p->same_top = rep[k].overall.same_top;
-            p->positions = rep[k].overall.n;
-            out->n++;
-        }
+        for (size_t k = 0; k < m && !rc; k++) rc = add_point(out, group[k], &rep[k], err);
         drift_tokdiv_reports_free(rep, m);
     }
     free(done);

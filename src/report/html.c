@@ -450,8 +450,8 @@ static void section_kl(util_buf *b, html_toc *toc, const experiment *e, size_t n
         buf_puts(b, "</table>\n");
     }
     if (kl->n_not_embedded) {
-        buf_puts(b, "<p class=\"sub\">Not drawn (the configuration or its baseline is not an embedded stack: "
-                    "teacher forcing needs the engine's logits): ");
+        buf_puts(b, "<p class=\"sub\">Not drawn (teacher forcing needs the engine's logits or a server's prompt "
+                    "logprobs; each with why): ");
         for (size_t i = 0; i < kl->n_not_embedded; i++) {
             if (i) buf_puts(b, ", ");
             html_text(b, kl->not_embedded[i]);

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/util.h"
 
@@ -201,4 +202,26 @@ int util_request_from_fields(const json_t *obj, util_request_fields *out, const 
         if (!(out->extra_body_json = json_dumps(eb, JSON_COMPACT))) return req_fail(out, bad_key, NULL, why, cap, "");
     }
     return 0;
+}
+
+/* The length of the name part of a "Name: value" line, blanks cut. */
+static size_t header_name_len(const char *h) {
+    const char *c = strchr(h, ':');
+    size_t len = c ? (size_t)(c - h) : strlen(h);
+    while (len && (h[len - 1] == ' ' || h[len - 1] == '\t')) len--;
+    return len;
+}
+
+size_t util_headers_over(const char *const *base, size_t n_base, const char *const *over, size_t n_over,
+                         const char **out) {
+    size_t n = 0;
+    for (size_t i = 0; i < n_base; i++) {
+        size_t len = header_name_len(base[i]);
+        int named = 0;
+        for (size_t j = 0; j < n_over && !named; j++)
+            named = header_name_len(over[j]) == len && !strncasecmp(over[j], base[i], len);
+        if (!named) out[n++] = base[i];
+    }
+    for (size_t j = 0; j < n_over; j++) out[n++] = over[j];
+    return n;
 }

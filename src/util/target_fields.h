@@ -43,4 +43,11 @@ int util_request_from_fields(const json_t *obj, util_request_fields *out, const 
                              char *why, size_t why_cap);
 void util_request_fields_free(util_request_fields *f);
 
+/* Headers by name (target.h's drift_request_headers_over, which is this):
+ * out gets base's "Name: value" lines whose name (case-insensitive, blanks
+ * before the colon cut) no line of over has, then over's; out holds
+ * n_base + n_over; returns how many. */
+size_t util_headers_over(const char *const *base, size_t n_base, const char *const *over, size_t n_over,
+                         const char **out);
+
 #endif

@@ -15,7 +15,10 @@
  * runs' counts (responses, scores, finished_at; drift_store_run_overviews)
  * are unchanged, so paging and filtering do not recompute compare. The
  * answer texts are read into a table only when a text search needs them
- * (drift_store_answer_text, once per table). */
+ * (drift_store_answer_text, once per table). The comparisons listing keeps
+ * each comparison's summary apart (vsum, the same stamp rule): it walks up
+ * to VIEW_MAX_COMPARISONS of them, more than the table cache holds, so a
+ * second listing would otherwise rebuild every table in turn. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <strings.h>
@@ -35,6 +38,7 @@
 #define VIEW_MAX_LIMIT 500      /* pairs per page */
 #define VIEW_MAX_TARGETS 32     /* comparisons one pair listing spans (target left out); well under the cache */
 #define VIEW_MAX_COMPARISONS 300 /* comparisons listed */
+#define VIEW_MAX_SUMS 4096       /* cached comparison summaries (emptied when full) */
 
 /* One answer pair of a comparison. */
 typedef struct vpair {
@@ -65,10 +69,20 @@ typedef struct vtable {
     char note[256];                /* why there are no pairs (compare's message), or "" */
 } vtable;
 
+/* The summary of one comparison as /api/comparisons lists it (without
+ * target_config), NULL when the runs share no prompt. */
+typedef struct vsum {
+    char *baseline, *target;
+    char stamp[160];
+    json_t *summary;
+} vsum;
+
 struct view_api {
     char *path;
     vtable *tables[VIEW_MAX_TABLES];
     unsigned long clock;
+    vsum *sums;
+    size_t n_sums;
 };
 
 /* What one request holds: the store, its runs. */
@@ -531,6 +545,60 @@ static json_t *table_summary(const vtable *tb) {
     return o;
 }
 
+static void sums_clear(view_api *a) {
+    for (size_t i = 0; i < a->n_sums; i++) {
+        free(a->sums[i].baseline);
+        free(a->sums[i].target);
+        json_decref(a->sums[i].summary);
+    }
+    a->n_sums = 0;
+}
+
+/* The summary of (b, t) (*out: a new reference, NULL when they share no
+ * prompt): the cached one while both runs are unchanged, else from their
+ * table (table_get) and kept. -1 with err set on failure. */
+static int summary_get(vreq *q, const drift_run_overview *b, const drift_run_overview *t, json_t **out,
+                       drift_error *err) {
+    view_api *a = q->a;
+    char stamp[160];
+    run_stamp(b, t, stamp, sizeof stamp);
+    vsum *hit = NULL;
+    for (size_t i = 0; i < a->n_sums && !hit; i++)
+        if (!strcmp(a->sums[i].baseline, b->info.label) && !strcmp(a->sums[i].target, t->info.label))
+            hit = &a->sums[i];
+    if (hit && !strcmp(hit->stamp, stamp)) {
+        *out = hit->summary ? json_copy(hit->summary) : NULL;
+        if (hit->summary && !*out) goto nomem;
+        return 0;
+    }
+    vtable *tb = table_get(q, b, t, err);
+    if (!tb) return -1;
+    json_t *s = tb->n ? table_summary(tb) : NULL;
+    if (!hit) {
+        if (a->n_sums == VIEW_MAX_SUMS) sums_clear(a);
+        if (!a->sums && !(a->sums = calloc(VIEW_MAX_SUMS, sizeof *a->sums))) goto nokeep;
+        hit = &a->sums[a->n_sums];
+        if (!(hit->baseline = util_strdup(b->info.label)) || !(hit->target = util_strdup(t->info.label))) {
+            free(hit->baseline);
+            hit->baseline = NULL;
+            goto nokeep;
+        }
+        hit->summary = NULL;
+        a->n_sums++;
+    }
+    json_decref(hit->summary);
+    hit->summary = s ? json_incref(s) : NULL;
+    snprintf(hit->stamp, sizeof hit->stamp, "%s", stamp);
+nokeep: /* not kept (no memory for the cache): the reply is still whole */
+    *out = s ? json_copy(s) : NULL;
+    int lost = s && !*out;
+    json_decref(s);
+    if (!lost) return 0;
+nomem:
+    drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
+    return -1;
+}
+
 static int ep_comparisons(vreq *q, const view_arg *args, size_t n) {
     static const char *const names[] = {NULL};
     if (args_check(q->r, args, n, names)) return -1;
@@ -544,15 +612,14 @@ static int ep_comparisons(vreq *q, const view_arg *args, size_t n) {
                 break;
             }
             drift_error err = {0};
-            vtable *tb = table_get(q, &q->runs[i], &q->runs[j], &err);
-            if (!tb) {
+            json_t *s = NULL;
+            if (summary_get(q, &q->runs[i], &q->runs[j], &s, &err)) {
                 json_decref(o);
                 json_decref(arr);
                 reply_status(q->r, &err);
                 return -1;
             }
-            if (!tb->n) continue; /* no shared prompt: no comparison */
-            json_t *s = table_summary(tb);
+            if (!s) continue; /* no shared prompt: no comparison */
             json_object_set_new(s, "target_config", jparsed(q->runs[j].info.config_json));
             json_array_append_new(arr, s);
             listed++;
@@ -831,6 +898,8 @@ view_api *view_api_new(const char *store_path) {
 void view_api_free(view_api *a) {
     if (!a) return;
     for (int i = 0; i < VIEW_MAX_TABLES; i++) table_free(a->tables[i]);
+    sums_clear(a);
+    free(a->sums);
     free(a->path);
     free(a);
 }

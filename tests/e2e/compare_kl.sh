@@ -108,7 +108,7 @@ check '[ $rc -eq 0 ] && python3 -c "
 import json,sys; k=json.load(open(sys.argv[1]))[\"token_kl\"]; assert \"prompt logprobs\" in k[\"unavailable\"], k" "$T/h.json"' \
   "json: token_kl.unavailable says why (rc $rc)"
 "$D" --quiet report --db "$H" --html "$T/h.html" --kl 2; rc=$?
-check '[ $rc -eq 0 ] && grep -q "id=\"kl\"" "$T/h.html" && grep -q "Not drawn (the configuration or its baseline is not an embedded stack[^<]*: emb\." "$T/h.html"' \
-  "report --kl on an HTTP baseline: the section says it cannot (rc $rc)"
+check '[ $rc -eq 0 ] && grep -q "id=\"kl\"" "$T/h.html" && grep -q "Not drawn (teacher forcing needs[^<]*: emb ([^<]*does not return prompt logprobs[^<]*)\." "$T/h.html"' \
+  "report --kl on an HTTP baseline without prompt logprobs: the section says it cannot, and why (rc $rc): $(grep -o "Not drawn[^<]*" "$T/h.html")"
 
 finish

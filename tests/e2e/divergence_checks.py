@@ -19,6 +19,10 @@ AssertionError names what differed (exit 1). lib.sh runs it as
                                the HTTP pair's figures exactly (1e-12)
   compare-kl CMP HTTP          compare --kl's JSON names the method (K = 20)
                                and has the HTTP pair's mean KL
+  report-kl HTML LABEL=DIV...  report --kl's page draws exactly these
+                               configurations, none left out, each with the
+                               mean KL of its divergence JSON DIV as the page
+                               prints it (%.3e); DIV "0": exactly 0
   stored-logprobs DB LABEL     prints (JSON) the logprob of every answer token
                                the run LABEL stored (zstd frames of JSON, read
                                with libzstd)
@@ -30,6 +34,7 @@ import ctypes
 import ctypes.util
 import json
 import math
+import re
 import sqlite3
 import sys
 
@@ -86,6 +91,20 @@ def compare_kl(cmp, http):
     assert abs(k["overall"]["kl_mean"] - h["kl_mean"]) <= 1e-12, (k["overall"], h)
 
 
+def report_kl(html, *pairs):
+    h = open(html).read()
+    rows = dict(re.findall(r'<tr><td>([^<]+)</td><td class="num">([-+.e0-9]+)</td>', h))
+    want = {}
+    for p in pairs:
+        label, div = p.split("=", 1)
+        want[label] = 0.0 if div == "0" else load(div)["overall"]["kl_mean"]
+    assert sorted(rows) == sorted(want), (rows, sorted(want))
+    for k, v in want.items():
+        assert rows[k] == "%.3e" % v, (k, rows[k], v)
+    assert "Not drawn" not in h, re.findall(r"Not drawn[^<]*", h)
+    print("report --kl: " + ", ".join("%s %s" % kv for kv in sorted(rows.items())))
+
+
 def stored_logprobs(db, label):
     z = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
     z.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
@@ -109,7 +128,8 @@ def forced_ppl(div, lps_path):
 
 
 VERBS = {"same-zero": (same_zero, 1, 2), "tolerance": (tolerance, 4, 4), "mixed": (mixed, 2, None),
-         "compare-kl": (compare_kl, 2, 2), "stored-logprobs": (stored_logprobs, 2, 2),
+         "compare-kl": (compare_kl, 2, 2), "report-kl": (report_kl, 2, None),
+         "stored-logprobs": (stored_logprobs, 2, 2),
          "forced-ppl": (forced_ppl, 2, 2)}
 
 if __name__ == "__main__":

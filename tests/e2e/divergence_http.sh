@@ -18,7 +18,8 @@
 #   - OpenAI's echo (--http-logprobs echo) gives the same within 10% of
 #     the full KL (text-keyed lists of K + 1);
 #   - compare --kl over the HTTP runs reports the same mean KL and names
-#     the method; a server without prompt logprobs (the fake server) is
+#     the method; report --kl (HTTP baseline) draws each configuration with
+#     the mean KL divergence gives its pair, none left out; a server without prompt logprobs (the fake server) is
 #     "not computed" in compare, exit 2 in divergence, saying why;
 #   - with llama.cpp's llama-server beside the project ($LLAMA_BIN, as
 #     bench/kl_vs_llamacpp.sh finds it, or on PATH) an HTTP run through it
@@ -89,6 +90,13 @@ check '[ $rc -eq 0 ] && divergence_check compare-kl "$T/cmp.json" "$T/http.json"
 "$D" compare --db "$DB" --baseline http_ref --target http_int4 --budget math=none,chat=none --kl > "$T/cmp.txt" 2>&1
 check 'grep -q "^token KL(baseline||target), teacher-forced.*method top-K (prompt_logprobs), K = 20" "$T/cmp.txt"' \
   "compare --kl text: the method: $(grep -i "token KL" "$T/cmp.txt")"
+
+# ---- report --kl over HTTP runs: each configuration forced against the HTTP baseline ----
+# (every prompt sampled: --kl 2 of 2 per workload): http_int4 the HTTP pair's mean KL, emb_int4 the
+# mixed pair's, emb_ref (the baseline's own profile, embedded) exactly 0; none left out
+"$D" --quiet report --db "$DB" --baseline http_ref --html "$T/kl.html" --kl 2 2> "$T/kl.err"; rc=$?
+check '[ $rc -eq 0 ] && divergence_check report-kl "$T/kl.html" http_int4="$T/http.json" emb_int4="$T/mix2.json" emb_ref=0' \
+  "report --kl over HTTP runs: each configuration's mean KL as divergence gives it (rc $rc): $(cat "$T/kl.err")"
 
 # ---- a server without prompt logprobs: said so ----
 FAKEOK=0

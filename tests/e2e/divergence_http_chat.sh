@@ -18,6 +18,8 @@
 #     position; nonzero;
 #   - mixed pairs give the HTTP pair's figures exactly;
 #   - compare --kl over the chat runs reports the same mean KL and the method;
+#     report --kl (HTTP chat baseline) draws each configuration with the
+#     mean KL divergence gives its pair, none left out;
 #   - --http-logprobs echo on a chat stack: exit 2, saying echo is a
 #     completions field;
 #   - with a system prompt (--system) on both sides, the HTTP chat run
@@ -75,6 +77,10 @@ $D --quiet score --db "$DB" 2> /dev/null || bad "score"
   > "$T/cmp.json" 2> "$T/cmp.err"; rc=$?
 check '[ $rc -eq 0 ] && divergence_check compare-kl "$T/cmp.json" "$T/http.json"' \
   "compare --kl over chat HTTP runs: the same mean KL, the method named (rc $rc): $(cat "$T/cmp.err")"
+# report --kl: every configuration forced against the HTTP chat baseline (--kl 2: every prompt)
+"$D" --quiet report --db "$DB" --baseline http_ref --html "$T/kl.html" --kl 2 2> "$T/kl.err"; rc=$?
+check '[ $rc -eq 0 ] && divergence_check report-kl "$T/kl.html" http_bf16="$T/http.json" emb_bf16="$T/mix2.json" emb_ref=0' \
+  "report --kl over chat HTTP runs: each configuration's mean KL as divergence gives it (rc $rc): $(cat "$T/kl.err")"
 
 # ---- a system prompt: re-created for every stack ----
 SYS="You are terse. Answer in one line."

@@ -8,7 +8,9 @@
 # foreign Host header 403 (DNS rebinding), POST 405, a body 413; every reply
 # carries the CSP; the store's bytes are unchanged and no -wal/-shm appears
 # (read-only); SIGINT stops it with exit 0; a bad store is exit 2 naming it;
-# --host 0.0.0.0 warns.
+# --host 0.0.0.0 warns; --open without a display (xdg-open failing, missing,
+# or never returning) prints the URL, serves, says the opener failed with the
+# URL, and SIGTERM still stops it with exit 0.
 . "$(dirname "$0")/lib.sh"
 M=$S/models/llama-fragile-7m.gguf
 DB=$T/v.db
@@ -201,10 +203,21 @@ exec 3<&-
 after=$(sha256sum "$DB" | cut -d' ' -f1)
 check '[ "$before" = "$after" ]' "the store's bytes are unchanged"
 check '[ "$wal_before" = "$(ls "$DB"-wal "$DB"-shm 2>/dev/null)" ]' "no -wal or -shm appeared"
+# the comparisons listing again (its summaries cached): the same reply; after the change, the new one
+ncmp() { python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["comparisons"]))' "$1"; }
+curl -s "http://127.0.0.1:$PORT/api/comparisons" >"$T/cmp1.json"
+curl -s "http://127.0.0.1:$PORT/api/comparisons" >"$T/cmp2.json"
+check '[ "$(ncmp "$T/cmp1.json")" = 3 ] && cmp -s "$T/cmp1.json" "$T/cmp2.json"' \
+    "/api/comparisons again: the same 3 comparisons ($(ncmp "$T/cmp1.json"), $(ncmp "$T/cmp2.json"))"
 "$D" runs delete ref-again --db "$DB" --yes >/dev/null 2>&1
 check '[ $? -eq 0 ]' "a writer can change the store while view serves it (no lock held)"
 n=$(curl -s "http://127.0.0.1:$PORT/api/runs" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')
 check '[ "$n" = 2 ]' "the next request sees the change ($n runs)"
+curl -s "http://127.0.0.1:$PORT/api/comparisons" >"$T/cmp3.json"
+check 'python3 -c "
+import json,sys; c=json.load(open(sys.argv[1]))[\"comparisons\"]
+assert [(x[\"baseline\"], x[\"target\"]) for x in c] == [(\"ref\", \"int4<x>\")], c" "$T/cmp3.json"' \
+    "/api/comparisons after the change: ref against int4<x> only ($(head -c 300 "$T/cmp3.json"))"
 
 kill -INT "$VPID"
 for _ in $(seq 100); do kill -0 "$VPID" 2>/dev/null || break; sleep 0.05; done
@@ -232,4 +245,38 @@ check 'grep -q "warning: listening on 0.0.0.0: anyone who can reach" "$T/e3"' "-
 kill -TERM "$WPID"
 wait "$WPID"; rc=$?
 check '[ $rc -eq 0 ]' "SIGTERM stops it, exit 0 ($rc)"
+
+# --open without a display: the URL printed, the page served, the failure said, no exit; the
+# desktop's opener (a stand-in xdg-open on PATH) is given the URL and does not hold the view: one
+# that fails, one missing, one that never returns (a browser in the foreground)
+mkdir -p "$T/bin-fail" "$T/bin-hang" "$T/bin-none"
+printf '#!/bin/sh\necho "$1" > "%s"\nexit 3\n' "$T/opened" > "$T/bin-fail/xdg-open"
+printf '#!/bin/sh\necho $$ > "%s"\necho "$1" > "%s"\nexec /bin/sleep 600\n' "$T/hang.pid" "$T/opened" > "$T/bin-hang/xdg-open"
+chmod +x "$T/bin-fail/xdg-open" "$T/bin-hang/xdg-open"
+for opener in fail none hang; do
+  rm -f "$T/opened"
+  env -u DISPLAY -u WAYLAND_DISPLAY PATH="$T/bin-$opener" "$D" view --db "$DB" --port 0 --open >"$T/o4" 2>"$T/e4" </dev/null &
+  OPID=$!
+  PIDS+=("$OPID")
+  wait_port_file "$T/o4" 200 || { cat "$T/e4"; fail "no PORT line (--open, $opener)"; }
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/api/runs")
+  check '[ "$code" = 200 ]' "--open ($opener): the page is served ($code)"
+  if [ $opener = none ]; then
+    check 'grep -q "cannot run xdg-open; open http://127.0.0.1:$PORT/ yourself" "$T/e4"' "--open, no xdg-open: said, with the URL ($(cat "$T/e4"))"
+  else
+    for _ in $(seq 100); do [ -s "$T/opened" ] && break; sleep 0.05; done
+    check 'grep -qx "http://127.0.0.1:$PORT/" "$T/opened"' "--open ($opener): xdg-open is given the URL"
+  fi
+  if [ $opener = fail ]; then
+    for _ in $(seq 100); do grep -q "xdg-open failed" "$T/e4" && break; sleep 0.05; done
+    check 'grep -q "xdg-open failed; open http://127.0.0.1:$PORT/ yourself" "$T/e4"' "--open, xdg-open fails: said, with the URL ($(cat "$T/e4"))"
+  fi
+  kill -TERM "$OPID"
+  for _ in $(seq 100); do kill -0 "$OPID" 2>/dev/null || break; sleep 0.05; done
+  check '! kill -0 "$OPID" 2>/dev/null' "--open ($opener): SIGTERM stops it within 5 s (the opener does not hold it)"
+  kill -9 "$OPID" 2>/dev/null
+  wait "$OPID"; rc=$?
+  check '[ $rc -eq 0 ]' "--open ($opener): exit 0 ($rc: $(cat "$T/e4"))"
+done
+[ -s "$T/hang.pid" ] && kill -9 "$(cat "$T/hang.pid")" 2>/dev/null
 finish
