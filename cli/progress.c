@@ -2,10 +2,13 @@
  * where); the figures and their text are meter.c's. */
 #include "progress.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -13,6 +16,7 @@
 #include "meter.h"
 
 #define DRAW_EVERY_MS 100.0 /* the bar is redrawn at most this often */
+#define TICK_MS 1000.0      /* the clock's longest sleep: the bar's elapsed time moves this often */
 
 static struct {
     int set_up;
@@ -25,7 +29,14 @@ static struct {
     int stale;           /* tty: counts came that the bar does not show yet */
     double last_line_ms; /* otherwise: the last periodic line (or the start) */
     int lines;           /* otherwise: periodic lines printed for this meter */
-} g;
+    /* the clock: a thread per meter that prints what is due between the
+     * stage's reports (a stage waiting on one slow unit reports nothing) */
+    pthread_mutex_t mu;  /* g's fields, taken by every entry point and the clock */
+    pthread_cond_t cv;   /* signals the clock to stop */
+    pthread_t clock;
+    int clock_on;        /* the clock thread runs (joined by end) */
+    int clock_stop;
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 int cli_progress_setup(void) {
     g.set_up = 1;
@@ -77,9 +88,50 @@ static void undraw(void) {
     g.drawn = 0;
 }
 
-void cli_progress_begin(const char *name, size_t total) {
-    ensure_set_up();
-    cli_progress_end();
+/* Without a terminal: the periodic line, when one is due. */
+static void line_if_due(double now) {
+    if (g.every_s <= 0 || now - g.last_line_ms < g.every_s * 1000.0) return;
+    char line[512];
+    fprintf(stderr, "%s\n", cli_meter_format(&g.m, now, CLI_METER_LINE, line, sizeof line));
+    fflush(stderr);
+    g.last_line_ms = now;
+    g.lines++;
+}
+
+/* The clock: wakes when the next periodic line is due (at most TICK_MS
+ * apart) and prints it, or redraws the bar so that its elapsed time and
+ * time left move, until end stops it. */
+static void *clock_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&g.mu);
+    while (!g.clock_stop) {
+        double now = cli_now_ms(), wait = TICK_MS;
+        if (g.active) {
+            if (g.tty) {
+                if (g.drawn && now - g.last_draw_ms >= TICK_MS) draw(now);
+            } else {
+                line_if_due(now);
+                double due = g.last_line_ms + g.every_s * 1000.0 - now;
+                if (due > 0 && due < wait) wait = due;
+            }
+        }
+        if (wait < 1) wait = 1;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        long ns = until.tv_nsec + (long)(wait * 1e6);
+        until.tv_sec += ns / 1000000000L;
+        until.tv_nsec = ns % 1000000000L;
+        int rc = pthread_cond_timedwait(&g.cv, &g.mu, &until);
+        if (rc && rc != ETIMEDOUT) break;
+    }
+    pthread_mutex_unlock(&g.mu);
+    return NULL;
+}
+
+static void end_locked(void);
+
+static void begin_locked(const char *name, size_t total) {
+    end_locked();
     if (cli_quiet) return;
     double now = cli_now_ms();
     cli_meter_start(&g.m, name, total, now);
@@ -88,25 +140,54 @@ void cli_progress_begin(const char *name, size_t total) {
     g.drawn = 0;
     g.last_line_ms = now;
     g.lines = 0;
+    /* a clock only where it has something to print; without one (a thread
+     * that cannot start), lines come with the stage's reports as before */
+    if (g.tty || g.every_s > 0) {
+        g.clock_stop = 0;
+        g.clock_on = pthread_create(&g.clock, NULL, clock_main, NULL) == 0;
+    }
 }
 
-void cli_progress_update(size_t done, size_t total, size_t errors, double tokens) {
+void cli_progress_begin(const char *name, size_t total) {
+    ensure_set_up();
+    pthread_mutex_lock(&g.mu);
+    begin_locked(name, total);
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void update_locked(size_t done, size_t total, size_t errors, double tokens) {
     if (!g.active || cli_quiet) return;
     double now = cli_now_ms();
     cli_meter_update(&g.m, done, total, errors, tokens, now);
     if (g.tty) {
         if (!g.drawn || now - g.last_draw_ms >= DRAW_EVERY_MS || (total && done >= total)) draw(now);
         else g.stale = 1;
-    } else if (g.every_s > 0 && now - g.last_line_ms >= g.every_s * 1000.0) {
-        char line[512];
-        fprintf(stderr, "%s\n", cli_meter_format(&g.m, now, CLI_METER_LINE, line, sizeof line));
-        fflush(stderr);
-        g.last_line_ms = now;
-        g.lines++;
+    } else {
+        line_if_due(now);
     }
 }
 
-void cli_progress_end(void) {
+void cli_progress_update(size_t done, size_t total, size_t errors, double tokens) {
+    pthread_mutex_lock(&g.mu);
+    update_locked(done, total, errors, tokens);
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* Stops and joins the clock; called with g.mu held, which it lets go of
+ * while it waits for the thread. */
+static void clock_join_locked(void) {
+    if (!g.clock_on) return;
+    g.clock_stop = 1;
+    pthread_cond_signal(&g.cv);
+    pthread_t t = g.clock;
+    g.clock_on = 0;
+    pthread_mutex_unlock(&g.mu);
+    pthread_join(t, NULL);
+    pthread_mutex_lock(&g.mu);
+}
+
+static void end_locked(void) {
+    clock_join_locked();
     if (!g.active) return;
     g.active = 0;
     if (cli_quiet) return;
@@ -124,12 +205,20 @@ void cli_progress_end(void) {
     fflush(stderr);
 }
 
+void cli_progress_end(void) {
+    pthread_mutex_lock(&g.mu);
+    end_locked();
+    pthread_mutex_unlock(&g.mu);
+}
+
 void cli_progress_note(const char *line) {
+    pthread_mutex_lock(&g.mu);
     int redraw = g.drawn;
     undraw();
     fprintf(stderr, "%s\n", line);
     if (redraw && g.active) draw(cli_now_ms());
     fflush(stderr);
+    pthread_mutex_unlock(&g.mu);
 }
 
 void cli_progress_request(const drift_progress *p) {
@@ -173,10 +262,13 @@ void cli_progress_request(const drift_progress *p) {
 void cli_progress(void *user, const char *stage, size_t done, size_t total) {
     (void)user;
     if (cli_quiet) return;
-    if (!g.active || strcmp(g.m.name, stage) != 0) cli_progress_begin(stage, total); /* a new stage */
+    ensure_set_up();
+    pthread_mutex_lock(&g.mu);
+    if (!g.active || strcmp(g.m.name, stage) != 0) begin_locked(stage, total); /* a new stage */
     else if (done < g.m.done) cli_meter_start(&g.m, stage, total, cli_now_ms()); /* counting again (the
         stage's next part): new figures, the same bar or lines, no final line in between */
-    cli_progress_update(done, total, 0, -1);
+    update_locked(done, total, 0, -1);
+    pthread_mutex_unlock(&g.mu);
 }
 
 void cli_progress_done(void) { cli_progress_end(); }

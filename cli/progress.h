@@ -14,9 +14,11 @@
  *     final line: its counts, wall time and average rate.
  *   -v: one line per request of a run (cli_progress_request).
  *   --quiet: none of it.
- * Lines come when the stage reports: a stage waiting on one slow unit
- * prints nothing until it ends. One meter at a time (stages run one after
- * the other); calls come on the thread that runs the stage. */
+ * A clock thread per meter prints what is due between the stage's
+ * reports too: a stage waiting on one slow unit still gets its periodic
+ * lines (with the same counts and a growing elapsed time), and the bar's
+ * elapsed time moves every second. One meter at a time (stages run one
+ * after the other); the entry points and the clock share one lock. */
 #ifndef DRIFT_CLI_PROGRESS_H
 #define DRIFT_CLI_PROGRESS_H
 

@@ -75,6 +75,16 @@ check '[ $rc -eq 0 ] && grep -qE "^run .fv. [0-9]/4: q1 #0 failed: HTTP 500 afte
 check '[ "$(grep -cE "^run .fv. [0-9]/4: q[023] #0 ok( \((stop|length)\))?, 1 attempt, " "$T/fv.err")" -eq 3 ]' "-v: the three answered ($(cat "$T/fv.err"))"
 check 'grep -qE "^run .fv.: 4/4 in [0-9]+:[0-9]{2} \(.*\), 1 failed$" "$T/fv.err"' "-v: the final line counts the failed one"
 
+# one slow request (a server that waits 3 s): the periodic lines come while
+# the stage waits on it, not only when an answer comes back
+printf 'default | echo\nfault | * | sleep | seconds=3\n' > "$T/slow.txt"
+start_server "$T/slow.txt" --model served
+DRIFT_PROGRESS_SECS=0.5 "$D" run --db "$T/sl.db" --label slow --target "http://127.0.0.1:$PORT/v1?model=served" \
+  --suite "$T/f.jsonl" --limit 1 2> "$T/sl.err"; rc=$?
+nw=$(grep -cE "^run 'slow': 0/1 \(0%\)  --/s(  (--|0) tokens/s)?  elapsed 0:0[0-9]  left --$" "$T/sl.err")
+check '[ $rc -eq 0 ] && [ "$nw" -ge 3 ]' "a slow request: periodic lines while it waits ($nw, rc $rc): $(cat "$T/sl.err")"
+check 'grep -qE "^run .slow.: 1/1 in 0:0[0-9] " "$T/sl.err"' "a slow request: then the final line ($(cat "$T/sl.err"))"
+
 # --quiet: nothing at all, even with -v and a short interval
 DRIFT_PROGRESS_SECS=0.01 "$D" -q -v "${RUN[@]}" --db "$T/d.db" --label quiet 2> "$T/quiet.err"; rc=$?
 check '[ $rc -eq 0 ] && [ ! -s "$T/quiet.err" ]' "--quiet: nothing on stderr (rc $rc): $(cat "$T/quiet.err")"
