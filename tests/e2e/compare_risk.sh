@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compare_risk.sh - per-prompt flip risk end to end with the embedded engine:
-# the shipped fragile model at profile ref asked with --logprobs 5, the same
+# the shipped qwen2-7m model at profile ref asked with --logprobs 5, the same
 # model at cpu-int4 (no logprobs) as the target, 40 math prompts. compare
 # shows the risk of every flip with its rank and the AUC / precision@10%
 # with intervals (text, json, markdown); the json's AUC and precision are
@@ -10,7 +10,7 @@
 # listing), --order random is seeded (same seed, same order); bad order
 # flags are exit 2 naming the problem.
 . "$(dirname "$0")/lib.sh"
-M=$S/models/llama-fragile-7m.gguf
+M=$S/models/qwen2-7m.gguf
 
 DB=$T/r.db
 R=(--suite "builtin:math" --limit 40 --max-tokens 48 --concurrency 1)

@@ -170,13 +170,13 @@ python_with() {
   return 1
 }
 # python_test_store STORE: the store python/tests/test_driftbench.py reads,
-# written into STORE (a file or a PostgreSQL URL): the shipped fragile model
+# written into STORE (a file or a PostgreSQL URL): the shipped qwen2-7m model (short math answers; the fragile ones answer in chains past these tokens)
 # at ref and cpu-int4 over 16 math and 16 safety prompts, scored; compare's
 # JSON in $T/c.json (its exit status in rc) and with --budget math=none in
 # $T/c0.json, `runs list --json` in $T/runs.json; a step that fails fails
 # the script
 python_test_store() {
-  local m=$S/models/llama-fragile-7m.gguf
+  local m=$S/models/qwen2-7m.gguf
   local r=(--suite builtin:math --suite builtin:safety --limit 16 --max-tokens 32 --concurrency 1)
   $D --quiet run --db "$1" --label ref --target "embedded:$m?profile=ref&threads=1" "${r[@]}" || fail "run ref"
   $D --quiet run --db "$1" --label int4 --target "embedded:$m?profile=cpu-int4&threads=1" "${r[@]}" || fail "run int4"

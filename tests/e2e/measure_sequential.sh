@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # measure_sequential.sh - `measure --sequential` end to end with the
-# embedded engine: llama-fragile-7m at profile ref against its cpu-int4
+# embedded engine: qwen2-7m at profile ref against its cpu-int4
 # (a flip rate of several percent on math) with a 2% budget stops early
 # with BLOCK (exit 1); the same stack against itself (rate 0) with a 10%
 # budget stops early with DEPLOY (exit 0). Each time fewer pairs than the
@@ -10,7 +10,7 @@
 # and gives the same report. The HTML report draws each stopping curve
 # (stop, budget, verdict). Bad flag combinations exit 2 naming them.
 . "$(dirname "$0")/lib.sh"
-M=$S/models/llama-fragile-7m.gguf
+M=$S/models/qwen2-7m.gguf
 
 # cpu-f32 rather than ref: the same answers here, several times faster (under
 # ASan the ref profile made this test take minutes)

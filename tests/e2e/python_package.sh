@@ -2,7 +2,7 @@
 # python_package.sh - the Python package (python/, docs/python.md) installed
 # the documented way (`pip install --no-build-isolation --no-index ./python`
 # into a venv over Debian's python3-pandas, no network) and checked against
-# the CLI on a small store: the shipped fragile model at profile ref and at
+# the CLI on a small store: the shipped qwen2-7m model at profile ref and at
 # cpu-int4 over 16 built-in math and 16 safety prompts, scored. The unit tests
 # (python/tests/test_driftbench.py) compare the package's runs, answers,
 # scores, pairs and flip table with `runs list --json` and `compare --format

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # python_postgres.sh - the Python package (docs/python.md) on a PostgreSQL
-# store: the store of python_package.sh (the shipped fragile model at ref and
+# store: the store of python_package.sh (the shipped qwen2-7m model at ref and
 # cpu-int4, 16 math and 16 safety prompts, scored) written by the CLI into a
 # private PostgreSQL server's database (tests/pg/with_server.sh), then
 # python/tests/test_driftbench.py with DRIFT_PY_STORE the URL: the package's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # view_api.sh - `driftbench view` over HTTP: a store of three embedded runs
-# of the shipped fragile model (ref with logprobs; cpu-int4; ref again under
+# of the shipped qwen2-7m model (ref with logprobs; cpu-int4; ref again under
 # another label), scored; the view's JSON API is checked against compare's
 # own JSON (flips and directions per workload), the stored texts and
 # scores, and against itself (filters narrow, pages add up to the whole
@@ -12,7 +12,7 @@
 # or never returning) prints the URL, serves, says the opener failed with the
 # URL, and SIGTERM still stops it with exit 0.
 . "$(dirname "$0")/lib.sh"
-M=$S/models/llama-fragile-7m.gguf
+M=$S/models/qwen2-7m.gguf
 DB=$T/v.db
 R=(--suite builtin:math --suite builtin:safety --limit 12 --max-tokens 32 --concurrency 1)
 "$D" -q run --db "$DB" --label ref --target "embedded:$M?profile=ref&threads=1" "${R[@]}" --logprobs 5 || fail "run ref"
@@ -77,7 +77,7 @@ if c0:
 allp = api("/api/pairs", baseline="ref", target=T, limit=500)
 check(allp["all"] == 24 and allp["total"] == 24 and len(allp["pairs"]) == 24, f"pairs: 24 of 24, got {allp['total']}")
 flips = sum(v["flips"] for v in want.values())
-check(flips > 0, "the fixture has flips (fragile model, int4)")
+check(flips > 0, "the fixture has flips (qwen2-7m, int4)")
 for wl in ("math", "safety"):
     r = api("/api/pairs", baseline="ref", target=T, workload=wl)
     check(r["total"] == want[wl]["n"] and all(p["workload"] == wl for p in r["pairs"]),

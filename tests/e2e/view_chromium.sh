@@ -3,7 +3,7 @@
 # headless Chromium (Debian's chromium) loads it with a state in the URL's
 # hash and dumps the DOM after the page's own script ran (--dump-dom;
 # <body data-ready="1"> when a view is complete). Over a store of two
-# embedded runs of the shipped fragile model (ref with logprobs, cpu-int4
+# embedded runs of the shipped qwen2-7m model (ref with logprobs, cpu-int4
 # under a label with markup in it) and a third of the same stack:
 #   - the pair list holds every pair; a workload filter, flipped only and a
 #     text search narrow it to the API's counts (compare's, for flips), and
@@ -18,7 +18,7 @@
 # Without chromium: exit 77 (skipped), saying so.
 . "$(dirname "$0")/lib.sh"
 command -v chromium >/dev/null 2>&1 || skip_all "chromium not installed (Debian package chromium; scripts/install-deps.sh)"
-M=$S/models/llama-fragile-7m.gguf
+M=$S/models/qwen2-7m.gguf
 DB=$T/v.db
 R=(--suite builtin:math --suite builtin:safety --limit 12 --max-tokens 32 --concurrency 1)
 "$D" -q run --db "$DB" --label ref --target "embedded:$M?profile=ref&threads=1" "${R[@]}" --logprobs 5 || fail "run ref"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # view_pg.sh - `driftbench view --db postgresql://...` serves what it serves
 # over an SQLite file: the same commands (two embedded runs of the shipped
-# fragile model, ref and cpu-int4, math and safety, scored) build one store
+# qwen2-7m model, ref and cpu-int4, math and safety, scored) build one store
 # in an SQLite file and one in a fresh PostgreSQL database; a `view` of each
 # answers /api/runs, /api/comparisons, /api/pairs (all, each workload,
 # flipped only, each direction, a text search, a configuration, a page),
@@ -29,8 +29,8 @@ DBS+=("$name")
 PG=$(printf '%s' "$DRIFT_TEST_PG" | sed -E "s#^(postgres(ql)?://[^/?]*)(/[^?]*)?#\\1/$name#")
 SQ=$T/v.db
 
-M=$S/models/llama-fragile-7m.gguf
-R=(--suite builtin:math --suite builtin:safety --limit 8 --max-tokens 24 --concurrency 1)
+M=$S/models/qwen2-7m.gguf
+R=(--suite builtin:math --suite builtin:safety --limit 10 --max-tokens 48 --concurrency 1)
 for db in "$SQ" "$PG"; do
   "$D" -q run --db "$db" --label ref --target "embedded:$M?profile=ref&threads=1" "${R[@]}" --logprobs 5 ||
     fail "run ref on $db"
@@ -96,13 +96,13 @@ def both(path, **params):
     return got["pg"]
 runs = both("/api/runs")
 check(runs and [r["label"] for r in runs["runs"]] == ["ref", "int4"], f"runs: {runs and [r['label'] for r in runs['runs']]}")
-check(runs and all(r["responses"] == 16 for r in runs["runs"]), "runs: 16 answers each")
+check(runs and all(r["responses"] == 20 for r in runs["runs"]), "runs: 20 answers each")
 cmps = both("/api/comparisons")
 check(cmps and len(cmps["comparisons"]) == 1, f"comparisons: {cmps}")
 allp = both("/api/pairs", baseline="ref", target="int4", limit=500)
-check(allp and allp["total"] == 16 and len(allp["pairs"]) == 16, f"pairs: {allp and allp['total']}")
+check(allp and allp["total"] == 20 and len(allp["pairs"]) == 20, f"pairs: {allp and allp['total']}")
 flipped = both("/api/pairs", baseline="ref", target="int4", flipped=1, limit=500)
-check(flipped and flipped["total"] > 0, "the fixture has flips (fragile model, int4)")
+check(flipped and flipped["total"] > 0, "the fixture has flips (qwen2-7m, int4)")
 for wl in ("math", "safety"):
     both("/api/pairs", baseline="ref", target="int4", workload=wl, limit=500)
 for d in sorted({p.get("direction") for p in (allp or {"pairs": []})["pairs"] if p.get("direction")}):
