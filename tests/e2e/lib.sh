@@ -188,7 +188,24 @@ python_test_store() {
   "$D" runs list --db "$1" --json > "$T/runs.json" || fail "runs list --json"
 }
 
-# ---- the shadow proxy's /metrics (shadow.sh, shadow_alarm.sh) ----
+# ---- the shadow proxy (shadow.sh, shadow_alarm.sh) ----
+# start_shadow NAME ARGS...: `driftbench shadow` on a free port with ARGS,
+# stdout and stderr in $T/NAME.out and .err; sets SHPID and SP (its port);
+# waits SHADOW_PORT_WAIT tenths of a second (default 200) for the port
+start_shadow() {
+  local name=$1
+  shift
+  "$D" shadow --listen 127.0.0.1:0 "$@" > "$T/$name.out" 2> "$T/$name.err" &
+  SHPID=$!
+  PIDS+=("$SHPID")
+  wait_port_file "$T/$name.out" "${SHADOW_PORT_WAIT:-200}" || fail "shadow $name printed no PORT: $(cat "$T/$name.err")"
+  SP=$PORT
+}
+# stop_shadow: SIGTERM to the proxy, then its exit status
+stop_shadow() {
+  kill -TERM "$SHPID"
+  wait "$SHPID"
+}
 # prom_check FILE: the Prometheus text exposition format 0.0.4, strictly
 # enough: HELP/TYPE before a family's samples, families contiguous and
 # declared once, sample lines "name{labels} value", histogram buckets

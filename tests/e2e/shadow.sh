@@ -31,17 +31,8 @@ command -v python3 > /dev/null || skip_all "python3 needed"
 command -v curl > /dev/null || skip_all "curl needed"
 command -v sqlite3 > /dev/null || skip_all "sqlite3 needed"
 
-# prom_check, metric, metrics, wait_pairs: lib.sh
+# start_shadow, stop_shadow, prom_check, metric, metrics, wait_pairs: lib.sh
 # start_shadow NAME ARGS...: the proxy on an ephemeral port; sets SP (port) and SHPID
-start_shadow() {
-  local name=$1
-  shift
-  "$D" shadow --listen 127.0.0.1:0 "$@" > "$T/$name.out" 2> "$T/$name.err" &
-  SHPID=$!
-  PIDS+=("$SHPID")
-  wait_port_file "$T/$name.out" 200 || fail "shadow $name printed no PORT: $(cat "$T/$name.err")"
-  SP=$PORT
-}
 # body_of FILE: the body of the last HTTP/1.1 response recorded in FILE (a
 # kept-alive connection carries several, one after another; Content-Length or
 # chunked)
@@ -171,8 +162,7 @@ assert stored["content"] == whole["content"] and stored["content"], (stored, who
 EOF' "the streamed answer stored: $(cat "$T/stored.s1") vs $(head -c 300 "$T/whole.s1")"
 "$D" runs list --db "$T/s1.db" > "$T/runs1" 2>&1
 check 'grep -q shadow-primary "$T/runs1" && grep -q shadow-candidate "$T/runs1"' "runs list: $(cat "$T/runs1")"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 rc=$?
 check '[ $rc -eq 0 ] && grep -q "0 left queued" "$T/s1.err"' "clean stop: exit $rc: $(tail -3 "$T/s1.err")"
 
@@ -208,16 +198,14 @@ check '[ "$(metric "$T/m2" driftbench_shadow_mirror_errors_total)" = 5 ] && [ "$
   "failures counted: $(grep -v "^#" "$T/m2" | head -16)"
 check '[ "$(sql "$T/s2.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = '"'shadow-candidate'"' and x.failed = 1")" = 5 ] && [ "$(sql "$T/s2.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = '"'shadow-primary'"' and x.error like '"'HTTP 500%'"'")" = 1 ]' \
   "error rows: $(sql "$T/s2.db" "select r.label, substr(x.error, 1, 60) from responses x join runs r on r.id = x.run_id")"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 # an unreachable primary
 DEAD=$(free_port)
 start_shadow s2b --primary "http://127.0.0.1:$DEAD/v1?model=fake&api=chat" --candidate "http://127.0.0.1:$PC/v1?model=fake&api=chat" --db "$T/s2b.db"
 code=$(curl -s -o "$T/f.dead" -w '%{http_code}' -d '{"model":"fake","messages":[{"role":"user","content":"x"}]}' "http://127.0.0.1:$SP/v1/chat/completions")
 check '[ "$code" = 502 ] && python3 -c "import json,sys; assert json.load(open(sys.argv[1]))[\"error\"][\"type\"] == \"shadow_primary_unreachable\"" "$T/f.dead"' \
   "an unreachable primary: $code $(cat "$T/f.dead")"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 # bad flags: exit 2
 "$D" shadow --primary "$HA" --candidate "embedded:/nonexistent.gguf" --db "$T/bad.db" --listen 127.0.0.1:0 > /dev/null 2> "$T/bad.err"
 rc=$?
@@ -240,8 +228,7 @@ drop=$(metric "$T/m3" 'driftbench_shadow_dropped_total{reason="queue_full"}')
 busy=$(metric "$T/m3" 'driftbench_shadow_dropped_total{reason="store_busy"}')
 check '[ "$drop" -gt 0 ] && [ "$mir" -gt 0 ] && [ $((mir + drop + busy)) = 40 ]' "drops: mirrored $mir, queue_full $drop, store_busy $busy"
 check '[ "$(metric "$T/m3" driftbench_shadow_queue_depth)" -le 2 ]' "queue depth over its capacity: $(metric "$T/m3" driftbench_shadow_queue_depth)"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 
 # ---- 4. --sample: the same traffic, the same sample ----
 start_server_text 'default | echo\n'
@@ -253,8 +240,7 @@ for run in a b; do
       "http://127.0.0.1:$SP/v1/chat/completions"
   done
   metrics $SP "$T/m4$run"
-  kill -TERM "$SHPID"
-  wait "$SHPID"
+  stop_shadow
   sql "$T/s4$run.db" "select input from prompts order by input" > "$T/sample.$run"
 done
 n4=$(wc -l < "$T/sample.a")
@@ -285,8 +271,7 @@ check '[ "$(metric "$T/m5" driftbench_shadow_resumed_total)" = $((np - nc)) ] &&
   "resumed: $(metric "$T/m5" driftbench_shadow_resumed_total), want $((np - nc)); mirrored $(metric "$T/m5" driftbench_shadow_mirrored_total), want $np"
 left=$(sql "$T/s5.db" "select count(*) from responses x join runs r on r.id = x.run_id where r.label = 'shadow-primary' and x.failed = 0 and not exists (select 1 from responses y join runs q on q.id = y.run_id where q.label = 'shadow-candidate' and y.prompt_rowid = x.prompt_rowid)")
 check '[ "$left" = 0 ]' "$left stored primary answers have no candidate row after the restart"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 rc=$?
 check '[ $rc -eq 0 ] && grep -q "left queued" "$T/s5b.err"' "clean stop after the restart: exit $rc $(tail -2 "$T/s5b.err")"
 check '[ "$(sql "$T/s5.db" "pragma integrity_check")" = ok ]' "integrity at the end"
@@ -318,8 +303,7 @@ check '[ "$(sql "$T/s6.db" "select count(*) from responses x join runs r on r.id
   "retention while running: $(sql "$T/s6.db" "select r.label, count(*) from responses x join runs r on r.id = x.run_id group by 1; select count(*) from prompts")"
 check '[ "$(metric "$T/m6" driftbench_shadow_retention_deleted_total)" = 6 ] && grep -q "retention 3: 0 stored answers deleted" "$T/s6.err" && grep -Eq "retention 3: [1-6] stored answers deleted" "$T/s6.err"' \
   "retention counted and said: $(metric "$T/m6" driftbench_shadow_retention_deleted_total); $(grep retention "$T/s6.err")"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 rc=$?
 check '[ $rc -eq 0 ] && grep -q "1 dropped" "$T/s6.err"' "clean stop (6): exit $rc $(tail -2 "$T/s6.err")"
 # a count retention under a slow candidate: the pairs still waiting keep their primary answer and
@@ -340,8 +324,7 @@ done
 metrics $SP "$T/m6b"
 check '[ "$(metric "$T/m6b" driftbench_shadow_store_errors_total)" = 0 ] && [ "$(metric "$T/m6b" driftbench_shadow_mirror_errors_total)" = 0 ] && [ "$(sql "$T/s6b.db" "select count(*) from responses")" = 2 ] && [ "$(sql "$T/s6b.db" "select count(*) from prompts")" = 1 ]' \
   "retention with pairs waiting: store errors $(metric "$T/m6b" driftbench_shadow_store_errors_total): $(grep -i "retention\|store" "$T/s6b.err" | tail -3); $(sql "$T/s6b.db" "select count(*) from responses; select count(*) from prompts")"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 rc=$?
 check '[ $rc -eq 0 ]' "clean stop (6b): exit $rc $(tail -2 "$T/s6b.err")"
 finish

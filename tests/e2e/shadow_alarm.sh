@@ -18,16 +18,8 @@ command -v python3 > /dev/null || skip_all "python3 needed"
 command -v curl > /dev/null || skip_all "curl needed"
 command -v sqlite3 > /dev/null || skip_all "sqlite3 needed"
 
-# prom_check, metric, metrics, wait_pairs: lib.sh
-start_shadow() { # NAME ARGS...: sets SP and SHPID
-  local name=$1
-  shift
-  "$D" shadow --listen 127.0.0.1:0 "$@" > "$T/$name.out" 2> "$T/$name.err" &
-  SHPID=$!
-  PIDS+=("$SHPID")
-  wait_port_file "$T/$name.out" 300 || fail "shadow $name printed no PORT: $(cat "$T/$name.err")"
-  SP=$PORT
-}
+# start_shadow, stop_shadow, prom_check, metric, metrics, wait_pairs: lib.sh
+SHADOW_PORT_WAIT=300 # start_shadow (lib.sh) waits 30 s for the port here, as this script always did
 # send PORT FIRST LAST: math prompts FIRST..LAST (1-based) as chat requests, temperature 0
 send() {
   python3 - "$1" "$2" "$3" "$T/math.jsonl" <<'EOF' || return 1
@@ -89,8 +81,7 @@ metrics $SP "$T/m3"
 f3=$(metric "$T/m3" 'driftbench_traffic_flips_total{class="exact"}')
 check '[ "$(metric "$T/m3" driftbench_traffic_pairs_total)" = $((N + 5)) ] && [ "${f3:-0}" -ge "$f1" ]' \
   "counts do not continue: $(grep '^driftbench_traffic' "$T/m3")"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 check '[ $? -eq 0 ]' "clean stop after the restart: $(tail -2 "$T/a2.err")"
 
 # drift over time of the store, no proxy: the same counts and the alarm, by window
@@ -112,8 +103,7 @@ fireb=$(metric "$T/mb" 'driftbench_alarm_firing{class="exact"}')
 check '[ "$fb" = 0 ] && [ "$fireb" = 0 ] && [ "$(metric "$T/mb" driftbench_traffic_compared_total)" = $N ]' \
   "an identical candidate drifted: $(grep -E '^driftbench_(traffic|alarm)' "$T/mb")"
 check '! grep -q "alarm raised" "$T/b1.err"' "an alarm on an identical candidate: $(cat "$T/b1.err")"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 
 # ---- 4. hashes: no plaintext in the store ----
 start_shadow h1 --primary "$PRIM" --candidate "$DRIFT" --db "$T/h.db" --name math --store-texts hashes --redact emails
@@ -144,6 +134,5 @@ start_shadow h2 --primary "$PRIM" --candidate "$DRIFT" --db "$T/h.db" --name mat
 check 'grep -q "stored pair(s) could not be judged again (stored as hashes" "$T/h2.err"' "the restart with hashes does not say the judge starts over: $(cat "$T/h2.err")"
 "$D" shadow --db "$T/h.db" --report > "$T/rh.txt" 2>&1
 check 'grep -q "5 stored as hashes, not judged" "$T/rh.txt"' "the report over hashes: $(cat "$T/rh.txt")"
-kill -TERM "$SHPID"
-wait "$SHPID"
+stop_shadow
 finish
