@@ -193,9 +193,9 @@ static void on_leg_end(lab_cli *c, const drift_lab_result *r) {
  * until now): their scoring, or why they failed. */
 static void on_stochastic(lab_cli *c, const drift_lab_result *r) {
     const drift_lab_stochastic *x = &r->stochastic;
-    printf("\n== stochastic serving (temperature %.1f, %d replicates, %s, %s: f32 -> int4, and each against itself "
+    printf("\n== stochastic serving (temperature %.1f, %d replicates, %s, %s: %s, and each against itself "
            "with seeds %ld+r: the null; run beside long_context, %.1f s) ==\n",
-           x->temperature, x->replicates, x->suite, x->model, x->null_seed, r->stoch_wall_s);
+           x->temperature, x->replicates, x->suite, x->model, x->pair, x->null_seed, r->stoch_wall_s);
     for (size_t i = 0; i < r->n_stoch_scores; i++) cli_print_score_summary(&r->stoch_scores[i], "not computable");
     fflush(stdout);
     if (!r->stoch_rc) return;

@@ -2,7 +2,9 @@
 # Installs the Debian (bookworm) packages DriftBench builds and tests with,
 # only those that are missing. Safe to run again; does nothing when all are present.
 # Usage: scripts/install-deps.sh [--optional] [--test] [--package]
-#   --optional adds the python comparison stack and chromium used by benchmarks and the report test
+#   --optional adds the python comparison stack and chromium used by benchmarks and the report test, and
+#              clang with libFuzzer's runtime for fuzzing the parsers by hand (tests/fuzz/driver.c; the tests
+#              replay the corpora with the normal build, without clang)
 #   --test     adds what only the test suite needs: PyTorch for the PyTorch server's end-to-end test
 #              (tools/torch_server, tests/e2e/torch_server.sh), Slurm and munge for the job-array test
 #              (tests/e2e/slurm_array.sh starts its own single-node cluster; about 3 MB to download),
@@ -22,10 +24,11 @@ need=(build-essential cmake pkg-config git
       libcurl4-openssl-dev libjansson-dev libsqlite3-dev sqlite3 libpq-dev
       libxgboost-dev libgsl-dev libpcre2-dev libutf8proc-dev
       libmicrohttpd-dev libseccomp-dev bubblewrap libzstd-dev libcmocka-dev libyaml-dev
-      python3 curl clang libclang-rt-14-dev)
+      python3 curl)
 for arg in "$@"; do
   case "$arg" in
-    --optional) need+=(python3-statsmodels python3-sklearn python3-xgboost python3-numpy chromium) ;;
+    --optional) need+=(python3-statsmodels python3-sklearn python3-xgboost python3-numpy chromium)
+                need+=(clang libclang-rt-14-dev) ;;
     --test) need+=(python3-torch python3-numpy slurmctld slurmd slurm-client munge postgresql chromium)
             need+=(python3-pandas python3-setuptools python3-wheel python3-pip python3-venv python3-psycopg2) ;;
     --package) need+=(dpkg-dev debhelper lintian fakeroot) ;;
