@@ -501,6 +501,89 @@ mk2_tile(float *acc, int first, const float *x, size_t xs, size_t xi, int mr, co
             if (i < mr) _mm256_storeu_ps(acc + (i * A2_NR + j) * 8, c[i][j]);
 }
 
+/* The 8-lane tile (isa=avx2) computed with AVX-512 registers where the host
+ * has them: two row tiles (8 activation rows) x two output tiles (6
+ * outputs) per call, each zmm holding two outputs' 8-lane accumulators side
+ * by side ([output a | output b]), the activation step broadcast to both
+ * halves. Every lane sees the same FMAs in the same order as mk2_tile (a
+ * lane is a lane: the halves never mix), so the bits are mk2_tile's; the
+ * gain is half the loads and widenings per multiply-add (the weight step is
+ * widened once for 8 rows, not 4) and 24 accumulators instead of 12.
+ *   xr[r]  row r's first element (r < 8), steps xs apart
+ *   wr[o]  output o's first element (o < 6), steps ws apart, kind wkind
+ *   acc[t] the block buffer of tile t = (row tile r / 4, output tile o / 3):
+ *          t = 2 * (r / 4) + o / 3, lanes of (r % 4, o % 3) at
+ *          acc[t] + ((r % 4) * 3 + o % 3) * 8, as mk2_tile keeps them
+ * Full steps only (k1 - k a multiple of 8 is not required: the partial last
+ * step goes to mk2_tile, from the stored lanes). */
+#define A2Z_ROWS 8
+#define A2Z_OUTS 6
+/* [lo | hi] (AVX-512F only: no DQ needed) */
+__attribute__((target("avx512f"))) static inline __m512 z512_pair(__m256 lo, __m256 hi) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+}
+
+/* 1 when the host runs mk2z_tile (AVX-512 F, BW and VL; cpuid read once) */
+static int mk2z_ok(void) {
+    static atomic_int ok = -1;
+    int v = atomic_load(&ok);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+        atomic_store(&ok, v);
+    }
+    return v;
+}
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static inline __m512
+ld512_w2(const void *const *wr, int o, int wkind, size_t off) {
+    if (wkind == 0)
+        return z512_pair(_mm256_loadu_ps((const float *)wr[o] + off), _mm256_loadu_ps((const float *)wr[o + 1] + off));
+    __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)wr[o] + off))),
+                                        _mm_loadu_si128((const __m128i *)((const uint16_t *)wr[o + 1] + off)), 1);
+    if (wkind == 2) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static void
+mk2z_tile(float *const acc[4], int first, const float *const xr[A2Z_ROWS], size_t xs, const void *const wr[A2Z_OUTS],
+          int wkind, size_t ws, int64_t k0, int64_t k1) {
+    /* pair p of row r: outputs (2p, 2p + 1); their lanes in the buffers */
+    __m512 c[A2Z_ROWS][3];
+#pragma GCC unroll 8
+    for (int r = 0; r < A2Z_ROWS; r++) {
+        float *a0 = acc[2 * (r / 4)] + (r % 4) * 3 * 8, *a1 = acc[2 * (r / 4) + 1] + (r % 4) * 3 * 8;
+        if (first) {
+            c[r][0] = c[r][1] = c[r][2] = _mm512_setzero_ps();
+        } else {
+            c[r][0] = _mm512_loadu_ps(a0);                                                  /* (0, 1) */
+            c[r][1] = z512_pair(_mm256_loadu_ps(a0 + 16), _mm256_loadu_ps(a1)); /* (2, 3) */
+            c[r][2] = _mm512_loadu_ps(a1 + 8); /* (4, 5) */
+        }
+    }
+    int64_t s = k0 / 8, k = k0;
+    size_t xo = (size_t)s * xs, wo = (size_t)s * ws;
+    for (; k + 8 <= k1; k += 8, xo += xs, wo += ws) {
+        __m512 wv[3];
+#pragma GCC unroll 3
+        for (int q = 0; q < 3; q++) wv[q] = ld512_w2(wr, 2 * q, wkind, wo);
+#pragma GCC unroll 8
+        for (int r = 0; r < A2Z_ROWS; r++) {
+            __m256 x8 = _mm256_loadu_ps(xr[r] + xo);
+            __m512 xv = z512_pair(x8, x8);
+#pragma GCC unroll 3
+            for (int q = 0; q < 3; q++) c[r][q] = _mm512_fmadd_ps(xv, wv[q], c[r][q]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < A2Z_ROWS; r++) {
+        float *a0 = acc[2 * (r / 4)] + (r % 4) * 3 * 8, *a1 = acc[2 * (r / 4) + 1] + (r % 4) * 3 * 8;
+        _mm512_storeu_ps(a0, c[r][0]);
+        _mm256_storeu_ps(a0 + 16, _mm512_castps512_ps256(c[r][1]));
+        _mm256_storeu_ps(a1, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c[r][1]), 1)));
+        _mm512_storeu_ps(a1 + 8, c[r][2]);
+    }
+}
+
 /* One activation row (mr = 1) against A2_ROWC plain weight rows (w + j * wj,
  * 16-bit rows widened in registers): mk2_tile's single-row steps, one
  * accumulator per output, for twelve outputs at a time (mk2_tile takes
@@ -710,6 +793,37 @@ static void pack_w(float *dst, const num_qmat *W, int64_t n0, int64_t Kp, int NR
     }
 }
 
+/* Rows b .. b + 2 * A2_MR - 1 (block rows i ..) against the whole panel:
+ * mk2z_tile on each pair of output tiles, then the partial last step of
+ * [k0, k1), if any, by mk2_tile on each of the four tiles from the stored
+ * lanes. x packed (full A2_MR tiles), w as simd_ops holds it. */
+static void z_tiles(const simd_ops *o, int64_t b, int64_t i, int64_t Kp, int L, float *cbuf, int first, int64_t k0,
+                    int64_t k1) {
+    const int MR = A2_MR, NR = A2_NR;
+    size_t wel = o->wkind ? 2 : 4, xs = (size_t)(MR * L);
+    const float *xt[2] = {o->x + b * Kp, o->x + (b + MR) * Kp};
+    const float *xr[A2Z_ROWS];
+    for (int r = 0; r < A2Z_ROWS; r++) xr[r] = xt[r / MR] + (r % MR) * L;
+    int64_t kf = k0 + (k1 - k0) / 8 * 8; /* the full steps end here */
+    for (int64_t j = 0; j < NP; j += 2 * NR) {
+        float *acc[4];
+        const void *wt[2]; /* the two output tiles' first rows */
+        size_t ws, wj;
+        for (int t = 0; t < 4; t++) acc[t] = cbuf + ((i + (t / 2) * MR) * NP + (j + (t % 2) * NR) * MR) * L;
+        for (int t = 0; t < 2; t++)
+            wt[t] = o->w_packed ? (const void *)((const float *)o->w + (j + t * NR) * Kp)
+                                : (const void *)((const char *)o->w + (size_t)((j + t * NR) * o->ldw) * wel);
+        ws = o->w_packed ? (size_t)(NR * L) : (size_t)L;
+        wj = o->w_packed ? (size_t)L : (size_t)o->ldw;
+        const void *wr[A2Z_OUTS];
+        for (int q = 0; q < A2Z_OUTS; q++) wr[q] = (const char *)wt[q / NR] + (size_t)(q % NR) * wj * wel;
+        if (kf > k0) mk2z_tile(acc, first, xr, xs, wr, o->wkind, ws, k0, kf);
+        if (kf < k1)
+            for (int t = 0; t < 4; t++)
+                mk2_tile(acc[t], first && kf == k0, xt[t / 2], xs, (size_t)L, MR, wt[t % 2], o->wkind, ws, wj, kf, k1);
+    }
+}
+
 static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, int64_t K,
                        int64_t Kp, int64_t N, int64_t n0, float *cbuf, int S) {
     int L = isa_lanes(isa);
@@ -719,6 +833,8 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
     int64_t nvalid = N - n0 < NP ? N - n0 : NP;
     /* bytes per unit of ldw: f32 4, bf16/f16 2, GGUF blocks: ldw is row bytes */
     size_t wel = o->wkind >= 3 ? 1 : o->wkind ? 2 : 4;
+    /* the 8-lane tiles in AVX-512 registers where the host has them (the same bits) */
+    int z = isa == DRIFT_ISA_AVX2 && o->wkind < 3 && o->x_packed && mk2z_ok();
     for (int64_t b0 = 0; b0 < B; b0 += MB) {
         int64_t bn = B - b0 < MB ? B - b0 : MB;
         for (int64_t c0 = 0; c0 < K; c0 += clen) {
@@ -727,6 +843,11 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                 int64_t k1 = k0 + KC < c1 ? k0 + KC : c1;
                 int first = k0 == c0; /* the tiles start from zero accumulators */
                 for (int64_t i = 0; i < bn;) {
+                    if (z && bn - i >= 2 * MR) { /* two packed row tiles x two output tiles at a time */
+                        z_tiles(o, b0 + i, i, Kp, L, cbuf, first, k0, k1);
+                        i += 2 * MR;
+                        continue;
+                    }
                     int mr = bn - i >= MR ? MR : 1;
                     int64_t b = b0 + i;
                     const float *xr;

@@ -408,6 +408,48 @@ static void test_simd_equals_emulation(void **state) {
     free(w), free(x), free(ys), free(yg);
 }
 
+/* the 8-lane tiles at the batch sizes of decode steps and prefill (full
+ * row tiles in pairs, on AVX-512 hosts computed in 512-bit registers), with
+ * weights read in place (bf16, f16, f32) and packed (B >= 48), K with a
+ * partial last step: the lane order the emulation documents, bit for bit */
+static void test_simd_tiles_equal_emulation(void **state) {
+    (void)state;
+    static const char *SPECS[] = {"isa=avx2", "isa=avx2&acts=bf16", "isa=avx2&reduce=blocked:3"};
+    static const drift_dtype FMT[] = {DRIFT_DTYPE_F32, DRIFT_DTYPE_BF16, DRIFT_DTYPE_F16};
+    static const int BS[] = {8, 13, 32, 50};
+    static const int KS[] = {1100, 256, 76};
+    enum { N = 54, BMAX = 50, KMAX = 1100 };
+    drift_error err;
+    float *w = rand_vec(N * KMAX, 0.05f), *x = rand_vec(BMAX * KMAX, 1.0f);
+    float *ys = malloc(BMAX * N * sizeof(float)), *yg = malloc(BMAX * N * sizeof(float));
+    int checked = 0;
+    for (size_t si = 0; si < sizeof SPECS / sizeof SPECS[0]; si++) {
+        drift_numeric_profile p = prof(SPECS[si]);
+        if (num_isa_resolve(p.isa) != p.isa) continue;
+        for (size_t fi = 0; fi < sizeof FMT / sizeof FMT[0]; fi++)
+            for (size_t ki = 0; ki < sizeof KS / sizeof KS[0]; ki++) {
+                int K = KS[ki];
+                num_qmat W;
+                assert_int_equal(num_qmat_quantize(&W, FMT[fi], w, N, K, 0, 0, &err), DRIFT_OK);
+                for (size_t bi = 0; bi < sizeof BS / sizeof BS[0]; bi++) {
+                    int B = BS[bi];
+                    assert_int_equal(num_fast_matmul(&p, ys, x, &W, B, &err), DRIFT_OK);
+                    num_fast_generic_only = 1;
+                    assert_int_equal(num_fast_matmul(&p, yg, x, &W, B, &err), DRIFT_OK);
+                    num_fast_generic_only = 0;
+                    if (!bits_equal(ys, yg, B * N))
+                        fail_msg("SIMD != lane emulation: %s, weights %s, B %d, K %d", SPECS[si],
+                                 num_traits_of(FMT[fi])->name, B, K);
+                    checked++;
+                }
+                num_qmat_free(&W);
+            }
+    }
+    printf("  %-10s %-46s %d cases, SIMD == lane emulation, bit for bit  OK\n", "tiles", "avx2: f32/bf16/f16, B 8-50",
+           checked);
+    free(w), free(x), free(ys), free(yg);
+}
+
 /* the `ref` profile: same input twice -> the same bits; profiles differ */
 static void test_ref_determinism(void **state) {
     (void)state;
@@ -443,6 +485,7 @@ int main(void) {
         cmocka_unit_test_setup(test_attention, reset_failed),            cmocka_unit_test_setup(test_batch_thread_invariance, reset_failed),
         cmocka_unit_test_setup(test_batch_variant_mode, reset_failed),   cmocka_unit_test_setup(test_simd_equals_emulation, reset_failed),
         cmocka_unit_test_setup(test_ref_determinism, reset_failed),      cmocka_unit_test_setup(test_fast_dequantize, reset_failed),
+        cmocka_unit_test_setup(test_simd_tiles_equal_emulation, reset_failed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
