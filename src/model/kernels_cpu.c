@@ -544,9 +544,21 @@ ld512_w2(const void *const *wr, int o, int wkind, size_t off) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+/* The halving tree of 8 lanes (hsum4x8's adds: a[i] + a[i + 4], then + 2,
+ * then + 1) on both halves of v at once: element 0 of 128-bit block 0 is
+ * the low output's sum, of block 2 the high one's. */
+__attribute__((target("avx512f"))) static inline __m512 tree2x8(__m512 v) {
+    __m512 t = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    __m512 u = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* y (fin): the block's last lanes summed in registers and written to
+ * y[r * ldy + o] for the nv <= 6 valid outputs (the whole reduction in one
+ * chunk: finish256's y = sum), instead of stored for the finish. */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static void
 mk2z_tile(float *const acc[4], int first, const float *const xr[A2Z_ROWS], size_t xs, const void *const wr[A2Z_OUTS],
-          int wkind, size_t ws, int64_t k0, int64_t k1) {
+          int wkind, size_t ws, int64_t k0, int64_t k1, float *y, int64_t ldy, int nv) {
     /* pair p of row r: outputs (2p, 2p + 1); their lanes in the buffers */
     __m512 c[A2Z_ROWS][3];
 #pragma GCC unroll 8
@@ -573,6 +585,18 @@ mk2z_tile(float *const acc[4], int first, const float *const xr[A2Z_ROWS], size_
 #pragma GCC unroll 3
             for (int q = 0; q < 3; q++) c[r][q] = _mm512_fmadd_ps(xv, wv[q], c[r][q]);
         }
+    }
+    if (y) {
+        for (int r = 0; r < A2Z_ROWS; r++) {
+            float sum[A2Z_OUTS];
+            for (int q = 0; q < 3; q++) {
+                __m512 t = tree2x8(c[r][q]);
+                sum[2 * q] = _mm512_cvtss_f32(t);
+                sum[2 * q + 1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(t, 2));
+            }
+            for (int o = 0; o < nv; o++) y[r * ldy + o] = sum[o];
+        }
+        return;
     }
 #pragma GCC unroll 8
     for (int r = 0; r < A2Z_ROWS; r++) {
@@ -796,9 +820,12 @@ static void pack_w(float *dst, const num_qmat *W, int64_t n0, int64_t Kp, int NR
 /* Rows b .. b + 2 * A2_MR - 1 (block rows i ..) against the whole panel:
  * mk2z_tile on each pair of output tiles, then the partial last step of
  * [k0, k1), if any, by mk2_tile on each of the four tiles from the stored
- * lanes. x packed (full A2_MR tiles), w as simd_ops holds it. */
+ * lanes. x packed (full A2_MR tiles), w as simd_ops holds it. y (the rows'
+ * outputs n0.., stride N; nvalid of the panel's outputs exist): this is
+ * the last k-block of the only chunk and has no partial step, so the tiles
+ * write their sums to y (simd_panel's finish skips these rows). */
 static void z_tiles(const simd_ops *o, int64_t b, int64_t i, int64_t Kp, int L, float *cbuf, int first, int64_t k0,
-                    int64_t k1) {
+                    int64_t k1, float *y, int64_t N, int64_t nvalid) {
     const int MR = A2_MR, NR = A2_NR;
     size_t wel = o->wkind ? 2 : 4, xs = (size_t)(MR * L);
     const float *xt[2] = {o->x + b * Kp, o->x + (b + MR) * Kp};
@@ -817,7 +844,12 @@ static void z_tiles(const simd_ops *o, int64_t b, int64_t i, int64_t Kp, int L, 
         wj = o->w_packed ? (size_t)L : (size_t)o->ldw;
         const void *wr[A2Z_OUTS];
         for (int q = 0; q < A2Z_OUTS; q++) wr[q] = (const char *)wt[q / NR] + (size_t)(q % NR) * wj * wel;
-        if (kf > k0) mk2z_tile(acc, first, xr, xs, wr, o->wkind, ws, k0, kf);
+        int nv = nvalid - j < A2Z_OUTS ? (int)(nvalid - j) : A2Z_OUTS;
+        if (y && kf == k1) { /* the sums straight into y */
+            if (nv > 0) mk2z_tile(acc, first, xr, xs, wr, o->wkind, ws, k0, kf, y + j, N, nv);
+            continue;
+        }
+        if (kf > k0) mk2z_tile(acc, first, xr, xs, wr, o->wkind, ws, k0, kf, NULL, 0, 0);
         if (kf < k1)
             for (int t = 0; t < 4; t++)
                 mk2_tile(acc[t], first && kf == k0, xt[t / 2], xs, (size_t)L, MR, wt[t % 2], o->wkind, ws, wj, kf, k1);
@@ -835,6 +867,8 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
     size_t wel = o->wkind >= 3 ? 1 : o->wkind ? 2 : 4;
     /* the 8-lane tiles in AVX-512 registers where the host has them (the same bits) */
     int z = isa == DRIFT_ISA_AVX2 && o->wkind < 3 && o->x_packed && mk2z_ok();
+    /* ... which sum their lanes in registers when the reduction is one chunk of whole steps */
+    int zfin = z && clen >= K && K % 8 == 0;
     for (int64_t b0 = 0; b0 < B; b0 += MB) {
         int64_t bn = B - b0 < MB ? B - b0 : MB;
         for (int64_t c0 = 0; c0 < K; c0 += clen) {
@@ -844,7 +878,8 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                 int first = k0 == c0; /* the tiles start from zero accumulators */
                 for (int64_t i = 0; i < bn;) {
                     if (z && bn - i >= 2 * MR) { /* two packed row tiles x two output tiles at a time */
-                        z_tiles(o, b0 + i, i, Kp, L, cbuf, first, k0, k1);
+                        z_tiles(o, b0 + i, i, Kp, L, cbuf, first, k0, k1,
+                                zfin && k1 == c1 ? y + (b0 + i) * N + n0 : NULL, N, nvalid);
                         i += 2 * MR;
                         continue;
                     }
@@ -890,6 +925,10 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
             }
             /* lanes -> chunk sum -> y (chunks added in order) */
             for (int64_t i = 0; i < bn;) {
+                if (zfin && bn - i >= 2 * MR) { /* summed by z_tiles */
+                    i += 2 * MR;
+                    continue;
+                }
                 int mr = bn - i >= MR ? MR : 1;
                 for (int64_t j = 0; j < NP && j < nvalid; j += NR) {
                     float *acc = cbuf + (i * NP + j * mr) * L;

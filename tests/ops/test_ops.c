@@ -417,8 +417,8 @@ static void test_simd_tiles_equal_emulation(void **state) {
     static const char *SPECS[] = {"isa=avx2", "isa=avx2&acts=bf16", "isa=avx2&reduce=blocked:3"};
     static const drift_dtype FMT[] = {DRIFT_DTYPE_F32, DRIFT_DTYPE_BF16, DRIFT_DTYPE_F16};
     static const int BS[] = {8, 13, 32, 50};
-    static const int KS[] = {1100, 256, 76};
-    enum { N = 54, BMAX = 50, KMAX = 1100 };
+    static const int KS[] = {1100, 1104, 256, 76};
+    enum { N = 53, BMAX = 50, KMAX = 1104 };
     drift_error err;
     float *w = rand_vec(N * KMAX, 0.05f), *x = rand_vec(BMAX * KMAX, 1.0f);
     float *ys = malloc(BMAX * N * sizeof(float)), *yg = malloc(BMAX * N * sizeof(float));
