@@ -61,6 +61,7 @@
 
 #include "driftbench/eval.h"
 #include "import/import_internal.h"
+#include "util/json_util.h"
 #include "util/util.h"
 
 void drift_import_store_opts_default(drift_import_store_opts *o) {
@@ -77,26 +78,6 @@ typedef struct {
     int replace;                 /* the store holds this label from another import: replaced */
 } item;
 
-/* "k=v,..." over obj (values as strings). */
-static drift_status apply_config(json_t *obj, const char *spec, drift_error *err) {
-    if (!spec || !*spec) return DRIFT_OK;
-    char *copy = util_strdup(spec), *save = NULL;
-    if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    drift_status rc = DRIFT_OK;
-    for (char *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '=');
-        if (!eq || eq == kv || !eq[1]) {
-            rc = drift_error_set(err, DRIFT_ERR_INVALID, "--config: '%s' is not key=value", kv);
-            break;
-        }
-        *eq = 0;
-        if (json_object_set_new(obj, kv, json_string(eq + 1)))
-            rc = drift_error_set(err, DRIFT_ERR_INVALID, "--config: '%s' is not valid UTF-8", kv);
-    }
-    free(copy);
-    return rc;
-}
-
 static char *run_config(const drift_import_run *r, const char *spec, drift_error *err) {
     json_t *c = json_pack("{s:s, s:s, s:s, s:s}", "model", r->model, "hardware", "unknown", "precision", "unknown",
                           "framework", r->framework);
@@ -105,7 +86,7 @@ static char *run_config(const drift_import_run *r, const char *spec, drift_error
         return NULL;
     }
     char *out = NULL;
-    if (!apply_config(c, spec, err) && !(out = import_json_canonical(c)))
+    if (!util_config_apply(c, spec, err) && !(out = import_json_canonical(c)))
         drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
     json_decref(c);
     return out;

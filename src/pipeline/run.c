@@ -75,6 +75,7 @@
 #include <string.h>
 
 #include "driftbench/compare.h"
+#include "util/json_util.h"
 #include "util/util.h"
 
 #define FLUSH_EVERY 256   /* outcomes per store transaction, at most */
@@ -89,28 +90,6 @@ void drift_run_opts_default(drift_run_opts *o) {
 
 /* ---- configuration and decoding records ---- */
 
-/* Parses "k=v,k=v" into obj (keys a-z, 0-9, '_', '-'; later ones win). */
-static drift_status config_merge(json_t *obj, const char *config, drift_error *err) {
-    char *copy = util_strdup(config), *save = NULL;
-    if (!copy) return drift_error_set(err, DRIFT_ERR_NOMEM, "out of memory");
-    drift_status rc = DRIFT_OK;
-    for (char *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '=');
-        if (!eq || eq == kv || !eq[1]) {
-            rc = drift_error_set(err, DRIFT_ERR_INVALID,
-                                 "--config: '%s' is not key=value (expected e.g. model=llama-3.1-8b,hardware=h100)", kv);
-            break;
-        }
-        *eq = '\0';
-        for (const char *c = kv; *c && !rc; c++)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
-                rc = drift_error_set(err, DRIFT_ERR_INVALID, "--config: key '%s' may only use a-z, 0-9, '_' and '-'", kv);
-        if (!rc) json_object_set_new(obj, kv, json_string(eq + 1));
-    }
-    free(copy);
-    return rc;
-}
-
 /* The run's configuration: the target's detected dimensions, then config
  * (which wins); the paper's dimensions missing from both are "unknown". */
 static drift_status build_config(const drift_target *t, const char *config, json_t **out, drift_error *err) {
@@ -121,12 +100,10 @@ static drift_status build_config(const drift_target *t, const char *config, json
         json_decref(obj);
         obj = json_object();
     }
-    if (config && *config) {
-        drift_status rc = config_merge(obj, config, err);
-        if (rc) {
-            json_decref(obj);
-            return rc;
-        }
+    drift_status rc = util_config_apply(obj, config, err);
+    if (rc) {
+        json_decref(obj);
+        return rc;
     }
     for (int d = 0; d < DRIFT_DIM_CONFIG_COUNT; d++)
         if (!json_object_get(obj, drift_dim_names[d]))

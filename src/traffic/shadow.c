@@ -1,22 +1,17 @@
-/* shadow.c - the shadow proxy's core (shadow.h): what happens to a request
- * after the primary answered it, off the client's path.
+/* shadow.c - the shadow proxy (shadow.h): its options, start and stop, and
+ * its counters. A request's way through it:
  *
- *   relay thread ──shd_primary_done──> [sample, reserve a mirror slot] ──job──> writer
- *   writer: store prompt + primary answer ──item──> mirror queue (bounded)
- *   workers: item ──drift_target_send_raw──> candidate ──job──> writer
+ *   client ──> relay (shadow_httpd.c) ──> primary, the reply back to the client
+ *   relay thread ──shd_primary_done──> [sample, reserve a mirror slot] ──job──> writer   (shadow_queue.c)
+ *   writer: store prompt + primary answer ──item──> mirror queue (bounded)                (shadow_writer.c)
+ *   workers: item ──drift_target_send_raw──> candidate ──job──> writer                    (shadow_mirror.c)
  *   writer: store candidate answer, count, on_pair
  *
- * The relay thread only counts and links a job under the mutex: a full
- * mirror queue (or a writer behind by a queue's worth) drops the mirror,
- * counted, and the request is neither stored nor mirrored. The writer is
- * the only thread that touches the store (a store handle is not
- * thread-safe) and stores in batches (one transaction per batch per kind;
- * each answer is committed before the next batch is taken). A pair whose
- * primary answer is stored and whose candidate row is not (a stop, a kill)
- * is found at the next start and mirrored again: the restart backlog,
- * which the workers take before the queue and which is never dropped
- * (shadow_pairs.c walks the stored pairs). With a retention, the writer
- * also applies it every period, between two batches. */
+ * Start opens the store, begins (or resumes) both runs, applies the
+ * retention once, loads what the store holds (shadow_pairs.c: the restart
+ * backlog), then starts the writer, the workers and the listener. Stop
+ * goes the other way: the listener drains its requests in flight, the
+ * workers stop, the writer stores every job it holds. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +19,7 @@
 #include <time.h>
 
 #include "driftbench/traffic.h"
-#include "suite/prompt.h"
 #include "traffic/shadow_internal.h"
-
-#define WRITER_BATCH 64
 
 void drift_shadow_opts_default(drift_shadow_opts *o) {
     memset(o, 0, sizeof *o);
@@ -49,505 +41,12 @@ void drift_shadow_opts_default(drift_shadow_opts *o) {
     o->candidate_opts.max_retries = 1;
 }
 
-static void item_free(shd_item *it) {
-    if (!it) return;
-    free(it->request);
-    free(it->primary_msg);
-    free(it);
-}
-
-static void job_free(shd_job *j) {
-    if (!j) return;
-    free(j->request);
-    drift_answer_clear(&j->ans);
-    item_free(j->item);
-    free(j);
-}
-
-static void set_last_error(drift_shadow *s, const drift_error *e) {
+void shd_set_last_error(drift_shadow *s, const drift_error *e) {
     pthread_mutex_lock(&s->mu);
     snprintf(s->last_error, sizeof s->last_error, "%s", e->msg);
     snprintf(s->stats.last_error, sizeof s->stats.last_error, "%s", e->msg);
     s->stats.store_errors++;
     pthread_mutex_unlock(&s->mu);
-}
-
-/* Under s->mu. */
-static void push_job_locked(drift_shadow *s, shd_job *j) {
-    j->next = NULL;
-    if (s->jobs_tail) s->jobs_tail->next = j;
-    else s->jobs_head = j;
-    s->jobs_tail = j;
-    s->jobs_n++;
-    if (j->kind == SHD_JOB_PRIMARY) s->jobs_primary++;
-    pthread_cond_signal(&s->cv_writer);
-}
-
-/* ---- after the primary answered (a relay thread) ---- */
-
-static char *canonical(const char *body, size_t len) {
-    json_t *r = json_loadb(body, len, 0, NULL);
-    char *c = json_is_object(r) ? json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(r);
-    return c;
-}
-
-/* The primary's reply in the message form: *msg, or *why (static or malloc'd into whybuf). */
-static int primary_message(const char *ctype, const char *reply, size_t len, char **msg, char *why, size_t cap) {
-    char *whole = NULL;
-    drift_error e = {0};
-    int sse = ctype && !strncmp(ctype, "text/event-stream", 17);
-    if (sse && drift_shadow_sse_reassemble(reply, len, &whole, &e)) {
-        snprintf(why, cap, "the primary's stream: %s", e.msg);
-        return -1;
-    }
-    char *own = whole ? NULL : util_strndup(reply, len);
-    drift_status rc = drift_traffic_reply_message(whole ? whole : own, msg, &e);
-    free(whole);
-    free(own);
-    if (rc) {
-        snprintf(why, cap, "the primary's reply is not a chat message: %s", e.msg);
-        return -1;
-    }
-    return 0;
-}
-
-void shd_primary_done(drift_shadow *s, drift_api api, const char *body, size_t len, long status, const char *ctype,
-                      const char *reply, size_t reply_len, int reply_over, const char *transfer_error,
-                      double latency_ms) {
-    int ok = status >= 200 && status < 300 && !transfer_error;
-    pthread_mutex_lock(&s->mu);
-    if (!ok) s->stats.primary_errors++;
-    pthread_mutex_unlock(&s->mu);
-    if (!drift_shadow_sampled(body, len, s->o.sample)) {
-        pthread_mutex_lock(&s->mu);
-        s->stats.sampled_out++;
-        pthread_mutex_unlock(&s->mu);
-        return;
-    }
-    char *req = canonical(body, len);
-    if (!req || api != s->candidate_api) { /* not mirrorable */
-        free(req);
-        pthread_mutex_lock(&s->mu);
-        s->stats.skipped_other++;
-        pthread_mutex_unlock(&s->mu);
-        return;
-    }
-    int comparable = drift_shadow_comparable(req);
-    if (s->o.only_deterministic && !comparable) {
-        free(req);
-        pthread_mutex_lock(&s->mu);
-        s->stats.skipped_not_comparable++;
-        pthread_mutex_unlock(&s->mu);
-        return;
-    }
-    if (ok && reply_over) { /* relayed whole; too long to keep for the store */
-        free(req);
-        pthread_mutex_lock(&s->mu);
-        s->stats.dropped_reply_too_large++;
-        pthread_mutex_unlock(&s->mu);
-        return;
-    }
-    shd_job *j = calloc(1, sizeof *j);
-    if (!j) {
-        free(req);
-        return;
-    }
-    j->kind = SHD_JOB_PRIMARY;
-    j->request = req;
-    j->comparable = comparable;
-    drift_answer_clear(&j->ans);
-    j->ans.latency_ms = latency_ms;
-    j->ans.http_status = (int)status;
-    j->ans.attempts = 1;
-    char why[600];
-    if (ok && primary_message(ctype, reply ? reply : "", reply_len, &j->ans.text, why, sizeof why)) {
-        ok = 0;
-        j->ans.error = util_strdup(why);
-        j->ans.cause = DRIFT_FAIL_REPLY;
-    } else if (!ok) {
-        if (transfer_error) {
-            j->ans.error = util_asprintf("the primary did not answer: %s", transfer_error);
-            j->ans.cause = DRIFT_FAIL_CONNECT;
-        } else {
-            j->ans.error = util_asprintf("HTTP %ld: %.300s", status, reply ? reply : "");
-            j->ans.cause = DRIFT_FAIL_HTTP;
-        }
-    }
-    pthread_mutex_lock(&s->mu);
-    size_t cap = (size_t)s->o.queue;
-    if (s->stop_writer) {
-        job_free(j);
-        j = NULL;
-    } else if (ok && s->ring_n + s->reserved >= cap) {
-        s->stats.dropped_queue_full++;
-        job_free(j);
-        j = NULL;
-    } else if (s->jobs_primary >= cap) {
-        s->stats.dropped_store_busy++;
-        job_free(j);
-        j = NULL;
-    } else {
-        if (ok) {
-            j->reserved = 1;
-            s->reserved++;
-        }
-        push_job_locked(s, j);
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
-void shd_observe_added(drift_shadow *s, double seconds) {
-    pthread_mutex_lock(&s->mu);
-    drift_prom_hist_observe(&s->added, seconds < 0 ? 0 : seconds);
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* ---- the writer ---- */
-
-void shd_call_pair(drift_shadow *s, const char *req, const char *pm, const char *cm, int pe, int ce, int comp) {
-    if (s->o.on_pair) s->o.on_pair(s->o.user, req, pm, cm, pe, ce, comp);
-}
-
-static void write_primaries(drift_shadow *s, shd_job **jobs, size_t n) {
-    drift_prompt *pr = calloc(n, sizeof *pr);
-    int64_t *rowids = calloc(n, sizeof *rowids);
-    drift_answer *ans = calloc(n, sizeof *ans);
-    char (*ids)[48] = calloc(n, sizeof *ids);
-    char **stored_req = calloc(n, sizeof *stored_req), **stored_msg = calloc(n, sizeof *stored_msg);
-    drift_error e = {0};
-    int failed = !pr || !rowids || !ans || !ids || !stored_req || !stored_msg;
-    if (failed) snprintf(e.msg, sizeof e.msg, "out of memory");
-    for (size_t i = 0; !failed && i < n; i++) {
-        snprintf(ids[i], sizeof ids[i], "%013.0f-%08llu", s->start_wall_ms, (unsigned long long)++s->next_id);
-        pr[i].prompt_id = ids[i];
-        pr[i].workload = DRIFT_WL_CHAT;
-        pr[i].input = jobs[i]->request;
-        if (!drift_traffic_privacy_is_full(s->o.privacy)) {
-            if (drift_traffic_privacy_apply(s->o.privacy, jobs[i]->request, &stored_req[i], NULL, &e)) failed = 1;
-            else pr[i].input = stored_req[i];
-            if (!failed && jobs[i]->ans.text &&
-                drift_traffic_privacy_apply(s->o.privacy, jobs[i]->ans.text, &stored_msg[i], NULL, &e))
-                failed = 1;
-        }
-        pr[i].reference_json = "{}";
-        pr[i].hash = suite_prompt_hash(DRIFT_WL_CHAT, pr[i].input, "{}", SUITE_HASH_NUL);
-        if (!pr[i].hash) failed = 1;
-    }
-    if (!failed) {
-        drift_suite suite = {.name = s->suite, .source = "shadow", .format = "shadow", .prompts = pr, .n = n};
-        failed = drift_store_put_prompts(s->st, &suite, rowids, &e) != DRIFT_OK;
-    }
-    if (!failed) {
-        for (size_t i = 0; i < n; i++) {
-            ans[i] = jobs[i]->ans; /* shallow: the job keeps owning its strings */
-            if (stored_msg[i]) ans[i].text = stored_msg[i];
-            ans[i].prompt_rowid = rowids[i];
-            ans[i].replicate = 0;
-            ans[i].id = 0;
-        }
-        failed = drift_store_put_responses(s->st, s->run_primary, ans, n, &e) != DRIFT_OK;
-    }
-    if (failed) set_last_error(s, &e);
-    for (size_t i = 0; i < n; i++) {
-        shd_job *j = jobs[i];
-        shd_item *it = NULL;
-        if (!failed && j->reserved && (it = calloc(1, sizeof *it))) {
-            it->prompt_rowid = rowids[i];
-            it->request = j->request;
-            it->primary_msg = j->ans.text;
-            it->comparable = j->comparable;
-            j->request = NULL;
-            j->ans.text = NULL;
-        }
-        pthread_mutex_lock(&s->mu);
-        if (j->reserved) s->reserved--;
-        if (it) {
-            if (s->ring_tail) s->ring_tail->next = it;
-            else s->ring_head = it;
-            s->ring_tail = it;
-            s->ring_n++;
-            s->stats.mirrored++;
-            pthread_cond_signal(&s->cv_work);
-        } else if (!failed && !j->reserved) {
-            s->stats.primary_error_pairs++;
-        }
-        pthread_mutex_unlock(&s->mu);
-        if (!failed && !j->reserved) shd_call_pair(s, j->request, NULL, NULL, 1, 0, j->comparable);
-        job_free(j);
-        if (pr) free(pr[i].hash);
-        if (stored_req) free(stored_req[i]);
-        if (stored_msg) free(stored_msg[i]);
-    }
-    free(stored_req);
-    free(stored_msg);
-    free(pr);
-    free(rowids);
-    free(ans);
-    free(ids);
-}
-
-/* A candidate error stored: on_mirror_error, and the log for the 1st,
- * 10th, 100th, ... (every error stays in /metrics and the store). */
-static void say_mirror_error(drift_shadow *s, const char *error, uint64_t n) {
-    if (s->o.on_mirror_error) s->o.on_mirror_error(s->o.user, error, n);
-    uint64_t k = n;
-    while (k >= 10 && k % 10 == 0) k /= 10;
-    if (k != 1 || !s->o.log) return;
-    char *line = util_asprintf("the candidate failed a mirrored request (%llu so far; an error pair, never a flip): "
-                               "%.300s",
-                               (unsigned long long)n, error ? error : "(no text)");
-    if (line) s->o.log(s->o.log_user, line);
-    free(line);
-}
-
-/* The retention (o.retention) applied to both runs, counted, and said when
- * it deleted answers; from drift_shadow_start, then from the writer only.
- * pending: pairs whose candidate answer may still come (queued, at a worker,
- * in the writer's queue): a count limit keeps that many more primaries, so
- * that a waiting pair's primary answer and request stay for its candidate
- * row (an age limit cannot know: docs/shadow.md, Limits). */
-static drift_status apply_retention(drift_shadow *s, size_t pending, drift_error *err) {
-    const char *labels[2] = {s->primary_label, s->candidate_label};
-    int64_t deleted = 0, d = 0, keep = s->retention_keep_newest;
-    double age = s->retention_max_age_s;
-    drift_status rc;
-    if (keep < 0) {
-        rc = drift_traffic_retention_apply(s->st, labels, 2, age, -1, 0, &deleted, err);
-    } else {
-        rc = drift_traffic_retention_apply(s->st, labels, 1, age, keep + (int64_t)pending, 0, &deleted, err);
-        if (!rc) rc = drift_traffic_retention_apply(s->st, labels + 1, 1, age, keep, 0, &d, err);
-        deleted += d;
-    }
-    s->retention_next_ms = util_now_ms() + s->retention_period_ms;
-    if (rc) return rc;
-    pthread_mutex_lock(&s->mu);
-    s->stats.retention_deleted += (uint64_t)deleted;
-    s->stats.retention_runs++;
-    pthread_mutex_unlock(&s->mu);
-    if (s->o.log && (deleted || s->stats.retention_runs == 1)) {
-        char *line = util_asprintf("retention %s: %lld stored answers deleted", s->o.retention, (long long)deleted);
-        if (line) s->o.log(s->o.log_user, line);
-        free(line);
-    }
-    return DRIFT_OK;
-}
-
-static void write_candidates(drift_shadow *s, shd_job **jobs, size_t n) {
-    drift_answer *ans = calloc(n, sizeof *ans);
-    char **stored_msg = calloc(n, sizeof *stored_msg);
-    drift_error e = {0};
-    int failed = !ans || !stored_msg;
-    if (failed) snprintf(e.msg, sizeof e.msg, "out of memory");
-    for (size_t i = 0; !failed && i < n; i++) {
-        ans[i] = jobs[i]->ans;
-        if (ans[i].text && !drift_traffic_privacy_is_full(s->o.privacy)) {
-            if (drift_traffic_privacy_apply(s->o.privacy, ans[i].text, &stored_msg[i], NULL, &e)) failed = 1;
-            else ans[i].text = stored_msg[i];
-        }
-        ans[i].prompt_rowid = jobs[i]->item->prompt_rowid;
-        ans[i].replicate = 0;
-        ans[i].id = 0;
-    }
-    if (!failed) failed = drift_store_put_responses(s->st, s->run_candidate, ans, n, &e) != DRIFT_OK;
-    if (failed) set_last_error(s, &e);
-    for (size_t i = 0; i < n; i++) {
-        shd_job *j = jobs[i];
-        int ce = j->ans.error != NULL;
-        if (!failed) {
-            uint64_t n_err = 0;
-            pthread_mutex_lock(&s->mu);
-            s->stats.pairs++;
-            if (ce) n_err = ++s->stats.mirror_errors;
-            else if (j->item->comparable) s->stats.compared++;
-            else s->stats.not_comparable++;
-            pthread_mutex_unlock(&s->mu);
-            if (ce) say_mirror_error(s, j->ans.error, n_err);
-            shd_call_pair(s, j->item->request, j->item->primary_msg, ce ? NULL : j->ans.text, 0, ce,
-                          j->item->comparable);
-        }
-        job_free(j);
-        if (stored_msg) free(stored_msg[i]);
-    }
-    free(stored_msg);
-    free(ans);
-}
-
-static void *writer_main(void *arg) {
-    drift_shadow *s = arg;
-    shd_job *batch[WRITER_BATCH], *prim[WRITER_BATCH], *cand[WRITER_BATCH];
-    for (;;) {
-        pthread_mutex_lock(&s->mu);
-        while (!s->jobs_head && !s->stop_writer) {
-            if (!s->retention) {
-                pthread_cond_wait(&s->cv_writer, &s->mu);
-                continue;
-            }
-            double wait_ms = s->retention_next_ms - util_now_ms();
-            if (wait_ms <= 0) break;
-            struct timespec ts;
-            util_abstime_in_ms(&ts, (long)wait_ms + 1);
-            pthread_cond_timedwait(&s->cv_writer, &s->mu, &ts);
-        }
-        if (s->retention && !s->stop_writer && util_now_ms() >= s->retention_next_ms) { /* between two batches */
-            size_t pending = s->ring_n + s->backlog_n + s->at_workers + (s->jobs_n - s->jobs_primary);
-            pthread_mutex_unlock(&s->mu);
-            drift_error e = {0};
-            if (apply_retention(s, pending, &e)) set_last_error(s, &e); /* its messages say "retention" */
-            continue;
-        }
-        size_t n = 0;
-        while (s->jobs_head && n < WRITER_BATCH) {
-            shd_job *j = s->jobs_head;
-            s->jobs_head = j->next;
-            if (!s->jobs_head) s->jobs_tail = NULL;
-            s->jobs_n--;
-            if (j->kind == SHD_JOB_PRIMARY) s->jobs_primary--;
-            batch[n++] = j;
-        }
-        int stop = s->stop_writer && !n;
-        pthread_mutex_unlock(&s->mu);
-        if (stop) break;
-        /* in order: a run of primaries, then a run of candidates, ... (a
-         * candidate job never precedes its own primary's) */
-        size_t i = 0;
-        while (i < n) {
-            size_t np = 0, nc = 0;
-            while (i < n && batch[i]->kind == SHD_JOB_PRIMARY) prim[np++] = batch[i++];
-            if (np) write_primaries(s, prim, np);
-            while (i < n && batch[i]->kind == SHD_JOB_CANDIDATE) cand[nc++] = batch[i++];
-            if (nc) write_candidates(s, cand, nc);
-        }
-    }
-    return NULL;
-}
-
-/* ---- the mirror workers ---- */
-
-static int cancel_mirror(void *user) {
-    drift_shadow *s = user;
-    pthread_mutex_lock(&s->mu);
-    int c = s->stop_mirror;
-    pthread_mutex_unlock(&s->mu);
-    return c;
-}
-
-/* The body the candidate gets: the request as the primary got it, but
- * stream false (stream_options dropped) and the candidate spec's model. */
-static char *candidate_body(const drift_shadow *s, const char *request) {
-    json_t *r = json_loads(request, 0, NULL);
-    if (!r) return NULL;
-    if (json_object_get(r, "stream")) json_object_set_new(r, "stream", json_false());
-    json_object_del(r, "stream_options");
-    if (s->candidate_model) json_object_set_new(r, "model", json_string(s->candidate_model));
-    char *b = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(r);
-    return b;
-}
-
-typedef struct got {
-    drift_answer a;
-    int have;
-} got;
-
-static int on_candidate(void *user, const drift_gen_request *req, drift_answer *res) {
-    (void)req;
-    got *g = user;
-    g->a = *res;
-    memset(res, 0, sizeof *res);
-    drift_answer_clear(res);
-    g->have = 1;
-    return 0;
-}
-
-static void *worker_main(void *arg) {
-    drift_shadow *s = arg;
-    drift_target_opts to = s->o.candidate_opts;
-    to.concurrency = 1;
-    to.cancel = cancel_mirror;
-    to.cancel_user = s;
-    drift_target *t = NULL;
-    drift_error e = {0};
-    if (drift_target_open(s->candidate_spec, &to, &t, &e)) {
-        set_last_error(s, &e);
-        return NULL;
-    }
-    for (;;) {
-        pthread_mutex_lock(&s->mu);
-        while (!s->backlog_head && !s->ring_head && !s->stop_mirror) pthread_cond_wait(&s->cv_work, &s->mu);
-        if (s->stop_mirror) {
-            pthread_mutex_unlock(&s->mu);
-            break;
-        }
-        shd_item *it;
-        if (s->backlog_head) {
-            it = s->backlog_head;
-            s->backlog_head = it->next;
-            if (!s->backlog_head) s->backlog_tail = NULL;
-            s->backlog_n--;
-        } else {
-            it = s->ring_head;
-            s->ring_head = it->next;
-            if (!s->ring_head) s->ring_tail = NULL;
-            s->ring_n--;
-        }
-        it->next = NULL;
-        s->at_workers++;
-        pthread_mutex_unlock(&s->mu);
-
-        got g = {0};
-        drift_answer_clear(&g.a);
-        char *body = candidate_body(s, it->request);
-        drift_status rc = DRIFT_OK;
-        if (body) {
-            drift_gen_request rq = {.index = 0, .prompt = body, .replicate = 0};
-            rc = drift_target_send_raw(t, &rq, 1, on_candidate, &g, &e);
-        } else {
-            g.a.error = util_strdup("the request could not be prepared for the candidate");
-            g.a.cause = DRIFT_FAIL_REQUEST;
-            g.have = 1;
-        }
-        free(body);
-        if (!g.have) { /* cancelled (a stop) or the target failed as a whole: mirrored again at the next start */
-            if (rc != DRIFT_ERR_CANCELLED) set_last_error(s, &e);
-            pthread_mutex_lock(&s->mu);
-            s->left_cancelled++;
-            s->at_workers--;
-            pthread_mutex_unlock(&s->mu);
-            item_free(it);
-            continue;
-        }
-        if (!g.a.error) {
-            char *msg = NULL;
-            drift_error pe = {0};
-            if (drift_traffic_reply_message(g.a.text, &msg, &pe)) {
-                g.a.error = util_asprintf("reply is not a chat message: %s", pe.msg);
-                g.a.cause = DRIFT_FAIL_REPLY;
-            }
-            free(g.a.text);
-            g.a.text = msg;
-        }
-        free(g.a.logprobs_json);
-        g.a.logprobs_json = NULL;
-        shd_job *j = calloc(1, sizeof *j);
-        if (!j) {
-            drift_answer_clear(&g.a);
-            item_free(it);
-            pthread_mutex_lock(&s->mu);
-            s->at_workers--;
-            pthread_mutex_unlock(&s->mu);
-            continue;
-        }
-        j->kind = SHD_JOB_CANDIDATE;
-        j->ans = g.a;
-        j->item = it;
-        pthread_mutex_lock(&s->mu);
-        s->at_workers--;
-        push_job_locked(s, j);
-        pthread_mutex_unlock(&s->mu);
-    }
-    drift_target_close(t);
-    return NULL;
 }
 
 /* ---- start: the store, what it holds, the threads ---- */
@@ -607,19 +106,19 @@ static void shadow_free(drift_shadow *s) {
     shd_item *it = s->ring_head;
     while (it) {
         shd_item *nx = it->next;
-        item_free(it);
+        shd_item_free(it);
         it = nx;
     }
     it = s->backlog_head;
     while (it) {
         shd_item *nx = it->next;
-        item_free(it);
+        shd_item_free(it);
         it = nx;
     }
     shd_job *j = s->jobs_head;
     while (j) {
         shd_job *nx = j->next;
-        job_free(j);
+        shd_job_free(j);
         j = nx;
     }
     if (s->st) {
@@ -754,19 +253,19 @@ drift_status drift_shadow_start(const drift_shadow_opts *o, drift_shadow **out, 
     if ((rc = drift_store_open(o->store_path, &s->st, err)) ||
         (rc = begin_run(s, s->primary_label, s->primary_spec, &s->run_primary, err)) ||
         (rc = begin_run(s, s->candidate_label, s->candidate_spec, &s->run_candidate, err)) ||
-        (s->retention && (rc = apply_retention(s, 0, err))) || (rc = shd_load_state(s, err))) {
+        (s->retention && (rc = shd_apply_retention(s, 0, err))) || (rc = shd_load_state(s, err))) {
         shadow_free(s);
         return rc;
     }
     s->stats.queue_capacity = (size_t)o->queue;
-    if (pthread_create(&s->writer, NULL, writer_main, s)) {
+    if (pthread_create(&s->writer, NULL, shd_writer_main, s)) {
         shadow_free(s);
         return drift_error_set(err, DRIFT_ERR_IO, "cannot start the writer thread");
     }
     s->writer_started = 1;
     s->workers = calloc((size_t)o->mirror_connections, sizeof *s->workers);
     for (int i = 0; s->workers && i < o->mirror_connections; i++) {
-        if (pthread_create(&s->workers[i], NULL, worker_main, s)) break;
+        if (pthread_create(&s->workers[i], NULL, shd_mirror_main, s)) break;
         s->n_workers++;
     }
     if (s->n_workers != o->mirror_connections)

@@ -16,7 +16,7 @@
  * stream is relayed chunk by chunk, and a slow client slows the primary's
  * transfer rather than growing memory. A primary that cannot be reached is
  * a 502 with a JSON error. When the primary's reply is complete the relay
- * thread hands it to shd_primary_done (shadow.c), which only counts and
+ * thread hands it to shd_primary_done (shadow_queue.c), which only counts and
  * queues: the client never waits on the candidate or the store. */
 #include <microhttpd.h>
 #include <curl/curl.h>

@@ -1,6 +1,8 @@
-/* shadow_internal.h - what shadow.c (queues, writer, mirror workers, store),
- * shadow_pairs.c (the stored pairs), shadow_metrics.c (/metrics) and
- * shadow_httpd.c (the listener and the relay to the primary) share. */
+/* shadow_internal.h - what the shadow proxy's files share: shadow.c (start,
+ * stop, the store's runs), shadow_queue.c (the relay's hand-off, items and
+ * jobs), shadow_writer.c (the writer thread, retention), shadow_mirror.c
+ * (the mirror workers), shadow_pairs.c (the stored pairs), shadow_metrics.c
+ * (/metrics) and shadow_httpd.c (the listener and the relay to the primary). */
 #ifndef DRIFT_SHADOW_INTERNAL_H
 #define DRIFT_SHADOW_INTERNAL_H
 
@@ -82,7 +84,16 @@ struct drift_shadow {
     int port;
 };
 
-/* shadow.c: a mirrorable request's outcome at the primary, from the relay
+/* shadow.c: the store's error e kept for drift_shadow_last_error and
+ * counted (stats.store_errors); takes s->mu. */
+void shd_set_last_error(drift_shadow *s, const drift_error *e);
+
+/* shadow_queue.c: an item or a job freed with what it owns (NULL: nothing). */
+void shd_item_free(shd_item *it);
+void shd_job_free(shd_job *j);
+/* shadow_queue.c: j appended to the writer's jobs, the writer woken. Under s->mu. */
+void shd_push_job_locked(drift_shadow *s, shd_job *j);
+/* shadow_queue.c: a mirrorable request's outcome at the primary, from the relay
  * thread once the primary's reply is complete. body: the client's bytes;
  * reply: the primary's body as kept (NULL: over the store cap), ctype its
  * Content-Type; status 0: unreachable (why in transfer_error). api: the
@@ -95,8 +106,18 @@ void shd_observe_added(drift_shadow *s, double seconds);
 /* shadow_metrics.c: the /metrics text (malloc'd) or NULL when metrics_extra failed / nomem. */
 char *shd_metrics(drift_shadow *s);
 
-/* shadow.c: on_pair, if any. */
+/* shadow_writer.c: on_pair, if any. */
 void shd_call_pair(drift_shadow *s, const char *req, const char *pm, const char *cm, int pe, int ce, int comp);
+/* shadow_writer.c: the writer thread (arg: the drift_shadow); returns once
+ * stop_writer is set and its jobs are stored. */
+void *shd_writer_main(void *arg);
+/* shadow_writer.c: the retention (o.retention) applied to both runs,
+ * counted and logged; pending: pairs whose candidate answer may still come.
+ * From drift_shadow_start, then from the writer only (it uses the store). */
+drift_status shd_apply_retention(drift_shadow *s, size_t pending, drift_error *err);
+/* shadow_mirror.c: a mirror worker (arg: the drift_shadow); returns once
+ * stop_mirror is set. */
+void *shd_mirror_main(void *arg);
 
 /* shadow_pairs.c: one stored pair as shd_walk_pairs gives it. The callback
  * may take request or primary_msg (it sets the field NULL); the rest is the
