@@ -1833,7 +1833,8 @@ __attribute__((target("avx2"))) static inline float wsum(float *acc, float l, co
     return l;
 }
 
-/* wsum's operations for head_dim a multiple of 32 and an f32 cache, with the
+/* wsum's operations for head_dim a multiple of 32 and f32 V rows (the
+ * cache's, or a run widened from it once for the heads), with the
  * multipliers given: w[t] (e[t] rounded as probs=dtype asks, or e itself),
  * while l sums e[t]. Two heads (a, b) at once when acc_b is set: eight
  * accumulator vectors in registers (four per head and run of 32 values), so
@@ -1923,6 +1924,20 @@ __attribute__((target("avx2"))) static inline float block_max(const float *s, in
     return mb;
 }
 
+/* One K or V row of the cache as hd floats: bf16 widened 8 at a time (the
+ * same exact shift as num_bf16_to_f32), other formats by num_kv_load. */
+__attribute__((target("avx2"))) static inline void att_row(drift_dtype kv, float *dst, const void *src, int hd) {
+    if (kv != DRIFT_DTYPE_BF16) {
+        num_kv_load(kv, dst, src, hd);
+        return;
+    }
+    const uint16_t *h = src;
+    for (int d = 0; d < hd; d += 8) {
+        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(h + d)));
+        _mm256_storeu_ps(dst + d, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+    }
+}
+
 /* The stride of each query head's scores in attend_avx2's scratch: room for
  * a short last tile of 8 and the 4 values vexp_sub may read past a block. */
 static size_t att_sstride(int n_pos) { return (size_t)((n_pos + 7) & ~7) + 8; }
@@ -1943,6 +1958,7 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
                                                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                                                         int hd, float scale, float *s) {
     float kt[8 * ATT_MAX_HD], acc[ATT_MAX_G][ATT_MAX_HD], m[ATT_MAX_G], l[ATT_MAX_G], wr[ATT_MAX_G][ATT_WTILE];
+    float vt[ATT_WTILE * ATT_MAX_HD]; /* a run of V rows as floats (caches other than f32) */
     size_t ss = att_sstride(n_pos);
     drift_dtype dt = num_dtype_of(p);
     int f32 = p->kv == DRIFT_DTYPE_F32;
@@ -1955,7 +1971,7 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
             if (f32) {
                 kp[j] = src;
             } else {
-                num_kv_load(p->kv, kt + (size_t)j * hd, src, hd);
+                att_row(p->kv, kt + (size_t)j * hd, src, hd);
                 kp[j] = kt + (size_t)j * hd;
             }
         }
@@ -2006,29 +2022,39 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
         /* each head's sum over the block in t order, the heads taking turns
          * (two at a time where wsum32 applies) on each run of ATT_WTILE
          * positions; the multipliers rounded (probs=dtype) a run at a time */
-        int fast = f32 && hd % 32 == 0, wt = G > 1 || fast ? ATT_WTILE : t1 - t0;
+        int fast = hd % 32 == 0, wt = G > 1 || fast ? ATT_WTILE : t1 - t0;
         for (int w0 = t0; w0 < t1; w0 += wt) {
-            int w1 = w0 + wt < t1 ? w0 + wt : t1;
+            int w1 = w0 + wt < t1 ? w0 + wt : t1, n = w1 - w0;
             if (!fast) {
                 for (int g = 0; g < G; g++) l[g] = wsum(acc[g], l[g], s + (size_t)g * ss, v, stride_bytes, w0, w1, hd, p, kt);
                 continue;
             }
-            const float *w[ATT_MAX_G];
+            /* the run's V rows: in place (f32), else widened once for the G
+             * heads; positions counted from w0 */
+            const void *vr = (const char *)v + (size_t)w0 * stride_bytes;
+            size_t vs = stride_bytes;
+            if (!f32) {
+                for (int t = 0; t < n; t++)
+                    att_row(p->kv, vt + (size_t)t * hd, (const char *)v + (size_t)(w0 + t) * stride_bytes, hd);
+                vr = vt;
+                vs = (size_t)hd * sizeof(float);
+            }
+            const float *e[ATT_MAX_G], *w[ATT_MAX_G];
             for (int g = 0; g < G; g++) {
-                const float *e = s + (size_t)g * ss;
-                w[g] = e;
+                e[g] = s + (size_t)g * ss + w0;
+                w[g] = e[g];
                 if (p->probs_lowp && (dt == DRIFT_DTYPE_BF16 || dt == DRIFT_DTYPE_F16)) {
-                    /* num_round1's bits, as num_round_acts gives them */
-                    memcpy(wr[g], e + w0, (size_t)(w1 - w0) * sizeof(float));
-                    num_round_acts(dt, wr[g], w1 - w0);
-                    w[g] = wr[g] - w0;
+                    /* num_round1's bits, as num_round_acts gives them (for
+                     * other dtypes num_round1 keeps the value) */
+                    memcpy(wr[g], e[g], (size_t)n * sizeof(float));
+                    num_round_acts(dt, wr[g], n);
+                    w[g] = wr[g];
                 }
             }
             int g = 0;
             for (; g + 1 < G; g += 2)
-                wsum32(acc[g], &l[g], s + (size_t)g * ss, w[g], acc[g + 1], &l[g + 1], s + (size_t)(g + 1) * ss, w[g + 1], v,
-                       stride_bytes, w0, w1, hd);
-            if (g < G) wsum32(acc[g], &l[g], s + (size_t)g * ss, w[g], NULL, NULL, NULL, NULL, v, stride_bytes, w0, w1, hd);
+                wsum32(acc[g], &l[g], e[g], w[g], acc[g + 1], &l[g + 1], e[g + 1], w[g + 1], vr, vs, 0, n, hd);
+            if (g < G) wsum32(acc[g], &l[g], e[g], w[g], NULL, NULL, NULL, NULL, vr, vs, 0, n, hd);
         }
     }
     for (int g = 0; g < G; g++) {
