@@ -1662,10 +1662,12 @@ void num_fast_swiglu(const drift_numeric_profile *p, float *out, const float *ga
  *   exp(s - max): glibc's expf (the FMA variant libm picks on such a CPU)
  *     4 at a time in double, checked once against this process's expf on
  *     200,000 inputs and every special case; when any differs, expf is called
- *     per position as before;
+ *     per position as before (8 at a time with AVX-512F where the CPU has
+ *     it and that form passes the same check: the table read by permutes);
  *   the weighted sum of V: the accumulators stay in registers over a run of
  *     positions (one multiply then one add per element and position, in
- *     position order), two query heads at a time;
+ *     position order), two query heads at a time; a cache other than f32
+ *     has the run's V rows widened to floats once for the query heads;
  *   grouped-query attention: the query heads that share a KV head (up to 8)
  *     take turns on each tile of keys and each run of values, so each K and
  *     V row is read once for the group (num_fast_attention_group).
