@@ -1822,10 +1822,12 @@ void num_fast_swiglu(const drift_numeric_profile *p, float *out, const float *ga
  *   exp(s - max): glibc's expf (the FMA variant libm picks on such a CPU)
  *     4 at a time in double, checked once against this process's expf on
  *     200,000 inputs and every special case; when any differs, expf is called
- *     per position as before;
+ *     per position as before (8 at a time with AVX-512F where the CPU has
+ *     it and that form passes the same check: the table read by permutes);
  *   the weighted sum of V: the accumulators stay in registers over a run of
  *     positions (one multiply then one add per element and position, in
- *     position order), two query heads at a time;
+ *     position order), two query heads at a time; a cache other than f32
+ *     has the run's V rows widened to floats once for the query heads;
  *   grouped-query attention: the query heads that share a KV head (up to 8)
  *     take turns on each tile of keys and each run of values, so each K and
  *     V row is read once for the group (num_fast_attention_group).
@@ -1867,10 +1869,55 @@ __attribute__((target("avx2,fma"))) static inline __m128 vexp4(__m128 x) {
     return _mm256_cvtpd_ps(y);
 }
 
+static int g_vexp512; /* 1: vexp_sub takes 8 at a time with AVX-512F (vexp_init) */
+
+/* vexp4's operations on 8 values in 8-lane doubles, the table read by two
+ * two-register permutes (16 entries each) in place of the gather. */
+__attribute__((target("avx512f"))) static inline __m256 vexp8_512(__m256 x, __m512i ta, __m512i tb, __m512i tc, __m512i td) {
+    __m512d xd = _mm512_cvtps_pd(x), sh = _mm512_set1_pd(g_vexp_shift), il = _mm512_set1_pd(g_vexp_invln2n);
+    __m512d kd = _mm512_fmadd_pd(il, xd, sh); /* vexp4's z + shift, as the compiler fuses it there */
+    __m512i ki = _mm512_castpd_si512(kd);
+    kd = _mm512_sub_pd(kd, sh);
+    __m512d r = _mm512_fmadd_pd(il, xd, _mm512_sub_pd(_mm512_setzero_pd(), kd));
+    __m512i lo = _mm512_permutex2var_epi64(ta, ki, tb), hi = _mm512_permutex2var_epi64(tc, ki, td);
+    __m512i t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), lo, hi);
+    t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
+    __m512d sc = _mm512_castsi512_pd(t);
+    __m512d zz = _mm512_fmadd_pd(_mm512_set1_pd(g_vexp_c0), r, _mm512_set1_pd(g_vexp_c1));
+    __m512d r2 = _mm512_mul_pd(r, r);
+    __m512d y = _mm512_fmadd_pd(_mm512_set1_pd(g_vexp_c2), r, _mm512_set1_pd(1.0));
+    y = _mm512_fmadd_pd(zz, r2, y);
+    y = _mm512_mul_pd(y, sc);
+    return _mm512_cvtpd_ps(y);
+}
+
+/* vexp_sub's first n8 (a multiple of 8) values with vexp8_512. */
+__attribute__((target("avx512f"))) static void vexp_sub512(float *x, int n8, float m) {
+    const long long *tab = (const long long *)g_exp2f_tab;
+    __m512i ta = _mm512_loadu_si512(tab), tb = _mm512_loadu_si512(tab + 8), tc = _mm512_loadu_si512(tab + 16),
+            td = _mm512_loadu_si512(tab + 24);
+    __m256 mv = _mm256_set1_ps(m), lim = _mm256_set1_ps(88.0f), absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int i = 0; i < n8; i += 8) {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), mv);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(d, absmask), lim, _CMP_NLT_UQ))) {
+            float a[8];
+            _mm256_storeu_ps(a, d);
+            for (int j = 0; j < 8; j++) x[i + j] = expf(a[j]);
+        } else {
+            _mm256_storeu_ps(x + i, vexp8_512(d, ta, tb, tc, td));
+        }
+    }
+}
+
 /* x[i] = expf(x[i] - m) for i < n; n a multiple of 4 (the caller pads). */
 __attribute__((target("avx2,fma"))) static void vexp_sub(float *x, int n, float m) {
     __m128 mv = _mm_set1_ps(m), lim = _mm_set1_ps(88.0f), absmask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-    for (int i = 0; i < n; i += 4) {
+    int i0 = 0;
+    if (g_vexp512) {
+        i0 = n & ~7;
+        vexp_sub512(x, i0, m);
+    }
+    for (int i = i0; i < n; i += 4) {
         __m128 d = _mm_sub_ps(_mm_loadu_ps(x + i), mv);
         /* |d| >= 88 or NaN: glibc's special cases; expf itself */
         if (_mm_movemask_ps(_mm_cmp_ps(_mm_and_ps(d, absmask), lim, _CMP_NLT_UQ))) {
@@ -1883,6 +1930,8 @@ __attribute__((target("avx2,fma"))) static void vexp_sub(float *x, int n, float 
     }
 }
 
+static int vexp_check(void);
+
 static void vexp_init(void) {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
     for (int i = 0; i < 32; i++) {
@@ -1891,7 +1940,17 @@ static void vexp_init(void) {
         memcpy(&u, &d, sizeof u);
         g_exp2f_tab[i] = u - ((uint64_t)i << 47);
     }
-    /* against this process's expf: a sweep of [-110, 90] and the edges */
+    g_vexp_ok = vexp_check();
+    /* the 8-wide AVX-512F form where the CPU has it, checked the same way */
+    if (g_vexp_ok && __builtin_cpu_supports("avx512f")) {
+        g_vexp512 = 1;
+        g_vexp512 = vexp_check();
+    }
+}
+
+/* 1 when vexp_sub gives this process's expf bits: a sweep of [-110, 90]
+ * and the edges. */
+static int vexp_check(void) {
     enum { NS = 200000 };
     static const float edge[] = {0.0f, -0.0f, 1e-30f, -1e-30f, -87.33654f, -88.0f, -87.99999f, -103.97208f,
                                  88.72283f, -1e-7f, 1e-7f, -1.0f, 1.0f, -0.5f, 0.5f, 87.99999f};
@@ -1909,7 +1968,7 @@ static void vexp_init(void) {
             ok = memcmp(&e, &buf[j], sizeof e) == 0;
         }
     }
-    g_vexp_ok = ok;
+    return ok;
 }
 
 /* 1 when vexp_sub gives this process's expf bits. */
@@ -1993,7 +2052,8 @@ __attribute__((target("avx2"))) static inline float wsum(float *acc, float l, co
     return l;
 }
 
-/* wsum's operations for head_dim a multiple of 32 and an f32 cache, with the
+/* wsum's operations for head_dim a multiple of 32 and f32 V rows (the
+ * cache's, or a run widened from it once for the heads), with the
  * multipliers given: w[t] (e[t] rounded as probs=dtype asks, or e itself),
  * while l sums e[t]. Two heads (a, b) at once when acc_b is set: eight
  * accumulator vectors in registers (four per head and run of 32 values), so
@@ -2083,6 +2143,20 @@ __attribute__((target("avx2"))) static inline float block_max(const float *s, in
     return mb;
 }
 
+/* One K or V row of the cache as hd floats: bf16 widened 8 at a time (the
+ * same exact shift as num_bf16_to_f32), other formats by num_kv_load. */
+__attribute__((target("avx2"))) static inline void att_row(drift_dtype kv, float *dst, const void *src, int hd) {
+    if (kv != DRIFT_DTYPE_BF16) {
+        num_kv_load(kv, dst, src, hd);
+        return;
+    }
+    const uint16_t *h = src;
+    for (int d = 0; d < hd; d += 8) {
+        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(h + d)));
+        _mm256_storeu_ps(dst + d, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+    }
+}
+
 /* The stride of each query head's scores in attend_avx2's scratch: room for
  * a short last tile of 8 and the 4 values vexp_sub may read past a block. */
 static size_t att_sstride(int n_pos) { return (size_t)((n_pos + 7) & ~7) + 8; }
@@ -2103,6 +2177,7 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
                                                         const void *k, const void *v, size_t stride_bytes, int n_pos,
                                                         int hd, float scale, float *s) {
     float kt[8 * ATT_MAX_HD], acc[ATT_MAX_G][ATT_MAX_HD], m[ATT_MAX_G], l[ATT_MAX_G], wr[ATT_MAX_G][ATT_WTILE];
+    float vt[ATT_WTILE * ATT_MAX_HD]; /* a run of V rows as floats (caches other than f32) */
     size_t ss = att_sstride(n_pos);
     drift_dtype dt = num_dtype_of(p);
     int f32 = p->kv == DRIFT_DTYPE_F32;
@@ -2115,7 +2190,7 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
             if (f32) {
                 kp[j] = src;
             } else {
-                num_kv_load(p->kv, kt + (size_t)j * hd, src, hd);
+                att_row(p->kv, kt + (size_t)j * hd, src, hd);
                 kp[j] = kt + (size_t)j * hd;
             }
         }
@@ -2166,29 +2241,39 @@ __attribute__((target("avx2"))) static void attend_avx2(const drift_numeric_prof
         /* each head's sum over the block in t order, the heads taking turns
          * (two at a time where wsum32 applies) on each run of ATT_WTILE
          * positions; the multipliers rounded (probs=dtype) a run at a time */
-        int fast = f32 && hd % 32 == 0, wt = G > 1 || fast ? ATT_WTILE : t1 - t0;
+        int fast = hd % 32 == 0, wt = G > 1 || fast ? ATT_WTILE : t1 - t0;
         for (int w0 = t0; w0 < t1; w0 += wt) {
-            int w1 = w0 + wt < t1 ? w0 + wt : t1;
+            int w1 = w0 + wt < t1 ? w0 + wt : t1, n = w1 - w0;
             if (!fast) {
                 for (int g = 0; g < G; g++) l[g] = wsum(acc[g], l[g], s + (size_t)g * ss, v, stride_bytes, w0, w1, hd, p, kt);
                 continue;
             }
-            const float *w[ATT_MAX_G];
+            /* the run's V rows: in place (f32), else widened once for the G
+             * heads; positions counted from w0 */
+            const void *vr = (const char *)v + (size_t)w0 * stride_bytes;
+            size_t vs = stride_bytes;
+            if (!f32) {
+                for (int t = 0; t < n; t++)
+                    att_row(p->kv, vt + (size_t)t * hd, (const char *)v + (size_t)(w0 + t) * stride_bytes, hd);
+                vr = vt;
+                vs = (size_t)hd * sizeof(float);
+            }
+            const float *e[ATT_MAX_G], *w[ATT_MAX_G];
             for (int g = 0; g < G; g++) {
-                const float *e = s + (size_t)g * ss;
-                w[g] = e;
+                e[g] = s + (size_t)g * ss + w0;
+                w[g] = e[g];
                 if (p->probs_lowp && (dt == DRIFT_DTYPE_BF16 || dt == DRIFT_DTYPE_F16)) {
-                    /* num_round1's bits, as num_round_acts gives them */
-                    memcpy(wr[g], e + w0, (size_t)(w1 - w0) * sizeof(float));
-                    num_round_acts(dt, wr[g], w1 - w0);
-                    w[g] = wr[g] - w0;
+                    /* num_round1's bits, as num_round_acts gives them (for
+                     * other dtypes num_round1 keeps the value) */
+                    memcpy(wr[g], e[g], (size_t)n * sizeof(float));
+                    num_round_acts(dt, wr[g], n);
+                    w[g] = wr[g];
                 }
             }
             int g = 0;
             for (; g + 1 < G; g += 2)
-                wsum32(acc[g], &l[g], s + (size_t)g * ss, w[g], acc[g + 1], &l[g + 1], s + (size_t)(g + 1) * ss, w[g + 1], v,
-                       stride_bytes, w0, w1, hd);
-            if (g < G) wsum32(acc[g], &l[g], s + (size_t)g * ss, w[g], NULL, NULL, NULL, NULL, v, stride_bytes, w0, w1, hd);
+                wsum32(acc[g], &l[g], e[g], w[g], acc[g + 1], &l[g + 1], e[g + 1], w[g + 1], vr, vs, 0, n, hd);
+            if (g < G) wsum32(acc[g], &l[g], e[g], w[g], NULL, NULL, NULL, NULL, vr, vs, 0, n, hd);
         }
     }
     for (int g = 0; g < G; g++) {
