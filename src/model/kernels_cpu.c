@@ -1399,8 +1399,8 @@ __attribute__((target("avx2"))) static void num_hw_dot4xT(const drift_numeric_pr
                 for (int half = 0; half < 2; half++) { /* x row 2h + half: lanes a[4 half ..] */
                     int i = 2 * h + half;
                     float *l = a + 4 * half;
-                    hw_tail_f32(p, l, xc[i], wc[r], k, n);
-                    float c = hw_combine(p, l, 4);
+                    if (k < n) hw_tail_f32(p, l, xc[i], wc[r], k, n);
+                    float c = p->tree ? ((l[0] + l[1]) + l[2]) + l[3] : (l[0] + l[2]) + (l[1] + l[3]); /* hw_combine */
                     y[i * HW_T + r] = c0 == 0 ? c : y[i * HW_T + r] + c;
                 }
             }
