@@ -1507,6 +1507,66 @@ static void num_hw_dot8x2(const drift_numeric_profile *p, const float *x0, const
     }
 }
 
+/* 4 lanes, four activation rows x0..x3 against HW_T weight rows at once
+ * (batched decode and prefill): a vector holds two activation rows' four
+ * lanes (x0 | x1, x2 | x3), each weight row's four elements are broadcast to
+ * both halves and serve all four rows, 2 x HW_T accumulators. Per output the
+ * same lanes, products and adds as hw_pairs*_ (lane l takes k + l). */
+#define HW_T 6
+#define HW_X4_TILE(NAME, TGT, MAC)                                                                                     \
+    __attribute__((target(TGT))) static int64_t NAME(__m256 *out, const float *const *x, const float *const *w,        \
+                                                     int64_t n) {                                                      \
+        __m256 a0[HW_T], a1[HW_T];                                                                                     \
+        const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *wr[HW_T];                                         \
+        _Pragma("GCC unroll 6") for (int r = 0; r < HW_T; r++) wr[r] = w[r], a0[r] = a1[r] = _mm256_setzero_ps();      \
+        int64_t k = 0;                                                                                                 \
+        for (; k + 4 <= n; k += 4) {                                                                                   \
+            __m256 xa = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(x0 + k)), _mm_loadu_ps(x1 + k), 1);    \
+            __m256 xb = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(x2 + k)), _mm_loadu_ps(x3 + k), 1);    \
+            _Pragma("GCC unroll 6") for (int r = 0; r < HW_T; r++) {                                                   \
+                __m256 wv = _mm256_broadcast_ps((const __m128 *)(const void *)(wr[r] + k));                            \
+                a0[r] = MAC(xa, wv, a0[r]);                                                                            \
+                a1[r] = MAC(xb, wv, a1[r]);                                                                            \
+            }                                                                                                          \
+        }                                                                                                              \
+        _Pragma("GCC unroll 6") for (int r = 0; r < HW_T; r++) out[r] = a0[r], out[HW_T + r] = a1[r];                  \
+        return k;                                                                                                      \
+    }
+HW_X4_TILE(hw_x4_fma, "avx2,fma", HW_MAC_FMA)
+HW_X4_TILE(hw_x4_nofma, "avx2", HW_MAC_MULADD)
+
+/* lanes=4 (dot=f32, no mma) on AVX2: the levels hw_x4_* computes */
+static int hw_x4_ok(const drift_numeric_profile *p) {
+    return p->lanes == 4 && !p->mma && !p->dot_bf16 && hw_avx2_ok() && !num_fast_generic_only;
+}
+
+/* num_hw_dot of four activation rows x[0..3] with HW_T weight rows w:
+ * y[i * HW_T + r] (chunks of chunk_len added in order, as num_hw_dot) */
+__attribute__((target("avx2"))) static void num_hw_dot4xT(const drift_numeric_profile *p, const float *const *x,
+                                                          const float *const *w, int64_t K, int S, float *y) {
+    int64_t clen = chunk_len(K, S);
+    for (int64_t c0 = 0; c0 < K; c0 += clen) {
+        int64_t c1 = c0 + clen < K ? c0 + clen : K, n = c1 - c0;
+        const float *xc[4], *wc[HW_T];
+        for (int i = 0; i < 4; i++) xc[i] = x[i] + c0;
+        for (int r = 0; r < HW_T; r++) wc[r] = w[r] + c0;
+        __m256 acc[2 * HW_T];
+        int64_t k = p->fma ? hw_x4_fma(acc, xc, wc, n) : hw_x4_nofma(acc, xc, wc, n);
+        for (int h = 0; h < 2; h++)
+            for (int r = 0; r < HW_T; r++) {
+                float a[8];
+                _mm256_storeu_ps(a, acc[h * HW_T + r]);
+                for (int half = 0; half < 2; half++) { /* x row 2h + half: lanes a[4 half ..] */
+                    int i = 2 * h + half;
+                    float *l = a + 4 * half;
+                    if (k < n) hw_tail_f32(p, l, xc[i], wc[r], k, n);
+                    float c = p->tree ? ((l[0] + l[1]) + l[2]) + l[3] : (l[0] + l[2]) + (l[1] + l[3]); /* hw_combine */
+                    y[i * HW_T + r] = c0 == 0 ? c : y[i * HW_T + r] + c;
+                }
+            }
+    }
+}
+
 /* One matmul, shared by the threads that run its panels. */
 typedef struct mm_job {
     const drift_numeric_profile *p;
@@ -1565,12 +1625,27 @@ static void mm_panel(void *ctx, int64_t pi, int worker) {
     }
     const float *wp = panel_get(W, n0, wbuf, isa);
     if (jb->hw) { /* eight outputs at a time; a short last tile repeats its last row */
-        int64_t nj = N - n0 < NP ? N - n0 : NP;
-        for (int64_t j = 0; j < nj; j += HW_R) {
+        int64_t nj = N - n0 < NP ? N - n0 : NP, b4 = 0;
+        if (B >= 4 && hw_x4_ok(jb->p)) { /* 4 lanes: four activation rows x HW_T weight rows a pass */
+            b4 = B / 4 * 4;
+            for (int64_t j = 0; j < nj; j += HW_T) {
+                int64_t nr = nj - j < HW_T ? nj - j : HW_T;
+                const float *wr[HW_T];
+                for (int r = 0; r < HW_T; r++) wr[r] = wp + (j + (r < nr ? r : nr - 1)) * K;
+                for (int64_t b = 0; b < b4; b += 4) {
+                    const float *xr[4] = {jb->xa + b * K, jb->xa + (b + 1) * K, jb->xa + (b + 2) * K, jb->xa + (b + 3) * K};
+                    float yt[4 * HW_T];
+                    num_hw_dot4xT(jb->p, xr, wr, K, jb->S, yt);
+                    for (int i = 0; i < 4; i++)
+                        for (int64_t r = 0; r < nr; r++) jb->y[(b + i) * N + n0 + j + r] = yt[i * HW_T + r];
+                }
+            }
+        }
+        for (int64_t j = 0; j < nj && b4 < B; j += HW_R) {
             int64_t nr = nj - j < HW_R ? nj - j : HW_R;
             const float *wr[HW_R];
             for (int r = 0; r < HW_R; r++) wr[r] = wp + (j + (r < nr ? r : nr - 1)) * K;
-            int64_t b = 0;
+            int64_t b = b4;
             for (; b + 2 <= B; b += 2) { /* two activation rows at a time */
                 float y0[HW_R], y1[HW_R];
                 num_hw_dot8x2(jb->p, jb->xa + b * K, jb->xa + (b + 1) * K, wr, K, jb->S, y0, y1);

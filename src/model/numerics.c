@@ -7,6 +7,9 @@
  * carry into the exponent when it rounds up. Subnormals use the fixed
  * exponent of the smallest normal. Overflow either saturates (e4m3, e2m1) or
  * becomes inf (e5m2, f16). f16 and bf16 use the classic bit-level forms.
+ * minifloat_encode is the definition (num_f32_to_*_ref, num_round_acts_ref);
+ * numerics_fast.c encodes and rounds activations with the same bits by
+ * integer arithmetic (checked over all 2^32 floats: bench/fp8_exhaustive.c).
  *
  * The layouts of the block formats are documented in numerics.h and checked
  * by the static_asserts below. Q8_0 / Q4_0 follow ggml's reference quantizer
@@ -134,11 +137,12 @@ __attribute__((constructor)) static void num_init_tables(void) {
     for (int i = 0; i < 16; i++) TAB_E2M1[i] = minifloat_decode(&MF_E2M1, (uint8_t)i);
 }
 
-uint8_t num_f32_to_e4m3(float f) { return minifloat_encode(&MF_E4M3, f); }
+/* the definitions; numerics_fast.c's num_f32_to_e4m3/e5m2/e2m1 give their bits */
+uint8_t num_f32_to_e4m3_ref(float f) { return minifloat_encode(&MF_E4M3, f); }
 float num_e4m3_to_f32(uint8_t c) { return TAB_E4M3[c]; }
-uint8_t num_f32_to_e5m2(float f) { return minifloat_encode(&MF_E5M2, f); }
+uint8_t num_f32_to_e5m2_ref(float f) { return minifloat_encode(&MF_E5M2, f); }
 float num_e5m2_to_f32(uint8_t c) { return TAB_E5M2[c]; }
-uint8_t num_f32_to_e2m1(float f) { return minifloat_encode(&MF_E2M1, f); }
+uint8_t num_f32_to_e2m1_ref(float f) { return minifloat_encode(&MF_E2M1, f); }
 float num_e2m1_to_f32(uint8_t c) { return TAB_E2M1[c & 15u]; }
 
 float num_e8m0_to_f32(uint8_t e) {
@@ -211,7 +215,7 @@ static float amax_of(const float *x, int64_t n) {
 }
 
 /* ---- fp8: per-group scales (gs != NULL) or the tensor scale ---- */
-static void q_fp8(const minifloat *mf, float maxf, uint8_t *d, float *gs, const float *src,
+static void q_fp8(uint8_t (*enc)(float), float maxf, uint8_t *d, float *gs, const float *src,
                   int64_t n, int group, float ts) {
     if (group <= 0) group = (int)n;
     for (int64_t g0 = 0; g0 < n; g0 += group) {
@@ -221,7 +225,7 @@ static void q_fp8(const minifloat *mf, float maxf, uint8_t *d, float *gs, const 
             gs[g0 / group] = s;
         }
         for (int64_t i = g0; i < g0 + group; i++)
-            d[i] = s > 0.0f ? minifloat_encode(mf, src[i] / s) : 0;
+            d[i] = s > 0.0f ? enc(src[i] / s) : 0;
     }
 }
 static void dq_fp8(const float *tab, float *dst, const uint8_t *s8, const float *gs, int64_t n,
@@ -233,13 +237,13 @@ static void dq_fp8(const float *tab, float *dst, const uint8_t *s8, const float 
     }
 }
 static void q_e4m3(void *dst, float *gs, const float *src, int64_t n, int group, float ts) {
-    q_fp8(&MF_E4M3, 448.0f, dst, gs, src, n, group, ts);
+    q_fp8(num_f32_to_e4m3, 448.0f, dst, gs, src, n, group, ts);
 }
 static void dq_e4m3(float *dst, const void *src, const float *gs, int64_t n, int group, float ts) {
     dq_fp8(TAB_E4M3, dst, src, gs, n, group, ts);
 }
 static void q_e5m2(void *dst, float *gs, const float *src, int64_t n, int group, float ts) {
-    q_fp8(&MF_E5M2, 57344.0f, dst, gs, src, n, group, ts);
+    q_fp8(num_f32_to_e5m2, 57344.0f, dst, gs, src, n, group, ts);
 }
 static void dq_e5m2(float *dst, const void *src, const float *gs, int64_t n, int group, float ts) {
     dq_fp8(TAB_E5M2, dst, src, gs, n, group, ts);
@@ -589,48 +593,13 @@ void num_qmat_free(num_qmat *m) {
 }
 
 /* ---- activations and KV vectors ---- */
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-/* bf16 rounding of x[0..n) as num_round_acts' scalar loop does it, 8 at a
- * time: RNE on the top 16 bits, a NaN kept quiet (0x00400000 set, low half
- * cleared), the rest -- infinities, zeros, subnormals, ties -- by the same
- * integer add. Returns how many it did (a multiple of 8). */
-__attribute__((target("avx2"))) static int64_t round_bf16_avx2(float *x, int64_t n) {
-    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff), hi = _mm256_set1_epi32((int)0xffff0000u),
-                  quiet = _mm256_set1_epi32(0x00400000), abs = _mm256_set1_epi32(0x7fffffff),
-                  inf = _mm256_set1_epi32(0x7f800000);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
-        __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(u, 16), one))), hi);
-        __m256i q = _mm256_or_si256(_mm256_and_si256(u, hi), quiet);
-        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf); /* |u| <= 0x7fffffff: signed compare is exact */
-        _mm256_storeu_si256((__m256i *)(void *)(x + i), _mm256_blendv_epi8(r, q, nan));
-    }
-    return i;
-}
-
-static int round_avx2_ok(void) {
-    static int ok = -1;
-    if (ok < 0) ok = __builtin_cpu_supports("avx2");
-    return ok;
-}
-#endif
-
-void num_round_acts(drift_dtype t, float *x, int64_t n) {
+/* num_round_acts' definition, scalar, through the reference encoders
+ * (numerics_fast.c's num_round_acts gives its bits) */
+void num_round_acts_ref(drift_dtype t, float *x, int64_t n) {
     switch (t) {
-    case DRIFT_DTYPE_BF16: { /* num_bf16_to_f32(num_f32_to_bf16(x)), 8 at a time where AVX2 is */
-        int64_t i = 0;
-#if defined(__x86_64__) || defined(__i386__)
-        if (round_avx2_ok()) i = round_bf16_avx2(x, n);
-#endif
-        for (; i < n; i++) {
-            uint32_t u = f2u(x[i]);
-            uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u, q = (u & 0xffff0000u) | 0x00400000u;
-            x[i] = u2f((u & 0x7fffffffu) > 0x7f800000u ? q : r);
-        }
+    case DRIFT_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++) x[i] = num_bf16_to_f32(num_f32_to_bf16(x[i]));
         break;
-    }
     case DRIFT_DTYPE_F16:
         for (int64_t i = 0; i < n; i++) x[i] = num_f16_to_f32(num_f32_to_f16(x[i]));
         break;
@@ -687,7 +656,7 @@ void num_kv_store(drift_dtype t, void *dst, const float *src, int n) {
         float s = amax_of(src, n) / num_dtype_max(t);
         if (!(s > 0.0f) || isinf(s)) s = 1.0f;
         memcpy(dst, &s, sizeof s);
-        q_fp8(t == DRIFT_DTYPE_FP8_E4M3 ? &MF_E4M3 : &MF_E5M2, 0, (uint8_t *)dst + sizeof s,
+        q_fp8(t == DRIFT_DTYPE_FP8_E4M3 ? num_f32_to_e4m3 : num_f32_to_e5m2, 0, (uint8_t *)dst + sizeof s,
               NULL, src, n, n, s);
         break;
     }

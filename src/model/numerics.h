@@ -58,6 +58,15 @@ float num_e4m3_to_f32(uint8_t c);     /* 0x7f/0xff -> NaN */
 uint8_t num_f32_to_e5m2(float f);     /* RNE, overflow -> inf, NaN -> 0x7e */
 float num_e5m2_to_f32(uint8_t c);
 uint8_t num_f32_to_e2m1(float f);     /* 4-bit code, RNE, saturates at +-6, NaN -> 0 */
+/* The definitions of the three encoders above (split into exponent and
+ * mantissa, ldexpf, nearbyintf; numerics.c): the fast ones (integer bit
+ * arithmetic, numerics_fast.c) give their bits for every float. */
+uint8_t num_f32_to_e4m3_ref(float f);
+uint8_t num_f32_to_e5m2_ref(float f);
+uint8_t num_f32_to_e2m1_ref(float f);
+/* x rounded to fp8 (t: e4m3 or e5m2) and decoded, as the table of the
+ * reference code gives it: num_e4m3_to_f32(num_f32_to_e4m3(x)) */
+float num_round_fp8_value(drift_dtype t, float x);
 float num_e2m1_to_f32(uint8_t c);     /* low 4 bits: s e e m; {0,.5,1,1.5,2,3,4,6} */
 float num_e8m0_to_f32(uint8_t e);     /* 2^(e-127); 0xff -> NaN */
 /* OCP MX shared scale for a block with max |x| = amax and element max
@@ -153,6 +162,12 @@ void num_qmat_free(num_qmat *m);
  * symmetric scale s = amax(x)/127, x = clamp(rint(x / s), -127, 127) * s
  * (RNE). Other formats: no-op. */
 void num_round_acts(drift_dtype t, float *x, int64_t n);
+/* Its definition: the same, scalar, through the reference encoders. The
+ * fast one (AVX2 where the CPU has it and F16C) gives its bits. */
+void num_round_acts_ref(drift_dtype t, float *x, int64_t n);
+/* fp8 rounding of x (n) with a given scale: x = fp8(x / s) * s, as
+ * num_round_acts does it after choosing s (s > 0 and finite). */
+void num_round_fp8_scaled(drift_dtype t, float *x, int64_t n, float s);
 
 /* The profile's model dtype (dtype=acts -> acts) and residual format. */
 static inline drift_dtype num_dtype_of(const drift_numeric_profile *p) {
