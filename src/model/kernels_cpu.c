@@ -1006,6 +1006,7 @@ static float gen_dot(const drift_numeric_profile *p, const float *x, const float
 }
 
 int num_fast_generic_only = 0;
+int num_fast_hw_via_isa = 1;
 
 /* ---------------------------------------------------------------------------
  * Hardware levels (lanes / fma / tree / dot=bf16 / mma): hw_ref.c defines
@@ -1674,6 +1675,16 @@ drift_status num_fast_matmul(const drift_numeric_profile *p, float *y, const flo
     int L = isa_lanes(isa);
     int S = effective_split(p, B);
     int hw = p->lanes || p->mma; /* a hardware level: its own dot products (hw_ref.c) */
+    if (hw && num_fast_hw_via_isa && !num_fast_generic_only && !p->mma && !p->dot_bf16 && p->fma && !p->tree &&
+        p->acc_bits == 23 && !p->promote && (p->lanes == 8 || p->lanes == 16)) {
+        /* the level is an isa's own order (hardware=avx512 is lanes=16): that isa's kernels where the host has it */
+        drift_isa want = p->lanes == 16 ? DRIFT_ISA_AVX512 : DRIFT_ISA_AVX2;
+        if (num_isa_resolve(want) == want) {
+            isa = want;
+            L = isa_lanes(isa);
+            hw = 0;
+        }
+    }
     int simd = !hw && isa != DRIFT_ISA_SCALAR && p->accum == DRIFT_ACCUM_F32 &&
                p->reduce != DRIFT_REDUCE_PAIRWISE && !num_fast_generic_only;
     /* act(x): a rounded copy, or x itself when the activations are f32 */

@@ -336,5 +336,11 @@ static inline float num_hw_trunc(double s, int acc_bits) {
 /* Test hook: 1 makes num_fast_matmul use its generic (lane-emulating C)
  * path even where the SIMD path applies; the two must agree bit for bit. */
 extern int num_fast_generic_only;
+/* 1 (default): a hardware level whose dot product is exactly a SIMD isa's
+ * (lanes 8 or 16, FMA, halving tree, f32 dots, no mma) runs that isa's
+ * matmul kernels where the host has them (the same bits; tests/ops'
+ * test_hw_levels proves it with 0 here: the level's own emulation against
+ * the isa). */
+extern int num_fast_hw_via_isa;
 
 #endif

@@ -149,7 +149,9 @@ static void test_levels_are_the_isa_kernels(void **state) {
                     continue;
                 }
                 if (i == 0 && num_isa_resolve(DRIFT_ISA_AVX2) != DRIFT_ISA_AVX2) continue;
-                for (int S = 1; S <= 4; S += 3) {
+                for (int S = 1; S <= 4; S += 3)
+                for (int via = 0; via <= 1; via++) { /* the level's own emulation, then the isa dispatch */
+                    num_fast_hw_via_isa = via;
                     char a[64], b[64];
                     snprintf(a, sizeof a, "%s&reduce=blocked:%d", pairs[i].isa, S);
                     snprintf(b, sizeof b, "%s&reduce=blocked:%d", pairs[i].level, S);
@@ -159,7 +161,8 @@ static void test_levels_are_the_isa_kernels(void **state) {
                     if (!bits_equal(y1, y2, B * N))
                         fail_msg("%s and %s differ (K=%lld N=%lld B=%lld weights %d)", a, b, (long long)K, (long long)N,
                                  (long long)B, (int)fmts[fi]);
-                    if (sh == 0 && fi == 0) printf("  %-28s = %s bit for bit\n", b, a);
+                    if (sh == 0 && fi == 0) printf("  %-28s = %s bit for bit (%s)\n", b, a, via ? "dispatched to the isa" : "emulated");
+                    num_fast_hw_via_isa = 1;
                 }
             }
             num_qmat_free(&W);
