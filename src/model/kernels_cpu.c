@@ -514,8 +514,8 @@ mk2_tile(float *acc, int first, const float *x, size_t xs, size_t xi, int mr, co
  *   acc[t] the block buffer of tile t = (row tile r / 4, output tile o / 3):
  *          t = 2 * (r / 4) + o / 3, lanes of (r % 4, o % 3) at
  *          acc[t] + ((r % 4) * 3 + o % 3) * 8, as mk2_tile keeps them
- * Full steps only (k1 - k a multiple of 8 is not required: the partial last
- * step goes to mk2_tile, from the stored lanes). */
+ * Whole 8-element steps only: z_tiles passes [k0, kf) and gives a partial
+ * last step to mk2_tile, from the stored lanes. */
 #define A2Z_ROWS 8
 #define A2Z_OUTS 6
 /* [lo | hi] (AVX-512F only: no DQ needed) */
@@ -534,6 +534,8 @@ static int mk2z_ok(void) {
     }
     return v;
 }
+
+/* outputs o and o + 1's weight step at off, as [o | o + 1], widened to f32 */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static inline __m512
 ld512_w2(const void *const *wr, int o, int wkind, size_t off) {
     if (wkind == 0)
