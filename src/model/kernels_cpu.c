@@ -819,6 +819,22 @@ static void pack_w(float *dst, const num_qmat *W, int64_t n0, int64_t Kp, int NR
     }
 }
 
+/* The first weight row of the panel's output tile starting at output j, as
+ * simd_ops holds the panel (packed [jt][s][j][L], or plain rows), with the
+ * step stride *ws and the row stride *wj in elements. */
+static const void *tile_w(const simd_ops *o, int64_t j, int64_t Kp, int NR, int L, size_t *ws, size_t *wj) {
+    if (o->w_packed) {
+        *ws = (size_t)(NR * L);
+        *wj = (size_t)L;
+        return (const float *)o->w + j * Kp;
+    }
+    /* bytes per unit of ldw: f32 4, bf16/f16 2, GGUF blocks: ldw is row bytes */
+    size_t wel = o->wkind >= 3 ? 1 : o->wkind ? 2 : 4;
+    *ws = (size_t)L;
+    *wj = (size_t)o->ldw;
+    return (const char *)o->w + (size_t)(j * o->ldw) * wel;
+}
+
 /* Rows b .. b + 2 * A2_MR - 1 (block rows i ..) against the whole panel:
  * mk2z_tile on each pair of output tiles, then the partial last step of
  * [k0, k1), if any, by mk2_tile on each of the four tiles from the stored
@@ -836,14 +852,10 @@ static void z_tiles(const simd_ops *o, int64_t b, int64_t i, int64_t Kp, int L, 
     int64_t kf = k0 + (k1 - k0) / 8 * 8; /* the full steps end here */
     for (int64_t j = 0; j < NP; j += 2 * NR) {
         float *acc[4];
-        const void *wt[2]; /* the two output tiles' first rows */
         size_t ws, wj;
         for (int t = 0; t < 4; t++) acc[t] = cbuf + ((i + (t / 2) * MR) * NP + (j + (t % 2) * NR) * MR) * L;
-        for (int t = 0; t < 2; t++)
-            wt[t] = o->w_packed ? (const void *)((const float *)o->w + (j + t * NR) * Kp)
-                                : (const void *)((const char *)o->w + (size_t)((j + t * NR) * o->ldw) * wel);
-        ws = o->w_packed ? (size_t)(NR * L) : (size_t)L;
-        wj = o->w_packed ? (size_t)L : (size_t)o->ldw;
+        /* the two output tiles' first rows */
+        const void *wt[2] = {tile_w(o, j, Kp, NR, L, &ws, &wj), tile_w(o, j + NR, Kp, NR, L, &ws, &wj)};
         const void *wr[A2Z_OUTS];
         for (int q = 0; q < A2Z_OUTS; q++) wr[q] = (const char *)wt[q / NR] + (size_t)(q % NR) * wj * wel;
         int nv = nvalid - j < A2Z_OUTS ? (int)(nvalid - j) : A2Z_OUTS;
@@ -865,8 +877,6 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
     int NR = isa == DRIFT_ISA_AVX512 ? A512_NR : A2_NR;
     int64_t clen = chunk_len(K, S);
     int64_t nvalid = N - n0 < NP ? N - n0 : NP;
-    /* bytes per unit of ldw: f32 4, bf16/f16 2, GGUF blocks: ldw is row bytes */
-    size_t wel = o->wkind >= 3 ? 1 : o->wkind ? 2 : 4;
     /* the 8-lane tiles in AVX-512 registers where the host has them (the same bits) */
     int z = isa == DRIFT_ISA_AVX2 && o->wkind < 3 && o->x_packed && mk2z_ok();
     /* ... which sum their lanes in registers when the reduction is one chunk of whole steps */
@@ -900,17 +910,8 @@ static void simd_panel(drift_isa isa, float *y, const simd_ops *o, int64_t B, in
                     }
                     for (int64_t j = 0; j < NP; j += NR) {
                         float *acc = cbuf + (i * NP + j * mr) * L;
-                        const void *wr;
                         size_t ws, wj;
-                        if (o->w_packed) {
-                            wr = (const float *)o->w + j * Kp;
-                            ws = (size_t)(NR * L);
-                            wj = (size_t)L;
-                        } else {
-                            wr = (const char *)o->w + (size_t)(j * o->ldw) * wel;
-                            ws = (size_t)L;
-                            wj = (size_t)o->ldw;
-                        }
+                        const void *wr = tile_w(o, j, Kp, NR, L, &ws, &wj);
                         if (mr == 1 && isa != DRIFT_ISA_AVX512 && o->wkind < 3 && !o->w_packed && j % A2_ROWC == 0 &&
                             j + A2_ROWC <= NP) {
                             mk2_row(acc, first, xr, wr, o->wkind, (size_t)o->ldw, k0, k1);
